@@ -1,0 +1,142 @@
+"""The command line every guarded server shares: flags, validation, start-up, clean exit codes.
+
+Bad flags, a missing allow path or an unusable policy file print one line on stderr and exit 2.
+stdout belongs to the protocol: nothing here ever writes to it.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import click
+import typer
+
+from mcp_server_guard.audit import AuditLog, default_audit_path
+from mcp_server_guard.jail import Jail, SymlinkMode
+from mcp_server_guard.policy import PolicyError, load_policy
+from mcp_server_guard.tooling import GuardedServer, ServerConfig
+
+EXIT_USAGE = 2
+
+AllowPathOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--allow-path",
+        help="Directory the tool may use besides the launch directory (repeatable).",
+        show_default=False,
+    ),
+]
+SymlinksOpt = Annotated[
+    SymlinkMode,
+    typer.Option("--symlinks", help="follow: only symlinks that stay inside the jail; reject: none at all."),
+]
+PolicyOpt = Annotated[
+    Path | None, typer.Option("--policy", help="TOML policy merged over the default.", show_default=False)
+]
+AuditLogOpt = Annotated[
+    Path | None,
+    typer.Option("--audit-log", help="Audit log file [default: $XDG_STATE_HOME/mcp-guard/audit.jsonl].",
+                 show_default=False),
+]
+class LogLevel(enum.StrEnum):
+    DEBUG = "DEBUG"
+    INFO = "INFO"
+    WARNING = "WARNING"
+    ERROR = "ERROR"
+    CRITICAL = "CRITICAL"
+
+
+LogLevelOpt = Annotated[LogLevel, typer.Option("--log-level", help="Log level on stderr.", case_sensitive=False)]
+
+
+def usage_error(prog: str, message: str) -> NoReturn:
+    print(f"{prog}: error: {message}", file=sys.stderr)  # noqa: T201 - stderr, by design
+    raise SystemExit(EXIT_USAGE)
+
+
+def package_version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def version_callback(distribution: str) -> Callable[[bool], None]:
+    def show(value: bool) -> None:
+        if value:
+            print(f"{distribution} {package_version(distribution)}")  # noqa: T201 - not serving yet
+            raise typer.Exit()
+
+    return show
+
+
+def build_config(
+    *,
+    prog: str,
+    name: str,
+    distribution: str,
+    allow_path: Sequence[Path] | None,
+    symlinks: SymlinkMode,
+    policy: Path | None,
+    audit_log: Path | None,
+    log_level: str,
+) -> ServerConfig:
+    """Validate the shared flags into a ServerConfig, or exit 2 with one line on stderr."""
+    logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format=f"{prog}: %(levelname)s %(message)s")
+    paths: list[str] = []
+    for raw in allow_path or ():
+        if "\x00" in str(raw):
+            usage_error(prog, "--allow-path contains a NUL byte")
+        if not raw.is_dir():
+            usage_error(prog, f"--allow-path {raw}: no such directory")
+        paths.append(str(raw.absolute()))
+    try:
+        loaded = load_policy(policy)
+    except PolicyError as exc:
+        usage_error(prog, str(exc))
+    try:
+        jail = Jail(os.getcwd(), paths, symlinks)
+    except OSError as exc:
+        usage_error(prog, f"cannot open an allowed directory: {exc.strerror}")
+    try:
+        audit_path = audit_log if audit_log is not None else default_audit_path(r.path for r in jail.allowed)
+        audit = AuditLog(audit_path)
+    except OSError as exc:
+        usage_error(prog, f"cannot open the audit log: {exc.strerror or exc}")
+    logging.getLogger("mcp_server_guard").debug("audit log: %s", audit_path)
+    return ServerConfig(
+        name=name, version=package_version(distribution), jail=jail, policy=loaded, audit=audit,
+        log_level=log_level.upper(),
+    )
+
+
+def serve(server: GuardedServer) -> None:
+    """Run over stdio until the client closes stdin."""
+    try:
+        server.run("stdio")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.jail.close()
+        server.audit.close()
+
+
+def run_app(app: typer.Typer, prog: str, argv: Sequence[str] | None = None) -> NoReturn:
+    """Invoke a typer app so that any usage error is one line on stderr with exit code 2."""
+    command = typer.main.get_command(app)
+    try:
+        command.main(list(argv) if argv is not None else sys.argv[1:], prog_name=prog, standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        raise SystemExit(exc.exit_code) from None
+    except click.ClickException as exc:
+        usage_error(prog, exc.format_message().replace("\n", " "))
+    except click.exceptions.Abort:
+        raise SystemExit(130) from None
+    raise SystemExit(0)

@@ -1,0 +1,110 @@
+"""One exception tree for every refusal a guarded server can make.
+
+    GuardError (mcp ToolError)           code, category, message, suggestion
+    ├── ParamError        PARAM          the caller's arguments are malformed
+    ├── SecurityError     SECURITY       the request would leave the box
+    ├── ResourceError     RESOURCE       the target is missing, too big, of the wrong kind
+    ├── ExecutionError    EXECUTION      running something failed (shell_exec)
+    └── SystemError_      SYSTEM         the host failed us (I/O, permissions, internal)
+
+Each refusal becomes an ``isError`` tool result whose text block and ``_meta["mcp-guard/error"]``
+both carry ``code``, ``category``, ``message`` and ``suggestion`` (see :func:`GuardError.to_result`).
+The payload is not put in ``structuredContent``: clients such as the TypeScript SDK validate that
+against the tool's ``outputSchema`` even on errors, and a refusal is not a tool output.
+Messages name only what the caller sent; they never reveal resolved host paths outside the jail.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, ClassVar
+
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+
+ERROR_META_KEY = "mcp-guard/error"
+
+
+class Category(enum.StrEnum):
+    PARAM = "PARAM"
+    SECURITY = "SECURITY"
+    RESOURCE = "RESOURCE"
+    EXECUTION = "EXECUTION"
+    SYSTEM = "SYSTEM"
+
+
+class ErrorPayload(BaseModel):
+    """The structured form of a refusal, as the client receives it."""
+
+    code: str = Field(description="Stable SCREAMING_SNAKE error code.")
+    category: Category = Field(description="Error family: PARAM, SECURITY, RESOURCE, EXECUTION or SYSTEM.")
+    message: str = Field(description="What went wrong.")
+    suggestion: str = Field(description="What to do instead.")
+
+
+class GuardError(ToolError):
+    """Base of every refusal. Subclasses fix the category; instances carry the code."""
+
+    category: ClassVar[Category] = Category.SYSTEM
+
+    def __init__(self, code: str, message: str, suggestion: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.suggestion = suggestion
+
+    @property
+    def payload(self) -> ErrorPayload:
+        return ErrorPayload(code=self.code, category=self.category, message=self.message, suggestion=self.suggestion)
+
+    def to_result(self) -> CallToolResult:
+        payload = self.payload
+        text = f"{payload.code} ({payload.category.value}): {payload.message}\nSuggestion: {payload.suggestion}"
+        meta: dict[str, Any] = {ERROR_META_KEY: payload.model_dump(mode="json")}
+        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True, _meta=meta)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.code!r}, {self.message!r})"
+
+
+class ParamError(GuardError):
+    category = Category.PARAM
+
+
+class SecurityError(GuardError):
+    category = Category.SECURITY
+
+
+class ResourceError(GuardError):
+    category = Category.RESOURCE
+
+
+class ExecutionError(GuardError):
+    category = Category.EXECUTION
+
+
+class SystemError_(GuardError):  # noqa: N801 - trailing underscore avoids shadowing the builtin
+    category = Category.SYSTEM
+
+
+# Every code a server can emit, with its category; the README's table is checked against this.
+ERROR_CODES: dict[str, Category] = {
+    "INVALID_ARGUMENT": Category.PARAM,
+    "INVALID_PATH": Category.PARAM,
+    "UNKNOWN_TOOL": Category.PARAM,
+    "PATH_OUTSIDE_JAIL": Category.SECURITY,
+    "SYMLINK_ESCAPE": Category.SECURITY,
+    "SYMLINK_REJECTED": Category.SECURITY,
+    "NO_ALLOWED_ROOTS": Category.SECURITY,
+    "NOT_REGULAR_FILE": Category.SECURITY,
+    "BINARY_FILE": Category.SECURITY,
+    "OFFSET_OUT_OF_RANGE": Category.PARAM,
+    "NOT_FOUND": Category.RESOURCE,
+    "IS_DIRECTORY": Category.RESOURCE,
+    "NOT_A_DIRECTORY": Category.RESOURCE,
+    "PERMISSION_DENIED": Category.SYSTEM,
+    "IO_ERROR": Category.SYSTEM,
+    "INTERNAL_ERROR": Category.SYSTEM,
+}

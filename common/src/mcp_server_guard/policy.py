@@ -1,0 +1,86 @@
+"""Policy files: TOML, merged over the packaged default, validated with pydantic.
+
+The packaged ``policies/default.toml`` is the single source of default values; a user policy
+passed with ``--policy`` only names the keys it changes. An invalid file names the bad key.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class PolicyError(Exception):
+    """The policy file cannot be used; the message names the file and the key."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FileReadPolicy(_Section):
+    max_read_bytes: int = Field(gt=0, le=1 << 30)
+    sniff_bytes: int = Field(ge=512, le=1 << 20)
+    allowed_mime_types: tuple[str, ...]
+
+    def mime_allowed(self, mime: str) -> bool:
+        return any(fnmatch.fnmatchcase(mime, pattern) for pattern in self.allowed_mime_types)
+
+
+class Policy(_Section):
+    file_read: FileReadPolicy
+    source: tuple[str, ...] = Field(default=(), exclude=True)  # files the policy was read from
+
+
+def default_policy_path() -> Path:
+    """The packaged default policy; found by an installed server without the repository."""
+    return Path(str(resources.files("mcp_server_guard") / "policies" / "default.toml"))
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise PolicyError(f"cannot read policy file {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyError(f"invalid TOML in policy file {path}: {exc}") from None
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)  # type: ignore[arg-type]
+        else:
+            merged[key] = value
+    return merged
+
+
+def _describe(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    loc = list(first["loc"])
+    key = f"[{loc[0]}]" + "".join(f".{part}" for part in loc[1:]) if loc else "(top level)"
+    msg = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
+    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    return f"{key}: {msg}{more}"
+
+
+def load_policy(path: Path | None = None) -> Policy:
+    """Load the default policy, with ``path`` merged over it when given."""
+    default = default_policy_path()
+    data = _read_toml(default)
+    sources = [str(default)]
+    if path is not None:
+        data = _merge(data, _read_toml(path))
+        sources.append(str(path))
+    try:
+        policy = Policy.model_validate(data)
+    except ValidationError as exc:
+        raise PolicyError(f"invalid policy file {sources[-1]}: {_describe(exc)}") from None
+    return policy.model_copy(update={"source": tuple(sources)})

@@ -1,0 +1,102 @@
+"""The file_read tool: one guarded, paged, streamed read of a text file inside the jail."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from mcp.server.mcpserver import Context
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from mcp_server_guard import audit
+from mcp_server_guard.errors import ParamError, SecurityError
+from mcp_server_guard.mime import sniff
+from mcp_server_guard.textfile import read_page
+from mcp_server_guard.tooling import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
+
+# Seed 004's contract, verbatim.
+TOOL_NAME = "file_read"
+TOOL_DESCRIPTION = "指定されたパスのファイルを読み込み、その内容を返します。"
+ANNOTATIONS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+class FileReadInput(ToolInput):
+    path: str = Field(
+        description="読み込むファイルのパス。絶対パスまたは許可されたルートディレクトリからの相対パスを指定。"
+    )
+    offset: int = Field(
+        default=1, ge=1, description="First line to return (1-based). Use the nextOffset of a truncated read."
+    )
+    limit: int | None = Field(
+        default=None, ge=1, description="Most lines to return. Omit for as many as fit in the byte cap."
+    )
+
+
+class FileReadOutput(ToolOutput):
+    content: str = Field(description="読み込んだファイルの内容。")
+    path: str = Field(description="The file read, relative to the launch directory when inside it.")
+    size: int = Field(description="Size of the whole file in bytes.")
+    mimeType: str = Field(description="MIME type sniffed by libmagic.")
+    encoding: str = Field(description="Encoding the content was decoded from (utf-8, utf-16-le, latin-1, ...).")
+    bom: bool = Field(description="True when the file starts with a byte-order mark (not included in content).")
+    replacedCharacters: bool = Field(description="True when undecodable bytes were replaced with U+FFFD.")
+    totalLines: int = Field(description="Number of lines in the whole file.")
+    startLine: int = Field(description="First line returned (1-based).")
+    endLine: int = Field(description="Last line returned (startLine - 1 when none).")
+    truncated: bool = Field(description="True when the byte cap cut the content short of the requested lines.")
+    nextOffset: int | None = Field(description="Pass as offset to read on; null when the file's end was reached.")
+    sha256: str = Field(description="SHA-256 of the whole file (use as expectedSha256 when writing it back).")
+
+    def to_text(self) -> str:
+        if self.nextOffset is None:
+            return self.content
+        why = "byte cap reached" if self.truncated else "line limit reached"
+        return (
+            f"{self.content}\n[{why}: showed lines {self.startLine}-{self.endLine} of {self.totalLines}; "
+            f"call file_read with offset={self.nextOffset} to continue]"
+        )
+
+
+def build_server(config: ServerConfig) -> GuardedServer:
+    server = GuardedServer(config)
+    policy = config.policy.file_read
+    jail = config.jail
+
+    async def file_read(args: FileReadInput, _ctx: Context[Any, Any]) -> FileReadOutput:
+        located, fd, st = jail.open_file(args.path)
+        try:
+            head = os.pread(fd, policy.sniff_bytes, 0)
+            sniffed = sniff(head, complete=len(head) >= st.st_size)
+            if not (sniffed.is_text or policy.mime_allowed(sniffed.mime)):
+                # Defense in depth: binaries (ELF, images, archives) are not handed to the model as text.
+                raise SecurityError(
+                    "BINARY_FILE",
+                    f"'{args.path}' is not text (detected {sniffed.mime}).",
+                    "Only text files can be read; inspect binaries with a dedicated tool (e.g. `file`, `xxd`).",
+                )
+            page = read_page(
+                fd, encoding=sniffed.encoding, bom=sniffed.bom, offset=args.offset, limit=args.limit,
+                max_bytes=policy.max_read_bytes,
+            )
+        finally:
+            os.close(fd)
+        if args.offset > max(page.total_lines, 1):
+            raise ParamError(
+                "OFFSET_OUT_OF_RANGE",
+                f"offset {args.offset} is past the end of '{args.path}' ({page.total_lines} lines).",
+                f"Use an offset between 1 and {max(page.total_lines, 1)}.",
+            )
+        audit.note(bytes=page.content_bytes)
+        return FileReadOutput(
+            content=page.content, path=jail.display(located), size=st.st_size, mimeType=sniffed.mime,
+            encoding=sniffed.encoding, bom=sniffed.bom > 0, replacedCharacters=page.replaced,
+            totalLines=page.total_lines, startLine=page.start_line, endLine=page.end_line,
+            truncated=page.truncated, nextOffset=page.next_offset, sha256=page.sha256,
+        )
+
+    register_tool(
+        server, name=TOOL_NAME, description=TOOL_DESCRIPTION, annotations=ANNOTATIONS,
+        input_model=FileReadInput, output_model=FileReadOutput, handler=file_read,
+    )
+    return server
