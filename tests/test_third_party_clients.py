@@ -1,0 +1,249 @@
+"""The file_read server as seen by third-party MCP clients.
+
+* The official TypeScript SDK (``Client`` + ``StdioClientTransport``), driven by
+  ``tests/clients/ts_client.mjs``. Its ``callTool()`` validates structuredContent
+  against the tool's outputSchema and throws on a mismatch, so a successful call
+  is one the SDK accepted.
+* The MCP Inspector CLI (``@modelcontextprotocol/inspector-cli``), in ``--cli`` mode.
+
+Both are pinned in ``tests/clients/package.json``; install them with
+``cd tests/clients && npm ci``. The tests skip only when ``node`` or that
+``node_modules`` folder is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CLIENTS_DIR = Path(__file__).resolve().parent / "clients"
+NODE_MODULES = CLIENTS_DIR / "node_modules"
+TS_CLIENT = CLIENTS_DIR / "ts_client.mjs"
+TS_SDK_DIR = NODE_MODULES / "@modelcontextprotocol" / "sdk"
+INSPECTOR_CLI = NODE_MODULES / "@modelcontextprotocol" / "inspector-cli" / "build" / "cli.js"
+
+SERVER_SCRIPT = "mcp-server-file-read"
+DESCRIPTION = "指定されたパスのファイルを読み込み、その内容を返します。"
+TEXT = "first line\n二行目: こんにちは\nthird line\n"
+OUTSIDE_TEXT = "secret outside the jail\n"
+TIMEOUT_S = 20
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _node() -> str:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not on PATH")
+    if not NODE_MODULES.is_dir():
+        pytest.skip(f"{NODE_MODULES} is missing (run `npm ci` in {CLIENTS_DIR})")
+    return node
+
+
+def _server_script() -> str:
+    found = shutil.which(SERVER_SCRIPT)
+    if found is not None:
+        return found
+    candidate = Path(sys.executable).parent / SERVER_SCRIPT
+    assert candidate.is_file(), f"{SERVER_SCRIPT} not found on PATH nor next to {sys.executable}"
+    return str(candidate)
+
+
+def _jail(tmp_path: Path) -> Path:
+    """A launch directory (the server's allowed root) with a text file, and a file just outside it."""
+    jail = tmp_path / "jail"
+    jail.mkdir()
+    (jail / "notes.txt").write_text(TEXT, encoding="utf-8")
+    (tmp_path / "outside.txt").write_text(OUTSIDE_TEXT, encoding="utf-8")
+    return jail
+
+
+def _server_args(tmp_path: Path) -> list[str]:
+    return ["--audit-log", str(tmp_path / "audit.jsonl")]
+
+
+def _run_ts_client(node: str, spec: dict[str, Any]) -> tuple[int, dict[str, Any], str]:
+    proc = subprocess.run(
+        [node, str(TS_CLIENT), "-"],
+        input=json.dumps(spec),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        cwd=CLIENTS_DIR,
+        check=False,
+    )
+    try:
+        report = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        pytest.fail(f"ts_client.mjs printed no JSON (rc={proc.returncode})\nstdout:{proc.stdout}\nstderr:{proc.stderr}")
+    return proc.returncode, report, proc.stderr
+
+
+def _run_inspector(node: str, jail: Path, server_cmd: list[str], method_args: list[str]) -> Any:
+    # Inspector CLI 1.0.3 reads its own package.json via `fs.existsSync("../package.json")`,
+    # i.e. relative to the *working directory*, so it must run from a folder whose parent
+    # holds a package.json. The server it spawns inherits that working directory, which
+    # is what makes `jail` the server's allowed root.
+    parent_pkg = jail.parent / "package.json"
+    if not parent_pkg.exists():
+        parent_pkg.write_text("{}\n", encoding="utf-8")
+    proc = subprocess.run(
+        [node, str(INSPECTOR_CLI), "--cli", *server_cmd, *method_args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        cwd=jail,
+        check=False,
+    )
+    assert proc.returncode == 0, f"inspector failed (rc={proc.returncode})\nstdout:{proc.stdout}\nstderr:{proc.stderr}"
+    return json.loads(proc.stdout)
+
+
+# --------------------------------------------------------------------------- TypeScript SDK
+
+
+def test_ts_sdk_client_lists_and_calls_file_read(tmp_path: Path) -> None:
+    node = _node()
+    jail = _jail(tmp_path)
+    rc, report, stderr = _run_ts_client(
+        node,
+        {
+            "command": _server_script(),
+            "args": _server_args(tmp_path),
+            "cwd": str(jail),
+            "calls": [
+                {"name": "file_read", "arguments": {"path": "notes.txt"}},
+                {"name": "file_read", "arguments": {"path": "../outside.txt"}},
+            ],
+        },
+    )
+    assert rc == 0, f"failures: {report.get('failures')}\nserver stderr: {report.get('serverStderr')}\n{stderr}"
+    assert report["ok"] is True
+
+    # tools/list
+    assert [t["name"] for t in report["tools"]] == ["file_read"]
+    tool = report["tools"][0]
+    assert tool["description"] == DESCRIPTION
+    assert tool["annotations"]["readOnlyHint"] is True
+    assert tool["annotations"]["openWorldHint"] is False
+    assert tool["inputSchema"]["required"] == ["path"]
+    assert {"path", "offset", "limit"} <= set(tool["inputSchema"]["properties"])
+    assert "content" in tool["outputSchema"]["required"]
+
+    # A successful read: structuredContent present and accepted by the SDK's validator.
+    ok_call, outside_call = report["calls"]
+    assert ok_call["ok"] is True
+    assert ok_call["threw"] is False
+    assert ok_call["result"]["isError"] is False
+    assert ok_call["structuredContentValidated"] is True
+    assert ok_call["result"]["structuredContent"]["content"] == TEXT
+    assert TEXT in ok_call["result"]["text"]
+
+    # A path outside the jail: a tool error, not a protocol error, with the guard's metadata.
+    assert outside_call["threw"] is False
+    result = outside_call["result"]
+    assert result["isError"] is True
+    assert result["structuredContent"] is None
+    assert result["text"].startswith("PATH_OUTSIDE_JAIL (SECURITY):")
+    assert OUTSIDE_TEXT.strip() not in result["text"]
+    error = result["_meta"]["mcp-guard/error"]
+    assert error["code"] == "PATH_OUTSIDE_JAIL"
+    assert error["category"] == "SECURITY"
+    assert error["message"]
+    assert error["suggestion"]
+
+
+FAKE_SERVER = r"""
+import json
+import sys
+
+SCHEMA = {"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]}
+RESULTS = {
+    "good": {"content": [{"type": "text", "text": "ok"}], "structuredContent": {"content": "ok"}},
+    "mismatch": {"content": [{"type": "text", "text": "ok"}], "structuredContent": {"content": 42}},
+    "missing": {"content": [{"type": "text", "text": "ok"}]},
+    "error_mismatch": {"content": [{"type": "text", "text": "no"}], "isError": True, "structuredContent": {}},
+}
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    method = msg.get("method")
+    if method == "initialize":
+        result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "fake", "version": "0"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "probe", "inputSchema": {"type": "object"}, "outputSchema": SCHEMA}]}
+    elif method == "tools/call":
+        result = RESULTS[msg["params"]["arguments"]["case"]]
+    else:
+        result = {}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+"""
+
+
+def test_ts_client_reports_output_schema_violations(tmp_path: Path) -> None:
+    """Negative control: the SDK's outputSchema check is live, and ts_client.mjs turns it into a failure."""
+    node = _node()
+    server = tmp_path / "fake_server.py"
+    server.write_text(FAKE_SERVER, encoding="utf-8")
+    cases = ["good", "mismatch", "missing", "error_mismatch"]
+    rc, report, _ = _run_ts_client(
+        node,
+        {
+            "command": sys.executable,
+            "args": [str(server)],
+            "cwd": str(tmp_path),
+            "calls": [{"name": "probe", "arguments": {"case": case}} for case in cases],
+        },
+    )
+    assert rc == 1
+    assert report["ok"] is False
+    calls = dict(zip(cases, report["calls"], strict=True))
+    assert calls["good"]["ok"] is True
+    assert calls["good"]["structuredContentValidated"] is True
+    assert calls["mismatch"]["threw"] is True
+    assert calls["mismatch"]["error"]["code"] == -32602
+    assert calls["missing"]["threw"] is True
+    # Even with isError, structuredContent that is present is validated (and rejected).
+    assert calls["error_mismatch"]["threw"] is True
+    assert calls["error_mismatch"]["error"]["code"] == -32602
+    assert len(report["failures"]) == 3
+
+
+# --------------------------------------------------------------------------- MCP Inspector CLI
+
+
+def test_inspector_cli_lists_and_calls_file_read(tmp_path: Path) -> None:
+    node = _node()
+    jail = _jail(tmp_path)
+    server_cmd = [_server_script(), *_server_args(tmp_path)]
+
+    listed = _run_inspector(node, jail, server_cmd, ["--method", "tools/list"])
+    tools = {t["name"]: t for t in listed["tools"]}
+    assert "file_read" in tools
+    assert tools["file_read"]["description"] == DESCRIPTION
+
+    called = _run_inspector(
+        node, jail, server_cmd, ["--method", "tools/call", "--tool-name", "file_read", "--tool-arg", "path=notes.txt"]
+    )
+    assert called.get("isError", False) is False
+    assert called["structuredContent"]["content"] == TEXT
+    assert any(c["type"] == "text" and TEXT in c["text"] for c in called["content"])
+
+    refused = _run_inspector(
+        node,
+        jail,
+        server_cmd,
+        ["--method", "tools/call", "--tool-name", "file_read", "--tool-arg", "path=../outside.txt"],
+    )
+    assert refused["isError"] is True
+    assert refused["_meta"]["mcp-guard/error"]["code"] == "PATH_OUTSIDE_JAIL"
