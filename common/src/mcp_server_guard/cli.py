@@ -15,7 +15,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Annotated, NoReturn
 
-import click
 import typer
 
 from mcp_server_guard.audit import AuditLog, default_audit_path
@@ -29,6 +28,7 @@ AllowPathOpt = Annotated[
     list[Path] | None,
     typer.Option(
         "--allow-path",
+        metavar="DIR",
         help="Directory the tool may use besides the launch directory (repeatable).",
         show_default=False,
     ),
@@ -38,11 +38,11 @@ SymlinksOpt = Annotated[
     typer.Option("--symlinks", help="follow: only symlinks that stay inside the jail; reject: none at all."),
 ]
 PolicyOpt = Annotated[
-    Path | None, typer.Option("--policy", help="TOML policy merged over the default.", show_default=False)
+    Path | None, typer.Option("--policy", metavar="FILE", help="TOML policy merged over the default.", show_default=False)
 ]
 AuditLogOpt = Annotated[
     Path | None,
-    typer.Option("--audit-log", help="Audit log file [default: $XDG_STATE_HOME/mcp-guard/audit.jsonl].",
+    typer.Option("--audit-log", metavar="FILE", help="Audit log file [default: $XDG_STATE_HOME/mcp-guard/audit.jsonl].",
                  show_default=False),
 ]
 class LogLevel(enum.StrEnum):
@@ -133,10 +133,10 @@ def run_app(app: typer.Typer, prog: str, argv: Sequence[str] | None = None) -> N
     command = typer.main.get_command(app)
     try:
         command.main(list(argv) if argv is not None else sys.argv[1:], prog_name=prog, standalone_mode=False)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
-    except click.ClickException as exc:
+    except typer.TyperException as exc:
         usage_error(prog, exc.format_message().replace("\n", " "))
-    except click.exceptions.Abort:
+    except typer.Abort:
         raise SystemExit(130) from None
     raise SystemExit(0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import functools
 from dataclasses import dataclass
 
 import magic
@@ -16,6 +17,12 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 )
 # libmagic charset names that are not Python codec names.
 _CHARSET_ALIASES = {"us-ascii": "ascii", "unknown-8bit": "", "binary": "", "ebcdic": "cp500"}
+
+
+@functools.cache
+def _magic(kind: str) -> magic.Magic:
+    # Loading the magic database costs milliseconds: once per process, on first use.
+    return magic.Magic(mime=kind == "mime", mime_encoding=kind == "encoding")
 
 
 @dataclass(frozen=True)
@@ -38,7 +45,7 @@ def _valid_utf8_prefix(head: bytes, complete: bool) -> bool:
 
 def sniff(head: bytes, *, complete: bool) -> Sniffed:
     """Classify the first bytes of a file; ``complete`` when ``head`` is the whole file."""
-    mime = magic.from_buffer(head, mime=True) if head else "application/x-empty"
+    mime = _magic("mime").from_buffer(head) if head else "application/x-empty"
     for bom, encoding in _BOMS:
         if head.startswith(bom):
             return Sniffed(mime, encoding, len(bom), True)
@@ -47,7 +54,7 @@ def sniff(head: bytes, *, complete: bool) -> Sniffed:
         return Sniffed(mime, "utf-8", 0, True)
     charset = ""
     if b"\x00" not in head:
-        found = (magic.from_buffer(head, mime_encoding=True) or "").lower()
+        found = (_magic("encoding").from_buffer(head) or "").lower()
         charset = _CHARSET_ALIASES.get(found, found)
         try:
             charset = codecs.lookup(charset).name if charset else ""

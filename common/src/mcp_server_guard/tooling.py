@@ -22,7 +22,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import ListRoots, Resolve
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp.types import CallToolResult, ListRootsResult, NotificationParams, TextContent, ToolAnnotations
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.types import CallToolResult, ListRootsResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from mcp_server_guard.audit import AuditLog, AuditRecord
@@ -117,13 +118,15 @@ class GuardedServer(MCPServer[Any]):
         self.policy = config.policy
         self.audit = config.audit
         self.roots_current = False
-        self._lowlevel_server.add_notification_handler(
-            "notifications/roots/list_changed", NotificationParams, self._on_roots_changed
-        )
+        # Middleware sees every inbound message in both eras; the 2026-07-28 runner would drop this
+        # notification before any handler (no handshake), yet a stale, wider jail must not survive it.
+        self.middleware.append(self._watch_roots_changed)
 
-    async def _on_roots_changed(self, _ctx: Any, _params: NotificationParams) -> None:
-        log.info("client roots changed; they will be fetched again before the next call")
-        self.roots_current = False
+    async def _watch_roots_changed(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method == "notifications/roots/list_changed":
+            log.info("client roots changed; they will be fetched again before the next call")
+            self.roots_current = False
+        return await call_next(ctx)
 
     def apply_roots(self, result: ListRootsResult | None) -> None:
         if result is None:

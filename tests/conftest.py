@@ -1,0 +1,160 @@
+"""Shared fixtures: a workspace with an outside sibling, and real servers spawned over stdio."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult
+
+BIN_DIR = Path(sys.executable).parent
+MODES = ["legacy", "auto"]  # 2025-11-25 handshake era, and the 2026-07-28 per-request era
+ERROR_META_KEY = "mcp-guard/error"
+
+
+def console_script(name: str) -> str:
+    found = shutil.which(name) or str(BIN_DIR / name)
+    assert Path(found).exists(), f"console script {name} is not installed"
+    return found
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(params=MODES)
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """HOME and XDG_STATE_HOME inside tmp_path, so nothing a server writes by default leaves it."""
+    home = tmp_path / "home"
+    (home / ".local" / "state").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    return home
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, isolated_home: Path) -> Iterator[Path]:
+    """tmp/proj is the launch directory; tmp/proj-evil and tmp/outside hold what must stay unreachable."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "hello.txt").write_text("hello\nworld\n", encoding="utf-8")
+    (proj / "sub").mkdir()
+    (proj / "sub" / "inner.txt").write_text("inner\n", encoding="utf-8")
+    evil = tmp_path / "proj-evil"
+    evil.mkdir()
+    (evil / "secret.txt").write_text("SECRET-SIBLING\n", encoding="utf-8")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("SECRET-OUTSIDE\n", encoding="utf-8")
+    yield proj
+
+
+def server_params(script: str, cwd: Path, *args: str, audit: Path | None = None) -> StdioServerParameters:
+    audit_log = audit or (cwd.parent / "audit.jsonl")
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "XDG_STATE_HOME", "LANG", "TMPDIR")}
+    return StdioServerParameters(
+        command=console_script(script), args=["--audit-log", str(audit_log), *args], cwd=str(cwd), env=env
+    )
+
+
+@asynccontextmanager
+async def serve(
+    script: str, cwd: Path, *args: str, mode: str = "legacy", audit: Path | None = None, **client_kw: Any
+) -> AsyncIterator[Client]:
+    async with Client(server_params(script, cwd, *args, audit=audit), mode=mode, **client_kw) as client:  # type: ignore[arg-type]
+        yield client
+
+
+def error_of(result: CallToolResult) -> dict[str, Any]:
+    """The structured refusal of an isError result (and a check that the text carries it too)."""
+    assert result.is_error, f"expected a refusal, got {result}"
+    payload = (result.meta or {}).get(ERROR_META_KEY)
+    assert isinstance(payload, dict), f"no {ERROR_META_KEY} in {result.meta}"
+    assert set(payload) == {"code", "category", "message", "suggestion"}
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert payload["code"] in text and payload["suggestion"] in text
+    return payload
+
+
+def text_of(result: CallToolResult) -> str:
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+CallFn = Callable[..., Any]
+
+
+class RawClient:
+    """A minimal JSON-lines client over a real server process, with bounded reads."""
+
+    def __init__(self, args: list[str], cwd: Path) -> None:
+        import subprocess
+
+        self.proc = subprocess.Popen(args, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        self._buf = b""
+
+    def send_raw(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, message: dict[str, Any]) -> None:
+        import json
+
+        self.send_raw(json.dumps(message).encode() + b"\n")
+
+    def recv(self, timeout: float = 10.0) -> dict[str, Any]:
+        import json
+        import select
+        import time
+
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, "no answer from the server in time"
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if ready:
+                chunk = os.read(fd, 65536)
+                assert chunk, "the server closed its stdout"
+                self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return dict(json.loads(line))
+
+    def request(self, id_: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.send({"jsonrpc": "2.0", "id": id_, "method": method, "params": params})
+        while True:
+            message = self.recv()
+            if message.get("id") == id_:
+                return message
+
+    def initialize(self) -> None:
+        self.request(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                       "clientInfo": {"name": "raw", "version": "0"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+            assert self.proc.stdout is not None
+            self.proc.stdout.close()
