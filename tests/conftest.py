@@ -102,8 +102,9 @@ class RawClient:
     def __init__(self, args: list[str], cwd: Path) -> None:
         import subprocess
 
-        self.proc = subprocess.Popen(args, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            args, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
         self._buf = b""
 
     def send_raw(self, data: bytes) -> None:
@@ -143,8 +144,11 @@ class RawClient:
                 return message
 
     def initialize(self) -> None:
-        self.request(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                       "clientInfo": {"name": "raw", "version": "0"}})
+        self.request(
+            0,
+            "initialize",
+            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+        )
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def close(self) -> None:

@@ -17,10 +17,9 @@ from typing import Any
 import anyio
 import psutil
 import pytest
+from conftest import error_of, serve, text_of
 from mcp.client import ClientRequestContext
 from mcp.types import ListRootsResult, Root
-
-from conftest import error_of, serve, text_of
 
 pytestmark = pytest.mark.anyio
 FR = "mcp-server-file-read"
@@ -282,8 +281,11 @@ async def test_sparse_1gib_file_gives_a_truncated_page_and_server_memory_stays_s
         server = next(
             p for p in psutil.Process().children(recursive=True) if "mcp-server-file-read" in " ".join(p.cmdline())
         )
-        hwm_kib = int(next(ln for ln in Path(f"/proc/{server.pid}/status").read_text().splitlines()
-                           if ln.startswith("VmHWM")).split()[1])
+        hwm_kib = int(
+            next(
+                ln for ln in Path(f"/proc/{server.pid}/status").read_text().splitlines() if ln.startswith("VmHWM")
+            ).split()[1]
+        )
     out = result.structured_content
     assert out["truncated"] is True
     assert out["size"] == 1 << 30
@@ -403,9 +405,8 @@ async def test_every_call_is_audited_outside_the_jail(workspace: Path, tmp_path:
 
 
 async def test_default_audit_log_goes_to_xdg_state_home(workspace: Path, isolated_home: Path) -> None:
-    from mcp import Client
-
     from conftest import server_params
+    from mcp import Client
 
     params = server_params(FR, workspace)
     params.args = []  # no --audit-log: the default location applies

@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from mcp_server_guard.audit import AuditLog, AuditRecord, default_audit_path, read_entries, summarize_value
 from mcp_server_guard.errors import ERROR_CODES, ERROR_META_KEY, GuardError, ParamError, SecurityError
 from mcp_server_guard.mime import sniff
@@ -97,7 +96,9 @@ def test_default_audit_log_is_never_inside_the_jail(tmp_path: Path, monkeypatch:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "proj" / "state"))
     path = default_audit_path([str(tmp_path / "proj")])
     assert not str(path).startswith(str(tmp_path / "proj"))
-    assert default_audit_path([str(tmp_path / "elsewhere")]) == tmp_path / "proj" / "state" / "mcp-guard" / "audit.jsonl"
+    assert (
+        default_audit_path([str(tmp_path / "elsewhere")]) == tmp_path / "proj" / "state" / "mcp-guard" / "audit.jsonl"
+    )
 
 
 def test_every_error_code_has_its_category_and_a_readme_row() -> None:
@@ -111,6 +112,10 @@ def test_refusal_result_carries_the_structured_payload_and_text() -> None:
     assert result.is_error
     assert result.structured_content is None
     assert result.meta is not None
-    assert result.meta[ERROR_META_KEY] == {"code": "PATH_OUTSIDE_JAIL", "category": "SECURITY", "message": "m",
-                                           "suggestion": "s"}
+    assert result.meta[ERROR_META_KEY] == {
+        "code": "PATH_OUTSIDE_JAIL",
+        "category": "SECURITY",
+        "message": "m",
+        "suggestion": "s",
+    }
     assert isinstance(ParamError("INVALID_PATH", "m", "s"), GuardError)

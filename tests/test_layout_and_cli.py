@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import RawClient, console_script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +31,9 @@ def test_public_surface_of_the_guard_library() -> None:
 
 def run(args: list[str], cwd: Path, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "XDG_STATE_HOME": str(cwd / "state")}
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL
+    )
 
 
 def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
@@ -96,7 +97,10 @@ def test_server_logs_only_to_stderr(tmp_path: Path) -> None:
     )
     proc = subprocess.run(
         [console_script("mcp-server-file-read"), "--log-level", "DEBUG", "--audit-log", str(tmp_path / "a.jsonl")],
-        cwd=tmp_path, input=init, capture_output=True, timeout=30,
+        cwd=tmp_path,
+        input=init,
+        capture_output=True,
+        timeout=30,
     )
     for line in proc.stdout.splitlines():
         assert json.loads(line)["jsonrpc"] == "2.0"

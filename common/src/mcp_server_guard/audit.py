@@ -52,9 +52,9 @@ def summarize_value(key: str, value: Any) -> Any:
     if isinstance(value, str) and (key in CONTENT_KEYS or len(value) > _INLINE_LIMIT):
         data = value.encode("utf-8", "surrogatepass")
         return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
-    if isinstance(value, list) and sum(len(str(v)) for v in value) > _INLINE_LIMIT:  # type: ignore[arg-type]
+    if isinstance(value, list) and sum(len(str(v)) for v in value) > _INLINE_LIMIT:
         data = json.dumps(value).encode()
-        return {"sha256": hashlib.sha256(data).hexdigest(), "items": len(value)}  # type: ignore[arg-type]
+        return {"sha256": hashlib.sha256(data).hexdigest(), "items": len(value)}
     return value
 
 
@@ -90,7 +90,7 @@ class AuditRecord:
 _current: contextvars.ContextVar[AuditRecord | None] = contextvars.ContextVar("mcp_guard_audit", default=None)
 
 
-def note(*, bytes: int | None = None, decision: str | None = None, **extra: Any) -> None:  # noqa: A002
+def note(*, bytes: int | None = None, decision: str | None = None, **extra: Any) -> None:
     """Add facts to the audit record of the call being served (no-op outside a call)."""
     record = _current.get()
     if record is None:
@@ -135,13 +135,17 @@ def read_entries(path: Path, last: int) -> Iterator[dict[str, Any]]:
             while True:
                 fh.seek(size - block)
                 lines = fh.read(block).splitlines()
-                if len(lines) > last or block == size:
+                if len(lines) > last + 8 or block == size:
                     break
                 block = min(size, block * 4)
     except FileNotFoundError:
         return
-    for line in lines[-last:] if last > 0 else []:
+    entries: list[dict[str, Any]] = []
+    for line in reversed(lines):
+        if len(entries) >= last:
+            break
         try:
-            yield json.loads(line)
+            entries.append(json.loads(line))
         except ValueError:
             continue
+    yield from reversed(entries)

@@ -38,13 +38,20 @@ SymlinksOpt = Annotated[
     typer.Option("--symlinks", help="follow: only symlinks that stay inside the jail; reject: none at all."),
 ]
 PolicyOpt = Annotated[
-    Path | None, typer.Option("--policy", metavar="FILE", help="TOML policy merged over the default.", show_default=False)
+    Path | None,
+    typer.Option("--policy", metavar="FILE", help="TOML policy merged over the default.", show_default=False),
 ]
 AuditLogOpt = Annotated[
     Path | None,
-    typer.Option("--audit-log", metavar="FILE", help="Audit log file [default: $XDG_STATE_HOME/mcp-guard/audit.jsonl].",
-                 show_default=False),
+    typer.Option(
+        "--audit-log",
+        metavar="FILE",
+        help="Audit log file [default: $XDG_STATE_HOME/mcp-guard/audit.jsonl].",
+        show_default=False,
+    ),
 ]
+
+
 class LogLevel(enum.StrEnum):
     DEBUG = "DEBUG"
     INFO = "INFO"
@@ -57,7 +64,7 @@ LogLevelOpt = Annotated[LogLevel, typer.Option("--log-level", help="Log level on
 
 
 def usage_error(prog: str, message: str) -> NoReturn:
-    print(f"{prog}: error: {message}", file=sys.stderr)  # noqa: T201 - stderr, by design
+    print(f"{prog}: error: {message}", file=sys.stderr)
     raise SystemExit(EXIT_USAGE)
 
 
@@ -71,7 +78,7 @@ def package_version(distribution: str) -> str:
 def version_callback(distribution: str) -> Callable[[bool], None]:
     def show(value: bool) -> None:
         if value:
-            print(f"{distribution} {package_version(distribution)}")  # noqa: T201 - not serving yet
+            print(f"{distribution} {package_version(distribution)}")
             raise typer.Exit()
 
     return show
@@ -112,7 +119,11 @@ def build_config(
         usage_error(prog, f"cannot open the audit log: {exc.strerror or exc}")
     logging.getLogger("mcp_server_guard").debug("audit log: %s", audit_path)
     return ServerConfig(
-        name=name, version=package_version(distribution), jail=jail, policy=loaded, audit=audit,
+        name=name,
+        version=package_version(distribution),
+        jail=jail,
+        policy=loaded,
+        audit=audit,
         log_level=log_level.upper(),
     )
 

@@ -23,7 +23,6 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
-
 ERROR_META_KEY = "mcp-guard/error"
 
 
@@ -85,7 +84,7 @@ class ExecutionError(GuardError):
     category = Category.EXECUTION
 
 
-class SystemError_(GuardError):  # noqa: N801 - trailing underscore avoids shadowing the builtin
+class SystemError_(GuardError):
     category = Category.SYSTEM
 
 

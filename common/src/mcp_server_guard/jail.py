@@ -9,6 +9,7 @@ openat2 cannot judge alone). Nothing here checks a path string and then opens th
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import errno
 import os
@@ -105,7 +106,9 @@ def oserror_to_guard(exc: OSError, given: str) -> GuardError:
         return ParamError("INVALID_PATH", f"'{given[:80]}…' is too long.", "Use a shorter path.")
     if code == errno.ENXIO:
         return SecurityError("NOT_REGULAR_FILE", f"'{given}' is not a regular file.", "Only regular files are served.")
-    return SystemError_("IO_ERROR", f"Could not open '{given}': {os.strerror(code or 0)}.", "Try again or another file.")
+    return SystemError_(
+        "IO_ERROR", f"Could not open '{given}': {os.strerror(code or 0)}.", "Try again or another file."
+    )
 
 
 def _open_root(path: str) -> Root:
@@ -319,10 +322,8 @@ class Jail:
 
     def close(self) -> None:
         for root in (*self.allowed, *self._narrowed):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(root.fd)
-            except OSError:
-                pass
         self._narrowed = ()
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import codecs
 import functools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import magic
+if TYPE_CHECKING:
+    import magic
 
 _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -21,14 +23,28 @@ _CHARSET_ALIASES = {"us-ascii": "ascii", "unknown-8bit": "", "binary": "", "ebcd
 
 @functools.cache
 def _magic(kind: str) -> magic.Magic:
-    # Loading the magic database costs milliseconds: once per process, on first use.
-    return magic.Magic(mime=kind == "mime", mime_encoding=kind == "encoding")
+    """One libmagic cookie per kind, loaded on first use (the database costs milliseconds).
+
+    ``mime``: every test; ``builtin``: only libmagic's compiled-in tests (JSON, CSV, text encodings),
+    two orders of magnitude faster on text; ``encoding``: the charset.
+    """
+    import magic
+
+    cookie = magic.Magic(mime=kind != "encoding", mime_encoding=kind == "encoding")
+    if kind == "builtin":
+        magic.magic_setflags(cookie.cookie, cookie.flags | magic.MAGIC_NO_CHECK_SOFT)
+    return cookie
+
+
+def mime_of(data: bytes, *, full: bool = True) -> str:
+    """libmagic's MIME type for ``data``; ``full=False`` skips the (slow) pattern database."""
+    return _magic("mime" if full else "builtin").from_buffer(data) if data else "application/x-empty"
 
 
 @dataclass(frozen=True)
 class Sniffed:
     mime: str
-    encoding: str  # a Python codec name; "" when the bytes are not text
+    encoding: str  # a Python codec name; "latin-1" as a last resort when not text
     bom: int  # length of the byte-order mark to skip
     is_text: bool
 
@@ -45,13 +61,13 @@ def _valid_utf8_prefix(head: bytes, complete: bool) -> bool:
 
 def sniff(head: bytes, *, complete: bool) -> Sniffed:
     """Classify the first bytes of a file; ``complete`` when ``head`` is the whole file."""
-    mime = _magic("mime").from_buffer(head) if head else "application/x-empty"
     for bom, encoding in _BOMS:
         if head.startswith(bom):
-            return Sniffed(mime, encoding, len(bom), True)
+            return Sniffed(mime_of(head), encoding, len(bom), True)
     if b"\x00" not in head and _valid_utf8_prefix(head, complete):
-        # UTF-8 without NUL bytes is text whatever libmagic's guess (it calls some source files data).
-        return Sniffed(mime, "utf-8", 0, True)
+        # UTF-8 without NUL bytes is text whatever libmagic's guess (it calls some source files data);
+        # its MIME type comes from the compiled-in tests only, which keeps a read of a small file cheap.
+        return Sniffed(mime_of(head, full=False), "utf-8", 0, True)
     charset = ""
     if b"\x00" not in head:
         found = (_magic("encoding").from_buffer(head) or "").lower()
@@ -60,4 +76,4 @@ def sniff(head: bytes, *, complete: bool) -> Sniffed:
             charset = codecs.lookup(charset).name if charset else ""
         except LookupError:
             charset = ""
-    return Sniffed(mime, charset or "latin-1", 0, False)
+    return Sniffed(mime_of(head), charset or "latin-1", 0, False)

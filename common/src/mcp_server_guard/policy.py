@@ -56,7 +56,7 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)  # type: ignore[arg-type]
+            merged[key] = _merge(merged[key], value)
         else:
             merged[key] = value
     return merged

@@ -93,9 +93,22 @@ def read_page(fd: int, *, encoding: str, bom: int, offset: int, limit: int | Non
         if not collecting:
             lineno += text.count("\n")
             continue
-        lines = (carry + text).split("\n")
-        carry = lines.pop()
-        for line in lines:
+        block = carry + text
+        cut = block.rfind("\n") + 1
+        block, carry = block[:cut], block[cut:]
+        count = block.count("\n")
+        if lineno + count <= offset:  # wholly before the page
+            lineno += count
+            continue
+        if lineno >= offset and (limit is None or lineno + count <= offset + limit):
+            size = len(block.encode("utf-8", "surrogatepass"))
+            if used + size <= max_bytes:  # wholly inside the page: take the block at once
+                parts.append(block)
+                used += size
+                lineno += count
+                end_line = lineno - 1
+                continue
+        for line in block.split("\n")[:-1]:
             if collecting:
                 take(line + "\n", True)
             lineno += 1

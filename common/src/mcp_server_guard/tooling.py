@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, TypeVar
 from urllib.parse import unquote, urlparse
 
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import ListRoots, Resolve
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.types import CallToolResult, ListRootsResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -66,10 +66,16 @@ InT = TypeVar("InT", bound=ToolInput)
 OutT = TypeVar("OutT", bound=ToolOutput)
 
 
-def _roots_resolver(ctx: Context[Any, Any]) -> ListRoots | ListRootsResult | None:
-    """Ask for the client's roots once per change; ``None`` when they are known or not offered."""
+async def _roots_resolver(ctx: Context[Any, Any]) -> ListRoots | ListRootsResult | None:
+    """Ask for the client's roots once per change; ``None`` when they are known or not offered.
+
+    Async on purpose: the SDK runs a sync resolver on a worker thread, which would cost every call.
+    """
     server = ctx.mcp_server
-    caps = ctx.client_capabilities
+    try:
+        caps = ctx.client_capabilities
+    except ValueError:  # called outside a client request (in-process use)
+        return None
     if not isinstance(server, GuardedServer) or caps is None or caps.roots is None or server.roots_current:
         return None
     return ListRoots()
@@ -111,7 +117,10 @@ class GuardedServer(MCPServer[Any]):
 
     def __init__(self, config: ServerConfig, *, instructions: str | None = None) -> None:
         super().__init__(
-            name=config.name, version=config.version, instructions=instructions, log_level=config.log_level  # type: ignore[arg-type]
+            name=config.name,
+            version=config.version,
+            instructions=instructions,
+            log_level=config.log_level,  # type: ignore[arg-type]
         )
         self.config = config
         self.jail = config.jail
@@ -135,9 +144,7 @@ class GuardedServer(MCPServer[Any]):
         self.roots_current = True
         log.info("jail narrowed by client roots to: %s", self.jail.describe_roots())
 
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
-    ) -> Any:
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
         record = AuditRecord(server=self.name, tool=name, arguments=dict(arguments))
         token = self.audit.begin(record)
         result: Any = None

@@ -6,14 +6,13 @@ from collections.abc import Sequence
 from typing import Annotated
 
 import typer
-
 from mcp_server_guard.cli import (
     AllowPathOpt,
     AuditLogOpt,
+    LogLevel,
     LogLevelOpt,
     PolicyOpt,
     SymlinksOpt,
-    LogLevel,
     build_config,
     run_app,
     serve,
@@ -41,8 +40,14 @@ def run(
     from mcp_server_file_read.server import build_server
 
     config = build_config(
-        prog=PROG, name="file_read", distribution=DIST, allow_path=allow_path, symlinks=symlinks,
-        policy=policy, audit_log=audit_log, log_level=log_level,
+        prog=PROG,
+        name="file_read",
+        distribution=DIST,
+        allow_path=allow_path,
+        symlinks=symlinks,
+        policy=policy,
+        audit_log=audit_log,
+        log_level=log_level,
     )
     serve(build_server(config))
 

@@ -7,13 +7,12 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
-from pydantic import Field
-
 from mcp_server_guard import audit
 from mcp_server_guard.errors import ParamError, SecurityError
 from mcp_server_guard.mime import sniff
 from mcp_server_guard.textfile import read_page
 from mcp_server_guard.tooling import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
+from pydantic import Field
 
 # Seed 004's contract, verbatim.
 TOOL_NAME = "file_read"
@@ -76,7 +75,11 @@ def build_server(config: ServerConfig) -> GuardedServer:
                     "Only text files can be read; inspect binaries with a dedicated tool (e.g. `file`, `xxd`).",
                 )
             page = read_page(
-                fd, encoding=sniffed.encoding, bom=sniffed.bom, offset=args.offset, limit=args.limit,
+                fd,
+                encoding=sniffed.encoding,
+                bom=sniffed.bom,
+                offset=args.offset,
+                limit=args.limit,
                 max_bytes=policy.max_read_bytes,
             )
         finally:
@@ -89,14 +92,28 @@ def build_server(config: ServerConfig) -> GuardedServer:
             )
         audit.note(bytes=page.content_bytes)
         return FileReadOutput(
-            content=page.content, path=jail.display(located), size=st.st_size, mimeType=sniffed.mime,
-            encoding=sniffed.encoding, bom=sniffed.bom > 0, replacedCharacters=page.replaced,
-            totalLines=page.total_lines, startLine=page.start_line, endLine=page.end_line,
-            truncated=page.truncated, nextOffset=page.next_offset, sha256=page.sha256,
+            content=page.content,
+            path=jail.display(located),
+            size=st.st_size,
+            mimeType=sniffed.mime,
+            encoding=sniffed.encoding,
+            bom=sniffed.bom > 0,
+            replacedCharacters=page.replaced,
+            totalLines=page.total_lines,
+            startLine=page.start_line,
+            endLine=page.end_line,
+            truncated=page.truncated,
+            nextOffset=page.next_offset,
+            sha256=page.sha256,
         )
 
     register_tool(
-        server, name=TOOL_NAME, description=TOOL_DESCRIPTION, annotations=ANNOTATIONS,
-        input_model=FileReadInput, output_model=FileReadOutput, handler=file_read,
+        server,
+        name=TOOL_NAME,
+        description=TOOL_DESCRIPTION,
+        annotations=ANNOTATIONS,
+        input_model=FileReadInput,
+        output_model=FileReadOutput,
+        handler=file_read,
     )
     return server

@@ -1,0 +1,119 @@
+"""``mcp-guard demo``: the main job, shown through a real MCP stdio client.
+
+Builds a throwaway workspace (with an "outside" directory beside it), spawns each installed server
+with that workspace as its launch directory, and prints what an agent would see.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import sys
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+ERROR_META_KEY = "mcp-guard/error"
+
+
+def _script(name: str) -> str | None:
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else shutil.which(name)
+
+
+def _png() -> bytes:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0\xff\0\0")) + chunk(b"IEND", b"")
+    )
+
+
+def _workspace(base: Path) -> Path:
+    proj = base / "proj"
+    (proj / "src").mkdir(parents=True)
+    (proj / "README.md").write_text("# demo project\nA file the agent may read.\n", encoding="utf-8")
+    (proj / "src" / "app.py").write_text("def main():\n    print('hello')\n" * 3, encoding="utf-8")
+    outside = base / "outside"
+    outside.mkdir()
+    (outside / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY----- (pretend)\n", encoding="utf-8")
+    (proj / "innocent-link").symlink_to(outside / "id_rsa")
+    (proj / "logo.txt").write_bytes(_png())
+    return proj
+
+
+def _show(label: str, result: Any) -> bool:
+    """Print one call's outcome; True when it was refused."""
+    if result.is_error:
+        error = (result.meta or {}).get(ERROR_META_KEY, {})
+        print(f"  ✗ {label}\n      refused: {error.get('code')} ({error.get('category')}) {error.get('message')}")
+        print(f"      suggestion: {error.get('suggestion')}")
+        return True
+    out = result.structured_content or {}
+    preview = str(out.get("content", "")).splitlines()[:2]
+    print(f"  ✓ {label}\n      {out.get('mimeType')} {out.get('size')} bytes, sha256 {str(out.get('sha256'))[:16]}…")
+    for line in preview:
+        print(f"      │ {line}")
+    return False
+
+
+async def _file_read(proj: Path, audit: Path, mode: str) -> list[bool]:
+    from mcp import Client, StdioServerParameters
+
+    script = _script("mcp-server-file-read")
+    if script is None:
+        print("mcp-server-file-read is not installed; run `uv sync` first", file=sys.stderr)
+        return [False]
+    params = StdioServerParameters(
+        command=script,
+        args=["--audit-log", str(audit)],
+        cwd=str(proj),
+        env={k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")},
+    )
+    print(f"\n== file_read  ({script} --audit-log …, launched in the workspace)")
+    async with Client(params, mode=mode) as client:
+        tool = (await client.list_tools()).tools[0]
+        hints = tool.annotations
+        print(
+            f"  tool {tool.name!r}: {tool.description}  [readOnlyHint={hints and hints.read_only_hint}, "
+            f"protocol {client.protocol_version}]"
+        )
+        calls = [
+            ("read README.md (inside the jail)", {"path": "README.md"}, False),
+            ("read ../outside/id_rsa (path escape)", {"path": "../outside/id_rsa"}, True),
+            ("read innocent-link (symlink to a key outside)", {"path": "innocent-link"}, True),
+            ("read logo.txt (a PNG under a .txt name)", {"path": "logo.txt"}, True),
+            ("read /etc/passwd (absolute path outside)", {"path": "/etc/passwd"}, True),
+        ]
+        outcomes = []
+        for label, args, expect_refusal in calls:
+            with anyio.fail_after(30):
+                refused = _show(label, await client.call_tool("file_read", args))
+            outcomes.append(refused == expect_refusal)
+    return outcomes
+
+
+def run_demo(mode: str = "auto") -> int:
+    with tempfile.TemporaryDirectory(prefix="mcp-guard-demo-") as tmp:
+        base = Path(tmp)
+        proj = _workspace(base)
+        audit = base / "audit.jsonl"
+        print(f"workspace: {proj}\n(outside the jail, beside it: {base / 'outside'})")
+        outcomes = anyio.run(_file_read, proj, audit, mode)
+        from mcp_server_guard.admin import format_entry
+        from mcp_server_guard.audit import read_entries
+
+        print(f"\n== audit log ({audit.name}, kept outside the jail)")
+        for entry in read_entries(audit, 20):
+            print("  " + format_entry(entry))
+    ok = all(outcomes)
+    print(
+        "\nall guards behaved as expected" if ok else "\nUNEXPECTED OUTCOME above", file=sys.stderr if not ok else None
+    )
+    return 0 if ok else 1

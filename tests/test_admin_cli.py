@@ -1,0 +1,62 @@
+"""The mcp-guard companion CLI: the demo end to end, and the audit viewer."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from conftest import console_script
+
+
+def run(args: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "XDG_STATE_HOME": str(cwd / "state"), "HOME": str(cwd)}
+    return subprocess.run(
+        args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL
+    )
+
+
+def test_demo_shows_an_allowed_read_and_refusals_with_codes(tmp_path: Path) -> None:
+    proc = run([console_script("mcp-guard"), "demo"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "✓ read README.md" in out
+    for code in ("PATH_OUTSIDE_JAIL", "SYMLINK_ESCAPE", "BINARY_FILE"):
+        assert code in out
+    assert "PRIVATE KEY" not in out
+    assert "all guards behaved as expected" in out
+
+
+def test_audit_command_shows_the_last_entries(tmp_path: Path) -> None:
+    log = tmp_path / "audit.jsonl"
+    entries = [
+        {
+            "time": f"2026-11-21T00:00:0{i}.000+00:00",
+            "server": "file_read",
+            "tool": "file_read",
+            "arguments": {"path": f"f{i}.txt"},
+            "decision": "deny" if i % 2 else "allow",
+            "code": "PATH_OUTSIDE_JAIL" if i % 2 else None,
+            "bytes": None,
+            "durationMs": 1.5,
+        }
+        for i in range(5)
+    ]
+    log.write_text("".join(json.dumps(e) + "\n" for e in entries) + "not json\n", encoding="utf-8")
+    proc = run([console_script("mcp-guard"), "audit", "-n", "2", "--audit-log", str(log)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 2
+    assert "f3.txt" in lines[0] and "deny PATH_OUTSIDE_JAIL" in lines[0]
+    assert "f4.txt" in lines[1] and "allow" in lines[1]
+
+
+def test_audit_command_reads_the_default_log(tmp_path: Path) -> None:
+    default = tmp_path / "state" / "mcp-guard" / "audit.jsonl"
+    default.parent.mkdir(parents=True)
+    default.write_text(
+        json.dumps({"server": "file_read", "decision": "allow", "arguments": {}}) + "\n", encoding="utf-8"
+    )
+    proc = run([console_script("mcp-guard"), "audit", "--json"], tmp_path)
+    assert json.loads(proc.stdout)["decision"] == "allow"
