@@ -25,6 +25,10 @@ def test_demo_shows_an_allowed_read_and_refusals_with_codes(tmp_path: Path) -> N
     for code in ("PATH_OUTSIDE_JAIL", "SYMLINK_ESCAPE", "BINARY_FILE"):
         assert code in out
     assert "PRIVATE KEY" not in out
+    for code in ("FILE_EXISTS", "SYMLINK_TARGET", "EXECUTABLE_EXTENSION", "PROTECTED_PATH"):
+        assert code in out
+    assert "previous content saved as" in out
+    assert "mcp-guard history restore" in out and "notes.md now: 'first draft'" in out
     assert "all guards behaved as expected" in out
 
 

@@ -1,4 +1,4 @@
-"""The file_read server as seen by third-party MCP clients.
+"""The file_read and file_write servers as seen by third-party MCP clients.
 
 * The official TypeScript SDK (``Client`` + ``StdioClientTransport``), driven by
   ``tests/clients/ts_client.mjs``. Its ``callTool()`` validates structuredContent
@@ -47,12 +47,12 @@ def _node() -> str:
     return node
 
 
-def _server_script() -> str:
-    found = shutil.which(SERVER_SCRIPT)
+def _server_script(name: str = SERVER_SCRIPT) -> str:
+    found = shutil.which(name)
     if found is not None:
         return found
-    candidate = Path(sys.executable).parent / SERVER_SCRIPT
-    assert candidate.is_file(), f"{SERVER_SCRIPT} not found on PATH nor next to {sys.executable}"
+    candidate = Path(sys.executable).parent / name
+    assert candidate.is_file(), f"{name} not found on PATH nor next to {sys.executable}"
     return str(candidate)
 
 
@@ -247,3 +247,67 @@ def test_inspector_cli_lists_and_calls_file_read(tmp_path: Path) -> None:
     )
     assert refused["isError"] is True
     assert refused["_meta"]["mcp-guard/error"]["code"] == "PATH_OUTSIDE_JAIL"
+
+
+# --------------------------------------------------------------------------- file_write
+
+WRITE_DESCRIPTION = "指定されたパスにファイルを作成または上書きし、内容を書き込みます。"
+
+
+def _write_args(tmp_path: Path) -> list[str]:
+    return [*_server_args(tmp_path), "--history-dir", str(tmp_path / "history")]
+
+
+def test_ts_sdk_client_lists_and_calls_file_write(tmp_path: Path) -> None:
+    node = _node()
+    jail = _jail(tmp_path)
+    (jail / "link").symlink_to(tmp_path / "outside.txt")
+    rc, report, stderr = _run_ts_client(
+        node,
+        {
+            "command": _server_script("mcp-server-file-write"),
+            "args": _write_args(tmp_path),
+            "cwd": str(jail),
+            "calls": [
+                {"name": "file_write", "arguments": {"path": "new.txt", "content": "fresh\n"}},
+                {"name": "file_write", "arguments": {"path": "notes.txt", "content": "v2\n", "overwrite": True}},
+                {"name": "file_write", "arguments": {"path": "link", "content": "pwned", "overwrite": True}},
+            ],
+        },
+    )
+    assert rc == 0, f"failures: {report.get('failures')}\nserver stderr: {report.get('serverStderr')}\n{stderr}"
+    tool = report["tools"][0]
+    assert tool["name"] == "file_write" and tool["description"] == WRITE_DESCRIPTION
+    assert tool["annotations"] == {
+        "readOnlyHint": False,
+        "destructiveHint": True,
+        "idempotentHint": False,
+        "openWorldHint": False,
+    }
+    assert tool["inputSchema"]["required"] == ["path", "content"]
+    created, replaced, symlink = report["calls"]
+    for call in (created, replaced):
+        assert call["ok"] is True and call["structuredContentValidated"] is True
+    assert created["result"]["structuredContent"]["created"] is True
+    assert replaced["result"]["structuredContent"]["backup"]
+    assert (jail / "new.txt").read_text(encoding="utf-8") == "fresh\n"
+    assert symlink["result"]["isError"] is True and symlink["result"]["structuredContent"] is None
+    assert symlink["result"]["_meta"]["mcp-guard/error"]["code"] == "SYMLINK_TARGET"
+    assert (tmp_path / "outside.txt").read_text(encoding="utf-8") == OUTSIDE_TEXT
+
+
+def test_inspector_cli_lists_and_calls_file_write(tmp_path: Path) -> None:
+    node = _node()
+    jail = _jail(tmp_path)
+    server_cmd = [_server_script("mcp-server-file-write"), *_write_args(tmp_path)]
+    listed = _run_inspector(node, jail, server_cmd, ["--method", "tools/list"])
+    assert [t["name"] for t in listed["tools"]] == ["file_write"]
+    called = _run_inspector(
+        node,
+        jail,
+        server_cmd,
+        ["--method", "tools/call", "--tool-name", "file_write", "--tool-arg", "path=hello.md", "content=hi there"],
+    )
+    assert called.get("isError", False) is False
+    assert called["structuredContent"]["success"] is True
+    assert (jail / "hello.md").read_text(encoding="utf-8") == "hi there"

@@ -2,20 +2,24 @@
 
     mcp-guard demo     spawn the servers through a real MCP stdio client and show allowed and refused calls
     mcp-guard audit    show the last audit-log entries readably
+    mcp-guard history  list and restore previous contents of replaced files
 
 This is not a server: it may print to stdout.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from mcp_server_guard.audit import default_audit_path, read_entries
-from mcp_server_guard.cli import run_app
+from mcp_server_guard.audit import AuditRecord, default_audit_path, default_state_path, read_entries
+from mcp_server_guard.cli import AllowPathOpt, AuditLogOpt, HistoryDirOpt, LogLevel, PolicyOpt, run_app, usage_error
+from mcp_server_guard.history import HistoryError, HistoryStore
+from mcp_server_guard.jail import SymlinkMode
 
 PROG = "mcp-guard"
 app = typer.Typer(
@@ -72,6 +76,83 @@ def audit(
         return
     for entry in entries:
         typer.echo(json.dumps(entry, ensure_ascii=False) if as_json else format_entry(entry))
+
+
+history_app = typer.Typer(no_args_is_help=True, help="List and restore previous contents of replaced files.")
+app.add_typer(history_app, name="history")
+
+
+def _history_store(history_dir: Path | None) -> HistoryStore:
+    from mcp_server_guard.policy import load_policy
+
+    directory = history_dir or default_state_path("history", [])
+    return HistoryStore(directory, load_policy().file_write.history_max_bytes)
+
+
+@history_app.command("list", help="Saved versions, oldest first; only those of PATH (a file or directory) if given.")
+def history_list(
+    path: Annotated[Path | None, typer.Argument(help="Show only versions of this file or directory.")] = None,
+    history_dir: HistoryDirOpt = None,
+) -> None:
+    store = _history_store(history_dir)
+    wanted = os.path.realpath(path) if path is not None else None
+    shown = 0
+    for entry in store.entries():
+        if wanted is not None and entry.path != wanted and not entry.path.startswith(wanted.rstrip("/") + "/"):
+            continue
+        typer.echo(f"{entry.id}  {entry.time[:23]}  {entry.size:>9}B  sha256:{entry.sha256[:12]}…  {entry.path}")
+        shown += 1
+    if not shown:
+        typer.echo(f"no saved versions in {store.directory}", err=True)
+
+
+@history_app.command("restore", help="Put a saved version back at its original path, through the same guards.")
+def history_restore(
+    entry_id: Annotated[str, typer.Argument(metavar="ID", help="A history id from `mcp-guard history list`.")],
+    allow_path: AllowPathOpt = None,
+    policy: PolicyOpt = None,
+    audit_log: AuditLogOpt = None,
+    history_dir: HistoryDirOpt = None,
+) -> None:
+    from mcp_server_guard.cli import build_config, resolve_history_dir
+    from mcp_server_guard.errors import GuardError
+    from mcp_server_guard.writing import ProtectedPaths, Writer
+
+    config = build_config(
+        prog=f"{PROG} history restore",
+        name="mcp-guard",
+        distribution="mcp-server-guard",
+        allow_path=allow_path,
+        symlinks=SymlinkMode.FOLLOW,
+        policy=policy,
+        audit_log=audit_log,
+        log_level=LogLevel.WARNING,
+    )
+    directory = resolve_history_dir(PROG, history_dir, config)
+    store = HistoryStore(directory, config.policy.file_write.history_max_bytes)
+    try:
+        entry, data_path = store.get(entry_id)
+        data = data_path.read_bytes()
+    except (HistoryError, OSError) as exc:
+        usage_error(PROG, str(exc))
+    protected = ProtectedPaths(
+        config.policy.file_write.protected_paths,
+        files=[Path(p) for p in config.policy.source] + [config.audit.path],
+        dirs=[directory],
+    )
+    writer = Writer(config.jail, config.policy.file_write, protected, store)
+    record = AuditRecord(server="mcp-guard", tool="history.restore", arguments={"id": entry_id, "path": entry.path})
+    token = config.audit.begin(record)
+    try:
+        outcome = writer.write(entry.path, data, overwrite=True)
+    except GuardError as exc:
+        record.decision, record.code = "deny", exc.code
+        config.audit.end(record, token)
+        usage_error(PROG, f"{exc.code}: {exc.message} {exc.suggestion}")
+    record.bytes = outcome.bytes_written
+    config.audit.end(record, token)
+    saved = f"; the content it replaced is saved as {outcome.backup}" if outcome.backup else ""
+    typer.echo(f"restored {entry.path} ({outcome.bytes_written} bytes, sha256 {outcome.sha256[:12]}…){saved}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -35,14 +35,21 @@ def _inside(path: Path, roots: Iterable[str]) -> bool:
     return any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def default_audit_path(jail_roots: Iterable[str]) -> Path:
-    """``$XDG_STATE_HOME/mcp-guard/audit.jsonl``, or a per-user temp dir when that lies inside the jail."""
+def default_state_path(leaf: str, jail_roots: Iterable[str]) -> Path:
+    """``$XDG_STATE_HOME/mcp-guard/<leaf>``, or a per-user temp dir when that lies inside the jail.
+
+    The audit log and the history store must never be reachable through the tools they record.
+    """
     roots = list(jail_roots)
     candidates = [state_dir(), Path(tempfile.gettempdir()) / f"mcp-guard-{os.getuid()}"]
     for directory in candidates:
         if not _inside(directory, roots):
-            return directory / "audit.jsonl"
-    raise OSError("every default audit-log location lies inside the allowed directories; pass --audit-log")
+            return directory / leaf
+    raise OSError(f"every default location for {leaf} lies inside the allowed directories; pass it explicitly")
+
+
+def default_audit_path(jail_roots: Iterable[str]) -> Path:
+    return default_state_path("audit.jsonl", jail_roots)
 
 
 def summarize_value(key: str, value: Any) -> Any:

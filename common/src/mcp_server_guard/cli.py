@@ -17,7 +17,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from mcp_server_guard.audit import AuditLog, default_audit_path
+from mcp_server_guard.audit import AuditLog, default_audit_path, default_state_path
 from mcp_server_guard.jail import Jail, SymlinkMode
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.tooling import GuardedServer, ServerConfig
@@ -47,6 +47,17 @@ AuditLogOpt = Annotated[
         "--audit-log",
         metavar="FILE",
         help="Audit log file [default: $XDG_STATE_HOME/mcp-guard/audit.jsonl].",
+        show_default=False,
+    ),
+]
+
+
+HistoryDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--history-dir",
+        metavar="DIR",
+        help="Where previous contents of replaced files are kept [default: $XDG_STATE_HOME/mcp-guard/history].",
         show_default=False,
     ),
 ]
@@ -126,6 +137,19 @@ def build_config(
         audit=audit,
         log_level=log_level.upper(),
     )
+
+
+def resolve_history_dir(prog: str, given: Path | None, config: ServerConfig) -> Path:
+    """The history store: outside the jail by default; an explicit one inside it is refused."""
+    roots = [r.path for r in config.jail.allowed]
+    try:
+        path = given.absolute() if given is not None else default_state_path("history", roots)
+    except OSError as exc:
+        usage_error(prog, str(exc))
+    real = os.path.realpath(path)
+    if any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots):
+        usage_error(prog, f"--history-dir {path} lies inside the allowed directories; the tool could rewrite it")
+    return path
 
 
 def serve(server: GuardedServer) -> None:

@@ -248,6 +248,70 @@ class Jail:
         """Open a directory inside the jail as an O_PATH fd (for cwd and parent-directory use)."""
         return self.open(given, _DIR_FLAGS)
 
+    def open_parent(self, given: str, *, create_dirs: bool = False) -> tuple[Located, int, str]:
+        """Open the directory that holds ``given`` (race-free) for *at() operations on its last name.
+
+        Returns (location, directory fd opened O_RDONLY|O_DIRECTORY, final name). With
+        ``create_dirs`` missing directories are created one component at a time beneath the root,
+        each re-opened with O_NOFOLLOW, so a symlink raced in mid-way is refused, not followed.
+        """
+        located = self.locate(given)
+        parent, _, name = located.rel.rpartition("/")
+        if name in ("", ".", "..") or given.endswith("/"):
+            raise ParamError("INVALID_PATH", f"'{given}' does not name a file.", "Pass a file path, not a directory.")
+        try:
+            fd = self._resolve(Located(given, located.root, parent), os.O_RDONLY | os.O_DIRECTORY)
+        except ResourceError as exc:
+            if not (create_dirs and exc.code == "NOT_FOUND"):
+                if exc.code == "NOT_FOUND":
+                    raise ResourceError(
+                        "NOT_FOUND",
+                        f"The directory of '{given}' does not exist.",
+                        "Pass createDirs: true to create it, or write into an existing directory.",
+                    ) from None
+                raise
+            fd = self._make_dirs(Located(given, located.root, parent))
+        return located, fd, name
+
+    def _make_dirs(self, located: Located) -> int:
+        parts = [p for p in located.rel.split("/") if p not in ("", ".")]
+        fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=located.root.fd)
+        try:
+            for i, part in enumerate(parts):
+                if part == "..":
+                    raise oserror_to_guard(OSError(errno.EXDEV, ""), located.given)
+                try:
+                    # Existing components go through the full resolver (in-jail symlinks allowed).
+                    nxt = self._resolve(
+                        Located(located.given, located.root, "/".join(parts[: i + 1])), os.O_RDONLY | os.O_DIRECTORY
+                    )
+                except ResourceError as exc:
+                    if exc.code != "NOT_FOUND":
+                        raise
+                    try:
+                        os.mkdir(part, 0o755, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                    except OSError as mk_exc:
+                        raise oserror_to_guard(mk_exc, located.given) from None
+                    try:
+                        nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                    except OSError as op_exc:
+                        raise oserror_to_guard(op_exc, located.given) from None
+                os.close(fd)
+                fd = nxt
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def real_path_of(self, fd: int) -> str:
+        """Where an open directory actually is (for protected-path checks after symlinks)."""
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            return ""
+
     def _resolve(self, located: Located, flags: int) -> int:
         flags |= os.O_CLOEXEC
         resolve = _openat2.RESOLVE_BENEATH | _openat2.RESOLVE_NO_MAGICLINKS

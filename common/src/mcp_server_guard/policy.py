@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 
 class PolicyError(Exception):
@@ -32,8 +32,31 @@ class FileReadPolicy(_Section):
         return any(fnmatch.fnmatchcase(mime, pattern) for pattern in self.allowed_mime_types)
 
 
+class FileWritePolicy(_Section):
+    max_write_bytes: int = Field(gt=0, le=1 << 31)
+    denied_extensions: tuple[str, ...]
+    denied_mime_types: tuple[str, ...]
+    shebang_interpreters: tuple[str, ...]
+    protected_paths: tuple[str, ...]
+    history_max_bytes: int = Field(ge=0)
+
+    @field_validator("denied_extensions")
+    @classmethod
+    def _dotted_lowercase(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(("." + ext.lstrip(".")).lower() for ext in value)
+
+    @field_validator("protected_paths")
+    @classmethod
+    def _compilable(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in value:
+            if not pattern.strip("/"):
+                raise ValueError(f"empty pattern {pattern!r}")
+        return value
+
+
 class Policy(_Section):
     file_read: FileReadPolicy
+    file_write: FileWritePolicy
     source: tuple[str, ...] = Field(default=(), exclude=True)  # files the policy was read from
 
 

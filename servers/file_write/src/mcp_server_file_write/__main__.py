@@ -1,0 +1,3 @@
+from mcp_server_file_write import main
+
+main()

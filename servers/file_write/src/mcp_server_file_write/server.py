@@ -1,0 +1,112 @@
+"""The file_write tool: an atomic, race-free write inside the jail that keeps the previous content."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context
+from mcp.types import ToolAnnotations
+from mcp_server_guard import audit
+from mcp_server_guard.errors import ParamError
+from mcp_server_guard.history import HistoryStore
+from mcp_server_guard.tooling import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
+from mcp_server_guard.writing import ProtectedPaths, Writer
+from pydantic import Field
+
+# Seed 004's contract, verbatim.
+TOOL_NAME = "file_write"
+TOOL_DESCRIPTION = "指定されたパスにファイルを作成または上書きし、内容を書き込みます。"
+ANNOTATIONS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+
+
+class FileWriteInput(ToolInput):
+    path: str = Field(
+        description="書き込むファイルのパス。絶対パスまたは許可されたルートディレクトリからの相対パスを指定。"
+    )
+    content: str = Field(description="ファイルに書き込む内容。")
+    overwrite: bool = Field(
+        default=False,
+        description="既存のファイルを上書きするかどうか。falseの場合、ファイルが存在するとエラーを返す。",
+    )
+    expectedSha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-fA-F]{64}$",
+        description="Write only if the file's current SHA-256 is exactly this (from file_read); "
+        "otherwise fail with CONFLICT. Prevents lost updates between agents.",
+    )
+    createDirs: bool = Field(
+        default=False, description="Create missing parent directories (inside the allowed directories only)."
+    )
+
+
+class FileWriteOutput(ToolOutput):
+    success: bool = Field(description="書き込みが成功したかどうか。")
+    path: str = Field(description="The file written, relative to the launch directory when inside it.")
+    bytesWritten: int = Field(description="Bytes written (UTF-8).")
+    sha256: str = Field(description="SHA-256 of the new content.")
+    created: bool = Field(description="True when the file did not exist before.")
+    backup: str | None = Field(
+        description="History id of the previous content when a file was replaced "
+        "(restore with `mcp-guard history restore ID`); null for a new file."
+    )
+
+    def to_text(self) -> str:
+        what = "created" if self.created else f"replaced (previous content saved as {self.backup})"
+        return f"{self.path}: {what}, {self.bytesWritten} bytes, sha256 {self.sha256}"
+
+
+def build_writer(config: ServerConfig, history_dir: Path) -> Writer:
+    policy = config.policy.file_write
+    protected = ProtectedPaths(
+        policy.protected_paths,
+        files=[Path(p) for p in config.policy.source] + [config.audit.path],
+        dirs=[history_dir],
+    )
+    return Writer(config.jail, policy, protected, HistoryStore(history_dir, policy.history_max_bytes))
+
+
+def build_server(config: ServerConfig, history_dir: Path) -> GuardedServer:
+    server = GuardedServer(config)
+    writer = build_writer(config, history_dir)
+
+    async def file_write(args: FileWriteInput, _ctx: Context[Any, Any]) -> FileWriteOutput:
+        try:
+            data = args.content.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ParamError(
+                "INVALID_CONTENT",
+                "The content contains unpaired surrogate characters and cannot be written as UTF-8.",
+                "Send valid Unicode text.",
+            ) from None
+        # fsync and flock block: keep them off the event loop so other requests keep flowing.
+        outcome = await anyio.to_thread.run_sync(
+            lambda: writer.write(
+                args.path,
+                data,
+                overwrite=args.overwrite,
+                expected_sha256=args.expectedSha256,
+                create_dirs=args.createDirs,
+            )
+        )
+        audit.note(bytes=outcome.bytes_written, backup=outcome.backup)
+        return FileWriteOutput(
+            success=True,
+            path=outcome.path,
+            bytesWritten=outcome.bytes_written,
+            sha256=outcome.sha256,
+            created=outcome.created,
+            backup=outcome.backup,
+        )
+
+    register_tool(
+        server,
+        name=TOOL_NAME,
+        description=TOOL_DESCRIPTION,
+        annotations=ANNOTATIONS,
+        input_model=FileWriteInput,
+        output_model=FileWriteOutput,
+        handler=file_write,
+    )
+    return server

@@ -1,0 +1,121 @@
+"""Unit tests of the write guards: protected-path matching, executable detection, history store, restore."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import console_script
+from mcp_server_guard.errors import GuardError
+from mcp_server_guard.history import HistoryError, HistoryStore
+from mcp_server_guard.policy import load_policy
+from mcp_server_guard.writing import ProtectedPaths, check_executable_content
+
+POLICY = load_policy().file_write
+
+
+@pytest.mark.parametrize(
+    ("path", "protected"),
+    [
+        (".git/hooks/pre-commit", True),
+        ("deep/repo/.git/hooks/x/y", True),
+        (".git/config", True),
+        (".git/configs", False),
+        ("src/.bashrc", True),
+        ("bashrc.txt", False),
+        ("/home/u/.vscode/mcp.json", True),
+        (".vscode/settings.json", False),
+        ("notes/.MCP.JSON", True),
+        (".ssh/authorized_keys", True),
+        ("docs/git/hooks.md", False),
+    ],
+)
+def test_protected_path_patterns(path: str, protected: bool) -> None:
+    matcher = ProtectedPaths(POLICY.protected_paths)
+    assert (matcher.match([path], None) is not None) is protected
+
+
+def test_protected_files_match_by_path_and_by_inode(tmp_path: Path) -> None:
+    audit = tmp_path / "audit.jsonl"
+    audit.write_text("", encoding="utf-8")
+    os.link(audit, tmp_path / "hardlink")
+    matcher = ProtectedPaths([], files=[audit], dirs=[tmp_path / "hist"])
+    assert matcher.match([str(audit)], None)
+    assert matcher.match([str(tmp_path / "hist" / "x.data")], None)
+    assert matcher.match(["elsewhere"], os.stat(tmp_path / "hardlink"))
+    assert matcher.match([str(tmp_path / "other")], os.stat(tmp_path)) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "code"),
+    [
+        ("a.SH", b"echo", "EXECUTABLE_EXTENSION"),
+        ("lib.so", b"", "EXECUTABLE_EXTENSION"),
+        ("x", b"#!/bin/sh\n", "EXECUTABLE_CONTENT"),
+        ("x", b"#! /usr/bin/env bash\n", "EXECUTABLE_CONTENT"),
+        ("x", b"#!/usr/bin/env FOO=1 zsh\n", "EXECUTABLE_CONTENT"),
+        (
+            "x",
+            b"\x7fELF\x02\x01\x01\x00" + bytes(8) + b"\x02\x00\x3e\x00\x01\x00\x00\x00" + bytes(100),
+            "EXECUTABLE_CONTENT",
+        ),
+        ("x", b"MZ\x90\x00\x03\x00\x00\x00\x04\x00\x00\x00\xff\xff\x00\x00" + bytes(48), "EXECUTABLE_CONTENT"),
+    ],
+)
+def test_executable_content_is_detected(name: str, content: bytes, code: str) -> None:
+    with pytest.raises(GuardError) as info:
+        check_executable_content(name, content, POLICY)
+    assert info.value.code == code
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [("main.py", b"#!/usr/bin/env python3\nprint(1)\n"), ("README.md", b"# sh\n"), ("data.json", b'{"a": 1}')],
+)
+def test_ordinary_files_pass_the_executable_check(name: str, content: bytes) -> None:
+    check_executable_content(name, content, POLICY)
+
+
+def _save(store: HistoryStore, tmp_path: Path, body: bytes, name: str = "f.txt") -> str:
+    src = tmp_path / "src"
+    src.write_bytes(body)
+    fd = os.open(src, os.O_RDONLY)
+    try:
+        return store.save(fd, str(tmp_path / name), 0o644).id
+    finally:
+        os.close(fd)
+
+
+def test_history_evicts_oldest_first_and_never_the_newest(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "hist", max_bytes=250)
+    ids = [_save(store, tmp_path, bytes([65 + i]) * 100) for i in range(4)]
+    kept = [e.id for e in store.entries()]
+    assert kept == ids[-2:]
+    entry, data = store.get(ids[-1])
+    assert data.read_bytes() == b"D" * 100 and entry.size == 100 and entry.path == str(tmp_path / "f.txt")
+    huge = _save(store, tmp_path, b"z" * 1000)
+    assert [e.id for e in store.entries()] == [huge]  # over the bound alone, yet kept
+    with pytest.raises(HistoryError):
+        store.get("../../etc/passwd")
+
+
+def test_history_restore_goes_through_the_same_guards(tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    hist = tmp_path / "hist"
+    store = HistoryStore(hist, 1 << 20)
+    inside = _save(store, tmp_path, b"old inside\n", name="proj/doc.txt")
+    outside = _save(store, tmp_path, b"old outside\n", name="elsewhere.txt")
+    (proj / "doc.txt").write_text("new\n", encoding="utf-8")
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    base = [console_script("mcp-guard"), "history", "restore"]
+    common = ["--history-dir", str(hist), "--audit-log", str(tmp_path / "audit.jsonl")]
+    ok = subprocess.run([*base, inside, *common], cwd=proj, capture_output=True, text=True, timeout=30, env=env)
+    assert ok.returncode == 0, ok.stderr
+    assert (proj / "doc.txt").read_text(encoding="utf-8") == "old inside\n"
+    assert "saved as" in ok.stdout  # the content it replaced went to the history too
+    refused = subprocess.run([*base, outside, *common], cwd=proj, capture_output=True, text=True, timeout=30, env=env)
+    assert refused.returncode == 2 and "PATH_OUTSIDE_JAIL" in refused.stderr
+    assert not (tmp_path / "elsewhere.txt").exists() or (tmp_path / "elsewhere.txt").read_bytes() != b"old outside\n"
