@@ -112,13 +112,19 @@ class HistoryStore:
         return entry, self.directory / f"{entry_id}.data"
 
     def _evict(self, keep: str) -> None:
-        entries = self.entries()
-        total = sum(e.size for e in entries)
-        for entry in entries:
+        # Sizes from one directory scan (no metadata parsing): ids sort oldest first.
+        sizes: list[tuple[str, int]] = []
+        with os.scandir(self.directory) as it:
+            for item in it:
+                if item.name.endswith(".data") and _ID.match(item.name[:-5]):
+                    sizes.append((item.name[:-5], item.stat(follow_symlinks=False).st_size))
+        sizes.sort()
+        total = sum(size for _, size in sizes)
+        for entry_id, size in sizes:
             if total <= self.max_bytes:
                 break
-            if entry.id == keep:
+            if entry_id == keep:
                 continue
             for suffix in (".data", ".json"):
-                (self.directory / f"{entry.id}{suffix}").unlink(missing_ok=True)
-            total -= entry.size
+                (self.directory / f"{entry_id}{suffix}").unlink(missing_ok=True)
+            total -= size
