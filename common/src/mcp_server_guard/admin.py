@@ -3,6 +3,7 @@
     mcp-guard demo     spawn the servers through a real MCP stdio client and show allowed and refused calls
     mcp-guard audit    show the last audit-log entries readably
     mcp-guard history  list and restore previous contents of replaced files
+    mcp-guard check    how the shell_exec policy judges a command line
 
 This is not a server: it may print to stdout.
 """
@@ -76,6 +77,62 @@ def audit(
         return
     for entry in entries:
         typer.echo(json.dumps(entry, ensure_ascii=False) if as_json else format_entry(entry))
+
+
+CHECK_EXIT = {"allow": 0, "ask": 10, "deny": 20}
+
+
+@app.command(
+    help="Show how the shell_exec policy judges a command line: the decision, the rule and its reason, and the "
+    "commands the parser found. Exit code: 0 allow, 10 ask, 20 deny (2: bad usage)."
+)
+def check(
+    command: Annotated[str, typer.Argument(help="A shell command line, quoted as one argument.")],
+    args: Annotated[
+        list[str] | None, typer.Argument(help="With arguments after the command: run as argv, no shell.")
+    ] = None,
+    policy: PolicyOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
+) -> None:
+    import json
+
+    from mcp_server_guard.policy import PolicyError, load_policy
+    from mcp_server_guard.shellpolicy import PolicyEngine
+
+    try:
+        engine = PolicyEngine(load_policy(policy).shell_exec)
+    except PolicyError as exc:
+        usage_error(PROG, str(exc))
+    verdict = engine.decide(command, args or [])
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "decision": verdict.action,
+                    "rule": verdict.rule,
+                    "reason": verdict.reason,
+                    "trigger": verdict.trigger,
+                    "commands": list(verdict.commands),
+                    "redirects": [f"{r.op} {r.target.raw}" for r in verdict.redirects],
+                    "findings": [{"kind": f.kind, "detail": f.detail} for f in verdict.findings],
+                },
+                ensure_ascii=False,
+            )
+        )
+    else:
+        typer.echo(f"decision: {verdict.action}")
+        typer.echo(f"rule:     {verdict.rule or '(none)'}")
+        typer.echo(f"reason:   {verdict.reason}")
+        if verdict.trigger:
+            typer.echo(f"trigger:  {verdict.trigger}")
+        typer.echo("commands:")
+        for found in verdict.commands:
+            typer.echo(f"  - {found}")
+        for redirect in verdict.redirects:
+            typer.echo(f"redirect: {redirect.op} {redirect.target.raw}")
+        for finding in verdict.findings:
+            typer.echo(f"finding:  {finding.kind}: {finding.detail}")
+    raise typer.Exit(CHECK_EXIT[verdict.action])
 
 
 history_app = typer.Typer(no_args_is_help=True, help="List and restore previous contents of replaced files.")

@@ -7,19 +7,22 @@ stdout belongs to the protocol: nothing here ever writes to it.
 from __future__ import annotations
 
 import enum
+import inspect
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn, Protocol
 
 import typer
 
 from mcp_server_guard.audit import AuditLog, default_audit_path, default_state_path
 from mcp_server_guard.jail import Jail, SymlinkMode
 from mcp_server_guard.policy import PolicyError, load_policy
+from mcp_server_guard.process import REGISTRY
 from mcp_server_guard.tooling import GuardedServer, ServerConfig
 
 EXIT_USAGE = 2
@@ -152,13 +155,22 @@ def resolve_history_dir(prog: str, given: Path | None, config: ServerConfig) -> 
     return path
 
 
+def _terminate(signum: int, _frame: object) -> None:
+    # SIGTERM/SIGHUP: no child process group may outlive the server.
+    REGISTRY.kill_all()
+    os._exit(128 + signum)
+
+
 def serve(server: GuardedServer) -> None:
-    """Run over stdio until the client closes stdin."""
+    """Run over stdio until the client closes stdin; then kill whatever commands still run."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _terminate)
     try:
         server.run("stdio")
     except KeyboardInterrupt:
         pass
     finally:
+        REGISTRY.kill_all()
         server.jail.close()
         server.audit.close()
 
@@ -167,11 +179,72 @@ def run_app(app: typer.Typer, prog: str, argv: Sequence[str] | None = None) -> N
     """Invoke a typer app so that any usage error is one line on stderr with exit code 2."""
     command = typer.main.get_command(app)
     try:
-        command.main(list(argv) if argv is not None else sys.argv[1:], prog_name=prog, standalone_mode=False)
+        returned = command.main(list(argv) if argv is not None else sys.argv[1:], prog_name=prog, standalone_mode=False)
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except typer.TyperException as exc:
         usage_error(prog, exc.format_message().replace("\n", " "))
     except typer.Abort:
         raise SystemExit(130) from None
-    raise SystemExit(0)
+    # Without standalone mode, an Exit raised by a command comes back as its return value.
+    raise SystemExit(returned if isinstance(returned, int) else 0)
+
+
+class ServerMain(Protocol):
+    def __call__(self, argv: Sequence[str] | None = None) -> None: ...
+
+
+def server_cli(
+    *, prog: str, name: str, distribution: str | None = None
+) -> Callable[[Callable[..., GuardedServer]], ServerMain]:
+    """Turn ``build(config, **own_options) -> GuardedServer`` into a server's ``main(argv)``.
+
+    The shared flags (--allow-path, --symlinks, --policy, --audit-log, --log-level, --version) are
+    declared once, here; a server adds its own options as keyword parameters of ``build`` (typer
+    annotations), and its docstring becomes the --help text.
+    """
+    dist = distribution or prog
+    kw = inspect.Parameter.KEYWORD_ONLY
+    shared = [
+        inspect.Parameter("allow_path", kw, annotation=AllowPathOpt, default=None),
+        inspect.Parameter("symlinks", kw, annotation=SymlinksOpt, default=SymlinkMode.FOLLOW),
+        inspect.Parameter("policy", kw, annotation=PolicyOpt, default=None),
+        inspect.Parameter("audit_log", kw, annotation=AuditLogOpt, default=None),
+        inspect.Parameter("log_level", kw, annotation=LogLevelOpt, default=LogLevel.WARNING),
+        inspect.Parameter(
+            "version",
+            kw,
+            annotation=Annotated[
+                bool,
+                typer.Option("--version", callback=version_callback(dist), is_eager=True, help="Show the version."),
+            ],
+            default=False,
+        ),
+    ]
+    shared_names = {p.name for p in shared}
+
+    def decorate(build: Callable[..., GuardedServer]) -> ServerMain:
+        own = [
+            p.replace(kind=kw)
+            for p in inspect.signature(build, eval_str=True).parameters.values()
+            if p.name != "config"
+        ]
+
+        def command(**kwargs: Any) -> None:
+            values = {k: kwargs.pop(k) for k in list(kwargs) if k in shared_names}
+            values.pop("version", None)
+            config = build_config(prog=prog, name=name, distribution=dist, **values)
+            serve(build(config, **kwargs))
+
+        params = shared + own
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False)
+        app.command(help=inspect.getdoc(build))(command)
+
+        def main(argv: Sequence[str] | None = None) -> None:
+            run_app(app, prog, argv)
+
+        return main
+
+    return decorate

@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from mcp_server_guard.shellpolicy import ShellPolicy
+
 
 class PolicyError(Exception):
     """The policy file cannot be used; the message names the file and the key."""
@@ -57,6 +59,7 @@ class FileWritePolicy(_Section):
 class Policy(_Section):
     file_read: FileReadPolicy
     file_write: FileWritePolicy
+    shell_exec: ShellPolicy
     source: tuple[str, ...] = Field(default=(), exclude=True)  # files the policy was read from
 
 
@@ -85,10 +88,19 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _describe(exc: ValidationError) -> str:
+def _describe(exc: ValidationError, data: dict[str, Any]) -> str:
     first = exc.errors()[0]
     loc = list(first["loc"])
-    key = f"[{loc[0]}]" + "".join(f".{part}" for part in loc[1:]) if loc else "(top level)"
+    key = f"[{loc[0]}]" if loc else "(top level)"
+    node: Any = data.get(str(loc[0])) if loc else None
+    for part in loc[1:]:
+        if isinstance(part, int):
+            node = node[part] if isinstance(node, list) and part < len(node) else None
+            rule_id = node.get("id") if isinstance(node, dict) else None
+            key += f"[{part}]" + (f" (rule {rule_id!r})" if rule_id else "")
+        else:
+            key += f".{part}"
+            node = node.get(part) if isinstance(node, dict) else None
     msg = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
     more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
     return f"{key}: {msg}{more}"
@@ -105,5 +117,5 @@ def load_policy(path: Path | None = None) -> Policy:
     try:
         policy = Policy.model_validate(data)
     except ValidationError as exc:
-        raise PolicyError(f"invalid policy file {sources[-1]}: {_describe(exc)}") from None
+        raise PolicyError(f"invalid policy file {sources[-1]}: {_describe(exc, data)}") from None
     return policy.model_copy(update={"source": tuple(sources)})

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import logging
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, TypeVar
 from urllib.parse import unquote, urlparse
@@ -79,6 +79,10 @@ async def _roots_resolver(ctx: Context[Any, Any]) -> ListRoots | ListRootsResult
     if not isinstance(server, GuardedServer) or caps is None or caps.roots is None or server.roots_current:
         return None
     return ListRoots()
+
+
+# The client's roots (fetched once per change), for resolvers that must see the narrowed jail.
+ClientRoots = Annotated[ListRootsResult | None, Resolve(_roots_resolver)]
 
 
 def _root_paths(result: ListRootsResult) -> list[str]:
@@ -160,7 +164,7 @@ class GuardedServer(MCPServer[Any]):
             self.audit.end(record, token)
             raise
         if isinstance(result, CallToolResult):
-            if result.is_error:
+            if result.is_error and record.decision == "allow":
                 record.decision = "deny"
                 payload = (result.meta or {}).get(ERROR_META_KEY)
                 record.code = payload.get("code") if isinstance(payload, dict) else None
@@ -179,16 +183,23 @@ def register_tool(
     annotations: ToolAnnotations,
     input_model: type[InT],
     output_model: type[OutT],
-    handler: Callable[[InT, Context[Any, Any]], Awaitable[OutT]],
+    handler: Callable[..., Awaitable[OutT]],
     title: str | None = None,
+    resolvers: Mapping[str, Any] | None = None,
 ) -> None:
-    """Publish ``handler`` as tool ``name`` with schemas taken from the two models."""
+    """Publish ``handler(args, ctx, **resolved)`` as tool ``name`` with schemas taken from the two models.
+
+    ``resolvers`` maps extra handler keyword names to ``Annotated[T, Resolve(fn)]`` types (e.g. an
+    elicitation gate); they are resolved by the SDK before the handler runs and never reach the schema.
+    """
+    resolvers = dict(resolvers or {})
 
     async def call(**kwargs: Any) -> Any:
         ctx: Context[Any, Any] = kwargs.pop("ctx")
         server.apply_roots(kwargs.pop("client_roots", None))
+        resolved = {name: kwargs.pop(name) for name in resolvers}
         args = input_model.model_construct(**kwargs)
-        out = await handler(args, ctx)
+        out = await handler(args, ctx, **resolved)
         return CallToolResult(
             content=[TextContent(type="text", text=out.to_text())],
             structured_content=out.model_dump(mode="json", by_alias=True),
@@ -198,10 +209,7 @@ def register_tool(
         inspect.Parameter(field, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[info.annotation, info])
         for field, info in input_model.model_fields.items()
     ]
-    extras: dict[str, Any] = {
-        "ctx": Context,
-        "client_roots": Annotated[ListRootsResult | None, Resolve(_roots_resolver)],
-    }
+    extras: dict[str, Any] = {"ctx": Context, "client_roots": ClientRoots, **resolvers}
     params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, annotation=v) for k, v in extras.items()]
     call.__signature__ = inspect.Signature(params, return_annotation=output_model)  # type: ignore[attr-defined]
     call.__annotations__ = {p.name: p.annotation for p in params} | {"return": output_model}

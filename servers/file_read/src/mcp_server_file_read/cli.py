@@ -2,55 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Annotated
-
-import typer
-from mcp_server_guard.cli import (
-    AllowPathOpt,
-    AuditLogOpt,
-    LogLevel,
-    LogLevelOpt,
-    PolicyOpt,
-    SymlinksOpt,
-    build_config,
-    run_app,
-    serve,
-    version_callback,
-)
-from mcp_server_guard.jail import SymlinkMode
-
-PROG = "mcp-server-file-read"
-DIST = "mcp-server-file-read"
-
-app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False)
+from mcp_server_guard.cli import server_cli
+from mcp_server_guard.tooling import GuardedServer, ServerConfig
 
 
-@app.command(help="Serve the file_read tool over stdio, confined to the launch directory and --allow-path dirs.")
-def run(
-    allow_path: AllowPathOpt = None,
-    symlinks: SymlinksOpt = SymlinkMode.FOLLOW,
-    policy: PolicyOpt = None,
-    audit_log: AuditLogOpt = None,
-    log_level: LogLevelOpt = LogLevel.WARNING,
-    version: Annotated[
-        bool, typer.Option("--version", callback=version_callback(DIST), is_eager=True, help="Show the version.")
-    ] = False,
-) -> None:
+@server_cli(prog="mcp-server-file-read", name="file_read")
+def main(config: ServerConfig) -> GuardedServer:
+    """Serve the file_read tool over stdio, confined to the launch directory and --allow-path dirs."""
     from mcp_server_file_read.server import build_server
 
-    config = build_config(
-        prog=PROG,
-        name="file_read",
-        distribution=DIST,
-        allow_path=allow_path,
-        symlinks=symlinks,
-        policy=policy,
-        audit_log=audit_log,
-        log_level=log_level,
-    )
-    serve(build_server(config))
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    run_app(app, PROG, argv)
+    return build_server(config)

@@ -1,0 +1,363 @@
+"""Shell command lines, parsed with tree-sitter-bash into the facts a policy decides on.
+
+Every simple command in the line is found — in pipelines, lists, subshells, ``{ }``, ``$(…)``,
+backticks, process substitution, function bodies, ``if``/``for``/``while``/``case`` — with its words
+resolved the way bash would resolve them when that is static (quotes removed, ``\\`` escapes and
+``$'…'`` decoded) and marked unknown when it is not (expansions, substitutions, globs). What cannot be
+decided statically is reported as a finding, never silently dropped.
+
+This is analysis for a policy that *advises*; the kernel sandbox is the boundary.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import tree_sitter_bash
+from tree_sitter import Language, Node, Parser
+
+_GLOB_CHARS = frozenset("*?[")
+_BRACE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
+_ANSI_SIMPLE = {
+    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
+    "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
+}  # fmt: skip
+_WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
+_DYNAMIC_NODES = frozenset(
+    {"simple_expansion", "expansion", "command_substitution", "process_substitution", "arithmetic_expansion"}
+)
+
+
+@dataclass(frozen=True)
+class Word:
+    """One shell word: its static value, or ``None`` when only run time can tell."""
+
+    value: str | None
+    raw: str
+    glob: bool = False  # unquoted glob or brace expansion: the word may become several
+    prompt_expansion: bool = False  # ${var@P}: the value is itself expanded like a prompt
+
+    @property
+    def static(self) -> str | None:
+        return None if self.glob else self.value
+
+
+@dataclass
+class Command:
+    """A simple command: argv words (assignments removed), where it sits, and what feeds its stdin."""
+
+    words: list[Word]
+    text: str
+    piped: bool = False  # reads a pipe from a previous command
+    stdin_text: str | None = None  # a here-doc or here-string body, when static
+    stdin_dynamic: bool = False  # a here-doc/here-string whose body has expansions
+
+
+@dataclass(frozen=True)
+class Redirect:
+    op: str
+    target: Word
+    fd: str | None
+
+    @property
+    def writes(self) -> bool:
+        return self.op in _WRITE_OPS
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something about the line as a whole that the policy must weigh (e.g. ``fork-bomb``)."""
+
+    kind: str
+    detail: str
+
+
+@dataclass
+class Parsed:
+    source: str
+    commands: list[Command] = field(default_factory=list)
+    redirects: list[Redirect] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+@functools.cache
+def _parser() -> Parser:
+    return Parser(Language(tree_sitter_bash.language()))
+
+
+def _text(node: Node) -> str:
+    return (node.text or b"").decode("utf-8", "surrogateescape")
+
+
+def _decode_ansi_c(body: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch != "\\" or i + 1 >= len(body):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = body[i + 1]
+        if nxt in _ANSI_SIMPLE:
+            out.append(_ANSI_SIMPLE[nxt])
+            i += 2
+        elif nxt == "x":
+            digits = re.match(r"[0-9a-fA-F]{1,2}", body[i + 2 :])
+            if digits:
+                out.append(chr(int(digits.group(), 16)))
+                i += 2 + len(digits.group())
+            else:
+                out.append("\\x")
+                i += 2
+        elif nxt in "uU":
+            digits = re.match(r"[0-9a-fA-F]{1,4}" if nxt == "u" else r"[0-9a-fA-F]{1,8}", body[i + 2 :])
+            if digits:
+                out.append(chr(min(int(digits.group(), 16), 0x10FFFF)))
+                i += 2 + len(digits.group())
+            else:
+                out.append("\\" + nxt)
+                i += 2
+        elif nxt in "01234567":
+            digits = re.match(r"[0-7]{1,3}", body[i + 1 :])
+            assert digits is not None
+            out.append(chr(int(digits.group(), 8) & 0xFF))
+            i += 1 + len(digits.group())
+        elif nxt == "c" and i + 2 < len(body):
+            out.append(chr(ord(body[i + 2]) & 0x1F))
+            i += 3
+        else:
+            out.append("\\" + nxt)
+            i += 2
+    return "".join(out)
+
+
+def _unquoted(text: str) -> tuple[str, bool]:
+    """Remove backslash escapes from an unquoted word; report unescaped glob characters."""
+    out: list[str] = []
+    glob = False
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            if text[i + 1] != "\n":  # backslash-newline is a line continuation
+                out.append(text[i + 1])
+            i += 2
+            continue
+        if ch in _GLOB_CHARS:
+            glob = True
+        out.append(ch)
+        i += 1
+    joined = "".join(out)
+    return joined, glob or bool(_BRACE.search(text))
+
+
+def _double_quoted(node: Node) -> tuple[str | None, bool]:
+    """A "…" string: static unless it holds expansions or substitutions."""
+    parts: list[str] = []
+    prompt = False
+    for child in node.named_children:
+        if child.type == "string_content":
+            raw = _text(child)
+            parts.append(re.sub(r"\\([$`\"\\\n])", lambda m: "" if m.group(1) == "\n" else m.group(1), raw))
+        elif child.type in _DYNAMIC_NODES:
+            prompt = prompt or _is_prompt_expansion(child)
+            return None, prompt
+        else:
+            parts.append(_text(child))
+    return "".join(parts), prompt
+
+
+def _is_prompt_expansion(node: Node) -> bool:
+    return node.type == "expansion" and bool(re.search(r"@[PpEAKaQUuLk]?\}$", _text(node))) and "@P" in _text(node)
+
+
+def resolve_word(node: Node) -> Word:
+    """The static value of one argument node, as bash would produce it (or unknown)."""
+    raw = _text(node)
+    kind = node.type
+    if kind in ("word", "number", "file_descriptor"):
+        value, glob = _unquoted(raw)
+        return Word(value, raw, glob=glob)
+    if kind == "raw_string":
+        return Word(raw[1:-1], raw)
+    if kind == "ansi_c_string":
+        return Word(_decode_ansi_c(raw[2:-1]), raw)
+    if kind in ("string", "translated_string"):
+        target = node.named_children[0] if kind == "translated_string" and node.named_children else node
+        quoted, prompt = _double_quoted(target)
+        return Word(quoted, raw, prompt_expansion=prompt)
+    if kind == "concatenation":
+        parts: list[str] = []
+        glob = prompt = False
+        known = True
+        for child in node.named_children:
+            word = resolve_word(child)
+            glob = glob or word.glob
+            prompt = prompt or word.prompt_expansion
+            if word.value is None:
+                known = False
+            else:
+                parts.append(word.value)
+        if _BRACE.search(raw) and not raw.startswith(("'", '"')):
+            glob = True
+        return Word("".join(parts) if known else None, raw, glob=glob, prompt_expansion=prompt)
+    return Word(None, raw, prompt_expansion=_is_prompt_expansion(node))
+
+
+def _has_dynamic(node: Node) -> bool:
+    if node.type in _DYNAMIC_NODES:
+        return True
+    return any(_has_dynamic(child) for child in node.named_children)
+
+
+class _Walker:
+    def __init__(self, parsed: Parsed) -> None:
+        self.parsed = parsed
+
+    def walk(self, node: Node, piped: bool = False) -> None:
+        kind = node.type
+        if kind == "ERROR" or node.is_missing:
+            self.parsed.findings.append(Finding("parse-error", f"cannot parse near {_text(node)[:40]!r}"))
+        if kind in ("command", "declaration_command", "unset_command"):
+            self._command(node, piped)
+            return
+        if kind == "pipeline":
+            for index, child in enumerate(node.named_children):
+                self.walk(child, piped=piped or index > 0)
+            return
+        if kind == "redirected_statement":
+            self._redirected(node, piped)
+            return
+        if kind == "function_definition":
+            self._function(node)
+        if kind == "file_redirect":
+            self._redirect(node)
+            return
+        if kind == "herestring_redirect":
+            return  # handled by the command that owns it
+        for child in node.named_children:
+            self.walk(child, piped)
+
+    def _command(self, node: Node, piped: bool) -> None:
+        words: list[Word] = []
+        command = Command(words=words, text=_text(node), piped=piped)
+        for child in node.named_children:
+            kind = child.type
+            if kind == "command_name":
+                words.append(resolve_word(child.named_children[0]) if child.named_children else Word("", ""))
+                self._nested(child)
+            elif kind == "variable_assignment":
+                self._nested(child)  # A=$(rm …) runs rm
+            elif kind == "file_redirect":
+                self._redirect(child)
+            elif kind == "herestring_redirect":
+                body = child.named_children[-1] if child.named_children else None
+                if body is not None:
+                    word = resolve_word(body)
+                    command.stdin_text, command.stdin_dynamic = word.value, word.value is None
+                    self._nested(body)
+            elif kind in ("export", "local", "declare", "readonly", "typeset", "unset"):
+                words.append(Word(_text(child), _text(child)))
+            else:
+                words.append(resolve_word(child))
+                self._nested(child)
+        self.parsed.commands.append(command)
+
+    def _nested(self, node: Node) -> None:
+        """Commands inside a word: $(…), `…`, <(…)."""
+        if node.type in ("command_substitution", "process_substitution"):
+            for inner in node.named_children:
+                self.walk(inner)
+            return
+        for child in node.named_children:
+            self._nested(child)
+
+    def _redirected(self, node: Node, piped: bool) -> None:
+        body = node.child_by_field_name("body") or (node.named_children[0] if node.named_children else None)
+        before = len(self.parsed.commands)
+        for child in node.named_children:
+            if child is body:
+                self.walk(child, piped)
+            elif child.type == "heredoc_redirect":
+                self._heredoc(child, self.parsed.commands[before] if len(self.parsed.commands) > before else None)
+            elif child.type == "herestring_redirect":
+                owner = self.parsed.commands[before] if len(self.parsed.commands) > before else None
+                word = resolve_word(child.named_children[-1]) if child.named_children else Word(None, "")
+                if owner is not None:
+                    owner.stdin_text, owner.stdin_dynamic = word.value, word.value is None
+            elif child.type == "file_redirect":
+                self._redirect(child)
+            else:
+                self.walk(child, piped)
+
+    def _heredoc(self, node: Node, owner: Command | None) -> None:
+        quoted = False
+        body_text: str | None = None
+        dynamic = False
+        for child in node.named_children:
+            if child.type == "heredoc_start":
+                quoted = any(q in _text(child) for q in ("'", '"', "\\"))
+            elif child.type == "heredoc_body":
+                body_text = _text(child)
+                dynamic = not quoted and _has_dynamic(child)
+                for inner in child.named_children:
+                    if inner.type in ("command_substitution", "process_substitution"):
+                        for cmd in inner.named_children:
+                            self.walk(cmd)
+            elif child.type in ("pipeline", "command", "redirected_statement", "list"):
+                # `cat <<EOF | sh`: the rest of the pipeline hangs off the here-doc node.
+                self.walk(child, piped=True)
+            elif child.type == "file_redirect":
+                self._redirect(child)
+        if owner is not None:
+            owner.stdin_text, owner.stdin_dynamic = (None if dynamic else body_text), dynamic
+
+    def _redirect(self, node: Node) -> None:
+        op = ""
+        fd: str | None = None
+        target: Word | None = None
+        for child in node.children:
+            if child.type == "file_descriptor":
+                fd = _text(child)
+            elif not child.is_named:
+                op = _text(child)
+            elif target is None:
+                target = resolve_word(child)
+                self._nested(node)
+        if target is not None and op not in (">&", "<&", ">&-", "<&-"):
+            self.parsed.redirects.append(Redirect(op, target, fd))
+        elif target is not None and target.value is not None and not target.value.isdigit() and target.value != "-":
+            # `>& file` is bash for `&> file`.
+            self.parsed.redirects.append(Redirect("&>", target, fd))
+
+    def _function(self, node: Node) -> None:
+        name_node = node.child_by_field_name("name") or (node.named_children[0] if node.named_children else None)
+        if name_node is None:
+            return
+        name = _text(name_node)
+        body = node.child_by_field_name("body") or node.named_children[-1]
+        calls_itself = any(cmd.type == "command_name" and _text(cmd) == name for cmd in _descendants(body))
+        spawns = any(n.type == "pipeline" or (not n.is_named and _text(n) == "&") for n in _descendants(body))
+        if calls_itself and spawns:
+            self.parsed.findings.append(Finding("fork-bomb", f"function {name!r} spawns copies of itself"))
+
+
+def _descendants(node: Node) -> Iterator[Node]:
+    for child in node.children:
+        yield child
+        yield from _descendants(child)
+
+
+def parse(source: str) -> Parsed:
+    """Parse one command line (or script) into commands, redirects and findings."""
+    parsed = Parsed(source)
+    tree = _parser().parse(source.encode("utf-8", "surrogateescape"))
+    root = tree.root_node
+    _Walker(parsed).walk(root)
+    if root.has_error and not any(f.kind == "parse-error" for f in parsed.findings):
+        parsed.findings.append(Finding("parse-error", "the command line does not parse"))
+    return parsed

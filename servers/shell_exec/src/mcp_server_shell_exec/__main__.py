@@ -1,0 +1,3 @@
+from mcp_server_shell_exec import main
+
+main()
