@@ -155,20 +155,26 @@ def _unquoted(text: str) -> tuple[str, bool]:
     return joined, glob or bool(_BRACE.search(text))
 
 
-def _double_quoted(node: Node) -> tuple[str | None, bool]:
-    """A "…" string: static unless it holds expansions or substitutions."""
-    parts: list[str] = []
-    prompt = False
-    for child in node.named_children:
-        if child.type == "string_content":
-            raw = _text(child)
-            parts.append(re.sub(r"\\([$`\"\\\n])", lambda m: "" if m.group(1) == "\n" else m.group(1), raw))
-        elif child.type in _DYNAMIC_NODES:
-            prompt = prompt or _is_prompt_expansion(child)
-            return None, prompt
-        else:
-            parts.append(_text(child))
-    return "".join(parts), prompt
+def _double_quoted(inner: str) -> str | None:
+    """The value of a "…" string's inside, by bash's rules; None when it expands anything.
+
+    Computed from the source text, not from tree nodes, so no token (a lone ``$``) is ever dropped.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(inner):
+        ch = inner[i]
+        nxt = inner[i + 1] if i + 1 < len(inner) else ""
+        if ch == "\\" and nxt in ("$", "`", '"', "\\", "\n"):
+            if nxt != "\n":
+                out.append(nxt)
+            i += 2
+            continue
+        if ch == "`" or (ch == "$" and nxt and (nxt.isalnum() or nxt in "_{(@*#?$!-")):
+            return None
+        out.append(ch)
+        i += 1
+    return "".join(out)
 
 
 def _is_prompt_expansion(node: Node) -> bool:
@@ -187,14 +193,16 @@ def resolve_word(node: Node) -> Word:
     if kind == "ansi_c_string":
         return Word(_decode_ansi_c(raw[2:-1]), raw)
     if kind in ("string", "translated_string"):
-        target = node.named_children[0] if kind == "translated_string" and node.named_children else node
-        quoted, prompt = _double_quoted(target)
-        return Word(quoted, raw, prompt_expansion=prompt)
+        inner = raw[2:-1] if raw.startswith('$"') else raw[1:-1]
+        return Word(_double_quoted(inner), raw, prompt_expansion="@P}" in raw)
     if kind == "concatenation":
         parts: list[str] = []
         glob = prompt = False
         known = True
-        for child in node.named_children:
+        for child in node.children:
+            if not child.is_named:  # a bare token inside a word (e.g. a lone "$") is literal text
+                parts.append(_text(child))
+                continue
             word = resolve_word(child)
             glob = glob or word.glob
             prompt = prompt or word.prompt_expansion
@@ -206,6 +214,59 @@ def resolve_word(node: Node) -> Word:
             glob = True
         return Word("".join(parts) if known else None, raw, glob=glob, prompt_expansion=prompt)
     return Word(None, raw, prompt_expansion=_is_prompt_expansion(node))
+
+
+def expand_braces(text: str, limit: int = 256) -> list[str]:
+    """Bash brace expansion of one word (``{a,b}``, ``{1..3}``, ``{a..c}``, nested), capped at ``limit``."""
+    start = _brace_open(text)
+    if start < 0:
+        return [text]
+    depth = 0
+    parts: list[str] = []
+    last = start + 1
+    for i in range(start, len(text)):
+        ch = text[i]
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                parts.append(text[last:i])
+                prefix, suffix = text[:start], text[i + 1 :]
+                if len(parts) == 1:
+                    alternatives = _sequence(parts[0])
+                    if alternatives is None:  # "{x}": not an expansion; look further right
+                        return [prefix + "{" + parts[0] + "}" + rest for rest in expand_braces(suffix, limit)]
+                else:
+                    alternatives = [alt for part in parts for alt in expand_braces(part, limit)]
+                out: list[str] = []
+                for alt in alternatives:
+                    for rest in expand_braces(suffix, limit):
+                        out.append(prefix + alt + rest)
+                        if len(out) >= limit:
+                            return out
+                return out
+        elif ch == "," and depth == 1:
+            parts.append(text[last:i])
+            last = i + 1
+    return [text]
+
+
+def _brace_open(text: str) -> int:
+    return text.find("{")
+
+
+def _sequence(body: str) -> list[str] | None:
+    found = re.fullmatch(r"(-?\d+)\.\.(-?\d+)|([a-zA-Z])\.\.([a-zA-Z])", body)
+    if not found:
+        return None
+    if found.group(1) is not None:
+        a, b = int(found.group(1)), int(found.group(2))
+        step = 1 if b >= a else -1
+        return [str(n) for n in range(a, b + step, step)][:256]
+    a, b = ord(found.group(3)), ord(found.group(4))
+    step = 1 if b >= a else -1
+    return [chr(n) for n in range(a, b + step, step)]
 
 
 def _has_dynamic(node: Node) -> bool:

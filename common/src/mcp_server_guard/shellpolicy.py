@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mcp_server_guard.shellparse import Command, Finding, Parsed, Redirect, Word, parse
+from mcp_server_guard.shellparse import Command, Finding, Parsed, Redirect, Word, expand_braces, parse
 
 Action = Literal["deny", "ask", "allow"]
 _SEVERITY: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
@@ -251,7 +251,14 @@ class _Expander:
         if head.static is None:
             self.finding("dynamic-command", f"the program name {head.raw!r} is only known at run time")
             return
-        argv = [w.value if w.value is not None else _DYNAMIC for w in words]
+        argv = [words[0].value or ""]
+        for word in words[1:]:
+            if word.value is None:
+                argv.append(_DYNAMIC)
+            elif word.glob and "{" in word.raw:
+                argv.extend(expand_braces(word.value))  # rm {-rf,x} is rm -rf x
+            else:
+                argv.append(word.value)
         self.found.append(_Found(argv, text))
         program = posixpath.basename(argv[0])
         rest = list(words[1:])
@@ -277,15 +284,17 @@ class _Expander:
     def _shell(self, rest: Sequence[Word], command: Command | None, depth: int) -> None:
         script: Word | None = None
         reads_script_file = False
+        from_stdin = False  # -s: commands come from stdin, the remaining words are parameters
         i = 0
         while i < len(rest):
             value = rest[i].value
             if value is None:
                 break
             if value == "--":
-                reads_script_file = i + 1 < len(rest)
+                reads_script_file = i + 1 < len(rest) and not from_stdin
                 break
             if value.startswith("-") and len(value) > 1 and not value.startswith("--"):
+                from_stdin = from_stdin or "s" in value[1:]
                 if "c" in value[1:]:
                     script = rest[i + 1] if i + 1 < len(rest) else Word("", "")
                     break
@@ -297,7 +306,7 @@ class _Expander:
             if value.startswith("--"):
                 i += 1
                 continue
-            reads_script_file = True
+            reads_script_file = not from_stdin
             break
         if script is not None:
             if script.value is None:

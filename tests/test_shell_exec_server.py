@@ -1,0 +1,405 @@
+"""shell_exec through the real console script over stdio, in both protocol eras.
+
+Attack and hygiene tests are named after what they stop: denied commands, human approval in both
+eras, environment injection and secret leaks, orphaned processes, output floods.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psutil
+import pytest
+from conftest import RawClient, console_script, error_of, serve, text_of
+from mcp.client import ClientRequestContext
+from mcp.types import ElicitRequestParams, ElicitResult
+
+pytestmark = pytest.mark.anyio
+SX = "mcp-server-shell-exec"
+ASK_TOUCH = (
+    '[[shell_exec.rules]]\nid = "ask-touch"\naction = "ask"\nreason = "touch needs a yes."\nprograms = ["touch"]\n'
+)
+
+
+async def sh(client: Any, command: str, **extra: Any) -> Any:
+    with anyio.fail_after(60):
+        return await client.call_tool("shell_exec", {"command": command, **extra})
+
+
+def marker() -> str:
+    """A sleep duration unique to this test, to find its processes (and only them)."""
+    return f"1000.{uuid.uuid4().int % 10**8}"
+
+
+def processes_with(token: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if token in " ".join(proc.info["cmdline"] or []):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+async def wait_until(predicate: Any, timeout: float = 15.0) -> None:
+    with anyio.fail_after(timeout):
+        while not predicate():
+            await anyio.sleep(0.05)
+
+
+@pytest.fixture
+def ask_policy(tmp_path: Path) -> Path:
+    path = tmp_path / "ask.toml"
+    # Put the ask rule in front of the default rules (a policy's rules list replaces the default's).
+    from mcp_server_guard.policy import default_policy_path
+
+    default = default_policy_path().read_text(encoding="utf-8")
+    head, marker_, tail = default.partition("[[shell_exec.rules]]")
+    path.write_text(head + ASK_TOUCH + "\n" + marker_ + tail, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def no_leftovers() -> Iterator[list[str]]:
+    tokens: list[str] = []
+    yield tokens
+    for token in tokens:
+        for proc in processes_with(token):
+            proc.kill()
+
+
+# -- the contract --------------------------------------------------------------------------------
+
+
+async def test_shell_exec_tool_matches_the_seed_004_contract(workspace: Path, mode: str) -> None:
+    async with serve(SX, workspace, mode=mode) as client:
+        tools = (await client.list_tools()).tools
+    assert [t.name for t in tools] == ["shell_exec"]
+    tool = tools[0]
+    assert tool.description == "指定されたシェルコマンドを実行し、その標準出力と標準エラー出力を返します。"
+    hints = tool.annotations
+    assert hints is not None
+    assert (hints.read_only_hint, hints.destructive_hint, hints.open_world_hint) == (False, True, True)
+    assert tool.input_schema["required"] == ["command"]
+    assert tool.input_schema["properties"]["args"]["default"] == []
+    assert tool.input_schema["properties"]["args"]["items"]["type"] == "string"
+    assert tool.output_schema is not None
+    assert tool.output_schema["required"][:3] == ["stdout", "stderr", "exitCode"]
+
+
+async def test_allowed_pipeline_runs_in_the_launch_directory(workspace: Path, mode: str) -> None:
+    async with serve(SX, workspace, mode=mode) as client:
+        result = await sh(client, "echo hello | tr a-z A-Z && pwd && echo oops >&2; exit 3")
+    out = result.structured_content
+    assert not result.is_error
+    assert out["stdout"] == f"HELLO\n{workspace}\n"
+    assert out["stderr"] == "oops\n"
+    assert out["exitCode"] == 3
+    assert out["timedOut"] is False and out["truncated"] is False and out["signal"] is None
+    assert out["sandbox"] == "none" and out["decision"] == "allow"
+    assert "HELLO" in text_of(result) and "exit code 3" in text_of(result)
+
+
+async def test_args_run_the_program_without_a_shell(workspace: Path) -> None:
+    async with serve(SX, workspace) as client:
+        result = await sh(client, "echo", args=["a; touch pwned", "$(touch pwned2)", "*"])
+        missing = await sh(client, "no-such-program-xyz", args=["x"])
+    assert result.structured_content["stdout"] == "a; touch pwned $(touch pwned2) *\n"
+    assert not (workspace / "pwned").exists() and not (workspace / "pwned2").exists()
+    assert error_of(missing)["code"] == "COMMAND_NOT_FOUND"
+    assert error_of(missing)["category"] == "EXECUTION"
+
+
+async def test_cwd_is_jailed(workspace: Path, mode: str) -> None:
+    async with serve(SX, workspace, mode=mode) as client:
+        inside = await sh(client, "pwd", cwd="sub")
+        outside = await sh(client, "pwd", cwd="../outside")
+        sibling = await sh(client, "pwd", cwd=str(workspace.parent / "proj-evil"))
+    assert inside.structured_content["stdout"] == f"{workspace / 'sub'}\n"
+    assert error_of(outside)["code"] == "PATH_OUTSIDE_JAIL"
+    assert error_of(sibling)["code"] == "PATH_OUTSIDE_JAIL"
+
+
+# -- the policy ----------------------------------------------------------------------------------
+
+
+async def test_rm_rf_is_denied_and_nothing_is_deleted(workspace: Path, mode: str) -> None:
+    async with serve(SX, workspace, mode=mode) as client:
+        plain = await sh(client, "rm -rf sub")
+        hidden = await sh(client, "echo ok && bash -c \"$'\\x72m' -fr sub\"")
+        argv = await sh(client, "/bin/rm", args=["-r", "--force", "sub"])
+    for result in (plain, hidden, argv):
+        error = error_of(result)
+        assert error["code"] == "COMMAND_DENIED" and error["category"] == "SECURITY"
+        assert "rm-recursive-force" in error["message"]
+    assert (workspace / "sub" / "inner.txt").exists()
+
+
+async def test_redirect_outside_the_jail_is_refused(workspace: Path) -> None:
+    async with serve(SX, workspace) as client:
+        outside = await sh(client, f"echo pwned > {workspace.parent / 'outside' / 'x'}")
+        dotdot = await sh(client, "echo pwned >> ../outside/y")
+        inside = await sh(client, "echo fine > out.txt && echo quiet > /dev/null")
+    assert error_of(outside)["code"] == "REDIRECT_OUTSIDE_JAIL"
+    assert error_of(dotdot)["code"] == "REDIRECT_OUTSIDE_JAIL"
+    assert not (workspace.parent / "outside" / "x").exists()
+    assert inside.structured_content["exitCode"] == 0
+    assert (workspace / "out.txt").read_text(encoding="utf-8") == "fine\n"
+
+
+# -- ask: the human decides, in both protocol eras -----------------------------------------------
+
+
+@pytest.mark.parametrize("answer", ["accept", "decline", "cancel", "accept-but-no"])
+async def test_ask_rule_runs_only_on_explicit_approval(
+    workspace: Path, ask_policy: Path, mode: str, answer: str
+) -> None:
+    asked: list[str] = []
+
+    async def elicit(_ctx: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        asked.append(params.message)
+        if answer == "accept":
+            return ElicitResult(action="accept", content={"approve": True})
+        if answer == "accept-but-no":
+            return ElicitResult(action="accept", content={"approve": False})
+        return ElicitResult(action=answer)  # type: ignore[arg-type]
+
+    async with serve(SX, workspace, "--policy", str(ask_policy), mode=mode, elicitation_callback=elicit) as client:
+        result = await sh(client, "touch approved.txt", cwd="sub")
+    assert len(asked) == 1
+    message = asked[0]
+    assert "touch approved.txt" in message and "sub" in message
+    assert "ask-touch" in message and "touch needs a yes." in message
+    if answer == "accept":
+        assert result.structured_content["decision"] == "approved"
+        assert result.structured_content["rule"] == "ask-touch"
+        assert (workspace / "sub" / "approved.txt").exists()
+    else:
+        assert error_of(result)["code"] == "ASK_DECLINED"
+        assert not (workspace / "sub" / "approved.txt").exists()
+
+
+async def test_ask_without_elicitation_support_is_refused_with_a_policy_hint(
+    workspace: Path, ask_policy: Path, mode: str
+) -> None:
+    async with serve(SX, workspace, "--policy", str(ask_policy), mode=mode) as client:
+        result = await sh(client, "touch nope.txt")
+        undecidable = await sh(client, "eval touch nope2.txt")
+    error = error_of(result)
+    assert error["code"] == "ASK_UNAVAILABLE"
+    assert "ask-touch" in error["suggestion"] and "--policy" in error["suggestion"]
+    assert error_of(undecidable)["code"] == "ASK_UNAVAILABLE"
+    assert not (workspace / "nope.txt").exists() and not (workspace / "nope2.txt").exists()
+
+
+async def test_denied_line_is_refused_before_any_question(workspace: Path, ask_policy: Path) -> None:
+    asked: list[str] = []
+
+    async def elicit(_ctx: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"approve": True})
+
+    async with serve(SX, workspace, "--policy", str(ask_policy), elicitation_callback=elicit) as client:
+        result = await sh(client, "touch a && rm -rf sub")
+    assert error_of(result)["code"] == "COMMAND_DENIED"
+    assert asked == []
+
+
+# -- process hygiene -----------------------------------------------------------------------------
+
+
+async def test_server_secrets_never_reach_the_child_environment(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret-value")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret-value")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    from conftest import server_params
+    from mcp import Client
+
+    params = server_params(SX, workspace)
+    params.env = dict(os.environ)  # the server itself sees the secrets
+    async with Client(params, mode="legacy") as client:
+        result = await sh(client, "env", env={"EXTRA": "visible"})
+    out = result.structured_content["stdout"]
+    assert "sk-test-secret-value" not in out and "aws-secret-value" not in out
+    assert "OPENAI_API_KEY" not in out
+    names = {line.split("=", 1)[0] for line in out.splitlines() if "=" in line}
+    assert "EXTRA" in names and "PATH" in names and "HOME" in names
+    assert names <= {"EXTRA", "PATH", "HOME", "LOGNAME", "SHELL", "TERM", "USER", "LANG", "TZ", "PWD", "SHLVL", "_"} | {
+        n for n in names if n.startswith("LC_")
+    }
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"LD_PRELOAD": "/tmp/evil.so"},
+        {"BASH_ENV": "/tmp/evil.sh"},
+        {"ENV": "/tmp/evil.sh"},
+        {"BASH_FUNC_ls%%": "() { rm -rf ~; }"},
+        {"PROMPT_COMMAND": "touch pwned"},
+        {"PS4": "$(touch pwned)"},
+        {"IFS": "/"},
+        {"SHELLOPTS": "xtrace"},
+        {"NODE_OPTIONS": "--require /tmp/evil.js"},
+        {"PYTHONSTARTUP": "/tmp/evil.py"},
+        {"PERL5OPT": "-Mevil"},
+        {"RUBYOPT": "-revil"},
+        {"GIT_SSH_COMMAND": "touch pwned"},
+        {"DYLD_INSERT_LIBRARIES": "/tmp/evil.dylib"},
+        {"INNOCENT": "() { echo shellshock; }"},
+    ],
+)
+async def test_environment_injection_is_refused(workspace: Path, env: dict[str, str]) -> None:
+    async with serve(SX, workspace) as client:
+        result = await sh(client, "true", env=env)
+    assert error_of(result)["code"] == "ENV_REFUSED"
+
+
+async def test_stdin_is_fed_or_empty(workspace: Path) -> None:
+    async with serve(SX, workspace) as client:
+        fed = await sh(client, "cat | wc -l", stdin="a\nb\nc\n")
+        empty = await sh(client, "cat; echo done")
+    assert fed.structured_content["stdout"].strip() == "3"
+    assert empty.structured_content["stdout"] == "done\n"
+
+
+async def test_timeout_kills_the_whole_group(workspace: Path, no_leftovers: list[str]) -> None:
+    token = marker()
+    no_leftovers.append(token)
+    async with serve(SX, workspace) as client:
+        result = await sh(client, f"sleep {token} & sleep {token}; echo never", timeoutSeconds=0.5)
+    out = result.structured_content
+    assert out["timedOut"] is True and out["signal"] in ("SIGTERM", "SIGKILL")
+    assert "never" not in out["stdout"]
+    await wait_until(lambda: not processes_with(token))
+
+
+async def test_background_children_do_not_outlive_the_call(workspace: Path, no_leftovers: list[str]) -> None:
+    token = marker()
+    no_leftovers.append(token)
+    async with serve(SX, workspace) as client:
+        result = await sh(client, f"sleep {token} & echo started")
+        assert result.structured_content["stdout"] == "started\n"
+        await wait_until(lambda: not processes_with(token))
+
+
+async def test_client_cancellation_kills_the_process_group(workspace: Path, no_leftovers: list[str]) -> None:
+    token = marker()
+    no_leftovers.append(token)
+    async with serve(SX, workspace) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sh, client, f"sleep {token} & sleep {token}")
+            await wait_until(lambda: len(processes_with(token)) >= 2)
+            tg.cancel_scope.cancel()
+        await wait_until(lambda: not processes_with(token))
+        still_serving = await sh(client, "echo alive")
+    assert still_serving.structured_content["stdout"] == "alive\n"
+
+
+@pytest.mark.parametrize("how", ["stdin-eof", "sigterm"])
+def test_server_shutdown_kills_running_commands(workspace: Path, no_leftovers: list[str], how: str) -> None:
+    token = marker()
+    no_leftovers.append(token)
+    raw = RawClient([console_script(SX), "--audit-log", str(workspace.parent / "a.jsonl")], workspace)
+    try:
+        raw.initialize()
+        raw.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "tools/call",
+                "params": {"name": "shell_exec", "arguments": {"command": f"sleep {token} & sleep {token}"}},
+            }
+        )
+        anyio.run(wait_until, lambda: len(processes_with(token)) >= 2)
+        if how == "sigterm":
+            raw.proc.send_signal(signal.SIGTERM)
+    finally:
+        raw.close()
+    anyio.run(wait_until, lambda: not processes_with(token))
+
+
+async def test_output_flood_is_bounded_head_and_tail(workspace: Path) -> None:
+    async with serve(SX, workspace) as client:
+        result = await sh(
+            client, "echo FIRST; head -c 1000000000 /dev/zero | tr '\\0' x; echo; echo LAST", maxOutputBytes=65536
+        )
+        server = next(p for p in psutil.Process().children(recursive=True) if SX in " ".join(p.cmdline()))
+        hwm_kib = int(
+            next(
+                ln for ln in Path(f"/proc/{server.pid}/status").read_text().splitlines() if ln.startswith("VmHWM")
+            ).split()[1]
+        )
+    out = result.structured_content
+    assert out["truncated"] is True
+    assert out["stdoutBytes"] == 1_000_000_000 + len("FIRST\n") + len("\nLAST\n")
+    assert out["stdout"].startswith("FIRST\nxxx") and out["stdout"].endswith("xxx\nLAST\n")
+    assert "bytes omitted" in out["stdout"]
+    assert len(out["stdout"].encode()) < 65536 + 100
+    assert hwm_kib < 150 * 1024, f"server peak RSS {hwm_kib} KiB"
+
+
+async def test_concurrent_calls_run_concurrently(workspace: Path) -> None:
+    # A waits for a file only B creates: if calls were serialized, A would time out.
+    async with serve(SX, workspace) as client:
+        results: dict[str, Any] = {}
+
+        async def call(name: str, command: str) -> None:
+            results[name] = await sh(client, command, timeoutSeconds=20)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, "a", "while [ ! -e b.flag ]; do sleep 0.02; done; echo A")
+            tg.start_soon(call, "b", "sleep 0.2; touch b.flag; echo B")
+    assert results["a"].structured_content["stdout"] == "A\n"
+    assert results["a"].structured_content["timedOut"] is False
+
+
+async def test_signals_are_reported(workspace: Path) -> None:
+    async with serve(SX, workspace) as client:
+        result = await sh(client, "kill -9 $$")
+    assert result.structured_content["signal"] == "SIGKILL"
+    assert result.structured_content["exitCode"] == 137
+
+
+async def test_every_call_is_audited_with_decision_and_rule(workspace: Path, tmp_path: Path, ask_policy: Path) -> None:
+    audit = tmp_path / "shell-audit.jsonl"
+
+    async def elicit(_ctx: ClientRequestContext, _params: ElicitRequestParams) -> ElicitResult:
+        return ElicitResult(action="accept", content={"approve": True})
+
+    async with serve(SX, workspace, "--policy", str(ask_policy), audit=audit, elicitation_callback=elicit) as client:
+        await sh(client, "echo hi", env={"TOKEN": "secret-value"})
+        await sh(client, "rm -rf sub")
+        await sh(client, "touch t.txt")
+    entries = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
+    assert [(e["decision"], e["code"]) for e in entries] == [
+        ("allow", None),
+        ("deny", "COMMAND_DENIED"),
+        ("approved", None),
+    ]
+    assert entries[0]["exitCode"] == 0 and entries[2]["rule"] == "ask-touch"
+    assert entries[0]["arguments"]["env"] == {"keys": ["TOKEN"]}
+    assert "secret-value" not in audit.read_text(encoding="utf-8")
+
+
+def test_mcp_guard_check_prints_the_verdict_and_exits_by_decision(tmp_path: Path) -> None:
+    def check(line: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [console_script("mcp-guard"), "check", line], capture_output=True, text=True, timeout=30, cwd=tmp_path
+        )
+
+    allow, ask, deny = check("ls -la | wc -l"), check("sudo apt install vim"), check("sudo sh -c 'rm -rf /'")
+    assert allow.returncode == 0 and "decision: allow" in allow.stdout and "- wc -l" in allow.stdout
+    assert ask.returncode == 10 and "rule:     privilege-escalation" in ask.stdout
+    assert deny.returncode == 20 and "rm-recursive-force" in deny.stdout and "- rm -rf /" in deny.stdout
