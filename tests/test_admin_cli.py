@@ -29,6 +29,10 @@ def test_demo_shows_an_allowed_read_and_refusals_with_codes(tmp_path: Path) -> N
         assert code in out
     assert "previous content saved as" in out
     assert "mcp-guard history restore" in out and "notes.md now: 'first draft'" in out
+    assert "✓ an allowed pipeline" in out and "│ apple" in out
+    for code in ("COMMAND_DENIED", "ASK_DECLINED", "REDIRECT_OUTSIDE_JAIL"):
+        assert code in out
+    assert "the human answers: approve" in out and "approved by a human" in out
     assert "all guards behaved as expected" in out
 
 

@@ -311,3 +311,55 @@ def test_inspector_cli_lists_and_calls_file_write(tmp_path: Path) -> None:
     assert called.get("isError", False) is False
     assert called["structuredContent"]["success"] is True
     assert (jail / "hello.md").read_text(encoding="utf-8") == "hi there"
+
+
+# --------------------------------------------------------------------------- shell_exec
+
+SHELL_DESCRIPTION = "指定されたシェルコマンドを実行し、その標準出力と標準エラー出力を返します。"
+
+
+def test_ts_sdk_client_lists_and_calls_shell_exec(tmp_path: Path) -> None:
+    node = _node()
+    jail = _jail(tmp_path)
+    rc, report, stderr = _run_ts_client(
+        node,
+        {
+            "command": _server_script("mcp-server-shell-exec"),
+            "args": _server_args(tmp_path),
+            "cwd": str(jail),
+            "calls": [
+                {"name": "shell_exec", "arguments": {"command": "cat notes.txt | wc -l"}},
+                {"name": "shell_exec", "arguments": {"command": "echo", "args": ["a", "b"]}},
+                {"name": "shell_exec", "arguments": {"command": "rm -rf ."}},
+                {"name": "shell_exec", "arguments": {"command": "sudo ls"}},
+            ],
+        },
+    )
+    assert rc == 0, f"failures: {report.get('failures')}\nserver stderr: {report.get('serverStderr')}\n{stderr}"
+    tool = report["tools"][0]
+    assert tool["name"] == "shell_exec" and tool["description"] == SHELL_DESCRIPTION
+    assert tool["annotations"] == {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True}
+    assert tool["inputSchema"]["required"] == ["command"]
+    assert tool["inputSchema"]["properties"]["args"]["default"] == []
+    pipeline, argv, denied, asked = report["calls"]
+    for call in (pipeline, argv):
+        assert call["ok"] is True and call["structuredContentValidated"] is True
+    assert pipeline["result"]["structuredContent"]["stdout"].strip() == "3"
+    assert argv["result"]["structuredContent"]["stdout"] == "a b\n"
+    assert denied["result"]["_meta"]["mcp-guard/error"]["code"] == "COMMAND_DENIED"
+    # The TS client here declares no elicitation capability: an ask is refused, never run.
+    assert asked["result"]["_meta"]["mcp-guard/error"]["code"] == "ASK_UNAVAILABLE"
+    assert (jail / "notes.txt").exists()
+
+
+def test_inspector_cli_lists_and_calls_shell_exec(tmp_path: Path) -> None:
+    node = _node()
+    jail = _jail(tmp_path)
+    server_cmd = [_server_script("mcp-server-shell-exec"), *_server_args(tmp_path)]
+    listed = _run_inspector(node, jail, server_cmd, ["--method", "tools/list"])
+    assert [t["name"] for t in listed["tools"]] == ["shell_exec"]
+    called = _run_inspector(
+        node, jail, server_cmd, ["--method", "tools/call", "--tool-name", "shell_exec", "--tool-arg", "command=ls"]
+    )
+    assert called.get("isError", False) is False
+    assert "notes.txt" in called["structuredContent"]["stdout"]
