@@ -230,3 +230,8 @@ def test_word_resolution_matches_real_bash(word: str) -> None:
     ours = parse(line).commands[0].words[2].value
     real = subprocess.run(["/bin/bash", "--noprofile", "--norc", "-c", line], capture_output=True, timeout=10)
     assert ours == real.stdout.decode("utf-8", "surrogateescape").rstrip("\0"), word
+
+
+def test_packaged_policies_are_found_by_name() -> None:
+    assert load_policy(Path("readonly")).shell_exec.mode == "allowlist"
+    assert load_policy(Path("readonly.toml")).shell_exec.mode == "allowlist"

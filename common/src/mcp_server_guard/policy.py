@@ -106,8 +106,18 @@ def _describe(exc: ValidationError, data: dict[str, Any]) -> str:
     return f"{key}: {msg}{more}"
 
 
+def resolve_policy_name(path: Path) -> Path:
+    """A bare name such as ``readonly`` means the packaged ``policies/readonly.toml``."""
+    if path.exists() or "/" in str(path):
+        return path
+    packaged = default_policy_path().parent / (path.name if path.suffix == ".toml" else f"{path.name}.toml")
+    return packaged if packaged.is_file() else path
+
+
 def load_policy(path: Path | None = None) -> Policy:
-    """Load the default policy, with ``path`` merged over it when given."""
+    """Load the default policy, with ``path`` (a file, or a packaged policy's name) merged over it."""
+    if path is not None:
+        path = resolve_policy_name(path)
     default = default_policy_path()
     data = _read_toml(default)
     sources = [str(default)]
