@@ -1,4 +1,4 @@
-"""Floor for the benchmark: a bare mcp-SDK stdio server with one trivial tool and nothing else."""
+"""Floor for the benchmark: a bare mcp-SDK stdio server with trivial tools and nothing else."""
 
 from mcp.server.mcpserver import MCPServer
 
@@ -9,6 +9,12 @@ mcp = MCPServer("bare")
 def echo(text: str) -> str:
     """Return the text unchanged."""
     return text
+
+
+@mcp.tool()
+def size(text: str) -> int:
+    """Return the length of the text (a big request with a tiny response)."""
+    return len(text)
 
 
 if __name__ == "__main__":
