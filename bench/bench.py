@@ -1291,7 +1291,8 @@ def git_state() -> dict[str, Any]:
 
     def git(*args: str) -> str:
         try:
-            return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+            # rstrip only: porcelain status lines start with a space that is part of their format.
+            return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.rstrip()
         except (OSError, subprocess.CalledProcessError):
             return ""
 
