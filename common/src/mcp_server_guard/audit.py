@@ -77,13 +77,14 @@ class AuditRecord:
     code: str | None = None
     bytes: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    summaries: dict[str, Any] = field(default_factory=dict)  # precomputed argument summaries
 
     def to_json(self) -> str:
         entry: dict[str, Any] = {
             "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "server": self.server,
             "tool": self.tool,
-            "arguments": {k: summarize_value(k, v) for k, v in self.arguments.items()},
+            "arguments": {k: self.summaries.get(k) or summarize_value(k, v) for k, v in self.arguments.items()},
             "decision": self.decision,
             "code": self.code,
             "bytes": self.bytes,
@@ -95,6 +96,13 @@ class AuditRecord:
 
 
 _current: contextvars.ContextVar[AuditRecord | None] = contextvars.ContextVar("mcp_guard_audit", default=None)
+
+
+def note_content(key: str, sha256: str, size: int) -> None:
+    """Record an argument's hash computed elsewhere, so a large content is not hashed twice."""
+    record = _current.get()
+    if record is not None:
+        record.summaries[key] = {"sha256": sha256, "bytes": size}
 
 
 def note(*, bytes: int | None = None, decision: str | None = None, **extra: Any) -> None:

@@ -37,6 +37,7 @@ class HistoryStore:
     def __init__(self, directory: Path, max_bytes: int) -> None:
         self.directory = directory
         self.max_bytes = max_bytes
+        self._total: int | None = None  # bytes in the store as last scanned, plus what we saved since
 
     def _ensure(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -83,7 +84,10 @@ class HistoryStore:
             data_path.unlink(missing_ok=True)
             meta.unlink(missing_ok=True)
             raise
-        self._evict(keep=entry_id)
+        # Scan the store only when it may be over its bound, not on every save.
+        self._total = (self._scan_total() if self._total is None else self._total) + size
+        if self._total > self.max_bytes:
+            self._evict(keep=entry_id)
         return entry
 
     def entries(self) -> list[HistoryEntry]:
@@ -111,14 +115,22 @@ class HistoryStore:
             raise HistoryError(f"no history entry {entry_id}") from None
         return entry, self.directory / f"{entry_id}.data"
 
-    def _evict(self, keep: str) -> None:
-        # Sizes from one directory scan (no metadata parsing): ids sort oldest first.
+    def _sizes(self) -> list[tuple[str, int]]:
+        """(id, size) of every entry from one directory scan (no metadata parsing), oldest first."""
         sizes: list[tuple[str, int]] = []
         with os.scandir(self.directory) as it:
             for item in it:
                 if item.name.endswith(".data") and _ID.match(item.name[:-5]):
                     sizes.append((item.name[:-5], item.stat(follow_symlinks=False).st_size))
         sizes.sort()
+        return sizes
+
+    def _scan_total(self) -> int:
+        return sum(size for _, size in self._sizes())
+
+    def _evict(self, keep: str) -> None:
+        # Other servers may share the store: decide on a fresh scan, not on our running total.
+        sizes = self._sizes()
         total = sum(size for _, size in sizes)
         for entry_id, size in sizes:
             if total <= self.max_bytes:
@@ -128,3 +140,4 @@ class HistoryStore:
             for suffix in (".data", ".json"):
                 (self.directory / f"{entry_id}{suffix}").unlink(missing_ok=True)
             total -= size
+        self._total = total

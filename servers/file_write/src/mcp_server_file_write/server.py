@@ -91,6 +91,7 @@ def build_server(config: ServerConfig, history_dir: Path) -> GuardedServer:
             )
         )
         audit.note(bytes=outcome.bytes_written, backup=outcome.backup)
+        audit.note_content("content", outcome.sha256, outcome.bytes_written)
         return FileWriteOutput(
             success=True,
             path=outcome.path,
