@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Benchmark of mcp-server-file-read and mcp-server-file-write against their floors, in one run.
+"""Benchmark of mcp-server-file-read, mcp-server-file-write and mcp-server-shell-exec against their floors, in one run.
 
-    uv run python bench/bench.py [--quick] [--only read|write]
+    uv run python bench/bench.py [--quick] [--only read|write|shell]
 
 Measures, each figure beside its floor:
 
@@ -28,9 +28,24 @@ Measures, each figure beside its floor:
    server's CPU time per call. In-process: json.loads and the SDK's validate_json of the same request line,
    sha256, str.encode. The servers' VmHWM.
 6. A cProfile of file_write over the 10 MiB writes, all threads (bench/profile_server.py).
+7. shell_exec `echo hi` (tree-sitter parse + policy + `/bin/bash --noprofile --norc -c`), per call over the raw
+   client: vs no-MCP floors from the same run - `subprocess.run([bash, ..., "echo hi"], capture_output=True)`,
+   `subprocess.run(["/bin/true"])`, the server's own process runner (mcp_server_guard.process.run) called
+   in-process, parse + policy (PolicyEngine.decide) in-process - and the bare server's trivial tool; the argv form
+   (`{"command": "echo", "args": ["hi"]}`, no shell); the server-side tool time (audit durationMs) split into
+   process.run (the result's durationMs) and the rest, beside in-process ShellExec.prepare / build_env / result model.
+8. shell_exec printing 50 MB (`head -c 50000000 /dev/zero | tr '\0' x`), head + tail returned: per call to the
+   response line vs the command to /dev/null, an in-process bounded read (64 KiB reads into head + tail) and the
+   server's process.run in-process; the server's peak RSS (VmHWM) vs its idle RSS and the bare server's; where the
+   peak comes from, on fresh servers: the 50 MB with maxOutputBytes at 1 KiB (buffers only), 1 MiB of output without
+   the flood, the bare server's `blob` tool returning 1 MiB (the SDK serialising a ~2 MiB response), and a
+   tracemalloc split of a call (bench/memtrace_server.py).
+9. 16 concurrent `sleep 1` on one connection (16 requests written at once, wall until the 16th response) vs 16
+   `bash -c "sleep 1"` started at once without MCP and the bare server's async `sleep` tool.
+10. A cProfile of shell_exec over `echo hi` calls, all threads.
 
 Everything runs in a temporary directory; the servers are subprocesses on pipes (no network).
-Prints a markdown table and writes bench/results/latest.json (latest-read.json / latest-write.json with --only).
+Prints a markdown table and writes bench/results/latest.json (latest-<part>.json with --only).
 """
 
 from __future__ import annotations
@@ -69,7 +84,9 @@ BARE_SERVER = BENCH_DIR / "bare_server.py"
 RAW_SERVER = BENCH_DIR / "raw_server.py"
 TRANSPORT_SERVER = BENCH_DIR / "transport_server.py"
 PROFILER = BENCH_DIR / "profile_server.py"
+MEMTRACE_SERVER = BENCH_DIR / "memtrace_server.py"
 WRITE_MODULE = "mcp_server_file_write"
+SHELL_MODULE = "mcp_server_shell_exec"
 PROTOCOL = "2025-11-25"
 INIT_PARAMS = {
     "protocolVersion": PROTOCOL,
@@ -82,6 +99,16 @@ LINE_BYTES = 80  # including the newline
 BIG_POLICY = "[file_read]\nmax_read_bytes = 16777216\n"
 WRITE_POLICY = "[file_write]\nmax_write_bytes = 16777216\nhistory_max_bytes = 67108864\n"
 WRITE_TARGET_S = 0.002  # 4 KiB write, median
+BASH = ("/bin/bash", "--noprofile", "--norc", "-c")  # how shell_exec runs a command line
+ECHO_LINE = "echo hi"
+ECHO_TARGET_S = 0.0025  # `echo hi` round trip, median
+BIG_OUT_BYTES = 50_000_000
+BIG_OUT_LINE = f"head -c {BIG_OUT_BYTES} /dev/zero | tr '\\0' x"
+BIG_OUT_TARGET_S = 0.300  # head + tail of 50 MB of output returned
+BIG_OUT_RSS_TARGET = 80 * 2**20  # server VmHWM
+SLEEP_LINE = "sleep 1"
+CONCURRENCY = 16
+CONCURRENT_TARGET_S = 1.1  # 16 concurrent `sleep 1`, wall
 
 
 @dataclass(frozen=True)
@@ -97,6 +124,12 @@ class Counts:
     write_warmup: int = 50
     big_write_calls: int = 5
     profile_calls: int = 5
+    shell_calls: int = 2000
+    shell_warmup: int = 200
+    shell_floor_calls: int = 2000
+    shell_big_calls: int = 10
+    shell_concurrent_rounds: int = 3
+    shell_profile_calls: int = 1000
 
 
 FULL = Counts(
@@ -114,6 +147,12 @@ QUICK = Counts(
     write_warmup=10,
     big_write_calls=2,
     profile_calls=2,
+    shell_calls=200,
+    shell_warmup=20,
+    shell_floor_calls=200,
+    shell_big_calls=3,
+    shell_concurrent_rounds=1,
+    shell_profile_calls=100,
 )
 
 
@@ -168,6 +207,7 @@ class RawClient:
         self.sent_at = 0.0  # perf_counter when the last request was fully written into the pipe
         self.last_line_at = 0.0  # perf_counter when the last response line was complete
         self.last_line_bytes = 0
+        self.arrived: dict[int, float] = {}  # response id -> perf_counter when its line was complete
 
     @property
     def pid(self) -> int:
@@ -226,9 +266,16 @@ class RawClient:
         self._write(msg)
 
     def request(self, method: str, params: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
+        return self._response(self.send(method, params), method, time.perf_counter() + timeout)
+
+    def send(self, method: str, params: dict[str, Any]) -> int:
+        """Write one request without waiting for its response (see ``wait``); returns its id."""
         self._next_id += 1
-        rid = self._next_id
-        self._write({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        self._write({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params})
+        return self._next_id
+
+    def wait(self, rid: int, method: str = "tools/call", timeout: float = 60.0) -> dict[str, Any]:
+        """The result of request ``rid`` (responses to other ids that arrive first are kept for their turn)."""
         return self._response(rid, method, time.perf_counter() + timeout)
 
     def _response(self, rid: int, method: str, deadline: float) -> dict[str, Any]:
@@ -257,6 +304,8 @@ class RawClient:
                             }
                         )
                     continue  # notification (log, progress, ...)
+                if isinstance(msg.get("id"), int):
+                    self.arrived[msg["id"]] = self.last_line_at
                 if msg.get("id") == rid:
                     break
                 if isinstance(msg.get("id"), int):
@@ -315,12 +364,21 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def vm_hwm_bytes(pid: int) -> int:
+def proc_status_bytes(pid: int, key: str) -> int:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{key}:"):
                 return int(line.split()[1]) * 1024
-    raise RuntimeError("VmHWM not found")
+    raise RuntimeError(f"{key} not found")
+
+
+def vm_hwm_bytes(pid: int) -> int:
+    """Peak resident set of a process so far."""
+    return proc_status_bytes(pid, "VmHWM")
+
+
+def vm_rss_bytes(pid: int) -> int:
+    return proc_status_bytes(pid, "VmRSS")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -397,6 +455,8 @@ class Env:
     write_cmd: str = ""
     write_root: Path = Path()  # file_write server cwd = jail; the in-process floors write here too
     write_policy: Path = Path()
+    shell_cmd: str = ""
+    shell_root: Path = Path()  # shell_exec server cwd = jail
     notes: list[str] = field(default_factory=list)
 
     def audit_path(self, name: str) -> Path:
@@ -419,6 +479,12 @@ class Env:
 
     def write_argv(self, *, big: bool = False, audit: str = "write") -> list[str]:
         return [self.write_cmd, *self.write_flags(big=big, audit=audit)]
+
+    def shell_flags(self, *, audit: str) -> list[str]:
+        return ["--audit-log", str(self.audit_path(audit))]
+
+    def shell_argv(self, *, audit: str = "shell") -> list[str]:
+        return [self.shell_cmd, *self.shell_flags(audit=audit)]
 
 
 def find_server(name: str = "mcp-server-file-read") -> str:
@@ -948,9 +1014,15 @@ def profile_big_writes(env: Env, counts: Counts, req: BigRequest) -> dict[str, A
             t0 = time.perf_counter()
             c.call_tool_encoded("file_write", req.write_args(f"prof-{i}.txt", overwrite=False))
             times.append(c.last_line_at - t0)
+    return summarise_profile(prof, n, KEY_FUNCTIONS) | {"wall_median_s": median(times)}
+
+
+def summarise_profile(prof: Path, n: int, key_functions: dict[tuple[str, str], str]) -> dict[str, Any]:
+    """Per-call own and cumulative times of a merged all-thread profile of ``n`` calls, idle waits left out;
+    ``key_functions`` (file suffix, function name) -> label picks the cumulative rows to show, in that order."""
     stats = pstats.Stats(str(prof))
     entries: list[dict[str, Any]] = []
-    key_rows: list[dict[str, Any]] = []
+    key_rows: dict[str, dict[str, Any]] = {}
     raw_stats: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = stats.stats  # type: ignore[attr-defined]
     for key, (_cc, nc, tt, ct, _callers) in raw_stats.items():
         name = pstats.func_std_string(key)
@@ -959,18 +1031,385 @@ def profile_big_writes(env: Env, counts: Counts, req: BigRequest) -> dict[str, A
         entries.append(
             {"function": short_function(key), "ncalls": nc, "tottime_per_call_s": tt / n, "cumtime_per_call_s": ct / n}
         )
-        for (suffix, func), label in KEY_FUNCTIONS.items():
+        for (suffix, func), label in key_functions.items():
             if key[0].endswith(suffix) and key[2] == func:
-                key_rows.append({"function": label, "cumtime_per_call_s": ct / n})
+                row = key_rows.setdefault(label, {"function": label, "cumtime_per_call_s": 0.0, "ncalls": 0})
+                row["cumtime_per_call_s"] += ct / n
+                row["ncalls"] += nc
     entries.sort(key=lambda e: e["tottime_per_call_s"], reverse=True)
     busy = sum(e["tottime_per_call_s"] for e in entries)
     return {
         "calls": n,
-        "wall_median_s": median(times),
         "busy_per_call_s": busy,
         "top": entries[:14],
-        "key": key_rows,
+        "key": [key_rows[label] for label in key_functions.values() if label in key_rows],
     }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 7. shell_exec `echo hi`
+
+
+def use_pidfd_child_watcher() -> None:
+    """What the servers do at start-up on 3.11 (mcp_server_guard.cli): wait for children on a pidfd, not a thread,
+    so the in-process floors below spawn exactly as the server does."""
+    if sys.version_info < (3, 12) and hasattr(os, "pidfd_open"):
+        asyncio.set_child_watcher(asyncio.PidfdChildWatcher())
+
+
+def check_shell(result: dict[str, Any], *, stdout: str | None = None, size: int | None = None) -> dict[str, Any]:
+    sc: dict[str, Any] = result.get("structuredContent") or {}
+    ok = sc.get("exitCode") == 0 and sc.get("decision") == "allow" and not sc.get("timedOut")
+    if stdout is not None:
+        ok = ok and sc.get("stdout") == stdout and not sc.get("truncated")
+    if size is not None:
+        ok = ok and sc.get("stdoutBytes") == size and sc.get("truncated") is True
+        ok = ok and sc.get("stdout", "").startswith("x" * 256) and sc.get("stdout", "").endswith("x" * 256)
+    if not ok:
+        raise RuntimeError(f"unexpected shell_exec result: { {k: v for k, v in sc.items() if k != 'stdout'} }")
+    return sc
+
+
+def inprocess_runs(argv: Sequence[str], cwd: Path, n: int, warmup: int, max_output: int = 1 << 20) -> list[float]:
+    """The server's own process runner (mcp_server_guard.process.run: own session, pipes read into head+tail
+    buffers, anyio on asyncio) called in-process in a loop: shell_exec's spawn without MCP, parsing or policy."""
+    from mcp_server_guard.process import build_env, run
+
+    env = build_env(None)
+
+    async def loop() -> list[float]:
+        times: list[float] = []
+        for i in range(warmup + n):
+            if i == warmup:
+                gc.collect()
+            t0 = time.perf_counter()
+            result = await run(argv, cwd=str(cwd), env=env, stdin=None, timeout=30, max_output=max_output)
+            times.append(time.perf_counter() - t0)
+            if result.exit_code != 0:
+                raise RuntimeError(f"in-process run failed: {result}")
+        return times[warmup:]
+
+    use_pidfd_child_watcher()
+    return asyncio.run(loop())
+
+
+def tool_parts(env: Env, counts: Counts) -> dict[str, Any]:
+    """The shell_exec tool's own steps around the process, in-process: ShellExec.prepare (cwd through the jail,
+    build_env, parse + policy, redirect checks; the server runs it twice per call, in the elicitation gate and in
+    the body), build_env alone, and the result (output model, its text block, model_dump, CallToolResult)."""
+    from mcp.types import CallToolResult, TextContent
+    from mcp_server_guard.jail import Jail
+    from mcp_server_guard.policy import load_policy
+    from mcp_server_guard.process import build_env
+    from mcp_server_shell_exec.server import ShellExec, ShellExecInput, ShellExecOutput
+
+    n, warm = counts.shell_floor_calls, counts.shell_warmup
+    jail = Jail(str(env.shell_root))
+    shell = ShellExec(jail, load_policy().shell_exec)
+    args = ShellExecInput.model_construct(command=ECHO_LINE, args=[], cwd=None, env=None)
+
+    def result() -> CallToolResult:
+        o = ShellExecOutput(
+            stdout="hi\n",
+            stderr="",
+            exitCode=0,
+            timedOut=False,
+            truncated=False,
+            stdoutBytes=3,
+            stderrBytes=0,
+            durationMs=1.0,
+            signal=None,
+            sandbox="none",
+            decision="allow",
+            rule=None,
+        )
+        return CallToolResult(
+            content=[TextContent(type="text", text=o.to_text())],
+            structured_content=o.model_dump(mode="json", by_alias=True),
+        )
+
+    try:
+        return {
+            "prepare": summary(time_loop(lambda: shell.prepare(args), n, warm)),
+            "build_env": summary(time_loop(lambda: build_env(None), n, warm)),
+            "result_model": summary(time_loop(result, n, warm)),
+        }
+    finally:
+        jail.close()
+
+
+def shell_echo(env: Env, counts: Counts) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    n, warm = counts.shell_calls, counts.shell_warmup
+    bash_argv = [*BASH, ECHO_LINE]
+    out["subprocess_bash"] = summary(
+        time_loop(lambda: subprocess.run(bash_argv, capture_output=True, check=True), counts.shell_floor_calls, warm)
+    )
+    out["subprocess_true"] = summary(
+        time_loop(lambda: subprocess.run(["/bin/true"], check=True), counts.shell_floor_calls, warm)
+    )
+    out["inprocess_run"] = summary(inprocess_runs(bash_argv, env.shell_root, counts.shell_floor_calls, warm))
+
+    from mcp_server_guard.policy import load_policy
+    from mcp_server_guard.shellpolicy import PolicyEngine
+
+    engine = PolicyEngine(load_policy().shell_exec)
+    if engine.decide(ECHO_LINE).action != "allow":
+        raise RuntimeError(f"the default policy does not allow {ECHO_LINE!r}")
+    out["policy_decide"] = summary(time_loop(lambda: engine.decide(ECHO_LINE), counts.shell_floor_calls, warm))
+    out["policy_decide_argv"] = summary(
+        time_loop(lambda: engine.decide("echo", ["hi"]), counts.shell_floor_calls, warm)
+    )
+    out |= tool_parts(env, counts)
+
+    for form, args in (("bash", {"command": ECHO_LINE}), ("argv", {"command": "echo", "args": ["hi"]})):
+        run_ms: list[float] = []
+        with RawClient(env.shell_argv(audit=f"echo-{form}"), env.shell_root, env.stderr) as c:
+            c.initialize()
+
+            def call(c: RawClient = c, args: dict[str, Any] = args, run_ms: list[float] = run_ms) -> None:
+                sc = check_shell(c.call_tool("shell_exec", args), stdout="hi\n")
+                run_ms.append(sc["durationMs"] / 1e3)
+
+            out[f"{form}_raw"] = summary(time_loop(call, n, warm))
+            out[f"{form}_raw"]["response_bytes"] = c.last_line_bytes
+        out[f"{form}_audit"] = audit_durations(env.audit_path(f"echo-{form}"), n)
+        out[f"{form}_run"] = summary(run_ms[-n:])
+
+    with RawClient(env.bare_argv(), env.shell_root, env.stderr) as c:
+        c.initialize()
+        out["bare_echo_raw"] = summary(time_loop(lambda: c.call_tool("echo", {"text": "x"}), n, warm))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 8. shell_exec printing 50 MB
+
+
+class HeadTail:
+    """The in-process floor's bounded buffer: first and last ``limit // 2`` bytes of a stream (as the server keeps)."""
+
+    def __init__(self, limit: int) -> None:
+        self.half = limit // 2
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_size = 0
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        if len(self.head) < self.half:
+            room = self.half - len(self.head)
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail.append(chunk)
+            self.tail_size += len(chunk)
+            while self.tail_size - len(self.tail[0]) >= self.half:
+                self.tail_size -= len(self.tail.popleft())
+
+    def text(self) -> str:
+        return (bytes(self.head) + b"".join(self.tail)[-self.half :]).decode("utf-8", "replace")
+
+
+def bounded_read(argv: Sequence[str], limit: int = 1 << 20) -> int:
+    """No-MCP floor: run the command on a pipe, read it in 64 KiB chunks into head+tail, decode what is kept."""
+    with subprocess.Popen(list(argv), stdout=subprocess.PIPE, stdin=subprocess.DEVNULL) as proc:
+        assert proc.stdout is not None
+        buf = HeadTail(limit)
+        fd = proc.stdout.fileno()
+        while chunk := os.read(fd, 65536):
+            buf.feed(chunk)
+    if proc.returncode != 0 or len(buf.text()) != limit:
+        raise RuntimeError("bounded read floor failed")
+    return buf.total
+
+
+def big_output_calls(c: RawClient, args: dict[str, Any], n: int, *, size: int | None) -> dict[str, Any]:
+    """One warm-up and ``n`` timed calls: request -> full response line, and with json.loads of it."""
+    check_shell(c.call_tool("shell_exec", args, timeout=120), size=size, stdout=None)
+    gc.collect()
+    to_line: list[float] = []
+    parsed: list[float] = []
+    run_ms: list[float] = []
+    cpu0 = cpu_seconds(c.pid)
+    for _ in range(n):
+        t0 = time.perf_counter()
+        result = c.call_tool("shell_exec", args, timeout=120)
+        t1 = time.perf_counter()
+        to_line.append(c.last_line_at - t0)
+        parsed.append(t1 - t0)
+        run_ms.append(check_shell(result, size=size)["durationMs"] / 1e3)
+    return {
+        "line": summary(to_line),
+        "parsed": summary(parsed),
+        "run": summary(run_ms),
+        "response_bytes": c.last_line_bytes,
+        "stdout_ascii": result["structuredContent"]["stdout"].isascii(),
+        "server_cpu_per_call_s": (cpu_seconds(c.pid) - cpu0) / n,
+    }
+
+
+def shell_big_output(env: Env, counts: Counts) -> dict[str, Any]:
+    out: dict[str, Any] = {"output_bytes": BIG_OUT_BYTES}
+    n = counts.shell_big_calls
+    argv = [*BASH, BIG_OUT_LINE]
+    out["subprocess_devnull"] = summary(
+        time_loop(lambda: subprocess.run(argv, stdout=subprocess.DEVNULL, check=True), n, 1)
+    )
+    out["bounded_read"] = summary(time_loop(lambda: bounded_read(argv), n, 1))
+    out["inprocess_run"] = summary(inprocess_runs(argv, env.shell_root, n, 1))
+
+    big = {"command": BIG_OUT_LINE}
+    with RawClient(env.shell_argv(audit="big-out"), env.shell_root, env.stderr) as c:
+        c.initialize()
+        out["idle_vm_hwm_bytes"], out["idle_vm_rss_bytes"] = vm_hwm_bytes(c.pid), vm_rss_bytes(c.pid)
+        check_shell(c.call_tool("shell_exec", {"command": ECHO_LINE}), stdout="hi\n")
+        out["after_echo_vm_hwm_bytes"] = vm_hwm_bytes(c.pid)
+        out["ours"] = big_output_calls(c, big, n, size=BIG_OUT_BYTES)
+        out["vm_hwm_bytes"], out["vm_rss_bytes"] = vm_hwm_bytes(c.pid), vm_rss_bytes(c.pid)
+    series = audit_series(env.audit_path("big-out"))
+    if len(series) == n + 2:
+        out["ours_audit"] = summary(series[2:])
+
+    # Where the peak comes from, one fresh server each: the 50 MB through the buffers with a tiny response
+    # (maxOutputBytes at its minimum, 1 KiB) / a 1 MiB response without the flood / the bare SDK server
+    # returning 1 MiB of text (content + structuredContent, like shell_exec's stdout) / tracemalloc split.
+    with RawClient(env.shell_argv(audit="big-out-1k"), env.shell_root, env.stderr) as c:
+        c.initialize()
+        check_shell(c.call_tool("shell_exec", {"command": ECHO_LINE}), stdout="hi\n")
+        out["flood_small_response"] = big_output_calls(c, {**big, "maxOutputBytes": 1024}, n, size=BIG_OUT_BYTES)
+        out["flood_small_response"]["vm_hwm_bytes"] = vm_hwm_bytes(c.pid)
+    one_mib = 1 << 20
+    with RawClient(env.shell_argv(audit="big-out-1m"), env.shell_root, env.stderr) as c:
+        c.initialize()
+        check_shell(c.call_tool("shell_exec", {"command": ECHO_LINE}), stdout="hi\n")
+        args = {"command": f"head -c {one_mib} /dev/zero | tr '\\0' x"}
+        check_shell(c.call_tool("shell_exec", args), stdout="x" * one_mib)
+        out["one_mib_output"] = {"vm_hwm_bytes": vm_hwm_bytes(c.pid), "response_bytes": c.last_line_bytes}
+    with RawClient(env.bare_argv(), env.shell_root, env.stderr) as c:
+        c.initialize()
+        out["bare_idle_vm_hwm_bytes"], out["bare_idle_vm_rss_bytes"] = vm_hwm_bytes(c.pid), vm_rss_bytes(c.pid)
+        for _ in range(n):
+            r = c.call_tool("blob", {"n": one_mib})
+            if (r.get("structuredContent") or {}).get("result") != "x" * one_mib:
+                raise RuntimeError("unexpected blob result")
+        out["bare_blob"] = {"vm_hwm_bytes": vm_hwm_bytes(c.pid), "response_bytes": c.last_line_bytes}
+    out["memtrace"] = memtrace(env, big)
+    return out
+
+
+def memtrace(env: Env, args: dict[str, Any]) -> list[dict[str, int]]:
+    """tracemalloc's split of two 50 MB calls on a fresh server (bench/memtrace_server.py): our side vs after it."""
+    report = env.tmp / "memtrace.jsonl"
+    argv = [sys.executable, str(MEMTRACE_SERVER), str(report), *env.shell_flags(audit="memtrace")]
+    with RawClient(argv, env.shell_root, env.stderr) as c:
+        c.initialize()
+        check_shell(c.call_tool("shell_exec", {"command": ECHO_LINE}), stdout="hi\n")
+        for _ in range(2):
+            check_shell(c.call_tool("shell_exec", args, timeout=120), size=BIG_OUT_BYTES)
+            os.kill(c.pid, signal.SIGUSR2)
+            c.request("ping", {})  # the handler has run once the event loop answers
+    return [json.loads(line) for line in report.read_text().splitlines()]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 9. 16 concurrent `sleep 1`
+
+
+def concurrent_round(c: RawClient, tool: str, args: dict[str, Any], k: int) -> dict[str, Any]:
+    """Send ``k`` requests back to back on one connection, then wait for all; times from the first send."""
+    t0 = time.perf_counter()
+    ids = [c.send("tools/call", {"name": tool, "arguments": args}) for _ in range(k)]
+    results = [c.wait(rid, timeout=60) for rid in ids]
+    arrived = sorted(c.arrived[rid] - t0 for rid in ids)
+    for r in results:
+        if r.get("isError"):
+            raise RPCError(f"concurrent {tool} failed: {r.get('content')}")
+    return {"wall_s": arrived[-1], "first_s": arrived[0], "results": results}
+
+
+def shell_concurrency(env: Env, counts: Counts) -> dict[str, Any]:
+    out: dict[str, Any] = {"k": CONCURRENCY}
+    rounds = counts.shell_concurrent_rounds
+    argv = [*BASH, SLEEP_LINE]
+
+    def popen_all() -> None:
+        procs = [subprocess.Popen(argv) for _ in range(CONCURRENCY)]
+        for p in procs:
+            if p.wait() != 0:
+                raise RuntimeError("sleep failed")
+
+    out["subprocess"] = summary(time_loop(popen_all, rounds, 0))
+
+    walls: list[float] = []
+    firsts: list[float] = []
+    run_ms: list[float] = []
+    with RawClient(env.shell_argv(audit="sleep"), env.shell_root, env.stderr) as c:
+        c.initialize()
+        check_shell(c.call_tool("shell_exec", {"command": ECHO_LINE}), stdout="hi\n")
+        for _ in range(rounds):
+            r = concurrent_round(c, "shell_exec", {"command": SLEEP_LINE}, CONCURRENCY)
+            walls.append(r["wall_s"])
+            firsts.append(r["first_s"])
+            run_ms += [check_shell(x, stdout="")["durationMs"] / 1e3 for x in r["results"]]
+    out["ours_wall"], out["ours_first"], out["ours_run"] = summary(walls), summary(firsts), summary(run_ms)
+
+    walls = []
+    with RawClient(env.bare_argv(), env.shell_root, env.stderr) as c:
+        c.initialize()
+        for _ in range(rounds):
+            walls.append(concurrent_round(c, "sleep", {"seconds": 1.0}, CONCURRENCY)["wall_s"])
+    out["bare_wall"] = summary(walls)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 10. profile of `echo hi`
+
+SHELL_KEY_FUNCTIONS = {
+    ("mcp/server/stdio.py", "stdin_reader"): "SDK stdio stdin_reader (readline + validate_json of each line)",
+    ("mcp/server/stdio.py", "stdout_writer"): "SDK stdio stdout_writer (model_dump_json + write + flush)",
+    ("mcp_server_guard/tooling.py", "call_tool"): "GuardedServer.call_tool (the audit span; awaits not counted)",
+    ("mcpserver/utilities/func_metadata.py", "validate_arguments"): "SDK tool-argument validation",
+    ("mcp_server_shell_exec/server.py", "gate"): "gate resolver (prepare #1: jail, env, parse + policy)",
+    ("mcp_server_shell_exec/server.py", "prepare"): "ShellExec.prepare, both calls (gate + body)",
+    ("mcp_server_guard/shellpolicy.py", "decide"): "PolicyEngine.decide, both calls (tree-sitter parse + rules)",
+    ("mcp_server_guard/shellparse.py", "parse"): "shellparse.parse (tree-sitter-bash)",
+    ("mcp_server_guard/jail.py", "open_dir"): "Jail.open_dir (cwd)",
+    ("mcp_server_guard/process.py", "build_env"): "build_env",
+    ("mcp_server_guard/process.py", "run"): "process.run (its frames while running; awaits not counted)",
+    ("anyio/_core/_subprocesses.py", "open_process"): "anyio.open_process",
+    ("subprocess.py", "_execute_child"): "subprocess Popen._execute_child (fork/exec, waits for exec)",
+    ("~", "<built-in method _posixsubprocess.fork_exec>"): "_posixsubprocess.fork_exec",
+    ("mcp_server_guard/audit.py", "end"): "AuditLog.end (write the audit line)",
+    ("mcp_server_shell_exec/server.py", "to_text"): "ShellExecOutput.to_text",
+}
+
+
+def profile_shell_echo(env: Env, counts: Counts) -> dict[str, Any] | None:
+    if importlib.util.find_spec(SHELL_MODULE) is None:
+        return None
+    n = counts.shell_profile_calls
+    prof = env.tmp / "shell_exec.prof"
+    argv = [sys.executable, str(PROFILER), str(prof), SHELL_MODULE, *env.shell_flags(audit="echo-prof")]
+    args = {"command": ECHO_LINE}
+    times: list[float] = []
+    with RawClient(argv, env.shell_root, env.stderr) as c:
+        c.initialize()
+        for _ in range(20):
+            check_shell(c.call_tool("shell_exec", args), stdout="hi\n")
+        os.kill(c.pid, signal.SIGUSR1)  # drop start-up and warm-up from the profile
+        time.sleep(0.3)
+        c.request("ping", {})  # completes the stdin readline that began before the clear
+        for _ in range(n):
+            t0 = time.perf_counter()
+            c.call_tool("shell_exec", args)
+            times.append(c.last_line_at - t0)
+    out = summarise_profile(prof, n, SHELL_KEY_FUNCTIONS)
+    out["wall_median_s"] = median(times)
+    out["audit"] = audit_durations(env.audit_path("echo-prof"), n)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1003,6 +1442,8 @@ def build_table(r: dict[str, Any]) -> tuple[str, list[str]]:
         read_rows(r, rows, notes)
     if "write_4k" in r:
         write_rows(r, rows, notes)
+    if "shell_echo" in r:
+        shell_rows(r, rows, notes)
     head = ("Measurement", "Ours", "Floor / context", "Target", "Result")
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -1252,6 +1693,166 @@ def write_rows(r: dict[str, Any], rows: list[Row], notes: list[str]) -> None:
     )
 
 
+def shell_rows(r: dict[str, Any], rows: list[Row], notes: list[str]) -> None:
+    se, bo, cc = r["shell_echo"], r["shell_big_output"], r["shell_concurrency"]
+    o, a = se["bash_raw"], se["argv_raw"]
+    for stat in ("median_s", "p95_s"):
+        rows.append(
+            (
+                f"7 shell_exec `echo hi`, raw client ({stat[:-2]} of {o['n']})",
+                ms(o[stat]),
+                f"no MCP: subprocess.run(bash -c 'echo hi', capture_output) {ms(se['subprocess_bash'][stat])}, "
+                f"`/bin/true` {ms(se['subprocess_true'][stat])}, the server's process.run in-process "
+                f"{ms(se['inprocess_run'][stat])}, parse + policy in-process {ms(se['policy_decide'][stat])}; "
+                f"bare SDK echo 'x' {ms(se['bare_echo_raw'][stat])}",
+                f"≤ {ms(ECHO_TARGET_S)}" if stat == "median_s" else "—",
+                verdict(o[stat] <= ECHO_TARGET_S) if stat == "median_s" else "",
+            )
+        )
+    rows.append(
+        (
+            "7 shell_exec argv form {command: echo, args: [hi]}, no shell, raw client (median / p95)",
+            f"{ms(a['median_s'])} / {ms(a['p95_s'])}",
+            f"bash form {ms(o['median_s'])}; policy on the argv in-process {ms(se['policy_decide_argv']['median_s'])}",
+            "info",
+            "",
+        )
+    )
+    for form, label in (("bash", "`echo hi`"), ("argv", "argv form")):
+        h, run_, trip = se.get(f"{form}_audit"), se[f"{form}_run"], se[f"{form}_raw"]
+        if not h:
+            continue
+        rows.append(
+            (
+                f"7 {label}, server-side tool time (audit durationMs, median / p95)",
+                f"{ms(h['median_s'])} / {ms(h['p95_s'])}",
+                f"of which process.run (result durationMs) {ms(run_['median_s'])}, the rest "
+                f"{ms(h['median_s'] - run_['median_s'])} (in-process: ShellExec.prepare {ms(se['prepare']['median_s'])}"
+                f" × 2, of it build_env {ms(se['build_env']['median_s'])}; result model + text + dump "
+                f"{ms(se['result_model']['median_s'])}); outside the tool (SDK, JSON, pipes, client) "
+                f"{ms(trip['median_s'] - h['median_s'])}",
+                "info",
+                "",
+            )
+        )
+
+    ours = bo["ours"]
+    line = ours["line"]["median_s"]
+    rows.append(
+        (
+            f"8 50 MB of output, head + tail returned, raw client (median of {ours['line']['n']}, request → response "
+            "line)",
+            ms(line),
+            f"no MCP: bash → /dev/null {ms(bo['subprocess_devnull']['median_s'])}; in-process bounded read (64 KiB "
+            f"reads, head + tail) {ms(bo['bounded_read']['median_s'])}; the server's process.run in-process "
+            f"{ms(bo['inprocess_run']['median_s'])}; response {mib(ours['response_bytes'])} of JSON",
+            f"≤ {ms(BIG_OUT_TARGET_S)}",
+            verdict(line <= BIG_OUT_TARGET_S),
+        )
+    )
+    split = f"process.run (result durationMs) {ms(ours['run']['median_s'])}"
+    if bo.get("ours_audit"):
+        h = bo["ours_audit"]["median_s"]
+        split = f"tool (audit) {ms(h)}, of which {split}; after the tool (SDK encoding, pipe, client) {ms(line - h)}"
+    rows.append(
+        (
+            "8 50 MB of output, split (median)",
+            split,
+            f"incl. client json.loads {ms(ours['parsed']['median_s'])}; server CPU "
+            f"{ms(ours['server_cpu_per_call_s'])} per call",
+            "info",
+            "",
+        )
+    )
+    hwm = bo["vm_hwm_bytes"]
+    rows.append(
+        (
+            "8 shell_exec server peak RSS (VmHWM) after the 50 MB calls",
+            mib(hwm),
+            f"same server idle after initialize {mib(bo['idle_vm_hwm_bytes'])} (VmRSS {mib(bo['idle_vm_rss_bytes'])}),"
+            f" after one `echo hi` {mib(bo['after_echo_vm_hwm_bytes'])}; bare SDK server idle "
+            f"{mib(bo['bare_idle_vm_hwm_bytes'])} (VmRSS {mib(bo['bare_idle_vm_rss_bytes'])})",
+            f"≤ {mib(BIG_OUT_RSS_TARGET)}",
+            verdict(hwm <= BIG_OUT_RSS_TARGET),
+        )
+    )
+    flood, one, blob = bo["flood_small_response"], bo["one_mib_output"], bo["bare_blob"]
+    rows.append(
+        (
+            "8 where the peak comes from: VmHWM of fresh servers",
+            f"{mib(flood['vm_hwm_bytes'])} / {mib(one['vm_hwm_bytes'])} / {mib(blob['vm_hwm_bytes'])}",
+            f"shell_exec: 50 MB with maxOutputBytes 1 KiB (the flood through the buffers, "
+            f"{ms(flood['line']['median_s'])} per call) / 1 MiB of output, no flood ({mib(one['response_bytes'])} "
+            f"response); bare SDK `blob` tool returning 1 MiB ({mib(blob['response_bytes'])} response)",
+            "info",
+            "",
+        )
+    )
+    if bo.get("memtrace"):
+        m = bo["memtrace"][-1]
+        rows.append(
+            (
+                "8 tracemalloc of a 50 MB call (Python heap, over the start of process.run)",
+                f"{mib(m['run_peak'])} / {mib(m['after_run_peak'])}",
+                f"peak inside process.run (buffers + render) / peak after it (output model, text block, model_dump, "
+                f"SDK JSON encoding + write); {mib(m['run_retained'])} still held when run returns",
+                "info",
+                "",
+            )
+        )
+
+    if not ours.get("stdout_ascii", True):
+        notes.append(
+            "The kept stdout of the 50 MB call is not ASCII: the truncation marker '[… N bytes omitted …]' has "
+            "U+2026, so CPython stores the whole ~1 MiB head + tail string at 2 bytes per character; every copy "
+            'of it in the server (render, the text block, the JSON line and `json + "\\n"`) is twice the size '
+            "an ASCII marker would give."
+        )
+    wall, first, runs = cc["ours_wall"], cc["ours_first"], cc["ours_run"]
+    rows.append(
+        (
+            f"9 {cc['k']} concurrent `sleep 1`, one connection, wall to the last response (median / max of "
+            f"{wall['n']})",
+            f"{ms(wall['median_s'])} / {ms(wall['max_s'])}",
+            f"no MCP: {cc['k']} × Popen(bash -c 'sleep 1') at once {ms(cc['subprocess']['median_s'])}; bare SDK "
+            f"{cc['k']} × anyio.sleep(1) {ms(cc['bare_wall']['median_s'])}; first response "
+            f"{ms(first['median_s'])}; per call process.run {ms(runs['min_s'])}–{ms(runs['max_s'])}",
+            f"≤ {ms(CONCURRENT_TARGET_S)}",
+            verdict(wall["median_s"] <= CONCURRENT_TARGET_S),
+        )
+    )
+
+    h = se.get("bash_audit")
+    if h:
+        spawn = se["inprocess_run"]["median_s"]
+        notes.append(
+            f"`echo hi` round trip {ms(o['median_s'])} = tool span (audit) {ms(h['median_s'])} + SDK/JSON/pipes "
+            f"{ms(o['median_s'] - h['median_s'])} (a bare SDK tool round trip is {ms(se['bare_echo_raw']['median_s'])}"
+            f"). Inside the tool, process.run takes {ms(se['bash_run']['median_s'])} (in-process, outside the server: "
+            f"{ms(spawn)}; subprocess.run of the same bash line {ms(se['subprocess_bash']['median_s'])}), parse + "
+            f"policy {ms(se['policy_decide']['median_s'])} per decide, done twice (gate and body)."
+        )
+
+
+def shell_profile_table(p: dict[str, Any]) -> str:
+    audit = f"; tool span (audit) {ms(p['audit']['median_s'])}" if p.get("audit") else ""
+    lines = [
+        f"cProfile of mcp-server-shell-exec, all threads, {p['calls']} × `echo hi` (wall "
+        f"{ms(p['wall_median_s'])} per call under the profiler{audit}; waits - idle threads, epoll while bash runs, "
+        f"stdin readline blocked on the pipe - left out; busy {ms(p['busy_per_call_s'])} per call):",
+        "",
+        "| Function (own time) | Own time per call | Cumulative per call | Calls |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {e['function']} | {ms(e['tottime_per_call_s'])} | {ms(e['cumtime_per_call_s'])} | {e['ncalls']} |"
+        for e in p["top"]
+    ]
+    lines += ["", "| Key function (cumulative, wall) | Per call | Calls |", "|---|---|---|"]
+    lines += [f"| {e['function']} | {ms(e['cumtime_per_call_s'])} | {e['ncalls']} |" for e in p["key"]]
+    return "\n".join(lines)
+
+
 def profile_table(p: dict[str, Any]) -> str:
     lines = [
         f"cProfile of mcp-server-file-write, all threads, {p['calls']} × 10 MiB new-file write "
@@ -1303,10 +1904,14 @@ def git_state() -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small counts, for a smoke run")
-    ap.add_argument("--only", choices=("read", "write"), help="run only the file_read (1-3) or file_write (4-6) part")
+    ap.add_argument(
+        "--only",
+        choices=("read", "write", "shell"),
+        help="run only the file_read (1-3), file_write (4-6) or shell_exec (7-10) part",
+    )
     ns = ap.parse_args(argv)
     counts = QUICK if ns.quick else FULL
-    do_read, do_write = ns.only in (None, "read"), ns.only in (None, "write")
+    do_read, do_write, do_shell = (ns.only in (None, part) for part in ("read", "write", "shell"))
     results_path = RESULTS if ns.only is None else RESULTS.with_name(f"latest-{ns.only}.json")
 
     with tempfile.TemporaryDirectory(prefix="mcp-bench-") as tmpdir:
@@ -1320,6 +1925,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_root, write_policy = tmp / "wroot", tmp / "write-policy.toml"
         write_root.mkdir()
         write_policy.write_text(WRITE_POLICY)
+        shell_root = tmp / "sroot"
+        shell_root.mkdir()
         filesystem = fs_type(write_root)
         stderr_path = tmp / "servers.stderr"
         with open(stderr_path, "w") as stderr:
@@ -1336,25 +1943,36 @@ def main(argv: Sequence[str] | None = None) -> int:
                 write_cmd=find_server("mcp-server-file-write") if do_write else "",
                 write_root=write_root,
                 write_policy=write_policy,
+                shell_cmd=find_server("mcp-server-shell-exec") if do_shell else "",
+                shell_root=shell_root,
             )
             started = time.perf_counter()
             results: dict[str, Any] = {}
             try:
                 if do_read:
-                    print("1/6 cold start ...", file=sys.stderr, flush=True)
+                    print("1/10 cold start ...", file=sys.stderr, flush=True)
                     results["cold_start"] = cold_start(env, counts)
-                    print("2/6 4 KiB reads ...", file=sys.stderr, flush=True)
+                    print("2/10 4 KiB reads ...", file=sys.stderr, flush=True)
                     results["read_4k"] = small_reads(env, counts)
-                    print("3/6 10 MiB reads ...", file=sys.stderr, flush=True)
+                    print("3/10 10 MiB reads ...", file=sys.stderr, flush=True)
                     results["read_10m"] = big_reads(env, counts)
                 if do_write:
-                    print("4/6 4 KiB writes ...", file=sys.stderr, flush=True)
+                    print("4/10 4 KiB writes ...", file=sys.stderr, flush=True)
                     results["write_4k"] = small_writes(env, counts)
                     req = BigRequest.make(BIG_SIZE, seed=4)
-                    print("5/6 10 MiB writes ...", file=sys.stderr, flush=True)
+                    print("5/10 10 MiB writes ...", file=sys.stderr, flush=True)
                     results["write_10m"] = big_writes(env, counts, req)
-                    print("6/6 profile of the 10 MiB writes ...", file=sys.stderr, flush=True)
+                    print("6/10 profile of the 10 MiB writes ...", file=sys.stderr, flush=True)
                     results["write_profile"] = profile_big_writes(env, counts, req)
+                if do_shell:
+                    print("7/10 shell_exec echo hi ...", file=sys.stderr, flush=True)
+                    results["shell_echo"] = shell_echo(env, counts)
+                    print("8/10 shell_exec 50 MB of output ...", file=sys.stderr, flush=True)
+                    results["shell_big_output"] = shell_big_output(env, counts)
+                    print("9/10 shell_exec 16 concurrent sleep 1 ...", file=sys.stderr, flush=True)
+                    results["shell_concurrency"] = shell_concurrency(env, counts)
+                    print("10/10 profile of echo hi ...", file=sys.stderr, flush=True)
+                    results["shell_profile"] = profile_shell_echo(env, counts)
             except Exception:
                 stderr.flush()
                 tail = stderr_path.read_text()[-4000:]
@@ -1394,6 +2012,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if results.get("write_profile"):
         print()
         print(profile_table(results["write_profile"]))
+    if results.get("shell_profile"):
+        print()
+        print(shell_profile_table(results["shell_profile"]))
     print(
         f"\n({'quick' if ns.quick else 'full'} run, {elapsed:.0f} s; writes on {filesystem}; "
         f"JSON in {results_path.relative_to(REPO)})"
