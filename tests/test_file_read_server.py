@@ -17,9 +17,10 @@ from typing import Any
 import anyio
 import psutil
 import pytest
-from conftest import error_of, serve, text_of
 from mcp.client import ClientRequestContext
 from mcp.types import ListRootsResult, Root
+
+from conftest import error_of, serve, text_of
 
 pytestmark = pytest.mark.anyio
 FR = "mcp-server-file-read"
@@ -405,8 +406,9 @@ async def test_every_call_is_audited_outside_the_jail(workspace: Path, tmp_path:
 
 
 async def test_default_audit_log_goes_to_xdg_state_home(workspace: Path, isolated_home: Path) -> None:
-    from conftest import server_params
     from mcp import Client
+
+    from conftest import server_params
 
     params = server_params(FR, workspace)
     params.args = []  # no --audit-log: the default location applies

@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 import pytest
+
 from conftest import RawClient, console_script, error_of, serve
 
 pytestmark = pytest.mark.anyio

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from mcp_server_guard.audit import AuditLog, AuditRecord, default_audit_path, read_entries, summarize_value
 from mcp_server_guard.errors import ERROR_CODES, ERROR_META_KEY, GuardError, ParamError, SecurityError
 from mcp_server_guard.mime import sniff

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from mcp_server_guard import _openat2
 from mcp_server_guard.errors import GuardError
 from mcp_server_guard.jail import Jail, SymlinkMode

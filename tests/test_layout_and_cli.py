@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import RawClient, console_script
 
 ROOT = Path(__file__).resolve().parents[1]

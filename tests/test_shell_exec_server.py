@@ -18,9 +18,11 @@ from typing import Any
 import anyio
 import psutil
 import pytest
-from conftest import RawClient, console_script, error_of, serve, text_of
 from mcp.client import ClientRequestContext
 from mcp.types import ElicitRequestParams, ElicitResult
+
+from conftest import RawClient, console_script, error_of, serve, text_of
+from mcp_server_guard.sandbox import landlock_abi
 
 pytestmark = pytest.mark.anyio
 SX = "mcp-server-shell-exec"
@@ -105,7 +107,7 @@ async def test_allowed_pipeline_runs_in_the_launch_directory(workspace: Path, mo
     assert out["stderr"] == "oops\n"
     assert out["exitCode"] == 3
     assert out["timedOut"] is False and out["truncated"] is False and out["signal"] is None
-    assert out["sandbox"] == "none" and out["decision"] == "allow"
+    assert out["sandbox"] in ("none", f"landlock-v{landlock_abi()}") and out["decision"] == "allow"
     assert "HELLO" in text_of(result) and "exit code 3" in text_of(result)
 
 
@@ -223,8 +225,9 @@ async def test_server_secrets_never_reach_the_child_environment(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret-value")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret-value")
     monkeypatch.setenv("LANG", "C.UTF-8")
-    from conftest import server_params
     from mcp import Client
+
+    from conftest import server_params
 
     params = server_params(SX, workspace)
     params.env = dict(os.environ)  # the server itself sees the secrets
@@ -235,9 +238,21 @@ async def test_server_secrets_never_reach_the_child_environment(
     assert "OPENAI_API_KEY" not in out
     names = {line.split("=", 1)[0] for line in out.splitlines() if "=" in line}
     assert "EXTRA" in names and "PATH" in names and "HOME" in names
-    assert names <= {"EXTRA", "PATH", "HOME", "LOGNAME", "SHELL", "TERM", "USER", "LANG", "TZ", "PWD", "SHLVL", "_"} | {
-        n for n in names if n.startswith("LC_")
-    }
+    assert names <= {
+        "EXTRA",
+        "PATH",
+        "HOME",
+        "LOGNAME",
+        "SHELL",
+        "TERM",
+        "USER",
+        "LANG",
+        "TZ",
+        "PWD",
+        "SHLVL",
+        "_",
+        "TMPDIR",
+    } | {n for n in names if n.startswith("LC_")}
 
 
 @pytest.mark.parametrize(

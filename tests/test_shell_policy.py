@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.shellparse import parse
 from mcp_server_guard.shellpolicy import PolicyEngine

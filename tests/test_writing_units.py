@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from conftest import console_script
 from mcp_server_guard.errors import GuardError
 from mcp_server_guard.history import HistoryError, HistoryStore

@@ -4,12 +4,14 @@
     mcp-guard audit    show the last audit-log entries readably
     mcp-guard history  list and restore previous contents of replaced files
     mcp-guard check    how the shell_exec policy judges a command line
+    mcp-guard config   host configuration for the three servers
 
 This is not a server: it may print to stdout.
 """
 
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +23,7 @@ from mcp_server_guard.audit import AuditRecord, default_audit_path, default_stat
 from mcp_server_guard.cli import AllowPathOpt, AuditLogOpt, HistoryDirOpt, LogLevel, PolicyOpt, run_app, usage_error
 from mcp_server_guard.history import HistoryError, HistoryStore
 from mcp_server_guard.jail import SymlinkMode
+from mcp_server_guard.sandbox import NetworkMode, ReadScope, SandboxMode
 
 PROG = "mcp-guard"
 app = typer.Typer(
@@ -77,6 +80,74 @@ def audit(
         return
     for entry in entries:
         typer.echo(json.dumps(entry, ensure_ascii=False) if as_json else format_entry(entry))
+
+
+SERVERS = (
+    ("file_read", "mcp-server-file-read"),
+    ("file_write", "mcp-server-file-write"),
+    ("shell_exec", "mcp-server-shell-exec"),
+)
+
+
+class Host(enum.StrEnum):
+    GENERIC = "generic"
+    CLAUDE_DESKTOP = "claude-desktop"
+    VSCODE = "vscode"
+    CURSOR = "cursor"
+
+
+def _installed(script: str) -> str:
+    import shutil
+    import sys
+
+    beside = Path(sys.executable).parent / script
+    found = str(beside) if beside.exists() else shutil.which(script)
+    if found is None:
+        usage_error(PROG, f"{script} is not installed (run `uv sync`, or install the package)")
+    return os.path.abspath(found)
+
+
+@app.command(
+    help="Print ready-to-paste host configuration for the three servers, with absolute paths to the installed "
+    "console scripts. The first --allow-path becomes each server's launch directory."
+)
+def config(
+    allow_path: AllowPathOpt = None,
+    host: Annotated[Host, typer.Option("--host", help="The host's config shape.")] = Host.GENERIC,
+    policy: PolicyOpt = None,
+    symlinks: Annotated[SymlinkMode | None, typer.Option("--symlinks", help="Passed to every server.")] = None,
+    sandbox: Annotated[SandboxMode | None, typer.Option("--sandbox", help="Passed to shell_exec.")] = None,
+    sandbox_read: Annotated[ReadScope | None, typer.Option("--sandbox-read", help="Passed to shell_exec.")] = None,
+    network: Annotated[NetworkMode | None, typer.Option("--network", help="Passed to shell_exec.")] = None,
+) -> None:
+    import json
+
+    dirs = [p.absolute() for p in (allow_path or [Path.cwd()])]
+    for directory in dirs:
+        if not directory.is_dir():
+            usage_error(PROG, f"--allow-path {directory}: no such directory")
+    common = ["--launch-dir", str(dirs[0])]
+    for directory in dirs[1:]:
+        common += ["--allow-path", str(directory)]
+    if policy is not None:
+        common += ["--policy", str(policy if not policy.exists() else policy.absolute())]
+    if symlinks is not None:
+        common += ["--symlinks", symlinks.value]
+    shell_only = []
+    for flag, value in (("--sandbox", sandbox), ("--sandbox-read", sandbox_read), ("--network", network)):
+        if value is not None:
+            shell_only += [flag, value.value]
+    entries: dict[str, dict[str, object]] = {}
+    for name, script in SERVERS:
+        entry: dict[str, object] = {
+            "command": _installed(script),
+            "args": common + (shell_only if name == "shell_exec" else []),
+        }
+        if host is Host.VSCODE:
+            entry = {"type": "stdio", **entry}
+        entries[name] = entry
+    key = "servers" if host is Host.VSCODE else "mcpServers"
+    typer.echo(json.dumps({key: entries}, indent=2, ensure_ascii=False))
 
 
 CHECK_EXIT = {"allow": 0, "ask": 10, "deny": 20}

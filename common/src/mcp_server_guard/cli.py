@@ -19,6 +19,7 @@ from typing import Annotated, Any, NoReturn, Protocol
 
 import typer
 
+from mcp_server_guard import sandbox
 from mcp_server_guard.audit import AuditLog, default_audit_path, default_state_path
 from mcp_server_guard.jail import Jail, SymlinkMode
 from mcp_server_guard.policy import PolicyError, load_policy
@@ -39,6 +40,16 @@ AllowPathOpt = Annotated[
 SymlinksOpt = Annotated[
     SymlinkMode,
     typer.Option("--symlinks", help="follow: only symlinks that stay inside the jail; reject: none at all."),
+]
+LaunchDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--launch-dir",
+        metavar="DIR",
+        help="Use DIR as the launch directory (an allowed root, and the base of relative paths) instead of the "
+        "current directory: for hosts that cannot set a server's working directory.",
+        show_default=False,
+    ),
 ]
 PolicyOpt = Annotated[
     Path | None,
@@ -105,6 +116,7 @@ def build_config(
     distribution: str,
     allow_path: Sequence[Path] | None,
     symlinks: SymlinkMode,
+    launch_dir: Path | None = None,
     policy: Path | None,
     audit_log: Path | None,
     log_level: str,
@@ -122,8 +134,17 @@ def build_config(
         loaded = load_policy(policy)
     except PolicyError as exc:
         usage_error(prog, str(exc))
+    if launch_dir is not None and not launch_dir.is_dir():
+        usage_error(prog, f"--launch-dir {launch_dir}: no such directory")
+    launch = str(launch_dir.absolute()) if launch_dir is not None else os.getcwd()
+    if os.path.realpath(launch) in ("/", os.path.realpath(os.path.expanduser("~"))):
+        logging.getLogger("mcp_server_guard").warning(
+            "the launch directory %s is an allowed root: everything below it is in the jail "
+            "(start the server in the project, or pass --launch-dir)",
+            launch,
+        )
     try:
-        jail = Jail(os.getcwd(), paths, symlinks)
+        jail = Jail(launch, paths, symlinks)
     except OSError as exc:
         usage_error(prog, f"cannot open an allowed directory: {exc.strerror}")
     try:
@@ -158,6 +179,7 @@ def resolve_history_dir(prog: str, given: Path | None, config: ServerConfig) -> 
 def _terminate(signum: int, _frame: object) -> None:
     # SIGTERM/SIGHUP: no child process group may outlive the server.
     REGISTRY.kill_all()
+    sandbox.release_all()
     os._exit(128 + signum)
 
 
@@ -188,6 +210,8 @@ def serve(server: GuardedServer) -> None:
         pass
     finally:
         REGISTRY.kill_all()
+        for cleanup in server.cleanups:
+            cleanup()
         server.jail.close()
         server.audit.close()
 
@@ -224,6 +248,7 @@ def server_cli(
     kw = inspect.Parameter.KEYWORD_ONLY
     shared = [
         inspect.Parameter("allow_path", kw, annotation=AllowPathOpt, default=None),
+        inspect.Parameter("launch_dir", kw, annotation=LaunchDirOpt, default=None),
         inspect.Parameter("symlinks", kw, annotation=SymlinksOpt, default=SymlinkMode.FOLLOW),
         inspect.Parameter("policy", kw, annotation=PolicyOpt, default=None),
         inspect.Parameter("audit_log", kw, annotation=AuditLogOpt, default=None),

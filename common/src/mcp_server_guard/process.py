@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fnmatch
 import os
@@ -19,11 +20,10 @@ import signal
 import subprocess
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process
 
 from mcp_server_guard.errors import SecurityError
 
@@ -151,20 +151,20 @@ def kill_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-async def _pump(stream: ByteReceiveStream | None, buffer: OutputBuffer) -> None:
+async def _pump(stream: asyncio.StreamReader | None, buffer: OutputBuffer) -> None:
     if stream is None:
         return
-    with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-        while True:
-            buffer.feed(await stream.receive(_CHUNK))
+    while chunk := await stream.read(_CHUNK):
+        buffer.feed(chunk)
 
 
-async def _feed(process: Process, data: bytes) -> None:
+async def _feed(process: asyncio.subprocess.Process, data: bytes) -> None:
     assert process.stdin is not None
-    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, BrokenPipeError):
-        await process.stdin.send(data)
-    with contextlib.suppress(Exception):
-        await process.stdin.aclose()
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        process.stdin.write(data)
+        await process.stdin.drain()
+    with contextlib.suppress(OSError):
+        process.stdin.close()
 
 
 async def run(
@@ -175,18 +175,26 @@ async def run(
     stdin: bytes | None,
     timeout: float,
     max_output: int,
+    preexec: Callable[[], None] | None = None,
     registry: ProcessRegistry = REGISTRY,
 ) -> RunResult:
-    """Run ``argv`` in its own process group and return its bounded output."""
+    """Run ``argv`` in its own process group and return its bounded output.
+
+    ``preexec`` runs in the child between fork and exec (the sandbox's set-up).
+    """
     started = time.perf_counter()
     out, err = OutputBuffer(max_output), OutputBuffer(max_output)
     timed_out = False
-    process = await anyio.open_process(
-        list(argv),
+    process = await asyncio.create_subprocess_exec(
+        *argv,
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         cwd=cwd,
         env=dict(env),
         start_new_session=True,
+        preexec_fn=preexec,
+        limit=_CHUNK,
     )
     pgid = process.pid  # session leader: its pid is the group id
     registry.add(pgid)
@@ -214,7 +222,11 @@ async def run(
             registry.discard(pgid)
             with anyio.move_on_after(KILL_GRACE_S):
                 await process.wait()
-            await process.aclose()
+            for pipe in (process.stdout, process.stderr):
+                if pipe is not None:
+                    pipe.feed_eof()
+            if process.stdin is not None:
+                process.stdin.close()
     code = process.returncode if process.returncode is not None else -signal.SIGKILL
     sig = None
     if code < 0:

@@ -100,6 +100,10 @@ class ShellPolicy(BaseModel):
     default_output_bytes: int = Field(ge=1024)
     max_output_bytes: int = Field(ge=1024)
     undecidable: Literal["ask", "deny"]
+    max_memory_bytes: int = Field(ge=16 << 20)
+    max_file_size_bytes: int = Field(ge=1 << 20)
+    max_cpu_seconds: int = Field(ge=1)
+    max_processes: int = Field(ge=8)
     rules: tuple[Rule, ...] = ()
 
     @model_validator(mode="after")

@@ -15,7 +15,7 @@ import logging
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, TypeVar
+from typing import Annotated, Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -117,8 +117,6 @@ def _as_guard_error(exc: ToolError, tool: str) -> GuardError:
 class GuardedServer(MCPServer[Any]):
     """An MCPServer that audits every call and turns every failure into a structured refusal."""
 
-    roots_supported: ClassVar[bool] = True
-
     def __init__(self, config: ServerConfig, *, instructions: str | None = None) -> None:
         super().__init__(
             name=config.name,
@@ -131,6 +129,7 @@ class GuardedServer(MCPServer[Any]):
         self.policy = config.policy
         self.audit = config.audit
         self.roots_current = False
+        self.cleanups: list[Callable[[], None]] = []  # run when the server stops
         # Middleware sees every inbound message in both eras; the 2026-07-28 runner would drop this
         # notification before any handler (no handshake), yet a stale, wider jail must not survive it.
         self.middleware.append(self._watch_roots_changed)
@@ -163,9 +162,14 @@ class GuardedServer(MCPServer[Any]):
             record.decision, record.code = "error", f"MCP_{exc.code}"
             self.audit.end(record, token)
             raise
+        except BaseException:
+            # Cancelled by the client, or the server is going down: the call still leaves a trace.
+            record.decision = "cancelled"
+            self.audit.end(record, token)
+            raise
         if isinstance(result, CallToolResult):
-            if result.is_error and record.decision == "allow":
-                record.decision = "deny"
+            if result.is_error:
+                record.decision = "deny" if record.decision == "allow" else record.decision
                 payload = (result.meta or {}).get(ERROR_META_KEY)
                 record.code = payload.get("code") if isinstance(payload, dict) else None
             self.audit.end(record, token)

@@ -7,12 +7,13 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
+from pydantic import Field
+
 from mcp_server_guard import audit
 from mcp_server_guard.errors import ParamError, SecurityError
 from mcp_server_guard.mime import sniff
 from mcp_server_guard.textfile import read_page
 from mcp_server_guard.tooling import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
-from pydantic import Field
 
 # Seed 004's contract, verbatim.
 TOOL_NAME = "file_read"

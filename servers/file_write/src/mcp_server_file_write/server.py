@@ -8,12 +8,13 @@ from typing import Any
 import anyio.to_thread
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
+from pydantic import Field
+
 from mcp_server_guard import audit
 from mcp_server_guard.errors import ParamError
 from mcp_server_guard.history import HistoryStore
 from mcp_server_guard.tooling import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
 from mcp_server_guard.writing import ProtectedPaths, Writer
-from pydantic import Field
 
 # Seed 004's contract, verbatim.
 TOOL_NAME = "file_write"

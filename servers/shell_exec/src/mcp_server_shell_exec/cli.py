@@ -1,14 +1,58 @@
-"""Command line of mcp-server-shell-exec: the shared guard flags, then serve over stdio."""
+"""Command line of mcp-server-shell-exec: the shared guard flags plus the sandbox's, then serve."""
 
 from __future__ import annotations
 
-from mcp_server_guard.cli import server_cli
+from typing import Annotated
+
+import typer
+
+from mcp_server_guard.cli import server_cli, usage_error
+from mcp_server_guard.sandbox import NetworkMode, ReadScope, SandboxMode
 from mcp_server_guard.tooling import GuardedServer, ServerConfig
 
+PROG = "mcp-server-shell-exec"
 
-@server_cli(prog="mcp-server-shell-exec", name="shell_exec")
-def main(config: ServerConfig) -> GuardedServer:
-    """Serve the shell_exec tool over stdio: every command is checked against the policy and runs in the jail."""
+SandboxOpt = Annotated[
+    SandboxMode,
+    typer.Option(
+        "--sandbox",
+        help="auto: confine commands with Landlock where the kernel can (and say so where not); "
+        "required: refuse to start without it; off: policy and jail only.",
+    ),
+]
+SandboxReadOpt = Annotated[
+    ReadScope,
+    typer.Option(
+        "--sandbox-read", help="all: commands may read the whole system; jail: only the jail and /usr, /etc …"
+    ),
+]
+NetworkOpt = Annotated[
+    NetworkMode, typer.Option("--network", help="deny: commands get no network at all, loopback included.")
+]
+
+
+@server_cli(prog=PROG, name="shell_exec")
+def main(
+    config: ServerConfig,
+    sandbox: SandboxOpt = SandboxMode.AUTO,
+    sandbox_read: SandboxReadOpt = ReadScope.ALL,
+    network: NetworkOpt = NetworkMode.ALLOW,
+) -> GuardedServer:
+    """Serve the shell_exec tool over stdio: commands are checked against the policy and run confined."""
+    from mcp_server_guard.sandbox import Limits, SandboxUnavailable, plan
     from mcp_server_shell_exec.server import build_server
 
-    return build_server(config)
+    policy = config.policy.shell_exec
+    limits = Limits(
+        memory_bytes=policy.max_memory_bytes,
+        file_size_bytes=policy.max_file_size_bytes,
+        cpu_seconds=policy.max_cpu_seconds,
+        processes=policy.max_processes,
+    )
+    try:
+        decided = plan(sandbox, sandbox_read, network, limits)
+    except SandboxUnavailable as exc:
+        usage_error(PROG, str(exc))
+    for note in decided.notes:
+        typer.echo(f"{PROG}: {note}", err=True)
+    return build_server(config, decided)

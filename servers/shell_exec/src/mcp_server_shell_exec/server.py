@@ -12,13 +12,15 @@ from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+
 from mcp_server_guard import audit
 from mcp_server_guard.errors import ExecutionError, ParamError, SecurityError
 from mcp_server_guard.jail import Jail
-from mcp_server_guard.process import build_env, run
+from mcp_server_guard.process import RunResult, build_env, run
+from mcp_server_guard.sandbox import SandboxPlan, confine, release
 from mcp_server_guard.shellpolicy import PolicyEngine, ShellPolicy, Verdict
 from mcp_server_guard.tooling import ClientRoots, GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
-from pydantic import BaseModel, Field
 
 # Seed 004's contract, verbatim.
 TOOL_NAME = "shell_exec"
@@ -67,7 +69,12 @@ class ShellExecOutput(ToolOutput):
     stderrBytes: int = Field(description="Total bytes the command wrote to stderr.")
     durationMs: float = Field(description="Wall time of the run in milliseconds.")
     signal: str | None = Field(description="Signal that ended the command (e.g. SIGKILL), or null.")
-    sandbox: str = Field(description="What confined the process: 'none' when only the policy and the jail applied.")
+    sandbox: str = Field(
+        description="What confined the process, e.g. 'landlock-v7+netns'; 'none' when only the policy and the jail did."
+    )
+    limitHit: str | None = Field(
+        description="A resource limit the command ran into: memory, fileSize, cpu or processes (best effort)."
+    )
     decision: str = Field(description="'allow', or 'approved' when a human approved an 'ask' rule.")
     rule: str | None = Field(description="The policy rule that asked for approval, if any.")
 
@@ -107,12 +114,30 @@ class Prepared:
 
 
 class ShellExec:
-    """Everything between the tool call and the process: policy, jail, environment."""
+    """Everything between the tool call and the process: policy, jail, environment, sandbox."""
 
-    def __init__(self, jail: Jail, policy: ShellPolicy) -> None:
+    def __init__(self, jail: Jail, policy: ShellPolicy, sandbox: SandboxPlan) -> None:
         self.jail = jail
         self.policy = policy
         self.engine = PolicyEngine(policy)
+        self.sandbox = sandbox
+
+    async def execute(self, prepared: Prepared, stdin: bytes | None, timeout: float, max_output: int) -> RunResult:
+        """Run a prepared command inside this run's confinement (private TMPDIR, ruleset, limits)."""
+        confinement = confine(self.sandbox, [root.path for root in self.jail.roots])
+        try:
+            env = {**prepared.env, "TMPDIR": confinement.tmpdir}
+            return await run(
+                prepared.argv,
+                cwd=prepared.cwd,
+                env=env,
+                stdin=stdin,
+                timeout=timeout,
+                max_output=max_output,
+                preexec=confinement.setup,
+            )
+        finally:
+            confinement.close()
 
     def prepare(self, args: ShellExecInput) -> Prepared:
         if not args.command.strip():
@@ -162,9 +187,10 @@ class ShellExec:
                 ) from None
 
 
-def build_server(config: ServerConfig) -> GuardedServer:
+def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
     server = GuardedServer(config)
-    shell = ShellExec(config.jail, config.policy.shell_exec)
+    shell = ShellExec(config.jail, config.policy.shell_exec, sandbox)
+    server.cleanups.append(lambda: release(sandbox))
     policy = config.policy.shell_exec
 
     async def gate(
@@ -204,9 +230,7 @@ def build_server(config: ServerConfig) -> GuardedServer:
         max_output = min(args.maxOutputBytes or policy.default_output_bytes, policy.max_output_bytes)
         stdin = args.stdin.encode("utf-8", "surrogateescape") if args.stdin is not None else None
         try:
-            result = await run(
-                prepared.argv, cwd=prepared.cwd, env=prepared.env, stdin=stdin, timeout=timeout, max_output=max_output
-            )
+            result = await shell.execute(prepared, stdin, timeout, max_output)
         except FileNotFoundError:
             raise ExecutionError(
                 "COMMAND_NOT_FOUND",
@@ -234,7 +258,8 @@ def build_server(config: ServerConfig) -> GuardedServer:
             stderrBytes=result.stderr_bytes,
             durationMs=round(result.duration_ms, 3),
             signal=result.signal,
-            sandbox="none",
+            sandbox=sandbox.label,
+            limitHit=limit_hit(result),
             decision=decision,
             rule=verdict.rule if verdict.action == "ask" else None,
         )
@@ -250,6 +275,34 @@ def build_server(config: ServerConfig) -> GuardedServer:
         resolvers={"answer": Annotated[ElicitationResult[Approval], Resolve(gate)]},
     )
     return server
+
+
+_LIMIT_SIGNALS = {"SIGXFSZ": "fileSize", "SIGXCPU": "cpu"}
+_LIMIT_EXIT_CODES = {128 + 25: "fileSize", 128 + 24: "cpu"}  # a shell reporting its child's SIGXFSZ/SIGXCPU
+# What bash prints for a child killed by a limit's signal, whatever the line's final exit code.
+_LIMIT_SHELL_MESSAGES = (("fileSize", "File size limit exceeded"), ("cpu", "CPU time limit exceeded"))
+_LIMIT_MESSAGES = (
+    ("processes", ("fork: Resource temporarily unavailable", "BlockingIOError: [Errno 11]", "Cannot fork")),
+    ("memory", ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory", "Out of memory")),
+    ("fileSize", ("File too large",)),
+)
+
+
+def limit_hit(result: RunResult) -> str | None:
+    """Which resource limit a run ran into, when its signal, exit code or error output tells (best effort)."""
+    if result.signal in _LIMIT_SIGNALS:
+        return _LIMIT_SIGNALS[result.signal]
+    if result.exit_code in _LIMIT_EXIT_CODES:
+        return _LIMIT_EXIT_CODES[result.exit_code]
+    for limit, message in _LIMIT_SHELL_MESSAGES:
+        if message in result.stderr:
+            return limit
+    if result.exit_code == 0:
+        return None
+    for limit, needles in _LIMIT_MESSAGES:
+        if any(n in result.stderr for n in needles):
+            return limit
+    return None
 
 
 def _require_approval(answer: ElicitationResult[Approval], verdict: Verdict) -> None:
