@@ -153,7 +153,7 @@ async def test_fork_bomb_is_contained_and_the_server_keeps_answering(workspace: 
     async with serve(SX, workspace, "--policy", str(policy)) as client:
         out = await sh(client, bomb)
         after = await sh(client, "echo still here")
-    assert out["exitCode"] != 0 and out["limitHit"] == "processes"
+    assert out["exitCode"] != 0 and out["limitHit"] == "processes" and out["timedOut"] is False
     assert "Resource temporarily unavailable" in out["stderr"]
     assert after["stdout"] == "still here\n"
 

@@ -304,8 +304,9 @@ async def test_background_children_do_not_outlive_the_call(workspace: Path, no_l
     token = marker()
     no_leftovers.append(token)
     async with serve(SX, workspace) as client:
-        result = await sh(client, f"sleep {token} & echo started")
+        result = await sh(client, f"sleep {token} & echo started", timeoutSeconds=20)
         assert result.structured_content["stdout"] == "started\n"
+        assert result.structured_content["timedOut"] is False  # the call ends with its main process
         await wait_until(lambda: not processes_with(token))
 
 

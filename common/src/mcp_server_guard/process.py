@@ -151,6 +151,19 @@ def kill_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """Tells when the process itself exits: asyncio's Process.wait() also waits for every pipe to close,
+    which a background child holding stdout would delay until the timeout."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited = asyncio.Event()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        self.exited.set()
+
+
 async def _pump(stream: asyncio.StreamReader | None, buffer: OutputBuffer) -> None:
     if stream is None:
         return
@@ -185,7 +198,9 @@ async def run(
     started = time.perf_counter()
     out, err = OutputBuffer(max_output), OutputBuffer(max_output)
     timed_out = False
-    process = await asyncio.create_subprocess_exec(
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _Protocol(_CHUNK, loop),
         *argv,
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -194,8 +209,8 @@ async def run(
         env=dict(env),
         start_new_session=True,
         preexec_fn=preexec,
-        limit=_CHUNK,
     )
+    process = asyncio.subprocess.Process(transport, protocol, loop)
     pgid = process.pid  # session leader: its pid is the group id
     registry.add(pgid)
     try:
@@ -205,15 +220,15 @@ async def run(
             if stdin is not None:
                 readers.start_soon(_feed, process, stdin)
             with anyio.move_on_after(timeout) as deadline:
-                await process.wait()
+                await protocol.exited.wait()
             if deadline.cancelled_caught:
                 timed_out = True
                 kill_group(pgid, signal.SIGTERM)
                 with anyio.move_on_after(KILL_GRACE_S):
-                    await process.wait()
+                    await protocol.exited.wait()
             # The call is over: nothing it started may outlive it (and hold our pipes open).
             kill_group(pgid, signal.SIGKILL)
-            await process.wait()
+            await protocol.exited.wait()
             # A process that left the group (setsid) may still hold the pipes: stop reading soon.
             readers.cancel_scope.deadline = anyio.current_time() + _DRAIN_AFTER_EXIT_S
     finally:
@@ -221,7 +236,7 @@ async def run(
             kill_group(pgid, signal.SIGKILL)
             registry.discard(pgid)
             with anyio.move_on_after(KILL_GRACE_S):
-                await process.wait()
+                await protocol.exited.wait()
             for pipe in (process.stdout, process.stderr):
                 if pipe is not None:
                     pipe.feed_eof()
