@@ -235,3 +235,22 @@ async def test_sandbox_off_reports_none(workspace: Path) -> None:
     async with serve(SX, workspace, "--sandbox", "off") as client:
         out = await sh(client, "echo hi")
     assert out["sandbox"] == "none"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/sys/fs/cgroup/pids").is_dir(), reason="needs a pids cgroup (root)")
+async def test_a_daemon_that_left_the_process_group_still_dies_with_the_call(workspace: Path) -> None:
+    import uuid
+
+    import psutil
+
+    token = f"1000.{uuid.uuid4().int % 10**8}"
+
+    def alive() -> bool:
+        return any(token in " ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"]))
+
+    async with serve(SX, workspace) as client:
+        out = await sh(client, f"setsid sleep {token} > /dev/null 2>&1 < /dev/null & echo started")
+        assert out["stdout"] == "started\n"
+        with anyio.fail_after(10):
+            while alive():
+                await anyio.sleep(0.05)

@@ -17,6 +17,7 @@ The ruleset uses the highest ABI the kernel offers and says what it left out; no
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import enum
 import errno
@@ -189,8 +190,8 @@ def _probe_netns() -> bool:
     return done.returncode == 0
 
 
-def _make_pids_cgroup(limit: int) -> Path | None:
-    """As root, RLIMIT_NPROC binds nobody: cap the command's processes with a pids cgroup instead."""
+def _make_pids_cgroup() -> Path | None:
+    """As root, RLIMIT_NPROC binds nobody: the server's runs get pids cgroups (one each) below this one."""
     if os.geteuid() != 0:
         return None
     for base in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
@@ -198,15 +199,28 @@ def _make_pids_cgroup(limit: int) -> Path | None:
             continue
         if base == Path("/sys/fs/cgroup") and "pids" not in _read(base / "cgroup.controllers"):
             continue
+        _sweep_stale(base)
         group = base / f"mcp-guard-{os.getpid()}"
         try:
             group.mkdir(exist_ok=True)
-            (group / "pids.max").write_text(str(limit), encoding="ascii")
         except OSError:
             continue
         _CREATED_CGROUPS.append(group)
         return group
     return None
+
+
+def _sweep_stale(base: Path) -> None:
+    """Remove the empty cgroups of servers that died without cleaning up (SIGKILL)."""
+    for group in base.glob("mcp-guard-*"):
+        pid = group.name.removeprefix("mcp-guard-")
+        if not pid.isdigit() or Path(f"/proc/{pid}").exists():
+            continue
+        for child in group.glob("run-*"):
+            with contextlib.suppress(OSError):
+                child.rmdir()
+        with contextlib.suppress(OSError):
+            group.rmdir()
 
 
 def _read(path: Path) -> str:
@@ -251,7 +265,7 @@ def plan(mode: SandboxMode, read_scope: ReadScope, network: NetworkMode, limits:
                 )
             result.notes.append("no network namespace: only TCP is denied (Landlock), UDP is not")
     if mode is not SandboxMode.OFF:
-        result.pids_cgroup = _make_pids_cgroup(limits.processes)
+        result.pids_cgroup = _make_pids_cgroup()
         if os.geteuid() == 0 and result.pids_cgroup is None:
             result.notes.append("running as root without a pids cgroup: the process limit does not apply")
     return result
@@ -322,10 +336,10 @@ def _enter_netns() -> None:
             fh.write(f"{gid} {gid} 1")
 
 
-def child_setup(plan_: SandboxPlan, ruleset: int | None) -> Callable[[], None]:
+def child_setup(plan_: SandboxPlan, ruleset: int | None, cgroup: Path | None) -> Callable[[], None]:
     """The function that runs in the child between fork and exec (as subprocess's preexec_fn)."""
     limits = plan_.limits
-    cgroup_procs = str(plan_.pids_cgroup / "cgroup.procs") if plan_.pids_cgroup is not None else None
+    cgroup_procs = str(cgroup / "cgroup.procs") if cgroup is not None else None
     netns = plan_.netns and plan_.network is NetworkMode.DENY
 
     def setup() -> None:
@@ -350,18 +364,52 @@ def child_setup(plan_: SandboxPlan, ruleset: int | None) -> Callable[[], None]:
 
 @dataclass
 class Confinement:
-    """One run's confinement: its private TMPDIR, its ruleset, and the child set-up function."""
+    """One run's confinement: its private TMPDIR, its ruleset, its pids cgroup, and the child set-up."""
 
     tmpdir: str
     ruleset: int | None
     setup: Callable[[], None]
     label: str
+    cgroup: Path | None = None
 
     def close(self) -> None:
+        if self.cgroup is not None:
+            # Whatever the run left behind, even what left its process group (setsid), dies with it.
+            _kill_cgroup(self.cgroup)
+            _remove_cgroup(self.cgroup)
+            self.cgroup = None
         if self.ruleset is not None:
             os.close(self.ruleset)
             self.ruleset = None
         shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+def _kill_cgroup(group: Path) -> None:
+    import signal
+    import time
+
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        pids = [int(p) for p in _read(group / "cgroup.procs").split() if p.isdigit()]
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.005)
+
+
+def _run_cgroup(parent: Path | None, limit: int) -> Path | None:
+    """A child pids cgroup for one run: its own process budget, and a handle on everything it starts."""
+    if parent is None:
+        return None
+    group = parent / f"run-{os.urandom(6).hex()}"
+    try:
+        group.mkdir()
+        (group / "pids.max").write_text(str(limit), encoding="ascii")
+    except OSError:
+        return None
+    return group
 
 
 def confine(plan_: SandboxPlan, roots: Iterable[str]) -> Confinement:
@@ -377,7 +425,8 @@ def confine(plan_: SandboxPlan, roots: Iterable[str]) -> Confinement:
             log.warning("Landlock failed (%s); this run is unconfined", exc.strerror)
             return confine(SandboxPlan(SandboxMode.OFF, plan_.read_scope, plan_.network, plan_.limits), roots)
         raise
-    return Confinement(tmpdir, ruleset, child_setup(plan_, ruleset), plan_.label)
+    cgroup = _run_cgroup(plan_.pids_cgroup, plan_.limits.processes)
+    return Confinement(tmpdir, ruleset, child_setup(plan_, ruleset, cgroup), plan_.label, cgroup)
 
 
 _CREATED_CGROUPS: list[Path] = []
