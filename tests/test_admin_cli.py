@@ -68,3 +68,48 @@ def test_audit_command_reads_the_default_log(tmp_path: Path) -> None:
     )
     proc = run([console_script("mcp-guard"), "audit", "--json"], tmp_path)
     assert json.loads(proc.stdout)["decision"] == "allow"
+
+
+def test_config_prints_host_json_for_the_three_servers(tmp_path: Path) -> None:
+    proj, other = tmp_path / "proj", tmp_path / "other"
+    proj.mkdir()
+    other.mkdir()
+    base = [console_script("mcp-guard"), "config", "--allow-path", str(proj), "--allow-path", str(other)]
+    generic = json.loads(run([*base, "--network", "deny", "--policy", "readonly"], tmp_path).stdout)
+    vscode = json.loads(run([*base, "--host", "vscode"], tmp_path).stdout)
+    servers = generic["mcpServers"]
+    assert set(servers) == {"file_read", "file_write", "shell_exec"}
+    for name, entry in servers.items():
+        assert Path(entry["command"]).is_absolute() and Path(entry["command"]).exists()
+        assert entry["args"][:4] == ["--launch-dir", str(proj), "--allow-path", str(other)]
+        assert "--policy" in entry["args"]
+        assert ("--network" in entry["args"]) is (name == "shell_exec")
+    assert set(vscode["servers"]) == set(servers)
+    assert all(e["type"] == "stdio" for e in vscode["servers"].values())
+    bad = run([console_script("mcp-guard"), "config", "--allow-path", str(tmp_path / "nope")], tmp_path)
+    assert bad.returncode == 2 and "no such directory" in bad.stderr
+
+
+def test_launch_dir_replaces_the_working_directory(tmp_path: Path) -> None:
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "a.txt").write_text("from the launch dir\n", encoding="utf-8")
+    (tmp_path / "b.txt").write_text("cwd file\n", encoding="utf-8")
+    params = StdioServerParameters(
+        command=console_script("mcp-server-file-read"),
+        args=["--launch-dir", str(proj), "--audit-log", str(tmp_path / "audit.jsonl")],
+        cwd=str(tmp_path),
+    )
+
+    async def main() -> tuple[object, object]:
+        async with Client(params, mode="legacy") as client:
+            return await client.call_tool("file_read", {"path": "a.txt"}), await client.call_tool(
+                "file_read", {"path": str(tmp_path / "b.txt")}
+            )
+
+    inside, cwd_file = anyio.run(main)
+    assert inside.structured_content["content"] == "from the launch dir\n"  # type: ignore[attr-defined]
+    assert cwd_file.is_error  # type: ignore[attr-defined]  # the real cwd is not a root any more
