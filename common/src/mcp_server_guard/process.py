@@ -46,11 +46,17 @@ def _matches(name: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
-def build_env(extra: Mapping[str, str] | None, source: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The child's environment: the allow-listed basics plus the caller's (filtered) variables."""
+def base_env(source: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The allow-listed part of the server's own environment (computed once per server)."""
     source = os.environ if source is None else source
     env = {k: v for k, v in source.items() if k in BASE_ENV_NAMES or _matches(k, BASE_ENV_PATTERNS)}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    return env
+
+
+def build_env(extra: Mapping[str, str] | None, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The child's environment: the allow-listed basics plus the caller's (filtered) variables."""
+    env = dict(base_env() if base is None else base)
     for name, value in (extra or {}).items():
         if not name or "=" in name or "\x00" in name or "\x00" in value:
             raise SecurityError("ENV_REFUSED", f"Environment name {name!r} is not valid.", "Use NAME=value pairs.")
@@ -107,7 +113,7 @@ class OutputBuffer:
         omitted = self.total - len(self.head) - len(tail)
         return (
             bytes(self.head).decode("utf-8", "replace")
-            + f"\n[… {omitted} bytes omitted …]\n"
+            + f"\n[... {omitted} bytes omitted ...]\n"  # ASCII: a non-ASCII marker doubles the string's memory
             + tail.decode("utf-8", "replace")
         )
 

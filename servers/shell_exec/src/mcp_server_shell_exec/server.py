@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import os
 import posixpath
 import shlex
@@ -17,7 +18,7 @@ from pydantic import BaseModel, Field
 from mcp_server_guard import audit
 from mcp_server_guard.errors import ExecutionError, ParamError, SecurityError
 from mcp_server_guard.jail import Jail
-from mcp_server_guard.process import RunResult, build_env, run
+from mcp_server_guard.process import RunResult, base_env, build_env, run
 from mcp_server_guard.sandbox import SandboxPlan, confine, release
 from mcp_server_guard.shellpolicy import PolicyEngine, ShellPolicy, Verdict
 from mcp_server_guard.tooling import ClientRoots, GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
@@ -113,6 +114,17 @@ class Prepared:
     env: dict[str, str]
 
 
+# The gate and the body run in the same task within one request round: the body reuses what the gate
+# prepared for the very same arguments instead of parsing and checking the line twice.
+_PREPARED: contextvars.ContextVar[tuple[tuple[object, ...], Prepared] | None] = contextvars.ContextVar(
+    "shell_exec_prepared", default=None
+)
+
+
+def _key(args: ShellExecInput) -> tuple[object, ...]:
+    return (args.command, tuple(args.args), args.cwd, tuple(sorted((args.env or {}).items())))
+
+
 class ShellExec:
     """Everything between the tool call and the process: policy, jail, environment, sandbox."""
 
@@ -121,6 +133,7 @@ class ShellExec:
         self.policy = policy
         self.engine = PolicyEngine(policy)
         self.sandbox = sandbox
+        self.base_env = base_env()
 
     async def execute(self, prepared: Prepared, stdin: bytes | None, timeout: float, max_output: int) -> RunResult:
         """Run a prepared command inside this run's confinement (private TMPDIR, ruleset, limits)."""
@@ -149,7 +162,7 @@ class ShellExec:
             cwd = self.jail.real_path_of(fd) or located.absolute
         finally:
             os.close(fd)
-        env = build_env(args.env)
+        env = build_env(args.env, self.base_env)
         verdict = self.engine.decide(args.command, args.args)
         if verdict.action == "deny":
             raise SecurityError(
@@ -203,7 +216,9 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
     ) -> Elicit[Approval] | NoQuestion:
         """Ask the human when the policy says ask; refusals surface here, before any question."""
         server.apply_roots(client_roots)
-        prepared = shell.prepare(ShellExecInput.model_construct(command=command, args=args, cwd=cwd, env=env))
+        request = ShellExecInput.model_construct(command=command, args=args, cwd=cwd, env=env)
+        prepared = shell.prepare(request)
+        _PREPARED.set((_key(request), prepared))
         verdict = prepared.verdict
         if verdict.action != "ask":
             return NoQuestion(why="not-asked")
@@ -219,7 +234,10 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
     async def shell_exec(
         args: ShellExecInput, _ctx: Context[Any, Any], answer: ElicitationResult[Approval]
     ) -> ShellExecOutput:
-        prepared = shell.prepare(args)  # authoritative: the body decides again, never trusts the gate alone
+        # Authoritative: the body holds the decision; it reuses the gate's only for identical arguments in
+        # this same round (same task, same jail), and decides afresh otherwise.
+        cached = _PREPARED.get()
+        prepared = cached[1] if cached is not None and cached[0] == _key(args) else shell.prepare(args)
         verdict = prepared.verdict
         decision = "allow"
         if verdict.action == "ask":
