@@ -25,6 +25,18 @@ def _script(name: str) -> str | None:
     return str(beside) if beside.exists() else shutil.which(name)
 
 
+def _params(name: str, proj: Path, args: list[str], env: dict[str, str] | None = None) -> Any:
+    """How the demo launches one installed server in the workspace (None when it is not installed)."""
+    from mcp import StdioServerParameters
+
+    script = _script(name)
+    if script is None:
+        print(f"{name} is not installed; run `uv sync` first", file=sys.stderr)
+        return None
+    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    return StdioServerParameters(command=script, args=args, cwd=str(proj), env=env or base)
+
+
 def _png() -> bytes:
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
@@ -64,19 +76,12 @@ def _show(label: str, result: Any) -> bool:
 
 
 async def _file_read(proj: Path, audit: Path, mode: str) -> list[bool]:
-    from mcp import Client, StdioServerParameters
+    from mcp import Client
 
-    script = _script("mcp-server-file-read")
-    if script is None:
-        print("mcp-server-file-read is not installed; run `uv sync` first", file=sys.stderr)
+    params = _params("mcp-server-file-read", proj, ["--audit-log", str(audit)])
+    if params is None:
         return [False]
-    params = StdioServerParameters(
-        command=script,
-        args=["--audit-log", str(audit)],
-        cwd=str(proj),
-        env={k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")},
-    )
-    print(f"\n== file_read  ({script} --audit-log …, launched in the workspace)")
+    print(f"\n== file_read  ({params.command} --audit-log …, launched in the workspace)")
     async with Client(params, mode=mode) as client:
         tool = (await client.list_tools()).tools[0]
         hints = tool.annotations
@@ -100,19 +105,12 @@ async def _file_read(proj: Path, audit: Path, mode: str) -> list[bool]:
 
 
 async def _file_write(proj: Path, audit: Path, history: Path, mode: str) -> list[bool]:
-    from mcp import Client, StdioServerParameters
+    from mcp import Client
 
-    script = _script("mcp-server-file-write")
-    if script is None:
-        print("mcp-server-file-write is not installed; run `uv sync` first", file=sys.stderr)
+    params = _params("mcp-server-file-write", proj, ["--audit-log", str(audit), "--history-dir", str(history)])
+    if params is None:
         return [False]
-    params = StdioServerParameters(
-        command=script,
-        args=["--audit-log", str(audit), "--history-dir", str(history)],
-        cwd=str(proj),
-        env={k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")},
-    )
-    print(f"\n== file_write  ({script} --history-dir …)")
+    print(f"\n== file_write  ({params.command} --history-dir …)")
     outcomes: list[bool] = []
     backup = None
     async with Client(params, mode=mode) as client:
@@ -157,21 +155,15 @@ async def _file_write(proj: Path, audit: Path, history: Path, mode: str) -> list
 
 
 async def _shell_exec(proj: Path, audit: Path, mode: str) -> list[bool]:
-    from mcp import Client, StdioServerParameters
+    from mcp import Client
     from mcp.types import ElicitResult
 
-    script = _script("mcp-server-shell-exec")
-    if script is None:
-        print("mcp-server-shell-exec is not installed; run `uv sync` first", file=sys.stderr)
-        return [False]
     # HOME is the throwaway workspace's parent: even a broken policy could only touch the demo's files.
-    params = StdioServerParameters(
-        command=script,
-        args=["--audit-log", str(audit)],
-        cwd=str(proj),
-        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(proj.parent), "LANG": "C.UTF-8"},
-    )
-    print(f"\n== shell_exec  ({script} --audit-log …)")
+    home = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(proj.parent), "LANG": "C.UTF-8"}
+    params = _params("mcp-server-shell-exec", proj, ["--audit-log", str(audit)], home)
+    if params is None:
+        return [False]
+    print(f"\n== shell_exec  ({params.command} --audit-log …)")
 
     async def human(_ctx: Any, params: Any) -> ElicitResult:
         # The demo plays the human: it approves eval of a literal string and declines piping a download to sh.
