@@ -18,14 +18,20 @@ import fnmatch
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import IO, TYPE_CHECKING
 
 import anyio
 
 from mcp_server_guard.errors import SecurityError
+
+if TYPE_CHECKING:
+    from mcp_server_guard.sandbox import Confinement
 
 # Taken from the server's own environment; everything else is dropped.
 BASE_ENV_NAMES = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TZ")
@@ -147,6 +153,13 @@ class ProcessRegistry:
         for pgid in list(self._groups):
             kill_group(pgid, signal.SIGKILL)
         self._groups.clear()
+        self.reap_orphans()
+
+    def reap_orphans(self) -> None:
+        """Kill what our runs left behind outside their groups (reparented to us as subreaper)."""
+        from mcp_server_guard.sandbox import reap_orphans
+
+        reap_orphans(self._groups)
 
 
 REGISTRY = ProcessRegistry()
@@ -157,33 +170,95 @@ def kill_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
-    """Tells when the process itself exits: asyncio's Process.wait() also waits for every pipe to close,
-    which a background child holding stdout would delay until the timeout."""
-
-    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(limit=limit, loop=loop)
-        self.exited = asyncio.Event()
-
-    def process_exited(self) -> None:
-        super().process_exited()
-        self.exited.set()
-
-
-async def _pump(stream: asyncio.StreamReader | None, buffer: OutputBuffer) -> None:
-    if stream is None:
-        return
+async def _pump(stream: asyncio.StreamReader, buffer: OutputBuffer) -> None:
     while chunk := await stream.read(_CHUNK):
         buffer.feed(chunk)
 
 
-async def _feed(process: asyncio.subprocess.Process, data: bytes) -> None:
-    assert process.stdin is not None
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        process.stdin.write(data)
-        await process.stdin.drain()
+def _feed(pipe: IO[bytes], data: bytes) -> None:
+    """Write stdin from a worker thread; a command that exits early just closes the pipe on us."""
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
+        pipe.write(data)
     with contextlib.suppress(OSError):
-        process.stdin.close()
+        pipe.close()
+
+
+async def _spawn(
+    argv: Sequence[str], cwd: str, env: Mapping[str, str], stdin: bool, confinement: Confinement | None
+) -> subprocess.Popen[bytes]:
+    """Start the command. A confined spawn runs on a fresh thread that confines itself first, so
+    subprocess can still vfork (a preexec_fn would force a fork of the whole server)."""
+
+    def start() -> subprocess.Popen[bytes]:
+        if confinement is not None and confinement.in_thread:
+            confinement.enter_thread()
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+            preexec_fn=confinement.preexec if confinement is not None and confinement.in_child else None,  # noqa: PLW1509
+        )
+        if confinement is not None:
+            confinement.limit(proc.pid)
+        return proc
+
+    if confinement is None or not confinement.in_thread:
+        return start()
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[subprocess.Popen[bytes]] = loop.create_future()
+
+    def settle(proc: subprocess.Popen[bytes] | None, exc: BaseException | None) -> None:
+        if future.done():
+            return
+        if exc is not None:
+            future.set_exception(exc)
+        else:
+            future.set_result(proc)  # type: ignore[arg-type]
+
+    def on_thread() -> None:
+        try:
+            proc = start()
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+            loop.call_soon_threadsafe(settle, None, exc)
+        else:
+            loop.call_soon_threadsafe(settle, proc, None)
+
+    # A fresh thread each time: once Landlocked (and maybe moved to a new netns) it must never be reused.
+    threading.Thread(target=on_thread, name="mcp-guard-spawn", daemon=True).start()
+    with anyio.CancelScope(shield=True):  # a started process must be registered and killed, not lost
+        proc = await future
+    return proc
+
+
+async def _exited(proc: subprocess.Popen[bytes]) -> None:
+    """Wait for the process itself to exit (not for its pipes to close: a background child may hold them)."""
+    loop = asyncio.get_running_loop()
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        while proc.poll() is None:
+            await anyio.sleep(0.005)
+        return
+    event = asyncio.Event()
+    loop.add_reader(pidfd, event.set)
+    try:
+        await event.wait()
+    finally:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+    proc.wait()
+
+
+async def _reader(pipe: IO[bytes] | None) -> asyncio.StreamReader:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
+    assert pipe is not None
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
+    return reader
 
 
 async def run(
@@ -194,47 +269,35 @@ async def run(
     stdin: bytes | None,
     timeout: float,
     max_output: int,
-    preexec: Callable[[], None] | None = None,
+    confinement: Confinement | None = None,
     registry: ProcessRegistry = REGISTRY,
 ) -> RunResult:
-    """Run ``argv`` in its own process group and return its bounded output.
-
-    ``preexec`` runs in the child between fork and exec (the sandbox's set-up).
-    """
+    """Run ``argv`` in its own process group (confined when given) and return its bounded output."""
     started = time.perf_counter()
     out, err = OutputBuffer(max_output), OutputBuffer(max_output)
     timed_out = False
-    loop = asyncio.get_running_loop()
-    transport, protocol = await loop.subprocess_exec(
-        lambda: _Protocol(_CHUNK, loop),
-        *argv,
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=dict(env),
-        start_new_session=True,
-        preexec_fn=preexec,
-    )
-    process = asyncio.subprocess.Process(transport, protocol, loop)
+    process = await _spawn(argv, cwd, env, stdin is not None, confinement)
     pgid = process.pid  # session leader: its pid is the group id
     registry.add(pgid)
     try:
+        stdout, stderr = await _reader(process.stdout), await _reader(process.stderr)
         async with anyio.create_task_group() as readers:
-            readers.start_soon(_pump, process.stdout, out)
-            readers.start_soon(_pump, process.stderr, err)
-            if stdin is not None:
-                readers.start_soon(_feed, process, stdin)
+            readers.start_soon(_pump, stdout, out)
+            readers.start_soon(_pump, stderr, err)
+            if stdin is not None and process.stdin is not None:
+                readers.start_soon(
+                    partial(anyio.to_thread.run_sync, _feed, process.stdin, stdin, abandon_on_cancel=True)
+                )
             with anyio.move_on_after(timeout) as deadline:
-                await protocol.exited.wait()
+                await _exited(process)
             if deadline.cancelled_caught:
                 timed_out = True
                 kill_group(pgid, signal.SIGTERM)
                 with anyio.move_on_after(KILL_GRACE_S):
-                    await protocol.exited.wait()
+                    await _exited(process)
             # The call is over: nothing it started may outlive it (and hold our pipes open).
             kill_group(pgid, signal.SIGKILL)
-            await protocol.exited.wait()
+            await _exited(process)
             # A process that left the group (setsid) may still hold the pipes: stop reading soon.
             readers.cancel_scope.deadline = anyio.current_time() + _DRAIN_AFTER_EXIT_S
     finally:
@@ -242,12 +305,8 @@ async def run(
             kill_group(pgid, signal.SIGKILL)
             registry.discard(pgid)
             with anyio.move_on_after(KILL_GRACE_S):
-                await protocol.exited.wait()
-            for pipe in (process.stdout, process.stderr):
-                if pipe is not None:
-                    pipe.feed_eof()
-            if process.stdin is not None:
-                process.stdin.close()
+                await _exited(process)
+            registry.reap_orphans()
     code = process.returncode if process.returncode is not None else -signal.SIGKILL
     sig = None
     if code < 0:

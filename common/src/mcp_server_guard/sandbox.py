@@ -20,14 +20,13 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import enum
-import errno
 import logging
 import os
 import resource
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -190,8 +189,13 @@ def _probe_netns() -> bool:
     return done.returncode == 0
 
 
-def _make_pids_cgroup() -> Path | None:
-    """As root, RLIMIT_NPROC binds nobody: the server's runs get pids cgroups (one each) below this one."""
+def _make_pids_cgroup(limit: int) -> Path | None:
+    """As root, RLIMIT_NPROC binds nobody: the server moves itself into a pids cgroup, once.
+
+    Its commands are then born inside it (no per-call migration: moving a process between cgroups can
+    wait for an RCU grace period, milliseconds on an idle machine). The budget is shared by the server's
+    own threads and every command it runs; a fork bomb exhausts it, not the machine.
+    """
     if os.geteuid() != 0:
         return None
     for base in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
@@ -203,7 +207,11 @@ def _make_pids_cgroup() -> Path | None:
         group = base / f"mcp-guard-{os.getpid()}"
         try:
             group.mkdir(exist_ok=True)
+            (group / "pids.max").write_text(str(limit + _SERVER_PIDS), encoding="ascii")
+            (group / "cgroup.procs").write_text(str(os.getpid()), encoding="ascii")
         except OSError:
+            with contextlib.suppress(OSError):
+                group.rmdir()
             continue
         _CREATED_CGROUPS.append(group)
         return group
@@ -264,8 +272,9 @@ def plan(mode: SandboxMode, read_scope: ReadScope, network: NetworkMode, limits:
                     "(unprivileged user namespaces are disabled?)"
                 )
             result.notes.append("no network namespace: only TCP is denied (Landlock), UDP is not")
+    _become_subreaper()
     if mode is not SandboxMode.OFF:
-        result.pids_cgroup = _make_pids_cgroup()
+        result.pids_cgroup = _make_pids_cgroup(limits.processes)
         if os.geteuid() == 0 and result.pids_cgroup is None:
             result.notes.append("running as root without a pids cgroup: the process limit does not apply")
     return result
@@ -336,80 +345,84 @@ def _enter_netns() -> None:
             fh.write(f"{gid} {gid} 1")
 
 
-def child_setup(plan_: SandboxPlan, ruleset: int | None, cgroup: Path | None) -> Callable[[], None]:
-    """The function that runs in the child between fork and exec (as subprocess's preexec_fn)."""
-    limits = plan_.limits
-    cgroup_procs = str(cgroup / "cgroup.procs") if cgroup is not None else None
-    netns = plan_.netns and plan_.network is NetworkMode.DENY
+def _unshare_net_thread() -> None:
+    """Root: move the calling thread (only) into a new network namespace; its children are born there."""
+    assert _LIBC is not None
+    if _LIBC.unshare(ctypes.c_int(_CLONE_NEWNET)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
 
-    def setup() -> None:
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_DATA, (limits.memory_bytes, limits.memory_bytes))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_bytes, limits.file_size_bytes))
-        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
-        if cgroup_procs is not None:
-            with open(cgroup_procs, "w", encoding="ascii") as fh:
-                fh.write(str(os.getpid()))
-        if netns:
-            _enter_netns()
-        if ruleset is not None:
-            assert _LIBC is not None
-            if _LIBC.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-                raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-            _syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
 
-    return setup
+def _restrict_thread(ruleset: int) -> None:
+    """Landlock the calling thread; a process it spawns inherits the domain. The thread is never reused."""
+    assert _LIBC is not None
+    if _LIBC.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+    _syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
+
+
+def _rlimits(limits: Limits) -> list[tuple[int, tuple[int, int]]]:
+    return [
+        (resource.RLIMIT_CORE, (0, 0)),
+        (resource.RLIMIT_DATA, (limits.memory_bytes, limits.memory_bytes)),
+        (resource.RLIMIT_FSIZE, (limits.file_size_bytes, limits.file_size_bytes)),
+        (resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5)),
+        (resource.RLIMIT_NPROC, (limits.processes, limits.processes)),
+    ]
 
 
 @dataclass
 class Confinement:
-    """One run's confinement: its private TMPDIR, its ruleset, its pids cgroup, and the child set-up."""
+    """One run's confinement: its private TMPDIR, its ruleset, how it applies to the spawn.
+
+    The fast path keeps vfork: Landlock (and, as root, a new network namespace) is applied to a fresh
+    thread that then spawns the command, and the rlimits are set on the child with prlimit right after
+    it starts. Only a non-root ``--network deny`` needs a user namespace, which a multi-threaded process
+    cannot enter: that case sets everything up in the child between fork and exec (``preexec``).
+    """
 
     tmpdir: str
     ruleset: int | None
-    setup: Callable[[], None]
     label: str
-    cgroup: Path | None = None
+    limits: Limits
+    netns: bool = False
+
+    @property
+    def in_child(self) -> bool:
+        return self.netns and os.geteuid() != 0
+
+    @property
+    def in_thread(self) -> bool:
+        return not self.in_child and (self.ruleset is not None or self.netns)
+
+    def enter_thread(self) -> None:
+        """Run in the fresh spawning thread, before it spawns."""
+        if self.netns:
+            _unshare_net_thread()
+        if self.ruleset is not None:
+            _restrict_thread(self.ruleset)
+
+    def preexec(self) -> None:
+        """Run in the child between fork and exec (the non-root --network deny case only)."""
+        for which, value in _rlimits(self.limits):
+            resource.setrlimit(which, value)
+        _enter_netns()
+        if self.ruleset is not None:
+            _restrict_thread(self.ruleset)
+
+    def limit(self, pid: int) -> None:
+        """Apply the resource limits to a child that has just started."""
+        if self.in_child:
+            return  # already set before exec
+        for which, value in _rlimits(self.limits):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                resource.prlimit(pid, which, value)
 
     def close(self) -> None:
-        if self.cgroup is not None:
-            # Whatever the run left behind, even what left its process group (setsid), dies with it.
-            _kill_cgroup(self.cgroup)
-            _remove_cgroup(self.cgroup)
-            self.cgroup = None
         if self.ruleset is not None:
             os.close(self.ruleset)
             self.ruleset = None
         shutil.rmtree(self.tmpdir, ignore_errors=True)
-
-
-def _kill_cgroup(group: Path) -> None:
-    import signal
-    import time
-
-    deadline = time.monotonic() + 2.0
-    while time.monotonic() < deadline:
-        pids = [int(p) for p in _read(group / "cgroup.procs").split() if p.isdigit()]
-        if not pids:
-            return
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.005)
-
-
-def _run_cgroup(parent: Path | None, limit: int) -> Path | None:
-    """A child pids cgroup for one run: its own process budget, and a handle on everything it starts."""
-    if parent is None:
-        return None
-    group = parent / f"run-{os.urandom(6).hex()}"
-    try:
-        group.mkdir()
-        (group / "pids.max").write_text(str(limit), encoding="ascii")
-    except OSError:
-        return None
-    return group
 
 
 def confine(plan_: SandboxPlan, roots: Iterable[str]) -> Confinement:
@@ -419,22 +432,61 @@ def confine(plan_: SandboxPlan, roots: Iterable[str]) -> Confinement:
     try:
         if plan_.landlock:
             ruleset = build_ruleset(plan_, [*roots, tmpdir])
-    except OSError as exc:
+    except OSError:
         shutil.rmtree(tmpdir, ignore_errors=True)
-        if exc.errno in (errno.ENOSYS, errno.EOPNOTSUPP) and plan_.mode is SandboxMode.AUTO:
-            log.warning("Landlock failed (%s); this run is unconfined", exc.strerror)
-            return confine(SandboxPlan(SandboxMode.OFF, plan_.read_scope, plan_.network, plan_.limits), roots)
         raise
-    cgroup = _run_cgroup(plan_.pids_cgroup, plan_.limits.processes)
-    return Confinement(tmpdir, ruleset, child_setup(plan_, ruleset, cgroup), plan_.label, cgroup)
+    netns = plan_.netns and plan_.network is NetworkMode.DENY
+    return Confinement(tmpdir, ruleset, plan_.label, plan_.limits, netns)
 
 
 _CREATED_CGROUPS: list[Path] = []
+_SERVER_PIDS = 64  # headroom in the pids budget for the server's own threads
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _become_subreaper() -> None:
+    """Orphans of our commands (a daemon that double-forked or called setsid) are reparented to us,
+    so they can be found and killed when their call ends instead of living on."""
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def reap_orphans(active_groups: Iterable[int]) -> int:
+    """Kill and reap our children that belong to no running call (orphans reparented to us). Returns how many."""
+    import signal
+
+    active = set(active_groups)
+    count = 0
+    for pid in _children():
+        try:
+            if os.getpgid(pid) in active:
+                continue
+        except ProcessLookupError:
+            pass
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        count += 1
+    return count
+
+
+def _children() -> list[int]:
+    pids: list[int] = []
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return pids
+    for tid in tasks:
+        pids.extend(int(p) for p in _read(Path(f"/proc/self/task/{tid}/children")).split() if p.isdigit())
+    return pids
 
 
 def release(plan_: SandboxPlan) -> None:
-    """At server exit: remove the pids cgroup (it empties as the killed processes are reaped)."""
+    """At server exit: leave the pids cgroup and remove it."""
     if plan_.pids_cgroup is not None:
+        with contextlib.suppress(OSError):
+            (plan_.pids_cgroup.parent / "cgroup.procs").write_text(str(os.getpid()), encoding="ascii")
         _remove_cgroup(plan_.pids_cgroup)
 
 

@@ -147,7 +147,7 @@ class ShellExec:
                 stdin=stdin,
                 timeout=timeout,
                 max_output=max_output,
-                preexec=confinement.setup,
+                confinement=confinement,
             )
         finally:
             confinement.close()
