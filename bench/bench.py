@@ -46,16 +46,20 @@ Measures, each figure beside its floor:
    `--sandbox off` server and the unconfined one.
 10. A cProfile of shell_exec over `echo hi` calls, all threads.
 11. The kernel sandbox's cost on `echo hi`: five shell_exec servers called in turn (interleaved): the floor, the
-    server with the sandbox taken out of its spawn (bench/unconfined_server.py: no confine(), no preexec_fn, so
-    vfork as before the sandbox); `--sandbox off` (no Landlock, but still a private TMPDIR and rlimits set in a
-    preexec_fn, so fork); the default `--sandbox auto` (+ the Landlock ruleset and, as root, a per-call pids
-    cgroup); `--network deny` (+ a network namespace per call) and `--sandbox-read jail`. Round trip, server-side
-    tool time (audit durationMs) and process.run (result durationMs) of each, and the `sandbox` label each
-    reports; then a round with SANDBOX_IDLE_S of quiet before every call, as a client that thinks between calls
-    makes them. Then where the time goes, in-process: confine() + close() and their parts (TMPDIR, ruleset,
-    cgroup), the preexec set-up timed inside a forked child step by step (back to back and after quiet),
-    process.run with and without a preexec_fn, fork's cost against resident memory, and what-ifs (vfork from a
-    thread that restricted itself, an extra exec hop, mkdir/rmdir, setns into a namespace made beforehand).
+    server with the sandbox taken out of its spawn (bench/unconfined_server.py: no per-call TMPDIR, ruleset or
+    rlimits, a plain vfork on the event loop thread, as process.run(..., confinement=None)); `--sandbox off` (no
+    Landlock, but a private TMPDIR per call and the rlimits set on the child by prlimit); the default `--sandbox
+    auto` (+ the Landlock ruleset, applied to a fresh thread that then vforks the command; as root the server sits
+    in its own pids cgroup, joined once at start-up); `--network deny` (+, as root, an unshare(CLONE_NEWNET) of that
+    thread per call) and `--sandbox-read jail`. Round trip, server-side tool time (audit durationMs) and process.run
+    (result durationMs) of each, the `sandbox` label each reports and the cgroup each server runs in; then a round
+    with SANDBOX_IDLE_S of quiet before every call, as a client that thinks between calls makes them. Then where
+    the time goes, in-process: confine() + close() and their parts (TMPDIR, ruleset), the per-call orphan sweep,
+    the spawning thread's steps timed on it (hand-off, netns, Landlock, vfork, prlimit; back to back and after
+    quiet), process.run as ShellExec.execute calls it beside no confinement and what-ifs (a spawning thread that
+    does nothing, a no-op preexec_fn: fork), fork's cost against resident memory, and synchronous what-ifs (the
+    previous design: rlimits + Landlock in a preexec_fn, so fork; the current thread + vfork + prlimit; an extra
+    exec hop; setns into a namespace made beforehand instead of unshare).
 
 Sections 7-10 run against the default (sandboxed) server, and check that its results say the expected label.
 
@@ -139,7 +143,7 @@ SANDBOX_VARIANTS: dict[str, tuple[str, ...]] = {
     "jail": ("--sandbox-read", "jail"),
 }
 SANDBOX_TITLES = {
-    "unconfined": "unconfined (no sandbox code, vfork: bench/unconfined_server.py)",
+    "unconfined": "unconfined (no TMPDIR, ruleset or rlimits; vfork: bench/unconfined_server.py)",
     "off": "`--sandbox off`",
     "auto": "default `--sandbox auto`",
     "deny": "`--sandbox auto --network deny`",
@@ -1165,6 +1169,7 @@ def inprocess_runs(argv: Sequence[str], cwd: Path, n: int, warmup: int, max_outp
     from mcp_server_guard.process import build_env, run
 
     env = build_env(None)
+    no_other_children()
 
     async def loop() -> list[float]:
         times: list[float] = []
@@ -1183,9 +1188,10 @@ def inprocess_runs(argv: Sequence[str], cwd: Path, n: int, warmup: int, max_outp
 
 
 def sandbox_plans(*names: str) -> dict[str, Any]:
-    """In-process SandboxPlans as the server's start-up makes them, with the default policy's limits, for the
-    SANDBOX_VARIANTS ``names``. As root this creates the bench process's pids cgroup: call
-    mcp_server_guard.sandbox.release_all() when done."""
+    """In-process SandboxPlans as the server's start-up makes them (sandbox.plan), with the default policy's limits,
+    for the SANDBOX_VARIANTS ``names``. Like the server, the bench process then is a child subreaper and, as root
+    with a plan other than off, sits in its own pids cgroup (mcp-guard-<pid>, its children born there): call
+    release_plans() when done, which moves it back out and removes the cgroup."""
     from mcp_server_guard import sandbox as sb
     from mcp_server_guard.policy import load_policy
 
@@ -1200,12 +1206,32 @@ def sandbox_plans(*names: str) -> dict[str, Any]:
     return {name: sb.plan(*modes[name], limits) for name in names}
 
 
+def release_plans(plans: dict[str, Any]) -> None:
+    """Undo sandbox_plans: leave the pids cgroup (the plans share one) and remove it, as the server does at exit."""
+    from mcp_server_guard import sandbox as sb
+
+    released: set[Path] = set()
+    for p in plans.values():
+        if p.pids_cgroup is not None and p.pids_cgroup not in released:
+            sb.release(p)
+            released.add(p.pids_cgroup)
+    sb.release_all()
+
+
+def no_other_children() -> None:
+    """process.run ends with the subreaper's orphan sweep, which kills every child of the calling process outside
+    the running call's group: the in-process runs must have no other child (a server) alive."""
+    from mcp_server_guard import sandbox as sb
+
+    if sb._children():
+        raise RuntimeError(f"in-process process.run would kill the bench's other children {sb._children()}")
+
+
 def tool_parts(env: Env, counts: Counts) -> dict[str, Any]:
     """The shell_exec tool's own steps around the process, in-process: ShellExec.prepare (cwd through the jail,
     build_env, parse + policy, redirect checks; run once per call, in the elicitation gate, and reused by the body),
     build_env alone (from the base environment computed once), confine() + close() of the default sandbox (private
-    TMPDIR, Landlock ruleset, pids cgroup as root) and the result (output model, text block, model_dump,
-    CallToolResult)."""
+    TMPDIR, Landlock ruleset) and the result (output model, text block, model_dump, CallToolResult)."""
     from mcp.types import CallToolResult, TextContent
 
     from mcp_server_guard import sandbox as sb
@@ -1216,7 +1242,8 @@ def tool_parts(env: Env, counts: Counts) -> dict[str, Any]:
 
     n, warm = counts.shell_floor_calls, counts.shell_warmup
     jail = Jail(str(env.shell_root))
-    plan = sandbox_plans("auto")["auto"]
+    plans = sandbox_plans("auto")
+    plan = plans["auto"]
     shell = ShellExec(jail, load_policy().shell_exec, plan)
     roots = [root.path for root in jail.roots]
     args = ShellExecInput.model_construct(command=ECHO_LINE, args=[], cwd=None, env=None)
@@ -1251,7 +1278,7 @@ def tool_parts(env: Env, counts: Counts) -> dict[str, Any]:
         }
     finally:
         jail.close()
-        sb.release_all()
+        release_plans(plans)
 
 
 def shell_echo(env: Env, counts: Counts) -> dict[str, Any]:
@@ -1517,18 +1544,21 @@ SHELL_KEY_FUNCTIONS = {
     ("mcp_server_guard/jail.py", "open_dir"): "Jail.open_dir (cwd)",
     ("mcp_server_guard/process.py", "build_env"): "build_env",
     ("mcp_server_shell_exec/server.py", "execute"): "ShellExec.execute (confine + process.run + close)",
-    ("mcp_server_guard/sandbox.py", "confine"): "sandbox.confine (TMPDIR, ruleset, pids cgroup)",
+    ("mcp_server_guard/sandbox.py", "confine"): "sandbox.confine (TMPDIR, ruleset)",
     ("tempfile.py", "mkdtemp"): "tempfile.mkdtemp (the private TMPDIR)",
     ("mcp_server_guard/sandbox.py", "build_ruleset"): "sandbox.build_ruleset (Landlock)",
-    ("mcp_server_guard/sandbox.py", "_run_cgroup"): "sandbox._run_cgroup (mkdir + pids.max)",
-    ("mcp_server_guard/sandbox.py", "close"): "Confinement.close (cgroup kill + rmdir, ruleset, TMPDIR)",
-    ("mcp_server_guard/sandbox.py", "_kill_cgroup"): "sandbox._kill_cgroup (read cgroup.procs)",
-    ("mcp_server_guard/sandbox.py", "_remove_cgroup"): "sandbox._remove_cgroup (rmdir, retried)",
+    ("mcp_server_guard/sandbox.py", "close"): "Confinement.close (ruleset fd, TMPDIR)",
     ("shutil.py", "rmtree"): "shutil.rmtree (the TMPDIR)",
     ("mcp_server_guard/process.py", "run"): "process.run (its frames while running; awaits not counted)",
-    ("anyio/_core/_subprocesses.py", "open_process"): "anyio.open_process",
-    ("subprocess.py", "_execute_child"): "subprocess Popen._execute_child (fork/exec, waits for exec)",
+    ("mcp_server_guard/process.py", "_spawn"): "process._spawn (start the spawning thread, await its result)",
+    ("threading.py", "start"): "threading.Thread.start (the spawning thread, waits until it runs)",
+    ("mcp_server_guard/process.py", "start"): "process._spawn.start (enter_thread + Popen + limit; spawning thread)",
+    ("mcp_server_guard/sandbox.py", "enter_thread"): "Confinement.enter_thread (netns, Landlock on the thread)",
+    ("mcp_server_guard/sandbox.py", "_restrict_thread"): "sandbox._restrict_thread (no_new_privs + restrict_self)",
+    ("subprocess.py", "_execute_child"): "subprocess Popen._execute_child (vfork/exec, waits for exec)",
     ("~", "<built-in method _posixsubprocess.fork_exec>"): "_posixsubprocess.fork_exec",
+    ("mcp_server_guard/sandbox.py", "limit"): "Confinement.limit (5 × prlimit on the child)",
+    ("mcp_server_guard/sandbox.py", "reap_orphans"): "sandbox.reap_orphans (the orphan sweep after each call)",
     ("mcp_server_guard/audit.py", "end"): "AuditLog.end (write the audit line)",
     ("mcp_server_shell_exec/server.py", "to_text"): "ShellExecOutput.to_text",
 }
@@ -1569,6 +1599,16 @@ def p99(xs: Sequence[float]) -> float:
     return statistics.quantiles(xs, n=100, method="inclusive")[98]
 
 
+def pids_cgroup(pid: int) -> str | None:
+    """The pids cgroup a process is in (v1 `pids` hierarchy, else the v2 path), per /proc/PID/cgroup."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    paths = dict(line.split(":", 2)[1:] for line in lines if line.count(":") >= 2)
+    return paths.get("pids", paths.get(""))
+
+
 def shell_sandbox(env: Env, counts: Counts) -> dict[str, Any]:
     """One shell_exec server per SANDBOX_VARIANTS entry and the unconfined one, called in turn: round i calls each
     server once, in an order rotated every round, so drift and background work (a network namespace's teardown)
@@ -1602,6 +1642,8 @@ def shell_sandbox(env: Env, counts: Counts) -> dict[str, Any]:
                 | {"p99_s": p99(trips[name]), "over_10ms": sum(t > 0.010 for t in trips[name])},
                 "run": summary(runs[name]),
                 "vm_rss_bytes": vm_rss_bytes(c.pid),
+                "pids_cgroup": pids_cgroup(c.pid),
+                "threads": len(os.listdir(f"/proc/{c.pid}/task")),
             }
         # As a client with think time calls: each call after SANDBOX_IDLE_S in which no server ran anything.
         idle: dict[str, list[float]] = {name: [] for name in names}
@@ -1657,55 +1699,97 @@ def in_forked_child(steps: Sequence[Callable[[], object]]) -> list[float]:
     return times_
 
 
-def landlock_self(ruleset: int) -> None:
-    """no_new_privs + landlock_restrict_self on the calling thread (what the sandbox's child set-up ends with)."""
+def on_fresh_thread(steps: Sequence[Callable[[], object]]) -> tuple[float, list[float]]:
+    """Run ``steps`` on a new thread, timing each there, as process.run's spawning thread runs enter_thread, Popen
+    and limit. Returns the hand-off (Thread.start() called -> the thread's first step begins) and each step's
+    seconds. The thread ends after the steps: once Landlocked or in another netns it must not be reused."""
+    times: list[float] = []
+    box: dict[str, Any] = {}
+
+    def body() -> None:
+        box["began"] = time.perf_counter()
+        try:
+            for step in steps:
+                t0 = time.perf_counter()
+                step()
+                times.append(time.perf_counter() - t0)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    started = time.perf_counter()
+    thread = threading.Thread(target=body, name="bench-spawn")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["began"] - started, times
+
+
+def spawn_steps(
+    c: Any, argv: Sequence[str], cwd: str, run_env: dict[str, str], netns_fd: int | None, box: dict[str, Any]
+) -> dict[str, Callable[[], object]]:
+    """process.run's spawn of confinement ``c`` (mcp_server_guard.process._spawn's start: enter_thread's parts, the
+    same Popen, limit), step by step; the process lands in ``box["proc"]``. For a root --network deny plan, first
+    a what-if: setns into a namespace made beforehand (``netns_fd``), beside the unshare that enter_thread does."""
     from mcp_server_guard import sandbox as sb
-
-    assert sb._LIBC is not None
-    if sb._LIBC.prctl(sb._PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-    sb._syscall(sb._SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
-
-
-def child_rlimits(limits: Any) -> list[tuple[int, tuple[int, int]]]:
-    """The rlimits the sandbox's child set-up applies."""
-    return [
-        (resource.RLIMIT_CORE, (0, 0)),
-        (resource.RLIMIT_DATA, (limits.memory_bytes, limits.memory_bytes)),
-        (resource.RLIMIT_FSIZE, (limits.file_size_bytes, limits.file_size_bytes)),
-        (resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5)),
-        (resource.RLIMIT_NPROC, (limits.processes, limits.processes)),
-    ]
-
-
-def preexec_steps(plan: Any, confinement: Any, netns_fd: int | None) -> dict[str, Callable[[], object]]:
-    """The child set-up of mcp_server_guard.sandbox.child_setup, step by step (same calls, same order); plus, for
-    --network deny, setns into a namespace made beforehand, beside the unshare the set-up does."""
-    from mcp_server_guard import sandbox as sb
-
-    def rlimits() -> None:
-        for which, value in child_rlimits(plan.limits):
-            resource.setrlimit(which, value)
-
-    def cgroup() -> None:
-        with open(confinement.cgroup / "cgroup.procs", "w", encoding="ascii") as fh:
-            fh.write(str(os.getpid()))
 
     def setns() -> None:
         assert sb._LIBC is not None and netns_fd is not None
         if sb._LIBC.setns(ctypes.c_int(netns_fd), ctypes.c_int(sb._CLONE_NEWNET)) != 0:
             raise OSError(ctypes.get_errno(), "setns")
 
-    steps: dict[str, Callable[[], object]] = {"rlimits": rlimits}
-    if confinement.cgroup is not None:
-        steps["cgroup"] = cgroup
-    if plan.netns and plan.network is sb.NetworkMode.DENY:
+    def popen() -> None:
+        box["proc"] = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=dict(run_env),
+            start_new_session=True,
+            preexec_fn=c.preexec if c.in_child else None,  # noqa: PLW1509 - as process.run does
+        )
+
+    steps: dict[str, Callable[[], object]] = {}
+    if c.in_thread and c.netns:
         if netns_fd is not None:
             steps["setns"] = setns  # first, so that the unshare after it starts from the same state
-        steps["netns"] = sb._enter_netns
-    if confinement.ruleset is not None:
-        steps["landlock"] = lambda: landlock_self(confinement.ruleset)
+        steps["netns"] = sb._unshare_net_thread
+    if c.in_thread and c.ruleset is not None:
+        steps["landlock"] = lambda: sb._restrict_thread(c.ruleset)
+    steps["vfork" if not c.in_child else "fork+preexec"] = popen
+    steps["prlimit"] = lambda: c.limit(box["proc"].pid)
     return steps
+
+
+def timed_spawn(
+    plan: Any, roots: Sequence[str], argv: Sequence[str], cwd: str, base: dict[str, str], netns_fd: int | None
+) -> tuple[float | None, dict[str, float]]:
+    """One spawn of ``argv`` under a fresh confine(plan), step by step where process.run does them (on a fresh
+    thread when the confinement says so, else on this one); checks the output and closes. Returns the thread
+    hand-off (None without a thread) and each step's seconds."""
+    from mcp_server_guard import sandbox as sb
+
+    c = sb.confine(plan, roots)
+    box: dict[str, Any] = {}
+    try:
+        steps = spawn_steps(c, argv, cwd, {**base, "TMPDIR": c.tmpdir}, netns_fd if c.in_thread else None, box)
+        handoff: float | None = None
+        if c.in_thread:
+            handoff, times = on_fresh_thread(list(steps.values()))
+        else:
+            times = []
+            for step in steps.values():
+                t0 = time.perf_counter()
+                step()
+                times.append(time.perf_counter() - t0)
+        proc: subprocess.Popen[bytes] = box["proc"]
+        out, _ = proc.communicate()
+        if out != b"hi\n" or proc.returncode != 0:
+            raise RuntimeError(f"timed spawn printed {out!r}, exit {proc.returncode}")
+    finally:
+        c.close()
+    return handoff, dict(zip(steps, times, strict=True))
 
 
 def ready_netns() -> int | None:
@@ -1742,110 +1826,153 @@ def fork_exit() -> None:
     os.waitpid(pid, 0)
 
 
+def probe_confinement(env: Env, spawn: Callable[[Sequence[str], Any], bytes], plan: Any, roots: Sequence[str]) -> None:
+    """``spawn(argv, confinement)`` must confine: a write outside the roots fails, one inside succeeds."""
+    from mcp_server_guard import sandbox as sb
+
+    outside, inside = env.tmp / "outside-probe", env.shell_root / "inside-probe"
+    argv = [*BASH, f": > {shlex.quote(str(outside))}; : > {shlex.quote(str(inside))}; echo done"]
+    c = sb.confine(plan, roots)
+    try:
+        spawn(argv, c)
+    finally:
+        c.close()
+    confined = not outside.exists() and inside.exists()
+    outside.unlink(missing_ok=True)
+    inside.unlink(missing_ok=True)
+    if not confined:
+        raise RuntimeError("a confined spawn of the bench did not refuse a write outside the roots")
+
+
 def spawn_ladder(env: Env, plans: dict[str, Any], n: int, warmup: int) -> dict[str, Any]:
-    """process.run of `echo hi` in-process, interleaved call by call: without a preexec_fn (vfork: the spawn before
-    the sandbox), with a no-op preexec_fn (fork), and as ShellExec.execute does per plan: confine(), process.run
-    with the confinement's set-up as preexec_fn, close()."""
+    """The server's process.run of `echo hi` in-process, interleaved call by call: confinement=None (vfork on the
+    event loop thread, as before the sandbox); two what-ifs through the same process.run: a spawning thread that
+    applies nothing (the thread hand-off alone, then vfork) and a no-op preexec_fn (fork instead of vfork, no
+    rlimits); and per plan as ShellExec.execute does: confine(), process.run(confinement=...), close()."""
     from mcp_server_guard import sandbox as sb
     from mcp_server_guard.process import build_env, run
 
+    class ThreadOnly(sb.Confinement):
+        @property
+        def in_thread(self) -> bool:
+            return True
+
+        def enter_thread(self) -> None:
+            pass
+
+        def limit(self, pid: int) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    class ForkNoop(sb.Confinement):
+        @property
+        def in_child(self) -> bool:
+            return True  # so process.run passes preexec as preexec_fn, and limit() sets nothing
+
+        def preexec(self) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
     argv, base = [*BASH, ECHO_LINE], build_env(None)
     roots = [str(env.shell_root)]
-
-    async def spawn(plan: Any | None, preexec: Callable[[], None] | None) -> None:
-        confinement = sb.confine(plan, roots) if plan is not None else None
-        try:
-            run_env = base if confinement is None else {**base, "TMPDIR": confinement.tmpdir}
-            setup = confinement.setup if confinement is not None else preexec
-            result = await run(
-                argv, cwd=str(env.shell_root), env=run_env, stdin=None, timeout=30, max_output=1 << 20, preexec=setup
-            )
-        finally:
-            if confinement is not None:
-                confinement.close()
-        if result.stdout != "hi\n" or result.exit_code != 0:
-            raise RuntimeError(f"in-process run failed: {result}")
-
-    kinds: dict[str, tuple[Any | None, Callable[[], None] | None]] = {
-        "vfork": (None, None),
-        "fork_noop": (None, lambda: None),
-        **{name: (plan, None) for name, plan in plans.items()},
+    cwd = str(env.shell_root)
+    limits = plans["auto"].limits
+    fixed: dict[str, Any] = {
+        "vfork": None,
+        "thread_noop": ThreadOnly(str(env.tmp), None, "none", limits),
+        "fork_noop": ForkNoop(str(env.tmp), None, "none", limits),
     }
+
+    async def spawn(kind: str) -> None:
+        plan = plans.get(kind)
+        c = sb.confine(plan, roots) if plan is not None else fixed[kind]
+        try:
+            run_env = base if plan is None else {**base, "TMPDIR": c.tmpdir}
+            result = await run(argv, cwd=cwd, env=run_env, stdin=None, timeout=30, max_output=1 << 20, confinement=c)
+        finally:
+            if c is not None:
+                c.close()
+        if result.stdout != "hi\n" or result.exit_code != 0:
+            raise RuntimeError(f"in-process run ({kind}) failed: {result}")
+
+    async def probe(argv_: Sequence[str], c: Any) -> None:
+        await run(argv_, cwd=cwd, env=base, stdin=None, timeout=30, max_output=1 << 20, confinement=c)
+
+    kinds = [*fixed, *plans]
     times: dict[str, list[float]] = {k: [] for k in kinds}
 
     async def loop() -> None:
-        order = list(kinds)
         for i in range(warmup + n):
             if i == warmup:
                 gc.collect()
-            for k in order[i % len(order) :] + order[: i % len(order)]:
+            for k in kinds[i % len(kinds) :] + kinds[: i % len(kinds)]:
                 t0 = time.perf_counter()
-                await spawn(*kinds[k])
+                await spawn(k)
                 if i >= warmup:
                     times[k].append(time.perf_counter() - t0)
 
+    no_other_children()
     use_pidfd_child_watcher()
+    probe_confinement(env, lambda a, c: asyncio.run(probe(a, c)) or b"", plans["auto"], roots)
     asyncio.run(loop())
     return {k: summary(v) for k, v in times.items()}
 
 
-def confined_thread_spawn(plan: Any, confinement: Any, argv: Sequence[str], run_env: dict[str, str]) -> bytes:
-    """What-if: no preexec_fn, so subprocess can vfork. A fresh thread restricts itself with the run's Landlock
-    ruleset (Landlock and no_new_privs are per thread, and a child inherits its parent thread's), spawns (vfork),
-    sets the rlimits on the child with prlimit, and ends; the parent moves the child into its pids cgroup. The
-    rlimits and the cgroup come just after exec here, not before: a sketch of the cost, not a drop-in."""
+def thread_spawn(c: Any, argv: Sequence[str], run_env: dict[str, str]) -> bytes:
+    """The current design, synchronously: a fresh thread runs enter_thread (Landlock; netns for root --network
+    deny), spawns (vfork) and sets the rlimits with prlimit; then this thread collects the output."""
     box: dict[str, Any] = {}
 
     def spawn() -> None:
-        try:
-            landlock_self(confinement.ruleset)
-            proc = subprocess.Popen(
-                list(argv),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=run_env,
-                start_new_session=True,
-            )
-            box["proc"] = proc
-            for which, value in child_rlimits(plan.limits):
-                resource.prlimit(proc.pid, which, value)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = exc
+        c.enter_thread()
+        box["proc"] = proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=run_env,
+            start_new_session=True,
+        )
+        c.limit(proc.pid)
 
-    thread = threading.Thread(target=spawn)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
+    on_fresh_thread([spawn])
     proc: subprocess.Popen[bytes] = box["proc"]
-    if confinement.cgroup is not None:
-        with open(confinement.cgroup / "cgroup.procs", "w", encoding="ascii") as fh:
-            fh.write(str(proc.pid))
     out, _ = proc.communicate()
     return out
 
 
 def sandbox_whatifs(env: Env, plan: Any, n: int, warmup: int) -> dict[str, Any]:
-    """Synchronous spawns of `echo hi`, interleaved: subprocess.run without a preexec_fn (vfork), with the sandbox's
-    set-up as preexec_fn (fork; confine + close around it), the confined-thread vfork sketch (confine + close
-    around it), and an extra exec hop (`/usr/bin/env bash ...`: the cost of a helper that would confine and exec)."""
+    """Synchronous spawns of `echo hi`, interleaved: subprocess.run without a preexec_fn (vfork); the previous
+    design (rlimits + no_new_privs + Landlock in a preexec_fn, so fork; its per-call pids cgroup join left out);
+    the current one (thread_spawn); an extra exec hop (`/usr/bin/env bash ...`: the cost of a helper that would
+    confine and exec). confine() + close() around both confined ones."""
     from mcp_server_guard import sandbox as sb
     from mcp_server_guard.process import build_env
 
     argv, base = [*BASH, ECHO_LINE], build_env(None)
     roots = [str(env.shell_root)]
-    # The sketch must confine: a write outside the roots fails, one inside succeeds.
-    outside, inside = env.tmp / "outside-probe", env.shell_root / "inside-probe"
-    probe = [*BASH, f": > {shlex.quote(str(outside))}; : > {shlex.quote(str(inside))}; echo done"]
-    confinement = sb.confine(plan, roots)
-    try:
-        confined_thread_spawn(plan, confinement, probe, {**base, "TMPDIR": confinement.tmpdir})
-    finally:
-        confinement.close()
-    if outside.exists() or not inside.exists():
-        raise RuntimeError("the confined-thread sketch did not confine its child")
-    inside.unlink()
+
+    def old_setup(c: Any) -> Callable[[], None]:
+        def setup() -> None:
+            for which, value in sb._rlimits(c.limits):
+                resource.setrlimit(which, value)
+            if c.ruleset is not None:
+                sb._restrict_thread(c.ruleset)
+
+        return setup
+
+    def run_(argv_: Sequence[str] = argv, **kw: Any) -> bytes:
+        done: subprocess.CompletedProcess[bytes] = subprocess.run(
+            list(argv_), capture_output=True, check=True, env=kw.pop("env", base), start_new_session=True, **kw
+        )
+        return done.stdout
+
+    probe_confinement(env, lambda a, c: thread_spawn(c, a, {**base, "TMPDIR": c.tmpdir}), plan, roots)
+    probe_confinement(env, lambda a, c: run_(a, preexec_fn=old_setup(c), env={**base, "TMPDIR": c.tmpdir}), plan, roots)
 
     def with_confinement(fn: Callable[[Any], bytes]) -> Callable[[], bytes]:
         def call() -> bytes:
@@ -1857,19 +1984,11 @@ def sandbox_whatifs(env: Env, plan: Any, n: int, warmup: int) -> dict[str, Any]:
 
         return call
 
-    def run_(extra: Sequence[str] = (), **kw: Any) -> bytes:
-        done: subprocess.CompletedProcess[bytes] = subprocess.run(
-            [*extra, *argv], capture_output=True, check=True, env=kw.pop("env", base), **kw
-        )
-        return done.stdout
-
     kinds: dict[str, Callable[[], bytes]] = {
-        "vfork": lambda: run_(start_new_session=True),
-        "preexec": with_confinement(
-            lambda c: run_(start_new_session=True, preexec_fn=c.setup, env={**base, "TMPDIR": c.tmpdir})
-        ),
-        "thread": with_confinement(lambda c: confined_thread_spawn(plan, c, argv, {**base, "TMPDIR": c.tmpdir})),
-        "exec_hop": lambda: run_(("/usr/bin/env",), start_new_session=True),
+        "vfork": run_,
+        "old_preexec": with_confinement(lambda c: run_(preexec_fn=old_setup(c), env={**base, "TMPDIR": c.tmpdir})),
+        "thread": with_confinement(lambda c: thread_spawn(c, argv, {**base, "TMPDIR": c.tmpdir})),
+        "exec_hop": lambda: run_(["/usr/bin/env", *argv]),
     }
     if not Path("/usr/bin/env").exists():
         del kinds["exec_hop"]
@@ -1889,12 +2008,21 @@ def sandbox_whatifs(env: Env, plan: Any, n: int, warmup: int) -> dict[str, Any]:
 def sandbox_parts(env: Env, counts: Counts) -> dict[str, Any]:
     """Where the sandbox's time goes, in the bench process (its VmRSS is recorded: fork's cost grows with it)."""
     from mcp_server_guard import sandbox as sb
+    from mcp_server_guard.process import build_env
 
     n, warm = counts.sandbox_parts_calls, max(counts.sandbox_parts_calls // 10, 5)
-    k = max(n // 5, 10)  # samples of the forked-child timings
+    k = max(n // 5, 10)  # samples of the step-by-step timings
     out: dict[str, Any] = {}
-    plans = sandbox_plans(*SANDBOX_VARIANTS)
+    no_other_children()
+    plans: dict[str, Any] = {}
+    out["plan_s"] = {}
+    for name in SANDBOX_VARIANTS:  # the server's start-up, once per server: incl. the netns probe, the cgroup join
+        t0 = time.perf_counter()
+        plans |= sandbox_plans(name)
+        out["plan_s"][name] = time.perf_counter() - t0
+    out["bench_pids_cgroup"] = pids_cgroup(os.getpid())
     roots = [str(env.shell_root)]
+    argv, base, cwd = [*BASH, ECHO_LINE], build_env(None), str(env.shell_root)
     netns_fd = ready_netns()
     try:
 
@@ -1924,48 +2052,46 @@ def sandbox_parts(env: Env, counts: Counts) -> dict[str, Any]:
             }
         finally:
             os.rmdir(tmpdir)
-        parent = plans["auto"].pids_cgroup
-        if parent is not None:
+        # The orphan sweep process.run ends every call with (no children here: the listing alone).
+        no_other_children()
+        out["reap_orphans"] = summary(time_loop(lambda: sb.reap_orphans(()), n, warm))
+        out["bench_threads"] = len(os.listdir("/proc/self/task"))
 
-            def cgroup_cycle() -> None:
-                group = sb._run_cgroup(parent, plans["auto"].limits.processes)
-                assert group is not None
-                sb._kill_cgroup(group)
-                sb._remove_cgroup(group)
-
-            out["cgroup_cycle"] = summary(time_loop(cgroup_cycle, n, warm))
-
-        preexec: dict[str, Any] = {}
+        # The spawn step by step, where process.run does it: on a fresh thread (hand-off, netns, Landlock, vfork,
+        # prlimit), or on the calling thread for a plan with nothing to apply to a thread (off).
+        spawn: dict[str, Any] = {}
         for name, plan in plans.items():
-            whole: list[float] = []
+            handoffs: list[float] = []
             steps: dict[str, list[float]] = {}
             for _ in range(k):
+                handoff, named = timed_spawn(plan, roots, argv, cwd, base, netns_fd)
+                if handoff is not None:
+                    handoffs.append(handoff)
+                for step, dt in named.items():
+                    steps.setdefault(step, []).append(dt)
+            spawn[name] = ({"handoff": summary(handoffs)} if handoffs else {}) | {
+                step: summary(v) for step, v in steps.items()
+            }
+            if plan.netns and os.geteuid() != 0:  # the preexec_fn path: time it whole inside a forked child
                 c = sb.confine(plan, roots)
                 try:
-                    whole += in_forked_child([c.setup])
+                    spawn[name]["preexec_in_child"] = summary([in_forked_child([c.preexec])[0] for _ in range(k)])
                 finally:
                     c.close()
-                c = sb.confine(plan, roots)
-                try:
-                    named = preexec_steps(plan, c, netns_fd)
-                    for step, dt in zip(named, in_forked_child(list(named.values())), strict=True):
-                        steps.setdefault(step, []).append(dt)
-                finally:
-                    c.close()
-            preexec[name] = {"whole": summary(whole)} | {step: summary(v) for step, v in steps.items()}
-        out["preexec"] = preexec
-        # The same steps of the default plan, each sample after SANDBOX_IDLE_S of quiet (no cgroup moved meanwhile).
+        out["spawn_steps"] = spawn
+        # The same steps of the default plan, each sample after SANDBOX_IDLE_S of quiet.
+        idle_handoffs: list[float] = []
         idle_steps: dict[str, list[float]] = {}
         for _ in range(k):
             time.sleep(SANDBOX_IDLE_S)
-            c = sb.confine(plans["auto"], roots)
-            try:
-                named = preexec_steps(plans["auto"], c, None)
-                for step, dt in zip(named, in_forked_child(list(named.values())), strict=True):
-                    idle_steps.setdefault(step, []).append(dt)
-            finally:
-                c.close()
-        out["preexec_idle_auto"] = {step: summary(v) for step, v in idle_steps.items()}
+            handoff, named = timed_spawn(plans["auto"], roots, argv, cwd, base, None)
+            if handoff is not None:
+                idle_handoffs.append(handoff)
+            for step, dt in named.items():
+                idle_steps.setdefault(step, []).append(dt)
+        out["spawn_steps_idle_auto"] = ({"handoff": summary(idle_handoffs)} if idle_handoffs else {}) | {
+            step: summary(v) for step, v in idle_steps.items()
+        }
 
         out["bench_vm_rss_bytes"] = vm_rss_bytes(os.getpid())
         out["fork_exit"] = summary(time_loop(fork_exit, k * 2, 10))
@@ -1981,7 +2107,7 @@ def sandbox_parts(env: Env, counts: Counts) -> dict[str, Any]:
     finally:
         if netns_fd is not None:
             os.close(netns_fd)
-        sb.release_all()
+        release_plans(plans)
     return out
 
 
@@ -2457,8 +2583,8 @@ def sandbox_rows(r: dict[str, Any], rows: list[Row], notes: list[str]) -> None:
             f"11 `echo hi`, {SANDBOX_TITLES['off']}, raw client (median / p95 of {o_raw['n']}, interleaved)",
             f"{ms(o_raw['median_s'])} / {ms(o_raw['p95_s'])}",
             f"over unconfined: {delta(o_raw['median_s'] - b_raw['median_s'])} median, "
-            f"{delta(o_raw['p95_s'] - b_raw['p95_s'])} p95 (off still makes a private TMPDIR and sets rlimits in a "
-            f"preexec_fn: fork, not vfork); {parts(off, base)}; sandbox `{sx['labels']['off']}` ✓",
+            f"{delta(o_raw['p95_s'] - b_raw['p95_s'])} p95 (off still makes a private TMPDIR per call and sets the "
+            f"rlimits by prlimit after a vfork); {parts(off, base)}; sandbox `{sx['labels']['off']}` ✓",
             "info",
             "",
         )
@@ -2500,16 +2626,22 @@ def sandbox_rows(r: dict[str, Any], rows: list[Row], notes: list[str]) -> None:
     sp = r.get("shell_sandbox_parts")
     if not sp:
         return
-    spawn, cc, pre = sp["spawn"], sp["confine_close"], sp["preexec"]
-    rss = {name: sx[name]["vm_rss_bytes"] for name in ("unconfined", *SANDBOX_VARIANTS)}
-    names = [name for name in SANDBOX_VARIANTS if name in spawn]
+    spawn, cc, st = sp["spawn"], sp["confine_close"], sp["spawn_steps"]
+    rss = {name: sx[name]["vm_rss_bytes"] for name in names}
+    plan_names = [name for name in SANDBOX_VARIANTS if name in spawn]
+    ladder = ("vfork", "thread_noop", "fork_noop", *plan_names)
+    vf = spawn["vfork"]["median_s"]
     rows.append(
         (
-            f"11 in-process process.run of `echo hi` (median of {spawn['vfork']['n']}, interleaved): no preexec_fn "
-            f"(vfork) / no-op preexec_fn (fork) / ShellExec.execute's way per plan: {' / '.join(names)}",
-            " / ".join(ms(spawn[k]["median_s"]) for k in ("vfork", "fork_noop", *names)),
-            f"confine() + close() included for the plans; bench process VmRSS {mib(sp['bench_vm_rss_bytes'])} "
-            f"(the servers': {', '.join(f'{k} {mib(b)}' for k, b in rss.items())}); fork's cost grows with it",
+            f"11 in-process process.run of `echo hi` (median of {spawn['vfork']['n']}, interleaved): confinement=None "
+            "(vfork on the event loop thread) / what-ifs: a spawning thread that applies nothing, a no-op preexec_fn "
+            f"(fork) / ShellExec.execute's way per plan: {' / '.join(plan_names)}",
+            " / ".join(ms(spawn[k]["median_s"]) for k in ladder),
+            "over confinement=None: "
+            + ", ".join(f"{k} {delta(spawn[k]['median_s'] - vf)}" for k in ladder[1:])
+            + f"; confine() + close() included for the plans (auto's spawn checked to refuse a write outside the "
+            f"roots); bench process VmRSS {mib(sp['bench_vm_rss_bytes'])} (the servers': "
+            f"{', '.join(f'{k} {mib(b)}' for k, b in rss.items())}); fork's cost grows with it",
             "info",
             "",
         )
@@ -2521,26 +2653,53 @@ def sandbox_rows(r: dict[str, Any], rows: list[Row], notes: list[str]) -> None:
             f"parts: TMPDIR mkdtemp + rmtree {ms(sp['tmpdir_mkdtemp_rmtree']['median_s'])} (os.mkdir + os.rmdir "
             f"{ms(sp['tmpdir_mkdir_rmdir']['median_s'])}); Landlock ruleset build "
             + ", ".join(f"{k} {ms(v['median_s'])}" for k, v in sp["ruleset"].items())
-            + (
-                f"; pids cgroup mkdir + pids.max + empty check + rmdir {ms(sp['cgroup_cycle']['median_s'])}"
-                if "cgroup_cycle" in sp
-                else "; no pids cgroup (not root)"
-            ),
+            + "; no per-call pids cgroup any more (joined once at start-up, see below)",
             "info",
             "",
         )
     )
-    steps = "; ".join(
-        f"{name}: " + ", ".join(f"{step} {ms(v['median_s'])}" for step, v in pre[name].items() if step != "whole")
-        for name in pre
-    )
+    threads = ", ".join(f"{k} {sx[k]['threads']}" for k in names if sx[k].get("threads"))
     rows.append(
         (
-            f"11 preexec set-up timed inside a forked child (median of {pre['auto']['whole']['n']}): {' / '.join(pre)}",
-            " / ".join(ms(pre[k]["whole"]["median_s"]) for k in pre),
-            f"step by step - {steps} (setns: into a namespace made beforehand, a what-if); auto with "
-            f"{ms(SANDBOX_IDLE_S)} of quiet before each: "
-            + ", ".join(f"{step} {ms(v['median_s'])}" for step, v in sp.get("preexec_idle_auto", {}).items()),
+            f"11 orphan sweep after every process.run (sandbox.reap_orphans, no children; median of "
+            f"{sp['reap_orphans']['n']})",
+            ms(sp["reap_orphans"]["median_s"]),
+            f"reads /proc/self/task/*/children of each thread (bench: {sp['bench_threads']}; the servers at the end "
+            f"of their round: {threads}); every server pays it, the unconfined floor included",
+            "info",
+            "",
+        )
+    )
+
+    def steps_text(v: dict[str, Any]) -> str:
+        return ", ".join(f"{step} {ms(x['median_s'])}" for step, x in v.items() if step != "preexec_in_child")
+
+    def steps_sum(v: dict[str, Any]) -> float:
+        return sum(float(x["median_s"]) for step, x in v.items() if step not in ("setns", "preexec_in_child"))
+
+    idle_st = sp.get("spawn_steps_idle_auto", {})
+    k_steps = next(iter(st["auto"].values()))["n"]
+    rows.append(
+        (
+            f"11 the spawn step by step, timed where process.run does it (sum of the step medians, {k_steps} samples "
+            f"each; confine() + close() not included): {' / '.join(st)}",
+            " / ".join(ms(steps_sum(st[k])) for k in st),
+            "; ".join(f"{k}: {steps_text(v)}" for k, v in st.items())
+            + " (hand-off: Thread.start() → the spawning thread runs; setns: into a namespace made beforehand, a "
+            f"what-if, not in the sum; without a hand-off the plan spawns on the calling thread); auto with "
+            f"{ms(SANDBOX_IDLE_S)} of quiet before each: {steps_text(idle_st)}",
+            "info",
+            "",
+        )
+    )
+    cgroups = ", ".join(f"{k} {sx[k].get('pids_cgroup')}" for k in names)
+    rows.append(
+        (
+            "11 once per server, at start-up: in-process sandbox.plan as the server calls it: "
+            + " / ".join(sp["plan_s"]),
+            " / ".join(ms(v) for v in sp["plan_s"].values()),
+            "deny: incl. the network-namespace probe (a Python child); as root, joining the server's pids cgroup "
+            f"(bench then in `{sp.get('bench_pids_cgroup')}`); the servers' pids cgroups in the run: {cgroups}",
             "info",
             "",
         )
@@ -2553,7 +2712,7 @@ def sandbox_rows(r: dict[str, Any], rows: list[Row], notes: list[str]) -> None:
             "11 fork's cost against resident memory: os.fork + child _exit + waitpid (median)",
             f"{ms(f0)} / {ms(f1)}",
             f"at VmRSS {mib(r0)} / {mib(r1)} (64 MiB touched ballast): ≈ {per_mib * 1e6:.1f} µs per MiB resident; "
-            "vfork copies no page tables, and exec then has no copy to tear down",
+            "what any preexec_fn costs; vfork copies no page tables, and exec then has no copy to tear down",
             "info",
             "",
         )
@@ -2562,47 +2721,51 @@ def sandbox_rows(r: dict[str, Any], rows: list[Row], notes: list[str]) -> None:
     rows.append(
         (
             f"11 what-if, synchronous subprocess.run of `echo hi` (median of {wi['vfork']['n']}, interleaved): "
-            "vfork / default sandbox as preexec_fn (now) / Landlock on a fresh thread + vfork + prlimit + cgroup "
-            "after spawn" + (" / extra exec hop (`/usr/bin/env bash …`)" if "exec_hop" in wi else ""),
-            " / ".join(ms(wi[k]["median_s"]) for k in ("vfork", "preexec", "thread", "exec_hop") if k in wi),
-            f"confined-thread sketch over vfork {delta(wi['thread']['median_s'] - wi['vfork']['median_s'])}, "
-            f"preexec_fn over vfork {delta(wi['preexec']['median_s'] - wi['vfork']['median_s'])} (confine() + "
-            "close() in both; the sketch is checked to refuse a write outside the roots)",
+            "vfork / the previous design, rlimits + Landlock in a preexec_fn (fork; its per-call cgroup join left "
+            "out) / the current one, Landlock on a fresh thread + vfork + prlimit"
+            + (" / extra exec hop (`/usr/bin/env bash …`)" if "exec_hop" in wi else ""),
+            " / ".join(ms(wi[k]["median_s"]) for k in ("vfork", "old_preexec", "thread", "exec_hop") if k in wi),
+            f"current over vfork {delta(wi['thread']['median_s'] - wi['vfork']['median_s'])}, previous over vfork "
+            f"{delta(wi['old_preexec']['median_s'] - wi['vfork']['median_s'])} (confine() + close() in both; both "
+            "checked to refuse a write outside the roots)",
             "info",
             "",
         )
     )
 
-    auto, vf = spawn["auto"]["median_s"], spawn["vfork"]["median_s"]
-    fork_extra = spawn["fork_noop"]["median_s"] - vf
+    auto = spawn["auto"]["median_s"]
     d_base = sx["auto"]["raw"]["median_s"] - b_raw["median_s"]
-    d_off = sx["auto"]["raw"]["median_s"] - o_raw["median_s"]
-    d_run = sx["off"]["run"]["median_s"] - base["run"]["median_s"]
+    a_st = st["auto"]
     notes.append(
         f"Sandbox cost on `echo hi`: the default server is {delta(d_base)} (median) over the unconfined server "
-        f"(target ≤ +{ms(SANDBOX_TARGET_S)}: {'met' if d_base <= SANDBOX_TARGET_S else 'missed'}), and "
-        f"{delta(d_off)} over `--sandbox off`, which is no floor: it still makes a TMPDIR and passes a preexec_fn "
-        f"(rlimits), so subprocess forks instead of vfork-ing - that alone is {delta(d_run)} of process.run in the "
-        f"server. In-process, the default sandbox's way takes {ms(auto)} against {ms(vf)} for a vfork spawn "
-        f"({delta(auto - vf)}): fork instead of vfork {delta(fork_extra)} at the bench's VmRSS "
-        f"{mib(sp['bench_vm_rss_bytes'])} (fork alone ≈ {per_mib * 1e6:.0f} µs per MiB resident), the child's set-up "
-        f"{ms(pre['auto']['whole']['median_s'])} (cgroup join {ms(pre['auto'].get('cgroup', {}).get('median_s', 0))}, "
-        f"Landlock {ms(pre['auto'].get('landlock', {}).get('median_s', 0))}), confine() + close() "
-        f"{ms(cc['auto']['median_s'])} in the parent. Keeping vfork - Landlock applied on a fresh thread that then "
-        f"spawns, rlimits by prlimit - measured {ms(wi['thread']['median_s'])} against {ms(wi['vfork']['median_s'])} "
-        "unconfined."
+        f"(target ≤ +{ms(SANDBOX_TARGET_S)}: {'met' if d_base <= SANDBOX_TARGET_S else 'missed'}); "
+        + ", ".join(
+            f"{SANDBOX_TITLES[k]} {delta(sx[k]['raw']['median_s'] - b_raw['median_s'])}"
+            for k in ("off", "deny", "jail")
+        )
+        + f". In-process, ShellExec.execute's way with the default plan takes {ms(auto)} against {ms(vf)} for "
+        f"process.run with confinement=None ({delta(auto - vf)}): a spawning thread that applies nothing alone is "
+        f"{delta(spawn['thread_noop']['median_s'] - vf)}, confine() + close() {ms(cc['auto']['median_s'])}; on the "
+        f"thread, hand-off {ms(a_st.get('handoff', {}).get('median_s', 0))}, Landlock "
+        f"{ms(a_st.get('landlock', {}).get('median_s', 0))}, 5 × prlimit {ms(a_st['prlimit']['median_s'])}. The "
+        f"orphan sweep after each call ({ms(sp['reap_orphans']['median_s'])} in the bench) is in the floor too. A "
+        f"fork instead of vfork (a no-op preexec_fn) would add {delta(spawn['fork_noop']['median_s'] - vf)} at the "
+        f"bench's VmRSS {mib(sp['bench_vm_rss_bytes'])} (≈ {per_mib * 1e6:.0f} µs per MiB resident); synchronously, "
+        f"the previous design (rlimits + Landlock in a preexec_fn) took {ms(wi['old_preexec']['median_s'])} against "
+        f"{ms(wi['thread']['median_s'])} for the current one and {ms(wi['vfork']['median_s'])} for a bare vfork."
     )
-    cg_idle = sp.get("preexec_idle_auto", {}).get("cgroup")
-    if cg_idle and "idle" in sx["auto"]:
+    if all("idle" in sx[k] for k in names) and idle_st:
+        i_base = sx["unconfined"]["idle"]["median_s"]
         notes.append(
-            f"After {ms(SANDBOX_IDLE_S)} of quiet the picture changes: `echo hi` on the default server takes "
-            f"{ms(sx['auto']['idle']['median_s'])} (unconfined {ms(sx['unconfined']['idle']['median_s'])}, "
-            f"`--sandbox off` {ms(sx['off']['idle']['median_s'])}), because moving the child into its pids cgroup "
-            f"(writing cgroup.procs) then takes {ms(cg_idle['median_s'])} instead of "
-            f"{ms(pre['auto']['cgroup']['median_s'])} back to back: a cgroup migration takes the kernel's "
-            "cgroup_threadgroup_rwsem for writing, which waits for an RCU grace period unless another migration "
-            "ran within the last one. Back-to-back loops (sections 7 and 11's interleaved round) hide this; a client "
-            "that thinks between calls pays it on every call."
+            f"With {ms(SANDBOX_IDLE_S)} of quiet before each call: "
+            + ", ".join(
+                f"{k} {ms(sx[k]['idle']['median_s'])} ({delta(sx[k]['idle']['median_s'] - i_base)})" for k in names[1:]
+            )
+            + f" against unconfined {ms(i_base)}; process.run (result durationMs) default "
+            f"{ms(sx['auto']['idle_run']['median_s'])} vs unconfined {ms(sx['unconfined']['idle_run']['median_s'])}. "
+            f"The default plan's spawn steps in-process after the same quiet: {steps_text(idle_st)} (back to back: "
+            f"{steps_text(a_st)}). The pids cgroup is no longer joined per call (no cgroup migration per spawn): the "
+            f"default server ran in `{sx['auto'].get('pids_cgroup')}`, its commands born there."
         )
 
 

@@ -2,12 +2,18 @@
 
     python bench/unconfined_server.py TMPDIR [SERVER ARGS...]
 
-Per run, ShellExec.execute calls sandbox.confine() (a private TMPDIR, the Landlock ruleset, a pids cgroup as root)
-and hands the confinement's child set-up to process.run as its preexec_fn - which makes subprocess fork the server
-instead of vfork-ing it, even with --sandbox off, whose set-up still applies the rlimits. Here confine() returns a
-confinement with no set-up, no ruleset, no cgroup and the fixed directory TMPDIR (kept between runs), so process.run
-spawns the way it did before the sandbox (vfork); everything else in the server is unchanged. Pass --sandbox off
-as well, so that the results say `sandbox: none` and no cgroup is made at start-up.
+Per run, ShellExec.execute calls sandbox.confine() (a fresh private TMPDIR, the Landlock ruleset) and hands the
+Confinement to process.run, which applies it: Landlock (and, as root with --network deny, a new network namespace)
+on a fresh spawning thread, then a vfork spawn, then the rlimits on the child with prlimit; close() removes the
+TMPDIR. Even with --sandbox off the server still makes the TMPDIR and sets the rlimits.
+
+Here confine() returns a confinement with no ruleset and no network namespace (so process.run spawns on the event
+loop thread, no spawning thread, no preexec_fn: a plain vfork), whose limit() sets nothing (no prlimit) and whose
+close() removes nothing, with the fixed directory TMPDIR (made by the caller, kept between runs) - the same spawn as
+process.run(..., confinement=None), the way it ran before the sandbox. Everything else in the server is unchanged,
+including what is not confinement: each run's own session, the subreaper's orphan sweep after each call
+(sandbox.reap_orphans, done by process.run whatever the confinement). Pass --sandbox off as well, so that the
+results say `sandbox: none` and the server joins no pids cgroup at start-up.
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ MODULE = "mcp_server_shell_exec"
 
 
 class NoConfinement(Confinement):
+    def limit(self, pid: int) -> None:
+        pass  # no rlimits: the child runs with the server's own
+
     def close(self) -> None:
         pass  # the TMPDIR is shared by every run and belongs to the caller
 
@@ -34,8 +43,8 @@ def main() -> None:
     sys.argv = [MODULE, *sys.argv[2:]]
     from mcp_server_shell_exec import server
 
-    def confine(_plan: Any, _roots: Iterable[str]) -> Confinement:
-        return NoConfinement(tmpdir=tmpdir, ruleset=None, setup=None, label="none")  # type: ignore[arg-type]
+    def confine(plan: Any, _roots: Iterable[str]) -> Confinement:
+        return NoConfinement(tmpdir=tmpdir, ruleset=None, label="none", limits=plan.limits, netns=False)
 
     server.confine = confine  # type: ignore[attr-defined,assignment]  # ShellExec.execute looks the name up at call time
     runpy.run_module(MODULE, run_name="__main__", alter_sys=True)
