@@ -183,25 +183,8 @@ def _terminate(signum: int, _frame: object) -> None:
     os._exit(128 + signum)
 
 
-def _fast_child_watcher() -> None:
-    """Python 3.11's asyncio waits for each child on a thread of its own; a pidfd is much cheaper.
-
-    (3.12+ uses pidfds by itself and deprecates child watchers.)
-    """
-    if sys.version_info >= (3, 12) or not hasattr(os, "pidfd_open"):
-        return
-    import asyncio
-
-    try:
-        os.close(os.pidfd_open(os.getpid()))
-    except OSError:
-        return
-    asyncio.set_child_watcher(asyncio.PidfdChildWatcher())
-
-
 def serve(server: GuardedServer) -> None:
     """Run over stdio until the client closes stdin; then kill whatever commands still run."""
-    _fast_child_watcher()
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _terminate)
     try:

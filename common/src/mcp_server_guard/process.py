@@ -236,6 +236,8 @@ async def _spawn(
 
 async def _exited(proc: subprocess.Popen[bytes]) -> None:
     """Wait for the process itself to exit (not for its pipes to close: a background child may hold them)."""
+    if proc.returncode is not None:
+        return  # already reaped: its pid may belong to someone else now
     loop = asyncio.get_running_loop()
     try:
         pidfd = os.pidfd_open(proc.pid)
