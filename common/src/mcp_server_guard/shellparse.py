@@ -15,9 +15,10 @@ import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import tree_sitter_bash
-from tree_sitter import Language, Node, Parser
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
 
 _GLOB_CHARS = frozenset("*?[")
 _BRACE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
@@ -85,6 +86,10 @@ class Parsed:
 
 @functools.cache
 def _parser() -> Parser:
+    # Loaded on first use: the file servers share this library and never parse shell.
+    import tree_sitter_bash
+    from tree_sitter import Language, Parser
+
     return Parser(Language(tree_sitter_bash.language()))
 
 
