@@ -141,10 +141,6 @@ class Jail:
     def roots(self) -> tuple[Root, ...]:
         return self._effective
 
-    @property
-    def narrowed(self) -> bool:
-        return self._effective is not self.allowed
-
     def narrow(self, client_roots: Iterable[str] | None) -> None:
         """Apply the client's MCP roots: the jail becomes allowed ∩ roots. ``None`` lifts narrowing.
 
@@ -248,14 +244,15 @@ class Jail:
         """Open a directory inside the jail as an O_PATH fd (for cwd and parent-directory use)."""
         return self.open(given, _DIR_FLAGS)
 
-    def open_parent(self, given: str, *, create_dirs: bool = False) -> tuple[Located, int, str]:
+    def open_parent(self, target: str | Located, *, create_dirs: bool = False) -> tuple[Located, int, str]:
         """Open the directory that holds ``given`` (race-free) for *at() operations on its last name.
 
         Returns (location, directory fd opened O_RDONLY|O_DIRECTORY, final name). With
         ``create_dirs`` missing directories are created one component at a time beneath the root,
         each re-opened with O_NOFOLLOW, so a symlink raced in mid-way is refused, not followed.
         """
-        located = self.locate(given)
+        located = self.locate(target) if isinstance(target, str) else target
+        given = located.given
         parent, _, name = located.rel.rpartition("/")
         if name in ("", ".", "..") or given.endswith("/"):
             raise ParamError("INVALID_PATH", f"'{given}' does not name a file.", "Pass a file path, not a directory.")

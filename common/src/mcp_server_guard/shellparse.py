@@ -223,7 +223,7 @@ def resolve_word(node: Node) -> Word:
 
 def expand_braces(text: str, limit: int = 256) -> list[str]:
     """Bash brace expansion of one word (``{a,b}``, ``{1..3}``, ``{a..c}``, nested), capped at ``limit``."""
-    start = _brace_open(text)
+    start = text.find("{")
     if start < 0:
         return [text]
     depth = 0
@@ -255,10 +255,6 @@ def expand_braces(text: str, limit: int = 256) -> list[str]:
             parts.append(text[last:i])
             last = i + 1
     return [text]
-
-
-def _brace_open(text: str) -> int:
-    return text.find("{")
 
 
 def _sequence(body: str) -> list[str] | None:

@@ -165,7 +165,7 @@ class Writer:
         located = self.jail.locate(given)
         check_executable_content(posixpath.basename(located.rel), data, self.policy)
         self._check_protected(located, [located.rel, located.absolute], None)  # before createDirs makes anything
-        located, dirfd, name = self.jail.open_parent(given, create_dirs=create_dirs)
+        located, dirfd, name = self.jail.open_parent(located, create_dirs=create_dirs)
         try:
             for _ in range(_ATTEMPTS):
                 existing = self._existing(located, dirfd, name)
