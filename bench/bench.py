@@ -1223,8 +1223,8 @@ def no_other_children() -> None:
     the running call's group: the in-process runs must have no other child (a server) alive."""
     from mcp_server_guard import sandbox as sb
 
-    if sb._children():
-        raise RuntimeError(f"in-process process.run would kill the bench's other children {sb._children()}")
+    if sb.children():
+        raise RuntimeError(f"in-process process.run would kill the bench's other children {sb.children()}")
 
 
 def tool_parts(env: Env, counts: Counts) -> dict[str, Any]:

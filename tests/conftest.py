@@ -99,11 +99,11 @@ CallFn = Callable[..., Any]
 class RawClient:
     """A minimal JSON-lines client over a real server process, with bounded reads."""
 
-    def __init__(self, args: list[str], cwd: Path) -> None:
+    def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
         import subprocess
 
         self.proc = subprocess.Popen(
-            args, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            args, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
         )
         self._buf = b""
 

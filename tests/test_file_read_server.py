@@ -296,6 +296,26 @@ async def test_sparse_1gib_file_gives_a_truncated_page_and_server_memory_stays_s
     assert hwm_kib < 200 * 1024, f"server peak RSS {hwm_kib} KiB"
 
 
+async def test_a_small_read_is_not_held_up_by_a_huge_one_in_flight(workspace: Path) -> None:
+    # Regression: one page of a huge file was computed on the event loop and stalled every other request.
+    with (workspace / "huge.log").open("wb") as fh:
+        fh.write(b"some text\n" * 1000)
+        fh.truncate(1 << 30)  # a page of it hashes and counts the whole GiB: seconds of work
+    finished: list[str] = []
+    async with serve(FR, workspace) as client:
+
+        async def call(name: str, path: str) -> None:
+            result = await client.call_tool("file_read", {"path": path, "limit": 5})
+            assert not result.is_error, text_of(result)
+            finished.append(name)
+
+        with anyio.fail_after(120):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, "huge", "huge.log")  # sent first: tasks start in order
+                tg.start_soon(call, "small", "hello.txt")
+    assert finished == ["small", "huge"]
+
+
 async def test_paging_with_offset_and_limit_walks_the_whole_file(workspace: Path, tmp_path: Path) -> None:
     policy = tmp_path / "small.toml"
     policy.write_text("[file_read]\nmax_read_bytes = 1000\n", encoding="utf-8")
@@ -386,6 +406,35 @@ async def test_client_roots_can_never_widen_the_jail(workspace: Path, mode: str)
     assert error_of(escape)["code"] in ("NO_ALLOWED_ROOTS", "PATH_OUTSIDE_JAIL")
     assert error_of(inside)["code"] == "NO_ALLOWED_ROOTS"
     assert "SECRET" not in text_of(escape)
+
+
+@pytest.mark.parametrize(
+    ("script", "tool", "inside", "outside"),
+    [
+        (FR, "file_read", {"path": "hello.txt"}, {"path": "../outside/secret.txt"}),
+        (
+            "mcp-server-file-write",
+            "file_write",
+            {"path": "new.txt", "content": "x"},
+            {"path": "../outside/n.txt", "content": "x"},
+        ),
+        ("mcp-server-shell-exec", "shell_exec", {"command": "echo hi"}, {"command": "ls", "cwd": "../outside"}),
+    ],
+)
+async def test_an_empty_roots_list_leaves_the_launch_jail_in_force(
+    workspace: Path, mode: str, script: str, tool: str, inside: dict[str, Any], outside: dict[str, Any]
+) -> None:
+    # Regression: MCP Inspector 2.x and editors with no folder open answer roots/list with []; that locked
+    # every call of every server with NO_ALLOWED_ROOTS. An empty list names no roots: no narrowing, no widening.
+    async def list_roots(_ctx: ClientRequestContext) -> ListRootsResult:
+        return ListRootsResult(roots=[])
+
+    async with serve(script, workspace, mode=mode, list_roots_callback=list_roots) as client:
+        with anyio.fail_after(30):
+            allowed = await client.call_tool(tool, inside)
+            refused = await client.call_tool(tool, outside)
+    assert not allowed.is_error, text_of(allowed)
+    assert error_of(refused)["code"] == "PATH_OUTSIDE_JAIL"
 
 
 # -- audit ---------------------------------------------------------------------------------------

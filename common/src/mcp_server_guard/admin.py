@@ -168,13 +168,18 @@ def check(
     import json
 
     from mcp_server_guard.policy import PolicyError, load_policy
+    from mcp_server_guard.shellparse import TooComplex
     from mcp_server_guard.shellpolicy import PolicyEngine
 
     try:
         engine = PolicyEngine(load_policy(policy).shell_exec)
     except PolicyError as exc:
         usage_error(PROG, str(exc))
-    verdict = engine.decide(command, args or [])
+    try:
+        verdict = engine.decide(command, args or [])
+    except TooComplex as exc:
+        typer.echo(f"decision: deny\nrule:     COMMAND_TOO_COMPLEX\nreason:   {exc}")
+        raise typer.Exit(CHECK_EXIT["deny"]) from None
     if as_json:
         typer.echo(
             json.dumps(

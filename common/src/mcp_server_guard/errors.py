@@ -118,6 +118,7 @@ ERROR_CODES: dict[str, Category] = {
     "CONFLICT": Category.RESOURCE,
     "FILE_BUSY": Category.RESOURCE,
     "CONTENT_TOO_LARGE": Category.RESOURCE,
+    "COMMAND_TOO_COMPLEX": Category.RESOURCE,
     "DISK_FULL": Category.RESOURCE,
     "COMMAND_NOT_FOUND": Category.EXECUTION,
     "EXECUTION_FAILED": Category.EXECUTION,

@@ -21,7 +21,7 @@ import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import IO, TYPE_CHECKING
@@ -83,16 +83,57 @@ def build_env(extra: Mapping[str, str] | None, base: Mapping[str, str] | None = 
     return env
 
 
+# Bytes JSON escapes as \u00XX (6 bytes) and as a two-character escape: what a byte of output costs on the wire.
+_JSON_SIX = bytes(c for c in range(32) if c not in (8, 9, 10, 12, 13))
+_JSON_TWO = bytes((8, 9, 10, 12, 13, 0x22, 0x5C))
+_COST = [6 if c in _JSON_SIX else 2 if c in _JSON_TWO else 1 for c in range(256)]
+_BLOCK = 4096
+
+
+def json_cost(data: bytes) -> int:
+    """Bytes that ``data`` (UTF-8 text) takes inside a JSON string: NUL is 6, a quote 2, a letter 1."""
+    n = len(data)
+    return n + 5 * (n - len(data.translate(None, _JSON_SIX))) + (n - len(data.translate(None, _JSON_TWO)))
+
+
+def _fit(data: bytes, budget: int, *, from_end: bool) -> bytes:
+    """The longest prefix (or suffix) of ``data`` whose JSON cost is within ``budget``."""
+    if json_cost(data) <= budget:
+        return data
+    view = data[::-1] if from_end else data
+    used = pos = 0
+    while pos < len(view):
+        block = view[pos : pos + _BLOCK]
+        cost = json_cost(block)
+        if used + cost > budget:
+            for byte in block:  # the last block, byte by byte
+                if used + _COST[byte] > budget:
+                    break
+                used += _COST[byte]
+                pos += 1
+            break
+        used += cost
+        pos += len(block)
+    return data[len(data) - pos :] if from_end else data[:pos]
+
+
 class OutputBuffer:
-    """Keeps the first and last bytes of a stream, counting the rest."""
+    """Keeps the first and last bytes of a stream, counting the rest.
+
+    ``render`` bounds what the text costs in the reply, not only the raw bytes kept: escaped as JSON
+    (a NUL becomes six bytes) it stays within ``limit``, so a flood of control characters cannot
+    make a reply many times bigger than asked.
+    """
 
     def __init__(self, limit: int) -> None:
+        self.limit = limit
         self.head_limit = limit // 2
         self.tail_limit = limit - self.head_limit
         self.head = bytearray()
         self.tail: deque[bytes] = deque()
         self.tail_size = 0
         self.total = 0
+        self.cut = False  # render had to drop bytes (raw overflow, or escaping over budget)
 
     def feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
@@ -109,18 +150,27 @@ class OutputBuffer:
 
     @property
     def truncated(self) -> bool:
-        return self.total > self.head_limit + self.tail_limit
+        return self.cut or self.total > self.head_limit + self.tail_limit
 
     def render(self) -> str:
         tail = b"".join(self.tail)
-        if not self.truncated:
-            return (bytes(self.head) + tail).decode("utf-8", "replace")
-        tail = tail[-self.tail_limit :]
-        omitted = self.total - len(self.head) - len(tail)
+        if self.total <= self.head_limit + self.tail_limit:
+            whole = (bytes(self.head) + tail).decode("utf-8", "replace").encode("utf-8")
+            if json_cost(whole) <= self.limit:
+                return whole.decode("utf-8")
+            head, tail = whole[: len(whole) // 2], whole[len(whole) // 2 :]
+        else:
+            head = bytes(self.head).decode("utf-8", "replace").encode("utf-8")
+            tail = tail[-self.tail_limit :].decode("utf-8", "replace").encode("utf-8")
+        self.cut = True
+        marker_room = 64
+        head = _fit(head, max(self.head_limit - marker_room, 0), from_end=False)
+        tail = _fit(tail, max(self.tail_limit - marker_room, 0), from_end=True)
+        omitted = max(self.total - len(head) - len(tail), 0)
         return (
-            bytes(self.head).decode("utf-8", "replace")
+            head.decode("utf-8", "ignore")  # a character cut in two at the edge is dropped
             + f"\n[... {omitted} bytes omitted ...]\n"  # ASCII: a non-ASCII marker doubles the string's memory
-            + tail.decode("utf-8", "replace")
+            + tail.decode("utf-8", "ignore")
         )
 
 
@@ -138,28 +188,81 @@ class RunResult:
 
 
 class ProcessRegistry:
-    """Process groups still running, so a server shutting down can kill them all."""
+    """The commands this server runs, so that orphans can be told from them and nothing outlives the server.
+
+    Spawns happen on other threads, so everything here is guarded by one lock. The orphan sweep (kill and
+    reap children that belong to no call: daemons reparented to us as subreaper) waits until no spawn is
+    in flight and no call is running: a child that a spawn has just created, or a call's own ``setsid``
+    helper, is never mistaken for an orphan (doing so reaped other calls' commands, which then read as
+    exit 0).
+    """
 
     def __init__(self) -> None:
-        self._groups: set[int] = set()
+        self._lock = threading.Lock()
+        self._groups: set[int] = set()  # process groups of running calls (their leaders' pids)
+        self._spawning = 0
+        self._closed = False
+
+    @contextlib.contextmanager
+    def spawning(self) -> Iterator[None]:
+        """Bracket a spawn: no sweep runs while a child may exist that is not registered yet."""
+        with self._lock:
+            if self._closed:
+                raise ServerClosing
+            self._spawning += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._spawning -= 1
 
     def add(self, pgid: int) -> None:
-        self._groups.add(pgid)
+        """Register a call's process group; called on the spawning thread, inside :meth:`spawning`."""
+        with self._lock:
+            self._groups.add(pgid)
 
     def discard(self, pgid: int) -> None:
-        self._groups.discard(pgid)
+        with self._lock:
+            self._groups.discard(pgid)
 
-    def kill_all(self) -> None:
-        for pgid in list(self._groups):
-            kill_group(pgid, signal.SIGKILL)
-        self._groups.clear()
-        self.reap_orphans()
+    @property
+    def active(self) -> int:
+        with self._lock:
+            return len(self._groups) + self._spawning
 
-    def reap_orphans(self) -> None:
-        """Kill what our runs left behind outside their groups (reparented to us as subreaper)."""
+    def sweep(self) -> int:
+        """Kill orphans left by finished calls, once no call runs and no spawn is in flight."""
         from mcp_server_guard.sandbox import reap_orphans
 
-        reap_orphans(self._groups)
+        with self._lock:
+            if self._groups or self._spawning:
+                return 0  # a running call's children are not orphans yet; the last call to end sweeps
+            return reap_orphans(())
+
+    def kill_all(self, *, wait: float = 1.0) -> None:
+        """Server shutdown: kill every call's group and every orphan, and refuse new spawns.
+
+        Orphans reach us asynchronously (a ``setsid`` child is reparented only once its parent has died),
+        so the sweep repeats until no child is left or ``wait`` seconds have passed.
+        """
+        from mcp_server_guard.sandbox import children, reap_orphans
+
+        with self._lock:
+            self._closed = True
+            groups = list(self._groups)
+            self._groups.clear()
+        for pgid in groups:
+            kill_group(pgid, signal.SIGKILL)
+        deadline = time.monotonic() + wait
+        while True:
+            reap_orphans(())
+            if not children() or time.monotonic() > deadline:
+                return
+            time.sleep(0.005)
+
+
+class ServerClosing(Exception):
+    """The server is shutting down: no new command starts."""
 
 
 REGISTRY = ProcessRegistry()
@@ -184,15 +287,28 @@ def _feed(pipe: IO[bytes], data: bytes) -> None:
 
 
 async def _spawn(
-    argv: Sequence[str], cwd: str, env: Mapping[str, str], stdin: bool, confinement: Confinement | None
+    argv: Sequence[str],
+    cwd: str,
+    env: Mapping[str, str],
+    stdin: bool,
+    confinement: Confinement | None,
+    registry: ProcessRegistry,
 ) -> subprocess.Popen[bytes]:
-    """Start the command. A confined spawn runs on a fresh thread that confines itself first, so
-    subprocess can still vfork (a preexec_fn would force a fork of the whole server)."""
+    """Start the command and register its group before anyone can sweep. A confined spawn runs on a fresh
+    thread that confines itself first, so subprocess can still vfork (a preexec_fn would fork the server)."""
 
     def start() -> subprocess.Popen[bytes]:
-        if confinement is not None and confinement.in_thread:
-            confinement.enter_thread()
-        proc = subprocess.Popen(
+        with registry.spawning():
+            if confinement is not None and confinement.in_thread:
+                confinement.enter_thread()
+            proc = _popen()
+            registry.add(proc.pid)  # session leader: its pid is the group id
+        if confinement is not None:
+            confinement.limit(proc.pid)
+        return proc
+
+    def _popen() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
             list(argv),
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -202,9 +318,6 @@ async def _spawn(
             start_new_session=True,
             preexec_fn=confinement.preexec if confinement is not None and confinement.in_child else None,  # noqa: PLW1509
         )
-        if confinement is not None:
-            confinement.limit(proc.pid)
-        return proc
 
     if confinement is None or not confinement.in_thread:
         return start()
@@ -278,9 +391,8 @@ async def run(
     started = time.perf_counter()
     out, err = OutputBuffer(max_output), OutputBuffer(max_output)
     timed_out = False
-    process = await _spawn(argv, cwd, env, stdin is not None, confinement)
+    process = await _spawn(argv, cwd, env, stdin is not None, confinement, registry)
     pgid = process.pid  # session leader: its pid is the group id
-    registry.add(pgid)
     try:
         stdout, stderr = await _reader(process.stdout), await _reader(process.stderr)
         async with anyio.create_task_group() as readers:
@@ -305,18 +417,20 @@ async def run(
     finally:
         with anyio.CancelScope(shield=True):
             kill_group(pgid, signal.SIGKILL)
-            registry.discard(pgid)
             with anyio.move_on_after(KILL_GRACE_S):
                 await _exited(process)
-            registry.reap_orphans()
+            # Only once reaped: until then a sweep could reap it first and its status would be lost.
+            registry.discard(pgid)
+            registry.sweep()
     code = process.returncode if process.returncode is not None else -signal.SIGKILL
     sig = None
     if code < 0:
         sig = signal.Signals(-code).name if -code in signal.valid_signals() else f"SIG{-code}"
         code = 128 - code
+    stdout_text, stderr_text = out.render(), err.render()  # rendering decides `truncated` too
     return RunResult(
-        stdout=out.render(),
-        stderr=err.render(),
+        stdout=stdout_text,
+        stderr=stderr_text,
         exit_code=code,
         signal=sig,
         timed_out=timed_out,

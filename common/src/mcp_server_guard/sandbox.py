@@ -24,6 +24,7 @@ import logging
 import os
 import resource
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -219,16 +220,33 @@ def _make_pids_cgroup(limit: int) -> Path | None:
 
 
 def _sweep_stale(base: Path) -> None:
-    """Remove the empty cgroups of servers that died without cleaning up (SIGKILL)."""
+    """Remove the cgroups of servers that died without cleaning up (SIGKILL), killing what still runs there."""
     for group in base.glob("mcp-guard-*"):
         pid = group.name.removeprefix("mcp-guard-")
-        if not pid.isdigit() or Path(f"/proc/{pid}").exists():
+        if not pid.isdigit() or _alive(int(pid)):
             continue
+        for child in [*group.glob("run-*"), group]:
+            # Commands the dead server left running must not outlive it.
+            _kill_cgroup(child)
         for child in group.glob("run-*"):
-            with contextlib.suppress(OSError):
-                child.rmdir()
-        with contextlib.suppress(OSError):
-            group.rmdir()
+            _remove_cgroup(child)
+        _remove_cgroup(group)
+
+
+def _kill_cgroup(group: Path) -> None:
+    """SIGKILL every process in a cgroup: cgroup.kill on v2, each listed pid (until none is left) on v1."""
+    import signal
+    import time
+
+    with contextlib.suppress(OSError):
+        (group / "cgroup.kill").write_text("1", encoding="ascii")
+        return
+    deadline = time.monotonic() + 1.0
+    while (pids := _read(group / "cgroup.procs").split()) and time.monotonic() < deadline:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
+                os.kill(int(pid), signal.SIGKILL)
+        time.sleep(0.01)
 
 
 def _read(path: Path) -> str:
@@ -273,6 +291,7 @@ def plan(mode: SandboxMode, read_scope: ReadScope, network: NetworkMode, limits:
                 )
             result.notes.append("no network namespace: only TCP is denied (Landlock), UDP is not")
     _become_subreaper()
+    sweep_stale_tmpdirs()
     if mode is not SandboxMode.OFF:
         result.pids_cgroup = _make_pids_cgroup(limits.processes)
         if os.geteuid() == 0 and result.pids_cgroup is None:
@@ -422,18 +441,70 @@ class Confinement:
         if self.ruleset is not None:
             os.close(self.ruleset)
             self.ruleset = None
-        shutil.rmtree(self.tmpdir, ignore_errors=True)
+        _remove_tmpdir(self.tmpdir)
+
+
+# Per-call temporary directories: named after the server's pid, so that those of a server that died
+# without cleaning up (SIGKILL) are recognised and removed by the next server to start.
+_TMPDIR_PREFIX = "mcp-guard-run-"
+_LIVE_TMPDIRS: set[str] = set()
+
+
+def _make_tmpdir() -> str:
+    tmpdir = tempfile.mkdtemp(prefix=f"{_TMPDIR_PREFIX}{os.getpid()}-")
+    _LIVE_TMPDIRS.add(tmpdir)
+    return tmpdir
+
+
+def _remove_tmpdir(tmpdir: str) -> None:
+    shutil.rmtree(tmpdir, ignore_errors=True)
+    _LIVE_TMPDIRS.discard(tmpdir)
+
+
+def sweep_stale_tmpdirs(base: str | None = None) -> int:
+    """Remove the per-call temporary directories of servers that are no longer running. Returns how many."""
+    base = base or tempfile.gettempdir()
+    removed = 0
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return 0
+    for name in names:
+        pid = name.removeprefix(_TMPDIR_PREFIX).partition("-")[0]
+        if not name.startswith(_TMPDIR_PREFIX) or not pid.isdigit() or _alive(int(pid)):
+            continue
+        path = os.path.join(base, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        # Only real directories of our own (never follow a planted symlink, never another user's).
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def confine(plan_: SandboxPlan, roots: Iterable[str]) -> Confinement:
     """Prepare one run: a fresh private temporary directory and a ruleset naming it and the roots."""
-    tmpdir = tempfile.mkdtemp(prefix="mcp-guard-run-")
+    tmpdir = _make_tmpdir()
     ruleset: int | None = None
     try:
         if plan_.landlock:
             ruleset = build_ruleset(plan_, [*roots, tmpdir])
     except OSError:
-        shutil.rmtree(tmpdir, ignore_errors=True)
+        _remove_tmpdir(tmpdir)
         raise
     netns = plan_.netns and plan_.network is NetworkMode.DENY
     return Confinement(tmpdir, ruleset, plan_.label, plan_.limits, netns)
@@ -452,12 +523,15 @@ def _become_subreaper() -> None:
 
 
 def reap_orphans(active_groups: Iterable[int]) -> int:
-    """Kill and reap our children that belong to no running call (orphans reparented to us). Returns how many."""
+    """Kill and reap our children outside ``active_groups`` (orphans reparented to us). Returns how many.
+
+    The caller guarantees that no command of a running call is among them (see ProcessRegistry.sweep).
+    """
     import signal
 
     active = set(active_groups)
     count = 0
-    for pid in _children():
+    for pid in children():
         try:
             if os.getpgid(pid) in active:
                 continue
@@ -471,7 +545,8 @@ def reap_orphans(active_groups: Iterable[int]) -> int:
     return count
 
 
-def _children() -> list[int]:
+def children() -> list[int]:
+    """Our direct children (including orphans reparented to us), from /proc."""
     pids: list[int] = []
     try:
         tasks = os.listdir("/proc/self/task")
@@ -483,15 +558,21 @@ def _children() -> list[int]:
 
 
 def release(plan_: SandboxPlan) -> None:
-    """At server exit: leave the pids cgroup and remove it."""
-    if plan_.pids_cgroup is not None:
-        with contextlib.suppress(OSError):
-            (plan_.pids_cgroup.parent / "cgroup.procs").write_text(str(os.getpid()), encoding="ascii")
-        _remove_cgroup(plan_.pids_cgroup)
+    """At server exit: remove the temporary directories and leave and remove the pids cgroup."""
+    release_all()
 
 
 def release_all() -> None:
+    """At server exit, however it exits: remove every per-call temporary directory and our pids cgroup.
+
+    The commands must have been killed first (ProcessRegistry.kill_all).
+    """
+    for tmpdir in list(_LIVE_TMPDIRS):
+        _remove_tmpdir(tmpdir)
     for group in list(_CREATED_CGROUPS):
+        # A cgroup with a member cannot be removed, and the server itself is one: leave it first.
+        with contextlib.suppress(OSError):
+            (group.parent / "cgroup.procs").write_text(str(os.getpid()), encoding="ascii")
         _remove_cgroup(group)
 
 

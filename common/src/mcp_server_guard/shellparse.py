@@ -20,6 +20,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
+# What one command line may cost to analyse (beyond these the line is refused, not judged): its size, its
+# syntax tree's size and depth (the walker recurses per level), and the simple commands it holds.
+MAX_COMMAND_BYTES = 256 * 1024
+MAX_SYNTAX_NODES = 20_000
+MAX_SYNTAX_DEPTH = 256
+MAX_COMMANDS = 1000
+
 _GLOB_CHARS = frozenset("*?[")
 _BRACE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 _ANSI_SIMPLE = {
@@ -30,6 +37,10 @@ _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
 _DYNAMIC_NODES = frozenset(
     {"simple_expansion", "expansion", "command_substitution", "process_substitution", "arithmetic_expansion"}
 )
+
+
+class TooComplex(ValueError):
+    """The line is too big or too deeply nested to be analysed within the bounds above."""
 
 
 @dataclass(frozen=True)
@@ -414,11 +425,40 @@ def _descendants(node: Node) -> Iterator[Node]:
         yield from _descendants(child)
 
 
+def _depth(node: Node, limit: int) -> int:
+    """Depth of a syntax tree (iteratively: the tree may be deeper than Python's recursion limit)."""
+    cursor = node.walk()
+    depth = deepest = 0
+    while True:
+        if cursor.goto_first_child():
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                return deepest
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return deepest
+            depth -= 1
+
+
 def parse(source: str) -> Parsed:
-    """Parse one command line (or script) into commands, redirects and findings."""
+    """Parse one command line (or script) into commands, redirects and findings.
+
+    Raises TooComplex beyond the bounds above: a huge or deeply nested line must neither stall the server
+    nor exhaust the walker's recursion.
+    """
+    data = source.encode("utf-8", "surrogateescape")
+    if len(data) > MAX_COMMAND_BYTES:
+        raise TooComplex(f"the command line is {len(data)} bytes; the limit is {MAX_COMMAND_BYTES}")
     parsed = Parsed(source)
-    tree = _parser().parse(source.encode("utf-8", "surrogateescape"))
+    tree = _parser().parse(data)
     root = tree.root_node
+    nodes = root.descendant_count
+    if nodes > MAX_SYNTAX_NODES:
+        raise TooComplex(f"the command line has {nodes} syntax nodes; the limit is {MAX_SYNTAX_NODES}")
+    if nodes > MAX_SYNTAX_DEPTH and _depth(root, MAX_SYNTAX_DEPTH) > MAX_SYNTAX_DEPTH:
+        raise TooComplex(f"the command line is nested more than {MAX_SYNTAX_DEPTH} levels deep")
     _Walker(parsed).walk(root)
     if root.has_error and not any(f.kind == "parse-error" for f in parsed.findings):
         parsed.findings.append(Finding("parse-error", "the command line does not parse"))

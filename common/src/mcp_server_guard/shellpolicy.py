@@ -20,7 +20,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mcp_server_guard.shellparse import Command, Finding, Parsed, Redirect, Word, expand_braces, parse
+from mcp_server_guard.shellparse import (
+    MAX_COMMANDS,
+    Command,
+    Finding,
+    Parsed,
+    Redirect,
+    TooComplex,
+    Word,
+    expand_braces,
+    parse,
+)
 
 Action = Literal["deny", "ask", "allow"]
 _SEVERITY: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
@@ -255,6 +265,8 @@ class _Expander:
         if head.static is None:
             self.finding("dynamic-command", f"the program name {head.raw!r} is only known at run time")
             return
+        if len(self.found) >= MAX_COMMANDS:
+            raise TooComplex(f"the command line runs more than {MAX_COMMANDS} commands")
         argv = [words[0].value or ""]
         for word in words[1:]:
             if word.value is None:

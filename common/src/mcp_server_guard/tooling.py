@@ -129,6 +129,7 @@ class GuardedServer(MCPServer[Any]):
         self.policy = config.policy
         self.audit = config.audit
         self.roots_current = False
+        self._said_empty_roots = False
         self.cleanups: list[Callable[[], None]] = []  # run when the server stops
         # Middleware sees every inbound message in both eras; the 2026-07-28 runner would drop this
         # notification before any handler (no handshake), yet a stale, wider jail must not survive it.
@@ -143,8 +144,16 @@ class GuardedServer(MCPServer[Any]):
     def apply_roots(self, result: ListRootsResult | None) -> None:
         if result is None:
             return
-        self.jail.narrow(_root_paths(result))
         self.roots_current = True
+        if not result.roots:
+            # An empty list names no roots (Inspector, editors with no folder open): no narrowing, as in
+            # the reference filesystem server. Roots only ever narrow; the launch jail stays in force.
+            self.jail.narrow(None)
+            if not self._said_empty_roots:
+                self._said_empty_roots = True
+                log.warning("the client's roots list is empty: serving the allowed directories unnarrowed")
+            return
+        self.jail.narrow(_root_paths(result))
         log.info("jail narrowed by client roots to: %s", self.jail.describe_roots())
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:

@@ -9,6 +9,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+import anyio.to_thread
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.resolve import Elicit, Resolve
@@ -16,10 +17,11 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from mcp_server_guard import audit
-from mcp_server_guard.errors import ExecutionError, ParamError, SecurityError
+from mcp_server_guard.errors import ExecutionError, ParamError, ResourceError, SecurityError
 from mcp_server_guard.jail import Jail
 from mcp_server_guard.process import RunResult, base_env, build_env, run
 from mcp_server_guard.sandbox import SandboxPlan, confine, release
+from mcp_server_guard.shellparse import TooComplex
 from mcp_server_guard.shellpolicy import PolicyEngine, ShellPolicy, Verdict
 from mcp_server_guard.tooling import ClientRoots, GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
 
@@ -28,6 +30,8 @@ TOOL_NAME = "shell_exec"
 TOOL_DESCRIPTION = "指定されたシェルコマンドを実行し、その標準出力と標準エラー出力を返します。"
 ANNOTATIONS = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True)
 BASH = ("/bin/bash", "--noprofile", "--norc", "-c")
+# Lines up to this size are checked on the event loop (well under a millisecond); longer ones on a thread.
+_INLINE_PREPARE_CHARS = 4096
 # Redirect targets that are not files in the jail, and are harmless.
 _SAFE_DEVICES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero")
 
@@ -163,7 +167,15 @@ class ShellExec:
         finally:
             os.close(fd)
         env = build_env(args.env, self.base_env)
-        verdict = self.engine.decide(args.command, args.args)
+        try:
+            verdict = self.engine.decide(args.command, args.args)
+        except TooComplex as exc:
+            # Defense in depth: a line built to be expensive to analyse must not stall every other call.
+            raise ResourceError(
+                "COMMAND_TOO_COMPLEX",
+                f"The command is too large or too deeply nested to be checked: {exc}.",
+                "Split it into smaller commands, or put a long script in a file and run that file.",
+            ) from None
         if verdict.action == "deny":
             raise SecurityError(
                 "COMMAND_DENIED",
@@ -178,6 +190,12 @@ class ShellExec:
             argv = (*BASH, args.command)
             shown = args.command
         return Prepared(verdict, argv, shown, cwd, self.jail.display(located), env)
+
+    async def prepare_off_loop(self, args: ShellExecInput) -> Prepared:
+        """Prepare a large line on a worker thread (its analysis may take milliseconds); a small one here."""
+        if len(args.command) + sum(len(a) for a in args.args) <= _INLINE_PREPARE_CHARS:
+            return self.prepare(args)
+        return await anyio.to_thread.run_sync(self.prepare, args)
 
     def _check_redirects(self, verdict: Verdict, cwd: str, home: str) -> None:
         for redirect in verdict.redirects:
@@ -217,7 +235,7 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
         """Ask the human when the policy says ask; refusals surface here, before any question."""
         server.apply_roots(client_roots)
         request = ShellExecInput.model_construct(command=command, args=args, cwd=cwd, env=env)
-        prepared = shell.prepare(request)
+        prepared = await shell.prepare_off_loop(request)
         _PREPARED.set((_key(request), prepared))
         verdict = prepared.verdict
         if verdict.action != "ask":
@@ -237,7 +255,7 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
         # Authoritative: the body holds the decision; it reuses the gate's only for identical arguments in
         # this same round (same task, same jail), and decides afresh otherwise.
         cached = _PREPARED.get()
-        prepared = cached[1] if cached is not None and cached[0] == _key(args) else shell.prepare(args)
+        prepared = cached[1] if cached is not None and cached[0] == _key(args) else await shell.prepare_off_loop(args)
         verdict = prepared.verdict
         decision = "allow"
         if verdict.action == "ask":
