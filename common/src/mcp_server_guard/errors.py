@@ -119,10 +119,12 @@ ERROR_CODES: dict[str, Category] = {
     "FILE_BUSY": Category.RESOURCE,
     "CONTENT_TOO_LARGE": Category.RESOURCE,
     "DISK_FULL": Category.RESOURCE,
+    "HISTORY_FULL": Category.RESOURCE,
     "COMMAND_NOT_FOUND": Category.EXECUTION,
     "EXECUTION_FAILED": Category.EXECUTION,
     "PERMISSION_DENIED": Category.SYSTEM,
     "IO_ERROR": Category.SYSTEM,
     "HISTORY_UNAVAILABLE": Category.SYSTEM,
+    "AUDIT_UNAVAILABLE": Category.SYSTEM,
     "INTERNAL_ERROR": Category.SYSTEM,
 }
