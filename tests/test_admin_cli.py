@@ -113,3 +113,35 @@ def test_launch_dir_replaces_the_working_directory(tmp_path: Path) -> None:
     inside, cwd_file = anyio.run(main)
     assert inside.structured_content["content"] == "from the launch dir\n"  # type: ignore[attr-defined]
     assert cwd_file.is_error  # type: ignore[attr-defined]  # the real cwd is not a root any more
+
+
+def test_audit_command_pairs_intent_and_outcome_into_one_line_per_call(tmp_path: Path) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+
+    def record(audit_id: str, phase: str, pid: int, **extra: object) -> dict[str, object]:
+        base = {"audit_id": audit_id, "phase": phase, "time": f"2026-11-21T00:00:0{len(audit_id)}.000+00:00"}
+        return {**base, "server": "file_write", "tool": "file_write", "pid": pid, **extra}
+
+    lines = [
+        {"server": "file_read", "decision": "allow", "arguments": {"path": "legacy.txt"}, "durationMs": 1.0},
+        record("a1", "intent", dead.pid, arguments={"path": "done.txt"}),
+        record("b22", "intent", dead.pid, arguments={"path": "crashed.txt"}),
+        record("c333", "outcome", dead.pid, arguments={"path": "../out"}, decision="deny", code="PATH_OUTSIDE_JAIL"),
+        record("a1", "outcome", dead.pid, arguments={"path": "done.txt"}, decision="allow", bytes=5, durationMs=2.5),
+        record("d4444", "intent", os.getpid(), arguments={"path": "slow.txt"}),
+    ]
+    log = tmp_path / "audit.jsonl"
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    proc = run([console_script("mcp-guard"), "audit", "--audit-log", str(log)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    shown = proc.stdout.strip().splitlines()
+    assert len(shown) == 5, shown  # one line per call, in the order the calls started
+    assert "legacy.txt" in shown[0]
+    assert "done.txt" in shown[1] and "allow" in shown[1] and "5B" in shown[1]
+    assert "crashed.txt" in shown[2] and "INTERRUPTED" in shown[2]
+    assert "../out" in shown[3] and "deny PATH_OUTSIDE_JAIL" in shown[3]
+    assert "slow.txt" in shown[4] and "RUNNING" in shown[4]
+    last_two = run([console_script("mcp-guard"), "audit", "-n", "2", "--json", "--audit-log", str(log)], tmp_path)
+    calls = [json.loads(line) for line in last_two.stdout.splitlines()]
+    assert [(c["audit_id"], c["status"]) for c in calls] == [("c333", "done"), ("d4444", "running")]

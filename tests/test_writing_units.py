@@ -10,7 +10,7 @@ import pytest
 
 from conftest import console_script
 from mcp_server_guard.errors import GuardError
-from mcp_server_guard.history import HistoryError, HistoryStore
+from mcp_server_guard.history import HistoryError, HistoryStore, disk_usage
 from mcp_server_guard.policy import load_policy
 from mcp_server_guard.writing import ProtectedPaths, check_executable_content
 
@@ -89,15 +89,31 @@ def _save(store: HistoryStore, tmp_path: Path, body: bytes, name: str = "f.txt")
         os.close(fd)
 
 
+def _on_disk(directory: Path, entry_id: str) -> int:
+    return sum(disk_usage((directory / f"{entry_id}{suffix}").stat()) for suffix in (".data", ".json"))
+
+
 def test_history_evicts_oldest_first_and_never_the_newest(tmp_path: Path) -> None:
-    store = HistoryStore(tmp_path / "hist", max_bytes=250)
+    probe = HistoryStore(tmp_path / "probe", max_bytes=1 << 20)
+    one = _on_disk(probe.directory, _save(probe, tmp_path, b"A" * 100))  # what an entry costs on this disk
+    store = HistoryStore(tmp_path / "hist", max_bytes=one * 2 + one // 2)
     ids = [_save(store, tmp_path, bytes([65 + i]) * 100) for i in range(4)]
     kept = [e.id for e in store.entries()]
     assert kept == ids[-2:]
     entry, data = store.get(ids[-1])
     assert data.read_bytes() == b"D" * 100 and entry.size == 100 and entry.path == str(tmp_path / "f.txt")
-    huge = _save(store, tmp_path, b"z" * 1000)
+    huge = _save(store, tmp_path, b"z" * (one * 4))
     assert [e.id for e in store.entries()] == [huge]  # over the bound alone, yet kept
+
+
+def test_history_counts_metadata_and_bounds_the_number_of_entries(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "hist", max_bytes=1 << 30, max_entries=3)
+    ids = [_save(store, tmp_path, b"") for _ in range(7)]  # empty contents still cost their metadata
+    kept = [e.id for e in store.entries()]
+    assert 1 <= len(kept) <= 3 and kept == ids[-len(kept) :]  # the newest, within the bound
+    assert sorted(p.name for p in store.directory.iterdir() if p.suffix in (".data", ".json")) == sorted(
+        f"{i}{s}" for i in kept for s in (".data", ".json")
+    )
     with pytest.raises(HistoryError):
         store.get("../../etc/passwd")
 

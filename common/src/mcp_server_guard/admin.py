@@ -15,7 +15,7 @@ import enum
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -49,14 +49,19 @@ def demo(
 
 
 def format_entry(entry: dict[str, Any]) -> str:
+    """One call (intent and outcome merged, see ``audit.read_entries``) as one readable line."""
     args = entry.get("arguments") or {}
     shown = ", ".join(f"{k}={v!r}" if not isinstance(v, dict) else f"{k}=<{_short(v)}>" for k, v in args.items())
-    outcome = entry.get("decision", "?") + (f" {entry['code']}" if entry.get("code") else "")
+    status = entry.get("status", "done")
+    if status == "interrupted":
+        outcome = "INTERRUPTED (server died mid-call)"
+    elif status == "running":
+        outcome = "RUNNING (no outcome yet)"
+    else:
+        outcome = entry.get("decision", "?") + (f" {entry['code']}" if entry.get("code") else "")
     size = f"{entry['bytes']}B" if entry.get("bytes") is not None else "-"
-    return (
-        f"{entry.get('time', '?')[:23]}  {entry.get('server', '?'):<10} {outcome:<28} {size:>9} "
-        f"{entry.get('durationMs', 0):>8.1f}ms  {shown}"
-    )
+    duration = f"{entry['durationMs']:>8.1f}ms" if isinstance(entry.get("durationMs"), int | float) else f"{'-':>10}"
+    return f"{entry.get('time', '?')[:23]}  {entry.get('server', '?'):<10} {outcome:<28} {size:>9} {duration}  {shown}"
 
 
 def _short(value: dict[str, Any]) -> str:
@@ -65,11 +70,16 @@ def _short(value: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in value.items())
 
 
-@app.command(help="Show the last N audit-log entries, oldest first.")
+@app.command(
+    help="Show the last N calls in the audit log, oldest first: one line per call (its intent and outcome "
+    "records paired by audit_id); a call whose server died before it ended shows as INTERRUPTED."
+)
 def audit(
-    last: Annotated[int, typer.Option("-n", "--last", min=1, help="How many entries.")] = 20,
+    last: Annotated[int, typer.Option("-n", "--last", min=1, help="How many calls.")] = 20,
     audit_log: Annotated[Path | None, typer.Option("--audit-log", metavar="FILE", help="Log to read.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the raw JSON lines.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print each call as one JSON object (intent and outcome merged, + status).")
+    ] = False,
 ) -> None:
     import json
 
@@ -219,27 +229,51 @@ def _history_store(history_dir: Path | None) -> HistoryStore:
     from mcp_server_guard.policy import load_policy
 
     directory = history_dir or default_state_path("history", [])
-    return HistoryStore(directory, load_policy().file_write.history_max_bytes)
+    policy = load_policy().file_write
+    return HistoryStore(directory, policy.history_max_bytes, policy.history_max_entries)
 
 
-@history_app.command("list", help="Saved versions, oldest first; only those of PATH (a file or directory) if given.")
+def _history_error(exc: HistoryError) -> NoReturn:
+    typer.echo(f"{PROG}: error: {exc.code}: {exc.message}", err=True)
+    raise typer.Exit(1)
+
+
+@history_app.command(
+    "list",
+    help="Saved versions, oldest first; only those of PATH (a file or directory) if given. Entries that can no "
+    "longer be restored (their data is gone or damaged) are reported on stderr as HISTORY_BROKEN.",
+)
 def history_list(
     path: Annotated[Path | None, typer.Argument(help="Show only versions of this file or directory.")] = None,
     history_dir: HistoryDirOpt = None,
 ) -> None:
     store = _history_store(history_dir)
     wanted = os.path.realpath(path) if path is not None else None
+
+    def selected(original: str | None) -> bool:
+        if wanted is None:
+            return True
+        return original is not None and (original == wanted or original.startswith(wanted.rstrip("/") + "/"))
+
+    entries, broken = store.inventory()
     shown = 0
-    for entry in store.entries():
-        if wanted is not None and entry.path != wanted and not entry.path.startswith(wanted.rstrip("/") + "/"):
+    for entry in entries:
+        if not selected(entry.path):
             continue
         typer.echo(f"{entry.id}  {entry.time[:23]}  {entry.size:>9}B  sha256:{entry.sha256[:12]}…  {entry.path}")
         shown += 1
+    for bad in broken:
+        if selected(bad.path) or bad.path is None:
+            typer.echo(f"{PROG}: HISTORY_BROKEN: {bad.problem}", err=True)
     if not shown:
         typer.echo(f"no saved versions in {store.directory}", err=True)
 
 
-@history_app.command("restore", help="Put a saved version back at its original path, through the same guards.")
+@history_app.command(
+    "restore",
+    help="Put a saved version back at its original path, through the same guards. Exit code: 0 restored, "
+    "1 no such entry or a broken one (HISTORY_NOT_FOUND, HISTORY_BROKEN), 2 refused by a guard or bad usage.",
+)
 def history_restore(
     entry_id: Annotated[str, typer.Argument(metavar="ID", help="A history id from `mcp-guard history list`.")],
     allow_path: AllowPathOpt = None,
@@ -249,6 +283,7 @@ def history_restore(
 ) -> None:
     from mcp_server_guard.cli import build_config, resolve_history_dir
     from mcp_server_guard.errors import GuardError
+    from mcp_server_guard.journal import TempJournal, journal_dir
     from mcp_server_guard.writing import ProtectedPaths, Writer
 
     config = build_config(
@@ -262,26 +297,34 @@ def history_restore(
         log_level=LogLevel.WARNING,
     )
     directory = resolve_history_dir(PROG, history_dir, config)
-    store = HistoryStore(directory, config.policy.file_write.history_max_bytes)
+    write_policy = config.policy.file_write
+    store = HistoryStore(directory, write_policy.history_max_bytes, write_policy.history_max_entries)
     try:
-        entry, data_path = store.get(entry_id)
-        data = data_path.read_bytes()
-    except (HistoryError, OSError) as exc:
-        usage_error(PROG, str(exc))
+        entry, data = store.read(entry_id)
+    except HistoryError as exc:
+        _history_error(exc)
     protected = ProtectedPaths(
-        config.policy.file_write.protected_paths,
+        write_policy.protected_paths,
         files=[Path(p) for p in config.policy.source] + [config.audit.path],
         dirs=[directory],
     )
-    writer = Writer(config.jail, config.policy.file_write, protected, store)
+    try:
+        journal: TempJournal | None = TempJournal(journal_dir(directory))
+    except OSError:
+        journal = None  # restore still works; only a crash mid-restore could leave a temp file behind
+    writer = Writer(config.jail, write_policy, protected, store, journal)
     record = AuditRecord(server="mcp-guard", tool="history.restore", arguments={"id": entry_id, "path": entry.path})
     token = config.audit.begin(record)
     try:
+        config.audit.intent()  # no record, no action
         outcome = writer.write(entry.path, data, overwrite=True)
     except GuardError as exc:
         record.decision, record.code = "deny", exc.code
         config.audit.end(record, token)
         usage_error(PROG, f"{exc.code}: {exc.message} {exc.suggestion}")
+    finally:
+        if journal is not None:
+            journal.close()
     record.bytes = outcome.bytes_written
     config.audit.end(record, token)
     saved = f"; the content it replaced is saved as {outcome.backup}" if outcome.backup else ""

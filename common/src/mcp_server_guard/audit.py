@@ -1,7 +1,18 @@
-"""Append-only audit log: one JSON line per tool call, kept outside the jail.
+"""Append-only audit log kept outside the jail: a record of intent before a tool acts, and of its outcome.
 
-Argument values that carry file contents (and anything long) are replaced by their SHA-256 and
-length, so the log records what happened without copying the data it happened to.
+Each call that acts writes two JSON lines sharing one ``audit_id``:
+
+* ``"phase": "intent"`` — written *before* the tool acts (server, tool, summarized arguments, pid).
+  If it cannot be written (disk full, log unwritable), the call is refused with ``AUDIT_UNAVAILABLE``
+  and nothing is done: no record, no action.
+* ``"phase": "outcome"`` — written when the call ends (decision, code, sizes, duration and the facts
+  the tool noted). Failing to write it never turns a done action into a reported failure; it is
+  logged as one line on stderr instead.
+
+A call refused before it acts (bad arguments, a denied command) has an outcome line only; an intent
+without an outcome is a call its server never finished (it died, or is still running). Argument values
+that carry file contents (and anything long) are replaced by their SHA-256 and length, so the log
+records what happened without copying the data it happened to.
 """
 
 from __future__ import annotations
@@ -9,7 +20,9 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import json
+import logging
 import os
+import secrets
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -18,6 +31,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from mcp_server_guard.errors import SystemError_
+
+log = logging.getLogger("mcp_server_guard.audit")
 # Arguments whose values are data, not names: always hashed.
 CONTENT_KEYS = frozenset({"content", "stdin"})
 # Arguments whose values are secrets or may be: only their keys are logged.
@@ -65,6 +81,11 @@ def summarize_value(key: str, value: Any) -> Any:
     return value
 
 
+def new_audit_id() -> str:
+    """A short id, unique in practice, that pairs a call's intent and outcome lines."""
+    return secrets.token_hex(6)
+
+
 @dataclass
 class AuditRecord:
     """One call's entry; tool code adds to it through :func:`note`."""
@@ -77,20 +98,33 @@ class AuditRecord:
     code: str | None = None
     bytes: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-    summaries: dict[str, Any] = field(default_factory=dict)  # precomputed argument summaries
+    summaries: dict[str, Any] = field(default_factory=dict)  # argument summaries, computed once
+    audit_id: str = field(default_factory=new_audit_id)
+    intent_written: bool = False
 
-    def to_json(self) -> str:
+    def summarized_arguments(self) -> dict[str, Any]:
+        for key, value in self.arguments.items():
+            if key not in self.summaries:
+                self.summaries[key] = summarize_value(key, value)
+        return {key: self.summaries[key] for key in self.arguments}
+
+    def to_json(self, phase: str = "outcome") -> str:
         entry: dict[str, Any] = {
+            "audit_id": self.audit_id,
+            "phase": phase,
             "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "server": self.server,
             "tool": self.tool,
-            "arguments": {k: self.summaries.get(k) or summarize_value(k, v) for k, v in self.arguments.items()},
-            "decision": self.decision,
-            "code": self.code,
-            "bytes": self.bytes,
-            "durationMs": round((time.perf_counter() - self.started) * 1000, 3),
-            "pid": os.getpid(),
+            "arguments": self.summarized_arguments(),
         }
+        if phase == "outcome":
+            entry.update(
+                decision=self.decision,
+                code=self.code,
+                bytes=self.bytes,
+                durationMs=round((time.perf_counter() - self.started) * 1000, 3),
+            )
+        entry["pid"] = os.getpid()
         entry.update(self.extra)
         return json.dumps(entry, ensure_ascii=False, default=str)
 
@@ -103,6 +137,15 @@ def note_content(key: str, sha256: str, size: int) -> None:
     record = _current.get()
     if record is not None:
         record.summaries[key] = {"sha256": sha256, "bytes": size}
+
+
+def recorded_digest(key: str) -> tuple[str, int] | None:
+    """The (sha256, bytes) the audit already computed for a content argument of the current call."""
+    record = _current.get()
+    summary = record.summaries.get(key) if record is not None else None
+    if isinstance(summary, dict) and isinstance(summary.get("sha256"), str) and isinstance(summary.get("bytes"), int):
+        return summary["sha256"], summary["bytes"]
+    return None
 
 
 def note(*, bytes: int | None = None, decision: str | None = None, **extra: Any) -> None:
@@ -118,30 +161,77 @@ def note(*, bytes: int | None = None, decision: str | None = None, **extra: Any)
 
 
 class AuditLog:
-    """The append-only log file, opened once; each entry is a single O_APPEND write."""
+    """The append-only log file, opened once; each record is a single O_APPEND write."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self._torn = False  # a record was cut short (disk full): start the next one on a fresh line
 
     def begin(self, record: AuditRecord) -> contextvars.Token[AuditRecord | None]:
         return _current.set(record)
 
+    def intent(self) -> None:
+        """Record what the call being served is about to do; refuse the call if that cannot be recorded.
+
+        Call it right before the action; once per call (later calls are no-ops), no-op outside a call.
+        """
+        record = _current.get()
+        if record is None or record.intent_written:
+            return
+        try:
+            self._append(record.to_json("intent"))
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            log.error("audit: cannot record the intent of call %s (%s); the call is refused", record.audit_id, reason)
+            raise SystemError_(
+                "AUDIT_UNAVAILABLE",
+                f"The audit log cannot record this call ({reason}), so it was not performed; nothing was done.",
+                "Ask the user to free space where the server's audit log lives (--audit-log) or fix its permissions; "
+                "calls are refused until it can be written.",
+            ) from None
+        record.intent_written = True
+
     def end(self, record: AuditRecord, token: contextvars.Token[AuditRecord | None]) -> None:
+        """Record how the call ended. Never raises: a lost outcome line is reported on stderr instead."""
         _current.reset(token)
-        os.write(self._fd, (record.to_json() + "\n").encode("utf-8", "surrogatepass"))
+        try:
+            self._append(record.to_json("outcome"))
+        except OSError as exc:
+            code = f" {record.code}" if record.code else ""
+            log.error(
+                "audit: cannot record the outcome of call %s (%s: %s%s): %s",
+                record.audit_id,
+                record.tool,
+                record.decision,
+                code,
+                exc.strerror or exc,
+            )
 
     def reset(self, token: contextvars.Token[AuditRecord | None]) -> None:
-        """Drop the record of a call that is not over yet (an input_required round)."""
+        """Drop the record of a call that is not over yet and has not acted (an input_required round)."""
         _current.reset(token)
+
+    def _append(self, line: str) -> None:
+        data = (line + "\n").encode("utf-8", "surrogatepass")
+        if self._torn:
+            data = b"\n" + data
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError:
+            self._torn = self._torn or len(view) < len(data)
+            raise
+        self._torn = False
 
     def close(self) -> None:
         os.close(self._fd)
 
 
-def read_entries(path: Path, last: int) -> Iterator[dict[str, Any]]:
-    """The last ``last`` entries of a log, oldest first; unreadable lines are skipped."""
+def read_records(path: Path, last: int) -> list[dict[str, Any]]:
+    """The last ``last`` records (lines) of a log, oldest first; unreadable lines are skipped."""
     try:
         with path.open("rb") as fh:
             fh.seek(0, os.SEEK_END)
@@ -154,13 +244,59 @@ def read_entries(path: Path, last: int) -> Iterator[dict[str, Any]]:
                     break
                 block = min(size, block * 4)
     except FileNotFoundError:
-        return
-    entries: list[dict[str, Any]] = []
+        return []
+    records: list[dict[str, Any]] = []
     for line in reversed(lines):
-        if len(entries) >= last:
+        if len(records) >= last:
             break
         try:
-            entries.append(json.loads(line))
+            record = json.loads(line)
         except ValueError:
             continue
-    yield from reversed(entries)
+        if isinstance(record, dict):
+            records.append(record)
+    records.reverse()
+    return records
+
+
+def _pid_alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def read_entries(path: Path, last: int) -> Iterator[dict[str, Any]]:
+    """The last ``last`` calls of a log, oldest first: each call's intent and outcome merged into one entry.
+
+    Each entry gets a ``status``: ``done`` (an outcome was recorded), ``running`` (intent only, its server
+    is alive) or ``interrupted`` (intent only, its server is gone: it died mid-call). Records without an
+    ``audit_id`` (older logs) are calls of their own.
+    """
+    calls: dict[str, dict[str, Any]] = {}
+    order: list[dict[str, Any]] = []
+    # An intent and its outcome may be far apart (a long command): read generously, show ``last`` calls.
+    for record in read_records(path, 2 * last + 64):
+        audit_id = record.get("audit_id")
+        if not isinstance(audit_id, str):
+            order.append({**record, "status": "done"})
+            continue
+        call = calls.get(audit_id)
+        if call is None:
+            call = calls[audit_id] = {"status": "unfinished"}
+            order.append(call)
+        phase = record.pop("phase", "outcome")
+        if "time" in call:
+            record.pop("time", None)  # a call is shown at the time it started
+        call.update(record)
+        if phase != "intent":
+            call["status"] = "done"
+    for call in order:
+        if call["status"] == "unfinished":
+            call["status"] = "running" if _pid_alive(call.get("pid")) else "interrupted"
+    yield from order[-last:]

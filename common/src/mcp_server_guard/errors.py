@@ -120,10 +120,12 @@ ERROR_CODES: dict[str, Category] = {
     "CONTENT_TOO_LARGE": Category.RESOURCE,
     "COMMAND_TOO_COMPLEX": Category.RESOURCE,
     "DISK_FULL": Category.RESOURCE,
+    "HISTORY_FULL": Category.RESOURCE,
     "COMMAND_NOT_FOUND": Category.EXECUTION,
     "EXECUTION_FAILED": Category.EXECUTION,
     "PERMISSION_DENIED": Category.SYSTEM,
     "IO_ERROR": Category.SYSTEM,
     "HISTORY_UNAVAILABLE": Category.SYSTEM,
+    "AUDIT_UNAVAILABLE": Category.SYSTEM,
     "INTERNAL_ERROR": Category.SYSTEM,
 }

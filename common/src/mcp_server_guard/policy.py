@@ -41,6 +41,7 @@ class FileWritePolicy(_Section):
     shebang_interpreters: tuple[str, ...]
     protected_paths: tuple[str, ...]
     history_max_bytes: int = Field(ge=0)
+    history_max_entries: int = Field(ge=1)
 
     @field_validator("denied_extensions")
     @classmethod

@@ -182,8 +182,12 @@ class GuardedServer(MCPServer[Any]):
                 payload = (result.meta or {}).get(ERROR_META_KEY)
                 record.code = payload.get("code") if isinstance(payload, dict) else None
             self.audit.end(record, token)
+        elif record.intent_written:
+            # Asked for input after acting (no tool of ours does): close the record; the retry is a new call.
+            record.decision = "input_required"
+            self.audit.end(record, token)
         else:
-            # An input_required round (2026-07-28): the call is not over; the retry is audited.
+            # An input_required round (2026-07-28): the tool has not acted; the retry that does is audited.
             self.audit.reset(token)
         return result
 
@@ -212,6 +216,9 @@ def register_tool(
         server.apply_roots(kwargs.pop("client_roots", None))
         resolved = {name: kwargs.pop(name) for name in resolvers}
         args = input_model.model_construct(**kwargs)
+        # Fail closed: the record of intent is written before the tool acts; no record, no action.
+        # Only the round that runs the handler acts (an input_required round never gets here).
+        server.audit.intent()
         out = await handler(args, ctx, **resolved)
         return CallToolResult(
             content=[TextContent(type="text", text=out.to_text())],

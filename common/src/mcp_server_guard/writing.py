@@ -10,6 +10,11 @@ goes to a temp file in the same directory, is fsynced, and lands in one atomic s
   against ``expectedSha256``, copied to the history store, and ``rename(temp, name)`` replaces it.
 
 The directory is fsynced afterwards. A reader sees the old file or the new one, never a mix.
+
+Concurrent writers of one file take turns rather than fail: this server's writers queue on an
+in-process lock per file, other processes' on the file's flock, for up to ``BUSY_WAIT_S`` before
+``FILE_BUSY``; ``expectedSha256`` still decides conflicts. Every temp file is journaled (see
+:mod:`mcp_server_guard.journal`) so that one left by a killed writer is removed at the next start.
 """
 
 from __future__ import annotations
@@ -21,23 +26,24 @@ import hashlib
 import os
 import posixpath
 import re
-import secrets
 import stat
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_server_guard.errors import GuardError, ResourceError, SecurityError, SystemError_
-from mcp_server_guard.history import HistoryStore
+from mcp_server_guard.history import HistoryEntry, HistoryStore
 from mcp_server_guard.jail import Jail, Located, check_regular, oserror_to_guard
+from mcp_server_guard.journal import TempJournal, Ticket, temp_name
 from mcp_server_guard.mime import mime_of
 from mcp_server_guard.policy import FileWritePolicy
 from mcp_server_guard.textfile import sha256_fd
 
 _EXEC_BITS = stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
-_LOCK_WAIT_S = 10.0
-_ATTEMPTS = 3
+# How long a write waits for other writers of the same file before FILE_BUSY.
+BUSY_WAIT_S = 10.0
 # Bytes that never occur in text a model writes; their presence earns the full libmagic check.
 _BINARY_BYTES = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
 
@@ -143,19 +149,67 @@ def check_executable_content(name: str, data: bytes, policy: FileWritePolicy) ->
         )
 
 
+class _FileLocks:
+    """In-process locks per file (directory inode, name): this server's writers of one file take turns.
+
+    The flock on the file itself cannot queue them: each write replaces the inode it would lock.
+    """
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._locks: dict[tuple[int, int, str], tuple[threading.Lock, int]] = {}
+
+    @contextlib.contextmanager
+    def hold(self, key: tuple[int, int, str], timeout: float) -> Iterator[bool]:
+        with self._mutex:
+            lock, users = self._locks.get(key, (threading.Lock(), 0))
+            self._locks[key] = (lock, users + 1)
+        try:
+            acquired = lock.acquire(timeout=max(timeout, 0.0))
+            try:
+                yield acquired
+            finally:
+                if acquired:
+                    lock.release()
+        finally:
+            with self._mutex:
+                lock, users = self._locks[key]
+                if users == 1:
+                    del self._locks[key]
+                else:
+                    self._locks[key] = (lock, users - 1)
+
+
 class Writer:
     """Everything file_write (and ``mcp-guard history restore``) does, behind the guards."""
 
-    def __init__(self, jail: Jail, policy: FileWritePolicy, protected: ProtectedPaths, history: HistoryStore) -> None:
+    def __init__(
+        self,
+        jail: Jail,
+        policy: FileWritePolicy,
+        protected: ProtectedPaths,
+        history: HistoryStore,
+        journal: TempJournal | None = None,
+    ) -> None:
         self.jail = jail
         self.policy = policy
         self.protected = protected
         self.history = history
+        self.journal = journal
         self._new_mode = 0o666 & ~_current_umask() & ~_EXEC_BITS
+        self._files = _FileLocks()
 
     def write(
-        self, given: str, data: bytes, *, overwrite: bool, expected_sha256: str | None = None, create_dirs: bool = False
+        self,
+        given: str,
+        data: bytes,
+        *,
+        overwrite: bool,
+        expected_sha256: str | None = None,
+        create_dirs: bool = False,
+        sha256: str | None = None,
     ) -> WriteOutcome:
+        """Write ``data`` at ``given`` behind every guard; ``sha256`` is the content's hash when already known."""
         if len(data) > self.policy.max_write_bytes:
             raise ResourceError(
                 "CONTENT_TOO_LARGE",
@@ -166,32 +220,59 @@ class Writer:
         check_executable_content(posixpath.basename(located.rel), data, self.policy)
         self._check_protected(located, [located.rel, located.absolute], None)  # before createDirs makes anything
         located, dirfd, name = self.jail.open_parent(located, create_dirs=create_dirs)
+        digest = sha256 or hashlib.sha256(data).hexdigest()
+        deadline = time.monotonic() + BUSY_WAIT_S
         try:
-            for _ in range(_ATTEMPTS):
-                existing = self._existing(located, dirfd, name)
-                if existing is None:
-                    if expected_sha256 is not None:
-                        raise ResourceError(
-                            "CONFLICT",
-                            f"'{given}' does not exist, but expectedSha256 says it should.",
-                            "Re-read the directory; create the file without expectedSha256.",
-                        )
-                    outcome = self._create(located, dirfd, name, data)
-                else:
-                    if not overwrite:
-                        raise ResourceError(
-                            "FILE_EXISTS",
-                            f"'{given}' already exists.",
-                            "Pass overwrite: true to replace it (its previous content is kept in the history).",
-                        )
-                    outcome = self._replace(located, dirfd, name, data, expected_sha256)
-                if outcome is not None:
-                    return outcome
-            raise ResourceError(
-                "FILE_BUSY", f"'{given}' kept changing while it was being written.", "Try again in a moment."
-            )
+            st = os.fstat(dirfd)
+            with self._files.hold((st.st_dev, st.st_ino, name), deadline - time.monotonic()) as turn:
+                if not turn:
+                    raise self._busy(located)
+                while True:
+                    outcome = self._attempt(located, dirfd, name, data, digest, overwrite, expected_sha256, deadline)
+                    if outcome is not None:
+                        return outcome
+                    # Another process replaced or created the file between our look and our lock: decide again.
+                    if time.monotonic() > deadline:
+                        raise self._busy(located)
+                    time.sleep(0.002)
         finally:
             os.close(dirfd)
+
+    def _attempt(
+        self,
+        located: Located,
+        dirfd: int,
+        name: str,
+        data: bytes,
+        digest: str,
+        overwrite: bool,
+        expected_sha256: str | None,
+        deadline: float,
+    ) -> WriteOutcome | None:
+        existing = self._existing(located, dirfd, name)
+        if existing is None:
+            if expected_sha256 is not None:
+                raise ResourceError(
+                    "CONFLICT",
+                    f"'{located.given}' does not exist, but expectedSha256 says it should.",
+                    "Re-read the directory; create the file without expectedSha256.",
+                )
+            return self._create(located, dirfd, name, data, digest)
+        if not overwrite:
+            raise ResourceError(
+                "FILE_EXISTS",
+                f"'{located.given}' already exists.",
+                "Pass overwrite: true to replace it (its previous content is kept in the history).",
+            )
+        return self._replace(located, dirfd, name, data, digest, expected_sha256, deadline)
+
+    @staticmethod
+    def _busy(located: Located) -> ResourceError:
+        return ResourceError(
+            "FILE_BUSY",
+            f"'{located.given}' was held by other writers for {BUSY_WAIT_S:.0f} s.",
+            "Try again in a moment.",
+        )
 
     # -- checks ---------------------------------------------------------------------------------
 
@@ -238,34 +319,49 @@ class Writer:
 
     # -- the two atomic paths -------------------------------------------------------------------
 
-    def _temp(self, located: Located, dirfd: int, data: bytes, mode: int) -> str:
-        """Write ``data`` durably to a fresh temp file in the target's directory; return its name."""
+    @contextlib.contextmanager
+    def _temp(self, located: Located, dirfd: int, data: bytes, mode: int) -> Iterator[str]:
+        """A fresh temp file in the target's directory holding ``data`` durably; gone again afterwards.
+
+        The journal hears of it before it exists and after it is gone, so a crash in between leaves
+        a temp file the next start removes.
+        """
         for _ in range(8):
-            tmp = f".mcp-guard-{secrets.token_hex(6)}.tmp"
+            tmp = temp_name()
+            ticket = self.journal.add(dirfd, tmp) if self.journal is not None else None
             try:
                 fd = os.open(
                     tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dirfd
                 )
                 break
             except FileExistsError:
+                self._forget(ticket)
                 continue
             except OSError as exc:
+                self._forget(ticket)
                 raise self._write_error(exc, located) from None
         else:
             raise SystemError_("IO_ERROR", "Could not create a temporary file.", "Try again.")
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fchmod(fd, mode)
-            os.fsync(fd)
-        except OSError as exc:
-            os.close(fd)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fchmod(fd, mode)
+                os.fsync(fd)
+            except OSError as exc:
+                raise self._write_error(exc, located) from None
+            finally:
+                os.close(fd)
+            yield tmp
+        finally:
             with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=dirfd)
-            raise self._write_error(exc, located) from None
-        os.close(fd)
-        return tmp
+                os.unlink(tmp, dir_fd=dirfd)  # after a rename, already gone
+            self._forget(ticket)
+
+    def _forget(self, ticket: Ticket | None) -> None:
+        if self.journal is not None:
+            self.journal.done(ticket)
 
     @staticmethod
     def _write_error(exc: OSError, located: Located) -> GuardError:
@@ -279,23 +375,20 @@ class Writer:
             return ResourceError("CONTENT_TOO_LARGE", "The file system refused a file this large.", "Write less.")
         return oserror_to_guard(exc, located.given)
 
-    def _create(self, located: Located, dirfd: int, name: str, data: bytes) -> WriteOutcome | None:
-        tmp = self._temp(located, dirfd, data, self._new_mode)
-        try:
-            # link() never replaces: an existing name (file, dir, or dangling symlink) fails with EEXIST.
-            os.link(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd, follow_symlinks=False)
-        except FileExistsError:
-            return None  # someone created it meanwhile: decide again
-        except OSError as exc:
-            raise self._write_error(exc, located) from None
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=dirfd)
+    def _create(self, located: Located, dirfd: int, name: str, data: bytes, digest: str) -> WriteOutcome | None:
+        with self._temp(located, dirfd, data, self._new_mode) as tmp:
+            try:
+                # link() never replaces: an existing name (file, dir, or dangling symlink) fails with EEXIST.
+                os.link(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd, follow_symlinks=False)
+            except FileExistsError:
+                return None  # someone created it meanwhile: decide again
+            except OSError as exc:
+                raise self._write_error(exc, located) from None
         os.fsync(dirfd)
-        return WriteOutcome(self.jail.display(located), len(data), hashlib.sha256(data).hexdigest(), True, None)
+        return WriteOutcome(self.jail.display(located), len(data), digest, True, None)
 
-    def _lock(self, fd: int, located: Located) -> None:
-        deadline = time.monotonic() + _LOCK_WAIT_S
+    @staticmethod
+    def _lock(fd: int, located: Located, deadline: float) -> None:
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -303,12 +396,21 @@ class Writer:
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     raise ResourceError(
-                        "FILE_BUSY", f"'{located.given}' is locked by another writer.", "Try again in a moment."
+                        "FILE_BUSY",
+                        f"'{located.given}' is locked by another writer (waited {BUSY_WAIT_S:.0f} s).",
+                        "Try again in a moment.",
                     ) from None
                 time.sleep(0.002)
 
     def _replace(
-        self, located: Located, dirfd: int, name: str, data: bytes, expected_sha256: str | None
+        self,
+        located: Located,
+        dirfd: int,
+        name: str,
+        data: bytes,
+        digest: str,
+        expected_sha256: str | None,
+        deadline: float,
     ) -> WriteOutcome | None:
         try:
             old = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
@@ -319,7 +421,7 @@ class Writer:
                 return None  # became a symlink: _existing refuses it on the next attempt
             raise oserror_to_guard(exc, located.given) from None
         try:
-            self._lock(old, located)
+            self._lock(old, located, deadline)
             st = os.fstat(old)
             try:
                 now = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
@@ -336,27 +438,36 @@ class Writer:
                 current = sha256_fd(old)
                 if current != expected_sha256.lower():
                     raise self._conflict(located, current)
-            try:
-                backup = self.history.save(old, posixpath.join(self.jail.real_path_of(dirfd), name), st.st_mode)
-            except OSError as exc:
-                if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            backup = self._save_previous(old, located, dirfd, name, st)
+            with self._temp(located, dirfd, data, st.st_mode & 0o0666) as tmp:
+                try:
+                    os.rename(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+                except OSError as exc:
                     raise self._write_error(exc, located) from None
-                raise SystemError_(
-                    "HISTORY_UNAVAILABLE",
-                    f"The previous content of '{located.given}' could not be saved ({exc.strerror}); nothing written.",
-                    "Check the history directory (see --history-dir).",
-                ) from None
-            tmp = self._temp(located, dirfd, data, st.st_mode & 0o0666)
-            try:
-                os.rename(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
-            except OSError as exc:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp, dir_fd=dirfd)
-                raise self._write_error(exc, located) from None
             os.fsync(dirfd)
         finally:
             os.close(old)
-        return WriteOutcome(self.jail.display(located), len(data), hashlib.sha256(data).hexdigest(), False, backup.id)
+        return WriteOutcome(self.jail.display(located), len(data), digest, False, backup.id)
+
+    def _save_previous(self, old: int, located: Located, dirfd: int, name: str, st: os.stat_result) -> HistoryEntry:
+        try:
+            return self.history.save(old, posixpath.join(self.jail.real_path_of(dirfd), name), st.st_mode)
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise ResourceError(
+                    "HISTORY_FULL",
+                    f"The history store ({self.history.directory}) has no space left to keep the previous content "
+                    f"of '{located.given}', so nothing was written; the file is untouched.",
+                    "Ask the user to free space on the history store's disk, or to lower history_max_bytes / "
+                    "history_max_entries in the [file_write] section of the policy and restart the server (the "
+                    "oldest versions go first); `mcp-guard history list` shows what it keeps.",
+                ) from None
+            raise SystemError_(
+                "HISTORY_UNAVAILABLE",
+                f"The previous content of '{located.given}' could not be saved in the history store "
+                f"({self.history.directory}: {exc.strerror}); nothing was written.",
+                "Ask the user to check the history store (see --history-dir and `mcp-guard history list`).",
+            ) from None
 
     @staticmethod
     def _conflict(located: Located, current: str | None) -> ResourceError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,11 @@ from pydantic import Field
 from mcp_server_guard import audit
 from mcp_server_guard.errors import ParamError
 from mcp_server_guard.history import HistoryStore
+from mcp_server_guard.journal import TempJournal, journal_dir, sweep_journals
 from mcp_server_guard.tooling import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
 from mcp_server_guard.writing import ProtectedPaths, Writer
+
+log = logging.getLogger("mcp_server_guard")
 
 # Seed 004's contract, verbatim.
 TOOL_NAME = "file_write"
@@ -59,18 +63,32 @@ class FileWriteOutput(ToolOutput):
 
 
 def build_writer(config: ServerConfig, history_dir: Path) -> Writer:
+    """The writer, after cleaning what dead writers left: their temp files and orphan history data."""
     policy = config.policy.file_write
     protected = ProtectedPaths(
         policy.protected_paths,
         files=[Path(p) for p in config.policy.source] + [config.audit.path],
         dirs=[history_dir],
     )
-    return Writer(config.jail, policy, protected, HistoryStore(history_dir, policy.history_max_bytes))
+    history = HistoryStore(history_dir, policy.history_max_bytes, policy.history_max_entries)
+    journal: TempJournal | None = None
+    try:
+        removed = sweep_journals(journal_dir(history_dir))
+        orphans = history.sweep()
+        if removed or orphans:
+            log.info("removed %d temp file(s) and %d orphan history file(s) left by dead writers", removed, orphans)
+        journal = TempJournal(journal_dir(history_dir))
+    except OSError as exc:
+        # Overwrites will say what is wrong with the store (HISTORY_UNAVAILABLE); new files can still be written.
+        log.warning("cannot prepare the history store %s: %s", history_dir, exc.strerror or exc)
+    return Writer(config.jail, policy, protected, history, journal)
 
 
 def build_server(config: ServerConfig, history_dir: Path) -> GuardedServer:
     server = GuardedServer(config)
     writer = build_writer(config, history_dir)
+    if writer.journal is not None:
+        server.cleanups.append(writer.journal.close)
 
     async def file_write(args: FileWriteInput, _ctx: Context[Any, Any]) -> FileWriteOutput:
         try:
@@ -81,6 +99,9 @@ def build_server(config: ServerConfig, history_dir: Path) -> GuardedServer:
                 "The content contains unpaired surrogate characters and cannot be written as UTF-8.",
                 "Send valid Unicode text.",
             ) from None
+        # The audit hashed the content for its record of intent: the same bytes, not hashed twice.
+        known = audit.recorded_digest("content")
+        digest = known[0] if known is not None and known[1] == len(data) else None
         # fsync and flock block: keep them off the event loop so other requests keep flowing.
         outcome = await anyio.to_thread.run_sync(
             lambda: writer.write(
@@ -89,10 +110,10 @@ def build_server(config: ServerConfig, history_dir: Path) -> GuardedServer:
                 overwrite=args.overwrite,
                 expected_sha256=args.expectedSha256,
                 create_dirs=args.createDirs,
+                sha256=digest,
             )
         )
         audit.note(bytes=outcome.bytes_written, backup=outcome.backup)
-        audit.note_content("content", outcome.sha256, outcome.bytes_written)
         return FileWriteOutput(
             success=True,
             path=outcome.path,
