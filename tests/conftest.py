@@ -96,14 +96,41 @@ def text_of(result: CallToolResult) -> str:
 CallFn = Callable[..., Any]
 
 
-class RawClient:
-    """A minimal JSON-lines client over a real server process, with bounded reads."""
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 
-    def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
+
+class RawClient:
+    """A minimal JSON-lines client over a real server process, with bounded reads.
+
+    ``modern=True`` speaks the 2026-07-28 era (every request carries the ``_meta`` envelope, no handshake);
+    ``stderr`` names a file that receives the server's stderr (else it is discarded).
+    """
+
+    def __init__(
+        self,
+        args: list[str],
+        cwd: Path,
+        *,
+        stderr: Path | None = None,
+        modern: bool = False,
+        env: dict[str, str] | None = None,
+    ) -> None:
         import subprocess
 
+        self.modern = modern
+        self.stderr_path = stderr
+        self._stderr = stderr.open("wb") if stderr is not None else None
         self.proc = subprocess.Popen(
-            args, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            args,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr if self._stderr is not None else subprocess.DEVNULL,
         )
         self._buf = b""
 
@@ -116,6 +143,12 @@ class RawClient:
         import json
 
         self.send_raw(json.dumps(message).encode() + b"\n")
+
+    def envelope(self, params: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The request params as this client's era wants them (2026-07-28: with the per-request _meta)."""
+        if not self.modern:
+            return params
+        return {**(params or {}), "_meta": {**MODERN_META, **(params or {}).get("_meta", {})}}
 
     def recv(self, timeout: float = 10.0) -> dict[str, Any]:
         import json
@@ -136,14 +169,46 @@ class RawClient:
         line, self._buf = self._buf.split(b"\n", 1)
         return dict(json.loads(line))
 
-    def request(self, id_: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        self.send({"jsonrpc": "2.0", "id": id_, "method": method, "params": params})
+    def read_to_eof(self, timeout: float = 10.0) -> bytes:
+        """Everything the server still writes on stdout until it closes it (bounded)."""
+        import select
+        import time
+
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        data, self._buf = self._buf, b""
         while True:
-            message = self.recv()
-            if message.get("id") == id_:
-                return message
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"the server did not close its stdout in time (got {data[:200]!r})"
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    return data
+                data += chunk
+
+    def until(self, id_: Any, timeout: float = 10.0) -> list[dict[str, Any]]:
+        """Every message up to and including the answer to ``id_``."""
+        seen = []
+        while True:
+            message = self.recv(timeout)
+            seen.append(message)
+            if "method" not in message and message.get("id") == id_:
+                return seen
+
+    def request(self, id_: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "method": method}
+        if (enveloped := self.envelope(params)) is not None:
+            message["params"] = enveloped
+        self.send(message)
+        return self.until(id_)[-1]
 
     def initialize(self) -> None:
+        """Open the session: the initialize handshake (2025-11-25 era), or server/discover (2026-07-28 era)."""
+        if self.modern:
+            self.request(0, "server/discover")
+            return
         self.request(
             0,
             "initialize",
@@ -151,9 +216,14 @@ class RawClient:
         )
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
+    def stderr_lines(self) -> list[str]:
+        assert self.stderr_path is not None, "start the RawClient with stderr=PATH to read the server's stderr"
+        return self.stderr_path.read_text(encoding="utf-8", errors="replace").splitlines()
+
     def close(self) -> None:
         assert self.proc.stdin is not None
-        self.proc.stdin.close()
+        if not self.proc.stdin.closed:
+            self.proc.stdin.close()
         try:
             self.proc.wait(timeout=10)
         finally:
@@ -162,3 +232,5 @@ class RawClient:
                 self.proc.wait(timeout=10)
             assert self.proc.stdout is not None
             self.proc.stdout.close()
+            if self._stderr is not None:
+                self._stderr.close()

@@ -1,19 +1,20 @@
 """A small, seeded fuzzer: malformed JSON-RPC lines and random arguments never kill a server or lose a call.
 
-Every request gets exactly one well-formed answer (a result or a JSON-RPC error), and a valid call still
-works afterwards.
+Every request whose id can be read gets exactly one well-formed answer (a result or a JSON-RPC error), in
+both protocol eras, and a valid call still works afterwards.
 """
 
 from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import RawClient, console_script
+from conftest import MODES, RawClient, console_script
 
 SERVERS = {
     "mcp-server-file-read": ("file_read", ["path", "offset", "limit"], []),
@@ -49,25 +50,73 @@ def malformed_lines(rng: random.Random) -> list[bytes]:
     return [
         b"not json at all",
         b"{",
+        b"",
         b"[]",
         b"null",
         b'{"jsonrpc": "2.0"}',
-        b'{"jsonrpc": "1.0", "id": 1, "method": "tools/call"}',
+        b'{"jsonrpc": "1.0", "id": "m-1", "method": "tools/call"}',
         bytes(rng.randrange(256) for _ in range(64)).replace(b"\n", b" "),
         b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 999}}',
         json.dumps({"jsonrpc": "2.0", "method": "tools/call", "params": {"name": 5}}).encode(),
+        b'{"jsonrpc": "2.0", "id": "m-2", "method": "tools/call", "params": {"name": "x", "arguments": '
+        + b"[" * 3000
+        + b"]" * 3000
+        + b"}}",
+        b'[{"jsonrpc": "2.0", "id": "m-3", "method": "tools/list"}]',
     ]
 
 
+ENVELOPE_MEMBERS = ["jsonrpc", "id", "method", "params"]
+
+
+def mutated_request(rng: random.Random, id_: str, raw: RawClient) -> dict[str, Any]:
+    """A tools/list request with one or two members dropped or replaced by random values."""
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "method": "tools/list", "params": raw.envelope({})}
+    for member in rng.sample(ENVELOPE_MEMBERS, rng.randrange(1, 3)):
+        if member == "id":
+            continue  # the id stays readable, so its answer can be counted
+        if rng.random() < 0.3:
+            message.pop(member)
+        else:
+            message[member] = random_value(rng)
+    return message
+
+
+def owed(line: bytes) -> str | None:
+    """The id a line must be answered with (exactly once), when it is a request whose id can be read."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        # A request too deep to parse still has its id read.
+        return "m-2" if line.startswith(b'{"jsonrpc": "2.0", "id": "m-2"') else None
+    if isinstance(message, list):
+        return next((m["id"] for m in message if isinstance(m, dict) and isinstance(m.get("id"), str)), None)
+    if isinstance(message, dict) and isinstance(message.get("id"), str) and "result" not in message:
+        return message["id"]
+    return None
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("script", sorted(SERVERS))
-def test_random_arguments_and_malformed_lines_never_kill_the_server(script: str, workspace: Path) -> None:
+def test_random_arguments_and_malformed_lines_never_kill_the_server_nor_lose_a_request(
+    script: str, mode: str, workspace: Path
+) -> None:
     tool, fields, extra = SERVERS[script]
-    rng = random.Random(f"{script}-20261121")
-    raw = RawClient([console_script(script), "--audit-log", str(workspace.parent / "fuzz.jsonl"), *extra], workspace)
+    rng = random.Random(f"{script}-{mode}-20261121")
+    raw = RawClient(
+        [console_script(script), "--audit-log", str(workspace.parent / "fuzz.jsonl"), *extra],
+        workspace,
+        modern=mode == "auto",
+    )
+    debts: Counter[Any] = Counter()  # answers each id is owed
+    received: list[dict[str, Any]] = []
     try:
         raw.initialize()
-        for line in malformed_lines(rng):
+        lines = malformed_lines(rng) + [json.dumps(mutated_request(rng, f"x-{n}", raw)).encode() for n in range(60)]
+        for line in lines:
             raw.send_raw(line + b"\n")
+            if (id_ := owed(line)) is not None:
+                debts[id_] += 1
         for id_ in range(1, 151):
             arguments: Any
             if rng.random() < 0.1:
@@ -79,7 +128,13 @@ def test_random_arguments_and_malformed_lines_never_kill_the_server(script: str,
             params: dict[str, Any] = {"name": tool if rng.random() < 0.9 else "nope", "arguments": arguments}
             if script.endswith("shell-exec") and isinstance(arguments, dict):
                 arguments["timeoutSeconds"] = 2
-            answer = raw.request(id_, "tools/call", params)
+            message: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "method": "tools/call"}
+            message["params"] = raw.envelope(params)
+            raw.send(message)
+            debts[id_] += 1
+            seen = raw.until(id_, timeout=30)
+            received += seen
+            answer = seen[-1]
             assert answer["jsonrpc"] == "2.0" and ("result" in answer or "error" in answer), answer
             if "result" in answer and answer["result"].get("isError"):
                 assert answer["result"]["_meta"]["mcp-guard/error"]["code"]
@@ -88,8 +143,23 @@ def test_random_arguments_and_malformed_lines_never_kill_the_server(script: str,
             "file_write": {"path": "fuzz-ok.txt", "content": "ok"},
             "shell_exec": {"command": "cat hello.txt"},
         }[tool]
-        final = raw.request(999, "tools/call", {"name": tool, "arguments": probe})
-        assert final["result"]["isError"] is False, final
+        raw.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 999,
+                "method": "tools/call",
+                "params": raw.envelope({"name": tool, "arguments": probe}),
+            }
+        )
+        received += raw.until(999)
+        final = received[-1]
+        assert final.get("result", {}).get("isError") is False, final
     finally:
         raw.close()
     assert raw.proc.returncode == 0  # it ended because stdin closed, not because it crashed
+    answers = Counter(m["id"] for m in received if "method" not in m and m.get("id") is not None)
+    debts[999] += 1
+    assert answers == debts, f"owed {debts - answers}, unexpected {answers - debts}"
+    for m in received:
+        if "method" not in m:
+            assert m["jsonrpc"] == "2.0" and ("result" in m) != ("error" in m), m

@@ -13,10 +13,12 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, Protocol
 
+import anyio
 import typer
 
 from mcp_server_guard import sandbox
@@ -24,6 +26,7 @@ from mcp_server_guard.audit import AuditLog, default_audit_path, default_state_p
 from mcp_server_guard.jail import Jail, SymlinkMode
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.process import REGISTRY
+from mcp_server_guard.stdio import MAX_MESSAGE_BYTES, serve_stdio
 from mcp_server_guard.tooling import GuardedServer, ServerConfig
 
 EXIT_USAGE = 2
@@ -176,27 +179,49 @@ def resolve_history_dir(prog: str, given: Path | None, config: ServerConfig) -> 
     return path
 
 
-def _terminate(signum: int, _frame: object) -> None:
-    # SIGTERM/SIGHUP: no child process group may outlive the server.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _release(server: GuardedServer) -> None:
+    """No child process group may outlive the server; its own resources (the pids cgroup it sits in) go after them."""
     REGISTRY.kill_all()
+    for cleanup in server.cleanups:
+        cleanup()
     sandbox.release_all()
+
+
+def _terminate(server: GuardedServer, signum: int, _frame: object) -> None:
+    # A stop signal outside the event loop (start-up, clean-up), where no call is pending.
+    _release(server)
     os._exit(128 + signum)
 
 
+def message_limit(server: GuardedServer) -> int:
+    # Any file_write the policy allows fits in one line, even with every byte JSON-escaped (\u00XX).
+    return max(MAX_MESSAGE_BYTES, 6 * server.policy.file_write.max_write_bytes + (1 << 20))
+
+
 def serve(server: GuardedServer) -> None:
-    """Run over stdio until the client closes stdin; then kill whatever commands still run."""
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _terminate)
+    """Run over stdio until the client closes stdin (exit 0) or SIGTERM/SIGHUP (pending calls answered with an
+    error, exit 128+N); either way kill whatever commands still run."""
+    terminate = partial(_terminate, server)
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, terminate)
+    stopped_by: signal.Signals | None = None
     try:
-        server.run("stdio")
+        stopped_by = anyio.run(
+            partial(serve_stdio, server, stop_signals=STOP_SIGNALS, max_message_bytes=message_limit(server))
+        )
     except KeyboardInterrupt:
         pass
     finally:
-        REGISTRY.kill_all()
-        for cleanup in server.cleanups:
-            cleanup()
+        for sig in STOP_SIGNALS:  # the event loop's handlers are gone with it
+            signal.signal(sig, terminate)
+        _release(server)
         server.jail.close()
         server.audit.close()
+    if stopped_by is not None:
+        raise SystemExit(128 + stopped_by)
 
 
 def run_app(app: typer.Typer, prog: str, argv: Sequence[str] | None = None) -> NoReturn:

@@ -1,0 +1,645 @@
+"""The stdio transport of the guarded servers: the SDK's wire format, plus what the SDK's transport leaves out.
+
+``mcp.server.stdio.stdio_server()`` drops every line it cannot validate, so a client that sent a bad request
+waits forever; on stdin EOF it still answers calls in flight (``-32000 Connection closed``), which makes mcp 1.x
+clients fail on close; and it has no way to answer pending calls when the server is told to stop. Here:
+
+* every line is answered per JSON-RPC 2.0 unless it is a valid message: ``-32700`` (not JSON; id null),
+  ``-32600`` (not a valid request; its id when one can be read), ``-32602`` (params that are not an object, nested
+  too deeply or not valid Unicode), with one warning line on stderr each. A notification or a response is never
+  answered; a bad one is only logged.
+* stdin EOF (or a broken stdout) means the client is gone: nothing more is written, and the server loop ends,
+  which cancels the calls in flight (their handlers kill what they started).
+* a stop signal answers every request still pending with ``-32000`` ("server shutting down"), then ends the
+  loop and writes nothing more.
+
+While serving, fd 0 reads /dev/null and fd 1 goes to stderr, as with the SDK: stray prints and children never
+touch the wire. Lines are parsed by pydantic-core (``from_json``: iterative limits on depth, strict Unicode) and
+validated by the SDK's own ``jsonrpc_message_adapter``; a line it refuses is outlined without recursion to find
+out what is wrong and which id to answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import logging
+import math
+import os
+import queue
+import re
+import signal
+import sys
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.dispatcher import coerce_request_id
+from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    JSONRPCError,
+    JSONRPCMessage,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    RequestId,
+    jsonrpc_message_adapter,
+)
+from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError, from_json
+
+log = logging.getLogger(__name__)
+
+# Defense in depth: a client sending an endless line cannot make the server hold it in memory; longer
+# lines are skipped as they stream in and answered -32600.
+MAX_MESSAGE_BYTES = 64 << 20
+SERVER_SHUTTING_DOWN = CONNECTION_CLOSED  # -32000: the implementation-defined "server error" of JSON-RPC 2.0
+SHUTDOWN_FLUSH_S = 0.3  # how long the last answers may take to reach a client that stopped reading
+_CHUNK = 1 << 20
+_HEAD = 64 << 10  # of an oversized line, kept to find its id
+_TAIL = 1 << 10
+_BIG = 64 << 10  # a line this long is decoded on the reader thread: the event loop keeps serving meanwhile
+
+JsonId = int | str | float  # an id an error may echo: a float only when the client sent one (JSON-RPC 2.0 §5)
+T = TypeVar("T")
+
+# -- one line -> a message or a rejection --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A line the server cannot act on, the JSON-RPC error it earns, and whom to send that error to."""
+
+    code: int
+    message: str
+    answer: tuple[JsonId | None, ...]  # each gets the error (None: "id": null); empty for notifications/responses
+
+
+@dataclass(frozen=True, slots=True)
+class _Undecodable:
+    """A member of a line that pydantic-core refused (too deep, not valid Unicode)."""
+
+    reason: str
+
+
+_LOCATION = re.compile(r" at line \d+ column \d+$")
+
+
+def _reason(error: Exception) -> str:
+    text = _LOCATION.sub("", str(error))
+    if "recursion limit" in text:
+        return "nested too deeply"
+    if "surrogate" in text or "hex escape" in text:
+        return f"a string is not valid Unicode ({text})"
+    return text
+
+
+def _answer_id(value: object) -> JsonId | None:
+    """The id to echo in an error: the client's own when it sent a usable one, else null (JSON-RPC 2.0 §5)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | str):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    return None
+
+
+def _is_request_id(value: object) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _is_response(m: Mapping[str, object]) -> bool:
+    return "method" not in m and ("result" in m or "error" in m)
+
+
+def _invalid(what: str, answer: tuple[JsonId | None, ...]) -> Rejection:
+    return Rejection(INVALID_REQUEST, f"Invalid Request: {what}", answer)
+
+
+def _check(m: Mapping[str, object]) -> Rejection | None:
+    """What makes this object an invalid request, or None (then the SDK's own validation has the last word)."""
+    if _is_response(m):
+        return None  # the SDK validates it; a broken response is logged, never answered
+    has_id = "id" in m
+    reply = (_answer_id(m.get("id")),)
+    if "method" not in m:
+        return _invalid("no method", reply)
+    for name, value in m.items():
+        if name != "params" and isinstance(value, _Undecodable):
+            return _invalid(f'"{name}": {value.reason}', reply)
+    if m.get("jsonrpc") != "2.0":
+        return _invalid('"jsonrpc" must be "2.0"', reply)
+    if not isinstance(m["method"], str):
+        return _invalid("the method must be a string", reply)
+    if has_id and not _is_request_id(m["id"]):
+        return _invalid("the id must be a string or an integer", reply)
+    params = m.get("params")
+    to = reply if has_id else ()  # a notification's params are its handler's business: never answered
+    if isinstance(params, _Undecodable):
+        return Rejection(INVALID_PARAMS, f"Invalid params: {params.reason}", to)
+    if params is not None and not isinstance(params, dict):
+        return Rejection(INVALID_PARAMS, "Invalid params: params must be an object", to)
+    return None
+
+
+def _batch(elements: Sequence[object]) -> Rejection:
+    ids = tuple(
+        rid for e in elements if isinstance(e, dict) and "method" in e and (rid := _answer_id(e.get("id"))) is not None
+    )
+    return _invalid("batches are not supported; send one message per line", ids or (None,))
+
+
+def decode_line(line: bytes) -> SessionMessage | Rejection:
+    """One line from the client as the message the server acts on, or the rejection it earns."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Rejection(PARSE_ERROR, f"Parse error: not UTF-8 (byte {exc.start})", (None,))
+    if not text.strip(" \t\r\n"):
+        return Rejection(PARSE_ERROR, "Parse error: empty line", (None,))
+    try:
+        value = from_json(text, allow_inf_nan=False)
+    except ValueError as exc:
+        return _diagnose(text, exc)
+    if isinstance(value, list):
+        return _batch(value)
+    if not isinstance(value, dict):
+        return _invalid("a message must be a JSON object", (None,))
+    if (rejection := _check(value)) is not None:
+        return rejection
+    try:
+        message = jsonrpc_message_adapter.validate_python(value, by_name=False)
+    except ValidationError as exc:
+        if _is_response(value):
+            return _invalid("not a valid response", ())
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return _invalid(f"{where}: {first['msg']}", (_answer_id(value.get("id")),))
+    return SessionMessage(message)
+
+
+def _decode_fragment(fragment: str) -> object:
+    try:
+        return from_json(fragment, allow_inf_nan=False)
+    except ValueError as exc:
+        return _Undecodable(_reason(exc))
+
+
+def _diagnose(text: str, error: ValueError) -> Rejection:
+    """Why pydantic-core refused a line: not JSON at all (-32700), or JSON too deep / not valid Unicode somewhere."""
+    outline = _outline(text)
+    if outline is None or not outline.complete:
+        return Rejection(PARSE_ERROR, f"Parse error: {_LOCATION.sub('', str(error))}", (None,))
+    if outline.kind == "array":
+        return _batch([_decode_fragment(text[start:end]) for _, start, end in outline.members])
+    if outline.kind != "object":
+        return _invalid("a message must be a JSON object", (None,))
+    members = {key: _decode_fragment(text[start:end]) for key, start, end in outline.members}
+    rejection = _check(members)
+    if rejection is None:  # the refused part is not one _check names: still answer whoever can be named
+        answer = () if _is_response(members) else (_answer_id(members.get("id")),)
+        rejection = _invalid(_reason(error), answer)
+    return rejection
+
+
+_TRAILING_ID = re.compile(r'[,{][ \t\r]*"id"[ \t\r]*:[ \t\r]*(-?[0-9]+|"(?:[^"\\]|\\.)*+")[ \t\r]*\}[ \t\r]*\Z')
+
+
+def decode_oversized(head: bytes, tail: bytes, size: int, limit: int) -> Rejection:
+    """A line over the limit: answered -32600, to its id if the head (or, TypeScript-style, the tail) names it."""
+    rid: JsonId | None = None
+    text = head.decode("utf-8", "replace")
+    outline = _outline(text, partial=True)
+    if outline is not None and outline.kind == "object":
+        for key, start, end in outline.members:
+            if key == "id":
+                rid = _answer_id(_decode_fragment(text[start:end]))
+    if rid is None and (found := _TRAILING_ID.search(tail.decode("utf-8", "replace"))):
+        rid = _answer_id(_decode_fragment(found.group(1)))
+    return _invalid(f"the message is {size} bytes, over the limit of {limit}", (rid,))
+
+
+# An outline of a JSON text: its top level without building anything deeper, so any nesting costs no recursion.
+_TOKEN = re.compile(
+    r'"(?:[^"\\\x00-\x1f]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+"'  # possessive: no backtracking on a cut-off string
+    r"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+    r"|true|false|null|[{}\[\]:,]"
+)
+
+
+_WS = re.compile(r"[ \t\n\r]*+")
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    found = _WS.match(text, pos)
+    return found.end() if found is not None else pos
+
+
+@dataclass(slots=True)
+class _Outline:
+    kind: Literal["object", "array", "scalar"] | None = None
+    members: list[tuple[str, int, int]] = field(default_factory=list)  # key ("" in an array), value span
+    complete: bool = False
+
+
+def _outline(text: str, *, partial: bool = False) -> _Outline | None:
+    """The top-level members of a JSON text; None if it is not JSON (with ``partial``: what precedes the break)."""
+    out = _Outline()
+    stack: list[str] = []
+    state = "value"  # value | value_or_close | key | key_or_close | colon | comma_or_close | done
+    key, start = "", 0
+    pos = _skip_ws(text, 0)
+
+    def ended(end: int) -> str:
+        if not stack:
+            return "done"
+        if len(stack) == 1:
+            out.members.append((key, start, end))
+        return "comma_or_close"
+
+    while pos < len(text):
+        token = _TOKEN.match(text, pos)
+        if token is None or state == "done":
+            return out if partial else None
+        first, at, pos = token.group()[0], pos, _skip_ws(text, token.end())
+        if state in ("value", "value_or_close"):
+            if first in "{[":
+                out.kind = out.kind or ("object" if first == "{" else "array")
+                if len(stack) == 1:
+                    start = at
+                stack.append(first)
+                state = "key_or_close" if first == "{" else "value_or_close"
+            elif first == "]" and state == "value_or_close":
+                stack.pop()
+                state = ended(token.end())
+            elif first not in "}]:,":
+                out.kind = out.kind or "scalar"
+                if len(stack) == 1:
+                    start = at
+                state = ended(token.end())
+            else:
+                return out if partial else None
+        elif state in ("key", "key_or_close"):
+            if first == '"':
+                if len(stack) == 1:
+                    key = json.loads(token.group())
+                state = "colon"
+            elif first == "}" and state == "key_or_close":
+                stack.pop()
+                state = ended(token.end())
+            else:
+                return out if partial else None
+        elif state == "colon" and first == ":":
+            state = "value"
+        elif state == "comma_or_close" and first == ",":
+            state = "key" if stack[-1] == "{" else "value"
+        elif state == "comma_or_close" and first == ("}" if stack[-1] == "{" else "]"):
+            stack.pop()
+            state = ended(token.end())
+        else:
+            return out if partial else None
+    out.complete = state == "done"
+    return out if out.complete or partial else None
+
+
+def _error_line(rid: JsonId | None, code: int, message: str) -> bytes:
+    error = {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
+    return json.dumps(error, separators=(",", ":")).encode() + b"\n"
+
+
+# -- blocking I/O off the event loop -------------------------------------------------------------------------
+
+
+class _IOThread:
+    """One daemon thread running blocking calls in order: a read or write still blocked at exit never holds the
+    process (anyio's worker threads are not daemons), and an abandoned call is simply not waited for."""
+
+    def __init__(self, name: str) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], asyncio.AbstractEventLoop, asyncio.Future[Any]]]
+        self._jobs = queue.SimpleQueue()
+        threading.Thread(target=self._work, name=name, daemon=True).start()
+
+    async def run(self, fn: Callable[[], T]) -> T:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._jobs.put((fn, loop, future))
+        return await future
+
+    def _work(self) -> None:
+        while True:
+            fn, loop, future = self._jobs.get()
+            try:
+                outcome: tuple[Any, BaseException | None] = (fn(), None)
+            except Exception as exc:  # noqa: BLE001 - the thread's top level: handed to the awaiting task
+                outcome = (None, exc)
+            try:
+                loop.call_soon_threadsafe(_settle, future, outcome)
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                return
+
+
+def _settle(future: asyncio.Future[Any], outcome: tuple[Any, BaseException | None]) -> None:
+    if future.done():  # the awaiting task was cancelled
+        return
+    result, exc = outcome
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(result)
+
+
+def _read_chunk(fd: int) -> bytes:
+    try:
+        return os.read(fd, _CHUNK)
+    except OSError:
+        return b""  # EIO, EBADF: the client side is gone, as at EOF
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+@dataclass(slots=True)
+class _Oversized:
+    head: bytes
+    tail: bytes
+    size: int
+
+
+class _Lines:
+    """Splits the byte stream into lines; one longer than the limit is skipped, keeping only its head and tail."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._over: _Oversized | None = None
+
+    def feed(self, chunk: bytes) -> Iterator[bytes | _Oversized]:
+        start = 0
+        while (newline := chunk.find(b"\n", start)) >= 0:
+            self._add(chunk[start:newline])
+            start = newline + 1
+            if self._over is not None:
+                yield self._over
+                self._over = None
+            else:
+                yield b"".join(self._parts)
+            self._parts, self._size = [], 0
+        if start < len(chunk):
+            self._add(chunk[start:])
+
+    def _add(self, piece: bytes) -> None:
+        if self._over is not None:
+            self._over.size += len(piece)
+            self._over.tail = (self._over.tail + piece)[-_TAIL:]
+            return
+        self._parts.append(piece)
+        self._size += len(piece)
+        if self._size > self._limit:  # not joined: the parts alone are all the memory a line may take
+            head, tail = bytearray(), bytearray()
+            for part in self._parts:
+                head += part[: _HEAD - len(head)]
+            for part in reversed(self._parts):
+                tail[:0] = part[max(0, len(part) - (_TAIL - len(tail))) :]
+            self._over = _Oversized(bytes(head), bytes(tail), self._size)
+            self._parts, self._size = [], 0
+
+
+# -- the connection ------------------------------------------------------------------------------------------
+
+
+class _Outbound:
+    """The write stream handed to the SDK's server loop: notes which requests got their answer."""
+
+    def __init__(self, connection: StdioConnection) -> None:
+        self._connection = connection
+
+    async def send(self, item: SessionMessage, /) -> None:
+        await self._connection.send_message(item.message)
+
+    async def aclose(self) -> None:
+        return None
+
+    async def __aenter__(self) -> _Outbound:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> None:
+        return None
+
+
+class StdioConnection:
+    """One client on a pair of file descriptors: reading, answering what the SDK would drop, and shutting down."""
+
+    def __init__(self, wire_in: int, wire_out: int, *, max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
+        self._wire_in, self._wire_out, self._limit = wire_in, wire_out, max_message_bytes
+        self._inbound_send, self.inbound = anyio.create_memory_object_stream[SessionMessage](0)
+        self._outbox_send: MemoryObjectSendStream[bytes]
+        self._outbox: MemoryObjectReceiveStream[bytes]
+        self._outbox_send, self._outbox = anyio.create_memory_object_stream[bytes](16)
+        self.outbound = _Outbound(self)
+        self._pending: dict[RequestId, int] = {}  # requests handed to the server and not answered yet
+        self._gone = False  # stdin EOF or stdout broken: write nothing more
+        self._closing = False  # shutting down: the server's own writes are dropped
+        self._written = anyio.Event()
+        self._stdin = _IOThread("mcp-guard-stdin")
+        self._stdout = _IOThread("mcp-guard-stdout")
+
+    async def serve(
+        self,
+        run_server: Callable[[MemoryObjectReceiveStream[SessionMessage], _Outbound], Awaitable[None]],
+        stop_signals: Sequence[signal.Signals] = (),
+    ) -> signal.Signals | None:
+        """Serve until the client leaves (None) or one of ``stop_signals`` arrives (returned)."""
+        stopped_by: list[signal.Signals] = []
+        with ExitStack() as stack:
+            # Received from before the first read until every handler is done: a signal is never left to its
+            # default action (death without clean-up) while calls are still winding down.
+            received = stack.enter_context(anyio.open_signal_receiver(*stop_signals)) if stop_signals else None
+            async with anyio.create_task_group() as tg:
+                if received is not None:
+                    tg.start_soon(self._stop_on_signal, received, tg.cancel_scope, stopped_by)
+                tg.start_soon(self._write_loop)
+                tg.start_soon(self._read_loop)
+                await run_server(self.inbound, self.outbound)
+                tg.cancel_scope.cancel()
+        return stopped_by[0] if stopped_by else None
+
+    async def _stop_on_signal(
+        self, received: AsyncIterator[int], scope: anyio.CancelScope, stopped_by: list[signal.Signals]
+    ) -> None:
+        async for signum in received:
+            if stopped_by:
+                continue  # already on the way out
+            stopped_by.append(signal.Signals(signum))
+            log.info("%s: answering pending requests and shutting down", stopped_by[0].name)
+            await self.shutdown(f"Server shutting down ({stopped_by[0].name})")
+            scope.cancel()
+
+    async def shutdown(self, message: str) -> None:
+        """Answer every pending request with ``message`` (-32000); after that, nothing more is written."""
+        self._closing = True
+        answers = [
+            _error_line(rid, SERVER_SHUTTING_DOWN, message)
+            for rid, count in self._pending.items()
+            for _ in range(count)
+        ]
+        self._pending.clear()
+        with anyio.move_on_after(SHUTDOWN_FLUSH_S):  # a client that stopped reading cannot hold the exit
+            for data in answers:
+                await self._outbox_send.send(data)
+            self._outbox_send.close()
+            await self._written.wait()
+
+    async def send_message(self, message: JSONRPCMessage) -> None:
+        """A message from the server loop: written unless the client is gone or the server is shutting down."""
+        answered: RequestId | None = None
+        if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
+            answered = message.id
+            self._forget(answered)
+        if self._closing or self._gone:
+            return
+        try:
+            data = message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+        except (PydanticSerializationError, UnicodeEncodeError) as exc:
+            log.error("a message to the client could not be encoded as JSON: %s", exc)
+            if answered is None:
+                return
+            data = _error_line(answered, INTERNAL_ERROR, "Internal error: the answer could not be encoded as JSON")
+        await self._outbox_send.send(data)
+
+    def _forget(self, rid: RequestId) -> None:
+        key = coerce_request_id(rid)
+        if (count := self._pending.get(key, 0)) > 1:
+            self._pending[key] = count - 1
+        else:
+            self._pending.pop(key, None)
+
+    async def _read_loop(self) -> None:
+        lines = _Lines(self._limit)
+        try:
+            while chunk := await self._stdin.run(partial(_read_chunk, self._wire_in)):
+                for line in lines.feed(chunk):
+                    if self._closing:
+                        return
+                    await self._receive(line)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return  # the server loop is over
+        self._client_left("stdin closed")
+
+    async def _receive(self, line: bytes | _Oversized) -> None:
+        if isinstance(line, _Oversized):
+            outcome: SessionMessage | Rejection = decode_oversized(line.head, line.tail, line.size, self._limit)
+            size, shown = line.size, line.head[:60]
+        else:
+            decode = partial(decode_line, line)
+            outcome = decode() if len(line) < _BIG else await self._stdin.run(decode)
+            size, shown = len(line), line[:60]
+        if isinstance(outcome, SessionMessage):
+            message = outcome.message
+            if isinstance(message, JSONRPCRequest):
+                key = coerce_request_id(message.id)
+                self._pending[key] = self._pending.get(key, 0) + 1
+            elif (
+                isinstance(message, JSONRPCNotification)
+                and message.method == "notifications/cancelled"
+                and (cancelled := cancelled_request_id_from_params(message.params)) is not None
+            ):
+                self._forget(cancelled)  # a cancelled request is never answered, not even at shutdown
+            await self._inbound_send.send(outcome)
+            return
+        answered = ", ".join("null" if rid is None else json.dumps(rid) for rid in outcome.answer)
+        log.warning(
+            "bad message from the client (%d bytes: %r%s): %s; %s",
+            size,
+            shown,
+            "..." if size > len(shown) else "",
+            outcome.message,
+            f"answered {outcome.code} to id {answered}" if outcome.answer else "not answered (not a request)",
+        )
+        for rid in outcome.answer:
+            if not (self._closing or self._gone):
+                await self._outbox_send.send(_error_line(rid, outcome.code, outcome.message))
+
+    async def _write_loop(self) -> None:
+        try:
+            async for data in self._outbox:
+                if self._gone:
+                    continue
+                try:
+                    await self._stdout.run(partial(_write_all, self._wire_out, data))
+                except OSError as exc:
+                    self._client_left(f"stdout broken ({exc.strerror})")
+        finally:
+            self._written.set()
+
+    def _client_left(self, why: str) -> None:
+        """The client is gone: write nothing more, and end the server loop (which cancels the calls in flight)."""
+        if not self._gone:
+            log.info("%s: the client is gone; cancelling %d pending request(s)", why, sum(self._pending.values()))
+        self._gone = True
+        self._inbound_send.close()
+
+
+@contextmanager
+def _claimed_stdio() -> Iterator[tuple[int, int]]:
+    """Private duplicates of fds 0 and 1 for the wire; meanwhile fd 0 reads /dev/null and fd 1 goes to stderr."""
+    sys.stdout.flush()
+    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    try:
+        yield wire_in, wire_out
+    finally:
+        sys.stdout.flush()  # what a handler printed belongs to stderr, not to the wire restored below
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
+        # wire_in stays open: the daemon reader may still block on it, and a recycled number would mislead it.
+
+
+@asynccontextmanager
+async def stdio_connection(*, max_message_bytes: int = MAX_MESSAGE_BYTES) -> AsyncIterator[StdioConnection]:
+    with _claimed_stdio() as (wire_in, wire_out):
+        yield StdioConnection(wire_in, wire_out, max_message_bytes=max_message_bytes)
+
+
+async def serve_stdio(
+    server: MCPServer[Any],
+    *,
+    stop_signals: Sequence[signal.Signals] = (),
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+) -> signal.Signals | None:
+    """Run ``server`` over stdin/stdout, as ``server.run("stdio")`` does, with this module's transport.
+
+    Returns None once the client is gone (stdin EOF), or the stop signal that ended the session.
+    """
+    # The SDK's run_stdio_async drives this low-level server the same way, on its own transport.
+    lowlevel = server._lowlevel_server
+
+    async def run_server(read: MemoryObjectReceiveStream[SessionMessage], write: _Outbound) -> None:
+        await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+    async with stdio_connection(max_message_bytes=max_message_bytes) as connection:
+        return await connection.serve(run_server, stop_signals)
