@@ -180,22 +180,13 @@ def test_deep_nesting_is_refused_with_one_log_line_and_no_traceback(tmp_path: Pa
     # Regression: 400 levels of $( … ) failed closed, but with a RecursionError traceback on stderr.
     line = "echo " + "$(" * 400 + "a" + ")" * 400
     errors = tmp_path / "stderr.txt"
-    with errors.open("wb") as err:
-        proc = subprocess.Popen(
-            [console_script(SX), "--audit-log", str(tmp_path / "a.jsonl")],
-            cwd=workspace,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=err,
-        )
-        raw = RawClient.__new__(RawClient)
-        raw.proc, raw._buf = proc, b""
-        try:
-            raw.initialize()
-            answer = raw.request(1, "tools/call", {"name": "shell_exec", "arguments": {"command": line}})
-            alive = raw.request(2, "tools/call", {"name": "shell_exec", "arguments": {"command": "echo alive"}})
-        finally:
-            raw.close()
+    raw = RawClient([console_script(SX), "--audit-log", str(tmp_path / "a.jsonl")], workspace, stderr=errors)
+    try:
+        raw.initialize()
+        answer = raw.request(1, "tools/call", {"name": "shell_exec", "arguments": {"command": line}})
+        alive = raw.request(2, "tools/call", {"name": "shell_exec", "arguments": {"command": "echo alive"}})
+    finally:
+        raw.close()
     payload = answer["result"]["_meta"]["mcp-guard/error"]
     assert payload["code"] == "COMMAND_TOO_COMPLEX"
     assert alive["result"]["structuredContent"]["stdout"] == "alive\n"
