@@ -2119,6 +2119,93 @@ def ms(s: float) -> str:
     return f"{s * 1e3:.3f} ms" if s < 0.01 else f"{s * 1e3:.1f} ms"
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# 12. memory bounds: each server's peak RSS under its worst documented case, beside its idle figure
+
+HUGE_READ_SIZE = 1 << 30  # file_read: one page (default limits) of a 1 GiB text file, first and last page
+NUL_FLOOD = "head -c {n} /dev/zero; head -c {n} /dev/zero >&2"  # every byte costs 6 in JSON (\\u0000)
+
+
+def memory_bounds(env: Env, counts: Counts) -> dict[str, Any]:
+    """Peak RSS (VmHWM) of each server, one fresh server per case: idle after initialize, then the case. The reply
+    size is the bound the README documents (shell_exec: at most 4 x maxOutputBytes of JSON)."""
+    out: dict[str, Any] = {}
+    huge = env.tmp / "huge-root" / "huge.txt"
+    huge.parent.mkdir(exist_ok=True)
+    block = make_text(BIG_SIZE, seed=7)
+    with huge.open("wb") as f:
+        for _ in range(HUGE_READ_SIZE // len(block)):
+            f.write(block)
+    if env.server_cmd:
+        with RawClient(env.ours_argv(audit="mem-read"), huge.parent, env.stderr) as c:
+            c.initialize()
+            case: dict[str, Any] = {"idle_vm_hwm_bytes": vm_hwm_bytes(c.pid)}
+            first = c.call_tool("file_read", {"path": huge.name}, timeout=300)
+            total = (first.get("structuredContent") or {}).get("totalLines")
+            if not isinstance(total, int) or total < 2:
+                raise RuntimeError(f"unexpected file_read result: {first.get('structuredContent')}")
+            c.call_tool("file_read", {"path": huge.name, "offset": total - 100}, timeout=300)
+            case |= {"vm_hwm_bytes": vm_hwm_bytes(c.pid), "response_bytes": c.last_line_bytes}
+            out["read_1gib_pages"] = case
+        with RawClient(env.ours_argv(big=True, audit="mem-read-10m"), env.root, env.stderr) as c:
+            c.initialize()
+            case = {"idle_vm_hwm_bytes": vm_hwm_bytes(c.pid)}
+            check_read(c.call_tool("file_read", {"path": env.big.name}, timeout=120), env.big_sha, BIG_SIZE)
+            out["read_10m_whole"] = case | {"vm_hwm_bytes": vm_hwm_bytes(c.pid), "response_bytes": c.last_line_bytes}
+    if env.write_cmd:
+        data = make_text(BIG_SIZE, seed=8)
+        with RawClient(env.write_argv(big=True, audit="mem-write"), env.write_root, env.stderr) as c:
+            c.initialize()
+            case = {"idle_vm_hwm_bytes": vm_hwm_bytes(c.pid)}
+            args = {"path": "mem-10m.txt", "content": data.decode(), "overwrite": True}
+            check_write(c.call_tool("file_write", args, timeout=120), data, created=True)
+            check_write(c.call_tool("file_write", args, timeout=120), data, created=False)
+            out["write_10m_overwrite"] = case | {"vm_hwm_bytes": vm_hwm_bytes(c.pid)}
+    if env.shell_cmd:
+        for name, max_output in (("shell_nul_flood_default", None), ("shell_nul_flood_16m", 16 << 20)):
+            with RawClient(env.shell_argv(audit=f"mem-{name}"), env.shell_root, env.stderr) as c:
+                c.initialize()
+                case = {"idle_vm_hwm_bytes": vm_hwm_bytes(c.pid)}
+                args: dict[str, Any] = {"command": NUL_FLOOD.format(n=64 << 20)}
+                if max_output is not None:
+                    args["maxOutputBytes"] = max_output
+                sc = c.call_tool("shell_exec", args, timeout=300).get("structuredContent") or {}
+                if sc.get("exitCode") != 0 or sc.get("stdoutBytes") != 64 << 20:
+                    brief = {k: v for k, v in sc.items() if "std" not in k}
+                    raise RuntimeError(f"unexpected shell_exec result: {brief}")
+                case |= {"vm_hwm_bytes": vm_hwm_bytes(c.pid), "response_bytes": c.last_line_bytes}
+                case["max_output_bytes"] = max_output or 1 << 20  # the documented default
+                out[name] = case
+    return out
+
+
+def memory_rows(r: dict[str, Any], rows: list[Row], notes: list[str]) -> None:
+    labels = {
+        "read_1gib_pages": "file_read first + last page of a 1 GiB text file",
+        "read_10m_whole": "file_read whole 10 MiB file (max_read_bytes 16 MiB)",
+        "write_10m_overwrite": "file_write 10 MiB new + overwrite (history copy)",
+        "shell_nul_flood_default": "shell_exec 64 MiB of NUL on both streams, default maxOutputBytes",
+        "shell_nul_flood_16m": "shell_exec 64 MiB of NUL on both streams, maxOutputBytes 16 MiB",
+    }
+    for key, label in labels.items():
+        case = r["memory"].get(key)
+        if case is None:
+            continue
+        reply = case.get("response_bytes")
+        bound = 4 * case["max_output_bytes"] if "max_output_bytes" in case else None
+        target = f"reply ≤ {mib(bound)}" if bound else "recorded"
+        rows.append(
+            (
+                f"12 peak RSS: {label}",
+                mib(case["vm_hwm_bytes"]),
+                f"idle {mib(case['idle_vm_hwm_bytes'])}" + (f"; reply {mib(reply)}" if reply else ""),
+                target,
+                verdict(reply <= bound) if bound and reply else "—",
+            )
+        )
+    notes.append("12: one fresh server per case; VmHWM read from /proc after the calls, idle after initialize.")
+
+
 def delta(s: float) -> str:
     return ("+" if s >= 0 else "−") + ms(abs(s))
 
@@ -2145,6 +2232,8 @@ def build_table(r: dict[str, Any]) -> tuple[str, list[str]]:
         shell_rows(r, rows, notes)
     if "shell_sandbox" in r:
         sandbox_rows(r, rows, notes)
+    if "memory" in r:
+        memory_rows(r, rows, notes)
     head = ("Measurement", "Ours", "Floor / context", "Target", "Result")
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -2841,12 +2930,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="small counts, for a smoke run")
     ap.add_argument(
         "--only",
-        choices=("read", "write", "shell"),
-        help="run only the file_read (1-3), file_write (4-6) or shell_exec (7-11) part",
+        choices=("read", "write", "shell", "memory"),
+        help="run only the file_read (1-3), file_write (4-6), shell_exec (7-11) or memory (12) part",
     )
     ns = ap.parse_args(argv)
     counts = QUICK if ns.quick else FULL
     do_read, do_write, do_shell = (ns.only in (None, part) for part in ("read", "write", "shell"))
+    do_memory = ns.only in (None, "memory")
     results_path = RESULTS if ns.only is None else RESULTS.with_name(f"latest-{ns.only}.json")
 
     with tempfile.TemporaryDirectory(prefix="mcp-bench-") as tmpdir:
@@ -2871,14 +2961,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 small=small,
                 big=big,
                 policy=policy,
-                server_cmd=find_server() if do_read else "",
+                server_cmd=find_server() if do_read or do_memory else "",
                 stderr=stderr,
                 small_sha=direct_read(small),
                 big_sha=direct_read(big),
-                write_cmd=find_server("mcp-server-file-write") if do_write else "",
+                write_cmd=find_server("mcp-server-file-write") if do_write or do_memory else "",
                 write_root=write_root,
                 write_policy=write_policy,
-                shell_cmd=find_server("mcp-server-shell-exec") if do_shell else "",
+                shell_cmd=find_server("mcp-server-shell-exec") if do_shell or do_memory else "",
                 shell_root=shell_root,
                 sandbox_labels=expected_sandbox_labels() if do_shell else {},
             )
@@ -2886,34 +2976,37 @@ def main(argv: Sequence[str] | None = None) -> int:
             results: dict[str, Any] = {}
             try:
                 if do_read:
-                    print("1/11 cold start ...", file=sys.stderr, flush=True)
+                    print("1/12 cold start ...", file=sys.stderr, flush=True)
                     results["cold_start"] = cold_start(env, counts)
-                    print("2/11 4 KiB reads ...", file=sys.stderr, flush=True)
+                    print("2/12 4 KiB reads ...", file=sys.stderr, flush=True)
                     results["read_4k"] = small_reads(env, counts)
-                    print("3/11 10 MiB reads ...", file=sys.stderr, flush=True)
+                    print("3/12 10 MiB reads ...", file=sys.stderr, flush=True)
                     results["read_10m"] = big_reads(env, counts)
                 if do_write:
-                    print("4/11 4 KiB writes ...", file=sys.stderr, flush=True)
+                    print("4/12 4 KiB writes ...", file=sys.stderr, flush=True)
                     results["write_4k"] = small_writes(env, counts)
                     req = BigRequest.make(BIG_SIZE, seed=4)
-                    print("5/11 10 MiB writes ...", file=sys.stderr, flush=True)
+                    print("5/12 10 MiB writes ...", file=sys.stderr, flush=True)
                     results["write_10m"] = big_writes(env, counts, req)
-                    print("6/11 profile of the 10 MiB writes ...", file=sys.stderr, flush=True)
+                    print("6/12 profile of the 10 MiB writes ...", file=sys.stderr, flush=True)
                     results["write_profile"] = profile_big_writes(env, counts, req)
                     del req  # 30 MiB of request the shell part's forks need not copy page tables of
                 if do_shell:
-                    print("7/11 shell_exec echo hi ...", file=sys.stderr, flush=True)
+                    print("7/12 shell_exec echo hi ...", file=sys.stderr, flush=True)
                     results["shell_echo"] = shell_echo(env, counts)
-                    print("8/11 shell_exec 50 MB of output ...", file=sys.stderr, flush=True)
+                    print("8/12 shell_exec 50 MB of output ...", file=sys.stderr, flush=True)
                     results["shell_big_output"] = shell_big_output(env, counts)
-                    print("9/11 shell_exec 16 concurrent sleep 1 ...", file=sys.stderr, flush=True)
+                    print("9/12 shell_exec 16 concurrent sleep 1 ...", file=sys.stderr, flush=True)
                     results["shell_concurrency"] = shell_concurrency(env, counts)
-                    print("10/11 profile of echo hi ...", file=sys.stderr, flush=True)
+                    print("10/12 profile of echo hi ...", file=sys.stderr, flush=True)
                     results["shell_profile"] = profile_shell_echo(env, counts)
-                    print("11/11 shell_exec sandbox overhead ...", file=sys.stderr, flush=True)
+                    print("11/12 shell_exec sandbox overhead ...", file=sys.stderr, flush=True)
                     results["shell_sandbox"] = shell_sandbox(env, counts)
-                    print("11/11 where the sandbox's time goes (in-process) ...", file=sys.stderr, flush=True)
+                    print("11/12 where the sandbox's time goes (in-process) ...", file=sys.stderr, flush=True)
                     results["shell_sandbox_parts"] = sandbox_parts(env, counts)
+                if do_memory:
+                    print("12/12 peak memory per server ...", file=sys.stderr, flush=True)
+                    results["memory"] = memory_bounds(env, counts)
             except Exception:
                 stderr.flush()
                 tail = stderr_path.read_text()[-4000:]
