@@ -30,7 +30,7 @@ Measures, each figure beside its floor:
 6. A cProfile of file_write over the 10 MiB writes, all threads (bench/profile_server.py).
 7. shell_exec `echo hi` (tree-sitter parse + policy + `/bin/bash --noprofile --norc -c`), per call over the raw
    client: vs no-MCP floors from the same run - `subprocess.run([bash, ..., "echo hi"], capture_output=True)`,
-   `subprocess.run(["/bin/true"])`, the server's own process runner (mcp_server_guard.process.run) called
+   `subprocess.run(["/bin/true"])`, the server's own process runner (mcp_server_guard.shell.process.run) called
    in-process, parse + policy (PolicyEngine.decide) in-process - and the bare server's trivial tool; the argv form
    (`{"command": "echo", "args": ["hi"]}`, no shell); the server-side tool time (audit durationMs) split into
    process.run (the result's durationMs) and the rest, beside in-process ShellExec.prepare / build_env / result model.
@@ -1112,7 +1112,7 @@ def summarise_profile(prof: Path, n: int, key_functions: dict[tuple[str, str], s
 
 
 def use_pidfd_child_watcher() -> None:
-    """What the servers do at start-up on 3.11 (mcp_server_guard.cli): wait for children on a pidfd, not a thread,
+    """What the servers do at start-up on 3.11 (mcp_server_guard.serving.launch): wait for children on a pidfd, not a thread,
     so the in-process floors below spawn exactly as the server does."""
     if sys.version_info < (3, 12) and hasattr(os, "pidfd_open"):
         asyncio.set_child_watcher(asyncio.PidfdChildWatcher())
@@ -1120,7 +1120,7 @@ def use_pidfd_child_watcher() -> None:
 
 def sandbox_modes() -> dict[str, tuple[Any, Any, Any]]:
     """(--sandbox, --sandbox-read, --network) of each server of SANDBOX_VARIANTS, as the sandbox module's enums."""
-    from mcp_server_guard import sandbox as sb
+    from mcp_server_guard.shell.sandbox import confine as sb
 
     return {
         "off": (sb.SandboxMode.OFF, sb.ReadScope.ALL, sb.NetworkMode.ALLOW),
@@ -1133,7 +1133,7 @@ def sandbox_modes() -> dict[str, tuple[Any, Any, Any]]:
 def expected_sandbox_labels() -> dict[str, str]:
     """The `sandbox` label each server of SANDBOX_VARIANTS must report on this kernel: Landlock at the kernel's
     ABI unless off, and a network namespace with --network deny where one can be made (else Landlock TCP deny)."""
-    from mcp_server_guard import sandbox as sb
+    from mcp_server_guard.shell.sandbox import confine as sb
 
     abi = sb.landlock_abi()
     netns = sb._probe_netns()  # what the server's start-up probes too (a throwaway child unshares)
@@ -1164,9 +1164,9 @@ def check_shell(
 
 
 def inprocess_runs(argv: Sequence[str], cwd: Path, n: int, warmup: int, max_output: int = 1 << 20) -> list[float]:
-    """The server's own process runner (mcp_server_guard.process.run: own session, pipes read into head+tail
+    """The server's own process runner (mcp_server_guard.shell.process.run: own session, pipes read into head+tail
     buffers, anyio on asyncio) called in-process in a loop: shell_exec's spawn without MCP, parsing or policy."""
-    from mcp_server_guard.process import build_env, run
+    from mcp_server_guard.shell.process import build_env, run
 
     env = build_env(None)
     no_other_children()
@@ -1192,8 +1192,8 @@ def sandbox_plans(*names: str) -> dict[str, Any]:
     for the SANDBOX_VARIANTS ``names``. Like the server, the bench process then is a child subreaper and, as root
     with a plan other than off, sits in its own pids cgroup (mcp-guard-<pid>, its children born there): call
     release_plans() when done, which moves it back out and removes the cgroup."""
-    from mcp_server_guard import sandbox as sb
     from mcp_server_guard.policy import load_policy
+    from mcp_server_guard.shell.sandbox import confine as sb
 
     pol = load_policy().shell_exec
     limits = sb.Limits(
@@ -1208,7 +1208,7 @@ def sandbox_plans(*names: str) -> dict[str, Any]:
 
 def release_plans(plans: dict[str, Any]) -> None:
     """Undo sandbox_plans: leave the pids cgroup (the plans share one) and remove it, as the server does at exit."""
-    from mcp_server_guard import sandbox as sb
+    from mcp_server_guard.shell.sandbox import confine as sb
 
     released: set[Path] = set()
     for p in plans.values():
@@ -1221,7 +1221,7 @@ def release_plans(plans: dict[str, Any]) -> None:
 def no_other_children() -> None:
     """process.run ends with the subreaper's orphan sweep, which kills every child of the calling process outside
     the running call's group: the in-process runs must have no other child (a server) alive."""
-    from mcp_server_guard import sandbox as sb
+    from mcp_server_guard.shell.sandbox import confine as sb
 
     if sb.children():
         raise RuntimeError(f"in-process process.run would kill the bench's other children {sb.children()}")
@@ -1234,10 +1234,10 @@ def tool_parts(env: Env, counts: Counts) -> dict[str, Any]:
     TMPDIR, Landlock ruleset) and the result (output model, text block, model_dump, CallToolResult)."""
     from mcp.types import CallToolResult, TextContent
 
-    from mcp_server_guard import sandbox as sb
-    from mcp_server_guard.jail import Jail
+    from mcp_server_guard.files.jail import Jail
     from mcp_server_guard.policy import load_policy
-    from mcp_server_guard.process import build_env
+    from mcp_server_guard.shell.process import build_env
+    from mcp_server_guard.shell.sandbox import confine as sb
     from mcp_server_shell_exec.server import ShellExec, ShellExecInput, ShellExecOutput
 
     n, warm = counts.shell_floor_calls, counts.shell_warmup
@@ -1294,7 +1294,7 @@ def shell_echo(env: Env, counts: Counts) -> dict[str, Any]:
     out["inprocess_run"] = summary(inprocess_runs(bash_argv, env.shell_root, counts.shell_floor_calls, warm))
 
     from mcp_server_guard.policy import load_policy
-    from mcp_server_guard.shellpolicy import PolicyEngine
+    from mcp_server_guard.shell.rules import PolicyEngine
 
     engine = PolicyEngine(load_policy().shell_exec)
     if engine.decide(ECHO_LINE).action != "allow":
@@ -1728,10 +1728,10 @@ def on_fresh_thread(steps: Sequence[Callable[[], object]]) -> tuple[float, list[
 def spawn_steps(
     c: Any, argv: Sequence[str], cwd: str, run_env: dict[str, str], netns_fd: int | None, box: dict[str, Any]
 ) -> dict[str, Callable[[], object]]:
-    """process.run's spawn of confinement ``c`` (mcp_server_guard.process._spawn's start: enter_thread's parts, the
+    """process.run's spawn of confinement ``c`` (mcp_server_guard.shell.process._spawn's start: enter_thread's parts, the
     same Popen, limit), step by step; the process lands in ``box["proc"]``. For a root --network deny plan, first
     a what-if: setns into a namespace made beforehand (``netns_fd``), beside the unshare that enter_thread does."""
-    from mcp_server_guard import sandbox as sb
+    from mcp_server_guard.shell.sandbox import confine as sb
 
     def setns() -> None:
         assert sb._LIBC is not None and netns_fd is not None
@@ -1768,7 +1768,7 @@ def timed_spawn(
     """One spawn of ``argv`` under a fresh confine(plan), step by step where process.run does them (on a fresh
     thread when the confinement says so, else on this one); checks the output and closes. Returns the thread
     hand-off (None without a thread) and each step's seconds."""
-    from mcp_server_guard import sandbox as sb
+    from mcp_server_guard.shell.sandbox import confine as sb
 
     c = sb.confine(plan, roots)
     box: dict[str, Any] = {}
@@ -1795,7 +1795,7 @@ def timed_spawn(
 def ready_netns() -> int | None:
     """An fd of a fresh, empty network namespace (made once by a throwaway child), for the setns what-if; None
     unless root (setns into a namespace needs CAP_SYS_ADMIN over it)."""
-    from mcp_server_guard import sandbox as sb
+    from mcp_server_guard.shell.sandbox import confine as sb
 
     if os.geteuid() != 0:
         return None
@@ -1828,7 +1828,7 @@ def fork_exit() -> None:
 
 def probe_confinement(env: Env, spawn: Callable[[Sequence[str], Any], bytes], plan: Any, roots: Sequence[str]) -> None:
     """``spawn(argv, confinement)`` must confine: a write outside the roots fails, one inside succeeds."""
-    from mcp_server_guard import sandbox as sb
+    from mcp_server_guard.shell.sandbox import confine as sb
 
     outside, inside = env.tmp / "outside-probe", env.shell_root / "inside-probe"
     argv = [*BASH, f": > {shlex.quote(str(outside))}; : > {shlex.quote(str(inside))}; echo done"]
@@ -1849,8 +1849,8 @@ def spawn_ladder(env: Env, plans: dict[str, Any], n: int, warmup: int) -> dict[s
     event loop thread, as before the sandbox); two what-ifs through the same process.run: a spawning thread that
     applies nothing (the thread hand-off alone, then vfork) and a no-op preexec_fn (fork instead of vfork, no
     rlimits); and per plan as ShellExec.execute does: confine(), process.run(confinement=...), close()."""
-    from mcp_server_guard import sandbox as sb
-    from mcp_server_guard.process import build_env, run
+    from mcp_server_guard.shell.process import build_env, run
+    from mcp_server_guard.shell.sandbox import confine as sb
 
     class ThreadOnly(sb.Confinement):
         @property
@@ -1950,8 +1950,8 @@ def sandbox_whatifs(env: Env, plan: Any, n: int, warmup: int) -> dict[str, Any]:
     design (rlimits + no_new_privs + Landlock in a preexec_fn, so fork; its per-call pids cgroup join left out);
     the current one (thread_spawn); an extra exec hop (`/usr/bin/env bash ...`: the cost of a helper that would
     confine and exec). confine() + close() around both confined ones."""
-    from mcp_server_guard import sandbox as sb
-    from mcp_server_guard.process import build_env
+    from mcp_server_guard.shell.process import build_env
+    from mcp_server_guard.shell.sandbox import confine as sb
 
     argv, base = [*BASH, ECHO_LINE], build_env(None)
     roots = [str(env.shell_root)]
@@ -2007,8 +2007,8 @@ def sandbox_whatifs(env: Env, plan: Any, n: int, warmup: int) -> dict[str, Any]:
 
 def sandbox_parts(env: Env, counts: Counts) -> dict[str, Any]:
     """Where the sandbox's time goes, in the bench process (its VmRSS is recorded: fork's cost grows with it)."""
-    from mcp_server_guard import sandbox as sb
-    from mcp_server_guard.process import build_env
+    from mcp_server_guard.shell.process import build_env
+    from mcp_server_guard.shell.sandbox import confine as sb
 
     n, warm = counts.sandbox_parts_calls, max(counts.sandbox_parts_calls // 10, 5)
     k = max(n // 5, 10)  # samples of the step-by-step timings

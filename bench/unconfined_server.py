@@ -23,7 +23,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from mcp_server_guard.sandbox import Confinement
+from mcp_server_guard.shell.sandbox.confine import Confinement
 
 MODULE = "mcp_server_shell_exec"
 

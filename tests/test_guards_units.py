@@ -12,9 +12,9 @@ import pytest
 
 from mcp_server_guard.audit import AuditLog, AuditRecord, default_audit_path, read_entries, summarize_value
 from mcp_server_guard.errors import ERROR_CODES, ERROR_META_KEY, GuardError, ParamError, SecurityError
-from mcp_server_guard.mime import sniff
+from mcp_server_guard.files.mime import sniff
+from mcp_server_guard.files.reading import read_page
 from mcp_server_guard.policy import PolicyError, default_policy_path, load_policy
-from mcp_server_guard.textfile import read_page
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -83,7 +83,8 @@ def test_user_policy_is_merged_over_the_default(tmp_path: Path) -> None:
 def test_audit_hashes_contents_and_redacts_env(tmp_path: Path) -> None:
     log = AuditLog(tmp_path / "a" / "audit.jsonl")
     record = AuditRecord("s", "t", {"path": "x", "content": "secret body", "env": {"TOKEN": "v"}})
-    log.end(record, log.begin(record))
+    with log.call(record):
+        pass
     log.close()
     entry = next(read_entries(tmp_path / "a" / "audit.jsonl", 5))
     assert entry["arguments"]["content"] == {"sha256": hashlib.sha256(b"secret body").hexdigest(), "bytes": 11}

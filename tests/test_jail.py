@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server_guard import _openat2
 from mcp_server_guard.errors import GuardError
-from mcp_server_guard.jail import Jail, SymlinkMode
+from mcp_server_guard.files import openat2 as _openat2
+from mcp_server_guard.files.jail import Jail, SymlinkMode
 
 
 @pytest.fixture(params=["openat2", "walk"])

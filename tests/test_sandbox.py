@@ -17,7 +17,7 @@ import anyio
 import pytest
 
 from conftest import console_script, serve
-from mcp_server_guard.sandbox import landlock_abi
+from mcp_server_guard.shell.sandbox.confine import landlock_abi
 
 pytestmark = [
     pytest.mark.anyio,

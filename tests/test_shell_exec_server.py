@@ -22,7 +22,7 @@ from mcp.client import ClientRequestContext
 from mcp.types import ElicitRequestParams, ElicitResult
 
 from conftest import RawClient, console_script, error_of, serve, text_of
-from mcp_server_guard.sandbox import landlock_abi
+from mcp_server_guard.shell.sandbox.confine import landlock_abi
 
 pytestmark = pytest.mark.anyio
 SX = "mcp-server-shell-exec"

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from mcp_server_guard.policy import PolicyError, load_policy
-from mcp_server_guard.shellparse import parse
-from mcp_server_guard.shellpolicy import PolicyEngine
+from mcp_server_guard.shell.parse import parse
+from mcp_server_guard.shell.rules import PolicyEngine
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = PolicyEngine(load_policy().shell_exec)

@@ -1,13 +1,16 @@
 """mcp-server-guard: the guards shared by the guarded stdio MCP servers.
 
-Path jail (openat2 / O_NOFOLLOW walk), symlink policy, file-type and MIME checks, TOML policies,
-the audit log, the structured error tree, and the serving layer that publishes one tool per server.
+Layout: ``errors``, ``audit``, ``policy`` (the policy file loader) and ``paths`` at the top, used by all;
+``serving`` (the server scaffold every server shares), ``files`` (path jail, MIME, reading, writing,
+history), ``shell`` (parser, rules, processes, execution, approval; ``shell.sandbox``: the kernel
+sandbox) and ``admin`` (the ``mcp-guard`` CLI). The names below are what a server author needs most.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mcp_server_guard.audit import AuditLog, AuditRecord, note
@@ -23,30 +26,42 @@ if TYPE_CHECKING:
         SecurityError,
         SystemError_,
     )
-    from mcp_server_guard.jail import Jail, Located, SymlinkMode
+    from mcp_server_guard.files.jail import Jail, Located, SymlinkMode
+    from mcp_server_guard.paths import within, within_any
     from mcp_server_guard.policy import Policy, PolicyError, load_policy
-    from mcp_server_guard.tooling import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
+    from mcp_server_guard.serving.server import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
 
 # Exported names resolve on first use: importing the package (the in-box supervisor does, with no
 # site-packages at all) must not import the MCP SDK and pydantic.
 _EXPORTS = {
-    "AuditLog": "audit", "AuditRecord": "audit", "note": "audit",
-    "ERROR_CODES": "errors", "ERROR_META_KEY": "errors", "Category": "errors", "ErrorPayload": "errors",
-    "ExecutionError": "errors", "GuardError": "errors", "ParamError": "errors", "ResourceError": "errors",
-    "SecurityError": "errors", "SystemError_": "errors",
-    "Jail": "jail", "Located": "jail", "SymlinkMode": "jail",
-    "Policy": "policy", "PolicyError": "policy", "load_policy": "policy",
-    "GuardedServer": "tooling", "ServerConfig": "tooling", "ToolInput": "tooling", "ToolOutput": "tooling",
-    "register_tool": "tooling",
-}  # fmt: skip
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mcp_server_guard' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"mcp_server_guard.{module}"), name)
-
+    "AuditLog": "audit",
+    "AuditRecord": "audit",
+    "Category": "errors",
+    "ERROR_CODES": "errors",
+    "ERROR_META_KEY": "errors",
+    "ErrorPayload": "errors",
+    "ExecutionError": "errors",
+    "GuardError": "errors",
+    "GuardedServer": "serving.server",
+    "Jail": "files.jail",
+    "Located": "files.jail",
+    "ParamError": "errors",
+    "Policy": "policy",
+    "PolicyError": "policy",
+    "ResourceError": "errors",
+    "SecurityError": "errors",
+    "ServerConfig": "serving.server",
+    "SymlinkMode": "files.jail",
+    "SystemError_": "errors",
+    "ToolInput": "serving.server",
+    "ToolOutput": "serving.server",
+    "load_policy": "policy",
+    "note": "audit",
+    "register_tool": "serving.server",
+    "within": "paths",
+    "within_any": "paths",
+}
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "ERROR_CODES",
@@ -73,4 +88,6 @@ __all__ = [
     "load_policy",
     "note",
     "register_tool",
+    "within",
+    "within_any",
 ]

@@ -17,6 +17,7 @@ records what happened without copying the data it happened to.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import hashlib
 import json
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_server_guard.errors import SystemError_
+from mcp_server_guard.paths import real_within_any
 
 log = logging.getLogger("mcp_server_guard.audit")
 # Arguments whose values are data, not names: always hashed.
@@ -46,11 +48,6 @@ def state_dir() -> Path:
     return Path(base) / "mcp-guard"
 
 
-def _inside(path: Path, roots: Iterable[str]) -> bool:
-    real = os.path.realpath(path)
-    return any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots)
-
-
 def default_state_path(leaf: str, jail_roots: Iterable[str]) -> Path:
     """``$XDG_STATE_HOME/mcp-guard/<leaf>``, or a per-user temp dir when that lies inside the jail.
 
@@ -59,7 +56,7 @@ def default_state_path(leaf: str, jail_roots: Iterable[str]) -> Path:
     roots = list(jail_roots)
     candidates = [state_dir(), Path(tempfile.gettempdir()) / f"mcp-guard-{os.getuid()}"]
     for directory in candidates:
-        if not _inside(directory, roots):
+        if not real_within_any(directory, roots):
             return directory / leaf
     raise OSError(f"every default location for {leaf} lies inside the allowed directories; pass it explicitly")
 
@@ -160,6 +157,17 @@ def note(*, bytes: int | None = None, decision: str | None = None, **extra: Any)
     record.extra.update(extra)
 
 
+class Recording:
+    """Handle of an audited call in progress (see :meth:`AuditLog.call`)."""
+
+    def __init__(self) -> None:
+        self.discarded = False
+
+    def discard(self) -> None:
+        """The call has not acted and is not over (an input_required round): write no outcome for it."""
+        self.discarded = True
+
+
 class AuditLog:
     """The append-only log file, opened once; each record is a single O_APPEND write."""
 
@@ -169,8 +177,27 @@ class AuditLog:
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         self._torn = False  # a record was cut short (disk full): start the next one on a fresh line
 
-    def begin(self, record: AuditRecord) -> contextvars.Token[AuditRecord | None]:
-        return _current.set(record)
+    @contextlib.contextmanager
+    def call(self, record: AuditRecord) -> Iterator[Recording]:
+        """The one begin/end of an audited call: ``record`` is the current call's inside the block (``note``
+        and ``intent`` reach it); its outcome line is written when the block ends, however it ends.
+
+        An exception leaves the block recorded as "cancelled" unless the caller set another decision first;
+        ``Recording.discard()`` drops a round that has not acted (an input_required round) with no line.
+        """
+        token = _current.set(record)
+        recording = Recording()
+        try:
+            yield recording
+        except BaseException:
+            if record.decision == "allow":
+                record.decision = "cancelled"
+            self._end(record, token)
+            raise
+        if recording.discarded:
+            _current.reset(token)
+        else:
+            self._end(record, token)
 
     def intent(self) -> None:
         """Record what the call being served is about to do; refuse the call if that cannot be recorded.
@@ -193,7 +220,7 @@ class AuditLog:
             ) from None
         record.intent_written = True
 
-    def end(self, record: AuditRecord, token: contextvars.Token[AuditRecord | None]) -> None:
+    def _end(self, record: AuditRecord, token: contextvars.Token[AuditRecord | None]) -> None:
         """Record how the call ended. Never raises: a lost outcome line is reported on stderr instead."""
         _current.reset(token)
         try:
@@ -208,10 +235,6 @@ class AuditLog:
                 code,
                 exc.strerror or exc,
             )
-
-    def reset(self, token: contextvars.Token[AuditRecord | None]) -> None:
-        """Drop the record of a call that is not over yet and has not acted (an input_required round)."""
-        _current.reset(token)
 
     def _append(self, line: str) -> None:
         data = (line + "\n").encode("utf-8", "surrogatepass")

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from mcp_server_guard.shellpolicy import ShellPolicy
+from mcp_server_guard.shell.rules import ShellPolicy
 
 
 class PolicyError(Exception):

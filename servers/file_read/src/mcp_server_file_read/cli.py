@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from mcp_server_guard.cli import server_cli
-from mcp_server_guard.tooling import GuardedServer, ServerConfig
+from mcp_server_guard.serving.launch import server_cli
+from mcp_server_guard.serving.server import GuardedServer, ServerConfig
 
 
 @server_cli(prog="mcp-server-file-read", name="file_read")
 def main(config: ServerConfig) -> GuardedServer:
     """Serve the file_read tool over stdio, confined to the launch directory and --allow-path dirs."""
-    from mcp_server_file_read.server import build_server
+    # Lazy for start-up time: --help and --version need neither the tool nor the MCP SDK.
+    from mcp_server_file_read.server import build_server  # noqa: PLC0415
 
     return build_server(config)

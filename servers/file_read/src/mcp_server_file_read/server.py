@@ -12,9 +12,9 @@ from pydantic import Field
 
 from mcp_server_guard import audit
 from mcp_server_guard.errors import ParamError, SecurityError
-from mcp_server_guard.mime import Sniffed, sniff
-from mcp_server_guard.textfile import Page, read_page
-from mcp_server_guard.tooling import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
+from mcp_server_guard.files.mime import Sniffed, sniff
+from mcp_server_guard.files.reading import Page, read_page
+from mcp_server_guard.serving.server import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
 
 # Seed 004's contract, verbatim.
 TOOL_NAME = "file_read"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mcp_server_guard.cli import HistoryDirOpt, resolve_history_dir, server_cli
-from mcp_server_guard.tooling import GuardedServer, ServerConfig
+from mcp_server_guard.serving.launch import HistoryDirOpt, resolve_history_dir, server_cli
+from mcp_server_guard.serving.server import GuardedServer, ServerConfig
 
 PROG = "mcp-server-file-write"
 
@@ -11,6 +11,7 @@ PROG = "mcp-server-file-write"
 @server_cli(prog=PROG, name="file_write")
 def main(config: ServerConfig, history_dir: HistoryDirOpt = None) -> GuardedServer:
     """Serve the file_write tool over stdio, confined to the launch directory and --allow-path dirs."""
-    from mcp_server_file_write.server import build_server
+    # Lazy for start-up time: --help and --version need neither the tool nor the MCP SDK.
+    from mcp_server_file_write.server import build_server  # noqa: PLC0415
 
     return build_server(config, resolve_history_dir(PROG, history_dir, config))

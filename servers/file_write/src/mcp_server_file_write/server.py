@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +12,8 @@ from pydantic import Field
 
 from mcp_server_guard import audit
 from mcp_server_guard.errors import ParamError
-from mcp_server_guard.history import HistoryStore
-from mcp_server_guard.journal import TempJournal, journal_dir, sweep_journals
-from mcp_server_guard.tooling import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
-from mcp_server_guard.writing import ProtectedPaths, Writer
-
-log = logging.getLogger("mcp_server_guard")
+from mcp_server_guard.files.writing import open_writer
+from mcp_server_guard.serving.server import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
 
 # Seed 004's contract, verbatim.
 TOOL_NAME = "file_write"
@@ -62,31 +57,9 @@ class FileWriteOutput(ToolOutput):
         return f"{self.path}: {what}, {self.bytesWritten} bytes, sha256 {self.sha256}"
 
 
-def build_writer(config: ServerConfig, history_dir: Path) -> Writer:
-    """The writer, after cleaning what dead writers left: their temp files and orphan history data."""
-    policy = config.policy.file_write
-    protected = ProtectedPaths(
-        policy.protected_paths,
-        files=[Path(p) for p in config.policy.source] + [config.audit.path],
-        dirs=[history_dir],
-    )
-    history = HistoryStore(history_dir, policy.history_max_bytes, policy.history_max_entries)
-    journal: TempJournal | None = None
-    try:
-        removed = sweep_journals(journal_dir(history_dir))
-        orphans = history.sweep()
-        if removed or orphans:
-            log.info("removed %d temp file(s) and %d orphan history file(s) left by dead writers", removed, orphans)
-        journal = TempJournal(journal_dir(history_dir))
-    except OSError as exc:
-        # Overwrites will say what is wrong with the store (HISTORY_UNAVAILABLE); new files can still be written.
-        log.warning("cannot prepare the history store %s: %s", history_dir, exc.strerror or exc)
-    return Writer(config.jail, policy, protected, history, journal)
-
-
 def build_server(config: ServerConfig, history_dir: Path) -> GuardedServer:
     server = GuardedServer(config)
-    writer = build_writer(config, history_dir)
+    writer = open_writer(config.jail, config.policy, config.audit.path, history_dir)
     if writer.journal is not None:
         server.cleanups.append(writer.journal.close)
 

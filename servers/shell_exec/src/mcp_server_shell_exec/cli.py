@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from mcp_server_guard.cli import server_cli, usage_error
-from mcp_server_guard.sandbox import NetworkMode, ReadScope, SandboxMode
-from mcp_server_guard.tooling import GuardedServer, ServerConfig
+from mcp_server_guard.serving.launch import server_cli, usage_error
+from mcp_server_guard.serving.server import GuardedServer, ServerConfig
+from mcp_server_guard.shell.sandbox.confine import Limits, NetworkMode, ReadScope, SandboxMode, SandboxUnavailable, plan
 
 PROG = "mcp-server-shell-exec"
 
@@ -39,8 +39,8 @@ def main(
     network: NetworkOpt = NetworkMode.ALLOW,
 ) -> GuardedServer:
     """Serve the shell_exec tool over stdio: commands are checked against the policy and run confined."""
-    from mcp_server_guard.sandbox import Limits, SandboxUnavailable, plan
-    from mcp_server_shell_exec.server import build_server
+    # Lazy for start-up time: --help and --version need neither the tool nor the MCP SDK.
+    from mcp_server_shell_exec.server import build_server  # noqa: PLC0415
 
     policy = config.policy.shell_exec
     limits = Limits(

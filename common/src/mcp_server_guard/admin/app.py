@@ -12,18 +12,38 @@ This is not a server: it may print to stdout.
 from __future__ import annotations
 
 import enum
+import json
 import os
+import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 
+from mcp_server_guard.admin.format import format_entry
 from mcp_server_guard.audit import AuditRecord, default_audit_path, default_state_path, read_entries
-from mcp_server_guard.cli import AllowPathOpt, AuditLogOpt, HistoryDirOpt, LogLevel, PolicyOpt, run_app, usage_error
-from mcp_server_guard.history import HistoryError, HistoryStore
-from mcp_server_guard.jail import SymlinkMode
-from mcp_server_guard.sandbox import NetworkMode, ReadScope, SandboxMode
+from mcp_server_guard.errors import GuardError
+from mcp_server_guard.files.history import HistoryError, HistoryStore
+from mcp_server_guard.files.jail import SymlinkMode
+from mcp_server_guard.files.writing import open_writer
+from mcp_server_guard.paths import within
+from mcp_server_guard.policy import PolicyError, load_policy
+from mcp_server_guard.serving.launch import (
+    AllowPathOpt,
+    AuditLogOpt,
+    HistoryDirOpt,
+    LogLevel,
+    PolicyOpt,
+    build_config,
+    resolve_history_dir,
+    run_app,
+    usage_error,
+)
+from mcp_server_guard.shell.parse import TooComplex
+from mcp_server_guard.shell.rules import PolicyEngine
+from mcp_server_guard.shell.sandbox.confine import NetworkMode, ReadScope, SandboxMode
 
 PROG = "mcp-guard"
 app = typer.Typer(
@@ -43,31 +63,10 @@ def demo(
         str, typer.Option("--mode", help="Protocol era: auto (2026-07-28) or legacy (2025-11-25).")
     ] = "auto",
 ) -> None:
-    from mcp_server_guard.demo import run_demo
+    # Lazy for start-up time: the demo pulls in the MCP client; the other commands never need it.
+    from mcp_server_guard.admin.demo import run_demo  # noqa: PLC0415
 
     raise typer.Exit(run_demo(mode))
-
-
-def format_entry(entry: dict[str, Any]) -> str:
-    """One call (intent and outcome merged, see ``audit.read_entries``) as one readable line."""
-    args = entry.get("arguments") or {}
-    shown = ", ".join(f"{k}={v!r}" if not isinstance(v, dict) else f"{k}=<{_short(v)}>" for k, v in args.items())
-    status = entry.get("status", "done")
-    if status == "interrupted":
-        outcome = "INTERRUPTED (server died mid-call)"
-    elif status == "running":
-        outcome = "RUNNING (no outcome yet)"
-    else:
-        outcome = entry.get("decision", "?") + (f" {entry['code']}" if entry.get("code") else "")
-    size = f"{entry['bytes']}B" if entry.get("bytes") is not None else "-"
-    duration = f"{entry['durationMs']:>8.1f}ms" if isinstance(entry.get("durationMs"), int | float) else f"{'-':>10}"
-    return f"{entry.get('time', '?')[:23]}  {entry.get('server', '?'):<10} {outcome:<28} {size:>9} {duration}  {shown}"
-
-
-def _short(value: dict[str, Any]) -> str:
-    if "sha256" in value:
-        return f"sha256:{str(value['sha256'])[:12]}… {value.get('bytes', value.get('items', '?'))}"
-    return ", ".join(f"{k}={v}" for k, v in value.items())
 
 
 @app.command(
@@ -81,8 +80,6 @@ def audit(
         bool, typer.Option("--json", help="Print each call as one JSON object (intent and outcome merged, + status).")
     ] = False,
 ) -> None:
-    import json
-
     path = audit_log or default_audit_path([])
     entries = list(read_entries(path, last))
     if not entries:
@@ -107,9 +104,6 @@ class Host(enum.StrEnum):
 
 
 def _installed(script: str) -> str:
-    import shutil
-    import sys
-
     beside = Path(sys.executable).parent / script
     found = str(beside) if beside.exists() else shutil.which(script)
     if found is None:
@@ -130,8 +124,6 @@ def config(
     sandbox_read: Annotated[ReadScope | None, typer.Option("--sandbox-read", help="Passed to shell_exec.")] = None,
     network: Annotated[NetworkMode | None, typer.Option("--network", help="Passed to shell_exec.")] = None,
 ) -> None:
-    import json
-
     dirs = [p.absolute() for p in (allow_path or [Path.cwd()])]
     for directory in dirs:
         if not directory.is_dir():
@@ -175,12 +167,6 @@ def check(
     policy: PolicyOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
 ) -> None:
-    import json
-
-    from mcp_server_guard.policy import PolicyError, load_policy
-    from mcp_server_guard.shellparse import TooComplex
-    from mcp_server_guard.shellpolicy import PolicyEngine
-
     try:
         engine = PolicyEngine(load_policy(policy).shell_exec)
     except PolicyError as exc:
@@ -226,8 +212,6 @@ app.add_typer(history_app, name="history")
 
 
 def _history_store(history_dir: Path | None) -> HistoryStore:
-    from mcp_server_guard.policy import load_policy
-
     directory = history_dir or default_state_path("history", [])
     policy = load_policy().file_write
     return HistoryStore(directory, policy.history_max_bytes, policy.history_max_entries)
@@ -253,7 +237,7 @@ def history_list(
     def selected(original: str | None) -> bool:
         if wanted is None:
             return True
-        return original is not None and (original == wanted or original.startswith(wanted.rstrip("/") + "/"))
+        return original is not None and within(original, wanted)
 
     entries, broken = store.inventory()
     shown = 0
@@ -281,11 +265,6 @@ def history_restore(
     audit_log: AuditLogOpt = None,
     history_dir: HistoryDirOpt = None,
 ) -> None:
-    from mcp_server_guard.cli import build_config, resolve_history_dir
-    from mcp_server_guard.errors import GuardError
-    from mcp_server_guard.journal import TempJournal, journal_dir
-    from mcp_server_guard.writing import ProtectedPaths, Writer
-
     config = build_config(
         prog=f"{PROG} history restore",
         name="mcp-guard",
@@ -297,36 +276,25 @@ def history_restore(
         log_level=LogLevel.WARNING,
     )
     directory = resolve_history_dir(PROG, history_dir, config)
-    write_policy = config.policy.file_write
-    store = HistoryStore(directory, write_policy.history_max_bytes, write_policy.history_max_entries)
+    writer = open_writer(config.jail, config.policy, config.audit.path, directory)
     try:
-        entry, data = store.read(entry_id)
-    except HistoryError as exc:
-        _history_error(exc)
-    protected = ProtectedPaths(
-        write_policy.protected_paths,
-        files=[Path(p) for p in config.policy.source] + [config.audit.path],
-        dirs=[directory],
-    )
-    try:
-        journal: TempJournal | None = TempJournal(journal_dir(directory))
-    except OSError:
-        journal = None  # restore still works; only a crash mid-restore could leave a temp file behind
-    writer = Writer(config.jail, write_policy, protected, store, journal)
-    record = AuditRecord(server="mcp-guard", tool="history.restore", arguments={"id": entry_id, "path": entry.path})
-    token = config.audit.begin(record)
-    try:
-        config.audit.intent()  # no record, no action
-        outcome = writer.write(entry.path, data, overwrite=True)
-    except GuardError as exc:
-        record.decision, record.code = "deny", exc.code
-        config.audit.end(record, token)
-        usage_error(PROG, f"{exc.code}: {exc.message} {exc.suggestion}")
+        try:
+            entry, data = writer.history.read(entry_id)
+        except HistoryError as exc:
+            _history_error(exc)
+        arguments = {"id": entry_id, "path": entry.path}
+        record = AuditRecord(server="mcp-guard", tool="history.restore", arguments=arguments)
+        with config.audit.call(record):
+            try:
+                config.audit.intent()  # no record, no action
+                outcome = writer.write(entry.path, data, overwrite=True)
+            except GuardError as exc:
+                record.decision, record.code = "deny", exc.code
+                usage_error(PROG, f"{exc.code}: {exc.message} {exc.suggestion}")
+            record.bytes = outcome.bytes_written
     finally:
-        if journal is not None:
-            journal.close()
-    record.bytes = outcome.bytes_written
-    config.audit.end(record, token)
+        if writer.journal is not None:
+            writer.journal.close()
     saved = f"; the content it replaced is saved as {outcome.backup}" if outcome.backup else ""
     typer.echo(f"restored {entry.path} ({outcome.bytes_written} bytes, sha256 {outcome.sha256[:12]}…){saved}")
 

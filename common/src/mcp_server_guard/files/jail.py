@@ -19,8 +19,9 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from mcp_server_guard import _openat2
 from mcp_server_guard.errors import GuardError, ParamError, ResourceError, SecurityError, SystemError_
+from mcp_server_guard.files import openat2 as _openat2
+from mcp_server_guard.paths import within
 
 _MAX_SYMLINK_HOPS = 40
 _DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
@@ -54,13 +55,6 @@ class Located:
     @property
     def absolute(self) -> str:
         return posixpath.join(self.root.path, self.rel) if self.rel else self.root.path
-
-
-def _contains(parent: str, child: str) -> bool:
-    """Whole-component containment: /a/proj contains /a/proj/x but never /a/proj-evil."""
-    if parent == "/":
-        return child.startswith("/")
-    return child == parent or child.startswith(parent + "/")
 
 
 def _normalize(path: str) -> str:
@@ -157,9 +151,9 @@ class Jail:
                 if not client.startswith("/"):
                     continue
                 for allowed in self.allowed:
-                    if _contains(client, allowed.path) and allowed not in effective:
+                    if within(allowed.path, client) and allowed not in effective:
                         effective.append(allowed)
-                    elif _contains(allowed.path, client) and client != allowed.path:
+                    elif within(client, allowed.path) and client != allowed.path:
                         rel = client[len(allowed.path) :].lstrip("/")
                         try:
                             fd = self._resolve(Located(raw, allowed, rel), _DIR_FLAGS)
@@ -187,7 +181,7 @@ class Jail:
         best_len = -1
         for root in self._effective:
             for spelling in root.spellings():
-                if _contains(spelling, absolute) and len(spelling) > best_len:
+                if within(absolute, spelling) and len(spelling) > best_len:
                     best_len = len(spelling)
                     best = (root, absolute[len(spelling) :].lstrip("/"))
         return best
@@ -216,7 +210,7 @@ class Jail:
     def display(self, located: Located) -> str:
         """The path as the caller should see it: relative to the launch dir when inside it."""
         absolute = located.absolute
-        if _contains(self.launch_dir, absolute):
+        if within(absolute, self.launch_dir):
             rel = absolute[len(self.launch_dir) :].lstrip("/")
             return rel or "."
         return absolute

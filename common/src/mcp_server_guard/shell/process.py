@@ -24,14 +24,12 @@ from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 import anyio
 
 from mcp_server_guard.errors import SecurityError
-
-if TYPE_CHECKING:
-    from mcp_server_guard.sandbox import Confinement
+from mcp_server_guard.shell.sandbox.confine import Confinement, children, reap_orphans
 
 # Taken from the server's own environment; everything else is dropped.
 BASE_ENV_NAMES = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TZ")
@@ -232,8 +230,6 @@ class ProcessRegistry:
 
     def sweep(self) -> int:
         """Kill orphans left by finished calls, once no call runs and no spawn is in flight."""
-        from mcp_server_guard.sandbox import reap_orphans
-
         with self._lock:
             if self._groups or self._spawning:
                 return 0  # a running call's children are not orphans yet; the last call to end sweeps
@@ -245,8 +241,6 @@ class ProcessRegistry:
         Orphans reach us asynchronously (a ``setsid`` child is reparented only once its parent has died),
         so the sweep repeats until no child is left or ``wait`` seconds have passed.
         """
-        from mcp_server_guard.sandbox import children, reap_orphans
-
         with self._lock:
             self._closed = True
             groups = list(self._groups)

@@ -16,6 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from mcp import Client, StdioServerParameters
+from mcp.types import ElicitResult
+
+from mcp_server_guard.admin.format import format_entry
+from mcp_server_guard.audit import read_entries
 
 ERROR_META_KEY = "mcp-guard/error"
 
@@ -27,7 +32,6 @@ def _script(name: str) -> str | None:
 
 def _params(name: str, proj: Path, args: list[str], env: dict[str, str] | None = None) -> Any:
     """How the demo launches one installed server in the workspace (None when it is not installed)."""
-    from mcp import StdioServerParameters
 
     script = _script(name)
     if script is None:
@@ -76,7 +80,6 @@ def _show(label: str, result: Any) -> bool:
 
 
 async def _file_read(proj: Path, audit: Path, mode: str) -> list[bool]:
-    from mcp import Client
 
     params = _params("mcp-server-file-read", proj, ["--audit-log", str(audit)])
     if params is None:
@@ -105,7 +108,6 @@ async def _file_read(proj: Path, audit: Path, mode: str) -> list[bool]:
 
 
 async def _file_write(proj: Path, audit: Path, history: Path, mode: str) -> list[bool]:
-    from mcp import Client
 
     params = _params("mcp-server-file-write", proj, ["--audit-log", str(audit), "--history-dir", str(history)])
     if params is None:
@@ -155,8 +157,6 @@ async def _file_write(proj: Path, audit: Path, history: Path, mode: str) -> list
 
 
 async def _shell_exec(proj: Path, audit: Path, mode: str) -> list[bool]:
-    from mcp import Client
-    from mcp.types import ElicitResult
 
     # HOME is the throwaway workspace's parent: even a broken policy could only touch the demo's files.
     home = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(proj.parent), "LANG": "C.UTF-8"}
@@ -230,8 +230,6 @@ def run_demo(mode: str = "auto") -> int:
         outcomes = anyio.run(_file_read, proj, audit, mode)
         outcomes += anyio.run(_file_write, proj, audit, base / "history", mode)
         outcomes += anyio.run(_shell_exec, proj, audit, mode)
-        from mcp_server_guard.admin import format_entry
-        from mcp_server_guard.audit import read_entries
 
         print(f"\n== audit log ({audit.name}, kept outside the jail)")
         for entry in read_entries(audit, 20):

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-log = logging.getLogger("mcp_server_guard.journal")
+log = logging.getLogger("mcp_server_guard.files.journal")
 
 TEMP_NAME = re.compile(r"^\.mcp-guard-[0-9a-f]{12}\.tmp$")
 _JOURNAL = re.compile(r"^\d+-[0-9a-f]{8}\.journal$")

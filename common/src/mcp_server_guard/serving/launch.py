@@ -21,13 +21,12 @@ from typing import Annotated, Any, NoReturn, Protocol
 import anyio
 import typer
 
-from mcp_server_guard import sandbox
 from mcp_server_guard.audit import AuditLog, default_audit_path, default_state_path
-from mcp_server_guard.jail import Jail, SymlinkMode
+from mcp_server_guard.files.jail import Jail, SymlinkMode
+from mcp_server_guard.paths import real_within_any
 from mcp_server_guard.policy import PolicyError, load_policy
-from mcp_server_guard.process import REGISTRY
-from mcp_server_guard.stdio import MAX_MESSAGE_BYTES, serve_stdio
-from mcp_server_guard.tooling import GuardedServer, ServerConfig
+from mcp_server_guard.serving.server import GuardedServer, ServerConfig
+from mcp_server_guard.serving.stdio import MAX_MESSAGE_BYTES, serve_stdio
 
 EXIT_USAGE = 2
 
@@ -173,8 +172,7 @@ def resolve_history_dir(prog: str, given: Path | None, config: ServerConfig) -> 
         path = given.absolute() if given is not None else default_state_path("history", roots)
     except OSError as exc:
         usage_error(prog, str(exc))
-    real = os.path.realpath(path)
-    if any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots):
+    if real_within_any(path, roots):
         usage_error(prog, f"--history-dir {path} lies inside the allowed directories; the tool could rewrite it")
     return path
 
@@ -183,11 +181,13 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 def _release(server: GuardedServer) -> None:
-    """No child process group may outlive the server; its own resources (the pids cgroup it sits in) go after them."""
-    REGISTRY.kill_all()
+    """Run the clean-ups the server registered, in order (shell_exec: kill every command still running, then
+    release what confined them); one that fails does not stop the others."""
     for cleanup in server.cleanups:
-        cleanup()
-    sandbox.release_all()
+        try:
+            cleanup()
+        except Exception:
+            logging.getLogger("mcp_server_guard").exception("clean-up at exit failed")
 
 
 def _terminate(server: GuardedServer, signum: int, _frame: object) -> None:

@@ -98,8 +98,8 @@ class Parsed:
 @functools.cache
 def _parser() -> Parser:
     # Loaded on first use: the file servers share this library and never parse shell.
-    import tree_sitter_bash
-    from tree_sitter import Language, Parser
+    import tree_sitter_bash  # noqa: PLC0415
+    from tree_sitter import Language, Parser  # noqa: PLC0415
 
     return Parser(Language(tree_sitter_bash.language()))
 

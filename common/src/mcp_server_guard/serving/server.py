@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from mcp_server_guard.audit import AuditLog, AuditRecord
 from mcp_server_guard.errors import ERROR_META_KEY, GuardError, ParamError, SystemError_
-from mcp_server_guard.jail import Jail
+from mcp_server_guard.files.jail import Jail
 from mcp_server_guard.policy import Policy
 
 log = logging.getLogger("mcp_server_guard")
@@ -158,37 +158,29 @@ class GuardedServer(MCPServer[Any]):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
         record = AuditRecord(server=self.name, tool=name, arguments=dict(arguments))
-        token = self.audit.begin(record)
-        result: Any = None
-        try:
-            result = await super().call_tool(name, arguments, context)
-        except ToolError as exc:
-            error = _as_guard_error(exc, name)
-            if error.code == "INTERNAL_ERROR":
-                log.error("tool %s crashed", name, exc_info=exc)
-            result = error.to_result()
-        except MCPError as exc:
-            record.decision, record.code = "error", f"MCP_{exc.code}"
-            self.audit.end(record, token)
-            raise
-        except BaseException:
-            # Cancelled by the client, or the server is going down: the call still leaves a trace.
-            record.decision = "cancelled"
-            self.audit.end(record, token)
-            raise
-        if isinstance(result, CallToolResult):
-            if result.is_error:
-                record.decision = "deny" if record.decision == "allow" else record.decision
-                payload = (result.meta or {}).get(ERROR_META_KEY)
-                record.code = payload.get("code") if isinstance(payload, dict) else None
-            self.audit.end(record, token)
-        elif record.intent_written:
-            # Asked for input after acting (no tool of ours does): close the record; the retry is a new call.
-            record.decision = "input_required"
-            self.audit.end(record, token)
-        else:
-            # An input_required round (2026-07-28): the tool has not acted; the retry that does is audited.
-            self.audit.reset(token)
+        # Cancelled by the client, or the server going down: the call still leaves a trace ("cancelled").
+        with self.audit.call(record) as recording:
+            try:
+                result = await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                error = _as_guard_error(exc, name)
+                if error.code == "INTERNAL_ERROR":
+                    log.error("tool %s crashed", name, exc_info=exc)
+                result = error.to_result()
+            except MCPError as exc:
+                record.decision, record.code = "error", f"MCP_{exc.code}"
+                raise
+            if isinstance(result, CallToolResult):
+                if result.is_error:
+                    record.decision = "deny" if record.decision == "allow" else record.decision
+                    payload = (result.meta or {}).get(ERROR_META_KEY)
+                    record.code = payload.get("code") if isinstance(payload, dict) else None
+            elif record.intent_written:
+                # Asked for input after acting (no tool of ours does): close the record; the retry is a new call.
+                record.decision = "input_required"
+            else:
+                # An input_required round (2026-07-28): the tool has not acted; the retry that does is audited.
+                recording.discard()
         return result
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    # Lazy for start-up time: libmagic and its database load on the first sniff, not at import.
     import magic
 
 _BOMS: tuple[tuple[bytes, str], ...] = (
@@ -28,7 +29,8 @@ def _magic(kind: str) -> magic.Magic:
     ``mime``: every test; ``builtin``: only libmagic's compiled-in tests (JSON, CSV, text encodings),
     two orders of magnitude faster on text; ``encoding``: the charset.
     """
-    import magic
+    # Lazy for start-up time: libmagic and its database load on the first sniff, not at import.
+    import magic  # noqa: PLC0415
 
     cookie = magic.Magic(mime=kind != "encoding", mime_encoding=kind == "encoding")
     if kind == "builtin":

@@ -14,7 +14,7 @@ The directory is fsynced afterwards. A reader sees the old file or the new one, 
 Concurrent writers of one file take turns rather than fail: this server's writers queue on an
 in-process lock per file, other processes' on the file's flock, for up to ``BUSY_WAIT_S`` before
 ``FILE_BUSY``; ``expectedSha256`` still decides conflicts. Every temp file is journaled (see
-:mod:`mcp_server_guard.journal`) so that one left by a killed writer is removed at the next start.
+:mod:`mcp_server_guard.files.journal`) so that one left by a killed writer is removed at the next start.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import contextlib
 import errno
 import fcntl
 import hashlib
+import logging
 import os
 import posixpath
 import re
@@ -34,12 +35,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_server_guard.errors import GuardError, ResourceError, SecurityError, SystemError_
-from mcp_server_guard.history import HistoryEntry, HistoryStore
-from mcp_server_guard.jail import Jail, Located, check_regular, oserror_to_guard
-from mcp_server_guard.journal import TempJournal, Ticket, temp_name
-from mcp_server_guard.mime import mime_of
-from mcp_server_guard.policy import FileWritePolicy
-from mcp_server_guard.textfile import sha256_fd
+from mcp_server_guard.files.history import HistoryEntry, HistoryStore
+from mcp_server_guard.files.jail import Jail, Located, check_regular, oserror_to_guard
+from mcp_server_guard.files.journal import TempJournal, Ticket, journal_dir, sweep_journals, temp_name
+from mcp_server_guard.files.mime import mime_of
+from mcp_server_guard.files.reading import sha256_fd
+from mcp_server_guard.paths import within_any
+from mcp_server_guard.policy import FileWritePolicy, Policy
+
+log = logging.getLogger("mcp_server_guard")
 
 _EXEC_BITS = stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
 # How long a write waits for other writers of the same file before FILE_BUSY.
@@ -99,7 +103,7 @@ class ProtectedPaths:
                 return next(p for p in self.patterns if re.search(_glob_regex(p), path, re.IGNORECASE))
             if path in self._files:
                 return "the server's own policy or audit file"
-            if any(path == d or path.startswith(d + "/") for d in self._dirs):
+            if within_any(path, self._dirs):
                 return "the history store"
         if existing is not None and (existing.st_dev, existing.st_ino) in self._inodes:
             return "the server's own policy or audit file (hard link)"
@@ -480,3 +484,26 @@ class Writer:
 
 
 __all__ = ["ProtectedPaths", "WriteOutcome", "Writer", "check_executable_content"]
+
+
+def open_writer(jail: Jail, policy: Policy, audit_path: Path, history_dir: Path) -> Writer:
+    """The one writer set-up (file_write's server and `mcp-guard history restore`): the policy file, the audit
+    log and the history store protected; what dead writers left (temp files, orphan history data) cleaned."""
+    write_policy = policy.file_write
+    protected = ProtectedPaths(
+        write_policy.protected_paths,
+        files=[Path(p) for p in policy.source] + [audit_path],
+        dirs=[history_dir],
+    )
+    history = HistoryStore(history_dir, write_policy.history_max_bytes, write_policy.history_max_entries)
+    journal: TempJournal | None = None
+    try:
+        removed = sweep_journals(journal_dir(history_dir))
+        orphans = history.sweep()
+        if removed or orphans:
+            log.info("removed %d temp file(s) and %d orphan history file(s) left by dead writers", removed, orphans)
+        journal = TempJournal(journal_dir(history_dir))
+    except OSError as exc:
+        # Overwrites will say what is wrong with the store (HISTORY_UNAVAILABLE); new files can still be written.
+        log.warning("cannot prepare the history store %s: %s", history_dir, exc.strerror or exc)
+    return Writer(jail, write_policy, protected, history, journal)

@@ -24,14 +24,17 @@ import logging
 import os
 import resource
 import shutil
+import signal
 import stat
+import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-log = logging.getLogger("mcp_server_guard.sandbox")
+log = logging.getLogger("mcp_server_guard.shell.sandbox.confine")
 
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
 _CREATE_RULESET_VERSION = 1
@@ -176,11 +179,10 @@ class SandboxPlan:
 
 def _probe_netns() -> bool:
     """Can a child leave the network? Try it once, in a throwaway process."""
-    import subprocess
 
     try:
         done = subprocess.run(
-            [sys.executable, "-c", "import mcp_server_guard.sandbox as s; s._enter_netns()"],
+            [sys.executable, "-c", "import mcp_server_guard.shell.sandbox.confine as s; s._enter_netns()"],
             capture_output=True,
             timeout=20,
             check=False,
@@ -235,9 +237,6 @@ def _sweep_stale(base: Path) -> None:
 
 def _kill_cgroup(group: Path) -> None:
     """SIGKILL every process in a cgroup: cgroup.kill on v2, each listed pid (until none is left) on v1."""
-    import signal
-    import time
-
     with contextlib.suppress(OSError):
         (group / "cgroup.kill").write_text("1", encoding="ascii")
         return
@@ -527,7 +526,6 @@ def reap_orphans(active_groups: Iterable[int]) -> int:
 
     The caller guarantees that no command of a running call is among them (see ProcessRegistry.sweep).
     """
-    import signal
 
     active = set(active_groups)
     count = 0
@@ -577,7 +575,6 @@ def release_all() -> None:
 
 
 def _remove_cgroup(group: Path) -> None:
-    import time
 
     deadline = time.monotonic() + 2.0
     while True:

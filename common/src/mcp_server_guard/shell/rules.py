@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mcp_server_guard.shellparse import (
+from mcp_server_guard.shell.parse import (
     MAX_COMMANDS,
     Command,
     Finding,

@@ -1,0 +1,60 @@
+"""File guards: the path jail (openat2 / O_NOFOLLOW walk), MIME sniffing, reading pages, atomic writing, the
+history store and the temp-file journal.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mcp_server_guard._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from mcp_server_guard.files.history import HistoryEntry, HistoryError, HistoryStore
+    from mcp_server_guard.files.jail import Jail, Located, SymlinkMode
+    from mcp_server_guard.files.journal import TempJournal, journal_dir, sweep_journals
+    from mcp_server_guard.files.mime import Sniffed, mime_of, sniff
+    from mcp_server_guard.files.reading import Page, read_page, sha256_fd
+    from mcp_server_guard.files.writing import ProtectedPaths, Writer, open_writer
+
+_EXPORTS = {
+    "HistoryEntry": "history",
+    "HistoryError": "history",
+    "HistoryStore": "history",
+    "Jail": "jail",
+    "Located": "jail",
+    "Page": "reading",
+    "ProtectedPaths": "writing",
+    "Sniffed": "mime",
+    "SymlinkMode": "jail",
+    "TempJournal": "journal",
+    "Writer": "writing",
+    "journal_dir": "journal",
+    "mime_of": "mime",
+    "open_writer": "writing",
+    "read_page": "reading",
+    "sha256_fd": "reading",
+    "sniff": "mime",
+    "sweep_journals": "journal",
+}
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+
+__all__ = [
+    "HistoryEntry",
+    "HistoryError",
+    "HistoryStore",
+    "Jail",
+    "Located",
+    "Page",
+    "ProtectedPaths",
+    "Sniffed",
+    "SymlinkMode",
+    "TempJournal",
+    "Writer",
+    "journal_dir",
+    "mime_of",
+    "open_writer",
+    "read_page",
+    "sha256_fd",
+    "sniff",
+    "sweep_journals",
+]

@@ -1,0 +1,30 @@
+"""Path containment, written once: is a path inside a directory, or inside any of several.
+
+Whole components only (``/a/proj`` contains ``/a/proj/x`` but never ``/a/proj-evil``). These compare
+strings: callers pass paths already made absolute and normalised (or real, for :func:`real_within_any`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+__all__ = ["real_within_any", "within", "within_any"]
+
+
+def within(child: str, parent: str) -> bool:
+    """True when ``child`` is ``parent`` or lies below it, by whole path components."""
+    if parent == "/":
+        return child.startswith("/")
+    parent = parent.rstrip("/")
+    return child == parent or child.startswith(parent + "/")
+
+
+def within_any(child: str, parents: Iterable[str]) -> bool:
+    """True when ``child`` is inside one of ``parents``."""
+    return any(within(child, parent) for parent in parents)
+
+
+def real_within_any(path: str | os.PathLike[str], parents: Iterable[str]) -> bool:
+    """Like :func:`within_any` for the real path of ``path`` (symlinks resolved, as far as it exists)."""
+    return within_any(os.path.realpath(path), parents)

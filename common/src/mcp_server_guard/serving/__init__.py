@@ -1,0 +1,63 @@
+"""The server scaffold every guarded server shares: the MCP server with its audit and roots, the shared command
+line, the stdio transport.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mcp_server_guard._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from mcp_server_guard.serving.launch import (
+        HistoryDirOpt,
+        build_config,
+        resolve_history_dir,
+        run_app,
+        server_cli,
+        usage_error,
+    )
+    from mcp_server_guard.serving.server import (
+        ClientRoots,
+        GuardedServer,
+        ServerConfig,
+        ToolInput,
+        ToolOutput,
+        register_tool,
+    )
+    from mcp_server_guard.serving.stdio import MAX_MESSAGE_BYTES, serve_stdio
+
+_EXPORTS = {
+    "ClientRoots": "server",
+    "GuardedServer": "server",
+    "HistoryDirOpt": "launch",
+    "MAX_MESSAGE_BYTES": "stdio",
+    "ServerConfig": "server",
+    "ToolInput": "server",
+    "ToolOutput": "server",
+    "build_config": "launch",
+    "register_tool": "server",
+    "resolve_history_dir": "launch",
+    "run_app": "launch",
+    "serve_stdio": "stdio",
+    "server_cli": "launch",
+    "usage_error": "launch",
+}
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+
+__all__ = [
+    "MAX_MESSAGE_BYTES",
+    "ClientRoots",
+    "GuardedServer",
+    "HistoryDirOpt",
+    "ServerConfig",
+    "ToolInput",
+    "ToolOutput",
+    "build_config",
+    "register_tool",
+    "resolve_history_dir",
+    "run_app",
+    "serve_stdio",
+    "server_cli",
+    "usage_error",
+]

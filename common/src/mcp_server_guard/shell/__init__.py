@@ -1,0 +1,61 @@
+"""Shell guards: the command-line parser, the policy rules, the process runner, execution and the approval gate;
+the kernel sandbox is in ``shell.sandbox``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mcp_server_guard._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from mcp_server_guard.shell.approval import Approval, Checked, NoQuestion, question, require_approval
+    from mcp_server_guard.shell.execution import BASH, Prepared, ShellExec, limit_hit
+    from mcp_server_guard.shell.parse import TooComplex, parse
+    from mcp_server_guard.shell.process import REGISTRY, RunResult, base_env, build_env, run
+    from mcp_server_guard.shell.rules import PolicyEngine, ShellPolicy, Verdict
+
+_EXPORTS = {
+    "Approval": "approval",
+    "BASH": "execution",
+    "Checked": "approval",
+    "NoQuestion": "approval",
+    "PolicyEngine": "rules",
+    "Prepared": "execution",
+    "REGISTRY": "process",
+    "RunResult": "process",
+    "ShellExec": "execution",
+    "ShellPolicy": "rules",
+    "TooComplex": "parse",
+    "Verdict": "rules",
+    "base_env": "process",
+    "build_env": "process",
+    "limit_hit": "execution",
+    "parse": "parse",
+    "question": "approval",
+    "require_approval": "approval",
+    "run": "process",
+}
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+
+__all__ = [
+    "BASH",
+    "REGISTRY",
+    "Approval",
+    "Checked",
+    "NoQuestion",
+    "PolicyEngine",
+    "Prepared",
+    "RunResult",
+    "ShellExec",
+    "ShellPolicy",
+    "TooComplex",
+    "Verdict",
+    "base_env",
+    "build_env",
+    "limit_hit",
+    "parse",
+    "question",
+    "require_approval",
+    "run",
+]

@@ -1,0 +1,177 @@
+"""From a checked command line to its finished process: policy verdict, jail, environment, confinement, run."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import anyio.to_thread
+
+from mcp_server_guard.errors import ExecutionError, ParamError, ResourceError, SecurityError
+from mcp_server_guard.files.jail import Jail
+from mcp_server_guard.shell.parse import TooComplex
+from mcp_server_guard.shell.process import RunResult, base_env, build_env, run
+from mcp_server_guard.shell.rules import PolicyEngine, ShellPolicy, Verdict
+from mcp_server_guard.shell.sandbox.confine import SandboxPlan, confine
+
+__all__ = ["BASH", "Prepared", "ShellExec", "limit_hit"]
+
+BASH = ("/bin/bash", "--noprofile", "--norc", "-c")
+# Lines up to this size are checked on the event loop (well under a millisecond); longer ones on a thread.
+_INLINE_PREPARE_CHARS = 4096
+# Redirect targets that are not files in the jail, and are harmless.
+_SAFE_DEVICES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A command that passed the checks, ready to run (or to be shown to a human first)."""
+
+    verdict: Verdict
+    argv: tuple[str, ...]
+    shown: str  # the command as the human sees it
+    cwd: str  # real path of the working directory
+    cwd_display: str
+    env: dict[str, str]
+
+
+class ShellExec:
+    """Everything between the tool call and the process: policy, jail, environment, sandbox."""
+
+    def __init__(self, jail: Jail, policy: ShellPolicy, sandbox: SandboxPlan) -> None:
+        self.jail = jail
+        self.policy = policy
+        self.engine = PolicyEngine(policy)
+        self.sandbox = sandbox
+        self.base_env = base_env()
+
+    def prepare(
+        self, command: str, args: Sequence[str] = (), cwd: str | None = None, env: Mapping[str, str] | None = None
+    ) -> Prepared:
+        """Check a call: the line against the policy, the working directory and redirections against the jail,
+        the environment against the refused names. Raises the refusal as a GuardError."""
+        if not command.strip():
+            raise ParamError("INVALID_ARGUMENT", "The command is empty.", "Pass a command to run.")
+        if "\x00" in command or any("\x00" in a for a in args):
+            raise ParamError("INVALID_ARGUMENT", "The command contains a NUL byte.", "Remove the NUL byte.")
+        located, fd = self.jail.open_dir(cwd or ".")
+        try:
+            real_cwd = self.jail.real_path_of(fd) or located.absolute
+        finally:
+            os.close(fd)
+        run_env = build_env(env, self.base_env)
+        try:
+            verdict = self.engine.decide(command, list(args))
+        except TooComplex as exc:
+            # Defense in depth: a line built to be expensive to analyse must not stall every other call.
+            raise ResourceError(
+                "COMMAND_TOO_COMPLEX",
+                f"The command is too large or too deeply nested to be checked: {exc}.",
+                "Split it into smaller commands, or put a long script in a file and run that file.",
+            ) from None
+        if verdict.action == "deny":
+            raise SecurityError(
+                "COMMAND_DENIED",
+                f"Refused by policy rule '{verdict.rule}': {verdict.reason} (in: {verdict.trigger})",
+                "Do it another way that the rule allows; `mcp-guard check` shows how a line is judged.",
+            )
+        self._check_redirects(verdict, real_cwd, run_env.get("HOME", ""))
+        if args:
+            argv: tuple[str, ...] = (command, *args)
+            shown = shlex.join(argv)
+        else:
+            argv = (*BASH, command)
+            shown = command
+        return Prepared(verdict, argv, shown, real_cwd, self.jail.display(located), run_env)
+
+    async def prepare_off_loop(
+        self, command: str, args: Sequence[str] = (), cwd: str | None = None, env: Mapping[str, str] | None = None
+    ) -> Prepared:
+        """Prepare a large line on a worker thread (its analysis may take milliseconds); a small one here."""
+        if len(command) + sum(len(a) for a in args) <= _INLINE_PREPARE_CHARS:
+            return self.prepare(command, args, cwd, env)
+        return await anyio.to_thread.run_sync(self.prepare, command, args, cwd, env)
+
+    async def execute(self, prepared: Prepared, stdin: bytes | None, timeout: float, max_output: int) -> RunResult:
+        """Run a prepared command inside this run's confinement (private TMPDIR, ruleset, limits); a program that
+        cannot be started is an ExecutionError."""
+        confinement = confine(self.sandbox, [root.path for root in self.jail.roots])
+        program = prepared.shown if prepared.argv[: len(BASH)] == BASH else prepared.argv[0]
+        try:
+            env = {**prepared.env, "TMPDIR": confinement.tmpdir}
+            return await run(
+                prepared.argv,
+                cwd=prepared.cwd,
+                env=env,
+                stdin=stdin,
+                timeout=timeout,
+                max_output=max_output,
+                confinement=confinement,
+            )
+        except FileNotFoundError:
+            raise ExecutionError(
+                "COMMAND_NOT_FOUND",
+                f"'{program}' was not found.",
+                "Check the program name, or pass a shell command line with args: [] to use the shell.",
+            ) from None
+        except PermissionError:
+            raise ExecutionError(
+                "EXECUTION_FAILED", f"'{program}' could not be executed (permission denied).", "Check the file."
+            ) from None
+        except OSError as exc:
+            raise ExecutionError(
+                "EXECUTION_FAILED", f"'{program}' could not be started: {exc.strerror}.", "Check the command."
+            ) from None
+        finally:
+            confinement.close()
+
+    def _check_redirects(self, verdict: Verdict, cwd: str, home: str) -> None:
+        for redirect in verdict.redirects:
+            target = redirect.target.static
+            if not redirect.writes or target is None:
+                continue  # dynamic targets are findings the policy already decided on
+            if target == "~" or target.startswith("~/"):
+                target = home + target[1:]
+            path = posixpath.normpath(posixpath.join(cwd, target))
+            if path in _SAFE_DEVICES or path.startswith("/dev/fd/"):
+                continue
+            try:
+                self.jail.locate(path)
+            except SecurityError:
+                # Advisory like every string check; the kernel sandbox is what really confines writes.
+                raise SecurityError(
+                    "REDIRECT_OUTSIDE_JAIL",
+                    f"The redirection '{redirect.op} {redirect.target.raw}' writes outside the allowed directories.",
+                    f"Write inside the allowed directories: {self.jail.describe_roots()}.",
+                ) from None
+
+
+_LIMIT_SIGNALS = {"SIGXFSZ": "fileSize", "SIGXCPU": "cpu"}
+_LIMIT_EXIT_CODES = {128 + 25: "fileSize", 128 + 24: "cpu"}  # a shell reporting its child's SIGXFSZ/SIGXCPU
+# What bash prints for a child killed by a limit's signal, whatever the line's final exit code.
+_LIMIT_SHELL_MESSAGES = (("fileSize", "File size limit exceeded"), ("cpu", "CPU time limit exceeded"))
+_LIMIT_MESSAGES = (
+    ("processes", ("fork: Resource temporarily unavailable", "BlockingIOError: [Errno 11]", "Cannot fork")),
+    ("memory", ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory", "Out of memory")),
+    ("fileSize", ("File too large",)),
+)
+
+
+def limit_hit(result: RunResult) -> str | None:
+    """Which resource limit a run ran into, when its signal, exit code or error output tells (best effort)."""
+    if result.signal in _LIMIT_SIGNALS:
+        return _LIMIT_SIGNALS[result.signal]
+    if result.exit_code in _LIMIT_EXIT_CODES:
+        return _LIMIT_EXIT_CODES[result.exit_code]
+    for limit, message in _LIMIT_SHELL_MESSAGES:
+        if message in result.stderr:
+            return limit
+    if result.exit_code == 0:
+        return None
+    for limit, needles in _LIMIT_MESSAGES:
+        if any(n in result.stderr for n in needles):
+            return limit
+    return None

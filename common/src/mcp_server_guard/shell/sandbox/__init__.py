@@ -1,0 +1,59 @@
+"""The kernel sandbox of shell_exec: a plan decided once at start-up from the flags and the kernel, then one
+confinement per run.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mcp_server_guard._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from mcp_server_guard.shell.sandbox.confine import (
+        Confinement,
+        Limits,
+        NetworkMode,
+        ReadScope,
+        SandboxMode,
+        SandboxPlan,
+        SandboxUnavailable,
+        confine,
+        landlock_abi,
+        plan,
+        release,
+        release_all,
+        sweep_stale_tmpdirs,
+    )
+
+_EXPORTS = {
+    "Confinement": "confine",
+    "Limits": "confine",
+    "NetworkMode": "confine",
+    "ReadScope": "confine",
+    "SandboxMode": "confine",
+    "SandboxPlan": "confine",
+    "SandboxUnavailable": "confine",
+    "confine": "confine",
+    "landlock_abi": "confine",
+    "plan": "confine",
+    "release": "confine",
+    "release_all": "confine",
+    "sweep_stale_tmpdirs": "confine",
+}
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+
+__all__ = [
+    "Confinement",
+    "Limits",
+    "NetworkMode",
+    "ReadScope",
+    "SandboxMode",
+    "SandboxPlan",
+    "SandboxUnavailable",
+    "confine",
+    "landlock_abi",
+    "plan",
+    "release",
+    "release_all",
+    "sweep_stale_tmpdirs",
+]
