@@ -10,11 +10,29 @@ import fnmatch
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from mcp_server_guard.shell.rules import ShellPolicy
+# shell_exec rules: what each decides, and the findings of the parser a `detect` rule may name.
+Action = Literal["deny", "ask", "allow"]
+DETECTABLE = frozenset(
+    {
+        "fork-bomb",
+        "eval",
+        "source",
+        "dynamic-command",
+        "pipe-to-shell",
+        "prompt-expansion",
+        "dynamic-shell-string",
+        "dynamic-redirect",
+        "parse-error",
+        "too-deep",
+        "write-redirect",
+    }
+)
+# Findings that are facts, not doubts: allowed unless a detect rule says otherwise.
+INFORMATIONAL = frozenset({"write-redirect"})
 
 
 class PolicyError(Exception):
@@ -55,6 +73,64 @@ class FileWritePolicy(_Section):
             if not pattern.strip("/"):
                 raise ValueError(f"empty pattern {pattern!r}")
         return value
+
+
+class Rule(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    action: Action
+    reason: str = Field(min_length=1)
+    programs: tuple[str, ...] = ()
+    subcommands: tuple[str, ...] = ()
+    flags: tuple[tuple[str, ...], ...] = ()
+    args: tuple[str, ...] = ()
+    option_values: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    detect: str | None = None
+
+    @field_validator("detect")
+    @classmethod
+    def _known_finding(cls, value: str | None) -> str | None:
+        if value is not None and value not in DETECTABLE:
+            raise ValueError(f"unknown finding {value!r}; one of {', '.join(sorted(DETECTABLE))}")
+        return value
+
+    @model_validator(mode="after")
+    def _programs_or_detect(self) -> Rule:
+        if bool(self.programs) == bool(self.detect):
+            raise ValueError("a rule names either programs or detect (exactly one of them)")
+        if self.detect and self.action == "allow":
+            raise ValueError("what cannot be decided statically is never allowed: detect rules deny or ask")
+        return self
+
+
+class ShellPolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["denylist", "allowlist"]
+    default_timeout_seconds: float = Field(gt=0)
+    max_timeout_seconds: float = Field(gt=0)
+    default_output_bytes: int = Field(ge=1024)
+    max_output_bytes: int = Field(ge=1024)
+    undecidable: Literal["ask", "deny"]
+    max_memory_bytes: int = Field(ge=16 << 20)
+    max_file_size_bytes: int = Field(ge=1 << 20)
+    max_cpu_seconds: int = Field(ge=1)
+    max_processes: int = Field(ge=8)
+    rules: tuple[Rule, ...] = ()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ShellPolicy:
+        if self.default_timeout_seconds > self.max_timeout_seconds:
+            raise ValueError("default_timeout_seconds exceeds max_timeout_seconds")
+        if self.default_output_bytes > self.max_output_bytes:
+            raise ValueError("default_output_bytes exceeds max_output_bytes")
+        seen: set[str] = set()
+        for rule in self.rules:
+            if rule.id in seen:
+                raise ValueError(f"duplicate rule id {rule.id!r}")
+            seen.add(rule.id)
+        return self
 
 
 class Policy(_Section):

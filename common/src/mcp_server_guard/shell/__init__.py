@@ -10,10 +10,10 @@ from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mcp_server_guard.shell.approval import Approval, Checked, NoQuestion, question, require_approval
-    from mcp_server_guard.shell.execution import BASH, Prepared, ShellExec, limit_hit
+    from mcp_server_guard.shell.execution import BASH, Prepared, ShellExec, limit_hit, limits_of
     from mcp_server_guard.shell.parse import TooComplex, parse
     from mcp_server_guard.shell.process import REGISTRY, RunResult, base_env, build_env, run
-    from mcp_server_guard.shell.rules import PolicyEngine, ShellPolicy, Verdict
+    from mcp_server_guard.shell.rules import PolicyEngine, Verdict
 
 _EXPORTS = {
     "Approval": "approval",
@@ -25,12 +25,12 @@ _EXPORTS = {
     "REGISTRY": "process",
     "RunResult": "process",
     "ShellExec": "execution",
-    "ShellPolicy": "rules",
     "TooComplex": "parse",
     "Verdict": "rules",
     "base_env": "process",
     "build_env": "process",
     "limit_hit": "execution",
+    "limits_of": "execution",
     "parse": "parse",
     "question": "approval",
     "require_approval": "approval",
@@ -48,12 +48,12 @@ __all__ = [
     "Prepared",
     "RunResult",
     "ShellExec",
-    "ShellPolicy",
     "TooComplex",
     "Verdict",
     "base_env",
     "build_env",
     "limit_hit",
+    "limits_of",
     "parse",
     "question",
     "require_approval",

@@ -12,12 +12,13 @@ import anyio.to_thread
 
 from mcp_server_guard.errors import ExecutionError, ParamError, ResourceError, SecurityError
 from mcp_server_guard.files.jail import Jail
+from mcp_server_guard.policy import ShellPolicy
 from mcp_server_guard.shell.parse import TooComplex
 from mcp_server_guard.shell.process import RunResult, base_env, build_env, run
-from mcp_server_guard.shell.rules import PolicyEngine, ShellPolicy, Verdict
-from mcp_server_guard.shell.sandbox.confine import SandboxPlan, confine
+from mcp_server_guard.shell.rules import PolicyEngine, Verdict
+from mcp_server_guard.shell.sandbox.confine import Limits, SandboxPlan, confine
 
-__all__ = ["BASH", "Prepared", "ShellExec", "limit_hit"]
+__all__ = ["BASH", "Prepared", "ShellExec", "limit_hit", "limits_of"]
 
 BASH = ("/bin/bash", "--noprofile", "--norc", "-c")
 # Lines up to this size are checked on the event loop (well under a millisecond); longer ones on a thread.
@@ -147,6 +148,16 @@ class ShellExec:
                     f"The redirection '{redirect.op} {redirect.target.raw}' writes outside the allowed directories.",
                     f"Write inside the allowed directories: {self.jail.describe_roots()}.",
                 ) from None
+
+
+def limits_of(policy: ShellPolicy) -> Limits:
+    """The resource limits of every run, from the policy's [shell_exec] section."""
+    return Limits(
+        memory_bytes=policy.max_memory_bytes,
+        file_size_bytes=policy.max_file_size_bytes,
+        cpu_seconds=policy.max_cpu_seconds,
+        processes=policy.max_processes,
+    )
 
 
 _LIMIT_SIGNALS = {"SIGXFSZ": "fileSize", "SIGXCPU": "cpu"}

@@ -16,10 +16,8 @@ import fnmatch
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
+from mcp_server_guard.policy import INFORMATIONAL, Action, Rule, ShellPolicy
 from mcp_server_guard.shell.parse import (
     MAX_COMMANDS,
     Command,
@@ -32,28 +30,10 @@ from mcp_server_guard.shell.parse import (
     parse,
 )
 
-Action = Literal["deny", "ask", "allow"]
 _SEVERITY: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 _MAX_DEPTH = 8
 _DYNAMIC = "\x00dynamic"  # stands for an argument only run time knows; matches no glob
 
-DETECTABLE = frozenset(
-    {
-        "fork-bomb",
-        "eval",
-        "source",
-        "dynamic-command",
-        "pipe-to-shell",
-        "prompt-expansion",
-        "dynamic-shell-string",
-        "dynamic-redirect",
-        "parse-error",
-        "too-deep",
-        "write-redirect",
-    }
-)
-# Findings that are facts, not doubts: allowed unless a detect rule says otherwise.
-INFORMATIONAL = frozenset({"write-redirect"})
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "csh", "tcsh", "posh", "rbash"})
 INTERPRETERS = frozenset(
     {"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "deno", "bun", "osascript"}
@@ -70,64 +50,6 @@ VALUE_OPTIONS: dict[str, frozenset[str]] = {
     "kubectl": frozenset({"n", "namespace", "context", "cluster", "s", "server", "kubeconfig"}),
     "brew": frozenset(),
 }
-
-
-class Rule(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    id: str = Field(min_length=1)
-    action: Action
-    reason: str = Field(min_length=1)
-    programs: tuple[str, ...] = ()
-    subcommands: tuple[str, ...] = ()
-    flags: tuple[tuple[str, ...], ...] = ()
-    args: tuple[str, ...] = ()
-    option_values: dict[str, tuple[str, ...]] = Field(default_factory=dict)
-    detect: str | None = None
-
-    @field_validator("detect")
-    @classmethod
-    def _known_finding(cls, value: str | None) -> str | None:
-        if value is not None and value not in DETECTABLE:
-            raise ValueError(f"unknown finding {value!r}; one of {', '.join(sorted(DETECTABLE))}")
-        return value
-
-    @model_validator(mode="after")
-    def _programs_or_detect(self) -> Rule:
-        if bool(self.programs) == bool(self.detect):
-            raise ValueError("a rule names either programs or detect (exactly one of them)")
-        if self.detect and self.action == "allow":
-            raise ValueError("what cannot be decided statically is never allowed: detect rules deny or ask")
-        return self
-
-
-class ShellPolicy(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    mode: Literal["denylist", "allowlist"]
-    default_timeout_seconds: float = Field(gt=0)
-    max_timeout_seconds: float = Field(gt=0)
-    default_output_bytes: int = Field(ge=1024)
-    max_output_bytes: int = Field(ge=1024)
-    undecidable: Literal["ask", "deny"]
-    max_memory_bytes: int = Field(ge=16 << 20)
-    max_file_size_bytes: int = Field(ge=1 << 20)
-    max_cpu_seconds: int = Field(ge=1)
-    max_processes: int = Field(ge=8)
-    rules: tuple[Rule, ...] = ()
-
-    @model_validator(mode="after")
-    def _consistent(self) -> ShellPolicy:
-        if self.default_timeout_seconds > self.max_timeout_seconds:
-            raise ValueError("default_timeout_seconds exceeds max_timeout_seconds")
-        if self.default_output_bytes > self.max_output_bytes:
-            raise ValueError("default_output_bytes exceeds max_output_bytes")
-        seen: set[str] = set()
-        for rule in self.rules:
-            if rule.id in seen:
-                raise ValueError(f"duplicate rule id {rule.id!r}")
-            seen.add(rule.id)
-        return self
 
 
 @dataclass(frozen=True)

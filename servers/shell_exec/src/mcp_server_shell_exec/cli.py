@@ -8,7 +8,7 @@ import typer
 
 from mcp_server_guard.serving.launch import server_cli, usage_error
 from mcp_server_guard.serving.server import GuardedServer, ServerConfig
-from mcp_server_guard.shell.sandbox.confine import Limits, NetworkMode, ReadScope, SandboxMode, SandboxUnavailable, plan
+from mcp_server_guard.shell.sandbox.confine import NetworkMode, ReadScope, SandboxMode, SandboxUnavailable, plan
 
 PROG = "mcp-server-shell-exec"
 
@@ -40,17 +40,11 @@ def main(
 ) -> GuardedServer:
     """Serve the shell_exec tool over stdio: commands are checked against the policy and run confined."""
     # Lazy for start-up time: --help and --version need neither the tool nor the MCP SDK.
+    from mcp_server_guard.shell.execution import limits_of  # noqa: PLC0415
     from mcp_server_shell_exec.server import build_server  # noqa: PLC0415
 
-    policy = config.policy.shell_exec
-    limits = Limits(
-        memory_bytes=policy.max_memory_bytes,
-        file_size_bytes=policy.max_file_size_bytes,
-        cpu_seconds=policy.max_cpu_seconds,
-        processes=policy.max_processes,
-    )
     try:
-        decided = plan(sandbox, sandbox_read, network, limits)
+        decided = plan(sandbox, sandbox_read, network, limits_of(config.policy.shell_exec))
     except SandboxUnavailable as exc:
         usage_error(PROG, str(exc))
     for note in decided.notes:

@@ -10,7 +10,7 @@ from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.shell.parse import parse
 from mcp_server_guard.shell.rules import PolicyEngine
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = PolicyEngine(load_policy().shell_exec)
 READONLY = PolicyEngine(load_policy(ROOT / "policies" / "readonly.toml").shell_exec)
 

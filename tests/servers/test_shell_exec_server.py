@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,8 @@ import pytest
 from mcp.client import ClientRequestContext
 from mcp.types import ElicitRequestParams, ElicitResult
 
-from conftest import RawClient, console_script, error_of, serve, text_of
 from mcp_server_guard.shell.sandbox.confine import landlock_abi
+from support import RawClient, console_script, error_of, marker, processes_with, serve, text_of, wait_until
 
 pytestmark = pytest.mark.anyio
 SX = "mcp-server-shell-exec"
@@ -34,28 +33,6 @@ ASK_TOUCH = (
 async def sh(client: Any, command: str, **extra: Any) -> Any:
     with anyio.fail_after(60):
         return await client.call_tool("shell_exec", {"command": command, **extra})
-
-
-def marker() -> str:
-    """A sleep duration unique to this test, to find its processes (and only them)."""
-    return f"1000.{uuid.uuid4().int % 10**8}"
-
-
-def processes_with(token: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        try:
-            if token in " ".join(proc.info["cmdline"] or []):
-                found.append(proc)
-        except psutil.Error:
-            continue
-    return found
-
-
-async def wait_until(predicate: Any, timeout: float = 15.0) -> None:
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.05)
 
 
 @pytest.fixture
@@ -227,7 +204,7 @@ async def test_server_secrets_never_reach_the_child_environment(
     monkeypatch.setenv("LANG", "C.UTF-8")
     from mcp import Client
 
-    from conftest import server_params
+    from support import server_params
 
     params = server_params(SX, workspace)
     params.env = dict(os.environ)  # the server itself sees the secrets

@@ -14,8 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import RawClient, console_script, serve
-from test_shell_exec_server import marker, processes_with, wait_until
+from support import RawClient, console_script, marker, processes_with, serve, wait_until
 
 pytestmark = pytest.mark.anyio
 SX = "mcp-server-shell-exec"
@@ -165,7 +164,7 @@ def test_leftovers_of_a_killed_server_are_cleaned_at_the_next_start(tmp_path: Pa
 
 async def test_an_oversized_command_line_is_refused_quickly(workspace: Path) -> None:
     # Regression: a 1 MB line of $(a) words took ~14 s of analysis on the event loop.
-    from conftest import error_of
+    from support import error_of
 
     async with serve(SX, workspace) as client:
         for line in ("echo " + " ".join(["$(a)"] * 200_000), "echo " + " ".join(["$(a)"] * 3000)):

@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import RawClient, console_script, error_of, serve
+from support import RawClient, console_script, error_of, serve
 
 pytestmark = pytest.mark.anyio
 FW = "mcp-server-file-write"

@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from conftest import console_script
+from support import console_script
 
 
 def run(args: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-CLIENTS_DIR = Path(__file__).resolve().parent / "clients"
+CLIENTS_DIR = Path(__file__).resolve().parents[1] / "clients"
 NODE_MODULES = CLIENTS_DIR / "node_modules"
 TS_CLIENT = CLIENTS_DIR / "ts_client.mjs"
 TS_SDK_DIR = NODE_MODULES / "@modelcontextprotocol" / "sdk"

@@ -24,7 +24,7 @@ import anyio
 import psutil
 import pytest
 
-from conftest import MODES, RawClient, console_script, serve
+from support import MODES, RawClient, console_script, serve
 
 FW = "mcp-server-file-write"
 FR = "mcp-server-file-read"

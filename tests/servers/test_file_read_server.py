@@ -20,7 +20,7 @@ import pytest
 from mcp.client import ClientRequestContext
 from mcp.types import ListRootsResult, Root
 
-from conftest import error_of, serve, text_of
+from support import error_of, serve, text_of
 
 pytestmark = pytest.mark.anyio
 FR = "mcp-server-file-read"
@@ -458,7 +458,7 @@ async def test_every_call_is_audited_outside_the_jail(workspace: Path, tmp_path:
 async def test_default_audit_log_goes_to_xdg_state_home(workspace: Path, isolated_home: Path) -> None:
     from mcp import Client
 
-    from conftest import server_params
+    from support import server_params
 
     params = server_params(FR, workspace)
     params.args = []  # no --audit-log: the default location applies

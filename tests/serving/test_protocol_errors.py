@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from conftest import MODES, RawClient, console_script
+from support import MODES, RawClient, console_script
 
 SERVERS = {
     "mcp-server-file-read": ("file_read", {"path": "hello.txt"}),

@@ -16,8 +16,8 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import console_script, serve
 from mcp_server_guard.shell.sandbox.confine import landlock_abi
+from support import console_script, serve
 
 pytestmark = [
     pytest.mark.anyio,
@@ -207,7 +207,7 @@ async def test_sandbox_auto_without_landlock_runs_unconfined_and_says_so(workspa
     finally:
         proc.kill()
         proc.communicate(timeout=30)
-    from conftest import server_params
+    from support import server_params
 
     params = server_params(SX, workspace)
     params.env = {**(params.env or {}), "MCP_GUARD_LANDLOCK_MAX_ABI": "0"}
@@ -221,7 +221,7 @@ async def test_sandbox_auto_without_landlock_runs_unconfined_and_says_so(workspa
 async def test_older_landlock_abi_degrades_explicitly(workspace: Path) -> None:
     from mcp import Client
 
-    from conftest import server_params
+    from support import server_params
 
     params = server_params(SX, workspace)
     params.env = {**(params.env or {}), "MCP_GUARD_LANDLOCK_MAX_ABI": "3"}

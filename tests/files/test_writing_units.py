@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import console_script
 from mcp_server_guard.errors import GuardError
 from mcp_server_guard.files.history import HistoryError, HistoryStore, disk_usage
 from mcp_server_guard.files.writing import ProtectedPaths, check_executable_content
 from mcp_server_guard.policy import load_policy
+from support import console_script
 
 POLICY = load_policy().file_write
 

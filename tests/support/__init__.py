@@ -1,0 +1,30 @@
+"""Test support: real stdio clients of the console scripts, and the in-memory fast tier."""
+
+from support.clients import (
+    ERROR_META_KEY,
+    MODES,
+    RawClient,
+    console_script,
+    error_of,
+    serve,
+    server_params,
+    text_of,
+)
+from support.memory import build, in_memory
+from support.processes import marker, processes_with, wait_until
+
+__all__ = [
+    "ERROR_META_KEY",
+    "MODES",
+    "RawClient",
+    "build",
+    "console_script",
+    "error_of",
+    "in_memory",
+    "marker",
+    "processes_with",
+    "serve",
+    "server_params",
+    "text_of",
+    "wait_until",
+]

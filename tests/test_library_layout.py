@@ -1,0 +1,150 @@
+"""The library's shape: each package's public surface pinned, no import cycles, layers that only point down."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+
+import pytest
+
+import mcp_server_guard
+
+PACKAGE_DIR = Path(mcp_server_guard.__file__).parent
+
+# The public surface of each package, pinned: a name added or dropped is a decision, made here too.
+EXPORTED = {
+    "mcp_server_guard": [
+        "ERROR_CODES", "ERROR_META_KEY", "AuditLog", "AuditRecord", "Category", "ErrorPayload", "ExecutionError",
+        "GuardError", "GuardedServer", "Jail", "Located", "ParamError", "Policy", "PolicyError", "ResourceError",
+        "SecurityError", "ServerConfig", "SymlinkMode", "SystemError_", "ToolInput", "ToolOutput", "load_policy",
+        "note", "register_tool", "within", "within_any",
+    ],
+    "mcp_server_guard.serving": [
+        "MAX_MESSAGE_BYTES", "ClientRoots", "GuardedServer", "HistoryDirOpt", "ServerConfig", "ToolInput",
+        "ToolOutput", "build_config", "register_tool", "resolve_history_dir", "run_app", "serve_stdio", "server_cli",
+        "usage_error",
+    ],
+    "mcp_server_guard.files": [
+        "HistoryEntry", "HistoryError", "HistoryStore", "Jail", "Located", "Page", "ProtectedPaths", "Sniffed",
+        "SymlinkMode", "TempJournal", "Writer", "journal_dir", "mime_of", "open_writer", "read_page", "sha256_fd",
+        "sniff", "sweep_journals",
+    ],
+    "mcp_server_guard.shell": [
+        "BASH", "REGISTRY", "Approval", "Checked", "NoQuestion", "PolicyEngine", "Prepared", "RunResult", "ShellExec",
+        "TooComplex", "Verdict", "base_env", "build_env", "limit_hit", "limits_of", "parse", "question",
+        "require_approval", "run",
+    ],
+    "mcp_server_guard.shell.sandbox": [
+        "Confinement", "Limits", "NetworkMode", "ReadScope", "SandboxMode", "SandboxPlan", "SandboxUnavailable",
+        "confine", "landlock_abi", "plan", "release", "release_all", "sweep_stale_tmpdirs",
+    ],
+    "mcp_server_guard.admin": ["format_entry", "main", "run_demo"],
+}  # fmt: skip
+
+# Who may import whom: a package's modules import only the layers listed for it (and the standard library
+# and third parties). The shared server scaffold knows nothing of files' writers or of the shell.
+ALLOWED_LAYERS = {
+    "top": {"top"},
+    "serving": {"top", "serving", "files.jail"},
+    "files": {"top", "files"},
+    "shell": {"top", "shell", "files.jail"},
+    "admin": {"top", "serving", "files", "shell", "admin"},
+}
+
+
+def modules() -> list[str]:
+    found = ["mcp_server_guard"]
+    for info in pkgutil.walk_packages([str(PACKAGE_DIR)], prefix="mcp_server_guard."):
+        found.append(info.name)
+    return sorted(found)
+
+
+def source_of(module: str) -> Path:
+    rel = Path(*module.split(".")[1:])
+    package = PACKAGE_DIR / rel / "__init__.py"
+    return package if package.exists() else (PACKAGE_DIR / rel).with_suffix(".py")
+
+
+def imports_of(module: str, known: set[str]) -> set[str]:
+    """Library modules ``module`` imports at run time (TYPE_CHECKING blocks left out), lazy imports included."""
+    tree = ast.parse(source_of(module).read_text(encoding="utf-8"))
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped |= {id(child) for stmt in node.body for child in ast.walk(stmt)}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name in known}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if sub in known else node.module)
+    return {m for m in found if m in known and m != module}
+
+
+def graph() -> dict[str, set[str]]:
+    known = set(modules())
+    return {module: imports_of(module, known) for module in known}
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) <= 2 and parts[-1] in {"mcp_server_guard", "errors", "audit", "policy", "paths", "_lazy"}:
+        return "top"
+    return parts[1]
+
+
+@pytest.mark.parametrize("package", sorted(EXPORTED))
+def test_each_package_exports_exactly_its_pinned_names_and_each_resolves(package: str) -> None:
+    module = importlib.import_module(package)
+    assert sorted(module.__all__) == sorted(EXPORTED[package])
+    for name in module.__all__:
+        assert getattr(module, name) is not None, f"{package}.{name}"
+
+
+def test_the_library_has_no_import_cycle() -> None:
+    try:
+        order = list(TopologicalSorter(graph()).static_order())
+    except CycleError as exc:
+        pytest.fail(f"import cycle: {' -> '.join(exc.args[1])}")
+    assert "mcp_server_guard.serving.server" in order
+
+
+def test_imports_only_point_down_the_layers() -> None:
+    wrong = []
+    for module, imported in graph().items():
+        for target in imported:
+            allowed = ALLOWED_LAYERS[layer(module)]
+            if layer(target) not in allowed and ".".join(target.split(".")[1:3]) not in allowed:
+                wrong.append(f"{module} imports {target}")
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+def test_the_shared_server_scaffold_reaches_nothing_shell_specific() -> None:
+    edges = graph()
+    seen, todo = set(), [m for m in edges if layer(m) == "serving"]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo += edges[module]
+    assert not [m for m in seen if layer(m) in {"shell", "admin"}], sorted(seen)
+
+
+def test_importing_the_sandbox_package_imports_neither_the_sdk_nor_pydantic() -> None:
+    # The in-box supervisor imports shell.sandbox with no site-packages at all.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, mcp_server_guard.shell.sandbox.confine;"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'pydantic', 'anyio')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
