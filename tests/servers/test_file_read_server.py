@@ -26,6 +26,13 @@ pytestmark = pytest.mark.anyio
 FR = "mcp-server-file-read"
 
 
+@pytest.fixture
+def mode() -> str:
+    """One protocol era through the real process here; the in-memory tier (test_in_memory.py) runs this tool's
+    logic in both eras, and the transport tests (serving/, test_fuzz.py) run the processes in both."""
+    return "auto"
+
+
 async def read(client: Any, path: str, **extra: Any) -> Any:
     with anyio.fail_after(30):
         return await client.call_tool("file_read", {"path": path, **extra})

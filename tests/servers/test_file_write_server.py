@@ -26,6 +26,13 @@ pytestmark = pytest.mark.anyio
 FW = "mcp-server-file-write"
 
 
+@pytest.fixture
+def mode() -> str:
+    """One protocol era through the real process here; the in-memory tier (test_in_memory.py) runs this tool's
+    logic in both eras, and the transport tests (serving/, test_fuzz.py) run the processes in both."""
+    return "auto"
+
+
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

@@ -19,6 +19,7 @@ from mcp_server_guard.files.jail import SymlinkMode
 from mcp_server_guard.serving.launch import build_config
 from mcp_server_guard.serving.server import GuardedServer
 from mcp_server_guard.shell.execution import limits_of
+from mcp_server_guard.shell.process import REGISTRY
 from mcp_server_guard.shell.sandbox.confine import NetworkMode, ReadScope, SandboxMode, plan
 from mcp_server_shell_exec import server as shell_exec
 
@@ -67,7 +68,9 @@ async def in_memory(name: str, launch_dir: Path, *, mode: str = "legacy", **kw: 
         async with Client(server, mode=mode, **client_kw) as client:  # type: ignore[arg-type]
             yield client
     finally:
+        # Not REGISTRY.kill_all: it closes the one process registry of this (test) process for good.
         for cleanup in server.cleanups:
-            cleanup()
+            if cleanup != REGISTRY.kill_all:
+                cleanup()
         server.jail.close()
         server.audit.close()
