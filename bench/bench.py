@@ -1112,8 +1112,8 @@ def summarise_profile(prof: Path, n: int, key_functions: dict[tuple[str, str], s
 
 
 def use_pidfd_child_watcher() -> None:
-    """What the servers do at start-up on 3.11 (mcp_server_guard.serving.launch): wait for children on a pidfd, not a thread,
-    so the in-process floors below spawn exactly as the server does."""
+    """What the servers do at start-up on 3.11 (mcp_server_guard.serving.launch): wait for children on a pidfd,
+    not a thread, so the in-process floors below spawn exactly as the server does."""
     if sys.version_info < (3, 12) and hasattr(os, "pidfd_open"):
         asyncio.set_child_watcher(asyncio.PidfdChildWatcher())
 
@@ -1728,9 +1728,10 @@ def on_fresh_thread(steps: Sequence[Callable[[], object]]) -> tuple[float, list[
 def spawn_steps(
     c: Any, argv: Sequence[str], cwd: str, run_env: dict[str, str], netns_fd: int | None, box: dict[str, Any]
 ) -> dict[str, Callable[[], object]]:
-    """process.run's spawn of confinement ``c`` (mcp_server_guard.shell.process._spawn's start: enter_thread's parts, the
-    same Popen, limit), step by step; the process lands in ``box["proc"]``. For a root --network deny plan, first
-    a what-if: setns into a namespace made beforehand (``netns_fd``), beside the unshare that enter_thread does."""
+    """process.run's spawn of confinement ``c`` (mcp_server_guard.shell.process._spawn's start: enter_thread's
+    parts, the same Popen, limit), step by step; the process lands in ``box["proc"]``. For a root --network deny
+    plan, first a what-if: setns into a namespace made beforehand (``netns_fd``), beside the unshare that
+    enter_thread does."""
     from mcp_server_guard.shell.sandbox import confine as sb
 
     def setns() -> None:

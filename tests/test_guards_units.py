@@ -16,7 +16,7 @@ from mcp_server_guard.files.mime import sniff
 from mcp_server_guard.files.reading import read_page
 from mcp_server_guard.policy import PolicyError, default_policy_path, load_policy
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ERRORS_DOC = Path(__file__).resolve().parents[1] / "docs" / "errors.md"
 
 
 def test_utf8_without_nul_is_text_even_when_libmagic_disagrees() -> None:
@@ -103,10 +103,10 @@ def test_default_audit_log_is_never_inside_the_jail(tmp_path: Path, monkeypatch:
     )
 
 
-def test_every_error_code_has_its_category_and_a_readme_row() -> None:
-    readme = README.read_text(encoding="utf-8")
+def test_every_error_code_has_its_category_and_a_row_in_the_errors_doc() -> None:
+    doc = ERRORS_DOC.read_text(encoding="utf-8")
     for code in ERROR_CODES:
-        assert re.search(rf"\|\s*`{code}`\s*\|\s*{ERROR_CODES[code].value}\s*\|", readme), code
+        assert re.search(rf"\|\s*`{code}`\s*\|\s*{ERROR_CODES[code].value}\s*\|", doc), code
 
 
 def test_refusal_result_carries_the_structured_payload_and_text() -> None:

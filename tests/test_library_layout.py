@@ -28,7 +28,7 @@ EXPORTED = {
         "usage_error",
     ],
     "mcp_server_guard.files": [
-        "HistoryEntry", "HistoryError", "HistoryStore", "Jail", "Located", "Page", "ProtectedPaths", "Sniffed",
+        "HistoryEntry", "HistoryError", "HistoryStore", "Jail", "Located", "Page", "Sniffed",
         "SymlinkMode", "TempJournal", "Writer", "journal_dir", "mime_of", "open_writer", "read_page", "sha256_fd",
         "sniff", "sweep_journals",
     ],
@@ -39,7 +39,8 @@ EXPORTED = {
     ],
     "mcp_server_guard.shell.sandbox": [
         "Confinement", "Limits", "NetworkMode", "ReadScope", "SandboxMode", "SandboxPlan", "SandboxUnavailable",
-        "confine", "landlock_abi", "plan", "release", "release_all", "sweep_stale_tmpdirs",
+        "call_options", "close_box", "confine", "landlock_abi", "open_box", "plan", "release", "release_all",
+        "sweep_stale_tmpdirs",
     ],
     "mcp_server_guard.admin": ["format_entry", "main", "run_demo"],
 }  # fmt: skip
@@ -95,7 +96,8 @@ def graph() -> dict[str, set[str]]:
 
 def layer(module: str) -> str:
     parts = module.split(".")
-    if len(parts) <= 2 and parts[-1] in {"mcp_server_guard", "errors", "audit", "policy", "paths", "_lazy"}:
+    top = {"mcp_server_guard", "errors", "audit", "policy", "paths", "protected", "_lazy"}
+    if len(parts) <= 2 and parts[-1] in top:
         return "top"
     return parts[1]
 

@@ -10,8 +10,9 @@ import pytest
 
 from mcp_server_guard.errors import GuardError
 from mcp_server_guard.files.history import HistoryError, HistoryStore, disk_usage
-from mcp_server_guard.files.writing import ProtectedPaths, check_executable_content
+from mcp_server_guard.files.writing import check_executable_content
 from mcp_server_guard.policy import load_policy
+from mcp_server_guard.protected import Protection
 from support import console_script
 
 POLICY = load_policy().file_write
@@ -27,26 +28,27 @@ POLICY = load_policy().file_write
         ("src/.bashrc", True),
         ("bashrc.txt", False),
         ("/home/u/.vscode/mcp.json", True),
-        (".vscode/settings.json", False),
+        (".vscode/settings.json", True),
+        ("src/vscode/settings.json", False),
         ("notes/.MCP.JSON", True),
         (".ssh/authorized_keys", True),
         ("docs/git/hooks.md", False),
     ],
 )
 def test_protected_path_patterns(path: str, protected: bool) -> None:
-    matcher = ProtectedPaths(POLICY.protected_paths)
-    assert (matcher.match([path], None) is not None) is protected
+    matcher = Protection(load_policy().paths.protected)
+    assert (matcher.write_rule([path], None, ()) is not None) is protected
 
 
 def test_protected_files_match_by_path_and_by_inode(tmp_path: Path) -> None:
     audit = tmp_path / "audit.jsonl"
     audit.write_text("", encoding="utf-8")
     os.link(audit, tmp_path / "hardlink")
-    matcher = ProtectedPaths([], files=[audit], dirs=[tmp_path / "hist"])
-    assert matcher.match([str(audit)], None)
-    assert matcher.match([str(tmp_path / "hist" / "x.data")], None)
-    assert matcher.match(["elsewhere"], os.stat(tmp_path / "hardlink"))
-    assert matcher.match([str(tmp_path / "other")], os.stat(tmp_path)) is None
+    matcher = Protection([], files=[audit], dirs=[tmp_path / "hist"])
+    assert matcher.write_rule([str(audit)], None, ())
+    assert matcher.write_rule([str(tmp_path / "hist" / "x.data")], None, ())
+    assert matcher.write_rule(["elsewhere"], os.stat(tmp_path / "hardlink"), ())
+    assert matcher.write_rule([str(tmp_path / "other")], os.stat(tmp_path), ()) is None
 
 
 @pytest.mark.parametrize(

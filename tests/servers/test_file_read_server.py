@@ -117,6 +117,24 @@ async def test_allow_path_adds_a_second_root(workspace: Path, tmp_path: Path) ->
 # -- path attacks --------------------------------------------------------------------------------
 
 
+async def test_credentials_stay_unread_even_when_home_is_allowed(workspace: Path, isolated_home: Path) -> None:
+    (isolated_home / ".ssh").mkdir()
+    (isolated_home / ".ssh" / "id_rsa").write_text("PRIVATE KEY\n")
+    (isolated_home / ".aws").mkdir()
+    (isolated_home / ".aws" / "credentials").write_text("secret\n")
+    (isolated_home / ".bashrc").write_text("# rc\n")
+    async with serve(FR, workspace, "--allow-path", str(isolated_home)) as client:
+        key = await client.call_tool("file_read", {"path": str(isolated_home / ".ssh" / "id_rsa")})
+        dotted = await client.call_tool(
+            "file_read", {"path": str(isolated_home / ".aws" / ".." / ".aws" / "credentials")}
+        )
+        rc = await client.call_tool("file_read", {"path": str(isolated_home / ".bashrc")})
+    for refused in (key, dotted):
+        payload = error_of(refused)
+        assert payload["code"] == "PATH_HIDDEN" and "PRIVATE" not in text_of(refused)
+    assert not rc.is_error and rc.structured_content["content"] == "# rc\n"
+
+
 async def test_dotdot_traversal_is_refused(workspace: Path, mode: str) -> None:
     async with serve(FR, workspace, mode=mode) as client:
         results = [await read(client, p) for p in ("../outside/secret.txt", "sub/../../outside/secret.txt", "..")]

@@ -254,6 +254,13 @@ async def test_python_shebang_and_ordinary_text_are_allowed(workspace: Path, his
         ".cursor/mcp.json",
         ".config/Claude/claude_desktop_config.json",
         ".GIT/HOOKS/pre-push",
+        ".vscode/tasks.json",
+        ".vscode/settings.json",
+        ".codex/config.toml",
+        ".gemini/settings.json",
+        ".config/git/config",
+        ".envrc",
+        "sub/.git",
     ],
 )
 async def test_protected_paths_are_never_written(workspace: Path, history: Path, target: str) -> None:
@@ -262,6 +269,34 @@ async def test_protected_paths_are_never_written(workspace: Path, history: Path,
     assert error_of(result)["code"] == "PROTECTED_PATH"
     assert not (workspace / target).exists()
     assert not (workspace / target.split("/", maxsplit=1)[0]).exists() or target.startswith("sub/")
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "gitdir/config",  # git init --separate-git-dir: the git dir has any name
+        "gitdir/hooks/pre-commit",
+        "gitdir/modules/lib/config",
+        "gitdir/modules/lib/hooks/post-checkout",
+        "gitdir/worktrees/w/config.worktree",
+        "gitdir/commondir",
+        "bare.git/hooks/pre-receive",
+        "bare.git/config",
+    ],
+)
+async def test_git_config_and_hooks_are_protected_wherever_the_git_dir_lies(
+    workspace: Path, history: Path, target: str
+) -> None:
+    subprocess.run(["git", "init", "-q", "--separate-git-dir=gitdir", "work"], cwd=workspace, check=True)
+    subprocess.run(["git", "init", "-q", "--bare", "bare.git"], cwd=workspace, check=True)
+    (workspace / "gitdir" / "modules" / "lib").mkdir(parents=True)
+    (workspace / "gitdir" / "worktrees" / "w").mkdir(parents=True)
+    async with serve(FW, workspace, *fw_args(history)) as client:
+        result = await write(client, target, "x", overwrite=True, createDirs=True)
+        ordinary = await write(client, "gitdir/description", "mine", overwrite=True)
+    assert error_of(result)["code"] == "PROTECTED_PATH"
+    assert "git" in error_of(result)["message"]
+    assert not ordinary.is_error
 
 
 async def test_the_servers_own_policy_and_audit_log_are_protected(workspace: Path, history: Path) -> None:

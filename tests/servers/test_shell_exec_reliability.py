@@ -86,11 +86,11 @@ def _discard(raw: RawClient) -> None:
                 pipe.close()
 
 
-def _start_call_with_a_daemon(tmp_path: Path, workspace: Path, token: str) -> RawClient:
+def _start_call_with_a_daemon(tmp_path: Path, workspace: Path, token: str, *flags: str) -> RawClient:
     server_tmp = tmp_path / "server-tmp"
     server_tmp.mkdir(exist_ok=True)
     raw = RawClient(
-        [console_script(SX), "--audit-log", str(tmp_path / "a.jsonl")], workspace, env=_server_env(server_tmp)
+        [console_script(SX), "--audit-log", str(tmp_path / "a.jsonl"), *flags], workspace, env=_server_env(server_tmp)
     )
     raw.initialize()
     command = f"setsid sleep {token} & sleep {token} & sleep {token}"
@@ -103,14 +103,18 @@ def _start_call_with_a_daemon(tmp_path: Path, workspace: Path, token: str) -> Ra
         }
     )
     anyio.run(wait_until, lambda: len(processes_with(token)) >= 3)
-    assert _run_dirs(server_tmp), "the call's private TMPDIR should exist while it runs"
+    if "off" in flags:  # in the box, the call's /tmp is its own tmpfs: nothing on the host to leave behind
+        assert _run_dirs(server_tmp), "the call's private TMPDIR should exist while it runs"
     return raw
 
 
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
 @pytest.mark.parametrize("how", ["stdin-eof", "sigterm", "sighup"])
-def test_server_exit_leaves_no_process_tmpdir_or_cgroup(tmp_path: Path, workspace: Path, how: str) -> None:
+def test_server_exit_leaves_no_process_tmpdir_or_cgroup(
+    tmp_path: Path, workspace: Path, how: str, sandbox: str
+) -> None:
     token = marker()
-    raw = _start_call_with_a_daemon(tmp_path, workspace, token)
+    raw = _start_call_with_a_daemon(tmp_path, workspace, token, "--sandbox", sandbox)
     pid = raw.proc.pid
     try:
         started = time.monotonic()
@@ -132,14 +136,21 @@ def test_server_exit_leaves_no_process_tmpdir_or_cgroup(tmp_path: Path, workspac
     assert took < 2.0, f"the server took {took:.2f} s to exit"
 
 
-def test_leftovers_of_a_killed_server_are_cleaned_at_the_next_start(tmp_path: Path, workspace: Path) -> None:
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
+def test_leftovers_of_a_killed_server_are_cleaned_at_the_next_start(
+    tmp_path: Path, workspace: Path, sandbox: str
+) -> None:
     token = marker()
-    raw = _start_call_with_a_daemon(tmp_path, workspace, token)
+    raw = _start_call_with_a_daemon(tmp_path, workspace, token, "--sandbox", sandbox)
     pid = raw.proc.pid
     try:
         raw.proc.kill()
         raw.proc.wait(timeout=10)
-        assert _run_dirs(tmp_path / "server-tmp")
+        if sandbox == "auto":
+            # kill -9: the box dies with the server (a chain of parent-death signals), every command with it.
+            anyio.run(wait_until, lambda: not processes_with(token))
+        else:
+            assert _run_dirs(tmp_path / "server-tmp")
         # The next server to start sweeps what the dead one left: its temp dirs, its cgroup and (as root,
         # through that cgroup) the commands still running in it.
         nxt = subprocess.run(

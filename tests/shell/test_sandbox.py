@@ -40,20 +40,23 @@ async def test_python_writing_outside_the_jail_is_stopped_by_the_kernel(workspac
     async with serve(SX, workspace, mode=mode) as client:
         refused = await sh(client, write)
         inside = await sh(client, f"{PY} -c \"open('inside.txt', 'w').write('ok')\" && cat inside.txt")
-    assert refused["exitCode"] != 0 and "PermissionError" in refused["stderr"]
+    # Landlock says PermissionError; in the box the outside directory is not even there (private /tmp).
+    assert refused["exitCode"] != 0 and ("PermissionError" in refused["stderr"] or "FileNotFound" in refused["stderr"])
     assert not outside.exists()
     assert inside["stdout"] == "ok" and inside["exitCode"] == 0
-    assert refused["sandbox"] == f"landlock-v{landlock_abi()}"
+    assert refused["sandbox"].endswith(f"landlock-v{landlock_abi()}")
 
 
 async def test_private_tmpdir_is_writable_and_removed_afterwards(workspace: Path) -> None:
     async with serve(SX, workspace) as client:
-        out = await sh(client, 'touch "$TMPDIR/scratch" && ls "$TMPDIR" && echo "$TMPDIR"')
+        out = await sh(client, 'touch "$TMPDIR/scratch" && ls "$TMPDIR" | grep -x scratch && echo "$TMPDIR"')
         shared_tmp = await sh(client, "touch /tmp/mcp-guard-shared-test-file")
     lines = out["stdout"].splitlines()
     assert lines[0] == "scratch" and out["exitCode"] == 0
-    assert not Path(lines[1]).exists()  # the private directory went with the call
-    assert shared_tmp["exitCode"] != 0 and not Path("/tmp/mcp-guard-shared-test-file").exists()
+    assert not Path(lines[1], "scratch").exists()  # the private directory went with the call
+    # Landlock refuses the shared /tmp; the box gives the call its own /tmp: either way the host's is untouched.
+    assert not Path("/tmp/mcp-guard-shared-test-file").exists()
+    assert shared_tmp["exitCode"] != 0 or shared_tmp["sandbox"].startswith("bwrap")
 
 
 async def test_reading_ssh_keys_fails_under_sandbox_read_jail(workspace: Path, isolated_home: Path) -> None:
@@ -66,10 +69,13 @@ async def test_reading_ssh_keys_fails_under_sandbox_read_jail(workspace: Path, i
         own = await sh(client, "cat hello.txt")
     async with serve(SX, workspace) as client:
         default = await sh(client, f"cat {key}")
-    assert "PRIVATE KEY" not in confined["stdout"] and "Permission denied" in confined["stderr"]
+    assert "PRIVATE KEY" not in confined["stdout"]
+    assert "Permission denied" in confined["stderr"] or "No such file" in confined["stderr"]
     assert "system: 4" in confined["stdout"]  # system files stay readable
     assert own["stdout"] == "hello\nworld\n"
-    assert "PRIVATE KEY" in default["stdout"]  # the default read scope is the whole system: documented
+    # The default read scope is the whole system minus the hidden list (~/.ssh is on it); without the box
+    # only --sandbox-read jail keeps it out: documented.
+    assert ("PRIVATE KEY" in default["stdout"]) is not default["sandbox"].startswith("bwrap")
 
 
 async def test_link_and_rename_tricks_cannot_place_a_file_outside(workspace: Path) -> None:
@@ -132,7 +138,8 @@ async def test_network_deny_blocks_loopback_tcp_and_udp(
     assert "TCP-OK" in tcp_allowed["stdout"]  # control: the listener works
     assert "TCP-OK" not in tcp_denied["stdout"] and tcp_denied["exitCode"] != 0
     assert tcp_denied["sandbox"].endswith("+netns")
-    assert "SENT" not in udp_denied["stdout"]
+    # Without the box the send fails; in the box it leaves into the box's own empty network namespace.
+    assert "SENT" not in udp_denied["stdout"] or udp_denied["sandbox"].startswith("bwrap")
     udp.settimeout(0.5)
     with pytest.raises(TimeoutError):
         udp.recvfrom(16)
@@ -215,7 +222,7 @@ async def test_sandbox_auto_without_landlock_runs_unconfined_and_says_so(workspa
 
     async with Client(params, mode="legacy") as client:
         out = await sh(client, "echo hi")
-    assert out["sandbox"] == "none"
+    assert "landlock" not in out["sandbox"]
 
 
 async def test_older_landlock_abi_degrades_explicitly(workspace: Path) -> None:
@@ -227,7 +234,7 @@ async def test_older_landlock_abi_degrades_explicitly(workspace: Path) -> None:
     params.env = {**(params.env or {}), "MCP_GUARD_LANDLOCK_MAX_ABI": "3"}
     async with Client(params, mode="legacy") as client:
         out = await sh(client, f"{PY} -c \"open('{workspace.parent / 'outside' / 'x'}', 'w')\"")
-    assert out["sandbox"] == "landlock-v3"
+    assert out["sandbox"].endswith("landlock-v3")
     assert out["exitCode"] != 0 and not (workspace.parent / "outside" / "x").exists()
 
 

@@ -11,7 +11,7 @@ from support.clients import (
     text_of,
 )
 from support.memory import build, in_memory
-from support.processes import marker, processes_with, wait_until
+from support.processes import marker, my_children_with, processes_with, wait_until
 
 __all__ = [
     "ERROR_META_KEY",
@@ -22,6 +22,7 @@ __all__ = [
     "error_of",
     "in_memory",
     "marker",
+    "my_children_with",
     "processes_with",
     "serve",
     "server_params",

@@ -25,6 +25,18 @@ def processes_with(token: str) -> list[psutil.Process]:
     return found
 
 
+def my_children_with(token: str) -> list[psutil.Process]:
+    """This test's own descendants whose command line holds ``token`` (those that exit meanwhile skipped)."""
+    found = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if token in " ".join(proc.cmdline()):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
 async def wait_until(predicate: Any, timeout: float = 15.0) -> None:
     with anyio.fail_after(timeout):
         while not predicate():

@@ -57,7 +57,6 @@ class FileWritePolicy(_Section):
     denied_extensions: tuple[str, ...]
     denied_mime_types: tuple[str, ...]
     shebang_interpreters: tuple[str, ...]
-    protected_paths: tuple[str, ...]
     history_max_bytes: int = Field(ge=0)
     history_max_entries: int = Field(ge=1)
 
@@ -66,12 +65,27 @@ class FileWritePolicy(_Section):
     def _dotted_lowercase(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(("." + ext.lstrip(".")).lower() for ext in value)
 
-    @field_validator("protected_paths")
+
+class PathsPolicy(_Section):
+    """The [paths] section: what no tool writes (protected) and what no tool reads (hidden)."""
+
+    protected: tuple[str, ...]
+    hidden: tuple[str, ...]
+
+    @field_validator("protected")
     @classmethod
     def _compilable(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for pattern in value:
             if not pattern.strip("/"):
                 raise ValueError(f"empty pattern {pattern!r}")
+        return value
+
+    @field_validator("hidden")
+    @classmethod
+    def _anchored(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            if not (entry.startswith("/") or entry == "~" or entry.startswith("~/")) or entry.rstrip("/") in ("", "~"):
+                raise ValueError(f"{entry!r}: a hidden path is absolute or starts with ~/, and is not / or ~ itself")
         return value
 
 
@@ -137,6 +151,7 @@ class Policy(_Section):
     file_read: FileReadPolicy
     file_write: FileWritePolicy
     shell_exec: ShellPolicy
+    paths: PathsPolicy
     source: tuple[str, ...] = Field(default=(), exclude=True)  # files the policy was read from
 
 
@@ -199,7 +214,13 @@ def load_policy(path: Path | None = None) -> Policy:
     data = _read_toml(default)
     sources = [str(default)]
     if path is not None:
-        data = _merge(data, _read_toml(path))
+        override = _read_toml(path)
+        if isinstance(override.get("file_write"), dict) and "protected_paths" in override["file_write"]:
+            raise PolicyError(
+                f"invalid policy file {path}: [file_write].protected_paths is now [paths].protected "
+                "(one list that every tool enforces); move the key there"
+            )
+        data = _merge(data, override)
         sources.append(str(path))
     try:
         policy = Policy.model_validate(data)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from mcp_server_guard.files.journal import TempJournal, journal_dir, sweep_journals
     from mcp_server_guard.files.mime import Sniffed, mime_of, sniff
     from mcp_server_guard.files.reading import Page, read_page, sha256_fd
-    from mcp_server_guard.files.writing import ProtectedPaths, Writer, open_writer
+    from mcp_server_guard.files.writing import Writer, open_writer
 
 _EXPORTS = {
     "HistoryEntry": "history",
@@ -23,7 +23,6 @@ _EXPORTS = {
     "Jail": "jail",
     "Located": "jail",
     "Page": "reading",
-    "ProtectedPaths": "writing",
     "Sniffed": "mime",
     "SymlinkMode": "jail",
     "TempJournal": "journal",
@@ -45,7 +44,6 @@ __all__ = [
     "Jail",
     "Located",
     "Page",
-    "ProtectedPaths",
     "Sniffed",
     "SymlinkMode",
     "TempJournal",

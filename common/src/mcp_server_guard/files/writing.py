@@ -30,7 +30,7 @@ import re
 import stat
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,8 +40,8 @@ from mcp_server_guard.files.jail import Jail, Located, check_regular, oserror_to
 from mcp_server_guard.files.journal import TempJournal, Ticket, journal_dir, sweep_journals, temp_name
 from mcp_server_guard.files.mime import mime_of
 from mcp_server_guard.files.reading import sha256_fd
-from mcp_server_guard.paths import within_any
 from mcp_server_guard.policy import FileWritePolicy, Policy
+from mcp_server_guard.protected import Protection, protection_for
 
 log = logging.getLogger("mcp_server_guard")
 
@@ -56,58 +56,6 @@ def _current_umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
-
-
-def _glob_regex(pattern: str) -> str:
-    out = []
-    i = 0
-    p = pattern.strip("/")
-    while i < len(p):
-        if p.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif p[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif p[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(p[i]))
-            i += 1
-    # A pattern matches a whole path suffix at any depth: ".git/config" matches "a/.git/config".
-    return r"(?:^|/)" + "".join(out) + r"$"
-
-
-class ProtectedPaths:
-    """Paths never written: policy globs, plus the server's own policy files, audit log and history."""
-
-    def __init__(self, patterns: Iterable[str], files: Iterable[Path] = (), dirs: Iterable[Path] = ()) -> None:
-        self.patterns = tuple(patterns)
-        self._regex = re.compile("|".join(f"(?:{_glob_regex(p)})" for p in self.patterns) or r"(?!)", re.IGNORECASE)
-        self._files = {os.path.realpath(f) for f in files}
-        self._dirs = tuple(os.path.realpath(d) for d in dirs)
-        self._inodes: set[tuple[int, int]] = set()
-        for f in self._files:
-            with contextlib.suppress(OSError):
-                st = os.stat(f)
-                self._inodes.add((st.st_dev, st.st_ino))
-
-    def match(self, candidates: Iterable[str], existing: os.stat_result | None) -> str | None:
-        """The rule that protects one of ``candidates`` (paths of the target), or None."""
-        for path in candidates:
-            if not path:
-                continue
-            found = self._regex.search(path)
-            if found:
-                return next(p for p in self.patterns if re.search(_glob_regex(p), path, re.IGNORECASE))
-            if path in self._files:
-                return "the server's own policy or audit file"
-            if within_any(path, self._dirs):
-                return "the history store"
-        if existing is not None and (existing.st_dev, existing.st_ino) in self._inodes:
-            return "the server's own policy or audit file (hard link)"
-        return None
 
 
 @dataclass(frozen=True)
@@ -191,13 +139,13 @@ class Writer:
         self,
         jail: Jail,
         policy: FileWritePolicy,
-        protected: ProtectedPaths,
+        protection: Protection,
         history: HistoryStore,
         journal: TempJournal | None = None,
     ) -> None:
         self.jail = jail
         self.policy = policy
-        self.protected = protected
+        self.protection = protection
         self.history = history
         self.journal = journal
         self._new_mode = 0o666 & ~_current_umask() & ~_EXEC_BITS
@@ -304,7 +252,7 @@ class Writer:
         return st
 
     def _check_protected(self, located: Located, candidates: list[str], st: os.stat_result | None) -> None:
-        rule = self.protected.match(candidates, st)
+        rule = self.protection.write_rule(candidates, st, [root.path for root in self.jail.roots])
         if rule is not None:
             raise SecurityError(
                 "PROTECTED_PATH",
@@ -483,18 +431,14 @@ class Writer:
         )
 
 
-__all__ = ["ProtectedPaths", "WriteOutcome", "Writer", "check_executable_content"]
+__all__ = ["WriteOutcome", "Writer", "check_executable_content", "open_writer"]
 
 
 def open_writer(jail: Jail, policy: Policy, audit_path: Path, history_dir: Path) -> Writer:
     """The one writer set-up (file_write's server and `mcp-guard history restore`): the policy file, the audit
     log and the history store protected; what dead writers left (temp files, orphan history data) cleaned."""
     write_policy = policy.file_write
-    protected = ProtectedPaths(
-        write_policy.protected_paths,
-        files=[Path(p) for p in policy.source] + [audit_path],
-        dirs=[history_dir],
-    )
+    protection = protection_for(policy, audit_path=audit_path, history_dir=history_dir)
     history = HistoryStore(history_dir, write_policy.history_max_bytes, write_policy.history_max_entries)
     journal: TempJournal | None = None
     try:
@@ -506,4 +450,4 @@ def open_writer(jail: Jail, policy: Policy, audit_path: Path, history_dir: Path)
     except OSError as exc:
         # Overwrites will say what is wrong with the store (HISTORY_UNAVAILABLE); new files can still be written.
         log.warning("cannot prepare the history store %s: %s", history_dir, exc.strerror or exc)
-    return Writer(jail, write_policy, protected, history, journal)
+    return Writer(jail, write_policy, protection, history, journal)

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import posixpath
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio.to_thread
 
 from mcp_server_guard.errors import ExecutionError, ParamError, ResourceError, SecurityError
 from mcp_server_guard.files.jail import Jail
 from mcp_server_guard.policy import ShellPolicy
+from mcp_server_guard.protected import Protection, Survey
+from mcp_server_guard.shell.boxed import run_boxed
 from mcp_server_guard.shell.parse import TooComplex
 from mcp_server_guard.shell.process import RunResult, base_env, build_env, run
 from mcp_server_guard.shell.rules import PolicyEngine, Verdict
+from mcp_server_guard.shell.sandbox.boxing import call_options
 from mcp_server_guard.shell.sandbox.confine import Limits, SandboxPlan, confine
 
 __all__ = ["BASH", "Prepared", "ShellExec", "limit_hit", "limits_of"]
@@ -42,7 +47,16 @@ class Prepared:
 class ShellExec:
     """Everything between the tool call and the process: policy, jail, environment, sandbox."""
 
-    def __init__(self, jail: Jail, policy: ShellPolicy, sandbox: SandboxPlan) -> None:
+    def __init__(
+        self,
+        jail: Jail,
+        policy: ShellPolicy,
+        sandbox: SandboxPlan,
+        protection: Protection | None = None,
+        quarantine: Path | None = None,
+    ) -> None:
+        self.protection = protection  # in the box: protected paths read-only, hidden ones masked
+        self.quarantine = quarantine  # where what a command created in protected places goes
         self.jail = jail
         self.policy = policy
         self.engine = PolicyEngine(policy)
@@ -99,14 +113,43 @@ class ShellExec:
     async def execute(self, prepared: Prepared, stdin: bytes | None, timeout: float, max_output: int) -> RunResult:
         """Run a prepared command inside this run's confinement (private TMPDIR, ruleset, limits); a program that
         cannot be started is an ExecutionError."""
-        confinement = confine(self.sandbox, [root.path for root in self.jail.roots])
+        roots = [root.path for root in self.jail.roots]
         program = prepared.shown if prepared.argv[: len(BASH)] == BASH else prepared.argv[0]
+        box = self.sandbox.box
+        confinement = confine(self.sandbox, roots) if box is None else None
         try:
-            env = {**prepared.env, "TMPDIR": confinement.tmpdir}
+            if box is not None:
+                survey = Survey(roots=tuple(roots))
+                if self.protection is not None:
+                    # Raises PROTECTION_UNAVAILABLE (nothing runs) when the layout cannot be guarded.
+                    survey = await anyio.to_thread.run_sync(self.protection.survey, roots)
+                moved: list[str] = []
+                try:
+                    result = await run_boxed(
+                        box,
+                        prepared.argv,
+                        cwd=prepared.cwd,
+                        env={**prepared.env, "TMPDIR": "/tmp"},  # noqa: S108 - the call's own, private /tmp
+                        stdin=stdin,
+                        timeout=timeout,
+                        max_output=max_output,
+                        options=call_options(self.sandbox, roots, survey.read_only, survey.masked),
+                    )
+                finally:
+                    if self.protection is not None and self.quarantine is not None:
+                        # Every process of the call is gone (its PID namespace died with it): nothing can
+                        # still be writing where the command was not allowed to create anything.
+                        with anyio.CancelScope(shield=True):
+                            moved = await anyio.to_thread.run_sync(self.protection.settle, survey, self.quarantine)
+                if moved:
+                    note = f"\n[mcp-guard] moved to the quarantine ({self.quarantine}): {', '.join(moved)}\n"
+                    result = dataclasses.replace(result, stderr=result.stderr + note, quarantined=tuple(moved))
+                return result
+            assert confinement is not None
             return await run(
                 prepared.argv,
                 cwd=prepared.cwd,
-                env=env,
+                env={**prepared.env, "TMPDIR": confinement.tmpdir},
                 stdin=stdin,
                 timeout=timeout,
                 max_output=max_output,
@@ -127,7 +170,8 @@ class ShellExec:
                 "EXECUTION_FAILED", f"'{program}' could not be started: {exc.strerror}.", "Check the command."
             ) from None
         finally:
-            confinement.close()
+            if confinement is not None:
+                confinement.close()
 
     def _check_redirects(self, verdict: Verdict, cwd: str, home: str) -> None:
         for redirect in verdict.redirects:

@@ -183,6 +183,7 @@ class RunResult:
     stderr_bytes: int
     truncated: bool
     duration_ms: float
+    quarantined: tuple[str, ...] = ()  # what the box moved away after the command (protected places)
 
 
 class ProcessRegistry:

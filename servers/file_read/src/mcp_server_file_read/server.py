@@ -14,6 +14,7 @@ from mcp_server_guard import audit
 from mcp_server_guard.errors import ParamError, SecurityError
 from mcp_server_guard.files.mime import Sniffed, sniff
 from mcp_server_guard.files.reading import Page, read_page
+from mcp_server_guard.protected import protection_for
 from mcp_server_guard.serving.server import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
 
 # Seed 004's contract, verbatim.
@@ -65,6 +66,19 @@ def build_server(config: ServerConfig) -> GuardedServer:
     server = GuardedServer(config)
     policy = config.policy.file_read
     jail = config.jail
+    protection = protection_for(config.policy)
+
+    def check_hidden(fd: int, given: str) -> None:
+        # Credentials (~/.ssh, ~/.aws, ...) stay unread even inside an allowed directory (HOME allowed):
+        # decided on the real path of the open file, so no symlink or .. spelling gets around it.
+        real = os.readlink(f"/proc/self/fd/{fd}")
+        entry = protection.hidden_rule(real, [root.path for root in jail.roots])
+        if entry is not None:
+            raise SecurityError(
+                "PATH_HIDDEN",
+                f"'{given}' is inside the hidden path '{entry}' (credentials are never read).",
+                "Ask the user for the value you need; the hidden list is the policy's [paths].hidden.",
+            )
 
     def read(args: FileReadInput, fd: int, st: os.stat_result) -> tuple[Sniffed, Page]:
         head = os.pread(fd, policy.sniff_bytes, 0)
@@ -89,6 +103,7 @@ def build_server(config: ServerConfig) -> GuardedServer:
     async def file_read(args: FileReadInput, _ctx: Context[Any, Any]) -> FileReadOutput:
         located, fd, st = jail.open_file(args.path)
         try:
+            check_hidden(fd, args.path)
             if st.st_size <= _INLINE_READ_BYTES:
                 sniffed, page = read(args, fd, st)
             else:

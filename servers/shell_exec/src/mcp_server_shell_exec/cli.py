@@ -41,10 +41,13 @@ def main(
     """Serve the shell_exec tool over stdio: commands are checked against the policy and run confined."""
     # Lazy for start-up time: --help and --version need neither the tool nor the MCP SDK.
     from mcp_server_guard.shell.execution import limits_of  # noqa: PLC0415
+    from mcp_server_guard.shell.sandbox.boxing import open_box  # noqa: PLC0415
     from mcp_server_shell_exec.server import build_server  # noqa: PLC0415
 
     try:
         decided = plan(sandbox, sandbox_read, network, limits_of(config.policy.shell_exec))
+        # Here, on the thread that runs the event loop: bubblewrap's parent-death signal follows that thread.
+        open_box(decided, [root.path for root in config.jail.allowed])
     except SandboxUnavailable as exc:
         usage_error(PROG, str(exc))
     for note in decided.notes:

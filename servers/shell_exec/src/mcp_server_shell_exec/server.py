@@ -11,6 +11,8 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from mcp_server_guard import audit
+from mcp_server_guard.audit import default_state_path
+from mcp_server_guard.protected import protection_for
 from mcp_server_guard.serving.server import (
     ClientRoots,
     GuardedServer,
@@ -22,6 +24,7 @@ from mcp_server_guard.serving.server import (
 from mcp_server_guard.shell.approval import Approval, Checked, NoQuestion, question, require_approval
 from mcp_server_guard.shell.execution import ShellExec, limit_hit
 from mcp_server_guard.shell.process import REGISTRY
+from mcp_server_guard.shell.sandbox.boxing import close_box
 from mcp_server_guard.shell.sandbox.confine import SandboxPlan, release
 
 # Seed 004's contract, verbatim.
@@ -69,7 +72,8 @@ class ShellExecOutput(ToolOutput):
     durationMs: float = Field(description="Wall time of the run in milliseconds.")
     signal: str | None = Field(description="Signal that ended the command (e.g. SIGKILL), or null.")
     sandbox: str = Field(
-        description="What confined the process, e.g. 'landlock-v7+netns'; 'none' when only the policy and the jail did."
+        description="What confined the process, e.g. 'bwrap+pidns+mountns+nocaps+seccomp+landlock-v7'; 'none' when "
+        "only the policy and the jail did."
     )
     limitHit: str | None = Field(
         description="A resource limit the command ran into: memory, fileSize, cpu or processes (best effort)."
@@ -94,10 +98,17 @@ class ShellExecOutput(ToolOutput):
 
 def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
     server = GuardedServer(config)
-    shell = ShellExec(config.jail, config.policy.shell_exec, sandbox)
+    allowed = [root.path for root in config.jail.roots]
+    shell = ShellExec(
+        config.jail,
+        config.policy.shell_exec,
+        sandbox,
+        protection=protection_for(config.policy, audit_path=config.audit.path),
+        quarantine=default_state_path("quarantine", allowed),
+    )
     checked = Checked(shell)
     # At exit, however it comes: no command outlives the server, then what confined them goes.
-    server.cleanups += [REGISTRY.kill_all, lambda: release(sandbox)]
+    server.cleanups += [REGISTRY.kill_all, lambda: close_box(sandbox), lambda: release(sandbox)]
     policy = config.policy.shell_exec
 
     async def gate(
@@ -129,6 +140,8 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
         audit.note(
             bytes=result.stdout_bytes + result.stderr_bytes, exitCode=result.exit_code, timedOut=result.timed_out
         )
+        if result.quarantined:
+            audit.note(quarantined=list(result.quarantined))
         return ShellExecOutput(
             stdout=result.stdout,
             stderr=result.stderr,

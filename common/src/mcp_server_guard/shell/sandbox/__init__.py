@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from mcp_server_guard.shell.sandbox.boxing import call_options, close_box, open_box
     from mcp_server_guard.shell.sandbox.confine import (
         Confinement,
         Limits,
@@ -39,6 +40,9 @@ _EXPORTS = {
     "release": "confine",
     "release_all": "confine",
     "sweep_stale_tmpdirs": "confine",
+    "call_options": "boxing",
+    "close_box": "boxing",
+    "open_box": "boxing",
 }
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 
@@ -50,8 +54,11 @@ __all__ = [
     "SandboxMode",
     "SandboxPlan",
     "SandboxUnavailable",
+    "call_options",
+    "close_box",
     "confine",
     "landlock_abi",
+    "open_box",
     "plan",
     "release",
     "release_all",

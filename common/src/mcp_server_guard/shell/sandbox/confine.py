@@ -33,6 +33,10 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mcp_server_guard.shell.sandbox.box import Box
 
 log = logging.getLogger("mcp_server_guard.shell.sandbox.confine")
 
@@ -159,6 +163,7 @@ class SandboxPlan:
     netns: bool = False
     notes: list[str] = field(default_factory=list)
     pids_cgroup: Path | None = None
+    box: Box | None = None  # the box every command runs in (see boxing.open_box), when the machine allows it
 
     @property
     def landlock(self) -> bool:
@@ -166,10 +171,13 @@ class SandboxPlan:
 
     @property
     def label(self) -> str:
-        """What the ``sandbox`` result field says, e.g. ``landlock-v7+netns``."""
-        if not self.landlock and not self.netns:
+        """What the ``sandbox`` result field says: every layer that applies, e.g.
+        ``bwrap+pidns+mountns+nocaps+seccomp+landlock-v7+netns``; ``none`` when only the policy and jail do."""
+        if not self.landlock and not self.netns and self.box is None:
             return "none"
-        parts = [f"landlock-v{self.abi}"] if self.landlock else []
+        parts = ["bwrap", "pidns", "mountns", "nocaps", "seccomp"] if self.box is not None else []
+        if self.landlock:
+            parts.append(f"landlock-v{self.abi}")
         if self.netns:
             parts.append("netns")
         elif self.network is NetworkMode.DENY and self.landlock and self.abi >= 4:

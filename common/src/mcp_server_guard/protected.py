@@ -1,0 +1,491 @@
+"""One protected list and one hidden list, enforced by every tool.
+
+*Protected* paths are what makes git, a shell or an editor run programs later, as the user and outside any
+sandbox (git hooks and config, shell start-up files, editor tasks, MCP host configs), plus the guards' own
+policy files, audit log and history. ``file_write`` refuses them (:meth:`Protection.write_rule`).
+``shell_exec``'s box mounts every one that exists read-only for the command (:meth:`Protection.survey`);
+one that did not exist and that a command created is moved to the quarantine after the command, when
+all of its processes are gone (:meth:`Protection.settle`).
+
+*Hidden* paths are credentials: ``file_read`` refuses them (:meth:`Protection.hidden_rule`) and the box
+masks every one that exists (an empty, read-only file or directory).
+
+Git is known the way git knows itself: a directory with a ``HEAD`` file and ``objects/`` and ``refs/`` (or
+a ``commondir`` file) is a git dir wherever it lies; a ``.git`` *file* leads to its ``gitdir:``; in a git
+dir, ``config``, ``config.worktree``, ``hooks/``, ``commondir``, ``gitdir`` and the same entries of
+``modules/*`` and ``worktrees/*`` are what git runs or follows. Objects, refs, the index and the logs stay
+writable: ordinary git work goes on. A layout that cannot be read (an unreadable ``.git`` file, a
+protected path that is a symlink, which a bind mount would follow) fails closed with
+``PROTECTION_UNAVAILABLE``: nothing runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import logging
+import os
+import posixpath
+import re
+import shutil
+import stat
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcp_server_guard.errors import SecurityError
+from mcp_server_guard.paths import within, within_any
+from mcp_server_guard.policy import Policy
+
+__all__ = [
+    "Protection",
+    "Survey",
+    "git_runnable",
+    "glob_regex",
+    "is_git_dir",
+    "protection_for",
+    "sanitize_git_config",
+]
+
+log = logging.getLogger("mcp_server_guard")
+
+# How deep below each writable root the box looks for git dirs (a wider search costs every call).
+GIT_SEARCH_DEPTH = 2
+# Directories visited per root at most by that search; past it, deeper git dirs are not looked for.
+GIT_SEARCH_BUDGET = 2000
+_GLOB_CHARS = frozenset("*?[")
+# What the servers and the box's supervisor run from, and the system itself: a hidden entry that holds one
+# of these is ignored (a path below them, such as /etc/shadow, can still be hidden).
+_RUNTIME = (
+    *{sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable)), str(Path(__file__).parents[1])},
+    *("/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/proc", "/dev", "/tmp"),  # noqa: S108 - never hidden
+)
+# Entries of a git dir that git runs, or follows to another git dir.
+_GIT_RUNNABLE = re.compile(
+    r"^(?:(?:modules/.+|worktrees/[^/]+)/)?(?:config|config\.worktree|commondir|gitdir|hooks(?:/.*)?)$"
+)
+_GIT_ENTRIES = ("config", "config.worktree", "hooks", "commondir", "gitdir")
+# Keys a git config written by a command may keep (section.key; "*" stands for any subsection): none of
+# them makes git run a program. Everything else in a *new* git dir's config goes to the quarantine.
+_SAFE_GIT_KEYS = frozenset(
+    {
+        "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates", "core.ignorecase",
+        "core.precomposeunicode", "core.symlinks", "core.autocrlf", "core.eol", "core.safecrlf",
+        "user.name", "user.email", "init.defaultbranch", "branch.*.remote", "branch.*.merge", "branch.*.rebase",
+        "remote.*.url", "remote.*.pushurl", "remote.*.fetch", "remote.*.push", "extensions.objectformat",
+        "extensions.worktreeconfig", "extensions.refstorage", "submodule.*.url", "submodule.*.active",
+        "commit.verbose", "pull.rebase", "pull.ff", "merge.ff", "gc.auto", "advice.*",
+    }
+)  # fmt: skip
+
+
+def glob_regex(pattern: str) -> str:
+    """A protected-path pattern as a regex: ``*`` within a component, ``**`` across them, matched as a whole
+    path suffix at any depth (``.git/config`` matches ``a/.git/config``)."""
+    out = []
+    i = 0
+    p = pattern.strip("/")
+    while i < len(p):
+        if p.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif p[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif p[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(p[i]))
+            i += 1
+    return r"(?:^|/)" + "".join(out) + r"$"
+
+
+def is_git_dir(path: str) -> bool:
+    """Git's own test: a ``HEAD`` file, and ``objects/`` + ``refs/`` or a ``commondir`` file."""
+    try:
+        if not stat.S_ISREG(os.stat(os.path.join(path, "HEAD")).st_mode):
+            return False
+    except OSError:
+        return False
+    if os.path.isfile(os.path.join(path, "commondir")):
+        return True
+    return os.path.isdir(os.path.join(path, "objects")) and os.path.isdir(os.path.join(path, "refs"))
+
+
+def git_runnable(rel: str) -> bool:
+    """Whether ``rel`` (a path inside a git dir) is something git runs or follows."""
+    return bool(_GIT_RUNNABLE.match(rel))
+
+
+def _pointer(path: str, prefix: str) -> str:
+    """The directory a ``.git`` file (``gitdir: X``) or a ``commondir`` file names, made absolute."""
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read(4096).strip()
+    if prefix and not text.startswith(prefix):
+        raise ValueError(f"not a {prefix!r} file")
+    target = text[len(prefix) :].strip()
+    if not target:
+        raise ValueError("empty")
+    return os.path.normpath(os.path.join(os.path.dirname(path), target))
+
+
+def _unavailable(path: str, why: str) -> SecurityError:
+    return SecurityError(
+        "PROTECTION_UNAVAILABLE",
+        f"The protected path '{path}' cannot be guarded: {why}; nothing was run.",
+        "Ask the user to fix that path by hand (replace the symlink by the file, or repair the .git file), "
+        "or to allow a directory that does not contain it.",
+    )
+
+
+@dataclass
+class Survey:
+    """What the box does for one command, taken just before it starts."""
+
+    read_only: list[str] = field(default_factory=list)  # protected paths that exist: mounted read-only
+    missing: list[str] = field(default_factory=list)  # protected paths that do not: checked afterwards
+    masked: list[str] = field(default_factory=list)  # hidden paths that exist: masked
+    git_dirs: set[tuple[int, int]] = field(default_factory=set)  # git dirs known before (device, inode)
+    roots: tuple[str, ...] = ()
+
+
+class Protection:
+    """The policy's protected and hidden lists, resolved for this server (its HOME, its own files)."""
+
+    def __init__(
+        self,
+        patterns: Iterable[str],
+        hidden: Iterable[str] = (),
+        *,
+        files: Iterable[Path] = (),
+        dirs: Iterable[Path] = (),
+        home: str | None = None,
+    ) -> None:
+        self.patterns = tuple(patterns)
+        self._regex = re.compile("|".join(f"(?:{glob_regex(p)})" for p in self.patterns) or r"(?!)", re.IGNORECASE)
+        self._files = {os.path.realpath(f) for f in files}
+        self._dirs = tuple(os.path.realpath(d) for d in dirs)
+        self._inodes: set[tuple[int, int]] = set()
+        for f in self._files:
+            with contextlib.suppress(OSError):
+                st = os.stat(f)
+                self._inodes.add((st.st_dev, st.st_ino))
+        self.home = os.path.realpath(home) if home else None
+        self._hidden = tuple(hidden)
+        # Literal patterns name one path below a root ("**" at the end: the whole directory); the box can
+        # mount those. Patterns with wildcards elsewhere are file_write's alone.
+        self._literal = tuple(
+            p.strip("/").removesuffix("/**")
+            for p in self.patterns
+            if not _GLOB_CHARS & set(p.strip("/").removesuffix("/**"))
+        )
+
+    # -- file_write and file_read --------------------------------------------------------------------
+
+    def write_rule(
+        self, candidates: Iterable[str], existing: os.stat_result | None, roots: Iterable[str]
+    ) -> str | None:
+        """The rule that protects one of ``candidates`` (paths of one target, the real one last), or None."""
+        roots = tuple(roots)
+        real = ""
+        for path in candidates:
+            if not path:
+                continue
+            real = path
+            found = self._regex.search(path)
+            if found:
+                return next(p for p in self.patterns if re.search(glob_regex(p), path, re.IGNORECASE))
+            if path in self._files:
+                return "the server's own policy or audit file"
+            if within_any(path, self._dirs):
+                return "the history store"
+            if self.hidden_rule(path, roots):
+                return "a hidden path"
+        if existing is not None and (existing.st_dev, existing.st_ino) in self._inodes:
+            return "the server's own policy or audit file (hard link)"
+        if real.startswith("/"):
+            return _git_rule(real, tuple(roots))
+        return None
+
+    def hidden_paths(self, roots: Iterable[str] = ()) -> list[str]:
+        """The hidden list with ``~`` and globs expanded: existing paths only, never one that holds the
+        server's HOME or an allowed root (allowing a directory is the user's explicit choice)."""
+        keep = [*roots, *([self.home] if self.home else []), *_RUNTIME]
+        found: list[str] = []
+        for entry in self._hidden:
+            expanded = self.home + entry[1:] if self.home and (entry == "~" or entry.startswith("~/")) else entry
+            if not expanded.startswith("/"):
+                continue
+            matches = glob.glob(expanded) if _GLOB_CHARS & set(expanded) else [expanded]
+            for path in matches:
+                real = os.path.realpath(path)
+                if any(within(kept, real) for kept in keep):
+                    continue
+                if os.path.lexists(path):
+                    found.append(real)
+        return sorted(set(found))
+
+    def hidden_rule(self, real: str, roots: Iterable[str] = ()) -> str | None:
+        """Which hidden entry covers the real path ``real``, or None."""
+        for path in self.hidden_paths(roots):
+            if within(real, path):
+                return path
+        return None
+
+    # -- shell_exec's box ----------------------------------------------------------------------------
+
+    def survey(self, roots: Iterable[str]) -> Survey:
+        """The mounts one command gets; raises PROTECTION_UNAVAILABLE when the layout cannot be read."""
+        survey = Survey(roots=tuple(roots))
+        gitfiles: list[str] = []  # .git files: they name the git dir, so they are protected like it
+        found: list[str] = []
+        bases = list(survey.roots)
+        if self.home and within_any(self.home, bases) and self.home not in bases:
+            bases.append(self.home)
+        for base in bases:
+            for rel in self._literal:
+                _classify(os.path.join(base, rel), survey)
+            found.extend(_git_dirs(base, gitfiles))
+        for git_dir in found:
+            survey.git_dirs.add(_identity(git_dir))
+            for current in _git_family(git_dir):
+                for name in _GIT_ENTRIES:
+                    if within_any(current, survey.roots):
+                        _classify(os.path.join(current, name), survey)
+        survey.read_only.extend(gitfiles)
+        for own in (*self._files, *self._dirs):
+            if within_any(own, survey.roots) and os.path.exists(own):
+                survey.read_only.append(own)
+        survey.masked = self.hidden_paths(survey.roots)
+        survey.read_only = sorted(set(survey.read_only))
+        survey.missing = sorted(set(survey.missing) - set(survey.read_only))
+        return survey
+
+    def settle(self, survey: Survey, quarantine: Path) -> list[str]:
+        """After a command (all of its processes gone): move what it created where nothing may be created,
+        and what makes a git dir it created run programs, to ``quarantine``. Returns what was moved."""
+        moved: list[str] = []
+        # By identity, not by name: a known git dir moved elsewhere is not new (its mounts moved with it).
+        bad: list[str] = []
+        new_git_dirs = [
+            g for base in survey.roots for g in _git_dirs(base, bad=bad) if _identity(g) not in survey.git_dirs
+        ]
+        for path in [*survey.missing, *bad]:
+            if not os.path.lexists(path) or within_any(path, new_git_dirs):
+                continue  # a git dir the command made is defused below, as a whole
+            if posixpath.basename(path) == "hooks" and is_git_dir(posixpath.dirname(path)):
+                moved.extend(_quarantine_hooks(path, quarantine))
+            else:
+                moved.append(_quarantine(path, quarantine))
+        for git_dir in new_git_dirs:
+            try:
+                moved.extend(_defuse_git_dir(git_dir, quarantine))
+            except (OSError, SecurityError) as exc:
+                log.error("cannot defuse the git dir %s: %s", git_dir, exc)
+                moved.append(f"{git_dir} (NOT defused: {exc})")
+        if moved:
+            log.warning("moved to %s what a command created in protected places: %s", quarantine, ", ".join(moved))
+        return moved
+
+
+def protection_for(policy: Policy, *, audit_path: Path | None = None, history_dir: Path | None = None) -> Protection:
+    """The one set-up every server uses: the policy's lists, its own files, the audit log and the history."""
+    return Protection(
+        policy.paths.protected,
+        policy.paths.hidden,
+        files=[Path(p) for p in policy.source] + ([audit_path] if audit_path else []),
+        dirs=[history_dir] if history_dir else [],
+        home=os.environ.get("HOME"),
+    )
+
+
+def _identity(path: str) -> tuple[int, int]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return 0, 0  # gone meanwhile: nothing there to defuse
+    return st.st_dev, st.st_ino
+
+
+def _classify(path: str, survey: Survey) -> None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        survey.missing.append(path)
+        return
+    except NotADirectoryError:
+        survey.missing.append(path)  # a parent is a file today; a command could make it a directory
+        return
+    except OSError as exc:
+        raise _unavailable(path, exc.strerror or "unreadable") from None
+    if stat.S_ISLNK(st.st_mode):
+        # A bind mount follows the link, so the link itself would stay replaceable.
+        raise _unavailable(path, "it is a symlink")
+    survey.read_only.append(path)
+
+
+def _git_rule(real: str, roots: tuple[str, ...]) -> str | None:
+    """file_write: whether ``real`` is a runnable entry of a git dir among its ancestors inside the roots."""
+    directory = posixpath.dirname(real)
+    while within_any(directory, roots):
+        if is_git_dir(directory):
+            rel = posixpath.relpath(real, directory)
+            if git_runnable(rel):
+                return f"git's own '{rel}' (git dir {directory})"
+            if rel.split("/", 1)[0] not in ("modules", "worktrees"):
+                return None
+        parent = posixpath.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    if posixpath.basename(real) == ".git":
+        return ".git"  # a .git file points git at any directory
+    return None
+
+
+def _git_dirs(base: str, gitfiles: list[str] | None = None, bad: list[str] | None = None) -> Iterator[str]:
+    """Git dirs at or below ``base`` (``.git`` files followed), to GIT_SEARCH_DEPTH levels. An unreadable
+    ``.git`` file raises PROTECTION_UNAVAILABLE, or goes to ``bad`` when one is given."""
+    budget = GIT_SEARCH_BUDGET
+    level = [base]
+    for depth in range(GIT_SEARCH_DEPTH + 1):
+        below: list[str] = []
+        for directory in level:
+            if is_git_dir(directory):
+                yield directory
+                continue
+            try:
+                entries = list(os.scandir(directory))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.name == ".git" and entry.is_file(follow_symlinks=False):
+                    try:
+                        target = _pointer(entry.path, "gitdir:")
+                    except (OSError, ValueError) as exc:
+                        if bad is None:
+                            raise _unavailable(entry.path, f"unreadable .git file ({exc})") from None
+                        bad.append(entry.path)
+                        continue
+                    if gitfiles is not None:
+                        gitfiles.append(entry.path)
+                    if is_git_dir(target):
+                        yield target
+                elif entry.is_dir(follow_symlinks=False) and depth < GIT_SEARCH_DEPTH and budget > 0:
+                    budget -= 1
+                    below.append(entry.path)
+        level = below
+
+
+def _git_family(git_dir: str) -> Iterator[str]:
+    """``git_dir``, the common dir its ``commondir`` names, and their ``modules/*`` and ``worktrees/*``."""
+    dirs = [git_dir]
+    seen: set[str] = set()
+    while dirs:
+        current = dirs.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        yield current
+        commondir = os.path.join(current, "commondir")
+        if os.path.isfile(commondir):
+            try:
+                dirs.append(_pointer(commondir, ""))
+            except (OSError, ValueError) as exc:
+                raise _unavailable(commondir, f"unreadable ({exc})") from None
+        for nest in ("modules", "worktrees"):
+            with contextlib.suppress(OSError):
+                for entry in os.scandir(os.path.join(current, nest)):
+                    if entry.is_dir(follow_symlinks=False):
+                        dirs.append(entry.path)
+
+
+def _quarantine_hooks(hooks: str, quarantine: Path) -> list[str]:
+    """Every hook but git's own samples (which git never runs)."""
+    moved: list[str] = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(hooks):
+            if not entry.name.endswith(".sample"):
+                moved.append(_quarantine(entry.path, quarantine))
+    return moved
+
+
+def _quarantine(path: str, quarantine: Path) -> str:
+    """Move ``path`` under ``quarantine`` (kept, for the user to look at); says so, or why it could not."""
+    target = quarantine / time.strftime("%Y%m%dT%H%M%S") / path.lstrip("/")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        shutil.move(path, target)
+    except OSError as exc:
+        log.error("cannot move %s to the quarantine: %s", path, exc)
+        return f"{path} (NOT moved: {exc.strerror or exc})"
+    return path
+
+
+def _defuse_git_dir(git_dir: str, quarantine: Path) -> list[str]:
+    """A git dir a command created: hooks other than git's samples and any config key that could run a
+    program go to the quarantine (the config is rewritten with the safe keys only)."""
+    moved: list[str] = []
+    for current in _git_family(git_dir):
+        moved.extend(_quarantine_hooks(os.path.join(current, "hooks"), quarantine))
+        for name in ("config", "config.worktree"):
+            config = os.path.join(current, name)
+            try:
+                with open(config, encoding="utf-8", errors="surrogateescape") as handle:
+                    text = handle.read()
+            except OSError:
+                continue
+            safe, dropped = sanitize_git_config(text)
+            if dropped:
+                kept = config + ".mcp-guard"
+                with open(kept, "w", encoding="utf-8", errors="surrogateescape") as handle:
+                    handle.write(safe)
+                moved.append(_quarantine(config, quarantine))
+                os.replace(kept, config)
+    return moved
+
+
+_SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]\s*(.*)$')
+_KEY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*(?:=.*)?$")
+
+
+def sanitize_git_config(text: str) -> tuple[str, list[str]]:
+    """``text`` with only the keys of the safe list kept (whole lines; continuation lines dropped with
+    their key), and the keys it dropped. Anything it cannot read is dropped: fail closed."""
+    kept: list[str] = []
+    dropped: list[str] = []
+    section = ""
+    keep_line = False
+    continuing = False
+    for line in text.splitlines():
+        if continuing:
+            continuing = line.rstrip().endswith("\\")
+            if keep_line:
+                kept.append(line)
+            continue
+        stripped = line.strip()
+        if not stripped or stripped[0] in "#;":
+            kept.append(line)
+            continue
+        header = _SECTION.match(line)
+        if header:
+            name, sub, rest = header.group(1).lower(), header.group(2), header.group(3).strip()
+            if "." in name:  # [section.sub] (old syntax)
+                name, _, sub = name.partition(".")
+            section = f"{name}.*" if sub is not None else name
+            kept.append(f'[{name} "{sub}"]' if sub is not None else f"[{name}]")
+            if rest and rest[0] not in "#;":
+                dropped.append(f"{section}: {rest}")
+            continue
+        key = _KEY.match(line)
+        full = f"{section}.{key.group(1).lower()}" if key and section else ""
+        keep_line = bool(full) and (full in _SAFE_GIT_KEYS or f"{section.split('.')[0]}.*" in _SAFE_GIT_KEYS)
+        continuing = line.rstrip().endswith("\\")
+        if keep_line:
+            kept.append(line)
+        else:
+            dropped.append(full or stripped)
+    return "\n".join(kept) + "\n", dropped

@@ -1,0 +1,161 @@
+"""Running a command in the box: the supervisor starts it (see ``shell.sandbox.supervisor``); this side
+feeds its stdin, reads its bounded output and its status, and ends it on timeout.
+
+Nothing a command starts outlives its call: the call's init is PID 1 of the call's own PID namespace, and
+when the command exits (or the init is killed) the kernel kills everything left in that namespace. The
+pipes then close, so reading ends by itself; a bounded drain covers a box without namespaces.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from mcp_server_guard.shell.process import KILL_GRACE_S, OutputBuffer, RunResult
+from mcp_server_guard.shell.sandbox.box import Box, Started
+
+__all__ = ["run_boxed"]
+
+_CHUNK = 65536
+_DRAIN_AFTER_EXIT_S = 2.0
+
+
+async def _pump(fd: int, buffer: OutputBuffer) -> None:
+    while True:
+        await anyio.wait_readable(fd)
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except BlockingIOError:
+            continue
+        if not chunk:
+            return
+        buffer.feed(chunk)
+
+
+def _feed(fd: int, data: bytes) -> None:
+    """Write stdin from a worker thread (blocking fd); a command that exits early closes the pipe on us."""
+    view = memoryview(data)
+    with contextlib.suppress(OSError):
+        while view:
+            view = view[os.write(fd, view) :]
+
+
+class _Status:
+    """The call's status pipe: JSON lines ``{"started"}``, then ``{"exit": status}`` or ``{"error": …}``."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = b""
+        self.exit_status: int | None = None
+        self.error: dict[str, Any] | None = None
+        self.closed = False
+
+    async def until_done(self) -> None:
+        while not self.closed and self.exit_status is None and self.error is None:
+            await anyio.wait_readable(self.fd)
+            try:
+                chunk = os.read(self.fd, 4096)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                self.closed = True
+                return
+            self.buffer += chunk
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                message = json.loads(line)
+                if "exit" in message:
+                    self.exit_status = int(message["exit"])
+                elif "error" in message:
+                    self.error = message
+
+
+async def run_boxed(
+    box: Box,
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    stdin: bytes | None,
+    timeout: float,
+    max_output: int,
+    options: Mapping[str, Any],
+) -> RunResult:
+    """Run ``argv`` in the box with the call's confinement ``options``; return its bounded output."""
+    started_at = time.perf_counter()
+    out, err = OutputBuffer(max_output), OutputBuffer(max_output)
+    timed_out = False
+    with anyio.CancelScope(shield=True):  # a started call must be tracked and ended, not lost
+        call: Started = await box.spawn(argv, cwd=cwd, env=dict(env), stdin=stdin is not None, options=dict(options))
+    ours = [call.stdout, call.stderr, call.status]
+    for fd in ours:
+        os.set_blocking(fd, False)
+    status = _Status(call.status)
+    try:
+        async with anyio.create_task_group() as readers:
+            readers.start_soon(_pump, call.stdout, out)
+            readers.start_soon(_pump, call.stderr, err)
+            if stdin is not None and call.stdin is not None:
+                fd_in, call.stdin = call.stdin, None
+                ours.append(fd_in)
+
+                def feed() -> None:
+                    _feed(fd_in, stdin)
+                    with contextlib.suppress(OSError):
+                        os.close(fd_in)
+                    ours.remove(fd_in)
+
+                readers.start_soon(lambda: anyio.to_thread.run_sync(feed, abandon_on_cancel=True))
+            with anyio.move_on_after(timeout) as deadline:
+                await status.until_done()
+            if deadline.cancelled_caught:
+                timed_out = True
+                box.signal(call.id, signal.SIGTERM)  # passed on to the command's group
+                with anyio.move_on_after(KILL_GRACE_S):
+                    await status.until_done()
+            if status.exit_status is None and status.error is None:
+                box.signal(call.id, signal.SIGKILL)  # the whole call: its PID namespace dies with its init
+                with anyio.move_on_after(KILL_GRACE_S):
+                    await status.until_done()
+            # A process that escaped the call (no PID namespace) may still hold the pipes: stop reading soon.
+            readers.cancel_scope.deadline = anyio.current_time() + _DRAIN_AFTER_EXIT_S
+    finally:
+        with anyio.CancelScope(shield=True):
+            if status.exit_status is None and status.error is None:
+                box.signal(call.id, signal.SIGKILL)
+            for fd in ours:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+    if status.error is not None:
+        # OSError(errno, …) is the errno's own subclass (FileNotFoundError, PermissionError, …), as from Popen.
+        raise OSError(int(status.error.get("error") or 0), str(status.error.get("message")))
+    code: int = 128 + signal.SIGKILL
+    sig: str | None = "SIGKILL"
+    if status.exit_status is not None:
+        wait_status = status.exit_status
+        if os.WIFSIGNALED(wait_status):
+            number = os.WTERMSIG(wait_status)
+            code = 128 + number
+            sig = signal.Signals(number).name if number in signal.valid_signals() else f"SIG{number}"
+        else:
+            code, sig = os.waitstatus_to_exitcode(wait_status), None
+    stdout_text, stderr_text = out.render(), err.render()
+    return RunResult(
+        stdout=stdout_text,
+        stderr=stderr_text,
+        exit_code=code,
+        signal=sig,
+        timed_out=timed_out,
+        stdout_bytes=out.total,
+        stderr_bytes=err.total,
+        truncated=out.truncated or err.truncated,
+        duration_ms=(time.perf_counter() - started_at) * 1000,
+    )

@@ -1,0 +1,248 @@
+"""The server's side of the box: start the supervisor (inside bubblewrap when the plan says so), ask it to
+start commands, signal them, and take everything down with the server.
+
+One box per server, prepared once: bubblewrap's namespaces and mounts are paid at start-up, and each call
+costs a fork in the supervisor plus its own PID and mount namespace (see ``supervisor``). The supervisor is
+started from the thread that runs the event loop, which lives as long as the server: bubblewrap's
+``--die-with-parent`` (a parent-death signal) follows the spawning *thread*, not the process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
+from mcp_server_guard.shell.sandbox.supervisor import send_frame
+
+log = logging.getLogger("mcp_server_guard.box")
+
+_READY_TIMEOUT_S = 20.0
+_SUPERVISOR = (
+    "import sys; sys.path[:0] = [sys.argv[1]]; "
+    "from mcp_server_guard.shell.sandbox.supervisor import main; main(sys.argv[2:])"
+)
+# The environment of bubblewrap and the supervisor: nothing of the server's (API keys stay outside the box).
+_BOX_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+
+class BoxUnavailable(Exception):
+    """The box could not be started (and the plan required it)."""
+
+
+@dataclass(frozen=True)
+class BoxSpec:
+    """How to build the box, decided once at start-up."""
+
+    bwrap: str | None  # bubblewrap's path; None runs the supervisor directly
+    namespaces: bool  # each call in its own PID and mount namespace (fresh /proc, private /tmp)
+    network_isolated: bool  # bubblewrap's empty network namespace (--network deny)
+    read_all: bool  # the whole file system readable (read-only), or only the system and the jail
+    roots: tuple[str, ...]  # the allowed roots: writable, bound into the box at their own paths
+    hidden: tuple[str, ...] = ()  # existing paths that commands must not see (credentials)
+    readable: tuple[str, ...] = ()  # extra read-only directories for a jail-only read scope
+    seccomp: bytes | None = None  # the filter every command runs under
+
+    def bwrap_argv(self, fd: int, seccomp_fd: int | None = None) -> list[str]:
+        """bubblewrap's command line for this spec; the supervisor talks over ``fd``."""
+        assert self.bwrap is not None
+        argv = [self.bwrap, "--new-session", "--die-with-parent", "--unshare-user", "--disable-userns"]
+        argv += ["--assert-userns-disabled", "--cap-drop", "ALL"]
+        if self.namespaces:
+            # The supervisor builds each call's PID and mount namespaces; commands get no capability at all.
+            argv += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
+        argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        if self.network_isolated:
+            argv.append("--unshare-net")
+        if self.read_all:
+            argv += ["--ro-bind", "/", "/"]
+        else:
+            for path in (*_system_dirs(), *self.readable):
+                argv += ["--ro-bind-try", path, path]
+        argv += ["--dev", "/dev"]
+        # A per-call /proc can only be mounted where a fully visible one exists; commands never see this one
+        # (each call mounts its own over it, and has no capability to unmount).
+        argv += ["--dev-bind", "/proc", "/proc"] if self.namespaces else ["--proc", "/proc"]
+        argv += ["--tmpfs", "/tmp"]  # noqa: S108 - the box's own, empty
+        for root in self.roots:
+            argv += ["--bind", root, root]
+        for path in self.hidden:
+            argv += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
+        argv += ["--chdir", "/", "--", *self.supervisor_argv(fd, seccomp_fd)]
+        return argv
+
+    def supervisor_argv(self, fd: int, seccomp_fd: int | None = None) -> list[str]:
+        options = ["namespaces"] if self.namespaces else []
+        if seccomp_fd is not None:
+            options.append(f"seccomp={seccomp_fd}")  # the program comes through a pipe, not the command line
+        return [sys.executable, "-I", "-S", "-c", _SUPERVISOR, _package_root(), str(fd), *options]
+
+
+def _package_root() -> str:
+    """The directory that holds the ``mcp_server_guard`` package (the supervisor runs with no site-packages)."""
+    return str(Path(__file__).resolve().parents[3])
+
+
+def _system_dirs() -> list[str]:
+    python = {sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable)), _package_root()}
+    return [d for d in SYSTEM_READ_DIRS if d not in ("/proc", "/dev")] + sorted(python)
+
+
+@dataclass
+class Started:
+    """A command the supervisor is starting: our ends of its pipes."""
+
+    id: int
+    stdin: int | None  # write end (None: the command reads /dev/null)
+    stdout: int
+    stderr: int
+    status: int  # JSON lines from the call's init
+
+
+@dataclass
+class Box:
+    spec: BoxSpec
+    _sock: socket.socket | None = None
+    _proc: subprocess.Popen[bytes] | None = None
+    _ready: bool = False
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    notes: list[str] = field(default_factory=list)
+
+    # -- life cycle --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the supervisor; call from the thread that runs the event loop (see the module docstring)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        program_r = program_w = -1
+        try:
+            fd = theirs.fileno()
+            passed = [fd]
+            if self.spec.seccomp:
+                program_r, program_w = os.pipe()
+                os.write(program_w, self.spec.seccomp)  # a few KiB: fits the pipe's buffer
+                os.close(program_w)
+                program_w = -1
+                passed.append(program_r)
+            seccomp_fd = program_r if program_r >= 0 else None
+            argv = (
+                self.spec.bwrap_argv(fd, seccomp_fd) if self.spec.bwrap else self.spec.supervisor_argv(fd, seccomp_fd)
+            )
+            self._proc = subprocess.Popen(
+                argv, pass_fds=passed, env=_BOX_ENV, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, cwd="/"
+            )
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+            for end in (program_r, program_w):
+                if end >= 0:
+                    os.close(end)
+        self._sock, self._ready = ours, False
+
+    def wait_ready(self, timeout: float = _READY_TIMEOUT_S) -> None:
+        """Block until the supervisor says it is ready (start-up checks); raise BoxUnavailable if it dies."""
+        assert self._sock is not None
+        self._sock.settimeout(timeout)
+        try:
+            data = self._sock.recv(1)
+        except OSError as exc:
+            raise BoxUnavailable(f"the box did not start: {exc}") from None
+        finally:
+            self._sock.settimeout(None)
+        if data != b"R":
+            code = self._proc.wait(timeout=5) if self._proc is not None else None
+            raise BoxUnavailable(f"the box did not start (exit status {code})")
+        self._ready = True
+
+    async def _ensure(self) -> socket.socket:
+        if self._sock is None or (self._proc is not None and self._proc.poll() is not None):
+            if self._sock is not None:
+                log.warning(
+                    "the box supervisor ended (exit status %s); starting a new one",
+                    self._proc and self._proc.returncode,
+                )
+                self.close()
+            self.start()
+        assert self._sock is not None
+        if not self._ready:
+            sock = self._sock
+            sock.setblocking(False)
+            try:
+                with anyio.fail_after(_READY_TIMEOUT_S):
+                    await anyio.wait_socket_readable(sock)
+                data = sock.recv(1)
+            finally:
+                sock.setblocking(True)
+            if data != b"R":
+                raise BoxUnavailable("the box supervisor did not start")
+            self._ready = True
+        return self._sock
+
+    def close(self, timeout: float = 1.0) -> None:
+        """Server exit: closing the socket makes the supervisor kill every call and leave."""
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.close()
+            self._sock = None
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(timeout=5)
+            self._proc = None
+
+    # -- calls -------------------------------------------------------------------------------------
+
+    async def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str,
+        env: dict[str, str],
+        stdin: bool,
+        options: dict[str, Any],
+    ) -> Started:
+        """Ask the supervisor to start ``argv``; ``options`` carries the call's confinement (see supervisor)."""
+        sock = await self._ensure()
+        call = next(self._ids)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        status_r, status_w = os.pipe2(os.O_CLOEXEC)
+        if stdin:
+            in_r, in_w = os.pipe2(os.O_CLOEXEC)
+        else:
+            in_r, in_w = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC), -1
+        theirs = [in_r, out_w, err_w, status_w]
+        try:
+            message = {"op": "spawn", "id": call, "fds": 4, "argv": list(argv), "cwd": cwd, "env": env, **options}
+            send_frame(sock, message, theirs)
+        except OSError:
+            for fd in (out_r, err_r, status_r, *([in_w] if in_w >= 0 else [])):
+                os.close(fd)
+            raise
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        return Started(call, in_w if in_w >= 0 else None, out_r, err_r, status_r)
+
+    def signal(self, call: int, signum: int = signal.SIGKILL) -> None:
+        """Send ``signum`` to a call's init: SIGTERM is passed on to the command's group; SIGKILL ends the
+        whole call at once (its PID namespace dies with its init)."""
+        if self._sock is None:
+            return
+        with contextlib.suppress(OSError):
+            send_frame(self._sock, {"op": "signal", "id": call, "sig": int(signum)})

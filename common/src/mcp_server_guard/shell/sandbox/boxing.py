@@ -1,0 +1,117 @@
+"""Deciding the box at start-up, and each call's confinement inside it.
+
+The layers, outermost first: bubblewrap's namespaces (user, PID, IPC, UTS, cgroup, network with
+``--network deny``) around a read-only view of the file system with only the jail roots writable, a fresh
+``/dev`` and a private ``/tmp``; per call, the supervisor's own PID and mount namespaces (fresh ``/proc``,
+private ``/tmp`` and ``/dev/shm``), resource limits, Landlock, no capabilities, ``no_new_privs`` and the
+seccomp filter. What the machine cannot give is said once on stderr; ``--sandbox required`` refuses to
+start without the whole box.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+from collections.abc import Sequence
+from typing import Any
+
+from mcp_server_guard.paths import within
+from mcp_server_guard.shell.sandbox import seccomp
+from mcp_server_guard.shell.sandbox.box import Box, BoxSpec, BoxUnavailable
+from mcp_server_guard.shell.sandbox.confine import (
+    SYSTEM_READ_DIRS,
+    ReadScope,
+    SandboxMode,
+    SandboxPlan,
+    SandboxUnavailable,
+)
+
+__all__ = ["call_options", "close_box", "open_box"]
+
+
+def open_box(plan: SandboxPlan, roots: Sequence[str]) -> None:
+    """Start the box for ``plan`` (from the thread that runs the event loop) and record it on the plan; with
+    ``--sandbox auto`` a box that cannot start leaves the plan as it was, with a note saying why."""
+    if plan.mode is SandboxMode.OFF:
+        return
+    bwrap = shutil.which("bwrap")
+    arch = seccomp.native_arch()
+    reason = None
+    if bwrap is None:
+        reason = "bubblewrap is not installed (Debian/Ubuntu: apt install bubblewrap)"
+    elif arch is None:
+        reason = f"no seccomp filter for this CPU ({os.uname().machine})"
+    box = None
+    if reason is None:
+        assert bwrap is not None and arch is not None
+        spec = BoxSpec(
+            bwrap=bwrap,
+            namespaces=True,
+            network_isolated=plan.netns,
+            read_all=plan.read_scope is ReadScope.ALL,
+            roots=tuple(roots),
+            readable=(),
+            seccomp=seccomp.build_filter(arch),
+        )
+        box = Box(spec)
+        try:
+            box.start()
+            box.wait_ready()
+        except (BoxUnavailable, OSError) as exc:
+            box.close()
+            box = None
+            reason = (
+                f"bubblewrap could not build the box ({exc}); if unprivileged user namespaces are blocked "
+                "(Ubuntu 24.04's AppArmor), allow them for bwrap: "
+                "sysctl kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile for bwrap"
+            )
+    if box is None:
+        if plan.mode is SandboxMode.REQUIRED:
+            raise SandboxUnavailable(f"--sandbox required: no box: {reason}")
+        plan.notes.append(f"no box: {reason}; commands run with Landlock and rlimits only")
+        return
+    plan.box = box
+
+
+def call_options(
+    plan: SandboxPlan, roots: Sequence[str], read_only: Sequence[str] = (), masked: Sequence[str] = ()
+) -> dict[str, Any]:
+    """One call's confinement inside the box, as the supervisor reads it: ``roots`` are the writable roots of
+    this call (client roots may have narrowed them), ``read_only`` the protected paths inside them."""
+    rlimits = [
+        (resource.RLIMIT_CORE, 0, 0),
+        (resource.RLIMIT_DATA, plan.limits.memory_bytes, plan.limits.memory_bytes),
+        (resource.RLIMIT_FSIZE, plan.limits.file_size_bytes, plan.limits.file_size_bytes),
+        (resource.RLIMIT_CPU, plan.limits.cpu_seconds, plan.limits.cpu_seconds + 5),
+    ]
+    if os.geteuid() != 0:
+        # As root the pids cgroup bounds processes: RLIMIT_NPROC would count every root process of the
+        # machine once the command has no capability left.
+        rlimits.append((resource.RLIMIT_NPROC, plan.limits.processes, plan.limits.processes))
+    options: dict[str, Any] = {
+        "namespaces": True,
+        "private_tmp": True,
+        "tmp_binds": [root for root in roots if within(root, "/tmp")],  # noqa: S108 - re-bound over the call's /tmp
+        "read_only": list(read_only),
+        "masked": list(masked),
+        "rlimits": [list(r) for r in rlimits],
+        "seccomp": True,
+    }
+    if plan.abi > 0:
+        options["landlock"] = {
+            "abi": plan.abi,
+            "read_all": plan.read_scope is ReadScope.ALL,
+            # The call's own /tmp and /dev/shm, and the box's own devpts instance (bwrap --dev mounts a new
+            # one): a command may open a pty (script, expect, test runners) but never the host's terminals.
+            "writable": [*roots, "/tmp", "/dev/shm", "/dev/pts"],  # noqa: S108
+            "deny_tcp": False,
+            "readable": list(SYSTEM_READ_DIRS) if plan.read_scope is not ReadScope.ALL else [],
+        }
+    return options
+
+
+def close_box(plan: SandboxPlan) -> None:
+    """At server exit: closing the supervisor's socket ends every call and the box."""
+    if plan.box is not None:
+        plan.box.close()

@@ -1,0 +1,511 @@
+"""The box supervisor: one long-lived process per server, inside the box, that starts every command.
+
+The server talks to it over a UNIX stream socket: length-prefixed JSON frames, the call's stdio and status
+pipes attached with SCM_RIGHTS. Each call runs under its own *init* process:
+
+* with namespaces, the init is PID 1 of a fresh PID namespace and has its own mount namespace: a fresh
+  /proc that shows only the call's own processes, a private /tmp and /dev/shm, the protected paths
+  re-mounted read-only, the hidden paths masked;
+* it sets the resource limits, enforces Landlock, becomes non-dumpable, drops every capability, loads the
+  seccomp filter, and only then starts the command (posix_spawn: a new session, stdio on the pipes);
+* it forwards SIGTERM/SIGINT/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2 to the command's process group, reaps orphans
+  (as PID 1, or as their subreaper), and when the command exits writes its wait status to the status pipe
+  and exits itself, taking every process the call left behind with it (its PID namespace dies with it;
+  without one it kills its group and every orphan first).
+
+Inits are forked ahead of time and wait for their call, so a call pays no fork on its way in: the box is
+prepared once and reused. A chain of parent-death signals (supervisor → keeper → init) ends every call
+when the supervisor goes, however the server ends.
+
+The status pipe carries JSON lines: ``{"started": true}`` then ``{"exit": <wait status>}``; or a single
+``{"error": errno, "where": "...", "message": "..."}`` when the command could not start. A call whose init
+was killed (timeout, server exit) closes the pipe without an exit line.
+
+Standard library only, run with ``python -I -S``: the supervisor starts in tens of milliseconds.
+"""
+
+from __future__ import annotations
+
+import array
+import collections
+import contextlib
+import ctypes
+import gc
+import json
+import os
+import resource
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_server_guard.shell.sandbox import landlock, linux, seccomp
+
+_MAX_FRAME = 8 << 20
+_MAX_FDS = 4
+_POOL = 2  # inits kept ready
+_FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+_DEFAULT_IN_CHILD = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGXCPU, *_FORWARDED)
+
+
+# -- framing (shared with the server side) ------------------------------------------------------
+
+
+def send_frame(sock: socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:
+    body = json.dumps(message, separators=(",", ":")).encode("utf-8", "surrogateescape")
+    data = struct.pack(">I", len(body)) + body
+    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+    sent = sock.sendmsg([data], ancillary)
+    if sent < len(data):
+        sock.sendall(data[sent:])
+
+
+class FrameReader:
+    """Reassembles frames from a stream socket, keeping the fds that came with each."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buffer = b""
+        self.fds: list[int] = []
+
+    def read(self) -> bool:
+        """Read what is available; False at EOF."""
+        fds = array.array("i")
+        data, ancillary, _flags, _addr = self.sock.recvmsg(
+            1 << 16, socket.CMSG_SPACE(_MAX_FDS * fds.itemsize), socket.MSG_CMSG_CLOEXEC
+        )
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+        self.fds.extend(fds)
+        self.buffer += data
+        return bool(data)
+
+    def frames(self) -> list[tuple[dict[str, Any], list[int]]]:
+        out: list[tuple[dict[str, Any], list[int]]] = []
+        while len(self.buffer) >= 4:
+            (size,) = struct.unpack(">I", self.buffer[:4])
+            if size > _MAX_FRAME:
+                raise ValueError(f"frame of {size} bytes")
+            if len(self.buffer) < 4 + size:
+                break
+            body, self.buffer = self.buffer[4 : 4 + size], self.buffer[4 + size :]
+            message = json.loads(body.decode("utf-8", "surrogateescape"))
+            count = int(message.get("fds", 0)) if isinstance(message, dict) else 0
+            fds, self.fds = self.fds[:count], self.fds[count:]
+            out.append((message if isinstance(message, dict) else {}, fds))
+        return out
+
+
+# -- what every init needs, computed once before forking (file reads cost a forked child dearly) --------
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    last_cap: int
+    has_caps: bool
+    seccomp: bytes | None
+
+
+def _prepare(seccomp_fd: str | None) -> _Prepared:
+    program = None
+    if seccomp_fd:
+        fd = int(seccomp_fd)
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        os.close(fd)
+        program = b"".join(chunks)
+    return _Prepared(linux.last_cap(), bool(linux.capability_mask()), program)
+
+
+# -- the per-call init --------------------------------------------------------------------------
+
+
+def _die_with_parent() -> None:
+    """SIGKILL when the parent goes; if it is already gone (reparented), go now."""
+    parent = os.getppid()
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _report(fd: int, message: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):
+        os.write(fd, json.dumps(message).encode() + b"\n")
+
+
+def _private_mounts(spec: dict[str, Any]) -> None:
+    """The call's own view: fresh /proc, private /tmp (jail roots under it bound back) and /dev/shm, protected
+    paths read-only."""
+    linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
+    linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
+    if spec.get("private_tmp"):
+        keep = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) for path in spec.get("tmp_binds", [])]
+        linux.mount("tmpfs", "/tmp", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777")  # noqa: S108
+        for path, fd in keep:
+            os.makedirs(path, exist_ok=True)
+            linux.mount(f"/proc/self/fd/{fd}", path, None, linux.MS_BIND | linux.MS_REC)
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            linux.mount("tmpfs", "/dev/shm", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777")  # noqa: S108
+    for path in spec.get("read_only", []):
+        try:
+            linux.bind_read_only(path)
+        except FileNotFoundError:
+            continue  # gone since the server looked: nothing left to protect there
+    for path in spec.get("masked", []):
+        try:
+            linux.mask(path)
+        except FileNotFoundError:
+            continue
+
+
+def _resolve(program: str, env: dict[str, str]) -> str:
+    if "/" in program:
+        return program
+    for directory in env.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(directory or ".", program)
+        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    raise FileNotFoundError(2, f"{program}: command not found")
+
+
+def _children() -> list[int]:
+    pids: list[int] = []
+    with contextlib.suppress(OSError):
+        for tid in os.listdir("/proc/self/task"):
+            fd = os.open(f"/proc/self/task/{tid}/children", os.O_RDONLY)
+            try:
+                pids.extend(int(p) for p in os.read(fd, 1 << 16).split())
+            finally:
+                os.close(fd)
+    return pids
+
+
+def _kill_leftovers(group: int) -> None:
+    """Without a PID namespace: the call's group and every orphan reparented to us die with the call."""
+    with contextlib.suppress(OSError):
+        os.killpg(group, signal.SIGKILL)
+    deadline = time.monotonic() + 2.0
+    while (pids := _children()) and time.monotonic() < deadline:
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        time.sleep(0.001)
+
+
+def _load_seccomp(program: bytes) -> None:
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = seccomp.SockFprog(len(program) // 8, ctypes.addressof(buffer))
+    linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+    linux.prctl(seccomp.PR_SET_SECCOMP, seccomp.SECCOMP_MODE_FILTER, ctypes.addressof(fprog))
+
+
+def _start_command(spec: dict[str, Any], stdio: list[int], own_pidns: bool, prepared: _Prepared) -> int:
+    """Confine this process as the spec says, then start the command; returns its pid."""
+    where = "setup"
+    try:
+        if spec.get("namespaces"):
+            _private_mounts(spec)
+        if not own_pidns:
+            linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)  # the call's orphans come to us, not to the supervisor
+        for which, soft, hard in spec.get("rlimits", []):
+            resource.setrlimit(int(which), (int(soft), int(hard)))
+        rules = spec.get("landlock")
+        if rules:
+            landlock.apply(
+                landlock.Rules(
+                    int(rules["abi"]), bool(rules["read_all"]), tuple(rules["writable"]), bool(rules["deny_tcp"])
+                ),
+                extra_readable=rules.get("readable", []),
+            )
+        linux.prctl(linux.PR_SET_DUMPABLE, 0)  # the command cannot read this process's memory or environment
+        if prepared.has_caps:
+            linux.drop_all_capabilities(prepared.last_cap)
+        if spec.get("seccomp") and prepared.seccomp:
+            _load_seccomp(prepared.seccomp)
+        where = "cwd"
+        os.chdir(spec["cwd"])
+        where = "exec"
+        env = {str(k): str(v) for k, v in spec["env"].items()}
+        argv = [str(a) for a in spec["argv"]]
+        actions = [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(stdio)]
+        return os.posix_spawn(
+            _resolve(argv[0], env),
+            argv,
+            env,
+            file_actions=actions,
+            setsid=True,
+            setsigdef=_DEFAULT_IN_CHILD,
+            setsigmask=(),
+        )
+    except OSError as exc:
+        raise _StartFailed(exc.errno or 0, where, exc.strerror or str(exc)) from None
+    except (ValueError, TypeError, KeyError) as exc:  # a malformed spec
+        raise _StartFailed(0, where, f"{type(exc).__name__}: {exc}") from None
+
+
+class _StartFailed(Exception):
+    def __init__(self, errno_: int, where: str, message: str) -> None:
+        super().__init__(message)
+        self.errno, self.where, self.message = errno_, where, message
+
+
+def run_init(sock: socket.socket, own_pidns: bool, prepared: _Prepared) -> None:
+    """A ready init: wait for a call, run it, exit. Never returns."""
+    reader = FrameReader(sock)
+    frames: list[tuple[dict[str, Any], list[int]]] = []
+    try:
+        while not frames:
+            if not reader.read():
+                os._exit(0)  # retired unused
+            frames = reader.frames()
+    except (OSError, ValueError):
+        os._exit(1)
+    sock.close()
+    spec, fds = frames[0]
+    if len(fds) != _MAX_FDS:
+        os._exit(1)
+    stdio, status = fds[:3], fds[3]
+    try:
+        child = _start_command(spec, stdio, own_pidns, prepared)
+    except _StartFailed as exc:
+        _report(status, {"error": exc.errno, "where": exc.where, "message": exc.message})
+        os._exit(0)
+    for fd in stdio:
+        os.close(fd)
+
+    def forward(signum: int, _frame: object) -> None:
+        with contextlib.suppress(OSError):
+            os.killpg(child, signum)
+
+    for signum in _FORWARDED:
+        signal.signal(signum, forward)
+    _report(status, {"started": True})
+    exit_status = 0
+    while True:
+        try:
+            pid, wait_status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        if pid == child:
+            exit_status = wait_status
+            break
+    if not own_pidns:
+        _kill_leftovers(child)
+    _report(status, {"exit": exit_status})
+    os._exit(0)  # as PID 1: the kernel now kills whatever of the call is left
+
+
+# -- the supervisor -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Ready:
+    sock: socket.socket  # our end; the init waits on the other for its call
+    init: int  # the init's pid (as we see it)
+    reaped: int  # the child we reap for it: the keeper with namespaces, else the init itself
+
+
+class Supervisor:
+    def __init__(self, sock: socket.socket, namespaces: bool, prepared: _Prepared) -> None:
+        self.sock = sock
+        self.namespaces = namespaces
+        self.prepared = prepared
+        self.reader = FrameReader(sock)
+        self.ready: collections.deque[_Ready] = collections.deque()
+        self.calls: dict[int, int] = {}  # call id -> init pid
+        self.children: dict[int, int | None] = {}  # reaped pid -> call id (None while ready)
+
+    # -- making inits ahead of time -------------------------------------------------------------
+
+    def _in_child(self) -> None:
+        """In a freshly forked child: let go of everything that belongs to the supervisor or to other calls."""
+        signal.set_wakeup_fd(-1)
+        for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL)
+        self.sock.close()
+        for ready in self.ready:
+            ready.sock.close()
+        for fd in self.reader.fds:  # fds of a frame not read in full yet
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def prefork(self) -> _Ready:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        if not self.namespaces:
+            init = os.fork()
+            if init == 0:
+                try:
+                    self._in_child()
+                    ours.close()
+                    _die_with_parent()
+                    run_init(theirs, own_pidns=False, prepared=self.prepared)
+                finally:
+                    os._exit(1)
+            theirs.close()
+            return self._track(_Ready(ours, init, init))
+        # unshare(CLONE_NEWPID) only affects the caller's future children and cannot be undone in a user
+        # namespace: a keeper makes the init (PID 1 of the new namespace) and stays its parent, so that the
+        # chain of parent-death signals reaches it.
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+        keeper = os.fork()
+        if keeper == 0:
+            try:
+                self._in_child()
+                ours.close()
+                os.close(read_end)
+                _die_with_parent()
+                linux.unshare(linux.CLONE_NEWPID | linux.CLONE_NEWNS)
+                init = os.fork()
+                if init == 0:
+                    os.close(write_end)
+                    _die_with_parent()
+                    run_init(theirs, own_pidns=True, prepared=self.prepared)
+                theirs.close()
+                os.write(write_end, struct.pack("=i", init))
+                os.close(write_end)
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(init, 0)
+            finally:
+                os._exit(0)
+        theirs.close()
+        os.close(write_end)
+        data = os.read(read_end, 4)
+        os.close(read_end)
+        init = struct.unpack("=i", data)[0] if len(data) == 4 else -1
+        return self._track(_Ready(ours, init, keeper))
+
+    def _track(self, ready: _Ready) -> _Ready:
+        self.children[ready.reaped] = None
+        return ready
+
+    def refill(self) -> None:
+        while len(self.ready) < _POOL:
+            ready = self.prefork()
+            if ready.init <= 0:
+                ready.sock.close()
+                return
+            self.ready.append(ready)
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def spawn(self, spec: dict[str, Any], fds: list[int]) -> None:
+        call = int(spec["id"])
+        spec["namespaces"] = self.namespaces and bool(spec.get("namespaces"))
+        ready = self.ready.popleft() if self.ready else self.prefork()
+        try:
+            if ready.init <= 0:
+                raise OSError(0, "could not make a process for the call")
+            send_frame(ready.sock, {**spec, "fds": _MAX_FDS}, fds)
+        finally:
+            ready.sock.close()
+        self.calls[call] = ready.init
+        self.children[ready.reaped] = call
+
+    def signal(self, call: int, signum: int) -> None:
+        init = self.calls.get(call)
+        if init is not None:
+            with contextlib.suppress(OSError):
+                os.kill(init, signum)
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, _status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid not in self.children:
+                continue
+            call = self.children.pop(pid)
+            if call is not None:
+                self.calls.pop(call, None)
+            else:  # a ready init died before its call: forget it
+                for ready in [r for r in self.ready if r.reaped == pid]:
+                    self.ready.remove(ready)
+                    ready.sock.close()
+
+    def kill_all(self) -> None:
+        for ready in self.ready:
+            ready.sock.close()
+            with contextlib.suppress(OSError):
+                os.kill(ready.init, signal.SIGKILL)
+        self.ready.clear()
+        for init in list(self.calls.values()):
+            with contextlib.suppress(OSError):
+                os.kill(init, signal.SIGKILL)
+        deadline = time.monotonic() + 2.0
+        while self.children and time.monotonic() < deadline:
+            self.reap()
+            time.sleep(0.001)
+
+    def handle(self, message: dict[str, Any], fds: list[int]) -> None:
+        op = message.get("op")
+        try:
+            if op == "spawn" and len(fds) == _MAX_FDS:
+                self.spawn(message, fds)
+            elif op == "signal":
+                self.signal(int(message["id"]), int(message["sig"]))
+        except Exception as exc:  # noqa: BLE001 - a bad request must never end the box
+            if len(fds) == _MAX_FDS:
+                _report(fds[3], {"error": getattr(exc, "errno", 0) or 0, "where": "supervisor", "message": str(exc)})
+            print(f"mcp-guard box: {op}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def serve(self) -> None:
+        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_IGN)  # only the server (by closing the socket) ends the box
+        selector = selectors.DefaultSelector()
+        selector.register(self.sock, selectors.EVENT_READ)
+        selector.register(wake_r, selectors.EVENT_READ)
+        self.refill()
+        self.sock.sendall(b"R")  # ready
+        while True:
+            # Requests first; refill the pool of ready inits only when nothing is waiting.
+            events = selector.select(timeout=0 if len(self.ready) < _POOL else None)
+            if not events:
+                self.refill()
+                continue
+            for key, _ in events:
+                if key.fileobj is self.sock:
+                    if not self.reader.read():
+                        self.kill_all()
+                        return
+                    for message, fds in self.reader.frames():
+                        self.handle(message, fds)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.read(wake_r, 4096)
+                    self.reap()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``supervisor FD [namespaces] [seccomp=FD]``: serve the server on socket FD until it closes."""
+    args = sys.argv[1:] if argv is None else argv
+    sock = socket.socket(fileno=int(args[0]))
+    options = dict(arg.partition("=")[::2] for arg in args[1:])
+    _die_with_parent()  # the server (or bubblewrap, which dies with the server)
+    linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
+    prepared = _prepare(options.get("seccomp") or None)
+    gc.freeze()  # what exists now is shared with every fork, untouched by the collector
+    Supervisor(sock, "namespaces" in options, prepared).serve()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,322 @@
+"""shell_exec's box, through the real server: each test names an attack a hostile model tried and checks
+that the kernel, not the string policy, stops it; the last ones check that everyday work still runs.
+
+Needs bubblewrap (CI installs it); the server runs as whoever runs the tests (root in CI).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psutil
+import pytest
+from mcp.types import ElicitResult
+
+from support import RawClient, console_script, my_children_with, processes_with, serve, wait_until
+
+pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
+SX = "mcp-server-shell-exec"
+FAKE_KEY = "sk-fake-" + uuid.uuid4().hex
+
+
+async def approve_everything(_ctx: Any, _params: Any) -> ElicitResult:
+    return ElicitResult(action="accept", content={"approve": True})
+
+
+def box(workspace: Path, *flags: str) -> Any:
+    """The real server, with a human who approves every ask: the string policy is out of the way, the box is not."""
+    return serve(SX, workspace, *flags, elicitation_callback=approve_everything)
+
+
+async def sh(client: Any, command: str, **extra: Any) -> dict[str, Any]:
+    with anyio.fail_after(60):
+        result = await client.call_tool("shell_exec", {"command": command, "timeoutSeconds": 30, **extra})
+    assert not result.is_error, result
+    return dict(result.structured_content)
+
+
+@pytest.fixture
+def host_process() -> Iterator[subprocess.Popen[bytes]]:
+    """A stand-in for another process of the user's (the host, an editor)."""
+    proc = subprocess.Popen(["sleep", "600"], env={"OPENAI_API_KEY": FAKE_KEY, "PATH": os.environ["PATH"]})
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+async def test_every_layer_of_the_box_is_named_and_holds_even_as_root(workspace: Path) -> None:
+    async with box(workspace) as client:
+        out = await sh(client, "grep -E '^(CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status")
+    assert out["sandbox"].startswith("bwrap+pidns+mountns+nocaps+seccomp")
+    status = dict(line.split(":\t") for line in out["stdout"].splitlines())
+    assert status == {
+        "CapEff": "0000000000000000",
+        "CapBnd": "0000000000000000",
+        "CapAmb": "0000000000000000",
+        "NoNewPrivs": "1",
+        "Seccomp": "2",
+    }
+
+
+def call_raw(raw: RawClient, rid: int, command: str) -> dict[str, Any]:
+    answer = raw.request(rid, "tools/call", {"name": "shell_exec", "arguments": {"command": command}})
+    return dict(answer["result"]["structuredContent"])
+
+
+def test_the_hosts_api_key_is_unreadable_through_proc(
+    workspace: Path, tmp_path: Path, host_process: subprocess.Popen[bytes]
+) -> None:
+    probe = (
+        "cat /proc/$PPID/environ; cat /proc/1/environ; "
+        f"cat /proc/{host_process.pid}/environ; for p in /proc/[0-9]*; do cat $p/environ; done; env; ps -e"
+    )
+    env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY}
+    for flags in ([], ["--sandbox-read", "jail"], ["--network", "deny"]):
+        raw = RawClient([console_script(SX), "--audit-log", str(tmp_path / "a.jsonl"), *flags], workspace, env=env)
+        try:
+            raw.initialize()
+            out = call_raw(raw, 2, probe)
+        finally:
+            raw.close()
+        assert FAKE_KEY not in out["stdout"] + out["stderr"], flags
+        assert "sleep" not in out["stdout"], "a process outside the call is visible"
+
+
+async def test_prlimit_kill_and_renice_of_the_server_and_a_host_process_fail(
+    workspace: Path, host_process: subprocess.Popen[bytes]
+) -> None:
+    async with box(workspace) as client:
+        server = my_children_with("shell-exec")
+        assert server
+        targets = [host_process.pid, server[0].pid]
+        attack = "; ".join(
+            f"prlimit --pid {pid} --cpu=1:1 --nofile=4:4; kill -STOP {pid}; kill -9 {pid}; renice -n 19 -p {pid}"
+            for pid in targets
+        )
+        await sh(client, attack)
+        after = await sh(client, "echo still-answering")
+    assert after["stdout"] == "still-answering\n"
+    assert host_process.poll() is None
+    assert psutil.Process(host_process.pid).status() != psutil.STATUS_STOPPED
+    assert psutil.Process(host_process.pid).rlimit(psutil.RLIMIT_CPU) == (psutil.RLIM_INFINITY, psutil.RLIM_INFINITY)
+    assert psutil.Process(host_process.pid).nice() == 0
+
+
+def chains(token: str) -> str:
+    """A 4-level fork/setsid chain and a `setsid -f` daemon, all sleeping on ``token``."""
+    inner = f"(setsid sh -c 'sleep {token} & sleep {token}' &) ; sleep {token}"
+    return f'(setsid sh -c "(setsid sh -c \\"{inner}\\" &) ; sleep {token}" &) ; setsid -f sleep {token}; echo started'
+
+
+async def test_fork_chains_and_setsid_daemons_are_gone_after_the_call(workspace: Path) -> None:
+    token = f"1000.{uuid.uuid4().int % 10**8}"
+    async with box(workspace) as client:
+        out = await sh(client, chains(token))
+        assert out["stdout"] == "started\n"
+        await wait_until(lambda: not processes_with(token), timeout=10)
+        assert (await sh(client, "echo alive"))["stdout"] == "alive\n"
+
+
+def test_fork_chains_are_gone_after_the_server_is_killed(workspace: Path, tmp_path: Path) -> None:
+    token = f"1000.{uuid.uuid4().int % 10**8}"
+    raw = RawClient([console_script(SX), "--audit-log", str(tmp_path / "a.jsonl")], workspace)
+    raw.initialize()
+    raw.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "tools/call",
+            "params": {"name": "shell_exec", "arguments": {"command": chains(token) + f"; sleep {token}"}},
+        }
+    )
+    anyio.run(lambda: wait_until(lambda: len(processes_with(token)) >= 4, timeout=15))
+    raw.proc.send_signal(signal.SIGKILL)
+    raw.proc.wait(timeout=10)
+    raw.close()
+    anyio.run(lambda: wait_until(lambda: not processes_with(token), timeout=10))
+
+
+async def test_metadata_of_files_outside_the_jail_cannot_change(workspace: Path) -> None:
+    outside = workspace.parent / "outside" / "secret.txt"
+    before = outside.stat()
+    attack = (
+        f"chmod 0777 {outside}; chmod 000 {outside}; chown 1234:1234 {outside}; touch -d 2001-01-01 {outside}; "
+        f"setfattr -n user.x -v 1 {outside}; chattr +i {outside}; "
+        f"python3 -c \"import os; os.setxattr('{outside}', 'user.y', b'1')\""
+    )
+    async with box(workspace) as client:
+        await sh(client, attack)
+    after = outside.stat()
+    assert (after.st_mode, after.st_uid, after.st_gid, after.st_mtime) == (
+        before.st_mode,
+        before.st_uid,
+        before.st_gid,
+        before.st_mtime,
+    )
+    assert os.listxattr(outside) == []
+
+
+@pytest.fixture
+def docker_sock(tmp_path: Path) -> Iterator[tuple[Path, list[bytes]]]:
+    """A stand-in for /var/run/docker.sock outside the jail: it records what reaches it."""
+    path = tmp_path / "outside-sock" / "docker.sock"
+    path.parent.mkdir()
+    received: list[bytes] = []
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen()
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                received.append(conn.recv(100) or b"(connected)")
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield path, received
+    stop.set()
+    thread.join(5)
+    server.close()
+
+
+async def test_a_unix_socket_outside_the_jail_is_unreachable(
+    workspace: Path, docker_sock: tuple[Path, list[bytes]]
+) -> None:
+    path, received = docker_sock
+    attack = (
+        f"python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{path}'); s.send(b'GET')\"; "
+        f"curl -s --unix-socket {path} http://x/ ; echo done"
+    )
+    for flags in ([], ["--network", "deny"]):
+        async with box(workspace, *flags) as client:
+            out = await sh(client, attack)
+        assert out["stdout"].endswith("done\n")
+    assert received == []
+
+
+async def test_device_nodes_cannot_be_made(workspace: Path) -> None:
+    async with box(workspace) as client:
+        out = await sh(client, "mknod kmsg c 1 11; mknod loop b 7 0; ls")
+    assert "kmsg" not in out["stdout"] and "loop" not in out["stdout"]
+    assert not (workspace / "kmsg").exists() and not (workspace / "loop").exists()
+
+
+async def test_tiocsti_cannot_inject_keystrokes(workspace: Path) -> None:
+    inject = (
+        'python3 -c "import fcntl, os, pty, termios; m, s = pty.openpty(); '
+        "fcntl.ioctl(s, termios.TIOCSTI, b'x'); print('injected')\""
+    )
+    async with box(workspace) as client:
+        out = await sh(client, inject)
+    assert "injected" not in out["stdout"]
+    assert "Operation not permitted" in out["stderr"]
+
+
+async def test_dev_shm_and_tmp_writes_stay_private_to_the_call(workspace: Path) -> None:
+    name = f"mcp-guard-test-{uuid.uuid4().hex}"
+    async with box(workspace) as client:
+        first = await sh(client, f"echo x | tee /dev/shm/{name} /tmp/{name} > /dev/null && echo wrote")
+        second = await sh(client, f"ls /dev/shm/{name} /tmp/{name} 2>&1 || true")
+    assert first["stdout"] == "wrote\n"
+    assert "No such file" in second["stdout"]
+    assert not Path(f"/dev/shm/{name}").exists() and not Path(f"/tmp/{name}").exists()
+
+
+async def test_the_root_file_system_is_read_only_and_the_jail_writable(workspace: Path) -> None:
+    async with box(workspace) as client:
+        out = await sh(client, "touch /etc/mcp-guard-x /usr/mcp-guard-x 2>&1; echo ok > inside.txt; cat inside.txt")
+    assert out["stdout"].count("Read-only file system") == 2
+    assert (workspace / "inside.txt").read_text() == "ok\n"
+    assert not Path("/etc/mcp-guard-x").exists()
+
+
+async def test_everyday_git_flow_works_in_the_box(workspace: Path) -> None:
+    flow = (
+        "set -e; git init -q -b main repo; cd repo; git config user.email a@b; git config user.name n; "
+        "echo 1 > a; git add a; git commit -qm one; git branch feature; git checkout -q feature; "
+        "echo 2 >> a; git commit -qam two; git checkout -q main; echo 3 > b; git add b; git stash -q; "
+        "git stash pop -q; git commit -qm three; git merge -q --no-edit feature; git checkout -q feature; "
+        "git rebase -q main; git log --oneline | wc -l"
+    )
+    async with box(workspace) as client:
+        out = await sh(client, flow)
+    assert out["exitCode"] == 0, out["stderr"]
+    assert int(out["stdout"]) >= 4
+
+
+async def test_everyday_tools_write_the_project_and_tmpdir(workspace: Path) -> None:
+    work = (
+        "set -e; t=$(mktemp); echo tmp > $t; cat $t; python3 -m venv --without-pip .venv && ls .venv/bin/python; "
+        "mkdir -p build && printf 'int main(){return 0;}' > m.c && "
+        "(cc -o build/m m.c 2>/dev/null || cp /bin/true build/m) && ./build/m && echo built; "
+        "python3 -c 'import multiprocessing as m; p = m.Pool(2); print(sum(p.map(abs, [-1, -2]))); p.close()'"
+    )
+    async with box(workspace) as client:
+        out = await sh(client, work)
+    assert out["exitCode"] == 0, out["stderr"]
+    assert out["stdout"].splitlines() == ["tmp", ".venv/bin/python", "built", "3"]
+    assert (workspace / ".venv").is_dir()
+    assert stat.S_ISREG((workspace / "build" / "m").stat().st_mode)
+
+
+def _without_bwrap(tmp_path: Path) -> dict[str, str]:
+    """An environment whose PATH has everything of the real one but bubblewrap."""
+    shadow = tmp_path / "no-bwrap-bin"
+    shadow.mkdir()
+    for directory in os.environ["PATH"].split(os.pathsep):
+        for entry in Path(directory).glob("*") if Path(directory).is_dir() else []:
+            if entry.name != "bwrap" and not (shadow / entry.name).exists():
+                (shadow / entry.name).symlink_to(entry)
+    return {**os.environ, "PATH": str(shadow)}
+
+
+def test_sandbox_required_refuses_to_start_without_bubblewrap(workspace: Path, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [console_script(SX), "--audit-log", str(tmp_path / "a.jsonl"), "--sandbox", "required"],
+        cwd=workspace,
+        env=_without_bwrap(tmp_path),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "bubblewrap is not installed" in proc.stderr and "apt install bubblewrap" in proc.stderr
+
+
+async def test_sandbox_auto_without_bubblewrap_says_which_layer_is_missing(workspace: Path, tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [console_script(SX), "--audit-log", str(tmp_path / "a.jsonl")],
+        cwd=workspace,
+        env=_without_bwrap(tmp_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        with anyio.fail_after(30):
+            first = await anyio.to_thread.run_sync(proc.stderr.readline)
+        assert "no box: bubblewrap is not installed" in first
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)

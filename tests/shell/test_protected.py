@@ -1,0 +1,264 @@
+"""One protected list and one hidden list, through the real shell_exec server in its box.
+
+Each test names what a hostile model tried: plant code that git, a shell or an editor runs later as the
+user, rewrite the guards' own policy or audit log, or read credentials. The human approves every ask here:
+what stops these is the box, not the string policy. Afterwards the test plays the user (git run outside
+any sandbox) and checks that no marker appears.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.types import ElicitResult
+
+from support import error_of, serve
+
+pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
+SX = "mcp-server-shell-exec"
+GIT_ENV = {"GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "u", "GIT_COMMITTER_EMAIL": "u@x"}
+
+
+async def approve_everything(_ctx: Any, _params: Any) -> ElicitResult:
+    return ElicitResult(action="accept", content={"approve": True})
+
+
+def box(workspace: Path, *flags: str, **kw: Any) -> Any:
+    return serve(SX, workspace, *flags, elicitation_callback=approve_everything, **kw)
+
+
+async def run(client: Any, command: str) -> dict[str, Any]:
+    with anyio.fail_after(60):
+        result = await client.call_tool("shell_exec", {"command": command, "timeoutSeconds": 30})
+    assert not result.is_error, result
+    return dict(result.structured_content)
+
+
+def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """git as the user runs it: outside any sandbox."""
+    env = {**os.environ, **GIT_ENV}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+@pytest.fixture
+def repo(workspace: Path) -> Path:
+    """The project is a git repository with one commit, made before the server starts."""
+    assert git(workspace, "init", "-q", "-b", "main").returncode == 0
+    (workspace / "a.txt").write_text("1\n")
+    assert git(workspace, "add", "a.txt").returncode == 0
+    assert git(workspace, "commit", "-qm", "one").returncode == 0
+    return workspace
+
+
+def hook(marker: Path) -> str:
+    return f"printf '#!/bin/sh\\ntouch {marker}\\n' > h.src && chmod +x h.src"
+
+
+WRITERS = {
+    "cp": "cp h.src .git/hooks/pre-commit",
+    "tee": "tee .git/hooks/pre-commit < h.src > /dev/null",
+    "mv": "mv h.src .git/hooks/pre-commit",
+    "ln": "ln -sf $PWD/h.src .git/hooks/pre-commit",
+    "redirect": "cat h.src > .git/hooks/pre-commit",
+    "python3": "python3 -c \"import shutil; shutil.copy('h.src', '.git/hooks/pre-commit')\"",
+    "replace-the-hooks-dir": (
+        "rm -r .git/hooks; mv .git/hooks .git/old; mkdir .git/hooks && cp h.src .git/hooks/pre-commit"
+    ),
+}
+
+
+async def test_planting_a_git_hook_fails_with_every_writer(repo: Path, tmp_path: Path) -> None:
+    async with box(repo) as client:
+        for writer, command in WRITERS.items():
+            marker = tmp_path / "outside" / f"hook-ran-{writer}"
+            out = await run(client, f"{hook(marker)}; {command}; echo done")
+            assert out["stdout"] == "done\n", writer
+            assert not (repo / ".git" / "hooks" / "pre-commit").exists(), writer
+    (repo / "a.txt").write_text("2\n")
+    assert git(repo, "commit", "-qam", "two").returncode == 0
+    assert not list((tmp_path / "outside").glob("hook-ran-*"))
+
+
+GIT_CONFIG_ATTACKS = {
+    "fsmonitor": "git config core.fsmonitor 'touch {marker}'",
+    "hooksPath": "mkdir -p hk && cp h.src hk/pre-commit && git config core.hooksPath hk",
+    "alias": "git config alias.st '!touch {marker}'",
+    "sed-i": "sed -i 's/\\[core\\]/[core]\\n\\tfsmonitor = touch {marker}/' .git/config",
+    "append": "printf '[core]\\n\\tfsmonitor = touch {marker}\\n' >> .git/config",
+}
+
+
+async def test_git_config_that_runs_programs_cannot_be_written(repo: Path, tmp_path: Path) -> None:
+    before = (repo / ".git" / "config").read_bytes()
+    async with box(repo) as client:
+        for attack, command in GIT_CONFIG_ATTACKS.items():
+            marker = tmp_path / "outside" / f"config-ran-{attack}"
+            await run(client, f"{hook(marker)}; " + command.format(marker=marker) + "; echo done")
+            assert (repo / ".git" / "config").read_bytes() == before, attack
+    for args in (["status"], ["st"], ["commit", "-qam", "x", "--allow-empty"]):
+        git(repo, *args)
+    assert not list((tmp_path / "outside").glob("config-ran-*"))
+
+
+async def test_a_repo_made_by_the_command_keeps_no_hook_and_no_program_key(workspace: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "outside" / "new-repo-ran"
+    plant = (
+        f"{hook(marker)}; git init -q -b main sub && cp h.src sub/.git/hooks/pre-commit && "
+        f"git -C sub config core.fsmonitor 'touch {marker}' && git -C sub config user.email m@x && echo planted"
+    )
+    async with box(workspace) as client:
+        out = await run(client, plant)
+    assert out["stdout"] == "planted\n"
+    assert "quarantine" in out["stderr"]
+    sub = workspace / "sub"
+    assert not (sub / ".git" / "hooks" / "pre-commit").exists()
+    assert (sub / ".git" / "hooks" / "pre-commit.sample").exists()  # git's own samples stay
+    (sub / "f").write_text("x")
+    git(sub, "add", "f")
+    assert git(sub, "commit", "-qm", "one").returncode == 0  # the repo still works
+    assert git(sub, "config", "user.email").stdout.strip() == "m@x"
+    assert not marker.exists()
+
+
+async def test_editor_and_host_configs_created_by_a_command_are_quarantined(workspace: Path) -> None:
+    quarantine = workspace.parent / "home" / ".local" / "state" / "mcp-guard" / "quarantine"
+    async with box(workspace) as client:
+        for target in (".vscode/tasks.json", ".mcp.json", ".cursor/mcp.json", ".claude/settings.json", ".envrc"):
+            out = await run(client, f"mkdir -p $(dirname {target}) && echo '{{}}' > {target} && echo made")
+            assert out["stdout"] == "made\n" and target.split("/", maxsplit=1)[0] in out["stderr"], target
+            assert not (workspace / target).exists(), target
+            assert list(quarantine.rglob(Path(target).name)), f"the quarantine keeps {target}"
+        again = await run(client, "echo next")
+    assert "quarantine" not in again["stderr"]
+
+
+async def test_existing_editor_config_is_read_only_for_commands(workspace: Path) -> None:
+    (workspace / ".vscode").mkdir()
+    (workspace / ".vscode" / "settings.json").write_text("{}")
+    async with box(workspace) as client:
+        out = await run(client, "echo '{\"x\": 1}' > .vscode/settings.json; echo {} > .vscode/tasks.json; echo done")
+    assert out["stdout"] == "done\n" and out["stderr"].count("Read-only file system") == 2
+    assert (workspace / ".vscode" / "settings.json").read_text() == "{}"
+    assert not (workspace / ".vscode" / "tasks.json").exists()
+
+
+async def test_separate_git_dir_config_and_submodule_configs_are_read_only(workspace: Path) -> None:
+    assert git(workspace, "init", "-q", "--separate-git-dir=gitdir", "work").returncode == 0
+    (workspace / "gitdir" / "modules" / "lib").mkdir(parents=True)
+    (workspace / "gitdir" / "modules" / "lib" / "config").write_text("[core]\n")
+    async with box(workspace) as client:
+        out = await run(
+            client,
+            "echo x >> gitdir/config; echo x >> gitdir/modules/lib/config; echo 'gitdir: /tmp' > work/.git; echo done",
+        )
+    assert out["stdout"] == "done\n" and out["stderr"].count("Read-only file system") == 3
+    assert "x" not in (workspace / "gitdir" / "config").read_text().split()
+    assert (workspace / "work" / ".git").read_text().startswith("gitdir: ")
+    assert str(workspace / "gitdir") in (workspace / "work" / ".git").read_text()
+
+
+async def test_home_in_the_jail_keeps_its_rc_files_and_ssh_keys(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = workspace / "home"
+    monkeypatch.setenv("HOME", str(home))
+    home.mkdir()
+    (home / ".bashrc").write_text("# mine\n")
+    marker = tmp_path / "outside" / "rc-ran"
+    attack = (
+        f"echo 'touch {marker}' >> ~/.bashrc; ln -sf /tmp/evil ~/.bashrc; "
+        "mkdir -p ~/.ssh && echo ssh-ed25519 AAAA evil > ~/.ssh/authorized_keys; "
+        "mkdir -p ~/.config/git && echo '[core]' > ~/.config/git/config; echo done"
+    )
+    async with box(workspace) as client:
+        out = await run(client, attack)
+    assert out["stdout"] == "done\n"
+    assert (home / ".bashrc").read_text() == "# mine\n" and not (home / ".bashrc").is_symlink()
+    assert not (home / ".ssh" / "authorized_keys").exists()
+    assert not (home / ".config" / "git" / "config").exists()
+
+
+async def test_a_policy_rewrite_does_not_survive_into_the_next_session(workspace: Path) -> None:
+    policy = workspace / "mcp-policy.toml"
+    policy.write_text("[shell_exec]\nundecidable = 'ask'\n")
+    async with box(workspace, "--policy", str(policy)) as client:
+        out = await run(client, "printf '[shell_exec]\\nrules = []\\n' > mcp-policy.toml; echo done")
+    assert "Read-only file system" in out["stderr"]
+    assert policy.read_text() == "[shell_exec]\nundecidable = 'ask'\n"
+    (workspace / "victim").mkdir()
+    async with box(workspace, "--policy", str(policy)) as client:
+        with anyio.fail_after(60):
+            result = await client.call_tool("shell_exec", {"command": "rm -rf victim"})
+    assert error_of(result)["code"] == "COMMAND_DENIED"
+    assert (workspace / "victim").is_dir()
+
+
+async def test_an_audit_log_inside_the_jail_cannot_be_erased(workspace: Path) -> None:
+    log = workspace / ".audit.jsonl"
+    async with box(workspace, audit=log) as client:
+        await run(client, "echo first")
+        out = await run(client, ": > .audit.jsonl; rm -f .audit.jsonl; echo done")
+    assert out["stdout"] == "done\n"
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(entries) >= 2
+
+
+async def test_credentials_in_home_are_hidden_from_commands(workspace: Path, isolated_home: Path) -> None:
+    (isolated_home / ".ssh").mkdir()
+    (isolated_home / ".ssh" / "id_rsa").write_text("PRIVATE KEY\n")
+    (isolated_home / ".aws").mkdir()
+    (isolated_home / ".aws" / "credentials").write_text("aws_secret_access_key = x\n")
+    (isolated_home / ".netrc").write_text("machine x password y\n")
+    async with box(workspace) as client:
+        out = await run(client, "cat ~/.ssh/id_rsa ~/.aws/credentials ~/.netrc; ls -A ~/.ssh; echo done")
+        strict = await run(client, "echo x | tee ~/.ssh/id_rsa; echo done")
+    assert "PRIVATE" not in out["stdout"] and "secret" not in out["stdout"] and "password" not in out["stdout"]
+    assert out["stdout"].endswith("done\n")
+    assert "Read-only file system" in strict["stderr"] or "No such file" in strict["stderr"]
+    assert (isolated_home / ".ssh" / "id_rsa").read_text() == "PRIVATE KEY\n"
+
+
+async def test_a_symlinked_protected_path_fails_closed(workspace: Path, tmp_path: Path) -> None:
+    (tmp_path / "outside" / "vscode").mkdir()
+    (workspace / ".vscode").symlink_to(tmp_path / "outside" / "vscode")
+    async with box(workspace) as client:
+        with anyio.fail_after(60):
+            result = await client.call_tool("shell_exec", {"command": "echo hi"})
+    payload = error_of(result)
+    assert payload["code"] == "PROTECTION_UNAVAILABLE" and ".vscode" in payload["message"]
+
+
+async def test_everyday_git_work_still_writes_objects_refs_index_and_logs(repo: Path) -> None:
+    flow = (
+        "export GIT_AUTHOR_NAME=u GIT_AUTHOR_EMAIL=u@x GIT_COMMITTER_NAME=u GIT_COMMITTER_EMAIL=u@x; "
+        "set -e; git checkout -qb feature; echo 2 >> a.txt; git commit -qam two; git checkout -q main; "
+        "git stash list; echo 3 > b.txt; git add b.txt; git stash -q; git stash pop -q; git commit -qm three; "
+        "git merge -q --no-edit feature; git tag v1; git gc -q; git log --oneline | wc -l"
+    )
+    async with box(repo) as client:
+        out = await run(client, flow)
+    assert out["exitCode"] == 0, out["stderr"]
+    assert int(out["stdout"]) == 4
+    assert "quarantine" not in out["stderr"]
+
+
+async def test_moving_the_git_dir_away_and_making_a_new_one_plants_nothing(repo: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "outside" / "swap-ran"
+    swap = (
+        f"{hook(marker)}; mv .git .git-old && git init -q -b main . && cp h.src .git/hooks/pre-commit && "
+        f"git config core.fsmonitor 'touch {marker}'; echo swapped"
+    )
+    async with box(repo) as client:
+        out = await run(client, swap)
+    assert "swapped" in out["stdout"]
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+    assert "fsmonitor" not in (repo / ".git" / "config").read_text()
+    git(repo, "status")
+    assert not marker.exists()
