@@ -1139,9 +1139,11 @@ def expected_sandbox_labels() -> dict[str, str]:
     netns = sb._probe_netns()  # what the server's start-up probes too (a throwaway child unshares)
     limits = sb.Limits(1, 1, 1, 1)  # not used by the label
     modes = sandbox_modes()
+    boxed = "bwrap+pidns+mountns+nocaps+seccomp+" if shutil.which("bwrap") else ""  # the server's box, when it has one
     return {"unconfined": "none"} | {
-        name: sb.SandboxPlan(*mode, limits, abi=abi if mode[0] is not sb.SandboxMode.OFF else 0,
-                             netns=netns and mode[2] is sb.NetworkMode.DENY).label
+        name: ("" if mode[0] is sb.SandboxMode.OFF else boxed)
+        + sb.SandboxPlan(*mode, limits, abi=abi if mode[0] is not sb.SandboxMode.OFF else 0,
+                         netns=netns and mode[2] is sb.NetworkMode.DENY).label
         for name, mode in modes.items()
     }  # fmt: skip
 

@@ -20,12 +20,12 @@ from mcp_server_guard.paths import within
 from mcp_server_guard.shell.sandbox import seccomp
 from mcp_server_guard.shell.sandbox.box import Box, BoxSpec, BoxUnavailable
 from mcp_server_guard.shell.sandbox.confine import (
-    SYSTEM_READ_DIRS,
     ReadScope,
     SandboxMode,
     SandboxPlan,
     SandboxUnavailable,
 )
+from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
 
 __all__ = ["call_options", "close_box", "open_box"]
 

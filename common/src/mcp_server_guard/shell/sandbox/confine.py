@@ -35,51 +35,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mcp_server_guard.shell.sandbox import landlock
+
 if TYPE_CHECKING:
     from mcp_server_guard.shell.sandbox.box import Box
 
 log = logging.getLogger("mcp_server_guard.shell.sandbox.confine")
 
-_SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
-_CREATE_RULESET_VERSION = 1
-_RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
 _CLONE_NEWNET = 0x40000000
 _CLONE_NEWUSER = 0x10000000
 
-# Filesystem access rights, by the ABI that introduced them.
-FS_EXECUTE = 1 << 0
-FS_WRITE_FILE = 1 << 1
-FS_READ_FILE = 1 << 2
-FS_READ_DIR = 1 << 3
-FS_REMOVE_DIR = 1 << 4
-FS_REMOVE_FILE = 1 << 5
-FS_MAKE_CHAR = 1 << 6
-FS_MAKE_DIR = 1 << 7
-FS_MAKE_REG = 1 << 8
-FS_MAKE_SOCK = 1 << 9
-FS_MAKE_FIFO = 1 << 10
-FS_MAKE_BLOCK = 1 << 11
-FS_MAKE_SYM = 1 << 12
-FS_REFER = 1 << 13  # ABI 2
-FS_TRUNCATE = 1 << 14  # ABI 3
-FS_IOCTL_DEV = 1 << 15  # ABI 5
-NET_BIND_TCP = 1 << 0  # ABI 4
-NET_CONNECT_TCP = 1 << 1  # ABI 4
-SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
-SCOPE_SIGNAL = 1 << 1  # ABI 6
-
-_FS_V1 = (1 << 13) - 1
-_FS_BY_ABI = {1: _FS_V1, 2: _FS_V1 | FS_REFER, 3: _FS_V1 | FS_REFER | FS_TRUNCATE}
-_FS_BY_ABI[4] = _FS_BY_ABI[3]
-_FS_BY_ABI[5] = _FS_BY_ABI[4] | FS_IOCTL_DEV
-_FS_READ = FS_READ_FILE | FS_READ_DIR | FS_EXECUTE
-_FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV
-# Read-only system locations for --sandbox-read jail (whatever of them exists).
-SYSTEM_READ_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc", "/sys",
-                    "/dev", "/run", "/var/lib", "/nix", "/snap")  # fmt: skip
-# Character devices a command may read and write wherever it runs.
-WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom", "/dev/ptmx")
 # Where a command may write besides the jail: per-process shared memory and pseudo-terminals.
 WRITABLE_DIRS = ("/dev/shm", "/dev/pts")  # noqa: S108 - allowed to the sandboxed child, not used here
 
@@ -104,43 +70,12 @@ class SandboxUnavailable(Exception):
     """Confinement was required and the kernel cannot give it."""
 
 
-class _RulesetAttr(ctypes.Structure):
-    _fields_ = (("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64))  # fmt: skip
-
-
-class _PathBeneathAttr(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
-
-
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
-def _syscall(number: int, *args: object) -> int:
-    assert _LIBC is not None
-    result = int(_LIBC.syscall(number, *args))
-    if result < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
-    return result
-
-
 def landlock_abi() -> int:
-    """The kernel's Landlock ABI version, 0 when it has none.
-
-    ``MCP_GUARD_LANDLOCK_MAX_ABI`` caps the answer, to see how the server behaves on an older kernel.
-    """
-    if _LIBC is None or os.uname().machine not in ("x86_64", "aarch64", "arm64", "riscv64"):
-        return 0
-    try:
-        abi = _syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
-    except OSError:
-        return 0
-    cap = os.environ.get("MCP_GUARD_LANDLOCK_MAX_ABI")
-    if cap is not None and cap.strip().isdigit():
-        abi = min(abi, int(cap))
-    return abi
+    """The kernel's Landlock ABI version, 0 when it has none (capped by ``MCP_GUARD_LANDLOCK_MAX_ABI``)."""
+    return landlock.abi()
 
 
 @dataclass(frozen=True)
@@ -277,15 +212,8 @@ def plan(mode: SandboxMode, read_scope: ReadScope, network: NetworkMode, limits:
                 )
             result.notes.append("no Landlock on this kernel: commands run unconfined (sandbox: none)")
         else:
-            missing = []
-            if result.abi < 2:
-                missing.append("refer (cross-directory links and renames)")
-            if result.abi < 3:
-                missing.append("truncate")
-            if result.abi < 5:
-                missing.append("device ioctls")
-            if result.abi < 6:
-                missing.append("signal and abstract-socket scoping")
+            # TCP is the network namespace's business here (--network deny), not a missing right.
+            missing = [right for right in landlock.missing_rights(result.abi) if not right.startswith("TCP")]
             if missing:
                 result.notes.append(f"Landlock ABI {result.abi} cannot restrict: {', '.join(missing)}")
     if network is NetworkMode.DENY:
@@ -306,51 +234,15 @@ def plan(mode: SandboxMode, read_scope: ReadScope, network: NetworkMode, limits:
     return result
 
 
-def _add_path(ruleset: int, path: str, access: int) -> None:
-    try:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-    except OSError:
-        return  # absent on this system: nothing to allow
-    try:
-        if not os.path.isdir(path):
-            access &= _FILE_RIGHTS
-        if access:
-            attr = _PathBeneathAttr(access, fd)
-            _syscall(
-                _SYS_ADD_RULE,
-                ctypes.c_int(ruleset),
-                ctypes.c_int(_RULE_PATH_BENEATH),
-                ctypes.byref(attr),
-                ctypes.c_uint32(0),
-            )
-    finally:
-        os.close(fd)
-
-
 def build_ruleset(plan_: SandboxPlan, writable: Sequence[str]) -> int:
-    """A Landlock ruleset fd for one run: read per the plan, write only to ``writable``."""
-    abi = plan_.abi
-    handled_fs = _FS_BY_ABI.get(abi, _FS_BY_ABI[5])
-    handled_net = (NET_BIND_TCP | NET_CONNECT_TCP) if plan_.network is NetworkMode.DENY and abi >= 4 else 0
-    scoped = (SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if abi >= 6 else 0
-    attr = _RulesetAttr(handled_fs, handled_net, scoped)
-    size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
-    ruleset = _syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
-    try:
-        read = _FS_READ & handled_fs
-        if plan_.read_scope is ReadScope.ALL:
-            _add_path(ruleset, "/", read)
-        else:
-            for directory in SYSTEM_READ_DIRS:
-                _add_path(ruleset, directory, read)
-        for device in WRITABLE_DEVICES:
-            _add_path(ruleset, device, (FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV) & handled_fs)
-        for directory in (*WRITABLE_DIRS, *writable):
-            _add_path(ruleset, directory, handled_fs)
-    except BaseException:
-        os.close(ruleset)
-        raise
-    return ruleset
+    """A Landlock ruleset fd for one run: read per the plan, write only to ``writable`` (and the devices)."""
+    rules = landlock.Rules(
+        abi=plan_.abi,
+        read_all=plan_.read_scope is ReadScope.ALL,
+        writable=(*WRITABLE_DIRS, *writable),
+        deny_tcp=plan_.network is NetworkMode.DENY,
+    )
+    return landlock.build(rules)
 
 
 def _enter_netns() -> None:
@@ -381,10 +273,7 @@ def _unshare_net_thread() -> None:
 
 def _restrict_thread(ruleset: int) -> None:
     """Landlock the calling thread; a process it spawns inherits the domain. The thread is never reused."""
-    assert _LIBC is not None
-    if _LIBC.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-    _syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
+    landlock.restrict_self(ruleset)
 
 
 def _rlimits(limits: Limits) -> list[tuple[int, tuple[int, int]]]:
