@@ -1273,7 +1273,7 @@ def tool_parts(env: Env, counts: Counts) -> dict[str, Any]:
 
     try:
         return {
-            "prepare": summary(time_loop(lambda: shell.prepare(args), n, warm)),
+            "prepare": summary(time_loop(lambda: shell.prepare(args.command, args.args, args.cwd, args.env), n, warm)),
             "build_env": summary(time_loop(lambda: build_env(None, shell.base_env), n, warm)),
             "confine_close": summary(time_loop(lambda: sb.confine(plan, roots).close(), n, warm)),
             "result_model": summary(time_loop(result, n, warm)),

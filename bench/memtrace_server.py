@@ -48,10 +48,10 @@ def main() -> None:
     out = sys.argv[1]
     sys.argv = [MODULE, *sys.argv[2:]]
     tracemalloc.start()
-    from mcp_server_shell_exec import server
+    from mcp_server_guard.shell import execution
 
     state: dict[str, int] = {}
-    original: Callable[..., Awaitable[Any]] = server.run
+    original: Callable[..., Awaitable[Any]] = execution.run
 
     async def traced_run(*args: Any, **kwargs: Any) -> Any:
         start = tracemalloc.get_traced_memory()[0]
@@ -76,7 +76,7 @@ def main() -> None:
         with open(out, "a") as f:
             f.write(json.dumps(line) + "\n")
 
-    server.run = traced_run  # type: ignore[assignment]  # build_server looks the name up at call time
+    execution.run = traced_run  # type: ignore[assignment]  # ShellExec.execute looks the name up at call time
     signal.signal(signal.SIGUSR2, report)
     runpy.run_module(MODULE, run_name="__main__", alter_sys=True)
 

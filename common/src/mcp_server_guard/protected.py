@@ -221,10 +221,10 @@ class Protection:
                 continue
             matches = glob.glob(expanded) if _GLOB_CHARS & set(expanded) else [expanded]
             for path in matches:
+                if not os.path.lexists(path):
+                    continue  # the common case, and a cheap one: no realpath of what is not there
                 real = os.path.realpath(path)
-                if any(within(kept, real) for kept in keep):
-                    continue
-                if os.path.lexists(path):
+                if not any(within(kept, real) for kept in keep):
                     found.append(real)
         return sorted(set(found))
 
