@@ -41,12 +41,13 @@ def main() -> None:
         sys.exit(__doc__)
     tmpdir = sys.argv[1]
     sys.argv = [MODULE, *sys.argv[2:]]
-    from mcp_server_shell_exec import server
+    from mcp_server_guard.shell import execution
 
     def confine(plan: Any, _roots: Iterable[str]) -> Confinement:
         return NoConfinement(tmpdir=tmpdir, ruleset=None, label="none", limits=plan.limits, netns=False)
 
-    server.confine = confine  # type: ignore[attr-defined,assignment]  # ShellExec.execute looks the name up at call time
+    # ShellExec.execute looks the name up in its module at call time.
+    vars(execution)["confine"] = confine
     runpy.run_module(MODULE, run_name="__main__", alter_sys=True)
 
 

@@ -54,8 +54,9 @@ class BoxSpec:
     hidden: tuple[str, ...] = ()  # existing paths that commands must not see (credentials)
     readable: tuple[str, ...] = ()  # extra read-only directories for a jail-only read scope
     seccomp: bytes | None = None  # the filter every command runs under
+    usual: str = ""  # a usual call's options (JSON): each ready init sets up that much ahead of its call
 
-    def bwrap_argv(self, fd: int, seccomp_fd: int | None = None) -> list[str]:
+    def bwrap_argv(self, fd: int, passed: dict[str, int] | None = None) -> list[str]:
         """bubblewrap's command line for this spec; the supervisor talks over ``fd``."""
         assert self.bwrap is not None
         argv = [self.bwrap, "--new-session", "--die-with-parent", "--unshare-user", "--disable-userns"]
@@ -80,13 +81,14 @@ class BoxSpec:
             argv += ["--bind", root, root]
         for path in self.hidden:
             argv += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
-        argv += ["--chdir", "/", "--", *self.supervisor_argv(fd, seccomp_fd)]
+        argv += ["--chdir", "/", "--", *self.supervisor_argv(fd, passed)]
         return argv
 
-    def supervisor_argv(self, fd: int, seccomp_fd: int | None = None) -> list[str]:
+    def supervisor_argv(self, fd: int, passed: dict[str, int] | None = None) -> list[str]:
+        """The supervisor's command line; ``passed`` names the pipes that carry the seccomp program and the
+        usual options (data goes through pipes, not the command line)."""
         options = ["namespaces"] if self.namespaces else []
-        if seccomp_fd is not None:
-            options.append(f"seccomp={seccomp_fd}")  # the program comes through a pipe, not the command line
+        options += [f"{name}={pipe}" for name, pipe in (passed or {}).items()]
         return [sys.executable, "-I", "-S", "-c", _SUPERVISOR, _package_root(), str(fd), *options]
 
 
@@ -98,6 +100,19 @@ def _package_root() -> str:
 def _system_dirs() -> list[str]:
     python = {sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable)), _package_root()}
     return [d for d in SYSTEM_READ_DIRS if d not in ("/proc", "/dev")] + sorted(python)
+
+
+def _pipe_with(data: bytes) -> int:
+    """The read end of a pipe that holds ``data`` (a few KiB: fits the pipe's buffer) and then EOF."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, data)
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)
+    return read_end
 
 
 @dataclass
@@ -125,31 +140,28 @@ class Box:
     def start(self) -> None:
         """Start the supervisor; call from the thread that runs the event loop (see the module docstring)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        program_r = program_w = -1
+        pipes: dict[str, int] = {}
         try:
             fd = theirs.fileno()
-            passed = [fd]
-            if self.spec.seccomp:
-                program_r, program_w = os.pipe()
-                os.write(program_w, self.spec.seccomp)  # a few KiB: fits the pipe's buffer
-                os.close(program_w)
-                program_w = -1
-                passed.append(program_r)
-            seccomp_fd = program_r if program_r >= 0 else None
-            argv = (
-                self.spec.bwrap_argv(fd, seccomp_fd) if self.spec.bwrap else self.spec.supervisor_argv(fd, seccomp_fd)
-            )
+            for name, data in (("seccomp", self.spec.seccomp or b""), ("usual", self.spec.usual.encode())):
+                if data:
+                    pipes[name] = _pipe_with(data)
+            argv = self.spec.bwrap_argv(fd, pipes) if self.spec.bwrap else self.spec.supervisor_argv(fd, pipes)
             self._proc = subprocess.Popen(
-                argv, pass_fds=passed, env=_BOX_ENV, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, cwd="/"
+                argv,
+                pass_fds=[fd, *pipes.values()],
+                env=_BOX_ENV,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                cwd="/",
             )
         except BaseException:
             ours.close()
             raise
         finally:
             theirs.close()
-            for end in (program_r, program_w):
-                if end >= 0:
-                    os.close(end)
+            for end in pipes.values():
+                os.close(end)
         self._sock, self._ready = ours, False
 
     def wait_ready(self, timeout: float = _READY_TIMEOUT_S) -> None:

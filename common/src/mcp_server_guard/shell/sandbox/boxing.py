@@ -10,6 +10,7 @@ start without the whole box.
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import shutil
@@ -53,6 +54,7 @@ def open_box(plan: SandboxPlan, roots: Sequence[str]) -> None:
             roots=tuple(roots),
             readable=(),
             seccomp=seccomp.build_filter(arch),
+            usual=json.dumps(call_options(plan, roots)),
         )
         box = Box(spec)
         try:

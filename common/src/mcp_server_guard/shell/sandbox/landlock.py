@@ -123,8 +123,9 @@ def _add_path(ruleset: int, path: str, access: int) -> None:
         os.close(fd)
 
 
-def build(rules: Rules) -> int:
-    """A ruleset fd: read per the scope, full access only beneath ``rules.writable``."""
+def build(rules: Rules, extra_readable: Iterable[str] = ()) -> int:
+    """A ruleset fd: read per the scope (plus ``extra_readable`` directories), full access only beneath
+    ``rules.writable``."""
     version = rules.abi
     handled_fs = _FS_BY_ABI.get(version, _FS_BY_ABI[5])
     handled_net = (NET_BIND_TCP | NET_CONNECT_TCP) if rules.deny_tcp and version >= 4 else 0
@@ -140,6 +141,8 @@ def build(rules: Rules) -> int:
             _add_path(ruleset, device, _DEVICE_RIGHTS & handled_fs)
         for directory in rules.writable:
             _add_path(ruleset, directory, handled_fs)
+        for directory in extra_readable:
+            _add_path(ruleset, directory, read)
     except BaseException:
         os.close(ruleset)
         raise
@@ -154,10 +157,8 @@ def restrict_self(ruleset: int) -> None:
 
 def apply(rules: Rules, extra_readable: Iterable[str] = ()) -> None:
     """Build and enforce ``rules`` (plus ``extra_readable`` directories for a jail-only read scope)."""
-    ruleset = build(rules)
+    ruleset = build(rules, extra_readable)
     try:
-        for directory in extra_readable:
-            _add_path(ruleset, directory, _FS_READ & _FS_BY_ABI.get(rules.abi, _FS_BY_ABI[5]))
         restrict_self(ruleset)
     finally:
         os.close(ruleset)

@@ -9,6 +9,7 @@ import ctypes
 import errno
 import os
 import sys
+from collections.abc import Iterable
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWPID = 0x20000000
@@ -122,14 +123,15 @@ def last_cap() -> int:
         return 40
 
 
-def drop_all_capabilities(last: int | None = None) -> None:
+def drop_all_capabilities(bounding: Iterable[int] | None = None) -> None:
     """No capability, now or after any exec: bounding set emptied, ambient cleared, sets zeroed.
 
     Even a server running as root hands its commands none (a command with CAP_SYS_ADMIN in the box's user
-    namespace could remount the read-only file system writable). ``last`` is the highest capability number
-    (read once by the caller: a file read in a freshly forked process costs a millisecond).
+    namespace could remount the read-only file system writable). ``bounding`` lists the capabilities still in
+    the bounding set (read once by the caller: a file read in a freshly forked process costs a millisecond);
+    by default every capability the kernel knows.
     """
-    for cap in range((last_cap() if last is None else last) + 1):
+    for cap in range(last_cap() + 1) if bounding is None else bounding:
         try:
             prctl(PR_CAPBSET_DROP, cap)
         except OSError as exc:
@@ -145,10 +147,10 @@ def drop_all_capabilities(last: int | None = None) -> None:
     _check(_libc().capset(ctypes.byref(header), ctypes.byref(data)), "capset")
 
 
-def capability_mask() -> int:
-    """The effective capability set of this process (from /proc/self/status)."""
+def capability_mask(field: str = "CapEff") -> int:
+    """One capability set of this process (from /proc/self/status): ``CapEff`` by default, or ``CapBnd`` etc."""
     with open("/proc/self/status", encoding="ascii") as fh:
         for line in fh:
-            if line.startswith("CapEff:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1], 16)
     return 0

@@ -106,21 +106,33 @@ class FrameReader:
 
 @dataclass(frozen=True)
 class _Prepared:
-    last_cap: int
+    bounding: tuple[int, ...]  # the capabilities left in the bounding set (bubblewrap already dropped the rest)
     has_caps: bool
-    seccomp: bytes | None
+    seccomp: Any  # the filter as a ready ``sock_fprog`` (None: no filter), with its buffer kept alive
+    usual: dict[str, Any]  # the usual call's options, set up by each ready init before its call comes
 
 
-def _prepare(seccomp_fd: str | None) -> _Prepared:
-    program = None
-    if seccomp_fd:
-        fd = int(seccomp_fd)
-        chunks = []
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-        os.close(fd)
-        program = b"".join(chunks)
-    return _Prepared(linux.last_cap(), bool(linux.capability_mask()), program)
+def _read_all(fd_text: str | None) -> bytes | None:
+    if not fd_text:
+        return None
+    fd = int(fd_text)
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    os.close(fd)
+    return b"".join(chunks)
+
+
+def _prepare(seccomp_fd: str | None, usual_fd: str | None) -> _Prepared:
+    program = _read_all(seccomp_fd)
+    fprog = None
+    if program:
+        buffer = ctypes.create_string_buffer(program, len(program))
+        fprog = (seccomp.SockFprog(len(program) // 8, ctypes.addressof(buffer)), buffer)
+    usual = json.loads(_read_all(usual_fd) or b"{}")
+    bounding = linux.capability_mask("CapBnd")
+    caps = tuple(cap for cap in range(linux.last_cap() + 1) if bounding >> cap & 1)
+    return _Prepared(caps, bool(linux.capability_mask()), fprog, usual)
 
 
 # -- the per-call init --------------------------------------------------------------------------
@@ -139,13 +151,13 @@ def _report(fd: int, message: dict[str, Any]) -> None:
         os.write(fd, json.dumps(message).encode() + b"\n")
 
 
-def _private_mounts(spec: dict[str, Any]) -> None:
-    """The call's own view: fresh /proc, private /tmp (jail roots under it bound back) and /dev/shm, protected
-    paths read-only."""
+def _base_mounts(options: dict[str, Any]) -> None:
+    """The call's own view, built by a ready init before its call: fresh /proc, private /tmp (jail roots under it
+    bound back) and /dev/shm."""
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
     linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
-    if spec.get("private_tmp"):
-        keep = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) for path in spec.get("tmp_binds", [])]
+    if options.get("private_tmp"):
+        keep = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) for p in options.get("tmp_binds", [])]
         linux.mount("tmpfs", "/tmp", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777")  # noqa: S108
         for path, fd in keep:
             os.makedirs(path, exist_ok=True)
@@ -153,6 +165,30 @@ def _private_mounts(spec: dict[str, Any]) -> None:
             os.close(fd)
         with contextlib.suppress(OSError):
             linux.mount("tmpfs", "/dev/shm", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777")  # noqa: S108
+
+
+def _narrow_tmp_binds(prepared: list[str], wanted: list[str]) -> None:
+    """The client narrowed its roots: a prepared root under /tmp that the call may not write becomes read-only,
+    with the narrowed roots inside it bound back writable. (Landlock lets the call write its whole /tmp, so the
+    mounts are what keep it out of the narrowed-out part.)"""
+    for root in prepared:
+        if root in wanted:
+            continue
+        inside = [w for w in wanted if w.startswith(root.rstrip("/") + "/")]
+        keep = [(w, os.open(w, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) for w in inside]
+        linux.bind_read_only(root)
+        for path, fd in keep:
+            linux.mount(f"/proc/self/fd/{fd}", path, None, linux.MS_BIND | linux.MS_REC)
+            os.close(fd)
+
+
+def _call_mounts(spec: dict[str, Any], usual: dict[str, Any]) -> None:
+    """What only this call needs on top of the prepared view: narrowed roots, protected paths read-only, hidden
+    paths masked."""
+    prepared_binds = usual.get("tmp_binds", [])
+    wanted = spec.get("tmp_binds", [])
+    if wanted != prepared_binds:
+        _narrow_tmp_binds(prepared_binds, wanted)
     for path in spec.get("read_only", []):
         try:
             linux.bind_read_only(path)
@@ -202,35 +238,67 @@ def _kill_leftovers(group: int) -> None:
         time.sleep(0.001)
 
 
-def _load_seccomp(program: bytes) -> None:
-    buffer = ctypes.create_string_buffer(program, len(program))
-    fprog = seccomp.SockFprog(len(program) // 8, ctypes.addressof(buffer))
+def _load_seccomp(fprog: Any) -> None:
     linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
-    linux.prctl(seccomp.PR_SET_SECCOMP, seccomp.SECCOMP_MODE_FILTER, ctypes.addressof(fprog))
+    linux.prctl(seccomp.PR_SET_SECCOMP, seccomp.SECCOMP_MODE_FILTER, ctypes.addressof(fprog[0]))
 
 
-def _start_command(spec: dict[str, Any], stdio: list[int], own_pidns: bool, prepared: _Prepared) -> int:
+@dataclass
+class _View:
+    """What a ready init set up before its call: the prepared mounts, the usual call's Landlock ruleset."""
+
+    mounted: bool = False
+    ruleset: int = -1
+
+
+def _prepare_view(prepared: _Prepared, own_pidns: bool) -> _View:
+    """In a ready init, before its call comes: everything that is the same for every usual call. A failure
+    here is not fatal: the call then does it itself (and reports what fails)."""
+    view = _View()
+    usual = prepared.usual
+    try:
+        if own_pidns and usual.get("namespaces"):
+            _base_mounts(usual)
+            view.mounted = True
+        rules = usual.get("landlock")
+        if rules:
+            view.ruleset = landlock.build(_rules(rules), rules.get("readable", []))
+    except OSError:
+        pass
+    return view
+
+
+def _rules(rules: dict[str, Any]) -> landlock.Rules:
+    return landlock.Rules(
+        int(rules["abi"]), bool(rules["read_all"]), tuple(rules["writable"]), bool(rules["deny_tcp"])
+    )
+
+
+def _start_command(spec: dict[str, Any], stdio: list[int], own_pidns: bool, prepared: _Prepared, view: _View) -> int:
     """Confine this process as the spec says, then start the command; returns its pid."""
     where = "setup"
+    usual = prepared.usual
     try:
         if spec.get("namespaces"):
-            _private_mounts(spec)
+            if not view.mounted:
+                _base_mounts(spec)
+                _call_mounts(spec, spec)
+            else:
+                _call_mounts(spec, usual)
         if not own_pidns:
             linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)  # the call's orphans come to us, not to the supervisor
         for which, soft, hard in spec.get("rlimits", []):
             resource.setrlimit(int(which), (int(soft), int(hard)))
         rules = spec.get("landlock")
         if rules:
-            landlock.apply(
-                landlock.Rules(
-                    int(rules["abi"]), bool(rules["read_all"]), tuple(rules["writable"]), bool(rules["deny_tcp"])
-                ),
-                extra_readable=rules.get("readable", []),
-            )
+            if view.ruleset >= 0 and rules == usual.get("landlock"):
+                landlock.restrict_self(view.ruleset)
+            else:
+                landlock.apply(_rules(rules), extra_readable=rules.get("readable", []))
         linux.prctl(linux.PR_SET_DUMPABLE, 0)  # the command cannot read this process's memory or environment
         if prepared.has_caps:
-            linux.drop_all_capabilities(prepared.last_cap)
-        if spec.get("seccomp") and prepared.seccomp:
+            linux.drop_all_capabilities(prepared.bounding)
+        if spec.get("seccomp") and prepared.seccomp is not None:
             _load_seccomp(prepared.seccomp)
         where = "cwd"
         os.chdir(spec["cwd"])
@@ -260,7 +328,8 @@ class _StartFailed(Exception):
 
 
 def run_init(sock: socket.socket, own_pidns: bool, prepared: _Prepared) -> None:
-    """A ready init: wait for a call, run it, exit. Never returns."""
+    """A ready init: prepare the usual call's view, wait for a call, run it, exit. Never returns."""
+    view = _prepare_view(prepared, own_pidns)
     reader = FrameReader(sock)
     frames: list[tuple[dict[str, Any], list[int]]] = []
     try:
@@ -276,7 +345,7 @@ def run_init(sock: socket.socket, own_pidns: bool, prepared: _Prepared) -> None:
         os._exit(1)
     stdio, status = fds[:3], fds[3]
     try:
-        child = _start_command(spec, stdio, own_pidns, prepared)
+        child = _start_command(spec, stdio, own_pidns, prepared, view)
     except _StartFailed as exc:
         _report(status, {"error": exc.errno, "where": exc.where, "message": exc.message})
         os._exit(0)
@@ -496,13 +565,15 @@ class Supervisor:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``supervisor FD [namespaces] [seccomp=FD]``: serve the server on socket FD until it closes."""
+    """``supervisor FD [namespaces] [seccomp=FD] [usual=FD]``: serve the server on socket FD until it closes.
+
+    ``usual`` carries the options of a usual call (JSON): each ready init sets up that much before its call."""
     args = sys.argv[1:] if argv is None else argv
     sock = socket.socket(fileno=int(args[0]))
     options = dict(arg.partition("=")[::2] for arg in args[1:])
     _die_with_parent()  # the server (or bubblewrap, which dies with the server)
     linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
-    prepared = _prepare(options.get("seccomp") or None)
+    prepared = _prepare(options.get("seccomp") or None, options.get("usual") or None)
     gc.freeze()  # what exists now is shared with every fork, untouched by the collector
     Supervisor(sock, "namespaces" in options, prepared).serve()
 
