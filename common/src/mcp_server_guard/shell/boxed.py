@@ -49,7 +49,7 @@ def _feed(fd: int, data: bytes) -> None:
 
 
 class _Status:
-    """The call's status pipe: JSON lines ``{"started"}``, then ``{"exit": status}`` or ``{"error": …}``."""
+    """The call's status pipe: one JSON line, ``{"exit": status}`` or ``{"error": …}``."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd

@@ -1,14 +1,16 @@
 """The server's side of the box: start the supervisor (inside bubblewrap when the plan says so), ask it to
 start commands, signal them, and take everything down with the server.
 
-One box per server, prepared once: bubblewrap's namespaces and mounts are paid at start-up, and each call
-costs a fork in the supervisor plus its own PID and mount namespace (see ``supervisor``). The supervisor is
+One box per server, prepared once: bubblewrap's namespaces and mounts are paid at start-up. The supervisor
+forks each call's init ahead of time and offers it here; a call goes straight to an offered init (see
+``supervisor``), and through the supervisor only when none is at hand. The supervisor is
 started from the thread that runs the event loop, which lives as long as the server: bubblewrap's
 ``--die-with-parent`` (a parent-death signal) follows the spawning *thread*, not the process.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import logging
@@ -25,7 +27,7 @@ from typing import Any
 import anyio
 
 from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
-from mcp_server_guard.shell.sandbox.supervisor import send_frame
+from mcp_server_guard.shell.sandbox.supervisor import FrameReader, send_frame
 
 log = logging.getLogger("mcp_server_guard.box")
 
@@ -53,7 +55,7 @@ class BoxSpec:
     roots: tuple[str, ...]  # the allowed roots: writable, bound into the box at their own paths
     hidden: tuple[str, ...] = ()  # existing paths that commands must not see (credentials)
     readable: tuple[str, ...] = ()  # extra read-only directories for a jail-only read scope
-    seccomp: bytes | None = None  # the filter every command runs under
+    seccomp: tuple[bytes, bytes] | None = None  # the filter every command runs under, in its two parts
     usual: str = ""  # a usual call's options (JSON): each ready init sets up that much ahead of its call
 
     def bwrap_argv(self, fd: int, passed: dict[str, int] | None = None) -> list[str]:
@@ -133,6 +135,8 @@ class Box:
     _proc: subprocess.Popen[bytes] | None = None
     _ready: bool = False
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _reader: FrameReader | None = None
+    _offered: collections.deque[tuple[int, socket.socket]] = field(default_factory=collections.deque)
     notes: list[str] = field(default_factory=list)
 
     # -- life cycle --------------------------------------------------------------------------------
@@ -143,7 +147,8 @@ class Box:
         pipes: dict[str, int] = {}
         try:
             fd = theirs.fileno()
-            for name, data in (("seccomp", self.spec.seccomp or b""), ("usual", self.spec.usual.encode())):
+            early, late = self.spec.seccomp or (b"", b"")
+            for name, data in (("seccomp", early), ("seccomp_late", late), ("usual", self.spec.usual.encode())):
                 if data:
                     pipes[name] = _pipe_with(data)
             argv = self.spec.bwrap_argv(fd, pipes) if self.spec.bwrap else self.spec.supervisor_argv(fd, pipes)
@@ -162,7 +167,7 @@ class Box:
             theirs.close()
             for end in pipes.values():
                 os.close(end)
-        self._sock, self._ready = ours, False
+        self._sock, self._ready, self._reader = ours, False, FrameReader(ours)
 
     def wait_ready(self, timeout: float = _READY_TIMEOUT_S) -> None:
         """Block until the supervisor says it is ready (start-up checks); raise BoxUnavailable if it dies."""
@@ -205,6 +210,7 @@ class Box:
 
     def close(self, timeout: float = 1.0) -> None:
         """Server exit: closing the socket makes the supervisor kill every call and leave."""
+        self._drop_offers()
         if self._sock is not None:
             with contextlib.suppress(OSError):
                 self._sock.close()
@@ -217,6 +223,26 @@ class Box:
                 self._proc.wait(timeout=5)
             self._proc = None
 
+    def _drop_offers(self) -> None:
+        while self._offered:
+            self._offered.popleft()[1].close()  # an init whose socket closes leaves
+
+    def _collect_offers(self) -> None:
+        """Take the ready inits the supervisor offered since the last call (without waiting)."""
+        assert self._sock is not None and self._reader is not None
+        while True:
+            try:
+                if not self._reader.read(socket.MSG_DONTWAIT):
+                    break  # the supervisor is gone: the next call notices
+            except (BlockingIOError, InterruptedError):
+                break
+            for message, fds in self._reader.frames():
+                if message.get("op") == "ready" and len(fds) == 1:
+                    self._offered.append((int(message["init"]), socket.socket(fileno=fds[0])))
+                else:
+                    for fd in fds:
+                        os.close(fd)
+
     # -- calls -------------------------------------------------------------------------------------
 
     async def spawn(
@@ -228,8 +254,10 @@ class Box:
         stdin: bool,
         options: dict[str, Any],
     ) -> Started:
-        """Ask the supervisor to start ``argv``; ``options`` carries the call's confinement (see supervisor)."""
+        """Start ``argv`` in an offered init (or ask the supervisor to); ``options`` carries the call's
+        confinement (see supervisor)."""
         sock = await self._ensure()
+        self._collect_offers()
         call = next(self._ids)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
@@ -239,9 +267,21 @@ class Box:
         else:
             in_r, in_w = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC), -1
         theirs = [in_r, out_w, err_w, status_w]
+        message = {"id": call, "fds": 4, "argv": list(argv), "cwd": cwd, "env": env, **options}
+        message["namespaces"] = self.spec.namespaces and bool(options.get("namespaces"))
         try:
-            message = {"op": "spawn", "id": call, "fds": 4, "argv": list(argv), "cwd": cwd, "env": env, **options}
-            send_frame(sock, message, theirs)
+            while self._offered:
+                init, init_sock = self._offered.popleft()
+                try:
+                    send_frame(init_sock, message, theirs)
+                except OSError:
+                    continue  # that init is gone; try the next
+                finally:
+                    init_sock.close()
+                send_frame(sock, {"op": "took", "id": call, "init": init})
+                break
+            else:
+                send_frame(sock, {"op": "spawn", **message}, theirs)
         except OSError:
             for fd in (out_r, err_r, status_r, *([in_w] if in_w >= 0 else [])):
                 os.close(fd)

@@ -53,7 +53,7 @@ def open_box(plan: SandboxPlan, roots: Sequence[str]) -> None:
             read_all=plan.read_scope is ReadScope.ALL,
             roots=tuple(roots),
             readable=(),
-            seccomp=seccomp.build_filter(arch),
+            seccomp=(seccomp.build_filter(arch, part="early"), seccomp.build_filter(arch, part="late")),
             usual=json.dumps(call_options(plan, roots)),
         )
         box = Box(spec)
@@ -98,7 +98,6 @@ def call_options(
         "read_only": list(read_only),
         "masked": list(masked),
         "rlimits": [list(r) for r in rlimits],
-        "seccomp": True,
     }
     if plan.abi > 0:
         options["landlock"] = {

@@ -13,13 +13,16 @@ pipes attached with SCM_RIGHTS. Each call runs under its own *init* process:
   and exits itself, taking every process the call left behind with it (its PID namespace dies with it;
   without one it kills its group and every orphan first).
 
-Inits are forked ahead of time and wait for their call, so a call pays no fork on its way in: the box is
-prepared once and reused. A chain of parent-death signals (supervisor → keeper → init) ends every call
-when the supervisor goes, however the server ends.
+Inits are forked ahead of time: each builds the usual call's mount view, Landlock ruleset and most of the
+seccomp filter, then waits for its call. The supervisor offers every ready init to the server (its socket,
+with SCM_RIGHTS), and the server hands a call straight to one ("took" tells the supervisor which); so a call
+pays no fork and no hop through the supervisor on its way in. When none is ready, the server asks the
+supervisor to "spawn" the call. A chain of parent-death signals (supervisor → keeper → init) ends every call
+when the supervisor goes, however the server ends; an init whose server closed its socket leaves.
 
-The status pipe carries JSON lines: ``{"started": true}`` then ``{"exit": <wait status>}``; or a single
-``{"error": errno, "where": "...", "message": "..."}`` when the command could not start. A call whose init
-was killed (timeout, server exit) closes the pipe without an exit line.
+The status pipe carries one JSON line: ``{"exit": <wait status>}``, or ``{"error": errno, "where": "...",
+"message": "..."}`` when the command could not start. A call whose init was killed (timeout, server exit)
+closes the pipe without a line.
 
 Standard library only, run with ``python -I -S``: the supervisor starts in tens of milliseconds.
 """
@@ -27,9 +30,9 @@ Standard library only, run with ``python -I -S``: the supervisor starts in tens 
 from __future__ import annotations
 
 import array
-import collections
 import contextlib
 import ctypes
+import errno
 import gc
 import json
 import os
@@ -47,7 +50,8 @@ from mcp_server_guard.shell.sandbox import landlock, linux, seccomp
 
 _MAX_FRAME = 8 << 20
 _MAX_FDS = 4
-_POOL = 2  # inits kept ready
+_POOL_IDLE = 2  # ready inits offered to the server while no call runs
+_POOL_BUSY = 1  # ... and while calls run (a fork then competes with the running command for the CPU)
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 _DEFAULT_IN_CHILD = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGXCPU, *_FORWARDED)
 
@@ -72,11 +76,11 @@ class FrameReader:
         self.buffer = b""
         self.fds: list[int] = []
 
-    def read(self) -> bool:
-        """Read what is available; False at EOF."""
+    def read(self, flags: int = 0) -> bool:
+        """Read what is available; False at EOF (``flags``: e.g. MSG_DONTWAIT, which raises BlockingIOError)."""
         fds = array.array("i")
         data, ancillary, _flags, _addr = self.sock.recvmsg(
-            1 << 16, socket.CMSG_SPACE(_MAX_FDS * fds.itemsize), socket.MSG_CMSG_CLOEXEC
+            1 << 16, socket.CMSG_SPACE(_MAX_FDS * fds.itemsize), socket.MSG_CMSG_CLOEXEC | flags
         )
         for level, kind, payload in ancillary:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
@@ -108,11 +112,12 @@ class FrameReader:
 class _Prepared:
     bounding: tuple[int, ...]  # the capabilities left in the bounding set (bubblewrap already dropped the rest)
     has_caps: bool
-    seccomp: Any  # the filter as a ready ``sock_fprog`` (None: no filter), with its buffer kept alive
+    seccomp: tuple[Any, Any] | None  # the filter's early and late parts as ready ``sock_fprog``s (see seccomp)
     usual: dict[str, Any]  # the usual call's options, set up by each ready init before its call comes
 
 
 def _read_all(fd_text: str | None) -> bytes | None:
+    """Everything in the pipe named by ``fd_text`` (None when not given)."""
     if not fd_text:
         return None
     fd = int(fd_text)
@@ -123,12 +128,14 @@ def _read_all(fd_text: str | None) -> bytes | None:
     return b"".join(chunks)
 
 
-def _prepare(seccomp_fd: str | None, usual_fd: str | None) -> _Prepared:
-    program = _read_all(seccomp_fd)
-    fprog = None
-    if program:
-        buffer = ctypes.create_string_buffer(program, len(program))
-        fprog = (seccomp.SockFprog(len(program) // 8, ctypes.addressof(buffer)), buffer)
+def _fprog(program: bytes) -> Any:
+    buffer = ctypes.create_string_buffer(program, len(program))
+    return seccomp.SockFprog(len(program) // 8, ctypes.addressof(buffer)), buffer  # the buffer kept alive
+
+
+def _prepare(seccomp_fd: str | None, late_fd: str | None, usual_fd: str | None) -> _Prepared:
+    early, late = _read_all(seccomp_fd), _read_all(late_fd)
+    fprog = (_fprog(early), _fprog(late)) if early and late else None
     usual = json.loads(_read_all(usual_fd) or b"{}")
     bounding = linux.capability_mask("CapBnd")
     caps = tuple(cap for cap in range(linux.last_cap() + 1) if bounding >> cap & 1)
@@ -249,6 +256,7 @@ class _View:
 
     mounted: bool = False
     ruleset: int = -1
+    filtered: bool = False  # the early part of the seccomp filter is loaded
 
 
 def _prepare_view(prepared: _Prepared, own_pidns: bool) -> _View:
@@ -263,15 +271,16 @@ def _prepare_view(prepared: _Prepared, own_pidns: bool) -> _View:
         rules = usual.get("landlock")
         if rules:
             view.ruleset = landlock.build(_rules(rules), rules.get("readable", []))
+        if prepared.seccomp is not None:
+            _load_seccomp(prepared.seccomp[0])  # the init needs none of it; only the mount calls stay open
+            view.filtered = True
     except OSError:
         pass
     return view
 
 
 def _rules(rules: dict[str, Any]) -> landlock.Rules:
-    return landlock.Rules(
-        int(rules["abi"]), bool(rules["read_all"]), tuple(rules["writable"]), bool(rules["deny_tcp"])
-    )
+    return landlock.Rules(int(rules["abi"]), bool(rules["read_all"]), tuple(rules["writable"]), bool(rules["deny_tcp"]))
 
 
 def _start_command(spec: dict[str, Any], stdio: list[int], own_pidns: bool, prepared: _Prepared, view: _View) -> int:
@@ -298,8 +307,10 @@ def _start_command(spec: dict[str, Any], stdio: list[int], own_pidns: bool, prep
         linux.prctl(linux.PR_SET_DUMPABLE, 0)  # the command cannot read this process's memory or environment
         if prepared.has_caps:
             linux.drop_all_capabilities(prepared.bounding)
-        if spec.get("seccomp") and prepared.seccomp is not None:
-            _load_seccomp(prepared.seccomp)
+        if prepared.seccomp is not None:
+            if not view.filtered:
+                _load_seccomp(prepared.seccomp[0])
+            _load_seccomp(prepared.seccomp[1])
         where = "cwd"
         os.chdir(spec["cwd"])
         where = "exec"
@@ -358,7 +369,6 @@ def run_init(sock: socket.socket, own_pidns: bool, prepared: _Prepared) -> None:
 
     for signum in _FORWARDED:
         signal.signal(signum, forward)
-    _report(status, {"started": True})
     exit_status = 0
     while True:
         try:
@@ -379,9 +389,9 @@ def run_init(sock: socket.socket, own_pidns: bool, prepared: _Prepared) -> None:
 
 @dataclass
 class _Ready:
-    sock: socket.socket  # our end; the init waits on the other for its call
     init: int  # the init's pid (as we see it)
     reaped: int  # the child we reap for it: the keeper with namespaces, else the init itself
+    sock: socket.socket | None  # our end of the init's socket (None once handed to the server)
 
 
 class Supervisor:
@@ -390,7 +400,7 @@ class Supervisor:
         self.namespaces = namespaces
         self.prepared = prepared
         self.reader = FrameReader(sock)
-        self.ready: collections.deque[_Ready] = collections.deque()
+        self.offered: dict[int, _Ready] = {}  # init pid -> a ready init the server holds
         self.calls: dict[int, int] = {}  # call id -> init pid
         self.children: dict[int, int | None] = {}  # reaped pid -> call id (None while ready)
 
@@ -402,8 +412,6 @@ class Supervisor:
         for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, signal.SIG_DFL)
         self.sock.close()
-        for ready in self.ready:
-            ready.sock.close()
         for fd in self.reader.fds:  # fds of a frame not read in full yet
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -421,7 +429,7 @@ class Supervisor:
                 finally:
                     os._exit(1)
             theirs.close()
-            return self._track(_Ready(ours, init, init))
+            return self._track(_Ready(init, init, ours))
         # unshare(CLONE_NEWPID) only affects the caller's future children and cannot be undone in a user
         # namespace: a keeper makes the init (PID 1 of the new namespace) and stays its parent, so that the
         # chain of parent-death signals reaches it.
@@ -451,26 +459,44 @@ class Supervisor:
         data = os.read(read_end, 4)
         os.close(read_end)
         init = struct.unpack("=i", data)[0] if len(data) == 4 else -1
-        return self._track(_Ready(ours, init, keeper))
+        return self._track(_Ready(init, keeper, ours))
 
     def _track(self, ready: _Ready) -> _Ready:
         self.children[ready.reaped] = None
         return ready
 
+    def wanted(self) -> int:
+        return _POOL_BUSY if self.calls else _POOL_IDLE
+
     def refill(self) -> None:
-        while len(self.ready) < _POOL:
+        """Fork ready inits up to the pool size and offer each to the server."""
+        while len(self.offered) < self.wanted():
             ready = self.prefork()
-            if ready.init <= 0:
+            assert ready.sock is not None
+            try:
+                if ready.init <= 0:
+                    return
+                send_frame(self.sock, {"op": "ready", "init": ready.init, "fds": 1}, [ready.sock.fileno()])
+            finally:
                 ready.sock.close()
-                return
-            self.ready.append(ready)
+                ready.sock = None
+            self.offered[ready.init] = ready
 
     # -- requests ------------------------------------------------------------------------------
 
+    def took(self, call: int, init: int) -> None:
+        """The server handed call ``call`` to the offered init ``init``."""
+        ready = self.offered.pop(init, None)
+        if ready is not None and ready.reaped in self.children:
+            self.calls[call] = init
+            self.children[ready.reaped] = call
+
     def spawn(self, spec: dict[str, Any], fds: list[int]) -> None:
+        """No offered init was at hand: start the call with a new one."""
         call = int(spec["id"])
         spec["namespaces"] = self.namespaces and bool(spec.get("namespaces"))
-        ready = self.ready.popleft() if self.ready else self.prefork()
+        ready = self.prefork()
+        assert ready.sock is not None
         try:
             if ready.init <= 0:
                 raise OSError(0, "could not make a process for the call")
@@ -500,19 +526,14 @@ class Supervisor:
             if call is not None:
                 self.calls.pop(call, None)
             else:  # a ready init died before its call: forget it
-                for ready in [r for r in self.ready if r.reaped == pid]:
-                    self.ready.remove(ready)
-                    ready.sock.close()
+                for init in [i for i, r in self.offered.items() if r.reaped == pid]:
+                    del self.offered[init]
 
     def kill_all(self) -> None:
-        for ready in self.ready:
-            ready.sock.close()
-            with contextlib.suppress(OSError):
-                os.kill(ready.init, signal.SIGKILL)
-        self.ready.clear()
-        for init in list(self.calls.values()):
+        for init in [*self.offered, *self.calls.values()]:
             with contextlib.suppress(OSError):
                 os.kill(init, signal.SIGKILL)
+        self.offered.clear()
         deadline = time.monotonic() + 2.0
         while self.children and time.monotonic() < deadline:
             self.reap()
@@ -521,7 +542,9 @@ class Supervisor:
     def handle(self, message: dict[str, Any], fds: list[int]) -> None:
         op = message.get("op")
         try:
-            if op == "spawn" and len(fds) == _MAX_FDS:
+            if op == "took":
+                self.took(int(message["id"]), int(message["init"]))
+            elif op == "spawn" and len(fds) == _MAX_FDS:
                 self.spawn(message, fds)
             elif op == "signal":
                 self.signal(int(message["id"]), int(message["sig"]))
@@ -543,17 +566,26 @@ class Supervisor:
         selector = selectors.DefaultSelector()
         selector.register(self.sock, selectors.EVENT_READ)
         selector.register(wake_r, selectors.EVENT_READ)
-        self.refill()
-        self.sock.sendall(b"R")  # ready
+        self.sock.sendall(b"R")  # ready; offers follow
         while True:
             # Requests first; refill the pool of ready inits only when nothing is waiting.
-            events = selector.select(timeout=0 if len(self.ready) < _POOL else None)
+            events = selector.select(timeout=0 if len(self.offered) < self.wanted() else None)
             if not events:
-                self.refill()
+                try:
+                    self.refill()
+                except OSError as exc:
+                    if exc.errno in (errno.EPIPE, errno.ECONNRESET):
+                        self.kill_all()  # the server is gone
+                        return
+                    raise
                 continue
             for key, _ in events:
                 if key.fileobj is self.sock:
-                    if not self.reader.read():
+                    try:
+                        more = self.reader.read()
+                    except ConnectionResetError:
+                        more = False
+                    if not more:
                         self.kill_all()
                         return
                     for message, fds in self.reader.frames():
@@ -567,13 +599,14 @@ class Supervisor:
 def main(argv: list[str] | None = None) -> None:
     """``supervisor FD [namespaces] [seccomp=FD] [usual=FD]``: serve the server on socket FD until it closes.
 
-    ``usual`` carries the options of a usual call (JSON): each ready init sets up that much before its call."""
+    ``usual`` carries the options of a usual call (JSON): each ready init sets up that much before its call;
+    ``seccomp`` and ``seccomp_late`` the two parts of the filter."""
     args = sys.argv[1:] if argv is None else argv
     sock = socket.socket(fileno=int(args[0]))
     options = dict(arg.partition("=")[::2] for arg in args[1:])
     _die_with_parent()  # the server (or bubblewrap, which dies with the server)
     linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
-    prepared = _prepare(options.get("seccomp") or None, options.get("usual") or None)
+    prepared = _prepare(options.get("seccomp"), options.get("seccomp_late"), options.get("usual"))
     gc.freeze()  # what exists now is shared with every fork, untouched by the collector
     Supervisor(sock, "namespaces" in options, prepared).serve()
 
