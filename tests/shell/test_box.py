@@ -21,7 +21,8 @@ from typing import Any
 import anyio
 import psutil
 import pytest
-from mcp.types import ElicitResult
+from mcp.client import ClientRequestContext
+from mcp.types import ElicitResult, ListRootsResult, Root
 
 from support import RawClient, console_script, my_children_with, processes_with, serve, wait_until
 
@@ -245,6 +246,38 @@ async def test_the_root_file_system_is_read_only_and_the_jail_writable(workspace
     assert out["stdout"].count("Read-only file system") == 2
     assert (workspace / "inside.txt").read_text() == "ok\n"
     assert not Path("/etc/mcp-guard-x").exists()
+
+
+async def test_client_roots_narrow_what_a_boxed_command_may_write(workspace: Path) -> None:
+    """The box is prepared for the launch jail before any call; a client that narrows it to a subdirectory must
+    get a box whose writable part is that subdirectory only (the workspace lies under /tmp, which the box
+    otherwise replaces), and list_changed must widen it back to the launch jail, never beyond it."""
+    (workspace / "sub").mkdir(exist_ok=True)
+    roots = [workspace / "sub"]
+
+    async def list_roots(_ctx: ClientRequestContext) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=r.as_uri()) for r in roots])  # type: ignore[arg-type]
+
+    write = "for f in {inside} {outside}; do (echo x > $f) 2>/dev/null && echo wrote $f || echo refused $f; done"
+    async with serve(SX, workspace, elicitation_callback=approve_everything, list_roots_callback=list_roots) as client:
+        narrowed = [
+            await sh(
+                client, write.format(inside=workspace / "sub" / f"in{i}", outside=workspace / f"out{i}"), cwd="sub"
+            )
+            for i in range(2)
+        ]
+        roots[:] = [workspace]
+        await client.send_roots_list_changed()
+        widened = await sh(client, write.format(inside=workspace / "in", outside=workspace.parent / "beyond"))
+    for i, out in enumerate(narrowed):
+        assert out["stdout"].split("\n")[:2] == [
+            f"wrote {workspace / 'sub' / f'in{i}'}",
+            f"refused {workspace / f'out{i}'}",
+        ]
+        assert not (workspace / f"out{i}").exists()
+    # Outside the launch jail but under /tmp: the write lands in the call's private /tmp, never on the host.
+    assert widened["stdout"].split("\n")[0] == f"wrote {workspace / 'in'}"
+    assert (workspace / "in").exists() and not (workspace.parent / "beyond").exists()
 
 
 async def test_everyday_git_flow_works_in_the_box(workspace: Path) -> None:
