@@ -309,15 +309,60 @@ async def test_everyday_tools_write_the_project_and_tmpdir(workspace: Path) -> N
     assert stat.S_ISREG((workspace / "build" / "m").stat().st_mode)
 
 
-def _without_bwrap(tmp_path: Path) -> dict[str, str]:
-    """An environment whose PATH has everything of the real one but bubblewrap."""
+# What bubblewrap prints where unprivileged user namespaces are blocked (Ubuntu 24.04's AppArmor default).
+APPARMOR_BWRAP = "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"
+
+
+def _without_bwrap(tmp_path: Path, stand_in: str | None = None) -> dict[str, str]:
+    """An environment whose PATH has everything of the real one but bubblewrap (or ``stand_in`` as bwrap)."""
     shadow = tmp_path / "no-bwrap-bin"
     shadow.mkdir()
     for directory in os.environ["PATH"].split(os.pathsep):
         for entry in Path(directory).glob("*") if Path(directory).is_dir() else []:
             if entry.name != "bwrap" and not (shadow / entry.name).exists():
                 (shadow / entry.name).symlink_to(entry)
+    if stand_in is not None:
+        (shadow / "bwrap").write_text(stand_in)
+        (shadow / "bwrap").chmod(0o755)
     return {**os.environ, "PATH": str(shadow)}
+
+
+def test_sandbox_required_refuses_to_start_when_user_namespaces_are_blocked(workspace: Path, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [console_script(SX), "--audit-log", str(tmp_path / "a.jsonl"), "--sandbox", "required"],
+        cwd=workspace,
+        env=_without_bwrap(tmp_path, APPARMOR_BWRAP),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "setting up uid map: Permission denied" in proc.stderr
+    assert "kernel.apparmor_restrict_unprivileged_userns=0" in proc.stderr
+
+
+def test_sandbox_auto_with_user_namespaces_blocked_runs_without_the_box_and_names_the_fix(
+    workspace: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "server.stderr"
+    raw = RawClient(
+        [console_script(SX), "--audit-log", str(tmp_path / "a.jsonl")],
+        workspace,
+        stderr=log,
+        env=_without_bwrap(tmp_path, APPARMOR_BWRAP),
+    )
+    try:
+        raw.initialize()
+        answer = raw.request(1, "tools/call", {"name": "shell_exec", "arguments": {"command": "echo hi"}})
+    finally:
+        raw.close()
+    result = answer["result"]["structuredContent"]
+    assert result["stdout"] == "hi\n"
+    assert "bwrap" not in result["sandbox"] and "landlock" in result["sandbox"]
+    said = "\n".join(raw.stderr_lines())
+    assert "no box" in said and "kernel.apparmor_restrict_unprivileged_userns=0" in said
 
 
 def test_sandbox_required_refuses_to_start_without_bubblewrap(workspace: Path, tmp_path: Path) -> None:
