@@ -19,7 +19,7 @@ import pytest
 from mcp.client import ClientRequestContext
 from mcp.types import ElicitRequestParams, ElicitResult
 
-from mcp_server_guard.shell.sandbox.confine import landlock_abi
+from mcp_server_guard.shell.sandbox.planning import landlock_abi
 from support import (
     RawClient,
     console_script,

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_server_guard.shell.sandbox.confine import landlock_abi
+from mcp_server_guard.shell.sandbox.planning import landlock_abi
 from support import console_script, serve
 
 pytestmark = [

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mcp_server_guard.policy import PolicyError, load_policy
-from mcp_server_guard.shell.parse import parse
+from mcp_server_guard.shell.parsing import parse
 from mcp_server_guard.shell.rules import PolicyEngine
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ from mcp_server_guard.serving.launch import build_config
 from mcp_server_guard.serving.server import GuardedServer
 from mcp_server_guard.shell.execution import limits_of
 from mcp_server_guard.shell.process import REGISTRY
-from mcp_server_guard.shell.sandbox.confine import NetworkMode, ReadScope, SandboxMode, plan
+from mcp_server_guard.shell.sandbox.planning import NetworkMode, ReadScope, SandboxMode, plan
 from mcp_server_shell_exec import server as shell_exec
 
 _DISTRIBUTIONS = {"file_read": "mcp-server-file-read", "file_write": "mcp-server-file-write"}

@@ -41,9 +41,9 @@ from mcp_server_guard.serving.launch import (
     run_app,
     usage_error,
 )
-from mcp_server_guard.shell.parse import TooComplex
+from mcp_server_guard.shell.parsing import TooComplex
 from mcp_server_guard.shell.rules import PolicyEngine
-from mcp_server_guard.shell.sandbox.confine import NetworkMode, ReadScope, SandboxMode
+from mcp_server_guard.shell.sandbox.planning import NetworkMode, ReadScope, SandboxMode
 
 PROG = "mcp-guard"
 app = typer.Typer(

@@ -11,7 +11,7 @@ from mcp_server_guard._lazy import lazy_exports
 if TYPE_CHECKING:
     from mcp_server_guard.shell.approval import Approval, Checked, NoQuestion, question, require_approval
     from mcp_server_guard.shell.execution import BASH, Prepared, ShellExec, limit_hit, limits_of
-    from mcp_server_guard.shell.parse import TooComplex, parse
+    from mcp_server_guard.shell.parsing import TooComplex, parse
     from mcp_server_guard.shell.process import REGISTRY, RunResult, base_env, build_env, run
     from mcp_server_guard.shell.rules import PolicyEngine, Verdict
 
@@ -25,13 +25,13 @@ _EXPORTS = {
     "REGISTRY": "process",
     "RunResult": "process",
     "ShellExec": "execution",
-    "TooComplex": "parse",
+    "TooComplex": "parsing",
     "Verdict": "rules",
     "base_env": "process",
     "build_env": "process",
     "limit_hit": "execution",
     "limits_of": "execution",
-    "parse": "parse",
+    "parse": "parsing",
     "question": "approval",
     "require_approval": "approval",
     "run": "process",

@@ -17,11 +17,11 @@ from mcp_server_guard.files.jail import Jail
 from mcp_server_guard.policy import ShellPolicy
 from mcp_server_guard.protected import Protection, Survey
 from mcp_server_guard.shell.boxed import run_boxed
-from mcp_server_guard.shell.parse import TooComplex
+from mcp_server_guard.shell.parsing import TooComplex
 from mcp_server_guard.shell.process import RunResult, base_env, build_env, run
 from mcp_server_guard.shell.rules import PolicyEngine, Verdict
 from mcp_server_guard.shell.sandbox.boxing import call_options
-from mcp_server_guard.shell.sandbox.confine import Limits, SandboxPlan, confine
+from mcp_server_guard.shell.sandbox.planning import Limits, SandboxPlan, confine
 
 __all__ = ["BASH", "Prepared", "ShellExec", "limit_hit", "limits_of"]
 

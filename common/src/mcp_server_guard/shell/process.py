@@ -29,7 +29,7 @@ from typing import IO
 import anyio
 
 from mcp_server_guard.errors import SecurityError
-from mcp_server_guard.shell.sandbox.confine import Confinement, children, reap_orphans
+from mcp_server_guard.shell.sandbox.planning import Confinement, children, reap_orphans
 
 # Taken from the server's own environment; everything else is dropped.
 BASE_ENV_NAMES = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TZ")

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mcp_server_guard.policy import INFORMATIONAL, Action, Rule, ShellPolicy
-from mcp_server_guard.shell.parse import (
+from mcp_server_guard.shell.parsing import (
     MAX_COMMANDS,
     Command,
     Finding,

@@ -8,7 +8,7 @@ import typer
 
 from mcp_server_guard.serving.launch import server_cli, usage_error
 from mcp_server_guard.serving.server import GuardedServer, ServerConfig
-from mcp_server_guard.shell.sandbox.confine import NetworkMode, ReadScope, SandboxMode, SandboxUnavailable, plan
+from mcp_server_guard.shell.sandbox.planning import NetworkMode, ReadScope, SandboxMode, SandboxUnavailable, plan
 
 PROG = "mcp-server-shell-exec"
 

@@ -25,7 +25,7 @@ from mcp_server_guard.shell.approval import Approval, Checked, NoQuestion, quest
 from mcp_server_guard.shell.execution import ShellExec, limit_hit
 from mcp_server_guard.shell.process import REGISTRY
 from mcp_server_guard.shell.sandbox.boxing import close_box
-from mcp_server_guard.shell.sandbox.confine import SandboxPlan, release
+from mcp_server_guard.shell.sandbox.planning import SandboxPlan, release
 
 # Seed 004's contract, verbatim.
 TOOL_NAME = "shell_exec"

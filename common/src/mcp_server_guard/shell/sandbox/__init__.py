@@ -10,7 +10,7 @@ from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mcp_server_guard.shell.sandbox.boxing import call_options, close_box, open_box
-    from mcp_server_guard.shell.sandbox.confine import (
+    from mcp_server_guard.shell.sandbox.planning import (
         Confinement,
         Limits,
         NetworkMode,
@@ -27,19 +27,19 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS = {
-    "Confinement": "confine",
-    "Limits": "confine",
-    "NetworkMode": "confine",
-    "ReadScope": "confine",
-    "SandboxMode": "confine",
-    "SandboxPlan": "confine",
-    "SandboxUnavailable": "confine",
-    "confine": "confine",
-    "landlock_abi": "confine",
-    "plan": "confine",
-    "release": "confine",
-    "release_all": "confine",
-    "sweep_stale_tmpdirs": "confine",
+    "Confinement": "planning",
+    "Limits": "planning",
+    "NetworkMode": "planning",
+    "ReadScope": "planning",
+    "SandboxMode": "planning",
+    "SandboxPlan": "planning",
+    "SandboxUnavailable": "planning",
+    "confine": "planning",
+    "landlock_abi": "planning",
+    "plan": "planning",
+    "release": "planning",
+    "release_all": "planning",
+    "sweep_stale_tmpdirs": "planning",
     "call_options": "boxing",
     "close_box": "boxing",
     "open_box": "boxing",

@@ -20,13 +20,13 @@ from typing import Any
 from mcp_server_guard.paths import within
 from mcp_server_guard.shell.sandbox import seccomp
 from mcp_server_guard.shell.sandbox.box import Box, BoxSpec, BoxUnavailable
-from mcp_server_guard.shell.sandbox.confine import (
+from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
+from mcp_server_guard.shell.sandbox.planning import (
     ReadScope,
     SandboxMode,
     SandboxPlan,
     SandboxUnavailable,
 )
-from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
 
 __all__ = ["call_options", "close_box", "open_box"]
 

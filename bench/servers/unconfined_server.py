@@ -1,11 +1,12 @@
 """Run mcp-server-shell-exec with the kernel sandbox taken out of the spawn: the unconfined floor of bench section 11.
 
-    python bench/unconfined_server.py TMPDIR [SERVER ARGS...]
+    python bench/servers/unconfined_server.py TMPDIR [SERVER ARGS...]
 
-Per run, ShellExec.execute calls sandbox.confine() (a fresh private TMPDIR, the Landlock ruleset) and hands the
-Confinement to process.run, which applies it: Landlock (and, as root with --network deny, a new network namespace)
-on a fresh spawning thread, then a vfork spawn, then the rlimits on the child with prlimit; close() removes the
-TMPDIR. Even with --sandbox off the server still makes the TMPDIR and sets the rlimits.
+Without the box (--sandbox off), per run ShellExec.execute calls sandbox.confine() (a fresh private TMPDIR, the
+Landlock ruleset) and hands the Confinement to process.run, which applies it: Landlock (and, as root with --network
+deny, a new network namespace) on a fresh spawning thread, then a vfork spawn, then the rlimits on the child with
+prlimit; close() removes the TMPDIR. Even with --sandbox off the server still makes the TMPDIR and sets the
+rlimits.
 
 Here confine() returns a confinement with no ruleset and no network namespace (so process.run spawns on the event
 loop thread, no spawning thread, no preexec_fn: a plain vfork), whose limit() sets nothing (no prlimit) and whose
@@ -23,7 +24,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from mcp_server_guard.shell.sandbox.confine import Confinement
+from mcp_server_guard.shell.sandbox import Confinement
 
 MODULE = "mcp_server_shell_exec"
 

@@ -40,7 +40,7 @@ from mcp_server_guard.shell.sandbox import landlock
 if TYPE_CHECKING:
     from mcp_server_guard.shell.sandbox.box import Box
 
-log = logging.getLogger("mcp_server_guard.shell.sandbox.confine")
+log = logging.getLogger("mcp_server_guard.shell.sandbox.planning")
 
 _PR_SET_NO_NEW_PRIVS = 38
 _CLONE_NEWNET = 0x40000000
@@ -125,7 +125,7 @@ def _probe_netns() -> bool:
 
     try:
         done = subprocess.run(
-            [sys.executable, "-c", "import mcp_server_guard.shell.sandbox.confine as s; s._enter_netns()"],
+            [sys.executable, "-c", "import mcp_server_guard.shell.sandbox.planning as s; s._enter_netns()"],
             capture_output=True,
             timeout=20,
             check=False,

@@ -1,10 +1,10 @@
 """Run mcp-server-shell-exec under tracemalloc and say where a call's Python memory peaks.
 
-    python bench/memtrace_server.py OUT.jsonl [SERVER ARGS...]
+    python bench/servers/memtrace_server.py OUT.jsonl [SERVER ARGS...]
 
-Wraps the server's process runner (``run``: the command, its two bounded output buffers, the rendering of
-head + tail into text) and splits each call at the end of it. SIGUSR2 appends one JSON line to OUT.jsonl for
-the call that last ran, in bytes of traced Python allocations:
+Wraps the server's process runners (``run`` without the box, ``run_boxed`` in it: the command, its two bounded
+output buffers, the rendering of head + tail into text) and splits each call at the end of it. SIGUSR2 appends
+one JSON line to OUT.jsonl for the call that last ran, in bytes of traced Python allocations:
 
   run_peak          peak during run() over the traced memory when run() began (buffers, chunks, rendered text)
   run_retained      still allocated when run() returned (the rendered stdout/stderr)
@@ -48,20 +48,22 @@ def main() -> None:
     out = sys.argv[1]
     sys.argv = [MODULE, *sys.argv[2:]]
     tracemalloc.start()
-    from mcp_server_guard.shell import execution
+    from mcp_server_guard.shell import execution  # after tracemalloc.start(): its imports are traced too
 
     state: dict[str, int] = {}
-    original: Callable[..., Awaitable[Any]] = execution.run
 
-    async def traced_run(*args: Any, **kwargs: Any) -> Any:
-        start = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-        try:
-            return await original(*args, **kwargs)
-        finally:
-            current, peak = tracemalloc.get_traced_memory()
+    def traced(original: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        async def traced_run(*args: Any, **kwargs: Any) -> Any:
+            start = tracemalloc.get_traced_memory()[0]
             tracemalloc.reset_peak()
-            state.update(start=start, run_peak=peak - start, run_retained=current - start)
+            try:
+                return await original(*args, **kwargs)
+            finally:
+                current, peak = tracemalloc.get_traced_memory()
+                tracemalloc.reset_peak()
+                state.update(start=start, run_peak=peak - start, run_retained=current - start)
+
+        return traced_run
 
     def report(_signum: int, _frame: FrameType | None) -> None:
         current, peak = tracemalloc.get_traced_memory()
@@ -76,7 +78,9 @@ def main() -> None:
         with open(out, "a") as f:
             f.write(json.dumps(line) + "\n")
 
-    execution.run = traced_run  # type: ignore[assignment]  # ShellExec.execute looks the name up at call time
+    # ShellExec.execute looks both names up in its module at call time.
+    for name in ("run", "run_boxed"):
+        vars(execution)[name] = traced(vars(execution)[name])
     signal.signal(signal.SIGUSR2, report)
     runpy.run_module(MODULE, run_name="__main__", alter_sys=True)
 
