@@ -100,8 +100,9 @@ def memory_rows(r: dict[str, Any], rows: list[Row], notes: list[str]) -> None:
         if case is None:
             continue
         reply = case.get("response_bytes")
-        bound = 4 * case["max_output_bytes"] if "max_output_bytes" in case else None
-        target = f"reply ≤ {mib(bound)}" if bound else "recorded"
+        # The documented bound: 4 bytes of reply per byte kept (JSON escapes, sent twice) and 8 KiB of envelope.
+        bound = 4 * case["max_output_bytes"] + 8192 if "max_output_bytes" in case else None
+        target = f"reply ≤ 4 × maxOutputBytes + 8 KiB ({bound:,} B)" if bound else "recorded"
         rows.append(
             (
                 f"12 peak RSS: {label}",
