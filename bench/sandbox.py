@@ -27,7 +27,6 @@ from bench.core import (
 )
 from bench.plans import SANDBOX_TITLES, release_plans, sandbox_plans
 from bench.report import Row, delta, ms, verdict
-
 from mcp_server_guard.shell.sandbox import close_box, open_box
 
 
