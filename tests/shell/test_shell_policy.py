@@ -236,3 +236,25 @@ def test_word_resolution_matches_real_bash(word: str) -> None:
 def test_packaged_policies_are_found_by_name() -> None:
     assert load_policy(Path("readonly")).shell_exec.mode == "allowlist"
     assert load_policy(Path("readonly.toml")).shell_exec.mode == "allowlist"
+
+
+REDIRECTED_LINES = [
+    "printf '%s\\0' 2>/dev/null -rf x", "printf '%s\\0' a 2>/dev/null b 2>>/dev/null c",
+    "2>/dev/null printf '%s\\0' a b",
+    "printf '%s\\0' a <<< x b", "printf '%s\\0' a </dev/null b", "true && printf '%s\\0' x 2>/dev/null y",
+    "printf '%s\\0' a 2>/dev/null 'b c' \"d\"", "printf '%s\\0' a 2>&1 b", "printf '%s\\0' a <<EOF b\nbody\nEOF\n",
+    "{ printf '%s\\0' a 2>/dev/null b; }", "printf '%s\\0' a 2>/dev/null b | cat",
+    "false || printf '%s\\0' 2>/dev/null -c x",
+    "printf '%s\\0' a 2>/dev/null b 2>/dev/null c 2>/dev/null d", "(printf '%s\\0' 2>/dev/null of=/dev/sda)",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("line", REDIRECTED_LINES)
+def test_words_after_a_redirection_are_the_commands_arguments_as_in_real_bash(line: str) -> None:
+    """Differential check: `rm 2>/dev/null -rf ~` hid -rf; every word bash passes must be in the argv we judge."""
+    import subprocess
+
+    printf = next(c for c in parse(line).commands if c.words[0].value == "printf")
+    ours = [w.value for w in printf.words[2:]]
+    real = subprocess.run(["/bin/bash", "--noprofile", "--norc", "-c", line], capture_output=True, timeout=10)
+    assert ours == real.stdout.decode().split("\0")[:-1], line

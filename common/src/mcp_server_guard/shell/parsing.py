@@ -34,6 +34,7 @@ _ANSI_SIMPLE = {
     "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
 }  # fmt: skip
 _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
+_SIMPLE_BODIES = frozenset({"command", "pipeline", "list", "negated_command", "declaration_command", "unset_command"})
 _DYNAMIC_NODES = frozenset(
     {"simple_expansion", "expansion", "command_substitution", "process_substitution", "arithmetic_expansion"}
 )
@@ -66,6 +67,8 @@ class Command:
     piped: bool = False  # reads a pipe from a previous command
     stdin_text: str | None = None  # a here-doc or here-string body, when static
     stdin_dynamic: bool = False  # a here-doc/here-string whose body has expansions
+    stdin_file: bool = False  # `< file`: stdin is a file's content
+    assignments: list[tuple[str, Word]] = field(default_factory=list)  # NAME=value words before the program
 
 
 @dataclass(frozen=True)
@@ -324,9 +327,10 @@ class _Walker:
                 words.append(resolve_word(child.named_children[0]) if child.named_children else Word("", ""))
                 self._nested(child)
             elif kind == "variable_assignment":
+                command.assignments.append(_assignment(child))
                 self._nested(child)  # A=$(rm …) runs rm
             elif kind == "file_redirect":
-                self._redirect(child)
+                self._redirect(child, command)
             elif kind == "herestring_redirect":
                 body = child.named_children[-1] if child.named_children else None
                 if body is not None:
@@ -352,18 +356,23 @@ class _Walker:
     def _redirected(self, node: Node, piped: bool) -> None:
         body = node.child_by_field_name("body") or (node.named_children[0] if node.named_children else None)
         before = len(self.parsed.commands)
+        simple = body is not None and body.type in _SIMPLE_BODIES
         for child in node.named_children:
+            owner = self.parsed.commands[-1] if simple and len(self.parsed.commands) > before else None
             if child is body:
                 self.walk(child, piped)
             elif child.type == "heredoc_redirect":
-                self._heredoc(child, self.parsed.commands[before] if len(self.parsed.commands) > before else None)
+                self._heredoc(child, owner)
             elif child.type == "herestring_redirect":
-                owner = self.parsed.commands[before] if len(self.parsed.commands) > before else None
                 word = resolve_word(child.named_children[-1]) if child.named_children else Word(None, "")
                 if owner is not None:
                     owner.stdin_text, owner.stdin_dynamic = word.value, word.value is None
+                for extra in child.named_children[1:]:
+                    self._extra_word(extra, owner)
             elif child.type == "file_redirect":
-                self._redirect(child)
+                # Bash attaches `a && b >o c` to `b`, the last simple command of the statement; a compound
+                # statement takes no words after a redirection (bash: syntax error), so none are owned there.
+                self._redirect(child, owner)
             else:
                 self.walk(child, piped)
 
@@ -385,11 +394,13 @@ class _Walker:
                 # `cat <<EOF | sh`: the rest of the pipeline hangs off the here-doc node.
                 self.walk(child, piped=True)
             elif child.type == "file_redirect":
-                self._redirect(child)
+                self._redirect(child, owner)
+            elif child.type not in ("heredoc_end",):
+                self._extra_word(child, owner)  # `cat <<EOF -n y`: -n and y are cat's arguments
         if owner is not None:
             owner.stdin_text, owner.stdin_dynamic = (None if dynamic else body_text), dynamic
 
-    def _redirect(self, node: Node) -> None:
+    def _redirect(self, node: Node, owner: Command | None = None) -> None:
         op = ""
         fd: str | None = None
         target: Word | None = None
@@ -400,12 +411,27 @@ class _Walker:
                 op = _text(child)
             elif target is None:
                 target = resolve_word(child)
-                self._nested(node)
+                self._nested(child)
+            else:
+                # Threat: `rm 2>/dev/null -rf ~`. tree-sitter files the words after a redirection's target
+                # under the redirection; bash passes them to the command. Losing them hid `-rf`.
+                self._extra_word(child, owner)
+        if op == "<" and fd in (None, "0") and owner is not None:
+            owner.stdin_file = True
         if target is not None and op not in (">&", "<&", ">&-", "<&-"):
             self.parsed.redirects.append(Redirect(op, target, fd))
         elif target is not None and target.value is not None and not target.value.isdigit() and target.value != "-":
             # `>& file` is bash for `&> file`.
             self.parsed.redirects.append(Redirect("&>", target, fd))
+
+    def _extra_word(self, node: Node, owner: Command | None) -> None:
+        if owner is None:
+            self.parsed.findings.append(
+                Finding("parse-error", f"a word after a redirection has no command to belong to: {_text(node)[:40]!r}")
+            )
+        else:
+            owner.words.append(resolve_word(node))
+        self._nested(node)
 
     def _function(self, node: Node) -> None:
         name_node = node.child_by_field_name("name") or (node.named_children[0] if node.named_children else None)
@@ -417,6 +443,18 @@ class _Walker:
         spawns = any(n.type == "pipeline" or (not n.is_named and _text(n) == "&") for n in _descendants(body))
         if calls_itself and spawns:
             self.parsed.findings.append(Finding("fork-bomb", f"function {name!r} spawns copies of itself"))
+
+
+def _assignment(node: Node) -> tuple[str, Word]:
+    """NAME=value (or NAME+=value, NAME[i]=value): the name as written and the value's word."""
+    name_node = node.named_children[0] if node.named_children else None
+    name = _text(name_node) if name_node is not None else ""
+    value_nodes = node.named_children[1:]
+    if not value_nodes:
+        return name, Word("", "")
+    if len(value_nodes) == 1:
+        return name, resolve_word(value_nodes[0])
+    return name, Word(None, _text(node))  # an array (a=(…)): judged by its parts' substitutions
 
 
 def _descendants(node: Node) -> Iterator[Node]:
