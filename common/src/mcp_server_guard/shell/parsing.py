@@ -40,6 +40,23 @@ _DYNAMIC_NODES = frozenset(
 )
 
 
+# $NAME, ${NAME} and the special parameters: the references whose value a line can fix.
+_PLAIN_REF = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\}|([$!?#]))")
+# Parameters that always hold a number (a pid, a status, a count): never an option, never -1.
+_NUMERIC = frozenset({"$", "!", "?", "#", "PPID", "BASHPID", "RANDOM", "SRANDOM", "SECONDS", "LINENO", "UID", "EUID"})
+_ARITH_TEST_OPS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+_ARITH_ASSIGN = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^=", "++", "--"})
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Threat: a name with a subscript that runs code (`printf -v 'a[$(rm -rf v)]' x`): bash evaluates the
+# subscript of a name it is given as arithmetic, and arithmetic expands $(…) and `…`.
+_CODE_SUBSCRIPT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[[^\]]*[$`]")
+# Builtins that take variable names (and evaluate their subscripts).
+_NAME_TAKERS = frozenset(
+    {"printf", "read", "unset", "declare", "typeset", "local", "readonly", "export", "mapfile", "readarray",
+     "getopts", "test", "[", "let", "wait"}
+)  # fmt: skip
+
+
 class TooComplex(ValueError):
     """The line is too big or too deeply nested to be analysed within the bounds above."""
 
@@ -52,6 +69,7 @@ class Word:
     raw: str
     glob: bool = False  # unquoted glob or brace expansion: the word may become several
     prompt_expansion: bool = False  # ${var@P}: the value is itself expanded like a prompt
+    split: bool = False  # an unquoted variable whose known value bash splits into several words
 
     @property
     def static(self) -> str | None:
@@ -96,6 +114,35 @@ class Parsed:
     commands: list[Command] = field(default_factory=list)
     redirects: list[Redirect] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    # Variables that bash evaluates as arithmetic (or as a variable's name) but the line never sets: their
+    # value comes from the environment, which the engine checks.
+    evaluated_from_env: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Known:
+    """What the line itself says about its variables: every value assigned, and which are only ever integers."""
+
+    assigned: dict[str, list[Word | None]] = field(default_factory=dict)  # None: set at run time (read …)
+    integers: set[str] = field(default_factory=set)  # assigned by arithmetic (i=0, i++)
+
+    def value(self, name: str) -> str | None:
+        """The value a reference to ``name`` has, when the line fixes it (a single static assignment)."""
+        if name in _NUMERIC:
+            return "$" + name  # a number: shown as written
+        values = self.assigned.get(name)
+        if not values:
+            return "~" if name == "HOME" and name not in self.integers else None
+        if len(values) == 1 and values[0] is not None and values[0].static is not None:
+            return values[0].static
+        return None
+
+    def code_in(self, name: str) -> bool | None:
+        """Could evaluating ``name``'s value as arithmetic run code? None: the line never sets it."""
+        values = self.assigned.get(name)
+        if not values:
+            return None if name not in self.integers and name not in _NUMERIC else False
+        return any(word is None or word.value is None or re.search(r"[$`]", word.value) for word in values)
 
 
 @functools.cache
@@ -174,8 +221,8 @@ def _unquoted(text: str) -> tuple[str, bool]:
     return joined, glob or bool(_BRACE.search(text))
 
 
-def _double_quoted(inner: str) -> str | None:
-    """The value of a "…" string's inside, by bash's rules; None when it expands anything.
+def _double_quoted(inner: str, known: Known | None = None) -> str | None:
+    """The value of a "…" string's inside, by bash's rules; None when it expands anything not known.
 
     Computed from the source text, not from tree nodes, so no token (a lone ``$``) is ever dropped.
     """
@@ -189,6 +236,15 @@ def _double_quoted(inner: str) -> str | None:
                 out.append(nxt)
             i += 2
             continue
+        if ch == "$" and known is not None:
+            ref = _PLAIN_REF.match(inner, i)
+            if ref is not None:
+                value = known.value(ref.group(1) or ref.group(2) or ref.group(3))
+                if value is None:
+                    return None
+                out.append(value)
+                i = ref.end()
+                continue
         if ch == "`" or (ch == "$" and nxt and (nxt.isalnum() or nxt in "_{(@*#?$!-")):
             return None
         out.append(ch)
@@ -200,10 +256,19 @@ def _is_prompt_expansion(node: Node) -> bool:
     return node.type == "expansion" and bool(re.search(r"@[PpEAKaQUuLk]?\}$", _text(node))) and "@P" in _text(node)
 
 
-def resolve_word(node: Node) -> Word:
-    """The static value of one argument node, as bash would produce it (or unknown)."""
+def resolve_word(node: Node, known: Known | None = None) -> Word:
+    """The static value of one argument node, as bash would produce it (or unknown).
+
+    ``known`` holds the variables whose value the line itself fixes (``F=-rf; rm $F ~`` is ``rm -rf ~``)."""
     raw = _text(node)
     kind = node.type
+    if kind in ("simple_expansion", "expansion") and known is not None:
+        ref = _PLAIN_REF.fullmatch(raw)
+        value = known.value(ref.group(1) or ref.group(2) or ref.group(3)) if ref is not None else None
+        if value is not None:
+            return Word(value, raw, split=True)
+    if kind == "variable_name":
+        return Word(raw, raw)
     if kind in ("word", "number", "file_descriptor"):
         value, glob = _unquoted(raw)
         return Word(value, raw, glob=glob)
@@ -213,25 +278,25 @@ def resolve_word(node: Node) -> Word:
         return Word(_decode_ansi_c(raw[2:-1]), raw)
     if kind in ("string", "translated_string"):
         inner = raw[2:-1] if raw.startswith('$"') else raw[1:-1]
-        return Word(_double_quoted(inner), raw, prompt_expansion="@P}" in raw)
+        return Word(_double_quoted(inner, known), raw, prompt_expansion="@P}" in raw)
     if kind == "concatenation":
         parts: list[str] = []
         glob = prompt = False
-        known = True
+        static = True
         for child in node.children:
             if not child.is_named:  # a bare token inside a word (e.g. a lone "$") is literal text
                 parts.append(_text(child))
                 continue
-            word = resolve_word(child)
+            word = resolve_word(child, known)
             glob = glob or word.glob
             prompt = prompt or word.prompt_expansion
             if word.value is None:
-                known = False
+                static = False
             else:
                 parts.append(word.value)
         if _BRACE.search(raw) and not raw.startswith(("'", '"')):
             glob = True
-        return Word("".join(parts) if known else None, raw, glob=glob, prompt_expansion=prompt)
+        return Word("".join(parts) if static else None, raw, glob=glob, prompt_expansion=prompt)
     return Word(None, raw, prompt_expansion=_is_prompt_expansion(node))
 
 
@@ -290,9 +355,102 @@ def _has_dynamic(node: Node) -> bool:
     return any(_has_dynamic(child) for child in node.named_children)
 
 
+def _collect(root: Node) -> Known:
+    """Every assignment in the line (standalone, ``declare``, ``for``, arithmetic, ``read`` and friends)."""
+    known = Known()
+
+    def add(name: str, word: Word | None) -> None:
+        known.assigned.setdefault(name.partition("[")[0], []).append(word)
+
+    for node in _descendants(root):
+        kind = node.type
+        if kind == "variable_assignment" and node.parent is not None:
+            name, word = _assignment(node)
+            if node.parent.type == "c_style_for_statement":
+                known.integers.add(name)
+            elif node.parent.type != "command":  # `X=1 cmd` sets X for cmd only, not for the line
+                add(name, None if "+=" in _text(node)[: len(name) + 2] else word)
+        elif kind == "for_statement":
+            variable = node.child_by_field_name("variable")
+            values = node.children_by_field_name("value")
+            if variable is not None:
+                if not values:  # `for x; do` iterates over "$@"
+                    add(_text(variable), None)
+                for value in values:
+                    add(_text(variable), resolve_word(value))
+        elif kind in ("binary_expression", "postfix_expression", "unary_expression") and _in_arithmetic(node):
+            operators = {_text(c) for c in node.children if not c.is_named}
+            target = next((c for c in node.named_children if c.type == "variable_name"), None)
+            if target is not None and operators & _ARITH_ASSIGN:
+                known.integers.add(_text(target))
+        elif kind == "command":
+            name_node = node.child_by_field_name("name")
+            program = _text(name_node) if name_node is not None else ""
+            if program in ("read", "mapfile", "readarray", "getopts", "printf"):
+                words = [_text(w) for w in node.children_by_field_name("argument")]
+                for name in _names_set_by(program, words):
+                    add(name, None)
+    return known
+
+
+def _names_set_by(program: str, words: list[str]) -> list[str]:
+    """The variables ``read``/``mapfile``/``getopts``/``printf -v`` set (to values only run time knows)."""
+    if program == "printf":
+        return [words[i + 1] for i, w in enumerate(words[:-1]) if w == "-v"]
+    if program == "getopts":
+        return words[1:2]
+    return [w for w in words if _IDENT.fullmatch(w)]
+
+
+def _arithmetic_parts(node: Node) -> Iterator[Node]:
+    """The nodes of an arithmetic expression, not entering command substitutions or a loop's body."""
+    for child in node.children:
+        if child.type in ("command_substitution", "process_substitution", "do_group", "compound_statement"):
+            continue
+        yield child
+        yield from _arithmetic_parts(child)
+
+
+def _in_arithmetic(node: Node) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.type in ("arithmetic_expansion", "c_style_for_statement") or (
+            parent.type == "compound_statement" and parent.children and _text(parent.children[0]) == "(("
+        ):
+            return True
+        if parent.type in ("command", "program"):
+            return False
+        parent = parent.parent
+    return False
+
+
 class _Walker:
-    def __init__(self, parsed: Parsed) -> None:
+    def __init__(self, parsed: Parsed, known: Known) -> None:
         self.parsed = parsed
+        self.known = known
+
+    def _word(self, node: Node) -> Word:
+        return resolve_word(node, self.known)
+
+    def _evaluated(self, names: Iterator[str] | list[str], where: str) -> None:
+        """Variables bash evaluates as arithmetic or as a name: their value is code when it holds $(…)."""
+        for name in names:
+            code = self.known.code_in(name)
+            if code is None:
+                self.parsed.evaluated_from_env.add(name)
+            elif code:
+                self.parsed.findings.append(
+                    Finding("code-in-data", f"{where} evaluates ${name}, whose value can run commands")
+                )
+
+    def _arithmetic(self, node: Node, where: str) -> None:
+        names: list[str] = []
+        for part in _arithmetic_parts(node):
+            if part.type == "variable_name":
+                names.append(_text(part))
+            elif part.type == "word":
+                names += [m.group() for m in _IDENT.finditer(_text(part))]
+        self._evaluated(names, where)
 
     def walk(self, node: Node, piped: bool = False) -> None:
         kind = node.type
@@ -315,37 +473,90 @@ class _Walker:
             return
         if kind == "herestring_redirect":
             return  # handled by the command that owns it
+        self._code_in_data(node)
+        if kind == "variable_assignment":
+            name, word = _assignment(node)
+            if word.prompt_expansion:
+                self.parsed.findings.append(Finding("prompt-expansion", f"{name}=${{…@P}} expands a value as a prompt"))
         for child in node.named_children:
             self.walk(child, piped)
+
+    def _code_in_data(self, node: Node) -> None:
+        """Threat: places where bash evaluates a variable's value as code — arithmetic (`$((x))`, `((x))`,
+        `for ((…))`, `[[ $x -eq 0 ]]`, subscripts), indirection (`${!x}`) and names given to builtins."""
+        kind = node.type
+        if kind in ("arithmetic_expansion", "c_style_for_statement"):
+            self._arithmetic(node, "arithmetic")
+        elif kind == "compound_statement" and node.children and _text(node.children[0]) == "((":
+            self._arithmetic(node, "(( ))")
+        elif kind == "binary_expression" and any(
+            c.type == "test_operator" and _text(c) in _ARITH_TEST_OPS for c in node.children
+        ):
+            self._arithmetic(node, "[[ … -eq … ]]")
+        elif kind == "unary_expression" and any(_text(c) == "-v" for c in node.children):
+            for operand in node.named_children[1:]:
+                self._name_argument(_text(operand), "[[ -v ]]")
+        elif kind == "expansion":
+            text = _text(node)
+            if text.startswith("${!"):
+                self._evaluated([m.group() for m in _IDENT.finditer(text[3:])][:1], "${!…}")
+            for sub in (c for c in node.named_children if c.type == "subscript"):
+                index = sub.named_children[1:] if len(sub.named_children) > 1 else []
+                for part in index:
+                    self._arithmetic(part, "an array subscript")
+                    if part.type == "word":
+                        self._evaluated([m.group() for m in _IDENT.finditer(_text(part))], "an array subscript")
+
+    def _name_argument(self, value: str | None, where: str) -> None:
+        if value is not None and _CODE_SUBSCRIPT.search(value):
+            self.parsed.findings.append(
+                Finding("code-in-data", f"{where} is given the name {value!r}, whose subscript runs commands")
+            )
 
     def _command(self, node: Node, piped: bool) -> None:
         words: list[Word] = []
         command = Command(words=words, text=_text(node), piped=piped)
+        if node.type in ("declaration_command", "unset_command") and node.children:
+            keyword = _text(node.children[0])  # declare/local/export/…: a keyword token, not a named node
+            words.append(Word(keyword, keyword))
         for child in node.named_children:
             kind = child.type
             if kind == "command_name":
-                words.append(resolve_word(child.named_children[0]) if child.named_children else Word("", ""))
+                words.append(self._word(child.named_children[0]) if child.named_children else Word("", ""))
                 self._nested(child)
             elif kind == "variable_assignment":
-                command.assignments.append(_assignment(child))
+                name, value = _assignment(child, self.known)
+                command.assignments.append((name, value))
+                if value.prompt_expansion:
+                    self.parsed.findings.append(
+                        Finding("prompt-expansion", f"{name}=${{…@P}} expands a value as a prompt")
+                    )
+                self._name_argument(name, "an assignment")
+                if any(w.value == "-n" for w in words):  # declare -n ref=NAME: NAME is evaluated as a name
+                    self._name_argument(value.value, "a name reference")
                 self._nested(child)  # A=$(rm …) runs rm
             elif kind == "file_redirect":
                 self._redirect(child, command)
             elif kind == "herestring_redirect":
                 body = child.named_children[-1] if child.named_children else None
                 if body is not None:
-                    word = resolve_word(body)
+                    word = self._word(body)
                     command.stdin_text, command.stdin_dynamic = word.value, word.value is None
                     self._nested(body)
-            elif kind in ("export", "local", "declare", "readonly", "typeset", "unset"):
-                words.append(Word(_text(child), _text(child)))
             else:
-                words.append(resolve_word(child))
+                words.append(self._word(child))
                 self._nested(child)
+        program = words[0].value if words else None
+        if program in _NAME_TAKERS:
+            for word in words[1:]:
+                self._name_argument(word.value, program)
+            if program == "let":
+                self._evaluated([m.group() for w in words[1:] for m in _IDENT.finditer(w.value or "")], "let")
         self.parsed.commands.append(command)
 
     def _nested(self, node: Node) -> None:
-        """Commands inside a word: $(…), `…`, <(…)."""
+        """Commands inside a word: $(…), `…`, <(…); and arithmetic inside it that evaluates variables."""
+        self._code_in_data(node)
         if node.type in ("command_substitution", "process_substitution"):
             for inner in node.named_children:
                 self.walk(inner)
@@ -364,7 +575,7 @@ class _Walker:
             elif child.type == "heredoc_redirect":
                 self._heredoc(child, owner)
             elif child.type == "herestring_redirect":
-                word = resolve_word(child.named_children[-1]) if child.named_children else Word(None, "")
+                word = self._word(child.named_children[-1]) if child.named_children else Word(None, "")
                 if owner is not None:
                     owner.stdin_text, owner.stdin_dynamic = word.value, word.value is None
                 for extra in child.named_children[1:]:
@@ -410,7 +621,7 @@ class _Walker:
             elif not child.is_named:
                 op = _text(child)
             elif target is None:
-                target = resolve_word(child)
+                target = self._word(child)
                 self._nested(child)
             else:
                 # Threat: `rm 2>/dev/null -rf ~`. tree-sitter files the words after a redirection's target
@@ -430,7 +641,7 @@ class _Walker:
                 Finding("parse-error", f"a word after a redirection has no command to belong to: {_text(node)[:40]!r}")
             )
         else:
-            owner.words.append(resolve_word(node))
+            owner.words.append(self._word(node))
         self._nested(node)
 
     def _function(self, node: Node) -> None:
@@ -445,7 +656,7 @@ class _Walker:
             self.parsed.findings.append(Finding("fork-bomb", f"function {name!r} spawns copies of itself"))
 
 
-def _assignment(node: Node) -> tuple[str, Word]:
+def _assignment(node: Node, known: Known | None = None) -> tuple[str, Word]:
     """NAME=value (or NAME+=value, NAME[i]=value): the name as written and the value's word."""
     name_node = node.named_children[0] if node.named_children else None
     name = _text(name_node) if name_node is not None else ""
@@ -453,7 +664,7 @@ def _assignment(node: Node) -> tuple[str, Word]:
     if not value_nodes:
         return name, Word("", "")
     if len(value_nodes) == 1:
-        return name, resolve_word(value_nodes[0])
+        return name, resolve_word(value_nodes[0], known)
     return name, Word(None, _text(node))  # an array (a=(…)): judged by its parts' substitutions
 
 
@@ -497,7 +708,7 @@ def parse(source: str) -> Parsed:
         raise TooComplex(f"the command line has {nodes} syntax nodes; the limit is {MAX_SYNTAX_NODES}")
     if nodes > MAX_SYNTAX_DEPTH and _depth(root, MAX_SYNTAX_DEPTH) > MAX_SYNTAX_DEPTH:
         raise TooComplex(f"the command line is nested more than {MAX_SYNTAX_DEPTH} levels deep")
-    _Walker(parsed).walk(root)
+    _Walker(parsed, _collect(root)).walk(root)
     if root.has_error and not any(f.kind == "parse-error" for f in parsed.findings):
         parsed.findings.append(Finding("parse-error", "the command line does not parse"))
     return parsed

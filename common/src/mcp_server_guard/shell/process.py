@@ -2,7 +2,8 @@
 
 * The environment is built from scratch: a short allow-list taken from the server's own environment,
   plus the caller's ``env`` after refusing names that make programs run other code (``LD_*``,
-  ``BASH_ENV``, ``PYTHON*``, ``GIT_*`` …) and bash function exports (values starting ``()``).
+  ``BASH_ENV``, ``PAGER``, ``GIT_*`` …: the table is ``environment``) and bash function exports
+  (values starting ``()``).
 * Each run is its own session and process group. A timeout sends SIGTERM to the group, then SIGKILL
   after a grace period; when the main process ends, whatever it left in its group is killed too, and
   so is the group when the call is cancelled or the server shuts down.
@@ -29,18 +30,12 @@ from typing import IO
 import anyio
 
 from mcp_server_guard.errors import SecurityError
+from mcp_server_guard.shell.environment import refused_in_env_field
 from mcp_server_guard.shell.sandbox.planning import Confinement, children, reap_orphans
 
 # Taken from the server's own environment; everything else is dropped.
 BASE_ENV_NAMES = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TZ")
 BASE_ENV_PATTERNS = ("LC_*",)
-# Refused in the caller's env: each makes some program load or run code the caller chose.
-REFUSED_ENV_PATTERNS = (
-    "LD_*", "DYLD_*", "BASH_ENV", "ENV", "BASH_FUNC_*", "PROMPT_COMMAND", "PS4", "IFS", "SHELLOPTS",
-    "BASHOPTS", "NODE_OPTIONS", "PYTHON*", "PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB", "GIT_*",
-    "GCONV_PATH", "MALLOC_*", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "ZDOTDIR", "EDITOR", "VISUAL", "PAGER",
-    "SSH_ASKPASS", "LESSOPEN", "LESSCLOSE",
-)  # fmt: skip
 KILL_GRACE_S = 2.0
 _DRAIN_AFTER_EXIT_S = 2.0
 _CHUNK = 65536
@@ -64,7 +59,7 @@ def build_env(extra: Mapping[str, str] | None, base: Mapping[str, str] | None = 
     for name, value in (extra or {}).items():
         if not name or "=" in name or "\x00" in name or "\x00" in value:
             raise SecurityError("ENV_REFUSED", f"Environment name {name!r} is not valid.", "Use NAME=value pairs.")
-        if _matches(name, REFUSED_ENV_PATTERNS):
+        if refused_in_env_field(name):
             # Defense in depth: these make the shell or an interpreter run code chosen by the caller.
             raise SecurityError(
                 "ENV_REFUSED",

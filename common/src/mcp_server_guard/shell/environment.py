@@ -1,0 +1,77 @@
+"""Environment variables that change what a program runs: one table for every way a command gets them.
+
+A caller can set a variable three ways: the call's ``env`` field, an assignment before the program
+(``LESSOPEN='|sh x' less f``) and ``env NAME=value prog``. The same names are judged in all three:
+
+* *command-valued* names (``PAGER``, ``GIT_SSH_COMMAND``, ``LESSOPEN`` …) hold a command line that some
+  program runs. Written before a program in the line, the value is judged as a command line; in the
+  ``env`` field (which no rule looks at) the name is refused.
+* *code* names (``LD_PRELOAD``, ``BASH_ENV``, ``GIT_CONFIG_*``, ``NODE_OPTIONS``, ``XDG_CONFIG_HOME`` …)
+  make a program load code or configuration the caller chose. Refused in the ``env`` field; written in the
+  line they cannot be judged before running (the policy's ``undecidable`` action: ask or deny).
+* ``PATH`` decides which file a program name runs; the policy judges the program that PATH finds.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+# Threat: a variable whose value is a command some program runs (a pager, an editor, an ssh or askpass
+# helper, less's input filter). Names, not patterns.
+COMMAND_VALUED = frozenset(
+    {
+        "PAGER", "GIT_PAGER", "MANPAGER", "SYSTEMD_PAGER", "BAT_PAGER", "EDITOR", "VISUAL", "GIT_EDITOR",
+        "GIT_SEQUENCE_EDITOR", "SUDO_EDITOR", "FCEDIT", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PROXY_COMMAND",
+        "GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "BROWSER", "GIT_EXTERNAL_DIFF", "PROMPT_COMMAND",
+        "LESSOPEN", "LESSCLOSE",
+    }
+)  # fmt: skip
+# Threat: variables that make a program load a library, a script, options or a configuration file the
+# caller chose (the dynamic loader, shells' startup files, interpreters' option variables, git's and
+# tar's and ripgrep's configuration through the environment, the directories configurations are read from).
+CODE_PATTERNS = (
+    "LD_*", "DYLD_*", "BASH_ENV", "ENV", "BASH_FUNC_*", "PS4", "IFS", "SHELLOPTS", "BASHOPTS", "NODE_OPTIONS",
+    "PYTHON*", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "GIT_*", "GCONV_PATH",
+    "MALLOC_*", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "ZDOTDIR", "TAR_OPTIONS",
+    "RIPGREP_CONFIG_PATH", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "HOME", "NPM_CONFIG_*", "npm_config_*",
+    "LESSKEY*", "LESS", "CDPATH", "GLOBIGNORE", "BASH_XTRACEFD", "HISTFILE", "INPUTRC", "TERMINFO*",
+)  # fmt: skip
+# Names inside CODE_PATTERNS that only carry data: allowed everywhere.
+DATA_ONLY = frozenset(
+    {
+        "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING", "PYTHONHASHSEED", "PYTHONUTF8",
+        "PYTHONFAULTHANDLER", "PYTHONTRACEMALLOC", "PYTHONDEVMODE", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL",
+        "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT",
+    }
+)  # fmt: skip
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def is_command_valued(name: str) -> bool:
+    return name in COMMAND_VALUED
+
+
+def runs_code(name: str) -> bool:
+    """A name that makes programs load code or configuration chosen by whoever sets it."""
+    if name in DATA_ONLY or name in COMMAND_VALUED:
+        return False
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in CODE_PATTERNS)
+
+
+def refused_in_env_field(name: str) -> bool:
+    """The call's ``env`` field refuses every name that runs or loads something (no rule sees that field)."""
+    return name in COMMAND_VALUED or runs_code(name)
+
+
+def command_line_of(name: str, value: str) -> str:
+    """The command line a command-valued variable makes some program run.
+
+    ``LESSOPEN='|cmd %s'`` (or ``||cmd``) runs ``cmd`` with the file name in place of ``%s``."""
+    if name in ("LESSOPEN", "LESSCLOSE"):
+        value = value.lstrip("|-")
+    return value.replace("%s", "FILE")
+
+
+def valid_name(name: str) -> bool:
+    return bool(_NAME.fullmatch(name))
