@@ -182,7 +182,7 @@ async def test_ask_without_elicitation_support_is_refused_with_a_policy_hint(
 ) -> None:
     async with serve(SX, workspace, "--policy", str(ask_policy), mode=mode) as client:
         result = await sh(client, "touch nope.txt")
-        undecidable = await sh(client, "eval touch nope2.txt")
+        undecidable = await sh(client, 'eval "$CMD"')
     error = error_of(result)
     assert error["code"] == "ASK_UNAVAILABLE"
     assert "ask-touch" in error["suggestion"] and "--policy" in error["suggestion"]

@@ -44,7 +44,8 @@ RM_RF_EVASIONS = [
 @pytest.mark.parametrize("line", RM_RF_EVASIONS)
 def test_rm_rf_evasions_are_all_denied(line: str) -> None:
     verdict = DEFAULT.decide(line)
-    assert (verdict.action, verdict.rule) == ("deny", "rm-recursive-force"), (line, verdict)
+    expected = {"rm-recursive-force", "find-exec-rm-broad"} if line.startswith("find .") else {"rm-recursive-force"}
+    assert verdict.action == "deny" and verdict.rule in expected, (line, verdict)
 
 
 @pytest.mark.parametrize(
@@ -71,11 +72,12 @@ def test_rm_rf_evasions_are_all_denied(line: str) -> None:
         ("dd if=/dev/zero of=disk.img bs=1M count=1", "allow", None),
         (":(){ :|:& };:", "deny", "fork-bomb"),
         ("bomb() { bomb | bomb & }; bomb", "deny", "fork-bomb"),
-        ("kill -1", "deny", "kill-all"),
+        ("kill -- -1", "deny", "kill-all"),
+        ("kill -1 4242", "allow", None),
         ("kill -9 -1", "deny", "kill-all"),
         ("kill -9 1234", "allow", None),
-        ("chmod -R 777 /", "deny", "recursive-chmod-chown-root"),
-        ("chown --recursive me /", "deny", "recursive-chmod-chown-root"),
+        ("chmod -R 777 /", "deny", "recursive-mode-owner-broad"),
+        ("chown --recursive me /", "deny", "recursive-mode-owner-broad"),
         ("chmod -R 755 build/", "allow", None),
         ("sudo ls", "ask", "privilege-escalation"),
         ("su", "ask", "privilege-escalation"),
@@ -108,9 +110,10 @@ def test_rm_rf_evasions_are_all_denied(line: str) -> None:
         ("git add -u", "allow", None),
         # What cannot be decided statically asks, never runs silently.
         ('eval "$X"', "ask", "undecidable:eval"),
-        ("eval ls", "ask", "undecidable:eval"),
-        ("source ./env.sh", "ask", "undecidable:source"),
-        (". ./env.sh", "ask", "undecidable:source"),
+        ("eval ls", "allow", None),
+        ('eval "$CMD"', "ask", "undecidable:eval"),
+        ("source ./env.sh", "allow", None),
+        ('. "$F"', "ask", "undecidable:source"),
         ("$CMD -rf x", "ask", "undecidable:dynamic-command"),
         ("${CMD} x", "ask", "undecidable:dynamic-command"),
         ("$(echo rm) -rf x", "ask", "undecidable:dynamic-command"),

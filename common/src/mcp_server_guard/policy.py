@@ -7,6 +7,7 @@ passed with ``--policy`` only names the keys it changes. An invalid file names t
 from __future__ import annotations
 
 import fnmatch
+import re
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -29,10 +30,16 @@ DETECTABLE = frozenset(
         "parse-error",
         "too-deep",
         "write-redirect",
+        "device-write",
+        "env-code",
+        "path-override",
+        "code-in-data",
+        "script-from-data",
+        "command-variable",
     }
 )
 # Findings that are facts, not doubts: allowed unless a detect rule says otherwise.
-INFORMATIONAL = frozenset({"write-redirect"})
+INFORMATIONAL = frozenset({"write-redirect", "command-variable"})
 
 
 class PolicyError(Exception):
@@ -99,8 +106,22 @@ class Rule(BaseModel):
     subcommands: tuple[str, ...] = ()
     flags: tuple[tuple[str, ...], ...] = ()
     args: tuple[str, ...] = ()
+    args_regex: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+    without: tuple[str, ...] = ()
+    min_positionals: int = Field(default=0, ge=0)
     option_values: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     detect: str | None = None
+
+    @field_validator("args_regex")
+    @classmethod
+    def _compiles(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+        return value
 
     @field_validator("detect")
     @classmethod
@@ -132,6 +153,10 @@ class ShellPolicy(BaseModel):
     max_cpu_seconds: int = Field(ge=1)
     max_processes: int = Field(ge=8)
     rules: tuple[Rule, ...] = ()
+    # A policy file's rules extend the default ones (a rule with a default rule's id replaces it) unless it
+    # sets inherit_rules = false; disabled_rules drops default rules by id.
+    inherit_rules: bool = True
+    disabled_rules: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _consistent(self) -> ShellPolicy:
@@ -206,6 +231,29 @@ def resolve_policy_name(path: Path) -> Path:
     return packaged if packaged.is_file() else path
 
 
+def _combine_rules(data: dict[str, Any], default_rules: list[Any], section: Any, path: Path) -> None:
+    """A policy file's rules extend the default rules: a deny or ask rule of the defaults still holds under a
+    stricter file (an allow-list keeps them). Same id replaces; ``disabled_rules`` drops; ``inherit_rules =
+    false`` starts from none."""
+    if not isinstance(section, dict):
+        return
+    own = section.get("rules", [])
+    if not isinstance(own, list) or section.get("inherit_rules", True) is False:
+        return
+    own_ids = {rule.get("id") for rule in own if isinstance(rule, dict)}
+    replaced = {rule.get("id"): rule for rule in own if isinstance(rule, dict)}
+    default_ids = {rule.get("id") for rule in default_rules if isinstance(rule, dict)}
+    combined = [rule for rule in own if not (isinstance(rule, dict) and rule.get("id") in default_ids)]
+    combined += [replaced.get(rule.get("id"), rule) if isinstance(rule, dict) else rule for rule in default_rules]
+    disabled = section.get("disabled_rules", [])
+    if isinstance(disabled, list):
+        unknown = [d for d in disabled if d not in default_ids and d not in own_ids]
+        if unknown:
+            raise PolicyError(f"invalid policy file {path}: [shell_exec].disabled_rules: no rule {unknown[0]!r}")
+        combined = [rule for rule in combined if not (isinstance(rule, dict) and rule.get("id") in disabled)]
+    data["shell_exec"]["rules"] = combined
+
+
 def load_policy(path: Path | None = None) -> Policy:
     """Load the default policy, with ``path`` (a file, or a packaged policy's name) merged over it."""
     if path is not None:
@@ -220,7 +268,9 @@ def load_policy(path: Path | None = None) -> Policy:
                 f"invalid policy file {path}: [file_write].protected_paths is now [paths].protected "
                 "(one list that every tool enforces); move the key there"
             )
+        default_rules = data.get("shell_exec", {}).get("rules", [])
         data = _merge(data, override)
+        _combine_rules(data, default_rules, override.get("shell_exec", {}), path)
         sources.append(str(path))
     try:
         policy = Policy.model_validate(data)

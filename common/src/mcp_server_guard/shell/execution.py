@@ -59,9 +59,9 @@ class ShellExec:
         self.quarantine = quarantine  # where what a command created in protected places goes
         self.jail = jail
         self.policy = policy
-        self.engine = PolicyEngine(policy)
         self.sandbox = sandbox
         self.base_env = base_env()
+        self.engine = PolicyEngine(policy, base_path=self.base_env["PATH"])
 
     def prepare(
         self, command: str, args: Sequence[str] = (), cwd: str | None = None, env: Mapping[str, str] | None = None
@@ -79,7 +79,7 @@ class ShellExec:
             os.close(fd)
         run_env = build_env(env, self.base_env)
         try:
-            verdict = self.engine.decide(command, list(args))
+            verdict = self.engine.decide(command, list(args), env)
         except TooComplex as exc:
             # Defense in depth: a line built to be expensive to analyse must not stall every other call.
             raise ResourceError(

@@ -70,6 +70,7 @@ class Word:
     glob: bool = False  # unquoted glob or brace expansion: the word may become several
     prompt_expansion: bool = False  # ${var@P}: the value is itself expanded like a prompt
     split: bool = False  # an unquoted variable whose known value bash splits into several words
+    filled: bool = False  # part of it is filled in at run time by a wrapper (xargs -I{} sh -c 'x {}')
 
     @property
     def static(self) -> str | None:
@@ -86,6 +87,7 @@ class Command:
     stdin_text: str | None = None  # a here-doc or here-string body, when static
     stdin_dynamic: bool = False  # a here-doc/here-string whose body has expansions
     stdin_file: bool = False  # `< file`: stdin is a file's content
+    upstream: Command | None = None  # the command before it in a pipeline (what it reads)
     assignments: list[tuple[str, Word]] = field(default_factory=list)  # NAME=value words before the program
 
 
@@ -117,6 +119,7 @@ class Parsed:
     # Variables that bash evaluates as arithmetic (or as a variable's name) but the line never sets: their
     # value comes from the environment, which the engine checks.
     evaluated_from_env: set[str] = field(default_factory=set)
+    evaluated_code: list[str] = field(default_factory=list)  # static values bash will evaluate (their $(…) runs)
 
 
 @dataclass
@@ -132,7 +135,7 @@ class Known:
             return "$" + name  # a number: shown as written
         values = self.assigned.get(name)
         if not values:
-            return "~" if name == "HOME" and name not in self.integers else None
+            return {"HOME": "~", "PWD": "."}.get(name)
         if len(values) == 1 and values[0] is not None and values[0].static is not None:
             return values[0].static
         return None
@@ -442,6 +445,7 @@ class _Walker:
                 self.parsed.findings.append(
                     Finding("code-in-data", f"{where} evaluates ${name}, whose value can run commands")
                 )
+                self.parsed.evaluated_code += [w.value for w in self.known.assigned[name] if w and w.value]
 
     def _arithmetic(self, node: Node, where: str) -> None:
         names: list[str] = []
@@ -460,8 +464,13 @@ class _Walker:
             self._command(node, piped)
             return
         if kind == "pipeline":
+            previous: Command | None = None
             for index, child in enumerate(node.named_children):
+                before = len(self.parsed.commands)
                 self.walk(child, piped=piped or index > 0)
+                if len(self.parsed.commands) > before:
+                    self.parsed.commands[-1].upstream = previous
+                    previous = self.parsed.commands[-1]
             return
         if kind == "redirected_statement":
             self._redirected(node, piped)
@@ -509,6 +518,7 @@ class _Walker:
 
     def _name_argument(self, value: str | None, where: str) -> None:
         if value is not None and _CODE_SUBSCRIPT.search(value):
+            self.parsed.evaluated_code.append(value)
             self.parsed.findings.append(
                 Finding("code-in-data", f"{where} is given the name {value!r}, whose subscript runs commands")
             )

@@ -1,11 +1,17 @@
-"""The shell policy: ordered deny/ask/allow rules over every command a line would run.
+"""The shell policy: deny/ask/allow rules over every command a line would run.
 
-A command line is parsed (``shellparse``), every simple command is looked through its wrappers
-(``sudo``, ``env``, ``timeout``, ``xargs``, ``find -exec``, ``sh -c '…'`` …) and each command found is
-matched against the rules in order; the first match decides for that command, and the line takes
-the strictest decision of all (deny > ask > allow). What cannot be decided statically is a
-*finding* (``eval``, ``$cmd``, ``curl … | sh``, parse errors …) decided by a ``detect`` rule, or
-``undecidable`` (ask or deny, never allow) when no rule names it.
+A command line is parsed (``parsing``), every simple command is looked through its wrappers
+(``sudo``, ``env``, ``xargs``, ``find -exec``, ``sh -c '…'``, ``uv run`` … see ``wrappers``) and each command
+found is matched against every rule; the strictest match decides for that command (deny > ask > allow),
+and the line takes the strictest decision of all. In allow-list mode a command no allow rule names is
+denied, and deny and ask rules still apply to those an allow rule names. What cannot be decided
+statically is a *finding* (``eval``, ``$cmd``, ``curl … | sh``, code in data, parse errors …) decided by a
+``detect`` rule, or ``undecidable`` (ask or deny, never allow) when no rule names it; so is an argument
+only run time knows where it could make a deny or ask rule match (``rm $(echo -rf) ~``).
+
+Arguments are matched the way the program reads them: long options by any unambiguous prefix, as GNU
+getopt and git accept them (``rm --recur --forc``); paths normalized (``of=/dev//sda``) and block devices
+recognized by name and by the kernel's file type (``/dev/disk/by-id/…``).
 
 String policies are advisory: a program can always do what ``rm`` does. The kernel is the boundary.
 """
@@ -13,11 +19,17 @@ String policies are advisory: a program can always do what ``rm`` does. The kern
 from __future__ import annotations
 
 import fnmatch
+import functools
+import os
 import posixpath
-from collections.abc import Sequence
+import re
+import shutil
+import stat
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mcp_server_guard.policy import INFORMATIONAL, Action, Rule, ShellPolicy
+from mcp_server_guard.shell.environment import command_line_of, is_command_valued, runs_code
 from mcp_server_guard.shell.parsing import (
     MAX_COMMANDS,
     Command,
@@ -29,16 +41,19 @@ from mcp_server_guard.shell.parsing import (
     expand_braces,
     parse,
 )
+from mcp_server_guard.shell.wrappers import DYNAMIC, unwrap
 
 _SEVERITY: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 _MAX_DEPTH = 8
 _DYNAMIC = "\x00dynamic"  # stands for an argument only run time knows; matches no glob
+BLOCK_DEVICE = "<block-device>"  # what a path that names a block device also matches as
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "csh", "tcsh", "posh", "rbash"})
 INTERPRETERS = frozenset(
     {"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "deno", "bun", "osascript"}
 )
-# Options that take a value, per program, so the first positional (the subcommand) is found.
+# Options that take a value, per program, so that the first positional (the subcommand) is found and
+# values are not read as flags. Single-dash words of programs in SINGLE_DASH_LONG are whole option names.
 VALUE_OPTIONS: dict[str, frozenset[str]] = {
     "git": frozenset({"C", "c", "git-dir", "work-tree", "namespace", "config-env", "super-prefix", "exec-path"}),
     "apt": frozenset({"o", "c", "t", "a", "option", "config-file", "target-release"}),
@@ -46,10 +61,54 @@ VALUE_OPTIONS: dict[str, frozenset[str]] = {
     "dnf": frozenset({"c", "setopt", "installroot", "releasever", "repo", "enablerepo", "disablerepo", "x"}),
     "yum": frozenset({"c", "setopt", "installroot", "releasever", "enablerepo", "disablerepo", "x"}),
     "systemctl": frozenset({"H", "M", "t", "p", "n", "o", "host", "machine", "type", "property", "lines", "output"}),
-    "docker": frozenset({"H", "c", "l", "host", "context", "config", "log-level"}),
-    "kubectl": frozenset({"n", "namespace", "context", "cluster", "s", "server", "kubeconfig"}),
+    "docker": frozenset({"H", "c", "l", "host", "context", "config", "log-level", "v", "volume", "mount", "e", "w"}),
+    "kubectl": frozenset({"n", "namespace", "context", "cluster", "s", "server", "kubeconfig", "f", "filename", "l"}),
+    "find": frozenset(
+        {"name", "iname", "path", "ipath", "wholename", "iwholename", "regex", "iregex", "type", "xtype", "mtime",
+         "mmin", "atime", "amin", "ctime", "cmin", "newer", "anewer", "cnewer", "size", "user", "group", "perm",
+         "maxdepth", "mindepth", "fprint", "fprint0", "fls", "printf", "links", "samefile", "inum", "uid", "gid",
+         "regextype", "context", "used", "lname", "ilname", "fstype"}
+    ),
+    "tar": frozenset({"f", "C", "I", "T", "X", "b", "file", "directory", "use-compress-program", "files-from",
+                      "exclude-from", "to-command", "checkpoint-action", "info-script", "new-volume-script", "F",
+                      "rmt-command", "rsh-command", "exclude", "transform", "owner", "group", "mode"}),
+    "sort": frozenset({"o", "k", "t", "S", "T", "output", "key", "field-separator", "buffer-size",
+                       "temporary-directory", "compress-program", "files0-from", "parallel"}),
+    "rsync": frozenset({"e", "rsh", "exclude", "include", "filter", "f", "rsync-path", "files-from", "B", "T",
+                        "temp-dir", "chmod", "chown", "backup-dir", "suffix", "password-file", "log-file"}),
+    "ssh": frozenset({"b", "c", "D", "E", "e", "F", "I", "i", "J", "L", "l", "m", "O", "o", "p", "Q", "R", "S",
+                      "W", "w", "B"}),
+    "rg": frozenset({"e", "f", "g", "t", "T", "A", "B", "C", "m", "M", "j", "pre", "pre-glob", "glob", "type",
+                     "type-not", "regexp", "file", "max-count", "context", "after-context", "before-context",
+                     "replace", "r", "threads", "max-depth", "encoding", "E", "sort", "sortr"}),
+    "grep": frozenset({"e", "f", "A", "B", "C", "m", "regexp", "file", "max-count", "context", "after-context",
+                       "before-context", "include", "exclude", "exclude-dir", "label", "d", "D", "directories",
+                       "devices", "binary-files"}),
+    "tree": frozenset({"L", "P", "I", "o", "H", "T", "charset", "filelimit", "timefmt", "sort"}),
+    "sed": frozenset({"e", "f", "l", "expression", "file", "line-length"}),
+    "awk": frozenset({"f", "v", "F", "file", "assign", "field-separator", "i", "include", "l", "load"}),
+    "date": frozenset({"d", "f", "r", "date", "file", "reference", "s", "set", "I", "iso-8601"}),
+    "kill": frozenset({"s", "n"}),
+    "pkill": frozenset({"u", "U", "g", "G", "P", "s", "t", "F", "euid", "uid", "group", "pgroup", "parent",
+                        "session", "terminal", "pidfile", "signal"}),
+    "chmod": frozenset({"reference"}),
+    "chown": frozenset({"reference", "from"}),
+    "truncate": frozenset({"s", "r", "size", "reference", "o"}),
     "brew": frozenset(),
-}
+}  # fmt: skip
+VALUE_OPTIONS["gawk"] = VALUE_OPTIONS["mawk"] = VALUE_OPTIONS["nawk"] = VALUE_OPTIONS["awk"]
+VALUE_OPTIONS["podman"] = VALUE_OPTIONS["docker"]
+VALUE_OPTIONS["egrep"] = VALUE_OPTIONS["fgrep"] = VALUE_OPTIONS["grep"]
+SINGLE_DASH_LONG = frozenset({"find"})
+# Paths that name a block device (what the kernel says decides too, for paths that exist here).
+BLOCK_DEVICE_NAMES = (
+    "/dev/sd*", "/dev/hd*", "/dev/vd*", "/dev/xvd*", "/dev/nvme*", "/dev/mmcblk*", "/dev/disk/**", "/dev/loop*",
+    "/dev/md*", "/dev/dm-*", "/dev/mapper/*", "/dev/sr*", "/dev/root", "/dev/mtdblock*", "/dev/zd*", "/dev/zram*",
+    "/dev/nbd*", "/dev/rbd*", "/dev/bcache*", "/dev/drbd*", "/dev/ram*", "/dev/block/**", "/dev/ubd*",
+    "/dev/mem", "/dev/kmem", "/dev/port", "/dev/fd0", "/dev/vg*/*", "/dev/zvol/**",
+)  # fmt: skip
+# Writing to these is writing to the kernel or to a disk, whatever the program.
+DEVICE_WRITE_TARGETS = (BLOCK_DEVICE, "/proc/sysrq-trigger", "/proc/sys/**", "/sys/**")
 
 
 @dataclass(frozen=True)
@@ -66,16 +125,35 @@ class Verdict:
 
 
 @dataclass
-class _Args:
-    flags: set[str] = field(default_factory=set)
+class Args:
+    """One command's arguments as its program reads them."""
+
+    shorts: set[str] = field(default_factory=set)  # single letters: -rf is r and f
+    longs: set[str] = field(default_factory=set)  # whole names as written: --force, find's -delete
+    abbreviable: set[str] = field(default_factory=set)  # --names, which getopt also takes by a unique prefix
     values: dict[str, list[str]] = field(default_factory=dict)
     positionals: list[str] = field(default_factory=list)
+    dynamic: bool = False  # some argument is only known at run time
+
+    def has(self, flag: str) -> bool:
+        if len(flag) == 1:
+            return flag in self.shorts
+        return flag in self.longs or any(flag.startswith(name) for name in self.abbreviable)
+
+    def values_of(self, option: str) -> list[str]:
+        found = list(self.values.get(option, []))
+        if len(option) > 1:
+            for name, values in self.values.items():
+                if name != option and name in self.abbreviable and option.startswith(name):
+                    found += values
+        return found
 
 
-def _parse_args(program: str, args: Sequence[str]) -> _Args:
+def parse_args(program: str, args: Sequence[str]) -> Args:
     """Split arguments into flags (short letters, long names), option values and positionals."""
     takes_value = VALUE_OPTIONS.get(program, frozenset())
-    out = _Args()
+    out = Args(dynamic=_DYNAMIC in args)
+    single_dash_long = program in SINGLE_DASH_LONG
     i = 0
     while i < len(args):
         arg = args[i]
@@ -83,20 +161,35 @@ def _parse_args(program: str, args: Sequence[str]) -> _Args:
         if arg == "--":
             out.positionals.extend(args[i:])
             break
+        if program == "kill" and arg.startswith("-") and (out.shorts or out.longs or out.values):
+            out.positionals.append(arg)  # kill -9 -1: after the signal, -1 is a process (every process)
+            continue
+        if program in ("find", "fd", "fdfind") and arg in ("-exec", "-execdir", "-ok", "-okdir"):
+            out.longs.add(arg[1:])
+            end = next((j for j in range(i, len(args)) if args[j] in (";", "+", r"\;")), len(args))
+            out.values.setdefault(arg[1:], []).append(posixpath.basename(args[i]) if i < len(args) else "")
+            i = end + 1
+            continue
         if arg.startswith("--") and len(arg) > 2:
             name, eq, value = arg[2:].partition("=")
-            out.flags.add(name)
+            out.longs.add(name)
+            out.abbreviable.add(name)
             if eq:
                 out.values.setdefault(name, []).append(value)
-            elif name in takes_value and i < len(args):
+            elif _takes_value(name, takes_value) and i < len(args):
                 out.values.setdefault(name, []).append(args[i])
                 i += 1
             continue
         if arg.startswith("-") and len(arg) > 1 and arg != _DYNAMIC:
             letters = arg[1:]
-            out.flags.add(letters)  # single-dash long options: find -delete, java -jar
+            out.longs.add(letters)  # single-dash long options: find -delete, java -jar
+            if single_dash_long:
+                if letters in takes_value and i < len(args):
+                    out.values.setdefault(letters, []).append(args[i])
+                    i += 1
+                continue
             for pos, letter in enumerate(letters):
-                out.flags.add(letter)
+                out.shorts.add(letter)
                 if letter in takes_value:
                     value = letters[pos + 1 :]
                     if not value and i < len(args):
@@ -109,31 +202,151 @@ def _parse_args(program: str, args: Sequence[str]) -> _Args:
     return out
 
 
+def _takes_value(name: str, takes_value: frozenset[str]) -> bool:
+    if name in takes_value:
+        return True
+    candidates = [option for option in takes_value if len(option) > 1 and option.startswith(name)]
+    return len(candidates) == 1  # an unambiguous abbreviation of an option that takes a value
+
+
+def normalize_path(value: str) -> str:
+    """A path as the kernel resolves its spelling: // and /./ collapse, a/.. goes, ~/ stays ~."""
+    if value in ("", _DYNAMIC) or ("/" not in value and value not in (".", "..", "~")):
+        return value
+    home = value == "~" or value.startswith("~/")
+    body = value[1:] if home else value
+    if not body:
+        return "~"
+    normal = posixpath.normpath(body)
+    if normal.startswith("//"):
+        normal = "/" + normal.lstrip("/")
+    if home:
+        return "~" if normal in ("/", ".") else "~" + (normal if normal.startswith("/") else "/" + normal)
+    return normal
+
+
+@functools.lru_cache(maxsize=1024)
+def is_block_device(path: str) -> bool:
+    """Does ``path`` (normalized) name a block device or kernel memory: by name, or by its file type here?"""
+    if not path.startswith("/dev/"):
+        return False
+    if any(_path_match(path, pattern) for pattern in BLOCK_DEVICE_NAMES):
+        return True
+    try:
+        return stat.S_ISBLK(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _forms(arg: str) -> list[str]:
+    """What an argument matches as: itself, its normalized path, and <block-device> for a disk."""
+    forms = [arg]
+    prefix, path = "", arg
+    found = re.match(r"-{0,2}[A-Za-z_][\w-]*=", arg)
+    if found and "/" in arg[found.end() :]:
+        prefix, path = found.group(), arg[found.end() :]
+    if "/" in path or path in ("~", ".", ".."):
+        normal = normalize_path(path)
+        if normal != path:
+            forms.append(prefix + normal)
+        if is_block_device(normal):
+            forms.append(prefix + BLOCK_DEVICE)
+    return forms
+
+
+@functools.lru_cache(maxsize=512)
+def _path_pattern(pattern: str) -> re.Pattern[str]:
+    """A path glob: * and ? stay within one component, ** spans components, [..] is a class, \\x literal."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "*" and pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif ch == "*":
+            out.append("[^/]*")
+            i += 1
+        elif ch == "?":
+            out.append("[^/]")
+            i += 1
+        elif ch == "[" and "]" in pattern[i + 2 :]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1 : end]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
+            i = end + 1
+        elif ch == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(ch))
+            i += 1
+    return re.compile("".join(out), re.DOTALL)
+
+
+def _path_match(value: str, pattern: str) -> bool:
+    return _path_pattern(pattern).fullmatch(value) is not None
+
+
 def _glob(value: str, patterns: Sequence[str], *, fold: bool = False) -> bool:
     if fold:
         value = value.lower()
     return any(fnmatch.fnmatchcase(value, p.lower() if fold else p) for p in patterns)
 
 
-def rule_matches(rule: Rule, argv: Sequence[str]) -> bool:
-    """Does ``rule`` match one effective command (argv[0] is the program's path or name)?"""
+@functools.lru_cache(maxsize=256)
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def rule_matches(rule: Rule, argv: Sequence[str], parsed: Args | None = None, *, wildcard: bool = False) -> bool:
+    """Does ``rule`` match one effective command (argv[0] is the program's path or name)?
+
+    With ``wildcard``, an argument only run time knows is taken to be whatever would make the rule match:
+    the question is then whether the command *could* match."""
     program = posixpath.basename(argv[0])
     if not _glob(program, rule.programs):
         return False
     args = list(argv[1:])
-    parsed = _parse_args(program, args)
-    if rule.subcommands and not (parsed.positionals and parsed.positionals[0] in rule.subcommands):
+    if parsed is None:
+        parsed = parse_args(program, args)
+    free = wildcard and parsed.dynamic
+    if rule.subcommands:
+        first = parsed.positionals[0] if parsed.positionals else None
+        if not (first in rule.subcommands or (free and (first is None or first == _DYNAMIC))):
+            return False
+    if not free and any(not any(parsed.has(flag) for flag in group) for group in rule.flags):
         return False
-    if any(not (parsed.flags & set(group)) for group in rule.flags):
+    if any(parsed.has(flag) for flag in rule.without):
         return False
-    if rule.args and not any(_glob(a, rule.args) for a in args):
+    if len(parsed.positionals) < rule.min_positionals and not free:
         return False
-    option_ok = not rule.option_values or any(
-        _glob(value, patterns, fold=True)
-        for option, patterns in rule.option_values.items()
-        for value in parsed.values.get(option, [])
+    if rule.args and not (free or any(_glob(form, rule.args) for a in args for form in _forms(a))):
+        return False
+    if rule.args_regex and not (
+        free or any(_regex(p).search(a) for a in args if a != _DYNAMIC for p in rule.args_regex)
+    ):
+        return False
+    if rule.targets and not (
+        free
+        or any(
+            _path_match(form, pattern)
+            for target in parsed.positionals
+            for form in _forms(target)
+            for pattern in rule.targets
+        )
+    ):
+        return False
+    return (
+        not rule.option_values
+        or (free and any(parsed.has(option) for option in rule.option_values))
+        or any(
+            _glob(form, patterns, fold=True)
+            for option, patterns in rule.option_values.items()
+            for value in parsed.values_of(option)
+            for form in _forms(value)
+        )
     )
-    return option_ok
 
 
 @dataclass
@@ -146,11 +359,13 @@ class _Found:
 
 
 class _Expander:
-    """Looks through wrappers and shell strings to the commands that would really run."""
+    """Looks through wrappers, shell strings and assignments to the commands that would really run."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: Mapping[str, str], base_path: str) -> None:
         self.found: list[_Found] = []
         self.redirects: list[Redirect] = []
+        self.env = env  # the call's own variables (already checked against the refused names)
+        self.base_path = base_path
 
     def finding(self, kind: str, detail: str) -> None:
         self.found.append(_Found(None, detail, Finding(kind, detail)))
@@ -162,24 +377,51 @@ class _Expander:
         parsed: Parsed = parse(source)
         self.redirects.extend(parsed.redirects)
         for redirect in parsed.redirects:
-            if redirect.writes and redirect.target.static is None:
+            target = redirect.target.static
+            if redirect.writes and target is None:
                 self.finding("dynamic-redirect", f"redirect target {redirect.target.raw!r} is only known at run time")
-            elif redirect.writes and redirect.target.static not in ("/dev/null", "/dev/stdout", "/dev/stderr"):
+            elif redirect.writes and target is not None and _writes_device(target):
+                self.finding("device-write", f"'{redirect.op} {redirect.target.raw}' writes to a disk or the kernel")
+            elif redirect.writes and target not in ("/dev/null", "/dev/stdout", "/dev/stderr"):
                 self.finding("write-redirect", f"'{redirect.op} {redirect.target.raw}' writes a file")
         for item in parsed.findings:
             self.found.append(_Found(None, item.detail, item))
+        for code in parsed.evaluated_code:
+            self.line(": " + code, depth + 1)  # x='a[$(rm -rf ~)]'; $((x)) runs rm: judge what it runs
+        for name in sorted(parsed.evaluated_from_env & set(self.env)):
+            if re.search(r"[$`]", self.env[name]):
+                self.finding("code-in-data", f"${name} from the call's env is evaluated as code")
         for command in parsed.commands:
             self.command(command, depth)
 
     def command(self, command: Command, depth: int) -> None:
+        if command.assignments:
+            self.assignments(command.assignments, depth)
         words = command.words
         if not words:
             return
         if any(w.prompt_expansion for w in words):
             self.finding("prompt-expansion", "${var@P} expands a value like a prompt (it can run commands)")
-        self.argv(words, command, depth)
+        declares = words[0].value in ("export", "declare", "typeset", "local", "readonly")
+        path_word = None if declares else next((w for name, w in command.assignments if name == "PATH"), None)
+        if path_word is not None and path_word.value is None:
+            self.finding("path-override", "PATH is set to a value only known at run time")
+        self.argv(words, command, depth, path=path_word.value if path_word is not None else None)
 
-    def argv(self, words: Sequence[Word], command: Command | None, depth: int) -> None:
+    def assignments(self, assignments: Sequence[tuple[str, Word]], depth: int) -> None:
+        """Threat: `LESSOPEN='|sh x' less f`, `GIT_CONFIG_COUNT=… git …`, `LD_PRELOAD=… x` — variables that
+        make the program run other code, set for one command."""
+        for name, word in assignments:
+            if is_command_valued(name):
+                self.finding("command-variable", f"{name}=… names a program that will be run")
+                if word.value is None:
+                    self.finding("dynamic-shell-string", f"{name} names a command only known at run time")
+                elif word.value:
+                    self.line(command_line_of(name, word.value), depth + 1)
+            elif runs_code(name):
+                self.finding("env-code", f"{name}=… makes the program load code or settings chosen here")
+
+    def argv(self, words: Sequence[Word], command: Command | None, depth: int, path: str | None = None) -> None:
         if not words:
             return
         head = words[0]
@@ -195,29 +437,122 @@ class _Expander:
                 argv.append(_DYNAMIC)
             elif word.glob and "{" in word.raw:
                 argv.extend(expand_braces(word.value))  # rm {-rf,x} is rm -rf x
+            elif word.split and word.value.split() != [word.value]:
+                argv.extend(word.value.split())  # F="-r -f"; rm $F
             else:
                 argv.append(word.value)
+        self._check_program(argv[0], path)
         self.found.append(_Found(argv, text))
         program = posixpath.basename(argv[0])
         rest = list(words[1:])
         if program == "eval":
-            self.finding("eval", "eval runs a string built at run time")
+            if rest and all(w.value is not None for w in rest):
+                self.line(" ".join(w.value or "" for w in rest), depth + 1)  # eval 'static text': judge the text
+            else:
+                self.finding("eval", "eval runs a string built at run time")
         elif program in ("source", "."):
-            self.finding("source", f"{program} runs the commands of another file")
+            if not rest or rest[0].value is None:
+                self.finding("source", f"{program} runs the commands of a file only known at run time")
+            # `source .venv/bin/activate`: like running a script by name; the box is the boundary
         elif program in SHELLS or (program == "busybox" and rest and rest[0].value in SHELLS):
             self._shell(rest if program != "busybox" else rest[1:], command, depth)
         elif program in INTERPRETERS:
-            if command is not None and command.piped and not _has_code_arg(rest):
-                self.finding("pipe-to-shell", f"{program} runs code piped into it")
+            self._interpreter(program, rest, command)
+        elif program == "env":
+            self._env(rest, depth)
+        elif program in ("alias", "mapfile", "readarray"):
+            self._code_words(program, rest, depth)
         else:
-            inner = _unwrap(program, rest)
+            inner = unwrap(program, rest)
             if isinstance(inner, str):
                 self.line(inner, depth + 1)
-            elif inner is _DYNAMIC_STRING:
+            elif inner is DYNAMIC:
                 self.finding("dynamic-shell-string", f"{program} runs a command string only known at run time")
             elif isinstance(inner, list):
                 for part in inner:
                     self.argv(part, None, depth + 1)
+
+    def _check_program(self, name: str, path: str | None) -> None:
+        """Threat: `PATH=./fake:$PATH ls` or the call's env PATH running a look-alike `ls` from the project.
+        The program judged must be the one that runs: a name PATH resolves elsewhere is undecidable."""
+        if "/" in name or name == _DYNAMIC:
+            return
+        effective = path if path is not None else self.env.get("PATH")
+        if effective is None:
+            return
+        effective = effective.replace("$PATH", self.base_path).replace("${PATH}", self.base_path)
+        relative = any(not entry.startswith("/") for entry in effective.split(":"))  # resolved from the cwd
+        if relative or shutil.which(name, path=effective) != shutil.which(name, path=self.base_path):
+            self.finding("path-override", f"PATH makes {name!r} run a different program than the usual one")
+
+    def _env(self, rest: list[Word], depth: int) -> None:
+        assignments: list[tuple[str, Word]] = []
+        i = 0
+        while i < len(rest):
+            value = rest[i].value
+            if value is None:
+                break
+            if value == "--":
+                i += 1
+                break
+            if value in ("-S", "--split-string") or value.startswith(("-S", "--split-string=")):
+                line = (
+                    " ".join(w.value or "" for w in rest[i + 1 :])
+                    if value in ("-S", "--split-string")
+                    else value[2:]
+                    if value.startswith("-S")
+                    else value.partition("=")[2]
+                )
+                if value in ("-S", "--split-string") and any(w.value is None for w in rest[i + 1 :]):
+                    self.finding("dynamic-shell-string", "env -S runs a command string only known at run time")
+                else:
+                    self.line(line, depth + 1)
+                return
+            if value in ("-u", "-C", "--unset", "--chdir"):
+                i += 2
+                continue
+            if value.startswith("-") and len(value) > 1:
+                i += 1
+                continue
+            if "=" in value and not value.startswith("="):
+                name, _, assigned = value.partition("=")
+                assignments.append((name, Word(assigned, rest[i].raw)))
+                i += 1
+                continue
+            break
+        self.assignments(assignments, depth)
+        path = next((w.value for name, w in assignments if name == "PATH"), None)
+        if i < len(rest):
+            self.argv(rest[i:], None, depth + 1, path=path)
+
+    def _interpreter(self, program: str, rest: list[Word], command: Command | None) -> None:
+        code = [w.value for w in rest if w.value is not None and not w.value.startswith("-")]
+        if any(re.search(_FORK_LOOP, c, re.DOTALL) for c in code):
+            self.finding("fork-bomb", f"{program} code forks in a loop")
+        if command is not None and not _has_code_arg(rest):
+            if command.piped:
+                self.finding("pipe-to-shell", f"{program} runs code piped into it")
+            elif command.stdin_file:
+                self.finding("script-from-data", f"{program} runs code read from a file on stdin")
+
+    def _code_words(self, program: str, rest: list[Word], depth: int) -> None:
+        """`alias x='…'` and `mapfile -C '…'`: strings bash later runs as commands."""
+        if program == "alias":
+            for word in rest:
+                if word.value is None:
+                    self.finding("dynamic-shell-string", "alias defines a command only known at run time")
+                elif "=" in word.value:
+                    self.line(word.value.partition("=")[2], depth + 1)
+            return
+        for i, word in enumerate(rest):
+            if (word.value or "").startswith("-C"):
+                callback = word.value[2:] if word.value and len(word.value) > 2 else None
+                if callback is None and i + 1 < len(rest):
+                    callback = rest[i + 1].value
+                if callback is None:
+                    self.finding("dynamic-shell-string", f"{program} -C runs a callback only known at run time")
+                else:
+                    self.line(callback, depth + 1)
 
     def _shell(self, rest: Sequence[Word], command: Command | None, depth: int) -> None:
         script: Word | None = None
@@ -250,194 +585,64 @@ class _Expander:
             if script.value is None:
                 self.finding("dynamic-shell-string", "sh -c runs a command string only known at run time")
             else:
+                if script.filled:  # xargs -I{} sh -c 'x {}': the input becomes code
+                    self.finding("dynamic-shell-string", "sh -c runs a string with run-time input in it")
                 self.line(script.value, depth + 1)
             return
         if reads_script_file:
-            return  # `bash script.sh`: like running any program
+            return  # `bash script.sh`: like running any program; the box is the boundary
         if command is not None and command.stdin_text is not None:
             self.line(command.stdin_text, depth + 1)
         elif command is not None and command.stdin_dynamic:
             self.finding("dynamic-shell-string", "a here-document with expansions is fed to a shell")
+        elif command is not None and command.stdin_file:
+            # Threat: `sh < notes.txt` runs whatever the file holds; what it holds is not in the line.
+            self.finding("script-from-data", "a shell runs commands read from a file on stdin")
         elif command is not None and command.piped:
             self.finding("pipe-to-shell", "a shell runs whatever is piped into it")
+            upstream = command.upstream
+            head = upstream.words[0].value if upstream is not None and upstream.words else None
+            if upstream is not None and head in ("echo", "printf") and all(w.value for w in upstream.words[1:]):
+                # `echo 'rm -rf ~' | sh`: the text is in the line; judge it too.
+                self.line(
+                    " ".join(w.value or "" for w in upstream.words[1:] if not (w.value or "").startswith("-")),
+                    depth + 1,
+                )
 
 
-_DYNAMIC_STRING = object()
+# Code that forks in a loop: `perl -e 'fork while fork'`, `python -c 'while 1: os.fork()'`, `ruby -e 'loop{fork}'`.
+_FORK_LOOP = r"(\bwhile\b|\bloop\b|\bfor\s*\(\s*;\s*;|\buntil\b|\brepeat\b).*\bfork\b|\bfork\b.*\b(while|until)\b"
+
+
+def _writes_device(target: str) -> bool:
+    normal = normalize_path(target)
+    return any(_path_match(form, p) for form in _forms(normal) for p in DEVICE_WRITE_TARGETS)
 
 
 def _has_code_arg(words: Sequence[Word]) -> bool:
     for word in words:
         value = word.value or ""
-        if value in ("-c", "-e", "-E", "-r", "--eval", "-p", "--print") or not value.startswith("-"):
+        if value in ("-c", "-e", "-E", "-r", "--eval", "-p", "--print", "-m") or not value.startswith("-"):
             return True
     return False
-
-
-def _skip_options(
-    words: Sequence[Word], with_value: frozenset[str], *, long_value: frozenset[str] = frozenset()
-) -> int:
-    """Index of the first word after a wrapper's own options."""
-    i = 0
-    while i < len(words):
-        value = words[i].value
-        if value is None:
-            return i
-        if value == "--":
-            return i + 1
-        if value.startswith("--"):
-            name = value[2:].partition("=")[0]
-            i += 2 if name in long_value and "=" not in value else 1
-            continue
-        if value.startswith("-") and len(value) > 1:
-            letters = value[1:]
-            attached = any(letters.startswith(opt) and len(letters) > len(opt) for opt in with_value)
-            i += 2 if letters in with_value and not attached else 1
-            continue
-        return i
-    return i
-
-
-def _unwrap(program: str, rest: list[Word]) -> list[list[Word]] | str | object | None:
-    """The command(s) a wrapper runs: word lists, a shell string, _DYNAMIC_STRING, or None."""
-    if program in ("sudo", "doas", "run0", "pkexec"):
-        start = _skip_options(
-            rest,
-            frozenset({"u", "g", "p", "C", "D", "r", "t", "U", "T", "h"}),
-            long_value=frozenset({"user", "group", "prompt", "close-from", "chdir", "role", "type", "other-user"}),
-        )
-        return [rest[start:]] if start < len(rest) else None
-    if program == "env":
-        return _unwrap_env(rest)
-    if program in ("nice", "ionice"):
-        start = _skip_options(rest, frozenset({"n", "c", "p", "t"}), long_value=frozenset({"adjustment", "class"}))
-        return [rest[start:]]
-    if program in ("nohup", "builtin", "setsid", "fakeroot", "catchsegv", "unbuffer", "stdbuf", "time", "chronic"):
-        start = _skip_options(
-            rest,
-            frozenset({"i", "o", "e", "f", "l", "s"}),
-            long_value=frozenset({"input", "output", "error", "format"}),
-        )
-        return [rest[start:]]
-    if program in ("timeout", "taskset"):
-        start = _skip_options(rest, frozenset({"s", "k"}), long_value=frozenset({"signal", "kill-after"}))
-        return [rest[start + 1 :]]  # skip the duration / mask
-    if program == "command":
-        start = _skip_options(rest, frozenset())
-        if any((w.value or "") in ("-v", "-V") for w in rest[:start]):
-            return None  # command -v only looks the name up
-        return [rest[start:]]
-    if program == "exec":
-        return [rest[_skip_options(rest, frozenset({"a"})) :]] if rest else None
-    if program == "busybox":
-        return [rest]
-    if program == "xargs":
-        start = _skip_options(
-            rest,
-            frozenset({"a", "d", "E", "I", "L", "n", "P", "s"}),
-            long_value=frozenset(
-                {
-                    "arg-file",
-                    "delimiter",
-                    "eof",
-                    "replace",
-                    "max-lines",
-                    "max-args",
-                    "max-procs",
-                    "max-chars",
-                    "process-slot-var",
-                }
-            ),
-        )
-        return [rest[start:]] if start < len(rest) else None
-    if program == "flock":
-        start = _skip_options(rest, frozenset({"w", "E", "conflict-exit-code"}), long_value=frozenset({"timeout"}))
-        tail = rest[start + 1 :]
-        if tail and tail[0].value in ("-c", "--command"):
-            return _string_or_dynamic(tail[1] if len(tail) > 1 else None)
-        return [tail]
-    if program == "watch":
-        start = _skip_options(rest, frozenset({"n", "d", "q"}), long_value=frozenset({"interval", "differences"}))
-        words = rest[start:]
-        if any(w.value is None for w in words):
-            return _DYNAMIC_STRING
-        return " ".join(w.value or "" for w in words)
-    if program == "trap" and rest:
-        return _string_or_dynamic(rest[0])
-    if program in ("find", "fd", "fdfind"):
-        return _find_exec(rest)
-    if program in ("su", "runuser"):
-        for i, word in enumerate(rest):
-            if word.value in ("-c", "--command") and i + 1 < len(rest):
-                return _string_or_dynamic(rest[i + 1])
-            if (word.value or "").startswith("--command="):
-                return (word.value or "").partition("=")[2]
-        return None
-    if program in ("ssh", "parallel"):
-        return None
-    return None
-
-
-def _string_or_dynamic(word: Word | None) -> str | object | None:
-    if word is None:
-        return None
-    return word.value if word.value is not None else _DYNAMIC_STRING
-
-
-def _unwrap_env(rest: list[Word]) -> list[list[Word]] | str | object | None:
-    i = 0
-    while i < len(rest):
-        value = rest[i].value
-        if value is None:
-            return [rest[i:]]
-        if value == "--":
-            i += 1
-            break
-        if value in ("-S", "--split-string") or value.startswith(("-S", "--split-string=")):
-            if value in ("-S", "--split-string"):
-                following = rest[i + 1 :]
-                if any(w.value is None for w in following):
-                    return _DYNAMIC_STRING
-                return " ".join(w.value or "" for w in following)
-            return value[2:] if value.startswith("-S") else value.partition("=")[2]
-        if value in ("-u", "-C", "--unset", "--chdir"):
-            i += 2
-            continue
-        if value.startswith("-") and len(value) > 1:
-            i += 1
-            continue
-        if "=" in value and not value.startswith("="):
-            i += 1
-            continue
-        break
-    return [rest[i:]] if i < len(rest) else None
-
-
-def _find_exec(rest: list[Word]) -> list[list[Word]]:
-    commands: list[list[Word]] = []
-    i = 0
-    while i < len(rest):
-        if rest[i].value in ("-exec", "-execdir", "-ok", "-okdir", "--exec", "-x", "-X", "--exec-batch"):
-            j = i + 1
-            while j < len(rest) and rest[j].value not in (";", "+", r"\;"):
-                j += 1
-            if j > i + 1:
-                commands.append(rest[i + 1 : j])
-            i = j + 1
-        else:
-            i += 1
-    return commands
 
 
 class PolicyEngine:
     """Decides command lines (or argv lists) against a ShellPolicy."""
 
-    def __init__(self, policy: ShellPolicy) -> None:
+    def __init__(self, policy: ShellPolicy, base_path: str | None = None) -> None:
         self.policy = policy
-        self._detect = {rule.detect: rule for rule in policy.rules if rule.detect}
+        self.base_path = base_path if base_path is not None else os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
+        self._detect: dict[str, Rule] = {}
+        for rule in policy.rules:
+            if rule.detect:
+                current = self._detect.get(rule.detect)
+                if current is None or _SEVERITY[rule.action] > _SEVERITY[current.action]:
+                    self._detect[rule.detect] = rule
         self._program_rules = [rule for rule in policy.rules if rule.programs]
 
-    def expand(self, command: str, args: Sequence[str] = ()) -> _Expander:
-        expander = _Expander()
+    def expand(self, command: str, args: Sequence[str] = (), env: Mapping[str, str] | None = None) -> _Expander:
+        expander = _Expander(env or {}, self.base_path)
         if args:
             words = [Word(command, command), *(Word(a, a) for a in args)]
             expander.argv(words, None, 0)
@@ -445,8 +650,8 @@ class PolicyEngine:
             expander.line(command, 0)
         return expander
 
-    def decide(self, command: str, args: Sequence[str] = ()) -> Verdict:
-        expander = self.expand(command, args)
+    def decide(self, command: str, args: Sequence[str] = (), env: Mapping[str, str] | None = None) -> Verdict:
+        expander = self.expand(command, args, env)
         best: Verdict | None = None
         commands: list[str] = []
         for found in expander.found:
@@ -471,17 +676,38 @@ class PolicyEngine:
         )
 
     def _command(self, argv: list[str], text: str) -> Verdict:
+        program = posixpath.basename(argv[0])
+        parsed = parse_args(program, argv[1:])
+        shown = " ".join(a if a != _DYNAMIC else "…" for a in argv)
+        best: Verdict | None = None
+        allowed = False
         for rule in self._program_rules:
-            if rule_matches(rule, argv):
-                return Verdict(rule.action, rule.id, rule.reason, " ".join(argv))
-        if self.policy.mode == "allowlist":
+            if rule_matches(rule, argv, parsed):
+                verdict = Verdict(rule.action, rule.id, rule.reason, shown)
+                allowed = allowed or rule.action == "allow"
+            elif rule.action != "allow" and parsed.dynamic and rule_matches(rule, argv, parsed, wildcard=True):
+                # Threat: `rm $(echo -rf) ~`, `F=-rf; rm $F ~` with F unknown: an argument only run time knows
+                # could make this rule match. Undecidable: asked (or denied), never allowed.
+                verdict = Verdict(
+                    self.policy.undecidable,
+                    f"undecidable:{rule.id}",
+                    f"An argument only known at run time could make rule '{rule.id}' apply: {rule.reason}",
+                    shown,
+                )
+            else:
+                continue
+            if best is None or _SEVERITY[verdict.action] > _SEVERITY[best.action]:
+                best = verdict
+        if self.policy.mode == "allowlist" and not allowed:
+            if best is not None and best.action == "deny":
+                return best
             return Verdict(
                 "deny",
                 "not-in-allowlist",
-                f"{posixpath.basename(argv[0])!r} is not allowed by the allow-list policy.",
-                " ".join(argv),
+                f"{program!r} (used this way) is not allowed by the allow-list policy.",
+                shown,
             )
-        return Verdict("allow", None, "no rule matched", text)
+        return best if best is not None else Verdict("allow", None, "no rule matched", text)
 
     def _finding(self, finding: Finding) -> Verdict:
         rule = self._detect.get(finding.kind)
