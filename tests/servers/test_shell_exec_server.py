@@ -407,3 +407,35 @@ def test_mcp_guard_check_prints_the_verdict_and_exits_by_decision(tmp_path: Path
     assert allow.returncode == 0 and "decision: allow" in allow.stdout and "- wc -l" in allow.stdout
     assert ask.returncode == 10 and "rule:     privilege-escalation" in ask.stdout
     assert deny.returncode == 20 and "rm-recursive-force" in deny.stdout and "- rm -rf /" in deny.stdout
+
+
+def test_mcp_guard_check_judges_every_line_of_a_history_and_reports_lines_that_do_not_parse(tmp_path: Path) -> None:
+    history = "ls -la\n#1700000000\nrm 2>/dev/null -rf ~\n\nif then\ngit push --force\n"
+    proc = subprocess.run(
+        [console_script("mcp-guard"), "check", "--file", "-", "--json"],
+        input=history, capture_output=True, text=True, timeout=30, cwd=tmp_path,
+    )  # fmt: skip
+    verdicts = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [(v["line"], v["decision"], v["parseError"]) for v in verdicts] == [
+        (1, "allow", False), (3, "deny", False), (5, "ask", True), (6, "ask", False),
+    ]  # fmt: skip
+    assert proc.returncode == 20 and verdicts[1]["rule"] == "rm-recursive-force"
+    listing = tmp_path / "team.txt"
+    listing.write_text("ls\nif then\n", encoding="utf-8")
+    text = subprocess.run(
+        [console_script("mcp-guard"), "check", "--policy", "readonly", "-f", str(listing)],
+        capture_output=True, text=True, timeout=30, cwd=tmp_path,
+    )  # fmt: skip
+    assert text.returncode == 20 and "(does not parse)" in text.stdout and "2 lines" in text.stderr
+
+
+async def test_words_after_a_redirection_and_inline_variables_are_judged_by_the_server(workspace: Path) -> None:
+    (workspace / "keep").mkdir()
+    async with serve(SX, workspace, "--policy", "readonly") as client:
+        hidden = await sh(client, "rm 2>/dev/null -rf keep")
+        pager = await sh(client, "LESSOPEN='|touch pwned %s' less README.md")
+        escape = await sh(client, "find . 2>/dev/null -exec touch pwned2 \\;")
+    for result in (hidden, pager, escape):
+        assert error_of(result)["code"] == "COMMAND_DENIED", result
+    assert (workspace / "keep").is_dir()
+    assert not (workspace / "pwned").exists() and not (workspace / "pwned2").exists()

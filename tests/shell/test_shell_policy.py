@@ -261,3 +261,140 @@ def test_words_after_a_redirection_are_the_commands_arguments_as_in_real_bash(li
     ours = [w.value for w in printf.words[2:]]
     real = subprocess.run(["/bin/bash", "--noprofile", "--norc", "-c", line], capture_output=True, timeout=10)
     assert ours == real.stdout.decode().split("\0")[:-1], line
+
+
+@pytest.mark.parametrize(
+    ("line", "rule"),
+    [
+        ("rm 2>/dev/null -rf ~", "rm-recursive-force"),
+        ("dd 2>/dev/null of=/dev/sda if=/dev/zero", "dd-to-device"),
+        ("rm --recur --forc ~", "rm-recursive-force"),
+        ("rm --rec --f x", "rm-recursive-force"),
+        ("dd if=/dev/zero of=/dev//sda", "dd-to-device"),
+        ("dd if=/dev/zero of=/dev/root", "dd-to-device"),
+        ("dd if=/dev/zero of=/dev/disk/by-id/ata-X", "dd-to-device"),
+        ("cp /dev/zero /dev/sda", "copy-onto-device"),
+        ("cat /dev/zero > /dev/nvme0n1", "device-write"),
+        ("F=-rf; rm $F ~", "rm-recursive-force"),
+        ("rm -r $HOME", "rm-recursive-broad"),
+        ("find / -delete", "find-delete-broad"),
+        ("x='a[$(rm -rf ~)]'; : $((x))", "rm-recursive-force"),
+        ("perl -e 'fork while fork'", "fork-bomb"),
+        ("PAGER='rm -rf ~' git -p log", "rm-recursive-force"),
+        ("LESSOPEN='|rm -rf ~ %s' less f", "rm-recursive-force"),
+        ("echo 'rm -rf ~' | sh", "rm-recursive-force"),
+        ("alias ll='rm -rf ~'", "rm-recursive-force"),
+        ("strace -f rm -rf ~", "rm-recursive-force"),
+        ("uv run rm -rf ~", "rm-recursive-force"),
+        ("ssh host 'rm -rf ~'", "rm-recursive-force"),
+        ("docker run -v /:/h alpine rm -rf /h", "rm-recursive-force"),
+        ("systemctl isolate reboot.target", "systemctl-isolate-halt"),
+        ("chmod -R 000 ~", "recursive-mode-owner-broad"),
+    ],
+)
+def test_attack_spellings_the_first_engine_missed_are_denied(line: str, rule: str) -> None:
+    verdict = DEFAULT.decide(line)
+    assert (verdict.action, verdict.rule) == ("deny", rule), (line, verdict)
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("rm $(echo -rf) ~", "undecidable:rm-recursive-force"),
+        ("x='a[$(id)]'; echo $((x))", "undecidable:code-in-data"),
+        ("printf -v 'a[$(id)]' 1", "undecidable:code-in-data"),
+        ("read x; (( x ))", "undecidable:code-in-data"),
+        ("sh < notes.txt", "undecidable:script-from-data"),
+        ("xargs -a x.txt -I{} sh -c {}", "undecidable:dynamic-shell-string"),
+        ("LD_PRELOAD=./x.so ls", "undecidable:env-code"),
+        ("env GIT_CONFIG_COUNT=1 git log", "undecidable:env-code"),
+        ("PATH=./bin:$PATH ls", "undecidable:path-override"),
+        ("git push --force-w origin main", "git-force-push"),
+        ("git clone --config core.sshCommand=x repo", "git-config-runs-programs"),
+        ("tar --to-command=cat -xf a.tar", "tar-runs-program"),
+    ],
+)
+def test_undecidable_or_risky_spellings_are_asked(line: str, kind: str) -> None:
+    verdict = DEFAULT.decide(line)
+    assert (verdict.action, verdict.rule) == ("ask", kind), (line, verdict)
+
+
+def test_path_in_the_calls_env_that_finds_a_look_alike_program_is_undecidable(tmp_path: Path) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "ls").write_text("#!/bin/sh\n", encoding="utf-8")
+    (fake / "ls").chmod(0o755)
+    engine = PolicyEngine(load_policy(Path("readonly")).shell_exec, base_path="/usr/bin:/bin")
+    assert engine.decide("ls").action == "allow"
+    verdict = engine.decide("ls", env={"PATH": f"{fake}:/usr/bin:/bin"})
+    assert (verdict.action, verdict.rule) == ("deny", "undecidable:path-override")
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["kill -1 4242", "chmod -R g+w /srv/project/src", "rm -r build", "find . -name '*.pyc' -delete",
+     "source .venv/bin/activate", "GIT_PAGER=cat git log", "for ((i=0; i<3; i++)); do echo $((i*2)); done",
+     "kill $!", "eval 'echo hi'", "PYTHONUNBUFFERED=1 pytest"],
+)  # fmt: skip
+def test_ordinary_work_is_not_a_false_alarm(line: str) -> None:
+    assert DEFAULT.decide(line).action == "allow", line
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["find . 2>/dev/null -exec sh -c id \\;", "awk 'BEGIN {system(\"id\")}'", "sed -n '1e id' f", "sort -o out f",
+     "rg --pr ./x.sh foo", "git -c core.pager=id log", "LESSOPEN='|id %s' less f", "git branch evil",
+     "git stash", "uniq a b", "less '+!id' f", "tree -o out", "rm -rf x", "sudo ls"],
+)  # fmt: skip
+def test_readonly_refuses_escapes_and_writes_through_allowed_programs(line: str) -> None:
+    assert READONLY.decide(line).action in ("ask", "deny"), line
+
+
+def test_readonly_keeps_the_default_deny_and_ask_rules() -> None:
+    ids = {rule.id for rule in load_policy(Path("readonly")).shell_exec.rules}
+    assert {"rm-recursive-force", "git-force-push", "read-only-tools"} <= ids
+    assert READONLY.decide("git push --force").action != "allow"
+
+
+def test_a_policy_file_can_drop_or_replace_a_default_rule(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text(
+        '[shell_exec]\ndisabled_rules = ["git-force-push"]\n'
+        'rules = [{ id = "shred", action = "deny", reason = "no", programs = ["shred"] }]\n',
+        encoding="utf-8",
+    )
+    engine = PolicyEngine(load_policy(path).shell_exec)
+    assert engine.decide("git push --force").action == "allow"
+    assert (engine.decide("shred f").action, engine.decide("shred f").rule) == ("deny", "shred")
+    path.write_text('[shell_exec]\ndisabled_rules = ["no-such-rule"]\n', encoding="utf-8")
+    with pytest.raises(PolicyError, match="no-such-rule"):
+        load_policy(path)
+
+
+def test_the_policy_corpus_meets_the_issue_figures() -> None:
+    """tests/corpus: destructive >= 95% denied, ask-worthy >= 90% asked or denied, everyday <= 1% bothered,
+    readonly: no escape let through and <= 10% of read-only commands refused (measure.py prints them)."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("policy_corpus_measure", ROOT / "tests" / "corpus" / "measure.py")
+    assert spec is not None and spec.loader is not None
+    measure = importlib.util.module_from_spec(spec)
+    sys.modules["policy_corpus_measure"] = measure  # dataclasses look their module up while being built
+    spec.loader.exec_module(measure)
+    for figure in measure.figures():
+        assert figure.met, (figure.title, figure.share, figure.misses)
+
+
+@pytest.mark.parametrize(
+    "name", ["LD_PRELOAD", "GIT_CONFIG_COUNT", "XDG_CONFIG_HOME", "HOME", "TAR_OPTIONS", "RIPGREP_CONFIG_PATH",
+             "LESSOPEN", "PAGER", "BROWSER", "NPM_CONFIG_SCRIPT_SHELL"],
+)  # fmt: skip
+def test_one_table_of_code_running_names_for_the_env_field_and_for_assignments_in_the_line(name: str) -> None:
+    from mcp_server_guard.errors import SecurityError
+    from mcp_server_guard.shell.process import build_env
+
+    with pytest.raises(SecurityError):
+        build_env({name: "x"}, {"PATH": "/usr/bin:/bin"})
+    assert DEFAULT.decide(f"{name}='x y' ls").action != "allow" or name in ("PAGER", "LESSOPEN", "BROWSER")
+    assert READONLY.decide(f"{name}=x ls").action == "deny"

@@ -153,58 +153,104 @@ def config(
 
 
 CHECK_EXIT = {"allow": 0, "ask": 10, "deny": 20}
+_STRICTNESS = ("allow", "ask", "deny")
+
+
+def _judge(engine: PolicyEngine, command: str, args: Sequence[str] = ()) -> dict[str, object]:
+    """One line's verdict as a JSON-ready dict; a line too complex to analyse is denied, and says so."""
+    try:
+        verdict = engine.decide(command, args)
+    except TooComplex as exc:
+        return {"decision": "deny", "rule": "COMMAND_TOO_COMPLEX", "reason": str(exc), "trigger": command,
+                "commands": [], "redirects": [], "findings": [], "parseError": False}  # fmt: skip
+    return {
+        "decision": verdict.action,
+        "rule": verdict.rule,
+        "reason": verdict.reason,
+        "trigger": verdict.trigger,
+        "commands": list(verdict.commands),
+        "redirects": [f"{r.op} {r.target.raw}" for r in verdict.redirects],
+        "findings": [{"kind": f.kind, "detail": f.detail} for f in verdict.findings],
+        "parseError": any(f.kind == "parse-error" for f in verdict.findings),
+    }
+
+
+def _check_many(engine: PolicyEngine, source: str, as_json: bool) -> NoReturn:
+    """Judge every line of a file (or stdin): blank lines and # comments aside, none is skipped."""
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError as exc:
+        usage_error(PROG, f"cannot read {source}: {exc.strerror}")
+    worst = "allow"
+    counts = dict.fromkeys(_STRICTNESS, 0)
+    unparsed = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        judged = _judge(engine, line)
+        decision = str(judged["decision"])
+        counts[decision] += 1
+        unparsed += bool(judged["parseError"])
+        worst = max(worst, decision, key=_STRICTNESS.index)
+        if as_json:
+            typer.echo(json.dumps({"line": number, "command": line, **judged}, ensure_ascii=False))
+        else:
+            note = "  (does not parse)" if judged["parseError"] else ""
+            typer.echo(f"{number:>5}  {decision:5}  {judged['rule'] or '-':28}  {line}{note}")
+    if not as_json:
+        typer.echo(
+            f"{sum(counts.values())} lines: {counts['allow']} allow, {counts['ask']} ask, {counts['deny']} deny"
+            + (f"; {unparsed} do not parse" if unparsed else ""),
+            err=True,
+        )
+    raise typer.Exit(CHECK_EXIT[worst])
 
 
 @app.command(
     help="Show how the shell_exec policy judges a command line: the decision, the rule and its reason, and the "
-    "commands the parser found. Exit code: 0 allow, 10 ask, 20 deny (2: bad usage)."
+    "commands the parser found. With --file (a file, or - for stdin) every line is judged, one verdict per line "
+    "(a whole shell history, or a team's command list). Exit code: the strictest decision, 0 allow, 10 ask, "
+    "20 deny (2: bad usage)."
 )
 def check(
-    command: Annotated[str, typer.Argument(help="A shell command line, quoted as one argument.")],
+    command: Annotated[str | None, typer.Argument(help="A shell command line, quoted as one argument.")] = None,
     args: Annotated[
         list[str] | None, typer.Argument(help="With arguments after the command: run as argv, no shell.")
     ] = None,
     policy: PolicyOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
+    file: Annotated[
+        str | None, typer.Option("--file", "-f", help="Judge every line of this file (- reads stdin).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON (one object per line).")] = False,
 ) -> None:
     try:
         engine = PolicyEngine(load_policy(policy).shell_exec)
     except PolicyError as exc:
         usage_error(PROG, str(exc))
-    try:
-        verdict = engine.decide(command, args or [])
-    except TooComplex as exc:
-        typer.echo(f"decision: deny\nrule:     COMMAND_TOO_COMPLEX\nreason:   {exc}")
-        raise typer.Exit(CHECK_EXIT["deny"]) from None
+    if file is not None:
+        if command is not None:
+            usage_error(PROG, "give a command line or --file, not both")
+        _check_many(engine, file, as_json)
+    if command is None:
+        usage_error(PROG, "give a command line, or --file FILE (- for stdin) to judge many")
+    judged = _judge(engine, command, args or [])
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "decision": verdict.action,
-                    "rule": verdict.rule,
-                    "reason": verdict.reason,
-                    "trigger": verdict.trigger,
-                    "commands": list(verdict.commands),
-                    "redirects": [f"{r.op} {r.target.raw}" for r in verdict.redirects],
-                    "findings": [{"kind": f.kind, "detail": f.detail} for f in verdict.findings],
-                },
-                ensure_ascii=False,
-            )
-        )
+        judged.pop("parseError")
+        typer.echo(json.dumps(judged, ensure_ascii=False))
     else:
-        typer.echo(f"decision: {verdict.action}")
-        typer.echo(f"rule:     {verdict.rule or '(none)'}")
-        typer.echo(f"reason:   {verdict.reason}")
-        if verdict.trigger:
-            typer.echo(f"trigger:  {verdict.trigger}")
+        typer.echo(f"decision: {judged['decision']}")
+        typer.echo(f"rule:     {judged['rule'] or '(none)'}")
+        typer.echo(f"reason:   {judged['reason']}")
+        if judged["trigger"]:
+            typer.echo(f"trigger:  {judged['trigger']}")
         typer.echo("commands:")
-        for found in verdict.commands:
+        for found in judged["commands"]:  # type: ignore[attr-defined]
             typer.echo(f"  - {found}")
-        for redirect in verdict.redirects:
-            typer.echo(f"redirect: {redirect.op} {redirect.target.raw}")
-        for finding in verdict.findings:
-            typer.echo(f"finding:  {finding.kind}: {finding.detail}")
-    raise typer.Exit(CHECK_EXIT[verdict.action])
+        for redirect in judged["redirects"]:  # type: ignore[attr-defined]
+            typer.echo(f"redirect: {redirect}")
+        for finding in judged["findings"]:  # type: ignore[attr-defined]
+            typer.echo(f"finding:  {finding['kind']}: {finding['detail']}")
+    raise typer.Exit(CHECK_EXIT[str(judged["decision"])])
 
 
 history_app = typer.Typer(no_args_is_help=True, help="List and restore previous contents of replaced files.")
