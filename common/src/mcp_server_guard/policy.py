@@ -240,14 +240,13 @@ def _combine_rules(data: dict[str, Any], default_rules: list[Any], section: Any,
     own = section.get("rules", [])
     if not isinstance(own, list) or section.get("inherit_rules", True) is False:
         return
-    own_ids = {rule.get("id") for rule in own if isinstance(rule, dict)}
     replaced = {rule.get("id"): rule for rule in own if isinstance(rule, dict)}
     default_ids = {rule.get("id") for rule in default_rules if isinstance(rule, dict)}
     combined = [rule for rule in own if not (isinstance(rule, dict) and rule.get("id") in default_ids)]
     combined += [replaced.get(rule.get("id"), rule) if isinstance(rule, dict) else rule for rule in default_rules]
     disabled = section.get("disabled_rules", [])
     if isinstance(disabled, list):
-        unknown = [d for d in disabled if d not in default_ids and d not in own_ids]
+        unknown = [d for d in disabled if d not in default_ids and d not in replaced]
         if unknown:
             raise PolicyError(f"invalid policy file {path}: [shell_exec].disabled_rules: no rule {unknown[0]!r}")
         combined = [rule for rule in combined if not (isinstance(rule, dict) and rule.get("id") in disabled)]

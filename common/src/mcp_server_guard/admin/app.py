@@ -18,7 +18,7 @@ import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, NoReturn, TypedDict
 
 import typer
 
@@ -156,7 +156,18 @@ CHECK_EXIT = {"allow": 0, "ask": 10, "deny": 20}
 _STRICTNESS = ("allow", "ask", "deny")
 
 
-def _judge(engine: PolicyEngine, command: str, args: Sequence[str] = ()) -> dict[str, object]:
+class _Judged(TypedDict):
+    decision: str
+    rule: str | None
+    reason: str
+    trigger: str
+    commands: list[str]
+    redirects: list[str]
+    findings: list[dict[str, str]]
+    parseError: bool  # the JSON key
+
+
+def _judge(engine: PolicyEngine, command: str, args: Sequence[str] = ()) -> _Judged:
     """One line's verdict as a JSON-ready dict; a line too complex to analyse is denied, and says so."""
     try:
         verdict = engine.decide(command, args)
@@ -188,7 +199,7 @@ def _check_many(engine: PolicyEngine, source: str, as_json: bool) -> NoReturn:
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         judged = _judge(engine, line)
-        decision = str(judged["decision"])
+        decision = judged["decision"]
         counts[decision] += 1
         unparsed += bool(judged["parseError"])
         worst = max(worst, decision, key=_STRICTNESS.index)
@@ -235,8 +246,7 @@ def check(
         usage_error(PROG, "give a command line, or --file FILE (- for stdin) to judge many")
     judged = _judge(engine, command, args or [])
     if as_json:
-        judged.pop("parseError")
-        typer.echo(json.dumps(judged, ensure_ascii=False))
+        typer.echo(json.dumps({k: v for k, v in judged.items() if k != "parseError"}, ensure_ascii=False))
     else:
         typer.echo(f"decision: {judged['decision']}")
         typer.echo(f"rule:     {judged['rule'] or '(none)'}")
@@ -244,13 +254,13 @@ def check(
         if judged["trigger"]:
             typer.echo(f"trigger:  {judged['trigger']}")
         typer.echo("commands:")
-        for found in judged["commands"]:  # type: ignore[attr-defined]
+        for found in judged["commands"]:
             typer.echo(f"  - {found}")
-        for redirect in judged["redirects"]:  # type: ignore[attr-defined]
+        for redirect in judged["redirects"]:
             typer.echo(f"redirect: {redirect}")
-        for finding in judged["findings"]:  # type: ignore[attr-defined]
+        for finding in judged["findings"]:
             typer.echo(f"finding:  {finding['kind']}: {finding['detail']}")
-    raise typer.Exit(CHECK_EXIT[str(judged["decision"])])
+    raise typer.Exit(CHECK_EXIT[judged["decision"]])
 
 
 history_app = typer.Typer(no_args_is_help=True, help="List and restore previous contents of replaced files.")

@@ -15,7 +15,6 @@ A caller can set a variable three ways: the call's ``env`` field, an assignment 
 from __future__ import annotations
 
 import fnmatch
-import re
 
 # Threat: a variable whose value is a command some program runs (a pager, an editor, an ssh or askpass
 # helper, less's input filter). Names, not patterns.
@@ -45,7 +44,6 @@ DATA_ONLY = frozenset(
         "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT",
     }
 )  # fmt: skip
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def is_command_valued(name: str) -> bool:
@@ -71,7 +69,3 @@ def command_line_of(name: str, value: str) -> str:
     if name in ("LESSOPEN", "LESSCLOSE"):
         value = value.lstrip("|-")
     return value.replace("%s", "FILE")
-
-
-def valid_name(name: str) -> bool:
-    return bool(_NAME.fullmatch(name))

@@ -134,6 +134,8 @@ class Args:
     values: dict[str, list[str]] = field(default_factory=dict)
     positionals: list[str] = field(default_factory=list)
     dynamic: bool = False  # some argument is only known at run time
+    arg_forms: list[str] = field(default_factory=list)  # every argument's forms (_forms), computed once
+    target_forms: list[str] = field(default_factory=list)  # every positional's forms
 
     def has(self, flag: str) -> bool:
         if len(flag) == 1:
@@ -199,6 +201,8 @@ def parse_args(program: str, args: Sequence[str]) -> Args:
                     break
             continue
         out.positionals.append(arg)
+    out.arg_forms = [form for arg in args for form in _forms(arg)]
+    out.target_forms = [form for arg in out.positionals for form in _forms(arg)]
     return out
 
 
@@ -321,20 +325,14 @@ def rule_matches(rule: Rule, argv: Sequence[str], parsed: Args | None = None, *,
         return False
     if len(parsed.positionals) < rule.min_positionals and not free:
         return False
-    if rule.args and not (free or any(_glob(form, rule.args) for a in args for form in _forms(a))):
+    if rule.args and not (free or any(_glob(form, rule.args) for form in parsed.arg_forms)):
         return False
     if rule.args_regex and not (
         free or any(_regex(p).search(a) for a in args if a != _DYNAMIC for p in rule.args_regex)
     ):
         return False
     if rule.targets and not (
-        free
-        or any(
-            _path_match(form, pattern)
-            for target in parsed.positionals
-            for form in _forms(target)
-            for pattern in rule.targets
-        )
+        free or any(_path_match(form, pattern) for form in parsed.target_forms for pattern in rule.targets)
     ):
         return False
     return (

@@ -221,7 +221,7 @@ def _runner(rest: list[Word]) -> Inner:
 
 _RUN_SUBCOMMANDS = {
     "uv": ("run",), "poetry": ("run",), "pdm": ("run",), "pipenv": ("run",), "hatch": ("run",), "conda": ("run",),
-    "mamba": ("run",), "bundle": ("exec",), "pnpm": ("exec", "dlx"), "yarn": ("exec", "dlx"), "npm": ("exec", "x"),
+    "mamba": ("run",), "bundle": ("exec",), "pnpm": ("exec", "dlx"), "yarn": ("exec", "dlx"),
     "rye": ("run",),
 }  # fmt: skip
 
