@@ -75,7 +75,6 @@ def tool_parts(env: Env, counts: Counts) -> dict[str, Any]:
             signal=None,
             sandbox=plan.label,
             limitHit=None,
-            decision="allow",
             rule=None,
         )
         return CallToolResult(

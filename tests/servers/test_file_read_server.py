@@ -88,7 +88,7 @@ async def test_reads_a_text_file_with_metadata(workspace: Path, mode: str) -> No
     assert out["encoding"] == "utf-8"
     assert out["totalLines"] == 2
     assert out["truncated"] is False
-    assert out["nextOffset"] is None
+    assert "nextOffset" not in out  # absent at the end of the file (the schema has no null)
     assert out["sha256"] == hashlib.sha256(b"hello\nworld\n").hexdigest()
     assert text_of(result) == "hello\nworld\n"
 
@@ -353,7 +353,7 @@ async def test_paging_with_offset_and_limit_walks_the_whole_file(workspace: Path
             out = (await read(client, "pages.txt", offset=offset)).structured_content
             assert len(out["content"].encode()) <= 1000
             pages.append(out["content"])
-            offset = out["nextOffset"]
+            offset = out.get("nextOffset")
         limited = (await read(client, "pages.txt", offset=10, limit=2)).structured_content
     assert "".join(pages) == body
     assert len(pages) > 5
@@ -379,7 +379,7 @@ async def test_boms_and_non_utf8_text_are_decoded_and_reported(workspace: Path) 
 
 async def test_invalid_arguments_are_refused_and_the_server_keeps_serving(workspace: Path, mode: str) -> None:
     async with serve(FR, workspace, mode=mode) as client:
-        wrong_type = await client.call_tool("file_read", {"path": 42})
+        wrong_type = await client.call_tool("file_read", {"path": {"name": "hello.txt"}})
         missing = await client.call_tool("file_read", {})
         bad_offset = await client.call_tool("file_read", {"path": "hello.txt", "offset": 0})
         bad_limit = await client.call_tool("file_read", {"path": "hello.txt", "limit": "many"})
@@ -470,10 +470,15 @@ async def test_every_call_is_audited_outside_the_jail(workspace: Path, tmp_path:
     async with serve(FR, workspace, audit=audit) as client:
         await read(client, "hello.txt")
         await read(client, "../outside/secret.txt")
-        await client.call_tool("file_read", {"path": 7})
+        await client.call_tool("file_read", {"path": {"name": "hello.txt"}})
     records = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
     entries = [r for r in records if r["phase"] == "outcome"]  # a call that acted also has its intent record
-    assert [e["decision"] for e in entries] == ["allow", "deny", "deny"]
+    assert [e["policy_result"] for e in entries] == ["allow", "deny", "error"]
+    assert [e["approved_by"] for e in entries] == ["policy", None, None]
+    assert entries[1]["reason"] == "'../outside/secret.txt' is outside the allowed directories."
+    assert {e["actor"] for e in entries} == {"mcp/0.1.0"}  # the SDK client's name/version from initialize
+    assert [e["action"] for e in entries] == ["read"] * 3
+    assert [e["target"] for e in entries[:2]] == ["hello.txt", "../outside/secret.txt"]
     assert [e["code"] for e in entries] == [None, "PATH_OUTSIDE_JAIL", "INVALID_ARGUMENT"]
     assert entries[0]["bytes"] == 12 and entries[0]["server"] == "file_read" and entries[0]["tool"] == "file_read"
     assert entries[0]["arguments"] == {"path": "hello.txt"}

@@ -242,12 +242,13 @@ async def test_an_approved_command_has_one_intent_written_in_the_round_that_runs
     async with serve(SX, workspace, *args, mode=mode, audit=log, elicitation_callback=elicit) as client:
         with anyio.fail_after(60):
             result = await client.call_tool("shell_exec", {"command": "touch approved.txt"})
-    assert result.structured_content is not None and result.structured_content["decision"] == "approved"
+    assert result.structured_content is not None and result.structured_content["policyDecision"] == "ask-approved"
     assert len(asked) == 1 and (workspace / "approved.txt").exists()
     records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     assert [r["phase"] for r in records] == ["intent", "outcome"]  # the input_required round left no record
     assert records[0]["audit_id"] == records[1]["audit_id"]
-    assert records[1]["decision"] == "approved" and records[1]["rule"] == "ask-touch"
+    assert records[1]["policy_result"] == "ask-approved" and records[1]["rule"] == "ask-touch"
+    assert records[1]["approved_by"] == "human:elicitation" and records[0]["target"] == "touch approved.txt"
 
 
 # -- 5. crash leftovers ------------------------------------------------------------------------

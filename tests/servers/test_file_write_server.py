@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import pytest
 
-from support import RawClient, console_script, error_of, serve
+from support import RawClient, console_script, error_of, serve, text_of
 
 pytestmark = pytest.mark.anyio
 FW = "mcp-server-file-write"
@@ -76,14 +76,17 @@ async def test_file_write_tool_matches_the_seed_004_contract(workspace: Path, hi
 async def test_creates_a_new_file_without_exec_bits(workspace: Path, history: Path, mode: str) -> None:
     async with serve(FW, workspace, *fw_args(history), mode=mode) as client:
         result = await write(client, "new.txt", "hello ✓\n")
-    out = result.structured_content
+    out = dict(result.structured_content or {})
+    audit_id = out.pop("auditId")
+    assert len(audit_id) == 12 and audit_id in text_of(result, facts=True).splitlines()[-1]
     assert out == {
         "success": True,
         "path": "new.txt",
         "bytesWritten": len("hello ✓\n".encode()),
         "sha256": sha("hello ✓\n".encode()),
         "created": True,
-        "backup": None,
+        "policyDecision": "allow",
+        "mode": "workspace-write",
     }
     assert (workspace / "new.txt").read_text(encoding="utf-8") == "hello ✓\n"
     assert (workspace / "new.txt").stat().st_mode & 0o111 == 0

@@ -111,6 +111,7 @@ async def test_shell_exec_ask_rule_runs_only_on_an_explicit_yes(workspace: Path,
     async with in_memory("shell_exec", workspace, mode=mode) as client:
         unavailable = await call(client, "shell_exec", command="sudo echo no")
     assert len(asked) == 2 and "sudo echo yes" in asked[0]
-    assert yes.structured_content["decision"] == "approved"
-    assert error_of(no)["code"] == "ASK_DECLINED"
+    assert yes.structured_content["policyDecision"] == "ask-approved"
+    assert error_of(no)["code"] == "ASK_DECLINED" and error_of(no)["policyDecision"] == "ask-declined"
     assert error_of(unavailable)["code"] == "ASK_UNAVAILABLE"
+    assert error_of(unavailable)["policyDecision"] == "ask-unavailable"

@@ -92,10 +92,12 @@ async def test_allowed_pipeline_runs_in_the_launch_directory(workspace: Path, mo
     assert out["stdout"] == f"HELLO\n{workspace}\n"
     assert out["stderr"] == "oops\n"
     assert out["exitCode"] == 3
-    assert out["timedOut"] is False and out["truncated"] is False and out["signal"] is None
+    assert out["timedOut"] is False and out["truncated"] is False and "signal" not in out
     assert out["sandbox"] == "none" or out["sandbox"].endswith(f"landlock-v{landlock_abi()}")
-    assert out["decision"] == "allow"
+    assert (out["policyDecision"], out["mode"], out["timeoutSeconds"]) == ("allow", "workspace-write", 30.0)
     assert "HELLO" in text_of(result) and "exit code 3" in text_of(result)
+    last = text_of(result, facts=True).splitlines()[-1]
+    assert last == f"[auditId={out['auditId']} policyDecision=allow mode=workspace-write timeoutSeconds=30.0]"
 
 
 async def test_args_run_the_program_without_a_shell(workspace: Path) -> None:
@@ -169,7 +171,7 @@ async def test_ask_rule_runs_only_on_explicit_approval(
     assert "touch approved.txt" in message and "sub" in message
     assert "ask-touch" in message and "touch needs a yes." in message
     if answer == "accept":
-        assert result.structured_content["decision"] == "approved"
+        assert result.structured_content["policyDecision"] == "ask-approved"
         assert result.structured_content["rule"] == "ask-touch"
         assert (workspace / "sub" / "approved.txt").exists()
     else:
@@ -387,11 +389,14 @@ async def test_every_call_is_audited_with_decision_and_rule(workspace: Path, tmp
         await sh(client, "touch t.txt")
     records = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
     entries = [r for r in records if r["phase"] == "outcome"]  # a call that acted also has its intent record
-    assert [(e["decision"], e["code"]) for e in entries] == [
-        ("allow", None),
-        ("deny", "COMMAND_DENIED"),
-        ("approved", None),
+    assert [(e["policy_result"], e["code"], e["approved_by"]) for e in entries] == [
+        ("allow", None, "policy"),
+        ("deny", "COMMAND_DENIED", None),
+        ("ask-approved", None, "human:elicitation"),
     ]
+    assert [e["target"] for e in entries] == ["echo hi", "rm -rf sub", "touch t.txt"]
+    assert entries[1]["reason"] and entries[2]["reason"] == "touch needs a yes."
+    assert {e["action"] for e in entries} == {"exec"} and {e["mode"] for e in entries} == {"workspace-write"}
     assert entries[0]["exitCode"] == 0 and entries[2]["rule"] == "ask-touch"
     assert entries[0]["arguments"]["env"] == {"keys": ["TOKEN"]}
     assert "secret-value" not in audit.read_text(encoding="utf-8")

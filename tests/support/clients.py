@@ -45,14 +45,32 @@ def error_of(result: CallToolResult) -> dict[str, Any]:
     assert result.is_error, f"expected a refusal, got {result}"
     payload = (result.meta or {}).get(ERROR_META_KEY)
     assert isinstance(payload, dict), f"no {ERROR_META_KEY} in {result.meta}"
-    assert set(payload) == {"code", "category", "message", "suggestion"}
+    assert {"code", "category", "message", "suggestion", "auditId", "policyDecision", "mode"} <= set(payload)
+    assert set(payload) <= {
+        "code",
+        "category",
+        "message",
+        "suggestion",
+        "example",
+        "auditId",
+        "policyDecision",
+        "mode",
+        "timeoutSeconds",
+    }
     text = result.content[0].text  # type: ignore[union-attr]
     assert payload["code"] in text and payload["suggestion"] in text
     return payload
 
 
-def text_of(result: CallToolResult) -> str:
-    return "".join(getattr(block, "text", "") for block in result.content)
+def text_of(result: CallToolResult, *, facts: bool = False) -> str:
+    """The text blocks; without the facts line every result ends with (``[auditId=… policyDecision=…]``) unless
+    ``facts``."""
+    text = "".join(getattr(block, "text", "") for block in result.content)
+    if facts:
+        return text
+    body, _, last = text.rpartition("\n")
+    assert last.startswith("[auditId=") and last.endswith("]"), f"no facts line at the end of {text[-200:]!r}"
+    return body
 
 
 CallFn = Callable[..., Any]

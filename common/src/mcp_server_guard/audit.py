@@ -2,11 +2,14 @@
 
 Each call that acts writes two JSON lines sharing one ``audit_id``:
 
-* ``"phase": "intent"`` — written *before* the tool acts (server, tool, summarized arguments, pid).
+* ``"phase": "intent"`` — written *before* the tool acts: who asked (``actor``: the client's name and version),
+  what (``action``, ``target``, summarized arguments), under which ``mode``, server, tool and pid.
   If it cannot be written (disk full, log unwritable), the call is refused with ``AUDIT_UNAVAILABLE``
   and nothing is done: no record, no action.
-* ``"phase": "outcome"`` — written when the call ends (decision, code, sizes, duration and the facts
-  the tool noted). Failing to write it never turns a done action into a reported failure; it is
+* ``"phase": "outcome"`` — written when the call ends: ``policy_result`` (allow, ask-approved, deny,
+  ask-declined, ask-unavailable, error, cancelled), ``reason``, ``approved_by`` (``human:elicitation``, a
+  ``rule:<id>``, or ``policy``), code, sizes, duration and the facts the tool noted.
+  Failing to write it never turns a done action into a reported failure; it is
   logged as one line on stderr instead.
 
 A call refused before it acts (bad arguments, a denied command) has an outcome line only; an intent
@@ -98,6 +101,12 @@ class AuditRecord:
     summaries: dict[str, Any] = field(default_factory=dict)  # argument summaries, computed once
     audit_id: str = field(default_factory=new_audit_id)
     intent_written: bool = False
+    actor: str | None = None  # the client's name/version, from initialize (or the 2026-07-28 request envelope)
+    mode: str | None = None
+    action: str | None = None  # read, write, exec
+    target: str | None = None  # the path or the command line
+    reason: str | None = None
+    approved_by: str | None = None
 
     def summarized_arguments(self) -> dict[str, Any]:
         for key, value in self.arguments.items():
@@ -112,11 +121,17 @@ class AuditRecord:
             "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "server": self.server,
             "tool": self.tool,
+            "actor": self.actor,
+            "mode": self.mode,
+            "action": self.action,
+            "target": _short_target(self.target),
             "arguments": self.summarized_arguments(),
         }
         if phase == "outcome":
             entry.update(
-                decision=self.decision,
+                policy_result=self.decision,
+                reason=self.reason,
+                approved_by=self.approved_by,
                 code=self.code,
                 bytes=self.bytes,
                 durationMs=round((time.perf_counter() - self.started) * 1000, 3),
@@ -126,7 +141,18 @@ class AuditRecord:
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 
+def _short_target(target: str | None) -> str | None:
+    if target is None or len(target) <= 4 * _INLINE_LIMIT:
+        return target
+    return target[: 4 * _INLINE_LIMIT] + f"… ({len(target)} chars)"
+
+
 _current: contextvars.ContextVar[AuditRecord | None] = contextvars.ContextVar("mcp_guard_audit", default=None)
+
+
+def current() -> AuditRecord | None:
+    """The audit record of the call being served (None outside a call)."""
+    return _current.get()
 
 
 def note_content(key: str, sha256: str, size: int) -> None:
@@ -145,7 +171,14 @@ def recorded_digest(key: str) -> tuple[str, int] | None:
     return None
 
 
-def note(*, bytes: int | None = None, decision: str | None = None, **extra: Any) -> None:
+def note(
+    *,
+    bytes: int | None = None,
+    decision: str | None = None,
+    reason: str | None = None,
+    approved_by: str | None = None,
+    **extra: Any,
+) -> None:
     """Add facts to the audit record of the call being served (no-op outside a call)."""
     record = _current.get()
     if record is None:
@@ -154,6 +187,10 @@ def note(*, bytes: int | None = None, decision: str | None = None, **extra: Any)
         record.bytes = bytes
     if decision is not None:
         record.decision = decision
+    if reason is not None:
+        record.reason = reason
+    if approved_by is not None:
+        record.approved_by = approved_by
     record.extra.update(extra)
 
 

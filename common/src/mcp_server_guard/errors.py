@@ -8,7 +8,9 @@
     └── SystemError_      SYSTEM         the host failed us (I/O, permissions, internal)
 
 Each refusal becomes an ``isError`` tool result whose text block and ``_meta["mcp-guard/error"]``
-both carry ``code``, ``category``, ``message`` and ``suggestion`` (see :func:`GuardError.to_result`).
+both carry ``code``, ``category``, ``message`` and ``suggestion`` (see :func:`GuardError.to_result`), plus the
+call's contract facts (``auditId``, ``policyDecision``, ``mode``) and, when the refusal knows the call that
+would work, ``example``: ``{"name": tool, "arguments": {...}}`` built from the caller's own arguments.
 The payload is not put in ``structuredContent``: clients such as the TypeScript SDK validate that
 against the tool's ``outputSchema`` even on errors, and a refusal is not a tool output.
 Messages name only what the caller sent; they never reveal resolved host paths outside the jail.
@@ -17,6 +19,7 @@ Messages name only what the caller sent; they never reveal resolved host paths o
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -41,6 +44,7 @@ class ErrorPayload(BaseModel):
     category: Category = Field(description="Error family: PARAM, SECURITY, RESOURCE, EXECUTION or SYSTEM.")
     message: str = Field(description="What went wrong.")
     suggestion: str = Field(description="What to do instead.")
+    example: dict[str, Any] | None = Field(default=None, description="A corrected call: name and arguments.")
 
 
 class GuardError(ToolError):
@@ -48,24 +52,52 @@ class GuardError(ToolError):
 
     category: ClassVar[Category] = Category.SYSTEM
 
-    def __init__(self, code: str, message: str, suggestion: str) -> None:
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        suggestion: str,
+        *,
+        example: dict[str, Any] | None = None,
+        fix: Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.suggestion = suggestion
+        self.example = example
+        # Argument changes that would make the call work ({"path": "src/a.py"}; None removes a key): the server
+        # turns them into ``example`` with the rest of the caller's arguments.
+        self.fix = dict(fix) if fix is not None else None
 
     @property
     def payload(self) -> ErrorPayload:
-        return ErrorPayload(code=self.code, category=self.category, message=self.message, suggestion=self.suggestion)
+        return ErrorPayload(
+            code=self.code,
+            category=self.category,
+            message=self.message,
+            suggestion=self.suggestion,
+            example=self.example,
+        )
 
-    def to_result(self) -> CallToolResult:
+    def to_result(self, facts: Mapping[str, Any] | None = None) -> CallToolResult:
+        """The isError result; ``facts`` (auditId, policyDecision, mode) join the payload and the last line."""
         payload = self.payload
         text = f"{payload.code} ({payload.category.value}): {payload.message}\nSuggestion: {payload.suggestion}"
-        meta: dict[str, Any] = {ERROR_META_KEY: payload.model_dump(mode="json")}
+        data = payload.model_dump(mode="json", exclude_none=True)
+        if facts:
+            data.update(facts)
+            text += "\n" + facts_line(facts)
+        meta: dict[str, Any] = {ERROR_META_KEY: data}
         return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True, _meta=meta)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.code!r}, {self.message!r})"
+
+
+def facts_line(facts: Mapping[str, Any]) -> str:
+    """The last line of every result's text: ``[auditId=… policyDecision=… mode=…]`` (what an agent CLI shows)."""
+    return "[" + " ".join(f"{k}={v}" for k, v in facts.items() if v is not None) + "]"
 
 
 class ParamError(GuardError):
@@ -110,6 +142,7 @@ ERROR_CODES: dict[str, Category] = {
     "COMMAND_DENIED": Category.SECURITY,
     "ASK_DECLINED": Category.SECURITY,
     "ASK_UNAVAILABLE": Category.SECURITY,
+    "READ_ONLY_MODE": Category.SECURITY,
     "ENV_REFUSED": Category.SECURITY,
     "REDIRECT_OUTSIDE_JAIL": Category.SECURITY,
     "OFFSET_OUT_OF_RANGE": Category.PARAM,

@@ -8,19 +8,32 @@ __all__ = ["format_entry"]
 
 
 def format_entry(entry: dict[str, Any]) -> str:
-    """One call (intent and outcome merged, see ``audit.read_entries``) as one readable line."""
+    """One call (intent and outcome merged, see ``audit.read_entries``) as one readable line: when, which server,
+    the policy result and code, size, duration, the audit id, who asked (actor), who approved, what (target or
+    arguments) and why."""
     args = entry.get("arguments") or {}
     shown = ", ".join(f"{k}={v!r}" if not isinstance(v, dict) else f"{k}=<{_short(v)}>" for k, v in args.items())
+    if entry.get("target") is not None:
+        shown = f"{entry.get('action') or entry.get('tool', '?')} {entry['target']!r}"
     status = entry.get("status", "done")
     if status == "interrupted":
         outcome = "INTERRUPTED (server died mid-call)"
     elif status == "running":
         outcome = "RUNNING (no outcome yet)"
     else:
-        outcome = entry.get("decision", "?") + (f" {entry['code']}" if entry.get("code") else "")
+        # Logs written before policy_result was named call it decision.
+        result = entry.get("policy_result", entry.get("decision", "?"))
+        outcome = str(result) + (f" {entry['code']}" if entry.get("code") else "")
     size = f"{entry['bytes']}B" if entry.get("bytes") is not None else "-"
     duration = f"{entry['durationMs']:>8.1f}ms" if isinstance(entry.get("durationMs"), int | float) else f"{'-':>10}"
-    return f"{entry.get('time', '?')[:23]}  {entry.get('server', '?'):<10} {outcome:<28} {size:>9} {duration}  {shown}"
+    who = f"  id={entry['audit_id']}" if entry.get("audit_id") else ""
+    if entry.get("actor"):
+        who += f" by={entry['actor']}"
+    if entry.get("approved_by"):
+        who += f" approved_by={entry['approved_by']}"
+    why = f"  ({entry['reason']})" if entry.get("reason") else ""
+    line = f"{entry.get('time', '?')[:23]}  {entry.get('server', '?'):<10} {outcome:<28} {size:>9} {duration}"
+    return f"{line}{who}  {shown}{why}"
 
 
 def _short(value: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ openat2 cannot judge alone). Nothing here checks a path string and then opens th
 from __future__ import annotations
 
 import contextlib
+import difflib
 import enum
 import errno
 import os
@@ -195,6 +196,9 @@ class Jail:
                 "No directory is allowed: the client's roots do not overlap the server's allowed paths.",
                 "Ask the user to add a root that lies inside the server's --allow-path directories.",
             )
+        if given == "~" or given.startswith("~/"):
+            # A model's ~ means the user's home, never a directory named "~" (which createDirs would make).
+            return self._locate_home(given)
         absolute = _normalize(posixpath.join(self.launch_dir, given))
         found = self._root_for(absolute)
         if found is None:
@@ -206,6 +210,99 @@ class Jail:
             )
         root, rel = found
         return Located(given, root, rel)
+
+    def _locate_home(self, given: str) -> Located:
+        home = os.path.expanduser("~")
+        for base in dict.fromkeys((home, os.path.realpath(home))):
+            found = self._root_for(_normalize(base + given[1:]))
+            if found is not None:
+                return Located(given, *found)
+        raise SecurityError(
+            "PATH_OUTSIDE_JAIL",
+            f"'{given}' is in the home directory, outside the allowed directories.",
+            f"Use a path inside the allowed directories: {self.describe_roots()}.",
+        )
+
+    # -- helping a caller that missed -------------------------------------------------------
+
+    def _kind(self, candidate: str) -> str | None:
+        """'file', 'dir' or None (missing, or not reachable through the jail's own rules)."""
+        try:
+            _, fd = self.open(candidate, os.O_PATH)
+        except GuardError:
+            return None
+        try:
+            mode = os.fstat(fd).st_mode
+        finally:
+            os.close(fd)
+        return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else None
+
+    def suggest(self, given: str, want: str) -> str | None:
+        """An existing path inside the jail the caller most likely meant by ``given``, or None.
+
+        ``want``: "file" (an existing file), "dir" (an existing directory) or "new" (a file to create: its
+        directory must exist). Tried in order: Windows separators and drive letters, a ``cd`` prefix, an
+        absolute or over-long path whose tail exists under an allowed root, a near spelling of the last name.
+        Only what the jail itself would open is ever suggested.
+        """
+        text = given.strip().replace("\\", "/")
+        text = text[3:] if text.startswith("cd ") else text
+        if len(text) > 2 and text[1] == ":" and text[0].isalpha():
+            text = text[2:]
+        parts = [p for p in text.split("/") if p not in ("", ".")]
+        if not parts or ".." in parts:
+            return None
+
+        def fits(candidate: str) -> bool:
+            if want == "new":
+                parent = posixpath.dirname(candidate)
+                return self._kind(parent or ".") == "dir" and self._kind(candidate) in (None, "file")
+            return self._kind(candidate) == want
+
+        for i in range(len(parts)):
+            candidate = "/".join(parts[i:])
+            if candidate != given and fits(candidate):
+                return candidate
+            for root in self._effective:
+                if root.path != self.launch_dir:
+                    absolute = posixpath.join(root.path, candidate)
+                    if absolute != given and fits(absolute):
+                        return self.display(Located(absolute, root, candidate))
+        if want == "dir" and len(parts) > 1 and self._kind("/".join(parts)) == "file":
+            return "/".join(parts[:-1])  # a file where a directory was meant: the directory that holds it
+        return self._near_name(parts, want)
+
+    def _near_name(self, parts: list[str], want: str) -> str | None:
+        parent = "/".join(parts[:-1]) or "."
+        names = self.list_dir(parent, limit=2000)[0] if self._kind(parent) == "dir" else []
+        bare = {n.rstrip("/"): n for n in names}
+        lowered = {n.lower(): n for n in bare}
+        name = parts[-1]
+        match = lowered.get(name.lower())
+        if match is None:
+            near = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+            match = lowered[near[0]] if near else None
+        if match is None or (want == "dir") != bare[match].endswith("/") or want == "new":
+            return None
+        return posixpath.normpath(posixpath.join(parent, match))
+
+    def list_dir(self, given: str, limit: int = 30) -> tuple[list[str], int]:
+        """The first ``limit`` entries of a directory inside the jail (directories end with /), sorted; and the
+        total count."""
+        _, fd = self.open(given, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            names: list[str] = []
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir(follow_symlinks=False)
+                    except OSError:
+                        is_dir = False
+                    names.append(entry.name + ("/" if is_dir else ""))
+        finally:
+            os.close(fd)
+        names.sort(key=lambda n: (not n.endswith("/"), n.lower()))
+        return names[:limit], len(names)
 
     def display(self, located: Located) -> str:
         """The path as the caller should see it: relative to the launch dir when inside it."""

@@ -25,7 +25,7 @@ from mcp_server_guard.audit import AuditLog, default_audit_path, default_state_p
 from mcp_server_guard.files.jail import Jail, SymlinkMode
 from mcp_server_guard.paths import real_within_any
 from mcp_server_guard.policy import PolicyError, load_policy
-from mcp_server_guard.serving.server import GuardedServer, ServerConfig
+from mcp_server_guard.serving.server import GuardedServer, Mode, ServerConfig
 from mcp_server_guard.serving.stdio import MAX_MESSAGE_BYTES, serve_stdio
 
 EXIT_USAGE = 2
@@ -68,6 +68,14 @@ AuditLogOpt = Annotated[
 ]
 
 
+ModeOpt = Annotated[
+    Mode,
+    typer.Option(
+        "--mode",
+        help="read-only: file_write refuses every write, shell_exec runs the read-only policy in a read-only jail; "
+        "workspace-write: the defaults; full-access: no kernel box around commands (policy deny rules still apply).",
+    ),
+]
 HistoryDirOpt = Annotated[
     Path | None,
     typer.Option(
@@ -122,6 +130,7 @@ def build_config(
     policy: Path | None,
     audit_log: Path | None,
     log_level: str,
+    mode: Mode = Mode.WORKSPACE_WRITE,
 ) -> ServerConfig:
     """Validate the shared flags into a ServerConfig, or exit 2 with one line on stderr."""
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format=f"{prog}: %(levelname)s %(message)s")
@@ -132,6 +141,8 @@ def build_config(
         if not raw.is_dir():
             usage_error(prog, f"--allow-path {raw}: no such directory")
         paths.append(str(raw.absolute()))
+    if policy is None and mode is Mode.READ_ONLY:
+        policy = Path("readonly")  # the packaged read-only allow-list
     try:
         loaded = load_policy(policy)
     except PolicyError as exc:
@@ -162,6 +173,7 @@ def build_config(
         policy=loaded,
         audit=audit,
         log_level=log_level.upper(),
+        mode=mode,
     )
 
 
@@ -248,7 +260,7 @@ def server_cli(
 ) -> Callable[[Callable[..., GuardedServer]], ServerMain]:
     """Turn ``build(config, **own_options) -> GuardedServer`` into a server's ``main(argv)``.
 
-    The shared flags (--allow-path, --symlinks, --policy, --audit-log, --log-level, --version) are
+    The shared flags (--allow-path, --symlinks, --mode, --policy, --audit-log, --log-level, --version) are
     declared once, here; a server adds its own options as keyword parameters of ``build`` (typer
     annotations), and its docstring becomes the --help text.
     """
@@ -258,6 +270,7 @@ def server_cli(
         inspect.Parameter("allow_path", kw, annotation=AllowPathOpt, default=None),
         inspect.Parameter("launch_dir", kw, annotation=LaunchDirOpt, default=None),
         inspect.Parameter("symlinks", kw, annotation=SymlinksOpt, default=SymlinkMode.FOLLOW),
+        inspect.Parameter("mode", kw, annotation=ModeOpt, default=Mode.WORKSPACE_WRITE),
         inspect.Parameter("policy", kw, annotation=PolicyOpt, default=None),
         inspect.Parameter("audit_log", kw, annotation=AuditLogOpt, default=None),
         inspect.Parameter("log_level", kw, annotation=LogLevelOpt, default=LogLevel.WARNING),

@@ -6,12 +6,20 @@ reaches the client as one structured ``isError`` result. ``register_tool`` publi
 a pydantic input model and a pydantic output model: the schemas the client sees come from them.
 The client's MCP roots narrow the jail before each call (fetched once, refreshed on
 ``notifications/roots/list_changed``).
+
+What a small model and the agent CLI that spawns us see (see ``serving.calls``): flat schemas; arguments taken
+leniently where unambiguous and refused with a corrected example call otherwise; and on every result, success
+or refusal, the call's ``auditId``, ``policyDecision`` and the server's ``mode`` (structured, and as the text
+block's last line).
 """
 
 from __future__ import annotations
 
+import enum
 import inspect
+import json
 import logging
+import shlex
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -24,17 +32,28 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import ListRoots, Resolve
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.types import CallToolResult, ListRootsResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, ValidationError
+from mcp.types import Tool as MCPTool
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from mcp_server_guard import audit
 from mcp_server_guard.audit import AuditLog, AuditRecord
-from mcp_server_guard.errors import ERROR_META_KEY, GuardError, ParamError, SystemError_
+from mcp_server_guard.errors import ERROR_META_KEY, Category, GuardError, ParamError, SystemError_, facts_line
 from mcp_server_guard.files.jail import Jail
 from mcp_server_guard.policy import Policy
+from mcp_server_guard.serving.calls import example_call, flat_schema, normalize_arguments
 
 log = logging.getLogger("mcp_server_guard")
 
 # Roots are deprecated in the 2026-07-28 protocol but still the only way a client can narrow us.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
+
+
+class Mode(enum.StrEnum):
+    """The permission mode a server runs in, chosen per session by the agent CLI (``--mode``)."""
+
+    READ_ONLY = "read-only"  # file_write refuses everything; shell_exec: read-only policy, read-only jail
+    WORKSPACE_WRITE = "workspace-write"  # the defaults: write inside the jail, kernel box around commands
+    FULL_ACCESS = "full-access"  # no kernel box around commands; the policy's deny rules still apply
 
 
 class ToolInput(BaseModel):
@@ -43,11 +62,38 @@ class ToolInput(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
 
+# The agent CLI's contract: on every result, after the tool's own fields.
+CONTRACT_FIELDS = ("auditId", "policyDecision", "mode")
+
+
 class ToolOutput(BaseModel):
-    """Base of tool output models; ``to_text`` is the text block old clients read."""
+    """Base of tool output models; ``to_text`` is the text block old clients read (the facts line follows it)."""
+
+    auditId: str = Field(
+        default="", description="Id of this call's audit record (`mcp-guard audit` shows it as id=...)."
+    )
+    policyDecision: str = Field(
+        default="allow",
+        description="What the policy decided: allow, or ask-approved when a human approved an ask rule.",
+    )
+    mode: str = Field(
+        default="", description="The server's permission mode: read-only, workspace-write or full-access."
+    )
 
     def to_text(self) -> str:
         return self.model_dump_json(by_alias=True)
+
+    def structured(self) -> dict[str, Any]:
+        """The structured result: the tool's own fields, then the contract's; absent, not null, for a field with
+        nothing to say (the published schema has one type per field)."""
+        data = self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return {k: v for k, v in data.items() if k not in CONTRACT_FIELDS} | {
+            k: data[k] for k in CONTRACT_FIELDS if k in data
+        }
+
+    def facts(self) -> dict[str, Any]:
+        """What the text block's last line shows."""
+        return {name: getattr(self, name) for name in CONTRACT_FIELDS}
 
 
 @dataclass
@@ -60,6 +106,7 @@ class ServerConfig:
     policy: Policy
     audit: AuditLog
     log_level: str = "WARNING"
+    mode: Mode = Mode.WORKSPACE_WRITE
 
 
 InT = TypeVar("InT", bound=ToolInput)
@@ -114,16 +161,59 @@ def _as_guard_error(exc: ToolError, tool: str) -> GuardError:
     return SystemError_("INTERNAL_ERROR", f"{tool} failed unexpectedly.", "Try again; if it persists, report it.")
 
 
+@dataclass(frozen=True)
+class ToolShape:
+    """What the server publishes and checks for one tool."""
+
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    action: str  # read, write, exec (the audit record's action)
+    target: Callable[[Mapping[str, Any]], str | None]  # the audit record's target, from the arguments
+    paths: Mapping[str, str]  # path arguments and what they name ("file", "dir", "new"), for suggestions
+
+
+def path_target(arguments: Mapping[str, Any]) -> str | None:
+    path = arguments.get("path")
+    return path if isinstance(path, str) else None
+
+
+def command_target(arguments: Mapping[str, Any]) -> str | None:
+    command = arguments.get("command")
+    if not isinstance(command, str):
+        return None
+    args = arguments.get("args")
+    return f"{command} {shlex.join(map(str, args))}" if isinstance(args, list) and args else command
+
+
+def _policy_result(result: CallToolResult, decision: str) -> str:
+    """The policy decision of a refused call: a guard's refusal is deny (or the ask's own outcome); any other
+    failure (bad arguments, a missing file, a crash) is error: the policy did not refuse it."""
+    payload = (result.meta or {}).get(ERROR_META_KEY)
+    category = payload.get("category") if isinstance(payload, dict) else None
+    if decision in ("ask-declined", "ask-unavailable"):
+        return decision
+    return "deny" if category == Category.SECURITY.value else "error"
+
+
+# Refusals about a path that missed: worth looking for the path the caller meant.
+_PATH_CODES = frozenset({"NOT_FOUND", "PATH_OUTSIDE_JAIL", "NOT_A_DIRECTORY", "INVALID_PATH", "IS_DIRECTORY"})
+
+
 class GuardedServer(MCPServer[Any]):
     """An MCPServer that audits every call and turns every failure into a structured refusal."""
 
     def __init__(self, config: ServerConfig, *, instructions: str | None = None) -> None:
+        mode_line = f"Permission mode: {config.mode.value}."
         super().__init__(
             name=config.name,
             version=config.version,
-            instructions=instructions,
+            description=f"mcp-guard {config.name} ({config.mode.value})",
+            instructions=f"{mode_line} {instructions}" if instructions else mode_line,
             log_level=config.log_level,  # type: ignore[arg-type]
         )
+        self.shapes: dict[str, ToolShape] = {}
+        # shell_exec: the timeout in force for a call's arguments, shown on every result (refusals too).
+        self.timeout_for: Callable[[Mapping[str, Any]], float] | None = None
         self.config = config
         self.jail = config.jail
         self.policy = config.policy
@@ -156,23 +246,61 @@ class GuardedServer(MCPServer[Any]):
         self.jail.narrow(_root_paths(result))
         log.info("jail narrowed by client roots to: %s", self.jail.describe_roots())
 
+    async def list_tools(self) -> list[MCPTool]:
+        """The tools with the flat schemas (the SDK's own are nullable unions and titles)."""
+        tools = await super().list_tools()
+        for tool in tools:
+            shape = self.shapes.get(tool.name)
+            if shape is not None:
+                tool.input_schema = shape.input_schema
+                tool.output_schema = shape.output_schema
+        return tools
+
+    def _actor(self, context: Context[Any, Any] | None) -> str | None:
+        try:
+            params = context.request_context.session.client_params if context is not None else None
+        except (ValueError, AttributeError):
+            return None
+        if params is None:
+            return None
+        info = params.client_info
+        return f"{info.name}/{info.version}" if info.version else info.name
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
+        shape = self.shapes.get(name)
         record = AuditRecord(server=self.name, tool=name, arguments=dict(arguments))
+        record.actor, record.mode = self._actor(context), self.config.mode.value
+        if shape is not None:
+            record.action, record.target = shape.action, shape.target(arguments)
         # Cancelled by the client, or the server going down: the call still leaves a trace ("cancelled").
         with self.audit.call(record) as recording:
+            normalized = arguments
             try:
-                result = await super().call_tool(name, arguments, context)
+                if shape is not None:
+                    normalized = normalize_arguments(name, shape.input_schema, arguments)
+                result = await super().call_tool(name, normalized, context)
             except ToolError as exc:
                 error = _as_guard_error(exc, name)
                 if error.code == "INTERNAL_ERROR":
                     log.error("tool %s crashed", name, exc_info=exc)
-                result = error.to_result()
+                if error.fix is None and shape is not None and error.code in _PATH_CODES:
+                    try:
+                        error.fix = self._path_fix(shape, normalized, error)
+                    except (GuardError, OSError):  # the tree changed while we looked: no suggestion, same refusal
+                        error.fix = None
+                if error.fix is not None and error.example is None:
+                    fixed = {k: v for k, v in {**normalized, **error.fix}.items() if v is not None}
+                    error.example = example_call(name, fixed)
+                    error.suggestion += f" Call it like this: {json.dumps(error.example, ensure_ascii=False)}"
+                record.decision = _policy_result(error.to_result(), record.decision)
+                record.code, record.reason = error.code, record.reason or error.message
+                result = error.to_result(self.facts(record, normalized))
             except MCPError as exc:
                 record.decision, record.code = "error", f"MCP_{exc.code}"
                 raise
             if isinstance(result, CallToolResult):
-                if result.is_error:
-                    record.decision = "deny" if record.decision == "allow" else record.decision
+                if result.is_error and record.code is None:
+                    record.decision = _policy_result(result, record.decision)
                     payload = (result.meta or {}).get(ERROR_META_KEY)
                     record.code = payload.get("code") if isinstance(payload, dict) else None
             elif record.intent_written:
@@ -182,6 +310,32 @@ class GuardedServer(MCPServer[Any]):
                 # An input_required round (2026-07-28): the tool has not acted; the retry that does is audited.
                 recording.discard()
         return result
+
+    def _path_fix(self, shape: ToolShape, arguments: Mapping[str, Any], error: GuardError) -> dict[str, Any] | None:
+        """The path the caller most likely meant, when the refusal is about a path argument that missed."""
+        for key, want in shape.paths.items():
+            value = arguments.get(key)
+            if not isinstance(value, str) or f"'{value}'" not in error.message:
+                continue
+            if want == "new" and error.code == "NOT_FOUND" and "directory of" in error.message:
+                return {"createDirs": True}
+            found = self.jail.suggest(value, want)
+            if found is not None:
+                error.message += f" Did you mean '{found}'?"
+                return {key: found}
+        return None
+
+    def facts(self, record: AuditRecord, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The contract facts of a call: its audit id, the policy's decision, the server's mode (and the timeout
+        in force, for a server that runs commands)."""
+        facts: dict[str, Any] = {
+            "auditId": record.audit_id,
+            "policyDecision": record.decision,
+            "mode": self.config.mode.value,
+        }
+        if self.timeout_for is not None:
+            facts["timeoutSeconds"] = self.timeout_for(arguments)
+        return facts
 
 
 def register_tool(
@@ -195,13 +349,28 @@ def register_tool(
     handler: Callable[..., Awaitable[OutT]],
     title: str | None = None,
     resolvers: Mapping[str, Any] | None = None,
+    action: str = "read",
+    target: Callable[[Mapping[str, Any]], str | None] = path_target,
+    paths: Mapping[str, str] | None = None,
 ) -> None:
     """Publish ``handler(args, ctx, **resolved)`` as tool ``name`` with schemas taken from the two models.
 
     ``resolvers`` maps extra handler keyword names to ``Annotated[T, Resolve(fn)]`` types (e.g. an
     elicitation gate); they are resolved by the SDK before the handler runs and never reach the schema.
+    ``action`` and ``target`` name what the audit record says the call does, and to what; ``paths`` names the
+    path arguments and what they name ("file", "dir", "new"), so a refusal can show the path that was meant.
     """
     resolvers = dict(resolvers or {})
+    # Flat or nothing: a model whose schema has no flat form fails here, at start-up, not in a small model.
+    server.shapes[name] = ToolShape(
+        input_schema=flat_schema(input_model.model_json_schema(by_alias=True)),
+        output_schema=flat_schema(
+            output_model.model_json_schema(by_alias=True, mode="serialization"), output=True, last=CONTRACT_FIELDS
+        ),
+        action=action,
+        target=target,
+        paths=dict(paths) if paths is not None else {"path": "file"},
+    )
 
     async def call(**kwargs: Any) -> Any:
         ctx: Context[Any, Any] = kwargs.pop("ctx")
@@ -212,9 +381,15 @@ def register_tool(
         # Only the round that runs the handler acts (an input_required round never gets here).
         server.audit.intent()
         out = await handler(args, ctx, **resolved)
+        record = audit.current()
+        if record is not None:
+            record.approved_by = record.approved_by or "policy"
+            out = out.model_copy(update=server.facts(record, kwargs))
+        else:  # in-process use without the audit wrapper
+            out = out.model_copy(update={"mode": server.config.mode.value})
         return CallToolResult(
-            content=[TextContent(type="text", text=out.to_text())],
-            structured_content=out.model_dump(mode="json", by_alias=True),
+            content=[TextContent(type="text", text=f"{out.to_text()}\n{facts_line(out.facts())}")],
+            structured_content=out.structured(),
         )
 
     params = [

@@ -94,13 +94,14 @@ def require_approval(answer: ElicitationResult[Approval], verdict: Verdict) -> N
         if isinstance(data, Approval) and data.approve:
             return
         if isinstance(data, NoQuestion) and data.why == "unavailable":
+            audit.note(decision="ask-unavailable", rule=verdict.rule, reason=verdict.reason)
             raise SecurityError(
                 "ASK_UNAVAILABLE",
                 f"Rule '{verdict.rule}' needs a human's approval, and this client cannot ask (no elicitation).",
                 f"Run it yourself, use a client with elicitation, or change rule '{verdict.rule}' to allow in a "
                 "policy file passed with --policy.",
             )
-    audit.note(decision="declined", rule=verdict.rule)
+    audit.note(decision="ask-declined", rule=verdict.rule, reason=verdict.reason)
     raise SecurityError(
         "ASK_DECLINED",
         f"The user did not approve this command (rule '{verdict.rule}': {verdict.reason}).",

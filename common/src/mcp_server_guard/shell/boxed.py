@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from mcp_server_guard.shell.process import KILL_GRACE_S, OutputBuffer, RunResult
+from mcp_server_guard.shell.process import KILL_GRACE_S, OutputBuffer, Progress, RunResult, Ticker
 from mcp_server_guard.shell.sandbox.box import Box, Started
 
 __all__ = ["run_boxed"]
@@ -88,10 +88,12 @@ async def run_boxed(
     timeout: float,
     max_output: int,
     options: Mapping[str, Any],
+    progress: Progress | None = None,
 ) -> RunResult:
     """Run ``argv`` in the box with the call's confinement ``options``; return its bounded output."""
     started_at = time.perf_counter()
     out, err = OutputBuffer(max_output), OutputBuffer(max_output)
+    ticker = Ticker(progress, out, err, started_at)
     timed_out = False
     with anyio.CancelScope(shield=True):  # a started call must be tracked and ended, not lost
         call: Started = await box.spawn(argv, cwd=cwd, env=dict(env), stdin=stdin is not None, options=dict(options))
@@ -103,6 +105,7 @@ async def run_boxed(
         async with anyio.create_task_group() as readers:
             readers.start_soon(_pump, call.stdout, out)
             readers.start_soon(_pump, call.stderr, err)
+            readers.start_soon(ticker.run)
             if stdin is not None and call.stdin is not None:
                 fd_in, call.stdin = call.stdin, None
                 ours.append(fd_in)
@@ -121,6 +124,7 @@ async def run_boxed(
                 box.signal(call.id, signal.SIGTERM)  # passed on to the command's group
                 with anyio.move_on_after(KILL_GRACE_S):
                     await status.until_done()
+            ticker.stop()
             if status.exit_status is None and status.error is None:
                 box.signal(call.id, signal.SIGKILL)  # the whole call: its PID namespace dies with its init
                 with anyio.move_on_after(KILL_GRACE_S):

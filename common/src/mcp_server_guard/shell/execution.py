@@ -18,7 +18,7 @@ from mcp_server_guard.policy import ShellPolicy
 from mcp_server_guard.protected import Protection, Survey
 from mcp_server_guard.shell.boxed import run_boxed
 from mcp_server_guard.shell.parsing import TooComplex
-from mcp_server_guard.shell.process import RunResult, base_env, build_env, run
+from mcp_server_guard.shell.process import Progress, RunResult, base_env, build_env, run
 from mcp_server_guard.shell.rules import PolicyEngine, Verdict
 from mcp_server_guard.shell.sandbox.boxing import call_options
 from mcp_server_guard.shell.sandbox.planning import Limits, SandboxPlan, confine
@@ -110,7 +110,14 @@ class ShellExec:
             return self.prepare(command, args, cwd, env)
         return await anyio.to_thread.run_sync(self.prepare, command, args, cwd, env)
 
-    async def execute(self, prepared: Prepared, stdin: bytes | None, timeout: float, max_output: int) -> RunResult:
+    async def execute(
+        self,
+        prepared: Prepared,
+        stdin: bytes | None,
+        timeout: float,
+        max_output: int,
+        progress: Progress | None = None,
+    ) -> RunResult:
         """Run a prepared command inside this run's confinement (private TMPDIR, ruleset, limits); a program that
         cannot be started is an ExecutionError."""
         roots = [root.path for root in self.jail.roots]
@@ -134,6 +141,7 @@ class ShellExec:
                         timeout=timeout,
                         max_output=max_output,
                         options=call_options(self.sandbox, roots, survey.read_only, survey.masked),
+                        progress=progress,
                     )
                 finally:
                     if self.protection is not None and self.quarantine is not None:
@@ -154,6 +162,7 @@ class ShellExec:
                 timeout=timeout,
                 max_output=max_output,
                 confinement=confinement,
+                progress=progress,
             )
         except FileNotFoundError:
             raise ExecutionError(

@@ -22,7 +22,7 @@ import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import IO
@@ -39,6 +39,11 @@ BASE_ENV_PATTERNS = ("LC_*",)
 KILL_GRACE_S = 2.0
 _DRAIN_AFTER_EXIT_S = 2.0
 _CHUNK = 65536
+_LINE_KEPT = 512  # bytes of the last output line kept for the running display
+PROGRESS_INTERVAL_S = 0.5  # how often a running command reports (the agent CLI wants at least once a second)
+
+# The running display: called with (elapsed seconds, bytes of output so far, the last complete output line).
+Progress = Callable[[float, int, str], Awaitable[None]]
 
 
 def _matches(name: str, patterns: Sequence[str]) -> bool:
@@ -127,9 +132,23 @@ class OutputBuffer:
         self.tail_size = 0
         self.total = 0
         self.cut = False  # render had to drop bytes (raw overflow, or escaping over budget)
+        self.last_line = b""  # the last complete line so far (for the running display), bounded
+        self._partial = bytearray()  # the start of the line being written, bounded
+
+    def _track_lines(self, chunk: bytes) -> None:
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            if len(self._partial) < _LINE_KEPT:
+                self._partial += chunk[: _LINE_KEPT - len(self._partial)]
+            return
+        start = chunk.rfind(b"\n", 0, end)
+        line = chunk[start + 1 : end] if start >= 0 else bytes(self._partial) + chunk[:end]
+        self.last_line = line[:_LINE_KEPT]
+        self._partial = bytearray(chunk[end + 1 : end + 1 + _LINE_KEPT])
 
     def feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
+        self._track_lines(chunk)
         room = self.head_limit - len(self.head)
         if room > 0:
             self.head += chunk[:room]
@@ -263,6 +282,28 @@ def kill_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+class Ticker:
+    """Reports a running command's progress every PROGRESS_INTERVAL_S until stopped (nothing without a callback)."""
+
+    def __init__(self, progress: Progress | None, out: OutputBuffer, err: OutputBuffer, started: float) -> None:
+        self.progress, self.out, self.err, self.started = progress, out, err, started
+        self.scope = anyio.CancelScope()
+
+    async def run(self) -> None:
+        if self.progress is None:
+            return
+        with self.scope:
+            while True:
+                await anyio.sleep(PROGRESS_INTERVAL_S)
+                line = self.out.last_line or self.err.last_line
+                elapsed = round(time.perf_counter() - self.started, 3)
+                with contextlib.suppress(Exception):  # a display that fails never fails the command
+                    await self.progress(elapsed, self.out.total + self.err.total, line.decode("utf-8", "replace"))
+
+    def stop(self) -> None:
+        self.scope.cancel()
+
+
 async def _pump(stream: asyncio.StreamReader, buffer: OutputBuffer) -> None:
     while chunk := await stream.read(_CHUNK):
         buffer.feed(chunk)
@@ -376,10 +417,12 @@ async def run(
     max_output: int,
     confinement: Confinement | None = None,
     registry: ProcessRegistry = REGISTRY,
+    progress: Progress | None = None,
 ) -> RunResult:
     """Run ``argv`` in its own process group (confined when given) and return its bounded output."""
     started = time.perf_counter()
     out, err = OutputBuffer(max_output), OutputBuffer(max_output)
+    ticker = Ticker(progress, out, err, started)
     timed_out = False
     process = await _spawn(argv, cwd, env, stdin is not None, confinement, registry)
     pgid = process.pid  # session leader: its pid is the group id
@@ -388,6 +431,7 @@ async def run(
         async with anyio.create_task_group() as readers:
             readers.start_soon(_pump, stdout, out)
             readers.start_soon(_pump, stderr, err)
+            readers.start_soon(ticker.run)
             if stdin is not None and process.stdin is not None:
                 readers.start_soon(
                     partial(anyio.to_thread.run_sync, _feed, process.stdin, stdin, abandon_on_cancel=True)
@@ -400,6 +444,7 @@ async def run(
                 with anyio.move_on_after(KILL_GRACE_S):
                     await _exited(process)
             # The call is over: nothing it started may outlive it (and hold our pipes open).
+            ticker.stop()
             kill_group(pgid, signal.SIGKILL)
             await _exited(process)
             # A process that left the group (setsid) may still hold the pipes: stop reading soon.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import posixpath
 from typing import Any
 
 import anyio.to_thread
@@ -11,7 +12,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from mcp_server_guard import audit
-from mcp_server_guard.errors import ParamError, SecurityError
+from mcp_server_guard.errors import GuardError, ParamError, ResourceError, SecurityError
 from mcp_server_guard.files.mime import Sniffed, sniff
 from mcp_server_guard.files.reading import Page, read_page
 from mcp_server_guard.protected import protection_for
@@ -23,6 +24,8 @@ TOOL_DESCRIPTION = "指定されたパスのファイルを読み込み、その
 ANNOTATIONS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # Files up to this size are read on the event loop (a fraction of a millisecond); bigger ones on a thread.
 _INLINE_READ_BYTES = 1 << 20
+# Entries of a directory named in an IS_DIRECTORY refusal.
+_LISTED_ENTRIES = 40
 
 
 class FileReadInput(ToolInput):
@@ -49,7 +52,9 @@ class FileReadOutput(ToolOutput):
     startLine: int = Field(description="First line returned (1-based).")
     endLine: int = Field(description="Last line returned (startLine - 1 when none).")
     truncated: bool = Field(description="True when the byte cap cut the content short of the requested lines.")
-    nextOffset: int | None = Field(description="Pass as offset to read on; null when the file's end was reached.")
+    nextOffset: int | None = Field(
+        default=None, description="Pass as offset to read on; absent when the file's end was reached."
+    )
     sha256: str = Field(description="SHA-256 of the whole file (use as expectedSha256 when writing it back).")
 
     def to_text(self) -> str:
@@ -100,8 +105,29 @@ def build_server(config: ServerConfig) -> GuardedServer:
         )
         return sniffed, page
 
+    def directory_refusal(given: str) -> ResourceError:
+        """file_read may be the only tool a read-only session has: a directory's refusal shows what is in it."""
+        try:
+            names, total = jail.list_dir(given, _LISTED_ENTRIES)
+        except GuardError:
+            names, total = [], 0
+        shown = ", ".join(names) + (f", … ({total} entries)" if total > len(names) else "")
+        files = [n for n in names if not n.endswith("/")]
+        first = next((n for n in files if n.lower().startswith("readme")), files[0] if files else None)
+        return ResourceError(
+            "IS_DIRECTORY",
+            f"'{given}' is a directory. It holds: {shown or '(nothing)'}.",
+            "Pass the path of a file inside it.",
+            fix={"path": posixpath.join(given, first)} if first else None,
+        )
+
     async def file_read(args: FileReadInput, _ctx: Context[Any, Any]) -> FileReadOutput:
-        located, fd, st = jail.open_file(args.path)
+        try:
+            located, fd, st = jail.open_file(args.path)
+        except ResourceError as exc:
+            if exc.code == "IS_DIRECTORY":
+                raise directory_refusal(args.path) from None
+            raise
         try:
             check_hidden(fd, args.path)
             if st.st_size <= _INLINE_READ_BYTES:
@@ -117,6 +143,7 @@ def build_server(config: ServerConfig) -> GuardedServer:
                 "OFFSET_OUT_OF_RANGE",
                 f"offset {args.offset} is past the end of '{args.path}' ({page.total_lines} lines).",
                 f"Use an offset between 1 and {max(page.total_lines, 1)}.",
+                fix={"offset": max(page.total_lines, 1)},
             )
         audit.note(bytes=page.content_bytes)
         return FileReadOutput(

@@ -11,9 +11,9 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from mcp_server_guard import audit
-from mcp_server_guard.errors import ParamError
+from mcp_server_guard.errors import ParamError, SecurityError
 from mcp_server_guard.files.writing import open_writer
-from mcp_server_guard.serving.server import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
+from mcp_server_guard.serving.server import GuardedServer, Mode, ServerConfig, ToolInput, ToolOutput, register_tool
 
 # Seed 004's contract, verbatim.
 TOOL_NAME = "file_write"
@@ -48,8 +48,9 @@ class FileWriteOutput(ToolOutput):
     sha256: str = Field(description="SHA-256 of the new content.")
     created: bool = Field(description="True when the file did not exist before.")
     backup: str | None = Field(
+        default=None,
         description="History id of the previous content when a file was replaced "
-        "(restore with `mcp-guard history restore ID`); null for a new file."
+        "(restore with `mcp-guard history restore ID`); absent for a new file.",
     )
 
     def to_text(self) -> str:
@@ -59,11 +60,28 @@ class FileWriteOutput(ToolOutput):
 
 def build_server(config: ServerConfig, history_dir: Path) -> GuardedServer:
     server = GuardedServer(config)
+    jail = config.jail
     writer = open_writer(config.jail, config.policy, config.audit.path, history_dir)
     if writer.journal is not None:
         server.cleanups.append(writer.journal.close)
 
     async def file_write(args: FileWriteInput, _ctx: Context[Any, Any]) -> FileWriteOutput:
+        if config.mode is Mode.READ_ONLY:
+            # The session was opened read-only: no write of any kind, whatever the path or the policy says.
+            raise SecurityError(
+                "READ_ONLY_MODE",
+                "This session is read-only (the server runs with --mode read-only): file_write writes nothing.",
+                "Tell the user what you would write, or ask them to restart the server with --mode workspace-write.",
+            )
+        meant = jail.suggest(args.path, "new") if "\\" in args.path else None
+        if meant is not None:
+            # A Windows-style path would create one file with backslashes in its name, not the file that was meant.
+            raise ParamError(
+                "INVALID_PATH",
+                f"'{args.path}' uses Windows separators (\\); paths here use /.",
+                f"Write to '{meant}' instead.",
+                fix={"path": meant},
+            )
         try:
             data = args.content.encode("utf-8")
         except UnicodeEncodeError:
@@ -104,5 +122,7 @@ def build_server(config: ServerConfig, history_dir: Path) -> GuardedServer:
         input_model=FileWriteInput,
         output_model=FileWriteOutput,
         handler=file_write,
+        action="write",
+        paths={"path": "new"},
     )
     return server

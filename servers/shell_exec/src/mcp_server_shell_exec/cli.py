@@ -7,17 +7,19 @@ from typing import Annotated
 import typer
 
 from mcp_server_guard.serving.launch import server_cli, usage_error
-from mcp_server_guard.serving.server import GuardedServer, ServerConfig
+from mcp_server_guard.serving.server import GuardedServer, Mode, ServerConfig
 from mcp_server_guard.shell.sandbox.planning import NetworkMode, ReadScope, SandboxMode, SandboxUnavailable, plan
 
 PROG = "mcp-server-shell-exec"
 
 SandboxOpt = Annotated[
-    SandboxMode,
+    SandboxMode | None,
     typer.Option(
         "--sandbox",
         help="auto: confine commands with Landlock where the kernel can (and say so where not); "
-        "required: refuse to start without it; off: policy and jail only.",
+        "required: refuse to start without it; off: policy and jail only. [default: auto; off with --mode "
+        "full-access]",
+        show_default=False,
     ),
 ]
 SandboxReadOpt = Annotated[
@@ -34,7 +36,7 @@ NetworkOpt = Annotated[
 @server_cli(prog=PROG, name="shell_exec")
 def main(
     config: ServerConfig,
-    sandbox: SandboxOpt = SandboxMode.AUTO,
+    sandbox: SandboxOpt = None,
     sandbox_read: SandboxReadOpt = ReadScope.ALL,
     network: NetworkOpt = NetworkMode.ALLOW,
 ) -> GuardedServer:
@@ -44,8 +46,18 @@ def main(
     from mcp_server_guard.shell.sandbox.boxing import open_box  # noqa: PLC0415
     from mcp_server_shell_exec.server import build_server  # noqa: PLC0415
 
+    full_access = config.mode is Mode.FULL_ACCESS
+    if full_access and sandbox not in (None, SandboxMode.OFF):
+        usage_error(PROG, f"--sandbox {sandbox.value} contradicts --mode full-access (which runs commands unboxed)")
+    chosen = sandbox or (SandboxMode.OFF if full_access else SandboxMode.AUTO)
     try:
-        decided = plan(sandbox, sandbox_read, network, limits_of(config.policy.shell_exec))
+        decided = plan(
+            chosen,
+            sandbox_read,
+            network,
+            limits_of(config.policy.shell_exec),
+            jail_writable=config.mode is not Mode.READ_ONLY,
+        )
         # Here, on the thread that runs the event loop: bubblewrap's parent-death signal follows that thread.
         open_box(decided, [root.path for root in config.jail.allowed])
     except SandboxUnavailable as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from mcp.server.elicitation import ElicitationResult
@@ -19,11 +20,12 @@ from mcp_server_guard.serving.server import (
     ServerConfig,
     ToolInput,
     ToolOutput,
+    command_target,
     register_tool,
 )
 from mcp_server_guard.shell.approval import Approval, Checked, NoQuestion, question, require_approval
 from mcp_server_guard.shell.execution import ShellExec, limit_hit
-from mcp_server_guard.shell.process import REGISTRY
+from mcp_server_guard.shell.process import REGISTRY, Progress
 from mcp_server_guard.shell.sandbox.boxing import close_box
 from mcp_server_guard.shell.sandbox.planning import SandboxPlan, release
 
@@ -70,16 +72,22 @@ class ShellExecOutput(ToolOutput):
     stdoutBytes: int = Field(description="Total bytes the command wrote to stdout.")
     stderrBytes: int = Field(description="Total bytes the command wrote to stderr.")
     durationMs: float = Field(description="Wall time of the run in milliseconds.")
-    signal: str | None = Field(description="Signal that ended the command (e.g. SIGKILL), or null.")
+    signal: str | None = Field(
+        default=None, description="Signal that ended the command (e.g. SIGKILL); absent when none."
+    )
     sandbox: str = Field(
         description="What confined the process, e.g. 'bwrap+pidns+mountns+nocaps+seccomp+landlock-v7'; 'none' when "
         "only the policy and the jail did."
     )
     limitHit: str | None = Field(
-        description="A resource limit the command ran into: memory, fileSize, cpu or processes (best effort)."
+        default=None,
+        description="A resource limit the command ran into: memory, fileSize, cpu or processes (best effort).",
     )
-    decision: str = Field(description="'allow', or 'approved' when a human approved an 'ask' rule.")
-    rule: str | None = Field(description="The policy rule that asked for approval, if any.")
+    rule: str | None = Field(default=None, description="The policy rule that asked for approval, if any.")
+    timeoutSeconds: float = Field(default=0.0, description="The timeout in force for this command, in seconds.")
+
+    def facts(self) -> dict[str, Any]:
+        return {**super().facts(), "timeoutSeconds": self.timeoutSeconds}
 
     def to_text(self) -> str:
         parts = [self.stdout]
@@ -111,6 +119,13 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
     server.cleanups += [REGISTRY.kill_all, lambda: close_box(sandbox), lambda: release(sandbox)]
     policy = config.policy.shell_exec
 
+    def timeout_for(arguments: Mapping[str, Any]) -> float:
+        asked = arguments.get("timeoutSeconds")
+        wanted = asked if isinstance(asked, int | float) and asked > 0 else policy.default_timeout_seconds
+        return float(min(wanted, policy.max_timeout_seconds))
+
+    server.timeout_for = timeout_for
+
     async def gate(
         command: str,
         args: list[str],
@@ -123,20 +138,37 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
         server.apply_roots(client_roots)
         return question(await checked.check(command, args, cwd, env), ctx)
 
+    def running_display(ctx: Context[Any, Any]) -> Progress | None:
+        """Progress notifications while the command runs, for a client that asked (sent a progressToken)."""
+        try:
+            meta = ctx.request_context.meta
+        except ValueError:
+            return None
+        if meta is None or getattr(meta, "progress_token", None) is None:
+            return None
+
+        async def report(elapsed: float, output_bytes: int, last_line: str) -> None:
+            line = last_line.strip()
+            shown = f"; last line: {line[:200]}" if line else ""
+            await ctx.report_progress(elapsed, None, f"running {elapsed:.1f}s, {output_bytes} bytes of output{shown}")
+
+        return report
+
     async def shell_exec(
-        args: ShellExecInput, _ctx: Context[Any, Any], answer: ElicitationResult[Approval]
+        args: ShellExecInput, ctx: Context[Any, Any], answer: ElicitationResult[Approval]
     ) -> ShellExecOutput:
         prepared = await checked.reuse(args.command, args.args, args.cwd, args.env)
         verdict = prepared.verdict
-        decision = "allow"
         if verdict.action == "ask":
             require_approval(answer, verdict)
-            decision = "approved"
-        audit.note(decision=decision, rule=verdict.rule)
-        timeout = min(args.timeoutSeconds or policy.default_timeout_seconds, policy.max_timeout_seconds)
+            audit.note(decision="ask-approved", approved_by="human:elicitation", reason=verdict.reason)
+        else:
+            audit.note(approved_by=f"rule:{verdict.rule}" if verdict.rule else "policy", reason=verdict.reason)
+        audit.note(rule=verdict.rule)
+        timeout = timeout_for(args.model_dump())
         max_output = min(args.maxOutputBytes or policy.default_output_bytes, policy.max_output_bytes)
         stdin = args.stdin.encode("utf-8", "surrogateescape") if args.stdin is not None else None
-        result = await shell.execute(prepared, stdin, timeout, max_output)
+        result = await shell.execute(prepared, stdin, timeout, max_output, running_display(ctx))
         audit.note(
             bytes=result.stdout_bytes + result.stderr_bytes, exitCode=result.exit_code, timedOut=result.timed_out
         )
@@ -154,8 +186,8 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
             signal=result.signal,
             sandbox=sandbox.label,
             limitHit=limit_hit(result),
-            decision=decision,
             rule=verdict.rule if verdict.action == "ask" else None,
+            timeoutSeconds=timeout,
         )
 
     register_tool(
@@ -166,6 +198,9 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
         input_model=ShellExecInput,
         output_model=ShellExecOutput,
         handler=shell_exec,
+        action="exec",
+        target=command_target,
+        paths={"cwd": "dir"},
         resolvers={"answer": Annotated[ElicitationResult[Approval], Resolve(gate)]},
     )
     return server

@@ -91,6 +91,9 @@ def call_options(
         # As root the pids cgroup bounds processes: RLIMIT_NPROC would count every root process of the
         # machine once the command has no capability left.
         rlimits.append((resource.RLIMIT_NPROC, plan.limits.processes, plan.limits.processes))
+    if not plan.jail_writable:
+        # --mode read-only: every root is bound read-only for the call (and Landlock grants it no write below).
+        read_only = [*roots, *read_only]
     options: dict[str, Any] = {
         "namespaces": True,
         "private_tmp": True,
@@ -105,7 +108,7 @@ def call_options(
             "read_all": plan.read_scope is ReadScope.ALL,
             # The call's own /tmp and /dev/shm, and the box's own devpts instance (bwrap --dev mounts a new
             # one): a command may open a pty (script, expect, test runners) but never the host's terminals.
-            "writable": [*roots, "/tmp", "/dev/shm", "/dev/pts"],  # noqa: S108
+            "writable": [*(roots if plan.jail_writable else ()), "/tmp", "/dev/shm", "/dev/pts"],  # noqa: S108
             "deny_tcp": False,
             "readable": list(SYSTEM_READ_DIRS) if plan.read_scope is not ReadScope.ALL else [],
         }

@@ -99,6 +99,7 @@ class SandboxPlan:
     notes: list[str] = field(default_factory=list)
     pids_cgroup: Path | None = None
     box: Box | None = None  # the box every command runs in (see boxing.open_box), when the machine allows it
+    jail_writable: bool = True  # False in --mode read-only: commands may write only their private /tmp
 
     @property
     def landlock(self) -> bool:
@@ -198,9 +199,11 @@ def _read(path: Path) -> str:
         return ""
 
 
-def plan(mode: SandboxMode, read_scope: ReadScope, network: NetworkMode, limits: Limits) -> SandboxPlan:
+def plan(
+    mode: SandboxMode, read_scope: ReadScope, network: NetworkMode, limits: Limits, *, jail_writable: bool = True
+) -> SandboxPlan:
     """Decide at start-up what confinement applies; raise SandboxUnavailable when required and missing."""
-    result = SandboxPlan(mode, read_scope, network, limits)
+    result = SandboxPlan(mode, read_scope, network, limits, jail_writable=jail_writable)
     if mode is SandboxMode.OFF:
         result.notes.append("sandbox off: commands run with the policy and the jail only")
     else:
@@ -225,6 +228,8 @@ def plan(mode: SandboxMode, read_scope: ReadScope, network: NetworkMode, limits:
                     "(unprivileged user namespaces are disabled?)"
                 )
             result.notes.append("no network namespace: only TCP is denied (Landlock), UDP is not")
+    if not jail_writable and not result.landlock:
+        result.notes.append("read-only mode without Landlock: only the read-only policy keeps commands from writing")
     _become_subreaper()
     sweep_stale_tmpdirs()
     if mode is not SandboxMode.OFF:
@@ -398,7 +403,7 @@ def confine(plan_: SandboxPlan, roots: Iterable[str]) -> Confinement:
     ruleset: int | None = None
     try:
         if plan_.landlock:
-            ruleset = build_ruleset(plan_, [*roots, tmpdir])
+            ruleset = build_ruleset(plan_, [*roots, tmpdir] if plan_.jail_writable else [tmpdir])
     except OSError:
         _remove_tmpdir(tmpdir)
         raise
