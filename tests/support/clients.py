@@ -24,9 +24,12 @@ def console_script(name: str) -> str:
     return found
 
 
-def server_params(script: str, cwd: Path, *args: str, audit: Path | None = None) -> StdioServerParameters:
+def server_params(
+    script: str, cwd: Path, *args: str, audit: Path | None = None, env: dict[str, str] | None = None
+) -> StdioServerParameters:
     audit_log = audit or (cwd.parent / "audit.jsonl")
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "XDG_STATE_HOME", "LANG", "TMPDIR")}
+    kept = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "XDG_STATE_HOME", "LANG", "TMPDIR")}
+    env = kept | (env or {})
     return StdioServerParameters(
         command=console_script(script), args=["--audit-log", str(audit_log), *args], cwd=str(cwd), env=env
     )
@@ -34,9 +37,15 @@ def server_params(script: str, cwd: Path, *args: str, audit: Path | None = None)
 
 @asynccontextmanager
 async def serve(
-    script: str, cwd: Path, *args: str, mode: str = "legacy", audit: Path | None = None, **client_kw: Any
+    script: str,
+    cwd: Path,
+    *args: str,
+    mode: str = "legacy",
+    audit: Path | None = None,
+    env: dict[str, str] | None = None,
+    **client_kw: Any,
 ) -> AsyncIterator[Client]:
-    async with Client(server_params(script, cwd, *args, audit=audit), mode=mode, **client_kw) as client:  # type: ignore[arg-type]
+    async with Client(server_params(script, cwd, *args, audit=audit, env=env), mode=mode, **client_kw) as client:  # type: ignore[arg-type]
         yield client
 
 

@@ -144,7 +144,7 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
             meta = ctx.request_context.meta
         except ValueError:
             return None
-        if meta is None or getattr(meta, "progress_token", None) is None:
+        if not meta or meta.get("progress_token", meta.get("progressToken")) is None:
             return None
 
         async def report(elapsed: float, output_bytes: int, last_line: str) -> None:
