@@ -1,4 +1,11 @@
-"""TODO"""
+"""The benchmark: spawns the real console scripts, drives them with a raw JSON-lines client and measures each
+part beside its floor in the same run (docs/benchmarks.md has the figures).
+
+    uv run python -m bench [--quick] [--only read|write|shell|memory]
+
+Also: ``python -m bench.startup`` (spawn to first result) and ``python -m bench.peers`` (ours beside the
+reference filesystem server).
+"""
 
 from __future__ import annotations
 

@@ -75,7 +75,9 @@ def test_config_prints_host_json_for_the_three_servers(tmp_path: Path) -> None:
     proj.mkdir()
     other.mkdir()
     base = [console_script("mcp-guard"), "config", "--allow-path", str(proj), "--allow-path", str(other)]
-    generic = json.loads(run([*base, "--network", "deny", "--policy", "readonly"], tmp_path).stdout)
+    generic = json.loads(
+        run([*base, "--network", "deny", "--policy", "readonly", "--mode", "read-only"], tmp_path).stdout
+    )
     vscode = json.loads(run([*base, "--host", "vscode"], tmp_path).stdout)
     servers = generic["mcpServers"]
     assert set(servers) == {"file_read", "file_write", "shell_exec"}
@@ -83,6 +85,7 @@ def test_config_prints_host_json_for_the_three_servers(tmp_path: Path) -> None:
         assert Path(entry["command"]).is_absolute() and Path(entry["command"]).exists()
         assert entry["args"][:4] == ["--launch-dir", str(proj), "--allow-path", str(other)]
         assert "--policy" in entry["args"]
+        assert entry["args"][entry["args"].index("--mode") + 1] == "read-only"
         assert ("--network" in entry["args"]) is (name == "shell_exec")
     assert set(vscode["servers"]) == set(servers)
     assert all(e["type"] == "stdio" for e in vscode["servers"].values())

@@ -278,6 +278,34 @@ def test_shutdown_signal_answers_the_pending_call_and_exits_within_a_second(
         kill_leftovers(token)
 
 
+def test_a_client_that_stops_reading_cannot_wedge_the_server_against_a_stop_signal(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # The attack: a client fills the stdout pipe (asks for answers it never reads) so that the server's
+    # writes block; a server writing on its event loop could then never act on SIGTERM. Answers that do not
+    # fit an empty pipe go through the writer thread, so the loop keeps serving and the server stops.
+    (workspace / "page.txt").write_text("x" * 100 + "\n" * 2000)
+    raw = RawClient(
+        [console_script("mcp-server-file-read"), "--audit-log", str(tmp_path / "audit.jsonl")],
+        workspace,
+        stderr=tmp_path / "stderr.log",
+    )
+    try:
+        raw.initialize()
+        for i in range(40):  # ~40 x 4 KiB of answers: beyond a 64 KiB pipe, with nobody reading
+            params = {"name": "file_read", "arguments": {"path": "page.txt"}}
+            raw.send({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call", "params": params})
+        audit = tmp_path / "audit.jsonl"
+        wait_for(lambda: audit.read_text().count('"outcome"') >= 17, timeout=10)  # stdout is full by now
+        sent = time.monotonic()
+        raw.proc.send_signal(signal.SIGTERM)
+        raw.proc.wait(timeout=5)
+        assert time.monotonic() - sent < 2.0
+        assert raw.proc.returncode == 128 + signal.SIGTERM
+    finally:
+        raw.close()
+
+
 # -- a client on the mcp 1.x SDK closes cleanly with a call in flight -------------------------------------
 
 V1_CLIENT = """

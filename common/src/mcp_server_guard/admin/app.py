@@ -41,6 +41,7 @@ from mcp_server_guard.serving.launch import (
     run_app,
     usage_error,
 )
+from mcp_server_guard.serving.server import Mode
 from mcp_server_guard.shell.parsing import TooComplex
 from mcp_server_guard.shell.rules import PolicyEngine
 from mcp_server_guard.shell.sandbox.planning import NetworkMode, ReadScope, SandboxMode
@@ -120,6 +121,7 @@ def config(
     host: Annotated[Host, typer.Option("--host", help="The host's config shape.")] = Host.GENERIC,
     policy: PolicyOpt = None,
     symlinks: Annotated[SymlinkMode | None, typer.Option("--symlinks", help="Passed to every server.")] = None,
+    mode: Annotated[Mode | None, typer.Option("--mode", help="Permission mode, passed to every server.")] = None,
     sandbox: Annotated[SandboxMode | None, typer.Option("--sandbox", help="Passed to shell_exec.")] = None,
     sandbox_read: Annotated[ReadScope | None, typer.Option("--sandbox-read", help="Passed to shell_exec.")] = None,
     network: Annotated[NetworkMode | None, typer.Option("--network", help="Passed to shell_exec.")] = None,
@@ -135,6 +137,8 @@ def config(
         common += ["--policy", str(policy if not policy.exists() else policy.absolute())]
     if symlinks is not None:
         common += ["--symlinks", symlinks.value]
+    if mode is not None:
+        common += ["--mode", mode.value]
     shell_only = []
     for flag, value in (("--sandbox", sandbox), ("--sandbox-read", sandbox_read), ("--network", network)):
         if value is not None:

@@ -1,6 +1,11 @@
 """mcp-server-file-read: a guarded stdio MCP server publishing one tool, ``file_read``."""
 
-from mcp_server_file_read.cli import main
-from mcp_server_file_read.server import FileReadInput, FileReadOutput, build_server
+# Before anything imports the MCP SDK: its client is never used by a server (a fifth of start-up time).
+from mcp_server_guard._sdk import defer_sdk_client
+
+defer_sdk_client()
+
+from mcp_server_file_read.cli import main  # noqa: E402
+from mcp_server_file_read.server import FileReadInput, FileReadOutput, build_server  # noqa: E402
 
 __all__ = ["FileReadInput", "FileReadOutput", "build_server", "main"]

@@ -102,6 +102,7 @@ def build_server(config: ServerConfig) -> GuardedServer:
             offset=args.offset,
             limit=args.limit,
             max_bytes=policy.max_read_bytes,
+            st=st,
         )
         return sniffed, page
 
