@@ -7,8 +7,11 @@ passed with ``--policy`` only names the keys it changes. An invalid file names t
 from __future__ import annotations
 
 import fnmatch
+import ipaddress
 import re
 import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -172,11 +175,178 @@ class ShellPolicy(BaseModel):
         return self
 
 
+# -- [network] entries: the grammar of allow/deny, and how a host and its addresses are judged --------------
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+# Addresses a public name must never lead to (besides is_private & co.): cloud metadata endpoints.
+_METADATA = (ipaddress.ip_network("169.254.169.254/32"), ipaddress.ip_network("fd00:ec2::254/128"))
+
+
+def special_address(ip: IPAddress) -> bool:
+    """Loopback, private, link-local, shared (CGNAT), multicast, reserved, unspecified or metadata."""
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return (
+        ip.is_loopback
+        or ip.is_private
+        or ip.is_link_local
+        or ip.is_multicast
+        or ip.is_reserved
+        or ip.is_unspecified
+        or not ip.is_global
+        or any(ip in net for net in _METADATA)
+    )
+
+
+class NetworkRuleError(ValueError):
+    """An entry of [network] allow/deny that cannot be read."""
+
+
+@dataclass(frozen=True)
+class HostRule:
+    """One ``host[:port]`` entry: a host glob (lower case), or an address block; any port when ``port`` is None."""
+
+    text: str
+    glob: str | None
+    block: IPNetwork | None
+    port: int | None
+
+    @classmethod
+    def parse(cls, entry: str) -> HostRule:
+        text = entry.strip()
+        host, port = text, None
+        if text.startswith("["):  # [v6]:port
+            close = text.find("]")
+            if close < 0:
+                raise NetworkRuleError(f"{entry!r}: unclosed '['")
+            host, rest = text[1:close], text[close + 1 :]
+            if rest:
+                port = _port(entry, rest.removeprefix(":"))
+        elif text.count(":") == 1:
+            host, port_text = text.split(":")
+            port = _port(entry, port_text)
+        if not host:
+            raise NetworkRuleError(f"{entry!r}: no host")
+        try:
+            block = ipaddress.ip_network(host, strict=False)
+        except ValueError:
+            block = None
+        if block is not None:
+            return cls(text, None, block, port)
+        host = host.lower().rstrip(".")
+        if not all(c.isalnum() or c in "-.*_?" for c in host):
+            raise NetworkRuleError(f"{entry!r}: a host is a name, a glob like *.example.org, an address or a block")
+        return cls(text, host, None, port)
+
+    def matches_host(self, host: str) -> bool:
+        if self.glob is not None:
+            return fnmatch.fnmatchcase(host, self.glob) or (
+                self.glob.startswith("*.") and host == self.glob[2:]  # *.pypi.org covers pypi.org
+            )
+        try:
+            return ipaddress.ip_address(host) in self.block  # type: ignore[operator]
+        except ValueError:
+            return False
+
+    def matches(self, host: str, port: int) -> bool:
+        return (self.port is None or self.port == port) and self.matches_host(host)
+
+    def names_address(self, host: str, ip: IPAddress, port: int) -> bool:
+        """Does this entry name this special address: its block holds it, or it is the exact host name?"""
+        if self.port is not None and self.port != port:
+            return False
+        if self.block is not None:
+            return ip in self.block
+        return self.glob == host and not any(c in self.glob for c in "*?")
+
+
+def _port(entry: str, text: str) -> int | None:
+    if text == "*":
+        return None
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise NetworkRuleError(f"{entry!r}: the port must be a number from 1 to 65535 or *")
+    return int(text)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    action: str  # "allow", "deny" or "ask"
+    rule: str | None  # the entry that decided, or a reason code (e.g. "private-address")
+    reason: str
+
+
+@dataclass
+class NetworkRules:
+    allow: tuple[HostRule, ...]
+    deny: tuple[HostRule, ...]
+
+    @classmethod
+    def parse(cls, allow: Iterable[str], deny: Iterable[str]) -> NetworkRules:
+        return cls(tuple(HostRule.parse(e) for e in allow), tuple(HostRule.parse(e) for e in deny))
+
+    def judge(self, host: str, port: int) -> Verdict:
+        """The verdict on a name (or literal address) and port, before resolving it."""
+        host = normal_host(host)
+        for rule in self.deny:
+            if rule.matches(host, port):
+                return Verdict("deny", f"deny:{rule.text}", f"{host}:{port} is denied by [network].deny '{rule.text}'")
+        for rule in self.allow:
+            if rule.matches(host, port):
+                return Verdict("allow", f"allow:{rule.text}", f"{host}:{port} is allowed by '{rule.text}'")
+        return Verdict("ask", None, f"no [network] rule names {host}:{port}")
+
+    def judge_address(self, host: str, ip: IPAddress, port: int, *, approved: bool = False) -> Verdict | None:
+        """A refusal when ``host`` resolved to ``ip`` and that address is off limits; None when it may be used.
+
+        ``approved``: a human approved exactly this host and port, which names it as an exact entry would."""
+        host = normal_host(host)
+        for rule in self.deny:
+            if rule.block is not None and (rule.port is None or rule.port == port) and ip in rule.block:
+                return Verdict("deny", f"deny:{rule.text}", f"{host} resolves to {ip}, denied by '{rule.text}'")
+        named = approved or any(rule.names_address(host, ip, port) for rule in self.allow)
+        if special_address(ip) and not named:
+            return Verdict(
+                "deny",
+                "private-address",
+                f"{host} resolves to {ip}: loopback, private, link-local and metadata addresses are refused "
+                "unless a [network].allow entry names them",
+            )
+        return None
+
+
+def normal_host(host: str) -> str:
+    return host.strip("[]").lower().rstrip(".")
+
+
+class NetworkPolicy(_Section):
+    """The [network] section: where commands may connect through the egress proxy (``--network policy``).
+
+    Entries are ``host[:port]``: a host name or glob (``*.pypi.org`` also covers ``pypi.org``), an IP address or
+    a CIDR block; no port means any. Deny wins. A policy file's lists add to the packaged ones;
+    ``inherit_allow = false`` starts the allow list from the file's own entries."""
+
+    allow: tuple[str, ...]
+    deny: tuple[str, ...] = ()
+    inherit_allow: bool = True
+
+    @field_validator("allow", "deny")
+    @classmethod
+    def _entries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            try:
+                HostRule.parse(entry)
+            except NetworkRuleError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+
 class Policy(_Section):
     file_read: FileReadPolicy
     file_write: FileWritePolicy
     shell_exec: ShellPolicy
     paths: PathsPolicy
+    network: NetworkPolicy
     source: tuple[str, ...] = Field(default=(), exclude=True)  # files the policy was read from
 
 
@@ -253,6 +423,21 @@ def _combine_rules(data: dict[str, Any], default_rules: list[Any], section: Any,
     data["shell_exec"]["rules"] = combined
 
 
+def _combine_network(data: dict[str, Any], default: dict[str, Any], section: Any) -> None:
+    """A policy file's [network] lists add to the packaged ones (deny always; allow unless inherit_allow is
+    false), so naming one more host never drops the registries, and naming a deny never drops a default deny."""
+    if not isinstance(section, dict):
+        return
+    for key in ("allow", "deny"):
+        own = section.get(key)
+        inherited = default.get(key, [])
+        if not isinstance(own, list) or not isinstance(inherited, list):
+            continue
+        if key == "allow" and section.get("inherit_allow", True) is False:
+            continue
+        data["network"][key] = list(dict.fromkeys([*inherited, *own]))
+
+
 def load_policy(path: Path | None = None) -> Policy:
     """Load the default policy, with ``path`` (a file, or a packaged policy's name) merged over it."""
     if path is not None:
@@ -268,7 +453,9 @@ def load_policy(path: Path | None = None) -> Policy:
                 "(one list that every tool enforces); move the key there"
             )
         default_rules = data.get("shell_exec", {}).get("rules", [])
+        default_network = dict(data.get("network", {}))
         data = _merge(data, override)
+        _combine_network(data, default_network, override.get("network"))
         _combine_rules(data, default_rules, override.get("shell_exec", {}), path)
         sources.append(str(path))
     try:
