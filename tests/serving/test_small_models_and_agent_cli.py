@@ -373,12 +373,7 @@ async def test_no_progress_is_sent_without_a_token(workspace: Path) -> None:
                 "params": {"name": "shell_exec", "arguments": {"command": "echo a; sleep 1.5; echo b"}},
             }
         )
-        messages = []
-        while True:
-            message = raw.recv(timeout=30)
-            messages.append(message)
-            if message.get("id") == 7:
-                break
+        messages = raw.until(7, timeout=30)
     finally:
         raw.close()
     assert [m for m in messages if m.get("method") == "notifications/progress"] == []
