@@ -175,6 +175,10 @@ class Protection:
                 self._inodes.add((st.st_dev, st.st_ino))
         self.home = os.path.realpath(home) if home else None
         self._hidden = tuple(hidden)
+        # Expanded once (HOME is fixed for the server's life): each entry's absolute form, and whether it is a glob.
+        expanded = (self.home + e[1:] if self.home and (e == "~" or e.startswith("~/")) else e for e in self._hidden)
+        self._hidden_abs = tuple((e, bool(_GLOB_CHARS & set(e))) for e in expanded if e.startswith("/"))
+        self._kept = (*([self.home] if self.home else []), *_RUNTIME)
         # Literal patterns name one path below a root ("**" at the end: the whole directory); the box can
         # mount those. Patterns with wildcards elsewhere are file_write's alone.
         self._literal = tuple(
@@ -191,6 +195,7 @@ class Protection:
         """The rule that protects one of ``candidates`` (paths of one target, the real one last), or None."""
         roots = tuple(roots)
         real = ""
+        hidden: list[str] | None = None  # looked up once for all the candidates
         for path in candidates:
             if not path:
                 continue
@@ -202,7 +207,9 @@ class Protection:
                 return "the server's own policy or audit file"
             if within_any(path, self._dirs):
                 return "the history store"
-            if self.hidden_rule(path, roots):
+            if hidden is None:
+                hidden = self.hidden_paths(roots)
+            if within_any(path, hidden):
                 return "a hidden path"
         if existing is not None and (existing.st_dev, existing.st_ino) in self._inodes:
             return "the server's own policy or audit file (hard link)"
@@ -213,20 +220,19 @@ class Protection:
     def hidden_paths(self, roots: Iterable[str] = ()) -> list[str]:
         """The hidden list with ``~`` and globs expanded: existing paths only, never one that holds the
         server's HOME or an allowed root (allowing a directory is the user's explicit choice)."""
-        keep = [*roots, *([self.home] if self.home else []), *_RUNTIME]
-        found: list[str] = []
-        for entry in self._hidden:
-            expanded = self.home + entry[1:] if self.home and (entry == "~" or entry.startswith("~/")) else entry
-            if not expanded.startswith("/"):
-                continue
-            matches = glob.glob(expanded) if _GLOB_CHARS & set(expanded) else [expanded]
-            for path in matches:
-                if not os.path.lexists(path):
+        keep = (*roots, *self._kept)
+        found: set[str] = set()
+        # Looked up afresh on every call (no cache to go stale): ~30 lstat calls, most of them ENOENT.
+        for expanded, is_glob in self._hidden_abs:
+            for path in glob.glob(expanded) if is_glob else (expanded,):
+                try:
+                    os.lstat(path)
+                except OSError:
                     continue  # the common case, and a cheap one: no realpath of what is not there
                 real = os.path.realpath(path)
                 if not any(within(kept, real) for kept in keep):
-                    found.append(real)
-        return sorted(set(found))
+                    found.add(real)
+        return sorted(found)
 
     def hidden_rule(self, real: str, roots: Iterable[str] = ()) -> str | None:
         """Which hidden entry covers the real path ``real``, or None."""

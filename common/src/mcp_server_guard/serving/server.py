@@ -31,7 +31,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import ListRoots, Resolve
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp.types import CallToolResult, ListRootsResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, InitializeRequestParams, ListRootsResult, TextContent, ToolAnnotations
 from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -132,6 +132,14 @@ async def _roots_resolver(ctx: Context[Any, Any]) -> ListRoots | ListRootsResult
 ClientRoots = Annotated[ListRootsResult | None, Resolve(_roots_resolver)]
 
 
+def _client_name(params: InitializeRequestParams | None) -> str | None:
+    """The audit record's actor: the client's name and version from initialize."""
+    if params is None:
+        return None
+    info = params.client_info
+    return f"{info.name}/{info.version}" if info.version else info.name
+
+
 def _root_paths(result: ListRootsResult) -> list[str]:
     paths: list[str] = []
     for root in result.roots:
@@ -220,6 +228,7 @@ class GuardedServer(MCPServer[Any]):
         self.audit = config.audit
         self.roots_current = False
         self._said_empty_roots = False
+        self.direct_tools: set[str] = set()  # tools that need nothing from the session (no resolvers)
         self.cleanups: list[Callable[[], None]] = []  # run when the server stops
         # Middleware sees every inbound message in both eras; the 2026-07-28 runner would drop this
         # notification before any handler (no handshake), yet a stale, wider jail must not survive it.
@@ -256,20 +265,45 @@ class GuardedServer(MCPServer[Any]):
                 tool.output_schema = shape.output_schema
         return tools
 
-    def _actor(self, context: Context[Any, Any] | None) -> str | None:
+    @staticmethod
+    def _actor(context: Context[Any, Any] | None) -> str | None:
         try:
             params = context.request_context.session.client_params if context is not None else None
         except (ValueError, AttributeError):
             return None
-        if params is None:
-            return None
-        info = params.client_info
-        return f"{info.name}/{info.version}" if info.version else info.name
+        return _client_name(params)
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
+    # -- calls the stdio connection hands over directly (serving.stdio.DirectCalls) ---------------------------
+
+    def takes_directly(self, name: str, client: InitializeRequestParams) -> bool:
+        # Only a tool that asks nothing of the session (no elicitation, no progress), and only while the
+        # client's roots are known: fetching them is a request to the client, which only the SDK's way makes.
+        return name in self.direct_tools and (client.capabilities.roots is None or self.roots_current)
+
+    async def call_directly(self, name: str, arguments: dict[str, Any], client: InitializeRequestParams) -> Any:
+        # As the SDK's tools/call handler does: a protocol error stays one; any other failure is an error result.
+        try:
+            return await self.call_tool(name, arguments, actor=_client_name(client))
+        except MCPError:
+            raise
+        except Exception as exc:
+            log.exception("tool %s raised an unexpected exception", name)
+            return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
+
+    def roots_changed(self) -> None:
+        self.roots_current = False
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        context: Context[Any, Any] | None = None,
+        *,
+        actor: str | None = None,
+    ) -> Any:
         shape = self.shapes.get(name)
         record = AuditRecord(server=self.name, tool=name, arguments=dict(arguments))
-        record.actor, record.mode = self._actor(context), self.config.mode.value
+        record.actor, record.mode = actor or self._actor(context), self.config.mode.value
         if shape is not None:
             record.action, record.target = shape.action, shape.target(arguments)
         # Cancelled by the client, or the server going down: the call still leaves a trace ("cancelled").
@@ -402,3 +436,5 @@ def register_tool(
     call.__annotations__ = {p.name: p.annotation for p in params} | {"return": output_model}
     call.__name__ = name
     server.add_tool(call, name=name, title=title, description=description, annotations=annotations)
+    if not resolvers:
+        server.direct_tools.add(name)

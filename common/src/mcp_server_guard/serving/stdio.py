@@ -22,6 +22,7 @@ out what is wrong and which id to answer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import json
 import logging
@@ -40,12 +41,14 @@ from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import anyio
+import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.dispatcher import coerce_request_id
+from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
 from mcp_types import (
@@ -54,6 +57,8 @@ from mcp_types import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,
+    ErrorData,
+    InitializeRequestParams,
     JSONRPCError,
     JSONRPCMessage,
     JSONRPCNotification,
@@ -62,6 +67,8 @@ from mcp_types import (
     RequestId,
     jsonrpc_message_adapter,
 )
+from mcp_types.methods import serialize_server_result
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, from_json
 
@@ -387,6 +394,17 @@ def _pipe_size(fd: int) -> int:
         return 0
 
 
+def _pollable(fd: int) -> bool:
+    """Make ``fd`` non-blocking if it is a pipe or a socket (then the event loop polls it); else False."""
+    try:
+        if not (stat.S_ISFIFO(mode := os.fstat(fd).st_mode) or stat.S_ISSOCK(mode)):
+            return False
+        os.set_blocking(fd, False)
+    except OSError:
+        return False
+    return True
+
+
 def _pipe_empty(fd: int) -> bool:
     """Nothing the client has yet to read is left in the pipe (FIONREAD works on either end of a pipe)."""
     try:
@@ -446,6 +464,37 @@ class _Lines:
 # -- the connection ------------------------------------------------------------------------------------------
 
 
+@runtime_checkable
+class DirectCalls(Protocol):
+    """A server that answers some ``tools/call`` requests itself, beside the SDK's dispatcher.
+
+    The SDK's way to a tool (a stream hop to its dispatcher, a task, the runner's context and middleware, the
+    per-version sieve, a stream hop back) costs more than a small tool's own work. A call that needs nothing
+    from the session - no question to the human, no roots to fetch, no progress to report - is handed straight
+    to the server by the connection; every other message takes the SDK's way.
+    """
+
+    def takes_directly(self, name: str, client: InitializeRequestParams) -> bool:
+        """Whether a call of tool ``name`` from this client needs nothing from the session right now."""
+        ...
+
+    async def call_directly(self, name: str, arguments: dict[str, Any], client: InitializeRequestParams) -> Any:
+        """Run the call; returns the result model (raises ``MCPError`` for a protocol error)."""
+        ...
+
+    def roots_changed(self) -> None:
+        """The client said its roots changed: no call may be taken directly until they are fetched again."""
+        ...
+
+
+@dataclass(slots=True)
+class _Session:
+    """What the handshake settled, as far as direct calls care."""
+
+    client: InitializeRequestParams
+    version: str
+
+
 class _Outbound:
     """The write stream handed to the SDK's server loop: notes which requests got their answer."""
 
@@ -470,8 +519,20 @@ class _Outbound:
 class StdioConnection:
     """One client on a pair of file descriptors: reading, answering what the SDK would drop, and shutting down."""
 
-    def __init__(self, wire_in: int, wire_out: int, *, max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
+    def __init__(
+        self,
+        wire_in: int,
+        wire_out: int,
+        *,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+        direct: DirectCalls | None = None,
+    ) -> None:
         self._wire_in, self._wire_out, self._limit = wire_in, wire_out, max_message_bytes
+        self._direct = direct
+        self._initialize: tuple[RequestId, InitializeRequestParams] | None = None  # the handshake under way
+        self._session: _Session | None = None  # the handshake the server accepted (2025-era clients only)
+        self._direct_calls: dict[RequestId, anyio.CancelScope] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
         self._inbound_send, self.inbound = anyio.create_memory_object_stream[SessionMessage](0)
         self._outbox_send: MemoryObjectSendStream[bytes]
         self._outbox: MemoryObjectReceiveStream[bytes]
@@ -482,6 +543,10 @@ class StdioConnection:
         self._closing = False  # shutting down: the server's own writes are dropped
         self._written = anyio.Event()
         self._stdin = _IOThread("mcp-guard-stdin")
+        # A pipe or socket is read from the event loop when it has data (no thread hop per message); a terminal
+        # or a file is read on the thread, since its blocking mode is not ours to change.
+        self._in_polled = _pollable(wire_in)
+        self._queued = 0  # messages handed to the write loop and not yet written: direct writes wait their turn
         self._stdout = _IOThread("mcp-guard-stdout")
         self._out_pipe_size = _pipe_size(wire_out)
 
@@ -497,12 +562,15 @@ class StdioConnection:
             # default action (death without clean-up) while calls are still winding down.
             received = stack.enter_context(anyio.open_signal_receiver(*stop_signals)) if stop_signals else None
             async with anyio.create_task_group() as tg:
+                self._tg = tg
                 if received is not None:
                     tg.start_soon(self._stop_on_signal, received, tg.cancel_scope, stopped_by)
                 tg.start_soon(self._write_loop)
                 tg.start_soon(self._read_loop)
                 await run_server(self.inbound, self.outbound)
                 tg.cancel_scope.cancel()
+        for stream in (self._inbound_send, self.inbound, self._outbox_send, self._outbox):
+            stream.close()
         return stopped_by[0] if stopped_by else None
 
     async def _stop_on_signal(
@@ -527,7 +595,7 @@ class StdioConnection:
         self._pending.clear()
         with anyio.move_on_after(SHUTDOWN_FLUSH_S):  # a client that stopped reading cannot hold the exit
             for data in answers:
-                await self._outbox_send.send(data)
+                await self._queue(data)
             self._outbox_send.close()
             await self._written.wait()
 
@@ -537,6 +605,8 @@ class StdioConnection:
         if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
             answered = message.id
             self._forget(answered)
+            if self._initialize is not None and coerce_request_id(answered) == self._initialize[0]:
+                self._settle_handshake(message)
         if self._closing or self._gone:
             return
         try:
@@ -546,7 +616,69 @@ class StdioConnection:
             if answered is None:
                 return
             data = _error_line(answered, INTERNAL_ERROR, "Internal error: the answer could not be encoded as JSON")
-        await self._outbox_send.send(data)
+        if not self._queued and self._fits_now(data):
+            # Nothing queued or being written, and an empty pipe takes the whole message at once: written here,
+            # in order, without the hop to the write loop.
+            try:
+                _write_all(self._wire_out, data)
+            except OSError as exc:
+                self._client_left(f"stdout broken ({exc.strerror})")
+            return
+        await self._queue(data)
+
+    async def _queue(self, data: bytes) -> None:
+        self._queued += 1
+        try:
+            await self._outbox_send.send(data)
+        except BaseException:
+            self._queued -= 1
+            raise
+
+    def _fits_now(self, data: bytes) -> bool:
+        return len(data) <= self._out_pipe_size and _pipe_empty(self._wire_out)
+
+    def _settle_handshake(self, answer: JSONRPCResponse | JSONRPCError) -> None:
+        assert self._initialize is not None
+        client, self._initialize = self._initialize[1], None
+        version = answer.result.get("protocolVersion") if isinstance(answer, JSONRPCResponse) else None
+        if isinstance(version, str) and version in HANDSHAKE_PROTOCOL_VERSIONS:
+            self._session = _Session(client, version)
+
+    def _take_directly(self, message: JSONRPCRequest) -> tuple[str, dict[str, Any]] | None:
+        """The tool and arguments of a call the server answers itself, or None: the SDK's way."""
+        params = message.params
+        if self._direct is None or self._session is None or message.method != "tools/call" or params is None:
+            return None
+        name, arguments = params.get("name"), params.get("arguments", {})
+        if not isinstance(name, str) or not isinstance(arguments, dict) or params.keys() - {"name", "arguments"}:
+            return None  # _meta (a progress token, a task, ...) or anything unusual: the SDK's full treatment
+        if not self._direct.takes_directly(name, self._session.client):
+            return None
+        return name, arguments
+
+    async def _call_directly(self, rid: RequestId, name: str, arguments: dict[str, Any]) -> None:
+        assert self._direct is not None and self._session is not None
+        session = self._session
+        answer: JSONRPCResponse | JSONRPCError
+        with anyio.CancelScope() as scope:
+            self._direct_calls[rid] = scope
+            try:
+                result = await self._direct.call_directly(name, arguments, session.client)
+                dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+                wire = serialize_server_result("tools/call", session.version, dumped)  # the SDK's own sieve
+                answer = JSONRPCResponse(jsonrpc="2.0", id=rid, result=wire)
+            except MCPError as exc:
+                answer = JSONRPCError(jsonrpc="2.0", id=rid, error=exc.error)
+            except Exception:  # every request gets an answer; the server goes on serving
+                log.exception("a direct call of %s failed", name)
+                error = ErrorData(code=INTERNAL_ERROR, message="Internal error")
+                answer = JSONRPCError(jsonrpc="2.0", id=rid, error=error)
+            finally:
+                self._direct_calls.pop(rid, None)
+            try:
+                await self.send_message(answer)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                log.debug("dropped the answer to %r: shutting down", rid)
 
     def _forget(self, rid: RequestId) -> None:
         key = coerce_request_id(rid)
@@ -558,7 +690,7 @@ class StdioConnection:
     async def _read_loop(self) -> None:
         lines = _Lines(self._limit)
         try:
-            while chunk := await self._stdin.run(partial(_read_chunk, self._wire_in)):
+            while chunk := await self._read():
                 for line in lines.feed(chunk):
                     if self._closing:
                         return
@@ -566,6 +698,17 @@ class StdioConnection:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             return  # the server loop is over
         self._client_left("stdin closed")
+
+    async def _read(self) -> bytes:
+        if not self._in_polled:
+            return await self._stdin.run(partial(_read_chunk, self._wire_in))
+        while True:
+            try:
+                return os.read(self._wire_in, _CHUNK)
+            except BlockingIOError:
+                await anyio.wait_readable(self._wire_in)
+            except OSError:
+                return b""  # EIO, EBADF: the client side is gone, as at EOF
 
     async def _receive(self, line: bytes | _Oversized) -> None:
         if isinstance(line, _Oversized):
@@ -580,12 +723,25 @@ class StdioConnection:
             if isinstance(message, JSONRPCRequest):
                 key = coerce_request_id(message.id)
                 self._pending[key] = self._pending.get(key, 0) + 1
+                if message.method == "initialize" and isinstance(message.params, dict):
+                    self._expect_handshake(key, message.params)
+                elif (direct := self._take_directly(message)) is not None and key not in self._direct_calls:
+                    assert self._tg is not None
+                    log.debug("tools/call %r (%s) taken directly", key, direct[0])
+                    self._tg.start_soon(self._call_directly, key, *direct)
+                    return
+            elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+                if (cancelled := cancelled_request_id_from_params(message.params)) is not None:
+                    self._forget(cancelled)  # a cancelled request is never answered, not even at shutdown
+                    if (scope := self._direct_calls.get(coerce_request_id(cancelled))) is not None:
+                        scope.cancel()
             elif (
                 isinstance(message, JSONRPCNotification)
-                and message.method == "notifications/cancelled"
-                and (cancelled := cancelled_request_id_from_params(message.params)) is not None
+                and message.method == "notifications/roots/list_changed"
+                and self._direct is not None
             ):
-                self._forget(cancelled)  # a cancelled request is never answered, not even at shutdown
+                # Before the next line is read: a call that follows the notification never runs on the old roots.
+                self._direct.roots_changed()
             await self._inbound_send.send(outcome)
             return
         answered = ", ".join("null" if rid is None else json.dumps(rid) for rid in outcome.answer)
@@ -599,22 +755,32 @@ class StdioConnection:
         )
         for rid in outcome.answer:
             if not (self._closing or self._gone):
-                await self._outbox_send.send(_error_line(rid, outcome.code, outcome.message))
+                await self._queue(_error_line(rid, outcome.code, outcome.message))
+
+    def _expect_handshake(self, rid: RequestId, params: dict[str, Any]) -> None:
+        try:
+            client = InitializeRequestParams.model_validate(params, by_name=False)
+        except ValidationError:
+            return  # the SDK answers it with an error; no direct calls on a handshake it refused
+        self._initialize = (rid, client)
 
     async def _write_loop(self) -> None:
         try:
             async for data in self._outbox:
                 if self._gone:
+                    self._queued -= 1
                     continue
                 try:
-                    if len(data) <= self._out_pipe_size and _pipe_empty(self._wire_out):
+                    if self._fits_now(data):
                         # An empty pipe takes the whole answer at once: written here, without the round trip
-                        # through the writer thread (a tenth of a small call). Only this loop writes the wire.
+                        # through the writer thread (a tenth of a small call).
                         _write_all(self._wire_out, data)
                     else:  # it may block (a client that is slow to read): the event loop keeps serving
                         await self._stdout.run(partial(_write_all, self._wire_out, data))
                 except OSError as exc:
                     self._client_left(f"stdout broken ({exc.strerror})")
+                finally:
+                    self._queued -= 1
         finally:
             self._written.set()
 
@@ -640,15 +806,19 @@ def _claimed_stdio() -> Iterator[tuple[int, int]]:
         yield wire_in, wire_out
     finally:
         sys.stdout.flush()  # what a handler printed belongs to stderr, not to the wire restored below
+        with contextlib.suppress(OSError):
+            os.set_blocking(wire_in, True)  # as it was lent to us (the connection polls a pipe non-blocking)
         os.dup2(wire_in, 0)
         os.dup2(wire_out, 1)
         # wire_in stays open: the daemon reader may still block on it, and a recycled number would mislead it.
 
 
 @asynccontextmanager
-async def stdio_connection(*, max_message_bytes: int = MAX_MESSAGE_BYTES) -> AsyncIterator[StdioConnection]:
+async def stdio_connection(
+    *, max_message_bytes: int = MAX_MESSAGE_BYTES, direct: DirectCalls | None = None
+) -> AsyncIterator[StdioConnection]:
     with _claimed_stdio() as (wire_in, wire_out):
-        yield StdioConnection(wire_in, wire_out, max_message_bytes=max_message_bytes)
+        yield StdioConnection(wire_in, wire_out, max_message_bytes=max_message_bytes, direct=direct)
 
 
 async def serve_stdio(
@@ -667,5 +837,6 @@ async def serve_stdio(
     async def run_server(read: MemoryObjectReceiveStream[SessionMessage], write: _Outbound) -> None:
         await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
-    async with stdio_connection(max_message_bytes=max_message_bytes) as connection:
+    direct = server if isinstance(server, DirectCalls) else None
+    async with stdio_connection(max_message_bytes=max_message_bytes, direct=direct) as connection:
         return await connection.serve(run_server, stop_signals)
