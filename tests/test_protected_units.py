@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from mcp_server_guard import protected
 from mcp_server_guard.errors import SecurityError
 from mcp_server_guard.policy import PolicyError, load_policy
-from mcp_server_guard.protected import Protection, git_runnable, is_git_dir, sanitize_git_config
+from mcp_server_guard.protected import Protection, _resolve, git_runnable, is_git_dir, sanitize_git_config
 
 
 @pytest.mark.parametrize(
@@ -82,3 +84,102 @@ def test_the_old_protected_paths_key_names_its_new_place(tmp_path: Path) -> None
     old.write_text("[file_write]\nprotected_paths = ['x']\n")
     with pytest.raises(PolicyError, match=r"\[paths\]\.protected"):
         load_policy(old)
+
+
+# -- the hidden list is looked up once and kept while the kernel reports no change (inotify) ---------------
+
+
+def _tree(root: Path, seed: int) -> None:
+    """Directories, files and relative/absolute symlinks (no loops), some dangling."""
+    import random
+
+    rnd = random.Random(seed)
+    names = ["a", "b", "c"]
+    made: list[Path] = []
+    for _ in range(10):
+        path = root.joinpath(*[rnd.choice(names) for _ in range(rnd.randint(1, 3))])
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            kind = rnd.random()
+            if kind < 0.4:
+                path.mkdir(exist_ok=True)
+            elif kind < 0.6:
+                path.touch()
+            elif made:  # a link only to something made before it (and so never to itself): no loops
+                target = rnd.choice(made)
+                os.symlink(target if rnd.random() < 0.5 else os.path.relpath(target, path.parent), path)
+            else:
+                os.symlink(root / "nowhere", path)  # dangling
+            made.append(path)
+        except OSError:
+            pass
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_hidden_lookup_resolves_paths_as_the_kernel_does(tmp_path: Path, seed: int) -> None:
+    import random
+
+    _tree(tmp_path, seed)
+    rnd = random.Random(seed)
+    for _ in range(30):
+        path = str(tmp_path.joinpath(*[rnd.choice(["a", "b", "c", "..", "."]) for _ in range(rnd.randint(1, 4))]))
+        assert _resolve(path, set()) == (os.path.realpath(path), os.path.lexists(path)), path
+
+
+def _protection(home: Path, *hidden: str) -> Protection:
+    return Protection([], hidden, home=str(home))
+
+
+def test_a_hidden_dir_created_after_a_lookup_is_hidden_at_once(tmp_path: Path) -> None:
+    # The attack: the lookup is kept between calls; a credential directory that appears later must not be
+    # readable through the kept answer.
+    home = tmp_path / "home"
+    home.mkdir()
+    protection = _protection(home, "~/.ssh")
+    key = home / ".ssh" / "id_ed25519"
+    assert protection.hidden_rule(str(key)) is None
+    assert protection.hidden_rule(str(key)) is None  # kept
+    key.parent.mkdir()
+    key.write_text("secret")
+    assert protection.hidden_rule(str(key)) == str(home / ".ssh")
+
+
+def test_a_hidden_link_retargeted_through_an_intermediate_link_is_followed_at_once(tmp_path: Path) -> None:
+    # The attack: ~/.ssh -> /x/link/keys and /x/link -> /a; retargeting /x/link (a directory the lookup only
+    # passed through) moves the credentials to /b: the kept answer must not keep hiding /a alone.
+    home, x, a, b = tmp_path / "home", tmp_path / "x", tmp_path / "a", tmp_path / "b"
+    for d in (home, x, a / "keys", b / "keys"):
+        d.mkdir(parents=True)
+    (x / "link").symlink_to(a)
+    (home / ".ssh").symlink_to(x / "link" / "keys")
+    protection = _protection(home, "~/.ssh")
+    assert protection.hidden_paths() == [str(a / "keys")]
+    assert protection.hidden_rule(str(b / "keys" / "id")) is None
+    (x / "new").symlink_to(b)
+    os.replace(x / "new", x / "link")
+    assert protection.hidden_rule(str(b / "keys" / "id")) == str(b / "keys")
+    assert protection.hidden_paths() == [str(b / "keys")]
+
+
+def test_a_hidden_glob_sees_a_new_match_at_once(tmp_path: Path) -> None:
+    users = tmp_path / "users"
+    (users / "alice").mkdir(parents=True)
+    protection = _protection(tmp_path / "me", str(users / "*"))
+    assert protection.hidden_paths() == [str(users / "alice")]
+    (users / "bob").mkdir()
+    assert protection.hidden_paths() == [str(users / "alice"), str(users / "bob")]
+
+
+def test_an_unchanged_hidden_list_is_not_looked_up_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    protection = _protection(home, "~/.ssh", "~/.aws", "~/.config/gh")
+    first = protection.hidden_paths()
+    looked: list[str] = []
+    real_lstat = os.lstat
+    monkeypatch.setattr(protected.os, "lstat", lambda p, *a, **k: looked.append(str(p)) or real_lstat(p, *a, **k))
+    assert protection.hidden_paths() == first == [str(home / ".aws")]
+    assert looked == []
+    (home / ".config").mkdir()  # a directory the lookup consulted (~/.config/gh's parent) appears
+    protection.hidden_paths()
+    assert looked

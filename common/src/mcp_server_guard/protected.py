@@ -22,6 +22,9 @@ protected path that is a symlink, which a bind mount would follow) fails closed 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
+import functools
 import glob
 import logging
 import os
@@ -30,6 +33,7 @@ import re
 import shutil
 import stat
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -179,6 +183,9 @@ class Protection:
         expanded = (self.home + e[1:] if self.home and (e == "~" or e.startswith("~/")) else e for e in self._hidden)
         self._hidden_abs = tuple((e, bool(_GLOB_CHARS & set(e))) for e in expanded if e.startswith("/"))
         self._kept = (*([self.home] if self.home else []), *_RUNTIME)
+        self._hidden_lock = threading.Lock()
+        self._hidden_cache: tuple[str, ...] | None = None
+        self._hidden_watch = _DirWatch()
         # Literal patterns name one path below a root ("**" at the end: the whole directory); the box can
         # mount those. Patterns with wildcards elsewhere are file_write's alone.
         self._literal = tuple(
@@ -221,18 +228,49 @@ class Protection:
         """The hidden list with ``~`` and globs expanded: existing paths only, never one that holds the
         server's HOME or an allowed root (allowing a directory is the user's explicit choice)."""
         keep = (*roots, *self._kept)
+        return [real for real in self._hidden_now() if not any(within(kept, real) for kept in keep)]
+
+    def _hidden_now(self) -> tuple[str, ...]:
+        """The real paths of the hidden entries that exist, as the file system is now.
+
+        Looking them up costs ~30 lstat calls; the answer is kept while the kernel reports no change (inotify)
+        in any directory the lookup consulted, symlinks followed included. A change between a lookup and its
+        watches is caught by looking up again once the watches are in place.
+        """
+        with self._hidden_lock:
+            if self._hidden_cache is not None and self._hidden_watch.unchanged():
+                return self._hidden_cache
+            self._hidden_cache = None
+            consulted: set[str] | None = set()
+            found = self._look_up_hidden(consulted)
+            for _ in range(3):
+                if consulted is None or not self._hidden_watch.arm(consulted):
+                    return found  # not watchable (a glob below the last component, no inotify): no cache
+                again: set[str] | None = set()
+                confirmed = self._look_up_hidden(again)
+                if confirmed == found and again is not None and again <= consulted:
+                    self._hidden_cache = found
+                    return found
+                found, consulted = confirmed, again
+            return found
+
+    def _look_up_hidden(self, consulted: set[str] | None) -> tuple[str, ...]:
         found: set[str] = set()
-        # Looked up afresh on every call (no cache to go stale): ~30 lstat calls, most of them ENOENT.
         for expanded, is_glob in self._hidden_abs:
-            for path in glob.glob(expanded) if is_glob else (expanded,):
-                try:
-                    os.lstat(path)
-                except OSError:
-                    continue  # the common case, and a cheap one: no realpath of what is not there
-                real = os.path.realpath(path)
-                if not any(within(kept, real) for kept in keep):
+            if is_glob:
+                parent = posixpath.dirname(expanded)
+                if _GLOB_CHARS & set(parent):
+                    consulted = None
+                if consulted is not None:
+                    consulted.add(_resolve(parent, consulted)[0])  # the directory the glob lists
+                paths = glob.glob(expanded)
+            else:
+                paths = [expanded]
+            for path in paths:
+                real, exists = _resolve(path, consulted if consulted is not None else set())
+                if exists:
                     found.add(real)
-        return sorted(found)
+        return tuple(sorted(found))
 
     def hidden_rule(self, real: str, roots: Iterable[str] = ()) -> str | None:
         """Which hidden entry covers the real path ``real``, or None."""
@@ -295,6 +333,97 @@ class Protection:
         if moved:
             log.warning("moved to %s what a command created in protected places: %s", quarantine, ", ".join(moved))
         return moved
+
+
+def _resolve(path: str, consulted: set[str]) -> tuple[str, bool]:
+    """``os.path.realpath(path)``, and whether ``path`` itself exists (``os.path.lexists``: a dangling symlink
+    does); every directory one of whose entries was looked up on the way is added to ``consulted``."""
+    pending = [part for part in path.split("/") if part]
+    own_left = len(pending)  # the path's own components are the tail of ``pending`` (link targets go first)
+    resolved, links, exists, missing, is_dir = "/", 0, False, False, True
+    while pending:
+        own = len(pending) == own_left
+        name = pending.pop(0)
+        own_left -= own
+        if name in (".", ".."):
+            missing = missing or not is_dir  # ENOTDIR: "file/.." names nothing
+            resolved = posixpath.dirname(resolved) if name == ".." else resolved
+            continue
+        consulted.add(resolved)
+        candidate = posixpath.join(resolved, name)
+        try:
+            mode = os.lstat(candidate).st_mode
+        except OSError:  # the rest is taken as spelled, as realpath does
+            resolved, missing, is_dir = candidate, True, True
+            continue
+        exists = exists or (own and own_left == 0 and not missing)  # its last component is there (a link?)
+        if stat.S_ISLNK(mode):
+            links += 1
+            if links > 40:  # ELOOP, as the kernel would say
+                return posixpath.join(candidate, *pending), exists
+            target = os.readlink(candidate)
+            resolved = "/" if target.startswith("/") else resolved
+            pending[:0] = [part for part in target.split("/") if part]
+        else:
+            resolved, is_dir = candidate, stat.S_ISDIR(mode)
+    return resolved, exists or not missing
+
+
+class _DirWatch:
+    """inotify watches on a set of directories: has any entry in them been created, removed, renamed or had
+    its attributes changed since they were armed? Without inotify, every question answers "changed"."""
+
+    _MASK = 0x4 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800 | 0x1000000  # ATTRIB MOVED_* CREATE DELETE* ONLYDIR
+
+    def __init__(self) -> None:
+        self._fd = -1
+
+    def arm(self, directories: Iterable[str]) -> bool:
+        """Watch exactly ``directories`` from now on (ones that do not exist are skipped: their parent is in the
+        set). False when inotify cannot watch them all."""
+        self.close()
+        libc = _libc()
+        if libc is None:
+            return False
+        fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if fd < 0:
+            return False
+        for directory in directories:
+            if libc.inotify_add_watch(fd, os.fsencode(directory), self._MASK) < 0:
+                err = ctypes.get_errno()
+                if err not in (errno.ENOENT, errno.ENOTDIR):
+                    os.close(fd)
+                    return False
+        self._fd = fd
+        return True
+
+    def unchanged(self) -> bool:
+        if self._fd < 0:
+            return False
+        try:
+            os.read(self._fd, 1 << 16)
+        except BlockingIOError:
+            return True  # no event queued
+        except OSError:
+            pass
+        self.close()
+        return False
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.inotify_init1.argtypes = [ctypes.c_int]
+        libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+    except (OSError, AttributeError):
+        return None
+    return libc
 
 
 def protection_for(policy: Policy, *, audit_path: Path | None = None, history_dir: Path | None = None) -> Protection:

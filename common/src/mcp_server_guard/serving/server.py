@@ -30,6 +30,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import ListRoots, Resolve
+from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.types import CallToolResult, InitializeRequestParams, ListRootsResult, TextContent, ToolAnnotations
 from mcp.types import Tool as MCPTool
@@ -228,7 +229,10 @@ class GuardedServer(MCPServer[Any]):
         self.audit = config.audit
         self.roots_current = False
         self._said_empty_roots = False
-        self.direct_tools: set[str] = set()  # tools that need nothing from the session (no resolvers)
+        # Tools that need nothing from the session (no question, no progress), registered without the roots
+        # resolver: a call is taken directly only while the roots are known (see takes_directly).
+        self.direct_tools: dict[str, Tool] = {}
+        self._no_request: Context[Any, Any] = Context(mcp_server=self)  # what a direct call's tool gets (stateless)
         self.cleanups: list[Callable[[], None]] = []  # run when the server stops
         # Middleware sees every inbound message in both eras; the 2026-07-28 runner would drop this
         # notification before any handler (no handshake), yet a stale, wider jail must not survive it.
@@ -283,7 +287,7 @@ class GuardedServer(MCPServer[Any]):
     async def call_directly(self, name: str, arguments: dict[str, Any], client: InitializeRequestParams) -> Any:
         # As the SDK's tools/call handler does: a protocol error stays one; any other failure is an error result.
         try:
-            return await self.call_tool(name, arguments, actor=_client_name(client))
+            return await self.call_tool(name, arguments, actor=_client_name(client), direct=True)
         except MCPError:
             raise
         except Exception as exc:
@@ -300,6 +304,7 @@ class GuardedServer(MCPServer[Any]):
         context: Context[Any, Any] | None = None,
         *,
         actor: str | None = None,
+        direct: bool = False,
     ) -> Any:
         shape = self.shapes.get(name)
         record = AuditRecord(server=self.name, tool=name, arguments=dict(arguments))
@@ -312,7 +317,10 @@ class GuardedServer(MCPServer[Any]):
             try:
                 if shape is not None:
                     normalized = normalize_arguments(name, shape.input_schema, arguments)
-                result = await super().call_tool(name, normalized, context)
+                if direct:
+                    result = await self.direct_tools[name].run(normalized, self._no_request, convert_result=True)
+                else:
+                    result = await super().call_tool(name, normalized, context)
             except ToolError as exc:
                 error = _as_guard_error(exc, name)
                 if error.code == "INTERNAL_ERROR":
@@ -437,4 +445,6 @@ def register_tool(
     call.__name__ = name
     server.add_tool(call, name=name, title=title, description=description, annotations=annotations)
     if not resolvers:
-        server.direct_tools.add(name)
+        tool = server._tool_manager.get_tool(name)
+        assert tool is not None
+        server.direct_tools[name] = tool.model_copy(update={"resolved_params": {}, "resolver_plans": {}})
