@@ -19,7 +19,8 @@ PACKAGE_DIR = Path(mcp_server_guard.__file__).parent
 EXPORTED = {
     "mcp_server_guard": [
         "ERROR_CODES", "ERROR_META_KEY", "AuditLog", "AuditRecord", "Category", "ErrorPayload", "ExecutionError",
-        "GuardError", "GuardedServer", "Jail", "Located", "ParamError", "Policy", "PolicyError", "ResourceError",
+        "GuardError", "GuardedServer", "Jail", "Located", "NetworkRules", "ParamError", "Policy", "PolicyError",
+        "ResourceError",
         "SecurityError", "ServerConfig", "SymlinkMode", "SystemError_", "ToolInput", "ToolOutput", "load_policy",
         "note", "register_tool", "within", "within_any",
     ],
@@ -34,7 +35,8 @@ EXPORTED = {
         "sniff", "sweep_journals",
     ],
     "mcp_server_guard.shell": [
-        "BASH", "REGISTRY", "Approval", "Checked", "NoQuestion", "PolicyEngine", "Prepared", "RunResult", "ShellExec",
+        "BASH", "REGISTRY", "Approval", "Checked", "EgressProxy", "NoQuestion", "PolicyEngine", "Prepared", "RunResult",
+        "ShellExec",
         "TooComplex", "Verdict", "base_env", "build_env", "limit_hit", "limits_of", "parse", "question",
         "require_approval", "run",
     ],

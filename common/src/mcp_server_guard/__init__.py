@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     )
     from mcp_server_guard.files.jail import Jail, Located, SymlinkMode
     from mcp_server_guard.paths import within, within_any
-    from mcp_server_guard.policy import Policy, PolicyError, load_policy
+    from mcp_server_guard.policy import NetworkRules, Policy, PolicyError, load_policy
     from mcp_server_guard.serving.server import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
 
 # Exported names resolve on first use: importing the package (the in-box supervisor does, with no
@@ -46,6 +46,7 @@ _EXPORTS = {
     "Jail": "files.jail",
     "Located": "files.jail",
     "ParamError": "errors",
+    "NetworkRules": "policy",
     "Policy": "policy",
     "PolicyError": "policy",
     "ResourceError": "errors",
@@ -75,6 +76,7 @@ __all__ = [
     "GuardedServer",
     "Jail",
     "Located",
+    "NetworkRules",
     "ParamError",
     "Policy",
     "PolicyError",

@@ -10,6 +10,7 @@ from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mcp_server_guard.shell.approval import Approval, Checked, NoQuestion, question, require_approval
+    from mcp_server_guard.shell.egress import EgressProxy
     from mcp_server_guard.shell.execution import BASH, Prepared, ShellExec, limit_hit, limits_of
     from mcp_server_guard.shell.parsing import TooComplex, parse
     from mcp_server_guard.shell.process import REGISTRY, RunResult, base_env, build_env, run
@@ -19,6 +20,7 @@ _EXPORTS = {
     "Approval": "approval",
     "BASH": "execution",
     "Checked": "approval",
+    "EgressProxy": "egress",
     "NoQuestion": "approval",
     "PolicyEngine": "rules",
     "Prepared": "execution",
@@ -43,6 +45,7 @@ __all__ = [
     "REGISTRY",
     "Approval",
     "Checked",
+    "EgressProxy",
     "NoQuestion",
     "PolicyEngine",
     "Prepared",

@@ -1,9 +1,9 @@
 """The egress proxy of ``--network policy``: built to be a command's only way out of its network namespace.
 
-Not wired into the box yet. The plan: the box's network namespace has nothing but loopback; inside it, the
-supervisor listens on 127.0.0.1 and hands the listening socket out to the server (SCM_RIGHTS), so connections
-a command opens to the proxy are accepted here, in the server's own namespace, where they are judged and, if
-allowed, dialled. A program that ignores ``HTTP_PROXY`` then finds no route at all: it fails closed.
+The box's network namespace has nothing but loopback; inside it, the supervisor listens on 127.0.0.1 and hands
+the listening socket out to the server (SCM_RIGHTS, with its ready byte), so connections a command opens to the
+proxy are accepted here, in the server's own namespace, where they are judged and, if allowed, dialled. A
+program that ignores ``HTTP_PROXY`` then finds no route at all: it fails closed.
 
 Judging (``policy.NetworkRules``): the ``[network]`` ``allow`` and ``deny`` lists; deny wins. The proxy resolves
 names itself and judges the addresses too: loopback, private, link-local, shared, multicast and metadata
@@ -35,7 +35,7 @@ HEAD_LIMIT = 64 << 10  # request line and headers
 HEAD_TIMEOUT_S = 30.0
 CONNECT_TIMEOUT_S = 15.0
 IDLE_TIMEOUT_S = 300.0  # a relay with no byte either way for this long is closed
-RELAY_CHUNK = 256 << 10
+RELAY_CHUNK = 1 << 20
 MAX_CONNECTIONS = 256
 
 # -- the proxy ------------------------------------------------------------------------------------------
@@ -64,6 +64,29 @@ async def system_resolver(host: str, port: int) -> list[IPAddress]:
     return list(seen)
 
 
+TEST_HOSTS_ENV = "MCP_GUARD_TEST_HOSTS"
+
+
+def resolver_from_env(environ: Mapping[str, str]) -> Resolver:
+    """The system's resolver; for tests, ``MCP_GUARD_TEST_HOSTS="name=address,..."`` (set by whoever starts the
+    server, never by a command) answers chosen names with chosen addresses and resolves nothing else. The
+    addresses are still judged: a loopback answer is refused unless an allow entry names the host exactly."""
+    spec = environ.get(TEST_HOSTS_ENV, "")
+    if not spec:
+        return system_resolver
+    table = {normal_host(name): ipaddress.ip_address(ip) for name, _, ip in (e.partition("=") for e in spec.split(","))}
+
+    async def test_resolver(host: str, port: int) -> list[IPAddress]:
+        if (ip := table.get(normal_host(host))) is not None:
+            return [ip]
+        try:
+            return [ipaddress.ip_address(normal_host(host))]
+        except ValueError:
+            raise OSError(f"{host} is not in {TEST_HOSTS_ENV}") from None
+
+    return test_resolver
+
+
 class BadRequest(Exception):
     pass
 
@@ -85,6 +108,7 @@ class EgressProxy:
     resolver: Resolver = system_resolver
     on_decision: Callable[[str | None, str, int, Verdict], None] | None = None  # every decision (the audit)
     denied: dict[str, list[Denied]] = field(default_factory=dict)  # call token -> what was refused
+    allowed: dict[str, list[str]] = field(default_factory=dict)  # call token -> host:port let through
     _servers: list[asyncio.AbstractServer] = field(default_factory=list)
     _connections: set[asyncio.Task[None]] = field(default_factory=set)
 
@@ -105,6 +129,10 @@ class EgressProxy:
 
     def take_denied(self, token: str) -> list[Denied]:
         return self.denied.pop(token, [])
+
+    def take_decisions(self, token: str) -> tuple[list[Denied], list[str]]:
+        """What the proxy refused and let through for one call (forgotten here once taken)."""
+        return self.denied.pop(token, []), self.allowed.pop(token, [])
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -159,6 +187,8 @@ class EgressProxy:
             await _reply(writer, 502, "Bad Gateway", f"cannot connect to {head.host}:{head.port}")
             return
         up_reader, up_writer = upstream
+        for side in (writer, up_writer):  # fewer, larger writes while relaying (bounded: 4 MiB per direction)
+            side.transport.set_write_buffer_limits(high=4 * RELAY_CHUNK)
         try:
             if head.method == "CONNECT":
                 writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
@@ -175,6 +205,10 @@ class EgressProxy:
             self.denied.setdefault(head.token, []).append(
                 Denied(head.host, head.port, verdict.rule or "unnamed-host", verdict.reason)
             )
+        elif head.token is not None:
+            seen = self.allowed.setdefault(head.token, [])
+            if f"{head.host}:{head.port}" not in seen and len(seen) < 100:
+                seen.append(f"{head.host}:{head.port}")
         if self.on_decision is not None:
             self.on_decision(head.token, head.host, head.port, verdict)
 
@@ -275,7 +309,8 @@ async def _reply(writer: asyncio.StreamWriter, status: int, phrase: str, text: s
 async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
     try:
         while True:
-            data = await asyncio.wait_for(src.read(RELAY_CHUNK), IDLE_TIMEOUT_S)
+            async with asyncio.timeout(IDLE_TIMEOUT_S):  # no task per read, unlike wait_for
+                data = await src.read(RELAY_CHUNK)
             if not data:
                 break
             dst.write(data)

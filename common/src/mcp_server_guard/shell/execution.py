@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import posixpath
+import secrets
 import shlex
+import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +19,11 @@ from mcp_server_guard.files.jail import Jail
 from mcp_server_guard.policy import ShellPolicy
 from mcp_server_guard.protected import Protection, Survey
 from mcp_server_guard.shell.boxed import run_boxed
+from mcp_server_guard.shell.egress import Denied, EgressProxy, proxy_env
 from mcp_server_guard.shell.parsing import TooComplex
 from mcp_server_guard.shell.process import Progress, RunResult, base_env, build_env, run
 from mcp_server_guard.shell.rules import PolicyEngine, Verdict
+from mcp_server_guard.shell.sandbox.box import Box
 from mcp_server_guard.shell.sandbox.boxing import call_options
 from mcp_server_guard.shell.sandbox.planning import Limits, SandboxPlan, confine
 
@@ -54,8 +58,11 @@ class ShellExec:
         sandbox: SandboxPlan,
         protection: Protection | None = None,
         quarantine: Path | None = None,
+        egress: EgressProxy | None = None,
     ) -> None:
         self.protection = protection  # in the box: protected paths read-only, hidden ones masked
+        self.egress = egress  # --network policy: the proxy in front of the box's empty network namespace
+        self._egress_on: socket.socket | None = None  # the box listener the proxy accepts on
         self.quarantine = quarantine  # where what a command created in protected places goes
         self.jail = jail
         self.policy = policy
@@ -131,12 +138,15 @@ class ShellExec:
                     # Raises PROTECTION_UNAVAILABLE (nothing runs) when the layout cannot be guarded.
                     survey = await anyio.to_thread.run_sync(self.protection.survey, roots)
                 moved: list[str] = []
+                token, proxy = await self._egress_for_call(box)
+                denied: list[Denied] = []
+                allowed: list[str] = []
                 try:
                     result = await run_boxed(
                         box,
                         prepared.argv,
                         cwd=prepared.cwd,
-                        env={**prepared.env, "TMPDIR": "/tmp"},  # noqa: S108 - the call's own, private /tmp
+                        env={**prepared.env, **proxy, "TMPDIR": "/tmp"},  # noqa: S108 - the call's private /tmp
                         stdin=stdin,
                         timeout=timeout,
                         max_output=max_output,
@@ -149,9 +159,17 @@ class ShellExec:
                         # still be writing where the command was not allowed to create anything.
                         with anyio.CancelScope(shield=True):
                             moved = await anyio.to_thread.run_sync(self.protection.settle, survey, self.quarantine)
+                    if token is not None and self.egress is not None:
+                        denied, allowed = self.egress.take_decisions(token)
                 if moved:
                     note = f"\n[mcp-guard] moved to the quarantine ({self.quarantine}): {', '.join(moved)}\n"
                     result = dataclasses.replace(result, stderr=result.stderr + note, quarantined=tuple(moved))
+                if token is not None:
+                    result = dataclasses.replace(
+                        result,
+                        network_denied=tuple((d.host, d.port, d.rule, d.reason) for d in denied),
+                        network_allowed=tuple(allowed),
+                    )
                 return result
             assert confinement is not None
             return await run(
@@ -181,6 +199,26 @@ class ShellExec:
         finally:
             if confinement is not None:
                 confinement.close()
+
+    async def _egress_for_call(self, box: Box) -> tuple[str | None, Mapping[str, str]]:
+        """--network policy: the proxy accepting on the box's current listener, and this call's token and
+        proxy variables (the token tells the proxy which call a connection belongs to)."""
+        if self.egress is None:
+            return None, {}
+        await box.ready()  # a supervisor that ended is started again, with a new listener
+        listener = box.egress_listener
+        if listener is None:
+            raise ExecutionError(
+                "NETWORK_UNAVAILABLE",
+                "The egress proxy has no way into the box, so the command was not run.",
+                "Try again; if it persists, restart the server or run it with --network deny.",
+            )
+        if listener is not self._egress_on:
+            await self.egress.close()
+            await self.egress.listen_on(socket.socket(fileno=os.dup(listener.fileno())))
+            self._egress_on = listener
+        token = secrets.token_hex(12)
+        return token, proxy_env(listener.getsockname()[1], token)
 
     def _check_redirects(self, verdict: Verdict, cwd: str, home: str) -> None:
         for redirect in verdict.redirects:

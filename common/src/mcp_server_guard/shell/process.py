@@ -198,6 +198,8 @@ class RunResult:
     truncated: bool
     duration_ms: float
     quarantined: tuple[str, ...] = ()  # what the box moved away after the command (protected places)
+    network_denied: tuple[tuple[str, int, str, str], ...] = ()  # --network policy: (host, port, rule, reason)
+    network_allowed: tuple[str, ...] = ()  # --network policy: host:port the proxy let through for this call
 
 
 class ProcessRegistry:

@@ -29,7 +29,12 @@ SandboxReadOpt = Annotated[
     ),
 ]
 NetworkOpt = Annotated[
-    NetworkMode, typer.Option("--network", help="deny: commands get no network at all, loopback included.")
+    NetworkMode,
+    typer.Option(
+        "--network",
+        help="allow: commands reach the network as the server does; deny: no network at all, loopback included; "
+        "policy: only through the server's egress proxy, to the hosts the policy's [network] section allows.",
+    ),
 ]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -9,10 +11,11 @@ from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from mcp_server_guard import audit
 from mcp_server_guard.audit import default_state_path
+from mcp_server_guard.policy import NetworkRules, Verdict
 from mcp_server_guard.protected import protection_for
 from mcp_server_guard.serving.server import (
     ClientRoots,
@@ -24,10 +27,13 @@ from mcp_server_guard.serving.server import (
     register_tool,
 )
 from mcp_server_guard.shell.approval import Approval, Checked, NoQuestion, question, require_approval
+from mcp_server_guard.shell.egress import EgressProxy, resolver_from_env
 from mcp_server_guard.shell.execution import ShellExec, limit_hit
 from mcp_server_guard.shell.process import REGISTRY, Progress
 from mcp_server_guard.shell.sandbox.boxing import close_box
-from mcp_server_guard.shell.sandbox.planning import SandboxPlan, release
+from mcp_server_guard.shell.sandbox.planning import NetworkMode, SandboxPlan, release
+
+log = logging.getLogger("mcp_server_guard.shell_exec")
 
 # Seed 004's contract, verbatim.
 TOOL_NAME = "shell_exec"
@@ -63,6 +69,15 @@ class ShellExecInput(ToolInput):
     )
 
 
+class NetworkDenial(BaseModel):
+    host: str = Field(description="The host the command tried to reach.")
+    port: int = Field(description="The port.")
+    rule: str = Field(
+        description="What refused it: deny:<entry>, unnamed-host (no [network] rule names it), private-address."
+    )
+    reason: str = Field(description="Why, in words.")
+
+
 class ShellExecOutput(ToolOutput):
     stdout: str = Field(description="コマンドの標準出力。")
     stderr: str = Field(description="コマンドの標準エラー出力。")
@@ -84,6 +99,10 @@ class ShellExecOutput(ToolOutput):
         description="A resource limit the command ran into: memory, fileSize, cpu or processes (best effort).",
     )
     rule: str | None = Field(default=None, description="The policy rule that asked for approval, if any.")
+    networkDenied: list[NetworkDenial] = Field(
+        default_factory=list,
+        description="Connections the egress proxy refused during this command (--network policy); empty when none.",
+    )
     timeoutSeconds: float = Field(default=0.0, description="The timeout in force for this command, in seconds.")
 
     def facts(self) -> dict[str, Any]:
@@ -101,18 +120,34 @@ class ShellExecOutput(ToolOutput):
         if self.truncated:
             status += f"; output truncated ({self.stdoutBytes} bytes stdout, {self.stderrBytes} bytes stderr)"
         parts.append(f"[{status}]")
+        for denial in self.networkDenied:
+            parts.append(f"[network refused: {denial.host}:{denial.port} ({denial.rule}): {denial.reason}]")
+        if self.networkDenied:
+            parts.append(
+                "[the host is not reachable from commands; ask the user to add it to [network].allow in the "
+                "policy file, or to allow it when asked]"
+            )
         return "\n".join(p for p in parts if p)
+
+
+def _log_decision(token: str | None, host: str, port: int, verdict: Verdict) -> None:
+    log.info("egress %s %s:%s (%s) for call %s", verdict.action, host, port, verdict.rule, token)
 
 
 def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
     server = GuardedServer(config)
     allowed = [root.path for root in config.jail.roots]
+    egress = None
+    if sandbox.network is NetworkMode.POLICY:
+        rules = NetworkRules.parse(config.policy.network.allow, config.policy.network.deny)
+        egress = EgressProxy(rules, resolver=resolver_from_env(os.environ), on_decision=_log_decision)
     shell = ShellExec(
         config.jail,
         config.policy.shell_exec,
         sandbox,
         protection=protection_for(config.policy, audit_path=config.audit.path),
         quarantine=default_state_path("quarantine", allowed),
+        egress=egress,
     )
     checked = Checked(shell)
     # At exit, however it comes: no command outlives the server, then what confined them goes.
@@ -174,6 +209,10 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
         )
         if result.quarantined:
             audit.note(quarantined=list(result.quarantined))
+        if result.network_allowed:
+            audit.note(network_allowed=list(result.network_allowed))
+        if result.network_denied:
+            audit.note(network_denied=[f"{host}:{port} ({rule})" for host, port, rule, _ in result.network_denied])
         return ShellExecOutput(
             stdout=result.stdout,
             stderr=result.stderr,
@@ -188,6 +227,10 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
             limitHit=limit_hit(result),
             rule=verdict.rule if verdict.action == "ask" else None,
             timeoutSeconds=timeout,
+            networkDenied=[
+                NetworkDenial(host=host, port=port, rule=rule, reason=reason)
+                for host, port, rule, reason in result.network_denied
+            ],
         )
 
     register_tool(

@@ -10,6 +10,7 @@ started from the thread that runs the event loop, which lives as long as the ser
 
 from __future__ import annotations
 
+import array
 import collections
 import contextlib
 import itertools
@@ -57,6 +58,9 @@ class BoxSpec:
     readable: tuple[str, ...] = ()  # extra read-only directories for a jail-only read scope
     seccomp: tuple[bytes, bytes] | None = None  # the filter every command runs under, in its two parts
     usual: str = ""  # a usual call's options (JSON): each ready init sets up that much ahead of its call
+    # --network policy: the box's own (empty) network namespace, where the supervisor listens on 127.0.0.1 for
+    # the server's egress proxy and hands the listening socket out with its ready byte.
+    egress: bool = False
 
     def bwrap_argv(self, fd: int, passed: dict[str, int] | None = None) -> list[str]:
         """bubblewrap's command line for this spec; the supervisor talks over ``fd``."""
@@ -67,7 +71,7 @@ class BoxSpec:
             # The supervisor builds each call's PID and mount namespaces; commands get no capability at all.
             argv += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
         argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-        if self.network_isolated:
+        if self.network_isolated or self.egress:
             argv.append("--unshare-net")
         if self.read_all:
             argv += ["--ro-bind", "/", "/"]
@@ -90,6 +94,7 @@ class BoxSpec:
         """The supervisor's command line; ``passed`` names the pipes that carry the seccomp program and the
         usual options (data goes through pipes, not the command line)."""
         options = ["namespaces"] if self.namespaces else []
+        options += ["egress"] if self.egress else []
         options += [f"{name}={pipe}" for name, pipe in (passed or {}).items()]
         return [sys.executable, "-I", "-S", "-c", _SUPERVISOR, _package_root(), str(fd), *options]
 
@@ -138,6 +143,8 @@ class Box:
     _reader: FrameReader | None = None
     _offered: collections.deque[tuple[int, socket.socket]] = field(default_factory=collections.deque)
     notes: list[str] = field(default_factory=list)
+    # --network policy: the socket listening inside the box's network namespace (a new one per supervisor)
+    egress_listener: socket.socket | None = None
 
     # -- life cycle --------------------------------------------------------------------------------
 
@@ -174,15 +181,36 @@ class Box:
         assert self._sock is not None
         self._sock.settimeout(timeout)
         try:
-            data = self._sock.recv(1)
+            data = self._take_ready(self._sock)
         except OSError as exc:
             raise BoxUnavailable(f"the box did not start: {exc}") from None
         finally:
             self._sock.settimeout(None)
-        if data != b"R":
+        if not data:
             code = self._proc.wait(timeout=5) if self._proc is not None else None
             raise BoxUnavailable(f"the box did not start (exit status {code})")
         self._ready = True
+
+    def _take_ready(self, sock: socket.socket) -> bool:
+        """Read the ready byte, and the egress listener that comes with it when the spec asks for one."""
+        fds = array.array("i")
+        data, ancillary, _flags, _addr = sock.recvmsg(1, socket.CMSG_SPACE(fds.itemsize), socket.MSG_CMSG_CLOEXEC)
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+        listeners = [socket.socket(fileno=fd) for fd in fds]
+        if data != b"R" or len(listeners) != (1 if self.spec.egress else 0):
+            for listener in listeners:
+                listener.close()
+            return False
+        if self.egress_listener is not None:
+            self.egress_listener.close()
+        self.egress_listener = listeners[0] if listeners else None
+        return True
+
+    async def ready(self) -> None:
+        """Start the box again if its supervisor ended; return once it is ready."""
+        await self._ensure()
 
     async def _ensure(self) -> socket.socket:
         if self._sock is None or (self._proc is not None and self._proc.poll() is not None):
@@ -199,11 +227,11 @@ class Box:
             sock.setblocking(False)
             try:
                 with anyio.fail_after(_READY_TIMEOUT_S):
-                    await anyio.wait_socket_readable(sock)
-                data = sock.recv(1)
+                    await anyio.wait_readable(sock)
+                ok = self._take_ready(sock)
             finally:
                 sock.setblocking(True)
-            if data != b"R":
+            if not ok:
                 raise BoxUnavailable("the box supervisor did not start")
             self._ready = True
         return self._sock
@@ -211,6 +239,9 @@ class Box:
     def close(self, timeout: float = 1.0) -> None:
         """Server exit: closing the socket makes the supervisor kill every call and leave."""
         self._drop_offers()
+        if self.egress_listener is not None:
+            self.egress_listener.close()
+            self.egress_listener = None
         if self._sock is not None:
             with contextlib.suppress(OSError):
                 self._sock.close()

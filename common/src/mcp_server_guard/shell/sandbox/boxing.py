@@ -22,6 +22,7 @@ from mcp_server_guard.shell.sandbox import seccomp
 from mcp_server_guard.shell.sandbox.box import Box, BoxSpec, BoxUnavailable
 from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
 from mcp_server_guard.shell.sandbox.planning import (
+    NetworkMode,
     ReadScope,
     SandboxMode,
     SandboxPlan,
@@ -35,6 +36,8 @@ def open_box(plan: SandboxPlan, roots: Sequence[str]) -> None:
     """Start the box for ``plan`` (from the thread that runs the event loop) and record it on the plan; with
     ``--sandbox auto`` a box that cannot start leaves the plan as it was, with a note saying why."""
     if plan.mode is SandboxMode.OFF:
+        if plan.network is NetworkMode.POLICY:
+            raise SandboxUnavailable("--network policy needs the box; it cannot go with --sandbox off")
         return
     bwrap = shutil.which("bwrap")
     arch = seccomp.native_arch()
@@ -50,6 +53,7 @@ def open_box(plan: SandboxPlan, roots: Sequence[str]) -> None:
             bwrap=bwrap,
             namespaces=True,
             network_isolated=plan.netns,
+            egress=plan.network is NetworkMode.POLICY,
             read_all=plan.read_scope is ReadScope.ALL,
             roots=tuple(roots),
             readable=(),
@@ -71,6 +75,12 @@ def open_box(plan: SandboxPlan, roots: Sequence[str]) -> None:
     if box is None:
         if plan.mode is SandboxMode.REQUIRED:
             raise SandboxUnavailable(f"--sandbox required: no box: {reason}")
+        if plan.network is NetworkMode.POLICY:
+            # Fail closed: without the box's network namespace nothing forces traffic through the proxy.
+            raise SandboxUnavailable(
+                f"--network policy needs the box (bubblewrap) and there is none: {reason}; "
+                "choose --network deny, or --network allow knowingly"
+            )
         plan.notes.append(f"no box: {reason}; commands run with Landlock and rlimits only")
         return
     plan.box = box

@@ -64,6 +64,7 @@ class ReadScope(enum.StrEnum):
 class NetworkMode(enum.StrEnum):
     ALLOW = "allow"
     DENY = "deny"
+    POLICY = "policy"  # the box's empty network namespace; the only way out is the server's egress proxy
 
 
 class SandboxUnavailable(Exception):
@@ -114,10 +115,13 @@ class SandboxPlan:
         parts = ["bwrap", "pidns", "mountns", "nocaps", "seccomp"] if self.box is not None else []
         if self.landlock:
             parts.append(f"landlock-v{self.abi}")
-        if self.netns:
+        proxied = self.network is NetworkMode.POLICY and self.box is not None
+        if self.netns or proxied:
             parts.append("netns")
         elif self.network is NetworkMode.DENY and self.landlock and self.abi >= 4:
             parts.append("tcp-deny")
+        if proxied:
+            parts.append("egress-proxy")
         return "+".join(parts)
 
 

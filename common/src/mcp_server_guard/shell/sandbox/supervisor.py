@@ -415,6 +415,7 @@ class Supervisor:
         self.offered: dict[int, _Ready] = {}  # init pid -> a ready init the server holds
         self.calls: dict[int, int] = {}  # call id -> init pid
         self.children: dict[int, int | None] = {}  # reaped pid -> call id (None while ready)
+        self.egress: socket.socket | None = None  # --network policy: the proxy's listener, until handed out
 
     # -- making inits ahead of time -------------------------------------------------------------
 
@@ -578,7 +579,15 @@ class Supervisor:
         selector = selectors.DefaultSelector()
         selector.register(self.sock, selectors.EVENT_READ)
         selector.register(wake_r, selectors.EVENT_READ)
-        self.sock.sendall(b"R")  # ready; offers follow
+        if self.egress is not None:
+            # --network policy: the listener for the server's egress proxy goes out with the ready byte.
+            self.sock.sendmsg(
+                [b"R"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [self.egress.fileno()]))]
+            )
+            self.egress.close()
+            self.egress = None
+        else:
+            self.sock.sendall(b"R")  # ready; offers follow
         last_busy = 0.0
         while True:
             # Requests first. The pool is refilled at once when it is empty, else once the box has been quiet
@@ -628,8 +637,12 @@ def main(argv: list[str] | None = None) -> None:
     _die_with_parent()  # the server (or bubblewrap, which dies with the server)
     linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
     prepared = _prepare(options.get("seccomp"), options.get("seccomp_late"), options.get("usual"))
+    supervisor = Supervisor(sock, "namespaces" in options, prepared)
+    if "egress" in options:
+        # Inside the box's network namespace, where loopback is all there is: commands reach the proxy here.
+        supervisor.egress = socket.create_server(("127.0.0.1", 0), backlog=256)
     gc.freeze()  # what exists now is shared with every fork, untouched by the collector
-    Supervisor(sock, "namespaces" in options, prepared).serve()
+    supervisor.serve()
 
 
 if __name__ == "__main__":

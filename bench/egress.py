@@ -1,0 +1,136 @@
+"""The egress proxy's cost beside a direct connection, same run: a 4 KiB GET and a 50 MB download from a local
+HTTP server, direct and through ``EgressProxy`` (in its own event-loop thread, as in the server).
+
+    uv run python -m bench.egress [--gets 300] [--rounds 5]
+
+Targets (issue 13): the proxied GET adds at most 2 ms to the median; the proxied download reaches at least 80%
+of the direct throughput.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import ipaddress
+import socket
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from bench.core import median
+from mcp_server_guard import NetworkRules
+from mcp_server_guard.shell import EgressProxy
+
+SMALL = b"x" * 4096
+BIG = 50 << 20
+_BIG_BODY = b"y" * BIG
+
+
+class _Origin(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+
+    def do_GET(self) -> None:
+        body = _BIG_BODY if self.path == "/big" else SMALL
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: Any) -> None:
+        return None
+
+
+def _get(host: str, port: int, path: str, proxy: int | None) -> int:
+    """One GET on a fresh connection (as a command makes it); returns the body's length."""
+    if proxy is None:
+        conn = http.client.HTTPConnection(host, port, timeout=60)
+        conn.request("GET", path)
+    else:
+        conn = http.client.HTTPConnection("127.0.0.1", proxy, timeout=60)
+        conn.request("GET", f"http://{host}:{port}{path}", headers={"Proxy-Authorization": "Basic YmVuY2g6eA=="})
+    response = conn.getresponse()
+    size = 0
+    while chunk := response.read(1 << 20):
+        size += len(chunk)
+    conn.close()
+    return size
+
+
+def measure(gets: int, rounds: int) -> dict[str, float]:
+    origin = ThreadingHTTPServer(("127.0.0.1", 0), _Origin)
+    threading.Thread(target=origin.serve_forever, daemon=True).start()
+    port = origin.server_address[1]
+
+    async def resolver(host: str, _port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+        return [ipaddress.ip_address("127.0.0.1")]
+
+    proxy = EgressProxy(NetworkRules.parse([f"origin.test:{port}"], []), resolver=resolver)
+    loop = asyncio.new_event_loop()
+    listener = socket.create_server(("127.0.0.1", 0))
+    started = threading.Event()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(proxy.listen_on(listener))
+        started.set()
+        loop.run_forever()
+
+    threading.Thread(target=run, daemon=True).start()
+    started.wait(10)
+    pport = listener.getsockname()[1]
+    out: dict[str, float] = {}
+    try:
+        small: dict[str, list[float]] = {"direct": [], "proxy": []}
+        for i in range(gets + 20):
+            for kind, via in (("direct", None), ("proxy", pport)):
+                t0 = time.perf_counter()
+                host = "127.0.0.1" if via is None else "origin.test"
+                assert _get(host, port, "/small", via) == len(SMALL)
+                if i >= 20:
+                    small[kind].append(time.perf_counter() - t0)
+        out["get_direct_ms"] = median(small["direct"]) * 1000
+        out["get_proxy_ms"] = median(small["proxy"]) * 1000
+        big: dict[str, list[float]] = {"direct": [], "proxy": []}
+        for r in range(rounds + 1):
+            for kind, via in (("direct", None), ("proxy", pport)):
+                t0 = time.perf_counter()
+                host = "127.0.0.1" if via is None else "origin.test"
+                assert _get(host, port, "/big", via) == BIG
+                if r:
+                    big[kind].append(time.perf_counter() - t0)
+        out["big_direct_mib_s"] = BIG / median(big["direct"]) / (1 << 20)
+        out["big_proxy_mib_s"] = BIG / median(big["proxy"]) / (1 << 20)
+    finally:
+        asyncio.run_coroutine_threadsafe(proxy.close(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        origin.shutdown()
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gets", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=5)
+    ns = ap.parse_args(argv)
+    r = measure(ns.gets, ns.rounds)
+    added = r["get_proxy_ms"] - r["get_direct_ms"]
+    share = r["big_proxy_mib_s"] / r["big_direct_mib_s"]
+    print("| measurement | direct | through the proxy | target |")
+    print("|---|---|---|---|")
+    print(
+        f"| 4 KiB GET, median of {ns.gets} | {r['get_direct_ms']:.2f} ms | {r['get_proxy_ms']:.2f} ms "
+        f"(+{added:.2f} ms) | ≤ +2 ms {'✓' if added <= 2 else '✗'} |"
+    )
+    print(
+        f"| 50 MB download, median of {ns.rounds} | {r['big_direct_mib_s']:.0f} MiB/s | "
+        f"{r['big_proxy_mib_s']:.0f} MiB/s ({share:.0%}) | ≥ 80% {'✓' if share >= 0.8 else '✗'} |"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

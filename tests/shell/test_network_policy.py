@@ -1,0 +1,159 @@
+"""--network policy through the real console script: a command's only way out is the server's egress proxy.
+
+The origin is an HTTP server this test starts on 127.0.0.1; ``MCP_GUARD_TEST_HOSTS`` (set by whoever starts the
+server, as a host would set any variable) makes the proxy resolve the test's names to chosen addresses, which
+are still judged like any answer. No test needs the internet.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.types import ElicitResult
+
+from support import console_script, serve
+
+pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
+SX = "mcp-server-shell-exec"
+BIG = 50 << 20
+
+
+class _Origin(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b"x" * BIG if self.path == "/big" else b"hello from the origin\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: Any) -> None:
+        return None
+
+
+@dataclass
+class Net:
+    workspace: Path
+    port: int
+    flags: tuple[str, ...]
+    env: dict[str, str]
+
+
+@pytest.fixture
+def net(workspace: Path, tmp_path: Path) -> Iterator[Net]:
+    origin = ThreadingHTTPServer(("127.0.0.1", 0), _Origin)
+    threading.Thread(target=origin.serve_forever, daemon=True).start()
+    port = origin.server_address[1]
+    policy = tmp_path / "policy.toml"
+    policy.write_text(
+        f'[network]\nallow = ["allowed.test:{port}", "*.allowed.test:{port}"]\ndeny = ["denied.test"]\n',
+        encoding="utf-8",
+    )
+    hosts = "allowed.test=127.0.0.1,denied.test=127.0.0.1,unnamed.test=127.0.0.1,inner.allowed.test=10.0.0.5"
+    try:
+        yield Net(workspace, port, ("--network", "policy", "--policy", str(policy)), {"MCP_GUARD_TEST_HOSTS": hosts})
+    finally:
+        origin.shutdown()
+        origin.server_close()
+
+
+async def _approve(_ctx: Any, _params: Any) -> ElicitResult:
+    return ElicitResult(action="accept", content={"approve": True})
+
+
+async def run(net: Net, *commands: str) -> list[dict[str, Any]]:
+    """Each command's structured result, from one server (a human approves any command rule's ask)."""
+    out = []
+    async with serve(SX, net.workspace, *net.flags, env=net.env, elicitation_callback=_approve) as client:
+        for command in commands:
+            with anyio.fail_after(60):
+                result = await client.call_tool("shell_exec", {"command": command, "timeoutSeconds": 30})
+            assert not result.is_error, result
+            out.append(dict(result.structured_content or {}))
+    return out
+
+
+def _curl(url: str) -> str:
+    return f"curl -fsS --max-time 10 {url}"
+
+
+async def test_an_allowed_name_is_fetched_through_the_proxy(net: Net) -> None:
+    (out,) = await run(net, _curl(f"http://allowed.test:{net.port}/"))
+    assert out["stdout"] == "hello from the origin\n", out
+    assert out["networkDenied"] == []
+    assert "netns" in out["sandbox"] and "egress-proxy" in out["sandbox"]
+
+
+async def test_a_denied_name_and_an_unnamed_name_are_refused_and_reported(net: Net) -> None:
+    denied, unnamed = await run(
+        net, _curl(f"http://denied.test:{net.port}/"), _curl(f"http://unnamed.test:{net.port}/")
+    )
+    assert denied["exitCode"] != 0 and "hello" not in denied["stdout"]
+    assert [(d["host"], d["port"], d["rule"]) for d in denied["networkDenied"]] == [
+        ("denied.test", net.port, "deny:denied.test")
+    ]
+    assert [(d["host"], d["rule"]) for d in unnamed["networkDenied"]] == [("unnamed.test", "unnamed-host")]
+
+
+async def test_an_ip_literal_and_a_name_resolving_to_a_private_address_are_refused(net: Net) -> None:
+    literal, private = await run(
+        net, _curl(f"http://127.0.0.1:{net.port}/"), _curl(f"http://inner.allowed.test:{net.port}/")
+    )
+    assert "hello" not in literal["stdout"]
+    assert [d["host"] for d in literal["networkDenied"]] == ["127.0.0.1"]
+    assert [(d["host"], d["rule"]) for d in private["networkDenied"]] == [("inner.allowed.test", "private-address")]
+
+
+async def test_connections_that_bypass_the_proxy_find_no_route(net: Net) -> None:
+    # The attack: a program that ignores the proxy variables (or unsets them) and goes straight out.
+    probe = (
+        "import socket\n"
+        "def tcp(a):\n"
+        "    try:\n"
+        "        socket.create_connection(a, timeout=3); return 'OPEN'\n"
+        "    except OSError as e: return type(e).__name__\n"
+        "def udp():\n"
+        "    try:\n"
+        "        socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('8.8.8.8', 53)); return 'SENT'\n"
+        "    except OSError as e: return type(e).__name__\n"
+        "def dns():\n"
+        "    try:\n"
+        "        socket.getaddrinfo('example.com', 80); return 'RESOLVED'\n"
+        "    except OSError as e: return type(e).__name__\n"
+        f"print(tcp(('127.0.0.1', {net.port})), tcp(('1.1.1.1', 80)), udp(), dns())\n"
+    )
+    (script := net.workspace / "probe.py").write_text(probe, encoding="utf-8")
+    raw, noproxy = await run(
+        net, f"python3 {script.name}", f"curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:{net.port}/"
+    )
+    assert "OPEN" not in raw["stdout"] and "SENT" not in raw["stdout"] and "RESOLVED" not in raw["stdout"], raw
+    assert noproxy["exitCode"] != 0 and "hello" not in noproxy["stdout"]
+
+
+async def test_a_50_mb_download_through_the_proxy_arrives_whole(net: Net) -> None:
+    (out,) = await run(
+        net, f"curl -sS --max-time 60 -o /dev/null -w '%{{size_download}}' http://allowed.test:{net.port}/big"
+    )
+    assert out["stdout"] == str(BIG), out
+
+
+def test_network_policy_refuses_to_start_without_the_box(workspace: Path) -> None:
+    # Fail closed: with no box, nothing would force a command's traffic through the proxy.
+    done = subprocess.run(
+        [console_script(SX), "--network", "policy", "--sandbox", "off"],
+        cwd=workspace,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert b"--network policy needs the box" in done.stderr
