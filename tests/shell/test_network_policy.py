@@ -157,3 +157,24 @@ def test_network_policy_refuses_to_start_without_the_box(workspace: Path) -> Non
     )
     assert done.returncode == 2
     assert b"--network policy needs the box" in done.stderr
+
+
+async def test_concurrent_calls_each_report_only_their_own_refusals(net: Net) -> None:
+    # Many calls in flight on one connection: the proxy tells them apart by their tokens, never by timing.
+    hosts = ["allowed.test", "denied.test", "unnamed.test", "allowed.test", "denied.test", "unnamed.test"]
+    results: dict[int, dict[str, Any]] = {}
+    async with serve(SX, net.workspace, *net.flags, env=net.env, elicitation_callback=_approve) as client:
+
+        async def one(i: int, host: str) -> None:
+            command = f"sleep 0.{i}; " + _curl(f"http://{host}:{net.port}/")
+            with anyio.fail_after(60):
+                result = await client.call_tool("shell_exec", {"command": command, "timeoutSeconds": 30})
+            results[i] = dict(result.structured_content or {})
+
+        async with anyio.create_task_group() as tg:
+            for i, host in enumerate(hosts):
+                tg.start_soon(one, i, host)
+    for i, host in enumerate(hosts):
+        denied = [d["host"] for d in results[i]["networkDenied"]]
+        assert denied == ([] if host == "allowed.test" else [host]), (i, host, results[i])
+        assert ("hello" in results[i]["stdout"]) == (host == "allowed.test")

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
 import anyio.to_thread
 
 from mcp_server_guard.errors import ExecutionError, ParamError, ResourceError, SecurityError
@@ -63,6 +64,7 @@ class ShellExec:
         self.protection = protection  # in the box: protected paths read-only, hidden ones masked
         self.egress = egress  # --network policy: the proxy in front of the box's empty network namespace
         self._egress_on: socket.socket | None = None  # the box listener the proxy accepts on
+        self._egress_lock = anyio.Lock()  # concurrent calls attach the proxy to a new listener once
         self.quarantine = quarantine  # where what a command created in protected places goes
         self.jail = jail
         self.policy = policy
@@ -213,10 +215,11 @@ class ShellExec:
                 "The egress proxy has no way into the box, so the command was not run.",
                 "Try again; if it persists, restart the server or run it with --network deny.",
             )
-        if listener is not self._egress_on:
-            await self.egress.close()
-            await self.egress.listen_on(socket.socket(fileno=os.dup(listener.fileno())))
-            self._egress_on = listener
+        async with self._egress_lock:
+            if listener is not self._egress_on:
+                await self.egress.close()
+                await self.egress.listen_on(socket.socket(fileno=os.dup(listener.fileno())))
+                self._egress_on = listener
         token = secrets.token_hex(12)
         return token, proxy_env(listener.getsockname()[1], token)
 
