@@ -13,6 +13,9 @@ clients fail on close; and it has no way to answer pending calls when the server
 * a stop signal answers every request still pending with ``-32000`` ("server shutting down"), then ends the
   loop and writes nothing more.
 
+* a ``tools/call`` that needs nothing from the session (see ``DirectCalls``) is handed straight to the server once
+  the 2025-era handshake is done, beside the SDK's dispatcher, and answered through the SDK's own sieve.
+
 While serving, fd 0 reads /dev/null and fd 1 goes to stderr, as with the SDK: stray prints and children never
 touch the wire. Lines are parsed by pydantic-core (``from_json``: iterative limits on depth, strict Unicode) and
 validated by the SDK's own ``jsonrpc_message_adapter``; a line it refuses is outlined without recursion to find
