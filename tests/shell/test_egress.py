@@ -90,6 +90,8 @@ def running() -> Iterator[Running]:
         return bool(answer and answer[0])
 
     proxy = EgressProxy(rules, asker=asker, resolver=resolver)
+    for call in range(1, 10):  # the calls the tests make (a token no call opened is judged, not recorded)
+        proxy.open_call(f"call{call}")
     loop = asyncio.new_event_loop()
     listener = socket.create_server(("127.0.0.1", 0))
     ready = threading.Event()
@@ -280,3 +282,11 @@ def test_proxy_env_names_the_proxy_in_both_cases() -> None:
     env = proxy_env(3128, "tok")
     for key in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         assert env[key] == "http://tok:x@127.0.0.1:3128"
+
+
+def test_made_up_tokens_cannot_grow_the_proxys_tables(running: Running) -> None:
+    # The attack: a command sends request after request, each with a new token no call opened.
+    for i in range(50):
+        status, _, _ = connect_get(running, "denied.test", running.origin, token=f"forged{i}")
+        assert status == 403
+    assert running.proxy.denied == {} and running.proxy.allowed == {}

@@ -109,6 +109,9 @@ class EgressProxy:
     on_decision: Callable[[str | None, str, int, Verdict], None] | None = None  # every decision (the audit)
     denied: dict[str, list[Denied]] = field(default_factory=dict)  # call token -> what was refused
     allowed: dict[str, list[str]] = field(default_factory=dict)  # call token -> host:port let through
+    # Tokens of the calls running now: only their decisions are kept (a command sending made-up tokens in a loop
+    # cannot grow these tables), and each is forgotten when its call takes them.
+    live: set[str] = field(default_factory=set)
     _servers: list[asyncio.AbstractServer] = field(default_factory=list)
     _connections: set[asyncio.Task[None]] = field(default_factory=set)
 
@@ -128,10 +131,15 @@ class EgressProxy:
             await asyncio.gather(*self._connections, return_exceptions=True)
 
     def take_denied(self, token: str) -> list[Denied]:
-        return self.denied.pop(token, [])
+        return self.take_decisions(token)[0]
+
+    def open_call(self, token: str) -> None:
+        """A call starts: what the proxy decides for ``token`` is kept until ``take_decisions``."""
+        self.live.add(token)
 
     def take_decisions(self, token: str) -> tuple[list[Denied], list[str]]:
         """What the proxy refused and let through for one call (forgotten here once taken)."""
+        self.live.discard(token)
         return self.denied.pop(token, []), self.allowed.pop(token, [])
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -201,11 +209,14 @@ class EgressProxy:
             up_writer.close()
 
     def _decided(self, head: _Head, verdict: Verdict) -> None:
-        if verdict.action != "allow" and head.token is not None:
-            self.denied.setdefault(head.token, []).append(
-                Denied(head.host, head.port, verdict.rule or "unnamed-host", verdict.reason)
-            )
-        elif head.token is not None:
+        kept = head.token is not None and head.token in self.live
+        if verdict.action != "allow" and kept:
+            assert head.token is not None
+            refused = self.denied.setdefault(head.token, [])
+            if len(refused) < 100:
+                refused.append(Denied(head.host, head.port, verdict.rule or "unnamed-host", verdict.reason))
+        elif kept:
+            assert head.token is not None
             seen = self.allowed.setdefault(head.token, [])
             if f"{head.host}:{head.port}" not in seen and len(seen) < 100:
                 seen.append(f"{head.host}:{head.port}")

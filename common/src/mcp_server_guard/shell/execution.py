@@ -211,8 +211,8 @@ class ShellExec:
         listener = box.egress_listener
         if listener is None:
             raise ExecutionError(
-                "NETWORK_UNAVAILABLE",
-                "The egress proxy has no way into the box, so the command was not run.",
+                "EXECUTION_FAILED",
+                "The egress proxy has no way into the box (--network policy), so the command was not run.",
                 "Try again; if it persists, restart the server or run it with --network deny.",
             )
         async with self._egress_lock:
@@ -221,6 +221,7 @@ class ShellExec:
                 await self.egress.listen_on(socket.socket(fileno=os.dup(listener.fileno())))
                 self._egress_on = listener
         token = secrets.token_hex(12)
+        self.egress.open_call(token)
         return token, proxy_env(listener.getsockname()[1], token)
 
     def _check_redirects(self, verdict: Verdict, cwd: str, home: str) -> None:
