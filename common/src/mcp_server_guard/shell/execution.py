@@ -169,7 +169,7 @@ class ShellExec:
                 if token is not None:
                     result = dataclasses.replace(
                         result,
-                        network_denied=tuple((d.host, d.port, d.rule, d.reason) for d in denied),
+                        network_denied=tuple(denied),
                         network_allowed=tuple(allowed),
                     )
                 return result

@@ -25,13 +25,16 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import anyio
 
 from mcp_server_guard.errors import SecurityError
 from mcp_server_guard.shell.environment import refused_in_env_field
 from mcp_server_guard.shell.sandbox.planning import Confinement, children, reap_orphans
+
+if TYPE_CHECKING:
+    from mcp_server_guard.shell.egress import Denied
 
 # Taken from the server's own environment; everything else is dropped.
 BASE_ENV_NAMES = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TZ")
@@ -198,7 +201,7 @@ class RunResult:
     truncated: bool
     duration_ms: float
     quarantined: tuple[str, ...] = ()  # what the box moved away after the command (protected places)
-    network_denied: tuple[tuple[str, int, str, str], ...] = ()  # --network policy: (host, port, rule, reason)
+    network_denied: tuple[Denied, ...] = ()  # --network policy: what the egress proxy refused for this call
     network_allowed: tuple[str, ...] = ()  # --network policy: host:port the proxy let through for this call
 
 

@@ -212,7 +212,7 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
         if result.network_allowed:
             audit.note(network_allowed=list(result.network_allowed))
         if result.network_denied:
-            audit.note(network_denied=[f"{host}:{port} ({rule})" for host, port, rule, _ in result.network_denied])
+            audit.note(network_denied=[f"{d.host}:{d.port} ({d.rule})" for d in result.network_denied])
         return ShellExecOutput(
             stdout=result.stdout,
             stderr=result.stderr,
@@ -228,8 +228,7 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
             rule=verdict.rule if verdict.action == "ask" else None,
             timeoutSeconds=timeout,
             networkDenied=[
-                NetworkDenial(host=host, port=port, rule=rule, reason=reason)
-                for host, port, rule, reason in result.network_denied
+                NetworkDenial(host=d.host, port=d.port, rule=d.rule, reason=d.reason) for d in result.network_denied
             ],
         )
 

@@ -28,7 +28,7 @@ from typing import Any
 import anyio
 
 from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
-from mcp_server_guard.shell.sandbox.supervisor import FrameReader, send_frame
+from mcp_server_guard.shell.sandbox.supervisor import FrameReader, received_fds, send_frame
 
 log = logging.getLogger("mcp_server_guard.box")
 
@@ -193,12 +193,9 @@ class Box:
 
     def _take_ready(self, sock: socket.socket) -> bool:
         """Read the ready byte, and the egress listener that comes with it when the spec asks for one."""
-        fds = array.array("i")
-        data, ancillary, _flags, _addr = sock.recvmsg(1, socket.CMSG_SPACE(fds.itemsize), socket.MSG_CMSG_CLOEXEC)
-        for level, kind, payload in ancillary:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
-        listeners = [socket.socket(fileno=fd) for fd in fds]
+        space = socket.CMSG_SPACE(array.array("i").itemsize)
+        data, ancillary, _flags, _addr = sock.recvmsg(1, space, socket.MSG_CMSG_CLOEXEC)
+        listeners = [socket.socket(fileno=fd) for fd in received_fds(ancillary)]
         if data != b"R" or len(listeners) != (1 if self.spec.egress else 0):
             for listener in listeners:
                 listener.close()

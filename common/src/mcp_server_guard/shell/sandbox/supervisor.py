@@ -60,11 +60,24 @@ _DEFAULT_IN_CHILD = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGXCPU, *_FORWARDED
 # -- framing (shared with the server side) ------------------------------------------------------
 
 
+def rights(fds: list[int]) -> list[tuple[int, int, array.array[int]]]:
+    """The ancillary data that passes ``fds`` over a UNIX socket (SCM_RIGHTS)."""
+    return [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+
+
+def received_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    """The fds that came with a ``recvmsg`` (SCM_RIGHTS)."""
+    fds = array.array("i")
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    return list(fds)
+
+
 def send_frame(sock: socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:
     body = json.dumps(message, separators=(",", ":")).encode("utf-8", "surrogateescape")
     data = struct.pack(">I", len(body)) + body
-    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
-    sent = sock.sendmsg([data], ancillary)
+    sent = sock.sendmsg([data], rights(fds or []))
     if sent < len(data):
         sock.sendall(data[sent:])
 
@@ -79,14 +92,10 @@ class FrameReader:
 
     def read(self, flags: int = 0) -> bool:
         """Read what is available; False at EOF (``flags``: e.g. MSG_DONTWAIT, which raises BlockingIOError)."""
-        fds = array.array("i")
         data, ancillary, _flags, _addr = self.sock.recvmsg(
-            1 << 16, socket.CMSG_SPACE(_MAX_FDS * fds.itemsize), socket.MSG_CMSG_CLOEXEC | flags
+            1 << 16, socket.CMSG_SPACE(_MAX_FDS * array.array("i").itemsize), socket.MSG_CMSG_CLOEXEC | flags
         )
-        for level, kind, payload in ancillary:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
-        self.fds.extend(fds)
+        self.fds.extend(received_fds(ancillary))
         self.buffer += data
         return bool(data)
 
@@ -581,9 +590,7 @@ class Supervisor:
         selector.register(wake_r, selectors.EVENT_READ)
         if self.egress is not None:
             # --network policy: the listener for the server's egress proxy goes out with the ready byte.
-            self.sock.sendmsg(
-                [b"R"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [self.egress.fileno()]))]
-            )
+            self.sock.sendmsg([b"R"], rights([self.egress.fileno()]))
             self.egress.close()
             self.egress = None
         else:
