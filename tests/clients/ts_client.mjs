@@ -14,6 +14,9 @@
 //     "cwd": "/tmp/jail",                     optional
 //     "env": {"KEY": "value"},                optional, merged over the SDK's default environment
 //     "timeoutMs": 10000,                     optional, per request
+//     "elicit": {"approve": true},            optional: declare elicitation and answer every form with the
+//                                             values given here for the properties it asks (accept); the
+//                                             questions are reported as elicitations: [{message, properties}]
 //     "calls": [                              optional
 //       {"name": "file_read", "arguments": {"path": "a.txt"}},
 //       {"name": "tool", "arguments": {}, "expectThrow": true}
@@ -36,6 +39,7 @@
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const STDERR_CAP = 64 * 1024;
 
@@ -91,6 +95,7 @@ async function main() {
     tools: [],
     calls: [],
     failures: [],
+    elicitations: [],
     serverStderr: "",
   };
 
@@ -113,7 +118,22 @@ async function main() {
     report.protocolVersion = version;
   };
 
-  const client = new Client({ name: "mcp-guard-ts-client-test", version: "0.0.0" }, { capabilities: {} });
+  const answers = spec.elicit ?? null;
+  const client = new Client(
+    { name: "mcp-guard-ts-client-test", version: "0.0.0" },
+    { capabilities: answers ? { elicitation: { form: {} } } : {} },
+  );
+  if (answers) {
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      const properties = request.params.requestedSchema?.properties ?? {};
+      report.elicitations.push({ message: request.params.message, properties });
+      const content = {};
+      for (const name of Object.keys(properties)) {
+        if (name in answers) content[name] = answers[name];
+      }
+      return { action: "accept", content };
+    });
+  }
   let exitCode = 0;
   try {
     await client.connect(transport, { timeout });

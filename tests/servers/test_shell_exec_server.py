@@ -93,7 +93,7 @@ async def test_allowed_pipeline_runs_in_the_launch_directory(workspace: Path, mo
     assert out["stderr"] == "oops\n"
     assert out["exitCode"] == 3
     assert out["timedOut"] is False and out["truncated"] is False and "signal" not in out
-    assert out["sandbox"] == "none" or out["sandbox"].endswith(f"landlock-v{landlock_abi()}")
+    assert out["sandbox"] == "none" or f"landlock-v{landlock_abi()}" in out["sandbox"]
     assert (out["policyDecision"], out["mode"], out["timeoutSeconds"]) == ("allow", "workspace-write", 30.0)
     assert "HELLO" in text_of(result) and "exit code 3" in text_of(result)
     last = text_of(result, facts=True).splitlines()[-1]
@@ -241,7 +241,7 @@ async def test_server_secrets_never_reach_the_child_environment(
         "SHLVL",
         "_",
         "TMPDIR",
-    } | {n for n in names if n.startswith("LC_")}
+    } | {n for n in names if n.startswith("LC_") or n.lower() in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")}
 
 
 @pytest.mark.parametrize(

@@ -363,3 +363,35 @@ def test_inspector_cli_lists_and_calls_shell_exec(tmp_path: Path) -> None:
     )
     assert called.get("isError", False) is False
     assert "notes.txt" in called["structuredContent"]["stdout"]
+
+
+def test_ts_sdk_client_answers_shell_execs_approval_form_and_the_session_grant_sticks(tmp_path: Path) -> None:
+    """The TypeScript SDK's client, as a host would use it: it answers the approval form (approve + remember),
+    and the same line then runs without a question; its results pass the SDK's outputSchema check."""
+    node = _node()
+    jail = _jail(tmp_path)
+    policy = tmp_path / "policy.toml"
+    policy.write_text(
+        '[[shell_exec.rules]]\nid = "pkgtool-install"\naction = "ask"\nreason = "installs packages"\n'
+        'programs = ["pkgtool"]\nsubcommands = ["install"]\n',
+        encoding="utf-8",
+    )
+    call = {"name": "shell_exec", "arguments": {"command": "pkgtool install a"}}
+    rc, report, stderr = _run_ts_client(
+        node,
+        {
+            "command": _server_script("mcp-server-shell-exec"),
+            "args": [*_server_args(tmp_path), "--policy", str(policy)],
+            "cwd": str(jail),
+            "elicit": {"approve": True, "remember": "prefix"},
+            "calls": [call, call | {"arguments": {"command": "pkgtool install b"}}],
+        },
+    )
+    assert rc == 0, f"failures: {report.get('failures')}\nserver stderr: {report.get('serverStderr')}\n{stderr}"
+    [question] = report["elicitations"]
+    assert "pkgtool install a" in question["message"]
+    assert question["properties"]["remember"]["enum"] == ["no", "line", "prefix"]
+    first, second = (c["result"]["structuredContent"] for c in report["calls"])
+    assert all(c["structuredContentValidated"] for c in report["calls"])
+    assert (first["policyDecision"], first["approval"]) == ("ask-approved", "session-prefix:pkgtool install")
+    assert (second["policyDecision"], second["approval"]) == ("approved-session", "session-prefix:pkgtool install")

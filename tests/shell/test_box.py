@@ -394,7 +394,10 @@ async def test_sandbox_auto_without_bubblewrap_says_which_layer_is_missing(works
         assert proc.stderr is not None
         with anyio.fail_after(30):
             first = await anyio.to_thread.run_sync(proc.stderr.readline)
+            second = await anyio.to_thread.run_sync(proc.stderr.readline)
         assert "no box: bubblewrap is not installed" in first
+        # The default network mode (policy) needs the box: without it, no network rather than all of it.
+        assert second.startswith("mcp-server-shell-exec: network: deny") and "needs the box" in second
     finally:
         proc.kill()
         proc.communicate(timeout=30)

@@ -85,9 +85,11 @@ def running() -> Iterator[Running]:
         except ValueError:
             raise OSError("no such name") from None
 
-    async def asker(token: str | None, host: str, port: int, verdict: Verdict) -> bool:
+    async def asker(token: str | None, host: str, port: int, verdict: Verdict) -> Verdict:
         asked.append((token, host, port))
-        return bool(answer and answer[0])
+        if answer and answer[0]:
+            return Verdict("allow", "approved-command", "approved by the stand-in human")
+        return Verdict("deny", "not-approved", "refused by the stand-in human")
 
     proxy = EgressProxy(rules, asker=asker, resolver=resolver)
     for call in range(1, 10):  # the calls the tests make (a token no call opened is judged, not recorded)

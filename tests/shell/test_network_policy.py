@@ -20,7 +20,7 @@ import anyio
 import pytest
 from mcp.types import ElicitResult
 
-from support import console_script, serve
+from support import Human, console_script, serve, text_of
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 SX = "mcp-server-shell-exec"
@@ -69,15 +69,18 @@ async def _approve(_ctx: Any, _params: Any) -> ElicitResult:
     return ElicitResult(action="accept", content={"approve": True})
 
 
-async def run(net: Net, *commands: str) -> list[dict[str, Any]]:
-    """Each command's structured result, from one server (a human approves any command rule's ask)."""
+async def run(
+    net: Net, *commands: str, human: Any = _approve, mode: str = "legacy", timeout: float = 30
+) -> list[dict[str, Any]]:
+    """Each command's structured result, from one server (``human`` answers the forms; None: no elicitation)."""
     out = []
-    async with serve(SX, net.workspace, *net.flags, env=net.env, elicitation_callback=_approve) as client:
+    kw = {"elicitation_callback": human} if human is not None else {}
+    async with serve(SX, net.workspace, *net.flags, mode=mode, env=net.env, **kw) as client:
         for command in commands:
             with anyio.fail_after(60):
-                result = await client.call_tool("shell_exec", {"command": command, "timeoutSeconds": 30})
+                result = await client.call_tool("shell_exec", {"command": command, "timeoutSeconds": timeout})
             assert not result.is_error, result
-            out.append(dict(result.structured_content or {}))
+            out.append(dict(result.structured_content or {}) | {"text": text_of(result)})
     return out
 
 
@@ -93,14 +96,57 @@ async def test_an_allowed_name_is_fetched_through_the_proxy(net: Net) -> None:
 
 
 async def test_a_denied_name_and_an_unnamed_name_are_refused_and_reported(net: Net) -> None:
+    # A client without elicitation: nobody can be asked about the unnamed host.
     denied, unnamed = await run(
-        net, _curl(f"http://denied.test:{net.port}/"), _curl(f"http://unnamed.test:{net.port}/")
+        net, _curl(f"http://denied.test:{net.port}/"), _curl(f"http://unnamed.test:{net.port}/"), human=None
     )
     assert denied["exitCode"] != 0 and "hello" not in denied["stdout"]
     assert [(d["host"], d["port"], d["rule"]) for d in denied["networkDenied"]] == [
         ("denied.test", net.port, "deny:denied.test")
     ]
     assert [(d["host"], d["rule"]) for d in unnamed["networkDenied"]] == [("unnamed.test", "unnamed-host")]
+    assert "cannot ask the user" in unnamed["networkDenied"][0]["reason"]
+    assert "not a broken package" in unnamed["text"] and "[network].allow" in unnamed["text"]
+
+
+async def test_an_unnamed_name_approved_for_the_session_is_fetched_twice_with_one_question(net: Net, mode: str) -> None:
+    human = Human(network="session")
+    fetch = _curl(f"http://unnamed.test:{net.port}/")
+    results = await run(net, fetch, fetch, fetch, human=human, mode=mode)
+    [(message, props)] = human.questions
+    assert f"unnamed.test:{net.port}" in message and set(props) == {"network"}
+    assert props["network"]["enum"] == ["command", "session", "deny"]
+    if mode == "legacy":
+        # 2025 era: asked while the command runs; the proxy holds the connection until the answer.
+        assert [r["stdout"] for r in results] == ["hello from the origin\n"] * 3
+    else:
+        # 2026-07-28: no question can be sent mid-call; the first run is refused, and says how to get asked.
+        first, *rest = results
+        assert [(d["host"], d["rule"]) for d in first["networkDenied"]] == [("unnamed.test", "unnamed-host")]
+        assert "run the same command again" in first["text"]
+        assert [r["stdout"] for r in rest] == ["hello from the origin\n"] * 2
+    assert all(r["networkDenied"] == [] for r in results[-2:])
+
+
+async def test_a_host_allowed_for_one_command_is_asked_about_once_per_command(net: Net) -> None:
+    human = Human(network="command")
+    twice = _curl(f"http://unnamed.test:{net.port}/") + " && " + _curl(f"http://unnamed.test:{net.port}/a")
+    results = await run(net, twice, twice, human=human)
+    assert [r["stdout"] for r in results] == ["hello from the origin\n" * 2] * 2
+    assert len(human.questions) == 2  # one per command, though each connected twice
+
+
+async def test_a_host_the_user_refuses_is_reported_as_not_approved(net: Net) -> None:
+    (out,) = await run(net, _curl(f"http://unnamed.test:{net.port}/"), human=Human(network="deny"))
+    assert [(d["host"], d["rule"]) for d in out["networkDenied"]] == [("unnamed.test", "not-approved")]
+    assert "do not retry" in out["text"]
+
+
+async def test_waiting_for_the_human_does_not_count_against_the_timeout(net: Net) -> None:
+    (out,) = await run(
+        net, _curl(f"http://unnamed.test:{net.port}/"), human=Human(network="command", delay=2.0), timeout=1
+    )
+    assert out["stdout"] == "hello from the origin\n" and out["timedOut"] is False, out
 
 
 async def test_an_ip_literal_and_a_name_resolving_to_a_private_address_are_refused(net: Net) -> None:
@@ -163,7 +209,7 @@ async def test_concurrent_calls_each_report_only_their_own_refusals(net: Net) ->
     # Many calls in flight on one connection: the proxy tells them apart by their tokens, never by timing.
     hosts = ["allowed.test", "denied.test", "unnamed.test", "allowed.test", "denied.test", "unnamed.test"]
     results: dict[int, dict[str, Any]] = {}
-    async with serve(SX, net.workspace, *net.flags, env=net.env, elicitation_callback=_approve) as client:
+    async with serve(SX, net.workspace, *net.flags, env=net.env, elicitation_callback=Human(network="deny")) as client:
 
         async def one(i: int, host: str) -> None:
             command = f"sleep 0.{i}; " + _curl(f"http://{host}:{net.port}/")
@@ -175,6 +221,6 @@ async def test_concurrent_calls_each_report_only_their_own_refusals(net: Net) ->
             for i, host in enumerate(hosts):
                 tg.start_soon(one, i, host)
     for i, host in enumerate(hosts):
-        denied = [d["host"] for d in results[i]["networkDenied"]]
+        denied = [d["host"] for d in results[i]["networkDenied"]]  # unnamed.test: asked, and refused
         assert denied == ([] if host == "allowed.test" else [host]), (i, host, results[i])
         assert ("hello" in results[i]["stdout"]) == (host == "allowed.test")

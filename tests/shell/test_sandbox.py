@@ -44,7 +44,7 @@ async def test_python_writing_outside_the_jail_is_stopped_by_the_kernel(workspac
     assert refused["exitCode"] != 0 and ("PermissionError" in refused["stderr"] or "FileNotFound" in refused["stderr"])
     assert not outside.exists()
     assert inside["stdout"] == "ok" and inside["exitCode"] == 0
-    assert refused["sandbox"].endswith(f"landlock-v{landlock_abi()}")
+    assert f"landlock-v{landlock_abi()}" in refused["sandbox"]
 
 
 async def test_private_tmpdir_is_writable_and_removed_afterwards(workspace: Path) -> None:
@@ -130,7 +130,7 @@ async def test_network_deny_blocks_loopback_tcp_and_udp(
         f'{PY} -c "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); '
         f"s.sendto(b'UDP', ('127.0.0.1', {udp_port})); print('SENT')\""
     )
-    async with serve(SX, workspace) as client:
+    async with serve(SX, workspace, "--network", "allow") as client:
         tcp_allowed = await sh(client, connect)
     async with serve(SX, workspace, "--network", "deny") as client:
         tcp_denied = await sh(client, connect)
@@ -234,7 +234,7 @@ async def test_older_landlock_abi_degrades_explicitly(workspace: Path) -> None:
     params.env = {**(params.env or {}), "MCP_GUARD_LANDLOCK_MAX_ABI": "3"}
     async with Client(params, mode="legacy") as client:
         out = await sh(client, f"{PY} -c \"open('{workspace.parent / 'outside' / 'x'}', 'w')\"")
-    assert out["sandbox"].endswith("landlock-v3")
+    assert "landlock-v3" in out["sandbox"]
     assert out["exitCode"] != 0 and not (workspace.parent / "outside" / "x").exists()
 
 

@@ -3,6 +3,7 @@
 from support.clients import (
     ERROR_META_KEY,
     MODES,
+    Human,
     RawClient,
     console_script,
     error_of,
@@ -16,6 +17,7 @@ from support.processes import marker, my_children_with, processes_with, wait_unt
 __all__ = [
     "ERROR_META_KEY",
     "MODES",
+    "Human",
     "RawClient",
     "build",
     "console_script",

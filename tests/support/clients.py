@@ -10,8 +10,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp import Client, StdioServerParameters
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, ElicitRequestParams, ElicitResult
 
 BIN_DIR = Path(sys.executable).parent
 MODES = ["legacy", "auto"]  # 2025-11-25 handshake era, and the 2026-07-28 per-request era
@@ -47,6 +48,33 @@ async def serve(
 ) -> AsyncIterator[Client]:
     async with Client(server_params(script, cwd, *args, audit=audit, env=env), mode=mode, **client_kw) as client:  # type: ignore[arg-type]
         yield client
+
+
+class Human:
+    """A stand-in human answering shell_exec's forms: yes to a command (remembered as ``remember`` says), and
+    ``network`` to a host question (None: decline a form that only asks about hosts). Records every question,
+    and may take ``delay`` seconds to answer (a person reading the form)."""
+
+    def __init__(self, *, remember: str = "no", network: str | None = None, delay: float = 0.0) -> None:
+        self.remember, self.network, self.delay = remember, network, delay
+        self.questions: list[tuple[str, dict[str, Any]]] = []
+
+    async def __call__(self, _ctx: Any, params: ElicitRequestParams) -> ElicitResult:
+        props: dict[str, Any] = dict(params.requested_schema["properties"])  # type: ignore[union-attr]
+        self.questions.append((params.message, props))
+        if self.delay:
+            await anyio.sleep(self.delay)  # the person reading the form, not a wait for a condition
+        content: dict[str, Any] = {}
+        if "approve" in props:
+            content["approve"] = True
+            offered = props.get("remember", {}).get("enum", [])
+            if self.remember in offered and self.remember != "no":
+                content["remember"] = self.remember
+        if "network" in props:
+            if self.network is None and "approve" not in props:
+                return ElicitResult(action="decline")
+            content["network"] = self.network or "deny"
+        return ElicitResult(action="accept", content=content)
 
 
 def error_of(result: CallToolResult) -> dict[str, Any]:

@@ -35,7 +35,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -426,12 +426,19 @@ def _libc() -> ctypes.CDLL | None:
     return libc
 
 
-def protection_for(policy: Policy, *, audit_path: Path | None = None, history_dir: Path | None = None) -> Protection:
-    """The one set-up every server uses: the policy's lists, its own files, the audit log and the history."""
+def protection_for(
+    policy: Policy,
+    *,
+    audit_path: Path | None = None,
+    history_dir: Path | None = None,
+    others: Sequence[Path] = (),
+) -> Protection:
+    """The one set-up every server uses: the policy's lists, its own files, the audit log and the history (and
+    ``others``: files of the same standing, such as shell_exec's approvals file)."""
     return Protection(
         policy.paths.protected,
         policy.paths.hidden,
-        files=[Path(p) for p in policy.source] + ([audit_path] if audit_path else []),
+        files=[Path(p) for p in policy.source] + ([audit_path] if audit_path else []) + list(others),
         dirs=[history_dir] if history_dir else [],
         home=os.environ.get("HOME"),
     )

@@ -3,38 +3,70 @@
 The gate runs as an SDK resolver, before the tool body, in the same task and request round: it checks
 the call (refusals surface before any question), asks the human through elicitation when the policy
 says ask, and leaves what it checked for the body, which reuses it only for identical arguments.
+
+The form offers to remember the yes for the session (``grants``): this exact line, or — where
+``session_prefix`` finds it safe — the program and subcommand. A line a grant covers is not asked again.
+Under ``--network policy`` the same form asks about hosts the last run of the same line could not reach
+because nobody could be asked while it ran (2026-07-28 clients answer questions only between rounds).
 """
 
 from __future__ import annotations
 
 import contextvars
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.resolve import Elicit
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from mcp_server_guard import audit
 from mcp_server_guard.errors import SecurityError
 from mcp_server_guard.shell.execution import Prepared, ShellExec
+from mcp_server_guard.shell.grants import Grant, HostAnswer, SessionApprovals
 from mcp_server_guard.shell.rules import Verdict
 
-__all__ = ["Approval", "Checked", "NoQuestion", "question", "require_approval"]
+__all__ = [
+    "Approval",
+    "ApprovalForm",
+    "Checked",
+    "Consent",
+    "HostAnswer",
+    "NoQuestion",
+    "consent",
+    "question",
+    "require_approval",
+]
+
+APPROVED_BY = "human:elicitation"
 
 
-class Approval(BaseModel):
+class ApprovalForm(BaseModel):
+    """Base of every form the gate shows; the fields depend on the question (see ``_form``)."""
+
+
+class Approval(ApprovalForm):
     approve: bool = Field(description="Run this command?")
 
 
 class NoQuestion(BaseModel):
     """What the gate returns when it does not ask the human."""
 
-    why: str  # "not-asked" or "unavailable"
+    why: str  # "not-asked", "unavailable" or "approved-session"
 
 
 _Key = tuple[object, ...]
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the gate checked for one call: the command, its prefix, the hosts to ask about."""
+
+    prepared: Prepared
+    prefix: str | None  # the session prefix the form may offer (None: only the exact line)
+    hosts: tuple[str, ...]  # hosts the last run of this line could not ask about
 
 
 class Checked:
@@ -44,9 +76,10 @@ class Checked:
     same round (same task, same jail), and decides afresh otherwise.
     """
 
-    def __init__(self, shell: ShellExec) -> None:
+    def __init__(self, shell: ShellExec, grants: SessionApprovals | None = None) -> None:
         self.shell = shell
-        self._last: contextvars.ContextVar[tuple[_Key, Prepared] | None] = contextvars.ContextVar(
+        self.grants = grants if grants is not None else SessionApprovals()
+        self._last: contextvars.ContextVar[tuple[_Key, Asked] | None] = contextvars.ContextVar(
             "shell_exec_checked", default=None
         )
 
@@ -54,44 +87,138 @@ class Checked:
     def _key(command: str, args: Sequence[str], cwd: str | None, env: Mapping[str, str] | None) -> _Key:
         return (command, tuple(args), cwd, tuple(sorted((env or {}).items())))
 
-    async def check(
-        self, command: str, args: Sequence[str], cwd: str | None, env: Mapping[str, str] | None
-    ) -> Prepared:
-        """The gate's check: prepare the call and remember it for this round."""
+    async def _asked(self, command: str, args: Sequence[str], cwd: str | None, env: Mapping[str, str] | None) -> Asked:
         prepared = await self.shell.prepare_off_loop(command, args, cwd, env)
-        self._last.set((self._key(command, args, cwd, env), prepared))
-        return prepared
+        prefix = None
+        if prepared.verdict.action == "ask":
+            prefix = self.shell.session_prefix(command, args, env)
+        return Asked(prepared, prefix, self.grants.pending_hosts(prepared.shown, prepared.cwd))
 
-    async def reuse(
-        self, command: str, args: Sequence[str], cwd: str | None, env: Mapping[str, str] | None
-    ) -> Prepared:
+    async def check(self, command: str, args: Sequence[str], cwd: str | None, env: Mapping[str, str] | None) -> Asked:
+        """The gate's check: prepare the call and remember it for this round."""
+        asked = await self._asked(command, args, cwd, env)
+        self._last.set((self._key(command, args, cwd, env), asked))
+        return asked
+
+    async def reuse(self, command: str, args: Sequence[str], cwd: str | None, env: Mapping[str, str] | None) -> Asked:
         """The body's: the gate's result for the very same arguments, or a fresh check."""
         last = self._last.get()
         if last is not None and last[0] == self._key(command, args, cwd, env):
             return last[1]
-        return await self.shell.prepare_off_loop(command, args, cwd, env)
+        return await self._asked(command, args, cwd, env)
 
 
-def question(prepared: Prepared, ctx: Context[Any, Any]) -> Elicit[Approval] | NoQuestion:
-    """What the gate answers: no question for allowed lines or clients that cannot ask; else the question."""
+def _form(asks_command: bool, prefix: str | None, hosts: bool) -> type[ApprovalForm]:
+    """The form for one question: the same inputs give the same form (a 2026-07-28 retry must see the same)."""
+    fields: dict[str, Any] = {}
+    if asks_command:
+        fields["approve"] = (bool, Field(description="Run this command?"))
+        choices = ("no", "line", "prefix") if prefix else ("no", "line")
+        described = "no: ask again next time; line: this exact command line" + (
+            f"; prefix: any '{prefix} …' line" if prefix else ""
+        )
+        fields["remember"] = (
+            Literal[choices],
+            Field(default="no", description=f"Remember the yes for this session? {described}."),
+        )
+    if hosts:
+        network_field: Any = Field(description="Let the command reach these hosts? command: this run only; "
+            "session: until the server stops; deny: no.")  # fmt: skip
+        if asks_command:
+            network_field = Field(default="deny", description=network_field.description)
+        fields["network"] = (HostAnswer, network_field)
+    return create_model("Approval", __base__=ApprovalForm, **fields)
+
+
+def question(asked: Asked, ctx: Context[Any, Any], grants: SessionApprovals) -> Elicit[ApprovalForm] | NoQuestion:
+    """What the gate answers: no question for allowed or granted lines or clients that cannot ask; else the
+    question, with the hosts the last run of this line could not ask about."""
+    prepared = asked.prepared
     verdict = prepared.verdict
-    if verdict.action != "ask":
-        return NoQuestion(why="not-asked")
+    asks_command = verdict.action == "ask"
+    if asks_command and grants.for_line(prepared.shown, prepared.cwd, verdict.rule, asked.prefix) is not None:
+        asks_command = False
+        why = "approved-session"
+    else:
+        why = "not-asked"
+    if not asks_command and not asked.hosts:
+        return NoQuestion(why=why)
     caps = ctx.client_capabilities
     if caps is None or caps.elicitation is None:
-        return NoQuestion(why="unavailable")
-    return Elicit(
-        f"shell_exec wants to run:\n\n    {prepared.shown}\n\nin: {prepared.cwd_display}\n"
-        f"rule: {verdict.rule}\nreason: {verdict.reason}\n\nRun it?",
-        Approval,
-    )
+        return NoQuestion(why="unavailable" if asks_command else why)
+    parts = []
+    if asks_command:
+        parts.append(
+            f"shell_exec wants to run:\n\n    {prepared.shown}\n\nin: {prepared.cwd_display}\n"
+            f"rule: {verdict.rule}\nreason: {verdict.reason}\n\nRun it?"
+        )
+    else:
+        parts.append(f"shell_exec will run:\n\n    {prepared.shown}\n\nin: {prepared.cwd_display}")
+    if asked.hosts:
+        parts.append(
+            "Its last run tried to reach hosts no [network] rule names:\n"
+            + "".join(f"    {h}\n" for h in asked.hosts)
+            + "Let it reach them?"
+        )
+    return Elicit("\n\n".join(parts), _form(asks_command, asked.prefix, bool(asked.hosts)))
 
 
-def require_approval(answer: ElicitationResult[Approval], verdict: Verdict) -> None:
+@dataclass(frozen=True)
+class Consent:
+    """What the human (or a grant) said for one call."""
+
+    approval: str  # "" (nothing asked), "once", or the label of the grant that covers or now covers the line
+    hosts: tuple[str, ...]  # hosts approved for this run only
+    grant: Grant | None = None
+
+
+def consent(answer: ElicitationResult[ApprovalForm], asked: Asked, grants: SessionApprovals) -> Consent:
+    """The body's decision on the gate's answer (authoritative: grants are looked up again here)."""
+    prepared, verdict = asked.prepared, asked.prepared.verdict
+    data = answer.data if isinstance(answer, AcceptedElicitation) else None
+    approval = ""
+    granted: Grant | None = None
+    if verdict.action == "ask":
+        covering = grants.for_line(prepared.shown, prepared.cwd, verdict.rule, asked.prefix)
+        if covering is not None:
+            # Threat: none new — the human said yes to this line (or its prefix) under this very rule.
+            audit.note(
+                decision="approved-session",
+                approved_by=f"{covering.approved_by} at {covering.at}",
+                approval=covering.label,
+                reason=verdict.reason,
+            )
+            approval, granted = covering.label, covering
+        else:
+            require_approval(answer, verdict)
+            remember = getattr(data, "remember", "no")
+            if remember == "line" or (remember == "prefix" and asked.prefix is not None):
+                kind: Literal["line", "prefix"] = "line" if remember == "line" else "prefix"
+                value = prepared.shown if kind == "line" else str(asked.prefix)
+                granted = grants.grant(kind, value, rule=str(verdict.rule), cwd=prepared.cwd, approved_by=APPROVED_BY)
+                audit.note(granted=f"{granted.label} (rule {granted.rule}) at {granted.at}")
+                approval = granted.label
+            else:
+                approval = "once"
+            audit.note(decision="ask-approved", approved_by=APPROVED_BY, approval=approval, reason=verdict.reason)
+    hosts: tuple[str, ...] = ()
+    if asked.hosts:
+        choice = getattr(data, "network", None)
+        grants.forget_pending(prepared.shown, prepared.cwd)
+        if choice == "command":
+            hosts = asked.hosts
+        elif choice == "session":
+            for host in asked.hosts:
+                grants.grant("host", host, approved_by=APPROVED_BY)
+        audit.note(hosts_asked=list(asked.hosts), hosts_answer=choice or "no answer")
+    return Consent(approval, hosts, granted)
+
+
+def require_approval(answer: ElicitationResult[ApprovalForm], verdict: Verdict) -> None:
     """Only an explicit human yes runs an 'ask' command."""
     if isinstance(answer, AcceptedElicitation):
         data = answer.data
-        if isinstance(data, Approval) and data.approve:
+        if isinstance(data, ApprovalForm) and getattr(data, "approve", False) is True:
             return
         if isinstance(data, NoQuestion) and data.why == "unavailable":
             audit.note(decision="ask-unavailable", rule=verdict.rule, reason=verdict.reason)

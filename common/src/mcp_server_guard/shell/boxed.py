@@ -19,7 +19,15 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from mcp_server_guard.shell.process import KILL_GRACE_S, OutputBuffer, Progress, RunResult, Ticker
+from mcp_server_guard.shell.process import (
+    KILL_GRACE_S,
+    OutputBuffer,
+    Pause,
+    Progress,
+    RunResult,
+    Ticker,
+    wait_with_pauses,
+)
 from mcp_server_guard.shell.sandbox.box import Box, Started
 
 __all__ = ["run_boxed"]
@@ -89,6 +97,7 @@ async def run_boxed(
     max_output: int,
     options: Mapping[str, Any],
     progress: Progress | None = None,
+    pause: Pause | None = None,
 ) -> RunResult:
     """Run ``argv`` in the box with the call's confinement ``options``; return its bounded output."""
     started_at = time.perf_counter()
@@ -117,9 +126,7 @@ async def run_boxed(
                     ours.remove(fd_in)
 
                 readers.start_soon(lambda: anyio.to_thread.run_sync(feed, abandon_on_cancel=True))
-            with anyio.move_on_after(timeout) as deadline:
-                await status.until_done()
-            if deadline.cancelled_caught:
+            if not await wait_with_pauses(status.until_done, timeout, pause):
                 timed_out = True
                 box.signal(call.id, signal.SIGTERM)  # passed on to the command's group
                 with anyio.move_on_after(KILL_GRACE_S):

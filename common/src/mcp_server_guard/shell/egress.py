@@ -21,13 +21,14 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import dataclasses
 import ipaddress
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
-from mcp_server_guard.policy import IPAddress, NetworkRules, Verdict, normal_host
+from mcp_server_guard.policy import IPAddress, NetworkRules, Verdict, normal_host, special_address
 
 log = logging.getLogger("mcp_server_guard.egress")
 
@@ -52,8 +53,8 @@ class Denied:
 
 
 Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
-# (call token or None, host, port, verdict) -> True to let an "ask" through (the human approved it)
-Asker = Callable[[str | None, str, int, Verdict], Awaitable[bool]]
+# (call token or None, host, port, the rules' "ask") -> the verdict on a host no rule names
+Asker = Callable[[str | None, str, int, Verdict], Awaitable[Verdict]]
 
 
 async def system_resolver(host: str, port: int) -> list[IPAddress]:
@@ -169,19 +170,20 @@ class EgressProxy:
         verdict = self.rules.judge(head.host, head.port)
         usable: list[IPAddress] = []
         if verdict.action == "ask":
-            approved = self.asker is not None and await self.asker(head.token, head.host, head.port, verdict)
-            verdict = (
-                Verdict("allow", "approved", f"{head.host}:{head.port} approved by the human")
-                if approved
-                else Verdict("deny", "not-approved" if self.asker else "unnamed-host", verdict.reason)
-            )
+            verdict = await self._warned(head, verdict)
+            if self.asker is not None:
+                verdict = await self.asker(head.token, head.host, head.port, verdict)
+            else:
+                verdict = Verdict("deny", "unnamed-host", verdict.reason)
         if verdict.action == "allow":
             try:
                 addresses = await asyncio.wait_for(self.resolver(head.host, head.port), CONNECT_TIMEOUT_S)
             except (OSError, TimeoutError):
                 await _reply(writer, 502, "Bad Gateway", f"{head.host} does not resolve")
                 return
-            approved = verdict.rule == "approved"
+            # A human's approval names exactly this host and port, as an exact allow entry would (the question
+            # says when the name resolves to a local-network address, see below).
+            approved = (verdict.rule or "").startswith("approved")
             refusals = [self.rules.judge_address(head.host, ip, head.port, approved=approved) for ip in addresses]
             usable = [ip for ip, refused in zip(addresses, refusals, strict=True) if refused is None]
             if not usable:
@@ -207,6 +209,22 @@ class EgressProxy:
             await _relay(reader, writer, up_reader, up_writer)
         finally:
             up_writer.close()
+
+    async def _warned(self, head: _Head, verdict: Verdict) -> Verdict:
+        """Threat: a human approving "innocent.example" that resolves to 127.0.0.1 or 169.254.169.254 (the
+        approval names the host exactly, which unlocks such addresses): the question says what it resolves to."""
+        try:
+            addresses = await asyncio.wait_for(self.resolver(head.host, head.port), CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError):
+            return verdict
+        special = [str(ip) for ip in addresses if special_address(ip)]
+        if not special:
+            return verdict
+        return dataclasses.replace(
+            verdict,
+            reason=f"{verdict.reason}; WARNING: it resolves to {', '.join(special)}, on this machine or "
+            "its local network",
+        )
 
     def _decided(self, head: _Head, verdict: Verdict) -> None:
         kept = head.token is not None and head.token in self.live

@@ -18,9 +18,11 @@ import anyio.to_thread
 from mcp_server_guard.errors import ExecutionError, ParamError, ResourceError, SecurityError
 from mcp_server_guard.files.jail import Jail
 from mcp_server_guard.policy import ShellPolicy
+from mcp_server_guard.policy import Verdict as NetVerdict
 from mcp_server_guard.protected import Protection, Survey
 from mcp_server_guard.shell.boxed import run_boxed
 from mcp_server_guard.shell.egress import Denied, EgressProxy, proxy_env
+from mcp_server_guard.shell.grants import CallHosts, SessionApprovals, session_prefix
 from mcp_server_guard.shell.parsing import TooComplex
 from mcp_server_guard.shell.process import Progress, RunResult, base_env, build_env, run
 from mcp_server_guard.shell.rules import PolicyEngine, Verdict
@@ -60,9 +62,14 @@ class ShellExec:
         protection: Protection | None = None,
         quarantine: Path | None = None,
         egress: EgressProxy | None = None,
+        grants: SessionApprovals | None = None,
     ) -> None:
+        self.grants = grants if grants is not None else SessionApprovals()  # what the human allowed this session
+        self._calls: dict[str, CallHosts] = {}  # egress token -> the hosts of that running call
         self.protection = protection  # in the box: protected paths read-only, hidden ones masked
         self.egress = egress  # --network policy: the proxy in front of the box's empty network namespace
+        if egress is not None:
+            egress.asker = self._ask_host
         self._egress_on: socket.socket | None = None  # the box listener the proxy accepts on
         self._egress_lock = anyio.Lock()  # concurrent calls attach the proxy to a new listener once
         self.quarantine = quarantine  # where what a command created in protected places goes
@@ -111,6 +118,21 @@ class ShellExec:
             shown = command
         return Prepared(verdict, argv, shown, real_cwd, self.jail.display(located), run_env)
 
+    def session_prefix(self, command: str, args: Sequence[str], env: Mapping[str, str] | None) -> str | None:
+        """The ``program subcommand`` a session approval of this line may name (None: only the exact line)."""
+        return session_prefix(self.engine, command, args, dict(env) if env else None)
+
+    async def _ask_host(self, token: str | None, host: str, port: int, verdict: NetVerdict) -> NetVerdict:
+        """The proxy's question about a host no rule names: the running call it belongs to decides (asking its
+        human, or remembering to ask before the next run); a connection no running call owns gets only the
+        session's grants."""
+        call = self._calls.get(token) if token is not None else None
+        if call is not None:
+            return await call.decide(host, port, verdict)
+        if self.grants.for_host(host, port) is not None:
+            return NetVerdict("allow", "approved-session", f"{host}:{port} approved by the user for this session")
+        return NetVerdict("deny", "unnamed-host", verdict.reason)
+
     async def prepare_off_loop(
         self, command: str, args: Sequence[str] = (), cwd: str | None = None, env: Mapping[str, str] | None = None
     ) -> Prepared:
@@ -126,6 +148,7 @@ class ShellExec:
         timeout: float,
         max_output: int,
         progress: Progress | None = None,
+        hosts: CallHosts | None = None,
     ) -> RunResult:
         """Run a prepared command inside this run's confinement (private TMPDIR, ruleset, limits); a program that
         cannot be started is an ExecutionError."""
@@ -141,6 +164,8 @@ class ShellExec:
                     survey = await anyio.to_thread.run_sync(self.protection.survey, roots)
                 moved: list[str] = []
                 token, proxy = await self._egress_for_call(box)
+                if token is not None and hosts is not None:
+                    self._calls[token] = hosts
                 denied: list[Denied] = []
                 allowed: list[str] = []
                 try:
@@ -154,6 +179,7 @@ class ShellExec:
                         max_output=max_output,
                         options=call_options(self.sandbox, roots, survey.read_only, survey.masked),
                         progress=progress,
+                        pause=hosts.pause if hosts is not None else None,
                     )
                 finally:
                     if self.protection is not None and self.quarantine is not None:
@@ -163,6 +189,10 @@ class ShellExec:
                             moved = await anyio.to_thread.run_sync(self.protection.settle, survey, self.quarantine)
                     if token is not None and self.egress is not None:
                         denied, allowed = self.egress.take_decisions(token)
+                        self._calls.pop(token, None)
+                    if hosts is not None:
+                        with anyio.CancelScope(shield=True):
+                            await hosts.close()
                 if moved:
                     note = f"\n[mcp-guard] moved to the quarantine ({self.quarantine}): {', '.join(moved)}\n"
                     result = dataclasses.replace(result, stderr=result.stderr + note, quarantined=tuple(moved))

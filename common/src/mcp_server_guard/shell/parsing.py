@@ -701,6 +701,28 @@ def _depth(node: Node, limit: int) -> int:
             depth -= 1
 
 
+# Syntax that makes a line's words differ from what it says: values, output or input filled in at run time.
+_SUBSTITUTING = frozenset(
+    {
+        "command_substitution",
+        "process_substitution",
+        "heredoc_redirect",
+        "herestring_redirect",
+        "simple_expansion",
+        "expansion",
+        "arithmetic_expansion",
+    }
+)
+
+
+def substitutes(source: str) -> bool:
+    """Does the line use substitutions, expansions or here-documents (``$(…)``, ``<(…)``, ``$x``, ``<<EOF``)?"""
+    data = source.encode("utf-8", "surrogateescape")
+    if len(data) > MAX_COMMAND_BYTES:
+        return True
+    return any(node.type in _SUBSTITUTING for node in _descendants(_parser().parse(data).root_node))
+
+
 def parse(source: str) -> Parsed:
     """Parse one command line (or script) into commands, redirects and findings.
 

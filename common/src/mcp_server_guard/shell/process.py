@@ -118,6 +118,50 @@ def _fit(data: bytes, budget: int, *, from_end: bool) -> bytes:
     return data[len(data) - pos :] if from_end else data[:pos]
 
 
+class Pause:
+    """Time a command spends waiting on a human (a question its egress proxy asks): added to its timeout, so a
+    slow answer does not kill the command it was asked for."""
+
+    def __init__(self) -> None:
+        self._open = 0
+        self._since = 0.0
+        self._total = 0.0
+
+    def begin(self) -> None:
+        if self._open == 0:
+            self._since = time.monotonic()
+        self._open += 1
+
+    def end(self) -> None:
+        self._open -= 1
+        if self._open == 0:
+            self._total += time.monotonic() - self._since
+
+    @property
+    def active(self) -> bool:
+        return self._open > 0
+
+    def total(self) -> float:
+        """Seconds paused so far, the current wait included."""
+        return self._total + (time.monotonic() - self._since if self._open else 0.0)
+
+
+async def wait_with_pauses(done: Callable[[], Awaitable[None]], timeout: float, pause: Pause | None) -> bool:
+    """Await ``done()`` for ``timeout`` seconds plus the time ``pause`` was paused; False when time ran out."""
+    end = time.monotonic() + timeout
+    while True:
+        paused = pause.total() if pause is not None else 0.0
+        left = end + paused - time.monotonic()
+        if pause is not None and pause.active:
+            left = max(left, 0.25)  # a question is open: look again soon, never time out meanwhile
+        if left <= 0:
+            return False
+        with anyio.move_on_after(left) as deadline:
+            await done()
+        if not deadline.cancelled_caught:
+            return True
+
+
 class OutputBuffer:
     """Keeps the first and last bytes of a stream, counting the rest.
 

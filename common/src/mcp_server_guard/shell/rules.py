@@ -648,6 +648,16 @@ class PolicyEngine:
             expander.line(command, 0)
         return expander
 
+    def plain_commands(
+        self, command: str, args: Sequence[str] = (), env: Mapping[str, str] | None = None
+    ) -> list[list[str]] | None:
+        """Every command the line would run (wrappers looked through), as static words; None when any word or
+        program is only known at run time, or the line has any finding."""
+        found = self.expand(command, args, env).found
+        if any(f.finding is not None or f.argv is None or _DYNAMIC in f.argv for f in found):
+            return None
+        return [list(f.argv) for f in found if f.argv is not None]
+
     def decide(self, command: str, args: Sequence[str] = (), env: Mapping[str, str] | None = None) -> Verdict:
         expander = self.expand(command, args, env)
         best: Verdict | None = None

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from mcp_server_guard.paths import within
 from mcp_server_guard.serving.launch import server_cli, usage_error
 from mcp_server_guard.serving.server import GuardedServer, Mode, ServerConfig
 from mcp_server_guard.shell.sandbox.planning import NetworkMode, ReadScope, SandboxMode, SandboxUnavailable, plan
@@ -29,11 +32,22 @@ SandboxReadOpt = Annotated[
     ),
 ]
 NetworkOpt = Annotated[
-    NetworkMode,
+    NetworkMode | None,
     typer.Option(
         "--network",
-        help="allow: commands reach the network as the server does; deny: no network at all, loopback included; "
-        "policy: only through the server's egress proxy, to the hosts the policy's [network] section allows.",
+        help="policy: only through the server's egress proxy, to the hosts the policy's [network] section allows "
+        "(others are asked about); deny: no network at all, loopback included; allow: as the server does. "
+        "[default: policy; deny where the box (bubblewrap) is missing; allow with --sandbox off]",
+        show_default=False,
+    ),
+]
+ApprovalsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--approvals-file",
+        help="Keep the approvals given 'for this session' (command lines, prefixes, hosts) in this file, to be "
+        "read back at the next start. Must be outside the allowed directories. [default: memory only]",
+        show_default=False,
     ),
 ]
 
@@ -43,7 +57,8 @@ def main(
     config: ServerConfig,
     sandbox: SandboxOpt = None,
     sandbox_read: SandboxReadOpt = ReadScope.ALL,
-    network: NetworkOpt = NetworkMode.ALLOW,
+    network: NetworkOpt = None,
+    approvals_file: ApprovalsOpt = None,
 ) -> GuardedServer:
     """Serve the shell_exec tool over stdio: commands are checked against the policy and run confined."""
     # Lazy for start-up time: --help and --version need neither the tool nor the MCP SDK.
@@ -55,18 +70,38 @@ def main(
     if full_access and sandbox not in (None, SandboxMode.OFF):
         usage_error(PROG, f"--sandbox {sandbox.value} contradicts --mode full-access (which runs commands unboxed)")
     chosen = sandbox or (SandboxMode.OFF if full_access else SandboxMode.AUTO)
+    approvals = _approvals_path(approvals_file, config) if approvals_file is not None else None
     try:
         decided = plan(
             chosen,
             sandbox_read,
-            network,
+            network or (NetworkMode.ALLOW if chosen is SandboxMode.OFF else NetworkMode.POLICY),
             limits_of(config.policy.shell_exec),
             jail_writable=config.mode is not Mode.READ_ONLY,
         )
+        decided.network_chosen = network is not None
         # Here, on the thread that runs the event loop: bubblewrap's parent-death signal follows that thread.
         open_box(decided, [root.path for root in config.jail.allowed])
     except SandboxUnavailable as exc:
         usage_error(PROG, str(exc))
     for note in decided.notes:
         typer.echo(f"{PROG}: {note}", err=True)
-    return build_server(config, decided)
+    return build_server(config, decided, approvals)
+
+
+def _approvals_path(path: Path, config: ServerConfig) -> Path:
+    """Threat: a command (or file_write) rewriting the approvals to grant itself anything at the next start:
+    the file must lie outside every allowed directory (and the box keeps it read-only besides)."""
+    from mcp_server_guard.shell.grants import SessionApprovals  # noqa: PLC0415
+
+    real = Path(os.path.realpath(path.expanduser()))
+    for root in config.jail.allowed:
+        if within(str(real), root.path):
+            usage_error(PROG, f"--approvals-file {path} is inside the allowed directory {root.path}; put it outside")
+    if not real.parent.is_dir():
+        usage_error(PROG, f"--approvals-file {path}: the directory {real.parent} does not exist")
+    try:
+        SessionApprovals(real)
+    except ValueError as exc:
+        usage_error(PROG, f"--approvals-file: {exc}")
+    return real

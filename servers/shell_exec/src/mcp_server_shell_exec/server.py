@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any
 
-from mcp.server.elicitation import ElicitationResult
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.types import ToolAnnotations
@@ -26,9 +27,10 @@ from mcp_server_guard.serving.server import (
     command_target,
     register_tool,
 )
-from mcp_server_guard.shell.approval import Approval, Checked, NoQuestion, question, require_approval
+from mcp_server_guard.shell.approval import ApprovalForm, Checked, NoQuestion, consent, question
 from mcp_server_guard.shell.egress import EgressProxy, resolver_from_env
 from mcp_server_guard.shell.execution import ShellExec, limit_hit
+from mcp_server_guard.shell.grants import CallHosts, HostAnswer, HostAsk, SessionApprovals
 from mcp_server_guard.shell.process import REGISTRY, Progress
 from mcp_server_guard.shell.sandbox.boxing import close_box
 from mcp_server_guard.shell.sandbox.planning import NetworkMode, SandboxPlan, release
@@ -99,6 +101,11 @@ class ShellExecOutput(ToolOutput):
         description="A resource limit the command ran into: memory, fileSize, cpu or processes (best effort).",
     )
     rule: str | None = Field(default=None, description="The policy rule that asked for approval, if any.")
+    approval: str = Field(
+        default="",
+        description="How a command the policy asks about was approved: once, session-line (this exact line, "
+        "for the session), session-prefix:<program subcommand>; empty when nothing was asked.",
+    )
     networkDenied: list[NetworkDenial] = Field(
         default_factory=list,
         description="Connections the egress proxy refused during this command (--network policy); empty when none.",
@@ -120,13 +127,20 @@ class ShellExecOutput(ToolOutput):
         if self.truncated:
             status += f"; output truncated ({self.stdoutBytes} bytes stdout, {self.stderrBytes} bytes stderr)"
         parts.append(f"[{status}]")
+        if self.approval:
+            parts.append(f"[approved by the user: {self.approval}]")
         for denial in self.networkDenied:
             parts.append(f"[network refused: {denial.host}:{denial.port} ({denial.rule}): {denial.reason}]")
-        if self.networkDenied:
+        rules = {d.rule for d in self.networkDenied}
+        if "unnamed-host" in rules and any("run the same command again" in d.reason for d in self.networkDenied):
+            parts.append("[run the same command again: the user will first be asked to allow the host]")
+        elif rules - {"not-approved"}:
             parts.append(
-                "[the host is not reachable from commands; ask the user to add it to [network].allow in the "
-                "policy file, or to allow it when asked]"
+                "[the host is not reachable from commands: a failed download is not a broken package; ask the user "
+                "to add the host to [network].allow in the policy file]"
             )
+        elif rules:
+            parts.append("[the user refused the host: do not retry; ask the user how to proceed]")
         return "\n".join(p for p in parts if p)
 
 
@@ -134,7 +148,32 @@ def _log_decision(token: str | None, host: str, port: int, verdict: Verdict) -> 
     log.info("egress %s %s:%s (%s) for call %s", verdict.action, host, port, verdict.rule, token)
 
 
-def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
+class HostQuestion(BaseModel):
+    network: HostAnswer = Field(
+        description="command: let this run reach it; session: until the server stops; deny: refuse it."
+    )
+
+
+def host_asker(ctx: Context[Any, Any], shown: str) -> tuple[HostAsk | None, bool]:
+    """How a running command's proxy asks about a host no rule names: now, through elicitation, when the
+    connection can carry a request mid-call (2025 era); else (2026-07-28: questions only between rounds) before
+    the next run of the same line — (None, True); or never, when the client cannot ask — (None, False)."""
+    caps = ctx.client_capabilities
+    if caps is None or caps.elicitation is None:
+        return None, False
+    if not ctx.session.can_send_request:
+        return None, True
+
+    async def ask(host: str, port: int, reason: str) -> HostAnswer | None:
+        answer = await ctx.elicit(
+            f"The command\n\n    {shown}\n\nwants to reach {host}:{port} ({reason}).\n\nLet it?", HostQuestion
+        )
+        return answer.data.network if isinstance(answer, AcceptedElicitation) else None
+
+    return ask, False
+
+
+def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Path | None = None) -> GuardedServer:
     server = GuardedServer(config)
     allowed = [root.path for root in config.jail.roots]
     egress = None
@@ -145,11 +184,15 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
         config.jail,
         config.policy.shell_exec,
         sandbox,
-        protection=protection_for(config.policy, audit_path=config.audit.path),
+        protection=protection_for(
+            config.policy, audit_path=config.audit.path, others=[approvals_file] if approvals_file else []
+        ),
         quarantine=default_state_path("quarantine", allowed),
         egress=egress,
+        grants=SessionApprovals(approvals_file),
     )
-    checked = Checked(shell)
+    grants = shell.grants
+    checked = Checked(shell, grants)
     # At exit, however it comes: no command outlives the server, then what confined them goes.
     server.cleanups += [REGISTRY.kill_all, lambda: close_box(sandbox), lambda: release(sandbox)]
     policy = config.policy.shell_exec
@@ -168,10 +211,10 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
         env: dict[str, str] | None,
         ctx: Context[Any, Any],
         client_roots: ClientRoots,
-    ) -> Elicit[Approval] | NoQuestion:
+    ) -> Elicit[ApprovalForm] | NoQuestion:
         """Ask the human when the policy says ask; refusals surface here, before any question."""
         server.apply_roots(client_roots)
-        return question(await checked.check(command, args, cwd, env), ctx)
+        return question(await checked.check(command, args, cwd, env), ctx, grants)
 
     def running_display(ctx: Context[Any, Any]) -> Progress | None:
         """Progress notifications while the command runs, for a client that asked (sent a progressToken)."""
@@ -190,20 +233,27 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
         return report
 
     async def shell_exec(
-        args: ShellExecInput, ctx: Context[Any, Any], answer: ElicitationResult[Approval]
+        args: ShellExecInput, ctx: Context[Any, Any], answer: ElicitationResult[ApprovalForm]
     ) -> ShellExecOutput:
-        prepared = await checked.reuse(args.command, args.args, args.cwd, args.env)
+        asked = await checked.reuse(args.command, args.args, args.cwd, args.env)
+        prepared = asked.prepared
         verdict = prepared.verdict
-        if verdict.action == "ask":
-            require_approval(answer, verdict)
-            audit.note(decision="ask-approved", approved_by="human:elicitation", reason=verdict.reason)
-        else:
+        decided = consent(answer, asked, grants)
+        if verdict.action != "ask":
             audit.note(approved_by=f"rule:{verdict.rule}" if verdict.rule else "policy", reason=verdict.reason)
         audit.note(rule=verdict.rule)
         timeout = timeout_for(args.model_dump())
         max_output = min(args.maxOutputBytes or policy.default_output_bytes, policy.max_output_bytes)
         stdin = args.stdin.encode("utf-8", "surrogateescape") if args.stdin is not None else None
-        result = await shell.execute(prepared, stdin, timeout, max_output, running_display(ctx))
+        hosts = None
+        if egress is not None:
+            ask, ask_later = host_asker(ctx, prepared.shown)
+            hosts = CallHosts(
+                grants, shown=prepared.shown, cwd=prepared.cwd, approved=decided.hosts, ask=ask, ask_later=ask_later
+            )
+        result = await shell.execute(prepared, stdin, timeout, max_output, running_display(ctx), hosts)
+        if hosts is not None and hosts.answers:
+            audit.note(hosts_answered=hosts.answers)
         audit.note(
             bytes=result.stdout_bytes + result.stderr_bytes, exitCode=result.exit_code, timedOut=result.timed_out
         )
@@ -226,6 +276,7 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
             sandbox=sandbox.label,
             limitHit=limit_hit(result),
             rule=verdict.rule if verdict.action == "ask" else None,
+            approval=decided.approval,
             timeoutSeconds=timeout,
             networkDenied=[
                 NetworkDenial(host=d.host, port=d.port, rule=d.rule, reason=d.reason) for d in result.network_denied
@@ -243,7 +294,7 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
         action="exec",
         target=command_target,
         paths={"cwd": "dir"},
-        resolvers={"answer": Annotated[ElicitationResult[Approval], Resolve(gate)]},
+        resolvers={"answer": Annotated[ElicitationResult[ApprovalForm], Resolve(gate)]},
     )
     return server
 

@@ -27,6 +27,7 @@ from mcp_server_guard.shell.sandbox.planning import (
     SandboxMode,
     SandboxPlan,
     SandboxUnavailable,
+    fall_back_from_policy,
 )
 
 __all__ = ["call_options", "close_box", "open_box"]
@@ -75,13 +76,15 @@ def open_box(plan: SandboxPlan, roots: Sequence[str]) -> None:
     if box is None:
         if plan.mode is SandboxMode.REQUIRED:
             raise SandboxUnavailable(f"--sandbox required: no box: {reason}")
-        if plan.network is NetworkMode.POLICY:
+        if plan.network is NetworkMode.POLICY and plan.network_chosen:
             # Fail closed: without the box's network namespace nothing forces traffic through the proxy.
             raise SandboxUnavailable(
                 f"--network policy needs the box (bubblewrap) and there is none: {reason}; "
                 "choose --network deny, or --network allow knowingly"
             )
         plan.notes.append(f"no box: {reason}; commands run with Landlock and rlimits only")
+        if plan.network is NetworkMode.POLICY:
+            fall_back_from_policy(plan, "no box")
         return
     plan.box = box
 

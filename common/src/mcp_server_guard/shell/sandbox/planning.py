@@ -97,6 +97,7 @@ class SandboxPlan:
     limits: Limits
     abi: int = 0
     netns: bool = False
+    network_chosen: bool = True  # False: --network was not given (policy by default, with a fall-back)
     notes: list[str] = field(default_factory=list)
     pids_cgroup: Path | None = None
     box: Box | None = None  # the box every command runs in (see boxing.open_box), when the machine allows it
@@ -241,6 +242,23 @@ def plan(
         if os.geteuid() == 0 and result.pids_cgroup is None:
             result.notes.append("running as root without a pids cgroup: the process limit does not apply")
     return result
+
+
+def fall_back_from_policy(plan_: SandboxPlan, reason: str) -> None:
+    """The default ``--network policy`` cannot hold (no box): deny the network instead, as far as this machine
+    can; an explicit ``--network policy`` refuses to start instead (``open_box``)."""
+    plan_.network = NetworkMode.DENY
+    plan_.netns = _probe_netns()
+    if plan_.netns:
+        plan_.notes.append(f"network: deny (the default, policy, needs the box: {reason})")
+    elif plan_.landlock and plan_.abi >= 4:
+        plan_.notes.append(f"network: deny, TCP only (the default, policy, needs the box: {reason})")
+    else:
+        plan_.network = NetworkMode.ALLOW
+        plan_.notes.append(
+            f"network: ALLOW — the default, policy, needs the box ({reason}) and this machine cannot deny the "
+            "network either; pass --network deny to refuse to start instead"
+        )
 
 
 def build_ruleset(plan_: SandboxPlan, writable: Sequence[str]) -> int:

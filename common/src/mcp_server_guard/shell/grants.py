@@ -1,0 +1,273 @@
+"""Approvals that stick, narrowly: what a human allowed for the rest of the session.
+
+Three kinds, each given only through the approval form, never by the model:
+
+* ``line``: this exact command line, in this directory, asked by this rule;
+* ``prefix``: a program and its subcommand (``npm install``), asked by this rule — offered only when every
+  command the line runs is that program and subcommand, written out in plain words (no substitution,
+  expansion or here-document), and never for programs that can run anything (shells, interpreters, wrappers);
+* ``host``: ``host:port`` through the egress proxy (``--network policy``).
+
+Grants live in memory and end with the server, unless ``--approvals-file`` names a file (outside the allowed
+directories; commands cannot write it) where they are kept and read back at the next start. A grant never
+overrides a ``deny``: the policy refuses a line before grants are looked at, and the proxy's deny list is
+judged before any question.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from mcp_server_guard.policy import Verdict
+from mcp_server_guard.shell.parsing import substitutes
+from mcp_server_guard.shell.process import Pause
+from mcp_server_guard.shell.rules import INTERPRETERS, SHELLS, PolicyEngine
+
+__all__ = ["CallHosts", "Grant", "GrantKind", "HostAnswer", "HostAsk", "SessionApprovals", "session_prefix"]
+
+log = logging.getLogger("mcp_server_guard.grants")
+
+GrantKind = Literal["line", "prefix", "host"]
+MAX_GRANTS = 1000
+MAX_PENDING_LINES = 64
+MAX_PENDING_HOSTS = 8
+_FILE_VERSION = 1
+
+# Programs whose "subcommand" can be any program or any code: a prefix grant for them would allow anything.
+RUNS_ANYTHING = SHELLS | INTERPRETERS | frozenset(
+    {
+        "env", "sudo", "doas", "run0", "pkexec", "su", "xargs", "parallel", "eval", "exec", "source", ".",
+        "command", "builtin", "nohup", "setsid", "timeout", "nice", "ionice", "stdbuf", "time", "watch",
+        "find", "busybox", "ssh", "strace", "ltrace", "gdb", "chroot", "unshare", "nsenter", "flock", "script",
+        "expect", "tmux", "screen", "npx", "uvx", "pipx", "awk", "gawk", "mawk", "sed", "fakeroot", "docker",
+        "podman", "kubectl", "systemd-run", "at", "batch", "crontab",
+    }
+)  # fmt: skip
+_INTERPRETER_FAMILIES = ("python", "pypy", "perl", "ruby", "php", "node", "lua", "tcl", "wish", "java", "Rscript")
+_SUBCOMMAND = re.compile(r"[a-z][a-z0-9_-]*")
+
+
+def _runs_anything(program: str) -> bool:
+    return program in RUNS_ANYTHING or program.startswith(_INTERPRETER_FAMILIES)
+
+
+def session_prefix(engine: PolicyEngine, command: str, args: Sequence[str], env: dict[str, str] | None) -> str | None:
+    """The ``program subcommand`` a session grant may name for this line, or None when none is safe.
+
+    Threat: a prefix is a standing yes for lines nobody has seen yet. So: the words must be the words that
+    run (no ``$(…)``, ``$x``, ``<(…)``, here-documents), the program a bare name PATH finds (not ``./npm``),
+    not one that runs arbitrary programs or code, and every command of a compound line must be it:
+    ``npm install && rm x`` has no prefix ``npm install`` covers."""
+    if not args and substitutes(command):
+        return None
+    commands = engine.plain_commands(command, args, env)
+    if not commands:
+        return None
+    first = commands[0]
+    if len(first) < 2 or "/" in first[0] or _runs_anything(first[0]) or not _SUBCOMMAND.fullmatch(first[1]):
+        return None
+    if any(argv[:2] != first[:2] for argv in commands):
+        return None
+    return f"{first[0]} {first[1]}"
+
+
+@dataclass(frozen=True)
+class Grant:
+    kind: GrantKind
+    value: str  # the line / "program subcommand" / "host:port"
+    rule: str  # the rule whose "ask" it answers ("" for hosts)
+    cwd: str  # for a line: the directory it runs in; "" otherwise
+    approved_by: str
+    at: str  # ISO 8601, UTC
+
+    @property
+    def label(self) -> str:
+        """How a result names it: session-line, session-prefix:npm install, session-host:h:443."""
+        return {"line": "session-line", "prefix": f"session-prefix:{self.value}", "host": f"session-host:{self.value}"}[
+            self.kind
+        ]
+
+
+class SessionApprovals:
+    """The grants of this server's session (and of earlier ones, with ``--approvals-file``)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self._grants: dict[tuple[GrantKind, str, str, str], Grant] = {}
+        self._lock = threading.Lock()
+        # (line, cwd) -> hosts its last run could not ask about; memory only, bounded
+        self._pending: dict[tuple[str, str], tuple[str, ...]] = {}
+        if path is not None and path.exists():
+            self._load(path)
+
+    def _load(self, path: Path) -> None:
+        """Raises ValueError when the file is not an approvals file (the server then refuses to start)."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("version") != _FILE_VERSION:
+                raise ValueError(f"unknown version {data.get('version')!r}")
+            for entry in data["grants"][-MAX_GRANTS:]:
+                grant = Grant(**{k: str(entry[k]) for k in ("kind", "value", "rule", "cwd", "approved_by", "at")})  # type: ignore[arg-type]
+                if grant.kind not in ("line", "prefix", "host"):
+                    raise ValueError(f"unknown kind {grant.kind!r}")
+                self._grants[(grant.kind, grant.value, grant.rule, grant.cwd)] = grant
+        except (OSError, KeyError, TypeError, AttributeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path} is not an approvals file: {exc}") from None
+
+    def pending_hosts(self, shown: str, cwd: str) -> tuple[str, ...]:
+        """Hosts the last run of this line tried to reach while nobody could be asked (asked before the next)."""
+        return self._pending.get((shown, cwd), ())
+
+    def add_pending(self, shown: str, cwd: str, hosts: Sequence[str]) -> None:
+        key = (shown, cwd)
+        merged = tuple(dict.fromkeys((*self._pending.pop(key, ()), *hosts)))[:MAX_PENDING_HOSTS]
+        self._pending[key] = merged
+        while len(self._pending) > MAX_PENDING_LINES:
+            del self._pending[next(iter(self._pending))]
+
+    def forget_pending(self, shown: str, cwd: str) -> None:
+        self._pending.pop((shown, cwd), None)
+
+    def __len__(self) -> int:
+        return len(self._grants)
+
+    def grants(self) -> list[Grant]:
+        return list(self._grants.values())
+
+    def for_line(self, shown: str, cwd: str, rule: str | None, prefix: str | None) -> Grant | None:
+        """The grant that covers a line the policy asks about: the exact line, or its prefix, for the same rule."""
+        if rule is None:
+            return None
+        return self._grants.get(("line", shown, rule, cwd)) or (
+            self._grants.get(("prefix", prefix, rule, "")) if prefix is not None else None
+        )
+
+    def for_host(self, host: str, port: int) -> Grant | None:
+        return self._grants.get(("host", f"{host}:{port}", "", ""))
+
+    def grant(self, kind: GrantKind, value: str, *, rule: str = "", cwd: str = "", approved_by: str) -> Grant:
+        """Remember a human's approval for the session (and in the approvals file, when there is one)."""
+        at = datetime.now(UTC).isoformat(timespec="seconds")
+        grant = Grant(kind, value, rule, cwd if kind == "line" else "", approved_by, at)
+        with self._lock:
+            self._grants[(grant.kind, grant.value, grant.rule, grant.cwd)] = grant
+            while len(self._grants) > MAX_GRANTS:
+                del self._grants[next(iter(self._grants))]
+            if self.path is not None:
+                self._save(self.path)
+        return grant
+
+    def _save(self, path: Path) -> None:
+        """Atomically: a crash leaves the old file or the new one, never half of one."""
+        body = json.dumps({"version": _FILE_VERSION, "grants": [asdict(g) for g in self._grants.values()]}, indent=1)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(body + "\n")
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.warning("approvals file %s could not be written: %s", path, exc)
+
+
+HostAnswer = Literal["command", "session", "deny"]
+# (host, port, why no rule names it) -> the human's answer, or None when there was none
+HostAsk = Callable[[str, int, str], Awaitable[HostAnswer | None]]
+
+
+class CallHosts:
+    """The hosts of one running command under ``--network policy``: what the human allowed for it, and how to
+    ask about a host no rule names while it runs (2025-era clients), or remember it to ask before the next run
+    of the same line (2026-07-28 clients, which cannot be asked mid-call).
+
+    One question per host and call, however many connections wait for it; the time a question waits is added
+    to the command's timeout (``pause``); questions still open when the command ends are withdrawn."""
+
+    def __init__(
+        self,
+        grants: SessionApprovals,
+        *,
+        shown: str,
+        cwd: str,
+        approved: Sequence[str] = (),
+        ask: HostAsk | None = None,
+        ask_later: bool = False,
+    ) -> None:
+        self.grants = grants
+        self.shown, self.cwd = shown, cwd
+        self.approved = set(approved)
+        self.refused: set[str] = set()
+        self.unasked: list[str] = []
+        self.answers: list[str] = []  # for the audit: "host:port: answer"
+        self.ask = ask
+        self.ask_later = ask_later
+        self.pause = Pause()
+        self._questions: dict[str, asyncio.Task[HostAnswer | None]] = {}
+
+    async def decide(self, host: str, port: int, verdict: Verdict) -> Verdict:
+        """The verdict on a host no rule names (``verdict`` is the rules' "ask")."""
+        key = f"{host}:{port}"
+        if key in self.approved:
+            return Verdict("allow", "approved-command", f"{key} approved by the user for this command")
+        granted = self.grants.for_host(host, port)
+        if granted is not None:
+            return Verdict("allow", "approved-session", f"{key} approved by the user for this session")
+        if key in self.refused:
+            return Verdict("deny", "not-approved", f"the user did not allow {key}")
+        if self.ask is None:
+            if self.ask_later and key not in self.unasked:
+                self.unasked.append(key)
+            later = (
+                "; run the same command again and the user will be asked first"
+                if self.ask_later
+                else "; this client cannot ask the user"
+            )
+            return Verdict("deny", "unnamed-host", verdict.reason + later)
+        task = self._questions.get(key)
+        if task is None:
+            task = self._questions[key] = asyncio.ensure_future(self._ask(host, port, verdict.reason))
+        answer = await asyncio.shield(task)
+        if answer in ("command", "session"):
+            return Verdict("allow", f"approved-{answer}", f"{key} approved by the user for this {answer}")
+        return Verdict("deny", "not-approved", f"the user did not allow {key}")
+
+    async def _ask(self, host: str, port: int, reason: str) -> HostAnswer | None:
+        assert self.ask is not None
+        key = f"{host}:{port}"
+        self.pause.begin()
+        try:
+            answer = await self.ask(host, port, reason)
+        except Exception:  # the client went away or answered nonsense: a refusal, never a crash
+            log.exception("the question about %s failed")
+            answer = None
+        finally:
+            self.pause.end()
+        self.answers.append(f"{key}: {answer or 'no answer'}")
+        if answer == "command":
+            self.approved.add(key)
+        elif answer == "session":
+            self.grants.grant("host", key, approved_by="human:elicitation")
+        else:
+            self.refused.add(key)
+        return answer
+
+    async def close(self) -> None:
+        """The command ended: withdraw open questions; keep unasked hosts to ask before the next run."""
+        for task in self._questions.values():
+            task.cancel()
+        if self._questions:
+            await asyncio.gather(*self._questions.values(), return_exceptions=True)
+        if self.unasked:
+            self.grants.add_pending(self.shown, self.cwd, self.unasked)

@@ -1,0 +1,198 @@
+"""Approvals that stick, narrowly: the approval form's "for this session" choices, through the real console script.
+
+``pkgtool`` stands for a package manager (``npm``, ``apt-get``): a policy file asks before ``pkgtool install``
+and denies ``pkgtool … --evil``. The program does not exist; what is tested is the question and the decision
+(the command then ends with bash's "not found").
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcp_server_guard.policy import load_policy
+from mcp_server_guard.shell.grants import SessionApprovals, session_prefix
+from mcp_server_guard.shell.rules import PolicyEngine
+from support import Human, console_script, error_of, serve, text_of
+
+pytestmark = pytest.mark.anyio
+SX = "mcp-server-shell-exec"
+POLICY = """
+[[shell_exec.rules]]
+id = "pkgtool-install"
+action = "ask"
+reason = "installs packages (and runs their install scripts)"
+programs = ["pkgtool"]
+subcommands = ["install"]
+
+[[shell_exec.rules]]
+id = "pkgtool-evil"
+action = "deny"
+reason = "never"
+programs = ["pkgtool"]
+flags = [["evil"]]
+"""
+
+
+@pytest.fixture
+def policy(tmp_path: Path) -> Path:
+    path = tmp_path / "policy.toml"
+    path.write_text(POLICY, encoding="utf-8")
+    return path
+
+
+async def _calls(
+    workspace: Path, flags: list[str], human: Human, *commands: str, mode: str = "legacy"
+) -> list[dict[str, Any]]:
+    """Each call's structured result (or its refusal's payload, with "refused": True)."""
+    out: list[dict[str, Any]] = []
+    async with serve(SX, workspace, *flags, mode=mode, elicitation_callback=human) as client:
+        for command in commands:
+            with anyio.fail_after(60):
+                result = await client.call_tool("shell_exec", {"command": command})
+            if result.is_error:
+                out.append(error_of(result) | {"refused": True})
+            else:
+                out.append(dict(result.structured_content or {}) | {"text": text_of(result)})
+    return out
+
+
+async def test_a_line_approved_for_the_session_runs_again_without_a_question(
+    workspace: Path, policy: Path, mode: str
+) -> None:
+    human = Human(remember="line")
+    first, again, other = await _calls(
+        workspace, ["--policy", str(policy)], human, "pkgtool install left-pad", "pkgtool install left-pad",
+        "pkgtool install right-pad", mode=mode,
+    )  # fmt: skip
+    assert len(human.questions) == 2  # the first line, and the other line; not the repeat
+    assert human.questions[0][1]["remember"]["enum"] == ["no", "line", "prefix"]
+    assert first["approval"] == "session-line" and first["policyDecision"] == "ask-approved"
+    assert again["approval"] == "session-line" and again["policyDecision"] == "approved-session"
+    assert again["rule"] == "pkgtool-install" and "[approved by the user: session-line]" in again["text"]
+    assert other["approval"] == "session-line"  # asked, and remembered in its turn
+
+
+async def test_a_prefix_approved_for_the_session_covers_the_subcommand_and_nothing_more(
+    workspace: Path, policy: Path, mode: str
+) -> None:
+    human = Human(remember="prefix")
+    results = await _calls(
+        workspace, ["--policy", str(policy)], human,
+        "pkgtool install left-pad",
+        "pkgtool install right-pad --save",  # covered
+        "pkgtool install a && rm -f x",  # a compound line: rm is not pkgtool install
+        "pkgtool install --evil",  # deny wins over any approval
+        mode=mode,
+    )  # fmt: skip
+    first, covered, compound, evil = results
+    assert first["approval"] == "session-prefix:pkgtool install"
+    assert covered["approval"] == "session-prefix:pkgtool install"
+    assert covered["policyDecision"] == "approved-session"
+    assert compound["policyDecision"] == "ask-approved"  # asked again
+    assert evil["refused"] and evil["code"] == "COMMAND_DENIED"
+    assert len(human.questions) == 2 and "rm -f x" in human.questions[1][0]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "bash -c 'pkgtool install a'",  # a shell runs anything
+        "sh -c 'pkgtool install a'",
+        "sudo pkgtool install a",  # a wrapper
+        "env pkgtool install a",
+        "xargs pkgtool install < list",
+        "pkgtool install $(cat list)",  # substitution
+        "pkgtool install $PKG",  # expansion
+        "pkgtool install a <<EOF\nx\nEOF",  # here-document
+        "pkgtool install a; echo done",  # not every sub-command is pkgtool install
+        "./pkgtool install a",  # a program PATH does not choose
+    ],
+)
+async def test_a_prefix_is_never_offered_for_wrappers_substitutions_or_mixed_lines(
+    workspace: Path, policy: Path, line: str
+) -> None:
+    human = Human()
+    [result] = await _calls(workspace, ["--policy", str(policy)], human, line)
+    assert not result.get("refused"), result
+    [(_, props)] = human.questions
+    assert props["remember"]["enum"] == ["no", "line"], line
+
+
+def test_session_prefix_names_program_and_subcommand_only_for_plain_lines(policy: Path) -> None:
+    engine = PolicyEngine(load_policy(policy).shell_exec)
+    assert session_prefix(engine, "npm install left-pad", [], None) == "npm install"
+    assert session_prefix(engine, "npm install a && npm install b", [], None) == "npm install"
+    assert session_prefix(engine, "apt-get install -y jq", [], None) == "apt-get install"
+    assert session_prefix(engine, "npm", ["install", "x"], None) == "npm install"
+    for line in ("python3 -m pip install x", "node x.js", "npm -g install", "npm", "rm -rf build", "npm install `x`"):
+        assert session_prefix(engine, line, [], None) is None, line
+
+
+async def test_approvals_file_keeps_grants_across_restarts(workspace: Path, policy: Path, tmp_path: Path) -> None:
+    approvals = tmp_path / "state" / "approvals.json"
+    approvals.parent.mkdir()
+    flags = ["--policy", str(policy), "--approvals-file", str(approvals)]
+    human = Human(remember="prefix")
+    [first] = await _calls(workspace, flags, human, "pkgtool install a")
+    assert first["approval"] == "session-prefix:pkgtool install"
+    saved = json.loads(approvals.read_text(encoding="utf-8"))
+    [grant] = saved["grants"]
+    assert (grant["kind"], grant["value"], grant["rule"], grant["approved_by"]) == (
+        "prefix", "pkgtool install", "pkgtool-install", "human:elicitation",
+    )  # fmt: skip
+    # Threat: a command rewriting the approvals to grant itself more at the next start.
+    write = f"python3 -c \"open('{approvals}', 'w').write('{{}}')\""  # the string policy has no objection
+    [tamper] = await _calls(workspace, flags, human, write)
+    assert tamper["exitCode"] != 0, tamper  # read-only in the box (or, under /tmp as here, not there at all)
+    assert json.loads(approvals.read_text(encoding="utf-8")) == saved
+    later = Human()
+    [after] = await _calls(workspace, flags, later, "pkgtool install b")
+    assert later.questions == [] and after["policyDecision"] == "approved-session"
+    # Without the file, a restart forgets.
+    forgetting = Human()
+    await _calls(workspace, ["--policy", str(policy)], forgetting, "pkgtool install b")
+    assert len(forgetting.questions) == 1
+
+
+def test_approvals_file_inside_the_allowed_directories_is_refused(workspace: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [console_script(SX), "--approvals-file", str(workspace / "approvals.json")],
+        cwd=workspace,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and b"inside the allowed directory" in done.stderr
+
+
+def test_a_broken_approvals_file_stops_the_start(workspace: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "approvals.json"
+    bad.write_text("{not json", encoding="utf-8")
+    done = subprocess.run(
+        [console_script(SX), "--approvals-file", str(bad)],
+        cwd=workspace,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and b"not an approvals file" in done.stderr
+
+
+def test_session_approvals_are_bounded_and_never_cover_another_rule() -> None:
+    grants = SessionApprovals()
+    grants.grant("prefix", "npm install", rule="npm-install", approved_by="human:elicitation")
+    assert grants.for_line("npm install x", "/w", "npm-install", "npm install") is not None
+    assert grants.for_line("npm install -g x", "/w", "global-install", "npm install") is None
+    grants.grant("line", "make deploy", rule="deploy", cwd="/w", approved_by="human:elicitation")
+    assert grants.for_line("make deploy", "/elsewhere", "deploy", None) is None
+    for i in range(1200):
+        grants.grant("host", f"h{i}.test:443", approved_by="human:elicitation")
+    assert len(grants) == 1000
