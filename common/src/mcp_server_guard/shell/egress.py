@@ -11,7 +11,9 @@ addresses are refused unless an entry (or a human's approval of exactly that hos
 answer nor an IP literal reaches the local network behind an allowed glob. A host no entry names is an ``ask``.
 
 Only CONNECT (any protocol inside, TLS untouched) and plain-HTTP requests in absolute form are proxied, one
-request per connection; heads are bounded, connections counted, connects and idle relays time out. A call is
+request per connection; heads are bounded, connections counted, connects and idle relays time out. Sockets are
+used directly (no asyncio streams): the head is read into a bounded buffer, and once a connection is allowed its
+bytes move in the kernel, ``splice(2)`` through a pipe per direction, never copied into Python. A call is
 known by the user name of its ``Proxy-Authorization`` (the per-call token in its proxy URL).
 """
 
@@ -22,8 +24,10 @@ import base64
 import binascii
 import contextlib
 import dataclasses
+import fcntl
 import ipaddress
 import logging
+import os
 import socket
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +42,8 @@ CONNECT_TIMEOUT_S = 15.0
 IDLE_TIMEOUT_S = 300.0  # a relay with no byte either way for this long is closed
 RELAY_CHUNK = 1 << 20
 MAX_CONNECTIONS = 256
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+_SPLICE_FLAGS = os.SPLICE_F_MOVE | os.SPLICE_F_NONBLOCK
 
 # -- the proxy ------------------------------------------------------------------------------------------
 
@@ -113,21 +119,41 @@ class EgressProxy:
     # Tokens of the calls running now: only their decisions are kept (a command sending made-up tokens in a loop
     # cannot grow these tables), and each is forgotten when its call takes them.
     live: set[str] = field(default_factory=set)
-    _servers: list[asyncio.AbstractServer] = field(default_factory=list)
+    _listeners: list[tuple[socket.socket, asyncio.Task[None]]] = field(default_factory=list)
     _connections: set[asyncio.Task[None]] = field(default_factory=set)
 
     async def listen_on(self, sock: socket.socket) -> None:
         """Accept connections on an already listening socket (the one the box's supervisor handed out)."""
         sock.setblocking(False)
-        self._servers.append(await asyncio.start_server(self._serve, sock=sock, limit=HEAD_LIMIT))
+        self._listeners.append((sock, asyncio.create_task(self._accept(sock))))
+
+    async def _accept(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                conn, _ = await loop.sock_accept(listener)
+            except OSError as exc:
+                log.warning("egress proxy: accept failed: %s", exc)
+                await asyncio.sleep(0.1)  # e.g. EMFILE: let connections end, then accept again
+                continue
+            conn.setblocking(False)
+            if len(self._connections) >= MAX_CONNECTIONS:
+                conn.close()  # bounded: a command opening connections in a loop cannot exhaust the server
+                continue
+            task = asyncio.create_task(self._serve(conn))
+            self._connections.add(task)
+            task.add_done_callback(self._connections.discard)
 
     async def close(self) -> None:
         """Stop accepting, and end every connection still open."""
-        for server in self._servers:
-            server.close()
-        self._servers.clear()
-        for task in list(self._connections):
+        for sock, task in self._listeners:
             task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            sock.close()
+        self._listeners.clear()
+        for conn_task in list(self._connections):
+            conn_task.cancel()
         if self._connections:
             await asyncio.gather(*self._connections, return_exceptions=True)
 
@@ -143,29 +169,21 @@ class EgressProxy:
         self.live.discard(token)
         return self.denied.pop(token, []), self.allowed.pop(token, [])
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if len(self._connections) >= MAX_CONNECTIONS or task is None:
-            writer.close()  # bounded: a command opening connections in a loop cannot exhaust the server
-            return
-        self._connections.add(task)
+    async def _serve(self, conn: socket.socket) -> None:
         try:
-            await self._one(reader, writer)
-        except (ConnectionError, TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            await self._one(conn)
+        except (ConnectionError, TimeoutError):
             pass
         except Exception:  # a connection's failure never takes the proxy down
             log.exception("egress proxy: a connection failed")
         finally:
-            self._connections.discard(task)
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            conn.close()
 
-    async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _one(self, conn: socket.socket) -> None:
         try:
-            head = await asyncio.wait_for(_read_head(reader), HEAD_TIMEOUT_S)
+            head = await asyncio.wait_for(_read_head(conn), HEAD_TIMEOUT_S)
         except BadRequest as exc:
-            await _reply(writer, 400, "Bad Request", str(exc))
+            await _reply(conn, 400, "Bad Request", str(exc))
             return
         verdict = self.rules.judge(head.host, head.port)
         usable: list[IPAddress] = []
@@ -179,7 +197,7 @@ class EgressProxy:
             try:
                 addresses = await asyncio.wait_for(self.resolver(head.host, head.port), CONNECT_TIMEOUT_S)
             except (OSError, TimeoutError):
-                await _reply(writer, 502, "Bad Gateway", f"{head.host} does not resolve")
+                await _reply(conn, 502, "Bad Gateway", f"{head.host} does not resolve")
                 return
             # A human's approval names exactly this host and port, as an exact allow entry would (the question
             # says when the name resolves to a local-network address, see below).
@@ -190,25 +208,23 @@ class EgressProxy:
                 verdict = next((r for r in refusals if r is not None), verdict)
         self._decided(head, verdict)
         if verdict.action != "allow":
-            await _reply(writer, 403, "Forbidden", f"mcp-guard: {verdict.reason}", rule=verdict.rule)
+            await _reply(conn, 403, "Forbidden", f"mcp-guard: {verdict.reason}", rule=verdict.rule)
             return
         upstream = await self._connect(usable, head.port)
         if upstream is None:
-            await _reply(writer, 502, "Bad Gateway", f"cannot connect to {head.host}:{head.port}")
+            await _reply(conn, 502, "Bad Gateway", f"cannot connect to {head.host}:{head.port}")
             return
-        up_reader, up_writer = upstream
-        for side in (writer, up_writer):  # fewer, larger writes while relaying (bounded: 4 MiB per direction)
-            side.transport.set_write_buffer_limits(high=4 * RELAY_CHUNK)
+        loop = asyncio.get_running_loop()
         try:
             if head.method == "CONNECT":
-                writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+                await loop.sock_sendall(conn, b"HTTP/1.1 200 Connection Established\r\n\r\n")
             else:
-                up_writer.write(_origin_form(head))
+                await loop.sock_sendall(upstream, _origin_form(head))
             if head.rest:
-                up_writer.write(head.rest)
-            await _relay(reader, writer, up_reader, up_writer)
+                await loop.sock_sendall(upstream, head.rest)
+            await _relay(conn, upstream)
         finally:
-            up_writer.close()
+            upstream.close()
 
     async def _warned(self, head: _Head, verdict: Verdict) -> Verdict:
         """Threat: a human approving "innocent.example" that resolves to 127.0.0.1 or 169.254.169.254 (the
@@ -241,24 +257,34 @@ class EgressProxy:
         if self.on_decision is not None:
             self.on_decision(head.token, head.host, head.port, verdict)
 
-    async def _connect(
-        self, addresses: list[IPAddress], port: int
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+    async def _connect(self, addresses: list[IPAddress], port: int) -> socket.socket | None:
+        loop = asyncio.get_running_loop()
         for ip in addresses:
+            sock = socket.socket(socket.AF_INET6 if ip.version == 6 else socket.AF_INET, socket.SOCK_STREAM)
+            sock.setblocking(False)
             try:
-                return await asyncio.wait_for(
-                    asyncio.open_connection(str(ip), port, limit=RELAY_CHUNK), CONNECT_TIMEOUT_S
-                )
+                await asyncio.wait_for(loop.sock_connect(sock, (str(ip), port)), CONNECT_TIMEOUT_S)
             except (OSError, TimeoutError):
+                sock.close()
                 continue
+            return sock
         return None
 
 
-async def _read_head(reader: asyncio.StreamReader) -> _Head:
-    try:
-        raw = await reader.readuntil(b"\r\n\r\n")
-    except asyncio.LimitOverrunError:
-        raise BadRequest("request head too long") from None
+async def _read_head(conn: socket.socket) -> _Head:
+    """The request line and headers (bounded), and whatever the client sent after them in the same reads."""
+    loop = asyncio.get_running_loop()
+    data = b""
+    while (end := data.find(b"\r\n\r\n")) < 0:
+        if len(data) > HEAD_LIMIT:
+            raise BadRequest("request head too long")
+        chunk = await loop.sock_recv(conn, HEAD_LIMIT)
+        if not chunk:
+            raise ConnectionResetError("the client closed the connection before its request was complete")
+        data += chunk
+    if end > HEAD_LIMIT:
+        raise BadRequest("request head too long")
+    raw, rest = data[: end + 4], data[end + 4 :]
     lines = raw[:-4].split(b"\r\n")
     parts = lines[0].split(b" ")
     if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
@@ -276,7 +302,7 @@ async def _read_head(reader: asyncio.StreamReader) -> _Head:
             raise BadRequest("only CONNECT and absolute http:// requests go through this proxy")
         authority = target[7:].split("/", 1)[0].rsplit("@", 1)[-1]
         host, port = _split_host_port(authority, 80)
-    return _Head(method, normal_host(host), port, lines, token, b"")
+    return _Head(method, normal_host(host), port, lines, token, rest)
 
 
 def _token(value: bytes) -> str | None:
@@ -324,39 +350,64 @@ def _origin_form(head: _Head) -> bytes:
     return b"\r\n".join(out) + b"\r\n\r\n"
 
 
-async def _reply(writer: asyncio.StreamWriter, status: int, phrase: str, text: str, rule: str | None = None) -> None:
+async def _reply(conn: socket.socket, status: int, phrase: str, text: str, rule: str | None = None) -> None:
     body = (text + "\n").encode()
     headers = [f"HTTP/1.1 {status} {phrase}", "Content-Type: text/plain; charset=utf-8", f"Content-Length: {len(body)}"]
     if rule is not None:
         headers.append(f"X-Mcp-Guard-Rule: {rule}")
     headers.append("Connection: close")
-    writer.write("\r\n".join(headers).encode() + b"\r\n\r\n" + body)
     with contextlib.suppress(ConnectionError):
-        await writer.drain()
+        await asyncio.get_running_loop().sock_sendall(conn, "\r\n".join(headers).encode() + b"\r\n\r\n" + body)
 
 
-async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+async def _ready(fd: int, writable: bool) -> None:
+    """Wait until ``fd`` can be read (or written), at most IDLE_TIMEOUT_S."""
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    add, remove = (loop.add_writer, loop.remove_writer) if writable else (loop.add_reader, loop.remove_reader)
+
+    def wake() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    add(fd, wake)
+    try:
+        async with asyncio.timeout(IDLE_TIMEOUT_S):  # no byte either way for this long: the relay is closed
+            await done
+    finally:
+        remove(fd)
+
+
+async def _splice(src: socket.socket, dst: socket.socket) -> None:
+    """Move bytes from ``src`` to ``dst`` through a pipe, in the kernel (splice(2)): no copy into Python."""
+    r, w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(w, F_SETPIPE_SZ, RELAY_CHUNK)  # fewer, larger moves (the kernel may cap it lower)
+    queued = 0  # bytes in the pipe
     try:
         while True:
-            async with asyncio.timeout(IDLE_TIMEOUT_S):  # no task per read, unlike wait_for
-                data = await src.read(RELAY_CHUNK)
-            if not data:
-                break
-            dst.write(data)
-            await dst.drain()
+            if queued == 0:
+                try:
+                    n = os.splice(src.fileno(), w, RELAY_CHUNK, flags=_SPLICE_FLAGS)
+                except BlockingIOError:
+                    await _ready(src.fileno(), writable=False)
+                    continue
+                if n == 0:
+                    break
+                queued = n
+            try:
+                queued -= os.splice(r, dst.fileno(), queued, flags=_SPLICE_FLAGS)
+            except BlockingIOError:
+                await _ready(dst.fileno(), writable=True)
     finally:
-        with contextlib.suppress(OSError, RuntimeError):
-            if dst.can_write_eof():
-                dst.write_eof()
+        os.close(r)
+        os.close(w)
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
 
 
-async def _relay(
-    reader: asyncio.StreamReader,
-    writer: asyncio.StreamWriter,
-    up_reader: asyncio.StreamReader,
-    up_writer: asyncio.StreamWriter,
-) -> None:
-    tasks = [asyncio.create_task(_pump(reader, up_writer)), asyncio.create_task(_pump(up_reader, writer))]
+async def _relay(client: socket.socket, upstream: socket.socket) -> None:
+    tasks = [asyncio.create_task(_splice(client, upstream)), asyncio.create_task(_splice(upstream, client))]
     try:
         await asyncio.gather(*tasks, return_exceptions=True)
     finally:
