@@ -41,6 +41,7 @@ GrantKind = Literal["line", "prefix", "host"]
 MAX_GRANTS = 1000
 MAX_PENDING_LINES = 64
 MAX_PENDING_HOSTS = 8
+HOST_QUESTION_TIMEOUT_S = 300.0  # then the host is refused
 _FILE_VERSION = 1
 
 # Programs whose "subcommand" can be any program or any code: a prefix grant for them would allow anything.
@@ -248,7 +249,11 @@ class CallHosts:
         key = f"{host}:{port}"
         self.pause.begin()
         try:
-            answer = await self.ask(host, port, reason)
+            # A client that never answers must not hold the command forever (its timeout is paused meanwhile).
+            async with asyncio.timeout(HOST_QUESTION_TIMEOUT_S):
+                answer = await self.ask(host, port, reason)
+        except TimeoutError:
+            answer = None
         except Exception:  # the client went away or answered nonsense: a refusal, never a crash
             log.exception("the question about %s failed")
             answer = None

@@ -84,7 +84,7 @@ def open_box(plan: SandboxPlan, roots: Sequence[str]) -> None:
             )
         plan.notes.append(f"no box: {reason}; commands run with Landlock and rlimits only")
         if plan.network is NetworkMode.POLICY:
-            fall_back_from_policy(plan, "no box")
+            fall_back_from_policy(plan)
         return
     plan.box = box
 

@@ -244,20 +244,21 @@ def plan(
     return result
 
 
-def fall_back_from_policy(plan_: SandboxPlan, reason: str) -> None:
+def fall_back_from_policy(plan_: SandboxPlan) -> None:
     """The default ``--network policy`` cannot hold (no box): deny the network instead, as far as this machine
     can; an explicit ``--network policy`` refuses to start instead (``open_box``)."""
     plan_.network = NetworkMode.DENY
     plan_.netns = _probe_netns()
+    why = "the default, policy, needs the box; install bubblewrap for it, or pass --network allow"
     if plan_.netns:
-        plan_.notes.append(f"network: deny (the default, policy, needs the box: {reason})")
+        plan_.notes.append(f"network: deny ({why})")
     elif plan_.landlock and plan_.abi >= 4:
-        plan_.notes.append(f"network: deny, TCP only (the default, policy, needs the box: {reason})")
+        plan_.notes.append(f"network: deny, TCP only ({why})")
     else:
         plan_.network = NetworkMode.ALLOW
         plan_.notes.append(
-            f"network: ALLOW — the default, policy, needs the box ({reason}) and this machine cannot deny the "
-            "network either; pass --network deny to refuse to start instead"
+            "network: ALLOW — the default, policy, needs the box and this machine cannot deny the network "
+            "either; pass --network deny to refuse to start instead"
         )
 
 
