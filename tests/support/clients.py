@@ -175,15 +175,19 @@ class RawClient:
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout
-        while b"\n" not in self._buf:
+        buf = bytearray(self._buf)  # linear in the message's size, however large (a 50 MB resource)
+        end = buf.find(b"\n")
+        while end < 0:
             remaining = deadline - time.monotonic()
             assert remaining > 0, "no answer from the server in time"
             ready, _, _ = select.select([fd], [], [], remaining)
             if ready:
-                chunk = os.read(fd, 65536)
+                chunk = os.read(fd, 1 << 20)
                 assert chunk, "the server closed its stdout"
-                self._buf += chunk
-        line, self._buf = self._buf.split(b"\n", 1)
+                found = chunk.find(b"\n")
+                end = len(buf) + found if found >= 0 else -1
+                buf += chunk
+        line, self._buf = bytes(buf[:end]), bytes(buf[end + 1 :])
         return dict(json.loads(line))
 
     def read_to_eof(self, timeout: float = 10.0) -> bytes:

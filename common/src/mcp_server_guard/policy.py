@@ -155,6 +155,11 @@ class ShellPolicy(BaseModel):
     max_file_size_bytes: int = Field(ge=1 << 20)
     max_cpu_seconds: int = Field(ge=1)
     max_processes: int = Field(ge=8)
+    max_jobs: int = Field(default=8, ge=0, le=256)
+    job_timeout_seconds: float = Field(default=3600, gt=0)
+    job_forget_seconds: float = Field(default=600, ge=0)
+    kept_output_bytes: int = Field(default=64 << 20, ge=0)
+    kept_output_seconds: float = Field(default=600, ge=0)
     rules: tuple[Rule, ...] = ()
     # A policy file's rules extend the default ones (a rule with a default rule's id replaces it) unless it
     # sets inherit_rules = false; disabled_rules drops default rules by id.

@@ -32,7 +32,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import ListRoots, Resolve
 from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp.types import CallToolResult, InitializeRequestParams, ListRootsResult, TextContent, ToolAnnotations
+from mcp.types import (
+    CallToolResult,
+    InitializeRequestParams,
+    ListRootsResult,
+    ResourceLink,
+    TextContent,
+    ToolAnnotations,
+)
 from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -91,6 +98,10 @@ class ToolOutput(BaseModel):
         return {k: v for k, v in data.items() if k not in CONTRACT_FIELDS} | {
             k: data[k] for k in CONTRACT_FIELDS if k in data
         }
+
+    def links(self) -> list[ResourceLink]:
+        """Resource links to put after the text block (e.g. the full output of a cut result)."""
+        return []
 
     def facts(self) -> dict[str, Any]:
         """What the text block's last line shows."""
@@ -187,6 +198,12 @@ def path_target(arguments: Mapping[str, Any]) -> str | None:
 
 
 def command_target(arguments: Mapping[str, Any]) -> str | None:
+    if arguments.get("listJobs") is True:
+        return "jobs: list"
+    job = arguments.get("jobId")
+    if isinstance(job, str) and job:
+        signal = arguments.get("signal")
+        return f"job {job}: " + (f"stop ({signal})" if isinstance(signal, str) and signal else "look")
     command = arguments.get("command")
     if not isinstance(command, str):
         return None
@@ -430,7 +447,7 @@ def register_tool(
         else:  # in-process use without the audit wrapper
             out = out.model_copy(update={"mode": server.config.mode.value})
         return CallToolResult(
-            content=[TextContent(type="text", text=f"{out.to_text()}\n{facts_line(out.facts())}")],
+            content=[TextContent(type="text", text=f"{out.to_text()}\n{facts_line(out.facts())}"), *out.links()],
             structured_content=out.structured(),
         )
 

@@ -14,6 +14,7 @@ import os
 import signal
 import time
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import anyio
@@ -21,11 +22,13 @@ import anyio.to_thread
 
 from mcp_server_guard.shell.process import (
     KILL_GRACE_S,
+    Control,
     OutputBuffer,
     Pause,
     Progress,
     RunResult,
     Ticker,
+    output_buffers,
     wait_with_pauses,
 )
 from mcp_server_guard.shell.sandbox.box import Box, Started
@@ -98,14 +101,21 @@ async def run_boxed(
     options: Mapping[str, Any],
     progress: Progress | None = None,
     pause: Pause | None = None,
+    control: Control | None = None,
 ) -> RunResult:
     """Run ``argv`` in the box with the call's confinement ``options``; return its bounded output."""
     started_at = time.perf_counter()
-    out, err = OutputBuffer(max_output), OutputBuffer(max_output)
+    out, err = output_buffers(max_output, control)
     ticker = Ticker(progress, out, err, started_at)
     timed_out = False
+    keep = control is not None and control.keep_stdin
     with anyio.CancelScope(shield=True):  # a started call must be tracked and ended, not lost
-        call: Started = await box.spawn(argv, cwd=cwd, env=dict(env), stdin=stdin is not None, options=dict(options))
+        call: Started = await box.spawn(
+            argv, cwd=cwd, env=dict(env), stdin=stdin is not None or keep, options=dict(options)
+        )
+    if control is not None:
+        kept, call.stdin = (call.stdin, None) if keep else (None, call.stdin)
+        control.attach(partial(box.signal, call.id), kept)
     ours = [call.stdout, call.stderr, call.status]
     for fd in ours:
         os.set_blocking(fd, False)
@@ -139,6 +149,8 @@ async def run_boxed(
             # A process that escaped the call (no PID namespace) may still hold the pipes: stop reading soon.
             readers.cancel_scope.deadline = anyio.current_time() + _DRAIN_AFTER_EXIT_S
     finally:
+        if control is not None:
+            control.detach()
         with anyio.CancelScope(shield=True):
             if status.exit_status is None and status.error is None:
                 box.signal(call.id, signal.SIGKILL)

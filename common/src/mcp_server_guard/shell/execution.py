@@ -24,7 +24,7 @@ from mcp_server_guard.shell.boxed import run_boxed
 from mcp_server_guard.shell.egress import Denied, EgressProxy, proxy_env
 from mcp_server_guard.shell.grants import CallHosts, SessionApprovals, session_prefix
 from mcp_server_guard.shell.parsing import TooComplex
-from mcp_server_guard.shell.process import Progress, RunResult, base_env, build_env, run
+from mcp_server_guard.shell.process import Control, Progress, RunResult, base_env, build_env, run
 from mcp_server_guard.shell.rules import PolicyEngine, Verdict
 from mcp_server_guard.shell.sandbox.box import Box
 from mcp_server_guard.shell.sandbox.boxing import call_options
@@ -149,6 +149,7 @@ class ShellExec:
         max_output: int,
         progress: Progress | None = None,
         hosts: CallHosts | None = None,
+        control: Control | None = None,
     ) -> RunResult:
         """Run a prepared command inside this run's confinement (private TMPDIR, ruleset, limits); a program that
         cannot be started is an ExecutionError."""
@@ -180,6 +181,7 @@ class ShellExec:
                         options=call_options(self.sandbox, roots, survey.read_only, survey.masked),
                         progress=progress,
                         pause=hosts.pause if hosts is not None else None,
+                        control=control,
                     )
                 finally:
                     if self.protection is not None and self.quarantine is not None:
@@ -213,6 +215,7 @@ class ShellExec:
                 max_output=max_output,
                 confinement=confinement,
                 progress=progress,
+                control=control,
             )
         except FileNotFoundError:
             raise ExecutionError(

@@ -162,6 +162,72 @@ async def wait_with_pauses(done: Callable[[], Awaitable[None]], timeout: float, 
             return True
 
 
+class Control:
+    """Hands on a running command for whoever keeps it past its call (a background job): its output as it comes
+    (``tee(stream, chunk)``, stream 1 or 2), its stdin kept open (``keep_stdin``), and signals to its whole group
+    (or, in the box, its PID namespace)."""
+
+    def __init__(self, tee: Callable[[int, bytes], None] | None = None, *, keep_stdin: bool = False) -> None:
+        self.tee = tee
+        self.keep_stdin = keep_stdin
+        self._stdin: int | None = None  # ours alone: only close_stdin closes it
+        self._signal: Callable[[int], None] | None = None
+        self._write_lock = anyio.Lock()
+        self.settled = anyio.Event()  # the command started (attach), or never will (see JobTable)
+
+    def attach(self, send_signal: Callable[[int], None], stdin_fd: int | None) -> None:
+        """The runner, once the command started: how to signal it, and its stdin (now owned here)."""
+        self._signal = send_signal
+        self._stdin = stdin_fd
+        self.settled.set()
+
+    def detach(self) -> None:
+        """The command ended: no more signals; its stdin is closed."""
+        self._signal = None
+        self.close_stdin()
+
+    def signal(self, signum: int) -> bool:
+        if self._signal is None:
+            return False
+        self._signal(signum)
+        return True
+
+    @property
+    def stdin_open(self) -> bool:
+        return self._stdin is not None
+
+    async def write_stdin(self, data: bytes) -> int:
+        """Write to the command's stdin (blocking writes on a worker thread, in order); the bytes written."""
+        await self.settled.wait()
+        async with self._write_lock:
+            fd = self._stdin
+            if fd is None:
+                return 0
+            return await anyio.to_thread.run_sync(_write_all, fd, data)
+
+    def close_stdin(self) -> None:
+        fd, self._stdin = self._stdin, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def output_buffers(limit: int, control: Control | None = None) -> tuple[OutputBuffer, OutputBuffer]:
+    """stdout's and stderr's buffers for one run (teeing to ``control``, when it wants the output)."""
+    tee = control.tee if control is not None else None
+    if tee is None:
+        return OutputBuffer(limit), OutputBuffer(limit)
+    return OutputBuffer(limit, partial(tee, 1)), OutputBuffer(limit, partial(tee, 2))
+
+
+def _write_all(fd: int, data: bytes) -> int:
+    done = 0
+    with contextlib.suppress(OSError):  # the command closed its stdin or ended
+        while done < len(data):
+            done += os.write(fd, data[done : done + 65536])
+    return done
+
+
 class OutputBuffer:
     """Keeps the first and last bytes of a stream, counting the rest.
 
@@ -170,7 +236,8 @@ class OutputBuffer:
     make a reply many times bigger than asked.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, tee: Callable[[bytes], None] | None = None) -> None:
+        self.tee = tee  # also gets every chunk, as it comes (a job's spool)
         self.limit = limit
         self.head_limit = limit // 2
         self.tail_limit = limit - self.head_limit
@@ -194,6 +261,8 @@ class OutputBuffer:
         self._partial = bytearray(chunk[end + 1 : end + 1 + _LINE_KEPT])
 
     def feed(self, chunk: bytes) -> None:
+        if self.tee is not None:
+            self.tee(chunk)
         self.total += len(chunk)
         self._track_lines(chunk)
         room = self.head_limit - len(self.head)
@@ -467,14 +536,23 @@ async def run(
     confinement: Confinement | None = None,
     registry: ProcessRegistry = REGISTRY,
     progress: Progress | None = None,
+    control: Control | None = None,
 ) -> RunResult:
     """Run ``argv`` in its own process group (confined when given) and return its bounded output."""
     started = time.perf_counter()
-    out, err = OutputBuffer(max_output), OutputBuffer(max_output)
+    out, err = output_buffers(max_output, control)
     ticker = Ticker(progress, out, err, started)
     timed_out = False
-    process = await _spawn(argv, cwd, env, stdin is not None, confinement, registry)
+    keep = control is not None and control.keep_stdin
+    process = await _spawn(argv, cwd, env, stdin is not None or keep, confinement, registry)
     pgid = process.pid  # session leader: its pid is the group id
+    if control is not None:
+        kept = None
+        if keep and process.stdin is not None:
+            kept = os.dup(process.stdin.fileno())
+            process.stdin.close()
+            process.stdin = None
+        control.attach(partial(kill_group, pgid), kept)
     try:
         stdout, stderr = await _reader(process.stdout), await _reader(process.stderr)
         async with anyio.create_task_group() as readers:
@@ -499,6 +577,8 @@ async def run(
             # A process that left the group (setsid) may still hold the pipes: stop reading soon.
             readers.cancel_scope.deadline = anyio.current_time() + _DRAIN_AFTER_EXIT_S
     finally:
+        if control is not None:
+            control.detach()
         with anyio.CancelScope(shield=True):
             kill_group(pgid, signal.SIGKILL)
             with anyio.move_on_after(KILL_GRACE_S):

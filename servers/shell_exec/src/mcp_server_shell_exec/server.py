@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
+import secrets
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
-from mcp.types import ToolAnnotations
+from mcp.types import ResourceLink, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from mcp_server_guard import audit
 from mcp_server_guard.audit import default_state_path
+from mcp_server_guard.errors import GuardError, ParamError
 from mcp_server_guard.policy import NetworkRules, Verdict
 from mcp_server_guard.protected import protection_for
 from mcp_server_guard.serving.server import (
@@ -31,7 +37,8 @@ from mcp_server_guard.shell.approval import ApprovalForm, Checked, NoQuestion, c
 from mcp_server_guard.shell.egress import EgressProxy, resolver_from_env
 from mcp_server_guard.shell.execution import ShellExec, limit_hit
 from mcp_server_guard.shell.grants import CallHosts, HostAnswer, HostAsk, SessionApprovals
-from mcp_server_guard.shell.process import REGISTRY, Progress
+from mcp_server_guard.shell.jobs import Job, JobTable, KeptOutputs, Spool, output_uri, window
+from mcp_server_guard.shell.process import REGISTRY, Control, Progress, RunResult
 from mcp_server_guard.shell.sandbox.boxing import close_box
 from mcp_server_guard.shell.sandbox.planning import NetworkMode, SandboxPlan, release
 
@@ -69,6 +76,26 @@ class ShellExecInput(ToolInput):
         ge=1024,
         description="Bytes kept of stdout and of stderr each, head and tail (default 1 MiB; capped by the policy).",
     )
+    yieldAfterSeconds: float | None = Field(
+        default=None,
+        ge=0,
+        description="Return after at most this many seconds; a command still running then goes on as a background "
+        "job (status 'running', a jobId). For dev servers, watchers, long builds. With jobId: wait up to this long "
+        "for the job (default 0).",
+    )
+    jobId: str | None = Field(
+        default=None,
+        description="A background job (from a 'running' result): returns its new output since the last look and "
+        "its status, without running anything; combine with stdin, closeStdin or signal. command may be ''.",
+    )
+    signal: Literal["TERM", "INT", "KILL"] | None = Field(
+        default=None,
+        description="With jobId: stop the job (its whole process group): TERM or INT, then KILL after 5 s; or KILL.",
+    )
+    closeStdin: bool = Field(default=False, description="With jobId: close the job's standard input (EOF).")
+    listJobs: bool = Field(
+        default=False, description="true: list this server's background jobs instead of running command ('')."
+    )
 
 
 class NetworkDenial(BaseModel):
@@ -78,6 +105,23 @@ class NetworkDenial(BaseModel):
         description="What refused it: deny:<entry>, unnamed-host (no [network] rule names it), private-address."
     )
     reason: str = Field(description="Why, in words.")
+
+
+class JobInfo(BaseModel):
+    jobId: str = Field(description="The job's id.")
+    command: str = Field(description="The command it runs.")
+    status: str = Field(description="running, exited, stopped or timed-out.")
+    runtimeSeconds: float = Field(description="Seconds since it started (until it ended).")
+    stdoutBytes: int = Field(description="Bytes it wrote to stdout so far.")
+    stderrBytes: int = Field(description="Bytes it wrote to stderr so far.")
+    exitCode: int = Field(description="Its exit code; -1 while it runs.")
+
+
+class OmittedRange(BaseModel):
+    stream: str = Field(description="stdout or stderr.")
+    start: int = Field(description="First byte left out of this result.")
+    end: int = Field(description="Byte after the last one left out.")
+    resource: str = Field(description="URI of the full output (resources/read), while it is kept; '' when none.")
 
 
 class ShellExecOutput(ToolOutput):
@@ -111,15 +155,39 @@ class ShellExecOutput(ToolOutput):
         description="Connections the egress proxy refused during this command (--network policy); empty when none.",
     )
     timeoutSeconds: float = Field(default=0.0, description="The timeout in force for this command, in seconds.")
+    status: str = Field(
+        default="exited",
+        description="exited; or, for background jobs, running, stopped or timed-out (exitCode is -1 while running).",
+    )
+    jobId: str = Field(default="", description="The background job this result is about ('' when none).")
+    jobs: list[JobInfo] = Field(default_factory=list, description="With listJobs: this server's background jobs.")
+    omitted: list[OmittedRange] = Field(
+        default_factory=list,
+        description="Byte ranges left out of stdout/stderr here (head and tail shown), with where the full output "
+        "can be read while it is kept.",
+    )
 
     def facts(self) -> dict[str, Any]:
         return {**super().facts(), "timeoutSeconds": self.timeoutSeconds}
+
+    def links(self) -> list[ResourceLink]:
+        return _links(self)
 
     def to_text(self) -> str:
         parts = [self.stdout]
         if self.stderr:
             parts.append(f"[stderr]\n{self.stderr}")
+        if self.status == "running":
+            parts.append(
+                f"[still running as background job {self.jobId} ({self.durationMs / 1000:.1f} s; "
+                f"{self.stdoutBytes} bytes stdout, {self.stderrBytes} bytes stderr so far). New output: "
+                f'{{"command": "", "jobId": "{self.jobId}", "yieldAfterSeconds": 5}}; stop it: '
+                f'{{"command": "", "jobId": "{self.jobId}", "signal": "TERM"}}]'
+            )
+            return "\n".join(p for p in parts if p)
         status = f"exit code {self.exitCode}"
+        if self.jobId:
+            status = f"job {self.jobId} {self.status}, " + status
         if self.timedOut:
             status += " (timed out)"
         elif self.signal:
@@ -127,6 +195,9 @@ class ShellExecOutput(ToolOutput):
         if self.truncated:
             status += f"; output truncated ({self.stdoutBytes} bytes stdout, {self.stderrBytes} bytes stderr)"
         parts.append(f"[{status}]")
+        for cut in self.omitted:
+            if cut.resource:
+                parts.append(f"[{cut.stream} bytes {cut.start}-{cut.end} left out; full output: {cut.resource}]")
         if self.approval:
             parts.append(f"[approved by the user: {self.approval}]")
         for denial in self.networkDenied:
@@ -142,6 +213,19 @@ class ShellExecOutput(ToolOutput):
         elif rules:
             parts.append("[the user refused the host: do not retry; ask the user how to proceed]")
         return "\n".join(p for p in parts if p)
+
+
+def _links(out: ShellExecOutput) -> list[ResourceLink]:
+    return [
+        ResourceLink(
+            uri=cut.resource,
+            name=f"{cut.stream} of {out.jobId or 'the command'}",
+            description=f"The full {cut.stream} (this result left out bytes {cut.start}-{cut.end}).",
+            mime_type="text/plain",
+        )
+        for cut in out.omitted
+        if cut.resource
+    ]
 
 
 def _log_decision(token: str | None, host: str, port: int, verdict: Verdict) -> None:
@@ -197,10 +281,40 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
     server.cleanups += [REGISTRY.kill_all, lambda: close_box(sandbox), lambda: release(sandbox)]
     policy = config.policy.shell_exec
 
+    spool_root = default_state_path("spool", allowed) / f"{os.getpid()}-{secrets.token_hex(4)}"
+    jobs = JobTable(policy, spool_root / "jobs")
+    kept = KeptOutputs(policy, spool_root / "outputs")
+    server.cleanups += [jobs.close, kept.close, lambda: shutil.rmtree(spool_root, ignore_errors=True)]
+
     def timeout_for(arguments: Mapping[str, Any]) -> float:
+        """The call's timeout: the policy's default and cap; for a background job, the job's (longer) ones."""
         asked = arguments.get("timeoutSeconds")
-        wanted = asked if isinstance(asked, int | float) and asked > 0 else policy.default_timeout_seconds
-        return float(min(wanted, policy.max_timeout_seconds))
+        job = isinstance(arguments.get("yieldAfterSeconds"), int | float) and not arguments.get("jobId")
+        default, cap = (
+            (policy.job_timeout_seconds, policy.job_timeout_seconds)
+            if job
+            else (policy.default_timeout_seconds, policy.max_timeout_seconds)
+        )
+        wanted = asked if isinstance(asked, int | float) and asked > 0 else default
+        return float(min(wanted, cap))
+
+    @server.resource(
+        output_uri("{output_id}", "{stream}"),
+        name="shell_exec output",
+        description="The full stdout or stderr of a shell_exec result that had to be cut, or of a background job, "
+        "while it is kept.",
+        mime_type="text/plain",
+    )
+    def full_output(output_id: str, stream: str) -> str:
+        text = kept.read(output_id, stream)
+        if text is None and stream in ("stdout", "stderr"):
+            with contextlib.suppress(GuardError):
+                job = jobs.get(output_id)
+                spool = job.out if stream == "stdout" else job.err
+                text, _ = window(spool, 0, spool.total, spool.total + 1)
+        if text is None:
+            raise ResourceNotFoundError(f"{output_id}/{stream} is not kept (any more)")
+        return text
 
     server.timeout_for = timeout_for
 
@@ -209,11 +323,19 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
         args: list[str],
         cwd: str | None,
         env: dict[str, str] | None,
+        jobId: str | None,
+        listJobs: bool,
+        signal: str | None,
+        closeStdin: bool,
         ctx: Context[Any, Any],
         client_roots: ClientRoots,
     ) -> Elicit[ApprovalForm] | NoQuestion:
-        """Ask the human when the policy says ask; refusals surface here, before any question."""
+        """Ask the human when the policy says ask; refusals surface here, before any question. A call about
+        jobs runs nothing: nothing to check or ask (a job's approval was taken when it started)."""
         server.apply_roots(client_roots)
+        if jobId or listJobs:
+            return NoQuestion(why="not-asked")
+        wrong_job_arguments({"signal": signal, "closeStdin": closeStdin})
         return question(await checked.check(command, args, cwd, env), ctx, grants)
 
     def running_display(ctx: Context[Any, Any]) -> Progress | None:
@@ -232,9 +354,118 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
 
         return report
 
+    def job_result(job: Job, limit: int, timeout: float) -> ShellExecOutput:
+        """A job's new output since the last look, its status, and (once it ended) how it ended."""
+        look = job.look(limit)
+        result = job.result
+        if job.ended is not None and job.error is not None and result is None:
+            audit.note(job=job.id, job_status="failed")
+            raise job.error
+        audit.note(job=job.id, job_status=job.status, bytes=job.out.total + job.err.total)
+        denied = result.network_denied if result is not None else ()
+        if result is not None:
+            audit.note(exitCode=result.exit_code)
+        return ShellExecOutput(
+            stdout=look.stdout,
+            stderr=look.stderr,
+            exitCode=result.exit_code if result is not None else -1,
+            timedOut=result.timed_out if result is not None else False,
+            truncated=look.truncated,
+            stdoutBytes=job.out.total,
+            stderrBytes=job.err.total,
+            durationMs=round(job.runtime_ms(), 3),
+            signal=result.signal if result is not None else None,
+            sandbox=sandbox.label,
+            limitHit=limit_hit(result) if result is not None else None,
+            timeoutSeconds=timeout,
+            status=job.status,
+            jobId=job.id,
+            omitted=[
+                OmittedRange(stream=name, start=a, end=b, resource=output_uri(job.id, name))
+                for name, a, b in look.omitted
+            ],
+            networkDenied=[NetworkDenial(host=d.host, port=d.port, rule=d.rule, reason=d.reason) for d in denied],
+        )
+
+    def list_result() -> ShellExecOutput:
+        listed = [
+            JobInfo(
+                jobId=job.id,
+                command=job.shown,
+                status=job.status,
+                runtimeSeconds=round(job.runtime_ms() / 1000, 1),
+                stdoutBytes=job.out.total,
+                stderrBytes=job.err.total,
+                exitCode=job.result.exit_code if job.result is not None else -1,
+            )
+            for job in jobs.jobs()
+        ]
+        lines = [
+            f"{j.jobId}\t{j.status}\t{j.runtimeSeconds:.1f}s\t{j.stdoutBytes + j.stderrBytes} bytes\t{j.command}"
+            for j in listed
+        ]
+        audit.note(jobs=len(listed))
+        return ShellExecOutput(
+            stdout="\n".join(lines) + "\n" if lines else "no background jobs\n",
+            stderr="",
+            exitCode=0,
+            timedOut=False,
+            truncated=False,
+            stdoutBytes=0,
+            stderrBytes=0,
+            durationMs=0.0,
+            sandbox=sandbox.label,
+            jobs=listed,
+        )
+
+    async def job_call(args: ShellExecInput, limit: int) -> ShellExecOutput:
+        """A call naming a job: stdin, EOF, a stop, or a look after waiting up to yieldAfterSeconds."""
+        assert args.jobId is not None
+        job = jobs.get(args.jobId)
+        if args.stdin is not None:
+            if not job.control.stdin_open:
+                raise ParamError(
+                    "STDIN_CLOSED",
+                    f"Job {job.id} cannot take input: its standard input is closed (or it ended: {job.status}).",
+                    "Look at it instead: "
+                    f'{{"name": "shell_exec", "arguments": {{"command": "", "jobId": "{job.id}"}}}}',
+                )
+            written = await job.control.write_stdin(args.stdin.encode("utf-8", "surrogateescape"))
+            audit.note(stdin_bytes=written)
+        if args.closeStdin:
+            job.control.close_stdin()
+            audit.note(stdin_closed=True)
+        if args.signal is not None:
+            audit.note(stopped_with=args.signal)
+            await jobs.stop(job, args.signal)
+        else:
+            await jobs.wait(job, args.yieldAfterSeconds or 0.0)
+        return job_result(job, limit, timeout_for({"yieldAfterSeconds": 0}))
+
+    def wrong_job_arguments(given: Mapping[str, Any]) -> None:
+        """signal, closeStdin without jobId: the call the model meant needs the job's id."""
+        extra = [name for name, value in given.items() if value]
+        if extra:
+            running = jobs.running()
+            example = running[0].id if running else "j1"
+            raise ParamError(
+                "INVALID_ARGUMENT",
+                f"{' and '.join(extra)} {'acts' if len(extra) == 1 else 'act'} on a background job, and no jobId was "
+                "given.",
+                f'Call it like this: {{"name": "shell_exec", "arguments": {{"command": "", "jobId": "{example}", '
+                f'"{extra[0]}": {json.dumps(given[extra[0]])}}}}}'
+                + (f" (running jobs: {', '.join(j.id for j in running)})" if running else " (no job is running)"),
+            )
+
     async def shell_exec(
         args: ShellExecInput, ctx: Context[Any, Any], answer: ElicitationResult[ApprovalForm]
     ) -> ShellExecOutput:
+        max_output = min(args.maxOutputBytes or policy.default_output_bytes, policy.max_output_bytes)
+        if args.listJobs:
+            return list_result()
+        if args.jobId:
+            return await job_call(args, max_output)
+        wrong_job_arguments({"signal": args.signal, "closeStdin": args.closeStdin})
         asked = await checked.reuse(args.command, args.args, args.cwd, args.env)
         prepared = asked.prepared
         verdict = prepared.verdict
@@ -243,15 +474,35 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
             audit.note(approved_by=f"rule:{verdict.rule}" if verdict.rule else "policy", reason=verdict.reason)
         audit.note(rule=verdict.rule)
         timeout = timeout_for(args.model_dump())
-        max_output = min(args.maxOutputBytes or policy.default_output_bytes, policy.max_output_bytes)
         stdin = args.stdin.encode("utf-8", "surrogateescape") if args.stdin is not None else None
+        background = args.yieldAfterSeconds is not None
         hosts = None
         if egress is not None:
-            ask, ask_later = host_asker(ctx, prepared.shown)
+            # A job outlives its call: nobody can be asked mid-run; its unnamed hosts are asked about before the
+            # next run of the same line.
+            ask, ask_later = host_asker(ctx, prepared.shown) if not background else (None, True)
             hosts = CallHosts(
                 grants, shown=prepared.shown, cwd=prepared.cwd, approved=decided.hosts, ask=ask, ask_later=ask_later
             )
-        result = await shell.execute(prepared, stdin, timeout, max_output, running_display(ctx), hosts)
+        if background:
+            assert args.yieldAfterSeconds is not None
+            job = jobs.start(
+                prepared.shown,
+                prepared.cwd_display,
+                lambda control: shell.execute(prepared, None, timeout, 1 << 16, None, hosts, control),
+            )
+            audit.note(job=job.id, job_action="start")
+            if stdin is not None:
+                await job.control.write_stdin(stdin)
+            await jobs.wait(job, args.yieldAfterSeconds)
+            out = job_result(job, max_output, timeout)
+            return out.model_copy(update={"rule": verdict.rule if verdict.action == "ask" else None,
+                                          "approval": decided.approval})  # fmt: skip
+        spools = kept.spools(lazy_after=max_output)
+        control = Control(tee=lambda stream, chunk: spools["stdout" if stream == 1 else "stderr"].feed(chunk))
+        result = await shell.execute(
+            prepared, stdin, timeout, max_output, running_display(ctx), hosts, control if spools else None
+        )
         if hosts is not None and hosts.answers:
             audit.note(hosts_answered=hosts.answers)
         audit.note(
@@ -263,6 +514,7 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
             audit.note(network_allowed=list(result.network_allowed))
         if result.network_denied:
             audit.note(network_denied=[f"{d.host}:{d.port} ({d.rule})" for d in result.network_denied])
+        omitted = keep_cut_output(spools, result, max_output)
         return ShellExecOutput(
             stdout=result.stdout,
             stderr=result.stderr,
@@ -281,7 +533,23 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
             networkDenied=[
                 NetworkDenial(host=d.host, port=d.port, rule=d.rule, reason=d.reason) for d in result.network_denied
             ],
+            omitted=omitted,
         )
+
+    def keep_cut_output(spools: dict[str, Spool], result: RunResult, max_output: int) -> list[OmittedRange]:
+        """A cut result's full output stays readable as a resource for a while; an uncut one's spool goes."""
+        totals = {"stdout": result.stdout_bytes, "stderr": result.stderr_bytes}
+        cut = {name: total for name, total in totals.items() if total > max_output}
+        if not spools or not result.truncated or not cut:
+            for spool in spools.values():
+                spool.close()
+            return []
+        output_id = kept.keep(spools)
+        head = max_output // 2
+        return [
+            OmittedRange(stream=name, start=head, end=total - (max_output - head), resource=output_uri(output_id, name))
+            for name, total in cut.items()
+        ]
 
     register_tool(
         server,

@@ -1,0 +1,392 @@
+"""Background jobs of shell_exec, and the full output of results that had to be cut.
+
+A job is a command started by a call with ``yieldAfterSeconds`` that was still running when the call
+returned. It runs exactly as any command does (same box, same checks, same approvals, taken at start), keeps
+its stdin open, and its output goes to a spool; later calls naming its ``jobId`` read what came since their
+last look, write to its stdin, or stop it (TERM, then KILL, to its whole process group or PID namespace).
+
+A spool keeps one stream outside the jail, under the server's state directory: the first ``kept_output_bytes``
+in a file and the last ``TAIL_KEPT`` in memory; what lies between (a stream longer than the cap) is counted,
+not kept. The same spools keep the full output of an ordinary command whose result was cut, readable as an
+MCP resource for ``kept_output_seconds``.
+
+Bounded: ``max_jobs`` running at once; finished jobs are forgotten ``job_forget_seconds`` after they end (and
+the oldest first when more than ``max_jobs`` finished ones wait); every job ends with the server, however it
+ends (the box dies with it; without the box the process registry kills them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import shutil
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcp_server_guard.errors import ExecutionError, GuardError, ParamError, ResourceError
+from mcp_server_guard.policy import ShellPolicy
+from mcp_server_guard.shell.process import Control, RunResult
+
+__all__ = ["Job", "JobTable", "KeptOutputs", "Look", "Spool", "output_uri"]
+
+log = logging.getLogger("mcp_server_guard.jobs")
+
+TAIL_KEPT = 1 << 20
+LINE_SCAN = 64 << 10  # a running job's look ends at the last newline within this many bytes of its end
+STOP_GRACE_S = 5.0
+SIGNALS = {"TERM": signal.SIGTERM, "INT": signal.SIGINT, "KILL": signal.SIGKILL}
+URI_PREFIX = "shell-exec://output/"
+
+
+def output_uri(output_id: str, stream: str) -> str:
+    return f"{URI_PREFIX}{output_id}/{stream}"
+
+
+class Spool:
+    """One stream's bytes: the first ``cap`` in a file (opened once ``lazy_after`` bytes came, or at once), the
+    last ``TAIL_KEPT`` in memory, the total counted."""
+
+    def __init__(self, path: Path, cap: int, *, lazy_after: int = 0) -> None:
+        self.path = path
+        self.cap = cap
+        self.lazy_after = lazy_after
+        self.total = 0
+        self._fd: int | None = None
+        self._pending = bytearray()  # before the file is opened (lazy)
+        self._tail = bytearray()
+        if lazy_after == 0:
+            self._open()
+
+    def _open(self) -> None:
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        if self._pending:
+            os.write(self._fd, self._pending[: self.cap])
+            self._pending = bytearray()
+
+    @property
+    def on_disk(self) -> bool:
+        return self._fd is not None
+
+    def feed(self, chunk: bytes) -> None:
+        start = self.total
+        self.total += len(chunk)
+        self._tail += chunk
+        if len(self._tail) > TAIL_KEPT:
+            del self._tail[: len(self._tail) - TAIL_KEPT]
+        if start >= self.cap:
+            return
+        part = chunk[: self.cap - start]
+        if self._fd is None:
+            self._pending += part
+            if self.total > self.lazy_after:
+                try:
+                    self._open()
+                except OSError as exc:  # a full disk costs the full output, never the command
+                    log.warning("output spool %s: %s", self.path, exc)
+                    self.cap = 0
+            return
+        try:
+            os.pwrite(self._fd, part, start)
+        except OSError as exc:
+            log.warning("output spool %s: %s", self.path, exc)
+            self.cap = start
+
+    def parts(self, start: int, end: int) -> tuple[bytes, int, bytes]:
+        """[start, end) as kept: the part from the file, how many bytes after it are not kept (the middle of a
+        stream longer than the cap), and the part from the in-memory tail."""
+        end = min(end, self.total)
+        first = b""
+        kept_to = min(self.cap, self.total)
+        pos = start
+        if pos < min(end, kept_to):
+            upto = min(end, kept_to)
+            first = os.pread(self._fd, upto - pos, pos) if self._fd is not None else bytes(self._pending[pos:upto])
+            pos = upto
+        if pos >= end:
+            return first, 0, b""
+        tail_from = self.total - len(self._tail)
+        begin = max(pos, tail_from)
+        return first, begin - pos, bytes(self._tail[begin - tail_from : end - tail_from])
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+
+
+@dataclass
+class Look:
+    """New output of a job since the last look, bounded like any result."""
+
+    stdout: str
+    stderr: str
+    truncated: bool
+    omitted: list[tuple[str, int, int]]  # (stream, from byte, to byte) left out of this look
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def window(spool: Spool, start: int, end: int, limit: int) -> tuple[str, tuple[int, int] | None]:
+    """[start, end) of ``spool`` as text within ``limit`` bytes: all of it, or its head and tail and the range
+    left out (what the spool did not keep counts as left out too)."""
+    if end - start <= limit:
+        first, missing, last = spool.parts(start, end)
+        if not missing:
+            return _text(first + last), None
+        gap = (start + len(first), end - len(last))
+        return _text(first) + f"\n[… {missing} bytes not kept …]\n" + _text(last), gap
+    half = limit // 2
+    h1, hole, h2 = spool.parts(start, start + half)
+    head = h1 if hole else h1 + h2
+    t1, hole, t2 = spool.parts(end - (limit - half), end)
+    tail = t2 if hole else t1 + t2
+    gap = (start + len(head), end - len(tail))
+    return _text(head) + f"\n[… {gap[1] - gap[0]} bytes omitted …]\n" + _text(tail), gap
+
+
+@dataclass
+class Job:
+    id: str
+    shown: str
+    cwd: str
+    out: Spool
+    err: Spool
+    control: Control
+    started_wall: float = field(default_factory=time.time)
+    started: float = field(default_factory=time.monotonic)
+    task: asyncio.Task[None] | None = None
+    result: RunResult | None = None
+    error: GuardError | None = None
+    ended: float | None = None
+    stopped_by: str | None = None  # the signal a call stopped it with
+    seen: list[int] = field(default_factory=lambda: [0, 0])
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def feed(self, stream: int, chunk: bytes) -> None:
+        (self.out if stream == 1 else self.err).feed(chunk)
+
+    @property
+    def status(self) -> str:
+        if self.ended is None:
+            return "running"
+        if self.stopped_by is not None:
+            return "stopped"
+        if self.result is not None and self.result.timed_out:
+            return "timed-out"
+        return "exited"
+
+    def runtime_ms(self) -> float:
+        return ((self.ended or time.monotonic()) - self.started) * 1000
+
+    def look(self, limit: int) -> Look:
+        """What came since the last look (then marked seen). While the job runs, a look ends at the last whole
+        line when there is one, so a line is never split between two looks."""
+        texts: list[str] = []
+        omitted: list[tuple[str, int, int]] = []
+        for i, (name, spool) in enumerate((("stdout", self.out), ("stderr", self.err))):
+            start, end = self.seen[i], spool.total
+            if self.ended is None and end > start:
+                first, hole, last = spool.parts(max(start, end - LINE_SCAN), end)
+                data = first + last
+                cut = data.rfind(b"\n")
+                if cut >= 0 and not hole:
+                    end = end - len(data) + cut + 1
+            text, gap = window(spool, start, end, limit)
+            if gap is not None:
+                omitted.append((name, *gap))
+            texts.append(text)
+            self.seen[i] = end
+        return Look(texts[0], texts[1], bool(omitted), omitted)
+
+
+class JobTable:
+    """This server's jobs."""
+
+    def __init__(self, policy: ShellPolicy, spool_dir: Path) -> None:
+        self.policy = policy
+        self.spool_dir = spool_dir
+        self._jobs: dict[str, Job] = {}
+        self._next = 1
+
+    def _dir(self) -> Path:
+        self.spool_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return self.spool_dir
+
+    def running(self) -> list[Job]:
+        return [job for job in self._jobs.values() if job.ended is None]
+
+    def jobs(self) -> list[Job]:
+        self.forget_finished()
+        return list(self._jobs.values())
+
+    def get(self, job_id: str) -> Job:
+        self.forget_finished()
+        job = self._jobs.get(job_id.strip())
+        if job is None:
+            known = ", ".join(f"{j.id} ({j.status}: {j.shown[:40]})" for j in self._jobs.values()) or "none"
+            running = self.running()
+            example = running[-1].id if running else next(reversed(self._jobs), "j1")
+            raise ParamError(
+                "JOB_NOT_FOUND",
+                f"There is no job '{job_id}' (finished jobs are forgotten after {self.policy.job_forget_seconds:g} s). "
+                f"Jobs now: {known}.",
+                f'Call it like this: {{"name": "shell_exec", "arguments": {{"command": "", "jobId": "{example}"}}}}, '
+                'or list the jobs: {"name": "shell_exec", "arguments": {"command": "", "listJobs": true}}',
+            )
+        return job
+
+    def start(self, shown: str, cwd: str, run: Callable[[Control], Awaitable[RunResult]]) -> Job:
+        """Start ``run`` as a job (raises JOB_LIMIT when ``max_jobs`` run already)."""
+        self.forget_finished()
+        running = self.running()
+        if len(running) >= self.policy.max_jobs:
+            listed = ", ".join(f"{j.id} ({j.shown[:40]})" for j in running) or "none allowed by the policy"
+            raise ResourceError(
+                "JOB_LIMIT",
+                f"{len(running)} background jobs are running, the most this server allows "
+                f"(max_jobs = {self.policy.max_jobs}): {listed}.",
+                f'Stop one first: {{"name": "shell_exec", "arguments": {{"command": "", "jobId": '
+                f'"{running[0].id if running else "j1"}", "signal": "TERM"}}}}, or run the command without '
+                "yieldAfterSeconds.",
+            )
+        job_id = f"j{self._next}"
+        self._next += 1
+        where = self._dir()
+        cap = self.policy.kept_output_bytes
+        tag = secrets.token_hex(4)
+        job = Job(
+            job_id,
+            shown,
+            cwd,
+            Spool(where / f"{job_id}-{tag}.out", cap),
+            Spool(where / f"{job_id}-{tag}.err", cap),
+            Control(keep_stdin=True),
+        )
+        job.control.tee = job.feed
+        self._jobs[job_id] = job
+        job.task = asyncio.create_task(self._run(job, run(job.control)))
+        return job
+
+    async def _run(self, job: Job, running: Awaitable[RunResult]) -> None:
+        try:
+            job.result = await running
+        except GuardError as exc:
+            job.error = exc
+        except Exception:
+            log.exception("job %s failed", job.id)
+            job.error = ExecutionError("EXECUTION_FAILED", "The job could not run.", "Try again.")
+        finally:
+            job.ended = time.monotonic()
+            job.control.settled.set()
+            job.done.set()
+
+    async def wait(self, job: Job, seconds: float) -> None:
+        """Until the job ends or ``seconds`` pass."""
+        if seconds > 0 and job.ended is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(job.done.wait(), seconds)
+
+    async def stop(self, job: Job, name: str) -> None:
+        """Send ``name`` (TERM, INT or KILL) to the job's whole group; KILL after STOP_GRACE_S if it is still
+        running (a job that ignores TERM still ends)."""
+        if job.ended is not None:
+            return
+        job.stopped_by = name
+        job.control.signal(SIGNALS[name])
+        await self.wait(job, STOP_GRACE_S)
+        if job.ended is None:
+            job.control.signal(signal.SIGKILL)
+            await self.wait(job, STOP_GRACE_S)
+
+    def forget_finished(self) -> None:
+        """Forget jobs that ended more than job_forget_seconds ago (and the oldest finished beyond max_jobs)."""
+        now = time.monotonic()
+        finished = [j for j in self._jobs.values() if j.ended is not None]
+        for i, job in enumerate(finished):
+            assert job.ended is not None
+            if now - job.ended >= self.policy.job_forget_seconds or len(finished) - i > max(self.policy.max_jobs, 1):
+                self._forget(job)
+
+    def _forget(self, job: Job) -> None:
+        self._jobs.pop(job.id, None)
+        job.out.close()
+        job.err.close()
+
+    def close(self) -> None:
+        """The server ends: every job is killed (the box or the process registry makes sure of it as well), its
+        spool removed."""
+        for job in self.running():
+            job.control.signal(signal.SIGKILL)
+        for job in list(self._jobs.values()):
+            self._forget(job)
+        shutil.rmtree(self.spool_dir, ignore_errors=True)
+
+
+@dataclass
+class _Kept:
+    spools: dict[str, Spool]
+    expires: float
+
+
+class KeptOutputs:
+    """Full outputs of cut results, readable for a while as resources (``shell-exec://output/<id>/<stream>``)."""
+
+    def __init__(self, policy: ShellPolicy, spool_dir: Path) -> None:
+        self.policy = policy
+        self.spool_dir = spool_dir
+        self._kept: dict[str, _Kept] = {}
+
+    def spools(self, lazy_after: int) -> dict[str, Spool]:
+        """Fresh spools for one run: nothing touches the disk unless the output grows past ``lazy_after``."""
+        if self.policy.kept_output_bytes == 0 or self.policy.kept_output_seconds == 0:
+            return {}
+        self.spool_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tag = secrets.token_hex(8)
+        return {
+            name: Spool(self.spool_dir / f"{tag}.{name}", self.policy.kept_output_bytes, lazy_after=lazy_after)
+            for name in ("stdout", "stderr")
+        }
+
+    def keep(self, spools: dict[str, Spool]) -> str:
+        """Keep these spools readable for kept_output_seconds; their id."""
+        self.expire()
+        output_id = secrets.token_hex(8)
+        self._kept[output_id] = _Kept(spools, time.monotonic() + self.policy.kept_output_seconds)
+        return output_id
+
+    def read(self, output_id: str, stream: str) -> str | None:
+        self.expire()
+        kept = self._kept.get(output_id)
+        spool = kept.spools.get(stream) if kept is not None else None
+        if spool is None:
+            return None
+        first, missing, last = spool.parts(0, spool.total)
+        if missing:
+            return _text(first) + f"\n[… {missing} bytes not kept …]\n" + _text(last)
+        return _text(first + last)
+
+    def expire(self) -> None:
+        now = time.monotonic()
+        for output_id, kept in list(self._kept.items()):
+            if kept.expires <= now:
+                del self._kept[output_id]
+                for spool in kept.spools.values():
+                    spool.close()
+
+    def close(self) -> None:
+        for kept in self._kept.values():
+            for spool in kept.spools.values():
+                spool.close()
+        self._kept.clear()
+        shutil.rmtree(self.spool_dir, ignore_errors=True)
