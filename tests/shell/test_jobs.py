@@ -252,3 +252,17 @@ async def test_jobs_work_the_same_without_the_box(workspace: Path) -> None:
         stopped = await call(client, jobId="j1", signal="TERM")
         assert stopped["status"] == "stopped"
         await wait_until(lambda: not processes_with(token))
+
+
+async def test_a_job_that_cannot_start_is_an_error_and_listed_as_failed(workspace: Path) -> None:
+    async with serve(SX, workspace) as client:
+        with anyio.fail_after(30):
+            refused = await client.call_tool(
+                "shell_exec", {"command": "no-such-program-here", "args": ["x"], "yieldAfterSeconds": 2}
+            )
+        assert error_of(refused)["code"] == "COMMAND_NOT_FOUND"
+        listed = await call(client, listJobs=True)
+        started = await call(client, command="sleep 5", yieldAfterSeconds=0, timeoutSeconds=7)
+        look = await call(client, jobId=started["jobId"])
+    assert [(j["jobId"], j["status"], j["exitCode"]) for j in listed["jobs"]] == [("j1", "failed", -1)]
+    assert started["timeoutSeconds"] == look["timeoutSeconds"] == 7  # a look reports the job's own timeout

@@ -170,6 +170,7 @@ class Job:
     error: GuardError | None = None
     ended: float | None = None
     stopped_by: str | None = None  # the signal a call stopped it with
+    timeout: float = 0.0  # its timeoutSeconds
     seen: list[int] = field(default_factory=lambda: [0, 0])
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -180,6 +181,8 @@ class Job:
     def status(self) -> str:
         if self.ended is None:
             return "running"
+        if self.error is not None:
+            return "failed"
         if self.stopped_by is not None:
             return "stopped"
         if self.result is not None and self.result.timed_out:
@@ -246,7 +249,10 @@ class JobTable:
             )
         return job
 
-    def start(self, shown: str, cwd: str, run: Callable[[Control], Awaitable[RunResult]]) -> Job:
+    def find(self, job_id: str) -> Job | None:
+        return self._jobs.get(job_id.strip())
+
+    def start(self, shown: str, cwd: str, timeout: float, run: Callable[[Control], Awaitable[RunResult]]) -> Job:
         """Start ``run`` as a job (raises JOB_LIMIT when ``max_jobs`` run already)."""
         self.forget_finished()
         running = self.running()
@@ -274,6 +280,7 @@ class JobTable:
             Control(keep_stdin=True),
         )
         job.control.tee = job.feed
+        job.timeout = timeout
         self._jobs[job_id] = job
         job.task = asyncio.create_task(self._run(job, run(job.control)))
         return job

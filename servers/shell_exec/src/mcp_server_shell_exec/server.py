@@ -110,7 +110,7 @@ class NetworkDenial(BaseModel):
 class JobInfo(BaseModel):
     jobId: str = Field(description="The job's id.")
     command: str = Field(description="The command it runs.")
-    status: str = Field(description="running, exited, stopped or timed-out.")
+    status: str = Field(description="running, exited, stopped, timed-out or failed (could not start).")
     runtimeSeconds: float = Field(description="Seconds since it started (until it ended).")
     stdoutBytes: int = Field(description="Bytes it wrote to stdout so far.")
     stderrBytes: int = Field(description="Bytes it wrote to stderr so far.")
@@ -288,8 +288,11 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
 
     def timeout_for(arguments: Mapping[str, Any]) -> float:
         """The call's timeout: the policy's default and cap; for a background job, the job's (longer) ones."""
+        named = arguments.get("jobId")
+        if isinstance(named, str) and named and (known := jobs.find(named)) is not None:
+            return known.timeout
         asked = arguments.get("timeoutSeconds")
-        job = isinstance(arguments.get("yieldAfterSeconds"), int | float) and not arguments.get("jobId")
+        job = isinstance(arguments.get("yieldAfterSeconds"), int | float) and not named
         default, cap = (
             (policy.job_timeout_seconds, policy.job_timeout_seconds)
             if job
@@ -440,7 +443,7 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
             await jobs.stop(job, args.signal)
         else:
             await jobs.wait(job, args.yieldAfterSeconds or 0.0)
-        return job_result(job, limit, timeout_for({"yieldAfterSeconds": 0}))
+        return job_result(job, limit, job.timeout)
 
     def wrong_job_arguments(given: Mapping[str, Any]) -> None:
         """signal, closeStdin without jobId: the call the model meant needs the job's id."""
@@ -480,7 +483,9 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
         if egress is not None:
             # A job outlives its call: nobody can be asked mid-run; its unnamed hosts are asked about before the
             # next run of the same line.
-            ask, ask_later = host_asker(ctx, prepared.shown) if not background else (None, True)
+            ask, ask_later = host_asker(ctx, prepared.shown)
+            if background:
+                ask, ask_later = None, ask is not None or ask_later
             hosts = CallHosts(
                 grants, shown=prepared.shown, cwd=prepared.cwd, approved=decided.hosts, ask=ask, ask_later=ask_later
             )
@@ -489,6 +494,7 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
             job = jobs.start(
                 prepared.shown,
                 prepared.cwd_display,
+                timeout,
                 lambda control: shell.execute(prepared, None, timeout, 1 << 16, None, hosts, control),
             )
             audit.note(job=job.id, job_action="start")
