@@ -196,6 +196,14 @@ def _json_of(value: str) -> Any:
 def _coerce(key: str, value: Any, prop: Mapping[str, Any], problems: _Problems) -> Any:
     """The value in the property's type; or, with a problem added, the fix for the example (``_DROP``: leave out)."""
     kind = prop.get("type")
+    choices = prop.get("enum")
+    if kind == "string" and isinstance(value, str) and isinstance(choices, list) and value not in choices:
+        # "term" or "SIGTERM" for TERM: one choice matches ignoring case (or ends the value): unambiguous.
+        meant = [c for c in choices if isinstance(c, str) and value.strip().upper().endswith(c.upper())]
+        if len(meant) == 1:
+            return meant[0]
+        problems.add(f"'{key}' must be one of {', '.join(map(str, choices))}, not {json.dumps(value)}")
+        return _DROP
     if kind == "string":
         if isinstance(value, str):
             return value
@@ -326,8 +334,16 @@ def _bounds(key: str, value: Any, prop: Mapping[str, Any], problems: _Problems) 
     return value
 
 
-def normalize_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """The caller's arguments in the schema's types, or a ParamError that shows the corrected call."""
+def normalize_arguments(
+    tool: str,
+    schema: Mapping[str, Any],
+    arguments: Mapping[str, Any],
+    implied: Mapping[str, tuple[str, ...]] | None = None,
+) -> dict[str, Any]:
+    """The caller's arguments in the schema's types, or a ParamError that shows the corrected call.
+
+    ``implied``: a required string argument that is "" when one of the named arguments is given (shell_exec's
+    ``command`` in a call about a job): left out then, it is taken as meant."""
     properties: dict[str, Any] = dict(schema.get("properties", {}))
     required: list[str] = list(schema.get("required", []))
     valid = list(properties)
@@ -368,6 +384,9 @@ def normalize_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping
         bounded = _bounds(key, coerced, properties[key], problems)
         if bounded is not _DROP:
             result[key] = bounded
+    for key, givers in (implied or {}).items():
+        if key not in result and any(result.get(g) not in (None, False, "") for g in givers):
+            result[key] = ""
     for key in required:
         if key not in result:
             problems.add(f"missing required argument '{key}'")

@@ -22,7 +22,7 @@ import logging
 import shlex
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 from urllib.parse import unquote, urlparse
 
@@ -190,6 +190,7 @@ class ToolShape:
     action: str  # read, write, exec (the audit record's action)
     target: Callable[[Mapping[str, Any]], str | None]  # the audit record's target, from the arguments
     paths: Mapping[str, str]  # path arguments and what they name ("file", "dir", "new"), for suggestions
+    implied: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # see calls.normalize_arguments
 
 
 def path_target(arguments: Mapping[str, Any]) -> str | None:
@@ -333,7 +334,7 @@ class GuardedServer(MCPServer[Any]):
             normalized = arguments
             try:
                 if shape is not None:
-                    normalized = normalize_arguments(name, shape.input_schema, arguments)
+                    normalized = normalize_arguments(name, shape.input_schema, arguments, shape.implied)
                 if direct:
                     result = await self.direct_tools[name].run(normalized, self._no_request, convert_result=True)
                 else:
@@ -411,6 +412,7 @@ def register_tool(
     action: str = "read",
     target: Callable[[Mapping[str, Any]], str | None] = path_target,
     paths: Mapping[str, str] | None = None,
+    implied: Mapping[str, tuple[str, ...]] | None = None,
 ) -> None:
     """Publish ``handler(args, ctx, **resolved)`` as tool ``name`` with schemas taken from the two models.
 
@@ -429,6 +431,7 @@ def register_tool(
         action=action,
         target=target,
         paths=dict(paths) if paths is not None else {"path": "file"},
+        implied=dict(implied or {}),
     )
 
     async def call(**kwargs: Any) -> Any:

@@ -235,7 +235,7 @@ class JobTable:
 
     def get(self, job_id: str) -> Job:
         self.forget_finished()
-        job = self._jobs.get(job_id.strip())
+        job = self._jobs.get(job_id.strip()) or self._jobs.get(f"j{job_id.strip()}")  # "1" for "j1": as meant
         if job is None:
             known = ", ".join(f"{j.id} ({j.status}: {j.shown[:40]})" for j in self._jobs.values()) or "none"
             running = self.running()

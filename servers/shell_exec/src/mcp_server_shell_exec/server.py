@@ -568,6 +568,7 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
         action="exec",
         target=command_target,
         paths={"cwd": "dir"},
+        implied={"command": ("jobId", "listJobs")},  # a call about jobs runs no command
         resolvers={"answer": Annotated[ElicitationResult[ApprovalForm], Resolve(gate)]},
     )
     return server
