@@ -175,11 +175,18 @@ def test_server_exit_leaves_no_job_process(workspace: Path, tmp_path: Path, how:
         raw.close()
 
 
-def test_a_cut_50_mb_output_is_readable_as_a_resource_until_its_lifetime_ends(workspace: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("modern", [False, True], ids=["2025-11-25", "2026-07-28"])
+def test_a_cut_50_mb_output_is_readable_as_a_resource_until_its_lifetime_ends(
+    workspace: Path, tmp_path: Path, modern: bool
+) -> None:
     policy = tmp_path / "keep.toml"
     policy.write_text("[shell_exec]\nkept_output_seconds = 3\n", encoding="utf-8")
     size = 50 << 20
-    raw = RawClient([console_script(SX), "--audit-log", str(tmp_path / "a.jsonl"), "--policy", str(policy)], workspace)
+    raw = RawClient(
+        [console_script(SX), "--audit-log", str(tmp_path / "a.jsonl"), "--policy", str(policy)],
+        workspace,
+        modern=modern,
+    )
     try:
         raw.initialize()
         command = f"python3 -c \"import sys; sys.stdout.write('0123456789abcdef' * {size // 16})\""
@@ -271,3 +278,29 @@ async def test_a_job_that_cannot_start_is_an_error_and_listed_as_failed(workspac
         look = await call(client, jobId=started["jobId"])
     assert [(j["jobId"], j["status"], j["exitCode"]) for j in listed["jobs"]] == [("j1", "failed", -1)]
     assert started["timeoutSeconds"] == look["timeoutSeconds"] == 7  # a look reports the job's own timeout
+
+
+async def test_a_finished_job_is_forgotten_after_its_time_and_its_spool_removed(
+    workspace: Path, tmp_path: Path, isolated_home: Path
+) -> None:
+    policy = tmp_path / "forget.toml"
+    policy.write_text("[shell_exec]\njob_forget_seconds = 1\n", encoding="utf-8")
+    state = isolated_home / ".local" / "state"
+
+    def spooled() -> list[Path]:
+        return [p for p in state.rglob("*") if p.is_file() and "spool" in p.parts and "jobs" in p.parts]
+
+    async with serve(SX, workspace, "--policy", str(policy)) as client:
+        await call(client, command="echo kept", yieldAfterSeconds=5)
+        assert spooled(), "a job's output is spooled under the state directory"
+        assert not any(workspace in p.parents for p in state.rglob("*"))
+
+        async def forgotten() -> bool:
+            result = await client.call_tool("shell_exec", {"command": "", "jobId": "j1"})
+            return bool(result.is_error) and error_of(result)["code"] == "JOB_NOT_FOUND"
+
+        with anyio.fail_after(20):
+            while not await forgotten():
+                await anyio.sleep(0.2)
+        assert not spooled()
+    assert not [p for p in state.rglob("*") if "spool" in p.parts and p.is_file()]  # nothing left at exit
