@@ -256,7 +256,7 @@ def check_shell(
 ) -> dict[str, Any]:
     """A successful, allowed run, with the expected stdout or size; ``sandbox``: the label the result must say."""
     sc: dict[str, Any] = result.get("structuredContent") or {}
-    ok = sc.get("exitCode") == 0 and sc.get("decision") == "allow" and not sc.get("timedOut")
+    ok = sc.get("exitCode") == 0 and sc.get("policyDecision") == "allow" and not sc.get("timedOut")
     ok = ok and sc.get("limitHit") is None and (sandbox is None or sc.get("sandbox") == sandbox)
     if stdout is not None:
         ok = ok and sc.get("stdout") == stdout and not sc.get("truncated")

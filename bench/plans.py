@@ -44,7 +44,8 @@ def use_pidfd_child_watcher() -> None:
 
 
 def sandbox_modes() -> dict[str, Modes]:
-    """(--sandbox, --sandbox-read, --network) of each server of SANDBOX_VARIANTS, as the sandbox package's enums."""
+    """(--sandbox, --sandbox-read, --network) of each server of SANDBOX_VARIANTS, as the sandbox package's enums
+    (the network of the plan; the default, policy, shows in the label as the box's, see expected_sandbox_labels)."""
     return {
         "off": (SandboxMode.OFF, ReadScope.ALL, NetworkMode.ALLOW),
         "auto": (SandboxMode.AUTO, ReadScope.ALL, NetworkMode.ALLOW),
@@ -60,8 +61,13 @@ def expected_sandbox_labels() -> dict[str, str]:
     plans = sandbox_plans(*sandbox_modes())
     try:
         boxed = "bwrap+pidns+mountns+nocaps+seccomp+" if shutil.which("bwrap") else ""
+        # The default network (policy) puts the box's own namespace and the egress proxy behind the rest.
+        proxied = {name for name in ("auto", "jail") if boxed}
         return {"unconfined": "none"} | {
-            name: ("" if p.mode is SandboxMode.OFF else boxed) + p.label for name, p in plans.items()
+            name: ("" if p.mode is SandboxMode.OFF else boxed)
+            + p.label
+            + ("+netns+egress-proxy" if name in proxied else "")
+            for name, p in plans.items()
         }
     finally:
         release_plans(plans)
