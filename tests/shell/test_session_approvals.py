@@ -154,6 +154,13 @@ async def test_approvals_file_keeps_grants_across_restarts(workspace: Path, poli
     later = Human()
     [after] = await _calls(workspace, flags, later, "pkgtool install b")
     assert later.questions == [] and after["policyDecision"] == "approved-session"
+    # The audit says who approved what, and when: the grant's approver and time on the covered call.
+    records = [json.loads(line) for line in (workspace.parent / "audit.jsonl").read_text(encoding="utf-8").splitlines()]
+    [covered] = [r for r in records if r.get("phase") == "outcome" and r.get("audit_id") == after["auditId"]]
+    assert covered["approved_by"] == f"human:elicitation at {grant['at']}"
+    assert covered["approval"] == "session-prefix:pkgtool install" and covered["policy_result"] == "approved-session"
+    [granting] = [r for r in records if r.get("phase") == "outcome" and r.get("audit_id") == first["auditId"]]
+    assert granting["granted"] == f"session-prefix:pkgtool install (rule pkgtool-install) at {grant['at']}"
     # Without the file, a restart forgets.
     forgetting = Human()
     await _calls(workspace, ["--policy", str(policy)], forgetting, "pkgtool install b")
