@@ -304,3 +304,30 @@ async def test_a_finished_job_is_forgotten_after_its_time_and_its_spool_removed(
                 await anyio.sleep(0.2)
         assert not spooled()
     assert not [p for p in state.rglob("*") if "spool" in p.parts and p.is_file()]  # nothing left at exit
+
+
+async def test_stdin_to_a_job_that_does_not_read_returns_instead_of_hanging(workspace: Path) -> None:
+    async with serve(SX, workspace) as client:
+        await call(client, command="sleep 60", yieldAfterSeconds=0)
+        with anyio.fail_after(40):
+            blocked = await client.call_tool("shell_exec", {"command": "", "jobId": "j1", "stdin": "x" * (4 << 20)})
+            error = error_of(blocked)
+            assert error["code"] == "STDIN_BLOCKED" and "not reading" in error["message"]
+            # The connection is still answering, and the job can still be stopped.
+            assert (await call(client, jobId="j1", signal="KILL"))["status"] == "stopped"
+
+
+def test_kept_outputs_are_bounded_however_many_results_are_cut(tmp_path: Path) -> None:
+    from mcp_server_guard.policy import load_policy
+    from mcp_server_guard.shell.jobs import MAX_KEPT, KeptOutputs
+
+    kept = KeptOutputs(load_policy().shell_exec, tmp_path / "outputs")
+    ids = []
+    for _ in range(MAX_KEPT + 5):
+        spools = kept.spools(lazy_after=1024)
+        spools["stdout"].feed(b"y" * 4096)  # past lazy_after: on disk
+        ids.append(kept.keep(spools))
+    assert len(list((tmp_path / "outputs").iterdir())) == MAX_KEPT  # stdout files only (stderr never grew)
+    assert kept.read(ids[0], "stdout") is None and kept.read(ids[-1], "stdout") == "y" * 4096
+    kept.close()
+    assert not (tmp_path / "outputs").exists()

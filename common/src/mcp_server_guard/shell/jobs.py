@@ -40,6 +40,7 @@ log = logging.getLogger("mcp_server_guard.jobs")
 TAIL_KEPT = 1 << 20
 LINE_SCAN = 64 << 10  # a running job's look ends at the last newline within this many bytes of its end
 STOP_GRACE_S = 5.0
+MAX_KEPT = 8  # cut outputs kept at once (each up to kept_output_bytes per stream); the oldest goes first
 SIGNALS = {"TERM": signal.SIGTERM, "INT": signal.SIGINT, "KILL": signal.SIGKILL}
 URI_PREFIX = "shell-exec://output/"
 
@@ -370,6 +371,11 @@ class KeptOutputs:
         self.expire()
         output_id = secrets.token_hex(8)
         self._kept[output_id] = _Kept(spools, time.monotonic() + self.policy.kept_output_seconds)
+        # Bounded disk: a model printing 50 MB in a loop keeps the last MAX_KEPT outputs, not all of them.
+        while len(self._kept) > MAX_KEPT:
+            oldest = next(iter(self._kept))
+            for spool in self._kept.pop(oldest).spools.values():
+                spool.close()
         return output_id
 
     def read(self, output_id: str, stream: str) -> str | None:

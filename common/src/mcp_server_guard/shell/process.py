@@ -196,14 +196,29 @@ class Control:
     def stdin_open(self) -> bool:
         return self._stdin is not None
 
-    async def write_stdin(self, data: bytes) -> int:
-        """Write to the command's stdin (blocking writes on a worker thread, in order); the bytes written."""
+    async def write_stdin(self, data: bytes, within: float = 10.0) -> int:
+        """Write to the command's stdin, in order, for at most ``within`` seconds; the bytes written (fewer when
+        the command does not read them, closed its stdin or ended). Non-blocking on the event loop: a command
+        that never reads cannot hold a call, or a worker thread, forever."""
         await self.settled.wait()
+        done = 0
         async with self._write_lock:
-            fd = self._stdin
-            if fd is None:
-                return 0
-            return await anyio.to_thread.run_sync(_write_all, fd, data)
+            with anyio.move_on_after(within):
+                while done < len(data):
+                    fd = self._stdin
+                    if fd is None:
+                        break
+                    os.set_blocking(fd, False)
+                    try:
+                        # No await between the check above and this write: close_stdin (on this loop) cannot
+                        # slip in, so the fd is still the command's.
+                        done += os.write(fd, data[done : done + 65536])
+                    except BlockingIOError:
+                        with anyio.move_on_after(0.1):  # short: a close_stdin meanwhile is seen at the next turn
+                            await anyio.wait_writable(fd)
+                    except OSError:
+                        break  # the command closed its stdin or ended
+        return done
 
     def close_stdin(self) -> None:
         fd, self._stdin = self._stdin, None
@@ -218,14 +233,6 @@ def output_buffers(limit: int, control: Control | None = None) -> tuple[OutputBu
     if tee is None:
         return OutputBuffer(limit), OutputBuffer(limit)
     return OutputBuffer(limit, partial(tee, 1)), OutputBuffer(limit, partial(tee, 2))
-
-
-def _write_all(fd: int, data: bytes) -> int:
-    done = 0
-    with contextlib.suppress(OSError):  # the command closed its stdin or ended
-        while done < len(data):
-            done += os.write(fd, data[done : done + 65536])
-    return done
 
 
 class OutputBuffer:

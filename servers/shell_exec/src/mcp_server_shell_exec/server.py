@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from mcp_server_guard import audit
 from mcp_server_guard.audit import default_state_path
-from mcp_server_guard.errors import GuardError, ParamError
+from mcp_server_guard.errors import GuardError, ParamError, ResourceError
 from mcp_server_guard.policy import NetworkRules, Verdict
 from mcp_server_guard.protected import protection_for
 from mcp_server_guard.serving.server import (
@@ -433,8 +433,17 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
                     "Look at it instead: "
                     f'{{"name": "shell_exec", "arguments": {{"command": "", "jobId": "{job.id}"}}}}',
                 )
-            written = await job.control.write_stdin(args.stdin.encode("utf-8", "surrogateescape"))
+            data = args.stdin.encode("utf-8", "surrogateescape")
+            written = await job.control.write_stdin(data)
             audit.note(stdin_bytes=written)
+            if written < len(data):
+                raise ResourceError(
+                    "STDIN_BLOCKED",
+                    f"Job {job.id} took {written} of {len(data)} bytes of input in 10 s: it is not reading its "
+                    f"standard input ({job.status}).",
+                    "Look at its output first: "
+                    f'{{"name": "shell_exec", "arguments": {{"command": "", "jobId": "{job.id}"}}}}',
+                )
         if args.closeStdin:
             job.control.close_stdin()
             audit.note(stdin_closed=True)
