@@ -76,8 +76,12 @@ def running() -> Iterator[Running]:
     asked: list[tuple[str | None, str, int]] = []
     answer: list[bool] = []
 
+    rebinding = ["93.184.216.34", "127.0.0.1"]  # rebind.test: a public answer first, then loopback
+
     async def resolver(host: str, port: int) -> list[IPAddress]:
         # The test hook: chosen names lead to loopback, where the test's server listens; nothing else resolves.
+        if host == "rebind.test":
+            return [ipaddress.ip_address(rebinding.pop(0) if len(rebinding) > 1 else rebinding[0])]
         if host in NAMES:
             return [ipaddress.ip_address("127.0.0.1")]
         try:
@@ -88,7 +92,8 @@ def running() -> Iterator[Running]:
     async def asker(token: str | None, host: str, port: int, verdict: Verdict) -> Verdict:
         asked.append((token, host, port))
         if answer and answer[0]:
-            return Verdict("allow", "approved-command", "approved by the stand-in human")
+            # The approval covers the special addresses the question showed (verdict.addresses), no others.
+            return Verdict("allow", "approved-command", "approved by the stand-in human", verdict.addresses)
         return Verdict("deny", "not-approved", "refused by the stand-in human")
 
     proxy = EgressProxy(rules, asker=asker, resolver=resolver)
@@ -292,3 +297,12 @@ def test_made_up_tokens_cannot_grow_the_proxys_tables(running: Running) -> None:
         status, _, _ = connect_get(running, "denied.test", running.origin, token=f"forged{i}")
         assert status == 403
     assert running.proxy.denied == {} and running.proxy.allowed == {}
+
+
+def test_dns_rebinding_after_an_approval_cannot_reach_loopback(running: Running) -> None:
+    # The attack: the question shows a name that resolves to a public address; once approved, the name's next
+    # answer is 127.0.0.1 (or 169.254.169.254). The approval covers only the special addresses it showed: none.
+    running.answer.append(True)
+    status, headers, _ = connect_get(running, "rebind.test", running.origin, token="call6")
+    assert status == 403 and headers["x-mcp-guard-rule"] == "private-address"
+    assert running.asked == [("call6", "rebind.test", running.origin)]

@@ -331,3 +331,54 @@ def test_kept_outputs_are_bounded_however_many_results_are_cut(tmp_path: Path) -
     assert kept.read(ids[0], "stdout") is None and kept.read(ids[-1], "stdout") == "y" * 4096
     kept.close()
     assert not (tmp_path / "outputs").exists()
+
+
+async def test_closing_stdin_while_a_write_waits_leaves_the_server_sound(workspace: Path) -> None:
+    # A write to a job that is not reading waits for the fd; a closeStdin meanwhile must not close the fd under
+    # that wait (the event loop would keep watching a number the next socket or pipe reuses).
+    async with serve(SX, workspace) as client:
+        await call(client, command="sleep 60", yieldAfterSeconds=0)
+        results: dict[str, Any] = {}
+
+        async def write() -> None:
+            results["write"] = await client.call_tool(
+                "shell_exec", {"command": "", "jobId": "j1", "stdin": "x" * (4 << 20)}
+            )
+
+        with anyio.fail_after(40):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(write)
+                await anyio.sleep(0.5)  # the write is (very likely) waiting on the full pipe by now
+                results["close"] = await call(client, jobId="j1", closeStdin=True)
+            assert error_of(results["write"])["code"] in ("STDIN_BLOCKED", "STDIN_CLOSED")
+            for i in range(5):  # fresh pipes and sockets after the close: every call answers normally
+                assert (await call(client, command=f"echo {i}"))["stdout"] == f"{i}\n"
+            await call(client, jobId="j1", signal="KILL")
+
+
+def test_host_questions_per_command_and_the_paused_time_are_bounded() -> None:
+    from mcp_server_guard.policy import Verdict
+    from mcp_server_guard.shell.grants import MAX_QUESTIONS, CallHosts, SessionApprovals
+    from mcp_server_guard.shell.process import Pause
+
+    asked: list[str] = []
+
+    async def ask(host: str, port: int, reason: str) -> str:
+        asked.append(host)
+        return "deny"
+
+    async def scenario() -> list[str]:
+        hosts = CallHosts(SessionApprovals(), shown="x", cwd="/", ask=ask)  # type: ignore[arg-type]
+        rules = [
+            (await hosts.decide(f"h{i}.test", 443, Verdict("ask", None, "no rule names it"))).rule or ""
+            for i in range(MAX_QUESTIONS + 3)
+        ]
+        await hosts.close()
+        return rules
+
+    rules = anyio.run(scenario)
+    assert len(asked) == MAX_QUESTIONS and rules[-1] == "unnamed-host" and rules[0] == "not-approved"
+    pause = Pause(most=0.05)
+    pause.begin()
+    time.sleep(0.1)
+    assert pause.total() == 0.05 and not pause.active  # a question open longer no longer stops the timeout

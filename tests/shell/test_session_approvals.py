@@ -31,6 +31,19 @@ programs = ["pkgtool"]
 subcommands = ["install"]
 
 [[shell_exec.rules]]
+id = "pkgtool-force"
+action = "ask"
+reason = "forces"
+programs = ["pkgtool"]
+flags = [["force"]]
+
+[[shell_exec.rules]]
+id = "zap"
+action = "ask"
+reason = "zaps a file"
+programs = ["zap"]
+
+[[shell_exec.rules]]
 id = "pkgtool-evil"
 action = "deny"
 reason = "never"
@@ -112,6 +125,8 @@ async def test_a_prefix_approved_for_the_session_covers_the_subcommand_and_nothi
         "pkgtool install a <<EOF\nx\nEOF",  # here-document
         "pkgtool install a; echo done",  # not every sub-command is pkgtool install
         "./pkgtool install a",  # a program PATH does not choose
+        "pkgtool install --force a",  # another rule asks too: a pkgtool-install grant must not cover it
+        "zap notes.txt",  # the rule names no subcommand: 'zap notes.txt' would be a file, not a subcommand
     ],
 )
 async def test_a_prefix_is_never_offered_for_wrappers_substitutions_or_mixed_lines(

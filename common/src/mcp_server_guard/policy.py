@@ -279,6 +279,9 @@ class Verdict:
     action: str  # "allow", "deny" or "ask"
     rule: str | None  # the entry that decided, or a reason code (e.g. "private-address")
     reason: str
+    # An "ask": the loopback/private/metadata addresses the name resolves to now (shown in the question); an
+    # approval: those its human saw, and so the only such addresses it lets the connection reach.
+    addresses: tuple[str, ...] = ()
 
 
 @dataclass

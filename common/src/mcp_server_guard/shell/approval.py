@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field, create_model
 
 from mcp_server_guard import audit
 from mcp_server_guard.errors import SecurityError
+from mcp_server_guard.shell.egress import warning
 from mcp_server_guard.shell.execution import Prepared, ShellExec
 from mcp_server_guard.shell.grants import Grant, HostAnswer, SessionApprovals
 from mcp_server_guard.shell.rules import Verdict
@@ -66,7 +67,8 @@ class Asked:
 
     prepared: Prepared
     prefix: str | None  # the session prefix the form may offer (None: only the exact line)
-    hosts: tuple[str, ...]  # hosts the last run of this line could not ask about
+    # hosts the last run of this line could not ask about, each with the special addresses it resolved to
+    hosts: tuple[tuple[str, tuple[str, ...]], ...]
     # Threat: a grant given for `npm install x` reused with an `env` that changes what it does
     # (npm_config_registry=…): a call with its own env is never covered, and offers nothing to remember.
     grantable: bool = True
@@ -93,8 +95,15 @@ class Checked:
     async def _asked(self, command: str, args: Sequence[str], cwd: str | None, env: Mapping[str, str] | None) -> Asked:
         prepared = await self.shell.prepare_off_loop(command, args, cwd, env)
         prefix = None
-        if prepared.verdict.action == "ask":
+        verdict = prepared.verdict
+        if verdict.action == "ask" and set(verdict.asking) <= {verdict.rule}:
+            # Threat: a prefix granted for one rule covering a line another rule also asks about (`git push
+            # --delete … --receive-pack=…`), or a "prefix" that is a program's first operand (`shred x`): only
+            # a line one rule asks about, and only a subcommand that rule names.
+            rule = next((r for r in self.shell.policy.rules if r.id == verdict.rule), None)
             prefix = self.shell.session_prefix(command, args, env)
+            if prefix is not None and (rule is None or prefix.split(" ", 1)[1] not in rule.subcommands):
+                prefix = None
         grantable = not env
         return Asked(
             prepared, prefix if grantable else None, self.grants.pending_hosts(prepared.shown, prepared.cwd), grantable
@@ -168,7 +177,7 @@ def question(asked: Asked, ctx: Context[Any, Any], grants: SessionApprovals) -> 
     if asked.hosts:
         parts.append(
             "Its last run tried to reach hosts no [network] rule names:\n"
-            + "".join(f"    {h}\n" for h in asked.hosts)
+            + "".join(f"    {h}" + (f" ({warning(shown)})" if shown else "") + "\n" for h, shown in asked.hosts)
             + "Let it reach them?"
         )
     return Elicit("\n\n".join(parts), _form(asks_command, asked.prefix, bool(asked.hosts), asked.grantable))
@@ -179,7 +188,7 @@ class Consent:
     """What the human (or a grant) said for one call."""
 
     approval: str  # "" (nothing asked), "once", or the label of the grant that covers or now covers the line
-    hosts: tuple[str, ...]  # hosts approved for this run only
+    hosts: dict[str, tuple[str, ...]]  # hosts approved for this run only (with the special addresses shown)
     grant: Grant | None = None
 
 
@@ -214,16 +223,16 @@ def consent(answer: ElicitationResult[ApprovalForm], asked: Asked, grants: Sessi
             else:
                 approval = "once"
             audit.note(decision="ask-approved", approved_by=APPROVED_BY, approval=approval, reason=verdict.reason)
-    hosts: tuple[str, ...] = ()
+    hosts: dict[str, tuple[str, ...]] = {}
     if asked.hosts:
         choice = getattr(data, "network", None)
         grants.forget_pending(prepared.shown, prepared.cwd)
         if choice == "command":
-            hosts = asked.hosts
+            hosts = dict(asked.hosts)
         elif choice == "session":
-            for host in asked.hosts:
-                grants.grant("host", host, approved_by=APPROVED_BY)
-        audit.note(hosts_asked=list(asked.hosts), hosts_answer=choice or "no answer")
+            for host, shown in asked.hosts:
+                grants.grant("host", host, approved_by=APPROVED_BY, addresses=shown)
+        audit.note(hosts_asked=[h for h, _ in asked.hosts], hosts_answer=choice or "no answer")
     return Consent(approval, hosts, granted)
 
 

@@ -29,7 +29,7 @@ import ipaddress
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mcp_server_guard.policy import IPAddress, NetworkRules, Verdict, normal_host, special_address
@@ -199,10 +199,13 @@ class EgressProxy:
             except (OSError, TimeoutError):
                 await _reply(conn, 502, "Bad Gateway", f"{head.host} does not resolve")
                 return
-            # A human's approval names exactly this host and port, as an exact allow entry would (the question
-            # says when the name resolves to a local-network address, see below).
-            approved = (verdict.rule or "").startswith("approved")
-            refusals = [self.rules.judge_address(head.host, ip, head.port, approved=approved) for ip in addresses]
+            # Threat: DNS rebinding — a human approves "cdn.example" (which resolved to a public address, or to
+            # 127.0.0.1 and the question said so); later answers point it at 169.254.169.254. An approval lets
+            # the connection reach only the special addresses its human was shown.
+            shown = set(verdict.addresses) if (verdict.rule or "").startswith("approved") else set()
+            refusals = [
+                self.rules.judge_address(head.host, ip, head.port, approved=str(ip) in shown) for ip in addresses
+            ]
             usable = [ip for ip, refused in zip(addresses, refusals, strict=True) if refused is None]
             if not usable:
                 verdict = next((r for r in refusals if r is not None), verdict)
@@ -236,11 +239,7 @@ class EgressProxy:
         special = [str(ip) for ip in addresses if special_address(ip)]
         if not special:
             return verdict
-        return dataclasses.replace(
-            verdict,
-            reason=f"{verdict.reason}; WARNING: it resolves to {', '.join(special)}, on this machine or "
-            "its local network",
-        )
+        return dataclasses.replace(verdict, reason=f"{verdict.reason}; {warning(special)}", addresses=tuple(special))
 
     def _decided(self, head: _Head, verdict: Verdict) -> None:
         kept = head.token is not None and head.token in self.live
@@ -413,6 +412,10 @@ async def _relay(client: socket.socket, upstream: socket.socket) -> None:
     finally:
         for task in tasks:
             task.cancel()
+
+
+def warning(special: Sequence[str]) -> str:
+    return f"WARNING: it resolves to {', '.join(special)}, on this machine or its local network"
 
 
 def proxy_env(port: int, token: str) -> Mapping[str, str]:

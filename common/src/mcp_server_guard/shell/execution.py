@@ -129,8 +129,12 @@ class ShellExec:
         call = self._calls.get(token) if token is not None else None
         if call is not None:
             return await call.decide(host, port, verdict)
-        if self.grants.for_host(host, port) is not None:
-            return NetVerdict("allow", "approved-session", f"{host}:{port} approved by the user for this session")
+        granted = self.grants.for_host(host, port)
+        if granted is not None:
+            return NetVerdict(
+                "allow", "approved-session", f"{host}:{port} approved by the user for this session",
+                granted.shown_addresses,
+            )  # fmt: skip
         return NetVerdict("deny", "unnamed-host", verdict.reason)
 
     async def prepare_off_loop(

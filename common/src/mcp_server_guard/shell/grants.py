@@ -22,7 +22,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,6 +42,7 @@ MAX_GRANTS = 1000
 MAX_PENDING_LINES = 64
 MAX_PENDING_HOSTS = 8
 HOST_QUESTION_TIMEOUT_S = 300.0  # then the host is refused
+MAX_QUESTIONS = 8  # host questions per command; further unnamed hosts are refused without one
 _FILE_VERSION = 1
 
 # Programs whose "subcommand" can be any program or any code: a prefix grant for them would allow anything.
@@ -90,6 +91,11 @@ class Grant:
     cwd: str  # for a line: the directory it runs in; "" otherwise
     approved_by: str
     at: str  # ISO 8601, UTC
+    addresses: str = ""  # a host's: the special addresses its human was shown (comma-separated)
+
+    @property
+    def shown_addresses(self) -> tuple[str, ...]:
+        return tuple(a for a in self.addresses.split(",") if a)
 
     @property
     def label(self) -> str:
@@ -107,7 +113,7 @@ class SessionApprovals:
         self._grants: dict[tuple[GrantKind, str, str, str], Grant] = {}
         self._lock = threading.Lock()
         # (line, cwd) -> hosts its last run could not ask about; memory only, bounded
-        self._pending: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._pending: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {}
         if path is not None and path.exists():
             self._load(path)
 
@@ -118,21 +124,23 @@ class SessionApprovals:
             if data.get("version") != _FILE_VERSION:
                 raise ValueError(f"unknown version {data.get('version')!r}")
             for entry in data["grants"][-MAX_GRANTS:]:
-                grant = Grant(**{k: str(entry[k]) for k in ("kind", "value", "rule", "cwd", "approved_by", "at")})  # type: ignore[arg-type]
+                fields = {k: str(entry[k]) for k in ("kind", "value", "rule", "cwd", "approved_by", "at")}
+                grant = Grant(**fields, addresses=str(entry.get("addresses", "")))  # type: ignore[arg-type]
                 if grant.kind not in ("line", "prefix", "host"):
                     raise ValueError(f"unknown kind {grant.kind!r}")
                 self._grants[(grant.kind, grant.value, grant.rule, grant.cwd)] = grant
         except (OSError, KeyError, TypeError, AttributeError, json.JSONDecodeError) as exc:
             raise ValueError(f"{path} is not an approvals file: {exc}") from None
 
-    def pending_hosts(self, shown: str, cwd: str) -> tuple[str, ...]:
-        """Hosts the last run of this line tried to reach while nobody could be asked (asked before the next)."""
-        return self._pending.get((shown, cwd), ())
+    def pending_hosts(self, shown: str, cwd: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Hosts the last run of this line tried to reach while nobody could be asked (asked before the next),
+        each with the special addresses it resolved to then."""
+        return tuple(self._pending.get((shown, cwd), {}).items())
 
-    def add_pending(self, shown: str, cwd: str, hosts: Sequence[str]) -> None:
+    def add_pending(self, shown: str, cwd: str, hosts: Mapping[str, tuple[str, ...]]) -> None:
         key = (shown, cwd)
-        merged = tuple(dict.fromkeys((*self._pending.pop(key, ()), *hosts)))[:MAX_PENDING_HOSTS]
-        self._pending[key] = merged
+        merged = {**self._pending.pop(key, {}), **hosts}
+        self._pending[key] = dict(list(merged.items())[:MAX_PENDING_HOSTS])
         while len(self._pending) > MAX_PENDING_LINES:
             del self._pending[next(iter(self._pending))]
 
@@ -156,10 +164,19 @@ class SessionApprovals:
     def for_host(self, host: str, port: int) -> Grant | None:
         return self._grants.get(("host", f"{host}:{port}", "", ""))
 
-    def grant(self, kind: GrantKind, value: str, *, rule: str = "", cwd: str = "", approved_by: str) -> Grant:
+    def grant(
+        self,
+        kind: GrantKind,
+        value: str,
+        *,
+        rule: str = "",
+        cwd: str = "",
+        approved_by: str,
+        addresses: Sequence[str] = (),
+    ) -> Grant:
         """Remember a human's approval for the session (and in the approvals file, when there is one)."""
         at = datetime.now(UTC).isoformat(timespec="seconds")
-        grant = Grant(kind, value, rule, cwd if kind == "line" else "", approved_by, at)
+        grant = Grant(kind, value, rule, cwd if kind == "line" else "", approved_by, at, ",".join(addresses))
         with self._lock:
             self._grants[(grant.kind, grant.value, grant.rule, grant.cwd)] = grant
             while len(self._grants) > MAX_GRANTS:
@@ -202,15 +219,16 @@ class CallHosts:
         *,
         shown: str,
         cwd: str,
-        approved: Sequence[str] = (),
+        approved: Mapping[str, tuple[str, ...]] | None = None,
         ask: HostAsk | None = None,
         ask_later: bool = False,
     ) -> None:
         self.grants = grants
         self.shown, self.cwd = shown, cwd
-        self.approved = set(approved)
+        self.approved = dict(approved or {})  # host:port -> the special addresses its human was shown
         self.refused: set[str] = set()
-        self.unasked: list[str] = []
+        self.unasked: dict[str, tuple[str, ...]] = {}
+        self.asked = 0
         self.answers: list[str] = []  # for the audit: "host:port: answer"
         self.ask = ask
         self.ask_later = ask_later
@@ -221,15 +239,20 @@ class CallHosts:
         """The verdict on a host no rule names (``verdict`` is the rules' "ask")."""
         key = f"{host}:{port}"
         if key in self.approved:
-            return Verdict("allow", "approved-command", f"{key} approved by the user for this command")
+            shown = self.approved[key]
+            return Verdict("allow", "approved-command", f"{key} approved by the user for this command", shown)
         granted = self.grants.for_host(host, port)
         if granted is not None:
-            return Verdict("allow", "approved-session", f"{key} approved by the user for this session")
+            return Verdict(
+                "allow", "approved-session", f"{key} approved by the user for this session", granted.shown_addresses
+            )
         if key in self.refused:
             return Verdict("deny", "not-approved", f"the user did not allow {key}")
-        if self.ask is None:
+        if self.ask is None or (key not in self._questions and self.asked >= MAX_QUESTIONS):
+            if self.ask is not None:
+                return Verdict("deny", "unnamed-host", f"{verdict.reason}; {MAX_QUESTIONS} questions already asked")
             if self.ask_later and key not in self.unasked:
-                self.unasked.append(key)
+                self.unasked[key] = verdict.addresses
             later = (
                 "; run the same command again and the user will be asked first"
                 if self.ask_later
@@ -238,20 +261,23 @@ class CallHosts:
             return Verdict("deny", "unnamed-host", verdict.reason + later)
         task = self._questions.get(key)
         if task is None:
-            task = self._questions[key] = asyncio.ensure_future(self._ask(host, port, verdict.reason))
+            self.asked += 1
+            task = self._questions[key] = asyncio.ensure_future(self._ask(host, port, verdict))
         answer = await asyncio.shield(task)
         if answer in ("command", "session"):
-            return Verdict("allow", f"approved-{answer}", f"{key} approved by the user for this {answer}")
+            return Verdict(
+                "allow", f"approved-{answer}", f"{key} approved by the user for this {answer}", verdict.addresses
+            )
         return Verdict("deny", "not-approved", f"the user did not allow {key}")
 
-    async def _ask(self, host: str, port: int, reason: str) -> HostAnswer | None:
+    async def _ask(self, host: str, port: int, verdict: Verdict) -> HostAnswer | None:
         assert self.ask is not None
         key = f"{host}:{port}"
         self.pause.begin()
         try:
             # A client that never answers must not hold the command forever (its timeout is paused meanwhile).
             async with asyncio.timeout(HOST_QUESTION_TIMEOUT_S):
-                answer = await self.ask(host, port, reason)
+                answer = await self.ask(host, port, verdict.reason)
         except TimeoutError:
             answer = None
         except Exception:  # the client went away or answered nonsense: a refusal, never a crash
@@ -261,9 +287,9 @@ class CallHosts:
             self.pause.end()
         self.answers.append(f"{key}: {answer or 'no answer'}")
         if answer == "command":
-            self.approved.add(key)
+            self.approved[key] = verdict.addresses
         elif answer == "session":
-            self.grants.grant("host", key, approved_by="human:elicitation")
+            self.grants.grant("host", key, approved_by="human:elicitation", addresses=verdict.addresses)
         else:
             self.refused.add(key)
         return answer

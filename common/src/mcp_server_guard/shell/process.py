@@ -122,7 +122,8 @@ class Pause:
     """Time a command spends waiting on a human (a question its egress proxy asks): added to its timeout, so a
     slow answer does not kill the command it was asked for."""
 
-    def __init__(self) -> None:
+    def __init__(self, most: float = 300.0) -> None:
+        self.most = most  # at most this much is added, however many questions wait (a bounded timeout)
         self._open = 0
         self._since = 0.0
         self._total = 0.0
@@ -139,11 +140,11 @@ class Pause:
 
     @property
     def active(self) -> bool:
-        return self._open > 0
+        return self._open > 0 and self.total() < self.most
 
     def total(self) -> float:
-        """Seconds paused so far, the current wait included."""
-        return self._total + (time.monotonic() - self._since if self._open else 0.0)
+        """Seconds paused so far, the current wait included (at most ``most``)."""
+        return min(self.most, self._total + (time.monotonic() - self._since if self._open else 0.0))
 
 
 async def wait_with_pauses(done: Callable[[], Awaitable[None]], timeout: float, pause: Pause | None) -> bool:
@@ -173,6 +174,7 @@ class Control:
         self._stdin: int | None = None  # ours alone: only close_stdin closes it
         self._signal: Callable[[int], None] | None = None
         self._write_lock = anyio.Lock()
+        self._close_after_write = False
         self.settled = anyio.Event()  # the command started (attach), or never will (see JobTable)
 
     def attach(self, send_signal: Callable[[int], None], stdin_fd: int | None) -> None:
@@ -194,7 +196,7 @@ class Control:
 
     @property
     def stdin_open(self) -> bool:
-        return self._stdin is not None
+        return self._stdin is not None and not self._close_after_write
 
     async def write_stdin(self, data: bytes, within: float = 10.0) -> int:
         """Write to the command's stdin, in order, for at most ``within`` seconds; the bytes written (fewer when
@@ -206,7 +208,7 @@ class Control:
             with anyio.move_on_after(within):
                 while done < len(data):
                     fd = self._stdin
-                    if fd is None:
+                    if fd is None or self._close_after_write:
                         break
                     os.set_blocking(fd, False)
                     try:
@@ -218,9 +220,20 @@ class Control:
                             await anyio.wait_writable(fd)
                     except OSError:
                         break  # the command closed its stdin or ended
+            if self._close_after_write:
+                self._close_after_write = False
+                self._close_now()
         return done
 
     def close_stdin(self) -> None:
+        """EOF for the command. A write in progress (waiting for the fd to be writable) closes it when it stops:
+        closing under its wait would leave the event loop watching an fd number the next socket may reuse."""
+        if self._write_lock.locked():
+            self._close_after_write = True
+            return
+        self._close_now()
+
+    def _close_now(self) -> None:
         fd, self._stdin = self._stdin, None
         if fd is not None:
             with contextlib.suppress(OSError):

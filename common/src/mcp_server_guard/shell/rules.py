@@ -18,6 +18,7 @@ String policies are advisory: a program can always do what ``rm`` does. The kern
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 import os
@@ -122,6 +123,7 @@ class Verdict:
     commands: tuple[str, ...] = ()
     redirects: tuple[Redirect, ...] = ()
     findings: tuple[Finding, ...] = ()
+    asking: tuple[str, ...] = ()  # every rule that asks about some command of the line (the verdict names one)
 
 
 @dataclass
@@ -662,6 +664,7 @@ class PolicyEngine:
         expander = self.expand(command, args, env)
         best: Verdict | None = None
         commands: list[str] = []
+        asking: dict[str, None] = {}
         for found in expander.found:
             if found.finding is not None:
                 verdict = self._finding(found.finding)
@@ -669,6 +672,8 @@ class PolicyEngine:
                 assert found.argv is not None
                 commands.append(" ".join(a if a != _DYNAMIC else "…" for a in found.argv))
                 verdict = self._command(found.argv, found.text)
+            if verdict.action == "ask":
+                asking.update(dict.fromkeys(verdict.asking or (str(verdict.rule),)))
             if best is None or _SEVERITY[verdict.action] > _SEVERITY[best.action]:
                 best = verdict
         if best is None:
@@ -681,6 +686,7 @@ class PolicyEngine:
             tuple(commands),
             tuple(expander.redirects),
             tuple(f.finding for f in expander.found if f.finding is not None),
+            tuple(asking),
         )
 
     def _command(self, argv: list[str], text: str) -> Verdict:
@@ -689,6 +695,7 @@ class PolicyEngine:
         shown = " ".join(a if a != _DYNAMIC else "…" for a in argv)
         best: Verdict | None = None
         allowed = False
+        asking: list[str] = []
         for rule in self._program_rules:
             if rule_matches(rule, argv, parsed):
                 verdict = Verdict(rule.action, rule.id, rule.reason, shown)
@@ -704,8 +711,12 @@ class PolicyEngine:
                 )
             else:
                 continue
+            if verdict.action == "ask":
+                asking.append(str(verdict.rule))
             if best is None or _SEVERITY[verdict.action] > _SEVERITY[best.action]:
                 best = verdict
+        if best is not None and best.action == "ask":
+            best = dataclasses.replace(best, asking=tuple(asking))
         if self.policy.mode == "allowlist" and not allowed:
             if best is not None and best.action == "deny":
                 return best

@@ -364,10 +364,10 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
         if job.ended is not None and job.error is not None and result is None:
             audit.note(job=job.id, job_status="failed")
             raise job.error
-        audit.note(job=job.id, job_status=job.status, bytes=job.out.total + job.err.total)
+        audit.note(job=job.id, job_status=job.status)
         denied = result.network_denied if result is not None else ()
         if result is not None:
-            audit.note(exitCode=result.exit_code)
+            note_run(result)
         return ShellExecOutput(
             stdout=look.stdout,
             stderr=look.stderr,
@@ -508,27 +508,28 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
             )
             audit.note(job=job.id, job_action="start")
             if stdin is not None:
-                await job.control.write_stdin(stdin)
+                written = await job.control.write_stdin(stdin)
+                audit.note(stdin_bytes=written)
+                if written < len(stdin):
+                    note = f"[mcp-guard] the job took {written} of {len(stdin)} bytes of stdin in 10 s\n"
+                    job.err.feed(note.encode())  # the start's result says so (its stderr)
             await jobs.wait(job, args.yieldAfterSeconds)
             out = job_result(job, max_output, timeout)
             return out.model_copy(update={"rule": verdict.rule if verdict.action == "ask" else None,
                                           "approval": decided.approval})  # fmt: skip
         spools = kept.spools(lazy_after=max_output)
         control = Control(tee=lambda stream, chunk: spools["stdout" if stream == 1 else "stderr"].feed(chunk))
-        result = await shell.execute(
-            prepared, stdin, timeout, max_output, running_display(ctx), hosts, control if spools else None
-        )
+        try:
+            result = await shell.execute(
+                prepared, stdin, timeout, max_output, running_display(ctx), hosts, control if spools else None
+            )
+        except BaseException:
+            for spool in spools.values():  # a failed or cancelled call keeps nothing on disk
+                spool.close()
+            raise
         if hosts is not None and hosts.answers:
             audit.note(hosts_answered=hosts.answers)
-        audit.note(
-            bytes=result.stdout_bytes + result.stderr_bytes, exitCode=result.exit_code, timedOut=result.timed_out
-        )
-        if result.quarantined:
-            audit.note(quarantined=list(result.quarantined))
-        if result.network_allowed:
-            audit.note(network_allowed=list(result.network_allowed))
-        if result.network_denied:
-            audit.note(network_denied=[f"{d.host}:{d.port} ({d.rule})" for d in result.network_denied])
+        note_run(result)
         omitted = keep_cut_output(spools, result, max_output)
         return ShellExecOutput(
             stdout=result.stdout,
@@ -550,6 +551,18 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
             ],
             omitted=omitted,
         )
+
+    def note_run(result: RunResult) -> None:
+        """What a finished command did, for its audit record (a job's: on the look that sees it end)."""
+        audit.note(
+            bytes=result.stdout_bytes + result.stderr_bytes, exitCode=result.exit_code, timedOut=result.timed_out
+        )
+        if result.quarantined:
+            audit.note(quarantined=list(result.quarantined))
+        if result.network_allowed:
+            audit.note(network_allowed=list(result.network_allowed))
+        if result.network_denied:
+            audit.note(network_denied=[f"{d.host}:{d.port} ({d.rule})" for d in result.network_denied])
 
     def keep_cut_output(spools: dict[str, Spool], result: RunResult, max_output: int) -> list[OmittedRange]:
         """A cut result's full output stays readable as a resource for a while; an uncut one's spool goes."""
