@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from support import (
     error_of,
     marker,
     processes_with,
+    refused_start,
     serve,
     text_of,
     wait_until,
@@ -242,14 +242,7 @@ def test_job_calls_are_audited(workspace: Path, tmp_path: Path) -> None:
 def test_the_policy_keys_for_jobs_are_checked(workspace: Path, tmp_path: Path) -> None:
     policy = tmp_path / "bad.toml"
     policy.write_text("[shell_exec]\nmax_jobs = -1\n", encoding="utf-8")
-    done = subprocess.run(
-        [console_script(SX), "--policy", str(policy)],
-        cwd=workspace,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
+    done = refused_start(SX, workspace, "--policy", str(policy))
     assert done.returncode == 2 and b"max_jobs" in done.stderr
 
 

@@ -8,7 +8,6 @@ are still judged like any answer. No test needs the internet.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ import anyio
 import pytest
 from mcp.types import ElicitResult
 
-from support import Human, console_script, serve, text_of
+from support import Human, refused_start, serve, text_of
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 SX = "mcp-server-shell-exec"
@@ -193,14 +192,7 @@ async def test_a_50_mb_download_through_the_proxy_arrives_whole(net: Net) -> Non
 
 def test_network_policy_refuses_to_start_without_the_box(workspace: Path) -> None:
     # Fail closed: with no box, nothing would force a command's traffic through the proxy.
-    done = subprocess.run(
-        [console_script(SX), "--network", "policy", "--sandbox", "off"],
-        cwd=workspace,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
+    done = refused_start(SX, workspace, "--network", "policy", "--sandbox", "off")
     assert done.returncode == 2
     assert b"--network policy needs the box" in done.stderr
 

@@ -8,7 +8,6 @@ and denies ``pkgtool … --evil``. The program does not exist; what is tested is
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import pytest
 from mcp_server_guard.policy import load_policy
 from mcp_server_guard.shell.grants import SessionApprovals, session_prefix
 from mcp_server_guard.shell.rules import PolicyEngine
-from support import Human, console_script, error_of, serve, text_of
+from support import Human, error_of, refused_start, serve, text_of
 
 pytestmark = pytest.mark.anyio
 SX = "mcp-server-shell-exec"
@@ -183,28 +182,14 @@ async def test_approvals_file_keeps_grants_across_restarts(workspace: Path, poli
 
 
 def test_approvals_file_inside_the_allowed_directories_is_refused(workspace: Path, tmp_path: Path) -> None:
-    done = subprocess.run(
-        [console_script(SX), "--approvals-file", str(workspace / "approvals.json")],
-        cwd=workspace,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
+    done = refused_start(SX, workspace, "--approvals-file", str(workspace / "approvals.json"))
     assert done.returncode == 2 and b"inside the allowed directory" in done.stderr
 
 
 def test_a_broken_approvals_file_stops_the_start(workspace: Path, tmp_path: Path) -> None:
     bad = tmp_path / "approvals.json"
     bad.write_text("{not json", encoding="utf-8")
-    done = subprocess.run(
-        [console_script(SX), "--approvals-file", str(bad)],
-        cwd=workspace,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
+    done = refused_start(SX, workspace, "--approvals-file", str(bad))
     assert done.returncode == 2 and b"not an approvals file" in done.stderr
 
 

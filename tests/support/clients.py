@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -48,6 +49,13 @@ async def serve(
 ) -> AsyncIterator[Client]:
     async with Client(server_params(script, cwd, *args, audit=audit, env=env), mode=mode, **client_kw) as client:  # type: ignore[arg-type]
         yield client
+
+
+def refused_start(script: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """Start a console script that is expected to refuse to start (exit 2 with one line on stderr)."""
+    return subprocess.run(
+        [console_script(script), *args], cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False
+    )
 
 
 class Human:

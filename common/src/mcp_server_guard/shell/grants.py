@@ -228,7 +228,6 @@ class CallHosts:
         self.approved = dict(approved or {})  # host:port -> the special addresses its human was shown
         self.refused: set[str] = set()
         self.unasked: dict[str, tuple[str, ...]] = {}
-        self.asked = 0
         self.answers: list[str] = []  # for the audit: "host:port: answer"
         self.ask = ask
         self.ask_later = ask_later
@@ -248,7 +247,7 @@ class CallHosts:
             )
         if key in self.refused:
             return Verdict("deny", "not-approved", f"the user did not allow {key}")
-        if self.ask is None or (key not in self._questions and self.asked >= MAX_QUESTIONS):
+        if self.ask is None or (key not in self._questions and len(self._questions) >= MAX_QUESTIONS):
             if self.ask is not None:
                 return Verdict("deny", "unnamed-host", f"{verdict.reason}; {MAX_QUESTIONS} questions already asked")
             if self.ask_later and key not in self.unasked:
@@ -261,7 +260,6 @@ class CallHosts:
             return Verdict("deny", "unnamed-host", verdict.reason + later)
         task = self._questions.get(key)
         if task is None:
-            self.asked += 1
             task = self._questions[key] = asyncio.ensure_future(self._ask(host, port, verdict))
         answer = await asyncio.shield(task)
         if answer in ("command", "session"):

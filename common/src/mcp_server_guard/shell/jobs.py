@@ -65,6 +65,8 @@ class Spool:
             self._open()
 
     def _open(self) -> None:
+        # The directory appears with the first spool that reaches the disk (not on every call's way).
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         if self._pending:
             os.write(self._fd, self._pending[: self.cap])
@@ -77,9 +79,10 @@ class Spool:
     def feed(self, chunk: bytes) -> None:
         start = self.total
         self.total += len(chunk)
-        self._tail += chunk
-        if len(self._tail) > TAIL_KEPT:
-            del self._tail[: len(self._tail) - TAIL_KEPT]
+        if self.total > self.cap:  # the memory tail holds only what lies past the file's first cap bytes
+            self._tail += chunk[max(0, self.cap - start) :]
+            if len(self._tail) > TAIL_KEPT:
+                del self._tail[: len(self._tail) - TAIL_KEPT]
         if start >= self.cap:
             return
         part = chunk[: self.cap - start]
@@ -112,6 +115,8 @@ class Spool:
         if pos >= end:
             return first, 0, b""
         tail_from = self.total - len(self._tail)
+        if end <= tail_from:
+            return first, end - pos, b""
         begin = max(pos, tail_from)
         return first, begin - pos, bytes(self._tail[begin - tail_from : end - tail_from])
 
@@ -223,10 +228,6 @@ class JobTable:
         self._jobs: dict[str, Job] = {}
         self._next = 1
 
-    def _dir(self) -> Path:
-        self.spool_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return self.spool_dir
-
     def running(self) -> list[Job]:
         return [job for job in self._jobs.values() if job.ended is None]
 
@@ -269,7 +270,7 @@ class JobTable:
             )
         job_id = f"j{self._next}"
         self._next += 1
-        where = self._dir()
+        where = self.spool_dir
         cap = self.policy.kept_output_bytes
         tag = secrets.token_hex(4)
         job = Job(
@@ -359,7 +360,6 @@ class KeptOutputs:
         """Fresh spools for one run: nothing touches the disk unless the output grows past ``lazy_after``."""
         if self.policy.kept_output_bytes == 0 or self.policy.kept_output_seconds == 0:
             return {}
-        self.spool_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         tag = secrets.token_hex(8)
         return {
             name: Spool(self.spool_dir / f"{tag}.{name}", self.policy.kept_output_bytes, lazy_after=lazy_after)

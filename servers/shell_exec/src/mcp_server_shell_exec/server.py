@@ -8,7 +8,7 @@ import logging
 import os
 import secrets
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -34,7 +34,7 @@ from mcp_server_guard.serving.server import (
     register_tool,
 )
 from mcp_server_guard.shell.approval import ApprovalForm, Checked, NoQuestion, consent, question
-from mcp_server_guard.shell.egress import EgressProxy, resolver_from_env
+from mcp_server_guard.shell.egress import Denied, EgressProxy, resolver_from_env
 from mcp_server_guard.shell.execution import ShellExec, limit_hit
 from mcp_server_guard.shell.grants import CallHosts, HostAnswer, HostAsk, SessionApprovals
 from mcp_server_guard.shell.jobs import Job, JobTable, KeptOutputs, Spool, output_uri, window
@@ -105,6 +105,10 @@ class NetworkDenial(BaseModel):
         description="What refused it: deny:<entry>, unnamed-host (no [network] rule names it), private-address."
     )
     reason: str = Field(description="Why, in words.")
+
+    @classmethod
+    def all_of(cls, refused: Sequence[Denied]) -> list[NetworkDenial]:
+        return [cls(host=d.host, port=d.port, rule=d.rule, reason=d.reason) for d in refused]
 
 
 class JobInfo(BaseModel):
@@ -387,7 +391,7 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
                 OmittedRange(stream=name, start=a, end=b, resource=output_uri(job.id, name))
                 for name, a, b in look.omitted
             ],
-            networkDenied=[NetworkDenial(host=d.host, port=d.port, rule=d.rule, reason=d.reason) for d in denied],
+            networkDenied=NetworkDenial.all_of(denied),
         )
 
     def list_result() -> ShellExecOutput:
@@ -546,9 +550,7 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
             rule=verdict.rule if verdict.action == "ask" else None,
             approval=decided.approval,
             timeoutSeconds=timeout,
-            networkDenied=[
-                NetworkDenial(host=d.host, port=d.port, rule=d.rule, reason=d.reason) for d in result.network_denied
-            ],
+            networkDenied=NetworkDenial.all_of(result.network_denied),
             omitted=omitted,
         )
 
