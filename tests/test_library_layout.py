@@ -45,6 +45,10 @@ EXPORTED = {
         "call_options", "close_box", "confine", "landlock_abi", "open_box", "plan", "release", "release_all",
         "sweep_stale_tmpdirs",
     ],
+    "mcp_server_guard.changes": [
+        "Applier", "Change", "ChangeSet", "CopyArea", "Held", "Judgement", "Settled", "Transactions", "UndoConflict",
+        "judge", "now_ns", "read_upper", "recover",
+    ],
     "mcp_server_guard.admin": ["format_entry", "main", "run_demo"],
 }  # fmt: skip
 
@@ -54,8 +58,9 @@ ALLOWED_LAYERS = {
     "top": {"top"},
     "serving": {"top", "serving", "files.jail"},
     "files": {"top", "files"},
-    "shell": {"top", "shell", "files.jail"},
-    "admin": {"top", "serving", "files", "shell", "admin"},
+    "changes": {"top", "files", "changes"},
+    "shell": {"top", "shell", "files.jail", "changes"},
+    "admin": {"top", "serving", "files", "changes", "shell", "admin"},
 }
 
 

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -123,16 +124,26 @@ async def test_cwd_is_jailed(workspace: Path, mode: str) -> None:
 # -- the policy ----------------------------------------------------------------------------------
 
 
-async def test_rm_rf_is_denied_and_nothing_is_deleted(workspace: Path, mode: str) -> None:
+async def test_rm_rf_runs_on_the_copy_and_nothing_is_deleted_without_a_yes(workspace: Path, mode: str) -> None:
+    # The deletion is judged by its effect, whatever the spelling: a client that cannot ask the user gets nothing
+    # applied.
     async with serve(SX, workspace, mode=mode) as client:
         plain = await sh(client, "rm -rf sub")
         hidden = await sh(client, "echo ok && bash -c \"$'\\x72m' -fr sub\"")
         argv = await sh(client, "/bin/rm", args=["-r", "--force", "sub"])
     for result in (plain, hidden, argv):
-        error = error_of(result)
-        assert error["code"] == "COMMAND_DENIED" and error["category"] == "SECURITY"
-        assert "rm-recursive-force" in error["message"]
+        out = result.structured_content
+        assert not result.is_error and out is not None
+        assert (out["transaction"], out["changes"]["deleted"]) == ("declined", 1), out
+        assert "cannot ask the user" in out["changes"]["reason"]
     assert (workspace / "sub" / "inner.txt").exists()
+
+
+async def test_machine_level_commands_are_still_denied_before_they_run(workspace: Path, mode: str) -> None:
+    async with serve(SX, workspace, mode=mode) as client:
+        plain = await sh(client, "shutdown -h now")
+        hidden = await sh(client, "echo ok && bash -c \"$'\\x6d'kfs.ext4 /dev/sda\"")
+    assert error_of(plain)["code"] == error_of(hidden)["code"] == "COMMAND_DENIED"
 
 
 async def test_redirect_outside_the_jail_is_refused(workspace: Path) -> None:
@@ -200,7 +211,7 @@ async def test_denied_line_is_refused_before_any_question(workspace: Path, ask_p
         return ElicitResult(action="accept", content={"approve": True})
 
     async with serve(SX, workspace, "--policy", str(ask_policy), elicitation_callback=elicit) as client:
-        result = await sh(client, "touch a && rm -rf sub")
+        result = await sh(client, "touch a && shutdown -h now")
     assert error_of(result)["code"] == "COMMAND_DENIED"
     assert asked == []
 
@@ -356,18 +367,23 @@ async def test_output_flood_is_bounded_head_and_tail(workspace: Path) -> None:
 
 
 async def test_concurrent_calls_run_concurrently(workspace: Path) -> None:
-    # A waits for a file only B creates: if calls were serialized, A would time out.
+    # Each call works on its own copy, so they cannot meet through a file: four one-second sleeps in flight at
+    # once end well before four seconds would pass one after another.
     async with serve(SX, workspace) as client:
         results: dict[str, Any] = {}
 
-        async def call(name: str, command: str) -> None:
-            results[name] = await sh(client, command, timeoutSeconds=20)
+        async def call(name: str) -> None:
+            results[name] = await sh(client, f"sleep 1; echo {name} > {name}.txt; echo {name}", timeoutSeconds=20)
 
+        started = time.monotonic()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(call, "a", "while [ ! -e b.flag ]; do sleep 0.02; done; echo A")
-            tg.start_soon(call, "b", "sleep 0.2; touch b.flag; echo B")
-    assert results["a"].structured_content["stdout"] == "A\n"
-    assert results["a"].structured_content["timedOut"] is False
+            for name in "abcd":
+                tg.start_soon(call, name)
+        took = time.monotonic() - started
+    assert took < 3.0, took
+    for name in "abcd":
+        assert results[name].structured_content["stdout"] == f"{name}\n"
+        assert (workspace / f"{name}.txt").read_text() == f"{name}\n"
 
 
 async def test_signals_are_reported(workspace: Path) -> None:
@@ -385,7 +401,7 @@ async def test_every_call_is_audited_with_decision_and_rule(workspace: Path, tmp
 
     async with serve(SX, workspace, "--policy", str(ask_policy), audit=audit, elicitation_callback=elicit) as client:
         await sh(client, "echo hi", env={"TOKEN": "secret-value"})
-        await sh(client, "rm -rf sub")
+        await sh(client, "shutdown -h now")
         await sh(client, "touch t.txt")
     records = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
     entries = [r for r in records if r["phase"] == "outcome"]  # a call that acted also has its intent record
@@ -394,7 +410,7 @@ async def test_every_call_is_audited_with_decision_and_rule(workspace: Path, tmp
         ("deny", "COMMAND_DENIED", None),
         ("ask-approved", None, "human:elicitation"),
     ]
-    assert [e["target"] for e in entries] == ["echo hi", "rm -rf sub", "touch t.txt"]
+    assert [e["target"] for e in entries] == ["echo hi", "shutdown -h now", "touch t.txt"]
     assert entries[1]["reason"] and entries[2]["reason"] == "touch needs a yes."
     assert {e["action"] for e in entries} == {"exec"} and {e["mode"] for e in entries} == {"workspace-write"}
     assert entries[0]["exitCode"] == 0 and entries[2]["rule"] == "ask-touch"

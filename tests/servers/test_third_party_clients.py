@@ -330,7 +330,7 @@ def test_ts_sdk_client_lists_and_calls_shell_exec(tmp_path: Path) -> None:
             "calls": [
                 {"name": "shell_exec", "arguments": {"command": "cat notes.txt | wc -l"}},
                 {"name": "shell_exec", "arguments": {"command": "echo", "args": ["a", "b"]}},
-                {"name": "shell_exec", "arguments": {"command": "rm -rf ."}},
+                {"name": "shell_exec", "arguments": {"command": "shutdown -h now"}},
                 {"name": "shell_exec", "arguments": {"command": "sudo ls"}},
             ],
         },

@@ -273,7 +273,7 @@ async def test_every_result_carries_its_audit_id_policy_decision_and_mode(
     for tool, arguments, refused in (
         ("file_read", {"path": "hello.txt"}, {"path": "../x"}),
         ("file_write", {"path": "new.txt", "content": "x"}, {"path": "run.sh", "content": "x"}),
-        ("shell_exec", {"command": "echo hi"}, {"command": "rm -rf /"}),
+        ("shell_exec", {"command": "echo hi"}, {"command": "shutdown -h now"}),
     ):
         async with serve(SERVERS[tool], workspace, *server_args(tool, tmp_path), audit=audit, mode=mode) as client:
             results.append((tool, await client.call_tool(tool, arguments), True))

@@ -1,9 +1,10 @@
 """One protected list and one hidden list, through the real shell_exec server in its box.
 
 Each test names what a hostile model tried: plant code that git, a shell or an editor runs later as the
-user, rewrite the guards' own policy or audit log, or read credentials. The human approves every ask here:
-what stops these is the box, not the string policy. Afterwards the test plays the user (git run outside
-any sandbox) and checks that no marker appears.
+user, rewrite the guards' own policy or audit log, or read credentials. The human approves every question
+here (commands and their changes alike): what stops these is the judgement of the command's effects (a
+change to a protected path is never applied, by the same rule file_write uses) and the box, not the string
+policy. Afterwards the test plays the user (git run outside any sandbox) and checks that no marker appears.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp.types import ElicitResult
+from mcp.types import ElicitRequestParams, ElicitResult
 
 from support import error_of, serve
 
@@ -26,8 +27,12 @@ SX = "mcp-server-shell-exec"
 GIT_ENV = {"GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "u", "GIT_COMMITTER_EMAIL": "u@x"}
 
 
-async def approve_everything(_ctx: Any, _params: Any) -> ElicitResult:
-    return ElicitResult(action="accept", content={"approve": True})
+async def approve_everything(_ctx: Any, params: ElicitRequestParams) -> ElicitResult:
+    """Yes to every question: run the command, apply its changes."""
+    props = dict(params.requested_schema.get("properties", {}))  # type: ignore[union-attr]
+    return ElicitResult(
+        action="accept", content={name: True for name, p in props.items() if p.get("type") == "boolean"}
+    )
 
 
 def box(workspace: Path, *flags: str, **kw: Any) -> Any:
@@ -39,6 +44,11 @@ async def run(client: Any, command: str) -> dict[str, Any]:
         result = await client.call_tool("shell_exec", {"command": command, "timeoutSeconds": 30})
     assert not result.is_error, result
     return dict(result.structured_content)
+
+
+def refused(out: dict[str, Any]) -> list[str]:
+    """The paths the judgement of the command's effects refused."""
+    return [p["path"] for p in out["changes"]["paths"] if p["action"] == "refused"]
 
 
 def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -116,7 +126,8 @@ async def test_a_repo_made_by_the_command_keeps_no_hook_and_no_program_key(works
     async with box(workspace) as client:
         out = await run(client, plant)
     assert out["stdout"] == "planted\n"
-    assert "quarantine" in out["stderr"]
+    assert out["transaction"] == "applied"
+    assert "sub/.git/hooks/pre-commit" in refused(out) and "sub/.git/config" in refused(out)
     sub = workspace / "sub"
     assert not (sub / ".git" / "hooks" / "pre-commit").exists()
     assert (sub / ".git" / "hooks" / "pre-commit.sample").exists()  # git's own samples stay
@@ -124,44 +135,44 @@ async def test_a_repo_made_by_the_command_keeps_no_hook_and_no_program_key(works
     git(sub, "add", "f")
     assert git(sub, "commit", "-qm", "one").returncode == 0  # the repo still works
     assert git(sub, "config", "user.email").stdout.strip() == "m@x"
+    assert "fsmonitor" not in (sub / ".git" / "config").read_text()
     assert not marker.exists()
 
 
-async def test_editor_and_host_configs_created_by_a_command_are_quarantined(workspace: Path) -> None:
-    quarantine = workspace.parent / "home" / ".local" / "state" / "mcp-guard" / "quarantine"
+async def test_editor_and_host_configs_created_by_a_command_never_reach_the_files(workspace: Path) -> None:
     async with box(workspace) as client:
         for target in (".vscode/tasks.json", ".mcp.json", ".cursor/mcp.json", ".claude/settings.json", ".envrc"):
             out = await run(client, f"mkdir -p $(dirname {target}) && echo '{{}}' > {target} && echo made")
-            assert out["stdout"] == "made\n" and target.split("/", maxsplit=1)[0] in out["stderr"], target
+            assert out["stdout"] == "made\n" and target in refused(out), (target, out["changes"])
             assert not (workspace / target).exists(), target
-            assert list(quarantine.rglob(Path(target).name)), f"the quarantine keeps {target}"
-        again = await run(client, "echo next")
-    assert "quarantine" not in again["stderr"]
 
 
-async def test_existing_editor_config_is_read_only_for_commands(workspace: Path) -> None:
+async def test_existing_editor_config_is_never_rewritten_by_commands(workspace: Path) -> None:
     (workspace / ".vscode").mkdir()
     (workspace / ".vscode" / "settings.json").write_text("{}")
     async with box(workspace) as client:
         out = await run(client, "echo '{\"x\": 1}' > .vscode/settings.json; echo {} > .vscode/tasks.json; echo done")
-    assert out["stdout"] == "done\n" and out["stderr"].count("Read-only file system") == 2
+    assert out["stdout"] == "done\n"
+    assert {".vscode/settings.json", ".vscode/tasks.json"} <= set(refused(out))
     assert (workspace / ".vscode" / "settings.json").read_text() == "{}"
     assert not (workspace / ".vscode" / "tasks.json").exists()
 
 
-async def test_separate_git_dir_config_and_submodule_configs_are_read_only(workspace: Path) -> None:
+async def test_separate_git_dir_config_and_submodule_configs_are_never_rewritten(workspace: Path) -> None:
     assert git(workspace, "init", "-q", "--separate-git-dir=gitdir", "work").returncode == 0
     (workspace / "gitdir" / "modules" / "lib").mkdir(parents=True)
     (workspace / "gitdir" / "modules" / "lib" / "config").write_text("[core]\n")
+    pointer = (workspace / "work" / ".git").read_text()
     async with box(workspace) as client:
         out = await run(
             client,
             "echo x >> gitdir/config; echo x >> gitdir/modules/lib/config; echo 'gitdir: /tmp' > work/.git; echo done",
         )
-    assert out["stdout"] == "done\n" and out["stderr"].count("Read-only file system") == 3
+    assert out["stdout"] == "done\n"
+    assert {"gitdir/config", "gitdir/modules/lib/config", "work/.git"} <= set(refused(out))
     assert "x" not in (workspace / "gitdir" / "config").read_text().split()
-    assert (workspace / "work" / ".git").read_text().startswith("gitdir: ")
-    assert str(workspace / "gitdir") in (workspace / "work" / ".git").read_text()
+    assert (workspace / "gitdir" / "modules" / "lib" / "config").read_text() == "[core]\n"
+    assert (workspace / "work" / ".git").read_text() == pointer
 
 
 async def test_home_in_the_jail_keeps_its_rc_files_and_ssh_keys(
@@ -190,14 +201,12 @@ async def test_a_policy_rewrite_does_not_survive_into_the_next_session(workspace
     policy.write_text("[shell_exec]\nundecidable = 'ask'\n")
     async with box(workspace, "--policy", str(policy)) as client:
         out = await run(client, "printf '[shell_exec]\\nrules = []\\n' > mcp-policy.toml; echo done")
-    assert "Read-only file system" in out["stderr"]
+    assert "mcp-policy.toml" in refused(out)
     assert policy.read_text() == "[shell_exec]\nundecidable = 'ask'\n"
-    (workspace / "victim").mkdir()
     async with box(workspace, "--policy", str(policy)) as client:
         with anyio.fail_after(60):
-            result = await client.call_tool("shell_exec", {"command": "rm -rf victim"})
+            result = await client.call_tool("shell_exec", {"command": "shutdown -h now"})
     assert error_of(result)["code"] == "COMMAND_DENIED"
-    assert (workspace / "victim").is_dir()
 
 
 async def test_an_audit_log_inside_the_jail_cannot_be_erased(workspace: Path) -> None:
@@ -225,14 +234,16 @@ async def test_credentials_in_home_are_hidden_from_commands(workspace: Path, iso
     assert (isolated_home / ".ssh" / "id_rsa").read_text() == "PRIVATE KEY\n"
 
 
-async def test_a_symlinked_protected_path_fails_closed(workspace: Path, tmp_path: Path) -> None:
+async def test_a_symlinked_protected_path_leads_nowhere_outside(workspace: Path, tmp_path: Path) -> None:
+    # The server never follows what it finds in the tree: a write through .vscode -> outside fails in the box
+    # (outside is read-only, or not there at all), and nothing of the copy is ever applied through that link.
     (tmp_path / "outside" / "vscode").mkdir()
     (workspace / ".vscode").symlink_to(tmp_path / "outside" / "vscode")
     async with box(workspace) as client:
-        with anyio.fail_after(60):
-            result = await client.call_tool("shell_exec", {"command": "echo hi"})
-    payload = error_of(result)
-    assert payload["code"] == "PROTECTION_UNAVAILABLE" and ".vscode" in payload["message"]
+        out = await run(client, "echo '{}' > .vscode/tasks.json; echo done")
+    assert out["stdout"] == "done\n" and ".vscode/tasks.json" in out["stderr"]  # outside is not there to write
+    assert list((tmp_path / "outside" / "vscode").iterdir()) == []
+    assert (workspace / ".vscode").is_symlink()
 
 
 async def test_everyday_git_work_still_writes_objects_refs_index_and_logs(repo: Path) -> None:
@@ -246,7 +257,8 @@ async def test_everyday_git_work_still_writes_objects_refs_index_and_logs(repo: 
         out = await run(client, flow)
     assert out["exitCode"] == 0, out["stderr"]
     assert int(out["stdout"]) == 4
-    assert "quarantine" not in out["stderr"]
+    assert out["transaction"] == "applied" and not refused(out)
+    assert git(repo, "log", "--oneline").stdout.count("\n") == 4  # the user's git sees the work
 
 
 async def test_moving_the_git_dir_away_and_making_a_new_one_plants_nothing(repo: Path, tmp_path: Path) -> None:

@@ -156,6 +156,8 @@ ERROR_CODES: dict[str, Category] = {
     "COMMAND_TOO_COMPLEX": Category.RESOURCE,
     "DISK_FULL": Category.RESOURCE,
     "HISTORY_FULL": Category.RESOURCE,
+    "CHANGES_NOT_FOUND": Category.PARAM,
+    "UNDO_CONFLICT": Category.RESOURCE,
     "COMMAND_NOT_FOUND": Category.EXECUTION,
     "EXECUTION_FAILED": Category.EXECUTION,
     "PERMISSION_DENIED": Category.SYSTEM,

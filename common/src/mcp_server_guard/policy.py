@@ -115,6 +115,7 @@ class Rule(BaseModel):
     min_positionals: int = Field(default=0, ge=0)
     option_values: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     detect: str | None = None
+    undoable: bool = False  # guards only the project's files: judged by its effects when commands work on a copy
 
     @field_validator("args_regex")
     @classmethod
@@ -327,6 +328,21 @@ def normal_host(host: str) -> str:
     return host.strip("[]").lower().rstrip(".")
 
 
+class EffectsPolicy(_Section):
+    """The [effects] section: how shell_exec judges what a command did to the copy before it reaches the files."""
+
+    scratch: tuple[str, ...]  # build and cache directories (names or path globs, at any depth)
+    max_files: int = Field(ge=0)  # deleting or overwriting more files than this outside scratch asks
+    ask_tree_deletion: bool  # deleting a directory that held files, outside scratch, asks
+    ask_truncation: bool  # emptying a file asks
+    ask_new_executables: bool  # a new executable file outside executable_places asks
+    executable_places: tuple[str, ...]  # where new executables are expected (path globs)
+    ask_uncommitted: bool  # deleting or emptying a file git reports as modified or untracked asks
+    held_seconds: float = Field(gt=0)  # a held change set (2026-07-28 clients) is dropped after this long
+    held_max: int = Field(ge=1)  # held change sets kept at most (the oldest is dropped first)
+    held_max_bytes: int = Field(ge=0)  # bytes of held change sets kept at most
+
+
 class NetworkPolicy(_Section):
     """The [network] section: where commands may connect through the egress proxy (``--network policy``).
 
@@ -355,6 +371,7 @@ class Policy(_Section):
     shell_exec: ShellPolicy
     paths: PathsPolicy
     network: NetworkPolicy
+    effects: EffectsPolicy
     source: tuple[str, ...] = Field(default=(), exclude=True)  # files the policy was read from
 
 

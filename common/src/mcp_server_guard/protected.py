@@ -44,6 +44,7 @@ from mcp_server_guard.paths import within, within_any
 from mcp_server_guard.policy import Policy
 
 __all__ = [
+    "OWN_AREA",
     "Protection",
     "Survey",
     "git_runnable",
@@ -55,6 +56,8 @@ __all__ = [
 
 log = logging.getLogger("mcp_server_guard")
 
+# A root's own area for shell_exec's copies, when the state directory lies on another file system.
+OWN_AREA = ".mcp-guard"
 # How deep below each writable root the box looks for git dirs (a wider search costs every call).
 GIT_SEARCH_DEPTH = 2
 # Directories visited per root at most by that search; past it, deeper git dirs are not looked for.
@@ -220,6 +223,9 @@ class Protection:
                 return "a hidden path"
         if existing is not None and (existing.st_dev, existing.st_ino) in self._inodes:
             return "the server's own policy or audit file (hard link)"
+        own = _own_area(real, roots) if real.startswith("/") else None
+        if own is not None:
+            return f"the copies of shell_exec's commands ({own})"
         if real.startswith("/"):
             return _git_rule(real, tuple(roots))
         return None
@@ -274,6 +280,10 @@ class Protection:
 
     def hidden_rule(self, real: str, roots: Iterable[str] = ()) -> str | None:
         """Which hidden entry covers the real path ``real``, or None."""
+        roots = tuple(roots)
+        own = _own_area(real, roots)
+        if own is not None:
+            return own
         for path in self.hidden_paths(roots):
             if within(real, path):
                 return path
@@ -333,6 +343,16 @@ class Protection:
         if moved:
             log.warning("moved to %s what a command created in protected places: %s", quarantine, ", ".join(moved))
         return moved
+
+
+def _own_area(path: str, roots: Sequence[str]) -> str | None:
+    """The area inside a root where shell_exec keeps the copies its commands work on (see ``changes.area``):
+    no tool reads or writes it."""
+    for root in roots:
+        area = posixpath.join(root, OWN_AREA)
+        if within(path, area):
+            return area
+    return None
 
 
 def _resolve(path: str, consulted: set[str]) -> tuple[str, bool]:

@@ -267,8 +267,91 @@ def check(
     raise typer.Exit(CHECK_EXIT[judged["decision"]])
 
 
-history_app = typer.Typer(no_args_is_help=True, help="List and restore previous contents of replaced files.")
+history_app = typer.Typer(
+    invoke_without_command=True,
+    help="The calls that changed files (each undoable with `mcp-guard undo`), and the previous contents of replaced "
+    "files (list, restore).",
+)
 app.add_typer(history_app, name="history")
+
+
+@history_app.callback()
+def history_calls(
+    ctx: typer.Context,
+    history_dir: HistoryDirOpt = None,
+) -> None:
+    """Without a subcommand: the calls that changed files, oldest first, with what each changed."""
+    if ctx.invoked_subcommand is not None:
+        return
+    store = _history_store(history_dir)
+    calls = store.manifests()
+    for call in calls:
+        changes = call.get("changes", [])
+        counts: dict[str, int] = {}
+        for change in changes:
+            counts[str(change.get("action"))] = counts.get(str(change.get("action")), 0) + 1
+        words = {"create": "created", "modify": "modified", "delete": "deleted", "meta": "mode changed"}
+        shown = ", ".join(f"{n} {words.get(action, action)}" for action, n in sorted(counts.items()))
+        conflicts = len(call.get("conflicts", []))
+        state = f"  (undone by {call['undone_by']})" if call.get("undone_by") else ""
+        what = call.get("command") or call.get("tool", "")
+        typer.echo(
+            f"{call.get('audit_id')}  {str(call.get('time', ''))[:19]}  {call.get('tool', '?'):<10}  "
+            f"{shown or 'nothing'}{f', {conflicts} conflicts' if conflicts else ''}{state}  {what}"
+        )
+    if not calls:
+        typer.echo(f"no recorded calls in {store.directory}", err=True)
+
+
+@app.command(
+    help="Put back what one call changed (its audit id, from a shell_exec or file_write result or `mcp-guard "
+    "history`): files it created are removed, files it modified or deleted come back byte for byte with their "
+    "modes. What is removed or replaced is kept in the history (the undo can itself be undone). Refused when a "
+    "path changed after that call, unless --force. Exit code: 0 undone, 1 no such call, 2 refused.",
+)
+def undo(
+    audit_id: Annotated[str, typer.Argument(metavar="AUDIT_ID", help="The call to undo.")],
+    force: Annotated[
+        bool, typer.Option("--force", help="Undo even over later changes (they go to the history).")
+    ] = False,
+    audit_log: AuditLogOpt = None,
+    history_dir: HistoryDirOpt = None,
+) -> None:
+    from mcp_server_guard.audit import AuditLog, new_audit_id  # noqa: PLC0415 - only for this command
+    from mcp_server_guard.changes.apply import Applier, UndoConflict, recover  # noqa: PLC0415
+
+    store = _history_store(history_dir)
+    recover(store)
+    try:
+        manifest = store.manifest(audit_id)
+    except HistoryError as exc:
+        _history_error(exc)
+    roots = [str(r) for r in manifest.get("roots", [])]
+    log = AuditLog(audit_log or default_audit_path(roots))
+    record = AuditRecord(server="mcp-guard", tool="undo", arguments={"audit_id": audit_id, "force": force})
+    record.action, record.target = "write", f"undo {audit_id}"
+    undo_id = record.audit_id or new_audit_id()
+    with log.call(record):
+        log.intent()  # no record, no action
+        try:
+            outcome = Applier(store).undo(audit_id, undo_id, roots, force=force)
+        except UndoConflict as exc:
+            record.decision, record.code = "deny", "UNDO_CONFLICT"
+            usage_error(
+                PROG,
+                f"UNDO_CONFLICT: these paths changed after call {audit_id}, so nothing was undone: "
+                f"{', '.join(exc.paths[:10])}{' …' if len(exc.paths) > 10 else ''}; pass --force to undo anyway "
+                "(what is there now is kept in the history)",
+            )
+        except HistoryError as exc:
+            record.decision, record.code = "error", exc.code
+            _history_error(exc)
+    for applied in outcome.applied:
+        what = {"delete": "removed", "create": "restored", "meta": "mode restored"}.get(applied.action, applied.action)
+        typer.echo(f"{what:<14} {applied.path}")
+    for conflict in outcome.conflicts:
+        typer.echo(f"{PROG}: not undone: {conflict.path}: {conflict.what}", err=True)
+    typer.echo(f"undid call {audit_id} (as call {undo_id}; `mcp-guard undo {undo_id}` redoes it)")
 
 
 def _history_store(history_dir: Path | None) -> HistoryStore:

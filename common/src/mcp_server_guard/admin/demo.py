@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 import zlib
@@ -166,18 +167,22 @@ async def _shell_exec(proj: Path, audit: Path, mode: str) -> list[bool]:
     print(f"\n== shell_exec  ({params.command} --audit-log …)")
 
     async def human(_ctx: Any, params: Any) -> ElicitResult:
-        # The demo plays the human: it approves eval of a string built at run time and declines piping a download to sh.
+        # The demo plays the human: it approves eval of a string built at run time, and declines piping a download
+        # to sh and deleting a directory.
         approve = "eval" in params.message
         print("      ┌ the client asks the human:")
         for line in params.message.strip().splitlines():
             print(f"      │ {line}")
         print(f"      └ the human answers: {'approve' if approve else 'decline'}")
-        return ElicitResult(action="accept", content={"approve": True}) if approve else ElicitResult(action="decline")
+        properties = params.requested_schema.get("properties", {})
+        yes: dict[str, str | int | float | bool | list[str] | None] = {
+            str(name): True for name, prop in properties.items() if prop.get("type") == "boolean"
+        }
+        return ElicitResult(action="accept", content=yes) if approve else ElicitResult(action="decline")
 
     calls: list[tuple[str, dict[str, Any], bool]] = [
         ("an allowed pipeline", {"command": "printf 'pear\\napple\\nfig\\n' | sort | head -2"}, False),
-        ("rm -rf . (denied by rule rm-recursive-force)", {"command": "rm -rf ."}, True),
-        ("the same, hidden: bash -c \"$'\\x72m' -fr .\"", {"command": "bash -c \"$'\\x72m' -fr .\""}, True),
+        ("a machine-level command (denied before it runs)", {"command": "shutdown -h now"}, True),
         (
             "eval of a string built at run time (cannot be decided statically: ask)",
             {"command": 'eval "$(echo echo approved by a human)"'},
@@ -202,7 +207,7 @@ async def _shell_exec(proj: Path, audit: Path, mode: str) -> list[bool]:
                 out = result.structured_content or {}
                 print(
                     f"  ✓ {label}\n      $ {args['command']}\n      exit {out.get('exitCode')}, "
-                    f"decision {out.get('decision')}, sandbox {out.get('sandbox')}"
+                    f"policyDecision {out.get('policyDecision')}, sandbox {out.get('sandbox')}"
                 )
                 for line in (str(out.get("stdout", "")) + str(out.get("stderr", ""))).splitlines()[-3:]:
                     print(f"      │ {line}")
@@ -210,7 +215,46 @@ async def _shell_exec(proj: Path, audit: Path, mode: str) -> list[bool]:
                 if "WRITTEN" in args["command"] and out.get("sandbox") != "none":
                     refused = (proj.parent / "outside" / "pwned.txt").exists()  # expected: the kernel stopped it
             outcomes.append(refused == expect_refusal)
+        outcomes += await _copies(client, proj, home)
     return outcomes
+
+
+async def _copies(client: Any, proj: Path, env: dict[str, str]) -> list[bool]:
+    """Commands work on a copy: a deletion waits for the human (who declines); an edit is applied, then undone."""
+    with anyio.fail_after(60):
+        deleted = await client.call_tool("shell_exec", {"command": "rm -rf src"})
+    out = deleted.structured_content or {}
+    if out.get("transaction") == "none":
+        print("\n  (no copy here: commands write the files directly; " + "transaction: none)")
+        return [True]
+    print(f"  ✓ rm -rf src: it runs on a copy; what it did is judged before it reaches the files\n"
+          f"      transaction {out.get('transaction')}: {out.get('changes', {}).get('summary')}")  # fmt: skip
+    pending = out.get("pendingChanges", {}).get("id")
+    if pending:  # a 2026-07-28 client cannot be asked mid-call: a later call applies (asking) or drops them
+        with anyio.fail_after(60):
+            asked = await client.call_tool("shell_exec", {"command": "", "applyChanges": pending})
+        print(f"      applyChanges {pending}: transaction {(asked.structured_content or {}).get('transaction')}")
+    kept = (proj / "src" / "app.py").exists()
+    print(f"      src/app.py {'is still there' if kept else 'IS GONE'}")
+    with anyio.fail_after(60):
+        edited = await client.call_tool(
+            "shell_exec", {"command": "echo '# edited' >> src/app.py && wc -l < src/app.py"}
+        )
+    out = edited.structured_content or {}
+    undo = out.get("changes", {}).get("undo", "")
+    print(f"  ✓ an edit: transaction {out.get('transaction')}: {out.get('changes', {}).get('summary')}; undo: {undo}")
+    before = (proj / "src" / "app.py").read_text(encoding="utf-8")
+    script = _script("mcp-guard")
+    undone = False
+    if undo and script is not None:
+        done = subprocess.run(
+            [script, *undo.split()[1:]], env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+        after = (proj / "src" / "app.py").read_text(encoding="utf-8")
+        undone = done.returncode == 0 and "# edited" in before and "# edited" not in after
+        print(f"      $ {undo}\n      │ {done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr}")
+        print(f"      src/app.py {'is back as it was' if undone else 'WAS NOT RESTORED'}")
+    return [kept, undone]
 
 
 def _show_write(label: str, result: Any) -> bool:

@@ -1,7 +1,14 @@
 """The history store: previous contents of replaced files, outside the jail, bounded in size and count.
 
-Each entry is two files named by its id (``<UTC time>-<random>``): ``<id>.data`` holds the bytes
-exactly as they were, ``<id>.json`` the original absolute path, time, size, mode and SHA-256.
+Each entry is named by its id (``<UTC time>-<random>``): ``<id>.data`` holds what was at the path exactly as it
+was (the bytes of a file, or — for what a command deleted or replaced — the very inode, moved here: a file, a
+symlink, a FIFO), ``<id>.tree`` a whole directory tree moved here, and ``<id>.json`` the original absolute path,
+time, size, mode, kind, SHA-256 (when the bytes were copied) and the ``audit_id`` of the call that replaced it.
+A call that changed files also leaves a manifest, ``calls/<audit_id>.json``: what it did to each path, with
+the history ids of what was there before, so that ``mcp-guard undo`` can put one call's work back.
+
+Pre-images move, or are hard-linked, into the store when it lies on the same file system as the file (no
+copy: a 100 MB file is kept in microseconds); elsewhere they are copied.
 
 Crash order: a save writes the data, then the metadata; an eviction deletes the metadata, then the
 data. So a crash leaves at worst a data file without metadata (an orphan, removed at the next start
@@ -16,19 +23,29 @@ Once over a bound, eviction goes a tenth below it: a store at its bound is not r
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
+import json
+import logging
 import os
 import re
 import secrets
+import shutil
 import stat
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+log = logging.getLogger("mcp_server_guard.files.history")
 _ID = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{6}$")
+_AUDIT_ID = re.compile(r"^[0-9a-f]{12}$")
+CALLS = "calls"  # manifests of the calls that changed files
 _CHUNK = 1 << 20
 # A data file without metadata younger than this may be a save in progress (of any server sharing the store).
 ORPHAN_AGE_S = 60.0
@@ -38,9 +55,13 @@ class HistoryEntry(BaseModel):
     id: str
     path: str  # the original file's absolute path
     time: str  # when it was replaced (ISO 8601, UTC)
-    size: int
+    size: int  # bytes of the file; of every file of a tree
     mode: int
-    sha256: str
+    sha256: str  # of the bytes; "" for an entry kept by moving or linking the original (size and mtime check it)
+    kind: str = "file"  # file, symlink, fifo, socket, tree
+    audit_id: str = ""  # the call that replaced or deleted it
+    files: int = 0  # a tree: how many paths it holds
+    mtime_ns: int = 0  # an entry kept without hashing: its modification time, to check it is untouched
 
 
 class HistoryError(Exception):
@@ -86,11 +107,17 @@ class HistoryStore:
     def _ensure(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
 
-    def save(self, src_fd: int, original_path: str, mode: int) -> HistoryEntry:
+    @staticmethod
+    def new_id() -> str:
+        return f"{datetime.now(UTC):%Y%m%dT%H%M%S%f}Z-{secrets.token_hex(3)}"
+
+    def save(
+        self, src_fd: int, original_path: str, mode: int, audit_id: str = "", entry_id: str | None = None
+    ) -> HistoryEntry:
         """Copy the whole content of ``src_fd`` into the store (durably) and return its entry."""
         self._ensure()
         now = datetime.now(UTC)
-        entry_id = f"{now:%Y%m%dT%H%M%S%f}Z-{secrets.token_hex(3)}"
+        entry_id = entry_id or self.new_id()
         data_path = self.directory / f"{entry_id}.data"
         hasher = hashlib.sha256()
         size = 0
@@ -116,20 +143,33 @@ class HistoryStore:
             size=size,
             mode=mode & 0o7777,
             sha256=hasher.hexdigest(),
+            audit_id=audit_id,
         )
-        meta = self.directory / f"{entry_id}.json"
+        try:
+            usage += self._write_meta(entry)
+        except BaseException:
+            data_path.unlink(missing_ok=True)
+            raise
+        self._account(entry_id, usage)
+        return entry
+
+    def _write_meta(self, entry: HistoryEntry, *, fsync: bool = True) -> int:
+        """Write an entry's metadata (its data is in place); returns the bytes it uses."""
+        meta = self.directory / f"{entry.id}.json"
         try:
             fd = os.open(meta, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
                 os.write(fd, entry.model_dump_json().encode())
-                os.fsync(fd)
-                usage += disk_usage(os.fstat(fd))
+                if fsync:
+                    os.fsync(fd)
+                return disk_usage(os.fstat(fd))
             finally:
                 os.close(fd)
         except BaseException:
             meta.unlink(missing_ok=True)
-            data_path.unlink(missing_ok=True)
             raise
+
+    def _account(self, entry_id: str, usage: int) -> None:
         if self._total is None:
             self._total, self._count = self._measure(self._scan())
         else:
@@ -137,7 +177,123 @@ class HistoryStore:
             self._count += 1
         if self._total > self.max_bytes or self._count > self.max_entries:
             self._evict(keep=entry_id)
+
+    def keep(
+        self,
+        dirfd: int,
+        name: str,
+        original_path: str,
+        audit_id: str,
+        *,
+        move: bool,
+        entry_id: str | None = None,
+        tree: tuple[int, int] = (0, 0),
+        durable: bool = True,
+    ) -> HistoryEntry:
+        """Keep what is at ``name`` in ``dirfd`` (never followed) as a history entry: moved into the store
+        (``move``: it is being deleted), or hard-linked (a file about to be replaced by a rename). On another file
+        system, copied (a move then removes the original). ``tree``: a directory's (path count, bytes).
+        ``durable``: fsync the metadata (a caller that syncs the whole file system afterwards says False)."""
+        self._ensure()
+        entry_id = entry_id or self.new_id()
+        st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+        kind = _kind_of(st.st_mode)
+        target = self.directory / f"{entry_id}.{'tree' if kind == 'tree' else 'data'}"
+        sha = ""
+        if not os.path.lexists(target):
+            try:
+                if move:
+                    os.rename(name, target, src_dir_fd=dirfd)
+                elif kind != "tree":
+                    os.link(name, target, src_dir_fd=dirfd, follow_symlinks=False)
+                else:
+                    raise OSError(errno.EINVAL, "a directory is kept by moving it")
+            except OSError as exc:
+                if exc.errno != errno.EXDEV:
+                    raise
+                sha = _copy_into(dirfd, name, target, st)
+                if move:
+                    _remove(dirfd, name, st)
+        size, files = tree if kind == "tree" else (st.st_size if kind == "file" else 0, 1)
+        entry = HistoryEntry(
+            id=entry_id,
+            path=original_path,
+            time=datetime.now(UTC).isoformat(timespec="milliseconds"),
+            size=size,
+            mode=stat.S_IMODE(st.st_mode),
+            sha256=sha,
+            kind=kind,
+            audit_id=audit_id,
+            files=files,
+            mtime_ns=st.st_mtime_ns,
+        )
+        if not (self.directory / f"{entry_id}.json").exists():
+            usage = self._write_meta(entry, fsync=durable)
+            self._account(entry_id, usage + (disk_usage(st) if kind != "tree" else size))
         return entry
+
+    def take(self, entry_id: str, dirfd: int, name: str) -> HistoryEntry:
+        """Put an entry's pre-image back at ``name`` in ``dirfd`` (which must be free): moved out of the store
+        (copied where it lies on another file system); the entry is gone afterwards."""
+        entry = self._metadata(entry_id)
+        source = self.directory / f"{entry_id}.{'tree' if entry.kind == 'tree' else 'data'}"
+        if not os.path.lexists(source):
+            raise HistoryError("HISTORY_BROKEN", f"history entry {entry_id} ({entry.path}) has lost its data")
+        try:
+            os.rename(source, name, dst_dir_fd=dirfd)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            where = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                st = os.stat(source.name, dir_fd=where, follow_symlinks=False)
+                _copy_into(where, source.name, Path(f"/proc/self/fd/{dirfd}") / name, st)
+            finally:
+                os.close(where)
+        self._remove(entry_id)
+        return entry
+
+    # -- call manifests ---------------------------------------------------------------------------------
+
+    def write_manifest(self, audit_id: str, manifest: dict[str, Any]) -> None:
+        """Record what one call changed (atomically: a temp file renamed into place)."""
+        calls = self.directory / CALLS
+        calls.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temp = calls / f".{audit_id}.{secrets.token_hex(3)}.tmp"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, json.dumps(manifest, ensure_ascii=False).encode("utf-8", "surrogateescape"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(temp, calls / f"{audit_id}.json")
+
+    def manifest(self, audit_id: str) -> dict[str, Any]:
+        if not _AUDIT_ID.match(audit_id):
+            raise HistoryError("HISTORY_NOT_FOUND", f"'{audit_id}' is not an audit id (see `mcp-guard history`)")
+        try:
+            data = json.loads((self.directory / CALLS / f"{audit_id}.json").read_bytes())
+        except FileNotFoundError:
+            raise HistoryError(
+                "HISTORY_NOT_FOUND", f"no call {audit_id} changed files (as far as {self.directory} remembers)"
+            ) from None
+        except (OSError, ValueError) as exc:
+            raise HistoryError("HISTORY_BROKEN", f"the record of call {audit_id} is unreadable ({exc})") from None
+        if not isinstance(data, dict):
+            raise HistoryError("HISTORY_BROKEN", f"the record of call {audit_id} is damaged")
+        return data
+
+    def manifests(self) -> list[dict[str, Any]]:
+        """Every call's manifest, oldest first."""
+        found: list[dict[str, Any]] = []
+        with contextlib.suppress(FileNotFoundError):
+            for item in os.scandir(self.directory / CALLS):
+                stem, _, suffix = item.name.rpartition(".")
+                if suffix != "json" or not _AUDIT_ID.match(stem):
+                    continue
+                with contextlib.suppress(HistoryError):
+                    found.append(self.manifest(stem))
+        return sorted(found, key=lambda m: str(m.get("time", "")))
 
     # -- reading ------------------------------------------------------------------------------------
 
@@ -198,11 +354,18 @@ class HistoryStore:
             raise HistoryError(
                 "HISTORY_BROKEN", f"history entry {entry_id}: data unreadable ({exc.strerror})"
             ) from None
+        if entry.kind != "file":
+            raise HistoryError(
+                "HISTORY_BROKEN", f"history entry {entry_id} ({entry.path}) is a {entry.kind}: `mcp-guard undo` puts "
+                f"it back with the rest of call {entry.audit_id or '(unknown)'}",
+            )  # fmt: skip
         if not stat.S_ISREG(st.st_mode) or st.st_size != entry.size:
             raise HistoryError(
                 "HISTORY_BROKEN",
                 f"history entry {entry_id} ({entry.path}): its data file is {st.st_size} bytes, not {entry.size}",
             )
+        if not entry.sha256 and entry.mtime_ns and st.st_mtime_ns != entry.mtime_ns:
+            raise HistoryError("HISTORY_BROKEN", f"history entry {entry_id} ({entry.path}) changed since it was kept")
         return entry, data
 
     def read(self, entry_id: str) -> tuple[HistoryEntry, bytes]:
@@ -214,7 +377,7 @@ class HistoryStore:
             raise HistoryError(
                 "HISTORY_BROKEN", f"history entry {entry_id}: data unreadable ({exc.strerror})"
             ) from None
-        if hashlib.sha256(data).hexdigest() != entry.sha256:
+        if entry.sha256 and hashlib.sha256(data).hexdigest() != entry.sha256:
             raise HistoryError(
                 "HISTORY_BROKEN", f"history entry {entry_id} ({entry.path}): its data does not match its SHA-256"
             )
@@ -232,15 +395,15 @@ class HistoryStore:
         with it:
             for item in it:
                 stem, dot, suffix = item.name.rpartition(".")
-                if not dot or suffix not in ("data", "json") or not _ID.match(stem):
+                if not dot or suffix not in ("data", "json", "tree") or not _ID.match(stem):
                     continue
                 try:
                     st = item.stat(follow_symlinks=False)
                 except OSError:
                     continue  # evicted meanwhile
                 files = found.setdefault(stem, _Files())
-                files.usage += disk_usage(st)
-                if suffix == "data":
+                files.usage += disk_usage(st) if suffix != "tree" else self._tree_usage(stem)
+                if suffix in ("data", "tree"):
                     files.data, files.data_mtime = True, st.st_mtime
                 else:
                     files.meta = True
@@ -250,10 +413,20 @@ class HistoryStore:
     def _measure(scan: dict[str, _Files]) -> tuple[int, int]:
         return sum(f.usage for f in scan.values()), len(scan)
 
+    def _tree_usage(self, entry_id: str) -> int:
+        """A tree's bytes, as its metadata says (walking it on every scan would cost too much)."""
+        try:
+            return int(json.loads((self.directory / f"{entry_id}.json").read_bytes()).get("size", 0))
+        except (OSError, ValueError, AttributeError):
+            return 0
+
     def _remove(self, entry_id: str) -> None:
         # Metadata first: a crash in between leaves an orphan data file, never an entry without its data.
         for suffix in (".json", ".data"):
             (self.directory / f"{entry_id}{suffix}").unlink(missing_ok=True)
+        tree = self.directory / f"{entry_id}.tree"
+        if tree.is_dir() and not tree.is_symlink():
+            remove_tree(tree)
 
     def _evict(self, keep: str | None, scan: dict[str, _Files] | None = None) -> None:
         # Other servers may share the store: decide on a fresh scan, not on our running totals.
@@ -293,4 +466,95 @@ class HistoryStore:
         return len(orphans)
 
 
-__all__ = ["ORPHAN_AGE_S", "BrokenEntry", "HistoryEntry", "HistoryError", "HistoryStore", "disk_usage"]
+def _kind_of(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "tree"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "file"
+
+
+def _copy_into(dirfd: int, name: str, target: Path, st: os.stat_result) -> str:
+    """Copy what is at ``name`` (never followed, never opened unless a regular file or a directory) to ``target``;
+    returns the SHA-256 of a file's bytes ("" for anything else)."""
+    if stat.S_ISREG(st.st_mode):
+        src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
+        try:
+            hasher = hashlib.sha256()
+            out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                offset = 0
+                while chunk := os.pread(src, _CHUNK, offset):
+                    hasher.update(chunk)
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(out, view) :]
+                    offset += len(chunk)
+                os.fchmod(out, stat.S_IMODE(st.st_mode))
+                os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+                os.fsync(out)
+            finally:
+                os.close(out)
+        finally:
+            os.close(src)
+        return hasher.hexdigest()
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(name, dir_fd=dirfd), target)
+    elif stat.S_ISDIR(st.st_mode):
+        shutil.copytree(f"/proc/self/fd/{dirfd}/{name}", target, symlinks=True)
+    elif stat.S_ISFIFO(st.st_mode):
+        os.mkfifo(target, stat.S_IMODE(st.st_mode))
+    else:
+        raise OSError(errno.EPERM, "cannot keep this kind of file")
+    return ""
+
+
+def _remove(dirfd: int, name: str, st: os.stat_result) -> None:
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(name, dir_fd=dirfd)
+    else:
+        os.unlink(name, dir_fd=dirfd)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a tree a command may have shaped, never following a link (``shutil.rmtree``'s fd-relative, no-follow
+    walk), making our own unreadable directories readable first (overlayfs leaves its work directory with no
+    permission at all)."""
+
+    def unreadable(_function: object, name: str, info: object) -> None:
+        exc = info if isinstance(info, BaseException) else sys.exc_info()[1]
+        if isinstance(exc, FileNotFoundError):
+            return
+        if isinstance(exc, PermissionError):
+            with contextlib.suppress(OSError):
+                st = os.lstat(name)
+                if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
+                    os.chmod(name, 0o700)
+                    _rmtree(name, unreadable)
+                    return
+        log.warning("cannot remove %s: %s", name, exc)
+
+    _rmtree(str(path), unreadable)
+
+
+def _rmtree(path: str, handler: Callable[[object, str, object], None]) -> None:
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=handler)
+    else:
+        shutil.rmtree(path, onerror=handler)
+
+
+__all__ = [
+    "CALLS",
+    "ORPHAN_AGE_S",
+    "BrokenEntry",
+    "HistoryEntry",
+    "HistoryError",
+    "HistoryStore",
+    "disk_usage",
+    "remove_tree",
+]

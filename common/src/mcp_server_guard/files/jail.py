@@ -306,7 +306,10 @@ class Jail:
 
     def display(self, located: Located) -> str:
         """The path as the caller should see it: relative to the launch dir when inside it."""
-        absolute = located.absolute
+        return self.display_path(located.absolute)
+
+    def display_path(self, absolute: str) -> str:
+        """An absolute path as the caller should see it: relative to the launch dir when inside it."""
         if within(absolute, self.launch_dir):
             rel = absolute[len(self.launch_dir) :].lstrip("/")
             return rel or "."

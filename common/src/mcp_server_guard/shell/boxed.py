@@ -23,6 +23,7 @@ import anyio.to_thread
 from mcp_server_guard.shell.process import (
     KILL_GRACE_S,
     Control,
+    Copy,
     OutputBuffer,
     Pause,
     Progress,
@@ -33,10 +34,11 @@ from mcp_server_guard.shell.process import (
 )
 from mcp_server_guard.shell.sandbox.box import Box, Started
 
-__all__ = ["run_boxed"]
+__all__ = ["Copy", "run_boxed"]
 
 _CHUNK = 65536
 _DRAIN_AFTER_EXIT_S = 2.0
+_GONE_S = 5.0  # a call's processes are all gone this long after its init ends (the kernel kills them at once)
 
 
 async def _pump(fd: int, buffer: OutputBuffer) -> None:
@@ -60,14 +62,16 @@ def _feed(fd: int, data: bytes) -> None:
 
 
 class _Status:
-    """The call's status pipe: one JSON line, ``{"exit": status}`` or ``{"error": …}``."""
+    """The call's status pipe: ``{"txn": name}`` when the command works on a copy, then one JSON line,
+    ``{"exit": status}`` or ``{"error": …}``."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, copy: Copy) -> None:
         self.fd = fd
         self.buffer = b""
         self.exit_status: int | None = None
         self.error: dict[str, Any] | None = None
         self.closed = False
+        self.copy = copy
 
     async def until_done(self) -> None:
         while not self.closed and self.exit_status is None and self.error is None:
@@ -83,7 +87,9 @@ class _Status:
             while b"\n" in self.buffer:
                 line, self.buffer = self.buffer.split(b"\n", 1)
                 message = json.loads(line)
-                if "exit" in message:
+                if "txn" in message:
+                    self.copy.name = str(message["txn"])
+                elif "exit" in message:
                     self.exit_status = int(message["exit"])
                 elif "error" in message:
                     self.error = message
@@ -102,9 +108,13 @@ async def run_boxed(
     progress: Progress | None = None,
     pause: Pause | None = None,
     control: Control | None = None,
+    copy: Copy | None = None,
 ) -> RunResult:
-    """Run ``argv`` in the box with the call's confinement ``options``; return its bounded output."""
+    """Run ``argv`` in the box with the call's confinement ``options``; return its bounded output. ``copy`` learns
+    the copy the command works on (when the options ask for one) and, once the call has ended however it ends,
+    whether every process of it is gone."""
     started_at = time.perf_counter()
+    copy = copy if copy is not None else Copy()
     out, err = output_buffers(max_output, control)
     ticker = Ticker(progress, out, err, started_at)
     timed_out = False
@@ -119,7 +129,7 @@ async def run_boxed(
     ours = [call.stdout, call.stderr, call.status]
     for fd in ours:
         os.set_blocking(fd, False)
-    status = _Status(call.status)
+    status = _Status(call.status, copy)
     try:
         async with anyio.create_task_group() as readers:
             readers.start_soon(_pump, call.stdout, out)
@@ -157,6 +167,14 @@ async def run_boxed(
             for fd in ours:
                 with contextlib.suppress(OSError):
                     os.close(fd)
+            if options.get("overlays"):
+                # What the command wrote is final only once every process of the call is gone.
+                copy.final = await box.gone(call.id, _GONE_S)
+                if not copy.final:
+                    box.signal(call.id, signal.SIGKILL)
+                    copy.final = await box.gone(call.id, _GONE_S)
+            else:
+                box.forget(call.id)
     if status.error is not None:
         # OSError(errno, …) is the errno's own subclass (FileNotFoundError, PermissionError, …), as from Popen.
         raise OSError(int(status.error.get("error") or 0), str(status.error.get("message")))

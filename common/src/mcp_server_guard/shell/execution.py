@@ -10,11 +10,12 @@ import shlex
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import anyio
 import anyio.to_thread
 
+from mcp_server_guard.changes.apply import now_ns
+from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.errors import ExecutionError, ParamError, ResourceError, SecurityError
 from mcp_server_guard.files.jail import Jail
 from mcp_server_guard.policy import ShellPolicy
@@ -24,7 +25,7 @@ from mcp_server_guard.shell.boxed import run_boxed
 from mcp_server_guard.shell.egress import Denied, EgressProxy, proxy_env
 from mcp_server_guard.shell.grants import CallHosts, SessionApprovals, session_prefix
 from mcp_server_guard.shell.parsing import TooComplex
-from mcp_server_guard.shell.process import Control, Progress, RunResult, base_env, build_env, run
+from mcp_server_guard.shell.process import Control, Copy, Progress, RunResult, base_env, build_env, run
 from mcp_server_guard.shell.rules import PolicyEngine, Verdict
 from mcp_server_guard.shell.sandbox.box import Box
 from mcp_server_guard.shell.sandbox.boxing import call_options
@@ -60,7 +61,7 @@ class ShellExec:
         policy: ShellPolicy,
         sandbox: SandboxPlan,
         protection: Protection | None = None,
-        quarantine: Path | None = None,
+        transactions: Transactions | None = None,
         egress: EgressProxy | None = None,
         grants: SessionApprovals | None = None,
     ) -> None:
@@ -72,12 +73,13 @@ class ShellExec:
             egress.asker = self._ask_host
         self._egress_on: socket.socket | None = None  # the box listener the proxy accepts on
         self._egress_lock = anyio.Lock()  # concurrent calls attach the proxy to a new listener once
-        self.quarantine = quarantine  # where what a command created in protected places goes
+        self.transactions = transactions  # commands work on copies: their changes are settled afterwards
         self.jail = jail
         self.policy = policy
         self.sandbox = sandbox
         self.base_env = base_env()
-        self.engine = PolicyEngine(policy, base_path=self.base_env["PATH"])
+        # A rule that only guards the project's files gives way to the judgement of the command's effects.
+        self.engine = PolicyEngine(policy, base_path=self.base_env["PATH"], effects=transactions is not None)
 
     def prepare(
         self, command: str, args: Sequence[str] = (), cwd: str | None = None, env: Mapping[str, str] | None = None
@@ -165,14 +167,23 @@ class ShellExec:
             if box is not None:
                 survey = Survey(roots=tuple(roots))
                 if self.protection is not None:
-                    # Raises PROTECTION_UNAVAILABLE (nothing runs) when the layout cannot be guarded.
-                    survey = await anyio.to_thread.run_sync(self.protection.survey, roots)
-                moved: list[str] = []
+                    if self.sandbox.copies:
+                        # The command works on a copy (its changes are judged afterwards): only the hidden paths
+                        # need hiding now.
+                        survey.masked = self.protection.hidden_paths(roots)  # kept while nothing changes
+                    else:
+                        # Writing the real tree directly (no copy here): protected paths read-only, as far as
+                        # they can be found. Raises PROTECTION_UNAVAILABLE (nothing runs) when the layout
+                        # cannot be guarded.
+                        survey = await anyio.to_thread.run_sync(self.protection.survey, roots)
+                copy = control.copy if control is not None else Copy()
                 token, proxy = await self._egress_for_call(box)
                 if token is not None and hosts is not None:
                     self._calls[token] = hosts
                 denied: list[Denied] = []
                 allowed: list[str] = []
+                started_ns = copy.started_ns = now_ns()
+                kept = False
                 try:
                     result = await run_boxed(
                         box,
@@ -182,26 +193,27 @@ class ShellExec:
                         stdin=stdin,
                         timeout=timeout,
                         max_output=max_output,
-                        options=call_options(self.sandbox, roots, survey.read_only, survey.masked),
+                        options=call_options(
+                            self.sandbox, roots, survey.read_only, survey.masked, overlays=self.sandbox.copies
+                        ),
                         progress=progress,
                         pause=hosts.pause if hosts is not None else None,
                         control=control,
+                        copy=copy,
                     )
+                    kept = True
                 finally:
-                    if self.protection is not None and self.quarantine is not None:
-                        # Every process of the call is gone (its PID namespace died with it): nothing can
-                        # still be writing where the command was not allowed to create anything.
-                        with anyio.CancelScope(shield=True):
-                            moved = await anyio.to_thread.run_sync(self.protection.settle, survey, self.quarantine)
                     if token is not None and self.egress is not None:
                         denied, allowed = self.egress.take_decisions(token)
                         self._calls.pop(token, None)
                     if hosts is not None:
                         with anyio.CancelScope(shield=True):
                             await hosts.close()
-                if moved:
-                    note = f"\n[mcp-guard] moved to the quarantine ({self.quarantine}): {', '.join(moved)}\n"
-                    result = dataclasses.replace(result, stderr=result.stderr + note, quarantined=tuple(moved))
+                    if copy.name and not kept and self.transactions is not None:
+                        # A call that failed or was cancelled applies nothing: its copy goes.
+                        with anyio.CancelScope(shield=True):
+                            await anyio.to_thread.run_sync(self.transactions.discard, copy.name)
+                result = dataclasses.replace(result, copy=copy.name, copy_final=copy.final, started_ns=started_ns)
                 if token is not None:
                     result = dataclasses.replace(
                         result,

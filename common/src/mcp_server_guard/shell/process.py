@@ -23,9 +23,9 @@ import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 
@@ -163,6 +163,20 @@ async def wait_with_pauses(done: Callable[[], Awaitable[None]], timeout: float, 
             return True
 
 
+@dataclass
+class Copy:
+    """The copy a boxed command works on: its name in the areas (said by the call's init before the command
+    starts), and whether every process of the call has ended (its upper layers are final)."""
+
+    name: str = ""
+    final: bool = False
+    started_ns: int = 0  # when the command started, by the file systems' clock
+    # A background job's: the ctime each path had when a look applied it (see changes.apply), and the lock that
+    # keeps two applies of the same copy apart.
+    baseline: dict[str, int] = field(default_factory=dict)
+    busy: anyio.Lock = field(default_factory=anyio.Lock)
+
+
 class Control:
     """Hands on a running command for whoever keeps it past its call (a background job): its output as it comes
     (``tee(stream, chunk)``, stream 1 or 2), its stdin kept open (``keep_stdin``), and signals to its whole group
@@ -176,6 +190,8 @@ class Control:
         self._write_lock = anyio.Lock()
         self._close_after_write = False
         self.settled = anyio.Event()  # the command started (attach), or never will (see JobTable)
+        self.copy = Copy()  # the copy it works on, once it started (a job's looks apply what it did so far)
+        self.outcome: Any = None  # what became of its changes once it ended (set by whoever settles them)
 
     def attach(self, send_signal: Callable[[int], None], stdin_fd: int | None) -> None:
         """The runner, once the command started: how to signal it, and its stdin (now owned here)."""
@@ -333,7 +349,9 @@ class RunResult:
     stderr_bytes: int
     truncated: bool
     duration_ms: float
-    quarantined: tuple[str, ...] = ()  # what the box moved away after the command (protected places)
+    copy: str = ""  # the copy the command worked on ("" when it wrote the real tree directly)
+    copy_final: bool = False  # every process of the call had ended when it returned: the copy is what it did
+    started_ns: int = 0  # when it started, by the file systems' clock (see changes.apply.now_ns)
     network_denied: tuple[Denied, ...] = ()  # --network policy: what the egress proxy refused for this call
     network_allowed: tuple[str, ...] = ()  # --network policy: host:port the proxy let through for this call
 

@@ -45,6 +45,9 @@ from mcp_server_guard.shell.parsing import (
 from mcp_server_guard.shell.wrappers import DYNAMIC, unwrap
 
 _SEVERITY: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
+# Doubts that are only about which of the project's files a command writes: judged by their effects while
+# commands work on a copy (the box keeps every other place read-only).
+EFFECT_FINDINGS = frozenset({"dynamic-redirect"})
 _MAX_DEPTH = 8
 _DYNAMIC = "\x00dynamic"  # stands for an argument only run time knows; matches no glob
 BLOCK_DEVICE = "<block-device>"  # what a path that names a block device also matches as
@@ -630,8 +633,11 @@ def _has_code_arg(words: Sequence[Word]) -> bool:
 class PolicyEngine:
     """Decides command lines (or argv lists) against a ShellPolicy."""
 
-    def __init__(self, policy: ShellPolicy, base_path: str | None = None) -> None:
+    def __init__(self, policy: ShellPolicy, base_path: str | None = None, *, effects: bool = False) -> None:
+        """``effects``: commands work on a copy whose changes are judged afterwards, so the rules marked
+        ``undoable`` (they only guard the project's files) do not apply beforehand."""
         self.policy = policy
+        self.effects = effects
         self.base_path = base_path if base_path is not None else os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
         self._detect: dict[str, Rule] = {}
         for rule in policy.rules:
@@ -639,7 +645,7 @@ class PolicyEngine:
                 current = self._detect.get(rule.detect)
                 if current is None or _SEVERITY[rule.action] > _SEVERITY[current.action]:
                     self._detect[rule.detect] = rule
-        self._program_rules = [rule for rule in policy.rules if rule.programs]
+        self._program_rules = [rule for rule in policy.rules if rule.programs and not (effects and rule.undoable)]
 
     def expand(self, command: str, args: Sequence[str] = (), env: Mapping[str, str] | None = None) -> _Expander:
         expander = _Expander(env or {}, self.base_path)
@@ -730,8 +736,11 @@ class PolicyEngine:
 
     def _finding(self, finding: Finding) -> Verdict:
         rule = self._detect.get(finding.kind)
-        if rule is not None:
+        if rule is not None and not (self.effects and rule.undoable):
             return Verdict(rule.action, rule.id, f"{rule.reason} ({finding.detail})", finding.detail)
+        if self.effects and finding.kind in EFFECT_FINDINGS:
+            # Where a redirect writes is known only at run time; what it wrote is judged afterwards.
+            return Verdict("allow", None, f"{finding.detail}: judged by its effects", finding.detail)
         if finding.kind in INFORMATIONAL:
             return Verdict("allow", None, finding.detail, finding.detail)
         return Verdict(

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import enum
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from mcp_server_guard.paths import within
-from mcp_server_guard.serving.launch import server_cli, usage_error
+from mcp_server_guard.serving.launch import HistoryDirOpt, resolve_history_dir, server_cli, usage_error
 from mcp_server_guard.serving.server import GuardedServer, Mode, ServerConfig
 from mcp_server_guard.shell.sandbox.planning import NetworkMode, ReadScope, SandboxMode, SandboxUnavailable, plan
+
+if TYPE_CHECKING:
+    from mcp_server_guard.changes.area import CopyArea
 
 PROG = "mcp-server-shell-exec"
 
@@ -52,6 +56,23 @@ ApprovalsOpt = Annotated[
 ]
 
 
+class TransactionsMode(enum.StrEnum):
+    AUTO = "auto"
+    REQUIRED = "required"
+    OFF = "off"
+
+
+TransactionsOpt = Annotated[
+    TransactionsMode,
+    typer.Option(
+        "--transactions",
+        help="auto: commands work on a copy of the writable directories, and their changes are judged, applied "
+        "and undoable (where the box and overlayfs allow; said at start-up where not); required: refuse to start "
+        "without that; off: commands write the files directly.",
+    ),
+]
+
+
 @server_cli(prog=PROG, name="shell_exec")
 def main(
     config: ServerConfig,
@@ -59,6 +80,8 @@ def main(
     sandbox_read: SandboxReadOpt = ReadScope.ALL,
     network: NetworkOpt = None,
     approvals_file: ApprovalsOpt = None,
+    transactions: TransactionsOpt = TransactionsMode.AUTO,
+    history_dir: HistoryDirOpt = None,
 ) -> GuardedServer:
     """Serve the shell_exec tool over stdio: commands are checked against the policy and run confined."""
     # Lazy for start-up time: --help and --version need neither the tool nor the MCP SDK.
@@ -69,6 +92,10 @@ def main(
     full_access = config.mode is Mode.FULL_ACCESS
     if full_access and sandbox not in (None, SandboxMode.OFF):
         usage_error(PROG, f"--sandbox {sandbox.value} contradicts --mode full-access (which runs commands unboxed)")
+    required = transactions is TransactionsMode.REQUIRED
+    if required and config.mode is not Mode.WORKSPACE_WRITE:
+        usage_error(PROG, f"--transactions required needs --mode workspace-write (not {config.mode.value})")
+    history = resolve_history_dir(PROG, history_dir, config)
     chosen = sandbox or (SandboxMode.OFF if full_access else SandboxMode.AUTO)
     approvals = _approvals_path(approvals_file, config) if approvals_file is not None else None
     try:
@@ -80,13 +107,41 @@ def main(
             jail_writable=config.mode is not Mode.READ_ONLY,
         )
         decided.network_chosen = network is not None
+        roots = [root.path for root in config.jail.allowed]
+        area = _copy_area(roots, history) if transactions is not TransactionsMode.OFF else None
+        wanted = config.mode is Mode.WORKSPACE_WRITE
         # Here, on the thread that runs the event loop: bubblewrap's parent-death signal follows that thread.
-        open_box(decided, [root.path for root in config.jail.allowed])
+        why = open_box(decided, roots, area.overlays() if area is not None and wanted else ())
+        if area is not None and area.why:
+            why = area.why
+        if wanted and transactions is not TransactionsMode.OFF and not decided.copies:
+            if required:
+                raise SandboxUnavailable(f"--transactions required: commands cannot work on a copy: {why}")
+            decided.notes.append(
+                f"commands write the files directly (transaction: none): {why or 'no copy could be made'}"
+            )
+        if area is not None and not decided.copies:
+            area.close()
+            area = None
     except SandboxUnavailable as exc:
         usage_error(PROG, str(exc))
     for note in decided.notes:
         typer.echo(f"{PROG}: {note}", err=True)
-    return build_server(config, decided, approvals)
+    return build_server(config, decided, approvals, history_dir=history, area=area)
+
+
+def _copy_area(roots: list[str], history: Path) -> CopyArea:
+    """This server's part of the copies' areas, after finishing what dead servers left half applied and removing
+    the rest of what they left."""
+    from mcp_server_guard.audit import state_dir  # noqa: PLC0415 - lazy for start-up time
+    from mcp_server_guard.changes.apply import recover  # noqa: PLC0415
+    from mcp_server_guard.changes.area import CopyArea  # noqa: PLC0415
+    from mcp_server_guard.files.history import HistoryStore  # noqa: PLC0415
+
+    recover(HistoryStore(history, max_bytes=1 << 62))
+    area = CopyArea(roots, state_dir())
+    area.sweep()
+    return area
 
 
 def _approvals_path(path: Path, config: ServerConfig) -> Path:

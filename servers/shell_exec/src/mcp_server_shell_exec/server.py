@@ -12,16 +12,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import anyio
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.types import ResourceLink, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from mcp_server_guard import audit
-from mcp_server_guard.audit import default_state_path
+from mcp_server_guard.audit import default_state_path, new_audit_id
+from mcp_server_guard.changes.apply import Applier
+from mcp_server_guard.changes.area import CopyArea
+from mcp_server_guard.changes.transactions import Ask, Held, Settled, Transactions
 from mcp_server_guard.errors import GuardError, ParamError, ResourceError
+from mcp_server_guard.files.writing import open_writer
 from mcp_server_guard.policy import NetworkRules, Verdict
 from mcp_server_guard.protected import protection_for
 from mcp_server_guard.serving.server import (
@@ -33,7 +38,7 @@ from mcp_server_guard.serving.server import (
     command_target,
     register_tool,
 )
-from mcp_server_guard.shell.approval import ApprovalForm, Checked, NoQuestion, consent, question
+from mcp_server_guard.shell.approval import APPROVED_BY, ApprovalForm, Checked, NoQuestion, consent, question
 from mcp_server_guard.shell.egress import Denied, EgressProxy, resolver_from_env
 from mcp_server_guard.shell.execution import ShellExec, limit_hit
 from mcp_server_guard.shell.grants import CallHosts, HostAnswer, HostAsk, SessionApprovals
@@ -96,6 +101,14 @@ class ShellExecInput(ToolInput):
     listJobs: bool = Field(
         default=False, description="true: list this server's background jobs instead of running command ('')."
     )
+    applyChanges: str | None = Field(
+        default=None,
+        description="The id of changes a command made that are waiting for the user's yes (pendingChanges.id): "
+        "the user is asked, and they are applied to the files. command may be ''.",
+    )
+    dropChanges: str | None = Field(
+        default=None, description="The id of waiting changes (pendingChanges.id) to throw away. command may be ''."
+    )
 
 
 class NetworkDenial(BaseModel):
@@ -126,6 +139,32 @@ class OmittedRange(BaseModel):
     start: int = Field(description="First byte left out of this result.")
     end: int = Field(description="Byte after the last one left out.")
     resource: str = Field(description="URI of the full output (resources/read), while it is kept; '' when none.")
+
+
+class ChangedPath(BaseModel):
+    path: str = Field(description="A path the command changed (relative to the launch directory when inside it).")
+    action: str = Field(description="create, modify, delete or meta (mode or times); refused; conflict.")
+    reason: str = Field(default="", description="Why it was refused, or what happened in a conflict.")
+
+
+class Changes(BaseModel):
+    summary: str = Field(default="", description="What the command changed, in one line.")
+    created: int = Field(default=0, description="Files created.")
+    modified: int = Field(default=0, description="Files modified.")
+    deleted: int = Field(default=0, description="Files deleted.")
+    metaChanged: int = Field(default=0, description="Files whose mode or times only changed.")
+    bytes: int = Field(default=0, description="Bytes of the files created or modified.")
+    conflicts: int = Field(default=0, description="Changes kept aside: the file changed meanwhile.")
+    refused: int = Field(default=0, description="Changes never applied (protected paths).")
+    paths: list[ChangedPath] = Field(default_factory=list, description="The first paths, with what happened.")
+    undo: str = Field(default="", description="How the user puts this call's changes back (once applied).")
+    reason: str = Field(default="", description="Why nothing was applied (declined, failed).")
+
+
+class PendingChanges(BaseModel):
+    id: str = Field(default="", description="Id of changes waiting for the user's yes ('' when none).")
+    summary: str = Field(default="", description="What they would do.")
+    question: str = Field(default="", description="What the user will be asked.")
 
 
 class ShellExecOutput(ToolOutput):
@@ -170,6 +209,17 @@ class ShellExecOutput(ToolOutput):
         description="Byte ranges left out of stdout/stderr here (head and tail shown), with where the full output "
         "can be read while it is kept.",
     )
+    transaction: str = Field(
+        default="none",
+        description="What became of the command's changes to the files (it works on a copy): applied, unchanged, "
+        "held (waiting for the user: pendingChanges), declined (nothing applied), failed; none: no copy, the "
+        "command wrote the files directly.",
+    )
+    changes: Changes = Field(default_factory=Changes, description="What the command changed in the files.")
+    pendingChanges: PendingChanges = Field(
+        default_factory=PendingChanges,
+        description="Changes waiting for the user's yes: apply them with applyChanges (the user is asked).",
+    )
 
     def facts(self) -> dict[str, Any]:
         return {**super().facts(), "timeoutSeconds": self.timeoutSeconds}
@@ -188,6 +238,7 @@ class ShellExecOutput(ToolOutput):
                 f'{{"command": "", "jobId": "{self.jobId}", "yieldAfterSeconds": 5}}; stop it: '
                 f'{{"command": "", "jobId": "{self.jobId}", "signal": "TERM"}}]'
             )
+            parts += _change_lines(self)
             return "\n".join(p for p in parts if p)
         status = f"exit code {self.exitCode}"
         if self.jobId:
@@ -204,6 +255,7 @@ class ShellExecOutput(ToolOutput):
                 parts.append(f"[{cut.stream} bytes {cut.start}-{cut.end} left out; full output: {cut.resource}]")
         if self.approval:
             parts.append(f"[approved by the user: {self.approval}]")
+        parts += _change_lines(self)
         for denial in self.networkDenied:
             parts.append(f"[network refused: {denial.host}:{denial.port} ({denial.rule}): {denial.reason}]")
         rules = {d.rule for d in self.networkDenied}
@@ -217,6 +269,29 @@ class ShellExecOutput(ToolOutput):
         elif rules:
             parts.append("[the user refused the host: do not retry; ask the user how to proceed]")
         return "\n".join(p for p in parts if p)
+
+
+def _change_lines(out: ShellExecOutput) -> list[str]:
+    """What the command did to the files, for the text block: one line, and what needs the model's attention."""
+    changes, pending = out.changes, out.pendingChanges
+    lines: list[str] = []
+    if out.transaction == "applied" and changes.undo:
+        lines.append(f"[changes applied: {changes.summary}; undo: {changes.undo}]")
+    elif out.transaction == "held":
+        lines.append(
+            f"[changes NOT applied yet: the command would {changes.summary}. They wait for the user's yes: "
+            f'{{"command": "", "applyChanges": "{pending.id}"}} (or dropChanges)]'
+        )
+    elif out.transaction == "declined":
+        lines.append(f"[changes NOT applied: the command would {changes.summary}; {changes.reason}]")
+    elif out.transaction == "failed":
+        lines.append(f"[changes NOT applied: {changes.reason}]")
+    elif out.transaction == "waiting":
+        lines.append(f"[changes waiting: the job would {changes.summary}; {changes.reason}]")
+    for path in changes.paths:
+        if path.action in ("refused", "conflict"):
+            lines.append(f"[{path.action}: {path.path}: {path.reason}]")
+    return lines
 
 
 def _links(out: ShellExecOutput) -> list[ResourceLink]:
@@ -234,6 +309,14 @@ def _links(out: ShellExecOutput) -> list[ResourceLink]:
 
 def _log_decision(token: str | None, host: str, port: int, verdict: Verdict) -> None:
     log.info("egress %s %s:%s (%s) for call %s", verdict.action, host, port, verdict.rule, token)
+
+
+# How long a question about a change set waits for an answer before nothing is applied.
+QUESTION_TIMEOUT_S = 300.0
+
+
+class ChangesApproval(ApprovalForm):
+    apply: bool = Field(description="Apply these changes to your files?")
 
 
 class HostQuestion(BaseModel):
@@ -261,21 +344,45 @@ def host_asker(ctx: Context[Any, Any], shown: str) -> tuple[HostAsk | None, bool
     return ask, False
 
 
-def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Path | None = None) -> GuardedServer:
+def build_server(
+    config: ServerConfig,
+    sandbox: SandboxPlan,
+    approvals_file: Path | None = None,
+    *,
+    history_dir: Path | None = None,
+    area: CopyArea | None = None,
+) -> GuardedServer:
     server = GuardedServer(config)
     allowed = [root.path for root in config.jail.roots]
     egress = None
     if sandbox.network is NetworkMode.POLICY:
         rules = NetworkRules.parse(config.policy.network.allow, config.policy.network.deny)
         egress = EgressProxy(rules, resolver=resolver_from_env(os.environ), on_decision=_log_decision)
+    protection = protection_for(
+        config.policy,
+        audit_path=config.audit.path,
+        history_dir=history_dir,
+        others=[approvals_file] if approvals_file else [],
+    )
+    transactions = None
+    if sandbox.copies and area is not None and history_dir is not None:
+        # The one writer's store, shared with file_write: every pre-image of what commands change is kept there.
+        writer = open_writer(config.jail, config.policy, config.audit.path, history_dir)
+        if writer.journal is not None:
+            server.cleanups.append(writer.journal.close)
+        transactions = Transactions(
+            area,
+            Applier(writer.history),
+            protection,
+            config.policy.effects,
+            display=config.jail.display_path,
+        )
     shell = ShellExec(
         config.jail,
         config.policy.shell_exec,
         sandbox,
-        protection=protection_for(
-            config.policy, audit_path=config.audit.path, others=[approvals_file] if approvals_file else []
-        ),
-        quarantine=default_state_path("quarantine", allowed),
+        protection=protection,
+        transactions=transactions,
         egress=egress,
         grants=SessionApprovals(approvals_file),
     )
@@ -283,6 +390,8 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
     checked = Checked(shell, grants)
     # At exit, however it comes: no command outlives the server, then what confined them goes.
     server.cleanups += [REGISTRY.kill_all, lambda: close_box(sandbox), lambda: release(sandbox)]
+    if area is not None:
+        server.cleanups.append(area.close)  # after the box: no call can be using a copy any more
     policy = config.policy.shell_exec
 
     spool_root = default_state_path("spool", allowed) / f"{os.getpid()}-{secrets.token_hex(4)}"
@@ -334,13 +443,22 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
         listJobs: bool,
         signal: str | None,
         closeStdin: bool,
+        applyChanges: str | None,
+        dropChanges: str | None,
         ctx: Context[Any, Any],
         client_roots: ClientRoots,
     ) -> Elicit[ApprovalForm] | NoQuestion:
         """Ask the human when the policy says ask; refusals surface here, before any question. A call about
-        jobs runs nothing: nothing to check or ask (a job's approval was taken when it started)."""
+        jobs runs nothing: nothing to check or ask (a job's approval was taken when it started). Applying held
+        changes asks the human about exactly those changes."""
         server.apply_roots(client_roots)
-        if jobId or listJobs:
+        if applyChanges:
+            held = waiting(applyChanges)
+            caps = ctx.client_capabilities
+            if caps is None or caps.elicitation is None:
+                return NoQuestion(why="unavailable")
+            return Elicit(f"{held.question}\n\n(made by: {held.shown})", ChangesApproval)
+        if jobId or listJobs or dropChanges:
             return NoQuestion(why="not-asked")
         wrong_job_arguments({"signal": signal, "closeStdin": closeStdin})
         return question(await checked.check(command, args, cwd, env), ctx, grants)
@@ -361,7 +479,32 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
 
         return report
 
-    def job_result(job: Job, limit: int, timeout: float) -> ShellExecOutput:
+    async def job_changes(job: Job) -> tuple[str, Changes, PendingChanges]:
+        """What a look at a job does with its changes: while it runs, applies those that need no question (copied:
+        it keeps its copy) under this look's audit id; once it ended, tells what became of them all."""
+        copy = job.control.copy
+        if transactions is None or not copy.name:
+            return "none", Changes(), PendingChanges()
+        async with copy.busy:
+            ended = job.control.outcome
+            if ended is None:
+                record = audit.current()
+                look_id = record.audit_id if record is not None else new_audit_id()
+                settled = await transactions.apply_live(
+                    copy.name,
+                    copy.started_ns,
+                    audit_id=look_id,
+                    roots=[root.path for root in config.jail.roots],
+                    baseline=copy.baseline,
+                    what={"tool": TOOL_NAME, "command": job.shown, "job": job.id, "look": True},
+                )
+                return described(settled, look_id)
+        settled, end_id = ended
+        return described(settled, end_id)
+
+    def job_result(
+        job: Job, limit: int, timeout: float, changed: tuple[str, Changes, PendingChanges]
+    ) -> ShellExecOutput:
         """A job's new output since the last look, its status, and (once it ended) how it ended."""
         look = job.look(limit)
         result = job.result
@@ -392,6 +535,9 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
                 for name, a, b in look.omitted
             ],
             networkDenied=NetworkDenial.all_of(denied),
+            transaction=changed[0],
+            changes=changed[1],
+            pendingChanges=changed[2],
         )
 
     def list_result() -> ShellExecOutput:
@@ -456,7 +602,8 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
             await jobs.stop(job, args.signal)
         else:
             await jobs.wait(job, args.yieldAfterSeconds or 0.0)
-        return job_result(job, limit, job.timeout)
+        changed = await job_changes(job)
+        return job_result(job, limit, job.timeout, changed)
 
     def wrong_job_arguments(given: Mapping[str, Any]) -> None:
         """signal, closeStdin without jobId: the call the model meant needs the job's id."""
@@ -477,6 +624,8 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
         args: ShellExecInput, ctx: Context[Any, Any], answer: ElicitationResult[ApprovalForm]
     ) -> ShellExecOutput:
         max_output = min(args.maxOutputBytes or policy.default_output_bytes, policy.max_output_bytes)
+        if args.applyChanges or args.dropChanges:
+            return await held_call(args, answer)
         if args.listJobs:
             return list_result()
         if args.jobId:
@@ -504,12 +653,33 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
             )
         if background:
             assert args.yieldAfterSeconds is not None
-            job = jobs.start(
-                prepared.shown,
-                prepared.cwd_display,
-                timeout,
-                lambda control: shell.execute(prepared, None, timeout, 1 << 16, None, hosts, control),
-            )
+            record = audit.current()
+            start_id = record.audit_id if record is not None else new_audit_id()
+            ask_now, hold = changes_asker(ctx)
+            can_hold = ask_now is not None or hold  # a later call can ask the user about what the job did
+
+            async def run_job(control: Control) -> RunResult:
+                result = await shell.execute(prepared, None, timeout, 1 << 16, None, hosts, control)
+                if transactions is not None and result.copy:
+                    # The job ended: what it did (and no look applied yet) is settled now, recorded under the call
+                    # that started it; a question becomes changes held for a later call.
+                    async with control.copy.busy:
+                        settled = await transactions.settle(
+                            result.copy,
+                            result.copy_final,
+                            audit_id=start_id,
+                            started_ns=result.started_ns,
+                            roots=[root.path for root in config.jail.roots],
+                            ask=None,
+                            hold=can_hold,
+                            shown=prepared.shown,
+                            what={"tool": TOOL_NAME, "command": prepared.shown, "cwd": prepared.cwd_display},
+                            baseline=control.copy.baseline,
+                        )
+                        control.outcome = (settled, start_id)
+                return result
+
+            job = jobs.start(prepared.shown, prepared.cwd_display, timeout, run_job)
             audit.note(job=job.id, job_action="start")
             if stdin is not None:
                 written = await job.control.write_stdin(stdin)
@@ -518,7 +688,7 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
                     note = f"[mcp-guard] the job took {written} of {len(stdin)} bytes of stdin in 10 s\n"
                     job.err.feed(note.encode())  # the start's result says so (its stderr)
             await jobs.wait(job, args.yieldAfterSeconds)
-            out = job_result(job, max_output, timeout)
+            out = job_result(job, max_output, timeout, await job_changes(job))
             return out.model_copy(update={"rule": verdict.rule if verdict.action == "ask" else None,
                                           "approval": decided.approval})  # fmt: skip
         spools = kept.spools(lazy_after=max_output)
@@ -535,6 +705,7 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
             audit.note(hosts_answered=hosts.answers)
         note_run(result)
         omitted = keep_cut_output(spools, result, max_output)
+        transaction, changes, pending = await settle(result, prepared.shown, prepared.cwd_display, ctx)
         return ShellExecOutput(
             stdout=result.stdout,
             stderr=result.stderr,
@@ -552,6 +723,145 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
             timeoutSeconds=timeout,
             networkDenied=NetworkDenial.all_of(result.network_denied),
             omitted=omitted,
+            transaction=transaction,
+            changes=changes,
+            pendingChanges=pending,
+        )
+
+    def changes_asker(ctx: Context[Any, Any]) -> tuple[Ask | None, bool]:
+        """How to get the person's yes for a change set: now (a 2025-era client, through elicitation); later, by
+        holding it (2026-07-28: questions only between rounds); or not at all (a client without elicitation)."""
+        caps = ctx.client_capabilities
+        if caps is None or caps.elicitation is None:
+            return None, False
+        if not ctx.session.can_send_request:
+            return None, True
+
+        async def ask(question: str) -> bool | None:
+            with anyio.move_on_after(QUESTION_TIMEOUT_S):
+                try:
+                    reply = await ctx.elicit(question, ChangesApproval)
+                except (ValidationError, ValueError):
+                    log.warning("the client answered the question about a command's changes with another form")
+                    return None  # the client's answer did not fit the question: nothing is applied
+                if isinstance(reply, AcceptedElicitation):
+                    return getattr(reply.data, "apply", False) is True
+                return False
+            return None  # nobody answered
+
+        return ask, False
+
+    async def settle(
+        result: RunResult, shown: str, cwd: str, ctx: Context[Any, Any]
+    ) -> tuple[str, Changes, PendingChanges]:
+        """What becomes of the copy the command worked on: read, judged, applied (or held, or dropped)."""
+        if transactions is None or not result.copy:
+            return "none", Changes(), PendingChanges()
+        record = audit.current()
+        audit_id = record.audit_id if record is not None else new_audit_id()
+        ask, hold = changes_asker(ctx)
+        settled = await transactions.settle(
+            result.copy,
+            result.copy_final,
+            audit_id=audit_id,
+            started_ns=result.started_ns,
+            roots=[root.path for root in config.jail.roots],
+            ask=ask,
+            hold=hold,
+            shown=shown,
+            what={"tool": TOOL_NAME, "command": shown, "cwd": cwd},
+        )
+        return described(settled, audit_id)
+
+    def described(settled: Settled, audit_id: str) -> tuple[str, Changes, PendingChanges]:
+        counts = settled.counts
+        paths = [ChangedPath(path=p, action=a) for p, a in settled.paths]
+        paths += [ChangedPath(path=p, action="refused", reason=why) for p, why in settled.refused]
+        paths += [ChangedPath(path=c.path, action="conflict", reason=c.what) for c in settled.conflicts]
+        applied = settled.transaction == "applied"
+        changes = Changes(
+            summary=settled.summary,
+            created=counts.created,
+            modified=counts.modified,
+            deleted=counts.deleted,
+            metaChanged=counts.meta,
+            bytes=counts.bytes,
+            conflicts=len(settled.conflicts),
+            refused=len(settled.refused),
+            paths=paths,
+            undo=f"mcp-guard undo {audit_id}" if applied and counts.total else "",
+            reason=settled.reason,
+        )
+        pending = PendingChanges()
+        if settled.held:
+            pending = PendingChanges(id=settled.held, summary=settled.summary, question=settled.asked)
+        if settled.transaction != "none":
+            audit.note(transaction=settled.transaction, changes=settled.summary)
+            if settled.refused:
+                audit.note(refused=[f"{p}: {why}" for p, why in settled.refused])
+            if settled.conflicts:
+                audit.note(conflicts=[f"{c.path}: {c.what}" for c in settled.conflicts])
+            if settled.asked:
+                audit.note(changes_asked=settled.asked)
+        return settled.transaction, changes, pending
+
+    def waiting(held_id: str) -> Held:
+        held = transactions.held(held_id) if transactions is not None else None
+        if held is None:
+            known = [h.id for h in transactions.all_held()] if transactions is not None else []
+            raise ParamError(
+                "CHANGES_NOT_FOUND",
+                f"No changes are waiting under the id {held_id!r} (applied, dropped or expired).",
+                f"Waiting now: {', '.join(known)}." if known else "Nothing is waiting; run the command again.",
+            )
+        return held
+
+    async def held_call(args: ShellExecInput, answer: ElicitationResult[ApprovalForm]) -> ShellExecOutput:
+        """Apply (after the user's yes) or drop changes a command made that were held for the user."""
+        wanted = args.applyChanges or args.dropChanges or ""
+        held = waiting(wanted)
+        assert transactions is not None
+        record = audit.current()
+        audit_id = record.audit_id if record is not None else new_audit_id()
+        audit.note(changes_of=held.audit_id)
+        if args.applyChanges:
+            data = answer.data if isinstance(answer, AcceptedElicitation) else None
+            if isinstance(data, ApprovalForm) and getattr(data, "apply", False) is True:
+                audit.note(decision="ask-approved", approved_by=APPROVED_BY, reason=held.question)
+                settled = await transactions.apply_held(
+                    held.id,
+                    audit_id=audit_id,
+                    roots=[root.path for root in config.jail.roots],
+                    what={"tool": TOOL_NAME, "command": held.shown},
+                )
+            else:
+                why = "unavailable" if isinstance(data, NoQuestion) else "declined"
+                audit.note(decision=f"ask-{why}", reason=held.question)
+                await transactions.drop_held(held.id)
+                settled = Settled(
+                    "declined",
+                    held.summary,
+                    reason="this client cannot ask the user"
+                    if why == "unavailable"
+                    else "the user declined these changes; they were dropped",
+                )
+        else:
+            await transactions.drop_held(held.id)
+            settled = Settled("declined", held.summary, reason="dropped, as asked")
+        transaction, changes, pending = described(settled, audit_id)
+        return ShellExecOutput(
+            stdout="",
+            stderr="",
+            exitCode=0,
+            timedOut=False,
+            truncated=False,
+            stdoutBytes=0,
+            stderrBytes=0,
+            durationMs=0.0,
+            sandbox=sandbox.label,
+            transaction=transaction,
+            changes=changes,
+            pendingChanges=pending,
         )
 
     def note_run(result: RunResult) -> None:
@@ -559,8 +869,6 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
         audit.note(
             bytes=result.stdout_bytes + result.stderr_bytes, exitCode=result.exit_code, timedOut=result.timed_out
         )
-        if result.quarantined:
-            audit.note(quarantined=list(result.quarantined))
         if result.network_allowed:
             audit.note(network_allowed=list(result.network_allowed))
         if result.network_denied:
@@ -592,7 +900,7 @@ def build_server(config: ServerConfig, sandbox: SandboxPlan, approvals_file: Pat
         action="exec",
         target=command_target,
         paths={"cwd": "dir"},
-        implied={"command": ("jobId", "listJobs")},  # a call about jobs runs no command
+        implied={"command": ("jobId", "listJobs", "applyChanges", "dropChanges")},  # calls that run no command
         resolvers={"answer": Annotated[ElicitationResult[ApprovalForm], Resolve(gate)]},
     )
     return server

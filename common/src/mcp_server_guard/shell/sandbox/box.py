@@ -11,6 +11,7 @@ started from the thread that runs the event loop, which lives as long as the ser
 from __future__ import annotations
 
 import array
+import asyncio
 import collections
 import contextlib
 import itertools
@@ -61,6 +62,8 @@ class BoxSpec:
     # --network policy: the box's own (empty) network namespace, where the supervisor listens on 127.0.0.1 for
     # the server's egress proxy and hands the listening socket out with its ready byte.
     egress: bool = False
+    areas: tuple[str, ...] = ()  # where the copies commands work on live (bound writable; each call hides them)
+    copies: bool = False  # the usual call works on a copy: the supervisor probes that it can, at start
 
     def bwrap_argv(self, fd: int, passed: dict[str, int] | None = None) -> list[str]:
         """bubblewrap's command line for this spec; the supervisor talks over ``fd``."""
@@ -70,6 +73,11 @@ class BoxSpec:
         if self.namespaces:
             # The supervisor builds each call's PID and mount namespaces; commands get no capability at all.
             argv += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
+        if self.copies:
+            # overlayfs works in its upper and work directories with its mounter's rights (its work directory has
+            # no permission bits at all): the call's init mounts it with these, inside the box's user namespace,
+            # and drops them (every one) before the command starts.
+            argv += ["--cap-add", "CAP_DAC_OVERRIDE", "--cap-add", "CAP_FOWNER"]
         argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if self.network_isolated or self.egress:
             argv.append("--unshare-net")
@@ -85,6 +93,8 @@ class BoxSpec:
         argv += ["--tmpfs", "/tmp"]  # noqa: S108 - the box's own, empty
         for root in self.roots:
             argv += ["--bind", root, root]
+        for area in self.areas:
+            argv += ["--bind", area, area]
         for path in self.hidden:
             argv += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
         argv += ["--chdir", "/", "--", *self.supervisor_argv(fd, passed)]
@@ -145,6 +155,9 @@ class Box:
     notes: list[str] = field(default_factory=list)
     # --network policy: the socket listening inside the box's network namespace (a new one per supervisor)
     egress_listener: socket.socket | None = None
+    _gone: dict[int, anyio.Event] = field(default_factory=dict)  # calls whose every process has ended (or waiters)
+    _watched: tuple[socket.socket, asyncio.AbstractEventLoop] | None = None  # read by that loop as frames arrive
+    copy_error: str | None = None  # whether commands can work on a copy: "" yes, else why not (None: not known yet)
 
     # -- life cycle --------------------------------------------------------------------------------
 
@@ -190,6 +203,17 @@ class Box:
             code = self._proc.wait(timeout=5) if self._proc is not None else None
             raise BoxUnavailable(f"the box did not start (exit status {code})")
         self._ready = True
+        if self.spec.copies:
+            self._sock.settimeout(timeout)
+            try:
+                while self.copy_error is None and self._reader is not None and self._reader.read():
+                    self._dispatch(self._reader.frames())
+            except OSError as exc:
+                raise BoxUnavailable(f"the box did not start: {exc}") from None
+            finally:
+                self._sock.settimeout(None)
+            if self.copy_error is None:
+                raise BoxUnavailable("the box ended before it said whether commands can work on a copy")
 
     def _take_ready(self, sock: socket.socket) -> bool:
         """Read the ready byte, and the egress listener that comes with it when the spec asks for one."""
@@ -236,6 +260,7 @@ class Box:
     def close(self, timeout: float = 1.0) -> None:
         """Server exit: closing the socket makes the supervisor kill every call and leave."""
         self._drop_offers()
+        self._unwatch()
         if self.egress_listener is not None:
             self.egress_listener.close()
             self.egress_listener = None
@@ -256,20 +281,71 @@ class Box:
             self._offered.popleft()[1].close()  # an init whose socket closes leaves
 
     def _collect_offers(self) -> None:
-        """Take the ready inits the supervisor offered since the last call (without waiting)."""
-        assert self._sock is not None and self._reader is not None
+        """Take what the supervisor sent since the last look (without waiting): ready inits it offers, and the
+        calls whose every process has ended."""
+        if self._sock is None or self._reader is None:
+            return
         while True:
             try:
                 if not self._reader.read(socket.MSG_DONTWAIT):
                     break  # the supervisor is gone: the next call notices
             except (BlockingIOError, InterruptedError):
                 break
-            for message, fds in self._reader.frames():
-                if message.get("op") == "ready" and len(fds) == 1:
-                    self._offered.append((int(message["init"]), socket.socket(fileno=fds[0])))
-                else:
-                    for fd in fds:
-                        os.close(fd)
+            except OSError:
+                break
+            self._dispatch(self._reader.frames())
+
+    def _dispatch(self, frames: list[tuple[dict[str, Any], list[int]]]) -> None:
+        for message, fds in frames:
+            op = message.get("op")
+            if op == "ready" and len(fds) == 1:
+                self._offered.append((int(message["init"]), socket.socket(fileno=fds[0])))
+                continue
+            if op == "gone":
+                self._event(int(message["id"])).set()
+            elif op == "probe":
+                self.copy_error = str(message.get("copy", ""))
+            for fd in fds:
+                os.close(fd)
+
+    def _event(self, call: int) -> anyio.Event:
+        event = self._gone.get(call)
+        if event is None:
+            event = self._gone[call] = anyio.Event()
+        return event
+
+    def _watch(self) -> None:
+        """Read the supervisor's messages on the event loop as they arrive (from the loop's thread)."""
+        loop = asyncio.get_running_loop()
+        if self._sock is None or self._watched == (self._sock, loop):
+            return
+        self._unwatch()
+        loop.add_reader(self._sock, self._collect_offers)
+        self._watched = (self._sock, loop)
+
+    def _unwatch(self) -> None:
+        if self._watched is not None:
+            sock, loop = self._watched
+            with contextlib.suppress(RuntimeError, ValueError, OSError):
+                if not loop.is_closed():
+                    loop.remove_reader(sock)
+            self._watched = None
+
+    async def gone(self, call: int, timeout: float) -> bool:
+        """Wait until every process of ``call`` has ended (its writes are final); False after ``timeout``."""
+        self._watch()
+        self._collect_offers()
+        event = self._event(call)
+        with anyio.move_on_after(timeout):
+            await event.wait()
+        if event.is_set():
+            del self._gone[call]
+            return True
+        return False
+
+    def forget(self, call: int) -> None:
+        """Nobody will wait for ``call``'s end: drop what is kept for it."""
+        self._gone.pop(call, None)
 
     # -- calls -------------------------------------------------------------------------------------
 
@@ -297,6 +373,7 @@ class Box:
         theirs = [in_r, out_w, err_w, status_w]
         message = {"id": call, "fds": 4, "argv": list(argv), "cwd": cwd, "env": env, **options}
         message["namespaces"] = self.spec.namespaces and bool(options.get("namespaces"))
+        message["gone"] = bool(options.get("overlays"))  # say when every process of a call on the copy has ended
         try:
             while self._offered:
                 init, init_sock = self._offered.popleft()
@@ -306,7 +383,7 @@ class Box:
                     continue  # that init is gone; try the next
                 finally:
                     init_sock.close()
-                send_frame(sock, {"op": "took", "id": call, "init": init})
+                send_frame(sock, {"op": "took", "id": call, "init": init, "gone": bool(options.get("overlays"))})
                 break
             else:
                 send_frame(sock, {"op": "spawn", **message}, theirs)

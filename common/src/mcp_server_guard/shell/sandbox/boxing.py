@@ -33,13 +33,16 @@ from mcp_server_guard.shell.sandbox.planning import (
 __all__ = ["call_options", "close_box", "open_box"]
 
 
-def open_box(plan: SandboxPlan, roots: Sequence[str]) -> None:
+def open_box(plan: SandboxPlan, roots: Sequence[str], copies: Sequence[tuple[str, str]] = ()) -> str:
     """Start the box for ``plan`` (from the thread that runs the event loop) and record it on the plan; with
-    ``--sandbox auto`` a box that cannot start leaves the plan as it was, with a note saying why."""
+    ``--sandbox auto`` a box that cannot start leaves the plan as it was, with a note saying why.
+
+    ``copies``: the (root, area) pairs whose root commands should see as a copy. Returns "" when they do (the
+    plan's ``copies``), else why they cannot (commands then write the real tree)."""
     if plan.mode is SandboxMode.OFF:
         if plan.network is NetworkMode.POLICY:
             raise SandboxUnavailable("--network policy needs the box; it cannot go with --sandbox off")
-        return
+        return "the sandbox is off" if copies else ""
     bwrap = shutil.which("bwrap")
     arch = seccomp.native_arch()
     reason = None
@@ -48,31 +51,13 @@ def open_box(plan: SandboxPlan, roots: Sequence[str]) -> None:
     elif arch is None:
         reason = f"no seccomp filter for this CPU ({os.uname().machine})"
     box = None
+    why_no_copy = "" if copies else "not asked for"
     if reason is None:
         assert bwrap is not None and arch is not None
-        spec = BoxSpec(
-            bwrap=bwrap,
-            namespaces=True,
-            network_isolated=plan.netns,
-            egress=plan.network is NetworkMode.POLICY,
-            read_all=plan.read_scope is ReadScope.ALL,
-            roots=tuple(roots),
-            readable=(),
-            seccomp=(seccomp.build_filter(arch, part="early"), seccomp.build_filter(arch, part="late")),
-            usual=json.dumps(call_options(plan, roots)),
-        )
-        box = Box(spec)
-        try:
-            box.start()
-            box.wait_ready()
-        except (BoxUnavailable, OSError) as exc:
-            box.close()
-            box = None
-            reason = (
-                f"bubblewrap could not build the box ({exc}); if unprivileged user namespaces are blocked "
-                "(Ubuntu 24.04's AppArmor), allow them for bwrap: "
-                "sysctl kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile for bwrap"
-            )
+        box, reason, why_no_copy = _start(plan, roots, copies, bwrap, arch)
+        if box is not None and why_no_copy and copies:
+            box.close()  # the copy cannot be made here: a box without it
+            box, reason, _ = _start(plan, roots, (), bwrap, arch)
     if box is None:
         if plan.mode is SandboxMode.REQUIRED:
             raise SandboxUnavailable(f"--sandbox required: no box: {reason}")
@@ -85,15 +70,56 @@ def open_box(plan: SandboxPlan, roots: Sequence[str]) -> None:
         plan.notes.append(f"no box: {reason}; commands run with Landlock and rlimits only")
         if plan.network is NetworkMode.POLICY:
             fall_back_from_policy(plan)
-        return
+        return f"there is no box ({reason})" if copies else ""
     plan.box = box
+    if copies and not why_no_copy:
+        plan.copies = tuple(copies)
+    return why_no_copy if copies else ""
+
+
+def _start(
+    plan: SandboxPlan, roots: Sequence[str], copies: Sequence[tuple[str, str]], bwrap: str, arch: seccomp.Arch
+) -> tuple[Box | None, str | None, str]:
+    """A started box (or None and why not), and why its commands cannot work on a copy ("" when they can)."""
+    spec = BoxSpec(
+        bwrap=bwrap,
+        namespaces=True,
+        network_isolated=plan.netns,
+        egress=plan.network is NetworkMode.POLICY,
+        read_all=plan.read_scope is ReadScope.ALL,
+        roots=tuple(roots),
+        readable=(),
+        seccomp=(seccomp.build_filter(arch, part="early"), seccomp.build_filter(arch, part="late")),
+        usual=json.dumps(call_options(plan, roots, overlays=copies)),
+        areas=tuple(dict.fromkeys(area for _, area in copies)),
+        copies=bool(copies) and plan.jail_writable,
+    )
+    box = Box(spec)
+    try:
+        box.start()
+        box.wait_ready()
+    except (BoxUnavailable, OSError) as exc:
+        box.close()
+        return (
+            None,
+            f"bubblewrap could not build the box ({exc}); if unprivileged user namespaces are blocked "
+            "(Ubuntu 24.04's AppArmor), allow them for bwrap: "
+            "sysctl kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile for bwrap",
+            "",
+        )
+    return box, None, (f"overlayfs refused the copy: {box.copy_error}" if box.copy_error else "")
 
 
 def call_options(
-    plan: SandboxPlan, roots: Sequence[str], read_only: Sequence[str] = (), masked: Sequence[str] = ()
+    plan: SandboxPlan,
+    roots: Sequence[str],
+    read_only: Sequence[str] = (),
+    masked: Sequence[str] = (),
+    overlays: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """One call's confinement inside the box, as the supervisor reads it: ``roots`` are the writable roots of
-    this call (client roots may have narrowed them), ``read_only`` the protected paths inside them."""
+    this call (client roots may have narrowed them), ``read_only`` the protected paths inside them, ``overlays``
+    the (root, area) pairs whose root the command sees as a copy (see ``changes.area``)."""
     rlimits = [
         (resource.RLIMIT_CORE, 0, 0),
         (resource.RLIMIT_DATA, plan.limits.memory_bytes, plan.limits.memory_bytes),
@@ -107,13 +133,16 @@ def call_options(
     if not plan.jail_writable:
         # --mode read-only: every root is bound read-only for the call (and Landlock grants it no write below).
         read_only = [*roots, *read_only]
+    areas = [area for _, area in overlays]
     options: dict[str, Any] = {
         "namespaces": True,
         "private_tmp": True,
-        "tmp_binds": [root for root in roots if within(root, "/tmp")],  # noqa: S108 - re-bound over the call's /tmp
+        # re-bound over the call's /tmp
+        "tmp_binds": [path for path in (*roots, *areas) if within(path, "/tmp")],  # noqa: S108
         "read_only": list(read_only),
         "masked": list(masked),
         "rlimits": [list(r) for r in rlimits],
+        "overlays": [{"root": root, "area": area} for root, area in overlays] if plan.jail_writable else [],
     }
     if plan.abi > 0:
         options["landlock"] = {

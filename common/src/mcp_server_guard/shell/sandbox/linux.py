@@ -75,6 +75,14 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
     )
 
 
+MNT_DETACH = 2
+
+
+def umount(target: str) -> None:
+    """Detach the mount on ``target`` (lazily: whatever still uses it keeps it until done)."""
+    _check(_libc().umount2(os.fsencode(target), ctypes.c_int(MNT_DETACH)), f"umount {target}")
+
+
 def bind_read_only(path: str) -> None:
     """Make ``path`` (and everything under it) read-only in this mount namespace. A path swapped for a
     symlink since it was surveyed is refused (``ELOOP``), not followed somewhere else."""

@@ -102,6 +102,9 @@ class SandboxPlan:
     pids_cgroup: Path | None = None
     box: Box | None = None  # the box every command runs in (see boxing.open_box), when the machine allows it
     jail_writable: bool = True  # False in --mode read-only: commands may write only their private /tmp
+    # (root, area) for every writable root commands see as a copy (its changes judged and applied afterwards);
+    # empty: commands write the real tree directly (transaction: none)
+    copies: tuple[tuple[str, str], ...] = ()
 
     @property
     def landlock(self) -> bool:

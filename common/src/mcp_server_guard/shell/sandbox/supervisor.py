@@ -37,16 +37,18 @@ import gc
 import json
 import os
 import resource
+import secrets
 import selectors
 import signal
 import socket
+import stat
 import struct
 import sys
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server_guard.shell.sandbox import landlock, linux, seccomp
+from mcp_server_guard.shell.sandbox import landlock, linux, renames, seccomp
 
 _MAX_FRAME = 8 << 20
 _MAX_FDS = 4
@@ -260,6 +262,93 @@ def _load_seccomp(fprog: Any) -> None:
     linux.prctl(seccomp.PR_SET_SECCOMP, seccomp.SECCOMP_MODE_FILTER, ctypes.addressof(fprog[0]))
 
 
+# -- the copy the command works on ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Copy:
+    """One call's overlays: below ``<area>/<name>/`` for each writable root, ``u<i>`` takes its writes (the upper
+    layer the server reads afterwards) and ``w<i>`` is overlayfs's own work directory."""
+
+    name: str
+    overlays: tuple[tuple[str, str], ...]  # (root, area)
+
+
+def _escape(path: str) -> str:
+    """A path as overlayfs reads it in its options (a comma ends an option, a colon separates lower layers)."""
+    return path.replace("\\", "\\\\").replace(",", "\\,").replace(":", "\\:")
+
+
+def _mount_copy(overlays: list[Any]) -> _Copy:
+    """Mount an overlay over each writable root (its writes go to a fresh upper directory in the root's area, on
+    the same file system), then hide every area: the command sees neither its own upper layer nor another's."""
+    name = secrets.token_hex(8)
+    pairs = tuple((str(o["root"]), str(o["area"])) for o in overlays)
+    for index, (root, area) in enumerate(pairs):
+        base = os.path.join(area, name)
+        os.makedirs(base, mode=0o700, exist_ok=True)
+        upper, work = os.path.join(base, f"u{index}"), os.path.join(base, f"w{index}")
+        os.mkdir(upper, 0o700)
+        os.mkdir(work, 0o700)
+        # The merged root shows the upper directory's own mode and times: those of the root itself.
+        real = os.stat(root)
+        os.chmod(upper, stat.S_IMODE(real.st_mode))
+        os.utime(upper, ns=(real.st_atime_ns, real.st_mtime_ns))
+        options = f"lowerdir={_escape(root)},upperdir={_escape(upper)},workdir={_escape(work)},userxattr"
+        linux.mount("overlay", root, "overlay", linux.MS_NOSUID | linux.MS_NODEV, options)
+    for area in dict.fromkeys(area for _, area in pairs):
+        linux.mask(area)
+    return _Copy(name, pairs)
+
+
+def probe_copy(usual: dict[str, Any]) -> str:
+    """Whether the copy can be made here: mount it once in a throwaway mount namespace and write through it.
+    Returns "" when it works, else why not (what the kernel said)."""
+    read_end, write_end = os.pipe2(os.O_CLOEXEC)
+    child = os.fork()
+    if child == 0:
+        code = 1
+        try:
+            os.close(read_end)
+            linux.unshare(linux.CLONE_NEWNS)
+            linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
+            copy = _mount_copy(usual["overlays"])
+            os.write(write_end, f"name={copy.name}\n".encode())
+            for root, _area in copy.overlays:
+                probe = os.path.join(root, f".mcp-guard-probe-{copy.name}")
+                os.mkdir(probe)
+                os.rmdir(probe)
+            code = 0
+        except OSError as exc:
+            os.write(write_end, f"why={exc.strerror or exc}\n".encode(errors="replace"))
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        said = dict(line.decode(errors="replace").partition("=")[::2] for line in pipe.read().splitlines())
+    _pid, status = os.waitpid(child, 0)
+    name = said.get("name", "")
+    if name:
+        for overlay in usual["overlays"]:
+            _remove_probe(os.path.join(str(overlay["area"]), name))
+    if os.waitstatus_to_exitcode(status) == 0:
+        return ""
+    return said.get("why") or f"the probe ended with status {status}"
+
+
+def _remove_probe(directory: str) -> None:
+    """The probe's empty upper and work directories (overlayfs leaves its work directory without permissions)."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(directory):
+            path = os.path.join(directory, name)
+            with contextlib.suppress(OSError):
+                for inner in os.listdir(path):
+                    os.chmod(os.path.join(path, inner), 0o700)
+                    os.rmdir(os.path.join(path, inner))
+            os.rmdir(path)
+        os.rmdir(directory)
+
+
 @dataclass
 class _View:
     """What a ready init set up before its call: the prepared mounts, the usual call's Landlock ruleset."""
@@ -267,6 +356,7 @@ class _View:
     mounted: bool = False
     ruleset: int = -1
     filtered: bool = False  # the early part of the seccomp filter is loaded
+    copy: _Copy | None = None  # the overlays the call's command works on
 
 
 def _prepare_view(prepared: _Prepared, own_pidns: bool) -> _View:
@@ -278,16 +368,33 @@ def _prepare_view(prepared: _Prepared, own_pidns: bool) -> _View:
         if own_pidns and usual.get("namespaces"):
             _base_mounts(usual)
             view.mounted = True
+            if usual.get("overlays"):
+                view.copy = _mount_copy(usual["overlays"])
         rules = usual.get("landlock")
         if rules:
+            # After the copy: a Landlock rule names the inode its path has now (the overlay's, for a root).
             view.ruleset = landlock.build(_rules(rules), rules.get("readable", []))
         if prepared.seccomp is not None:
             _load_seccomp(prepared.seccomp[0])  # the init needs none of it; only the mount calls stay open
             view.filtered = True
+        if view.copy is not None:
+            renames.warm_up()
         _warm_up()
     except OSError:
         pass
     return view
+
+
+def _answer_renames() -> None:
+    """Start the thread that answers the command's renames, then load the filter that sends them to it. Call it
+    confined exactly as the command will be: the thread inherits all of it (see ``renames.Handler``)."""
+    which = renames.arch()
+    if which is None:
+        raise OSError(errno.ENOSYS, "directory renames cannot be handled on this CPU")
+    handler = renames.Handler(which)
+    handler.start()
+    linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+    handler.attach(renames.load_notify_filter(renames.notify_filter(which), which))
 
 
 def _warm_up() -> None:
@@ -304,27 +411,43 @@ def _rules(rules: dict[str, Any]) -> landlock.Rules:
     return landlock.Rules(int(rules["abi"]), bool(rules["read_all"]), tuple(rules["writable"]), bool(rules["deny_tcp"]))
 
 
-def _start_command(spec: dict[str, Any], stdio: list[int], own_pidns: bool, prepared: _Prepared, view: _View) -> int:
+def _start_command(
+    spec: dict[str, Any], stdio: list[int], status: int, own_pidns: bool, prepared: _Prepared, view: _View
+) -> int:
     """Confine this process as the spec says, then start the command; returns its pid."""
     where = "setup"
     usual = prepared.usual
     try:
+        copy: _Copy | None = None
         if spec.get("namespaces"):
+            prepared_tmp = usual if view.mounted else spec
             if not view.mounted:
                 _base_mounts(spec)
-                _call_mounts(spec, spec)
-            else:
-                _call_mounts(spec, usual)
+            wanted = spec.get("overlays") or []
+            if wanted:
+                where = "copy"
+                copy = view.copy if view.copy is not None and list(view.copy.overlays) == _pairs(wanted) else None
+                if copy is None:
+                    if view.copy is not None:
+                        raise OSError(errno.EINVAL, "the call's writable roots differ from the prepared copy")
+                    copy = _mount_copy(wanted)
+                _report(status, {"txn": copy.name})
+                where = "setup"
+            elif view.copy is not None:
+                for root, _area in view.copy.overlays:  # a call that must not work on the copy
+                    linux.umount(root)
+            _call_mounts(spec, prepared_tmp)
         if not own_pidns:
             linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)  # the call's orphans come to us, not to the supervisor
         for which, soft, hard in spec.get("rlimits", []):
             resource.setrlimit(int(which), (int(soft), int(hard)))
         rules = spec.get("landlock")
+        ruleset = -1
         if rules:
-            if view.ruleset >= 0 and rules == usual.get("landlock"):
-                landlock.restrict_self(view.ruleset)
-            else:
-                landlock.apply(_rules(rules), extra_readable=rules.get("readable", []))
+            reuse = view.ruleset >= 0 and rules == usual.get("landlock") and copy is view.copy
+            ruleset = view.ruleset if reuse else landlock.build(_rules(rules), rules.get("readable", []))
+        if ruleset >= 0:
+            landlock.restrict_self(ruleset)
         linux.prctl(linux.PR_SET_DUMPABLE, 0)  # the command cannot read this process's memory or environment
         if prepared.has_caps:
             linux.drop_all_capabilities(prepared.bounding)
@@ -332,6 +455,9 @@ def _start_command(spec: dict[str, Any], stdio: list[int], own_pidns: bool, prep
             if not view.filtered:
                 _load_seccomp(prepared.seccomp[0])
             _load_seccomp(prepared.seccomp[1])
+        if copy is not None:
+            where = "copy"
+            _answer_renames()
         where = "cwd"
         os.chdir(spec["cwd"])
         where = "exec"
@@ -351,6 +477,10 @@ def _start_command(spec: dict[str, Any], stdio: list[int], own_pidns: bool, prep
         raise _StartFailed(exc.errno or 0, where, exc.strerror or str(exc)) from None
     except (ValueError, TypeError, KeyError) as exc:  # a malformed spec
         raise _StartFailed(0, where, f"{type(exc).__name__}: {exc}") from None
+
+
+def _pairs(overlays: list[Any]) -> list[tuple[str, str]]:
+    return [(str(o["root"]), str(o["area"])) for o in overlays]
 
 
 class _StartFailed(Exception):
@@ -377,7 +507,7 @@ def run_init(sock: socket.socket, own_pidns: bool, prepared: _Prepared) -> None:
         os._exit(1)
     stdio, status = fds[:3], fds[3]
     try:
-        child = _start_command(spec, stdio, own_pidns, prepared, view)
+        child = _start_command(spec, stdio, status, own_pidns, prepared, view)
     except _StartFailed as exc:
         _report(status, {"error": exc.errno, "where": exc.where, "message": exc.message})
         os._exit(0)
@@ -424,6 +554,8 @@ class Supervisor:
         self.offered: dict[int, _Ready] = {}  # init pid -> a ready init the server holds
         self.calls: dict[int, int] = {}  # call id -> init pid
         self.children: dict[int, int | None] = {}  # reaped pid -> call id (None while ready)
+        self.died: dict[int, None] = {}  # offered inits that ended before the server's "took" arrived (bounded)
+        self.told: set[int] = set()  # calls whose end the server waits to hear of ("gone")
         self.egress: socket.socket | None = None  # --network policy: the proxy's listener, until handed out
 
     # -- making inits ahead of time -------------------------------------------------------------
@@ -506,12 +638,17 @@ class Supervisor:
 
     # -- requests ------------------------------------------------------------------------------
 
-    def took(self, call: int, init: int) -> None:
-        """The server handed call ``call`` to the offered init ``init``."""
+    def took(self, call: int, init: int, tell: bool) -> None:
+        """The server handed call ``call`` to the offered init ``init`` (``tell``: say when it is gone)."""
+        if tell:
+            self.told.add(call)
         ready = self.offered.pop(init, None)
         if ready is not None and ready.reaped in self.children:
             self.calls[call] = init
             self.children[ready.reaped] = call
+        elif init in self.died:
+            del self.died[init]
+            self._gone(call)  # the call ran and ended before we heard it was taken
 
     def spawn(self, spec: dict[str, Any], fds: list[int]) -> None:
         """No offered init was at hand: start the call with a new one."""
@@ -527,6 +664,8 @@ class Supervisor:
             ready.sock.close()
         self.calls[call] = ready.init
         self.children[ready.reaped] = call
+        if spec.get("gone"):
+            self.told.add(call)
 
     def signal(self, call: int, signum: int) -> None:
         init = self.calls.get(call)
@@ -547,9 +686,21 @@ class Supervisor:
             call = self.children.pop(pid)
             if call is not None:
                 self.calls.pop(call, None)
-            else:  # a ready init died before its call: forget it
+                self._gone(call)
+            else:  # an offered init ended: unused, or with a call whose "took" is still on its way
                 for init in [i for i, r in self.offered.items() if r.reaped == pid]:
                     del self.offered[init]
+                    self.died[init] = None
+                    while len(self.died) > _POOL_IDLE * 64:
+                        del self.died[next(iter(self.died))]
+
+    def _gone(self, call: int) -> None:
+        """Every process of ``call`` has ended (its init was reaped: a PID namespace's init is reaped only after
+        everything in it): what it wrote is final."""
+        if call in self.told:
+            self.told.discard(call)
+            with contextlib.suppress(OSError):
+                send_frame(self.sock, {"op": "gone", "id": call})
 
     def kill_all(self) -> None:
         for init in [*self.offered, *self.calls.values()]:
@@ -565,7 +716,7 @@ class Supervisor:
         op = message.get("op")
         try:
             if op == "took":
-                self.took(int(message["id"]), int(message["init"]))
+                self.took(int(message["id"]), int(message["init"]), bool(message.get("gone")))
             elif op == "spawn" and len(fds) == _MAX_FDS:
                 self.spawn(message, fds)
             elif op == "signal":
@@ -595,6 +746,8 @@ class Supervisor:
             self.egress = None
         else:
             self.sock.sendall(b"R")  # ready; offers follow
+        if self.prepared.usual.get("overlays"):
+            send_frame(self.sock, {"op": "probe", "copy": probe_copy(self.prepared.usual)})
         last_busy = 0.0
         while True:
             # Requests first. The pool is refilled at once when it is empty, else once the box has been quiet

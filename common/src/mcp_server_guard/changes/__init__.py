@@ -1,0 +1,52 @@
+"""Effects, not strings: what a command changed on its copy of the project, judged and applied by the one guarded
+writer, and undone on request.
+
+``area`` (where the copies live), ``upper`` (reading a copy's upper layer), ``effects`` (judging it), ``apply``
+(applying, undoing, recovering after a crash) and ``transactions`` (one call's whole round).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mcp_server_guard._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from mcp_server_guard.changes.apply import Applier, UndoConflict, now_ns, recover
+    from mcp_server_guard.changes.area import CopyArea
+    from mcp_server_guard.changes.effects import Judgement, judge
+    from mcp_server_guard.changes.transactions import Held, Settled, Transactions
+    from mcp_server_guard.changes.upper import Change, ChangeSet, read_upper
+
+_EXPORTS = {
+    "Applier": "apply",
+    "Change": "upper",
+    "ChangeSet": "upper",
+    "CopyArea": "area",
+    "Held": "transactions",
+    "Judgement": "effects",
+    "Settled": "transactions",
+    "Transactions": "transactions",
+    "UndoConflict": "apply",
+    "judge": "effects",
+    "now_ns": "apply",
+    "read_upper": "upper",
+    "recover": "apply",
+}
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+
+__all__ = [
+    "Applier",
+    "Change",
+    "ChangeSet",
+    "CopyArea",
+    "Held",
+    "Judgement",
+    "Settled",
+    "Transactions",
+    "UndoConflict",
+    "judge",
+    "now_ns",
+    "read_upper",
+    "recover",
+]

@@ -1,0 +1,173 @@
+"""Where the copies live: for each writable root, a directory on the root's own file system, outside the jail.
+
+A command works on an overlay of each writable root (see ``shell.sandbox.supervisor``); its writes land in an
+upper directory that must be on the root's file system, so that applying a change is a ``rename``. The area of
+a root is ``$XDG_STATE_HOME/mcp-guard/copies`` when that lies on the same file system and outside every root
+(the usual case), else ``<root>/.mcp-guard/copies`` — hidden from commands, refused by the file tools, and
+ignored by git (a ``.gitignore`` of its own).
+
+Each server takes its own part of an area, ``<area>/<pid>-<random>``, and holds an exclusive ``flock`` on its
+``lock`` file for as long as it lives; the kernel drops the lock however the server dies, and a pid reused by
+another process cannot fool it. At start-up every part whose lock can be taken is a dead server's: what it
+left (copies of calls, held change sets) is removed — after its unfinished applies are finished (the apply
+journal names the upper files it still needs; see ``changes.apply``). Several servers may share an area.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import logging
+import os
+import secrets
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp_server_guard.files.history import remove_tree
+from mcp_server_guard.paths import within, within_any
+from mcp_server_guard.protected import OWN_AREA
+
+__all__ = ["AREA_IN_ROOT", "CopyArea", "Part", "dead_parts"]
+
+log = logging.getLogger("mcp_server_guard.changes")
+
+AREA_IN_ROOT = OWN_AREA  # a root's own area, when the state directory is on another file system
+_COPIES = "copies"
+_LOCK = "lock"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One server's part of an area, for one or more roots on that file system."""
+
+    directory: Path  # <area>/<pid>-<random>
+    roots: tuple[str, ...]
+    in_root: str | None  # the root that holds this area (its own .mcp-guard), or None for the state directory
+
+
+class CopyArea:
+    """This server's parts of the areas of its writable roots; ``why`` says what is missing when there are none."""
+
+    def __init__(self, roots: Sequence[str], state_dir: Path) -> None:
+        self.parts: list[Part] = []
+        self.why = ""
+        self._locks: list[int] = []
+        outer = [r for r in roots if not any(o != r and within(r, o) for o in roots)]
+        by_area: dict[Path, tuple[list[str], str | None]] = {}
+        try:
+            for root in outer:
+                area, in_root = _area_for(root, state_dir, roots)
+                by_area.setdefault(area, ([], in_root))[0].append(root)
+            for area, (covered, in_root) in by_area.items():
+                self.parts.append(self._take(area, tuple(covered), in_root))
+        except OSError as exc:
+            self.close()
+            self.parts = []
+            self.why = f"no place for the copies ({exc.strerror or exc})"
+
+    def _take(self, area: Path, roots: tuple[str, ...], in_root: str | None) -> Part:
+        if in_root is not None:
+            _prepare_in_root(Path(in_root) / AREA_IN_ROOT)
+        area.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tag = f"{os.getpid()}-{secrets.token_hex(4)}"
+        # Locked before the part gets its name, so a sweeper never takes a live part for a dead one.
+        starting = area / f".starting-{tag}"
+        starting.mkdir(mode=0o700)
+        fd = os.open(starting / _LOCK, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        self._locks.append(fd)
+        part = area / tag
+        os.rename(starting, part)
+        return Part(part, roots, in_root)
+
+    def overlays(self) -> list[tuple[str, str]]:
+        """(root, part directory) for every writable root that works on a copy."""
+        return [(root, str(part.directory)) for part in self.parts for root in part.roots]
+
+    def hidden(self) -> list[str]:
+        """Areas inside roots: commands never see them, the file tools never touch them."""
+        return [str(Path(part.in_root) / AREA_IN_ROOT) for part in self.parts if part.in_root is not None]
+
+    def part_of(self, root: str) -> Part | None:
+        return next((p for p in self.parts if root in p.roots), None)
+
+    def sweep(self) -> int:
+        """Remove what dead servers left in these areas (run their unfinished applies first: ``apply.recover``).
+        Returns how many parts went."""
+        removed = 0
+        for area in {part.directory.parent for part in self.parts}:
+            for part, fd in dead_parts(area):
+                try:
+                    remove_tree(part)
+                    removed += 1
+                finally:
+                    if fd >= 0:
+                        os.close(fd)
+        return removed
+
+    def close(self) -> None:
+        """At exit: remove this server's parts (every call has ended), then let go of the locks."""
+        for part in self.parts:
+            with contextlib.suppress(OSError):
+                remove_tree(part.directory)
+        for fd in self._locks:
+            os.close(fd)
+        self._locks = []
+
+
+def _area_for(root: str, state_dir: Path, roots: Sequence[str]) -> tuple[Path, str | None]:
+    """The area for ``root``: the state directory's when it is on the root's file system and outside every
+    root, else the root's own."""
+    device = os.stat(root).st_dev
+    probe = state_dir
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    if os.stat(probe).st_dev == device and not within_any(os.path.realpath(state_dir), roots):
+        return state_dir / _COPIES, None
+    return Path(root) / AREA_IN_ROOT / _COPIES, root
+
+
+def _prepare_in_root(directory: Path) -> None:
+    """A root's own area: a directory of ours (never through a symlink), ignored by git."""
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        st = os.lstat(directory)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            raise OSError(errno.EEXIST, f"{directory} exists and is not a directory of this user") from None
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, b"# mcp-guard keeps the copies commands work on here; never commit them.\n*\n")
+        finally:
+            os.close(fd)
+
+
+def dead_parts(area: Path) -> Iterator[tuple[Path, int]]:
+    """The parts of ``area`` whose server is gone, each with its lock held (the caller closes it)."""
+    try:
+        names = os.listdir(area)
+    except OSError:
+        return
+    for name in names:
+        part = area / name
+        try:
+            fd = os.open(part / _LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            if name.startswith(".starting-"):
+                fd = -1  # a server that died while taking it: nothing of a call can be in it
+            else:
+                continue
+        except OSError:
+            continue
+        if fd >= 0:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue  # its server is alive
+        yield part, fd

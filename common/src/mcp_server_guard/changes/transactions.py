@@ -1,0 +1,410 @@
+"""One call's transaction: after its command ends, its copy is read, judged, and applied, held or dropped.
+
+``Transactions.settle`` is what shell_exec calls once every process of a call is gone:
+
+1. read each root's upper layer (:mod:`changes.upper`); nothing changed: done (``unchanged``);
+2. judge it (:mod:`changes.effects`): refused paths are left out whatever happens;
+3. when the judgement asks, ask the person now (a 2025-era client, through elicitation), or hold the change set
+   for a later call to apply or drop (a 2026-07-28 client cannot be asked mid-call: ``held``), or, with a client
+   that cannot ask at all, apply nothing (``declined``);
+4. apply it through the one guarded writer (:mod:`changes.apply`), and remove the copy.
+
+Held change sets stay where they are (in this server's part of the area), bounded in number and bytes and
+dropped after ``held_seconds``; ``apply_held`` judges one again against the tree as it is then and applies it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import stat
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from mcp_server_guard.changes.apply import Applier, Conflict, Outcome
+from mcp_server_guard.changes.area import AREA_IN_ROOT, CopyArea
+from mcp_server_guard.changes.effects import Counts, Judgement, judge
+from mcp_server_guard.changes.upper import ChangeSet, read_upper
+from mcp_server_guard.files.history import remove_tree
+from mcp_server_guard.policy import EffectsPolicy
+from mcp_server_guard.protected import Protection
+
+__all__ = ["Held", "Settled", "Transactions"]
+
+_FILE = os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+log = logging.getLogger("mcp_server_guard.changes")
+
+# What a question to the person returns: True apply, False do not, None nobody answered.
+Ask = Callable[[str], Awaitable[bool | None]]
+_SHOWN_PATHS = 20
+
+
+@dataclass
+class Settled:
+    """What became of one call's changes."""
+
+    # applied, held, declined, unchanged, failed, none (no copy: the command wrote directly); waiting (a running
+    # job's changes that need the user's yes: asked when it ends)
+    transaction: str
+    summary: str = ""
+    counts: Counts = field(default_factory=Counts)
+    paths: list[tuple[str, str]] = field(default_factory=list)  # the first paths, with what happened to each
+    conflicts: list[Conflict] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    held: str = ""  # the id a later call applies or drops it by
+    asked: str = ""  # what the person was (or will be) asked
+    reason: str = ""  # why nothing was applied
+
+
+@dataclass
+class Held:
+    """A change set waiting for a person's answer in a later call."""
+
+    id: str
+    name: str  # the copy's name in the areas
+    audit_id: str  # of the call whose command made it
+    started_ns: int
+    shown: str  # the command, as shown
+    question: str
+    summary: str
+    bytes: int
+    expires: float  # time.monotonic()
+
+
+def _rewrite(sets: Sequence[ChangeSet], judgement: Judgement) -> None:
+    """Put the judgement's safer content in place of the command's, in the copy (ours now, and never through a
+    link: each name is opened on its own below the upper directory)."""
+    for changes in sets:
+        for (root, path), data in judgement.rewritten.items():
+            if root != changes.root:
+                continue
+            fd = os.open(changes.upper, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                parts = path.split("/")
+                for part in parts[:-1]:
+                    nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                    os.close(fd)
+                    fd = nxt
+                out = os.open(parts[-1], _FILE, dir_fd=fd)
+                try:
+                    if not stat.S_ISREG(os.fstat(out).st_mode):
+                        continue
+                    os.write(out, data)
+                finally:
+                    os.close(out)
+            finally:
+                os.close(fd)
+
+
+class Transactions:
+    """Settles the transactions of one server's calls."""
+
+    def __init__(
+        self,
+        area: CopyArea,
+        applier: Applier,
+        protection: Protection,
+        policy: EffectsPolicy,
+        display: Callable[[str], str] = lambda path: path,
+    ) -> None:
+        self.area = area
+        self.applier = applier
+        self.protection = protection
+        self.policy = policy
+        self.display = display  # an absolute path as the model should see it
+        self._held: dict[str, Held] = {}
+        self._lock = threading.Lock()
+
+    # -- reading and judging ---------------------------------------------------------------------
+
+    def _upper(self, name: str, index: int, part: str) -> str:
+        return os.path.join(part, name, f"u{index}")
+
+    def read(self, name: str) -> list[ChangeSet]:
+        """Every root's change set of the copy ``name`` (every process of its call must be gone)."""
+        sets: list[ChangeSet] = []
+        for index, (root, part) in enumerate(self.area.overlays()):
+            upper = self._upper(name, index, part)
+            skip = frozenset({AREA_IN_ROOT}) if any(p.in_root == root for p in self.area.parts) else frozenset()
+            fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                changes = read_upper(upper, fd, root, skip)
+            finally:
+                os.close(fd)
+            if changes.changes or changes.incomplete:
+                sets.append(changes)
+        return sets
+
+    def judge(self, sets: Sequence[ChangeSet], roots: Sequence[str]) -> Judgement:
+        judgement = judge(sets, self.protection, self.policy, roots)
+        if any(s.incomplete for s in sets):
+            judgement.asks.append("It changed too many paths to list them all.")
+        return judgement
+
+    def _untouched(self, name: str) -> bool:
+        """Whether the copy holds no change at all; then it is removed here and now (a few system calls)."""
+        overlays = self.area.overlays()
+        try:
+            for index, (_root, part) in enumerate(overlays):
+                with os.scandir(self._upper(name, index, part)) as entries:
+                    if next(entries, None) is not None:
+                        return False
+        except OSError:
+            return False  # something unexpected: the thorough way decides
+        try:
+            for index, (_root, part) in enumerate(overlays):
+                base = os.path.join(part, name)
+                os.rmdir(os.path.join(base, f"u{index}"))
+                os.rmdir(os.path.join(base, f"w{index}", "work"))
+                os.rmdir(os.path.join(base, f"w{index}"))
+            for part in dict.fromkeys(part for _root, part in overlays):
+                os.rmdir(os.path.join(part, name))
+        except OSError:
+            self.discard(name)  # overlayfs left something in its work directory: the thorough way
+        return True
+
+    def discard(self, name: str) -> None:
+        """Remove a copy (its command's changes are dropped, or applied already)."""
+        for part in {part for _root, part in self.area.overlays()}:
+            with contextlib.suppress(OSError):
+                remove_tree(Path(part) / name)
+
+    # -- settling ----------------------------------------------------------------------------------
+
+    async def settle(
+        self,
+        name: str,
+        final: bool,
+        *,
+        audit_id: str,
+        started_ns: int,
+        roots: Sequence[str],
+        ask: Ask | None,
+        hold: bool,
+        shown: str,
+        what: dict[str, Any],
+        baseline: dict[str, int] | None = None,
+    ) -> Settled:
+        """Settle the copy ``name`` of a call that has ended. ``ask``: ask the person now (None: cannot now);
+        ``hold``: keep the change set for a later call when a question is needed and cannot be asked now;
+        ``baseline``: a job's paths as its looks left them (see ``Applier.apply``)."""
+        if not name:
+            return Settled("none")
+        if not final:
+            # Threat: a process of the call could still be writing; what we would read is not what it did.
+            await anyio.to_thread.run_sync(self.discard, name)
+            return Settled("failed", reason="the command's processes did not all end; nothing was applied")
+        if self._untouched(name):
+            return Settled("unchanged")  # the usual case, settled on the spot
+        try:
+            sets = await anyio.to_thread.run_sync(self.read, name)
+        except OSError as exc:
+            await anyio.to_thread.run_sync(self.discard, name)
+            return Settled("failed", reason=f"its changes could not be read ({exc.strerror or exc}); nothing applied")
+        if not sets:
+            await anyio.to_thread.run_sync(self.discard, name)
+            return Settled("unchanged")
+        judgement = await anyio.to_thread.run_sync(self.judge, sets, roots)
+        settled = self._described(sets, judgement)
+        if judgement.asks:
+            settled.asked = judgement.question
+            answer = await ask(judgement.question) if ask is not None else None
+            if answer is None and ask is None and hold:
+                held = self._hold(name, audit_id, started_ns, shown, judgement)
+                settled.transaction, settled.held = "held", held.id
+                return settled
+            if answer is not True:
+                await anyio.to_thread.run_sync(self.discard, name)
+                settled.transaction = "declined"
+                settled.reason = (
+                    "the user declined these changes"
+                    if answer is False
+                    else "nobody answered the question"
+                    if ask is not None
+                    else "they need the user's yes and this client cannot ask the user"
+                )
+                return settled
+        outcome = await self._apply(name, sets, judgement, audit_id, started_ns, what, baseline=baseline)
+        return self._finished(settled, outcome)
+
+    async def apply_live(
+        self,
+        name: str,
+        started_ns: int,
+        *,
+        audit_id: str,
+        roots: Sequence[str],
+        baseline: dict[str, int],
+        what: dict[str, Any],
+    ) -> Settled:
+        """A running job's changes so far, at a look: applied (copied: the job keeps its copy) when the judgement
+        asks nothing; else nothing now (``waiting``): they are judged again, and asked about, when the job ends.
+        Refused paths never go."""
+        if not name:
+            return Settled("none")
+        try:
+            sets = await anyio.to_thread.run_sync(self.read, name)
+        except OSError as exc:
+            return Settled("waiting", reason=f"its changes could not be read now ({exc.strerror or exc})")
+        if not sets:
+            return Settled("unchanged")
+        judgement = await anyio.to_thread.run_sync(self.judge, sets, roots)
+        settled = self._described(sets, judgement)
+        if judgement.asks:
+            settled.transaction = "waiting"
+            settled.asked = judgement.question
+            settled.reason = "they need the user's yes: asked when the job ends"
+            return settled
+
+        def work() -> Outcome:
+            _rewrite(sets, judgement)
+            return self.applier.apply(
+                sets, audit_id, started_ns, skip=frozenset(judgement.refused), what=what, live=True, baseline=baseline
+            )
+
+        outcome = Outcome()
+        with anyio.CancelScope(shield=True):
+            outcome = await anyio.to_thread.run_sync(work)
+        return self._finished(settled, outcome)
+
+    async def _apply(
+        self,
+        name: str,
+        sets: Sequence[ChangeSet],
+        judgement: Judgement,
+        audit_id: str,
+        started_ns: int,
+        what: dict[str, Any],
+        baseline: dict[str, int] | None = None,
+    ) -> Outcome:
+        def work() -> Outcome:
+            try:
+                _rewrite(sets, judgement)
+                return self.applier.apply(
+                    sets, audit_id, started_ns, skip=frozenset(judgement.refused), what=what, baseline=baseline
+                )
+            finally:
+                self.discard(name)
+
+        outcome = Outcome()
+        with anyio.CancelScope(shield=True):  # an apply, once started, finishes
+            outcome = await anyio.to_thread.run_sync(work)
+        return outcome
+
+    def _described(self, sets: Sequence[ChangeSet], judgement: Judgement) -> Settled:
+        settled = self._listed(sets, judgement)
+        for path, keys in judgement.dropped_keys.items():
+            where = next((s.root for s in sets if (s.root, path) in judgement.rewritten), "")
+            shown = self.display(os.path.join(where, path))
+            settled.refused.append(
+                (shown, f"applied without the keys that can make git run programs: {', '.join(keys)}")
+            )
+        return settled
+
+    def _listed(self, sets: Sequence[ChangeSet], judgement: Judgement) -> Settled:
+        paths: list[tuple[str, str]] = []
+        refused: list[tuple[str, str]] = []
+        for changes in sets:
+            for change in changes.changes:
+                absolute = os.path.join(changes.root, change.path)
+                why = judgement.refused.get((changes.root, change.path))
+                if why is not None:
+                    if not change.top or (changes.root, change.top) not in judgement.refused:
+                        refused.append((self.display(absolute), why))
+                    continue
+                if change.top or (change.kind == "dir" and change.action != "delete" and not change.opaque):
+                    continue
+                if len(paths) < _SHOWN_PATHS:
+                    paths.append((self.display(absolute) + ("/" if change.kind == "dir" else ""), change.action))
+        return Settled("applied", judgement.summary, judgement.counts, paths, refused=refused)
+
+    def _finished(self, settled: Settled, outcome: Outcome) -> Settled:
+        settled.conflicts = [Conflict(self.display(c.path), c.what) for c in outcome.conflicts]
+        settled.transaction = "applied"
+        return settled
+
+    # -- held change sets --------------------------------------------------------------------------
+
+    def _hold(self, name: str, audit_id: str, started_ns: int, shown: str, judgement: Judgement) -> Held:
+        held = Held(
+            id=f"c{secrets.token_hex(4)}",
+            name=name,
+            audit_id=audit_id,
+            started_ns=started_ns,
+            shown=shown,
+            question=judgement.question,
+            summary=judgement.summary,
+            bytes=judgement.counts.bytes,
+            expires=time.monotonic() + self.policy.held_seconds,
+        )
+        with self._lock:
+            self._held[held.id] = held
+            dropped = self._bound_held()
+        for old in dropped:
+            self.discard(old.name)
+        return held
+
+    def _bound_held(self) -> list[Held]:
+        """Drop what expired, then the oldest past the bounds; returns what was dropped (lock held)."""
+        now = time.monotonic()
+        dropped = [h for h in self._held.values() if h.expires <= now]
+        for held in dropped:
+            del self._held[held.id]
+        while self._held and (
+            len(self._held) > self.policy.held_max
+            or sum(h.bytes for h in self._held.values()) > self.policy.held_max_bytes
+        ):
+            oldest = min(self._held.values(), key=lambda h: h.expires)
+            dropped.append(self._held.pop(oldest.id))
+        return dropped
+
+    def held(self, held_id: str) -> Held | None:
+        with self._lock:
+            dropped = self._bound_held()
+            found = self._held.get(held_id)
+        for old in dropped:
+            self.discard(old.name)
+        return found
+
+    def all_held(self) -> list[Held]:
+        with self._lock:
+            dropped = self._bound_held()
+            found = list(self._held.values())
+        for old in dropped:
+            self.discard(old.name)
+        return found
+
+    async def drop_held(self, held_id: str) -> Held | None:
+        with self._lock:
+            held = self._held.pop(held_id, None)
+        if held is not None:
+            await anyio.to_thread.run_sync(self.discard, held.name)
+        return held
+
+    async def apply_held(self, held_id: str, *, audit_id: str, roots: Sequence[str], what: dict[str, Any]) -> Settled:
+        """Apply a held change set the person has just approved, judged again against the tree as it is now; it
+        is recorded (and undone) under ``audit_id``, the call that applies it."""
+        with self._lock:
+            held = self._held.pop(held_id, None)
+        if held is None:
+            return Settled("failed", reason=f"no held change set {held_id} (applied, dropped or expired)")
+        sets = await anyio.to_thread.run_sync(self.read, held.name)
+        judgement = await anyio.to_thread.run_sync(self.judge, sets, roots)
+        settled = self._described(sets, judgement)
+        outcome = await self._apply(held.name, sets, judgement, audit_id, held.started_ns,
+                                    {**what, "held": held.id, "for_call": held.audit_id})  # fmt: skip
+        return self._finished(settled, outcome)
+
+    def close(self) -> None:
+        with self._lock:
+            self._held.clear()

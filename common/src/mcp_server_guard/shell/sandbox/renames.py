@@ -1,0 +1,410 @@
+"""Directory renames on the copy: the call's init answers its command's rename calls (seccomp user notification).
+
+A command works on an overlay (see ``supervisor``). Mounted in a user namespace, overlayfs cannot record that a
+directory moved (``redirect_dir`` needs trusted xattrs), so renaming a directory that exists in the real tree
+fails with ``EXDEV``: ``git mv src lib`` and ``os.rename`` of a directory would break, where ``mv`` copes by
+copying. The call's init therefore loads a last seccomp filter that turns ``rename``, ``renameat`` and
+``renameat2`` into user notifications, and answers them from a thread of its own that started before that
+filter (so its own calls are not intercepted):
+
+* the source is not a directory, or cannot be looked at: the kernel carries the call out as asked (CONTINUE);
+* a directory: the thread renames it itself, with the caller's paths (read from ``/proc/<pid>/mem``) resolved
+  from the caller's working directory or directory fds (``/proc/<pid>/cwd``, ``/proc/<pid>/fd/N``); where the
+  overlay answers ``EXDEV``, it moves the tree the way ``mv`` does: a copy under a temporary name beside the
+  target (modes, times, symlinks, hard links within the tree), the copy renamed into place (it is new, so that
+  works), then the source removed.
+
+The thread has exactly the command's rights: the same user, mount view, Landlock domain and seccomp filter
+(less this last one), and no capability. A command that races it (changes its paths or directories while it
+works) gains nothing it could not do itself. Anything it cannot judge is left to the kernel (CONTINUE).
+
+Standard library only (the in-box supervisor imports this).
+"""
+
+from __future__ import annotations
+
+import _thread
+import contextlib
+import ctypes
+import errno
+import os
+import platform
+import secrets
+import shutil
+import stat
+import struct
+
+from mcp_server_guard.shell.sandbox import linux
+
+SECCOMP_SET_MODE_FILTER = 1
+SECCOMP_FILTER_FLAG_NEW_LISTENER = 1 << 3
+_RET_ALLOW = 0x7FFF0000
+_RET_USER_NOTIF = 0x7FC00000
+_NOTIF_RECV = 0xC0502100  # _IOWR('!', 0, struct seccomp_notif)
+_NOTIF_SEND = 0xC0182101  # _IOWR('!', 1, struct seccomp_notif_resp)
+_NOTIF_ID_VALID = 0x40082102  # _IOW('!', 2, __u64)
+_FLAG_CONTINUE = 1
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
+_PATH_MAX = 4096
+_PAGE = 4096
+
+
+class _Arch:
+    def __init__(self, audit: int, seccomp: int, renameat2: int, calls: dict[int, str]) -> None:
+        self.audit, self.seccomp, self.renameat2, self.calls = audit, seccomp, renameat2, calls
+
+
+# Per architecture: AUDIT_ARCH, the seccomp and renameat2 syscall numbers, and which numbers are which rename.
+_ARCHES = {
+    "x86_64": _Arch(0xC000003E, 317, 316, {82: "rename", 264: "renameat", 316: "renameat2"}),
+    "aarch64": _Arch(0xC00000B7, 277, 276, {38: "renameat", 276: "renameat2"}),
+}
+_ARCHES["amd64"], _ARCHES["arm64"] = _ARCHES["x86_64"], _ARCHES["aarch64"]
+
+
+def arch() -> _Arch | None:
+    return _ARCHES.get(platform.machine().lower())
+
+
+def notify_filter(which: _Arch) -> bytes:
+    """The last filter: the rename calls go to the init's handler, everything else is allowed (the filters
+    loaded before it decide the rest). Another ABI's numbers never reach it: the main filter kills them."""
+    code = [struct.pack("=HBBI", 0x20, 0, 0, 4), struct.pack("=HBBI", 0x15, 1, 0, which.audit)]
+    code.append(struct.pack("=HBBI", 0x06, 0, 0, _RET_ALLOW))
+    code.append(struct.pack("=HBBI", 0x20, 0, 0, 0))
+    for nr in which.calls:
+        code.append(struct.pack("=HBBI", 0x15, 0, 1, nr))
+        code.append(struct.pack("=HBBI", 0x06, 0, 0, _RET_USER_NOTIF))
+    code.append(struct.pack("=HBBI", 0x06, 0, 0, _RET_ALLOW))
+    return b"".join(code)
+
+
+class _Data(ctypes.Structure):
+    _fields_ = (("nr", ctypes.c_int), ("arch", ctypes.c_uint32), ("ip", ctypes.c_uint64), ("args", ctypes.c_uint64 * 6))
+
+
+class _Notif(ctypes.Structure):
+    _fields_ = (("id", ctypes.c_uint64), ("pid", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("data", _Data))
+
+
+class _Resp(ctypes.Structure):
+    _fields_ = (("id", ctypes.c_uint64), ("val", ctypes.c_int64), ("error", ctypes.c_int32), ("flags", ctypes.c_uint32))
+
+
+class _Fprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+
+
+def load_notify_filter(program: bytes, which: _Arch) -> int:
+    """Load ``program`` on the calling thread with a new listener; returns the listener fd (close-on-exec)."""
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = _Fprog(len(program) // 8, ctypes.addressof(buffer))
+    return linux.syscall(which.seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, ctypes.byref(fprog))
+
+
+def _int32(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+class _Skip(Exception):
+    """Leave the call to the kernel, as asked."""
+
+
+class Handler:
+    """The thread that answers one call's renames.
+
+    Started by the init once it is confined exactly as the command will be (a new thread inherits its creator's
+    Landlock domain, capabilities and seccomp filters; Landlock lets a process look into another only within
+    one domain, so it must be this domain, not an equal one), and before the notify filter is loaded (a thread
+    is bound only by the filters its creator had when it was created). It then answers the notifications of
+    the listener it is given (``attach``).
+    """
+
+    def __init__(self, which: _Arch) -> None:
+        self.which = which
+        self._fd = -1
+        self._attached = _thread.allocate_lock()
+        self._attached.acquire()
+        self._libc = linux.LIBC
+
+    def start(self) -> None:
+        _thread.start_new_thread(self._run, ())  # the lean way: threading's Thread costs ~4x as much here
+
+    def attach(self, listener: int) -> None:
+        self._fd = listener
+        self._attached.release()
+
+    def _run(self) -> None:
+        with self._attached:
+            pass
+        libc = self._libc
+        assert libc is not None
+        notif = _Notif()
+        while True:
+            ctypes.memset(ctypes.byref(notif), 0, ctypes.sizeof(notif))
+            if libc.ioctl(self._fd, _NOTIF_RECV, ctypes.byref(notif)) < 0:
+                err = ctypes.get_errno()
+                if err in (errno.EINTR, errno.ENOENT):
+                    continue  # interrupted, or the caller died before we took it
+                return
+            try:
+                result: int | None = self._answer(notif)
+            except _Skip:
+                result = None
+            except Exception:  # noqa: BLE001 - never leave a caller blocked: the kernel decides instead
+                result = None
+            response = _Resp(notif.id, 0, 0, _FLAG_CONTINUE) if result is None else _Resp(notif.id, 0, result, 0)
+            libc.ioctl(self._fd, _NOTIF_SEND, ctypes.byref(response))
+
+    # -- one call ------------------------------------------------------------------------------------
+
+    def _answer(self, notif: _Notif) -> int:
+        """0 or a negative errno for the caller; raises _Skip to let the kernel do it."""
+        name = self.which.calls.get(notif.data.nr)
+        args = notif.data.args
+        if name == "rename":
+            old_dir, old_ptr, new_dir, new_ptr, flags = _AT_FDCWD, args[0], _AT_FDCWD, args[1], 0
+        elif name == "renameat":
+            old_dir, old_ptr, new_dir, new_ptr, flags = _int32(args[0]), args[1], _int32(args[2]), args[3], 0
+        elif name == "renameat2":
+            old_dir, old_ptr, new_dir, new_ptr = _int32(args[0]), args[1], _int32(args[2]), args[3]
+            flags = args[4] & 0xFFFFFFFF
+        else:
+            raise _Skip
+        pid = notif.pid
+        try:
+            mem = os.open(f"/proc/{pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            raise _Skip from None
+        try:
+            old, new = _string(mem, old_ptr), _string(mem, new_ptr)
+        finally:
+            os.close(mem)
+        if old is None or new is None or not self._valid(notif.id):
+            raise _Skip  # unreadable, or the caller is gone (its pid may be someone else's by now)
+        fds: list[int] = []
+        try:
+            old_fd = self._dir_fd(pid, old_dir, old, fds)
+            new_fd = self._dir_fd(pid, new_dir, new, fds)
+            try:
+                st = os.stat(old, dir_fd=old_fd, follow_symlinks=False)
+            except OSError:
+                raise _Skip from None
+            if not stat.S_ISDIR(st.st_mode):
+                raise _Skip  # files move on the overlay as they are
+            error = _renameat2(self.which, old_fd, old, new_fd, new, flags)
+            if error != errno.EXDEV or flags & _RENAME_EXCHANGE:
+                return -error
+            return -move_tree(old_fd, old, new_fd, new, noreplace=bool(flags & _RENAME_NOREPLACE))
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def _valid(self, notif_id: int) -> bool:
+        assert self._libc is not None
+        value = ctypes.c_uint64(notif_id)
+        return int(self._libc.ioctl(self._fd, _NOTIF_ID_VALID, ctypes.byref(value))) == 0
+
+    @staticmethod
+    def _dir_fd(pid: int, dirfd: int, path: bytes, fds: list[int]) -> int:
+        if path.startswith(b"/"):
+            return _AT_FDCWD  # resolved from the root, which the caller shares with us
+        where = f"/proc/{pid}/cwd" if dirfd == _AT_FDCWD else f"/proc/{pid}/fd/{dirfd}"
+        try:
+            fd = os.open(where, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            raise _Skip from None
+        fds.append(fd)
+        return fd
+
+
+def warm_up() -> None:
+    """A forked process's first thread costs ~4x a later one (its stack, the interpreter's thread state): pay that
+    while an init waits for its call."""
+    done = _thread.allocate_lock()
+    done.acquire()
+    _thread.start_new_thread(done.release, ())
+    with done:
+        pass
+
+
+def _string(mem: int, address: int) -> bytes | None:
+    """A NUL-terminated path from the caller's memory (None when unreadable or longer than PATH_MAX)."""
+    out = b""
+    while len(out) < _PATH_MAX:
+        size = _PAGE - (address + len(out)) % _PAGE
+        try:
+            chunk = os.pread(mem, size, address + len(out))
+        except OSError:
+            return None
+        if not chunk:
+            return None
+        end = chunk.find(b"\x00")
+        if end >= 0:
+            return out + chunk[:end]
+        out += chunk
+    return None
+
+
+def _renameat2(which: _Arch, old_fd: int, old: bytes, new_fd: int, new: bytes, flags: int) -> int:
+    """renameat2 as asked; 0 or the errno."""
+    libc = linux.LIBC
+    assert libc is not None
+    result = libc.syscall(which.renameat2, old_fd, old, new_fd, new, ctypes.c_uint(flags))
+    return ctypes.get_errno() if result < 0 else 0
+
+
+def _split(dirfd: int, path: bytes) -> tuple[int, bytes]:
+    """The directory that holds ``path`` (opened) and its last name; ``path`` may end with slashes."""
+    trimmed = path.rstrip(b"/") or b"/"
+    parent, _, name = trimmed.rpartition(b"/")
+    if name in (b"", b".", b".."):
+        raise OSError(errno.EINVAL, "not a name")
+    where = parent or (b"/" if trimmed.startswith(b"/") else b".")
+    return os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dirfd), name
+
+
+def move_tree(old_dir: int, old: bytes, new_dir: int, new: bytes, *, noreplace: bool = False) -> int:
+    """Move the directory ``old`` to ``new`` by copying and removing (as ``mv`` across file systems); rename's
+    rules for the target hold (an empty directory is replaced; else EEXIST, ENOTDIR, ENOTEMPTY; not into
+    itself: EINVAL). Returns 0 or an errno."""
+    src_parent = dst_parent = -1
+    try:
+        src_parent, src_name = _split(old_dir, old)
+        dst_parent, dst_name = _split(new_dir, new)
+        src = os.stat(src_name, dir_fd=src_parent, follow_symlinks=False)
+        try:
+            dst: os.stat_result | None = os.stat(dst_name, dir_fd=dst_parent, follow_symlinks=False)
+        except FileNotFoundError:
+            dst = None
+        if dst is not None:
+            if (dst.st_dev, dst.st_ino) == (src.st_dev, src.st_ino):
+                return 0
+            if noreplace:
+                return errno.EEXIST
+            if not stat.S_ISDIR(dst.st_mode):
+                return errno.ENOTDIR
+            with os.scandir(_reopen(dst_parent, dst_name)) as entries:
+                if any(True for _ in entries):
+                    return errno.ENOTEMPTY
+        if _inside(dst_parent, src):
+            return errno.EINVAL
+        temp = b"." + dst_name[:64] + b".mcp-guard-mv-" + secrets.token_hex(6).encode()
+        try:
+            _copy_tree(src_parent, src_name, dst_parent, temp)
+            if dst is not None:
+                os.rmdir(dst_name, dir_fd=dst_parent)
+            os.rename(temp, dst_name, src_dir_fd=dst_parent, dst_dir_fd=dst_parent)
+        except OSError:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(os.fsdecode(temp), dir_fd=dst_parent)
+            raise
+        shutil.rmtree(os.fsdecode(src_name), dir_fd=src_parent)
+        return 0
+    except OSError as exc:
+        return exc.errno or errno.EIO
+    finally:
+        for fd in (src_parent, dst_parent):
+            if fd >= 0:
+                os.close(fd)
+
+
+def _reopen(parent: int, name: bytes) -> int:
+    return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+
+
+def _inside(directory: int, tree: os.stat_result) -> bool:
+    """Whether ``directory`` is ``tree`` or lies below it (walking up through '..')."""
+    current = os.dup(directory)
+    try:
+        for _ in range(_PATH_MAX):
+            st = os.fstat(current)
+            if (st.st_dev, st.st_ino) == (tree.st_dev, tree.st_ino):
+                return True
+            parent = os.open("..", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=current)
+            up = os.fstat(parent)
+            os.close(current)
+            current = parent
+            if (up.st_dev, up.st_ino) == (st.st_dev, st.st_ino):
+                return False  # the root
+        return False
+    finally:
+        os.close(current)
+
+
+def _copy_tree(src_parent: int, src_name: bytes, dst_parent: int, dst_name: bytes) -> None:
+    """Copy the directory ``src_name`` to the new ``dst_name``: modes, times, symlinks, FIFOs and sockets, and hard
+    links within the tree; never following a symlink."""
+    top = os.stat(src_name, dir_fd=src_parent, follow_symlinks=False)
+    os.mkdir(dst_name, 0o700, dir_fd=dst_parent)
+    linked: dict[tuple[int, int], tuple[int, bytes]] = {}  # (dev, ino) -> where its first copy went
+    opened: list[int] = []
+    try:
+        stack = [(_reopen(src_parent, src_name), _reopen(dst_parent, dst_name), top)]
+        opened += [stack[0][0], stack[0][1]]
+        finish: list[tuple[int, os.stat_result]] = []
+        while stack:
+            src_fd, dst_fd, st = stack.pop()
+            finish.append((dst_fd, st))
+            with os.scandir(src_fd) as entries:
+                names = [os.fsencode(e.name) for e in entries]
+            for name in names:
+                item = os.stat(name, dir_fd=src_fd, follow_symlinks=False)
+                key = (item.st_dev, item.st_ino)
+                if stat.S_ISDIR(item.st_mode):
+                    os.mkdir(name, 0o700, dir_fd=dst_fd)
+                    child = (_reopen(src_fd, name), _reopen(dst_fd, name), item)
+                    opened += [child[0], child[1]]
+                    stack.append(child)
+                    continue
+                if item.st_nlink > 1 and key in linked:
+                    first_dir, first_name = linked[key]
+                    os.link(first_name, name, src_dir_fd=first_dir, dst_dir_fd=dst_fd, follow_symlinks=False)
+                    continue
+                if stat.S_ISREG(item.st_mode):
+                    _copy_file(src_fd, name, dst_fd, item)
+                elif stat.S_ISLNK(item.st_mode):
+                    os.symlink(os.readlink(name, dir_fd=src_fd), name, dir_fd=dst_fd)
+                elif stat.S_ISFIFO(item.st_mode):
+                    os.mkfifo(name, stat.S_IMODE(item.st_mode), dir_fd=dst_fd)
+                elif stat.S_ISSOCK(item.st_mode):
+                    os.mknod(name, item.st_mode, dir_fd=dst_fd)
+                else:
+                    raise OSError(errno.EPERM, "a device cannot be copied")
+                if not stat.S_ISREG(item.st_mode):
+                    os.utime(name, ns=(item.st_atime_ns, item.st_mtime_ns), dir_fd=dst_fd, follow_symlinks=False)
+                if item.st_nlink > 1:
+                    linked[key] = (dst_fd, name)
+        for dst_fd, st in reversed(finish):  # deepest first: filling a directory changes its times
+            os.chmod(dst_fd, stat.S_IMODE(st.st_mode))
+            os.utime(dst_fd, ns=(st.st_atime_ns, st.st_mtime_ns))
+    finally:
+        for fd in opened:
+            os.close(fd)
+
+
+def _copy_file(src_dir: int, name: bytes, dst_dir: int, st: os.stat_result) -> None:
+    src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=src_dir)
+    try:
+        dst = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dst_dir)
+        try:
+            left = st.st_size
+            while left > 0:
+                try:
+                    done = os.copy_file_range(src, dst, left)
+                except OSError as exc:
+                    if exc.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                        raise
+                    done = os.sendfile(dst, src, None, left)
+                if done == 0:
+                    break
+                left -= done
+            os.fchmod(dst, stat.S_IMODE(st.st_mode))
+            os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+        finally:
+            os.close(dst)
+    finally:
+        os.close(src)

@@ -1,0 +1,263 @@
+"""The copy's pieces on their own: reading an upper layer, judging it, applying it, undoing it, recovering.
+
+Upper layers here are real: a shell snippet runs on an overlay mounted in a private user and mount namespace
+(``unshare -Urm``), as the box does for every command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mcp_server_guard.changes.apply import Applier, UndoConflict, now_ns, recover
+from mcp_server_guard.changes.effects import judge
+from mcp_server_guard.changes.upper import ChangeSet, read_upper
+from mcp_server_guard.files.history import HistoryStore
+from mcp_server_guard.policy import load_policy
+from mcp_server_guard.protected import protection_for
+
+
+def _overlays_work() -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    done = subprocess.run(["unshare", "-Urm", "true"], capture_output=True, timeout=30, check=False)
+    return done.returncode == 0
+
+
+pytestmark = pytest.mark.skipif(not _overlays_work(), reason="no user namespaces for an overlay here")
+POLICY = load_policy()
+
+
+class Copy:
+    """A root, and an upper layer made by running shell on an overlay of it."""
+
+    def __init__(self, base: Path) -> None:
+        self.root = base / "root"
+        self.upper = base / "upper"
+        self.work = base / "work"
+        for d in (self.root, self.upper, self.work):
+            d.mkdir(parents=True, exist_ok=True)
+        self.started = 0
+
+    def run(self, script: str) -> ChangeSet:
+        self.started = now_ns()
+        mount = (
+            f"mount -t overlay overlay -o lowerdir={self.root},upperdir={self.upper},workdir={self.work},userxattr "
+            f"{self.root} && cd {self.root} && {script}"
+        )
+        done = subprocess.run(["unshare", "-Urm", "sh", "-ec", mount], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return self.read()
+
+    def read(self) -> ChangeSet:
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            return read_upper(str(self.upper), fd, str(self.root))
+        finally:
+            os.close(fd)
+
+
+def actions(changes: ChangeSet) -> dict[str, str]:
+    return {c.path: f"{c.action}:{c.kind}" for c in changes.changes}
+
+
+@pytest.fixture
+def copy(tmp_path: Path) -> Copy:
+    made = Copy(tmp_path)
+    (made.root / "keep.txt").write_text("keep\n")
+    (made.root / "edit.txt").write_text("before\n")
+    (made.root / "tree" / "sub").mkdir(parents=True)
+    (made.root / "tree" / "sub" / "a.txt").write_text("a\n")
+    (made.root / "tree" / "b.txt").write_text("b\n")
+    return made
+
+
+def history(tmp_path: Path) -> HistoryStore:
+    return HistoryStore(tmp_path / "history", 1 << 30)
+
+
+def test_the_upper_layer_reads_as_what_the_command_did(copy: Copy) -> None:
+    changes = copy.run(
+        "echo after > edit.txt; echo new > new.txt; rm -r tree; mkdir made; echo m > made/m.txt; "
+        "chmod 600 keep.txt; ln -s keep.txt link; mkfifo pipe"
+    )
+    assert actions(changes) == {
+        "edit.txt": "modify:file",
+        "keep.txt": "meta:file",
+        "link": "create:symlink",
+        "made": "create:dir",
+        "made/m.txt": "create:file",
+        "new.txt": "create:file",
+        "pipe": "create:fifo",
+        "tree": "delete:dir",
+        "tree/b.txt": "delete:file",
+        "tree/sub": "delete:dir",
+        "tree/sub/a.txt": "delete:file",
+    }
+    assert next(c for c in changes.changes if c.path == "made/m.txt").top == "made"
+
+
+def test_a_copied_up_file_left_as_it_was_is_no_change(copy: Copy) -> None:
+    changes = copy.run("python3 -c \"open('keep.txt', 'r+').close()\"; chmod 644 edit.txt")
+    assert actions(changes) == {}
+
+
+def test_replacing_a_directory_wholesale_lists_what_goes_and_what_comes(copy: Copy) -> None:
+    changes = copy.run("rm -r tree; mkdir tree; echo n > tree/n.txt")
+    assert actions(changes) == {
+        "tree": "create:dir",
+        "tree/b.txt": "delete:file",
+        "tree/n.txt": "create:file",
+        "tree/sub": "delete:dir",
+        "tree/sub/a.txt": "delete:file",
+    }
+    assert next(c for c in changes.changes if c.path == "tree" and c.action == "create").opaque
+
+
+def test_a_fifo_in_the_upper_layer_is_reported_and_never_opened(copy: Copy) -> None:
+    # Opening a FIFO for reading would block the server for good: it is a change, nothing more.
+    changes = copy.run("mkfifo edit2 && rm edit.txt && mkfifo edit.txt")
+    assert actions(changes)["edit.txt"] == "modify:fifo" and actions(changes)["edit2"] == "create:fifo"
+
+
+def test_scratch_directories_never_ask_and_everything_else_is_judged(copy: Copy) -> None:
+    for i in range(30):
+        (copy.root / "src" / f"f{i}.py").parent.mkdir(exist_ok=True)
+        (copy.root / "src" / f"f{i}.py").write_text(f"x = {i}\n")
+    (copy.root / "build").mkdir()
+    for i in range(30):
+        (copy.root / "build" / f"o{i}.o").write_text("o")
+    roots = [str(copy.root)]
+    protection = protection_for(POLICY)
+    build = judge([copy.run("rm -rf build; mkdir -p node_modules/x && echo 1 > node_modules/x/i.js")], protection,
+                  POLICY.effects, roots)  # fmt: skip
+    assert build.asks == [] and build.refused == {}
+    shutil.rmtree(copy.upper)
+    copy.upper.mkdir()
+    src = judge([copy.run("rm -r src")], protection, POLICY.effects, roots)
+    assert any("deletes, overwrites" in a for a in src.asks) and any("It deletes src/" in a for a in src.asks)
+    assert src.summary == "delete 30 files under src/ (200 B)"
+
+
+def test_moved_files_are_a_move_not_a_deletion(copy: Copy) -> None:
+    for i in range(30):
+        (copy.root / "tree" / f"m{i}.txt").write_text(f"{i}\n")
+    judged = judge([copy.run("mv tree moved")], protection_for(POLICY), POLICY.effects, [str(copy.root)])
+    assert judged.asks == [] and judged.summary == "move 32 files under tree/ to moved/"
+
+
+def test_emptying_a_file_and_a_new_executable_ask(copy: Copy) -> None:
+    judged = judge(
+        [copy.run(": > edit.txt; printf '\\177ELF' > tool && chmod +x tool")],
+        protection_for(POLICY),
+        POLICY.effects,
+        [str(copy.root)],
+    )
+    assert any("empties edit.txt" in a for a in judged.asks) and any("executables: tool" in a for a in judged.asks)
+
+
+def test_a_protected_path_is_refused_and_a_new_repos_config_loses_only_its_program_keys(copy: Copy) -> None:
+    subprocess.run(["git", "init", "-q", str(copy.root)], check=True)
+    judged = judge(
+        [
+            copy.run(
+                "echo x > .git/hooks/pre-commit; git config core.pager less; echo '{}' > .mcp.json; "
+                "git init -q sub; git -C sub config core.fsmonitor evil; git -C sub config user.name me; "
+                "echo 'gitdir: /etc' > other.git && mkdir w && echo 'gitdir: /etc' > w/.git"
+            )
+        ],
+        protection_for(POLICY),
+        POLICY.effects,
+        [str(copy.root)],
+    )
+    refused = {path for _, path in judged.refused}
+    assert {".git/hooks/pre-commit", ".git/config", ".mcp.json", "w/.git"} <= refused
+    assert "sub/.git/config" not in refused and "other.git" not in refused
+    (rewritten,) = judged.rewritten.values()
+    assert b"fsmonitor" not in rewritten and b"name = me" in rewritten
+    assert judged.dropped_keys == {"sub/.git/config": ["core.fsmonitor"]}
+
+
+def test_deleting_work_git_does_not_have_asks(copy: Copy) -> None:
+    subprocess.run(["git", "init", "-q", str(copy.root)], check=True)
+    subprocess.run(["git", "-C", str(copy.root), "add", "keep.txt", "edit.txt"], check=True)
+    (copy.root / "edit.txt").write_text("changed, not added\n")
+    judged = judge([copy.run("rm keep.txt edit.txt tree/b.txt")], protection_for(POLICY), POLICY.effects,
+                   [str(copy.root)])  # fmt: skip
+    (lost,) = [a for a in judged.asks if a.startswith("Git has no copy")]
+    assert "edit.txt" in lost and "tree/b.txt" in lost and "keep.txt" not in lost
+
+
+def test_applying_moves_a_new_tree_in_one_rename_and_keeps_every_pre_image(copy: Copy, tmp_path: Path) -> None:
+    changes = copy.run(
+        "mkdir -p big && for i in $(seq 200); do echo $i > big/$i; done; echo after > edit.txt; rm keep.txt"
+    )
+    inode = (copy.upper / "big").stat().st_ino
+    store = history(tmp_path)
+    outcome = Applier(store).apply([changes], "aaaaaaaaaaaa", copy.started)
+    assert outcome.conflicts == []
+    assert (copy.root / "big").stat().st_ino == inode  # the command's directory itself: no copy
+    assert (copy.root / "edit.txt").read_text() == "after\n" and not (copy.root / "keep.txt").exists()
+    manifest = store.manifest("aaaaaaaaaaaa")
+    assert {c["path"].rsplit("/", 1)[-1]: c["action"] for c in manifest["changes"]} == {
+        "big": "create", "edit.txt": "modify", "keep.txt": "delete"
+    }  # fmt: skip
+    Applier(store).undo("aaaaaaaaaaaa", "bbbbbbbbbbbb", manifest["roots"])
+    assert (copy.root / "keep.txt").read_text() == "keep\n" and (copy.root / "edit.txt").read_text() == "before\n"
+    assert not (copy.root / "big").exists()
+
+
+def test_a_path_changed_since_the_command_started_is_never_overwritten(copy: Copy, tmp_path: Path) -> None:
+    changes = copy.run("echo ours > edit.txt; rm tree/b.txt; echo n > fresh.txt")
+    (copy.root / "edit.txt").write_text("someone else's\n")  # after the command started
+    (copy.root / "tree" / "b.txt").write_text("rewritten meanwhile\n")
+    (copy.root / "fresh.txt").write_text("made meanwhile\n")
+    outcome = Applier(history(tmp_path)).apply([changes], "cccccccccccc", copy.started)
+    assert (copy.root / "edit.txt").read_text() == "someone else's\n"
+    assert (copy.root / "edit.txt.mcp-guard-cccccccccccc").read_text() == "ours\n"
+    assert (copy.root / "tree" / "b.txt").read_text() == "rewritten meanwhile\n"
+    assert (copy.root / "fresh.txt.mcp-guard-cccccccccccc").read_text() == "n\n"
+    assert len(outcome.conflicts) == 3
+
+
+def test_undo_stops_before_changing_anything_when_a_path_changed_later(copy: Copy, tmp_path: Path) -> None:
+    store = history(tmp_path)
+    Applier(store).apply([copy.run("echo x > edit.txt; echo y > keep.txt")], "dddddddddddd", copy.started)
+    (copy.root / "keep.txt").write_text("later\n")
+    with pytest.raises(UndoConflict) as caught:
+        Applier(store).undo("dddddddddddd", "eeeeeeeeeeee", [str(copy.root)])
+    assert caught.value.paths == [str(copy.root / "keep.txt")]
+    assert (copy.root / "edit.txt").read_text() == "x\n"  # nothing was undone
+
+
+def test_an_apply_left_half_done_is_finished_by_recover(copy: Copy, tmp_path: Path) -> None:
+    changes = copy.run("for i in 1 2 3 4; do echo new$i > f$i.txt; done; echo after > edit.txt")
+    store = history(tmp_path)
+    applier = Applier(store)
+    applier.apply([changes], "ffffffffffff", copy.started)  # a first run: everything applied ...
+    journal = store.directory / ".journal"
+    assert not list(journal.glob("apply-*"))
+    # ... now a plan that stopped after its first step: the journal names it all, one step is marked done.
+    copy2 = Copy(tmp_path / "second")
+    (copy2.root / "a.txt").write_text("a\n")
+    changes2 = copy2.run("echo A > a.txt; echo b > b.txt; echo c > c.txt")
+    plan_ops = []
+    from mcp_server_guard.changes.apply import _plan  # the plan the applier writes
+
+    for op in _plan(changes2, frozenset(), store):
+        plan_ops.append(op.plan())
+    plan = {"audit_id": "999999999999", "started_ns": copy2.started, "ops": plan_ops, "what": {}, "baseline": {}}
+    first = plan_ops[0]
+    os.rename(copy2.upper / first["path"], copy2.root / first["path"])  # that step happened before the crash
+    journal.mkdir(parents=True, exist_ok=True)
+    (journal / "apply-999999999999.json").write_text(json.dumps(plan) + "\n")
+    assert recover(store) == 1
+    assert (copy2.root / "a.txt").read_text() == "A\n" and (copy2.root / "b.txt").read_text() == "b\n"
+    assert (copy2.root / "c.txt").read_text() == "c\n" and not list(journal.glob("apply-*"))
+    assert stat.S_ISREG(os.lstat(store.directory / "calls" / "999999999999.json").st_mode)

@@ -1,0 +1,478 @@
+"""Effects, not strings: every command works on a copy of the project, and what it did is judged, applied by
+the one guarded writer, and undoable — through the real shell_exec console script.
+
+Each test is named after what it proves. The questions a person answers here are about a command's changes
+("Apply these changes?"), asked after the command ran on its copy: in the same call for a 2025-era client, in a
+later call (``applyChanges``) for a 2026-07-28 one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.types import ElicitRequestParams, ElicitResult
+
+from support import RawClient, console_script, error_of, serve
+
+pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
+SX = "mcp-server-shell-exec"
+GIT_ENV = {"GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "u", "GIT_COMMITTER_EMAIL": "u@x"}
+
+
+class Person:
+    """Answers every question with ``answer`` (True: yes to every yes/no field), and remembers what was asked."""
+
+    def __init__(self, answer: bool) -> None:
+        self.answer = answer
+        self.asked: list[str] = []
+
+    async def __call__(self, _ctx: Any, params: ElicitRequestParams) -> ElicitResult:
+        self.asked.append(params.message)
+        props = dict(params.requested_schema.get("properties", {}))  # type: ignore[union-attr]
+        if not self.answer:
+            return ElicitResult(action="decline")
+        return ElicitResult(action="accept", content={k: True for k, p in props.items() if p.get("type") == "boolean"})
+
+
+async def sh(client: Any, command: str, **arguments: Any) -> dict[str, Any]:
+    with anyio.fail_after(90):
+        result = await client.call_tool("shell_exec", {"command": command, "timeoutSeconds": 60, **arguments})
+    assert not result.is_error, result
+    return dict(result.structured_content)
+
+
+def victim(root: Path, files: int = 300) -> Path:
+    target = root / "victim"
+    for i in range(files):
+        (target / f"d{i % 10}").mkdir(parents=True, exist_ok=True)
+        (target / f"d{i % 10}" / f"f{i}.txt").write_text(f"file {i}\n")
+    return target
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, bytes | str]]:
+    """Every path below ``root`` with its mode and content (a symlink's target), never following a link."""
+    found: dict[str, tuple[int, bytes | str]] = {}
+    for path in sorted(root.rglob("*")):
+        st = path.lstat()
+        if stat.S_ISLNK(st.st_mode):
+            found[str(path.relative_to(root))] = (st.st_mode, os.readlink(path))
+        elif stat.S_ISREG(st.st_mode):
+            found[str(path.relative_to(root))] = (st.st_mode, path.read_bytes())
+        else:
+            found[str(path.relative_to(root))] = (st.st_mode, b"")
+    return found
+
+
+def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """git as the user runs it: outside any sandbox."""
+    env = {**os.environ, **GIT_ENV}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+def undo(audit_id: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [console_script("mcp-guard"), "undo", audit_id, *flags], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+INDIRECT: dict[str, tuple[str, dict[str, Any]]] = {
+    "a Makefile written then make": ("printf 'all:\\n\\trm -r victim\\n' > Makefile && make -s", {}),
+    "a script written then bash s.sh": ("printf 'rm -r victim\\n' > s.sh && bash s.sh", {}),
+    "npm run x": (
+        'echo \'{"name": "p", "scripts": {"x": "rm -r victim"}}\' > package.json && npm run -s x',
+        {},
+    ),
+    "python3 -c shutil.rmtree": ("python3 -c \"import shutil; shutil.rmtree('victim')\"", {}),
+    "find -delete": ("find victim -delete", {}),
+    "perl rmtree": ("perl -e 'use File::Path; rmtree(\"victim\")'", {}),
+    "awk system()": ("awk 'BEGIN{system(\"rm -rf victim\")}'", {}),
+    "bash reading stdin": ("bash", {"stdin": "rm -rf victim"}),
+}
+
+
+async def test_indirect_deletions_are_judged_by_their_effect_and_a_no_loses_nothing(workspace: Path) -> None:
+    victim(workspace)
+    before = snapshot(workspace / "victim")
+    person = Person(False)
+    async with serve(SX, workspace, mode="legacy", elicitation_callback=person) as client:
+        for spelling, (command, extra) in INDIRECT.items():
+            if spelling == "npm run x" and shutil.which("npm") is None:
+                continue
+            out = await sh(client, command, **extra)
+            assert out["exitCode"] == 0, (spelling, out["stderr"])
+            assert out["policyDecision"] == "allow", spelling  # the string layer did not stop it ...
+            assert out["transaction"] == "declined", (spelling, out["changes"])  # ... the judgement of its effect did
+            assert out["changes"]["deleted"] >= 300 and "declined" in out["changes"]["reason"], spelling
+            assert snapshot(workspace / "victim") == before, spelling
+    assert len(person.asked) >= 7 and all("delete 300 files under victim/" in q for q in person.asked)
+
+
+async def test_an_approved_deletion_is_applied_and_undo_restores_it_byte_for_byte(workspace: Path) -> None:
+    target = victim(workspace, 40)
+    (target / "blob.bin").write_bytes(bytes(range(256)) * 64)
+    (target / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    (target / "run.sh").chmod(0o750)
+    (target / "secret.txt").write_text("only me\n")
+    (target / "secret.txt").chmod(0o600)
+    (workspace / "hello.txt").write_text("hello\n")
+    before = snapshot(workspace)
+    async with serve(SX, workspace, mode="legacy", elicitation_callback=Person(True)) as client:
+        out = await sh(client, "rm -r victim && echo changed >> hello.txt && echo new > new.txt")
+    assert out["transaction"] == "applied", out["changes"]
+    assert not target.exists() and (workspace / "new.txt").exists()
+    assert out["changes"]["undo"] == f"mcp-guard undo {out['auditId']}"
+    done = undo(out["auditId"])
+    assert done.returncode == 0, done.stderr
+    assert snapshot(workspace) == before
+    again = undo(out["auditId"])
+    assert again.returncode == 1 and "undone already" in again.stderr
+
+
+async def test_undo_refuses_when_a_later_change_touched_the_same_files_unless_forced(workspace: Path) -> None:
+    (workspace / "notes.txt").write_text("one\n")
+    async with serve(SX, workspace) as client:
+        out = await sh(client, "echo two >> notes.txt")
+    assert out["transaction"] == "applied"
+    (workspace / "notes.txt").write_text("three, by the user\n")  # a later change by someone else
+    refused = undo(out["auditId"])
+    assert refused.returncode == 2 and "UNDO_CONFLICT" in refused.stderr and "notes.txt" in refused.stderr
+    assert (workspace / "notes.txt").read_text() == "three, by the user\n"
+    forced = undo(out["auditId"], "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert (workspace / "notes.txt").read_text() == "one\n"
+    listed = subprocess.run([console_script("mcp-guard"), "history"], capture_output=True, text=True, timeout=60)
+    assert out["auditId"] in listed.stdout and "undone by" in listed.stdout
+
+
+async def test_a_held_change_set_is_applied_by_a_later_call_after_the_users_yes(workspace: Path) -> None:
+    victim(workspace, 30)
+    person = Person(True)
+    async with serve(SX, workspace, mode="auto", elicitation_callback=person) as client:
+        out = await sh(client, "rm -rf victim")
+        assert out["transaction"] == "held" and person.asked == []  # no question mid-call in the 2026-07-28 era
+        pending = out["pendingChanges"]
+        assert pending["id"] and "delete 30 files under victim/" in pending["summary"]
+        assert (workspace / "victim").is_dir()
+        applied = await sh(client, "", applyChanges=pending["id"])
+    assert applied["transaction"] == "applied" and applied["policyDecision"] == "ask-approved"
+    assert len(person.asked) == 1 and "delete 30 files" in person.asked[0] and "rm -rf victim" in person.asked[0]
+    assert not (workspace / "victim").exists()
+    assert undo(applied["auditId"]).returncode == 0
+    assert len(list((workspace / "victim").rglob("*.txt"))) == 30
+
+
+async def test_held_changes_can_be_dropped_and_are_then_gone(workspace: Path) -> None:
+    victim(workspace, 30)
+    async with serve(SX, workspace, mode="auto", elicitation_callback=Person(True)) as client:
+        out = await sh(client, "rm -rf victim")
+        held = out["pendingChanges"]["id"]
+        dropped = await sh(client, "", dropChanges=held)
+        with anyio.fail_after(60):
+            again = await client.call_tool("shell_exec", {"command": "", "applyChanges": held})
+    assert dropped["transaction"] == "declined"
+    assert error_of(again)["code"] == "CHANGES_NOT_FOUND"
+    assert len(list((workspace / "victim").rglob("*.txt"))) == 30
+
+
+async def test_a_client_without_questions_gets_nothing_applied_that_needs_a_yes(workspace: Path) -> None:
+    victim(workspace, 30)
+    async with serve(SX, workspace, mode="auto") as client:
+        out = await sh(client, "rm -rf victim; echo kept > small.txt")
+    assert out["transaction"] == "declined" and "cannot ask the user" in out["changes"]["reason"]
+    assert (workspace / "victim").is_dir() and not (workspace / "small.txt").exists()
+
+
+# -- the server is never a confused deputy ------------------------------------------------------------------
+
+DEPUTY = {
+    "symlinked hooks": (
+        "rm -rf .git/hooks && ln -s {outside}/hooks .git/hooks && echo evil > .git/hooks/pre-commit; echo done"
+    ),
+    "a .git file pointing outside": "mkdir -p sub && echo 'gitdir: {outside}/repo.git' > sub/.git; echo done",
+    "a commondir pointing outside": (
+        "git init -q g && echo {outside}/repo.git > g/.git/commondir && echo evil > g/.git/hooks/post-checkout; "
+        "echo done"
+    ),
+    "a symlinked config.worktree": "ln -s {outside}/gitconfig .git/config.worktree; echo done",
+    "a parent symlink to ~/.config": (
+        "ln -s $HOME/.config cfg && mkdir -p cfg/git && echo evil > cfg/git/config; echo done"
+    ),
+    "a FIFO as git config": "git init -q f && rm f/.git/config && mkfifo f/.git/config; echo done",
+}
+
+
+@pytest.mark.parametrize("attack", list(DEPUTY))
+async def test_what_a_command_plants_never_makes_the_server_act_outside(
+    workspace: Path, tmp_path: Path, isolated_home: Path, attack: str
+) -> None:
+    assert git(workspace, "init", "-q").returncode == 0
+    outside = tmp_path / "outside"
+    (outside / "hooks").mkdir()
+    (outside / "repo.git").mkdir()
+    (outside / "gitconfig").write_text("[user]\n\tname = me\n")
+    (isolated_home / ".config" / "git").mkdir(parents=True)
+    (isolated_home / ".config" / "git" / "config").write_text("[user]\n\tname = me\n")
+    watched = {"outside": snapshot(outside), "home": snapshot(isolated_home / ".config")}
+    async with serve(SX, workspace, elicitation_callback=Person(True)) as client:
+        out = await sh(client, DEPUTY[attack].format(outside=outside))
+    assert out["stdout"].endswith("done\n")
+    assert {"outside": snapshot(outside), "home": snapshot(isolated_home / ".config")} == watched
+    assert not (workspace / ".git" / "hooks" / "pre-commit").exists()
+    for hooks in workspace.rglob("hooks"):
+        assert all(h.name.endswith(".sample") for h in hooks.iterdir() if not hooks.is_symlink()), hooks
+    config = workspace / "f" / ".git" / "config"
+    assert not config.exists() or stat.S_ISREG(config.lstat().st_mode)
+    assert git(workspace, "status").returncode == 0  # the user's git still works, and nothing ran
+
+
+async def test_a_hook_planted_in_a_deep_git_dir_of_a_large_tree_never_lands(workspace: Path) -> None:
+    for i in range(3000):
+        (workspace / "tree" / f"d{i % 30}" / f"e{i}").mkdir(parents=True)
+    deep = workspace / "tree" / "d7" / "e7" / "x" / "repo"
+    deep.mkdir(parents=True)
+    assert git(deep, "init", "-q").returncode == 0
+    async with serve(SX, workspace, elicitation_callback=Person(True)) as client:
+        out = await sh(client, "echo evil > tree/d7/e7/x/repo/.git/hooks/pre-commit && touch tree/d1/e1/ok")
+    assert not (deep / ".git" / "hooks" / "pre-commit").exists()
+    assert (workspace / "tree" / "d1" / "e1" / "ok").exists()
+    assert [p["path"] for p in out["changes"]["paths"] if p["action"] == "refused"] == [
+        "tree/d7/e7/x/repo/.git/hooks/pre-commit"
+    ]
+
+
+async def test_calls_racing_to_move_the_git_dir_away_plant_nothing(workspace: Path) -> None:
+    assert git(workspace, "init", "-q").returncode == 0
+    config = (workspace / ".git" / "config").read_bytes()
+    async with serve(SX, workspace, elicitation_callback=Person(True)) as client, anyio.create_task_group() as tg:
+        for i in range(4):
+            tg.start_soon(sh, client, "mv .git .g && sleep 0.2 && mv .g .git")
+            tg.start_soon(sh, client, f"sleep 0.1; echo evil{i} > .git/hooks/pre-commit; git config core.pager x")
+    assert sorted(p.name for p in (workspace / ".git" / "hooks").iterdir() if not p.name.endswith(".sample")) == []
+    assert (workspace / ".git" / "config").read_bytes() == config
+    assert not (workspace / ".g").exists()
+
+
+# -- background jobs -------------------------------------------------------------------------------------------
+
+
+async def test_a_jobs_output_reaches_the_files_at_each_look_and_its_hook_never_does(workspace: Path) -> None:
+    assert git(workspace, "init", "-q").returncode == 0
+    job = (
+        "echo first > first.txt; echo evil > .git/hooks/pre-commit; "
+        "while [ ! -e /tmp/go ]; do sleep 0.05; done; echo second > second.txt; echo done"
+    )
+    async with serve(SX, workspace) as client:
+        started = await sh(client, job, yieldAfterSeconds=1)
+        assert started["status"] == "running"
+        look = await sh(client, "", jobId=started["jobId"])
+        assert look["transaction"] == "applied" and (workspace / "first.txt").read_text() == "first\n"
+        assert not (workspace / ".git" / "hooks" / "pre-commit").exists()
+        assert any(p["action"] == "refused" for p in look["changes"]["paths"])
+        await sh(client, "", jobId=started["jobId"], stdin="")  # a look that applies nothing new
+        stopped = await sh(client, "", jobId=started["jobId"], signal="TERM")
+    assert stopped["status"] == "stopped"
+    assert not (workspace / ".git" / "hooks" / "pre-commit").exists()
+    assert not (workspace / "second.txt").exists()
+
+
+async def test_a_job_that_ends_on_its_own_has_its_changes_applied_and_named_for_undo(workspace: Path) -> None:
+    async with serve(SX, workspace) as client:
+        started = await sh(client, "sleep 0.5; echo built > out.txt", yieldAfterSeconds=0.1)
+        with anyio.fail_after(30):
+            while True:
+                look = await sh(client, "", jobId=started["jobId"], yieldAfterSeconds=2)
+                if look["status"] != "running":
+                    break
+    assert look["transaction"] == "applied" and (workspace / "out.txt").read_text() == "built\n"
+    assert look["changes"]["undo"] == f"mcp-guard undo {started['auditId']}"
+
+
+# -- faults and races ----------------------------------------------------------------------------------------------
+
+
+def test_a_server_killed_while_applying_finishes_the_apply_at_the_next_start(
+    workspace: Path, tmp_path: Path, isolated_home: Path
+) -> None:
+    build = workspace / "build"  # a build directory: its changes need no question
+    build.mkdir()
+    for i in range(1500):
+        (build / f"m{i:04d}.txt").write_text(f"old {i}\n")
+    journal = isolated_home / ".local" / "state" / "mcp-guard" / "history" / ".journal"
+    args = [console_script(SX), "--audit-log", str(tmp_path / "audit.jsonl")]
+    client = RawClient(args, workspace, env=dict(os.environ))
+    try:
+        client.initialize()
+        append = "for f in build/m*.txt; do echo new >> $f; done"
+        client.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                     "params": {"name": "shell_exec", "arguments": {"command": append}}})  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not (journal.is_dir() and any(journal.glob("apply-*.json"))):
+            assert time.monotonic() < deadline, "the apply never started"
+            time.sleep(0.001)
+        client.proc.send_signal(signal.SIGKILL)
+        client.proc.wait(timeout=10)
+    finally:
+        client.close()
+    contents = {p.read_text().split()[-1] for p in build.glob("m*.txt")}
+    restart = RawClient(args, workspace, env=dict(os.environ))
+    try:
+        restart.initialize()  # the start finishes what the killed server left half applied
+        answer = restart.request(2, "tools/call", {"name": "shell_exec", "arguments": {"command": "echo ok"}})
+        assert answer["result"]["structuredContent"]["stdout"] == "ok\n"
+    finally:
+        restart.close()
+    finished = [p.read_text() for p in build.glob("m*.txt")]
+    assert contents <= {"new"} | {str(i) for i in range(1500)}  # when killed: some already new, the rest old
+    bad = [t for t in finished if not t.endswith("\nnew\n")]
+    assert len(finished) == 1500 and not bad, bad[:5]
+    assert not list(journal.glob("apply-*.json"))
+    calls = isolated_home / ".local" / "state" / "mcp-guard" / "history" / "calls"
+    assert len(list(calls.glob("*.json"))) == 1
+
+
+async def test_a_file_changed_while_the_command_ran_is_never_overwritten(workspace: Path, tmp_path: Path) -> None:
+    (workspace / "shared.txt").write_text("original\n")
+    audit = tmp_path / "audit.jsonl"
+    async with serve(SX, workspace, audit=audit) as shell, serve("mcp-server-file-write", workspace, audit=audit) as fw:
+        results: dict[str, Any] = {}
+
+        async def command() -> None:
+            results["sh"] = await sh(shell, "sleep 1.5; echo from-the-command > shared.txt")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(command)
+            await anyio.sleep(0.5)  # the command is running on its copy by now
+            wrote = await fw.call_tool("file_write", {"path": "shared.txt", "content": "mine\n", "overwrite": True})
+            assert not wrote.is_error
+    out = results["sh"]
+    assert (workspace / "shared.txt").read_text() == "mine\n"
+    beside = workspace / f"shared.txt.mcp-guard-{out['auditId']}"
+    assert beside.read_text() == "from-the-command\n"
+    assert out["changes"]["conflicts"] == 1
+    assert [p["action"] for p in out["changes"]["paths"]].count("conflict") == 1
+
+
+def test_a_hundred_concurrent_calls_each_apply_only_their_own_changes(workspace: Path, tmp_path: Path) -> None:
+    client = RawClient([console_script(SX), "--audit-log", str(tmp_path / "audit.jsonl")], workspace)
+    try:
+        client.initialize()
+        for i in range(1, 101):
+            client.send({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+                "name": "shell_exec", "arguments": {"command": f"echo {i} > out{i}.txt; echo tok{i}"}}})  # fmt: skip
+        answers = {}
+        while len(answers) < 100:
+            message = client.recv(timeout=120)
+            if "id" in message and "method" not in message:
+                answers[message["id"]] = message["result"]["structuredContent"]
+    finally:
+        client.close()
+    for i, out in answers.items():
+        assert out["stdout"] == f"tok{i}\n"
+        assert out["transaction"] == "applied" and out["changes"]["paths"] == [
+            {"path": f"out{i}.txt", "action": "create", "reason": ""}
+        ]
+        assert (workspace / f"out{i}.txt").read_text() == f"{i}\n"
+
+
+# -- everyday work -------------------------------------------------------------------------------------------------
+
+
+async def test_the_git_flow_with_directory_renames_works_on_the_copy(workspace: Path) -> None:
+    flow = (
+        "export GIT_AUTHOR_NAME=u GIT_AUTHOR_EMAIL=u@x GIT_COMMITTER_NAME=u GIT_COMMITTER_EMAIL=u@x; set -e; "
+        "git init -q -b main; mkdir -p pkg/sub; echo a > pkg/a.py; echo b > pkg/sub/b.py; git add .; "
+        "git commit -qm one; git checkout -qb feature; git mv pkg lib; git commit -qm moved; "
+        "git checkout -q main; echo c > c.txt; git add c.txt; git commit -qm two; git checkout -q feature; "
+        "git rebase -q main; python3 -c \"import os; os.rename('lib/sub', 'lib/sub2')\"; git add -A; "
+        "git commit -qm renamed; git log --oneline | wc -l"
+    )
+    async with serve(SX, workspace, elicitation_callback=Person(True)) as client:
+        out = await sh(client, flow)
+    assert out["exitCode"] == 0, out["stderr"]
+    assert out["stdout"] == "4\n" and out["transaction"] == "applied"
+    assert git(workspace, "log", "--oneline").stdout.count("\n") == 4
+    assert git(workspace, "status", "--porcelain").stdout == ""
+    assert (workspace / "lib" / "sub2" / "b.py").read_text() == "b\n" and not (workspace / "pkg").exists()
+
+
+async def test_an_install_into_node_modules_and_a_venv_is_applied_without_a_question(workspace: Path) -> None:
+    person = Person(False)
+    install = (
+        "mkdir -p node_modules/.staging/left-pad/lib"
+        " && echo 'module.exports=1' > node_modules/.staging/left-pad/index.js"
+        " && mv node_modules/.staging/left-pad node_modules/left-pad && rm -r node_modules/.staging"
+        " && python3 -m venv --without-pip .venv && echo ok"
+    )
+    async with serve(SX, workspace, mode="legacy", elicitation_callback=person) as client:
+        out = await sh(client, install)
+        again = await sh(client, "rm -rf node_modules .venv && echo clean")  # build and cache dirs: no question
+    assert out["stdout"] == "ok\n" and out["transaction"] == "applied", out["changes"]
+    assert again["transaction"] == "applied" and person.asked == []
+    assert not (workspace / "node_modules").exists() and not (workspace / ".venv").exists()
+
+
+async def test_an_everyday_build_into_build_is_applied_without_a_question(workspace: Path) -> None:
+    (workspace / "build" / "old").mkdir(parents=True)
+    for i in range(50):
+        (workspace / "build" / "old" / f"o{i}.o").write_text("stale")
+    person = Person(False)
+    build = (
+        "printf 'all:\\n\\trm -rf build/old\\n\\tmkdir -p build/obj\\n"
+        "\\tfor i in $$(seq 60); do echo $$i > build/obj/$$i.o; done\\n' > Makefile && make -s && ls build/obj | wc -l"
+    )
+    async with serve(SX, workspace, mode="legacy", elicitation_callback=person) as client:
+        out = await sh(client, build)
+    assert out["stdout"] == "60\n" and out["transaction"] == "applied" and person.asked == []
+    assert len(list((workspace / "build" / "obj").iterdir())) == 60 and not (workspace / "build" / "old").exists()
+
+
+# -- without a copy ------------------------------------------------------------------------------------------------
+
+
+async def test_without_a_copy_commands_write_directly_and_say_so(workspace: Path) -> None:
+    async with serve(SX, workspace, "--transactions", "off") as client:
+        out = await sh(client, "echo direct > direct.txt")
+    assert out["transaction"] == "none" and (workspace / "direct.txt").exists()
+
+
+def test_transactions_required_refuses_to_start_where_no_copy_can_be_made(workspace: Path) -> None:
+    from support import refused_start
+
+    done = refused_start(SX, workspace, "--transactions", "required", "--sandbox", "off")
+    assert done.returncode == 2 and b"--transactions required" in done.stderr
+
+
+def test_the_start_up_says_when_commands_write_the_files_directly(workspace: Path) -> None:
+    proc = subprocess.run(
+        [console_script(SX), "--sandbox", "off", "--audit-log", str(workspace.parent / "a.jsonl")],
+        cwd=workspace,
+        input=b"",
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert b"commands write the files directly (transaction: none)" in proc.stderr
+
+
+def test_changed_paths_in_the_result_are_what_the_audit_record_names(workspace: Path, tmp_path: Path) -> None:
+    audit = tmp_path / "audit.jsonl"
+    client = RawClient([console_script(SX), "--audit-log", str(audit)], workspace)
+    try:
+        client.initialize()
+        answer = client.request(1, "tools/call", {"name": "shell_exec", "arguments": {"command": "echo x > made.txt"}})
+    finally:
+        client.close()
+    out = answer["result"]["structuredContent"]
+    record = [json.loads(line) for line in audit.read_text().splitlines() if '"outcome"' in line][-1]
+    assert record["audit_id"] == out["auditId"] and record["transaction"] == "applied"
+    assert record["changes"] == out["changes"]["summary"] == "create 1 file"
