@@ -25,10 +25,11 @@ class RPCError(RuntimeError):
 class RawClient:
     """JSON lines on the child's stdin/stdout; responses matched by id; notifications skipped; bounded reads."""
 
-    def __init__(self, argv: Sequence[str], cwd: Path, stderr: TextIO) -> None:
+    def __init__(self, argv: Sequence[str], cwd: Path, stderr: TextIO, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             list(argv),
             cwd=cwd,
+            env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,

@@ -11,7 +11,14 @@ import pytest
 from mcp_server_guard import protected
 from mcp_server_guard.errors import SecurityError
 from mcp_server_guard.policy import PolicyError, load_policy
-from mcp_server_guard.protected import Protection, _resolve, git_runnable, is_git_dir, sanitize_git_config
+from mcp_server_guard.protected import (
+    Protection,
+    _resolve,
+    git_runnable,
+    is_git_dir,
+    safe_git_config,
+    unsafe_git_entries,
+)
 
 
 @pytest.mark.parametrize(
@@ -37,31 +44,49 @@ def test_git_runnable_entries_are_config_hooks_and_pointers_only(rel: str, runna
 
 def test_program_keys_are_dropped_from_a_git_config_and_safe_ones_kept() -> None:
     text = (
-        "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch /x\n\thooksPath = hk\n"
-        '[alias]\n\tst = !touch /x\n[user]\n\temail = a@b\n[remote "origin"]\n\turl = https://h/r\n'
-        '\tfetch = +refs/heads/*:refs/remotes/origin/*\n[includeIf "gitdir:/"]\n\tpath = /evil\n'
-        '[filter "x"]\n\tclean = touch /x\n[core] pager = touch /x\n[diff "d"]\n\ttextconv = a \\\n\tb\n'
+        b"[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch /x\n\thooksPath = hk\n"
+        b'[alias]\n\tst = !touch /x\n[user]\n\temail = a@b\n[remote "origin"]\n\turl = https://h/r\n'
+        b'\tfetch = +refs/heads/*:refs/remotes/origin/*\n[includeIf "gitdir:/"]\n\tpath = /evil\n'
+        b'[filter "x"]\n\tclean = touch /x\n[core] pager = touch /x\n[diff "d"]\n\ttextconv = a \\\n\tb\n'
     )
-    safe, dropped = sanitize_git_config(text)
-    assert "fsmonitor" not in safe and "hooksPath" not in safe and "!touch" not in safe and "/evil" not in safe
-    assert "clean" not in safe and "pager" not in safe and "textconv" not in safe and "\tb" not in safe
-    assert "email = a@b" in safe and "url = https://h/r" in safe and "repositoryformatversion" in safe
-    assert len(dropped) == 7
+    safe = safe_git_config(text)
+    assert safe is not None
+    for gone in (b"fsmonitor", b"hooksPath", b"!touch", b"/evil", b"clean", b"pager", b"textconv"):
+        assert gone not in safe
+    assert b'email = "a@b"' in safe and b'url = "https://h/r"' in safe and b"repositoryformatversion" in safe
+    unsafe = unsafe_git_entries(text)
+    assert unsafe is not None and len(unsafe) == 7
+
+
+def test_a_git_config_is_read_the_way_git_reads_it_not_the_way_it_looks() -> None:
+    # A backslash at the end of a comment does not continue a line for git; a form feed does not end one.
+    hidden_by_comments = b'[user]\n\tname = x ; \\\n[core] ; \\\n\tfsmonitor = "touch /m; false" ; \\\n'
+    hidden_by_form_feed = b"[core] ; \x0c[advice]\n\tfsmonitor = touch /m\n"
+    for text in (hidden_by_comments, hidden_by_form_feed):
+        unsafe = unsafe_git_entries(text)
+        assert unsafe is not None and any(entry.startswith("core.fsmonitor=") for entry in unsafe), text
+        safe = safe_git_config(text)
+        assert safe is not None and b"fsmonitor" not in safe
 
 
 def test_git_knows_a_git_dir_by_its_layout_not_its_name(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "anything")], check=True)
     assert is_git_dir(str(tmp_path / "anything"))
     assert not is_git_dir(str(tmp_path))
+    linked = tmp_path / "linked"
+    for part in ("objects", "refs/heads"):
+        (linked / part).mkdir(parents=True)
+    (linked / "HEAD").symlink_to("refs/heads/main")  # git takes a HEAD symlink to refs/ (dangling or not)
+    assert is_git_dir(str(linked))
 
 
-def test_the_survey_mounts_what_exists_and_watches_what_does_not(tmp_path: Path) -> None:
+def test_the_survey_mounts_what_exists_read_only(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q", str(tmp_path / "proj")], check=True)
     (tmp_path / "proj" / ".vscode").mkdir()
     survey = Protection(load_policy().paths.protected).survey([str(tmp_path / "proj")])
     root = tmp_path / "proj"
     assert {str(root / ".git" / "config"), str(root / ".git" / "hooks"), str(root / ".vscode")} <= set(survey.read_only)
-    assert str(root / ".mcp.json") in survey.missing and str(root / ".git" / "commondir") in survey.missing
+    assert str(root / ".mcp.json") not in survey.read_only  # nothing there to mount
 
 
 def test_an_unreadable_git_file_fails_closed(tmp_path: Path) -> None:

@@ -180,7 +180,7 @@ def test_a_protected_path_is_refused_and_a_new_repos_config_loses_only_its_progr
     assert {".git/hooks/pre-commit", ".git/config", ".mcp.json", "w/.git"} <= refused
     assert "sub/.git/config" not in refused and "other.git" not in refused
     (rewritten,) = judged.rewritten.values()
-    assert b"fsmonitor" not in rewritten and b"name = me" in rewritten
+    assert b"fsmonitor" not in rewritten and b'name = "me"' in rewritten
     assert judged.dropped_keys == {"sub/.git/config": ["core.fsmonitor"]}
 
 
@@ -261,3 +261,34 @@ def test_an_apply_left_half_done_is_finished_by_recover(copy: Copy, tmp_path: Pa
     assert (copy2.root / "a.txt").read_text() == "A\n" and (copy2.root / "b.txt").read_text() == "b\n"
     assert (copy2.root / "c.txt").read_text() == "c\n" and not list(journal.glob("apply-*"))
     assert stat.S_ISREG(os.lstat(store.directory / "calls" / "999999999999.json").st_mode)
+
+
+def test_a_commondir_never_sends_git_to_a_config_nobody_judged(copy: Copy) -> None:
+    subprocess.run(["git", "init", "-q", str(copy.root)], check=True)
+    planted = copy.run(
+        "mkdir -p stuff/objects stuff/refs/heads && "
+        "printf '[core]\\n\\tfsmonitor = \"touch /m; false\"\\n' > stuff/config && echo ../stuff > .git/commondir"
+    )
+    judged = judge([planted], protection_for(POLICY), POLICY.effects, [str(copy.root)])
+    refused = {path for _, path in judged.refused}
+    assert ".git/commondir" in refused
+    assert "stuff/config" in refused or judged.dropped_keys["stuff/config"] == ["core.fsmonitor"]
+
+
+def test_a_git_dir_with_a_symlinked_head_is_still_judged_as_a_git_dir(copy: Copy) -> None:
+    planted = copy.run(
+        "mkdir -p sub/.git/objects sub/.git/refs/heads sub/.git/hooks && ln -s refs/heads/main sub/.git/HEAD && "
+        "printf '[core]\\n\\tfsmonitor = evil\\n' > sub/.git/config && echo x > sub/.git/hooks/pre-commit"
+    )
+    judged = judge([planted], protection_for(POLICY), POLICY.effects, [str(copy.root)])
+    assert "sub/.git/hooks/pre-commit" in {path for _, path in judged.refused}
+    assert judged.dropped_keys == {"sub/.git/config": ["core.fsmonitor"]}  # a new repo's config: keys taken out
+
+
+def test_moving_a_tree_into_a_build_directory_asks_as_deleting_it_would(copy: Copy) -> None:
+    for i in range(30):
+        (copy.root / "src" / f"f{i}.py").parent.mkdir(exist_ok=True)
+        (copy.root / "src" / f"f{i}.py").write_text(f"x = {i}\n")
+    judged = judge([copy.run("mkdir -p tmp && mv src tmp/src")], protection_for(POLICY), POLICY.effects,
+                   [str(copy.root)])  # fmt: skip
+    assert any("It deletes src/ (30 files)" in ask for ask in judged.asks)

@@ -285,6 +285,23 @@ async def test_a_jobs_output_reaches_the_files_at_each_look_and_its_hook_never_d
     assert not (workspace / "second.txt").exists()
 
 
+async def test_a_job_rewriting_its_git_config_between_looks_never_gets_a_program_key_applied(workspace: Path) -> None:
+    # The job swaps .git/config between a harmless and a harmful version as fast as it can: what a look copies is
+    # never what it judged, so configs (and other content-judged files) wait for the job's end.
+    assert git(workspace, "init", "-q").returncode == 0
+    config = (workspace / ".git" / "config").read_bytes()
+    (workspace / "safe").write_bytes(config)
+    (workspace / "evil").write_bytes(config + b"[core]\n\tfsmonitor = touch /nowhere\n")
+    swap = "while true; do cp safe .git/c1; mv .git/c1 .git/config; cp evil .git/c2; mv .git/c2 .git/config; done"
+    async with serve(SX, workspace) as client:
+        started = await sh(client, swap, yieldAfterSeconds=0.2)
+        for _ in range(15):
+            await sh(client, "", jobId=started["jobId"], yieldAfterSeconds=0.1)
+            assert b"fsmonitor" not in (workspace / ".git" / "config").read_bytes()
+        await sh(client, "", jobId=started["jobId"], signal="KILL")
+    assert b"fsmonitor" not in (workspace / ".git" / "config").read_bytes()
+
+
 async def test_a_job_that_ends_on_its_own_has_its_changes_applied_and_named_for_undo(workspace: Path) -> None:
     async with serve(SX, workspace) as client:
         started = await sh(client, "sleep 0.5; echo built > out.txt", yieldAfterSeconds=0.1)

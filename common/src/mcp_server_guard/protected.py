@@ -2,21 +2,21 @@
 
 *Protected* paths are what makes git, a shell or an editor run programs later, as the user and outside any
 sandbox (git hooks and config, shell start-up files, editor tasks, MCP host configs), plus the guards' own
-policy files, audit log and history. ``file_write`` refuses them (:meth:`Protection.write_rule`).
-``shell_exec``'s box mounts every one that exists read-only for the command (:meth:`Protection.survey`);
-one that did not exist and that a command created is moved to the quarantine after the command, when
-all of its processes are gone (:meth:`Protection.settle`).
+policy files, audit log and history. ``file_write`` refuses them (:meth:`Protection.write_rule`); so does the
+judgement of what a shell_exec command changed on its copy (``changes.effects``), by the same rule. Only where
+commands write the real tree directly (no copy can be made) does the box mount each one that exists read-only
+(:meth:`Protection.survey`).
 
 *Hidden* paths are credentials: ``file_read`` refuses them (:meth:`Protection.hidden_rule`) and the box
 masks every one that exists (an empty, read-only file or directory).
 
-Git is known the way git knows itself: a directory with a ``HEAD`` file and ``objects/`` and ``refs/`` (or
-a ``commondir`` file) is a git dir wherever it lies; a ``.git`` *file* leads to its ``gitdir:``; in a git
-dir, ``config``, ``config.worktree``, ``hooks/``, ``commondir``, ``gitdir`` and the same entries of
+Git is known the way git knows itself: a directory with a ``HEAD`` (a file, or a symlink) and ``objects/`` and
+``refs/`` (or a ``commondir`` file) is a git dir wherever it lies; a ``.git`` *file* leads to its ``gitdir:``;
+in a git dir, ``config``, ``config.worktree``, ``hooks/``, ``commondir``, ``gitdir`` and the same entries of
 ``modules/*`` and ``worktrees/*`` are what git runs or follows. Objects, refs, the index and the logs stay
-writable: ordinary git work goes on. A layout that cannot be read (an unreadable ``.git`` file, a
-protected path that is a symlink, which a bind mount would follow) fails closed with
-``PROTECTION_UNAVAILABLE``: nothing runs.
+writable: ordinary git work goes on. A config is read by git's own parser (:func:`git_config_entries`), never
+by a look-alike. A layout that cannot be read (an unreadable ``.git`` file, a protected path that is a
+symlink, which a bind mount would follow) fails closed with ``PROTECTION_UNAVAILABLE``: nothing runs.
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ import posixpath
 import re
 import shutil
 import stat
+import subprocess
 import sys
+import tempfile
 import threading
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,11 +48,13 @@ __all__ = [
     "OWN_AREA",
     "Protection",
     "Survey",
+    "git_config_entries",
     "git_runnable",
     "glob_regex",
     "is_git_dir",
     "protection_for",
-    "sanitize_git_config",
+    "safe_git_config",
+    "unsafe_git_entries",
 ]
 
 log = logging.getLogger("mcp_server_guard")
@@ -74,13 +77,17 @@ _GIT_RUNNABLE = re.compile(
     r"^(?:(?:modules/.+|worktrees/[^/]+)/)?(?:config|config\.worktree|commondir|gitdir|hooks(?:/.*)?)$"
 )
 _GIT_ENTRIES = ("config", "config.worktree", "hooks", "commondir", "gitdir")
-# Keys a git config written by a command may keep (section.key; "*" stands for any subsection): none of
-# them makes git run a program. Everything else in a *new* git dir's config goes to the quarantine.
+# Keys a git config written by a command may carry (section.key; "*" stands for any subsection): none of them
+# makes git run a program. Any other key a command adds is refused (a new repository's config is applied
+# without them).
+_MAX_GIT_CONFIG = 1 << 20
+_GIT_TIMEOUT_S = 10.0
 _SAFE_GIT_KEYS = frozenset(
     {
         "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates", "core.ignorecase",
         "core.precomposeunicode", "core.symlinks", "core.autocrlf", "core.eol", "core.safecrlf",
-        "user.name", "user.email", "init.defaultbranch", "branch.*.remote", "branch.*.merge", "branch.*.rebase",
+        "core.worktree", "user.name", "user.email", "init.defaultbranch", "branch.*.remote", "branch.*.merge",
+        "branch.*.rebase",
         "remote.*.url", "remote.*.pushurl", "remote.*.fetch", "remote.*.push", "extensions.objectformat",
         "extensions.worktreeconfig", "extensions.refstorage", "submodule.*.url", "submodule.*.active",
         "commit.verbose", "pull.rebase", "pull.ff", "merge.ff", "gc.auto", "advice.*",
@@ -111,11 +118,13 @@ def glob_regex(pattern: str) -> str:
 
 
 def is_git_dir(path: str) -> bool:
-    """Git's own test: a ``HEAD`` file, and ``objects/`` + ``refs/`` or a ``commondir`` file."""
+    """Git's own test: a ``HEAD`` (a file, or a symlink: git takes one to ``refs/…``), and ``objects/`` +
+    ``refs/`` or a ``commondir`` file."""
     try:
-        if not stat.S_ISREG(os.stat(os.path.join(path, "HEAD")).st_mode):
-            return False
+        head = os.lstat(os.path.join(path, "HEAD")).st_mode
     except OSError:
+        return False
+    if not (stat.S_ISREG(head) or stat.S_ISLNK(head)):
         return False
     if os.path.isfile(os.path.join(path, "commondir")):
         return True
@@ -153,9 +162,7 @@ class Survey:
     """What the box does for one command, taken just before it starts."""
 
     read_only: list[str] = field(default_factory=list)  # protected paths that exist: mounted read-only
-    missing: list[str] = field(default_factory=list)  # protected paths that do not: checked afterwards
     masked: list[str] = field(default_factory=list)  # hidden paths that exist: masked
-    git_dirs: set[tuple[int, int]] = field(default_factory=set)  # git dirs known before (device, inode)
     roots: tuple[str, ...] = ()
 
 
@@ -304,7 +311,6 @@ class Protection:
                 _classify(os.path.join(base, rel), survey)
             found.extend(_git_dirs(base, gitfiles))
         for git_dir in found:
-            survey.git_dirs.add(_identity(git_dir))
             for current in _git_family(git_dir):
                 for name in _GIT_ENTRIES:
                     if within_any(current, survey.roots):
@@ -315,34 +321,7 @@ class Protection:
                 survey.read_only.append(own)
         survey.masked = self.hidden_paths(survey.roots)
         survey.read_only = sorted(set(survey.read_only))
-        survey.missing = sorted(set(survey.missing) - set(survey.read_only))
         return survey
-
-    def settle(self, survey: Survey, quarantine: Path) -> list[str]:
-        """After a command (all of its processes gone): move what it created where nothing may be created,
-        and what makes a git dir it created run programs, to ``quarantine``. Returns what was moved."""
-        moved: list[str] = []
-        # By identity, not by name: a known git dir moved elsewhere is not new (its mounts moved with it).
-        bad: list[str] = []
-        new_git_dirs = [
-            g for base in survey.roots for g in _git_dirs(base, bad=bad) if _identity(g) not in survey.git_dirs
-        ]
-        for path in [*survey.missing, *bad]:
-            if not os.path.lexists(path) or within_any(path, new_git_dirs):
-                continue  # a git dir the command made is defused below, as a whole
-            if posixpath.basename(path) == "hooks" and is_git_dir(posixpath.dirname(path)):
-                moved.extend(_quarantine_hooks(path, quarantine))
-            else:
-                moved.append(_quarantine(path, quarantine))
-        for git_dir in new_git_dirs:
-            try:
-                moved.extend(_defuse_git_dir(git_dir, quarantine))
-            except (OSError, SecurityError) as exc:
-                log.error("cannot defuse the git dir %s: %s", git_dir, exc)
-                moved.append(f"{git_dir} (NOT defused: {exc})")
-        if moved:
-            log.warning("moved to %s what a command created in protected places: %s", quarantine, ", ".join(moved))
-        return moved
 
 
 def _own_area(path: str, roots: Sequence[str]) -> str | None:
@@ -464,23 +443,11 @@ def protection_for(
     )
 
 
-def _identity(path: str) -> tuple[int, int]:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return 0, 0  # gone meanwhile: nothing there to defuse
-    return st.st_dev, st.st_ino
-
-
 def _classify(path: str, survey: Survey) -> None:
     try:
         st = os.lstat(path)
-    except FileNotFoundError:
-        survey.missing.append(path)
-        return
-    except NotADirectoryError:
-        survey.missing.append(path)  # a parent is a file today; a command could make it a directory
-        return
+    except (FileNotFoundError, NotADirectoryError):
+        return  # nothing there to mount read-only
     except OSError as exc:
         raise _unavailable(path, exc.strerror or "unreadable") from None
     if stat.S_ISLNK(st.st_mode):
@@ -565,89 +532,84 @@ def _git_family(git_dir: str) -> Iterator[str]:
                         dirs.append(entry.path)
 
 
-def _quarantine_hooks(hooks: str, quarantine: Path) -> list[str]:
-    """Every hook but git's own samples (which git never runs)."""
-    moved: list[str] = []
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(hooks):
-            if not entry.name.endswith(".sample"):
-                moved.append(_quarantine(entry.path, quarantine))
-    return moved
+def git_config_entries(data: bytes) -> list[tuple[str, str]] | None:
+    """The (key, value) pairs git itself reads from config bytes: ``git config --list -z`` over a private copy,
+    includes not followed, nothing else run. None when git cannot read them (then nothing may rely on them).
+
+    Threat: a config whose text reads one way to a hand-written parser and another way to git (a backslash at
+    the end of a comment, a form feed taken for a line break) — so git's own parser decides."""
+    git = shutil.which("git")
+    if git is None or len(data) > _MAX_GIT_CONFIG:
+        return None
+    with tempfile.TemporaryDirectory(prefix="mcp-guard-gitconfig-") as private:
+        path = os.path.join(private, "config")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        env = {"PATH": os.defpath, "HOME": private, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+        try:
+            done = subprocess.run(
+                [git, "config", "--no-includes", "--file", path, "--list", "-z"],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=_GIT_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+    if done.returncode != 0:
+        return None
+    entries: list[tuple[str, str]] = []
+    for item in done.stdout.split(b"\0"):
+        if item:
+            key, _, value = item.decode("utf-8", "surrogateescape").partition("\n")
+            entries.append((key, value))
+    return entries
 
 
-def _quarantine(path: str, quarantine: Path) -> str:
-    """Move ``path`` under ``quarantine`` (kept, for the user to look at); says so, or why it could not."""
-    target = quarantine / time.strftime("%Y%m%dT%H%M%S") / path.lstrip("/")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        shutil.move(path, target)
-    except OSError as exc:
-        log.error("cannot move %s to the quarantine: %s", path, exc)
-        return f"{path} (NOT moved: {exc.strerror or exc})"
-    return path
+def git_key_is_safe(key: str) -> bool:
+    """Whether a config key (as git lists it: section[.subsection].name) cannot make git run a program."""
+    section, _, rest = key.partition(".")
+    name = rest.rsplit(".", 1)[-1].lower()
+    has_sub = "." in rest
+    plain = f"{section.lower()}.{name}" if not has_sub else f"{section.lower()}.*.{name}"
+    return plain in _SAFE_GIT_KEYS or f"{section.lower()}.*" in _SAFE_GIT_KEYS
 
 
-def _defuse_git_dir(git_dir: str, quarantine: Path) -> list[str]:
-    """A git dir a command created: hooks other than git's samples and any config key that could run a
-    program go to the quarantine (the config is rewritten with the safe keys only)."""
-    moved: list[str] = []
-    for current in _git_family(git_dir):
-        moved.extend(_quarantine_hooks(os.path.join(current, "hooks"), quarantine))
-        for name in ("config", "config.worktree"):
-            config = os.path.join(current, name)
-            try:
-                with open(config, encoding="utf-8", errors="surrogateescape") as handle:
-                    text = handle.read()
-            except OSError:
-                continue
-            safe, dropped = sanitize_git_config(text)
-            if dropped:
-                kept = config + ".mcp-guard"
-                with open(kept, "w", encoding="utf-8", errors="surrogateescape") as handle:
-                    handle.write(safe)
-                moved.append(_quarantine(config, quarantine))
-                os.replace(kept, config)
-    return moved
+def unsafe_git_entries(data: bytes | None) -> list[str] | None:
+    """The entries of a git config that could make git run programs, as ``key=value`` (sorted); [] for none or no
+    file; None when git cannot read it."""
+    if data is None:
+        return []
+    entries = git_config_entries(data)
+    if entries is None:
+        return None
+    return sorted(f"{key}={value}" for key, value in entries if not git_key_is_safe(key))
 
 
-_SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]\s*(.*)$')
-_KEY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*(?:=.*)?$")
+def safe_git_config(data: bytes) -> bytes | None:
+    """A config with only the keys on the safe list, written afresh from what git reads (never an edit of the
+    given text); None when git cannot read the given config or would not read the result back the same."""
+    entries = git_config_entries(data)
+    if entries is None:
+        return None
+    kept = [(key, value) for key, value in entries if git_key_is_safe(key)]
+    lines: list[str] = []
+    current: tuple[str, str | None] | None = None
+    for key, value in kept:
+        section, _, rest = key.partition(".")
+        sub, _, name = rest.rpartition(".")
+        where = (section, sub or None)
+        if where != current:
+            current = where
+            lines.append(f"[{section}]" if not sub else f'[{section} "{_quoted(sub)}"]')
+        lines.append(f'\t{name} = "{_quoted(value)}"')
+    text = ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape") if lines else b""
+    return text if git_config_entries(text) == kept else None
 
 
-def sanitize_git_config(text: str) -> tuple[str, list[str]]:
-    """``text`` with only the keys of the safe list kept (whole lines; continuation lines dropped with
-    their key), and the keys it dropped. Anything it cannot read is dropped: fail closed."""
-    kept: list[str] = []
-    dropped: list[str] = []
-    section = ""
-    keep_line = False
-    continuing = False
-    for line in text.splitlines():
-        if continuing:
-            continuing = line.rstrip().endswith("\\")
-            if keep_line:
-                kept.append(line)
-            continue
-        stripped = line.strip()
-        if not stripped or stripped[0] in "#;":
-            kept.append(line)
-            continue
-        header = _SECTION.match(line)
-        if header:
-            name, sub, rest = header.group(1).lower(), header.group(2), header.group(3).strip()
-            if "." in name:  # [section.sub] (old syntax)
-                name, _, sub = name.partition(".")
-            section = f"{name}.*" if sub is not None else name
-            kept.append(f'[{name} "{sub}"]' if sub is not None else f"[{name}]")
-            if rest and rest[0] not in "#;":
-                dropped.append(f"{section}: {rest}")
-            continue
-        key = _KEY.match(line)
-        full = f"{section}.{key.group(1).lower()}" if key and section else ""
-        keep_line = bool(full) and (full in _SAFE_GIT_KEYS or f"{section.split('.')[0]}.*" in _SAFE_GIT_KEYS)
-        continuing = line.rstrip().endswith("\\")
-        if keep_line:
-            kept.append(line)
-        else:
-            dropped.append(full or stripped)
-    return "\n".join(kept) + "\n", dropped
+def _quoted(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")

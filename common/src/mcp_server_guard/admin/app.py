@@ -239,9 +239,10 @@ def check(
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON (one object per line).")] = False,
 ) -> None:
     try:
-        engine = PolicyEngine(load_policy(policy).shell_exec)
+        loaded = load_policy(policy).shell_exec
     except PolicyError as exc:
         usage_error(PROG, str(exc))
+    engine = PolicyEngine(loaded)
     if file is not None:
         if command is not None:
             usage_error(PROG, "give a command line or --file, not both")
@@ -249,8 +250,12 @@ def check(
     if command is None:
         usage_error(PROG, "give a command line, or --file FILE (- for stdin) to judge many")
     judged = _judge(engine, command, args or [])
+    # While commands work on a copy (the default where the box allows), rules that only guard the project's files
+    # give way to the judgement of what the command did: say so when that changes the decision.
+    on_copy = _judge(PolicyEngine(loaded, effects=True), command, args or [])
     if as_json:
-        typer.echo(json.dumps({k: v for k, v in judged.items() if k != "parseError"}, ensure_ascii=False))
+        shown = {k: v for k, v in judged.items() if k != "parseError"}
+        typer.echo(json.dumps({**shown, "onCopy": on_copy["decision"]}, ensure_ascii=False))
     else:
         typer.echo(f"decision: {judged['decision']}")
         typer.echo(f"rule:     {judged['rule'] or '(none)'}")
@@ -264,6 +269,11 @@ def check(
             typer.echo(f"redirect: {redirect}")
         for finding in judged["findings"]:
             typer.echo(f"finding:  {finding['kind']}: {finding['detail']}")
+        if on_copy["decision"] != judged["decision"]:
+            typer.echo(
+                f"on a copy: {on_copy['decision']} (shell_exec's default where the box allows: the command runs on a "
+                "copy, and what it changes is judged by its effects before anything reaches the files)"
+            )
     raise typer.Exit(CHECK_EXIT[judged["decision"]])
 
 

@@ -665,6 +665,8 @@ class Applier:
                 if not stat.S_ISDIR(real.st_mode):
                     raise _Changed("a file is there, where the job made a directory")
                 return [], []
+            if stat.S_IMODE(ours.st_mode) != change.mode or (change.kind == "file" and ours.st_size != change.size):
+                return [], []  # not what was judged (the job changed it since): the next look judges it again
             if real is None and (change.origin or left is not None):
                 raise _Changed("it was deleted meanwhile")
             if real is not None:

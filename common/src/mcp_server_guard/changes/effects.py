@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from mcp_server_guard.changes.upper import Change, ChangeSet
 from mcp_server_guard.paths import within_any
 from mcp_server_guard.policy import EffectsPolicy
-from mcp_server_guard.protected import Protection, git_runnable, glob_regex, sanitize_git_config
+from mcp_server_guard.protected import Protection, git_runnable, glob_regex, safe_git_config, unsafe_git_entries
 
 __all__ = ["Counts", "Judgement", "judge", "summary_line"]
 
@@ -66,6 +66,9 @@ class Judgement:
     # could make git run programs taken out (the rest of the repository stays usable)
     rewritten: dict[tuple[str, str], bytes] = field(default_factory=dict)
     dropped_keys: dict[str, list[str]] = field(default_factory=dict)  # path -> the keys left out of it
+    # (root, path) allowed for what is in them (git configs, pointers): a running job's copy may change them
+    # between the judgement and a copy, so they are applied only once it has ended
+    by_content: set[tuple[str, str]] = field(default_factory=set)
     asks: list[str] = field(default_factory=list)  # each reason a person must agree first, in words
     counts: Counts = field(default_factory=Counts)
     summary: str = ""  # what the change set does, in one line
@@ -180,9 +183,17 @@ class _Matcher:
 class _Trees:
     """The tree as the command left it (its upper layer over the real tree), read without following links."""
 
-    def __init__(self, changes: ChangeSet) -> None:
+    def __init__(self, changes: ChangeSet, roots: Sequence[str] = ()) -> None:
         self.changes = changes
         self.by_path = {c.path: c for c in changes.changes}
+        self.pointed: set[str] = set()  # directories this change set points git at (as git dirs)
+        for change in changes.changes:
+            name = change.path.rsplit("/", 1)[-1]
+            if change.action == "delete" or change.kind != "file" or name not in ("commondir", "gitdir", ".git"):
+                continue
+            target = _pointer(self, change.path, "gitdir:" if name == ".git" else "")
+            if target is not None and within_any(target, [changes.root]):
+                self.pointed.add(_relative(target, changes.root))
 
     def _fd(self, base: str, rel: str) -> int | None:
         fd = os.open(base, _DIR)
@@ -224,13 +235,26 @@ class _Trees:
             os.close(file)
 
     def is_git_dir(self, rel: str) -> bool:
-        """Git's own test, on the merged tree: a HEAD file, and objects/ + refs/ or a commondir file."""
+        """Git's own test, on the merged tree: a HEAD (file or symlink), and objects/ + refs/ or a commondir file;
+        or a directory a pointer of this change set names (a commondir, a gitdir file, a .git file)."""
+        if rel in self.pointed:
+            return True
         join = (lambda name: f"{rel}/{name}") if rel else (lambda name: name)
-        if self.kind(join("HEAD")) != "file":
+        if self.kind(join("HEAD")) not in ("file", "symlink"):
             return False
         if self.kind(join("commondir")) == "file":
             return True
         return self.kind(join("objects")) == "dir" and self.kind(join("refs")) == "dir"
+
+    def hooks(self, rel: str) -> list[str]:
+        """The hooks of the git dir ``rel`` in the merged tree, git's samples left out."""
+        join = f"{rel}/hooks" if rel else "hooks"
+        names = set(self.real_names(join))
+        for change in self.changes.changes:
+            parent, _, name = change.path.rpartition("/")
+            if parent == join:
+                (names.discard if change.action == "delete" else names.add)(name)
+        return sorted(n for n in names if not n.endswith(".sample"))
 
     def real_kind(self, rel: str) -> str | None:
         """What is at ``rel`` in the real tree (no link followed on the way): 'file', 'dir', 'other' or None."""
@@ -244,7 +268,7 @@ class _Trees:
             return None
         finally:
             os.close(fd)
-        return "dir" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else "other"
+        return _kind_name(st.st_mode)
 
     def real_names(self, rel: str) -> list[str]:
         fd = self._fd(self.changes.root, rel)
@@ -258,21 +282,32 @@ class _Trees:
 
     def was_git_dir(self, rel: str) -> bool:
         join = (lambda name: f"{rel}/{name}") if rel else (lambda name: name)
-        if self.real_kind(join("HEAD")) != "file":
+        if self.real_kind(join("HEAD")) not in ("file", "symlink"):
             return False
         if self.real_kind(join("commondir")) == "file":
             return True
         return self.real_kind(join("objects")) == "dir" and self.real_kind(join("refs")) == "dir"
 
 
-def _unsafe_keys(text: bytes | None) -> list[str]:
-    if text is None:
-        return []
-    return sorted(sanitize_git_config(text.decode("utf-8", "surrogateescape"))[1])
+def _relative(path: str, root: str) -> str:
+    rel = posixpath.relpath(path, root)
+    return "" if rel == "." else rel
+
+
+def _kind_name(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISREG(mode):
+        return "file"
+    return "symlink" if stat.S_ISLNK(mode) else "other"
+
+
+_ALLOWED = ""  # what _git_verdict says of a git path whose change cannot make git run anything
 
 
 def _git_verdict(trees: _Trees, change: Change, roots: Sequence[str]) -> str | None:
-    """Why git would run or follow what this change makes (None: it would not)."""
+    """For a path git runs or follows inside a git dir (as the change set leaves the tree, pointers included):
+    why the change is refused, or _ALLOWED; None when it is no such path (the protected list decides)."""
     path = change.path
     parts = path.split("/")
     for depth in range(len(parts) - 1, -1, -1):
@@ -284,40 +319,67 @@ def _git_verdict(trees: _Trees, change: Change, roots: Sequence[str]) -> str | N
             continue
         where = directory or "."
         if rel.startswith("hooks/") or "/hooks/" in rel:
-            if rel.endswith(".sample") or change.kind == "dir":
-                return None
+            if rel.endswith(".sample") or (change.kind == "dir" and change.action != "delete"):
+                return _ALLOWED
             return f"a git hook in the git dir {where} (git runs it)"
+        if rel == "hooks" or rel.endswith("/hooks"):
+            return _ALLOWED if change.action != "delete" else f"the hooks of the git dir {where} deleted"
         if rel.endswith(("config", "config.worktree")):
             if change.action == "delete":
                 return f"git's config in {where} deleted"
             if change.kind != "file":
                 return f"git's config in {where} replaced by a {change.kind}"
-            new = _unsafe_keys(trees.read(path))
-            old = _unsafe_keys(trees.read(path, real=True))
+            new = unsafe_git_entries(trees.read(path))
+            old = unsafe_git_entries(trees.read(path, real=True))
+            if new is None or old is None:
+                return f"git cannot read the config in {where}"
             if new != old:
                 added = sorted(set(new) - set(old)) or new
-                return f"git's config in {where} would gain keys that can make git run programs: {', '.join(added)}"
-            return None
+                keys = ", ".join(sorted({entry.partition("=")[0] for entry in added}))
+                return f"git's config in {where} would gain keys that can make git run programs: {keys}"
+            return _ALLOWED
         if rel.endswith(("commondir", "gitdir")):
-            return None if _pointer_inside(trees, path, "", roots) else f"git's {rel} in {where} points outside"
+            return _pointer_verdict(trees, change, "", roots)
     return None
 
 
-def _pointer_inside(trees: _Trees, path: str, prefix: str, roots: Sequence[str]) -> bool:
-    """Whether a pointer file (``gitdir: X``, or a bare path) names a place inside the allowed directories."""
+def _pointer(trees: _Trees, path: str, prefix: str) -> str | None:
+    """The absolute place a pointer file (``gitdir: X`` with ``prefix``, or a bare path) names, read as git reads
+    it (one line); None when it names none."""
     data = trees.read(path, limit=4096)
     if data is None:
-        return False
-    text = data.decode("utf-8", "replace").strip()
+        return None
+    text = data.decode("utf-8", "replace").split("\n", 1)[0].strip()
     if prefix:
         if not text.startswith(prefix):
-            return False
+            return None
         text = text[len(prefix) :].strip()
-    if not text or "\n" in text:
-        return False
+    if not text:
+        return None
     base = posixpath.dirname(posixpath.join(trees.changes.root, path))
-    target = posixpath.normpath(posixpath.join(base, text))
-    return within_any(target, roots)
+    return posixpath.normpath(posixpath.join(base, text))
+
+
+def _pointer_verdict(trees: _Trees, change: Change, prefix: str, roots: Sequence[str]) -> str:
+    """A commondir, gitdir or .git file sends git to a directory it then takes as a git dir: allowed only where that
+    lies inside the allowed directories and, as the change set leaves it, has no config key and no hook that
+    could make git run programs."""
+    if change.action == "delete":
+        return _ALLOWED
+    if change.kind != "file":
+        return f"{change.path} is a {change.kind} where git expects a pointer"
+    target = _pointer(trees, change.path, prefix)
+    if target is None or not within_any(target, roots) or not within_any(target, [trees.changes.root]):
+        return f"{change.path} points git outside the allowed directories"
+    rel = _relative(target, trees.changes.root)
+    join = (lambda n: f"{rel}/{n}") if rel else (lambda n: n)
+    for config in ("config", "config.worktree"):
+        unsafe = unsafe_git_entries(trees.read(join(config)))
+        if unsafe is None or unsafe:
+            return f"{change.path} points git at {rel or '.'}, whose config can make git run programs"
+    if trees.hooks(rel):
+        return f"{change.path} points git at {rel or '.'}, which has hooks git would run"
+    return _ALLOWED
 
 
 def _creates_git_dir(trees: _Trees, change: Change) -> str | None:
@@ -330,11 +392,12 @@ def _creates_git_dir(trees: _Trees, change: Change) -> str | None:
         return None
     join = (lambda n: f"{directory}/{n}") if directory else (lambda n: n)
     for config in ("config", "config.worktree"):
-        if join(config) not in trees.by_path and _unsafe_keys(trees.read(join(config), real=True)):
-            return f"it makes {directory or '.'} a git dir whose config can make git run programs"
-    for hook in trees.real_names(join("hooks")):
-        if not hook.endswith(".sample") and join(f"hooks/{hook}") not in trees.by_path:
-            return f"it makes {directory or '.'} a git dir with hooks git would run"
+        if join(config) not in trees.by_path:
+            unsafe = unsafe_git_entries(trees.read(join(config), real=True))
+            if unsafe is None or unsafe:
+                return f"it makes {directory or '.'} a git dir whose config can make git run programs"
+    if [h for h in trees.hooks(directory) if join(f"hooks/{h}") not in trees.by_path]:
+        return f"it makes {directory or '.'} a git dir with hooks git would run"
     return None
 
 
@@ -350,9 +413,12 @@ def judge(
     scratch = _Matcher(policy.scratch)
     places = _Matcher(policy.executable_places)
     for changes in sets:
-        _refuse(changes, protection, roots, judgement.refused)
+        _refuse(changes, protection, roots, judgement.refused, judgement.by_content)
         _sanitize_new_configs(changes, judgement)
-    moves = _moves(sets, judgement.refused)
+    pairs = _moves(sets, judgement.refused)
+    moves = {end for pair in pairs for end in pair}
+    # Threat: a tree moved into a build or cache directory, then deleted there with no question.
+    kept_out = {old for old, new in pairs if scratch.name(new[1]) and not scratch.name(old[1])}
     summary, counts = summary_line(sets, judgement.refused, moves)
     judgement.summary, judgement.counts = summary, counts
     touched: list[str] = []
@@ -363,7 +429,7 @@ def judge(
     for changes in sets:
         for change in changes.changes:
             key = (changes.root, change.path)
-            if key in judgement.refused or key in moves or scratch.name(change.path):
+            if key in judgement.refused or (key in moves and key not in kept_out) or scratch.name(change.path):
                 continue
             if change.action == "delete" and change.kind != "dir":
                 touched.append(change.path)
@@ -379,7 +445,9 @@ def judge(
                 held = sum(
                     1
                     for c in changes.changes
-                    if c.top == change.path and c.kind != "dir" and (changes.root, c.path) not in moves
+                    if c.top == change.path
+                    and c.kind != "dir"
+                    and ((changes.root, c.path) not in moves or (changes.root, c.path) in kept_out)
                 )
                 if held:
                     trees.append(f"{change.path}/ ({_n(held, 'file')})")
@@ -411,9 +479,11 @@ def judge(
 _MOVE_HASH_BYTES = 256 << 20  # bytes hashed at most to recognise moved files
 
 
-def _moves(sets: Sequence[ChangeSet], refused: dict[tuple[str, str], str]) -> set[tuple[str, str]]:
-    """Files deleted in one place and created, byte for byte, in another (``git mv``, ``mv dir new``): both ends,
-    as (root, path). Only files of the same size are compared, within a bound of bytes hashed."""
+def _moves(
+    sets: Sequence[ChangeSet], refused: dict[tuple[str, str], str]
+) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """Files deleted in one place and created, byte for byte, in another (``git mv``, ``mv dir new``): (from, to)
+    pairs of (root, path). Only files of the same size are compared, within a bound of bytes hashed."""
     created: dict[int, list[tuple[ChangeSet, Change]]] = {}
     for changes in sets:
         for change in changes.changes:
@@ -433,6 +503,7 @@ def _moves(sets: Sequence[ChangeSet], refused: dict[tuple[str, str], str]) -> se
         return hashes[key]
 
     moves: set[tuple[str, str]] = set()
+    pairs: list[tuple[tuple[str, str], tuple[str, str]]] = []
     for changes in sets:
         for change in changes.changes:
             if change.action != "delete" or change.kind != "file" or (changes.root, change.path) in refused:
@@ -445,13 +516,15 @@ def _moves(sets: Sequence[ChangeSet], refused: dict[tuple[str, str], str]) -> se
                 old = digest(changes, change.path, True, change.size)
                 if old is not None and old == digest(other, made.path, False, made.size):
                     moves.update({(changes.root, change.path), (other.root, made.path)})
+                    pairs.append(((changes.root, change.path), (other.root, made.path)))
                     break
-    return moves
+    return pairs
 
 
 def _sanitize_new_configs(changes: ChangeSet, judgement: Judgement) -> None:
     """A git config the real tree did not have, refused for keys that could make git run programs: applied with
-    those keys left out instead (``git init sub && git -C sub config core.fsmonitor …`` keeps a working sub)."""
+    those keys left out instead (``git init sub && git -C sub config core.fsmonitor …`` keeps a working sub),
+    written afresh from what git reads (never an edit of the command's text)."""
     trees = _Trees(changes)
     for change in changes.changes:
         key = (changes.root, change.path)
@@ -459,12 +532,13 @@ def _sanitize_new_configs(changes: ChangeSet, judgement: Judgement) -> None:
         if why is None or "would gain keys" not in why or change.action != "create" or change.kind != "file":
             continue
         text = trees.read(change.path)
-        if text is None:
-            continue
-        safe, dropped = sanitize_git_config(text.decode("utf-8", "surrogateescape"))
-        judgement.rewritten[key] = safe.encode("utf-8", "surrogateescape")
+        safe = safe_git_config(text) if text is not None else None
+        unsafe = unsafe_git_entries(text)
+        if safe is None or unsafe is None:
+            continue  # refused as it is
+        judgement.rewritten[key] = safe
         judgement.refused.pop(key)
-        judgement.dropped_keys[change.path] = dropped
+        judgement.dropped_keys[change.path] = sorted({entry.partition("=")[0] for entry in unsafe})
 
 
 def _list(items: Sequence[str], shown: int = 3) -> str:
@@ -473,11 +547,18 @@ def _list(items: Sequence[str], shown: int = 3) -> str:
 
 
 def _refuse(
-    changes: ChangeSet, protection: Protection, roots: Sequence[str], refused: dict[tuple[str, str], str]
+    changes: ChangeSet,
+    protection: Protection,
+    roots: Sequence[str],
+    refused: dict[tuple[str, str], str],
+    by_content: set[tuple[str, str]],
 ) -> None:
-    trees = _Trees(changes)
+    trees = _Trees(changes, roots)
     root = changes.root
     for change in changes.changes:
+        name = change.path.rsplit("/", 1)[-1]
+        if change.action != "delete" and name in ("config", "config.worktree", "commondir", "gitdir", ".git"):
+            by_content.add((root, change.path))
         absolute = posixpath.join(root, change.path)
         why: str | None = None
         if not within_any(absolute, roots):
@@ -500,31 +581,21 @@ def _refuse(
 
 
 def _protected(trees: _Trees, change: Change, protection: Protection, roots: Sequence[str]) -> str | None:
+    """Why a change is refused (None: it is not). Git's own paths are decided by the git rules, which allow only
+    what cannot make git run anything; everything else by the protected list file_write uses."""
     absolute = posixpath.join(trees.changes.root, change.path)
     name = change.path.rsplit("/", 1)[-1]
     if name == ".git" and change.kind == "dir" and change.action != "delete":
         return None  # a git dir of its own (git init, git clone): what is in it is judged path by path
-    if name == ".git" and change.kind == "file" and change.action != "delete":
-        # A .git file sends git to the git dir it names: allowed where that lies inside the allowed directories
-        # (whose git dirs are judged like every other).
-        return None if _pointer_inside(trees, change.path, "gitdir:", roots) else "a .git file pointing outside"
-    if name in _GIT_NAMES or "hooks" in change.path.split("/"):
-        made = _creates_git_dir(trees, change)
-        if made is not None:
-            return made
-        git = _git_verdict(trees, change, roots)
-        if git is not None:
-            return git
-        if _git_path(change.path):
-            return None  # git's own files of a git dir, judged above
+    verdict: str | None = None
+    if name == ".git" and change.action != "delete":
+        verdict = _pointer_verdict(trees, change, "gitdir:", roots)
+    elif name in _GIT_NAMES or "hooks" in change.path.split("/"):
+        verdict = _creates_git_dir(trees, change) or _git_verdict(trees, change, roots)
+    if verdict is not None:
+        return verdict or None  # _ALLOWED (""): cannot make git run anything
     rule = protection.write_rule([change.path, absolute], None, roots)
     return f"protected ({rule})" if rule is not None else None
-
-
-def _git_path(path: str) -> bool:
-    """A path that only the git rules above decide (a config or hook inside a .git directory)."""
-    parts = path.split("/")
-    return ".git" in parts[:-1]
 
 
 # -- what git has ----------------------------------------------------------------------------------------

@@ -201,8 +201,8 @@ class Transactions:
         if not name:
             return Settled("none")
         if not final:
-            # Threat: a process of the call could still be writing; what we would read is not what it did.
-            await anyio.to_thread.run_sync(self.discard, name)
+            # Threat: a process of the call could still be writing; what we would read is not what it did. Its copy
+            # is left alone (removed once the box is gone: at exit, or by the next start's sweep).
             return Settled("failed", reason="the command's processes did not all end; nothing was applied")
         if self._untouched(name):
             return Settled("unchanged")  # the usual case, settled on the spot
@@ -266,11 +266,12 @@ class Transactions:
             settled.reason = "they need the user's yes: asked when the job ends"
             return settled
 
+        # Threat: the job rewrites a config or pointer between this judgement and the copy; what is judged by its
+        # content waits for the job's end, when the copy no longer changes.
+        waiting = frozenset(judgement.refused) | frozenset(judgement.by_content)
+
         def work() -> Outcome:
-            _rewrite(sets, judgement)
-            return self.applier.apply(
-                sets, audit_id, started_ns, skip=frozenset(judgement.refused), what=what, live=True, baseline=baseline
-            )
+            return self.applier.apply(sets, audit_id, started_ns, skip=waiting, what=what, live=True, baseline=baseline)
 
         outcome = Outcome()
         with anyio.CancelScope(shield=True):

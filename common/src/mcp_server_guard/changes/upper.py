@@ -115,17 +115,23 @@ def _lstat(name: str, dirfd: int) -> os.stat_result | None:
         return None
 
 
-def _open_dir(name: str, dirfd: int) -> int | None:
+def _open_dir(name: str, dirfd: int, *, ours: bool = False) -> int | None:
     try:
         return os.open(name, _DIR, dir_fd=dirfd)
     except PermissionError:
-        # One of ours (the upper layer belongs to the server's user) with no permission: the call is over, so
-        # nothing can swap it meanwhile; let us in.
-        st = _lstat(name, dirfd)
-        if st is None or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        if not ours:
             raise
-        os.chmod(name, stat.S_IMODE(st.st_mode) | 0o700, dir_fd=dirfd)
-        return os.open(name, _DIR, dir_fd=dirfd)
+        # A directory of the upper layer (ours: it belongs to the server's user) with no permission: let us in,
+        # changing exactly the directory opened (no link followed: an O_PATH fd, changed through /proc).
+        handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
+        try:
+            st = os.fstat(handle)
+            if st.st_uid != os.geteuid():
+                raise
+            os.chmod(f"/proc/self/fd/{handle}", stat.S_IMODE(st.st_mode) | 0o700)
+            return os.open(f"/proc/self/fd/{handle}", _DIR & ~os.O_NOFOLLOW)
+        finally:
+            os.close(handle)
     except (FileNotFoundError, NotADirectoryError, OSError) as exc:
         if isinstance(exc, OSError) and exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
             raise
@@ -166,9 +172,11 @@ def _same_content(upper_dir: int, real_dir: int, name: str, size: int) -> bool:
         os.close(a)
 
 
-def walk_real(dirfd: int, prefix: str, budget: list[int]) -> Iterator[tuple[str, os.stat_result]]:
+def walk_real(
+    dirfd: int, prefix: str, budget: list[int], *, ours: bool = False
+) -> Iterator[tuple[str, os.stat_result]]:
     """Every path below an open directory (not following links), ``prefix``-relative, depth first; stops when
-    ``budget[0]`` runs out."""
+    ``budget[0]`` runs out. ``ours``: the tree is an upper layer (see _open_dir)."""
     stack: list[tuple[int, str]] = [(os.dup(dirfd), prefix)]
     try:
         while stack:
@@ -184,7 +192,7 @@ def walk_real(dirfd: int, prefix: str, budget: list[int]) -> Iterator[tuple[str,
                     path = f"{rel}/{name}"
                     yield path, st
                     if stat.S_ISDIR(st.st_mode):
-                        child = _open_dir(name, fd)
+                        child = _open_dir(name, fd, ours=ours)
                         if child is not None:
                             stack.append((child, path))
             finally:
@@ -221,11 +229,11 @@ class _Reader:
 
     def created_tree(self, upper_dir: int, name: str, path: str) -> None:
         """A directory that is the command's alone (new, or replacing the real one): every path in it."""
-        fd = _open_dir(name, upper_dir)
+        fd = _open_dir(name, upper_dir, ours=True)
         if fd is None:
             return
         try:
-            for rel, st in walk_real(fd, path, self.budget):
+            for rel, st in walk_real(fd, path, self.budget, ours=True):
                 if _whiteout(st):
                     continue  # hides nothing here: the directory has no real counterpart
                 kind = _kind(st.st_mode)
@@ -262,7 +270,7 @@ class _Reader:
             kind = _kind(st.st_mode)
             mode = stat.S_IMODE(st.st_mode)
             if kind == "dir":
-                child = _open_dir(name, upper_dir)
+                child = _open_dir(name, upper_dir, ours=True)
                 if child is None:
                     continue
                 try:

@@ -531,11 +531,15 @@ def remove_tree(path: Path) -> None:
             return
         if isinstance(exc, PermissionError):
             with contextlib.suppress(OSError):
-                st = os.lstat(name)
-                if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
-                    os.chmod(name, 0o700)
-                    _rmtree(name, unreadable)
-                    return
+                # Exactly the directory named, never through a link: an O_PATH fd, changed through /proc.
+                handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                try:
+                    if os.fstat(handle).st_uid == os.geteuid():
+                        os.chmod(f"/proc/self/fd/{handle}", 0o700)
+                finally:
+                    os.close(handle)
+                _rmtree(name, unreadable)
+                return
         log.warning("cannot remove %s: %s", name, exc)
 
     _rmtree(str(path), unreadable)

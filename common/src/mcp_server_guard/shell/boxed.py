@@ -91,6 +91,8 @@ class _Status:
                     self.copy.name = str(message["txn"])
                 elif "exit" in message:
                     self.exit_status = int(message["exit"])
+                    # The init killed and reaped everything else of the call: nothing writes to the copy any more.
+                    self.copy.final = message.get("settled") is True
                 elif "error" in message:
                     self.error = message
 
@@ -167,14 +169,15 @@ async def run_boxed(
             for fd in ours:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-            if options.get("overlays"):
-                # What the command wrote is final only once every process of the call is gone.
+            if options.get("overlays") and not copy.final:
+                # Killed (a timeout, a stop): what the command wrote is final only once every process of the call
+                # is gone, which the supervisor says when it reaps the call's init.
                 copy.final = await box.gone(call.id, _GONE_S)
                 if not copy.final:
                     box.signal(call.id, signal.SIGKILL)
                     copy.final = await box.gone(call.id, _GONE_S)
             else:
-                box.forget(call.id)
+                box.forget(call.id)  # its end needs no waiting for (or it was never on a copy)
     if status.error is not None:
         # OSError(errno, …) is the errno's own subclass (FileNotFoundError, PermissionError, …), as from Popen.
         raise OSError(int(status.error.get("error") or 0), str(status.error.get("message")))

@@ -34,6 +34,7 @@ from mcp_server_guard.shell.sandbox.supervisor import FrameReader, received_fds,
 log = logging.getLogger("mcp_server_guard.box")
 
 _READY_TIMEOUT_S = 20.0
+_ENDED_KEPT = 256  # calls whose end is remembered for a waiter that comes late
 _SUPERVISOR = (
     "import sys; sys.path[:0] = [sys.argv[1]]; "
     "from mcp_server_guard.shell.sandbox.supervisor import main; main(sys.argv[2:])"
@@ -57,7 +58,9 @@ class BoxSpec:
     roots: tuple[str, ...]  # the allowed roots: writable, bound into the box at their own paths
     hidden: tuple[str, ...] = ()  # existing paths that commands must not see (credentials)
     readable: tuple[str, ...] = ()  # extra read-only directories for a jail-only read scope
-    seccomp: tuple[bytes, bytes] | None = None  # the filter every command runs under, in its two parts
+    # the filter every command runs under, in its two parts; and the late part that also sends the rename calls
+    # to the init (for commands on a copy)
+    seccomp: tuple[bytes, bytes, bytes] | None = None
     usual: str = ""  # a usual call's options (JSON): each ready init sets up that much ahead of its call
     # --network policy: the box's own (empty) network namespace, where the supervisor listens on 127.0.0.1 for
     # the server's egress proxy and hands the listening socket out with its ready byte.
@@ -155,7 +158,8 @@ class Box:
     notes: list[str] = field(default_factory=list)
     # --network policy: the socket listening inside the box's network namespace (a new one per supervisor)
     egress_listener: socket.socket | None = None
-    _gone: dict[int, anyio.Event] = field(default_factory=dict)  # calls whose every process has ended (or waiters)
+    _gone: dict[int, anyio.Event] = field(default_factory=dict)  # calls someone waits to see end
+    _ended_recently: dict[int, None] = field(default_factory=dict)  # calls that ended with nobody waiting yet
     _watched: tuple[socket.socket, asyncio.AbstractEventLoop] | None = None  # read by that loop as frames arrive
     copy_error: str | None = None  # whether commands can work on a copy: "" yes, else why not (None: not known yet)
 
@@ -167,8 +171,10 @@ class Box:
         pipes: dict[str, int] = {}
         try:
             fd = theirs.fileno()
-            early, late = self.spec.seccomp or (b"", b"")
-            for name, data in (("seccomp", early), ("seccomp_late", late), ("usual", self.spec.usual.encode())):
+            early, late, notify = self.spec.seccomp or (b"", b"", b"")
+            usual = self.spec.usual.encode()
+            named = {"seccomp": early, "seccomp_late": late, "seccomp_notify": notify, "usual": usual}
+            for name, data in named.items():
                 if data:
                     pipes[name] = _pipe_with(data)
             argv = self.spec.bwrap_argv(fd, pipes) if self.spec.bwrap else self.spec.supervisor_argv(fd, pipes)
@@ -302,17 +308,21 @@ class Box:
                 self._offered.append((int(message["init"]), socket.socket(fileno=fds[0])))
                 continue
             if op == "gone":
-                self._event(int(message["id"])).set()
+                self._ended(int(message["id"]))
             elif op == "probe":
                 self.copy_error = str(message.get("copy", ""))
             for fd in fds:
                 os.close(fd)
 
-    def _event(self, call: int) -> anyio.Event:
+    def _ended(self, call: int) -> None:
         event = self._gone.get(call)
-        if event is None:
-            event = self._gone[call] = anyio.Event()
-        return event
+        if event is not None:
+            event.set()
+            return
+        # Nobody waits (yet): remembered for a while, bounded (most calls' inits say themselves when they end).
+        self._ended_recently[call] = None
+        while len(self._ended_recently) > _ENDED_KEPT:
+            del self._ended_recently[next(iter(self._ended_recently))]
 
     def _watch(self) -> None:
         """Read the supervisor's messages on the event loop as they arrive (from the loop's thread)."""
@@ -335,17 +345,19 @@ class Box:
         """Wait until every process of ``call`` has ended (its writes are final); False after ``timeout``."""
         self._watch()
         self._collect_offers()
-        event = self._event(call)
-        with anyio.move_on_after(timeout):
-            await event.wait()
-        if event.is_set():
-            del self._gone[call]
+        if self._ended_recently.pop(call, False) is None:
             return True
-        return False
+        event = self._gone[call] = anyio.Event()
+        try:
+            with anyio.move_on_after(timeout):
+                await event.wait()
+            return event.is_set()
+        finally:
+            del self._gone[call]
 
     def forget(self, call: int) -> None:
         """Nobody will wait for ``call``'s end: drop what is kept for it."""
-        self._gone.pop(call, None)
+        self._ended_recently.pop(call, None)
 
     # -- calls -------------------------------------------------------------------------------------
 

@@ -89,7 +89,11 @@ def _start(
         read_all=plan.read_scope is ReadScope.ALL,
         roots=tuple(roots),
         readable=(),
-        seccomp=(seccomp.build_filter(arch, part="early"), seccomp.build_filter(arch, part="late")),
+        seccomp=(
+            seccomp.build_filter(arch, part="early"),
+            seccomp.build_filter(arch, part="late"),
+            seccomp.build_filter(arch, part="late", notify=True),
+        ),
         usual=json.dumps(call_options(plan, roots, overlays=copies)),
         areas=tuple(dict.fromkeys(area for _, area in copies)),
         copies=bool(copies) and plan.jail_writable,

@@ -32,14 +32,12 @@ import platform
 import secrets
 import shutil
 import stat
-import struct
+from typing import Any
 
 from mcp_server_guard.shell.sandbox import linux
 
 SECCOMP_SET_MODE_FILTER = 1
 SECCOMP_FILTER_FLAG_NEW_LISTENER = 1 << 3
-_RET_ALLOW = 0x7FFF0000
-_RET_USER_NOTIF = 0x7FC00000
 _NOTIF_RECV = 0xC0502100  # _IOWR('!', 0, struct seccomp_notif)
 _NOTIF_SEND = 0xC0182101  # _IOWR('!', 1, struct seccomp_notif_resp)
 _NOTIF_ID_VALID = 0x40082102  # _IOW('!', 2, __u64)
@@ -68,19 +66,6 @@ def arch() -> _Arch | None:
     return _ARCHES.get(platform.machine().lower())
 
 
-def notify_filter(which: _Arch) -> bytes:
-    """The last filter: the rename calls go to the init's handler, everything else is allowed (the filters
-    loaded before it decide the rest). Another ABI's numbers never reach it: the main filter kills them."""
-    code = [struct.pack("=HBBI", 0x20, 0, 0, 4), struct.pack("=HBBI", 0x15, 1, 0, which.audit)]
-    code.append(struct.pack("=HBBI", 0x06, 0, 0, _RET_ALLOW))
-    code.append(struct.pack("=HBBI", 0x20, 0, 0, 0))
-    for nr in which.calls:
-        code.append(struct.pack("=HBBI", 0x15, 0, 1, nr))
-        code.append(struct.pack("=HBBI", 0x06, 0, 0, _RET_USER_NOTIF))
-    code.append(struct.pack("=HBBI", 0x06, 0, 0, _RET_ALLOW))
-    return b"".join(code)
-
-
 class _Data(ctypes.Structure):
     _fields_ = (("nr", ctypes.c_int), ("arch", ctypes.c_uint32), ("ip", ctypes.c_uint64), ("args", ctypes.c_uint64 * 6))
 
@@ -93,15 +78,12 @@ class _Resp(ctypes.Structure):
     _fields_ = (("id", ctypes.c_uint64), ("val", ctypes.c_int64), ("error", ctypes.c_int32), ("flags", ctypes.c_uint32))
 
 
-class _Fprog(ctypes.Structure):
-    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
-
-
-def load_notify_filter(program: bytes, which: _Arch) -> int:
-    """Load ``program`` on the calling thread with a new listener; returns the listener fd (close-on-exec)."""
-    buffer = ctypes.create_string_buffer(program, len(program))
-    fprog = _Fprog(len(program) // 8, ctypes.addressof(buffer))
-    return linux.syscall(which.seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, ctypes.byref(fprog))
+def load_with_listener(fprog: Any, which: _Arch) -> int:
+    """Load a prepared filter (a ``sock_fprog`` and its buffer, see the supervisor) on the calling thread with a
+    new listener for its user notifications; returns the listener fd (close-on-exec)."""
+    return linux.syscall(
+        which.seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, ctypes.byref(fprog[0])
+    )
 
 
 def _int32(value: int) -> int:
@@ -128,6 +110,7 @@ class Handler:
         self._fd = -1
         self._attached = _thread.allocate_lock()
         self._attached.acquire()
+        self.idle = _thread.allocate_lock()  # held while answering one call (the init waits for it at the end)
         self._libc = linux.LIBC
 
     def start(self) -> None:
@@ -150,12 +133,13 @@ class Handler:
                 if err in (errno.EINTR, errno.ENOENT):
                     continue  # interrupted, or the caller died before we took it
                 return
-            try:
-                result: int | None = self._answer(notif)
-            except _Skip:
-                result = None
-            except Exception:  # noqa: BLE001 - never leave a caller blocked: the kernel decides instead
-                result = None
+            with self.idle:
+                try:
+                    result: int | None = self._answer(notif)
+                except _Skip:
+                    result = None
+                except Exception:  # noqa: BLE001 - never leave a caller blocked: the kernel decides instead
+                    result = None
             response = _Resp(notif.id, 0, 0, _FLAG_CONTINUE) if result is None else _Resp(notif.id, 0, result, 0)
             libc.ioctl(self._fd, _NOTIF_SEND, ctypes.byref(response))
 

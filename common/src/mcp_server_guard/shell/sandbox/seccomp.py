@@ -32,6 +32,7 @@ _BPF_RET_K = 0x06
 _RET_ALLOW = 0x7FFF0000
 _RET_ERRNO = 0x00050000
 _RET_KILL_PROCESS = 0x80000000
+_RET_USER_NOTIF = 0x7FC00000
 _OFF_NR, _OFF_ARCH = 0, 4
 _X32_BIT = 0x40000000
 _PR_SET_NO_NEW_PRIVS = 38
@@ -98,6 +99,7 @@ X86_64 = Arch(
         "kexec_file_load": 320, "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426,
         "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
         "fsmount": 432, "clone3": 435, "pidfd_getfd": 438, "mount_setattr": 442,
+        "rename": 82, "renameat": 264, "renameat2": 316,
     },
     x32=True,
 )  # fmt: skip
@@ -115,7 +117,7 @@ AARCH64 = Arch(
         "process_vm_writev": 271, "kcmp": 272, "finit_module": 273, "bpf": 280, "userfaultfd": 282,
         "kexec_file_load": 294, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "clone3": 435,
-        "pidfd_getfd": 438, "mount_setattr": 442,
+        "pidfd_getfd": 438, "mount_setattr": 442, "renameat": 38, "renameat2": 276,
     },
 )  # fmt: skip
 ARCHES = {"x86_64": X86_64, "amd64": X86_64, "aarch64": AARCH64, "arm64": AARCH64}
@@ -161,11 +163,16 @@ class _Program:
         self.load(_OFF_NR)
 
 
-def build_filter(arch: Arch, *, unix_sockets: bool = False, part: str = "all") -> bytes:
+# What a command on a copy has its init answer (see renames.py): directory renames the overlay cannot make.
+RENAME_CALLS = ("rename", "renameat", "renameat2")
+
+
+def build_filter(arch: Arch, *, unix_sockets: bool = False, part: str = "all", notify: bool = False) -> bytes:
     """The filter program for ``arch`` as raw ``struct sock_filter`` bytes (what bwrap's --seccomp reads).
 
     ``part``: "all"; or "early" (all but the mount calls) and "late" (only the mount calls), which together
     refuse exactly what "all" refuses (filters stack: every loaded filter is asked, the strictest answer wins).
+    ``notify``: the rename calls go to a user-notification listener (the part is loaded with one).
     """
     prog = _Program()
     prog.load(_OFF_ARCH)
@@ -179,6 +186,11 @@ def build_filter(arch: Arch, *, unix_sockets: bool = False, part: str = "all") -
         wanted = {"all": True, "early": name not in MOUNT_CALLS, "late": name in MOUNT_CALLS}[part]
         if wanted and name in arch.numbers:
             prog.deny_if(arch.numbers[name], errno.EPERM)
+    if notify:
+        for name in RENAME_CALLS:
+            if name in arch.numbers:
+                prog.op(_BPF_JEQ_K, arch.numbers[name], 0, 1)
+                prog.ret(_RET_USER_NOTIF)
     if part != "late":
         prog.deny_if(arch.numbers["clone3"], errno.ENOSYS)  # its flags sit behind a pointer: make libc use clone
         prog.deny_if_arg(arch.numbers["clone"], 0, any_bits=CLONE_NAMESPACES)

@@ -55,6 +55,7 @@ _MAX_FDS = 4
 _POOL_IDLE = 2  # ready inits offered to the server while no call runs
 _POOL_BUSY = 1  # ... and while calls run (a fork then competes with the running command for the CPU)
 _QUIET_S = 0.010  # a pool that is not empty is topped up once the box has been quiet this long
+_SETTLE_S = 60.0  # a rename the handler was moving when its caller died may take this long to finish
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 _DEFAULT_IN_CHILD = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGXCPU, *_FORWARDED)
 
@@ -124,7 +125,9 @@ class FrameReader:
 class _Prepared:
     bounding: tuple[int, ...]  # the capabilities left in the bounding set (bubblewrap already dropped the rest)
     has_caps: bool
-    seccomp: tuple[Any, Any] | None  # the filter's early and late parts as ready ``sock_fprog``s (see seccomp)
+    # the filter's early and late parts as ready ``sock_fprog``s (see seccomp), and the late part that also sends
+    # the rename calls to the init's handler
+    seccomp: tuple[Any, Any, Any] | None
     usual: dict[str, Any]  # the usual call's options, set up by each ready init before its call comes
 
 
@@ -145,9 +148,9 @@ def _fprog(program: bytes) -> Any:
     return seccomp.SockFprog(len(program) // 8, ctypes.addressof(buffer)), buffer  # the buffer kept alive
 
 
-def _prepare(seccomp_fd: str | None, late_fd: str | None, usual_fd: str | None) -> _Prepared:
-    early, late = _read_all(seccomp_fd), _read_all(late_fd)
-    fprog = (_fprog(early), _fprog(late)) if early and late else None
+def _prepare(seccomp_fd: str | None, late_fd: str | None, notify_fd: str | None, usual_fd: str | None) -> _Prepared:
+    early, late, notify = _read_all(seccomp_fd), _read_all(late_fd), _read_all(notify_fd)
+    fprog = (_fprog(early), _fprog(late), _fprog(notify or late)) if early and late else None
     usual = json.loads(_read_all(usual_fd) or b"{}")
     bounding = linux.capability_mask("CapBnd")
     caps = tuple(cap for cap in range(linux.last_cap() + 1) if bounding >> cap & 1)
@@ -294,7 +297,7 @@ def _mount_copy(overlays: list[Any]) -> _Copy:
         real = os.stat(root)
         os.chmod(upper, stat.S_IMODE(real.st_mode))
         os.utime(upper, ns=(real.st_atime_ns, real.st_mtime_ns))
-        options = f"lowerdir={_escape(root)},upperdir={_escape(upper)},workdir={_escape(work)},userxattr"
+        options = f"lowerdir={_escape(root)},upperdir={_escape(upper)},workdir={_escape(work)},userxattr,volatile"
         linux.mount("overlay", root, "overlay", linux.MS_NOSUID | linux.MS_NODEV, options)
     for area in dict.fromkeys(area for _, area in pairs):
         linux.mask(area)
@@ -357,6 +360,7 @@ class _View:
     ruleset: int = -1
     filtered: bool = False  # the early part of the seccomp filter is loaded
     copy: _Copy | None = None  # the overlays the call's command works on
+    handler: renames.Handler | None = None  # the thread answering the command's renames
 
 
 def _prepare_view(prepared: _Prepared, own_pidns: bool) -> _View:
@@ -385,16 +389,18 @@ def _prepare_view(prepared: _Prepared, own_pidns: bool) -> _View:
     return view
 
 
-def _answer_renames() -> None:
-    """Start the thread that answers the command's renames, then load the filter that sends them to it. Call it
-    confined exactly as the command will be: the thread inherits all of it (see ``renames.Handler``)."""
+def _answer_renames(prepared: _Prepared) -> renames.Handler:
+    """Start the thread that answers the command's renames, then load the filter's last part, which sends them to
+    it. Call it confined as the command will be (the thread inherits that: see ``renames.Handler``); the last
+    part refuses the mount calls, which the thread, with no capability and under Landlock, cannot make anyway."""
     which = renames.arch()
-    if which is None:
-        raise OSError(errno.ENOSYS, "directory renames cannot be handled on this CPU")
+    if which is None or prepared.seccomp is None:
+        raise OSError(errno.ENOSYS, "directory renames cannot be handled here")
     handler = renames.Handler(which)
     handler.start()
     linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
-    handler.attach(renames.load_notify_filter(renames.notify_filter(which), which))
+    handler.attach(renames.load_with_listener(prepared.seccomp[2], which))
+    return handler
 
 
 def _warm_up() -> None:
@@ -451,13 +457,13 @@ def _start_command(
         linux.prctl(linux.PR_SET_DUMPABLE, 0)  # the command cannot read this process's memory or environment
         if prepared.has_caps:
             linux.drop_all_capabilities(prepared.bounding)
-        if prepared.seccomp is not None:
-            if not view.filtered:
-                _load_seccomp(prepared.seccomp[0])
-            _load_seccomp(prepared.seccomp[1])
+        if prepared.seccomp is not None and not view.filtered:
+            _load_seccomp(prepared.seccomp[0])
         if copy is not None:
             where = "copy"
-            _answer_renames()
+            view.handler = _answer_renames(prepared)
+        elif prepared.seccomp is not None:
+            _load_seccomp(prepared.seccomp[1])
         where = "cwd"
         os.chdir(spec["cwd"])
         where = "exec"
@@ -531,6 +537,20 @@ def run_init(sock: socket.socket, own_pidns: bool, prepared: _Prepared) -> None:
             break
     if not own_pidns:
         _kill_leftovers(child)
+    elif spec.get("overlays"):
+        # The copy is final once nothing of the call can write to it: say so now rather than after the kernel has
+        # torn the namespaces down (milliseconds). As PID 1, kill what the command left and reap until none is
+        # left (an orphan is reparented to us before its parent can be reaped), then let the rename handler finish.
+        with contextlib.suppress(OSError):
+            os.kill(-1, signal.SIGKILL)
+        while True:
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+        settled = view.handler is None or view.handler.idle.acquire(timeout=_SETTLE_S)
+        _report(status, {"exit": exit_status, "settled": settled})
+        os._exit(0)
     _report(status, {"exit": exit_status})
     os._exit(0)  # as PID 1: the kernel now kills whatever of the call is left
 
@@ -796,7 +816,9 @@ def main(argv: list[str] | None = None) -> None:
     options = dict(arg.partition("=")[::2] for arg in args[1:])
     _die_with_parent()  # the server (or bubblewrap, which dies with the server)
     linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
-    prepared = _prepare(options.get("seccomp"), options.get("seccomp_late"), options.get("usual"))
+    prepared = _prepare(
+        options.get("seccomp"), options.get("seccomp_late"), options.get("seccomp_notify"), options.get("usual")
+    )
     supervisor = Supervisor(sock, "namespaces" in options, prepared)
     if "egress" in options:
         # Inside the box's network namespace, where loopback is all there is: commands reach the proxy here.

@@ -1,0 +1,155 @@
+"""What working on a copy costs: shell_exec with its copy beside the same server writing the files directly
+(``--transactions off``), same run, same machine.
+
+    uv run python -m bench.transactions [--calls 200] [--rounds 3]
+
+* ``echo hi``: the call round trip, interleaved between a server with the copy, one without (its box mounts the
+  protected paths read-only instead, as before the copy), and one with no box at all (the floor).
+  Target (issue 25): at most 1 ms more than the server without the copy.
+* three workloads, each timed end to end (the command, then reading, judging and applying its changes), with
+  the copy and without, from a fresh project each round: ``git commit`` of 100 changed files; 20,000 small
+  files created in a new directory (applied as one rename); a line appended to a 100 MB file (the overlay copies
+  the file up inside the command — the kernel's copy, in the command's time — and the apply renames the new file
+  into place and hard-links the old one into the history: no copy of our own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.client import RawClient, find_server
+
+GIT = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@x"}
+
+
+class _Server:
+    """One shell_exec server on its own project (made by ``setup``) and state directory."""
+
+    def __init__(self, base: Path, flags: Sequence[str], setup: Callable[[Path], None] = lambda _project: None) -> None:
+        self.project = base / "project"
+        self.project.mkdir(parents=True)
+        setup(self.project)
+        env = {**os.environ, "HOME": str(base), "XDG_STATE_HOME": str(base / "state"), **GIT}
+        argv = [find_server("mcp-server-shell-exec"), "--audit-log", str(base / "audit.jsonl"), *flags]
+        self._stderr = (base / "stderr.txt").open("w", encoding="utf-8")
+        self.client = RawClient(argv, self.project, self._stderr, env)
+        self.client.initialize()
+
+    def call(self, command: str, timeout: float = 300) -> tuple[float, dict[str, Any]]:
+        started = time.perf_counter()
+        result = self.client.call_tool("shell_exec", {"command": command, "timeoutSeconds": 290}, timeout=timeout)
+        took = (time.perf_counter() - started) * 1000
+        out = dict(result.get("structuredContent") or {})
+        if out.get("exitCode") != 0:
+            raise RuntimeError(f"{command!r} failed: {result}")
+        return took, out
+
+    def close(self) -> None:
+        self.client.close()
+        self._stderr.close()
+
+
+def _echo(calls: int) -> dict[str, float]:
+    variants = {"copy": [], "no copy": ["--transactions", "off"], "no box": ["--sandbox", "off"]}
+    with tempfile.TemporaryDirectory(prefix="bench-tx-") as tmp:
+        servers = {name: _Server(Path(tmp) / name.replace(" ", "-"), flags) for name, flags in variants.items()}
+        times: dict[str, list[float]] = {name: [] for name in servers}
+        try:
+            for i in range(calls + 10):
+                for name, server in servers.items():
+                    took, out = server.call("echo hi")
+                    assert out["stdout"] == "hi\n"
+                    if i >= 10:
+                        times[name].append(took)
+                    time.sleep(0.01)  # calls come one after another, as from a model
+        finally:
+            for server in servers.values():
+                server.close()
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def _fill_repo(project: Path) -> None:
+    env = {**os.environ, **GIT}
+    subprocess.run(["git", "init", "-q", str(project)], check=True, env=env)
+    for i in range(100):
+        (project / f"f{i:03d}.txt").write_text(f"one {i}\n")
+    subprocess.run(["git", "-C", str(project), "add", "-A"], check=True, env=env)
+    subprocess.run(["git", "-C", str(project), "commit", "-qm", "one"], check=True, env=env)
+    for i in range(100):
+        (project / f"f{i:03d}.txt").write_text(f"two {i}\n")
+
+
+def _big_file(project: Path) -> None:
+    with (project / "big.bin").open("wb") as fh:
+        chunk = os.urandom(1 << 20)
+        for _ in range(100):
+            fh.write(chunk)
+
+
+WORKLOADS: dict[str, tuple[Callable[[Path], None], str]] = {
+    "git commit of 100 files": (_fill_repo, "git add -A && git commit -qm two"),
+    "20,000 small files in a new directory": (
+        lambda project: None,
+        "python3 -c \"import os; os.mkdir('many'); [open(f'many/{i}', 'w').write('x') for i in range(20000)]\"",
+    ),
+    "a line appended to a 100 MB file": (_big_file, "echo line >> big.bin"),
+}
+
+
+def _workloads(rounds: int) -> dict[str, dict[str, float]]:
+    found: dict[str, dict[str, float]] = {}
+    for label, (setup, command) in WORKLOADS.items():
+        totals: dict[str, list[float]] = {"copy": [], "no copy": []}
+        commands: dict[str, list[float]] = {"copy": [], "no copy": []}
+        for _ in range(rounds):
+            for name, flags in (("copy", []), ("no copy", ["--transactions", "off"])):
+                with tempfile.TemporaryDirectory(prefix="bench-tx-") as tmp:
+                    server = _Server(Path(tmp), flags, setup)
+                    try:
+                        took, out = server.call(command)
+                    finally:
+                        server.close()
+                    if name == "copy":
+                        assert out["transaction"] == "applied", out
+                    totals[name].append(took)
+                    commands[name].append(float(out["durationMs"]))
+        found[label] = {
+            "copy": statistics.median(totals["copy"]),
+            "copy command": statistics.median(commands["copy"]),
+            "no copy": statistics.median(totals["no copy"]),
+            "no copy command": statistics.median(commands["no copy"]),
+        }
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--calls", type=int, default=200, help="echo calls per server")
+    ap.add_argument("--rounds", type=int, default=3, help="fresh projects per workload and server")
+    args = ap.parse_args(argv)
+    echo = _echo(args.calls)
+    print(f"echo hi, median round trip over {args.calls} calls each, interleaved:")
+    for name, value in echo.items():
+        print(f"  {name:<10} {value:7.2f} ms")
+    extra = echo["copy"] - echo["no copy"]
+    print(f"  the copy costs {extra:+.2f} ms (target: at most +1 ms) {'OK' if extra <= 1.0 else 'MISSED'}")
+    print(f"\nworkloads, median of {args.rounds} fresh projects (call round trip; in brackets the command itself):")
+    for label, row in _workloads(args.rounds).items():
+        settling = row["copy"] - row["copy command"] - (row["no copy"] - row["no copy command"])
+        print(
+            f"  {label:<40} copy {row['copy']:8.1f} ms ({row['copy command']:.1f})   "
+            f"no copy {row['no copy']:8.1f} ms ({row['no copy command']:.1f})   judging + applying {settling:+.1f} ms"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
