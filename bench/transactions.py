@@ -88,14 +88,15 @@ def _fill_repo(project: Path) -> None:
 
 
 def _big_file(project: Path) -> None:
+    """100 MB (10^8 bytes: under the policy's 100 MiB file-size limit, with room for the line)."""
     with (project / "big.bin").open("wb") as fh:
-        chunk = os.urandom(1 << 20)
+        chunk = os.urandom(1_000_000)
         for _ in range(100):
             fh.write(chunk)
 
 
 WORKLOADS: dict[str, tuple[Callable[[Path], None], str]] = {
-    "git commit of 100 files": (_fill_repo, "git add -A && git commit -qm two"),
+    "git commit of 100 files": (_fill_repo, "git add -A && git -c user.name=b -c user.email=b@x commit -qm two"),
     "20,000 small files in a new directory": (
         lambda project: None,
         "python3 -c \"import os; os.mkdir('many'); [open(f'many/{i}', 'w').write('x') for i in range(20000)]\"",

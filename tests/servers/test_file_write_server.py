@@ -483,3 +483,27 @@ def _answer(agent: RawClient, id_: int) -> dict[str, Any]:
         message = agent.recv(timeout=30)
         if message.get("id") == id_:
             return dict(message["result"])
+
+
+async def test_a_write_is_undone_by_its_audit_id_and_an_overwrite_brings_the_old_content_back(
+    workspace: Path, tmp_path: Path
+) -> None:
+    import subprocess
+
+    from support import console_script
+
+    async with serve("mcp-server-file-write", workspace, "--history-dir", str(tmp_path / "hist")) as client:
+        made = await client.call_tool("file_write", {"path": "notes.md", "content": "first\n"})
+        again = await client.call_tool("file_write", {"path": "notes.md", "content": "second\n", "overwrite": True})
+    assert made.structured_content is not None and again.structured_content is not None
+
+    def undo(audit_id: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [console_script("mcp-guard"), "undo", audit_id, "--history-dir", str(tmp_path / "hist")],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+
+    assert undo(again.structured_content["auditId"]).returncode == 0
+    assert (workspace / "notes.md").read_text() == "first\n"
+    assert undo(made.structured_content["auditId"]).returncode == 0
+    assert not (workspace / "notes.md").exists()

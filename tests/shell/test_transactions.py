@@ -438,6 +438,32 @@ async def test_an_install_into_node_modules_and_a_venv_is_applied_without_a_ques
     assert not (workspace / "node_modules").exists() and not (workspace / ".venv").exists()
 
 
+async def test_npm_install_and_a_pip_install_into_a_venv_work_on_the_copy(workspace: Path) -> None:
+    # Real installers, offline: npm unpacks into node_modules (renaming its staging directories), pip installs
+    # itself into a new venv (thousands of files). None of it needs a question. (A build into build/: below.)
+    steps = []
+    if shutil.which("npm"):
+        lib = workspace / "lib"
+        lib.mkdir()
+        (lib / "package.json").write_text('{"name": "lib", "version": "1.0.0", "main": "index.js"}')
+        (lib / "index.js").write_text("module.exports = 42;\n")
+        steps.append("npm pack -s ./lib >/dev/null && npm install -s --offline --no-audit --no-fund ./lib-1.0.0.tgz")
+    if shutil.which("python3"):
+        steps.append("python3 -m venv .venv && .venv/bin/pip --version > /dev/null")  # pip installs pip, offline
+    if not steps:
+        pytest.skip("no npm or python3 here")
+    person = Person(False)
+    async with serve(SX, workspace, mode="legacy", elicitation_callback=person) as client:
+        with anyio.fail_after(280):
+            out = await sh(client, " && ".join(steps), timeoutSeconds=240)
+    assert out["exitCode"] == 0, out["stderr"]
+    assert out["transaction"] == "applied" and person.asked == [], out["changes"]
+    if shutil.which("npm"):
+        assert (workspace / "node_modules" / "lib" / "index.js").read_text() == "module.exports = 42;\n"
+    if shutil.which("python3"):
+        assert list((workspace / ".venv" / "lib").glob("python3*/site-packages/pip/__init__.py"))
+
+
 async def test_an_everyday_build_into_build_is_applied_without_a_question(workspace: Path) -> None:
     (workspace / "build" / "old").mkdir(parents=True)
     for i in range(50):

@@ -38,13 +38,13 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from mcp_server_guard.changes.upper import MAX_ENTRIES, Change, ChangeSet, walk_real
 from mcp_server_guard.files import openat2 as _openat2
 from mcp_server_guard.files.history import HistoryError, HistoryStore
+from mcp_server_guard.files.reading import sha256_fd
 
 __all__ = [
     "Applied",
@@ -92,11 +92,13 @@ class Applied:
     tree: bool = False
     old_mode: int = -1  # meta: the mode before (and mtime before)
     old_mtime_ns: int = 0
+    sha256: str = ""  # what the file held then, where known (file_write): the same bytes count as the same file
 
     def record(self) -> dict[str, Any]:
         return {
             "path": self.path, "action": self.action, "kind": self.kind, "before": self.before,
             "after": list(self.after), "tree": self.tree, "old_mode": self.old_mode, "old_mtime_ns": self.old_mtime_ns,
+            "sha256": self.sha256,
         }  # fmt: skip
 
     @classmethod
@@ -106,7 +108,7 @@ class Applied:
             path=str(data["path"]), action=str(data["action"]), kind=str(data.get("kind", "file")),
             before=str(data.get("before", "")), after=tuple(int(v) for v in after),
             tree=bool(data.get("tree")), old_mode=int(data.get("old_mode", -1)),
-            old_mtime_ns=int(data.get("old_mtime_ns", 0)),
+            old_mtime_ns=int(data.get("old_mtime_ns", 0)), sha256=str(data.get("sha256", "")),
         )  # fmt: skip
 
 
@@ -129,9 +131,10 @@ class UndoConflict(Exception):
 
 
 def _identity(st: os.stat_result) -> tuple[int, ...]:
-    """What we left at a path: its inode, and its ctime and size then (a change in the same clock tick as ours
-    that leaves the size alone is the one thing this cannot see)."""
-    return st.st_dev, st.st_ino, st.st_ctime_ns, st.st_size
+    """What we left at a path: its inode, and its modification time and size then (a rename, ours or an undo's,
+    keeps them; a write changes them — one in the same clock tick as ours that keeps the size is the one thing
+    this cannot see)."""
+    return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size
 
 
 def _lstat(name: str, dirfd: int) -> os.stat_result | None:
@@ -457,16 +460,13 @@ class Applier:
     def _record(self, plan: dict[str, Any], outcome: Outcome) -> None:
         if not outcome.applied and not outcome.conflicts:
             return
-        manifest = {
-            "audit_id": plan["audit_id"],
-            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
-            "applied_ns": now_ns(),
-            "roots": sorted({str(op["root"]) for op in plan["ops"]}),
+        self.history.record_call(
+            str(plan["audit_id"]),
+            sorted({str(op["root"]) for op in plan["ops"]}),
+            [a.record() for a in outcome.applied],
+            conflicts=[[c.path, c.what] for c in outcome.conflicts],
             **plan.get("what", {}),
-            "changes": [a.record() for a in outcome.applied],
-            "conflicts": [[c.path, c.what] for c in outcome.conflicts],
-        }
-        self.history.write_manifest(str(plan["audit_id"]), manifest)
+        )
 
     def _step(self, op: _Op, root: int, upper: int, plan: dict[str, Any]) -> tuple[list[Applied], list[Conflict]]:
         audit_id, started = str(plan["audit_id"]), int(plan["started_ns"])
@@ -810,11 +810,24 @@ def _as_left(root: str, rel: str, record: Applied, applied_ns: int) -> bool:
                 except _Changed:
                     return False
                 return (real.st_dev, real.st_ino) == record.after[:2]
-            return _identity(real) == record.after
+            if _identity(real) == record.after:
+                return True
+            return bool(record.sha256) and stat.S_ISREG(real.st_mode) and _sha256(dirfd, name) == record.sha256
     except _Changed:
         return False
     finally:
         os.close(root_fd)
+
+
+def _sha256(dirfd: int, name: str) -> str:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
+    except OSError:
+        return ""
+    try:
+        return sha256_fd(fd)
+    finally:
+        os.close(fd)
 
 
 def _plan(

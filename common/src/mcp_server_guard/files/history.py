@@ -255,15 +255,39 @@ class HistoryStore:
 
     # -- call manifests ---------------------------------------------------------------------------------
 
-    def write_manifest(self, audit_id: str, manifest: dict[str, Any]) -> None:
-        """Record what one call changed (atomically: a temp file renamed into place)."""
+    def record_call(
+        self,
+        audit_id: str,
+        roots: list[str],
+        changes: list[dict[str, Any]],
+        *,
+        conflicts: list[list[str]] | None = None,
+        durable: bool = True,
+        **what: Any,
+    ) -> None:
+        """The record of one call that changed files (see ``changes.apply.Applied.record`` for a change's fields):
+        what ``mcp-guard undo`` plays backwards and ``mcp-guard history`` lists."""
+        manifest = {
+            "audit_id": audit_id,
+            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "applied_ns": time.time_ns(),
+            "roots": sorted(roots),
+            **what,
+            "changes": changes,
+            "conflicts": conflicts or [],
+        }
+        self.write_manifest(audit_id, manifest, durable=durable)
+
+    def write_manifest(self, audit_id: str, manifest: dict[str, Any], *, durable: bool = True) -> None:
+        """Record what one call changed (atomically: a temp file renamed into place; fsynced when ``durable``)."""
         calls = self.directory / CALLS
         calls.mkdir(parents=True, exist_ok=True, mode=0o700)
         temp = calls / f".{audit_id}.{secrets.token_hex(3)}.tmp"
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             os.write(fd, json.dumps(manifest, ensure_ascii=False).encode("utf-8", "surrogateescape"))
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.rename(temp, calls / f"{audit_id}.json")

@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcp_server_guard import audit
 from mcp_server_guard.errors import GuardError, ResourceError, SecurityError, SystemError_
 from mcp_server_guard.files.history import HistoryEntry, HistoryStore
 from mcp_server_guard.files.jail import Jail, Located, check_regular, oserror_to_guard
@@ -337,6 +338,7 @@ class Writer:
             except OSError as exc:
                 raise self._write_error(exc, located) from None
         os.fsync(dirfd)
+        self._record(located, dirfd, name, "create", "", digest)
         return WriteOutcome(self.jail.display(located), len(data), digest, True, None)
 
     @staticmethod
@@ -397,13 +399,37 @@ class Writer:
                 except OSError as exc:
                     raise self._write_error(exc, located) from None
             os.fsync(dirfd)
+            self._record(located, dirfd, name, "modify", backup.id, digest)
         finally:
             os.close(old)
         return WriteOutcome(self.jail.display(located), len(data), digest, False, backup.id)
 
+    def _record(self, located: Located, dirfd: int, name: str, action: str, before: str, digest: str) -> None:
+        """The call's record, so that ``mcp-guard undo`` can put this write back (best effort: the write is done)."""
+        record = audit.current()
+        if record is None:
+            return
+        try:
+            st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+            path = posixpath.join(self.jail.real_path_of(dirfd), name)
+            change = {"path": path, "action": action, "kind": "file", "before": before, "sha256": digest,
+                      "after": [st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size], "tree": False}  # fmt: skip
+            # Not fsynced: the write itself is durable; its record for undo is written after it, best effort.
+            self.history.record_call(
+                record.audit_id, [located.root.path], [change], durable=False, tool=record.tool, command=path
+            )
+        except OSError as exc:
+            log.warning("could not record the write of %s for undo: %s", located.given, exc)
+
     def _save_previous(self, old: int, located: Located, dirfd: int, name: str, st: os.stat_result) -> HistoryEntry:
         try:
-            return self.history.save(old, posixpath.join(self.jail.real_path_of(dirfd), name), st.st_mode)
+            record = audit.current()
+            return self.history.save(
+                old,
+                posixpath.join(self.jail.real_path_of(dirfd), name),
+                st.st_mode,
+                audit_id=record.audit_id if record is not None else "",
+            )
         except OSError as exc:
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise ResourceError(
