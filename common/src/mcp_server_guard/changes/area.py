@@ -87,13 +87,6 @@ class CopyArea:
         """(root, part directory) for every writable root that works on a copy."""
         return [(root, str(part.directory)) for part in self.parts for root in part.roots]
 
-    def hidden(self) -> list[str]:
-        """Areas inside roots: commands never see them, the file tools never touch them."""
-        return [str(Path(part.in_root) / AREA_IN_ROOT) for part in self.parts if part.in_root is not None]
-
-    def part_of(self, root: str) -> Part | None:
-        return next((p for p in self.parts if root in p.roots), None)
-
     def sweep(self) -> int:
         """Remove what dead servers left in these areas (run their unfinished applies first: ``apply.recover``).
         Returns how many parts went."""

@@ -68,10 +68,6 @@ class ChangeSet:
     def __bool__(self) -> bool:
         return bool(self.changes)
 
-    def files(self, action: Action) -> list[Change]:
-        """Files (not directories) with ``action``."""
-        return [c for c in self.changes if c.action == action and c.kind != "dir"]
-
 
 def _kind(mode: int) -> Kind:
     if stat.S_ISREG(mode):
