@@ -201,6 +201,10 @@ def path_target(arguments: Mapping[str, Any]) -> str | None:
 def command_target(arguments: Mapping[str, Any]) -> str | None:
     if arguments.get("listJobs") is True:
         return "jobs: list"
+    for key, verb in (("applyChanges", "apply"), ("dropChanges", "drop")):
+        held = arguments.get(key)
+        if isinstance(held, str) and held:
+            return f"changes {held}: {verb}"
     job = arguments.get("jobId")
     if isinstance(job, str) and job:
         signal = arguments.get("signal")
