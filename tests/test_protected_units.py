@@ -16,6 +16,7 @@ from mcp_server_guard.protected import (
     _resolve,
     git_runnable,
     is_git_dir,
+    pointer_text,
     safe_git_config,
     unsafe_git_entries,
 )
@@ -208,3 +209,33 @@ def test_an_unchanged_hidden_list_is_not_looked_up_again(tmp_path: Path, monkeyp
     (home / ".config").mkdir()  # a directory the lookup consulted (~/.config/gh's parent) appears
     protection.hidden_paths()
     assert looked
+
+
+GITFILES = [
+    b"gitdir: ../real\n",
+    b"gitdir: ../real \n",  # git keeps the space: another directory
+    b"gitdir: ../real\r\n",
+    b"gitdir:../real\n",  # no space: git takes it for no pointer at all
+    b"gitdir: ../real\nsecond line\n",  # git reads the whole file
+    b"gitdir: ../real\0 \n",
+    b"  gitdir: ../real\n",
+]
+
+
+@pytest.mark.parametrize("content", GITFILES)
+def test_a_git_file_names_the_directory_git_itself_takes(tmp_path: Path, content: bytes) -> None:
+    for name in ("real", "real "):
+        subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / name)], check=True, timeout=30)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / ".git").write_bytes(content)
+    env = {"PATH": os.defpath, "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1"}
+    env["GIT_CEILING_DIRECTORIES"] = str(tmp_path)
+    done = subprocess.run(
+        ["git", "rev-parse", "--absolute-git-dir"], cwd=work, env=env, capture_output=True, timeout=30, check=False
+    )
+    ours = pointer_text(content, gitfile=True)
+    if done.returncode == 0:
+        assert ours is not None and os.path.realpath(work / ours) == os.fsdecode(done.stdout.rstrip(b"\n"))
+    else:
+        assert ours is None or not (work / ours).is_dir(), (content, done.stderr)

@@ -17,8 +17,8 @@ import pytest
 
 from mcp_server_guard.changes.apply import Applier, UndoConflict, now_ns, recover
 from mcp_server_guard.changes.effects import judge
-from mcp_server_guard.changes.upper import ChangeSet, read_upper
-from mcp_server_guard.files.history import HistoryStore
+from mcp_server_guard.changes.upper import MAX_DEPTH, ChangeSet, TooDeep, read_upper
+from mcp_server_guard.files.history import HistoryStore, remove_tree
 from mcp_server_guard.policy import load_policy
 from mcp_server_guard.protected import protection_for
 
@@ -257,7 +257,11 @@ def test_an_apply_left_half_done_is_finished_by_recover(copy: Copy, tmp_path: Pa
     os.rename(copy2.upper / first["path"], copy2.root / first["path"])  # that step happened before the crash
     journal.mkdir(parents=True, exist_ok=True)
     (journal / "apply-999999999999.json").write_text(json.dumps(plan) + "\n")
-    assert recover(store) == 1
+    elsewhere = [str(tmp_path / "other")]
+    assert recover(store, elsewhere, [str(copy2.upper)]) == 0  # another server's directories: left for it
+    assert recover(store, [str(copy2.root)], elsewhere) == 0  # files taken from outside the copies: left
+    assert (copy2.root / "c.txt").exists() is False
+    assert recover(store, [str(copy2.root)], [str(copy2.upper)]) == 1
     assert (copy2.root / "a.txt").read_text() == "A\n" and (copy2.root / "b.txt").read_text() == "b\n"
     assert (copy2.root / "c.txt").read_text() == "c\n" and not list(journal.glob("apply-*"))
     assert stat.S_ISREG(os.lstat(store.directory / "calls" / "999999999999.json").st_mode)
@@ -292,3 +296,36 @@ def test_moving_a_tree_into_a_build_directory_asks_as_deleting_it_would(copy: Co
     judged = judge([copy.run("mkdir -p tmp && mv src tmp/src")], protection_for(POLICY), POLICY.effects,
                    [str(copy.root)])  # fmt: skip
     assert any("It deletes src/ (30 files)" in ask for ask in judged.asks)
+
+
+def deep_tree(base: Path, levels: int) -> None:
+    """``base/d/d/…/d/f`` ``levels`` directories deep, made one level at a time (past PATH_MAX, as a command can)."""
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(levels):
+            os.mkdir("d", dir_fd=fd)
+            child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        os.close(os.open("f", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
+        os.chmod(fd, 0)  # the deepest directory left with no permission, as overlayfs leaves its work directory
+    finally:
+        os.close(fd)
+
+
+def test_a_tree_thousands_of_levels_deep_is_removed_without_recursion(tmp_path: Path) -> None:
+    (tmp_path / "top").mkdir()
+    deep_tree(tmp_path / "top", 3000)
+    (tmp_path / "top" / "link").symlink_to(tmp_path / "kept")
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "x").write_text("x")
+    remove_tree(tmp_path / "top")
+    assert not (tmp_path / "top").exists()
+    assert (tmp_path / "kept" / "x").read_text() == "x"  # the link was removed, never followed
+
+
+def test_a_change_set_deeper_than_the_bound_is_refused_as_too_deep(copy: Copy) -> None:
+    (copy.root / "deep").mkdir()
+    deep_tree(copy.root / "deep", MAX_DEPTH + 5)
+    with pytest.raises(TooDeep):
+        copy.run("find deep -name f -exec sh -c 'echo b >> \"$1\"' _ {} \\;")

@@ -274,3 +274,72 @@ async def test_moving_the_git_dir_away_and_making_a_new_one_plants_nothing(repo:
     assert "fsmonitor" not in (repo / ".git" / "config").read_text()
     git(repo, "status")
     assert not marker.exists()
+
+
+FSMONITOR = "printf '[core]\\n\\tfsmonitor = touch {marker}\\n' > config"
+GIT_SHAPED = {
+    "objects as a link to a real repository's": (
+        "mkdir -p shaped && cd shaped && git rev-parse HEAD > HEAD && ln -s ../.git/objects objects && mkdir refs"
+    ),
+    "refs as a link": (
+        "mkdir -p shaped && cd shaped && cp ../.git/HEAD HEAD && mkdir objects && ln -s ../.git/refs refs"
+    ),
+    "objects and refs as executable files": (
+        "mkdir -p shaped && cd shaped && echo 'ref: refs/heads/main' > HEAD && touch objects refs && "
+        "chmod +x objects refs"
+    ),
+    "a commondir link": "mkdir -p shaped && cd shaped && cp ../.git/HEAD HEAD && ln -s ../.git/commondir commondir",
+}
+
+
+@pytest.mark.parametrize("shape", list(GIT_SHAPED))
+async def test_a_directory_git_takes_for_a_repository_through_links_gets_no_program_key(
+    repo: Path, tmp_path: Path, shape: str
+) -> None:
+    marker = tmp_path / "outside" / "shaped-ran"
+    async with box(repo) as client:
+        out = await run(client, f"( {GIT_SHAPED[shape]} && {FSMONITOR.format(marker=marker)} ); echo done")
+    assert out["stdout"] == "done\n"
+    # Git itself, run by the user in that directory, finds no key that runs a program.
+    found = git(repo / "shaped", "config", "--get", "core.fsmonitor") if (repo / "shaped").is_dir() else None
+    assert found is None or found.stdout == "", (shape, out["changes"])
+
+
+async def test_a_hooks_directory_replaced_by_a_link_to_project_scripts_never_lands(repo: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "outside" / "linked-hooks-ran"
+    shutil.rmtree(repo / ".git" / "hooks")  # nothing for the box to keep read-only: the judgement decides
+    async with box(repo) as client:
+        out = await run(
+            client,
+            f"{hook(marker)}; mkdir -p scripts && mv h.src scripts/pre-commit && ln -s ../scripts .git/hooks; "
+            "echo done",
+        )
+    assert out["stdout"] == "done\n"
+    assert ".git/hooks" in refused(out)
+    assert not (repo / ".git" / "hooks").is_symlink()
+    git(repo, "commit", "-q", "--allow-empty", "-m", "x")
+    assert not marker.exists()
+
+
+async def test_a_hook_in_the_users_core_hookspath_is_never_planted_by_any_writer(repo: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "outside" / "hookspath-ran"
+    (repo / ".githooks").mkdir()
+    (repo / ".githooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    (repo / ".githooks" / "pre-commit").chmod(0o755)
+    assert git(repo, "config", "core.hooksPath", ".githooks").returncode == 0
+    async with box(repo) as client:
+        out = await run(
+            client,
+            f"{hook(marker)}; cat h.src > .githooks/pre-commit; cp h.src .githooks/post-commit; echo done",
+        )
+        assert out["stdout"] == "done\n"
+        assert {".githooks/pre-commit", ".githooks/post-commit"} <= set(refused(out))
+    async with serve("mcp-server-file-write", repo) as writer:
+        with anyio.fail_after(30):
+            result = await writer.call_tool(
+                "file_write", {"path": ".githooks/pre-commit", "content": f"touch {marker}\n"}
+            )
+        assert result.is_error and "hooksPath" in error_of(result)["message"]
+    assert (repo / ".githooks" / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
+    assert git(repo, "commit", "-q", "--allow-empty", "-m", "x").returncode == 0
+    assert not marker.exists()

@@ -154,6 +154,40 @@ async def test_undo_refuses_when_a_later_change_touched_the_same_files_unless_fo
     assert out["auditId"] in listed.stdout and "undone by" in listed.stdout
 
 
+class ChangesMeanwhile(Person):
+    """Says yes, but while the question is open another writer turns ``shaped/`` into a git dir in the real tree."""
+
+    def __init__(self, shaped: Path) -> None:
+        super().__init__(True)
+        self.shaped = shaped
+
+    async def __call__(self, ctx: Any, params: ElicitRequestParams) -> ElicitResult:
+        (self.shaped / "objects").mkdir(exist_ok=True)
+        (self.shaped / "refs").mkdir(exist_ok=True)
+        (self.shaped / "HEAD").write_text("ref: refs/heads/main\n")
+        return await super().__call__(ctx, params)
+
+
+async def test_changes_approved_while_another_writer_changed_the_project_are_judged_again(
+    workspace: Path, tmp_path: Path
+) -> None:
+    shaped = workspace / "shaped"
+    shaped.mkdir()
+    marker = tmp_path / "outside" / "stale-judgement-ran"
+    person = ChangesMeanwhile(shaped)
+    command = (
+        f"printf '[core]\\n\\tfsmonitor = touch {marker}\\n' > shaped/config; "
+        "printf '#!/bin/sh\\n' > tool.sh && chmod +x tool.sh"
+    )
+    async with serve(SX, workspace, elicitation_callback=person) as client:
+        out = await sh(client, command)
+    assert out["transaction"] == "applied" and (workspace / "tool.sh").exists()
+    assert person.asked and "tool.sh" in person.asked[0]  # the question was about the new executable only
+    # Judged again at the apply: a new repository's config, applied without the key that runs a program.
+    assert "fsmonitor" not in (shaped / "config").read_text()
+    assert git(shaped, "config", "--get", "core.fsmonitor").stdout == ""
+
+
 async def test_a_held_change_set_is_applied_by_a_later_call_after_the_users_yes(workspace: Path) -> None:
     victim(workspace, 30)
     person = Person(True)
@@ -519,3 +553,67 @@ def test_changed_paths_in_the_result_are_what_the_audit_record_names(workspace: 
     record = [json.loads(line) for line in audit.read_text().splitlines() if '"outcome"' in line][-1]
     assert record["audit_id"] == out["auditId"] and record["transaction"] == "applied"
     assert record["changes"] == out["changes"]["summary"] == "create 1 file"
+
+
+async def test_a_tree_thousands_of_levels_deep_fails_cleanly_and_leaves_no_copy(workspace: Path) -> None:
+    copies = Path(os.environ["XDG_STATE_HOME"]) / "mcp-guard" / "copies"
+    deep = "python3 -c \"import os\nfor _ in range(1500): os.mkdir('d'); os.chdir('d')\nopen('f', 'w').write('a')\""
+    async with serve(SX, workspace) as client:
+        out = await sh(client, f"mkdir deep && cd deep && {deep} && echo built")
+        assert out["stdout"] == "built\n"
+        assert out["transaction"] == "failed" and "levels deep" in out["changes"]["reason"], out["changes"]
+        assert not (workspace / "deep").exists()
+        left = [p for part in copies.iterdir() for p in part.glob("*/u*/deep")]
+        assert left == []  # the copy went with it (the copies ready for the next calls are empty)
+        again = await sh(client, "echo ok > ok.txt")  # the server goes on
+        assert again["transaction"] == "applied" and (workspace / "ok.txt").read_text() == "ok\n"
+
+
+def forged_journal(victim: Path, upper: Path) -> dict[str, Any]:
+    """An apply journal that would have the applier put ``upper``'s file over ``victim``, outside every root."""
+    change = {"path": victim.name, "action": "modify", "kind": "file", "size": 6, "old_size": 0, "mode": 0o644,
+              "old_mode": 0o644, "top": "", "opaque": False, "origin": False, "mtime_ns": 0}  # fmt: skip
+    op = {"kind": "place", "root": str(victim.parent), "path": victim.name, "upper": str(upper), "entry": "a" * 12,
+          "change": change}  # fmt: skip
+    return {"audit_id": "f0f0f0f0f0f0", "started_ns": 1 << 62, "what": {}, "baseline": {}, "ops": [op]}
+
+
+async def test_a_history_forged_through_the_tools_never_makes_undo_or_a_start_act_outside(
+    tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))  # a server's fallback state directory, kept in the test
+    (tmp_path / "tmp").mkdir()
+    victim = tmp_path / "outside-the-roots" / "victim.txt"
+    victim.parent.mkdir()
+    victim.write_text("user data\n")
+    forged = isolated_home / "forged"
+    forged.mkdir()
+    (forged / "evil").mkdir()
+    (forged / "evil" / "victim.txt").write_text("PWNED\n")
+    (forged / "apply.json").write_text(json.dumps(forged_journal(victim, forged / "evil")) + "\n")
+    record = {"audit_id": "f0f0f0f0f0f0", "roots": [str(victim.parent)], "time": "2026-01-01T00:00:00",
+              "changes": [{"path": str(victim), "action": "create", "kind": "file"}]}  # fmt: skip
+    (forged / "call.json").write_text(json.dumps(record))
+    history = "~/.local/state/mcp-guard/history"
+    plant = (
+        f"mkdir -p {history}/.journal {history}/calls && "
+        f"cp forged/apply.json {history}/.journal/apply-f0f0f0f0f0f0.json && "
+        f"cp forged/call.json {history}/calls/f0f0f0f0f0f0.json; echo hi > note.txt; echo done"
+    )
+    for _ in range(2):  # the second start would finish a journal it found
+        async with serve(SX, isolated_home) as client:
+            out = await sh(client, plant)
+            assert out["stdout"] == "done\n" and out["transaction"] == "applied", out  # the state dir in a root: a copy
+            async with serve("mcp-server-file-write", isolated_home) as writer:
+                with anyio.fail_after(30):
+                    wrote = await writer.call_tool(
+                        "file_write",
+                        {"path": ".local/state/mcp-guard/history/calls/f0f0f0f0f0f0.json", "content": "{}"},
+                    )
+                assert wrote.is_error and error_of(wrote)["code"] in ("PATH_DENIED", "PROTECTED_PATH"), wrote
+    state = isolated_home / ".local" / "state" / "mcp-guard"
+    assert not list(state.rglob("*f0f0f0f0f0f0*"))
+    assert (isolated_home / "note.txt").read_text() == "hi\n"
+    done = undo("f0f0f0f0f0f0")
+    assert done.returncode == 1, done.stderr
+    assert victim.read_text() == "user data\n"

@@ -51,14 +51,17 @@ def state_dir() -> Path:
     return Path(base) / "mcp-guard"
 
 
-def default_state_path(leaf: str, jail_roots: Iterable[str]) -> Path:
-    """``$XDG_STATE_HOME/mcp-guard/<leaf>``, or a per-user temp dir when that lies inside the jail.
+def state_dirs() -> list[Path]:
+    """Where the servers keep their state by default: ``$XDG_STATE_HOME/mcp-guard``, or, when that lies inside
+    the jail, a per-user temp dir. Both are hidden from every tool of every server (``protected``), wherever
+    they lie: the audit log and the history store must never be reachable through the tools they record."""
+    return [state_dir(), Path(tempfile.gettempdir()) / f"mcp-guard-{os.getuid()}"]
 
-    The audit log and the history store must never be reachable through the tools they record.
-    """
+
+def default_state_path(leaf: str, jail_roots: Iterable[str]) -> Path:
+    """``<state dir>/<leaf>``: the first of ``state_dirs()`` outside the jail."""
     roots = list(jail_roots)
-    candidates = [state_dir(), Path(tempfile.gettempdir()) / f"mcp-guard-{os.getuid()}"]
-    for directory in candidates:
+    for directory in state_dirs():
         if not real_within_any(directory, roots):
             return directory / leaf
     raise OSError(f"every default location for {leaf} lies inside the allowed directories; pass it explicitly")

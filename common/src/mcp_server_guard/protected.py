@@ -40,18 +40,22 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcp_server_guard.audit import state_dirs
 from mcp_server_guard.errors import SecurityError
 from mcp_server_guard.paths import within, within_any
 from mcp_server_guard.policy import Policy
 
 __all__ = [
     "OWN_AREA",
+    "POINTER_LIMIT",
+    "Lookups",
     "Protection",
     "Survey",
     "git_config_entries",
     "git_runnable",
     "glob_regex",
     "is_git_dir",
+    "pointer_text",
     "protection_for",
     "safe_git_config",
     "unsafe_git_entries",
@@ -81,7 +85,7 @@ _GIT_ENTRIES = ("config", "config.worktree", "hooks", "commondir", "gitdir")
 # makes git run a program. Any other key a command adds is refused (a new repository's config is applied
 # without them).
 _MAX_GIT_CONFIG = 1 << 20
-_GIT_TIMEOUT_S = 10.0
+_GIT_TIMEOUT_S = 3.0  # git reads a 1 MiB config in milliseconds; past this it is refused
 _SAFE_GIT_KEYS = frozenset(
     {
         "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates", "core.ignorecase",
@@ -118,17 +122,40 @@ def glob_regex(pattern: str) -> str:
 
 
 def is_git_dir(path: str) -> bool:
-    """Git's own test: a ``HEAD`` (a file, or a symlink: git takes one to ``refs/…``), and ``objects/`` +
-    ``refs/`` or a ``commondir`` file."""
+    """Git's own test, taken wide: a ``HEAD`` that is not a directory, and ``objects`` + ``refs`` or a
+    ``commondir``, each of any kind.
+
+    Threat: git tests ``objects`` and ``refs`` with access(X_OK), which follows a symlink (and passes for an
+    executable file): a directory whose ``objects`` is a link to a real repository's is a git dir to git, and
+    its config runs programs. So any entry of those names counts, links never followed."""
+    join = os.path.join
     try:
-        head = os.lstat(os.path.join(path, "HEAD")).st_mode
+        if stat.S_ISDIR(os.lstat(join(path, "HEAD")).st_mode):
+            return False
     except OSError:
         return False
-    if not (stat.S_ISREG(head) or stat.S_ISLNK(head)):
-        return False
-    if os.path.isfile(os.path.join(path, "commondir")):
+    if os.path.lexists(join(path, "commondir")):
         return True
-    return os.path.isdir(os.path.join(path, "objects")) and os.path.isdir(os.path.join(path, "refs"))
+    return os.path.lexists(join(path, "objects")) and os.path.lexists(join(path, "refs"))
+
+
+POINTER_LIMIT = 4096  # bytes of a .git or commondir file read at most; a longer one names nothing we trust
+
+
+def pointer_text(data: bytes, gitfile: bool) -> str | None:
+    """The path a pointer file names, read as git reads it; None when git would take it as naming nothing.
+
+    Threat: a reader that takes a different path than git does (the first line only, spaces stripped) judges
+    one directory while git uses another. Git reads the whole file, needs ``gitdir: `` (with its space) at the
+    start of a ``.git`` file, drops only the trailing line ends, and stops at a NUL."""
+    if len(data) > POINTER_LIMIT:
+        return None
+    if gitfile:
+        if not data.startswith(b"gitdir: "):
+            return None
+        data = data[len(b"gitdir: ") :]
+    text = data.rstrip(b"\r\n").split(b"\0", 1)[0]
+    return os.fsdecode(text) or None
 
 
 def git_runnable(rel: str) -> bool:
@@ -136,15 +163,18 @@ def git_runnable(rel: str) -> bool:
     return bool(_GIT_RUNNABLE.match(rel))
 
 
-def _pointer(path: str, prefix: str) -> str:
-    """The directory a ``.git`` file (``gitdir: X``) or a ``commondir`` file names, made absolute."""
-    with open(path, encoding="utf-8") as handle:
-        text = handle.read(4096).strip()
-    if prefix and not text.startswith(prefix):
-        raise ValueError(f"not a {prefix!r} file")
-    target = text[len(prefix) :].strip()
-    if not target:
-        raise ValueError("empty")
+def _pointer(path: str, gitfile: bool) -> str:
+    """The directory a ``.git`` file or a ``commondir`` file at ``path`` names, made absolute (no link followed
+    to the file itself)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        target = pointer_text(os.pread(fd, POINTER_LIMIT + 1, 0), gitfile)
+    finally:
+        os.close(fd)
+    if target is None:
+        raise ValueError("names no directory as git reads it")
     return os.path.normpath(os.path.join(os.path.dirname(path), target))
 
 
@@ -207,12 +237,17 @@ class Protection:
     # -- file_write and file_read --------------------------------------------------------------------
 
     def write_rule(
-        self, candidates: Iterable[str], existing: os.stat_result | None, roots: Iterable[str]
+        self,
+        candidates: Iterable[str],
+        existing: os.stat_result | None,
+        roots: Iterable[str],
+        lookups: Lookups | None = None,
     ) -> str | None:
-        """The rule that protects one of ``candidates`` (paths of one target, the real one last), or None."""
+        """The rule that protects one of ``candidates`` (paths of one target, the real one last), or None.
+        ``lookups``: what a caller judging many paths at once lets us look up once for all of them."""
         roots = tuple(roots)
         real = ""
-        hidden: list[str] | None = None  # looked up once for all the candidates
+        hidden: list[str] | None = lookups.hidden if lookups is not None else None  # once for all the candidates
         for path in candidates:
             if not path:
                 continue
@@ -226,6 +261,8 @@ class Protection:
                 return "the history store"
             if hidden is None:
                 hidden = self.hidden_paths(roots)
+                if lookups is not None:
+                    lookups.hidden = hidden
             if within_any(path, hidden):
                 return "a hidden path"
         if existing is not None and (existing.st_dev, existing.st_ino) in self._inodes:
@@ -234,7 +271,7 @@ class Protection:
         if own is not None:
             return f"the copies of shell_exec's commands ({own})"
         if real.startswith("/"):
-            return _git_rule(real, tuple(roots))
+            return _git_rule(real, tuple(roots), self.home, lookups or Lookups())
         return None
 
     def hidden_paths(self, roots: Iterable[str] = ()) -> list[str]:
@@ -434,9 +471,13 @@ def protection_for(
 ) -> Protection:
     """The one set-up every server uses: the policy's lists, its own files, the audit log and the history (and
     ``others``: files of the same standing, such as shell_exec's approvals file)."""
+    # Threat: a forged history (an apply journal, a call's record) that `mcp-guard undo` or the next start would
+    # act on, or a rewritten audit log: the default state directories are hidden from every tool (the server
+    # makes them before it serves, so there is something to hide; see launch.make_state_dirs).
+    state = [str(d) for d in state_dirs()]
     return Protection(
         policy.paths.protected,
-        policy.paths.hidden,
+        [*policy.paths.hidden, *state],
         files=[Path(p) for p in policy.source] + ([audit_path] if audit_path else []) + list(others),
         dirs=[history_dir] if history_dir else [],
         home=os.environ.get("HOME"),
@@ -456,16 +497,44 @@ def _classify(path: str, survey: Survey) -> None:
     survey.read_only.append(path)
 
 
-def _git_rule(real: str, roots: tuple[str, ...]) -> str | None:
-    """file_write: whether ``real`` is a runnable entry of a git dir among its ancestors inside the roots."""
+@dataclass
+class Lookups:
+    """What the judgement of many paths looks up once (the tree does not change while it is judged): the hidden
+    list, the global hooks directories, each directory's git shape and its repository's hooks directories."""
+
+    hidden: list[str] | None = None
+    global_hooks: list[str] | None = None
+    git_dirs: dict[str, bool] = field(default_factory=dict)
+    hooks: dict[str, list[str]] = field(default_factory=dict)  # work tree (or not one: []) -> its hooks dirs
+
+
+def _git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: Lookups) -> str | None:
+    """file_write and the judge of effects: whether ``real`` is a runnable entry of a git dir among its
+    ancestors inside the roots, or lies in a directory git runs hooks from (``core.hooksPath``)."""
+    if lookups.global_hooks is None:
+        lookups.global_hooks = _global_hooks_dirs(home)
+    hooks = _hooks_rule(real, lookups.global_hooks)
+    if hooks is not None:
+        return hooks
     directory = posixpath.dirname(real)
     while within_any(directory, roots):
-        if is_git_dir(directory):
+        git_dir = lookups.git_dirs.get(directory)
+        if git_dir is None:
+            git_dir = lookups.git_dirs[directory] = is_git_dir(directory)
+        if git_dir:
             rel = posixpath.relpath(real, directory)
             if git_runnable(rel):
                 return f"git's own '{rel}' (git dir {directory})"
             if rel.split("/", 1)[0] not in ("modules", "worktrees"):
                 return None
+        repo_hooks = lookups.hooks.get(directory)
+        if repo_hooks is None:
+            dotgit = posixpath.join(directory, ".git")
+            repo_hooks = _repo_hooks_dirs(directory, home) if os.path.lexists(dotgit) else []
+            lookups.hooks[directory] = repo_hooks
+        hooks = _hooks_rule(real, repo_hooks)
+        if hooks is not None:
+            return hooks
         parent = posixpath.dirname(directory)
         if parent == directory:
             break
@@ -473,6 +542,93 @@ def _git_rule(real: str, roots: tuple[str, ...]) -> str | None:
     if posixpath.basename(real) == ".git":
         return ".git"  # a .git file points git at any directory
     return None
+
+
+# -- core.hooksPath: directories of the project git runs programs from -----------------------------------------
+#
+# Threat: a repository (or the user's global config) names a hooks directory in the work tree (.githooks/,
+# scripts/git-hooks/); a command that writes a file there has it run by the user's next commit, outside the box.
+# The configs are the user's own (a command cannot add core.hooksPath: git configs are judged), read by git's own
+# parser, includes not followed (a hooksPath set through an include is not seen: docs/security.md says so).
+
+_HOOKS_CACHE: dict[tuple[str, int, int, int, int], tuple[str, ...]] = {}
+_HOOKS_LOCK = threading.Lock()
+
+
+def _hooks_rule(real: str, dirs: Iterable[str]) -> str | None:
+    for directory in dirs:
+        if within(real, directory) and real != directory:
+            return f"a git hook (core.hooksPath {directory})"
+    return None
+
+
+def _config_hooks_paths(path: str, *, follow: bool) -> tuple[str, ...]:
+    """The core.hooksPath values of the git config at ``path`` (none when it is missing, unreadable or not a
+    regular file; never opened when it is not one), kept while the file keeps its identity."""
+    try:
+        st = os.stat(path, follow_symlinks=follow)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_GIT_CONFIG:
+            return ()
+        key = (path, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+        with _HOOKS_LOCK:
+            found = _HOOKS_CACHE.get(key)
+        if found is not None:
+            return found
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
+        try:
+            now = os.fstat(fd)
+            if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+                return ()
+            data = os.pread(fd, _MAX_GIT_CONFIG + 1, 0)
+        finally:
+            os.close(fd)
+    except OSError:
+        return ()
+    entries = git_config_entries(data) or []
+    found = tuple(value for name, value in entries if name.lower() == "core.hookspath" and value)
+    with _HOOKS_LOCK:
+        if len(_HOOKS_CACHE) > 256:
+            _HOOKS_CACHE.clear()
+        _HOOKS_CACHE[key] = found
+    return found
+
+
+def _global_configs(home: str | None) -> list[str]:
+    xdg = os.environ.get("XDG_CONFIG_HOME") or (os.path.join(home, ".config") if home else "")
+    paths = ["/etc/gitconfig"]  # the system's
+    if xdg:
+        paths.append(os.path.join(xdg, "git", "config"))
+    if home:
+        paths.append(os.path.join(home, ".gitconfig"))
+    return paths
+
+
+def _expand(value: str, base: str, home: str | None) -> str:
+    if home and (value == "~" or value.startswith("~/")):
+        value = home + value[1:]
+    return os.path.realpath(os.path.join(base, value))  # as the paths it is compared with (no file opened)
+
+
+def _global_hooks_dirs(home: str | None) -> list[str]:
+    """The absolute hooks directories the user's global and system configs name (every repository's)."""
+    values = [v for path in _global_configs(home) for v in _config_hooks_paths(path, follow=True)]
+    return [_expand(v, "/", home) for v in values if v.startswith(("/", "~"))]
+
+
+def _repo_hooks_dirs(work_tree: str, home: str | None) -> list[str]:
+    """The hooks directories of the repository whose work tree is ``work_tree``: its own config's, and the
+    global ones relative to it (git takes a relative core.hooksPath from the top of the work tree)."""
+    dotgit = os.path.join(work_tree, ".git")
+    git_dir = dotgit
+    with contextlib.suppress(OSError, ValueError):
+        if not stat.S_ISDIR(os.lstat(dotgit).st_mode):
+            git_dir = _pointer(dotgit, gitfile=True)
+    configs = [(os.path.join(git_dir, "config"), False)]
+    with contextlib.suppress(OSError, ValueError):
+        if os.path.lexists(os.path.join(git_dir, "commondir")):
+            configs.append((os.path.join(_pointer(os.path.join(git_dir, "commondir"), gitfile=False), "config"), False))
+    configs += [(path, True) for path in _global_configs(home)]
+    return [_expand(v, work_tree, home) for path, follow in configs for v in _config_hooks_paths(path, follow=follow)]
 
 
 def _git_dirs(base: str, gitfiles: list[str] | None = None, bad: list[str] | None = None) -> Iterator[str]:
@@ -493,7 +649,7 @@ def _git_dirs(base: str, gitfiles: list[str] | None = None, bad: list[str] | Non
             for entry in entries:
                 if entry.name == ".git" and entry.is_file(follow_symlinks=False):
                     try:
-                        target = _pointer(entry.path, "gitdir:")
+                        target = _pointer(entry.path, gitfile=True)
                     except (OSError, ValueError) as exc:
                         if bad is None:
                             raise _unavailable(entry.path, f"unreadable .git file ({exc})") from None
@@ -520,9 +676,9 @@ def _git_family(git_dir: str) -> Iterator[str]:
         seen.add(current)
         yield current
         commondir = os.path.join(current, "commondir")
-        if os.path.isfile(commondir):
+        if os.path.lexists(commondir):
             try:
-                dirs.append(_pointer(commondir, ""))
+                dirs.append(_pointer(commondir, gitfile=False))
             except (OSError, ValueError) as exc:
                 raise _unavailable(commondir, f"unreadable ({exc})") from None
         for nest in ("modules", "worktrees"):

@@ -23,9 +23,9 @@ from typing import Annotated, NoReturn, TypedDict
 import typer
 
 from mcp_server_guard.admin.format import format_entry
-from mcp_server_guard.audit import AuditRecord, default_audit_path, default_state_path, read_entries
+from mcp_server_guard.audit import AuditRecord, default_audit_path, read_entries, state_dirs
 from mcp_server_guard.errors import GuardError
-from mcp_server_guard.files.history import HistoryError, HistoryStore
+from mcp_server_guard.files.history import CALLS, HistoryError, HistoryStore
 from mcp_server_guard.files.jail import SymlinkMode
 from mcp_server_guard.files.writing import open_writer
 from mcp_server_guard.paths import within
@@ -293,8 +293,8 @@ def history_calls(
     """Without a subcommand: the calls that changed files, oldest first, with what each changed."""
     if ctx.invoked_subcommand is not None:
         return
-    store = _history_store(history_dir)
-    calls = store.manifests()
+    stores = _history_stores(history_dir)
+    calls = sorted((call for store in stores for call in store.manifests()), key=lambda c: str(c.get("time", "")))
     for call in calls:
         changes = call.get("changes", [])
         counts: dict[str, int] = {}
@@ -310,7 +310,7 @@ def history_calls(
             f"{shown or 'nothing'}{f', {conflicts} conflicts' if conflicts else ''}{state}  {what}"
         )
     if not calls:
-        typer.echo(f"no recorded calls in {store.directory}", err=True)
+        typer.echo(f"no recorded calls in {' or '.join(str(store.directory) for store in stores)}", err=True)
 
 
 @app.command(
@@ -328,14 +328,20 @@ def undo(
     history_dir: HistoryDirOpt = None,
 ) -> None:
     from mcp_server_guard.audit import AuditLog, new_audit_id  # noqa: PLC0415 - only for this command
-    from mcp_server_guard.changes.apply import Applier, UndoConflict, recover  # noqa: PLC0415
+    from mcp_server_guard.changes.apply import JOURNALS, Applier, UndoConflict  # noqa: PLC0415
 
-    store = _history_store(history_dir)
-    recover(store)
+    stores = _history_stores(history_dir)
+    store = next((s for s in stores if (s.directory / CALLS / f"{audit_id}.json").exists()), stores[0])
     try:
         manifest = store.manifest(audit_id)
     except HistoryError as exc:
         _history_error(exc)
+    if (store.directory / JOURNALS / f"apply-{audit_id}.json").exists():
+        # A dead server's apply of this call is half done: the next start of shell_exec finishes it (only a
+        # server knows its directories well enough to trust the journal).
+        typer.echo(f"{PROG}: error: the apply of call {audit_id} was interrupted; start shell_exec in the same "
+                   "directories once (it finishes the apply), then undo", err=True)  # fmt: skip
+        raise typer.Exit(1)
     roots = [str(r) for r in manifest.get("roots", [])]
     log = AuditLog(audit_log or default_audit_path(roots))
     record = AuditRecord(server="mcp-guard", tool="undo", arguments={"audit_id": audit_id, "force": force})
@@ -365,9 +371,19 @@ def undo(
 
 
 def _history_store(history_dir: Path | None) -> HistoryStore:
-    directory = history_dir or default_state_path("history", [])
+    return _history_stores(history_dir)[0]
+
+
+def _history_stores(history_dir: Path | None) -> list[HistoryStore]:
+    """The history store given, or each default one (the state directory's, or the temp one a server uses when
+    the state directory lies inside its jail): the ones that exist, the first default when none does."""
     policy = load_policy().file_write
-    return HistoryStore(directory, policy.history_max_bytes, policy.history_max_entries)
+    if history_dir is not None:
+        directories = [history_dir]
+    else:
+        defaults = [directory / "history" for directory in state_dirs()]
+        directories = [d for d in defaults if d.is_dir()] or defaults[:1]
+    return [HistoryStore(d, policy.history_max_bytes, policy.history_max_entries) for d in directories]
 
 
 def _history_error(exc: HistoryError) -> NoReturn:

@@ -41,12 +41,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_server_guard.changes.upper import MAX_ENTRIES, Change, ChangeSet, walk_real
+from mcp_server_guard.changes.upper import MAX_ENTRIES, Change, ChangeSet, TooDeep, walk_real
 from mcp_server_guard.files import openat2 as _openat2
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.reading import sha256_fd
+from mcp_server_guard.paths import within_any
 
 __all__ = [
+    "JOURNALS",
     "Applied",
     "Applier",
     "Conflict",
@@ -62,7 +64,7 @@ _RESOLVE = _openat2.RESOLVE_BENEATH | _openat2.RESOLVE_NO_SYMLINKS | _openat2.RE
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _RENAME_NOREPLACE = 1
 _LOCK_WAIT_S = 10.0
-_JOURNAL = ".journal"
+JOURNALS = ".journal"  # the apply journals, in the history store
 
 
 def now_ns() -> int:
@@ -221,11 +223,14 @@ def _unchanged_tree(dirfd: int, name: str, since_ns: int) -> tuple[int, int]:
             raise _Changed("it changed after the command started")
         budget = [MAX_ENTRIES]
         count = size = 0
-        for path, st in walk_real(fd, name, budget):
-            if st.st_ctime_ns > since_ns:
-                raise _Changed(f"{path} changed after the command started")
-            count += 1
-            size += max(st.st_size, st.st_blocks * 512) if stat.S_ISREG(st.st_mode) else 0
+        try:
+            for path, st in walk_real(fd, name, budget):
+                if st.st_ctime_ns > since_ns:
+                    raise _Changed(f"{path} changed after the command started")
+                count += 1
+                size += max(st.st_size, st.st_blocks * 512) if stat.S_ISREG(st.st_mode) else 0
+        except TooDeep:
+            raise _Changed("it is too deep to check") from None
         if budget[0] < 0:
             raise _Changed("it is too large to check")
         return count, size
@@ -380,11 +385,13 @@ class Applier:
 
     def __init__(self, history: HistoryStore) -> None:
         self.history = history
-        self._lock = threading.Lock()
+        # Held across a judgement and the apply it decides (Transactions): no other apply of this server comes
+        # between them.
+        self.lock = threading.RLock()
 
     @property
     def journals(self) -> Path:
-        return self.history.directory / _JOURNAL
+        return self.history.directory / JOURNALS
 
     # -- apply ---------------------------------------------------------------------------------------
 
@@ -413,7 +420,7 @@ class Applier:
         left: dict[str, int] = dict(baseline or {})
         plan = {"audit_id": audit_id, "started_ns": started_ns, "ops": [op.plan() for op in ops], "what": what or {},
                 "baseline": left}  # fmt: skip
-        with self._lock:
+        with self.lock:
             outcome = self._run(plan, done={})
         if baseline is not None:
             baseline.clear()
@@ -772,7 +779,7 @@ class Applier:
             raise UndoConflict(changed)
         plan = {"audit_id": undo_id, "started_ns": now_ns(), "ops": [op.plan() for op in ops],
                 "what": {"tool": "undo", "undoes": audit_id}}  # fmt: skip
-        with self._lock:
+        with self.lock:
             outcome = self._run(plan, done={})
         manifest["undone_by"] = undo_id
         self.history.write_manifest(audit_id, manifest)
@@ -908,10 +915,14 @@ def _drop(upper: str, rel: str) -> None:
             os.close(fd)
 
 
-def recover(history: HistoryStore) -> int:
-    """At start-up: finish every apply a dead server left half done (its journal is not locked). Returns how
-    many."""
-    directory = history.directory / _JOURNAL
+def recover(history: HistoryStore, roots: Sequence[str], areas: Sequence[str]) -> int:
+    """At start-up: finish every apply a dead server left half done (its journal is not locked) whose every step
+    lies inside ``roots`` and takes its files from inside ``areas`` (the places this server's copies can be);
+    another's is left for a server of those directories. Returns how many were finished.
+
+    Threat: a journal someone forged (the history store is hidden from every tool; this is the second wall)
+    naming a root, a path or an upper directory elsewhere, to have the server place or remove files there."""
+    directory = history.directory / JOURNALS
     finished = 0
     try:
         names = sorted(os.listdir(directory))
@@ -938,6 +949,10 @@ def recover(history: HistoryStore) -> int:
             if plan is None:
                 path.unlink(missing_ok=True)
                 continue
+            outside = _outside(plan, roots, areas)
+            if outside:
+                log.warning("left the apply journal %s for another server: %s", path, outside)
+                continue
             missing = [op["upper"] for op in plan["ops"] if op.get("upper") and not os.path.isdir(op["upper"])]
             if missing:
                 log.error("cannot finish apply %s: its upper layer %s is gone", plan.get("audit_id"), missing[0])
@@ -953,6 +968,19 @@ def recover(history: HistoryStore) -> int:
             if journal is not None:
                 os.close(fd)
     return finished
+
+
+def _outside(plan: dict[str, Any], roots: Sequence[str], areas: Sequence[str]) -> str:
+    """Why a journal's plan is not this server's to finish ("" when every step is inside its places)."""
+    for op in plan.get("ops", []):
+        root, rel, upper = str(op.get("root", "")), str(op.get("path", "")), str(op.get("upper", ""))
+        if not root.startswith("/") or not within_any(root, roots):
+            return f"a step in {root!r}, outside {', '.join(roots)}"
+        if rel.startswith("/") or ".." in rel.split("/") or not rel:
+            return f"a step at {rel!r}"
+        if upper and not within_any(upper, areas):
+            return f"a step taking its files from {upper!r}"
+    return ""
 
 
 def _read_journal(lines: list[str]) -> tuple[dict[str, Any] | None, dict[int, tuple[list[Applied], list[Conflict]]]]:

@@ -30,7 +30,7 @@ from mcp_server_guard.files.history import remove_tree
 from mcp_server_guard.paths import within, within_any
 from mcp_server_guard.protected import OWN_AREA
 
-__all__ = ["AREA_IN_ROOT", "CopyArea", "Part", "dead_parts"]
+__all__ = ["AREA_IN_ROOT", "CopyArea", "Part", "dead_parts", "possible_areas"]
 
 log = logging.getLogger("mcp_server_guard.changes")
 
@@ -109,6 +109,11 @@ class CopyArea:
         for fd in self._locks:
             os.close(fd)
         self._locks = []
+
+
+def possible_areas(roots: Sequence[str], state_dir: Path) -> list[str]:
+    """Every place a copy of these roots can be (see ``_area_for``): where a journal may take files from."""
+    return [str(state_dir / _COPIES), *(os.path.join(root, AREA_IN_ROOT, _COPIES) for root in roots)]
 
 
 def _area_for(root: str, state_dir: Path, roots: Sequence[str]) -> tuple[Path, str | None]:

@@ -27,13 +27,22 @@ import posixpath
 import re
 import stat
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from mcp_server_guard.changes.upper import Change, ChangeSet
 from mcp_server_guard.paths import within_any
 from mcp_server_guard.policy import EffectsPolicy
-from mcp_server_guard.protected import Protection, git_runnable, glob_regex, safe_git_config, unsafe_git_entries
+from mcp_server_guard.protected import (
+    POINTER_LIMIT,
+    Lookups,
+    Protection,
+    git_runnable,
+    glob_regex,
+    pointer_text,
+    safe_git_config,
+    unsafe_git_entries,
+)
 
 __all__ = ["Counts", "Judgement", "judge", "summary_line"]
 
@@ -161,23 +170,21 @@ class _Matcher:
     def __init__(self, patterns: Iterable[str]) -> None:
         names = [p for p in patterns if "/" not in p.strip("/")]
         paths = [p for p in patterns if "/" in p.strip("/")]
-        self._names = tuple(names)
+        self._names = re.compile("|".join(f"(?:{fnmatch.translate(n)})" for n in names) or r"(?!)")
         self._paths = re.compile("|".join(f"(?:{glob_regex(p)})" for p in paths) or r"(?!)")
 
     def name(self, path: str) -> bool:
         """Some component of ``path`` (or a directory path above it) matches."""
         parts = path.split("/")
         for i, part in enumerate(parts):
-            if any(fnmatch.fnmatchcase(part, n) for n in self._names):
+            if self._names.match(part):
                 return True
             if self._paths.search("/".join(parts[: i + 1])):
                 return True
         return False
 
     def path(self, path: str) -> bool:
-        return bool(self._paths.search(path)) or any(
-            fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], n) for n in self._names
-        )
+        return bool(self._paths.search(path)) or bool(self._names.match(path.rsplit("/", 1)[-1]))
 
 
 class _Trees:
@@ -191,7 +198,7 @@ class _Trees:
             name = change.path.rsplit("/", 1)[-1]
             if change.action == "delete" or change.kind != "file" or name not in ("commondir", "gitdir", ".git"):
                 continue
-            target = _pointer(self, change.path, "gitdir:" if name == ".git" else "")
+            target = _pointer(self, change.path, gitfile=name == ".git")
             if target is not None and within_any(target, [changes.root]):
                 self.pointed.add(_relative(target, changes.root))
 
@@ -235,16 +242,10 @@ class _Trees:
             os.close(file)
 
     def is_git_dir(self, rel: str) -> bool:
-        """Git's own test, on the merged tree: a HEAD (file or symlink), and objects/ + refs/ or a commondir file;
-        or a directory a pointer of this change set names (a commondir, a gitdir file, a .git file)."""
-        if rel in self.pointed:
-            return True
-        join = (lambda name: f"{rel}/{name}") if rel else (lambda name: name)
-        if self.kind(join("HEAD")) not in ("file", "symlink"):
-            return False
-        if self.kind(join("commondir")) == "file":
-            return True
-        return self.kind(join("objects")) == "dir" and self.kind(join("refs")) == "dir"
+        """``protected.is_git_dir`` on the merged tree (a HEAD that is not a directory, and objects + refs or a
+        commondir, of any kind: git follows links there); or a directory a pointer of this change set names (a
+        commondir, a gitdir file, a .git file)."""
+        return rel in self.pointed or _git_dir_shape(self.kind, rel)
 
     def hooks(self, rel: str) -> list[str]:
         """The hooks of the git dir ``rel`` in the merged tree, git's samples left out."""
@@ -281,12 +282,17 @@ class _Trees:
             os.close(fd)
 
     def was_git_dir(self, rel: str) -> bool:
-        join = (lambda name: f"{rel}/{name}") if rel else (lambda name: name)
-        if self.real_kind(join("HEAD")) not in ("file", "symlink"):
-            return False
-        if self.real_kind(join("commondir")) == "file":
-            return True
-        return self.real_kind(join("objects")) == "dir" and self.real_kind(join("refs")) == "dir"
+        return _git_dir_shape(self.real_kind, rel)
+
+
+def _git_dir_shape(kind: Callable[[str], str | None], rel: str) -> bool:
+    """Whether a tree (``kind`` of a path in it) has a git dir at ``rel``, as ``protected.is_git_dir`` decides."""
+    join = (lambda name: f"{rel}/{name}") if rel else (lambda name: name)
+    if kind(join("HEAD")) in (None, "dir"):
+        return False
+    if kind(join("commondir")) is not None:
+        return True
+    return kind(join("objects")) is not None and kind(join("refs")) is not None
 
 
 def _relative(path: str, root: str) -> str:
@@ -323,7 +329,10 @@ def _git_verdict(trees: _Trees, change: Change, roots: Sequence[str]) -> str | N
                 return _ALLOWED
             return f"a git hook in the git dir {where} (git runs it)"
         if rel == "hooks" or rel.endswith("/hooks"):
-            return _ALLOWED if change.action != "delete" else f"the hooks of the git dir {where} deleted"
+            if change.action == "delete":
+                return f"the hooks of the git dir {where} deleted"
+            # Threat: hooks as a link to a directory of the project's (scripts/), whose files git then runs.
+            return _ALLOWED if change.kind == "dir" else f"the hooks of the git dir {where} made a {change.kind}"
         if rel.endswith(("config", "config.worktree")):
             if change.action == "delete":
                 return f"git's config in {where} deleted"
@@ -339,28 +348,22 @@ def _git_verdict(trees: _Trees, change: Change, roots: Sequence[str]) -> str | N
                 return f"git's config in {where} would gain keys that can make git run programs: {keys}"
             return _ALLOWED
         if rel.endswith(("commondir", "gitdir")):
-            return _pointer_verdict(trees, change, "", roots)
+            return _pointer_verdict(trees, change, roots, gitfile=False)
     return None
 
 
-def _pointer(trees: _Trees, path: str, prefix: str) -> str | None:
-    """The absolute place a pointer file (``gitdir: X`` with ``prefix``, or a bare path) names, read as git reads
-    it (one line); None when it names none."""
-    data = trees.read(path, limit=4096)
-    if data is None:
-        return None
-    text = data.decode("utf-8", "replace").split("\n", 1)[0].strip()
-    if prefix:
-        if not text.startswith(prefix):
-            return None
-        text = text[len(prefix) :].strip()
-    if not text:
+def _pointer(trees: _Trees, path: str, gitfile: bool) -> str | None:
+    """The absolute place a pointer file (a ``.git`` file, or a commondir or gitdir file) names, read as git
+    reads it (``protected.pointer_text``); None when it names none."""
+    data = trees.read(path, limit=POINTER_LIMIT + 1)
+    text = pointer_text(data, gitfile) if data is not None else None
+    if text is None:
         return None
     base = posixpath.dirname(posixpath.join(trees.changes.root, path))
     return posixpath.normpath(posixpath.join(base, text))
 
 
-def _pointer_verdict(trees: _Trees, change: Change, prefix: str, roots: Sequence[str]) -> str:
+def _pointer_verdict(trees: _Trees, change: Change, roots: Sequence[str], *, gitfile: bool) -> str:
     """A commondir, gitdir or .git file sends git to a directory it then takes as a git dir: allowed only where that
     lies inside the allowed directories and, as the change set leaves it, has no config key and no hook that
     could make git run programs."""
@@ -368,7 +371,7 @@ def _pointer_verdict(trees: _Trees, change: Change, prefix: str, roots: Sequence
         return _ALLOWED
     if change.kind != "file":
         return f"{change.path} is a {change.kind} where git expects a pointer"
-    target = _pointer(trees, change.path, prefix)
+    target = _pointer(trees, change.path, gitfile)
     if target is None or not within_any(target, roots) or not within_any(target, [trees.changes.root]):
         return f"{change.path} points git outside the allowed directories"
     rel = _relative(target, trees.changes.root)
@@ -554,6 +557,7 @@ def _refuse(
     by_content: set[tuple[str, str]],
 ) -> None:
     trees = _Trees(changes, roots)
+    lookups = Lookups()
     root = changes.root
     for change in changes.changes:
         name = change.path.rsplit("/", 1)[-1]
@@ -567,7 +571,7 @@ def _refuse(
         elif change.kind == "device":
             why = "a device file"
         else:
-            why = _protected(trees, change, protection, roots)
+            why = _protected(trees, change, protection, roots, lookups)
         if why is not None:
             refused[(root, change.path)] = why
     # A deletion or replacement of a tree that holds a refused path is refused whole; so is the tree it came with.
@@ -580,7 +584,9 @@ def _refuse(
             refused.setdefault((root, change.path), refused[(root, change.top)])
 
 
-def _protected(trees: _Trees, change: Change, protection: Protection, roots: Sequence[str]) -> str | None:
+def _protected(
+    trees: _Trees, change: Change, protection: Protection, roots: Sequence[str], lookups: Lookups
+) -> str | None:
     """Why a change is refused (None: it is not). Git's own paths are decided by the git rules, which allow only
     what cannot make git run anything; everything else by the protected list file_write uses."""
     absolute = posixpath.join(trees.changes.root, change.path)
@@ -589,12 +595,12 @@ def _protected(trees: _Trees, change: Change, protection: Protection, roots: Seq
         return None  # a git dir of its own (git init, git clone): what is in it is judged path by path
     verdict: str | None = None
     if name == ".git" and change.action != "delete":
-        verdict = _pointer_verdict(trees, change, "gitdir:", roots)
+        verdict = _pointer_verdict(trees, change, roots, gitfile=True)
     elif name in _GIT_NAMES or "hooks" in change.path.split("/"):
         verdict = _creates_git_dir(trees, change) or _git_verdict(trees, change, roots)
     if verdict is not None:
         return verdict or None  # _ALLOWED (""): cannot make git run anything
-    rule = protection.write_rule([change.path, absolute], None, roots)
+    rule = protection.write_rule([change.path, absolute], None, roots, lookups)
     return f"protected ({rule})" if rule is not None else None
 
 

@@ -76,9 +76,18 @@ class Held:
     started_ns: int
     shown: str  # the command, as shown
     question: str
+    asks: list[str]  # the questions the person approves with a yes
     summary: str
     bytes: int
     expires: float  # time.monotonic()
+
+
+def _why(exc: BaseException) -> str:
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+
+
+class _Unjudged(Exception):
+    """A change set that could not be judged (nothing of it is applied)."""
 
 
 def _rewrite(sets: Sequence[ChangeSet], judgement: Judgement) -> None:
@@ -208,34 +217,38 @@ class Transactions:
             return Settled("unchanged")  # the usual case, settled on the spot
         try:
             sets = await anyio.to_thread.run_sync(self.read, name)
-        except OSError as exc:
+        except (OSError, RecursionError, ValueError) as exc:
             await anyio.to_thread.run_sync(self.discard, name)
-            return Settled("failed", reason=f"its changes could not be read ({exc.strerror or exc}); nothing applied")
+            return Settled("failed", reason=f"its changes could not be read ({_why(exc)}); nothing applied")
         if not sets:
             await anyio.to_thread.run_sync(self.discard, name)
             return Settled("unchanged")
-        judgement = await anyio.to_thread.run_sync(self.judge, sets, roots)
+        try:
+            judgement, outcome = await self._judged_apply(name, sets, roots, audit_id, started_ns, what, baseline)
+        except _Unjudged as exc:
+            await anyio.to_thread.run_sync(self.discard, name)
+            return Settled("failed", reason=f"its changes could not be judged ({exc}); nothing applied")
         settled = self._described(sets, judgement)
-        if judgement.asks:
-            settled.asked = judgement.question
-            answer = await ask(judgement.question) if ask is not None else None
-            if answer is None and ask is None and hold:
-                held = self._hold(name, audit_id, started_ns, shown, judgement)
-                settled.transaction, settled.held = "held", held.id
-                return settled
-            if answer is not True:
-                await anyio.to_thread.run_sync(self.discard, name)
-                settled.transaction = "declined"
-                settled.reason = (
-                    "the user declined these changes"
-                    if answer is False
-                    else "nobody answered the question"
-                    if ask is not None
-                    else "they need the user's yes and this client cannot ask the user"
-                )
-                return settled
-        outcome = await self._apply(name, sets, judgement, audit_id, started_ns, what, baseline=baseline)
-        return self._finished(settled, outcome)
+        if outcome is not None:
+            return self._finished(settled, outcome)
+        settled.asked = judgement.question
+        answer = await ask(judgement.question) if ask is not None else None
+        if answer is None and ask is None and hold:
+            held = self._hold(name, audit_id, started_ns, shown, judgement)
+            settled.transaction, settled.held = "held", held.id
+            return settled
+        if answer is not True:
+            await anyio.to_thread.run_sync(self.discard, name)
+            settled.transaction = "declined"
+            settled.reason = (
+                "the user declined these changes"
+                if answer is False
+                else "nobody answered the question"
+                if ask is not None
+                else "they need the user's yes and this client cannot ask the user"
+            )
+            return settled
+        return await self._approved(name, sets, roots, judgement.asks, audit_id, started_ns, what, baseline)
 
     async def apply_live(
         self,
@@ -254,53 +267,102 @@ class Transactions:
             return Settled("none")
         try:
             sets = await anyio.to_thread.run_sync(self.read, name)
-        except OSError as exc:
-            return Settled("waiting", reason=f"its changes could not be read now ({exc.strerror or exc})")
+        except (OSError, RecursionError, ValueError) as exc:
+            return Settled("waiting", reason=f"its changes could not be read now ({_why(exc)})")
         if not sets:
             return Settled("unchanged")
-        judgement = await anyio.to_thread.run_sync(self.judge, sets, roots)
+
+        def work() -> tuple[Judgement, Outcome | None]:
+            with self.applier.lock:  # judged and applied with no other apply of this server between them
+                judgement = self.judge(sets, roots)
+                if judgement.asks:
+                    return judgement, None
+                # Threat: the job rewrites a config or pointer between this judgement and the copy; what is judged
+                # by its content waits for the job's end, when the copy no longer changes.
+                skip = frozenset(judgement.refused) | frozenset(judgement.by_content)
+                live = self.applier.apply(
+                    sets, audit_id, started_ns, skip=skip, what=what, live=True, baseline=baseline
+                )
+                return judgement, live
+
+        with anyio.CancelScope(shield=True):
+            judgement, outcome = await anyio.to_thread.run_sync(work)
         settled = self._described(sets, judgement)
-        if judgement.asks:
+        if outcome is None:
             settled.transaction = "waiting"
             settled.asked = judgement.question
             settled.reason = "they need the user's yes: asked when the job ends"
             return settled
-
-        # Threat: the job rewrites a config or pointer between this judgement and the copy; what is judged by its
-        # content waits for the job's end, when the copy no longer changes.
-        waiting = frozenset(judgement.refused) | frozenset(judgement.by_content)
-
-        def work() -> Outcome:
-            return self.applier.apply(sets, audit_id, started_ns, skip=waiting, what=what, live=True, baseline=baseline)
-
-        outcome = Outcome()
-        with anyio.CancelScope(shield=True):
-            outcome = await anyio.to_thread.run_sync(work)
         return self._finished(settled, outcome)
 
-    async def _apply(
+    async def _judged_apply(
         self,
         name: str,
         sets: Sequence[ChangeSet],
-        judgement: Judgement,
+        roots: Sequence[str],
         audit_id: str,
         started_ns: int,
         what: dict[str, Any],
         baseline: dict[str, int] | None = None,
-    ) -> Outcome:
-        def work() -> Outcome:
-            try:
-                _rewrite(sets, judgement)
-                return self.applier.apply(
-                    sets, audit_id, started_ns, skip=frozenset(judgement.refused), what=what, baseline=baseline
-                )
-            finally:
-                self.discard(name)
+        approved: Sequence[str] | None = None,
+    ) -> tuple[Judgement, Outcome | None]:
+        """Judge ``sets`` and, when the judgement asks nothing beyond ``approved`` (the questions the person said
+        yes to), apply them and remove the copy — both under the applier's lock. The outcome is None when
+        nothing was applied: the judgement asks something not approved (the copy stays).
 
-        outcome = Outcome()
+        Threat: a judgement that is stale by the time its apply runs. Another call's changes, applied while a
+        person was being asked, can make a directory a git dir; a config this judgement let through would then
+        land in it. So what is applied is always judged under the same lock as its apply."""
+
+        def work() -> tuple[Judgement, Outcome | None]:
+            with self.applier.lock:
+                try:
+                    judgement = self.judge(sets, roots)
+                except (OSError, RecursionError, ValueError) as exc:
+                    raise _Unjudged(_why(exc)) from exc
+                if judgement.asks and (approved is None or not set(judgement.asks) <= set(approved)):
+                    return judgement, None
+                try:
+                    _rewrite(sets, judgement)
+                    skip = frozenset(judgement.refused)
+                    outcome = self.applier.apply(sets, audit_id, started_ns, skip=skip, what=what, baseline=baseline)
+                finally:
+                    self.discard(name)
+                return judgement, outcome
+
+        done: tuple[Judgement, Outcome | None] = (Judgement(), None)
         with anyio.CancelScope(shield=True):  # an apply, once started, finishes
-            outcome = await anyio.to_thread.run_sync(work)
-        return outcome
+            done = await anyio.to_thread.run_sync(work)
+        return done
+
+    async def _approved(
+        self,
+        name: str,
+        sets: Sequence[ChangeSet],
+        roots: Sequence[str],
+        approved: Sequence[str],
+        audit_id: str,
+        started_ns: int,
+        what: dict[str, Any],
+        baseline: dict[str, int] | None = None,
+    ) -> Settled:
+        """Apply what the person approved (``approved``: the questions they said yes to), judged again now;
+        nothing when the tree changed so that it asks something new."""
+        try:
+            judgement, outcome = await self._judged_apply(
+                name, sets, roots, audit_id, started_ns, what, baseline, approved=approved
+            )
+        except _Unjudged as exc:
+            await anyio.to_thread.run_sync(self.discard, name)
+            return Settled("failed", reason=f"its changes could not be judged ({exc}); nothing applied")
+        settled = self._described(sets, judgement)
+        if outcome is None:
+            await anyio.to_thread.run_sync(self.discard, name)
+            settled.transaction = "declined"
+            settled.asked = judgement.question
+            settled.reason = "the project changed while the user was asked, and these changes now ask something new"
+            return settled
+        return self._finished(settled, outcome)
 
     def _described(self, sets: Sequence[ChangeSet], judgement: Judgement) -> Settled:
         settled = self._listed(sets, judgement)
@@ -344,6 +406,7 @@ class Transactions:
             started_ns=started_ns,
             shown=shown,
             question=judgement.question,
+            asks=list(judgement.asks),
             summary=judgement.summary,
             bytes=judgement.counts.bytes,
             expires=time.monotonic() + self.policy.held_seconds,
@@ -399,12 +462,13 @@ class Transactions:
             held = self._held.pop(held_id, None)
         if held is None:
             return Settled("failed", reason=f"no held change set {held_id} (applied, dropped or expired)")
-        sets = await anyio.to_thread.run_sync(self.read, held.name)
-        judgement = await anyio.to_thread.run_sync(self.judge, sets, roots)
-        settled = self._described(sets, judgement)
-        outcome = await self._apply(held.name, sets, judgement, audit_id, held.started_ns,
+        try:
+            sets = await anyio.to_thread.run_sync(self.read, held.name)
+        except (OSError, RecursionError, ValueError) as exc:
+            await anyio.to_thread.run_sync(self.discard, held.name)
+            return Settled("failed", reason=f"its changes could not be read ({_why(exc)}); nothing applied")
+        return await self._approved(held.name, sets, roots, held.asks, audit_id, held.started_ns,
                                     {**what, "held": held.id, "for_call": held.audit_id})  # fmt: skip
-        return self._finished(settled, outcome)
 
     def close(self) -> None:
         with self._lock:

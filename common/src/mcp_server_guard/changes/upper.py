@@ -23,12 +23,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["MAX_ENTRIES", "Change", "ChangeSet", "read_upper", "walk_real"]
+from mcp_server_guard.files.history import open_own_dir
+
+__all__ = ["MAX_DEPTH", "MAX_ENTRIES", "Change", "ChangeSet", "TooDeep", "read_upper", "walk_real"]
 
 Action = Literal["create", "modify", "delete", "meta"]
 Kind = Literal["file", "dir", "symlink", "fifo", "socket", "device"]
 
 MAX_ENTRIES = 200_000  # paths one change set lists at most (created and deleted trees included)
+MAX_DEPTH = 128  # levels below a root a changed path may have
 _OPAQUE = ("user.overlay.opaque", "trusted.overlay.opaque")
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -112,26 +115,27 @@ def _lstat(name: str, dirfd: int) -> os.stat_result | None:
 
 
 def _open_dir(name: str, dirfd: int, *, ours: bool = False) -> int | None:
+    """A directory below ``dirfd`` (no link followed); None when it is gone or not a directory. ``ours``: the
+    upper layer, whose directories are this user's (one with no permission is let in: ``open_own_dir``)."""
     try:
-        return os.open(name, _DIR, dir_fd=dirfd)
-    except PermissionError:
-        if not ours:
-            raise
-        # A directory of the upper layer (ours: it belongs to the server's user) with no permission: let us in,
-        # changing exactly the directory opened (no link followed: an O_PATH fd, changed through /proc).
-        handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
-        try:
-            st = os.fstat(handle)
-            if st.st_uid != os.geteuid():
-                raise
-            os.chmod(f"/proc/self/fd/{handle}", stat.S_IMODE(st.st_mode) | 0o700)
-            return os.open(f"/proc/self/fd/{handle}", _DIR & ~os.O_NOFOLLOW)
-        finally:
-            os.close(handle)
-    except (FileNotFoundError, NotADirectoryError, OSError) as exc:
-        if isinstance(exc, OSError) and exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+        return open_own_dir(name, dirfd) if ours else os.open(name, _DIR, dir_fd=dirfd)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
             raise
         return None
+
+
+class TooDeep(ValueError):
+    """A change set with paths more than MAX_DEPTH levels deep: not read, not applied."""
+
+
+def _depth(path: str) -> int:
+    depth = path.count("/") + 1
+    if depth > MAX_DEPTH:
+        # Threat: a tree thousands of levels deep (mkdir -p d/d/d/…) exhausting the reader's stack or descriptors,
+        # or the applier's; no project needs one this deep.
+        raise TooDeep(f"a path more than {MAX_DEPTH} levels deep: {path[:80]}…")
+    return depth
 
 
 def _names(fd: int) -> list[str]:
@@ -186,6 +190,7 @@ def walk_real(
                     if budget[0] < 0:
                         return
                     path = f"{rel}/{name}"
+                    _depth(path)
                     yield path, st
                     if stat.S_ISDIR(st.st_mode):
                         child = _open_dir(name, fd, ours=ours)
@@ -256,6 +261,7 @@ class _Reader:
             path = f"{rel}/{name}" if rel else name
             if path in self.skip:
                 continue
+            _depth(path)
             st = _lstat(name, upper_dir)
             if st is None:
                 continue

@@ -32,9 +32,7 @@ import re
 import secrets
 import shutil
 import stat
-import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -539,41 +537,94 @@ def _copy_into(dirfd: int, name: str, target: Path, st: os.stat_result) -> str:
 
 def _remove(dirfd: int, name: str, st: os.stat_result) -> None:
     if stat.S_ISDIR(st.st_mode):
-        shutil.rmtree(name, dir_fd=dirfd)
+        remove_below(dirfd, name)
     else:
         os.unlink(name, dir_fd=dirfd)
 
 
+_TREE_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_own_dir(name: str, dirfd: int) -> int:
+    """Open the directory ``name`` below ``dirfd`` (no link followed); one of ours (this user's) that has no
+    permission is let in first — exactly the directory named: an O_PATH fd, changed through /proc. Overlayfs
+    leaves its work directory with no permission at all, and a command may leave one so in its copy."""
+    try:
+        return os.open(name, _TREE_DIR, dir_fd=dirfd)
+    except PermissionError:
+        handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
+        try:
+            st = os.fstat(handle)
+            if st.st_uid != os.geteuid():
+                raise
+            os.chmod(f"/proc/self/fd/{handle}", stat.S_IMODE(st.st_mode) | 0o700)
+            return os.open(f"/proc/self/fd/{handle}", _TREE_DIR & ~os.O_NOFOLLOW)
+        finally:
+            os.close(handle)
+
+
 def remove_tree(path: Path) -> None:
-    """Remove a tree a command may have shaped, never following a link (``shutil.rmtree``'s fd-relative, no-follow
-    walk), making our own unreadable directories readable first (overlayfs leaves its work directory with no
-    permission at all)."""
+    """Remove a tree a command may have shaped (see ``remove_below``); the path's own parents are trusted."""
+    parent_path, top = os.path.split(os.path.normpath(os.fspath(path)))
+    try:
+        base = os.open(parent_path or ".", _TREE_DIR & ~os.O_NOFOLLOW)
+    except OSError as exc:
+        log.warning("cannot remove %s: %s", path, exc)
+        return
+    try:
+        remove_below(base, top)
+    finally:
+        os.close(base)
 
-    def unreadable(_function: object, name: str, info: object) -> None:
-        exc = info if isinstance(info, BaseException) else sys.exc_info()[1]
-        if isinstance(exc, FileNotFoundError):
-            return
-        if isinstance(exc, PermissionError):
-            with contextlib.suppress(OSError):
-                # Exactly the directory named, never through a link: an O_PATH fd, changed through /proc.
-                handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-                try:
-                    if os.fstat(handle).st_uid == os.geteuid():
-                        os.chmod(f"/proc/self/fd/{handle}", 0o700)
-                finally:
-                    os.close(handle)
-                _rmtree(name, unreadable)
+
+def remove_below(base: int, top: str) -> None:
+    """Remove ``top`` below the open directory ``base``: an fd-relative walk that never follows a link, at any
+    depth (no recursion, two descriptors open: a command can make a tree thousands of levels deep), letting our
+    own unreadable directories in first (``open_own_dir``). What cannot be removed is logged and left."""
+    path = top
+    fd = -1
+    try:
+        try:
+            if not stat.S_ISDIR(os.stat(top, dir_fd=base, follow_symlinks=False).st_mode):
+                os.unlink(top, dir_fd=base)
                 return
-        log.warning("cannot remove %s: %s", name, exc)
-
-    _rmtree(str(path), unreadable)
-
-
-def _rmtree(path: str, handler: Callable[[object, str, object], None]) -> None:
-    if sys.version_info >= (3, 12):
-        shutil.rmtree(path, onexc=handler)
-    else:
-        shutil.rmtree(path, onerror=handler)
+            fd = open_own_dir(top, base)
+        except FileNotFoundError:
+            return
+        stack: list[tuple[str, list[str]]] = [(top, os.listdir(fd))]
+        while stack:
+            name, pending = stack[-1]
+            if pending:
+                entry = pending.pop()
+                try:
+                    if stat.S_ISDIR(os.stat(entry, dir_fd=fd, follow_symlinks=False).st_mode):
+                        child = open_own_dir(entry, fd)
+                        os.close(fd)
+                        fd = child
+                        stack.append((entry, os.listdir(fd)))
+                    else:
+                        os.unlink(entry, dir_fd=fd)
+                except FileNotFoundError:
+                    pass
+                except OSError as exc:
+                    log.warning("cannot remove %s in %s: %s", entry, path, exc)
+                continue
+            stack.pop()
+            # Up one level through the directory's own "..": its parent in fact, never a link.
+            parent = os.open("..", _TREE_DIR & ~os.O_NOFOLLOW, dir_fd=fd) if stack else os.dup(base)
+            os.close(fd)
+            fd = parent
+            try:
+                os.rmdir(name, dir_fd=fd)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                log.warning("cannot remove %s: %s", path if not stack else name, exc)
+    except OSError as exc:
+        log.warning("cannot remove %s: %s", path, exc)
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 __all__ = [
@@ -584,5 +635,7 @@ __all__ = [
     "HistoryError",
     "HistoryStore",
     "disk_usage",
+    "open_own_dir",
+    "remove_below",
     "remove_tree",
 ]

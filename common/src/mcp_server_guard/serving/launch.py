@@ -6,6 +6,7 @@ stdout belongs to the protocol: nothing here ever writes to it.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import inspect
 import logging
@@ -21,7 +22,7 @@ from typing import Annotated, Any, NoReturn, Protocol
 import anyio
 import typer
 
-from mcp_server_guard.audit import AuditLog, default_audit_path, default_state_path
+from mcp_server_guard.audit import AuditLog, default_audit_path, default_state_path, state_dirs
 from mcp_server_guard.files.jail import Jail, SymlinkMode
 from mcp_server_guard.paths import real_within_any
 from mcp_server_guard.policy import PolicyError, load_policy
@@ -160,6 +161,7 @@ def build_config(
         jail = Jail(launch, paths, symlinks)
     except OSError as exc:
         usage_error(prog, f"cannot open an allowed directory: {exc.strerror}")
+    make_state_dirs([r.path for r in jail.allowed])
     try:
         audit_path = audit_log if audit_log is not None else default_audit_path(r.path for r in jail.allowed)
         audit = AuditLog(audit_path)
@@ -175,6 +177,15 @@ def build_config(
         log_level=log_level.upper(),
         mode=mode,
     )
+
+
+def make_state_dirs(roots: list[str]) -> None:
+    """Make each default state directory that lies inside the jail, so the box and the jail have something to
+    hide there (a hidden path that does not exist yet cannot be masked; a command could make it)."""
+    for directory in state_dirs():
+        if real_within_any(directory, roots):
+            with contextlib.suppress(OSError):
+                directory.mkdir(parents=True, exist_ok=True, mode=0o700)
 
 
 def resolve_history_dir(prog: str, given: Path | None, config: ServerConfig) -> Path:

@@ -135,10 +135,10 @@ def _copy_area(roots: list[str], history: Path) -> CopyArea:
     the rest of what they left."""
     from mcp_server_guard.audit import state_dir  # noqa: PLC0415 - lazy for start-up time
     from mcp_server_guard.changes.apply import recover  # noqa: PLC0415
-    from mcp_server_guard.changes.area import CopyArea  # noqa: PLC0415
+    from mcp_server_guard.changes.area import CopyArea, possible_areas  # noqa: PLC0415
     from mcp_server_guard.files.history import HistoryStore  # noqa: PLC0415
 
-    recover(HistoryStore(history, max_bytes=1 << 62))
+    recover(HistoryStore(history, max_bytes=1 << 62), roots, possible_areas(roots, state_dir()))
     area = CopyArea(roots, state_dir())
     area.sweep()
     return area

@@ -540,6 +540,21 @@ def build_server(
             pendingChanges=changed[2],
         )
 
+    def no_run_output(stdout: str, **extra: Any) -> ShellExecOutput:
+        """The answer of a call that ran no command (a job list, a held change set applied or dropped)."""
+        return ShellExecOutput(
+            stdout=stdout,
+            stderr="",
+            exitCode=0,
+            timedOut=False,
+            truncated=False,
+            stdoutBytes=0,
+            stderrBytes=0,
+            durationMs=0.0,
+            sandbox=sandbox.label,
+            **extra,
+        )
+
     def list_result() -> ShellExecOutput:
         listed = [
             JobInfo(
@@ -558,18 +573,7 @@ def build_server(
             for j in listed
         ]
         audit.note(jobs=len(listed))
-        return ShellExecOutput(
-            stdout="\n".join(lines) + "\n" if lines else "no background jobs\n",
-            stderr="",
-            exitCode=0,
-            timedOut=False,
-            truncated=False,
-            stdoutBytes=0,
-            stderrBytes=0,
-            durationMs=0.0,
-            sandbox=sandbox.label,
-            jobs=listed,
-        )
+        return no_run_output("\n".join(lines) + "\n" if lines else "no background jobs\n", jobs=listed)
 
     async def job_call(args: ShellExecInput, limit: int) -> ShellExecOutput:
         """A call naming a job: stdin, EOF, a stop, or a look after waiting up to yieldAfterSeconds."""
@@ -849,20 +853,7 @@ def build_server(
             await transactions.drop_held(held.id)
             settled = Settled("declined", held.summary, reason="dropped, as asked")
         transaction, changes, pending = described(settled, audit_id)
-        return ShellExecOutput(
-            stdout="",
-            stderr="",
-            exitCode=0,
-            timedOut=False,
-            truncated=False,
-            stdoutBytes=0,
-            stderrBytes=0,
-            durationMs=0.0,
-            sandbox=sandbox.label,
-            transaction=transaction,
-            changes=changes,
-            pendingChanges=pending,
-        )
+        return no_run_output("", transaction=transaction, changes=changes, pendingChanges=pending)
 
     def note_run(result: RunResult) -> None:
         """What a finished command did, for its audit record (a job's: on the look that sees it end)."""

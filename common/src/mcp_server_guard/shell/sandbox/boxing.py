@@ -17,7 +17,7 @@ import shutil
 from collections.abc import Sequence
 from typing import Any
 
-from mcp_server_guard.paths import within
+from mcp_server_guard.paths import within, within_any
 from mcp_server_guard.shell.sandbox import seccomp
 from mcp_server_guard.shell.sandbox.box import Box, BoxSpec, BoxUnavailable
 from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
@@ -95,7 +95,7 @@ def _start(
             seccomp.build_filter(arch, part="late", notify=True),
         ),
         usual=json.dumps(call_options(plan, roots, overlays=copies)),
-        areas=tuple(dict.fromkeys(area for _, area in copies)),
+        areas=_separate_areas(copies, roots),
         copies=bool(copies) and plan.jail_writable,
     )
     box = Box(spec)
@@ -112,6 +112,13 @@ def _start(
             "",
         )
     return box, None, (f"overlayfs refused the copy: {box.copy_error}" if box.copy_error else "")
+
+
+def _separate_areas(overlays: Sequence[tuple[str, str]], roots: Sequence[str]) -> tuple[str, ...]:
+    """The copy areas that need a mount of their own: those outside every root. One inside a root (its own
+    ``.mcp-guard``) is reached through the root's; a mount of its own there would sit below the root, and
+    overlayfs refuses a lower layer with a mount below it that the box's user namespace cannot see past."""
+    return tuple(dict.fromkeys(area for _, area in overlays if not within_any(area, roots)))
 
 
 def call_options(
@@ -137,7 +144,7 @@ def call_options(
     if not plan.jail_writable:
         # --mode read-only: every root is bound read-only for the call (and Landlock grants it no write below).
         read_only = [*roots, *read_only]
-    areas = [area for _, area in overlays]
+    areas = _separate_areas(overlays, roots)
     options: dict[str, Any] = {
         "namespaces": True,
         "private_tmp": True,
