@@ -21,9 +21,9 @@ import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
-from mcp_server_guard.files.history import open_own_dir
+from mcp_server_guard.files.history import file_kind, open_own_dir
 
 __all__ = ["MAX_DEPTH", "MAX_ENTRIES", "Change", "ChangeSet", "TooDeep", "read_upper", "walk_real"]
 
@@ -73,17 +73,7 @@ class ChangeSet:
 
 
 def _kind(mode: int) -> Kind:
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISDIR(mode):
-        return "dir"
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    if stat.S_ISFIFO(mode):
-        return "fifo"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    return "device"
+    return cast(Kind, file_kind(mode))
 
 
 def _whiteout(st: os.stat_result) -> bool:

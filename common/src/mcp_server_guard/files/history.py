@@ -488,16 +488,25 @@ class HistoryStore:
         return len(orphans)
 
 
-def _kind_of(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file is: file, dir, symlink, fifo, socket or device."""
+    if stat.S_ISREG(mode):
+        return "file"
     if stat.S_ISDIR(mode):
-        return "tree"
+        return "dir"
     if stat.S_ISLNK(mode):
         return "symlink"
     if stat.S_ISFIFO(mode):
         return "fifo"
     if stat.S_ISSOCK(mode):
         return "socket"
-    return "file"
+    return "device"
+
+
+def _kind_of(mode: int) -> str:
+    """What the history calls a kept entry: a tree, a symlink, a fifo, a socket or a file."""
+    kind = file_kind(mode)
+    return {"dir": "tree", "device": "file"}.get(kind, kind)
 
 
 def _copy_into(dirfd: int, name: str, target: Path, st: os.stat_result) -> str:
@@ -635,6 +644,7 @@ __all__ = [
     "HistoryError",
     "HistoryStore",
     "disk_usage",
+    "file_kind",
     "open_own_dir",
     "remove_below",
     "remove_tree",
