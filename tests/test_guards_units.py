@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,23 @@ def test_refusal_result_carries_the_structured_payload_and_text() -> None:
         "suggestion": "s",
     }
     assert isinstance(ParamError("INVALID_PATH", "m", "s"), GuardError)
+
+
+def test_a_state_directory_another_user_made_first_is_never_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to make a directory owned by another user")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "proj" / "state"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # what $TMPDIR gives a fresh process
+    squatted = tmp_path / "tmp" / f"mcp-guard-{os.getuid()}"
+    (squatted / "history" / "calls").mkdir(parents=True)
+    os.chown(squatted, 65534, 65534)
+    with pytest.raises(OSError, match="not a private directory"):
+        default_audit_path([str(tmp_path / "proj")])  # the state directory lies in the jail: the temp one is next
+    os.chown(squatted, os.getuid(), os.getgid())
+    squatted.chmod(0o777)  # ours, but anyone may write in it
+    with pytest.raises(OSError, match="not a private directory"):
+        default_audit_path([str(tmp_path / "proj")])
+    squatted.chmod(0o700)
+    assert default_audit_path([str(tmp_path / "proj")]) == squatted / "audit.jsonl"

@@ -329,3 +329,21 @@ def test_a_change_set_deeper_than_the_bound_is_refused_as_too_deep(copy: Copy) -
     deep_tree(copy.root / "deep", MAX_DEPTH + 5)
     with pytest.raises(TooDeep):
         copy.run("find deep -name f -exec sh -c 'echo b >> \"$1\"' _ {} \\;")
+
+
+def test_a_live_copy_takes_only_the_file_that_was_judged(copy: Copy, tmp_path: Path) -> None:
+    changes = copy.run("ln -s keep.txt tool")  # judged: a symlink (mode 0777, no executable)
+    assert actions(changes) == {"tool": "create:symlink"}
+    (copy.upper / "tool").unlink()  # the job swaps it for an executable before the look copies it
+    (copy.upper / "tool").write_text("#!/bin/sh\necho owned\n")
+    (copy.upper / "tool").chmod(0o777)
+    Applier(history(tmp_path)).apply([changes], "eeeeeeeeeeee", copy.started, live=True, baseline={})
+    assert not (copy.root / "tool").exists() or (copy.root / "tool").is_symlink()
+
+
+def test_a_fifo_or_socket_left_in_the_project_is_refused_and_deleting_one_is_not(copy: Copy) -> None:
+    os.mkfifo(copy.root / "old-pipe")
+    script = "mkfifo pipe && python3 -c \"import socket; socket.socket(socket.AF_UNIX).bind('sock')\" && rm old-pipe"
+    judgement = judge([copy.run(script)], protection_for(POLICY), POLICY.effects, [str(copy.root)])
+    root = str(copy.root)
+    assert judgement.refused == {(root, "pipe"): "a FIFO", (root, "sock"): "a socket"}

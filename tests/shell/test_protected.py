@@ -102,6 +102,7 @@ GIT_CONFIG_ATTACKS = {
     "alias": "git config alias.st '!touch {marker}'",
     "sed-i": "sed -i 's/\\[core\\]/[core]\\n\\tfsmonitor = touch {marker}/' .git/config",
     "append": "printf '[core]\\n\\tfsmonitor = touch {marker}\\n' >> .git/config",
+    "worktree elsewhere": "git config core.worktree {marker}.d",
 }
 
 
@@ -186,7 +187,9 @@ async def test_home_in_the_jail_keeps_its_rc_files_and_ssh_keys(
     attack = (
         f"echo 'touch {marker}' >> ~/.bashrc; ln -sf /tmp/evil ~/.bashrc; "
         "mkdir -p ~/.ssh && echo ssh-ed25519 AAAA evil > ~/.ssh/authorized_keys; "
-        "mkdir -p ~/.config/git && echo '[core]' > ~/.config/git/config; echo done"
+        "mkdir -p ~/.config/git && echo '[core]' > ~/.config/git/config; "
+        f"echo 'touch {marker}' > ~/.bash_aliases; mkdir -p ~/.local/bin && printf '#!/bin/sh\\n' > ~/.local/bin/git "
+        "&& chmod +x ~/.local/bin/git; mkdir -p ~/.config/nvim && echo x > ~/.config/nvim/init.lua; echo done"
     )
     async with box(workspace) as client:
         out = await run(client, attack)
@@ -194,6 +197,8 @@ async def test_home_in_the_jail_keeps_its_rc_files_and_ssh_keys(
     assert (home / ".bashrc").read_text() == "# mine\n" and not (home / ".bashrc").is_symlink()
     assert not (home / ".ssh" / "authorized_keys").exists()
     assert not (home / ".config" / "git" / "config").exists()
+    for planted in (".bash_aliases", ".local/bin/git", ".config/nvim/init.lua"):
+        assert not (home / planted).exists(), planted
 
 
 async def test_a_policy_rewrite_does_not_survive_into_the_next_session(workspace: Path) -> None:
@@ -343,3 +348,39 @@ async def test_a_hook_in_the_users_core_hookspath_is_never_planted_by_any_writer
     assert (repo / ".githooks" / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
     assert git(repo, "commit", "-q", "--allow-empty", "-m", "x").returncode == 0
     assert not marker.exists()
+
+
+async def test_file_write_cannot_build_a_repository_file_by_file(repo: Path) -> None:
+    async with serve("mcp-server-file-write", repo) as writer:
+
+        async def write(path: str, content: str) -> Any:
+            with anyio.fail_after(30):
+                return await writer.call_tool("file_write", {"path": path, "content": content, "createDirs": True})
+
+        for path, content in [
+            ("src/HEAD", "ref: refs/heads/main\n"),
+            ("src/config", "[core]\n\tbare = true\n[alias]\n\tst = !touch marker\n"),
+            ("src/objects/info/x", ""),
+        ]:
+            assert not (await write(path, content)).is_error, path
+        last = await write("src/refs/heads/keep", "")
+        assert error_of(last)["code"] == "PROTECTED_PATH" and "git dir" in error_of(last)["message"]
+    assert not (repo / "src" / "refs").exists()
+    found = git(repo / "src", "rev-parse", "--absolute-git-dir")
+    assert found.stdout.strip() == str(repo / ".git")  # git still finds the project's repository, not src/
+
+
+async def test_a_rebase_todo_that_runs_a_command_never_lands_and_a_plain_one_does(repo: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "outside" / "rebase-ran"
+    todo = ".git/rebase-merge/git-rebase-todo"
+    async with box(repo) as client:
+        planted = await run(
+            client, f"mkdir -p .git/rebase-merge && printf 'pick 0000 x\\n x touch {marker}\\n' > {todo}"
+        )
+        assert todo in refused(planted)
+        plain = await run(client, f"printf 'pick 0000 x\\n' > {todo}")
+        assert todo not in refused(plain) and (repo / todo).read_text() == "pick 0000 x\n"
+    async with serve("mcp-server-file-write", repo) as writer:
+        with anyio.fail_after(30):
+            wrote = await writer.call_tool("file_write", {"path": todo, "content": "pick 1\n", "overwrite": True})
+        assert error_of(wrote)["code"] == "PROTECTED_PATH"

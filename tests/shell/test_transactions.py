@@ -8,6 +8,7 @@ later call (``applyChanges``) for a 2026-07-28 one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -617,3 +618,72 @@ async def test_a_history_forged_through_the_tools_never_makes_undo_or_a_start_ac
     done = undo("f0f0f0f0f0f0")
     assert done.returncode == 1, done.stderr
     assert victim.read_text() == "user data\n"
+
+
+def server_fds(cwd: Path) -> int:
+    """How many descriptors the shell_exec server started in ``cwd`` holds (found through /proc)."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if SX in (proc / "cmdline").read_bytes().decode(errors="replace") and os.readlink(proc / "cwd") == str(cwd):
+                return len(os.listdir(proc / "fd"))
+        except OSError:
+            continue
+    raise AssertionError("the server's process was not found")
+
+
+async def test_applying_a_thousand_files_leaves_no_descriptor_open(workspace: Path) -> None:
+    async with serve(SX, workspace) as client:
+        await sh(client, "echo warm > warm.txt")
+        before = server_fds(workspace)
+        for batch in range(3):  # files in an existing directory: one step each (a new directory is one rename)
+            out = await sh(client, f"mkdir -p many && touch $(seq -f 'many/b{batch}-%g' 1 1000)")
+            assert out["transaction"] == "applied" and out["changes"]["created"] >= 1000, out["changes"]
+        assert server_fds(workspace) <= before + 8  # a few come and go (ready boxes, spools); not one per file
+    assert len(list((workspace / "many").iterdir())) == 3000
+
+
+async def test_an_apply_waits_while_another_server_holds_the_project(workspace: Path) -> None:
+    from mcp_server_guard.files.treelock import tree_lock
+
+    copies = Path(os.environ["XDG_STATE_HOME"]) / "mcp-guard" / "copies"
+    async with serve(SX, workspace) as client:
+        await sh(client, "true")  # started, its copies' area made
+        result: dict[str, Any] = {}
+
+        async def call() -> None:
+            result.update(await sh(client, "echo late > late.txt"))
+
+        with contextlib.ExitStack() as held:
+            held.enter_context(tree_lock([os.stat(workspace).st_dev]))  # another server, mid-apply
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(call)
+                with anyio.fail_after(30):
+                    while not list(copies.glob("*/*/u*/late.txt")):  # the command has run on its copy
+                        await anyio.sleep(0.01)
+                await anyio.sleep(0.3)  # the other server's apply takes its time
+                released = time.time_ns()
+                held.close()  # ... and is done
+    assert result["transaction"] == "applied"
+    # Applied only once the lock was free (file times are stamped with a coarse clock: a few ms of slack).
+    assert (workspace / "late.txt").stat().st_ctime_ns >= released - 20_000_000
+
+
+async def test_names_that_are_not_utf8_or_hold_control_characters_are_shown_escaped_and_undo(
+    workspace: Path,
+) -> None:
+    person = Person(True)
+    async with serve(SX, workspace, elicitation_callback=person) as client:
+        out = await sh(client, "touch $'junk\\xff' && echo edit > hello.txt")
+        assert out["transaction"] == "applied"
+        assert "junk\\xff" in {p["path"] for p in out["changes"]["paths"]}
+        asked = await sh(client, "printf x > $'tool\\n\\nNothing else.\\e[8m' && chmod +x tool*")
+    assert asked["transaction"] == "applied"
+    assert person.asked and "\n" not in person.asked[0] and "\x1b" not in person.asked[0]
+    assert "tool\\n\\nNothing else.\\x1b[8m" in person.asked[0]
+    assert os.path.exists(os.fsencode(workspace) + b"/junk\xff")
+    done = undo(out["auditId"])
+    assert done.returncode == 0, done.stderr
+    assert not os.path.exists(os.fsencode(workspace) + b"/junk\xff")
+    assert (workspace / "hello.txt").read_text() == "hello\nworld\n"

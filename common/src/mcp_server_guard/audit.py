@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import hashlib
 import json
 import logging
 import os
 import secrets
+import stat
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -59,12 +61,33 @@ def state_dirs() -> list[Path]:
 
 
 def default_state_path(leaf: str, jail_roots: Iterable[str]) -> Path:
-    """``<state dir>/<leaf>``: the first of ``state_dirs()`` outside the jail."""
+    """``<state dir>/<leaf>``: the first of ``state_dirs()`` outside the jail (made, or checked to be ours)."""
     roots = list(jail_roots)
     for directory in state_dirs():
         if not real_within_any(directory, roots):
-            return directory / leaf
+            return own_dir(directory) / leaf
     raise OSError(f"every default location for {leaf} lies inside the allowed directories; pass it explicitly")
+
+
+def own_dir(directory: Path) -> Path:
+    """``directory``, made private (0700) when missing; raises OSError when it is not a directory of this user
+    that only this user can write (or is a symlink).
+
+    Threat: another user of the machine making ``/tmp/mcp-guard-<uid>`` first, to plant a history that
+    `mcp-guard undo` acts on, or to read and rewrite the audit log."""
+    with contextlib.suppress(FileExistsError):
+        directory.mkdir(mode=0o700, parents=True)
+    if not is_own_dir(directory):
+        raise OSError(errno.EPERM, f"{directory} is not a private directory of this user; remove it or pass a path")
+    return directory
+
+
+def is_own_dir(directory: Path) -> bool:
+    try:
+        st = os.lstat(directory)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
 
 
 def default_audit_path(jail_roots: Iterable[str]) -> Path:
@@ -277,7 +300,8 @@ class AuditLog:
             )
 
     def _append(self, line: str) -> None:
-        data = (line + "\n").encode("utf-8", "surrogatepass")
+        # A name that is not UTF-8 (a surrogate escape) becomes a \udcXX escape: the line stays UTF-8 and JSON.
+        data = (line + "\n").encode("utf-8", "backslashreplace")
         if self._torn:
             data = b"\n" + data
         view = memoryview(data)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-__all__ = ["real_within_any", "within", "within_any"]
+__all__ = ["printable", "real_within_any", "within", "within_any"]
 
 
 def within(child: str, parent: str) -> bool:
@@ -28,3 +28,23 @@ def within_any(child: str, parents: Iterable[str]) -> bool:
 def real_within_any(path: str | os.PathLike[str], parents: Iterable[str]) -> bool:
     """Like :func:`within_any` for the real path of ``path`` (symlinks resolved, as far as it exists)."""
     return within_any(os.path.realpath(path), parents)
+
+
+def printable(text: str) -> str:
+    """A name as a person reads it and JSON carries it: a byte that was not UTF-8 (a surrogate escape) as
+    ``\\xNN``, a control character (a newline, an ANSI escape) as its escape.
+
+    Threat: a file name that fakes or buries text in the question a person answers ("…\\n\\nApply these
+    changes? Only README.md is touched."), or that no encoder can send, stalling the question or the result."""
+    if text.isprintable():
+        return text
+    out: list[str] = []
+    for char in text:
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif char.isprintable():
+            out.append(char)
+        else:
+            out.append(char.encode("unicode_escape").decode("ascii"))
+    return "".join(out)

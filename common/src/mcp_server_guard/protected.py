@@ -55,6 +55,7 @@ __all__ = [
     "git_runnable",
     "glob_regex",
     "is_git_dir",
+    "makes_git_dir",
     "pointer_text",
     "protection_for",
     "safe_git_config",
@@ -77,8 +78,11 @@ _RUNTIME = (
     *("/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/proc", "/dev", "/tmp"),  # noqa: S108 - never hidden
 )
 # Entries of a git dir that git runs, or follows to another git dir.
+# (A rebase's or a cherry-pick's state lists commands git runs on --continue: file_write never writes it; a
+# command's is judged by its content, see changes.effects.)
 _GIT_RUNNABLE = re.compile(
-    r"^(?:(?:modules/.+|worktrees/[^/]+)/)?(?:config|config\.worktree|commondir|gitdir|hooks(?:/.*)?)$"
+    r"^(?:(?:modules/.+|worktrees/[^/]+)/)?"
+    r"(?:config|config\.worktree|commondir|gitdir|hooks(?:/.*)?|(?:rebase-merge|rebase-apply|sequencer)(?:/.*)?)$"
 )
 _GIT_ENTRIES = ("config", "config.worktree", "hooks", "commondir", "gitdir")
 # Keys a git config written by a command may carry (section.key; "*" stands for any subsection): none of them
@@ -86,11 +90,13 @@ _GIT_ENTRIES = ("config", "config.worktree", "hooks", "commondir", "gitdir")
 # without them).
 _MAX_GIT_CONFIG = 1 << 20
 _GIT_TIMEOUT_S = 3.0  # git reads a 1 MiB config in milliseconds; past this it is refused
+# Not core.worktree: it sends git's checkouts and resets to any directory (outside the roots: your next
+# `git reset --hard` writes there).
 _SAFE_GIT_KEYS = frozenset(
     {
         "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates", "core.ignorecase",
         "core.precomposeunicode", "core.symlinks", "core.autocrlf", "core.eol", "core.safecrlf",
-        "core.worktree", "user.name", "user.email", "init.defaultbranch", "branch.*.remote", "branch.*.merge",
+        "user.name", "user.email", "init.defaultbranch", "branch.*.remote", "branch.*.merge",
         "branch.*.rebase",
         "remote.*.url", "remote.*.pushurl", "remote.*.fetch", "remote.*.push", "extensions.objectformat",
         "extensions.worktreeconfig", "extensions.refstorage", "submodule.*.url", "submodule.*.active",
@@ -541,6 +547,33 @@ def _git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: Look
         directory = parent
     if posixpath.basename(real) == ".git":
         return ".git"  # a .git file points git at any directory
+    return None
+
+
+_GIT_SHAPE = frozenset({"HEAD", "objects", "refs", "commondir"})
+
+
+def makes_git_dir(real: str, roots: Sequence[str]) -> str | None:
+    """file_write: whether writing ``real`` (creating it and any missing parent) would turn a directory into a
+    git dir — a HEAD, objects and refs (or a commondir) — that is not one now; why, or None.
+
+    Threat: building a bare repository file by file (HEAD, a config that runs programs, objects/, refs/): each
+    write alone touches no git dir, the last one makes ``src/`` a repository git finds before the project's.
+    (The judgement of a command's effects decides the same on the tree the command left: ``_creates_git_dir``.)"""
+    parts = real.split("/")
+    for depth in range(len(parts) - 1, 0, -1):
+        directory, made = "/".join(parts[:depth]) or "/", parts[depth]
+        if not within_any(directory, roots):
+            break
+        if made not in _GIT_SHAPE or os.path.lexists(os.path.join(directory, made)):
+            continue
+
+        def present(name: str, directory: str = directory, made: str = made) -> bool:
+            return name == made or os.path.lexists(os.path.join(directory, name))
+
+        would = present("HEAD") and (present("commondir") or (present("objects") and present("refs")))
+        if would and not is_git_dir(directory):
+            return f"it would make {directory} a git dir (git takes one with HEAD, objects and refs for a repository)"
     return None
 
 

@@ -23,12 +23,13 @@ from typing import Annotated, NoReturn, TypedDict
 import typer
 
 from mcp_server_guard.admin.format import format_entry
-from mcp_server_guard.audit import AuditRecord, default_audit_path, read_entries, state_dirs
+from mcp_server_guard.audit import AuditRecord, default_audit_path, is_own_dir, read_entries, state_dirs
 from mcp_server_guard.errors import GuardError
 from mcp_server_guard.files.history import CALLS, HistoryError, HistoryStore
 from mcp_server_guard.files.jail import SymlinkMode
+from mcp_server_guard.files.treelock import TreeBusy
 from mcp_server_guard.files.writing import open_writer
-from mcp_server_guard.paths import within
+from mcp_server_guard.paths import printable, within
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.serving.launch import (
     AllowPathOpt,
@@ -356,17 +357,22 @@ def undo(
             usage_error(
                 PROG,
                 f"UNDO_CONFLICT: these paths changed after call {audit_id}, so nothing was undone: "
-                f"{', '.join(exc.paths[:10])}{' …' if len(exc.paths) > 10 else ''}; pass --force to undo anyway "
+                f"{', '.join(printable(p) for p in exc.paths[:10])}{' …' if len(exc.paths) > 10 else ''}; "
+                "pass --force to undo anyway "
                 "(what is there now is kept in the history)",
             )
         except HistoryError as exc:
             record.decision, record.code = "error", exc.code
             _history_error(exc)
+        except TreeBusy as exc:
+            record.decision, record.code = "error", "FILE_BUSY"
+            typer.echo(f"{PROG}: error: FILE_BUSY: {exc}; nothing was undone, try again", err=True)
+            raise typer.Exit(1) from None
     for applied in outcome.applied:
         what = {"delete": "removed", "create": "restored", "meta": "mode restored"}.get(applied.action, applied.action)
-        typer.echo(f"{what:<14} {applied.path}")
+        typer.echo(f"{what:<14} {printable(applied.path)}")
     for conflict in outcome.conflicts:
-        typer.echo(f"{PROG}: not undone: {conflict.path}: {conflict.what}", err=True)
+        typer.echo(f"{PROG}: not undone: {printable(conflict.path)}: {printable(conflict.what)}", err=True)
     typer.echo(f"undid call {audit_id} (as call {undo_id}; `mcp-guard undo {undo_id}` redoes it)")
 
 
@@ -382,7 +388,8 @@ def _history_stores(history_dir: Path | None) -> list[HistoryStore]:
         directories = [history_dir]
     else:
         defaults = [directory / "history" for directory in state_dirs()]
-        directories = [d for d in defaults if d.is_dir()] or defaults[:1]
+        # Only a state directory of this user's own (another user may have made /tmp/mcp-guard-<uid>).
+        directories = [d for d in defaults if is_own_dir(d.parent) and d.is_dir()] or defaults[:1]
     return [HistoryStore(d, policy.history_max_bytes, policy.history_max_entries) for d in directories]
 
 

@@ -43,8 +43,9 @@ from typing import Any
 
 from mcp_server_guard.changes.upper import MAX_ENTRIES, Change, ChangeSet, TooDeep, walk_real
 from mcp_server_guard.files import openat2 as _openat2
-from mcp_server_guard.files.history import HistoryError, HistoryStore
+from mcp_server_guard.files.history import HistoryError, HistoryStore, file_kind
 from mcp_server_guard.files.reading import sha256_fd
+from mcp_server_guard.files.treelock import tree_lock
 from mcp_server_guard.paths import within_any
 
 __all__ = [
@@ -256,15 +257,27 @@ def _copy_beside(src_dir: int, name: str, st: os.stat_result, dst_dir: int) -> s
     target; None when it changed while copied (it is still being written)."""
     temp = f".mcp-guard-{os.urandom(6).hex()}.tmp"
     if stat.S_ISLNK(st.st_mode):
-        os.symlink(os.readlink(name, dir_fd=src_dir), temp, dir_fd=dst_dir)
+        try:
+            target = os.readlink(name, dir_fd=src_dir)
+        except OSError:
+            return None  # no longer a symlink: the job changed it; the next look judges it again
+        os.symlink(target, temp, dir_fd=dst_dir)
         return temp
     if stat.S_ISFIFO(st.st_mode):
         os.mkfifo(temp, stat.S_IMODE(st.st_mode), dir_fd=dst_dir)
         return temp
     if not stat.S_ISREG(st.st_mode):
         raise _Changed("not a file that can be copied")
-    src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=src_dir)
     try:
+        src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=src_dir)
+    except OSError:
+        return None
+    try:
+        opened = os.fstat(src)
+        # Threat: the job swapping what it judged (a symlink, a plain file) for another file (an executable)
+        # between the judgement and this copy: only the very file judged is copied.
+        if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(opened.st_mode):
+            return None
         out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dst_dir)
         try:
             offset = 0
@@ -435,10 +448,16 @@ class Applier:
     ) -> Outcome:
         audit_id = str(plan["audit_id"])
         ops = [_Op(**op) for op in plan["ops"]]
-        roots = {op.root: os.open(op.root, _DIR) for op in ops}
-        uppers = {op.upper: os.open(op.upper, _DIR) for op in ops if op.upper}
+        roots: dict[str, int] = {}
+        uppers: dict[str, int] = {}
         outcome = Outcome()
         try:
+            # Each root and upper directory opened once (not once per step: a call that made 600 files must not
+            # hold 1,200 descriptors, nor leak them).
+            for root in dict.fromkeys(op.root for op in ops):
+                roots[root] = os.open(root, _DIR)
+            for upper in dict.fromkeys(op.upper for op in ops if op.upper):
+                uppers[upper] = os.open(upper, _DIR)
             for fd in uppers.values():
                 _syncfs(fd)  # the command's bytes are on disk before any name points at them
             if journal is None:
@@ -672,7 +691,11 @@ class Applier:
                 if not stat.S_ISDIR(real.st_mode):
                     raise _Changed("a file is there, where the job made a directory")
                 return [], []
-            if stat.S_IMODE(ours.st_mode) != change.mode or (change.kind == "file" and ours.st_size != change.size):
+            if (
+                file_kind(ours.st_mode) != change.kind
+                or stat.S_IMODE(ours.st_mode) != change.mode
+                or (change.kind == "file" and ours.st_size != change.size)
+            ):
                 return [], []  # not what was judged (the job changed it since): the next look judges it again
             if real is None and (change.origin or left is not None):
                 raise _Changed("it was deleted meanwhile")
@@ -779,7 +802,7 @@ class Applier:
             raise UndoConflict(changed)
         plan = {"audit_id": undo_id, "started_ns": now_ns(), "ops": [op.plan() for op in ops],
                 "what": {"tool": "undo", "undoes": audit_id}}  # fmt: skip
-        with self.lock:
+        with self.lock, tree_lock(os.stat(root).st_dev for root in {op.root for op in ops}):
             outcome = self._run(plan, done={})
         manifest["undone_by"] = undo_id
         self.history.write_manifest(audit_id, manifest)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from mcp_server_guard.changes.upper import Change, ChangeSet
-from mcp_server_guard.paths import within_any
+from mcp_server_guard.paths import printable, within_any
 from mcp_server_guard.policy import EffectsPolicy
 from mcp_server_guard.protected import (
     POINTER_LIMIT,
@@ -84,7 +84,7 @@ class Judgement:
 
     @property
     def question(self) -> str:
-        return f"The command would {self.summary}. " + " ".join(self.asks) + " Apply these changes?"
+        return printable(f"The command would {self.summary}. " + " ".join(self.asks) + " Apply these changes?")
 
 
 def _size(n: int) -> str:
@@ -163,7 +163,7 @@ def summary_line(
     if not parts:
         dirs = sum(1 for s in sets for c in s.changes if c.kind == "dir" and (s.root, c.path) not in skip)
         parts.append(f"change {_n(dirs, 'directory')}" if dirs else "change nothing")
-    return ", ".join(parts), counts
+    return printable(", ".join(parts)), counts
 
 
 class _Matcher:
@@ -333,6 +333,8 @@ def _git_verdict(trees: _Trees, change: Change, roots: Sequence[str]) -> str | N
                 return f"the hooks of the git dir {where} deleted"
             # Threat: hooks as a link to a directory of the project's (scripts/), whose files git then runs.
             return _ALLOWED if change.kind == "dir" else f"the hooks of the git dir {where} made a {change.kind}"
+        if _GIT_STATE.search(rel):
+            return _git_state_verdict(trees, change, where)
         if rel.endswith(("config", "config.worktree")):
             if change.action == "delete":
                 return f"git's config in {where} deleted"
@@ -350,6 +352,25 @@ def _git_verdict(trees: _Trees, change: Change, roots: Sequence[str]) -> str | N
         if rel.endswith(("commondir", "gitdir")):
             return _pointer_verdict(trees, change, roots, gitfile=False)
     return None
+
+
+_GIT_STATE = re.compile(r"(?:^|/)(?:rebase-merge|rebase-apply|sequencer)(?:/|$)")
+_TODO_NAMES = ("git-rebase-todo", "todo")
+_RUNS_A_COMMAND = re.compile(rb"^[ \t]*(?:exec|x)(?:[ \t]|$)", re.MULTILINE)
+
+
+def _git_state_verdict(trees: _Trees, change: Change, where: str) -> str:
+    """A rebase's or a cherry-pick's state (``rebase-merge/``, ``rebase-apply/``, ``sequencer/``): applied, but
+    for a todo list with a step that runs a command.
+
+    Threat: a todo whose ``exec`` line the user's ``git rebase --continue`` runs, outside the box."""
+    name = change.path.rsplit("/", 1)[-1]
+    if change.action == "delete" or name not in _TODO_NAMES:
+        return _ALLOWED
+    data = trees.read(change.path) if change.kind == "file" else None
+    if data is None or len(data) >= _MAX_GIT_CONFIG or _RUNS_A_COMMAND.search(data):
+        return f"a rebase step in the git dir {where} that runs a command (git runs it on --continue)"
+    return _ALLOWED
 
 
 def _pointer(trees: _Trees, path: str, gitfile: bool) -> str | None:
@@ -561,15 +582,24 @@ def _refuse(
     root = changes.root
     for change in changes.changes:
         name = change.path.rsplit("/", 1)[-1]
-        if change.action != "delete" and name in ("config", "config.worktree", "commondir", "gitdir", ".git"):
+        if change.action != "delete" and name in (
+            "config",
+            "config.worktree",
+            "commondir",
+            "gitdir",
+            ".git",
+            *_TODO_NAMES,
+        ):
             by_content.add((root, change.path))
         absolute = posixpath.join(root, change.path)
         why: str | None = None
         if not within_any(absolute, roots):
             # Defense in depth: Landlock keeps a call inside its (narrowed) roots; the apply checks again.
             why = "outside the allowed directories"
-        elif change.kind == "device":
-            why = "a device file"
+        elif change.kind in ("device", "fifo", "socket") and change.action != "delete":
+            # Threat: a FIFO or socket left in the project hangs whatever tool later opens it (an editor, a build);
+            # a device is worse. No project needs one in its files.
+            why = {"device": "a device file", "fifo": "a FIFO", "socket": "a socket"}[change.kind]
         else:
             why = _protected(trees, change, protection, roots, lookups)
         if why is not None:
@@ -596,7 +626,7 @@ def _protected(
     verdict: str | None = None
     if name == ".git" and change.action != "delete":
         verdict = _pointer_verdict(trees, change, roots, gitfile=True)
-    elif name in _GIT_NAMES or "hooks" in change.path.split("/"):
+    elif name in _GIT_NAMES or "hooks" in change.path.split("/") or _GIT_STATE.search(change.path):
         verdict = _creates_git_dir(trees, change) or _git_verdict(trees, change, roots)
     if verdict is not None:
         return verdict or None  # _ALLOWED (""): cannot make git run anything

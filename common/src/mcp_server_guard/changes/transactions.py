@@ -22,7 +22,7 @@ import secrets
 import stat
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,8 @@ from mcp_server_guard.changes.area import AREA_IN_ROOT, CopyArea
 from mcp_server_guard.changes.effects import Counts, Judgement, judge
 from mcp_server_guard.changes.upper import ChangeSet, read_upper
 from mcp_server_guard.files.history import remove_tree
+from mcp_server_guard.files.treelock import TreeBusy, tree_lock
+from mcp_server_guard.paths import printable
 from mcp_server_guard.policy import EffectsPolicy
 from mcp_server_guard.protected import Protection
 
@@ -82,8 +84,18 @@ class Held:
     expires: float  # time.monotonic()
 
 
+@contextlib.contextmanager
+def _tree_locked(sets: Sequence[ChangeSet]) -> Iterator[None]:
+    """The tree lock of the file systems ``sets`` lie on (see ``files.treelock``); busy past its wait: _Unjudged."""
+    try:
+        with tree_lock(os.stat(changes.root).st_dev for changes in sets):
+            yield
+    except TreeBusy as exc:
+        raise _Unjudged(str(exc)) from None
+
+
 def _why(exc: BaseException) -> str:
-    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return printable(exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc))
 
 
 class _Unjudged(Exception):
@@ -130,7 +142,8 @@ class Transactions:
         self.applier = applier
         self.protection = protection
         self.policy = policy
-        self.display = display  # an absolute path as the model should see it
+        # an absolute path as the model (and a person) sees it
+        self.display: Callable[[str], str] = lambda path: printable(display(path))
         self._held: dict[str, Held] = {}
         self._lock = threading.Lock()
 
@@ -273,7 +286,8 @@ class Transactions:
             return Settled("unchanged")
 
         def work() -> tuple[Judgement, Outcome | None]:
-            with self.applier.lock:  # judged and applied with no other apply of this server between them
+            # Judged and applied with no other apply of this server, or of another, between them.
+            with self.applier.lock, _tree_locked(sets):
                 judgement = self.judge(sets, roots)
                 if judgement.asks:
                     return judgement, None
@@ -285,8 +299,11 @@ class Transactions:
                 )
                 return judgement, live
 
-        with anyio.CancelScope(shield=True):
-            judgement, outcome = await anyio.to_thread.run_sync(work)
+        try:
+            with anyio.CancelScope(shield=True):
+                judgement, outcome = await anyio.to_thread.run_sync(work)
+        except _Unjudged as exc:
+            return Settled("waiting", reason=f"its changes could not be applied now ({exc})")
         settled = self._described(sets, judgement)
         if outcome is None:
             settled.transaction = "waiting"
@@ -315,7 +332,7 @@ class Transactions:
         land in it. So what is applied is always judged under the same lock as its apply."""
 
         def work() -> tuple[Judgement, Outcome | None]:
-            with self.applier.lock:
+            with self.applier.lock, _tree_locked(sets):
                 try:
                     judgement = self.judge(sets, roots)
                 except (OSError, RecursionError, ValueError) as exc:
@@ -383,7 +400,7 @@ class Transactions:
                 why = judgement.refused.get((changes.root, change.path))
                 if why is not None:
                     if not change.top or (changes.root, change.top) not in judgement.refused:
-                        refused.append((self.display(absolute), why))
+                        refused.append((self.display(absolute), printable(why)))
                     continue
                 if change.top or (change.kind == "dir" and change.action != "delete" and not change.opaque):
                     continue
@@ -392,7 +409,7 @@ class Transactions:
         return Settled("applied", judgement.summary, judgement.counts, paths, refused=refused)
 
     def _finished(self, settled: Settled, outcome: Outcome) -> Settled:
-        settled.conflicts = [Conflict(self.display(c.path), c.what) for c in outcome.conflicts]
+        settled.conflicts = [Conflict(self.display(c.path), printable(c.what)) for c in outcome.conflicts]
         settled.transaction = "applied"
         return settled
 

@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 log = logging.getLogger("mcp_server_guard.files.history")
 _ID = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{6}$")
@@ -157,7 +157,8 @@ class HistoryStore:
         try:
             fd = os.open(meta, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
-                os.write(fd, entry.model_dump_json().encode())
+                # A path that is not UTF-8 (a surrogate escape) is kept as a \udcXX escape: still UTF-8, still JSON.
+                os.write(fd, json.dumps(entry.model_dump(), ensure_ascii=False).encode("utf-8", "backslashreplace"))
                 if fsync:
                     os.fsync(fd)
                 return disk_usage(os.fstat(fd))
@@ -283,7 +284,8 @@ class HistoryStore:
         temp = calls / f".{audit_id}.{secrets.token_hex(3)}.tmp"
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
-            os.write(fd, json.dumps(manifest, ensure_ascii=False).encode("utf-8", "surrogateescape"))
+            # A name that is not UTF-8 (a surrogate escape) becomes a \udcXX escape: still UTF-8, still JSON.
+            os.write(fd, json.dumps(manifest, ensure_ascii=False).encode("utf-8", "backslashreplace"))
             if durable:
                 os.fsync(fd)
         finally:
@@ -352,8 +354,8 @@ class HistoryStore:
                 "HISTORY_BROKEN", f"history entry {entry_id}: metadata unreadable ({exc.strerror})"
             ) from None
         try:
-            entry = HistoryEntry.model_validate_json(raw)
-        except ValidationError:
+            entry = HistoryEntry.model_validate(json.loads(raw))
+        except ValueError:  # not JSON, or not an entry (ValidationError)
             raise HistoryError("HISTORY_BROKEN", f"history entry {entry_id}: metadata is damaged") from None
         if entry.id != entry_id:
             raise HistoryError("HISTORY_BROKEN", f"history entry {entry_id}: metadata names another entry")

@@ -41,8 +41,9 @@ from mcp_server_guard.files.jail import Jail, Located, check_regular, oserror_to
 from mcp_server_guard.files.journal import TempJournal, Ticket, journal_dir, sweep_journals, temp_name
 from mcp_server_guard.files.mime import mime_of
 from mcp_server_guard.files.reading import sha256_fd
+from mcp_server_guard.files.treelock import TreeBusy, tree_lock
 from mcp_server_guard.policy import FileWritePolicy, Policy
-from mcp_server_guard.protected import Protection, protection_for
+from mcp_server_guard.protected import Protection, makes_git_dir, protection_for
 
 log = logging.getLogger("mcp_server_guard")
 
@@ -210,7 +211,7 @@ class Writer:
                     f"'{located.given}' does not exist, but expectedSha256 says it should.",
                     "Re-read the directory; create the file without expectedSha256.",
                 )
-            return self._create(located, dirfd, name, data, digest)
+            return self._create(located, dirfd, name, data, digest, deadline)
         if not overwrite:
             raise ResourceError(
                 "FILE_EXISTS",
@@ -253,7 +254,8 @@ class Writer:
         return st
 
     def _check_protected(self, located: Located, candidates: list[str], st: os.stat_result | None) -> None:
-        rule = self.protection.write_rule(candidates, st, [root.path for root in self.jail.roots])
+        roots = [root.path for root in self.jail.roots]
+        rule = self.protection.write_rule(candidates, st, roots) or makes_git_dir(candidates[-1], roots)
         if rule is not None:
             raise SecurityError(
                 "PROTECTED_PATH",
@@ -328,11 +330,28 @@ class Writer:
             return ResourceError("CONTENT_TOO_LARGE", "The file system refused a file this large.", "Write less.")
         return oserror_to_guard(exc, located.given)
 
-    def _create(self, located: Located, dirfd: int, name: str, data: bytes, digest: str) -> WriteOutcome | None:
+    @contextlib.contextmanager
+    def _landing(self, located: Located, dirfd: int, name: str, deadline: float) -> Iterator[None]:
+        """The moment the new content takes the name: checked again and done with no other server's apply or
+        write in between (files.treelock). Only this step holds the lock, not the data's write nor the history's
+        copy, so a writer frozen mid-write never holds up the other servers."""
+        st = os.fstat(dirfd)
+        try:
+            with tree_lock([st.st_dev], max(0.0, deadline - time.monotonic())):
+                real_dir = self.jail.real_path_of(dirfd)
+                self._check_protected(located, [located.rel, located.absolute, posixpath.join(real_dir, name)], None)
+                yield
+        except TreeBusy:
+            raise self._busy(located) from None
+
+    def _create(
+        self, located: Located, dirfd: int, name: str, data: bytes, digest: str, deadline: float
+    ) -> WriteOutcome | None:
         with self._temp(located, dirfd, data, self._new_mode) as tmp:
             try:
                 # link() never replaces: an existing name (file, dir, or dangling symlink) fails with EEXIST.
-                os.link(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd, follow_symlinks=False)
+                with self._landing(located, dirfd, name, deadline):
+                    os.link(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd, follow_symlinks=False)
             except FileExistsError:
                 return None  # someone created it meanwhile: decide again
             except OSError as exc:
@@ -395,7 +414,8 @@ class Writer:
             backup = self._save_previous(old, located, dirfd, name, st)
             with self._temp(located, dirfd, data, st.st_mode & 0o0666) as tmp:
                 try:
-                    os.rename(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+                    with self._landing(located, dirfd, name, deadline):
+                        os.rename(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
                 except OSError as exc:
                     raise self._write_error(exc, located) from None
             os.fsync(dirfd)
