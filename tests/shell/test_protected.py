@@ -384,3 +384,59 @@ async def test_a_rebase_todo_that_runs_a_command_never_lands_and_a_plain_one_doe
         with anyio.fail_after(30):
             wrote = await writer.call_tool("file_write", {"path": todo, "content": "pick 1\n", "overwrite": True})
         assert error_of(wrote)["code"] == "PROTECTED_PATH"
+
+
+FSMONITOR_CONFIG = '[core]\\n\\tfsmonitor = \\"touch {marker}; echo\\"\\n'
+
+
+@pytest.mark.parametrize("order", ["config-first", "pointer-first"])
+async def test_a_common_dir_whose_config_runs_programs_never_becomes_live_through_a_commondir(
+    repo: Path, tmp_path: Path, order: str
+) -> None:
+    """Threat: a directory with objects/ and refs/ (a common dir) and a commondir pointing at it, the HEAD that
+    makes the pointing directory a git dir added last, or the common dir's config changed after: the user's next
+    git status in sub/ runs the config's program."""
+    marker = tmp_path / "outside" / "common-dir-ran"
+    config = FSMONITOR_CONFIG.format(marker=marker)
+    async with box(repo) as client:
+        await run(client, "mkdir -p evil/objects evil/refs && touch evil/objects/.k evil/refs/.k")
+        if order == "config-first":
+            await run(client, f"printf '{config}' > evil/config")  # taken as a git dir's: its program key dropped
+            await run(client, "mkdir -p sub/.git && printf '../../evil\\n' > sub/.git/commondir")
+            last = await run(client, "printf 'ref: refs/heads/main\\n' > sub/.git/HEAD")
+            live = "fsmonitor" in (repo / "evil" / "config").read_text()
+            assert not live or "sub/.git/HEAD" in refused(last)
+        else:
+            await run(client, "printf '[core]\\n\\tbare = false\\n' > evil/config")
+            await run(client, "mkdir -p sub/.git && printf '../../evil\\n' > sub/.git/commondir")
+            await run(client, "printf 'ref: refs/heads/main\\n' > sub/.git/HEAD")
+            last = await run(client, f"printf '{config}' > evil/config")
+            assert "evil/config" in refused(last)
+    (repo / "sub").mkdir(exist_ok=True)
+    git(repo / "sub", "status")
+    assert not marker.exists()
+
+
+async def test_file_write_cannot_make_a_common_dir_under_a_config_that_runs_programs(repo: Path) -> None:
+    async with serve("mcp-server-file-write", repo) as writer:
+
+        async def write(path: str, content: str) -> Any:
+            with anyio.fail_after(30):
+                return await writer.call_tool("file_write", {"path": path, "content": content, "createDirs": True})
+
+        assert not (await write("evil/config", "[core]\n\tfsmonitor = touch x\n")).is_error
+        assert not (await write("evil/objects/k", "")).is_error
+        last = await write("evil/refs/k", "")
+        assert error_of(last)["code"] == "PROTECTED_PATH"
+    assert not (repo / "evil" / "refs").exists()
+
+
+async def test_a_rebase_strategy_that_names_a_program_by_path_never_lands(repo: Path, tmp_path: Path) -> None:
+    """Threat: rebase-merge/strategy of /x.sh: the user's git rebase --continue runs git-merge-/x.sh from the work
+    tree, outside the box."""
+    state = ".git/rebase-merge"
+    async with box(repo) as client:
+        planted = await run(client, f"mkdir -p {state} && printf '/x.sh\\n' > {state}/strategy")
+        assert f"{state}/strategy" in refused(planted)
+        plain = await run(client, f"printf 'ort\\n' > {state}/strategy && printf 'x\\n' > {state}/head-name")
+        assert not refused(plain) and (repo / state / "strategy").read_text() == "ort\n"

@@ -128,21 +128,23 @@ def glob_regex(pattern: str) -> str:
 
 
 def is_git_dir(path: str) -> bool:
-    """Git's own test, taken wide: a ``HEAD`` that is not a directory, and ``objects`` + ``refs`` or a
-    ``commondir``, each of any kind.
+    """Git's own test, taken wide: ``objects`` + ``refs`` (a repository, or a common dir: what another git dir's
+    ``commondir`` may name, HEAD or not), or a ``HEAD`` that is not a directory and a ``commondir``; each of any
+    kind.
 
     Threat: git tests ``objects`` and ``refs`` with access(X_OK), which follows a symlink (and passes for an
     executable file): a directory whose ``objects`` is a link to a real repository's is a git dir to git, and
-    its config runs programs. So any entry of those names counts, links never followed."""
+    its config runs programs. So any entry of those names counts, links never followed. And a common dir has no
+    HEAD of its own: git reads its config and hooks for every git dir whose commondir names it."""
     join = os.path.join
+    if os.path.lexists(join(path, "objects")) and os.path.lexists(join(path, "refs")):
+        return True
     try:
         if stat.S_ISDIR(os.lstat(join(path, "HEAD")).st_mode):
             return False
     except OSError:
         return False
-    if os.path.lexists(join(path, "commondir")):
-        return True
-    return os.path.lexists(join(path, "objects")) and os.path.lexists(join(path, "refs"))
+    return os.path.lexists(join(path, "commondir"))
 
 
 POINTER_LIMIT = 4096  # bytes of a .git or commondir file read at most; a longer one names nothing we trust
@@ -571,7 +573,9 @@ def makes_git_dir(real: str, roots: Sequence[str]) -> str | None:
         def present(name: str, directory: str = directory, made: str = made) -> bool:
             return name == made or os.path.lexists(os.path.join(directory, name))
 
-        would = present("HEAD") and (present("commondir") or (present("objects") and present("refs")))
+        runnable = any(present(name) for name in ("config", "config.worktree", "hooks"))
+        repository = present("objects") and present("refs") and (present("HEAD") or runnable)
+        would = repository or (present("HEAD") and present("commondir"))
         if would and not is_git_dir(directory):
             return f"it would make {directory} a git dir (git takes one with HEAD, objects and refs for a repository)"
     return None

@@ -30,7 +30,7 @@ import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from mcp_server_guard.changes.upper import Change, ChangeSet
+from mcp_server_guard.changes.upper import Change, ChangeSet, Kind
 from mcp_server_guard.paths import printable, within_any
 from mcp_server_guard.policy import EffectsPolicy
 from mcp_server_guard.protected import (
@@ -286,13 +286,12 @@ class _Trees:
 
 
 def _git_dir_shape(kind: Callable[[str], str | None], rel: str) -> bool:
-    """Whether a tree (``kind`` of a path in it) has a git dir at ``rel``, as ``protected.is_git_dir`` decides."""
+    """Whether a tree (``kind`` of a path in it) has a git dir at ``rel``, as ``protected.is_git_dir`` decides:
+    objects + refs (a repository, or the common dir another one's commondir may name), or HEAD + commondir."""
     join = (lambda name: f"{rel}/{name}") if rel else (lambda name: name)
-    if kind(join("HEAD")) in (None, "dir"):
-        return False
-    if kind(join("commondir")) is not None:
+    if kind(join("objects")) is not None and kind(join("refs")) is not None:
         return True
-    return kind(join("objects")) is not None and kind(join("refs")) is not None
+    return kind(join("HEAD")) not in (None, "dir") and kind(join("commondir")) is not None
 
 
 def _relative(path: str, root: str) -> str:
@@ -361,16 +360,26 @@ _RUNS_A_COMMAND = re.compile(rb"^[ \t]*(?:exec|x)(?:[ \t]|$)", re.MULTILINE)
 
 def _git_state_verdict(trees: _Trees, change: Change, where: str) -> str:
     """A rebase's or a cherry-pick's state (``rebase-merge/``, ``rebase-apply/``, ``sequencer/``): applied, but
-    for a todo list with a step that runs a command.
+    for a todo list with a step that runs a command, and a merge strategy that names a program by path.
 
-    Threat: a todo whose ``exec`` line the user's ``git rebase --continue`` runs, outside the box."""
+    Threat: a todo whose ``exec`` line the user's ``git rebase --continue`` runs, outside the box; a ``strategy``
+    file (or ``options.strategy`` in ``sequencer/opts``) of ``/x.sh``, which makes git run ``git-merge-/x.sh``
+    from the work tree on --continue."""
     name = change.path.rsplit("/", 1)[-1]
-    if change.action == "delete" or name not in _TODO_NAMES:
+    if change.action == "delete" or name not in (*_TODO_NAMES, *_STRATEGY_NAMES):
         return _ALLOWED
     data = trees.read(change.path) if change.kind == "file" else None
-    if data is None or len(data) >= _MAX_GIT_CONFIG or _RUNS_A_COMMAND.search(data):
+    if data is None or len(data) >= _MAX_GIT_CONFIG:
+        return f"git's rebase state {name} in the git dir {where} is not a small regular file"
+    if name in _TODO_NAMES and _RUNS_A_COMMAND.search(data):
         return f"a rebase step in the git dir {where} that runs a command (git runs it on --continue)"
+    if name in _STRATEGY_NAMES and re.search(rb"[/\\]|\.\.", data):
+        return f"a merge strategy in the git dir {where} that names a program by its path (git runs it on --continue)"
     return _ALLOWED
+
+
+# The rebase and cherry-pick state files that name the merge strategy git runs (as git-merge-<name>).
+_STRATEGY_NAMES = ("strategy", "strategy_opts", "opts")
 
 
 def _pointer(trees: _Trees, path: str, gitfile: bool) -> str | None:
@@ -406,9 +415,13 @@ def _pointer_verdict(trees: _Trees, change: Change, roots: Sequence[str], *, git
     return _ALLOWED
 
 
-def _creates_git_dir(trees: _Trees, change: Change) -> str | None:
+def _creates_git_dir(trees: _Trees, change: Change, roots: Sequence[str]) -> str | None:
     """A change that turns a directory into a git dir (HEAD, objects/, refs/ or commondir appears) whose config or
-    hooks, already in the real tree, would make git run programs."""
+    hooks, already in the real tree, would make git run programs — its own, or those of the common dir its
+    commondir names.
+
+    Threat: a common dir with a config that runs programs and a commondir pointing at it, made in earlier calls;
+    the HEAD that makes the pointing directory a git dir comes last."""
     directory, _, name = change.path.rpartition("/")
     if name not in ("HEAD", "objects", "refs", "commondir") or change.action == "delete":
         return None
@@ -422,6 +435,12 @@ def _creates_git_dir(trees: _Trees, change: Change) -> str | None:
                 return f"it makes {directory or '.'} a git dir whose config can make git run programs"
     if [h for h in trees.hooks(directory) if join(f"hooks/{h}") not in trees.by_path]:
         return f"it makes {directory or '.'} a git dir with hooks git would run"
+    pointer_kind = trees.kind(join("commondir"))
+    if pointer_kind is not None and join("commondir") not in trees.by_path:  # a new one is judged on its own
+        kind: Kind = "file" if pointer_kind == "file" else "symlink" if pointer_kind == "symlink" else "dir"
+        why = _pointer_verdict(trees, Change(join("commondir"), "modify", kind), roots, gitfile=False)
+        if why:
+            return f"it makes {directory or '.'} a git dir: {why}"
     return None
 
 
@@ -627,7 +646,7 @@ def _protected(
     if name == ".git" and change.action != "delete":
         verdict = _pointer_verdict(trees, change, roots, gitfile=True)
     elif name in _GIT_NAMES or "hooks" in change.path.split("/") or _GIT_STATE.search(change.path):
-        verdict = _creates_git_dir(trees, change) or _git_verdict(trees, change, roots)
+        verdict = _creates_git_dir(trees, change, roots) or _git_verdict(trees, change, roots)
     if verdict is not None:
         return verdict or None  # _ALLOWED (""): cannot make git run anything
     rule = protection.write_rule([change.path, absolute], None, roots, lookups)
