@@ -276,7 +276,7 @@ def test_words_after_a_redirection_are_the_commands_arguments_as_in_real_bash(li
         ("cp /dev/zero /dev/sda", "copy-onto-device"),
         ("cat /dev/zero > /dev/nvme0n1", "device-write"),
         ("F=-rf; rm $F ~", "rm-recursive-force"),
-        ("rm -r $HOME", "rm-recursive-broad"),
+        ("rm -r $HOME", "rm-recursive-outside"),
         ("find / -delete", "find-delete-broad"),
         ("x='a[$(rm -rf ~)]'; : $((x))", "rm-recursive-force"),
         ("perl -e 'fork while fork'", "fork-bomb"),

@@ -170,15 +170,16 @@ class _Judged(TypedDict):
     redirects: list[str]
     findings: list[dict[str, str]]
     parseError: bool  # the JSON key
+    stdinCode: str  # what runs the stdin as code ("" when it is data)
 
 
-def _judge(engine: PolicyEngine, command: str, args: Sequence[str] = ()) -> _Judged:
+def _judge(engine: PolicyEngine, command: str, args: Sequence[str] = (), stdin: str | None = None) -> _Judged:
     """One line's verdict as a JSON-ready dict; a line too complex to analyse is denied, and says so."""
     try:
-        verdict = engine.decide(command, args)
+        verdict = engine.decide(command, args, None, stdin)
     except TooComplex as exc:
         return {"decision": "deny", "rule": "COMMAND_TOO_COMPLEX", "reason": str(exc), "trigger": command,
-                "commands": [], "redirects": [], "findings": [], "parseError": False}  # fmt: skip
+                "commands": [], "redirects": [], "findings": [], "parseError": False, "stdinCode": ""}  # fmt: skip
     return {
         "decision": verdict.action,
         "rule": verdict.rule,
@@ -188,6 +189,7 @@ def _judge(engine: PolicyEngine, command: str, args: Sequence[str] = ()) -> _Jud
         "redirects": [f"{r.op} {r.target.raw}" for r in verdict.redirects],
         "findings": [{"kind": f.kind, "detail": f.detail} for f in verdict.findings],
         "parseError": any(f.kind == "parse-error" for f in verdict.findings),
+        "stdinCode": verdict.stdin_code,
     }
 
 
@@ -238,6 +240,10 @@ def check(
         str | None, typer.Option("--file", "-f", help="Judge every line of this file (- reads stdin).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON (one object per line).")] = False,
+    stdin: Annotated[
+        str | None,
+        typer.Option("--stdin", help="The text the call feeds the command (judged as code where a program runs it)."),
+    ] = None,
 ) -> None:
     try:
         loaded = load_policy(policy).shell_exec
@@ -250,10 +256,10 @@ def check(
         _check_many(engine, file, as_json)
     if command is None:
         usage_error(PROG, "give a command line, or --file FILE (- for stdin) to judge many")
-    judged = _judge(engine, command, args or [])
+    judged = _judge(engine, command, args or [], stdin)
     # While commands work on a copy (the default where the box allows), rules that only guard the project's files
     # give way to the judgement of what the command did: say so when that changes the decision.
-    on_copy = _judge(PolicyEngine(loaded, effects=True), command, args or [])
+    on_copy = _judge(PolicyEngine(loaded, effects=True), command, args or [], stdin)
     if as_json:
         shown = {k: v for k, v in judged.items() if k != "parseError"}
         typer.echo(json.dumps({**shown, "onCopy": on_copy["decision"]}, ensure_ascii=False))
@@ -270,6 +276,13 @@ def check(
             typer.echo(f"redirect: {redirect}")
         for finding in judged["findings"]:
             typer.echo(f"finding:  {finding['kind']}: {finding['detail']}")
+        if judged["stdinCode"]:
+            reader = judged["stdinCode"]
+            runs = "a shell script" if reader == "shell" else reader.removeprefix("opaque:") + " code"
+            typer.echo(
+                f"stdin:    run as {runs}"
+                + (" (judged above)" if stdin is not None else "; a background job's input is judged at each write")
+            )
         if on_copy["decision"] != judged["decision"]:
             typer.echo(
                 f"on a copy: {on_copy['decision']} (shell_exec's default where the box allows: the command runs on a "

@@ -13,6 +13,7 @@ because nobody could be asked while it ran (2026-07-28 clients answer questions 
 from __future__ import annotations
 
 import contextvars
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -24,6 +25,7 @@ from pydantic import BaseModel, Field, create_model
 
 from mcp_server_guard import audit
 from mcp_server_guard.errors import SecurityError
+from mcp_server_guard.paths import printable
 from mcp_server_guard.shell.egress import warning
 from mcp_server_guard.shell.execution import Prepared, ShellExec
 from mcp_server_guard.shell.grants import Grant, HostAnswer, SessionApprovals
@@ -59,6 +61,7 @@ class NoQuestion(BaseModel):
 
 
 _Key = tuple[object, ...]
+Input = tuple[str | None, bool]  # the call's stdin text, and whether the line runs as a background job
 
 
 @dataclass(frozen=True)
@@ -89,14 +92,18 @@ class Checked:
         )
 
     @staticmethod
-    def _key(command: str, args: Sequence[str], cwd: str | None, env: Mapping[str, str] | None) -> _Key:
-        return (command, tuple(args), cwd, tuple(sorted((env or {}).items())))
+    def _key(command: str, args: Sequence[str], cwd: str | None, env: Mapping[str, str] | None, stdin: Input) -> _Key:
+        return (command, tuple(args), cwd, tuple(sorted((env or {}).items())), stdin)
 
-    async def _asked(self, command: str, args: Sequence[str], cwd: str | None, env: Mapping[str, str] | None) -> Asked:
-        prepared = await self.shell.prepare_off_loop(command, args, cwd, env)
+    async def _asked(
+        self, command: str, args: Sequence[str], cwd: str | None, env: Mapping[str, str] | None, stdin: Input
+    ) -> Asked:
+        text, job = stdin
+        prepared = await self.shell.prepare_off_loop(command, args, cwd, env, text, job)
         prefix = None
         verdict = prepared.verdict
-        if verdict.action == "ask" and set(verdict.asking) <= {verdict.rule}:
+        # Threat: a prefix grant for `bash` covering any script fed on stdin: a line whose stdin is code offers none.
+        if verdict.action == "ask" and set(verdict.asking) <= {verdict.rule} and not verdict.stdin_code:
             # Threat: a prefix granted for one rule covering a line another rule also asks about (`git push
             # --delete … --receive-pack=…`), or a "prefix" that is a program's first operand (`shred x`): only
             # a line one rule asks about, and only a subcommand that rule names.
@@ -109,18 +116,35 @@ class Checked:
             prepared, prefix if grantable else None, self.grants.pending_hosts(prepared.shown, prepared.cwd), grantable
         )
 
-    async def check(self, command: str, args: Sequence[str], cwd: str | None, env: Mapping[str, str] | None) -> Asked:
-        """The gate's check: prepare the call and remember it for this round."""
-        asked = await self._asked(command, args, cwd, env)
-        self._last.set((self._key(command, args, cwd, env), asked))
+    async def check(
+        self,
+        command: str,
+        args: Sequence[str],
+        cwd: str | None,
+        env: Mapping[str, str] | None,
+        stdin: str | None = None,
+        job: bool = False,
+    ) -> Asked:
+        """The gate's check: prepare the call (with the stdin it is fed; ``job``: it will run as a background job)
+        and remember it for this round."""
+        asked = await self._asked(command, args, cwd, env, (stdin, job))
+        self._last.set((self._key(command, args, cwd, env, (stdin, job)), asked))
         return asked
 
-    async def reuse(self, command: str, args: Sequence[str], cwd: str | None, env: Mapping[str, str] | None) -> Asked:
+    async def reuse(
+        self,
+        command: str,
+        args: Sequence[str],
+        cwd: str | None,
+        env: Mapping[str, str] | None,
+        stdin: str | None = None,
+        job: bool = False,
+    ) -> Asked:
         """The body's: the gate's result for the very same arguments, or a fresh check."""
         last = self._last.get()
-        if last is not None and last[0] == self._key(command, args, cwd, env):
+        if last is not None and last[0] == self._key(command, args, cwd, env, (stdin, job)):
             return last[1]
-        return await self._asked(command, args, cwd, env)
+        return await self._asked(command, args, cwd, env, (stdin, job))
 
 
 def _form(asks_command: bool, prefix: str | None, hosts: bool, grantable: bool = True) -> type[ApprovalForm]:
@@ -155,7 +179,7 @@ def question(asked: Asked, ctx: Context[Any, Any], grants: SessionApprovals) -> 
     if (
         asks_command
         and asked.grantable
-        and grants.for_line(prepared.shown, prepared.cwd, verdict.rule, asked.prefix) is not None
+        and grants.for_line(prepared.key, prepared.cwd, verdict.rule, asked.prefix) is not None
     ):
         asks_command = False
         why = "approved-session"
@@ -170,7 +194,8 @@ def question(asked: Asked, ctx: Context[Any, Any], grants: SessionApprovals) -> 
     if asks_command:
         parts.append(
             f"shell_exec wants to run:\n\n    {prepared.shown}\n\nin: {prepared.cwd_display}\n"
-            f"rule: {verdict.rule}\nreason: {verdict.reason}\n\nRun it?"
+            + stdin_shown(prepared.stdin, verdict.stdin_code)
+            + f"rule: {verdict.rule}\nreason: {verdict.reason}\n\nRun it?"
         )
     else:
         parts.append(f"shell_exec will run:\n\n    {prepared.shown}\n\nin: {prepared.cwd_display}")
@@ -199,9 +224,7 @@ def consent(answer: ElicitationResult[ApprovalForm], asked: Asked, grants: Sessi
     approval = ""
     granted: Grant | None = None
     if verdict.action == "ask":
-        covering = (
-            grants.for_line(prepared.shown, prepared.cwd, verdict.rule, asked.prefix) if asked.grantable else None
-        )
+        covering = grants.for_line(prepared.key, prepared.cwd, verdict.rule, asked.prefix) if asked.grantable else None
         if covering is not None:
             # Threat: none new — the human said yes to this line (or its prefix) under this very rule.
             audit.note(
@@ -216,7 +239,7 @@ def consent(answer: ElicitationResult[ApprovalForm], asked: Asked, grants: Sessi
             remember = getattr(data, "remember", "no")
             if asked.grantable and (remember == "line" or (remember == "prefix" and asked.prefix is not None)):
                 kind: Literal["line", "prefix"] = "line" if remember == "line" else "prefix"
-                value = prepared.shown if kind == "line" else str(asked.prefix)
+                value = prepared.key if kind == "line" else str(asked.prefix)
                 granted = grants.grant(kind, value, rule=str(verdict.rule), cwd=prepared.cwd, approved_by=APPROVED_BY)
                 audit.note(granted=f"{granted.label} (rule {granted.rule}) at {granted.at}")
                 approval = granted.label
@@ -234,6 +257,25 @@ def consent(answer: ElicitationResult[ApprovalForm], asked: Asked, grants: Sessi
                 grants.grant("host", host, approved_by=APPROVED_BY, addresses=shown)
         audit.note(hosts_asked=[h for h, _ in asked.hosts], hosts_answer=choice or "no answer")
     return Consent(approval, hosts, granted)
+
+
+STDIN_SHOWN_CHARS = 4000  # a longer stdin is shown head and tail, with its size and hash
+
+
+def stdin_shown(text: str | None, reader: str) -> str:
+    """The stdin a question approves, as the human sees it (the whole of it, up to a bound)."""
+    if text is None:
+        return ""
+    what = {"": "as data", "shell": "run as a shell script"}.get(
+        reader, f"run as {reader.removeprefix('opaque:')} code"
+    )
+    body = "\n".join(printable(line) for line in text.split("\n"))  # lines kept; escapes and the like shown as such
+    if len(body) > STDIN_SHOWN_CHARS:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        half = STDIN_SHOWN_CHARS // 2
+        body = f"{body[:half]}\n… ({len(text)} characters in all, sha256:{digest}) …\n{body[-half:]}"
+    shown = "".join(f"    {line}\n" for line in body.split("\n"))
+    return f"with this on its standard input ({what}):\n\n{shown}\n"
 
 
 def require_approval(answer: ElicitationResult[ApprovalForm], verdict: Verdict) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import posixpath
 import secrets
@@ -50,6 +51,17 @@ class Prepared:
     cwd: str  # real path of the working directory
     cwd_display: str
     env: dict[str, str]
+    stdin: str | None = None  # the call's stdin text, judged with the line where a program runs it as code
+
+    @property
+    def key(self) -> str:
+        """What a `line` grant names: the line, and the stdin it was shown with (a grant covers exactly that).
+
+        Threat: a yes for `bash` fed `ls` reused for `bash` fed `rm -rf ~`."""
+        if self.stdin is None:
+            return self.shown
+        digest = hashlib.sha256(self.stdin.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        return f"{self.shown} <<< (stdin sha256:{digest})"
 
 
 class ShellExec:
@@ -82,9 +94,16 @@ class ShellExec:
         self.engine = PolicyEngine(policy, base_path=self.base_env["PATH"], effects=transactions is not None)
 
     def prepare(
-        self, command: str, args: Sequence[str] = (), cwd: str | None = None, env: Mapping[str, str] | None = None
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: str | None = None,
+        job: bool = False,
     ) -> Prepared:
-        """Check a call: the line against the policy, the working directory and redirections against the jail,
+        """Check a call: the line against the policy (with the stdin it is fed, and ``job`` when it runs as a
+        background job whose stdin later calls write), the working directory and redirections against the jail,
         the environment against the refused names. Raises the refusal as a GuardError."""
         if not command.strip():
             raise ParamError("INVALID_ARGUMENT", "The command is empty.", "Pass a command to run.")
@@ -97,7 +116,7 @@ class ShellExec:
             os.close(fd)
         run_env = build_env(env, self.base_env)
         try:
-            verdict = self.engine.decide(command, list(args), env)
+            verdict = self.engine.decide(command, list(args), env, stdin, job=job)
         except TooComplex as exc:
             # Defense in depth: a line built to be expensive to analyse must not stall every other call.
             raise ResourceError(
@@ -118,7 +137,25 @@ class ShellExec:
         else:
             argv = (*BASH, command)
             shown = command
-        return Prepared(verdict, argv, shown, real_cwd, self.jail.display(located), run_env)
+        return Prepared(verdict, argv, shown, real_cwd, self.jail.display(located), run_env, stdin)
+
+    def judge_job_input(self, command: str, args: Sequence[str], env: Mapping[str, str] | None, text: str) -> Verdict:
+        """A job that runs its stdin as code (``Verdict.stdin_code``): the verdict on everything written to it so
+        far, ``text`` (a command split over two writes is judged whole). Raises a deny as a GuardError."""
+        try:
+            verdict = self.engine.decide(command, list(args), env, text, job=True)
+        except TooComplex as exc:
+            raise ResourceError(
+                "COMMAND_TOO_COMPLEX", f"The job's input is too large or too deeply nested to be checked: {exc}.",
+                "Send a shorter script, or put it in a file and run that file.",
+            ) from None  # fmt: skip
+        if verdict.action == "deny":
+            raise SecurityError(
+                "COMMAND_DENIED",
+                f"Refused by policy rule '{verdict.rule}': {verdict.reason} (in the job's input: {verdict.trigger})",
+                "Nothing was written to the job. Do it another way that the rule allows.",
+            )
+        return verdict
 
     def session_prefix(self, command: str, args: Sequence[str], env: Mapping[str, str] | None) -> str | None:
         """The ``program subcommand`` a session approval of this line may name (None: only the exact line)."""
@@ -140,12 +177,18 @@ class ShellExec:
         return NetVerdict("deny", "unnamed-host", verdict.reason)
 
     async def prepare_off_loop(
-        self, command: str, args: Sequence[str] = (), cwd: str | None = None, env: Mapping[str, str] | None = None
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: str | None = None,
+        job: bool = False,
     ) -> Prepared:
         """Prepare a large line on a worker thread (its analysis may take milliseconds); a small one here."""
-        if len(command) + sum(len(a) for a in args) <= _INLINE_PREPARE_CHARS:
-            return self.prepare(command, args, cwd, env)
-        return await anyio.to_thread.run_sync(self.prepare, command, args, cwd, env)
+        if len(command) + sum(len(a) for a in args) + len(stdin or "") <= _INLINE_PREPARE_CHARS:
+            return self.prepare(command, args, cwd, env, stdin, job)
+        return await anyio.to_thread.run_sync(self.prepare, command, args, cwd, env, stdin, job)
 
     async def execute(
         self,

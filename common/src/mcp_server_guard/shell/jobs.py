@@ -179,6 +179,10 @@ class Job:
     timeout: float = 0.0  # its timeoutSeconds
     seen: list[int] = field(default_factory=lambda: [0, 0])
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    # A job that runs its stdin as code (a shell, an interpreter): the line it runs (command, args, env), against
+    # which each write is judged, and the incomplete last line its input left so far.
+    reads: tuple[str, list[str], dict[str, str]] | None = None
+    input_carry: str = ""
 
     def feed(self, stream: int, chunk: bytes) -> None:
         (self.out if stream == 1 else self.err).feed(chunk)

@@ -26,7 +26,7 @@ import posixpath
 import re
 import shutil
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mcp_server_guard.policy import INFORMATIONAL, Action, Rule, ShellPolicy
@@ -42,7 +42,7 @@ from mcp_server_guard.shell.parsing import (
     expand_braces,
     parse,
 )
-from mcp_server_guard.shell.wrappers import DYNAMIC, unwrap
+from mcp_server_guard.shell.wrappers import DYNAMIC, NETWORK_FED, Inner, option_commands, unwrap
 
 _SEVERITY: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 # Doubts that are only about which of the project's files a command writes: judged by their effects while
@@ -113,6 +113,45 @@ BLOCK_DEVICE_NAMES = (
 )  # fmt: skip
 # Writing to these is writing to the kernel or to a disk, whatever the program.
 DEVICE_WRITE_TARGETS = (BLOCK_DEVICE, "/proc/sysrq-trigger", "/proc/sys/**", "/sys/**")
+# Names under which a program opens its own standard input as a file: `bash -`, `sh /dev/stdin`, `python3 /dev/fd/0`.
+STDIN_PATHS = frozenset({"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "/proc/thread-self/fd/0"})
+# Options that load a program or script of another language from a file, per program: given one of STDIN_PATHS
+# (or a pipe, a here-doc), the program runs code this layer cannot read as shell: undecidable.
+CODE_FILE_OPTIONS: dict[str, frozenset[str]] = {
+    "awk": frozenset({"f", "file", "i", "include", "E", "exec"}),
+    "sed": frozenset({"f", "file"}),
+    "make": frozenset({"f", "file", "makefile"}),
+    "gdb": frozenset({"x", "command", "ix", "init-command"}),
+    "bash": frozenset({"rcfile", "init-file"}),
+    "vim": frozenset({"S", "s", "u"}),
+    "jq": frozenset({"f", "from-file"}),
+    "lua": frozenset(),
+    "tclsh": frozenset(),
+    "expect": frozenset({"f"}),
+    "m4": frozenset(),
+    "dc": frozenset({"f", "file"}),
+    "bc": frozenset(),
+}
+for _alias, _base in (("gawk", "awk"), ("mawk", "awk"), ("nawk", "awk"), ("busybox-awk", "awk"), ("gmake", "make"),
+                      ("bmake", "make"), ("nvim", "vim"), ("vi", "vim"), ("ex", "vim"), ("view", "vim"),
+                      ("vimdiff", "vim")):  # fmt: skip
+    CODE_FILE_OPTIONS[_alias] = CODE_FILE_OPTIONS[_base]
+
+
+@dataclass(frozen=True)
+class Feed:
+    """What a command reads on its standard input.
+
+    ``call``: the tool call's ``stdin`` text (``text``; None when the call gives none, so nothing); ``job``: a
+    background job's stdin, written by later calls (each write is judged then); ``pipe`` (``upstream``), ``text``
+    (a static here-doc or here-string), ``dynamic`` (one with expansions), ``file`` (``< file``), ``none``."""
+
+    kind: str
+    text: str | None = None
+    upstream: Command | None = None
+
+
+NO_FEED = Feed("none")
 
 
 @dataclass(frozen=True)
@@ -127,6 +166,9 @@ class Verdict:
     redirects: tuple[Redirect, ...] = ()
     findings: tuple[Finding, ...] = ()
     asking: tuple[str, ...] = ()  # every rule that asks about some command of the line (the verdict names one)
+    # What reads the call's (or the job's) standard input as program text: "" (nothing: stdin is data), "shell",
+    # an interpreter's name, or "opaque:<program>" (code this layer cannot read). A job's later stdin is judged so.
+    stdin_code: str = ""
 
 
 @dataclass
@@ -156,9 +198,10 @@ class Args:
         return found
 
 
-def parse_args(program: str, args: Sequence[str]) -> Args:
-    """Split arguments into flags (short letters, long names), option values and positionals."""
-    takes_value = VALUE_OPTIONS.get(program, frozenset())
+def parse_args(program: str, args: Sequence[str], more_values: frozenset[str] = frozenset()) -> Args:
+    """Split arguments into flags (short letters, long names), option values and positionals (``more_values``:
+    options that take a value besides those ``VALUE_OPTIONS`` names)."""
+    takes_value = VALUE_OPTIONS.get(program, frozenset()) | more_values
     out = Args(dynamic=_DYNAMIC in args)
     single_dash_long = program in SINGLE_DASH_LONG
     i = 0
@@ -369,11 +412,13 @@ class _Expander:
         self.redirects: list[Redirect] = []
         self.env = env  # the call's own variables (already checked against the refused names)
         self.base_path = base_path
+        self.stdin_code = ""  # what reads the call's or job's stdin as program text (Verdict.stdin_code)
 
     def finding(self, kind: str, detail: str) -> None:
         self.found.append(_Found(None, detail, Finding(kind, detail)))
 
-    def line(self, source: str, depth: int) -> None:
+    def line(self, source: str, depth: int, feed: Feed = NO_FEED) -> None:
+        """Every command of ``source``; ``feed`` is what the line's own stdin is (its commands inherit it)."""
         if depth > _MAX_DEPTH:
             self.finding("too-deep", "shell strings nested too deeply to analyse")
             return
@@ -394,12 +439,19 @@ class _Expander:
         for name in sorted(parsed.evaluated_from_env & set(self.env)):
             if re.search(r"[$`]", self.env[name]):
                 self.finding("code-in-data", f"${name} from the call's env is evaluated as code")
+        # Threat: `IFS=,; c=rm,-rf,x; $c`. The parser splits a variable's known value on blanks; with IFS set in
+        # the line bash splits it on other characters, so such words are only known at run time.
+        ifs = _SETS_IFS.search(source) is not None
         for command in parsed.commands:
-            self.command(command, depth)
+            if ifs:
+                command.words = [Word(None, w.raw) if w.split or w.raw.startswith("$") else w for w in command.words]
+            self.command(command, depth, _feed_of(command, feed))
 
-    def command(self, command: Command, depth: int) -> None:
+    def command(self, command: Command, depth: int, feed: Feed = NO_FEED) -> None:
         if command.assignments:
-            self.assignments(command.assignments, depth)
+            reads = bool(command.words) and command.words[0].value in ("read", "mapfile", "readarray")
+            # `while IFS= read -r line`: IFS set for the read builtin only decides how it splits a line of data.
+            self.assignments([(n, w) for n, w in command.assignments if not (reads and n == "IFS")], depth)
         words = command.words
         if not words:
             return
@@ -409,7 +461,7 @@ class _Expander:
         path_word = None if declares else next((w for name, w in command.assignments if name == "PATH"), None)
         if path_word is not None and path_word.value is None:
             self.finding("path-override", "PATH is set to a value only known at run time")
-        self.argv(words, command, depth, path=path_word.value if path_word is not None else None)
+        self.argv(words, command, depth, path=path_word.value if path_word is not None else None, feed=feed)
 
     def assignments(self, assignments: Sequence[tuple[str, Word]], depth: int) -> None:
         """Threat: `LESSOPEN='|sh x' less f`, `GIT_CONFIG_COUNT=… git …`, `LD_PRELOAD=… x` — variables that
@@ -424,11 +476,23 @@ class _Expander:
             elif runs_code(name):
                 self.finding("env-code", f"{name}=… makes the program load code or settings chosen here")
 
-    def argv(self, words: Sequence[Word], command: Command | None, depth: int, path: str | None = None) -> None:
+    def argv(
+        self,
+        words: Sequence[Word],
+        command: Command | None,
+        depth: int,
+        path: str | None = None,
+        feed: Feed = NO_FEED,
+    ) -> None:
         if not words:
             return
         head = words[0]
         text = command.text if command is not None else " ".join(w.raw for w in words)
+        if head.split and head.value is not None and len(head.value.split()) > 1:
+            # Threat: `x='rm -rf ~'; $x` — bash splits the value into words: the first is the program.
+            split = head.value.split()
+            words = [Word(split[0], head.raw), *(Word(part, head.raw) for part in split[1:]), *words[1:]]
+            head = words[0]
         if head.static is None:
             self.finding("dynamic-command", f"the program name {head.raw!r} is only known at run time")
             return
@@ -448,32 +512,38 @@ class _Expander:
         self.found.append(_Found(argv, text))
         program = posixpath.basename(argv[0])
         rest = list(words[1:])
+        for inner_text in option_commands(_interpreter_name(program) or program, rest):
+            # `nc -e /bin/sh host`: the shell's stdin is the connection, so its script comes from elsewhere.
+            self._inner(program, inner_text, depth, Feed("pipe") if program in NETWORK_FED else NO_FEED)
         if program == "eval":
             if rest and all(w.value is not None for w in rest):
                 self.line(" ".join(w.value or "" for w in rest), depth + 1)  # eval 'static text': judge the text
             else:
                 self.finding("eval", "eval runs a string built at run time")
         elif program in ("source", "."):
-            if not rest or rest[0].value is None:
-                self.finding("source", f"{program} runs the commands of a file only known at run time")
-            # `source .venv/bin/activate`: like running a script by name; the box is the boundary
+            self._source(program, rest, depth, feed)
         elif program in SHELLS or (program == "busybox" and rest and rest[0].value in SHELLS):
-            self._shell(rest if program != "busybox" else rest[1:], command, depth)
-        elif program in INTERPRETERS:
-            self._interpreter(program, rest, command)
+            self._shell(rest if program != "busybox" else rest[1:], depth, feed)
+        elif program in INTERPRETERS or _interpreter_name(program):
+            self._interpreter(program, rest, feed)
         elif program == "env":
-            self._env(rest, depth)
+            self._env(rest, depth, feed)
         elif program in ("alias", "mapfile", "readarray"):
             self._code_words(program, rest, depth)
         else:
-            inner = unwrap(program, rest)
-            if isinstance(inner, str):
-                self.line(inner, depth + 1)
-            elif inner is DYNAMIC:
-                self.finding("dynamic-shell-string", f"{program} runs a command string only known at run time")
-            elif isinstance(inner, list):
-                for part in inner:
-                    self.argv(part, None, depth + 1)
+            self._code_files(program, rest, feed)
+            # A wrapper's command reads the wrapper's stdin (xargs' reads nothing: xargs takes it).
+            self._inner(program, unwrap(program, rest), depth, NO_FEED if program in ("xargs", "parallel") else feed)
+
+    def _inner(self, program: str, inner: Inner, depth: int, feed: Feed) -> None:
+        """What a wrapper or a run-this option runs: a command line, commands, or text only run time knows."""
+        if isinstance(inner, str):
+            self.line(inner, depth + 1)
+        elif inner is DYNAMIC:
+            self.finding("dynamic-shell-string", f"{program} runs a command string only known at run time")
+        elif isinstance(inner, list):
+            for part in inner:
+                self.argv(part, None, depth + 1, feed=feed)
 
     def _check_program(self, name: str, path: str | None) -> None:
         """Threat: `PATH=./fake:$PATH ls` or the call's env PATH running a look-alike `ls` from the project.
@@ -488,7 +558,7 @@ class _Expander:
         if relative or shutil.which(name, path=effective) != shutil.which(name, path=self.base_path):
             self.finding("path-override", f"PATH makes {name!r} run a different program than the usual one")
 
-    def _env(self, rest: list[Word], depth: int) -> None:
+    def _env(self, rest: list[Word], depth: int, feed: Feed) -> None:
         assignments: list[tuple[str, Word]] = []
         i = 0
         while i < len(rest):
@@ -526,17 +596,84 @@ class _Expander:
         self.assignments(assignments, depth)
         path = next((w.value for name, w in assignments if name == "PATH"), None)
         if i < len(rest):
-            self.argv(rest[i:], None, depth + 1, path=path)
+            self.argv(rest[i:], None, depth + 1, path=path, feed=feed)
 
-    def _interpreter(self, program: str, rest: list[Word], command: Command | None) -> None:
+    def _interpreter(self, program: str, rest: list[Word], feed: Feed) -> None:
         code = [w.value for w in rest if w.value is not None and not w.value.startswith("-")]
-        if any(re.search(_FORK_LOOP, c, re.DOTALL) for c in code):
+        if any(_forks_repeatedly(c) for c in code):
             self.finding("fork-bomb", f"{program} code forks in a loop")
-        if command is not None and not _has_code_arg(rest):
-            if command.piped:
-                self.finding("pipe-to-shell", f"{program} runs code piped into it")
-            elif command.stdin_file:
-                self.finding("script-from-data", f"{program} runs code read from a file on stdin")
+        script = next((w for w in rest if not (w.value or "").startswith("-") or w.value == "-"), None)
+        if _has_code_arg(rest) and (script is None or script.value not in STDIN_PATHS):
+            if script is not None and _process_substitution(script):
+                self.finding("pipe-to-shell", f"{program} runs code a command prints (<(…))")
+            return
+        # The program text comes from stdin (`python3`, `python3 -`, `perl /dev/stdin`): judge what feeds it.
+        name = _interpreter_name(program) or program
+        self._program_text(name, feed, lambda text: self._interpreter_text(program, text), f"{program} code")
+
+    def _interpreter_text(self, program: str, text: str) -> None:
+        if _forks_repeatedly(text):
+            self.finding("fork-bomb", f"{program} code forks in a loop")
+
+    def _program_text(self, reader: str, feed: Feed, judge: Callable[[str], None], what: str) -> None:
+        """A program reads its program text from ``feed``: judge that text with ``judge`` when it is known."""
+        if feed.kind in ("call", "job"):
+            self.stdin_code = self.stdin_code or reader
+            if feed.text is not None:
+                judge(feed.text)
+        elif feed.kind == "text" and feed.text is not None:
+            judge(feed.text)
+        elif feed.kind == "dynamic":
+            self.finding("dynamic-shell-string", f"a here-document with expansions is run as {what}")
+        elif feed.kind == "file":
+            # Threat: `sh < notes.txt` runs whatever the file holds; what it holds is not in the line.
+            self.finding("script-from-data", f"{what} read from a file on stdin is run")
+        elif feed.kind == "pipe":
+            self.finding("pipe-to-shell", f"{what} piped in by another command is run")
+            upstream = feed.upstream
+            head = upstream.words[0].value if upstream is not None and upstream.words else None
+            if upstream is not None and head in ("echo", "printf") and all(w.value for w in upstream.words[1:]):
+                # `echo 'rm -rf ~' | sh`: the text is in the line; judge it too.
+                judge(" ".join(w.value or "" for w in upstream.words[1:] if not (w.value or "").startswith("-")))
+
+    def _code_files(self, program: str, rest: list[Word], feed: Feed) -> None:
+        """Threat: `awk -f /dev/stdin`, `make -f -`, `vim -E -s`, `gdb -x /dev/stdin`: a program loading code of its
+        own language from stdin. This layer cannot read that code: undecidable (a job's writes too)."""
+        options = CODE_FILE_OPTIONS.get(program)
+        if options is None:
+            return
+        vim = program in ("vim", "nvim", "vi", "ex", "view", "vimdiff")
+        values = options - {"s"} if vim else options  # vim's -s is a flag in Ex mode
+        parsed = parse_args(program, [w.value if w.value is not None else _DYNAMIC for w in rest], values)
+        from_stdin = any(v in STDIN_PATHS for option in options for v in parsed.values_of(option))
+        if not from_stdin and vim:
+            from_stdin = (program == "ex" or bool(parsed.shorts & {"e", "E"})) and "s" in parsed.shorts
+        if not from_stdin and options == frozenset():
+            from_stdin = not parsed.positionals or parsed.positionals[0] in STDIN_PATHS  # `lua`, `bc` read stdin
+        if not from_stdin:
+            return
+        what = f"{program} code"
+
+        def opaque(_text: str) -> None:
+            self.finding("script-from-data", f"{program} runs code given on its standard input")
+
+        self._program_text(f"opaque:{program}", feed, opaque, what)
+
+    def _source(self, program: str, rest: list[Word], depth: int, feed: Feed) -> None:
+        """`source FILE` / `. FILE` runs a file's text in this shell."""
+        target = rest[0] if rest else None
+        if target is None or target.value is None:
+            if target is not None and _process_substitution(target):
+                self.finding("pipe-to-shell", f"{program} runs the commands another command prints (<(…))")
+            else:
+                self.finding("source", f"{program} runs the commands of a file only known at run time")
+            return
+        if target.value in STDIN_PATHS:
+            self._program_text("shell", feed, lambda text: self.line(text, depth + 1), "a shell script")
+            return
+        if not any(fnmatch.fnmatchcase(target.value, p) for p in SOURCED_SETUP):
+            # Threat: `. ./notes` runs whatever the file holds; its text is not in the line (a script from data).
+            self.finding("source", f"{program} runs the commands written in {target.value!r}")
 
     def _code_words(self, program: str, rest: list[Word], depth: int) -> None:
         """`alias x='…'` and `mapfile -C '…'`: strings bash later runs as commands."""
@@ -557,17 +694,19 @@ class _Expander:
                 else:
                     self.line(callback, depth + 1)
 
-    def _shell(self, rest: Sequence[Word], command: Command | None, depth: int) -> None:
+    def _shell(self, rest: Sequence[Word], depth: int, feed: Feed) -> None:
         script: Word | None = None
-        reads_script_file = False
+        operand: Word | None = None  # the script file it runs, when not -c and not -s
         from_stdin = False  # -s: commands come from stdin, the remaining words are parameters
         i = 0
         while i < len(rest):
             value = rest[i].value
             if value is None:
+                operand = rest[i]
                 break
             if value == "--":
-                reads_script_file = i + 1 < len(rest) and not from_stdin
+                if i + 1 < len(rest) and not from_stdin:
+                    operand = rest[i + 1]
                 break
             if value.startswith("-") and len(value) > 1 and not value.startswith("--"):
                 from_stdin = from_stdin or "s" in value[1:]
@@ -580,9 +719,10 @@ class _Expander:
                 i += 1
                 continue
             if value.startswith("--"):
-                i += 1
+                i += 2 if value in ("--rcfile", "--init-file") else 1
                 continue
-            reads_script_file = not from_stdin
+            if not from_stdin:
+                operand = rest[i]
             break
         if script is not None:
             if script.value is None:
@@ -590,31 +730,69 @@ class _Expander:
             else:
                 if script.filled:  # xargs -I{} sh -c 'x {}': the input becomes code
                     self.finding("dynamic-shell-string", "sh -c runs a string with run-time input in it")
-                self.line(script.value, depth + 1)
+                self.line(script.value, depth + 1, feed)
             return
-        if reads_script_file:
+        if operand is not None and operand.value not in STDIN_PATHS:
+            if _process_substitution(operand):
+                # Threat: `bash <(curl …)` — the script is what another command prints.
+                self.finding("pipe-to-shell", "a shell runs what another command prints (<(…))")
             return  # `bash script.sh`: like running any program; the box is the boundary
-        if command is not None and command.stdin_text is not None:
-            self.line(command.stdin_text, depth + 1)
-        elif command is not None and command.stdin_dynamic:
-            self.finding("dynamic-shell-string", "a here-document with expansions is fed to a shell")
-        elif command is not None and command.stdin_file:
-            # Threat: `sh < notes.txt` runs whatever the file holds; what it holds is not in the line.
-            self.finding("script-from-data", "a shell runs commands read from a file on stdin")
-        elif command is not None and command.piped:
-            self.finding("pipe-to-shell", "a shell runs whatever is piped into it")
-            upstream = command.upstream
-            head = upstream.words[0].value if upstream is not None and upstream.words else None
-            if upstream is not None and head in ("echo", "printf") and all(w.value for w in upstream.words[1:]):
-                # `echo 'rm -rf ~' | sh`: the text is in the line; judge it too.
-                self.line(
-                    " ".join(w.value or "" for w in upstream.words[1:] if not (w.value or "").startswith("-")),
-                    depth + 1,
-                )
+        # `bash`, `bash -s`, `bash -`, `sh /dev/stdin`: the script is the shell's standard input.
+        self._program_text("shell", feed, lambda text: self.line(text, depth + 1), "a shell script")
+
+
+# `IFS=,` as a statement of its own (not `IFS= read …`, set for one command): later unquoted words split on it.
+_SETS_IFS = re.compile(r"(?:^|[;&|(\n{]|\bthen|\bdo|\belse)\s*(?:export\s+|declare\s+)?IFS=\S*\s*(?:$|[;&|)\n}])")
+
+
+def _feed_of(command: Command, inherited: Feed) -> Feed:
+    """What ``command`` reads on stdin: its own here-doc, redirect or pipe, else what its line reads."""
+    if command.stdin_text is not None:
+        return Feed("text", command.stdin_text)
+    if command.stdin_dynamic:
+        return Feed("dynamic")
+    if command.stdin_file:
+        return Feed("file")
+    if command.piped:
+        return Feed("pipe", upstream=command.upstream)
+    return inherited
+
+
+def _process_substitution(word: Word) -> bool:
+    return word.value is None and word.raw.lstrip().startswith(("<(", ">("))
+
+
+def _interpreter_name(program: str) -> str:
+    """``python3.12`` is python; ``perl5.36`` is perl (versioned names of the interpreters)."""
+    found = re.fullmatch(r"(python|perl|ruby|php|lua|node)[\d.]*", program)
+    return found.group(1) if found else ""
+
+
+# `source` of these runs a setup script of a tool (a virtualenv, rustup, nvm, the user's shell files): like
+# running the tool. Any other file sourced is a script from data.
+SOURCED_SETUP = (
+    "*/bin/activate", "*/bin/activate.sh", "bin/activate", "~/.cargo/env", "$HOME/.cargo/env", "*/.cargo/env",
+    "*/nvm.sh", "~/.bashrc", "~/.profile", "~/.bash_profile", "~/.zshrc", "/etc/profile", "/etc/profile.d/*",
+    "*/conda.sh", "*/etc/profile.d/*", "*/env.sh", "*/setup.bash", "*/setup.sh", "/opt/ros/*",
+)  # fmt: skip
 
 
 # Code that forks in a loop: `perl -e 'fork while fork'`, `python -c 'while 1: os.fork()'`, `ruby -e 'loop{fork}'`.
 _FORK_LOOP = r"(\bwhile\b|\bloop\b|\bfor\s*\(\s*;\s*;|\buntil\b|\brepeat\b).*\bfork\b|\bfork\b.*\b(while|until)\b"
+# ... or over and over by other means: `perl -e '{fork; redo}'`, `goto`, `retry`, `1.times`, `.each`, a function that
+# calls itself after forking.
+_FORK_AGAIN = r"\bfork\b.*\b(redo|goto|retry|times|each|map|recurse)\b|\b(redo|goto|retry)\b.*\bfork\b"
+
+
+def _forks_repeatedly(code: str) -> bool:
+    if re.search(_FORK_LOOP, code, re.DOTALL) or re.search(_FORK_AGAIN, code, re.DOTALL):
+        return True
+    # def f(): os.fork(); f()  /  sub f { fork; f() }: a function that forks and calls itself.
+    for found in re.finditer(r"\b(?:def|sub|function)\s+(\w+)", code):
+        body = code[found.end() :]
+        if re.search(r"\bfork\b", body) and re.search(rf"\b{re.escape(found.group(1))}\b", body):
+            return True
+    return False
 
 
 def _writes_device(target: str) -> bool:
@@ -647,13 +825,19 @@ class PolicyEngine:
                     self._detect[rule.detect] = rule
         self._program_rules = [rule for rule in policy.rules if rule.programs and not (effects and rule.undoable)]
 
-    def expand(self, command: str, args: Sequence[str] = (), env: Mapping[str, str] | None = None) -> _Expander:
+    def expand(
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        stdin: Feed = NO_FEED,
+    ) -> _Expander:
         expander = _Expander(env or {}, self.base_path)
         if args:
             words = [Word(command, command), *(Word(a, a) for a in args)]
-            expander.argv(words, None, 0)
+            expander.argv(words, None, 0, feed=stdin)
         else:
-            expander.line(command, 0)
+            expander.line(command, 0, stdin)
         return expander
 
     def plain_commands(
@@ -666,8 +850,20 @@ class PolicyEngine:
             return None
         return [list(f.argv) for f in found if f.argv is not None]
 
-    def decide(self, command: str, args: Sequence[str] = (), env: Mapping[str, str] | None = None) -> Verdict:
-        expander = self.expand(command, args, env)
+    def decide(
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        stdin: str | None = None,
+        *,
+        job: bool = False,
+    ) -> Verdict:
+        """The verdict on a line (or an argv, with ``args``). ``stdin``: the text the call feeds it, judged as code
+        where a program reads its program text from stdin; ``job``: the line runs as a background job whose
+        stdin later calls write (``Verdict.stdin_code`` says whether each write must be judged)."""
+        feed = Feed("job", stdin) if job else Feed("call", stdin) if stdin is not None else NO_FEED
+        expander = self.expand(command, args, env, feed)
         best: Verdict | None = None
         commands: list[str] = []
         asking: dict[str, None] = {}
@@ -693,6 +889,7 @@ class PolicyEngine:
             tuple(expander.redirects),
             tuple(f.finding for f in expander.found if f.finding is not None),
             tuple(asking),
+            expander.stdin_code,
         )
 
     def _command(self, argv: list[str], text: str) -> Verdict:

@@ -10,6 +10,8 @@ asks instead of allowing.
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Sequence
 
 from mcp_server_guard.shell.parsing import Word
@@ -114,10 +116,21 @@ def _xargs(rest: list[Word]) -> Inner:
     replace: str | None = None
     for i, word in enumerate(rest[:start]):
         value = word.value or ""
-        if value.startswith("-I"):
-            replace = value[2:] or (rest[i + 1].value if i + 1 < len(rest) else None) or "{}"
-        elif value in ("-i", "--replace") or value.startswith(("-i", "--replace=")):
-            replace = value.partition("=")[2] or value[2:] or "{}"
+        if value in ("--replace",) or value.startswith("--replace="):
+            replace = value.partition("=")[2] or "{}"
+        elif value.startswith("-") and not value.startswith("--"):
+            # -I R, -IR, -0I R, -i, -iR, -0i: the letters may be clustered (GNU getopt); -I takes the rest or the
+            # next word, -i the rest only.
+            letters = value[1:]
+            for pos, letter in enumerate(letters):
+                if letter == "I":
+                    replace = letters[pos + 1 :] or (rest[i + 1].value if i + 1 < len(rest) else None) or "{}"
+                    break
+                if letter == "i":
+                    replace = letters[pos + 1 :] or "{}"
+                    break
+                if letter in "adELnPs":
+                    break  # a value-taking letter: the rest is its value
     command = rest[start:] or [Word("echo", "echo")]
     if replace:
         return [_replaced(command, replace)]
@@ -226,6 +239,24 @@ _RUN_SUBCOMMANDS = {
 }  # fmt: skip
 
 
+# Programs that run the command after their own options: short options that take a value, long ones that do.
+_PLAIN_WRAPPERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "nohup": ("", ()), "builtin": ("", ()), "setsid": ("", ()), "catchsegv": ("", ()), "unbuffer": ("", ()),
+    "chronic": ("", ()), "fakeroot": ("lsi", ("lib", "faked")), "stdbuf": ("ioe", ("input", "output", "error")),
+    "time": ("fo", ("format", "output")), "linux32": ("", ()), "linux64": ("", ()), "i386": ("", ()),
+    "x86_64": ("", ()), "faketime": ("f", ()), "rlwrap": ("abcfHlopPsSt", ()), "proxychains": ("f", ()),
+    "proxychains4": ("f", ()), "torsocks": ("auPp", ()), "tsocks": ("", ()), "eatmydata": ("", ()),
+    "nocache": ("n", ()), "dbus-launch": ("", ("config-file",)), "dbus-run-session": ("", ("config-file",)),
+    "xvfb-run": ("nsfe", ("server-num", "server-args", "auth-file", "error-file")),
+    "valgrind": ("", ()), "tini": ("", ()), "dumb-init": ("", ()), "gosu": ("", ()), "su-exec": ("", ()),
+    "cpulimit": ("lpe", ("limit", "pid", "exe")), "trickle": ("udwtlnL", ()), "caffeinate": ("tw", ()),
+    "chpst": ("ugUbenlmdofpcr", ()), "softlimit": ("amdsloprft", ()), "setuidgid": ("", ()), "envdir": ("", ()),
+    "ssh-agent": ("aEPt", ()), "lockf": ("t", ()), "retry": ("tdm", ()),
+}  # fmt: skip
+# These take one operand (a user, a directory, a file, a time) before the command.
+_ONE_OPERAND = frozenset({"gosu", "su-exec", "setuidgid", "envdir", "lockf", "faketime"})
+
+
 def unwrap(program: str, rest: list[Word]) -> Inner:
     """What ``program`` runs, given its arguments ``rest``."""
     if program in ("sudo", "doas", "run0", "pkexec"):
@@ -234,8 +265,14 @@ def unwrap(program: str, rest: list[Word]) -> Inner:
         )
     if program in ("nice", "ionice"):
         return _after_options(rest, "ncpt", ("adjustment", "class"))
-    if program in ("nohup", "builtin", "setsid", "fakeroot", "catchsegv", "unbuffer", "stdbuf", "time", "chronic"):
-        return _after_options(rest, "ioefls", ("input", "output", "error", "format"))
+    if program in _PLAIN_WRAPPERS:
+        short, long = _PLAIN_WRAPPERS[program]
+        return _after_options(rest, short, long, skip=1 if program in _ONE_OPERAND else 0)
+    if program == "setarch":
+        if not rest or (rest[0].value or "-").startswith("-"):
+            return None  # setarch --list
+        start = 1 + skip_options(rest[1:], frozenset(), frozenset({"uname-2.6"}))
+        return [rest[start:]] if start < len(rest) else None
     if program in ("timeout", "taskset"):
         return _after_options(rest, "sk", ("signal", "kill-after"), skip=1)  # skip the duration / mask
     if program in ("strace", "ltrace"):
@@ -287,10 +324,13 @@ def unwrap(program: str, rest: list[Word]) -> Inner:
     if program == "watch":
         return _joined(rest[skip_options(rest, frozenset("ndq"), frozenset({"interval", "differences"})) :])
     if program == "trap" and rest:
-        return _string(rest[0])
+        start = 1 if rest[0].value == "--" else 0
+        if any(w.value in ("-p", "-l", "-P") for w in rest[:1]):
+            return None  # trap -p / -l only print
+        return _string(rest[start]) if start < len(rest) else None
     if program in ("find", "fd", "fdfind"):
         return _find_exec(rest)
-    if program in ("su", "runuser"):
+    if program in ("su", "runuser", "sg"):
         return _option_value(rest, ("--command", "-c"), anywhere=True)
     if program in ("ssh", "rsh"):
         return _ssh(rest)
@@ -313,3 +353,217 @@ def unwrap(program: str, rest: list[Word]) -> Inner:
     if program == "uvx" or (program == "pipx" and rest and rest[0].value == "run"):
         return _runner(rest if program == "uvx" else rest[1:])
     return None
+
+
+# -- programs' own "run this" options -----------------------------------------------------------------------
+#
+# Threat: `git rebase -x 'rm -rf ~'`, `gdb -batch -ex 'shell …'`, `vim -c '!…'`, `sed '1e …'`, `zip -TT …`,
+# `rsync -e …`, `nc -e /bin/sh`, `socat exec:…`, `awk 'BEGIN{system("…")}'`, `python3 -c 'os.system("…")'`:
+# a program that runs text it was given. Each text is returned for judging like a command line (a string), a
+# command (words), or DYNAMIC when the text is only known at run time or is code this layer cannot read.
+
+_VIM = frozenset({"vim", "vi", "nvim", "ex", "view", "vimdiff", "gvim", "rvim"})
+_GIT_FILTERS = ("--tree-filter", "--index-filter", "--msg-filter", "--env-filter", "--commit-filter",
+                "--parent-filter", "--tag-name-filter", "--setup")  # fmt: skip
+# String literals given to a call that runs them as a command line, in interpreter code.
+_CODE_RUNS = re.compile(
+    r"""(?:\bsystem|\bpopen|\bexec[lv]?p?e?|\bspawn|\bcheck_output|\bcheck_call|\bgetoutput|\bgetstatusoutput|\brun|\bcall|\bshell_exec|\bpassthru|\bexecSync|\bexecFileSync|\bspawnSync|\bexecute|\bcallCommand)\s*\(?\s*(['"])((?:\\.|(?!\1).)*)\1"""
+)
+_BACKTICKS = re.compile(r"`([^`]+)`|%x\((.*?)\)|%x\{(.*?)\}|\bqx\s*[({/](.*?)[)}/]")
+
+
+def option_commands(program: str, rest: list[Word]) -> list[Inner]:
+    """What ``program`` runs through its own options or program text (besides ``unwrap``'s command)."""
+    values = [w.value for w in rest]
+    out: list[Inner] = []
+    if program == "git":
+        sub = next((i for i, v in enumerate(values) if v is not None and not v.startswith("-")), None)
+        name = values[sub] if sub is not None else None
+        tail = rest[sub + 1 :] if sub is not None else []
+        if name == "rebase":
+            out += _all_values(tail, ("-x", "--exec"))
+        elif name == "submodule" and tail and tail[0].value == "foreach":
+            words = [w for w in tail[1:] if w.value not in ("--recursive", "-q", "--quiet")]
+            out.append(_joined(words))
+        elif name == "filter-branch":
+            out += _all_values(tail, _GIT_FILTERS)
+    elif program in ("gdb", "cgdb"):
+        for text in _all_values(rest, ("-ex", "--ex", "-eval-command", "--eval-command", "-iex", "--iex")):
+            out.append(_debugger_command(text))
+    elif program in _VIM:
+        texts = _all_values(rest, ("-c", "--cmd")) + [v[1:] for v in values if v is not None and v.startswith("+")]
+        out += [_editor_command(text) for text in texts]
+    elif program == "sed":
+        out += [_sed_runs(text) for text in _sed_scripts(rest)]
+    elif program in ("zip",):
+        out += _all_values(rest, ("-TT", "--unzip-command"))
+    elif program == "rsync":
+        out += _all_values(rest, ("-e", "--rsh", "--rsync-path"))
+    elif program in ("nc", "ncat", "netcat", "nc.traditional", "nc.openbsd"):
+        for text in _all_values(rest, ("-e", "--exec")):
+            out.append(_split(text) if isinstance(text, str) else DYNAMIC)
+        out += _all_values(rest, ("-c", "--sh-exec", "--lua-exec"))
+    elif program == "socat":
+        for value in values:
+            if value is None:
+                continue
+            kind, _, body = value.partition(":")
+            if kind.lower() in ("exec", "system"):
+                body = body.split(",")[0]
+                out.append(body if kind.lower() == "system" else _split(body))
+    elif program in ("awk", "gawk", "mawk", "nawk"):
+        out += [_awk_runs(text) for text in _awk_programs(rest)]
+    elif program in (
+        "python",
+        "python3",
+        "perl",
+        "ruby",
+        "node",
+        "nodejs",
+        "php",
+        "deno",
+        "bun",
+        "lua",
+        "R",
+        "Rscript",
+    ):
+        for text in _all_values(rest, ("-c", "-e", "-E", "--eval", "-r", "-p", "--print")):
+            if isinstance(text, str):
+                out += _literal_commands(text)
+    elif program in ("hyperfine",):
+        out += [w.value if w.value is not None else DYNAMIC for w in rest if not (w.value or "-").startswith("-")]
+    elif program in ("less", "more", "man"):
+        out += [v[2:] for v in values if v is not None and v.startswith(("+!", "+|"))]
+        if program == "man":
+            out += _all_values(rest, ("-P", "--pager", "-H", "--html"))
+    return [item for item in out if item is not None]
+
+
+def _split(text: str) -> Inner:
+    """A program and its arguments in one string, split the way these programs split it (like a shell)."""
+    try:
+        return [[Word(part, part) for part in shlex.split(text)]]
+    except ValueError:
+        return DYNAMIC
+
+
+# Programs whose command's stdin is a network connection: a shell there runs what the other end sends.
+NETWORK_FED = frozenset({"nc", "ncat", "netcat", "nc.traditional", "nc.openbsd", "socat"})
+
+
+def _all_values(words: Sequence[Word], names: Sequence[str]) -> list[Inner]:
+    """Every value of the options ``names`` (``-x V``, ``-xV`` for one-letter ones, ``--name=V``)."""
+    found: list[Inner] = []
+    for i, word in enumerate(words):
+        value = word.value
+        if value is None:
+            continue
+        for name in names:
+            if value == name:
+                found.append(_string(words[i + 1] if i + 1 < len(words) else None))
+            elif name.startswith("--") and value.startswith(name + "="):
+                found.append(value.partition("=")[2])
+            elif len(name) == 2 and value.startswith(name) and len(value) > 2 and not value.startswith("--"):
+                found.append(value[2:])
+    return found
+
+
+def _debugger_command(text: Inner) -> Inner:
+    if not isinstance(text, str):
+        return text
+    stripped = text.strip()
+    if stripped.startswith("!"):
+        return stripped[1:]
+    word, _, tail = stripped.partition(" ")
+    if word in ("shell", "she", "pipe", "|"):
+        return tail
+    if word in ("python", "py", "pi", "python-interactive", "guile", "gu", "source", "so"):
+        return DYNAMIC  # code of another language, or a script from a file
+    return None
+
+
+def _editor_command(text: Inner) -> Inner:
+    if not isinstance(text, str):
+        return text
+    stripped = text.lstrip(": ")
+    for prefix in ("silent!", "silent", "sil!", "sil", "exe", "execute"):
+        if stripped.startswith(prefix + " "):
+            stripped = stripped[len(prefix) + 1 :].lstrip()
+    if stripped.startswith("!"):
+        return stripped[1:]
+    if "!" in stripped and re.match(r"^(\d+|%|\.|\$|'<,'>|\d+,\d+)?\s*(r|read|w|write)?\s*!", stripped):
+        return stripped.split("!", 1)[1]  # :r !cmd, :%!cmd, :w !cmd
+    if re.match(r"^(py|python|py3|python3|pyx|lua|perl|ruby|rub|mz|tcl|call|term|terminal|source|so|!)\b", stripped):
+        return DYNAMIC
+    if re.search(r"\bsystem\s*\(|\bsystemlist\s*\(|\bjobstart\s*\(|\btermopen\s*\(", stripped):
+        return DYNAMIC
+    return None
+
+
+def _sed_scripts(words: Sequence[Word]) -> list[str]:
+    scripts = [v for v in _all_values(words, ("-e", "--expression")) if isinstance(v, str)]
+    from_file = any((w.value or "") in ("-f", "--file") or (w.value or "").startswith("--file=") for w in words)
+    if not scripts and not from_file:
+        first = next((w.value for w in words if w.value is not None and not w.value.startswith("-")), None)
+        if first is not None:
+            scripts.append(first)
+    return scripts
+
+
+_SED_ADDRESS = r"(?:\d+|\$|/(?:\\.|[^/])*/[IM]*)(?:~\d+)?"
+_SED_RANGE = rf"(?:{_SED_ADDRESS}(?:\s*,\s*(?:{_SED_ADDRESS}|[+~]\d+))?)?"
+_SED_E = re.compile(rf"(?:^|[;{{}}\n])\s*{_SED_RANGE}\s*!?\s*e(?:\s+([^;\n}}]*)|\s*(?=$|[;}}\n]))")
+_SED_S_E = re.compile(r"(?:^|[;{}\n])\s*[^;{}\n]*?s(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[gpiImM0-9w]*e")
+
+
+def _sed_runs(script: str) -> Inner:
+    """GNU sed's ``e COMMAND`` runs COMMAND (``e`` alone runs the pattern space); ``s///e`` runs the result."""
+    for found in _SED_E.finditer(script):
+        command = found.group(1)
+        return command.strip() if command and command.strip() else DYNAMIC
+    if _SED_S_E.search(script):
+        return DYNAMIC  # the replaced line is run as a command: known only at run time
+    return None
+
+
+def _awk_programs(words: Sequence[Word]) -> list[str]:
+    programs: list[str] = []
+    skip_next = False
+    for word in words:
+        value = word.value
+        if skip_next:
+            skip_next = False
+            continue
+        if value is None:
+            break
+        if value in ("-F", "-v", "-f", "--file", "--assign", "--field-separator", "-i", "-l", "--include", "--load"):
+            skip_next = True
+            if value in ("-f", "--file"):
+                return []  # the program is in a file
+            continue
+        if value.startswith("-") and len(value) > 1:
+            continue
+        programs.append(value)
+        break
+    return programs
+
+
+_AWK_STRING = r'"((?:\\.|[^"\\])*)"'
+_AWK_LITERAL_RUN = re.compile(rf"\bsystem\s*\(\s*{_AWK_STRING}\s*\)|{_AWK_STRING}\s*\|\s*getline|\|&?\s*{_AWK_STRING}")
+_AWK_ANY_RUN = re.compile(r"\bsystem\s*\(|\|\s*getline|\bprintf?\b[^;}]*\|")
+
+
+def _awk_runs(program: str) -> Inner:
+    """awk's system("…"), "…" | getline and print | "…" run a shell command line."""
+    texts = [next(g for g in found.groups() if g is not None) for found in _AWK_LITERAL_RUN.finditer(program)]
+    rest = _AWK_LITERAL_RUN.sub("", program)
+    if _AWK_ANY_RUN.search(rest):
+        return DYNAMIC  # built from values at run time
+    return "\n".join(t.replace('\\"', '"') for t in texts) if texts else None
+
+
+def _literal_commands(code: str) -> list[Inner]:
+    """Command lines interpreter code hands to a shell as literals: system("…"), `…`, os.popen('…')."""
+    out: list[Inner] = [found.group(2).replace("\\'", "'").replace('\\"', '"') for found in _CODE_RUNS.finditer(code)]
+    out += [next(g for g in found.groups() if g is not None) for found in _BACKTICKS.finditer(code)]
+    return [text for text in out if isinstance(text, str) and text.strip()]

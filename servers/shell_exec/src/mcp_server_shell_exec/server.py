@@ -38,12 +38,23 @@ from mcp_server_guard.serving.server import (
     command_target,
     register_tool,
 )
-from mcp_server_guard.shell.approval import APPROVED_BY, ApprovalForm, Checked, NoQuestion, consent, question
+from mcp_server_guard.shell.approval import (
+    APPROVED_BY,
+    Approval,
+    ApprovalForm,
+    Checked,
+    NoQuestion,
+    consent,
+    question,
+    require_approval,
+    stdin_shown,
+)
 from mcp_server_guard.shell.egress import Denied, EgressProxy, resolver_from_env
 from mcp_server_guard.shell.execution import ShellExec, limit_hit
 from mcp_server_guard.shell.grants import CallHosts, HostAnswer, HostAsk, SessionApprovals
 from mcp_server_guard.shell.jobs import Job, JobTable, KeptOutputs, Spool, output_uri, window
 from mcp_server_guard.shell.process import REGISTRY, Control, Progress, RunResult
+from mcp_server_guard.shell.rules import Verdict as LineVerdict
 from mcp_server_guard.shell.sandbox.boxing import close_box
 from mcp_server_guard.shell.sandbox.planning import NetworkMode, SandboxPlan, release
 
@@ -439,6 +450,8 @@ def build_server(
         args: list[str],
         cwd: str | None,
         env: dict[str, str] | None,
+        stdin: str | None,
+        yieldAfterSeconds: float | None,
         jobId: str | None,
         listJobs: bool,
         signal: str | None,
@@ -449,8 +462,9 @@ def build_server(
         client_roots: ClientRoots,
     ) -> Elicit[ApprovalForm] | NoQuestion:
         """Ask the human when the policy says ask; refusals surface here, before any question. A call about
-        jobs runs nothing: nothing to check or ask (a job's approval was taken when it started). Applying held
-        changes asks the human about exactly those changes."""
+        jobs runs nothing: nothing to check or ask (a job's approval was taken when it started), except input to a
+        job that runs its stdin as code, judged like a line. Applying held changes asks the human about exactly
+        those changes."""
         server.apply_roots(client_roots)
         if applyChanges:
             held = waiting(applyChanges)
@@ -458,10 +472,33 @@ def build_server(
             if caps is None or caps.elicitation is None:
                 return NoQuestion(why="unavailable")
             return Elicit(f"{held.question}\n\n(made by: {held.shown})", ChangesApproval)
+        if jobId and stdin is not None and not (listJobs or dropChanges):
+            job = jobs.get(jobId)
+            verdict = job_input_verdict(job, stdin)
+            if verdict is None or verdict.action != "ask":
+                return NoQuestion(why="not-asked")
+            caps = ctx.client_capabilities
+            if caps is None or caps.elicitation is None:
+                return NoQuestion(why="unavailable")
+            return Elicit(
+                f"shell_exec wants to write to job {job.id} ({job.shown}):\n\n"
+                + stdin_shown(stdin, verdict.stdin_code)
+                + f"rule: {verdict.rule}\nreason: {verdict.reason}\n\nSend it?",
+                Approval,
+            )
         if jobId or listJobs or dropChanges:
             return NoQuestion(why="not-asked")
         wrong_job_arguments({"signal": signal, "closeStdin": closeStdin})
-        return question(await checked.check(command, args, cwd, env), ctx, grants)
+        return question(await checked.check(command, args, cwd, env, stdin, yieldAfterSeconds is not None), ctx, grants)
+
+    def job_input_verdict(job: Job, stdin: str) -> LineVerdict | None:
+        """Threat: `bash` started as a job, then fed `rm -rf ~` by a later call: a job that runs its stdin as code
+        has each write judged, with the incomplete line the last write left (a command split over two writes is
+        judged whole). None: the job reads its stdin as data."""
+        if job.reads is None:
+            return None
+        command, job_args, env = job.reads
+        return shell.judge_job_input(command, job_args, env, job.input_carry + stdin)
 
     def running_display(ctx: Context[Any, Any]) -> Progress | None:
         """Progress notifications while the command runs, for a client that asked (sent a progressToken)."""
@@ -575,7 +612,7 @@ def build_server(
         audit.note(jobs=len(listed))
         return no_run_output("\n".join(lines) + "\n" if lines else "no background jobs\n", jobs=listed)
 
-    async def job_call(args: ShellExecInput, limit: int) -> ShellExecOutput:
+    async def job_call(args: ShellExecInput, limit: int, answer: ElicitationResult[ApprovalForm]) -> ShellExecOutput:
         """A call naming a job: stdin, EOF, a stop, or a look after waiting up to yieldAfterSeconds."""
         assert args.jobId is not None
         job = jobs.get(args.jobId)
@@ -587,6 +624,12 @@ def build_server(
                     "Look at it instead: "
                     f'{{"name": "shell_exec", "arguments": {{"command": "", "jobId": "{job.id}"}}}}',
                 )
+            verdict = job_input_verdict(job, args.stdin)
+            if verdict is not None:
+                audit.note(rule=verdict.rule, stdin_judged_as=verdict.stdin_code)
+                if verdict.action == "ask":
+                    require_approval(answer, verdict)
+                job.input_carry = (job.input_carry + args.stdin).rpartition("\n")[2]
             data = args.stdin.encode("utf-8", "surrogateescape")
             written = await job.control.write_stdin(data)
             audit.note(stdin_bytes=written)
@@ -633,9 +676,11 @@ def build_server(
         if args.listJobs:
             return list_result()
         if args.jobId:
-            return await job_call(args, max_output)
+            return await job_call(args, max_output, answer)
         wrong_job_arguments({"signal": args.signal, "closeStdin": args.closeStdin})
-        asked = await checked.reuse(args.command, args.args, args.cwd, args.env)
+        asked = await checked.reuse(
+            args.command, args.args, args.cwd, args.env, args.stdin, args.yieldAfterSeconds is not None
+        )
         prepared = asked.prepared
         verdict = prepared.verdict
         decided = consent(answer, asked, grants)
@@ -684,6 +729,10 @@ def build_server(
                 return result
 
             job = jobs.start(prepared.shown, prepared.cwd_display, timeout, run_job)
+            if verdict.stdin_code:
+                # Its later input is code: each write is judged (job_input_verdict), after what this call fed it.
+                job.reads = (args.command, list(args.args), dict(args.env or {}))
+                job.input_carry = (args.stdin or "").rpartition("\n")[2]
             audit.note(job=job.id, job_action="start")
             if stdin is not None:
                 written = await job.control.write_stdin(stdin)

@@ -1,0 +1,143 @@
+"""A program that reads its program text from stdin has that text judged like a line: the call's ``stdin``, a
+here-string, ``-``/``/dev/stdin``/``/dev/fd/0``, a background job's later input. Through the real console script
+(and ``mcp-guard check --stdin``); the engine's table of forms in test_shell_policy.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from support import Human, console_script, error_of, serve, text_of
+
+pytestmark = pytest.mark.anyio
+SX = "mcp-server-shell-exec"
+POLICY = """
+[[shell_exec.rules]]
+id = "zap"
+action = "ask"
+reason = "zaps a file"
+programs = ["zap"]
+"""
+
+
+async def _call(client: Any, **arguments: Any) -> dict[str, Any]:
+    with anyio.fail_after(60):
+        result = await client.call_tool("shell_exec", {"command": "", **arguments})
+    if result.is_error:
+        return error_of(result) | {"refused": True}
+    return dict(result.structured_content or {}) | {"text": text_of(result)}
+
+
+# Each form a shell or an interpreter takes its script from the call's stdin by.
+STDIN_FORMS = [
+    {"command": "bash"},
+    {"command": "sh"},
+    {"command": "bash -s"},
+    {"command": "bash -"},
+    {"command": "sh /dev/stdin"},
+    {"command": "bash /dev/fd/0"},
+    {"command": "source /dev/stdin"},
+    {"command": "bash", "args": ["-s"]},
+    {"command": "timeout 5 bash -s"},
+    {"command": "sh -c 'bash'"},
+]
+
+
+@pytest.mark.parametrize("form", STDIN_FORMS, ids=lambda f: f["command"] + " " + " ".join(f.get("args", [])))
+async def test_a_script_fed_on_stdin_to_a_shell_is_judged_like_a_line(workspace: Path, form: dict[str, Any]) -> None:
+    async with serve(SX, workspace) as client:
+        refused = await _call(client, **form, stdin="echo start\nshutdown -h now\n")
+        ran = await _call(client, **form, stdin="echo from-stdin\n")
+    assert refused.get("refused") and refused["code"] == "COMMAND_DENIED", refused
+    assert "power-off" in refused["message"]
+    assert ran.get("exitCode") == 0 and "from-stdin" in ran["stdout"], ran
+
+
+async def test_code_fed_to_an_interpreter_on_stdin_is_judged_like_its_c_code(workspace: Path) -> None:
+    async with serve(SX, workspace) as client:
+        bomb = await _call(client, command="python3 -", stdin="import os\nwhile True:\n    os.fork()\n")
+        fine = await _call(client, command="python3", stdin="print(6 * 7)\n")
+    assert bomb.get("refused") and "fork-bomb" in bomb["message"], bomb
+    assert fine["stdout"] == "42\n"
+
+
+async def test_stdin_of_a_program_that_reads_data_is_never_judged(workspace: Path) -> None:
+    async with serve(SX, workspace) as client:
+        out = await _call(client, command="sort", stdin="shutdown -h now\nrm -rf ~\n")
+    assert out["stdout"] == "rm -rf ~\nshutdown -h now\n"
+
+
+async def test_full_access_mode_refuses_a_destructive_script_on_stdin(workspace: Path, tmp_path: Path) -> None:
+    """Threat: in full-access mode the deny rules are the only guard; stdin was a way around them."""
+    victim = tmp_path / "outside" / "victim"
+    victim.mkdir(parents=True)
+    (victim / "keep.txt").write_text("keep\n", encoding="utf-8")
+    async with serve(SX, workspace, "--mode", "full-access") as client:
+        refused = await _call(client, command="bash", stdin=f"rm -rf {victim}\n")
+    assert refused.get("refused") and refused["code"] == "COMMAND_DENIED", refused
+    assert (victim / "keep.txt").read_text(encoding="utf-8") == "keep\n"
+
+
+async def test_the_question_shows_the_stdin_and_a_line_grant_covers_only_that_stdin(
+    workspace: Path, tmp_path: Path, mode: str
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY, encoding="utf-8")
+    human = Human(remember="line")
+    async with serve(SX, workspace, "--policy", str(policy), mode=mode, elicitation_callback=human) as client:
+        first = await _call(client, command="bash", stdin="zap a.txt\n")
+        again = await _call(client, command="bash", stdin="zap a.txt\n")
+        other = await _call(client, command="bash", stdin="zap b.txt\n")
+    assert len(human.questions) == 2, [q for q, _ in human.questions]
+    assert "zap a.txt" in human.questions[0][0] and "standard input" in human.questions[0][0]
+    assert "zap b.txt" in human.questions[1][0]
+    assert first["approval"] != "once" and again["approval"] == first["approval"]  # the grant covered the re-run
+    assert not other.get("refused"), other  # asked again (the second question above), and approved
+
+
+async def test_a_jobs_input_is_judged_at_each_write_even_split_over_two_writes(workspace: Path) -> None:
+    async with serve(SX, workspace) as client:
+        started = await _call(client, command="bash", yieldAfterSeconds=0.2)
+        assert started["status"] == "running", started
+        whole = await _call(client, jobId=started["jobId"], stdin="shutdown -h now\n")
+        head = await _call(client, jobId=started["jobId"], stdin="shut")
+        tail = await _call(client, jobId=started["jobId"], stdin="down -h now\n")
+        fine = await _call(client, jobId=started["jobId"], stdin="\necho job-ok\n", yieldAfterSeconds=2)
+        await _call(client, jobId=started["jobId"], signal="KILL")
+    assert whole.get("refused") and "power-off" in whole["message"], whole
+    assert not head.get("refused"), head
+    assert tail.get("refused") and "power-off" in tail["message"], tail
+    assert "job-ok" in fine["stdout"], fine
+
+
+async def test_a_cat_job_takes_any_input_as_data(workspace: Path) -> None:
+    async with serve(SX, workspace) as client:
+        started = await _call(client, command="cat", yieldAfterSeconds=0.2)
+        echoed = await _call(client, jobId=started["jobId"], stdin="shutdown -h now\n", closeStdin=True,
+                             yieldAfterSeconds=5)  # fmt: skip
+    assert echoed["stdout"] == "shutdown -h now\n"
+
+
+@pytest.mark.parametrize(
+    ("command", "stdin", "decision"),
+    [
+        ("bash", "shutdown -h now", "deny"),
+        ("python3 /dev/stdin", "import os\nwhile 1: os.fork()", "deny"),
+        ("awk -f /dev/stdin", 'BEGIN { system("id") }', "ask"),
+        ("make -f -", "all:\n\tid", "ask"),
+        ("bash", "git push --force origin main", "ask"),
+        ("bash", "ls -la\ngit status", "allow"),
+        ("wc -l", "shutdown -h now", "allow"),
+    ],
+)
+def test_mcp_guard_check_judges_the_stdin_a_program_runs(command: str, stdin: str, decision: str) -> None:
+    done = subprocess.run(
+        [console_script("mcp-guard"), "check", "--json", "--stdin", stdin, command],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert json.loads(done.stdout)["decision"] == decision, done.stdout + done.stderr

