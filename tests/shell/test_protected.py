@@ -185,9 +185,11 @@ async def test_home_in_the_jail_keeps_its_rc_files_and_ssh_keys(
     (home / ".bashrc").write_text("# mine\n")
     marker = tmp_path / "outside" / "rc-ran"
     attack = (
-        f"echo 'touch {marker}' >> ~/.bashrc; ln -sf /tmp/evil ~/.bashrc; "
-        "mkdir -p ~/.ssh && echo ssh-ed25519 AAAA evil > ~/.ssh/authorized_keys; "
-        "mkdir -p ~/.config/git && echo '[core]' > ~/.config/git/config; "
+        # From the home directory, by relative paths: the string layer refuses `>> ~/.bashrc` before anything runs,
+        # and what is tested here is the judgement of what the command did.
+        f"cd ~ && echo 'touch {marker}' >> .bashrc; ln -sf /tmp/evil ~/.bashrc; "
+        "mkdir -p ~/.ssh && cd ~/.ssh && echo ssh-ed25519 AAAA evil > authorized_keys; "
+        "mkdir -p ~/.config/git && cd ~/.config/git && echo '[core]' > config; "
         f"echo 'touch {marker}' > ~/.bash_aliases; mkdir -p ~/.local/bin && printf '#!/bin/sh\\n' > ~/.local/bin/git "
         "&& chmod +x ~/.local/bin/git; mkdir -p ~/.config/nvim && echo x > ~/.config/nvim/init.lua; echo done"
     )

@@ -39,6 +39,9 @@ DETECTABLE = frozenset(
         "code-in-data",
         "script-from-data",
         "command-variable",
+        "remote-code",
+        "shell-escape",
+        "system-write",
     }
 )
 # Findings that are facts, not doubts: allowed unless a detect rule says otherwise.
@@ -116,6 +119,9 @@ class Rule(BaseModel):
     option_values: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     detect: str | None = None
     undoable: bool = False  # guards only the project's files: judged by its effects when commands work on a copy
+    # What it guards, the box stops anyway (a disk, another process, a program run in the box): on a copy, a
+    # run-time argument that could make it match is not asked about beforehand.
+    boxed: bool = False
 
     @field_validator("args_regex")
     @classmethod

@@ -91,7 +91,13 @@ class ShellExec:
         self.sandbox = sandbox
         self.base_env = base_env()
         # A rule that only guards the project's files gives way to the judgement of the command's effects.
-        self.engine = PolicyEngine(policy, base_path=self.base_env["PATH"], effects=transactions is not None)
+        self.engine = PolicyEngine(
+            policy,
+            base_path=self.base_env["PATH"],
+            effects=transactions is not None,
+            roots=[root.path for root in jail.roots],
+            home=self.base_env.get("HOME", ""),
+        )
 
     def prepare(
         self,

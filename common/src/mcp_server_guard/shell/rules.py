@@ -29,6 +29,7 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from mcp_server_guard.paths import within_any
 from mcp_server_guard.policy import INFORMATIONAL, Action, Rule, ShellPolicy
 from mcp_server_guard.shell.environment import command_line_of, is_command_valued, runs_code
 from mcp_server_guard.shell.parsing import (
@@ -42,7 +43,17 @@ from mcp_server_guard.shell.parsing import (
     expand_braces,
     parse,
 )
-from mcp_server_guard.shell.wrappers import DYNAMIC, NETWORK_FED, Inner, option_commands, unwrap
+from mcp_server_guard.shell.wrappers import (
+    DATA_PROGRAMS,
+    DYNAMIC,
+    NETWORK_FED,
+    Inner,
+    literal_commands,
+    option_commands,
+    program_text_runs,
+    run_texts,
+    unwrap,
+)
 
 _SEVERITY: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 # Doubts that are only about which of the project's files a command writes: judged by their effects while
@@ -99,6 +110,7 @@ VALUE_OPTIONS: dict[str, frozenset[str]] = {
     "chown": frozenset({"reference", "from"}),
     "truncate": frozenset({"s", "r", "size", "reference", "o"}),
     "brew": frozenset(),
+    "xxd": frozenset({"c", "g", "l", "s", "o", "n", "cols", "groupsize", "len", "seek", "name"}),
 }  # fmt: skip
 VALUE_OPTIONS["gawk"] = VALUE_OPTIONS["mawk"] = VALUE_OPTIONS["nawk"] = VALUE_OPTIONS["awk"]
 VALUE_OPTIONS["podman"] = VALUE_OPTIONS["docker"]
@@ -130,7 +142,6 @@ CODE_FILE_OPTIONS: dict[str, frozenset[str]] = {
     "expect": frozenset({"f"}),
     "m4": frozenset(),
     "dc": frozenset({"f", "file"}),
-    "bc": frozenset(),
 }
 for _alias, _base in (("gawk", "awk"), ("mawk", "awk"), ("nawk", "awk"), ("busybox-awk", "awk"), ("gmake", "make"),
                       ("bmake", "make"), ("nvim", "vim"), ("vi", "vim"), ("ex", "vim"), ("view", "vim"),
@@ -152,6 +163,13 @@ class Feed:
 
 
 NO_FEED = Feed("none")
+# The box's own places, private to each call (names compared, never opened).
+_COPIERS = frozenset({"cp", "mv", "install", "ln", "rsync", "dd"})
+_BOXED_PRIVATE = ("/tmp/", "/var/tmp/", "/dev/shm/", "/dev/null")  # noqa: S108
+REMOTE = Feed("remote")  # the command runs in a container or on another host: its shell is not an escape here
+_ELSEWHERE = frozenset({"docker", "podman", "nerdctl", "kubectl", "oc", "ssh", "rsh", "lxc", "incus"})
+# Denied programs whose bare name, among an unknown program's arguments, is taken for the command it runs.
+_PAYLOAD_NAMES = frozenset({"rm", "dd", "shred", "shutdown", "reboot", "poweroff", "halt", "wipefs", "mkfs"})
 
 
 @dataclass(frozen=True)
@@ -286,8 +304,27 @@ def is_block_device(path: str) -> bool:
         return True
     try:
         return stat.S_ISBLK(os.stat(path).st_mode)
+    except FileNotFoundError:
+        # A device this machine does not have (`of=/dev/usb_drive`): anything but the everyday character devices
+        # is taken for a disk.
+        return not any(_path_match(path, pattern) for pattern in _CHARACTER_DEVICES)
     except (OSError, ValueError):
         return False
+
+
+_CHARACTER_DEVICES = (
+    "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty*", "/dev/pts/**", "/dev/ptmx",
+    "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/fd/**", "/dev/shm/**", "/dev/console", "/dev/log",  # noqa: S108
+    "/dev/mqueue/**", "/dev/hugepages/**", "/dev/kvm", "/dev/net/tun", "/dev/fuse", "/dev/snd/**", "/dev/dri/**",
+    "/dev/video*", "/dev/input/**", "/dev/serial/**", "/dev/usb/**", "/dev/bus/**", "/dev/cpu/**", "/dev/rtc*",
+)  # fmt: skip
+# Writing these (by a redirect, tee or truncate) changes the machine or a shell's start-up: never an agent's call.
+SYSTEM_FILES = (
+    "/etc/**", "/boot/**", "/usr/**", "/bin/**", "/sbin/**", "/lib/**", "/lib64/**", "/lib32/**", "/root/**",
+    "/var/lib/**", "/var/spool/**", "~/.bashrc", "~/.bash_profile", "~/.bash_login", "~/.bash_logout",
+    "~/.bash_history", "~/.profile", "~/.zshrc", "~/.zshenv", "~/.zprofile", "~/.zlogin", "~/.ssh/**",
+    "~/.config/autostart/**", "~/.config/systemd/**", "~/.gitconfig", "~/.config/git/**",
+)  # fmt: skip
 
 
 def _forms(arg: str) -> list[str]:
@@ -407,7 +444,9 @@ class _Found:
 class _Expander:
     """Looks through wrappers, shell strings and assignments to the commands that would really run."""
 
-    def __init__(self, env: Mapping[str, str], base_path: str) -> None:
+    def __init__(self, env: Mapping[str, str], base_path: str, known: frozenset[str] = frozenset()) -> None:
+        self.known = known  # programs the policy's rules name: judged by those rules, not looked through
+        self.known_runs: frozenset[str] = frozenset()  # programs a deny rule names: a disguise's usual payload
         self.found: list[_Found] = []
         self.redirects: list[Redirect] = []
         self.env = env  # the call's own variables (already checked against the refused names)
@@ -430,6 +469,10 @@ class _Expander:
                 self.finding("dynamic-redirect", f"redirect target {redirect.target.raw!r} is only known at run time")
             elif redirect.writes and target is not None and _writes_device(target):
                 self.finding("device-write", f"'{redirect.op} {redirect.target.raw}' writes to a disk or the kernel")
+            elif redirect.writes and target is not None and _system_file(target):
+                self.finding(
+                    "system-write", f"'{redirect.op} {redirect.target.raw}' writes a file of the system or the shell"
+                )
             elif redirect.writes and target not in ("/dev/null", "/dev/stdout", "/dev/stderr"):
                 self.finding("write-redirect", f"'{redirect.op} {redirect.target.raw}' writes a file")
         for item in parsed.findings:
@@ -442,6 +485,8 @@ class _Expander:
         # Threat: `IFS=,; c=rm,-rf,x; $c`. The parser splits a variable's known value on blanks; with IFS set in
         # the line bash splits it on other characters, so such words are only known at run time.
         ifs = _SETS_IFS.search(source) is not None
+        if _SPAWNS_FOREVER.search(source):
+            self.finding("fork-bomb", "an endless loop starts a background process each time round")
         for command in parsed.commands:
             if ifs:
                 command.words = [Word(None, w.raw) if w.split or w.raw.startswith("$") else w for w in command.words]
@@ -486,6 +531,10 @@ class _Expander:
     ) -> None:
         if not words:
             return
+        # Threat: r``m -rf ~ — bash runs the (empty) command substitution; a word holding a backtick that bash
+        # would take for one is only known at run time.
+        words = [Word(None, w.raw) if "`" in (w.value or "") and "`" in w.raw.replace("\\`", "") and not
+                 w.raw.startswith("'") else w for w in words]  # fmt: skip
         head = words[0]
         text = command.text if command is not None else " ".join(w.raw for w in words)
         if head.split and head.value is not None and len(head.value.split()) > 1:
@@ -512,28 +561,63 @@ class _Expander:
         self.found.append(_Found(argv, text))
         program = posixpath.basename(argv[0])
         rest = list(words[1:])
+        if program in _COPIERS:
+            self._destination(program, argv)
         for inner_text in option_commands(_interpreter_name(program) or program, rest):
             # `nc -e /bin/sh host`: the shell's stdin is the connection, so its script comes from elsewhere.
-            self._inner(program, inner_text, depth, Feed("pipe") if program in NETWORK_FED else NO_FEED)
+            self._inner(program, inner_text, depth, Feed("pipe") if program in NETWORK_FED else feed)
         if program == "eval":
             if rest and all(w.value is not None for w in rest):
                 self.line(" ".join(w.value or "" for w in rest), depth + 1)  # eval 'static text': judge the text
             else:
+                if any(_FETCHES.search(w.raw) for w in rest):
+                    self.finding("remote-code", "eval runs a string fetched from the network")
                 self.finding("eval", "eval runs a string built at run time")
         elif program in ("source", "."):
             self._source(program, rest, depth, feed)
         elif program in SHELLS or (program == "busybox" and rest and rest[0].value in SHELLS):
             self._shell(rest if program != "busybox" else rest[1:], depth, feed)
         elif program in INTERPRETERS or _interpreter_name(program):
-            self._interpreter(program, rest, feed)
+            self._interpreter(program, rest, feed, depth)
         elif program == "env":
             self._env(rest, depth, feed)
         elif program in ("alias", "mapfile", "readarray"):
             self._code_words(program, rest, depth)
         else:
-            self._code_files(program, rest, feed)
-            # A wrapper's command reads the wrapper's stdin (xargs' reads nothing: xargs takes it).
-            self._inner(program, unwrap(program, rest), depth, NO_FEED if program in ("xargs", "parallel") else feed)
+            self._code_files(program, rest, feed, depth)
+            inner = unwrap(program, rest)
+            if inner is None and program not in DATA_PROGRAMS and program not in self.known:
+                self._unknown(program, rest, depth, feed)
+            # A wrapper's command reads the wrapper's stdin (xargs' reads nothing: xargs takes it); a container's or
+            # a remote host's shell is not one this machine starts.
+            inner_feed = NO_FEED if program in ("xargs", "parallel") else REMOTE if program in _ELSEWHERE else feed
+            self._inner(program, inner, depth, inner_feed)
+
+    def _unknown(self, program: str, rest: list[Word], depth: int, feed: Feed) -> None:
+        """A program no rule and no table here knows. Threat: a wrapper nobody listed (`aa-exec /bin/sh`, `choom -n 0
+        rm -rf ~`, `logsave /dev/null /bin/sh -i`) and a code option nobody listed (`lua -e 'os.execute("…")'`).
+        The first word that names a shell or a program a rule denies is taken for the command it runs, with the
+        words after it; literal command lines in its code options are judged."""
+        for i, word in enumerate(rest):
+            value = word.value or ""
+            name = posixpath.basename(value)
+            # A shell by name or path; a denied program by path, or by one of the names only a disguise would use.
+            if name in SHELLS or (name in self.known_runs and ("/" in value or name in _PAYLOAD_NAMES)):
+                self.argv(rest[i:], None, depth + 1, feed=feed)
+                break
+        for text in run_texts(program, rest):
+            self._inner(program, text, depth, feed)
+
+    def _destination(self, program: str, argv: list[str]) -> None:
+        """Threat: `cp /dev/zero /bin/ls`, `mv x /etc/passwd`: a copy whose destination (the last operand, or -t's
+        value) is a file of the system or of the shell's start-up."""
+        parsed = parse_args(program, argv[1:], frozenset({"t", "target-directory", "S", "suffix", "m", "mode"}))
+        destinations = parsed.values_of("t") + parsed.values_of("target-directory")
+        if not destinations and len(parsed.positionals) >= 2:
+            destinations = parsed.positionals[-1:]
+        for destination in destinations:
+            if destination != _DYNAMIC and _system_file(destination):
+                self.finding("system-write", f"{program} writes over {destination}, a file of the system or the shell")
 
     def _inner(self, program: str, inner: Inner, depth: int, feed: Feed) -> None:
         """What a wrapper or a run-this option runs: a command line, commands, or text only run time knows."""
@@ -598,22 +682,26 @@ class _Expander:
         if i < len(rest):
             self.argv(rest[i:], None, depth + 1, path=path, feed=feed)
 
-    def _interpreter(self, program: str, rest: list[Word], feed: Feed) -> None:
+    def _interpreter(self, program: str, rest: list[Word], feed: Feed, depth: int = 0) -> None:
         code = [w.value for w in rest if w.value is not None and not w.value.startswith("-")]
         if any(_forks_repeatedly(c) for c in code):
             self.finding("fork-bomb", f"{program} code forks in a loop")
         script = next((w for w in rest if not (w.value or "").startswith("-") or w.value == "-"), None)
         if _has_code_arg(rest) and (script is None or script.value not in STDIN_PATHS):
             if script is not None and _process_substitution(script):
-                self.finding("pipe-to-shell", f"{program} runs code a command prints (<(…))")
+                self._printed_code(script.raw, f"{program} runs code a command prints (<(…))")
             return
         # The program text comes from stdin (`python3`, `python3 -`, `perl /dev/stdin`): judge what feeds it.
         name = _interpreter_name(program) or program
-        self._program_text(name, feed, lambda text: self._interpreter_text(program, text), f"{program} code")
+        self._program_text(name, feed, lambda text: self._interpreter_text(program, text, depth), f"{program} code")
 
-    def _interpreter_text(self, program: str, text: str) -> None:
+    def _interpreter_text(self, program: str, text: str, depth: int = 0) -> None:
+        """Code an interpreter reads from stdin, judged as its -c/-e code is: fork loops, and the command lines
+        and deletions it hands the system as literals."""
         if _forks_repeatedly(text):
             self.finding("fork-bomb", f"{program} code forks in a loop")
+        for inner in literal_commands(text):
+            self._inner(program, inner, depth, NO_FEED)
 
     def _program_text(self, reader: str, feed: Feed, judge: Callable[[str], None], what: str) -> None:
         """A program reads its program text from ``feed``: judge that text with ``judge`` when it is known."""
@@ -629,14 +717,16 @@ class _Expander:
             # Threat: `sh < notes.txt` runs whatever the file holds; what it holds is not in the line.
             self.finding("script-from-data", f"{what} read from a file on stdin is run")
         elif feed.kind == "pipe":
-            self.finding("pipe-to-shell", f"{what} piped in by another command is run")
             upstream = feed.upstream
+            self._printed_code(
+                upstream.text if upstream is not None else "", f"{what} piped in by another command is run"
+            )
             head = upstream.words[0].value if upstream is not None and upstream.words else None
             if upstream is not None and head in ("echo", "printf") and all(w.value for w in upstream.words[1:]):
                 # `echo 'rm -rf ~' | sh`: the text is in the line; judge it too.
                 judge(" ".join(w.value or "" for w in upstream.words[1:] if not (w.value or "").startswith("-")))
 
-    def _code_files(self, program: str, rest: list[Word], feed: Feed) -> None:
+    def _code_files(self, program: str, rest: list[Word], feed: Feed, depth: int = 0) -> None:
         """Threat: `awk -f /dev/stdin`, `make -f -`, `vim -E -s`, `gdb -x /dev/stdin`: a program loading code of its
         own language from stdin. This layer cannot read that code: undecidable (a job's writes too)."""
         options = CODE_FILE_OPTIONS.get(program)
@@ -654,8 +744,14 @@ class _Expander:
             return
         what = f"{program} code"
 
-        def opaque(_text: str) -> None:
-            self.finding("script-from-data", f"{program} runs code given on its standard input")
+        def opaque(text: str) -> None:
+            runs = program_text_runs(program, text)
+            if runs is None:
+                self.finding("script-from-data", f"{program} runs code given on its standard input")
+                return
+            for inner in runs:
+                if inner is not None:
+                    self._inner(program, inner, depth, NO_FEED)
 
         self._program_text(f"opaque:{program}", feed, opaque, what)
 
@@ -664,7 +760,7 @@ class _Expander:
         target = rest[0] if rest else None
         if target is None or target.value is None:
             if target is not None and _process_substitution(target):
-                self.finding("pipe-to-shell", f"{program} runs the commands another command prints (<(…))")
+                self._printed_code(target.raw, f"{program} runs the commands another command prints (<(…))")
             else:
                 self.finding("source", f"{program} runs the commands of a file only known at run time")
             return
@@ -726,6 +822,8 @@ class _Expander:
             break
         if script is not None:
             if script.value is None:
+                if _FETCHES.search(script.raw):
+                    self.finding("remote-code", "sh -c runs a string fetched from the network")
                 self.finding("dynamic-shell-string", "sh -c runs a command string only known at run time")
             else:
                 if script.filled:  # xargs -I{} sh -c 'x {}': the input becomes code
@@ -735,12 +833,30 @@ class _Expander:
         if operand is not None and operand.value not in STDIN_PATHS:
             if _process_substitution(operand):
                 # Threat: `bash <(curl …)` — the script is what another command prints.
-                self.finding("pipe-to-shell", "a shell runs what another command prints (<(…))")
+                self._printed_code(operand.raw, "a shell runs what another command prints (<(…))")
             return  # `bash script.sh`: like running any program; the box is the boundary
+        if depth > 0 and feed.kind == "none":
+            # Threat: `find . -exec /bin/sh \;`, `nice /bin/sh`, `awk 'BEGIN{system("/bin/sh")}'`: a shell started
+            # by another program with no script at all — an escape, never everyday work.
+            self.finding("shell-escape", "another program starts a shell with no script (an interactive shell)")
+            return
         # `bash`, `bash -s`, `bash -`, `sh /dev/stdin`: the script is the shell's standard input.
         self._program_text("shell", feed, lambda text: self.line(text, depth + 1), "a shell script")
 
+    def _printed_code(self, raw: str, detail: str) -> None:
+        """Code that another command prints is run: from the network (curl, wget …) it is remote code."""
+        if _FETCHES.search(raw):
+            self.finding("remote-code", f"{detail}: code fetched from the network is run")
+        else:
+            self.finding("pipe-to-shell", detail)
 
+
+# `while true; do sleep 1 & done`: an endless loop whose body puts something in the background (`&`, not `&&`).
+_SPAWNS_FOREVER = re.compile(
+    r"\b(?:while\s+(?:true|:|\[\s*1\s*\]|\(\(\s*1\s*\)\))|until\s+false|for\s*\(\(\s*;\s*;\s*\)\))\s*;?\s*do\b"
+    r"(?:(?!\bdone\b).)*?[^&|>]&(?!&)\s*(?:;|\n|done\b)",
+    re.DOTALL,
+)
 # `IFS=,` as a statement of its own (not `IFS= read …`, set for one command): later unquoted words split on it.
 _SETS_IFS = re.compile(r"(?:^|[;&|(\n{]|\bthen|\bdo|\belse)\s*(?:export\s+|declare\s+)?IFS=\S*\s*(?:$|[;&|)\n}])")
 
@@ -756,6 +872,13 @@ def _feed_of(command: Command, inherited: Feed) -> Feed:
     if command.piped:
         return Feed("pipe", upstream=command.upstream)
     return inherited
+
+
+# A command that fetches from the network, at the start of a pipeline or a substitution.
+_FETCHES = re.compile(
+    r"(?:^|[|;&(`]|\$\(|<\()\s*(?:\S*/)?(?:curl|wget|fetch|aria2c|http|https|httpie|lynx|links|w3m|nc|ncat|"
+    r"Invoke-WebRequest|iwr|irm)\b"
+)
 
 
 def _process_substitution(word: Word) -> bool:
@@ -795,6 +918,11 @@ def _forks_repeatedly(code: str) -> bool:
     return False
 
 
+def _system_file(target: str) -> bool:
+    normal = normalize_path(target)
+    return any(_path_match(normal, pattern) for pattern in SYSTEM_FILES)
+
+
 def _writes_device(target: str) -> bool:
     normal = normalize_path(target)
     return any(_path_match(form, p) for form in _forms(normal) for p in DEVICE_WRITE_TARGETS)
@@ -811,11 +939,22 @@ def _has_code_arg(words: Sequence[Word]) -> bool:
 class PolicyEngine:
     """Decides command lines (or argv lists) against a ShellPolicy."""
 
-    def __init__(self, policy: ShellPolicy, base_path: str | None = None, *, effects: bool = False) -> None:
+    def __init__(
+        self,
+        policy: ShellPolicy,
+        base_path: str | None = None,
+        *,
+        effects: bool = False,
+        roots: Sequence[str] | None = None,
+        home: str | None = None,
+    ) -> None:
         """``effects``: commands work on a copy whose changes are judged afterwards, so the rules marked
-        ``undoable`` (they only guard the project's files) do not apply beforehand."""
+        ``undoable`` (they only guard the project's files) do not apply beforehand to what lies in the project:
+        the ``roots`` (default: the current directory); ``home`` is what ``~`` names (default: $HOME)."""
         self.policy = policy
         self.effects = effects
+        self.roots = tuple(roots) if roots is not None else (os.getcwd(),)
+        self.home = home if home is not None else os.environ.get("HOME", "")
         self.base_path = base_path if base_path is not None else os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
         self._detect: dict[str, Rule] = {}
         for rule in policy.rules:
@@ -823,7 +962,17 @@ class PolicyEngine:
                 current = self._detect.get(rule.detect)
                 if current is None or _SEVERITY[rule.action] > _SEVERITY[current.action]:
                     self._detect[rule.detect] = rule
-        self._program_rules = [rule for rule in policy.rules if rule.programs and not (effects and rule.undoable)]
+        self._program_rules = [rule for rule in policy.rules if rule.programs]
+        self._by_program: dict[str, list[Rule]] = {}
+        plain = [name for rule in policy.rules for name in rule.programs if not any(c in name for c in "*?[")]
+        self._named = frozenset(plain)
+        self._denied = frozenset(
+            name
+            for rule in policy.rules
+            if rule.action == "deny"
+            for name in rule.programs
+            if not any(c in name for c in "*?[")
+        )
 
     def expand(
         self,
@@ -832,7 +981,8 @@ class PolicyEngine:
         env: Mapping[str, str] | None = None,
         stdin: Feed = NO_FEED,
     ) -> _Expander:
-        expander = _Expander(env or {}, self.base_path)
+        expander = _Expander(env or {}, self.base_path, self._named)
+        expander.known_runs = self._denied
         if args:
             words = [Word(command, command), *(Word(a, a) for a in args)]
             expander.argv(words, None, 0, feed=stdin)
@@ -899,11 +1049,24 @@ class PolicyEngine:
         best: Verdict | None = None
         allowed = False
         asking: list[str] = []
-        for rule in self._program_rules:
+        outside: bool | None = None
+        for rule in self._rules_for(program):
+            if self.effects and rule.undoable:
+                # On a copy, what it does inside the project is judged by its effects; outside (/, ~, /etc …) no
+                # copy catches it: there the rule holds as written.
+                if outside is None:
+                    outside = self._reaches_outside(parsed)
+                if not outside:
+                    continue
             if rule_matches(rule, argv, parsed):
                 verdict = Verdict(rule.action, rule.id, rule.reason, shown)
                 allowed = allowed or rule.action == "allow"
-            elif rule.action != "allow" and parsed.dynamic and rule_matches(rule, argv, parsed, wildcard=True):
+            elif (
+                rule.action != "allow"
+                and parsed.dynamic
+                and not (self.effects and rule.boxed)  # on a copy, in the box: judged by what it does
+                and rule_matches(rule, argv, parsed, wildcard=True)
+            ):
                 # Threat: `rm $(echo -rf) ~`, `F=-rf; rm $F ~` with F unknown: an argument only run time knows
                 # could make this rule match. Undecidable: asked (or denied), never allowed.
                 verdict = Verdict(
@@ -930,6 +1093,31 @@ class PolicyEngine:
                 shown,
             )
         return best if best is not None else Verdict("allow", None, "no rule matched", text)
+
+    def _rules_for(self, program: str) -> list[Rule]:
+        """The rules whose program globs match ``program``, in policy order (looked up once per name)."""
+        found = self._by_program.get(program)
+        if found is None:
+            if len(self._by_program) > 4096:
+                self._by_program.clear()
+            found = self._by_program[program] = [r for r in self._program_rules if _glob(program, r.programs)]
+        return found
+
+    def _reaches_outside(self, parsed: Args) -> bool:
+        """Does a static operand name a place outside the project (the roots), other than the box's own /tmp?"""
+        for arg in parsed.positionals:
+            if arg == _DYNAMIC:
+                continue
+            path = normalize_path(arg.partition("=")[2] if re.match(r"-{0,2}[A-Za-z_][\w-]*=", arg) else arg)
+            if path == "~" or path.startswith("~/"):
+                if not self.home:
+                    return True
+                path = self.home + path[1:]
+            if path == ".." or path.startswith("../"):
+                return True
+            if path.startswith("/") and not path.startswith(_BOXED_PRIVATE) and not within_any(path, self.roots):
+                return True
+        return False
 
     def _finding(self, finding: Finding) -> Verdict:
         rule = self._detect.get(finding.kind)

@@ -429,7 +429,7 @@ def option_commands(program: str, rest: list[Word]) -> list[Inner]:
     ):
         for text in _all_values(rest, ("-c", "-e", "-E", "--eval", "-r", "-p", "--print")):
             if isinstance(text, str):
-                out += _literal_commands(text)
+                out += literal_commands(text)
     elif program in ("hyperfine",):
         out += [w.value if w.value is not None else DYNAMIC for w in rest if not (w.value or "-").startswith("-")]
     elif program in ("less", "more", "man"):
@@ -513,7 +513,9 @@ def _sed_scripts(words: Sequence[Word]) -> list[str]:
 _SED_ADDRESS = r"(?:\d+|\$|/(?:\\.|[^/])*/[IM]*)(?:~\d+)?"
 _SED_RANGE = rf"(?:{_SED_ADDRESS}(?:\s*,\s*(?:{_SED_ADDRESS}|[+~]\d+))?)?"
 _SED_E = re.compile(rf"(?:^|[;{{}}\n])\s*{_SED_RANGE}\s*!?\s*e(?:\s+([^;\n}}]*)|\s*(?=$|[;}}\n]))")
-_SED_S_E = re.compile(r"(?:^|[;{}\n])\s*[^;{}\n]*?s(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[gpiImM0-9w]*e")
+_SED_S_E = re.compile(
+    rf"(?:^|[;{{}}\n])\s*{_SED_RANGE}\s*!?\s*s([^\\\n\w\s])(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[gpiImM0-9w]*e"
+)
 
 
 def _sed_runs(script: str) -> Inner:
@@ -562,8 +564,328 @@ def _awk_runs(program: str) -> Inner:
     return "\n".join(t.replace('\\"', '"') for t in texts) if texts else None
 
 
-def _literal_commands(code: str) -> list[Inner]:
-    """Command lines interpreter code hands to a shell as literals: system("…"), `…`, os.popen('…')."""
+def literal_commands(code: str) -> list[Inner]:
+    """Command lines interpreter code hands to a shell as literals: system("…"), `…`, os.popen('…'); and the paths
+    it deletes through its library (shutil.rmtree('…'), FileUtils.rm_rf('…'), fs.rmSync('…')), as the rm they are."""
     out: list[Inner] = [found.group(2).replace("\\'", "'").replace('\\"', '"') for found in _CODE_RUNS.finditer(code)]
     out += [next(g for g in found.groups() if g is not None) for found in _BACKTICKS.finditer(code)]
-    return [text for text in out if isinstance(text, str) and text.strip()]
+    out = [text for text in out if isinstance(text, str) and text.strip()]
+    for found in _ARGV_LISTS.finditer(code):
+        items = re.findall(r"""(['"])((?:\\.|(?!\1).)*)\1""", found.group(1))
+        if items and len(items) == found.group(1).count(",") + 1:  # every item a literal
+            out.append([[Word(item, item) for _, item in items]])
+    for found in _CODE_DELETES.finditer(code):
+        path = found.group(2)
+        out.append([[Word("rm", "rm"), Word("-rf", "-rf"), Word(path, path)]])
+    return out
+
+
+# subprocess.run(["git", "push", "--force"]), execFileSync("rm", ["-rf", …]) is handled as its literals above only
+# when written as a string; a list of literals is the argv itself.
+_ARGV_LISTS = re.compile(
+    r"\b(?:run|call|check_call|check_output|Popen|spawn|spawnSync|execFile|execFileSync|execv|execvp|system)\s*\(\s*"
+    r"\[([^\]]*)\]"
+)
+_CODE_DELETES = re.compile(
+    r"""\b(?:rmtree|rm_rf|rm_r|remove_dir_all|removedirs|rmSync|rimraf|remove|unlink|unlinkSync|rmdir|rmdirSync|"""
+    r"""delete|deleteRecursively)\s*\(?\s*(['"])((?:\\.|(?!\1).)+)\1"""
+)
+
+
+# Programs whose operands are data — names, paths, patterns, packages — never a command they run: a shell's or a
+# program's name among them (`which bash`, `ls -l /bin/sh`, `pip install sh`) is not looked through.
+DATA_PROGRAMS = frozenset(
+    [
+        "echo",
+        "printf",
+        "cat",
+        "tac",
+        "head",
+        "tail",
+        "less",
+        "more",
+        "most",
+        "bat",
+        "nl",
+        "wc",
+        "sort",
+        "uniq",
+        "cut",
+        "paste",
+        "join",
+        "tr",
+        "fold",
+        "fmt",
+        "column",
+        "rev",
+        "od",
+        "xxd",
+        "hexdump",
+        "strings",
+        "file",
+        "stat",
+        "ls",
+        "dir",
+        "vdir",
+        "tree",
+        "du",
+        "df",
+        "find",
+        "fd",
+        "locate",
+        "mlocate",
+        "plocate",
+        "which",
+        "whereis",
+        "whatis",
+        "apropos",
+        "type",
+        "hash",
+        "help",
+        "man",
+        "info",
+        "tldr",
+        "readlink",
+        "realpath",
+        "basename",
+        "dirname",
+        "test",
+        "[",
+        "[[",
+        "true",
+        "false",
+        "grep",
+        "egrep",
+        "fgrep",
+        "zgrep",
+        "rg",
+        "ag",
+        "ack",
+        "diff",
+        "cmp",
+        "comm",
+        "sdiff",
+        "md5sum",
+        "sha1sum",
+        "sha224sum",
+        "sha256sum",
+        "sha384sum",
+        "sha512sum",
+        "b2sum",
+        "cksum",
+        "sum",
+        "ldd",
+        "objdump",
+        "readelf",
+        "nm",
+        "size",
+        "cp",
+        "mv",
+        "ln",
+        "install",
+        "touch",
+        "mkdir",
+        "rmdir",
+        "rm",
+        "chmod",
+        "chown",
+        "chgrp",
+        "tar",
+        "zip",
+        "unzip",
+        "gzip",
+        "gunzip",
+        "zcat",
+        "bzip2",
+        "xz",
+        "unxz",
+        "zstd",
+        "7z",
+        "git",
+        "svn",
+        "hg",
+        "dpkg",
+        "dpkg-query",
+        "apt-file",
+        "apt-cache",
+        "rpm",
+        "pip",
+        "pip3",
+        "pipx",
+        "uv",
+        "npm",
+        "npx",
+        "yarn",
+        "pnpm",
+        "bun",
+        "cargo",
+        "go",
+        "gem",
+        "bundle",
+        "composer",
+        "poetry",
+        "pdm",
+        "hatch",
+        "pipenv",
+        "conda",
+        "mamba",
+        "micromamba",
+        "brew",
+        "snap",
+        "flatpak",
+        "apt",
+        "apt-get",
+        "dnf",
+        "yum",
+        "pacman",
+        "zypper",
+        "apk",
+        "nix-env",
+        "pyenv",
+        "rbenv",
+        "nodenv",
+        "asdf",
+        "mise",
+        "nvm",
+        "fnm",
+        "volta",
+        "rustup",
+        "update-alternatives",
+        "alternatives",
+        "chsh",
+        "usermod",
+        "useradd",
+        "getent",
+        "id",
+        "groups",
+        "who",
+        "whoami",
+        "printenv",
+        "export",
+        "declare",
+        "typeset",
+        "local",
+        "readonly",
+        "unset",
+        "alias",
+        "unalias",
+        "set",
+        "shopt",
+        "complete",
+        "compgen",
+        "command",
+        "jq",
+        "yq",
+        "xq",
+        "curl",
+        "wget",
+        "http",
+        "ssh-keygen",
+        "base64",
+        "base32",
+        "iconv",
+        "dos2unix",
+        "unix2dos",
+        "awk",
+        "gawk",
+        "mawk",
+        "sed",
+        "perl",
+        "python",
+        "python3",
+        "ruby",
+        "node",
+        "lua",
+        "php",
+        "date",
+        "cal",
+        "sleep",
+        "seq",
+        "yes",
+        "expr",
+        "bc",
+        "dc",
+        "numfmt",
+        "factor",
+        "shuf",
+        "mktemp",
+        "tee",
+    ]
+)
+# Options of any program whose value is code it runs: their literal command lines are judged (`lua -e
+# 'os.execute("…")'`, `guile -c '(system "…")'`, `dc -e '!…'`, `mail --exec='!…'`, `make --eval='$(shell …)'`).
+CODE_OPTIONS = ("-e", "-c", "-x", "--eval", "--exec", "--command", "--expression", "-ex")
+
+
+# An option whose name says its value is a command the program runs (`--password-command=…`, `--on-download-
+# complete=…`, `--exec …`, `-o ssh_command=…`, `--gpu-launcher=…`, `--filter=…`): judged like a line.
+_COMMAND_OPTION = re.compile(
+    r"^(?:--?)?(?:[\w.-]*[_-])?(?:exec|command|cmd|script|shell|run|hook|pager|editor|filter|wrapper|rsh|askpass|"
+    r"launcher|program|pre|post|up|down|call|on-[\w-]+|use-askpass|conf-script|bind|ssh_command|pipe)$",
+    re.IGNORECASE,
+)
+# Text forms that run a command inside another language's value: `!cmd` (hg aliases, mysql, dc, lftp), `.shell cmd`
+# (sqlite3), `\write18{cmd}` (TeX), `%(cmd)` (rpm macros), `execute(cmd)` (fzf bindings).
+_EMBEDDED_RUNS = re.compile(
+    r"^\s*\\?!\s*(.+)$|^\s*\.(?:shell|system)\s+(.+)$|\\write18\{([^}]*)\}|%\(([^)]*)\)|\bexecute\(([^)]*)\)",
+    re.DOTALL,
+)
+
+
+def _embedded(text: str) -> list[Inner]:
+    found = _EMBEDDED_RUNS.search(text)
+    return [next(g for g in found.groups() if g is not None)] if found else []
+
+
+def run_texts(program: str, rest: Sequence[Word]) -> list[Inner]:
+    """A program this module does not know: the command lines its code options hand a shell (``!cmd``, and the
+    literals of system()-like calls in code), and the values of options whose name says they are a command."""
+    out: list[Inner] = []
+    for i, word in enumerate(rest):
+        value = word.value
+        if value is None or not value.startswith("-"):
+            if value is not None:
+                out += _embedded(value)
+            continue
+        name, eq, given = value.partition("=")
+        if not _COMMAND_OPTION.match(name):
+            if name in ("-o", "--option", "--config", "-c") and (eq or i + 1 < len(rest)):
+                setting = given if eq else rest[i + 1].value or ""
+                key, eq2, inner = setting.partition("=")  # -o ssh_command=…, --config alias.x=!…
+                if eq2 and (_COMMAND_OPTION.match(key.rsplit(".", 1)[-1]) or inner.lstrip("\"'").startswith("!")):
+                    out.append(inner.strip("\"'").lstrip("!"))
+            continue
+        command_text = given if eq else (rest[i + 1].value if i + 1 < len(rest) else None)
+        if command_text is None:
+            out.append(DYNAMIC if eq or i + 1 < len(rest) else None)
+        elif command_text and not command_text.startswith("-"):
+            out.append(command_text.strip("\"'").lstrip("!"))
+    for text in _all_values(rest, CODE_OPTIONS):
+        if not isinstance(text, str):
+            continue
+        stripped = text.strip()
+        if stripped.startswith("!"):
+            out.append(stripped[1:])
+        out += literal_commands(stripped)
+        found = re.search(r"\$\(shell\s+([^)]*)\)", stripped)  # make --eval='$(shell …)'
+        if found:
+            out.append(found.group(1))
+    return out
+
+
+def program_text_runs(program: str, text: str) -> list[Inner] | None:
+    """What a script of ``program``'s own language runs (the commands in it, as for its options): awk's system(),
+    sed's e, make's recipes and $(shell …), m4's syscmd. None: a language this module cannot read."""
+    if program in ("awk", "gawk", "mawk", "nawk"):
+        return [_awk_runs(text)]
+    if program == "sed":
+        return [_sed_runs(text)]
+    if program in ("make", "gmake", "bmake"):
+        recipes = [line[1:] for line in text.splitlines() if line.startswith("\t")]
+        shells = re.findall(r"\$\(shell\s+([^)]*)\)", text)
+        dynamic = "$(" in "".join(recipes).replace("$(shell", "") or "${" in "".join(recipes)
+        return [*recipes, *shells, *([DYNAMIC] if dynamic else [])]
+    if program == "m4":
+        found = re.findall(r"\b(?:esyscmd|syscmd)\s*\(([^)]*)\)", text)
+        return [*found, *([DYNAMIC] if re.search(r"\b(?:esyscmd|syscmd)\b", text) and not found else [])]
+    return None
