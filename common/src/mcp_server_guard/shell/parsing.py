@@ -723,6 +723,22 @@ def substitutes(source: str) -> bool:
     return any(node.type in _SUBSTITUTING for node in _descendants(_parser().parse(data).root_node))
 
 
+# Valid bash tree-sitter-bash does not take: `for f do …` / `for f; do …` (over "$@"), and a here-document whose body
+# never ends (bash reads it to the end of the input).
+_FOR_WITHOUT_IN = re.compile(r"\bfor(\s+)([A-Za-z_]\w*)(\s*;?\s*)(?=do\b)")
+_HEREDOC_OPENER = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w.-]*)\1")
+
+
+def _bash_forms(source: str) -> str:
+    """The same line in the forms the parser knows (bash runs them alike)."""
+    text = _FOR_WITHOUT_IN.sub(lambda m: f'for{m.group(1)}{m.group(2)} in "$@"; ', source)
+    for found in _HEREDOC_OPENER.finditer(text):
+        delimiter = found.group(2)
+        if not re.search(rf"(?m)^\t*{re.escape(delimiter)}$", text[found.end() :]):
+            text = text + ("" if text.endswith("\n") else "\n") + delimiter
+    return text
+
+
 def parse(source: str) -> Parsed:
     """Parse one command line (or script) into commands, redirects and findings.
 
@@ -733,6 +749,9 @@ def parse(source: str) -> Parsed:
     if len(data) > MAX_COMMAND_BYTES:
         raise TooComplex(f"the command line is {len(data)} bytes; the limit is {MAX_COMMAND_BYTES}")
     parsed = Parsed(source)
+    normal = _bash_forms(source)
+    if normal != source:
+        data = normal.encode("utf-8", "surrogateescape")
     tree = _parser().parse(data)
     root = tree.root_node
     nodes = root.descendant_count

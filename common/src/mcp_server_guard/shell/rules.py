@@ -164,6 +164,7 @@ class Feed:
 
 NO_FEED = Feed("none")
 # The box's own places, private to each call (names compared, never opened).
+_SIGNALLERS = frozenset({"kill", "killall", "pkill", "skill", "snice"})
 _COPIERS = frozenset({"cp", "mv", "install", "ln", "rsync", "dd"})
 _BOXED_PRIVATE = ("/tmp/", "/var/tmp/", "/dev/shm/", "/dev/null")  # noqa: S108
 REMOTE = Feed("remote")  # the command runs in a container or on another host: its shell is not an escape here
@@ -229,6 +230,9 @@ def parse_args(program: str, args: Sequence[str], more_values: frozenset[str] = 
         if arg == "--":
             out.positionals.extend(args[i:])
             break
+        if program in _SIGNALLERS and re.fullmatch(r"-(?:SIG)?[A-Z][A-Z0-9+-]*|-\d+", arg) and arg != "-1":
+            out.values.setdefault("signal", []).append(arg[1:])  # killall -USR1: a signal, not -U -S -R -1
+            continue
         if program == "kill" and arg.startswith("-") and (out.shorts or out.longs or out.values):
             out.positionals.append(arg)  # kill -9 -1: after the signal, -1 is a process (every process)
             continue
@@ -252,7 +256,9 @@ def parse_args(program: str, args: Sequence[str], more_values: frozenset[str] = 
             letters = arg[1:]
             out.longs.add(letters)  # single-dash long options: find -delete, java -jar
             if single_dash_long:
-                if letters in takes_value and i < len(args):
+                if program == "find" and letters.startswith("newer"):
+                    out.longs.add("newer")  # -newermt DATE, -neweraa FILE: a time test like -newer
+                if (letters in takes_value or (program == "find" and letters.startswith("newer"))) and i < len(args):
                     out.values.setdefault(letters, []).append(args[i])
                     i += 1
                 continue
