@@ -625,6 +625,17 @@ class _Walker:
         op = ""
         fd: str | None = None
         target: Word | None = None
+        before = node.prev_sibling
+        if (
+            owner is not None
+            and owner.words
+            and owner.words[-1].raw.isdigit()
+            and before is not None
+            and before.end_byte == node.start_byte
+        ):
+            # `sh 0<&1`: digits written against a redirection are its file descriptor (bash), not a word of the
+            # command — tree-sitter files them as a word, which made `0` a script for the shell.
+            fd = owner.words.pop().raw
         for child in node.children:
             if child.type == "file_descriptor":
                 fd = _text(child)

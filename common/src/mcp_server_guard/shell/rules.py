@@ -58,7 +58,11 @@ from mcp_server_guard.shell.wrappers import (
 _SEVERITY: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 # Doubts that are only about which of the project's files a command writes: judged by their effects while
 # commands work on a copy (the box keeps every other place read-only).
-EFFECT_FINDINGS = frozenset({"dynamic-redirect"})
+# On a copy, what they run or load runs in the box: `PYTHONPATH=src python -m pytest`, an arithmetic value read
+# from a file (`line=$(grep -n …); sed -n "$((line+40))p"`).
+EFFECT_FINDINGS = frozenset({"dynamic-redirect", "search-path", "code-in-data"})
+# Variables that only add places a program looks for its modules (the project's own, as a rule).
+_SEARCH_PATHS = frozenset({"PYTHONPATH", "NODE_PATH", "PERL5LIB", "PERLLIB", "RUBYLIB", "CLASSPATH", "GOPATH"})
 _MAX_DEPTH = 8
 _DYNAMIC = "\x00dynamic"  # stands for an argument only run time knows; matches no glob
 BLOCK_DEVICE = "<block-device>"  # what a path that names a block device also matches as
@@ -164,6 +168,8 @@ class Feed:
 
 NO_FEED = Feed("none")
 # The box's own places, private to each call (names compared, never opened).
+# Long options that exist as written, so never an abbreviation of a longer one (`pip install --pre` is not --prefix).
+_EXACT_LONGS: dict[str, frozenset[str]] = {name: frozenset({"pre", "user", "no-deps"}) for name in ("pip", "pip3")}
 _SIGNALLERS = frozenset({"kill", "killall", "pkill", "skill", "snice"})
 _COPIERS = frozenset({"cp", "mv", "install", "ln", "rsync", "dd"})
 _BOXED_PRIVATE = ("/tmp/", "/var/tmp/", "/dev/shm/", "/dev/null")  # noqa: S108
@@ -245,7 +251,8 @@ def parse_args(program: str, args: Sequence[str], more_values: frozenset[str] = 
         if arg.startswith("--") and len(arg) > 2:
             name, eq, value = arg[2:].partition("=")
             out.longs.add(name)
-            out.abbreviable.add(name)
+            if name not in _EXACT_LONGS.get(program, ()):
+                out.abbreviable.add(name)
             if eq:
                 out.values.setdefault(name, []).append(value)
             elif _takes_value(name, takes_value) and i < len(args):
@@ -525,7 +532,8 @@ class _Expander:
                 elif word.value:
                     self.line(command_line_of(name, word.value), depth + 1)
             elif runs_code(name):
-                self.finding("env-code", f"{name}=… makes the program load code or settings chosen here")
+                kind = "search-path" if name in _SEARCH_PATHS else "env-code"
+                self.finding(kind, f"{name}=… makes the program load code or settings chosen here")
 
     def argv(
         self,
@@ -592,7 +600,7 @@ class _Expander:
         else:
             self._code_files(program, rest, feed, depth)
             inner = unwrap(program, rest)
-            if inner is None and program not in DATA_PROGRAMS and program not in self.known:
+            if inner is None and program not in DATA_PROGRAMS:
                 self._unknown(program, rest, depth, feed)
             # A wrapper's command reads the wrapper's stdin (xargs' reads nothing: xargs takes it); a container's or
             # a remote host's shell is not one this machine starts.

@@ -703,7 +703,6 @@ DATA_PROGRAMS = frozenset(
         "7z",
         "git",
         "svn",
-        "hg",
         "dpkg",
         "dpkg-query",
         "apt-file",
@@ -804,12 +803,16 @@ DATA_PROGRAMS = frozenset(
         "yes",
         "expr",
         "bc",
-        "dc",
         "numfmt",
         "factor",
         "shuf",
         "mktemp",
         "tee",
+        "kill",
+        "killall",
+        "pkill",
+        "pgrep",
+        "pidof",
     ]
 )
 # Options of any program whose value is code it runs: their literal command lines are judged (`lua -e
@@ -827,9 +830,16 @@ _COMMAND_OPTION = re.compile(
 # Text forms that run a command inside another language's value: `!cmd` (hg aliases, mysql, dc, lftp), `.shell cmd`
 # (sqlite3), `\write18{cmd}` (TeX), `%(cmd)` (rpm macros), `execute(cmd)` (fzf bindings).
 _EMBEDDED_RUNS = re.compile(
-    r"^\s*\\?!\s*(.+)$|^\s*\.(?:shell|system)\s+(.+)$|\\write18\{([^}]*)\}|%\(([^)]*)\)|\bexecute\(([^)]*)\)",
+    r"^\s*\\?!\s*(.+)$|^\s*\|\s*(.+)$|^\s*\.(?:shell|system)\s+(.+)$|\\write18\{([^}]*)\}|%\(([^)]*)\)|\bexecute\(([^)]*)\)",
     re.DOTALL,
 )
+
+
+# First words that make a code option's value a command line.
+_RUNS_WORDS = frozenset(
+    {"sh", "bash", "dash", "zsh", "ksh", "exec", "eval", "command", "rm", "dd", "shred", "mkfs", "shutdown", "reboot",
+     "poweroff", "halt", "curl", "wget", "chmod", "chown", "kill", "killall", "sudo", "su"}
+)  # fmt: skip
 
 
 def _embedded(text: str) -> list[Inner]:
@@ -864,8 +874,10 @@ def run_texts(program: str, rest: Sequence[Word]) -> list[Inner]:
         if not isinstance(text, str):
             continue
         stripped = text.strip()
-        if stripped.startswith("!"):
-            out.append(stripped[1:])
+        out += _embedded(stripped)
+        first = stripped.split(None, 1)[0] if stripped else ""
+        if first.rsplit("/", 1)[-1] in _RUNS_WORDS:
+            out.append(stripped)  # genie -c 'rm -rf ~', perlbug -e 'exec …': a command line
         out += literal_commands(stripped)
         found = re.search(r"\$\(shell\s+([^)]*)\)", stripped)  # make --eval='$(shell …)'
         if found:
