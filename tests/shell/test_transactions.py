@@ -687,3 +687,29 @@ async def test_names_that_are_not_utf8_or_hold_control_characters_are_shown_esca
     assert done.returncode == 0, done.stderr
     assert not os.path.exists(os.fsencode(workspace) + b"/junk\xff")
     assert (workspace / "hello.txt").read_text() == "hello\nworld\n"
+
+
+async def test_a_command_that_throws_away_uncommitted_work_asks_and_a_stash_or_an_edit_does_not(
+    workspace: Path,
+) -> None:
+    """git reset --hard, checkout -- and restore put files back to git's copy: on a copy they are judged by that
+    effect, asked, and (declined) change nothing; git stash keeps the work, and an edit keeps it too."""
+    assert git(workspace, "init", "-q", "-b", "main").returncode == 0
+    (workspace / "a.txt").write_text("committed\n")
+    (workspace / "b.txt").write_text("committed\n")
+    assert git(workspace, "add", "a.txt", "b.txt").returncode == 0
+    assert git(workspace, "commit", "-qm", "one").returncode == 0
+    (workspace / "a.txt").write_text("my uncommitted work\n")
+    person = Person(False)
+    async with serve(SX, workspace, elicitation_callback=person) as client:
+        for discard in ("git checkout -- a.txt", "git reset -q --hard", "git restore a.txt"):
+            out = await sh(client, discard)
+            assert out["transaction"] != "applied", (discard, out)
+            assert (workspace / "a.txt").read_text() == "my uncommitted work\n", discard
+        assert len(person.asked) == 3 and all("discards uncommitted changes" in q for q in person.asked)
+        edited = await sh(client, "sed -i 's/work/WORK/' a.txt && echo more >> b.txt")
+        assert edited["transaction"] == "applied" and len(person.asked) == 3
+        stashed = await sh(client, f"{' '.join(f'{k}={v}' for k, v in GIT_ENV.items())} git stash -q")
+    assert stashed["transaction"] == "applied" and len(person.asked) == 3
+    assert (workspace / "a.txt").read_text() == "committed\n"
+    assert "my uncommitted WORK" in git(workspace, "stash", "show", "-p").stdout

@@ -122,6 +122,8 @@ class Rule(BaseModel):
     # What it guards, the box stops anyway (a disk, another process, a program run in the box): on a copy, a
     # run-time argument that could make it match is not asked about beforehand.
     boxed: bool = False
+    # Matches only when an operand names a place outside the allowed directories (the box's private /tmp aside).
+    outside: bool = False
 
     @field_validator("args_regex")
     @classmethod

@@ -469,6 +469,7 @@ def judge(
     emptied: list[str] = []
     executables: list[str] = []
     losing: list[tuple[ChangeSet, Change]] = []
+    rewritten: list[tuple[ChangeSet, Change]] = []  # files overwritten (perhaps back to what git has)
     for changes in sets:
         for change in changes.changes:
             key = (changes.root, change.path)
@@ -484,6 +485,8 @@ def judge(
                 if change.size == 0 and change.old_size > 0:
                     emptied.append(change.path)
                     losing.append((changes, change))
+                elif ".git" not in change.path.split("/"):
+                    rewritten.append((changes, change))
             if change.action == "delete" and change.kind == "dir" and not change.top:
                 held = sum(
                     1
@@ -516,7 +519,49 @@ def judge(
         lost = _uncommitted(losing)
         if lost:
             judgement.asks.append(f"Git has no copy of {_list(lost)} (modified or untracked).")
+    if policy.ask_uncommitted and rewritten and not _stashes(sets):
+        discarded = _discarded(rewritten)
+        if discarded:
+            judgement.asks.append(
+                f"It discards uncommitted changes to {_list(discarded)} (back to what git has; git reset --hard, "
+                "checkout, restore)."
+            )
     return judgement
+
+
+_DISCARD_HASH_BYTES = 64 << 20  # bytes hashed at most to recognise files put back to git's copy
+
+
+def _stashes(sets: Sequence[ChangeSet]) -> bool:
+    """`git stash` keeps what it takes away (refs/stash): nothing is discarded."""
+    return any(
+        change.path.endswith((".git/refs/stash", ".git/logs/refs/stash")) or change.path in ("refs/stash",)
+        for changes in sets
+        for change in changes.changes
+    )
+
+
+def _discarded(rewritten: Sequence[tuple[ChangeSet, Change]]) -> list[str]:
+    """Of the files overwritten, those that had changes git has no copy of (differing from the index) and now
+    hold exactly the index's content: uncommitted work thrown away. Read from the index file itself."""
+    found: list[str] = []
+    indexes: dict[str, tuple[str, dict[str, bytes]] | None] = {}
+    budget = _DISCARD_HASH_BYTES
+    for changes, change in rewritten:
+        if change.size + change.old_size > budget:
+            break
+        repository = _repository(changes.root, change.path, indexes)
+        if repository is None:
+            continue
+        work_tree, entries = repository
+        blob = entries.get(posixpath.relpath(posixpath.join(changes.root, change.path), work_tree))
+        if blob is None:
+            continue
+        budget -= change.size + change.old_size
+        new = _blob_hash(posixpath.join(changes.upper, change.path), changes.upper)
+        if new == blob and _blob_hash(posixpath.join(changes.root, change.path), changes.root) != blob:
+            found.append(change.path)
+    return found
 
 
 _MOVE_HASH_BYTES = 256 << 20  # bytes hashed at most to recognise moved files

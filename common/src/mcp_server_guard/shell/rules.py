@@ -47,6 +47,7 @@ from mcp_server_guard.shell.wrappers import (
     DATA_PROGRAMS,
     DYNAMIC,
     NETWORK_FED,
+    UNKNOWN,
     Inner,
     literal_commands,
     option_commands,
@@ -600,6 +601,8 @@ class _Expander:
         else:
             self._code_files(program, rest, feed, depth)
             inner = unwrap(program, rest)
+            if program == "xargs" and isinstance(inner, list):
+                inner = [_fed_paths(part, feed) for part in inner]
             if inner is None and program not in DATA_PROGRAMS:
                 self._unknown(program, rest, depth, feed)
             # A wrapper's command reads the wrapper's stdin (xargs' reads nothing: xargs takes it); a container's or
@@ -875,6 +878,22 @@ _SPAWNS_FOREVER = re.compile(
 _SETS_IFS = re.compile(r"(?:^|[;&|(\n{]|\bthen|\bdo|\belse)\s*(?:export\s+|declare\s+)?IFS=\S*\s*(?:$|[;&|)\n}])")
 
 
+def _fed_paths(words: list[Word], feed: Feed) -> list[Word]:
+    """Threat: `find / -name x | xargs rm`: what xargs appends is paths under find's start point; where that is a
+    place outside the project, the command is judged as acting there (its words stand for a path below it)."""
+    upstream = feed.upstream if feed.kind == "pipe" else None
+    head = upstream.words[0].value if upstream is not None and upstream.words else None
+    if upstream is None or head not in ("find", "fd", "fdfind", "locate", "plocate"):
+        return words
+    start = next((w.value for w in upstream.words[1:] if w.value and not w.value.startswith("-")), None)
+    if head in ("locate", "plocate"):
+        start = "/"
+    if start is None or not (start.startswith(("/", "~")) or start.startswith("..")):
+        return words
+    below = start.rstrip("/") + "/…"
+    return [Word(below, w.raw) if w is UNKNOWN else w for w in words]
+
+
 def _feed_of(command: Command, inherited: Feed) -> Feed:
     """What ``command`` reads on stdin: its own here-doc, redirect or pipe, else what its line reads."""
     if command.stdin_text is not None:
@@ -1068,6 +1087,11 @@ class PolicyEngine:
             if self.effects and rule.undoable:
                 # On a copy, what it does inside the project is judged by its effects; outside (/, ~, /etc …) no
                 # copy catches it: there the rule holds as written.
+                if outside is None:
+                    outside = self._reaches_outside(parsed)
+                if not outside:
+                    continue
+            if rule.outside:
                 if outside is None:
                     outside = self._reaches_outside(parsed)
                 if not outside:
