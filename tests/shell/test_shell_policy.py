@@ -303,6 +303,9 @@ def test_words_after_a_redirection_are_the_commands_arguments_as_in_real_bash(li
         ("docker run -v /:/h alpine rm -rf /h", "rm-recursive-force"),
         ("systemctl isolate reboot.target", "systemctl-isolate-halt"),
         ("chmod -R 000 ~", "recursive-mode-owner-broad"),
+        ("rm $(echo -rf) ~", "delete-outside"),
+        ("rm ~/.profile", "delete-outside"),
+        ("find / -name '*.log' | xargs rm", "delete-outside"),
     ],
 )
 def test_attack_spellings_the_first_engine_missed_are_denied(line: str, rule: str) -> None:
@@ -313,7 +316,7 @@ def test_attack_spellings_the_first_engine_missed_are_denied(line: str, rule: st
 @pytest.mark.parametrize(
     ("line", "kind"),
     [
-        ("rm $(echo -rf) ~", "undecidable:rm-recursive-force"),
+        ("rm $(echo -rf) build", "undecidable:rm-recursive-force"),
         ("x='a[$(id)]'; echo $((x))", "undecidable:code-in-data"),
         ("printf -v 'a[$(id)]' 1", "undecidable:code-in-data"),
         ("read x; (( x ))", "undecidable:code-in-data"),
