@@ -402,6 +402,33 @@ def test_the_policy_corpus_meets_the_issue_figures() -> None:
         assert figure.met, (figure.title, figure.share, figure.misses)
 
 
+def test_the_public_corpus_meets_the_figures_of_the_string_layer() -> None:
+    """tests/corpus/public (lines from public sources, not ours): everyday agent and people lines <= 3% bothered on a
+    copy, destructive lines >= 97% denied, disguises <= 20% let through (plain rules), readonly <= 10% of read-only
+    lines refused with <= 2 escapes (measure_public.py prints every figure and miss)."""
+    import importlib.util
+    import sys
+
+    path = ROOT / "tests" / "corpus" / "measure_public.py"
+    spec = importlib.util.spec_from_file_location("public_corpus_measure", path)
+    assert spec is not None and spec.loader is not None
+    measure = importlib.util.module_from_spec(spec)
+    sys.modules["public_corpus_measure"] = measure
+    spec.loader.exec_module(measure)
+    results = {r.spec.name: r for r in measure.measure(measure.engines())}
+
+    def share(name: str, on_copy: bool) -> float:
+        result = results[name]
+        return len(result.copy_misses if on_copy else result.misses) / result.total
+
+    assert share("everyday_agent.txt", True) <= 0.03, results["everyday_agent.txt"].copy_misses
+    assert share("everyday_people.txt", True) <= 0.03, results["everyday_people.txt"].copy_misses
+    assert share("destructive.txt", True) <= 0.03, results["destructive.txt"].copy_misses
+    assert share("disguises.txt", False) <= 0.20, len(results["disguises.txt"].misses)
+    assert share("readonly_everyday.txt", False) <= 0.10, results["readonly_everyday.txt"].misses
+    assert len(results["readonly_escapes.txt"].misses) <= 2, results["readonly_escapes.txt"].misses
+
+
 @pytest.mark.parametrize(
     "name", ["LD_PRELOAD", "GIT_CONFIG_COUNT", "XDG_CONFIG_HOME", "HOME", "TAR_OPTIONS", "RIPGREP_CONFIG_PATH",
              "LESSOPEN", "PAGER", "BROWSER", "NPM_CONFIG_SCRIPT_SHELL"],
