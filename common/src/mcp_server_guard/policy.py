@@ -42,6 +42,9 @@ DETECTABLE = frozenset(
         "remote-code",
         "shell-escape",
         "system-write",
+        "dynamic-program",
+        "dynamic-eval",
+        "search-path",
     }
 )
 # Findings that are facts, not doubts: allowed unless a detect rule says otherwise.

@@ -571,6 +571,10 @@ class _Walker:
             for inner in node.named_children:
                 self.walk(inner)
             return
+        if node.type == "expansion" and "`" in _text(node):
+            # Threat: echo ${x:-`rm -rf ~`} - bash runs backticks inside ${...}, which tree-sitter keeps as text.
+            for inner in re.findall(r"`((?:\\.|[^`\\])*)`", _text(node)):
+                self.parsed.evaluated_code.append(f"$({inner})")
         for child in node.named_children:
             self._nested(child)
 
@@ -740,9 +744,35 @@ _FOR_WITHOUT_IN = re.compile(r"\bfor(\s+)([A-Za-z_]\w*)(\s*;?\s*)(?=do\b)")
 _HEREDOC_OPENER = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w.-]*)\1")
 
 
+def _joined_lines(source: str) -> str:
+    """Threat: `r` backslash-newline `m -rf ~`: bash removes a backslash-newline before it splits words (outside
+    single quotes), so the word is `rm`. The parser must see the line as bash does."""
+    if "\\\n" not in source:
+        return source
+    out: list[str] = []
+    single = double = False
+    i = 0
+    while i < len(source):
+        char = source[i]
+        if single:
+            single = char != "'"
+        elif char == "\\" and i + 1 < len(source):
+            if source[i + 1] != "\n":
+                out.append(source[i : i + 2])
+            i += 2
+            continue
+        elif char == "'" and not double:
+            single = True
+        elif char == '"':
+            double = not double
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
 def _bash_forms(source: str) -> str:
     """The same line in the forms the parser knows (bash runs them alike)."""
-    text = _FOR_WITHOUT_IN.sub(lambda m: f'for{m.group(1)}{m.group(2)} in "$@"; ', source)
+    text = _FOR_WITHOUT_IN.sub(lambda m: f'for{m.group(1)}{m.group(2)} in "$@"; ', _joined_lines(source))
     for found in _HEREDOC_OPENER.finditer(text):
         delimiter = found.group(2)
         if not re.search(rf"(?m)^\t*{re.escape(delimiter)}$", text[found.end() :]):

@@ -61,7 +61,7 @@ _SEVERITY: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 # commands work on a copy (the box keeps every other place read-only).
 # On a copy, what they run or load runs in the box: `PYTHONPATH=src python -m pytest`, an arithmetic value read
 # from a file (`line=$(grep -n …); sed -n "$((line+40))p"`).
-EFFECT_FINDINGS = frozenset({"dynamic-redirect", "search-path", "code-in-data"})
+EFFECT_FINDINGS = frozenset({"dynamic-redirect", "search-path", "code-in-data", "dynamic-program", "dynamic-eval"})
 # Variables that only add places a program looks for its modules (the project's own, as a rule).
 _SEARCH_PATHS = frozenset({"PYTHONPATH", "NODE_PATH", "PERL5LIB", "PERLLIB", "RUBYLIB", "CLASSPATH", "GOPATH"})
 _MAX_DEPTH = 8
@@ -70,8 +70,11 @@ BLOCK_DEVICE = "<block-device>"  # what a path that names a block device also ma
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "csh", "tcsh", "posh", "rbash"})
 INTERPRETERS = frozenset(
-    {"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "deno", "bun", "osascript"}
-)
+    {"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "deno", "bun", "osascript",
+     "pypy", "pypy3", "ipython", "ipython3", "julia", "R", "Rscript", "pwsh", "powershell", "tclsh", "wish", "guile",
+     "racket", "sbcl", "clisp", "ghci", "runghc", "irb", "jshell", "groovy", "scala", "kotlinc", "elixir", "iex",
+     "erl", "escript", "crystal", "dart", "swift"}
+)  # fmt: skip
 # Options that take a value, per program, so that the first positional (the subcommand) is found and
 # values are not read as flags. Single-dash words of programs in SINGLE_DASH_LONG are whole option names.
 VALUE_OPTIONS: dict[str, frozenset[str]] = {
@@ -171,6 +174,11 @@ NO_FEED = Feed("none")
 # The box's own places, private to each call (names compared, never opened).
 # Long options that exist as written, so never an abbreviation of a longer one (`pip install --pre` is not --prefix).
 _EXACT_LONGS: dict[str, frozenset[str]] = {name: frozenset({"pre", "user", "no-deps"}) for name in ("pip", "pip3")}
+# Programs whose command language, read from stdin, has a way to run a shell command.
+STDIN_LANGUAGES = frozenset(
+    {"sqlite3", "sqlite", "ed", "red", "gdb", "cgdb", "psql", "mysql", "mariadb", "sftp", "ftp", "lftp", "expect",
+     "script", "tclsh", "wish", "dc"}
+)  # fmt: skip
 _SIGNALLERS = frozenset({"kill", "killall", "pkill", "skill", "snice"})
 _COPIERS = frozenset({"cp", "mv", "install", "ln", "rsync", "dd"})
 _BOXED_PRIVATE = ("/tmp/", "/var/tmp/", "/dev/shm/", "/dev/null")  # noqa: S108
@@ -466,6 +474,8 @@ class _Expander:
         self.env = env  # the call's own variables (already checked against the refused names)
         self.base_path = base_path
         self.stdin_code = ""  # what reads the call's or job's stdin as program text (Verdict.stdin_code)
+        self.fetches = False  # the line downloads something (curl, wget …): what it builds at run time may be that
+        self.reaches_outside: Callable[[list[str]], bool] = lambda _args: False
 
     def finding(self, kind: str, detail: str) -> None:
         self.found.append(_Found(None, detail, Finding(kind, detail)))
@@ -476,6 +486,7 @@ class _Expander:
             self.finding("too-deep", "shell strings nested too deeply to analyse")
             return
         parsed: Parsed = parse(source)
+        self.fetches = self.fetches or _FETCHES.search(source) is not None
         self.redirects.extend(parsed.redirects)
         for redirect in parsed.redirects:
             target = redirect.target.static
@@ -498,12 +509,16 @@ class _Expander:
                 self.finding("code-in-data", f"${name} from the call's env is evaluated as code")
         # Threat: `IFS=,; c=rm,-rf,x; $c`. The parser splits a variable's known value on blanks; with IFS set in
         # the line bash splits it on other characters, so such words are only known at run time.
-        ifs = _SETS_IFS.search(source) is not None
+        # Threat: `IFS=_ x=1 c=shutdown_-h_now; $c`, `IFS+=_`, `read IFS`, `declare -n r=c; c='rm -rf ~'; $r`: once IFS
+        # changes (other than for one `read`) or a name refers to another, unquoted expansions are run-time words.
+        ifs = bool(re.search(r"\bIFS\b", _READ_IFS.sub("", source))) or _NAMEREF.search(source) is not None
         if _SPAWNS_FOREVER.search(source):
             self.finding("fork-bomb", "an endless loop starts a background process each time round")
         for command in parsed.commands:
             if ifs:
-                command.words = [Word(None, w.raw) if w.split or w.raw.startswith("$") else w for w in command.words]
+                command.words = [
+                    Word(None, w.raw, split=True) if w.split or w.raw.startswith("$") else w for w in command.words
+                ]
             self.command(command, depth, _feed_of(command, feed))
 
     def command(self, command: Command, depth: int, feed: Feed = NO_FEED) -> None:
@@ -558,7 +573,12 @@ class _Expander:
             words = [Word(split[0], head.raw), *(Word(part, head.raw) for part in split[1:]), *words[1:]]
             head = words[0]
         if head.static is None:
-            self.finding("dynamic-command", f"the program name {head.raw!r} is only known at run time")
+            # `$PYTHON -m pytest`, `"$(go env GOPATH)/bin/lint"`: on a copy, judged by what it does; one split by a
+            # changed IFS or fed by a download stays undecidable.
+            static = [w.value for w in words[1:] if w.value is not None]
+            outside = self.reaches_outside(static)  # `$(echo rm) -rf ~`: whatever runs, it acts outside
+            kind = "dynamic-command" if head.split or self.fetches or outside else "dynamic-program"
+            self.finding(kind, f"the program name {head.raw!r} is only known at run time")
             return
         if len(self.found) >= MAX_COMMANDS:
             raise TooComplex(f"the command line runs more than {MAX_COMMANDS} commands")
@@ -587,13 +607,24 @@ class _Expander:
             else:
                 if any(_FETCHES.search(w.raw) for w in rest):
                     self.finding("remote-code", "eval runs a string fetched from the network")
-                self.finding("eval", "eval runs a string built at run time")
+                # `eval "$(pyenv init -)"`: on a copy, judged by what it does; with a download in the line, never.
+                self.finding("eval" if self.fetches else "dynamic-eval", "eval runs a string built at run time")
+        elif program == "hash" and any(
+            w.value is None or ((w.value or "").startswith("-") and "p" in (w.value or "")) for w in rest
+        ):
+            # Threat: `hash -p /sbin/shutdown ls; ls -h now` — a name that then runs another program.
+            self.finding("path-override", "hash -p makes a name run another program")
+        elif program == "enable" and any((w.value or "").startswith("-") and "f" in (w.value or "") for w in rest):
+            self.finding("env-code", "enable -f loads a builtin from a shared object")
         elif program in ("source", "."):
             self._source(program, rest, depth, feed)
         elif program in SHELLS or (program == "busybox" and rest and rest[0].value in SHELLS):
             self._shell(rest if program != "busybox" else rest[1:], depth, feed)
         elif program in INTERPRETERS or _interpreter_name(program):
             self._interpreter(program, rest, feed, depth)
+            if not _interpreter_name(program):  # julia, guile, clisp …: the literal commands of their code options
+                for code in run_texts(program, rest):
+                    self._inner(program, code, depth, feed)
         elif program == "env":
             self._env(rest, depth, feed)
         elif program in ("alias", "mapfile", "readarray"):
@@ -703,13 +734,29 @@ class _Expander:
         code = [w.value for w in rest if w.value is not None and not w.value.startswith("-")]
         if any(_forks_repeatedly(c) for c in code):
             self.finding("fork-bomb", f"{program} code forks in a loop")
-        script = next((w for w in rest if not (w.value or "").startswith("-") or w.value == "-"), None)
-        if _has_code_arg(rest) and (script is None or script.value not in STDIN_PATHS):
-            if script is not None and _process_substitution(script):
+        name = _interpreter_name(program) or program
+        given, script = _interpreter_input(name, rest)
+        for word in rest:
+            if word.value is None and _FETCHES.search(word.raw):
+                # Threat: `python3 -c "$(curl -s URL)"` — code downloaded and run as it arrives.
+                self.finding("remote-code", f"{program} runs code fetched from the network")
+        if given:
+            joined = " ".join(c for c in code)
+            if _RUNS_INPUT_LINES.search(joined):
+                # `perl -ne 'system $_'`: each line of its stdin is a command line.
+                self._program_text("shell", feed, lambda text: self.line(text, depth + 1), "a shell script")
+            elif _evaluates_stdin(joined):
+                # `python3 -c 'exec(sys.stdin.read())'`: its stdin is code after all.
+                self._program_text(name, feed, lambda text: self._interpreter_text(program, text, depth), "code")
+            return
+        if _reads_descriptor(script) == "other":
+            self.finding("script-from-data", f"{program} runs code it reads from a file descriptor")
+            return
+        if script is not None and _reads_descriptor(script) != "stdin":
+            if _process_substitution(script):
                 self._printed_code(script.raw, f"{program} runs code a command prints (<(…))")
             return
         # The program text comes from stdin (`python3`, `python3 -`, `perl /dev/stdin`): judge what feeds it.
-        name = _interpreter_name(program) or program
         self._program_text(name, feed, lambda text: self._interpreter_text(program, text, depth), f"{program} code")
 
     def _interpreter_text(self, program: str, text: str, depth: int = 0) -> None:
@@ -743,9 +790,30 @@ class _Expander:
                 # `echo 'rm -rf ~' | sh`: the text is in the line; judge it too.
                 judge(" ".join(w.value or "" for w in upstream.words[1:] if not (w.value or "").startswith("-")))
 
+    def _stdin_language(self, program: str, rest: list[Word], depth: int, feed: Feed) -> None:
+        """Threat: `sqlite3` fed `.shell …`, `ed` fed `!…`, `gdb` fed `shell …`, `script` fed a command line: programs
+        whose own command language, read from stdin, runs shell commands. Those commands are judged; a job's
+        writes too."""
+        if program in ("script",):
+            if any((w.value or "") in ("-c", "--command") or (w.value or "").startswith("--command=") for w in rest):
+                return  # script -c CMD runs CMD (unwrap), not its stdin
+            self._program_text("shell", feed, lambda text: self.line(text, depth + 1), "a shell script")
+            return
+
+        def judge(text: str) -> None:
+            runs = program_text_runs(program, text)
+            for inner in runs if runs is not None else [DYNAMIC]:
+                if inner is not None:
+                    self._inner(program, inner, depth, NO_FEED)
+
+        self._program_text(f"lang:{program}", feed, judge, f"{program} commands")
+
     def _code_files(self, program: str, rest: list[Word], feed: Feed, depth: int = 0) -> None:
         """Threat: `awk -f /dev/stdin`, `make -f -`, `vim -E -s`, `gdb -x /dev/stdin`: a program loading code of its
         own language from stdin. This layer cannot read that code: undecidable (a job's writes too)."""
+        if program in STDIN_LANGUAGES:
+            self._stdin_language(program, rest, depth, feed)
+            return
         options = CODE_FILE_OPTIONS.get(program)
         if options is None:
             return
@@ -821,9 +889,10 @@ class _Expander:
                 if i + 1 < len(rest) and not from_stdin:
                     operand = rest[i + 1]
                 break
-            if value.startswith("-") and len(value) > 1 and not value.startswith("--"):
-                from_stdin = from_stdin or "s" in value[1:]
-                if "c" in value[1:]:
+            if value[:1] in ("-", "+") and len(value) > 1 and not value.startswith("--"):
+                # `bash +x`, `sh +o posix`, `bash +O extglob`: + sets an option off, like - sets it on.
+                from_stdin = from_stdin or (value[0] == "-" and "s" in value[1:])
+                if value[0] == "-" and "c" in value[1:]:
                     script = rest[i + 1] if i + 1 < len(rest) else Word("", "")
                     break
                 if value[1:] in ("o", "O") and i + 1 < len(rest):
@@ -847,7 +916,12 @@ class _Expander:
                     self.finding("dynamic-shell-string", "sh -c runs a string with run-time input in it")
                 self.line(script.value, depth + 1, feed)
             return
-        if operand is not None and operand.value not in STDIN_PATHS:
+        reads = _reads_descriptor(operand)
+        if reads == "other":
+            # Threat: `bash /dev/fd/4 4<&0`, `bash /proc/$$/fd/0`: a script read from a descriptor, stdin's or not.
+            self.finding("script-from-data", "a shell runs a script it reads from a file descriptor")
+            return
+        if operand is not None and reads != "stdin":
             if _process_substitution(operand):
                 # Threat: `bash <(curl …)` — the script is what another command prints.
                 self._printed_code(operand.raw, "a shell runs what another command prints (<(…))")
@@ -874,6 +948,8 @@ _SPAWNS_FOREVER = re.compile(
     r"(?:(?!\bdone\b).)*?[^&|>]&(?!&)\s*(?:;|\n|done\b)",
     re.DOTALL,
 )
+_READ_IFS = re.compile(r"\bIFS=(?:'[^']*'|\"[^\"]*\"|[^\s;&|]*)\s+(?:read|mapfile|readarray)\b")
+_NAMEREF = re.compile(r"\b(?:declare|typeset|local|export)\s+(?:-\w+\s+)*-\w*n")
 # `IFS=,` as a statement of its own (not `IFS= read …`, set for one command): later unquoted words split on it.
 _SETS_IFS = re.compile(r"(?:^|[;&|(\n{]|\bthen|\bdo|\belse)\s*(?:export\s+|declare\s+)?IFS=\S*\s*(?:$|[;&|)\n}])")
 
@@ -914,14 +990,32 @@ _FETCHES = re.compile(
 )
 
 
+def _reads_descriptor(operand: Word | None) -> str:
+    """Whether a script operand is the standard input ("stdin": `-`, `/dev/stdin`, `/dev/./stdin`, `/dev/fd/0`,
+    `/proc/self/fd/0` in any spelling), another descriptor or one only run time names ("other"), or a file ("")."""
+    if operand is None:
+        return ""
+    if operand.value is None:
+        return "other" if re.match(r"[\"']?/(?:dev|proc)/", operand.raw) else ""
+    path = normalize_path(operand.value)
+    if path in STDIN_PATHS or operand.value == "-":
+        return "stdin"
+    found = re.fullmatch(r"/dev/fd/(\d+)|/proc/(?:self|thread-self|\d+)/fd/(\d+)", path)
+    if found:
+        return "stdin" if (found.group(1) or found.group(2)) == "0" else "other"
+    return "other" if path.startswith(("/proc/", "/dev/fd/")) else ""
+
+
 def _process_substitution(word: Word) -> bool:
     return word.value is None and word.raw.lstrip().startswith(("<(", ">("))
 
 
 def _interpreter_name(program: str) -> str:
     """``python3.12`` is python; ``perl5.36`` is perl (versioned names of the interpreters)."""
-    found = re.fullmatch(r"(python|perl|ruby|php|lua|node)[\d.]*", program)
-    return found.group(1) if found else ""
+    found = re.fullmatch(r"(python|pypy|perl|ruby|php|lua|luajit|node|ipython)[\d.]*", program)
+    if not found:
+        return ""
+    return {"pypy": "python", "ipython": "python", "luajit": "lua"}.get(found.group(1), found.group(1))
 
 
 # `source` of these runs a setup script of a tool (a virtualenv, rustup, nvm, the user's shell files): like
@@ -961,12 +1055,67 @@ def _writes_device(target: str) -> bool:
     return any(_path_match(form, p) for form in _forms(normal) for p in DEVICE_WRITE_TARGETS)
 
 
-def _has_code_arg(words: Sequence[Word]) -> bool:
-    for word in words:
-        value = word.value or ""
-        if value in ("-c", "-e", "-E", "-r", "--eval", "-p", "--print", "-m") or not value.startswith("-"):
-            return True
-    return False
+# Options of an interpreter that take a value (`python3 -W ignore`, `perl -I lib`, `node -r ./x`): the value is not
+# the script. And the options that give the code itself (or a module to run).
+_INTERPRETER_VALUES: dict[str, frozenset[str]] = {
+    "python": frozenset({"W", "X", "Q", "check-hash-based-pycs"}),
+    "perl": frozenset({"I", "M", "m", "C"}),
+    "ruby": frozenset({"I", "r", "E", "C", "encoding", "external-encoding", "internal-encoding", "require"}),
+    "node": frozenset({"r", "require", "import", "loader", "experimental-loader", "input-type", "C", "conditions",
+                       "stack-size", "env-file", "title", "max-old-space-size"}),
+    "php": frozenset({"d", "c", "z"}),
+    "lua": frozenset({"l"}),
+}  # fmt: skip
+_CODE_GIVEN = frozenset({"c", "e", "E", "eval", "p", "print", "m", "execute", "command"})
+# Modules that are a REPL reading code from stdin: `python3 -m code`, `-m pdb`, `-m IPython`.
+_REPL_MODULES = frozenset({"code", "pdb", "IPython", "idlelib", "bpython", "ptpython", "asyncio"})
+
+
+def _interpreter_input(name: str, words: Sequence[Word]) -> tuple[bool, Word | None]:
+    """(code given on the line — -c/-e/-m …, the script operand — its first operand, or None)."""
+    values = _INTERPRETER_VALUES.get(name, frozenset())
+    i = 0
+    while i < len(words):
+        value = words[i].value
+        if value is None:
+            return False, words[i]
+        if value == "--":
+            return False, words[i + 1] if i + 1 < len(words) else None
+        if value == "-" or not value.startswith("-"):
+            return False, words[i]
+        option = value.lstrip("-").partition("=")[0]
+        cluster = value[1:] if not value.startswith("--") else ""
+        # the code letter of a cluster (`perl -ne`, `python3 -Bc`), else its first (`python3 -mpytest`)
+        letter = next((c for c in cluster if c in "ceE"), cluster[:1])
+        if (
+            option in _CODE_GIVEN
+            or (name == "php" and letter == "r")
+            or (letter and letter in "ceEm" and name != "php")
+        ):
+            if (option == "m" or letter == "m") and name == "python":
+                module = value[2:] or (words[i + 1].value if i + 1 < len(words) else "") or ""
+                return module not in _REPL_MODULES, None
+            if name == "php" and letter == "f":
+                return False, words[i + 1] if len(value) == 2 and i + 1 < len(words) else Word(value[2:], value[2:])
+            return True, None
+        takes = option in values or (letter and letter in values and len(value) == 2 and not value.startswith("--"))
+        i += 2 if takes and "=" not in value else 1
+    return False, None
+
+
+# Code that runs what it reads from stdin: exec(sys.stdin.read()), eval(input()), perl -ne 'system $_' …
+_EVALUATES_STDIN = re.compile(
+    r"\b(?:exec|eval|system|spawn|execSync|popen)\b.{0,80}(?:stdin|input\s*\(|readFileSync\s*\(\s*0|<STDIN>|STDIN|"
+    r"\$_\b|\$stdin|ARGF|gets\b|readline)|(?:^|[;{\s])(?:system|exec|eval)\s*\(?\s*\$_\b",
+    re.DOTALL,
+)
+
+
+_RUNS_INPUT_LINES = re.compile(r"(?:^|[;{\s(])(?:system|exec|qx|`)\s*\(?\s*\$_\b|os\.system\s*\(\s*line\b")
+
+
+def _evaluates_stdin(code: str) -> bool:
+    return _EVALUATES_STDIN.search(code) is not None
 
 
 class PolicyEngine:
@@ -1016,6 +1165,7 @@ class PolicyEngine:
     ) -> _Expander:
         expander = _Expander(env or {}, self.base_path, self._named)
         expander.known_runs = self._denied
+        expander.reaches_outside = lambda args: self._reaches_outside(parse_args("", args))
         if args:
             words = [Word(command, command), *(Word(a, a) for a in args)]
             expander.argv(words, None, 0, feed=stdin)
@@ -1045,6 +1195,8 @@ class PolicyEngine:
         """The verdict on a line (or an argv, with ``args``). ``stdin``: the text the call feeds it, judged as code
         where a program reads its program text from stdin; ``job``: the line runs as a background job whose
         stdin later calls write (``Verdict.stdin_code`` says whether each write must be judged)."""
+        if stdin is not None:
+            stdin = stdin.replace("\x00", "")  # bash and dash drop NUL bytes from a script: `shut\0down` is shutdown
         feed = Feed("job", stdin) if job else Feed("call", stdin) if stdin is not None else NO_FEED
         expander = self.expand(command, args, env, feed)
         best: Verdict | None = None

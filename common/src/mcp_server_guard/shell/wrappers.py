@@ -897,6 +897,28 @@ def program_text_runs(program: str, text: str) -> list[Inner] | None:
         shells = re.findall(r"\$\(shell\s+([^)]*)\)", text)
         dynamic = "$(" in "".join(recipes).replace("$(shell", "") or "${" in "".join(recipes)
         return [*recipes, *shells, *([DYNAMIC] if dynamic else [])]
+    if program in ("sqlite3", "sqlite"):
+        return [*re.findall(r"(?m)^\s*\.(?:shell|system)\s+(.+)$", text),
+                *re.findall(r"(?m)^\s*\.(?:once|output)\s+\|\s*(.+)$", text)]  # fmt: skip
+    if program in ("ed", "red"):
+        return re.findall(r"(?m)^\s*(?:[\d,.$;+-]*\s*(?:w|r|e|W)?\s*)?!(.+)$", text)
+    if program in ("gdb", "cgdb"):
+        runs: list[Inner] = [*re.findall(r"(?m)^\s*(?:shell|she|!)\s*(.+)$", text)]
+        runs += [m for m in re.findall(r"(?m)^\s*(?:pipe|\|).*?\|\s*(.+)$", text)]
+        if re.search(r"(?m)^\s*(?:python|py|pi|guile|gu|source|so)\b", text):
+            runs.append(DYNAMIC)
+        return runs
+    if program in ("psql", "mysql", "mariadb"):
+        return [*re.findall(r"(?m)\\!\s*(.+)$", text), *re.findall(r"(?mi)^\s*system\s+(.+)$", text),
+                *re.findall(r"(?m)\\[og]\s*\|\s*(.+)$", text),
+                *re.findall(r"(?i)\bprogram\s+'([^']*)'", text)]  # fmt: skip
+    if program in ("sftp", "ftp", "lftp"):
+        return re.findall(r"(?m)^\s*!(.+)$", text)
+    if program in ("expect", "tclsh", "wish"):
+        found = re.findall(r"\b(?:exec|spawn|system)\s+([^;\n\]]+)", text)
+        return [*found, *([DYNAMIC] if re.search(r"\b(?:eval|uplevel|open\s+\|)", text) else [])]
+    if program == "dc":
+        return re.findall(r"!([^\n]+)", text)
     if program == "m4":
         found = re.findall(r"\b(?:esyscmd|syscmd)\s*\(([^)]*)\)", text)
         return [*found, *([DYNAMIC] if re.search(r"\b(?:esyscmd|syscmd)\b", text) and not found else [])]
