@@ -167,9 +167,9 @@ async def _shell_exec(proj: Path, audit: Path, mode: str) -> list[bool]:
     print(f"\n== shell_exec  ({params.command} --audit-log …)")
 
     async def human(_ctx: Any, params: Any) -> ElicitResult:
-        # The demo plays the human: it approves eval of a string built at run time, and declines a force push
+        # The demo plays the human: it approves a git option that could run a program, and declines a force push
         # and deleting a directory.
-        approve = "eval" in params.message
+        approve = "core.pager" in params.message
         print("      ┌ the client asks the human:")
         for line in params.message.strip().splitlines():
             print(f"      │ {line}")
@@ -184,8 +184,11 @@ async def _shell_exec(proj: Path, audit: Path, mode: str) -> list[bool]:
         ("an allowed pipeline", {"command": "printf 'pear\\napple\\nfig\\n' | sort | head -2"}, False),
         ("a machine-level command (denied before it runs)", {"command": "shutdown -h now"}, True),
         (
-            "eval of a string built at run time (cannot be decided statically: ask)",
-            {"command": 'eval "$(echo echo approved by a human)"'},
+            "a git option that makes git run a program (ask; the human approves, it runs)",
+            {
+                "command": "git -c core.pager=cat log --format='approved by a human' -1 2>/dev/null"
+                " || echo approved by a human"
+            },
             False,
         ),
         (
