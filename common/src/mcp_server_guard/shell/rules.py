@@ -702,7 +702,7 @@ class _Expander:
             remote = program == "wget" or parsed.has("O") or parsed.has("remote-name")
             if remote and not names:
                 names = [posixpath.basename(u.split("?")[0]) for u in parsed.positionals if "/" in u]
-            self.downloaded.update(posixpath.normpath(n) for n in names if n and n != _DYNAMIC and n != "-")
+            self.downloaded.update(posixpath.normpath(n) for n in names if n and n not in (_DYNAMIC, "-"))
             return
         if not self.downloaded:
             return
