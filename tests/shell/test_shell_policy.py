@@ -423,7 +423,8 @@ def test_the_public_corpus_meets_the_figures_of_the_string_layer() -> None:
 
     assert share("everyday_agent.txt", True) <= 0.03, results["everyday_agent.txt"].copy_misses
     assert share("everyday_people.txt", True) <= 0.03, results["everyday_people.txt"].copy_misses
-    assert share("destructive.txt", True) <= 0.03, results["destructive.txt"].copy_misses
+    assert share("destructive.txt", False) <= 0.03, results["destructive.txt"].misses
+    assert share("destructive.txt", True) <= 0.04, results["destructive.txt"].copy_misses
     assert share("disguises.txt", False) <= 0.20, len(results["disguises.txt"].misses)
     assert share("readonly_everyday.txt", False) <= 0.10, results["readonly_everyday.txt"].misses
     assert len(results["readonly_escapes.txt"].misses) <= 2, results["readonly_escapes.txt"].misses

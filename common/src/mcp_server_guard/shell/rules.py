@@ -29,7 +29,7 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from mcp_server_guard.paths import within_any
+from mcp_server_guard.paths import within, within_any
 from mcp_server_guard.policy import INFORMATIONAL, Action, Rule, ShellPolicy
 from mcp_server_guard.shell.environment import command_line_of, is_command_valued, runs_code
 from mcp_server_guard.shell.parsing import (
@@ -214,6 +214,10 @@ _WRITERS: dict[str, _Writes] = {
     "unzip": _Writes(("d",), values=frozenset({"d"}), into_home=True),
 }  # fmt: skip
 _COPIERS = frozenset(_WRITERS)
+_DIRECTORY_OPTIONS = ("C", "work-tree", "git-dir", "directory")
+# Caches in the home directory a cleanup may empty (`rm -rf ~/.cache/pip`): not the user's work.
+_CACHES = (".cache", ".npm/_cacache", ".npm/_logs", ".cargo/registry/cache", ".gradle/caches", ".m2/repository",
+           ".pnpm-store", ".yarn/cache", ".local/share/virtualenvs")  # fmt: skip
 _BOXED_PRIVATE = ("/tmp/", "/var/tmp/", "/dev/shm/", "/dev/null")  # noqa: S108
 REMOTE = Feed("remote")  # the command runs in a container or on another host: its shell is not an escape here
 _ELSEWHERE = frozenset({"docker", "podman", "nerdctl", "kubectl", "oc", "ssh", "rsh", "lxc", "incus"})
@@ -495,6 +499,7 @@ class _Found:
     argv: list[str] | None
     text: str
     finding: Finding | None = None
+    moved: bool = False  # the line changed directory to a place outside the project before it
 
 
 class _Expander:
@@ -512,6 +517,8 @@ class _Expander:
         self.reaches_outside: Callable[[list[str]], bool] = lambda _args: False
         self.home_path = ""  # what ~ names, spelled out
         self.downloaded: set[str] = set()  # files the line downloads (curl -o, wget)
+        self.aliases: dict[str, str] = {}  # aliases the line defines
+        self.moved = False  # the line has changed directory to a place outside the project (cd ~, cd /, cd ..)
 
     def finding(self, kind: str, detail: str) -> None:
         self.found.append(_Found(None, detail, Finding(kind, detail)))
@@ -629,7 +636,17 @@ class _Expander:
             else:
                 argv.append(word.value)
         self._check_program(argv[0], path)
-        self.found.append(_Found(argv, text))
+        program = posixpath.basename(argv[0])
+        if program in self.aliases and depth <= _MAX_DEPTH:
+            # Threat: `alias r='rm -rf'` then `r ~`: the alias is what runs.
+            self.line(f"{self.aliases.pop(program)} {' '.join(w.raw for w in words[1:])}", depth + 1, feed)
+            return
+        if program in ("cd", "pushd"):
+            target = argv[1:2]
+            # Only the places plainly outside any project: home, /, .., -, the system's own directories (an agent's
+            # `cd /testbed && …` names its project, which this layer may not know as a root).
+            self.moved = self.moved or not target or _plainly_outside(target[0])
+        self.found.append(_Found(argv, text, moved=self.moved))
         program = posixpath.basename(argv[0])
         rest = list(words[1:])
         if program in _COPIERS:
@@ -928,7 +945,9 @@ class _Expander:
                 if word.value is None:
                     self.finding("dynamic-shell-string", "alias defines a command only known at run time")
                 elif "=" in word.value:
-                    self.line(word.value.partition("=")[2], depth + 1)
+                    name, _, value = word.value.partition("=")
+                    self.aliases[name] = value
+                    self.line(value, depth + 1)
             return
         for i, word in enumerate(rest):
             if (word.value or "").startswith("-C"):
@@ -1019,11 +1038,24 @@ _NAMEREF = re.compile(r"\b(?:declare|typeset|local|export)\s+(?:-\w+\s+)*-\w*n")
 _SETS_IFS = re.compile(r"(?:^|[;&|(\n{]|\bthen|\bdo|\belse)\s*(?:export\s+|declare\s+)?IFS=\S*\s*(?:$|[;&|)\n}])")
 
 
+def _plainly_outside(directory: str) -> bool:
+    path = normalize_path(directory)
+    return path in ("-", "~", "/", "..") or path.startswith("../") or path.split("/")[:2] in _SYSTEM_TOPS
+
+
+_SYSTEM_TOPS = [["", top] for top in ("etc", "usr", "var", "home", "root", "boot", "bin", "sbin", "lib", "lib64", "opt",
+                                      "srv", "mnt", "media", "sys", "proc", "dev")]  # fmt: skip
+
+
 def _fed_paths(words: list[Word], feed: Feed) -> list[Word]:
     """Threat: `find / -name x | xargs rm`: what xargs appends is paths under find's start point; where that is a
     place outside the project, the command is judged as acting there (its words stand for a path below it)."""
     upstream = feed.upstream if feed.kind == "pipe" else None
     head = upstream.words[0].value if upstream is not None and upstream.words else None
+    if upstream is not None and head in ("echo", "printf") and all(w.value is not None for w in upstream.words[1:]):
+        # `echo ~ | xargs rm -rf`: the words echo prints are the arguments xargs appends.
+        data = [Word(w.value, w.raw) for w in upstream.words[1:] if not (w.value or "").startswith("-")]
+        return [part for w in words for part in (data if w is UNKNOWN and data else [w])]
     if upstream is None or head not in ("find", "fd", "fdfind", "locate", "plocate"):
         return words
     start = next((w.value for w in upstream.words[1:] if w.value and not w.value.startswith("-")), None)
@@ -1096,7 +1128,10 @@ SOURCED_SETUP = (
 _FORK_LOOP = r"(\bwhile\b|\bloop\b|\bfor\s*\(\s*;\s*;|\buntil\b|\brepeat\b).*\bfork\b|\bfork\b.*\b(while|until)\b"
 # ... or over and over by other means: `perl -e '{fork; redo}'`, `goto`, `retry`, `1.times`, `.each`, a function that
 # calls itself after forking.
-_FORK_AGAIN = r"\bfork\b.*\b(redo|goto|retry|times|each|map|recurse)\b|\b(redo|goto|retry)\b.*\bfork\b"
+_FORK_AGAIN = (
+    r"\bfork\b.*\b(redo|goto|retry|times|each|map|recurse)\b|\b(redo|goto|retry)\b.*\bfork\b"
+    r"|\bfork\b.*\b(iter\s*\(\s*int|count\s*\(|cycle\s*\(|repeat\s*\(\s*\w+\s*\))"  # [os.fork() for _ in iter(int, 1)]
+)
 
 
 def _forks_repeatedly(code: str) -> bool:
@@ -1289,7 +1324,7 @@ class PolicyEngine:
             else:
                 assert found.argv is not None
                 commands.append(" ".join(a if a != _DYNAMIC else "…" for a in found.argv))
-                verdict = self._command(found.argv, found.text)
+                verdict = self._command(found.argv, found.text, found.moved)
             if verdict.action == "ask":
                 asking.update(dict.fromkeys(verdict.asking or (str(verdict.rule),)))
             if best is None or _SEVERITY[verdict.action] > _SEVERITY[best.action]:
@@ -1308,7 +1343,7 @@ class PolicyEngine:
             expander.stdin_code,
         )
 
-    def _command(self, argv: list[str], text: str) -> Verdict:
+    def _command(self, argv: list[str], text: str, moved: bool = False) -> Verdict:
         program = posixpath.basename(argv[0])
         parsed = parse_args(program, argv[1:])
         shown = " ".join(a if a != _DYNAMIC else "…" for a in argv)
@@ -1321,12 +1356,12 @@ class PolicyEngine:
                 # On a copy, what it does inside the project is judged by its effects; outside (/, ~, /etc …) no
                 # copy catches it: there the rule holds as written.
                 if outside is None:
-                    outside = self._reaches_outside(parsed)
+                    outside = self._reaches_outside(parsed, moved)
                 if not outside:
                     continue
             if rule.outside:
                 if outside is None:
-                    outside = self._reaches_outside(parsed)
+                    outside = self._reaches_outside(parsed, moved)
                 if not outside:
                     continue
             if rule_matches(rule, argv, parsed):
@@ -1374,9 +1409,12 @@ class PolicyEngine:
             found = self._by_program[program] = [r for r in self._program_rules if _glob(program, r.programs)]
         return found
 
-    def _reaches_outside(self, parsed: Args) -> bool:
-        """Does a static operand name a place outside the project (the roots), other than the box's own /tmp?"""
-        for arg in parsed.positionals:
+    def _reaches_outside(self, parsed: Args, moved: bool = False) -> bool:
+        """Does a static operand (or a directory option: git -C, --work-tree) name a place outside the project (the
+        roots), other than the box's own /tmp and the user's caches? ``moved``: the line changed directory to a
+        place outside first (`cd ~ && rm -rf *`), so relative operands are there too."""
+        where = [v for option in _DIRECTORY_OPTIONS for v in parsed.values_of(option)]
+        for arg in [*parsed.positionals, *where]:
             if arg == _DYNAMIC:
                 continue
             path = normalize_path(arg.partition("=")[2] if re.match(r"-{0,2}[A-Za-z_][\w-]*=", arg) else arg)
@@ -1386,7 +1424,14 @@ class PolicyEngine:
                 path = self.home + path[1:]
             if path == ".." or path.startswith("../"):
                 return True
-            if path.startswith("/") and not path.startswith(_BOXED_PRIVATE) and not within_any(path, self.roots):
+            if moved and not path.startswith("/"):
+                return True
+            if (
+                path.startswith("/")
+                and not within_any(path, [p.rstrip("/") for p in _BOXED_PRIVATE])
+                and not within_any(path, self.roots)
+                and not (self.home and any(within(path, posixpath.join(self.home, c)) for c in _CACHES))
+            ):
                 return True
         return False
 

@@ -362,12 +362,14 @@ def unwrap(program: str, rest: list[Word]) -> Inner:
 # a program that runs text it was given. Each text is returned for judging like a command line (a string), a
 # command (words), or DYNAMIC when the text is only known at run time or is code this layer cannot read.
 
+_TMUX_RUNS = frozenset({"new", "new-session", "new-window", "neww", "split-window", "splitw", "run-shell", "run",
+                        "respawn-pane", "respawnp", "respawn-window", "pipe-pane", "if-shell"})  # fmt: skip
 _VIM = frozenset({"vim", "vi", "nvim", "ex", "view", "vimdiff", "gvim", "rvim"})
 _GIT_FILTERS = ("--tree-filter", "--index-filter", "--msg-filter", "--env-filter", "--commit-filter",
                 "--parent-filter", "--tag-name-filter", "--setup")  # fmt: skip
 # String literals given to a call that runs them as a command line, in interpreter code.
 _CODE_RUNS = re.compile(
-    r"""(?:\bsystem|\bpopen|\bexec[lv]?p?e?|\bspawn|\bcheck_output|\bcheck_call|\bgetoutput|\bgetstatusoutput|\brun|\bcall|\bshell_exec|\bpassthru|\bexecSync|\bexecFileSync|\bspawnSync|\bexecute|\bcallCommand)\s*\(?\s*(['"])((?:\\.|(?!\1).)*)\1"""
+    r"""(?:\bsystem|\bpopen|\bexec[lv]?p?e?|\bspawn|\bcheck_output|\bcheck_call|\bgetoutput|\bgetstatusoutput|\brun|\bcall|\bshell_exec|\bpassthru|\bexecSync|\bexecFileSync|\bspawnSync|\bexecute|\bcallCommand|\bspawn\w+|\bshell-command|\bcall-process-shell-command|\bstart-process-shell-command|\bproc_open|\bpcntl_exec|\brun-shell-command|\bopen\s*\(?\s*\w+\s*,\s*(?=['"]\|))\s*\(?\s*(['"])\|?((?:\\.|(?!\1).)*)\1"""
 )
 _BACKTICKS = re.compile(r"`([^`]+)`|%x\((.*?)\)|%x\{(.*?)\}|\bqx\s*[({/](.*?)[)}/]")
 
@@ -387,6 +389,34 @@ def option_commands(program: str, rest: list[Word]) -> list[Inner]:
             out.append(_joined(words))
         elif name == "filter-branch":
             out += _all_values(tail, _GIT_FILTERS)
+        elif name == "difftool":
+            out += _all_values(tail, ("-x", "--extcmd"))
+        elif name == "send-email":
+            out += _all_values(tail, ("--sendmail-cmd", "--to-cmd", "--cc-cmd", "--header-cmd"))
+    elif program in ("make", "gmake"):
+        for text in _all_values(rest, ("--eval", "-E")):
+            out += (
+                (program_text_runs("make", "\t" + text.replace("\n", "\n\t")) or [])
+                if isinstance(text, str)
+                else [text]
+            )
+    elif program in ("ssh", "scp", "sftp", "slogin"):
+        for text in _all_values(rest, ("-o",)):
+            if not isinstance(text, str):
+                continue
+            key, _, setting = text.partition("=") if "=" in text else text.partition(" ")
+            if key.strip().lower() in ("proxycommand", "localcommand", "knownhostscommand", "remotecommand"):
+                out.append(setting.strip())
+        if program in ("scp", "sftp"):
+            out += [_split(t) if isinstance(t, str) else t for t in _all_values(rest, ("-S",))]
+    elif program in ("tmux",):
+        sub = next((i for i, v in enumerate(values) if v in _TMUX_RUNS), None)
+        if sub is not None:
+            tail = [w for w in rest[sub + 1 :]]
+            start = skip_options(tail, frozenset("censtxyFPltTIE"), frozenset())
+            out.append(_joined(tail[start:]) if start < len(tail) else None)
+    elif program == "screen":
+        out.append(_after_options(rest, "SpcehLlTtx"))
     elif program in ("gdb", "cgdb"):
         for text in _all_values(rest, ("-ex", "--ex", "-eval-command", "--eval-command", "-iex", "--iex")):
             out.append(_debugger_command(text))
@@ -489,6 +519,7 @@ def _editor_command(text: Inner) -> Inner:
     for prefix in ("silent!", "silent", "sil!", "sil", "exe", "execute"):
         if stripped.startswith(prefix + " "):
             stripped = stripped[len(prefix) + 1 :].lstrip()
+    stripped = stripped.strip("\"'")  # :exe "!cmd"
     if stripped.startswith("!"):
         return stripped[1:]
     if "!" in stripped and re.match(r"^(\d+|%|\.|\$|'<,'>|\d+,\d+)?\s*(r|read|w|write)?\s*!", stripped):
@@ -574,6 +605,12 @@ def literal_commands(code: str) -> list[Inner]:
         items = re.findall(r"""(['"])((?:\\.|(?!\1).)*)\1""", found.group(1))
         if items and len(items) == found.group(1).count(",") + 1:  # every item a literal
             out.append([[Word(item, item) for _, item in items]])
+    if _HOME_DELETES.search(code):
+        out.append([[Word("rm", "rm"), Word("-rf", "-rf"), Word("~", "~")]])
+    if _KILLS_ALL.search(code):
+        out.append([[Word("kill", "kill"), Word("-9", "-9"), Word("-1", "-1")]])
+    for found in _OPENS_DEVICE.finditer(code):
+        out.append([[Word("dd", "dd"), Word(f"of={found.group(1)}", f"of={found.group(1)}")]])
     for found in _CODE_DELETES.finditer(code):
         path = found.group(2)
         out.append([[Word("rm", "rm"), Word("-rf", "-rf"), Word(path, path)]])
@@ -585,6 +622,17 @@ def literal_commands(code: str) -> list[Inner]:
 _ARGV_LISTS = re.compile(
     r"\b(?:run|call|check_call|check_output|Popen|spawn|spawnSync|execFile|execFileSync|execv|execvp|system)\s*\(\s*"
     r"\[([^\]]*)\]"
+)
+# Deleting the home directory by name: shutil.rmtree(os.path.expanduser("~")), rm_rf(Dir.home), rmSync(homedir()).
+_HOME_DELETES = re.compile(
+    r"\b(?:rmtree|rm_rf|rm_r|remove_dir_all|rmSync|rimraf|rmdir|removedirs|deleteRecursively)\s*\(?\s*(?:"
+    r"os\.path\.expanduser\(\s*['\"]~['\"]\s*\)|(?:pathlib\.)?Path\.home\(\)|os\.environ\[['\"]HOME['\"]\]|"
+    r"os\.getenv\(['\"]HOME['\"]\)|(?:require\(['\"]os['\"]\)|os)\.homedir\(\)|homedir\(\)|Dir\.home|ENV\[['\"]HOME['\"]\]|"
+    r"\$ENV\{HOME\}|\$HOME\b)"
+)
+_KILLS_ALL = re.compile(r"\b(?:os\.kill|process\.kill|Process\.kill|kill)\s*\(?\s*-1\b")
+_OPENS_DEVICE = re.compile(
+    r"""\bopen\s*\(?\s*(?:\w+\s*,\s*)?['"]\+?[>]*\s*(/dev/(?:sd|hd|vd|nvme|xvd|mmcblk|disk/)[^'"]*)['"]"""
 )
 _CODE_DELETES = re.compile(
     r"""\b(?:rmtree|rm_rf|rm_r|remove_dir_all|removedirs|rmSync|rimraf|remove|unlink|unlinkSync|rmdir|rmdirSync|"""
@@ -876,7 +924,9 @@ def run_texts(program: str, rest: Sequence[Word]) -> list[Inner]:
         stripped = text.strip()
         out += _embedded(stripped)
         first = stripped.split(None, 1)[0] if stripped else ""
-        if first.rsplit("/", 1)[-1] in _RUNS_WORDS:
+        if first == "spawn":  # expect -c 'spawn rm -rf ~'
+            out.append(stripped.split(None, 1)[1] if " " in stripped else None)
+        elif first.rsplit("/", 1)[-1] in _RUNS_WORDS:
             out.append(stripped)  # genie -c 'rm -rf ~', perlbug -e 'exec …': a command line
         out += literal_commands(stripped)
         found = re.search(r"\$\(shell\s+([^)]*)\)", stripped)  # make --eval='$(shell …)'
