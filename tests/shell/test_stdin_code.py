@@ -5,6 +5,7 @@ here-string, ``-``/``/dev/stdin``/``/dev/fd/0``, a background job's later input.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -156,3 +157,22 @@ def test_mcp_guard_check_judges_the_stdin_a_program_runs(command: str, stdin: st
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert json.loads(done.stdout)["decision"] == decision, done.stdout + done.stderr
+
+
+async def test_a_sqlite3_or_plus_x_shell_job_has_each_write_judged(workspace: Path) -> None:
+    """Threat: a job started as a program whose stdin language runs commands (sqlite3 .shell, bash +x): later
+    writes are judged like the first."""
+    async with serve(SX, workspace) as client:
+        cases = [
+            ("bash +x", "shutdown -h now\n", "echo fine\n"),
+            ("python3", "import os\nos.system('shutdown -h now')\n", "x = 1\n"),
+        ]
+        if shutil.which("sqlite3"):
+            cases.append(("sqlite3", ".shell shutdown -h now\n", "select 40 + 2;\n"))
+        for command, bad, good in cases:
+            started = await _call(client, command=command, yieldAfterSeconds=0.2)
+            refused = await _call(client, jobId=started["jobId"], stdin=bad)
+            fine = await _call(client, jobId=started["jobId"], stdin=good, yieldAfterSeconds=2)
+            await _call(client, jobId=started["jobId"], signal="KILL")
+            assert refused.get("refused") and "power-off" in refused["message"], (command, refused)
+            assert not fine.get("refused"), (command, fine)
