@@ -195,7 +195,7 @@ async def test_ask_without_elicitation_support_is_refused_with_a_policy_hint(
 ) -> None:
     async with serve(SX, workspace, "--policy", str(ask_policy), mode=mode) as client:
         result = await sh(client, "touch nope.txt")
-        undecidable = await sh(client, 'eval "$CMD"')
+        undecidable = await sh(client, "sh < notes.txt")  # a script from data: undecidable, on a copy too
     error = error_of(result)
     assert error["code"] == "ASK_UNAVAILABLE"
     assert "ask-touch" in error["suggestion"] and "--policy" in error["suggestion"]

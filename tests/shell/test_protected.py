@@ -184,18 +184,24 @@ async def test_home_in_the_jail_keeps_its_rc_files_and_ssh_keys(
     home.mkdir()
     (home / ".bashrc").write_text("# mine\n")
     marker = tmp_path / "outside" / "rc-ran"
+    # Written by a program, not by a redirect or a writer the string layer knows (it refuses `>> ~/.bashrc`, `tee
+    # ~/.ssh/…` before anything runs): what is tested here is the judgement of what the command did.
     attack = (
-        # From the home directory, by relative paths: the string layer refuses `>> ~/.bashrc` before anything runs,
-        # and what is tested here is the judgement of what the command did.
-        f"cd ~ && echo 'touch {marker}' >> .bashrc; ln -sf /tmp/evil ~/.bashrc; "
-        "mkdir -p ~/.ssh && cd ~/.ssh && echo ssh-ed25519 AAAA evil > authorized_keys; "
-        "mkdir -p ~/.config/git && cd ~/.config/git && echo '[core]' > config; "
-        f"echo 'touch {marker}' > ~/.bash_aliases; mkdir -p ~/.local/bin && printf '#!/bin/sh\\n' > ~/.local/bin/git "
-        "&& chmod +x ~/.local/bin/git; mkdir -p ~/.config/nvim && echo x > ~/.config/nvim/init.lua; echo done"
+        "python3 -c \"import os; h = os.path.expanduser('~'); j = os.path.join\n"
+        f"open(j(h, '.bashrc'), 'a').write('touch {marker}\\\\n'); os.remove(j(h, '.bashrc'))\n"
+        "os.symlink('/tmp/evil', j(h, '.bashrc'))\n"
+        "os.makedirs(j(h, '.ssh'), exist_ok=True); open(j(h, '.ssh', 'authorized_keys'), 'w').write('ssh-ed25519 A')\n"
+        "os.makedirs(j(h, '.config', 'git')); open(j(h, '.config', 'git', 'config'), 'w').write('[core]')\n"
+        f"open(j(h, '.bash_aliases'), 'w').write('touch {marker}')\n"
+        "os.makedirs(j(h, '.local', 'bin')); open(j(h, '.local', 'bin', 'git'), 'w').write('#!/bin/sh')\n"
+        "os.chmod(j(h, '.local', 'bin', 'git'), 0o755)\n"
+        "os.makedirs(j(h, '.config', 'nvim')); open(j(h, '.config', 'nvim', 'init.lua'), 'w').write('x')\n"
+        "print('wrote')\"; "
+        "echo done"
     )
     async with box(workspace) as client:
         out = await run(client, attack)
-    assert out["stdout"] == "done\n"
+    assert out["stdout"] == "wrote\ndone\n", out["stderr"]  # the command did all of it, on its copy
     assert (home / ".bashrc").read_text() == "# mine\n" and not (home / ".bashrc").is_symlink()
     assert not (home / ".ssh" / "authorized_keys").exists()
     assert not (home / ".config" / "git" / "config").exists()
@@ -234,7 +240,7 @@ async def test_credentials_in_home_are_hidden_from_commands(workspace: Path, iso
     (isolated_home / ".netrc").write_text("machine x password y\n")
     async with box(workspace) as client:
         out = await run(client, "cat ~/.ssh/id_rsa ~/.aws/credentials ~/.netrc; ls -A ~/.ssh; echo done")
-        strict = await run(client, "echo x | tee ~/.ssh/id_rsa; echo done")
+        strict = await run(client, "cd ~/.ssh && echo x | tee id_rsa; echo done")  # the box, not the string layer
     assert "PRIVATE" not in out["stdout"] and "secret" not in out["stdout"] and "password" not in out["stdout"]
     assert out["stdout"].endswith("done\n")
     assert "Read-only file system" in strict["stderr"] or "No such file" in strict["stderr"]
