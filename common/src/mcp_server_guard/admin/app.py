@@ -193,7 +193,7 @@ def _judge(engine: PolicyEngine, command: str, args: Sequence[str] = (), stdin: 
     }
 
 
-def _check_many(engine: PolicyEngine, source: str, as_json: bool) -> NoReturn:
+def _check_many(engine: PolicyEngine, source: str, as_json: bool, on_copy: PolicyEngine | None = None) -> NoReturn:
     """Judge every line of a file (or stdin): blank lines and # comments aside, none is skipped."""
     try:
         text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8", errors="surrogateescape")
@@ -211,7 +211,8 @@ def _check_many(engine: PolicyEngine, source: str, as_json: bool) -> NoReturn:
         unparsed += bool(judged["parseError"])
         worst = max(worst, decision, key=_STRICTNESS.index)
         if as_json:
-            typer.echo(json.dumps({"line": number, "command": line, **judged}, ensure_ascii=False))
+            copy = {"onCopy": _judge(on_copy, line)["decision"]} if on_copy is not None else {}
+            typer.echo(json.dumps({"line": number, "command": line, **judged, **copy}, ensure_ascii=False))
         else:
             note = "  (does not parse)" if judged["parseError"] else ""
             typer.echo(f"{number:>5}  {decision:5}  {judged['rule'] or '-':28}  {line}{note}")
@@ -253,7 +254,7 @@ def check(
     if file is not None:
         if command is not None:
             usage_error(PROG, "give a command line or --file, not both")
-        _check_many(engine, file, as_json)
+        _check_many(engine, file, as_json, PolicyEngine(loaded, effects=True))
     if command is None:
         usage_error(PROG, "give a command line, or --file FILE (- for stdin) to judge many")
     judged = _judge(engine, command, args or [], stdin)

@@ -549,6 +549,7 @@ class _Walker:
                 self._redirect(child, command)
             elif kind == "herestring_redirect":
                 body = child.named_children[-1] if child.named_children else None
+                _drop_descriptor(words, child)  # `bash 0<<< '…'`: 0 is the descriptor, not a script
                 if body is not None:
                     word = self._word(body)
                     command.stdin_text, command.stdin_dynamic = word.value, word.value is None
@@ -591,6 +592,7 @@ class _Walker:
             elif child.type == "herestring_redirect":
                 word = self._word(child.named_children[-1]) if child.named_children else Word(None, "")
                 if owner is not None:
+                    _drop_descriptor(owner.words, child)
                     owner.stdin_text, owner.stdin_dynamic = word.value, word.value is None
                 for extra in child.named_children[1:]:
                     self._extra_word(extra, owner)
@@ -742,6 +744,13 @@ def substitutes(source: str) -> bool:
 # never ends (bash reads it to the end of the input).
 _FOR_WITHOUT_IN = re.compile(r"\bfor(\s+)([A-Za-z_]\w*)(\s*;?\s*)(?=do\b)")
 _HEREDOC_OPENER = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w.-]*)\1")
+
+
+def _drop_descriptor(words: list[Word], redirect: Node) -> None:
+    """Digits written against a redirection (`0<<<`, `0<&1`) are its file descriptor: not a word of the command."""
+    before = redirect.prev_sibling
+    if words and words[-1].raw.isdigit() and before is not None and before.end_byte == redirect.start_byte:
+        words.pop()
 
 
 def _joined_lines(source: str) -> str:

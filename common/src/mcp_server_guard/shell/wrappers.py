@@ -236,6 +236,10 @@ _RUN_SUBCOMMANDS = {
     "uv": ("run",), "poetry": ("run",), "pdm": ("run",), "pipenv": ("run",), "hatch": ("run",), "conda": ("run",),
     "mamba": ("run",), "bundle": ("exec",), "pnpm": ("exec", "dlx"), "yarn": ("exec", "dlx"),
     "rye": ("run",),
+    # version managers: `pyenv exec rm -rf ~`, `mise x -- bash -c …`, `rustup run stable cargo …`
+    "pyenv": ("exec",), "rbenv": ("exec",), "nodenv": ("exec",), "goenv": ("exec",), "plenv": ("exec",),
+    "asdf": ("exec",), "mise": ("exec", "x"), "rtx": ("exec", "x"), "volta": ("run",), "fnm": ("exec",),
+    "nvm": ("exec", "run"), "sdk": ("exec",), "direnv": ("exec",), "devbox": ("run",), "pixi": ("run", "exec"),
 }  # fmt: skip
 
 
@@ -311,7 +315,11 @@ def unwrap(program: str, rest: list[Word]) -> Inner:
         if len(rest) > 1 and rest[1].value == "{":
             return [rest[2:]]  # coproc NAME { cmd; }
         return [rest]
-    if program == "busybox":
+    if program in ("busybox", "toybox", "coreutils"):
+        # `coreutils --coreutils-prog=rm -rf ~`: the program is named by an option
+        if rest and (rest[0].value or "").startswith("--coreutils-prog="):
+            name = (rest[0].value or "").partition("=")[2]
+            return [[Word(name, name), *rest[1:]]]
         return [rest]
     if program == "xargs":
         return _xargs(rest)
@@ -349,7 +357,11 @@ def unwrap(program: str, rest: list[Word]) -> Inner:
     if program == "git" and len(rest) > 2 and rest[0].value == "bisect" and rest[1].value == "run":
         return [rest[2:]]
     if program in _RUN_SUBCOMMANDS and rest and rest[0].value in _RUN_SUBCOMMANDS[program]:
+        if program == "direnv":
+            return _runner(rest[2:])  # direnv exec DIR CMD
         return _runner(rest[1:])
+    if program == "rustup" and len(rest) > 2 and rest[0].value == "run":
+        return [rest[2:]]  # rustup run TOOLCHAIN CMD
     if program == "uvx" or (program == "pipx" and rest and rest[0].value == "run"):
         return _runner(rest if program == "uvx" else rest[1:])
     return None
@@ -369,8 +381,9 @@ _GIT_FILTERS = ("--tree-filter", "--index-filter", "--msg-filter", "--env-filter
                 "--parent-filter", "--tag-name-filter", "--setup")  # fmt: skip
 # String literals given to a call that runs them as a command line, in interpreter code.
 _CODE_RUNS = re.compile(
-    r"""(?:\bsystem|\bpopen|\bexec[lv]?p?e?|\bspawn|\bcheck_output|\bcheck_call|\bgetoutput|\bgetstatusoutput|\brun|\bcall|\bshell_exec|\bpassthru|\bexecSync|\bexecFileSync|\bspawnSync|\bexecute|\bcallCommand|\bspawn\w+|\bshell-command|\bcall-process-shell-command|\bstart-process-shell-command|\bproc_open|\bpcntl_exec|\brun-shell-command|\bopen\s*\(?\s*\w+\s*,\s*(?=['"]\|))\s*\(?\s*(['"])\|?((?:\\.|(?!\1).)*)\1"""
+    r"""(?:\bsystem|\bpopen|\bexec[lv]?p?e?|\bspawn|\bcheck_output|\bcheck_call|\bgetoutput|\bgetstatusoutput|\brun|\bcall|\bshell_exec|\bpassthru|\bexecSync|\bexecFileSync|\bspawnSync|\bexecute|\bcallCommand|\bspawn\w+|\bshell-command|\bcall-process-shell-command|\bstart-process-shell-command|\bproc_open|\bpcntl_exec|\brun-shell-command|\bos:cmd|\bSystem\.shell|\bshell_command|\bgetRuntime\(\)\.exec|\bopen\s*\(?\s*\w+\s*,\s*(?=['"]\|))\s*\(?\s*(['"])\|?((?:\\.|(?!\1).)*)\1"""
 )
+_EXECUTE_METHOD = re.compile(r"""(['"])((?:\\.|(?!\1).)+)\1\s*\.execute\s*\(""")  # groovy: "cmd".execute()
 _BACKTICKS = re.compile(r"`([^`]+)`|%x\((.*?)\)|%x\{(.*?)\}|\bqx\s*[({/](.*?)[)}/]")
 
 
@@ -415,6 +428,8 @@ def option_commands(program: str, rest: list[Word]) -> list[Inner]:
             tail = [w for w in rest[sub + 1 :]]
             start = skip_options(tail, frozenset("censtxyFPltTIE"), frozenset())
             out.append(_joined(tail[start:]) if start < len(tail) else None)
+    elif program == "tcpdump":
+        out += [_split(t) if isinstance(t, str) else t for t in _all_values(rest, ("-z",))]
     elif program == "screen":
         out.append(_after_options(rest, "SpcehLlTtx"))
     elif program in ("gdb", "cgdb"):
@@ -600,6 +615,7 @@ def literal_commands(code: str) -> list[Inner]:
     it deletes through its library (shutil.rmtree('…'), FileUtils.rm_rf('…'), fs.rmSync('…')), as the rm they are."""
     out: list[Inner] = [found.group(2).replace("\\'", "'").replace('\\"', '"') for found in _CODE_RUNS.finditer(code)]
     out += [next(g for g in found.groups() if g is not None) for found in _BACKTICKS.finditer(code)]
+    out += [found.group(2) for found in _EXECUTE_METHOD.finditer(code)]
     out = [text for text in out if isinstance(text, str) and text.strip()]
     for found in _ARGV_LISTS.finditer(code):
         items = re.findall(r"""(['"])((?:\\.|(?!\1).)*)\1""", found.group(1))
@@ -629,6 +645,7 @@ _HOME_DELETES = re.compile(
     r"os\.path\.expanduser\(\s*['\"]~['\"]\s*\)|(?:pathlib\.)?Path\.home\(\)|os\.environ\[['\"]HOME['\"]\]|"
     r"os\.getenv\(['\"]HOME['\"]\)|(?:require\(['\"]os['\"]\)|os)\.homedir\(\)|homedir\(\)|Dir\.home|ENV\[['\"]HOME['\"]\]|"
     r"\$ENV\{HOME\}|\$HOME\b)"
+    r"|\brm\s*\(\s*homedir\(\)|Remove-Item\b[^;\n]*\s(?:~|\$HOME|\$env:USERPROFILE)(?:\s|$)"
 )
 _KILLS_ALL = re.compile(r"\b(?:os\.kill|process\.kill|Process\.kill|kill)\s*\(?\s*-1\b")
 _OPENS_DEVICE = re.compile(
@@ -865,7 +882,7 @@ DATA_PROGRAMS = frozenset(
 )
 # Options of any program whose value is code it runs: their literal command lines are judged (`lua -e
 # 'os.execute("…")'`, `guile -c '(system "…")'`, `dc -e '!…'`, `mail --exec='!…'`, `make --eval='$(shell …)'`).
-CODE_OPTIONS = ("-e", "-c", "-x", "--eval", "--exec", "--command", "--expression", "-ex")
+CODE_OPTIONS = ("-e", "-c", "-x", "--eval", "--exec", "--command", "--expression", "-ex", "-eval", "-Command")
 
 
 # An option whose name says its value is a command the program runs (`--password-command=…`, `--on-download-
@@ -969,6 +986,14 @@ def program_text_runs(program: str, text: str) -> list[Inner] | None:
         return [*found, *([DYNAMIC] if re.search(r"\b(?:eval|uplevel|open\s+\|)", text) else [])]
     if program == "dc":
         return re.findall(r"!([^\n]+)", text)
+    if program == "duckdb":
+        return re.findall(r"(?m)^\s*\.(?:sh|shell|system)\s+(.+)$", text)
+    if program in ("gnuplot", "smbclient", "octave", "maxima", "bc"):
+        found = re.findall(r"(?m)^\s*!(.+)$", text) + re.findall(r"\bsystem\s*\(?\s*[\"']([^\"']+)[\"']", text)
+        return [*found, *([DYNAMIC] if program != "bc" and re.search(r"\bsystem\s*\(?\s*[^\"'\s]", text) else [])]
+    if program == "lldb":
+        lldb_runs: list[Inner] = [*re.findall(r"(?m)^\s*(?:platform\s+shell|shell)\s+(.+)$", text)]
+        return lldb_runs + ([DYNAMIC] if re.search(r"(?m)^\s*(?:script|command\s+script)\b", text) else [])
     if program == "m4":
         found = re.findall(r"\b(?:esyscmd|syscmd)\s*\(([^)]*)\)", text)
         return [*found, *([DYNAMIC] if re.search(r"\b(?:esyscmd|syscmd)\b", text) and not found else [])]
