@@ -12,6 +12,7 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -361,8 +362,11 @@ def test_sandbox_auto_with_user_namespaces_blocked_runs_without_the_box_and_name
     result = answer["result"]["structuredContent"]
     assert result["stdout"] == "hi\n"
     assert "bwrap" not in result["sandbox"] and "landlock" in result["sandbox"]
-    said = "\n".join(raw.stderr_lines())
-    assert "no box" in said and "kernel.apparmor_restrict_unprivileged_userns=0" in said
+    said = raw.stderr_lines()
+    line = next(line for line in said if "no box" in line)
+    # bubblewrap's own words, the cause named, and the network change said in the same line
+    assert "setting up uid map: Permission denied" in line and "kernel.apparmor_restrict_unprivileged_userns=0" in line
+    assert "network is deny instead of policy" in line
 
 
 def test_sandbox_required_refuses_to_start_without_bubblewrap(workspace: Path, tmp_path: Path) -> None:
@@ -401,3 +405,40 @@ async def test_sandbox_auto_without_bubblewrap_says_which_layer_is_missing(works
     finally:
         proc.kill()
         proc.communicate(timeout=30)
+
+
+def test_the_box_builds_when_the_server_is_installed_under_the_temp_dir(workspace: Path, tmp_path: Path) -> None:
+    """A clone or an install under /tmp (a try-out, a CI workspace): the box's own empty /tmp must not hide the
+    server's Python from bubblewrap. A venv made under the test's temp dir runs the server; the box is built,
+    and the venv stays out of the command's sight and reach."""
+    import sysconfig
+
+    assert str(tmp_path).startswith("/tmp/"), "the test's temp dir must lie under /tmp for this test"
+    venv = tmp_path / "install" / "venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    site = next((venv / "lib").glob("python*/site-packages"))
+    # This venv sees the packages of the one running the tests (their editable installs included).
+    (site / "server_under_test.pth").write_text(
+        f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n", encoding="utf-8"
+    )
+    audit = tmp_path / "audit.jsonl"
+    stderr = tmp_path / "server.err"
+    raw = RawClient(
+        [str(venv / "bin" / "python"), "-m", "mcp_server_shell_exec", "--audit-log", str(audit)],
+        workspace,
+        stderr=stderr,
+        env={k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "XDG_STATE_HOME", "LANG", "TMPDIR")},
+    )
+    try:
+        raw.initialize()
+        message = raw.request(2, "tools/call", {"name": "shell_exec", "arguments": {
+            "command": f"echo hi; ls {venv} 2>&1 | head -1; touch {venv}/planted 2>&1 | head -1"}})  # fmt: skip
+    finally:
+        raw.close()
+    result = message["result"]
+    assert not result.get("isError"), result
+    assert result["structuredContent"]["sandbox"].startswith("bwrap"), stderr.read_text()
+    assert "no box" not in stderr.read_text()
+    assert result["structuredContent"]["stdout"].startswith("hi\n")
+    assert not (venv / "planted").exists()

@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import Any
 
 import anyio
 
+from mcp_server_guard.paths import within
 from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
 from mcp_server_guard.shell.sandbox.supervisor import FrameReader, received_fds, send_frame
 
@@ -94,6 +96,9 @@ class BoxSpec:
         # (each call mounts its own over it, and has no capability to unmount).
         argv += ["--dev-bind", "/proc", "/proc"] if self.namespaces else ["--proc", "/proc"]
         argv += ["--tmpfs", "/tmp"]  # noqa: S108 - the box's own, empty
+        for path in interpreter_dirs_in_tmp(self.roots):
+            # Installed (or cloned) under /tmp: what the supervisor runs from, read-only, above the box's own /tmp.
+            argv += ["--ro-bind", path, path]
         for root in self.roots:
             argv += ["--bind", root, root]
         for area in self.areas:
@@ -117,9 +122,52 @@ def _package_root() -> str:
     return str(Path(__file__).resolve().parents[3])
 
 
-def _system_dirs() -> list[str]:
+def _interpreter_dirs() -> list[str]:
+    """Where the server's Python and this package live (a venv, the base installation, the source tree)."""
     python = {sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable)), _package_root()}
-    return [d for d in SYSTEM_READ_DIRS if d not in ("/proc", "/dev")] + sorted(python)
+    python.add(os.path.dirname(os.path.abspath(sys.executable)))
+    return sorted(python)
+
+
+def interpreter_dirs_in_tmp(roots: Sequence[str]) -> list[str]:
+    """Those of them under /tmp, which the box's own empty /tmp would hide (a clone or an install under the system
+    temp dir), other than those inside a root (a root is bound as it is)."""
+    tmp = "/tmp"  # noqa: S108 - compared, never written
+    return [d for d in _interpreter_dirs() if within(d, tmp) and not any(within(d, root) for root in roots)]
+
+
+def _system_dirs() -> list[str]:
+    return [d for d in SYSTEM_READ_DIRS if d not in ("/proc", "/dev")] + _interpreter_dirs()
+
+
+class _Relay:
+    """The box's stderr: passed on to ours as it comes (the supervisor's warnings), its last lines kept so that a
+    box that does not start can say why in bubblewrap's own words. Never blocks the box: a thread reads it."""
+
+    def __init__(self, stream: Any) -> None:
+        self._lines: collections.deque[str] = collections.deque(maxlen=8)
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._pump, args=(stream,), name="box-stderr", daemon=True)
+        self._thread.start()
+
+    def _pump(self, stream: Any) -> None:
+        try:
+            for raw in iter(stream.readline, b""):
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                self._lines.append(line[:500])
+                with contextlib.suppress(OSError, ValueError):
+                    sys.stderr.write(line + "\n")
+        except (OSError, ValueError):
+            pass
+        finally:
+            self._done.set()
+            with contextlib.suppress(OSError):
+                stream.close()
+
+    def last(self, timeout: float) -> str:
+        """The last lines, once the stream ended (or after ``timeout``)."""
+        self._done.wait(timeout)
+        return " / ".join(line for line in self._lines if line.strip())
 
 
 def _pipe_with(data: bytes) -> int:
@@ -151,6 +199,7 @@ class Box:
     spec: BoxSpec
     _sock: socket.socket | None = None
     _proc: subprocess.Popen[bytes] | None = None
+    _stderr: _Relay | None = None  # the box's stderr, passed on (its last lines kept for a start that fails)
     _ready: bool = False
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _reader: FrameReader | None = None
@@ -184,8 +233,10 @@ class Box:
                 env=_BOX_ENV,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
                 cwd="/",
             )
+            self._stderr = _Relay(self._proc.stderr)
         except BaseException:
             ours.close()
             raise
@@ -207,7 +258,10 @@ class Box:
             self._sock.settimeout(None)
         if not data:
             code = self._proc.wait(timeout=5) if self._proc is not None else None
-            raise BoxUnavailable(f"the box did not start (exit status {code})")
+            said = self._stderr.last(timeout=2.0) if self._stderr is not None else ""
+            raise BoxUnavailable(
+                f"the box did not start (exit status {code}" + (f"; it said: {said})" if said else ")")
+            )
         self._ready = True
         if self.spec.copies:
             self._sock.settimeout(timeout)

@@ -67,9 +67,14 @@ def open_box(plan: SandboxPlan, roots: Sequence[str], copies: Sequence[tuple[str
                 f"--network policy needs the box (bubblewrap) and there is none: {reason}; "
                 "choose --network deny, or --network allow knowingly"
             )
-        plan.notes.append(f"no box: {reason}; commands run with Landlock and rlimits only")
+        network = ""
         if plan.network is NetworkMode.POLICY:
             fall_back_from_policy(plan)
+            network = f"; so the network is {plan.network.value} instead of policy"
+        plan.notes.insert(
+            -1 if network else len(plan.notes),
+            f"no box: {reason}; commands run with Landlock and rlimits only{network}",
+        )
         return f"there is no box ({reason})" if copies else ""
     plan.box = box
     if copies and not why_no_copy:
@@ -104,14 +109,24 @@ def _start(
         box.wait_ready()
     except (BoxUnavailable, OSError) as exc:
         box.close()
-        return (
-            None,
-            f"bubblewrap could not build the box ({exc}); if unprivileged user namespaces are blocked "
-            "(Ubuntu 24.04's AppArmor), allow them for bwrap: "
-            "sysctl kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile for bwrap",
-            "",
-        )
+        return None, f"bubblewrap could not build the box ({exc}); {_likely_cause(str(exc))}", ""
     return box, None, (f"overlayfs refused the copy: {box.copy_error}" if box.copy_error else "")
+
+
+def _likely_cause(said: str) -> str:
+    """The real cause, from bubblewrap's own words."""
+    if "execvp" in said or "No such file or directory" in said:
+        return (
+            "a path the box needs is not visible in it (the server's Python or a root hidden by the box's own "
+            "/tmp?); please report it with this line"
+        )
+    if "uid map" in said or "Permission denied" in said or "namespace" in said or "Operation not permitted" in said:
+        return (
+            "unprivileged user namespaces are refused here (Ubuntu 24.04's AppArmor: sysctl "
+            "kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile for bwrap; a container: allow "
+            "user namespaces)"
+        )
+    return "bubblewrap's own words are above"
 
 
 def _separate_areas(overlays: Sequence[tuple[str, str]], roots: Sequence[str]) -> tuple[str, ...]:
