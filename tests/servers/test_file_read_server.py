@@ -135,6 +135,27 @@ async def test_credentials_stay_unread_even_when_home_is_allowed(workspace: Path
     assert not rc.is_error and rc.structured_content["content"] == "# rc\n"
 
 
+async def test_a_hidden_directory_renamed_or_a_hidden_file_linked_elsewhere_stays_hidden(
+    workspace: Path, isolated_home: Path
+) -> None:
+    """Threat: `mv ~/.docker ~/d2`, `ln ~/.ssh/id_rsa key` (by anything that can rename or link in an allowed home):
+    the same directory or file under a name the hidden list does not spell. Hidden is by identity too."""
+    (isolated_home / ".docker").mkdir()
+    (isolated_home / ".docker" / "config.json").write_text('{"auths": "SECRET"}\n')
+    (isolated_home / ".ssh").mkdir()
+    (isolated_home / ".ssh" / "id_rsa").write_text("PRIVATE KEY\n")
+    async with serve(FR, workspace, "--allow-path", str(isolated_home)) as client:
+        before = await client.call_tool("file_read", {"path": str(isolated_home / ".docker" / "config.json")})
+        (isolated_home / ".docker").rename(isolated_home / "d2")
+        os.link(isolated_home / ".ssh" / "id_rsa", isolated_home / "key.txt")
+        renamed = await client.call_tool("file_read", {"path": str(isolated_home / "d2" / "config.json")})
+        linked = await client.call_tool("file_read", {"path": str(isolated_home / "key.txt")})
+    for refused in (before, renamed, linked):
+        payload = error_of(refused)
+        assert payload["code"] == "PATH_HIDDEN", payload
+        assert "SECRET" not in text_of(refused) and "PRIVATE" not in text_of(refused)
+
+
 async def test_dotdot_traversal_is_refused(workspace: Path, mode: str) -> None:
     async with serve(FR, workspace, mode=mode) as client:
         results = [await read(client, p) for p in ("../outside/secret.txt", "sub/../../outside/secret.txt", "..")]

@@ -147,6 +147,8 @@ def is_git_dir(path: str) -> bool:
     return os.path.lexists(join(path, "commondir"))
 
 
+_MAX_HIDDEN_IDS = 65536  # identities of hidden entries (and the files in them) remembered at most
+_HIDDEN_ID_DEPTH = 4
 POINTER_LIMIT = 4096  # bytes of a .git or commondir file read at most; a longer one names nothing we trust
 
 
@@ -233,6 +235,8 @@ class Protection:
         self._kept = (*([self.home] if self.home else []), *_RUNTIME)
         self._hidden_lock = threading.Lock()
         self._hidden_cache: tuple[str, ...] | None = None
+        # Every hidden entry seen, by identity (device, inode): renamed or linked elsewhere, it stays hidden.
+        self._hidden_ids: dict[tuple[int, int], str] = {}
         self._hidden_watch = _DirWatch()
         # Literal patterns name one path below a root ("**" at the end: the whole directory); the box can
         # mount those. Patterns with wildcards elsewhere are file_write's alone.
@@ -328,7 +332,28 @@ class Protection:
                 real, exists = _resolve(path, consulted if consulted is not None else set())
                 if exists:
                     found.add(real)
+        for real in found:
+            self._remember_identities(real)
         return tuple(sorted(found))
+
+    def _remember_identities(self, real: str) -> None:
+        """The identity of a hidden entry, and of the files in it (a hard link to one, ~/.ssh/id_rsa as key.txt,
+        is the same file): a few levels down, within a bound; links never followed."""
+        level = [real]
+        for _ in range(_HIDDEN_ID_DEPTH):
+            below: list[str] = []
+            for path in level:
+                with contextlib.suppress(OSError):
+                    st = os.lstat(path)
+                    if len(self._hidden_ids) >= _MAX_HIDDEN_IDS:
+                        return
+                    self._hidden_ids.setdefault((st.st_dev, st.st_ino), real)
+                    if stat.S_ISDIR(st.st_mode):
+                        with os.scandir(path) as entries:
+                            below += [e.path for e in entries if not e.is_symlink()]
+            level = below
+            if not level:
+                return
 
     def hidden_rule(self, real: str, roots: Iterable[str] = ()) -> str | None:
         """Which hidden entry covers the real path ``real``, or None."""
@@ -336,10 +361,26 @@ class Protection:
         own = _own_area(real, roots)
         if own is not None:
             return own
-        for path in self.hidden_paths(roots):
+        hidden = self.hidden_paths(roots)
+        for path in hidden:
             if within(real, path):
                 return path
-        return None
+        # Threat: `mv ~/.docker ~/d2`, `ln ~/.ssh/id_rsa key`: the same directory or file under another name. The
+        # path and each directory above it are compared by identity with every hidden entry seen so far.
+        if not self._hidden_ids:
+            return None
+        current = real
+        while True:
+            with contextlib.suppress(OSError):
+                st = os.lstat(current)
+                with self._hidden_lock:
+                    seen = self._hidden_ids.get((st.st_dev, st.st_ino))
+                if seen is not None and not any(within(root, seen) for root in roots):
+                    return seen
+            parent = posixpath.dirname(current)
+            if parent == current:
+                return None
+            current = parent
 
     # -- shell_exec's box ----------------------------------------------------------------------------
 
