@@ -45,7 +45,7 @@ from mcp_server_guard.changes.upper import MAX_ENTRIES, Change, ChangeSet, TooDe
 from mcp_server_guard.files import openat2 as _openat2
 from mcp_server_guard.files.history import HistoryError, HistoryStore, file_kind
 from mcp_server_guard.files.reading import sha256_fd
-from mcp_server_guard.files.treelock import tree_lock
+from mcp_server_guard.files.treelock import flock_until, tree_lock
 from mcp_server_guard.paths import within_any
 
 __all__ = [
@@ -194,15 +194,8 @@ def _held(dirfd: int, name: str, st: os.stat_result) -> Iterator[None]:
     except OSError as exc:
         raise _Changed(f"it changed ({exc.strerror})") from None
     try:
-        deadline = time.monotonic() + _LOCK_WAIT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise _Changed("another writer held it") from None
-                time.sleep(0.002)
+        if not flock_until(fd, time.monotonic() + _LOCK_WAIT_S, 0.002):
+            raise _Changed("another writer held it")
         now = _lstat(name, dirfd)
         held = os.fstat(fd)
         if now is None or (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 
 from mcp_server_guard.audit import state_dir
 
-__all__ = ["TREE_WAIT_S", "TreeBusy", "tree_lock"]
+__all__ = ["TREE_WAIT_S", "TreeBusy", "flock_until", "tree_lock"]
 
 log = logging.getLogger("mcp_server_guard.files")
 
@@ -50,18 +50,24 @@ def tree_lock(devices: Iterable[int], wait_s: float = TREE_WAIT_S) -> Iterator[N
                 os.close(fd)
             fds = []
         for fd in fds:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise TreeBusy(f"another server kept the project busy for {wait_s:.0f} s") from None
-                    time.sleep(_POLL_S)
+            if not flock_until(fd, deadline):
+                raise TreeBusy(f"another server kept the project busy for {wait_s:.0f} s")
         yield
     finally:
         for fd in fds:
             os.close(fd)  # closing releases the lock
+
+
+def flock_until(fd: int, deadline: float, poll_s: float = _POLL_S) -> bool:
+    """Take an exclusive ``flock`` on ``fd``, waiting until ``deadline`` (monotonic) at most; False if not taken."""
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(poll_s)
 
 
 _LOCK_FILE = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import hashlib
 import logging
 import os
@@ -41,7 +40,7 @@ from mcp_server_guard.files.jail import Jail, Located, check_regular, oserror_to
 from mcp_server_guard.files.journal import TempJournal, Ticket, journal_dir, sweep_journals, temp_name
 from mcp_server_guard.files.mime import mime_of
 from mcp_server_guard.files.reading import sha256_fd
-from mcp_server_guard.files.treelock import TreeBusy, tree_lock
+from mcp_server_guard.files.treelock import TreeBusy, flock_until, tree_lock
 from mcp_server_guard.policy import FileWritePolicy, Policy
 from mcp_server_guard.protected import Protection, makes_git_dir, protection_for
 
@@ -362,18 +361,12 @@ class Writer:
 
     @staticmethod
     def _lock(fd: int, located: Located, deadline: float) -> None:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise ResourceError(
-                        "FILE_BUSY",
-                        f"'{located.given}' is locked by another writer (waited {BUSY_WAIT_S:.0f} s).",
-                        "Try again in a moment.",
-                    ) from None
-                time.sleep(0.002)
+        if not flock_until(fd, deadline, 0.002):
+            raise ResourceError(
+                "FILE_BUSY",
+                f"'{located.given}' is locked by another writer (waited {BUSY_WAIT_S:.0f} s).",
+                "Try again in a moment.",
+            )
 
     def _replace(
         self,

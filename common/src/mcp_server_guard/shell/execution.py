@@ -121,21 +121,7 @@ class ShellExec:
         finally:
             os.close(fd)
         run_env = build_env(env, self.base_env)
-        try:
-            verdict = self.engine.decide(command, list(args), env, stdin, job=job)
-        except TooComplex as exc:
-            # Defense in depth: a line built to be expensive to analyse must not stall every other call.
-            raise ResourceError(
-                "COMMAND_TOO_COMPLEX",
-                f"The command is too large or too deeply nested to be checked: {exc}.",
-                "Split it into smaller commands, or put a long script in a file and run that file.",
-            ) from None
-        if verdict.action == "deny":
-            raise SecurityError(
-                "COMMAND_DENIED",
-                f"Refused by policy rule '{verdict.rule}': {verdict.reason} (in: {verdict.trigger})",
-                "Do it another way that the rule allows; `mcp-guard check` shows how a line is judged.",
-            )
+        verdict = self._decide(command, args, env, stdin, job=job)
         self._check_redirects(verdict, real_cwd, run_env.get("HOME", ""))
         if args:
             argv: tuple[str, ...] = (command, *args)
@@ -148,18 +134,42 @@ class ShellExec:
     def judge_job_input(self, command: str, args: Sequence[str], env: Mapping[str, str] | None, text: str) -> Verdict:
         """A job that runs its stdin as code (``Verdict.stdin_code``): the verdict on everything written to it so
         far, ``text`` (a command split over two writes is judged whole). Raises a deny as a GuardError."""
+        return self._decide(command, args, env, text, job=True, input_only=True)
+
+    def _decide(
+        self,
+        command: str,
+        args: Sequence[str],
+        env: Mapping[str, str] | None,
+        stdin: str | None,
+        *,
+        job: bool,
+        input_only: bool = False,
+    ) -> Verdict:
+        """The policy's verdict on a line (``input_only``: on what a job's stdin was just sent); too complex to
+        analyse or denied, the refusal as a GuardError."""
         try:
-            verdict = self.engine.decide(command, list(args), env, text, job=True)
+            verdict = self.engine.decide(command, list(args), env, stdin, job=job)
         except TooComplex as exc:
+            # Defense in depth: a line built to be expensive to analyse must not stall every other call.
+            if input_only:
+                raise ResourceError(
+                    "COMMAND_TOO_COMPLEX", f"The job's input is too large or too deeply nested to be checked: {exc}.",
+                    "Send a shorter script, or put it in a file and run that file.",
+                ) from None  # fmt: skip
             raise ResourceError(
-                "COMMAND_TOO_COMPLEX", f"The job's input is too large or too deeply nested to be checked: {exc}.",
-                "Send a shorter script, or put it in a file and run that file.",
-            ) from None  # fmt: skip
+                "COMMAND_TOO_COMPLEX",
+                f"The command is too large or too deeply nested to be checked: {exc}.",
+                "Split it into smaller commands, or put a long script in a file and run that file.",
+            ) from None
         if verdict.action == "deny":
+            where = "in the job's input" if input_only else "in"
             raise SecurityError(
                 "COMMAND_DENIED",
-                f"Refused by policy rule '{verdict.rule}': {verdict.reason} (in the job's input: {verdict.trigger})",
-                "Nothing was written to the job. Do it another way that the rule allows.",
+                f"Refused by policy rule '{verdict.rule}': {verdict.reason} ({where}: {verdict.trigger})",
+                "Nothing was written to the job. Do it another way that the rule allows."
+                if input_only
+                else "Do it another way that the rule allows; `mcp-guard check` shows how a line is judged.",
             )
         return verdict
 
