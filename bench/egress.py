@@ -130,7 +130,7 @@ def measure(gets: int, rounds: int) -> dict[str, float]:
 
     def run() -> None:
         asyncio.set_event_loop(loop)
-        loop.run_until_complete(proxy.listen_on(listener))
+        loop.call_soon(proxy.listen_on, listener)
         started.set()
         loop.run_forever()
 

@@ -36,9 +36,9 @@ async def approve_everything(_ctx: Any, _params: Any) -> ElicitResult:
     return ElicitResult(action="accept", content={"approve": True})
 
 
-def box(workspace: Path, *flags: str) -> Any:
+def box(workspace: Path, *flags: str, **client_kw: Any) -> Any:
     """The real server, with a human who approves every ask: the string policy is out of the way, the box is not."""
-    return serve(SX, workspace, *flags, elicitation_callback=approve_everything)
+    return serve(SX, workspace, *flags, elicitation_callback=approve_everything, **client_kw)
 
 
 async def sh(client: Any, command: str, **extra: Any) -> dict[str, Any]:
@@ -211,6 +211,119 @@ async def test_a_unix_socket_outside_the_jail_is_unreachable(
             out = await sh(client, attack)
         assert out["stdout"].endswith("done\n")
     assert received == []
+
+
+_UNIX_ATTACK = """\
+import socket
+def attempt(what, fn):
+    try:
+        fn()
+        print(what, "reached")
+    except OSError as e:
+        print(what, type(e).__name__)
+def pair_datagram():
+    a, _b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    a.sendto(b"forged", LOG)
+def datagram():
+    socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b"forged", LOG)
+def message():
+    socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendmsg([b"forged"], [], 0, LOG)
+def stream():
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(DOCKER)
+    s.send(b"GET")
+for what, fn in (("socketpair+sendto", pair_datagram), ("sendto", datagram), ("sendmsg", message), ("connect", stream)):
+    attempt(what, fn)
+"""
+
+
+@pytest.fixture
+def outside_daemons(workspace: Path) -> Iterator[tuple[Path, Path, list[bytes]]]:
+    """Stand-ins for /dev/log (datagrams) and docker.sock (a stream), bound by a process outside the box in a
+    directory a command can see but is not allowed to work in (the client narrows its roots to ``sub``)."""
+    outside = workspace / "daemons"
+    outside.mkdir()
+    received: list[bytes] = []
+    log = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    log.bind(str(outside / "log"))
+    log.settimeout(0.2)
+    docker = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    docker.bind(str(outside / "docker.sock"))
+    docker.listen()
+    docker.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve_both() -> None:
+        while not stop.is_set():
+            for sock in (log, docker):
+                try:
+                    if sock is log:
+                        received.append(log.recv(100))
+                    else:
+                        conn, _ = docker.accept()
+                        with conn:
+                            received.append(conn.recv(100) or b"(connected)")
+                except TimeoutError:
+                    continue
+
+    thread = threading.Thread(target=serve_both, daemon=True)
+    thread.start()
+    yield outside / "log", outside / "docker.sock", received
+    stop.set()
+    thread.join(5)
+    log.close()
+    docker.close()
+
+
+async def test_a_datagram_or_connection_to_a_unix_socket_outside_the_calls_roots_reaches_nothing(
+    workspace: Path, outside_daemons: tuple[Path, Path, list[bytes]]
+) -> None:
+    # The attack: socketpair(AF_UNIX, SOCK_DGRAM) (or any socket) then sendto/sendmsg naming a daemon's socket
+    # outside the call's roots (/dev/log, docker.sock), or connect to it.
+    log, docker, received = outside_daemons
+    (workspace / "sub").mkdir(exist_ok=True)
+    (workspace / "sub" / "attack.py").write_text(
+        _UNIX_ATTACK.replace("LOG", repr(str(log))).replace("DOCKER", repr(str(docker))), encoding="utf-8"
+    )
+    roots = [workspace / "sub"]
+
+    async def list_roots(_ctx: ClientRequestContext) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=r.as_uri()) for r in roots])  # type: ignore[arg-type]
+
+    # Commands on a copy see the project's files through overlayfs, where no socket answers; written directly
+    # (--transactions off), the files are the real ones: the sockets outside the call's roots must be masked.
+    direct = ["--transactions", "off"]
+    for flags in ([], direct, [*direct, "--network", "deny"], [*direct, "--network", "allow"]):
+        async with box(workspace, *flags, list_roots_callback=list_roots) as client:
+            out = await sh(client, "python3 attack.py", cwd="sub")
+        assert "reached" not in out["stdout"], (flags, out)
+        assert out["stdout"].count("\n") == 4, out
+    assert received == []
+    # The same daemons, once the call's roots include them, are the project's own: reachable (the test can fail).
+    roots[:] = [workspace]
+    async with box(workspace, *direct, list_roots_callback=list_roots) as client:
+        out = await sh(client, "python3 sub/attack.py")
+    assert out["stdout"].count("reached") == 4, out
+
+
+async def test_a_command_makes_and_uses_unix_sockets_in_the_project_and_its_own_tmp(workspace: Path) -> None:
+    # Test suites, dev servers and tmux use UNIX sockets of their own: they work in the box.
+    script = (
+        "import os, socket, threading\n"
+        "for path in ('here.sock', '/tmp/there.sock'):\n"
+        "    server = socket.socket(socket.AF_UNIX); server.bind(path); server.listen()\n"
+        "    def answer(): c, _ = server.accept(); c.send(c.recv(10).upper()); c.close()\n"
+        "    threading.Thread(target=answer).start()\n"
+        "    client = socket.socket(socket.AF_UNIX); client.connect(path); client.send(b'ping')\n"
+        "    print(path, client.recv(10).decode())\n"
+        "    d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); d.bind(path + '.d')\n"
+        "    socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b'dgram', path + '.d')\n"
+        "    print(path, d.recv(10).decode()); os.unlink(path); os.unlink(path + '.d')\n"
+    )
+    (workspace / "own.py").write_text(script, encoding="utf-8")
+    async with box(workspace) as client:
+        out = await sh(client, "python3 own.py")
+    assert out["stdout"] == ("here.sock PING\nhere.sock dgram\n/tmp/there.sock PING\n/tmp/there.sock dgram\n"), out
 
 
 async def test_device_nodes_cannot_be_made(workspace: Path) -> None:

@@ -26,7 +26,8 @@ from mcp_server_guard.policy import (
     load_policy,
     special_address,
 )
-from mcp_server_guard.shell.egress import EgressProxy, proxy_env
+from mcp_server_guard.shell.egress import EgressProxy
+from mcp_server_guard.shell.sandbox.supervisor import proxy_env
 
 BIG = 50 * 1000 * 1000
 NAMES = {"allowed.test", "denied.test", "unnamed.test", "wild.allowed.test", "pypi.org"}
@@ -105,7 +106,7 @@ def running() -> Iterator[Running]:
 
     def run() -> None:
         asyncio.set_event_loop(loop)
-        loop.run_until_complete(proxy.listen_on(listener))
+        loop.call_soon(proxy.listen_on, listener)
         ready.set()
         loop.run_forever()
 
@@ -306,3 +307,35 @@ def test_dns_rebinding_after_an_approval_cannot_reach_loopback(running: Running)
     status, headers, _ = connect_get(running, "rebind.test", running.origin, token="call6")
     assert status == 403 and headers["x-mcp-guard-rule"] == "private-address"
     assert running.asked == [("call6", "rebind.test", running.origin)]
+
+
+def test_a_calls_listener_let_go_at_its_end_never_steals_the_next_sockets_wakeups() -> None:
+    # A call ends while the next one starts: its listener's descriptor number is free again at once, and the next
+    # call's status socket may get it. Closing the listener before its accept task has stopped watching the number
+    # left that socket unwatched: the call waited for its status until its timeout.
+    async def scenario() -> bool:
+        loop = asyncio.get_running_loop()
+        proxy = EgressProxy(NetworkRules.parse([], []))
+        listener = socket.create_server(("127.0.0.1", 0))
+        number = listener.fileno()
+        proxy.open_call("call1")
+        proxy.listen_on(listener, owner="call1")
+        await asyncio.sleep(0)  # the accept task watches the listener
+        proxy.take_decisions("call1")  # the call ended
+        ours, theirs = socket.socketpair()
+        assert ours.fileno() == number or listener.fileno() == number  # reused at once, or not yet let go
+        ours.setblocking(False)
+        woke = loop.create_future()
+        loop.add_reader(ours, lambda: woke.done() or woke.set_result(True))
+        theirs.send(b"x")
+        try:
+            return await asyncio.wait_for(woke, 2.0)
+        except TimeoutError:
+            return False
+        finally:
+            loop.remove_reader(ours)
+            ours.close()
+            theirs.close()
+            await proxy.close()
+
+    assert asyncio.run(scenario())

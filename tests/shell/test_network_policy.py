@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,8 +28,15 @@ BIG = 50 << 20
 
 
 class _Origin(BaseHTTPRequestHandler):
+    dropped: dict[str, str] = {}  # noqa: RUF012 - a dead drop between two calls (/drop/<key>/<value>, /pick/<key>)
+
     def do_GET(self) -> None:
         body = b"x" * BIG if self.path == "/big" else b"hello from the origin\n"
+        if self.path.startswith("/drop/"):
+            key, _, value = self.path[len("/drop/") :].partition("/")
+            self.dropped[key] = urllib.parse.unquote(value)
+        elif self.path.startswith("/pick/"):
+            body = self.dropped.get(self.path[len("/pick/") :], "").encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -216,3 +224,94 @@ async def test_concurrent_calls_each_report_only_their_own_refusals(net: Net) ->
         denied = [d["host"] for d in results[i]["networkDenied"]]  # unnamed.test: asked, and refused
         assert denied == ([] if host == "allowed.test" else [host]), (i, host, results[i])
         assert ("hello" in results[i]["stdout"]) == (host == "allowed.test")
+
+
+_BORROW = """\
+import os, time, urllib.error, urllib.parse, urllib.request
+def fetch(url, proxy):
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": proxy}))
+    try:
+        return opener.open(url, timeout=10).read().decode()
+    except urllib.error.HTTPError as e:
+        return f"HTTP {e.code}"
+    except OSError as e:
+        return type(e).__name__
+own = os.environ["http_proxy"]
+origin = "http://allowed.test:PORT"
+theirs = ""
+for _ in range(200):  # A's proxy URL, from the dead drop (A runs meanwhile)
+    theirs = fetch(origin + "/pick/" + KEY, own)
+    if theirs.startswith("http://"):
+        break
+    time.sleep(0.05)
+token = theirs.split("//", 1)[1].split(":", 1)[0]
+port = own.rsplit(":", 1)[1]
+result = fetch(origin.replace("allowed", "unnamed") + "/", theirs), fetch(origin.replace("allowed", "unnamed") + "/", f"http://{token}:x@127.0.0.1:{port}")
+fetch(origin + "/drop/" + KEY + "-done/yes", own)
+print(result[0], "|", result[1])
+"""
+
+_LENDER = """\
+import os, time, urllib.parse, urllib.request
+own = os.environ["http_proxy"]
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": own}))
+origin = "http://allowed.test:PORT"
+print(opener.open("http://unnamed.test:PORT/", timeout=10).read().decode(), end="")  # approved for this command
+opener.open(origin + "/drop/" + KEY + "/" + urllib.parse.quote(own, safe=""), timeout=10).read()
+for _ in range(400):  # stay running (its approval live) until B has tried
+    if opener.open(origin + "/pick/" + KEY + "-done", timeout=10).read() == b"yes":
+        break
+    time.sleep(0.05)
+"""
+
+
+async def test_a_call_cannot_borrow_a_running_calls_proxy_address_or_token(net: Net) -> None:
+    # The attack: call A, approved to reach a host "for this command", passes its proxy URL (token included) to
+    # call B, which runs at the same time and was never approved; B uses A's address, or A's token on its own
+    # way out, to reach the host with no question while A's approval is live.
+    human = Human(network="command")
+    key = f"k{net.port}"
+    for name, text in (("a.py", _LENDER), ("b.py", _BORROW)):
+        source = text.replace("PORT", str(net.port)).replace("KEY", repr(key))
+        (net.workspace / name).write_text(source, encoding="utf-8")
+    results: dict[str, dict[str, Any]] = {}
+    async with serve(SX, net.workspace, *net.flags, env=net.env, elicitation_callback=human) as client:
+
+        async def one(name: str) -> None:
+            with anyio.fail_after(60):
+                result = await client.call_tool("shell_exec", {"command": f"python3 {name}", "timeoutSeconds": 40})
+            results[name] = dict(result.structured_content or {})
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(one, "a.py")
+            tg.start_soon(one, "b.py")
+    a, b = results["a.py"], results["b.py"]
+    assert a["stdout"] == "hello from the origin\n", a
+    assert [q for q, props in human.questions if "network" in props and "unnamed" in q] == [
+        q for q, props in human.questions[:1]
+    ], human.questions  # one question (A's); B was never asked, and never let through
+    theirs, own = (part.strip() for part in b["stdout"].split("|"))
+    assert "hello" not in b["stdout"], b
+    assert theirs in {"URLError", "ConnectionRefusedError"}, b  # A's address is nothing in B's network namespace
+    assert own == "HTTP 407", b  # A's token on B's own way out: refused outright
+
+
+async def test_a_burst_of_concurrent_calls_each_gets_its_own_way_out_and_none_stalls(net: Net) -> None:
+    # Each call's listener is closed as it ends, while the next calls start: a descriptor number reused before
+    # the loop stopped watching it once left calls waiting for their status until their timeout.
+    results: dict[int, dict[str, Any]] = {}
+    async with serve(SX, net.workspace, *net.flags, env=net.env) as client:
+
+        async def one(i: int) -> None:
+            command = f"echo {i}" + (" && " + _curl(f"http://allowed.test:{net.port}/") if i % 10 == 0 else "")
+            result = await client.call_tool("shell_exec", {"command": command, "timeoutSeconds": 20})
+            results[i] = dict(result.structured_content or {})
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                for i in range(100):
+                    tg.start_soon(one, i)
+    for i in range(100):
+        assert results[i]["timedOut"] is False and results[i]["durationMs"] < 15_000, results[i]
+        assert results[i]["stdout"].startswith(f"{i}\n"), results[i]
+        assert ("hello" in results[i]["stdout"]) == (i % 10 == 0), results[i]

@@ -261,3 +261,42 @@ async def test_a_daemon_that_left_the_process_group_still_dies_with_the_call(wor
         with anyio.fail_after(10):
             while alive():
                 await anyio.sleep(0.05)
+
+
+def test_the_outside_sockets_are_found_where_daemons_keep_them_and_the_projects_are_left_usable(tmp_path: Path) -> None:
+    # Threat: a daemon's socket (docker.sock, the buses, /dev/log) named by a command: every socket a command
+    # could see in the box is found, from the kernel's table and a walk of a /run-like tree.
+    from mcp_server_guard.shell.sandbox.sockets import bound_paths, found_sockets, outside, walked_sockets
+
+    run = tmp_path / "run"
+    (run / "user" / "1000").mkdir(parents=True)
+    kept = []
+    for path in (run / "docker.sock", run / "user" / "1000" / "bus"):
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+        kept.append(sock)
+    (run / "not-a-socket").write_text("x")
+    (run / "link.sock").symlink_to(run / "docker.sock")  # a link is not followed
+    assert sorted(walked_sockets([str(run)])) == [str(run / "docker.sock"), str(run / "user" / "1000" / "bus")]
+    assert str(run / "docker.sock") in bound_paths()  # bound in this network namespace: the kernel lists it
+    table = tmp_path / "unix"
+    table.write_text(
+        "Num       RefCount Protocol Flags    Type St Inode Path\n"
+        "0000: 00000002 00000000 00010000 0001 01 1 /var/run/my daemon.sock\n"
+        "0000: 00000002 00000000 00010000 0001 01 2 @/tmp/.X11-unix/X0\n"
+        "0000: 00000002 00000000 00000000 0002 01 3\n"
+    )
+    assert bound_paths(str(table)) == ["/var/run/my daemon.sock"]
+    project = tmp_path / "proj"
+    found = found_sockets(
+        [str(project)],
+        bound=["/run/dbus/system_bus_socket", "/tmp/.X11-unix/X0", "/dev/log", f"{project}/dev.sock"],
+        walked=[],
+    )
+    # /tmp and /dev are the box's own (never visible there); the project's sockets are visible, and usable by
+    # a call whose roots hold them, not by one narrowed out of them.
+    assert found == ("/run/dbus/system_bus_socket", f"{project}/dev.sock")
+    assert outside(found, [str(project)]) == ["/run/dbus/system_bus_socket"]
+    assert outside(found, [str(project / "sub")]) == list(found)
+    for sock in kept:
+        sock.close()

@@ -12,8 +12,9 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -33,10 +34,12 @@ from mcp_server_guard.shell.process import (
     wait_with_pauses,
 )
 from mcp_server_guard.shell.sandbox.box import Box, Started
+from mcp_server_guard.shell.sandbox.supervisor import received_fds
 
 __all__ = ["Copy", "run_boxed"]
 
 _CHUNK = 65536
+_FD_SPACE = socket.CMSG_SPACE(4)
 _DRAIN_AFTER_EXIT_S = 2.0
 _GONE_S = 5.0  # a call's processes are all gone this long after its init ends (the kernel kills them at once)
 
@@ -62,11 +65,14 @@ def _feed(fd: int, data: bytes) -> None:
 
 
 class _Status:
-    """The call's status pipe: ``{"txn": name}`` when the command works on a copy, then one JSON line,
-    ``{"exit": status}`` or ``{"error": …}``."""
+    """The call's status socket: ``{"net": port}`` with the listener of the call's own network namespace
+    (--network policy), ``{"txn": name}`` when the command works on a copy, then one JSON line, ``{"exit": status}``
+    or ``{"error": …}``."""
 
-    def __init__(self, fd: int, copy: Copy) -> None:
-        self.fd = fd
+    def __init__(self, fd: int, copy: Copy, network: Callable[[socket.socket], None] | None = None) -> None:
+        self.sock = socket.socket(fileno=fd)
+        self.sock.setblocking(False)
+        self.network = network
         self.buffer = b""
         self.exit_status: int | None = None
         self.error: dict[str, Any] | None = None
@@ -75,11 +81,17 @@ class _Status:
 
     async def until_done(self) -> None:
         while not self.closed and self.exit_status is None and self.error is None:
-            await anyio.wait_readable(self.fd)
+            await anyio.wait_readable(self.sock)
             try:
-                chunk = os.read(self.fd, 4096)
+                chunk, ancillary, _flags, _addr = self.sock.recvmsg(4096, _FD_SPACE, socket.MSG_CMSG_CLOEXEC)
             except BlockingIOError:
                 continue
+            for fd in received_fds(ancillary):
+                listener = socket.socket(fileno=fd)
+                if self.network is not None:
+                    self.network(listener)  # the proxy accepts on it, as this call's
+                else:
+                    listener.close()
             if not chunk:
                 self.closed = True
                 return
@@ -87,6 +99,8 @@ class _Status:
             while b"\n" in self.buffer:
                 line, self.buffer = self.buffer.split(b"\n", 1)
                 message = json.loads(line)
+                if "net" in message:
+                    continue
                 if "txn" in message:
                     self.copy.name = str(message["txn"])
                 elif "exit" in message:
@@ -111,10 +125,11 @@ async def run_boxed(
     pause: Pause | None = None,
     control: Control | None = None,
     copy: Copy | None = None,
+    network: Callable[[socket.socket], None] | None = None,
 ) -> RunResult:
     """Run ``argv`` in the box with the call's confinement ``options``; return its bounded output. ``copy`` learns
     the copy the command works on (when the options ask for one) and, once the call has ended however it ends,
-    whether every process of it is gone."""
+    whether every process of it is gone. ``network`` takes the listener of the call's own network namespace."""
     started_at = time.perf_counter()
     copy = copy if copy is not None else Copy()
     out, err = output_buffers(max_output, control)
@@ -128,10 +143,10 @@ async def run_boxed(
     if control is not None:
         kept, call.stdin = (call.stdin, None) if keep else (None, call.stdin)
         control.attach(partial(box.signal, call.id), kept)
-    ours = [call.stdout, call.stderr, call.status]
+    ours = [call.stdout, call.stderr]
     for fd in ours:
         os.set_blocking(fd, False)
-    status = _Status(call.status, copy)
+    status = _Status(call.status, copy, network)
     try:
         async with anyio.create_task_group() as readers:
             readers.start_soon(_pump, call.stdout, out)
@@ -169,6 +184,7 @@ async def run_boxed(
             for fd in ours:
                 with contextlib.suppress(OSError):
                     os.close(fd)
+            status.sock.close()
             if options.get("overlays") and not copy.final:
                 # Killed (a timeout, a stop): what the command wrote is final only once every process of the call
                 # is gone, which the supervisor says when it reaps the call's init.

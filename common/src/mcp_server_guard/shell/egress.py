@@ -1,9 +1,9 @@
 """The egress proxy of ``--network policy``: built to be a command's only way out of its network namespace.
 
-The box's network namespace has nothing but loopback; inside it, the supervisor listens on 127.0.0.1 and hands
-the listening socket out to the server (SCM_RIGHTS, with its ready byte), so connections a command opens to the
-proxy are accepted here, in the server's own namespace, where they are judged and, if allowed, dialled. A
-program that ignores ``HTTP_PROXY`` then finds no route at all: it fails closed.
+Each call runs in its own network namespace, with nothing but loopback; inside it, the call's init listens on
+127.0.0.1 and hands the listening socket to the server (SCM_RIGHTS, on the call's status socket), so connections
+the command opens to the proxy are accepted here, in the server's own namespace, where they are judged and, if
+allowed, dialled. A program that ignores ``HTTP_PROXY`` then finds no route at all: it fails closed.
 
 Judging (``policy.NetworkRules``): the ``[network]`` ``allow`` and ``deny`` lists; deny wins. The proxy resolves
 names itself and judges the addresses too: loopback, private, link-local, shared, multicast and metadata
@@ -13,8 +13,11 @@ answer nor an IP literal reaches the local network behind an allowed glob. A hos
 Only CONNECT (any protocol inside, TLS untouched) and plain-HTTP requests in absolute form are proxied, one
 request per connection; heads are bounded, connections counted, connects and idle relays time out. Sockets are
 used directly (no asyncio streams): the head is read into a bounded buffer, and once a connection is allowed its
-bytes move in the kernel, ``splice(2)`` through a pipe per direction, never copied into Python. A call is
-known by the user name of its ``Proxy-Authorization`` (the per-call token in its proxy URL).
+bytes move in the kernel, ``splice(2)`` through a pipe per direction, never copied into Python.
+
+A call is known by the listener a connection arrives on: no other call's processes can reach it (another network
+namespace), so nothing a command can copy (a token, an address) lets another call use its approvals. The token in
+the proxy URL is a second check: a ``Proxy-Authorization`` naming another call is refused.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import os
 import socket
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from mcp_server_guard.policy import IPAddress, NetworkRules, Verdict, normal_host, special_address
 
@@ -119,15 +123,27 @@ class EgressProxy:
     # Tokens of the calls running now: only their decisions are kept (a command sending made-up tokens in a loop
     # cannot grow these tables), and each is forgotten when its call takes them.
     live: set[str] = field(default_factory=set)
-    _listeners: list[tuple[socket.socket, asyncio.Task[None]]] = field(default_factory=list)
+    # listening sockets: (socket, accept task, the call that owns every connection on it, None: known by token)
+    _listeners: list[tuple[socket.socket, asyncio.Task[None], str | None]] = field(default_factory=list)
     _connections: set[asyncio.Task[None]] = field(default_factory=set)
 
-    async def listen_on(self, sock: socket.socket) -> None:
-        """Accept connections on an already listening socket (the one the box's supervisor handed out)."""
+    def listen_on(self, sock: socket.socket, owner: str | None = None) -> None:
+        """Accept connections on an already listening socket: a call's own (``owner``, its token: every
+        connection on it is that call's), or one shared by tests of the proxy alone (calls known by token)."""
         sock.setblocking(False)
-        self._listeners.append((sock, asyncio.create_task(self._accept(sock))))
+        self._listeners.append((sock, asyncio.create_task(self._accept(sock, owner)), owner))
 
-    async def _accept(self, listener: socket.socket) -> None:
+    def _stop_listening(self, owner: str) -> None:
+        """A call ended: nothing can connect through its listener any more (its namespace is going)."""
+        for entry in [e for e in self._listeners if e[2] == owner]:
+            self._listeners.remove(entry)
+            sock, task, _owner = entry
+            # Closed once the accept task has let go of it: closed earlier, its descriptor could be given to
+            # another call's socket before the loop stops watching the number (that call would never wake).
+            task.add_done_callback(partial(_close_after, sock))
+            task.cancel()
+
+    async def _accept(self, listener: socket.socket, owner: str | None) -> None:
         loop = asyncio.get_running_loop()
         while True:
             try:
@@ -140,13 +156,13 @@ class EgressProxy:
             if len(self._connections) >= MAX_CONNECTIONS:
                 conn.close()  # bounded: a command opening connections in a loop cannot exhaust the server
                 continue
-            task = asyncio.create_task(self._serve(conn))
+            task = asyncio.create_task(self._serve(conn, owner))
             self._connections.add(task)
             task.add_done_callback(self._connections.discard)
 
     async def close(self) -> None:
         """Stop accepting, and end every connection still open."""
-        for sock, task in self._listeners:
+        for sock, task, _owner in self._listeners:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
@@ -165,13 +181,14 @@ class EgressProxy:
         self.live.add(token)
 
     def take_decisions(self, token: str) -> tuple[list[Denied], list[str]]:
-        """What the proxy refused and let through for one call (forgotten here once taken)."""
+        """What the proxy refused and let through for one call, which has ended (forgotten here once taken)."""
         self.live.discard(token)
+        self._stop_listening(token)
         return self.denied.pop(token, []), self.allowed.pop(token, [])
 
-    async def _serve(self, conn: socket.socket) -> None:
+    async def _serve(self, conn: socket.socket, owner: str | None) -> None:
         try:
-            await self._one(conn)
+            await self._one(conn, owner)
         except (ConnectionError, TimeoutError):
             pass
         except Exception:  # a connection's failure never takes the proxy down
@@ -179,12 +196,20 @@ class EgressProxy:
         finally:
             conn.close()
 
-    async def _one(self, conn: socket.socket) -> None:
+    async def _one(self, conn: socket.socket, owner: str | None) -> None:
         try:
             head = await asyncio.wait_for(_read_head(conn), HEAD_TIMEOUT_S)
         except BadRequest as exc:
             await _reply(conn, 400, "Bad Request", str(exc))
             return
+        if owner is not None:
+            # Threat: a command presenting another call's token (copied from a file that call wrote) to borrow
+            # its approvals. The connection arrived on this call's own listener: it is this call's, whatever it
+            # says; a token that names another call is refused outright.
+            if head.token is not None and head.token != owner:
+                await _reply(conn, 407, "Proxy Authentication Required", "mcp-guard: that token is not this call's")
+                return
+            head.token = owner
         verdict = self.rules.judge(head.host, head.port)
         usable: list[IPAddress] = []
         if verdict.action == "ask":
@@ -414,13 +439,9 @@ async def _relay(client: socket.socket, upstream: socket.socket) -> None:
             task.cancel()
 
 
+def _close_after(sock: socket.socket, _task: asyncio.Task[None]) -> None:
+    sock.close()
+
+
 def warning(special: Sequence[str]) -> str:
     return f"WARNING: it resolves to {', '.join(special)}, on this machine or its local network"
-
-
-def proxy_env(port: int, token: str) -> Mapping[str, str]:
-    """What a command needs to find the proxy (upper and lower case: tools read one or the other)."""
-    url = f"http://{token}:x@127.0.0.1:{port}"
-    env = {"HTTP_PROXY": url, "HTTPS_PROXY": url, "ALL_PROXY": url, "NO_PROXY": "", "no_proxy": ""}
-    env.update({k.lower(): v for k, v in env.items() if k.isupper()})
-    return env

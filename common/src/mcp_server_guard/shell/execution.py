@@ -8,9 +8,9 @@ import os
 import posixpath
 import secrets
 import shlex
-import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import anyio
 import anyio.to_thread
@@ -23,13 +23,12 @@ from mcp_server_guard.policy import ShellPolicy
 from mcp_server_guard.policy import Verdict as NetVerdict
 from mcp_server_guard.protected import Protection, Survey
 from mcp_server_guard.shell.boxed import run_boxed
-from mcp_server_guard.shell.egress import Denied, EgressProxy, proxy_env
+from mcp_server_guard.shell.egress import Denied, EgressProxy
 from mcp_server_guard.shell.grants import CallHosts, SessionApprovals, session_prefix
 from mcp_server_guard.shell.parsing import TooComplex
 from mcp_server_guard.shell.process import Control, Copy, Progress, RunResult, base_env, build_env, run
 from mcp_server_guard.shell.rules import PolicyEngine, Verdict
-from mcp_server_guard.shell.sandbox.box import Box
-from mcp_server_guard.shell.sandbox.boxing import call_options
+from mcp_server_guard.shell.sandbox.boxing import call_options, outside_sockets
 from mcp_server_guard.shell.sandbox.planning import Limits, SandboxPlan, confine
 
 __all__ = ["BASH", "Prepared", "ShellExec", "limit_hit", "limits_of"]
@@ -80,11 +79,9 @@ class ShellExec:
         self.grants = grants if grants is not None else SessionApprovals()  # what the human allowed this session
         self._calls: dict[str, CallHosts] = {}  # egress token -> the hosts of that running call
         self.protection = protection  # in the box: protected paths read-only, hidden ones masked
-        self.egress = egress  # --network policy: the proxy in front of the box's empty network namespace
+        self.egress = egress  # --network policy: the proxy in front of each call's empty network namespace
         if egress is not None:
             egress.asker = self._ask_host
-        self._egress_on: socket.socket | None = None  # the box listener the proxy accepts on
-        self._egress_lock = anyio.Lock()  # concurrent calls attach the proxy to a new listener once
         self.transactions = transactions  # commands work on copies: their changes are settled afterwards
         self.jail = jail
         self.policy = policy
@@ -236,9 +233,14 @@ class ShellExec:
                         # cannot be guarded.
                         survey = await anyio.to_thread.run_sync(self.protection.survey, roots)
                 copy = control.copy if control is not None else Copy()
-                token, proxy = await self._egress_for_call(box)
-                if token is not None and hosts is not None:
-                    self._calls[token] = hosts
+                # --network policy: the call's token names it to the proxy; its init hands over the listener of
+                # the call's own network namespace (``network``), which is how the proxy really knows it.
+                token = secrets.token_hex(12) if self.egress is not None else None
+                egress = self.egress
+                if token is not None and egress is not None:
+                    egress.open_call(token)
+                    if hosts is not None:
+                        self._calls[token] = hosts
                 denied: list[Denied] = []
                 allowed: list[str] = []
                 started_ns = copy.started_ns = now_ns()
@@ -248,17 +250,26 @@ class ShellExec:
                         box,
                         prepared.argv,
                         cwd=prepared.cwd,
-                        env={**prepared.env, **proxy, "TMPDIR": "/tmp"},  # noqa: S108 - the call's private /tmp
+                        env={**prepared.env, "TMPDIR": "/tmp"},  # noqa: S108 - the call's private /tmp
                         stdin=stdin,
                         timeout=timeout,
                         max_output=max_output,
-                        options=call_options(
-                            self.sandbox, roots, survey.read_only, survey.masked, overlays=self.sandbox.copies
-                        ),
+                        options={
+                            **call_options(
+                                self.sandbox,
+                                roots,
+                                survey.read_only,
+                                survey.masked,
+                                overlays=self.sandbox.copies,
+                                sockets=await self._outside_sockets(roots),
+                            ),
+                            **({"proxy": token} if token is not None else {}),
+                        },
                         progress=progress,
                         pause=hosts.pause if hosts is not None else None,
                         control=control,
                         copy=copy,
+                        network=partial(egress.listen_on, owner=token) if egress is not None else None,
                     )
                     kept = True
                 finally:
@@ -310,27 +321,11 @@ class ShellExec:
             if confinement is not None:
                 confinement.close()
 
-    async def _egress_for_call(self, box: Box) -> tuple[str | None, Mapping[str, str]]:
-        """--network policy: the proxy accepting on the box's current listener, and this call's token and
-        proxy variables (the token tells the proxy which call a connection belongs to)."""
-        if self.egress is None:
-            return None, {}
-        await box.ready()  # a supervisor that ended is started again, with a new listener
-        listener = box.egress_listener
-        if listener is None:
-            raise ExecutionError(
-                "EXECUTION_FAILED",
-                "The egress proxy has no way into the box (--network policy), so the command was not run.",
-                "Try again; if it persists, restart the server or run it with --network deny.",
-            )
-        async with self._egress_lock:
-            if listener is not self._egress_on:
-                await self.egress.close()
-                await self.egress.listen_on(socket.socket(fileno=os.dup(listener.fileno())))
-                self._egress_on = listener
-        token = secrets.token_hex(12)
-        self.egress.open_call(token)
-        return token, proxy_env(listener.getsockname()[1], token)
+    async def _outside_sockets(self, roots: Sequence[str]) -> list[str]:
+        """The UNIX sockets outside the call's reach (a walk of a few milliseconds, every few seconds at most)."""
+        if self.sandbox.sockets.fresh():
+            return outside_sockets(self.sandbox, roots)
+        return await anyio.to_thread.run_sync(outside_sockets, self.sandbox, roots)
 
     def _check_redirects(self, verdict: Verdict, cwd: str, home: str) -> None:
         for redirect in verdict.redirects:

@@ -10,7 +10,6 @@ started from the thread that runs the event loop, which lives as long as the ser
 
 from __future__ import annotations
 
-import array
 import asyncio
 import collections
 import contextlib
@@ -31,7 +30,7 @@ import anyio
 
 from mcp_server_guard.paths import within
 from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
-from mcp_server_guard.shell.sandbox.supervisor import FrameReader, received_fds, send_frame
+from mcp_server_guard.shell.sandbox.supervisor import FrameReader, send_frame
 
 log = logging.getLogger("mcp_server_guard.box")
 
@@ -64,8 +63,8 @@ class BoxSpec:
     # to the init (for commands on a copy)
     seccomp: tuple[bytes, bytes, bytes] | None = None
     usual: str = ""  # a usual call's options (JSON): each ready init sets up that much ahead of its call
-    # --network policy: the box's own (empty) network namespace, where the supervisor listens on 127.0.0.1 for
-    # the server's egress proxy and hands the listening socket out with its ready byte.
+    # --network policy: every call in its own (empty) network namespace, where its init listens on 127.0.0.1 for
+    # the server's egress proxy and hands the listening socket out on the call's status socket.
     egress: bool = False
     areas: tuple[str, ...] = ()  # where the copies commands work on live (bound writable; each call hides them)
     copies: bool = False  # the usual call works on a copy: the supervisor probes that it can, at start
@@ -78,6 +77,8 @@ class BoxSpec:
         if self.namespaces:
             # The supervisor builds each call's PID and mount namespaces; commands get no capability at all.
             argv += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
+            if self.egress:
+                argv += ["--cap-add", "CAP_NET_ADMIN"]  # loopback up in each call's network namespace
         if self.copies:
             # overlayfs works in its upper and work directories with its mounter's rights (its work directory has
             # no permission bits at all): the call's init mounts it with these, inside the box's user namespace,
@@ -205,8 +206,6 @@ class Box:
     _reader: FrameReader | None = None
     _offered: collections.deque[tuple[int, socket.socket]] = field(default_factory=collections.deque)
     notes: list[str] = field(default_factory=list)
-    # --network policy: the socket listening inside the box's network namespace (a new one per supervisor)
-    egress_listener: socket.socket | None = None
     _gone: dict[int, anyio.Event] = field(default_factory=dict)  # calls someone waits to see end
     _ended_recently: dict[int, None] = field(default_factory=dict)  # calls that ended with nobody waiting yet
     _watched: tuple[socket.socket, asyncio.AbstractEventLoop] | None = None  # read by that loop as frames arrive
@@ -276,18 +275,8 @@ class Box:
                 raise BoxUnavailable("the box ended before it said whether commands can work on a copy")
 
     def _take_ready(self, sock: socket.socket) -> bool:
-        """Read the ready byte, and the egress listener that comes with it when the spec asks for one."""
-        space = socket.CMSG_SPACE(array.array("i").itemsize)
-        data, ancillary, _flags, _addr = sock.recvmsg(1, space, socket.MSG_CMSG_CLOEXEC)
-        listeners = [socket.socket(fileno=fd) for fd in received_fds(ancillary)]
-        if data != b"R" or len(listeners) != (1 if self.spec.egress else 0):
-            for listener in listeners:
-                listener.close()
-            return False
-        if self.egress_listener is not None:
-            self.egress_listener.close()
-        self.egress_listener = listeners[0] if listeners else None
-        return True
+        """Read the ready byte."""
+        return sock.recv(1) == b"R"
 
     async def ready(self) -> None:
         """Start the box again if its supervisor ended; return once it is ready."""
@@ -321,9 +310,6 @@ class Box:
         """Server exit: closing the socket makes the supervisor kill every call and leave."""
         self._drop_offers()
         self._unwatch()
-        if self.egress_listener is not None:
-            self.egress_listener.close()
-            self.egress_listener = None
         if self._sock is not None:
             with contextlib.suppress(OSError):
                 self._sock.close()
@@ -431,7 +417,9 @@ class Box:
         call = next(self._ids)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
-        status_r, status_w = os.pipe2(os.O_CLOEXEC)
+        # A socket, not a pipe: with --network policy the call's init sends the listener of the call's own network
+        # namespace on it (SCM_RIGHTS).
+        status_r, status_w = (s.detach() for s in socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM))
         if stdin:
             in_r, in_w = os.pipe2(os.O_CLOEXEC)
         else:

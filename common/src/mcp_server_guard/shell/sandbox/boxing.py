@@ -29,8 +29,9 @@ from mcp_server_guard.shell.sandbox.planning import (
     SandboxUnavailable,
     fall_back_from_policy,
 )
+from mcp_server_guard.shell.sandbox.sockets import SocketScan, outside
 
-__all__ = ["call_options", "close_box", "open_box"]
+__all__ = ["call_options", "close_box", "open_box", "outside_sockets"]
 
 
 def open_box(plan: SandboxPlan, roots: Sequence[str], copies: Sequence[tuple[str, str]] = ()) -> str:
@@ -52,6 +53,7 @@ def open_box(plan: SandboxPlan, roots: Sequence[str], copies: Sequence[tuple[str
         reason = f"no seccomp filter for this CPU ({os.uname().machine})"
     box = None
     why_no_copy = "" if copies else "not asked for"
+    plan.sockets = SocketScan([*roots, *_separate_areas(copies, roots)])
     if reason is None:
         assert bwrap is not None and arch is not None
         box, reason, why_no_copy = _start(plan, roots, copies, bwrap, arch)
@@ -86,6 +88,10 @@ def _start(
     plan: SandboxPlan, roots: Sequence[str], copies: Sequence[tuple[str, str]], bwrap: str, arch: seccomp.Arch
 ) -> tuple[Box | None, str | None, str]:
     """A started box (or None and why not), and why its commands cannot work on a copy ("" when they can)."""
+    # A command may make and use UNIX sockets of its own (test suites, servers, tmux) once those outside are out of
+    # its reach: pathname ones are masked in every call's view, abstract ones are in another network namespace or
+    # scoped by Landlock (ABI 6). Otherwise it may make none (socketpair stays).
+    unix_sockets = plan.netns or plan.network is NetworkMode.POLICY or plan.abi >= 6
     spec = BoxSpec(
         bwrap=bwrap,
         namespaces=True,
@@ -95,11 +101,11 @@ def _start(
         roots=tuple(roots),
         readable=(),
         seccomp=(
-            seccomp.build_filter(arch, part="early"),
-            seccomp.build_filter(arch, part="late"),
-            seccomp.build_filter(arch, part="late", notify=True),
+            seccomp.build_filter(arch, part="early", unix_sockets=unix_sockets),
+            seccomp.build_filter(arch, part="late", unix_sockets=unix_sockets),
+            seccomp.build_filter(arch, part="late", notify=True, unix_sockets=unix_sockets),
         ),
-        usual=json.dumps(call_options(plan, roots, overlays=copies)),
+        usual=json.dumps(call_options(plan, roots, overlays=copies, sockets=_outside(plan, roots, copies))),
         areas=_separate_areas(copies, roots),
         copies=bool(copies) and plan.jail_writable,
     )
@@ -111,6 +117,16 @@ def _start(
         box.close()
         return None, f"bubblewrap could not build the box ({exc}); {_likely_cause(str(exc))}", ""
     return box, None, (f"overlayfs refused the copy: {box.copy_error}" if box.copy_error else "")
+
+
+def _outside(plan: SandboxPlan, roots: Sequence[str], copies: Sequence[tuple[str, str]]) -> list[str]:
+    return outside(plan.sockets.current(), [*roots, *_separate_areas(copies, roots)])
+
+
+def outside_sockets(plan: SandboxPlan, roots: Sequence[str]) -> list[str]:
+    """The UNIX sockets a call with these ``roots`` must not reach (see ``sockets``); scans at most every few
+    seconds, in the caller's thread."""
+    return _outside(plan, roots, plan.copies)
 
 
 def _likely_cause(said: str) -> str:
@@ -142,10 +158,12 @@ def call_options(
     read_only: Sequence[str] = (),
     masked: Sequence[str] = (),
     overlays: Sequence[tuple[str, str]] = (),
+    sockets: Sequence[str] = (),
 ) -> dict[str, Any]:
     """One call's confinement inside the box, as the supervisor reads it: ``roots`` are the writable roots of
     this call (client roots may have narrowed them), ``read_only`` the protected paths inside them, ``overlays``
-    the (root, area) pairs whose root the command sees as a copy (see ``changes.area``)."""
+    the (root, area) pairs whose root the command sees as a copy (see ``changes.area``), ``sockets`` the UNIX sockets
+    outside them, masked (see ``sockets``)."""
     rlimits = [
         (resource.RLIMIT_CORE, 0, 0),
         (resource.RLIMIT_DATA, plan.limits.memory_bytes, plan.limits.memory_bytes),
@@ -167,6 +185,7 @@ def call_options(
         "tmp_binds": [path for path in (*roots, *areas) if within(path, "/tmp")],  # noqa: S108
         "read_only": list(read_only),
         "masked": list(masked),
+        "sockets": list(sockets),
         "rlimits": [list(r) for r in rlimits],
         "overlays": [{"root": root, "area": area} for root, area in overlays] if plan.jail_writable else [],
     }

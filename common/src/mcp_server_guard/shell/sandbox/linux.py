@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import os
+import socket
+import struct
 import sys
 from collections.abc import Iterable
 
@@ -100,6 +103,19 @@ def mask(path: str) -> None:
     else:
         mount("/dev/null", path, None, MS_BIND)
         mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+_SIOCGIFFLAGS = 0x8913
+_SIOCSIFFLAGS = 0x8914
+_IFF_UP = 0x1
+_IFREQ = "16sh22x"  # struct ifreq: the interface's name, then its flags (the rest of the union unused)
+
+
+def loopback_up() -> None:
+    """Bring up ``lo`` in this (new) network namespace: 127.0.0.1 answers only once it is up (CAP_NET_ADMIN)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        flags = struct.unpack(_IFREQ, fcntl.ioctl(sock, _SIOCGIFFLAGS, struct.pack(_IFREQ, b"lo", 0)))[1]
+        fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack(_IFREQ, b"lo", flags | _IFF_UP))
 
 
 def prctl(option: int, arg2: int = 0, arg3: int = 0, arg4: int = 0, arg5: int = 0) -> int:

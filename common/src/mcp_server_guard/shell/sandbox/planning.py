@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mcp_server_guard.shell.sandbox import landlock
+from mcp_server_guard.shell.sandbox.sockets import SocketScan
 
 if TYPE_CHECKING:
     from mcp_server_guard.shell.sandbox.box import Box
@@ -105,6 +106,7 @@ class SandboxPlan:
     # (root, area) for every writable root commands see as a copy (its changes judged and applied afterwards);
     # empty: commands write the real tree directly (transaction: none)
     copies: tuple[tuple[str, str], ...] = ()
+    sockets: SocketScan = field(default_factory=lambda: SocketScan(()))  # outside UNIX sockets, masked in the box
 
     @property
     def landlock(self) -> bool:

@@ -4,8 +4,10 @@ It refuses what the other layers cannot express: kernel-wide operations (mount, 
 kexec, reboot, swap, clock setting, keyrings, bpf, perf), peeking at other processes (ptrace,
 process_vm_*, pidfd_getfd, kcmp), new namespaces (clone/unshare/setns with namespace flags),
 device nodes (mknod of block and character devices), io_uring (its operations bypass this filter),
-terminal injection (ioctl TIOCSTI), and creating UNIX-domain sockets (a pathname socket outside the box,
-such as docker.sock, would be reachable through a read-only mount; socketpair stays allowed).
+terminal injection (ioctl TIOCSTI), and, where nothing else keeps a command from the host's sockets, creating
+UNIX-domain sockets (``unix_sockets=False``; socketpair stays allowed). The box allows them: it masks the pathname
+sockets outside a call's roots in the call's view (see ``sockets``), and the host's abstract ones are in another
+network namespace or scoped by Landlock.
 
 The program checks the architecture first (another ABI's syscall numbers would slip past the table),
 refuses x32 calls on x86_64, and answers ``clone3`` with ENOSYS so that libc falls back to ``clone``,

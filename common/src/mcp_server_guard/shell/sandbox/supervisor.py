@@ -5,7 +5,9 @@ pipes attached with SCM_RIGHTS. Each call runs under its own *init* process:
 
 * with namespaces, the init is PID 1 of a fresh PID namespace and has its own mount namespace: a fresh
   /proc that shows only the call's own processes, a private /tmp and /dev/shm, the protected paths
-  re-mounted read-only, the hidden paths masked;
+  re-mounted read-only, the hidden paths and the UNIX sockets outside the call's roots masked; with
+  --network policy, its own network namespace too, whose one way out (a listener on 127.0.0.1) it hands to
+  the server's egress proxy;
 * it sets the resource limits, enforces Landlock, becomes non-dumpable, drops every capability, loads the
   seccomp filter, and only then starts the command (posix_spawn: a new session, stdio on the pipes);
 * it forwards SIGTERM/SIGINT/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2 to the command's process group, reaps orphans
@@ -173,6 +175,27 @@ def _report(fd: int, message: dict[str, Any]) -> None:
         os.write(fd, json.dumps(message).encode() + b"\n")
 
 
+def proxy_env(port: int, token: str) -> dict[str, str]:
+    """What a command needs to find the egress proxy (upper and lower case: tools read one or the other)."""
+    url = f"http://{token}:x@127.0.0.1:{port}"
+    env = {"HTTP_PROXY": url, "HTTPS_PROXY": url, "ALL_PROXY": url, "NO_PROXY": "", "no_proxy": ""}
+    env.update({k.lower(): v for k, v in env.items() if k.isupper()})
+    return env
+
+
+def _hand_over_listener(status: int, listener: socket.socket, spec: dict[str, Any]) -> None:
+    """--network policy: this call's own network namespace has one way out, ``listener`` (127.0.0.1 in it). It goes
+    to the server on the call's status socket, so the egress proxy knows every connection accepted on it as this
+    call's by where it arrives, not by a secret the command could copy; the command learns its address (with the
+    call's token, a second check) from the proxy variables."""
+    port = int(listener.getsockname()[1])
+    token = str(spec.get("proxy") or "")
+    spec["env"] = {**spec["env"], **proxy_env(port, token)} if token else spec["env"]
+    with socket.socket(fileno=os.dup(status)) as channel:
+        channel.sendmsg([json.dumps({"net": port}).encode() + b"\n"], rights([listener.fileno()]))
+    listener.close()  # the command never holds it (it could accept the connections meant for the proxy)
+
+
 def _base_mounts(options: dict[str, Any]) -> None:
     """The call's own view, built by a ready init before its call: fresh /proc, private /tmp (jail roots under it
     bound back) and /dev/shm."""
@@ -204,9 +227,19 @@ def _narrow_tmp_binds(prepared: list[str], wanted: list[str]) -> None:
             os.close(fd)
 
 
+def _mask_sockets(paths: list[str]) -> None:
+    """The UNIX sockets outside the call's reach (see ``sockets``): a read-only /dev/null over each, so that
+    neither connect nor a datagram can name them."""
+    for path in paths:
+        with contextlib.suppress(OSError):  # gone since the server looked, or not visible in the box
+            linux.mask(path)
+
+
 def _call_mounts(spec: dict[str, Any], usual: dict[str, Any]) -> None:
     """What only this call needs on top of the prepared view: narrowed roots, protected paths read-only, hidden
-    paths masked."""
+    paths and outside sockets masked (``usual`` is ``spec`` when the view was not prepared)."""
+    already = set(usual.get("sockets", [])) if usual is not spec else set()
+    _mask_sockets([path for path in spec.get("sockets", []) if path not in already])
     prepared_binds = usual.get("tmp_binds", [])
     wanted = spec.get("tmp_binds", [])
     if wanted != prepared_binds:
@@ -371,6 +404,7 @@ def _prepare_view(prepared: _Prepared, own_pidns: bool) -> _View:
     try:
         if own_pidns and usual.get("namespaces"):
             _base_mounts(usual)
+            _mask_sockets(list(usual.get("sockets", [])))
             view.mounted = True
             if usual.get("overlays"):
                 view.copy = _mount_copy(usual["overlays"])
@@ -495,8 +529,9 @@ class _StartFailed(Exception):
         self.errno, self.where, self.message = errno_, where, message
 
 
-def run_init(sock: socket.socket, own_pidns: bool, prepared: _Prepared) -> None:
-    """A ready init: prepare the usual call's view, wait for a call, run it, exit. Never returns."""
+def run_init(sock: socket.socket, own_pidns: bool, prepared: _Prepared, listener: socket.socket | None = None) -> None:
+    """A ready init: prepare the usual call's view, wait for a call, run it, exit. Never returns. ``listener``:
+    the proxy's way into this call's own network namespace (--network policy)."""
     view = _prepare_view(prepared, own_pidns)
     reader = FrameReader(sock)
     frames: list[tuple[dict[str, Any], list[int]]] = []
@@ -513,6 +548,11 @@ def run_init(sock: socket.socket, own_pidns: bool, prepared: _Prepared) -> None:
         os._exit(1)
     stdio, status = fds[:3], fds[3]
     try:
+        if listener is not None:
+            try:
+                _hand_over_listener(status, listener, spec)
+            except (OSError, KeyError, TypeError) as exc:
+                raise _StartFailed(getattr(exc, "errno", 0) or 0, "network", str(exc)) from None
         child = _start_command(spec, stdio, status, own_pidns, prepared, view)
     except _StartFailed as exc:
         _report(status, {"error": exc.errno, "where": exc.where, "message": exc.message})
@@ -566,9 +606,12 @@ class _Ready:
 
 
 class Supervisor:
-    def __init__(self, sock: socket.socket, namespaces: bool, prepared: _Prepared) -> None:
+    def __init__(self, sock: socket.socket, namespaces: bool, prepared: _Prepared, egress: bool = False) -> None:
         self.sock = sock
         self.namespaces = namespaces
+        # --network policy: each call in its own network namespace, whose only way out is a listener the proxy
+        # accepts on (one per call: see _hand_over_listener)
+        self.egress = egress
         self.prepared = prepared
         self.reader = FrameReader(sock)
         self.offered: dict[int, _Ready] = {}  # init pid -> a ready init the server holds
@@ -576,7 +619,6 @@ class Supervisor:
         self.children: dict[int, int | None] = {}  # reaped pid -> call id (None while ready)
         self.died: dict[int, None] = {}  # offered inits that ended before the server's "took" arrived (bounded)
         self.told: set[int] = set()  # calls whose end the server waits to hear of ("gone")
-        self.egress: socket.socket | None = None  # --network policy: the proxy's listener, until handed out
 
     # -- making inits ahead of time -------------------------------------------------------------
 
@@ -615,13 +657,21 @@ class Supervisor:
                 ours.close()
                 os.close(read_end)
                 _die_with_parent()
-                linux.unshare(linux.CLONE_NEWPID | linux.CLONE_NEWNS)
+                listener: socket.socket | None = None
+                if self.egress:
+                    linux.unshare(linux.CLONE_NEWPID | linux.CLONE_NEWNS | linux.CLONE_NEWNET)
+                    linux.loopback_up()
+                    listener = socket.create_server(("127.0.0.1", 0), backlog=256)
+                else:
+                    linux.unshare(linux.CLONE_NEWPID | linux.CLONE_NEWNS)
                 init = os.fork()
                 if init == 0:
                     os.close(write_end)
                     _die_with_parent()
-                    run_init(theirs, own_pidns=True, prepared=self.prepared)
+                    run_init(theirs, own_pidns=True, prepared=self.prepared, listener=listener)
                 theirs.close()
+                if listener is not None:
+                    listener.close()
                 os.write(write_end, struct.pack("=i", init))
                 os.close(write_end)
                 with contextlib.suppress(ChildProcessError):
@@ -759,13 +809,7 @@ class Supervisor:
         selector = selectors.DefaultSelector()
         selector.register(self.sock, selectors.EVENT_READ)
         selector.register(wake_r, selectors.EVENT_READ)
-        if self.egress is not None:
-            # --network policy: the listener for the server's egress proxy goes out with the ready byte.
-            self.sock.sendmsg([b"R"], rights([self.egress.fileno()]))
-            self.egress.close()
-            self.egress = None
-        else:
-            self.sock.sendall(b"R")  # ready; offers follow
+        self.sock.sendall(b"R")  # ready; offers follow
         if self.prepared.usual.get("overlays"):
             send_frame(self.sock, {"op": "probe", "copy": probe_copy(self.prepared.usual)})
         last_busy = 0.0
@@ -819,10 +863,7 @@ def main(argv: list[str] | None = None) -> None:
     prepared = _prepare(
         options.get("seccomp"), options.get("seccomp_late"), options.get("seccomp_notify"), options.get("usual")
     )
-    supervisor = Supervisor(sock, "namespaces" in options, prepared)
-    if "egress" in options:
-        # Inside the box's network namespace, where loopback is all there is: commands reach the proxy here.
-        supervisor.egress = socket.create_server(("127.0.0.1", 0), backlog=256)
+    supervisor = Supervisor(sock, "namespaces" in options, prepared, egress="egress" in options)
     gc.freeze()  # what exists now is shared with every fork, untouched by the collector
     supervisor.serve()
 
