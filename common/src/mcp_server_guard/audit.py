@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_server_guard.errors import SystemError_
-from mcp_server_guard.paths import real_within_any
+from mcp_server_guard.paths import real_within_any, state_dir
 
 log = logging.getLogger("mcp_server_guard.audit")
 # Arguments whose values are data, not names: always hashed.
@@ -46,11 +46,6 @@ CONTENT_KEYS = frozenset({"content", "stdin"})
 # Arguments whose values are secrets or may be: only their keys are logged.
 REDACTED_KEYS = frozenset({"env"})
 _INLINE_LIMIT = 256
-
-
-def state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "mcp-guard"
 
 
 def state_dirs() -> list[Path]:

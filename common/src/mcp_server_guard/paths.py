@@ -8,8 +8,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from pathlib import Path
 
-__all__ = ["printable", "real_within_any", "within", "within_any"]
+__all__ = ["printable", "real_within_any", "state_dir", "within", "within_any"]
+
+
+def state_dir() -> Path:
+    """``$XDG_STATE_HOME/mcp-guard``: where the servers keep their state by default (see ``audit.state_dirs``)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "mcp-guard"
 
 
 def within(child: str, parent: str) -> bool:

@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 
-from mcp_server_guard.audit import state_dir
+from mcp_server_guard.paths import state_dir
 
 __all__ = ["TREE_WAIT_S", "TreeBusy", "flock_until", "tree_lock"]
 

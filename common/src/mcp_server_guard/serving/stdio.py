@@ -74,6 +74,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, from_json
 
+from mcp_server_guard.serving.front import Front, HandOver, record, request_key, take_front
+
 log = logging.getLogger(__name__)
 
 # Defense in depth: a client sending an endless line cannot make the server hold it in memory; longer
@@ -528,9 +530,17 @@ class StdioConnection:
         *,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
         direct: DirectCalls | None = None,
+        front: Front | None = None,
+        early: HandOver | None = None,
     ) -> None:
         self._wire_in, self._wire_out, self._limit = wire_in, wire_out, max_message_bytes
         self._direct = direct
+        # The start-up front (see ``front``): what it read and answered before this transport existed, and the
+        # answers to keep for the next start (request key -> result) with the keys of the requests to take them.
+        self._front, self._early = front, early if early is not None else HandOver()
+        self._records: dict[str, Any] = dict(front.records) if front is not None else {}
+        self._recording: dict[Any, str] = {}  # request id -> its request key (initialize, tools/list)
+        self._handshake_key = ""
         self._initialize: tuple[RequestId, InitializeRequestParams] | None = None  # the handshake under way
         self._session: _Session | None = None  # the handshake the server accepted (2025-era clients only)
         # Direct calls in flight: plain asyncio tasks (a fifth of the cost of a task group's), cancelled by
@@ -612,6 +622,8 @@ class StdioConnection:
             self._forget(answered)
             if self._initialize is not None and coerce_request_id(answered) == self._initialize[0]:
                 self._settle_handshake(message)
+            if self._keep_for_next_start(message):
+                return  # the front answered it already, the same way
         if self._closing or self._gone:
             return
         try:
@@ -630,6 +642,23 @@ class StdioConnection:
                 self._client_left(f"stdout broken ({exc.strerror})")
             return
         await self._queue(data)
+
+    def _keep_for_next_start(self, answer: JSONRPCResponse | JSONRPCError) -> bool:
+        """Record an answer to initialize or tools/list for the next start; True when the front gave it already
+        (this one is then dropped: one answer per request)."""
+        rid = answer.id
+        key = self._recording.pop(rid, None)
+        result = answer.result if isinstance(answer, JSONRPCResponse) else None
+        front = self._front
+        if key is not None and front is not None and isinstance(result, dict) and self._records.get(key) != result:
+            self._records[key] = result
+            record(front.key, self._records)
+        if rid not in self._early.answered:
+            return False
+        given = self._early.answered.pop(rid)
+        if given != result:
+            log.warning("the start-up answer to request %r differed from the server's own; it is replaced", rid)
+        return True
 
     async def _queue(self, data: bytes) -> None:
         self._queued += 1
@@ -705,6 +734,11 @@ class StdioConnection:
     async def _read_loop(self) -> None:
         lines = _Lines(self._limit)
         try:
+            for line in lines.feed(self._early.data):  # what the front read, answered or not, in order
+                await self._receive(line)
+            if self._early.eof:
+                self._client_left("stdin closed")
+                return
             while chunk := await self._read():
                 for line in lines.feed(chunk):
                     if self._closing:
@@ -737,7 +771,13 @@ class StdioConnection:
             message = outcome.message
             if isinstance(message, JSONRPCRequest):
                 key = coerce_request_id(message.id)
-                self._pending[key] = self._pending.get(key, 0) + 1
+                if message.id not in self._early.answered:
+                    self._pending[key] = self._pending.get(key, 0) + 1
+                if message.method in ("initialize", "tools/list"):
+                    request = request_key(message.method, message.params, self._handshake_key)
+                    self._recording[message.id] = request
+                    if message.method == "initialize":
+                        self._handshake_key = request
                 if message.method == "initialize" and isinstance(message.params, dict):
                     self._expect_handshake(key, message.params)
                 elif (direct := self._take_directly(message)) is not None and key not in self._direct_calls:
@@ -833,8 +873,11 @@ def _claimed_stdio() -> Iterator[tuple[int, int]]:
 async def stdio_connection(
     *, max_message_bytes: int = MAX_MESSAGE_BYTES, direct: DirectCalls | None = None
 ) -> AsyncIterator[StdioConnection]:
+    front, early = take_front()  # stopped before the wire changes hands
     with _claimed_stdio() as (wire_in, wire_out):
-        yield StdioConnection(wire_in, wire_out, max_message_bytes=max_message_bytes, direct=direct)
+        yield StdioConnection(
+            wire_in, wire_out, max_message_bytes=max_message_bytes, direct=direct, front=front, early=early
+        )
 
 
 async def serve_stdio(

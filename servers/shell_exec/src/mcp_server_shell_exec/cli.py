@@ -133,10 +133,10 @@ def main(
 def _copy_area(roots: list[str], history: Path) -> CopyArea:
     """This server's part of the copies' areas, after finishing what dead servers left half applied and removing
     the rest of what they left."""
-    from mcp_server_guard.audit import state_dir  # noqa: PLC0415 - lazy for start-up time
     from mcp_server_guard.changes.apply import recover  # noqa: PLC0415
     from mcp_server_guard.changes.area import CopyArea, possible_areas  # noqa: PLC0415
     from mcp_server_guard.files.history import HistoryStore  # noqa: PLC0415
+    from mcp_server_guard.paths import state_dir  # noqa: PLC0415 - lazy for start-up time
 
     recover(HistoryStore(history, max_bytes=1 << 62), roots, possible_areas(roots, state_dir()))
     area = CopyArea(roots, state_dir())

@@ -1,0 +1,233 @@
+"""The first answers, before the MCP SDK is loaded: an agent CLI that spawns a server waits for ``initialize``.
+
+Importing the SDK (its protocol models for both eras) takes most of a server's start-up. Yet what a client asks
+first, ``initialize``, then ``tools/list``, has the same answer every time the same server starts the same way.
+So the real server records its answers (``record``), keyed by everything that could change them: the server, its
+command line, working directory and environment, the code itself (every source file's size and time) and the
+exact request; the next start with the same key answers them from that record on a thread while the main thread
+is still importing, and hands every line it read to the real transport once that is ready (``hand_over``). The
+real server then processes those lines too (its session must see the handshake) and its own answers to the
+requests already answered are dropped, after comparison: a difference is logged and the record replaced.
+
+The front answers only an unbroken run of such requests from the first line on (``initialize``,
+``notifications/initialized``, ``tools/list``, ``ping``); the first line it cannot answer hands the rest to the
+real server, in order. Standard library only. The records live in the state directory, which no tool of any
+server can reach (``protected``): a command cannot plant a tool description.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import select
+import stat
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp_server_guard.paths import state_dir
+
+log = logging.getLogger("mcp_server_guard.front")
+
+ANSWERED = ("initialize", "tools/list", "ping")
+_LIMIT = 1 << 20  # a record larger than this is not kept (or read)
+_PACKAGES = ("mcp_server_guard", "mcp", "mcp_types", "pydantic", "pydantic_core")
+
+
+@dataclass
+class HandOver:
+    """What the front read (every byte, in order), whether stdin ended, and the requests it answered (their ids,
+    with the answer it gave)."""
+
+    data: bytes = b""
+    eof: bool = False
+    answered: dict[Any, Any] = field(default_factory=dict)
+
+
+def _code_stamp(server_package: str) -> list[Any]:
+    """Every source file of the server and of what shapes its answers: names, sizes, times (a change = new key)."""
+    stamp: list[Any] = [sys.version, sys.executable]
+    for name in (server_package, *_PACKAGES):
+        for entry in sys.path:
+            top = os.path.join(entry or ".", name)
+            if os.path.isdir(top):
+                for directory, dirs, files in os.walk(top):
+                    dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                    for file in sorted(files):
+                        if file.endswith((".py", ".so", ".toml", ".json")):
+                            with contextlib.suppress(OSError):
+                                info = os.stat(os.path.join(directory, file))
+                                stamp.append([directory[len(top) :], file, info.st_size, info.st_mtime_ns])
+                break
+    return stamp
+
+
+def record_key(server_package: str, argv: list[str]) -> str:
+    """The key of this start: the same key, the same answers."""
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(("MCP_GUARD", "XDG_")) or k in ("HOME", "PATH"))
+    material = [server_package, argv, os.getcwd(), env, _code_stamp(server_package)]
+    return hashlib.sha256(json.dumps(material, default=str).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def request_key(method: str, params: Any, handshake: str) -> str:
+    """A request's key: its method and exact params, and the handshake it follows (the client's capabilities)."""
+    text = json.dumps([method, params, handshake], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _records_path(key: str) -> Path:
+    return state_dir() / "front" / f"{key}.json"
+
+
+def _read_records(path: Path) -> dict[str, Any]:
+    """The records, if the file is ours, private and not a link (else none: a start as if there were none)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return {}
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+            return {}
+        if info.st_size > _LIMIT:
+            return {}
+        data = os.read(fd, _LIMIT + 1)
+        records = json.loads(data)
+        return records if isinstance(records, dict) else {}
+    except (OSError, ValueError):
+        return {}
+    finally:
+        os.close(fd)
+
+
+class Front:
+    """Answers the first requests from the records of an earlier start, on a thread, until ``hand_over``."""
+
+    def __init__(self, server_package: str, argv: list[str], wire_in: int = 0, wire_out: int = 1) -> None:
+        self.key = record_key(server_package, argv)
+        self.records = _read_records(_records_path(self.key))
+        self._in, self._out = wire_in, wire_out
+        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC)
+        self._got = HandOver()
+        self._handshake = ""  # the request key of the initialize answered, "" before
+        self._answering = bool(self.records)
+        self._thread = threading.Thread(target=self._run, name="mcp-guard-front", daemon=True)
+
+    def start(self) -> Front:
+        if self._answering:
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        buffer = b""
+        try:
+            while self._answering:
+                ready, _, _ = select.select([self._in, self._wake_r], [], [])
+                if self._wake_r in ready:
+                    return
+                chunk = os.read(self._in, 65536)
+                self._got.data += chunk
+                if not chunk:
+                    self._got.eof = True
+                    return
+                buffer += chunk
+                while self._answering and b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    self._answering = self._answer(line)
+        except OSError:
+            self._answering = False
+
+    def _answer(self, line: bytes) -> bool:
+        """Answer ``line`` from the records; False when it cannot (the real server takes it and what follows)."""
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return False
+        method, rid = message.get("method"), message.get("id")
+        if method == "notifications/initialized" and "id" not in message and self._handshake:
+            return True
+        if (
+            method not in ANSWERED
+            or not isinstance(rid, str | int)
+            or isinstance(rid, bool)
+            or rid in self._got.answered
+        ):
+            return False
+        if method == "ping":
+            result: Any = {}
+        else:
+            if (method == "initialize") == bool(self._handshake):
+                return False  # a second handshake, or tools/list before one
+            key = request_key(method, message.get("params"), self._handshake)
+            result = self.records.get(key)
+            if not isinstance(result, dict):
+                return False
+            if method == "initialize":
+                self._handshake = key
+        os.write(self._out, json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode() + b"\n")
+        self._got.answered[rid] = result
+        return True
+
+    def hand_over(self) -> HandOver:
+        """Stop answering; everything read so far, for the real transport."""
+        if self._thread.is_alive():
+            os.write(self._wake_w, b"x")
+            self._thread.join()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+        return self._got
+
+
+_running: Front | None = None
+
+
+def start_front(server_package: str, argv: list[str] | None = None) -> None:
+    """At the top of a server's console script, before anything heavy is imported. Not for --help/--version, not
+    when stdin or stdout is a terminal (a person typing), nor when an earlier start left no records."""
+    global _running  # noqa: PLW0603 - one front per process, taken by the transport
+    args = sys.argv[1:] if argv is None else argv
+    if _running is not None or any(a in ("--help", "-h", "--version") for a in args):
+        return
+    with contextlib.suppress(OSError):
+        if os.isatty(0) or os.isatty(1):
+            return
+    try:
+        _running = Front(server_package, args).start()
+    except OSError:
+        _running = None
+
+
+def take_front() -> tuple[Front | None, HandOver | None]:
+    """The front of this process, stopped, and what it read (None, None when there was none)."""
+    global _running
+    front, _running = _running, None
+    return (front, front.hand_over()) if front is not None else (None, None)
+
+
+def record(front_key: str, records: dict[str, Any]) -> None:
+    """Keep this start's answers for the next start with the same key (best effort, private, atomic)."""
+    directory = state_dir() / "front"
+    try:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        info = os.lstat(directory)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+            return
+        data = json.dumps(records).encode()
+        if len(data) > _LIMIT:
+            return
+        temp = directory / f".{front_key}.{os.getpid()}.tmp"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(temp, directory / f"{front_key}.json")
+    except OSError as exc:
+        log.debug("the start-up answers were not kept: %s", exc)

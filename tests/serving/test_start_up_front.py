@@ -1,0 +1,119 @@
+"""The first answers before the SDK is loaded (``serving.front``), through the real console scripts.
+
+A start records its answers to ``initialize`` and ``tools/list``; the next start with the same command line,
+directory, environment and code answers them from that record while it is still loading, and the real server
+still sees every line: one answer per request, the same answers, and a record that no longer matches is
+replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import RawClient, console_script
+
+SERVERS = ["mcp-server-file-read", "mcp-server-file-write", "mcp-server-shell-exec"]
+INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "front-test", "version": "1"}}
+
+
+def _session(script: str, workspace: Path, tail: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Spawn, send the handshake, tools/list and ``tail`` at once, wait for the last answer, close stdin: every
+    line the server wrote."""
+    client = RawClient([console_script(script), "--audit-log", str(workspace.parent / "audit.jsonl")], workspace)
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+        *(tail or []),
+    ]
+    last = max(m["id"] for m in lines if "id" in m)
+    try:
+        client.send_raw(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+        seen = client.until(last, timeout=60)
+        assert client.proc.stdin is not None
+        client.proc.stdin.close()
+        rest = client.read_to_eof(timeout=60)  # nothing more: no second answer to a request the front answered
+    finally:
+        client.close()
+    return seen + [json.loads(line) for line in rest.splitlines()]
+
+
+def _records(home: Path) -> list[Path]:
+    return sorted((home / ".local" / "state" / "mcp-guard" / "front").glob("*.json"))
+
+
+@pytest.mark.parametrize("script", SERVERS)
+def test_a_second_start_answers_the_same_and_once_per_request(
+    script: str, workspace: Path, isolated_home: Path
+) -> None:
+    first = _session(script, workspace)
+    assert [m["id"] for m in first] == [1, 2, 3]
+    [record] = _records(isolated_home)
+    assert oct(record.stat().st_mode & 0o777) == "0o600"
+    second = _session(script, workspace)
+    assert second == first  # the same answers, each request answered exactly once
+
+
+def test_a_start_answers_from_its_record_and_a_record_that_differs_is_replaced(
+    workspace: Path, isolated_home: Path
+) -> None:
+    # Proof that the front answered (and that a stale record heals): a record edited by hand is what the next
+    # start answers with; the real server's own answer then differs, is logged, and replaces the record.
+    script = "mcp-server-file-read"
+    first = _session(script, workspace)
+    [record] = _records(isolated_home)
+    kept = json.loads(record.read_text())
+    init_key = next(k for k, v in kept.items() if "serverInfo" in v)
+    kept[init_key]["instructions"] = "EDITED"
+    record.write_text(json.dumps(kept))
+    stale = _session(script, workspace)
+    assert stale[0]["result"]["instructions"] == "EDITED"
+    assert [m["id"] for m in stale] == [1, 2, 3]
+    healed = _session(script, workspace)
+    assert healed == first
+
+
+def test_a_record_that_is_not_private_or_is_a_link_is_not_used(workspace: Path, isolated_home: Path) -> None:
+    # Threat: another user (or a link into a file someone else controls) planting the answers a model reads.
+    script = "mcp-server-file-read"
+    first = _session(script, workspace)
+    [record] = _records(isolated_home)
+    kept = json.loads(record.read_text())
+    for value in kept.values():
+        if "serverInfo" in value:
+            value["instructions"] = "PLANTED"
+    record.write_text(json.dumps(kept))
+    record.chmod(0o644)
+    assert _session(script, workspace)[0] == first[0]
+    planted = isolated_home / "planted.json"
+    planted.write_text(json.dumps(kept))
+    planted.chmod(0o600)
+    record.unlink()
+    record.symlink_to(planted)
+    assert _session(script, workspace)[0] == first[0]
+
+
+def test_after_the_answered_handshake_a_call_and_a_bad_line_are_the_real_servers(
+    workspace: Path, isolated_home: Path
+) -> None:
+    (workspace / "a.txt").write_text("hello\n")
+    script = "mcp-server-file-read"
+    _session(script, workspace)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 4,
+        "method": "tools/call",
+        "params": {"name": "file_read", "arguments": {"path": "a.txt"}},
+    }
+    out = _session(script, workspace, [call, {"jsonrpc": "2.0", "id": 5, "method": "nope"}])
+    by_id = {m["id"]: m for m in out}
+    assert sorted(by_id) == [1, 2, 3, 4, 5] and len(out) == 5, out
+    assert "hello" in json.dumps(by_id[4]["result"]) and "error" in by_id[5]
+    assert _records(isolated_home)  # still one record, unchanged
+    assert os.listdir(_records(isolated_home)[0].parent) == [_records(isolated_home)[0].name]
