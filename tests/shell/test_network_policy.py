@@ -116,21 +116,28 @@ async def test_a_denied_name_and_an_unnamed_name_are_refused_and_reported(net: N
     assert "not a broken package" in unnamed["text"] and "[network].allow" in unnamed["text"]
 
 
-async def test_an_unnamed_name_approved_for_the_session_is_fetched_twice_with_one_question(net: Net, mode: str) -> None:
+async def test_an_unnamed_name_approved_for_the_session_is_fetched_again_without_more_questions(
+    net: Net, mode: str
+) -> None:
     human = Human(network="session")
     fetch = _curl(f"http://unnamed.test:{net.port}/")
-    results = await run(net, fetch, fetch, fetch, human=human, mode=mode)
-    [(message, props)] = human.questions
-    assert f"unnamed.test:{net.port}" in message and set(props) == {"network"}
-    assert props["network"]["enum"] == ["command", "session", "deny"]
+    # The name is asked about by itself (it is not looked up before a yes: a lookup carries data out); once
+    # allowed it resolves to 127.0.0.1 here, which takes a second question that says so.
+    results = await run(net, fetch, fetch, fetch, fetch, human=human, mode=mode)
+    (name, name_props), (warned, _) = human.questions
+    assert f"unnamed.test:{net.port}" in name and set(name_props) == {"network"} and "127.0.0.1" not in name
+    assert name_props["network"]["enum"] == ["command", "session", "deny"]
+    assert f"unnamed.test:{net.port}" in warned and "resolves to 127.0.0.1" in warned
     if mode == "legacy":
-        # 2025 era: asked while the command runs; the proxy holds the connection until the answer.
-        assert [r["stdout"] for r in results] == ["hello from the origin\n"] * 3
+        # 2025 era: asked while the command runs; the proxy holds the connection until the answers.
+        assert [r["stdout"] for r in results] == ["hello from the origin\n"] * 4
     else:
-        # 2026-07-28: no question can be sent mid-call; the first run is refused, and says how to get asked.
-        first, *rest = results
-        assert [(d["host"], d["rule"]) for d in first["networkDenied"]] == [("unnamed.test", "unnamed-host")]
-        assert "run the same command again" in first["text"]
+        # 2026-07-28: no question can be sent mid-call; a run is refused, and says how to get asked, until the
+        # questions have been asked before a run: about the name, then about the address it resolves to.
+        first, second, *rest = results
+        for refused in (first, second):
+            assert [(d["host"], d["rule"]) for d in refused["networkDenied"]] == [("unnamed.test", "unnamed-host")]
+            assert "run the same command again" in refused["text"]
         assert [r["stdout"] for r in rest] == ["hello from the origin\n"] * 2
     assert all(r["networkDenied"] == [] for r in results[-2:])
 
@@ -140,7 +147,8 @@ async def test_a_host_allowed_for_one_command_is_asked_about_once_per_command(ne
     twice = _curl(f"http://unnamed.test:{net.port}/") + " && " + _curl(f"http://unnamed.test:{net.port}/a")
     results = await run(net, twice, twice, human=human)
     assert [r["stdout"] for r in results] == ["hello from the origin\n" * 2] * 2
-    assert len(human.questions) == 2  # one per command, though each connected twice
+    # per command, though each connected twice: the name, then the loopback address it resolves to
+    assert len(human.questions) == 4 and "resolves to 127.0.0.1" in human.questions[1][0]
 
 
 async def test_a_host_the_user_refuses_is_reported_as_not_approved(net: Net) -> None:
@@ -287,9 +295,8 @@ async def test_a_call_cannot_borrow_a_running_calls_proxy_address_or_token(net: 
             tg.start_soon(one, "b.py")
     a, b = results["a.py"], results["b.py"]
     assert a["stdout"] == "hello from the origin\n", a
-    assert [q for q, props in human.questions if "network" in props and "unnamed" in q] == [
-        q for q, props in human.questions[:1]
-    ], human.questions  # one question (A's); B was never asked, and never let through
+    # A's two questions (the name, then the address it resolves to); B was never asked, and never let through
+    assert len([q for q, props in human.questions if "network" in props]) == 2, human.questions
     theirs, own = (part.strip() for part in b["stdout"].split("|"))
     assert "hello" not in b["stdout"], b
     assert theirs in {"URLError", "ConnectionRefusedError"}, b  # A's address is nothing in B's network namespace

@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from mcp_server_guard.policy import IPAddress, NetworkRules, Verdict, normal_host, special_address
+from mcp_server_guard.policy import IPAddress, NetworkRules, Verdict, normal_host
 
 log = logging.getLogger("mcp_server_guard.egress")
 
@@ -210,10 +210,12 @@ class EgressProxy:
                 await _reply(conn, 407, "Proxy Authentication Required", "mcp-guard: that token is not this call's")
                 return
             head.token = owner
-        verdict = self.rules.judge(head.host, head.port)
+        verdict = asked = self.rules.judge(head.host, head.port)
         usable: list[IPAddress] = []
         if verdict.action == "ask":
-            verdict = await self._warned(head, verdict)
+            # Threat: a lookup is itself a way out (``<secret>.attacker.example`` carries the secret to whoever
+            # answers for that domain): a name no rule allows is never resolved before its human allows it. An
+            # approved name that then resolves to a special address is refused below (the human saw only a name).
             if self.asker is not None:
                 verdict = await self.asker(head.token, head.host, head.port, verdict)
             else:
@@ -227,12 +229,26 @@ class EgressProxy:
             # Threat: DNS rebinding — a human approves "cdn.example" (which resolved to a public address, or to
             # 127.0.0.1 and the question said so); later answers point it at 169.254.169.254. An approval lets
             # the connection reach only the special addresses its human was shown.
-            shown = set(verdict.addresses) if (verdict.rule or "").startswith("approved") else set()
+            approved = (verdict.rule or "").startswith("approved")
+            shown = set(verdict.addresses) if approved else set()
             refusals = [
                 self.rules.judge_address(head.host, ip, head.port, approved=str(ip) in shown) for ip in addresses
             ]
             usable = [ip for ip, refused in zip(addresses, refusals, strict=True) if refused is None]
-            if not usable:
+            special = [str(ip) for ip, refused in zip(addresses, refusals, strict=True) if refused is not None]
+            if not usable and approved and self.asker is not None and special and not set(special) <= shown:
+                # Threat: "innocent.example", approved by name, resolving to 127.0.0.1 or 169.254.169.254: its
+                # human is asked again, told what it resolves to; a yes covers exactly those addresses.
+                warned = dataclasses.replace(
+                    asked, reason=f"{asked.reason}; {warning(special)}", addresses=tuple(special)
+                )
+                verdict = await self.asker(head.token, head.host, head.port, warned)
+                shown = set(verdict.addresses) if verdict.action == "allow" else set()
+                refusals = [
+                    self.rules.judge_address(head.host, ip, head.port, approved=str(ip) in shown) for ip in addresses
+                ]
+                usable = [ip for ip, refused in zip(addresses, refusals, strict=True) if refused is None]
+            if not usable and verdict.action == "allow":
                 verdict = next((r for r in refusals if r is not None), verdict)
         self._decided(head, verdict)
         if verdict.action != "allow":
@@ -253,18 +269,6 @@ class EgressProxy:
             await _relay(conn, upstream)
         finally:
             upstream.close()
-
-    async def _warned(self, head: _Head, verdict: Verdict) -> Verdict:
-        """Threat: a human approving "innocent.example" that resolves to 127.0.0.1 or 169.254.169.254 (the
-        approval names the host exactly, which unlocks such addresses): the question says what it resolves to."""
-        try:
-            addresses = await asyncio.wait_for(self.resolver(head.host, head.port), CONNECT_TIMEOUT_S)
-        except (OSError, TimeoutError):
-            return verdict
-        special = [str(ip) for ip in addresses if special_address(ip)]
-        if not special:
-            return verdict
-        return dataclasses.replace(verdict, reason=f"{verdict.reason}; {warning(special)}", addresses=tuple(special))
 
     def _decided(self, head: _Head, verdict: Verdict) -> None:
         kept = head.token is not None and head.token in self.live

@@ -30,6 +30,7 @@ from mcp_server_guard.shell.process import Control, Copy, Progress, RunResult, b
 from mcp_server_guard.shell.rules import PolicyEngine, Verdict
 from mcp_server_guard.shell.sandbox.boxing import call_options, outside_sockets
 from mcp_server_guard.shell.sandbox.planning import Limits, SandboxPlan, confine
+from mcp_server_guard.shell.sandbox.sockets import TooManySockets
 
 __all__ = ["BASH", "Prepared", "ShellExec", "limit_hit", "limits_of"]
 
@@ -322,10 +323,17 @@ class ShellExec:
                 confinement.close()
 
     async def _outside_sockets(self, roots: Sequence[str]) -> list[str]:
-        """The UNIX sockets outside the call's reach (a walk of a few milliseconds, every few seconds at most)."""
-        if self.sandbox.sockets.fresh():
-            return outside_sockets(self.sandbox, roots)
-        return await anyio.to_thread.run_sync(outside_sockets, self.sandbox, roots)
+        """The UNIX sockets outside the call's reach (the kernel's table, read every few seconds at most)."""
+        try:
+            if self.sandbox.sockets.fresh():
+                return outside_sockets(self.sandbox, roots)
+            return await anyio.to_thread.run_sync(outside_sockets, self.sandbox, roots)
+        except TooManySockets as exc:
+            raise ExecutionError(
+                "EXECUTION_FAILED",
+                f"The command was not run: {exc}, too many to hide from it.",
+                "Close the UNIX sockets you do not need (or run fewer servers that bind them), then try again.",
+            ) from None
 
     def _check_redirects(self, verdict: Verdict, cwd: str, home: str) -> None:
         for redirect in verdict.redirects:

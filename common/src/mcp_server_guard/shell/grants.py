@@ -237,30 +237,34 @@ class CallHosts:
     async def decide(self, host: str, port: int, verdict: Verdict) -> Verdict:
         """The verdict on a host no rule names (``verdict`` is the rules' "ask")."""
         key = f"{host}:{port}"
-        if key in self.approved:
+        # ``verdict.addresses``: the special addresses an approved name turned out to resolve to (the proxy asks
+        # again about those, with a warning); an approval covers the addresses its human was shown, no others.
+        wanted = set(verdict.addresses)
+        if key in self.approved and wanted <= set(self.approved[key]):
             shown = self.approved[key]
             return Verdict("allow", "approved-command", f"{key} approved by the user for this command", shown)
         granted = self.grants.for_host(host, port)
-        if granted is not None:
+        if granted is not None and wanted <= set(granted.shown_addresses):
             return Verdict(
                 "allow", "approved-session", f"{key} approved by the user for this session", granted.shown_addresses
             )
         if key in self.refused:
             return Verdict("deny", "not-approved", f"the user did not allow {key}")
-        if self.ask is None or (key not in self._questions and len(self._questions) >= MAX_QUESTIONS):
+        question = f"{key} {','.join(sorted(wanted))}"
+        if self.ask is None or (question not in self._questions and len(self._questions) >= MAX_QUESTIONS):
             if self.ask is not None:
                 return Verdict("deny", "unnamed-host", f"{verdict.reason}; {MAX_QUESTIONS} questions already asked")
-            if self.ask_later and key not in self.unasked:
-                self.unasked[key] = verdict.addresses
+            if self.ask_later and (key not in self.unasked or not wanted <= set(self.unasked[key])):
+                self.unasked[key] = tuple(sorted(wanted | set(self.unasked.get(key, ()))))
             later = (
                 "; run the same command again and the user will be asked first"
                 if self.ask_later
                 else "; this client cannot ask the user"
             )
             return Verdict("deny", "unnamed-host", verdict.reason + later)
-        task = self._questions.get(key)
+        task = self._questions.get(question)
         if task is None:
-            task = self._questions[key] = asyncio.ensure_future(self._ask(host, port, verdict))
+            task = self._questions[question] = asyncio.ensure_future(self._ask(host, port, verdict))
         answer = await asyncio.shield(task)
         if answer in ("command", "session"):
             return Verdict(
@@ -285,9 +289,11 @@ class CallHosts:
             self.pause.end()
         self.answers.append(f"{key}: {answer or 'no answer'}")
         if answer == "command":
-            self.approved[key] = verdict.addresses
+            self.approved[key] = tuple(sorted({*self.approved.get(key, ()), *verdict.addresses}))
         elif answer == "session":
-            self.grants.grant("host", key, approved_by="human:elicitation", addresses=verdict.addresses)
+            earlier = self.grants.for_host(host, port)
+            shown = sorted({*(earlier.shown_addresses if earlier else ()), *verdict.addresses})
+            self.grants.grant("host", key, approved_by="human:elicitation", addresses=shown)
         else:
             self.refused.add(key)
         return answer

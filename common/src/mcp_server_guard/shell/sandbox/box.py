@@ -30,6 +30,7 @@ import anyio
 
 from mcp_server_guard.paths import within
 from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
+from mcp_server_guard.shell.sandbox.sockets import RUN_DIRS
 from mcp_server_guard.shell.sandbox.supervisor import FrameReader, send_frame
 
 log = logging.getLogger("mcp_server_guard.box")
@@ -97,6 +98,7 @@ class BoxSpec:
         # (each call mounts its own over it, and has no capability to unmount).
         argv += ["--dev-bind", "/proc", "/proc"] if self.namespaces else ["--proc", "/proc"]
         argv += ["--tmpfs", "/tmp"]  # noqa: S108 - the box's own, empty
+        argv += _empty_run()
         for path in interpreter_dirs_in_tmp(self.roots):
             # Installed (or cloned) under /tmp: what the supervisor runs from, read-only, above the box's own /tmp.
             argv += ["--ro-bind", path, path]
@@ -116,6 +118,20 @@ class BoxSpec:
         options += ["egress"] if self.egress else []
         options += [f"{name}={pipe}" for name, pipe in (passed or {}).items()]
         return [sys.executable, "-I", "-S", "-c", _SUPERVISOR, _package_root(), str(fd), *options]
+
+
+def _empty_run() -> list[str]:
+    """Threat: a daemon's socket under /run (docker's, the buses, journald's, a user's runtime directory), present
+    now or bound later, restarted, renamed or nested deep: the box's /run is its own, empty (no socket to name,
+    whatever happens there), with only the resolver's configuration bound back when /etc/resolv.conf points there."""
+    argv: list[str] = []
+    for path in RUN_DIRS:
+        if os.path.isdir(path) and not os.path.islink(path):
+            argv += ["--tmpfs", path]
+    resolv = os.path.realpath("/etc/resolv.conf")
+    if any(within(resolv, path) for path in RUN_DIRS) and os.path.isfile(resolv):
+        argv += ["--ro-bind", resolv, resolv]
+    return argv
 
 
 def _package_root() -> str:

@@ -105,7 +105,7 @@ def _start(
             seccomp.build_filter(arch, part="late", unix_sockets=unix_sockets),
             seccomp.build_filter(arch, part="late", notify=True, unix_sockets=unix_sockets),
         ),
-        usual=json.dumps(call_options(plan, roots, overlays=copies, sockets=_outside(plan, roots, copies))),
+        usual=json.dumps(call_options(plan, roots, overlays=copies)),
         areas=_separate_areas(copies, roots),
         copies=bool(copies) and plan.jail_writable,
     )
@@ -119,14 +119,10 @@ def _start(
     return box, None, (f"overlayfs refused the copy: {box.copy_error}" if box.copy_error else "")
 
 
-def _outside(plan: SandboxPlan, roots: Sequence[str], copies: Sequence[tuple[str, str]]) -> list[str]:
-    return outside(plan.sockets.current(), [*roots, *_separate_areas(copies, roots)])
-
-
 def outside_sockets(plan: SandboxPlan, roots: Sequence[str]) -> list[str]:
     """The UNIX sockets a call with these ``roots`` must not reach (see ``sockets``); scans at most every few
-    seconds, in the caller's thread."""
-    return _outside(plan, roots, plan.copies)
+    seconds, in the caller's thread. Raises TooManySockets when they are too many to hide."""
+    return outside(plan.sockets.current(), [*roots, *_separate_areas(plan.copies, roots)])
 
 
 def _likely_cause(said: str) -> str:

@@ -4,10 +4,11 @@ It refuses what the other layers cannot express: kernel-wide operations (mount, 
 kexec, reboot, swap, clock setting, keyrings, bpf, perf), peeking at other processes (ptrace,
 process_vm_*, pidfd_getfd, kcmp), new namespaces (clone/unshare/setns with namespace flags),
 device nodes (mknod of block and character devices), io_uring (its operations bypass this filter),
-terminal injection (ioctl TIOCSTI), and, where nothing else keeps a command from the host's sockets, creating
-UNIX-domain sockets (``unix_sockets=False``; socketpair stays allowed). The box allows them: it masks the pathname
-sockets outside a call's roots in the call's view (see ``sockets``), and the host's abstract ones are in another
-network namespace or scoped by Landlock.
+terminal injection (ioctl TIOCSTI), socket families other than UNIX, IPv4, IPv6 and netlink (AF_VSOCK
+would reach the host past the call's network namespace), and, where nothing else keeps a command from the
+host's sockets, UNIX-domain sockets (``unix_sockets=False``; socketpair stays allowed). The box allows them:
+it masks the pathname sockets outside a call's roots in the call's view (see ``sockets``), and the host's
+abstract ones are in another network namespace or scoped by Landlock.
 
 The program checks the architecture first (another ABI's syscall numbers would slip past the table),
 refuses x32 calls on x86_64, and answers ``clone3`` with ENOSYS so that libc falls back to ``clone``,
@@ -42,6 +43,9 @@ PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 
 AF_UNIX = 1
+AF_INET = 2
+AF_INET6 = 10
+AF_NETLINK = 16  # getifaddrs, getaddrinfo's AI_ADDRCONFIG
 TIOCSTI = 0x5412
 S_IFCHR = 0o020000  # also set in S_IFBLK (0o060000), never in S_IFIFO, S_IFREG or S_IFSOCK
 CLONE_NAMESPACES = (
@@ -101,7 +105,7 @@ X86_64 = Arch(
         "kexec_file_load": 320, "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426,
         "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
         "fsmount": 432, "clone3": 435, "pidfd_getfd": 438, "mount_setattr": 442,
-        "rename": 82, "renameat": 264, "renameat2": 316,
+        "rename": 82, "renameat": 264, "renameat2": 316, "socketpair": 53,
     },
     x32=True,
 )  # fmt: skip
@@ -119,7 +123,7 @@ AARCH64 = Arch(
         "process_vm_writev": 271, "kcmp": 272, "finit_module": 273, "bpf": 280, "userfaultfd": 282,
         "kexec_file_load": 294, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "clone3": 435,
-        "pidfd_getfd": 438, "mount_setattr": 442, "renameat": 38, "renameat2": 276,
+        "pidfd_getfd": 438, "mount_setattr": 442, "renameat": 38, "renameat2": 276, "socketpair": 199,
     },
 )  # fmt: skip
 ARCHES = {"x86_64": X86_64, "amd64": X86_64, "aarch64": AARCH64, "arm64": AARCH64}
@@ -164,6 +168,17 @@ class _Program:
         self.deny(errno.EPERM)
         self.load(_OFF_NR)
 
+    def allow_only_arg(self, nr: int, arg: int, allowed: tuple[int, ...], err: int) -> None:
+        """If the syscall is ``nr``, its 32-bit argument ``arg`` must be one of ``allowed``, else it fails with
+        ``err``; other syscalls go on."""
+        n = len(allowed)
+        self.op(_BPF_JEQ_K, nr, 0, n + 3)
+        self.load(16 + 8 * arg)
+        for i, value in enumerate(allowed):
+            self.op(_BPF_JEQ_K, value, n - i, 0)
+        self.deny(err)
+        self.load(_OFF_NR)
+
 
 # What a command on a copy has its init answer (see renames.py): directory renames the overlay cannot make.
 RENAME_CALLS = ("rename", "renameat", "renameat2")
@@ -197,8 +212,12 @@ def build_filter(arch: Arch, *, unix_sockets: bool = False, part: str = "all", n
         prog.deny_if(arch.numbers["clone3"], errno.ENOSYS)  # its flags sit behind a pointer: make libc use clone
         prog.deny_if_arg(arch.numbers["clone"], 0, any_bits=CLONE_NAMESPACES)
         prog.deny_if_arg(arch.numbers["ioctl"], 1, equals=TIOCSTI)
-        if not unix_sockets:
-            prog.deny_if_arg(arch.numbers["socket"], 0, equals=AF_UNIX)
+        # Threat: a socket family that does not stop at the call's network namespace (AF_VSOCK reaches the
+        # hypervisor or the host's vsock services, past the egress proxy), or a rarely used protocol's code in
+        # the kernel. Only the families everyday programs use can be made.
+        families = (AF_INET, AF_INET6, AF_NETLINK) + ((AF_UNIX,) if unix_sockets else ())
+        prog.allow_only_arg(arch.numbers["socket"], 0, families, errno.EAFNOSUPPORT)
+        prog.allow_only_arg(arch.numbers["socketpair"], 0, (AF_UNIX,), errno.EAFNOSUPPORT)
         for name, arg in (("mknod", 1), ("mknodat", 2)):
             if name in arch.numbers:
                 prog.deny_if_arg(arch.numbers[name], arg, any_bits=S_IFCHR)

@@ -9,30 +9,29 @@ the call's writable places is masked there (a read-only ``/dev/null`` mounted ov
 refused). Abstract sockets are another namespace: the box's network namespace (--network deny or policy) or
 Landlock's scoping (ABI 6) keeps a command from the host's.
 
-Found where: the sockets the kernel lists as bound in the server's network namespace (``/proc/net/unix``, every
-daemon of the host in the usual case), and every socket under ``/run`` (bounded walk: daemons of other network
-namespaces keep theirs there). A socket under the call's roots is the project's own and stays usable, as does
-anything a command makes in its roots or its own ``/tmp``; a root the client narrowed a call out of is outside
-for that call. The box's ``/tmp`` and ``/dev`` are its own: sockets
-there are never visible.
+Found where: the box's ``/run`` (and ``/var/run``) is its own and empty, so the daemons' usual place shows no
+socket at all, whatever happens there later (a restart, a rename, a new daemon). Elsewhere, the sockets the
+kernel lists as bound in the server's network namespace (``/proc/net/unix``), looked for again every few
+seconds. A socket under the call's roots is the project's own and stays usable, as does anything a command makes
+in its roots or its own ``/tmp``; a root the client narrowed a call out of is outside for that call. The box's
+``/tmp`` and ``/dev`` are its own too. Not found: a socket outside ``/run`` bound in another network namespace, or
+reached by another name than the one it was bound at (a hard link, a bind mount, a rename, a relative bind);
+only an LSM that restricts UNIX connections by inode can close that (Landlock has none up to ABI 7).
 """
 
 from __future__ import annotations
 
 import os
-import stat
 import threading
 import time
 from collections.abc import Iterable, Sequence
 
 from mcp_server_guard.paths import within_any
 
-WALKED = ("/run",)
-NOT_VISIBLE = ("/tmp", "/dev", "/proc")  # noqa: S108 - the box mounts its own over these
-_WALK_LIMIT = 20_000  # entries looked at under WALKED, at most
-_WALK_DEPTH = 8
+RUN_DIRS = ("/run", "/var/run")  # the box's own, empty (box.py): sockets there are never visible
+NOT_VISIBLE = ("/tmp", "/dev", "/proc", *RUN_DIRS)  # noqa: S108 - the box mounts its own over these
 _KEEP_S = 2.0  # a scan is reused this long (a call pays for one at most this often)
-_MAX_SOCKETS = 4096
+MAX_SOCKETS = 4096
 
 
 def bound_paths(table: str = "/proc/net/unix") -> list[str]:
@@ -50,54 +49,31 @@ def bound_paths(table: str = "/proc/net/unix") -> list[str]:
     return paths
 
 
-def walked_sockets(tops: Iterable[str] = WALKED, limit: int = _WALK_LIMIT) -> list[str]:
-    """Every socket below ``tops`` (no link followed), looking at ``limit`` entries at most."""
-    found: list[str] = []
-    seen = 0
-    stack = [(top, 0) for top in tops]
-    while stack and seen < limit:
-        directory, depth = stack.pop()
-        try:
-            with os.scandir(directory) as entries:
-                for entry in entries:
-                    seen += 1
-                    if seen >= limit:
-                        break
-                    if entry.is_symlink():
-                        continue
-                    if entry.is_dir(follow_symlinks=False):
-                        if depth < _WALK_DEPTH:
-                            stack.append((entry.path, depth + 1))
-                    elif not entry.is_file(follow_symlinks=False):
-                        try:
-                            if stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
-                                found.append(entry.path)
-                        except OSError:
-                            continue
-        except OSError:
-            continue
-    return found
-
-
-def found_sockets(
-    visible: Sequence[str], bound: Iterable[str] | None = None, walked: Iterable[str] | None = None
-) -> tuple[str, ...]:
-    """Every socket found that a command could name in the box: not in the box's own /tmp, /dev or /proc, unless
-    under ``visible`` (the roots and their copies' places, bound back in). Sorted, bounded."""
-    candidates = [*(bound_paths() if bound is None else bound), *(walked_sockets() if walked is None else walked)]
+def found_sockets(visible: Sequence[str], bound: Iterable[str] | None = None) -> tuple[str, ...]:
+    """Every socket found that a command could name in the box: not in the box's own /tmp, /run, /dev or /proc,
+    unless under ``visible`` (the roots and their copies' places, bound back in). Sorted."""
     out: set[str] = set()
-    for path in candidates:
+    for path in bound_paths() if bound is None else bound:
         real = os.path.realpath(path)  # a link in the path: the socket is masked where it really is too
         for name in {os.path.normpath(path), real}:
             if within_any(name, NOT_VISIBLE) and not within_any(name, visible):
                 continue
             out.add(name)
-    return tuple(sorted(out)[:_MAX_SOCKETS])
+    return tuple(sorted(out))
+
+
+class TooManySockets(Exception):
+    """More sockets outside a call's roots than can be hidden: the call does not run (fail closed)."""
 
 
 def outside(found: Iterable[str], allowed: Sequence[str]) -> list[str]:
-    """The sockets a call must not reach: those not beneath its ``allowed`` places (its roots, their copies)."""
-    return [path for path in found if not within_any(path, allowed)]
+    """The sockets a call must not reach: those not beneath its ``allowed`` places (its roots, their copies).
+    Raises TooManySockets past MAX_SOCKETS: none is ever left out to keep the list short (sockets a command
+    binds elsewhere must not push a daemon's off the end)."""
+    found_outside = [path for path in found if not within_any(path, allowed)]
+    if len(found_outside) > MAX_SOCKETS:
+        raise TooManySockets(f"{len(found_outside)} UNIX sockets outside the call's roots (at most {MAX_SOCKETS})")
+    return found_outside
 
 
 class SocketScan:

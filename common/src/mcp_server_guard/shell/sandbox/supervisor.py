@@ -237,9 +237,9 @@ def _mask_sockets(paths: list[str]) -> None:
 
 def _call_mounts(spec: dict[str, Any], usual: dict[str, Any]) -> None:
     """What only this call needs on top of the prepared view: narrowed roots, protected paths read-only, hidden
-    paths and outside sockets masked (``usual`` is ``spec`` when the view was not prepared)."""
-    already = set(usual.get("sockets", [])) if usual is not spec else set()
-    _mask_sockets([path for path in spec.get("sockets", []) if path not in already])
+    paths and outside sockets masked. The sockets are masked now, every one: a mask made ahead of the call would
+    be gone if its daemon had bound the socket anew since."""
+    _mask_sockets(list(spec.get("sockets", [])))
     prepared_binds = usual.get("tmp_binds", [])
     wanted = spec.get("tmp_binds", [])
     if wanted != prepared_binds:
@@ -404,7 +404,6 @@ def _prepare_view(prepared: _Prepared, own_pidns: bool) -> _View:
     try:
         if own_pidns and usual.get("namespaces"):
             _base_mounts(usual)
-            _mask_sockets(list(usual.get("sockets", [])))
             view.mounted = True
             if usual.get("overlays"):
                 view.copy = _mount_copy(usual["overlays"])
