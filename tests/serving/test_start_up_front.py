@@ -117,3 +117,53 @@ def test_after_the_answered_handshake_a_call_and_a_bad_line_are_the_real_servers
     assert "hello" in json.dumps(by_id[4]["result"]) and "error" in by_id[5]
     assert _records(isolated_home)  # still one record, unchanged
     assert os.listdir(_records(isolated_home)[0].parent) == [_records(isolated_home)[0].name]
+
+
+def test_no_record_is_kept_or_read_when_the_state_directory_lies_in_an_allowed_root(
+    workspace: Path, isolated_home: Path
+) -> None:
+    # The attack: with --allow-path covering the state directory's parent, a command renames that parent (the
+    # box hides the state directory by name, and the mask moves with it) and plants a record: the next start
+    # would show the model planted tool descriptions. No record is used where a command could write one.
+    script = "mcp-server-file-read"
+    client = RawClient(
+        [console_script(script), "--allow-path", str(isolated_home), "--audit-log", str(workspace.parent / "a.jsonl")],
+        workspace,
+    )
+    try:
+        client.initialize()
+        assert client.request(2, "tools/list")["result"]["tools"]
+    finally:
+        client.close()
+    assert _records(isolated_home) == []
+
+
+def test_a_reused_id_or_a_line_the_transport_refuses_gets_no_second_answer(
+    workspace: Path, isolated_home: Path
+) -> None:
+    # A client that reuses an answered id before the real server takes over (the protocol forbids it), or sends a
+    # line the transport refuses (NaN is not JSON): every answer it gets is its request's own, exactly once.
+    script = "mcp-server-file-read"
+    (workspace / "a.txt").write_text("hello\n")
+    _session(script, workspace)
+    reused = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "file_read", "arguments": {"path": "a.txt"}},
+    }
+    out = _session(script, workspace, [reused, {"jsonrpc": "2.0", "id": 9, "method": "ping"}])
+    threes = [m for m in out if m.get("id") == 3]
+    assert len(threes) == 2 and {"content" in m["result"] for m in threes} == {True, False}, out
+    assert [m["id"] for m in out if m.get("id") != 3] == [1, 2, 9]
+    client = RawClient([console_script(script), "--audit-log", str(workspace.parent / "audit.jsonl")], workspace)
+    try:
+        client.send_raw(
+            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT}).encode()
+            + b'\n{"jsonrpc":"2.0","id":10,"method":"ping","params":{"a":NaN}}\n'
+            + b'{"jsonrpc":"2.0","id":11,"method":"ping"}\n'
+        )
+        seen = client.until(11, timeout=60)
+    finally:
+        client.close()
+    assert [(m.get("id"), "error" in m) for m in seen] == [(1, False), (None, True), (11, False)], seen

@@ -270,7 +270,10 @@ def test_host_entries_parse_names_globs_addresses_blocks_and_ports() -> None:
 
 
 def test_special_addresses_include_metadata_and_mapped_private_ones() -> None:
-    for text in ("127.0.0.1", "10.0.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "::1", "::ffff:10.0.0.1"):
+    for text in (
+        *("127.0.0.1", "10.0.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "::1", "::ffff:10.0.0.1"),
+        *("2002:7f00:1::", "2002:a9fe:a9fe::1"),
+    ):
         assert special_address(ipaddress.ip_address(text)), text
     assert not special_address(ipaddress.ip_address("151.101.0.223"))
 

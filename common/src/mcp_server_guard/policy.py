@@ -204,6 +204,8 @@ def special_address(ip: IPAddress) -> bool:
     """Loopback, private, link-local, shared (CGNAT), multicast, reserved, unspecified or metadata."""
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
+    elif isinstance(ip, ipaddress.IPv6Address) and ip.sixtofour is not None and special_address(ip.sixtofour):
+        return True  # 2002:7f00:1::/48, 2002:a9fe:a9fe::/48: an IPv4 special address inside 6to4
     return (
         ip.is_loopback
         or ip.is_private

@@ -41,12 +41,13 @@ _PACKAGES = ("mcp_server_guard", "mcp", "mcp_types", "pydantic", "pydantic_core"
 
 @dataclass
 class HandOver:
-    """What the front read (every byte, in order), whether stdin ended, and the requests it answered (their ids,
-    with the answer it gave)."""
+    """What the front read (every byte, in order), whether stdin ended, and the lines it answered, in order,
+    each with the answer it gave (the real server sees them under private ids: its answers never reach the
+    client, whatever ids the client reuses later)."""
 
     data: bytes = b""
     eof: bool = False
-    answered: dict[Any, Any] = field(default_factory=dict)
+    answered: list[tuple[bytes, Any]] = field(default_factory=list)
 
 
 def _code_stamp(server_package: str) -> list[Any]:
@@ -67,10 +68,22 @@ def _code_stamp(server_package: str) -> list[Any]:
     return stamp
 
 
+def _file_stamps(argv: list[str]) -> list[Any]:
+    """The policy files the command line names: their sizes and times (not the audit log's: it grows)."""
+    stamps: list[Any] = []
+    for i, arg in enumerate(argv):
+        value = argv[i + 1] if arg == "--policy" and i + 1 < len(argv) else arg.partition("=")[2]
+        if arg == "--policy" or arg.startswith("--policy="):
+            with contextlib.suppress(OSError, ValueError):
+                info = os.stat(value)
+                stamps.append([os.path.abspath(value), info.st_size, info.st_mtime_ns])
+    return stamps
+
+
 def record_key(server_package: str, argv: list[str]) -> str:
     """The key of this start: the same key, the same answers."""
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith(("MCP_GUARD", "XDG_")) or k in ("HOME", "PATH"))
-    material = [server_package, argv, os.getcwd(), env, _code_stamp(server_package)]
+    material = [server_package, argv, os.getcwd(), env, _code_stamp(server_package), _file_stamps(argv)]
     return hashlib.sha256(json.dumps(material, default=str).encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
@@ -82,6 +95,25 @@ def request_key(method: str, params: Any, handshake: str) -> str:
 
 def _records_path(key: str) -> Path:
     return state_dir() / "front" / f"{key}.json"
+
+
+def _roots_of(argv: list[str]) -> list[str]:
+    """The directories a command of this server may write: the launch directory and every --allow-path."""
+    roots = [os.getcwd()]
+    for i, arg in enumerate(argv):
+        for flag in ("--allow-path", "--launch-dir"):
+            if arg == flag and i + 1 < len(argv):
+                roots.append(argv[i + 1])
+            elif arg.startswith(flag + "="):
+                roots.append(arg.partition("=")[2])
+    return [os.path.realpath(root) for root in roots]
+
+
+def state_within_roots(argv: list[str]) -> bool:
+    """Threat: a command renaming a parent of the (hidden) state directory inside an allowed root and planting
+    a record there: the next start would show the model its tool descriptions. No record is read or kept then."""
+    state = os.path.realpath(state_dir())
+    return any(state == root or state.startswith(root.rstrip("/") + "/") for root in _roots_of(argv))
 
 
 def _read_records(path: Path) -> dict[str, Any]:
@@ -110,7 +142,9 @@ class Front:
 
     def __init__(self, server_package: str, argv: list[str], wire_in: int = 0, wire_out: int = 1) -> None:
         self.key = record_key(server_package, argv)
-        self.records = _read_records(_records_path(self.key))
+        self.usable = not state_within_roots(argv)  # records are read and kept only then
+        self.records = _read_records(_records_path(self.key)) if self.usable else {}
+        self._ids: set[Any] = set()  # ids answered here: a repeated one ends the answering
         self._in, self._out = wire_in, wire_out
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC)
         self._got = HandOver()
@@ -143,22 +177,23 @@ class Front:
             self._answering = False
 
     def _answer(self, line: bytes) -> bool:
-        """Answer ``line`` from the records; False when it cannot (the real server takes it and what follows)."""
+        """Answer ``line`` from the records; False when it cannot (the real server takes it and what follows).
+        Only a line the real transport would take as it is: strict UTF-8 and JSON (no NaN), no other member."""
         try:
-            message = json.loads(line)
-        except ValueError:
+            message = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
+            json.dumps(message, ensure_ascii=False).encode("utf-8")  # no lone surrogate from a \ud800 escape
+        except (ValueError, UnicodeError):
             return False
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return False
-        method, rid = message.get("method"), message.get("id")
+        if not set(message) <= {"jsonrpc", "id", "method", "params"}:
+            return False
+        method, rid, params = message.get("method"), message.get("id"), message.get("params", {})
+        if not isinstance(params, dict) or (method == "ping" and params):
+            return False
         if method == "notifications/initialized" and "id" not in message and self._handshake:
             return True
-        if (
-            method not in ANSWERED
-            or not isinstance(rid, str | int)
-            or isinstance(rid, bool)
-            or rid in self._got.answered
-        ):
+        if method not in ANSWERED or not isinstance(rid, str | int) or isinstance(rid, bool) or rid in self._ids:
             return False
         if method == "ping":
             result: Any = {}
@@ -172,7 +207,8 @@ class Front:
             if method == "initialize":
                 self._handshake = key
         os.write(self._out, json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode() + b"\n")
-        self._got.answered[rid] = result
+        self._ids.add(rid)
+        self._got.answered.append((line, result))
         return True
 
     def hand_over(self) -> HandOver:
@@ -183,6 +219,10 @@ class Front:
         os.close(self._wake_r)
         os.close(self._wake_w)
         return self._got
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 _running: Front | None = None
@@ -211,8 +251,11 @@ def take_front() -> tuple[Front | None, HandOver | None]:
     return (front, front.hand_over()) if front is not None else (None, None)
 
 
-def record(front_key: str, records: dict[str, Any]) -> None:
+def record(front: Front, records: dict[str, Any]) -> None:
     """Keep this start's answers for the next start with the same key (best effort, private, atomic)."""
+    if not front.usable:
+        return
+    front_key = front.key
     directory = state_dir() / "front"
     try:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)

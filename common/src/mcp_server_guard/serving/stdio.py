@@ -541,6 +541,7 @@ class StdioConnection:
         self._records: dict[str, Any] = dict(front.records) if front is not None else {}
         self._recording: dict[Any, str] = {}  # request id -> its request key (initialize, tools/list)
         self._handshake_key = ""
+        self._replayed: dict[str, Any] = {}  # private id of a request the front answered -> the answer it gave
         self._initialize: tuple[RequestId, InitializeRequestParams] | None = None  # the handshake under way
         self._session: _Session | None = None  # the handshake the server accepted (2025-era clients only)
         # Direct calls in flight: plain asyncio tasks (a fifth of the cost of a task group's), cancelled by
@@ -623,7 +624,7 @@ class StdioConnection:
             if self._initialize is not None and coerce_request_id(answered) == self._initialize[0]:
                 self._settle_handshake(message)
             if self._keep_for_next_start(message):
-                return  # the front answered it already, the same way
+                return  # the front answered it already (under the client's id): this one is not for the client
         if self._closing or self._gone:
             return
         try:
@@ -652,12 +653,11 @@ class StdioConnection:
         front = self._front
         if key is not None and front is not None and isinstance(result, dict) and self._records.get(key) != result:
             self._records[key] = result
-            record(front.key, self._records)
-        if rid not in self._early.answered:
+            record(front, self._records)
+        if not isinstance(rid, str) or rid not in self._replayed:
             return False
-        given = self._early.answered.pop(rid)
-        if given != result:
-            log.warning("the start-up answer to request %r differed from the server's own; it is replaced", rid)
+        if self._replayed.pop(rid) != result:
+            log.warning("a start-up answer differed from the server's own (%s); it is replaced", rid)
         return True
 
     async def _queue(self, data: bytes) -> None:
@@ -734,8 +734,16 @@ class StdioConnection:
     async def _read_loop(self) -> None:
         lines = _Lines(self._limit)
         try:
-            for line in lines.feed(self._early.data):  # what the front read, answered or not, in order
-                await self._receive(line)
+            answered = list(self._early.answered)
+            for number, line in enumerate(lines.feed(self._early.data)):  # what the front read, in order
+                if answered and line == answered[0][0]:
+                    # Answered by the front: the server still sees it (its session must see the handshake), under
+                    # a private id, so that its answer is recognised and dropped whatever ids the client reuses.
+                    private = f"mcp-guard-front-{number}"
+                    self._replayed[private] = answered.pop(0)[1]
+                    await self._receive(json.dumps({**json.loads(line), "id": private}).encode())
+                else:
+                    await self._receive(line)
             if self._early.eof:
                 self._client_left("stdin closed")
                 return
@@ -771,7 +779,7 @@ class StdioConnection:
             message = outcome.message
             if isinstance(message, JSONRPCRequest):
                 key = coerce_request_id(message.id)
-                if message.id not in self._early.answered:
+                if not (isinstance(message.id, str) and message.id in self._replayed):
                     self._pending[key] = self._pending.get(key, 0) + 1
                 if message.method in ("initialize", "tools/list"):
                     request = request_key(message.method, message.params, self._handshake_key)
