@@ -381,6 +381,24 @@ async def test_a_socket_family_that_leaves_the_network_namespace_cannot_be_made(
     assert made == {"AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"}, out
 
 
+async def test_renaming_a_parent_of_a_hidden_path_does_not_unhide_it(isolated_home: Path) -> None:
+    # The attack: with the home directory allowed, `mv ~/.config ~/c2` takes the hidden ~/.config/gh out from
+    # under its mask (a mount follows its directory), and ~/c2/gh/hosts.yml would be readable.
+    (isolated_home / ".config" / "gh").mkdir(parents=True)
+    (isolated_home / ".config" / "gh" / "hosts.yml").write_text("oauth_token: SECRET-GH\n")
+    (isolated_home / ".config" / "other.txt").write_text("fine\n")
+    # (the mask moves with the directory in that call; the next call hid ~/.config/gh by name, no longer there)
+    attack = "mv ~/.config ~/c2; cat ~/c2/gh/hosts.yml ~/.config/gh/hosts.yml; cat ~/.config/other.txt"
+    for flags in (["--transactions", "off"], []):
+        async with box(isolated_home, *flags) as client:
+            out = await sh(client, attack)
+            later = await sh(client, "cat ~/c2/gh/hosts.yml ~/.config/gh/hosts.yml")
+        for seen in (out, later):
+            assert "SECRET" not in seen["stdout"] + seen["stderr"], (flags, seen)
+        assert "fine" in out["stdout"], (flags, out)  # the rest of ~/.config stays usable
+    assert (isolated_home / ".config" / "gh" / "hosts.yml").exists()
+
+
 async def test_device_nodes_cannot_be_made(workspace: Path) -> None:
     async with box(workspace) as client:
         out = await sh(client, "mknod kmsg c 1 11; mknod loop b 7 0; ls")

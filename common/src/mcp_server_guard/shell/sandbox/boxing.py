@@ -181,6 +181,7 @@ def call_options(
         "tmp_binds": [path for path in (*roots, *areas) if within(path, "/tmp")],  # noqa: S108
         "read_only": list(read_only),
         "masked": list(masked),
+        "roots": list(roots),  # the call's writable roots (hidden paths' parents in them are pinned)
         "sockets": list(sockets),
         "rlimits": [list(r) for r in rlimits],
         "overlays": [{"root": root, "area": area} for root, area in overlays] if plan.jail_writable else [],

@@ -235,6 +235,28 @@ def _mask_sockets(paths: list[str]) -> None:
             linux.mask(path)
 
 
+def _pin_ancestors(masked: list[str], roots: list[str]) -> None:
+    """Threat: ``mv ~/.config ~/c2`` takes a hidden ``~/.config/gh`` out from under its mask (a mount follows its
+    directory), and ``~/c2/gh`` is readable. Each directory between a root and a hidden path is bound onto itself
+    first: a mount point cannot be renamed or removed (EBUSY), so the hidden path stays where its mask is."""
+    pinned: set[str] = set()
+    for path in masked:
+        root = next((r for r in roots if path.startswith(r.rstrip("/") + "/")), None)
+        if root is None:
+            continue
+        ancestors: list[str] = []
+        parent = os.path.dirname(path)
+        while parent.startswith(root.rstrip("/") + "/"):
+            ancestors.append(parent)
+            parent = os.path.dirname(parent)
+        for directory in reversed(ancestors):  # outermost first
+            if directory in pinned or not os.path.isdir(directory) or os.path.islink(directory):
+                continue
+            with contextlib.suppress(OSError):
+                linux.mount(directory, directory, None, linux.MS_BIND | linux.MS_REC)
+                pinned.add(directory)
+
+
 def _call_mounts(spec: dict[str, Any], usual: dict[str, Any]) -> None:
     """What only this call needs on top of the prepared view: narrowed roots, protected paths read-only, hidden
     paths and outside sockets masked. The sockets are masked now, every one: a mask made ahead of the call would
@@ -244,6 +266,7 @@ def _call_mounts(spec: dict[str, Any], usual: dict[str, Any]) -> None:
     wanted = spec.get("tmp_binds", [])
     if wanted != prepared_binds:
         _narrow_tmp_binds(prepared_binds, wanted)
+    _pin_ancestors(list(spec.get("masked", [])), [str(r) for r in spec.get("roots", [])])
     for path in spec.get("read_only", []):
         try:
             linux.bind_read_only(path)
