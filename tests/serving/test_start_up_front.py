@@ -167,3 +167,21 @@ def test_a_reused_id_or_a_line_the_transport_refuses_gets_no_second_answer(
     finally:
         client.close()
     assert [(m.get("id"), "error" in m) for m in seen] == [(1, False), (None, True), (11, False)], seen
+
+
+def test_a_huge_line_after_the_answered_handshake_is_the_real_servers_and_answered_once(
+    workspace: Path, isolated_home: Path
+) -> None:
+    # The front reads no further than a line it would not answer: a 300 KiB request is left in the pipe for the
+    # real transport, which answers it once (and the front never buffers without bound).
+    script = "mcp-server-file-read"
+    (workspace / "a.txt").write_text("hello\n")
+    _session(script, workspace)
+    huge = {
+        "jsonrpc": "2.0",
+        "id": 4,
+        "method": "tools/call",
+        "params": {"name": "file_read", "arguments": {"path": "a.txt", "pad": "x" * (300 << 10)}},
+    }
+    out = _session(script, workspace, [huge, {"jsonrpc": "2.0", "id": 5, "method": "ping"}])
+    assert sorted(m["id"] for m in out) == [1, 2, 3, 4, 5], [m.get("id") for m in out]

@@ -38,6 +38,7 @@ log = logging.getLogger("mcp_server_guard.front")
 
 ANSWERED = ("initialize", "tools/list", "ping")
 _LIMIT = 1 << 20  # a record larger than this is not kept (or read)
+_LINE_LIMIT = 1 << 16  # a line longer than this is left to the real transport (read no further)
 _PACKAGES = ("mcp_server_guard", "mcp", "mcp_types", "pydantic", "pydantic_core")
 
 
@@ -160,14 +161,14 @@ class Front:
         return self
 
     def _run(self) -> None:
-        buffer = b""
+        data, buffer = bytearray(), b""
         try:
             while self._answering:
                 ready, _, _ = select.select([self._in, self._wake_r], [], [])
                 if self._wake_r in ready:
                     return
                 chunk = os.read(self._in, 65536)
-                self._got.data += chunk
+                data += chunk
                 if not chunk:
                     self._got.eof = True
                     return
@@ -175,8 +176,12 @@ class Front:
                 while self._answering and b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
                     self._answering = self._answer(line)
+                if len(buffer) > _LINE_LIMIT:
+                    self._answering = False  # not a request it answers: the rest stays in the pipe, unread
         except OSError:
             self._answering = False
+        finally:
+            self._got.data = bytes(data)
 
     def _answer(self, line: bytes) -> bool:
         """Answer ``line`` from the records; False when it cannot (the real server takes it and what follows).
