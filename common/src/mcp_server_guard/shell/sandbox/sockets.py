@@ -54,8 +54,12 @@ def found_sockets(visible: Sequence[str], bound: Iterable[str] | None = None) ->
     unless under ``visible`` (the roots and their copies' places, bound back in). Sorted."""
     out: set[str] = set()
     for path in bound_paths() if bound is None else bound:
-        real = os.path.realpath(path)  # a link in the path: the socket is masked where it really is too
-        for name in {os.path.normpath(path), real}:
+        names = {os.path.normpath(path)}
+        if not within_any(path, visible):
+            # A link in the path: the socket is masked where it really is too. Never resolved in a root, where a
+            # command could point the link at a file of the system's to have it masked in later calls' views.
+            names.add(os.path.realpath(path))
+        for name in names:
             if within_any(name, NOT_VISIBLE) and not within_any(name, visible):
                 continue
             out.add(name)
