@@ -110,6 +110,21 @@ def test_every_error_code_has_its_category_and_a_row_in_the_errors_doc() -> None
         assert re.search(rf"\|\s*`{code}`\s*\|\s*{ERROR_CODES[code].value}\s*\|", doc), code
 
 
+def test_every_error_code_the_code_raises_is_in_the_table() -> None:
+    raised = re.compile(
+        r"\b(?:ParamError|SecurityError|ResourceError|ExecutionError|SystemError_|GuardError|HistoryError)\(\s*\"([A-Z][A-Z0-9_]+)\""
+    )
+    root = Path(__file__).parents[1]
+    found = {
+        code
+        for where in ("common/src", "servers")
+        for source in (root / where).rglob("*.py")
+        for code in raised.findall(source.read_text(encoding="utf-8"))
+    }
+    assert len(found) >= 40
+    assert sorted(found - set(ERROR_CODES)) == []
+
+
 def test_refusal_result_carries_the_structured_payload_and_text() -> None:
     result = SecurityError("PATH_OUTSIDE_JAIL", "m", "s").to_result()
     assert result.is_error

@@ -34,6 +34,30 @@ def test_demo_shows_an_allowed_read_and_refusals_with_codes(tmp_path: Path) -> N
         assert code in out
     assert "the human answers: approve" in out and "approved by a human" in out
     assert "all guards behaved as expected" in out
+    assert "policyDecision None" not in out and "decision None" not in out
+    # Which layers confined the commands is said, whatever they were (never implied by "as expected").
+    assert "layers that confined the commands: " in out or "NO kernel sandbox" in out
+    if "a bubblewrap box" not in out:
+        assert "the box (bubblewrap) did NOT start" in out
+
+
+def test_the_demo_says_when_the_box_did_not_start() -> None:
+    from mcp_server_guard.admin.demo import _layers_said
+
+    said = _layers_said(["landlock-v7+seccomp"])
+    assert "Landlock ABI 7" in said and "did NOT start" in said
+    assert "NO kernel sandbox" in _layers_said(["none"])
+    assert "did NOT start" not in _layers_said(["bwrap+pidns+mountns+nocaps+seccomp+landlock-v7+netns+egress-proxy"])
+
+
+def test_mcp_guard_alone_prints_its_help_laid_out_and_has_a_version(tmp_path: Path) -> None:
+    alone = run([console_script("mcp-guard")], tmp_path)
+    assert alone.returncode == 0 and alone.stdout.startswith("Usage: mcp-guard")
+    assert len(alone.stdout.splitlines()) > 10 and "error" not in alone.stderr
+    version = run([console_script("mcp-guard"), "--version"], tmp_path)
+    assert version.returncode == 0 and version.stdout.strip().startswith("mcp-server-guard ")
+    era = run([console_script("mcp-guard"), "demo", "--mode", "legacy"], tmp_path)
+    assert era.returncode == 2 and "--mode" in era.stderr  # the protocol era is --protocol: --mode is a permission
 
 
 def test_audit_command_shows_the_last_entries(tmp_path: Path) -> None:
@@ -93,6 +117,36 @@ def test_config_prints_host_json_for_the_three_servers(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "no such directory" in bad.stderr
 
 
+def test_config_never_prints_a_configuration_that_cannot_start(tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    bad_policy = tmp_path / "bad.toml"
+    bad_policy.write_text("[file_read]\nmax_read_byte = 3\n", encoding="utf-8")
+    config = [console_script("mcp-guard"), "config"]
+    cases = {
+        "policy": ([*config, "--allow-path", str(proj), "--policy", str(bad_policy)], "did you mean 'max_read_bytes'"),
+        "root": ([*config, "--allow-path", "/"], "audit"),
+        "empty": ([*config, "--allow-path", ""], "is empty"),
+        "tilde": ([*config, "--allow-path", "~/no-such-project"], "'~' is not expanded"),
+    }
+    for name, (args, said) in cases.items():
+        done = run(args, tmp_path)
+        assert done.returncode == 2 and said in done.stderr, (name, done.stderr)
+        assert done.stdout == "", name  # nothing to paste
+    home = run([*config, "--allow-path", str(tmp_path)], tmp_path)  # run() makes tmp_path the HOME
+    assert home.returncode == 0 and "is an allowed root: everything below it is in the jail" in home.stderr
+    # The mode is always printed (hosts assume different ones), and what is printed starts.
+    printed = json.loads(
+        run([*config, "--allow-path", str(proj), "--audit-log", str(tmp_path / "a.jsonl")], tmp_path).stdout
+    )
+    for entry in printed["mcpServers"].values():
+        assert entry["args"][entry["args"].index("--mode") + 1] == "workspace-write"
+        started = subprocess.run(
+            [entry["command"], *entry["args"]], cwd=tmp_path, input=b"", capture_output=True, timeout=60, check=False
+        )
+        assert started.returncode == 0, started.stderr
+
+
 def test_launch_dir_replaces_the_working_directory(tmp_path: Path) -> None:
     import anyio
     from mcp import Client, StdioServerParameters
@@ -148,3 +202,60 @@ def test_audit_command_pairs_intent_and_outcome_into_one_line_per_call(tmp_path:
     last_two = run([console_script("mcp-guard"), "audit", "-n", "2", "--json", "--audit-log", str(log)], tmp_path)
     calls = [json.loads(line) for line in last_two.stdout.splitlines()]
     assert [(c["audit_id"], c["status"]) for c in calls] == [("c333", "done"), ("d4444", "running")]
+
+
+def test_audit_records_name_their_project_and_the_view_filters_and_follows(tmp_path: Path) -> None:
+    import anyio
+
+    from support import serve
+
+    log = tmp_path / "audit.jsonl"
+    one, two = tmp_path / "one", tmp_path / "two"
+    for project in (one, two):
+        project.mkdir()
+        (project / "a.txt").write_text("x\n", encoding="utf-8")
+
+    async def calls() -> None:
+        async with serve("mcp-server-file-read", one, audit=log) as client:
+            await client.call_tool("file_read", {"path": "a.txt"})
+            await client.call_tool("file_read", {"path": "../two/a.txt"})  # refused: outside the jail
+        async with serve("mcp-server-file-read", two, audit=log) as client:
+            await client.call_tool("file_read", {"path": "a.txt"})
+
+    anyio.run(calls)
+    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert {r["launch_dir"] for r in records} == {str(one), str(two)}
+    assert all(r["roots"] == [r["launch_dir"]] for r in records)
+    view = [console_script("mcp-guard"), "audit", "--audit-log", str(log), "--json"]
+    mine = [json.loads(line) for line in run([*view, "--project", str(one)], tmp_path).stdout.splitlines()]
+    assert len(mine) == 2 and {e["launch_dir"] for e in mine} == {str(one)}
+    denied = [json.loads(line) for line in run([*view, "--decision", "deny"], tmp_path).stdout.splitlines()]
+    assert len(denied) == 1 and denied[0]["code"] == "PATH_OUTSIDE_JAIL"
+    assert run([*view, "--since", "1d"], tmp_path).stdout.count("\n") == 3
+    assert run([*view, "--since", "2999-01-01"], tmp_path).stdout == ""
+    assert run([*view, "--server", "file_write"], tmp_path).stdout == ""
+    assert run([*view, "--since", "yesterday"], tmp_path).returncode == 2
+    # --follow prints calls as they end, from the end of the log on.
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "HOME": str(tmp_path)}
+    follower = subprocess.Popen(
+        [*view, "--last", "1", "--follow", "--project", str(two)], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert json.loads(_line(follower))["launch_dir"] == str(two)  # the last matching call
+        anyio.run(calls)
+        fresh = json.loads(_line(follower))  # the new call in two (the two in one are not shown)
+        assert fresh["launch_dir"] == str(two) and fresh["status"] == "done"
+    finally:
+        follower.kill()
+        follower.wait(timeout=10)
+        if follower.stdout is not None:
+            follower.stdout.close()
+
+
+def _line(proc: subprocess.Popen[str], timeout: float = 30) -> str:
+    import select
+
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    assert ready, "no line in time"
+    return proc.stdout.readline()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -379,19 +380,102 @@ def test_history_entry_whose_data_file_is_gone_is_reported_not_a_raw_errno(works
     assert (workspace / "hello.txt").read_text(encoding="utf-8") == "v2\n"
 
 
-def test_orphan_history_data_older_than_a_minute_is_removed_at_start_up(workspace: Path, tmp_path: Path) -> None:
+def _orphans(history: Path) -> list[str]:
+    """History ids with data but no metadata: saves in flight, or what a dead writer left."""
+    names = set(os.listdir(history)) if history.exists() else set()
+    ids = {n.split(".")[0] for n in names if re.fullmatch(r"\d{8}T\d{12}Z-[0-9a-f]{6}\.data", n)}
+    return sorted(i for i in ids if f"{i}.json" not in names)
+
+
+def _catch_history_save(workspace: Path, history: Path, audit: Path, sig: signal.Signals) -> RawClient:
+    """Start a writer on an overwrite of a big file and send it ``sig`` while it copies the previous version
+    into the history (its data file is there, its metadata not yet)."""
+    already = set(_orphans(history))
+    for _attempt in range(10):
+        (workspace / "big.txt").write_bytes(b"A" * (48 << 20))
+        raw = RawClient([console_script(FW), "--audit-log", str(audit), "--history-dir", str(history)], workspace)
+        raw.initialize()
+        raw.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "file_write", "arguments": {"path": "big.txt", "content": "B", "overwrite": True}},
+            }
+        )
+        assert raw.proc.stdout is not None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if set(_orphans(history)) - already:
+                raw.proc.send_signal(sig)
+                return raw
+            if select.select([raw.proc.stdout.fileno()], [], [], 0)[0]:
+                break  # the save finished before we saw it: try again
+        raw.proc.kill()
+        raw.close()
+    raise AssertionError("never caught the writer saving the previous version")
+
+
+def test_history_data_a_killed_writer_left_goes_at_the_next_start_whatever_its_age(
+    workspace: Path, tmp_path: Path
+) -> None:
     history, audit = tmp_path / "history", tmp_path / "audit.jsonl"
     history.mkdir()
-    old = history / "20200101T000000000000Z-aaaaaa.data"
-    fresh = history / "20200101T000000000001Z-bbbbbb.data"  # maybe another server's save in progress
-    unrelated = history / "notes.data"
-    for path in (old, fresh, unrelated):
-        path.write_bytes(b"orphan")
-    os.utime(old, (time.time() - 3600, time.time() - 3600))
-    os.utime(unrelated, (time.time() - 3600, time.time() - 3600))
+    unrelated = history / "notes.data"  # not a name of ours: never touched
+    unrelated.write_bytes(b"mine")
+    left: list[str] = []
+    for _kill in range(3):
+        raw = _catch_history_save(workspace, history, audit, signal.SIGKILL)
+        raw.close()
+        left = _orphans(history)
+        # Each start removed what the writer killed before it left: one orphan at a time, never a pile.
+        assert len(left) == 1, left
+    prune = _history_cli("prune", cwd=workspace, history=history)
+    assert prune.returncode == 0, prune.stderr
+    assert "1 orphan(s) removed" in prune.stdout
+    assert _orphans(history) == [] and unrelated.read_bytes() == b"mine"
+    assert [p for p in (history / ".owners").iterdir()] == []  # the dead writers' notes went with them
     _overwrite(workspace, history, audit, ["v2\n"])
-    assert not old.exists()
-    assert fresh.exists() and unrelated.exists()
+    assert _orphans(history) == []
+
+
+def test_a_live_writers_history_save_is_never_removed_by_another_server_or_by_prune(
+    workspace: Path, tmp_path: Path
+) -> None:
+    history, audit = tmp_path / "history", tmp_path / "audit.jsonl"
+    writer = _catch_history_save(workspace, history, audit, signal.SIGSTOP)  # alive, frozen mid-save
+    try:
+        in_flight = _orphans(history)
+        _overwrite(workspace, history, audit, ["other\n"])  # another server starts and saves meanwhile
+        prune = _history_cli("prune", cwd=workspace, history=history)
+        assert prune.returncode == 0 and "0 orphan(s) removed" in prune.stdout, prune
+        assert _orphans(history) == in_flight
+        writer.proc.send_signal(signal.SIGCONT)
+        answer = writer.recv(timeout=60)
+        assert answer["id"] == 1 and not answer["result"].get("isError"), answer
+        backup = answer["result"]["structuredContent"]["backup"]
+    finally:
+        writer.proc.send_signal(signal.SIGCONT)
+        writer.close()
+    assert _orphans(history) == []
+    assert (history / f"{backup}.data").stat().st_size == 48 << 20
+
+
+def test_history_data_an_unfinished_apply_still_needs_is_not_an_orphan(workspace: Path, tmp_path: Path) -> None:
+    """A dead shell_exec server's apply journal names the pre-images it moved into the history before it wrote
+    their metadata: the next shell_exec start finishes that apply with them, so no sweep may take them first."""
+    history, audit = tmp_path / "history", tmp_path / "audit.jsonl"
+    (history / ".journal").mkdir(parents=True)
+    needed, dead = "20200101T000000000000Z-aaaaaa", "20200101T000000000001Z-bbbbbb"
+    for entry_id in (needed, dead):
+        (history / f"{entry_id}.data").write_bytes(b"pre-image")
+    plan = {
+        "audit_id": "0123456789ab",
+        "ops": [{"kind": "modify", "root": str(workspace), "path": "x", "entry": needed}],
+    }
+    (history / ".journal" / "apply-0123456789ab.json").write_text(json.dumps(plan) + "\n", encoding="utf-8")
+    _overwrite(workspace, history, audit, ["v2\n"])
+    assert _orphans(history) == [needed]
 
 
 # -- 6. many writers, one file -----------------------------------------------------------------

@@ -87,6 +87,7 @@ async def test_creates_a_new_file_without_exec_bits(workspace: Path, history: Pa
         "created": True,
         "policyDecision": "allow",
         "mode": "workspace-write",
+        "timeoutSeconds": 0,  # none: the contract's field, stated on every result
     }
     assert (workspace / "new.txt").read_text(encoding="utf-8") == "hello ✓\n"
     assert (workspace / "new.txt").stat().st_mode & 0o111 == 0
@@ -300,6 +301,53 @@ async def test_git_config_and_hooks_are_protected_wherever_the_git_dir_lies(
     assert error_of(result)["code"] == "PROTECTED_PATH"
     assert "git" in error_of(result)["message"]
     assert not ordinary.is_error
+
+
+def _git(*args: str, cwd: Path) -> None:
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t",
+           "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    subprocess.run(
+        ["git", "-c", "protocol.file.allow=always", *args], cwd=cwd, env=env, check=True, capture_output=True
+    )
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        ".git/modules/lib/config",  # a core.fsmonitor there runs at the user's next git command in the submodule
+        ".git/modules/lib/hooks/post-checkout",
+        ".git/modules/lib/modules/inner/config",  # a submodule of the submodule
+        ".git/modules/fresh/config",  # a module git dir that does not exist yet
+        ".git/worktrees/wt/config.worktree",
+        ".git/worktrees/wt/gitdir",
+        "lib/.git",  # the submodule's pointer to its git dir
+        "wt/.git",
+    ],
+)
+async def test_a_submodules_or_worktrees_git_config_and_hooks_are_never_written(
+    workspace: Path, history: Path, target: str
+) -> None:
+    lib = workspace.parent / "lib-origin"
+    lib.mkdir()
+    _git("init", "-q", cwd=lib)
+    (lib / "f").write_text("x", encoding="utf-8")
+    _git("add", "f", cwd=lib)
+    _git("commit", "-qm", "i", cwd=lib)
+    _git("init", "-q", cwd=workspace)
+    _git("submodule", "-q", "add", str(lib), "lib", cwd=workspace)
+    _git("commit", "-qm", "s", cwd=workspace)
+    _git("worktree", "add", "-q", "wt", cwd=workspace)
+    (workspace / ".git" / "modules" / "lib" / "modules" / "inner").mkdir(parents=True)
+    for name in ("objects", "refs"):
+        (workspace / ".git" / "modules" / "lib" / "modules" / "inner" / name).mkdir()
+    before = {p: p.read_bytes() for p in workspace.rglob("*") if p.is_file() and "objects" not in p.parts}
+    async with serve(FW, workspace, *fw_args(history)) as client:
+        result = await write(client, target, "[core]\n\tfsmonitor = touch pwned\n", overwrite=True, createDirs=True)
+        ordinary = await write(client, "lib/f", "changed", overwrite=True)  # the submodule's work tree stays writable
+    assert error_of(result)["code"] == "PROTECTED_PATH", target
+    assert not ordinary.is_error
+    after = {p: p.read_bytes() for p in workspace.rglob("*") if p.is_file() and "objects" not in p.parts}
+    assert {p for p in after if after[p] != before.get(p)} == {workspace / "lib" / "f"}
 
 
 async def test_the_servers_own_policy_and_audit_log_are_protected(workspace: Path, history: Path) -> None:

@@ -7,6 +7,7 @@ both protocol eras, and a valid call still works afterwards.
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections import Counter
 from pathlib import Path
@@ -163,3 +164,127 @@ def test_random_arguments_and_malformed_lines_never_kill_the_server_nor_lose_a_r
     for m in received:
         if "method" not in m:
             assert m["jsonrpc"] == "2.0" and ("result" in m) != ("error" in m), m
+
+
+# -- lines that are not valid UTF-8 (or not JSON) but for a byte or two -------------------------------------
+
+INVALID_UTF8 = [b"\xff", b"\xfe\xff", b"\x80", b"\xc0\xa2", b"\xc3", b"\xe2\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80"]
+FLIPS = b'\x80\xbf\xc2\xe2\xf0\xff"\\{}[],: 0a'  # bytes a flip writes: mostly not UTF-8, some JSON structure
+
+
+def readable_id(line: bytes) -> Any:
+    """The id a line must be answered with, exactly once: its request's id when a JSON parser reads it beyond
+    doubt (the invalid bytes taken as opaque characters), else None. An independent statement of the contract."""
+    text = line.decode("utf-8", "surrogateescape")
+    ids: list[int] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        ids.append(sum(name == "id" for name, _ in pairs))  # the top-level object is built last
+        return dict(pairs)
+
+    def no_constant(name: str) -> Any:
+        raise ValueError(name)
+
+    try:
+        message = json.loads(text, object_pairs_hook=pairs_hook, parse_constant=no_constant)
+    except (ValueError, RecursionError):
+        return None
+    if (
+        not isinstance(message, dict)
+        or ids[-1] != 1
+        or ("method" not in message and message.keys() & {"result", "error"})
+    ):
+        return None
+    rid = message["id"]
+    if isinstance(rid, str):
+        return rid if not any("\ud800" <= c <= "\udfff" for c in rid) else None
+    if isinstance(rid, int) and not isinstance(rid, bool):
+        return rid
+    return rid if isinstance(rid, float) and math.isfinite(rid) else None  # echoed as every bad request's is
+
+
+def string_spans(line: bytes) -> list[tuple[int, int]]:
+    """Where the JSON strings of a (valid, escape-free) line lie: insides only, between the quotes."""
+    quotes = [i for i, byte in enumerate(line) if byte == ord('"')]
+    return list(zip(quotes[::2], quotes[1::2], strict=True))
+
+
+def broken_variants(rng: random.Random, line: bytes) -> list[bytes]:
+    """Malformed variants of one valid request: invalid UTF-8 inside a string (the id, the method, a params value,
+    a member name), anywhere at all, random byte flips, a truncation."""
+    start, end = rng.choice(string_spans(line))
+    inside = rng.randrange(start + 1, end + 1)
+    anywhere = rng.randrange(len(line) + 1)
+    flipped = bytearray(line)
+    for _ in range(rng.randrange(1, 4)):
+        flipped[rng.randrange(len(line))] = rng.choice(FLIPS)
+    cut = rng.randrange(1, len(line))
+    variants = [
+        line[:inside] + rng.choice(INVALID_UTF8) + line[inside:],
+        line[:anywhere] + rng.choice(INVALID_UTF8) + line[anywhere:],
+        bytes(flipped),
+        line[:cut] + rng.choice([b"", *INVALID_UTF8]),
+    ]
+    return [variant.replace(b"\n", b" ") for variant in variants]  # one line each
+
+
+def count(answered: Counter[Any], messages: list[dict[str, Any]]) -> Counter[Any]:
+    """``answered`` plus the answers among ``messages``, each checked to be one well-formed answer."""
+    total = Counter(answered)
+    for m in messages:
+        if "method" not in m:
+            assert m["jsonrpc"] == "2.0" and ("result" in m) != ("error" in m), m
+            total[m.get("id")] += 1
+    return total
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("script", sorted(SERVERS))
+def test_every_broken_line_whose_id_can_be_read_is_answered_once_with_that_id(
+    script: str, mode: str, workspace: Path
+) -> None:
+    tool, _, extra = SERVERS[script]
+    rng = random.Random(f"utf8-{script}-{mode}-20261126")
+    raw = RawClient(
+        [console_script(script), "--audit-log", str(workspace.parent / "fuzz.jsonl"), *extra],
+        workspace,
+        modern=mode == "auto",
+    )
+    arguments = {
+        "file_read": {"path": "hello.txt"},
+        "file_write": {"path": "fuzz-ok.txt", "content": "ok", "overwrite": True},
+        "shell_exec": {"command": "cat hello.txt", "timeoutSeconds": 2},
+    }[tool]
+    owed: Counter[Any] = Counter()  # answers each id is owed
+    answered: Counter[Any] = Counter()
+    lines, unowed = 0, 0
+    try:
+        raw.initialize()
+        for n in range(75):
+            valid: list[dict[str, Any]] = [
+                {"method": "ping", "params": raw.envelope({})},
+                {"method": "tools/list", "params": raw.envelope({})},
+                {"method": "tools/call", "params": raw.envelope({"name": tool, "arguments": arguments})},
+            ]
+            id_: Any = f"f-{n}" if n % 2 else 1000 + n
+            line = json.dumps({"jsonrpc": "2.0", "id": id_, **valid[n % 3]}, separators=(",", ":")).encode()
+            for variant in broken_variants(rng, line):
+                lines += 1
+                raw.send_raw(variant + b"\n")
+                if (rid := readable_id(variant)) is not None:
+                    owed[rid] += 1
+                else:
+                    unowed += 1
+                barrier = f"barrier-{lines}"
+                raw.send({"jsonrpc": "2.0", "id": barrier, "method": "ping", "params": raw.envelope({})})
+                seen = raw.until(barrier, timeout=30)
+                while rid is not None and count(answered, seen)[rid] < owed[rid]:  # a call may end after the barrier
+                    seen.append(raw.recv(timeout=30))
+                answered = count(answered, seen)
+    finally:
+        raw.close()
+    barriers = Counter(f"barrier-{n}" for n in range(1, lines + 1))
+    nulls = answered.pop(None, 0)
+    assert answered == owed + barriers, f"owed {owed + barriers - answered}, unexpected {answered - owed - barriers}"
+    assert nulls <= unowed
+    assert sum(owed.values()) > lines // 4 and unowed > lines // 4  # both kinds of line were exercised

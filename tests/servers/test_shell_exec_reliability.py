@@ -4,6 +4,7 @@ and however the server ends, nothing it started is left behind (processes, temp 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import psutil
 import pytest
 
 from support import RawClient, console_script, marker, processes_with, serve, wait_until
@@ -217,8 +219,6 @@ def test_a_nul_flood_reply_stays_within_four_times_max_output_bytes(tmp_path: Pa
         status = Path(f"/proc/{raw.proc.pid}/status").read_text(encoding="ascii")
     finally:
         raw.close()
-    import json
-
     reply = len(json.dumps(answer, ensure_ascii=False).encode())
     out = answer["result"]["structuredContent"]
     assert out["truncated"] is True and out["stdoutBytes"] == out["stderrBytes"] == 50_000_000
@@ -226,3 +226,95 @@ def test_a_nul_flood_reply_stays_within_four_times_max_output_bytes(tmp_path: Pa
     assert reply <= 4 * limit + 8192, f"reply of {reply} bytes"
     hwm_kib = int(next(ln for ln in status.splitlines() if ln.startswith("VmHWM")).split()[1])
     assert hwm_kib < 250 * 1024, f"server peak RSS {hwm_kib} KiB"
+
+
+def test_output_spools_of_a_killed_server_go_at_the_next_start_and_a_live_servers_stay(
+    tmp_path: Path, workspace: Path
+) -> None:
+    spool_area = Path(os.environ["XDG_STATE_HOME"]) / "mcp-guard" / "spool"
+    env = _server_env(tmp_path / "server-tmp")
+    (tmp_path / "server-tmp").mkdir(exist_ok=True)
+    args = [console_script(SX), "--audit-log", str(tmp_path / "a.jsonl"), "--sandbox", "off"]
+    finished = subprocess.Popen(["true"])
+    finished.wait(timeout=10)
+    legacy = spool_area / f"{finished.pid}-0badc0de"  # made by a version that took no lock; its process is gone
+    (legacy / "outputs").mkdir(parents=True)
+    (legacy / "outputs" / "x.stdout").write_bytes(b"y" * 4096)
+    live = RawClient(args, workspace, env=env)
+    doomed = RawClient(args, workspace, env=env)
+    try:
+        live.initialize()
+        doomed.initialize()
+        for raw in (live, doomed):  # a cut result: its full output is kept in the server's spool
+            result = raw.request(
+                1,
+                "tools/call",
+                {"name": "shell_exec", "arguments": {"command": "head -c 3000000 /dev/zero | tr '\\0' y"}},
+            )
+            assert "result" in result, result
+        owned = {
+            raw.proc.pid: [p for p in spool_area.iterdir() if p.name.startswith(f"{raw.proc.pid}-")]
+            for raw in (live, doomed)
+        }
+        assert all(len(found) == 1 for found in owned.values()), owned
+        assert any(f.stat().st_size > 0 for f in owned[doomed.proc.pid][0].rglob("*") if f.is_file())
+        doomed.proc.kill()
+        doomed.proc.wait(timeout=10)
+        nxt = subprocess.run(args, cwd=workspace, env=env, input=b"", capture_output=True, timeout=30, check=False)
+        assert nxt.returncode == 0, nxt.stderr
+        assert not owned[doomed.proc.pid][0].exists(), "the killed server's spool is still there"
+        assert not legacy.exists(), "an older version's spool of a process long gone is still there"
+        assert owned[live.proc.pid][0].is_dir(), "a live server's spool was removed"
+        # The live server still serves its kept output.
+        read = live.request(2, "resources/list")
+        assert "result" in read
+        live.close()
+    finally:
+        _discard(live)
+        _discard(doomed)
+    assert [p.name for p in spool_area.iterdir()] == [], "a clean exit leaves no spool"
+
+
+@pytest.mark.parametrize("how", ["stdin-eof", "sigterm"])
+def test_a_server_stuck_in_a_call_still_ends_within_seconds_of_eof_or_sigterm(
+    tmp_path: Path, workspace: Path, how: str
+) -> None:
+    # A call the server cannot finish: every process of its box is stopped (SIGSTOP), so the call waits on a
+    # supervisor that never answers, and the orderly clean-up waits on it too.
+    raw = RawClient([console_script(SX), "--audit-log", str(tmp_path / "a.jsonl")], workspace)
+    box: list[psutil.Process] = []
+    try:
+        raw.initialize()
+        warm = raw.request(1, "tools/call", {"name": "shell_exec", "arguments": {"command": "echo warm"}})
+        assert "warm" in json.dumps(warm), warm
+        box = psutil.Process(raw.proc.pid).children(recursive=True)
+        assert box, "no box processes to stop"
+        for proc in box:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                proc.send_signal(signal.SIGSTOP)
+        raw.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "shell_exec", "arguments": {"command": "echo stuck"}},
+            }
+        )
+        with pytest.raises(AssertionError, match="no answer"):
+            raw.recv(timeout=1.5)  # stuck indeed
+        started = time.monotonic()
+        if how == "stdin-eof":
+            assert raw.proc.stdin is not None
+            raw.proc.stdin.close()
+        else:
+            raw.proc.send_signal(signal.SIGTERM)
+        code = raw.proc.wait(timeout=20)
+        took = time.monotonic() - started
+    finally:
+        for proc in box:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                proc.send_signal(signal.SIGCONT)
+        _discard(raw)
+    assert took < 6.0, f"the server took {took:.1f} s to end"
+    assert code == (0 if how == "stdin-eof" else 128 + signal.SIGTERM)
+    anyio.run(wait_until, lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in box))

@@ -1,7 +1,8 @@
 """The stdio protocol layer every server shares: bad input is answered per JSON-RPC 2.0, shutdown leaves nothing behind.
 
-* A line that is not a valid message gets -32700 (not JSON, id null), -32600 (not a valid request, with its id
-  when one can be read) or -32602 (params unusable), one log line on stderr, and the server keeps serving.
+* A line that is not a valid message gets -32700 (not JSON, id null; not UTF-8, its id when one can be read),
+  -32600 (not a valid request, with its id when one can be read) or -32602 (params unusable), one log line on
+  stderr, and the server keeps serving.
 * stdin EOF means the client is gone: calls in flight are killed and nothing more is written on stdout.
 * SIGTERM/SIGHUP: every pending request gets an error answer, then the server exits within a second.
 """
@@ -83,9 +84,26 @@ CASES: list[tuple[str, bytes, list[tuple[int, Any]]]] = [
     ("an unfinished object", b'{"jsonrpc":"2.0","id":17,', [(PARSE_ERROR, NULL)]),
     ("not JSON at all", b"hello", [(PARSE_ERROR, NULL)]),
     ("an empty line", b"", [(PARSE_ERROR, NULL)]),
+    # Not UTF-8, so not JSON: yet a client waits for the id it sent, so the id is answered when it reads beyond doubt.
     (
         "invalid UTF-8 bytes",
         b'{"jsonrpc":"2.0","id":18,"method":"ping","params":{"x":"\xff\xfe"}}',
+        [(PARSE_ERROR, 18)],
+    ),
+    (
+        "invalid UTF-8 bytes in the method",
+        b'{"jsonrpc":"2.0","id":"u-1","method":"pi\xc0\xa2ng"}',
+        [(PARSE_ERROR, "u-1")],
+    ),
+    ("invalid UTF-8 bytes in the id", b'{"jsonrpc":"2.0","id":"u-\xff","method":"ping"}', [(PARSE_ERROR, NULL)]),
+    (
+        "invalid UTF-8 bytes and two ids",
+        b'{"jsonrpc":"2.0","id":"u-2","method":"\xff","id":"u-3"}',
+        [(PARSE_ERROR, NULL)],
+    ),
+    (
+        "a notification with invalid UTF-8 bytes",
+        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"x":"\xff"}}',
         [(PARSE_ERROR, NULL)],
     ),
     ("NaN (not JSON)", b'{"jsonrpc":"2.0","id":19,"method":"ping","params":{"x":NaN}}', [(PARSE_ERROR, NULL)]),

@@ -403,3 +403,174 @@ async def test_elicitation_answer_is_audited_as_the_humans(workspace: Path, tmp_
         "touch needs a yes.",
         "mcp/0.1.0",
     )
+
+
+# -- examples a model sends back as they are ---------------------------------------------------------------
+
+
+def test_a_call_missing_a_required_argument_gets_no_runnable_example() -> None:
+    for tool, schema, arguments in (
+        ("file_read", READ_SCHEMA, {}),
+        ("shell_exec", SHELL_SCHEMA, {}),
+        ("shell_exec", SHELL_SCHEMA, {"timeoutSeconds": 5}),
+    ):
+        error = refusal(tool, schema, arguments)
+        assert error.example is None, error.example
+        assert "Call it like this" not in error.suggestion and "<" not in error.suggestion
+        assert "Send the call again with 'path'" in error.suggestion or "'command'" in error.suggestion
+
+
+def test_placeholder_values_from_an_example_are_refused_never_used() -> None:
+    for value in ("<path>", "<file_path>", "<the path>", "< PATH >"):
+        error = refusal("file_read", READ_SCHEMA, {"path": value})
+        assert "placeholder" in error.message and error.example is None
+    assert "placeholder" in refusal("shell_exec", SHELL_SCHEMA, {"command": "<command>"}).message
+    # Markup is not a placeholder: a name of ours in angle brackets is.
+    assert normalize_arguments("shell_exec", SHELL_SCHEMA, {"command": "echo", "args": ["<br>"]})["args"] == ["<br>"]
+
+
+def test_a_value_that_had_to_be_left_out_gets_no_example_without_it() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string"},
+            "jobId": {"type": "string"},
+            "signal": {"type": "string", "enum": ["TERM", "KILL", "INT"]},
+        },
+        "required": ["command"],
+    }
+    error = refusal("shell_exec", schema, {"command": "", "jobId": "j1", "signal": "HUP"})
+    assert error.example is None  # an example without "signal" would turn a stop into a look
+    assert "'signal' set to one of TERM, KILL, INT" in error.suggestion
+
+
+async def test_every_example_sent_back_as_is_does_what_was_meant_or_nothing(workspace: Path, tmp_path: Path) -> None:
+    fw = ("--history-dir", str(tmp_path / "history"))
+    before = {p.name for p in workspace.iterdir()}
+    asked: list[str] = []
+
+    async def human(_ctx: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action="decline")
+
+    sent_back: list[tuple[str, dict[str, Any], Any]] = []
+    async with (
+        serve("mcp-server-file-write", workspace, *fw) as writer,
+        serve("mcp-server-shell-exec", workspace, elicitation_callback=human) as shell,
+    ):
+        clients = {"file_write": writer, "shell_exec": shell}
+        job = await shell.call_tool("shell_exec", {"command": "sleep 30", "yieldAfterSeconds": 0})
+        job_id = (job.structured_content or {})["jobId"]
+        wrong = [
+            ("file_write", {}),
+            ("file_write", {"path": "w.txt"}),
+            ("file_write", {"content": "hello"}),
+            ("file_write", {"path": "<path>", "content": "<content>"}),
+            ("file_write", {"file_path": "meant.txt", "text": "meant\n"}),
+            ("shell_exec", {}),
+            ("shell_exec", {"command": "<command>"}),
+            ("shell_exec", {"command": "", "jobId": job_id, "signal": "HUP"}),
+        ]
+        for tool, arguments in wrong:
+            result = await clients[tool].call_tool(tool, arguments)
+            example = error_of(result).get("example")
+            if example is not None:
+                again = await clients[tool].call_tool(example["name"], example["arguments"])
+                sent_back.append((tool, arguments, again))
+        look = await shell.call_tool("shell_exec", {"command": "", "jobId": job_id})
+        await shell.call_tool("shell_exec", {"command": "", "jobId": job_id, "signal": "KILL"})
+    # Only the call whose meaning was clear got an example, and it did exactly that.
+    assert [(tool, arguments) for tool, arguments, _ in sent_back] == [
+        ("file_write", {"file_path": "meant.txt", "text": "meant\n"})
+    ]
+    assert not sent_back[0][2].is_error and (workspace / "meant.txt").read_text(encoding="utf-8") == "meant\n"
+    assert {p.name for p in workspace.iterdir()} - before == {"meant.txt"}  # no <path>, no w.txt
+    assert asked == []  # no placeholder command was put to the human
+    assert (look.structured_content or {})["status"] == "running"  # the wrong stop changed nothing
+
+
+# -- the approval form: a client that answers wrong, or never ----------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_approval_answer_that_does_not_fit_the_form_is_the_clients_fault_not_the_models(
+    workspace: Path, mode: str
+) -> None:
+    async def broken_client(_ctx: ClientRequestContext, _params: ElicitRequestParams) -> ElicitResult:
+        return ElicitResult(action="accept", content={"approve": "yes please", "colour": "blue"})
+
+    async with serve("mcp-server-shell-exec", workspace, mode=mode, elicitation_callback=broken_client) as client:
+        with anyio.fail_after(60):
+            result = await client.call_tool("shell_exec", {"command": "sudo true"})
+    error = error_of(result)
+    assert error["code"] == "APPROVAL_ANSWER_INVALID" and "nothing was run" in error["message"]
+    assert "not of the call" in error["suggestion"] and "example" not in error
+
+
+async def test_an_approval_nobody_answers_is_refused_after_the_question_bound(workspace: Path, tmp_path: Path) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[shell_exec]\nquestion_timeout_seconds = 2\n", encoding="utf-8")
+
+    async def silent_client(_ctx: ClientRequestContext, _params: ElicitRequestParams) -> ElicitResult:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async with serve(
+        "mcp-server-shell-exec", workspace, "--policy", str(policy), elicitation_callback=silent_client
+    ) as client:
+        with anyio.fail_after(30):
+            result = await client.call_tool("shell_exec", {"command": "sudo touch ran"})
+            after = await client.call_tool("shell_exec", {"command": "echo still here", "timeoutSeconds": 5})
+    assert error_of(result)["code"] == "APPROVAL_TIMEOUT" and "2 s" in error_of(result)["message"]
+    assert not (workspace / "ran").exists()
+    assert "still here" in text_of(after)  # the bound is on the question only: an ordinary call is not cut
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_every_result_says_its_timeout_and_the_server_says_its_roots(
+    workspace: Path, tmp_path: Path, mode: str
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    async with serve("mcp-server-file-read", workspace, "--allow-path", str(other), mode=mode) as client:
+        read = await client.call_tool("file_read", {"path": "hello.txt"})
+        refused = await client.call_tool("file_read", {"path": "/etc/passwd"})
+        instructions = client.instructions or ""
+    assert (read.structured_content or {})["timeoutSeconds"] == 0  # none: the contract's field, stated
+    assert error_of(refused)["timeoutSeconds"] == 0
+    assert "timeoutSeconds=0" in text_of(read, facts=True)
+    assert f"Allowed directories: {workspace}, {other}" in instructions and f"taken from {workspace}" in instructions
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
+def test_the_approval_question_speaks_the_protocol_version_the_client_negotiated(
+    workspace: Path, tmp_path: Path, version: str
+) -> None:
+    from support import RawClient, console_script
+
+    raw = RawClient([console_script("mcp-server-shell-exec"), "--audit-log", str(tmp_path / "a.jsonl")], workspace)
+    try:
+        capabilities = {"elicitation": {}}
+        hello = {
+            "protocolVersion": version,
+            "capabilities": capabilities,
+            "clientInfo": {"name": "old", "version": "1"},
+        }
+        assert raw.request(0, "initialize", hello)["result"]["protocolVersion"] == version
+        raw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        raw.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "shell_exec", "arguments": {"command": "sudo true"}},
+            }
+        )
+        question = raw.recv(timeout=30)
+        assert question["method"] == "elicitation/create", question
+        raw.send({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}})
+        answer = raw.recv(timeout=30)
+    finally:
+        raw.close()
+    assert ("mode" in question["params"]) is (version >= "2025-11-25")
+    assert "requestedSchema" in question["params"] and answer["id"] == 1

@@ -17,6 +17,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ import pytest
 from mcp.client import ClientRequestContext
 from mcp.types import ElicitResult, ListRootsResult, Root
 
-from support import RawClient, console_script, my_children_with, processes_with, serve, wait_until
+from support import RawClient, console_script, marker, my_children_with, processes_with, serve, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 SX = "mcp-server-shell-exec"
@@ -494,6 +495,27 @@ async def test_everyday_tools_write_the_project_and_tmpdir(workspace: Path) -> N
     assert out["stdout"].splitlines() == ["tmp", ".venv/bin/python", "built", "3"]
     assert (workspace / ".venv").is_dir()
     assert stat.S_ISREG((workspace / "build" / "m").stat().st_mode)
+
+
+async def test_commands_that_never_read_their_stdin_do_not_starve_other_calls_of_worker_threads(
+    workspace: Path,
+) -> None:
+    # The attack: more commands than the server has worker threads (anyio's pool, 40), each fed more stdin than a
+    # pipe holds and never reading it. Each blocked write once held a thread for the command's whole run, so any
+    # call that needed one for a moment (a long line is checked on a worker thread) waited for them all to end.
+    token = marker()
+    held = 45
+    async with box(workspace) as client, anyio.create_task_group() as tg:
+        for _ in range(held):
+            arguments = {"command": f"sleep {token}", "stdin": "x" * (128 << 10), "timeoutSeconds": 120}
+            tg.start_soon(partial(client.call_tool, "shell_exec", arguments))
+        await wait_until(lambda: len(my_children_with(token)) >= held, timeout=60)
+        with anyio.fail_after(20):
+            echo = await client.call_tool("shell_exec", {"command": "echo hi # " + "x" * 5000})
+        assert dict(echo.structured_content or {})["stdout"] == "hi\n", echo
+        assert len(my_children_with(token)) >= held  # they were all still waiting for their stdin to be read
+        tg.cancel_scope.cancel()
+    await wait_until(lambda: not my_children_with(token), timeout=30)
 
 
 # What bubblewrap prints where unprivileged user namespaces are blocked (Ubuntu 24.04's AppArmor default).

@@ -176,11 +176,13 @@ def test_server_exit_leaves_no_job_process(workspace: Path, tmp_path: Path, how:
 
 
 @pytest.mark.parametrize("modern", [False, True], ids=["2025-11-25", "2026-07-28"])
-def test_a_cut_50_mb_output_is_readable_as_a_resource_until_its_lifetime_ends(
+def test_a_cut_50_mb_output_is_readable_in_ranges_until_its_lifetime_ends(
     workspace: Path, tmp_path: Path, modern: bool
 ) -> None:
+    from mcp_server_guard.shell.jobs import MAX_RANGE_BYTES
+
     policy = tmp_path / "keep.toml"
-    policy.write_text("[shell_exec]\nkept_output_seconds = 3\n", encoding="utf-8")
+    policy.write_text("[shell_exec]\nkept_output_seconds = 15\n", encoding="utf-8")  # time for 13 reads
     size = 50 << 20
     raw = RawClient(
         [console_script(SX), "--audit-log", str(tmp_path / "a.jsonl"), "--policy", str(policy)],
@@ -199,13 +201,23 @@ def test_a_cut_50_mb_output_is_readable_as_a_resource_until_its_lifetime_ends(
         assert link["uri"] == cut["resource"] and cut["stream"] == "stdout"
         assert 0 < cut["start"] < cut["end"] < size
         started = time.monotonic()
-        read = raw.request(2, "resources/read", {"uri": cut["resource"]})
-        text = read["result"]["contents"][0]["text"]
-        assert len(text) == size and text == "0123456789abcdef" * (size // 16)
+        # Read in ranges (each answer at most MAX_RANGE_BYTES), from the first byte the result left out, each
+        # answer's first line naming the next: together they are the output's very bytes.
+        pattern = "0123456789abcdef"
+        uri, rid, text = f"{cut['resource']}&length={MAX_RANGE_BYTES}", 2, ""
+        while uri:
+            read = raw.request(rid, "resources/read", {"uri": uri})
+            first, _, part = read["result"]["contents"][0]["text"].partition("\n")
+            assert len(part) <= MAX_RANGE_BYTES and first.startswith(f"[stdout of {uri.split('/')[-2]}: bytes ")
+            text += part
+            uri, rid = first.split("next range: ")[1].rstrip("]") if "next range: " in first else "", rid + 1
+            assert rid < 40, "the ranges never end"
+        assert first.endswith(f"of {size}; the end]")
+        assert len(text) == size - cut["start"] and text == (pattern * (size // 16))[cut["start"] :]
         # Its lifetime over, the resource is gone (and so is its spool).
-        deadline = started + 30
+        deadline = started + 45
         while True:
-            gone = raw.request(3, "resources/read", {"uri": cut["resource"]})
+            gone = raw.request(rid, "resources/read", {"uri": cut["resource"]})
             if "error" in gone:
                 break
             assert time.monotonic() < deadline, "the kept output outlived its lifetime"
@@ -312,7 +324,7 @@ async def test_stdin_to_a_job_that_does_not_read_returns_instead_of_hanging(work
 
 def test_kept_outputs_are_bounded_however_many_results_are_cut(tmp_path: Path) -> None:
     from mcp_server_guard.policy import load_policy
-    from mcp_server_guard.shell.jobs import MAX_KEPT, KeptOutputs
+    from mcp_server_guard.shell.jobs import MAX_KEPT, KeptOutputs, read_output
 
     kept = KeptOutputs(load_policy().shell_exec, tmp_path / "outputs")
     ids = []
@@ -321,7 +333,12 @@ def test_kept_outputs_are_bounded_however_many_results_are_cut(tmp_path: Path) -
         spools["stdout"].feed(b"y" * 4096)  # past lazy_after: on disk
         ids.append(kept.keep(spools))
     assert len(list((tmp_path / "outputs").iterdir())) == MAX_KEPT  # stdout files only (stderr never grew)
-    assert kept.read(ids[0], "stdout") is None and kept.read(ids[-1], "stdout") == "y" * 4096
+    assert kept.spool(ids[0], "stdout") is None
+    newest = kept.spool(ids[-1], "stdout")
+    assert newest is not None
+    assert read_output(ids[-1], "stdout", newest, 0, None, growing=False) == (
+        f"[stdout of {ids[-1]}: bytes 0-4096 of 4096; the end]\n" + "y" * 4096
+    )
     kept.close()
     assert not (tmp_path / "outputs").exists()
 

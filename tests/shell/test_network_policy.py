@@ -20,17 +20,30 @@ import anyio
 import pytest
 from mcp.types import ElicitResult
 
-from support import Human, refused_start, serve, text_of
+from support import Human, refused_start, serve, text_of, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 SX = "mcp-server-shell-exec"
 BIG = 50 << 20
+HELD = 1 << 20
+
+
+class _Held:
+    """Downloads of ``/held`` the origin keeps in flight: half the body, then the rest once the test releases them."""
+
+    lock = threading.Lock()
+    started = 0
+    done = 0
+    release = threading.Event()
 
 
 class _Origin(BaseHTTPRequestHandler):
     dropped: dict[str, str] = {}  # noqa: RUF012 - a dead drop between two calls (/drop/<key>/<value>, /pick/<key>)
 
     def do_GET(self) -> None:
+        if self.path == "/held":
+            self._held()
+            return
         body = b"x" * BIG if self.path == "/big" else b"hello from the origin\n"
         if self.path.startswith("/drop/"):
             key, _, value = self.path[len("/drop/") :].partition("/")
@@ -41,6 +54,19 @@ class _Origin(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def _held(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(HELD))
+        self.end_headers()
+        self.wfile.write(b"x" * (HELD // 2))
+        self.wfile.flush()
+        with _Held.lock:
+            _Held.started += 1
+        _Held.release.wait(60)
+        self.wfile.write(b"x" * (HELD - HELD // 2))
+        with _Held.lock:
+            _Held.done += 1
 
     def log_message(self, *_: Any) -> None:
         return None
@@ -322,3 +348,33 @@ async def test_a_burst_of_concurrent_calls_each_gets_its_own_way_out_and_none_st
         assert results[i]["timedOut"] is False and results[i]["durationMs"] < 15_000, results[i]
         assert results[i]["stdout"].startswith(f"{i}\n"), results[i]
         assert ("hello" in results[i]["stdout"]) == (i % 10 == 0), results[i]
+
+
+async def test_an_ordinary_call_is_answered_while_downloads_through_the_proxy_are_in_flight(net: Net) -> None:
+    # Issue 28: 100 calls downloading through the egress proxy made an ordinary call wait for them. The origin holds
+    # every download half done until the echo has been answered: it cannot have waited for them to finish.
+    downloads = 25
+    _Held.started = _Held.done = 0
+    _Held.release.clear()
+    fetch = f"curl -sS --max-time 60 -o /dev/null -w '%{{size_download}}' http://allowed.test:{net.port}/held"
+    sizes: list[str] = []
+    try:
+        async with serve(SX, net.workspace, *net.flags, env=net.env) as client:
+
+            async def download() -> None:
+                result = await client.call_tool("shell_exec", {"command": fetch, "timeoutSeconds": 60})
+                sizes.append(dict(result.structured_content or {})["stdout"])
+
+            with anyio.fail_after(90):
+                async with anyio.create_task_group() as tg:
+                    for _ in range(downloads):
+                        tg.start_soon(download)
+                    await wait_until(lambda: _Held.started == downloads, timeout=60)
+                    with anyio.fail_after(15):
+                        echo = await client.call_tool("shell_exec", {"command": "echo hi"})
+                    assert dict(echo.structured_content or {})["stdout"] == "hi\n", echo
+                    assert _Held.done == 0 and not sizes  # every download was still in flight
+                    _Held.release.set()
+    finally:
+        _Held.release.set()
+    assert sizes == [str(HELD)] * downloads

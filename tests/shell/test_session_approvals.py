@@ -219,3 +219,100 @@ async def test_a_call_with_its_own_env_is_never_covered_by_a_grant(workspace: Pa
     assert results[0]["approval"] == "session-line"
     assert out["policyDecision"] == "ask-approved" and out["approval"] == "once"
     assert "remember" not in human.questions[-1][1]  # nothing to remember for such a call
+
+
+async def test_two_servers_sharing_an_approvals_file_keep_each_others_grants(
+    workspace: Path, policy: Path, tmp_path: Path
+) -> None:
+    approvals = tmp_path / "state" / "approvals.json"
+    approvals.parent.mkdir()
+    flags = ["--policy", str(policy), "--approvals-file", str(approvals)]
+    human = Human(remember="line")
+    async with (
+        serve(SX, workspace, *flags, elicitation_callback=human) as first,
+        serve(SX, workspace, *flags, elicitation_callback=human) as second,
+    ):
+        # Both servers were started before either granted anything: each writes from what it holds in memory
+        # unless it merges with what the other saved.
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(first.call_tool, "shell_exec", {"command": "zap one"})
+                tg.start_soon(second.call_tool, "shell_exec", {"command": "zap two"})
+            await first.call_tool("shell_exec", {"command": "zap three"})
+    saved = {g["value"] for g in json.loads(approvals.read_text(encoding="utf-8"))["grants"]}
+    assert saved == {"zap one", "zap two", "zap three"}
+    assert [p.name for p in approvals.parent.iterdir() if p.name.endswith(".tmp")] == []
+    later = Human()
+    results = await _calls(workspace, flags, later, "zap one", "zap two", "zap three")
+    assert later.questions == [] and {r["policyDecision"] for r in results} == {"approved-session"}
+
+
+GRANT_MANY = """
+import sys
+from pathlib import Path
+from mcp_server_guard.shell.grants import SessionApprovals
+grants = SessionApprovals(Path(sys.argv[1]))
+for i in range(int(sys.argv[3])):
+    grant = grants.grant("line", f"zap {sys.argv[2]}-{i}", rule="zap", cwd="/w", approved_by="human:elicitation")
+    assert not grant.unsaved, grant.unsaved
+"""
+
+
+def test_eight_processes_granting_at_once_lose_no_grant(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    approvals = tmp_path / "approvals.json"
+    workers = [subprocess.Popen([sys.executable, "-c", GRANT_MANY, str(approvals), str(who), "10"]) for who in range(8)]
+    assert [worker.wait(timeout=120) for worker in workers] == [0] * 8
+    saved = {g["value"] for g in json.loads(approvals.read_text(encoding="utf-8"))["grants"]}
+    assert saved == {f"zap {who}-{i}" for who in range(8) for i in range(10)}
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".approvals.json.lock", "approvals.json"]
+
+
+def _can_unshare() -> bool:
+    import shutil
+    import subprocess
+
+    if shutil.which("unshare") is None:
+        return False
+    return subprocess.run(["unshare", "-rm", "true"], capture_output=True, timeout=10).returncode == 0
+
+
+@pytest.mark.skipif(not _can_unshare(), reason="unprivileged user+mount namespaces are not available")
+async def test_a_grant_the_full_disk_could_not_keep_says_this_session_only_and_leaves_no_temp_file(
+    workspace: Path, policy: Path, tmp_path: Path
+) -> None:
+    from mcp import Client, StdioServerParameters
+
+    from support import console_script
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    approvals = disk / "approvals.json"
+    # A 256 KiB tmpfs in a private mount namespace holding an approvals file, then filled to the last page.
+    script = (
+        'T="$1"; shift; mount -t tmpfs -o size=256k tmpfs "$T" && '
+        'printf \'{"version": 1, "grants": []}\' > "$T/approvals.json" && '
+        'dd if=/dev/zero of="$T/fill" bs=4096 2>/dev/null; exec "$@"'
+    )
+    # --sandbox off: a command then sees the server's own mount namespace, the tmpfs as the server left it.
+    server = [console_script(SX), "--audit-log", str(tmp_path / "audit.jsonl"), "--policy", str(policy)]
+    server += ["--sandbox", "off"]
+    params = StdioServerParameters(
+        command="unshare",
+        args=["-rm", "sh", "-c", script, "sh", str(disk), *server, "--approvals-file", str(approvals)],
+        cwd=str(workspace),
+        env={k: v for k, v in __import__("os").environ.items() if k in ("PATH", "HOME", "XDG_STATE_HOME", "LANG")},
+    )
+    human = Human(remember="line")
+    async with Client(params, elicitation_callback=human) as client:  # type: ignore[arg-type]
+        with anyio.fail_after(60):
+            first = await client.call_tool("shell_exec", {"command": "zap one"})
+            listing = await client.call_tool("shell_exec", {"command": f"ls -a {disk}"})
+            again = await client.call_tool("shell_exec", {"command": "zap one"})
+    approval = (first.structured_content or {})["approval"]
+    assert approval.startswith("session-line (this session only: ") and "No space left" in approval, approval
+    assert "approvals.json" in text_of(listing) and ".tmp" not in text_of(listing)
+    assert (again.structured_content or {})["policyDecision"] == "approved-session"
+    assert len(human.questions) == 1

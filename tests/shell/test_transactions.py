@@ -523,6 +523,21 @@ async def test_without_a_copy_commands_write_directly_and_say_so(workspace: Path
     assert out["transaction"] == "none" and (workspace / "direct.txt").exists()
 
 
+async def test_a_tree_deletion_without_a_copy_is_refused_naming_what_it_would_do_and_on_a_copy_judged_by_effect(
+    workspace: Path,
+) -> None:
+    (workspace / "build").mkdir()
+    (workspace / "build" / "a.o").write_bytes(b"o")
+    async with serve(SX, workspace, "--transactions", "off") as client:
+        refused = await client.call_tool("shell_exec", {"command": "rm -rf build"})
+    error = error_of(refused)
+    assert error["code"] == "COMMAND_DENIED" and "`rm -rf build` would remove or replace" in error["suggestion"]
+    assert "nothing kept to undo it" in error["suggestion"] and (workspace / "build" / "a.o").exists()
+    async with serve(SX, workspace) as client:
+        out = await sh(client, "rm -rf build")
+    assert out["transaction"] == "applied" and not (workspace / "build").exists()
+
+
 def test_transactions_required_refuses_to_start_where_no_copy_can_be_made(workspace: Path) -> None:
     from support import refused_start
 

@@ -128,6 +128,9 @@ class AuditRecord:
     target: str | None = None  # the path or the command line
     reason: str | None = None
     approved_by: str | None = None
+    # Which project: the launch directory (the base of relative paths in arguments and targets) and the roots.
+    launch_dir: str | None = None
+    roots: list[str] | None = None
 
     def summarized_arguments(self) -> dict[str, Any]:
         for key, value in self.arguments.items():
@@ -148,6 +151,8 @@ class AuditRecord:
             "target": _short_target(self.target),
             "arguments": self.summarized_arguments(),
         }
+        if self.launch_dir is not None:
+            entry["launch_dir"], entry["roots"] = self.launch_dir, self.roots
         if phase == "outcome":
             entry.update(
                 policy_result=self.decision,
@@ -339,6 +344,56 @@ def read_records(path: Path, last: int) -> list[dict[str, Any]]:
             records.append(record)
     records.reverse()
     return records
+
+
+FOLLOW_POLL_S = 0.25
+
+
+def follow_entries(path: Path, poll: float = FOLLOW_POLL_S) -> Iterator[dict[str, Any]]:
+    """Calls as they end (each call's intent and outcome merged, as ``read_entries`` gives them), from the end of
+    the log on; waits for more until interrupted. A log rotated or truncated is followed from its start again."""
+    pending: dict[str, dict[str, Any]] = {}
+    where = _size(path)
+    buffer = b""
+    while True:
+        size = _size(path)
+        if size < where:
+            where, buffer = 0, b""  # truncated or replaced
+        if size > where:
+            with path.open("rb") as fh:
+                fh.seek(where)
+                buffer += fh.read(size - where)
+            where = size
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(record, dict):
+                    continue
+                audit_id = record.get("audit_id")
+                if not isinstance(audit_id, str):
+                    yield {**record, "status": "done"}
+                    continue
+                phase = record.pop("phase", "outcome")
+                call = pending.setdefault(audit_id, {"status": "unfinished"})
+                if "time" in call:
+                    record.pop("time", None)
+                call.update(record)
+                if phase != "intent":
+                    call["status"] = "done"
+                    yield pending.pop(audit_id)
+                while len(pending) > 10_000:  # intents whose outcome never came (servers that died)
+                    del pending[next(iter(pending))]
+        time.sleep(poll)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _pid_alive(pid: object) -> bool:

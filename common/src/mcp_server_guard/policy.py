@@ -6,10 +6,12 @@ passed with ``--policy`` only names the keys it changes. An invalid file names t
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import ipaddress
 import re
 import tomllib
+import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
@@ -172,6 +174,8 @@ class ShellPolicy(BaseModel):
     job_forget_seconds: float = Field(default=600, ge=0)
     kept_output_bytes: int = Field(default=64 << 20, ge=0)
     kept_output_seconds: float = Field(default=600, ge=0)
+    # How long a question to the human (the approval form, a host) waits for an answer; then it is a refusal.
+    question_timeout_seconds: float = Field(default=300, gt=0)
     rules: tuple[Rule, ...] = ()
     # A policy file's rules extend the default ones (a rule with a default rule's id replaces it) unless it
     # sets inherit_rules = false; disabled_rules drops default rules by id.
@@ -414,7 +418,10 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 
 
 def _describe(exc: ValidationError, data: dict[str, Any]) -> str:
-    first = exc.errors()[0]
+    """The first problem, worded for a person: an unknown key first of all (a misspelt key silently left at its
+    default is the likeliest mistake), with the key it most likely meant."""
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    first = errors[0]
     loc = list(first["loc"])
     key = f"[{loc[0]}]" if loc else "(top level)"
     node: Any = data.get(str(loc[0])) if loc else None
@@ -426,9 +433,34 @@ def _describe(exc: ValidationError, data: dict[str, Any]) -> str:
         else:
             key += f".{part}"
             node = node.get(part) if isinstance(node, dict) else None
-    msg = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
-    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    msg = first["msg"]
+    if first["type"] == "extra_forbidden":
+        known = _keys_at(loc[:-1])
+        near = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6) if loc else []
+        msg = (
+            f"unknown key; did you mean '{near[0]}'?"
+            if near
+            else "unknown key" + (f" (known: {', '.join(known)})" if known and len(known) <= 12 else "")
+        )
+    others = [".".join(map(str, e["loc"])) for e in errors[1:]]
+    more = f" (and {len(others)} more: {', '.join(others[:3])}{', …' if len(others) > 3 else ''})" if others else ""
     return f"{key}: {msg}{more}"
+
+
+def _keys_at(loc: list[int | str]) -> list[str]:
+    """The keys the policy model takes at ``loc`` (a section, a rule, ...); [] where it cannot tell."""
+    model: Any = Policy
+    for part in loc:
+        if isinstance(part, int):
+            args = [a for a in typing.get_args(model) if a is not Ellipsis]
+            model = args[0] if args else None
+        elif isinstance(model, type) and issubclass(model, BaseModel) and part in model.model_fields:
+            model = model.model_fields[part].annotation
+        else:
+            return []
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return [name for name, field in model.model_fields.items() if not field.exclude]
+    return []
 
 
 def resolve_policy_name(path: Path) -> Path:

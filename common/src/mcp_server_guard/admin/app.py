@@ -16,16 +16,24 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, NoReturn, TypedDict
+from typing import Annotated, Any, NoReturn, TypedDict
 
 import typer
 
 from mcp_server_guard.admin.format import format_entry
-from mcp_server_guard.audit import AuditRecord, default_audit_path, is_own_dir, read_entries, state_dirs
+from mcp_server_guard.audit import (
+    AuditRecord,
+    default_audit_path,
+    follow_entries,
+    is_own_dir,
+    read_entries,
+    state_dirs,
+)
 from mcp_server_guard.errors import GuardError
-from mcp_server_guard.files.history import CALLS, HistoryError, HistoryStore
+from mcp_server_guard.files.history import CALLS, HistoryError, HistoryStore, remove_dead
 from mcp_server_guard.files.jail import SymlinkMode
 from mcp_server_guard.files.treelock import TreeBusy
 from mcp_server_guard.files.writing import open_writer
@@ -41,6 +49,7 @@ from mcp_server_guard.serving.launch import (
     resolve_history_dir,
     run_app,
     usage_error,
+    version_callback,
 )
 from mcp_server_guard.serving.server import Mode
 from mcp_server_guard.shell.parsing import TooComplex
@@ -57,23 +66,37 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=version_callback("mcp-server-guard"), is_eager=True, help="Show the version."
+        ),
+    ] = False,
+) -> None:
+    """Explain and administer the guarded MCP servers (file_read, file_write, shell_exec)."""
+
+
 @app.command(
     help="Spawn the servers in a temporary workspace through a real MCP client; show allowed and refused calls."
 )
 def demo(
-    mode: Annotated[
-        str, typer.Option("--mode", help="Protocol era: auto (2026-07-28) or legacy (2025-11-25).")
+    protocol: Annotated[
+        str,
+        typer.Option("--protocol", help="Protocol era the client speaks: auto (2026-07-28) or legacy (2025-11-25)."),
     ] = "auto",
 ) -> None:
     # Lazy for start-up time: the demo pulls in the MCP client; the other commands never need it.
     from mcp_server_guard.admin.demo import run_demo  # noqa: PLC0415
 
-    raise typer.Exit(run_demo(mode))
+    raise typer.Exit(run_demo(protocol))
 
 
 @app.command(
     help="Show the last N calls in the audit log, oldest first: one line per call (its intent and outcome "
-    "records paired by audit_id); a call whose server died before it ended shows as INTERRUPTED."
+    "records paired by audit_id); a call whose server died before it ended shows as INTERRUPTED. Filters narrow "
+    "the calls shown (all must hold); --follow keeps printing calls as they end."
 )
 def audit(
     last: Annotated[int, typer.Option("-n", "--last", min=1, help="How many calls.")] = 20,
@@ -81,14 +104,88 @@ def audit(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print each call as one JSON object (intent and outcome merged, + status).")
     ] = False,
+    server: Annotated[str | None, typer.Option("--server", help="Only this server (file_read, …).")] = None,
+    decision: Annotated[
+        str | None, typer.Option("--decision", help="Only this policy result (allow, deny, ask-approved, …).")
+    ] = None,
+    actor: Annotated[str | None, typer.Option("--actor", help="Only calls from clients whose name has this.")] = None,
+    project: Annotated[
+        Path | None,
+        typer.Option("--project", metavar="DIR", help="Only calls whose launch directory or roots hold DIR."),
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only calls from this time on: ISO 8601, or an age like 10m, 2h, 1d.")
+    ] = None,
+    follow: Annotated[
+        bool, typer.Option("-f", "--follow", help="Keep printing calls as they end (Ctrl-C stops).")
+    ] = False,
 ) -> None:
     path = audit_log or default_audit_path([])
-    entries = list(read_entries(path, last))
-    if not entries:
-        typer.echo(f"no audit entries in {path}", err=True)
-        return
+    try:
+        keep = _audit_filter(server, decision, actor, project, since)
+    except ValueError as exc:
+        usage_error(PROG, str(exc))
+    filtering = any(v is not None for v in (server, decision, actor, project, since))
+    # A filter looks further back than the last N records: what matches may be older.
+    entries = [e for e in read_entries(path, AUDIT_SCAN if filtering else last) if keep(e)][-last:]
+    show = (lambda e: json.dumps(e, ensure_ascii=False)) if as_json else format_entry
     for entry in entries:
-        typer.echo(json.dumps(entry, ensure_ascii=False) if as_json else format_entry(entry))
+        typer.echo(show(entry))
+    if follow:
+        try:
+            for entry in follow_entries(path):
+                if keep(entry):
+                    typer.echo(show(entry))
+        except KeyboardInterrupt:
+            return
+    elif not entries:
+        typer.echo(f"no {'matching ' if filtering else ''}audit entries in {path}", err=True)
+
+
+AUDIT_SCAN = 100_000  # records a filtered view reads back at most
+
+
+def _audit_filter(
+    server: str | None, decision: str | None, actor: str | None, project: Path | None, since: str | None
+) -> Callable[[dict[str, Any]], bool]:
+    start = _since(since) if since is not None else None
+    where = os.path.realpath(project) if project is not None else None
+
+    def keep(entry: dict[str, Any]) -> bool:
+        if server is not None and entry.get("server") != server:
+            return False
+        if decision is not None and entry.get("policy_result", entry.get("decision")) != decision:
+            return False
+        if actor is not None and actor.lower() not in str(entry.get("actor") or "").lower():
+            return False
+        if where is not None:
+            places = [entry.get("launch_dir"), *(entry.get("roots") or [])]
+            if not any(isinstance(p, str) and (within(where, p) or within(p, where)) for p in places):
+                return False
+        if start is not None:
+            try:
+                when = datetime.fromisoformat(str(entry.get("time")))
+            except ValueError:
+                return False
+            if when < start:
+                return False
+        return True
+
+    return keep
+
+
+def _since(text: str) -> datetime:
+    """An ISO 8601 time (UTC when it names no zone) or an age: 30s, 10m, 2h, 1d."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    if text[-1:] in units and text[:-1].isdigit():
+        return datetime.now(UTC) - timedelta(seconds=int(text[:-1]) * units[text[-1]])
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"--since {text!r}: give an ISO 8601 time (2026-11-27T10:00) or an age (10m, 2h, 1d)"
+        ) from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 SERVERS = (
@@ -126,11 +223,27 @@ def config(
     sandbox: Annotated[SandboxMode | None, typer.Option("--sandbox", help="Passed to shell_exec.")] = None,
     sandbox_read: Annotated[ReadScope | None, typer.Option("--sandbox-read", help="Passed to shell_exec.")] = None,
     network: Annotated[NetworkMode | None, typer.Option("--network", help="Passed to shell_exec.")] = None,
+    audit_log: AuditLogOpt = None,
+    history_dir: HistoryDirOpt = None,
 ) -> None:
     dirs = [p.absolute() for p in (allow_path or [Path.cwd()])]
-    for directory in dirs:
-        if not directory.is_dir():
-            usage_error(PROG, f"--allow-path {directory}: no such directory")
+    # Printed whatever it is: hosts differ in the mode they assume (the agent CLI we serve defaults to read-only).
+    chosen = mode or Mode.WORKSPACE_WRITE
+    # What is printed must start: checked by the very code the servers run at start-up (exit 2, one line).
+    checked = build_config(
+        prog=f"{PROG} config",
+        name="config",
+        distribution="mcp-server-guard",
+        allow_path=dirs[1:],
+        launch_dir=dirs[0],
+        symlinks=symlinks or SymlinkMode.FOLLOW,
+        policy=policy,
+        audit_log=audit_log.absolute() if audit_log is not None else None,
+        log_level=LogLevel.WARNING,
+        mode=chosen,
+    )
+    history = resolve_history_dir(f"{PROG} config", history_dir, checked)
+    checked.audit.close()
     common = ["--launch-dir", str(dirs[0])]
     for directory in dirs[1:]:
         common += ["--allow-path", str(directory)]
@@ -138,17 +251,19 @@ def config(
         common += ["--policy", str(policy if not policy.exists() else policy.absolute())]
     if symlinks is not None:
         common += ["--symlinks", symlinks.value]
-    if mode is not None:
-        common += ["--mode", mode.value]
+    common += ["--mode", chosen.value]
+    if audit_log is not None:
+        common += ["--audit-log", str(audit_log.absolute())]
     shell_only = []
     for flag, value in (("--sandbox", sandbox), ("--sandbox-read", sandbox_read), ("--network", network)):
         if value is not None:
             shell_only += [flag, value.value]
     entries: dict[str, dict[str, object]] = {}
     for name, script in SERVERS:
+        own = ["--history-dir", str(history)] if history_dir is not None and name != "file_read" else []
         entry: dict[str, object] = {
             "command": _installed(script),
-            "args": common + (shell_only if name == "shell_exec" else []),
+            "args": common + own + (shell_only if name == "shell_exec" else []),
         }
         if host is Host.VSCODE:
             entry = {"type": "stdio", **entry}
@@ -444,6 +559,29 @@ def history_list(
 
 
 @history_app.command(
+    "prune",
+    help="Remove what dead servers left (data of saves they never finished, their output spools) and bring each "
+    "history store within its bounds. Servers do this at start-up; it is safe while others run (a live server's "
+    "files are told by its lock, never by age).",
+)
+def history_prune(history_dir: HistoryDirOpt = None) -> None:
+    for store in _history_stores(history_dir):
+        before = store.usage()
+        orphans = store.sweep()
+        after = store.usage()
+        store.close()
+        typer.echo(
+            f"{store.directory}: {orphans} orphan(s) removed; {before[0] - after[0]} bytes and "
+            f"{before[1] - after[1]} entries freed; now {after[0]} bytes in {after[1]} entries"
+        )
+    if history_dir is None:
+        for directory in filter(is_own_dir, state_dirs()):
+            spools = remove_dead(directory / "spool", unlocked_legacy=True)
+            if spools:
+                typer.echo(f"{directory / 'spool'}: {spools} dead server spool(s) removed")
+
+
+@history_app.command(
     "restore",
     help="Put a saved version back at its original path, through the same guards. Exit code: 0 restored, "
     "1 no such entry or a broken one (HISTORY_NOT_FOUND, HISTORY_BROKEN), 2 refused by a guard or bad usage.",
@@ -483,8 +621,7 @@ def history_restore(
                 usage_error(PROG, f"{exc.code}: {exc.message} {exc.suggestion}")
             record.bytes = outcome.bytes_written
     finally:
-        if writer.journal is not None:
-            writer.journal.close()
+        writer.close()
     saved = f"; the content it replaced is saved as {outcome.backup}" if outcome.backup else ""
     typer.echo(f"restored {entry.path} ({outcome.bytes_written} bytes, sha256 {outcome.sha256[:12]}…){saved}")
 

@@ -157,7 +157,7 @@ async def _file_write(proj: Path, audit: Path, history: Path, mode: str) -> list
     return [*outcomes, done.returncode == 0 and "first draft" in restored]
 
 
-async def _shell_exec(proj: Path, audit: Path, mode: str) -> list[bool]:
+async def _shell_exec(proj: Path, audit: Path, mode: str, layers: list[str]) -> list[bool]:
 
     # HOME is the throwaway workspace's parent: even a broken policy could only touch the demo's files.
     home = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(proj.parent), "LANG": "C.UTF-8"}
@@ -213,6 +213,7 @@ async def _shell_exec(proj: Path, audit: Path, mode: str) -> list[bool]:
                 refused = _show(label, result)
             else:
                 out = result.structured_content or {}
+                layers.append(str(out.get("sandbox", "")))
                 print(
                     f"  ✓ {label}\n      $ {args['command']}\n      exit {out.get('exitCode')}, "
                     f"policyDecision {out.get('policyDecision')}, sandbox {out.get('sandbox')}"
@@ -285,13 +286,39 @@ def run_demo(mode: str = "auto") -> int:
         print(f"workspace: {proj}\n(outside the jail, beside it: {base / 'outside'})")
         outcomes = anyio.run(_file_read, proj, audit, mode)
         outcomes += anyio.run(_file_write, proj, audit, base / "history", mode)
-        outcomes += anyio.run(_shell_exec, proj, audit, mode)
+        layers: list[str] = []
+        outcomes += anyio.run(_shell_exec, proj, audit, mode, layers)
 
         print(f"\n== audit log ({audit.name}, kept outside the jail)")
         for entry in read_entries(audit, 20):
             print("  " + format_entry(entry))
     ok = all(outcomes)
-    print(
-        "\nall guards behaved as expected" if ok else "\nUNEXPECTED OUTCOME above", file=sys.stderr if not ok else None
-    )
+    print(f"\n{_layers_said(layers)}")
+    print("all guards behaved as expected" if ok else "UNEXPECTED OUTCOME above", file=sys.stderr if not ok else None)
     return 0 if ok else 1
+
+
+# What each part of shell_exec's sandbox label means, for a person.
+_LAYER_NAMES = {
+    "bwrap": "a bubblewrap box",
+    "pidns": "its own processes",
+    "mountns": "its own view of the files",
+    "nocaps": "no capabilities",
+    "seccomp": "seccomp",
+    "netns": "its own network",
+    "egress-proxy": "an egress proxy",
+}
+
+
+def _layers_said(labels: list[str]) -> str:
+    """Which layers confined the demo's commands, and which did not start here (said, never implied)."""
+    label = next((x for x in labels if x), "")
+    parts = label.split("+") if label and label != "none" else []
+    named = [_LAYER_NAMES.get(p, p.replace("landlock-v", "Landlock ABI ")) for p in parts]
+    said = f"layers that confined the commands: {', '.join(named)}" if named else "commands ran with NO kernel sandbox"
+    if "bwrap" not in parts:
+        said += (
+            "\nthe box (bubblewrap) did NOT start on this machine: commands ran without it "
+            "(see `mcp-server-shell-exec --sandbox required` for why)"
+        )
+    return said

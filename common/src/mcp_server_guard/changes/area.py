@@ -17,26 +17,24 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import logging
 import os
-import secrets
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_server_guard.files.history import remove_tree
+from mcp_server_guard.files.history import remove_dead, remove_tree
+from mcp_server_guard.files.liveness import OwnedDir
 from mcp_server_guard.paths import within, within_any
 from mcp_server_guard.protected import OWN_AREA
 
-__all__ = ["AREA_IN_ROOT", "CopyArea", "Part", "dead_parts", "possible_areas"]
+__all__ = ["AREA_IN_ROOT", "CopyArea", "Part", "possible_areas"]
 
 log = logging.getLogger("mcp_server_guard.changes")
 
 AREA_IN_ROOT = OWN_AREA  # a root's own area, when the state directory is on another file system
 _COPIES = "copies"
-_LOCK = "lock"
 
 
 @dataclass(frozen=True)
@@ -54,7 +52,7 @@ class CopyArea:
     def __init__(self, roots: Sequence[str], state_dir: Path) -> None:
         self.parts: list[Part] = []
         self.why = ""
-        self._locks: list[int] = []
+        self._owned: list[OwnedDir] = []
         outer = [r for r in roots if not any(o != r and within(r, o) for o in roots)]
         by_area: dict[Path, tuple[list[str], str | None]] = {}
         try:
@@ -71,17 +69,9 @@ class CopyArea:
     def _take(self, area: Path, roots: tuple[str, ...], in_root: str | None) -> Part:
         if in_root is not None:
             _prepare_in_root(Path(in_root) / AREA_IN_ROOT)
-        area.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tag = f"{os.getpid()}-{secrets.token_hex(4)}"
-        # Locked before the part gets its name, so a sweeper never takes a live part for a dead one.
-        starting = area / f".starting-{tag}"
-        starting.mkdir(mode=0o700)
-        fd = os.open(starting / _LOCK, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        self._locks.append(fd)
-        part = area / tag
-        os.rename(starting, part)
-        return Part(part, roots, in_root)
+        owned = OwnedDir(area)
+        self._owned.append(owned)
+        return Part(owned.path, roots, in_root)
 
     def overlays(self) -> list[tuple[str, str]]:
         """(root, part directory) for every writable root that works on a copy."""
@@ -90,25 +80,16 @@ class CopyArea:
     def sweep(self) -> int:
         """Remove what dead servers left in these areas (run their unfinished applies first: ``apply.recover``).
         Returns how many parts went."""
-        removed = 0
-        for area in {part.directory.parent for part in self.parts}:
-            for part, fd in dead_parts(area):
-                try:
-                    remove_tree(part)
-                    removed += 1
-                finally:
-                    if fd >= 0:
-                        os.close(fd)
-        return removed
+        return sum(remove_dead(area) for area in {part.directory.parent for part in self.parts})
 
     def close(self) -> None:
         """At exit: remove this server's parts (every call has ended), then let go of the locks."""
         for part in self.parts:
             with contextlib.suppress(OSError):
                 remove_tree(part.directory)
-        for fd in self._locks:
-            os.close(fd)
-        self._locks = []
+        for owned in self._owned:
+            owned.close()
+        self._owned = []
 
 
 def possible_areas(roots: Sequence[str], state_dir: Path) -> list[str]:
@@ -143,29 +124,3 @@ def _prepare_in_root(directory: Path) -> None:
             os.write(fd, b"# mcp-guard keeps the copies commands work on here; never commit them.\n*\n")
         finally:
             os.close(fd)
-
-
-def dead_parts(area: Path) -> Iterator[tuple[Path, int]]:
-    """The parts of ``area`` whose server is gone, each with its lock held (the caller closes it)."""
-    try:
-        names = os.listdir(area)
-    except OSError:
-        return
-    for name in names:
-        part = area / name
-        try:
-            fd = os.open(part / _LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except FileNotFoundError:
-            if name.startswith(".starting-"):
-                fd = -1  # a server that died while taking it: nothing of a call can be in it
-            else:
-                continue
-        except OSError:
-            continue
-        if fd >= 0:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                continue  # its server is alive
-        yield part, fd

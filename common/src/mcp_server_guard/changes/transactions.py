@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import queue
 import secrets
 import stat
 import threading
@@ -127,6 +128,52 @@ def _rewrite(sets: Sequence[ChangeSet], judgement: Judgement) -> None:
                 os.close(fd)
 
 
+class _Remover:
+    """Removes the copies of calls that changed nothing, one after another on a thread of its own, started on
+    first use. A copy is a few directories (overlayfs leaves ``work/incompat/volatile`` in a volatile mount's work
+    directory), but each rmdir can take a millisecond while other calls' namespaces are being made and torn down:
+    a hundred calls ending at once held the event loop for most of a second, and every other call with it."""
+
+    def __init__(self, remove: Callable[[str], None]) -> None:
+        self._remove = remove
+        self._queue: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._pending = 0  # names put and not removed yet
+        self._done = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def put(self, name: str) -> None:
+        with self._done:
+            self._pending += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="copy-remover", daemon=True)
+                self._thread.start()
+        self._queue.put(name)
+
+    def _run(self) -> None:
+        while (name := self._queue.get()) is not None:
+            try:
+                self._remove(name)
+            except Exception:  # the thread goes on with the next copy whatever one does
+                log.exception("the copy %s could not be removed", name)
+            finally:
+                with self._done:
+                    self._pending -= 1
+                    self._done.notify_all()
+
+    def idle(self, timeout: float) -> bool:
+        """Wait until every name put so far is removed; False after ``timeout``."""
+        with self._done:
+            return self._done.wait_for(lambda: self._pending == 0, timeout)
+
+    def stop(self, timeout: float) -> None:
+        """Remove what is queued (for at most ``timeout``), then end the thread."""
+        with self._done:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._queue.put(None)
+            thread.join(timeout)
+
+
 class Transactions:
     """Settles the transactions of one server's calls."""
 
@@ -146,6 +193,7 @@ class Transactions:
         self.display: Callable[[str], str] = lambda path: printable(display(path))
         self._held: dict[str, Held] = {}
         self._lock = threading.Lock()
+        self._remover = _Remover(self.discard)
 
     # -- reading and judging ---------------------------------------------------------------------
 
@@ -174,25 +222,16 @@ class Transactions:
         return judgement
 
     def _untouched(self, name: str) -> bool:
-        """Whether the copy holds no change at all; then it is removed here and now (a few system calls)."""
-        overlays = self.area.overlays()
+        """Whether the copy holds no change at all (one directory read per root); then it is removed later, by
+        the remover (see ``_Remover``), never on the event loop nor on the call's way to its result."""
         try:
-            for index, (_root, part) in enumerate(overlays):
+            for index, (_root, part) in enumerate(self.area.overlays()):
                 with os.scandir(self._upper(name, index, part)) as entries:
                     if next(entries, None) is not None:
                         return False
         except OSError:
             return False  # something unexpected: the thorough way decides
-        try:
-            for index, (_root, part) in enumerate(overlays):
-                base = os.path.join(part, name)
-                os.rmdir(os.path.join(base, f"u{index}"))
-                os.rmdir(os.path.join(base, f"w{index}", "work"))
-                os.rmdir(os.path.join(base, f"w{index}"))
-            for part in dict.fromkeys(part for _root, part in overlays):
-                os.rmdir(os.path.join(part, name))
-        except OSError:
-            self.discard(name)  # overlayfs left something in its work directory: the thorough way
+        self._remover.put(name)
         return True
 
     def discard(self, name: str) -> None:
@@ -200,6 +239,10 @@ class Transactions:
         for part in {part for _root, part in self.area.overlays()}:
             with contextlib.suppress(OSError):
                 remove_tree(Path(part) / name)
+
+    def removed(self, timeout: float) -> bool:
+        """Wait until every copy handed to the remover is gone (False after ``timeout``)."""
+        return self._remover.idle(timeout)
 
     # -- settling ----------------------------------------------------------------------------------
 
@@ -490,3 +533,4 @@ class Transactions:
     def close(self) -> None:
         with self._lock:
             self._held.clear()
+        self._remover.stop(timeout=5.0)

@@ -11,9 +11,15 @@ Pre-images move, or are hard-linked, into the store when it lies on the same fil
 copy: a 100 MB file is kept in microseconds); elsewhere they are copied.
 
 Crash order: a save writes the data, then the metadata; an eviction deletes the metadata, then the
-data. So a crash leaves at worst a data file without metadata (an orphan, removed at the next start
-once it is a minute old — younger ones may be another server's save in progress), never metadata
-that promises data it lacks. Entries broken anyway (files deleted by hand) are reported, not served.
+data. So a crash leaves at worst a data file without metadata (an orphan), never metadata that promises
+data it lacks. Entries broken anyway (files deleted by hand) are reported, not served.
+
+Orphans go at once, and only a dead server's: before it creates ``<id>.data`` (or moves a ``.tree`` in), a
+server notes the id in its own directory of ``.owners/`` (a ``files.liveness.OwnedDir``, locked for its life)
+and drops the note once the metadata is written. A data file without metadata that no live server has noted
+— and that no unfinished apply journal names (``changes.apply.recover`` still needs it) — is a dead server's:
+the next start, ``mcp-guard history prune`` and every eviction remove it, whatever its age. Several servers
+may share the store.
 
 The store is bounded by what it uses on disk (both files of every entry, allocated blocks or size,
 whichever is larger) and by its number of entries; the oldest go first, the one just saved never.
@@ -32,7 +38,9 @@ import re
 import secrets
 import shutil
 import stat
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,13 +48,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from mcp_server_guard.files.liveness import OwnedDir, dead_dirs, live_dirs
+
 log = logging.getLogger("mcp_server_guard.files.history")
 _ID = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{6}$")
 _AUDIT_ID = re.compile(r"^[0-9a-f]{12}$")
 CALLS = "calls"  # manifests of the calls that changed files
 _CHUNK = 1 << 20
-# A data file without metadata younger than this may be a save in progress (of any server sharing the store).
-ORPHAN_AGE_S = 60.0
+OWNERS = ".owners"  # each live server's notes of the saves it has in flight (see files.liveness)
+_APPLY_JOURNALS = ".journal"  # changes.apply's journals: the ids an unfinished apply still needs
+_MAX_JOURNAL_PLAN = 16 << 20  # bytes of a journal's plan line read at most
 
 
 class HistoryEntry(BaseModel):
@@ -85,7 +96,6 @@ class _Files:
     usage: int = 0
     data: bool = False
     meta: bool = False
-    data_mtime: float = 0.0
 
 
 def disk_usage(st: os.stat_result) -> int:
@@ -101,9 +111,33 @@ class HistoryStore:
         # Usage and entry count as last scanned, plus what we saved since: a scan only when maybe over a bound.
         self._total: int | None = None
         self._count = 0
+        self._owned: OwnedDir | None = None
+        self._owned_lock = threading.Lock()
 
     def _ensure(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    @contextlib.contextmanager
+    def _in_flight(self, entry_id: str) -> Iterator[None]:
+        """While ``entry_id`` gets its data and metadata, a note in this server's own directory says so: a data
+        file without metadata and without a live server's note is an orphan (see the module's docstring)."""
+        with self._owned_lock:
+            if self._owned is None:
+                self._owned = OwnedDir(self.directory / OWNERS)
+            note = self._owned.path / entry_id
+        note.touch(mode=0o600)
+        try:
+            yield
+        finally:
+            note.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """At exit: nothing of ours is in flight any more; our notes go with our lock."""
+        with self._owned_lock:
+            if self._owned is not None:
+                remove_tree(self._owned.path)
+                self._owned.close()
+                self._owned = None
 
     @staticmethod
     def new_id() -> str:
@@ -117,6 +151,12 @@ class HistoryStore:
         now = datetime.now(UTC)
         entry_id = entry_id or self.new_id()
         data_path = self.directory / f"{entry_id}.data"
+        with self._in_flight(entry_id):
+            return self._save(src_fd, data_path, entry_id, original_path, mode, audit_id, now)
+
+    def _save(
+        self, src_fd: int, data_path: Path, entry_id: str, original_path: str, mode: int, audit_id: str, now: datetime
+    ) -> HistoryEntry:
         hasher = hashlib.sha256()
         size = 0
         out = os.open(data_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -198,38 +238,39 @@ class HistoryStore:
         st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
         kind = _kind_of(st.st_mode)
         target = self.directory / f"{entry_id}.{'tree' if kind == 'tree' else 'data'}"
-        sha = ""
-        if not os.path.lexists(target):
-            try:
-                if move:
-                    os.rename(name, target, src_dir_fd=dirfd)
-                elif kind != "tree":
-                    os.link(name, target, src_dir_fd=dirfd, follow_symlinks=False)
-                else:
-                    raise OSError(errno.EINVAL, "a directory is kept by moving it")
-            except OSError as exc:
-                if exc.errno != errno.EXDEV:
-                    raise
-                sha = _copy_into(dirfd, name, target, st)
-                if move:
-                    _remove(dirfd, name, st)
-        size, files = tree if kind == "tree" else (st.st_size if kind == "file" else 0, 1)
-        entry = HistoryEntry(
-            id=entry_id,
-            path=original_path,
-            time=datetime.now(UTC).isoformat(timespec="milliseconds"),
-            size=size,
-            mode=stat.S_IMODE(st.st_mode),
-            sha256=sha,
-            kind=kind,
-            audit_id=audit_id,
-            files=files,
-            mtime_ns=st.st_mtime_ns,
-        )
-        if not (self.directory / f"{entry_id}.json").exists():
-            usage = self._write_meta(entry, fsync=durable)
-            self._account(entry_id, usage + (disk_usage(st) if kind != "tree" else size))
-        return entry
+        with self._in_flight(entry_id):
+            sha = ""
+            if not os.path.lexists(target):
+                try:
+                    if move:
+                        os.rename(name, target, src_dir_fd=dirfd)
+                    elif kind != "tree":
+                        os.link(name, target, src_dir_fd=dirfd, follow_symlinks=False)
+                    else:
+                        raise OSError(errno.EINVAL, "a directory is kept by moving it")
+                except OSError as exc:
+                    if exc.errno != errno.EXDEV:
+                        raise
+                    sha = _copy_into(dirfd, name, target, st)
+                    if move:
+                        _remove(dirfd, name, st)
+            size, files = tree if kind == "tree" else (st.st_size if kind == "file" else 0, 1)
+            entry = HistoryEntry(
+                id=entry_id,
+                path=original_path,
+                time=datetime.now(UTC).isoformat(timespec="milliseconds"),
+                size=size,
+                mode=stat.S_IMODE(st.st_mode),
+                sha256=sha,
+                kind=kind,
+                audit_id=audit_id,
+                files=files,
+                mtime_ns=st.st_mtime_ns,
+            )
+            if not (self.directory / f"{entry_id}.json").exists():
+                usage = self._write_meta(entry, fsync=durable)
+                self._account(entry_id, usage + (disk_usage(st) if kind != "tree" else size))
+            return entry
 
     def take(self, entry_id: str, dirfd: int, name: str) -> HistoryEntry:
         """Put an entry's pre-image back at ``name`` in ``dirfd`` (which must be free): moved out of the store
@@ -428,7 +469,7 @@ class HistoryStore:
                 files = found.setdefault(stem, _Files())
                 files.usage += disk_usage(st) if suffix != "tree" else self._tree_usage(stem)
                 if suffix in ("data", "tree"):
-                    files.data, files.data_mtime = True, st.st_mtime
+                    files.data = True
                 else:
                     files.meta = True
         return found
@@ -462,32 +503,94 @@ class HistoryStore:
         # Over a bound: go a tenth below it, so that a store at its bound is scanned once per many saves.
         max_bytes = self.max_bytes - self.max_bytes // 10
         max_entries = self.max_entries - max(1, self.max_entries // 10)
-        young = time.time() - ORPHAN_AGE_S
+        total -= self._drop_orphans(scan)
+        count = len(scan)
+        busy = self._in_flight_anywhere()
         for entry_id in sorted(scan):
             if total <= max_bytes and count <= max_entries:
                 break
             files = scan[entry_id]
-            if entry_id == keep or (not files.meta and files.data_mtime > young):
-                continue  # the one just saved, or maybe another server's save in progress
+            if entry_id == keep or entry_id in busy:
+                continue  # the one just saved, or a live server's save in progress
             self._remove(entry_id)
             total -= files.usage
             count -= 1
         self._total, self._count = total, count
 
-    def sweep(self) -> int:
-        """At start-up: remove orphan data files older than a minute, then bring the store within its bounds.
+    def usage(self) -> tuple[int, int]:
+        """(bytes, entries) the store uses on disk now, orphans included."""
+        return self._measure(self._scan())
 
-        Returns how many orphans were removed.
-        """
+    def sweep(self) -> int:
+        """At start-up and for ``mcp-guard history prune``: remove what dead servers left (their notes, and the
+        data files they never gave metadata), then bring the store within its bounds. Returns how many orphans
+        were removed."""
         self._ensure()
+        remove_dead(self.directory / OWNERS)
         scan = self._scan()
-        old = time.time() - ORPHAN_AGE_S
-        orphans = [i for i, f in scan.items() if f.data and not f.meta and f.data_mtime < old]
-        for entry_id in orphans:
-            (self.directory / f"{entry_id}.data").unlink(missing_ok=True)
-            del scan[entry_id]
+        before = len(scan)
+        self._drop_orphans(scan)
+        removed = before - len(scan)
         self._evict(keep=None, scan=scan)
-        return len(orphans)
+        return removed
+
+    def _drop_orphans(self, scan: dict[str, _Files]) -> int:
+        """Remove the data of every id in ``scan`` that has no metadata, no live server's note and no unfinished
+        apply that needs it (it is taken out of ``scan``); the bytes that went.
+
+        The order holds against a save running meanwhile: the candidates come from ``scan`` (made before), the
+        notes are read after, and each candidate's metadata is looked for once more right before it goes — a
+        live save notes its id before its data exists and writes the metadata before it drops the note."""
+        candidates = [i for i, f in scan.items() if f.data and not f.meta]
+        if not candidates:
+            return 0
+        spared = self._in_flight_anywhere() | self._needed_by_applies()
+        freed = 0
+        for entry_id in candidates:
+            if entry_id in spared or os.path.lexists(self.directory / f"{entry_id}.json"):
+                continue
+            for suffix in (".data", ".tree"):
+                target = self.directory / f"{entry_id}{suffix}"
+                if os.path.lexists(target):
+                    remove_tree(target)
+            freed += scan.pop(entry_id).usage
+        if freed:
+            log.info("history %s: removed %d byte(s) a dead server left without metadata", self.directory, freed)
+        return freed
+
+    def _in_flight_anywhere(self) -> set[str]:
+        """The ids live servers (this one included) have noted as being saved now."""
+        busy: set[str] = set()
+        for owned in live_dirs(self.directory / OWNERS):
+            with contextlib.suppress(OSError):
+                busy.update(name for name in os.listdir(owned) if _ID.match(name))
+        return busy
+
+    def _needed_by_applies(self) -> set[str]:
+        """The ids an apply journal left for ``changes.apply.recover`` names: its pre-images, maybe without
+        metadata yet (a dead server's apply is finished by the next start of a server of its directories)."""
+        needed: set[str] = set()
+        directory = self.directory / _APPLY_JOURNALS
+        with contextlib.suppress(OSError):
+            for name in os.listdir(directory):
+                if not (name.startswith("apply-") and name.endswith(".json")):
+                    continue
+                try:
+                    fd = os.open(directory / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+                except OSError:
+                    continue
+                try:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        continue
+                    with os.fdopen(os.dup(fd), "rb") as fh:
+                        first = fh.readline(_MAX_JOURNAL_PLAN)
+                    plan = json.loads(first)
+                    needed.update(str(op.get("entry", "")) for op in plan.get("ops", []) if isinstance(op, dict))
+                except (OSError, ValueError, AttributeError):
+                    continue
+                finally:
+                    os.close(fd)
+        return needed
 
 
 def file_kind(mode: int) -> str:
@@ -588,6 +691,19 @@ def remove_tree(path: Path) -> None:
         os.close(base)
 
 
+def remove_dead(area: Path, *, unlocked_legacy: bool = False) -> int:
+    """Remove every dead server's directory in ``area`` (see ``files.liveness``) with what it holds; how many."""
+    removed = 0
+    for owned, fd in dead_dirs(area, unlocked_legacy=unlocked_legacy):
+        try:
+            remove_tree(owned)
+            removed += 1
+        finally:
+            if fd >= 0:
+                os.close(fd)
+    return removed
+
+
 def remove_below(base: int, top: str) -> None:
     """Remove ``top`` below the open directory ``base``: an fd-relative walk that never follows a link, at any
     depth (no recursion, two descriptors open: a command can make a tree thousands of levels deep), letting our
@@ -640,7 +756,7 @@ def remove_below(base: int, top: str) -> None:
 
 __all__ = [
     "CALLS",
-    "ORPHAN_AGE_S",
+    "OWNERS",
     "BrokenEntry",
     "HistoryEntry",
     "HistoryError",
@@ -649,5 +765,6 @@ __all__ = [
     "file_kind",
     "open_own_dir",
     "remove_below",
+    "remove_dead",
     "remove_tree",
 ]

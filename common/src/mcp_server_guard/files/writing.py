@@ -152,6 +152,12 @@ class Writer:
         self._new_mode = 0o666 & ~_current_umask() & ~_EXEC_BITS
         self._files = _FileLocks()
 
+    def close(self) -> None:
+        """At a clean exit (no write in flight): drop the temp-file journal and the history's in-flight notes."""
+        if self.journal is not None:
+            self.journal.close()
+        self.history.close()
+
     def write(
         self,
         given: str,

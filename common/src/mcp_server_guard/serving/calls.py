@@ -12,6 +12,13 @@ object sent as a string); anything else is a PARAM error that names the offendin
 name, and ends with a corrected example call built from the caller's own arguments, so that sending the
 example as it is works. An unknown key is always an error: a model that believes it set ``timeout`` must
 learn that it did not.
+
+An example is only ever a call that does what the caller meant. Threat: a small model sends an example back
+as it is. So a call missing a required argument gets no example (a ``<path>`` placeholder sent back to
+file_write creates a file named ``<path>``); nor does a call whose value had to be left out (``"signal":
+"HUP"`` dropped turns a stop into a look) — the suggestion says in words what to send instead. And a value
+that is a placeholder of that kind (``<path>``, ``<content>``, ``<command>``: an argument's name in angle
+brackets) is refused, never used.
 """
 
 from __future__ import annotations
@@ -166,6 +173,7 @@ class _Problems:
     def __init__(self, tool: str) -> None:
         self.tool = tool
         self.messages: list[str] = []
+        self.unsure: list[str] = []  # what to send, in words, where no example can say what the caller meant
 
     def add(self, message: str) -> None:
         self.messages.append(message)
@@ -175,6 +183,13 @@ class _Problems:
             return
         first, more = self.messages[0], len(self.messages) - 1
         also = f" (and {more} more problem{'s' if more > 1 else ''}: {'; '.join(self.messages[1:])})" if more else ""
+        if self.unsure:
+            raise ParamError(
+                "INVALID_ARGUMENT",
+                f"{first}{also}",
+                f"{hint}Send the call again with {'; '.join(self.unsure)}. (No example call: only you know the "
+                "values you meant.)",
+            )
         raise ParamError(
             "INVALID_ARGUMENT",
             f"{first}{also}",
@@ -203,6 +218,7 @@ def _coerce(key: str, value: Any, prop: Mapping[str, Any], problems: _Problems) 
         if len(meant) == 1:
             return meant[0]
         problems.add(f"'{key}' must be one of {', '.join(map(str, choices))}, not {json.dumps(value)}")
+        problems.unsure.append(f"'{key}' set to one of {', '.join(map(str, choices))}")
         return _DROP
     if kind == "string":
         if isinstance(value, str):
@@ -390,10 +406,42 @@ def normalize_arguments(
     for key in required:
         if key not in result:
             problems.add(f"missing required argument '{key}'")
-            result[key] = f"<{key}>"
+            problems.unsure.append(f"'{key}' ({_described(properties[key])})")
             hint = f"Required: {', '.join(required)}. "
+    for key, value in result.items():
+        if isinstance(value, str) and _is_placeholder(value, valid):
+            problems.add(f"'{key}' is {json.dumps(value)}, a placeholder from an example, not a value")
+            problems.unsure.append(f"'{key}' set to the real value ({_described(properties[key])})")
     problems.raise_with(_ordered(result, valid), hint)
     return result
+
+
+def _described(prop: Mapping[str, Any]) -> str:
+    text = str(prop.get("description") or prop.get("type") or "a value")
+    return text.split(". ", maxsplit=1)[0].rstrip(".")
+
+
+_MARKUP = frozenset({"body", "data", "text", "input", "output", "param", "source", "title", "head", "link", "file"})
+
+
+def _is_placeholder(value: str, names: list[str]) -> bool:
+    """``<path>``, ``<file_path>``, ``<the content>``: an argument's name (or a name models use for it) in angle
+    brackets — what an example shows, never a value anyone means. (``<div>`` or ``<br>`` are not names of ours.)"""
+    text = value.strip()
+    if not (text.startswith("<") and text.endswith(">")) or len(text) > 48:
+        return False
+    words = text[1:-1].strip().lower().replace("-", " ").replace("_", " ").split()
+    if not words:
+        return False
+    known = {n.lower() for n in names} | {s for n in names for s in SYNONYMS.get(n, ())}
+    known |= {"file path", "your content", "your command", "value"}
+    known -= _MARKUP  # a whole content of "<body>" is odd, but it is markup, not a placeholder
+    spelled = " ".join(w for w in words if w not in ("the", "a", "your", "new", "here"))
+    return (
+        spelled in known
+        or spelled.replace(" ", "") in {k.replace("_", "") for k in known}
+        or (" ".join(words) in known)
+    )
 
 
 def _ordered(arguments: Mapping[str, Any], valid: list[str]) -> dict[str, Any]:

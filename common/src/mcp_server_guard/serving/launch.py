@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from functools import partial
 from importlib import metadata
@@ -26,15 +27,32 @@ from mcp_server_guard.audit import AuditLog, default_audit_path, default_state_p
 from mcp_server_guard.files.jail import Jail, SymlinkMode
 from mcp_server_guard.paths import real_within_any
 from mcp_server_guard.policy import PolicyError, load_policy
+from mcp_server_guard.serving import deadline
 from mcp_server_guard.serving.server import GuardedServer, Mode, ServerConfig
 from mcp_server_guard.serving.stdio import MAX_MESSAGE_BYTES, serve_stdio
 
 EXIT_USAGE = 2
 
+
+def directory_arg(value: str) -> Path:
+    """A directory argument as given. Threat: a host passes arguments without a shell, so ``""`` (which Path
+    reads as the current directory: silently the whole working directory) and ``~/x`` (a literal ``~``) never
+    mean what their writer meant: both are refused with what to write instead."""
+    if not value.strip():
+        raise typer.BadParameter("is empty: name a directory")
+    if value.startswith("~") and not Path(value).exists():
+        raise typer.BadParameter(
+            f"{value}: '~' is not expanded here (an MCP host passes arguments as they are, without a shell): "
+            f"write the full path, e.g. {os.path.expanduser(value)}"
+        )
+    return Path(value)
+
+
 AllowPathOpt = Annotated[
     list[Path] | None,
     typer.Option(
         "--allow-path",
+        parser=directory_arg,
         metavar="DIR",
         help="Directory the tool may use besides the launch directory (repeatable).",
         show_default=False,
@@ -48,6 +66,7 @@ LaunchDirOpt = Annotated[
     Path | None,
     typer.Option(
         "--launch-dir",
+        parser=directory_arg,
         metavar="DIR",
         help="Use DIR as the launch directory (an allowed root, and the base of relative paths) instead of the "
         "current directory: for hosts that cannot set a server's working directory.",
@@ -203,19 +222,29 @@ def resolve_history_dir(prog: str, given: Path | None, config: ServerConfig) -> 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
-def _release(server: GuardedServer) -> None:
-    """Run the clean-ups the server registered, in order (shell_exec: kill every command still running, then
-    release what confined them); one that fails does not stop the others."""
-    for cleanup in server.cleanups:
-        try:
-            cleanup()
-        except Exception:
-            logging.getLogger("mcp_server_guard").exception("clean-up at exit failed")
+_RELEASE_LOCK = threading.Lock()
+
+
+def _release(server: GuardedServer, wait: float = -1) -> None:
+    """Run the clean-ups the server registered, once, in order (shell_exec: kill every command still running,
+    then release what confined them); one that fails does not stop the others. ``wait``: at most this long for
+    another thread's run of them (the exit watchdog's, or the orderly exit's), -1 for as long as it takes."""
+    if not _RELEASE_LOCK.acquire(timeout=wait):
+        return
+    try:
+        while server.cleanups:
+            cleanup = server.cleanups.pop(0)
+            try:
+                cleanup()
+            except Exception:
+                logging.getLogger("mcp_server_guard").exception("clean-up at exit failed")
+    finally:
+        _RELEASE_LOCK.release()
 
 
 def _terminate(server: GuardedServer, signum: int, _frame: object) -> None:
     # A stop signal outside the event loop (start-up, clean-up), where no call is pending.
-    _release(server)
+    _release(server, deadline.CLEANUP_BOUND_S)
     os._exit(128 + signum)
 
 
@@ -230,6 +259,8 @@ def serve(server: GuardedServer) -> None:
     terminate = partial(_terminate, server)
     for sig in STOP_SIGNALS:
         signal.signal(sig, terminate)
+    # Once the session ends (EOF, a stop signal), the process ends within seconds, whatever a call is doing.
+    deadline.watch(partial(_release, server, deadline.CLEANUP_BOUND_S))
     stopped_by: signal.Signals | None = None
     try:
         stopped_by = anyio.run(
@@ -255,6 +286,9 @@ def run_app(app: typer.Typer, prog: str, argv: Sequence[str] | None = None) -> N
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except typer.TyperException as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # no command given: the help, as it is laid out
+            print(exc.format_message())
+            raise SystemExit(0) from None
         usage_error(prog, exc.format_message().replace("\n", " "))
     except typer.Abort:
         raise SystemExit(130) from None

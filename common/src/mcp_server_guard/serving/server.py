@@ -15,10 +15,12 @@ block's last line).
 
 from __future__ import annotations
 
+import contextvars
 import enum
 import inspect
 import json
 import logging
+import math
 import shlex
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 from urllib.parse import unquote, urlparse
 
+import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -45,12 +48,22 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mcp_server_guard import audit
 from mcp_server_guard.audit import AuditLog, AuditRecord
-from mcp_server_guard.errors import ERROR_META_KEY, Category, GuardError, ParamError, SystemError_, facts_line
+from mcp_server_guard.errors import (
+    ERROR_META_KEY,
+    Category,
+    GuardError,
+    ParamError,
+    SecurityError,
+    SystemError_,
+    facts_line,
+)
 from mcp_server_guard.files.jail import Jail
 from mcp_server_guard.policy import Policy
 from mcp_server_guard.serving.calls import example_call, flat_schema, normalize_arguments
 
 log = logging.getLogger("mcp_server_guard")
+# The bound on what a call asks the client before its tool runs (see GuardedServer._asking_bounded).
+_QUESTION_SCOPE: contextvars.ContextVar[anyio.CancelScope] = contextvars.ContextVar("question_scope")
 
 # Roots are deprecated in the 2026-07-28 protocol but still the only way a client can narrow us.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
@@ -71,7 +84,7 @@ class ToolInput(BaseModel):
 
 
 # The agent CLI's contract: on every result, after the tool's own fields.
-CONTRACT_FIELDS = ("auditId", "policyDecision", "mode")
+CONTRACT_FIELDS = ("auditId", "policyDecision", "mode", "timeoutSeconds")
 
 
 class ToolOutput(BaseModel):
@@ -86,6 +99,10 @@ class ToolOutput(BaseModel):
     )
     mode: str = Field(
         default="", description="The server's permission mode: read-only, workspace-write or full-access."
+    )
+    timeoutSeconds: float = Field(
+        default=0.0,
+        description="The timeout in force for this call, in seconds; 0 when the tool has none (file_read, file_write).",
     )
 
     def to_text(self) -> str:
@@ -161,7 +178,27 @@ def _root_paths(result: ListRootsResult) -> list[str]:
     return paths
 
 
+def _from_a_question(exc: BaseException) -> bool:
+    """Whether the SDK raised ``exc`` for a client's answer to a question (its "Resolver '…': …" errors)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ToolError) and "Resolver '" in str(cause):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 def _as_guard_error(exc: ToolError, tool: str) -> GuardError:
+    if not isinstance(exc, GuardError) and _from_a_question(exc):
+        # The SDK asked the client a question (the approval form, the roots) and the client's answer did not fit
+        # the form: the client's mistake, not the model's. Blaming the arguments makes a model retry in a loop.
+        return SecurityError(
+            "APPROVAL_ANSWER_INVALID",
+            "The MCP client answered the approval form with content that does not match the form; nothing was run.",
+            "This is a fault of the client application, not of the call: do not retry it with other arguments. "
+            "Tell the user their client's approval dialog did not work (they can approve such commands in a "
+            "policy file instead).",
+        )
     cause: BaseException | None = exc
     while cause is not None:
         if isinstance(cause, GuardError):
@@ -234,7 +271,11 @@ class GuardedServer(MCPServer[Any]):
     """An MCPServer that audits every call and turns every failure into a structured refusal."""
 
     def __init__(self, config: ServerConfig, *, instructions: str | None = None) -> None:
-        mode_line = f"Permission mode: {config.mode.value}."
+        roots = ", ".join(root.path for root in config.jail.allowed)
+        mode_line = (
+            f"Permission mode: {config.mode.value}. Allowed directories: {roots} (relative paths are taken from "
+            f"{config.jail.launch_dir}; nothing outside them can be read, written or run on)."
+        )
         super().__init__(
             name=config.name,
             version=config.version,
@@ -319,6 +360,23 @@ class GuardedServer(MCPServer[Any]):
     def roots_changed(self) -> None:
         self.roots_current = False
 
+    async def _asking_bounded(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None) -> Any:
+        """The SDK's call, with what it asks the client before the tool runs (the approval form, the roots)
+        bounded by ``question_timeout_seconds``: a client that declares elicitation and never answers would
+        hold the call forever. The bound ends where the tool itself starts (``register_tool``'s wrapper)."""
+        limit = self.config.policy.shell_exec.question_timeout_seconds
+        with anyio.CancelScope(deadline=anyio.current_time() + limit) as scope:
+            token = _QUESTION_SCOPE.set(scope)
+            try:
+                return await super().call_tool(name, arguments, context)
+            finally:
+                _QUESTION_SCOPE.reset(token)
+        raise SecurityError(
+            "APPROVAL_TIMEOUT",
+            f"Nobody answered the approval question within {limit:g} s; nothing was run.",
+            "Ask the user whether they saw the question; call again when they are there to answer it.",
+        )
+
     async def call_tool(
         self,
         name: str,
@@ -331,6 +389,7 @@ class GuardedServer(MCPServer[Any]):
         shape = self.shapes.get(name)
         record = AuditRecord(server=self.name, tool=name, arguments=dict(arguments))
         record.actor, record.mode = actor or self._actor(context), self.config.mode.value
+        record.launch_dir, record.roots = self.jail.launch_dir, [root.path for root in self.jail.roots]
         if shape is not None:
             record.action, record.target = shape.action, shape.target(arguments)
         # Cancelled by the client, or the server going down: the call still leaves a trace ("cancelled").
@@ -342,7 +401,7 @@ class GuardedServer(MCPServer[Any]):
                 if direct:
                     result = await self.direct_tools[name].run(normalized, self._no_request, convert_result=True)
                 else:
-                    result = await super().call_tool(name, normalized, context)
+                    result = await self._asking_bounded(name, normalized, context)
             except ToolError as exc:
                 error = _as_guard_error(exc, name)
                 if error.code == "INTERNAL_ERROR":
@@ -397,8 +456,8 @@ class GuardedServer(MCPServer[Any]):
             "policyDecision": record.decision,
             "mode": self.config.mode.value,
         }
-        if self.timeout_for is not None:
-            facts["timeoutSeconds"] = self.timeout_for(arguments)
+        # Every result says its timeout (the agent CLI's contract): 0 is "none" for a tool that runs nothing.
+        facts["timeoutSeconds"] = self.timeout_for(arguments) if self.timeout_for is not None else 0.0
         return facts
 
 
@@ -439,6 +498,9 @@ def register_tool(
     )
 
     async def call(**kwargs: Any) -> Any:
+        asking = _QUESTION_SCOPE.get(None)
+        if asking is not None:
+            asking.deadline = math.inf  # every question is answered: the tool's own time is its timeout's
         ctx: Context[Any, Any] = kwargs.pop("ctx")
         server.apply_roots(kwargs.pop("client_roots", None))
         resolved = {name: kwargs.pop(name) for name in resolvers}

@@ -4,7 +4,8 @@
 waits forever; on stdin EOF it still answers calls in flight (``-32000 Connection closed``), which makes mcp 1.x
 clients fail on close; and it has no way to answer pending calls when the server is told to stop. Here:
 
-* every line is answered per JSON-RPC 2.0 unless it is a valid message: ``-32700`` (not JSON; id null),
+* every line is answered per JSON-RPC 2.0 unless it is a valid message: ``-32700`` (not JSON; id null, but a
+  line that is JSON except for bytes that are not valid UTF-8 is answered to its requests' ids),
   ``-32600`` (not a valid request; its id when one can be read), ``-32602`` (params that are not an object, nested
   too deeply or not valid Unicode), with one warning line on stderr each. A notification or a response is never
   answered; a bad one is only logged.
@@ -17,9 +18,7 @@ clients fail on close; and it has no way to answer pending calls when the server
   the 2025-era handshake is done, beside the SDK's dispatcher, and answered through the SDK's own sieve.
 
 While serving, fd 0 reads /dev/null and fd 1 goes to stderr, as with the SDK: stray prints and children never
-touch the wire. Lines are parsed by pydantic-core (``from_json``: iterative limits on depth, strict Unicode) and
-validated by the SDK's own ``jsonrpc_message_adapter``; a line it refuses is outlined without recursion to find
-out what is wrong and which id to answer.
+touch the wire. What one line is (a message, or a rejection and whom to answer) is decided in ``serving.lines``.
 """
 
 from __future__ import annotations
@@ -29,22 +28,20 @@ import contextlib
 import fcntl
 import json
 import logging
-import math
 import os
 import queue
-import re
 import signal
 import stat
 import struct
 import sys
 import termios
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import ExitStack, asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -56,9 +53,6 @@ from mcp.shared.message import SessionMessage
 from mcp_types import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    PARSE_ERROR,
     ErrorData,
     InitializeRequestParams,
     JSONRPCError,
@@ -67,16 +61,25 @@ from mcp_types import (
     JSONRPCRequest,
     JSONRPCResponse,
     RequestId,
-    jsonrpc_message_adapter,
 )
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError, from_json
+from pydantic_core import PydanticSerializationError
 
+from mcp_server_guard.serving import deadline
 from mcp_server_guard.serving.front import Front, HandOver, record, request_key, take_front
+from mcp_server_guard.serving.lines import (
+    Lines,
+    Oversized,
+    Rejection,
+    decode_line,
+    decode_oversized,
+    error_line,
+)
 
 log = logging.getLogger(__name__)
+_ELICITATION_MODES_SINCE = "2025-11-25"  # the protocol version that gave elicitation/create its "mode"
 
 # Defense in depth: a client sending an endless line cannot make the server hold it in memory; longer
 # lines are skipped as they stream in and answered -32600.
@@ -84,259 +87,9 @@ MAX_MESSAGE_BYTES = 64 << 20
 SERVER_SHUTTING_DOWN = CONNECTION_CLOSED  # -32000: the implementation-defined "server error" of JSON-RPC 2.0
 SHUTDOWN_FLUSH_S = 0.3  # how long the last answers may take to reach a client that stopped reading
 _CHUNK = 1 << 20
-_HEAD = 64 << 10  # of an oversized line, kept to find its id
-_TAIL = 1 << 10
 _BIG = 64 << 10  # a line this long is decoded on the reader thread: the event loop keeps serving meanwhile
 
-JsonId = int | str | float  # an id an error may echo: a float only when the client sent one (JSON-RPC 2.0 §5)
 T = TypeVar("T")
-
-# -- one line -> a message or a rejection --------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Rejection:
-    """A line the server cannot act on, the JSON-RPC error it earns, and whom to send that error to."""
-
-    code: int
-    message: str
-    answer: tuple[JsonId | None, ...]  # each gets the error (None: "id": null); empty for notifications/responses
-
-
-@dataclass(frozen=True, slots=True)
-class _Undecodable:
-    """A member of a line that pydantic-core refused (too deep, not valid Unicode)."""
-
-    reason: str
-
-
-_LOCATION = re.compile(r" at line \d+ column \d+$")
-
-
-def _reason(error: Exception) -> str:
-    text = _LOCATION.sub("", str(error))
-    if "recursion limit" in text:
-        return "nested too deeply"
-    if "surrogate" in text or "hex escape" in text:
-        return f"a string is not valid Unicode ({text})"
-    return text
-
-
-def _answer_id(value: object) -> JsonId | None:
-    """The id to echo in an error: the client's own when it sent a usable one, else null (JSON-RPC 2.0 §5)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | str):
-        return value
-    if isinstance(value, float) and math.isfinite(value):
-        return value
-    return None
-
-
-def _is_request_id(value: object) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
-def _is_response(m: Mapping[str, object]) -> bool:
-    return "method" not in m and ("result" in m or "error" in m)
-
-
-def _invalid(what: str, answer: tuple[JsonId | None, ...]) -> Rejection:
-    return Rejection(INVALID_REQUEST, f"Invalid Request: {what}", answer)
-
-
-def _check(m: Mapping[str, object]) -> Rejection | None:
-    """What makes this object an invalid request, or None (then the SDK's own validation has the last word)."""
-    if _is_response(m):
-        return None  # the SDK validates it; a broken response is logged, never answered
-    has_id = "id" in m
-    reply = (_answer_id(m.get("id")),)
-    if "method" not in m:
-        return _invalid("no method", reply)
-    for name, value in m.items():
-        if name != "params" and isinstance(value, _Undecodable):
-            return _invalid(f'"{name}": {value.reason}', reply)
-    if m.get("jsonrpc") != "2.0":
-        return _invalid('"jsonrpc" must be "2.0"', reply)
-    if not isinstance(m["method"], str):
-        return _invalid("the method must be a string", reply)
-    if has_id and not _is_request_id(m["id"]):
-        return _invalid("the id must be a string or an integer", reply)
-    params = m.get("params")
-    to = reply if has_id else ()  # a notification's params are its handler's business: never answered
-    if isinstance(params, _Undecodable):
-        return Rejection(INVALID_PARAMS, f"Invalid params: {params.reason}", to)
-    if params is not None and not isinstance(params, dict):
-        return Rejection(INVALID_PARAMS, "Invalid params: params must be an object", to)
-    return None
-
-
-def _batch(elements: Sequence[object]) -> Rejection:
-    ids = tuple(
-        rid for e in elements if isinstance(e, dict) and "method" in e and (rid := _answer_id(e.get("id"))) is not None
-    )
-    return _invalid("batches are not supported; send one message per line", ids or (None,))
-
-
-def decode_line(line: bytes) -> SessionMessage | Rejection:
-    """One line from the client as the message the server acts on, or the rejection it earns."""
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return Rejection(PARSE_ERROR, f"Parse error: not UTF-8 (byte {exc.start})", (None,))
-    if not text.strip(" \t\r\n"):
-        return Rejection(PARSE_ERROR, "Parse error: empty line", (None,))
-    try:
-        value = from_json(text, allow_inf_nan=False)
-    except ValueError as exc:
-        return _diagnose(text, exc)
-    if isinstance(value, list):
-        return _batch(value)
-    if not isinstance(value, dict):
-        return _invalid("a message must be a JSON object", (None,))
-    if (rejection := _check(value)) is not None:
-        return rejection
-    try:
-        message = jsonrpc_message_adapter.validate_python(value, by_name=False)
-    except ValidationError as exc:
-        if _is_response(value):
-            return _invalid("not a valid response", ())
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        return _invalid(f"{where}: {first['msg']}", (_answer_id(value.get("id")),))
-    return SessionMessage(message)
-
-
-def _decode_fragment(fragment: str) -> object:
-    try:
-        return from_json(fragment, allow_inf_nan=False)
-    except ValueError as exc:
-        return _Undecodable(_reason(exc))
-
-
-def _diagnose(text: str, error: ValueError) -> Rejection:
-    """Why pydantic-core refused a line: not JSON at all (-32700), or JSON too deep / not valid Unicode somewhere."""
-    outline = _outline(text)
-    if outline is None or not outline.complete:
-        return Rejection(PARSE_ERROR, f"Parse error: {_LOCATION.sub('', str(error))}", (None,))
-    if outline.kind == "array":
-        return _batch([_decode_fragment(text[start:end]) for _, start, end in outline.members])
-    if outline.kind != "object":
-        return _invalid("a message must be a JSON object", (None,))
-    members = {key: _decode_fragment(text[start:end]) for key, start, end in outline.members}
-    rejection = _check(members)
-    if rejection is None:  # the refused part is not one _check names: still answer whoever can be named
-        answer = () if _is_response(members) else (_answer_id(members.get("id")),)
-        rejection = _invalid(_reason(error), answer)
-    return rejection
-
-
-_TRAILING_ID = re.compile(r'[,{][ \t\r]*"id"[ \t\r]*:[ \t\r]*(-?[0-9]+|"(?:[^"\\]|\\.)*+")[ \t\r]*\}[ \t\r]*\Z')
-
-
-def decode_oversized(head: bytes, tail: bytes, size: int, limit: int) -> Rejection:
-    """A line over the limit: answered -32600, to its id if the head (or, TypeScript-style, the tail) names it."""
-    rid: JsonId | None = None
-    text = head.decode("utf-8", "replace")
-    outline = _outline(text, partial=True)
-    if outline is not None and outline.kind == "object":
-        for key, start, end in outline.members:
-            if key == "id":
-                rid = _answer_id(_decode_fragment(text[start:end]))
-    if rid is None and (found := _TRAILING_ID.search(tail.decode("utf-8", "replace"))):
-        rid = _answer_id(_decode_fragment(found.group(1)))
-    return _invalid(f"the message is {size} bytes, over the limit of {limit}", (rid,))
-
-
-# An outline of a JSON text: its top level without building anything deeper, so any nesting costs no recursion.
-_TOKEN = re.compile(
-    r'"(?:[^"\\\x00-\x1f]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+"'  # possessive: no backtracking on a cut-off string
-    r"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
-    r"|true|false|null|[{}\[\]:,]"
-)
-
-
-_WS = re.compile(r"[ \t\n\r]*+")
-
-
-def _skip_ws(text: str, pos: int) -> int:
-    found = _WS.match(text, pos)
-    return found.end() if found is not None else pos
-
-
-@dataclass(slots=True)
-class _Outline:
-    kind: Literal["object", "array", "scalar"] | None = None
-    members: list[tuple[str, int, int]] = field(default_factory=list)  # key ("" in an array), value span
-    complete: bool = False
-
-
-def _outline(text: str, *, partial: bool = False) -> _Outline | None:
-    """The top-level members of a JSON text; None if it is not JSON (with ``partial``: what precedes the break)."""
-    out = _Outline()
-    stack: list[str] = []
-    state = "value"  # value | value_or_close | key | key_or_close | colon | comma_or_close | done
-    key, start = "", 0
-    pos = _skip_ws(text, 0)
-
-    def ended(end: int) -> str:
-        if not stack:
-            return "done"
-        if len(stack) == 1:
-            out.members.append((key, start, end))
-        return "comma_or_close"
-
-    while pos < len(text):
-        token = _TOKEN.match(text, pos)
-        if token is None or state == "done":
-            return out if partial else None
-        first, at, pos = token.group()[0], pos, _skip_ws(text, token.end())
-        if state in ("value", "value_or_close"):
-            if first in "{[":
-                out.kind = out.kind or ("object" if first == "{" else "array")
-                if len(stack) == 1:
-                    start = at
-                stack.append(first)
-                state = "key_or_close" if first == "{" else "value_or_close"
-            elif first == "]" and state == "value_or_close":
-                stack.pop()
-                state = ended(token.end())
-            elif first not in "}]:,":
-                out.kind = out.kind or "scalar"
-                if len(stack) == 1:
-                    start = at
-                state = ended(token.end())
-            else:
-                return out if partial else None
-        elif state in ("key", "key_or_close"):
-            if first == '"':
-                if len(stack) == 1:
-                    key = json.loads(token.group())
-                state = "colon"
-            elif first == "}" and state == "key_or_close":
-                stack.pop()
-                state = ended(token.end())
-            else:
-                return out if partial else None
-        elif state == "colon" and first == ":":
-            state = "value"
-        elif state == "comma_or_close" and first == ",":
-            state = "key" if stack[-1] == "{" else "value"
-        elif state == "comma_or_close" and first == ("}" if stack[-1] == "{" else "]"):
-            stack.pop()
-            state = ended(token.end())
-        else:
-            return out if partial else None
-    out.complete = state == "done"
-    return out if out.complete or partial else None
-
-
-def _error_line(rid: JsonId | None, code: int, message: str) -> bytes:
-    error = {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
-    return json.dumps(error, separators=(",", ":")).encode() + b"\n"
-
-
-# -- blocking I/O off the event loop -------------------------------------------------------------------------
 
 
 class _IOThread:
@@ -416,53 +169,6 @@ def _pipe_empty(fd: int) -> bool:
     except OSError:
         return False
     return unread == 0
-
-
-@dataclass(slots=True)
-class _Oversized:
-    head: bytes
-    tail: bytes
-    size: int
-
-
-class _Lines:
-    """Splits the byte stream into lines; one longer than the limit is skipped, keeping only its head and tail."""
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._parts: list[bytes] = []
-        self._size = 0
-        self._over: _Oversized | None = None
-
-    def feed(self, chunk: bytes) -> Iterator[bytes | _Oversized]:
-        start = 0
-        while (newline := chunk.find(b"\n", start)) >= 0:
-            self._add(chunk[start:newline])
-            start = newline + 1
-            if self._over is not None:
-                yield self._over
-                self._over = None
-            else:
-                yield b"".join(self._parts)
-            self._parts, self._size = [], 0
-        if start < len(chunk):
-            self._add(chunk[start:])
-
-    def _add(self, piece: bytes) -> None:
-        if self._over is not None:
-            self._over.size += len(piece)
-            self._over.tail = (self._over.tail + piece)[-_TAIL:]
-            return
-        self._parts.append(piece)
-        self._size += len(piece)
-        if self._size > self._limit:  # not joined: the parts alone are all the memory a line may take
-            head, tail = bytearray(), bytearray()
-            for part in self._parts:
-                head += part[: _HEAD - len(head)]
-            for part in reversed(self._parts):
-                tail[:0] = part[max(0, len(part) - (_TAIL - len(tail))) :]
-            self._over = _Oversized(bytes(head), bytes(tail), self._size)
-            self._parts, self._size = [], 0
 
 
 # -- the connection ------------------------------------------------------------------------------------------
@@ -596,6 +302,7 @@ class StdioConnection:
             if stopped_by:
                 continue  # already on the way out
             stopped_by.append(signal.Signals(signum))
+            deadline.arm(128 + signum, stopped_by[0].name)
             log.info("%s: answering pending requests and shutting down", stopped_by[0].name)
             await self.shutdown(f"Server shutting down ({stopped_by[0].name})")
             scope.cancel()
@@ -604,9 +311,7 @@ class StdioConnection:
         """Answer every pending request with ``message`` (-32000); after that, nothing more is written."""
         self._closing = True
         answers = [
-            _error_line(rid, SERVER_SHUTTING_DOWN, message)
-            for rid, count in self._pending.items()
-            for _ in range(count)
+            error_line(rid, SERVER_SHUTTING_DOWN, message) for rid, count in self._pending.items() for _ in range(count)
         ]
         self._pending.clear()
         with anyio.move_on_after(SHUTDOWN_FLUSH_S):  # a client that stopped reading cannot hold the exit
@@ -627,13 +332,14 @@ class StdioConnection:
                 return  # the front answered it already (under the client's id): this one is not for the client
         if self._closing or self._gone:
             return
+        message = self._as_the_client_speaks(message)
         try:
             data = message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
         except (PydanticSerializationError, UnicodeEncodeError) as exc:
             log.error("a message to the client could not be encoded as JSON: %s", exc)
             if answered is None:
                 return
-            data = _error_line(answered, INTERNAL_ERROR, "Internal error: the answer could not be encoded as JSON")
+            data = error_line(answered, INTERNAL_ERROR, "Internal error: the answer could not be encoded as JSON")
         if not self._queued and self._fits_now(data):
             # Nothing queued or being written, and an empty pipe takes the whole message at once: written here,
             # in order, without the hop to the write loop.
@@ -643,6 +349,18 @@ class StdioConnection:
                 self._client_left(f"stdout broken ({exc.strerror})")
             return
         await self._queue(data)
+
+    def _as_the_client_speaks(self, message: JSONRPCMessage) -> JSONRPCMessage:
+        """A request of ours in the protocol version the client negotiated. Threat: none — a strict client of
+        2025-06-18 rejects an ``elicitation/create`` carrying ``mode`` (defined only from 2025-11-25), and the
+        approval question is never seen: a form question is sent without it to such a client."""
+        if not isinstance(message, JSONRPCRequest) or message.method != "elicitation/create":
+            return message
+        version = self._session.version if self._session is not None else None
+        params = message.params
+        if version is None or version >= _ELICITATION_MODES_SINCE or not params or params.get("mode") != "form":
+            return message
+        return message.model_copy(update={"params": {k: v for k, v in params.items() if k != "mode"}})
 
     def _keep_for_next_start(self, answer: JSONRPCResponse | JSONRPCError) -> bool:
         """Record an answer to initialize or tools/list for the next start; True when the front gave it already
@@ -732,7 +450,7 @@ class StdioConnection:
             self._pending.pop(key, None)
 
     async def _read_loop(self) -> None:
-        lines = _Lines(self._limit)
+        lines = Lines(self._limit)
         try:
             answered = list(self._early.answered)
             for number, line in enumerate(lines.feed(self._early.data)):  # what the front read, in order
@@ -767,8 +485,8 @@ class StdioConnection:
             except OSError:
                 return b""  # EIO, EBADF: the client side is gone, as at EOF
 
-    async def _receive(self, line: bytes | _Oversized) -> None:
-        if isinstance(line, _Oversized):
+    async def _receive(self, line: bytes | Oversized) -> None:
+        if isinstance(line, Oversized):
             outcome: SessionMessage | Rejection = decode_oversized(line.head, line.tail, line.size, self._limit)
             size, shown = line.size, line.head[:60]
         else:
@@ -819,7 +537,7 @@ class StdioConnection:
         )
         for rid in outcome.answer:
             if not (self._closing or self._gone):
-                await self._queue(_error_line(rid, outcome.code, outcome.message))
+                await self._queue(error_line(rid, outcome.code, outcome.message))
 
     def _expect_handshake(self, rid: RequestId, params: dict[str, Any]) -> None:
         try:
@@ -852,6 +570,7 @@ class StdioConnection:
         """The client is gone: write nothing more, and end the server loop (which cancels the calls in flight)."""
         if not self._gone:
             log.info("%s: the client is gone; cancelling %d pending request(s)", why, sum(self._pending.values()))
+            deadline.arm(0, why)
         self._gone = True
         self._inbound_send.close()
 

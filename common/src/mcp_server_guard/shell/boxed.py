@@ -19,7 +19,6 @@ from functools import partial
 from typing import Any
 
 import anyio
-import anyio.to_thread
 
 from mcp_server_guard.shell.process import (
     KILL_GRACE_S,
@@ -32,6 +31,7 @@ from mcp_server_guard.shell.process import (
     Ticker,
     output_buffers,
     wait_with_pauses,
+    write_stdin,
 )
 from mcp_server_guard.shell.sandbox.box import Box, Started
 from mcp_server_guard.shell.sandbox.supervisor import received_fds
@@ -54,14 +54,6 @@ async def _pump(fd: int, buffer: OutputBuffer) -> None:
         if not chunk:
             return
         buffer.feed(chunk)
-
-
-def _feed(fd: int, data: bytes) -> None:
-    """Write stdin from a worker thread (blocking fd); a command that exits early closes the pipe on us."""
-    view = memoryview(data)
-    with contextlib.suppress(OSError):
-        while view:
-            view = view[os.write(fd, view) :]
 
 
 class _Status:
@@ -156,13 +148,15 @@ async def run_boxed(
                 fd_in, call.stdin = call.stdin, None
                 ours.append(fd_in)
 
-                def feed() -> None:
-                    _feed(fd_in, stdin)
+                async def feed() -> None:
+                    with contextlib.suppress(OSError):
+                        await write_stdin(fd_in, stdin)
+                    # Not when cancelled: the finally below closes what is left in ``ours``.
+                    ours.remove(fd_in)
                     with contextlib.suppress(OSError):
                         os.close(fd_in)
-                    ours.remove(fd_in)
 
-                readers.start_soon(lambda: anyio.to_thread.run_sync(feed, abandon_on_cancel=True))
+                readers.start_soon(feed)
             if not await wait_with_pauses(status.until_done, timeout, pause):
                 timed_out = True
                 box.signal(call.id, signal.SIGTERM)  # passed on to the command's group

@@ -167,9 +167,23 @@ class ShellExec:
                 f"Refused by policy rule '{verdict.rule}': {verdict.reason} ({where}: {verdict.trigger})",
                 "Nothing was written to the job. Do it another way that the rule allows."
                 if input_only
-                else "Do it another way that the rule allows; `mcp-guard check` shows how a line is judged.",
+                else self._denied_suggestion(verdict),
             )
         return verdict
+
+    def _denied_suggestion(self, verdict: Verdict) -> str:
+        """What to do instead. A rule that guards only the project's files (``undoable``) is judged by its
+        effects where commands work on a copy; here they do not, so the suggestion says what the line would
+        have done, with nothing kept to undo it."""
+        rule = next((r for r in self.engine.policy.rules if r.id == verdict.rule), None)
+        if rule is not None and rule.undoable and not self.engine.effects:
+            return (
+                f"`{verdict.trigger}` would remove or replace what it names at once, with nothing kept to undo it: "
+                "commands write the files directly here (no copy: --transactions off, or no box). Name the exact "
+                "files instead, or ask the user to run it; where commands work on a copy, such a line is judged by "
+                "what it changes."
+            )
+        return "Do it another way that the rule allows; `mcp-guard check` shows how a line is judged."
 
     def session_prefix(self, command: str, args: Sequence[str], env: Mapping[str, str] | None) -> str | None:
         """The ``program subcommand`` a session approval of this line may name (None: only the exact line)."""

@@ -9,7 +9,10 @@ Three kinds, each given only through the approval form, never by the model:
 * ``host``: ``host:port`` through the egress proxy (``--network policy``).
 
 Grants live in memory and end with the server, unless ``--approvals-file`` names a file (outside the allowed
-directories; commands cannot write it) where they are kept and read back at the next start. A grant never
+directories; commands cannot write it) where they are kept and read back at the next start. Several servers may
+share that file: each grant is merged into it under a lock (read what the others saved, add, replace the file
+atomically), so no server's grant is lost to another's; a grant the file could not take (a full disk) holds
+for this session only, and its label says so. A grant never
 overrides a ``deny``: the policy refuses a line before grants are looked at, and the proxy's deny list is
 judged before any question.
 """
@@ -17,13 +20,18 @@ judged before any question.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
 import logging
 import os
 import re
+import secrets
+import stat
 import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -41,7 +49,7 @@ GrantKind = Literal["line", "prefix", "host"]
 MAX_GRANTS = 1000
 MAX_PENDING_LINES = 64
 MAX_PENDING_HOSTS = 8
-HOST_QUESTION_TIMEOUT_S = 300.0  # then the host is refused
+HOST_QUESTION_TIMEOUT_S = 300.0  # then the host is refused (the policy's question_timeout_seconds sets it)
 MAX_QUESTIONS = 8  # host questions per command; further unnamed hosts are refused without one
 _FILE_VERSION = 1
 
@@ -92,6 +100,7 @@ class Grant:
     approved_by: str
     at: str  # ISO 8601, UTC
     addresses: str = ""  # a host's: the special addresses its human was shown (comma-separated)
+    unsaved: str = ""  # why the approvals file could not keep it ("": kept, or no file); never saved itself
 
     @property
     def shown_addresses(self) -> tuple[str, ...]:
@@ -99,10 +108,16 @@ class Grant:
 
     @property
     def label(self) -> str:
-        """How a result names it: session-line, session-prefix:npm install, session-host:h:443."""
-        return {"line": "session-line", "prefix": f"session-prefix:{self.value}", "host": f"session-host:{self.value}"}[
-            self.kind
-        ]
+        """How a result names it: session-line, session-prefix:npm install, session-host:h:443; with
+        ``(this session only: …)`` when the approvals file could not keep it."""
+        name = {"line": "session-line", "prefix": f"session-prefix:{self.value}", "host": f"session-host:{self.value}"}
+        return name[self.kind] + (f" (this session only: {self.unsaved})" if self.unsaved else "")
+
+    def saved(self) -> dict[str, str]:
+        """What the approvals file keeps of it."""
+        fields = asdict(self)
+        del fields["unsaved"]
+        return fields
 
 
 class SessionApprovals:
@@ -119,18 +134,7 @@ class SessionApprovals:
 
     def _load(self, path: Path) -> None:
         """Raises ValueError when the file is not an approvals file (the server then refuses to start)."""
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if data.get("version") != _FILE_VERSION:
-                raise ValueError(f"unknown version {data.get('version')!r}")
-            for entry in data["grants"][-MAX_GRANTS:]:
-                fields = {k: str(entry[k]) for k in ("kind", "value", "rule", "cwd", "approved_by", "at")}
-                grant = Grant(**fields, addresses=str(entry.get("addresses", "")))  # type: ignore[arg-type]
-                if grant.kind not in ("line", "prefix", "host"):
-                    raise ValueError(f"unknown kind {grant.kind!r}")
-                self._grants[(grant.kind, grant.value, grant.rule, grant.cwd)] = grant
-        except (OSError, KeyError, TypeError, AttributeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{path} is not an approvals file: {exc}") from None
+        self._grants.update(_read_file(path))
 
     def pending_hosts(self, shown: str, cwd: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
         """Hosts the last run of this line tried to reach while nobody could be asked (asked before the next),
@@ -177,27 +181,110 @@ class SessionApprovals:
         """Remember a human's approval for the session (and in the approvals file, when there is one)."""
         at = datetime.now(UTC).isoformat(timespec="seconds")
         grant = Grant(kind, value, rule, cwd if kind == "line" else "", approved_by, at, ",".join(addresses))
+        key = (grant.kind, grant.value, grant.rule, grant.cwd)
         with self._lock:
-            self._grants[(grant.kind, grant.value, grant.rule, grant.cwd)] = grant
-            while len(self._grants) > MAX_GRANTS:
-                del self._grants[next(iter(self._grants))]
+            self._grants[key] = grant
+            _trim(self._grants)
             if self.path is not None:
-                self._save(self.path)
+                why = self._merge_into_file(self.path, key, grant)
+                if why:
+                    log.warning("approvals file %s: %s; the grant holds for this session only", self.path, why)
+                    grant = replace(grant, unsaved=why)
+                    self._grants[key] = grant
         return grant
 
-    def _save(self, path: Path) -> None:
-        """Atomically: a crash leaves the old file or the new one, never half of one."""
-        body = json.dumps({"version": _FILE_VERSION, "grants": [asdict(g) for g in self._grants.values()]}, indent=1)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    def _merge_into_file(self, path: Path, key: tuple[GrantKind, str, str, str], grant: Grant) -> str:
+        """Add ``grant`` to the file under its lock: what other servers sharing it saved is read first and kept
+        (and taken into this session); the file is replaced atomically (a crash leaves the old file or the new
+        one). Returns why it could not be kept ("" when it was); no temp file is ever left beside the file."""
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(body + "\n")
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, path)
+            lock = os.open(path.with_name(f".{path.name}.lock"), _LOCK_FLAGS, 0o600)
         except OSError as exc:
-            log.warning("approvals file %s could not be written: %s", path, exc)
+            return f"its lock cannot be opened ({exc.strerror or exc})"
+        try:
+            if not _flock_within(lock, APPROVALS_LOCK_WAIT_S):
+                return f"another server held its lock for over {APPROVALS_LOCK_WAIT_S:g} s"
+            try:
+                theirs = _read_file(path) if path.exists() else {}
+            except ValueError as exc:
+                return f"it cannot be read as an approvals file any more ({exc}); it was left as it is"
+            for other_key, other in theirs.items():
+                self._grants.setdefault(other_key, other)
+            merged = {**theirs, key: grant}
+            _trim(merged)
+            body = json.dumps({"version": _FILE_VERSION, "grants": [g.saved() for g in merged.values()]}, indent=1)
+            return _replace_file(path, (body + "\n").encode("utf-8"))
+        finally:
+            os.close(lock)
+
+
+APPROVALS_LOCK_WAIT_S = 5.0  # another server's merge takes milliseconds; past this the grant is this session's
+_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_BYTES = 16 << 20  # an approvals file of MAX_GRANTS grants is well under this
+
+
+def _trim(grants: dict[tuple[GrantKind, str, str, str], Grant]) -> None:
+    while len(grants) > MAX_GRANTS:
+        del grants[next(iter(grants))]
+
+
+def _read_file(path: Path) -> dict[tuple[GrantKind, str, str, str], Grant]:
+    """The grants an approvals file keeps; ValueError when it is not one."""
+    found: dict[tuple[GrantKind, str, str, str], Grant] = {}
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise ValueError("not a regular file")
+            data = json.loads(fh.read(_FILE_BYTES + 1).decode("utf-8"))
+        if data.get("version") != _FILE_VERSION:
+            raise ValueError(f"unknown version {data.get('version')!r}")
+        for entry in data["grants"][-MAX_GRANTS:]:
+            fields = {k: str(entry[k]) for k in ("kind", "value", "rule", "cwd", "approved_by", "at")}
+            grant = Grant(**fields, addresses=str(entry.get("addresses", "")))  # type: ignore[arg-type]
+            if grant.kind not in ("line", "prefix", "host"):
+                raise ValueError(f"unknown kind {grant.kind!r}")
+            found[(grant.kind, grant.value, grant.rule, grant.cwd)] = grant
+    except (OSError, KeyError, TypeError, AttributeError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is not an approvals file: {exc}") from None
+    return found
+
+
+def _flock_within(fd: int, seconds: float) -> bool:
+    """An exclusive flock on ``fd``, waiting at most ``seconds`` (a hung holder never hangs a call)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+
+
+def _replace_file(path: Path, body: bytes) -> str:
+    """Write ``body`` to a fresh temp file beside ``path``, sync it and rename it over ``path``; why not ("" when
+    done). On any failure the temp file is removed: a full disk leaves the old file and nothing else."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        return f"it cannot be written ({exc.strerror or exc})"
+    try:
+        try:
+            view = memoryview(body)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return f"it cannot be written ({exc.strerror or exc})"
+    return ""
 
 
 HostAnswer = Literal["command", "session", "deny"]
@@ -222,8 +309,10 @@ class CallHosts:
         approved: Mapping[str, tuple[str, ...]] | None = None,
         ask: HostAsk | None = None,
         ask_later: bool = False,
+        question_timeout: float = HOST_QUESTION_TIMEOUT_S,
     ) -> None:
         self.grants = grants
+        self.question_timeout = question_timeout
         self.shown, self.cwd = shown, cwd
         self.approved = dict(approved or {})  # host:port -> the special addresses its human was shown
         self.refused: set[str] = set()
@@ -278,7 +367,7 @@ class CallHosts:
         self.pause.begin()
         try:
             # A client that never answers must not hold the command forever (its timeout is paused meanwhile).
-            async with asyncio.timeout(HOST_QUESTION_TIMEOUT_S):
+            async with asyncio.timeout(self.question_timeout):
                 answer = await self.ask(host, port, verdict.reason)
         except TimeoutError:
             answer = None

@@ -465,12 +465,33 @@ async def _pump(stream: asyncio.StreamReader, buffer: OutputBuffer) -> None:
         buffer.feed(chunk)
 
 
-def _feed(pipe: IO[bytes], data: bytes) -> None:
-    """Write stdin from a worker thread; a command that exits early just closes the pipe on us."""
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
-        pipe.write(data)
-    with contextlib.suppress(OSError):
-        pipe.close()
+async def write_stdin(fd: int, data: bytes) -> None:
+    """Write a call's stdin to the pipe ``fd`` as the command reads it: non-blocking writes on the event loop,
+    waiting for the pipe to take more in between; returns once all is written, or the command closed its stdin
+    or ended (the pipe breaks). The caller closes ``fd`` (once this has returned, or was cancelled: it never
+    closes an fd the loop is still watching).
+
+    No worker thread: a command that never reads its stdin held one blocked write for its whole run, and forty
+    of them held every thread of anyio's pool, so a call that needed one for a moment (the socket scan, a long
+    line's check, reading a changed copy) waited for those commands to end."""
+    view = memoryview(data)
+    os.set_blocking(fd, False)
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        while view:
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                await anyio.wait_writable(fd)
+
+
+async def _feed(pipe: IO[bytes], data: bytes) -> None:
+    """Feed an unboxed command's stdin (see ``write_stdin``), then close the pipe."""
+    try:
+        with contextlib.suppress(OSError):
+            await write_stdin(pipe.fileno(), data)
+    finally:
+        with contextlib.suppress(OSError):
+            pipe.close()
 
 
 async def _spawn(
@@ -598,9 +619,7 @@ async def run(
             readers.start_soon(_pump, stderr, err)
             readers.start_soon(ticker.run)
             if stdin is not None and process.stdin is not None:
-                readers.start_soon(
-                    partial(anyio.to_thread.run_sync, _feed, process.stdin, stdin, abandon_on_cancel=True)
-                )
+                readers.start_soon(_feed, process.stdin, stdin)
             with anyio.move_on_after(timeout) as deadline:
                 await _exited(process)
             if deadline.cancelled_caught:

@@ -62,8 +62,7 @@ def build_server(config: ServerConfig, history_dir: Path) -> GuardedServer:
     server = GuardedServer(config)
     jail = config.jail
     writer = open_writer(config.jail, config.policy, config.audit.path, history_dir)
-    if writer.journal is not None:
-        server.cleanups.append(writer.journal.close)
+    server.cleanups.append(writer.close)
 
     async def file_write(args: FileWriteInput, _ctx: Context[Any, Any]) -> FileWriteOutput:
         if config.mode is Mode.READ_ONLY:

@@ -138,7 +138,11 @@ def _copy_area(roots: list[str], history: Path) -> CopyArea:
     from mcp_server_guard.files.history import HistoryStore  # noqa: PLC0415
     from mcp_server_guard.paths import state_dir  # noqa: PLC0415 - lazy for start-up time
 
-    recover(HistoryStore(history, max_bytes=1 << 62), roots, possible_areas(roots, state_dir()))
+    store = HistoryStore(history, max_bytes=1 << 62)
+    try:
+        recover(store, roots, possible_areas(roots, state_dir()))
+    finally:
+        store.close()
     area = CopyArea(roots, state_dir())
     area.sweep()
     return area

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
-import secrets
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -17,7 +14,8 @@ from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
-from mcp.types import ResourceLink, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, ResourceLink, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from mcp_server_guard import audit
@@ -25,7 +23,9 @@ from mcp_server_guard.audit import default_state_path, new_audit_id
 from mcp_server_guard.changes.apply import Applier
 from mcp_server_guard.changes.area import CopyArea
 from mcp_server_guard.changes.transactions import Ask, Held, Settled, Transactions
-from mcp_server_guard.errors import GuardError, ParamError, ResourceError
+from mcp_server_guard.errors import ParamError, ResourceError
+from mcp_server_guard.files.history import remove_dead, remove_tree
+from mcp_server_guard.files.liveness import OwnedDir
 from mcp_server_guard.files.writing import open_writer
 from mcp_server_guard.policy import NetworkRules, Verdict
 from mcp_server_guard.protected import protection_for
@@ -52,7 +52,19 @@ from mcp_server_guard.shell.approval import (
 from mcp_server_guard.shell.egress import Denied, EgressProxy, resolver_from_env
 from mcp_server_guard.shell.execution import ShellExec, limit_hit
 from mcp_server_guard.shell.grants import CallHosts, HostAnswer, HostAsk, SessionApprovals
-from mcp_server_guard.shell.jobs import Job, JobTable, KeptOutputs, Spool, output_uri, window
+from mcp_server_guard.shell.jobs import (
+    MAX_RANGE_BYTES,
+    OUTPUT_TEMPLATE,
+    RANGE_BYTES,
+    Job,
+    JobTable,
+    KeptOutputs,
+    RangeError,
+    Spool,
+    output_uri,
+    parse_range,
+    read_output,
+)
 from mcp_server_guard.shell.process import REGISTRY, Control, Progress, RunResult
 from mcp_server_guard.shell.rules import Verdict as LineVerdict
 from mcp_server_guard.shell.sandbox.boxing import close_box
@@ -149,7 +161,10 @@ class OmittedRange(BaseModel):
     stream: str = Field(description="stdout or stderr.")
     start: int = Field(description="First byte left out of this result.")
     end: int = Field(description="Byte after the last one left out.")
-    resource: str = Field(description="URI of the full output (resources/read), while it is kept; '' when none.")
+    resource: str = Field(
+        description="URI that reads the output from `start` on (resources/read), while it is kept; '' when none. "
+        "Each answer holds a range of it (1 MiB); its first line gives the URI of the next one."
+    )
 
 
 class ChangedPath(BaseModel):
@@ -263,7 +278,7 @@ class ShellExecOutput(ToolOutput):
         parts.append(f"[{status}]")
         for cut in self.omitted:
             if cut.resource:
-                parts.append(f"[{cut.stream} bytes {cut.start}-{cut.end} left out; full output: {cut.resource}]")
+                parts.append(f"[{cut.stream} bytes {cut.start}-{cut.end} left out; read them: {cut.resource}]")
         if self.approval:
             parts.append(f"[approved by the user: {self.approval}]")
         parts += _change_lines(self)
@@ -310,7 +325,8 @@ def _links(out: ShellExecOutput) -> list[ResourceLink]:
         ResourceLink(
             uri=cut.resource,
             name=f"{cut.stream} of {out.jobId or 'the command'}",
-            description=f"The full {cut.stream} (this result left out bytes {cut.start}-{cut.end}).",
+            description=f"The {cut.stream} this result left out (bytes {cut.start}-{cut.end}), in ranges: each "
+            "answer's first line gives the URI of the next one.",
             mime_type="text/plain",
         )
         for cut in out.omitted
@@ -323,9 +339,6 @@ def _log_decision(token: str | None, host: str, port: int, verdict: Verdict) -> 
 
 
 # How long a question about a change set waits for an answer before nothing is applied.
-QUESTION_TIMEOUT_S = 300.0
-
-
 class ChangesApproval(ApprovalForm):
     apply: bool = Field(description="Apply these changes to your files?")
 
@@ -379,8 +392,7 @@ def build_server(
     if sandbox.copies and area is not None and history_dir is not None:
         # The one writer's store, shared with file_write: every pre-image of what commands change is kept there.
         writer = open_writer(config.jail, config.policy, config.audit.path, history_dir)
-        if writer.journal is not None:
-            server.cleanups.append(writer.journal.close)
+        server.cleanups.append(writer.close)
         transactions = Transactions(
             area,
             Applier(writer.history),
@@ -401,14 +413,22 @@ def build_server(
     checked = Checked(shell, grants)
     # At exit, however it comes: no command outlives the server, then what confined them goes.
     server.cleanups += [REGISTRY.kill_all, lambda: close_box(sandbox), lambda: release(sandbox)]
+    if transactions is not None:
+        server.cleanups.append(transactions.close)  # the copies queued for removal go before the area does
     if area is not None:
         server.cleanups.append(area.close)  # after the box: no call can be using a copy any more
     policy = config.policy.shell_exec
 
-    spool_root = default_state_path("spool", allowed) / f"{os.getpid()}-{secrets.token_hex(4)}"
-    jobs = JobTable(policy, spool_root / "jobs")
-    kept = KeptOutputs(policy, spool_root / "outputs")
-    server.cleanups += [jobs.close, kept.close, lambda: shutil.rmtree(spool_root, ignore_errors=True)]
+    # Our spools lie in a directory of our own, locked for our life; what dead servers left goes now (a server
+    # killed with SIGKILL cannot clean up; its lock tells it is gone, whatever its age or pid).
+    spool_area = default_state_path("spool", allowed)
+    swept = remove_dead(spool_area, unlocked_legacy=True)
+    if swept:
+        log.info("removed the output spools of %d dead server(s) from %s", swept, spool_area)
+    spool_owned = OwnedDir(spool_area)
+    jobs = JobTable(policy, spool_owned.path / "jobs")
+    kept = KeptOutputs(policy, spool_owned.path / "outputs")
+    server.cleanups += [jobs.close, kept.close, lambda: remove_tree(spool_owned.path), spool_owned.close]
 
     def timeout_for(arguments: Mapping[str, Any]) -> float:
         """The call's timeout: the policy's default and cap; for a background job, the job's (longer) ones."""
@@ -426,22 +446,36 @@ def build_server(
         return float(min(wanted, cap))
 
     @server.resource(
-        output_uri("{output_id}", "{stream}"),
+        OUTPUT_TEMPLATE,
         name="shell_exec output",
         description="The full stdout or stderr of a shell_exec result that had to be cut, or of a background job, "
-        "while it is kept.",
+        f"while it is kept, read in ranges: each answer holds at most `length` bytes (default {RANGE_BYTES}, at "
+        f"most {MAX_RANGE_BYTES}) from `offset` (default 0). Its first line says which bytes it holds, of how many, "
+        "and the URI of the next range (or that it is the end); the text follows from the second line on.",
         mime_type="text/plain",
     )
-    def full_output(output_id: str, stream: str) -> str:
-        text = kept.read(output_id, stream)
-        if text is None and stream in ("stdout", "stderr"):
-            with contextlib.suppress(GuardError):
-                job = jobs.get(output_id)
-                spool = job.out if stream == "stdout" else job.err
-                text, _ = window(spool, 0, spool.total, spool.total + 1)
-        if text is None:
+    async def full_output(output_id: str, stream: str, offset: str | None = None, length: str | None = None) -> str:
+        # On the event loop, not in a worker thread: a job's spool is fed and closed there, never under a read.
+        spool = kept.spool(output_id, stream)
+        growing = False
+        if spool is None and stream in ("stdout", "stderr"):
+            jobs.forget_finished()
+            if (job := jobs.find(output_id)) is not None:
+                spool, growing = (job.out if stream == "stdout" else job.err), job.ended is None
+        if spool is None:
             raise ResourceNotFoundError(f"{output_id}/{stream} is not kept (any more)")
-        return text
+        try:
+            start, size = parse_range(offset, length)
+            return read_output(output_id, stream, spool, start, size, growing=growing)
+        except RangeError as exc:
+            # A client's mistake in the URI, answered as such (not as the server's internal error).
+            first = output_uri(output_id, stream)
+            raise MCPError(
+                INVALID_PARAMS,
+                f"{exc}. A range is {first}?offset=<first byte>&length=<bytes, 1 to {MAX_RANGE_BYTES}>; "
+                f"the first one: {first}",
+                {"output": f"{output_id}/{stream}", "offset": offset, "length": length},
+            ) from exc
 
     server.timeout_for = timeout_for
 
@@ -568,7 +602,7 @@ def build_server(
             status=job.status,
             jobId=job.id,
             omitted=[
-                OmittedRange(stream=name, start=a, end=b, resource=output_uri(job.id, name))
+                OmittedRange(stream=name, start=a, end=b, resource=output_uri(job.id, name, a))
                 for name, a, b in look.omitted
             ],
             networkDenied=NetworkDenial.all_of(denied),
@@ -698,7 +732,13 @@ def build_server(
             if background:
                 ask, ask_later = None, ask is not None or ask_later
             hosts = CallHosts(
-                grants, shown=prepared.shown, cwd=prepared.cwd, approved=decided.hosts, ask=ask, ask_later=ask_later
+                grants,
+                shown=prepared.shown,
+                cwd=prepared.cwd,
+                approved=decided.hosts,
+                ask=ask,
+                ask_later=ask_later,
+                question_timeout=policy.question_timeout_seconds,
             )
         if background:
             assert args.yieldAfterSeconds is not None
@@ -791,7 +831,7 @@ def build_server(
             return None, True
 
         async def ask(question: str) -> bool | None:
-            with anyio.move_on_after(QUESTION_TIMEOUT_S):
+            with anyio.move_on_after(policy.question_timeout_seconds):
                 try:
                     reply = await ctx.elicit(question, ChangesApproval)
                 except (ValidationError, ValueError):
@@ -925,7 +965,9 @@ def build_server(
         output_id = kept.keep(spools)
         head = max_output // 2
         return [
-            OmittedRange(stream=name, start=head, end=total - (max_output - head), resource=output_uri(output_id, name))
+            OmittedRange(
+                stream=name, start=head, end=total - (max_output - head), resource=output_uri(output_id, name, head)
+            )
             for name, total in cut.items()
         ]
 
