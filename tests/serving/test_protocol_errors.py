@@ -426,3 +426,21 @@ def test_an_endless_line_is_never_held_in_memory(workspace: Path, tmp_path: Path
     assert answer["error"]["code"] == INVALID_REQUEST, answer
     assert peak_mib < 250, f"the server peaked at {peak_mib} MiB"
     assert after["result"]["isError"] is False
+
+
+def test_a_forced_exit_ends_what_runs_but_never_removes_what_a_running_apply_still_needs() -> None:
+    """The exit watchdog runs only the kills (commands, the box): a clean-up that removes a call's copy while its
+    apply is still moving files out of it would leave half the approved changes lost to the next start's recovery."""
+    from types import SimpleNamespace
+
+    from mcp_server_guard.serving.launch import _release
+
+    ran: list[str] = []
+    server = SimpleNamespace(
+        kills=[lambda: ran.append("kill commands"), lambda: ran.append("close the box")],
+        cleanups=[lambda: ran.append("remove the copies")],
+    )
+    _release(server, 1.0, kills_only=True)  # type: ignore[arg-type]
+    assert ran == ["kill commands", "close the box"] and len(server.cleanups) == 1
+    _release(server, 1.0)  # type: ignore[arg-type]  # the orderly exit, afterwards: the rest, once
+    assert ran == ["kill commands", "close the box", "remove the copies"]

@@ -728,3 +728,60 @@ async def test_a_command_that_throws_away_uncommitted_work_asks_and_a_stash_or_a
     assert stashed["transaction"] == "applied" and len(person.asked) == 3
     assert (workspace / "a.txt").read_text() == "committed\n"
     assert "my uncommitted WORK" in git(workspace, "stash", "show", "-p").stdout
+
+
+@pytest.mark.parametrize("transactions", ["auto", "off"])
+async def test_a_roots_own_area_is_hidden_from_commands_and_cannot_be_reshaped(
+    workspace: Path, transactions: str
+) -> None:
+    # Another server's copies in this root's own area (its state directory on another file system): its
+    # unapplied work, and the part directories a start-up clean-up judges by their locks.
+    part = workspace / ".mcp-guard" / "copies" / "4242-0badc0de"
+    (part / "abc" / "u0").mkdir(parents=True)
+    (part / "abc" / "u0" / "draft.txt").write_text("TOPSECRET-draft\n", encoding="utf-8")
+    (part / "lock").write_text("", encoding="utf-8")
+    reshape = (
+        "cat .mcp-guard/copies/*/*/u0/draft.txt; ls -a .mcp-guard; "
+        "mv .mcp-guard/copies .mcp-guard/c.old; ln -s / .mcp-guard/copies; rm -f .mcp-guard/copies/4242-0badc0de/lock"
+    )
+    async with serve(SX, workspace, "--transactions", transactions) as client:
+        out = await sh(client, reshape)
+    assert "TOPSECRET" not in out["stdout"] + out["stderr"]
+    assert (part / "lock").exists() and not (workspace / ".mcp-guard" / "copies").is_symlink()
+    assert (part / "abc" / "u0" / "draft.txt").read_text(encoding="utf-8") == "TOPSECRET-draft\n"
+
+
+def test_the_start_up_clean_up_never_follows_an_area_or_a_part_made_a_symlink(tmp_path: Path) -> None:
+    from mcp_server_guard.files.history import remove_dead
+    from mcp_server_guard.files.liveness import OwnedDir
+
+    victim = tmp_path / "victim"
+    (victim / ".starting-1-aaaaaaaa").mkdir(parents=True)
+    (victim / "5-bbbbbbbb").mkdir()
+    (victim / "5-bbbbbbbb" / "lock").write_text("", encoding="utf-8")
+    area = tmp_path / "area"
+    area.symlink_to(victim)
+    assert remove_dead(area) == 0 and len(list(victim.iterdir())) == 2  # nothing followed, nothing removed
+    with pytest.raises(OSError):
+        OwnedDir(area)
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "6-cccccccc").symlink_to(victim / "5-bbbbbbbb")  # a part of our name that is a symlink
+    assert remove_dead(real) == 0 and (victim / "5-bbbbbbbb" / "lock").exists()
+
+
+def test_an_area_a_command_made_a_symlink_stops_the_call_rather_than_being_masked_through() -> None:
+    import tempfile
+
+    from mcp_server_guard.errors import SecurityError
+    from mcp_server_guard.protected import own_areas
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        assert own_areas([str(root)]) == []
+        (root / ".mcp-guard").symlink_to("/")
+        with pytest.raises(SecurityError, match="not a directory"):
+            own_areas([str(root)])
+        (root / ".mcp-guard").unlink()
+        (root / ".mcp-guard").mkdir()
+        assert own_areas([str(root)]) == [str(root / ".mcp-guard")]

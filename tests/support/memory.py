@@ -69,7 +69,7 @@ async def in_memory(name: str, launch_dir: Path, *, mode: str = "legacy", **kw: 
             yield client
     finally:
         # Not REGISTRY.kill_all: it closes the one process registry of this (test) process for good.
-        for cleanup in server.cleanups:
+        for cleanup in [*server.kills, *server.cleanups]:
             if cleanup != REGISTRY.kill_all:
                 cleanup()
         server.jail.close()

@@ -56,6 +56,7 @@ __all__ = [
     "glob_regex",
     "is_git_dir",
     "makes_git_dir",
+    "own_areas",
     "pointer_text",
     "protection_for",
     "safe_git_config",
@@ -405,9 +406,32 @@ class Protection:
         for own in (*self._files, *self._dirs):
             if within_any(own, survey.roots) and os.path.exists(own):
                 survey.read_only.append(own)
-        survey.masked = self.hidden_paths(survey.roots)
+        survey.masked = self.hidden_paths(survey.roots) + own_areas(survey.roots)
         survey.read_only = sorted(set(survey.read_only))
         return survey
+
+
+def own_areas(roots: Sequence[str]) -> list[str]:
+    """Each root's own area that exists (``<root>/.mcp-guard``: the copies of every shell_exec server whose state
+    directory is on another file system), masked whole in every call's view.
+
+    Threat: another server's copies read through the lower layer (its unapplied work), and — where commands write
+    the files directly — an area reshaped (``copies`` made a symlink, a live part's lock replaced) so that the
+    next start's clean-up removes or follows what it should not. An area that is not a plain directory (a
+    symlink a command made before any server did) cannot be masked safely: nothing runs."""
+    areas = []
+    for root in roots:
+        area = posixpath.join(root, OWN_AREA)
+        try:
+            st = os.lstat(area)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise _unavailable(area, exc.strerror or "unreadable") from None
+        if not stat.S_ISDIR(st.st_mode):
+            raise _unavailable(area, "it is not a directory (shell_exec keeps the copies of commands there)")
+        areas.append(area)
+    return areas
 
 
 def _own_area(path: str, roots: Sequence[str]) -> str | None:

@@ -13,14 +13,16 @@ the lock held, and what the dead server left can go at once — not after an age
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import re
 import secrets
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["LOCK", "OwnedDir", "dead_dirs", "live_dirs"]
+__all__ = ["LOCK", "OwnedDir", "dead_dirs", "live_dirs", "plain_dir"]
 
 LOCK = "lock"
 _NAME = re.compile(r"^(?:\.starting-)?\d+-[0-9a-f]{8}$")
@@ -31,6 +33,8 @@ class OwnedDir:
 
     def __init__(self, area: Path) -> None:
         area.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not plain_dir(area):
+            raise OSError(errno.ENOTDIR, f"{area} is not a plain directory of this user (a symlink?)")
         tag = f"{os.getpid()}-{secrets.token_hex(4)}"
         starting = area / f".starting-{tag}"
         starting.mkdir(mode=0o700)
@@ -62,6 +66,8 @@ def dead_dirs(area: Path, *, unlocked_legacy: bool = False) -> Iterator[tuple[Pa
     ``unlocked_legacy``: a directory of our pattern without a lock file was made by a version that took none
     (output spools before they were locked); it is taken for dead when its pid is not a live process — the only
     place a pid decides, for what those versions left, since they left nothing better to go by."""
+    if not plain_dir(area):
+        return  # Threat: an area made a symlink: its clean-up would run wherever it points
     try:
         names = os.listdir(area)
     except OSError:
@@ -70,6 +76,8 @@ def dead_dirs(area: Path, *, unlocked_legacy: bool = False) -> Iterator[tuple[Pa
         if not _NAME.match(name):
             continue
         owned = area / name
+        if not plain_dir(owned):
+            continue  # a symlink or a file of our pattern: not a directory of ours
         try:
             fd = os.open(owned / LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
@@ -95,7 +103,9 @@ def dead_dirs(area: Path, *, unlocked_legacy: bool = False) -> Iterator[tuple[Pa
 
 def live_dirs(area: Path) -> list[Path]:
     """The directories of ``area`` whose server is alive now (its lock is held)."""
-    live = []
+    live: list[Path] = []
+    if not plain_dir(area):
+        return live
     with contextlib.suppress(OSError):
         for name in os.listdir(area):
             if not _NAME.match(name) or name.startswith(".starting-"):
@@ -113,6 +123,15 @@ def live_dirs(area: Path) -> list[Path]:
             finally:
                 os.close(fd)
     return live
+
+
+def plain_dir(path: Path) -> bool:
+    """A directory of this user, itself (not a symlink to one)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
 
 
 def _pid_alive(pid: int) -> bool:

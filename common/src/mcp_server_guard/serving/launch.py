@@ -225,19 +225,23 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 _RELEASE_LOCK = threading.Lock()
 
 
-def _release(server: GuardedServer, wait: float = -1) -> None:
-    """Run the clean-ups the server registered, once, in order (shell_exec: kill every command still running,
-    then release what confined them); one that fails does not stop the others. ``wait``: at most this long for
-    another thread's run of them (the exit watchdog's, or the orderly exit's), -1 for as long as it takes."""
+def _release(server: GuardedServer, wait: float = -1, *, kills_only: bool = False) -> None:
+    """Run what the server registered to end what runs (``kills``: every command, the box), then — unless
+    ``kills_only`` — its clean-ups, once each, in order; one that fails does not stop the others. ``wait``: at most
+    this long for another thread's run of them (the exit watchdog's, or the orderly exit's), -1 for as long as it
+    takes. The forced exit runs the kills only: a clean-up that removes data (the copies of a call whose apply is
+    still running) would break what the next start finishes from its journal."""
     if not _RELEASE_LOCK.acquire(timeout=wait):
         return
     try:
-        while server.cleanups:
-            cleanup = server.cleanups.pop(0)
-            try:
-                cleanup()
-            except Exception:
-                logging.getLogger("mcp_server_guard").exception("clean-up at exit failed")
+        pending = [server.kills] if kills_only else [server.kills, server.cleanups]
+        for steps in pending:
+            while steps:
+                step = steps.pop(0)
+                try:
+                    step()
+                except Exception:
+                    logging.getLogger("mcp_server_guard").exception("clean-up at exit failed")
     finally:
         _RELEASE_LOCK.release()
 
@@ -260,7 +264,7 @@ def serve(server: GuardedServer) -> None:
     for sig in STOP_SIGNALS:
         signal.signal(sig, terminate)
     # Once the session ends (EOF, a stop signal), the process ends within seconds, whatever a call is doing.
-    deadline.watch(partial(_release, server, deadline.CLEANUP_BOUND_S))
+    deadline.watch(partial(_release, server, deadline.CLEANUP_BOUND_S, kills_only=True))
     stopped_by: signal.Signals | None = None
     try:
         stopped_by = anyio.run(

@@ -297,6 +297,9 @@ class GuardedServer(MCPServer[Any]):
         self.direct_tools: dict[str, Tool] = {}
         self._no_request: Context[Any, Any] = Context(mcp_server=self)  # what a direct call's tool gets (stateless)
         self.cleanups: list[Callable[[], None]] = []  # run when the server stops
+        # Run first, and the only ones a forced exit runs (serving.deadline): they end what runs (commands, the
+        # box) and never remove data — a copy an apply is still reading stays for the next start to finish.
+        self.kills: list[Callable[[], None]] = []
         # Middleware sees every inbound message in both eras; the 2026-07-28 runner would drop this
         # notification before any handler (no handshake), yet a stale, wider jail must not survive it.
         self.middleware.append(self._watch_roots_changed)

@@ -21,7 +21,7 @@ from mcp_server_guard.errors import ExecutionError, ParamError, ResourceError, S
 from mcp_server_guard.files.jail import Jail
 from mcp_server_guard.policy import ShellPolicy
 from mcp_server_guard.policy import Verdict as NetVerdict
-from mcp_server_guard.protected import Protection, Survey
+from mcp_server_guard.protected import Protection, Survey, own_areas
 from mcp_server_guard.shell.boxed import run_boxed
 from mcp_server_guard.shell.egress import Denied, EgressProxy
 from mcp_server_guard.shell.grants import CallHosts, SessionApprovals, session_prefix
@@ -241,7 +241,8 @@ class ShellExec:
                     if self.sandbox.copies:
                         # The command works on a copy (its changes are judged afterwards): only the hidden paths
                         # need hiding now.
-                        survey.masked = self.protection.hidden_paths(roots)  # kept while nothing changes
+                        # need hiding now, and every root's own area (other servers' copies live there too).
+                        survey.masked = self.protection.hidden_paths(roots) + own_areas(roots)
                     else:
                         # Writing the real tree directly (no copy here): protected paths read-only, as far as
                         # they can be found. Raises PROTECTION_UNAVAILABLE (nothing runs) when the layout

@@ -412,7 +412,7 @@ def build_server(
     grants = shell.grants
     checked = Checked(shell, grants)
     # At exit, however it comes: no command outlives the server, then what confined them goes.
-    server.cleanups += [REGISTRY.kill_all, lambda: close_box(sandbox), lambda: release(sandbox)]
+    server.kills += [REGISTRY.kill_all, lambda: close_box(sandbox), lambda: release(sandbox)]
     if transactions is not None:
         server.cleanups.append(transactions.close)  # the copies queued for removal go before the area does
     if area is not None:
