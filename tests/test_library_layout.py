@@ -21,7 +21,7 @@ EXPORTED = {
         "ERROR_CODES", "ERROR_META_KEY", "AuditLog", "AuditRecord", "Category", "ErrorPayload", "ExecutionError",
         "GuardError", "GuardedServer", "Jail", "Located", "NetworkRules", "ParamError", "Policy", "PolicyError",
         "ResourceError",
-        "SecurityError", "ServerConfig", "SymlinkMode", "SystemError_", "ToolInput", "ToolOutput", "load_policy",
+        "SecurityError", "ServerConfig", "SymlinkMode", "HostError", "ToolInput", "ToolOutput", "load_policy",
         "note", "register_tool", "within", "within_any",
     ],
     "mcp_server_guard.serving": [

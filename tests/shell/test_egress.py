@@ -19,10 +19,10 @@ import pytest
 
 from mcp_server_guard.policy import (
     HostRule,
+    HostVerdict,
     IPAddress,
     NetworkRuleError,
     NetworkRules,
-    Verdict,
     load_policy,
     special_address,
 )
@@ -95,14 +95,14 @@ def running() -> Iterator[Running]:
         except ValueError:
             raise OSError("no such name") from None
 
-    async def asker(token: str | None, host: str, port: int, verdict: Verdict) -> Verdict:
+    async def asker(token: str | None, host: str, port: int, verdict: HostVerdict) -> HostVerdict:
         asked.append((token, host, port))
         reasons.append(verdict.reason)
         said = answer.pop(0) if len(answer) > 1 else bool(answer and answer[0])  # several: one per question
         if said:
             # The approval covers the special addresses the question showed (verdict.addresses), no others.
-            return Verdict("allow", "approved-command", "approved by the stand-in human", verdict.addresses)
-        return Verdict("deny", "not-approved", "refused by the stand-in human")
+            return HostVerdict("allow", "approved-command", "approved by the stand-in human", verdict.addresses)
+        return HostVerdict("deny", "not-approved", "refused by the stand-in human")
 
     proxy = EgressProxy(rules, asker=asker, resolver=resolver)
     for call in range(1, 10):  # the calls the tests make (a token no call opened is judged, not recorded)

@@ -367,7 +367,7 @@ async def test_closing_stdin_while_a_write_waits_leaves_the_server_sound(workspa
 
 
 def test_host_questions_per_command_and_the_paused_time_are_bounded() -> None:
-    from mcp_server_guard.policy import Verdict
+    from mcp_server_guard.policy import HostVerdict
     from mcp_server_guard.shell.grants import MAX_QUESTIONS, CallHosts, SessionApprovals
     from mcp_server_guard.shell.process import Pause
 
@@ -380,7 +380,7 @@ def test_host_questions_per_command_and_the_paused_time_are_bounded() -> None:
     async def scenario() -> list[str]:
         hosts = CallHosts(SessionApprovals(), shown="x", cwd="/", ask=ask)  # type: ignore[arg-type]
         rules = [
-            (await hosts.decide(f"h{i}.test", 443, Verdict("ask", None, "no rule names it"))).rule or ""
+            (await hosts.decide(f"h{i}.test", 443, HostVerdict("ask", None, "no rule names it"))).rule or ""
             for i in range(MAX_QUESTIONS + 3)
         ]
         await hosts.close()

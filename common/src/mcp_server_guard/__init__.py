@@ -21,10 +21,10 @@ if TYPE_CHECKING:
         ErrorPayload,
         ExecutionError,
         GuardError,
+        HostError,
         ParamError,
         ResourceError,
         SecurityError,
-        SystemError_,
     )
     from mcp_server_guard.files.jail import Jail, Located, SymlinkMode
     from mcp_server_guard.paths import within, within_any
@@ -53,7 +53,7 @@ _EXPORTS = {
     "SecurityError": "errors",
     "ServerConfig": "serving.server",
     "SymlinkMode": "files.jail",
-    "SystemError_": "errors",
+    "HostError": "errors",
     "ToolInput": "serving.server",
     "ToolOutput": "serving.server",
     "load_policy": "policy",
@@ -74,6 +74,7 @@ __all__ = [
     "ExecutionError",
     "GuardError",
     "GuardedServer",
+    "HostError",
     "Jail",
     "Located",
     "NetworkRules",
@@ -84,7 +85,6 @@ __all__ = [
     "SecurityError",
     "ServerConfig",
     "SymlinkMode",
-    "SystemError_",
     "ToolInput",
     "ToolOutput",
     "load_policy",

@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from mcp_server_guard.errors import SystemError_
+from mcp_server_guard.errors import HostError
 from mcp_server_guard.paths import real_within_any, state_dir
 
 log = logging.getLogger("mcp_server_guard.audit")
@@ -275,7 +275,7 @@ class AuditLog:
         except OSError as exc:
             reason = exc.strerror or str(exc)
             log.error("audit: cannot record the intent of call %s (%s); the call is refused", record.audit_id, reason)
-            raise SystemError_(
+            raise HostError(
                 "AUDIT_UNAVAILABLE",
                 f"The audit log cannot record this call ({reason}), so it was not performed; nothing was done.",
                 "Ask the user to free space where the server's audit log lives (--audit-log) or fix its permissions; "

@@ -5,7 +5,7 @@
     ├── SecurityError     SECURITY       the request would leave the box
     ├── ResourceError     RESOURCE       the target is missing, too big, of the wrong kind
     ├── ExecutionError    EXECUTION      running something failed (shell_exec)
-    └── SystemError_      SYSTEM         the host failed us (I/O, permissions, internal)
+    └── HostError         SYSTEM         the host failed us (I/O, permissions, internal)
 
 Each refusal becomes an ``isError`` tool result whose text block and ``_meta["mcp-guard/error"]``
 both carry ``code``, ``category``, ``message`` and ``suggestion`` (see :func:`GuardError.to_result`), plus the
@@ -116,7 +116,7 @@ class ExecutionError(GuardError):
     category = Category.EXECUTION
 
 
-class SystemError_(GuardError):
+class HostError(GuardError):
     category = Category.SYSTEM
 
 

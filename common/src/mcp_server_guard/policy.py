@@ -293,7 +293,7 @@ def _port(entry: str, text: str) -> int | None:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class HostVerdict:
     action: str  # "allow", "deny" or "ask"
     rule: str | None  # the entry that decided, or a reason code (e.g. "private-address")
     reason: str
@@ -311,28 +311,30 @@ class NetworkRules:
     def parse(cls, allow: Iterable[str], deny: Iterable[str]) -> NetworkRules:
         return cls(tuple(HostRule.parse(e) for e in allow), tuple(HostRule.parse(e) for e in deny))
 
-    def judge(self, host: str, port: int) -> Verdict:
+    def judge(self, host: str, port: int) -> HostVerdict:
         """The verdict on a name (or literal address) and port, before resolving it."""
         host = normal_host(host)
         for rule in self.deny:
             if rule.matches(host, port):
-                return Verdict("deny", f"deny:{rule.text}", f"{host}:{port} is denied by [network].deny '{rule.text}'")
+                return HostVerdict(
+                    "deny", f"deny:{rule.text}", f"{host}:{port} is denied by [network].deny '{rule.text}'"
+                )
         for rule in self.allow:
             if rule.matches(host, port):
-                return Verdict("allow", f"allow:{rule.text}", f"{host}:{port} is allowed by '{rule.text}'")
-        return Verdict("ask", None, f"no [network] rule names {host}:{port}")
+                return HostVerdict("allow", f"allow:{rule.text}", f"{host}:{port} is allowed by '{rule.text}'")
+        return HostVerdict("ask", None, f"no [network] rule names {host}:{port}")
 
-    def judge_address(self, host: str, ip: IPAddress, port: int, *, approved: bool = False) -> Verdict | None:
+    def judge_address(self, host: str, ip: IPAddress, port: int, *, approved: bool = False) -> HostVerdict | None:
         """A refusal when ``host`` resolved to ``ip`` and that address is off limits; None when it may be used.
 
         ``approved``: a human approved exactly this host and port, which names it as an exact entry would."""
         host = normal_host(host)
         for rule in self.deny:
             if rule.block is not None and (rule.port is None or rule.port == port) and ip in rule.block:
-                return Verdict("deny", f"deny:{rule.text}", f"{host} resolves to {ip}, denied by '{rule.text}'")
+                return HostVerdict("deny", f"deny:{rule.text}", f"{host} resolves to {ip}, denied by '{rule.text}'")
         named = approved or any(rule.names_address(host, ip, port) for rule in self.allow)
         if special_address(ip) and not named:
-            return Verdict(
+            return HostVerdict(
                 "deny",
                 "private-address",
                 f"{host} resolves to {ip}: loopback, private, link-local and metadata addresses are refused "

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from mcp_server_guard.errors import GuardError, ParamError, ResourceError, SecurityError, SystemError_
+from mcp_server_guard.errors import GuardError, HostError, ParamError, ResourceError, SecurityError
 from mcp_server_guard.files import openat2 as _openat2
 from mcp_server_guard.paths import within
 
@@ -78,7 +78,7 @@ def oserror_to_guard(exc: OSError, given: str) -> GuardError:
     if code == errno.ENOENT:
         return ResourceError("NOT_FOUND", f"'{given}' does not exist.", "Check the path; list the directory first.")
     if code in (errno.EACCES, errno.EPERM):
-        return SystemError_("PERMISSION_DENIED", f"Permission denied for '{given}'.", "Choose a file you can access.")
+        return HostError("PERMISSION_DENIED", f"Permission denied for '{given}'.", "Choose a file you can access.")
     if code == errno.EISDIR:
         return ResourceError("IS_DIRECTORY", f"'{given}' is a directory.", "Pass the path of a file inside it.")
     if code == errno.ENOTDIR:
@@ -101,9 +101,7 @@ def oserror_to_guard(exc: OSError, given: str) -> GuardError:
         return ParamError("INVALID_PATH", f"'{given[:80]}…' is too long.", "Use a shorter path.")
     if code == errno.ENXIO:
         return SecurityError("NOT_REGULAR_FILE", f"'{given}' is not a regular file.", "Only regular files are served.")
-    return SystemError_(
-        "IO_ERROR", f"Could not open '{given}': {os.strerror(code or 0)}.", "Try again or another file."
-    )
+    return HostError("IO_ERROR", f"Could not open '{given}': {os.strerror(code or 0)}.", "Try again or another file.")
 
 
 def _open_root(path: str) -> Root:

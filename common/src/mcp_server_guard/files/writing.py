@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_server_guard import audit
-from mcp_server_guard.errors import GuardError, ResourceError, SecurityError, SystemError_
+from mcp_server_guard.errors import GuardError, HostError, ResourceError, SecurityError
 from mcp_server_guard.files.history import HistoryEntry, HistoryStore
 from mcp_server_guard.files.jail import Jail, Located, check_regular, oserror_to_guard
 from mcp_server_guard.files.journal import TempJournal, Ticket, journal_dir, sweep_journals, temp_name
@@ -301,7 +301,7 @@ class Writer:
                 self._forget(ticket)
                 raise self._write_error(exc, located) from None
         else:
-            raise SystemError_("IO_ERROR", "Could not create a temporary file.", "Try again.")
+            raise HostError("IO_ERROR", "Could not create a temporary file.", "Try again.")
         try:
             try:
                 view = memoryview(data)
@@ -459,7 +459,7 @@ class Writer:
                     "history_max_entries in the [file_write] section of the policy and restart the server (the "
                     "oldest versions go first); `mcp-guard history list` shows what it keeps.",
                 ) from None
-            raise SystemError_(
+            raise HostError(
                 "HISTORY_UNAVAILABLE",
                 f"The previous content of '{located.given}' could not be saved in the history store "
                 f"({self.history.directory}: {exc.strerror}); nothing was written.",

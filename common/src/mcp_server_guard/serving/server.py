@@ -52,9 +52,9 @@ from mcp_server_guard.errors import (
     ERROR_META_KEY,
     Category,
     GuardError,
+    HostError,
     ParamError,
     SecurityError,
-    SystemError_,
     facts_line,
 )
 from mcp_server_guard.files.jail import Jail
@@ -215,7 +215,7 @@ def _as_guard_error(exc: ToolError, tool: str) -> GuardError:
         cause = cause.__cause__
     if str(exc).startswith("Unknown tool"):
         return ParamError("UNKNOWN_TOOL", str(exc), "Call tools/list to see the tool this server offers.")
-    return SystemError_("INTERNAL_ERROR", f"{tool} failed unexpectedly.", "Try again; if it persists, report it.")
+    return HostError("INTERNAL_ERROR", f"{tool} failed unexpectedly.", "Try again; if it persists, report it.")
 
 
 @dataclass(frozen=True)

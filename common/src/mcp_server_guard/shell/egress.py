@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from mcp_server_guard.policy import IPAddress, NetworkRules, Verdict, normal_host
+from mcp_server_guard.policy import HostVerdict, IPAddress, NetworkRules, normal_host
 
 log = logging.getLogger("mcp_server_guard.egress")
 
@@ -64,7 +64,7 @@ class Denied:
 
 Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
 # (call token or None, host, port, the rules' "ask") -> the verdict on a host no rule names
-Asker = Callable[[str | None, str, int, Verdict], Awaitable[Verdict]]
+Asker = Callable[[str | None, str, int, HostVerdict], Awaitable[HostVerdict]]
 
 
 async def system_resolver(host: str, port: int) -> list[IPAddress]:
@@ -117,7 +117,7 @@ class EgressProxy:
     rules: NetworkRules
     asker: Asker | None = None
     resolver: Resolver = system_resolver
-    on_decision: Callable[[str | None, str, int, Verdict], None] | None = None  # every decision (the audit)
+    on_decision: Callable[[str | None, str, int, HostVerdict], None] | None = None  # every decision (the audit)
     denied: dict[str, list[Denied]] = field(default_factory=dict)  # call token -> what was refused
     allowed: dict[str, list[str]] = field(default_factory=dict)  # call token -> host:port let through
     # Tokens of the calls running now: only their decisions are kept (a command sending made-up tokens in a loop
@@ -219,7 +219,7 @@ class EgressProxy:
             if self.asker is not None:
                 verdict = await self.asker(head.token, head.host, head.port, verdict)
             else:
-                verdict = Verdict("deny", "unnamed-host", verdict.reason)
+                verdict = HostVerdict("deny", "unnamed-host", verdict.reason)
         if verdict.action == "allow":
             try:
                 addresses = await asyncio.wait_for(self.resolver(head.host, head.port), CONNECT_TIMEOUT_S)
@@ -270,7 +270,7 @@ class EgressProxy:
         finally:
             upstream.close()
 
-    def _decided(self, head: _Head, verdict: Verdict) -> None:
+    def _decided(self, head: _Head, verdict: HostVerdict) -> None:
         kept = head.token is not None and head.token in self.live
         if verdict.action != "allow" and kept:
             assert head.token is not None

@@ -19,16 +19,15 @@ from mcp_server_guard.changes.apply import now_ns
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.errors import ExecutionError, ParamError, ResourceError, SecurityError
 from mcp_server_guard.files.jail import Jail
-from mcp_server_guard.policy import ShellPolicy
-from mcp_server_guard.policy import Verdict as NetVerdict
+from mcp_server_guard.policy import HostVerdict, ShellPolicy
 from mcp_server_guard.protected import Protection, Survey, own_areas
-from mcp_server_guard.shell.boxed import run_boxed
 from mcp_server_guard.shell.egress import Denied, EgressProxy
 from mcp_server_guard.shell.grants import CallHosts, SessionApprovals, session_prefix
+from mcp_server_guard.shell.in_box import run_boxed
 from mcp_server_guard.shell.parsing import TooComplex
 from mcp_server_guard.shell.process import Control, Copy, Progress, RunResult, base_env, build_env, run
 from mcp_server_guard.shell.rules import PolicyEngine, Verdict
-from mcp_server_guard.shell.sandbox.boxing import call_options, outside_sockets
+from mcp_server_guard.shell.sandbox.layers import call_options, outside_sockets
 from mcp_server_guard.shell.sandbox.planning import Limits, SandboxPlan, confine
 from mcp_server_guard.shell.sandbox.sockets import TooManySockets
 
@@ -189,7 +188,7 @@ class ShellExec:
         """The ``program subcommand`` a session approval of this line may name (None: only the exact line)."""
         return session_prefix(self.engine, command, args, dict(env) if env else None)
 
-    async def _ask_host(self, token: str | None, host: str, port: int, verdict: NetVerdict) -> NetVerdict:
+    async def _ask_host(self, token: str | None, host: str, port: int, verdict: HostVerdict) -> HostVerdict:
         """The proxy's question about a host no rule names: the running call it belongs to decides (asking its
         human, or remembering to ask before the next run); a connection no running call owns gets only the
         session's grants."""
@@ -198,11 +197,11 @@ class ShellExec:
             return await call.decide(host, port, verdict)
         granted = self.grants.for_host(host, port)
         if granted is not None:
-            return NetVerdict(
+            return HostVerdict(
                 "allow", "approved-session", f"{host}:{port} approved by the user for this session",
                 granted.shown_addresses,
             )  # fmt: skip
-        return NetVerdict("deny", "unnamed-host", verdict.reason)
+        return HostVerdict("deny", "unnamed-host", verdict.reason)
 
     async def prepare_off_loop(
         self,

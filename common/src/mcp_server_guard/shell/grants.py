@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from mcp_server_guard.policy import Verdict
+from mcp_server_guard.policy import HostVerdict
 from mcp_server_guard.shell.parsing import substitutes
 from mcp_server_guard.shell.process import Pause
 from mcp_server_guard.shell.rules import INTERPRETERS, SHELLS, PolicyEngine
@@ -323,7 +323,7 @@ class CallHosts:
         self.pause = Pause()
         self._questions: dict[str, asyncio.Task[HostAnswer | None]] = {}
 
-    async def decide(self, host: str, port: int, verdict: Verdict) -> Verdict:
+    async def decide(self, host: str, port: int, verdict: HostVerdict) -> HostVerdict:
         """The verdict on a host no rule names (``verdict`` is the rules' "ask")."""
         key = f"{host}:{port}"
         # ``verdict.addresses``: the special addresses an approved name turned out to resolve to (the proxy asks
@@ -331,18 +331,18 @@ class CallHosts:
         wanted = set(verdict.addresses)
         if key in self.approved and wanted <= set(self.approved[key]):
             shown = self.approved[key]
-            return Verdict("allow", "approved-command", f"{key} approved by the user for this command", shown)
+            return HostVerdict("allow", "approved-command", f"{key} approved by the user for this command", shown)
         granted = self.grants.for_host(host, port)
         if granted is not None and wanted <= set(granted.shown_addresses):
-            return Verdict(
+            return HostVerdict(
                 "allow", "approved-session", f"{key} approved by the user for this session", granted.shown_addresses
             )
         if key in self.refused:
-            return Verdict("deny", "not-approved", f"the user did not allow {key}")
+            return HostVerdict("deny", "not-approved", f"the user did not allow {key}")
         question = f"{key} {','.join(sorted(wanted))}"
         if self.ask is None or (question not in self._questions and len(self._questions) >= MAX_QUESTIONS):
             if self.ask is not None:
-                return Verdict("deny", "unnamed-host", f"{verdict.reason}; {MAX_QUESTIONS} questions already asked")
+                return HostVerdict("deny", "unnamed-host", f"{verdict.reason}; {MAX_QUESTIONS} questions already asked")
             if self.ask_later and (key not in self.unasked or not wanted <= set(self.unasked[key])):
                 self.unasked[key] = tuple(sorted(wanted | set(self.unasked.get(key, ()))))
             later = (
@@ -350,18 +350,18 @@ class CallHosts:
                 if self.ask_later
                 else "; this client cannot ask the user"
             )
-            return Verdict("deny", "unnamed-host", verdict.reason + later)
+            return HostVerdict("deny", "unnamed-host", verdict.reason + later)
         task = self._questions.get(question)
         if task is None:
             task = self._questions[question] = asyncio.ensure_future(self._ask(host, port, verdict))
         answer = await asyncio.shield(task)
         if answer in ("command", "session"):
-            return Verdict(
+            return HostVerdict(
                 "allow", f"approved-{answer}", f"{key} approved by the user for this {answer}", verdict.addresses
             )
-        return Verdict("deny", "not-approved", f"the user did not allow {key}")
+        return HostVerdict("deny", "not-approved", f"the user did not allow {key}")
 
-    async def _ask(self, host: str, port: int, verdict: Verdict) -> HostAnswer | None:
+    async def _ask(self, host: str, port: int, verdict: HostVerdict) -> HostAnswer | None:
         assert self.ask is not None
         key = f"{host}:{port}"
         self.pause.begin()

@@ -86,7 +86,7 @@ def main(
     """Serve the shell_exec tool over stdio: commands are checked against the policy and run confined."""
     # Lazy for start-up time: --help and --version need neither the tool nor the MCP SDK.
     from mcp_server_guard.shell.execution import limits_of  # noqa: PLC0415
-    from mcp_server_guard.shell.sandbox.boxing import open_box  # noqa: PLC0415
+    from mcp_server_guard.shell.sandbox.layers import open_box  # noqa: PLC0415
     from mcp_server_shell_exec.server import build_server  # noqa: PLC0415
 
     full_access = config.mode is Mode.FULL_ACCESS

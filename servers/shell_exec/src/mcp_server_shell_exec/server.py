@@ -27,7 +27,7 @@ from mcp_server_guard.errors import ParamError, ResourceError
 from mcp_server_guard.files.history import remove_dead, remove_tree
 from mcp_server_guard.files.liveness import OwnedDir
 from mcp_server_guard.files.writing import open_writer
-from mcp_server_guard.policy import NetworkRules, Verdict
+from mcp_server_guard.policy import HostVerdict, NetworkRules
 from mcp_server_guard.protected import protection_for
 from mcp_server_guard.serving.server import (
     ClientRoots,
@@ -67,7 +67,7 @@ from mcp_server_guard.shell.jobs import (
 )
 from mcp_server_guard.shell.process import REGISTRY, Control, Progress, RunResult
 from mcp_server_guard.shell.rules import Verdict as LineVerdict
-from mcp_server_guard.shell.sandbox.boxing import close_box
+from mcp_server_guard.shell.sandbox.layers import close_box
 from mcp_server_guard.shell.sandbox.planning import NetworkMode, SandboxPlan, release
 
 log = logging.getLogger("mcp_server_guard.shell_exec")
@@ -334,7 +334,7 @@ def _links(out: ShellExecOutput) -> list[ResourceLink]:
     ]
 
 
-def _log_decision(token: str | None, host: str, port: int, verdict: Verdict) -> None:
+def _log_decision(token: str | None, host: str, port: int, verdict: HostVerdict) -> None:
     log.info("egress %s %s:%s (%s) for call %s", verdict.action, host, port, verdict.rule, token)
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from mcp_server_guard.shell.sandbox.boxing import call_options, close_box, open_box
+    from mcp_server_guard.shell.sandbox.layers import call_options, close_box, open_box
     from mcp_server_guard.shell.sandbox.planning import (
         Confinement,
         Limits,
@@ -40,9 +40,9 @@ _EXPORTS = {
     "release": "planning",
     "release_all": "planning",
     "sweep_stale_tmpdirs": "planning",
-    "call_options": "boxing",
-    "close_box": "boxing",
-    "open_box": "boxing",
+    "call_options": "layers",
+    "close_box": "layers",
+    "open_box": "layers",
 }
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 

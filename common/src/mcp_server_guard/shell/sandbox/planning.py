@@ -101,7 +101,7 @@ class SandboxPlan:
     network_chosen: bool = True  # False: --network was not given (policy by default, with a fall-back)
     notes: list[str] = field(default_factory=list)
     pids_cgroup: Path | None = None
-    box: Box | None = None  # the box every command runs in (see boxing.open_box), when the machine allows it
+    box: Box | None = None  # the box every command runs in (see layers.open_box), when the machine allows it
     jail_writable: bool = True  # False in --mode read-only: commands may write only their private /tmp
     # (root, area) for every writable root commands see as a copy (its changes judged and applied afterwards);
     # empty: commands write the real tree directly (transaction: none)
