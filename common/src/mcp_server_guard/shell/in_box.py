@@ -201,15 +201,4 @@ async def run_boxed(
             sig = signal.Signals(number).name if number in signal.valid_signals() else f"SIG{number}"
         else:
             code, sig = os.waitstatus_to_exitcode(wait_status), None
-    stdout_text, stderr_text = out.render(), err.render()
-    return RunResult(
-        stdout=stdout_text,
-        stderr=stderr_text,
-        exit_code=code,
-        signal=sig,
-        timed_out=timed_out,
-        stdout_bytes=out.total,
-        stderr_bytes=err.total,
-        truncated=out.truncated or err.truncated,
-        duration_ms=(time.perf_counter() - started_at) * 1000,
-    )
+    return RunResult.of(out, err, code, sig, timed_out, started_at)

@@ -355,6 +355,24 @@ class RunResult:
     network_denied: tuple[Denied, ...] = ()  # --network policy: what the egress proxy refused for this call
     network_allowed: tuple[str, ...] = ()  # --network policy: host:port the proxy let through for this call
 
+    @classmethod
+    def of(
+        cls, out: OutputBuffer, err: OutputBuffer, code: int, sig: str | None, timed_out: bool, started: float
+    ) -> RunResult:
+        """One run's result from its output buffers (both runners, boxed or not, end here)."""
+        stdout_text, stderr_text = out.render(), err.render()  # rendering decides `truncated` too
+        return cls(
+            stdout=stdout_text,
+            stderr=stderr_text,
+            exit_code=code,
+            signal=sig,
+            timed_out=timed_out,
+            stdout_bytes=out.total,
+            stderr_bytes=err.total,
+            truncated=out.truncated or err.truncated,
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+
 
 class ProcessRegistry:
     """The commands this server runs, so that orphans can be told from them and nothing outlives the server.
@@ -648,15 +666,4 @@ async def run(
     if code < 0:
         sig = signal.Signals(-code).name if -code in signal.valid_signals() else f"SIG{-code}"
         code = 128 - code
-    stdout_text, stderr_text = out.render(), err.render()  # rendering decides `truncated` too
-    return RunResult(
-        stdout=stdout_text,
-        stderr=stderr_text,
-        exit_code=code,
-        signal=sig,
-        timed_out=timed_out,
-        stdout_bytes=out.total,
-        stderr_bytes=err.total,
-        truncated=out.truncated or err.truncated,
-        duration_ms=(time.perf_counter() - started) * 1000,
-    )
+    return RunResult.of(out, err, code, sig, timed_out, started)
