@@ -202,8 +202,9 @@ def library_uses(path: Path) -> list[str]:
             package = bound[node.value.id]
             if node.attr not in EXPORTED[package] and f"{package}.{node.attr}" not in EXPORTED:
                 wrong.append(f"line {node.lineno}: {package}.{node.attr}")
-        private = isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
-        if private and isinstance(node.value, ast.Name) and node.value.id in imported:  # type: ignore[attr-defined]
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_") or node.attr.startswith("__"):
+            continue
+        if isinstance(node.value, ast.Name) and node.value.id in imported:
             wrong.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
     return wrong
 

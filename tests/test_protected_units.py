@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from mcp_server_guard import protected
 from mcp_server_guard.errors import SecurityError
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.protected import (
@@ -203,7 +203,12 @@ def test_an_unchanged_hidden_list_is_not_looked_up_again(tmp_path: Path, monkeyp
     first = protection.hidden_paths()
     looked: list[str] = []
     real_lstat = os.lstat
-    monkeypatch.setattr(protected.os, "lstat", lambda p, *a, **k: looked.append(str(p)) or real_lstat(p, *a, **k))
+
+    def counted_lstat(p: Any, *a: Any, **k: Any) -> os.stat_result:
+        looked.append(str(p))
+        return real_lstat(p, *a, **k)
+
+    monkeypatch.setattr(os, "lstat", counted_lstat)
     assert protection.hidden_paths() == first == [str(home / ".aws")]
     assert looked == []
     (home / ".config").mkdir()  # a directory the lookup consulted (~/.config/gh's parent) appears

@@ -73,7 +73,7 @@ def succeeded(result: CallToolResult) -> bool:
     if result.is_error:
         return False
     out = result.structured_content or {}
-    return out.get("exitCode", 0) == 0
+    return bool(out.get("exitCode", 0) == 0)
 
 
 def has_placeholder(arguments: dict[str, Any]) -> bool:

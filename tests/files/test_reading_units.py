@@ -89,7 +89,7 @@ def _bytes_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         counted[0] += len(data)
         return data
 
-    monkeypatch.setattr(reading.os, "pread", pread)
+    monkeypatch.setattr(os, "pread", pread)
     return counted
 
 

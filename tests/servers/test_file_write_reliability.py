@@ -88,7 +88,7 @@ def test_audit_log_on_a_full_disk_means_no_action_and_audit_unavailable(
         "file_read": [console_script(FR)],
         "shell_exec": [console_script(SX), "--sandbox", "off"],
     }[server]
-    calls: list[tuple[str, dict[str, Any]]] = {
+    table: dict[str, list[tuple[str, dict[str, Any]]]] = {
         "file_write": [
             ("file_write", {"path": "new.txt", "content": "created\n"}),
             ("file_write", {"path": "hello.txt", "content": "replaced\n", "overwrite": True}),
@@ -98,7 +98,8 @@ def test_audit_log_on_a_full_disk_means_no_action_and_audit_unavailable(
             ("shell_exec", {"command": "touch marker"}),
             ("shell_exec", {"command": "touch", "args": ["m2"]}),
         ],
-    }[server]
+    }
+    calls = table[server]
     raw = in_tmpfs(tmpfs, f": > audit.jsonl && {FILL}", [*argv, "--audit-log", str(tmpfs / "audit.jsonl")], workspace)
     try:
         raw.initialize()

@@ -93,7 +93,7 @@ def owed(line: bytes) -> str | None:
     if isinstance(message, list):
         return next((m["id"] for m in message if isinstance(m, dict) and isinstance(m.get("id"), str)), None)
     if isinstance(message, dict) and isinstance(message.get("id"), str) and "result" not in message:
-        return message["id"]
+        return str(message["id"])
     return None
 
 
@@ -118,7 +118,7 @@ def test_random_arguments_and_malformed_lines_never_kill_the_server_nor_lose_a_r
             raw.send_raw(line + b"\n")
             if (id_ := owed(line)) is not None:
                 debts[id_] += 1
-        for id_ in range(1, 151):
+        for number in range(1, 151):
             arguments: Any
             if rng.random() < 0.1:
                 arguments = random_value(rng)  # not even an object
@@ -129,11 +129,11 @@ def test_random_arguments_and_malformed_lines_never_kill_the_server_nor_lose_a_r
             params: dict[str, Any] = {"name": tool if rng.random() < 0.9 else "nope", "arguments": arguments}
             if script.endswith("shell-exec") and isinstance(arguments, dict):
                 arguments["timeoutSeconds"] = 2
-            message: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "method": "tools/call"}
+            message: dict[str, Any] = {"jsonrpc": "2.0", "id": number, "method": "tools/call"}
             message["params"] = raw.envelope(params)
             raw.send(message)
-            debts[id_] += 1
-            seen = raw.until(id_, timeout=30)
+            debts[number] += 1
+            seen = raw.until(number, timeout=30)
             received += seen
             answer = seen[-1]
             assert answer["jsonrpc"] == "2.0" and ("result" in answer or "error" in answer), answer

@@ -341,8 +341,8 @@ async def test_full_access_mode_runs_unboxed_and_deny_rules_still_hold(workspace
 async def test_a_running_command_reports_progress_with_its_last_line(workspace: Path, mode: str) -> None:
     seen: list[tuple[float, str | None]] = []
 
-    async def progress(value: float, _total: float | None, message: str | None) -> None:
-        seen.append((value, message))
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
 
     command = "for i in 1 2 3 4 5 6; do echo step$i; sleep 0.4; done"
     async with serve("mcp-server-shell-exec", workspace, mode=mode) as client:
@@ -550,7 +550,7 @@ def test_the_approval_question_speaks_the_protocol_version_the_client_negotiated
 
     raw = RawClient([console_script("mcp-server-shell-exec"), "--audit-log", str(tmp_path / "a.jsonl")], workspace)
     try:
-        capabilities = {"elicitation": {}}
+        capabilities: dict[str, Any] = {"elicitation": {}}
         hello = {
             "protocolVersion": version,
             "capabilities": capabilities,

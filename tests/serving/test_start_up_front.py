@@ -25,7 +25,7 @@ def _session(script: str, workspace: Path, tail: list[dict[str, Any]] | None = N
     """Spawn, send the handshake, tools/list and ``tail`` at once, wait for the last answer, close stdin: every
     line the server wrote."""
     client = RawClient([console_script(script), "--audit-log", str(workspace.parent / "audit.jsonl")], workspace)
-    lines = [
+    lines: list[dict[str, Any]] = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},

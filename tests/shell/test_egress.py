@@ -350,7 +350,7 @@ def test_a_calls_listener_let_go_at_its_end_never_steals_the_next_sockets_wakeup
         assert ours.fileno() == number or listener.fileno() == number  # reused at once, or not yet let go
         ours.setblocking(False)
         woke = loop.create_future()
-        loop.add_reader(ours, lambda: woke.done() or woke.set_result(True))
+        loop.add_reader(ours, lambda: None if woke.done() else woke.set_result(True))
         theirs.send(b"x")
         try:
             return await asyncio.wait_for(woke, 2.0)

@@ -419,7 +419,7 @@ def test_the_public_corpus_meets_the_figures_of_the_string_layer() -> None:
 
     def share(name: str, on_copy: bool) -> float:
         result = results[name]
-        return len(result.copy_misses if on_copy else result.misses) / result.total
+        return float(len(result.copy_misses if on_copy else result.misses) / result.total)
 
     assert share("everyday_agent.txt", True) <= 0.03, results["everyday_agent.txt"].copy_misses
     assert share("everyday_people.txt", True) <= 0.03, results["everyday_people.txt"].copy_misses

@@ -421,7 +421,7 @@ def test_a_hundred_concurrent_calls_each_apply_only_their_own_changes(workspace:
         for i in range(1, 101):
             client.send({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
                 "name": "shell_exec", "arguments": {"command": f"echo {i} > out{i}.txt; echo tok{i}"}}})  # fmt: skip
-        answers = {}
+        answers: dict[int, Any] = {}
         while len(answers) < 100:
             message = client.recv(timeout=120)
             if "id" in message and "method" not in message:

@@ -47,7 +47,7 @@ async def serve(
     env: dict[str, str] | None = None,
     **client_kw: Any,
 ) -> AsyncIterator[Client]:
-    async with Client(server_params(script, cwd, *args, audit=audit, env=env), mode=mode, **client_kw) as client:  # type: ignore[arg-type]
+    async with Client(server_params(script, cwd, *args, audit=audit, env=env), mode=mode, **client_kw) as client:
         yield client
 
 

@@ -65,7 +65,7 @@ async def in_memory(name: str, launch_dir: Path, *, mode: str = "legacy", **kw: 
     client_kw = {k: kw.pop(k) for k in list(kw) if k.endswith("_callback")}
     server = build(name, launch_dir, **kw)
     try:
-        async with Client(server, mode=mode, **client_kw) as client:  # type: ignore[arg-type]
+        async with Client(server, mode=mode, **client_kw) as client:
             yield client
     finally:
         # Not REGISTRY.kill_all: it closes the one process registry of this (test) process for good.
