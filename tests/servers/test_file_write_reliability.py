@@ -18,6 +18,7 @@ import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -260,36 +261,50 @@ def _temps(directory: Path) -> list[str]:
     return sorted(n for n in os.listdir(directory) if n.startswith(TEMP_PREFIX) and n.endswith(".tmp"))
 
 
-def _catch_temp_file(workspace: Path, history: Path, audit: Path, sig: signal.Signals) -> RawClient:
-    """Start a writer on a big overwrite and send it ``sig`` the moment its temp file appears."""
-    content = "B" * (8 << 20)
-    already = set(_temps(workspace))
+def _catch_writer(
+    workspace: Path,
+    history: Path,
+    audit: Path,
+    sig: signal.Signals,
+    *,
+    old: bytes,
+    new: str,
+    in_flight: Callable[[], list[str]],
+) -> RawClient:
+    """Overwrite big.txt (``old`` -> ``new``) through a real writer and send it ``sig`` the moment ``in_flight``
+    shows something new (its temp file, or its history save); retried when the write finishes first."""
+    already = set(in_flight())
     for _attempt in range(10):
-        (workspace / "big.txt").write_bytes(b"A" * (1 << 20))
+        (workspace / "big.txt").write_bytes(old)
         raw = RawClient([console_script(FW), "--audit-log", str(audit), "--history-dir", str(history)], workspace)
         raw.initialize()
+        arguments = {"path": "big.txt", "content": new, "overwrite": True}
         raw.send(
             {
                 "jsonrpc": "2.0",
                 "id": 1,
                 "method": "tools/call",
-                "params": {
-                    "name": "file_write",
-                    "arguments": {"path": "big.txt", "content": content, "overwrite": True},
-                },
+                "params": {"name": "file_write", "arguments": arguments},
             }
         )
         assert raw.proc.stdout is not None
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            if set(_temps(workspace)) - already:
+            if set(in_flight()) - already:
                 raw.proc.send_signal(sig)
                 return raw
             if select.select([raw.proc.stdout.fileno()], [], [], 0)[0]:
-                break  # the write finished before we saw its temp file: try again
+                break  # the write finished before we caught it: try again
         raw.proc.kill()
         raw.close()
-    raise AssertionError("never caught the writer with its temp file")
+    raise AssertionError("never caught the writer in flight")
+
+
+def _catch_temp_file(workspace: Path, history: Path, audit: Path, sig: signal.Signals) -> RawClient:
+    """Start a writer on a big overwrite and send it ``sig`` the moment its temp file appears."""
+    return _catch_writer(
+        workspace, history, audit, sig, old=b"A" * (1 << 20), new="B" * (8 << 20), in_flight=lambda: _temps(workspace)
+    )
 
 
 def test_temp_file_of_a_writer_killed_mid_write_is_removed_at_the_next_start(workspace: Path, tmp_path: Path) -> None:
@@ -391,30 +406,9 @@ def _orphans(history: Path) -> list[str]:
 def _catch_history_save(workspace: Path, history: Path, audit: Path, sig: signal.Signals) -> RawClient:
     """Start a writer on an overwrite of a big file and send it ``sig`` while it copies the previous version
     into the history (its data file is there, its metadata not yet)."""
-    already = set(_orphans(history))
-    for _attempt in range(10):
-        (workspace / "big.txt").write_bytes(b"A" * (48 << 20))
-        raw = RawClient([console_script(FW), "--audit-log", str(audit), "--history-dir", str(history)], workspace)
-        raw.initialize()
-        raw.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "tools/call",
-                "params": {"name": "file_write", "arguments": {"path": "big.txt", "content": "B", "overwrite": True}},
-            }
-        )
-        assert raw.proc.stdout is not None
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if set(_orphans(history)) - already:
-                raw.proc.send_signal(sig)
-                return raw
-            if select.select([raw.proc.stdout.fileno()], [], [], 0)[0]:
-                break  # the save finished before we saw it: try again
-        raw.proc.kill()
-        raw.close()
-    raise AssertionError("never caught the writer saving the previous version")
+    return _catch_writer(
+        workspace, history, audit, sig, old=b"A" * (48 << 20), new="B", in_flight=lambda: _orphans(history)
+    )
 
 
 def test_history_data_a_killed_writer_left_goes_at_the_next_start_whatever_its_age(

@@ -396,7 +396,8 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _pid_alive(pid: object) -> bool:
+def pid_alive(pid: object) -> bool:
+    """Whether a process with this pid exists now (another user's counts)."""
     if not isinstance(pid, int) or pid <= 0:
         return False
     try:
@@ -435,5 +436,5 @@ def read_entries(path: Path, last: int) -> Iterator[dict[str, Any]]:
             call["status"] = "done"
     for call in order:
         if call["status"] == "unfinished":
-            call["status"] = "running" if _pid_alive(call.get("pid")) else "interrupted"
+            call["status"] = "running" if pid_alive(call.get("pid")) else "interrupted"
     yield from order[-last:]

@@ -22,6 +22,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from mcp_server_guard.audit import pid_alive
+
 __all__ = ["LOCK", "OwnedDir", "dead_dirs", "live_dirs", "plain_dir"]
 
 LOCK = "lock"
@@ -83,7 +85,7 @@ def dead_dirs(area: Path, *, unlocked_legacy: bool = False) -> Iterator[tuple[Pa
         except FileNotFoundError:
             if name.startswith(".starting-"):
                 fd = -1  # a server that died while taking it: nothing of its work can be in it
-            elif unlocked_legacy and not _pid_alive(int(name.split("-", 1)[0])):
+            elif unlocked_legacy and not pid_alive(int(name.split("-", 1)[0])):
                 fd = -1
             else:
                 continue  # not ours to judge (made by hand, or by an older version)
@@ -132,13 +134,3 @@ def plain_dir(path: Path) -> bool:
     except OSError:
         return False
     return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # another user's: alive
-    return True
