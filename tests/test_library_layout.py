@@ -49,6 +49,10 @@ EXPORTED = {
         "Applier", "Change", "ChangeSet", "CopyArea", "Held", "Judgement", "Settled", "Transactions", "UndoConflict",
         "judge", "now_ns", "read_upper", "recover",
     ],
+    "mcp_server_guard.tools": [
+        "ChangedPath", "Changes", "JobInfo", "NetworkDenial", "OmittedRange", "PendingChanges", "ShellCall",
+        "ShellResult", "ShellService",
+    ],
     "mcp_server_guard.admin": ["format_entry", "main", "run_demo"],
 }  # fmt: skip
 
@@ -60,6 +64,7 @@ ALLOWED_LAYERS = {
     "files": {"top", "files"},
     "changes": {"top", "files", "changes"},
     "shell": {"top", "shell", "files.jail", "changes"},
+    "tools": {"top", "serving", "files", "changes", "shell", "tools"},
     "admin": {"top", "serving", "files", "changes", "shell", "admin"},
 }
 
@@ -219,3 +224,36 @@ def test_the_bench_uses_only_public_names_of_the_library() -> None:
             if not any(relative == f and m in use for f, m in BENCH_EXCEPTIONS):
                 wrong.append(f"bench/{relative} {use}")
     assert not wrong, "\n".join(wrong)
+
+
+# Thin servers, short functions: a server module holds its contract's models and wiring; what a tool does lives in
+# the library, in functions a reader can hold in view.
+SERVER_MODULE_LINES = 350
+FUNCTION_LINES = 120
+
+
+def _python_files() -> list[Path]:
+    root = PACKAGE_DIR.parents[2]
+    servers = [p for p in (root / "servers").rglob("*.py") if "tests" not in p.parts]
+    return sorted(PACKAGE_DIR.rglob("*.py")) + sorted(servers)
+
+
+def test_each_servers_module_is_contract_and_wiring_only() -> None:
+    root = PACKAGE_DIR.parents[2]
+    long = {
+        str(p.relative_to(root)): n
+        for p in sorted((root / "servers").glob("*/src/*/server.py"))
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > SERVER_MODULE_LINES
+    }
+    assert len(list((root / "servers").glob("*/src/*/server.py"))) == 3
+    assert not long, long
+
+
+def test_no_function_is_longer_than_a_screenful_or_two() -> None:
+    long = []
+    for path in _python_files():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None:
+                if (n := node.end_lineno - node.lineno + 1) > FUNCTION_LINES:
+                    long.append(f"{path.name}:{node.lineno} {node.name} ({n} lines)")
+    assert not long, "\n".join(long)

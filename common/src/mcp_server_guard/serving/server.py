@@ -22,6 +22,7 @@ import json
 import logging
 import math
 import shlex
+import typing
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -464,6 +465,35 @@ class GuardedServer(MCPServer[Any]):
         return facts
 
 
+def _sign(fn: Callable[..., Any], name: str, input_model: type[BaseModel], extras: Mapping[str, Any], ret: Any) -> None:
+    """Give ``fn(**kwargs)`` the signature the SDK reads: one keyword per input field (schema and by-name
+    resolution come from it), then the context, the client's roots and ``extras``."""
+    params = [
+        inspect.Parameter(field, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[info.annotation, info])
+        for field, info in input_model.model_fields.items()
+    ]
+    more: dict[str, Any] = {"ctx": Context, "client_roots": ClientRoots, **extras}
+    params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, annotation=v) for k, v in more.items()]
+    fn.__signature__ = inspect.Signature(params, return_annotation=ret)  # type: ignore[attr-defined]
+    fn.__annotations__ = {p.name: p.annotation for p in params} | {"return": ret}
+    fn.__name__ = fn.__qualname__ = name
+
+
+def _gate_resolver(
+    server: GuardedServer, name: str, input_model: type[InT], gate: Callable[[InT, Context[Any, Any]], Awaitable[Any]]
+) -> Callable[..., Awaitable[Any]]:
+    """The SDK resolver behind a tool's gate: it takes the call's arguments by name; the gate gets them as the
+    input model (after the client's roots are applied: the gate may check paths)."""
+
+    async def resolve(**kwargs: Any) -> Any:
+        ctx: Context[Any, Any] = kwargs.pop("ctx")
+        server.apply_roots(kwargs.pop("client_roots", None))
+        return await gate(input_model.model_construct(**kwargs), ctx)
+
+    _sign(resolve, f"{name}_gate", input_model, {}, typing.get_type_hints(gate)["return"])
+    return resolve
+
+
 def register_tool(
     server: GuardedServer,
     *,
@@ -474,7 +504,8 @@ def register_tool(
     output_model: type[OutT],
     handler: Callable[..., Awaitable[OutT]],
     title: str | None = None,
-    resolvers: Mapping[str, Any] | None = None,
+    gate: Callable[[InT, Context[Any, Any]], Awaitable[Any]] | None = None,
+    answer: Any = None,
     action: str = "read",
     target: Callable[[Mapping[str, Any]], str | None] = path_target,
     paths: Mapping[str, str] | None = None,
@@ -482,12 +513,15 @@ def register_tool(
 ) -> None:
     """Publish ``handler(args, ctx, **resolved)`` as tool ``name`` with schemas taken from the two models.
 
-    ``resolvers`` maps extra handler keyword names to ``Annotated[T, Resolve(fn)]`` types (e.g. an
-    elicitation gate); they are resolved by the SDK before the handler runs and never reach the schema.
+    ``gate(args, ctx)`` runs before the handler (in every round of a 2026-07-28 call) and returns the question
+    to ask the human (``Elicit``) or a value; the SDK hands the outcome, of type ``answer``, to the handler as its
+    ``answer`` keyword. It never reaches the schema.
     ``action`` and ``target`` name what the audit record says the call does, and to what; ``paths`` names the
     path arguments and what they name ("file", "dir", "new"), so a refusal can show the path that was meant.
     """
-    resolvers = dict(resolvers or {})
+    resolvers: dict[str, Any] = {}
+    if gate is not None:
+        resolvers["answer"] = Annotated[answer, Resolve(_gate_resolver(server, name, input_model, gate))]
     # Flat or nothing: a model whose schema has no flat form fails here, at start-up, not in a small model.
     server.shapes[name] = ToolShape(
         input_schema=flat_schema(input_model.model_json_schema(by_alias=True)),
@@ -523,15 +557,7 @@ def register_tool(
             structured_content=out.structured(),
         )
 
-    params = [
-        inspect.Parameter(field, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[info.annotation, info])
-        for field, info in input_model.model_fields.items()
-    ]
-    extras: dict[str, Any] = {"ctx": Context, "client_roots": ClientRoots, **resolvers}
-    params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, annotation=v) for k, v in extras.items()]
-    call.__signature__ = inspect.Signature(params, return_annotation=output_model)  # type: ignore[attr-defined]
-    call.__annotations__ = {p.name: p.annotation for p in params} | {"return": output_model}
-    call.__name__ = name
+    _sign(call, name, input_model, {**resolvers}, output_model)
     server.add_tool(call, name=name, title=title, description=description, annotations=annotations)
     if not resolvers:
         tool = server._tool_manager.get_tool(name)

@@ -1,0 +1,45 @@
+"""The operations behind the published tools that need more than one package: ``ShellService`` (shell_exec's
+jobs, kept outputs, change sets and box, over ``shell``, ``changes`` and ``files``) and the results it builds."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mcp_server_guard._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from mcp_server_guard.tools.shell_results import (
+        ChangedPath,
+        Changes,
+        JobInfo,
+        NetworkDenial,
+        OmittedRange,
+        PendingChanges,
+        ShellResult,
+    )
+    from mcp_server_guard.tools.shell_service import ShellCall, ShellService
+
+_EXPORTS = {
+    "ChangedPath": "shell_results",
+    "Changes": "shell_results",
+    "JobInfo": "shell_results",
+    "NetworkDenial": "shell_results",
+    "OmittedRange": "shell_results",
+    "PendingChanges": "shell_results",
+    "ShellResult": "shell_results",
+    "ShellCall": "shell_service",
+    "ShellService": "shell_service",
+}
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+
+__all__ = [
+    "ChangedPath",
+    "Changes",
+    "JobInfo",
+    "NetworkDenial",
+    "OmittedRange",
+    "PendingChanges",
+    "ShellCall",
+    "ShellResult",
+    "ShellService",
+]

@@ -1,0 +1,226 @@
+"""What a shell_exec call answers: the result model every call builds (a run, a background job's look, a job list,
+held changes applied or dropped), its parts, and the text block a model reads.
+
+The server declares its contract's output model on top of ``ShellResult`` (the seed's field descriptions); the
+service (``tools.shell_service``) builds results of that type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mcp.types import ResourceLink
+from pydantic import BaseModel, Field
+
+from mcp_server_guard.serving.server import ToolOutput
+from mcp_server_guard.shell.egress import Denied
+
+
+class NetworkDenial(BaseModel):
+    host: str = Field(description="The host the command tried to reach.")
+    port: int = Field(description="The port.")
+    rule: str = Field(
+        description="What refused it: deny:<entry>, unnamed-host (no [network] rule names it), private-address."
+    )
+    reason: str = Field(description="Why, in words.")
+
+    @classmethod
+    def all_of(cls, refused: Sequence[Denied]) -> list[NetworkDenial]:
+        return [cls(host=d.host, port=d.port, rule=d.rule, reason=d.reason) for d in refused]
+
+
+class JobInfo(BaseModel):
+    jobId: str = Field(description="The job's id.")
+    command: str = Field(description="The command it runs.")
+    status: str = Field(description="running, exited, stopped, timed-out or failed (could not start).")
+    runtimeSeconds: float = Field(description="Seconds since it started (until it ended).")
+    stdoutBytes: int = Field(description="Bytes it wrote to stdout so far.")
+    stderrBytes: int = Field(description="Bytes it wrote to stderr so far.")
+    exitCode: int = Field(description="Its exit code; -1 while it runs.")
+
+
+class OmittedRange(BaseModel):
+    stream: str = Field(description="stdout or stderr.")
+    start: int = Field(description="First byte left out of this result.")
+    end: int = Field(description="Byte after the last one left out.")
+    resource: str = Field(
+        description="URI that reads the output from `start` on (resources/read), while it is kept; '' when none. "
+        "Each answer holds a range of it (1 MiB); its first line gives the URI of the next one."
+    )
+
+
+class ChangedPath(BaseModel):
+    path: str = Field(description="A path the command changed (relative to the launch directory when inside it).")
+    action: str = Field(description="create, modify, delete or meta (mode or times); refused; conflict.")
+    reason: str = Field(default="", description="Why it was refused, or what happened in a conflict.")
+
+
+class Changes(BaseModel):
+    summary: str = Field(default="", description="What the command changed, in one line.")
+    created: int = Field(default=0, description="Files created.")
+    modified: int = Field(default=0, description="Files modified.")
+    deleted: int = Field(default=0, description="Files deleted.")
+    metaChanged: int = Field(default=0, description="Files whose mode or times only changed.")
+    bytes: int = Field(default=0, description="Bytes of the files created or modified.")
+    conflicts: int = Field(default=0, description="Changes kept aside: the file changed meanwhile.")
+    refused: int = Field(default=0, description="Changes never applied (protected paths).")
+    paths: list[ChangedPath] = Field(default_factory=list, description="The first paths, with what happened.")
+    undo: str = Field(default="", description="How the user puts this call's changes back (once applied).")
+    reason: str = Field(default="", description="Why nothing was applied (declined, failed).")
+
+
+class PendingChanges(BaseModel):
+    id: str = Field(default="", description="Id of changes waiting for the user's yes ('' when none).")
+    summary: str = Field(default="", description="What they would do.")
+    question: str = Field(default="", description="What the user will be asked.")
+
+
+class ShellResult(ToolOutput):
+    """Every shell_exec answer; the fields a call has nothing to say about keep their defaults."""
+
+    stdout: str = Field(description="The command's standard output.")
+    stderr: str = Field(description="The command's standard error.")
+    exitCode: int = Field(description="The command's exit code.")
+    timedOut: bool = Field(description="True when the command was killed for running too long.")
+    truncated: bool = Field(description="True when stdout or stderr was longer than maxOutputBytes (middle omitted).")
+    stdoutBytes: int = Field(description="Total bytes the command wrote to stdout.")
+    stderrBytes: int = Field(description="Total bytes the command wrote to stderr.")
+    durationMs: float = Field(description="Wall time of the run in milliseconds.")
+    signal: str | None = Field(
+        default=None, description="Signal that ended the command (e.g. SIGKILL); absent when none."
+    )
+    sandbox: str = Field(
+        description="What confined the process, e.g. 'bwrap+pidns+mountns+nocaps+seccomp+landlock-v7'; 'none' when "
+        "only the policy and the jail did."
+    )
+    limitHit: str | None = Field(
+        default=None,
+        description="A resource limit the command ran into: memory, fileSize, cpu or processes (best effort).",
+    )
+    rule: str | None = Field(default=None, description="The policy rule that asked for approval, if any.")
+    approval: str = Field(
+        default="",
+        description="How a command the policy asks about was approved: once, session-line (this exact line, "
+        "for the session), session-prefix:<program subcommand>; empty when nothing was asked.",
+    )
+    networkDenied: list[NetworkDenial] = Field(
+        default_factory=list,
+        description="Connections the egress proxy refused during this command (--network policy); empty when none.",
+    )
+    timeoutSeconds: float = Field(default=0.0, description="The timeout in force for this command, in seconds.")
+    status: str = Field(
+        default="exited",
+        description="exited; or, for background jobs, running, stopped or timed-out (exitCode is -1 while running).",
+    )
+    jobId: str = Field(default="", description="The background job this result is about ('' when none).")
+    jobs: list[JobInfo] = Field(default_factory=list, description="With listJobs: this server's background jobs.")
+    omitted: list[OmittedRange] = Field(
+        default_factory=list,
+        description="Byte ranges left out of stdout/stderr here (head and tail shown), with where the full output "
+        "can be read while it is kept.",
+    )
+    transaction: str = Field(
+        default="none",
+        description="What became of the command's changes to the files (it works on a copy): applied, unchanged, "
+        "held (waiting for the user: pendingChanges), declined (nothing applied), failed; none: no copy, the "
+        "command wrote the files directly.",
+    )
+    changes: Changes = Field(default_factory=Changes, description="What the command changed in the files.")
+    pendingChanges: PendingChanges = Field(
+        default_factory=PendingChanges,
+        description="Changes waiting for the user's yes: apply them with applyChanges (the user is asked).",
+    )
+
+    def links(self) -> list[ResourceLink]:
+        return _links(self)
+
+    def to_text(self) -> str:
+        parts = [self.stdout]
+        if self.stderr:
+            parts.append(f"[stderr]\n{self.stderr}")
+        if self.status == "running":
+            parts.append(
+                f"[still running as background job {self.jobId} ({self.durationMs / 1000:.1f} s; "
+                f"{self.stdoutBytes} bytes stdout, {self.stderrBytes} bytes stderr so far). New output: "
+                f'{{"command": "", "jobId": "{self.jobId}", "yieldAfterSeconds": 5}}; stop it: '
+                f'{{"command": "", "jobId": "{self.jobId}", "signal": "TERM"}}]'
+            )
+            parts += _change_lines(self)
+            return "\n".join(p for p in parts if p)
+        status = f"exit code {self.exitCode}"
+        if self.jobId:
+            status = f"job {self.jobId} {self.status}, " + status
+        if self.timedOut:
+            status += " (timed out)"
+        elif self.signal:
+            status += f" ({self.signal})"
+        if self.truncated:
+            status += f"; output truncated ({self.stdoutBytes} bytes stdout, {self.stderrBytes} bytes stderr)"
+        parts.append(f"[{status}]")
+        for cut in self.omitted:
+            if cut.resource:
+                parts.append(f"[{cut.stream} bytes {cut.start}-{cut.end} left out; read them: {cut.resource}]")
+        if self.approval:
+            parts.append(f"[approved by the user: {self.approval}]")
+        parts += _change_lines(self)
+        for denial in self.networkDenied:
+            parts.append(f"[network refused: {denial.host}:{denial.port} ({denial.rule}): {denial.reason}]")
+        rules = {d.rule for d in self.networkDenied}
+        if "unnamed-host" in rules and any("run the same command again" in d.reason for d in self.networkDenied):
+            parts.append("[run the same command again: the user will first be asked to allow the host]")
+        elif rules - {"not-approved"}:
+            parts.append(
+                "[the host is not reachable from commands: a failed download is not a broken package; ask the user "
+                "to add the host to [network].allow in the policy file]"
+            )
+        elif rules:
+            parts.append("[the user refused the host: do not retry; ask the user how to proceed]")
+        return "\n".join(p for p in parts if p)
+
+
+def _change_lines(out: ShellResult) -> list[str]:
+    """What the command did to the files, for the text block: one line, and what needs the model's attention."""
+    changes, pending = out.changes, out.pendingChanges
+    lines: list[str] = []
+    if out.transaction == "applied" and changes.undo:
+        lines.append(f"[changes applied: {changes.summary}; undo: {changes.undo}]")
+    elif out.transaction == "held":
+        lines.append(
+            f"[changes NOT applied yet: the command would {changes.summary}. They wait for the user's yes: "
+            f'{{"command": "", "applyChanges": "{pending.id}"}} (or dropChanges)]'
+        )
+    elif out.transaction == "declined":
+        lines.append(f"[changes NOT applied: the command would {changes.summary}; {changes.reason}]")
+    elif out.transaction == "failed":
+        lines.append(f"[changes NOT applied: {changes.reason}]")
+    elif out.transaction == "waiting":
+        lines.append(f"[changes waiting: the job would {changes.summary}; {changes.reason}]")
+    for path in changes.paths:
+        if path.action in ("refused", "conflict"):
+            lines.append(f"[{path.action}: {path.path}: {path.reason}]")
+    return lines
+
+
+def _links(out: ShellResult) -> list[ResourceLink]:
+    return [
+        ResourceLink(
+            uri=cut.resource,
+            name=f"{cut.stream} of {out.jobId or 'the command'}",
+            description=f"The {cut.stream} this result left out (bytes {cut.start}-{cut.end}), in ranges: each "
+            "answer's first line gives the URI of the next one.",
+            mime_type="text/plain",
+        )
+        for cut in out.omitted
+        if cut.resource
+    ]
+
+
+__all__ = [
+    "ChangedPath",
+    "Changes",
+    "JobInfo",
+    "NetworkDenial",
+    "OmittedRange",
+    "PendingChanges",
+    "ShellResult",
+]

@@ -1,0 +1,756 @@
+"""The operations behind the shell_exec tool, built by one constructor: a command checked, asked about, run (in the
+box, on a copy the service then judges and applies), background jobs, kept outputs, held change sets.
+
+The server keeps its contract's models and the wiring; everything a call does is here. ``ShellService`` builds
+results of the server's output type (a ``ShellResult``), reads the call's arguments through ``ShellCall`` (the
+server's input model has these attributes), and gives the server what it must run at exit (``kills``,
+``cleanups``, appended to the server's in order).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+import anyio
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+from mcp.server.mcpserver.resolve import Elicit
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
+from pydantic import BaseModel, Field, ValidationError
+
+from mcp_server_guard import audit
+from mcp_server_guard.audit import default_state_path, new_audit_id
+from mcp_server_guard.changes.apply import Applier
+from mcp_server_guard.changes.area import CopyArea
+from mcp_server_guard.changes.transactions import Ask, Held, Settled, Transactions
+from mcp_server_guard.errors import ParamError, ResourceError
+from mcp_server_guard.files.history import remove_dead, remove_tree
+from mcp_server_guard.files.liveness import OwnedDir
+from mcp_server_guard.files.writing import open_writer
+from mcp_server_guard.policy import HostVerdict, NetworkRules
+from mcp_server_guard.protected import protection_for
+from mcp_server_guard.serving.server import ServerConfig
+from mcp_server_guard.shell.approval import (
+    APPROVED_BY,
+    Approval,
+    ApprovalForm,
+    Checked,
+    NoQuestion,
+    consent,
+    question,
+    require_approval,
+    stdin_shown,
+)
+from mcp_server_guard.shell.egress import EgressProxy, resolver_from_env
+from mcp_server_guard.shell.execution import Prepared, ShellExec, limit_hit
+from mcp_server_guard.shell.grants import CallHosts, HostAnswer, HostAsk, SessionApprovals
+from mcp_server_guard.shell.jobs import (
+    MAX_RANGE_BYTES,
+    Job,
+    JobTable,
+    KeptOutputs,
+    RangeError,
+    Spool,
+    output_uri,
+    parse_range,
+    read_output,
+)
+from mcp_server_guard.shell.process import REGISTRY, Control, Progress, RunResult
+from mcp_server_guard.shell.rules import Verdict as LineVerdict
+from mcp_server_guard.shell.sandbox.layers import close_box
+from mcp_server_guard.shell.sandbox.planning import NetworkMode, SandboxPlan, release
+from mcp_server_guard.tools.shell_results import (
+    ChangedPath,
+    Changes,
+    JobInfo,
+    NetworkDenial,
+    OmittedRange,
+    PendingChanges,
+    ShellResult,
+)
+
+log = logging.getLogger("mcp_server_guard.shell_exec")
+
+TOOL_NAME = "shell_exec"
+
+R = TypeVar("R", bound=ShellResult)
+
+# What became of a call's copy: the transaction's name, what changed, what waits for the user.
+Described = tuple[str, Changes, PendingChanges]
+
+
+class ShellCall(Protocol):
+    """The arguments of a shell_exec call, as the server's input model carries them."""
+
+    @property
+    def command(self) -> str: ...
+    @property
+    def args(self) -> Sequence[str]: ...
+    @property
+    def cwd(self) -> str | None: ...
+    @property
+    def stdin(self) -> str | None: ...
+    @property
+    def env(self) -> Mapping[str, str] | None: ...
+    @property
+    def timeoutSeconds(self) -> float | None: ...
+    @property
+    def maxOutputBytes(self) -> int | None: ...
+    @property
+    def yieldAfterSeconds(self) -> float | None: ...
+    @property
+    def jobId(self) -> str | None: ...
+    @property
+    def signal(self) -> str | None: ...
+    @property
+    def closeStdin(self) -> bool: ...
+    @property
+    def listJobs(self) -> bool: ...
+    @property
+    def applyChanges(self) -> str | None: ...
+    @property
+    def dropChanges(self) -> str | None: ...
+
+
+class ChangesApproval(ApprovalForm):
+    apply: bool = Field(description="Apply these changes to your files?")
+
+
+class HostQuestion(BaseModel):
+    network: HostAnswer = Field(
+        description="command: let this run reach it; session: until the server stops; deny: refuse it."
+    )
+
+
+def _log_decision(token: str | None, host: str, port: int, verdict: HostVerdict) -> None:
+    log.info("egress %s %s:%s (%s) for call %s", verdict.action, host, port, verdict.rule, token)
+
+
+def _audit_id() -> str:
+    """This call's audit id (a fresh one in in-process use without the audit wrapper)."""
+    record = audit.current()
+    return record.audit_id if record is not None else new_audit_id()
+
+
+def host_asker(ctx: Context[Any, Any], shown: str) -> tuple[HostAsk | None, bool]:
+    """How a running command's proxy asks about a host no rule names: now, through elicitation, when the
+    connection can carry a request mid-call (2025 era); else (2026-07-28: questions only between rounds) before
+    the next run of the same line — (None, True); or never, when the client cannot ask — (None, False)."""
+    caps = ctx.client_capabilities
+    if caps is None or caps.elicitation is None:
+        return None, False
+    if not ctx.session.can_send_request:
+        return None, True
+
+    async def ask(host: str, port: int, reason: str) -> HostAnswer | None:
+        answer = await ctx.elicit(
+            f"The command\n\n    {shown}\n\nwants to reach {host}:{port} ({reason}).\n\nLet it?", HostQuestion
+        )
+        return answer.data.network if isinstance(answer, AcceptedElicitation) else None
+
+    return ask, False
+
+
+def changes_asker(ctx: Context[Any, Any], timeout: float) -> tuple[Ask | None, bool]:
+    """How to get the person's yes for a change set: now (a 2025-era client, through elicitation); later, by
+    holding it (2026-07-28: questions only between rounds); or not at all (a client without elicitation)."""
+    caps = ctx.client_capabilities
+    if caps is None or caps.elicitation is None:
+        return None, False
+    if not ctx.session.can_send_request:
+        return None, True
+
+    async def ask(question: str) -> bool | None:
+        with anyio.move_on_after(timeout):
+            try:
+                reply = await ctx.elicit(question, ChangesApproval)
+            except (ValidationError, ValueError):
+                log.warning("the client answered the question about a command's changes with another form")
+                return None  # the client's answer did not fit the question: nothing is applied
+            if isinstance(reply, AcceptedElicitation):
+                return getattr(reply.data, "apply", False) is True
+            return False
+        return None  # nobody answered
+
+    return ask, False
+
+
+def running_display(ctx: Context[Any, Any]) -> Progress | None:
+    """Progress notifications while the command runs, for a client that asked (sent a progressToken)."""
+    try:
+        meta = ctx.request_context.meta
+    except ValueError:
+        return None
+    if not meta or meta.get("progress_token", meta.get("progressToken")) is None:
+        return None
+
+    async def report(elapsed: float, output_bytes: int, last_line: str) -> None:
+        line = last_line.strip()
+        shown = f"; last line: {line[:200]}" if line else ""
+        await ctx.report_progress(elapsed, None, f"running {elapsed:.1f}s, {output_bytes} bytes of output{shown}")
+
+    return report
+
+
+def described(settled: Settled, audit_id: str) -> Described:
+    """A settled change set as the result tells it (and as the audit record notes it)."""
+    counts = settled.counts
+    paths = [ChangedPath(path=p, action=a) for p, a in settled.paths]
+    paths += [ChangedPath(path=p, action="refused", reason=why) for p, why in settled.refused]
+    paths += [ChangedPath(path=c.path, action="conflict", reason=c.what) for c in settled.conflicts]
+    applied = settled.transaction == "applied"
+    changes = Changes(
+        summary=settled.summary,
+        created=counts.created,
+        modified=counts.modified,
+        deleted=counts.deleted,
+        metaChanged=counts.meta,
+        bytes=counts.bytes,
+        conflicts=len(settled.conflicts),
+        refused=len(settled.refused),
+        paths=paths,
+        undo=f"mcp-guard undo {audit_id}" if applied and counts.total else "",
+        reason=settled.reason,
+    )
+    pending = PendingChanges()
+    if settled.held:
+        pending = PendingChanges(id=settled.held, summary=settled.summary, question=settled.asked)
+    if settled.transaction != "none":
+        audit.note(transaction=settled.transaction, changes=settled.summary)
+        if settled.refused:
+            audit.note(refused=[f"{p}: {why}" for p, why in settled.refused])
+        if settled.conflicts:
+            audit.note(conflicts=[f"{c.path}: {c.what}" for c in settled.conflicts])
+        if settled.asked:
+            audit.note(changes_asked=settled.asked)
+    return settled.transaction, changes, pending
+
+
+def note_run(result: RunResult) -> None:
+    """What a finished command did, for its audit record (a job's: on the look that sees it end)."""
+    audit.note(bytes=result.stdout_bytes + result.stderr_bytes, exitCode=result.exit_code, timedOut=result.timed_out)
+    if result.network_allowed:
+        audit.note(network_allowed=list(result.network_allowed))
+    if result.network_denied:
+        audit.note(network_denied=[f"{d.host}:{d.port} ({d.rule})" for d in result.network_denied])
+
+
+class ShellService(Generic[R]):
+    """Everything shell_exec does, for one server: its policy, box, jobs, kept outputs and change sets."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        sandbox: SandboxPlan,
+        result: type[R],
+        approvals_file: Path | None = None,
+        *,
+        history_dir: Path | None = None,
+        area: CopyArea | None = None,
+    ) -> None:
+        self.config = config
+        self.sandbox = sandbox
+        self.result = result
+        self.policy = config.policy.shell_exec
+        self.roots = [root.path for root in config.jail.roots]
+        # What the server runs at exit, in order: the kills first, however the exit comes; then the cleanups.
+        self.kills: list[Callable[[], None]] = []
+        self.cleanups: list[Callable[[], None]] = []
+        self.egress = None
+        if sandbox.network is NetworkMode.POLICY:
+            rules = NetworkRules.parse(config.policy.network.allow, config.policy.network.deny)
+            self.egress = EgressProxy(rules, resolver=resolver_from_env(os.environ), on_decision=_log_decision)
+        protection = protection_for(
+            config.policy,
+            audit_path=config.audit.path,
+            history_dir=history_dir,
+            others=[approvals_file] if approvals_file else [],
+        )
+        self.transactions: Transactions | None = None
+        if sandbox.copies and area is not None and history_dir is not None:
+            # The one writer's store, shared with file_write: every pre-image of what commands change is kept there.
+            writer = open_writer(config.jail, config.policy, config.audit.path, history_dir)
+            self.cleanups.append(writer.close)
+            self.transactions = Transactions(
+                area, Applier(writer.history), protection, config.policy.effects, display=config.jail.display_path
+            )
+        self.shell = ShellExec(
+            config.jail,
+            self.policy,
+            sandbox,
+            protection=protection,
+            transactions=self.transactions,
+            egress=self.egress,
+            grants=SessionApprovals(approvals_file),
+        )
+        self.grants = self.shell.grants
+        self.checked = Checked(self.shell, self.grants)
+        # At exit, however it comes: no command outlives the server, then what confined them goes.
+        self.kills += [REGISTRY.kill_all, lambda: close_box(sandbox), lambda: release(sandbox)]
+        if self.transactions is not None:
+            self.cleanups.append(self.transactions.close)  # the copies queued for removal go before the area does
+        if area is not None:
+            self.cleanups.append(area.close)  # after the box: no call can be using a copy any more
+        # Our spools lie in a directory of our own, locked for our life; what dead servers left goes now (a server
+        # killed with SIGKILL cannot clean up; its lock tells it is gone, whatever its age or pid).
+        spool_area = default_state_path("spool", self.roots)
+        swept = remove_dead(spool_area, unlocked_legacy=True)
+        if swept:
+            log.info("removed the output spools of %d dead server(s) from %s", swept, spool_area)
+        spool_owned = OwnedDir(spool_area)
+        self.jobs = JobTable(self.policy, spool_owned.path / "jobs")
+        self.kept = KeptOutputs(self.policy, spool_owned.path / "outputs")
+        self.cleanups += [self.jobs.close, self.kept.close, lambda: remove_tree(spool_owned.path), spool_owned.close]
+
+    # -- what the server asks before the call runs ------------------------------------------------------------
+
+    def timeout_for(self, arguments: Mapping[str, Any]) -> float:
+        """The call's timeout: the policy's default and cap; for a background job, the job's (longer) ones."""
+        named = arguments.get("jobId")
+        if isinstance(named, str) and named and (known := self.jobs.find(named)) is not None:
+            return known.timeout
+        asked = arguments.get("timeoutSeconds")
+        policy = self.policy
+        job = isinstance(arguments.get("yieldAfterSeconds"), int | float) and not named
+        default, cap = (
+            (policy.job_timeout_seconds, policy.job_timeout_seconds)
+            if job
+            else (policy.default_timeout_seconds, policy.max_timeout_seconds)
+        )
+        wanted = asked if isinstance(asked, int | float) and asked > 0 else default
+        return float(min(wanted, cap))
+
+    async def gate(self, args: ShellCall, ctx: Context[Any, Any]) -> Elicit[ApprovalForm] | NoQuestion:
+        """Ask the human when the policy says ask; refusals surface here, before any question. A call about
+        jobs runs nothing: nothing to check or ask (a job's approval was taken when it started), except input to a
+        job that runs its stdin as code, judged like a line. Applying held changes asks the human about exactly
+        those changes."""
+        caps = ctx.client_capabilities
+        can_ask = caps is not None and caps.elicitation is not None
+        if args.applyChanges:
+            held = self._waiting(args.applyChanges)
+            if not can_ask:
+                return NoQuestion(why="unavailable")
+            return Elicit(f"{held.question}\n\n(made by: {held.shown})", ChangesApproval)
+        if args.jobId and args.stdin is not None and not (args.listJobs or args.dropChanges):
+            job = self.jobs.get(args.jobId)
+            verdict = self._job_input_verdict(job, args.stdin)
+            if verdict is None or verdict.action != "ask":
+                return NoQuestion(why="not-asked")
+            if not can_ask:
+                return NoQuestion(why="unavailable")
+            return Elicit(
+                f"shell_exec wants to write to job {job.id} ({job.shown}):\n\n"
+                + stdin_shown(args.stdin, verdict.stdin_code)
+                + f"rule: {verdict.rule}\nreason: {verdict.reason}\n\nSend it?",
+                Approval,
+            )
+        if args.jobId or args.listJobs or args.dropChanges:
+            return NoQuestion(why="not-asked")
+        self._wrong_job_arguments({"signal": args.signal, "closeStdin": args.closeStdin})
+        asked = await self.checked.check(
+            args.command, args.args, args.cwd, args.env, args.stdin, args.yieldAfterSeconds is not None
+        )
+        return question(asked, ctx, self.grants)
+
+    # -- the call ---------------------------------------------------------------------------------------------
+
+    async def call(self, args: ShellCall, ctx: Context[Any, Any], answer: ElicitationResult[ApprovalForm]) -> R:
+        """One shell_exec call, whichever it is: held changes, the job list, a job, or a command to run."""
+        max_output = min(args.maxOutputBytes or self.policy.default_output_bytes, self.policy.max_output_bytes)
+        if args.applyChanges or args.dropChanges:
+            return await self._held_call(args, answer)
+        if args.listJobs:
+            return self._list_result()
+        if args.jobId:
+            return await self._job_call(args, args.jobId, max_output, answer)
+        self._wrong_job_arguments({"signal": args.signal, "closeStdin": args.closeStdin})
+        asked = await self.checked.reuse(
+            args.command, args.args, args.cwd, args.env, args.stdin, args.yieldAfterSeconds is not None
+        )
+        prepared = asked.prepared
+        verdict = prepared.verdict
+        decided = consent(answer, asked, self.grants)
+        if verdict.action != "ask":
+            audit.note(approved_by=f"rule:{verdict.rule}" if verdict.rule else "policy", reason=verdict.reason)
+        audit.note(rule=verdict.rule)
+        rule = verdict.rule if verdict.action == "ask" else None  # the rule that asked, shown in the result
+        hosts = None
+        if self.egress is not None:
+            # A job outlives its call: nobody can be asked mid-run; its unnamed hosts are asked about before the
+            # next run of the same line.
+            ask, ask_later = host_asker(ctx, prepared.shown)
+            if args.yieldAfterSeconds is not None:
+                ask, ask_later = None, ask is not None or ask_later
+            hosts = CallHosts(
+                self.grants,
+                shown=prepared.shown,
+                cwd=prepared.cwd,
+                approved=decided.hosts,
+                ask=ask,
+                ask_later=ask_later,
+                question_timeout=self.policy.question_timeout_seconds,
+            )
+        timeout = self.timeout_for({"timeoutSeconds": args.timeoutSeconds, "yieldAfterSeconds": args.yieldAfterSeconds})
+        if args.yieldAfterSeconds is not None:
+            job = await self._start_job(args, prepared, verdict.stdin_code, hosts, timeout, ctx)
+            await self.jobs.wait(job, args.yieldAfterSeconds)
+            out = self._job_result(job, max_output, timeout, await self._job_changes(job))
+            return out.model_copy(update={"rule": rule, "approval": decided.approval})
+        stdin = args.stdin.encode("utf-8", "surrogateescape") if args.stdin is not None else None
+        spools = self.kept.spools(lazy_after=max_output)
+        control = Control(tee=lambda stream, chunk: spools["stdout" if stream == 1 else "stderr"].feed(chunk))
+        try:
+            result = await self.shell.execute(
+                prepared, stdin, timeout, max_output, running_display(ctx), hosts, control if spools else None
+            )
+        except BaseException:
+            for spool in spools.values():  # a failed or cancelled call keeps nothing on disk
+                spool.close()
+            raise
+        if hosts is not None and hosts.answers:
+            audit.note(hosts_answered=hosts.answers)
+        note_run(result)
+        omitted = self._keep_cut_output(spools, result, max_output)
+        transaction, changes, pending = await self._settle(result, prepared.shown, prepared.cwd_display, ctx)
+        return self.result(
+            stdout=result.stdout,
+            stderr=result.stderr,
+            exitCode=result.exit_code,
+            timedOut=result.timed_out,
+            truncated=result.truncated,
+            stdoutBytes=result.stdout_bytes,
+            stderrBytes=result.stderr_bytes,
+            durationMs=round(result.duration_ms, 3),
+            signal=result.signal,
+            sandbox=self.sandbox.label,
+            limitHit=limit_hit(result),
+            timeoutSeconds=timeout,
+            networkDenied=NetworkDenial.all_of(result.network_denied),
+            omitted=omitted,
+            transaction=transaction,
+            changes=changes,
+            pendingChanges=pending,
+            rule=rule,
+            approval=decided.approval,
+        )
+
+    def read_output(self, output_id: str, stream: str, offset: str | None, length: str | None) -> str:
+        """A range of a kept output or of a job's (resource reads). On the event loop, not in a worker thread: a
+        job's spool is fed and closed there, never under a read."""
+        spool = self.kept.spool(output_id, stream)
+        growing = False
+        if spool is None and stream in ("stdout", "stderr"):
+            self.jobs.forget_finished()
+            if (job := self.jobs.find(output_id)) is not None:
+                spool, growing = (job.out if stream == "stdout" else job.err), job.ended is None
+        if spool is None:
+            raise ResourceNotFoundError(f"{output_id}/{stream} is not kept (any more)")
+        try:
+            start, size = parse_range(offset, length)
+            return read_output(output_id, stream, spool, start, size, growing=growing)
+        except RangeError as exc:
+            # A client's mistake in the URI, answered as such (not as the server's internal error).
+            first = output_uri(output_id, stream)
+            raise MCPError(
+                INVALID_PARAMS,
+                f"{exc}. A range is {first}?offset=<first byte>&length=<bytes, 1 to {MAX_RANGE_BYTES}>; "
+                f"the first one: {first}",
+                {"output": f"{output_id}/{stream}", "offset": offset, "length": length},
+            ) from exc
+
+    # -- background jobs --------------------------------------------------------------------------------------
+
+    async def _start_job(
+        self,
+        args: ShellCall,
+        prepared: Prepared,
+        stdin_code: str,
+        hosts: CallHosts | None,
+        timeout: float,
+        ctx: Context[Any, Any],
+    ) -> Job:
+        """Start the command as a background job, fed the call's stdin."""
+        start_id = _audit_id()
+        ask_now, hold = changes_asker(ctx, self.policy.question_timeout_seconds)
+        can_hold = ask_now is not None or hold  # a later call can ask the user about what the job did
+        transactions = self.transactions
+
+        async def run_job(control: Control) -> RunResult:
+            result = await self.shell.execute(prepared, None, timeout, 1 << 16, None, hosts, control)
+            if transactions is not None and result.copy:
+                # The job ended: what it did (and no look applied yet) is settled now, recorded under the call
+                # that started it; a question becomes changes held for a later call.
+                async with control.copy.busy:
+                    settled = await transactions.settle(
+                        result.copy,
+                        result.copy_final,
+                        audit_id=start_id,
+                        started_ns=result.started_ns,
+                        roots=self.roots,
+                        ask=None,
+                        hold=can_hold,
+                        shown=prepared.shown,
+                        what={"tool": TOOL_NAME, "command": prepared.shown, "cwd": prepared.cwd_display},
+                        baseline=control.copy.baseline,
+                    )
+                    control.outcome = (settled, start_id)
+            return result
+
+        job = self.jobs.start(prepared.shown, prepared.cwd_display, timeout, run_job)
+        if stdin_code:
+            # Its later input is code: each write is judged (_job_input_verdict), after what this call fed it.
+            job.reads = (args.command, list(args.args), dict(args.env or {}))
+            job.input_carry = (args.stdin or "").rpartition("\n")[2]
+        audit.note(job=job.id, job_action="start")
+        if args.stdin is not None:
+            stdin = args.stdin.encode("utf-8", "surrogateescape")
+            written = await job.control.write_stdin(stdin)
+            audit.note(stdin_bytes=written)
+            if written < len(stdin):
+                note = f"[mcp-guard] the job took {written} of {len(stdin)} bytes of stdin in 10 s\n"
+                job.err.feed(note.encode())  # the start's result says so (its stderr)
+        return job
+
+    async def _job_call(self, args: ShellCall, job_id: str, limit: int, answer: ElicitationResult[ApprovalForm]) -> R:
+        """A call naming a job: stdin, EOF, a stop, or a look after waiting up to yieldAfterSeconds."""
+        job = self.jobs.get(job_id)
+        look = f'{{"name": "shell_exec", "arguments": {{"command": "", "jobId": "{job.id}"}}}}'
+        if args.stdin is not None:
+            if not job.control.stdin_open:
+                raise ParamError(
+                    "STDIN_CLOSED",
+                    f"Job {job.id} cannot take input: its standard input is closed (or it ended: {job.status}).",
+                    f"Look at it instead: {look}",
+                )
+            verdict = self._job_input_verdict(job, args.stdin)
+            if verdict is not None:
+                audit.note(rule=verdict.rule, stdin_judged_as=verdict.stdin_code)
+                if verdict.action == "ask":
+                    require_approval(answer, verdict)
+                job.input_carry = (job.input_carry + args.stdin).rpartition("\n")[2]
+            data = args.stdin.encode("utf-8", "surrogateescape")
+            written = await job.control.write_stdin(data)
+            audit.note(stdin_bytes=written)
+            if written < len(data):
+                raise ResourceError(
+                    "STDIN_BLOCKED",
+                    f"Job {job.id} took {written} of {len(data)} bytes of input in 10 s: it is not reading its "
+                    f"standard input ({job.status}).",
+                    f"Look at its output first: {look}",
+                )
+        if args.closeStdin:
+            job.control.close_stdin()
+            audit.note(stdin_closed=True)
+        if args.signal is not None:
+            audit.note(stopped_with=args.signal)
+            await self.jobs.stop(job, args.signal)
+        else:
+            await self.jobs.wait(job, args.yieldAfterSeconds or 0.0)
+        return self._job_result(job, limit, job.timeout, await self._job_changes(job))
+
+    def _job_input_verdict(self, job: Job, stdin: str) -> LineVerdict | None:
+        """Threat: `bash` started as a job, then fed `rm -rf ~` by a later call: a job that runs its stdin as code
+        has each write judged, with the incomplete line the last write left (a command split over two writes is
+        judged whole). None: the job reads its stdin as data."""
+        if job.reads is None:
+            return None
+        command, job_args, env = job.reads
+        return self.shell.judge_job_input(command, job_args, env, job.input_carry + stdin)
+
+    async def _job_changes(self, job: Job) -> Described:
+        """What a look at a job does with its changes: while it runs, applies those that need no question (copied:
+        it keeps its copy) under this look's audit id; once it ended, tells what became of them all."""
+        copy = job.control.copy
+        if self.transactions is None or not copy.name:
+            return "none", Changes(), PendingChanges()
+        async with copy.busy:
+            ended = job.control.outcome
+            if ended is None:
+                look_id = _audit_id()
+                settled = await self.transactions.apply_live(
+                    copy.name,
+                    copy.started_ns,
+                    audit_id=look_id,
+                    roots=self.roots,
+                    baseline=copy.baseline,
+                    what={"tool": TOOL_NAME, "command": job.shown, "job": job.id, "look": True},
+                )
+                return described(settled, look_id)
+        settled, end_id = ended
+        return described(settled, end_id)
+
+    def _job_result(self, job: Job, limit: int, timeout: float, changed: Described) -> R:
+        """A job's new output since the last look, its status, and (once it ended) how it ended."""
+        look = job.look(limit)
+        result = job.result
+        if job.ended is not None and job.error is not None and result is None:
+            audit.note(job=job.id, job_status="failed")
+            raise job.error
+        audit.note(job=job.id, job_status=job.status)
+        if result is not None:
+            note_run(result)
+        return self.result(
+            stdout=look.stdout,
+            stderr=look.stderr,
+            exitCode=result.exit_code if result is not None else -1,
+            timedOut=result.timed_out if result is not None else False,
+            truncated=look.truncated,
+            stdoutBytes=job.out.total,
+            stderrBytes=job.err.total,
+            durationMs=round(job.runtime_ms(), 3),
+            signal=result.signal if result is not None else None,
+            sandbox=self.sandbox.label,
+            limitHit=limit_hit(result) if result is not None else None,
+            timeoutSeconds=timeout,
+            status=job.status,
+            jobId=job.id,
+            omitted=[
+                OmittedRange(stream=name, start=a, end=b, resource=output_uri(job.id, name, a))
+                for name, a, b in look.omitted
+            ],
+            networkDenied=NetworkDenial.all_of(result.network_denied if result is not None else ()),
+            transaction=changed[0],
+            changes=changed[1],
+            pendingChanges=changed[2],
+        )
+
+    def _list_result(self) -> R:
+        listed = [
+            JobInfo(
+                jobId=job.id,
+                command=job.shown,
+                status=job.status,
+                runtimeSeconds=round(job.runtime_ms() / 1000, 1),
+                stdoutBytes=job.out.total,
+                stderrBytes=job.err.total,
+                exitCode=job.result.exit_code if job.result is not None else -1,
+            )
+            for job in self.jobs.jobs()
+        ]
+        lines = [
+            f"{j.jobId}\t{j.status}\t{j.runtimeSeconds:.1f}s\t{j.stdoutBytes + j.stderrBytes} bytes\t{j.command}"
+            for j in listed
+        ]
+        audit.note(jobs=len(listed))
+        return self._no_run("\n".join(lines) + "\n" if lines else "no background jobs\n", jobs=listed)
+
+    def _wrong_job_arguments(self, given: Mapping[str, Any]) -> None:
+        """signal, closeStdin without jobId: the call the model meant needs the job's id."""
+        extra = [name for name, value in given.items() if value]
+        if extra:
+            running = self.jobs.running()
+            example = running[0].id if running else "j1"
+            raise ParamError(
+                "INVALID_ARGUMENT",
+                f"{' and '.join(extra)} {'acts' if len(extra) == 1 else 'act'} on a background job, and no jobId was "
+                "given.",
+                f'Call it like this: {{"name": "shell_exec", "arguments": {{"command": "", "jobId": "{example}", '
+                f'"{extra[0]}": {json.dumps(given[extra[0]])}}}}}'
+                + (f" (running jobs: {', '.join(j.id for j in running)})" if running else " (no job is running)"),
+            )
+
+    # -- outputs and change sets ------------------------------------------------------------------------------
+
+    def _no_run(self, stdout: str, **extra: Any) -> R:
+        """The answer of a call that ran no command (a job list, a held change set applied or dropped)."""
+        return self.result(
+            stdout=stdout,
+            stderr="",
+            exitCode=0,
+            timedOut=False,
+            truncated=False,
+            stdoutBytes=0,
+            stderrBytes=0,
+            durationMs=0.0,
+            sandbox=self.sandbox.label,
+            **extra,
+        )
+
+    def _keep_cut_output(self, spools: dict[str, Spool], result: RunResult, max_output: int) -> list[OmittedRange]:
+        """A cut result's full output stays readable as a resource for a while; an uncut one's spool goes."""
+        totals = {"stdout": result.stdout_bytes, "stderr": result.stderr_bytes}
+        cut = {name: total for name, total in totals.items() if total > max_output}
+        if not spools or not result.truncated or not cut:
+            for spool in spools.values():
+                spool.close()
+            return []
+        output_id = self.kept.keep(spools)
+        head = max_output // 2
+        return [
+            OmittedRange(
+                stream=name, start=head, end=total - (max_output - head), resource=output_uri(output_id, name, head)
+            )
+            for name, total in cut.items()
+        ]
+
+    async def _settle(self, result: RunResult, shown: str, cwd: str, ctx: Context[Any, Any]) -> Described:
+        """What becomes of the copy the command worked on: read, judged, applied (or held, or dropped)."""
+        if self.transactions is None or not result.copy:
+            return "none", Changes(), PendingChanges()
+        audit_id = _audit_id()
+        ask, hold = changes_asker(ctx, self.policy.question_timeout_seconds)
+        settled = await self.transactions.settle(
+            result.copy,
+            result.copy_final,
+            audit_id=audit_id,
+            started_ns=result.started_ns,
+            roots=self.roots,
+            ask=ask,
+            hold=hold,
+            shown=shown,
+            what={"tool": TOOL_NAME, "command": shown, "cwd": cwd},
+        )
+        return described(settled, audit_id)
+
+    def _waiting(self, held_id: str) -> Held:
+        held = self.transactions.held(held_id) if self.transactions is not None else None
+        if held is None:
+            known = [h.id for h in self.transactions.all_held()] if self.transactions is not None else []
+            raise ParamError(
+                "CHANGES_NOT_FOUND",
+                f"No changes are waiting under the id {held_id!r} (applied, dropped or expired).",
+                f"Waiting now: {', '.join(known)}." if known else "Nothing is waiting; run the command again.",
+            )
+        return held
+
+    async def _held_call(self, args: ShellCall, answer: ElicitationResult[ApprovalForm]) -> R:
+        """Apply (after the user's yes) or drop changes a command made that were held for the user."""
+        held = self._waiting(args.applyChanges or args.dropChanges or "")
+        transactions = self.transactions
+        assert transactions is not None
+        audit_id = _audit_id()
+        audit.note(changes_of=held.audit_id)
+        if args.applyChanges:
+            data = answer.data if isinstance(answer, AcceptedElicitation) else None
+            if isinstance(data, ApprovalForm) and getattr(data, "apply", False) is True:
+                audit.note(decision="ask-approved", approved_by=APPROVED_BY, reason=held.question)
+                settled = await transactions.apply_held(
+                    held.id, audit_id=audit_id, roots=self.roots, what={"tool": TOOL_NAME, "command": held.shown}
+                )
+            else:
+                why = "unavailable" if isinstance(data, NoQuestion) else "declined"
+                audit.note(decision=f"ask-{why}", reason=held.question)
+                await transactions.drop_held(held.id)
+                settled = Settled(
+                    "declined",
+                    held.summary,
+                    reason="this client cannot ask the user"
+                    if why == "unavailable"
+                    else "the user declined these changes; they were dropped",
+                )
+        else:
+            await transactions.drop_held(held.id)
+            settled = Settled("declined", held.summary, reason="dropped, as asked")
+        transaction, changes, pending = described(settled, audit_id)
+        return self._no_run("", transaction=transaction, changes=changes, pendingChanges=pending)
+
+
+__all__ = ["ChangesApproval", "HostQuestion", "ShellCall", "ShellService", "changes_asker", "host_asker"]
