@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from mcp_server_guard.audit import AuditLog, AuditRecord, note
+    from mcp_server_guard.audit import AuditLog, AuditRecord, note, recorded_digest
     from mcp_server_guard.errors import (
         ERROR_CODES,
         ERROR_META_KEY,
@@ -27,13 +27,17 @@ if TYPE_CHECKING:
         SecurityError,
     )
     from mcp_server_guard.files.jail import Jail, Located, SymlinkMode
-    from mcp_server_guard.paths import within, within_any
+    from mcp_server_guard.paths import state_dir, within, within_any
     from mcp_server_guard.policy import NetworkRules, Policy, PolicyError, load_policy
+    from mcp_server_guard.protected import protection_for
     from mcp_server_guard.serving.server import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
 
 # Exported names resolve on first use: importing the package (the in-box supervisor does, with no
 # site-packages at all) must not import the MCP SDK and pydantic.
 _EXPORTS = {
+    "state_dir": "paths",
+    "protection_for": "protected",
+    "recorded_digest": "audit",
     "AuditLog": "audit",
     "AuditRecord": "audit",
     "Category": "errors",
@@ -87,9 +91,13 @@ __all__ = [
     "SymlinkMode",
     "ToolInput",
     "ToolOutput",
+    "lazy_exports",
     "load_policy",
     "note",
+    "protection_for",
+    "recorded_digest",
     "register_tool",
+    "state_dir",
     "within",
     "within_any",
 ]

@@ -13,12 +13,13 @@ from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mcp_server_guard.changes.apply import Applier, UndoConflict, now_ns, recover
-    from mcp_server_guard.changes.area import CopyArea
+    from mcp_server_guard.changes.area import CopyArea, possible_areas
     from mcp_server_guard.changes.effects import Judgement, judge
     from mcp_server_guard.changes.transactions import Held, Settled, Transactions
     from mcp_server_guard.changes.upper import Change, ChangeSet, read_upper
 
 _EXPORTS = {
+    "possible_areas": "area",
     "Applier": "apply",
     "Change": "upper",
     "ChangeSet": "upper",
@@ -47,6 +48,7 @@ __all__ = [
     "UndoConflict",
     "judge",
     "now_ns",
+    "possible_areas",
     "read_upper",
     "recover",
 ]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from mcp_server_guard.serving.front import run_console
     from mcp_server_guard.serving.launch import (
         HistoryDirOpt,
         build_config,
@@ -20,14 +21,19 @@ if TYPE_CHECKING:
     from mcp_server_guard.serving.server import (
         ClientRoots,
         GuardedServer,
+        Mode,
         ServerConfig,
         ToolInput,
         ToolOutput,
+        command_target,
         register_tool,
     )
     from mcp_server_guard.serving.stdio import MAX_MESSAGE_BYTES, serve_stdio
 
 _EXPORTS = {
+    "run_console": "front",
+    "command_target": "server",
+    "Mode": "server",
     "ClientRoots": "server",
     "GuardedServer": "server",
     "HistoryDirOpt": "launch",
@@ -50,13 +56,16 @@ __all__ = [
     "ClientRoots",
     "GuardedServer",
     "HistoryDirOpt",
+    "Mode",
     "ServerConfig",
     "ToolInput",
     "ToolOutput",
     "build_config",
+    "command_target",
     "register_tool",
     "resolve_history_dir",
     "run_app",
+    "run_console",
     "serve_stdio",
     "server_cli",
     "usage_error",

@@ -9,14 +9,17 @@ from typing import TYPE_CHECKING
 from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from mcp_server_guard.shell.approval import Approval, Checked, NoQuestion, question, require_approval
+    from mcp_server_guard.shell.approval import Approval, ApprovalForm, Checked, NoQuestion, question, require_approval
     from mcp_server_guard.shell.egress import EgressProxy
     from mcp_server_guard.shell.execution import BASH, Prepared, ShellExec, limit_hit, limits_of
+    from mcp_server_guard.shell.grants import SessionApprovals
     from mcp_server_guard.shell.parsing import TooComplex, parse
     from mcp_server_guard.shell.process import REGISTRY, RunResult, base_env, build_env, run
     from mcp_server_guard.shell.rules import PolicyEngine, Verdict
 
 _EXPORTS = {
+    "SessionApprovals": "grants",
+    "ApprovalForm": "approval",
     "Approval": "approval",
     "BASH": "execution",
     "Checked": "approval",
@@ -44,12 +47,14 @@ __all__ = [
     "BASH",
     "REGISTRY",
     "Approval",
+    "ApprovalForm",
     "Checked",
     "EgressProxy",
     "NoQuestion",
     "PolicyEngine",
     "Prepared",
     "RunResult",
+    "SessionApprovals",
     "ShellExec",
     "TooComplex",
     "Verdict",

@@ -17,9 +17,11 @@ if TYPE_CHECKING:
         PendingChanges,
         ShellResult,
     )
-    from mcp_server_guard.tools.shell_service import ShellCall, ShellService
+    from mcp_server_guard.tools.shell_service import OUTPUT_DESCRIPTION, OUTPUT_TEMPLATE, ShellCall, ShellService
 
 _EXPORTS = {
+    "OUTPUT_TEMPLATE": "shell_service",
+    "OUTPUT_DESCRIPTION": "shell_service",
     "ChangedPath": "shell_results",
     "Changes": "shell_results",
     "JobInfo": "shell_results",
@@ -33,6 +35,8 @@ _EXPORTS = {
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
+    "OUTPUT_DESCRIPTION",
+    "OUTPUT_TEMPLATE",
     "ChangedPath",
     "Changes",
     "JobInfo",

@@ -53,6 +53,8 @@ from mcp_server_guard.shell.execution import Prepared, ShellExec, limit_hit
 from mcp_server_guard.shell.grants import CallHosts, HostAnswer, HostAsk, SessionApprovals
 from mcp_server_guard.shell.jobs import (
     MAX_RANGE_BYTES,
+    OUTPUT_TEMPLATE,
+    RANGE_BYTES,
     Job,
     JobTable,
     KeptOutputs,
@@ -79,6 +81,14 @@ from mcp_server_guard.tools.shell_results import (
 log = logging.getLogger("mcp_server_guard.shell_exec")
 
 TOOL_NAME = "shell_exec"
+
+# The resource template kept outputs are read through (ShellService.read_output answers it).
+OUTPUT_DESCRIPTION = (
+    "The full stdout or stderr of a shell_exec result that had to be cut, or of a background job, while it is kept, "
+    f"read in ranges: each answer holds at most `length` bytes (default {RANGE_BYTES}, at most {MAX_RANGE_BYTES}) "
+    "from `offset` (default 0). Its first line says which bytes it holds, of how many, and the URI of the next range "
+    "(or that it is the end); the text follows from the second line on."
+)
 
 R = TypeVar("R", bound=ShellResult)
 
@@ -753,4 +763,13 @@ class ShellService(Generic[R]):
         return self._no_run("", transaction=transaction, changes=changes, pendingChanges=pending)
 
 
-__all__ = ["ChangesApproval", "HostQuestion", "ShellCall", "ShellService", "changes_asker", "host_asker"]
+__all__ = [
+    "OUTPUT_DESCRIPTION",
+    "OUTPUT_TEMPLATE",
+    "ChangesApproval",
+    "HostQuestion",
+    "ShellCall",
+    "ShellService",
+    "changes_asker",
+    "host_asker",
+]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_server_guard.serving.launch import server_cli
-from mcp_server_guard.serving.server import GuardedServer, ServerConfig
+from mcp_server_guard.serving import GuardedServer, ServerConfig, server_cli
 
 
 @server_cli(prog="mcp-server-file-read", name="file_read")

@@ -11,12 +11,9 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from mcp_server_guard import audit
-from mcp_server_guard.errors import GuardError, ParamError, ResourceError, SecurityError
-from mcp_server_guard.files.mime import Sniffed, sniff
-from mcp_server_guard.files.reading import Page, read_page
-from mcp_server_guard.protected import protection_for
-from mcp_server_guard.serving.server import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
+from mcp_server_guard import GuardError, ParamError, ResourceError, SecurityError, note, protection_for
+from mcp_server_guard.files import Page, Sniffed, read_page, sniff
+from mcp_server_guard.serving import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
 
 # Seed 004's contract, verbatim.
 TOOL_NAME = "file_read"
@@ -146,7 +143,7 @@ def build_server(config: ServerConfig) -> GuardedServer:
                 f"Use an offset between 1 and {max(page.total_lines, 1)}.",
                 fix={"offset": max(page.total_lines, 1)},
             )
-        audit.note(bytes=page.content_bytes)
+        note(bytes=page.content_bytes)
         return FileReadOutput(
             content=page.content,
             path=jail.display(located),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from mcp_server_guard._lazy import lazy_exports
+from mcp_server_guard import lazy_exports
 
 if TYPE_CHECKING:
     from mcp_server_file_write.server import FileWriteInput, FileWriteOutput, build_server
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """The console script: the first answers go out while the rest loads (``serving.front``)."""
-    from mcp_server_guard.serving.front import run_console  # noqa: PLC0415 - nothing heavy before it
+    from mcp_server_guard.serving import run_console  # noqa: PLC0415 - nothing heavy before it
 
     run_console(__name__, argv)
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_server_guard.serving.launch import HistoryDirOpt, resolve_history_dir, server_cli
-from mcp_server_guard.serving.server import GuardedServer, ServerConfig
+from mcp_server_guard.serving import GuardedServer, HistoryDirOpt, ServerConfig, resolve_history_dir, server_cli
 
 PROG = "mcp-server-file-write"
 

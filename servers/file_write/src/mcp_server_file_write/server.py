@@ -10,10 +10,9 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from mcp_server_guard import audit
-from mcp_server_guard.errors import ParamError, SecurityError
-from mcp_server_guard.files.writing import open_writer
-from mcp_server_guard.serving.server import GuardedServer, Mode, ServerConfig, ToolInput, ToolOutput, register_tool
+from mcp_server_guard import ParamError, SecurityError, note, recorded_digest
+from mcp_server_guard.files import open_writer
+from mcp_server_guard.serving import GuardedServer, Mode, ServerConfig, ToolInput, ToolOutput, register_tool
 
 # Seed 004's contract, verbatim.
 TOOL_NAME = "file_write"
@@ -90,7 +89,7 @@ def build_server(config: ServerConfig, history_dir: Path) -> GuardedServer:
                 "Send valid Unicode text.",
             ) from None
         # The audit hashed the content for its record of intent: the same bytes, not hashed twice.
-        known = audit.recorded_digest("content")
+        known = recorded_digest("content")
         digest = known[0] if known is not None and known[1] == len(data) else None
         # fsync and flock block: keep them off the event loop so other requests keep flowing.
         outcome = await anyio.to_thread.run_sync(
@@ -103,7 +102,7 @@ def build_server(config: ServerConfig, history_dir: Path) -> GuardedServer:
                 sha256=digest,
             )
         )
-        audit.note(bytes=outcome.bytes_written, backup=outcome.backup)
+        note(bytes=outcome.bytes_written, backup=outcome.backup)
         return FileWriteOutput(
             success=True,
             path=outcome.path,

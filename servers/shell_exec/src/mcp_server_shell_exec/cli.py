@@ -9,13 +9,20 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mcp_server_guard.paths import within
-from mcp_server_guard.serving.launch import HistoryDirOpt, resolve_history_dir, server_cli, usage_error
-from mcp_server_guard.serving.server import GuardedServer, Mode, ServerConfig
-from mcp_server_guard.shell.sandbox.planning import NetworkMode, ReadScope, SandboxMode, SandboxUnavailable, plan
+from mcp_server_guard import within
+from mcp_server_guard.serving import (
+    GuardedServer,
+    HistoryDirOpt,
+    Mode,
+    ServerConfig,
+    resolve_history_dir,
+    server_cli,
+    usage_error,
+)
+from mcp_server_guard.shell.sandbox import NetworkMode, ReadScope, SandboxMode, SandboxUnavailable, plan
 
 if TYPE_CHECKING:
-    from mcp_server_guard.changes.area import CopyArea
+    from mcp_server_guard.changes import CopyArea
 
 PROG = "mcp-server-shell-exec"
 
@@ -85,8 +92,8 @@ def main(
 ) -> GuardedServer:
     """Serve the shell_exec tool over stdio: commands are checked against the policy and run confined."""
     # Lazy for start-up time: --help and --version need neither the tool nor the MCP SDK.
-    from mcp_server_guard.shell.execution import limits_of  # noqa: PLC0415
-    from mcp_server_guard.shell.sandbox.layers import open_box  # noqa: PLC0415
+    from mcp_server_guard.shell import limits_of  # noqa: PLC0415
+    from mcp_server_guard.shell.sandbox import open_box  # noqa: PLC0415
     from mcp_server_shell_exec.server import build_server  # noqa: PLC0415
 
     full_access = config.mode is Mode.FULL_ACCESS
@@ -133,10 +140,9 @@ def main(
 def _copy_area(roots: list[str], history: Path) -> CopyArea:
     """This server's part of the copies' areas, after finishing what dead servers left half applied and removing
     the rest of what they left."""
-    from mcp_server_guard.changes.apply import recover  # noqa: PLC0415
-    from mcp_server_guard.changes.area import CopyArea, possible_areas  # noqa: PLC0415
-    from mcp_server_guard.files.history import HistoryStore  # noqa: PLC0415
-    from mcp_server_guard.paths import state_dir  # noqa: PLC0415 - lazy for start-up time
+    from mcp_server_guard import state_dir  # noqa: PLC0415 - lazy for start-up time
+    from mcp_server_guard.changes import CopyArea, possible_areas, recover  # noqa: PLC0415
+    from mcp_server_guard.files import HistoryStore  # noqa: PLC0415
 
     store = HistoryStore(history, max_bytes=1 << 62)
     try:
@@ -151,7 +157,7 @@ def _copy_area(roots: list[str], history: Path) -> CopyArea:
 def _approvals_path(path: Path, config: ServerConfig) -> Path:
     """Threat: a command (or file_write) rewriting the approvals to grant itself anything at the next start:
     the file must lie outside every allowed directory (and the box keeps it read-only besides)."""
-    from mcp_server_guard.shell.grants import SessionApprovals  # noqa: PLC0415
+    from mcp_server_guard.shell import SessionApprovals  # noqa: PLC0415
 
     real = Path(os.path.realpath(path.expanduser()))
     for root in config.jail.allowed:

@@ -14,19 +14,11 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from mcp_server_guard.changes.area import CopyArea
-from mcp_server_guard.serving.server import (
-    GuardedServer,
-    ServerConfig,
-    ToolInput,
-    command_target,
-    register_tool,
-)
-from mcp_server_guard.shell.approval import ApprovalForm
-from mcp_server_guard.shell.jobs import MAX_RANGE_BYTES, OUTPUT_TEMPLATE, RANGE_BYTES
-from mcp_server_guard.shell.sandbox.planning import SandboxPlan
-from mcp_server_guard.tools.shell_results import ShellResult
-from mcp_server_guard.tools.shell_service import ShellService
+from mcp_server_guard.changes import CopyArea
+from mcp_server_guard.serving import GuardedServer, ServerConfig, ToolInput, command_target, register_tool
+from mcp_server_guard.shell import ApprovalForm
+from mcp_server_guard.shell.sandbox import SandboxPlan
+from mcp_server_guard.tools import OUTPUT_DESCRIPTION, OUTPUT_TEMPLATE, ShellResult, ShellService
 
 # Seed 004's contract, verbatim.
 TOOL_NAME = "shell_exec"
@@ -110,15 +102,7 @@ def build_server(
     server.cleanups += service.cleanups
     server.timeout_for = service.timeout_for
 
-    @server.resource(
-        OUTPUT_TEMPLATE,
-        name="shell_exec output",
-        description="The full stdout or stderr of a shell_exec result that had to be cut, or of a background job, "
-        f"while it is kept, read in ranges: each answer holds at most `length` bytes (default {RANGE_BYTES}, at "
-        f"most {MAX_RANGE_BYTES}) from `offset` (default 0). Its first line says which bytes it holds, of how many, "
-        "and the URI of the next range (or that it is the end); the text follows from the second line on.",
-        mime_type="text/plain",
-    )
+    @server.resource(OUTPUT_TEMPLATE, name="shell_exec output", description=OUTPUT_DESCRIPTION, mime_type="text/plain")
     async def full_output(output_id: str, stream: str, offset: str | None = None, length: str | None = None) -> str:
         return service.read_output(output_id, stream, offset, length)
 
