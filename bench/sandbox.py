@@ -229,12 +229,14 @@ def box_parts(env: Env, counts: Counts) -> dict[str, Any]:
     starts = []
     for _ in range(max(3, n // 50)):
         plans = sandbox_plans("auto")
+        unboxed = plans["auto"]
+        started = unboxed
         try:
             t0 = time.perf_counter()
-            open_box(plans["auto"], [str(env.shell_root)])
+            started, _ = open_box(unboxed, [str(env.shell_root)])
             starts.append(time.perf_counter() - t0)
         finally:
-            close_box(plans["auto"])
+            close_box(started)
             release_plans(plans)
     out["box_start"] = summary(starts)
     return out

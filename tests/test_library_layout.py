@@ -44,7 +44,7 @@ EXPORTED = {
     ],
     "mcp_server_guard.shell.sandbox": [
         "Confinement", "Limits", "NetworkMode", "ReadScope", "SandboxMode", "SandboxPlan", "SandboxUnavailable",
-        "call_options", "close_box", "confine", "landlock_abi", "open_box", "plan", "release", "release_all",
+        "call_options", "close_box", "confine", "decide", "landlock_abi", "open_box", "plan", "release", "release_all",
         "sweep_stale_tmpdirs",
     ],
     "mcp_server_guard.changes": [

@@ -35,6 +35,7 @@ from mcp_server_guard.shell.process import (
 )
 from mcp_server_guard.shell.sandbox.box import Box, Started
 from mcp_server_guard.shell.sandbox.supervisor import received_fds
+from mcp_server_guard.shell.sandbox.wire import CallOptions
 
 __all__ = ["Copy", "run_boxed"]
 
@@ -112,7 +113,7 @@ async def run_boxed(
     stdin: bytes | None,
     timeout: float,
     max_output: int,
-    options: Mapping[str, Any],
+    options: CallOptions,
     progress: Progress | None = None,
     pause: Pause | None = None,
     control: Control | None = None,
@@ -129,9 +130,7 @@ async def run_boxed(
     timed_out = False
     keep = control is not None and control.keep_stdin
     with anyio.CancelScope(shield=True):  # a started call must be tracked and ended, not lost
-        call: Started = await box.spawn(
-            argv, cwd=cwd, env=dict(env), stdin=stdin is not None or keep, options=dict(options)
-        )
+        call: Started = await box.spawn(argv, cwd=cwd, env=dict(env), stdin=stdin is not None or keep, options=options)
     if control is not None:
         kept, call.stdin = (call.stdin, None) if keep else (None, call.stdin)
         control.attach(partial(box.signal, call.id), kept)
@@ -179,7 +178,7 @@ async def run_boxed(
                 with contextlib.suppress(OSError):
                     os.close(fd)
             status.sock.close()
-            if options.get("overlays") and not copy.final:
+            if options["overlays"] and not copy.final:
                 # Killed (a timeout, a stop): what the command wrote is final only once every process of the call
                 # is gone, which the supervisor says when it reaps the call's init.
                 copy.final = await box.gone(call.id, _GONE_S)

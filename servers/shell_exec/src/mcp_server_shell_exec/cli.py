@@ -19,7 +19,7 @@ from mcp_server_guard.serving import (
     server_cli,
     usage_error,
 )
-from mcp_server_guard.shell.sandbox import NetworkMode, ReadScope, SandboxMode, SandboxUnavailable, plan
+from mcp_server_guard.shell.sandbox import NetworkMode, ReadScope, SandboxMode, SandboxUnavailable
 
 if TYPE_CHECKING:
     from mcp_server_guard.changes import CopyArea
@@ -93,7 +93,7 @@ def main(
     """Serve the shell_exec tool over stdio: commands are checked against the policy and run confined."""
     # Lazy for start-up time: --help and --version need neither the tool nor the MCP SDK.
     from mcp_server_guard.shell import limits_of  # noqa: PLC0415
-    from mcp_server_guard.shell.sandbox import open_box  # noqa: PLC0415
+    from mcp_server_guard.shell.sandbox import decide  # noqa: PLC0415
     from mcp_server_shell_exec.server import build_server  # noqa: PLC0415
 
     full_access = config.mode is Mode.FULL_ACCESS
@@ -105,34 +105,36 @@ def main(
     history = resolve_history_dir(PROG, history_dir, config)
     chosen = sandbox or (SandboxMode.OFF if full_access else SandboxMode.AUTO)
     approvals = _approvals_path(approvals_file, config) if approvals_file is not None else None
+    roots = [root.path for root in config.jail.allowed]
+    area = _copy_area(roots, history) if transactions is not TransactionsMode.OFF else None
+    wanted = config.mode is Mode.WORKSPACE_WRITE
     try:
-        decided = plan(
+        # Here, on the thread that runs the event loop: bubblewrap's parent-death signal follows that thread.
+        decided, why = decide(
             chosen,
             sandbox_read,
             network or (NetworkMode.ALLOW if chosen is SandboxMode.OFF else NetworkMode.POLICY),
             limits_of(config.policy.shell_exec),
+            roots=roots,
+            copies=area.overlays() if area is not None and wanted else (),
             jail_writable=config.mode is not Mode.READ_ONLY,
+            network_chosen=network is not None,
         )
-        decided.network_chosen = network is not None
-        roots = [root.path for root in config.jail.allowed]
-        area = _copy_area(roots, history) if transactions is not TransactionsMode.OFF else None
-        wanted = config.mode is Mode.WORKSPACE_WRITE
-        # Here, on the thread that runs the event loop: bubblewrap's parent-death signal follows that thread.
-        why = open_box(decided, roots, area.overlays() if area is not None and wanted else ())
         if area is not None and area.why:
             why = area.why
+        notes = list(decided.notes)
         if wanted and transactions is not TransactionsMode.OFF and not decided.copies:
             if required:
                 raise SandboxUnavailable(f"--transactions required: commands cannot work on a copy: {why}")
-            decided.notes.append(
-                f"commands write the files directly (transaction: none): {why or 'no copy could be made'}"
-            )
-        if area is not None and not decided.copies:
-            area.close()
-            area = None
+            notes.append(f"commands write the files directly (transaction: none): {why or 'no copy could be made'}")
     except SandboxUnavailable as exc:
+        if area is not None:
+            area.close()
         usage_error(PROG, str(exc))
-    for note in decided.notes:
+    if area is not None and not decided.copies:
+        area.close()
+        area = None
+    for note in notes:
         typer.echo(f"{PROG}: {note}", err=True)
     return build_server(config, decided, approvals, history_dir=history, area=area)
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from mcp_server_guard.shell.sandbox.layers import call_options, close_box, open_box
+    from mcp_server_guard.shell.sandbox.layers import call_options, close_box, decide, open_box
     from mcp_server_guard.shell.sandbox.planning import (
         Confinement,
         Limits,
@@ -42,6 +42,7 @@ _EXPORTS = {
     "sweep_stale_tmpdirs": "planning",
     "call_options": "layers",
     "close_box": "layers",
+    "decide": "layers",
     "open_box": "layers",
 }
 __getattr__ = lazy_exports(__name__, _EXPORTS)
@@ -57,6 +58,7 @@ __all__ = [
     "call_options",
     "close_box",
     "confine",
+    "decide",
     "landlock_abi",
     "open_box",
     "plan",

@@ -32,6 +32,7 @@ from mcp_server_guard.paths import within
 from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
 from mcp_server_guard.shell.sandbox.sockets import RUN_DIRS
 from mcp_server_guard.shell.sandbox.supervisor import FrameReader, send_frame
+from mcp_server_guard.shell.sandbox.wire import CallOptions, CallRequest
 
 log = logging.getLogger("mcp_server_guard.box")
 
@@ -424,7 +425,7 @@ class Box:
         cwd: str,
         env: dict[str, str],
         stdin: bool,
-        options: dict[str, Any],
+        options: CallOptions,
     ) -> Started:
         """Start ``argv`` in an offered init (or ask the supervisor to); ``options`` carries the call's
         confinement (see supervisor)."""
@@ -441,9 +442,16 @@ class Box:
         else:
             in_r, in_w = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC), -1
         theirs = [in_r, out_w, err_w, status_w]
-        message = {"id": call, "fds": 4, "argv": list(argv), "cwd": cwd, "env": env, **options}
-        message["namespaces"] = self.spec.namespaces and bool(options.get("namespaces"))
-        message["gone"] = bool(options.get("overlays"))  # say when every process of a call on the copy has ended
+        message: CallRequest = {
+            **options,
+            "namespaces": self.spec.namespaces and options["namespaces"],
+            "id": call,
+            "fds": 4,
+            "argv": list(argv),
+            "cwd": cwd,
+            "env": env,
+            "gone": bool(options["overlays"]),  # say when every process of a call on the copy has ended
+        }
         try:
             while self._offered:
                 init, init_sock = self._offered.popleft()
@@ -453,7 +461,7 @@ class Box:
                     continue  # that init is gone; try the next
                 finally:
                     init_sock.close()
-                send_frame(sock, {"op": "took", "id": call, "init": init, "gone": bool(options.get("overlays"))})
+                send_frame(sock, {"op": "took", "id": call, "init": init, "gone": message["gone"]})
                 break
             else:
                 send_frame(sock, {"op": "spawn", **message}, theirs)

@@ -15,35 +15,60 @@ import os
 import resource
 import shutil
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import replace
 
 from mcp_server_guard.paths import within, within_any
 from mcp_server_guard.shell.sandbox import seccomp
 from mcp_server_guard.shell.sandbox.box import Box, BoxSpec, BoxUnavailable
 from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
 from mcp_server_guard.shell.sandbox.planning import (
+    Limits,
     NetworkMode,
     ReadScope,
     SandboxMode,
     SandboxPlan,
     SandboxUnavailable,
     fall_back_from_policy,
+    plan,
 )
 from mcp_server_guard.shell.sandbox.sockets import SocketScan, outside
+from mcp_server_guard.shell.sandbox.wire import CallOptions, LandlockRules
 
-__all__ = ["call_options", "close_box", "open_box", "outside_sockets"]
+__all__ = ["call_options", "close_box", "decide", "open_box", "outside_sockets"]
 
 
-def open_box(plan: SandboxPlan, roots: Sequence[str], copies: Sequence[tuple[str, str]] = ()) -> str:
-    """Start the box for ``plan`` (from the thread that runs the event loop) and record it on the plan; with
-    ``--sandbox auto`` a box that cannot start leaves the plan as it was, with a note saying why.
+def decide(
+    mode: SandboxMode,
+    read_scope: ReadScope,
+    network: NetworkMode,
+    limits: Limits,
+    *,
+    roots: Sequence[str],
+    copies: Sequence[tuple[str, str]] = (),
+    jail_writable: bool = True,
+    network_chosen: bool = True,
+) -> tuple[SandboxPlan, str]:
+    """The whole start-up decision, in one place: what the kernel gives (``plan``), then the box (``open_box``).
+    Returns the frozen plan, and "" when commands see ``copies`` as copies, else why not."""
+    return open_box(
+        plan(mode, read_scope, network, limits, jail_writable=jail_writable, network_chosen=network_chosen),
+        roots,
+        copies,
+    )
 
-    ``copies``: the (root, area) pairs whose root commands should see as a copy. Returns "" when they do (the
-    plan's ``copies``), else why they cannot (commands then write the real tree)."""
-    if plan.mode is SandboxMode.OFF:
-        if plan.network is NetworkMode.POLICY:
+
+def open_box(
+    decided: SandboxPlan, roots: Sequence[str], copies: Sequence[tuple[str, str]] = ()
+) -> tuple[SandboxPlan, str]:
+    """Start the box for ``decided`` (from the thread that runs the event loop): the plan with its box; with
+    ``--sandbox auto`` a box that cannot start gives the plan without one, with a note saying why.
+
+    ``copies``: the (root, area) pairs whose root commands should see as a copy. Returns, beside the plan, ""
+    when they do (the plan's ``copies``), else why they cannot (commands then write the real tree)."""
+    if decided.mode is SandboxMode.OFF:
+        if decided.network is NetworkMode.POLICY:
             raise SandboxUnavailable("--network policy needs the box; it cannot go with --sandbox off")
-        return "the sandbox is off" if copies else ""
+        return decided, "the sandbox is off" if copies else ""
     bwrap = shutil.which("bwrap")
     arch = seccomp.native_arch()
     reason = None
@@ -53,35 +78,32 @@ def open_box(plan: SandboxPlan, roots: Sequence[str], copies: Sequence[tuple[str
         reason = f"no seccomp filter for this CPU ({os.uname().machine})"
     box = None
     why_no_copy = "" if copies else "not asked for"
-    plan.sockets = SocketScan([*roots, *_separate_areas(copies, roots)])
+    decided = replace(decided, sockets=SocketScan([*roots, *_separate_areas(copies, roots)]))
     if reason is None:
         assert bwrap is not None and arch is not None
-        box, reason, why_no_copy = _start(plan, roots, copies, bwrap, arch)
+        box, reason, why_no_copy = _start(decided, roots, copies, bwrap, arch)
         if box is not None and why_no_copy and copies:
             box.close()  # the copy cannot be made here: a box without it
-            box, reason, _ = _start(plan, roots, (), bwrap, arch)
+            box, reason, _ = _start(decided, roots, (), bwrap, arch)
     if box is None:
-        if plan.mode is SandboxMode.REQUIRED:
+        if decided.mode is SandboxMode.REQUIRED:
             raise SandboxUnavailable(f"--sandbox required: no box: {reason}")
-        if plan.network is NetworkMode.POLICY and plan.network_chosen:
+        if decided.network is NetworkMode.POLICY and decided.network_chosen:
             # Fail closed: without the box's network namespace nothing forces traffic through the proxy.
             raise SandboxUnavailable(
                 f"--network policy needs the box (bubblewrap) and there is none: {reason}; "
                 "choose --network deny, or --network allow knowingly"
             )
-        network = ""
-        if plan.network is NetworkMode.POLICY:
-            fall_back_from_policy(plan)
-            network = f"; so the network is {plan.network.value} instead of policy"
-        plan.notes.insert(
-            -1 if network else len(plan.notes),
-            f"no box: {reason}; commands run with Landlock and rlimits only{network}",
-        )
-        return f"there is no box ({reason})" if copies else ""
-    plan.box = box
-    if copies and not why_no_copy:
-        plan.copies = tuple(copies)
-    return why_no_copy if copies else ""
+        said = f"no box: {reason}; commands run with Landlock and rlimits only"
+        if decided.network is NetworkMode.POLICY:
+            network, netns, note = fall_back_from_policy(decided)
+            said += f"; so the network is {network.value} instead of policy"
+            decided = replace(decided, network=network, netns=netns, notes=(*decided.notes, said, note))
+        else:
+            decided = replace(decided, notes=(*decided.notes, said))
+        return decided, f"there is no box ({reason})" if copies else ""
+    made = tuple(copies) if copies and not why_no_copy else ()
+    return replace(decided, box=box, copies=made), why_no_copy if copies else ""
 
 
 def _start(
@@ -155,39 +177,29 @@ def call_options(
     masked: Sequence[str] = (),
     overlays: Sequence[tuple[str, str]] = (),
     sockets: Sequence[str] = (),
-) -> dict[str, Any]:
+    proxy: str = "",
+) -> CallOptions:
     """One call's confinement inside the box, as the supervisor reads it: ``roots`` are the writable roots of
     this call (client roots may have narrowed them), ``read_only`` the protected paths inside them, ``overlays``
     the (root, area) pairs whose root the command sees as a copy (see ``changes.area``), ``sockets`` the UNIX sockets
-    outside them, masked (see ``sockets``)."""
+    outside them, masked (see ``sockets``), ``proxy`` the call's egress token."""
     rlimits = [
-        (resource.RLIMIT_CORE, 0, 0),
-        (resource.RLIMIT_DATA, plan.limits.memory_bytes, plan.limits.memory_bytes),
-        (resource.RLIMIT_FSIZE, plan.limits.file_size_bytes, plan.limits.file_size_bytes),
-        (resource.RLIMIT_CPU, plan.limits.cpu_seconds, plan.limits.cpu_seconds + 5),
+        [resource.RLIMIT_CORE, 0, 0],
+        [resource.RLIMIT_DATA, plan.limits.memory_bytes, plan.limits.memory_bytes],
+        [resource.RLIMIT_FSIZE, plan.limits.file_size_bytes, plan.limits.file_size_bytes],
+        [resource.RLIMIT_CPU, plan.limits.cpu_seconds, plan.limits.cpu_seconds + 5],
     ]
     if os.geteuid() != 0:
         # As root the pids cgroup bounds processes: RLIMIT_NPROC would count every root process of the
         # machine once the command has no capability left.
-        rlimits.append((resource.RLIMIT_NPROC, plan.limits.processes, plan.limits.processes))
+        rlimits.append([resource.RLIMIT_NPROC, plan.limits.processes, plan.limits.processes])
     if not plan.jail_writable:
         # --mode read-only: every root is bound read-only for the call (and Landlock grants it no write below).
         read_only = [*roots, *read_only]
     areas = _separate_areas(overlays, roots)
-    options: dict[str, Any] = {
-        "namespaces": True,
-        "private_tmp": True,
-        # re-bound over the call's /tmp
-        "tmp_binds": [path for path in (*roots, *areas) if within(path, "/tmp")],  # noqa: S108
-        "read_only": list(read_only),
-        "masked": list(masked),
-        "roots": list(roots),  # the call's writable roots (hidden paths' parents in them are pinned)
-        "sockets": list(sockets),
-        "rlimits": [list(r) for r in rlimits],
-        "overlays": [{"root": root, "area": area} for root, area in overlays] if plan.jail_writable else [],
-    }
+    rules: LandlockRules | None = None
     if plan.abi > 0:
-        options["landlock"] = {
+        rules = {
             "abi": plan.abi,
             "read_all": plan.read_scope is ReadScope.ALL,
             # The call's own /tmp and /dev/shm, and the box's own devpts instance (bwrap --dev mounts a new
@@ -196,7 +208,20 @@ def call_options(
             "deny_tcp": False,
             "readable": list(SYSTEM_READ_DIRS) if plan.read_scope is not ReadScope.ALL else [],
         }
-    return options
+    return {
+        "namespaces": True,
+        "private_tmp": True,
+        # re-bound over the call's /tmp
+        "tmp_binds": [path for path in (*roots, *areas) if within(path, "/tmp")],  # noqa: S108
+        "read_only": list(read_only),
+        "masked": list(masked),
+        "roots": list(roots),  # the call's writable roots (hidden paths' parents in them are pinned)
+        "sockets": list(sockets),
+        "rlimits": rlimits,
+        "overlays": [{"root": root, "area": area} for root, area in overlays] if plan.jail_writable else [],
+        "landlock": rules,
+        "proxy": proxy,
+    }
 
 
 def close_box(plan: SandboxPlan) -> None:

@@ -88,9 +88,10 @@ class Limits:
     processes: int
 
 
-@dataclass
+@dataclass(frozen=True)
 class SandboxPlan:
-    """What the server decided at start-up: the parts that apply, and the words for the result."""
+    """What the server decided at start-up: the parts that apply, and the words for the result. Frozen: decided
+    once (``plan``, then ``layers.decide`` with the box), never edited after."""
 
     mode: SandboxMode
     read_scope: ReadScope
@@ -99,7 +100,7 @@ class SandboxPlan:
     abi: int = 0
     netns: bool = False
     network_chosen: bool = True  # False: --network was not given (policy by default, with a fall-back)
-    notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()  # what the machine could not give, said once on stderr
     pids_cgroup: Path | None = None
     box: Box | None = None  # the box every command runs in (see layers.open_box), when the machine allows it
     jail_writable: bool = True  # False in --mode read-only: commands may write only their private /tmp
@@ -210,61 +211,82 @@ def _read(path: Path) -> str:
 
 
 def plan(
-    mode: SandboxMode, read_scope: ReadScope, network: NetworkMode, limits: Limits, *, jail_writable: bool = True
+    mode: SandboxMode,
+    read_scope: ReadScope,
+    network: NetworkMode,
+    limits: Limits,
+    *,
+    jail_writable: bool = True,
+    network_chosen: bool = True,
 ) -> SandboxPlan:
-    """Decide at start-up what confinement applies; raise SandboxUnavailable when required and missing."""
-    result = SandboxPlan(mode, read_scope, network, limits, jail_writable=jail_writable)
+    """Decide at start-up what confinement applies, short of the box (``layers.decide`` adds it); raise
+    SandboxUnavailable when required and missing."""
+    notes: list[str] = []
+    abi = 0
     if mode is SandboxMode.OFF:
-        result.notes.append("sandbox off: commands run with the policy and the jail only")
+        notes.append("sandbox off: commands run with the policy and the jail only")
     else:
-        result.abi = landlock_abi()
-        if result.abi == 0:
+        abi = landlock_abi()
+        if abi == 0:
             if mode is SandboxMode.REQUIRED:
                 raise SandboxUnavailable(
                     "--sandbox required: this kernel has no Landlock (needs Linux 5.13+ with landlock in the LSM list)"
                 )
-            result.notes.append("no Landlock on this kernel: commands run unconfined (sandbox: none)")
+            notes.append("no Landlock on this kernel: commands run unconfined (sandbox: none)")
         else:
             # TCP is the network namespace's business here (--network deny), not a missing right.
-            missing = [right for right in landlock.missing_rights(result.abi) if not right.startswith("TCP")]
+            missing = [right for right in landlock.missing_rights(abi) if not right.startswith("TCP")]
             if missing:
-                result.notes.append(f"Landlock ABI {result.abi} cannot restrict: {', '.join(missing)}")
+                notes.append(f"Landlock ABI {abi} cannot restrict: {', '.join(missing)}")
+    landlocked = abi > 0 and mode is not SandboxMode.OFF
+    netns = False
     if network is NetworkMode.DENY:
-        result.netns = _probe_netns()
-        if not result.netns:
-            if mode is SandboxMode.REQUIRED or not (result.landlock and result.abi >= 4):
+        netns = _probe_netns()
+        if not netns:
+            if mode is SandboxMode.REQUIRED or not (landlocked and abi >= 4):
                 raise SandboxUnavailable(
                     "--network deny: no network namespace can be created here "
                     "(unprivileged user namespaces are disabled?)"
                 )
-            result.notes.append("no network namespace: only TCP is denied (Landlock), UDP is not")
-    if not jail_writable and not result.landlock:
-        result.notes.append("read-only mode without Landlock: only the read-only policy keeps commands from writing")
+            notes.append("no network namespace: only TCP is denied (Landlock), UDP is not")
+    if not jail_writable and not landlocked:
+        notes.append("read-only mode without Landlock: only the read-only policy keeps commands from writing")
     _become_subreaper()
     sweep_stale_tmpdirs()
+    pids_cgroup = None
     if mode is not SandboxMode.OFF:
-        result.pids_cgroup = _make_pids_cgroup(limits.processes)
-        if os.geteuid() == 0 and result.pids_cgroup is None:
-            result.notes.append("running as root without a pids cgroup: the process limit does not apply")
-    return result
+        pids_cgroup = _make_pids_cgroup(limits.processes)
+        if os.geteuid() == 0 and pids_cgroup is None:
+            notes.append("running as root without a pids cgroup: the process limit does not apply")
+    return SandboxPlan(
+        mode,
+        read_scope,
+        network,
+        limits,
+        abi=abi,
+        netns=netns,
+        network_chosen=network_chosen,
+        notes=tuple(notes),
+        pids_cgroup=pids_cgroup,
+        jail_writable=jail_writable,
+    )
 
 
-def fall_back_from_policy(plan_: SandboxPlan) -> None:
+def fall_back_from_policy(plan_: SandboxPlan) -> tuple[NetworkMode, bool, str]:
     """The default ``--network policy`` cannot hold (no box): deny the network instead, as far as this machine
-    can; an explicit ``--network policy`` refuses to start instead (``open_box``)."""
-    plan_.network = NetworkMode.DENY
-    plan_.netns = _probe_netns()
+    can: the network mode, whether commands get a network namespace, and the note that says so. (An explicit
+    ``--network policy`` refuses to start instead: ``layers.open_box``.)"""
     why = "the default, policy, needs the box; install bubblewrap for it, or pass --network allow"
-    if plan_.netns:
-        plan_.notes.append(f"network: deny ({why})")
-    elif plan_.landlock and plan_.abi >= 4:
-        plan_.notes.append(f"network: deny, TCP only ({why})")
-    else:
-        plan_.network = NetworkMode.ALLOW
-        plan_.notes.append(
-            "network: ALLOW — the default, policy, needs the box and this machine cannot deny the network "
-            "either; pass --network deny to refuse to start instead"
-        )
+    if _probe_netns():
+        return NetworkMode.DENY, True, f"network: deny ({why})"
+    if plan_.landlock and plan_.abi >= 4:
+        return NetworkMode.DENY, False, f"network: deny, TCP only ({why})"
+    return (
+        NetworkMode.ALLOW,
+        False,
+        "network: ALLOW — the default, policy, needs the box and this machine cannot deny the network either; "
+        "pass --network deny to refuse to start instead",
+    )
 
 
 def build_ruleset(plan_: SandboxPlan, writable: Sequence[str]) -> int:

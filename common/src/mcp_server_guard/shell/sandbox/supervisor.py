@@ -47,10 +47,12 @@ import stat
 import struct
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server_guard.shell.sandbox import landlock, linux, renames, seccomp
+from mcp_server_guard.shell.sandbox import landlock, linux, renames, seccomp, wire
+from mcp_server_guard.shell.sandbox.wire import CallOptions, CallRequest, LandlockRules, Overlay
 
 _MAX_FRAME = 8 << 20
 _MAX_FDS = 4
@@ -79,7 +81,7 @@ def received_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
     return list(fds)
 
 
-def send_frame(sock: socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:
+def send_frame(sock: socket.socket, message: Mapping[str, Any], fds: list[int] | None = None) -> None:
     body = json.dumps(message, separators=(",", ":")).encode("utf-8", "surrogateescape")
     data = struct.pack(">I", len(body)) + body
     sent = sock.sendmsg([data], rights(fds or []))
@@ -130,7 +132,7 @@ class _Prepared:
     # the filter's early and late parts as ready ``sock_fprog``s (see seccomp), and the late part that also sends
     # the rename calls to the init's handler
     seccomp: tuple[Any, Any, Any] | None
-    usual: dict[str, Any]  # the usual call's options, set up by each ready init before its call comes
+    usual: CallOptions | None  # the usual call's options, set up by each ready init before its call comes
 
 
 def _read_all(fd_text: str | None) -> bytes | None:
@@ -153,7 +155,8 @@ def _fprog(program: bytes) -> Any:
 def _prepare(seccomp_fd: str | None, late_fd: str | None, notify_fd: str | None, usual_fd: str | None) -> _Prepared:
     early, late, notify = _read_all(seccomp_fd), _read_all(late_fd), _read_all(notify_fd)
     fprog = (_fprog(early), _fprog(late), _fprog(notify or late)) if early and late else None
-    usual = json.loads(_read_all(usual_fd) or b"{}")
+    said = _read_all(usual_fd)
+    usual = wire.checked_options(json.loads(said)) if said else None
     bounding = linux.capability_mask("CapBnd")
     caps = tuple(cap for cap in range(linux.last_cap() + 1) if bounding >> cap & 1)
     return _Prepared(caps, bool(linux.capability_mask()), fprog, usual)
@@ -183,26 +186,26 @@ def proxy_env(port: int, token: str) -> dict[str, str]:
     return env
 
 
-def _hand_over_listener(status: int, listener: socket.socket, spec: dict[str, Any]) -> None:
+def _hand_over_listener(status: int, listener: socket.socket, spec: CallRequest) -> None:
     """--network policy: this call's own network namespace has one way out, ``listener`` (127.0.0.1 in it). It goes
     to the server on the call's status socket, so the egress proxy knows every connection accepted on it as this
     call's by where it arrives, not by a secret the command could copy; the command learns its address (with the
     call's token, a second check) from the proxy variables."""
     port = int(listener.getsockname()[1])
-    token = str(spec.get("proxy") or "")
+    token = spec["proxy"]
     spec["env"] = {**spec["env"], **proxy_env(port, token)} if token else spec["env"]
     with socket.socket(fileno=os.dup(status)) as channel:
         channel.sendmsg([json.dumps({"net": port}).encode() + b"\n"], rights([listener.fileno()]))
     listener.close()  # the command never holds it (it could accept the connections meant for the proxy)
 
 
-def _base_mounts(options: dict[str, Any]) -> None:
+def _base_mounts(options: CallOptions) -> None:
     """The call's own view, built by a ready init before its call: fresh /proc, private /tmp (jail roots under it
     bound back) and /dev/shm."""
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
     linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
-    if options.get("private_tmp"):
-        keep = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) for p in options.get("tmp_binds", [])]
+    if options["private_tmp"]:
+        keep = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) for p in options["tmp_binds"]]
         linux.mount("tmpfs", "/tmp", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777")  # noqa: S108
         for path, fd in keep:
             os.makedirs(path, exist_ok=True)
@@ -257,22 +260,20 @@ def _pin_ancestors(masked: list[str], roots: list[str]) -> None:
                 pinned.add(directory)
 
 
-def _call_mounts(spec: dict[str, Any], usual: dict[str, Any]) -> None:
+def _call_mounts(spec: CallRequest, usual: CallOptions) -> None:
     """What only this call needs on top of the prepared view: narrowed roots, protected paths read-only, hidden
     paths and outside sockets masked. The sockets are masked now, every one: a mask made ahead of the call would
     be gone if its daemon had bound the socket anew since."""
-    _mask_sockets(list(spec.get("sockets", [])))
-    prepared_binds = usual.get("tmp_binds", [])
-    wanted = spec.get("tmp_binds", [])
-    if wanted != prepared_binds:
-        _narrow_tmp_binds(prepared_binds, wanted)
-    _pin_ancestors(list(spec.get("masked", [])), [str(r) for r in spec.get("roots", [])])
-    for path in spec.get("read_only", []):
+    _mask_sockets(spec["sockets"])
+    if spec["tmp_binds"] != usual["tmp_binds"]:
+        _narrow_tmp_binds(usual["tmp_binds"], spec["tmp_binds"])
+    _pin_ancestors(spec["masked"], spec["roots"])
+    for path in spec["read_only"]:
         try:
             linux.bind_read_only(path)
         except FileNotFoundError:
             continue  # gone since the server looked: nothing left to protect there
-    for path in spec.get("masked", []):
+    for path in spec["masked"]:
         try:
             linux.mask(path)
         except FileNotFoundError:
@@ -338,11 +339,11 @@ def _escape(path: str) -> str:
     return path.replace("\\", "\\\\").replace(",", "\\,").replace(":", "\\:")
 
 
-def _mount_copy(overlays: list[Any]) -> _Copy:
+def _mount_copy(overlays: list[Overlay]) -> _Copy:
     """Mount an overlay over each writable root (its writes go to a fresh upper directory in the root's area, on
     the same file system), then hide every area: the command sees neither its own upper layer nor another's."""
     name = secrets.token_hex(8)
-    pairs = tuple((str(o["root"]), str(o["area"])) for o in overlays)
+    pairs = tuple((o["root"], o["area"]) for o in overlays)
     for index, (root, area) in enumerate(pairs):
         base = os.path.join(area, name)
         os.makedirs(base, mode=0o700, exist_ok=True)
@@ -360,7 +361,7 @@ def _mount_copy(overlays: list[Any]) -> _Copy:
     return _Copy(name, pairs)
 
 
-def probe_copy(usual: dict[str, Any]) -> str:
+def probe_copy(usual: CallOptions) -> str:
     """Whether the copy can be made here: mount it once in a throwaway mount namespace and write through it.
     Returns "" when it works, else why not (what the kernel said)."""
     read_end, write_end = os.pipe2(os.O_CLOEXEC)
@@ -389,7 +390,7 @@ def probe_copy(usual: dict[str, Any]) -> str:
     name = said.get("name", "")
     if name:
         for overlay in usual["overlays"]:
-            _remove_probe(os.path.join(str(overlay["area"]), name))
+            _remove_probe(os.path.join(overlay["area"], name))
     if os.waitstatus_to_exitcode(status) == 0:
         return ""
     return said.get("why") or f"the probe ended with status {status}"
@@ -425,15 +426,15 @@ def _prepare_view(prepared: _Prepared, own_pidns: bool) -> _View:
     view = _View()
     usual = prepared.usual
     try:
-        if own_pidns and usual.get("namespaces"):
+        if usual is not None and own_pidns and usual["namespaces"]:
             _base_mounts(usual)
             view.mounted = True
-            if usual.get("overlays"):
+            if usual["overlays"]:
                 view.copy = _mount_copy(usual["overlays"])
-        rules = usual.get("landlock")
-        if rules:
+        rules = usual["landlock"] if usual is not None else None
+        if rules is not None:
             # After the copy: a Landlock rule names the inode its path has now (the overlay's, for a root).
-            view.ruleset = landlock.build(_rules(rules), rules.get("readable", []))
+            view.ruleset = landlock.build(_rules(rules), rules["readable"])
         if prepared.seccomp is not None:
             _load_seccomp(prepared.seccomp[0])  # the init needs none of it; only the mount calls stay open
             view.filtered = True
@@ -469,23 +470,23 @@ def _warm_up() -> None:
     os.getcwd()
 
 
-def _rules(rules: dict[str, Any]) -> landlock.Rules:
-    return landlock.Rules(int(rules["abi"]), bool(rules["read_all"]), tuple(rules["writable"]), bool(rules["deny_tcp"]))
+def _rules(rules: LandlockRules) -> landlock.Rules:
+    return landlock.Rules(rules["abi"], rules["read_all"], tuple(rules["writable"]), rules["deny_tcp"])
 
 
 def _start_command(
-    spec: dict[str, Any], stdio: list[int], status: int, own_pidns: bool, prepared: _Prepared, view: _View
+    spec: CallRequest, stdio: list[int], status: int, own_pidns: bool, prepared: _Prepared, view: _View
 ) -> int:
     """Confine this process as the spec says, then start the command; returns its pid."""
     where = "setup"
     usual = prepared.usual
     try:
         copy: _Copy | None = None
-        if spec.get("namespaces"):
-            prepared_tmp = usual if view.mounted else spec
+        if spec["namespaces"]:
+            prepared_tmp: CallOptions = usual if view.mounted and usual is not None else spec
             if not view.mounted:
                 _base_mounts(spec)
-            wanted = spec.get("overlays") or []
+            wanted = spec["overlays"]
             if wanted:
                 where = "copy"
                 copy = view.copy if view.copy is not None and list(view.copy.overlays) == _pairs(wanted) else None
@@ -501,13 +502,14 @@ def _start_command(
             _call_mounts(spec, prepared_tmp)
         if not own_pidns:
             linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)  # the call's orphans come to us, not to the supervisor
-        for which, soft, hard in spec.get("rlimits", []):
-            resource.setrlimit(int(which), (int(soft), int(hard)))
-        rules = spec.get("landlock")
+        for which, soft, hard in spec["rlimits"]:
+            resource.setrlimit(which, (soft, hard))
+        rules = spec["landlock"]
         ruleset = -1
-        if rules:
-            reuse = view.ruleset >= 0 and rules == usual.get("landlock") and copy is view.copy
-            ruleset = view.ruleset if reuse else landlock.build(_rules(rules), rules.get("readable", []))
+        if rules is not None:
+            prepared_rules = usual["landlock"] if usual is not None else None
+            reuse = view.ruleset >= 0 and rules == prepared_rules and copy is view.copy
+            ruleset = view.ruleset if reuse else landlock.build(_rules(rules), rules["readable"])
         if ruleset >= 0:
             landlock.restrict_self(ruleset)
         linux.prctl(linux.PR_SET_DUMPABLE, 0)  # the command cannot read this process's memory or environment
@@ -523,8 +525,8 @@ def _start_command(
         where = "cwd"
         os.chdir(spec["cwd"])
         where = "exec"
-        env = {str(k): str(v) for k, v in spec["env"].items()}
-        argv = [str(a) for a in spec["argv"]]
+        env = spec["env"]
+        argv = spec["argv"]
         actions = [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(stdio)]
         return os.posix_spawn(
             _resolve(argv[0], env),
@@ -541,8 +543,8 @@ def _start_command(
         raise _StartFailed(0, where, f"{type(exc).__name__}: {exc}") from None
 
 
-def _pairs(overlays: list[Any]) -> list[tuple[str, str]]:
-    return [(str(o["root"]), str(o["area"])) for o in overlays]
+def _pairs(overlays: list[Overlay]) -> list[tuple[str, str]]:
+    return [(o["root"], o["area"]) for o in overlays]
 
 
 class _StartFailed(Exception):
@@ -565,11 +567,15 @@ def run_init(sock: socket.socket, own_pidns: bool, prepared: _Prepared, listener
     except (OSError, ValueError):
         os._exit(1)
     sock.close()
-    spec, fds = frames[0]
+    raw, fds = frames[0]
     if len(fds) != _MAX_FDS:
         os._exit(1)
     stdio, status = fds[:3], fds[3]
     try:
+        try:
+            spec = wire.checked_request(raw)
+        except wire.WireError as exc:
+            raise _StartFailed(0, "request", str(exc)) from None
         if listener is not None:
             try:
                 _hand_over_listener(status, listener, spec)
@@ -599,7 +605,7 @@ def run_init(sock: socket.socket, own_pidns: bool, prepared: _Prepared, listener
             break
     if not own_pidns:
         _kill_leftovers(child)
-    elif spec.get("overlays"):
+    elif spec["overlays"]:
         # The copy is final once nothing of the call can write to it: say so now rather than after the kernel has
         # torn the namespaces down (milliseconds). As PID 1, kill what the command left and reap until none is
         # left (an orphan is reparented to us before its parent can be reaped), then let the rename handler finish.
@@ -742,10 +748,11 @@ class Supervisor:
             del self.died[init]
             self._gone(call)  # the call ran and ended before we heard it was taken
 
-    def spawn(self, spec: dict[str, Any], fds: list[int]) -> None:
+    def spawn(self, message: dict[str, Any], fds: list[int]) -> None:
         """No offered init was at hand: start the call with a new one."""
-        call = int(spec["id"])
-        spec["namespaces"] = self.namespaces and bool(spec.get("namespaces"))
+        spec = wire.checked_request(message)
+        call = spec["id"]
+        spec["namespaces"] = self.namespaces and spec["namespaces"]
         ready = self.prefork()
         assert ready.sock is not None
         try:
@@ -756,7 +763,7 @@ class Supervisor:
             ready.sock.close()
         self.calls[call] = ready.init
         self.children[ready.reaped] = call
-        if spec.get("gone"):
+        if spec["gone"]:
             self.told.add(call)
 
     def signal(self, call: int, signum: int) -> None:
@@ -832,7 +839,7 @@ class Supervisor:
         selector.register(self.sock, selectors.EVENT_READ)
         selector.register(wake_r, selectors.EVENT_READ)
         self.sock.sendall(b"R")  # ready; offers follow
-        if self.prepared.usual.get("overlays"):
+        if self.prepared.usual is not None and self.prepared.usual["overlays"]:
             send_frame(self.sock, {"op": "probe", "copy": probe_copy(self.prepared.usual)})
         last_busy = 0.0
         while True:

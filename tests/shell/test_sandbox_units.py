@@ -1,0 +1,274 @@
+"""Unit tests of the box's hand-offs, by exact shape: the seccomp filter (run by a small BPF interpreter over every
+syscall number), the call options and their wire checks, the frozen plan, and bubblewrap's command line."""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import json
+import os
+import resource
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_server_guard.shell.sandbox import seccomp, wire
+from mcp_server_guard.shell.sandbox.box import BoxSpec, _empty_run, interpreter_dirs_in_tmp
+from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
+from mcp_server_guard.shell.sandbox.layers import call_options
+from mcp_server_guard.shell.sandbox.planning import Limits, NetworkMode, ReadScope, SandboxMode, SandboxPlan
+
+# -- the seccomp filter, run ---------------------------------------------------------------------------------
+
+ALLOW, KILL, NOTIFY = 0x7FFF0000, 0x80000000, 0x7FC00000
+
+
+def errno_of(err: int) -> int:
+    return 0x00050000 | err
+
+
+def run_filter(program: bytes, nr: int, arch: int, args: tuple[int, ...] = ()) -> int:
+    """What the kernel's classic-BPF machine answers for one syscall (the instructions build_filter emits)."""
+    data = (
+        struct.pack("=iI", nr, arch)
+        + struct.pack("=Q", 0)
+        + b"".join(struct.pack("=Q", a) for a in (*args, *(0,) * (6 - len(args))))
+    )
+    code = [struct.unpack_from("=HBBI", program, i) for i in range(0, len(program), 8)]
+    acc, pc = 0, 0
+    while True:
+        op, jt, jf, k = code[pc]
+        pc += 1
+        if op == 0x20:  # ld [k]
+            acc = struct.unpack_from("=I", data, k)[0]
+        elif op == 0x15:  # jeq
+            pc += jt if acc == k else jf
+        elif op == 0x35:  # jge
+            pc += jt if acc >= k else jf
+        elif op == 0x45:  # jset
+            pc += jt if acc & k else jf
+        elif op == 0x06:  # ret
+            return int(k)
+        else:
+            raise AssertionError(f"unknown instruction {op:#x}")
+
+
+def strictest(*actions: int) -> int:
+    """Stacked filters: the kernel takes the action of highest precedence."""
+    order = {KILL: 0, NOTIFY: 2, ALLOW: 3}
+    return min(actions, key=lambda a: order.get(a, 1))
+
+
+@pytest.mark.parametrize("arch", [seccomp.X86_64, seccomp.AARCH64], ids=lambda a: a.name)
+def test_every_denied_syscall_is_refused_with_eperm_and_everyday_ones_pass(arch: seccomp.Arch) -> None:
+    program = seccomp.build_filter(arch)
+    for name in seccomp.denied_names(arch):
+        assert run_filter(program, arch.numbers[name], arch.audit) == errno_of(errno.EPERM), name
+    refused = {arch.numbers[n] for n in seccomp.denied_names(arch)}
+    special = {arch.numbers[n] for n in ("clone3", "clone", "ioctl", "socket", "socketpair", "mknod", "mknodat")
+               if n in arch.numbers}  # fmt: skip
+    for nr in set(range(460)) - refused - special:
+        assert run_filter(program, nr, arch.audit) == ALLOW, nr
+
+
+def test_another_abi_is_killed_and_x32_refused() -> None:
+    program = seccomp.build_filter(seccomp.X86_64)
+    i386 = 0x40000003
+    assert run_filter(program, 11, i386) == KILL  # execve's i386 number would mean munmap on x86_64
+    assert run_filter(program, 0x40000000 | 59, seccomp.X86_64.audit) == errno_of(errno.EPERM)
+
+
+@pytest.mark.parametrize("unix_sockets", [False, True])
+def test_namespaces_tiocsti_device_nodes_and_odd_socket_families_are_refused(unix_sockets: bool) -> None:
+    arch = seccomp.X86_64
+    program = seccomp.build_filter(arch, unix_sockets=unix_sockets)
+    n, audit = arch.numbers, arch.audit
+    assert run_filter(program, n["clone3"], audit) == errno_of(errno.ENOSYS)
+    assert run_filter(program, n["clone"], audit, (0x10000000,)) == errno_of(errno.EPERM)  # CLONE_NEWUSER
+    assert run_filter(program, n["clone"], audit, (0x01200011,)) == ALLOW  # fork's flags
+    assert run_filter(program, n["ioctl"], audit, (0, seccomp.TIOCSTI)) == errno_of(errno.EPERM)
+    assert run_filter(program, n["ioctl"], audit, (0, 0x5401)) == ALLOW  # TCGETS
+    assert run_filter(program, n["mknodat"], audit, (0, 0, 0o020644)) == errno_of(errno.EPERM)  # a char device
+    assert run_filter(program, n["mknod"], audit, (0, 0o060644)) == errno_of(errno.EPERM)  # a block device
+    assert run_filter(program, n["mknodat"], audit, (0, 0, 0o010644)) == ALLOW  # a FIFO
+    for family in (seccomp.AF_INET, seccomp.AF_INET6, seccomp.AF_NETLINK):
+        assert run_filter(program, n["socket"], audit, (family,)) == ALLOW
+    for family in (40, 17, 38):  # AF_VSOCK, AF_PACKET, AF_ALG
+        assert run_filter(program, n["socket"], audit, (family,)) == errno_of(errno.EAFNOSUPPORT)
+    unix = run_filter(program, n["socket"], audit, (seccomp.AF_UNIX,))
+    assert unix == (ALLOW if unix_sockets else errno_of(errno.EAFNOSUPPORT))
+    assert run_filter(program, n["socketpair"], audit, (seccomp.AF_UNIX,)) == ALLOW
+    assert run_filter(program, n["socketpair"], audit, (seccomp.AF_INET,)) == errno_of(errno.EAFNOSUPPORT)
+
+
+@pytest.mark.parametrize("arch", [seccomp.X86_64, seccomp.AARCH64], ids=lambda a: a.name)
+def test_the_early_and_late_parts_together_refuse_exactly_what_the_whole_filter_refuses(arch: seccomp.Arch) -> None:
+    whole = seccomp.build_filter(arch, part="all")
+    early = seccomp.build_filter(arch, part="early")
+    late = seccomp.build_filter(arch, part="late")
+    probes = [(), (0x10000000,), (seccomp.AF_UNIX,), (40,), (0, seccomp.TIOCSTI), (0, 0, 0o020644)]
+    for nr in range(460):
+        for args in probes:
+            both = strictest(run_filter(early, nr, arch.audit, args), run_filter(late, nr, arch.audit, args))
+            assert both == run_filter(whole, nr, arch.audit, args), (nr, args)
+    for name in seccomp.MOUNT_CALLS:  # the init still mounts between the two parts
+        if name in arch.numbers:
+            assert run_filter(early, arch.numbers[name], arch.audit) == ALLOW, name
+
+
+def test_renames_go_to_the_listener_only_in_the_notifying_part() -> None:
+    arch = seccomp.X86_64
+    for name in seccomp.RENAME_CALLS:
+        nr = arch.numbers[name]
+        assert run_filter(seccomp.build_filter(arch, part="late", notify=True), nr, arch.audit) == NOTIFY
+        assert run_filter(seccomp.build_filter(arch, part="late"), nr, arch.audit) == ALLOW
+
+
+# -- the plan and the call options ------------------------------------------------------------------------
+
+LIMITS = Limits(memory_bytes=1 << 30, file_size_bytes=1 << 28, cpu_seconds=60, processes=256)
+
+
+def a_plan(**changes: Any) -> SandboxPlan:
+    return dataclasses.replace(
+        SandboxPlan(SandboxMode.AUTO, ReadScope.ALL, NetworkMode.POLICY, LIMITS, abi=7), **changes
+    )
+
+
+def rlimits() -> list[list[int]]:
+    limits = [
+        [resource.RLIMIT_CORE, 0, 0],
+        [resource.RLIMIT_DATA, 1 << 30, 1 << 30],
+        [resource.RLIMIT_FSIZE, 1 << 28, 1 << 28],
+        [resource.RLIMIT_CPU, 60, 65],
+    ]
+    return limits + ([[resource.RLIMIT_NPROC, 256, 256]] if os.geteuid() != 0 else [])
+
+
+def test_the_plan_is_frozen() -> None:
+    plan = a_plan()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.network = NetworkMode.ALLOW  # type: ignore[misc]
+    assert plan.label == "landlock-v7"
+
+
+def test_call_options_have_exactly_the_shape_the_supervisor_reads() -> None:
+    options = call_options(
+        a_plan(),
+        ["/tmp/p", "/work/q"],
+        ["/work/q/.git/hooks"],
+        ["/work/q/.env"],
+        overlays=[("/work/q", "/state/areas/q")],
+        sockets=["/run/x.sock"],
+        proxy="token",
+    )
+    assert options == {
+        "namespaces": True,
+        "private_tmp": True,
+        "tmp_binds": ["/tmp/p"],
+        "read_only": ["/work/q/.git/hooks"],
+        "masked": ["/work/q/.env"],
+        "roots": ["/tmp/p", "/work/q"],
+        "sockets": ["/run/x.sock"],
+        "rlimits": rlimits(),
+        "overlays": [{"root": "/work/q", "area": "/state/areas/q"}],
+        "landlock": {
+            "abi": 7,
+            "read_all": True,
+            "writable": ["/tmp/p", "/work/q", "/tmp", "/dev/shm", "/dev/pts"],
+            "deny_tcp": False,
+            "readable": [],
+        },
+        "proxy": "token",
+    }
+    assert wire.checked_options(json.loads(json.dumps(options))) == options
+
+
+def test_read_only_mode_binds_every_root_read_only_and_gives_landlock_no_root_to_write() -> None:
+    options = call_options(a_plan(jail_writable=False, read_scope=ReadScope.JAIL), ["/work/q"], ["/work/q/.git"])
+    assert options["read_only"] == ["/work/q", "/work/q/.git"]
+    assert options["overlays"] == []
+    assert options["landlock"] is not None
+    assert options["landlock"]["writable"] == ["/tmp", "/dev/shm", "/dev/pts"]
+    assert options["landlock"]["readable"] == list(SYSTEM_READ_DIRS)
+
+
+def test_without_landlock_the_options_say_none_rather_than_leaving_the_key_out() -> None:
+    options = call_options(a_plan(abi=0), ["/work/q"])
+    assert options["landlock"] is None
+    assert wire.checked_options(options) == options
+
+
+def good_request() -> dict[str, Any]:
+    options = call_options(a_plan(), ["/work/q"], ["/work/q/.git/hooks"], ["/work/q/.env"])
+    return {**options, "id": 1, "fds": 4, "argv": ["true"], "cwd": "/work/q", "env": {"A": "1"}, "gone": False}
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        pytest.param(lambda r: r.update(read_onyl=r.pop("read_only")), id="misspelt-read_only"),
+        pytest.param(lambda r: r.pop("masked"), id="missing-masked"),
+        pytest.param(lambda r: r.update(masked="/work/q/.env"), id="masked-not-a-list"),
+        pytest.param(lambda r: r.update(masked=[7]), id="masked-holds-a-number"),
+        pytest.param(lambda r: r.update(rlimits=[[4, 0]]), id="short-rlimit"),
+        pytest.param(lambda r: r.update(namespaces=1), id="namespaces-not-a-bool"),
+        pytest.param(lambda r: r["landlock"].pop("writable"), id="landlock-missing-writable"),
+        pytest.param(lambda r: r["landlock"].update(readable="/etc"), id="landlock-readable-not-a-list"),
+        pytest.param(lambda r: r.update(overlays=[{"root": "/work/q"}]), id="overlay-without-area"),
+        pytest.param(lambda r: r.update(env={"A": 1}), id="env-value-not-a-string"),
+        pytest.param(lambda r: r.update(opx="spawn"), id="unknown-key"),
+        pytest.param(lambda r: r.update(id=True), id="id-a-bool"),
+    ],
+)
+def test_a_misspelt_missing_or_mistyped_key_refuses_the_call_rather_than_dropping_a_guard(spoil: Any) -> None:
+    request = good_request()
+    assert wire.checked_request(request) == request
+    spoil(request)
+    with pytest.raises(wire.WireError):
+        wire.checked_request(request)
+
+
+def test_a_spawn_request_may_name_its_op() -> None:
+    request = {"op": "spawn", **good_request()}
+    assert wire.checked_request(request) == request
+
+
+# -- bubblewrap's command line ------------------------------------------------------------------------------
+
+
+def test_bubblewraps_command_line_is_exactly_the_box_asked_for(tmp_path: Path) -> None:
+    hidden_dir, hidden_file = tmp_path / "creds", tmp_path / "token"
+    hidden_dir.mkdir()
+    hidden_file.write_text("x")
+    roots = ("/work/q",)
+    spec = BoxSpec(
+        bwrap="/usr/bin/bwrap",
+        namespaces=True,
+        network_isolated=False,
+        read_all=True,
+        roots=roots,
+        hidden=(str(hidden_dir), str(hidden_file)),
+        egress=True,
+        areas=("/state/areas",),
+        copies=True,
+    )
+    argv = spec.bwrap_argv(5, {"usual": 7})
+    under_tmp = [part for path in interpreter_dirs_in_tmp(roots) for part in ("--ro-bind", path, path)]
+    supervisor = spec.supervisor_argv(5, {"usual": 7})
+    assert argv == [
+        "/usr/bin/bwrap", "--new-session", "--die-with-parent", "--unshare-user", "--disable-userns",
+        "--assert-userns-disabled", "--cap-drop", "ALL",
+        "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP", "--cap-add", "CAP_NET_ADMIN",
+        "--cap-add", "CAP_DAC_OVERRIDE", "--cap-add", "CAP_FOWNER",
+        "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--unshare-net",
+        "--ro-bind", "/", "/", "--dev", "/dev", "--dev-bind", "/proc", "/proc", "--tmpfs", "/tmp",
+        *_empty_run(), *under_tmp,
+        "--bind", "/work/q", "/work/q", "--bind", "/state/areas", "/state/areas",
+        "--tmpfs", str(hidden_dir), "--ro-bind", "/dev/null", str(hidden_file),
+        "--chdir", "/", "--", *supervisor,
+    ]  # fmt: skip
+    assert supervisor[-3:] == ["namespaces", "egress", "usual=7"]
+    assert supervisor[1:3] == ["-I", "-S"]  # the supervisor sees no site-packages and no environment
