@@ -214,42 +214,54 @@ def test_audit_records_name_their_project_and_the_view_filters_and_follows(tmp_p
     for project in (one, two):
         project.mkdir()
         (project / "a.txt").write_text("x\n", encoding="utf-8")
-
-    async def calls() -> None:
-        async with serve("mcp-server-file-read", one, audit=log) as client:
-            await client.call_tool("file_read", {"path": "a.txt"})
-            await client.call_tool("file_read", {"path": "../two/a.txt"})  # refused: outside the jail
-        async with serve("mcp-server-file-read", two, audit=log) as client:
-            await client.call_tool("file_read", {"path": "a.txt"})
-
-    anyio.run(calls)
-    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
-    assert {r["launch_dir"] for r in records} == {str(one), str(two)}
-    assert all(r["roots"] == [r["launch_dir"]] for r in records)
     view = [console_script("mcp-guard"), "audit", "--audit-log", str(log), "--json"]
-    mine = [json.loads(line) for line in run([*view, "--project", str(one)], tmp_path).stdout.splitlines()]
-    assert len(mine) == 2 and {e["launch_dir"] for e in mine} == {str(one)}
-    denied = [json.loads(line) for line in run([*view, "--decision", "deny"], tmp_path).stdout.splitlines()]
-    assert len(denied) == 1 and denied[0]["code"] == "PATH_OUTSIDE_JAIL"
-    assert run([*view, "--since", "1d"], tmp_path).stdout.count("\n") == 3
-    assert run([*view, "--since", "2999-01-01"], tmp_path).stdout == ""
-    assert run([*view, "--server", "file_write"], tmp_path).stdout == ""
-    assert run([*view, "--since", "yesterday"], tmp_path).returncode == 2
-    # --follow prints calls as they end, from the end of the log on.
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "HOME": str(tmp_path)}
-    follower = subprocess.Popen(
-        [*view, "--last", "1", "--follow", "--project", str(two)], stdout=subprocess.PIPE, text=True, env=env
-    )
-    try:
-        assert json.loads(_line(follower))["launch_dir"] == str(two)  # the last matching call
-        anyio.run(calls)
-        fresh = json.loads(_line(follower))  # the new call in two (the two in one are not shown)
-        assert fresh["launch_dir"] == str(two) and fresh["status"] == "done"
-    finally:
-        follower.kill()
-        follower.wait(timeout=10)
-        if follower.stdout is not None:
-            follower.stdout.close()
+
+    def filters() -> None:
+        records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+        assert {r["launch_dir"] for r in records} == {str(one), str(two)}
+        assert all(r["roots"] == [r["launch_dir"]] for r in records)
+        mine = [json.loads(line) for line in run([*view, "--project", str(one)], tmp_path).stdout.splitlines()]
+        assert len(mine) == 2 and {e["launch_dir"] for e in mine} == {str(one)}
+        denied = [json.loads(line) for line in run([*view, "--decision", "deny"], tmp_path).stdout.splitlines()]
+        assert len(denied) == 1 and denied[0]["code"] == "PATH_OUTSIDE_JAIL"
+        assert run([*view, "--since", "1d"], tmp_path).stdout.count("\n") == 3
+        assert run([*view, "--since", "2999-01-01"], tmp_path).stdout == ""
+        assert run([*view, "--server", "file_write"], tmp_path).stdout == ""
+        assert run([*view, "--since", "yesterday"], tmp_path).returncode == 2
+
+    async def scenario() -> None:
+        # One server per project serves both rounds of calls: a call's record is in the log when its answer
+        # came (the views below read it with the servers idle).
+        async with (
+            serve("mcp-server-file-read", one, audit=log) as in_one,
+            serve("mcp-server-file-read", two, audit=log) as in_two,
+        ):
+
+            async def calls() -> None:
+                with anyio.fail_after(60):
+                    await in_one.call_tool("file_read", {"path": "a.txt"})
+                    await in_one.call_tool("file_read", {"path": "../two/a.txt"})  # refused: outside the jail
+                    await in_two.call_tool("file_read", {"path": "a.txt"})
+
+            await calls()
+            filters()
+            # --follow prints calls as they end, from the end of the log on.
+            env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "HOME": str(tmp_path)}
+            follower = subprocess.Popen(
+                [*view, "--last", "1", "--follow", "--project", str(two)], stdout=subprocess.PIPE, text=True, env=env
+            )
+            try:
+                assert json.loads(_line(follower))["launch_dir"] == str(two)  # the last matching call
+                await calls()
+                fresh = json.loads(_line(follower))  # the new call in two (the two in one are not shown)
+                assert fresh["launch_dir"] == str(two) and fresh["status"] == "done"
+            finally:
+                follower.kill()
+                follower.wait(timeout=10)
+                if follower.stdout is not None:
+                    follower.stdout.close()
+
+    anyio.run(scenario)
 
 
 def _line(proc: subprocess.Popen[str], timeout: float = 30) -> str:

@@ -347,9 +347,12 @@ def test_server_shutdown_kills_running_commands(workspace: Path, no_leftovers: l
 
 
 async def test_output_flood_is_bounded_head_and_tail(workspace: Path) -> None:
+    # 300 MB: more than the peak RSS allowed below (150 MiB) twice over, so a server that held the whole flood (or
+    # half of it) fails; a larger flood is read the same way, only longer.
+    flood = 300_000_000
     async with serve(SX, workspace) as client:
         result = await sh(
-            client, "echo FIRST; head -c 1000000000 /dev/zero | tr '\\0' x; echo; echo LAST", maxOutputBytes=65536
+            client, f"echo FIRST; head -c {flood} /dev/zero | tr '\\0' x; echo; echo LAST", maxOutputBytes=65536
         )
         server = my_children_with(SX)[0]
         hwm_kib = int(
@@ -359,7 +362,7 @@ async def test_output_flood_is_bounded_head_and_tail(workspace: Path) -> None:
         )
     out = result.structured_content
     assert out["truncated"] is True
-    assert out["stdoutBytes"] == 1_000_000_000 + len("FIRST\n") + len("\nLAST\n")
+    assert out["stdoutBytes"] == flood + len("FIRST\n") + len("\nLAST\n")
     assert out["stdout"].startswith("FIRST\nxxx") and out["stdout"].endswith("xxx\nLAST\n")
     assert "bytes omitted" in out["stdout"]
     assert len(out["stdout"].encode()) < 65536 + 100

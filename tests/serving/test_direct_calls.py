@@ -47,24 +47,27 @@ CALLS = [
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.parametrize(("script", "tool", "arguments"), CALLS)
-def test_a_call_taken_directly_gets_the_answer_the_sdk_way_gives(
-    workspace: Path, tmp_path: Path, version: str, script: str, tool: str, arguments: dict[str, Any]
-) -> None:
-    stderr = tmp_path / "stderr.log"
-    argv = [console_script(script), "--audit-log", str(tmp_path / "audit.jsonl"), "--log-level", "DEBUG"]
-    raw = RawClient(argv, workspace, stderr=stderr)
-    try:
-        _initialize(raw, version)
-        direct = raw.request(1, "tools/call", {"name": tool, "arguments": arguments})
-        # A _meta (here empty) sends the same call the SDK's way.
-        sdk_way = raw.request(1, "tools/call", {"name": tool, "arguments": arguments, "_meta": {}})
-    finally:
-        raw.close()
-    taken = [line for line in stderr.read_text().splitlines() if "taken directly" in line]
-    assert len(taken) == 1, taken  # the first call went directly, the second did not
-    assert _without_audit_id(direct) == _without_audit_id(sdk_way)
-    assert "auditId" in json.dumps(direct)
+def test_a_call_taken_directly_gets_the_answer_the_sdk_way_gives(workspace: Path, tmp_path: Path, version: str) -> None:
+    # One server per script takes all of its calls, each under its own id: first directly, then the same call
+    # with a _meta (here empty), which sends it the SDK's way.
+    for script in dict.fromkeys(script for script, _, _ in CALLS):
+        stderr = tmp_path / f"{script}.log"
+        argv = [console_script(script), "--audit-log", str(tmp_path / "audit.jsonl"), "--log-level", "DEBUG"]
+        raw = RawClient(argv, workspace, stderr=stderr)
+        answers = []
+        try:
+            _initialize(raw, version)
+            for rid, (tool, arguments) in enumerate(((t, a) for s, t, a in CALLS if s == script), start=1):
+                direct = raw.request(rid, "tools/call", {"name": tool, "arguments": arguments})
+                sdk_way = raw.request(rid, "tools/call", {"name": tool, "arguments": arguments, "_meta": {}})
+                answers.append((rid, direct, sdk_way))
+        finally:
+            raw.close()
+        taken = re.findall(r"tools/call (\d+) \(.*\) taken directly", stderr.read_text())
+        assert taken == [str(rid) for rid, _, _ in answers], taken  # each first call went directly, no second did
+        for rid, direct, sdk_way in answers:
+            assert _without_audit_id(direct) == _without_audit_id(sdk_way), (script, rid)
+            assert "auditId" in json.dumps(direct)
 
 
 def test_roots_list_changed_reaches_the_very_next_direct_call(workspace: Path, tmp_path: Path) -> None:

@@ -209,7 +209,7 @@ def test_a_running_jobs_output_is_read_in_ranges_so_far(workspace: Path, tmp_pat
     raw = start(workspace, tmp_path)
     try:
         job = f"{producing(count)}; sleep 60"
-        started = run(raw, 1, command=job, yieldAfterSeconds=5, maxOutputBytes=4096)["structuredContent"]
+        started = run(raw, 1, command=job, yieldAfterSeconds=2, maxOutputBytes=4096)["structuredContent"]
         assert started["status"] == "running" and started["jobId"] == "j1"
         [cut] = started["omitted"]
         assert cut["resource"] == f"shell-exec://output/j1/stdout?offset={cut['start']}"

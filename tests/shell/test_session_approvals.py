@@ -160,13 +160,13 @@ async def test_approvals_file_keeps_grants_across_restarts(workspace: Path, poli
     assert (grant["kind"], grant["value"], grant["rule"], grant["approved_by"]) == (
         "prefix", "pkgtool install", "pkgtool-install", "human:elicitation",
     )  # fmt: skip
-    # Threat: a command rewriting the approvals to grant itself more at the next start.
+    # Threat: a command rewriting the approvals to grant itself more at the next start. (Tried in the restarted
+    # server that then shows the grant kept: the file it started from is the one left unchanged.)
     write = f"python3 -c \"open('{approvals}', 'w').write('{{}}')\""  # the string policy has no objection
-    [tamper] = await _calls(workspace, flags, human, write)
+    later = Human()
+    tamper, after = await _calls(workspace, flags, later, write, "pkgtool install b")
     assert tamper["exitCode"] != 0, tamper  # read-only in the box (or, under /tmp as here, not there at all)
     assert json.loads(approvals.read_text(encoding="utf-8")) == saved
-    later = Human()
-    [after] = await _calls(workspace, flags, later, "pkgtool install b")
     assert later.questions == [] and after["policyDecision"] == "approved-session"
     # The audit says who approved what, and when: the grant's approver and time on the covered call.
     records = [json.loads(line) for line in (workspace.parent / "audit.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -247,14 +247,38 @@ async def test_two_servers_sharing_an_approvals_file_keep_each_others_grants(
     assert later.questions == [] and {r["policyDecision"] for r in results} == {"approved-session"}
 
 
-GRANT_MANY = """
+# One interpreter imports the grants module once (the SDK import is most of a process's start) and forks the eight
+# workers: eight processes with their own memory, as eight servers are. Each reads the file before the barrier and
+# they all start granting when it opens, so their writes do meet.
+GRANT_RACE = """
+import os
 import sys
+import traceback
 from pathlib import Path
 from mcp_server_guard.shell.grants import SessionApprovals
-grants = SessionApprovals(Path(sys.argv[1]))
-for i in range(int(sys.argv[3])):
-    grant = grants.grant("line", f"zap {sys.argv[2]}-{i}", rule="zap", cwd="/w", approved_by="human:elicitation")
-    assert not grant.unsaved, grant.unsaved
+path, workers, each = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+barrier, release = os.pipe()
+children = []
+for who in range(workers):
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(release)
+            grants = SessionApprovals(path)
+            os.read(barrier, 1)  # blocks until the parent closes the last write end: all start at once
+            for i in range(each):
+                grant = grants.grant("line", f"zap {who}-{i}", rule="zap", cwd="/w", approved_by="human:elicitation")
+                assert not grant.unsaved, grant.unsaved
+            code = 0
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    children.append(pid)
+os.close(release)
+codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
+sys.exit(0 if codes == [0] * workers else f"worker exit codes: {codes}")
 """
 
 
@@ -263,8 +287,8 @@ def test_eight_processes_granting_at_once_lose_no_grant(tmp_path: Path) -> None:
     import sys
 
     approvals = tmp_path / "approvals.json"
-    workers = [subprocess.Popen([sys.executable, "-c", GRANT_MANY, str(approvals), str(who), "10"]) for who in range(8)]
-    assert [worker.wait(timeout=120) for worker in workers] == [0] * 8
+    race = subprocess.run([sys.executable, "-c", GRANT_RACE, str(approvals), "8", "10"], timeout=120, check=False)
+    assert race.returncode == 0
     saved = {g["value"] for g in json.loads(approvals.read_text(encoding="utf-8"))["grants"]}
     assert saved == {f"zap {who}-{i}" for who in range(8) for i in range(10)}
     assert sorted(p.name for p in tmp_path.iterdir()) == [".approvals.json.lock", "approvals.json"]

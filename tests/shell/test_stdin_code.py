@@ -172,7 +172,7 @@ async def test_a_sqlite3_or_plus_x_shell_job_has_each_write_judged(workspace: Pa
         for command, bad, good in cases:
             started = await _call(client, command=command, yieldAfterSeconds=0.2)
             refused = await _call(client, jobId=started["jobId"], stdin=bad)
-            fine = await _call(client, jobId=started["jobId"], stdin=good, yieldAfterSeconds=2)
+            fine = await _call(client, jobId=started["jobId"], stdin=good, yieldAfterSeconds=0.2)
             await _call(client, jobId=started["jobId"], signal="KILL")
             assert refused.get("refused") and "power-off" in refused["message"], (command, refused)
             assert not fine.get("refused"), (command, fine)
