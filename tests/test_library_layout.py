@@ -112,7 +112,7 @@ def graph() -> dict[str, set[str]]:
 
 def layer(module: str) -> str:
     parts = module.split(".")
-    top = {"mcp_server_guard", "errors", "audit", "policy", "paths", "protected", "_lazy"}
+    top = {"mcp_server_guard", "errors", "audit", "policy", "paths", "protected", "_lazy", "linux"}
     if len(parts) <= 2 and parts[-1] in top:
         return "top"
     return parts[1]
@@ -137,6 +137,16 @@ def test_the_library_has_no_import_cycle() -> None:
     except CycleError as exc:
         pytest.fail(f"import cycle: {' -> '.join(exc.args[1])}")
     assert "mcp_server_guard.serving.server" in order
+
+
+def test_only_the_linux_module_loads_libc() -> None:
+    # One module owns the OS calls ctypes makes: one place to read for what the code asks of the kernel.
+    loading = sorted(
+        str(path.relative_to(PACKAGE_DIR))
+        for path in PACKAGE_DIR.rglob("*.py")
+        if "CDLL(" in path.read_text(encoding="utf-8")
+    )
+    assert loading == ["linux.py"]
 
 
 def test_imports_only_point_down_the_layers() -> None:

@@ -22,9 +22,7 @@ symlink, which a bind mount would follow) fails closed with ``PROTECTION_UNAVAIL
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
-import functools
 import glob
 import logging
 import os
@@ -40,6 +38,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcp_server_guard import linux
 from mcp_server_guard.audit import state_dirs
 from mcp_server_guard.errors import SecurityError
 from mcp_server_guard.paths import within, within_any
@@ -491,16 +490,15 @@ class _DirWatch:
         """Watch exactly ``directories`` from now on (ones that do not exist are skipped: their parent is in the
         set). False when inotify cannot watch them all."""
         self.close()
-        libc = _libc()
-        if libc is None:
-            return False
-        fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        if fd < 0:
+        try:
+            fd = linux.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        except (OSError, AttributeError):
             return False
         for directory in directories:
-            if libc.inotify_add_watch(fd, os.fsencode(directory), self._MASK) < 0:
-                err = ctypes.get_errno()
-                if err not in (errno.ENOENT, errno.ENOTDIR):
+            try:
+                linux.inotify_add_watch(fd, directory, self._MASK)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
                     os.close(fd)
                     return False
         self._fd = fd
@@ -522,17 +520,6 @@ class _DirWatch:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-
-
-@functools.cache
-def _libc() -> ctypes.CDLL | None:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.inotify_init1.argtypes = [ctypes.c_int]
-        libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-    except (OSError, AttributeError):
-        return None
-    return libc
 
 
 def protection_for(

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcp_server_guard import linux
 from mcp_server_guard.changes.upper import MAX_ENTRIES, Change, ChangeSet, TooDeep, walk_real
 from mcp_server_guard.files import openat2 as _openat2
 from mcp_server_guard.files.history import HistoryError, HistoryStore, file_kind
@@ -304,34 +305,12 @@ def _rename(src_dir: int, src: str, dst_dir: int, dst: str, *, noreplace: bool) 
     if not noreplace:
         os.rename(src, dst, src_dir_fd=src_dir, dst_dir_fd=dst_dir)
         return
-    libc = _libc()
-    result = libc.renameat2(src_dir, os.fsencode(src), dst_dir, os.fsencode(dst), _RENAME_NOREPLACE)
-    if result != 0:
-        err = _errno()
-        raise OSError(err, os.strerror(err))
-
-
-def _libc() -> Any:
-    import ctypes  # noqa: PLC0415 - only when applying
-
-    global _LIBC  # noqa: PLW0603 - loaded once
-    if _LIBC is None:
-        _LIBC = ctypes.CDLL(None, use_errno=True)
-    return _LIBC
-
-
-def _errno() -> int:
-    import ctypes  # noqa: PLC0415
-
-    return ctypes.get_errno()
-
-
-_LIBC: Any = None
+    linux.renameat2(src_dir, src, dst_dir, dst, _RENAME_NOREPLACE)
 
 
 def _syncfs(fd: int) -> None:
     with contextlib.suppress(OSError, AttributeError):
-        _libc().syncfs(fd)
+        linux.syncfs(fd)
 
 
 class _Journal:

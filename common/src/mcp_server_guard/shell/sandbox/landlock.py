@@ -16,7 +16,7 @@ import platform
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from mcp_server_guard.shell.sandbox import linux
+from mcp_server_guard import linux
 
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
 _CREATE_RULESET_VERSION = 1

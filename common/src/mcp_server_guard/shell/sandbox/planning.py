@@ -18,7 +18,6 @@ The ruleset uses the highest ABI the kernel offers and says what it left out; no
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import enum
 import logging
 import os
@@ -35,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mcp_server_guard import linux
 from mcp_server_guard.shell.sandbox import landlock
 from mcp_server_guard.shell.sandbox.sockets import SocketScan
 
@@ -44,8 +44,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcp_server_guard.shell.sandbox.planning")
 
 _PR_SET_NO_NEW_PRIVS = 38
-_CLONE_NEWNET = 0x40000000
-_CLONE_NEWUSER = 0x10000000
 
 # Where a command may write besides the jail: per-process shared memory and pseudo-terminals.
 WRITABLE_DIRS = ("/dev/shm", "/dev/pts")  # noqa: S108 - allowed to the sandboxed child, not used here
@@ -70,9 +68,6 @@ class NetworkMode(enum.StrEnum):
 
 class SandboxUnavailable(Exception):
     """Confinement was required and the kernel cannot give it."""
-
-
-_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
 def landlock_abi() -> int:
@@ -302,12 +297,8 @@ def build_ruleset(plan_: SandboxPlan, writable: Sequence[str]) -> int:
 
 def _enter_netns() -> None:
     """Leave the network: a new network namespace (in a new user namespace unless root)."""
-    assert _LIBC is not None
     uid, gid = os.geteuid(), os.getegid()
-    flags = _CLONE_NEWNET if uid == 0 else _CLONE_NEWUSER | _CLONE_NEWNET
-    if _LIBC.unshare(ctypes.c_int(flags)) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
+    linux.unshare(linux.CLONE_NEWNET if uid == 0 else linux.CLONE_NEWUSER | linux.CLONE_NEWNET)
     if uid != 0:
         # Keep our own ids inside the new user namespace, so files keep their owner.
         with open("/proc/self/setgroups", "w", encoding="ascii") as fh:
@@ -320,10 +311,7 @@ def _enter_netns() -> None:
 
 def _unshare_net_thread() -> None:
     """Root: move the calling thread (only) into a new network namespace; its children are born there."""
-    assert _LIBC is not None
-    if _LIBC.unshare(ctypes.c_int(_CLONE_NEWNET)) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
+    linux.unshare(linux.CLONE_NEWNET)
 
 
 def _restrict_thread(ruleset: int) -> None:
@@ -463,14 +451,13 @@ def confine(plan_: SandboxPlan, roots: Iterable[str]) -> Confinement:
 
 _CREATED_CGROUPS: list[Path] = []
 _SERVER_PIDS = 64  # headroom in the pids budget for the server's own threads
-_PR_SET_CHILD_SUBREAPER = 36
 
 
 def _become_subreaper() -> None:
     """Orphans of our commands (a daemon that double-forked or called setsid) are reparented to us,
     so they can be found and killed when their call ends instead of living on."""
-    if _LIBC is not None:
-        _LIBC.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    with contextlib.suppress(OSError):
+        linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
 
 
 def reap_orphans(active_groups: Iterable[int]) -> int:

@@ -34,7 +34,7 @@ import shutil
 import stat
 from typing import Any
 
-from mcp_server_guard.shell.sandbox import linux
+from mcp_server_guard import linux
 
 SECCOMP_SET_MODE_FILTER = 1
 SECCOMP_FILTER_FLAG_NEW_LISTENER = 1 << 3

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import os
 import platform
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from mcp_server_guard import linux
 
 # Classic BPF instruction classes and fields, and seccomp return values.
 _BPF_LD_W_ABS = 0x20
@@ -38,7 +39,6 @@ _RET_KILL_PROCESS = 0x80000000
 _RET_USER_NOTIF = 0x7FC00000
 _OFF_NR, _OFF_ARCH = 0, 4
 _X32_BIT = 0x40000000
-_PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 
@@ -231,15 +231,10 @@ class SockFprog(ctypes.Structure):
 
 def load_filter(program: bytes) -> None:
     """Apply ``program`` to the calling thread (and everything it starts); sets no_new_privs first."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(err)}")
+    linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
     buffer = ctypes.create_string_buffer(program, len(program))
     fprog = SockFprog(len(program) // 8, ctypes.addressof(buffer))
-    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"prctl(PR_SET_SECCOMP): {os.strerror(err)}")
+    linux.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog))
 
 
 def denied_names(arch: Arch) -> Iterable[str]:

@@ -51,7 +51,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server_guard.shell.sandbox import landlock, linux, renames, seccomp, wire
+from mcp_server_guard import linux
+from mcp_server_guard.shell.sandbox import landlock, renames, seccomp, wire
 from mcp_server_guard.shell.sandbox.wire import CallOptions, CallRequest, LandlockRules, Overlay
 
 _MAX_FRAME = 8 << 20

@@ -1,6 +1,8 @@
-"""The Linux system calls the box needs that the os module lacks, through ctypes.
+"""The Linux system calls the os module lacks, through ctypes: the one module that loads libc.
 
-Standard library only: the in-box supervisor imports this, and its start-up must stay fast.
+The jail's openat2, the writer's renameat2 and syncfs, the protected files' inotify, and the box's mounts,
+namespaces, capabilities, prctl and seccomp. Standard library only: the in-box supervisor imports this, and its
+start-up must stay fast.
 """
 
 from __future__ import annotations
@@ -54,6 +56,50 @@ def _libc() -> ctypes.CDLL:
     if LIBC is None:
         raise OSError(38, "not Linux")
     return LIBC
+
+
+def last_errno() -> int:
+    """The errno of the last call made through this module (ctypes keeps it per thread)."""
+    return ctypes.get_errno()
+
+
+def renameat2(src_dir: int, src: str, dst_dir: int, dst: str, flags: int) -> None:
+    """renameat2(2): ``flags`` RENAME_NOREPLACE or RENAME_EXCHANGE, which os.rename cannot ask for."""
+    result = _libc().renameat2(src_dir, os.fsencode(src), dst_dir, os.fsencode(dst), ctypes.c_uint(flags))
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def syncfs(fd: int) -> None:
+    """syncfs(2): the file system of ``fd`` to disk (best effort: a failure changes nothing for the caller)."""
+    _libc().syncfs(fd)
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = (("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64))
+
+
+def openat2(number: int, dir_fd: int, path: str, flags: int, resolve: int, mode: int = 0) -> int:
+    """openat2(2) (syscall ``number`` on this machine): raises OSError with the kernel's errno, naming ``path``."""
+    how = _OpenHow(flags, mode, resolve)
+    fd = int(_libc().syscall(number, dir_fd, os.fsencode(path), ctypes.byref(how), ctypes.sizeof(how)))
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), path)
+    return fd
+
+
+def inotify_init1(flags: int) -> int:
+    return _check(int(_libc().inotify_init1(ctypes.c_int(flags))), "inotify_init1")
+
+
+def inotify_add_watch(fd: int, path: str, mask: int) -> int:
+    watch = _libc().inotify_add_watch(ctypes.c_int(fd), os.fsencode(path), ctypes.c_uint32(mask))
+    if watch < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), path)
+    return int(watch)
 
 
 def syscall(number: int, *args: object) -> int:
