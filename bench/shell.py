@@ -322,13 +322,13 @@ SHELL_KEY_FUNCTIONS = {
     ("mcp/server/stdio.py", "stdout_writer"): "SDK stdio stdout_writer (model_dump_json + write + flush)",
     ("mcp_server_guard/serving/server.py", "call_tool"): "GuardedServer.call_tool (the audit span; awaits not counted)",
     ("mcpserver/utilities/func_metadata.py", "validate_arguments"): "SDK tool-argument validation",
-    ("mcp_server_shell_exec/server.py", "gate"): "gate resolver (prepare: jail, env, parse + policy)",
-    ("mcp_server_shell_exec/server.py", "prepare"): "ShellExec.prepare (in the gate; the body reuses it)",
+    ("mcp_server_guard/tools/shell_service.py", "gate"): "gate resolver (prepare: jail, env, parse + policy)",
+    ("mcp_server_guard/shell/execution.py", "prepare"): "ShellExec.prepare (in the gate; the body reuses it)",
     ("mcp_server_guard/shell/rules.py", "decide"): "PolicyEngine.decide (tree-sitter parse + rules)",
     ("mcp_server_guard/shell/parsing.py", "parse"): "shellparse.parse (tree-sitter-bash)",
     ("mcp_server_guard/files/jail.py", "open_dir"): "Jail.open_dir (cwd)",
-    ("mcp_server_guard/shell/process.py", "build_env"): "build_env",
-    ("mcp_server_shell_exec/server.py", "execute"): "ShellExec.execute (confine + process.run + close)",
+    ("mcp_server_guard/shell/environment.py", "build_env"): "build_env",
+    ("mcp_server_guard/shell/execution.py", "execute"): "ShellExec.execute (confine + process.run + close)",
     ("mcp_server_guard/shell/sandbox/planning.py", "confine"): "sandbox.confine (TMPDIR, ruleset)",
     ("tempfile.py", "mkdtemp"): "tempfile.mkdtemp (the private TMPDIR)",
     ("mcp_server_guard/shell/sandbox/planning.py", "build_ruleset"): "sandbox.build_ruleset (Landlock)",
@@ -353,11 +353,11 @@ SHELL_KEY_FUNCTIONS = {
     ("~", "<built-in method _posixsubprocess.fork_exec>"): "_posixsubprocess.fork_exec",
     ("mcp_server_guard/shell/sandbox/planning.py", "limit"): "Confinement.limit (5 × prlimit on the child)",
     (
-        "mcp_server_guard/shell/sandbox/planning.py",
+        "mcp_server_guard/shell/sandbox/lifetime.py",
         "reap_orphans",
     ): "sandbox.reap_orphans (the orphan sweep after each call)",
     ("mcp_server_guard/audit.py", "end"): "AuditLog.end (write the audit line)",
-    ("mcp_server_shell_exec/server.py", "to_text"): "ShellExecOutput.to_text",
+    ("mcp_server_guard/tools/shell_results.py", "to_text"): "ShellExecOutput.to_text",
 }
 
 

@@ -436,7 +436,7 @@ def test_the_public_corpus_meets_the_figures_of_the_string_layer() -> None:
 )  # fmt: skip
 def test_one_table_of_code_running_names_for_the_env_field_and_for_assignments_in_the_line(name: str) -> None:
     from mcp_server_guard.errors import SecurityError
-    from mcp_server_guard.shell.process import build_env
+    from mcp_server_guard.shell.environment import build_env
 
     with pytest.raises(SecurityError):
         build_env({name: "x"}, {"PATH": "/usr/bin:/bin"})

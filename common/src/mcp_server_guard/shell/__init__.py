@@ -11,10 +11,11 @@ from mcp_server_guard._lazy import lazy_exports
 if TYPE_CHECKING:
     from mcp_server_guard.shell.approval import Approval, ApprovalForm, Checked, NoQuestion, question, require_approval
     from mcp_server_guard.shell.egress import EgressProxy
+    from mcp_server_guard.shell.environment import base_env, build_env
     from mcp_server_guard.shell.execution import BASH, Prepared, ShellExec, limit_hit, limits_of
     from mcp_server_guard.shell.grants import SessionApprovals
     from mcp_server_guard.shell.parsing import TooComplex, parse
-    from mcp_server_guard.shell.process import REGISTRY, RunResult, base_env, build_env, run
+    from mcp_server_guard.shell.process import REGISTRY, RunResult, run
     from mcp_server_guard.shell.rules import PolicyEngine, Verdict
 
 _EXPORTS = {
@@ -32,8 +33,8 @@ _EXPORTS = {
     "ShellExec": "execution",
     "TooComplex": "parsing",
     "Verdict": "rules",
-    "base_env": "process",
-    "build_env": "process",
+    "base_env": "environment",
+    "build_env": "environment",
     "limit_hit": "execution",
     "limits_of": "execution",
     "parse": "parsing",

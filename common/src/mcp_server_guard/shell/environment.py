@@ -15,6 +15,10 @@ A caller can set a variable three ways: the call's ``env`` field, an assignment 
 from __future__ import annotations
 
 import fnmatch
+import os
+from collections.abc import Mapping, Sequence
+
+from mcp_server_guard.errors import SecurityError
 
 # Threat: a variable whose value is a command some program runs (a pager, an editor, an ssh or askpass
 # helper, less's input filter). Names, not patterns.
@@ -69,3 +73,45 @@ def command_line_of(name: str, value: str) -> str:
     if name in ("LESSOPEN", "LESSCLOSE"):
         value = value.lstrip("|-")
     return value.replace("%s", "FILE")
+
+
+# Taken from the server's own environment; everything else is dropped.
+BASE_ENV_NAMES = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TZ")
+
+
+BASE_ENV_PATTERNS = ("LC_*",)
+
+
+def _matches(name: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def base_env(source: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The allow-listed part of the server's own environment (computed once per server)."""
+    source = os.environ if source is None else source
+    env = {k: v for k, v in source.items() if k in BASE_ENV_NAMES or _matches(k, BASE_ENV_PATTERNS)}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    return env
+
+
+def build_env(extra: Mapping[str, str] | None, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The child's environment: the allow-listed basics plus the caller's (filtered) variables."""
+    env = dict(base_env() if base is None else base)
+    for name, value in (extra or {}).items():
+        if not name or "=" in name or "\x00" in name or "\x00" in value:
+            raise SecurityError("ENV_REFUSED", f"Environment name {name!r} is not valid.", "Use NAME=value pairs.")
+        if refused_in_env_field(name):
+            # Defense in depth: these make the shell or an interpreter run code chosen by the caller.
+            raise SecurityError(
+                "ENV_REFUSED",
+                f"Setting {name} is refused: it makes programs load or run other code.",
+                "Pass options on the command line instead of through the environment.",
+            )
+        if value.startswith("()"):
+            raise SecurityError(
+                "ENV_REFUSED",
+                f"The value of {name} looks like an exported bash function.",
+                "Pass plain values only.",
+            )
+        env[name] = value
+    return env

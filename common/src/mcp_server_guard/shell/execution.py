@@ -22,10 +22,12 @@ from mcp_server_guard.files.jail import Jail
 from mcp_server_guard.policy import HostVerdict, ShellPolicy
 from mcp_server_guard.protected import Protection, Survey, own_areas
 from mcp_server_guard.shell.egress import Denied, EgressProxy
+from mcp_server_guard.shell.environment import base_env, build_env
 from mcp_server_guard.shell.grants import CallHosts, SessionApprovals, session_prefix
 from mcp_server_guard.shell.in_box import run_boxed
+from mcp_server_guard.shell.output import Progress
 from mcp_server_guard.shell.parsing import TooComplex
-from mcp_server_guard.shell.process import Control, Copy, Progress, RunResult, base_env, build_env, run
+from mcp_server_guard.shell.process import Control, Copy, RunResult, run
 from mcp_server_guard.shell.rules import PolicyEngine, Verdict
 from mcp_server_guard.shell.sandbox.layers import call_options, outside_sockets
 from mcp_server_guard.shell.sandbox.planning import Limits, SandboxPlan, confine

@@ -20,16 +20,13 @@ from typing import Any
 
 import anyio
 
+from mcp_server_guard.shell.output import OutputBuffer, Progress, Ticker, output_buffers
 from mcp_server_guard.shell.process import (
     KILL_GRACE_S,
     Control,
     Copy,
-    OutputBuffer,
     Pause,
-    Progress,
     RunResult,
-    Ticker,
-    output_buffers,
     wait_with_pauses,
     write_stdin,
 )
@@ -125,7 +122,7 @@ async def run_boxed(
     whether every process of it is gone. ``network`` takes the listener of the call's own network namespace."""
     started_at = time.perf_counter()
     copy = copy if copy is not None else Copy()
-    out, err = output_buffers(max_output, control)
+    out, err = output_buffers(max_output, control.tee if control is not None else None)
     ticker = Ticker(progress, out, err, started_at)
     timed_out = False
     keep = control is not None and control.keep_stdin

@@ -38,7 +38,8 @@ from pathlib import Path
 
 from mcp_server_guard.errors import ExecutionError, GuardError, ParamError, ResourceError
 from mcp_server_guard.policy import ShellPolicy
-from mcp_server_guard.shell.process import Control, RunResult, json_cost
+from mcp_server_guard.shell.output import json_cost
+from mcp_server_guard.shell.process import Control, RunResult
 
 __all__ = [
     "MAX_RANGE_BYTES",

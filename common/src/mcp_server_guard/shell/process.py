@@ -1,13 +1,10 @@
 """Running a command cleanly: scrubbed environment, own process group, bounded output, no orphans.
 
-* The environment is built from scratch: a short allow-list taken from the server's own environment,
-  plus the caller's ``env`` after refusing names that make programs run other code (``LD_*``,
-  ``BASH_ENV``, ``PAGER``, ``GIT_*`` …: the table is ``environment``) and bash function exports
-  (values starting ``()``).
+* The environment it gets is built from scratch (``environment.build_env``).
 * Each run is its own session and process group. A timeout sends SIGTERM to the group, then SIGKILL
   after a grace period; when the main process ends, whatever it left in its group is killed too, and
   so is the group when the call is cancelled or the server shuts down.
-* stdout and stderr are read concurrently into bounded buffers that keep the head and the tail, so
+* stdout and stderr are read concurrently into bounded buffers that keep the head and the tail (``output``), so
   the server's memory does not grow with what a command prints.
 """
 
@@ -15,13 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fnmatch
 import os
 import signal
 import subprocess
 import threading
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -29,93 +24,16 @@ from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 
-from mcp_server_guard.errors import SecurityError
-from mcp_server_guard.shell.environment import refused_in_env_field
-from mcp_server_guard.shell.sandbox.planning import Confinement, children, reap_orphans
+from mcp_server_guard.shell.output import OutputBuffer, Progress, Ticker, output_buffers
+from mcp_server_guard.shell.sandbox.lifetime import children, reap_orphans
+from mcp_server_guard.shell.sandbox.planning import Confinement
 
 if TYPE_CHECKING:
     from mcp_server_guard.shell.egress import Denied
 
-# Taken from the server's own environment; everything else is dropped.
-BASE_ENV_NAMES = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TZ")
-BASE_ENV_PATTERNS = ("LC_*",)
 KILL_GRACE_S = 2.0
 _DRAIN_AFTER_EXIT_S = 2.0
 _CHUNK = 65536
-_LINE_KEPT = 512  # bytes of the last output line kept for the running display
-PROGRESS_INTERVAL_S = 0.5  # how often a running command reports (the agent CLI wants at least once a second)
-
-# The running display: called with (elapsed seconds, bytes of output so far, the last complete output line).
-Progress = Callable[[float, int, str], Awaitable[None]]
-
-
-def _matches(name: str, patterns: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
-
-
-def base_env(source: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The allow-listed part of the server's own environment (computed once per server)."""
-    source = os.environ if source is None else source
-    env = {k: v for k, v in source.items() if k in BASE_ENV_NAMES or _matches(k, BASE_ENV_PATTERNS)}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    return env
-
-
-def build_env(extra: Mapping[str, str] | None, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The child's environment: the allow-listed basics plus the caller's (filtered) variables."""
-    env = dict(base_env() if base is None else base)
-    for name, value in (extra or {}).items():
-        if not name or "=" in name or "\x00" in name or "\x00" in value:
-            raise SecurityError("ENV_REFUSED", f"Environment name {name!r} is not valid.", "Use NAME=value pairs.")
-        if refused_in_env_field(name):
-            # Defense in depth: these make the shell or an interpreter run code chosen by the caller.
-            raise SecurityError(
-                "ENV_REFUSED",
-                f"Setting {name} is refused: it makes programs load or run other code.",
-                "Pass options on the command line instead of through the environment.",
-            )
-        if value.startswith("()"):
-            raise SecurityError(
-                "ENV_REFUSED",
-                f"The value of {name} looks like an exported bash function.",
-                "Pass plain values only.",
-            )
-        env[name] = value
-    return env
-
-
-# Bytes JSON escapes as \u00XX (6 bytes) and as a two-character escape: what a byte of output costs on the wire.
-_JSON_SIX = bytes(c for c in range(32) if c not in (8, 9, 10, 12, 13))
-_JSON_TWO = bytes((8, 9, 10, 12, 13, 0x22, 0x5C))
-_COST = [6 if c in _JSON_SIX else 2 if c in _JSON_TWO else 1 for c in range(256)]
-_BLOCK = 4096
-
-
-def json_cost(data: bytes) -> int:
-    """Bytes that ``data`` (UTF-8 text) takes inside a JSON string: NUL is 6, a quote 2, a letter 1."""
-    n = len(data)
-    return n + 5 * (n - len(data.translate(None, _JSON_SIX))) + (n - len(data.translate(None, _JSON_TWO)))
-
-
-def _fit(data: bytes, budget: int, *, from_end: bool) -> bytes:
-    """The longest prefix (or suffix) of ``data`` whose JSON cost is within ``budget``."""
-    if json_cost(data) <= budget:
-        return data
-    view = data[::-1] if from_end else data
-    used = pos = 0
-    while pos < len(view):
-        block = view[pos : pos + _BLOCK]
-        cost = json_cost(block)
-        if used + cost > budget:
-            for byte in block:  # the last block, byte by byte
-                if used + _COST[byte] > budget:
-                    break
-                used += _COST[byte]
-                pos += 1
-            break
-        used += cost
-        pos += len(block)
-    return data[len(data) - pos :] if from_end else data[:pos]
 
 
 class Pause:
@@ -256,88 +174,6 @@ class Control:
                 os.close(fd)
 
 
-def output_buffers(limit: int, control: Control | None = None) -> tuple[OutputBuffer, OutputBuffer]:
-    """stdout's and stderr's buffers for one run (teeing to ``control``, when it wants the output)."""
-    tee = control.tee if control is not None else None
-    if tee is None:
-        return OutputBuffer(limit), OutputBuffer(limit)
-    return OutputBuffer(limit, partial(tee, 1)), OutputBuffer(limit, partial(tee, 2))
-
-
-class OutputBuffer:
-    """Keeps the first and last bytes of a stream, counting the rest.
-
-    ``render`` bounds what the text costs in the reply, not only the raw bytes kept: escaped as JSON
-    (a NUL becomes six bytes) it stays within ``limit``, so a flood of control characters cannot
-    make a reply many times bigger than asked.
-    """
-
-    def __init__(self, limit: int, tee: Callable[[bytes], None] | None = None) -> None:
-        self.tee = tee  # also gets every chunk, as it comes (a job's spool)
-        self.limit = limit
-        self.head_limit = limit // 2
-        self.tail_limit = limit - self.head_limit
-        self.head = bytearray()
-        self.tail: deque[bytes] = deque()
-        self.tail_size = 0
-        self.total = 0
-        self.cut = False  # render had to drop bytes (raw overflow, or escaping over budget)
-        self.last_line = b""  # the last complete line so far (for the running display), bounded
-        self._partial = bytearray()  # the start of the line being written, bounded
-
-    def _track_lines(self, chunk: bytes) -> None:
-        end = chunk.rfind(b"\n")
-        if end < 0:
-            if len(self._partial) < _LINE_KEPT:
-                self._partial += chunk[: _LINE_KEPT - len(self._partial)]
-            return
-        start = chunk.rfind(b"\n", 0, end)
-        line = chunk[start + 1 : end] if start >= 0 else bytes(self._partial) + chunk[:end]
-        self.last_line = line[:_LINE_KEPT]
-        self._partial = bytearray(chunk[end + 1 : end + 1 + _LINE_KEPT])
-
-    def feed(self, chunk: bytes) -> None:
-        if self.tee is not None:
-            self.tee(chunk)
-        self.total += len(chunk)
-        self._track_lines(chunk)
-        room = self.head_limit - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if not chunk:
-            return
-        self.tail.append(chunk)
-        self.tail_size += len(chunk)
-        while self.tail_size - len(self.tail[0]) >= self.tail_limit:
-            self.tail_size -= len(self.tail.popleft())
-
-    @property
-    def truncated(self) -> bool:
-        return self.cut or self.total > self.head_limit + self.tail_limit
-
-    def render(self) -> str:
-        tail = b"".join(self.tail)
-        if self.total <= self.head_limit + self.tail_limit:
-            whole = (bytes(self.head) + tail).decode("utf-8", "replace").encode("utf-8")
-            if json_cost(whole) <= self.limit:
-                return whole.decode("utf-8")
-            head, tail = whole[: len(whole) // 2], whole[len(whole) // 2 :]
-        else:
-            head = bytes(self.head).decode("utf-8", "replace").encode("utf-8")
-            tail = tail[-self.tail_limit :].decode("utf-8", "replace").encode("utf-8")
-        self.cut = True
-        marker_room = 64
-        head = _fit(head, max(self.head_limit - marker_room, 0), from_end=False)
-        tail = _fit(tail, max(self.tail_limit - marker_room, 0), from_end=True)
-        omitted = max(self.total - len(head) - len(tail), 0)
-        return (
-            head.decode("utf-8", "ignore")  # a character cut in two at the edge is dropped
-            + f"\n[... {omitted} bytes omitted ...]\n"  # ASCII: a non-ASCII marker doubles the string's memory
-            + tail.decode("utf-8", "ignore")
-        )
-
-
 @dataclass(frozen=True)
 class RunResult:
     stdout: str
@@ -454,28 +290,6 @@ REGISTRY = ProcessRegistry()
 def kill_group(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-
-
-class Ticker:
-    """Reports a running command's progress every PROGRESS_INTERVAL_S until stopped (nothing without a callback)."""
-
-    def __init__(self, progress: Progress | None, out: OutputBuffer, err: OutputBuffer, started: float) -> None:
-        self.progress, self.out, self.err, self.started = progress, out, err, started
-        self.scope = anyio.CancelScope()
-
-    async def run(self) -> None:
-        if self.progress is None:
-            return
-        with self.scope:
-            while True:
-                await anyio.sleep(PROGRESS_INTERVAL_S)
-                line = self.out.last_line or self.err.last_line
-                elapsed = round(time.perf_counter() - self.started, 3)
-                with contextlib.suppress(Exception):  # a display that fails never fails the command
-                    await self.progress(elapsed, self.out.total + self.err.total, line.decode("utf-8", "replace"))
-
-    def stop(self) -> None:
-        self.scope.cancel()
 
 
 async def _pump(stream: asyncio.StreamReader, buffer: OutputBuffer) -> None:
@@ -617,7 +431,7 @@ async def run(
 ) -> RunResult:
     """Run ``argv`` in its own process group (confined when given) and return its bounded output."""
     started = time.perf_counter()
-    out, err = output_buffers(max_output, control)
+    out, err = output_buffers(max_output, control.tee if control is not None else None)
     ticker = Ticker(progress, out, err, started)
     timed_out = False
     keep = control is not None and control.keep_stdin

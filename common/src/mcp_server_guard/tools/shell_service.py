@@ -64,10 +64,12 @@ from mcp_server_guard.shell.jobs import (
     parse_range,
     read_output,
 )
-from mcp_server_guard.shell.process import REGISTRY, Control, Progress, RunResult
+from mcp_server_guard.shell.output import Progress
+from mcp_server_guard.shell.process import REGISTRY, Control, RunResult
 from mcp_server_guard.shell.rules import Verdict as LineVerdict
 from mcp_server_guard.shell.sandbox.layers import close_box
-from mcp_server_guard.shell.sandbox.planning import NetworkMode, SandboxPlan, release
+from mcp_server_guard.shell.sandbox.lifetime import release
+from mcp_server_guard.shell.sandbox.planning import NetworkMode, SandboxPlan
 from mcp_server_guard.tools.shell_results import (
     ChangedPath,
     Changes,

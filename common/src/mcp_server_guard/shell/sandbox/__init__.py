@@ -10,6 +10,7 @@ from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mcp_server_guard.shell.sandbox.layers import call_options, close_box, decide, open_box
+    from mcp_server_guard.shell.sandbox.lifetime import release, release_all, sweep_stale_tmpdirs
     from mcp_server_guard.shell.sandbox.planning import (
         Confinement,
         Limits,
@@ -21,9 +22,6 @@ if TYPE_CHECKING:
         confine,
         landlock_abi,
         plan,
-        release,
-        release_all,
-        sweep_stale_tmpdirs,
     )
 
 _EXPORTS = {
@@ -37,9 +35,9 @@ _EXPORTS = {
     "confine": "planning",
     "landlock_abi": "planning",
     "plan": "planning",
-    "release": "planning",
-    "release_all": "planning",
-    "sweep_stale_tmpdirs": "planning",
+    "release": "lifetime",
+    "release_all": "lifetime",
+    "sweep_stale_tmpdirs": "lifetime",
     "call_options": "layers",
     "close_box": "layers",
     "decide": "layers",

@@ -22,13 +22,8 @@ import enum
 import logging
 import os
 import resource
-import shutil
-import signal
-import stat
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +31,13 @@ from typing import TYPE_CHECKING
 
 from mcp_server_guard import linux
 from mcp_server_guard.shell.sandbox import landlock
+from mcp_server_guard.shell.sandbox.lifetime import (
+    become_subreaper,
+    make_pids_cgroup,
+    make_tmpdir,
+    remove_tmpdir,
+    sweep_stale_tmpdirs,
+)
 from mcp_server_guard.shell.sandbox.sockets import SocketScan
 
 if TYPE_CHECKING:
@@ -142,69 +144,6 @@ def _probe_netns() -> bool:
     return done.returncode == 0
 
 
-def _make_pids_cgroup(limit: int) -> Path | None:
-    """As root, RLIMIT_NPROC binds nobody: the server moves itself into a pids cgroup, once.
-
-    Its commands are then born inside it (no per-call migration: moving a process between cgroups can
-    wait for an RCU grace period, milliseconds on an idle machine). The budget is shared by the server's
-    own threads and every command it runs; a fork bomb exhausts it, not the machine.
-    """
-    if os.geteuid() != 0:
-        return None
-    for base in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
-        if not (base / "cgroup.procs").exists() or not os.access(base, os.W_OK):
-            continue
-        if base == Path("/sys/fs/cgroup") and "pids" not in _read(base / "cgroup.controllers"):
-            continue
-        _sweep_stale(base)
-        group = base / f"mcp-guard-{os.getpid()}"
-        try:
-            group.mkdir(exist_ok=True)
-            (group / "pids.max").write_text(str(limit + _SERVER_PIDS), encoding="ascii")
-            (group / "cgroup.procs").write_text(str(os.getpid()), encoding="ascii")
-        except OSError:
-            with contextlib.suppress(OSError):
-                group.rmdir()
-            continue
-        _CREATED_CGROUPS.append(group)
-        return group
-    return None
-
-
-def _sweep_stale(base: Path) -> None:
-    """Remove the cgroups of servers that died without cleaning up (SIGKILL), killing what still runs there."""
-    for group in base.glob("mcp-guard-*"):
-        pid = group.name.removeprefix("mcp-guard-")
-        if not pid.isdigit() or _alive(int(pid)):
-            continue
-        for child in [*group.glob("run-*"), group]:
-            # Commands the dead server left running must not outlive it.
-            _kill_cgroup(child)
-        for child in group.glob("run-*"):
-            _remove_cgroup(child)
-        _remove_cgroup(group)
-
-
-def _kill_cgroup(group: Path) -> None:
-    """SIGKILL every process in a cgroup: cgroup.kill on v2, each listed pid (until none is left) on v1."""
-    with contextlib.suppress(OSError):
-        (group / "cgroup.kill").write_text("1", encoding="ascii")
-        return
-    deadline = time.monotonic() + 1.0
-    while (pids := _read(group / "cgroup.procs").split()) and time.monotonic() < deadline:
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
-                os.kill(int(pid), signal.SIGKILL)
-        time.sleep(0.01)
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="ascii")
-    except OSError:
-        return ""
-
-
 def plan(
     mode: SandboxMode,
     read_scope: ReadScope,
@@ -246,11 +185,11 @@ def plan(
             notes.append("no network namespace: only TCP is denied (Landlock), UDP is not")
     if not jail_writable and not landlocked:
         notes.append("read-only mode without Landlock: only the read-only policy keeps commands from writing")
-    _become_subreaper()
+    become_subreaper()
     sweep_stale_tmpdirs()
     pids_cgroup = None
     if mode is not SandboxMode.OFF:
-        pids_cgroup = _make_pids_cgroup(limits.processes)
+        pids_cgroup = make_pids_cgroup(limits.processes)
         if os.geteuid() == 0 and pids_cgroup is None:
             notes.append("running as root without a pids cgroup: the process limit does not apply")
     return SandboxPlan(
@@ -380,152 +319,18 @@ class Confinement:
         if self.ruleset is not None:
             os.close(self.ruleset)
             self.ruleset = None
-        _remove_tmpdir(self.tmpdir)
-
-
-# Per-call temporary directories: named after the server's pid, so that those of a server that died
-# without cleaning up (SIGKILL) are recognised and removed by the next server to start.
-_TMPDIR_PREFIX = "mcp-guard-run-"
-_LIVE_TMPDIRS: set[str] = set()
-
-
-def _make_tmpdir() -> str:
-    tmpdir = tempfile.mkdtemp(prefix=f"{_TMPDIR_PREFIX}{os.getpid()}-")
-    _LIVE_TMPDIRS.add(tmpdir)
-    return tmpdir
-
-
-def _remove_tmpdir(tmpdir: str) -> None:
-    shutil.rmtree(tmpdir, ignore_errors=True)
-    _LIVE_TMPDIRS.discard(tmpdir)
-
-
-def sweep_stale_tmpdirs(base: str | None = None) -> int:
-    """Remove the per-call temporary directories of servers that are no longer running. Returns how many."""
-    base = base or tempfile.gettempdir()
-    removed = 0
-    try:
-        names = os.listdir(base)
-    except OSError:
-        return 0
-    for name in names:
-        pid = name.removeprefix(_TMPDIR_PREFIX).partition("-")[0]
-        if not name.startswith(_TMPDIR_PREFIX) or not pid.isdigit() or _alive(int(pid)):
-            continue
-        path = os.path.join(base, name)
-        try:
-            st = os.lstat(path)
-        except OSError:
-            continue
-        # Only real directories of our own (never follow a planted symlink, never another user's).
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-            continue
-        shutil.rmtree(path, ignore_errors=True)
-        removed += 1
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        remove_tmpdir(self.tmpdir)
 
 
 def confine(plan_: SandboxPlan, roots: Iterable[str]) -> Confinement:
     """Prepare one run: a fresh private temporary directory and a ruleset naming it and the roots."""
-    tmpdir = _make_tmpdir()
+    tmpdir = make_tmpdir()
     ruleset: int | None = None
     try:
         if plan_.landlock:
             ruleset = build_ruleset(plan_, [*roots, tmpdir] if plan_.jail_writable else [tmpdir])
     except OSError:
-        _remove_tmpdir(tmpdir)
+        remove_tmpdir(tmpdir)
         raise
     netns = plan_.netns and plan_.network is NetworkMode.DENY
     return Confinement(tmpdir, ruleset, plan_.label, plan_.limits, netns)
-
-
-_CREATED_CGROUPS: list[Path] = []
-_SERVER_PIDS = 64  # headroom in the pids budget for the server's own threads
-
-
-def _become_subreaper() -> None:
-    """Orphans of our commands (a daemon that double-forked or called setsid) are reparented to us,
-    so they can be found and killed when their call ends instead of living on."""
-    with contextlib.suppress(OSError):
-        linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
-
-
-def reap_orphans(active_groups: Iterable[int]) -> int:
-    """Kill and reap our children outside ``active_groups`` (orphans reparented to us). Returns how many.
-
-    The caller guarantees that no command of a running call is among them (see ProcessRegistry.sweep).
-    """
-
-    active = set(active_groups)
-    count = 0
-    for pid in children():
-        try:
-            if os.getpgid(pid) in active:
-                continue
-        except ProcessLookupError:
-            pass
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
-        count += 1
-    return count
-
-
-def children() -> list[int]:
-    """Our direct children (including orphans reparented to us), from /proc."""
-    pids: list[int] = []
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return pids
-    for tid in tasks:
-        pids.extend(int(p) for p in _read(Path(f"/proc/self/task/{tid}/children")).split() if p.isdigit())
-    return pids
-
-
-def release(plan_: SandboxPlan) -> None:
-    """At server exit: remove the temporary directories and leave and remove the pids cgroup."""
-    release_all()
-
-
-def release_all() -> None:
-    """At server exit, however it exits: remove every per-call temporary directory and our pids cgroup.
-
-    The commands must have been killed first (ProcessRegistry.kill_all).
-    """
-    for tmpdir in list(_LIVE_TMPDIRS):
-        _remove_tmpdir(tmpdir)
-    for group in list(_CREATED_CGROUPS):
-        # A cgroup with a member cannot be removed, and the server itself is one: leave it first.
-        with contextlib.suppress(OSError):
-            (group.parent / "cgroup.procs").write_text(str(os.getpid()), encoding="ascii")
-        _remove_cgroup(group)
-
-
-def _remove_cgroup(group: Path) -> None:
-
-    deadline = time.monotonic() + 2.0
-    while True:
-        try:
-            group.rmdir()
-        except FileNotFoundError:
-            pass
-        except OSError:
-            if time.monotonic() < deadline:
-                time.sleep(0.02)
-                continue
-            log.warning("could not remove %s", group)
-        if group in _CREATED_CGROUPS:
-            _CREATED_CGROUPS.remove(group)
-        return
