@@ -27,7 +27,7 @@ import pytest
 from mcp.client import ClientRequestContext
 from mcp.types import ElicitResult, ListRootsResult, Root
 
-from support import RawClient, console_script, marker, my_children_with, processes_with, serve, wait_until
+from support import RawClient, console_script, error_of, marker, my_children_with, processes_with, serve, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 SX = "mcp-server-shell-exec"
@@ -606,10 +606,11 @@ async def test_sandbox_auto_without_bubblewrap_says_which_layer_is_missing(works
         assert proc.stderr is not None
         with anyio.fail_after(30):
             first = await anyio.to_thread.run_sync(proc.stderr.readline)
-            second = await anyio.to_thread.run_sync(proc.stderr.readline)
+        # One line: the layer missing, what commands now see, and (the default network mode, policy, needs the
+        # box) no network rather than all of it.
         assert "no box: bubblewrap is not installed" in first
-        # The default network mode (policy) needs the box: without it, no network rather than all of it.
-        assert second.startswith("mcp-server-shell-exec: network: deny") and "needs the box" in second
+        assert "hidden paths (credentials) are not hidden" in first
+        assert "the network is deny instead of policy (the default needs the box" in first
     finally:
         proc.kill()
         proc.communicate(timeout=30)
@@ -650,3 +651,18 @@ def test_the_box_builds_when_the_server_is_installed_under_the_temp_dir(workspac
     assert "no box" not in stderr.read_text()
     assert result["structuredContent"]["stdout"].startswith("hi\n")
     assert not (venv / "planted").exists()
+
+
+async def test_a_command_line_too_long_to_run_is_refused_and_the_box_keeps_serving(workspace: Path) -> None:
+    """Threat: megabytes of arguments (more than execve takes) made a request over the box's frame limit, which
+    ended the box's supervisor, and later calls failed with it."""
+    async with box(workspace) as client:
+        with anyio.fail_after(60):
+            many = await client.call_tool("shell_exec", {"command": "true", "args": ["x" * 90_000] * 100})
+            one = await client.call_tool("shell_exec", {"command": "true", "args": ["y" * 200_000]})
+        after = [await sh(client, f"echo after-{i}") for i in range(3)]
+    for refused in (many, one):
+        assert refused.is_error and error_of(refused)["code"] == "INVALID_ARGUMENT", refused
+        assert "too long to run" in error_of(refused)["message"]
+    assert [out["stdout"] for out in after] == [f"after-{i}\n" for i in range(3)]
+    assert {out["sandbox"].split("+")[0] for out in after} == {"bwrap"}

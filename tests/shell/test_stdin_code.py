@@ -46,6 +46,9 @@ STDIN_FORMS = [
     {"command": "bash", "args": ["-s"]},
     {"command": "timeout 5 bash -s"},
     {"command": "sh -c 'bash'"},
+    # eval of what it reads: the stdin's lines are command lines all the same
+    {"command": 'eval "$(cat)"'},
+    {"command": 'while read -r l; do eval "$l"; done'},
 ]
 
 
@@ -101,9 +104,10 @@ async def test_the_question_shows_the_stdin_and_a_line_grant_covers_only_that_st
     assert not other.get("refused"), other  # asked again (the second question above), and approved
 
 
-async def test_a_jobs_input_is_judged_at_each_write_even_split_over_two_writes(workspace: Path) -> None:
+@pytest.mark.parametrize("runner", ["bash", 'while read -r l; do eval "$l"; done'])
+async def test_a_jobs_input_is_judged_at_each_write_even_split_over_two_writes(workspace: Path, runner: str) -> None:
     async with serve(SX, workspace) as client:
-        started = await _call(client, command="bash", yieldAfterSeconds=0.2)
+        started = await _call(client, command=runner, yieldAfterSeconds=0.2)
         assert started["status"] == "running", started
         whole = await _call(client, jobId=started["jobId"], stdin="shutdown -h now\n")
         head = await _call(client, jobId=started["jobId"], stdin="shut")

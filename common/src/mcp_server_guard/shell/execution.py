@@ -65,6 +65,32 @@ class Prepared:
         return f"{self.shown} <<< (stdin sha256:{digest})"
 
 
+# What the kernel's execve takes: one argument or environment string of at most MAX_ARG_STRLEN bytes (with its NUL),
+# and all of them together at most ARG_MAX.
+MAX_ARG_STRLEN = 32 * 4096
+ARG_MAX = os.sysconf("SC_ARG_MAX") if hasattr(os, "sysconf") else 2 << 20
+
+
+def _check_length(command: str, args: Sequence[str], env: Mapping[str, str] | None) -> None:
+    """Threat: a call whose argv cannot be exec'd anyway (E2BIG), megabytes long: it only costs the parser and the
+    box's request channel (a request over its frame limit once ended the box for every later call). Refused here,
+    with what to do instead."""
+    strings = [command, *args, *(f"{name}={value}" for name, value in (env or {}).items())]
+    sizes = [len(text.encode("utf-8", "surrogateescape")) + 1 for text in strings]
+    if max(sizes) <= MAX_ARG_STRLEN and sum(sizes) <= ARG_MAX:
+        return
+    what = (
+        f"one argument is {max(sizes)} bytes (the kernel takes at most {MAX_ARG_STRLEN})"
+        if max(sizes) > MAX_ARG_STRLEN
+        else f"the arguments and environment are {sum(sizes)} bytes (the kernel takes at most {ARG_MAX})"
+    )
+    raise ParamError(
+        "INVALID_ARGUMENT",
+        f"The command line is too long to run: {what}.",
+        "Put long input in a file (file_write) and name the file in the command, or pass it as stdin.",
+    )
+
+
 class ShellExec:
     """Everything between the tool call and the process: policy, jail, environment, sandbox."""
 
@@ -114,6 +140,7 @@ class ShellExec:
             raise ParamError("INVALID_ARGUMENT", "The command is empty.", "Pass a command to run.")
         if "\x00" in command or any("\x00" in a for a in args):
             raise ParamError("INVALID_ARGUMENT", "The command contains a NUL byte.", "Remove the NUL byte.")
+        _check_length(command, args, env)
         located, fd = self.jail.open_dir(cwd or ".")
         try:
             real_cwd = self.jail.real_path_of(fd) or located.absolute

@@ -689,6 +689,11 @@ class _Expander:
                     self.finding("remote-code", "eval runs a string fetched from the network")
                 # `eval "$(pyenv init -)"`: on a copy, judged by what it does; with a download in the line, never.
                 self.finding("eval" if self.fetches else "dynamic-eval", "eval runs a string built at run time")
+                if feed.kind in ("call", "job"):
+                    # Threat: `eval "$(cat)"`, `while read -r l; do eval "$l"; done` fed by the call or a job: what
+                    # is written to its stdin becomes command lines, so each write is judged as one (an 'ask'
+                    # rule's command sent that way is asked about like the same line given as the command).
+                    self._program_text("eval", feed, lambda text: self.line(text, depth + 1), "a shell script")
         elif program == "hash" and any(
             w.value is None or ((w.value or "").startswith("-") and "p" in (w.value or "")) for w in rest
         ):

@@ -94,13 +94,17 @@ def open_box(
                 f"--network policy needs the box (bubblewrap) and there is none: {reason}; "
                 "choose --network deny, or --network allow knowingly"
             )
-        said = f"no box: {reason}; commands run with Landlock and rlimits only"
+        # One line says all that changes: what confines commands now, what they can see that the box hid, and the
+        # network mode in force.
+        said = (
+            f"no box: {reason}; commands run with Landlock and rlimits only, and the hidden paths (credentials) are "
+            "not hidden from them"
+        )
         if decided.network is NetworkMode.POLICY:
-            network, netns, note = fall_back_from_policy(decided)
-            said += f"; so the network is {network.value} instead of policy"
-            decided = replace(decided, network=network, netns=netns, notes=(*decided.notes, said, note))
-        else:
-            decided = replace(decided, notes=(*decided.notes, said))
+            network, netns, words = fall_back_from_policy(decided)
+            said += f"; {words}"
+            decided = replace(decided, network=network, netns=netns)
+        decided = replace(decided, notes=(*decided.notes, said))
         return decided, f"there is no box ({reason})" if copies else ""
     made = tuple(copies) if copies and not why_no_copy else ()
     return replace(decided, box=box, copies=made), why_no_copy if copies else ""

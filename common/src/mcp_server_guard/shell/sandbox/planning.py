@@ -208,18 +208,18 @@ def plan(
 
 def fall_back_from_policy(plan_: SandboxPlan) -> tuple[NetworkMode, bool, str]:
     """The default ``--network policy`` cannot hold (no box): deny the network instead, as far as this machine
-    can: the network mode, whether commands get a network namespace, and the note that says so. (An explicit
+    can: the network mode, whether commands get a network namespace, and the words that say so. (An explicit
     ``--network policy`` refuses to start instead: ``layers.open_box``.)"""
-    why = "the default, policy, needs the box; install bubblewrap for it, or pass --network allow"
+    fix = "install bubblewrap for policy, or pass --network allow"
     if _probe_netns():
-        return NetworkMode.DENY, True, f"network: deny ({why})"
+        return NetworkMode.DENY, True, f"the network is deny instead of policy (the default needs the box; {fix})"
     if plan_.landlock and plan_.abi >= 4:
-        return NetworkMode.DENY, False, f"network: deny, TCP only ({why})"
+        return NetworkMode.DENY, False, f"the network is deny, TCP only, instead of policy ({fix})"
     return (
         NetworkMode.ALLOW,
         False,
-        "network: ALLOW — the default, policy, needs the box and this machine cannot deny the network either; "
-        "pass --network deny to refuse to start instead",
+        "the network is ALLOW instead of policy (the default needs the box and this machine cannot deny the "
+        "network either; pass --network deny to refuse to start instead)",
     )
 
 

@@ -84,6 +84,9 @@ def received_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
 
 def send_frame(sock: socket.socket, message: Mapping[str, Any], fds: list[int] | None = None) -> None:
     body = json.dumps(message, separators=(",", ":")).encode("utf-8", "surrogateescape")
+    if len(body) > _MAX_FRAME:
+        # The reader would refuse it and stop reading the channel: never send one (the call fails, the box stays).
+        raise OSError(errno.E2BIG, f"a request of {len(body)} bytes is over the box's limit of {_MAX_FRAME}")
     data = struct.pack(">I", len(body)) + body
     sent = sock.sendmsg([data], rights(fds or []))
     if sent < len(data):
