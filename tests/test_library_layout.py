@@ -183,6 +183,20 @@ def test_importing_the_sandbox_package_imports_neither_the_sdk_nor_pydantic() ->
     assert out.strip() == "[]"
 
 
+def test_the_mcp_guard_cli_and_the_error_tree_start_without_the_mcp_sdk() -> None:
+    # `mcp-guard history`, `undo`, `audit`, `check`, `config` need none of it: importing the SDK cost each run
+    # ~1.2 s of CPU (a user's every look at the history, and the suite's many CLI runs).
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, mcp_server_guard.admin.app, mcp_server_guard.errors, mcp_server_guard.serving.launch;"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 # Two floor servers wrap the real server from inside and have to reach past the public surface: they replace
 # module attributes that ShellExec.execute looks up at call time (`confine`; `run` and `run_boxed`). Nothing
 # else in bench/ may.

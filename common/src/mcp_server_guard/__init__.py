@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from mcp_server_guard.paths import state_dir, within, within_any
     from mcp_server_guard.policy import NetworkRules, Policy, PolicyError, load_policy
     from mcp_server_guard.protected import protection_for
-    from mcp_server_guard.serving.server import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
+    from mcp_server_guard.serving.config import ServerConfig
+    from mcp_server_guard.serving.server import GuardedServer, ToolInput, ToolOutput, register_tool
 
 # Exported names resolve on first use: importing the package (the in-box supervisor does, with no
 # site-packages at all) must not import the MCP SDK and pydantic.
@@ -55,7 +56,7 @@ _EXPORTS = {
     "PolicyError": "policy",
     "ResourceError": "errors",
     "SecurityError": "errors",
-    "ServerConfig": "serving.server",
+    "ServerConfig": "serving.config",
     "SymlinkMode": "files.jail",
     "HostError": "errors",
     "ToolInput": "serving.server",

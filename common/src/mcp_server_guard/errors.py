@@ -1,6 +1,6 @@
 """One exception tree for every refusal a guarded server can make.
 
-    GuardError (mcp ToolError)           code, category, message, suggestion
+    GuardError                           code, category, message, suggestion
     ├── ParamError        PARAM          the caller's arguments are malformed
     ├── SecurityError     SECURITY       the request would leave the box
     ├── ResourceError     RESOURCE       the target is missing, too big, of the wrong kind
@@ -14,17 +14,22 @@ would work, ``example``: ``{"name": tool, "arguments": {...}}`` built from the c
 The payload is not put in ``structuredContent``: clients such as the TypeScript SDK validate that
 against the tool's ``outputSchema`` even on errors, and a refusal is not a tool output.
 Messages name only what the caller sent; they never reveal resolved host paths outside the jail.
+
+No MCP SDK here: the ``mcp-guard`` CLI (history, undo, audit, check) uses this tree and starts without importing
+the SDK. Raised in a tool, a GuardError reaches the server as the cause of the SDK's wrapper, and
+``GuardedServer.call_tool`` answers with it.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from mcp.types import CallToolResult
 
 ERROR_META_KEY = "mcp-guard/error"
 
@@ -47,7 +52,7 @@ class ErrorPayload(BaseModel):
     example: dict[str, Any] | None = Field(default=None, description="A corrected call: name and arguments.")
 
 
-class GuardError(ToolError):
+class GuardError(Exception):
     """Base of every refusal. Subclasses fix the category; instances carry the code."""
 
     category: ClassVar[Category] = Category.SYSTEM
@@ -82,6 +87,8 @@ class GuardError(ToolError):
 
     def to_result(self, facts: Mapping[str, Any] | None = None) -> CallToolResult:
         """The isError result; ``facts`` (auditId, policyDecision, mode) join the payload and the last line."""
+        from mcp.types import CallToolResult, TextContent  # noqa: PLC0415 - only a server answers, with the SDK loaded
+
         payload = self.payload
         text = f"{payload.code} ({payload.category.value}): {payload.message}\nSuggestion: {payload.suggestion}"
         data = payload.model_dump(mode="json", exclude_none=True)

@@ -39,6 +39,7 @@ from mcp_server_guard.files.treelock import TreeBusy
 from mcp_server_guard.files.writing import open_writer
 from mcp_server_guard.paths import printable, within
 from mcp_server_guard.policy import PolicyError, load_policy
+from mcp_server_guard.serving.config import Mode
 from mcp_server_guard.serving.launch import (
     AllowPathOpt,
     AuditLogOpt,
@@ -51,7 +52,6 @@ from mcp_server_guard.serving.launch import (
     usage_error,
     version_callback,
 )
-from mcp_server_guard.serving.server import Mode
 from mcp_server_guard.shell.parsing import TooComplex
 from mcp_server_guard.shell.rules import PolicyEngine
 from mcp_server_guard.shell.sandbox.planning import NetworkMode, ReadScope, SandboxMode

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from mcp_server_guard.serving.config import Mode, ServerConfig
     from mcp_server_guard.serving.front import run_console
     from mcp_server_guard.serving.launch import (
         HistoryDirOpt,
@@ -21,8 +22,6 @@ if TYPE_CHECKING:
     from mcp_server_guard.serving.server import (
         ClientRoots,
         GuardedServer,
-        Mode,
-        ServerConfig,
         ToolInput,
         ToolOutput,
         command_target,
@@ -33,12 +32,12 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "run_console": "front",
     "command_target": "server",
-    "Mode": "server",
+    "Mode": "config",
     "ClientRoots": "server",
     "GuardedServer": "server",
     "HistoryDirOpt": "launch",
     "MAX_MESSAGE_BYTES": "stdio",
-    "ServerConfig": "server",
+    "ServerConfig": "config",
     "ToolInput": "server",
     "ToolOutput": "server",
     "build_config": "launch",

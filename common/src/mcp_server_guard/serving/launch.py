@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from importlib import metadata
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Protocol
 
 import anyio
 import typer
@@ -28,8 +28,10 @@ from mcp_server_guard.files.jail import Jail, SymlinkMode
 from mcp_server_guard.paths import real_within_any
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.serving import deadline
-from mcp_server_guard.serving.server import GuardedServer, Mode, ServerConfig
-from mcp_server_guard.serving.stdio import MAX_MESSAGE_BYTES, serve_stdio
+from mcp_server_guard.serving.config import Mode, ServerConfig
+
+if TYPE_CHECKING:
+    from mcp_server_guard.serving.server import GuardedServer
 
 EXIT_USAGE = 2
 
@@ -253,6 +255,8 @@ def _terminate(server: GuardedServer, signum: int, _frame: object) -> None:
 
 
 def message_limit(server: GuardedServer) -> int:
+    from mcp_server_guard.serving.stdio import MAX_MESSAGE_BYTES  # noqa: PLC0415 - the SDK, only to serve
+
     # Any file_write the policy allows fits in one line, even with every byte JSON-escaped (\u00XX).
     return max(MAX_MESSAGE_BYTES, 6 * server.policy.file_write.max_write_bytes + (1 << 20))
 
@@ -260,6 +264,8 @@ def message_limit(server: GuardedServer) -> int:
 def serve(server: GuardedServer) -> None:
     """Run over stdio until the client closes stdin (exit 0) or SIGTERM/SIGHUP (pending calls answered with an
     error, exit 128+N); either way kill whatever commands still run."""
+    from mcp_server_guard.serving.stdio import serve_stdio  # noqa: PLC0415 - the SDK, only to serve
+
     terminate = partial(_terminate, server)
     for sig in STOP_SIGNALS:
         signal.signal(sig, terminate)

@@ -16,7 +16,6 @@ block's last line).
 from __future__ import annotations
 
 import contextvars
-import enum
 import inspect
 import json
 import logging
@@ -48,7 +47,7 @@ from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mcp_server_guard import audit
-from mcp_server_guard.audit import AuditLog, AuditRecord
+from mcp_server_guard.audit import AuditRecord
 from mcp_server_guard.errors import (
     ERROR_META_KEY,
     Category,
@@ -58,9 +57,8 @@ from mcp_server_guard.errors import (
     SecurityError,
     facts_line,
 )
-from mcp_server_guard.files.jail import Jail
-from mcp_server_guard.policy import Policy
 from mcp_server_guard.serving.calls import example_call, flat_schema, normalize_arguments
+from mcp_server_guard.serving.config import ServerConfig
 
 log = logging.getLogger("mcp_server_guard")
 # The bound on what a call asks the client before its tool runs (see GuardedServer._asking_bounded).
@@ -68,14 +66,6 @@ _QUESTION_SCOPE: contextvars.ContextVar[anyio.CancelScope] = contextvars.Context
 
 # Roots are deprecated in the 2026-07-28 protocol but still the only way a client can narrow us.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-
-
-class Mode(enum.StrEnum):
-    """The permission mode a server runs in, chosen per session by the agent CLI (``--mode``)."""
-
-    READ_ONLY = "read-only"  # file_write refuses everything; shell_exec: read-only policy, read-only jail
-    WORKSPACE_WRITE = "workspace-write"  # the defaults: write inside the jail, kernel box around commands
-    FULL_ACCESS = "full-access"  # no kernel box around commands; the policy's deny rules still apply
 
 
 class ToolInput(BaseModel):
@@ -124,19 +114,6 @@ class ToolOutput(BaseModel):
     def facts(self) -> dict[str, Any]:
         """What the text block's last line shows."""
         return {name: getattr(self, name) for name in CONTRACT_FIELDS}
-
-
-@dataclass
-class ServerConfig:
-    """Everything a guarded server needs, built by the CLI from flags and the policy file."""
-
-    name: str
-    version: str
-    jail: Jail
-    policy: Policy
-    audit: AuditLog
-    log_level: str = "WARNING"
-    mode: Mode = Mode.WORKSPACE_WRITE
 
 
 InT = TypeVar("InT", bound=ToolInput)

@@ -36,7 +36,7 @@ from mcp_server_guard.files.liveness import OwnedDir
 from mcp_server_guard.files.writing import open_writer
 from mcp_server_guard.policy import HostVerdict, NetworkRules
 from mcp_server_guard.protected import protection_for
-from mcp_server_guard.serving.server import ServerConfig
+from mcp_server_guard.serving.config import ServerConfig
 from mcp_server_guard.shell.approval import (
     APPROVED_BY,
     Approval,
