@@ -166,7 +166,7 @@ def _from_a_question(exc: BaseException) -> bool:
     return False
 
 
-def _as_guard_error(exc: ToolError, tool: str) -> GuardError:
+def _as_guard_error(exc: ToolError | GuardError, tool: str) -> GuardError:
     if not isinstance(exc, GuardError) and _from_a_question(exc):
         # The SDK asked the client a question (the approval form, the roots) and the client's answer did not fit
         # the form: the client's mistake, not the model's. Blaming the arguments makes a model retry in a loop.
@@ -383,7 +383,7 @@ class GuardedServer(MCPServer[Any]):
                     result = await self.direct_tools[name].run(normalized, self._no_request, convert_result=True)
                 else:
                     result = await self._asking_bounded(name, normalized, context)
-            except ToolError as exc:
+            except (ToolError, GuardError) as exc:  # a GuardError raised here, or wrapped by the SDK's tool runner
                 error = _as_guard_error(exc, name)
                 if error.code == "INTERNAL_ERROR":
                     log.error("tool %s crashed", name, exc_info=exc)
