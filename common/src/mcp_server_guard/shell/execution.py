@@ -84,8 +84,8 @@ def _check_length(command: str, args: Sequence[str], env: Mapping[str, str] | No
         if max(sizes) > MAX_ARG_STRLEN
         else f"the arguments and environment are {sum(sizes)} bytes (the kernel takes at most {ARG_MAX})"
     )
-    raise ParamError(
-        "INVALID_ARGUMENT",
+    raise ResourceError(
+        "COMMAND_TOO_COMPLEX",
         f"The command line is too long to run: {what}.",
         "Put long input in a file (file_write) and name the file in the command, or pass it as stdin.",
     )
