@@ -288,6 +288,30 @@ def test_each_servers_module_is_contract_and_wiring_only() -> None:
     assert not long, long
 
 
+# No library module over 700 lines; these older ones are still over and may only shrink (split them, then drop them
+# from here).
+MODULE_LINES = 700
+STILL_OVER = {
+    "shell/rules.py": 1510,
+    "shell/wrappers.py": 1000,
+    "changes/apply.py": 998,
+    "shell/sandbox/supervisor.py": 905,
+    "protected.py": 860,
+    "changes/effects.py": 832,
+    "shell/parsing.py": 815,
+}
+
+
+def test_no_library_module_grows_past_700_lines_and_the_older_ones_only_shrink() -> None:
+    sizes = {
+        str(path.relative_to(PACKAGE_DIR)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in sorted(PACKAGE_DIR.rglob("*.py"))
+    }
+    over = {name: n for name, n in sizes.items() if n > STILL_OVER.get(name, MODULE_LINES)}
+    assert not over, over
+    assert set(STILL_OVER) <= set(sizes)
+
+
 def test_no_function_is_longer_than_a_screenful_or_two() -> None:
     long = []
     for path in _python_files():

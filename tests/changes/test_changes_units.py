@@ -18,7 +18,8 @@ import pytest
 from mcp_server_guard.changes.apply import Applier, UndoConflict, now_ns, recover
 from mcp_server_guard.changes.effects import judge
 from mcp_server_guard.changes.upper import MAX_DEPTH, ChangeSet, TooDeep, read_upper
-from mcp_server_guard.files.history import HistoryStore, remove_tree
+from mcp_server_guard.files.history import HistoryStore
+from mcp_server_guard.files.trees import remove_tree
 from mcp_server_guard.policy import load_policy
 from mcp_server_guard.protected import protection_for
 

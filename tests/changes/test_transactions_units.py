@@ -17,7 +17,7 @@ from mcp_server_guard.changes import transactions as transactions_module
 from mcp_server_guard.changes.apply import Applier
 from mcp_server_guard.changes.area import CopyArea
 from mcp_server_guard.changes.transactions import Transactions
-from mcp_server_guard.files import history as history_module
+from mcp_server_guard.files import trees as trees_module
 from mcp_server_guard.files.history import HistoryStore
 from mcp_server_guard.policy import load_policy
 from mcp_server_guard.protected import protection_for
@@ -73,7 +73,7 @@ async def test_settling_an_untouched_copy_does_not_wait_for_its_removal(
     transactions, part = settled
     copy = untouched_copy(part, "c1")
     release = threading.Event()
-    real = history_module.remove_tree
+    real = trees_module.remove_tree
 
     def slow_remove(path: Path) -> None:
         release.wait(10)  # a file system that takes its time
@@ -93,7 +93,7 @@ async def test_a_copy_that_cannot_be_removed_does_not_stop_the_next_ones(
 ) -> None:
     transactions, part = settled
     first, second = untouched_copy(part, "c1"), untouched_copy(part, "c2")
-    real = history_module.remove_tree
+    real = trees_module.remove_tree
 
     def failing_once(path: Path) -> None:
         if path.name == "c1":

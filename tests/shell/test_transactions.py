@@ -752,8 +752,8 @@ async def test_a_roots_own_area_is_hidden_from_commands_and_cannot_be_reshaped(
 
 
 def test_the_start_up_clean_up_never_follows_an_area_or_a_part_made_a_symlink(tmp_path: Path) -> None:
-    from mcp_server_guard.files.history import remove_dead
     from mcp_server_guard.files.liveness import OwnedDir
+    from mcp_server_guard.files.trees import remove_dead
 
     victim = tmp_path / "victim"
     (victim / ".starting-1-aaaaaaaa").mkdir(parents=True)

@@ -33,9 +33,10 @@ from mcp_server_guard.audit import (
     state_dirs,
 )
 from mcp_server_guard.errors import GuardError
-from mcp_server_guard.files.history import CALLS, HistoryError, HistoryStore, remove_dead
+from mcp_server_guard.files.history import CALLS, HistoryError, HistoryStore
 from mcp_server_guard.files.jail import SymlinkMode
 from mcp_server_guard.files.treelock import TreeBusy
+from mcp_server_guard.files.trees import remove_dead
 from mcp_server_guard.files.writing import open_writer
 from mcp_server_guard.paths import printable, within
 from mcp_server_guard.policy import PolicyError, load_policy

@@ -893,7 +893,7 @@ def _change_data(change: Change) -> dict[str, Any]:
 
 def _drop(upper: str, rel: str) -> None:
     """Take a refused entry out of the command's tree before the tree moves (the upper layer is ours now)."""
-    from mcp_server_guard.files.history import remove_tree  # noqa: PLC0415 - rare
+    from mcp_server_guard.files.trees import remove_tree  # noqa: PLC0415 - rare
 
     with contextlib.suppress(OSError, _Changed):
         fd = os.open(upper, _DIR)

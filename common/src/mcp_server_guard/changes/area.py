@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_server_guard.files.history import remove_dead, remove_tree
 from mcp_server_guard.files.liveness import OwnedDir
+from mcp_server_guard.files.trees import remove_dead, remove_tree
 from mcp_server_guard.paths import within, within_any
 from mcp_server_guard.protected import OWN_AREA
 

@@ -35,8 +35,8 @@ from mcp_server_guard.changes.apply import Applier, Conflict, Outcome
 from mcp_server_guard.changes.area import AREA_IN_ROOT, CopyArea
 from mcp_server_guard.changes.effects import Counts, Judgement, judge
 from mcp_server_guard.changes.upper import ChangeSet, read_upper
-from mcp_server_guard.files.history import remove_tree
 from mcp_server_guard.files.treelock import TreeBusy, tree_lock
+from mcp_server_guard.files.trees import remove_tree
 from mcp_server_guard.paths import printable
 from mcp_server_guard.policy import EffectsPolicy
 from mcp_server_guard.protected import Protection

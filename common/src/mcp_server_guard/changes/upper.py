@@ -23,7 +23,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal, cast
 
-from mcp_server_guard.files.history import file_kind, open_own_dir
+from mcp_server_guard.files.history import file_kind
+from mcp_server_guard.files.trees import open_own_dir
 
 __all__ = ["MAX_DEPTH", "MAX_ENTRIES", "Change", "ChangeSet", "TooDeep", "read_upper", "walk_real"]
 

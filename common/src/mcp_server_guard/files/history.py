@@ -48,7 +48,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mcp_server_guard.files.liveness import OwnedDir, dead_dirs, live_dirs
+from mcp_server_guard.files.liveness import OwnedDir, live_dirs
+from mcp_server_guard.files.trees import remove_below, remove_dead, remove_tree
 
 log = logging.getLogger("mcp_server_guard.files.history")
 _ID = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{6}$")
@@ -656,104 +657,6 @@ def _remove(dirfd: int, name: str, st: os.stat_result) -> None:
         os.unlink(name, dir_fd=dirfd)
 
 
-_TREE_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def open_own_dir(name: str, dirfd: int) -> int:
-    """Open the directory ``name`` below ``dirfd`` (no link followed); one of ours (this user's) that has no
-    permission is let in first — exactly the directory named: an O_PATH fd, changed through /proc. Overlayfs
-    leaves its work directory with no permission at all, and a command may leave one so in its copy."""
-    try:
-        return os.open(name, _TREE_DIR, dir_fd=dirfd)
-    except PermissionError:
-        handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
-        try:
-            st = os.fstat(handle)
-            if st.st_uid != os.geteuid():
-                raise
-            os.chmod(f"/proc/self/fd/{handle}", stat.S_IMODE(st.st_mode) | 0o700)
-            return os.open(f"/proc/self/fd/{handle}", _TREE_DIR & ~os.O_NOFOLLOW)
-        finally:
-            os.close(handle)
-
-
-def remove_tree(path: Path) -> None:
-    """Remove a tree a command may have shaped (see ``remove_below``); the path's own parents are trusted."""
-    parent_path, top = os.path.split(os.path.normpath(os.fspath(path)))
-    try:
-        base = os.open(parent_path or ".", _TREE_DIR & ~os.O_NOFOLLOW)
-    except OSError as exc:
-        log.warning("cannot remove %s: %s", path, exc)
-        return
-    try:
-        remove_below(base, top)
-    finally:
-        os.close(base)
-
-
-def remove_dead(area: Path, *, unlocked_legacy: bool = False) -> int:
-    """Remove every dead server's directory in ``area`` (see ``files.liveness``) with what it holds; how many."""
-    removed = 0
-    for owned, fd in dead_dirs(area, unlocked_legacy=unlocked_legacy):
-        try:
-            remove_tree(owned)
-            removed += 1
-        finally:
-            if fd >= 0:
-                os.close(fd)
-    return removed
-
-
-def remove_below(base: int, top: str) -> None:
-    """Remove ``top`` below the open directory ``base``: an fd-relative walk that never follows a link, at any
-    depth (no recursion, two descriptors open: a command can make a tree thousands of levels deep), letting our
-    own unreadable directories in first (``open_own_dir``). What cannot be removed is logged and left."""
-    path = top
-    fd = -1
-    try:
-        try:
-            if not stat.S_ISDIR(os.stat(top, dir_fd=base, follow_symlinks=False).st_mode):
-                os.unlink(top, dir_fd=base)
-                return
-            fd = open_own_dir(top, base)
-        except FileNotFoundError:
-            return
-        stack: list[tuple[str, list[str]]] = [(top, os.listdir(fd))]
-        while stack:
-            name, pending = stack[-1]
-            if pending:
-                entry = pending.pop()
-                try:
-                    if stat.S_ISDIR(os.stat(entry, dir_fd=fd, follow_symlinks=False).st_mode):
-                        child = open_own_dir(entry, fd)
-                        os.close(fd)
-                        fd = child
-                        stack.append((entry, os.listdir(fd)))
-                    else:
-                        os.unlink(entry, dir_fd=fd)
-                except FileNotFoundError:
-                    pass
-                except OSError as exc:
-                    log.warning("cannot remove %s in %s: %s", entry, path, exc)
-                continue
-            stack.pop()
-            # Up one level through the directory's own "..": its parent in fact, never a link.
-            parent = os.open("..", _TREE_DIR & ~os.O_NOFOLLOW, dir_fd=fd) if stack else os.dup(base)
-            os.close(fd)
-            fd = parent
-            try:
-                os.rmdir(name, dir_fd=fd)
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                log.warning("cannot remove %s: %s", path if not stack else name, exc)
-    except OSError as exc:
-        log.warning("cannot remove %s: %s", path, exc)
-    finally:
-        if fd >= 0:
-            os.close(fd)
-
-
 __all__ = [
     "CALLS",
     "OWNERS",
@@ -763,8 +666,4 @@ __all__ = [
     "HistoryStore",
     "disk_usage",
     "file_kind",
-    "open_own_dir",
-    "remove_below",
-    "remove_dead",
-    "remove_tree",
 ]

@@ -8,12 +8,18 @@ service (``tools.shell_service``) builds results of that type.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+from mcp.server.mcpserver import Context
 from mcp.types import ResourceLink
 from pydantic import BaseModel, Field
 
+from mcp_server_guard import audit
+from mcp_server_guard.changes.transactions import Settled
 from mcp_server_guard.serving.server import ToolOutput
 from mcp_server_guard.shell.egress import Denied
+from mcp_server_guard.shell.output import Progress
+from mcp_server_guard.shell.process import RunResult
 
 
 class NetworkDenial(BaseModel):
@@ -215,6 +221,66 @@ def _links(out: ShellResult) -> list[ResourceLink]:
     ]
 
 
+def running_display(ctx: Context[Any, Any]) -> Progress | None:
+    """Progress notifications while the command runs, for a client that asked (sent a progressToken)."""
+    try:
+        meta = ctx.request_context.meta
+    except ValueError:
+        return None
+    if not meta or meta.get("progress_token", meta.get("progressToken")) is None:
+        return None
+
+    async def report(elapsed: float, output_bytes: int, last_line: str) -> None:
+        line = last_line.strip()
+        shown = f"; last line: {line[:200]}" if line else ""
+        await ctx.report_progress(elapsed, None, f"running {elapsed:.1f}s, {output_bytes} bytes of output{shown}")
+
+    return report
+
+
+def described(settled: Settled, audit_id: str) -> tuple[str, Changes, PendingChanges]:
+    """A settled change set as the result tells it (and as the audit record notes it)."""
+    counts = settled.counts
+    paths = [ChangedPath(path=p, action=a) for p, a in settled.paths]
+    paths += [ChangedPath(path=p, action="refused", reason=why) for p, why in settled.refused]
+    paths += [ChangedPath(path=c.path, action="conflict", reason=c.what) for c in settled.conflicts]
+    applied = settled.transaction == "applied"
+    changes = Changes(
+        summary=settled.summary,
+        created=counts.created,
+        modified=counts.modified,
+        deleted=counts.deleted,
+        metaChanged=counts.meta,
+        bytes=counts.bytes,
+        conflicts=len(settled.conflicts),
+        refused=len(settled.refused),
+        paths=paths,
+        undo=f"mcp-guard undo {audit_id}" if applied and counts.total else "",
+        reason=settled.reason,
+    )
+    pending = PendingChanges()
+    if settled.held:
+        pending = PendingChanges(id=settled.held, summary=settled.summary, question=settled.asked)
+    if settled.transaction != "none":
+        audit.note(transaction=settled.transaction, changes=settled.summary)
+        if settled.refused:
+            audit.note(refused=[f"{p}: {why}" for p, why in settled.refused])
+        if settled.conflicts:
+            audit.note(conflicts=[f"{c.path}: {c.what}" for c in settled.conflicts])
+        if settled.asked:
+            audit.note(changes_asked=settled.asked)
+    return settled.transaction, changes, pending
+
+
+def note_run(result: RunResult) -> None:
+    """What a finished command did, for its audit record (a job's: on the look that sees it end)."""
+    audit.note(bytes=result.stdout_bytes + result.stderr_bytes, exitCode=result.exit_code, timedOut=result.timed_out)
+    if result.network_allowed:
+        audit.note(network_allowed=list(result.network_allowed))
+    if result.network_denied:
+        audit.note(network_denied=[f"{d.host}:{d.port} ({d.rule})" for d in result.network_denied])
+
+
 __all__ = [
     "ChangedPath",
     "Changes",
@@ -223,4 +289,7 @@ __all__ = [
     "OmittedRange",
     "PendingChanges",
     "ShellResult",
+    "described",
+    "note_run",
+    "running_display",
 ]

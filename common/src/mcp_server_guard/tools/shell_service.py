@@ -16,23 +16,21 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-import anyio
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.mcpserver.resolve import Elicit
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
-from pydantic import BaseModel, Field, ValidationError
 
 from mcp_server_guard import audit
 from mcp_server_guard.audit import default_state_path, new_audit_id
 from mcp_server_guard.changes.apply import Applier
 from mcp_server_guard.changes.area import CopyArea
-from mcp_server_guard.changes.transactions import Ask, Held, Settled, Transactions
+from mcp_server_guard.changes.transactions import Held, Settled, Transactions
 from mcp_server_guard.errors import ParamError, ResourceError
-from mcp_server_guard.files.history import remove_dead, remove_tree
 from mcp_server_guard.files.liveness import OwnedDir
+from mcp_server_guard.files.trees import remove_dead, remove_tree
 from mcp_server_guard.files.writing import open_writer
 from mcp_server_guard.policy import HostVerdict, NetworkRules
 from mcp_server_guard.protected import protection_for
@@ -50,7 +48,7 @@ from mcp_server_guard.shell.approval import (
 )
 from mcp_server_guard.shell.egress import EgressProxy, resolver_from_env
 from mcp_server_guard.shell.execution import Prepared, ShellExec, limit_hit
-from mcp_server_guard.shell.grants import CallHosts, HostAnswer, HostAsk, SessionApprovals
+from mcp_server_guard.shell.grants import CallHosts, SessionApprovals
 from mcp_server_guard.shell.jobs import (
     MAX_RANGE_BYTES,
     OUTPUT_TEMPLATE,
@@ -64,20 +62,22 @@ from mcp_server_guard.shell.jobs import (
     parse_range,
     read_output,
 )
-from mcp_server_guard.shell.output import Progress
 from mcp_server_guard.shell.process import REGISTRY, Control, RunResult
 from mcp_server_guard.shell.rules import Verdict as LineVerdict
 from mcp_server_guard.shell.sandbox.layers import close_box
 from mcp_server_guard.shell.sandbox.lifetime import release
 from mcp_server_guard.shell.sandbox.planning import NetworkMode, SandboxPlan
+from mcp_server_guard.tools.shell_questions import ChangesApproval, changes_asker, host_asker
 from mcp_server_guard.tools.shell_results import (
-    ChangedPath,
     Changes,
     JobInfo,
     NetworkDenial,
     OmittedRange,
     PendingChanges,
     ShellResult,
+    described,
+    note_run,
+    running_display,
 )
 
 log = logging.getLogger("mcp_server_guard.shell_exec")
@@ -131,16 +131,6 @@ class ShellCall(Protocol):
     def dropChanges(self) -> str | None: ...
 
 
-class ChangesApproval(ApprovalForm):
-    apply: bool = Field(description="Apply these changes to your files?")
-
-
-class HostQuestion(BaseModel):
-    network: HostAnswer = Field(
-        description="command: let this run reach it; session: until the server stops; deny: refuse it."
-    )
-
-
 def _log_decision(token: str | None, host: str, port: int, verdict: HostVerdict) -> None:
     log.info("egress %s %s:%s (%s) for call %s", verdict.action, host, port, verdict.rule, token)
 
@@ -149,109 +139,6 @@ def _audit_id() -> str:
     """This call's audit id (a fresh one in in-process use without the audit wrapper)."""
     record = audit.current()
     return record.audit_id if record is not None else new_audit_id()
-
-
-def host_asker(ctx: Context[Any, Any], shown: str) -> tuple[HostAsk | None, bool]:
-    """How a running command's proxy asks about a host no rule names: now, through elicitation, when the
-    connection can carry a request mid-call (2025 era); else (2026-07-28: questions only between rounds) before
-    the next run of the same line — (None, True); or never, when the client cannot ask — (None, False)."""
-    caps = ctx.client_capabilities
-    if caps is None or caps.elicitation is None:
-        return None, False
-    if not ctx.session.can_send_request:
-        return None, True
-
-    async def ask(host: str, port: int, reason: str) -> HostAnswer | None:
-        answer = await ctx.elicit(
-            f"The command\n\n    {shown}\n\nwants to reach {host}:{port} ({reason}).\n\nLet it?", HostQuestion
-        )
-        return answer.data.network if isinstance(answer, AcceptedElicitation) else None
-
-    return ask, False
-
-
-def changes_asker(ctx: Context[Any, Any], timeout: float) -> tuple[Ask | None, bool]:
-    """How to get the person's yes for a change set: now (a 2025-era client, through elicitation); later, by
-    holding it (2026-07-28: questions only between rounds); or not at all (a client without elicitation)."""
-    caps = ctx.client_capabilities
-    if caps is None or caps.elicitation is None:
-        return None, False
-    if not ctx.session.can_send_request:
-        return None, True
-
-    async def ask(question: str) -> bool | None:
-        with anyio.move_on_after(timeout):
-            try:
-                reply = await ctx.elicit(question, ChangesApproval)
-            except (ValidationError, ValueError):
-                log.warning("the client answered the question about a command's changes with another form")
-                return None  # the client's answer did not fit the question: nothing is applied
-            if isinstance(reply, AcceptedElicitation):
-                return getattr(reply.data, "apply", False) is True
-            return False
-        return None  # nobody answered
-
-    return ask, False
-
-
-def running_display(ctx: Context[Any, Any]) -> Progress | None:
-    """Progress notifications while the command runs, for a client that asked (sent a progressToken)."""
-    try:
-        meta = ctx.request_context.meta
-    except ValueError:
-        return None
-    if not meta or meta.get("progress_token", meta.get("progressToken")) is None:
-        return None
-
-    async def report(elapsed: float, output_bytes: int, last_line: str) -> None:
-        line = last_line.strip()
-        shown = f"; last line: {line[:200]}" if line else ""
-        await ctx.report_progress(elapsed, None, f"running {elapsed:.1f}s, {output_bytes} bytes of output{shown}")
-
-    return report
-
-
-def described(settled: Settled, audit_id: str) -> Described:
-    """A settled change set as the result tells it (and as the audit record notes it)."""
-    counts = settled.counts
-    paths = [ChangedPath(path=p, action=a) for p, a in settled.paths]
-    paths += [ChangedPath(path=p, action="refused", reason=why) for p, why in settled.refused]
-    paths += [ChangedPath(path=c.path, action="conflict", reason=c.what) for c in settled.conflicts]
-    applied = settled.transaction == "applied"
-    changes = Changes(
-        summary=settled.summary,
-        created=counts.created,
-        modified=counts.modified,
-        deleted=counts.deleted,
-        metaChanged=counts.meta,
-        bytes=counts.bytes,
-        conflicts=len(settled.conflicts),
-        refused=len(settled.refused),
-        paths=paths,
-        undo=f"mcp-guard undo {audit_id}" if applied and counts.total else "",
-        reason=settled.reason,
-    )
-    pending = PendingChanges()
-    if settled.held:
-        pending = PendingChanges(id=settled.held, summary=settled.summary, question=settled.asked)
-    if settled.transaction != "none":
-        audit.note(transaction=settled.transaction, changes=settled.summary)
-        if settled.refused:
-            audit.note(refused=[f"{p}: {why}" for p, why in settled.refused])
-        if settled.conflicts:
-            audit.note(conflicts=[f"{c.path}: {c.what}" for c in settled.conflicts])
-        if settled.asked:
-            audit.note(changes_asked=settled.asked)
-    return settled.transaction, changes, pending
-
-
-def note_run(result: RunResult) -> None:
-    """What a finished command did, for its audit record (a job's: on the look that sees it end)."""
-    audit.note(bytes=result.stdout_bytes + result.stderr_bytes, exitCode=result.exit_code, timedOut=result.timed_out)
-    if result.network_allowed:
-        audit.note(network_allowed=list(result.network_allowed))
-    if result.network_denied:
-        audit.note(network_denied=[f"{d.host}:{d.port} ({d.rule})" for d in result.network_denied])
 
 
 class ShellService(Generic[R]):
@@ -765,13 +652,4 @@ class ShellService(Generic[R]):
         return self._no_run("", transaction=transaction, changes=changes, pendingChanges=pending)
 
 
-__all__ = [
-    "OUTPUT_DESCRIPTION",
-    "OUTPUT_TEMPLATE",
-    "ChangesApproval",
-    "HostQuestion",
-    "ShellCall",
-    "ShellService",
-    "changes_asker",
-    "host_asker",
-]
+__all__ = ["OUTPUT_DESCRIPTION", "OUTPUT_TEMPLATE", "ShellCall", "ShellService"]
