@@ -130,7 +130,7 @@ def test_config_never_prints_a_configuration_that_cannot_start(tmp_path: Path) -
         "tilde": ([*config, "--allow-path", "~/no-such-project"], "'~' is not expanded"),
     }
     for name, (args, said) in cases.items():
-        done = run(args, tmp_path)
+        done = run([console_script("mcp-guard"), *args], tmp_path)
         assert done.returncode == 2 and said in done.stderr, (name, done.stderr)
         assert done.stdout == "", name  # nothing to paste
     home = run([*config, "--allow-path", str(tmp_path)], tmp_path)  # run() makes tmp_path the HOME
@@ -271,3 +271,18 @@ def _line(proc: subprocess.Popen[str], timeout: float = 30) -> str:
     ready, _, _ = select.select([proc.stdout], [], [], timeout)
     assert ready, "no line in time"
     return proc.stdout.readline()
+
+
+def test_a_path_of_the_wrong_kind_is_one_line_and_exit_1_not_a_traceback(tmp_path: Path) -> None:
+    a_dir, a_file = tmp_path / "d", tmp_path / "f"
+    a_dir.mkdir()
+    a_file.write_text("x")
+    for args in (
+        ["audit", "--audit-log", str(a_dir)],
+        ["history", "list", "--history-dir", str(a_file)],
+        ["history", "prune", "--history-dir", str(a_file)],
+    ):
+        done = run([console_script("mcp-guard"), *args], tmp_path)
+        assert done.returncode == 1, (args, done.stderr)
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert done.stderr.startswith("mcp-guard: ") and str(tmp_path) in done.stderr

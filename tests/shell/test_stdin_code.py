@@ -49,6 +49,10 @@ STDIN_FORMS = [
     # eval of what it reads: the stdin's lines are command lines all the same
     {"command": 'eval "$(cat)"'},
     {"command": 'while read -r l; do eval "$l"; done'},
+    # a program named by what it reads, or code that hands what it reads to a shell
+    {"command": "read -r l; $l"},
+    {"command": "$(cat)"},
+    {"command": "python3 -c 'import os, sys; os.system(sys.stdin.read())'"},
 ]
 
 
@@ -113,11 +117,16 @@ async def test_a_jobs_input_is_judged_at_each_write_even_split_over_two_writes(w
         head = await _call(client, jobId=started["jobId"], stdin="shut")
         tail = await _call(client, jobId=started["jobId"], stdin="down -h now\n")
         fine = await _call(client, jobId=started["jobId"], stdin="\necho job-ok\n", yieldAfterSeconds=2)
+        # A backslash at the end of a write joins its line to the next write's (`shut\` + newline, `down -h now`).
+        continued = await _call(client, jobId=started["jobId"], stdin="shut\\\n")
+        joined = await _call(client, jobId=started["jobId"], stdin="down -h now\n")
         await _call(client, jobId=started["jobId"], signal="KILL")
     assert whole.get("refused") and "power-off" in whole["message"], whole
     assert not head.get("refused"), head
     assert tail.get("refused") and "power-off" in tail["message"], tail
     assert "job-ok" in fine["stdout"], fine
+    assert not continued.get("refused"), continued
+    assert joined.get("refused") and "power-off" in joined["message"], joined
 
 
 async def test_a_cat_job_takes_any_input_as_data(workspace: Path) -> None:
@@ -180,3 +189,16 @@ async def test_a_sqlite3_or_plus_x_shell_job_has_each_write_judged(workspace: Pa
             await _call(client, jobId=started["jobId"], signal="KILL")
             assert refused.get("refused") and "power-off" in refused["message"], (command, refused)
             assert not fine.get("refused"), (command, fine)
+
+
+async def test_a_quoted_newline_fed_to_a_read_eval_loop_is_judged_line_by_line(workspace: Path) -> None:
+    """Threat: one write that is a harmless quoted assignment as a whole script, while a read loop evals it line
+    by line — its second line is a command of its own."""
+    payload = "x='\nshutdown -h now\n'\n"
+    async with serve(SX, workspace) as client:
+        once = await _call(client, command='while read -r l; do eval "$l"; done', stdin=payload)
+        started = await _call(client, command='while read -r l; do eval "$l"; done', yieldAfterSeconds=0.2)
+        fed = await _call(client, jobId=started["jobId"], stdin=payload)
+        await _call(client, jobId=started["jobId"], signal="KILL")
+    for refused in (once, fed):
+        assert refused.get("refused") and "power-off" in refused["message"], refused

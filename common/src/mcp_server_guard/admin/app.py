@@ -628,4 +628,11 @@ def history_restore(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    run_app(app, PROG, argv)
+    try:
+        run_app(app, PROG, argv)
+    except OSError as exc:
+        # A path given that is not what it must be (a directory for --audit-log, a file for --history-dir): one
+        # line, not a traceback.
+        where = f": {printable(str(exc.filename))}" if exc.filename else ""
+        print(f"{PROG}: {exc.strerror or exc}{where}", file=sys.stderr)
+        raise SystemExit(1) from None

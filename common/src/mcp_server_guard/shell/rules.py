@@ -645,6 +645,7 @@ class _Expander:
             outside = self.reaches_outside(static)  # `$(echo rm) -rf ~`: whatever runs, it acts outside
             kind = "dynamic-command" if head.split or self.fetches or outside else "dynamic-program"
             self.finding(kind, f"the program name {head.raw!r} is only known at run time")
+            self._stdin_as_lines("a program named at run time", feed, depth)  # `$(cat)`, `read l; $l`
             return
         if len(self.found) >= MAX_COMMANDS:
             raise TooComplex(f"the command line runs more than {MAX_COMMANDS} commands")
@@ -683,17 +684,14 @@ class _Expander:
             self._inner(program, inner_text, depth, Feed("pipe") if program in NETWORK_FED else feed)
         if program == "eval":
             if rest and all(w.value is not None for w in rest):
-                self.line(" ".join(w.value or "" for w in rest), depth + 1)  # eval 'static text': judge the text
+                # eval 'static text': judge the text, with the line's stdin (`eval 'eval "$(cat)"'`)
+                self.line(" ".join(w.value or "" for w in rest), depth + 1, feed)
             else:
                 if any(_FETCHES.search(w.raw) for w in rest):
                     self.finding("remote-code", "eval runs a string fetched from the network")
                 # `eval "$(pyenv init -)"`: on a copy, judged by what it does; with a download in the line, never.
                 self.finding("eval" if self.fetches else "dynamic-eval", "eval runs a string built at run time")
-                if feed.kind in ("call", "job"):
-                    # Threat: `eval "$(cat)"`, `while read -r l; do eval "$l"; done` fed by the call or a job: what
-                    # is written to its stdin becomes command lines, so each write is judged as one (an 'ask'
-                    # rule's command sent that way is asked about like the same line given as the command).
-                    self._program_text("eval", feed, lambda text: self.line(text, depth + 1), "a shell script")
+                self._stdin_as_lines("eval", feed, depth)
         elif program == "hash" and any(
             w.value is None or ((w.value or "").startswith("-") and "p" in (w.value or "")) for w in rest
         ):
@@ -876,6 +874,9 @@ class _Expander:
             elif _evaluates_stdin(joined):
                 # `python3 -c 'exec(sys.stdin.read())'`: its stdin is code after all.
                 self._program_text(name, feed, lambda text: self._interpreter_text(program, text, depth), "code")
+                if _SHELLS_OUT.search(joined):
+                    # `os.system(sys.stdin.read())`, `perl -e 'system <STDIN>'`: the code hands it to a shell.
+                    self._stdin_as_lines(name, feed, depth)
             return
         if _reads_descriptor(script) == "other":
             self.finding("script-from-data", f"{program} runs code it reads from a file descriptor")
@@ -886,6 +887,24 @@ class _Expander:
             return
         # The program text comes from stdin (`python3`, `python3 -`, `perl /dev/stdin`): judge what feeds it.
         self._program_text(name, feed, lambda text: self._interpreter_text(program, text, depth), f"{program} code")
+
+    def _stdin_as_lines(self, reader: str, feed: Feed, depth: int) -> None:
+        """Threat: the call's stdin (or a job's later input) run as command lines by other means than a shell's own
+        script: `eval "$(cat)"`, `while read -r l; do eval "$l"; done`, `$(cat)`, `read l; $l`, `os.system(input())`.
+        Each write is judged as a script and, as a read loop runs it line by line (a quoted newline in one line
+        starts a new command in the next eval), as each of its lines too; an 'ask' or 'deny' rule's command sent
+        this way is asked about or refused like the same line given as the command."""
+        if feed.kind not in ("call", "job"):
+            return
+
+        def judge(text: str) -> None:
+            self.line(text, depth + 1)
+            lines = [one for one in text.splitlines() if one.strip()]
+            if len(lines) > 1:
+                for one in lines:
+                    self.line(one, depth + 1)
+
+        self._program_text(reader, feed, judge, "a shell script")
 
     def _interpreter_text(self, program: str, text: str, depth: int = 0) -> None:
         """Code an interpreter reads from stdin, judged as its -c/-e code is: fork loops, and the command lines
@@ -1270,7 +1289,9 @@ def _interpreter_input(name: str, words: Sequence[Word]) -> tuple[bool, Word | N
 # Code that runs what it reads from stdin: exec(sys.stdin.read()), eval(input()), perl -ne 'system $_' …
 _EVALUATES_STDIN = re.compile(
     r"\b(?:exec|eval|system|spawn|execSync|popen)\b.{0,80}(?:stdin|input\s*\(|readFileSync\s*\(\s*0|<STDIN>|STDIN|"
-    r"\$_\b|\$stdin|ARGF|gets\b|readline|open\s*\(\s*0\b|/dev/stdin)|(?:^|[;{\s])(?:system|exec|eval)\s*\(?\s*\$_\b",
+    r"\$_\b|\$stdin|ARGF|gets\b|readline|open\s*\(\s*0\b|/dev/stdin)|(?:^|[;{\s])(?:system|exec|eval)\s*\(?\s*\$_\b"
+    # perl's and ruby's backticks and qx// around what was read: `$_`, qx($line)
+    r"|`[^`]{0,80}(?:\$_\b|<STDIN>|STDIN|gets\b|\$line\b)|\bqx\s*.{0,3}\$_\b",
     re.DOTALL,
 )
 
@@ -1284,6 +1305,13 @@ _FETCH_AND_RUN = re.compile(
     r"Net::HTTP|fetch\s*\(|file_get_contents\s*\(\s*['\"]https?:|https?://)"
     r"|\b(?:urlopen|requests\.get|URI\.open|fetch\s*\(|file_get_contents\s*\(\s*['\"]https?:).{0,160}\b(?:exec|eval)\b",
     re.DOTALL,
+)
+
+
+# Code that hands what it read to a shell, not to its own interpreter (with _EVALUATES_STDIN: what it read is stdin).
+_SHELLS_OUT = re.compile(
+    r"\b(?:system|popen|spawn|spawnSync|execSync|exec_command|subprocess|check_output|getoutput|getstatusoutput|"
+    r"shell\s*=\s*True|IO\.popen|Open3|qx)\b|`"
 )
 
 

@@ -141,6 +141,17 @@ def _audit_id() -> str:
     return record.audit_id if record is not None else new_audit_id()
 
 
+def unfinished_line(text: str) -> str:
+    """What of ``text`` the next write to a job can still continue: the line after the last newline and, threat:
+    `shut\\` + newline, then `down -h now` in the next write — the lines before it that end in a backslash (a
+    shell, and `read` without -r, join a line ending in one to the next). Judged again with the next write."""
+    lines = text.split("\n")
+    start = len(lines) - 1
+    while start > 0 and lines[start - 1].endswith("\\"):
+        start -= 1
+    return "\n".join(lines[start:])
+
+
 class ShellService(Generic[R]):
     """Everything shell_exec does, for one server: its policy, box, jobs, kept outputs and change sets."""
 
@@ -407,7 +418,7 @@ class ShellService(Generic[R]):
         if stdin_code:
             # Its later input is code: each write is judged (_job_input_verdict), after what this call fed it.
             job.reads = (args.command, list(args.args), dict(args.env or {}))
-            job.input_carry = (args.stdin or "").rpartition("\n")[2]
+            job.input_carry = unfinished_line(args.stdin or "")
         audit.note(job=job.id, job_action="start")
         if args.stdin is not None:
             stdin = args.stdin.encode("utf-8", "surrogateescape")
@@ -434,7 +445,7 @@ class ShellService(Generic[R]):
                 audit.note(rule=verdict.rule, stdin_judged_as=verdict.stdin_code)
                 if verdict.action == "ask":
                     require_approval(answer, verdict)
-                job.input_carry = (job.input_carry + args.stdin).rpartition("\n")[2]
+                job.input_carry = unfinished_line(job.input_carry + args.stdin)
             data = args.stdin.encode("utf-8", "surrogateescape")
             written = await job.control.write_stdin(data)
             audit.note(stdin_bytes=written)
