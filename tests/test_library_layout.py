@@ -292,7 +292,7 @@ def test_each_servers_module_is_contract_and_wiring_only() -> None:
 # from here).
 MODULE_LINES = 700
 STILL_OVER = {
-    "shell/rules.py": 1510,
+    "shell/rules.py": 1444,
     "shell/wrappers.py": 1000,
     "changes/apply.py": 998,
     "shell/sandbox/supervisor.py": 905,

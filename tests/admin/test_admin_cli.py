@@ -130,7 +130,7 @@ def test_config_never_prints_a_configuration_that_cannot_start(tmp_path: Path) -
         "tilde": ([*config, "--allow-path", "~/no-such-project"], "'~' is not expanded"),
     }
     for name, (args, said) in cases.items():
-        done = run([console_script("mcp-guard"), *args], tmp_path)
+        done = run(args, tmp_path)
         assert done.returncode == 2 and said in done.stderr, (name, done.stderr)
         assert done.stdout == "", name  # nothing to paste
     home = run([*config, "--allow-path", str(tmp_path)], tmp_path)  # run() makes tmp_path the HOME
