@@ -53,6 +53,7 @@ STDIN_FORMS = [
     {"command": "read -r l; $l"},
     {"command": "$(cat)"},
     {"command": "python3 -c 'import os, sys; os.system(sys.stdin.read())'"},
+    {"command": "python3 -c 'import subprocess, sys; subprocess.run(sys.stdin.read(), shell=True)'"},
 ]
 
 

@@ -114,6 +114,18 @@ SHELLS_OUT = re.compile(
 )
 
 
+# Code that reads its stdin, wherever the reading stands (`for l in sys.stdin: os.system(l)`).
+_READS_STDIN = re.compile(
+    r"sys\.stdin|\binput\s*\(|readFileSync\s*\(\s*0|<STDIN>|\bSTDIN\b|\$stdin|\bARGF\b|\bgets\b|/dev/stdin|"
+    r"\bopen\s*\(\s*0\b|process\.stdin|io\.read|os\.Stdin"
+)
+
+
+def hands_stdin_to_a_shell(code: str) -> bool:
+    """Code that reads its stdin and runs a shell (in either order): what it read may be what the shell runs."""
+    return _READS_STDIN.search(code) is not None and SHELLS_OUT.search(code) is not None
+
+
 def evaluates_stdin(code: str) -> bool:
     return _EVALUATES_STDIN.search(code) is not None
 
@@ -124,5 +136,6 @@ __all__ = [
     "SHELLS_OUT",
     "evaluates_stdin",
     "forks_repeatedly",
+    "hands_stdin_to_a_shell",
     "interpreter_input",
 ]

@@ -38,6 +38,7 @@ from mcp_server_guard.shell.interpreters import (
     SHELLS_OUT,
     evaluates_stdin,
     forks_repeatedly,
+    hands_stdin_to_a_shell,
     interpreter_input,
 )
 from mcp_server_guard.shell.parsing import (
@@ -879,7 +880,7 @@ class _Expander:
             if RUNS_INPUT_LINES.search(joined):
                 # `perl -ne 'system $_'`: each line of its stdin is a command line.
                 self._program_text("shell", feed, lambda text: self.line(text, depth + 1), "a shell script")
-            elif evaluates_stdin(joined):
+            elif evaluates_stdin(joined) or hands_stdin_to_a_shell(joined):
                 # `python3 -c 'exec(sys.stdin.read())'`: its stdin is code after all.
                 self._program_text(name, feed, lambda text: self._interpreter_text(program, text, depth), "code")
                 if SHELLS_OUT.search(joined):
@@ -900,8 +901,7 @@ class _Expander:
         """Threat: the call's stdin (or a job's later input) run as command lines by other means than a shell's own
         script: `eval "$(cat)"`, `while read -r l; do eval "$l"; done`, `$(cat)`, `read l; $l`, `os.system(input())`.
         Each write is judged as a script and, as a read loop runs it line by line (a quoted newline in one line
-        starts a new command in the next eval), as each of its lines too; an 'ask' or 'deny' rule's command sent
-        this way is asked about or refused like the same line given as the command."""
+        starts a new command in the next eval), as each of its lines too, like the same lines given as commands."""
         if feed.kind not in ("call", "job"):
             return
 
