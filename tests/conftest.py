@@ -20,9 +20,10 @@ def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """HOME and XDG_STATE_HOME inside tmp_path, so nothing a server writes by default leaves it."""
+    """HOME and XDG_STATE_HOME inside tmp_path, for every test: nothing a server or the CLI writes by default leaves
+    it, whichever way a test starts them."""
     home = tmp_path / "home"
     (home / ".local" / "state").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))

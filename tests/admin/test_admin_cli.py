@@ -204,7 +204,7 @@ def test_audit_command_pairs_intent_and_outcome_into_one_line_per_call(tmp_path:
     assert [(c["audit_id"], c["status"]) for c in calls] == [("c333", "done"), ("d4444", "running")]
 
 
-def test_audit_records_name_their_project_and_the_view_filters_and_follows(tmp_path: Path) -> None:
+def test_audit_records_name_their_project_and_the_view_filters_and_follows(tmp_path: Path, isolated_home: Path) -> None:
     import anyio
 
     from support import serve
