@@ -20,10 +20,9 @@ def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """HOME and XDG_STATE_HOME inside tmp_path, for every test: nothing a server or the CLI writes by default leaves
-    it, whichever way a test starts them."""
+    """HOME and XDG_STATE_HOME inside tmp_path, so nothing a server writes by default leaves it."""
     home = tmp_path / "home"
     (home / ".local" / "state").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
