@@ -20,6 +20,17 @@ def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture(autouse=True)
+def _no_real_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs with HOME and XDG_STATE_HOME in a temp dir of its own (beside tmp_path, so tmp_path stays
+    empty): a test that starts a server or the CLI without asking for a home never writes to the real state dir."""
+    home = tmp_path_factory.mktemp("home")
+    (home / ".local" / "state").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+
+
 @pytest.fixture
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """HOME and XDG_STATE_HOME inside tmp_path, so nothing a server writes by default leaves it."""

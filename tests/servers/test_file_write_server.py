@@ -243,63 +243,69 @@ async def test_python_shebang_and_ordinary_text_are_allowed(workspace: Path, his
     assert (workspace / "script.py").stat().st_mode & 0o111 == 0
 
 
-@pytest.mark.parametrize(
-    "target",
-    [
-        ".git/hooks/pre-commit",
-        ".git/config",
-        "sub/.git/hooks/post-checkout",
-        ".bashrc",
-        ".zshrc",
-        ".profile",
-        ".gitconfig",
-        ".mcp.json",
-        ".vscode/mcp.json",
-        ".cursor/mcp.json",
-        ".config/Claude/claude_desktop_config.json",
-        ".GIT/HOOKS/pre-push",
-        ".vscode/tasks.json",
-        ".vscode/settings.json",
-        ".codex/config.toml",
-        ".gemini/settings.json",
-        ".config/git/config",
-        ".envrc",
-        "sub/.git",
-    ],
-)
-async def test_protected_paths_are_never_written(workspace: Path, history: Path, target: str) -> None:
+# Each a file that runs code at the user's next git command, shell start or agent start. One server walks the list
+# (a server per path proved nothing more and cost a second each); the in-memory tier runs it in both eras.
+PROTECTED_TARGETS = [
+    ".git/hooks/pre-commit",
+    ".git/config",
+    "sub/.git/hooks/post-checkout",
+    ".bashrc",
+    ".zshrc",
+    ".profile",
+    ".gitconfig",
+    ".mcp.json",
+    ".vscode/mcp.json",
+    ".cursor/mcp.json",
+    ".config/Claude/claude_desktop_config.json",
+    ".GIT/HOOKS/pre-push",
+    ".vscode/tasks.json",
+    ".vscode/settings.json",
+    ".codex/config.toml",
+    ".gemini/settings.json",
+    ".config/git/config",
+    ".envrc",
+    "sub/.git",
+]
+
+
+async def test_protected_paths_are_never_written(workspace: Path, history: Path) -> None:
     async with serve(FW, workspace, *fw_args(history)) as client:
-        result = await write(client, target, "x", overwrite=True, createDirs=True)
-    assert error_of(result)["code"] == "PROTECTED_PATH"
-    assert not (workspace / target).exists()
-    assert not (workspace / target.split("/", maxsplit=1)[0]).exists() or target.startswith("sub/")
+        results = {
+            target: await write(client, target, "x", overwrite=True, createDirs=True) for target in PROTECTED_TARGETS
+        }
+    for target, result in results.items():
+        assert error_of(result)["code"] == "PROTECTED_PATH", target
+        assert not (workspace / target).exists(), target
+        assert not (workspace / target.split("/", maxsplit=1)[0]).exists() or target.startswith("sub/"), target
 
 
-@pytest.mark.parametrize(
-    "target",
-    [
-        "gitdir/config",  # git init --separate-git-dir: the git dir has any name
-        "gitdir/hooks/pre-commit",
-        "gitdir/modules/lib/config",
-        "gitdir/modules/lib/hooks/post-checkout",
-        "gitdir/worktrees/w/config.worktree",
-        "gitdir/commondir",
-        "bare.git/hooks/pre-receive",
-        "bare.git/config",
-    ],
-)
-async def test_git_config_and_hooks_are_protected_wherever_the_git_dir_lies(
-    workspace: Path, history: Path, target: str
-) -> None:
+# A git dir of any name (git init --separate-git-dir), its modules and worktrees, a bare repository.
+SEPARATE_GIT_DIR_TARGETS = [
+    "gitdir/config",
+    "gitdir/hooks/pre-commit",
+    "gitdir/modules/lib/config",
+    "gitdir/modules/lib/hooks/post-checkout",
+    "gitdir/worktrees/w/config.worktree",
+    "gitdir/commondir",
+    "bare.git/hooks/pre-receive",
+    "bare.git/config",
+]
+
+
+async def test_git_config_and_hooks_are_protected_wherever_the_git_dir_lies(workspace: Path, history: Path) -> None:
     subprocess.run(["git", "init", "-q", "--separate-git-dir=gitdir", "work"], cwd=workspace, check=True)
     subprocess.run(["git", "init", "-q", "--bare", "bare.git"], cwd=workspace, check=True)
     (workspace / "gitdir" / "modules" / "lib").mkdir(parents=True)
     (workspace / "gitdir" / "worktrees" / "w").mkdir(parents=True)
     async with serve(FW, workspace, *fw_args(history)) as client:
-        result = await write(client, target, "x", overwrite=True, createDirs=True)
+        results = {
+            target: await write(client, target, "x", overwrite=True, createDirs=True)
+            for target in SEPARATE_GIT_DIR_TARGETS
+        }
         ordinary = await write(client, "gitdir/description", "mine", overwrite=True)
-    assert error_of(result)["code"] == "PROTECTED_PATH"
-    assert "git" in error_of(result)["message"]
+    for target, result in results.items():
+        assert error_of(result)["code"] == "PROTECTED_PATH", target
+        assert "git" in error_of(result)["message"], target
     assert not ordinary.is_error
 
 
@@ -311,22 +317,19 @@ def _git(*args: str, cwd: Path) -> None:
     )
 
 
-@pytest.mark.parametrize(
-    "target",
-    [
-        ".git/modules/lib/config",  # a core.fsmonitor there runs at the user's next git command in the submodule
-        ".git/modules/lib/hooks/post-checkout",
-        ".git/modules/lib/modules/inner/config",  # a submodule of the submodule
-        ".git/modules/fresh/config",  # a module git dir that does not exist yet
-        ".git/worktrees/wt/config.worktree",
-        ".git/worktrees/wt/gitdir",
-        "lib/.git",  # the submodule's pointer to its git dir
-        "wt/.git",
-    ],
-)
-async def test_a_submodules_or_worktrees_git_config_and_hooks_are_never_written(
-    workspace: Path, history: Path, target: str
-) -> None:
+SUBMODULE_AND_WORKTREE_TARGETS = [
+    ".git/modules/lib/config",  # a core.fsmonitor there runs at the user's next git command in the submodule
+    ".git/modules/lib/hooks/post-checkout",
+    ".git/modules/lib/modules/inner/config",  # a submodule of the submodule
+    ".git/modules/fresh/config",  # a module git dir that does not exist yet
+    ".git/worktrees/wt/config.worktree",
+    ".git/worktrees/wt/gitdir",
+    "lib/.git",  # the submodule's pointer to its git dir
+    "wt/.git",
+]
+
+
+async def test_a_submodules_or_worktrees_git_config_and_hooks_are_never_written(workspace: Path, history: Path) -> None:
     lib = workspace.parent / "lib-origin"
     lib.mkdir()
     _git("init", "-q", cwd=lib)
@@ -342,9 +345,13 @@ async def test_a_submodules_or_worktrees_git_config_and_hooks_are_never_written(
         (workspace / ".git" / "modules" / "lib" / "modules" / "inner" / name).mkdir()
     before = {p: p.read_bytes() for p in workspace.rglob("*") if p.is_file() and "objects" not in p.parts}
     async with serve(FW, workspace, *fw_args(history)) as client:
-        result = await write(client, target, "[core]\n\tfsmonitor = touch pwned\n", overwrite=True, createDirs=True)
+        results = {
+            target: await write(client, target, "[core]\n\tfsmonitor = touch pwned\n", overwrite=True, createDirs=True)
+            for target in SUBMODULE_AND_WORKTREE_TARGETS
+        }
         ordinary = await write(client, "lib/f", "changed", overwrite=True)  # the submodule's work tree stays writable
-    assert error_of(result)["code"] == "PROTECTED_PATH", target
+    for target, result in results.items():
+        assert error_of(result)["code"] == "PROTECTED_PATH", target
     assert not ordinary.is_error
     after = {p: p.read_bytes() for p in workspace.rglob("*") if p.is_file() and "objects" not in p.parts}
     assert {p for p in after if after[p] != before.get(p)} == {workspace / "lib" / "f"}
