@@ -35,7 +35,7 @@ async def _call(client: Any, **arguments: Any) -> dict[str, Any]:
 
 
 # Each form a shell or an interpreter takes its script from the call's stdin by.
-STDIN_FORMS = [
+STDIN_FORMS: list[dict[str, Any]] = [
     {"command": "bash"},
     {"command": "sh"},
     {"command": "bash -s"},
@@ -73,7 +73,7 @@ async def test_a_script_fed_on_stdin_to_a_shell_is_judged_like_a_line(workspace:
 
 
 def _form_id(form: dict[str, Any]) -> str:
-    return form["command"] + " " + " ".join(form.get("args", []))
+    return " ".join([form["command"], *form.get("args", [])])
 
 
 async def test_code_fed_to_an_interpreter_on_stdin_is_judged_like_its_c_code(workspace: Path) -> None:
