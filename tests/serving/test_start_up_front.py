@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -185,3 +187,18 @@ def test_a_huge_line_after_the_answered_handshake_is_the_real_servers_and_answer
     }
     out = _session(script, workspace, [huge, {"jsonrpc": "2.0", "id": 5, "method": "ping"}])
     assert sorted(m["id"] for m in out) == [1, 2, 3, 4, 5], [m.get("id") for m in out]
+
+
+def test_a_server_builds_without_loading_rich(workspace: Path) -> None:
+    """The SDK's logging set-up imports rich for a handler ours replaces (~6 MiB, 15-35 ms a start): not loaded."""
+    run = subprocess.run(
+        [sys.executable, "-X", "importtime", console_script("mcp-server-file-read")],
+        cwd=workspace,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in run.stderr.decode().splitlines() if "|" in line}
+    assert "mcp.server.mcpserver.server" in loaded  # the server was built (the SDK's MCPServer loaded)
+    assert "rich" not in loaded  # any module of rich loads the package first (a refused import is listed alone)

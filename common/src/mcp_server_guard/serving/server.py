@@ -21,9 +21,11 @@ import json
 import logging
 import math
 import shlex
+import sys
 import typing
 import warnings
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 from urllib.parse import unquote, urlparse
@@ -245,6 +247,23 @@ def _policy_result(result: CallToolResult, decision: str) -> str:
 _PATH_CODES = frozenset({"NOT_FOUND", "PATH_OUTSIDE_JAIL", "NOT_A_DIRECTORY", "INVALID_PATH", "IS_DIRECTORY"})
 
 
+@contextmanager
+def _rich_left_unloaded() -> Iterator[None]:
+    """Memory and start-up: ``MCPServer.__init__`` calls the SDK's ``configure_logging``, which imports ``rich``
+    (~6 MiB and 15-35 ms per server) to build a handler that ``logging.basicConfig`` then drops, because the
+    launch installed ours on stderr first. ``rich`` is optional to the SDK (it falls back on ImportError): while
+    the server is built, its import fails unless something else has loaded it already."""
+    if "rich.console" in sys.modules:
+        yield
+        return
+    sys.modules["rich.console"] = None  # type: ignore[assignment]  # None here: `import rich.console` fails
+    try:
+        yield
+    finally:
+        if sys.modules.get("rich.console", False) is None:
+            del sys.modules["rich.console"]
+
+
 class GuardedServer(MCPServer[Any]):
     """An MCPServer that audits every call and turns every failure into a structured refusal."""
 
@@ -254,13 +273,14 @@ class GuardedServer(MCPServer[Any]):
             f"Permission mode: {config.mode.value}. Allowed directories: {roots} (relative paths are taken from "
             f"{config.jail.launch_dir}; nothing outside them can be read, written or run on)."
         )
-        super().__init__(
-            name=config.name,
-            version=config.version,
-            description=f"mcp-guard {config.name} ({config.mode.value})",
-            instructions=f"{mode_line} {instructions}" if instructions else mode_line,
-            log_level=config.log_level,  # type: ignore[arg-type]
-        )
+        with _rich_left_unloaded():
+            super().__init__(
+                name=config.name,
+                version=config.version,
+                description=f"mcp-guard {config.name} ({config.mode.value})",
+                instructions=f"{mode_line} {instructions}" if instructions else mode_line,
+                log_level=config.log_level,  # type: ignore[arg-type]
+            )
         self.shapes: dict[str, ToolShape] = {}
         # shell_exec: the timeout in force for a call's arguments, shown on every result (refusals too).
         self.timeout_for: Callable[[Mapping[str, Any]], float] | None = None
