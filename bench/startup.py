@@ -1,9 +1,11 @@
 """What an agent CLI that spawns a server on demand waits for: spawn -> initialize -> tools/list -> first
 tools/call result, for each server and, in the same run, for the bare SDK server (the floor).
 
-    uv run python -m bench.startup [--spawns 20]
+    uv run python -m bench.startup [--spawns 20] [--new-projects]
 
-Prints p50 and p95 in milliseconds; the target is a first result within 500 ms (p95).
+Prints p50 and p95 in milliseconds; the targets: a first answer within 300 ms and a first result within 500 ms
+(p95). ``--new-projects`` starts each spawn in a directory no server has started in before (an agent CLI opening
+project after project); by default every spawn starts in the same one.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from bench.client import find_server
 from bench.core import median, p95
 
 BARE = Path(__file__).with_name("servers") / "bare_server.py"
-TARGET_MS = 500.0
+TARGET_MS = 500.0  # the first tool result (the agent CLI's budget)
+ANSWER_MS = 300.0  # the first answer (initialize)
 
 
 def _exchange(argv: Sequence[str], cwd: Path, tool: str, arguments: dict[str, Any]) -> tuple[float, float]:
@@ -66,7 +69,7 @@ def _exchange(argv: Sequence[str], cwd: Path, tool: str, arguments: dict[str, An
         proc.wait(timeout=30)
 
 
-def measure(spawns: int) -> dict[str, dict[str, float]]:
+def measure(spawns: int, new_projects: bool = False) -> dict[str, dict[str, float]]:
     with tempfile.TemporaryDirectory(prefix="mcp-startup-") as tmp:
         root = Path(tmp) / "root"
         root.mkdir()
@@ -89,12 +92,18 @@ def measure(spawns: int) -> dict[str, dict[str, float]]:
         for i in range(spawns + 1):  # round 0 warms the page cache and is discarded
             for kind, make in kinds.items():
                 argv, tool, arguments = make()
-                sample = _exchange(argv, root, tool, arguments)
+                where = root
+                if new_projects:
+                    where = Path(tmp) / f"project-{next(counter)}"
+                    where.mkdir()
+                    (where / "hello.txt").write_text("hello\n", encoding="utf-8")
+                sample = _exchange(argv, where, tool, arguments)
                 if i:
                     times[kind].append(sample)
     return {
         kind: {
             "init_p50_ms": median([s[0] for s in samples]) * 1000,
+            "init_p95_ms": p95([s[0] for s in samples]) * 1000,
             "first_p50_ms": median([s[1] for s in samples]) * 1000,
             "first_p95_ms": p95([s[1] for s in samples]) * 1000,
         }
@@ -105,16 +114,19 @@ def measure(spawns: int) -> dict[str, dict[str, float]]:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--spawns", type=int, default=20)
+    ap.add_argument("--new-projects", action="store_true", help="each spawn in a directory of its own")
     ns = ap.parse_args(argv)
-    rows = measure(ns.spawns)
-    print(f"spawn -> initialize -> tools/list -> first tools/call result, {ns.spawns} spawns each")
-    print("| server | initialize p50 | first result p50 | first result p95 | target p95 <= 500 ms |")
+    rows = measure(ns.spawns, ns.new_projects)
+    where = "each in a new project" if ns.new_projects else "all in one project"
+    print(f"spawn -> initialize -> tools/list -> first tools/call result, {ns.spawns} spawns each, {where}")
+    print("| server | initialize p50 / p95 | first result p50 | first result p95 | targets p95 300 / 500 ms |")
     print("|---|---|---|---|---|")
     for kind, row in rows.items():
-        verdict = "-" if kind.startswith("bare") else ("met" if row["first_p95_ms"] <= TARGET_MS else "missed")
+        met = [row["init_p95_ms"] <= ANSWER_MS, row["first_p95_ms"] <= TARGET_MS]
+        verdict = "-" if kind.startswith("bare") else " / ".join("met" if m else "missed" for m in met)
         print(
-            f"| {kind} | {row['init_p50_ms']:.0f} ms | {row['first_p50_ms']:.0f} ms | {row['first_p95_ms']:.0f} ms "
-            f"| {verdict} |"
+            f"| {kind} | {row['init_p50_ms']:.0f} / {row['init_p95_ms']:.0f} ms | {row['first_p50_ms']:.0f} ms "
+            f"| {row['first_p95_ms']:.0f} ms | {verdict} |"
         )
     return 0
 

@@ -1,7 +1,7 @@
 """The first answers before the SDK is loaded (``serving.front``), through the real console scripts.
 
-A start records its answers to ``initialize`` and ``tools/list``; the next start with the same command line,
-directory, environment and code answers them from that record while it is still loading, and the real server
+A start records its answers to ``initialize`` and ``tools/list``; the next start with the same command line (but
+for its directories), environment and code answers them from that record while it is still loading, and the real server
 still sees every line: one answer per request, the same answers, and a record that no longer matches is
 replaced.
 """
@@ -17,16 +17,20 @@ from typing import Any
 
 import pytest
 
+from mcp_server_guard.serving import front
 from support import RawClient, console_script
 
 SERVERS = ["mcp-server-file-read", "mcp-server-file-write", "mcp-server-shell-exec"]
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "front-test", "version": "1"}}
 
 
-def _session(script: str, workspace: Path, tail: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """Spawn, send the handshake, tools/list and ``tail`` at once, wait for the last answer, close stdin: every
-    line the server wrote."""
-    client = RawClient([console_script(script), "--audit-log", str(workspace.parent / "audit.jsonl")], workspace)
+def _session(
+    script: str, workspace: Path, tail: list[dict[str, Any]] | None = None, *, cwd: Path | None = None
+) -> list[dict[str, Any]]:
+    """Spawn (in ``cwd``, else the workspace), send the handshake, tools/list and ``tail`` at once, wait for the
+    last answer, close stdin: every line the server wrote."""
+    argv = [console_script(script), "--audit-log", str(workspace.parent / "audit.jsonl")]
+    client = RawClient(argv, cwd or workspace)
     lines: list[dict[str, Any]] = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
@@ -79,6 +83,74 @@ def test_a_start_answers_from_its_record_and_a_record_that_differs_is_replaced(
     assert [m["id"] for m in stale] == [1, 2, 3]
     healed = _session(script, workspace)
     assert healed == first
+
+
+def test_a_start_in_another_project_answers_from_the_record_with_its_own_directories(
+    workspace: Path, isolated_home: Path
+) -> None:
+    # The record is a template for the directories: a start in a new project answers at once, naming that
+    # project (proof it was the front: a mark added to the record shows, then heals), as the real server would.
+    script = "mcp-server-shell-exec"
+    other = workspace.parent / "other-project"
+    other.mkdir()
+    _session(script, workspace)
+    [record] = _records(isolated_home)
+    kept = json.loads(record.read_text())
+    init_key = next(k for k, v in kept.items() if "serverInfo" in v)
+    assert str(workspace) not in record.read_text()  # kept as a template
+    kept[init_key]["instructions"] += " MARK"
+    record.write_text(json.dumps(kept))
+    marked = _session(script, workspace, cwd=other)
+    healed = _session(script, workspace, cwd=other)
+    record.unlink()
+    fresh = _session(script, workspace, cwd=other)  # no record: the real server's own answers
+    assert marked[0]["result"]["instructions"] == fresh[0]["result"]["instructions"] + " MARK"
+    assert (
+        f"Allowed directories: {other} (relative paths are taken from {other};" in healed[0]["result"]["instructions"]
+    )
+    assert healed == fresh and [m["id"] for m in marked] == [1, 2, 3]
+
+
+def test_a_start_whose_launch_directory_is_missing_gets_no_answer_from_the_record(
+    workspace: Path, isolated_home: Path
+) -> None:
+    script = "mcp-server-file-read"
+    argv = [console_script(script), "--audit-log", str(workspace.parent / "audit.jsonl"), "--launch-dir"]
+    client = RawClient([*argv, str(workspace)], workspace)
+    try:
+        client.initialize()
+    finally:
+        client.close()
+    assert _records(isolated_home)
+    missing = subprocess.run(
+        [*argv, str(workspace / "gone")],
+        input=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT}).encode() + b"\n",
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert missing.returncode == 2 and missing.stdout == b""  # only the real server's refusal to start
+    assert b"no such directory" in missing.stderr
+
+
+def test_the_directories_a_start_names_are_the_jails_and_a_record_naming_them_elsewhere_is_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "a")
+    monkeypatch.chdir(tmp_path / "a")
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    assert front.where(["--allow-path", "../link", f"--allow-path={b}"]) == (f"{a}, {b}", a)
+    assert front.where(["--launch-dir", b, "--allow-path", a]) == (f"{b}, {a}", b)
+    assert front.where(["--allow-path", str(tmp_path / "gone")]) is None
+    instructions = f"Permission mode: x. {front.where_line(a, a)} nothing outside."
+    answer = {"serverInfo": {}, "instructions": instructions}
+    kept = front._template({"k": answer}, [])
+    assert kept is not None and a not in json.dumps(kept)
+    assert front._filled(kept, []) == {"k": answer}
+    assert front._template({"k": answer, "t": {"tools": [{"description": f"see {a}"}]}}, []) is None
+    assert front._template({"k": {"serverInfo": {}, "instructions": "no directories"}}, []) is None
 
 
 def test_a_record_that_is_not_private_or_is_a_link_is_not_used(workspace: Path, isolated_home: Path) -> None:

@@ -3,11 +3,17 @@
 Importing the SDK (its protocol models for both eras) takes most of a server's start-up. Yet what a client asks
 first, ``initialize``, then ``tools/list``, has the same answer every time the same server starts the same way.
 So the real server records its answers (``record``), keyed by everything that could change them: the server, its
-command line, working directory and environment, the code itself (every source file's size and time) and the
-exact request; the next start with the same key answers them from that record on a thread while the main thread
-is still importing, and hands every line it read to the real transport once that is ready (``hand_over``). The
-real server then processes those lines too (its session must see the handshake) and its own answers to the
-requests already answered are dropped, after comparison: a difference is logged and the record replaced.
+command line, environment, the code itself (every source file's size and time) and the exact request; the next
+start with the same key answers them from that record on a thread while the main thread is still importing,
+and hands every line it read to the real transport once that is ready (``hand_over``). The real server then
+processes those lines too (its session must see the handshake) and its own answers to the requests already
+answered are dropped, after comparison: a difference is logged and the record replaced.
+
+The directories are not part of the key: the one place an answer names them (the allowed directories and the
+launch directory, in ``initialize``'s instructions: ``where_line``) is kept as a template and filled in with this
+start's, computed as the jail computes them (``where``). So a start in a new project answers at once too, once the
+same server has started anywhere with the same flags; a start whose directories are not all directories (the
+server will refuse to start) is answered by nobody but the real server.
 
 The front answers only an unbroken run of such requests from the first line on (``initialize``,
 ``notifications/initialized``, ``tools/list``, ``ping``); the first line it cannot answer hands the rest to the
@@ -40,6 +46,82 @@ ANSWERED = ("initialize", "tools/list", "ping")
 _LIMIT = 1 << 20  # a record larger than this is not kept (or read)
 _LINE_LIMIT = 1 << 16  # a line longer than this is left to the real transport (read no further)
 _PACKAGES = ("mcp_server_guard", "mcp", "mcp_types", "pydantic", "pydantic_core")
+_ROOT_FLAGS = ("--launch-dir", "--allow-path")
+_ROOTS, _LAUNCH = "\x00roots\x00", "\x00launch\x00"  # a path never holds NUL: no real text is taken for them
+
+
+def where_line(roots: str, launch_dir: str) -> str:
+    """The part of a server's instructions that names its directories (``GuardedServer`` says it with this)."""
+    return f"Allowed directories: {roots} (relative paths are taken from {launch_dir};"
+
+
+def _flag_values(argv: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """``argv`` with every directory a root flag names replaced by ``<dir>`` (as ``--flag X`` or ``--flag=X``), and
+    those directories by flag, in order."""
+    shape: list[str] = []
+    values: dict[str, list[str]] = {flag: [] for flag in _ROOT_FLAGS}
+    taking = ""
+    for arg in argv:
+        flag, eq, value = arg.partition("=")
+        if taking:
+            values[taking].append(arg)
+            shape.append("<dir>")
+            taking = ""
+        elif arg in _ROOT_FLAGS:
+            taking = arg
+            shape.append(arg)
+        elif eq and flag in _ROOT_FLAGS:
+            values[flag].append(value)
+            shape.append(f"{flag}=<dir>")
+        else:
+            shape.append(arg)
+    return shape, values
+
+
+def where(argv: list[str]) -> tuple[str, str] | None:
+    """The allowed directories and the launch directory as this start's server will name them (``Jail``: real
+    paths, the launch directory first, each once), or None when one is not a directory (it refuses to start)."""
+    _, values = _flag_values(argv)
+    launched = values["--launch-dir"][-1] if values["--launch-dir"] else os.getcwd()
+    roots: list[str] = []
+    for path in (launched, *values["--allow-path"]):
+        real = os.path.realpath(os.path.abspath(path))
+        if not path or "\x00" in path or not os.path.isdir(real):
+            return None
+        if real not in roots:
+            roots.append(real)
+    return ", ".join(roots), roots[0]
+
+
+def _filled(records: dict[str, Any], argv: list[str]) -> dict[str, Any]:
+    """Records as kept (a template where they named directories) for this start (none if it has no ``where``)."""
+    place = where(argv)
+    if place is None:
+        return {}
+    text = json.dumps(records).replace(json.dumps(_ROOTS)[1:-1], json.dumps(place[0])[1:-1])
+    filled = json.loads(text.replace(json.dumps(_LAUNCH)[1:-1], json.dumps(place[1])[1:-1]))
+    return filled if isinstance(filled, dict) else {}
+
+
+def _template(records: dict[str, Any], argv: list[str]) -> dict[str, Any] | None:
+    """Records to keep: this start's directories in ``initialize``'s instructions made the template; None when
+    an answer does not say them as ``where`` does (not kept: another start would be told the wrong ones)."""
+    place = where(argv)
+    if place is None:
+        return None
+    said, template = where_line(*place), where_line(_ROOTS, _LAUNCH)
+    kept: dict[str, Any] = {}
+    for key, answer in records.items():
+        result = answer
+        if isinstance(answer, dict) and "serverInfo" in answer:
+            instructions = answer.get("instructions")
+            if not isinstance(instructions, str) or instructions.count(said) != 1:
+                return None
+            result = {**answer, "instructions": instructions.replace(said, template)}
+        if place[0] in json.dumps(result, ensure_ascii=False):
+            return None  # a directory named anywhere else: not an answer to give in another directory
+        kept[key] = result
+    return kept
 
 
 @dataclass
@@ -84,9 +166,10 @@ def _file_stamps(argv: list[str]) -> list[Any]:
 
 
 def record_key(server_package: str, argv: list[str]) -> str:
-    """The key of this start: the same key, the same answers."""
+    """The key of this start: the same key, the same answers (the directories filled in: ``where``)."""
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith(("MCP_GUARD", "XDG_")) or k in ("HOME", "PATH"))
-    material = [server_package, argv, os.getcwd(), env, _code_stamp(server_package), _file_stamps(argv)]
+    shape, _ = _flag_values(argv)
+    material = [server_package, shape, env, _code_stamp(server_package), _file_stamps(argv)]
     return hashlib.sha256(json.dumps(material, default=str).encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
@@ -146,7 +229,8 @@ class Front:
     def __init__(self, server_package: str, argv: list[str], wire_in: int = 0, wire_out: int = 1) -> None:
         self.key = record_key(server_package, argv)
         self.usable = not state_within_roots(argv)  # records are read and kept only then
-        self.records = _read_records(_records_path(self.key)) if self.usable else {}
+        self.argv = argv
+        self.records = _filled(_read_records(_records_path(self.key)), argv) if self.usable else {}
         self._ids: set[Any] = set()  # ids answered here: a repeated one ends the answering
         self._in, self._out = wire_in, wire_out
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC)
@@ -270,7 +354,8 @@ def take_front() -> tuple[Front | None, HandOver | None]:
 
 def record(front: Front, records: dict[str, Any]) -> None:
     """Keep this start's answers for the next start with the same key (best effort, private, atomic)."""
-    if not front.usable:
+    kept = _template(records, front.argv) if front.usable else None
+    if kept is None:
         return
     front_key = front.key
     directory = state_dir() / "front"
@@ -279,7 +364,7 @@ def record(front: Front, records: dict[str, Any]) -> None:
         info = os.lstat(directory)
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
             return
-        data = json.dumps(records).encode()
+        data = json.dumps(kept).encode()
         if len(data) > _LIMIT:
             return
         temp = directory / f".{front_key}.{os.getpid()}.tmp"

@@ -61,6 +61,7 @@ from mcp_server_guard.errors import (
 )
 from mcp_server_guard.serving.calls import example_call, flat_schema, normalize_arguments
 from mcp_server_guard.serving.config import ServerConfig
+from mcp_server_guard.serving.front import where_line
 
 log = logging.getLogger("mcp_server_guard")
 # The bound on what a call asks the client before its tool runs (see GuardedServer._asking_bounded).
@@ -270,8 +271,8 @@ class GuardedServer(MCPServer[Any]):
     def __init__(self, config: ServerConfig, *, instructions: str | None = None) -> None:
         roots = ", ".join(root.path for root in config.jail.allowed)
         mode_line = (
-            f"Permission mode: {config.mode.value}. Allowed directories: {roots} (relative paths are taken from "
-            f"{config.jail.launch_dir}; nothing outside them can be read, written or run on)."
+            f"Permission mode: {config.mode.value}. {where_line(roots, config.jail.launch_dir)} nothing outside them "
+            "can be read, written or run on)."
         )
         with _rich_left_unloaded():
             super().__init__(
