@@ -292,10 +292,8 @@ def test_each_servers_module_is_contract_and_wiring_only() -> None:
 # from here).
 MODULE_LINES = 700
 STILL_OVER = {
-    "shell/rules.py": 1444,
-    "shell/wrappers.py": 1000,
+    "shell/rules.py": 1436,
     "changes/apply.py": 998,
-    "shell/sandbox/supervisor.py": 905,
     "protected.py": 860,
     "changes/effects.py": 832,
     "shell/parsing.py": 815,

@@ -27,7 +27,7 @@ from mcp_server_guard.policy import (
     special_address,
 )
 from mcp_server_guard.shell.egress import EgressProxy
-from mcp_server_guard.shell.sandbox.supervisor import proxy_env
+from mcp_server_guard.shell.sandbox.call_init import proxy_env
 
 BIG = 50 * 1000 * 1000
 NAMES = {"allowed.test", "denied.test", "unnamed.test", "wild.allowed.test", "pypi.org"}

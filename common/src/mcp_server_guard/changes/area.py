@@ -1,6 +1,6 @@
 """Where the copies live: for each writable root, a directory on the root's own file system, outside the jail.
 
-A command works on an overlay of each writable root (see ``shell.sandbox.supervisor``); its writes land in an
+A command works on an overlay of each writable root (see ``shell.sandbox.overlays``); its writes land in an
 upper directory that must be on the root's file system, so that applying a change is a ``rename``. The area of
 a root is ``$XDG_STATE_HOME/mcp-guard/copies`` when that lies on the same file system and outside every root
 (the usual case), else ``<root>/.mcp-guard/copies`` — hidden from commands, refused by the file tools, and

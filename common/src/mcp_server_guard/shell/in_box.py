@@ -31,7 +31,7 @@ from mcp_server_guard.shell.process import (
     write_stdin,
 )
 from mcp_server_guard.shell.sandbox.box import Box, Started
-from mcp_server_guard.shell.sandbox.supervisor import received_fds
+from mcp_server_guard.shell.sandbox.frames import received_fds
 from mcp_server_guard.shell.sandbox.wire import CallOptions
 
 __all__ = ["Copy", "run_boxed"]

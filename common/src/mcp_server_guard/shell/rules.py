@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from mcp_server_guard.paths import within, within_any
 from mcp_server_guard.policy import INFORMATIONAL, Action, Rule, ShellPolicy
+from mcp_server_guard.shell.code_texts import literal_commands, program_text_runs
 from mcp_server_guard.shell.environment import command_line_of, is_command_valued, runs_code
 from mcp_server_guard.shell.interpreters import (
     FETCH_AND_RUN,
@@ -52,18 +53,9 @@ from mcp_server_guard.shell.parsing import (
     expand_braces,
     parse,
 )
-from mcp_server_guard.shell.wrappers import (
-    DATA_PROGRAMS,
-    DYNAMIC,
-    NETWORK_FED,
-    UNKNOWN,
-    Inner,
-    literal_commands,
-    option_commands,
-    program_text_runs,
-    run_texts,
-    unwrap,
-)
+from mcp_server_guard.shell.run_options import NETWORK_FED, option_commands
+from mcp_server_guard.shell.unknown_programs import DATA_PROGRAMS, run_texts
+from mcp_server_guard.shell.wrappers import DYNAMIC, UNKNOWN, Inner, unwrap
 
 _SEVERITY: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 # Doubts that are only about which of the project's files a command writes: judged by their effects while

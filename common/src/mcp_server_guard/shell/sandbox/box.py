@@ -29,9 +29,9 @@ from typing import Any
 import anyio
 
 from mcp_server_guard.paths import within
+from mcp_server_guard.shell.sandbox.frames import FrameReader, send_frame
 from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
 from mcp_server_guard.shell.sandbox.sockets import RUN_DIRS
-from mcp_server_guard.shell.sandbox.supervisor import FrameReader, send_frame
 from mcp_server_guard.shell.sandbox.wire import CallOptions, CallRequest
 
 log = logging.getLogger("mcp_server_guard.box")

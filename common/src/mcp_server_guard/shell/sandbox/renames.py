@@ -1,6 +1,6 @@
 """Directory renames on the copy: the call's init answers its command's rename calls (seccomp user notification).
 
-A command works on an overlay (see ``supervisor``). Mounted in a user namespace, overlayfs cannot record that a
+A command works on an overlay (see ``overlays``). Mounted in a user namespace, overlayfs cannot record that a
 directory moved (``redirect_dir`` needs trusted xattrs), so renaming a directory that exists in the real tree
 fails with ``EXDEV``: ``git mv src lib`` and ``os.rename`` of a directory would break, where ``mv`` copes by
 copying. The call's init therefore loads a last seccomp filter that turns ``rename``, ``renameat`` and
@@ -79,7 +79,7 @@ class _Resp(ctypes.Structure):
 
 
 def load_with_listener(fprog: Any, which: _Arch) -> int:
-    """Load a prepared filter (a ``sock_fprog`` and its buffer, see the supervisor) on the calling thread with a
+    """Load a prepared filter (a ``sock_fprog`` and its buffer, see ``call_init``) on the calling thread with a
     new listener for its user notifications; returns the listener fd (close-on-exec)."""
     return linux.syscall(
         which.seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, ctypes.byref(fprog[0])

@@ -1,0 +1,185 @@
+"""What text in another language runs: the command lines a program's code or script hands to a shell.
+
+``python3 -c 'os.system("rm -rf ~")'``, ``awk 'BEGIN{system("…")}'``, ``sed '1e …'``, ``gdb -ex 'shell …'``,
+``vim -c '!…'``, a Makefile's recipes, an sqlite ``.shell`` line: each reader here takes the text itself (code,
+a script, one editor or debugger command) and returns what it runs, for judging like a command line (a string),
+a command (words), or ``DYNAMIC`` when only run time knows it or the text is code this layer cannot read. String
+checks, advisory like the rest of the policy engine. Finding the text among a program's arguments is
+``run_options``' and ``unknown_programs``'; reading stdin or a file for it is ``rules``'.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mcp_server_guard.shell.parsing import Word
+from mcp_server_guard.shell.wrappers import DYNAMIC, Inner
+
+# String literals given to a call that runs them as a command line, in interpreter code.
+_CODE_RUNS = re.compile(
+    r"""(?:\bsystem|\bpopen|\bexec[lv]?p?e?|\bspawn|\bcheck_output|\bcheck_call|\bgetoutput|\bgetstatusoutput|\brun|\bcall|\bshell_exec|\bpassthru|\bexecSync|\bexecFileSync|\bspawnSync|\bexecute|\bcallCommand|\bspawn\w+|\bshell-command|\bcall-process-shell-command|\bstart-process-shell-command|\bproc_open|\bpcntl_exec|\brun-shell-command|\bos:cmd|\bSystem\.shell|\bshell_command|\bgetRuntime\(\)\.exec|\bopen\s*\(?\s*\w+\s*,\s*(?=['"]\|))\s*\(?\s*(['"])\|?((?:\\.|(?!\1).)*)\1"""
+)
+_EXECUTE_METHOD = re.compile(r"""(['"])((?:\\.|(?!\1).)+)\1\s*\.execute\s*\(""")  # groovy: "cmd".execute()
+_BACKTICKS = re.compile(r"`([^`]+)`|%x\((.*?)\)|%x\{(.*?)\}|\bqx\s*[({/](.*?)[)}/]")
+
+
+def debugger_command(text: Inner) -> Inner:
+    """What one gdb command runs (``shell …``, ``!…``, ``pipe … | …``); DYNAMIC for code of another language."""
+    if not isinstance(text, str):
+        return text
+    stripped = text.strip()
+    if stripped.startswith("!"):
+        return stripped[1:]
+    word, _, tail = stripped.partition(" ")
+    if word in ("shell", "she", "pipe", "|"):
+        return tail
+    if word in ("python", "py", "pi", "python-interactive", "guile", "gu", "source", "so"):
+        return DYNAMIC  # code of another language, or a script from a file
+    return None
+
+
+def editor_command(text: Inner) -> Inner:
+    """What one vim command runs (``:!…``, ``:r !…``, ``:%!…``); DYNAMIC for code or a call that runs one."""
+    if not isinstance(text, str):
+        return text
+    stripped = text.lstrip(": ")
+    for prefix in ("silent!", "silent", "sil!", "sil", "exe", "execute"):
+        if stripped.startswith(prefix + " "):
+            stripped = stripped[len(prefix) + 1 :].lstrip()
+    stripped = stripped.strip("\"'")  # :exe "!cmd"
+    if stripped.startswith("!"):
+        return stripped[1:]
+    if "!" in stripped and re.match(r"^(\d+|%|\.|\$|'<,'>|\d+,\d+)?\s*(r|read|w|write)?\s*!", stripped):
+        return stripped.split("!", 1)[1]  # :r !cmd, :%!cmd, :w !cmd
+    if re.match(r"^(py|python|py3|python3|pyx|lua|perl|ruby|rub|mz|tcl|call|term|terminal|source|so|!)\b", stripped):
+        return DYNAMIC
+    if re.search(r"\bsystem\s*\(|\bsystemlist\s*\(|\bjobstart\s*\(|\btermopen\s*\(", stripped):
+        return DYNAMIC
+    return None
+
+
+_SED_ADDRESS = r"(?:\d+|\$|/(?:\\.|[^/])*/[IM]*)(?:~\d+)?"
+_SED_RANGE = rf"(?:{_SED_ADDRESS}(?:\s*,\s*(?:{_SED_ADDRESS}|[+~]\d+))?)?"
+_SED_E = re.compile(rf"(?:^|[;{{}}\n])\s*{_SED_RANGE}\s*!?\s*e(?:\s+([^;\n}}]*)|\s*(?=$|[;}}\n]))")
+_SED_S_E = re.compile(
+    rf"(?:^|[;{{}}\n])\s*{_SED_RANGE}\s*!?\s*s([^\\\n\w\s])(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[gpiImM0-9w]*e"
+)
+
+
+def sed_runs(script: str) -> Inner:
+    """GNU sed's ``e COMMAND`` runs COMMAND (``e`` alone runs the pattern space); ``s///e`` runs the result."""
+    for found in _SED_E.finditer(script):
+        command = found.group(1)
+        return command.strip() if command and command.strip() else DYNAMIC
+    if _SED_S_E.search(script):
+        return DYNAMIC  # the replaced line is run as a command: known only at run time
+    return None
+
+
+_AWK_STRING = r'"((?:\\.|[^"\\])*)"'
+_AWK_LITERAL_RUN = re.compile(rf"\bsystem\s*\(\s*{_AWK_STRING}\s*\)|{_AWK_STRING}\s*\|\s*getline|\|&?\s*{_AWK_STRING}")
+_AWK_ANY_RUN = re.compile(r"\bsystem\s*\(|\|\s*getline|\bprintf?\b[^;}]*\|")
+
+
+def awk_runs(program: str) -> Inner:
+    """awk's system("…"), "…" | getline and print | "…" run a shell command line."""
+    texts = [next(g for g in found.groups() if g is not None) for found in _AWK_LITERAL_RUN.finditer(program)]
+    rest = _AWK_LITERAL_RUN.sub("", program)
+    if _AWK_ANY_RUN.search(rest):
+        return DYNAMIC  # built from values at run time
+    return "\n".join(t.replace('\\"', '"') for t in texts) if texts else None
+
+
+def literal_commands(code: str) -> list[Inner]:
+    """Command lines interpreter code hands to a shell as literals: system("…"), `…`, os.popen('…'); and the paths
+    it deletes through its library (shutil.rmtree('…'), FileUtils.rm_rf('…'), fs.rmSync('…')), as the rm they are."""
+    out: list[Inner] = [found.group(2).replace("\\'", "'").replace('\\"', '"') for found in _CODE_RUNS.finditer(code)]
+    out += [next(g for g in found.groups() if g is not None) for found in _BACKTICKS.finditer(code)]
+    out += [found.group(2) for found in _EXECUTE_METHOD.finditer(code)]
+    out = [text for text in out if isinstance(text, str) and text.strip()]
+    for found in _ARGV_LISTS.finditer(code):
+        items = re.findall(r"""(['"])((?:\\.|(?!\1).)*)\1""", found.group(1))
+        if items and len(items) == found.group(1).count(",") + 1:  # every item a literal
+            out.append([[Word(item, item) for _, item in items]])
+    if _HOME_DELETES.search(code):
+        out.append([[Word("rm", "rm"), Word("-rf", "-rf"), Word("~", "~")]])
+    if _KILLS_ALL.search(code):
+        out.append([[Word("kill", "kill"), Word("-9", "-9"), Word("-1", "-1")]])
+    for found in _OPENS_DEVICE.finditer(code):
+        out.append([[Word("dd", "dd"), Word(f"of={found.group(1)}", f"of={found.group(1)}")]])
+    for found in _CODE_DELETES.finditer(code):
+        path = found.group(2)
+        out.append([[Word("rm", "rm"), Word("-rf", "-rf"), Word(path, path)]])
+    return out
+
+
+# subprocess.run(["git", "push", "--force"]), execFileSync("rm", ["-rf", …]) is handled as its literals above only
+# when written as a string; a list of literals is the argv itself.
+_ARGV_LISTS = re.compile(
+    r"\b(?:run|call|check_call|check_output|Popen|spawn|spawnSync|execFile|execFileSync|execv|execvp|system)\s*\(\s*"
+    r"\[([^\]]*)\]"
+)
+# Deleting the home directory by name: shutil.rmtree(os.path.expanduser("~")), rm_rf(Dir.home), rmSync(homedir()).
+_HOME_DELETES = re.compile(
+    r"\b(?:rmtree|rm_rf|rm_r|remove_dir_all|rmSync|rimraf|rmdir|removedirs|deleteRecursively)\s*\(?\s*(?:"
+    r"os\.path\.expanduser\(\s*['\"]~['\"]\s*\)|(?:pathlib\.)?Path\.home\(\)|os\.environ\[['\"]HOME['\"]\]|"
+    r"os\.getenv\(['\"]HOME['\"]\)|(?:require\(['\"]os['\"]\)|os)\.homedir\(\)|homedir\(\)|Dir\.home|ENV\[['\"]HOME['\"]\]|"
+    r"\$ENV\{HOME\}|\$HOME\b)"
+    r"|\brm\s*\(\s*homedir\(\)|Remove-Item\b[^;\n]*\s(?:~|\$HOME|\$env:USERPROFILE)(?:\s|$)"
+)
+_KILLS_ALL = re.compile(r"\b(?:os\.kill|process\.kill|Process\.kill|kill)\s*\(?\s*-1\b")
+_OPENS_DEVICE = re.compile(
+    r"""\bopen\s*\(?\s*(?:\w+\s*,\s*)?['"]\+?[>]*\s*(/dev/(?:sd|hd|vd|nvme|xvd|mmcblk|disk/)[^'"]*)['"]"""
+)
+_CODE_DELETES = re.compile(
+    r"""\b(?:rmtree|rm_rf|rm_r|remove_dir_all|removedirs|rmSync|rimraf|remove|unlink|unlinkSync|rmdir|rmdirSync|"""
+    r"""delete|deleteRecursively)\s*\(?\s*(['"])((?:\\.|(?!\1).)+)\1"""
+)
+
+
+def program_text_runs(program: str, text: str) -> list[Inner] | None:
+    """What a script of ``program``'s own language runs (the commands in it, as for its options): awk's system(),
+    sed's e, make's recipes and $(shell …), m4's syscmd. None: a language this module cannot read."""
+    if program in ("awk", "gawk", "mawk", "nawk"):
+        return [awk_runs(text)]
+    if program == "sed":
+        return [sed_runs(text)]
+    if program in ("make", "gmake", "bmake"):
+        recipes = [line[1:] for line in text.splitlines() if line.startswith("\t")]
+        shells = re.findall(r"\$\(shell\s+([^)]*)\)", text)
+        dynamic = "$(" in "".join(recipes).replace("$(shell", "") or "${" in "".join(recipes)
+        return [*recipes, *shells, *([DYNAMIC] if dynamic else [])]
+    if program in ("sqlite3", "sqlite"):
+        return [*re.findall(r"(?m)^\s*\.(?:shell|system)\s+(.+)$", text),
+                *re.findall(r"(?m)^\s*\.(?:once|output)\s+\|\s*(.+)$", text)]  # fmt: skip
+    if program in ("ed", "red"):
+        return re.findall(r"(?m)^\s*(?:[\d,.$;+-]*\s*(?:w|r|e|W)?\s*)?!(.+)$", text)
+    if program in ("gdb", "cgdb"):
+        runs: list[Inner] = [*re.findall(r"(?m)^\s*(?:shell|she|!)\s*(.+)$", text)]
+        runs += [m for m in re.findall(r"(?m)^\s*(?:pipe|\|).*?\|\s*(.+)$", text)]
+        if re.search(r"(?m)^\s*(?:python|py|pi|guile|gu|source|so)\b", text):
+            runs.append(DYNAMIC)
+        return runs
+    if program in ("psql", "mysql", "mariadb"):
+        return [*re.findall(r"(?m)\\!\s*(.+)$", text), *re.findall(r"(?mi)^\s*system\s+(.+)$", text),
+                *re.findall(r"(?m)\\[og]\s*\|\s*(.+)$", text),
+                *re.findall(r"(?i)\bprogram\s+'([^']*)'", text)]  # fmt: skip
+    if program in ("sftp", "ftp", "lftp"):
+        return re.findall(r"(?m)^\s*!(.+)$", text)
+    if program in ("expect", "tclsh", "wish"):
+        found = re.findall(r"\b(?:exec|spawn|system)\s+([^;\n\]]+)", text)
+        return [*found, *([DYNAMIC] if re.search(r"\b(?:eval|uplevel|open\s+\|)", text) else [])]
+    if program == "dc":
+        return re.findall(r"!([^\n]+)", text)
+    if program == "duckdb":
+        return re.findall(r"(?m)^\s*\.(?:sh|shell|system)\s+(.+)$", text)
+    if program in ("gnuplot", "smbclient", "octave", "maxima", "bc"):
+        found = re.findall(r"(?m)^\s*!(.+)$", text) + re.findall(r"\bsystem\s*\(?\s*[\"']([^\"']+)[\"']", text)
+        return [*found, *([DYNAMIC] if program != "bc" and re.search(r"\bsystem\s*\(?\s*[^\"'\s]", text) else [])]
+    if program == "lldb":
+        lldb_runs: list[Inner] = [*re.findall(r"(?m)^\s*(?:platform\s+shell|shell)\s+(.+)$", text)]
+        return lldb_runs + ([DYNAMIC] if re.search(r"(?m)^\s*(?:script|command\s+script)\b", text) else [])
+    if program == "m4":
+        found = re.findall(r"\b(?:esyscmd|syscmd)\s*\(([^)]*)\)", text)
+        return [*found, *([DYNAMIC] if re.search(r"\b(?:esyscmd|syscmd)\b", text) and not found else [])]
+    return None
