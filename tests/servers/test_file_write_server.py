@@ -123,17 +123,6 @@ async def test_overwrite_keeps_permission_bits_and_saves_the_previous_content(
     assert out["backup"] in proc.stdout and str(target) in proc.stdout
 
 
-async def test_create_dirs_makes_parents_only_when_asked(workspace: Path, history: Path) -> None:
-    async with serve(FW, workspace, *fw_args(history)) as client:
-        refused = await write(client, "a/b/c.txt", "x")
-        made = await write(client, "a/b/c.txt", "x", createDirs=True)
-        outside = await write(client, "../made-outside/c.txt", "x", createDirs=True)
-    assert error_of(refused)["code"] == "NOT_FOUND" and "createDirs" in error_of(refused)["suggestion"]
-    assert made.structured_content["path"] == "a/b/c.txt"
-    assert error_of(outside)["code"] == "PATH_OUTSIDE_JAIL"
-    assert not (workspace.parent / "made-outside").exists()
-
-
 async def test_expected_sha256_guards_against_lost_updates(workspace: Path, history: Path, mode: str) -> None:
     current = sha(b"hello\nworld\n")
     async with serve(FW, workspace, *fw_args(history), mode=mode) as client:

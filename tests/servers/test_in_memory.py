@@ -115,3 +115,63 @@ async def test_shell_exec_ask_rule_runs_only_on_an_explicit_yes(workspace: Path,
     assert error_of(no)["code"] == "ASK_DECLINED" and error_of(no)["policyDecision"] == "ask-declined"
     assert error_of(unavailable)["code"] == "ASK_UNAVAILABLE"
     assert error_of(unavailable)["policyDecision"] == "ask-unavailable"
+
+
+# -- logic-only cases, here only (the behaviours they vary are shown through the console scripts) --------
+
+
+async def test_relative_and_absolute_paths_inside_the_jail_both_work(workspace: Path, mode: str) -> None:
+    async with in_memory("file_read", workspace, mode=mode) as client:
+        rel = await call(client, "file_read", path="sub/inner.txt")
+        absolute = await call(client, "file_read", path=str(workspace / "sub" / "inner.txt"))
+        dotted = await call(client, "file_read", path="sub/../sub/./inner.txt")
+    for result in (rel, absolute, dotted):
+        assert result.structured_content["content"] == "inner\n"
+        assert result.structured_content["path"] == "sub/inner.txt"
+
+
+async def test_paging_with_offset_and_limit_walks_the_whole_file(workspace: Path, tmp_path: Path, mode: str) -> None:
+    policy = tmp_path / "small.toml"
+    policy.write_text("[file_read]\nmax_read_bytes = 1000\n", encoding="utf-8")
+    body = "".join(f"line {i:04d} é\n" for i in range(1, 501))
+    (workspace / "pages.txt").write_text(body, encoding="utf-8")
+    pages = []
+    async with in_memory("file_read", workspace, mode=mode, policy=policy) as client:
+        offset: int | None = 1
+        while offset is not None:
+            out = (await call(client, "file_read", path="pages.txt", offset=offset)).structured_content
+            assert len(out["content"].encode()) <= 1000
+            pages.append(out["content"])
+            offset = out.get("nextOffset")
+        limited = (await call(client, "file_read", path="pages.txt", offset=10, limit=2)).structured_content
+    assert "".join(pages) == body
+    assert len(pages) > 5
+    assert limited["content"] == "line 0010 é\nline 0011 é\n"
+    assert limited["nextOffset"] == 12
+    assert limited["totalLines"] == 500
+
+
+async def test_boms_and_non_utf8_text_are_decoded_and_reported(workspace: Path, mode: str) -> None:
+    (workspace / "bom8.txt").write_bytes(b"\xef\xbb\xbfwith bom\n")
+    (workspace / "utf16.txt").write_bytes("héllo\nwörld\n".encode("utf-16"))
+    (workspace / "latin1.txt").write_bytes("café crème brûlée, déjà vu\n".encode("latin-1") * 3)
+    async with in_memory("file_read", workspace, mode=mode) as client:
+        bom8 = (await call(client, "file_read", path="bom8.txt")).structured_content
+        utf16 = (await call(client, "file_read", path="utf16.txt")).structured_content
+        latin1 = (await call(client, "file_read", path="latin1.txt")).structured_content
+    assert bom8["content"] == "with bom\n" and bom8["bom"] is True and bom8["encoding"] == "utf-8"
+    assert utf16["content"] == "héllo\nwörld\n" and utf16["encoding"].startswith("utf-16")
+    assert utf16["totalLines"] == 2
+    assert "café crème" in latin1["content"]
+    assert latin1["encoding"] in ("iso8859-1", "latin-1", "cp1252")
+
+
+async def test_create_dirs_makes_parents_only_when_asked(workspace: Path, mode: str) -> None:
+    async with in_memory("file_write", workspace, mode=mode) as client:
+        refused = await call(client, "file_write", path="a/b/c.txt", content="x")
+        made = await call(client, "file_write", path="a/b/c.txt", content="x", createDirs=True)
+        outside = await call(client, "file_write", path="../made-outside/c.txt", content="x", createDirs=True)
+    assert error_of(refused)["code"] == "NOT_FOUND" and "createDirs" in error_of(refused)["suggestion"]
+    assert made.structured_content["path"] == "a/b/c.txt"
+    assert error_of(outside)["code"] == "PATH_OUTSIDE_JAIL"
+    assert not (workspace.parent / "made-outside").exists()
