@@ -112,7 +112,18 @@ def graph() -> dict[str, set[str]]:
 
 def layer(module: str) -> str:
     parts = module.split(".")
-    top = {"mcp_server_guard", "errors", "audit", "policy", "paths", "protected", "_lazy", "linux"}
+    top = {
+        "mcp_server_guard",
+        "errors",
+        "audit",
+        "policy",
+        "paths",
+        "protected",
+        "_lazy",
+        "linux",
+        "git_dirs",
+        "git_config",
+    }
     if len(parts) <= 2 and parts[-1] in top:
         return "top"
     return parts[1]
@@ -293,9 +304,6 @@ def test_each_servers_module_is_contract_and_wiring_only() -> None:
 MODULE_LINES = 700
 STILL_OVER = {
     "shell/rules.py": 1436,
-    "changes/apply.py": 998,
-    "protected.py": 860,
-    "changes/effects.py": 832,
     "shell/parsing.py": 815,
 }
 

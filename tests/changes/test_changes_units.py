@@ -249,9 +249,9 @@ def test_an_apply_left_half_done_is_finished_by_recover(copy: Copy, tmp_path: Pa
     (copy2.root / "a.txt").write_text("a\n")
     changes2 = copy2.run("echo A > a.txt; echo b > b.txt; echo c > c.txt")
     plan_ops = []
-    from mcp_server_guard.changes.apply import _plan  # the plan the applier writes
+    from mcp_server_guard.changes.plan import steps_for  # the plan the applier writes
 
-    for op in _plan(changes2, frozenset(), store):
+    for op in steps_for(changes2, frozenset(), store):
         plan_ops.append(op.plan())
     plan = {"audit_id": "999999999999", "started_ns": copy2.started, "ops": plan_ops, "what": {}, "baseline": {}}
     first = plan_ops[0]

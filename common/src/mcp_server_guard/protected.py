@@ -10,13 +10,11 @@ commands write the real tree directly (no copy can be made) does the box mount e
 *Hidden* paths are credentials: ``file_read`` refuses them (:meth:`Protection.hidden_rule`) and the box
 masks every one that exists (an empty, read-only file or directory).
 
-Git is known the way git knows itself: a directory with a ``HEAD`` (a file, or a symlink) and ``objects/`` and
-``refs/`` (or a ``commondir`` file) is a git dir wherever it lies; a ``.git`` *file* leads to its ``gitdir:``;
-in a git dir, ``config``, ``config.worktree``, ``hooks/``, ``commondir``, ``gitdir`` and the same entries of
-``modules/*`` and ``worktrees/*`` are what git runs or follows. Objects, refs, the index and the logs stay
-writable: ordinary git work goes on. A config is read by git's own parser (:func:`git_config_entries`), never
-by a look-alike. A layout that cannot be read (an unreadable ``.git`` file, a protected path that is a
-symlink, which a bind mount would follow) fails closed with ``PROTECTION_UNAVAILABLE``: nothing runs.
+Git's own files are protected wherever its git dirs lie, known the way git knows itself: what makes a git dir
+and what in one git runs is ``git_dirs``'s, what a config says ``git_config``'s (their names stay importable from
+here). This module owns the lists, the box's search for git dirs below its roots, and the survey. A layout that
+cannot be read (an unreadable ``.git`` file, a protected path that is a symlink, which a bind mount would
+follow) fails closed with ``PROTECTION_UNAVAILABLE``: nothing runs.
 """
 
 from __future__ import annotations
@@ -28,11 +26,8 @@ import logging
 import os
 import posixpath
 import re
-import shutil
 import stat
-import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -41,20 +36,29 @@ from pathlib import Path
 from mcp_server_guard import linux
 from mcp_server_guard.audit import state_dirs
 from mcp_server_guard.errors import SecurityError
+from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
+from mcp_server_guard.git_dirs import (
+    GIT_ENTRIES,
+    GitLookups,
+    git_rule,
+    git_runnable,
+    is_git_dir,
+    pointer_text,
+    read_pointer,
+)
 from mcp_server_guard.paths import within, within_any
 from mcp_server_guard.policy import Policy
 
+# git_runnable, is_git_dir, pointer_text (git_dirs) and safe_git_config, unsafe_git_entries (git_config): kept
+# importable from here.
 __all__ = [
     "OWN_AREA",
-    "POINTER_LIMIT",
     "Lookups",
     "Protection",
     "Survey",
-    "git_config_entries",
     "git_runnable",
     "glob_regex",
     "is_git_dir",
-    "makes_git_dir",
     "own_areas",
     "pointer_text",
     "protection_for",
@@ -77,32 +81,6 @@ _RUNTIME = (
     *{sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable)), str(Path(__file__).parents[1])},
     *("/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/proc", "/dev", "/tmp"),  # noqa: S108 - never hidden
 )
-# Entries of a git dir that git runs, or follows to another git dir.
-# (A rebase's or a cherry-pick's state lists commands git runs on --continue: file_write never writes it; a
-# command's is judged by its content, see changes.effects.)
-_GIT_RUNNABLE = re.compile(
-    r"^(?:(?:modules/.+|worktrees/[^/]+)/)?"
-    r"(?:config|config\.worktree|commondir|gitdir|hooks(?:/.*)?|(?:rebase-merge|rebase-apply|sequencer)(?:/.*)?)$"
-)
-_GIT_ENTRIES = ("config", "config.worktree", "hooks", "commondir", "gitdir")
-# Keys a git config written by a command may carry (section.key; "*" stands for any subsection): none of them
-# makes git run a program. Any other key a command adds is refused (a new repository's config is applied
-# without them).
-_MAX_GIT_CONFIG = 1 << 20
-_GIT_TIMEOUT_S = 3.0  # git reads a 1 MiB config in milliseconds; past this it is refused
-# Not core.worktree: it sends git's checkouts and resets to any directory (outside the roots: your next
-# `git reset --hard` writes there).
-_SAFE_GIT_KEYS = frozenset(
-    {
-        "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates", "core.ignorecase",
-        "core.precomposeunicode", "core.symlinks", "core.autocrlf", "core.eol", "core.safecrlf",
-        "user.name", "user.email", "init.defaultbranch", "branch.*.remote", "branch.*.merge",
-        "branch.*.rebase",
-        "remote.*.url", "remote.*.pushurl", "remote.*.fetch", "remote.*.push", "extensions.objectformat",
-        "extensions.worktreeconfig", "extensions.refstorage", "submodule.*.url", "submodule.*.active",
-        "commit.verbose", "pull.rebase", "pull.ff", "merge.ff", "gc.auto", "advice.*",
-    }
-)  # fmt: skip
 
 
 def glob_regex(pattern: str) -> str:
@@ -127,65 +105,8 @@ def glob_regex(pattern: str) -> str:
     return r"(?:^|/)" + "".join(out) + r"$"
 
 
-def is_git_dir(path: str) -> bool:
-    """Git's own test, taken wide: ``objects`` + ``refs`` (a repository, or a common dir: what another git dir's
-    ``commondir`` may name, HEAD or not), or a ``HEAD`` that is not a directory and a ``commondir``; each of any
-    kind.
-
-    Threat: git tests ``objects`` and ``refs`` with access(X_OK), which follows a symlink (and passes for an
-    executable file): a directory whose ``objects`` is a link to a real repository's is a git dir to git, and
-    its config runs programs. So any entry of those names counts, links never followed. And a common dir has no
-    HEAD of its own: git reads its config and hooks for every git dir whose commondir names it."""
-    join = os.path.join
-    if os.path.lexists(join(path, "objects")) and os.path.lexists(join(path, "refs")):
-        return True
-    try:
-        if stat.S_ISDIR(os.lstat(join(path, "HEAD")).st_mode):
-            return False
-    except OSError:
-        return False
-    return os.path.lexists(join(path, "commondir"))
-
-
 _MAX_HIDDEN_IDS = 65536  # identities of hidden entries (and the files in them) remembered at most
 _HIDDEN_ID_DEPTH = 4
-POINTER_LIMIT = 4096  # bytes of a .git or commondir file read at most; a longer one names nothing we trust
-
-
-def pointer_text(data: bytes, gitfile: bool) -> str | None:
-    """The path a pointer file names, read as git reads it; None when git would take it as naming nothing.
-
-    Threat: a reader that takes a different path than git does (the first line only, spaces stripped) judges
-    one directory while git uses another. Git reads the whole file, needs ``gitdir: `` (with its space) at the
-    start of a ``.git`` file, drops only the trailing line ends, and stops at a NUL."""
-    if len(data) > POINTER_LIMIT:
-        return None
-    if gitfile:
-        if not data.startswith(b"gitdir: "):
-            return None
-        data = data[len(b"gitdir: ") :]
-    text = data.rstrip(b"\r\n").split(b"\0", 1)[0]
-    return os.fsdecode(text) or None
-
-
-def git_runnable(rel: str) -> bool:
-    """Whether ``rel`` (a path inside a git dir) is something git runs or follows."""
-    return bool(_GIT_RUNNABLE.match(rel))
-
-
-def _pointer(path: str, gitfile: bool) -> str:
-    """The directory a ``.git`` file or a ``commondir`` file at ``path`` names, made absolute (no link followed
-    to the file itself)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("not a regular file")
-        target = pointer_text(os.pread(fd, POINTER_LIMIT + 1, 0), gitfile)
-    finally:
-        os.close(fd)
-    if target is None:
-        raise ValueError("names no directory as git reads it")
-    return os.path.normpath(os.path.join(os.path.dirname(path), target))
 
 
 def _unavailable(path: str, why: str) -> SecurityError:
@@ -283,7 +204,7 @@ class Protection:
         if own is not None:
             return f"the copies of shell_exec's commands ({own})"
         if real.startswith("/"):
-            return _git_rule(real, tuple(roots), self.home, lookups or Lookups())
+            return git_rule(real, tuple(roots), self.home, (lookups or Lookups()).git)
         return None
 
     def hidden_paths(self, roots: Iterable[str] = ()) -> list[str]:
@@ -398,7 +319,7 @@ class Protection:
             found.extend(_git_dirs(base, gitfiles))
         for git_dir in found:
             for current in _git_family(git_dir):
-                for name in _GIT_ENTRIES:
+                for name in GIT_ENTRIES:
                     if within_any(current, survey.roots):
                         _classify(os.path.join(current, name), survey)
         survey.read_only.extend(gitfiles)
@@ -560,164 +481,13 @@ def _classify(path: str, survey: Survey) -> None:
 @dataclass
 class Lookups:
     """What the judgement of many paths looks up once (the tree does not change while it is judged): the hidden
-    list, the global hooks directories, each directory's git shape and its repository's hooks directories."""
+    list, and what the git rule looks up (``git_dirs.GitLookups``)."""
 
     hidden: list[str] | None = None
-    global_hooks: list[str] | None = None
-    git_dirs: dict[str, bool] = field(default_factory=dict)
-    hooks: dict[str, list[str]] = field(default_factory=dict)  # work tree (or not one: []) -> its hooks dirs
+    git: GitLookups = field(default_factory=GitLookups)
 
 
-def _git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: Lookups) -> str | None:
-    """file_write and the judge of effects: whether ``real`` is a runnable entry of a git dir among its
-    ancestors inside the roots, or lies in a directory git runs hooks from (``core.hooksPath``)."""
-    if lookups.global_hooks is None:
-        lookups.global_hooks = _global_hooks_dirs(home)
-    hooks = _hooks_rule(real, lookups.global_hooks)
-    if hooks is not None:
-        return hooks
-    directory = posixpath.dirname(real)
-    while within_any(directory, roots):
-        git_dir = lookups.git_dirs.get(directory)
-        if git_dir is None:
-            git_dir = lookups.git_dirs[directory] = is_git_dir(directory)
-        if git_dir:
-            rel = posixpath.relpath(real, directory)
-            if git_runnable(rel):
-                return f"git's own '{rel}' (git dir {directory})"
-            if rel.split("/", 1)[0] not in ("modules", "worktrees"):
-                return None
-        repo_hooks = lookups.hooks.get(directory)
-        if repo_hooks is None:
-            dotgit = posixpath.join(directory, ".git")
-            repo_hooks = _repo_hooks_dirs(directory, home) if os.path.lexists(dotgit) else []
-            lookups.hooks[directory] = repo_hooks
-        hooks = _hooks_rule(real, repo_hooks)
-        if hooks is not None:
-            return hooks
-        parent = posixpath.dirname(directory)
-        if parent == directory:
-            break
-        directory = parent
-    if posixpath.basename(real) == ".git":
-        return ".git"  # a .git file points git at any directory
-    return None
-
-
-_GIT_SHAPE = frozenset({"HEAD", "objects", "refs", "commondir"})
-
-
-def makes_git_dir(real: str, roots: Sequence[str]) -> str | None:
-    """file_write: whether writing ``real`` (creating it and any missing parent) would turn a directory into a
-    git dir — a HEAD, objects and refs (or a commondir) — that is not one now; why, or None.
-
-    Threat: building a bare repository file by file (HEAD, a config that runs programs, objects/, refs/): each
-    write alone touches no git dir, the last one makes ``src/`` a repository git finds before the project's.
-    (The judgement of a command's effects decides the same on the tree the command left: ``_creates_git_dir``.)"""
-    parts = real.split("/")
-    for depth in range(len(parts) - 1, 0, -1):
-        directory, made = "/".join(parts[:depth]) or "/", parts[depth]
-        if not within_any(directory, roots):
-            break
-        if made not in _GIT_SHAPE or os.path.lexists(os.path.join(directory, made)):
-            continue
-
-        def present(name: str, directory: str = directory, made: str = made) -> bool:
-            return name == made or os.path.lexists(os.path.join(directory, name))
-
-        runnable = any(present(name) for name in ("config", "config.worktree", "hooks"))
-        repository = present("objects") and present("refs") and (present("HEAD") or runnable)
-        would = repository or (present("HEAD") and present("commondir"))
-        if would and not is_git_dir(directory):
-            return f"it would make {directory} a git dir (git takes one with HEAD, objects and refs for a repository)"
-    return None
-
-
-# -- core.hooksPath: directories of the project git runs programs from -----------------------------------------
-#
-# Threat: a repository (or the user's global config) names a hooks directory in the work tree (.githooks/,
-# scripts/git-hooks/); a command that writes a file there has it run by the user's next commit, outside the box.
-# The configs are the user's own (a command cannot add core.hooksPath: git configs are judged), read by git's own
-# parser, includes not followed (a hooksPath set through an include is not seen: docs/security.md says so).
-
-_HOOKS_CACHE: dict[tuple[str, int, int, int, int], tuple[str, ...]] = {}
-_HOOKS_LOCK = threading.Lock()
-
-
-def _hooks_rule(real: str, dirs: Iterable[str]) -> str | None:
-    for directory in dirs:
-        if within(real, directory) and real != directory:
-            return f"a git hook (core.hooksPath {directory})"
-    return None
-
-
-def _config_hooks_paths(path: str, *, follow: bool) -> tuple[str, ...]:
-    """The core.hooksPath values of the git config at ``path`` (none when it is missing, unreadable or not a
-    regular file; never opened when it is not one), kept while the file keeps its identity."""
-    try:
-        st = os.stat(path, follow_symlinks=follow)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_GIT_CONFIG:
-            return ()
-        key = (path, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
-        with _HOOKS_LOCK:
-            found = _HOOKS_CACHE.get(key)
-        if found is not None:
-            return found
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
-        try:
-            now = os.fstat(fd)
-            if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-                return ()
-            data = os.pread(fd, _MAX_GIT_CONFIG + 1, 0)
-        finally:
-            os.close(fd)
-    except OSError:
-        return ()
-    entries = git_config_entries(data) or []
-    found = tuple(value for name, value in entries if name.lower() == "core.hookspath" and value)
-    with _HOOKS_LOCK:
-        if len(_HOOKS_CACHE) > 256:
-            _HOOKS_CACHE.clear()
-        _HOOKS_CACHE[key] = found
-    return found
-
-
-def _global_configs(home: str | None) -> list[str]:
-    xdg = os.environ.get("XDG_CONFIG_HOME") or (os.path.join(home, ".config") if home else "")
-    paths = ["/etc/gitconfig"]  # the system's
-    if xdg:
-        paths.append(os.path.join(xdg, "git", "config"))
-    if home:
-        paths.append(os.path.join(home, ".gitconfig"))
-    return paths
-
-
-def _expand(value: str, base: str, home: str | None) -> str:
-    if home and (value == "~" or value.startswith("~/")):
-        value = home + value[1:]
-    return os.path.realpath(os.path.join(base, value))  # as the paths it is compared with (no file opened)
-
-
-def _global_hooks_dirs(home: str | None) -> list[str]:
-    """The absolute hooks directories the user's global and system configs name (every repository's)."""
-    values = [v for path in _global_configs(home) for v in _config_hooks_paths(path, follow=True)]
-    return [_expand(v, "/", home) for v in values if v.startswith(("/", "~"))]
-
-
-def _repo_hooks_dirs(work_tree: str, home: str | None) -> list[str]:
-    """The hooks directories of the repository whose work tree is ``work_tree``: its own config's, and the
-    global ones relative to it (git takes a relative core.hooksPath from the top of the work tree)."""
-    dotgit = os.path.join(work_tree, ".git")
-    git_dir = dotgit
-    with contextlib.suppress(OSError, ValueError):
-        if not stat.S_ISDIR(os.lstat(dotgit).st_mode):
-            git_dir = _pointer(dotgit, gitfile=True)
-    configs = [(os.path.join(git_dir, "config"), False)]
-    with contextlib.suppress(OSError, ValueError):
-        if os.path.lexists(os.path.join(git_dir, "commondir")):
-            configs.append((os.path.join(_pointer(os.path.join(git_dir, "commondir"), gitfile=False), "config"), False))
-    configs += [(path, True) for path in _global_configs(home)]
-    return [_expand(v, work_tree, home) for path, follow in configs for v in _config_hooks_paths(path, follow=follow)]
+# -- the box's search for git dirs below its roots (what it mounts read-only) ----------------------------------
 
 
 def _git_dirs(base: str, gitfiles: list[str] | None = None, bad: list[str] | None = None) -> Iterator[str]:
@@ -738,7 +508,7 @@ def _git_dirs(base: str, gitfiles: list[str] | None = None, bad: list[str] | Non
             for entry in entries:
                 if entry.name == ".git" and entry.is_file(follow_symlinks=False):
                     try:
-                        target = _pointer(entry.path, gitfile=True)
+                        target = read_pointer(entry.path, gitfile=True)
                     except (OSError, ValueError) as exc:
                         if bad is None:
                             raise _unavailable(entry.path, f"unreadable .git file ({exc})") from None
@@ -767,7 +537,7 @@ def _git_family(git_dir: str) -> Iterator[str]:
         commondir = os.path.join(current, "commondir")
         if os.path.lexists(commondir):
             try:
-                dirs.append(_pointer(commondir, gitfile=False))
+                dirs.append(read_pointer(commondir, gitfile=False))
             except (OSError, ValueError) as exc:
                 raise _unavailable(commondir, f"unreadable ({exc})") from None
         for nest in ("modules", "worktrees"):
@@ -775,86 +545,3 @@ def _git_family(git_dir: str) -> Iterator[str]:
                 for entry in os.scandir(os.path.join(current, nest)):
                     if entry.is_dir(follow_symlinks=False):
                         dirs.append(entry.path)
-
-
-def git_config_entries(data: bytes) -> list[tuple[str, str]] | None:
-    """The (key, value) pairs git itself reads from config bytes: ``git config --list -z`` over a private copy,
-    includes not followed, nothing else run. None when git cannot read them (then nothing may rely on them).
-
-    Threat: a config whose text reads one way to a hand-written parser and another way to git (a backslash at
-    the end of a comment, a form feed taken for a line break) — so git's own parser decides."""
-    git = shutil.which("git")
-    if git is None or len(data) > _MAX_GIT_CONFIG:
-        return None
-    with tempfile.TemporaryDirectory(prefix="mcp-guard-gitconfig-") as private:
-        path = os.path.join(private, "config")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
-        env = {"PATH": os.defpath, "HOME": private, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
-        try:
-            done = subprocess.run(
-                [git, "config", "--no-includes", "--file", path, "--list", "-z"],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=_GIT_TIMEOUT_S,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-    if done.returncode != 0:
-        return None
-    entries: list[tuple[str, str]] = []
-    for item in done.stdout.split(b"\0"):
-        if item:
-            key, _, value = item.decode("utf-8", "surrogateescape").partition("\n")
-            entries.append((key, value))
-    return entries
-
-
-def git_key_is_safe(key: str) -> bool:
-    """Whether a config key (as git lists it: section[.subsection].name) cannot make git run a program."""
-    section, _, rest = key.partition(".")
-    name = rest.rsplit(".", 1)[-1].lower()
-    has_sub = "." in rest
-    plain = f"{section.lower()}.{name}" if not has_sub else f"{section.lower()}.*.{name}"
-    return plain in _SAFE_GIT_KEYS or f"{section.lower()}.*" in _SAFE_GIT_KEYS
-
-
-def unsafe_git_entries(data: bytes | None) -> list[str] | None:
-    """The entries of a git config that could make git run programs, as ``key=value`` (sorted); [] for none or no
-    file; None when git cannot read it."""
-    if data is None:
-        return []
-    entries = git_config_entries(data)
-    if entries is None:
-        return None
-    return sorted(f"{key}={value}" for key, value in entries if not git_key_is_safe(key))
-
-
-def safe_git_config(data: bytes) -> bytes | None:
-    """A config with only the keys on the safe list, written afresh from what git reads (never an edit of the
-    given text); None when git cannot read the given config or would not read the result back the same."""
-    entries = git_config_entries(data)
-    if entries is None:
-        return None
-    kept = [(key, value) for key, value in entries if git_key_is_safe(key)]
-    lines: list[str] = []
-    current: tuple[str, str | None] | None = None
-    for key, value in kept:
-        section, _, rest = key.partition(".")
-        sub, _, name = rest.rpartition(".")
-        where = (section, sub or None)
-        if where != current:
-            current = where
-            lines.append(f"[{section}]" if not sub else f'[{section} "{_quoted(sub)}"]')
-        lines.append(f'\t{name} = "{_quoted(value)}"')
-    text = ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape") if lines else b""
-    return text if git_config_entries(text) == kept else None
-
-
-def _quoted(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")

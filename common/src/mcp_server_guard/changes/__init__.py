@@ -1,8 +1,10 @@
 """Effects, not strings: what a command changed on its copy of the project, judged and applied by the one guarded
 writer, and undone on request.
 
-``area`` (where the copies live), ``upper`` (reading a copy's upper layer), ``effects`` (judging it), ``apply``
-(applying, undoing, recovering after a crash) and ``transactions`` (one call's whole round).
+``area`` (where the copies live), ``upper`` (reading a copy's upper layer), ``effects`` (judging it, with
+``git_verdicts`` for git's own files and ``git_index`` for what git has), ``apply`` (applying, undoing, recovering
+after a crash: ``plan`` the steps and their journal, ``steps`` each step, ``nofollow`` the file operations they are
+made of) and ``transactions`` (one call's whole round).
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from typing import TYPE_CHECKING
 from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from mcp_server_guard.changes.apply import Applier, UndoConflict, now_ns, recover
+    from mcp_server_guard.changes.apply import Applier, UndoConflict, recover
     from mcp_server_guard.changes.area import CopyArea, possible_areas
     from mcp_server_guard.changes.effects import Judgement, judge
+    from mcp_server_guard.changes.nofollow import now_ns
     from mcp_server_guard.changes.transactions import Held, Settled, Transactions
     from mcp_server_guard.changes.upper import Change, ChangeSet, read_upper
 
@@ -30,7 +33,7 @@ _EXPORTS = {
     "Transactions": "transactions",
     "UndoConflict": "apply",
     "judge": "effects",
-    "now_ns": "apply",
+    "now_ns": "nofollow",
     "read_upper": "upper",
     "recover": "apply",
 }

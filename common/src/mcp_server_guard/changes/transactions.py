@@ -31,9 +31,10 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from mcp_server_guard.changes.apply import Applier, Conflict, Outcome
+from mcp_server_guard.changes.apply import Applier
 from mcp_server_guard.changes.area import AREA_IN_ROOT, CopyArea
 from mcp_server_guard.changes.effects import Counts, Judgement, judge
+from mcp_server_guard.changes.plan import Conflict, Outcome
 from mcp_server_guard.changes.upper import ChangeSet, read_upper
 from mcp_server_guard.files.treelock import TreeBusy, tree_lock
 from mcp_server_guard.files.trees import remove_tree

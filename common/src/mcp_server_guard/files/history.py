@@ -306,7 +306,7 @@ class HistoryStore:
         durable: bool = True,
         **what: Any,
     ) -> None:
-        """The record of one call that changed files (see ``changes.apply.Applied.record`` for a change's fields):
+        """The record of one call that changed files (see ``changes.plan.Applied.record`` for a change's fields):
         what ``mcp-guard undo`` plays backwards and ``mcp-guard history`` lists."""
         manifest = {
             "audit_id": audit_id,

@@ -41,8 +41,9 @@ from mcp_server_guard.files.journal import TempJournal, Ticket, journal_dir, swe
 from mcp_server_guard.files.mime import mime_of
 from mcp_server_guard.files.reading import sha256_fd
 from mcp_server_guard.files.treelock import TreeBusy, flock_until, tree_lock
+from mcp_server_guard.git_dirs import makes_git_dir
 from mcp_server_guard.policy import FileWritePolicy, Policy
-from mcp_server_guard.protected import Protection, makes_git_dir, protection_for
+from mcp_server_guard.protected import Protection, protection_for
 
 log = logging.getLogger("mcp_server_guard")
 

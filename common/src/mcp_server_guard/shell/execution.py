@@ -15,7 +15,7 @@ from functools import partial
 import anyio
 import anyio.to_thread
 
-from mcp_server_guard.changes.apply import now_ns
+from mcp_server_guard.changes.nofollow import now_ns
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.errors import ExecutionError, ParamError, ResourceError, SecurityError
 from mcp_server_guard.files.jail import Jail

@@ -187,7 +187,7 @@ class RunResult:
     duration_ms: float
     copy: str = ""  # the copy the command worked on ("" when it wrote the real tree directly)
     copy_final: bool = False  # every process of the call had ended when it returned: the copy is what it did
-    started_ns: int = 0  # when it started, by the file systems' clock (see changes.apply.now_ns)
+    started_ns: int = 0  # when it started, by the file systems' clock (see changes.nofollow.now_ns)
     network_denied: tuple[Denied, ...] = ()  # --network policy: what the egress proxy refused for this call
     network_allowed: tuple[str, ...] = ()  # --network policy: host:port the proxy let through for this call
 

@@ -1,0 +1,181 @@
+"""What git has a copy of, read from a work tree's index file itself: no git program runs.
+
+Owns the reading of a git index (versions 2 to 4, sha-1 repositories) found one name at a time below a root with
+no link followed, and git's blob id of a file, so that the judgement can ask before a command deletes, empties
+or discards work git does not have (:func:`uncommitted`, :func:`discarded`) and recognise moved files
+(:func:`blob_hash`). Not here: what is asked and when (``changes.effects``), nor git's own files as protected
+paths (``changes.git_verdicts``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import posixpath
+import stat
+import struct
+from collections.abc import Sequence
+
+from mcp_server_guard.changes.upper import Change, ChangeSet
+
+__all__ = ["blob_hash", "discarded", "uncommitted"]
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_MAX_HASHED = 64 << 20  # files larger than this count as modified without hashing them
+_DISCARD_HASH_BYTES = 64 << 20  # bytes hashed at most to recognise files put back to git's copy
+
+
+def discarded(rewritten: Sequence[tuple[ChangeSet, Change]]) -> list[str]:
+    """Of the files overwritten, those that had changes git has no copy of (differing from the index) and now
+    hold exactly the index's content: uncommitted work thrown away. Read from the index file itself."""
+    found: list[str] = []
+    indexes: dict[str, tuple[str, dict[str, bytes]] | None] = {}
+    budget = _DISCARD_HASH_BYTES
+    for changes, change in rewritten:
+        if change.size + change.old_size > budget:
+            break
+        repository = _repository(changes.root, change.path, indexes)
+        if repository is None:
+            continue
+        work_tree, entries = repository
+        blob = entries.get(posixpath.relpath(posixpath.join(changes.root, change.path), work_tree))
+        if blob is None:
+            continue
+        budget -= change.size + change.old_size
+        new = blob_hash(posixpath.join(changes.upper, change.path), changes.upper)
+        if new == blob and blob_hash(posixpath.join(changes.root, change.path), changes.root) != blob:
+            found.append(change.path)
+    return found
+
+
+def uncommitted(losing: Sequence[tuple[ChangeSet, Change]]) -> list[str]:
+    """Of the files being deleted or emptied, those whose current content git does not have (untracked, or
+    different from the index), judged from the index file itself: no git program runs."""
+    lost: list[str] = []
+    indexes: dict[str, tuple[str, dict[str, bytes]] | None] = {}
+    for changes, change in losing:
+        found = _repository(changes.root, change.path, indexes)
+        if found is None:
+            continue
+        work_tree, entries = found
+        rel = posixpath.relpath(posixpath.join(changes.root, change.path), work_tree)
+        blob = entries.get(rel)
+        if blob is None or blob_hash(posixpath.join(changes.root, change.path), changes.root) != blob:
+            lost.append(change.path)
+    return lost
+
+
+def _repository(
+    root: str, path: str, cache: dict[str, tuple[str, dict[str, bytes]] | None]
+) -> tuple[str, dict[str, bytes]] | None:
+    """The work tree holding ``path`` (a directory with a .git directory, at or above it, inside the root) and
+    its index: path -> blob id."""
+    parts = path.split("/")[:-1]
+    for depth in range(len(parts), -1, -1):
+        work_tree = posixpath.join(root, *parts[:depth]) if depth else root
+        if work_tree in cache:
+            return cache[work_tree]
+        with contextlib.suppress(OSError):
+            fd = os.open(work_tree, _DIR)  # the root, then one name at a time below it: no link followed
+            try:
+                git = os.open(".git", _DIR, dir_fd=fd)
+            finally:
+                os.close(fd)
+            try:
+                cache[work_tree] = (work_tree, _read_index(git))
+            finally:
+                os.close(git)
+            return cache[work_tree]
+    return None
+
+
+def _read_index(git_dir: int) -> dict[str, bytes]:
+    """Path -> blob id from a git dir's index file (versions 2 to 4); empty when it cannot be read."""
+    try:
+        fd = os.open("index", _FILE, dir_fd=git_dir)
+    except OSError:
+        return {}
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return {}
+        data = os.pread(fd, 256 << 20, 0)
+    finally:
+        os.close(fd)
+    out: dict[str, bytes] = {}
+    if len(data) < 12 or data[:4] != b"DIRC":
+        return out
+    version, count = struct.unpack(">II", data[4:12])
+    if version not in (2, 3, 4):
+        return out
+    hash_size = 20  # sha-1 repositories; sha-256 ones are judged as having no copy (asked, never lost)
+    offset = 12
+    previous = b""
+    try:
+        for _ in range(count):
+            start = offset
+            blob = data[offset + 40 : offset + 40 + hash_size]
+            flags = struct.unpack(">H", data[offset + 40 + hash_size : offset + 42 + hash_size])[0]
+            offset += 42 + hash_size
+            if version >= 3 and flags & 0x4000:
+                offset += 2
+            if version == 4:
+                strip, used = _varint(data, offset)
+                offset += used
+                end = data.index(b"\0", offset)
+                name = previous[: len(previous) - strip] + data[offset:end]
+                offset = end + 1
+            else:
+                end = data.index(b"\0", offset)
+                name = data[offset:end]
+                offset = start + ((end - start + 8) & ~7)
+            previous = name
+            out[name.decode("utf-8", "surrogateescape")] = blob
+    except (ValueError, struct.error, IndexError):
+        return out
+    return out
+
+
+def _varint(data: bytes, offset: int) -> tuple[int, int]:
+    value = data[offset] & 0x7F
+    used = 1
+    while data[offset + used - 1] & 0x80:
+        value = ((value + 1) << 7) | (data[offset + used] & 0x7F)
+        used += 1
+    return value, used
+
+
+def _open_below(path: str, base: str) -> int:
+    """Open the regular file ``path`` below ``base``, one name at a time: no link followed on the way."""
+    rel = posixpath.relpath(path, base)
+    fd = os.open(base, _DIR)
+    try:
+        parts = rel.split("/")
+        for part in parts[:-1]:
+            nxt = os.open(part, _DIR, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        return os.open(parts[-1], _FILE, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def blob_hash(path: str, no_follow_below: str = "") -> bytes | None:
+    """Git's blob id of a regular file's current content (never following a link or opening anything else)."""
+    try:
+        fd = _open_below(path, no_follow_below or posixpath.dirname(path))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_HASHED:
+            return None
+        hasher = hashlib.sha1(f"blob {st.st_size}\0".encode(), usedforsecurity=False)
+        offset = 0
+        while chunk := os.pread(fd, 1 << 20, offset):
+            hasher.update(chunk)
+            offset += len(chunk)
+        return hasher.digest()
+    finally:
+        os.close(fd)

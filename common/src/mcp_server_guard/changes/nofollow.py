@@ -1,0 +1,245 @@
+"""No-follow file operations beneath a root's directory fd: the primitives every apply and undo step is made of.
+
+Every path is opened relative to a directory fd, resolved by the kernel beneath it with no symlink followed
+(``openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)``, or one ``O_NOFOLLOW`` name at a time where openat2 is
+missing): a link planted since, anywhere on the path, raises :class:`Changed` — a conflict, never a way out. A
+regular file is replaced or removed only while its flock is held and the name still is that file
+(:func:`held`); what is there is checked against the command's start, taken by :func:`now_ns` (:func:`unchanged`);
+a running job's file is copied, never opened unless regular, and only if it is the very file judged
+(:func:`copy_beside`).
+
+Threat: a confused deputy — the server, placing a command's files with its own rights, led by a link or a swap
+to write, replace or remove something outside the root. Not here: which steps an apply takes and in what order
+(``changes.plan``), nor what each step does with the history (``changes.steps``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import time
+from collections.abc import Iterator
+
+from mcp_server_guard import linux
+from mcp_server_guard.changes.upper import MAX_ENTRIES, TooDeep, walk_real
+from mcp_server_guard.files import openat2 as _openat2
+from mcp_server_guard.files.treelock import flock_until
+
+__all__ = [
+    "DIR",
+    "Changed",
+    "copy_beside",
+    "free_name_beside",
+    "held",
+    "identity",
+    "lstat_at",
+    "now_ns",
+    "open_dir",
+    "parent",
+    "rename_at",
+    "syncfs",
+    "unchanged",
+    "unchanged_tree",
+]
+
+_RESOLVE = _openat2.RESOLVE_BENEATH | _openat2.RESOLVE_NO_SYMLINKS | _openat2.RESOLVE_NO_MAGICLINKS
+DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC  # a directory, opened to act beneath it
+_RENAME_NOREPLACE = 1
+_LOCK_WAIT_S = 10.0
+
+
+def now_ns() -> int:
+    """Now, to compare with file ctimes: the real-time clock itself (file systems stamp changes with it, coarsely
+    or finely: a change made before this moment never looks later; one made in the same clock tick after it may
+    look earlier, and is then kept in the history rather than set beside)."""
+    return time.time_ns()
+
+
+class Changed(Exception):
+    """The real tree is not as the command found it at this path."""
+
+
+def identity(st: os.stat_result) -> tuple[int, ...]:
+    """What we left at a path: its inode, and its modification time and size then (a rename, ours or an undo's,
+    keeps them; a write changes them — one in the same clock tick as ours that keeps the size is the one thing
+    this cannot see)."""
+    return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def lstat_at(name: str, dirfd: int) -> os.stat_result | None:
+    """What is at ``name`` in ``dirfd``, no link followed; None when nothing is."""
+    try:
+        return os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def open_dir(base: int, rel: str) -> int:
+    """A directory beneath ``base``, every component checked by the kernel: no symlink, no escape."""
+    try:
+        if _openat2.available():
+            return _openat2.openat2(base, rel or ".", DIR, _RESOLVE)
+    except OSError as exc:
+        if exc.errno != errno.ENOSYS:
+            raise Changed(f"its directory changed ({exc.strerror})") from None
+    fd = os.dup(base)
+    try:
+        for part in [p for p in rel.split("/") if p]:
+            if part in (".", ".."):
+                raise Changed("an odd path")
+            try:
+                nxt = os.open(part, DIR | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as exc:
+                raise Changed(f"its directory changed ({exc.strerror})") from None
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+@contextlib.contextmanager
+def parent(base: int, rel: str) -> Iterator[tuple[int, str]]:
+    """The directory holding ``rel``, opened beneath ``base`` (:func:`open_dir`), and ``rel``'s last name."""
+    directory, _, name = rel.rpartition("/")
+    fd = open_dir(base, directory)
+    try:
+        yield fd, name
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def held(dirfd: int, name: str, st: os.stat_result) -> Iterator[None]:
+    """For a regular file: hold its flock (file_write's writers take turns on it) while we replace or remove it,
+    and make sure the name still is that file. Anything else is never opened."""
+    if not stat.S_ISREG(st.st_mode):
+        yield
+        return
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
+    except OSError as exc:
+        raise Changed(f"it changed ({exc.strerror})") from None
+    try:
+        if not flock_until(fd, time.monotonic() + _LOCK_WAIT_S, 0.002):
+            raise Changed("another writer held it")
+        now = lstat_at(name, dirfd)
+        locked = os.fstat(fd)
+        if now is None or (now.st_dev, now.st_ino) != (locked.st_dev, locked.st_ino):
+            raise Changed("it was replaced meanwhile")
+        yield
+    finally:
+        os.close(fd)
+
+
+def unchanged_tree(dirfd: int, name: str, since_ns: int) -> tuple[int, int]:
+    """(paths, bytes) of the real tree ``name``; raises Changed when anything in it changed at or after
+    ``since_ns``."""
+    try:
+        fd = os.open(name, DIR | os.O_NOFOLLOW, dir_fd=dirfd)
+    except OSError as exc:
+        raise Changed(f"it changed ({exc.strerror})") from None
+    try:
+        if os.fstat(fd).st_ctime_ns > since_ns:
+            raise Changed("it changed after the command started")
+        budget = [MAX_ENTRIES]
+        count = size = 0
+        try:
+            for path, st in walk_real(fd, name, budget):
+                if st.st_ctime_ns > since_ns:
+                    raise Changed(f"{path} changed after the command started")
+                count += 1
+                size += max(st.st_size, st.st_blocks * 512) if stat.S_ISREG(st.st_mode) else 0
+        except TooDeep:
+            raise Changed("it is too deep to check") from None
+        if budget[0] < 0:
+            raise Changed("it is too large to check")
+        return count, size
+    finally:
+        os.close(fd)
+
+
+def unchanged(dirfd: int, name: str, real: os.stat_result, since_ns: int, left: int | None = None) -> tuple[int, int]:
+    """Raise Changed unless what is at ``name`` is as the command found it (or, ``left``, as an earlier apply of
+    the same running job left it: its ctime then); returns a tree's (paths, bytes)."""
+    if stat.S_ISDIR(real.st_mode):
+        return unchanged_tree(dirfd, name, since_ns)
+    if left is not None:
+        if real.st_ctime_ns != left:
+            raise Changed("it changed after the job's changes were applied")
+    elif real.st_ctime_ns > since_ns:
+        raise Changed("it changed after the command started")
+    return (0, 0)
+
+
+def copy_beside(src_dir: int, name: str, st: os.stat_result, dst_dir: int) -> str | None:
+    """Copy a running job's file, symlink or FIFO (never opened unless a regular file) to a temp name beside its
+    target; None when it changed while copied (it is still being written)."""
+    temp = f".mcp-guard-{os.urandom(6).hex()}.tmp"
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = os.readlink(name, dir_fd=src_dir)
+        except OSError:
+            return None  # no longer a symlink: the job changed it; the next look judges it again
+        os.symlink(target, temp, dir_fd=dst_dir)
+        return temp
+    if stat.S_ISFIFO(st.st_mode):
+        os.mkfifo(temp, stat.S_IMODE(st.st_mode), dir_fd=dst_dir)
+        return temp
+    if not stat.S_ISREG(st.st_mode):
+        raise Changed("not a file that can be copied")
+    try:
+        src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=src_dir)
+    except OSError:
+        return None
+    try:
+        opened = os.fstat(src)
+        # Threat: the job swapping what it judged (a symlink, a plain file) for another file (an executable)
+        # between the judgement and this copy: only the very file judged is copied.
+        if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(opened.st_mode):
+            return None
+        out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dst_dir)
+        try:
+            offset = 0
+            while chunk := os.pread(src, 1 << 20, offset):
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(out, view) :]
+                offset += len(chunk)
+            os.fchmod(out, stat.S_IMODE(st.st_mode))
+            os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+        finally:
+            os.close(out)
+        after = os.fstat(src)
+    finally:
+        os.close(src)
+    if (after.st_size, after.st_mtime_ns, after.st_ctime_ns) != (st.st_size, st.st_mtime_ns, st.st_ctime_ns):
+        os.unlink(temp, dir_fd=dst_dir)
+        return None
+    return temp
+
+
+def free_name_beside(name: str, audit_id: str, dirfd: int) -> str:
+    """A free name beside ``name`` for the command's version: ``<name>.mcp-guard-<auditId>`` (then ``-1``...)."""
+    for n in range(100):
+        candidate = f"{name}.mcp-guard-{audit_id}" + (f"-{n}" if n else "")
+        if lstat_at(candidate, dirfd) is None:
+            return candidate
+    raise OSError(errno.EEXIST, "no free name beside it")
+
+
+def rename_at(src_dir: int, src: str, dst_dir: int, dst: str, *, noreplace: bool) -> None:
+    """Rename between directory fds; ``noreplace``: FileExistsError rather than replace what is there."""
+    if not noreplace:
+        os.rename(src, dst, src_dir_fd=src_dir, dst_dir_fd=dst_dir)
+        return
+    linux.renameat2(src_dir, src, dst_dir, dst, _RENAME_NOREPLACE)
+
+
+def syncfs(fd: int) -> None:
+    """Flush the file system holding ``fd`` to disk, where the kernel lets us (errors ignored)."""
+    with contextlib.suppress(OSError, AttributeError):
+        linux.syncfs(fd)

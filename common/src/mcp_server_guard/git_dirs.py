@@ -1,0 +1,272 @@
+"""Git dirs, known the way git knows itself, and the rule file_write and the judge of effects take from them.
+
+A directory with a ``HEAD`` (a file, or a symlink) and ``objects/`` and ``refs/`` (or a ``commondir`` file) is a
+git dir wherever it lies (:func:`is_git_dir`); a ``.git`` *file* leads to its ``gitdir:`` and a ``commondir`` file
+to the common dir, each read as git reads it (:func:`pointer_text`); in a git dir, ``config``,
+``config.worktree``, ``hooks/``, ``commondir``, ``gitdir`` and the same entries of ``modules/*`` and
+``worktrees/*`` are what git runs or follows (:func:`git_runnable`). Objects, refs, the index and the logs stay
+writable: ordinary git work goes on. A repository's ``core.hooksPath`` (or the user's global one) names more
+directories git runs programs from. :func:`git_rule` puts these together for one path; :func:`makes_git_dir`
+says whether a write would make a new git dir.
+
+Not here: the protected and hidden lists and the box's survey (``protected``), nor the reading of a config's
+keys (``git_config``: git's own parser decides, never a look-alike).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+import re
+import stat
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from mcp_server_guard.git_config import MAX_GIT_CONFIG, git_config_entries
+from mcp_server_guard.paths import within, within_any
+
+__all__ = [
+    "GIT_ENTRIES",
+    "POINTER_LIMIT",
+    "GitLookups",
+    "git_rule",
+    "git_runnable",
+    "is_git_dir",
+    "makes_git_dir",
+    "pointer_text",
+    "read_pointer",
+]
+
+# Entries of a git dir that git runs, or follows to another git dir.
+# (A rebase's or a cherry-pick's state lists commands git runs on --continue: file_write never writes it; a
+# command's is judged by its content, see changes.git_verdicts.)
+_GIT_RUNNABLE = re.compile(
+    r"^(?:(?:modules/.+|worktrees/[^/]+)/)?"
+    r"(?:config|config\.worktree|commondir|gitdir|hooks(?:/.*)?|(?:rebase-merge|rebase-apply|sequencer)(?:/.*)?)$"
+)
+# The entries of a git dir the box mounts read-only (where commands write the real tree directly).
+GIT_ENTRIES = ("config", "config.worktree", "hooks", "commondir", "gitdir")
+POINTER_LIMIT = 4096  # bytes of a .git or commondir file read at most; a longer one names nothing we trust
+
+
+def is_git_dir(path: str) -> bool:
+    """Git's own test, taken wide: ``objects`` + ``refs`` (a repository, or a common dir: what another git dir's
+    ``commondir`` may name, HEAD or not), or a ``HEAD`` that is not a directory and a ``commondir``; each of any
+    kind.
+
+    Threat: git tests ``objects`` and ``refs`` with access(X_OK), which follows a symlink (and passes for an
+    executable file): a directory whose ``objects`` is a link to a real repository's is a git dir to git, and
+    its config runs programs. So any entry of those names counts, links never followed. And a common dir has no
+    HEAD of its own: git reads its config and hooks for every git dir whose commondir names it."""
+    join = os.path.join
+    if os.path.lexists(join(path, "objects")) and os.path.lexists(join(path, "refs")):
+        return True
+    try:
+        if stat.S_ISDIR(os.lstat(join(path, "HEAD")).st_mode):
+            return False
+    except OSError:
+        return False
+    return os.path.lexists(join(path, "commondir"))
+
+
+def pointer_text(data: bytes, gitfile: bool) -> str | None:
+    """The path a pointer file names, read as git reads it; None when git would take it as naming nothing.
+
+    Threat: a reader that takes a different path than git does (the first line only, spaces stripped) judges
+    one directory while git uses another. Git reads the whole file, needs ``gitdir: `` (with its space) at the
+    start of a ``.git`` file, drops only the trailing line ends, and stops at a NUL."""
+    if len(data) > POINTER_LIMIT:
+        return None
+    if gitfile:
+        if not data.startswith(b"gitdir: "):
+            return None
+        data = data[len(b"gitdir: ") :]
+    text = data.rstrip(b"\r\n").split(b"\0", 1)[0]
+    return os.fsdecode(text) or None
+
+
+def git_runnable(rel: str) -> bool:
+    """Whether ``rel`` (a path inside a git dir) is something git runs or follows."""
+    return bool(_GIT_RUNNABLE.match(rel))
+
+
+def read_pointer(path: str, gitfile: bool) -> str:
+    """The directory a ``.git`` file or a ``commondir`` file at ``path`` names, made absolute (no link followed
+    to the file itself)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        target = pointer_text(os.pread(fd, POINTER_LIMIT + 1, 0), gitfile)
+    finally:
+        os.close(fd)
+    if target is None:
+        raise ValueError("names no directory as git reads it")
+    return os.path.normpath(os.path.join(os.path.dirname(path), target))
+
+
+@dataclass
+class GitLookups:
+    """What the git rule looks up once when many paths are judged (the tree does not change while it is judged):
+    the global hooks directories, each directory's git shape and its repository's hooks directories."""
+
+    global_hooks: list[str] | None = None
+    git_dirs: dict[str, bool] = field(default_factory=dict)
+    hooks: dict[str, list[str]] = field(default_factory=dict)  # work tree (or not one: []) -> its hooks dirs
+
+
+def git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: GitLookups) -> str | None:
+    """file_write and the judge of effects: whether ``real`` is a runnable entry of a git dir among its
+    ancestors inside the roots, or lies in a directory git runs hooks from (``core.hooksPath``)."""
+    if lookups.global_hooks is None:
+        lookups.global_hooks = _global_hooks_dirs(home)
+    hooks = _hooks_rule(real, lookups.global_hooks)
+    if hooks is not None:
+        return hooks
+    directory = posixpath.dirname(real)
+    while within_any(directory, roots):
+        git_dir = lookups.git_dirs.get(directory)
+        if git_dir is None:
+            git_dir = lookups.git_dirs[directory] = is_git_dir(directory)
+        if git_dir:
+            rel = posixpath.relpath(real, directory)
+            if git_runnable(rel):
+                return f"git's own '{rel}' (git dir {directory})"
+            if rel.split("/", 1)[0] not in ("modules", "worktrees"):
+                return None
+        repo_hooks = lookups.hooks.get(directory)
+        if repo_hooks is None:
+            dotgit = posixpath.join(directory, ".git")
+            repo_hooks = _repo_hooks_dirs(directory, home) if os.path.lexists(dotgit) else []
+            lookups.hooks[directory] = repo_hooks
+        hooks = _hooks_rule(real, repo_hooks)
+        if hooks is not None:
+            return hooks
+        parent = posixpath.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    if posixpath.basename(real) == ".git":
+        return ".git"  # a .git file points git at any directory
+    return None
+
+
+_GIT_SHAPE = frozenset({"HEAD", "objects", "refs", "commondir"})
+
+
+def makes_git_dir(real: str, roots: Sequence[str]) -> str | None:
+    """file_write: whether writing ``real`` (creating it and any missing parent) would turn a directory into a
+    git dir — a HEAD, objects and refs (or a commondir) — that is not one now; why, or None.
+
+    Threat: building a bare repository file by file (HEAD, a config that runs programs, objects/, refs/): each
+    write alone touches no git dir, the last one makes ``src/`` a repository git finds before the project's.
+    (The judgement of a command's effects decides the same on the tree the command left:
+    ``changes.git_verdicts.creates_git_dir``.)"""
+    parts = real.split("/")
+    for depth in range(len(parts) - 1, 0, -1):
+        directory, made = "/".join(parts[:depth]) or "/", parts[depth]
+        if not within_any(directory, roots):
+            break
+        if made not in _GIT_SHAPE or os.path.lexists(os.path.join(directory, made)):
+            continue
+
+        def present(name: str, directory: str = directory, made: str = made) -> bool:
+            return name == made or os.path.lexists(os.path.join(directory, name))
+
+        runnable = any(present(name) for name in ("config", "config.worktree", "hooks"))
+        repository = present("objects") and present("refs") and (present("HEAD") or runnable)
+        would = repository or (present("HEAD") and present("commondir"))
+        if would and not is_git_dir(directory):
+            return f"it would make {directory} a git dir (git takes one with HEAD, objects and refs for a repository)"
+    return None
+
+
+# -- core.hooksPath: directories of the project git runs programs from -----------------------------------------
+#
+# Threat: a repository (or the user's global config) names a hooks directory in the work tree (.githooks/,
+# scripts/git-hooks/); a command that writes a file there has it run by the user's next commit, outside the box.
+# The configs are the user's own (a command cannot add core.hooksPath: git configs are judged), read by git's own
+# parser, includes not followed (a hooksPath set through an include is not seen: docs/security.md says so).
+
+_HOOKS_CACHE: dict[tuple[str, int, int, int, int], tuple[str, ...]] = {}
+_HOOKS_LOCK = threading.Lock()
+
+
+def _hooks_rule(real: str, dirs: Iterable[str]) -> str | None:
+    for directory in dirs:
+        if within(real, directory) and real != directory:
+            return f"a git hook (core.hooksPath {directory})"
+    return None
+
+
+def _config_hooks_paths(path: str, *, follow: bool) -> tuple[str, ...]:
+    """The core.hooksPath values of the git config at ``path`` (none when it is missing, unreadable or not a
+    regular file; never opened when it is not one), kept while the file keeps its identity."""
+    try:
+        st = os.stat(path, follow_symlinks=follow)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_GIT_CONFIG:
+            return ()
+        key = (path, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+        with _HOOKS_LOCK:
+            found = _HOOKS_CACHE.get(key)
+        if found is not None:
+            return found
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
+        try:
+            now = os.fstat(fd)
+            if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+                return ()
+            data = os.pread(fd, MAX_GIT_CONFIG + 1, 0)
+        finally:
+            os.close(fd)
+    except OSError:
+        return ()
+    entries = git_config_entries(data) or []
+    found = tuple(value for name, value in entries if name.lower() == "core.hookspath" and value)
+    with _HOOKS_LOCK:
+        if len(_HOOKS_CACHE) > 256:
+            _HOOKS_CACHE.clear()
+        _HOOKS_CACHE[key] = found
+    return found
+
+
+def _global_configs(home: str | None) -> list[str]:
+    xdg = os.environ.get("XDG_CONFIG_HOME") or (os.path.join(home, ".config") if home else "")
+    paths = ["/etc/gitconfig"]  # the system's
+    if xdg:
+        paths.append(os.path.join(xdg, "git", "config"))
+    if home:
+        paths.append(os.path.join(home, ".gitconfig"))
+    return paths
+
+
+def _expand(value: str, base: str, home: str | None) -> str:
+    if home and (value == "~" or value.startswith("~/")):
+        value = home + value[1:]
+    return os.path.realpath(os.path.join(base, value))  # as the paths it is compared with (no file opened)
+
+
+def _global_hooks_dirs(home: str | None) -> list[str]:
+    """The absolute hooks directories the user's global and system configs name (every repository's)."""
+    values = [v for path in _global_configs(home) for v in _config_hooks_paths(path, follow=True)]
+    return [_expand(v, "/", home) for v in values if v.startswith(("/", "~"))]
+
+
+def _repo_hooks_dirs(work_tree: str, home: str | None) -> list[str]:
+    """The hooks directories of the repository whose work tree is ``work_tree``: its own config's, and the
+    global ones relative to it (git takes a relative core.hooksPath from the top of the work tree)."""
+    dotgit = os.path.join(work_tree, ".git")
+    git_dir = dotgit
+    with contextlib.suppress(OSError, ValueError):
+        if not stat.S_ISDIR(os.lstat(dotgit).st_mode):
+            git_dir = read_pointer(dotgit, gitfile=True)
+    configs = [(os.path.join(git_dir, "config"), False)]
+    with contextlib.suppress(OSError, ValueError):
+        if os.path.lexists(os.path.join(git_dir, "commondir")):
+            configs.append(
+                (os.path.join(read_pointer(os.path.join(git_dir, "commondir"), gitfile=False), "config"), False)
+            )
+    configs += [(path, True) for path in _global_configs(home)]
+    return [_expand(v, work_tree, home) for path, follow in configs for v in _config_hooks_paths(path, follow=follow)]
