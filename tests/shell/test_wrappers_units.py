@@ -1,0 +1,78 @@
+"""The string layer's look-through tables on their own: what a wrapper, a program's own "run this" option, code in
+another language and an unknown program's options hand on to run. The engine's verdicts over the same forms are in
+test_shell_policy.py; these pin the pieces it is built from, so a table that stops seeing a form fails here by
+name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcp_server_guard.shell.code_texts import literal_commands, program_text_runs
+from mcp_server_guard.shell.parsing import Word, parse
+from mcp_server_guard.shell.run_options import option_commands
+from mcp_server_guard.shell.unknown_programs import run_texts
+from mcp_server_guard.shell.wrappers import unwrap
+
+
+def _argv(line: str) -> tuple[str, list[Word]]:
+    [command] = parse(line).commands
+    program = command.words[0].value
+    assert program is not None
+    return program, command.words[1:]
+
+
+def _lines(found: Any) -> list[str]:
+    """What a table found, as text: argv lists joined, command-line strings as they are."""
+    if isinstance(found, str):
+        return [found]
+    if isinstance(found, list):
+        return [" ".join(w.value or "?" for w in words) for words in found]
+    return []
+
+
+@pytest.mark.parametrize(
+    ("line", "runs"),
+    [
+        ("sudo -u root rm -rf /srv", "rm -rf /srv"),
+        ("nice -n 5 make", "make"),
+        ("timeout -s KILL 5 sh -c 'x'", "sh -c x"),
+        ("strace -o log -f curl x", "curl x"),
+        ("chroot /mnt bash", "bash"),
+        ("xargs -0 -n1 rm -f", "rm -f ?"),  # xargs appends what it reads: unknown
+        ("xargs -I{} mv {} /tmp", "mv ? /tmp"),
+    ],
+)
+def test_a_wrapper_hands_on_the_command_after_its_own_options(line: str, runs: str) -> None:
+    assert runs in _lines(unwrap(*_argv(line)))
+
+
+def test_a_wrapper_that_runs_nothing_hands_on_nothing() -> None:
+    assert unwrap(*_argv("setarch --list")) is None
+    assert unwrap(*_argv("chrt -p 5 1234")) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "runs"),
+    [
+        ("git rebase -x 'make test' main", "make test"),
+        ("rsync -e 'ssh -p 2' a b:", "ssh -p 2"),
+        ("find . -name x -exec rm {} ;", "rm"),
+    ],
+)
+def test_a_programs_own_run_option_is_seen(line: str, runs: str) -> None:
+    program, rest = _argv(line)
+    found = [text for inner in [*option_commands(program, rest), unwrap(program, rest)] for text in _lines(inner)]
+    assert any(runs in text for text in found), found
+
+
+def test_code_in_another_language_hands_its_shell_literals_on() -> None:
+    assert "rm -rf /tmp/x" in literal_commands("import os\nos.system('rm -rf /tmp/x')\n")
+    assert "shutdown now" in _lines(program_text_runs("awk", 'BEGIN { system("shutdown now") }')[0])
+    assert program_text_runs("no-such-language", "x") is None
+
+
+def test_an_unknown_programs_command_option_is_judged_as_a_line() -> None:
+    program, rest = _argv("mytool --exec 'rm -rf /' file")
+    assert any("rm -rf /" in text for inner in run_texts(program, rest) for text in _lines(inner))
