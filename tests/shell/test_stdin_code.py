@@ -139,6 +139,22 @@ async def test_a_jobs_input_is_judged_at_each_write_even_split_over_two_writes(w
     assert joined.get("refused") and "power-off" in joined["message"], joined
 
 
+async def test_stdin_evaluated_as_arithmetic_is_judged_in_a_call_and_at_each_job_write(workspace: Path) -> None:
+    """Threat: `read n; echo $((n))` (or `(( $(cat) ))`, `declare -i n; read n`) fed `a[$(shutdown -h now)]`: bash
+    evaluates the subscript's $(…) as it evaluates the arithmetic."""
+    line = "while read -r n; do echo $((n * 2)); done"
+    async with serve(SX, workspace) as client:
+        refused = await _call(client, command=line, stdin="a[$(shutdown -h now)]\n")
+        doubled = await _call(client, command=line, stdin="21\n")
+        started = await _call(client, command=line, yieldAfterSeconds=0.2)
+        attack = await _call(client, jobId=started["jobId"], stdin="a[$(shutdown -h now)]\n")
+        fine = await _call(client, jobId=started["jobId"], stdin="4\n", closeStdin=True, yieldAfterSeconds=5)
+    assert refused.get("refused") and "power-off" in refused["message"], refused
+    assert doubled["stdout"] == "42\n", doubled
+    assert attack.get("refused") and "power-off" in attack["message"], attack
+    assert fine["stdout"] == "8\n", fine
+
+
 async def test_a_cat_job_takes_any_input_as_data(workspace: Path) -> None:
     async with serve(SX, workspace) as client:
         started = await _call(client, command="cat", yieldAfterSeconds=0.2)
@@ -172,6 +188,15 @@ async def test_a_cat_job_takes_any_input_as_data(workspace: Path) -> None:
         ("bash", "git push --force origin main", "ask"),
         ("bash", "ls -la\ngit status", "allow"),
         ("wc -l", "shutdown -h now", "allow"),
+        # bash evaluating what was read as arithmetic or as a name runs the $(…) of a subscript in it
+        ("read -r n; echo $((n + 1))", "a[$(shutdown -h now)]", "deny"),
+        ("(( $(cat) ))", "a[$(shutdown -h now)]", "deny"),
+        ('let "$(cat)"', "a[$(shutdown -h now)]", "deny"),
+        ("declare -i n; read -r n", "a[$(shutdown -h now)]", "deny"),
+        ("read -r l; [[ -v $l ]]", "a[$(shutdown -h now)]", "deny"),
+        ('read -r l; printf -v "$l" x', "a[$(shutdown -h now)]", "deny"),
+        ("x=$(cat); echo $((x * 2))", "a[$(shutdown -h now)]", "deny"),
+        ("(( $(cat) > 3 ))", "41", "allow"),
     ],
 )
 def test_mcp_guard_check_judges_the_stdin_a_program_runs(command: str, stdin: str, decision: str) -> None:

@@ -120,6 +120,11 @@ class Parsed:
     # value comes from the environment, which the engine checks.
     evaluated_from_env: set[str] = field(default_factory=set)
     evaluated_code: list[str] = field(default_factory=list)  # static values bash will evaluate (their $(…) runs)
+    # Threat: `read n; echo $((n))`, `(( $(cat) ))`, `let "$(cat)"`, `declare -i n; read n`, `printf -v "$l" x`,
+    # `[[ -v $l ]]`: bash evaluates, as arithmetic or as a name, a value only run time knows, and arithmetic runs
+    # the $(…) of an array subscript in it (`a[$(shutdown -h now)]`). When that value is what the line reads from
+    # its stdin, the engine judges the stdin as command lines (like `eval "$(cat)"`).
+    evaluates_run_time: bool = False
 
 
 @dataclass
@@ -128,6 +133,7 @@ class Known:
 
     assigned: dict[str, list[Word | None]] = field(default_factory=dict)  # None: set at run time (read …)
     integers: set[str] = field(default_factory=set)  # assigned by arithmetic (i=0, i++)
+    declared_integers: set[str] = field(default_factory=set)  # declare -i: every assignment is evaluated
 
     def value(self, name: str) -> str | None:
         """The value a reference to ``name`` has, when the line fixes it (a single static assignment)."""
@@ -139,6 +145,10 @@ class Known:
         if len(values) == 1 and values[0] is not None and values[0].static is not None:
             return values[0].static
         return None
+
+    def set_at_run_time(self, name: str) -> bool:
+        """Does the line give ``name`` a value only run time knows (``read``, ``x=$(cat)``)?"""
+        return any(word is None or word.value is None for word in self.assigned.get(name, []))
 
     def code_in(self, name: str) -> bool | None:
         """Could evaluating ``name``'s value as arithmetic run code? None: the line never sets it."""
@@ -386,6 +396,13 @@ def _collect(root: Node) -> Known:
             target = next((c for c in node.named_children if c.type == "variable_name"), None)
             if target is not None and operators & _ARITH_ASSIGN:
                 known.integers.add(_text(target))
+        elif kind == "declaration_command":
+            flags = [_text(c) for c in node.named_children if c.type == "word" and _text(c).startswith("-")]
+            if any("i" in flag[1:] for flag in flags):
+                for child in node.named_children:
+                    target = child.child_by_field_name("name") if child.type == "variable_assignment" else child
+                    if target is not None and target.type == "variable_name":
+                        known.declared_integers.add(_text(target))
         elif kind == "command":
             name_node = node.child_by_field_name("name")
             program = _text(name_node) if name_node is not None else ""
@@ -403,6 +420,31 @@ def _names_set_by(program: str, words: list[str]) -> list[str]:
     if program == "getopts":
         return words[1:2]
     return [w for w in words if _IDENT.fullmatch(w)]
+
+
+def _run_time_names(program: str, args: list[Word]) -> bool:
+    """Does ``program`` (a builtin that takes variable names) get a name, or an expression, only run time knows?
+    `let "$(cat)"`, `printf -v "$l" x`, `read "$l"`, `test -v "$l"`, `declare "$l"`, `unset "$l"`."""
+    values = [w.value for w in args]
+    if program == "let":
+        return None in values
+    if program == "printf":
+        return any(v == "-v" and i + 1 < len(values) and values[i + 1] is None for i, v in enumerate(values))
+    if program in ("test", "["):
+        return any(v == "-v" and i + 1 < len(values) and values[i + 1] is None for i, v in enumerate(values))
+    if program == "read":
+        taking = False
+        for value in values:
+            if taking:
+                taking = False
+            elif value is None:
+                return True
+            elif value.startswith("-"):
+                taking = value[-1] in "adinNptu"  # an option whose value follows (-p PROMPT, -u FD, -a NAME …)
+        return False
+    if program in ("declare", "typeset", "local", "readonly", "export", "unset"):
+        return None in values
+    return False
 
 
 def _arithmetic_parts(node: Node) -> Iterator[Node]:
@@ -439,6 +481,8 @@ class _Walker:
         """Variables bash evaluates as arithmetic or as a name: their value is code when it holds $(…)."""
         for name in names:
             code = self.known.code_in(name)
+            if self.known.set_at_run_time(name):
+                self.parsed.evaluates_run_time = True
             if code is None:
                 self.parsed.evaluated_from_env.add(name)
             elif code:
@@ -448,6 +492,8 @@ class _Walker:
                 self.parsed.evaluated_code += [w.value for w in self.known.assigned[name] if w and w.value]
 
     def _arithmetic(self, node: Node, where: str) -> None:
+        if any(n.type == "command_substitution" for n in _descendants(node)) or "`" in _text(node):
+            self.parsed.evaluates_run_time = True  # `(( $(cat) ))`: what the substitution prints is evaluated
         names: list[str] = []
         for part in _arithmetic_parts(node):
             if part.type == "variable_name":
@@ -505,6 +551,8 @@ class _Walker:
         elif kind == "unary_expression" and any(_text(c) == "-v" for c in node.children):
             for operand in node.named_children[1:]:
                 self._name_argument(_text(operand), "[[ -v ]]")
+                if _has_dynamic(operand):
+                    self.parsed.evaluates_run_time = True  # `[[ -v $l ]]`: a name only run time knows
         elif kind == "expansion":
             text = _text(node)
             if text.startswith("${!"):
@@ -561,6 +609,8 @@ class _Walker:
         if program in _NAME_TAKERS:
             for word in words[1:]:
                 self._name_argument(word.value, program)
+            if _run_time_names(program, words[1:]):
+                self.parsed.evaluates_run_time = True
             if program == "let":
                 self._evaluated([m.group() for w in words[1:] for m in _IDENT.finditer(w.value or "")], "let")
         self.parsed.commands.append(command)
@@ -809,7 +859,10 @@ def parse(source: str) -> Parsed:
         raise TooComplex(f"the command line has {nodes} syntax nodes; the limit is {MAX_SYNTAX_NODES}")
     if nodes > MAX_SYNTAX_DEPTH and _depth(root, MAX_SYNTAX_DEPTH) > MAX_SYNTAX_DEPTH:
         raise TooComplex(f"the command line is nested more than {MAX_SYNTAX_DEPTH} levels deep")
-    _Walker(parsed, _collect(root)).walk(root)
+    known = _collect(root)
+    _Walker(parsed, known).walk(root)
+    if any(known.set_at_run_time(name) for name in known.declared_integers):
+        parsed.evaluates_run_time = True  # `declare -i n; read n`: bash evaluates what is assigned to n
     if root.has_error and not any(f.kind == "parse-error" for f in parsed.findings):
         parsed.findings.append(Finding("parse-error", "the command line does not parse"))
     return parsed

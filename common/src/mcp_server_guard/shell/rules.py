@@ -566,6 +566,8 @@ class _Expander:
                 self.finding("write-redirect", f"'{redirect.op} {redirect.target.raw}' writes a file")
         for item in parsed.findings:
             self.found.append(_Found(None, item.detail, item))
+        if parsed.evaluates_run_time:
+            self._stdin_as_lines("arithmetic", feed, depth)  # `read n; (( n ))` fed `a[$(shutdown -h now)]`
         for code in parsed.evaluated_code:
             self.line(": " + code, depth + 1)  # x='a[$(rm -rf ~)]'; $((x)) runs rm: judge what it runs
         for name in sorted(parsed.evaluated_from_env & set(self.env)):
