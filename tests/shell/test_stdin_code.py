@@ -155,6 +155,17 @@ async def test_stdin_evaluated_as_arithmetic_is_judged_in_a_call_and_at_each_job
     assert fine["stdout"] == "8\n", fine
 
 
+async def test_data_read_and_counted_is_not_judged_as_commands(workspace: Path) -> None:
+    readme = "# Install\nRun `sudo reboot` after the upgrade.\nshutdown scheduled for 22:00\n"
+    async with serve(SX, workspace) as client:
+        counted = await _call(client, command="n=0; while read -r l; do n=$((n+1)); done; echo $n", stdin=readme)
+        numbered = await _call(
+            client, command='mapfile -t L; for i in "${!L[@]}"; do echo "$i ${L[i]:0:3}"; done', stdin=readme
+        )
+    assert counted.get("stdout") == "3\n", counted
+    assert numbered.get("stdout") == "0 # I\n1 Run\n2 shu\n", numbered
+
+
 async def test_a_cat_job_takes_any_input_as_data(workspace: Path) -> None:
     async with serve(SX, workspace) as client:
         started = await _call(client, command="cat", yieldAfterSeconds=0.2)
@@ -197,6 +208,21 @@ async def test_a_cat_job_takes_any_input_as_data(workspace: Path) -> None:
         ('read -r l; printf -v "$l" x', "a[$(shutdown -h now)]", "deny"),
         ("x=$(cat); echo $((x * 2))", "a[$(shutdown -h now)]", "deny"),
         ("(( $(cat) > 3 ))", "41", "allow"),
+        # ... whatever quotes, `#` or (read without -r) backslashes surround the subscript's $(…) or backticks
+        ("read -r n; echo $((n))", "x=a['$(shutdown -h now)']", "deny"),
+        ("(( $(cat) ))", "a[ #$(shutdown -h now)]", "deny"),
+        ("read n; echo $((n))", "x=a[\\`shutdown -h now\\`]", "deny"),
+        ('read l; eval "$l"', "x=\\`shutdown -h now\\`", "deny"),
+        # ... and wherever the value travels: a copy, a name it holds, an offset, a subscript, $1, REPLY
+        ("read -r n; x=$n; y=x; echo $((y))", "a[$(shutdown -h now)]", "deny"),
+        ("read -r n; s=abc; echo ${s:n}", "a[$(shutdown -h now)]", "deny"),
+        ("read -r n; a[n]=3", "a[$(shutdown -h now)]", "deny"),
+        ('f() { echo $(($1)); }; f "$(cat)"', "a[$(shutdown -h now)]", "deny"),
+        ("read -r; echo $((REPLY))", "a[$(shutdown -h now)]", "deny"),
+        ("read -r n; ref=n; echo $((${!ref}))", "a[$(shutdown -h now)]", "deny"),
+        # data read and only counted, measured or compared by [ ] is never judged as commands
+        ("while read -r l; do [[ ${#l} -gt 20 ]] && echo long; done", "shutdown -h now", "allow"),
+        ('while read -r a b; do [ "$b" -gt 3 ] && echo y; done', "x shutdown -h now", "allow"),
     ],
 )
 def test_mcp_guard_check_judges_the_stdin_a_program_runs(command: str, stdin: str, decision: str) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -134,6 +134,11 @@ class Known:
     assigned: dict[str, list[Word | None]] = field(default_factory=dict)  # None: set at run time (read …)
     integers: set[str] = field(default_factory=set)  # assigned by arithmetic (i=0, i++)
     declared_integers: set[str] = field(default_factory=set)  # declare -i: every assignment is evaluated
+    # Names whose value may be text the line read (read/mapfile, $(…), a copy of such a name, what bash fills in
+    # from them): only these make an evaluation of a value run what the stdin holds.
+    from_input: set[str] = field(default_factory=set)
+    copies: list[tuple[str, frozenset[str]]] = field(default_factory=list)  # NAME=…$x…: NAME holds x's text
+    substitutes: bool = False  # the line has a $(…): what it prints can reach $1, $@, $_, BASH_REMATCH …
 
     def value(self, name: str) -> str | None:
         """The value a reference to ``name`` has, when the line fixes it (a single static assignment)."""
@@ -146,9 +151,17 @@ class Known:
             return values[0].static
         return None
 
-    def set_at_run_time(self, name: str) -> bool:
-        """Does the line give ``name`` a value only run time knows (``read``, ``x=$(cat)``)?"""
-        return any(word is None or word.value is None for word in self.assigned.get(name, []))
+    def settle_inputs(self) -> None:
+        """Close ``from_input`` over copies (`m=$n`, `for i in $n`, `printf -v m %s "$n"`)."""
+        if self.from_input:
+            self.from_input.add(_INDIRECT)  # `ref=n; m=${!ref}`: whatever ref names may be input
+        grown = True
+        while grown:
+            grown = False
+            for name, sources in self.copies:
+                if name not in self.from_input and sources & self.from_input:
+                    self.from_input.add(name)
+                    grown = True
 
     def code_in(self, name: str) -> bool | None:
         """Could evaluating ``name``'s value as arithmetic run code? None: the line never sets it."""
@@ -377,12 +390,14 @@ def _collect(root: Node) -> Known:
 
     for node in _descendants(root):
         kind = node.type
+        known.substitutes = known.substitutes or kind == "command_substitution"
         if kind == "variable_assignment" and node.parent is not None:
             name, word = _assignment(node)
             if node.parent.type == "c_style_for_statement":
                 known.integers.add(name)
             elif node.parent.type != "command":  # `X=1 cmd` sets X for cmd only, not for the line
                 add(name, None if "+=" in _text(node)[: len(name) + 2] else word)
+            _note_input(known, name.partition("[")[0], node.named_children[1:])
         elif kind == "for_statement":
             variable = node.child_by_field_name("variable")
             values = node.children_by_field_name("value")
@@ -391,6 +406,7 @@ def _collect(root: Node) -> Known:
                     add(_text(variable), None)
                 for value in values:
                     add(_text(variable), resolve_word(value))
+                _note_input(known, _text(variable), values)
         elif kind in ("binary_expression", "postfix_expression", "unary_expression") and _in_arithmetic(node):
             operators = {_text(c) for c in node.children if not c.is_named}
             target = next((c for c in node.named_children if c.type == "variable_name"), None)
@@ -407,10 +423,60 @@ def _collect(root: Node) -> Known:
             name_node = node.child_by_field_name("name")
             program = _text(name_node) if name_node is not None else ""
             if program in ("read", "mapfile", "readarray", "getopts", "printf"):
-                words = [_text(w) for w in node.children_by_field_name("argument")]
-                for name in _names_set_by(program, words):
+                arguments = node.children_by_field_name("argument")
+                words = [_text(w) for w in arguments]
+                names = _names_set_by(program, words)
+                for name in names:
                     add(name, None)
+                if program in ("read", "mapfile", "readarray"):
+                    # what they read; with no name, into REPLY / MAPFILE
+                    known.from_input.update(names or ["REPLY" if program == "read" else "MAPFILE"])
+                elif names:  # printf -v NAME FORMAT ARGS, getopts: a copy of what the arguments hold
+                    _note_input(known, names[0], list(arguments))
+    known.settle_inputs()
     return known
+
+
+# Variables bash fills in from other values (a match, an option's value, the last argument, the arguments): they
+# hold input when the line reads any.
+_INDIRECT = "\x00indirect"
+_SUBSCRIPTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(.*)\]\+?=?", re.DOTALL)
+_OFFSET = re.compile(r"\$\{[A-Za-z_0-9@*]+(?:\[[^\]]*\])?:(?![-=?+])(.*)\}$", re.DOTALL)
+_FILLED = frozenset({"BASH_REMATCH", "OPTARG", "_", "@", "*", "1", "2", "3", "4", "5", "6", "7", "8", "9"})
+
+
+def _note_input(known: Known, name: str, values: Sequence[Node]) -> None:
+    """``name`` is given ``values``: input when they hold a substitution (`x=$(cat)`), a copy of names that
+    hold input (``$n``, ``${n:1}``; not ``${#n}``, ``${!a[@]}``, ``$((…))``, which are numbers), ``${!ref}``."""
+    sources: set[str] = set()
+    for value in values:
+        if value.type == "word" and _IDENT.fullmatch(_text(value)):
+            sources.add(_text(value))  # `y=x; $((y))`: arithmetic evaluates the name y holds
+        for node in [value, *_descendants(value)]:
+            if node.type in ("command_substitution", "process_substitution"):
+                known.from_input.add(name)
+                return
+            if node.type == "expansion" and _text(node).startswith(("${#", "${!")):
+                text = _text(node)
+                if text.startswith("${!") and not text.endswith(("[@]}", "[*]}")):
+                    sources.add(_INDIRECT)  # ${!ref}: the value of whatever ref names
+                continue
+            if node.type == "variable_name" and _counts_as_text(node):
+                sources.add(_text(node))
+    if sources:
+        known.copies.append((name, frozenset(sources)))
+
+
+def _counts_as_text(node: Node) -> bool:
+    """A variable reference whose text is taken (not inside ``$((…))``, ``${#…}`` or ``${!…[@]}``)."""
+    parent = node.parent
+    while parent is not None and parent.type not in ("variable_assignment", "for_statement", "command", "program"):
+        if parent.type == "arithmetic_expansion":
+            return False
+        if parent.type == "expansion" and _text(parent).startswith(("${#", "${!")):
+            return False
+        parent = parent.parent
+    return True
 
 
 def _names_set_by(program: str, words: list[str]) -> list[str]:
@@ -420,6 +486,25 @@ def _names_set_by(program: str, words: list[str]) -> list[str]:
     if program == "getopts":
         return words[1:2]
     return [w for w in words if _IDENT.fullmatch(w)]
+
+
+def _value_taken(name: Node, top: Node) -> bool:
+    """In arithmetic ``top``: is the variable's value evaluated (not its length ``${#x}`` or indices ``${!a[@]}``)?"""
+    parent = name.parent
+    while parent is not None and parent != top:
+        text = _text(parent) if parent.type == "expansion" else ""
+        if text.startswith("${#") or (text.startswith("${!") and text.endswith(("[@]}", "[*]}"))):
+            return False
+        parent = parent.parent
+    return True
+
+
+def _in_double_brackets(node: Node) -> bool:
+    """Inside ``[[ … ]]`` (which evaluates -eq's operands as arithmetic), not ``[ … ]``/``test`` (which never do)."""
+    parent = node.parent
+    while parent is not None and parent.type != "test_command":
+        parent = parent.parent
+    return parent is not None and bool(parent.children) and _text(parent.children[0]) == "[["
 
 
 def _run_time_names(program: str, args: list[Word]) -> bool:
@@ -481,7 +566,8 @@ class _Walker:
         """Variables bash evaluates as arithmetic or as a name: their value is code when it holds $(…)."""
         for name in names:
             code = self.known.code_in(name)
-            if self.known.set_at_run_time(name):
+            filled = name in _FILLED and (self.known.from_input or self.known.substitutes)
+            if name in self.known.from_input or filled:
                 self.parsed.evaluates_run_time = True
             if code is None:
                 self.parsed.evaluated_from_env.add(name)
@@ -496,8 +582,11 @@ class _Walker:
             self.parsed.evaluates_run_time = True  # `(( $(cat) ))`: what the substitution prints is evaluated
         names: list[str] = []
         for part in _arithmetic_parts(node):
-            if part.type == "variable_name":
+            if part.type == "variable_name" and _value_taken(part, node):
                 names.append(_text(part))
+            elif part.type == "expansion" and self.known.from_input and _value_taken(part, node):
+                if _text(part).startswith("${!"):
+                    self.parsed.evaluates_run_time = True  # `$((${!ref}))`: whatever ref names, input too
             elif part.type == "word":
                 names += [m.group() for m in _IDENT.finditer(_text(part))]
         self._evaluated(names, where)
@@ -531,6 +620,8 @@ class _Walker:
         self._code_in_data(node)
         if kind == "variable_assignment":
             name, word = _assignment(node)
+            if node.parent is not None and node.parent.type != "command":
+                self._name_argument(name, "an assignment")
             if word.prompt_expansion:
                 self.parsed.findings.append(Finding("prompt-expansion", f"{name}=${{…@P}} expands a value as a prompt"))
         for child in node.named_children:
@@ -544,8 +635,10 @@ class _Walker:
             self._arithmetic(node, "arithmetic")
         elif kind == "compound_statement" and node.children and _text(node.children[0]) == "((":
             self._arithmetic(node, "(( ))")
-        elif kind == "binary_expression" and any(
-            c.type == "test_operator" and _text(c) in _ARITH_TEST_OPS for c in node.children
+        elif (
+            kind == "binary_expression"
+            and _in_double_brackets(node)
+            and any(c.type == "test_operator" and _text(c) in _ARITH_TEST_OPS for c in node.children)
         ):
             self._arithmetic(node, "[[ … -eq … ]]")
         elif kind == "unary_expression" and any(_text(c) == "-v" for c in node.children):
@@ -555,7 +648,10 @@ class _Walker:
                     self.parsed.evaluates_run_time = True  # `[[ -v $l ]]`: a name only run time knows
         elif kind == "expansion":
             text = _text(node)
-            if text.startswith("${!"):
+            offset = _OFFSET.match(text)
+            if offset:  # ${s:n}, ${s:1:n}: offset and length are arithmetic
+                self._evaluated([m.group() for m in _IDENT.finditer(offset.group(1))], "a substring offset")
+            if text.startswith("${!") and not text.endswith(("[@]}", "[*]}")):  # ${!a[@]}: a's indices, numbers
                 self._evaluated([m.group() for m in _IDENT.finditer(text[3:])][:1], "${!…}")
             for sub in (c for c in node.named_children if c.type == "subscript"):
                 index = sub.named_children[1:] if len(sub.named_children) > 1 else []
@@ -565,6 +661,9 @@ class _Walker:
                         self._evaluated([m.group() for m in _IDENT.finditer(_text(part))], "an array subscript")
 
     def _name_argument(self, value: str | None, where: str) -> None:
+        subscript = _SUBSCRIPTED.match(value or "")
+        if subscript:  # `a[n]=3`, `unset a[n]`: the subscript is arithmetic
+            self._evaluated([m.group() for m in _IDENT.finditer(subscript.group(1))], where)
         if value is not None and _CODE_SUBSCRIPT.search(value):
             self.parsed.evaluated_code.append(value)
             self.parsed.findings.append(
@@ -861,7 +960,7 @@ def parse(source: str) -> Parsed:
         raise TooComplex(f"the command line is nested more than {MAX_SYNTAX_DEPTH} levels deep")
     known = _collect(root)
     _Walker(parsed, known).walk(root)
-    if any(known.set_at_run_time(name) for name in known.declared_integers):
+    if known.declared_integers & known.from_input:
         parsed.evaluates_run_time = True  # `declare -i n; read n`: bash evaluates what is assigned to n
     if root.has_error and not any(f.kind == "parse-error" for f in parsed.findings):
         parsed.findings.append(Finding("parse-error", "the command line does not parse"))

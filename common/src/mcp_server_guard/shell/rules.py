@@ -567,7 +567,7 @@ class _Expander:
         for item in parsed.findings:
             self.found.append(_Found(None, item.detail, item))
         if parsed.evaluates_run_time:
-            self._stdin_as_lines("arithmetic", feed, depth)  # `read n; (( n ))` fed `a[$(shutdown -h now)]`
+            self._stdin_substitutions(feed, depth)  # `read n; (( n ))` fed `a[$(shutdown -h now)]`
         for code in parsed.evaluated_code:
             self.line(": " + code, depth + 1)  # x='a[$(rm -rf ~)]'; $((x)) runs rm: judge what it runs
         for name in sorted(parsed.evaluated_from_env & set(self.env)):
@@ -902,11 +902,25 @@ class _Expander:
         def judge(text: str) -> None:
             self.line(text, depth + 1)
             lines = [one for one in text.splitlines() if one.strip()]
-            if len(lines) > 1:
-                for one in lines:
-                    self.line(one, depth + 1)
+            # `read l` (no -r) drops the backslashes before eval sees the line: x=\`cmd\` runs cmd.
+            unescaped = [u for u in (_BACKSLASH.sub(r"\1", one) for one in lines) if u not in lines]
+            for one in [*(lines if len(lines) > 1 else []), *unescaped]:
+                self.line(one, depth + 1)
 
         self._program_text(reader, feed, judge, "a shell script")
+
+    def _stdin_substitutions(self, feed: Feed, depth: int) -> None:
+        """Threat: bash evaluating what the line read as arithmetic or as a name (`read n; $((n))`, `(( $(cat) ))`,
+        `printf -v "$l"`): an array subscript in it runs its `$(…)` and backticks whatever quotes or `#` surround
+        them (`a['$(cmd)']`, `a[ #$(cmd)]`), and `read` without -r drops backslashes first. Every such span of the
+        fed text (and of it unescaped) is judged as a command line; the rest is data."""
+
+        def judge(text: str) -> None:
+            for variant in {text, _BACKSLASH.sub(r"\1", text)}:
+                for span in substitution_spans(variant):
+                    self.line(span, depth + 1)
+
+        self._program_text("arithmetic", feed, judge, "arithmetic")
 
     def _interpreter_text(self, program: str, text: str, depth: int = 0) -> None:
         """Code an interpreter reads from stdin, judged as its -c/-e code is: fork loops, and the command lines
@@ -1103,6 +1117,33 @@ _SPAWNS_FOREVER = re.compile(
     re.DOTALL,
 )
 _READ_IFS = re.compile(r"\bIFS=(?:'[^']*'|\"[^\"]*\"|[^\s;&|]*)\s+(?:read|mapfile|readarray)\b")
+_BACKSLASH = re.compile(r"\\(.)", re.DOTALL)  # what `read` without -r does to a line: `\x` becomes `x`
+
+
+def substitution_spans(text: str) -> list[str]:
+    """The command text of every `$(…)` and backtick span in ``text``, found the way an arithmetic subscript
+    expands them: quotes, `#` and line ends do not hide them (`a['$(cmd)']` runs cmd). `$((` opens arithmetic."""
+    spans: list[str] = []
+    i = 0
+    while i < len(text):
+        if text.startswith("$((", i):
+            i += 3
+        elif text.startswith("$(", i):
+            depth, j = 1, i + 2
+            while j < len(text) and depth:
+                depth += {"(": 1, ")": -1}.get(text[j], 0)
+                j += 1
+            spans.append(text[i + 2 : j - 1 if not depth else j])
+            i = j
+        elif text[i] == "`":
+            end = text.find("`", i + 1)
+            spans.append(text[i + 1 : end if end >= 0 else len(text)])
+            i = end + 1 if end >= 0 else len(text)
+        else:
+            i += 1
+    return [span for span in spans if span.strip()]
+
+
 _NAMEREF = re.compile(r"\b(?:declare|typeset|local|export)\s+(?:-\w+\s+)*-\w*n")
 # `IFS=,` as a statement of its own (not `IFS= read …`, set for one command): later unquoted words split on it.
 _SETS_IFS = re.compile(r"(?:^|[;&|(\n{]|\bthen|\bdo|\belse)\s*(?:export\s+|declare\s+)?IFS=\S*\s*(?:$|[;&|)\n}])")
