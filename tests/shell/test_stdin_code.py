@@ -159,10 +159,17 @@ async def test_data_read_and_counted_is_not_judged_as_commands(workspace: Path) 
     readme = "# Install\nRun `sudo reboot` after the upgrade.\nshutdown scheduled for 22:00\n"
     async with serve(SX, workspace) as client:
         counted = await _call(client, command="n=0; while read -r l; do n=$((n+1)); done; echo $n", stdin=readme)
+        # bash runs a $(…) or backtick of an evaluated value only inside a subscript: summing these runs nothing
+        summed = await _call(
+            client,
+            command="t=0; while read -r n; do [[ $n =~ ^[0-9]+$ ]] && t=$((t + n)); done; echo $t",
+            stdin="10\n20\n" + readme,
+        )
         numbered = await _call(
             client, command='mapfile -t L; for i in "${!L[@]}"; do echo "$i ${L[i]:0:3}"; done', stdin=readme
         )
     assert counted.get("stdout") == "3\n", counted
+    assert summed.get("exitCode") == 0 and summed.get("stdout") == "30\n", summed
     assert numbered.get("stdout") == "0 # I\n1 Run\n2 shu\n", numbered
 
 
@@ -220,6 +227,10 @@ async def test_a_cat_job_takes_any_input_as_data(workspace: Path) -> None:
         ('f() { echo $(($1)); }; f "$(cat)"', "a[$(shutdown -h now)]", "deny"),
         ("read -r; echo $((REPLY))", "a[$(shutdown -h now)]", "deny"),
         ("read -r n; ref=n; echo $((${!ref}))", "a[$(shutdown -h now)]", "deny"),
+        ("(( $(cat) ))", "a[$((shutdown -h now) )]", "deny"),  # $((…) ) is a subshell's substitution to bash
+        ("read n; echo $((n))", "a[$\\\n(shutdown -h now)]", "deny"),  # read drops backslash-newline
+        ('read -r "n"; echo $((n))', "a[$(shutdown -h now)]", "deny"),
+        ('read -r l; declare "$l"', "x=($(shutdown -h now))", "deny"),
         # data read and only counted, measured or compared by [ ] is never judged as commands
         ("while read -r l; do [[ ${#l} -gt 20 ]] && echo long; done", "shutdown -h now", "allow"),
         ('while read -r a b; do [ "$b" -gt 3 ] && echo y; done', "x shutdown -h now", "allow"),

@@ -92,3 +92,27 @@ def test_code_with_a_run_of_backslashes_is_read_in_bounded_time() -> None:
         "program_text_runs('sed', 's/' + '\\\\' * 40 + '/x/e')\n"
     )
     subprocess.run([sys.executable, "-c", scan], check=True, timeout=30)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "echo '" + "IFS=" * 50000 + "'",
+        "echo '" + "while true; do " * 13000 + "'",
+        "printf '" + "a" * 32768 + "[" + "b" * 32768 + "'",
+        "echo '" + "(" * 65536 + "' | sh",
+    ],
+    ids=["ifs-run", "loop-heads", "open-subscript", "open-parens"],
+)
+def test_a_line_built_to_make_a_pattern_backtrack_is_judged_in_bounded_time(line: str) -> None:
+    """Threat: a pattern whose every match attempt scans to the end of the line (quadratic): a 64 KiB line held
+    the policy check, and with it every other call of the server (the GIL), for seconds; 200 KiB for minutes."""
+    judge = (
+        "import sys\n"
+        "from mcp_server_guard.policy import load_policy\n"
+        "from mcp_server_guard.shell.parsing import TooComplex\n"
+        "from mcp_server_guard.shell.rules import PolicyEngine\n"
+        "engine = PolicyEngine(load_policy().shell_exec, '/usr/bin:/bin', roots=['/w'], home='/h')\n"
+        "try:\n    engine.decide(sys.stdin.read())\nexcept TooComplex:\n    pass  # refused as too complex: bounded\n"
+    )
+    subprocess.run([sys.executable, "-c", judge], input=line, text=True, check=True, timeout=20)

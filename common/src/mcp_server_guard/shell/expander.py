@@ -61,12 +61,31 @@ _ELSEWHERE = frozenset({"docker", "podman", "nerdctl", "kubectl", "oc", "ssh", "
 # Denied programs whose bare name, among an unknown program's arguments, is taken for the command it runs.
 _PAYLOAD_NAMES = frozenset({"rm", "dd", "shred", "shutdown", "reboot", "poweroff", "halt", "wipefs", "mkfs"})
 # `while true; do sleep 1 & done`: an endless loop whose body puts something in the background (`&`, not `&&`).
-_SPAWNS_FOREVER = re.compile(
+# An endless loop whose body starts a background process (`while true; do x & done`): the loop's head, then its
+# body up to `done`, searched one head at a time (``_spawns_forever``) so that no text is scanned twice.
+_ENDLESS_HEAD = re.compile(
     r"\b(?:while\s+(?:true|:|\[\s*1\s*\]|\(\(\s*1\s*\)\))|until\s+false|for\s*\(\(\s*;\s*;\s*\)\))\s*;?\s*do\b"
-    r"(?:(?!\bdone\b).)*?[^&|>]&(?!&)\s*(?:;|\n|done\b)",
-    re.DOTALL,
 )
-_READ_IFS = re.compile(r"\bIFS=(?:'[^']*'|\"[^\"]*\"|[^\s;&|]*)\s+(?:read|mapfile|readarray)\b")
+_FORKING_BODY = re.compile(r"(?:(?!\bdone\b).)*?[^&|>]&(?!&)\s*(?:;|\n|done\b)", re.DOTALL)
+_DONE = re.compile(r"\bdone\b")
+# Threat (time): a value that cannot hold `=` keeps each match attempt short (`IFS=IFS=IFS=…` was quadratic).
+_READ_IFS = re.compile(r"\bIFS=(?:'[^']*'|\"[^\"]*\"|[^\s;&|=]*)\s+(?:read|mapfile|readarray)\b")
+
+
+def _spawns_forever(source: str) -> bool:
+    """An endless loop that forks each time round. Threat (time): a line of 10,000 loop heads and no `done` made a
+    single search quadratic; a body already scanned without a fork is not scanned again from a later head."""
+    scanned_to = 0
+    for head in _ENDLESS_HEAD.finditer(source):
+        if head.end() < scanned_to:
+            continue
+        if _FORKING_BODY.match(source, head.end()):
+            return True
+        done = _DONE.search(source, head.end())
+        scanned_to = done.end() if done else len(source)
+    return False
+
+
 _NAMEREF = re.compile(r"\b(?:declare|typeset|local|export)\s+(?:-\w+\s+)*-\w*n")
 
 
@@ -158,7 +177,7 @@ class Expander:
         # Threat: `IFS=_ x=1 c=shutdown_-h_now; $c`, `IFS+=_`, `read IFS`, `declare -n r=c; c='rm -rf ~'; $r`: once IFS
         # changes (other than for one `read`) or a name refers to another, unquoted expansions are run-time words.
         ifs = bool(re.search(r"\bIFS\b", _READ_IFS.sub("", source))) or _NAMEREF.search(source) is not None
-        if _SPAWNS_FOREVER.search(source):
+        if _spawns_forever(source):
             self.finding("fork-bomb", "an endless loop starts a background process each time round")
         for command in parsed.commands:
             if command.words and command.words[0].value == "exec" and len(command.words) == 1:

@@ -90,7 +90,7 @@ def feed_of(command: Command, inherited: Feed) -> Feed:
 
 # A command that fetches from the network, at the start of a pipeline or a substitution.
 FETCHES = re.compile(
-    r"(?:^|[|;&(`]|\$\(|<\()\s*(?:\S*/)?(?:curl|wget|fetch|aria2c|http|https|httpie|lynx|links|w3m|nc|ncat|"
+    r"(?:^|[|;&(`]|\$\(|<\()\s*(?:[^\s/|;&()`<]*/)*(?:curl|wget|fetch|aria2c|http|https|httpie|lynx|links|w3m|nc|ncat|"
     r"Invoke-WebRequest|iwr|irm)\b"
 )
 
@@ -168,7 +168,7 @@ def judge_stdin_lines(walk: Walk, reader: str, feed: Feed, depth: int) -> None:
         walk.line(text, depth + 1)
         lines = [one for one in text.splitlines() if one.strip()]
         # `read l` (no -r) drops the backslashes before eval sees the line: x=\`cmd\` runs cmd.
-        unescaped = [u for u in (_BACKSLASH.sub(r"\1", one) for one in lines) if u not in lines]
+        unescaped = [u for u in (_unescaped(one) for one in lines) if u not in lines]
         for one in [*(lines if len(lines) > 1 else []), *unescaped]:
             walk.line(one, depth + 1)
 
@@ -179,39 +179,51 @@ def judge_stdin_substitutions(walk: Walk, feed: Feed, depth: int) -> None:
     """Threat: bash evaluating what the line read as arithmetic or as a name (`read n; $((n))`, `(( $(cat) ))`,
     `printf -v "$l"`): an array subscript in it runs its `$(…)` and backticks whatever quotes or `#` surround
     them (`a['$(cmd)']`, `a[ #$(cmd)]`), and `read` without -r drops backslashes first. Every such span of the
-    fed text (and of it unescaped) is judged as a command line; the rest is data."""
+    fed text (and of it unescaped) that bash would expand — inside a subscript (`a[…]`) or a compound assignment
+    (`declare "$l"` given `x=($(cmd))`) — is judged as a command line; the rest is data (evaluated elsewhere, a
+    `$(…)` is an arithmetic syntax error, not a command: a README with `` `sudo reboot` `` summed is not run)."""
 
     def judge(text: str) -> None:
-        for variant in {text, _BACKSLASH.sub(r"\1", text)}:
-            for span in substitution_spans(variant):
+        for variant in {text, _unescaped(text)}:
+            for span in substitution_spans(variant, expanded_only=True):
                 walk.line(span, depth + 1)
 
     judge_program_text(walk, "arithmetic", feed, judge, "arithmetic")
 
 
-_BACKSLASH = re.compile(r"\\(.)", re.DOTALL)  # what `read` without -r does to a line: `\x` becomes `x`
+_BACKSLASH = re.compile(r"\\(.)", re.DOTALL)  # `read` without -r: `\x` becomes `x`, backslash-newline nothing
 
 
-def substitution_spans(text: str) -> list[str]:
+def _unescaped(text: str) -> str:
+    """``text`` as `read` without -r leaves it."""
+    return _BACKSLASH.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), text)
+
+
+def substitution_spans(text: str, *, expanded_only: bool = False) -> list[str]:
     """The command text of every `$(…)` and backtick span in ``text``, found the way an arithmetic subscript
-    expands them: quotes, `#` and line ends do not hide them (`a['$(cmd)']` runs cmd). `$((` opens arithmetic."""
+    expands them: quotes, `#` and line ends do not hide them (`a['$(cmd)']` runs cmd). `$((…) )` is a command
+    substitution of a subshell to bash when it does not read as arithmetic: every `$(` opens a span."""
     spans: list[str] = []
     i = 0
+    opened, compound = -1, False  # the last `[` not closed yet; a `=(` seen
     while i < len(text):
-        if text.startswith("$((", i):
-            i += 3
-        elif text.startswith("$(", i):
+        kept = not expanded_only or opened >= 0 or compound
+        if text.startswith("$(", i):
             depth, j = 1, i + 2
             while j < len(text) and depth:
                 depth += {"(": 1, ")": -1}.get(text[j], 0)
                 j += 1
-            spans.append(text[i + 2 : j - 1 if not depth else j])
+            if kept:
+                spans.append(text[i + 2 : j - 1 if not depth else j])
             i = j
         elif text[i] == "`":
             end = text.find("`", i + 1)
-            spans.append(text[i + 1 : end if end >= 0 else len(text)])
+            if kept:
+                spans.append(text[i + 1 : end if end >= 0 else len(text)])
             i = end + 1 if end >= 0 else len(text)
         else:
+            opened = i if text[i] == "[" else -1 if text[i] == "]" else opened
+            compound = compound or text.startswith("=(", i)
             i += 1
     return [span for span in spans if span.strip()]
 

@@ -28,7 +28,8 @@ _ARITH_ASSIGN = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&="
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Threat: a name with a subscript that runs code (`printf -v 'a[$(rm -rf v)]' x`): bash evaluates the
 # subscript of a name it is given as arithmetic, and arithmetic expands $(…) and `…`.
-_CODE_SUBSCRIPT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[[^\]]*[$`]")
+# (Time: from the start of a name only, and a subscript up to the next `[`, so no text is scanned twice.)
+_CODE_SUBSCRIPT = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*\[[^\][]*[$`]")
 # Builtins that take variable names (and evaluate their subscripts).
 _NAME_TAKERS = frozenset(
     {"printf", "read", "unset", "declare", "typeset", "local", "readonly", "export", "mapfile", "readarray",
@@ -93,7 +94,7 @@ def _collect(root: Node) -> Known:
             program = text_of(name_node) if name_node is not None else ""
             if program in ("read", "mapfile", "readarray", "getopts", "printf"):
                 arguments = node.children_by_field_name("argument")
-                words = [text_of(w) for w in arguments]
+                words = [resolve_word(w).value or text_of(w) for w in arguments]  # `read -r "n"` sets n
                 names = _names_set_by(program, words)
                 for name in names:
                     add(name, None)
