@@ -231,6 +231,9 @@ async def test_a_cat_job_takes_any_input_as_data(workspace: Path) -> None:
         ("read n; echo $((n))", "a[$\\\n(shutdown -h now)]", "deny"),  # read drops backslash-newline
         ('read -r "n"; echo $((n))', "a[$(shutdown -h now)]", "deny"),
         ('read -r l; declare "$l"', "x=($(shutdown -h now))", "deny"),
+        ('set -- "$(cat)"; echo $(( $* ))', "a[$(shutdown -h now)]", "deny"),
+        ('read -r l; printf -v"$l" x', "a[$(shutdown -h now)]", "deny"),
+        ('read -r l; sleep 0 & wait -p "$l" -n', "a[$(shutdown -h now)]", "deny"),
         # data read and only counted, measured or compared by [ ] is never judged as commands
         ("while read -r l; do [[ ${#l} -gt 20 ]] && echo long; done", "shutdown -h now", "allow"),
         ('while read -r a b; do [ "$b" -gt 3 ] && echo y; done', "x shutdown -h now", "allow"),

@@ -174,8 +174,11 @@ def _run_time_names(program: str, args: list[Word]) -> bool:
     values = [w.value for w in args]
     if program == "let":
         return None in values
-    if program in ("printf", "test", "["):
-        return any(v == "-v" and i + 1 < len(values) and values[i + 1] is None for i, v in enumerate(values))
+    if program in ("printf", "test", "[", "wait"):
+        flag = "-p" if program == "wait" else "-v"  # printf -v NAME, test -v NAME, wait -p NAME
+        attached = any(w.value is None and w.raw.startswith(flag) for w in args)  # printf -v"$l"
+        following = any(v == flag and i + 1 < len(values) and values[i + 1] is None for i, v in enumerate(values))
+        return attached or following
     if program == "read":
         taking = False
         for value in values:
@@ -248,8 +251,8 @@ class _Walker:
             self.parsed.evaluates_run_time = True  # `(( $(cat) ))`: what the substitution prints is evaluated
         names: list[str] = []
         for part in _arithmetic_parts(node):
-            if part.type == "variable_name" and _value_taken(part, node):
-                names.append(text_of(part))
+            if part.type in ("variable_name", "special_variable_name") and _value_taken(part, node):
+                names.append(text_of(part))  # `$(( $* ))`: special ones too (bash fills them from input)
             elif part.type == "expansion" and self.known.from_input and _value_taken(part, node):
                 if text_of(part).startswith("${!"):
                     self.parsed.evaluates_run_time = True  # `$((${!ref}))`: whatever ref names, input too
