@@ -13,6 +13,8 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_server_guard.policy import load_policy
+from mcp_server_guard.shell.rules import PolicyEngine
 from support import Human, console_script, error_of, serve, text_of
 
 pytestmark = pytest.mark.anyio
@@ -181,70 +183,78 @@ async def test_a_cat_job_takes_any_input_as_data(workspace: Path) -> None:
     assert echoed["stdout"] == "shutdown -h now\n"
 
 
-@pytest.mark.parametrize(
-    ("command", "stdin", "decision"),
-    [
-        ("bash", "shutdown -h now", "deny"),
-        ("python3 /dev/stdin", "import os\nwhile 1: os.fork()", "deny"),
-        ("awk -f /dev/stdin", 'BEGIN { system("shutdown -h now") }', "deny"),
-        ("awk -f /dev/stdin", "BEGIN { system($1) }", "ask"),
-        ("awk -f /dev/stdin", "{ print $1 }", "allow"),
-        ("make -f -", "all:\n\tshutdown -h now", "deny"),
-        ("make -f -", "all:\n\techo built", "allow"),
-        ("gdb -batch -x /dev/stdin", "python import os", "ask"),
-        ("gdb -q", "shell shutdown -h now", "deny"),
-        ("sqlite3 app.db", ".shell shutdown -h now", "deny"),
-        ("sqlite3 app.db", "select count(*) from users;", "allow"),
-        ("ed -s notes.txt", "!shutdown -h now", "deny"),
-        ("bash +x", "shutdown -h now", "deny"),
-        ("bash /dev/./stdin", "shutdown -h now", "deny"),
-        ("bash", "r\\\nm -rf ~", "deny"),
-        ("python3 -W ignore", "import os; os.system('shutdown -h now')", "deny"),
-        ("perl -ne 'system $_'", "shutdown -h now", "deny"),
-        ("python3 -c 'import sys; exec(sys.stdin.read())'", "import os; os.system('shutdown -h now')", "deny"),
-        ("python3", 'import subprocess\nsubprocess.run(["git", "push", "--force"])', "ask"),
-        ("bash", "git push --force origin main", "ask"),
-        ("bash", "ls -la\ngit status", "allow"),
-        ("wc -l", "shutdown -h now", "allow"),
-        # bash evaluating what was read as arithmetic or as a name runs the $(…) of a subscript in it
-        ("read -r n; echo $((n + 1))", "a[$(shutdown -h now)]", "deny"),
-        ("(( $(cat) ))", "a[$(shutdown -h now)]", "deny"),
-        ('let "$(cat)"', "a[$(shutdown -h now)]", "deny"),
-        ("declare -i n; read -r n", "a[$(shutdown -h now)]", "deny"),
-        ("read -r l; [[ -v $l ]]", "a[$(shutdown -h now)]", "deny"),
-        ('read -r l; printf -v "$l" x', "a[$(shutdown -h now)]", "deny"),
-        ("x=$(cat); echo $((x * 2))", "a[$(shutdown -h now)]", "deny"),
-        ("(( $(cat) > 3 ))", "41", "allow"),
-        # ... whatever quotes, `#` or (read without -r) backslashes surround the subscript's $(…) or backticks
-        ("read -r n; echo $((n))", "x=a['$(shutdown -h now)']", "deny"),
-        ("(( $(cat) ))", "a[ #$(shutdown -h now)]", "deny"),
-        ("read n; echo $((n))", "x=a[\\`shutdown -h now\\`]", "deny"),
-        ('read l; eval "$l"', "x=\\`shutdown -h now\\`", "deny"),
-        # ... and wherever the value travels: a copy, a name it holds, an offset, a subscript, $1, REPLY
-        ("read -r n; x=$n; y=x; echo $((y))", "a[$(shutdown -h now)]", "deny"),
-        ("read -r n; s=abc; echo ${s:n}", "a[$(shutdown -h now)]", "deny"),
-        ("read -r n; a[n]=3", "a[$(shutdown -h now)]", "deny"),
-        ('f() { echo $(($1)); }; f "$(cat)"', "a[$(shutdown -h now)]", "deny"),
-        ("read -r; echo $((REPLY))", "a[$(shutdown -h now)]", "deny"),
-        ("read -r n; ref=n; echo $((${!ref}))", "a[$(shutdown -h now)]", "deny"),
-        ("(( $(cat) ))", "a[$((shutdown -h now) )]", "deny"),  # $((…) ) is a subshell's substitution to bash
-        ("read n; echo $((n))", "a[$\\\n(shutdown -h now)]", "deny"),  # read drops backslash-newline
-        ('read -r "n"; echo $((n))', "a[$(shutdown -h now)]", "deny"),
-        ('read -r l; declare "$l"', "x=($(shutdown -h now))", "deny"),
-        ('set -- "$(cat)"; echo $(( $* ))', "a[$(shutdown -h now)]", "deny"),
-        ('read -r l; printf -v"$l" x', "a[$(shutdown -h now)]", "deny"),
-        ('read -r l; sleep 0 & wait -p "$l" -n', "a[$(shutdown -h now)]", "deny"),
-        # data read and only counted, measured or compared by [ ] is never judged as commands
-        ("while read -r l; do [[ ${#l} -gt 20 ]] && echo long; done", "shutdown -h now", "allow"),
-        ('while read -r a b; do [ "$b" -gt 3 ] && echo y; done', "x shutdown -h now", "allow"),
-    ],
-)
-def test_mcp_guard_check_judges_the_stdin_a_program_runs(command: str, stdin: str, decision: str) -> None:
-    done = subprocess.run(
-        [console_script("mcp-guard"), "check", "--json", "--stdin", stdin, command],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert json.loads(done.stdout)["decision"] == decision, done.stdout + done.stderr
+# (program, what its stdin holds, the decision before running, without a copy), judged by the engine in this
+# process; `mcp-guard check` shows the same through its console script (a few rows, below).
+STDIN_PROGRAMS = [
+    ("bash", "shutdown -h now", "deny"),
+    ("python3 /dev/stdin", "import os\nwhile 1: os.fork()", "deny"),
+    ("awk -f /dev/stdin", 'BEGIN { system("shutdown -h now") }', "deny"),
+    ("awk -f /dev/stdin", "BEGIN { system($1) }", "ask"),
+    ("awk -f /dev/stdin", "{ print $1 }", "allow"),
+    ("make -f -", "all:\n\tshutdown -h now", "deny"),
+    ("make -f -", "all:\n\techo built", "allow"),
+    ("gdb -batch -x /dev/stdin", "python import os", "ask"),
+    ("gdb -q", "shell shutdown -h now", "deny"),
+    ("sqlite3 app.db", ".shell shutdown -h now", "deny"),
+    ("sqlite3 app.db", "select count(*) from users;", "allow"),
+    ("ed -s notes.txt", "!shutdown -h now", "deny"),
+    ("bash +x", "shutdown -h now", "deny"),
+    ("bash /dev/./stdin", "shutdown -h now", "deny"),
+    ("bash", "r\\\nm -rf ~", "deny"),
+    ("python3 -W ignore", "import os; os.system('shutdown -h now')", "deny"),
+    ("perl -ne 'system $_'", "shutdown -h now", "deny"),
+    ("python3 -c 'import sys; exec(sys.stdin.read())'", "import os; os.system('shutdown -h now')", "deny"),
+    ("python3", 'import subprocess\nsubprocess.run(["git", "push", "--force"])', "ask"),
+    ("bash", "git push --force origin main", "ask"),
+    ("bash", "ls -la\ngit status", "allow"),
+    ("wc -l", "shutdown -h now", "allow"),
+    # bash evaluating what was read as arithmetic or as a name runs the $(…) of a subscript in it
+    ("read -r n; echo $((n + 1))", "a[$(shutdown -h now)]", "deny"),
+    ("(( $(cat) ))", "a[$(shutdown -h now)]", "deny"),
+    ('let "$(cat)"', "a[$(shutdown -h now)]", "deny"),
+    ("declare -i n; read -r n", "a[$(shutdown -h now)]", "deny"),
+    ("read -r l; [[ -v $l ]]", "a[$(shutdown -h now)]", "deny"),
+    ('read -r l; printf -v "$l" x', "a[$(shutdown -h now)]", "deny"),
+    ("x=$(cat); echo $((x * 2))", "a[$(shutdown -h now)]", "deny"),
+    ("(( $(cat) > 3 ))", "41", "allow"),
+    # ... whatever quotes, `#` or (read without -r) backslashes surround the subscript's $(…) or backticks
+    ("read -r n; echo $((n))", "x=a['$(shutdown -h now)']", "deny"),
+    ("(( $(cat) ))", "a[ #$(shutdown -h now)]", "deny"),
+    ("read n; echo $((n))", "x=a[\\`shutdown -h now\\`]", "deny"),
+    ('read l; eval "$l"', "x=\\`shutdown -h now\\`", "deny"),
+    # ... and wherever the value travels: a copy, a name it holds, an offset, a subscript, $1, REPLY
+    ("read -r n; x=$n; y=x; echo $((y))", "a[$(shutdown -h now)]", "deny"),
+    ("read -r n; s=abc; echo ${s:n}", "a[$(shutdown -h now)]", "deny"),
+    ("read -r n; a[n]=3", "a[$(shutdown -h now)]", "deny"),
+    ('f() { echo $(($1)); }; f "$(cat)"', "a[$(shutdown -h now)]", "deny"),
+    ("read -r; echo $((REPLY))", "a[$(shutdown -h now)]", "deny"),
+    ("read -r n; ref=n; echo $((${!ref}))", "a[$(shutdown -h now)]", "deny"),
+    ("(( $(cat) ))", "a[$((shutdown -h now) )]", "deny"),  # $((…) ) is a subshell's substitution to bash
+    ("read n; echo $((n))", "a[$\\\n(shutdown -h now)]", "deny"),  # read drops backslash-newline
+    ('read -r "n"; echo $((n))', "a[$(shutdown -h now)]", "deny"),
+    ('read -r l; declare "$l"', "x=($(shutdown -h now))", "deny"),
+    ('set -- "$(cat)"; echo $(( $* ))', "a[$(shutdown -h now)]", "deny"),
+    ('read -r l; printf -v"$l" x', "a[$(shutdown -h now)]", "deny"),
+    ('read -r l; sleep 0 & wait -p "$l" -n', "a[$(shutdown -h now)]", "deny"),
+    # data read and only counted, measured or compared by [ ] is never judged as commands
+    ("while read -r l; do [[ ${#l} -gt 20 ]] && echo long; done", "shutdown -h now", "allow"),
+    ('while read -r a b; do [ "$b" -gt 3 ] && echo y; done', "x shutdown -h now", "allow"),
+]
+
+
+@pytest.mark.parametrize(("command", "stdin", "decision"), STDIN_PROGRAMS)
+def test_the_engine_judges_the_stdin_a_program_runs(command: str, stdin: str, decision: str) -> None:
+    assert PolicyEngine(load_policy().shell_exec).decide(command, stdin=stdin).action == decision
+
+
+def test_mcp_guard_check_judges_the_stdin_a_program_runs() -> None:
+    rows = [row for row in STDIN_PROGRAMS if row[0] in ("bash", "awk -f /dev/stdin", "(( $(cat) ))", "wc -l")]
+    for command, stdin, decision in rows:
+        done = subprocess.run(
+            [console_script("mcp-guard"), "check", "--json", "--stdin", stdin, command],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert json.loads(done.stdout)["decision"] == decision, (command, stdin, done.stdout + done.stderr)
 
 
 async def test_a_sqlite3_or_plus_x_shell_job_has_each_write_judged(workspace: Path) -> None:
