@@ -116,3 +116,16 @@ def test_a_line_built_to_make_a_pattern_backtrack_is_judged_in_bounded_time(line
         "try:\n    engine.decide(sys.stdin.read())\nexcept TooComplex:\n    pass  # refused as too complex: bounded\n"
     )
     subprocess.run([sys.executable, "-c", judge], input=line, text=True, check=True, timeout=20)
+
+
+def test_a_long_chain_of_copies_of_what_was_read_is_followed_in_bounded_time() -> None:
+    """Threat (time): `a1=$a2; a2=$a3; …; aN=$(cat)` written backwards made the closure over copies one pass per
+    name (quadratic: 20,000 copies, minutes)."""
+    settle = (
+        "from mcp_server_guard.shell.words import Known\n"
+        "known = Known(from_input={'a20000'})\n"
+        "known.copies = [(f'a{i}', frozenset({f'a{i + 1}'})) for i in range(20000)]\n"
+        "known.settle_inputs()\n"
+        "assert 'a0' in known.from_input\n"
+    )
+    subprocess.run([sys.executable, "-c", settle], check=True, timeout=20)

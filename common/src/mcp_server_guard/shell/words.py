@@ -60,13 +60,17 @@ class Known:
         """Close ``from_input`` over copies (`m=$n`, `for i in $n`, `printf -v m %s "$n"`)."""
         if self.from_input:
             self.from_input.add(INDIRECT)  # `ref=n; m=${!ref}`: whatever ref names may be input
-        grown = True
-        while grown:
-            grown = False
-            for name, sources in self.copies:
-                if name not in self.from_input and sources & self.from_input:
+        # Threat (time): a chain of 10,000 copies written backwards; each name is visited once (not a pass each).
+        copied_into: dict[str, list[str]] = {}
+        for name, sources in self.copies:
+            for source in sources:
+                copied_into.setdefault(source, []).append(name)
+        waiting = list(self.from_input)
+        while waiting:
+            for name in copied_into.get(waiting.pop(), []):
+                if name not in self.from_input:
                     self.from_input.add(name)
-                    grown = True
+                    waiting.append(name)
 
     def code_in(self, name: str) -> bool | None:
         """Could evaluating ``name``'s value as arithmetic run code? None: the line never sets it."""
