@@ -261,16 +261,38 @@ def test_a_huge_line_after_the_answered_handshake_is_the_real_servers_and_answer
     assert sorted(m["id"] for m in out) == [1, 2, 3, 4, 5], [m.get("id") for m in out]
 
 
-def test_a_server_builds_without_loading_rich(workspace: Path) -> None:
-    """The SDK's logging set-up imports rich for a handler ours replaces (~6 MiB, 15-35 ms a start): not loaded."""
-    run = subprocess.run(
-        [sys.executable, "-X", "importtime", console_script("mcp-server-file-read")],
-        cwd=workspace,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    loaded = {line.rsplit("|", 1)[-1].strip() for line in run.stderr.decode().splitlines() if "|" in line}
+# Modules that only the SDK's HTTP/SSE transports and OAuth routes load (a stand-in is never their submodule).
+_WEB_MODULES = ("starlette.concurrency", "starlette._utils", "uvicorn.config", "sse_starlette.sse", "httpx2._client")
+
+
+@pytest.mark.parametrize(("script", "modern"), [("mcp-server-shell-exec", False), ("mcp-server-file-read", True)])
+def test_a_served_session_loads_neither_rich_nor_the_web_transports(
+    script: str, modern: bool, workspace: Path, tmp_path: Path
+) -> None:
+    """A stdio server never uses the SDK's web transports (~8.5 MiB and ~200 ms a start) nor the rich handler its
+    logging set-up builds and ours replaces (~6 MiB): through a whole session (either era, a real call), neither
+    is loaded."""
+    (workspace / "a.txt").write_text("hello\n")
+    err = tmp_path / "stderr.txt"
+    argv = [sys.executable, "-X", "importtime", console_script(script), "--log-level", "debug"]
+    client = RawClient(argv, workspace, stderr=err, modern=modern)
+    try:
+        client.initialize()
+        assert client.request(1, "tools/list")["result"]["tools"]
+        call = {"name": "shell_exec", "arguments": {"command": "cat a.txt"}}
+        if script == "mcp-server-file-read":
+            call = {"name": "file_read", "arguments": {"path": "a.txt"}}
+        result = client.request(2, "tools/call", call)["result"]
+        assert not result.get("isError"), result
+        assert "hello" in json.dumps(result)
+        assert client.proc.stdin is not None
+        client.proc.stdin.close()
+        client.read_to_eof(timeout=30)
+    finally:
+        client.close()
+    lines = client.stderr_lines()
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")}
     assert "mcp.server.mcpserver.server" in loaded  # the server was built (the SDK's MCPServer loaded)
     assert "rich" not in loaded  # any module of rich loads the package first (a refused import is listed alone)
+    assert not loaded & set(_WEB_MODULES), sorted(loaded & set(_WEB_MODULES))
+    assert not [line for line in lines if "the deferred" in line]  # no real use loaded one either

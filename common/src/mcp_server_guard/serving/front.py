@@ -339,9 +339,10 @@ def run_console(server_package: str, argv: Sequence[str] | None = None) -> None:
     """A server's console script: the front first (nothing heavy before it), then the MCP SDK with its client
     deferred (a server never uses it: a fifth of start-up time), then the server's own command line."""
     start_front(server_package, None if argv is None else list(argv))
-    from mcp_server_guard.serving.sdk import defer_sdk_client  # noqa: PLC0415 - after the front has started
+    from mcp_server_guard.serving.sdk import defer_sdk_client, import_sdk  # noqa: PLC0415 - after the front started
 
     defer_sdk_client()
+    import_sdk()
     importlib.import_module(f"{server_package}.cli").main(argv)
 
 
