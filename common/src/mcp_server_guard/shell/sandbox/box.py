@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,13 @@ from mcp_server_guard.shell.sandbox.wire import CallOptions, CallRequest
 log = logging.getLogger("mcp_server_guard.box")
 
 _READY_TIMEOUT_S = 20.0
+# A call that finds no ready init waits for one to come back from its call (an init serves calls in turn: see
+# ``worker``) for as long as inits keep coming back (one in the last _RETURNS_S; at most _WAIT_FOR_INIT_S in all)
+# before asking for a new one: in a burst of short commands, reusing an init costs a few milliseconds of CPU where
+# making one costs about ten (and the supervisor makes them one at a time). Long commands (no init back lately) wait
+# for nothing.
+_RETURNS_S = 0.050
+_WAIT_FOR_INIT_S = 1.0
 _ENDED_KEPT = 256  # calls whose end is remembered for a waiter that comes late
 _SUPERVISOR = (
     "import sys; sys.path[:0] = [sys.argv[1]]; "
@@ -227,6 +235,8 @@ class Box:
     _ended_recently: dict[int, None] = field(default_factory=dict)  # calls that ended with nobody waiting yet
     _watched: tuple[socket.socket, asyncio.AbstractEventLoop] | None = None  # read by that loop as frames arrive
     copy_error: str | None = None  # whether commands can work on a copy: "" yes, else why not (None: not known yet)
+    _offer: anyio.Event | None = None  # set when an init is offered (calls waiting for one)
+    _returned_at: float = -1.0  # when an init last came back from a call (monotonic)
 
     # -- life cycle --------------------------------------------------------------------------------
 
@@ -363,6 +373,10 @@ class Box:
             op = message.get("op")
             if op == "ready" and len(fds) == 1:
                 self._offered.append((int(message["init"]), socket.socket(fileno=fds[0])))
+                if message.get("again"):
+                    self._returned_at = time.monotonic()
+                if self._offer is not None:
+                    self._offer.set()
                 continue
             if op == "gone":
                 self._ended(int(message["id"]))
@@ -416,6 +430,22 @@ class Box:
         """Nobody will wait for ``call``'s end: drop what is kept for it."""
         self._ended_recently.pop(call, None)
 
+    async def _await_an_init(self) -> None:
+        """No init at hand while inits keep coming back from short calls: wait a moment for the next."""
+        if self._offered or time.monotonic() - self._returned_at > _RETURNS_S:
+            return
+        self._watch()
+        give_up = time.monotonic() + _WAIT_FOR_INIT_S
+        while not self._offered:
+            remaining = min(self._returned_at + _RETURNS_S, give_up) - time.monotonic()
+            if remaining <= 0:
+                return
+            if self._offer is None or self._offer.is_set():
+                self._offer = anyio.Event()
+            with anyio.move_on_after(remaining):
+                await self._offer.wait()
+            self._collect_offers()
+
     # -- calls -------------------------------------------------------------------------------------
 
     async def spawn(
@@ -431,6 +461,7 @@ class Box:
         confinement (see supervisor)."""
         sock = await self._ensure()
         self._collect_offers()
+        await self._await_an_init()
         call = next(self._ids)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)

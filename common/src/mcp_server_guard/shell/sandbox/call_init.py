@@ -1,6 +1,8 @@
 """A call's init: the process that confines one call and starts its command, inside the box.
 
-Each call runs under its own *init*, forked by the supervisor (ahead of time, or for a call that finds none ready):
+With namespaces an init serves calls in turn (``worker``, which starts each call with ``start_command`` from a
+thread of its own); this module has what confining and starting a call takes, and the single-use init. Each call
+runs under an *init*, forked by the supervisor (ahead of time, or for a call that finds none ready):
 
 * with namespaces, the init is PID 1 of a fresh PID namespace and has its own mount namespace (its view:
   ``mounts``; the copy the command works on: ``overlays``); with --network policy, its own network namespace
@@ -43,9 +45,9 @@ from mcp_server_guard.shell.sandbox.mounts import base_mounts, call_mounts
 from mcp_server_guard.shell.sandbox.overlays import MountedCopy, mount_copy
 from mcp_server_guard.shell.sandbox.wire import CallOptions, CallRequest, LandlockRules, Overlay
 
-_SETTLE_S = 60.0  # a rename the handler was moving when its caller died may take this long to finish
-_FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
-_DEFAULT_IN_CHILD = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGXCPU, *_FORWARDED)
+SETTLE_S = 60.0  # a rename the handler was moving when its caller died may take this long to finish
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+_DEFAULT_IN_CHILD = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGXCPU, *FORWARDED)
 
 
 # -- what every init needs, computed once before forking (file reads cost a forked child dearly) --------
@@ -116,7 +118,7 @@ def proxy_env(port: int, token: str) -> dict[str, str]:
     return env
 
 
-def _hand_over_listener(status: int, listener: socket.socket, spec: CallRequest) -> None:
+def hand_over_listener(status: int, listener: socket.socket, spec: CallRequest) -> None:
     """--network policy: this call's own network namespace has one way out, ``listener`` (127.0.0.1 in it). It goes
     to the server on the call's status socket, so the egress proxy knows every connection accepted on it as this
     call's by where it arrives, not by a secret the command could copy; the command learns its address (with the
@@ -172,7 +174,7 @@ def _load_seccomp(fprog: Any) -> None:
 
 
 @dataclass
-class _View:
+class View:
     """What a ready init set up before its call: the prepared mounts, the usual call's Landlock ruleset."""
 
     mounted: bool = False
@@ -182,14 +184,16 @@ class _View:
     handler: renames.Handler | None = None  # the thread answering the command's renames
 
 
-def _prepare_view(prepared: Inherited, own_pidns: bool) -> _View:
+def prepare_view(prepared: Inherited, own_pidns: bool, proc: bool = True, warm: bool = False) -> View:
     """In a ready init, before its call comes: everything that is the same for every usual call. A failure
-    here is not fatal: the call then does it itself (and reports what fails)."""
-    view = _View()
+    here is not fatal: the call then does it itself (and reports what fails). ``proc``: mount this PID namespace's
+    /proc (an init that serves several calls mounted it once); ``warm``: it has served a call already (what a
+    first call touches is warm)."""
+    view = View()
     usual = prepared.usual
     try:
         if usual is not None and own_pidns and usual["namespaces"]:
-            base_mounts(usual)
+            base_mounts(usual, proc=proc)
             view.mounted = True
             if usual["overlays"]:
                 view.copy = mount_copy(usual["overlays"])
@@ -200,9 +204,10 @@ def _prepare_view(prepared: Inherited, own_pidns: bool) -> _View:
         if prepared.seccomp is not None:
             _load_seccomp(prepared.seccomp[0])  # the init needs none of it; only the mount calls stay open
             view.filtered = True
-        if view.copy is not None:
-            renames.warm_up()
-        _warm_up()
+        if not warm:
+            if view.copy is not None:
+                renames.warm_up()
+            _warm_up()
     except OSError:
         pass
     return view
@@ -236,8 +241,8 @@ def _rules(rules: LandlockRules) -> landlock.Rules:
     return landlock.Rules(rules["abi"], rules["read_all"], tuple(rules["writable"]), rules["deny_tcp"])
 
 
-def _start_command(
-    spec: CallRequest, stdio: list[int], status: int, own_pidns: bool, prepared: Inherited, view: _View
+def start_command(
+    spec: CallRequest, stdio: list[int], status: int, own_pidns: bool, prepared: Inherited, view: View
 ) -> int:
     """Confine this process as the spec says, then start the command; returns its pid."""
     where = "setup"
@@ -300,16 +305,16 @@ def _start_command(
             setsigmask=(),
         )
     except OSError as exc:
-        raise _StartFailed(exc.errno or 0, where, exc.strerror or str(exc)) from None
+        raise StartFailed(exc.errno or 0, where, exc.strerror or str(exc)) from None
     except (ValueError, TypeError, KeyError) as exc:  # a malformed spec
-        raise _StartFailed(0, where, f"{type(exc).__name__}: {exc}") from None
+        raise StartFailed(0, where, f"{type(exc).__name__}: {exc}") from None
 
 
 def _pairs(overlays: list[Overlay]) -> list[tuple[str, str]]:
     return [(o["root"], o["area"]) for o in overlays]
 
 
-class _StartFailed(Exception):
+class StartFailed(Exception):
     def __init__(self, errno_: int, where: str, message: str) -> None:
         super().__init__(message)
         self.errno, self.where, self.message = errno_, where, message
@@ -318,7 +323,7 @@ class _StartFailed(Exception):
 def run_init(sock: socket.socket, own_pidns: bool, prepared: Inherited, listener: socket.socket | None = None) -> None:
     """A ready init: prepare the usual call's view, wait for a call, run it, exit. Never returns. ``listener``:
     the proxy's way into this call's own network namespace (--network policy)."""
-    view = _prepare_view(prepared, own_pidns)
+    view = prepare_view(prepared, own_pidns)
     reader = FrameReader(sock)
     frames: list[tuple[dict[str, Any], list[int]]] = []
     try:
@@ -337,14 +342,14 @@ def run_init(sock: socket.socket, own_pidns: bool, prepared: Inherited, listener
         try:
             spec = wire.checked_request(raw)
         except wire.WireError as exc:
-            raise _StartFailed(0, "request", str(exc)) from None
+            raise StartFailed(0, "request", str(exc)) from None
         if listener is not None:
             try:
-                _hand_over_listener(status, listener, spec)
+                hand_over_listener(status, listener, spec)
             except (OSError, KeyError, TypeError) as exc:
-                raise _StartFailed(getattr(exc, "errno", 0) or 0, "network", str(exc)) from None
-        child = _start_command(spec, stdio, status, own_pidns, prepared, view)
-    except _StartFailed as exc:
+                raise StartFailed(getattr(exc, "errno", 0) or 0, "network", str(exc)) from None
+        child = start_command(spec, stdio, status, own_pidns, prepared, view)
+    except StartFailed as exc:
         report(status, {"error": exc.errno, "where": exc.where, "message": exc.message})
         os._exit(0)
     for fd in stdio:
@@ -354,7 +359,7 @@ def run_init(sock: socket.socket, own_pidns: bool, prepared: Inherited, listener
         with contextlib.suppress(OSError):
             os.killpg(child, signum)
 
-    for signum in _FORWARDED:
+    for signum in FORWARDED:
         signal.signal(signum, forward)
     exit_status = 0
     while True:
@@ -378,7 +383,7 @@ def run_init(sock: socket.socket, own_pidns: bool, prepared: Inherited, listener
                 os.waitpid(-1, 0)
             except ChildProcessError:
                 break
-        settled = view.handler is None or view.handler.idle.acquire(timeout=_SETTLE_S)
+        settled = view.handler is None or view.handler.idle.acquire(timeout=SETTLE_S)
         report(status, {"exit": exit_status, "settled": settled})
         os._exit(0)
     report(status, {"exit": exit_status})

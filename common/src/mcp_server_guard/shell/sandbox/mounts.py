@@ -20,11 +20,17 @@ from mcp_server_guard import linux
 from mcp_server_guard.shell.sandbox.wire import CallOptions, CallRequest
 
 
-def base_mounts(options: CallOptions) -> None:
-    """The call's own view, built by a ready init before its call: fresh /proc, private /tmp (jail roots under it
-    bound back) and /dev/shm."""
+def own_proc() -> None:
+    """Once per PID namespace: nothing propagates out of this mount namespace, and a /proc of this namespace."""
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
     linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
+
+
+def base_mounts(options: CallOptions, proc: bool = True) -> None:
+    """The call's own view, built by a ready init before its call: fresh /proc (unless its PID namespace has one
+    already), private /tmp (jail roots under it bound back) and /dev/shm."""
+    if proc:
+        own_proc()
     if options["private_tmp"]:
         keep = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) for p in options["tmp_binds"]]
         linux.mount("tmpfs", "/tmp", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777")  # noqa: S108

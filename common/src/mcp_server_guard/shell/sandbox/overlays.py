@@ -87,14 +87,15 @@ def probe_copy(usual: CallOptions) -> str:
     name = said.get("name", "")
     if name:
         for overlay in usual["overlays"]:
-            _remove_probe(os.path.join(overlay["area"], name))
+            remove_unused(os.path.join(overlay["area"], name))
     if os.waitstatus_to_exitcode(status) == 0:
         return ""
     return said.get("why") or f"the probe ended with status {status}"
 
 
-def _remove_probe(directory: str) -> None:
-    """The probe's empty upper and work directories (overlayfs leaves its work directory without permissions)."""
+def remove_unused(directory: str) -> None:
+    """A copy no command ever saw (the probe's, a retired init's): its empty upper and work directories (overlayfs
+    leaves its work directory without permissions)."""
     with contextlib.suppress(OSError):
         for name in os.listdir(directory):
             path = os.path.join(directory, name)

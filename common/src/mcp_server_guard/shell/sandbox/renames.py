@@ -30,6 +30,7 @@ import errno
 import os
 import platform
 import secrets
+import select
 import shutil
 import stat
 from typing import Any
@@ -126,12 +127,20 @@ class Handler:
         libc = self._libc
         assert libc is not None
         notif = _Notif()
+        waiting = select.poll()
+        waiting.register(self._fd, select.POLLIN)
         while True:
+            # Once no process or thread is left under the filter (the call is over), the listener reports a hang-up:
+            # the thread ends (an init that serves several calls in turn starts one per call).
+            if not dict(waiting.poll()).get(self._fd, 0) & select.POLLIN:
+                os.close(self._fd)
+                return
             ctypes.memset(ctypes.byref(notif), 0, ctypes.sizeof(notif))
             if libc.ioctl(self._fd, _NOTIF_RECV, ctypes.byref(notif)) < 0:
                 err = ctypes.get_errno()
                 if err in (errno.EINTR, errno.ENOENT):
                     continue  # interrupted, or the caller died before we took it
+                os.close(self._fd)
                 return
             with self.idle:
                 try:

@@ -1,18 +1,20 @@
 """The box supervisor: one long-lived process per server, inside the box, that starts every command.
 
 The server talks to it over a UNIX stream socket: length-prefixed JSON frames (``frames``), the call's stdio and
-status pipes attached with SCM_RIGHTS. Each call runs under its own *init* process (``call_init``): with
-namespaces, PID 1 of a fresh PID namespace with its own mount namespace (and, with --network policy, its own
-network namespace), which confines the call, starts its command, and ends with it.
+status pipes attached with SCM_RIGHTS. Each call runs under an *init* process. With namespaces the init is PID 1
+of a PID namespace of its own (and, with --network policy, of a network namespace) and serves calls one after
+another, each in a mount namespace of its own, nothing of one left for the next (``worker``); without them it
+serves one call and ends with it (``call_init``).
 
 Inits are forked ahead of time: each builds the usual call's mount view, Landlock ruleset and most of the
 seccomp filter, then waits for its call. The supervisor offers every ready init to the server (its socket,
 with SCM_RIGHTS), and the server hands a call straight to one ("took" tells the supervisor which); so a call
-pays no fork and no hop through the supervisor on its way in. When none is ready, the server asks the
-supervisor to "spawn" the call. A chain of parent-death signals (supervisor → keeper → init) ends every call
-when the supervisor goes, however the server ends; an init whose server closed its socket leaves. This module
-owns that pool: forking inits, offering them, reaping them and telling the server when a call is gone; what an
-init does is ``call_init``'s.
+pays no fork and no hop through the supervisor on its way in. An init back from its call says "done" on its
+control socket, with a new socket for its next call: the supervisor tells the server the call is gone and offers
+the init again (or closes that socket while enough are on offer: the init leaves). When none is ready, the server
+asks the supervisor to "spawn" the call. A chain of parent-death signals (supervisor → keeper → init) ends every
+call when the supervisor goes, however the server ends; an init whose server closed its socket leaves. This module
+owns that pool: forking inits, offering them, reaping them and telling the server when a call is gone.
 
 Standard library only, run with ``python -I -S``: the supervisor starts in tens of milliseconds.
 """
@@ -37,9 +39,11 @@ from mcp_server_guard.shell.sandbox import wire
 from mcp_server_guard.shell.sandbox.call_init import Inherited, die_with_parent, prepare, report, run_init
 from mcp_server_guard.shell.sandbox.frames import MAX_FDS, FrameReader, send_frame
 from mcp_server_guard.shell.sandbox.overlays import probe_copy
+from mcp_server_guard.shell.sandbox.worker import serve_calls
 
 _POOL_IDLE = 2  # ready inits offered to the server while no call runs
 _POOL_BUSY = 1  # ... and while calls run (a fork then competes with the running command for the CPU)
+_POOL_KEEP = 4  # an init back from its call is offered again while fewer than this many are on offer, else let go
 _QUIET_S = 0.010  # a pool that is not empty is topped up once the box has been quiet this long
 
 
@@ -64,26 +68,41 @@ class Supervisor:
         self.children: dict[int, int | None] = {}  # reaped pid -> call id (None while ready)
         self.died: dict[int, None] = {}  # offered inits that ended before the server's "took" arrived (bounded)
         self.told: set[int] = set()  # calls whose end the server waits to hear of ("gone")
+        # inits that serve several calls in turn (with namespaces: see ``worker``): init pid -> the child we reap
+        # for it, and the socket on which it says a call is over
+        self.workers: dict[int, int] = {}
+        self.controls: dict[int, tuple[int, socket.socket, FrameReader]] = {}  # control fd -> (init, sock, reader)
+        self.ended_early: dict[int, None] = {}  # calls an init finished before their "took" arrived (bounded)
+        self.killed: set[int] = set()  # inits sent SIGKILL: never offered again
+        self.selector = selectors.DefaultSelector()
 
     # -- making inits ahead of time -------------------------------------------------------------
 
-    def _in_child(self) -> None:
-        """In a freshly forked child: let go of everything that belongs to the supervisor or to other calls."""
+    def _in_child(self, inherited: list[int]) -> None:
+        """In a freshly forked child: let go of everything that belongs to the supervisor or to other calls
+        (``inherited``: the fds of the request being handled, which the init receives on its socket anyway; a
+        copy kept here would hold the call's pipes open past its end)."""
+        for fd in inherited:
+            with contextlib.suppress(OSError):
+                os.close(fd)
         signal.set_wakeup_fd(-1)
         for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, signal.SIG_DFL)
         self.sock.close()
+        self.selector.close()
+        for _init, control, _reader in self.controls.values():  # other inits' channels
+            control.close()
         for fd in self.reader.fds:  # fds of a frame not read in full yet
             with contextlib.suppress(OSError):
                 os.close(fd)
 
-    def prefork(self) -> _Ready:
+    def prefork(self, inherited: list[int] | None = None) -> _Ready:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         if not self.namespaces:
             init = os.fork()
             if init == 0:
                 try:
-                    self._in_child()
+                    self._in_child(inherited or [])
                     ours.close()
                     die_with_parent()
                     run_init(theirs, own_pidns=False, prepared=self.prepared)
@@ -95,28 +114,27 @@ class Supervisor:
         # namespace: a keeper makes the init (PID 1 of the new namespace) and stays its parent, so that the
         # chain of parent-death signals reaches it.
         read_end, write_end = os.pipe2(os.O_CLOEXEC)
+        control, control_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         keeper = os.fork()
         if keeper == 0:
             try:
-                self._in_child()
+                self._in_child(inherited or [])
                 ours.close()
+                control.close()
                 os.close(read_end)
                 die_with_parent()
-                listener: socket.socket | None = None
                 if self.egress:
                     linux.unshare(linux.CLONE_NEWPID | linux.CLONE_NEWNS | linux.CLONE_NEWNET)
                     linux.loopback_up()
-                    listener = socket.create_server(("127.0.0.1", 0), backlog=256)
                 else:
                     linux.unshare(linux.CLONE_NEWPID | linux.CLONE_NEWNS)
                 init = os.fork()
                 if init == 0:
                     os.close(write_end)
                     die_with_parent()
-                    run_init(theirs, own_pidns=True, prepared=self.prepared, listener=listener)
+                    serve_calls(theirs, control_theirs, self.prepared, self.egress)
                 theirs.close()
-                if listener is not None:
-                    listener.close()
+                control_theirs.close()
                 os.write(write_end, struct.pack("=i", init))
                 os.close(write_end)
                 with contextlib.suppress(ChildProcessError):
@@ -124,22 +142,33 @@ class Supervisor:
             finally:
                 os._exit(0)
         theirs.close()
+        control_theirs.close()
         os.close(write_end)
         data = os.read(read_end, 4)
         os.close(read_end)
         init = struct.unpack("=i", data)[0] if len(data) == 4 else -1
+        if init > 0:
+            self.workers[init] = keeper
+            self.controls[control.fileno()] = (init, control, FrameReader(control))
+            self.selector.register(control, selectors.EVENT_READ)
+        else:
+            control.close()
         return self._track(_Ready(init, keeper, ours))
 
     def _track(self, ready: _Ready) -> _Ready:
         self.children[ready.reaped] = None
         return ready
 
-    def wanted(self) -> int:
-        return _POOL_BUSY if self.calls else _POOL_IDLE
+    def short(self) -> int:
+        """How many more ready inits to make now. Inits that serve calls in turn come back from their calls: more are
+        made only while fewer than the idle pool are alive; single-use inits are topped up to the pool size."""
+        if self.namespaces:
+            return _POOL_IDLE - len(self.workers)
+        return (_POOL_BUSY if self.calls else _POOL_IDLE) - len(self.offered)
 
     def refill(self) -> None:
         """Fork ready inits up to the pool size and offer each to the server."""
-        while len(self.offered) < self.wanted():
+        while self.short() > 0:
             ready = self.prefork()
             assert ready.sock is not None
             try:
@@ -157,6 +186,9 @@ class Supervisor:
         """The server handed call ``call`` to the offered init ``init`` (``tell``: say when it is gone)."""
         if tell:
             self.told.add(call)
+        if self.ended_early.pop(call, False) is None:
+            self._gone(call)  # its init said it was over before this message came (another socket)
+            return
         ready = self.offered.pop(init, None)
         if ready is not None and ready.reaped in self.children:
             self.calls[call] = init
@@ -170,7 +202,7 @@ class Supervisor:
         spec = wire.checked_request(message)
         call = spec["id"]
         spec["namespaces"] = self.namespaces and spec["namespaces"]
-        ready = self.prefork()
+        ready = self.prefork(fds)
         assert ready.sock is not None
         try:
             if ready.init <= 0:
@@ -186,8 +218,63 @@ class Supervisor:
     def signal(self, call: int, signum: int) -> None:
         init = self.calls.get(call)
         if init is not None:
+            if signum == signal.SIGKILL:
+                self.killed.add(init)  # should it have said "done" meanwhile, it is not offered again
             with contextlib.suppress(OSError):
                 os.kill(init, signum)
+
+    def done(self, init: int, call: int, fds: list[int]) -> None:
+        """Init ``init`` (see ``worker``) finished ``call``: every process of it has ended. It waits on the socket
+        that came along for its next call: offered to the server, or closed (the init leaves)."""
+        reaped = self.workers.get(init)
+        next_sock = socket.socket(fileno=fds.pop()) if len(fds) == 1 else None
+        try:
+            if self.calls.get(call) == init:
+                del self.calls[call]
+                if reaped is not None:
+                    self.children[reaped] = None
+            else:  # the server's "took" is still on its way: it finds the call over
+                self.offered.pop(init, None)
+                if reaped is not None:
+                    self.children[reaped] = None
+                self.ended_early[call] = None
+                while len(self.ended_early) > _POOL_IDLE * 64:
+                    del self.ended_early[next(iter(self.ended_early))]
+            self._gone(call)
+            if next_sock is None or reaped is None or init in self.killed or len(self.offered) >= _POOL_KEEP:
+                return
+            send_frame(self.sock, {"op": "ready", "init": init, "fds": 1, "again": True}, [next_sock.fileno()])
+            self.offered[init] = _Ready(init, reaped, None)
+        finally:
+            if next_sock is not None:
+                next_sock.close()
+
+    def _control(self, fd: int) -> None:
+        """What an init says on its control socket (EOF: it is gone, and reaped apart)."""
+        init, control, reader = self.controls[fd]
+        try:
+            more = reader.read()
+        except OSError:
+            more = False
+        if not more:
+            self.selector.unregister(control)
+            del self.controls[fd]
+            control.close()
+            return
+        try:
+            frames = reader.frames()
+        except ValueError:
+            frames = []
+        for message, fds in frames:
+            try:
+                if message.get("op") == "done":
+                    self.done(init, int(message["id"]), fds)
+            except (KeyError, TypeError, ValueError, OSError) as exc:  # OSError: the server is gone (noticed apart)
+                print(f"mcp-guard box: done: {type(exc).__name__}: {exc}", file=sys.stderr)
+            finally:
+                for extra in fds:
+                    with contextlib.suppress(OSError):
+                        os.close(extra)
 
     def reap(self) -> None:
         while True:
@@ -199,6 +286,9 @@ class Supervisor:
                 return
             if pid not in self.children:
                 continue
+            for init in [i for i, r in self.workers.items() if r == pid]:
+                del self.workers[init]
+                self.killed.discard(init)
             call = self.children.pop(pid)
             if call is not None:
                 self.calls.pop(call, None)
@@ -219,7 +309,7 @@ class Supervisor:
                 send_frame(self.sock, {"op": "gone", "id": call})
 
     def kill_all(self) -> None:
-        for init in [*self.offered, *self.calls.values()]:
+        for init in {*self.offered, *self.calls.values(), *self.workers}:
             with contextlib.suppress(OSError):
                 os.kill(init, signal.SIGKILL)
         self.offered.clear()
@@ -252,7 +342,7 @@ class Supervisor:
         signal.signal(signal.SIGCHLD, lambda *_: None)
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, signal.SIG_IGN)  # only the server (by closing the socket) ends the box
-        selector = selectors.DefaultSelector()
+        selector = self.selector
         selector.register(self.sock, selectors.EVENT_READ)
         selector.register(wake_r, selectors.EVENT_READ)
         self.sock.sendall(b"R")  # ready; offers follow
@@ -264,10 +354,8 @@ class Supervisor:
             # for a moment: a fork right after a call would compete for the CPU with the server's answer, and
             # with the next call.
             timeout: float | None = None
-            if not self.offered:
-                timeout = 0
-            elif len(self.offered) < self.wanted():
-                timeout = max(0.0, last_busy + _QUIET_S - time.monotonic())
+            if self.short() > 0:
+                timeout = 0 if not self.offered else max(0.0, last_busy + _QUIET_S - time.monotonic())
             events = selector.select(timeout=timeout)
             if not events:
                 try:
@@ -279,6 +367,8 @@ class Supervisor:
                     raise
                 continue
             last_busy = time.monotonic()
+            # An init back from its call first: the server may be waiting to hand it the next call.
+            events.sort(key=lambda event: event[0].fd not in self.controls)
             for key, _ in events:
                 if key.fileobj is self.sock:
                     try:
@@ -290,6 +380,8 @@ class Supervisor:
                         return
                     for message, fds in self.reader.frames():
                         self.handle(message, fds)
+                elif key.fd in self.controls:
+                    self._control(key.fd)
                 else:
                     with contextlib.suppress(OSError):
                         os.read(wake_r, 4096)

@@ -1,0 +1,248 @@
+"""An init that serves several calls in turn: PID 1 of a PID namespace (and, with --network policy, of a network
+namespace) of its own, with a mount namespace per call.
+
+Making a call's namespaces is most of what a boxed call costs in CPU (a keeper and an init forked from a Python
+process, a PID, mount and network namespace made and torn down, the view mounted): a burst of short commands paid
+it for every call. An init with namespaces therefore serves one call after another:
+
+* **Between calls nothing of the last call is left.** When its command ends, the init (PID 1) kills every other
+  process in its PID namespace and reaps until ``kill(-1)`` finds none: no process of the call lives on, so none
+  holds a socket, a file or a mount of it. Each call has a mount namespace of its own (entered by the thread that
+  starts it): its private /tmp and /dev/shm, its copy (overlay), its masks and read-only binds go with it. The
+  network namespace is kept: with no process left in it, it holds no socket, and a fresh listener is handed to
+  the egress proxy for each call (the proxy knows a connection as the call's by the listener it arrives on).
+* **The init itself is never confined, and never in reach of a command.** A command is started by a thread of the
+  init that confines *itself* first — Landlock, no capability, the seccomp filter, no new privileges are all per
+  thread — and stays the command's parent until the call is over (a parent-death signal the command asked for is
+  not sent early). The init is not dumpable, so a command cannot read or trace it; it reads nothing a command
+  writes (the rename handler, which does, is a thread confined exactly as the command is).
+* **Prepared ahead.** While the init waits for its next call, that call's thread has already entered its mount
+  namespace and built the usual view, copy, Landlock ruleset and the first part of the seccomp filter.
+
+After each call the init tells the supervisor (``done``, with a new socket for its next call); the supervisor
+tells the server the call is gone and offers the init again, or lets it go. An init leaves after a start that
+failed, a rename that did not settle, ``_MAX_CALLS`` calls or half its CPU limit: a fresh one is cheap.
+
+Standard library only: the supervisor imports this with no site-packages.
+"""
+
+from __future__ import annotations
+
+import _thread
+import contextlib
+import os
+import resource
+import signal
+import socket
+from typing import Any
+
+from mcp_server_guard import linux
+from mcp_server_guard.shell.sandbox import wire
+from mcp_server_guard.shell.sandbox.call_init import (
+    FORWARDED,
+    SETTLE_S,
+    Inherited,
+    StartFailed,
+    View,
+    hand_over_listener,
+    prepare_view,
+    report,
+    start_command,
+)
+from mcp_server_guard.shell.sandbox.frames import MAX_FDS, FrameReader, send_frame
+from mcp_server_guard.shell.sandbox.mounts import own_proc
+from mcp_server_guard.shell.sandbox.overlays import remove_unused
+
+_MAX_CALLS = 256  # calls one init serves before it leaves
+
+
+class _Stage:
+    """The thread that starts the next call, in the call's own mount namespace (see the module docstring)."""
+
+    def __init__(self, prepared: Inherited, warm: bool) -> None:
+        self.prepared = prepared
+        self.warm = warm
+        self.request: tuple[wire.CallRequest, list[int], int] | None = None
+        self.result: int | StartFailed = StartFailed(0, "setup", "the call was not started")
+        self.view = View()
+        self._go, self.started, self._over = (_thread.allocate_lock() for _ in range(3))
+        for lock in (self._go, self.started, self._over):
+            lock.acquire()
+        _thread.start_new_thread(self._run, ())
+
+    def start(self, spec: wire.CallRequest, stdio: list[int], status: int) -> int | StartFailed:
+        """Start the call's command (from the stage's thread); its pid, or why it could not start."""
+        self.request = (spec, stdio, status)
+        self._go.release()
+        with self.started:
+            return self.result
+
+    def retire(self) -> View:
+        """No call comes: the thread ends; what it had prepared."""
+        self._go.release()
+        with self.started:
+            return self.view
+
+    def over(self) -> None:
+        """The call is over (every process of it reaped): the thread may end, and its mount namespace with it."""
+        self._over.release()
+
+    def _run(self) -> None:
+        entered: OSError | None = None
+        try:
+            # Threat: a call's mounts (its copy, masks, private /tmp) left in the init's own view would be the next
+            # call's. Every one is made in this thread's own mount namespace, which ends with the call.
+            linux.unshare(linux.CLONE_NEWNS)
+        except OSError as exc:
+            entered = exc
+        else:
+            self.view = prepare_view(self.prepared, own_pidns=True, proc=False, warm=self.warm)
+        self._go.acquire()
+        if self.request is None:
+            self.started.release()
+            return
+        try:
+            spec, stdio, status = self.request
+            if entered is not None:
+                raise StartFailed(entered.errno or 0, "setup", f"no mount namespace for the call: {entered}")
+            self.result = start_command(spec, stdio, status, True, self.prepared, self.view)
+        except StartFailed as exc:
+            self.result = exc
+        except BaseException as exc:  # noqa: BLE001 - the init waits for an answer, whatever happens here
+            self.result = StartFailed(0, "setup", f"{type(exc).__name__}: {exc}")
+        finally:
+            if self.view.ruleset >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(self.view.ruleset)
+            self.started.release()
+        if isinstance(self.result, int):
+            with self._over:  # the command's parent until the call is over
+                pass
+
+
+def _next_call(sock: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
+    """The next call's request and fds, or None when the server let this init go (it closed the socket)."""
+    reader = FrameReader(sock)
+    try:
+        while True:
+            if not reader.read():
+                return None
+            frames = reader.frames()
+            if frames:
+                for _message, extra in frames[1:]:  # one request per socket: anything more is dropped
+                    for fd in extra:
+                        os.close(fd)
+                return frames[0]
+    except (OSError, ValueError):
+        return None
+    finally:
+        sock.close()
+
+
+def _wait_for(child: int) -> int:
+    """The command's wait status (orphans reaped along the way)."""
+    while True:
+        try:
+            pid, wait_status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return 0
+        if pid == child:
+            return wait_status
+
+
+def _end_the_call() -> None:
+    """As PID 1: kill every other process in the namespace and reap until none is left. An orphan is reparented to
+    us before its parent can be reaped, and a fork racing the kill either is signalled or fails, so once
+    ``kill(-1)`` finds no process, none of the call is left."""
+    while True:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        while True:
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+
+
+def _cpu_spent() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited, egress: bool) -> None:
+    """Serve calls in turn as PID 1 of this PID namespace (``sock``: the first call's socket; ``control``: to the
+    supervisor; ``egress``: a listener for the proxy per call). Never returns."""
+    try:
+        own_proc()
+    except OSError:
+        os._exit(1)
+    linux.prctl(linux.PR_SET_DUMPABLE, 0)  # no command reads or traces this process
+    running = [0]  # the command's pid (and group) while a call runs
+
+    def forward(signum: int, _frame: object) -> None:
+        if running[0] > 0:
+            with contextlib.suppress(OSError):
+                os.killpg(running[0], signum)
+
+    for signum in FORWARDED:
+        signal.signal(signum, forward)
+    served = 0
+    while True:
+        stage = _Stage(prepared, warm=served > 0)
+        request = _next_call(sock)
+        if request is None:
+            copy = stage.retire().copy
+            if copy is not None:
+                for _root, area in copy.overlays:
+                    remove_unused(os.path.join(area, copy.name))  # prepared for a call that never came
+            os._exit(0)
+        raw, fds = request
+        if len(fds) != MAX_FDS:
+            os._exit(1)
+        stdio, status = fds[:3], fds[3]
+        try:
+            try:
+                spec = wire.checked_request(raw)
+            except wire.WireError as exc:
+                raise StartFailed(0, "request", str(exc)) from None
+            if egress:
+                try:
+                    hand_over_listener(status, socket.create_server(("127.0.0.1", 0), backlog=256), spec)
+                except (OSError, KeyError, TypeError) as exc:
+                    raise StartFailed(getattr(exc, "errno", 0) or 0, "network", str(exc)) from None
+            started = stage.start(spec, stdio, status)
+            if isinstance(started, StartFailed):
+                raise started
+        except StartFailed as exc:
+            report(status, {"error": exc.errno, "where": exc.where, "message": exc.message})
+            os._exit(0)  # the call's thread may have half-made its view: a fresh init serves the next call
+        running[0] = started
+        for fd in stdio:
+            os.close(fd)
+        exit_status = _wait_for(started)
+        running[0] = 0
+        settled = True
+        if spec["overlays"]:
+            # The copy is final once nothing of the call can write to it: every process gone, every rename done.
+            _end_the_call()
+            settled = stage.view.handler is None or stage.view.handler.idle.acquire(timeout=SETTLE_S)
+            report(status, {"exit": exit_status, "settled": settled})
+        else:
+            report(status, {"exit": exit_status})
+            _end_the_call()
+        os.close(status)
+        stage.over()
+        served += 1
+        cpu_limit = resource.getrlimit(resource.RLIMIT_CPU)[0]
+        spent_half = cpu_limit != resource.RLIM_INFINITY and _cpu_spent() * 2 >= cpu_limit
+        if not settled or served >= _MAX_CALLS or spent_half:
+            os._exit(0)  # the supervisor reaps us and says the call is gone
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            send_frame(control, {"op": "done", "id": spec["id"], "fds": 1}, [theirs.fileno()])
+        except OSError:
+            os._exit(0)
+        theirs.close()
+        sock = ours
