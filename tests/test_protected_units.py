@@ -149,7 +149,7 @@ def test_the_hidden_lookup_resolves_paths_as_the_kernel_does(tmp_path: Path, see
     rnd = random.Random(seed)
     for _ in range(30):
         path = str(tmp_path.joinpath(*[rnd.choice(["a", "b", "c", "..", "."]) for _ in range(rnd.randint(1, 4))]))
-        assert _resolve(path, set()) == (os.path.realpath(path), os.path.lexists(path)), path
+        assert _resolve(path, {}) == (os.path.realpath(path), os.path.lexists(path)), path
 
 
 def _protection(home: Path, *hidden: str) -> Protection:
@@ -214,6 +214,47 @@ def test_an_unchanged_hidden_list_is_not_looked_up_again(tmp_path: Path, monkeyp
     (home / ".config").mkdir()  # a directory the lookup consulted (~/.config/gh's parent) appears
     protection.hidden_paths()
     assert looked
+
+
+def test_other_entries_of_a_consulted_directory_changing_keep_the_lookup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # /tmp and $HOME change all the time (a build, a browser, a shell's history): only the entries the lookup
+    # consulted matter. Before, any change there made every call look the whole list up again (10-40 ms).
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    protection = _protection(home, "~/.ssh", "~/.aws", "~/.config/gh")
+    first = protection.hidden_paths()
+    looked: list[str] = []
+    real_lstat = os.lstat
+
+    def counted_lstat(p: Any, *a: Any, **k: Any) -> os.stat_result:
+        looked.append(str(p))
+        return real_lstat(p, *a, **k)
+
+    monkeypatch.setattr(os, "lstat", counted_lstat)
+    for name in ("notes.txt", ".bash_history", ".sshx"):
+        (home / name).write_text("x")
+    (home / "notes.txt").rename(home / "notes2.txt")
+    (home / ".aws" / "credentials").write_text("inside a hidden entry: not a consulted entry")
+    assert protection.hidden_paths() == first == [str(home / ".aws")]
+    assert looked == []
+    (home / ".ssh").mkdir()  # a consulted entry appears
+    assert protection.hidden_paths() == [str(home / ".aws"), str(home / ".ssh")]
+
+
+def test_a_file_below_an_entry_that_holds_home_is_not_taken_for_a_hidden_one(tmp_path: Path) -> None:
+    # "/home/*" and "/root" hold the server's own HOME there: never hidden, so what is in them is not remembered
+    # as hidden (a hard link of ~/notes.txt elsewhere was refused as "hidden", and the lookup walked all of HOME).
+    users, elsewhere = tmp_path / "users", tmp_path / "elsewhere"
+    home = users / "me"
+    home.mkdir(parents=True)
+    elsewhere.mkdir()
+    (home / "notes.txt").write_text("mine")
+    os.link(home / "notes.txt", elsewhere / "notes.txt")
+    protection = _protection(home, str(users / "*"), str(users))
+    assert protection.hidden_paths() == []
+    assert protection.hidden_rule(str(elsewhere / "notes.txt")) is None
 
 
 GITFILES = [

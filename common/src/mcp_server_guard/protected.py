@@ -27,6 +27,7 @@ import os
 import posixpath
 import re
 import stat
+import struct
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -217,27 +218,29 @@ class Protection:
         """The real paths of the hidden entries that exist, as the file system is now.
 
         Looking them up costs ~30 lstat calls; the answer is kept while the kernel reports no change (inotify)
-        in any directory the lookup consulted, symlinks followed included. A change between a lookup and its
-        watches is caught by looking up again once the watches are in place.
+        to any entry the lookup consulted (each directory passed through and the name looked up in it, symlinks
+        followed included; every entry of a directory a glob lists). A change between a lookup and its watches is
+        caught by looking up again once the watches are in place. Other entries of those directories (``/tmp``,
+        ``$HOME`` change all the time) do not matter to the answer and do not make it be looked up again.
         """
         with self._hidden_lock:
             if self._hidden_cache is not None and self._hidden_watch.unchanged():
                 return self._hidden_cache
             self._hidden_cache = None
-            consulted: set[str] | None = set()
+            consulted: Consulted | None = {}
             found = self._look_up_hidden(consulted)
             for _ in range(3):
                 if consulted is None or not self._hidden_watch.arm(consulted):
                     return found  # not watchable (a glob below the last component, no inotify): no cache
-                again: set[str] | None = set()
+                again: Consulted | None = {}
                 confirmed = self._look_up_hidden(again)
-                if confirmed == found and again is not None and again <= consulted:
+                if confirmed == found and again is not None and _covers(consulted, again):
                     self._hidden_cache = found
                     return found
                 found, consulted = confirmed, again
             return found
 
-    def _look_up_hidden(self, consulted: set[str] | None) -> tuple[str, ...]:
+    def _look_up_hidden(self, consulted: Consulted | None) -> tuple[str, ...]:
         found: set[str] = set()
         for expanded, is_glob in self._hidden_abs:
             if is_glob:
@@ -245,16 +248,17 @@ class Protection:
                 if _GLOB_CHARS & set(parent):
                     consulted = None
                 if consulted is not None:
-                    consulted.add(_resolve(parent, consulted)[0])  # the directory the glob lists
+                    consulted[_resolve(parent, consulted)[0]] = None  # the directory the glob lists: any entry
                 paths = glob.glob(expanded)
             else:
                 paths = [expanded]
             for path in paths:
-                real, exists = _resolve(path, consulted if consulted is not None else set())
+                real, exists = _resolve(path, consulted if consulted is not None else {})
                 if exists:
                     found.add(real)
         for real in found:
-            self._remember_identities(real)
+            if not any(within(kept, real) for kept in self._kept):  # never hidden (HOME's parent): nothing to know
+                self._remember_identities(real)
         return tuple(sorted(found))
 
     def _remember_identities(self, real: str) -> None:
@@ -364,9 +368,24 @@ def _own_area(path: str, roots: Sequence[str]) -> str | None:
     return None
 
 
-def _resolve(path: str, consulted: set[str]) -> tuple[str, bool]:
+# The entries a lookup consulted: directory -> the names looked up in it (None: every entry, a glob listed it).
+Consulted = dict[str, set[str] | None]
+
+
+def _covers(consulted: Consulted, again: Consulted) -> bool:
+    """Whether every entry in ``again`` is among those ``consulted`` (and so watched)."""
+    for directory, names in again.items():
+        if directory not in consulted:
+            return False
+        watched = consulted[directory]
+        if watched is not None and (names is None or not names <= watched):
+            return False
+    return True
+
+
+def _resolve(path: str, consulted: Consulted) -> tuple[str, bool]:
     """``os.path.realpath(path)``, and whether ``path`` itself exists (``os.path.lexists``: a dangling symlink
-    does); every directory one of whose entries was looked up on the way is added to ``consulted``."""
+    does); every entry looked up on the way is added to ``consulted`` (its directory and its name)."""
     pending = [part for part in path.split("/") if part]
     own_left = len(pending)  # the path's own components are the tail of ``pending`` (link targets go first)
     resolved, links, exists, missing, is_dir = "/", 0, False, False, True
@@ -378,7 +397,9 @@ def _resolve(path: str, consulted: set[str]) -> tuple[str, bool]:
             missing = missing or not is_dir  # ENOTDIR: "file/.." names nothing
             resolved = posixpath.dirname(resolved) if name == ".." else resolved
             continue
-        consulted.add(resolved)
+        names = consulted.setdefault(resolved, set())
+        if names is not None:
+            names.add(name)
         candidate = posixpath.join(resolved, name)
         try:
             mode = os.lstat(candidate).st_mode
@@ -399,48 +420,73 @@ def _resolve(path: str, consulted: set[str]) -> tuple[str, bool]:
 
 
 class _DirWatch:
-    """inotify watches on a set of directories: has any entry in them been created, removed, renamed or had
-    its attributes changed since they were armed? Without inotify, every question answers "changed"."""
+    """inotify watches on the entries a lookup consulted: has any of them been created, removed, renamed or had
+    its attributes changed since they were armed (or a watched directory itself moved or gone, or events lost)?
+    Events about other entries of those directories are read and let go. Without inotify, every question
+    answers "changed"."""
 
     _MASK = 0x4 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800 | 0x1000000  # ATTRIB MOVED_* CREATE DELETE* ONLYDIR
+    _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (the name follows, NUL-padded)
 
     def __init__(self) -> None:
         self._fd = -1
+        self._names: dict[int, set[str] | None] = {}  # watch descriptor -> the names that matter (None: all)
 
-    def arm(self, directories: Iterable[str]) -> bool:
-        """Watch exactly ``directories`` from now on (ones that do not exist are skipped: their parent is in the
-        set). False when inotify cannot watch them all."""
+    def arm(self, consulted: Consulted) -> bool:
+        """Watch exactly the entries ``consulted`` names from now on (directories that do not exist are skipped:
+        their parent is watched). False when inotify cannot watch them all."""
         self.close()
         try:
             fd = linux.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         except (OSError, AttributeError):
             return False
-        for directory in directories:
+        for directory, names in consulted.items():
             try:
-                linux.inotify_add_watch(fd, directory, self._MASK)
+                wd = linux.inotify_add_watch(fd, directory, self._MASK)
             except OSError as exc:
                 if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
                     os.close(fd)
                     return False
+                continue
+            self._names[wd] = None if names is None else set(names)
         self._fd = fd
         return True
 
     def unchanged(self) -> bool:
         if self._fd < 0:
             return False
-        try:
-            os.read(self._fd, 1 << 16)
-        except BlockingIOError:
-            return True  # no event queued
-        except OSError:
-            pass
+        while True:
+            try:
+                data = os.read(self._fd, 1 << 16)
+            except BlockingIOError:
+                return True  # nothing that matters happened
+            except OSError:
+                break
+            if not data or self._matters(data):
+                break
         self.close()
+        return False
+
+    def _matters(self, data: bytes) -> bool:
+        offset = 0
+        while offset + self._EVENT.size <= len(data):
+            wd, mask, _cookie, size = self._EVENT.unpack_from(data, offset)
+            raw = data[offset + self._EVENT.size : offset + self._EVENT.size + size]
+            offset += self._EVENT.size + size
+            if mask & 0xC000 or wd not in self._names:  # IN_Q_OVERFLOW, IN_IGNORED (a watched directory gone)
+                return True
+            names = self._names[wd]
+            if names is None or not raw:  # every entry matters, or the directory itself changed
+                return True
+            if raw.split(b"\0", 1)[0].decode("utf-8", "surrogateescape") in names:
+                return True
         return False
 
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+        self._names = {}
 
 
 def protection_for(
