@@ -227,7 +227,10 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
         if spec["overlays"]:
             # The copy is final once nothing of the call can write to it: every process gone, every rename done.
             _end_the_call()
-            settled = stage.view.handler is None or stage.view.handler.idle.acquire(timeout=SETTLE_S)
+            handler = stage.view.handler
+            settled = handler is None or handler.idle.acquire(timeout=SETTLE_S)
+            if handler is not None and settled:
+                handler.idle.release()  # its thread ends once the listener reports the call's filter unused
             report(status, {"exit": exit_status, "settled": settled})
         else:
             report(status, {"exit": exit_status})
