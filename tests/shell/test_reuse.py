@@ -73,6 +73,43 @@ async def test_nothing_a_call_leaves_behind_reaches_a_later_call_in_the_same_ini
         assert out["stdout"].split()[:3] == ["0", "0", "refused"], out
 
 
+TAMPER = """
+python3 -c 'import resource as r
+try:
+    r.prlimit(1, r.RLIMIT_NOFILE, (40, 40)); print("lowered")
+except OSError as exc:
+    print("refused", exc.errno)'
+python3 -c 'import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+print("shm", libc.shmget({key}, 4096, 0o1666) >= 0)'
+{init}
+"""
+
+LOOK_AT_LIMITS = """
+ulimit -Hn
+python3 -c 'import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+print("found" if libc.shmget({key}, 0, 0) >= 0 else "gone")'
+{init}
+"""
+
+
+async def test_a_call_cannot_leave_limits_or_ipc_objects_for_later_calls_in_its_init(workspace: Path) -> None:
+    # A call lowers its init's open-file limit (prlimit on PID 1: the later calls' limits, and a message for
+    # them) and leaves a System V shared memory segment (it outlives every process). Later calls in the same init
+    # see their own limits and no segment.
+    key = 0x5EC7 + uuid.uuid4().int % 1000
+    async with serve(SX, workspace, elicitation_callback=approve_everything) as client:
+        before = await sh(client, LOOK_AT_LIMITS.format(key=key, init=INIT))
+        first = await sh(client, TAMPER.format(key=key, init=INIT))
+        later = [await sh(client, LOOK_AT_LIMITS.format(key=key, init=INIT)) for _ in range(4)]
+    assert first["stdout"].split()[:4] == ["refused", "1", "shm", "True"], first
+    limit = before["stdout"].split()[0]
+    assert first["stdout"].split()[-1] in [out["stdout"].split()[-1] for out in later]  # the same init served
+    for out in later:
+        assert out["stdout"].split()[:2] == [limit, "gone"], out
+
+
 async def test_a_command_that_follows_its_parent_is_not_killed_early(workspace: Path) -> None:
     # A command that asks to die with its parent (PR_SET_PDEATHSIG: runtimes and supervisors do) lives the whole
     # call: its parent, the thread of the init that started it, stays until the call is over.

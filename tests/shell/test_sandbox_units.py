@@ -67,8 +67,8 @@ def test_every_denied_syscall_is_refused_with_eperm_and_everyday_ones_pass(arch:
     for name in seccomp.denied_names(arch):
         assert run_filter(program, arch.numbers[name], arch.audit) == errno_of(errno.EPERM), name
     refused = {arch.numbers[n] for n in seccomp.denied_names(arch)}
-    special = {arch.numbers[n] for n in ("clone3", "clone", "ioctl", "socket", "socketpair", "mknod", "mknodat")
-               if n in arch.numbers}  # fmt: skip
+    special = {arch.numbers[n] for n in ("clone3", "clone", "ioctl", "socket", "socketpair", "mknod", "mknodat",
+                                         "prlimit64") if n in arch.numbers}  # fmt: skip
     for nr in set(range(460)) - refused - special:
         assert run_filter(program, nr, arch.audit) == ALLOW, nr
 
@@ -104,11 +104,21 @@ def test_namespaces_tiocsti_device_nodes_and_odd_socket_families_are_refused(uni
 
 
 @pytest.mark.parametrize("arch", [seccomp.X86_64, seccomp.AARCH64], ids=lambda a: a.name)
+def test_prlimit_of_another_process_is_refused_and_of_its_own_allowed(arch: seccomp.Arch) -> None:
+    # The attack: prlimit(1, RLIMIT_NOFILE, ...) on the call's init, which serves the next calls.
+    program = seccomp.build_filter(arch)
+    nr = arch.numbers["prlimit64"]
+    assert run_filter(program, nr, arch.audit, (0, 7, 0, 0)) == ALLOW  # setrlimit, ulimit: its own
+    for pid in (1, 2, 4242):
+        assert run_filter(program, nr, arch.audit, (pid, 7, 0, 0)) == errno_of(errno.EPERM), pid
+
+
+@pytest.mark.parametrize("arch", [seccomp.X86_64, seccomp.AARCH64], ids=lambda a: a.name)
 def test_the_early_and_late_parts_together_refuse_exactly_what_the_whole_filter_refuses(arch: seccomp.Arch) -> None:
     whole = seccomp.build_filter(arch, part="all")
     early = seccomp.build_filter(arch, part="early")
     late = seccomp.build_filter(arch, part="late")
-    probes = [(), (0x10000000,), (seccomp.AF_UNIX,), (40,), (0, seccomp.TIOCSTI), (0, 0, 0o020644)]
+    probes = [(), (0x10000000,), (seccomp.AF_UNIX,), (40,), (0, seccomp.TIOCSTI), (0, 0, 0o020644), (1, 7)]
     for nr in range(460):
         for args in probes:
             both = strictest(run_filter(early, nr, arch.audit, args), run_filter(late, nr, arch.audit, args))

@@ -27,6 +27,7 @@ import base64
 import binascii
 import contextlib
 import dataclasses
+import errno
 import fcntl
 import ipaddress
 import logging
@@ -149,6 +150,8 @@ class EgressProxy:
             try:
                 conn, _ = await loop.sock_accept(listener)
             except OSError as exc:
+                if exc.errno == errno.EINVAL:
+                    return  # the call's init shut its listener: the call is over
                 log.warning("egress proxy: accept failed: %s", exc)
                 await asyncio.sleep(0.1)  # e.g. EMFILE: let connections end, then accept again
                 continue

@@ -2,13 +2,13 @@
 
 It refuses what the other layers cannot express: kernel-wide operations (mount, module loading,
 kexec, reboot, swap, clock setting, keyrings, bpf, perf), peeking at other processes (ptrace,
-process_vm_*, pidfd_getfd, kcmp), new namespaces (clone/unshare/setns with namespace flags),
-device nodes (mknod of block and character devices), io_uring (its operations bypass this filter),
-terminal injection (ioctl TIOCSTI), socket families other than UNIX, IPv4, IPv6 and netlink (AF_VSOCK
-would reach the host past the call's network namespace), and, where nothing else keeps a command from the
-host's sockets, UNIX-domain sockets (``unix_sockets=False``; socketpair stays allowed). The box allows them:
-it masks the pathname sockets outside a call's roots in the call's view (see ``sockets``), and the host's
-abstract ones are in another network namespace or scoped by Landlock.
+process_vm_*, pidfd_getfd, kcmp), another process's resource limits (prlimit with a pid), new namespaces
+(clone/unshare/setns with namespace flags), device nodes (mknod of block and character devices), io_uring
+(its operations bypass this filter), terminal injection (ioctl TIOCSTI), socket families other than UNIX,
+IPv4, IPv6 and netlink (AF_VSOCK would reach the host past the call's network namespace), and, where nothing
+else keeps a command from the host's sockets, UNIX-domain sockets (``unix_sockets=False``; socketpair stays
+allowed). The box allows them: it masks the pathname sockets outside a call's roots in the call's view (see
+``sockets``), and the host's abstract ones are in another network namespace or scoped by Landlock.
 
 The program checks the architecture first (another ABI's syscall numbers would slip past the table),
 refuses x32 calls on x86_64, and answers ``clone3`` with ENOSYS so that libc falls back to ``clone``,
@@ -105,7 +105,7 @@ X86_64 = Arch(
         "kexec_file_load": 320, "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426,
         "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
         "fsmount": 432, "clone3": 435, "pidfd_getfd": 438, "mount_setattr": 442,
-        "rename": 82, "renameat": 264, "renameat2": 316, "socketpair": 53,
+        "rename": 82, "renameat": 264, "renameat2": 316, "socketpair": 53, "prlimit64": 302,
     },
     x32=True,
 )  # fmt: skip
@@ -124,6 +124,7 @@ AARCH64 = Arch(
         "kexec_file_load": 294, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "clone3": 435,
         "pidfd_getfd": 438, "mount_setattr": 442, "renameat": 38, "renameat2": 276, "socketpair": 199,
+        "prlimit64": 261,
     },
 )  # fmt: skip
 ARCHES = {"x86_64": X86_64, "amd64": X86_64, "aarch64": AARCH64, "arm64": AARCH64}
@@ -221,6 +222,10 @@ def build_filter(arch: Arch, *, unix_sockets: bool = False, part: str = "all", n
         for name, arg in (("mknod", 1), ("mknodat", 2)):
             if name in arch.numbers:
                 prog.deny_if_arg(arch.numbers[name], arg, any_bits=S_IFCHR)
+        # Threat: a command lowering (or marking) the limits of another process in its PID namespace — its init,
+        # which serves the next calls — with prlimit(pid, ...). A process may still set its own (pid 0: what
+        # setrlimit and the shell's ulimit send).
+        prog.allow_only_arg(arch.numbers["prlimit64"], 0, (0,), errno.EPERM)
     prog.ret(_RET_ALLOW)
     return b"".join(prog.code)
 

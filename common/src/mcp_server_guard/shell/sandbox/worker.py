@@ -91,8 +91,9 @@ class _Stage:
         entered: OSError | None = None
         try:
             # Threat: a call's mounts (its copy, masks, private /tmp) left in the init's own view would be the next
-            # call's. Every one is made in this thread's own mount namespace, which ends with the call.
-            linux.unshare(linux.CLONE_NEWNS)
+            # call's; so would its System V shared memory, message queues and semaphores (they outlive every
+            # process). Each is made in this thread's own mount and IPC namespaces, which end with the call.
+            linux.unshare(linux.CLONE_NEWNS | linux.CLONE_NEWIPC)
         except OSError as exc:
             entered = exc
         else:
@@ -166,6 +167,14 @@ def _end_the_call() -> None:
                 break
 
 
+# Every resource limit the kernel has (RLIMIT_CPU 0 … RLIMIT_RTTIME 15).
+_LIMITS = tuple(range(16))
+
+
+def _limits() -> dict[int, tuple[int, int]]:
+    return {which: resource.getrlimit(which) for which in _LIMITS}
+
+
 def _cpu_spent() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -190,6 +199,7 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
         signal.signal(signum, forward)
     served = 0
     while True:
+        listener: socket.socket | None = None
         stage = _Stage(prepared, warm=served > 0)
         request = _next_call(sock)
         if request is None:
@@ -209,9 +219,13 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
                 raise StartFailed(0, "request", str(exc)) from None
             if egress:
                 try:
-                    hand_over_listener(status, socket.create_server(("127.0.0.1", 0), backlog=256), spec)
+                    listener = socket.create_server(("127.0.0.1", 0), backlog=256)
+                    hand_over_listener(status, listener.dup(), spec)
                 except (OSError, KeyError, TypeError) as exc:
                     raise StartFailed(getattr(exc, "errno", 0) or 0, "network", str(exc)) from None
+            # What this process's limits must be once the call is over: as now, with the call's own set (the call's
+            # thread sets them for the whole process).
+            expected = _limits() | {which: (soft, hard) for which, soft, hard in spec["rlimits"]}
             started = stage.start(spec, stdio, status)
             if isinstance(started, StartFailed):
                 raise started
@@ -236,11 +250,20 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
             report(status, {"exit": exit_status})
             _end_the_call()
         os.close(status)
+        if listener is not None:
+            # Threat: the next call reaching the proxy through this call's listener (approved for this call's
+            # hosts) before the server has stopped accepting on it. No process of the call is left: it is shut
+            # now, in the kernel, before this init can be offered again.
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
+            listener.close()
         stage.over()
         served += 1
         cpu_limit = resource.getrlimit(resource.RLIMIT_CPU)[0]
         spent_half = cpu_limit != resource.RLIM_INFINITY and _cpu_spent() * 2 >= cpu_limit
-        if not settled or served >= _MAX_CALLS or spent_half:
+        # Threat: limits of this process changed from inside the call (lowered or set as a message for the next
+        # call): an init whose limits are not what it set leaves.
+        if not settled or served >= _MAX_CALLS or spent_half or _limits() != expected:
             os._exit(0)  # the supervisor reaps us and says the call is gone
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
