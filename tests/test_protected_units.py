@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -255,6 +256,82 @@ def test_a_file_below_an_entry_that_holds_home_is_not_taken_for_a_hidden_one(tmp
     protection = _protection(home, str(users / "*"), str(users))
     assert protection.hidden_paths() == []
     assert protection.hidden_rule(str(elsewhere / "notes.txt")) is None
+
+
+def test_a_hard_link_of_a_credential_written_after_the_lookup_is_hidden(tmp_path: Path) -> None:
+    # The attack: a key made in ~/.ssh (or credentials a tool rewrote by renaming a new file over them) after the
+    # hidden list was looked up, then hard-linked elsewhere: no name the lookup consulted changed, so the list is
+    # kept, but the new file is still the hidden one.
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".aws").mkdir()
+    (home / ".aws" / "credentials").write_text("old")
+    protection = _protection(home, "~/.ssh", "~/.aws")
+    assert protection.hidden_paths() == [str(home / ".aws"), str(home / ".ssh")]
+    (home / ".ssh" / "id_new").write_text("NEW PRIVATE KEY")
+    os.link(home / ".ssh" / "id_new", home / "key.txt")
+    (home / ".aws" / "new").write_text("rotated")
+    os.replace(home / ".aws" / "new", home / ".aws" / "credentials")
+    os.link(home / ".aws" / "credentials", home / "c.txt")
+    assert protection.hidden_rule(str(home / "key.txt")) == str(home / ".ssh")
+    assert protection.hidden_rule(str(home / "c.txt")) == str(home / ".aws")
+
+
+def test_a_retargeted_link_with_a_name_the_locale_cannot_spell_is_followed(tmp_path: Path) -> None:
+    # Names are compared as the file system gives them (os.fsdecode): under a C locale a non-ASCII link name in
+    # the lookup's path must still match its own change.
+    script = """
+import os, sys
+from mcp_server_guard.protected import Protection
+base = os.fsencode(sys.argv[1])
+home = base + b"/home"
+os.makedirs(home); os.makedirs(base + b"/a/keys"); os.makedirs(base + b"/b/keys")
+link = base + b"/cl\\xc3\\xa9s"
+os.symlink(base + b"/a", link)
+os.symlink(link + b"/keys", home + b"/.ssh")
+p = Protection([], ["~/.ssh"], home=os.fsdecode(home))
+assert p.hidden_paths() == [os.fsdecode(base + b"/a/keys")], p.hidden_paths()
+os.symlink(base + b"/b", base + b"/new")
+os.replace(base + b"/new", link)
+print(p.hidden_paths() == [os.fsdecode(base + b"/b/keys")], sys.getfilesystemencoding())
+"""
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    run = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["True", "ascii"], run.stdout
+
+
+def test_a_glob_with_a_wildcard_above_its_last_component_sees_every_change(tmp_path: Path) -> None:
+    # "users/*/.ssh" lists directories whose own contents change with the matches: not watchable, so looked up
+    # each time — and the entries after it in the list (a user's policy, the server's own state) are too.
+    users, home = tmp_path / "users", tmp_path / "home"
+    (users / "alice" / ".ssh").mkdir(parents=True)
+    (users / "bob").mkdir()
+    home.mkdir()
+    protection = _protection(home, str(users / "*" / ".ssh"), "~/.aws")
+    assert protection.hidden_paths() == [str(users / "alice" / ".ssh")]
+    (users / "bob" / ".ssh").mkdir()
+    (home / ".aws").mkdir()
+    assert protection.hidden_rule(str(users / "bob" / ".ssh" / "id_rsa")) == str(users / "bob" / ".ssh")
+    assert protection.hidden_rule(str(home / ".aws" / "credentials")) == str(home / ".aws")
+
+
+def test_one_directory_watched_under_two_paths_keeps_what_matters_under_either(tmp_path: Path) -> None:
+    # A bind mount (or any alias) makes two watched paths one watch: a glob's "every entry" must not be narrowed
+    # to the other path's one name.
+    from mcp_server_guard.protected import _DirWatch
+
+    real = tmp_path / "users"
+    real.mkdir()
+    (tmp_path / "alias").symlink_to(real)  # inotify follows it: the same watch
+    watch = _DirWatch()
+    assert watch.arm({str(real): None, str(tmp_path / "alias"): {".ssh"}})
+    assert watch.unchanged()
+    (real / "bob").mkdir()
+    assert not watch.unchanged()
+    watch.close()
 
 
 GITFILES = [

@@ -140,7 +140,11 @@ async def test_a_hidden_directory_renamed_or_a_hidden_file_linked_elsewhere_stay
         os.link(isolated_home / ".ssh" / "id_rsa", isolated_home / "key.txt")
         renamed = await client.call_tool("file_read", {"path": str(isolated_home / "d2" / "config.json")})
         linked = await client.call_tool("file_read", {"path": str(isolated_home / "key.txt")})
-    for refused in (before, renamed, linked):
+        # A key made after the server looked the list up, then linked: no name the lookup watches changed.
+        (isolated_home / ".ssh" / "id_new").write_text("NEW PRIVATE KEY\n")
+        os.link(isolated_home / ".ssh" / "id_new", isolated_home / "new.txt")
+        linked_new = await client.call_tool("file_read", {"path": str(isolated_home / "new.txt")})
+    for refused in (before, renamed, linked, linked_new):
         payload = error_of(refused)
         assert payload["code"] == "PATH_HIDDEN", payload
         assert "SECRET" not in text_of(refused) and "PRIVATE" not in text_of(refused)

@@ -30,6 +30,7 @@ import stat
 import struct
 import sys
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,6 +109,7 @@ def glob_regex(pattern: str) -> str:
 
 _MAX_HIDDEN_IDS = 65536  # identities of hidden entries (and the files in them) remembered at most
 _HIDDEN_ID_DEPTH = 4
+_RECENT_NS = 2_000_000_000  # a directory changed this recently when listed is listed again when asked
 
 
 def _unavailable(path: str, why: str) -> SecurityError:
@@ -159,6 +161,7 @@ class Protection:
         self._hidden_cache: tuple[str, ...] | None = None
         # Every hidden entry seen, by identity (device, inode): renamed or linked elsewhere, it stays hidden.
         self._hidden_ids: dict[tuple[int, int], str] = {}
+        self._walked: dict[str, dict[str, int]] = {}  # hidden entry -> the directories listed in it, by mtime
         self._hidden_watch = _DirWatch()
         # Literal patterns name one path below a root ("**" at the end: the whole directory); the box can
         # mount those. Patterns with wildcards elsewhere are file_write's alone.
@@ -227,45 +230,54 @@ class Protection:
             if self._hidden_cache is not None and self._hidden_watch.unchanged():
                 return self._hidden_cache
             self._hidden_cache = None
-            consulted: Consulted | None = {}
-            found = self._look_up_hidden(consulted)
+            consulted: Consulted = {}
+            found, watchable = self._look_up_hidden(consulted)
             for _ in range(3):
-                if consulted is None or not self._hidden_watch.arm(consulted):
+                if not watchable or not self._hidden_watch.arm(consulted):
+                    self._hidden_watch.close()
                     return found  # not watchable (a glob below the last component, no inotify): no cache
-                again: Consulted | None = {}
-                confirmed = self._look_up_hidden(again)
-                if confirmed == found and again is not None and _covers(consulted, again):
+                again: Consulted = {}
+                confirmed, watchable = self._look_up_hidden(again)
+                if confirmed == found and watchable and _covers(consulted, again):
                     self._hidden_cache = found
                     return found
                 found, consulted = confirmed, again
             return found
 
-    def _look_up_hidden(self, consulted: Consulted | None) -> tuple[str, ...]:
+    def _look_up_hidden(self, consulted: Consulted) -> tuple[tuple[str, ...], bool]:
+        """The hidden entries that exist, and whether watching ``consulted`` (filled in) tells when that changes:
+        not when a glob has a wildcard above its last component (``/home/*/.ssh``: the directories it lists
+        change with the matches)."""
         found: set[str] = set()
+        watchable = True
         for expanded, is_glob in self._hidden_abs:
             if is_glob:
                 parent = posixpath.dirname(expanded)
                 if _GLOB_CHARS & set(parent):
-                    consulted = None
-                if consulted is not None:
+                    watchable = False
+                else:
                     consulted[_resolve(parent, consulted)[0]] = None  # the directory the glob lists: any entry
                 paths = glob.glob(expanded)
             else:
                 paths = [expanded]
             for path in paths:
-                real, exists = _resolve(path, consulted if consulted is not None else {})
+                real, exists = _resolve(path, consulted)
                 if exists:
                     found.add(real)
         for real in found:
             if not any(within(kept, real) for kept in self._kept):  # never hidden (HOME's parent): nothing to know
                 self._remember_identities(real)
-        return tuple(sorted(found))
+        return tuple(sorted(found)), watchable
 
     def _remember_identities(self, real: str) -> None:
         """The identity of a hidden entry, and of the files in it (a hard link to one, ~/.ssh/id_rsa as key.txt,
-        is the same file): a few levels down, within a bound; links never followed."""
+        is the same file): a few levels down, within a bound; links never followed. Each directory listed is kept
+        with its modification time (``_refresh_identities``)."""
+        listed: dict[str, int] = {}
+        self._walked[real] = listed
+        started_ns = time.time_ns()
         level = [real]
-        for _ in range(_HIDDEN_ID_DEPTH):
+        for depth in range(_HIDDEN_ID_DEPTH):
             below: list[str] = []
             for path in level:
                 with contextlib.suppress(OSError):
@@ -273,12 +285,24 @@ class Protection:
                     if len(self._hidden_ids) >= _MAX_HIDDEN_IDS:
                         return
                     self._hidden_ids.setdefault((st.st_dev, st.st_ino), real)
-                    if stat.S_ISDIR(st.st_mode):
+                    if stat.S_ISDIR(st.st_mode) and depth < _HIDDEN_ID_DEPTH - 1:
+                        # A directory changed just before it was listed may change again within the same clock
+                        # tick, its time unchanged: such a one is listed again whenever asked.
+                        recent = st.st_mtime_ns >= started_ns - _RECENT_NS
+                        listed[path] = -1 if recent else st.st_mtime_ns
                         with os.scandir(path) as entries:
                             below += [e.path for e in entries if not e.is_symlink()]
             level = below
             if not level:
                 return
+
+    def _refresh_identities(self, entries: Iterable[str]) -> None:
+        """Walk again each hidden entry in which a directory listed last time has changed since (a file made,
+        renamed or removed there), or that was never walked."""
+        for entry in entries:
+            listed = self._walked.get(entry)
+            if listed is None or any(_mtime_ns(path) != seen for path, seen in listed.items()):
+                self._remember_identities(entry)
 
     def hidden_rule(self, real: str, roots: Iterable[str] = ()) -> str | None:
         """Which hidden entry covers the real path ``real``, or None."""
@@ -292,6 +316,21 @@ class Protection:
                 return path
         # Threat: `mv ~/.docker ~/d2`, `ln ~/.ssh/id_rsa key`: the same directory or file under another name. The
         # path and each directory above it are compared by identity with every hidden entry seen so far.
+        seen = self._seen_as_hidden(real, roots)
+        if seen is not None:
+            return seen
+        # Threat: a hard link of a credential written since the hidden entries were last walked (a new key in
+        # ~/.ssh, credentials a tool rewrote by renaming a new file over them): nothing about the entry's own
+        # names changed, so the list was kept. A file with more than one link is looked for again, now.
+        with contextlib.suppress(OSError):
+            st = os.lstat(real)
+            if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                self._refresh_identities(hidden)
+                return self._seen_as_hidden(real, roots)
+        return None
+
+    def _seen_as_hidden(self, real: str, roots: tuple[str, ...]) -> str | None:
+        """The hidden entry ``real`` or a directory above it is, by identity (device and inode), or None."""
         if not self._hidden_ids:
             return None
         current = real
@@ -368,6 +407,13 @@ def _own_area(path: str, roots: Sequence[str]) -> str | None:
     return None
 
 
+def _mtime_ns(path: str) -> int:
+    try:
+        return os.lstat(path).st_mtime_ns
+    except OSError:
+        return -2  # gone: changed
+
+
 # The entries a lookup consulted: directory -> the names looked up in it (None: every entry, a glob listed it).
 Consulted = dict[str, set[str] | None]
 
@@ -399,7 +445,7 @@ def _resolve(path: str, consulted: Consulted) -> tuple[str, bool]:
             continue
         names = consulted.setdefault(resolved, set())
         if names is not None:
-            names.add(name)
+            names.add(name.casefold())  # compared case-blind: on a case-insensitive directory ".SSH" is ".ssh"
         candidate = posixpath.join(resolved, name)
         try:
             mode = os.lstat(candidate).st_mode
@@ -448,7 +494,12 @@ class _DirWatch:
                     os.close(fd)
                     return False
                 continue
-            self._names[wd] = None if names is None else set(names)
+            # One directory under two paths (a bind mount) is one watch: what matters is what matters under either.
+            if wd in self._names:
+                kept = self._names[wd]
+                self._names[wd] = None if kept is None or names is None else kept | names
+            else:
+                self._names[wd] = None if names is None else set(names)
         self._fd = fd
         return True
 
@@ -478,7 +529,7 @@ class _DirWatch:
             names = self._names[wd]
             if names is None or not raw:  # every entry matters, or the directory itself changed
                 return True
-            if raw.split(b"\0", 1)[0].decode("utf-8", "surrogateescape") in names:
+            if os.fsdecode(raw.split(b"\0", 1)[0]).casefold() in names:
                 return True
         return False
 
