@@ -387,3 +387,14 @@ def test_mcp_guard_check_file_json_says_the_decision_on_a_copy(tmp_path: Path) -
     )  # fmt: skip
     verdicts = [json.loads(row) for row in done.stdout.splitlines()]
     assert [(v["decision"], v["onCopy"]) for v in verdicts] == [("deny", "allow"), ("deny", "deny")]
+
+
+@pytest.mark.parametrize(
+    ("line", "stdin"), [("echo \ud800", None), ("cat", "print(1)\udfff"), ("ls \ud800 && rm -rf ~", None)]
+)
+def test_a_lone_surrogate_no_byte_string_spells_is_refused_not_crashed_on(line: str, stdin: str | None) -> None:
+    # The attack: text bash can never receive as judged (a JSON "\ud800"), which made the judging raise.
+    for engine in (ENGINE, ON_COPY, READONLY):
+        verdict = engine.decide(line, stdin=stdin)
+        assert (verdict.action, verdict.rule) == ("deny", "invalid-text")
+    assert ENGINE.decide("ls \udced\udca0").action == "allow"  # undecodable bytes (surrogateescape) are text bash runs

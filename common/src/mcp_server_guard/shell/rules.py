@@ -64,6 +64,16 @@ class Verdict:
     stdin_code: str = ""
 
 
+def _not_bytes(text: str) -> bool:
+    """Whether ``text`` holds a character that no byte string decodes to (surrogates other than the
+    ``surrogateescape`` ones, which stand for undecodable bytes)."""
+    try:
+        text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 class PolicyEngine:
     """Decides command lines (or argv lists) against a ShellPolicy."""
 
@@ -142,6 +152,11 @@ class PolicyEngine:
         """The verdict on a line (or an argv, with ``args``). ``stdin``: the text the call feeds it, judged as code
         where a program reads its program text from stdin; ``job``: the line runs as a background job whose
         stdin later calls write (``Verdict.stdin_code`` says whether each write must be judged)."""
+        if any(_not_bytes(text) for text in (command, *args, stdin or "", *(env or {}).values())):
+            # Threat: text no byte string spells (a lone surrogate such as "\ud800", which a JSON escape can carry)
+            # cannot reach bash as it is judged; it is refused rather than judged as something else.
+            detail = "a character no byte string spells (a lone surrogate)"
+            return Verdict("deny", "invalid-text", f"The command holds {detail}.", detail)
         if stdin is not None:
             stdin = stdin.replace("\x00", "")  # bash and dash drop NUL bytes from a script: `shut\0down` is shutdown
         feed = Feed("job", stdin) if job else Feed("call", stdin) if stdin is not None else NO_FEED
