@@ -41,10 +41,12 @@ _READY_TIMEOUT_S = 20.0
 # A call that finds no ready init waits for one to come back from its call (an init serves calls in turn: see
 # ``worker``) for as long as inits keep coming back (one in the last _RETURNS_S; at most _WAIT_FOR_INIT_S in all)
 # before asking for a new one: in a burst of short commands, reusing an init costs a few milliseconds of CPU where
-# making one costs about ten (and the supervisor makes them one at a time). Long commands (no init back lately) wait
-# for nothing.
+# making one costs about ten (and the supervisor makes them one at a time). With _BUSY calls or more running and
+# none back yet (the start of a burst) it waits _WAIT_COLD_S for the first; long commands pay at most that.
 _RETURNS_S = 0.050
 _WAIT_FOR_INIT_S = 1.0
+_WAIT_COLD_S = 0.020
+_BUSY = max(2, os.cpu_count() or 1)
 _ENDED_KEPT = 256  # calls whose end is remembered for a waiter that comes late
 _SUPERVISOR = (
     "import sys; sys.path[:0] = [sys.argv[1]]; "
@@ -236,6 +238,7 @@ class Box:
     _watched: tuple[socket.socket, asyncio.AbstractEventLoop] | None = None  # read by that loop as frames arrive
     copy_error: str | None = None  # whether commands can work on a copy: "" yes, else why not (None: not known yet)
     _offer: anyio.Event | None = None  # set when an init is offered (calls waiting for one)
+    _running: set[int] = field(default_factory=set)  # calls started and not over (forgotten or gone)
     _returned_at: float = -1.0  # when an init last came back from a call (monotonic)
 
     # -- life cycle --------------------------------------------------------------------------------
@@ -425,19 +428,25 @@ class Box:
             return event.is_set()
         finally:
             del self._gone[call]
+            self._running.discard(call)
 
     def forget(self, call: int) -> None:
         """Nobody will wait for ``call``'s end: drop what is kept for it."""
         self._ended_recently.pop(call, None)
+        self._running.discard(call)
 
     async def _await_an_init(self) -> None:
-        """No init at hand while inits keep coming back from short calls: wait a moment for the next."""
-        if self._offered or time.monotonic() - self._returned_at > _RETURNS_S:
+        """No init at hand while inits keep coming back from short calls (or many calls just started): wait a
+        moment for the next."""
+        now = time.monotonic()
+        busy = len(self._running) >= _BUSY
+        if self._offered or (now - self._returned_at > _RETURNS_S and not busy):
             return
         self._watch()
-        give_up = time.monotonic() + _WAIT_FOR_INIT_S
+        give_up = now + _WAIT_FOR_INIT_S
+        cold = now + _WAIT_COLD_S if busy else now
         while not self._offered:
-            remaining = min(self._returned_at + _RETURNS_S, give_up) - time.monotonic()
+            remaining = min(max(self._returned_at + _RETURNS_S, cold), give_up) - time.monotonic()
             if remaining <= 0:
                 return
             if self._offer is None or self._offer.is_set():
@@ -503,6 +512,7 @@ class Box:
         finally:
             for fd in theirs:
                 os.close(fd)
+        self._running.add(call)
         return Started(call, in_w if in_w >= 0 else None, out_r, err_r, status_r)
 
     def signal(self, call: int, signum: int = signal.SIGKILL) -> None:
