@@ -1,25 +1,24 @@
-"""A call's init: the process that confines one call and starts its command, inside the box.
+"""A call's confinement and start, inside the box; and the single-use init of a box without namespaces.
 
-With namespaces an init serves calls in turn (``worker``, which starts each call with ``start_command`` from a
-thread of its own); this module has what confining and starting a call takes, and the single-use init. Each call
-runs under an *init*, forked by the supervisor (ahead of time, or for a call that finds none ready):
+What confining and starting one call takes (``prepare_view`` ahead of the call, ``start_command`` with it):
 
-* with namespaces, the init is PID 1 of a fresh PID namespace and has its own mount namespace (its view:
-  ``mounts``; the copy the command works on: ``overlays``); with --network policy, its own network namespace
-  too, whose one way out (a listener on 127.0.0.1) it hands to the server's egress proxy;
-* it sets the resource limits, enforces Landlock, becomes non-dumpable, drops every capability, loads the
-  seccomp filter, and only then starts the command (posix_spawn: a new session, stdio on the pipes);
-* it forwards SIGTERM/SIGINT/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2 to the command's process group, reaps orphans
-  (as PID 1, or as their subreaper), and when the command exits writes its wait status to the status pipe
-  and exits itself, taking every process the call left behind with it (its PID namespace dies with it;
-  without one it kills its group and every orphan first).
+* with namespaces, the call's own mount view (``mounts``) and the copy the command works on (``overlays``);
+* the resource limits, Landlock, non-dumpable, every capability dropped, the seccomp filter (the rename calls
+  sent to a handler thread on a copy: ``renames``), and only then the command (posix_spawn: a new session, stdio
+  on the pipes). Landlock, capabilities, no_new_privs and seccomp are per thread in Linux: ``worker``, the init
+  that serves calls in turn with namespaces, calls ``start_command`` from a thread that confines itself.
+
+Without namespaces each call has an init of its own (``run_init``): it forwards SIGTERM/SIGINT/SIGHUP/SIGQUIT/
+SIGUSR1/SIGUSR2 to the command's process group, reaps orphans as their subreaper, and when the command exits
+kills its group and every orphan, writes the wait status to the status pipe and exits.
 
 A ready init builds the usual call's mount view, Landlock ruleset and most of the seccomp filter while it waits
 (``Inherited`` is what it starts from: read once by the supervisor before any fork), then takes its call's
-request and fds on its socket. The status pipe carries one JSON line: ``{"exit": <wait status>}``, or
-``{"error": errno, "where": "...", "message": "..."}`` when the command could not start. A call whose init was
-killed (timeout, server exit) closes the pipe without a line. Forking inits, offering them and reaping them is
-the ``supervisor``'s.
+request and fds on its socket. The status pipe carries JSON lines: ``{"exit": <wait status>}`` (with a copy,
+``"settled"`` too), ``{"error": errno, "where": "...", "message": "..."}`` when the command could not start,
+``{"txn": name}`` (the copy's name), ``{"net": port}`` (with --network policy, the listener handed to the proxy).
+A call whose init was killed (timeout, server exit) closes the pipe without a line. Forking inits, offering them
+and reaping them is the ``supervisor``'s.
 
 Standard library only: the supervisor imports this with no site-packages.
 """
@@ -320,10 +319,11 @@ class StartFailed(Exception):
         self.errno, self.where, self.message = errno_, where, message
 
 
-def run_init(sock: socket.socket, own_pidns: bool, prepared: Inherited, listener: socket.socket | None = None) -> None:
-    """A ready init: prepare the usual call's view, wait for a call, run it, exit. Never returns. ``listener``:
-    the proxy's way into this call's own network namespace (--network policy)."""
-    view = prepare_view(prepared, own_pidns)
+def run_init(sock: socket.socket, prepared: Inherited) -> None:
+    """A ready init without namespaces (with them, ``worker`` serves calls in turn): prepare the usual call's view,
+    wait for a call, run it, end every process it left (its group, and every orphan reparented to us), exit.
+    Never returns."""
+    view = prepare_view(prepared, own_pidns=False)
     reader = FrameReader(sock)
     frames: list[tuple[dict[str, Any], list[int]]] = []
     try:
@@ -343,12 +343,7 @@ def run_init(sock: socket.socket, own_pidns: bool, prepared: Inherited, listener
             spec = wire.checked_request(raw)
         except wire.WireError as exc:
             raise StartFailed(0, "request", str(exc)) from None
-        if listener is not None:
-            try:
-                hand_over_listener(status, listener, spec)
-            except (OSError, KeyError, TypeError) as exc:
-                raise StartFailed(getattr(exc, "errno", 0) or 0, "network", str(exc)) from None
-        child = start_command(spec, stdio, status, own_pidns, prepared, view)
+        child = start_command(spec, stdio, status, False, prepared, view)
     except StartFailed as exc:
         report(status, {"error": exc.errno, "where": exc.where, "message": exc.message})
         os._exit(0)
@@ -370,21 +365,6 @@ def run_init(sock: socket.socket, own_pidns: bool, prepared: Inherited, listener
         if pid == child:
             exit_status = wait_status
             break
-    if not own_pidns:
-        _kill_leftovers(child)
-    elif spec["overlays"]:
-        # The copy is final once nothing of the call can write to it: say so now rather than after the kernel has
-        # torn the namespaces down (milliseconds). As PID 1, kill what the command left and reap until none is
-        # left (an orphan is reparented to us before its parent can be reaped), then let the rename handler finish.
-        with contextlib.suppress(OSError):
-            os.kill(-1, signal.SIGKILL)
-        while True:
-            try:
-                os.waitpid(-1, 0)
-            except ChildProcessError:
-                break
-        settled = view.handler is None or view.handler.idle.acquire(timeout=SETTLE_S)
-        report(status, {"exit": exit_status, "settled": settled})
-        os._exit(0)
+    _kill_leftovers(child)
     report(status, {"exit": exit_status})
-    os._exit(0)  # as PID 1: the kernel now kills whatever of the call is left
+    os._exit(0)

@@ -105,7 +105,7 @@ class Supervisor:
                     self._in_child(inherited or [])
                     ours.close()
                     die_with_parent()
-                    run_init(theirs, own_pidns=False, prepared=self.prepared)
+                    run_init(theirs, self.prepared)
                 finally:
                     os._exit(1)
             theirs.close()
