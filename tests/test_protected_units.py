@@ -197,11 +197,8 @@ def test_a_hidden_glob_sees_a_new_match_at_once(tmp_path: Path) -> None:
     assert protection.hidden_paths() == [str(users / "alice"), str(users / "bob")]
 
 
-def test_an_unchanged_hidden_list_is_not_looked_up_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    home = tmp_path / "home"
-    (home / ".aws").mkdir(parents=True)
-    protection = _protection(home, "~/.ssh", "~/.aws", "~/.config/gh")
-    first = protection.hidden_paths()
+def _count_lstat(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every path ``os.lstat`` is asked about from now on (the hidden lookup's own work)."""
     looked: list[str] = []
     real_lstat = os.lstat
 
@@ -210,6 +207,15 @@ def test_an_unchanged_hidden_list_is_not_looked_up_again(tmp_path: Path, monkeyp
         return real_lstat(p, *a, **k)
 
     monkeypatch.setattr(os, "lstat", counted_lstat)
+    return looked
+
+
+def test_an_unchanged_hidden_list_is_not_looked_up_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    protection = _protection(home, "~/.ssh", "~/.aws", "~/.config/gh")
+    first = protection.hidden_paths()
+    looked = _count_lstat(monkeypatch)
     assert protection.hidden_paths() == first == [str(home / ".aws")]
     assert looked == []
     (home / ".config").mkdir()  # a directory the lookup consulted (~/.config/gh's parent) appears
@@ -226,14 +232,7 @@ def test_other_entries_of_a_consulted_directory_changing_keep_the_lookup(
     (home / ".aws").mkdir(parents=True)
     protection = _protection(home, "~/.ssh", "~/.aws", "~/.config/gh")
     first = protection.hidden_paths()
-    looked: list[str] = []
-    real_lstat = os.lstat
-
-    def counted_lstat(p: Any, *a: Any, **k: Any) -> os.stat_result:
-        looked.append(str(p))
-        return real_lstat(p, *a, **k)
-
-    monkeypatch.setattr(os, "lstat", counted_lstat)
+    looked = _count_lstat(monkeypatch)
     for name in ("notes.txt", ".bash_history", ".sshx"):
         (home / name).write_text("x")
     (home / "notes.txt").rename(home / "notes2.txt")

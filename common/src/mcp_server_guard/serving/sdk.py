@@ -57,10 +57,12 @@ def defer_sdk_client() -> None:
 # -- the web transports: imported by the SDK's server modules at module level, used only by HTTP and SSE -------------
 
 # Threat to start-up and memory, not to safety: ``mcp.server.mcpserver`` imports starlette, uvicorn, sse-starlette,
-# httpx2, the OAuth routes and the streamable-HTTP manager for ``sse_app``/``streamable_http_app``, which a stdio
-# server never calls (~8.5 MiB and ~200 ms per server here). Each root below is imported as a stand-in: a module
-# whose names are placeholders that import the real module on first real use (called, subclassed, subscripted,
-# an attribute read, an isinstance check), so nothing that needs one breaks; it only loads later.
+# httpx2, the OAuth routes and the SSE transport for ``sse_app``/``streamable_http_app``, which a stdio server never
+# calls (~8.5 MiB and ~200 ms per server here). Each root below is imported as a stand-in: a module whose names are
+# placeholders that import the real module on first real use (called, subclassed, subscripted, an attribute read,
+# an isinstance check; a constant, ALL_CAPS, at once), so nothing that needs one breaks; it only loads later. The
+# streamable-HTTP modules themselves stay real (the SDK uses their constants as default arguments); what they
+# import from the roots below stands in.
 WEB_ONLY = (
     "starlette",
     "uvicorn",

@@ -319,6 +319,22 @@ class StartFailed(Exception):
         self.errno, self.where, self.message = errno_, where, message
 
 
+def call_fds(fds: list[int]) -> tuple[list[int], int]:
+    """A call's stdin, stdout and stderr, and its status socket, as its request carried them; an init given
+    anything else leaves (the server never sends that)."""
+    if len(fds) != MAX_FDS:
+        os._exit(1)
+    return fds[:3], fds[3]
+
+
+def checked_call(raw: dict[str, Any]) -> CallRequest:
+    """A call's request, checked field by field (see ``wire``); StartFailed when it is malformed."""
+    try:
+        return wire.checked_request(raw)
+    except wire.WireError as exc:
+        raise StartFailed(0, "request", str(exc)) from None
+
+
 def run_init(sock: socket.socket, prepared: Inherited) -> None:
     """A ready init without namespaces (with them, ``worker`` serves calls in turn): prepare the usual call's view,
     wait for a call, run it, end every process it left (its group, and every orphan reparented to us), exit.
@@ -335,15 +351,9 @@ def run_init(sock: socket.socket, prepared: Inherited) -> None:
         os._exit(1)
     sock.close()
     raw, fds = frames[0]
-    if len(fds) != MAX_FDS:
-        os._exit(1)
-    stdio, status = fds[:3], fds[3]
+    stdio, status = call_fds(fds)
     try:
-        try:
-            spec = wire.checked_request(raw)
-        except wire.WireError as exc:
-            raise StartFailed(0, "request", str(exc)) from None
-        child = start_command(spec, stdio, status, False, prepared, view)
+        child = start_command(checked_call(raw), stdio, status, False, prepared, view)
     except StartFailed as exc:
         report(status, {"error": exc.errno, "where": exc.where, "message": exc.message})
         os._exit(0)

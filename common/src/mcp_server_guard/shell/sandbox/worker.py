@@ -44,12 +44,14 @@ from mcp_server_guard.shell.sandbox.call_init import (
     Inherited,
     StartFailed,
     View,
+    call_fds,
+    checked_call,
     hand_over_listener,
     prepare_view,
     report,
     start_command,
 )
-from mcp_server_guard.shell.sandbox.frames import MAX_FDS, FrameReader, send_frame
+from mcp_server_guard.shell.sandbox.frames import FrameReader, send_frame
 from mcp_server_guard.shell.sandbox.mounts import own_proc
 from mcp_server_guard.shell.sandbox.overlays import remove_unused
 
@@ -211,14 +213,9 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
                     remove_unused(os.path.join(area, copy.name))  # prepared for a call that never came
             os._exit(0)
         raw, fds = request
-        if len(fds) != MAX_FDS:
-            os._exit(1)
-        stdio, status = fds[:3], fds[3]
+        stdio, status = call_fds(fds)
         try:
-            try:
-                spec = wire.checked_request(raw)
-            except wire.WireError as exc:
-                raise StartFailed(0, "request", str(exc)) from None
+            spec = checked_call(raw)
             if egress:
                 try:
                     listener = socket.create_server(("127.0.0.1", 0), backlog=256)
