@@ -276,6 +276,53 @@ def test_a_hard_link_of_a_credential_written_after_the_lookup_is_hidden(tmp_path
     assert protection.hidden_rule(str(home / "c.txt")) == str(home / ".aws")
 
 
+def test_hard_links_are_judged_from_many_threads_while_the_hidden_entry_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # file_read judges paths from worker threads, while files come and go in the hidden entry (each change makes
+    # the next hard-linked path walk it again): every answer is the hidden entry, and no thread fails.
+    import threading
+
+    from mcp_server_guard import protected
+
+    monkeypatch.setattr(protected, "_RECENT_NS", 0)  # every listed directory compared by its time
+
+    home = tmp_path / "home"
+    for j in range(40):  # a walk lists many directories: another thread meets its list half made
+        (home / ".ssh" / f"d{j}").mkdir(parents=True)
+    (home / ".ssh" / "id").write_text("KEY")
+    os.link(home / ".ssh" / "id", home / "key.txt")
+    protection = _protection(home, "~/.ssh")
+    answers: list[str | None] = []
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def churn() -> None:
+        i = 0
+        while not stop.is_set():
+            (home / ".ssh" / f"d{i % 40}" / "k").write_text("x")
+            i += 1
+
+    def judge() -> None:
+        try:
+            for _ in range(150):
+                answers.append(protection.hidden_rule(str(home / "key.txt")))
+        except BaseException as exc:  # collected and asserted below
+            errors.append(exc)
+
+    writer = threading.Thread(target=churn)
+    judges = [threading.Thread(target=judge) for _ in range(6)]
+    writer.start()
+    for t in judges:
+        t.start()
+    for t in judges:
+        t.join(timeout=60)
+    stop.set()
+    writer.join(timeout=10)
+    assert not errors, errors
+    assert answers == [str(home / ".ssh")] * 900
+
+
 def test_a_retargeted_link_with_a_name_the_locale_cannot_spell_is_followed(tmp_path: Path) -> None:
     # Names are compared as the file system gives them (os.fsdecode): under a C locale a non-ASCII link name in
     # the lookup's path must still match its own change.

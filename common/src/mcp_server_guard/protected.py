@@ -325,7 +325,8 @@ class Protection:
         with contextlib.suppress(OSError):
             st = os.lstat(real)
             if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-                self._refresh_identities(hidden)
+                with self._hidden_lock:  # the walks and the lookup share what they remember
+                    self._refresh_identities(hidden)
                 return self._seen_as_hidden(real, roots)
         return None
 
