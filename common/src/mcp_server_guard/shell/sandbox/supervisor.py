@@ -229,14 +229,12 @@ class Supervisor:
         reaped = self.workers.get(init)
         next_sock = socket.socket(fileno=fds.pop()) if len(fds) == 1 else None
         try:
+            if reaped is not None:
+                self.children[reaped] = None  # between calls
             if self.calls.get(call) == init:
                 del self.calls[call]
-                if reaped is not None:
-                    self.children[reaped] = None
             else:  # the server's "took" is still on its way: it finds the call over
                 self.offered.pop(init, None)
-                if reaped is not None:
-                    self.children[reaped] = None
                 self.ended_early[call] = None
                 while len(self.ended_early) > _POOL_IDLE * 64:
                     del self.ended_early[next(iter(self.ended_early))]
