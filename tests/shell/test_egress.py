@@ -363,3 +363,27 @@ def test_a_calls_listener_let_go_at_its_end_never_steals_the_next_sockets_wakeup
             await proxy.close()
 
     assert asyncio.run(scenario())
+
+
+def test_a_listener_shut_by_its_init_as_its_call_ends_makes_the_loop_log_nothing() -> None:
+    # The init shuts a call's listener (accept then fails with EINVAL) while the server, in the same turn of the
+    # loop, stops accepting on it: the wake-up for the shut listener was already queued behind that. asyncio's own
+    # sock_accept then set an exception on the cancelled future and the loop logged an InvalidStateError.
+    async def scenario() -> list[dict[str, object]]:
+        loop = asyncio.get_running_loop()
+        logged: list[dict[str, object]] = []
+        loop.set_exception_handler(lambda _loop, context: logged.append(context))
+        proxy = EgressProxy(NetworkRules.parse([], []))
+        listener = socket.create_server(("127.0.0.1", 0))
+        proxy.open_call("call1")
+        proxy.listen_on(listener, owner="call1")
+        await asyncio.sleep(0)  # the accept task watches the listener
+        listener.shutdown(socket.SHUT_RDWR)
+        loop.call_soon(proxy.take_decisions, "call1")  # runs before the listener's wake-up, in the next turn
+        for _ in range(5):
+            await asyncio.sleep(0)
+        await asyncio.sleep(0.05)
+        await proxy.close()
+        return logged
+
+    assert asyncio.run(scenario()) == []

@@ -99,6 +99,29 @@ def resolver_from_env(environ: Mapping[str, str]) -> Resolver:
     return test_resolver
 
 
+async def _accepted(listener: socket.socket) -> socket.socket:
+    """The next connection on a non-blocking listener. (Not ``loop.sock_accept``: on Python 3.11, a listener shut
+    by its call's init while its accept task is being cancelled makes the loop log an InvalidStateError.)"""
+    loop = asyncio.get_running_loop()
+    fd = listener.fileno()
+    while True:
+        try:
+            return listener.accept()[0]
+        except (BlockingIOError, InterruptedError):
+            pass
+        readable: asyncio.Future[None] = loop.create_future()
+        loop.add_reader(fd, _wake, readable)
+        try:
+            await readable
+        finally:
+            loop.remove_reader(fd)
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():  # cancelled meanwhile
+        future.set_result(None)
+
+
 class BadRequest(Exception):
     pass
 
@@ -145,10 +168,9 @@ class EgressProxy:
             task.cancel()
 
     async def _accept(self, listener: socket.socket, owner: str | None) -> None:
-        loop = asyncio.get_running_loop()
         while True:
             try:
-                conn, _ = await loop.sock_accept(listener)
+                conn = await _accepted(listener)
             except OSError as exc:
                 if exc.errno == errno.EINVAL:
                     return  # the call's init shut its listener: the call is over
