@@ -167,6 +167,16 @@ def _kill_leftovers(group: int) -> None:
         time.sleep(0.001)
 
 
+def load_early_filter(prepared: Inherited) -> bool:
+    """In an init that serves calls in turn, once, by its main thread: the early part of the filter, which every
+    thread it starts later (each call's) inherits instead of loading it anew. Refused there is nothing the init
+    does: only the late calls (mount, unshare) stay open, for each call's thread. Whether a filter is in force."""
+    if prepared.seccomp is None:
+        return False
+    _load_seccomp(prepared.seccomp[0])
+    return True
+
+
 def _load_seccomp(fprog: Any) -> None:
     linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
     linux.prctl(seccomp.PR_SET_SECCOMP, seccomp.SECCOMP_MODE_FILTER, ctypes.addressof(fprog[0]))
@@ -183,11 +193,14 @@ class View:
     handler: renames.Handler | None = None  # the thread answering the command's renames
 
 
-def prepare_view(prepared: Inherited, own_pidns: bool, proc: bool = True, warm: bool = False) -> View:
+def prepare_view(
+    prepared: Inherited, own_pidns: bool, proc: bool = True, warm: bool = False, filtered: bool = False
+) -> View:
     """In a ready init, before its call comes: everything that is the same for every usual call. A failure
     here is not fatal: the call then does it itself (and reports what fails). ``proc``: mount this PID namespace's
     /proc (an init that serves several calls mounted it once); ``warm``: it has served a call already (what a
-    first call touches is warm)."""
+    first call touches is warm); ``filtered``: the early part of the seccomp filter is in force already (this
+    thread inherited it: see ``load_early_filter``)."""
     view = View()
     usual = prepared.usual
     try:
@@ -200,8 +213,10 @@ def prepare_view(prepared: Inherited, own_pidns: bool, proc: bool = True, warm: 
         if rules is not None:
             # After the copy: a Landlock rule names the inode its path has now (the overlay's, for a root).
             view.ruleset = landlock.build(_rules(rules), rules["readable"])
-        if prepared.seccomp is not None:
-            _load_seccomp(prepared.seccomp[0])  # the init needs none of it; only the mount calls stay open
+        if filtered:
+            view.filtered = True
+        elif prepared.seccomp is not None:
+            _load_seccomp(prepared.seccomp[0])  # the init needs none of it; only the late calls stay open
             view.filtered = True
         if not warm:
             if view.copy is not None:

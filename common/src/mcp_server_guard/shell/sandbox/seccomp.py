@@ -72,13 +72,15 @@ DENIED = (
 )  # fmt: skip
 
 
-# The mount calls. The box's per-call init still makes mounts after its call arrives, so it loads the filter
-# in two parts: everything else while it waits for its call (the kernel's work on a filter this size is
-# ~0.3 ms), then a small filter with these just before the command starts.
+# The mount calls, and unshare. The box loads the filter in two parts: everything else once, in each init's main
+# thread (every thread it starts for a call inherits it: the kernel's work on a filter this size is ~0.2 ms a
+# load), then a small part with these, by the call's thread just before the command starts: until then that
+# thread enters a mount and IPC namespace of its own and builds the call's view in it.
 MOUNT_CALLS = (
     "mount", "umount2", "pivot_root", "chroot", "mount_setattr", "fsopen", "fsconfig", "fsmount", "move_mount",
     "open_tree",
 )  # fmt: skip
+LATE_CALLS = (*MOUNT_CALLS, "unshare")
 
 
 @dataclass(frozen=True)
@@ -188,8 +190,8 @@ RENAME_CALLS = ("rename", "renameat", "renameat2")
 def build_filter(arch: Arch, *, unix_sockets: bool = False, part: str = "all", notify: bool = False) -> bytes:
     """The filter program for ``arch`` as raw ``struct sock_filter`` bytes (what bwrap's --seccomp reads).
 
-    ``part``: "all"; or "early" (all but the mount calls) and "late" (only the mount calls), which together
-    refuse exactly what "all" refuses (filters stack: every loaded filter is asked, the strictest answer wins).
+    ``part``: "all"; or "early" (all but ``LATE_CALLS``) and "late" (only those), which together refuse exactly
+    what "all" refuses (filters stack: every loaded filter is asked, the strictest answer wins).
     ``notify``: the rename calls go to a user-notification listener (the part is loaded with one).
     """
     prog = _Program()
@@ -201,7 +203,7 @@ def build_filter(arch: Arch, *, unix_sockets: bool = False, part: str = "all", n
         prog.op(_BPF_JGE_K, _X32_BIT, 0, 1)
         prog.deny(errno.EPERM)
     for name in DENIED:
-        wanted = {"all": True, "early": name not in MOUNT_CALLS, "late": name in MOUNT_CALLS}[part]
+        wanted = {"all": True, "early": name not in LATE_CALLS, "late": name in LATE_CALLS}[part]
         if wanted and name in arch.numbers:
             prog.deny_if(arch.numbers[name], errno.EPERM)
     if notify:

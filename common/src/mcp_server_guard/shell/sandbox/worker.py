@@ -11,13 +11,15 @@ it for every call. An init with namespaces therefore serves one call after anoth
   starts it): its private /tmp and /dev/shm, its copy (overlay), its masks and read-only binds go with it. The
   network namespace is kept: with no process left in it, it holds no socket, and a fresh listener is handed to
   the egress proxy for each call (the proxy knows a connection as the call's by the listener it arrives on).
-* **The init itself is never confined, and never in reach of a command.** A command is started by a thread of the
+* **The init itself is not confined, and never in reach of a command.** A command is started by a thread of the
   init that confines *itself* first — Landlock, no capability, the seccomp filter, no new privileges are all per
   thread — and stays the command's parent until the call is over (a parent-death signal the command asked for is
   not sent early). The init is not dumpable, so a command cannot read or trace it; it reads nothing a command
-  writes (the rename handler, which does, is a thread confined exactly as the command is).
+  writes (the rename handler, which does, is a thread confined exactly as the command is). The one thing the
+  init takes on itself is the early part of the seccomp filter, which refuses nothing it does: each call's
+  thread inherits it rather than loading it anew.
 * **Prepared ahead.** While the init waits for its next call, that call's thread has already entered its mount
-  namespace and built the usual view, copy, Landlock ruleset and the first part of the seccomp filter.
+  namespace and built the usual view, copy and Landlock ruleset.
 
 After each call the init tells the supervisor (``done``, with a new socket for its next call); the supervisor
 tells the server the call is gone and offers the init again, or lets it go. An init leaves after a start that
@@ -47,6 +49,7 @@ from mcp_server_guard.shell.sandbox.call_init import (
     call_fds,
     checked_call,
     hand_over_listener,
+    load_early_filter,
     prepare_view,
     report,
     start_command,
@@ -61,9 +64,10 @@ _MAX_CALLS = 256  # calls one init serves before it leaves
 class _Stage:
     """The thread that starts the next call, in the call's own mount namespace (see the module docstring)."""
 
-    def __init__(self, prepared: Inherited, warm: bool) -> None:
+    def __init__(self, prepared: Inherited, warm: bool, filtered: bool) -> None:
         self.prepared = prepared
         self.warm = warm
+        self.filtered = filtered  # the early part of the seccomp filter is in force (inherited from the init)
         self.request: tuple[wire.CallRequest, list[int], int] | None = None
         self.result: int | StartFailed = StartFailed(0, "setup", "the call was not started")
         self.view = View()
@@ -99,7 +103,7 @@ class _Stage:
         except OSError as exc:
             entered = exc
         else:
-            self.view = prepare_view(self.prepared, own_pidns=True, proc=False, warm=self.warm)
+            self.view = prepare_view(self.prepared, own_pidns=True, proc=False, warm=self.warm, filtered=self.filtered)
         self._go.acquire()
         if self.request is None:
             self.started.release()
@@ -192,6 +196,10 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
     except OSError:
         os._exit(1)
     linux.prctl(linux.PR_SET_DUMPABLE, 0)  # no command reads or traces this process
+    try:
+        filtered = load_early_filter(prepared)
+    except OSError:
+        os._exit(1)
     running = [0]  # the command's pid (and group) while a call runs
 
     def forward(signum: int, _frame: object) -> None:
@@ -204,7 +212,7 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
     served = 0
     while True:
         listener: socket.socket | None = None
-        stage = _Stage(prepared, warm=served > 0)
+        stage = _Stage(prepared, warm=served > 0, filtered=filtered)
         request = _next_call(sock)
         if request is None:
             copy = stage.retire().copy
