@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -108,7 +109,7 @@ def _add_path(ruleset: int, path: str, access: int) -> None:
     except OSError:
         return  # absent here: nothing to allow
     try:
-        if not os.path.isdir(path):
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
             access &= _FILE_RIGHTS
         if access:
             attr = _PathBeneathAttr(access, fd)

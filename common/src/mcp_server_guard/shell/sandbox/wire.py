@@ -53,6 +53,7 @@ class CallRequest(CallOptions):
     cwd: str
     env: dict[str, str]
     gone: bool  # say when every process of the call has ended (a call on a copy)
+    recycle: bool  # the init may take an untouched copy back for its next call (nothing reads it while it runs)
 
 
 class WireError(ValueError):
@@ -77,6 +78,7 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "cwd": str,
     "env": dict,
     "gone": bool,
+    "recycle": bool,
     "abi": int,
     "read_all": bool,
     "writable": list,
@@ -90,14 +92,15 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
 def _exact(raw: Any, shape: Any, what: str, extra: frozenset[str] = frozenset()) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise WireError(f"{what}: not an object")
-    wanted = set(shape.__required_keys__)
-    missing = sorted(wanted - set(raw))
-    unknown = sorted(set(raw) - wanted - extra)
-    if missing or unknown:
+    wanted: frozenset[str] = shape.__required_keys__
+    keys = raw.keys()
+    if not (wanted <= keys and keys - wanted <= extra):
+        missing, unknown = sorted(wanted - keys), sorted(keys - wanted - extra)
         raise WireError(f"{what}: missing {missing}, unknown {unknown}")
     for key in wanted:
-        if not isinstance(raw[key], _TYPES[key]) or (_TYPES[key] is int and isinstance(raw[key], bool)):
-            raise WireError(f"{what}: {key} is a {type(raw[key]).__name__}")
+        value, kind = raw[key], _TYPES[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise WireError(f"{what}: {key} is a {type(value).__name__}")
     return raw
 
 
