@@ -185,3 +185,56 @@ def test_a_burst_is_served_by_few_inits_and_every_answer_is_its_own(workspace: P
         assert out[0] == str(i), answers[i + 1]
         inits.add(out[1])
     assert len(inits) < calls, inits  # inits came back for more calls rather than one per call
+
+
+def _copy_dirs() -> dict[int, str]:
+    """The copies in this server's areas now: inode -> name."""
+    copies = Path(os.environ["XDG_STATE_HOME"]) / "mcp-guard" / "copies"
+    return {entry.stat().st_ino: entry.name for part in copies.iterdir() for entry in part.iterdir()}
+
+
+async def test_an_untouched_copy_is_taken_back_by_its_init_for_its_next_call(workspace: Path) -> None:
+    # A command that changes nothing leaves its copy empty: its init takes the copy's directories back for its next
+    # call, under a new name (no directory made or removed for it), and the server neither reads nor removes it.
+    # A copy that a command changed is applied as ever; no copy is left behind.
+    seen: dict[int, set[str]] = {}
+    async with serve(SX, workspace, elicitation_callback=approve_everything) as client:
+        for i in range(8):
+            out = await sh(client, f"echo {i}; {INIT}")
+            assert out["stdout"].split()[0] == str(i) and out["transaction"] == "unchanged", out
+            for inode, name in _copy_dirs().items():
+                seen.setdefault(inode, set()).add(name)
+        changed = await sh(client, "echo new > made.txt")
+        assert changed["transaction"] == "applied", changed
+        for _ in range(3):
+            await sh(client, "true")
+        kept = len(_copy_dirs())
+    assert max(len(names) for names in seen.values()) >= 3, seen  # one directory served several calls
+    assert (workspace / "made.txt").read_text() == "new\n"
+    assert kept <= 5, kept  # the lock, and one copy ready per init: none piles up
+
+
+SET_ROOT_XATTR = """python3 -c 'import os, sys
+try:
+    os.setxattr(".", "user.note", b"from an earlier call"); print("set")
+except OSError as exc:
+    print("unsupported", exc.errno)'; {init}"""
+GET_ROOT_XATTR = """python3 -c 'import os
+try:
+    print(os.getxattr(".", "user.note").decode().replace(" ", "-"))
+except OSError as exc:
+    print("none")'; {init}"""
+
+
+async def test_a_roots_own_attributes_set_by_a_call_never_reach_a_later_call_through_a_taken_back_copy(
+    workspace: Path,
+) -> None:
+    # Threat: a call leaves a message on the root directory itself (an extended attribute lands on its copy's upper
+    # directory, which holds no entry): a copy taken back as it is would carry it to the next call in that init.
+    async with serve(SX, workspace, elicitation_callback=approve_everything) as client:
+        first = await sh(client, SET_ROOT_XATTR.format(init=INIT))
+        if first["stdout"].split()[0] != "set":
+            pytest.skip(f"no user extended attributes here: {first['stdout']}")
+        later = [await sh(client, GET_ROOT_XATTR.format(init=INIT)) for _ in range(4)]
+    assert first["stdout"].split()[-1] in [out["stdout"].split()[-1] for out in later]  # the same init served
+    assert [out["stdout"].split()[0] for out in later] == ["none"] * 4, later

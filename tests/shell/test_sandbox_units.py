@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from mcp_server_guard.shell.sandbox import seccomp, wire
+from mcp_server_guard.shell.sandbox import overlays, seccomp, wire
 from mcp_server_guard.shell.sandbox.box import BoxSpec, _empty_run, interpreter_dirs_in_tmp
 from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
 from mcp_server_guard.shell.sandbox.layers import call_options
@@ -214,7 +214,8 @@ def test_without_landlock_the_options_say_none_rather_than_leaving_the_key_out()
 
 def good_request() -> dict[str, Any]:
     options = call_options(a_plan(), ["/work/q"], ["/work/q/.git/hooks"], ["/work/q/.env"])
-    return {**options, "id": 1, "fds": 4, "argv": ["true"], "cwd": "/work/q", "env": {"A": "1"}, "gone": False}
+    request = {"id": 1, "fds": 4, "argv": ["true"], "cwd": "/work/q", "env": {"A": "1"}}
+    return {**options, **request, "gone": False, "recycle": False}
 
 
 @pytest.mark.parametrize(
@@ -283,3 +284,22 @@ def test_bubblewraps_command_line_is_exactly_the_box_asked_for(tmp_path: Path) -
     ]  # fmt: skip
     assert supervisor[-3:] == ["namespaces", "egress", "usual=7"]
     assert supervisor[1:3] == ["-I", "-S"]  # the supervisor sees no site-packages and no environment
+
+
+def test_an_unused_copy_goes_with_what_overlayfs_left_in_it_and_never_through_a_link(tmp_path: Path) -> None:
+    # A volatile overlay leaves work/incompat/volatile/dirty (its directories without permissions); an init removes
+    # such a copy itself (never shown to a command, or taken back untouched). A link in it is removed as itself.
+    base = tmp_path / "copy"
+    volatile = base / "w0" / "work" / "incompat" / "volatile"
+    volatile.mkdir(parents=True)
+    (volatile / "dirty").touch()
+    (base / "u0").mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").touch()
+    (base / "u0" / "link").symlink_to(outside)
+    for directory in (volatile, volatile.parent, volatile.parent.parent):
+        directory.chmod(0)
+    overlays.remove_unused(str(base))
+    assert not base.exists()
+    assert (outside / "keep").exists()

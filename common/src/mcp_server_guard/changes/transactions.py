@@ -260,18 +260,22 @@ class Transactions:
         shown: str,
         what: dict[str, Any],
         baseline: dict[str, int] | None = None,
+        untouched: bool = False,
     ) -> Settled:
         """Settle the copy ``name`` of a call that has ended. ``ask``: ask the person now (None: cannot now);
         ``hold``: keep the change set for a later call when a question is needed and cannot be asked now;
-        ``baseline``: a job's paths as its looks left them (see ``Applier.apply``)."""
+        ``baseline``: a job's paths as its looks left them (see ``Applier.apply``); ``untouched``: its init found the
+        copy empty and took it back (it is not ours to read or remove any more)."""
         if not name:
             return Settled("none")
         if not final:
             # Threat: a process of the call could still be writing; what we would read is not what it did. Its copy
             # is left alone (removed once the box is gone: at exit, or by the next start's sweep).
             return Settled("failed", reason="the command's processes did not all end; nothing was applied")
+        if untouched:
+            return Settled("unchanged")  # the usual case, settled in the box
         if self._untouched(name):
-            return Settled("unchanged")  # the usual case, settled on the spot
+            return Settled("unchanged")
         try:
             sets = await anyio.to_thread.run_sync(self.read, name)
         except (OSError, RecursionError, ValueError) as exc:

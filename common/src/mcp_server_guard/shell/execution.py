@@ -321,11 +321,18 @@ class ShellExec:
                     if hosts is not None:
                         with anyio.CancelScope(shield=True):
                             await hosts.close()
-                    if copy.name and not kept and self.transactions is not None:
-                        # A call that failed or was cancelled applies nothing: its copy goes.
+                    if copy.name and not kept and not copy.untouched and self.transactions is not None:
+                        # A call that failed or was cancelled applies nothing: its copy goes (unless its init took
+                        # it back, untouched: it may already be another call's).
                         with anyio.CancelScope(shield=True):
                             await anyio.to_thread.run_sync(self.transactions.discard, copy.name)
-                result = dataclasses.replace(result, copy=copy.name, copy_final=copy.final, started_ns=started_ns)
+                result = dataclasses.replace(
+                    result,
+                    copy=copy.name,
+                    copy_final=copy.final,
+                    copy_untouched=copy.untouched,
+                    started_ns=started_ns,
+                )
                 if token is not None:
                     result = dataclasses.replace(
                         result,

@@ -97,6 +97,7 @@ class _Status:
                     self.exit_status = int(message["exit"])
                     # The init killed and reaped everything else of the call: nothing writes to the copy any more.
                     self.copy.final = message.get("settled") is True
+                    self.copy.untouched = self.copy.final and message.get("untouched") is True
                 elif "error" in message:
                     self.error = message
 
@@ -127,7 +128,14 @@ async def run_boxed(
     timed_out = False
     keep = control is not None and control.keep_stdin
     with anyio.CancelScope(shield=True):  # a started call must be tracked and ended, not lost
-        call: Started = await box.spawn(argv, cwd=cwd, env=dict(env), stdin=stdin is not None or keep, options=options)
+        call: Started = await box.spawn(
+            argv,
+            cwd=cwd,
+            env=dict(env),
+            stdin=stdin is not None or keep,
+            options=options,
+            recycle=control is None or not control.looks,
+        )
     if control is not None:
         kept, call.stdin = (call.stdin, None) if keep else (None, call.stdin)
         control.attach(partial(box.signal, call.id), kept)

@@ -469,7 +469,7 @@ class JobTable:
             cwd,
             Spool(where / f"{job_id}-{tag}.out", cap),
             Spool(where / f"{job_id}-{tag}.err", cap),
-            Control(keep_stdin=True),
+            Control(keep_stdin=True, looks=True),
         )
         job.control.tee = job.feed
         job.timeout = timeout

@@ -88,6 +88,9 @@ class Copy:
 
     name: str = ""
     final: bool = False
+    # Nothing in it, and its init took it back for a later call (see ``shell.sandbox.worker``): neither read nor
+    # removed here.
+    untouched: bool = False
     started_ns: int = 0  # when the command started, by the file systems' clock
     # A background job's: the ctime each path had when a look applied it (see changes.apply), and the lock that
     # keeps two applies of the same copy apart.
@@ -100,9 +103,12 @@ class Control:
     (``tee(stream, chunk)``, stream 1 or 2), its stdin kept open (``keep_stdin``), and signals to its whole group
     (or, in the box, its PID namespace)."""
 
-    def __init__(self, tee: Callable[[int, bytes], None] | None = None, *, keep_stdin: bool = False) -> None:
+    def __init__(
+        self, tee: Callable[[int, bytes], None] | None = None, *, keep_stdin: bool = False, looks: bool = False
+    ) -> None:
         self.tee = tee
         self.keep_stdin = keep_stdin
+        self.looks = looks  # a background job's: what it did so far is applied while it runs (its looks)
         self._stdin: int | None = None  # ours alone: only close_stdin closes it
         self._signal: Callable[[int], None] | None = None
         self._write_lock = anyio.Lock()
@@ -187,6 +193,7 @@ class RunResult:
     duration_ms: float
     copy: str = ""  # the copy the command worked on ("" when it wrote the real tree directly)
     copy_final: bool = False  # every process of the call had ended when it returned: the copy is what it did
+    copy_untouched: bool = False  # the copy holds nothing and is its init's again (see ``Copy.untouched``)
     started_ns: int = 0  # when it started, by the file systems' clock (see changes.nofollow.now_ns)
     network_denied: tuple[Denied, ...] = ()  # --network policy: what the egress proxy refused for this call
     network_allowed: tuple[str, ...] = ()  # --network policy: host:port the proxy let through for this call

@@ -410,6 +410,7 @@ class ShellService(Generic[R]):
                         shown=prepared.shown,
                         what={"tool": TOOL_NAME, "command": prepared.shown, "cwd": prepared.cwd_display},
                         baseline=control.copy.baseline,
+                        untouched=result.copy_untouched,
                     )
                     control.outcome = (settled, start_id)
             return result
@@ -617,6 +618,7 @@ class ShellService(Generic[R]):
             hold=hold,
             shown=shown,
             what={"tool": TOOL_NAME, "command": shown, "cwd": cwd},
+            untouched=result.copy_untouched,
         )
         return described(settled, audit_id)
 

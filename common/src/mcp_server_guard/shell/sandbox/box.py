@@ -237,7 +237,8 @@ class Box:
     _ended_recently: dict[int, None] = field(default_factory=dict)  # calls that ended with nobody waiting yet
     _watched: tuple[socket.socket, asyncio.AbstractEventLoop] | None = None  # read by that loop as frames arrive
     copy_error: str | None = None  # whether commands can work on a copy: "" yes, else why not (None: not known yet)
-    _offer: anyio.Event | None = None  # set when an init is offered (calls waiting for one)
+    # Calls waiting for an offered init, first come first served: an offer wakes one (not every waiting call).
+    _waiting: collections.deque[anyio.Event] = field(default_factory=collections.deque)
     _running: set[int] = field(default_factory=set)  # calls started and not over (forgotten or gone)
     _returned_at: float = -1.0  # when an init last came back from a call (monotonic)
 
@@ -378,8 +379,8 @@ class Box:
                 self._offered.append((int(message["init"]), socket.socket(fileno=fds[0])))
                 if message.get("again"):
                     self._returned_at = time.monotonic()
-                if self._offer is not None:
-                    self._offer.set()
+                if self._waiting:
+                    self._waiting.popleft().set()
                 continue
             if op == "gone":
                 self._ended(int(message["id"]))
@@ -449,10 +450,18 @@ class Box:
             remaining = min(max(self._returned_at + _RETURNS_S, cold), give_up) - time.monotonic()
             if remaining <= 0:
                 return
-            if self._offer is None or self._offer.is_set():
-                self._offer = anyio.Event()
-            with anyio.move_on_after(remaining):
-                await self._offer.wait()
+            offered = anyio.Event()
+            self._waiting.append(offered)
+            try:
+                with anyio.move_on_after(remaining):
+                    await offered.wait()
+            except BaseException:
+                if offered.is_set() and self._waiting:
+                    self._waiting.popleft().set()  # woken for an offer it will not take: the next call takes it
+                raise
+            finally:
+                if not offered.is_set():
+                    self._waiting.remove(offered)
             self._collect_offers()
 
     # -- calls -------------------------------------------------------------------------------------
@@ -465,9 +474,10 @@ class Box:
         env: dict[str, str],
         stdin: bool,
         options: CallOptions,
+        recycle: bool = False,
     ) -> Started:
         """Start ``argv`` in an offered init (or ask the supervisor to); ``options`` carries the call's
-        confinement (see supervisor)."""
+        confinement (see supervisor); ``recycle``: the init may take the call's copy back if it stays untouched."""
         sock = await self._ensure()
         self._collect_offers()
         await self._await_an_init()
@@ -491,6 +501,7 @@ class Box:
             "cwd": cwd,
             "env": env,
             "gone": bool(options["overlays"]),  # say when every process of a call on the copy has ended
+            "recycle": recycle,
         }
         try:
             while self._offered:

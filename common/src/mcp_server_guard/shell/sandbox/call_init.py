@@ -41,7 +41,7 @@ from mcp_server_guard import linux
 from mcp_server_guard.shell.sandbox import landlock, renames, seccomp, wire
 from mcp_server_guard.shell.sandbox.frames import MAX_FDS, FrameReader, rights
 from mcp_server_guard.shell.sandbox.mounts import base_mounts, call_mounts
-from mcp_server_guard.shell.sandbox.overlays import MountedCopy, mount_copy
+from mcp_server_guard.shell.sandbox.overlays import MountedCopy, mount_copy, remove_copy
 from mcp_server_guard.shell.sandbox.wire import CallOptions, CallRequest, LandlockRules, Overlay
 
 SETTLE_S = 60.0  # a rename the handler was moving when its caller died may take this long to finish
@@ -194,13 +194,19 @@ class View:
 
 
 def prepare_view(
-    prepared: Inherited, own_pidns: bool, proc: bool = True, warm: bool = False, filtered: bool = False
+    prepared: Inherited,
+    own_pidns: bool,
+    proc: bool = True,
+    warm: bool = False,
+    filtered: bool = False,
+    spare: MountedCopy | None = None,
 ) -> View:
     """In a ready init, before its call comes: everything that is the same for every usual call. A failure
     here is not fatal: the call then does it itself (and reports what fails). ``proc``: mount this PID namespace's
     /proc (an init that serves several calls mounted it once); ``warm``: it has served a call already (what a
     first call touches is warm); ``filtered``: the early part of the seccomp filter is in force already (this
-    thread inherited it: see ``load_early_filter``)."""
+    thread inherited it: see ``load_early_filter``); ``spare``: the last call's copy, untouched, to take back
+    (removed if it is not)."""
     view = View()
     usual = prepared.usual
     try:
@@ -208,7 +214,8 @@ def prepare_view(
             base_mounts(usual, proc=proc)
             view.mounted = True
             if usual["overlays"]:
-                view.copy = mount_copy(usual["overlays"])
+                spare, taking = None, spare
+                view.copy = mount_copy(usual["overlays"], taking)
         rules = usual["landlock"] if usual is not None else None
         if rules is not None:
             # After the copy: a Landlock rule names the inode its path has now (the overlay's, for a root).
@@ -224,6 +231,8 @@ def prepare_view(
             _warm_up()
     except OSError:
         pass
+    if spare is not None:
+        remove_copy(spare)
     return view
 
 
@@ -274,7 +283,7 @@ def start_command(
                 if copy is None:
                     if view.copy is not None:
                         raise OSError(errno.EINVAL, "the call's writable roots differ from the prepared copy")
-                    copy = mount_copy(wanted)
+                    copy = view.copy = mount_copy(wanted)
                 report(status, {"txn": copy.name})
                 where = "setup"
             elif view.copy is not None:

@@ -29,6 +29,7 @@ class MountedCopy:
 
     name: str
     overlays: tuple[tuple[str, str], ...]  # (root, area)
+    setup: tuple[tuple[int, int, int], ...] = ()  # each upper directory's (ctime, uid, gid) once mounted: ``untouched``
 
 
 def _escape(path: str) -> str:
@@ -36,26 +37,100 @@ def _escape(path: str) -> str:
     return path.replace("\\", "\\\\").replace(",", "\\,").replace(":", "\\:")
 
 
-def mount_copy(overlays: list[Overlay]) -> MountedCopy:
-    """Mount an overlay over each writable root (its writes go to a fresh upper directory in the root's area, on
-    the same file system), then hide every area: the command sees neither its own upper layer nor another's."""
+def untouched(copy: MountedCopy) -> bool:
+    """Whether a copy whose call is over (every process gone, every rename settled) holds nothing the command did:
+    each upper directory empty, and its ctime as it was set up — a change to a root's own mode, owner, extended
+    attributes or flags lands on its upper directory itself, and so does a file made and removed again."""
+    if len(copy.setup) != len(copy.overlays):
+        return False
+    try:
+        for index, (_root, area) in enumerate(copy.overlays):
+            upper = os.path.join(area, copy.name, f"u{index}")
+            with os.scandir(upper) as entries:
+                if next(entries, None) is not None:
+                    return False
+            # Extended attributes and the owner besides the ctime: a kernel with coarse timestamps may give a change
+            # made within the same tick as the set-up the same ctime.
+            if _signature(upper) != copy.setup[index] or any(
+                not name.startswith(_OVERLAYS_OWN) for name in os.listxattr(upper, follow_symlinks=False)
+            ):
+                return False
+    except OSError:
+        return False
+    return True
+
+
+# overlayfs's own attributes on an upper directory (it keeps the mount's uuid on the upper root); a command cannot
+# set or see them through the overlay.
+_OVERLAYS_OWN = "user.overlay."
+
+
+def _signature(upper: str | int) -> tuple[int, int, int]:
+    st = os.stat(upper, follow_symlinks=False) if isinstance(upper, str) else os.fstat(upper)
+    return st.st_ctime_ns, st.st_uid, st.st_gid
+
+
+# What a volatile overlay mount leaves in its work directory, innermost first: a new mount refuses to start while
+# ``incompat/volatile`` is there (and makes all of it again).
+_VOLATILE_LEFTOVERS = ("incompat/volatile/dirty", "incompat/volatile", "incompat", "")
+
+
+def _take_back(spare: MountedCopy, name: str, pairs: tuple[tuple[str, str], ...]) -> bool:
+    """Make an untouched copy of an earlier call (``untouched``) this call's, under ``name``: nothing made or
+    removed but what overlayfs itself remakes in its work directory (``_VOLATILE_LEFTOVERS``). False if it cannot
+    be (then it is removed, and a fresh copy made)."""
+    if spare.overlays != pairs:
+        remove_copy(spare)
+        return False
+    try:
+        for area in dict.fromkeys(area for _, area in pairs):
+            os.rename(os.path.join(area, spare.name), os.path.join(area, name))
+        for index, (_root, area) in enumerate(pairs):
+            work = os.path.join(area, name, f"w{index}", "work")
+            for leftover in _VOLATILE_LEFTOVERS:
+                # Anything else in the work directory (a copy-up cut short) makes rmdir fail: a fresh copy then.
+                with contextlib.suppress(FileNotFoundError):
+                    if leftover.endswith("/dirty"):
+                        os.unlink(os.path.join(work, leftover))
+                    else:
+                        os.rmdir(os.path.join(work, leftover) if leftover else work)
+    except OSError:
+        remove_copy(spare)  # whichever of the two names it has now
+        remove_copy(MountedCopy(name, pairs))
+        return False
+    return True
+
+
+def mount_copy(overlays: list[Overlay], spare: MountedCopy | None = None) -> MountedCopy:
+    """Mount an overlay over each writable root (its writes go to an empty upper directory in the root's area, on
+    the same file system: a fresh one, or ``spare``'s, an earlier call's untouched copy), then hide every area: the
+    command sees neither its own upper layer nor another's."""
     name = secrets.token_hex(8)
     pairs = tuple((o["root"], o["area"]) for o in overlays)
+    taken = spare is not None and _take_back(spare, name, pairs)
+    setup: list[tuple[int, int, int]] = []
     for index, (root, area) in enumerate(pairs):
         base = os.path.join(area, name)
-        os.makedirs(base, mode=0o700, exist_ok=True)
         upper, work = os.path.join(base, f"u{index}"), os.path.join(base, f"w{index}")
-        os.mkdir(upper, 0o700)
-        os.mkdir(work, 0o700)
+        if not taken:
+            os.makedirs(base, mode=0o700, exist_ok=True)
+            os.mkdir(upper, 0o700)
+            os.mkdir(work, 0o700)
         # The merged root shows the upper directory's own mode and times: those of the root itself.
         real = os.stat(root)
         os.chmod(upper, stat.S_IMODE(real.st_mode))
         os.utime(upper, ns=(real.st_atime_ns, real.st_mtime_ns))
         options = f"lowerdir={_escape(root)},upperdir={_escape(upper)},workdir={_escape(work)},userxattr,volatile"
-        linux.mount("overlay", root, "overlay", linux.MS_NOSUID | linux.MS_NODEV, options)
+        # Its path may lead through the overlay once mounted (an area inside its root): held open before.
+        held = os.open(upper, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            linux.mount("overlay", root, "overlay", linux.MS_NOSUID | linux.MS_NODEV, options)
+            setup.append(_signature(held))  # after the mount, which may note its uuid on the upper directory
+        finally:
+            os.close(held)
     for area in dict.fromkeys(area for _, area in pairs):
         linux.mask(area)
-    return MountedCopy(name, pairs)
+    return MountedCopy(name, pairs, tuple(setup))
 
 
 def probe_copy(usual: CallOptions) -> str:
@@ -93,15 +168,27 @@ def probe_copy(usual: CallOptions) -> str:
     return said.get("why") or f"the probe ended with status {status}"
 
 
-def remove_unused(directory: str) -> None:
-    """A copy no command ever saw (the probe's, a retired init's): its empty upper and work directories (overlayfs
-    leaves its work directory without permissions)."""
+def remove_copy(copy: MountedCopy) -> None:
+    """Remove a copy that holds no change, by its init (see ``remove_unused``)."""
+    for area in dict.fromkeys(area for _, area in copy.overlays):
+        remove_unused(os.path.join(area, copy.name))
+
+
+def remove_unused(directory: str, depth: int = 6) -> None:
+    """A copy that holds no change (the probe's, a retired init's, an untouched one not taken back): its upper
+    directories, and overlayfs's work directory, which it leaves without permissions and with
+    ``_VOLATILE_LEFTOVERS`` in it. Never through a link (a link is removed as itself), ``depth`` levels at most:
+    anything deeper stays (the server's sweep removes it, the no-follow way)."""
     with contextlib.suppress(OSError):
-        for name in os.listdir(directory):
-            path = os.path.join(directory, name)
-            with contextlib.suppress(OSError):
-                for inner in os.listdir(path):
-                    os.chmod(os.path.join(path, inner), 0o700)
-                    os.rmdir(os.path.join(path, inner))
-            os.rmdir(path)
+        if depth > 0:
+            with os.scandir(directory) as entries:
+                found = [(entry.path, entry.is_dir(follow_symlinks=False)) for entry in entries]
+            for path, is_dir in found:
+                if not is_dir:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)
+                    continue
+                with contextlib.suppress(OSError):
+                    os.chmod(path, 0o700)  # a directory (scandir said): the areas are masked from every command
+                remove_unused(path, depth - 1)
         os.rmdir(directory)

@@ -36,7 +36,8 @@ import os
 import resource
 import signal
 import socket
-from typing import Any
+import time
+from typing import Any, NoReturn
 
 from mcp_server_guard import linux
 from mcp_server_guard.shell.sandbox import wire
@@ -56,18 +57,20 @@ from mcp_server_guard.shell.sandbox.call_init import (
 )
 from mcp_server_guard.shell.sandbox.frames import FrameReader, send_frame
 from mcp_server_guard.shell.sandbox.mounts import own_proc
-from mcp_server_guard.shell.sandbox.overlays import remove_unused
+from mcp_server_guard.shell.sandbox.overlays import MountedCopy, remove_copy, untouched
 
 _MAX_CALLS = 256  # calls one init serves before it leaves
+_LAST_CALL_GONE_S = 0.2  # how long a call's thread waits for the last call's threads to end before its copy is taken
 
 
 class _Stage:
     """The thread that starts the next call, in the call's own mount namespace (see the module docstring)."""
 
-    def __init__(self, prepared: Inherited, warm: bool, filtered: bool) -> None:
+    def __init__(self, prepared: Inherited, warm: bool, filtered: bool, spare: MountedCopy | None) -> None:
         self.prepared = prepared
         self.warm = warm
         self.filtered = filtered  # the early part of the seccomp filter is in force (inherited from the init)
+        self.spare = spare  # the last call's copy, untouched: taken back for this call's (see ``overlays``)
         self.request: tuple[wire.CallRequest, list[int], int] | None = None
         self.result: int | StartFailed = StartFailed(0, "setup", "the call was not started")
         self.view = View()
@@ -95,6 +98,10 @@ class _Stage:
 
     def _run(self) -> None:
         entered: OSError | None = None
+        spare, self.spare = self.spare, None
+        if spare is not None and not _alone(_LAST_CALL_GONE_S):
+            remove_copy(spare)  # the last call's overlay may still be mounted (its threads are not gone yet)
+            spare = None
         try:
             # Threat: a call's mounts (its copy, masks, private /tmp) left in the init's own view would be the next
             # call's; so would its System V shared memory, message queues and semaphores (they outlive every
@@ -102,8 +109,12 @@ class _Stage:
             linux.unshare(linux.CLONE_NEWNS | linux.CLONE_NEWIPC)
         except OSError as exc:
             entered = exc
+            if spare is not None:
+                remove_copy(spare)
         else:
-            self.view = prepare_view(self.prepared, own_pidns=True, proc=False, warm=self.warm, filtered=self.filtered)
+            self.view = prepare_view(
+                self.prepared, own_pidns=True, proc=False, warm=self.warm, filtered=self.filtered, spare=spare
+            )
         self._go.acquire()
         if self.request is None:
             self.started.release()
@@ -125,6 +136,18 @@ class _Stage:
         if isinstance(self.result, int):
             with self._over:  # the command's parent until the call is over
                 pass
+
+
+def _alone(within: float) -> bool:
+    """Whether, within ``within`` seconds, the calling thread and the init's main thread are the only threads left:
+    the last call's thread and rename handler have ended, and the last call's mount namespace (its overlay, which
+    must be unmounted before its directories serve another) with them."""
+    deadline = time.monotonic() + within
+    while len(os.listdir("/proc/self/task")) > 2:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.0002)
+    return True
 
 
 def _next_call(sock: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
@@ -188,6 +211,12 @@ def _cpu_spent() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _leave(spare: MountedCopy | None) -> NoReturn:
+    if spare is not None:
+        remove_copy(spare)
+    os._exit(0)
+
+
 def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited, egress: bool) -> None:
     """Serve calls in turn as PID 1 of this PID namespace (``sock``: the first call's socket; ``control``: to the
     supervisor; ``egress``: a listener for the proxy per call). Never returns."""
@@ -210,15 +239,17 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
     for signum in FORWARDED:
         signal.signal(signum, forward)
     served = 0
+    limits = _limits()  # this process's limits now: each call sets its own on top (see ``expected``)
+    spare: MountedCopy | None = None
     while True:
         listener: socket.socket | None = None
-        stage = _Stage(prepared, warm=served > 0, filtered=filtered)
+        stage = _Stage(prepared, warm=served > 0, filtered=filtered, spare=spare)
+        spare = None
         request = _next_call(sock)
         if request is None:
             copy = stage.retire().copy
             if copy is not None:
-                for _root, area in copy.overlays:
-                    remove_unused(os.path.join(area, copy.name))  # prepared for a call that never came
+                remove_copy(copy)  # prepared for a call that never came
             os._exit(0)
         raw, fds = request
         stdio, status = call_fds(fds)
@@ -226,13 +257,15 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
             spec = checked_call(raw)
             if egress:
                 try:
-                    listener = socket.create_server(("127.0.0.1", 0), backlog=256)
+                    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                    listener.bind(("127.0.0.1", 0))
+                    listener.listen(256)
                     hand_over_listener(status, listener.dup(), spec)
                 except (OSError, KeyError, TypeError) as exc:
                     raise StartFailed(getattr(exc, "errno", 0) or 0, "network", str(exc)) from None
             # What this process's limits must be once the call is over: as now, with the call's own set (the call's
             # thread sets them for the whole process).
-            expected = _limits() | {which: (soft, hard) for which, soft, hard in spec["rlimits"]}
+            expected = limits | {which: (soft, hard) for which, soft, hard in spec["rlimits"]}
             started = stage.start(spec, stdio, status)
             if isinstance(started, StartFailed):
                 raise started
@@ -252,7 +285,13 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
             settled = handler is None or handler.idle.acquire(timeout=SETTLE_S)
             if handler is not None and settled:
                 handler.idle.release()  # its thread ends once the listener reports the call's filter unused
-            report(status, {"exit": exit_status, "settled": settled})
+            # A copy the command left as it was (the usual case) is this init's to take back for its next call:
+            # the server is told, and neither reads nor removes it. Not a background job's: the server's looks
+            # apply what a job did while it runs, and may have emptied it.
+            copy = stage.view.copy
+            if settled and spec["recycle"] and copy is not None and untouched(copy):
+                spare = copy
+            report(status, {"exit": exit_status, "settled": settled, **({"untouched": True} if spare else {})})
         else:
             report(status, {"exit": exit_status})
             _end_the_call()
@@ -271,11 +310,12 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
         # Threat: limits of this process changed from inside the call (lowered or set as a message for the next
         # call): an init whose limits are not what it set leaves.
         if not settled or served >= _MAX_CALLS or spent_half or _limits() != expected:
-            os._exit(0)  # the supervisor reaps us and says the call is gone
+            _leave(spare)  # the supervisor reaps us and says the call is gone
+        limits = expected
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             send_frame(control, {"op": "done", "id": spec["id"], "fds": 1}, [theirs.fileno()])
         except OSError:
-            os._exit(0)
+            _leave(spare)
         theirs.close()
         sock = ours
