@@ -326,13 +326,7 @@ class ShellExec:
                         # it back, untouched: it may already be another call's).
                         with anyio.CancelScope(shield=True):
                             await anyio.to_thread.run_sync(self.transactions.discard, copy.name)
-                result = dataclasses.replace(
-                    result,
-                    copy=copy.name,
-                    copy_final=copy.final,
-                    copy_untouched=copy.untouched,
-                    started_ns=started_ns,
-                )
+                result = result.on(copy, started_ns)
                 if token is not None:
                     result = dataclasses.replace(
                         result,

@@ -18,7 +18,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import IO, TYPE_CHECKING, Any
 
@@ -197,6 +197,12 @@ class RunResult:
     started_ns: int = 0  # when it started, by the file systems' clock (see changes.nofollow.now_ns)
     network_denied: tuple[Denied, ...] = ()  # --network policy: what the egress proxy refused for this call
     network_allowed: tuple[str, ...] = ()  # --network policy: host:port the proxy let through for this call
+
+    def on(self, copy: Copy, started_ns: int) -> RunResult:
+        """This result, of a command that worked on ``copy`` (started at ``started_ns``)."""
+        return replace(
+            self, copy=copy.name, copy_final=copy.final, copy_untouched=copy.untouched, started_ns=started_ns
+        )
 
     @classmethod
     def of(
