@@ -9,12 +9,13 @@ import json
 import os
 import resource
 import struct
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mcp_server_guard.shell.sandbox import overlays, seccomp, wire
+from mcp_server_guard.shell.sandbox import overlays, seccomp, wire, worker
 from mcp_server_guard.shell.sandbox.box import BoxSpec, _empty_run, interpreter_dirs_in_tmp
 from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
 from mcp_server_guard.shell.sandbox.layers import call_options
@@ -303,3 +304,28 @@ def test_an_unused_copy_goes_with_what_overlayfs_left_in_it_and_never_through_a_
     overlays.remove_unused(str(base))
     assert not base.exists()
     assert (outside / "keep").exists()
+
+
+def test_an_init_waits_for_the_last_calls_threads_to_end_before_taking_its_copy_back() -> None:
+    # The last call's overlay is unmounted only once its thread (and rename handler) has ended: mounting another
+    # overlay on the same directories before would share them between two mounts.
+    try:
+        os.close(os.pidfd_open(os.getpid(), worker._PIDFD_THREAD))
+    except OSError:
+        pytest.skip("no thread pidfds on this kernel")
+    started, release = threading.Event(), threading.Event()
+    tids: list[int] = []
+
+    def last_call() -> None:
+        tids.append(threading.get_native_id())
+        started.set()
+        release.wait(10)
+
+    thread = threading.Thread(target=last_call)
+    thread.start()
+    started.wait(10)
+    assert not worker._ended(tids, 0.05)  # still running
+    release.set()
+    assert worker._ended(tids, 5.0)
+    thread.join()
+    assert worker._ended(tids, 0.0)  # long gone

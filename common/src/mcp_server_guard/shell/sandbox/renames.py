@@ -113,6 +113,7 @@ class Handler:
         self._attached.acquire()
         self.idle = _thread.allocate_lock()  # held while answering one call (the init waits for it at the end)
         self._libc = linux.LIBC
+        self.tid: int | None = None  # the thread's id, once it runs
 
     def start(self) -> None:
         _thread.start_new_thread(self._run, ())  # the lean way: threading's Thread costs ~4x as much here
@@ -122,6 +123,7 @@ class Handler:
         self._attached.release()
 
     def _run(self) -> None:
+        self.tid = _thread.get_native_id()
         with self._attached:
             pass
         libc = self._libc

@@ -34,9 +34,11 @@ import _thread
 import contextlib
 import os
 import resource
+import select
 import signal
 import socket
 import time
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from mcp_server_guard import linux
@@ -66,11 +68,15 @@ _LAST_CALL_GONE_S = 0.2  # how long a call's thread waits for the last call's th
 class _Stage:
     """The thread that starts the next call, in the call's own mount namespace (see the module docstring)."""
 
-    def __init__(self, prepared: Inherited, warm: bool, filtered: bool, spare: MountedCopy | None) -> None:
+    def __init__(
+        self, prepared: Inherited, warm: bool, filtered: bool, spare: MountedCopy | None, after: list[int | None]
+    ) -> None:
         self.prepared = prepared
         self.warm = warm
         self.filtered = filtered  # the early part of the seccomp filter is in force (inherited from the init)
         self.spare = spare  # the last call's copy, untouched: taken back for this call's (see ``overlays``)
+        self.after = after  # the last call's threads (its own and its rename handler's), which must have ended
+        self.tid: int | None = None
         self.request: tuple[wire.CallRequest, list[int], int] | None = None
         self.result: int | StartFailed = StartFailed(0, "setup", "the call was not started")
         self.view = View()
@@ -97,9 +103,10 @@ class _Stage:
         self._over.release()
 
     def _run(self) -> None:
+        self.tid = _thread.get_native_id()
         entered: OSError | None = None
         spare, self.spare = self.spare, None
-        if spare is not None and not _alone(_LAST_CALL_GONE_S):
+        if spare is not None and not _ended(self.after, _LAST_CALL_GONE_S):
             remove_copy(spare)  # the last call's overlay may still be mounted (its threads are not gone yet)
             spare = None
         try:
@@ -138,15 +145,41 @@ class _Stage:
                 pass
 
 
-def _alone(within: float) -> bool:
-    """Whether, within ``within`` seconds, the calling thread and the init's main thread are the only threads left:
-    the last call's thread and rename handler have ended, and the last call's mount namespace (its overlay, which
-    must be unmounted before its directories serve another) with them."""
+_PIDFD_THREAD = os.O_EXCL  # pidfd_open: a pidfd of one thread (Linux 6.9)
+
+
+def _ended(threads: Sequence[int | None], within: float) -> bool:
+    """Whether, within ``within`` seconds, the last call's threads (its own and its rename handler's) have ended,
+    and the last call's mount namespace with them: its overlay, which must be unmounted before its directories
+    serve another. (A thread is reported ended once it has let go of its namespaces, whichever way it is asked.)"""
     deadline = time.monotonic() + within
+    for tid in threads:
+        if tid is None:
+            return _alone(deadline)
+        try:
+            pidfd = os.pidfd_open(tid, _PIDFD_THREAD)
+        except ProcessLookupError:
+            continue  # ended already
+        except OSError:
+            return _alone(deadline)  # a kernel without thread pidfds
+        try:
+            waiting = select.poll()
+            waiting.register(pidfd, select.POLLIN)
+            if not waiting.poll(max(0.0, deadline - time.monotonic()) * 1000):
+                return False
+        finally:
+            os.close(pidfd)
+    return True
+
+
+def _alone(deadline: float) -> bool:
+    """Whether, by ``deadline``, the calling thread and the init's main thread are the only threads left."""
+    pause = 0.0001
     while len(os.listdir("/proc/self/task")) > 2:
         if time.monotonic() > deadline:
             return False
-        time.sleep(0.0002)
+        time.sleep(pause)
+        pause = min(pause * 2, 0.002)
     return True
 
 
@@ -241,9 +274,10 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
     served = 0
     limits = _limits()  # this process's limits now: each call sets its own on top (see ``expected``)
     spare: MountedCopy | None = None
+    after: list[int | None] = []
     while True:
         listener: socket.socket | None = None
-        stage = _Stage(prepared, warm=served > 0, filtered=filtered, spare=spare)
+        stage = _Stage(prepared, warm=served > 0, filtered=filtered, spare=spare, after=after)
         spare = None
         request = _next_call(sock)
         if request is None:
@@ -291,6 +325,7 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
             copy = stage.view.copy
             if settled and spec["recycle"] and copy is not None and untouched(copy):
                 spare = copy
+                after = [stage.tid, handler.tid if handler is not None else None]
             report(status, {"exit": exit_status, "settled": settled, **({"untouched": True} if spare else {})})
         else:
             report(status, {"exit": exit_status})
