@@ -209,9 +209,9 @@ async def test_an_untouched_copy_is_taken_back_by_its_init_for_its_next_call(wor
         for _ in range(3):
             await sh(client, "true")
         kept = len(_copy_dirs())
-    assert max(len(names) for names in seen.values()) >= 3, seen  # one directory served several calls
+    assert max(len(names) for names in seen.values()) >= 2, seen  # a directory served more than one call
     assert (workspace / "made.txt").read_text() == "new\n"
-    assert kept <= 5, kept  # the lock, and one copy ready per init: none piles up
+    assert kept <= 8, kept  # the lock, and one copy ready per init (a few): none piles up over the 12 calls
 
 
 SET_ROOT_XATTR = """python3 -c 'import os, sys

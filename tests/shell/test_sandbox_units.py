@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import fcntl
 import json
 import os
 import resource
+import socket
 import struct
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import anyio
 import pytest
 
+from mcp_server_guard.shell.in_box import run_boxed
+from mcp_server_guard.shell.process import Copy
 from mcp_server_guard.shell.sandbox import overlays, seccomp, wire, worker
-from mcp_server_guard.shell.sandbox.box import BoxSpec, _empty_run, interpreter_dirs_in_tmp
+from mcp_server_guard.shell.sandbox.box import Box, BoxSpec, Started, _empty_run, interpreter_dirs_in_tmp
 from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
 from mcp_server_guard.shell.sandbox.layers import call_options
 from mcp_server_guard.shell.sandbox.planning import Limits, NetworkMode, ReadScope, SandboxMode, SandboxPlan
@@ -329,3 +334,95 @@ def test_an_init_waits_for_the_last_calls_threads_to_end_before_taking_its_copy_
     assert worker._ended(tids, 5.0)
     thread.join()
     assert worker._ended(tids, 0.0)  # long gone
+
+
+def test_a_call_cancelled_as_its_init_takes_the_copy_back_leaves_that_copy_to_the_init() -> None:
+    # Threat: the command ended on its own while its call was being cancelled; its init said the copy was untouched
+    # and took it back for its next call, on a line not read yet. The cancelled call's side must learn that before
+    # it removes "its" copy: it would remove the next call's.
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    status_r, status_w = (s.detach() for s in socket.socketpair())
+
+    class InitThatEndsAsItIsCancelled:
+        def signal(self, call: int, signum: int = 9) -> None:
+            pass
+
+        async def spawn(self, *_args: object, **_kw: object) -> Started:
+            return Started(1, None, out_r, err_r, status_r)
+
+        async def gone(self, call: int, timeout: float) -> bool:
+            os.write(status_w, b'{"txn": "c0ffee"}\n{"exit": 0, "settled": true, "untouched": true}\n')
+            return True  # the supervisor says "gone" only after the init's last line (it said "done" after it)
+
+        def forget(self, call: int) -> None:
+            pass
+
+    options = cast(wire.CallOptions, {"overlays": [{"root": "/r", "area": "/a"}]})
+    copy = Copy()
+
+    async def cancelled_call() -> None:
+        with anyio.move_on_after(0.2):
+            await run_boxed(
+                cast(Box, InitThatEndsAsItIsCancelled()),
+                ["true"],
+                cwd="/",
+                env={},
+                stdin=None,
+                timeout=30,
+                max_output=1000,
+                options=options,
+                copy=copy,
+            )
+
+    try:
+        anyio.run(cancelled_call)
+    finally:
+        for fd in (out_w, err_w, status_w):
+            os.close(fd)
+    assert copy.final and copy.untouched and copy.name == "c0ffee"
+
+
+def _upper_state(upper: Path) -> overlays.UpperState:
+    fd = os.open(upper, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        return overlays._state(fd)
+    finally:
+        os.close(fd)
+
+
+def _as_mounted(tmp_path: Path) -> tuple[Path, overlays.MountedCopy]:
+    """An upper directory, and a copy whose recorded state is the directory's state now."""
+    upper = tmp_path / "area" / "c0" / "u0"
+    upper.mkdir(parents=True)
+    return upper, overlays.MountedCopy(
+        "c0", ((str(tmp_path / "root"), str(tmp_path / "area")),), (_upper_state(upper),)
+    )
+
+
+def test_a_message_left_on_a_roots_own_attributes_is_seen_even_when_its_ctime_did_not_move(tmp_path: Path) -> None:
+    # Threat: a call leaves a message for the next call served from the same directories on its root itself: an
+    # extended attribute (a command's user.overlay.X is stored as user.overlay.overlay.X, beside overlayfs's own)
+    # or an inode flag. Where ctimes are coarse, one made in the tick of the mount leaves the ctime as it was.
+    upper, copy = _as_mounted(tmp_path)
+    assert overlays.untouched(copy)
+    try:
+        os.setxattr(upper, "user.overlay.overlay.msg", b"from an earlier call")
+    except OSError:
+        pytest.skip("no user extended attributes here")
+    _ctime, uid, gid, attributes, flags = copy.setup[0]
+    now = _upper_state(upper)
+    coarse = dataclasses.replace(copy, setup=((now[0], uid, gid, attributes, flags),))  # the same ctime
+    assert not overlays.untouched(coarse)
+    os.removexattr(upper, "user.overlay.overlay.msg")
+    nodump = 0x40  # FS_NODUMP_FL, what `chattr +d` sets
+    fd = os.open(upper, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.ioctl(fd, 0x40086602, struct.pack("i", max(flags, 0) | nodump) + bytes(4))  # FS_IOC_SETFLAGS
+    except OSError:
+        pytest.skip("no inode flags here")
+    finally:
+        os.close(fd)
+    now = _upper_state(upper)
+    coarse = dataclasses.replace(copy, setup=((now[0], uid, gid, now[3], flags),))
+    assert not overlays.untouched(coarse)

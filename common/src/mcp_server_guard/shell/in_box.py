@@ -72,34 +72,43 @@ class _Status:
     async def until_done(self) -> None:
         while not self.closed and self.exit_status is None and self.error is None:
             await anyio.wait_readable(self.sock)
-            try:
-                chunk, ancillary, _flags, _addr = self.sock.recvmsg(4096, _FD_SPACE, socket.MSG_CMSG_CLOEXEC)
-            except BlockingIOError:
+            with contextlib.suppress(BlockingIOError):
+                self._take()
+
+    def take_what_is_there(self) -> None:
+        """Read what the init has said already, without waiting (the call was cancelled before its last line was
+        read: whether its init took the copy back decides whether the copy may be removed here)."""
+        self.network = None  # the call is over: a listener still on its way is closed, not served
+        with contextlib.suppress(OSError):
+            while not self.closed and self.exit_status is None and self.error is None:
+                self._take()
+
+    def _take(self) -> None:
+        chunk, ancillary, _flags, _addr = self.sock.recvmsg(4096, _FD_SPACE, socket.MSG_CMSG_CLOEXEC)
+        for fd in received_fds(ancillary):
+            listener = socket.socket(fileno=fd)
+            if self.network is not None:
+                self.network(listener)  # the proxy accepts on it, as this call's
+            else:
+                listener.close()
+        if not chunk:
+            self.closed = True
+            return
+        self.buffer += chunk
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            message = json.loads(line)
+            if "net" in message:
                 continue
-            for fd in received_fds(ancillary):
-                listener = socket.socket(fileno=fd)
-                if self.network is not None:
-                    self.network(listener)  # the proxy accepts on it, as this call's
-                else:
-                    listener.close()
-            if not chunk:
-                self.closed = True
-                return
-            self.buffer += chunk
-            while b"\n" in self.buffer:
-                line, self.buffer = self.buffer.split(b"\n", 1)
-                message = json.loads(line)
-                if "net" in message:
-                    continue
-                if "txn" in message:
-                    self.copy.name = str(message["txn"])
-                elif "exit" in message:
-                    self.exit_status = int(message["exit"])
-                    # The init killed and reaped everything else of the call: nothing writes to the copy any more.
-                    self.copy.final = message.get("settled") is True
-                    self.copy.untouched = self.copy.final and message.get("untouched") is True
-                elif "error" in message:
-                    self.error = message
+            if "txn" in message:
+                self.copy.name = str(message["txn"])
+            elif "exit" in message:
+                self.exit_status = int(message["exit"])
+                # The init killed and reaped everything else of the call: nothing writes to the copy any more.
+                self.copy.final = message.get("settled") is True
+                self.copy.untouched = self.copy.final and message.get("untouched") is True
+            elif "error" in message:
+                self.error = message
 
 
 async def run_boxed(
@@ -182,7 +191,6 @@ async def run_boxed(
             for fd in ours:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-            status.sock.close()
             if options["overlays"] and not copy.final:
                 # Killed (a timeout, a stop): what the command wrote is final only once every process of the call
                 # is gone, which the supervisor says when it reaps the call's init.
@@ -190,8 +198,15 @@ async def run_boxed(
                 if not copy.final:
                     box.signal(call.id, signal.SIGKILL)
                     copy.final = await box.gone(call.id, _GONE_S)
+                if copy.final:
+                    # Threat: the call ended on its own while it was being cancelled, and its init took the copy
+                    # back, untouched, for its next call (on a line not read yet): removing it here would remove
+                    # another call's copy. Its init has said all it will by now.
+                    status.take_what_is_there()
+                    copy.final = True
             else:
                 box.forget(call.id)  # its end needs no waiting for (or it was never on a copy)
+            status.sock.close()
     if status.error is not None:
         # OSError(errno, …) is the errno's own subclass (FileNotFoundError, PermissionError, …), as from Popen.
         raise OSError(int(status.error.get("error") or 0), str(status.error.get("message")))

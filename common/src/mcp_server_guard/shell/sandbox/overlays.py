@@ -13,13 +13,18 @@ Standard library only: the supervisor imports this with no site-packages.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import secrets
 import stat
+import sys
 from dataclasses import dataclass
 
 from mcp_server_guard import linux
 from mcp_server_guard.shell.sandbox.wire import CallOptions, Overlay
+
+# An upper directory's own state (see ``_state``): ctime, uid, gid, extended attributes, inode flags.
+UpperState = tuple[int, int, int, tuple[tuple[str, bytes], ...], int]
 
 
 @dataclass(frozen=True)
@@ -29,7 +34,7 @@ class MountedCopy:
 
     name: str
     overlays: tuple[tuple[str, str], ...]  # (root, area)
-    setup: tuple[tuple[int, int, int], ...] = ()  # each upper directory's (ctime, uid, gid) once mounted: ``untouched``
+    setup: tuple[UpperState, ...] = ()  # each upper directory's own state once mounted (see ``untouched``)
 
 
 def _escape(path: str) -> str:
@@ -39,35 +44,44 @@ def _escape(path: str) -> str:
 
 def untouched(copy: MountedCopy) -> bool:
     """Whether a copy whose call is over (every process gone, every rename settled) holds nothing the command did:
-    each upper directory empty, and its ctime as it was set up — a change to a root's own mode, owner, extended
-    attributes or flags lands on its upper directory itself, and so does a file made and removed again."""
+    each upper directory empty, and its own state as the mount left it (``_state``) — a change to a root's own
+    owner, extended attributes or flags lands on its upper directory itself, and so does a file made and removed
+    again."""
     if len(copy.setup) != len(copy.overlays):
         return False
     try:
         for index, (_root, area) in enumerate(copy.overlays):
-            upper = os.path.join(area, copy.name, f"u{index}")
-            with os.scandir(upper) as entries:
-                if next(entries, None) is not None:
+            fd = os.open(os.path.join(area, copy.name, f"u{index}"), _UPPER)
+            try:
+                with os.scandir(fd) as entries:
+                    if next(entries, None) is not None:
+                        return False
+                if _state(fd) != copy.setup[index]:
                     return False
-            # Extended attributes and the owner besides the ctime: a kernel with coarse timestamps may give a change
-            # made within the same tick as the set-up the same ctime.
-            if _signature(upper) != copy.setup[index] or any(
-                not name.startswith(_OVERLAYS_OWN) for name in os.listxattr(upper, follow_symlinks=False)
-            ):
-                return False
+            finally:
+                os.close(fd)
     except OSError:
         return False
     return True
 
 
-# overlayfs's own attributes on an upper directory (it keeps the mount's uuid on the upper root); a command cannot
-# set or see them through the overlay.
-_OVERLAYS_OWN = "user.overlay."
+_UPPER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FS_IOC_GETFLAGS = 0x80086601  # _IOR('f', 1, long) on x86_64 and aarch64; the kernel writes an int
 
 
-def _signature(upper: str | int) -> tuple[int, int, int]:
-    st = os.stat(upper, follow_symlinks=False) if isinstance(upper, str) else os.fstat(upper)
-    return st.st_ctime_ns, st.st_uid, st.st_gid
+def _state(fd: int) -> UpperState:
+    """An upper directory's own state: ctime, owner, every extended attribute (name and value) and the inode flags.
+    Threat: a call leaving a message on its root for the next call served from the same directories. Each part is
+    compared in full, not the ctime alone (a file system or kernel with coarse timestamps gives a change made in
+    the same tick as the mount the same ctime), and the attributes by value, with no name let through (a command's
+    ``user.overlay.*`` is stored escaped as ``user.overlay.overlay.*``, beside overlayfs's own)."""
+    st = os.fstat(fd)
+    attributes = tuple(sorted((name, os.getxattr(fd, name)) for name in os.listxattr(fd)))
+    try:
+        flags = int.from_bytes(fcntl.ioctl(fd, _FS_IOC_GETFLAGS, bytes(8))[:4], sys.byteorder)
+    except OSError:
+        flags = -1  # no inode flags on this file system
+    return st.st_ctime_ns, st.st_uid, st.st_gid, attributes, flags
 
 
 # What a volatile overlay mount leaves in its work directory, innermost first: a new mount refuses to start while
@@ -108,7 +122,7 @@ def mount_copy(overlays: list[Overlay], spare: MountedCopy | None = None) -> Mou
     name = secrets.token_hex(8)
     pairs = tuple((o["root"], o["area"]) for o in overlays)
     taken = spare is not None and _take_back(spare, name, pairs)
-    setup: list[tuple[int, int, int]] = []
+    setup: list[UpperState] = []
     for index, (root, area) in enumerate(pairs):
         base = os.path.join(area, name)
         upper, work = os.path.join(base, f"u{index}"), os.path.join(base, f"w{index}")
@@ -122,10 +136,10 @@ def mount_copy(overlays: list[Overlay], spare: MountedCopy | None = None) -> Mou
         os.utime(upper, ns=(real.st_atime_ns, real.st_mtime_ns))
         options = f"lowerdir={_escape(root)},upperdir={_escape(upper)},workdir={_escape(work)},userxattr,volatile"
         # Its path may lead through the overlay once mounted (an area inside its root): held open before.
-        held = os.open(upper, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        held = os.open(upper, _UPPER)
         try:
             linux.mount("overlay", root, "overlay", linux.MS_NOSUID | linux.MS_NODEV, options)
-            setup.append(_signature(held))  # after the mount, which may note its uuid on the upper directory
+            setup.append(_state(held))  # after the mount, which notes its uuid on the upper directory
         finally:
             os.close(held)
     for area in dict.fromkeys(area for _, area in pairs):
