@@ -37,6 +37,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
+import anyio
+
 from mcp_server_guard.policy import HostVerdict, IPAddress, NetworkRules, normal_host
 
 log = logging.getLogger("mcp_server_guard.egress")
@@ -102,24 +104,11 @@ def resolver_from_env(environ: Mapping[str, str]) -> Resolver:
 async def _accepted(listener: socket.socket) -> socket.socket:
     """The next connection on a non-blocking listener. (Not ``loop.sock_accept``: on Python 3.11, a listener shut
     by its call's init while its accept task is being cancelled makes the loop log an InvalidStateError.)"""
-    loop = asyncio.get_running_loop()
-    fd = listener.fileno()
     while True:
         try:
             return listener.accept()[0]
         except (BlockingIOError, InterruptedError):
-            pass
-        readable: asyncio.Future[None] = loop.create_future()
-        loop.add_reader(fd, _wake, readable)
-        try:
-            await readable
-        finally:
-            loop.remove_reader(fd)
-
-
-def _wake(future: asyncio.Future[None]) -> None:
-    if not future.done():  # cancelled meanwhile
-        future.set_result(None)
+            await anyio.wait_readable(listener)
 
 
 class BadRequest(Exception):
