@@ -190,7 +190,8 @@ def test_a_burst_is_served_by_few_inits_and_every_answer_is_its_own(workspace: P
 def _copy_dirs() -> dict[int, str]:
     """The copies in this server's areas now: inode -> name."""
     copies = Path(os.environ["XDG_STATE_HOME"]) / "mcp-guard" / "copies"
-    return {entry.stat().st_ino: entry.name for part in copies.iterdir() for entry in part.iterdir()}
+    # (the inode as the directory lists it: a copy being taken back is renamed meanwhile)
+    return {entry.inode(): entry.name for part in os.scandir(copies) for entry in os.scandir(part.path)}
 
 
 async def test_an_untouched_copy_is_taken_back_by_its_init_for_its_next_call(workspace: Path) -> None:
@@ -200,7 +201,7 @@ async def test_an_untouched_copy_is_taken_back_by_its_init_for_its_next_call(wor
     seen: dict[int, set[str]] = {}
     async with serve(SX, workspace, elicitation_callback=approve_everything) as client:
         for i in range(8):
-            out = await sh(client, f"echo {i}; {INIT}")
+            out = await sh(client, f"rm -f absent.txt; echo {i}; {INIT}")  # a line that could write: on a copy
             assert out["stdout"].split()[0] == str(i) and out["transaction"] == "unchanged", out
             for inode, name in _copy_dirs().items():
                 seen.setdefault(inode, set()).add(name)

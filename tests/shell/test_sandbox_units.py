@@ -386,7 +386,7 @@ def test_a_call_cancelled_as_its_init_takes_the_copy_back_leaves_that_copy_to_th
 def _upper_state(upper: Path) -> overlays.UpperState:
     fd = os.open(upper, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        return overlays._state(fd)
+        return overlays.directory_state(fd)
     finally:
         os.close(fd)
 

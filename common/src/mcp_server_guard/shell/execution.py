@@ -287,6 +287,8 @@ class ShellExec:
                         self._calls[token] = hosts
                 denied: list[Denied] = []
                 allowed: list[str] = []
+                # A line that only reads runs on a read-only view of the roots: no copy to make, read and remove.
+                reading = prepared.verdict.reads_only and bool(self.sandbox.copies)
                 started_ns = copy.started_ns = now_ns()
                 kept = False
                 try:
@@ -306,6 +308,7 @@ class ShellExec:
                             overlays=self.sandbox.copies,
                             sockets=await self._outside_sockets(roots),
                             proxy=token or "",
+                            reading=reading,
                         ),
                         progress=progress,
                         pause=hosts.pause if hosts is not None else None,
@@ -326,7 +329,7 @@ class ShellExec:
                         # it back, untouched: it may already be another call's).
                         with anyio.CancelScope(shield=True):
                             await anyio.to_thread.run_sync(self.transactions.discard, copy.name)
-                result = result.on(copy, started_ns)
+                result = dataclasses.replace(result, read_only=True) if reading else result.on(copy, started_ns)
                 if token is not None:
                     result = dataclasses.replace(
                         result,

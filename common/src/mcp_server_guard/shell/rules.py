@@ -32,6 +32,7 @@ from mcp_server_guard.shell.commands import Finding, Redirect, Word
 from mcp_server_guard.shell.expander import Expander
 from mcp_server_guard.shell.feeds import NO_FEED, Feed
 from mcp_server_guard.shell.matching import RUN_TIME_ARG, Args, glob_matches, normalize_path, parse_args, rule_matches
+from mcp_server_guard.shell.reading import reads_only
 
 _SEVERITY: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 # Doubts that are only about which of the project's files a command writes: judged by their effects while
@@ -62,6 +63,8 @@ class Verdict:
     # What reads the call's (or the job's) standard input as program text: "" (nothing: stdin is data), "shell",
     # an interpreter's name, or "opaque:<program>" (code this layer cannot read). A job's later stdin is judged so.
     stdin_code: str = ""
+    # Only reads (see ``reading``): where commands work on a copy, it runs on a read-only view instead.
+    reads_only: bool = False
 
 
 def _not_bytes(text: str) -> bool:
@@ -177,6 +180,9 @@ class PolicyEngine:
                 best = verdict
         if best is None:
             best = Verdict("allow", None, "nothing to run", "")
+        findings = len(expander.found) - len(commands)
+        argvs = [found.argv for found in expander.found]
+        reading = not job and not expander.stdin_code and reads_only(argvs, expander.redirects, findings)
         return Verdict(
             best.action,
             best.rule,
@@ -187,6 +193,7 @@ class PolicyEngine:
             tuple(f.finding for f in expander.found if f.finding is not None),
             tuple(asking),
             expander.stdin_code,
+            reading,
         )
 
     def _command(self, argv: list[str], text: str, moved: bool = False) -> Verdict:

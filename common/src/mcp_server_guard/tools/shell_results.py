@@ -201,6 +201,8 @@ def _change_lines(out: ShellResult) -> list[str]:
         lines.append(f"[changes NOT applied: {changes.reason}]")
     elif out.transaction == "waiting":
         lines.append(f"[changes waiting: the job would {changes.summary}; {changes.reason}]")
+    elif out.transaction == "unchanged" and changes.reason:
+        lines.append(f"[{changes.reason}]")
     for path in changes.paths:
         if path.action in ("refused", "conflict"):
             lines.append(f"[{path.action}: {path.path}: {path.reason}]")

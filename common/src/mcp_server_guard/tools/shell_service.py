@@ -135,6 +135,13 @@ def _log_decision(token: str | None, host: str, port: int, verdict: HostVerdict)
     log.info("egress %s %s:%s (%s) for call %s", verdict.action, host, port, verdict.rule, token)
 
 
+# What a line that only reads, run on a read-only view, says when a write it tried was refused.
+_READ_ONLY = (
+    "the line ran read-only (by its spelling it only reads): a write it tried was refused and nothing changed; to "
+    "let it write, run it so that it shows a write or another program, e.g. `env git status`"
+)
+
+
 def _audit_id() -> str:
     """This call's audit id (a fresh one in in-process use without the audit wrapper)."""
     record = audit.current()
@@ -604,6 +611,10 @@ class ShellService(Generic[R]):
 
     async def _settle(self, result: RunResult, shown: str, cwd: str, ctx: Context[Any, Any]) -> Described:
         """What becomes of the copy the command worked on: read, judged, applied (or held, or dropped)."""
+        if self.transactions is not None and result.read_only:
+            # It could write nothing; a write it tried anyway (a hook, a program that writes after all) failed.
+            refused = "Read-only file system" in result.stderr
+            return described(Settled("unchanged", reason=_READ_ONLY if refused else ""), _audit_id())
         if self.transactions is None or not result.copy:
             return "none", Changes(), PendingChanges()
         audit_id = _audit_id()

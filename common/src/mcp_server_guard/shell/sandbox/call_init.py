@@ -40,7 +40,7 @@ from typing import Any
 from mcp_server_guard import linux
 from mcp_server_guard.shell.sandbox import landlock, renames, seccomp, wire
 from mcp_server_guard.shell.sandbox.frames import MAX_FDS, FrameReader, rights
-from mcp_server_guard.shell.sandbox.mounts import base_mounts, call_mounts
+from mcp_server_guard.shell.sandbox.mounts import base_mounts, call_mounts, own_mqueue
 from mcp_server_guard.shell.sandbox.overlays import MountedCopy, mount_copy, remove_copy
 from mcp_server_guard.shell.sandbox.wire import CallOptions, CallRequest, LandlockRules, Overlay
 
@@ -62,6 +62,7 @@ class Inherited:
     # the rename calls to the init's handler
     seccomp: tuple[Any, Any, Any] | None
     usual: CallOptions | None  # the usual call's options, set up by each ready init before its call comes
+    reading: CallOptions | None = None  # a usual call that only reads: set up instead after such a call
 
 
 def _read_all(fd_text: str | None) -> bytes | None:
@@ -81,15 +82,21 @@ def _fprog(program: bytes) -> Any:
     return seccomp.SockFprog(len(program) // 8, ctypes.addressof(buffer)), buffer  # the buffer kept alive
 
 
-def prepare(seccomp_fd: str | None, late_fd: str | None, notify_fd: str | None, usual_fd: str | None) -> Inherited:
-    """Read the seccomp programs and the usual call's options from the pipes named (the supervisor's arguments)."""
+def prepare(
+    seccomp_fd: str | None,
+    late_fd: str | None,
+    notify_fd: str | None,
+    usual_fd: str | None,
+    reading_fd: str | None = None,
+) -> Inherited:
+    """Read the seccomp programs and the usual calls' options from the pipes named (the supervisor's arguments)."""
     early, late, notify = _read_all(seccomp_fd), _read_all(late_fd), _read_all(notify_fd)
     fprog = (_fprog(early), _fprog(late), _fprog(notify or late)) if early and late else None
-    said = _read_all(usual_fd)
-    usual = wire.checked_options(json.loads(said)) if said else None
+    said = (_read_all(usual_fd), _read_all(reading_fd))
+    usual, reading = (wire.checked_options(json.loads(text)) if text else None for text in said)
     bounding = linux.capability_mask("CapBnd")
     caps = tuple(cap for cap in range(linux.last_cap() + 1) if bounding >> cap & 1)
-    return Inherited(caps, bool(linux.capability_mask()), fprog, usual)
+    return Inherited(caps, bool(linux.capability_mask()), fprog, usual, reading)
 
 
 # -- the per-call init --------------------------------------------------------------------------
@@ -191,6 +198,11 @@ class View:
     filtered: bool = False  # the early part of the seccomp filter is loaded
     copy: MountedCopy | None = None  # the overlays the call's command works on
     handler: renames.Handler | None = None  # the thread answering the command's renames
+    options: CallOptions | None = None  # the usual call's options it was prepared for
+    # A copy prepared for a call that only reads: unmounted in the call's view, and left for its init (which can
+    # still see the areas: they are masked here) to take back or remove.
+    unused: MountedCopy | None = None
+    listable: bool = False  # prepared for calls that only read, with its message queues where they can be listed
 
 
 def prepare_view(
@@ -200,19 +212,22 @@ def prepare_view(
     warm: bool = False,
     filtered: bool = False,
     spare: MountedCopy | None = None,
+    reading: bool = False,
 ) -> View:
     """In a ready init, before its call comes: everything that is the same for every usual call. A failure
     here is not fatal: the call then does it itself (and reports what fails). ``proc``: mount this PID namespace's
     /proc (an init that serves several calls mounted it once); ``warm``: it has served a call already (what a
     first call touches is warm); ``filtered``: the early part of the seccomp filter is in force already (this
     thread inherited it: see ``load_early_filter``); ``spare``: the last call's copy, untouched, to take back
-    (removed if it is not)."""
-    view = View()
-    usual = prepared.usual
+    (removed if it is not); ``reading``: prepare for a usual call that only reads (``Inherited.reading``)."""
+    reading = reading and prepared.reading is not None
+    usual = prepared.reading if reading else prepared.usual
+    view = View(options=usual)
     try:
         if usual is not None and own_pidns and usual["namespaces"]:
             base_mounts(usual, proc=proc)
             view.mounted = True
+            view.listable = reading and own_mqueue()  # (see ``worker``: such a view may serve several calls)
             if usual["overlays"]:
                 spare, taking = None, spare
                 view.copy = mount_copy(usual["overlays"], taking)
@@ -268,8 +283,15 @@ def start_command(
     spec: CallRequest, stdio: list[int], status: int, own_pidns: bool, prepared: Inherited, view: View
 ) -> int:
     """Confine this process as the spec says, then start the command; returns its pid."""
+    confine(spec, status, own_pidns, prepared, view)
+    return spawn_command(spec, stdio)
+
+
+def confine(spec: CallRequest, status: int, own_pidns: bool, prepared: Inherited, view: View) -> None:
+    """Confine this thread (in a single-use init, this process) as the spec says: the call's view, its copy, its
+    limits, Landlock, no capability, the seccomp filter."""
     where = "setup"
-    usual = prepared.usual
+    usual = view.options
     try:
         copy: MountedCopy | None = None
         if spec["namespaces"]:
@@ -289,6 +311,7 @@ def start_command(
             elif view.copy is not None:
                 for root, _area in view.copy.overlays:  # a call that must not work on the copy
                     linux.umount(root)
+                view.unused, view.copy = view.copy, None
             call_mounts(spec, prepared_tmp)
         if not own_pidns:
             linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)  # the call's orphans come to us, not to the supervisor
@@ -312,7 +335,16 @@ def start_command(
             view.handler = _answer_renames(prepared)
         elif prepared.seccomp is not None:
             _load_seccomp(prepared.seccomp[1])
-        where = "cwd"
+    except OSError as exc:
+        raise StartFailed(exc.errno or 0, where, exc.strerror or str(exc)) from None
+    except (ValueError, TypeError, KeyError) as exc:  # a malformed spec
+        raise StartFailed(0, where, f"{type(exc).__name__}: {exc}") from None
+
+
+def spawn_command(spec: CallRequest, stdio: list[int]) -> int:
+    """From a thread confined for the call: the command, in its working directory, on its stdio; its pid."""
+    where = "cwd"
+    try:
         os.chdir(spec["cwd"])
         where = "exec"
         env = spec["env"]

@@ -132,6 +132,7 @@ def _start(
             seccomp.build_filter(arch, part="late", notify=True, unix_sockets=unix_sockets),
         ),
         usual=json.dumps(call_options(plan, roots, overlays=copies)),
+        reading=json.dumps(call_options(plan, roots, overlays=copies, reading=True)) if copies else "",
         areas=_separate_areas(copies, roots),
         copies=bool(copies) and plan.jail_writable,
     )
@@ -182,11 +183,13 @@ def call_options(
     overlays: Sequence[tuple[str, str]] = (),
     sockets: Sequence[str] = (),
     proxy: str = "",
+    reading: bool = False,
 ) -> CallOptions:
     """One call's confinement inside the box, as the supervisor reads it: ``roots`` are the writable roots of
     this call (client roots may have narrowed them), ``read_only`` the protected paths inside them, ``overlays``
     the (root, area) pairs whose root the command sees as a copy (see ``changes.area``), ``sockets`` the UNIX sockets
-    outside them, masked (see ``sockets``), ``proxy`` the call's egress token."""
+    outside them, masked (see ``sockets``), ``proxy`` the call's egress token. ``reading``: a line that only reads
+    (``shell.reading``) sees the roots read-only instead of as copies (their areas masked all the same)."""
     rlimits = [
         [resource.RLIMIT_CORE, 0, 0],
         [resource.RLIMIT_DATA, plan.limits.memory_bytes, plan.limits.memory_bytes],
@@ -197,10 +200,16 @@ def call_options(
         # As root the pids cgroup bounds processes: RLIMIT_NPROC would count every root process of the
         # machine once the command has no capability left.
         rlimits.append([resource.RLIMIT_NPROC, plan.limits.processes, plan.limits.processes])
-    if not plan.jail_writable:
-        # --mode read-only: every root is bound read-only for the call (and Landlock grants it no write below).
-        read_only = [*roots, *read_only]
     areas = _separate_areas(overlays, roots)
+    writes_roots = plan.jail_writable and not reading
+    if reading:
+        masked = [*masked, *areas]  # other calls' copies: the copy's own mount would have hidden them
+        overlays = ()
+    if not writes_roots:
+        # --mode read-only, or a line that only reads: every root is bound read-only for the call (and Landlock
+        # grants it no write below). Threat: a write the line's spelling did not show (a git hook, LD_PRELOAD)
+        # reaching the real files: the kernel refuses it (EROFS).
+        read_only = [*roots, *read_only]
     rules: LandlockRules | None = None
     if plan.abi > 0:
         rules = {
@@ -208,7 +217,7 @@ def call_options(
             "read_all": plan.read_scope is ReadScope.ALL,
             # The call's own /tmp and /dev/shm, and the box's own devpts instance (bwrap --dev mounts a new
             # one): a command may open a pty (script, expect, test runners) but never the host's terminals.
-            "writable": [*(roots if plan.jail_writable else ()), "/tmp", "/dev/shm", "/dev/pts"],  # noqa: S108
+            "writable": [*(roots if writes_roots else ()), "/tmp", "/dev/shm", "/dev/pts"],  # noqa: S108
             "deny_tcp": False,
             "readable": list(SYSTEM_READ_DIRS) if plan.read_scope is not ReadScope.ALL else [],
         }

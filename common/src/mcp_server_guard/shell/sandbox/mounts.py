@@ -14,10 +14,15 @@ Standard library only: the supervisor imports this with no site-packages.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 
 from mcp_server_guard import linux
+from mcp_server_guard.shell.sandbox.overlays import directory_state
 from mcp_server_guard.shell.sandbox.wire import CallOptions, CallRequest
+
+MQUEUE = "/dev/mqueue"  # where a view served again shows the POSIX message queues of its IPC namespace
 
 
 def own_proc() -> None:
@@ -33,13 +38,83 @@ def base_mounts(options: CallOptions, proc: bool = True) -> None:
         own_proc()
     if options["private_tmp"]:
         keep = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) for p in options["tmp_binds"]]
-        linux.mount("tmpfs", "/tmp", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777")  # noqa: S108
+        # No access times: reading the directories would change them (see ``left_behind``).
+        private = linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOATIME
+        linux.mount("tmpfs", "/tmp", "tmpfs", private, "mode=1777")  # noqa: S108
         for path, fd in keep:
             os.makedirs(path, exist_ok=True)
             linux.mount(f"/proc/self/fd/{fd}", path, None, linux.MS_BIND | linux.MS_REC)
             os.close(fd)
         with contextlib.suppress(OSError):
-            linux.mount("tmpfs", "/dev/shm", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777")  # noqa: S108
+            linux.mount("tmpfs", "/dev/shm", "tmpfs", private, "mode=1777")  # noqa: S108
+
+
+def own_mqueue() -> bool:
+    """In a view that may serve several calls that only read: this IPC namespace's POSIX message queues, mounted
+    where ``left_behind`` can list them (they outlive every process of a call). Whether they can be listed (a
+    kernel without them has none to list)."""
+    try:
+        linux.mount("mqueue", MQUEUE, "mqueue", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC)
+    except OSError as exc:
+        return exc.errno == errno.ENODEV
+    return True
+
+
+def left_behind(options: CallOptions) -> tuple[object, ...] | None:
+    """Everything a call could leave in its view for a later call served in the same view (see ``worker``), by
+    value: each directory of the private /tmp (the root and those above the roots bound back in it) and /dev/shm —
+    its entries, inode, mode, link count, times, owner, extended attributes and inode flags —, the System V objects
+    and the POSIX message queues of the IPC namespace. Read by the call's own thread, confined as its command was
+    (no link followed). None when any of it cannot be read."""
+    directories = {"/tmp", "/dev/shm"}  # noqa: S108
+    for path in options["tmp_binds"]:
+        parent = os.path.dirname(path)
+        while parent.startswith("/tmp/"):  # noqa: S108
+            directories.add(parent)
+            parent = os.path.dirname(parent)
+    state: list[object] = []
+    try:
+        for directory in sorted(directories):
+            try:
+                fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except (FileNotFoundError, PermissionError) as exc:
+                state.append((directory, exc.errno))  # below a mask (an area in the hidden state directory)
+                continue
+            try:
+                st = os.fstat(fd)
+                state.append((directory, sorted(os.listdir(fd)), st.st_ino, st.st_mode, st.st_nlink, st.st_atime_ns,
+                              st.st_mtime_ns, directory_state(fd)))  # fmt: skip
+            finally:
+                os.close(fd)
+        for table in ("shm", "msg", "sem"):
+            with open(f"/proc/sysvipc/{table}", "rb") as listing:
+                state.append(listing.read())
+        state.append(sorted(os.listdir(MQUEUE)) if os.path.ismount(MQUEUE) else None)
+    except OSError:
+        return None
+    return tuple(state)
+
+
+def masks_in_place(spec: CallRequest) -> tuple[int | tuple[int, int, bool], ...]:
+    """What each hidden path and outside socket of ``spec`` is in this view: the errno when it is absent, else its
+    device, inode, and whether it shows as a mask (``linux.mask``: the null device, or an empty read-only tmpfs
+    mounted there). A file replaced or moved since its mask was made shows as itself, not as the mask."""
+    state: list[int | tuple[int, int, bool]] = []
+    for path in (*spec["sockets"], *spec["masked"]):
+        try:
+            st = os.lstat(path)
+            if stat.S_ISDIR(st.st_mode):
+                masked = st.st_mode & 0o7777 == 0o500 and st.st_dev != os.lstat(os.path.dirname(path)).st_dev
+            else:
+                masked = stat.S_ISCHR(st.st_mode) and st.st_rdev == _NULL_DEVICE
+        except OSError as exc:
+            state.append(exc.errno or -1)
+        else:
+            state.append((st.st_dev, st.st_ino, masked))
+    return tuple(state)
+
+
+_NULL_DEVICE = os.makedev(1, 3)
 
 
 def _narrow_tmp_binds(prepared: list[str], wanted: list[str]) -> None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from mcp_server_guard import linux
 from mcp_server_guard.shell.sandbox.wire import CallOptions, Overlay
 
-# An upper directory's own state (see ``_state``): ctime, uid, gid, extended attributes, inode flags.
+# An upper directory's own state (see ``directory_state``): ctime, uid, gid, extended attributes, inode flags.
 UpperState = tuple[int, int, int, tuple[tuple[str, bytes], ...], int]
 
 
@@ -44,7 +44,7 @@ def _escape(path: str) -> str:
 
 def untouched(copy: MountedCopy) -> bool:
     """Whether a copy whose call is over (every process gone, every rename settled) holds nothing the command did:
-    each upper directory empty, and its own state as the mount left it (``_state``) — a change to a root's own
+    each upper directory empty, and its own state as the mount left it (``directory_state``) — a change to a root's
     owner, extended attributes or flags lands on its upper directory itself, and so does a file made and removed
     again."""
     if len(copy.setup) != len(copy.overlays):
@@ -56,7 +56,7 @@ def untouched(copy: MountedCopy) -> bool:
                 with os.scandir(fd) as entries:
                     if next(entries, None) is not None:
                         return False
-                if _state(fd) != copy.setup[index]:
+                if directory_state(fd) != copy.setup[index]:
                     return False
             finally:
                 os.close(fd)
@@ -69,7 +69,7 @@ _UPPER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FS_IOC_GETFLAGS = 0x80086601  # _IOR('f', 1, long) on x86_64 and aarch64; the kernel writes an int
 
 
-def _state(fd: int) -> UpperState:
+def directory_state(fd: int) -> UpperState:
     """An upper directory's own state: ctime, owner, every extended attribute (name and value) and the inode flags.
     Threat: a call leaving a message on its root for the next call served from the same directories. Each part is
     compared in full, not the ctime alone (a file system or kernel with coarse timestamps gives a change made in
@@ -139,7 +139,7 @@ def mount_copy(overlays: list[Overlay], spare: MountedCopy | None = None) -> Mou
         held = os.open(upper, _UPPER)
         try:
             linux.mount("overlay", root, "overlay", linux.MS_NOSUID | linux.MS_NODEV, options)
-            setup.append(_state(held))  # after the mount, which notes its uuid on the upper directory
+            setup.append(directory_state(held))  # after the mount, which notes its uuid on the upper directory
         finally:
             os.close(held)
     for area in dict.fromkeys(area for _, area in pairs):

@@ -387,9 +387,11 @@ class Supervisor:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``supervisor FD [namespaces] [seccomp=FD] [usual=FD]``: serve the server on socket FD until it closes.
+    """``supervisor FD [namespaces] [seccomp=FD] [usual=FD] [reading=FD]``: serve the server on socket FD until it
+    closes.
 
-    ``usual`` carries the options of a usual call (JSON): each ready init sets up that much before its call;
+    ``usual`` carries the options of a usual call (JSON): each ready init sets up that much before its call
+    (``reading``: of a usual call that only reads, what an init back from one sets up);
     ``seccomp`` and ``seccomp_late`` the two parts of the filter."""
     args = sys.argv[1:] if argv is None else argv
     sock = socket.socket(fileno=int(args[0]))
@@ -397,7 +399,11 @@ def main(argv: list[str] | None = None) -> None:
     die_with_parent()  # the server (or bubblewrap, which dies with the server)
     linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
     prepared = prepare(
-        options.get("seccomp"), options.get("seccomp_late"), options.get("seccomp_notify"), options.get("usual")
+        options.get("seccomp"),
+        options.get("seccomp_late"),
+        options.get("seccomp_notify"),
+        options.get("usual"),
+        options.get("reading"),
     )
     supervisor = Supervisor(sock, "namespaces" in options, prepared, egress="egress" in options)
     gc.freeze()  # what exists now is shared with every fork, untouched by the collector

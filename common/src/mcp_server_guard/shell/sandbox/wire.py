@@ -60,6 +60,9 @@ class WireError(ValueError):
     """A message that is not of its shape: a key missing, unknown, or of another type."""
 
 
+# What of a call's request its view and confinement are made from: every option but the egress token.
+VIEW_KEYS = ("namespaces", "private_tmp", "tmp_binds", "read_only", "masked", "roots", "sockets", "rlimits", "overlays",
+             "landlock")  # fmt: skip
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "namespaces": bool,
     "private_tmp": bool,

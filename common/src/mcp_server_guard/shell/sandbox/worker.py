@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import ctypes
 import os
 import resource
 import select
@@ -51,14 +52,15 @@ from mcp_server_guard.shell.sandbox.call_init import (
     View,
     call_fds,
     checked_call,
+    confine,
     hand_over_listener,
     load_early_filter,
     prepare_view,
     report,
-    start_command,
+    spawn_command,
 )
 from mcp_server_guard.shell.sandbox.frames import FrameReader, send_frame
-from mcp_server_guard.shell.sandbox.mounts import own_proc
+from mcp_server_guard.shell.sandbox.mounts import MQUEUE, left_behind, masks_in_place, own_proc
 from mcp_server_guard.shell.sandbox.overlays import MountedCopy, remove_copy, untouched
 
 _MAX_CALLS = 256  # calls one init serves before it leaves
@@ -66,40 +68,64 @@ _LAST_CALL_GONE_S = 0.2  # how long a call's thread waits for the last call's th
 
 
 class _Stage:
-    """The thread that starts the next call, in the call's own mount namespace (see the module docstring)."""
+    """The thread that starts the next call, in the call's own mount namespace (see the module docstring); one
+    prepared for calls that only read may start several in turn (``fits``)."""
 
     def __init__(
-        self, prepared: Inherited, warm: bool, filtered: bool, spare: MountedCopy | None, after: list[int | None]
+        self,
+        prepared: Inherited,
+        warm: bool,
+        filtered: bool,
+        spare: MountedCopy | None,
+        after: list[int | None],
+        reading: bool,
     ) -> None:
         self.prepared = prepared
+        self.reading = reading  # prepare for a call that only reads (the last one did)
         self.warm = warm
         self.filtered = filtered  # the early part of the seccomp filter is in force (inherited from the init)
         self.spare = spare  # the last call's copy, untouched: taken back for this call's (see ``overlays``)
         self.after = after  # the last call's threads (its own and its rename handler's), which must have ended
         self.tid: int | None = None
         self.request: tuple[wire.CallRequest, list[int], int] | None = None
-        self.result: int | StartFailed = StartFailed(0, "setup", "the call was not started")
+        self.result: int | StartFailed | None = StartFailed(0, "setup", "the call was not started")
         self.view = View()
+        self.serving: list[Any] | None = None  # the options of the calls it started, while it may start another
+        self.masks: tuple[object, ...] = ()  # the masks of its view, as its first call's command was started
+        self.left: tuple[object, ...] | None = None  # what its view held then (see ``left_behind``)
+        self.scheduling: tuple[object, ...] | None = None  # its own scheduling then (see ``_scheduling``)
+        self.again = False  # the call is over and the thread waits for the next (see ``fits``)
         self._go, self.started, self._over = (_thread.allocate_lock() for _ in range(3))
         for lock in (self._go, self.started, self._over):
             lock.acquire()
         _thread.start_new_thread(self._run, ())
 
-    def start(self, spec: wire.CallRequest, stdio: list[int], status: int) -> int | StartFailed:
-        """Start the call's command (from the stage's thread); its pid, or why it could not start."""
+    def start(self, spec: wire.CallRequest, stdio: list[int], status: int) -> int | StartFailed | None:
+        """Start the call's command (from the stage's thread); its pid, or why it could not start; None when a
+        stage serving again finds its view not as it was (the thread ends: a fresh one must start the call)."""
         self.request = (spec, stdio, status)
         self._go.release()
-        with self.started:
-            return self.result
+        self.started.acquire()
+        return self.result
+
+    def fits(self, spec: wire.CallRequest) -> bool:
+        """Whether this stage, having served a call, may start ``spec`` too: one that only reads, confined as that
+        call was in every respect (the same view, Landlock rules, limits, masks)."""
+        return self.serving is not None and self.serving == _view_options(spec)
 
     def retire(self) -> View:
         """No call comes: the thread ends; what it had prepared."""
+        self.request = None
         self._go.release()
-        with self.started:
-            return self.view
+        self.started.acquire()
+        return self.view
 
-    def over(self) -> None:
-        """The call is over (every process of it reaped): the thread may end, and its mount namespace with it."""
+    def over(self, again: bool = False) -> None:
+        """The call is over (every process of it reaped): the thread may end, and its mount namespace with it; or,
+        ``again``, wait for the next call that ``fits``."""
+        self.again = again
+        if not again:
+            self.serving = None
         self._over.release()
 
     def _run(self) -> None:
@@ -120,29 +146,94 @@ class _Stage:
                 remove_copy(spare)
         else:
             self.view = prepare_view(
-                self.prepared, own_pidns=True, proc=False, warm=self.warm, filtered=self.filtered, spare=spare
+                self.prepared,
+                own_pidns=True,
+                proc=False,
+                warm=self.warm,
+                filtered=self.filtered,
+                spare=spare,
+                reading=self.reading,
             )
-        self._go.acquire()
-        if self.request is None:
-            self.started.release()
-            return
-        try:
-            spec, stdio, status = self.request
-            if entered is not None:
-                raise StartFailed(entered.errno or 0, "setup", f"no mount namespace for the call: {entered}")
-            self.result = start_command(spec, stdio, status, True, self.prepared, self.view)
-        except StartFailed as exc:
-            self.result = exc
-        except BaseException as exc:  # noqa: BLE001 - the init waits for an answer, whatever happens here
-            self.result = StartFailed(0, "setup", f"{type(exc).__name__}: {exc}")
-        finally:
-            if self.view.ruleset >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(self.view.ruleset)
-            self.started.release()
-        if isinstance(self.result, int):
-            with self._over:  # the command's parent until the call is over
-                pass
+        first = True
+        while True:
+            self._go.acquire()
+            if self.request is None:
+                self.started.release()
+                return
+            try:
+                spec, stdio, status = self.request
+                if entered is not None:
+                    raise StartFailed(entered.errno or 0, "setup", f"no mount namespace for the call: {entered}")
+                if first:
+                    confine(spec, status, True, self.prepared, self.view)
+                    self._may_serve_again(spec)
+                    self.result = spawn_command(spec, stdio)
+                else:
+                    self.result = self._start_again(spec, stdio)
+            except StartFailed as exc:
+                self.result = exc
+            except BaseException as exc:  # noqa: BLE001 - the init waits for an answer, whatever happens here
+                self.result = StartFailed(0, "setup", f"{type(exc).__name__}: {exc}")
+            finally:
+                if first and self.view.ruleset >= 0:
+                    with contextlib.suppress(OSError):
+                        os.close(self.view.ruleset)
+                self.started.release()
+            if not isinstance(self.result, int):
+                return
+            self._over.acquire()  # the command's parent until the call is over
+            if not self.again:
+                return
+            first = False
+
+    def _may_serve_again(self, spec: wire.CallRequest) -> None:
+        """Once confined for its first call, before its command starts: whether later calls may be started from here
+        too. Only in a view prepared for calls that only read (``View.listable``), for one of those: the view as it
+        is now is what each later call must find."""
+        if self.view.listable and not spec["overlays"] and self.view.options is self.prepared.reading:
+            left, masks, scheduling = left_behind(spec), masks_in_place(spec), _scheduling()
+            if left is None or scheduling is None:
+                return
+            if all(isinstance(mask, int) or mask[2] for mask in masks):  # every path there masked, or absent
+                self.left, self.masks, self.scheduling, self.serving = left, masks, scheduling, _view_options(spec)
+
+    def _start_again(self, spec: wire.CallRequest, stdio: list[int]) -> int | None:
+        """Start a later call's command in this view, confined as the first was: when nothing of the calls before it
+        is left there and every mask is still in place; else None."""
+        # Threat: a message left for the next call (a file in /tmp or /dev/shm, an attribute or a time set on one of
+        # their directories, a System V object or a POSIX message queue); a hidden file replaced or moved since its
+        # mask was made (the mask stays on the old one, the new one would show); this thread's own scheduling (a
+        # command of the same user, with no capability, may lower its priority, pin it to one CPU or make it idle:
+        # every later command started from it would inherit that). Read by this thread, confined as the commands
+        # were: nothing they left can make it follow or open anything they could not.
+        if left_behind(spec) != self.left or masks_in_place(spec) != self.masks or _scheduling() != self.scheduling:
+            return None
+        return spawn_command(spec, stdio)
+
+
+# ioprio_get and sched_getattr by architecture (where the box runs: see seccomp)
+_IOPRIO_GET = {"x86_64": 252, "aarch64": 31, "riscv64": 31}
+_SCHED_GETATTR = {"x86_64": 315, "aarch64": 275, "riscv64": 275}
+_SCHED_ATTR_SIZE = 56  # struct sched_attr with its utilization clamps
+
+
+def _scheduling() -> tuple[object, ...] | None:
+    """The calling thread's scheduling, all that another process of its user may change without a capability:
+    niceness, CPU affinity, I/O priority, policy and its attributes. None when the kernel does not tell."""
+    machine = os.uname().machine
+    try:
+        attributes = ctypes.create_string_buffer(_SCHED_ATTR_SIZE)
+        linux.syscall(_SCHED_GETATTR[machine], 0, attributes, _SCHED_ATTR_SIZE, 0)
+        io = linux.syscall(_IOPRIO_GET[machine], 1, 0)  # IOPRIO_WHO_PROCESS, this thread
+        return os.getpriority(os.PRIO_PROCESS, 0), tuple(sorted(os.sched_getaffinity(0))), io, attributes.raw
+    except (KeyError, OSError):
+        return None
+
+
+def _view_options(spec: wire.CallRequest) -> list[Any]:
+    """What of a call's request its view and confinement are made from (the egress token reaches the command only in
+    its environment)."""
+    return [spec.get(key) for key in wire.VIEW_KEYS]
 
 
 _PIDFD_THREAD = os.O_EXCL  # pidfd_open: a pidfd of one thread (Linux 6.9)
@@ -213,6 +304,31 @@ def _wait_for(child: int) -> int:
             return wait_status
 
 
+def _end(
+    stage: _Stage, spec: wire.CallRequest, exit_status: int, status: int
+) -> tuple[bool, MountedCopy | None, list[int | None]]:
+    """The call's command has ended: end every process of it, say how it ended on its status socket. Whether its
+    copy settled, and the copy its init keeps for the next call (with the threads that must end first), if any."""
+    if not spec["overlays"]:
+        report(status, {"exit": exit_status})
+        _end_the_call()
+        unused = stage.view.unused  # prepared for a call that writes; this one only read
+        return True, unused, [stage.tid]  # the next call's thread takes it back, or removes it
+    # The copy is final once nothing of the call can write to it: every process gone, every rename done.
+    _end_the_call()
+    handler = stage.view.handler
+    settled = handler is None or handler.idle.acquire(timeout=SETTLE_S)
+    if handler is not None and settled:
+        handler.idle.release()  # its thread ends once the listener reports the call's filter unused
+    # A copy the command left as it was (the usual case) is this init's to take back for its next call: the server
+    # is told, and neither reads nor removes it. Not a background job's: the server's looks apply what a job did
+    # while it runs, and may have emptied it.
+    copy = stage.view.copy
+    spare = copy if settled and spec["recycle"] and copy is not None and untouched(copy) else None
+    report(status, {"exit": exit_status, "settled": settled, **({"untouched": True} if spare else {})})
+    return settled, spare, [stage.tid, handler.tid if handler is not None else None]
+
+
 def _end_the_call() -> None:
     """As PID 1: kill every other process in the namespace and reap until none is left. An orphan is reparented to
     us before its parent can be reaped, and a fork racing the kill either is signalled or fails, so once
@@ -257,6 +373,8 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
         own_proc()
     except OSError:
         os._exit(1)
+    with contextlib.suppress(OSError):
+        os.mkdir(MQUEUE, 0o755)  # the box's own /dev: where a view for calls that only read lists its queues
     linux.prctl(linux.PR_SET_DUMPABLE, 0)  # no command reads or traces this process
     try:
         filtered = load_early_filter(prepared)
@@ -275,10 +393,18 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
     limits = _limits()  # this process's limits now: each call sets its own on top (see ``expected``)
     spare: MountedCopy | None = None
     after: list[int | None] = []
+    reading = False  # the last call only read (see ``shell.reading``): the next is prepared as one too
+    stage: _Stage | None = None  # one that served the last call may serve the next (see ``_Stage.fits``)
+
+    def fresh(spec: wire.CallRequest) -> _Stage:
+        """A stage for ``spec`` now, the one at hand being unfit for it."""
+        return _Stage(prepared, True, filtered, None, [], reading=not spec["overlays"] and prepared.reading is not None)
+
     while True:
         listener: socket.socket | None = None
-        stage = _Stage(prepared, warm=served > 0, filtered=filtered, spare=spare, after=after)
-        spare = None
+        if stage is None:
+            stage = _Stage(prepared, warm=served > 0, filtered=filtered, spare=spare, after=after, reading=reading)
+            spare = None
         request = _next_call(sock)
         if request is None:
             copy = stage.retire().copy
@@ -300,9 +426,15 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
             # What this process's limits must be once the call is over: as now, with the call's own set (the call's
             # thread sets them for the whole process).
             expected = limits | {which: (soft, hard) for which, soft, hard in spec["rlimits"]}
+            if stage.again and not stage.fits(spec):
+                stage.retire()
+                stage = fresh(spec)
             started = stage.start(spec, stdio, status)
-            if isinstance(started, StartFailed):
-                raise started
+            if started is None:  # the view it served the last call in is not as it was
+                stage = fresh(spec)
+                started = stage.start(spec, stdio, status)
+            if not isinstance(started, int):
+                raise started or StartFailed(0, "setup", "no view for the call")
         except StartFailed as exc:
             report(status, {"error": exc.errno, "where": exc.where, "message": exc.message})
             os._exit(0)  # the call's thread may have half-made its view: a fresh init serves the next call
@@ -311,25 +443,8 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
             os.close(fd)
         exit_status = _wait_for(started)
         running[0] = 0
-        settled = True
-        if spec["overlays"]:
-            # The copy is final once nothing of the call can write to it: every process gone, every rename done.
-            _end_the_call()
-            handler = stage.view.handler
-            settled = handler is None or handler.idle.acquire(timeout=SETTLE_S)
-            if handler is not None and settled:
-                handler.idle.release()  # its thread ends once the listener reports the call's filter unused
-            # A copy the command left as it was (the usual case) is this init's to take back for its next call:
-            # the server is told, and neither reads nor removes it. Not a background job's: the server's looks
-            # apply what a job did while it runs, and may have emptied it.
-            copy = stage.view.copy
-            if settled and spec["recycle"] and copy is not None and untouched(copy):
-                spare = copy
-                after = [stage.tid, handler.tid if handler is not None else None]
-            report(status, {"exit": exit_status, "settled": settled, **({"untouched": True} if spare else {})})
-        else:
-            report(status, {"exit": exit_status})
-            _end_the_call()
+        settled, spare, after = _end(stage, spec, exit_status, status)
+        reading = not spec["overlays"] and prepared.reading is not None
         os.close(status)
         if listener is not None:
             # Threat: the next call reaching the proxy through this call's listener (approved for this call's
@@ -338,7 +453,11 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
             with contextlib.suppress(OSError):
                 listener.shutdown(socket.SHUT_RDWR)
             listener.close()
-        stage.over()
+        # A stage that started a call that only read, in a view prepared for those, starts the next that fits.
+        again = stage.serving is not None and not spec["overlays"]
+        stage.over(again)
+        if not again:
+            stage = None
         served += 1
         cpu_limit = resource.getrlimit(resource.RLIMIT_CPU)[0]
         spent_half = cpu_limit != resource.RLIM_INFINITY and _cpu_spent() * 2 >= cpu_limit
