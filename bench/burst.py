@@ -2,11 +2,13 @@
 
     uv run python -m bench.burst [--calls 100] [--rounds 7]
 
-One shell_exec server per variant (the default box; ``--network deny``; ``--transactions off``; ``--sandbox off``),
-started once and warmed up with one burst each. Each round writes ``--calls`` requests of ``echo <i>`` at once to
-every server in turn (the order rotated each round, so drift hits all alike) and measures the wall time until the
-last answer; every output is checked. Also the machine's CPU time during each burst (all processes, from
-``/proc/stat``), and the server process's own (from ``/proc/<pid>/stat``).
+One shell_exec server per variant (the default box; the default box with a line that could write, ``echo <i> | tee
+/dev/null``, which works on a copy where ``echo`` only reads (see ``shell.reading``); ``--network deny``;
+``--transactions off``; ``--sandbox off``), started once and warmed up with one burst each. Each round writes
+``--calls`` requests of ``echo <i>`` (or the variant's line) at once to every server in turn (the order rotated
+each round, so drift hits all alike) and measures the wall time until the last answer; every output is checked.
+Also the machine's CPU time during each burst (all processes, from ``/proc/stat``), and the server process's own
+(from ``/proc/<pid>/stat``).
 
 The target (issue 27): the default box's median ≤ 1.3 × ``--sandbox off``'s.
 """
@@ -25,11 +27,14 @@ from pathlib import Path
 from bench.client import RawClient, find_server
 
 TARGET_RATIO = 1.3
-VARIANTS: dict[str, list[str]] = {
-    "box (default)": [],
-    "box, --network deny": ["--network", "deny"],
-    "box, --transactions off": ["--transactions", "off"],
-    "--sandbox off": ["--sandbox", "off", "--network", "allow"],
+READS = "echo {i}"
+# The variants: the server's flags, and the line each call runs.
+VARIANTS: dict[str, tuple[list[str], str]] = {
+    "box (default)": ([], READS),
+    "box, a line that could write (on a copy)": ([], "echo {i} | tee /dev/null"),
+    "box, --network deny": (["--network", "deny"], READS),
+    "box, --transactions off": (["--transactions", "off"], READS),
+    "--sandbox off": (["--sandbox", "off", "--network", "allow"], READS),
 }
 
 
@@ -45,11 +50,13 @@ def _process_cpu_s(pid: int) -> float:
     return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def burst(client: RawClient, calls: int) -> tuple[float, float, float]:
-    """Wall, machine CPU and server CPU seconds of one burst; every answer checked."""
+def burst(client: RawClient, calls: int, line: str = READS) -> tuple[float, float, float]:
+    """Wall, machine CPU and server CPU seconds of one burst of ``line`` (which prints ``{i}``); every answer
+    checked."""
     cpu0, own0, t0 = _machine_cpu_s(), _process_cpu_s(client.pid), time.perf_counter()
     ids = [
-        client.send("tools/call", {"name": "shell_exec", "arguments": {"command": f"echo {i}"}}) for i in range(calls)
+        client.send("tools/call", {"name": "shell_exec", "arguments": {"command": line.format(i=i)}})
+        for i in range(calls)
     ]
     for i, rid in enumerate(ids):
         result = client.wait(rid)
@@ -66,19 +73,19 @@ def measure(calls: int, rounds: int) -> dict[str, dict[str, float]]:
     cpus: dict[str, list[float]] = {name: [] for name in VARIANTS}
     owns: dict[str, list[float]] = {name: [] for name in VARIANTS}
     try:
-        for name, flags in VARIANTS.items():
-            root = base / name.replace(" ", "_").replace(",", "").replace("-", "")
+        for index, (name, (flags, line)) in enumerate(VARIANTS.items()):
+            root = base / f"v{index}"
             root.mkdir()
             argv = [find_server("mcp-server-shell-exec"), "--allow-path", str(root)]
             argv += ["--audit-log", str(base / f"{root.name}.jsonl"), *flags]
             clients[name] = RawClient(argv, root, sys.stderr)
             clients[name].initialize()
-            burst(clients[name], calls)  # warm-up: the box's inits made, the code paths loaded
+            burst(clients[name], calls, line)  # warm-up: the box's inits made, the code paths loaded
         names = list(VARIANTS)
         for r in range(rounds):
             for name in names[r % len(names) :] + names[: r % len(names)]:
                 time.sleep(0.3)  # the last burst's teardown (namespaces, copies) out of the way
-                wall, cpu, own = burst(clients[name], calls)
+                wall, cpu, own = burst(clients[name], calls, VARIANTS[name][1])
                 walls[name].append(wall)
                 cpus[name].append(cpu)
                 owns[name].append(own)
