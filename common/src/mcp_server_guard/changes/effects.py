@@ -377,6 +377,10 @@ def _refuse(
             # Threat: a FIFO or socket left in the project hangs whatever tool later opens it (an editor, a build);
             # a device is worse. No project needs one in its files.
             why = {"device": "a device file", "fifo": "a FIFO", "socket": "a socket"}[change.kind]
+            if change.opaque:
+                why += " in place of a directory: the directory stays, with everything in it"
+            elif change.action == "modify":
+                why += " in place of a file: the file stays as it was"
         else:
             why = _protected(trees, change, protection, roots, lookups)
         if why is not None:
@@ -388,6 +392,11 @@ def _refuse(
             refused[(root, top)] = f"it holds {change.path} ({refused[(root, change.path)]})"
     for change in changes.changes:
         if change.top and change.action == "delete" and (root, change.top) in refused:
+            refused.setdefault((root, change.path), refused[(root, change.top)])
+    # What a refused entry would have replaced stays whole: nothing is half replaced.
+    kept = {c.path for c in changes.changes if c.action == "create" and c.opaque and (root, c.path) in refused}
+    for change in changes.changes:
+        if change.top in kept and change.action == "delete":
             refused.setdefault((root, change.path), refused[(root, change.top)])
 
 

@@ -1,12 +1,15 @@
 """An apply's plan, as data: the steps made from a change set, what each step did, and the journal that keeps both
 on disk until the apply is finished.
 
-The plan (:func:`steps_for`) places trees and files first, in the order the reader found them (parents before
-children), then mode changes, then deletions; an entry inside a tree that moves whole is no step of its own. Before
-the first change the whole plan is written to ``.journal/apply-<auditId>.json`` in the history store (fsynced,
-locked for as long as its process applies: :class:`Journal`); each finished step appends a line with what it
-applied (:class:`Applied`) and its conflicts (:class:`Conflict`), read back by :func:`read_journal` when a dead
-server's apply is finished. An undo's plan has the same shape (its steps made by ``Applier.undo``).
+The plan (:func:`steps_for`) changes the metadata of what stays first (modes, times, attributes: judged against
+the tree as the command found it, before any of our own steps touches it), makes new names of real files as they
+are, renames the real files that moved whole, places trees and files (in the order the reader found them: parents
+before children), makes new names of what it placed (hard links), deletes, and last puts back the modification
+times the command left on the directories it touched. An entry inside a tree that moves whole is no step of its
+own. Before the first change the whole plan is written to ``.journal/apply-<auditId>.json`` in the history store
+(fsynced, locked for as long as its process applies: :class:`Journal`); each finished step appends a line with
+what it applied (:class:`Applied`) and its conflicts (:class:`Conflict`), read back by :func:`read_journal` when a
+dead server's apply is finished. An undo's plan has the same shape (its steps made by ``Applier.undo``).
 
 Not here: running a step against the real tree (``changes.steps``), nor the run and the recovery themselves
 (``changes.apply``).
@@ -19,15 +22,27 @@ import fcntl
 import json
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, parent
-from mcp_server_guard.changes.upper import Change, ChangeSet
+from mcp_server_guard.changes.upper import Change, ChangeSet, DirTime
+from mcp_server_guard.changes.xattrs import Xattrs
 from mcp_server_guard.files.history import HistoryStore
 
-__all__ = ["JOURNALS", "Applied", "Conflict", "Journal", "Op", "Outcome", "read_journal", "steps_for"]
+__all__ = [
+    "JOURNALS",
+    "Applied",
+    "Conflict",
+    "Journal",
+    "Op",
+    "Outcome",
+    "Plan",
+    "read_journal",
+    "steps_for",
+    "xattrs_of",
+]
 
 JOURNALS = ".journal"  # the apply journals, in the history store
 
@@ -40,35 +55,56 @@ class Conflict:
     what: str  # in words: why, and where the command's version went
 
 
+def _hex(xattrs: Xattrs) -> list[list[str]]:
+    return [[name, value.hex()] for name, value in xattrs]
+
+
+def xattrs_of(data: Any) -> Xattrs:
+    """Attributes read back from a record or journal (``[[name, hex], ...]``)."""
+    if not isinstance(data, list):
+        return ()
+    return tuple(sorted((str(name), bytes.fromhex(str(value))) for name, value in data))
+
+
 @dataclass(frozen=True)
 class Applied:
     """One path applied (or reverted): what the record of the call keeps for undo."""
 
     path: str  # absolute
-    action: str  # create, modify, delete, meta
+    action: str  # create, modify, delete, meta, times
     kind: str
     before: str = ""  # the history entry of what was there ("" when nothing was)
-    after: tuple[int, ...] = ()  # (dev, ino, ctime_ns, size) of what we put there; empty when nothing
+    after: tuple[int, ...] = ()  # (dev, ino, mtime_ns, size) of what we put there; empty when nothing
     tree: bool = False
-    old_mode: int = -1  # meta: the mode before (and mtime before)
+    old_mode: int = -1  # meta: the mode before; and the modification time before (meta, times)
     old_mtime_ns: int = 0
     sha256: str = ""  # what the file held then, where known (file_write): the same bytes count as the same file
+    mode: int = -1  # meta: the mode we left
+    mtime_ns: int = 0  # meta, times: the modification time we left
+    xattrs: Xattrs = ()  # meta: the user.* attributes we left, and those before (by the names a command sees)
+    old_xattrs: Xattrs = ()
+    moved_from: str = ""  # create: the file renamed here from this absolute path (undo renames it back)
+    link: str = ""  # create, modify: made another name of this absolute path
+    group: tuple[int, ...] = ()  # modify, delete: (dev, ino) of what was there: names of one inode come back as one
+    stays: str = ""  # modify, delete: another name of what was there, that stayed (absolute)
 
     def record(self) -> dict[str, Any]:
-        return {
-            "path": self.path, "action": self.action, "kind": self.kind, "before": self.before,
-            "after": list(self.after), "tree": self.tree, "old_mode": self.old_mode, "old_mtime_ns": self.old_mtime_ns,
-            "sha256": self.sha256,
-        }  # fmt: skip
+        data = asdict(self)
+        data["after"], data["group"] = list(self.after), list(self.group)
+        data["xattrs"], data["old_xattrs"] = _hex(self.xattrs), _hex(self.old_xattrs)
+        return data
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> Applied:
-        after = data.get("after") or []
         return cls(
             path=str(data["path"]), action=str(data["action"]), kind=str(data.get("kind", "file")),
-            before=str(data.get("before", "")), after=tuple(int(v) for v in after),
+            before=str(data.get("before", "")), after=tuple(int(v) for v in data.get("after") or []),
             tree=bool(data.get("tree")), old_mode=int(data.get("old_mode", -1)),
             old_mtime_ns=int(data.get("old_mtime_ns", 0)), sha256=str(data.get("sha256", "")),
+            mode=int(data.get("mode", -1)), mtime_ns=int(data.get("mtime_ns", 0)),
+            xattrs=xattrs_of(data.get("xattrs")), old_xattrs=xattrs_of(data.get("old_xattrs")),
+            moved_from=str(data.get("moved_from", "")), link=str(data.get("link", "")),
+            group=tuple(int(v) for v in data.get("group") or []), stays=str(data.get("stays", "")),
         )  # fmt: skip
 
 
@@ -78,6 +114,72 @@ class Outcome:
 
     applied: list[Applied] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
+
+
+def change_json(change: Change) -> dict[str, Any]:
+    data = asdict(change)
+    data["xattrs"], data["old_xattrs"] = _hex(change.xattrs), _hex(change.old_xattrs)
+    return data
+
+
+def change_of(data: dict[str, Any]) -> Change:
+    names = {f.name for f in fields(Change)}
+    values = {k: v for k, v in data.items() if k in names}
+    values["xattrs"], values["old_xattrs"] = xattrs_of(data.get("xattrs")), xattrs_of(data.get("old_xattrs"))
+    return Change(**values)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One step of a plan. Apply: ``meta``, ``move``, ``tree``, ``place``, ``copy`` (a running job's), ``link``,
+    ``delete``, ``times``; undo: ``remove``, ``restore``, ``swap``, ``unmove``, ``unmeta``, ``untimes``."""
+
+    kind: str
+    root: str  # the real root
+    path: str  # relative to it
+    upper: str = ""  # apply: the upper root the command's version lies in
+    entry: str = ""  # the history id this step keeps a pre-image under (or restores from)
+    change: Change | None = None  # apply: what the command did
+    record: Applied | None = None  # undo: what the call did
+    time: DirTime | None = None  # times: the directory's time the command left, and before
+
+    def plan(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind, "root": self.root, "path": self.path, "upper": self.upper, "entry": self.entry,
+            "change": change_json(self.change) if self.change is not None else None,
+            "record": self.record.record() if self.record is not None else None,
+            "time": asdict(self.time) if self.time is not None else None,
+        }  # fmt: skip
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> Op:
+        change, record, time = data.get("change"), data.get("record"), data.get("time")
+        return cls(
+            kind=str(data["kind"]), root=str(data["root"]), path=str(data["path"]), upper=str(data.get("upper", "")),
+            entry=str(data.get("entry", "")), change=change_of(change) if isinstance(change, dict) else None,
+            record=Applied.of(record) if isinstance(record, dict) else None,
+            time=DirTime(**time) if isinstance(time, dict) else None,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one apply (or undo) does, in order: what the journal holds before the first step."""
+
+    audit_id: str
+    started_ns: int  # when the command started: what changed later is someone else's
+    ops: tuple[Op, ...]
+    what: dict[str, Any] = field(default_factory=dict)  # the call, for its record
+
+    def json(self, baseline: dict[str, int]) -> dict[str, Any]:
+        return {"audit_id": self.audit_id, "started_ns": self.started_ns, "ops": [op.plan() for op in self.ops],
+                "what": self.what, "baseline": baseline}  # fmt: skip
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> tuple[Plan, dict[str, int]]:
+        plan = cls(str(data["audit_id"]), int(data["started_ns"]), tuple(Op.of(op) for op in data["ops"]),
+                   dict(data.get("what") or {}))  # fmt: skip
+        return plan, {str(k): int(v) for k, v in dict(data.get("baseline") or {}).items()}
 
 
 class Journal:
@@ -115,52 +217,49 @@ class Journal:
         os.close(self.fd)
 
 
-@dataclass(frozen=True)
-class Op:
-    """One step of a plan: ``kind`` is tree, place, meta or delete (apply); remove, restore, unmeta (undo)."""
-
-    kind: str
-    root: str  # the real root
-    path: str  # relative to it
-    upper: str = ""  # apply: the upper root the command's version lies in
-    entry: str = ""  # the history id this step keeps a pre-image under (or restores from)
-    change: dict[str, Any] = field(default_factory=dict)  # apply: the Change; undo: the Applied record
-
-    def plan(self) -> dict[str, Any]:
-        return {"kind": self.kind, "root": self.root, "path": self.path, "upper": self.upper, "entry": self.entry,
-                "change": self.change}  # fmt: skip
-
-
 def steps_for(
     changes: ChangeSet, skip: frozenset[tuple[str, str]], history: HistoryStore, *, live: bool = False
 ) -> list[Op]:
-    """The steps for one change set: trees and files first (in the order the reader found them: parents before
-    children), then mode changes, then deletions. Entries inside a tree that moves whole are not steps of their
-    own; a refused one is taken out of the tree first (removed from the upper layer). ``live``: every path is a
-    step of its own, copied (the upper layer still belongs to a running command)."""
+    """The steps for one change set (see the module docstring for their order). Entries inside a tree that moves
+    whole are not steps of their own; a refused one, or one that becomes a name of a real file, is taken out of
+    the tree first (removed from the upper layer). ``live``: every path is a step of its own, copied (the upper
+    layer still belongs to a running command)."""
     if live:
         return _live_plan(changes, skip, history)
     root, upper = changes.root, changes.upper
     skipped = {path for r, path in skip if r == root}
-    firsts: list[Op] = []
+    moved = {change.moved_from for change in changes.changes if change.moved_from and change.path not in skipped}
     metas: list[Op] = []
+    early: list[Op] = []  # new names of real files as they are before anything else (before a move takes one away)
+    moves: list[Op] = []
+    firsts: list[Op] = []
+    links: list[Op] = []  # new names of files placed by this apply
     deletes: list[Op] = []
     for change in changes.changes:
-        if change.path in skipped:
+        linked = bool(change.link) and change.action != "delete"  # a delete's link is the name that stays
+        if change.path in skipped or (linked and change.link in skipped):
             if change.top and change.action == "create":
                 _drop(upper, change.path)
             continue
+        if linked:
+            if change.top:
+                _drop(upper, change.path)  # the tree lands without it; the link is made afterwards
+            (early if change.link_old else links).append(Op("link", root, change.path, entry=history.new_id(),
+                                                             change=change))  # fmt: skip
+            continue
         if change.top:
             continue  # moves (or goes) with its top
-        data = _change_data(change)
-        if change.action in ("create", "modify"):
+        if change.moved_from:
+            moves.append(Op("move", root, change.path, change=change))
+        elif change.action in ("create", "modify"):
             kind = "tree" if change.kind == "dir" else "place"
-            firsts.append(Op(kind, root, change.path, upper=upper, entry=history.new_id(), change=data))
+            firsts.append(Op(kind, root, change.path, upper=upper, entry=history.new_id(), change=change))
         elif change.action == "meta":
-            metas.append(Op("meta", root, change.path, upper=upper, change=data))
-        elif change.action == "delete":
-            deletes.append(Op("delete", root, change.path, entry=history.new_id(), change=data))
-    return [*firsts, *metas, *deletes]
+            metas.append(Op("meta", root, change.path, upper=upper, change=change))
+        elif change.action == "delete" and change.path not in moved:
+            deletes.append(Op("delete", root, change.path, entry=history.new_id(), change=change))
+    times = [Op("times", root, time.path, time=time) for time in changes.times if time.path not in skipped]
+    return [*metas, *early, *moves, *firsts, *links, *deletes, *times]
 
 
 def _live_plan(changes: ChangeSet, skip: frozenset[tuple[str, str]], history: HistoryStore) -> list[Op]:
@@ -172,26 +271,22 @@ def _live_plan(changes: ChangeSet, skip: frozenset[tuple[str, str]], history: Hi
     for change in changes.changes:
         if change.path in skipped or (change.top and change.top in skipped and change.action == "delete"):
             continue
-        data = _change_data(change)
         if change.action == "delete":
             if change.top:
                 continue  # goes with its top
-            deletes.append(Op("delete", root, change.path, entry=history.new_id(), change=data))
+            deletes.append(Op("delete", root, change.path, entry=history.new_id(), change=change))
         elif change.opaque:
             continue  # a tree replaced while the job runs: applied when it ends
         elif change.action in ("create", "modify"):
-            firsts.append(Op("copy", root, change.path, upper=upper, entry=history.new_id(), change=data))
+            firsts.append(Op("copy", root, change.path, upper=upper, entry=history.new_id(), change=change))
         elif change.action == "meta":
-            metas.append(Op("meta", root, change.path, upper=upper, change=data))
-    return [*firsts, *metas, *deletes]
-
-
-def _change_data(change: Change) -> dict[str, Any]:
-    return {name: getattr(change, name) for name in change.__dataclass_fields__}
+            metas.append(Op("meta", root, change.path, upper=upper, change=change))
+    times = [Op("times", root, time.path, time=time) for time in changes.times if time.path not in skipped]
+    return [*metas, *firsts, *deletes, *times]
 
 
 def _drop(upper: str, rel: str) -> None:
-    """Take a refused entry out of the command's tree before the tree moves (the upper layer is ours now)."""
+    """Take an entry out of the command's tree before the tree moves (the upper layer is ours now)."""
     from mcp_server_guard.files.trees import remove_tree  # noqa: PLC0415 - rare
 
     with contextlib.suppress(OSError, Changed):

@@ -1,12 +1,19 @@
 """Each step of a plan, against the real tree: what ``changes.apply`` runs, one step at a time.
 
-An apply's steps: a file, symlink, FIFO or whole directory tree of the command's renamed into place (``tree``,
-``place``; merged entry by entry where a directory appeared meanwhile), a running job's copied (``copy``), a mode
-change (``meta``), a deletion (``delete``). An undo's: what a call made moved away (``remove``), what it replaced
-or deleted brought back (``restore``), a mode change reverted (``unmeta``). What a step replaces or deletes goes
-to the history store under the call's audit id first. A path someone changed since the command started is a
-:class:`~mcp_server_guard.changes.plan.Conflict`: the command's version goes beside it, or the step is skipped;
-nothing of the real tree is overwritten. Every path is reached through ``changes.nofollow``, no link followed.
+An apply's steps: the metadata of what stays (``meta``: mode, modification time, ``user.*`` attributes), a real
+file renamed whole (``move``), a file, symlink or whole directory tree of the command's renamed into place
+(``tree``, ``place``; merged entry by entry where a directory appeared meanwhile), a running job's copied
+(``copy``), a new name of a real file (``link``), a deletion (``delete``), and a directory's modification time put
+back as the command left it (``times``). An undo's: what a call made moved away (``remove``), what it deleted
+brought back (``restore``), what it replaced brought back in place of what is there (``swap``), a rename reverted
+(``unmove``), metadata reverted (``unmeta``), a directory's time put back (``untimes``). What a step replaces or
+deletes goes to the history store under the call's audit id first; what lands in the real tree carries none of
+overlayfs's bookkeeping (``changes.xattrs``). Names of one inode come back as one: an undo that restores one of
+them makes the others new names of it.
+
+A path someone changed since the command started is a :class:`~mcp_server_guard.changes.plan.Conflict`: the
+command's version goes beside it, or the step is skipped; nothing of the real tree is overwritten. Every path is
+reached through ``changes.nofollow``, no link followed.
 
 Not here: which steps there are (``changes.plan``), nor the run around them — the journal, the order, the
 record of the call (``changes.apply``).
@@ -19,7 +26,7 @@ import logging
 import os
 import posixpath
 import stat
-from typing import Any
+from dataclasses import dataclass, field
 
 from mcp_server_guard.changes.nofollow import (
     DIR,
@@ -35,50 +42,104 @@ from mcp_server_guard.changes.nofollow import (
     unchanged,
 )
 from mcp_server_guard.changes.plan import Applied, Conflict, Op
-from mcp_server_guard.changes.upper import Change
+from mcp_server_guard.changes.upper import ROOT, Change, walk_real
+from mcp_server_guard.changes.xattrs import at, invisible, land, seen, set_seen
 from mcp_server_guard.files.history import HistoryError, HistoryStore, file_kind
 
-__all__ = ["run_step"]
+__all__ = ["Run", "run_step"]
 
 log = logging.getLogger("mcp_server_guard.changes")
 
 
-def run_step(
-    history: HistoryStore, op: Op, root: int, upper: int, plan: dict[str, Any]
-) -> tuple[list[Applied], list[Conflict]]:
+@dataclass
+class Run:
+    """What the steps of one apply or undo share while it runs."""
+
+    audit_id: str
+    started: int  # when the command started (ns): a path changed later is someone else's
+    baseline: dict[str, int]  # a job's paths (and directories) as its earlier looks left them: their ctime then
+    ours: set[tuple[int, int]] = field(default_factory=set)  # inodes whose names this run changed (their ctime too)
+    # undo: an inode's group -> a name it is back at, and what that name holds (the inode, or a copy of it)
+    restored: dict[tuple[int, ...], tuple[str, tuple[int, ...]]] = field(default_factory=dict)
+    names: dict[tuple[int, int], list[str]] = field(default_factory=dict)  # undo: names of inodes, when planned
+    groups: set[tuple[int, ...]] = field(default_factory=set)  # undo: the inodes its records restore
+    copies: dict[tuple[int, ...], list[str]] = field(default_factory=dict)  # undo: names holding a copy, by group
+    failed: set[str] = field(default_factory=set)  # absolute paths a step could not apply (their links wait)
+
+    def stays(self, real: os.stat_result, absolute: str) -> str:
+        """Another name of ``real`` (a file with several) this undo knew of, that this step does not take away."""
+        if not stat.S_ISREG(real.st_mode) or real.st_nlink < 2:
+            return ""
+        return next((n for n in self.names.get((real.st_dev, real.st_ino), []) if n != absolute), "")
+
+    def unchanged(self, dirfd: int, name: str, real: os.stat_result, absolute: str) -> tuple[int, int]:
+        """Raise Changed unless ``real`` is as the command found it (see ``nofollow.unchanged``); a file whose other
+        name this run replaced had its ctime changed by us, not by someone else."""
+        if not stat.S_ISDIR(real.st_mode) and (real.st_dev, real.st_ino) in self.ours:
+            return (0, 0)
+        return unchanged(dirfd, name, real, self.started, self.baseline.get(absolute))
+
+
+def run_step(history: HistoryStore, op: Op, root: int, upper: int, run: Run) -> tuple[list[Applied], list[Conflict]]:
     """Run one step: what it applied, and its conflict (a step that failed, or found the path changed, is one)."""
-    audit_id, started = str(plan["audit_id"]), int(plan["started_ns"])
-    baseline: dict[str, int] = plan.setdefault("baseline", {})
-    absolute = posixpath.join(op.root, op.path)
+    absolute = posixpath.join(op.root, op.path) if op.path != ROOT else op.root
     try:
         if op.kind in ("tree", "place"):
-            return _place(history, op, root, upper, audit_id, started, baseline.get(absolute))
+            return _place(history, op, root, upper, run, absolute)
         if op.kind == "copy":
-            return _copy(history, op, root, upper, audit_id, started, baseline)
-        if op.kind == "meta":
-            return _meta(op, root, started, baseline)
-        if op.kind == "delete":
-            return _delete(history, op, root, audit_id, started, baseline), []
-        if op.kind == "remove":
-            return _remove(history, op, root, audit_id), []
-        if op.kind == "restore":
-            return _restore(history, op, root), []
-        if op.kind == "unmeta":
-            return _unmeta(op, root), []
-        raise ValueError(op.kind)
+            return _copy(history, op, root, upper, run, absolute)
+        steps = {
+            "meta": _meta, "move": _move, "link": _link, "delete": _delete, "times": _times, "remove": _remove,
+            "restore": _restore, "swap": _swap, "unmove": _unmove, "unmeta": _unmeta, "untimes": _untimes,
+        }  # fmt: skip
+        if op.kind not in steps:
+            raise ValueError(op.kind)
+        return steps[op.kind](history, op, root, run, absolute), []
     except Changed as exc:
+        run.failed.add(absolute)
         return [], [Conflict(absolute, f"not {_verb(op.kind)}: {exc}")]
-    except OSError as exc:
-        log.warning("could not apply %s %s: %s", op.kind, absolute, exc)
-        return [], [Conflict(absolute, f"not {_verb(op.kind)}: {exc.strerror or exc}")]
+    except (OSError, HistoryError) as exc:
+        run.failed.add(absolute)
+        why = exc.message if isinstance(exc, HistoryError) else exc.strerror or str(exc)
+        log.warning("could not apply %s %s: %s", op.kind, absolute, why)
+        return [], [Conflict(absolute, f"not {_verb(op.kind)}: {why}")]
+
+
+def _change(op: Op) -> Change:
+    assert op.change is not None, op
+    return op.change
+
+
+def _record(op: Op) -> Applied:
+    assert op.record is not None, op
+    return op.record
+
+
+# -- apply steps ---------------------------------------------------------------------------------------
+
+
+def _land_tree(dirfd: int, name: str) -> None:
+    """Every entry of the command's tree made ready for the real tree (``xattrs.land``), before it moves."""
+    land(at(dirfd, name))
+    fd = os.open(name, DIR | os.O_NOFOLLOW, dir_fd=dirfd)
+    try:
+        for rel, _st in walk_real(fd, "", [1 << 30], ours=True):
+            inner, _, last = rel.rpartition("/")
+            sub = os.open(inner, DIR | os.O_NOFOLLOW, dir_fd=fd) if inner else os.dup(fd)
+            try:
+                land(at(sub, last))
+            finally:
+                os.close(sub)
+    finally:
+        os.close(fd)
 
 
 def _place(
-    history: HistoryStore, op: Op, root: int, upper: int, audit_id: str, started: int, left: int | None = None
+    history: HistoryStore, op: Op, root: int, upper: int, run: Run, absolute: str
 ) -> tuple[list[Applied], list[Conflict]]:
     """A file, symlink, FIFO or whole directory tree of the command's, into the real tree."""
-    change = Change(**op.change)
-    absolute = posixpath.join(op.root, op.path)
+    change = _change(op)
+    left = run.baseline.get(absolute)
     with contextlib.ExitStack() as stack:
         src_dir, name = stack.enter_context(parent(upper, op.path))
         ours = lstat_at(name, src_dir)
@@ -90,10 +151,16 @@ def _place(
         replacing = real is not None and (change.opaque or stat.S_ISDIR(real.st_mode) != tree)
 
         def aside(why: str) -> tuple[list[Applied], list[Conflict]]:
-            return _aside(src_dir, name, dst_dir, absolute, audit_id, why, tree)
+            run.failed.add(absolute)
+            return _aside(src_dir, name, dst_dir, absolute, run.audit_id, why, tree)
 
+        if tree:
+            _land_tree(src_dir, name)
+        else:
+            keep = invisible(at(dst_dir, name)) if real is not None and stat.S_ISREG(real.st_mode) else ()
+            land(at(src_dir, name), keep)
         if real is None:
-            if change.origin or left is not None:
+            if change.action == "modify" or change.gone or left is not None:
                 return aside("it was deleted meanwhile")
             try:
                 rename_at(src_dir, name, dst_dir, name, noreplace=True)
@@ -101,23 +168,26 @@ def _place(
                 return aside("it was created meanwhile")
             return [_placed(absolute, change, dst_dir, name, "", tree)], []
         if tree and not replacing:
-            return _merge(src_dir, name, dst_dir, absolute, audit_id, started)
+            return _merge(src_dir, name, dst_dir, absolute, run.audit_id)
         if change.action == "create" and not replacing and left is None:
             return aside("it was created meanwhile")
         try:
             if not _kept_already(history, op.entry, real):
-                counted = unchanged(dst_dir, name, real, started, left)
+                counted = run.unchanged(dst_dir, name, real, absolute)
             else:
                 counted = (0, 0)  # linked into the history before a crash (which changed its ctime): ours
             with held(dst_dir, name, real):
                 entry = history.keep(
-                    dst_dir, name, absolute, audit_id, move=replacing, entry_id=op.entry, durable=False,
+                    dst_dir, name, absolute, run.audit_id, move=replacing, entry_id=op.entry, durable=False,
                     tree=counted,
                 )  # fmt: skip
                 rename_at(src_dir, name, dst_dir, name, noreplace=replacing)
         except Changed as exc:
             return aside(str(exc))
-        return [_placed(absolute, change, dst_dir, name, entry.id, tree)], []
+        run.ours.add((real.st_dev, real.st_ino))
+        group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
+        stays = posixpath.join(op.root, change.stays) if change.stays else ""
+        return [_placed(absolute, change, dst_dir, name, entry.id, tree, group, stays)], []
 
 
 def _kept_already(history: HistoryStore, entry_id: str, real: os.stat_result) -> bool:
@@ -129,15 +199,23 @@ def _kept_already(history: HistoryStore, entry_id: str, real: os.stat_result) ->
     return (kept.st_dev, kept.st_ino) == (real.st_dev, real.st_ino)
 
 
-def _placed(absolute: str, change: Change, dirfd: int, name: str, before: str, tree: bool) -> Applied:
+def _placed(
+    absolute: str,
+    change: Change,
+    dirfd: int,
+    name: str,
+    before: str,
+    tree: bool,
+    group: tuple[int, ...] = (),
+    stays: str = "",
+) -> Applied:
     placed = lstat_at(name, dirfd)
     after = identity(placed) if placed is not None else ()
-    return Applied(absolute, "modify" if before else "create", change.kind, before=before, after=after, tree=tree)
+    return Applied(absolute, "modify" if before else "create", change.kind, before=before, after=after, tree=tree,
+                   group=group, stays=stays)  # fmt: skip
 
 
-def _merge(
-    src_dir: int, name: str, dst_dir: int, absolute: str, audit_id: str, started: int
-) -> tuple[list[Applied], list[Conflict]]:
+def _merge(src_dir: int, name: str, dst_dir: int, absolute: str, audit_id: str) -> tuple[list[Applied], list[Conflict]]:
     """A directory of the command's where the real tree has one now (made meanwhile): entry by entry."""
     records: list[Applied] = []
     conflicts: list[Conflict] = []
@@ -159,12 +237,12 @@ def _merge(
                                        after=identity(placed) if placed else (),
                                        tree=stat.S_ISDIR(ours.st_mode)))  # fmt: skip
             elif stat.S_ISDIR(ours.st_mode) and stat.S_ISDIR(real.st_mode):
-                more, clashes = _merge(src, child, dst, path, audit_id, started)
+                more, clashes = _merge(src, child, dst, path, audit_id)
                 records += more
                 conflicts += clashes
             else:
                 _, clash = _aside(src, child, dst, path, audit_id, "it was created meanwhile",
-                                       stat.S_ISDIR(ours.st_mode))  # fmt: skip
+                                  stat.S_ISDIR(ours.st_mode))  # fmt: skip
                 conflicts += clash
     finally:
         os.close(src)
@@ -185,57 +263,159 @@ def _aside(
     return [record], [Conflict(absolute, f"{why}: the command's version is beside it, as {beside}")]
 
 
-def _meta(op: Op, root: int, started: int, baseline: dict[str, int]) -> tuple[list[Applied], list[Conflict]]:
-    change = Change(**op.change)
-    absolute = posixpath.join(op.root, op.path)
+def _set_meta(dirfd: int, name: str, real: os.stat_result, mode: int, mtime_ns: int, want: tuple[tuple[str, bytes],
+              ...], have: tuple[tuple[str, bytes], ...]) -> None:  # fmt: skip
+    """A path's attributes, mode and (not a directory's) modification time set, in that order (each of the first two
+    changes only its ctime)."""
+    if want != have:
+        set_seen(at(dirfd, name), want, have)
+    if not stat.S_ISLNK(real.st_mode) and stat.S_IMODE(real.st_mode) != mode:
+        os.chmod(name, mode, dir_fd=dirfd)
+    if not stat.S_ISDIR(real.st_mode) and mtime_ns and real.st_mtime_ns != mtime_ns:
+        os.utime(name, ns=(real.st_atime_ns, mtime_ns), dir_fd=dirfd, follow_symlinks=False)
+
+
+def _meta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
+    change = _change(op)
     with parent(root, op.path) as (dirfd, name):
         real = lstat_at(name, dirfd)
-        if real is None or stat.S_ISLNK(real.st_mode):
+        if real is None or file_kind(real.st_mode) != change.kind:
             raise Changed("it is gone")
-        if not stat.S_ISDIR(real.st_mode):
-            unchanged(dirfd, name, real, started, baseline.get(absolute))
-        elif real.st_ctime_ns > started:
-            raise Changed("it changed after the command started")
+        have = seen(at(dirfd, name))
+        if stat.S_ISDIR(real.st_mode):
+            # A directory's ctime moves whenever anyone adds or removes an entry: what counts is what this step sets.
+            if stat.S_IMODE(real.st_mode) != change.old_mode or have != change.old_xattrs:
+                raise Changed("its mode or attributes changed meanwhile")
+        else:
+            run.unchanged(dirfd, name, real, absolute)
         with held(dirfd, name, real):
-            os.chmod(name, change.mode, dir_fd=dirfd)
-            if change.kind != "dir" and change.mtime_ns:
-                os.utime(name, ns=(real.st_atime_ns, change.mtime_ns), dir_fd=dirfd)
+            _set_meta(dirfd, name, real, change.mode, change.mtime_ns, change.xattrs, have)
+        run.ours.add((real.st_dev, real.st_ino))  # its ctime is ours now (its other names' too)
         now = lstat_at(name, dirfd)
-        after = identity(now) if now is not None else ()
         if now is not None:
-            baseline[absolute] = now.st_ctime_ns
-    return [Applied(absolute, "meta", change.kind, after=after, old_mode=stat.S_IMODE(real.st_mode),
-                    old_mtime_ns=real.st_mtime_ns)], []  # fmt: skip
+            run.baseline[absolute] = now.st_ctime_ns
+    return [Applied(absolute, "meta", change.kind, after=identity(now) if now is not None else (),
+                    old_mode=stat.S_IMODE(real.st_mode), old_mtime_ns=real.st_mtime_ns,
+                    mode=stat.S_IMODE(now.st_mode) if now is not None else change.mode,
+                    mtime_ns=now.st_mtime_ns if now is not None else change.mtime_ns,
+                    xattrs=change.xattrs, old_xattrs=have)]  # fmt: skip
 
 
-def _delete(
-    history: HistoryStore, op: Op, root: int, audit_id: str, started: int, baseline: dict[str, int]
-) -> list[Applied]:
-    absolute = posixpath.join(op.root, op.path)
+def _move(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
+    """A real file the command renamed whole (with other names that stay: see ``changes.upper``)."""
+    change = _change(op)
+    source = posixpath.join(op.root, change.moved_from)
+    with parent(root, change.moved_from) as (src_dir, src_name), parent(root, op.path) as (dst_dir, name):
+        real = lstat_at(src_name, src_dir)
+        there = lstat_at(name, dst_dir)
+        if real is None:
+            if there is not None and stat.S_ISREG(there.st_mode):
+                return [Applied(absolute, "create", "file", moved_from=source, after=identity(there))]  # before a crash
+            raise Changed("it was deleted meanwhile")
+        if there is not None:
+            raise Changed("it was created meanwhile")
+        if not stat.S_ISREG(real.st_mode):
+            raise Changed("it was replaced meanwhile")
+        run.unchanged(src_dir, src_name, real, source)
+        with held(src_dir, src_name, real):
+            rename_at(src_dir, src_name, dst_dir, name, noreplace=True)
+        run.ours.add((real.st_dev, real.st_ino))
+        placed = lstat_at(name, dst_dir)
+    return [Applied(absolute, "create", "file", moved_from=source, after=identity(placed) if placed else ())]
+
+
+def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
+    """Another name of a real file (``ln a b``; the other names of a file the command rewrote)."""
+    change = _change(op)
+    target = posixpath.join(op.root, change.link)
+    if target in run.failed:
+        raise Changed(f"{change.link} was not applied")
+    with parent(root, change.link) as (src_dir, src_name), parent(root, op.path) as (dirfd, name):
+        source = lstat_at(src_name, src_dir)
+        if source is None or not stat.S_ISREG(source.st_mode):
+            raise Changed(f"{change.link} is gone")
+        real = lstat_at(name, dirfd)
+        if real is not None and (real.st_dev, real.st_ino) == (source.st_dev, source.st_ino):
+            return []  # one file already (a step replayed after a crash)
+        run.ours.add((source.st_dev, source.st_ino))  # a new name changes its ctime, not what it holds
+        if real is None:
+            if change.action == "modify":
+                raise Changed("it was deleted meanwhile")
+            os.link(src_name, name, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
+            placed = lstat_at(name, dirfd)
+            return [Applied(absolute, "create", "file", link=target, after=identity(placed) if placed else ())]
+        if change.action == "create" or stat.S_ISDIR(real.st_mode):
+            raise Changed("it was created meanwhile")
+        run.unchanged(dirfd, name, real, absolute)
+        temp = f".mcp-guard-{os.urandom(6).hex()}.tmp"
+        os.link(src_name, temp, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
+        try:
+            with held(dirfd, name, real):
+                entry = history.keep(dirfd, name, absolute, run.audit_id, move=False, entry_id=op.entry,
+                                     durable=False)  # fmt: skip
+                os.rename(temp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=dirfd)
+            raise
+        run.ours.add((real.st_dev, real.st_ino))
+        placed = lstat_at(name, dirfd)
+    return [Applied(absolute, "modify", "file", before=entry.id, link=target, group=(real.st_dev, real.st_ino),
+                    after=identity(placed) if placed else ())]  # fmt: skip
+
+
+def _delete(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
+    change = _change(op)
+    staying = posixpath.join(op.root, change.stays) if change.stays else ""
     with parent(root, op.path) as (dirfd, name):
         kept = history.directory / f"{op.entry}.json"
         real = lstat_at(name, dirfd)
         if real is None:
             if kept.exists():  # deleted before a crash (recover)
-                return [Applied(absolute, "delete", "file", before=op.entry)]
+                return [Applied(absolute, "delete", change.kind, before=op.entry, stays=staying)]
             return []  # gone already: nothing to delete
-        counted = unchanged(dirfd, name, real, started, baseline.get(absolute))
+        counted = run.unchanged(dirfd, name, real, absolute)
         with held(dirfd, name, real):
-            entry = history.keep(dirfd, name, absolute, audit_id, move=True, entry_id=op.entry, durable=False,
-                                      tree=counted)  # fmt: skip
-        baseline.pop(absolute, None)
-    kind = "dir" if stat.S_ISDIR(real.st_mode) else Change(**op.change).kind
-    return [Applied(absolute, "delete", kind, before=entry.id, tree=stat.S_ISDIR(real.st_mode))]
+            entry = history.keep(dirfd, name, absolute, run.audit_id, move=True, entry_id=op.entry, durable=False,
+                                 tree=counted)  # fmt: skip
+        run.baseline.pop(absolute, None)
+        run.ours.add((real.st_dev, real.st_ino))
+    directory = stat.S_ISDIR(real.st_mode)
+    kind = "dir" if directory else file_kind(real.st_mode)
+    group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
+    return [Applied(absolute, "delete", kind, before=entry.id, tree=directory, group=group, stays=staying)]
+
+
+def _times(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
+    """A directory's modification time as the command left it (entries applied into it changed it). Not where
+    someone else changed the directory while the command ran: their change is the later one."""
+    time = op.time
+    assert time is not None
+    try:
+        with parent(root, op.path) as (dirfd, name):
+            real = lstat_at(name, dirfd)
+            if real is None or not stat.S_ISDIR(real.st_mode):
+                return []
+            changed_by_others = time.ctime_ns > run.started and run.baseline.get(absolute) != time.ctime_ns
+            if real.st_mtime_ns != time.mtime_ns and not changed_by_others:
+                os.utime(name, ns=(real.st_atime_ns, time.mtime_ns), dir_fd=dirfd, follow_symlinks=False)
+            now = lstat_at(name, dirfd)
+    except Changed:
+        return []  # not there (a tree set aside or refused): nothing to put back
+    if now is not None:
+        run.baseline[absolute] = now.st_ctime_ns
+    mtime = now.st_mtime_ns if now is not None else time.mtime_ns
+    # A directory the command made has no time before (an undo removes it; an undo of that undo puts this back).
+    return [Applied(absolute, "times", "dir", old_mtime_ns=max(time.old_mtime_ns, 0), mtime_ns=mtime)]
 
 
 def _copy(
-    history: HistoryStore, op: Op, root: int, upper: int, audit_id: str, started: int, baseline: dict[str, int]
+    history: HistoryStore, op: Op, root: int, upper: int, run: Run, absolute: str
 ) -> tuple[list[Applied], list[Conflict]]:
     """A running job's file, directory, symlink or FIFO, copied into the real tree (the job still owns its
     upper layer: nothing is moved out of it). A file still being written is left for the next look."""
-    change = Change(**op.change)
-    absolute = posixpath.join(op.root, op.path)
-    left = baseline.get(absolute)
+    change = _change(op)
+    left = run.baseline.get(absolute)
     with contextlib.ExitStack() as stack:
         src_dir, name = stack.enter_context(parent(upper, op.path))
         ours = lstat_at(name, src_dir)
@@ -257,7 +437,7 @@ def _copy(
             or (change.kind == "file" and ours.st_size != change.size)
         ):
             return [], []  # not what was judged (the job changed it since): the next look judges it again
-        if real is None and (change.origin or left is not None):
+        if real is None and (change.action == "modify" or left is not None):
             raise Changed("it was deleted meanwhile")
         if real is not None:
             if stat.S_ISDIR(real.st_mode):
@@ -265,16 +445,20 @@ def _copy(
             if change.action == "create" and left is None:
                 raise Changed("it was created meanwhile")
             if not _kept_already(history, op.entry, real):
-                unchanged(dst_dir, name, real, started, left)
+                run.unchanged(dst_dir, name, real, absolute)
         temp = copy_beside(src_dir, name, ours, dst_dir)
         if temp is None:
             return [], []  # still being written: the next look takes it
         try:
+            keep = invisible(at(dst_dir, name)) if real is not None and stat.S_ISREG(real.st_mode) else ()
+            if not stat.S_ISLNK(ours.st_mode):
+                set_seen(at(dst_dir, temp), seen(at(src_dir, name)), ())
+                land(at(dst_dir, temp), keep)
             before = ""
             if real is not None:
                 with held(dst_dir, name, real):
-                    before = history.keep(dst_dir, name, absolute, audit_id, move=False, entry_id=op.entry,
-                                               durable=False).id  # fmt: skip
+                    before = history.keep(dst_dir, name, absolute, run.audit_id, move=False, entry_id=op.entry,
+                                          durable=False).id  # fmt: skip
                     os.rename(temp, name, src_dir_fd=dst_dir, dst_dir_fd=dst_dir)
             else:
                 rename_at(dst_dir, temp, dst_dir, name, noreplace=True)
@@ -284,7 +468,7 @@ def _copy(
             raise
         placed = lstat_at(name, dst_dir)
         if placed is not None:
-            baseline[absolute] = placed.st_ctime_ns
+            run.baseline[absolute] = placed.st_ctime_ns
         after = identity(placed) if placed is not None else ()
     return [Applied(absolute, "modify" if before else "create", change.kind, before=before, after=after)], []
 
@@ -292,50 +476,175 @@ def _copy(
 # -- undo steps ----------------------------------------------------------------------------------
 
 
-def _remove(history: HistoryStore, op: Op, root: int, audit_id: str) -> list[Applied]:
-    """Undo a creation (or the current version of a modification): what is there goes to the history."""
-    absolute = posixpath.join(op.root, op.path)
+def _remove(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
+    """Undo a creation: what is there goes to the history (a file with other names says which stays, for an undo of
+    this undo to make it one with that again)."""
     with parent(root, op.path) as (dirfd, name):
         real = lstat_at(name, dirfd)
         if real is None:
             return []
+        staying = run.stays(real, absolute)
         counted = unchanged(dirfd, name, real, now_ns() + 1) if stat.S_ISDIR(real.st_mode) else (0, 0)
         with held(dirfd, name, real):
-            entry = history.keep(dirfd, name, absolute, audit_id, move=True, entry_id=op.entry, durable=False,
-                                      tree=counted)  # fmt: skip
-    kind = "dir" if stat.S_ISDIR(real.st_mode) else "file"
-    return [Applied(absolute, "delete", kind, before=entry.id, tree=stat.S_ISDIR(real.st_mode))]
+            entry = history.keep(dirfd, name, absolute, run.audit_id, move=True, entry_id=op.entry, durable=False,
+                                 tree=counted)  # fmt: skip
+    directory = stat.S_ISDIR(real.st_mode)
+    group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
+    return [Applied(absolute, "delete", "dir" if directory else file_kind(real.st_mode), before=entry.id,
+                    tree=directory, group=group, stays=staying)]  # fmt: skip
 
 
-def _restore(history: HistoryStore, op: Op, root: int) -> list[Applied]:
-    """Undo a deletion or modification: the kept pre-image comes back (its inode, or a copy)."""
-    absolute = posixpath.join(op.root, op.path)
+def _bring_back(
+    history: HistoryStore, op: Op, root: int, dirfd: int, name: str, run: Run, *, replace: bool, absolute: str
+) -> str:
+    """Put a pre-image back at ``name``: as another name of an inode of the same group this undo restored already,
+    or of the name that stayed with it (if it still is that inode); else out of the history. Returns what it was
+    ("file", "dir", ...)."""
+    record = _record(op)
+    anchors: list[tuple[str, tuple[int, ...]]] = []
+    if record.group:
+        if record.group in run.restored:
+            anchors.append(run.restored[record.group])
+        # A name that held the very inode when the undo was planned (another record's, or one that stayed).
+        anchors += [(path, record.group) for path in run.names.get((record.group[0], record.group[1]), [])]
+        if record.stays:
+            anchors.append((record.stays, record.group))
+    for anchor, holds in anchors:
+        inside = anchor.startswith(op.root.rstrip("/") + "/") and anchor != absolute
+        if inside and _linked(root, posixpath.relpath(anchor, op.root), holds, dirfd, name, replace=replace):
+            if tuple(holds) != tuple(record.group):
+                run.copies.setdefault(record.group, []).append(absolute)  # a name of a copy, like its anchor
+            return "file"
+    entry = history.take(record.before, dirfd, name, replace=replace)
+    placed = lstat_at(name, dirfd)
+    if record.group and placed is not None:
+        run.restored[record.group] = (absolute, (placed.st_dev, placed.st_ino))
+        run.copies[record.group] = [absolute]
+    if entry.kind == "tree" and run.groups:
+        _rejoin(op, root, dirfd, name, run, absolute)
+    return "dir" if entry.kind == "tree" else entry.kind
+
+
+def _rejoin(op: Op, root: int, dirfd: int, name: str, run: Run, absolute: str) -> None:
+    """Files in a tree just restored that another record restores too (names of one inode): a name restored before
+    from a copy becomes one with them again; one restored later is linked to them."""
+    fd = os.open(name, DIR | os.O_NOFOLLOW, dir_fd=dirfd)
+    try:
+        for rel, st in walk_real(fd, "", [1 << 20]):
+            group = (st.st_dev, st.st_ino)
+            if not stat.S_ISREG(st.st_mode) or group not in run.groups:
+                continue
+            inside = posixpath.join(absolute, rel)
+            for copied in run.copies.pop(group, []):
+                if not copied.startswith(op.root.rstrip("/") + "/"):
+                    continue
+                with (
+                    contextlib.suppress(Changed, OSError),
+                    parent(root, posixpath.relpath(copied, op.root)) as (at_dir, at_name),
+                ):
+                    _linked(root, posixpath.relpath(inside, op.root), group, at_dir, at_name, replace=True)
+            run.restored[group] = (inside, group)
+    finally:
+        os.close(fd)
+
+
+def _linked(root: int, rel: str, group: tuple[int, ...], dirfd: int, name: str, *, replace: bool) -> bool:
+    """Make ``name`` another name of the file at ``rel`` if that still is the inode ``group`` ((dev, ino); no link
+    followed)."""
+    try:
+        with parent(root, rel) as (src_dir, src_name):
+            st = lstat_at(src_name, src_dir)
+            if st is None or not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != tuple(group)[:2]:
+                return False
+            if not replace:
+                os.link(src_name, name, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
+                return True
+            temp = f".mcp-guard-{os.urandom(6).hex()}.tmp"
+            os.link(src_name, temp, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
+    except (Changed, OSError):
+        return False
+    os.rename(temp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+    return True
+
+
+def _restore(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
+    """Undo a deletion: the kept pre-image comes back (its inode, or a copy; or a name of the inode it shared)."""
     with parent(root, op.path) as (dirfd, name):
         if lstat_at(name, dirfd) is not None:
             raise Changed("something is there again")
-        try:
-            entry = history.take(op.entry, dirfd, name)
-        except HistoryError as exc:
-            raise Changed(exc.message) from None
+        kind = _bring_back(history, op, root, dirfd, name, run, replace=False, absolute=absolute)
         placed = lstat_at(name, dirfd)
-    after = identity(placed) if placed is not None else ()
-    return [Applied(absolute, "create", "dir" if entry.kind == "tree" else entry.kind, after=after,
-                    tree=entry.kind == "tree")]  # fmt: skip
+    return [Applied(absolute, "create", kind, after=identity(placed) if placed is not None else (),
+                    tree=kind == "dir")]  # fmt: skip
 
 
-def _unmeta(op: Op, root: int) -> list[Applied]:
-    record = Applied.of(op.change)
-    absolute = posixpath.join(op.root, op.path)
+def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
+    """Undo a replacement: what is there now goes to the history, the pre-image takes its name (one rename, when
+    both are files)."""
+    record = _record(op)
+    before_kind = history.kind(record.before)
     with parent(root, op.path) as (dirfd, name):
         real = lstat_at(name, dirfd)
-        if real is None or stat.S_ISLNK(real.st_mode):
+        if real is None:
             raise Changed("it is gone")
-        os.chmod(name, record.old_mode, dir_fd=dirfd)
-        if record.old_mtime_ns and not stat.S_ISDIR(real.st_mode):
-            os.utime(name, ns=(real.st_atime_ns, record.old_mtime_ns), dir_fd=dirfd)
-    return [Applied(absolute, "meta", record.kind, old_mode=stat.S_IMODE(real.st_mode),
-                    old_mtime_ns=real.st_mtime_ns)]  # fmt: skip
+        files = not stat.S_ISDIR(real.st_mode) and before_kind != "tree"
+        staying = run.stays(real, absolute)
+        with held(dirfd, name, real):
+            entry = history.keep(dirfd, name, absolute, run.audit_id, move=not files, entry_id=op.entry,
+                                 durable=False)  # fmt: skip
+            kind = _bring_back(history, op, root, dirfd, name, run, replace=files, absolute=absolute)
+        placed = lstat_at(name, dirfd)
+    group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
+    return [Applied(absolute, "modify", kind, before=entry.id, after=identity(placed) if placed is not None else (),
+                    group=group, tree=kind == "dir", stays=staying)]  # fmt: skip
+
+
+def _unmove(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
+    """Undo a rename: the file goes back to its old name."""
+    record = _record(op)
+    back = posixpath.relpath(record.moved_from, op.root)
+    with parent(root, op.path) as (src_dir, src_name), parent(root, back) as (dst_dir, name):
+        real = lstat_at(src_name, src_dir)
+        if real is None:
+            raise Changed("it is gone")
+        if lstat_at(name, dst_dir) is not None:
+            raise Changed("something is at its old name again")
+        rename_at(src_dir, src_name, dst_dir, name, noreplace=True)
+        placed = lstat_at(name, dst_dir)
+    return [Applied(record.moved_from, "create", "file", moved_from=absolute,
+                    after=identity(placed) if placed else ())]  # fmt: skip
+
+
+def _unmeta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
+    record = _record(op)
+    with parent(root, op.path) as (dirfd, name):
+        real = lstat_at(name, dirfd)
+        if real is None:
+            raise Changed("it is gone")
+        have = seen(at(dirfd, name))
+        with held(dirfd, name, real):
+            _set_meta(dirfd, name, real, record.old_mode, record.old_mtime_ns, record.old_xattrs, have)
+        now = lstat_at(name, dirfd)
+    return [Applied(absolute, "meta", record.kind, after=identity(now) if now is not None else (),
+                    old_mode=stat.S_IMODE(real.st_mode), old_mtime_ns=real.st_mtime_ns,
+                    mode=record.old_mode, mtime_ns=record.old_mtime_ns, xattrs=record.old_xattrs,
+                    old_xattrs=have)]  # fmt: skip
+
+
+def _untimes(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
+    """A directory's modification time as it was before the call (``op.time``: that, and what it was when the undo
+    was planned, before its own steps changed it)."""
+    time = op.time
+    assert time is not None
+    with contextlib.suppress(Changed), parent(root, op.path) as (dirfd, name):  # gone with its tree: nothing to do
+        real = lstat_at(name, dirfd)
+        if real is not None and stat.S_ISDIR(real.st_mode) and time.mtime_ns:
+            os.utime(name, ns=(real.st_atime_ns, time.mtime_ns), dir_fd=dirfd, follow_symlinks=False)
+    return [Applied(absolute, "times", "dir", old_mtime_ns=time.old_mtime_ns, mtime_ns=time.mtime_ns)]
 
 
 def _verb(kind: str) -> str:
-    return {"delete": "deleted", "meta": "changed", "remove": "removed", "restore": "restored"}.get(kind, "applied")
+    return {
+        "delete": "deleted", "meta": "changed", "remove": "removed", "restore": "restored", "swap": "restored",
+        "unmove": "moved back", "unmeta": "changed back", "move": "moved", "link": "linked",
+    }.get(kind, "applied")  # fmt: skip

@@ -96,6 +96,21 @@ def _tree_locked(sets: Sequence[ChangeSet]) -> Iterator[None]:
         raise _Unjudged(str(exc)) from None
 
 
+def _mounted(path: str) -> tuple[int, int] | None:
+    """The mode and modification time a copy's upper root was given when mounted (``overlays.mount_copy``)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        mode, mtime = os.read(fd, 64).split()
+        return int(mode), int(mtime)
+    except ValueError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _why(exc: BaseException) -> str:
     return printable(exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc))
 
@@ -201,18 +216,20 @@ class Transactions:
     def _upper(self, name: str, index: int, part: str) -> str:
         return os.path.join(part, name, f"u{index}")
 
-    def read(self, name: str) -> list[ChangeSet]:
-        """Every root's change set of the copy ``name`` (every process of its call must be gone)."""
+    def read(self, name: str, started_ns: int = 0) -> list[ChangeSet]:
+        """Every root's change set of the copy ``name`` (every process of its call must be gone); ``started_ns``: when
+        the command started (what changed in the real tree after that is someone else's)."""
         sets: list[ChangeSet] = []
         for index, (root, part) in enumerate(self.area.overlays()):
             upper = self._upper(name, index, part)
             skip = frozenset({AREA_IN_ROOT}) if any(p.in_root == root for p in self.area.parts) else frozenset()
             fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
-                changes = read_upper(upper, fd, root, skip)
+                mounted = _mounted(os.path.join(part, name, f"m{index}"))
+                changes = read_upper(upper, fd, root, skip, mounted, started_ns=started_ns)
             finally:
                 os.close(fd)
-            if changes.changes or changes.incomplete:
+            if changes.changes or changes.incomplete or changes.times:
                 sets.append(changes)
         return sets
 
@@ -234,6 +251,16 @@ class Transactions:
             return False  # something unexpected: the thorough way decides
         self._remover.put(name)
         return True
+
+    def _times_only(self, name: str, sets: Sequence[ChangeSet], audit_id: str, started_ns: int) -> None:
+        try:
+            if sets:
+                with self.applier.lock, _tree_locked(sets):
+                    self.applier.apply(sets, audit_id, started_ns, times=True)
+        except (_Unjudged, OSError) as exc:
+            log.info("the times of the directories of call %s were left as they are: %s", audit_id, _why(exc))
+        finally:
+            self.discard(name)
 
     def discard(self, name: str) -> None:
         """Remove a copy (its command's changes are dropped, or applied already)."""
@@ -277,12 +304,13 @@ class Transactions:
         if self._untouched(name):
             return Settled("unchanged")
         try:
-            sets = await anyio.to_thread.run_sync(self.read, name)
+            sets = await anyio.to_thread.run_sync(self.read, name, started_ns)
         except (OSError, RecursionError, ValueError) as exc:
             await anyio.to_thread.run_sync(self.discard, name)
             return Settled("failed", reason=f"its changes could not be read ({_why(exc)}); nothing applied")
-        if not sets:
-            await anyio.to_thread.run_sync(self.discard, name)
+        if not any(s.changes or s.incomplete for s in sets):
+            # Nothing but a directory's time (a file made and removed again): put back as the command left it.
+            await anyio.to_thread.run_sync(self._times_only, name, sets, audit_id, started_ns)
             return Settled("unchanged")
         try:
             judgement, outcome = await self._judged_apply(name, sets, roots, audit_id, started_ns, what, baseline)
@@ -327,10 +355,10 @@ class Transactions:
         if not name:
             return Settled("none")
         try:
-            sets = await anyio.to_thread.run_sync(self.read, name)
+            sets = await anyio.to_thread.run_sync(self.read, name, started_ns)
         except (OSError, RecursionError, ValueError) as exc:
             return Settled("waiting", reason=f"its changes could not be read now ({_why(exc)})")
-        if not sets:
+        if not any(s.changes or s.incomplete for s in sets):
             return Settled("unchanged")
 
         def work() -> tuple[Judgement, Outcome | None]:
@@ -528,7 +556,7 @@ class Transactions:
         if held is None:
             return Settled("failed", reason=f"no held change set {held_id} (applied, dropped or expired)")
         try:
-            sets = await anyio.to_thread.run_sync(self.read, held.name)
+            sets = await anyio.to_thread.run_sync(self.read, held.name, held.started_ns)
         except (OSError, RecursionError, ValueError) as exc:
             await anyio.to_thread.run_sync(self.discard, held.name)
             return Settled("failed", reason=f"its changes could not be read ({_why(exc)}); nothing applied")

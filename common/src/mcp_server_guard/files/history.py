@@ -48,6 +48,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from mcp_server_guard import linux
 from mcp_server_guard.files.liveness import OwnedDir, live_dirs
 from mcp_server_guard.files.trees import remove_below, remove_dead, remove_tree
 
@@ -59,6 +60,8 @@ _CHUNK = 1 << 20
 OWNERS = ".owners"  # each live server's notes of the saves it has in flight (see files.liveness)
 _APPLY_JOURNALS = ".journal"  # changes.apply's journals: the ids an unfinished apply still needs
 _MAX_JOURNAL_PLAN = 16 << 20  # bytes of a journal's plan line read at most
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
 
 
 class HistoryEntry(BaseModel):
@@ -168,6 +171,11 @@ class HistoryStore:
                 while view:
                     view = view[os.write(out, view) :]
                 size += len(chunk)
+            # The pre-image is the file as it was: its mode, times and attributes too (an undo puts this inode back).
+            copy_xattrs(src_fd, out)
+            before = os.fstat(src_fd)
+            os.fchmod(out, mode & 0o7777)
+            os.utime(out, ns=(before.st_atime_ns, before.st_mtime_ns))
             os.fsync(out)
             usage = disk_usage(os.fstat(out))
         except BaseException:
@@ -243,6 +251,9 @@ class HistoryStore:
             sha = ""
             if not os.path.lexists(target):
                 try:
+                    if kind != "tree" and st.st_nlink > 1:
+                        # A pre-image is the bytes the path had: an inode with other names can change through them.
+                        raise OSError(errno.EXDEV, "shared with other names: copied")
                     if move:
                         os.rename(name, target, src_dir_fd=dirfd)
                     elif kind != "tree":
@@ -273,15 +284,19 @@ class HistoryStore:
                 self._account(entry_id, usage + (disk_usage(st) if kind != "tree" else size))
             return entry
 
-    def take(self, entry_id: str, dirfd: int, name: str) -> HistoryEntry:
-        """Put an entry's pre-image back at ``name`` in ``dirfd`` (which must be free): moved out of the store
-        (copied where it lies on another file system); the entry is gone afterwards."""
+    def take(self, entry_id: str, dirfd: int, name: str, *, replace: bool = False) -> HistoryEntry:
+        """Put an entry's pre-image back at ``name`` in ``dirfd`` (which must be free, unless ``replace``: a file
+        there is replaced in one rename): moved out of the store (copied where it lies on another file system); the
+        entry is gone afterwards."""
         entry = self._metadata(entry_id)
         source = self.directory / f"{entry_id}.{'tree' if entry.kind == 'tree' else 'data'}"
         if not os.path.lexists(source):
             raise HistoryError("HISTORY_BROKEN", f"history entry {entry_id} ({entry.path}) has lost its data")
         try:
-            os.rename(source, name, dst_dir_fd=dirfd)
+            if replace:
+                os.rename(source, name, dst_dir_fd=dirfd)
+            else:
+                linux.renameat2(_AT_FDCWD, str(source), dirfd, name, _RENAME_NOREPLACE)
         except OSError as exc:
             if exc.errno != errno.EXDEV:
                 raise
@@ -293,6 +308,10 @@ class HistoryStore:
                 os.close(where)
         self._remove(entry_id)
         return entry
+
+    def kind(self, entry_id: str) -> str:
+        """What an entry holds: file, symlink, fifo, socket or tree."""
+        return self._metadata(entry_id).kind
 
     # -- call manifests ---------------------------------------------------------------------------------
 
@@ -631,6 +650,7 @@ def _copy_into(dirfd: int, name: str, target: Path, st: os.stat_result) -> str:
                     while view:
                         view = view[os.write(out, view) :]
                     offset += len(chunk)
+                copy_xattrs(src, out)
                 os.fchmod(out, stat.S_IMODE(st.st_mode))
                 os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
                 os.fsync(out)
@@ -647,7 +667,17 @@ def _copy_into(dirfd: int, name: str, target: Path, st: os.stat_result) -> str:
         os.mkfifo(target, stat.S_IMODE(st.st_mode))
     else:
         raise OSError(errno.EPERM, "cannot keep this kind of file")
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
     return ""
+
+
+def copy_xattrs(src: int, out: int) -> None:
+    """The ``user.*`` extended attributes of one open file onto another (a copy is the file as it was)."""
+    with contextlib.suppress(OSError):
+        for name in os.listxattr(src):
+            if name.startswith("user."):
+                with contextlib.suppress(OSError):
+                    os.setxattr(out, name, os.getxattr(src, name))
 
 
 def _remove(dirfd: int, name: str, st: os.stat_result) -> None:

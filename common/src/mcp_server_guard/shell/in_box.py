@@ -104,6 +104,7 @@ class _Status:
                 self.copy.name = str(message["txn"])
             elif "exit" in message:
                 self.exit_status = int(message["exit"])
+                self.copy.stopped = int(message.get("stopped", 0))
                 # The init killed and reaped everything else of the call: nothing writes to the copy any more.
                 self.copy.final = message.get("settled") is True
                 self.copy.untouched = self.copy.final and message.get("untouched") is True

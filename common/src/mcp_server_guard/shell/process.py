@@ -91,6 +91,7 @@ class Copy:
     # Nothing in it, and its init took it back for a later call (see ``shell.sandbox.worker``): neither read nor
     # removed here.
     untouched: bool = False
+    stopped: int = 0  # processes the command left running when it ended: stopped then (see ``shell.in_box``)
     started_ns: int = 0  # when the command started, by the file systems' clock
     # A background job's: the ctime each path had when a look applied it (see changes.apply), and the lock that
     # keeps two applies of the same copy apart.
@@ -198,12 +199,14 @@ class RunResult:
     started_ns: int = 0  # when it started, by the file systems' clock (see changes.nofollow.now_ns)
     network_denied: tuple[Denied, ...] = ()  # --network policy: what the egress proxy refused for this call
     network_allowed: tuple[str, ...] = ()  # --network policy: host:port the proxy let through for this call
+    stopped: int = 0  # processes still running when the command's own process ended: stopped with it
 
     def on(self, copy: Copy, started_ns: int) -> RunResult:
         """This result, of a command that worked on ``copy`` (started at ``started_ns``)."""
         return replace(
-            self, copy=copy.name, copy_final=copy.final, copy_untouched=copy.untouched, started_ns=started_ns
-        )
+            self, copy=copy.name, copy_final=copy.final, copy_untouched=copy.untouched, started_ns=started_ns,
+            stopped=copy.stopped,
+        )  # fmt: skip
 
     @classmethod
     def of(

@@ -114,6 +114,11 @@ class ShellResult(ToolOutput):
         description="Connections the egress proxy refused during this command (--network policy); empty when none.",
     )
     timeoutSeconds: float = Field(default=0.0, description="The timeout in force for this command, in seconds.")
+    stoppedProcesses: int = Field(
+        default=0,
+        description="Processes the command left running when it exited (started in the background and not waited "
+        "for): stopped then. What they wrote before counts; nothing after.",
+    )
     status: str = Field(
         default="exited",
         description="exited; or, for background jobs, running, stopped or timed-out (exitCode is -1 while running).",
@@ -162,6 +167,11 @@ class ShellResult(ToolOutput):
             status += f" ({self.signal})"
         if self.truncated:
             status += f"; output truncated ({self.stdoutBytes} bytes stdout, {self.stderrBytes} bytes stderr)"
+        if self.stoppedProcesses:
+            status += (
+                f"; {self.stoppedProcesses} process{'es' if self.stoppedProcesses > 1 else ''} it left running "
+                "stopped with it (what they wrote until then counts: wait for them, or run it as a background job)"
+            )
         parts.append(f"[{status}]")
         for cut in self.omitted:
             if cut.resource:

@@ -347,6 +347,7 @@ class ShellService(Generic[R]):
             stderrBytes=result.stderr_bytes,
             durationMs=round(result.duration_ms, 3),
             signal=result.signal,
+            stoppedProcesses=result.stopped,
             sandbox=self.sandbox.label,
             limitHit=limit_hit(result),
             timeoutSeconds=timeout,

@@ -30,7 +30,8 @@ UpperState = tuple[int, int, int, tuple[tuple[str, bytes], ...], int]
 @dataclass(frozen=True)
 class MountedCopy:
     """One call's overlays: below ``<area>/<name>/`` for each writable root, ``u<i>`` takes its writes (the upper
-    layer the server reads afterwards) and ``w<i>`` is overlayfs's own work directory."""
+    layer the server reads afterwards), ``w<i>`` is overlayfs's own work directory and ``m<i>`` says the mode and
+    modification time the upper directory was given (the root's, when mounted)."""
 
     name: str
     overlays: tuple[tuple[str, str], ...]  # (root, area)
@@ -66,6 +67,7 @@ def untouched(copy: MountedCopy) -> bool:
 
 
 _UPPER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NOTE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
 _FS_IOC_GETFLAGS = 0x80086601  # _IOR('f', 1, long) on x86_64 and aarch64; the kernel writes an int
 
 
@@ -130,10 +132,17 @@ def mount_copy(overlays: list[Overlay], spare: MountedCopy | None = None) -> Mou
             os.makedirs(base, mode=0o700, exist_ok=True)
             os.mkdir(upper, 0o700)
             os.mkdir(work, 0o700)
-        # The merged root shows the upper directory's own mode and times: those of the root itself.
+        # The merged root shows the upper directory's own mode and times: those of the root itself. What they were
+        # is noted beside it (``m<i>``: the root may change before the call starts, and the server tells the
+        # command's own change of them from that).
         real = os.stat(root)
         os.chmod(upper, stat.S_IMODE(real.st_mode))
         os.utime(upper, ns=(real.st_atime_ns, real.st_mtime_ns))
+        note = os.open(os.path.join(base, f"m{index}"), _NOTE, 0o600)
+        try:
+            os.write(note, f"{stat.S_IMODE(real.st_mode)} {real.st_mtime_ns}\n".encode())
+        finally:
+            os.close(note)
         options = f"lowerdir={_escape(root)},upperdir={_escape(upper)},workdir={_escape(work)},userxattr,volatile"
         # Its path may lead through the overlay once mounted (an area inside its root): held open before.
         held = os.open(upper, _UPPER)

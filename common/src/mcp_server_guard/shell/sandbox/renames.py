@@ -341,9 +341,11 @@ def _copy_tree(src_parent: int, src_name: bytes, dst_parent: int, dst_name: byte
         stack = [(_reopen(src_parent, src_name), _reopen(dst_parent, dst_name), top)]
         opened += [stack[0][0], stack[0][1]]
         finish: list[tuple[int, os.stat_result]] = []
+        sources: list[tuple[int, int]] = []
         while stack:
             src_fd, dst_fd, st = stack.pop()
             finish.append((dst_fd, st))
+            sources.append((src_fd, dst_fd))
             with os.scandir(src_fd) as entries:
                 names = [os.fsencode(e.name) for e in entries]
             for name in names:
@@ -359,6 +361,11 @@ def _copy_tree(src_parent: int, src_name: bytes, dst_parent: int, dst_name: byte
                     first_dir, first_name = linked[key]
                     os.link(first_name, name, src_dir_fd=first_dir, dst_dir_fd=dst_fd, follow_symlinks=False)
                     continue
+                if stat.S_ISREG(item.st_mode) and item.st_nlink > 1:
+                    # A file with other names (outside the tree, too): the moved name stays one of them, as a rename
+                    # would keep it.
+                    os.link(name, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
+                    continue
                 if stat.S_ISREG(item.st_mode):
                     _copy_file(src_fd, name, dst_fd, item)
                 elif stat.S_ISLNK(item.st_mode):
@@ -369,16 +376,31 @@ def _copy_tree(src_parent: int, src_name: bytes, dst_parent: int, dst_name: byte
                     os.mknod(name, item.st_mode, dir_fd=dst_fd)
                 else:
                     raise OSError(errno.EPERM, "a device cannot be copied")
+                if not stat.S_ISLNK(item.st_mode):
+                    _copy_xattrs(src_fd, dst_fd, name)
                 if not stat.S_ISREG(item.st_mode):
                     os.utime(name, ns=(item.st_atime_ns, item.st_mtime_ns), dir_fd=dst_fd, follow_symlinks=False)
                 if item.st_nlink > 1:
                     linked[key] = (dst_fd, name)
+        for src_fd, dst_fd in sources:
+            _copy_xattrs(src_fd, dst_fd, b".")
         for dst_fd, st in reversed(finish):  # deepest first: filling a directory changes its times
             os.chmod(dst_fd, stat.S_IMODE(st.st_mode))
             os.utime(dst_fd, ns=(st.st_atime_ns, st.st_mtime_ns))
     finally:
         for fd in opened:
             os.close(fd)
+
+
+def _copy_xattrs(src_dir: int, dst_dir: int, name: bytes) -> None:
+    """A moved entry's ``user.*`` extended attributes, as the command sees them (a rename keeps them)."""
+    src, dst = f"/proc/self/fd/{src_dir}/{os.fsdecode(name)}", f"/proc/self/fd/{dst_dir}/{os.fsdecode(name)}"
+    with contextlib.suppress(OSError):
+        for attribute in os.listxattr(src, follow_symlinks=False):
+            if attribute.startswith("user."):
+                with contextlib.suppress(OSError):
+                    os.setxattr(dst, attribute, os.getxattr(src, attribute, follow_symlinks=False),
+                                follow_symlinks=False)  # fmt: skip
 
 
 def _copy_file(src_dir: int, name: bytes, dst_dir: int, st: os.stat_result) -> None:

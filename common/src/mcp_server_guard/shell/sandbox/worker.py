@@ -310,12 +310,12 @@ def _end(
     """The call's command has ended: end every process of it, say how it ended on its status socket. Whether its
     copy settled, and the copy its init keeps for the next call (with the threads that must end first), if any."""
     if not spec["overlays"]:
-        report(status, {"exit": exit_status})
-        _end_the_call()
+        stopped = _end_the_call()
+        report(status, {"exit": exit_status, **({"stopped": stopped} if stopped else {})})
         unused = stage.view.unused  # prepared for a call that writes; this one only read
         return True, unused, [stage.tid]  # the next call's thread takes it back, or removes it
     # The copy is final once nothing of the call can write to it: every process gone, every rename done.
-    _end_the_call()
+    stopped = _end_the_call()
     handler = stage.view.handler
     settled = handler is None or handler.idle.acquire(timeout=SETTLE_S)
     if handler is not None and settled:
@@ -325,26 +325,31 @@ def _end(
     # while it runs, and may have emptied it.
     copy = stage.view.copy
     spare = copy if settled and spec["recycle"] and copy is not None and untouched(copy) else None
-    report(status, {"exit": exit_status, "settled": settled, **({"untouched": True} if spare else {})})
+    report(status, {"exit": exit_status, "settled": settled, **({"untouched": True} if spare else {}),
+                    **({"stopped": stopped} if stopped else {})})  # fmt: skip
     return settled, spare, [stage.tid, handler.tid if handler is not None else None]
 
 
-def _end_the_call() -> None:
+def _end_the_call() -> int:
     """As PID 1: kill every other process in the namespace and reap until none is left. An orphan is reparented to
     us before its parent can be reaped, and a fork racing the kill either is signalled or fails, so once
-    ``kill(-1)`` finds no process, none of the call is left."""
+    ``kill(-1)`` finds no process, none of the call is left. Returns how many were still running (the command left
+    them behind: what they wrote until now is the call's, nothing after)."""
+    stopped = 0
     while True:
         try:
             os.kill(-1, signal.SIGKILL)
         except ProcessLookupError:
-            return
+            return stopped
         except OSError:
             os._exit(0)  # a process this init may not kill: it leaves, and its namespace dies with it
         while True:
             try:
-                os.waitpid(-1, 0)
+                _pid, wait_status = os.waitpid(-1, 0)
             except ChildProcessError:
                 break
+            if os.WIFSIGNALED(wait_status) and os.WTERMSIG(wait_status) == signal.SIGKILL:
+                stopped += 1
 
 
 # Every resource limit the kernel has (RLIMIT_CPU 0 … RLIMIT_RTTIME 15).
