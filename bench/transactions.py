@@ -1,7 +1,10 @@
 """What working on a copy costs: shell_exec with its copy beside the same server writing the files directly
 (``--transactions off``), same run, same machine.
 
-    uv run python -m bench.transactions [--calls 200] [--rounds 3]
+    uv run python -m bench.transactions [--calls 200] [--rounds 3] [--against OTHER_VENV_BIN]
+
+``--against``: also time, in the same run and interleaved with this build, the servers of another build (the
+``bin`` directory of its virtual environment: an earlier commit's, to show a change's cost before and after).
 
 * ``echo hi``: the call round trip, interleaved between a server with the copy, one without (its box mounts the
   protected paths read-only instead, as before the copy), and one with no box at all (the floor).
@@ -33,12 +36,19 @@ GIT = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": 
 class _Server:
     """One shell_exec server on its own project (made by ``setup``) and state directory."""
 
-    def __init__(self, base: Path, flags: Sequence[str], setup: Callable[[Path], None] = lambda _project: None) -> None:
+    def __init__(
+        self,
+        base: Path,
+        flags: Sequence[str],
+        setup: Callable[[Path], None] = lambda _project: None,
+        bin_dir: Path | None = None,
+    ) -> None:
         self.project = base / "project"
         self.project.mkdir(parents=True)
         setup(self.project)
         env = {**os.environ, "HOME": str(base), "XDG_STATE_HOME": str(base / "state"), **GIT}
-        argv = [find_server("mcp-server-shell-exec"), "--audit-log", str(base / "audit.jsonl"), *flags]
+        script = str(bin_dir / "mcp-server-shell-exec") if bin_dir else find_server("mcp-server-shell-exec")
+        argv = [script, "--audit-log", str(base / "audit.jsonl"), *flags]
         self._stderr = (base / "stderr.txt").open("w", encoding="utf-8")
         self.client = RawClient(argv, self.project, self._stderr, env)
         self.client.initialize()
@@ -57,10 +67,20 @@ class _Server:
         self._stderr.close()
 
 
-def _echo(calls: int) -> dict[str, float]:
-    variants = {"copy": [], "no copy": ["--transactions", "off"], "no box": ["--sandbox", "off"]}
+def _variants(against: Path | None) -> dict[str, tuple[list[str], Path | None]]:
+    found: dict[str, tuple[list[str], Path | None]] = {"copy": ([], None), "no copy": (["--transactions", "off"], None)}
+    if against is not None:
+        found["copy, other build"] = ([], against)
+    return found
+
+
+def _echo(calls: int, against: Path | None) -> dict[str, float]:
+    variants = {**_variants(against), "no box": (["--sandbox", "off"], None)}
     with tempfile.TemporaryDirectory(prefix="bench-tx-") as tmp:
-        servers = {name: _Server(Path(tmp) / name.replace(" ", "-"), flags) for name, flags in variants.items()}
+        servers = {
+            name: _Server(Path(tmp) / name.replace(" ", "-").replace(",", ""), flags, bin_dir=where)
+            for name, (flags, where) in variants.items()
+        }
         times: dict[str, list[float]] = {name: [] for name in servers}
         try:
             for i in range(calls + 10):
@@ -105,28 +125,26 @@ WORKLOADS: dict[str, tuple[Callable[[Path], None], str]] = {
 }
 
 
-def _workloads(rounds: int) -> dict[str, dict[str, float]]:
+def _workloads(rounds: int, against: Path | None) -> dict[str, dict[str, float]]:
     found: dict[str, dict[str, float]] = {}
+    variants = _variants(against)
     for label, (setup, command) in WORKLOADS.items():
-        totals: dict[str, list[float]] = {"copy": [], "no copy": []}
-        commands: dict[str, list[float]] = {"copy": [], "no copy": []}
+        totals: dict[str, list[float]] = {name: [] for name in variants}
+        commands: dict[str, list[float]] = {name: [] for name in variants}
         for _ in range(rounds):
-            for name, flags in (("copy", []), ("no copy", ["--transactions", "off"])):
+            for name, (flags, where) in variants.items():
                 with tempfile.TemporaryDirectory(prefix="bench-tx-") as tmp:
-                    server = _Server(Path(tmp), flags, setup)
+                    server = _Server(Path(tmp), flags, setup, bin_dir=where)
                     try:
                         took, out = server.call(command)
                     finally:
                         server.close()
-                    if name == "copy":
+                    if not flags:
                         assert out["transaction"] == "applied", out
                     totals[name].append(took)
                     commands[name].append(float(out["durationMs"]))
-        found[label] = {
-            "copy": statistics.median(totals["copy"]),
-            "copy command": statistics.median(commands["copy"]),
-            "no copy": statistics.median(totals["no copy"]),
-            "no copy command": statistics.median(commands["no copy"]),
+        found[label] = {name: statistics.median(totals[name]) for name in variants} | {
+            f"{name} command": statistics.median(commands[name]) for name in variants
         }
     return found
 
@@ -135,20 +153,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calls", type=int, default=200, help="echo calls per server")
     ap.add_argument("--rounds", type=int, default=3, help="fresh projects per workload and server")
+    ap.add_argument("--against", type=Path, default=None, help="the bin directory of another build's venv")
     args = ap.parse_args(argv)
-    echo = _echo(args.calls)
+    echo = _echo(args.calls, args.against)
     print(f"echo hi, median round trip over {args.calls} calls each, interleaved:")
     for name, value in echo.items():
-        print(f"  {name:<10} {value:7.2f} ms")
+        print(f"  {name:<18} {value:7.2f} ms")
     extra = echo["copy"] - echo["no copy"]
     print(f"  the copy costs {extra:+.2f} ms (target: at most +1 ms) {'OK' if extra <= 1.0 else 'MISSED'}")
     print(f"\nworkloads, median of {args.rounds} fresh projects (call round trip; in brackets the command itself):")
-    for label, row in _workloads(args.rounds).items():
-        settling = row["copy"] - row["copy command"] - (row["no copy"] - row["no copy command"])
-        print(
-            f"  {label:<40} copy {row['copy']:8.1f} ms ({row['copy command']:.1f})   "
-            f"no copy {row['no copy']:8.1f} ms ({row['no copy command']:.1f})   judging + applying {settling:+.1f} ms"
-        )
+    for label, row in _workloads(args.rounds, args.against).items():
+        print(f"  {label}")
+        for name in _variants(args.against):
+            settling = ""
+            if name != "no copy":
+                extra = row[name] - row[f"{name} command"] - (row["no copy"] - row["no copy command"])
+                settling = f"   judging + applying {extra:+.1f} ms"
+            print(f"    {name:<18} {row[name]:8.1f} ms ({row[f'{name} command']:.1f}){settling}")
     return 0
 
 

@@ -15,53 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server_guard.changes.apply import Applier, UndoConflict, now_ns, recover
+from mcp_server_guard.changes.apply import Applier, UndoConflict, recover
 from mcp_server_guard.changes.effects import judge
-from mcp_server_guard.changes.upper import MAX_DEPTH, ChangeSet, TooDeep, read_upper
+from mcp_server_guard.changes.upper import MAX_DEPTH, ChangeSet, TooDeep
 from mcp_server_guard.files.history import HistoryStore
 from mcp_server_guard.files.trees import remove_tree
 from mcp_server_guard.policy import load_policy
 from mcp_server_guard.protected import protection_for
+from support.copies import Copy, overlays_work
 
-
-def _overlays_work() -> bool:
-    if shutil.which("unshare") is None:
-        return False
-    done = subprocess.run(["unshare", "-Urm", "true"], capture_output=True, timeout=30, check=False)
-    return done.returncode == 0
-
-
-pytestmark = pytest.mark.skipif(not _overlays_work(), reason="no user namespaces for an overlay here")
+pytestmark = pytest.mark.skipif(not overlays_work(), reason="no user namespaces for an overlay here")
 POLICY = load_policy()
-
-
-class Copy:
-    """A root, and an upper layer made by running shell on an overlay of it."""
-
-    def __init__(self, base: Path) -> None:
-        self.root = base / "root"
-        self.upper = base / "upper"
-        self.work = base / "work"
-        for d in (self.root, self.upper, self.work):
-            d.mkdir(parents=True, exist_ok=True)
-        self.started = 0
-
-    def run(self, script: str) -> ChangeSet:
-        self.started = now_ns()
-        mount = (
-            f"mount -t overlay overlay -o lowerdir={self.root},upperdir={self.upper},workdir={self.work},userxattr "
-            f"{self.root} && cd {self.root} && {script}"
-        )
-        done = subprocess.run(["unshare", "-Urm", "sh", "-ec", mount], capture_output=True, text=True, timeout=60)
-        assert done.returncode == 0, done.stderr
-        return self.read()
-
-    def read(self) -> ChangeSet:
-        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            return read_upper(str(self.upper), fd, str(self.root))
-        finally:
-            os.close(fd)
 
 
 def actions(changes: ChangeSet) -> dict[str, str]:

@@ -15,6 +15,7 @@ Each command runs a small Python program kept in the project (``.t/``), so the c
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -388,3 +389,47 @@ async def test_files_and_directories_replaced_by_other_types_land(workspace: Pat
     assert (workspace / "f2d" / "inner").read_text() == "deep\n"
     assert os.readlink(workspace / "d2l") == "somewhere"
     assert (workspace / "d2f").read_text() == "flat\n"
+
+
+async def test_a_projects_own_overlay_attributes_hide_nothing_and_survive_an_apply(workspace: Path) -> None:
+    hidden = workspace / "hid"
+    hidden.mkdir()
+    (hidden / "x").write_text("")
+    (hidden / "y").write_text("y\n")
+    os.setxattr(hidden, "user.overlay.opaque", b"x")
+    os.setxattr(hidden / "x", "user.overlay.whiteout", b"y")
+    (workspace / "data.txt").write_text("data\n")
+    os.setxattr(workspace / "data.txt", "user.overlay.note", b"1")
+    (workspace / "meta.txt").write_text("meta\n")
+    os.setxattr(workspace / "meta.txt", "user.overlay.metacopy", b"")
+    check = program(workspace, "marks_seen", """
+import json
+seen = {"hid": sorted(os.listdir("hid")), "note": os.getxattr("data.txt", "user.overlay.note").decode(),
+        "meta": open("meta.txt").read(), "opaque": os.getxattr("hid", "user.overlay.opaque").decode()}
+print(json.dumps(seen, sort_keys=True))
+""")  # fmt: skip
+    expected = {"hid": ["x", "y"], "meta": "meta\n", "note": "1", "opaque": "x"}
+    async with shell(workspace) as client:
+        seen: dict[str, Any] = {}
+
+        async def sees_the_host() -> bool:
+            # The marks are found by a walk once the server starts; each call's copy may be made before it ends.
+            out = await run(client, f"{check} 2>&1; touch .t/ran")
+            seen.clear()
+            seen.update(json.loads(out["stdout"]) if out["stdout"].startswith("{") else {"out": out["stdout"]})
+            return seen == expected
+
+        with anyio.move_on_after(30):
+            while not await sees_the_host():
+                await anyio.sleep(0.05)  # bounded by the deadline above: the walk runs in the background
+        assert seen == expected
+        out = await run(client, "echo more >> data.txt && mv hid/y hid/z && echo meta2 >> meta.txt")
+    assert out["transaction"] == "applied", out
+    assert os.getxattr(workspace / "data.txt", "user.overlay.note") == b"1"
+    assert (workspace / "data.txt").read_text() == "data\nmore\n"
+    assert (
+        os.getxattr(hidden, "user.overlay.opaque") == b"x"
+        and os.getxattr(hidden / "x", "user.overlay.whiteout") == b"y"
+    )
+    assert (hidden / "z").read_text() == "y\n" and not (hidden / "y").exists()
+    assert os.getxattr(workspace / "meta.txt", "user.overlay.metacopy") == b""

@@ -464,9 +464,10 @@ def script_for(seed: int, *, git: bool = True) -> list[str]:
             m.made |= {target + p[len(d) :] for p in m.files if p.startswith(d + "/")}
             return f"cp -a {_q(d)} {_q(target)}"
         f = any_file()
-        if f is None or f in m.shared:
+        if f is None or f in m.shared or f in m.linked:
             # A copy that keeps every attribute of a file with several names looks, on the copy, like that file
-            # renamed when another of its names goes (docs/shell_exec.md).
+            # renamed when another of its names goes; and a name the command linked shows the file as the copy
+            # had it before (docs/shell_exec.md).
             return None
         target = m.fresh(rng)
         m.files.add(target)
@@ -551,9 +552,13 @@ def script_for(seed: int, *, git: bool = True) -> list[str]:
             m = before
             continue
         used = before.uses_shared(line)
-        if used:
-            # git reads every file and may write a name back with the bytes it had (git stash, checkout).
-            use = f"inplace:{min(used)}" if op in in_place and len(used) == 1 else "git" if op is op_git else "names"
+        if op is op_git:
+            if before.shared_use not in ("", "git"):
+                m = before  # git may write a name of the shared file back (checkout, stash)
+                continue
+            m.shared_use = "git"
+        elif used:
+            use = f"inplace:{min(used)}" if op in in_place and len(used) == 1 else "names"
             if m.shared_use and m.shared_use != use:
                 m = before  # the copy cannot show what this would do natively (see _Model.shared)
                 continue

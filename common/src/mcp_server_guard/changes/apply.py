@@ -174,6 +174,7 @@ class Applier:
             for fd in roots.values():
                 syncfs(fd)
             outcome.applied = [_settled(record, roots) for record in outcome.applied]
+            outcome.marked = run.marked
             self._record(plan, outcome)
             journal.close()
             journal = None
@@ -321,7 +322,7 @@ def _as_left(root: str, rel: str, record: Applied, applied_ns: int) -> bool:
             if real is None:
                 return False
             if record.action == "meta":
-                if seen(at(dirfd, name)) != record.xattrs:
+                if seen(at(dirfd, name), escaped=record.escaped) != record.xattrs:
                     return False
                 if not stat.S_ISLNK(real.st_mode) and stat.S_IMODE(real.st_mode) != record.mode:
                     return False

@@ -87,6 +87,7 @@ class Applied:
     link: str = ""  # create, modify: made another name of this absolute path
     group: tuple[int, ...] = ()  # modify, delete: (dev, ino) of what was there: names of one inode come back as one
     stays: str = ""  # modify, delete: another name of what was there, that stayed (absolute)
+    escaped: bool = False  # meta: attributes compared as they are (the copy showed them through the escape layer)
 
     def record(self) -> dict[str, Any]:
         data = asdict(self)
@@ -105,6 +106,7 @@ class Applied:
             xattrs=xattrs_of(data.get("xattrs")), old_xattrs=xattrs_of(data.get("old_xattrs")),
             moved_from=str(data.get("moved_from", "")), link=str(data.get("link", "")),
             group=tuple(int(v) for v in data.get("group") or []), stays=str(data.get("stays", "")),
+            escaped=bool(data.get("escaped", False)),
         )  # fmt: skip
 
 
@@ -114,6 +116,7 @@ class Outcome:
 
     applied: list[Applied] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
+    marked: list[str] = field(default_factory=list)  # absolute paths that landed with user.overlay.* attributes
 
 
 def change_json(change: Change) -> dict[str, Any]:

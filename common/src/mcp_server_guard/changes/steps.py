@@ -43,7 +43,7 @@ from mcp_server_guard.changes.nofollow import (
 )
 from mcp_server_guard.changes.plan import Applied, Conflict, Op
 from mcp_server_guard.changes.upper import ROOT, Change, walk_real
-from mcp_server_guard.changes.xattrs import at, invisible, land, seen, set_seen
+from mcp_server_guard.changes.xattrs import Xattrs, at, invisible, land, seen, set_seen
 from mcp_server_guard.files.history import HistoryError, HistoryStore, file_kind
 
 __all__ = ["Run", "run_step"]
@@ -65,6 +65,7 @@ class Run:
     groups: set[tuple[int, ...]] = field(default_factory=set)  # undo: the inodes its records restore
     copies: dict[tuple[int, ...], list[str]] = field(default_factory=dict)  # undo: names holding a copy, by group
     failed: set[str] = field(default_factory=set)  # absolute paths a step could not apply (their links wait)
+    marked: list[str] = field(default_factory=list)  # absolute paths landed with user.overlay.* names (escapes)
 
     def stays(self, real: os.stat_result, absolute: str) -> str:
         """Another name of ``real`` (a file with several) this undo knew of, that this step does not take away."""
@@ -118,16 +119,18 @@ def _record(op: Op) -> Applied:
 # -- apply steps ---------------------------------------------------------------------------------------
 
 
-def _land_tree(dirfd: int, name: str) -> None:
+def _land_tree(dirfd: int, name: str, absolute: str, run: Run) -> None:
     """Every entry of the command's tree made ready for the real tree (``xattrs.land``), before it moves."""
-    land(at(dirfd, name))
+    if land(at(dirfd, name)):
+        run.marked.append(absolute)
     fd = os.open(name, DIR | os.O_NOFOLLOW, dir_fd=dirfd)
     try:
         for rel, _st in walk_real(fd, "", [1 << 30], ours=True):
             inner, _, last = rel.rpartition("/")
             sub = os.open(inner, DIR | os.O_NOFOLLOW, dir_fd=fd) if inner else os.dup(fd)
             try:
-                land(at(sub, last))
+                if land(at(sub, last)):
+                    run.marked.append(posixpath.join(absolute, rel))
             finally:
                 os.close(sub)
     finally:
@@ -155,10 +158,13 @@ def _place(
             return _aside(src_dir, name, dst_dir, absolute, run.audit_id, why, tree)
 
         if tree:
-            _land_tree(src_dir, name)
+            _land_tree(src_dir, name, absolute, run)
         else:
-            keep = invisible(at(dst_dir, name)) if real is not None and stat.S_ISREG(real.st_mode) else ()
-            land(at(src_dir, name), keep)
+            keep: Xattrs = ()
+            if real is not None and stat.S_ISREG(real.st_mode):
+                keep = invisible(at(dst_dir, name), escaped=change.escaped)
+            if land(at(src_dir, name), keep):
+                run.marked.append(absolute)
         if real is None:
             if change.action == "modify" or change.gone or left is not None:
                 return aside("it was deleted meanwhile")
@@ -281,7 +287,7 @@ def _meta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         real = lstat_at(name, dirfd)
         if real is None or file_kind(real.st_mode) != change.kind:
             raise Changed("it is gone")
-        have = seen(at(dirfd, name))
+        have = seen(at(dirfd, name), escaped=change.escaped)
         if stat.S_ISDIR(real.st_mode):
             # A directory's ctime moves whenever anyone adds or removes an entry: what counts is what this step sets.
             if stat.S_IMODE(real.st_mode) != change.old_mode or have != change.old_xattrs:
@@ -291,6 +297,8 @@ def _meta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         with held(dirfd, name, real):
             _set_meta(dirfd, name, real, change.mode, change.mtime_ns, change.xattrs, have)
         run.ours.add((real.st_dev, real.st_ino))  # its ctime is ours now (its other names' too)
+        if any(n.startswith("user.overlay.") for n, _v in change.xattrs) or change.escaped:
+            run.marked.append(absolute)
         now = lstat_at(name, dirfd)
         if now is not None:
             run.baseline[absolute] = now.st_ctime_ns
@@ -298,7 +306,7 @@ def _meta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
                     old_mode=stat.S_IMODE(real.st_mode), old_mtime_ns=real.st_mtime_ns,
                     mode=stat.S_IMODE(now.st_mode) if now is not None else change.mode,
                     mtime_ns=now.st_mtime_ns if now is not None else change.mtime_ns,
-                    xattrs=change.xattrs, old_xattrs=have)]  # fmt: skip
+                    xattrs=change.xattrs, old_xattrs=have, escaped=change.escaped)]  # fmt: skip
 
 
 def _move(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
@@ -450,10 +458,13 @@ def _copy(
         if temp is None:
             return [], []  # still being written: the next look takes it
         try:
-            keep = invisible(at(dst_dir, name)) if real is not None and stat.S_ISREG(real.st_mode) else ()
+            kept: Xattrs = ()
+            if real is not None and stat.S_ISREG(real.st_mode):
+                kept = invisible(at(dst_dir, name), escaped=change.escaped)
             if not stat.S_ISLNK(ours.st_mode):
                 set_seen(at(dst_dir, temp), seen(at(src_dir, name)), ())
-                land(at(dst_dir, temp), keep)
+                if land(at(dst_dir, temp), kept):
+                    run.marked.append(absolute)
             before = ""
             if real is not None:
                 with held(dst_dir, name, real):
@@ -621,14 +632,14 @@ def _unmeta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
         real = lstat_at(name, dirfd)
         if real is None:
             raise Changed("it is gone")
-        have = seen(at(dirfd, name))
+        have = seen(at(dirfd, name), escaped=record.escaped)
         with held(dirfd, name, real):
             _set_meta(dirfd, name, real, record.old_mode, record.old_mtime_ns, record.old_xattrs, have)
         now = lstat_at(name, dirfd)
     return [Applied(absolute, "meta", record.kind, after=identity(now) if now is not None else (),
                     old_mode=stat.S_IMODE(real.st_mode), old_mtime_ns=real.st_mtime_ns,
                     mode=record.old_mode, mtime_ns=record.old_mtime_ns, xattrs=record.old_xattrs,
-                    old_xattrs=have)]  # fmt: skip
+                    old_xattrs=have, escaped=record.escaped)]  # fmt: skip
 
 
 def _untimes(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:

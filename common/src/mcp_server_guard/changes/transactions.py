@@ -34,6 +34,7 @@ import anyio.to_thread
 from mcp_server_guard.changes.apply import Applier
 from mcp_server_guard.changes.area import AREA_IN_ROOT, CopyArea
 from mcp_server_guard.changes.effects import Counts, Judgement, judge
+from mcp_server_guard.changes.escapes import Escapes
 from mcp_server_guard.changes.plan import Conflict, Outcome
 from mcp_server_guard.changes.upper import ChangeSet, read_upper
 from mcp_server_guard.files.treelock import TreeBusy, tree_lock
@@ -210,6 +211,7 @@ class Transactions:
         self._held: dict[str, Held] = {}
         self._lock = threading.Lock()
         self._remover = _Remover(self.discard)
+        self.escapes = Escapes(area.overlays())  # the project's own overlay attributes, shown as they are
 
     # -- reading and judging ---------------------------------------------------------------------
 
@@ -226,7 +228,8 @@ class Transactions:
             fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
                 mounted = _mounted(os.path.join(part, name, f"m{index}"))
-                changes = read_upper(upper, fd, root, skip, mounted, started_ns=started_ns)
+                escaped = self.escapes.escaped(root)
+                changes = read_upper(upper, fd, root, skip, mounted, started_ns=started_ns, escaped=escaped)
             finally:
                 os.close(fd)
             if changes.changes or changes.incomplete or changes.times:
@@ -251,6 +254,16 @@ class Transactions:
             return False  # something unexpected: the thorough way decides
         self._remover.put(name)
         return True
+
+    def _landed(self, sets: Sequence[ChangeSet], outcome: Outcome) -> None:
+        """What an apply landed with overlayfs's attribute names, or took them from: the escape layer follows."""
+        for changes in sets:
+            prefix = changes.root.rstrip("/") + "/"
+            escaped = self.escapes.escaped(changes.root)
+            paths = {p[len(prefix) :] for p in outcome.marked if p.startswith(prefix)}
+            paths |= {a.path[len(prefix) :] for a in outcome.applied if a.path[len(prefix) :] in escaped}
+            if paths:
+                self.escapes.note(changes.root, sorted(paths))
 
     def _times_only(self, name: str, sets: Sequence[ChangeSet], audit_id: str, started_ns: int) -> None:
         try:
@@ -373,6 +386,7 @@ class Transactions:
                 live = self.applier.apply(
                     sets, audit_id, started_ns, skip=skip, what=what, live=True, baseline=baseline
                 )
+                self._landed(sets, live)
                 return judgement, live
 
         try:
@@ -421,6 +435,7 @@ class Transactions:
                     outcome = self.applier.apply(sets, audit_id, started_ns, skip=skip, what=what, baseline=baseline)
                 finally:
                     self.discard(name)
+                self._landed(sets, outcome)
                 return judgement, outcome
 
         done: tuple[Judgement, Outcome | None] = (Judgement(), None)

@@ -79,6 +79,7 @@ class Change:
     stays: str = ""  # modify, delete of a file with other names: one of them that stays (an undo relinks to it)
     moved_from: str = ""  # create: the real file at ``moved_from`` is renamed here, as it was
     gone: bool = False  # create: a real file the command changed here was deleted by someone else meanwhile
+    escaped: bool = False  # the real entry here was shown through the escape layer (``changes.escapes``)
 
     @property
     def executable(self) -> bool:
@@ -252,6 +253,7 @@ class _Reader:
     upper_root: int
     skip: frozenset[str]  # paths of the real tree that are not the command's (our own area in a root)
     started_ns: int = 0  # when the command started: a real directory changed later was changed by someone else
+    escaped: frozenset[str] = frozenset()  # real entries shown through the escape layer
     out: list[Change] = field(default_factory=list)
     times: list[DirTime] = field(default_factory=list)
     budget: list[int] = field(default_factory=lambda: [MAX_ENTRIES])
@@ -373,7 +375,7 @@ class _Reader:
         """A meta change where the mode, the modification time (not a directory's: see DirTime) or the attributes
         differ; the index of the change added, -1 when none."""
         mode, old_mode = stat.S_IMODE(st.st_mode), stat.S_IMODE(real.st_mode)
-        xattrs, old_xattrs = seen(at(upper_dir, name)), seen(at(real_dir, name))
+        xattrs, old_xattrs = seen(at(upper_dir, name)), seen(at(real_dir, name), escaped=path in self.escaped)
         timed = kind != "dir" and st.st_mtime_ns != real.st_mtime_ns
         if mode == old_mode and xattrs == old_xattrs and not timed:
             return -1
@@ -531,7 +533,7 @@ class _Reader:
         with upper_at as (u_dir, u_name), real_at as (r_dir, r_name):
             if u_dir < 0 or r_dir < 0:
                 return False
-            if seen(at(u_dir, u_name)) != seen(at(r_dir, r_name)):
+            if seen(at(u_dir, u_name)) != seen(at(r_dir, r_name), escaped=real_path in self.escaped):
                 return False
             return same_bytes(u_dir, u_name, r_dir, r_name, upper.st_size)
 
@@ -559,7 +561,7 @@ class _Reader:
                 for index in indexes:
                     self.out[index] = replace(self.out[index], stays=staying[0])
         for ino, indexes in pending.items():
-            staying = [p for p in found[ino] if p not in gone] or [self.landed[ino]] * (ino in self.landed)
+            staying = [p for p in found[ino] if p not in gone] or ([self.landed[ino]] if ino in self.landed else [])
             if staying:
                 for index in indexes:
                     self.out[index] = replace(self.out[index], link=staying[0])
@@ -641,6 +643,7 @@ def read_upper(
     mounted: tuple[int, int] | None = None,
     *,
     started_ns: int = 0,
+    escaped: frozenset[str] = frozenset(),
 ) -> ChangeSet:
     """The change set of one root: ``upper`` is the overlay's upper directory, ``real_root`` an open fd of the
     real root (both read without following a link). ``skip``: root-relative paths that are not the command's;
@@ -648,7 +651,7 @@ def read_upper(
     root's own are the command's change only where they differ from those; unknown: never)."""
     upper_fd = os.open(upper, _DIR)
     try:
-        reader = _Reader(real_root, upper_fd, skip, started_ns)
+        reader = _Reader(real_root, upper_fd, skip, started_ns, escaped)
         own, real = os.fstat(upper_fd), os.fstat(real_root)
         if mounted is not None:
             mode, mtime = stat.S_IMODE(own.st_mode), own.st_mtime_ns
@@ -661,7 +664,8 @@ def read_upper(
         reader.merged(upper_fd, real_root, "")
         reader.links()
         reader.deleted_meanwhile()
-        return ChangeSet(root=root, upper=upper, changes=tuple(reader.out), incomplete=reader.budget[0] < 0,
+        out = tuple(replace(c, escaped=True) if c.path in escaped else c for c in reader.out) if escaped else reader.out
+        return ChangeSet(root=root, upper=upper, changes=tuple(out), incomplete=reader.budget[0] < 0,
                          times=tuple(reader.times))  # fmt: skip
     finally:
         os.close(upper_fd)

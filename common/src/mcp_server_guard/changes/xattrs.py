@@ -62,11 +62,12 @@ def _seen_name(name: str) -> str | None:
     return name
 
 
-def seen(path: str) -> Xattrs:
-    """The ``user.*`` attributes of ``path`` as a command on the copy sees them (upper layer and real tree alike)."""
+def seen(path: str, *, escaped: bool = False) -> Xattrs:
+    """The ``user.*`` attributes of ``path`` as a command on the copy sees them (upper layer and real tree alike);
+    ``escaped``: a real entry the copy shows through the escape layer (``changes.escapes``), exactly as it is."""
     found: dict[str, bytes] = {}
     for name in _names(path):
-        shown = _seen_name(name)
+        shown = name if escaped and name.startswith("user.") else _seen_name(name)
         if shown is None:
             continue
         value = _get(path, name)
@@ -75,10 +76,12 @@ def seen(path: str) -> Xattrs:
     return tuple(sorted(found.items()))
 
 
-def invisible(path: str) -> Xattrs:
-    """A real file's attributes a command on the copy cannot see (its plain ``user.overlay.*``): kept when the
-    command's version replaces it."""
+def invisible(path: str, *, escaped: bool = False) -> Xattrs:
+    """A real file's attributes a command on the copy cannot see (its plain ``user.overlay.*``, unless the escape
+    layer shows them): kept when the command's version replaces it."""
     found: list[tuple[str, bytes]] = []
+    if escaped:
+        return ()
     for name in _names(path):
         if name.startswith(_OVERLAY) and not name.startswith(_ESCAPED):
             value = _get(path, name)
@@ -87,11 +90,12 @@ def invisible(path: str) -> Xattrs:
     return tuple(sorted(found))
 
 
-def land(path: str, keep: Xattrs = ()) -> None:
+def land(path: str, keep: Xattrs = ()) -> bool:
     """Make an inode of the upper layer ready for the real tree: overlayfs's bookkeeping and file capabilities
     removed, escaped names unescaped, and ``keep`` (the attributes the command could not see on what it replaces)
     set. Threat: ``user.overlay.opaque``/``whiteout``/``redirect`` landing in the project would make the next copy
-    hide or redirect a path; ``security.capability`` would grant privileges to whoever runs the file."""
+    hide or redirect a path; ``security.capability`` would grant privileges to whoever runs the file. Returns
+    whether it keeps an attribute under a ``user.overlay.`` name (then the escape layer must show it)."""
     for name in _names(path):
         if name.startswith(_ESCAPED):
             value = _get(path, name)
@@ -104,6 +108,7 @@ def land(path: str, keep: Xattrs = ()) -> None:
                 os.removexattr(path, name, follow_symlinks=False)
     for name, value in keep:
         _set(path, name, value)
+    return any(name.startswith(_OVERLAY) for name in _names(path))
 
 
 def _set(path: str, name: str, value: bytes) -> None:

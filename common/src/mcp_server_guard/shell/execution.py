@@ -288,7 +288,7 @@ class ShellExec:
                 denied: list[Denied] = []
                 allowed: list[str] = []
                 # A line that only reads runs on a read-only view of the roots: no copy to make, read and remove.
-                reading = prepared.verdict.reads_only and bool(self.sandbox.copies)
+                reading = await self._reading(prepared)
                 started_ns = copy.started_ns = now_ns()
                 kept = False
                 try:
@@ -366,6 +366,14 @@ class ShellExec:
         finally:
             if confinement is not None:
                 confinement.close()
+
+    async def _reading(self, prepared: Prepared) -> bool:
+        """Whether a line runs on a read-only view of the roots (it only reads: no copy to make, read and remove);
+        for one on a copy, the project's own overlay attributes are shown as they are (``changes.escapes``)."""
+        reading = prepared.verdict.reads_only and bool(self.sandbox.copies)
+        if not reading and self.transactions is not None:
+            await anyio.to_thread.run_sync(self.transactions.escapes.refresh)
+        return reading
 
     async def _outside_sockets(self, roots: Sequence[str]) -> list[str]:
         """The UNIX sockets outside the call's reach (the kernel's table, read every few seconds at most)."""

@@ -31,7 +31,8 @@ UpperState = tuple[int, int, int, tuple[tuple[str, bytes], ...], int]
 class MountedCopy:
     """One call's overlays: below ``<area>/<name>/`` for each writable root, ``u<i>`` takes its writes (the upper
     layer the server reads afterwards), ``w<i>`` is overlayfs's own work directory and ``m<i>`` says the mode and
-    modification time the upper directory was given (the root's, when mounted)."""
+    modification time the upper directory was given (the root's, when mounted). Where the server keeps an escape
+    layer for the root (``<area>/escape-<i>``, see ``changes.escapes``), it lies above the root."""
 
     name: str
     overlays: tuple[tuple[str, str], ...]  # (root, area)
@@ -143,7 +144,12 @@ def mount_copy(overlays: list[Overlay], spare: MountedCopy | None = None) -> Mou
             os.write(note, f"{stat.S_IMODE(real.st_mode)} {real.st_mtime_ns}\n".encode())
         finally:
             os.close(note)
-        options = f"lowerdir={_escape(root)},upperdir={_escape(upper)},workdir={_escape(work)},userxattr,volatile"
+        lower = _escape(root)
+        escape = os.path.join(area, f"escape-{index}")  # the project's own overlay attributes, escaped
+        with contextlib.suppress(OSError):
+            if os.listdir(escape):
+                lower = f"{_escape(escape)}:{lower}"
+        options = f"lowerdir={lower},upperdir={_escape(upper)},workdir={_escape(work)},userxattr,volatile"
         # Its path may lead through the overlay once mounted (an area inside its root): held open before.
         held = os.open(upper, _UPPER)
         try:
