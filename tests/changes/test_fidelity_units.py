@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mcp_server_guard.changes.apply import Applier
-from mcp_server_guard.changes.xattrs import at, invisible, land, seen
+from mcp_server_guard.changes.xattrs import at, land, own_overlay, seen
 from mcp_server_guard.files.history import HistoryStore
 from support.copies import Copy, overlays_work
 
@@ -54,18 +54,17 @@ def links(root: Path) -> set[frozenset[str]]:
     return {frozenset(names) for names in inodes.values() if len(names) > 1}
 
 
-def test_overlay_bookkeeping_never_lands_and_a_commands_own_overlay_named_attribute_does(
+def test_overlay_bookkeeping_never_lands_and_neither_does_a_commands_own_overlay_attribute(
     copy: Copy, tmp_path: Path
 ) -> None:
     changes = copy.run(
-        "echo more >> a.txt; python3 -c \"import os; os.setxattr('a.txt', 'user.overlay.mine', b'x')\"; mkdir n; "
+        "echo more >> a.txt; python3 -c \"import os; os.setxattr('a.txt', 'user.overlay.opaque', b'x')\"; mkdir n; "
         "rm -r d; mkdir d"
     )
+    assert changes.dropped == (("a.txt", "user.overlay.opaque"),)
     Applier(history(tmp_path)).apply([changes], "aaaaaaaaaaaa", copy.started)
     for path in (copy.root / "a.txt", copy.root / "n", copy.root / "d"):
-        names = os.listxattr(path, follow_symlinks=False)
-        assert [n for n in names if n.startswith("user.overlay.") and n != "user.overlay.mine"] == [], path
-    assert os.getxattr(copy.root / "a.txt", "user.overlay.mine") == b"x"
+        assert [n for n in os.listxattr(path, follow_symlinks=False) if n.startswith("user.overlay.")] == [], path
 
 
 def test_attribute_only_changes_are_changes_and_land(copy: Copy, tmp_path: Path) -> None:
@@ -159,9 +158,7 @@ def test_undo_puts_the_tree_back_exactly_and_its_undo_brings_the_call_back(
     assert (tree(copy.root), links(copy.root)) == (after, after_links)
 
 
-def test_landing_removes_bookkeeping_and_file_capabilities_and_keeps_what_the_command_could_not_see(
-    tmp_path: Path,
-) -> None:
+def test_landing_removes_every_overlay_attribute_and_keeps_the_projects_own(tmp_path: Path) -> None:
     upper, real = tmp_path / "upper", tmp_path / "real"
     for path in (upper, real):
         path.write_text("x")
@@ -171,8 +168,7 @@ def test_landing_removes_bookkeeping_and_file_capabilities_and_keeps_what_the_co
     os.setxattr(real, "user.overlay.kept", b"k")
     dirfd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        land(at(dirfd, "upper"), invisible(at(dirfd, "real")))
+        assert land(at(dirfd, "upper"), own_overlay(at(dirfd, "real")))
     finally:
         os.close(dirfd)
-    assert sorted(os.listxattr(upper)) == ["user.overlay.kept", "user.overlay.note", "user.plain"]
-    assert os.getxattr(upper, "user.overlay.note") == b"mine"
+    assert sorted(os.listxattr(upper)) == ["user.overlay.kept", "user.plain"]

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from mcp_server_guard.errors import GuardError
-from mcp_server_guard.files.history import HistoryError, HistoryStore, disk_usage
+from mcp_server_guard.files.history import HistoryError, HistoryStore
+from mcp_server_guard.files.kept import disk_usage
 from mcp_server_guard.files.writing import check_executable_content
 from mcp_server_guard.policy import load_policy
 from mcp_server_guard.protected import Protection

@@ -9,7 +9,8 @@ import subprocess
 from pathlib import Path
 
 from mcp_server_guard.changes.apply import now_ns
-from mcp_server_guard.changes.upper import ChangeSet, read_upper
+from mcp_server_guard.changes.changeset import ChangeSet
+from mcp_server_guard.changes.upper import read_upper
 
 
 def overlays_work() -> bool:

@@ -1,7 +1,9 @@
 """Effects, not strings: what a command changed on its copy of the project, judged and applied by the one guarded
 writer, and undone on request.
 
-``area`` (where the copies live), ``upper`` (reading a copy's upper layer), ``effects`` (judging it, with
+``area`` (where the copies live), ``changeset`` (what a command changed, as data), ``upper`` (reading a copy's
+upper layer, with ``names`` for the names of one file), ``escapes`` (a project's own overlay attributes shown as
+they are), ``xattrs`` (attributes across the copy), ``effects`` (judging it, with
 ``git_verdicts`` for git's own files and ``git_index`` for what git has), ``apply`` (applying, undoing, recovering
 after a crash: ``plan`` the steps and their journal, ``steps`` each step, ``nofollow`` the file operations they are
 made of) and ``transactions`` (one call's whole round).
@@ -16,16 +18,17 @@ from mcp_server_guard._lazy import lazy_exports
 if TYPE_CHECKING:
     from mcp_server_guard.changes.apply import Applier, UndoConflict, recover
     from mcp_server_guard.changes.area import CopyArea, possible_areas
+    from mcp_server_guard.changes.changeset import Change, ChangeSet
     from mcp_server_guard.changes.effects import Judgement, judge
     from mcp_server_guard.changes.nofollow import now_ns
     from mcp_server_guard.changes.transactions import Held, Settled, Transactions
-    from mcp_server_guard.changes.upper import Change, ChangeSet, read_upper
+from mcp_server_guard.changes.upper import read_upper
 
 _EXPORTS = {
     "possible_areas": "area",
     "Applier": "apply",
-    "Change": "upper",
-    "ChangeSet": "upper",
+    "Change": "changeset",
+    "ChangeSet": "changeset",
     "CopyArea": "area",
     "Held": "transactions",
     "Judgement": "effects",

@@ -42,6 +42,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from mcp_server_guard.changes.changeset import ROOT, ChangeSet, DirTime
 from mcp_server_guard.changes.nofollow import DIR, Changed, identity, lstat_at, now_ns, parent, syncfs, unchanged_tree
 from mcp_server_guard.changes.plan import (
     JOURNALS,
@@ -54,8 +55,8 @@ from mcp_server_guard.changes.plan import (
     read_journal,
     steps_for,
 )
-from mcp_server_guard.changes.steps import Run, run_step
-from mcp_server_guard.changes.upper import ROOT, ChangeSet, DirTime
+from mcp_server_guard.changes.revert import UNDO_STEPS
+from mcp_server_guard.changes.steps import APPLY_STEPS, Run, copy_step, place, verb
 from mcp_server_guard.changes.xattrs import at, seen
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.reading import sha256_fd
@@ -298,6 +299,29 @@ def _mtime(root: str, rel: str) -> int | None:
         os.close(root_fd)
 
 
+def run_step(history: HistoryStore, op: Op, root: int, upper: int, run: Run) -> tuple[list[Applied], list[Conflict]]:
+    """Run one step of an apply or an undo: what it applied, and its conflict (a step that failed, or found the path
+    changed, is one)."""
+    absolute = posixpath.join(op.root, op.path) if op.path != ROOT else op.root
+    try:
+        if op.kind in ("tree", "place"):
+            return place(history, op, root, upper, run, absolute)
+        if op.kind == "copy":
+            return copy_step(history, op, root, upper, run, absolute)
+        step = APPLY_STEPS.get(op.kind) or UNDO_STEPS.get(op.kind)
+        if step is None:
+            raise ValueError(op.kind)
+        return step(history, op, root, run, absolute), []
+    except Changed as exc:
+        run.failed.add(absolute)
+        return [], [Conflict(absolute, f"not {verb(op.kind)}: {exc}")]
+    except (OSError, HistoryError) as exc:
+        run.failed.add(absolute)
+        why = exc.message if isinstance(exc, HistoryError) else exc.strerror or str(exc)
+        log.warning("could not apply %s %s: %s", op.kind, absolute, why)
+        return [], [Conflict(absolute, f"not {verb(op.kind)}: {why}")]
+
+
 def _root_of(path: str, roots: Sequence[str]) -> str | None:
     best = None
     for root in roots:
@@ -322,7 +346,7 @@ def _as_left(root: str, rel: str, record: Applied, applied_ns: int) -> bool:
             if real is None:
                 return False
             if record.action == "meta":
-                if seen(at(dirfd, name), escaped=record.escaped) != record.xattrs:
+                if seen(at(dirfd, name)) != record.xattrs:
                     return False
                 if not stat.S_ISLNK(real.st_mode) and stat.S_IMODE(real.st_mode) != record.mode:
                     return False

@@ -29,6 +29,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.changes.git_index import blob_hash, discarded, uncommitted
 from mcp_server_guard.changes.git_verdicts import (
     GIT_STATE,
@@ -38,7 +39,6 @@ from mcp_server_guard.changes.git_verdicts import (
     git_verdict,
     pointer_verdict,
 )
-from mcp_server_guard.changes.upper import Change, ChangeSet
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.paths import printable, within_any
 from mcp_server_guard.policy import EffectsPolicy
@@ -47,6 +47,7 @@ from mcp_server_guard.protected import Lookups, Protection, glob_regex
 __all__ = ["Counts", "Judgement", "judge", "summary_line"]
 
 _GIT_NAMES = frozenset({"HEAD", "config", "config.worktree", "commondir", "gitdir", "objects", "refs"})
+_BY_CONTENT = frozenset({"config", "config.worktree", "commondir", "gitdir", ".git", *TODO_NAMES})
 
 
 @dataclass
@@ -359,14 +360,7 @@ def _refuse(
     root = changes.root
     for change in changes.changes:
         name = change.path.rsplit("/", 1)[-1]
-        if change.action != "delete" and name in (
-            "config",
-            "config.worktree",
-            "commondir",
-            "gitdir",
-            ".git",
-            *TODO_NAMES,
-        ):
+        if change.action != "delete" and name in _BY_CONTENT:
             by_content.add((root, change.path))
         absolute = posixpath.join(root, change.path)
         why: str | None = None
@@ -383,8 +377,20 @@ def _refuse(
                 why += " in place of a file: the file stays as it was"
         else:
             why = _protected(trees, change, protection, roots, lookups)
+            if why is None and change.link and change.action != "delete":
+                why = _linked(trees, change, protection, roots, lookups, by_content)
         if why is not None:
             refused[(root, change.path)] = why
+    # Names of one file go together: a change through one reaches every other (its mode, its bytes).
+    names: dict[int, list[Change]] = {}
+    for change in changes.changes:
+        if change.inode:
+            names.setdefault(change.inode, []).append(change)
+    for group in names.values():
+        barred = next(((c.path, refused[(root, c.path)]) for c in group if (root, c.path) in refused), None)
+        if barred is not None:
+            for change in group:
+                refused.setdefault((root, change.path), f"another name of this file is {barred[0]} ({barred[1]})")
     # A deletion or replacement of a tree that holds a refused path is refused whole; so is the tree it came with.
     for change in changes.changes:
         top = change.top
@@ -398,6 +404,30 @@ def _refuse(
     for change in changes.changes:
         if change.top in kept and change.action == "delete":
             refused.setdefault((root, change.path), refused[(root, change.top)])
+
+
+def _linked(
+    trees: Trees,
+    change: Change,
+    protection: Protection,
+    roots: Sequence[str],
+    lookups: Lookups,
+    by_content: set[tuple[str, str]],
+) -> str | None:
+    """Why a path may not become another name of a file (``ln a b``; the other names of a file rewritten in place).
+    Threat: a protected file (a git config, a hook, a shell rc) given an ordinary second name — then rewritten,
+    re-moded or given attributes through that name, unjudged — or made a name of an ordinary file. Neither end may
+    be a path the guards look after, nor one judged by its content."""
+    root = trees.changes.root
+    target = Change(change.link, "modify", "file", size=change.size, mode=change.mode)
+    for end, judged in ((change.path, change), (change.link, target)):
+        if (root, end) in by_content or end.rsplit("/", 1)[-1] in _BY_CONTENT:
+            other = change.link if end == change.path else change.path
+            return f"it would be another name of {other}, and {end} is judged by what it holds"
+        why = _protected(trees, judged, protection, roots, lookups)
+        if why is not None:
+            return f"it would make {end} ({why}) a name of an ordinary file"
+    return None
 
 
 def _protected(

@@ -32,8 +32,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcp_server_guard.changes.changeset import TooDeep, walk_real
 from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, parent
-from mcp_server_guard.changes.upper import TooDeep, walk_real
 from mcp_server_guard.files.trees import remove_tree
 
 __all__ = ["ESCAPE_DIR", "Escapes", "marked"]
@@ -137,8 +137,8 @@ class Escapes:
                     is_marked = False
                     with contextlib.suppress(Changed, OSError), parent(fd, rel) as (dirfd, name):
                         st = lstat_at(name, dirfd)
-                        is_marked = st is not None and not stat.S_ISLNK(st.st_mode) and marked(
-                            f"/proc/self/fd/{dirfd}/{name}"
+                        is_marked = (
+                            st is not None and not stat.S_ISLNK(st.st_mode) and marked(f"/proc/self/fd/{dirfd}/{name}")
                         )
                     with self._lock:
                         if is_marked != (rel in item.marks):

@@ -17,7 +17,7 @@ import stat
 import struct
 from collections.abc import Sequence
 
-from mcp_server_guard.changes.upper import Change, ChangeSet
+from mcp_server_guard.changes.changeset import Change, ChangeSet
 
 __all__ = ["blob_hash", "discarded", "uncommitted"]
 

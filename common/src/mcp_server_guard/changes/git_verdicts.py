@@ -19,7 +19,7 @@ import re
 import stat
 from collections.abc import Callable, Sequence
 
-from mcp_server_guard.changes.upper import Change, ChangeSet, Kind
+from mcp_server_guard.changes.changeset import Change, ChangeSet, Kind
 from mcp_server_guard.git_config import unsafe_git_entries
 from mcp_server_guard.git_dirs import POINTER_LIMIT, git_runnable, pointer_text
 from mcp_server_guard.paths import within_any

@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator
 
 from mcp_server_guard import linux
-from mcp_server_guard.changes.upper import MAX_ENTRIES, TooDeep, walk_real
+from mcp_server_guard.changes.changeset import MAX_ENTRIES, TooDeep, walk_real
 from mcp_server_guard.files import openat2 as _openat2
 from mcp_server_guard.files.treelock import flock_until
 

@@ -22,12 +22,12 @@ import fcntl
 import json
 import os
 import stat
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from mcp_server_guard.changes.changeset import Change, ChangeSet, DirTime
 from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, parent
-from mcp_server_guard.changes.upper import Change, ChangeSet, DirTime
 from mcp_server_guard.changes.xattrs import Xattrs
 from mcp_server_guard.files.history import HistoryStore
 
@@ -87,7 +87,6 @@ class Applied:
     link: str = ""  # create, modify: made another name of this absolute path
     group: tuple[int, ...] = ()  # modify, delete: (dev, ino) of what was there: names of one inode come back as one
     stays: str = ""  # modify, delete: another name of what was there, that stayed (absolute)
-    escaped: bool = False  # meta: attributes compared as they are (the copy showed them through the escape layer)
 
     def record(self) -> dict[str, Any]:
         data = asdict(self)
@@ -106,7 +105,6 @@ class Applied:
             xattrs=xattrs_of(data.get("xattrs")), old_xattrs=xattrs_of(data.get("old_xattrs")),
             moved_from=str(data.get("moved_from", "")), link=str(data.get("link", "")),
             group=tuple(int(v) for v in data.get("group") or []), stays=str(data.get("stays", "")),
-            escaped=bool(data.get("escaped", False)),
         )  # fmt: skip
 
 
@@ -231,13 +229,14 @@ def steps_for(
         return _live_plan(changes, skip, history)
     root, upper = changes.root, changes.upper
     skipped = {path for r, path in skip if r == root}
-    moved = {change.moved_from for change in changes.changes if change.moved_from and change.path not in skipped}
+    moved = {c.moved_from for c in changes.changes if c.moved_from and not {c.path, c.moved_from} & skipped}
     metas: list[Op] = []
     early: list[Op] = []  # new names of real files as they are before anything else (before a move takes one away)
     moves: list[Op] = []
     firsts: list[Op] = []
     links: list[Op] = []  # new names of files placed by this apply
     deletes: list[Op] = []
+    reached: set[int] = set()
     for change in changes.changes:
         linked = bool(change.link) and change.action != "delete"  # a delete's link is the name that stays
         if change.path in skipped or (linked and change.link in skipped):
@@ -252,12 +251,18 @@ def steps_for(
             continue
         if change.top:
             continue  # moves (or goes) with its top
-        if change.moved_from:
+        if change.moved_from and change.moved_from not in skipped:
             moves.append(Op("move", root, change.path, change=change))
+        elif change.moved_from:  # the old name may not go (refused): the command's file is placed as a new one
+            firsts.append(Op("place", root, change.path, upper=upper, entry=history.new_id(),
+                             change=replace(change, moved_from="")))  # fmt: skip
         elif change.action in ("create", "modify"):
             kind = "tree" if change.kind == "dir" else "place"
             firsts.append(Op(kind, root, change.path, upper=upper, entry=history.new_id(), change=change))
         elif change.action == "meta":
+            if change.inode and change.inode in reached:
+                continue  # another name of a file whose metadata one step changes (it was judged as a name of it)
+            reached.add(change.inode)
             metas.append(Op("meta", root, change.path, upper=upper, change=change))
         elif change.action == "delete" and change.path not in moved:
             deletes.append(Op("delete", root, change.path, entry=history.new_id(), change=change))

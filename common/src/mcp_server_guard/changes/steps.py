@@ -1,22 +1,17 @@
-"""Each step of a plan, against the real tree: what ``changes.apply`` runs, one step at a time.
+"""Each step of an apply, against the real tree (run one at a time by ``changes.apply``; an undo's are
+``changes.revert``'s).
 
-An apply's steps: the metadata of what stays (``meta``: mode, modification time, ``user.*`` attributes), a real
-file renamed whole (``move``), a file, symlink or whole directory tree of the command's renamed into place
-(``tree``, ``place``; merged entry by entry where a directory appeared meanwhile), a running job's copied
-(``copy``), a new name of a real file (``link``), a deletion (``delete``), and a directory's modification time put
-back as the command left it (``times``). An undo's: what a call made moved away (``remove``), what it deleted
-brought back (``restore``), what it replaced brought back in place of what is there (``swap``), a rename reverted
-(``unmove``), metadata reverted (``unmeta``), a directory's time put back (``untimes``). What a step replaces or
-deletes goes to the history store under the call's audit id first; what lands in the real tree carries none of
-overlayfs's bookkeeping (``changes.xattrs``). Names of one inode come back as one: an undo that restores one of
-them makes the others new names of it.
+The metadata of what stays (``meta``: mode, modification time, ``user.*`` attributes), a real file renamed whole
+(``move``), a file, symlink or whole directory tree of the command's renamed into place (``tree``, ``place``;
+merged entry by entry where a directory appeared meanwhile), a running job's copied (``copy``), a new name of a
+file (``link``), a deletion (``delete``), and a directory's modification time put back as the command left it
+(``times``). What a step replaces or deletes goes to the history store under the call's audit id first; what
+lands in the real tree carries none of overlayfs's bookkeeping (``changes.xattrs``).
 
 A path someone changed since the command started is a :class:`~mcp_server_guard.changes.plan.Conflict`: the
 command's version goes beside it, or the step is skipped; nothing of the real tree is overwritten. Every path is
-reached through ``changes.nofollow``, no link followed.
-
-Not here: which steps there are (``changes.plan``), nor the run around them — the journal, the order, the
-record of the call (``changes.apply``).
+reached through ``changes.nofollow``, no link followed; a file or directory whose metadata changes is changed
+through a descriptor of the very inode looked at.
 """
 
 from __future__ import annotations
@@ -28,6 +23,7 @@ import posixpath
 import stat
 from dataclasses import dataclass, field
 
+from mcp_server_guard.changes.changeset import Change, walk_entries
 from mcp_server_guard.changes.nofollow import (
     DIR,
     Changed,
@@ -36,17 +32,16 @@ from mcp_server_guard.changes.nofollow import (
     held,
     identity,
     lstat_at,
-    now_ns,
     parent,
     rename_at,
     unchanged,
 )
 from mcp_server_guard.changes.plan import Applied, Conflict, Op
-from mcp_server_guard.changes.upper import ROOT, Change, walk_real
-from mcp_server_guard.changes.xattrs import Xattrs, at, invisible, land, seen, set_seen
-from mcp_server_guard.files.history import HistoryError, HistoryStore, file_kind
+from mcp_server_guard.changes.xattrs import Xattrs, at, land, own_overlay, seen, set_seen
+from mcp_server_guard.files.history import HistoryStore
+from mcp_server_guard.files.kept import file_kind
 
-__all__ = ["Run", "run_step"]
+__all__ = ["APPLY_STEPS", "Run", "copy_step", "place", "set_meta"]
 
 log = logging.getLogger("mcp_server_guard.changes")
 
@@ -66,6 +61,7 @@ class Run:
     copies: dict[tuple[int, ...], list[str]] = field(default_factory=dict)  # undo: names holding a copy, by group
     failed: set[str] = field(default_factory=set)  # absolute paths a step could not apply (their links wait)
     marked: list[str] = field(default_factory=list)  # absolute paths landed with user.overlay.* names (escapes)
+    placed: dict[str, tuple[int, int]] = field(default_factory=dict)  # absolute path -> what this run put there
 
     def stays(self, real: os.stat_result, absolute: str) -> str:
         """Another name of ``real`` (a file with several) this undo knew of, that this step does not take away."""
@@ -79,31 +75,6 @@ class Run:
         if not stat.S_ISDIR(real.st_mode) and (real.st_dev, real.st_ino) in self.ours:
             return (0, 0)
         return unchanged(dirfd, name, real, self.started, self.baseline.get(absolute))
-
-
-def run_step(history: HistoryStore, op: Op, root: int, upper: int, run: Run) -> tuple[list[Applied], list[Conflict]]:
-    """Run one step: what it applied, and its conflict (a step that failed, or found the path changed, is one)."""
-    absolute = posixpath.join(op.root, op.path) if op.path != ROOT else op.root
-    try:
-        if op.kind in ("tree", "place"):
-            return _place(history, op, root, upper, run, absolute)
-        if op.kind == "copy":
-            return _copy(history, op, root, upper, run, absolute)
-        steps = {
-            "meta": _meta, "move": _move, "link": _link, "delete": _delete, "times": _times, "remove": _remove,
-            "restore": _restore, "swap": _swap, "unmove": _unmove, "unmeta": _unmeta, "untimes": _untimes,
-        }  # fmt: skip
-        if op.kind not in steps:
-            raise ValueError(op.kind)
-        return steps[op.kind](history, op, root, run, absolute), []
-    except Changed as exc:
-        run.failed.add(absolute)
-        return [], [Conflict(absolute, f"not {_verb(op.kind)}: {exc}")]
-    except (OSError, HistoryError) as exc:
-        run.failed.add(absolute)
-        why = exc.message if isinstance(exc, HistoryError) else exc.strerror or str(exc)
-        log.warning("could not apply %s %s: %s", op.kind, absolute, why)
-        return [], [Conflict(absolute, f"not {_verb(op.kind)}: {why}")]
 
 
 def _change(op: Op) -> Change:
@@ -125,19 +96,14 @@ def _land_tree(dirfd: int, name: str, absolute: str, run: Run) -> None:
         run.marked.append(absolute)
     fd = os.open(name, DIR | os.O_NOFOLLOW, dir_fd=dirfd)
     try:
-        for rel, _st in walk_real(fd, "", [1 << 30], ours=True):
-            inner, _, last = rel.rpartition("/")
-            sub = os.open(inner, DIR | os.O_NOFOLLOW, dir_fd=fd) if inner else os.dup(fd)
-            try:
-                if land(at(sub, last)):
-                    run.marked.append(posixpath.join(absolute, rel))
-            finally:
-                os.close(sub)
+        for rel, _st, inner, last in walk_entries(fd, "", [1 << 30], ours=True):
+            if land(at(inner, last)):
+                run.marked.append(posixpath.join(absolute, rel))
     finally:
         os.close(fd)
 
 
-def _place(
+def place(
     history: HistoryStore, op: Op, root: int, upper: int, run: Run, absolute: str
 ) -> tuple[list[Applied], list[Conflict]]:
     """A file, symlink, FIFO or whole directory tree of the command's, into the real tree."""
@@ -162,7 +128,7 @@ def _place(
         else:
             keep: Xattrs = ()
             if real is not None and stat.S_ISREG(real.st_mode):
-                keep = invisible(at(dst_dir, name), escaped=change.escaped)
+                keep = own_overlay(at(dst_dir, name))
             if land(at(src_dir, name), keep):
                 run.marked.append(absolute)
         if real is None:
@@ -172,7 +138,9 @@ def _place(
                 rename_at(src_dir, name, dst_dir, name, noreplace=True)
             except FileExistsError:
                 return aside("it was created meanwhile")
-            return [_placed(absolute, change, dst_dir, name, "", tree)], []
+            done = _placed(absolute, change, dst_dir, name, "", tree)
+            run.placed[absolute] = (done.after[0], done.after[1]) if done.after else (0, 0)
+            return [done], []
         if tree and not replacing:
             return _merge(src_dir, name, dst_dir, absolute, run.audit_id)
         if change.action == "create" and not replacing and left is None:
@@ -193,7 +161,9 @@ def _place(
         run.ours.add((real.st_dev, real.st_ino))
         group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
         stays = posixpath.join(op.root, change.stays) if change.stays else ""
-        return [_placed(absolute, change, dst_dir, name, entry.id, tree, group, stays)], []
+        done = _placed(absolute, change, dst_dir, name, entry.id, tree, group, stays)
+        run.placed[absolute] = (done.after[0], done.after[1]) if done.after else (0, 0)
+        return [done], []
 
 
 def _kept_already(history: HistoryStore, entry_id: str, real: os.stat_result) -> bool:
@@ -269,16 +239,34 @@ def _aside(
     return [record], [Conflict(absolute, f"{why}: the command's version is beside it, as {beside}")]
 
 
-def _set_meta(dirfd: int, name: str, real: os.stat_result, mode: int, mtime_ns: int, want: tuple[tuple[str, bytes],
-              ...], have: tuple[tuple[str, bytes], ...]) -> None:  # fmt: skip
+def set_meta(dirfd: int, name: str, real: os.stat_result, mode: int, mtime_ns: int, want: Xattrs,
+              have: Xattrs) -> None:  # fmt: skip
     """A path's attributes, mode and (not a directory's) modification time set, in that order (each of the first two
-    changes only its ctime)."""
-    if want != have:
-        set_seen(at(dirfd, name), want, have)
-    if not stat.S_ISLNK(real.st_mode) and stat.S_IMODE(real.st_mode) != mode:
-        os.chmod(name, mode, dir_fd=dirfd)
-    if not stat.S_ISDIR(real.st_mode) and mtime_ns and real.st_mtime_ns != mtime_ns:
-        os.utime(name, ns=(real.st_atime_ns, mtime_ns), dir_fd=dirfd, follow_symlinks=False)
+    changes only its ctime). Threat: the name swapped for a symlink since it was looked at (by another writer of
+    the real tree), leading the change outside: a file or directory is changed through a descriptor of the very
+    inode looked at (never followed), a symlink by its name with no link followed (it takes no mode)."""
+    if stat.S_ISLNK(real.st_mode):
+        if mtime_ns and real.st_mtime_ns != mtime_ns:
+            os.utime(name, ns=(real.st_atime_ns, mtime_ns), dir_fd=dirfd, follow_symlinks=False)
+        return
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_DIRECTORY if stat.S_ISDIR(real.st_mode)
+                                                                        else 0)  # fmt: skip
+    try:
+        fd = os.open(name, flags, dir_fd=dirfd)
+    except OSError as exc:
+        raise Changed(f"it changed ({exc.strerror})") from None
+    try:
+        opened = os.fstat(fd)
+        if (opened.st_dev, opened.st_ino) != (real.st_dev, real.st_ino):
+            raise Changed("it was replaced meanwhile")
+        if want != have:
+            set_seen(fd, want, have)
+        if stat.S_IMODE(opened.st_mode) != mode:
+            os.fchmod(fd, mode)
+        if not stat.S_ISDIR(opened.st_mode) and mtime_ns and opened.st_mtime_ns != mtime_ns:
+            os.utime(fd, ns=(opened.st_atime_ns, mtime_ns))
+    finally:
+        os.close(fd)
 
 
 def _meta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
@@ -287,7 +275,7 @@ def _meta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         real = lstat_at(name, dirfd)
         if real is None or file_kind(real.st_mode) != change.kind:
             raise Changed("it is gone")
-        have = seen(at(dirfd, name), escaped=change.escaped)
+        have = seen(at(dirfd, name))
         if stat.S_ISDIR(real.st_mode):
             # A directory's ctime moves whenever anyone adds or removes an entry: what counts is what this step sets.
             if stat.S_IMODE(real.st_mode) != change.old_mode or have != change.old_xattrs:
@@ -295,10 +283,8 @@ def _meta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         else:
             run.unchanged(dirfd, name, real, absolute)
         with held(dirfd, name, real):
-            _set_meta(dirfd, name, real, change.mode, change.mtime_ns, change.xattrs, have)
+            set_meta(dirfd, name, real, change.mode, change.mtime_ns, change.xattrs, have)
         run.ours.add((real.st_dev, real.st_ino))  # its ctime is ours now (its other names' too)
-        if any(n.startswith("user.overlay.") for n, _v in change.xattrs) or change.escaped:
-            run.marked.append(absolute)
         now = lstat_at(name, dirfd)
         if now is not None:
             run.baseline[absolute] = now.st_ctime_ns
@@ -306,7 +292,7 @@ def _meta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
                     old_mode=stat.S_IMODE(real.st_mode), old_mtime_ns=real.st_mtime_ns,
                     mode=stat.S_IMODE(now.st_mode) if now is not None else change.mode,
                     mtime_ns=now.st_mtime_ns if now is not None else change.mtime_ns,
-                    xattrs=change.xattrs, old_xattrs=have, escaped=change.escaped)]  # fmt: skip
+                    xattrs=change.xattrs, old_xattrs=have)]  # fmt: skip
 
 
 def _move(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
@@ -328,6 +314,7 @@ def _move(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         with held(src_dir, src_name, real):
             rename_at(src_dir, src_name, dst_dir, name, noreplace=True)
         run.ours.add((real.st_dev, real.st_ino))
+        run.placed[absolute] = (real.st_dev, real.st_ino)
         placed = lstat_at(name, dst_dir)
     return [Applied(absolute, "create", "file", moved_from=source, after=identity(placed) if placed else ())]
 
@@ -342,6 +329,13 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         source = lstat_at(src_name, src_dir)
         if source is None or not stat.S_ISREG(source.st_mode):
             raise Changed(f"{change.link} is gone")
+        # Threat: the file a name is to be made of swapped (rewritten by another call, replaced) between the
+        # judgement and now: it must be what this run placed there, or the real file as the command found it.
+        if target in run.placed:
+            if run.placed[target] != (source.st_dev, source.st_ino):
+                raise Changed(f"{change.link} is not what was applied there")
+        else:
+            run.unchanged(src_dir, src_name, source, target)
         real = lstat_at(name, dirfd)
         if real is not None and (real.st_dev, real.st_ino) == (source.st_dev, source.st_ino):
             return []  # one file already (a step replayed after a crash)
@@ -417,7 +411,7 @@ def _times(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) ->
     return [Applied(absolute, "times", "dir", old_mtime_ns=max(time.old_mtime_ns, 0), mtime_ns=mtime)]
 
 
-def _copy(
+def copy_step(
     history: HistoryStore, op: Op, root: int, upper: int, run: Run, absolute: str
 ) -> tuple[list[Applied], list[Conflict]]:
     """A running job's file, directory, symlink or FIFO, copied into the real tree (the job still owns its
@@ -460,7 +454,7 @@ def _copy(
         try:
             kept: Xattrs = ()
             if real is not None and stat.S_ISREG(real.st_mode):
-                kept = invisible(at(dst_dir, name), escaped=change.escaped)
+                kept = own_overlay(at(dst_dir, name))
             if not stat.S_ISLNK(ours.st_mode):
                 set_seen(at(dst_dir, temp), seen(at(src_dir, name)), ())
                 if land(at(dst_dir, temp), kept):
@@ -484,178 +478,11 @@ def _copy(
     return [Applied(absolute, "modify" if before else "create", change.kind, before=before, after=after)], []
 
 
-# -- undo steps ----------------------------------------------------------------------------------
-
-
-def _remove(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
-    """Undo a creation: what is there goes to the history (a file with other names says which stays, for an undo of
-    this undo to make it one with that again)."""
-    with parent(root, op.path) as (dirfd, name):
-        real = lstat_at(name, dirfd)
-        if real is None:
-            return []
-        staying = run.stays(real, absolute)
-        counted = unchanged(dirfd, name, real, now_ns() + 1) if stat.S_ISDIR(real.st_mode) else (0, 0)
-        with held(dirfd, name, real):
-            entry = history.keep(dirfd, name, absolute, run.audit_id, move=True, entry_id=op.entry, durable=False,
-                                 tree=counted)  # fmt: skip
-    directory = stat.S_ISDIR(real.st_mode)
-    group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
-    return [Applied(absolute, "delete", "dir" if directory else file_kind(real.st_mode), before=entry.id,
-                    tree=directory, group=group, stays=staying)]  # fmt: skip
-
-
-def _bring_back(
-    history: HistoryStore, op: Op, root: int, dirfd: int, name: str, run: Run, *, replace: bool, absolute: str
-) -> str:
-    """Put a pre-image back at ``name``: as another name of an inode of the same group this undo restored already,
-    or of the name that stayed with it (if it still is that inode); else out of the history. Returns what it was
-    ("file", "dir", ...)."""
-    record = _record(op)
-    anchors: list[tuple[str, tuple[int, ...]]] = []
-    if record.group:
-        if record.group in run.restored:
-            anchors.append(run.restored[record.group])
-        # A name that held the very inode when the undo was planned (another record's, or one that stayed).
-        anchors += [(path, record.group) for path in run.names.get((record.group[0], record.group[1]), [])]
-        if record.stays:
-            anchors.append((record.stays, record.group))
-    for anchor, holds in anchors:
-        inside = anchor.startswith(op.root.rstrip("/") + "/") and anchor != absolute
-        if inside and _linked(root, posixpath.relpath(anchor, op.root), holds, dirfd, name, replace=replace):
-            if tuple(holds) != tuple(record.group):
-                run.copies.setdefault(record.group, []).append(absolute)  # a name of a copy, like its anchor
-            return "file"
-    entry = history.take(record.before, dirfd, name, replace=replace)
-    placed = lstat_at(name, dirfd)
-    if record.group and placed is not None:
-        run.restored[record.group] = (absolute, (placed.st_dev, placed.st_ino))
-        run.copies[record.group] = [absolute]
-    if entry.kind == "tree" and run.groups:
-        _rejoin(op, root, dirfd, name, run, absolute)
-    return "dir" if entry.kind == "tree" else entry.kind
-
-
-def _rejoin(op: Op, root: int, dirfd: int, name: str, run: Run, absolute: str) -> None:
-    """Files in a tree just restored that another record restores too (names of one inode): a name restored before
-    from a copy becomes one with them again; one restored later is linked to them."""
-    fd = os.open(name, DIR | os.O_NOFOLLOW, dir_fd=dirfd)
-    try:
-        for rel, st in walk_real(fd, "", [1 << 20]):
-            group = (st.st_dev, st.st_ino)
-            if not stat.S_ISREG(st.st_mode) or group not in run.groups:
-                continue
-            inside = posixpath.join(absolute, rel)
-            for copied in run.copies.pop(group, []):
-                if not copied.startswith(op.root.rstrip("/") + "/"):
-                    continue
-                with (
-                    contextlib.suppress(Changed, OSError),
-                    parent(root, posixpath.relpath(copied, op.root)) as (at_dir, at_name),
-                ):
-                    _linked(root, posixpath.relpath(inside, op.root), group, at_dir, at_name, replace=True)
-            run.restored[group] = (inside, group)
-    finally:
-        os.close(fd)
-
-
-def _linked(root: int, rel: str, group: tuple[int, ...], dirfd: int, name: str, *, replace: bool) -> bool:
-    """Make ``name`` another name of the file at ``rel`` if that still is the inode ``group`` ((dev, ino); no link
-    followed)."""
-    try:
-        with parent(root, rel) as (src_dir, src_name):
-            st = lstat_at(src_name, src_dir)
-            if st is None or not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != tuple(group)[:2]:
-                return False
-            if not replace:
-                os.link(src_name, name, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
-                return True
-            temp = f".mcp-guard-{os.urandom(6).hex()}.tmp"
-            os.link(src_name, temp, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
-    except (Changed, OSError):
-        return False
-    os.rename(temp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
-    return True
-
-
-def _restore(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
-    """Undo a deletion: the kept pre-image comes back (its inode, or a copy; or a name of the inode it shared)."""
-    with parent(root, op.path) as (dirfd, name):
-        if lstat_at(name, dirfd) is not None:
-            raise Changed("something is there again")
-        kind = _bring_back(history, op, root, dirfd, name, run, replace=False, absolute=absolute)
-        placed = lstat_at(name, dirfd)
-    return [Applied(absolute, "create", kind, after=identity(placed) if placed is not None else (),
-                    tree=kind == "dir")]  # fmt: skip
-
-
-def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
-    """Undo a replacement: what is there now goes to the history, the pre-image takes its name (one rename, when
-    both are files)."""
-    record = _record(op)
-    before_kind = history.kind(record.before)
-    with parent(root, op.path) as (dirfd, name):
-        real = lstat_at(name, dirfd)
-        if real is None:
-            raise Changed("it is gone")
-        files = not stat.S_ISDIR(real.st_mode) and before_kind != "tree"
-        staying = run.stays(real, absolute)
-        with held(dirfd, name, real):
-            entry = history.keep(dirfd, name, absolute, run.audit_id, move=not files, entry_id=op.entry,
-                                 durable=False)  # fmt: skip
-            kind = _bring_back(history, op, root, dirfd, name, run, replace=files, absolute=absolute)
-        placed = lstat_at(name, dirfd)
-    group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
-    return [Applied(absolute, "modify", kind, before=entry.id, after=identity(placed) if placed is not None else (),
-                    group=group, tree=kind == "dir", stays=staying)]  # fmt: skip
-
-
-def _unmove(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
-    """Undo a rename: the file goes back to its old name."""
-    record = _record(op)
-    back = posixpath.relpath(record.moved_from, op.root)
-    with parent(root, op.path) as (src_dir, src_name), parent(root, back) as (dst_dir, name):
-        real = lstat_at(src_name, src_dir)
-        if real is None:
-            raise Changed("it is gone")
-        if lstat_at(name, dst_dir) is not None:
-            raise Changed("something is at its old name again")
-        rename_at(src_dir, src_name, dst_dir, name, noreplace=True)
-        placed = lstat_at(name, dst_dir)
-    return [Applied(record.moved_from, "create", "file", moved_from=absolute,
-                    after=identity(placed) if placed else ())]  # fmt: skip
-
-
-def _unmeta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
-    record = _record(op)
-    with parent(root, op.path) as (dirfd, name):
-        real = lstat_at(name, dirfd)
-        if real is None:
-            raise Changed("it is gone")
-        have = seen(at(dirfd, name), escaped=record.escaped)
-        with held(dirfd, name, real):
-            _set_meta(dirfd, name, real, record.old_mode, record.old_mtime_ns, record.old_xattrs, have)
-        now = lstat_at(name, dirfd)
-    return [Applied(absolute, "meta", record.kind, after=identity(now) if now is not None else (),
-                    old_mode=stat.S_IMODE(real.st_mode), old_mtime_ns=real.st_mtime_ns,
-                    mode=record.old_mode, mtime_ns=record.old_mtime_ns, xattrs=record.old_xattrs,
-                    old_xattrs=have, escaped=record.escaped)]  # fmt: skip
-
-
-def _untimes(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
-    """A directory's modification time as it was before the call (``op.time``: that, and what it was when the undo
-    was planned, before its own steps changed it)."""
-    time = op.time
-    assert time is not None
-    with contextlib.suppress(Changed), parent(root, op.path) as (dirfd, name):  # gone with its tree: nothing to do
-        real = lstat_at(name, dirfd)
-        if real is not None and stat.S_ISDIR(real.st_mode) and time.mtime_ns:
-            os.utime(name, ns=(real.st_atime_ns, time.mtime_ns), dir_fd=dirfd, follow_symlinks=False)
-    return [Applied(absolute, "times", "dir", old_mtime_ns=time.old_mtime_ns, mtime_ns=time.mtime_ns)]
-
-
-def _verb(kind: str) -> str:
+def verb(kind: str) -> str:
     return {
         "delete": "deleted", "meta": "changed", "remove": "removed", "restore": "restored", "swap": "restored",
         "unmove": "moved back", "unmeta": "changed back", "move": "moved", "link": "linked",
     }.get(kind, "applied")  # fmt: skip
+
+
+APPLY_STEPS = {"meta": _meta, "move": _move, "link": _link, "delete": _delete, "times": _times}

@@ -33,10 +33,11 @@ import anyio.to_thread
 
 from mcp_server_guard.changes.apply import Applier
 from mcp_server_guard.changes.area import AREA_IN_ROOT, CopyArea
+from mcp_server_guard.changes.changeset import ChangeSet
 from mcp_server_guard.changes.effects import Counts, Judgement, judge
 from mcp_server_guard.changes.escapes import Escapes
 from mcp_server_guard.changes.plan import Conflict, Outcome
-from mcp_server_guard.changes.upper import ChangeSet, read_upper
+from mcp_server_guard.changes.upper import read_upper
 from mcp_server_guard.files.treelock import TreeBusy, tree_lock
 from mcp_server_guard.files.trees import remove_tree
 from mcp_server_guard.paths import printable
@@ -228,8 +229,7 @@ class Transactions:
             fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
                 mounted = _mounted(os.path.join(part, name, f"m{index}"))
-                escaped = self.escapes.escaped(root)
-                changes = read_upper(upper, fd, root, skip, mounted, started_ns=started_ns, escaped=escaped)
+                changes = read_upper(upper, fd, root, skip, mounted, started_ns=started_ns)
             finally:
                 os.close(fd)
             if changes.changes or changes.incomplete or changes.times:
@@ -497,6 +497,11 @@ class Transactions:
                     continue
                 if len(paths) < _SHOWN_PATHS:
                     paths.append((self.display(absolute) + ("/" if change.kind == "dir" else ""), change.action))
+            for path, names in changes.dropped:
+                # Threat: attributes overlayfs reads as its own, set on a project file, would make every later copy
+                # hide it or refuse to read it (and other overlays the user mounts).
+                refused.append((self.display(os.path.join(changes.root, path)),
+                                f"its {names} left out: overlayfs reads such attributes as its own"))  # fmt: skip
         return Settled("applied", judgement.summary, judgement.counts, paths, refused=refused)
 
     def _finished(self, settled: Settled, outcome: Outcome) -> Settled:

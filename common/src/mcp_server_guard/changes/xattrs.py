@@ -1,17 +1,19 @@
-"""Extended attributes across the copy: overlayfs's own bookkeeping, what a command sees, and what lands.
+"""Extended attributes across the copy: overlayfs's own bookkeeping, what a command may change, and what lands.
 
 On the copy, overlayfs keeps its bookkeeping in ``user.overlay.*`` attributes of the upper layer (``origin`` on
 what it copied up, ``opaque`` on a replaced directory, ``impure``, ``uuid``, ...), and stores an attribute a
-command sets under that name escaped, as ``user.overlay.overlay.*`` (the way nested overlays are escaped). A real
-file's own ``user.overlay.overlay.*`` is shown to the command unescaped, and its plain ``user.overlay.*`` is not
-shown at all (overlayfs reads it as its own).
+command sets under that name escaped, as ``user.overlay.overlay.*`` (the way nested overlays are escaped).
 
-So an attribute is compared by the name the command saw (:func:`seen`), lands under that name (:func:`land`:
-bookkeeping removed, escaped names unescaped), and a real file's attributes the command could not see are kept
-where its file is replaced (:func:`invisible`). Only ``user.*`` attributes are the command's to change here:
-``security.capability`` (file capabilities: privileges) never lands, the rest stay as the kernel made them.
+A command changes ``user.*`` attributes (:func:`seen` reads them the same way on both sides), except the
+``user.overlay.*`` names: overlayfs reads those in the real tree as its own (a directory marked ``opaque=x`` hides
+what is marked ``whiteout`` in it, a file marked ``metacopy`` or ``redirect`` cannot be read), so they would turn
+every later copy against the project — and other overlays the user mounts. A project's own ones are data: they
+are shown to the command as they are (``changes.escapes``) and kept on what lands (:func:`own_overlay`); a
+command's own are left out, and said (:func:`set_by_command`). ``security.capability`` (file capabilities:
+privileges) never lands either; the rest stay as the kernel made them.
 
-Every function takes a path that is never followed at its last component; callers pass ``at(dirfd, name)``.
+Every function takes a path that is never followed at its last component (callers pass ``at(dirfd, name)``),
+or an open descriptor.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import contextlib
 import errno
 import os
 
-__all__ = ["Xattrs", "at", "invisible", "land", "seen", "set_seen"]
+__all__ = ["Xattrs", "at", "land", "own_overlay", "seen", "set_by_command", "set_seen"]
 
 Xattrs = tuple[tuple[str, bytes], ...]  # (name, value), sorted by name
 
@@ -35,97 +37,97 @@ def at(dirfd: int, name: str) -> str:
     return f"/proc/self/fd/{dirfd}/{name}"
 
 
-def _names(path: str) -> list[str]:
+def _names(target: str | int) -> list[str]:
     try:
-        return os.listxattr(path, follow_symlinks=False)
+        if isinstance(target, int):
+            return os.listxattr(target)
+        return os.listxattr(target, follow_symlinks=False)
     except OSError as exc:
         if exc.errno in (errno.ENOTSUP, errno.ENOENT, errno.EPERM):
             return []
         raise
 
 
-def _get(path: str, name: str) -> bytes | None:
+def _get(target: str | int, name: str) -> bytes | None:
     try:
-        return os.getxattr(path, name, follow_symlinks=False)
+        if isinstance(target, int):
+            return os.getxattr(target, name)
+        return os.getxattr(target, name, follow_symlinks=False)
     except OSError as exc:
         if exc.errno in (errno.ENODATA, errno.ENOTSUP, errno.ENOENT):
             return None
         raise
 
 
-def _seen_name(name: str) -> str | None:
-    """The name a command sees an attribute by (None: it does not see it, or it is not ``user.*``)."""
-    if name.startswith(_ESCAPED):
-        return _OVERLAY + name[len(_ESCAPED) :]
-    if name.startswith(_OVERLAY) or not name.startswith("user."):
-        return None
-    return name
+def _values(target: str | int, names: list[str]) -> Xattrs:
+    found = ((name, _get(target, name)) for name in names)
+    return tuple(sorted((name, value) for name, value in found if value is not None))
 
 
-def seen(path: str, *, escaped: bool = False) -> Xattrs:
-    """The ``user.*`` attributes of ``path`` as a command on the copy sees them (upper layer and real tree alike);
-    ``escaped``: a real entry the copy shows through the escape layer (``changes.escapes``), exactly as it is."""
-    found: dict[str, bytes] = {}
-    for name in _names(path):
-        shown = name if escaped and name.startswith("user.") else _seen_name(name)
-        if shown is None:
-            continue
-        value = _get(path, name)
-        if value is not None:
-            found[shown] = value
-    return tuple(sorted(found.items()))
+def seen(path: str | int) -> Xattrs:
+    """The ``user.*`` attributes a command may change (every one but ``user.overlay.*``), upper layer and real tree
+    alike."""
+    return _values(path, [n for n in _names(path) if n.startswith("user.") and not n.startswith(_OVERLAY)])
 
 
-def invisible(path: str, *, escaped: bool = False) -> Xattrs:
-    """A real file's attributes a command on the copy cannot see (its plain ``user.overlay.*``, unless the escape
-    layer shows them): kept when the command's version replaces it."""
-    found: list[tuple[str, bytes]] = []
-    if escaped:
-        return ()
-    for name in _names(path):
-        if name.startswith(_OVERLAY) and not name.startswith(_ESCAPED):
-            value = _get(path, name)
-            if value is not None:
-                found.append((name, value))
-    return tuple(sorted(found))
+def own_overlay(path: str | int) -> Xattrs:
+    """A real entry's own ``user.overlay.*`` attributes, as they are: kept on what replaces it."""
+    return _values(path, [n for n in _names(path) if n.startswith(_OVERLAY)])
+
+
+def set_by_command(upper: str | int, real: Xattrs) -> list[str]:
+    """The ``user.overlay.*`` names a command set or changed on an upper-layer entry (stored escaped), against the
+    real entry's own (``real``: :func:`own_overlay`, empty for a new entry)."""
+    had = dict(real)
+    found: list[str] = []
+    for name in _names(upper):
+        if name.startswith(_ESCAPED):
+            shown = _OVERLAY + name[len(_ESCAPED) :]
+            if had.get(shown) != _get(upper, name) and had.get(name) != _get(upper, name):
+                found.append(shown)
+    return sorted(found)
 
 
 def land(path: str, keep: Xattrs = ()) -> bool:
-    """Make an inode of the upper layer ready for the real tree: overlayfs's bookkeeping and file capabilities
-    removed, escaped names unescaped, and ``keep`` (the attributes the command could not see on what it replaces)
-    set. Threat: ``user.overlay.opaque``/``whiteout``/``redirect`` landing in the project would make the next copy
-    hide or redirect a path; ``security.capability`` would grant privileges to whoever runs the file. Returns
-    whether it keeps an attribute under a ``user.overlay.`` name (then the escape layer must show it)."""
+    """Make an inode of the upper layer ready for the real tree: every ``user.overlay.*`` attribute (overlayfs's
+    bookkeeping, and the command's own, stored escaped) and file capabilities removed, then ``keep`` (the real
+    entry's own ``user.overlay.*``, :func:`own_overlay`) set. Threat: ``user.overlay.opaque``/``whiteout``/
+    ``metacopy`` landing in the project would make later copies hide a path or refuse to read it;
+    ``security.capability`` would grant privileges to whoever runs the file. Returns whether it keeps a
+    ``user.overlay.*`` attribute (the escape layer must show it)."""
     for name in _names(path):
-        if name.startswith(_ESCAPED):
-            value = _get(path, name)
-            with contextlib.suppress(OSError):
-                os.removexattr(path, name, follow_symlinks=False)
-            if value is not None:
-                _set(path, _OVERLAY + name[len(_ESCAPED) :], value)
-        elif name.startswith((_OVERLAY, *_NEVER)):
-            with contextlib.suppress(OSError):
-                os.removexattr(path, name, follow_symlinks=False)
+        if name.startswith((_OVERLAY, *_NEVER)):
+            _remove(path, name)
     for name, value in keep:
         _set(path, name, value)
-    return any(name.startswith(_OVERLAY) for name in _names(path))
+    return bool(keep)
 
 
-def _set(path: str, name: str, value: bytes) -> None:
+def _set(target: str | int, name: str, value: bytes) -> None:
     try:
-        os.setxattr(path, name, value, follow_symlinks=False)
+        if isinstance(target, int):
+            os.setxattr(target, name, value)
+        else:
+            os.setxattr(target, name, value, follow_symlinks=False)
     except OSError as exc:
         if exc.errno not in (errno.ENOTSUP, errno.EPERM):  # a symlink takes no user.* attribute
             raise
 
 
-def set_seen(path: str, want: Xattrs, have: Xattrs) -> None:
-    """Change ``path``'s attributes (real tree) from ``have`` to ``want``, both by the names a command sees: only
-    the names whose values differ are set or removed."""
+def _remove(target: str | int, name: str) -> None:
+    with contextlib.suppress(OSError):
+        if isinstance(target, int):
+            os.removexattr(target, name)
+        else:
+            os.removexattr(target, name, follow_symlinks=False)
+
+
+def set_seen(target: str | int, want: Xattrs, have: Xattrs) -> None:
+    """Change ``target``'s attributes (real tree; a path never followed, or an open descriptor) from ``have`` to
+    ``want`` (both :func:`seen`): only the names whose values differ are set or removed."""
     wanted, had = dict(want), dict(have)
     for name, value in wanted.items():
         if had.get(name) != value:
-            _set(path, name, value)
+            _set(target, name, value)
     for name in had.keys() - wanted.keys():
-        with contextlib.suppress(OSError):
-            os.removexattr(path, name, follow_symlinks=False)
+        _remove(target, name)

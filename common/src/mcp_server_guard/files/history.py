@@ -36,7 +36,6 @@ import logging
 import os
 import re
 import secrets
-import shutil
 import stat
 import threading
 import time
@@ -49,8 +48,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from mcp_server_guard import linux
+from mcp_server_guard.files.kept import copy_into, copy_xattrs, disk_usage, kept_kind, remove_entry
 from mcp_server_guard.files.liveness import OwnedDir, live_dirs
-from mcp_server_guard.files.trees import remove_below, remove_dead, remove_tree
+from mcp_server_guard.files.trees import remove_dead, remove_tree
 
 log = logging.getLogger("mcp_server_guard.files.history")
 _ID = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{6}$")
@@ -100,11 +100,6 @@ class _Files:
     usage: int = 0
     data: bool = False
     meta: bool = False
-
-
-def disk_usage(st: os.stat_result) -> int:
-    """Bytes a file costs: its allocated blocks, or its size when larger (a file system that reports no blocks)."""
-    return max(st.st_size, st.st_blocks * 512)
 
 
 class HistoryStore:
@@ -245,7 +240,7 @@ class HistoryStore:
         self._ensure()
         entry_id = entry_id or self.new_id()
         st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-        kind = _kind_of(st.st_mode)
+        kind = kept_kind(st.st_mode)
         target = self.directory / f"{entry_id}.{'tree' if kind == 'tree' else 'data'}"
         with self._in_flight(entry_id):
             sha = ""
@@ -263,9 +258,9 @@ class HistoryStore:
                 except OSError as exc:
                     if exc.errno != errno.EXDEV:
                         raise
-                    sha = _copy_into(dirfd, name, target, st)
+                    sha = copy_into(dirfd, name, target, st)
                     if move:
-                        _remove(dirfd, name, st)
+                        remove_entry(dirfd, name, st)
             size, files = tree if kind == "tree" else (st.st_size if kind == "file" else 0, 1)
             entry = HistoryEntry(
                 id=entry_id,
@@ -303,11 +298,36 @@ class HistoryStore:
             where = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
                 st = os.stat(source.name, dir_fd=where, follow_symlinks=False)
-                _copy_into(where, source.name, Path(f"/proc/self/fd/{dirfd}") / name, st)
+                copy_into(where, source.name, Path(f"/proc/self/fd/{dirfd}") / name, st)
             finally:
                 os.close(where)
         self._remove(entry_id)
         return entry
+
+    def holds(self, entry_id: str, fd: int) -> bool:
+        """Whether the open regular file ``fd`` is byte for byte, by size and modification time, what entry
+        ``entry_id`` kept (an undo makes a name one with a file still there only if it is that file)."""
+        try:
+            entry = self._metadata(entry_id)
+            st = os.fstat(fd)
+            data = os.open(self.directory / f"{entry_id}.data", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except (HistoryError, OSError):
+            return False
+        try:
+            kept = os.fstat(data)
+            if not stat.S_ISREG(st.st_mode) or (st.st_size, st.st_mtime_ns) != (entry.size, entry.mtime_ns or
+                                                                                  kept.st_mtime_ns):  # fmt: skip
+                return False
+            if (kept.st_dev, kept.st_ino) == (st.st_dev, st.st_ino):
+                return True
+            offset = 0
+            while chunk := os.pread(data, _CHUNK, offset):
+                if os.pread(fd, len(chunk), offset) != chunk:
+                    return False
+                offset += len(chunk)
+            return offset == st.st_size
+        finally:
+            os.close(data)
 
     def kind(self, entry_id: str) -> str:
         """What an entry holds: file, symlink, fifo, socket or tree."""
@@ -613,80 +633,6 @@ class HistoryStore:
         return needed
 
 
-def file_kind(mode: int) -> str:
-    """What a file is: file, dir, symlink, fifo, socket or device."""
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISDIR(mode):
-        return "dir"
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    if stat.S_ISFIFO(mode):
-        return "fifo"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    return "device"
-
-
-def _kind_of(mode: int) -> str:
-    """What the history calls a kept entry: a tree, a symlink, a fifo, a socket or a file."""
-    kind = file_kind(mode)
-    return {"dir": "tree", "device": "file"}.get(kind, kind)
-
-
-def _copy_into(dirfd: int, name: str, target: Path, st: os.stat_result) -> str:
-    """Copy what is at ``name`` (never followed, never opened unless a regular file or a directory) to ``target``;
-    returns the SHA-256 of a file's bytes ("" for anything else)."""
-    if stat.S_ISREG(st.st_mode):
-        src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
-        try:
-            hasher = hashlib.sha256()
-            out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            try:
-                offset = 0
-                while chunk := os.pread(src, _CHUNK, offset):
-                    hasher.update(chunk)
-                    view = memoryview(chunk)
-                    while view:
-                        view = view[os.write(out, view) :]
-                    offset += len(chunk)
-                copy_xattrs(src, out)
-                os.fchmod(out, stat.S_IMODE(st.st_mode))
-                os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
-                os.fsync(out)
-            finally:
-                os.close(out)
-        finally:
-            os.close(src)
-        return hasher.hexdigest()
-    if stat.S_ISLNK(st.st_mode):
-        os.symlink(os.readlink(name, dir_fd=dirfd), target)
-    elif stat.S_ISDIR(st.st_mode):
-        shutil.copytree(f"/proc/self/fd/{dirfd}/{name}", target, symlinks=True)
-    elif stat.S_ISFIFO(st.st_mode):
-        os.mkfifo(target, stat.S_IMODE(st.st_mode))
-    else:
-        raise OSError(errno.EPERM, "cannot keep this kind of file")
-    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
-    return ""
-
-
-def copy_xattrs(src: int, out: int) -> None:
-    """The ``user.*`` extended attributes of one open file onto another (a copy is the file as it was)."""
-    with contextlib.suppress(OSError):
-        for name in os.listxattr(src):
-            if name.startswith("user."):
-                with contextlib.suppress(OSError):
-                    os.setxattr(out, name, os.getxattr(src, name))
-
-
-def _remove(dirfd: int, name: str, st: os.stat_result) -> None:
-    if stat.S_ISDIR(st.st_mode):
-        remove_below(dirfd, name)
-    else:
-        os.unlink(name, dir_fd=dirfd)
-
-
 __all__ = [
     "CALLS",
     "OWNERS",
@@ -694,6 +640,4 @@ __all__ = [
     "HistoryEntry",
     "HistoryError",
     "HistoryStore",
-    "disk_usage",
-    "file_kind",
 ]

@@ -1,0 +1,215 @@
+"""What a command changed, as data — one :class:`Change` per path, the directories' times (:class:`DirTime`), a
+root's whole :class:`ChangeSet` — and the no-follow walk every reader of a tree a command shaped uses.
+
+A walk never follows a link (each name is opened on its own, ``O_NOFOLLOW``, from its directory's fd, at any
+depth), never opens anything but a directory or a regular file, and opens files ``O_NONBLOCK``; a tree thousands
+of levels deep is refused (:class:`TooDeep`).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal, cast
+
+from mcp_server_guard.changes.xattrs import Xattrs
+from mcp_server_guard.files.kept import file_kind
+from mcp_server_guard.files.trees import open_own_dir
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_ENTRIES",
+    "NO_FOLLOW_DIR",
+    "ROOT",
+    "Action",
+    "Change",
+    "ChangeSet",
+    "DirTime",
+    "Kind",
+    "TooDeep",
+    "depth",
+    "kind_of",
+    "listing",
+    "lstat",
+    "open_dir",
+    "same_bytes",
+    "walk_entries",
+    "walk_real",
+]
+
+Action = Literal["create", "modify", "delete", "meta"]
+Kind = Literal["file", "dir", "symlink", "fifo", "socket", "device"]
+
+MAX_ENTRIES = 200_000  # paths one change set lists at most (created and deleted trees included)
+MAX_DEPTH = 128  # levels below a root a changed path may have
+ROOT = "."  # the root itself, as a change's path (its mode and attributes; its modification time)
+NO_FOLLOW_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Change:
+    """One path the command changed, relative to its root."""
+
+    path: str
+    action: Action
+    kind: Kind
+    size: int = 0  # bytes of the new file (create, modify); of the old one (delete)
+    old_size: int = 0  # modify: the size before
+    mode: int = 0  # permission bits now (for a delete: before)
+    old_mode: int = 0  # modify, meta: before
+    top: str = ""  # inside a directory created or deleted as a whole: that directory ("" for the top itself)
+    opaque: bool = False  # it replaces the real file or directory of that name wholesale
+    origin: bool = False  # copied up from the real tree (overlayfs marks a copy-up; it does not say from where)
+    mtime_ns: int = 0  # meta: the modification time the command left (a directory's is a DirTime)
+    old_mtime_ns: int = 0  # meta: before
+    xattrs: Xattrs = ()  # meta: the user.* attributes the command left, by the names it saw
+    old_xattrs: Xattrs = ()  # meta: before
+    link: str = ""  # create, modify: this path becomes another name of the file at ``link`` (root-relative)
+    link_old: bool = False  # link: of the real file there before anything is applied (else: what the command left)
+    stays: str = ""  # modify, delete of a file with other names: one of them that stays (an undo relinks to it)
+    moved_from: str = ""  # create: the real file at ``moved_from`` is renamed here, as it was
+    gone: bool = False  # create: a real file the command changed here was deleted by someone else meanwhile
+    inode: int = 0  # meta of a file with several names: its inode (the change reaches each name; judged together)
+
+    @property
+    def executable(self) -> bool:
+        return self.kind == "file" and bool(self.mode & 0o111)
+
+
+@dataclass(frozen=True)
+class DirTime:
+    """A directory the command touched: the modification time it left (put back once its entries are applied)."""
+
+    path: str  # root-relative; ROOT for the root
+    mtime_ns: int
+    ctime_ns: int  # the real directory's change time when read (-1: a directory the command made)
+    old_mtime_ns: int = 0  # the real directory's modification time when read
+
+
+@dataclass(frozen=True)
+class ChangeSet:
+    """Everything one command changed under one root."""
+
+    root: str  # the real root
+    upper: str  # its upper directory
+    changes: tuple[Change, ...] = ()
+    incomplete: bool = False  # more than MAX_ENTRIES paths: the list is cut, the judgement must not trust it
+    times: tuple[DirTime, ...] = ()
+    dropped: tuple[tuple[str, str], ...] = ()  # (path, the user.overlay.* names the command set there: never applied)
+
+    def __bool__(self) -> bool:
+        return bool(self.changes)
+
+
+def kind_of(mode: int) -> Kind:
+    return cast(Kind, file_kind(mode))
+
+
+def lstat(name: str, dirfd: int) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def open_dir(name: str, dirfd: int, *, ours: bool = False) -> int | None:
+    """A directory below ``dirfd`` (no link followed); None when it is gone or not a directory. ``ours``: the
+    upper layer, whose directories are this user's (one with no permission is let in: ``open_own_dir``)."""
+    try:
+        return open_own_dir(name, dirfd) if ours else os.open(name, NO_FOLLOW_DIR, dir_fd=dirfd)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+            raise
+        return None
+
+
+class TooDeep(ValueError):
+    """A change set with paths more than MAX_DEPTH levels deep: not read, not applied."""
+
+
+def depth(path: str) -> int:
+    depth = path.count("/") + 1
+    if depth > MAX_DEPTH:
+        # Threat: a tree thousands of levels deep (mkdir -p d/d/d/…) exhausting the reader's stack or descriptors,
+        # or the applier's; no project needs one this deep.
+        raise TooDeep(f"a path more than {MAX_DEPTH} levels deep: {path[:80]}…")
+    return depth
+
+
+def listing(fd: int) -> list[str]:
+    with os.scandir(fd) as entries:
+        return sorted(entry.name for entry in entries)
+
+
+def same_bytes(a_dir: int, a_name: str, b_dir: int, b_name: str, size: int) -> bool:
+    """Whether two regular files hold the same bytes (opened without following or blocking)."""
+    try:
+        a = os.open(a_name, _FILE, dir_fd=a_dir)
+    except OSError:
+        return False
+    try:
+        try:
+            b = os.open(b_name, _FILE, dir_fd=b_dir)
+        except OSError:
+            return False
+        try:
+            if not (stat.S_ISREG(os.fstat(a).st_mode) and stat.S_ISREG(os.fstat(b).st_mode)):
+                return False
+            offset = 0
+            while offset < size:
+                left, right = os.pread(a, _CHUNK, offset), os.pread(b, _CHUNK, offset)
+                if left != right:
+                    return False
+                if not left:
+                    break
+                offset += len(left)
+            return os.pread(a, 1, size) == os.pread(b, 1, size)
+        finally:
+            os.close(b)
+    finally:
+        os.close(a)
+
+
+def walk_entries(
+    dirfd: int, prefix: str, budget: list[int], *, ours: bool = False
+) -> Iterator[tuple[str, os.stat_result, int, str]]:
+    """Every path below an open directory (not following links), ``prefix``-relative, depth first, with the open
+    directory that holds it and its name there (valid until the next step: never a path, whatever its depth);
+    stops when ``budget[0]`` runs out. ``ours``: the tree is an upper layer (see _open_dir)."""
+    stack: list[tuple[int, str]] = [(os.dup(dirfd), prefix)]
+    try:
+        while stack:
+            fd, rel = stack.pop()
+            try:
+                for name in listing(fd):
+                    st = lstat(name, fd)
+                    if st is None:
+                        continue
+                    budget[0] -= 1
+                    if budget[0] < 0:
+                        return
+                    path = f"{rel}/{name}" if rel else name
+                    depth(path)
+                    yield path, st, fd, name
+                    if stat.S_ISDIR(st.st_mode):
+                        child = open_dir(name, fd, ours=ours)
+                        if child is not None:
+                            stack.append((child, path))
+            finally:
+                os.close(fd)
+    finally:
+        for fd, _ in stack:
+            os.close(fd)
+
+
+def walk_real(
+    dirfd: int, prefix: str, budget: list[int], *, ours: bool = False
+) -> Iterator[tuple[str, os.stat_result]]:
+    """Every path below an open directory (see :func:`walk_entries`), with what it is."""
+    for path, st, _fd, _name in walk_entries(dirfd, prefix, budget, ours=ours):
+        yield path, st

@@ -1,0 +1,336 @@
+"""The names of one file: what the upper layer cannot say by itself, read from both trees once a reader has walked
+the copy (``changes.upper``).
+
+* **hard links**: names of one upper inode land as one inode. Where one of them is a real file the command left
+  as it was (``ln a b``), the others become new names of that real file (``link``: its other real names stay
+  with it). Where the command rewrote one name of a real file that has other names in the root (``echo >> h1``
+  with ``h2`` a hard link of it), those names get the new file too, as they would natively — unless one of them
+  lies outside the root (then only this name changes: nothing outside is written through a link). A mode, time
+  or attribute change of such a file reaches each name, judged together;
+* **moves** of a file with other names (``mv h1 n`` while ``h2`` stays): the real file is renamed, so its names
+  stay one inode (``moved_from``);
+* a file the command had changed that someone deleted meanwhile (``gone``).
+
+Other names are looked for in the directories the command touched, then in the whole root (bounded: past that,
+no name is taken for all of them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+from mcp_server_guard.changes.changeset import (
+    MAX_ENTRIES,
+    ROOT,
+    Change,
+    DirTime,
+    listing,
+    lstat,
+    open_dir,
+    same_bytes,
+    walk_real,
+)
+from mcp_server_guard.changes.xattrs import at, seen
+
+__all__ = ["Names"]
+
+WALK_ENTRIES = 50_000  # paths of a root walked at most to find the other names of a file with several
+_MOVE_BYTES = 256 << 20  # bytes compared at most to recognise files with several names that the command renamed
+_MOVE_CANDIDATES = 4  # real files of the same size and time a file is compared with
+
+
+@dataclass
+class _Name:
+    """One name of an upper file, with what the real tree has there."""
+
+    path: str
+    index: int  # its Change in the reader's list; -1: none (the same bytes and metadata as the real file)
+    real: os.stat_result | None  # a regular file of the real tree at that path
+    same: bool  # the upper file holds the real file's bytes
+    origin: bool
+
+
+@dataclass
+class Names:
+    """A reader's state once its walk is over, and the matching of names (see the module docstring)."""
+
+    real_root: int
+    upper_root: int
+    skip: frozenset[str]  # paths of the real tree that are not the command's (our own area in a root)
+    started_ns: int = 0  # when the command started: a real directory changed later was changed by someone else
+    dropped: list[tuple[str, str]] = field(default_factory=list)  # (path, user.overlay.* names the command set)
+    out: list[Change] = field(default_factory=list)
+    times: list[DirTime] = field(default_factory=list)
+    budget: list[int] = field(default_factory=lambda: [MAX_ENTRIES])
+    inodes: dict[int, list[_Name]] = field(default_factory=dict)  # upper regular files, by upper inode
+    touched: set[str] = field(default_factory=set)  # every path the upper layer holds
+    landed: dict[int, str] = field(default_factory=dict)  # real inodes the command renamed: the name they end at
+    compared: int = 0  # bytes compared so far to recognise renamed files
+    shared_meta: dict[int, list[int]] = field(default_factory=dict)  # meta changes of files with several names
+
+    def add(self, change: Change) -> int:
+        """List a change; its index, or -2 once the budget is spent (not listed: the set is incomplete)."""
+        self.budget[0] -= 1
+        if self.budget[0] < 0:
+            return -2
+        self.out.append(change)
+        return len(self.out) - 1
+
+    def note(self, path: str, st: os.stat_result, index: int, real: os.stat_result | None, same: bool,
+             origin: bool) -> None:  # fmt: skip
+        """An upper regular file: its names are matched up once the walk is over (hard links, moves)."""
+        if index == -2:
+            return  # not listed (too many paths): nothing of it is matched up
+        real_file = real if real is not None and stat.S_ISREG(real.st_mode) else None
+        self.inodes.setdefault(st.st_ino, []).append(_Name(path, index, real_file, same, origin))
+
+    def deleted_meanwhile(self) -> None:
+        """A file the command copied up (it was in the real tree then) that is not there any more, in a directory
+        someone else changed while the command ran, and that is no rename of the command's (no file it deleted has
+        its size): someone deleted it meanwhile. A conflict then, not a creation."""
+        if not self.started_ns:
+            return
+        changed = {t.path if t.path != ROOT else "" for t in self.times if t.ctime_ns > self.started_ns}
+        if not changed:
+            return
+        deleted = {c.size for c in self.out if c.action == "delete"}
+        for index, change in enumerate(self.out):
+            if change.action != "create" or not change.origin or change.top or change.moved_from or change.link:
+                continue
+            if change.path.rpartition("/")[0] not in changed or change.size in deleted:
+                continue  # nobody else changed its directory; or maybe a file the command renamed here
+            self.out[index] = replace(change, gone=True)
+
+    # -- names of one inode ----------------------------------------------------------------------------------
+
+    def links(self) -> None:
+        """Match up the names of upper files (see the module docstring: hard links, rewrites of linked files,
+        moves of linked files)."""
+        wanted: dict[int, list[_Name]] = {}  # real inodes with other names, whose names the root must show
+        for names in self.inodes.values():
+            anchor = next((n for n in names if n.same and n.real is not None), None)
+            if anchor is not None:
+                assert anchor.real is not None
+                for other in names:
+                    if other is anchor or other.index < 0:
+                        continue
+                    if other.real is not None and other.real.st_ino == anchor.real.st_ino:
+                        continue  # already that file's name: its metadata change (if any) stays
+                    self.out[other.index] = replace(self.out[other.index], link=anchor.path)
+                continue
+            for one in names:
+                if one.real is not None and one.real.st_nlink > 1 and not one.origin and one.index >= 0:
+                    wanted.setdefault(one.real.st_ino, []).append(one)
+        moved, pending, reused = self.moves()
+        for ino in reused:
+            wanted.pop(ino, None)  # its bytes went to another name: the name that has new ones was replaced
+        shared: dict[int, list[int]] = {}  # files deleted or replaced that have other names: which stays, for undo
+        created = {c.path: i for i, c in enumerate(self.out) if c.action == "create" and c.opaque}
+        for index, change in enumerate(self.out):
+            replaced = change.top == change.path  # a file the command replaced with a directory
+            if (
+                change.action in ("delete", "modify")
+                and change.kind != "dir"
+                and (not change.top or replaced)
+                and not change.link
+                and change.path not in moved
+            ):
+                real = self.real_stat(change.path)
+                if real is not None and real.st_nlink > 1:
+                    shared.setdefault(real.st_ino, []).append(created[change.path] if replaced else index)
+        if wanted or shared or pending or self.shared_meta:
+            self.names_elsewhere(wanted, shared, pending)
+
+    def moves(self) -> tuple[set[str], dict[int, list[int]], set[int]]:
+        """A file of the command's that is a real file with other names it renamed (``mv h1 n`` with ``h2`` a hard
+        link of it; a swap through a temporary name): same bytes, mode, time and attributes as the real file at a
+        name the command deleted or replaced. Where that name is simply gone, the real file is renamed; else the
+        path becomes another name of it (inside a tree the command made: of a name of it that stays, once the tree
+        is in place). Either way its names stay one inode. Returns the names renamed away, the paths inside trees
+        waiting for a name that stays (by real inode), and the real inodes found elsewhere so.
+
+        (A copy that keeps every attribute, ``cp -a h1 n && rm h1``, looks the same on the copy, and lands as a
+        rename: overlayfs keeps no trace of which it was for a file with several names.)"""
+        moved: set[str] = set()
+        pending: dict[int, list[int]] = {}
+        reused: set[int] = set()
+        lost: dict[tuple[int, int], list[tuple[Change, int]]] = {}
+        for change in self.out:
+            if change.kind == "file" and not change.top and change.action in ("delete", "modify"):
+                real = self.real_stat(change.path)
+                if real is not None and stat.S_ISREG(real.st_mode) and real.st_nlink > 1:
+                    lost.setdefault((real.st_size, real.st_mtime_ns), []).append((change, real.st_ino))
+        if not lost:
+            return moved, pending, reused
+        for found in self.inodes.values():
+            if any(n.same or n.origin or n.index < 0 for n in found):
+                continue
+            # One name of the upper file is where the real file goes (the first outside a tree the command made);
+            # its other names become names of that.
+            names = sorted(found, key=lambda n: bool(self.out[n.index].top))
+            one = names[0]
+            change = self.out[one.index]
+            upper = self.upper_stat(one.path)
+            if upper is None or change.action not in ("create", "modify"):
+                continue
+            matches = lost.get((upper.st_size, upper.st_mtime_ns), [])
+            for position, (old, ino) in enumerate(matches[:_MOVE_CANDIDATES]):
+                if old.path == one.path or not self.same_file(one.path, old.path, upper):
+                    continue
+                del matches[position]  # one name of the real file taken over per name the command took away
+                reused.add(ino)
+                if change.top:
+                    pending.setdefault(ino, []).extend(n.index for n in names)
+                    break
+                self.landed.setdefault(ino, one.path)  # where the real file is once moves are done
+                if change.action == "create" and old.action == "delete" and old.path not in moved:
+                    self.out[one.index] = replace(change, moved_from=old.path, origin=True)
+                    moved.add(old.path)
+                else:
+                    self.out[one.index] = replace(change, link=old.path, link_old=True)
+                for other in names[1:]:
+                    self.out[other.index] = replace(self.out[other.index], link=one.path)
+                break
+        return moved, pending, reused
+
+    def same_file(self, upper_path: str, real_path: str, upper: os.stat_result) -> bool:
+        real = self.real_stat(real_path)
+        if real is None or stat.S_IMODE(real.st_mode) != stat.S_IMODE(upper.st_mode):
+            return False
+        # Threat: a command making thousands of large files of one size and time, to have each compared with each.
+        self.compared += upper.st_size
+        if self.compared > _MOVE_BYTES:
+            return False
+        upper_at, real_at = self.parent(self.upper_root, upper_path), self.parent(self.real_root, real_path)
+        with upper_at as (u_dir, u_name), real_at as (r_dir, r_name):
+            if u_dir < 0 or r_dir < 0:
+                return False
+            if seen(at(u_dir, u_name)) != seen(at(r_dir, r_name)):
+                return False
+            return same_bytes(u_dir, u_name, r_dir, r_name, upper.st_size)
+
+    def names_elsewhere(
+        self, wanted: dict[int, list[_Name]], shared: dict[int, list[int]], pending: dict[int, list[int]]
+    ) -> None:
+        """The other names of real files with several (one walk of the root). A file the command rewrote through one
+        of its names (no copy-up of another file moved there: that is marked as one): its other names get the new
+        file too, as they would natively — unless one of its names is outside the root (then only the rewritten
+        name changes: nothing outside is written through a link). A file deleted or replaced under one name: a name
+        that stays, for an undo to make the name one with it again."""
+        # A name stays what it is unless the command deleted or replaced it (a mode change keeps it).
+        gone = {c.path for c in self.out if c.action != "meta"}
+        metas = self.shared_meta
+        found = self.names_of({*wanted, *shared, *pending, *metas})
+
+        def enough() -> bool:
+            complete = all(len(found[ino]) >= names[0].real.st_nlink for ino, names in wanted.items() if names[0].real)
+            complete = complete and all(len(found[ino]) >= self.nlink(indexes[0]) for ino, indexes in metas.items())
+            return complete and all(any(p not in gone for p in found[ino]) for ino in (*shared, *pending))
+
+        if not enough():
+            found = self.names_of({*wanted, *shared, *pending, *metas}, everywhere=True)
+        for ino, indexes in metas.items():
+            self.metalisting(ino, indexes, found[ino])
+        for ino, indexes in shared.items():
+            staying = [p for p in found[ino] if p not in gone]
+            if staying:
+                for index in indexes:
+                    self.out[index] = replace(self.out[index], stays=staying[0])
+        for ino, indexes in pending.items():
+            staying = [p for p in found[ino] if p not in gone] or ([self.landed[ino]] if ino in self.landed else [])
+            if staying:
+                for index in indexes:
+                    self.out[index] = replace(self.out[index], link=staying[0])
+        for ino, names in wanted.items():
+            one = names[0]
+            assert one.real is not None
+            if len(found[ino]) != one.real.st_nlink:
+                continue  # a name outside the root: never written through
+            change = self.out[one.index]
+            # Names the command left as they were on the copy (copied up for a new link: ``ln h1 n``) are the same
+            # file natively: they get the new file too, and so do the new names made of them.
+            kept = {name.path for names_of in self.inodes.values() for name in names_of
+                    if name.index < 0 and name.real is not None and name.real.st_ino == ino}  # fmt: skip
+            for path in found[ino]:
+                if path in self.touched and path not in kept:
+                    continue  # the command changed that name itself
+                self.add(Change(path, "modify", "file", size=change.size, old_size=one.real.st_size, mode=change.mode,
+                                old_mode=stat.S_IMODE(one.real.st_mode), link=one.path))  # fmt: skip
+            for index, other in enumerate(self.out):
+                if other.link in kept and not other.link_old:
+                    self.out[index] = replace(other, link=one.path)
+
+    def nlink(self, index: int) -> int:
+        real = self.real_stat(self.out[index].path)
+        return real.st_nlink if real is not None else 1
+
+    def metalisting(self, ino: int, indexes: list[int], names: list[str]) -> None:
+        """A mode, time or attribute change of a file with several names reaches each of them, natively and here:
+        each name is a change of its own, judged together (one refused, all are). Where a name is outside the root
+        (or too far to find), none is changed so: the name the command used gets a file of its own instead (its
+        link broken), and nothing outside is written through a link."""
+        if len(names) < self.nlink(indexes[0]):
+            for index in indexes:
+                self.out[index] = replace(self.out[index], action="modify")
+            return
+        first = self.out[indexes[0]]
+        for index in indexes:
+            self.out[index] = replace(self.out[index], inode=ino)
+        changed = {self.out[index].path for index in indexes}
+        for path in names:
+            if path not in changed and path not in self.touched:
+                self.add(replace(first, path=path, inode=ino))
+
+    def names_of(self, inodes: set[int], *, everywhere: bool = False) -> dict[int, list[str]]:
+        """The names of real files ``inodes`` in the directories the command touched; ``everywhere``: in the whole
+        root, at most WALK_ENTRIES paths (past that, none: no name is taken for all of them)."""
+        found: dict[int, list[str]] = {ino: [] for ino in inodes}
+        if everywhere:
+            budget = [WALK_ENTRIES]
+            for path, st in walk_real(self.real_root, "", budget):
+                if st.st_ino in found and stat.S_ISREG(st.st_mode) and path not in self.skip:
+                    found[st.st_ino].append(path)
+            return found if budget[0] >= 0 else {ino: [] for ino in inodes}
+        for directory in sorted({p.rpartition("/")[0] for p in self.touched} | {""}):
+            with self.parent(self.real_root, f"{directory}/." if directory else ".") as (fd, _name):
+                if fd < 0:
+                    continue
+                with contextlib.suppress(OSError):
+                    for name in listing(fd):
+                        path = f"{directory}/{name}" if directory else name
+                        entry = lstat(name, fd)
+                        if entry is None or entry.st_ino not in found or path in self.skip:
+                            continue
+                        if stat.S_ISREG(entry.st_mode):
+                            found[entry.st_ino].append(path)
+        return found
+
+    @contextlib.contextmanager
+    def parent(self, base: int, path: str) -> Iterator[tuple[int, str]]:
+        directory, _, name = path.rpartition("/")
+        fd = base
+        opened: list[int] = []
+        try:
+            for part in [p for p in directory.split("/") if p]:
+                nxt = open_dir(part, fd)
+                if nxt is None:
+                    yield -1, name
+                    return
+                opened.append(nxt)
+                fd = nxt
+            yield fd, name
+        finally:
+            for fd in opened:
+                os.close(fd)
+
+    def real_stat(self, path: str) -> os.stat_result | None:
+        with self.parent(self.real_root, path) as (fd, name):
+            return lstat(name, fd) if fd >= 0 else None
+
+    def upper_stat(self, path: str) -> os.stat_result | None:
+        with self.parent(self.upper_root, path) as (fd, name):
+            return lstat(name, fd) if fd >= 0 else None

@@ -1,0 +1,235 @@
+"""Each step of an undo, against the real tree: what a call made moved away (``remove``), what it deleted brought
+back (``restore``), what it replaced brought back in place of what is there (``swap``), a rename reverted
+(``unmove``), metadata reverted (``unmeta``), a directory's time put back (``untimes``). What a step takes away
+goes to the history store under the undo's audit id first (an undo can itself be undone). Names of one inode come
+back as one: an undo that restores one of them makes the others new names of it — of a name that is still that
+inode, only if it still holds the bytes kept (an inode number can be another file's by now).
+
+Every path is reached through ``changes.nofollow``, no link followed. The steps of an apply are
+``changes.steps``'s; the run around them ``changes.apply``'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+import stat
+
+from mcp_server_guard.changes.changeset import walk_real
+from mcp_server_guard.changes.nofollow import (
+    DIR,
+    Changed,
+    held,
+    identity,
+    lstat_at,
+    now_ns,
+    parent,
+    rename_at,
+    unchanged,
+)
+from mcp_server_guard.changes.plan import Applied, Op
+from mcp_server_guard.changes.steps import Run, set_meta
+from mcp_server_guard.changes.xattrs import at, seen
+from mcp_server_guard.files.history import HistoryStore
+from mcp_server_guard.files.kept import file_kind
+
+__all__ = ["UNDO_STEPS"]
+
+
+def _record(op: Op) -> Applied:
+    assert op.record is not None, op
+    return op.record
+
+
+def _remove(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
+    """Undo a creation: what is there goes to the history (a file with other names says which stays, for an undo of
+    this undo to make it one with that again)."""
+    with parent(root, op.path) as (dirfd, name):
+        real = lstat_at(name, dirfd)
+        if real is None:
+            return []
+        staying = run.stays(real, absolute)
+        counted = unchanged(dirfd, name, real, now_ns() + 1) if stat.S_ISDIR(real.st_mode) else (0, 0)
+        with held(dirfd, name, real):
+            entry = history.keep(dirfd, name, absolute, run.audit_id, move=True, entry_id=op.entry, durable=False,
+                                 tree=counted)  # fmt: skip
+    directory = stat.S_ISDIR(real.st_mode)
+    group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
+    return [Applied(absolute, "delete", "dir" if directory else file_kind(real.st_mode), before=entry.id,
+                    tree=directory, group=group, stays=staying)]  # fmt: skip
+
+
+def _bring_back(
+    history: HistoryStore, op: Op, root: int, dirfd: int, name: str, run: Run, *, replace: bool, absolute: str
+) -> str:
+    """Put a pre-image back at ``name``: as another name of an inode of the same group this undo restored already,
+    or of the name that stayed with it (if it still is that inode); else out of the history. Returns what it was
+    ("file", "dir", ...)."""
+    record = _record(op)
+    anchors: list[tuple[str, tuple[int, ...], str]] = []  # (name, the inode it must be, the entry it must hold)
+    if record.group:
+        if record.group in run.restored:
+            path, holds = run.restored[record.group]
+            anchors.append((path, holds, ""))  # restored by this undo: it is the pre-image
+        # A name that held the very inode when the undo was planned (another record's, or one that stayed): only
+        # if it still holds the bytes kept (an inode number can be another file's by now).
+        anchors += [(p, record.group, record.before) for p in run.names.get((record.group[0], record.group[1]), [])]
+        if record.stays:
+            anchors.append((record.stays, record.group, record.before))
+    for anchor, holds, kept in anchors:
+        inside = anchor.startswith(op.root.rstrip("/") + "/") and anchor != absolute
+        rel = posixpath.relpath(anchor, op.root)
+        if inside and _linked(root, rel, holds, dirfd, name, replace=replace, history=history, kept=kept):
+            if tuple(holds) != tuple(record.group):
+                run.copies.setdefault(record.group, []).append(absolute)  # a name of a copy, like its anchor
+            return "file"
+    entry = history.take(record.before, dirfd, name, replace=replace)
+    placed = lstat_at(name, dirfd)
+    if record.group and placed is not None:
+        run.restored[record.group] = (absolute, (placed.st_dev, placed.st_ino))
+        run.copies[record.group] = [absolute]
+    if entry.kind == "tree" and run.groups:
+        _rejoin(op, root, dirfd, name, run, absolute)
+    return "dir" if entry.kind == "tree" else entry.kind
+
+
+def _rejoin(op: Op, root: int, dirfd: int, name: str, run: Run, absolute: str) -> None:
+    """Files in a tree just restored that another record restores too (names of one inode): a name restored before
+    from a copy becomes one with them again; one restored later is linked to them."""
+    fd = os.open(name, DIR | os.O_NOFOLLOW, dir_fd=dirfd)
+    try:
+        for rel, st in walk_real(fd, "", [1 << 20]):
+            group = (st.st_dev, st.st_ino)
+            if not stat.S_ISREG(st.st_mode) or group not in run.groups:
+                continue
+            inside = posixpath.join(absolute, rel)
+            for copied in run.copies.pop(group, []):
+                if not copied.startswith(op.root.rstrip("/") + "/"):
+                    continue
+                with (
+                    contextlib.suppress(Changed, OSError),
+                    parent(root, posixpath.relpath(copied, op.root)) as (at_dir, at_name),
+                ):
+                    _linked(root, posixpath.relpath(inside, op.root), group, at_dir, at_name, replace=True)
+            run.restored[group] = (inside, group)
+    finally:
+        os.close(fd)
+
+
+def _linked(
+    root: int,
+    rel: str,
+    group: tuple[int, ...],
+    dirfd: int,
+    name: str,
+    *,
+    replace: bool,
+    history: HistoryStore | None = None,
+    kept: str = "",
+) -> bool:
+    """Make ``name`` another name of the file at ``rel`` if that still is the inode ``group`` ((dev, ino); no link
+    followed) and, with ``kept``, holds what that history entry kept."""
+    try:
+        with parent(root, rel) as (src_dir, src_name):
+            st = lstat_at(src_name, src_dir)
+            if st is None or not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != tuple(group)[:2]:
+                return False
+            if kept and history is not None:
+                fd = os.open(src_name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=src_dir)
+                try:
+                    if not history.holds(kept, fd) or (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != tuple(group)[:2]:
+                        return False
+                finally:
+                    os.close(fd)
+            if not replace:
+                os.link(src_name, name, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
+                return True
+            temp = f".mcp-guard-{os.urandom(6).hex()}.tmp"
+            os.link(src_name, temp, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
+    except (Changed, OSError):
+        return False
+    os.rename(temp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+    return True
+
+
+def _restore(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
+    """Undo a deletion: the kept pre-image comes back (its inode, or a copy; or a name of the inode it shared)."""
+    with parent(root, op.path) as (dirfd, name):
+        if lstat_at(name, dirfd) is not None:
+            raise Changed("something is there again")
+        kind = _bring_back(history, op, root, dirfd, name, run, replace=False, absolute=absolute)
+        placed = lstat_at(name, dirfd)
+    return [Applied(absolute, "create", kind, after=identity(placed) if placed is not None else (),
+                    tree=kind == "dir")]  # fmt: skip
+
+
+def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
+    """Undo a replacement: what is there now goes to the history, the pre-image takes its name (one rename, when
+    both are files)."""
+    record = _record(op)
+    before_kind = history.kind(record.before)
+    with parent(root, op.path) as (dirfd, name):
+        real = lstat_at(name, dirfd)
+        if real is None:
+            raise Changed("it is gone")
+        files = not stat.S_ISDIR(real.st_mode) and before_kind != "tree"
+        staying = run.stays(real, absolute)
+        with held(dirfd, name, real):
+            entry = history.keep(dirfd, name, absolute, run.audit_id, move=not files, entry_id=op.entry,
+                                 durable=False)  # fmt: skip
+            kind = _bring_back(history, op, root, dirfd, name, run, replace=files, absolute=absolute)
+        placed = lstat_at(name, dirfd)
+    group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
+    return [Applied(absolute, "modify", kind, before=entry.id, after=identity(placed) if placed is not None else (),
+                    group=group, tree=kind == "dir", stays=staying)]  # fmt: skip
+
+
+def _unmove(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
+    """Undo a rename: the file goes back to its old name."""
+    record = _record(op)
+    back = posixpath.relpath(record.moved_from, op.root)
+    with parent(root, op.path) as (src_dir, src_name), parent(root, back) as (dst_dir, name):
+        real = lstat_at(src_name, src_dir)
+        if real is None:
+            raise Changed("it is gone")
+        if lstat_at(name, dst_dir) is not None:
+            raise Changed("something is at its old name again")
+        rename_at(src_dir, src_name, dst_dir, name, noreplace=True)
+        placed = lstat_at(name, dst_dir)
+    return [Applied(record.moved_from, "create", "file", moved_from=absolute,
+                    after=identity(placed) if placed else ())]  # fmt: skip
+
+
+def _unmeta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
+    record = _record(op)
+    with parent(root, op.path) as (dirfd, name):
+        real = lstat_at(name, dirfd)
+        if real is None:
+            raise Changed("it is gone")
+        have = seen(at(dirfd, name))
+        with held(dirfd, name, real):
+            set_meta(dirfd, name, real, record.old_mode, record.old_mtime_ns, record.old_xattrs, have)
+        now = lstat_at(name, dirfd)
+    return [Applied(absolute, "meta", record.kind, after=identity(now) if now is not None else (),
+                    old_mode=stat.S_IMODE(real.st_mode), old_mtime_ns=real.st_mtime_ns,
+                    mode=record.old_mode, mtime_ns=record.old_mtime_ns, xattrs=record.old_xattrs,
+                    old_xattrs=have)]  # fmt: skip
+
+
+def _untimes(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
+    """A directory's modification time as it was before the call (``op.time``: that, and what it was when the undo
+    was planned, before its own steps changed it)."""
+    time = op.time
+    assert time is not None
+    with contextlib.suppress(Changed), parent(root, op.path) as (dirfd, name):  # gone with its tree: nothing to do
+        real = lstat_at(name, dirfd)
+        if real is not None and stat.S_ISDIR(real.st_mode) and time.mtime_ns:
+            os.utime(name, ns=(real.st_atime_ns, time.mtime_ns), dir_fd=dirfd, follow_symlinks=False)
+    return [Applied(absolute, "times", "dir", old_mtime_ns=time.old_mtime_ns, mtime_ns=time.mtime_ns)]
+
+
+UNDO_STEPS = {
+    "remove": _remove, "restore": _restore, "swap": _swap, "unmove": _unmove, "unmeta": _unmeta,
+    "untimes": _untimes,
+}  # fmt: skip

@@ -1,0 +1,99 @@
+"""What a pre-image is on disk: a file's kind, the room it takes, and a copy of it that is the file as it was
+(bytes, mode, times, ``user.*`` attributes), made without following a link or opening anything but a regular
+file or a directory. Used by the history store (``files.history``) and by what reads a command's changes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import shutil
+import stat
+from pathlib import Path
+
+from mcp_server_guard.files.trees import remove_below
+
+__all__ = ["copy_into", "copy_xattrs", "disk_usage", "file_kind", "kept_kind", "remove_entry"]
+
+_CHUNK = 1 << 20
+
+
+def disk_usage(st: os.stat_result) -> int:
+    """Bytes a file costs: its allocated blocks, or its size when larger (a file system that reports no blocks)."""
+    return max(st.st_size, st.st_blocks * 512)
+
+
+def file_kind(mode: int) -> str:
+    """What a file is: file, dir, symlink, fifo, socket or device."""
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "device"
+
+
+def kept_kind(mode: int) -> str:
+    """What the history calls a kept entry: a tree, a symlink, a fifo, a socket or a file."""
+    kind = file_kind(mode)
+    return {"dir": "tree", "device": "file"}.get(kind, kind)
+
+
+def copy_into(dirfd: int, name: str, target: Path, st: os.stat_result) -> str:
+    """Copy what is at ``name`` (never followed, never opened unless a regular file or a directory) to ``target``;
+    returns the SHA-256 of a file's bytes ("" for anything else)."""
+    if stat.S_ISREG(st.st_mode):
+        src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
+        try:
+            hasher = hashlib.sha256()
+            out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                offset = 0
+                while chunk := os.pread(src, _CHUNK, offset):
+                    hasher.update(chunk)
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(out, view) :]
+                    offset += len(chunk)
+                copy_xattrs(src, out)
+                os.fchmod(out, stat.S_IMODE(st.st_mode))
+                os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+                os.fsync(out)
+            finally:
+                os.close(out)
+        finally:
+            os.close(src)
+        return hasher.hexdigest()
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(name, dir_fd=dirfd), target)
+    elif stat.S_ISDIR(st.st_mode):
+        shutil.copytree(f"/proc/self/fd/{dirfd}/{name}", target, symlinks=True)
+    elif stat.S_ISFIFO(st.st_mode):
+        os.mkfifo(target, stat.S_IMODE(st.st_mode))
+    else:
+        raise OSError(errno.EPERM, "cannot keep this kind of file")
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+    return ""
+
+
+def copy_xattrs(src: int, out: int) -> None:
+    """The ``user.*`` extended attributes of one open file onto another (a copy is the file as it was)."""
+    with contextlib.suppress(OSError):
+        for name in os.listxattr(src):
+            if name.startswith("user."):
+                with contextlib.suppress(OSError):
+                    os.setxattr(out, name, os.getxattr(src, name))
+
+
+def remove_entry(dirfd: int, name: str, st: os.stat_result) -> None:
+    if stat.S_ISDIR(st.st_mode):
+        remove_below(dirfd, name)
+    else:
+        os.unlink(name, dir_fd=dirfd)
