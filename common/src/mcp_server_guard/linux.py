@@ -14,7 +14,9 @@ import os
 import socket
 import struct
 import sys
+import threading
 from collections.abc import Iterable
+from typing import Any
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
@@ -70,6 +72,41 @@ def renameat2(src_dir: int, src: str, dst_dir: int, dst: str, flags: int) -> Non
     result = _libc().renameat2(src_dir, os.fsencode(src), dst_dir, os.fsencode(dst), ctypes.c_uint(flags))
     if result != 0:
         err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+_LISTXATTRAT = 465  # Linux 6.13 and later, the same number on every architecture
+_AT_SYMLINK_NOFOLLOW = 0x100
+_listxattrat: list[Any] = []  # the syscall, typed once (a plain ctypes call costs more than the lookup itself)
+_buffers = threading.local()
+
+
+def listxattr_at(dirfd: int, name: str) -> list[str] | None:
+    """The extended attribute names of ``name`` in the directory ``dirfd``, never followed (``listxattrat``: one
+    lookup in the directory, no path through /proc); None where the kernel lacks it (the caller asks another way)."""
+    if not _listxattrat:
+        _listxattrat.append(
+            ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_long, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint,
+                             ctypes.c_void_p, ctypes.c_size_t, use_errno=True)(("syscall", _libc()))
+        )  # fmt: skip
+    call = _listxattrat[0]
+    if call is None:
+        return None
+    buf = getattr(_buffers, "buf", None)
+    if buf is None:
+        buf = _buffers.buf = ctypes.create_string_buffer(4096)
+    encoded = os.fsencode(name)
+    while True:
+        result = int(call(_LISTXATTRAT, dirfd, encoded, _AT_SYMLINK_NOFOLLOW, buf, len(buf)))
+        if result >= 0:
+            return [os.fsdecode(n) for n in buf.raw[:result].split(b"\0") if n] if result else []
+        err = ctypes.get_errno()
+        if err == errno.ERANGE and len(buf) < 1 << 16:
+            buf = _buffers.buf = ctypes.create_string_buffer(len(buf) * 8)
+            continue
+        if err in (errno.ENOSYS, errno.EPERM):  # missing, or refused by a seccomp filter
+            _listxattrat[0] = None
+            return None
         raise OSError(err, os.strerror(err))
 
 

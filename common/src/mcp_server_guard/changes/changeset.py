@@ -101,6 +101,7 @@ class ChangeSet:
     incomplete: bool = False  # more than MAX_ENTRIES paths: the list is cut, the judgement must not trust it
     times: tuple[DirTime, ...] = ()
     dropped: tuple[tuple[str, str], ...] = ()  # (path, the user.overlay.* names the command set there: never applied)
+    marked: frozenset[str] = frozenset()  # paths whose upper entry carries attributes to take away before landing
 
     def __bool__(self) -> bool:
         return bool(self.changes)

@@ -169,16 +169,18 @@ class _Matcher:
         paths = [p for p in patterns if "/" in p.strip("/")]
         self._names = re.compile("|".join(f"(?:{fnmatch.translate(n)})" for n in names) or r"(?!)")
         self._paths = re.compile("|".join(f"(?:{glob_regex(p)})" for p in paths) or r"(?!)")
+        self._dirs: dict[str, bool] = {}  # a directory's answer, asked once for all the paths below it
 
     def name(self, path: str) -> bool:
         """Some component of ``path`` (or a directory path above it) matches."""
-        parts = path.split("/")
-        for i, part in enumerate(parts):
-            if self._names.match(part):
+        parent, _, last = path.rpartition("/")
+        if parent:
+            above = self._dirs.get(parent)
+            if above is None:
+                above = self._dirs[parent] = self.name(parent)
+            if above:
                 return True
-            if self._paths.search("/".join(parts[: i + 1])):
-                return True
-        return False
+        return bool(self._names.match(last)) or bool(self._paths.search(path))
 
     def path(self, path: str) -> bool:
         return bool(self._paths.search(path)) or bool(self._names.match(path.rsplit("/", 1)[-1]))

@@ -63,6 +63,8 @@ class Names:
     skip: frozenset[str]  # paths of the real tree that are not the command's (our own area in a root)
     started_ns: int = 0  # when the command started: a real directory changed later was changed by someone else
     dropped: list[tuple[str, str]] = field(default_factory=list)  # (path, user.overlay.* names the command set)
+    marked: set[str] = field(default_factory=set)  # entries in trees it made with attributes to take away
+    single: list[tuple[str, int, int]] = field(default_factory=list)  # files with one name in trees it made
     out: list[Change] = field(default_factory=list)
     times: list[DirTime] = field(default_factory=list)
     budget: list[int] = field(default_factory=lambda: [MAX_ENTRIES])
@@ -166,6 +168,9 @@ class Names:
                     lost.setdefault((real.st_size, real.st_mtime_ns), []).append((change, real.st_ino))
         if not lost:
             return moved, pending, reused
+        for path, index, ino in self.single:
+            self.inodes.setdefault(ino, []).append(_Name(path, index, None, False, False))
+        self.single.clear()
         for found in self.inodes.values():
             if any(n.same or n.origin or n.index < 0 for n in found):
                 continue
@@ -234,7 +239,7 @@ class Names:
         if not enough():
             found = self.names_of({*wanted, *shared, *pending, *metas}, everywhere=True)
         for ino, indexes in metas.items():
-            self.metalisting(ino, indexes, found[ino])
+            self.meta_names(ino, indexes, found[ino])
         for ino, indexes in shared.items():
             staying = [p for p in found[ino] if p not in gone]
             if staying:
@@ -268,7 +273,7 @@ class Names:
         real = self.real_stat(self.out[index].path)
         return real.st_nlink if real is not None else 1
 
-    def metalisting(self, ino: int, indexes: list[int], names: list[str]) -> None:
+    def meta_names(self, ino: int, indexes: list[int], names: list[str]) -> None:
         """A mode, time or attribute change of a file with several names reaches each of them, natively and here:
         each name is a change of its own, judged together (one refused, all are). Where a name is outside the root
         (or too far to find), none is changed so: the name the command used gets a file of its own instead (its

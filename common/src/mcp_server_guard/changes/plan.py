@@ -22,7 +22,7 @@ import fcntl
 import json
 import os
 import stat
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +89,7 @@ class Applied:
     stays: str = ""  # modify, delete: another name of what was there, that stayed (absolute)
 
     def record(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = _shallow(self, _APPLIED_FIELDS)  # not dataclasses.asdict: it deep-copies, field by field
         data["after"], data["group"] = list(self.after), list(self.group)
         data["xattrs"], data["old_xattrs"] = _hex(self.xattrs), _hex(self.old_xattrs)
         return data
@@ -108,6 +108,9 @@ class Applied:
         )  # fmt: skip
 
 
+_APPLIED_FIELDS = tuple(f.name for f in fields(Applied))
+
+
 @dataclass
 class Outcome:
     """What an apply or an undo did: the paths applied (or reverted), and the conflicts."""
@@ -117,8 +120,16 @@ class Outcome:
     marked: list[str] = field(default_factory=list)  # absolute paths that landed with user.overlay.* attributes
 
 
+def _shallow(value: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    return {name: getattr(value, name) for name in names}
+
+
+_CHANGE_FIELDS = tuple(f.name for f in fields(Change))
+_TIME_FIELDS = tuple(f.name for f in fields(DirTime))
+
+
 def change_json(change: Change) -> dict[str, Any]:
-    data = asdict(change)
+    data = _shallow(change, _CHANGE_FIELDS)
     data["xattrs"], data["old_xattrs"] = _hex(change.xattrs), _hex(change.old_xattrs)
     return data
 
@@ -143,13 +154,15 @@ class Op:
     change: Change | None = None  # apply: what the command did
     record: Applied | None = None  # undo: what the call did
     time: DirTime | None = None  # times: the directory's time the command left, and before
+    marked: tuple[str, ...] = ()  # tree: paths in it (root-relative) with attributes to take away before it moves
 
     def plan(self) -> dict[str, Any]:
         return {
             "kind": self.kind, "root": self.root, "path": self.path, "upper": self.upper, "entry": self.entry,
+            "marked": list(self.marked),
             "change": change_json(self.change) if self.change is not None else None,
             "record": self.record.record() if self.record is not None else None,
-            "time": asdict(self.time) if self.time is not None else None,
+            "time": _shallow(self.time, _TIME_FIELDS) if self.time is not None else None,
         }  # fmt: skip
 
     @classmethod
@@ -160,6 +173,7 @@ class Op:
             entry=str(data.get("entry", "")), change=change_of(change) if isinstance(change, dict) else None,
             record=Applied.of(record) if isinstance(record, dict) else None,
             time=DirTime(**time) if isinstance(time, dict) else None,
+            marked=tuple(str(m) for m in data.get("marked") or []),
         )  # fmt: skip
 
 
@@ -258,7 +272,9 @@ def steps_for(
                              change=replace(change, moved_from="")))  # fmt: skip
         elif change.action in ("create", "modify"):
             kind = "tree" if change.kind == "dir" else "place"
-            firsts.append(Op(kind, root, change.path, upper=upper, entry=history.new_id(), change=change))
+            inside = tuple(m for m in changes.marked if m.startswith(change.path + "/")) if kind == "tree" else ()
+            firsts.append(Op(kind, root, change.path, upper=upper, entry=history.new_id(), change=change,
+                             marked=inside))  # fmt: skip
         elif change.action == "meta":
             if change.inode and change.inode in reached:
                 continue  # another name of a file whose metadata one step changes (it was judged as a name of it)

@@ -23,7 +23,7 @@ import posixpath
 import stat
 from dataclasses import dataclass, field
 
-from mcp_server_guard.changes.changeset import Change, walk_entries
+from mcp_server_guard.changes.changeset import Change
 from mcp_server_guard.changes.nofollow import (
     DIR,
     Changed,
@@ -90,17 +90,16 @@ def _record(op: Op) -> Applied:
 # -- apply steps ---------------------------------------------------------------------------------------
 
 
-def _land_tree(dirfd: int, name: str, absolute: str, run: Run) -> None:
-    """Every entry of the command's tree made ready for the real tree (``xattrs.land``), before it moves."""
+def _land_tree(dirfd: int, name: str, absolute: str, op: Op, run: Run) -> None:
+    """A tree of the command's made ready for the real tree (``xattrs.land``) before it moves: its top, and the
+    entries in it the reader found carrying attributes to take away (``op.marked``; the rest have none)."""
     if land(at(dirfd, name)):
         run.marked.append(absolute)
-    fd = os.open(name, DIR | os.O_NOFOLLOW, dir_fd=dirfd)
-    try:
-        for rel, _st, inner, last in walk_entries(fd, "", [1 << 30], ours=True):
-            if land(at(inner, last)):
-                run.marked.append(posixpath.join(absolute, rel))
-    finally:
-        os.close(fd)
+    for path in op.marked:
+        inner = path[len(op.path) + 1 :]
+        with contextlib.suppress(Changed, OSError), parent(dirfd, f"{name}/{inner}") as (inner_dir, last):
+            if land(at(inner_dir, last)):
+                run.marked.append(posixpath.join(absolute, inner))
 
 
 def place(
@@ -124,7 +123,7 @@ def place(
             return _aside(src_dir, name, dst_dir, absolute, run.audit_id, why, tree)
 
         if tree:
-            _land_tree(src_dir, name, absolute, run)
+            _land_tree(src_dir, name, absolute, op, run)
         else:
             keep: Xattrs = ()
             if real is not None and stat.S_ISREG(real.st_mode):

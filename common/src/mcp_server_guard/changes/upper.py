@@ -41,7 +41,7 @@ from mcp_server_guard.changes.changeset import (
     walk_real,
 )
 from mcp_server_guard.changes.names import Names
-from mcp_server_guard.changes.xattrs import Xattrs, at, own_overlay, seen, set_by_command
+from mcp_server_guard.changes.xattrs import Xattrs, at, attribute_names, own_overlay, seen, set_by_command
 
 __all__ = ["read_upper"]
 
@@ -77,11 +77,14 @@ def _opaque(fd: int) -> bool:
 class _Reader(Names):
     """Walks an upper layer beside the real tree (see the module docstring)."""
 
-    def overlaylisting(self, upper: str, path: str, real: Xattrs = ()) -> None:
-        """``user.overlay.*`` attributes the command set on an entry: never applied (``changes.xattrs``), said."""
-        names = set_by_command(upper, real)
+    def overlay_names(self, upper: str, path: str, real: Xattrs = ()) -> None:
+        """``user.overlay.*`` attributes the command set on an entry: never applied (``changes.xattrs``), said; and
+        an entry with attributes to take away before it lands, noted (the others land as they are)."""
+        names, marked = set_by_command(upper, real)
         if names:
             self.dropped.append((path, ", ".join(names)))
+        if marked:
+            self.marked.add(path)
 
     def deleted_tree(self, real_dir: int, name: str, path: str) -> None:
         """A real directory the command removed (or replaced): every path in it, as deleted."""
@@ -112,10 +115,12 @@ class _Reader(Names):
                 size = inner.st_size if kind == "file" else 0
                 index = self.add(Change(rel, "create", kind, size=size, mode=stat.S_IMODE(inner.st_mode), top=path))
                 self.touched.add(rel)
-                if kind in ("file", "dir"):
-                    self.overlaylisting(at(inner_dir, inner_name), rel)
-                if kind == "file":
+                if kind in ("file", "dir") and attribute_names(inner_dir, inner_name):  # most have none
+                    self.overlay_names(at(inner_dir, inner_name), rel)
+                if kind == "file" and inner.st_nlink > 1:
                     self.note(rel, inner, index, None, False, False)
+                elif kind == "file" and index >= 0:
+                    self.single.append((rel, index, inner.st_ino))  # matched up only when a move is possible
                 elif kind == "dir":
                     self.times.append(DirTime(rel, inner.st_mtime_ns, -1))
                 if self.budget[0] < 0:
@@ -180,7 +185,7 @@ class _Reader(Names):
             self.deleted(real_dir, name, path, top=path)
         origin = not opaque and _origin(upper_dir, name)
         self.add(Change(path, "create", "dir", mode=mode, opaque=real is not None, origin=origin))
-        self.overlaylisting(at(upper_dir, name), path)
+        self.overlay_names(at(upper_dir, name), path)
         self.created_tree(upper_dir, name, path, st)
 
     def metadata(self, upper_dir: int, real_dir: int, name: str, path: str, st: os.stat_result,
@@ -189,7 +194,7 @@ class _Reader(Names):
         differ; the index of the change added, -1 when none."""
         mode, old_mode = stat.S_IMODE(st.st_mode), stat.S_IMODE(real.st_mode)
         xattrs, old_xattrs = seen(at(upper_dir, name)), seen(at(real_dir, name))
-        self.overlaylisting(at(upper_dir, name), path, own_overlay(at(real_dir, name)))
+        self.overlay_names(at(upper_dir, name), path, own_overlay(at(real_dir, name)))
         timed = kind != "dir" and st.st_mtime_ns != real.st_mtime_ns
         if mode == old_mode and xattrs == old_xattrs and not timed:
             return -1
@@ -211,7 +216,7 @@ class _Reader(Names):
             index = self.add(Change(path, "create", kind, size=size, mode=mode, origin=origin))
             if kind == "file":
                 self.note(path, st, index, None, False, origin)
-                self.overlaylisting(at(upper_dir, name), path)
+                self.overlay_names(at(upper_dir, name), path)
             return
         assert real_dir is not None
         real_kind = kind_of(real.st_mode)
@@ -233,7 +238,7 @@ class _Reader(Names):
                                 mode=mode, old_mode=stat.S_IMODE(real.st_mode), origin=origin))  # fmt: skip
         if kind == "file":
             self.note(path, st, index, real, False, origin)
-            self.overlaylisting(at(upper_dir, name), path, own_overlay(at(real_dir, name)))
+            self.overlay_names(at(upper_dir, name), path, own_overlay(at(real_dir, name)))
 
 
 def read_upper(
@@ -265,6 +270,7 @@ def read_upper(
         reader.links()
         reader.deleted_meanwhile()
         return ChangeSet(root=root, upper=upper, changes=tuple(reader.out), incomplete=reader.budget[0] < 0,
-                         times=tuple(reader.times), dropped=tuple(reader.dropped))  # fmt: skip
+                         times=tuple(reader.times), dropped=tuple(reader.dropped),
+                         marked=frozenset(reader.marked))  # fmt: skip
     finally:
         os.close(upper_fd)

@@ -22,30 +22,54 @@ import contextlib
 import errno
 import os
 
-__all__ = ["Xattrs", "at", "land", "own_overlay", "seen", "set_by_command", "set_seen"]
+from mcp_server_guard import linux
+
+__all__ = ["At", "Xattrs", "at", "attribute_names", "land", "own_overlay", "seen", "set_by_command", "set_seen"]
 
 Xattrs = tuple[tuple[str, bytes], ...]  # (name, value), sorted by name
+
+
+class At(str):
+    """``name`` in the directory ``dirfd``: a path the xattr calls take (the directory through its fd, the name never
+    followed), which also remembers both (listed with one lookup in the directory where the kernel can)."""
+
+    dirfd: int
+    name: str
+
+    def __new__(cls, dirfd: int, name: str) -> At:
+        made = super().__new__(cls, f"/proc/self/fd/{dirfd}/{name}")
+        made.dirfd, made.name = dirfd, name
+        return made
 
 _OVERLAY = "user.overlay."
 _ESCAPED = "user.overlay.overlay."
 _NEVER = ("security.capability", "trusted.overlay.")  # privileges, and overlayfs's bookkeeping as root
+_LANDED_NOT = (_OVERLAY, *_NEVER)
 
 
-def at(dirfd: int, name: str) -> str:
-    """``name`` in the directory ``dirfd``, as a path the xattr calls take (the directory through its fd; the name
-    itself never followed: pass ``follow_symlinks=False``)."""
-    return f"/proc/self/fd/{dirfd}/{name}"
+def at(dirfd: int, name: str) -> At:
+    """``name`` in the directory ``dirfd`` (see :class:`At`)."""
+    return At(dirfd, name)
 
 
 def _names(target: str | int) -> list[str]:
     try:
         if isinstance(target, int):
             return os.listxattr(target)
+        if isinstance(target, At):
+            found = linux.listxattr_at(target.dirfd, target.name)
+            if found is not None:
+                return found
         return os.listxattr(target, follow_symlinks=False)
     except OSError as exc:
         if exc.errno in (errno.ENOTSUP, errno.ENOENT, errno.EPERM):
             return []
         raise
+
+
+def attribute_names(dirfd: int, name: str) -> list[str]:
+    """Every attribute name of ``name`` in ``dirfd`` (never followed), listed the quickest way the kernel offers."""
+    return _names(at(dirfd, name))
 
 
 def _get(target: str | int, name: str) -> bytes | None:
@@ -75,17 +99,19 @@ def own_overlay(path: str | int) -> Xattrs:
     return _values(path, [n for n in _names(path) if n.startswith(_OVERLAY)])
 
 
-def set_by_command(upper: str | int, real: Xattrs) -> list[str]:
+def set_by_command(upper: str | int, real: Xattrs) -> tuple[list[str], bool]:
     """The ``user.overlay.*`` names a command set or changed on an upper-layer entry (stored escaped), against the
-    real entry's own (``real``: :func:`own_overlay`, empty for a new entry)."""
+    real entry's own (``real``: :func:`own_overlay`, empty for a new entry); and whether the entry has anything
+    :func:`land` must take away (one listing of its attributes for both)."""
     had = dict(real)
     found: list[str] = []
-    for name in _names(upper):
+    names = _names(upper)
+    for name in names:
         if name.startswith(_ESCAPED):
             shown = _OVERLAY + name[len(_ESCAPED) :]
             if had.get(shown) != _get(upper, name) and had.get(name) != _get(upper, name):
                 found.append(shown)
-    return sorted(found)
+    return sorted(found), bool(names) and any(name.startswith(_LANDED_NOT) for name in names)
 
 
 def land(path: str, keep: Xattrs = ()) -> bool:
@@ -96,7 +122,7 @@ def land(path: str, keep: Xattrs = ()) -> bool:
     ``security.capability`` would grant privileges to whoever runs the file. Returns whether it keeps a
     ``user.overlay.*`` attribute (the escape layer must show it)."""
     for name in _names(path):
-        if name.startswith((_OVERLAY, *_NEVER)):
+        if name.startswith(_LANDED_NOT):
             _remove(path, name)
     for name, value in keep:
         _set(path, name, value)
