@@ -123,6 +123,7 @@ def layer(module: str) -> str:
         "linux",
         "git_dirs",
         "git_config",
+        "faults",
     }
     if len(parts) <= 2 and parts[-1] in top:
         return "top"

@@ -169,7 +169,7 @@ def test_applying_moves_a_new_tree_in_one_rename_and_keeps_every_pre_image(copy:
     assert outcome.conflicts == []
     assert (copy.root / "big").stat().st_ino == inode  # the command's directory itself: no copy
     assert (copy.root / "edit.txt").read_text() == "after\n" and not (copy.root / "keep.txt").exists()
-    manifest = store.manifest("aaaaaaaaaaaa")
+    manifest = store.calls.read("aaaaaaaaaaaa")
     assert {c["path"].rsplit("/", 1)[-1]: c["action"] for c in manifest["changes"] if c["action"] != "times"} == {
         "big": "create", "edit.txt": "modify", "keep.txt": "delete"
     }  # fmt: skip

@@ -117,7 +117,7 @@ def undo(audit_id: str) -> tuple[str, str]:
     """``mcp-guard undo`` of a call, in this process (the library it runs; the console script's own behaviour is
     tested in tests/admin): the undo's own audit id, or "" and why not."""
     store = HistoryStore(state_dir() / "history", 1 << 40, 1 << 30)
-    roots = [str(r) for r in store.manifest(audit_id).get("roots", [])]
+    roots = [str(r) for r in store.calls.read(audit_id).get("roots", [])]
     undo_id = new_audit_id()
     try:
         outcome = Applier(store).undo(audit_id, undo_id, roots)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mcp_server_guard.errors import GuardError
-from mcp_server_guard.files.history import HistoryError, HistoryStore
+from mcp_server_guard.files.history import HistoryError, HistoryStore, NoRoom
 from mcp_server_guard.files.kept import disk_usage
 from mcp_server_guard.files.writing import check_executable_content
 from mcp_server_guard.policy import load_policy
@@ -96,7 +96,7 @@ def _on_disk(directory: Path, entry_id: str) -> int:
     return sum(disk_usage((directory / f"{entry_id}{suffix}").stat()) for suffix in (".data", ".json"))
 
 
-def test_history_evicts_oldest_first_and_never_the_newest(tmp_path: Path) -> None:
+def test_history_evicts_oldest_first_and_refuses_what_cannot_fit_alone(tmp_path: Path) -> None:
     probe = HistoryStore(tmp_path / "probe", max_bytes=1 << 20)
     one = _on_disk(probe.directory, _save(probe, tmp_path, b"A" * 100))  # what an entry costs on this disk
     store = HistoryStore(tmp_path / "hist", max_bytes=one * 2 + one // 2)
@@ -105,8 +105,9 @@ def test_history_evicts_oldest_first_and_never_the_newest(tmp_path: Path) -> Non
     assert kept == ids[-2:]
     entry, data = store.get(ids[-1])
     assert data.read_bytes() == b"D" * 100 and entry.size == 100 and entry.path == str(tmp_path / "f.txt")
-    huge = _save(store, tmp_path, b"z" * (one * 4))
-    assert [e.id for e in store.entries()] == [huge]  # over the bound alone, yet kept
+    with pytest.raises(NoRoom, match="history_max_bytes"):
+        _save(store, tmp_path, b"z" * (one * 4))  # over the bound alone: refused, nothing evicted for it
+    assert [e.id for e in store.entries()] == ids[-2:]
 
 
 def test_history_counts_metadata_and_bounds_the_number_of_entries(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -30,9 +31,15 @@ class Copy:
         for d in (self.root, self.upper, self.work):
             d.mkdir(parents=True, exist_ok=True)
         self.started = 0
+        self.mounted: tuple[int, int] | None = None
 
     def run(self, script: str) -> ChangeSet:
         self.started = now_ns()
+        # As the box mounts a copy: the upper root takes the root's mode and time, so the command's own show.
+        real = os.stat(self.root)
+        os.chmod(self.upper, stat.S_IMODE(real.st_mode))
+        os.utime(self.upper, ns=(real.st_atime_ns, real.st_mtime_ns))
+        self.mounted = (stat.S_IMODE(real.st_mode), real.st_mtime_ns)
         mount = (
             f"mount -t overlay overlay -o lowerdir={self.root},upperdir={self.upper},workdir={self.work},userxattr "
             f"{self.root} && cd {self.root} && {script}"
@@ -44,6 +51,6 @@ class Copy:
     def read(self) -> ChangeSet:
         fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
         try:
-            return read_upper(str(self.upper), fd, str(self.root))
+            return read_upper(str(self.upper), fd, str(self.root), mounted=self.mounted)
         finally:
             os.close(fd)

@@ -11,6 +11,7 @@ This is not a server: it may print to stdout.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import os
@@ -425,7 +426,7 @@ def history_calls(
     if ctx.invoked_subcommand is not None:
         return
     stores = _history_stores(history_dir)
-    calls = sorted((call for store in stores for call in store.manifests()), key=lambda c: str(c.get("time", "")))
+    calls = sorted((call for store in stores for call in store.calls.all()), key=lambda c: str(c.get("time", "")))
     for call in calls:
         changes = call.get("changes", [])
         counts: dict[str, int] = {}
@@ -440,7 +441,14 @@ def history_calls(
             f"{call.get('audit_id')}  {str(call.get('time', ''))[:19]}  {call.get('tool', '?'):<10}  "
             f"{shown or 'nothing'}{f', {conflicts} conflicts' if conflicts else ''}{state}  {what}"
         )
-    if not calls:
+    evicted = sorted((e for store in stores for e in store.calls.evicted()), key=lambda e: str(e.get("evicted", "")))
+    for gone in evicted:
+        typer.echo(
+            f"{gone.get('audit_id')}  {str(gone.get('time', ''))[:19]}  {gone.get('tool', '?'):<10}  evicted "
+            f"{str(gone.get('evicted', ''))[:19]} to keep the history within its bounds (cannot be undone)  "
+            f"{printable(str(gone.get('command', '')))}"
+        )
+    if not calls and not evicted:
         typer.echo(f"no recorded calls in {' or '.join(str(store.directory) for store in stores)}", err=True)
 
 
@@ -448,7 +456,9 @@ def history_calls(
     help="Put back what one call changed (its audit id, from a shell_exec or file_write result or `mcp-guard "
     "history`): files it created are removed, files it modified or deleted come back byte for byte with their "
     "modes. What is removed or replaced is kept in the history (the undo can itself be undone). Refused when a "
-    "path changed after that call, unless --force. Exit code: 0 undone, 1 no such call, 2 refused.",
+    "path changed after that call, unless --force. Exit code: 0 undone (every path back exactly), 1 not undone (no "
+    "such call, its previous contents gone, too little room, or a step failed: what was done is put back), 2 "
+    "refused.",
 )
 def undo(
     audit_id: Annotated[str, typer.Argument(metavar="AUDIT_ID", help="The call to undo.")],
@@ -459,22 +469,32 @@ def undo(
     history_dir: HistoryDirOpt = None,
 ) -> None:
     from mcp_server_guard.audit import AuditLog, new_audit_id  # noqa: PLC0415 - only for this command
-    from mcp_server_guard.changes.apply import Applier, UndoConflict  # noqa: PLC0415
+    from mcp_server_guard.changes.apply import Applier, NotApplied, UndoConflict, recover  # noqa: PLC0415
     from mcp_server_guard.changes.plan import JOURNALS  # noqa: PLC0415
 
     stores = _history_stores(history_dir)
     store = next((s for s in stores if (s.directory / CALLS / f"{audit_id}.json").exists()), stores[0])
     try:
-        manifest = store.manifest(audit_id)
+        manifest = store.calls.read(audit_id)
     except HistoryError as exc:
         _history_error(exc)
+    roots = [str(r) for r in manifest.get("roots", [])]
+    # An undo of these directories a kill interrupted (this one's, tried before): finished here first. Only plans
+    # that take nothing from a copy (an undo's): an apply's is left for shell_exec, which knows its copies.
+    interrupted = {p.name[len("apply-") : -len(".json")] for p in (store.directory / JOURNALS).glob("apply-*.json")}
+    if recover(store, roots, []):
+        with contextlib.suppress(HistoryError):
+            undone_by = store.calls.read(audit_id).get("undone_by")
+            if undone_by in interrupted:
+                typer.echo(f"finished the interrupted undo of call {audit_id}: undid call {audit_id} (as call "
+                           f"{undone_by}; `mcp-guard undo {undone_by}` redoes it)")  # fmt: skip
+                return
     if (store.directory / JOURNALS / f"apply-{audit_id}.json").exists():
         # A dead server's apply of this call is half done: the next start of shell_exec finishes it (only a
         # server knows its directories well enough to trust the journal).
         typer.echo(f"{PROG}: error: the apply of call {audit_id} was interrupted; start shell_exec in the same "
                    "directories once (it finishes the apply), then undo", err=True)  # fmt: skip
         raise typer.Exit(1)
-    roots = [str(r) for r in manifest.get("roots", [])]
     log = AuditLog(audit_log or default_audit_path(roots))
     record = AuditRecord(server="mcp-guard", tool="undo", arguments={"audit_id": audit_id, "force": force})
     record.action, record.target = "write", f"undo {audit_id}"
@@ -499,11 +519,20 @@ def undo(
             record.decision, record.code = "error", "FILE_BUSY"
             typer.echo(f"{PROG}: error: FILE_BUSY: {exc}; nothing was undone, try again", err=True)
             raise typer.Exit(1) from None
+        except NotApplied as exc:
+            # Honest: success only when every path is back; else what was done is put back and the call stays as
+            # it was (not marked undone: it can be tried again).
+            record.decision, record.code = "error", "UNDO_FAILED"
+            for conflict in exc.left:
+                typer.echo(f"{PROG}: not put back: {printable(conflict.path)}: {printable(conflict.what)}", err=True)
+            done = (f"; {len(exc.left)} path(s) above are as the undo left them: `mcp-guard undo {undo_id}` puts them "
+                    "back" if exc.left else "; nothing was changed")  # fmt: skip
+            typer.echo(f"{PROG}: error: UNDO_FAILED: call {audit_id} was not undone: {printable(exc.why)}{done}",
+                       err=True)  # fmt: skip
+            raise typer.Exit(1) from None
     for applied in outcome.applied:
         what = {"delete": "removed", "create": "restored", "meta": "mode restored"}.get(applied.action, applied.action)
         typer.echo(f"{what:<14} {printable(applied.path)}")
-    for conflict in outcome.conflicts:
-        typer.echo(f"{PROG}: not undone: {printable(conflict.path)}: {printable(conflict.what)}", err=True)
     typer.echo(f"undid call {audit_id} (as call {undo_id}; `mcp-guard undo {undo_id}` redoes it)")
 
 

@@ -31,6 +31,7 @@ its journal are ``changes.plan``'s, each step ``changes.steps``'s, the no-follow
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import logging
 import os
@@ -42,16 +43,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from mcp_server_guard.changes.changeset import ROOT, ChangeSet, DirTime
+from mcp_server_guard import faults
+from mcp_server_guard.changes.changeset import MAX_ENTRIES, ROOT, ChangeSet, DirTime
 from mcp_server_guard.changes.nofollow import DIR, Changed, identity, lstat_at, now_ns, parent, syncfs, unchanged_tree
 from mcp_server_guard.changes.plan import (
     JOURNALS,
     Applied,
     Conflict,
+    Done,
     Journal,
     Op,
     Outcome,
     Plan,
+    Replay,
     read_journal,
     steps_for,
 )
@@ -60,10 +64,11 @@ from mcp_server_guard.changes.steps import APPLY_STEPS, Run, copy_step, place, v
 from mcp_server_guard.changes.xattrs import at, seen
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.reading import sha256_fd
-from mcp_server_guard.files.treelock import tree_lock
+from mcp_server_guard.files.treelock import TreeBusy, tree_lock
 from mcp_server_guard.paths import within_any
 
-__all__ = ["Applier", "UndoConflict", "now_ns", "recover"]  # now_ns: changes.nofollow's, kept importable here
+# now_ns: changes.nofollow's, kept importable here
+__all__ = ["Applier", "NotApplied", "UndoConflict", "now_ns", "recover", "reverse_ops"]
 
 log = logging.getLogger("mcp_server_guard.changes")
 
@@ -74,6 +79,25 @@ class UndoConflict(Exception):
     def __init__(self, paths: list[str]) -> None:
         super().__init__(", ".join(paths))
         self.paths = paths
+
+
+class NotApplied(Exception):
+    """An apply or an undo that did not happen: refused before its first step (``why``), or gone back after a step
+    failed — everything it had done put back, except ``left`` (paths it could not put back, with why)."""
+
+    def __init__(self, why: str, left: Sequence[Conflict] = ()) -> None:
+        super().__init__(why)
+        self.why = why
+        self.left = list(left)
+
+
+class _Failed(Exception):
+    """A step failed in a way that means the run cannot be what it says (the disk is full, an undo's step did not
+    restore its path): the run goes back."""
+
+
+# A step failing with one of these has no per-path cause: the run cannot finish, so it goes back whole.
+_FATAL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EMFILE, errno.ENFILE, errno.ENOMEM})
 
 
 class Applier:
@@ -110,7 +134,13 @@ class Applier:
         ``live``: the command still runs (a background job's look): its files are copied, not moved, and one still
         being written waits for the next look. ``baseline`` (updated): for a job, the ctime each path had when an
         earlier apply of the same job left it; such a path is the job's own, not a conflict. ``times``: apply sets
-        that hold nothing but directories' times (no journal, no record: there is nothing to undo)."""
+        that hold nothing but directories' times (no journal, no record: there is nothing to undo).
+
+        Raises NotApplied when the change set cannot land whole: more paths than a change set may list, previous
+        contents that do not fit the history (both before anything changes), or a step that failed for want of
+        space (everything done is put back)."""
+        if any(changes.incomplete for changes in sets):
+            raise NotApplied(f"it changed more than {MAX_ENTRIES:,} paths, more than one call may change")
         ops: list[Op] = []
         for changes in sets:
             ops += steps_for(changes, skip, self.history, live=live)
@@ -126,6 +156,9 @@ class Applier:
             return Outcome()
         if not ops or all(op.kind == "times" for op in ops):
             return Outcome()
+        why = self._room(sets, skip, ops)
+        if why:
+            raise NotApplied(why)
         left: dict[str, int] = dict(baseline or {})
         plan = Plan(audit_id, started_ns, tuple(ops), dict(what or {}))
         with self.lock:
@@ -135,61 +168,172 @@ class Applier:
             baseline.update(left)
         return outcome
 
+    def _room(self, sets: Sequence[ChangeSet], skip: frozenset[tuple[str, str]], ops: Sequence[Op]) -> str:
+        """Why the previous contents this apply keeps do not fit the history ("" when they do): counted before
+        anything changes, so that a call never evicts its own pre-images and never stops half way for want of
+        room."""
+        count = nbytes = copied = 0
+        keeps = {(op.root, op.path) for op in ops if op.entry and op.change is not None and
+                 (op.change.action in ("modify", "delete") or op.change.opaque)}  # fmt: skip
+        count = len(keeps)
+        store = os.stat(self.history.directory).st_dev if self.history.directory.exists() else -1
+        for changes in sets:
+            other = os.stat(changes.root).st_dev != store
+            for change in changes.changes:
+                if (changes.root, change.path) in skip:
+                    continue
+                size = change.size if change.action == "delete" else change.old_size if change.action == "modify" else 0
+                nbytes += size
+                copied += size if other else 0
+        return self.history.room(count, nbytes, copied=copied)
+
     def _run(
         self,
         plan: Plan,
         baseline: dict[str, int],
-        done: dict[int, tuple[list[Applied], list[Conflict]]],
+        done: Done,
         journal: Journal | None = None,
         names: dict[tuple[int, int], list[str]] | None = None,
+        *,
+        replay: Replay | None = None,
     ) -> Outcome:
+        """Run ``plan`` (its steps in ``done`` ran before a crash), journalled. An undo's plan (``what`` names the
+        call it undoes) goes back whole when one of its steps fails, an apply's when one fails for want of space
+        (NotApplied). ``replay``: the journal of a dead server's run, being finished (or gone back)."""
         roots: dict[str, int] = {}
         uppers: dict[str, int] = {}
         outcome = Outcome()
-        run = Run(plan.audit_id, plan.started_ns, baseline, names=names or {})
+        undo = str(plan.what.get("undoes", ""))
+        run = Run(plan.audit_id, plan.started_ns, baseline, names=names or {}, replay=replay is not None)
         run.groups = {op.record.group for op in plan.ops if op.record is not None and op.record.group}
+        back = replay.back if replay is not None else None
+        why = replay.why if replay is not None else ""
         try:
-            # Each root and upper directory opened once (not once per step: a call that made 600 files must not
-            # hold 1,200 descriptors, nor leak them).
-            for root in dict.fromkeys(op.root for op in plan.ops):
-                roots[root] = os.open(root, DIR)
-            for upper in dict.fromkeys(op.upper for op in plan.ops if op.upper):
-                uppers[upper] = os.open(upper, DIR)
-            for fd in uppers.values():
-                syncfs(fd)  # the command's bytes are on disk before any name points at them
-            if journal is None:
-                journal = Journal.create(self.journals, plan.audit_id, plan.json(baseline))
-            for index, op in enumerate(plan.ops):
-                if index in done:
-                    records, conflicts = done[index]
-                    # An undo's inodes restored before a crash: later names of the same inode are linked to them.
-                    if op.kind in ("restore", "swap") and op.record is not None and op.record.group and records:
-                        done_at = records[-1]
-                        if len(done_at.after) >= 2:
-                            run.restored.setdefault(op.record.group, (done_at.path, done_at.after[:2]))
-                else:
-                    records, conflicts = run_step(self.history, op, roots[op.root], uppers.get(op.upper, -1), run)
-                journal.done(index, records, conflicts)
-                outcome.applied += records
-                outcome.conflicts += conflicts
-            for fd in roots.values():
-                syncfs(fd)
-            outcome.applied = [_settled(record, roots) for record in outcome.applied]
-            outcome.marked = run.marked
-            self._record(plan, outcome)
-            journal.close()
-            journal = None
+            with self.history.running(plan.audit_id):
+                # Each root and upper directory opened once (not once per step: a call that made 600 files must
+                # not hold 1,200 descriptors, nor leak them).
+                for root in dict.fromkeys(op.root for op in plan.ops):
+                    roots[root] = os.open(root, DIR)
+                for upper in dict.fromkeys(op.upper for op in plan.ops if op.upper):
+                    with contextlib.suppress(FileNotFoundError):  # gone: its steps were done, or went back
+                        uppers[upper] = os.open(upper, DIR)
+                for fd in uppers.values():
+                    syncfs(fd)  # the command's bytes are on disk before any name points at them
+                if journal is None:
+                    journal = Journal.create(self.journals, plan.audit_id, plan.json(baseline))
+                if back is None:
+                    steps: list[tuple[Op, list[Applied]]] = []
+                    try:
+                        self._steps(plan.ops, done, journal, run, roots, uppers, outcome, steps, fail=bool(undo))
+                    except _Failed as exc:
+                        why = str(exc)
+                        back = self._reverse(plan, steps, list(roots)).json({})
+                        faults.point("rollback")
+                        journal.rollback(back, why)
+                if back is not None:
+                    # Going back: what could not be put back stays recorded (an undo finds it), and is said.
+                    outcome = self._back(Plan.of(back)[0], replay.back_done if replay is not None else {}, journal,
+                                         roots)  # fmt: skip
+                for fd in roots.values():
+                    syncfs(fd)
+                outcome.applied = [_settled(record, roots) for record in outcome.applied]
+                outcome.marked = run.marked
+                faults.point("record")
+                self._record(plan, outcome)
+                if undo and back is None:
+                    self._mark_undone(undo, plan.audit_id)
+                faults.point("close")
+                journal.close()
+                journal = None
         finally:
             for fd in [*roots.values(), *uppers.values()]:
                 os.close(fd)
             if journal is not None:
                 os.close(journal.fd)  # left for recover(): the next start finishes it
+        if back is not None:
+            raise NotApplied(why, outcome.conflicts)
         return outcome
+
+    def _steps(
+        self,
+        ops: Sequence[Op],
+        done: Done,
+        journal: Journal,
+        run: Run,
+        roots: dict[str, int],
+        uppers: dict[str, int],
+        outcome: Outcome,
+        steps: list[tuple[Op, list[Applied]]],
+        *,
+        fail: bool = False,
+        back: bool = False,
+    ) -> None:
+        """Run ``ops`` in order, each journalled once done (``steps``: each op run, with what it applied). A step
+        that fails for want of space — or any that fails, with ``fail`` (an undo) — stops the run (_Failed)."""
+        for index, op in enumerate(ops):
+            if index in done:
+                records, conflicts = done[index]
+                for record in records:
+                    if len(record.after) >= 2:
+                        run.placed[record.path] = (record.after[0], record.after[1])
+                    if len(record.group) == 2 and record.action in ("modify", "delete"):
+                        run.ours.add((record.group[0], record.group[1]))  # its names changed by this run
+                # An undo's inodes restored before a crash: later names of the same inode are linked to them.
+                if op.kind in ("restore", "swap") and op.record is not None and op.record.group and records:
+                    done_at = records[-1]
+                    if len(done_at.after) >= 2:
+                        run.restored.setdefault(op.record.group, (done_at.path, done_at.after[:2]))
+            else:
+                faults.point(f"{'back' if back else 'step'} {index} {op.kind} {op.path}")
+                records, conflicts = run_step(self.history, op, roots[op.root], uppers.get(op.upper, -1), run)
+                if not back and (run.fatal or (fail and conflicts)):
+                    # The promise, not the tree, is at stake: an undo that says success with a path not back, an
+                    # apply half landed on a full disk. The failed step changed nothing (it keeps before it moves).
+                    raise _Failed(run.fatal or conflicts[0].what)
+                faults.point(f"{'back' if back else 'done'} {index}")
+            journal.done(index, records, conflicts, back=back)
+            steps.append((op, records))
+            outcome.applied += records
+            outcome.conflicts += conflicts
+
+    def _reverse(self, plan: Plan, steps: Sequence[tuple[Op, list[Applied]]], roots: Sequence[str]) -> Plan:
+        """The plan that puts back what ``steps`` of ``plan`` did, last first. A pre-image an undo had put back goes
+        into the history again under its own id, for the call it belongs to (whose record still names it)."""
+        ops: list[Op] = []
+        for op, records in reversed(steps):
+            back, _changed = reverse_ops(self.history, records, roots, 0, force=True)
+            if op.kind in ("restore", "swap") and op.record is not None and op.record.before:
+                back = [replace(b, entry=op.record.before) if b.kind in ("remove", "swap") else b for b in back]
+            ops += back
+        undid = str(plan.what.get("undoes", ""))
+        times = [op for op in ops if op.kind == "untimes"]
+        return Plan(undid or plan.audit_id, now_ns(), tuple([op for op in ops if op.kind != "untimes"] + times),
+                    {"back": plan.audit_id})  # fmt: skip
+
+    def _back(self, back: Plan, done: Done, journal: Journal, roots: dict[str, int]) -> Outcome:
+        """Go back (``back``: made by _reverse; ``done``: its steps done before a crash). Returns what is left: the
+        records whose reversal failed (still in force: recorded for undo) and why each failed."""
+        for root in dict.fromkeys(op.root for op in back.ops):
+            if root not in roots:
+                roots[root] = os.open(root, DIR)
+        records = [op.record for op in back.ops if op.record is not None]
+        run = Run(back.audit_id, back.started_ns, {}, names=_names(records, list(roots)), replay=bool(done))
+        run.groups = {r.group for r in records if r.group}
+        steps: list[tuple[Op, list[Applied]]] = []
+        went = Outcome()
+        self._steps(back.ops, done, journal, run, roots, {}, went, steps, back=True)
+        left = Outcome()
+        for op, _records in steps:
+            failed = [c for c in went.conflicts if op.record is not None and c.path == op.record.path]
+            if failed and op.record is not None:
+                left.applied.append(op.record)
+                left.conflicts += failed
+        return left
 
     def _record(self, plan: Plan, outcome: Outcome) -> None:
         if not any(a.action != "times" for a in outcome.applied) and not outcome.conflicts:
             return
-        self.history.record_call(
+        self.history.calls.record(
             plan.audit_id,
             sorted({op.root for op in plan.ops}),
             [a.record() for a in outcome.applied],
@@ -197,49 +341,126 @@ class Applier:
             **plan.what,
         )
 
+    def _mark_undone(self, audit_id: str, undo_id: str) -> None:
+        """Call ``audit_id`` is undone by ``undo_id``; a call it undid (this is a redo) is in force again."""
+        with contextlib.suppress(HistoryError):
+            manifest = self.history.calls.read(audit_id)
+            manifest["undone_by"] = undo_id
+            self.history.calls.write(audit_id, manifest)
+            undid = str(manifest.get("undoes", ""))
+            if undid:
+                earlier = self.history.calls.read(undid)
+                if earlier.get("undone_by") == audit_id:
+                    earlier.pop("undone_by")
+                    self.history.calls.write(undid, earlier)
+
     # -- undo ----------------------------------------------------------------------------------------
 
     def undo(self, audit_id: str, undo_id: str, roots: Sequence[str], *, force: bool = False) -> Outcome:
-        """Put back what call ``audit_id`` changed (recorded as call ``undo_id``). Raises UndoConflict (nothing
-        done) when a path changed after the call, unless ``force``; HistoryError when there is no such call."""
-        manifest = self.history.manifest(audit_id)
+        """Put back what call ``audit_id`` changed (recorded as call ``undo_id``), exactly or not at all. Raises
+        UndoConflict (nothing done) when a path changed after the call, unless ``force``; HistoryError when there is
+        no such call or what it replaced is gone from the history; NotApplied when it cannot be done (too little
+        room) or a step failed (everything done put back)."""
+        manifest = self.history.calls.read(audit_id)
         if manifest.get("undone_by"):
             raise HistoryError("HISTORY_NOT_FOUND", f"call {audit_id} was undone already (by {manifest['undone_by']})")
-        applied_ns = int(manifest.get("applied_ns", 0))
         records = [Applied.of(r) for r in manifest.get("changes", [])]
-        ops: list[Op] = []
-        times: list[Op] = []
-        changed: list[str] = []
-        for record in reversed(records):
-            root = _root_of(record.path, roots)
-            if root is None:
-                changed.append(f"{record.path} (outside the allowed directories now)")
-                continue
-            rel = posixpath.relpath(record.path, root) if record.path != root else ROOT
-            if not force and not _as_left(root, rel, record, applied_ns):
-                changed.append(record.path)
-            if record.action == "times":
-                now = _mtime(root, rel)
-                time = DirTime(rel, record.old_mtime_ns, 0, now if now is not None else record.mtime_ns)
-                times.append(Op("untimes", root, rel, record=record, time=time))
-            elif record.action == "create":
-                kind = "unmove" if record.moved_from else "remove"
-                ops.append(Op(kind, root, rel, entry=self.history.new_id(), record=record))
-            elif record.action == "modify":
-                kind = "swap" if record.before else "remove"
-                ops.append(Op(kind, root, rel, entry=self.history.new_id(), record=record))
-            elif record.action == "delete" and record.before:
-                ops.append(Op("restore", root, rel, record=record))
-            elif record.action == "meta":
-                ops.append(Op("unmeta", root, rel, record=record))
+        if manifest.get("pending"):
+            # A write killed around its rename: undone where the name holds what it wrote; elsewhere it never landed.
+            records = [r for r in records if (root := _root_of(r.path, roots)) is not None and r.path != root
+                       and _as_left(root, posixpath.relpath(r.path, root), r, 0)]  # fmt: skip
+            if not records:
+                raise HistoryError("HISTORY_NOT_FOUND", f"call {audit_id} was cut off before it changed anything")
+        ops, changed = reverse_ops(self.history, records, roots, int(manifest.get("applied_ns", 0)), force=force)
         if changed:
             raise UndoConflict(changed)
-        plan = Plan(undo_id, now_ns(), tuple(ops + times), {"tool": "undo", "undoes": audit_id})
+        if manifest.get("undoes"):
+            ops = _kept_as_before(self.history, ops, str(manifest["undoes"]))
+        missing = [f"{op.record.path}: {why}" for op in ops if op.record is not None and op.kind in ("restore", "swap")
+                   for why in [self.history.check(op.record.before)] if why]  # fmt: skip
+        if missing:
+            raise HistoryError("HISTORY_BROKEN", "what it replaced cannot be put back: " + "; ".join(missing[:5]))
+        why = self._undo_room(ops)
+        if why:
+            raise NotApplied(why)
+        plan = Plan(undo_id, now_ns(), tuple(ops), {"tool": "undo", "undoes": audit_id})
         with self.lock, tree_lock(os.stat(root).st_dev for root in {op.root for op in plan.ops}):
-            outcome = self._run(plan, {}, done={}, names=_names(records, roots))
-        manifest["undone_by"] = undo_id
-        self.history.write_manifest(audit_id, manifest)
-        return outcome
+            return self._run(plan, {}, done={}, names=_names(records, roots))
+
+    def _undo_room(self, ops: Sequence[Op]) -> str:
+        """Why an undo would not fit ("" when it does): what it takes away is kept (the history's bounds); what it
+        puts back from a history on another file system is copied (the project's disk)."""
+        count = nbytes = back = 0
+        store = os.stat(self.history.directory).st_dev
+        for op in ops:
+            record = op.record
+            if record is None:
+                continue
+            if op.kind in ("remove", "swap"):
+                count += 1
+                nbytes += record.after[3] if len(record.after) >= 4 else 0
+            if op.kind in ("restore", "swap") and os.stat(op.root).st_dev != store:
+                with contextlib.suppress(HistoryError):
+                    back += self.history.metadata(record.before).size
+        why = self.history.room(count, nbytes)
+        if not why and back:
+            fs = os.statvfs(next(op.root for op in ops))
+            if back + (1 << 20) > fs.f_bavail * fs.f_frsize:
+                why = f"putting the previous contents back needs {back} bytes on the project's disk; it has less free"
+        return why
+
+
+def reverse_ops(
+    history: HistoryStore, records: Sequence[Applied], roots: Sequence[str], applied_ns: int, *, force: bool
+) -> tuple[list[Op], list[str]]:
+    """The steps that put back what ``records`` did, last first, and (unless ``force``) the paths changed since
+    (``applied_ns``: when they were done) — an undo, or the rollback of a run that could not finish."""
+    ops: list[Op] = []
+    times: list[Op] = []
+    changed: list[str] = []
+    for record in reversed(records):
+        root = _root_of(record.path, roots)
+        if root is None:
+            changed.append(f"{record.path} (outside the allowed directories now)")
+            continue
+        rel = posixpath.relpath(record.path, root) if record.path != root else ROOT
+        if not force and not _as_left(root, rel, record, applied_ns):
+            changed.append(record.path)
+        if record.action == "times":
+            now = _mtime(root, rel)
+            time = DirTime(rel, record.old_mtime_ns, 0, now if now is not None else record.mtime_ns)
+            times.append(Op("untimes", root, rel, record=record, time=time))
+        elif record.action == "create":
+            kind = "unmove" if record.moved_from else "remove"
+            ops.append(Op(kind, root, rel, entry=history.new_id(), record=record))
+        elif record.action == "modify":
+            kind = "swap" if record.before else "remove"
+            ops.append(Op(kind, root, rel, entry=history.new_id(), record=record))
+        elif record.action == "delete" and record.before:
+            ops.append(Op("restore", root, rel, record=record))
+        elif record.action == "meta":
+            ops.append(Op("unmeta", root, rel, record=record))
+    return ops + times, changed
+
+
+def _kept_as_before(history: HistoryStore, ops: Sequence[Op], undid: str) -> list[Op]:
+    """A redo (the undo of an undo of call ``undid``): what it takes away is what that call had kept before it —
+    kept again under the same ids (free since the undo took them out), so that the call, in force again, can be
+    undone again."""
+    try:
+        earlier = history.calls.read(undid)
+    except HistoryError:
+        return list(ops)
+    kept = {str(c.get("path", "")): str(c.get("before", "")) for c in earlier.get("changes", []) if c.get("before")}
+    out = []
+    for op in ops:
+        entry = kept.get(op.record.path, "") if op.record is not None and op.kind in ("remove", "swap") else ""
+        # Threat: a record naming a path as its entry (``../``): only an id's shape is a name in the store.
+        free = history.is_id(entry) and not any(
+            os.path.lexists(history.directory / f"{entry}{suffix}") for suffix in (".json", ".data", ".tree")
+        )
+        out.append(replace(op, entry=entry) if free else op)
+    return out
 
 
 def _settled(record: Applied, roots: dict[str, int]) -> Applied:
@@ -318,6 +539,8 @@ def run_step(history: HistoryStore, op: Op, root: int, upper: int, run: Run) -> 
     except (OSError, HistoryError) as exc:
         run.failed.add(absolute)
         why = exc.message if isinstance(exc, HistoryError) else exc.strerror or str(exc)
+        if isinstance(exc, OSError) and exc.errno in _FATAL:
+            run.fatal = f"{absolute}: {why}"
         log.warning("could not apply %s %s: %s", op.kind, absolute, why)
         return [], [Conflict(absolute, f"not {verb(op.kind)}: {why}")]
 
@@ -418,25 +641,26 @@ def recover(history: HistoryStore, roots: Sequence[str], areas: Sequence[str]) -
                 continue  # its server is alive and applying
             with os.fdopen(os.dup(fd), "rb") as fh:
                 lines = fh.read().decode("utf-8", "surrogateescape").splitlines()
-            data, done = read_journal(lines)
-            if data is None:
+            replay = read_journal(lines)
+            if replay.plan is None:
                 path.unlink(missing_ok=True)
                 continue
-            plan, baseline = Plan.of(data)
+            plan, baseline = Plan.of(replay.plan)
             outside = _outside(plan, roots, areas)
             if outside:
                 log.warning("left the apply journal %s for another server: %s", path, outside)
                 continue
-            missing = [op.upper for op in plan.ops if op.upper and not os.path.isdir(op.upper)]
-            if missing:
-                log.error("cannot finish apply %s: its upper layer %s is gone", plan.audit_id, missing[0])
-                path.unlink(missing_ok=True)
-                continue
-            journal = None  # _run closes (and removes) it once the plan is finished
-            applier._run(plan, baseline, done, Journal(path, fd))
+            # The same lock every writer takes: no live server's apply or write comes between these steps.
+            with tree_lock(os.stat(root).st_dev for root in {op.root for op in plan.ops}):
+                journal = None  # _run closes (and removes) it once the plan is finished
+                try:
+                    applier._run(plan, baseline, replay.done, Journal(path, fd), replay=replay)
+                    log.warning("finished the apply of call %s that a dead server left half done", plan.audit_id)
+                except NotApplied as exc:
+                    log.warning("went back over call %s that a dead server left half done: %s", plan.audit_id,
+                                exc.why)  # fmt: skip
             finished += 1
-            log.warning("finished the apply of call %s that a dead server left half done", plan.audit_id)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, TreeBusy) as exc:
             log.error("cannot finish the apply journal %s: %s", path, exc)
         finally:
             if journal is not None:

@@ -97,6 +97,8 @@ class Names:
         if not self.started_ns:
             return
         changed = {t.path if t.path != ROOT else "" for t in self.times if t.ctime_ns > self.started_ns}
+        if os.fstat(self.real_root).st_ctime_ns > self.started_ns:
+            changed.add("")  # the root itself (whose time is known only where the copy's mount says it)
         if not changed:
             return
         deleted = {c.size for c in self.out if c.action == "delete"}

@@ -47,7 +47,7 @@ __all__ = [
 _RESOLVE = _openat2.RESOLVE_BENEATH | _openat2.RESOLVE_NO_SYMLINKS | _openat2.RESOLVE_NO_MAGICLINKS
 DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC  # a directory, opened to act beneath it
 _RENAME_NOREPLACE = 1
-_LOCK_WAIT_S = 10.0
+_LOCK_WAIT_S = 2.0  # our writers hold a file's flock only to copy it (never while waiting for the tree lock)
 
 
 def now_ns() -> int:
@@ -175,10 +175,12 @@ def unchanged(dirfd: int, name: str, real: os.stat_result, since_ns: int, left: 
     return (0, 0)
 
 
-def copy_beside(src_dir: int, name: str, st: os.stat_result, dst_dir: int) -> str | None:
-    """Copy a running job's file, symlink or FIFO (never opened unless a regular file) to a temp name beside its
-    target; None when it changed while copied (it is still being written)."""
-    temp = f".mcp-guard-{os.urandom(6).hex()}.tmp"
+def copy_beside(src_dir: int, name: str, st: os.stat_result, dst_dir: int, temp: str) -> str | None:
+    """Copy a running job's file, symlink or FIFO (never opened unless a regular file) to the temp name ``temp``
+    beside its target (one a copy killed before left is replaced); None when it changed while copied (it is still
+    being written)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temp, dir_fd=dst_dir)
     if stat.S_ISLNK(st.st_mode):
         try:
             target = os.readlink(name, dir_fd=src_dir)

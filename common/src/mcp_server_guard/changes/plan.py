@@ -30,15 +30,18 @@ from mcp_server_guard.changes.changeset import Change, ChangeSet, DirTime
 from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, parent
 from mcp_server_guard.changes.xattrs import Xattrs
 from mcp_server_guard.files.history import HistoryStore
+from mcp_server_guard.files.kept import fsync_dir, write_all
 
 __all__ = [
     "JOURNALS",
     "Applied",
     "Conflict",
+    "Done",
     "Journal",
     "Op",
     "Outcome",
     "Plan",
+    "Replay",
     "read_journal",
     "steps_for",
     "xattrs_of",
@@ -212,20 +215,30 @@ class Journal:
         fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            os.write(fd, json.dumps(plan, ensure_ascii=False).encode("utf-8", "surrogateescape") + b"\n")
+            write_all(fd, json.dumps(plan, ensure_ascii=False).encode("utf-8", "surrogateescape") + b"\n")
             os.fsync(fd)
             os.rename(temp, path)
+            fsync_dir(directory)
         except BaseException:
             os.close(fd)
             temp.unlink(missing_ok=True)
             raise
         return cls(path, fd)
 
-    def done(self, index: int, records: list[Applied], conflicts: list[Conflict]) -> None:
-        line = {"done": index, "applied": [a.record() for a in records],
+    def done(self, index: int, records: list[Applied], conflicts: list[Conflict], *, back: bool = False) -> None:
+        """Step ``index`` is done (of the rollback, ``back``): what it applied and its conflicts. Not fsynced: a
+        kill leaves it in the page cache; a power cut may lose it, and the step, found done, is recorded again."""
+        line = {"back" if back else "done": index, "applied": [a.record() for a in records],
                 "conflicts": [[c.path, c.what] for c in conflicts]}  # fmt: skip
         with contextlib.suppress(OSError):
             os.write(self.fd, json.dumps(line, ensure_ascii=False).encode("utf-8", "surrogateescape") + b"\n")
+
+    def rollback(self, plan: dict[str, Any], why: str) -> None:
+        """From here on the run goes back: ``plan`` undoes what was done (fsynced before its first step, so a
+        crash never finishes a run that was being rolled back)."""
+        line = {"rollback": plan, "why": why}
+        write_all(self.fd, json.dumps(line, ensure_ascii=False).encode("utf-8", "surrogateescape") + b"\n")
+        os.fsync(self.fd)
 
     def close(self) -> None:
         self.path.unlink(missing_ok=True)
@@ -328,22 +341,40 @@ def _drop(upper: str, rel: str) -> None:
             os.close(fd)
 
 
-def read_journal(lines: list[str]) -> tuple[dict[str, Any] | None, dict[int, tuple[list[Applied], list[Conflict]]]]:
-    """A journal's lines read back: its plan (None when it was torn before it was whole) and the steps done."""
+Done = dict[int, tuple[list[Applied], list[Conflict]]]
+
+
+@dataclass
+class Replay:
+    """A journal read back (:func:`read_journal`)."""
+
+    plan: dict[str, Any] | None = None  # None: torn before it was whole (nothing was changed yet)
+    done: Done = field(default_factory=dict)
+    back: dict[str, Any] | None = None  # the rollback's plan, when the run was going back
+    back_done: Done = field(default_factory=dict)
+    why: str = ""  # why it was going back
+
+
+def read_journal(lines: list[str]) -> Replay:
+    """A journal's lines read back: its plan, the steps done, and the rollback, if it was going back."""
+    replay = Replay()
     if not lines:
-        return None, {}
+        return replay
     try:
-        plan = json.loads(lines[0])
+        replay.plan = json.loads(lines[0])
     except ValueError:
-        return None, {}  # torn before it was complete: nothing was changed yet
-    done: dict[int, tuple[list[Applied], list[Conflict]]] = {}
+        return replay  # torn before it was complete: nothing was changed yet
     for line in lines[1:]:
         try:
             step = json.loads(line)
-            done[int(step["done"])] = (
+            if "rollback" in step:
+                replay.back, replay.why = dict(step["rollback"]), str(step.get("why", ""))
+                continue
+            done = replay.back_done if "back" in step else replay.done
+            done[int(step["back" if "back" in step else "done"])] = (
                 [Applied.of(a) for a in step.get("applied", [])],
                 [Conflict(str(p), str(w)) for p, w in step.get("conflicts", [])],
             )
         except (ValueError, KeyError, TypeError):
             continue  # a torn last line: that step is checked again
-    return plan, done
+    return replay

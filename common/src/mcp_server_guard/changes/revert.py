@@ -29,9 +29,9 @@ from mcp_server_guard.changes.nofollow import (
     unchanged,
 )
 from mcp_server_guard.changes.plan import Applied, Op
-from mcp_server_guard.changes.steps import Run, set_meta
+from mcp_server_guard.changes.steps import Run, half_set, kept, kept_group, set_meta
 from mcp_server_guard.changes.xattrs import at, seen
-from mcp_server_guard.files.history import HistoryStore
+from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind
 
 __all__ = ["UNDO_STEPS"]
@@ -48,7 +48,14 @@ def _remove(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
     with parent(root, op.path) as (dirfd, name):
         real = lstat_at(name, dirfd)
         if real is None:
-            return []
+            before = kept(history, op.entry) if run.replay else None
+            if before is None:
+                return []
+            # Moved into the history before a crash: recorded as it was done.
+            directory = stat.S_ISDIR(before.st_mode)
+            group = kept_group(history, op.entry, before)
+            return [Applied(absolute, "delete", "dir" if directory else file_kind(before.st_mode), before=op.entry,
+                            tree=directory, group=group, stays=run.stays(group, absolute))]  # fmt: skip
         staying = run.stays(real, absolute)
         counted = unchanged(dirfd, name, real, now_ns() + 1) if stat.S_ISDIR(real.st_mode) else (0, 0)
         with held(dirfd, name, real):
@@ -77,10 +84,12 @@ def _bring_back(
         anchors += [(p, record.group, record.before) for p in run.names.get((record.group[0], record.group[1]), [])]
         if record.stays:
             anchors.append((record.stays, record.group, record.before))
-    for anchor, holds, kept in anchors:
+    for anchor, holds, entry_kept in anchors:
         inside = anchor.startswith(op.root.rstrip("/") + "/") and anchor != absolute
         rel = posixpath.relpath(anchor, op.root)
-        if inside and _linked(root, rel, holds, dirfd, name, replace=replace, history=history, kept=kept):
+        if inside and _linked(
+            root, rel, holds, dirfd, name, replace=replace, run_id=run.audit_id, history=history, kept=entry_kept
+        ):
             if tuple(holds) != tuple(record.group):
                 run.copies.setdefault(record.group, []).append(absolute)  # a name of a copy, like its anchor
             return "file"
@@ -111,7 +120,15 @@ def _rejoin(op: Op, root: int, dirfd: int, name: str, run: Run, absolute: str) -
                     contextlib.suppress(Changed, OSError),
                     parent(root, posixpath.relpath(copied, op.root)) as (at_dir, at_name),
                 ):
-                    _linked(root, posixpath.relpath(inside, op.root), group, at_dir, at_name, replace=True)
+                    _linked(
+                        root,
+                        posixpath.relpath(inside, op.root),
+                        group,
+                        at_dir,
+                        at_name,
+                        replace=True,
+                        run_id=run.audit_id,
+                    )
             run.restored[group] = (inside, group)
     finally:
         os.close(fd)
@@ -125,6 +142,7 @@ def _linked(
     name: str,
     *,
     replace: bool,
+    run_id: str,
     history: HistoryStore | None = None,
     kept: str = "",
 ) -> bool:
@@ -142,10 +160,16 @@ def _linked(
                         return False
                 finally:
                     os.close(fd)
+            # One name per run (its audit id), used one step at a time: a step a crash cut finds its own here.
+            temp = f".mcp-guard-{run_id}.tmp"
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp, dir_fd=dirfd)
+            now = lstat_at(name, dirfd)
+            if now is not None and (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
+                return True  # one file already (linked before a crash: renaming a name over itself does nothing)
             if not replace:
                 os.link(src_name, name, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
                 return True
-            temp = f".mcp-guard-{os.urandom(6).hex()}.tmp"
             os.link(src_name, temp, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
     except (Changed, OSError):
         return False
@@ -156,9 +180,13 @@ def _linked(
 def _restore(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
     """Undo a deletion: the kept pre-image comes back (its inode, or a copy; or a name of the inode it shared)."""
     with parent(root, op.path) as (dirfd, name):
-        if lstat_at(name, dirfd) is not None:
-            raise Changed("something is there again")
-        kind = _bring_back(history, op, root, dirfd, name, run, replace=False, absolute=absolute)
+        there = lstat_at(name, dirfd)
+        if there is not None:
+            if not (run.replay and _back_already(history, _record(op), there)):
+                raise Changed("something is there again")
+            kind = "dir" if stat.S_ISDIR(there.st_mode) else file_kind(there.st_mode)  # put back before a crash
+        else:
+            kind = _bring_back(history, op, root, dirfd, name, run, replace=False, absolute=absolute)
         placed = lstat_at(name, dirfd)
     return [Applied(absolute, "create", kind, after=identity(placed) if placed is not None else (),
                     tree=kind == "dir")]  # fmt: skip
@@ -168,11 +196,32 @@ def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
     """Undo a replacement: what is there now goes to the history, the pre-image takes its name (one rename, when
     both are files)."""
     record = _record(op)
+    if run.replay and _swapped_before(history, op, root, record):
+        # Put back before a crash (what was there is kept under this step's entry): recorded as it was done.
+        with parent(root, op.path) as (dirfd, name):
+            placed = lstat_at(name, dirfd)
+            now = kept(history, op.entry)
+        if placed is None or now is None:
+            raise Changed("it is gone")
+        directory = stat.S_ISDIR(placed.st_mode)
+        group = kept_group(history, op.entry, now)
+        return [Applied(absolute, "modify", "dir" if directory else file_kind(placed.st_mode), before=op.entry,
+                        after=identity(placed), tree=directory, group=group,
+                        stays=run.stays(group, absolute))]  # fmt: skip
     before_kind = history.kind(record.before)
     with parent(root, op.path) as (dirfd, name):
         real = lstat_at(name, dirfd)
         if real is None:
-            raise Changed("it is gone")
+            now = kept(history, op.entry) if run.replay else None
+            if now is None:
+                raise Changed("it is gone")
+            # What was there went into the history before a crash: the pre-image comes back.
+            kind = _bring_back(history, op, root, dirfd, name, run, replace=False, absolute=absolute)
+            placed = lstat_at(name, dirfd)
+            group = kept_group(history, op.entry, now)
+            return [Applied(absolute, "modify", kind, before=op.entry, tree=kind == "dir",
+                            after=identity(placed) if placed is not None else (), group=group,
+                            stays=run.stays(group, absolute))]  # fmt: skip
         files = not stat.S_ISDIR(real.st_mode) and before_kind != "tree"
         staying = run.stays(real, absolute)
         with held(dirfd, name, real):
@@ -185,15 +234,32 @@ def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
                     group=group, tree=kind == "dir", stays=staying)]  # fmt: skip
 
 
+def _swapped_before(history: HistoryStore, op: Op, root: int, record: Applied) -> bool:
+    """Whether a crash cut this swap after the pre-image came back: taken out of the history, or linked to a name
+    that holds it (what was there is kept under the step's entry, and something else is there now)."""
+    if history.taken(record.before):
+        return True
+    now = kept(history, op.entry)
+    if now is None:
+        return False
+    was = kept_group(history, op.entry, now) or (now.st_dev, now.st_ino)
+    with parent(root, op.path) as (dirfd, name):
+        placed = lstat_at(name, dirfd)
+    return placed is not None and (placed.st_dev, placed.st_ino) != tuple(was)[:2]
+
+
 def _unmove(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
     """Undo a rename: the file goes back to its old name."""
     record = _record(op)
     back = posixpath.relpath(record.moved_from, op.root)
     with parent(root, op.path) as (src_dir, src_name), parent(root, back) as (dst_dir, name):
         real = lstat_at(src_name, src_dir)
+        there = lstat_at(name, dst_dir)
+        if real is None and run.replay and there is not None:
+            return [Applied(record.moved_from, "create", "file", moved_from=absolute, after=identity(there))]
         if real is None:
             raise Changed("it is gone")
-        if lstat_at(name, dst_dir) is not None:
+        if there is not None:
             raise Changed("something is at its old name again")
         rename_at(src_dir, src_name, dst_dir, name, noreplace=True)
         placed = lstat_at(name, dst_dir)
@@ -211,10 +277,25 @@ def _unmeta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
         with held(dirfd, name, real):
             set_meta(dirfd, name, real, record.old_mode, record.old_mtime_ns, record.old_xattrs, have)
         now = lstat_at(name, dirfd)
+    old_mode, old_mtime = stat.S_IMODE(real.st_mode), real.st_mtime_ns
+    if run.replay and half_set(real, have, record.old_mode, record.old_mtime_ns, record.old_xattrs, record.mode,
+                               record.mtime_ns, record.xattrs):  # fmt: skip
+        old_mode, old_mtime, have = record.mode, record.mtime_ns or old_mtime, record.xattrs  # a crash cut it half way
     return [Applied(absolute, "meta", record.kind, after=identity(now) if now is not None else (),
-                    old_mode=stat.S_IMODE(real.st_mode), old_mtime_ns=real.st_mtime_ns,
+                    old_mode=old_mode, old_mtime_ns=old_mtime,
                     mode=record.old_mode, mtime_ns=record.old_mtime_ns, xattrs=record.old_xattrs,
                     old_xattrs=have)]  # fmt: skip
+
+
+def _back_already(history: HistoryStore, record: Applied, there: os.stat_result) -> bool:
+    """Whether what is at a path an undo restores is the pre-image, put back before a crash: taken out of the history
+    (its data is gone), or — a name of a file restored through another — a file of the size and time kept."""
+    if history.taken(record.before):
+        return True
+    with contextlib.suppress(HistoryError):
+        entry = history.metadata(record.before)
+        return stat.S_ISREG(there.st_mode) and (there.st_size, there.st_mtime_ns) == (entry.size, entry.mtime_ns)
+    return False
 
 
 def _untimes(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:

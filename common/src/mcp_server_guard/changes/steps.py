@@ -23,6 +23,7 @@ import posixpath
 import stat
 from dataclasses import dataclass, field
 
+from mcp_server_guard import faults
 from mcp_server_guard.changes.changeset import Change
 from mcp_server_guard.changes.nofollow import (
     DIR,
@@ -38,10 +39,10 @@ from mcp_server_guard.changes.nofollow import (
 )
 from mcp_server_guard.changes.plan import Applied, Conflict, Op
 from mcp_server_guard.changes.xattrs import Xattrs, at, land, own_overlay, seen, set_seen
-from mcp_server_guard.files.history import HistoryStore
+from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind
 
-__all__ = ["APPLY_STEPS", "Run", "copy_step", "place", "set_meta"]
+__all__ = ["APPLY_STEPS", "Run", "copy_step", "half_set", "kept", "place", "set_meta"]
 
 log = logging.getLogger("mcp_server_guard.changes")
 
@@ -62,12 +63,19 @@ class Run:
     failed: set[str] = field(default_factory=set)  # absolute paths a step could not apply (their links wait)
     marked: list[str] = field(default_factory=list)  # absolute paths landed with user.overlay.* names (escapes)
     placed: dict[str, tuple[int, int]] = field(default_factory=dict)  # absolute path -> what this run put there
+    replay: bool = False  # finishing a dead server's run: a step may find itself done, or half done, already
+    fatal: str = ""  # a step failed for want of space (or of the disk): the run cannot finish
 
-    def stays(self, real: os.stat_result, absolute: str) -> str:
-        """Another name of ``real`` (a file with several) this undo knew of, that this step does not take away."""
-        if not stat.S_ISREG(real.st_mode) or real.st_nlink < 2:
+    def stays(self, real: os.stat_result | tuple[int, ...], absolute: str) -> str:
+        """Another name of ``real`` (a file with several; or its group: a file kept before a crash) this undo knew
+        of, that this step does not take away."""
+        if not isinstance(real, os.stat_result):
+            group = real
+        elif not stat.S_ISREG(real.st_mode) or real.st_nlink < 2:
             return ""
-        return next((n for n in self.names.get((real.st_dev, real.st_ino), []) if n != absolute), "")
+        else:
+            group = (real.st_dev, real.st_ino)
+        return next((n for n in self.names.get((group[0], group[1]), []) if n != absolute), "") if group else ""
 
     def unchanged(self, dirfd: int, name: str, real: os.stat_result, absolute: str) -> tuple[int, int]:
         """Raise Changed unless ``real`` is as the command found it (see ``nofollow.unchanged``); a file whose other
@@ -111,11 +119,19 @@ def place(
     with contextlib.ExitStack() as stack:
         src_dir, name = stack.enter_context(parent(upper, op.path))
         ours = lstat_at(name, src_dir)
-        if ours is None:
-            return [], []  # placed before a crash (recover): nothing left to place
         dst_dir, _ = stack.enter_context(parent(root, op.path))
+        if ours is None:
+            # Placed before a crash: nothing but this step takes an entry out of a dead command's copy.
+            return _placed_before(history, op, change, dst_dir, name, run, absolute) if run.replay else ([], [])
         real = lstat_at(name, dst_dir)
         tree = stat.S_ISDIR(ours.st_mode)
+        if real is None and run.replay and kept(history, op.entry):
+            # What was there went into the history before a crash (a file replaced by a directory, or the reverse):
+            # the rest of the step is to do.
+            rename_at(src_dir, name, dst_dir, name, noreplace=True)
+            done = _placed(absolute, change, dst_dir, name, op.entry, tree)
+            run.placed[absolute] = (done.after[0], done.after[1]) if done.after else (0, 0)
+            return [done], []
         replacing = real is not None and (change.opaque or stat.S_ISDIR(real.st_mode) != tree)
 
         def aside(why: str) -> tuple[list[Applied], list[Conflict]]:
@@ -154,6 +170,7 @@ def place(
                     dst_dir, name, absolute, run.audit_id, move=replacing, entry_id=op.entry, durable=False,
                     tree=counted,
                 )  # fmt: skip
+                faults.point(f"place {absolute}")
                 rename_at(src_dir, name, dst_dir, name, noreplace=replacing)
         except Changed as exc:
             return aside(str(exc))
@@ -163,6 +180,55 @@ def place(
         done = _placed(absolute, change, dst_dir, name, entry.id, tree, group, stays)
         run.placed[absolute] = (done.after[0], done.after[1]) if done.after else (0, 0)
         return [done], []
+
+
+def kept(history: HistoryStore, entry_id: str) -> os.stat_result | None:
+    """What entry ``entry_id`` of the history holds, when it holds its data (a step kept it before a crash)."""
+    if not entry_id or not (history.directory / f"{entry_id}.json").exists():
+        return None
+    for suffix in (".data", ".tree"):
+        with contextlib.suppress(OSError):
+            return os.lstat(history.directory / f"{entry_id}{suffix}")
+    return None
+
+
+def kept_group(history: HistoryStore, entry_id: str, now: os.stat_result | None) -> tuple[int, ...]:
+    """The (dev, ino) a file kept under ``entry_id`` (``now``: its data, as :func:`kept` found it) had where it was
+    — what a step replayed after a crash records as its group (a copy kept beside another name of the file is
+    another inode); () for anything but a file."""
+    if now is None or not stat.S_ISREG(now.st_mode):
+        return ()
+    with contextlib.suppress(HistoryError):
+        original = history.metadata(entry_id).original
+        if len(original) == 2:
+            return (original[0], original[1])
+    return (now.st_dev, now.st_ino)
+
+
+def _placed_before(
+    history: HistoryStore, op: Op, change: Change, dst_dir: int, name: str, run: Run, absolute: str
+) -> tuple[list[Applied], list[Conflict]]:
+    """A place step a crash cut after its rename: recorded as it would have been (beside what is there, when it
+    was set aside)."""
+    beside = f"{name}.mcp-guard-{run.audit_id}"
+    aside = lstat_at(beside, dst_dir)
+    if aside is not None:
+        where = posixpath.join(posixpath.dirname(absolute), beside)
+        record = Applied(where, "create", "dir" if stat.S_ISDIR(aside.st_mode) else "file", after=identity(aside),
+                         tree=stat.S_ISDIR(aside.st_mode))  # fmt: skip
+        return [record], [Conflict(absolute, f"it changed meanwhile: the command's version is beside it, as {beside}")]
+    real = lstat_at(name, dst_dir)
+    if real is None:
+        return [], []
+    before = kept(history, op.entry)
+    group = kept_group(history, op.entry, before)
+    if len(group) == 2:
+        run.ours.add((group[0], group[1]))  # its other names' ctime changed with this step's rename: ours
+    stays = posixpath.join(op.root, change.stays) if change.stays else ""
+    done = _placed(absolute, change, dst_dir, name, op.entry if before is not None else "", stat.S_ISDIR(real.st_mode),
+                   group, stays)  # fmt: skip
+    run.placed[absolute] = (real.st_dev, real.st_ino)
+    return [done], []
 
 
 def _kept_already(history: HistoryStore, entry_id: str, real: os.stat_result) -> bool:
@@ -275,11 +341,15 @@ def _meta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         if real is None or file_kind(real.st_mode) != change.kind:
             raise Changed("it is gone")
         have = seen(at(dirfd, name))
+        # Replayed after a crash: each of mode, time and attributes is as before or as this step sets it (a kill
+        # between two of them): ours, not someone else's change; what was before is what the plan says.
+        partly = run.replay and half_set(real, have, change.mode, change.mtime_ns, change.xattrs,
+                                         change.old_mode, change.old_mtime_ns, change.old_xattrs)  # fmt: skip
         if stat.S_ISDIR(real.st_mode):
             # A directory's ctime moves whenever anyone adds or removes an entry: what counts is what this step sets.
-            if stat.S_IMODE(real.st_mode) != change.old_mode or have != change.old_xattrs:
+            if (stat.S_IMODE(real.st_mode) != change.old_mode or have != change.old_xattrs) and not partly:
                 raise Changed("its mode or attributes changed meanwhile")
-        else:
+        elif not partly:
             run.unchanged(dirfd, name, real, absolute)
         with held(dirfd, name, real):
             set_meta(dirfd, name, real, change.mode, change.mtime_ns, change.xattrs, have)
@@ -287,11 +357,25 @@ def _meta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         now = lstat_at(name, dirfd)
         if now is not None:
             run.baseline[absolute] = now.st_ctime_ns
+    old_mode, old_mtime = stat.S_IMODE(real.st_mode), real.st_mtime_ns
+    if partly:
+        old_mode, old_mtime, have = change.old_mode, change.old_mtime_ns or old_mtime, change.old_xattrs
     return [Applied(absolute, "meta", change.kind, after=identity(now) if now is not None else (),
-                    old_mode=stat.S_IMODE(real.st_mode), old_mtime_ns=real.st_mtime_ns,
+                    old_mode=old_mode, old_mtime_ns=old_mtime,
                     mode=stat.S_IMODE(now.st_mode) if now is not None else change.mode,
                     mtime_ns=now.st_mtime_ns if now is not None else change.mtime_ns,
                     xattrs=change.xattrs, old_xattrs=have)]  # fmt: skip
+
+
+def half_set(real: os.stat_result, have: Xattrs, mode: int, mtime_ns: int, xattrs: Xattrs, old_mode: int,
+             old_mtime_ns: int, old_xattrs: Xattrs) -> bool:  # fmt: skip
+    """Whether each of a path's mode, modification time (not a directory's) and attributes is either as before or
+    as a metadata step sets it: what a step killed half way leaves."""
+    if stat.S_ISLNK(real.st_mode):
+        return real.st_mtime_ns in (mtime_ns, old_mtime_ns)
+    if stat.S_IMODE(real.st_mode) not in (mode, old_mode) or have not in (xattrs, old_xattrs):
+        return False
+    return stat.S_ISDIR(real.st_mode) or not mtime_ns or real.st_mtime_ns in (mtime_ns, old_mtime_ns)
 
 
 def _move(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
@@ -330,14 +414,27 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
             raise Changed(f"{change.link} is gone")
         # Threat: the file a name is to be made of swapped (rewritten by another call, replaced) between the
         # judgement and now: it must be what this run placed there, or the real file as the command found it.
+        real = lstat_at(name, dirfd)
+        temp = f".mcp-guard-{op.entry}.tmp"
+        linked_before = False  # a crash cut this step after it made a name of the file (which changed its ctime)
+        if run.replay:
+            left = lstat_at(temp, dirfd)
+            linked_before = left is not None and (left.st_dev, left.st_ino) == (source.st_dev, source.st_ino)
+            if left is not None:
+                os.unlink(temp, dir_fd=dirfd)  # made before a crash, not yet renamed
+            if real is not None and (real.st_dev, real.st_ino) == (source.st_dev, source.st_ino):
+                # One file already: linked before a crash. Recorded as it was done.
+                before = kept(history, op.entry)
+                return [Applied(absolute, "modify" if before is not None else "create", "file",
+                                before=op.entry if before is not None else "", link=target,
+                                group=kept_group(history, op.entry, before), after=identity(real))]  # fmt: skip
         if target in run.placed:
             if run.placed[target] != (source.st_dev, source.st_ino):
                 raise Changed(f"{change.link} is not what was applied there")
-        else:
+        elif not linked_before:
             run.unchanged(src_dir, src_name, source, target)
-        real = lstat_at(name, dirfd)
         if real is not None and (real.st_dev, real.st_ino) == (source.st_dev, source.st_ino):
-            return []  # one file already (a step replayed after a crash)
+            return []  # one file already
         run.ours.add((source.st_dev, source.st_ino))  # a new name changes its ctime, not what it holds
         if real is None:
             if change.action == "modify":
@@ -347,13 +444,14 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
             return [Applied(absolute, "create", "file", link=target, after=identity(placed) if placed else ())]
         if change.action == "create" or stat.S_ISDIR(real.st_mode):
             raise Changed("it was created meanwhile")
-        run.unchanged(dirfd, name, real, absolute)
-        temp = f".mcp-guard-{os.urandom(6).hex()}.tmp"
+        if not _kept_already(history, op.entry, real):
+            run.unchanged(dirfd, name, real, absolute)
         os.link(src_name, temp, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
         try:
             with held(dirfd, name, real):
                 entry = history.keep(dirfd, name, absolute, run.audit_id, move=False, entry_id=op.entry,
                                      durable=False)  # fmt: skip
+                faults.point(f"link {absolute}")
                 os.rename(temp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -369,11 +467,13 @@ def _delete(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
     change = _change(op)
     staying = posixpath.join(op.root, change.stays) if change.stays else ""
     with parent(root, op.path) as (dirfd, name):
-        kept = history.directory / f"{op.entry}.json"
         real = lstat_at(name, dirfd)
         if real is None:
-            if kept.exists():  # deleted before a crash (recover)
-                return [Applied(absolute, "delete", change.kind, before=op.entry, stays=staying)]
+            before = kept(history, op.entry) if run.replay else None
+            if before is not None:  # deleted before a crash: recorded as it was done
+                group = (before.st_dev, before.st_ino) if stat.S_ISREG(before.st_mode) else ()
+                return [Applied(absolute, "delete", change.kind, before=op.entry, stays=staying, group=group,
+                                tree=stat.S_ISDIR(before.st_mode))]  # fmt: skip
             return []  # gone already: nothing to delete
         counted = run.unchanged(dirfd, name, real, absolute)
         with held(dirfd, name, real):
@@ -447,7 +547,7 @@ def copy_step(
                 raise Changed("it was created meanwhile")
             if not _kept_already(history, op.entry, real):
                 run.unchanged(dst_dir, name, real, absolute)
-        temp = copy_beside(src_dir, name, ours, dst_dir)
+        temp = copy_beside(src_dir, name, ours, dst_dir, f".mcp-guard-{op.entry}.tmp")
         if temp is None:
             return [], []  # still being written: the next look takes it
         try:

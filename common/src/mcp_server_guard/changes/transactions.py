@@ -31,9 +31,9 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from mcp_server_guard.changes.apply import Applier
+from mcp_server_guard.changes.apply import Applier, NotApplied
 from mcp_server_guard.changes.area import AREA_IN_ROOT, CopyArea
-from mcp_server_guard.changes.changeset import ChangeSet
+from mcp_server_guard.changes.changeset import MAX_ENTRIES, ChangeSet
 from mcp_server_guard.changes.effects import Counts, Judgement, judge
 from mcp_server_guard.changes.escapes import Escapes
 from mcp_server_guard.changes.plan import Conflict, Outcome
@@ -119,6 +119,15 @@ def _why(exc: BaseException) -> str:
 
 class _Unjudged(Exception):
     """A change set that could not be judged (nothing of it is applied)."""
+
+
+def _not_applied(exc: NotApplied) -> str:
+    """Why a change set did not land, for the result: refused before anything changed, or gone back."""
+    if not exc.left:
+        return f"{printable(exc.why)}; nothing was applied"
+    shown = "; ".join(f"{printable(c.path)}: {printable(c.what)}" for c in exc.left[:3])
+    return (f"{printable(exc.why)}; what was applied was put back, except {len(exc.left)} path(s) ({shown}): "
+            "`mcp-guard undo` this call's audit id to put them back too")  # fmt: skip
 
 
 def _rewrite(sets: Sequence[ChangeSet], judgement: Judgement) -> None:
@@ -237,10 +246,7 @@ class Transactions:
         return sets
 
     def judge(self, sets: Sequence[ChangeSet], roots: Sequence[str]) -> Judgement:
-        judgement = judge(sets, self.protection, self.policy, roots)
-        if any(s.incomplete for s in sets):
-            judgement.asks.append("It changed too many paths to list them all.")
-        return judgement
+        return judge(sets, self.protection, self.policy, roots)
 
     def _untouched(self, name: str) -> bool:
         """Whether the copy holds no change at all (one directory read per root); then it is removed later, by
@@ -325,11 +331,18 @@ class Transactions:
             # Nothing but a directory's time (a file made and removed again): put back as the command left it.
             await anyio.to_thread.run_sync(self._times_only, name, sets, audit_id, started_ns)
             return Settled("unchanged")
+        if any(s.incomplete for s in sets):
+            # A change set too large to list is refused whole: never judged on a part, never applied in part.
+            await anyio.to_thread.run_sync(self.discard, name)
+            return Settled("failed", reason=f"it changed more than {MAX_ENTRIES:,} paths, more than one call may "
+                           "change; nothing was applied")  # fmt: skip
         try:
             judgement, outcome = await self._judged_apply(name, sets, roots, audit_id, started_ns, what, baseline)
         except _Unjudged as exc:
             await anyio.to_thread.run_sync(self.discard, name)
             return Settled("failed", reason=f"its changes could not be judged ({exc}); nothing applied")
+        except NotApplied as exc:
+            return Settled("failed", reason=_not_applied(exc))
         settled = self._described(sets, judgement)
         if outcome is not None:
             return self._finished(settled, outcome)
@@ -373,6 +386,8 @@ class Transactions:
             return Settled("waiting", reason=f"its changes could not be read now ({_why(exc)})")
         if not any(s.changes or s.incomplete for s in sets):
             return Settled("unchanged")
+        if any(s.incomplete for s in sets):
+            return Settled("waiting", reason=f"it changed more than {MAX_ENTRIES:,} paths so far: judged when it ends")
 
         def work() -> tuple[Judgement, Outcome | None]:
             # Judged and applied with no other apply of this server, or of another, between them.
@@ -394,6 +409,8 @@ class Transactions:
                 judgement, outcome = await anyio.to_thread.run_sync(work)
         except _Unjudged as exc:
             return Settled("waiting", reason=f"its changes could not be applied now ({exc})")
+        except NotApplied as exc:
+            return Settled("waiting", reason=f"its changes could not be applied now ({_not_applied(exc)})")
         settled = self._described(sets, judgement)
         if outcome is None:
             settled.transaction = "waiting"
@@ -463,6 +480,8 @@ class Transactions:
         except _Unjudged as exc:
             await anyio.to_thread.run_sync(self.discard, name)
             return Settled("failed", reason=f"its changes could not be judged ({exc}); nothing applied")
+        except NotApplied as exc:
+            return Settled("failed", reason=_not_applied(exc))
         settled = self._described(sets, judgement)
         if outcome is None:
             await anyio.to_thread.run_sync(self.discard, name)

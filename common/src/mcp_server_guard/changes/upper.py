@@ -264,8 +264,9 @@ def read_upper(
                 kept = seen(at(real_root, "."))  # its attributes: not on the upper directory, and never the command's
                 reader.add(Change(ROOT, "meta", "dir", mode=mode, old_mode=stat.S_IMODE(real.st_mode),
                                   old_mtime_ns=real.st_mtime_ns, xattrs=kept, old_xattrs=kept))  # fmt: skip
-            if mtime != mounted[1]:
-                reader.times.append(DirTime(ROOT, mtime, real.st_ctime_ns, real.st_mtime_ns))
+            # Always, as for every directory copied up: renaming the command's files into place changes the
+            # root's time even where the command left it as it was (a file rewritten in place).
+            reader.times.append(DirTime(ROOT, mtime, real.st_ctime_ns, real.st_mtime_ns))
         reader.merged(upper_fd, real_root, "")
         reader.links()
         reader.deleted_meanwhile()

@@ -41,6 +41,7 @@ class At(str):
         made.dirfd, made.name = dirfd, name
         return made
 
+
 _OVERLAY = "user.overlay."
 _ESCAPED = "user.overlay.overlay."
 _NEVER = ("security.capability", "trusted.overlay.")  # privileges, and overlayfs's bookkeeping as root

@@ -4,26 +4,29 @@ Each entry is named by its id (``<UTC time>-<random>``): ``<id>.data`` holds wha
 was (the bytes of a file, or — for what a command deleted or replaced — the very inode, moved here: a file, a
 symlink, a FIFO), ``<id>.tree`` a whole directory tree moved here, and ``<id>.json`` the original absolute path,
 time, size, mode, kind, SHA-256 (when the bytes were copied) and the ``audit_id`` of the call that replaced it.
-A call that changed files also leaves a manifest, ``calls/<audit_id>.json``: what it did to each path, with
-the history ids of what was there before, so that ``mcp-guard undo`` can put one call's work back.
+A call that changed files also leaves a record (``files.calls``): what it did to each path, with the history ids
+of what was there before, so that ``mcp-guard undo`` can put one call's work back.
 
 Pre-images move, or are hard-linked, into the store when it lies on the same file system as the file (no
 copy: a 100 MB file is kept in microseconds); elsewhere they are copied.
 
-Crash order: a save writes the data, then the metadata; an eviction deletes the metadata, then the
-data. So a crash leaves at worst a data file without metadata (an orphan), never metadata that promises
-data it lacks. Entries broken anyway (files deleted by hand) are reported, not served.
+Crash order. A save (file_write's copy) writes the data, then the metadata. A keep (what an apply or an undo
+replaces or deletes, moved or linked here) writes the metadata first — whole, under a temp name renamed — then
+moves the data: the unfinished apply's journal names the id, so a kill in between leaves an entry the next start
+finishes, never a moved tree nobody can tell is a pre-image. Removal deletes the metadata, then the data. Entries
+broken anyway (files deleted by hand) are reported, not served.
 
 Orphans go at once, and only a dead server's: before it creates ``<id>.data`` (or moves a ``.tree`` in), a
 server notes the id in its own directory of ``.owners/`` (a ``files.liveness.OwnedDir``, locked for its life)
 and drops the note once the metadata is written. A data file without metadata that no live server has noted
-— and that no unfinished apply journal names (``changes.apply.recover`` still needs it) — is a dead server's:
-the next start, ``mcp-guard history prune`` and every eviction remove it, whatever its age. Several servers
-may share the store.
+— and that no unfinished apply or undo journal names — is a dead server's: the next start, ``mcp-guard history
+prune`` and every eviction remove it, whatever its age. Several servers may share the store.
 
-The store is bounded by what it uses on disk (both files of every entry, allocated blocks or size,
-whichever is larger) and by its number of entries; the oldest go first, the one just saved never.
-Once over a bound, eviction goes a tenth below it: a store at its bound is not rescanned on every save.
+Bounds (what it uses on disk — both files of every entry and the call records, allocated blocks or size, whichever
+is larger — and its number of entries) refuse before they evict: a call whose pre-images do not fit them alone is
+refused before it changes anything (:meth:`HistoryStore.room`). Past a bound, whole calls go, oldest first — never
+a call still running, nor one an unfinished journal names — down to a tenth below it (a store at its bound is not
+rescanned on every save); ``calls/evicted.jsonl`` says which (``files.calls``).
 """
 
 from __future__ import annotations
@@ -38,30 +41,35 @@ import re
 import secrets
 import stat
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
-from mcp_server_guard import linux
-from mcp_server_guard.files.kept import copy_into, copy_xattrs, disk_usage, kept_kind, remove_entry
+from mcp_server_guard import faults, linux
+from mcp_server_guard.files.calls import AUDIT_ID, CALLS, CallRecords, HistoryError, needed_by_journals
+from mcp_server_guard.files.kept import copy_into, copy_xattrs, disk_usage, kept_kind, remove_entry, write_all
 from mcp_server_guard.files.liveness import OwnedDir, live_dirs
 from mcp_server_guard.files.trees import remove_dead, remove_tree
 
 log = logging.getLogger("mcp_server_guard.files.history")
 _ID = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{6}$")
-_AUDIT_ID = re.compile(r"^[0-9a-f]{12}$")
-CALLS = "calls"  # manifests of the calls that changed files
 _CHUNK = 1 << 20
 OWNERS = ".owners"  # each live server's notes of the saves it has in flight (see files.liveness)
 _APPLY_JOURNALS = ".journal"  # changes.apply's journals: the ids an unfinished apply still needs
 _MAX_JOURNAL_PLAN = 16 << 20  # bytes of a journal's plan line read at most
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
+_SLACK = 1 << 20  # bytes a call's records and metadata take besides its pre-images, at least
+
+
+def _size(nbytes: int) -> str:
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.1f} {unit}"
+    return f"{nbytes} bytes"
 
 
 class HistoryEntry(BaseModel):
@@ -75,15 +83,11 @@ class HistoryEntry(BaseModel):
     audit_id: str = ""  # the call that replaced or deleted it
     files: int = 0  # a tree: how many paths it holds
     mtime_ns: int = 0  # an entry kept without hashing: its modification time, to check it is untouched
+    original: list[int] = []  # (dev, ino) of what was kept, where it was (a copy is another inode)
 
 
-class HistoryError(Exception):
-    """A history entry that cannot be served: ``code`` is HISTORY_NOT_FOUND or HISTORY_BROKEN."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+class NoRoom(Exception):
+    """What a call would keep does not fit the store's bounds or its disk: refused before anything changes."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,8 @@ class HistoryStore:
         self._count = 0
         self._owned: OwnedDir | None = None
         self._owned_lock = threading.Lock()
+        self._running: dict[str, int] = {}  # calls of this process keeping pre-images now: never evicted
+        self.calls = CallRecords(directory / CALLS, self._grew)
 
     def _ensure(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -139,6 +145,11 @@ class HistoryStore:
                 self._owned = None
 
     @staticmethod
+    def is_id(entry_id: str) -> bool:
+        """Whether ``entry_id`` has the shape of an entry id (a name in the store, nothing else)."""
+        return bool(_ID.match(entry_id))
+
+    @staticmethod
     def new_id() -> str:
         return f"{datetime.now(UTC):%Y%m%dT%H%M%S%f}Z-{secrets.token_hex(3)}"
 
@@ -147,10 +158,14 @@ class HistoryStore:
     ) -> HistoryEntry:
         """Copy the whole content of ``src_fd`` into the store (durably) and return its entry."""
         self._ensure()
+        size = os.fstat(src_fd).st_size
+        why = self.room(1, size, copied=size)
+        if why:
+            raise NoRoom(why)
         now = datetime.now(UTC)
         entry_id = entry_id or self.new_id()
         data_path = self.directory / f"{entry_id}.data"
-        with self._in_flight(entry_id):
+        with self._in_flight(entry_id), self.running(audit_id or entry_id):
             return self._save(src_fd, data_path, entry_id, original_path, mode, audit_id, now)
 
     def _save(
@@ -162,9 +177,7 @@ class HistoryStore:
         try:
             while chunk := os.pread(src_fd, _CHUNK, size):
                 hasher.update(chunk)
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(out, view) :]
+                write_all(out, chunk)
                 size += len(chunk)
             # The pre-image is the file as it was: its mode, times and attributes too (an undo puts this inode back).
             copy_xattrs(src_fd, out)
@@ -192,34 +205,79 @@ class HistoryStore:
         except BaseException:
             data_path.unlink(missing_ok=True)
             raise
-        self._account(entry_id, usage)
+        self._account(usage)
         return entry
 
     def _write_meta(self, entry: HistoryEntry, *, fsync: bool = True) -> int:
-        """Write an entry's metadata (its data is in place); returns the bytes it uses."""
+        """Write an entry's metadata, whole or not at all (a temp name renamed: a kill never leaves it empty);
+        returns the bytes it uses."""
         meta = self.directory / f"{entry.id}.json"
+        temp = self.directory / f".{entry.id}.{secrets.token_hex(3)}.tmp"
         try:
-            fd = os.open(meta, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
                 # A path that is not UTF-8 (a surrogate escape) is kept as a \udcXX escape: still UTF-8, still JSON.
-                os.write(fd, json.dumps(entry.model_dump(), ensure_ascii=False).encode("utf-8", "backslashreplace"))
+                write_all(fd, json.dumps(entry.model_dump(), ensure_ascii=False).encode("utf-8", "backslashreplace"))
                 if fsync:
                     os.fsync(fd)
-                return disk_usage(os.fstat(fd))
+                usage = disk_usage(os.fstat(fd))
             finally:
                 os.close(fd)
+            faults.point(f"history meta {entry.id}")
+            os.rename(temp, meta)
+            return usage
         except BaseException:
-            meta.unlink(missing_ok=True)
+            temp.unlink(missing_ok=True)
             raise
 
-    def _account(self, entry_id: str, usage: int) -> None:
+    def _grew(self, usage: int) -> None:
+        if self._total is not None:
+            self._total += usage
+
+    def _account(self, usage: int) -> None:
         if self._total is None:
             self._total, self._count = self._measure(self._scan())
         else:
             self._total += usage
             self._count += 1
         if self._total > self.max_bytes or self._count > self.max_entries:
-            self._evict(keep=entry_id)
+            self._evict()
+
+    @contextlib.contextmanager
+    def running(self, audit_id: str) -> Iterator[None]:
+        """While a call of this process keeps pre-images (an apply, an undo, a write): none of its are evicted, and
+        once it is done the store is brought within its bounds (other calls' entries go, whole, oldest first)."""
+        with self._owned_lock:
+            self._running[audit_id] = self._running.get(audit_id, 0) + 1
+        try:
+            yield
+        finally:
+            with self._owned_lock:
+                left = self._running.pop(audit_id) - 1
+                if left:
+                    self._running[audit_id] = left
+            if self._total is not None and (self._total > self.max_bytes or self._count > self.max_entries):
+                with contextlib.suppress(OSError):
+                    self._evict()
+
+    def room(self, count: int, nbytes: int, *, copied: int = 0) -> str:
+        """Why one call cannot keep ``count`` pre-images of ``nbytes`` ("" when it can): more than the store's bounds
+        (a call never evicts its own, so it must fit them alone), or — for the ``copied`` bytes that must be copied
+        because the store lies on another file system — more than its disk has free."""
+        if count > self.max_entries:
+            return (f"it would keep {count} previous versions of files, more than the history's bound of "
+                    f"{self.max_entries} entries (history_max_entries)")  # fmt: skip
+        if nbytes > self.max_bytes:
+            return (f"it would keep {_size(nbytes)} of previous contents, more than the history's bound of "
+                    f"{_size(self.max_bytes)} (history_max_bytes)")  # fmt: skip
+        if copied:
+            self._ensure()
+            fs = os.statvfs(self.directory)
+            free = fs.f_bavail * fs.f_frsize
+            if copied + _SLACK > free:
+                return (f"keeping the previous contents needs {_size(copied)} on the history store's disk "
+                        f"({self.directory}), which has {_size(free)} free")  # fmt: skip
+        return ""
 
     def keep(
         self,
@@ -243,24 +301,6 @@ class HistoryStore:
         kind = kept_kind(st.st_mode)
         target = self.directory / f"{entry_id}.{'tree' if kind == 'tree' else 'data'}"
         with self._in_flight(entry_id):
-            sha = ""
-            if not os.path.lexists(target):
-                try:
-                    if kind != "tree" and st.st_nlink > 1:
-                        # A pre-image is the bytes the path had: an inode with other names can change through them.
-                        raise OSError(errno.EXDEV, "shared with other names: copied")
-                    if move:
-                        os.rename(name, target, src_dir_fd=dirfd)
-                    elif kind != "tree":
-                        os.link(name, target, src_dir_fd=dirfd, follow_symlinks=False)
-                    else:
-                        raise OSError(errno.EINVAL, "a directory is kept by moving it")
-                except OSError as exc:
-                    if exc.errno != errno.EXDEV:
-                        raise
-                    sha = copy_into(dirfd, name, target, st)
-                    if move:
-                        remove_entry(dirfd, name, st)
             size, files = tree if kind == "tree" else (st.st_size if kind == "file" else 0, 1)
             entry = HistoryEntry(
                 id=entry_id,
@@ -268,16 +308,54 @@ class HistoryStore:
                 time=datetime.now(UTC).isoformat(timespec="milliseconds"),
                 size=size,
                 mode=stat.S_IMODE(st.st_mode),
-                sha256=sha,
+                sha256="",  # kept whole (moved, linked, or copied with its times): its size and time check it
                 kind=kind,
                 audit_id=audit_id,
                 files=files,
                 mtime_ns=st.st_mtime_ns,
+                original=[st.st_dev, st.st_ino],
             )
+            # Write ahead: the metadata first, so that a kill between the two leaves an entry an unfinished apply
+            # still names (it moves the data when it is finished), never data nobody can tell is a pre-image.
+            usage = 0
             if not (self.directory / f"{entry_id}.json").exists():
                 usage = self._write_meta(entry, fsync=durable)
-                self._account(entry_id, usage + (disk_usage(st) if kind != "tree" else size))
+            faults.point(f"history data {entry_id}")
+            try:
+                self._keep_data(dirfd, name, st, target, entry_id, move=move)
+            except BaseException:
+                if usage and not os.path.lexists(target):
+                    (self.directory / f"{entry_id}.json").unlink(missing_ok=True)  # it keeps nothing after all
+                raise
+            if usage:
+                self._account(usage + (disk_usage(st) if kind != "tree" else size))
             return entry
+
+    @staticmethod
+    def _keep_data(dirfd: int, name: str, st: os.stat_result, target: Path, entry_id: str, *, move: bool) -> None:
+        kind = kept_kind(st.st_mode)
+        if not os.path.lexists(target):
+            try:
+                if kind != "tree" and st.st_nlink > 1:
+                    # A pre-image is the bytes the path had: an inode with other names can change through them.
+                    raise OSError(errno.EXDEV, "shared with other names: copied")
+                if move:
+                    os.rename(name, target, src_dir_fd=dirfd)
+                elif kind != "tree":
+                    os.link(name, target, src_dir_fd=dirfd, follow_symlinks=False)
+                else:
+                    raise OSError(errno.EINVAL, "a directory is kept by moving it")
+            except OSError as exc:
+                if exc.errno != errno.EXDEV:
+                    raise
+                copy_into(dirfd, name, target, st, temp=f".{entry_id}.tmp")
+                faults.point(f"history copied {entry_id}")
+                if move:
+                    remove_entry(dirfd, name, st)
+        elif move:
+            # Copied before a crash, not yet removed: the original goes now (the caller found it unchanged).
+            with contextlib.suppress(FileNotFoundError):
+                remove_entry(dirfd, name, st)
 
     def take(self, entry_id: str, dirfd: int, name: str, *, replace: bool = False) -> HistoryEntry:
         """Put an entry's pre-image back at ``name`` in ``dirfd`` (which must be free, unless ``replace``: a file
@@ -287,6 +365,7 @@ class HistoryStore:
         source = self.directory / f"{entry_id}.{'tree' if entry.kind == 'tree' else 'data'}"
         if not os.path.lexists(source):
             raise HistoryError("HISTORY_BROKEN", f"history entry {entry_id} ({entry.path}) has lost its data")
+        faults.point(f"take {entry_id}")
         try:
             if replace:
                 os.rename(source, name, dst_dir_fd=dirfd)
@@ -298,11 +377,38 @@ class HistoryStore:
             where = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
                 st = os.stat(source.name, dir_fd=where, follow_symlinks=False)
-                copy_into(where, source.name, Path(f"/proc/self/fd/{dirfd}") / name, st)
+                # Whole or not at all (a temp name beside it, renamed): a full disk never leaves an empty file.
+                copy_into(where, source.name, Path(f"/proc/self/fd/{dirfd}") / name, st, replace=replace,
+                          temp=f".mcp-guard-{entry_id}.tmp")  # fmt: skip
             finally:
                 os.close(where)
+        faults.point(f"taken {entry_id}")
         self._remove(entry_id)
         return entry
+
+    def taken(self, entry_id: str) -> bool:
+        """Whether an entry's pre-image was put back already — its data is gone, as a take a crash cut before the
+        metadata went leaves it; that metadata goes now. (Asked only by a step finished after a crash.)"""
+        if any(os.path.lexists(self.directory / f"{entry_id}{suffix}") for suffix in (".data", ".tree")):
+            return False
+        (self.directory / f"{entry_id}.json").unlink(missing_ok=True)
+        return True
+
+    def check(self, entry_id: str) -> str:
+        """Why entry ``entry_id`` cannot be put back ("" when it can): its metadata or data is missing or damaged,
+        or a file's data is not the size and time it was kept with."""
+        try:
+            entry = self._metadata(entry_id)
+        except HistoryError as exc:
+            return exc.message
+        data = self.directory / f"{entry_id}.{'tree' if entry.kind == 'tree' else 'data'}"
+        try:
+            st = os.lstat(data)
+        except OSError:
+            return f"history entry {entry_id} ({entry.path}) has lost its data"
+        if entry.kind == "file" and (st.st_size != entry.size or (entry.mtime_ns and st.st_mtime_ns != entry.mtime_ns)):
+            return f"history entry {entry_id} ({entry.path}) changed since it was kept"
+        return ""
 
     def holds(self, entry_id: str, fd: int) -> bool:
         """Whether the open regular file ``fd`` is byte for byte, by size and modification time, what entry
@@ -329,76 +435,18 @@ class HistoryStore:
         finally:
             os.close(data)
 
+    def forget(self, entry_id: str) -> None:
+        """Drop an entry kept for a change that did not happen after all (a write that must decide again)."""
+        if _ID.match(entry_id):
+            self._remove(entry_id)
+
+    def metadata(self, entry_id: str) -> HistoryEntry:
+        """An entry's metadata (its data not looked at)."""
+        return self._metadata(entry_id)
+
     def kind(self, entry_id: str) -> str:
         """What an entry holds: file, symlink, fifo, socket or tree."""
         return self._metadata(entry_id).kind
-
-    # -- call manifests ---------------------------------------------------------------------------------
-
-    def record_call(
-        self,
-        audit_id: str,
-        roots: list[str],
-        changes: list[dict[str, Any]],
-        *,
-        conflicts: list[list[str]] | None = None,
-        durable: bool = True,
-        **what: Any,
-    ) -> None:
-        """The record of one call that changed files (see ``changes.plan.Applied.record`` for a change's fields):
-        what ``mcp-guard undo`` plays backwards and ``mcp-guard history`` lists."""
-        manifest = {
-            "audit_id": audit_id,
-            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
-            "applied_ns": time.time_ns(),
-            "roots": sorted(roots),
-            **what,
-            "changes": changes,
-            "conflicts": conflicts or [],
-        }
-        self.write_manifest(audit_id, manifest, durable=durable)
-
-    def write_manifest(self, audit_id: str, manifest: dict[str, Any], *, durable: bool = True) -> None:
-        """Record what one call changed (atomically: a temp file renamed into place; fsynced when ``durable``)."""
-        calls = self.directory / CALLS
-        calls.mkdir(parents=True, exist_ok=True, mode=0o700)
-        temp = calls / f".{audit_id}.{secrets.token_hex(3)}.tmp"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            # A name that is not UTF-8 (a surrogate escape) becomes a \udcXX escape: still UTF-8, still JSON.
-            os.write(fd, json.dumps(manifest, ensure_ascii=False).encode("utf-8", "backslashreplace"))
-            if durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(temp, calls / f"{audit_id}.json")
-
-    def manifest(self, audit_id: str) -> dict[str, Any]:
-        if not _AUDIT_ID.match(audit_id):
-            raise HistoryError("HISTORY_NOT_FOUND", f"'{audit_id}' is not an audit id (see `mcp-guard history`)")
-        try:
-            data = json.loads((self.directory / CALLS / f"{audit_id}.json").read_bytes())
-        except FileNotFoundError:
-            raise HistoryError(
-                "HISTORY_NOT_FOUND", f"no call {audit_id} changed files (as far as {self.directory} remembers)"
-            ) from None
-        except (OSError, ValueError) as exc:
-            raise HistoryError("HISTORY_BROKEN", f"the record of call {audit_id} is unreadable ({exc})") from None
-        if not isinstance(data, dict):
-            raise HistoryError("HISTORY_BROKEN", f"the record of call {audit_id} is damaged")
-        return data
-
-    def manifests(self) -> list[dict[str, Any]]:
-        """Every call's manifest, oldest first."""
-        found: list[dict[str, Any]] = []
-        with contextlib.suppress(FileNotFoundError):
-            for item in os.scandir(self.directory / CALLS):
-                stem, _, suffix = item.name.rpartition(".")
-                if suffix != "json" or not _AUDIT_ID.match(stem):
-                    continue
-                with contextlib.suppress(HistoryError):
-                    found.append(self.manifest(stem))
-        return sorted(found, key=lambda m: str(m.get("time", "")))
 
     # -- reading ------------------------------------------------------------------------------------
 
@@ -514,9 +562,9 @@ class HistoryStore:
                     files.meta = True
         return found
 
-    @staticmethod
-    def _measure(scan: dict[str, _Files]) -> tuple[int, int]:
-        return sum(f.usage for f in scan.values()), len(scan)
+    def _measure(self, scan: dict[str, _Files]) -> tuple[int, int]:
+        """(bytes, entries): the entries of ``scan`` and the calls' records (they count in the bytes bound)."""
+        return sum(f.usage for f in scan.values()) + self.calls.usage(), len(scan)
 
     def _tree_usage(self, entry_id: str) -> int:
         """A tree's bytes, as its metadata says (walking it on every scan would cost too much)."""
@@ -533,7 +581,10 @@ class HistoryStore:
         if tree.is_dir() and not tree.is_symlink():
             remove_tree(tree)
 
-    def _evict(self, keep: str | None, scan: dict[str, _Files] | None = None) -> None:
+    def _evict(self, scan: dict[str, _Files] | None = None) -> None:
+        """Bring the store within its bounds: whole calls go (every entry they kept, their record noted in
+        ``calls/evicted.jsonl``), oldest first — never a call of this process still running, nor one with an entry
+        a live server is saving or an unfinished apply or undo names."""
         # Other servers may share the store: decide on a fresh scan, not on our running totals.
         scan = self._scan() if scan is None else scan
         total, count = self._measure(scan)
@@ -545,17 +596,33 @@ class HistoryStore:
         max_entries = self.max_entries - max(1, self.max_entries // 10)
         total -= self._drop_orphans(scan)
         count = len(scan)
-        busy = self._in_flight_anywhere()
-        for entry_id in sorted(scan):
+        spared = self._in_flight_anywhere() | needed_by_journals(self.directory / _APPLY_JOURNALS)
+        with self._owned_lock:
+            running = set(self._running)
+        for call, ids in self._calls_oldest_first(scan):
             if total <= max_bytes and count <= max_entries:
                 break
-            files = scan[entry_id]
-            if entry_id == keep or entry_id in busy:
-                continue  # the one just saved, or a live server's save in progress
-            self._remove(entry_id)
-            total -= files.usage
-            count -= 1
+            if call in running or spared.intersection(ids):
+                continue
+            for entry_id in ids:
+                self._remove(entry_id)
+                total -= scan.pop(entry_id).usage
+                count -= 1
+            if AUDIT_ID.match(call):
+                total -= self.calls.evict(call)
         self._total, self._count = total, count
+
+    def _calls_oldest_first(self, scan: dict[str, _Files]) -> list[tuple[str, list[str]]]:
+        """The entries of ``scan`` by the call that kept them (an entry of no call is one of its own), the call
+        whose first entry is oldest first."""
+        calls: dict[str, list[str]] = {}
+        for entry_id in sorted(scan):
+            try:
+                call = self._metadata(entry_id).audit_id or entry_id
+            except HistoryError:
+                call = entry_id  # broken metadata: it goes on its own
+            calls.setdefault(call, []).append(entry_id)
+        return list(calls.items())
 
     def usage(self) -> tuple[int, int]:
         """(bytes, entries) the store uses on disk now, orphans included."""
@@ -571,7 +638,7 @@ class HistoryStore:
         before = len(scan)
         self._drop_orphans(scan)
         removed = before - len(scan)
-        self._evict(keep=None, scan=scan)
+        self._evict(scan)
         return removed
 
     def _drop_orphans(self, scan: dict[str, _Files]) -> int:
@@ -584,7 +651,7 @@ class HistoryStore:
         candidates = [i for i, f in scan.items() if f.data and not f.meta]
         if not candidates:
             return 0
-        spared = self._in_flight_anywhere() | self._needed_by_applies()
+        spared = self._in_flight_anywhere() | needed_by_journals(self.directory / _APPLY_JOURNALS)
         freed = 0
         for entry_id in candidates:
             if entry_id in spared or os.path.lexists(self.directory / f"{entry_id}.json"):
@@ -605,32 +672,6 @@ class HistoryStore:
             with contextlib.suppress(OSError):
                 busy.update(name for name in os.listdir(owned) if _ID.match(name))
         return busy
-
-    def _needed_by_applies(self) -> set[str]:
-        """The ids an apply journal left for ``changes.apply.recover`` names: its pre-images, maybe without
-        metadata yet (a dead server's apply is finished by the next start of a server of its directories)."""
-        needed: set[str] = set()
-        directory = self.directory / _APPLY_JOURNALS
-        with contextlib.suppress(OSError):
-            for name in os.listdir(directory):
-                if not (name.startswith("apply-") and name.endswith(".json")):
-                    continue
-                try:
-                    fd = os.open(directory / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-                except OSError:
-                    continue
-                try:
-                    if not stat.S_ISREG(os.fstat(fd).st_mode):
-                        continue
-                    with os.fdopen(os.dup(fd), "rb") as fh:
-                        first = fh.readline(_MAX_JOURNAL_PLAN)
-                    plan = json.loads(first)
-                    needed.update(str(op.get("entry", "")) for op in plan.get("ops", []) if isinstance(op, dict))
-                except (OSError, ValueError, AttributeError):
-                    continue
-                finally:
-                    os.close(fd)
-        return needed
 
 
 __all__ = [

@@ -13,11 +13,24 @@ import shutil
 import stat
 from pathlib import Path
 
+from mcp_server_guard import linux
 from mcp_server_guard.files.trees import remove_below
 
-__all__ = ["copy_into", "copy_xattrs", "disk_usage", "file_kind", "kept_kind", "remove_entry"]
+__all__ = [
+    "copy_into",
+    "copy_xattrs",
+    "disk_usage",
+    "file_kind",
+    "fsync_dir",
+    "kept_kind",
+    "remove_entry",
+    "remove_path",
+    "write_all",
+]
 
 _CHUNK = 1 << 20
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
 
 
 def disk_usage(st: os.stat_result) -> int:
@@ -46,9 +59,51 @@ def kept_kind(mode: int) -> str:
     return {"dir": "tree", "device": "file"}.get(kind, kind)
 
 
-def copy_into(dirfd: int, name: str, target: Path, st: os.stat_result) -> str:
-    """Copy what is at ``name`` (never followed, never opened unless a regular file or a directory) to ``target``;
-    returns the SHA-256 of a file's bytes ("" for anything else)."""
+def copy_into(dirfd: int, name: str, target: Path, st: os.stat_result, *, replace: bool = True, temp: str = "") -> str:
+    """Copy what is at ``name`` (never followed, never opened unless a regular file or a directory) to ``target``,
+    whole or not at all: made under a temp name beside it (``temp``, or a fresh one) and renamed there (over what
+    is there only when ``replace``); returns the SHA-256 of a file's bytes ("" for anything else)."""
+    made = target.with_name(temp or f".{target.name}.{os.urandom(4).hex()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        remove_path(made)  # left by a copy killed before (its name is the step's own)
+    try:
+        digest = _copy(dirfd, name, made, st)
+        if replace:
+            os.rename(made, target)
+        else:
+            linux.renameat2(_AT_FDCWD, str(made), _AT_FDCWD, str(target), _RENAME_NOREPLACE)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            remove_path(made)
+        raise
+    return digest
+
+
+def remove_path(path: Path) -> None:
+    """Remove a file or a whole tree at ``path`` (no link followed)."""
+    if stat.S_ISDIR(os.lstat(path).st_mode):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a directory's entries durable (a name just renamed into it survives a power cut)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` (a short write is continued, an error raised)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _copy(dirfd: int, name: str, target: Path, st: os.stat_result) -> str:
     if stat.S_ISREG(st.st_mode):
         src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
         try:
@@ -58,9 +113,7 @@ def copy_into(dirfd: int, name: str, target: Path, st: os.stat_result) -> str:
                 offset = 0
                 while chunk := os.pread(src, _CHUNK, offset):
                     hasher.update(chunk)
-                    view = memoryview(chunk)
-                    while view:
-                        view = view[os.write(out, view) :]
+                    write_all(out, chunk)
                     offset += len(chunk)
                 copy_xattrs(src, out)
                 os.fchmod(out, stat.S_IMODE(st.st_mode))

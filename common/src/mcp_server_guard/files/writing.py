@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import hashlib
 import logging
 import os
@@ -31,11 +32,13 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from mcp_server_guard import audit
+from mcp_server_guard import audit, faults
 from mcp_server_guard.errors import GuardError, HostError, ResourceError, SecurityError
-from mcp_server_guard.files.history import HistoryEntry, HistoryStore
+from mcp_server_guard.files.history import CALLS, HistoryEntry, HistoryStore, NoRoom
 from mcp_server_guard.files.jail import Jail, Located, check_regular, oserror_to_guard
 from mcp_server_guard.files.journal import TempJournal, Ticket, journal_dir, sweep_journals, temp_name
 from mcp_server_guard.files.mime import mime_of
@@ -353,17 +356,22 @@ class Writer:
     def _create(
         self, located: Located, dirfd: int, name: str, data: bytes, digest: str, deadline: float
     ) -> WriteOutcome | None:
+        record: tuple[str, dict[str, Any]] | None = None
         with self._temp(located, dirfd, data, self._new_mode) as tmp:
             try:
                 # link() never replaces: an existing name (file, dir, or dangling symlink) fails with EEXIST.
                 with self._landing(located, dirfd, name, deadline):
+                    record = self._record(located, dirfd, tmp, name, "create", "", digest)
+                    faults.point(f"write {name}")
                     os.link(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd, follow_symlinks=False)
             except FileExistsError:
+                self._drop_record(record)
                 return None  # someone created it meanwhile: decide again
             except OSError as exc:
+                self._drop_record(record)
                 raise self._write_error(exc, located) from None
         os.fsync(dirfd)
-        self._record(located, dirfd, name, "create", "", digest)
+        self._complete_record(record)
         return WriteOutcome(self.jail.display(located), len(data), digest, True, None)
 
     @staticmethod
@@ -394,13 +402,12 @@ class Writer:
                 return None  # became a symlink: _existing refuses it on the next attempt
             raise oserror_to_guard(exc, located.given) from None
         try:
+            # One lock order for every writer (the tree lock, then a file's; never the tree lock waited for while a
+            # file's is held): the previous content is copied under the file's lock alone, which then goes; the
+            # rename takes the tree lock, then the file's again, and lands only if the file is still as copied.
             self._lock(old, located, deadline)
             st = os.fstat(old)
-            try:
-                now = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-            except FileNotFoundError:
-                now = None
-            if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            if not self._still(dirfd, name, st):
                 # Replaced between our open and our lock: its content is not what we locked.
                 if expected_sha256 is not None:
                     raise self._conflict(located, None)
@@ -412,34 +419,79 @@ class Writer:
                 if current != expected_sha256.lower():
                     raise self._conflict(located, current)
             backup = self._save_previous(old, located, dirfd, name, st)
+            fcntl.flock(old, fcntl.LOCK_UN)
             with self._temp(located, dirfd, data, st.st_mode & 0o0666) as tmp:
                 try:
                     with self._landing(located, dirfd, name, deadline):
-                        os.rename(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+                        self._lock(old, located, deadline)
+                        if not self._still(dirfd, name, st, exact=True):
+                            self.history.forget(backup.id)  # changed since it was copied: decide again
+                            return None
+                        record = self._record(located, dirfd, tmp, name, "modify", backup.id, digest)
+                        faults.point(f"write {name}")
+                        try:
+                            os.rename(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+                        except OSError:
+                            self._drop_record(record)
+                            raise
                 except OSError as exc:
                     raise self._write_error(exc, located) from None
             os.fsync(dirfd)
-            self._record(located, dirfd, name, "modify", backup.id, digest)
+            self._complete_record(record)
         finally:
             os.close(old)
         return WriteOutcome(self.jail.display(located), len(data), digest, False, backup.id)
 
-    def _record(self, located: Located, dirfd: int, name: str, action: str, before: str, digest: str) -> None:
-        """The call's record, so that ``mcp-guard undo`` can put this write back (best effort: the write is done)."""
+    @staticmethod
+    def _still(dirfd: int, name: str, st: os.stat_result, *, exact: bool = False) -> bool:
+        """Whether ``name`` still is the file ``st`` describes (``exact``: not changed since, either)."""
+        try:
+            now = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            return False
+        return not exact or (now.st_size, now.st_mtime_ns, now.st_ctime_ns) == (st.st_size, st.st_mtime_ns,
+                                                                                st.st_ctime_ns)  # fmt: skip
+
+    def _record(
+        self, located: Located, dirfd: int, temp: str, name: str, action: str, before: str, digest: str
+    ) -> tuple[str, dict[str, Any]] | None:
+        """The call's record, written (``pending``) before the new content takes the name, so that a write killed
+        at any point leaves one ``mcp-guard undo`` finds: it undoes the write only where the name holds what
+        ``after`` says (the temp file's inode, which the rename or link keeps)."""
         record = audit.current()
         if record is None:
-            return
+            return None
+        st = os.stat(temp, dir_fd=dirfd, follow_symlinks=False)
+        path = posixpath.join(self.jail.real_path_of(dirfd), name)
+        change = {"path": path, "action": action, "kind": "file", "before": before, "sha256": digest,
+                  "after": [st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size], "tree": False}  # fmt: skip
+        manifest = {"audit_id": record.audit_id, "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+                    "applied_ns": time.time_ns(), "roots": [located.root.path], "tool": record.tool, "command": path,
+                    "changes": [change], "conflicts": [], "pending": True}  # fmt: skip
         try:
-            st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-            path = posixpath.join(self.jail.real_path_of(dirfd), name)
-            change = {"path": path, "action": action, "kind": "file", "before": before, "sha256": digest,
-                      "after": [st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size], "tree": False}  # fmt: skip
-            # Not fsynced: the write itself is durable; its record for undo is written after it, best effort.
-            self.history.record_call(
-                record.audit_id, [located.root.path], [change], durable=False, tool=record.tool, command=path
-            )
+            self.history.calls.write(record.audit_id, manifest)
         except OSError as exc:
-            log.warning("could not record the write of %s for undo: %s", located.given, exc)
+            raise self._write_error(exc, located) from None
+        return record.audit_id, manifest
+
+    def _complete_record(self, written: tuple[str, dict[str, Any]] | None) -> None:
+        """The write landed: its record says so (best effort: a pending record is checked against the file)."""
+        if written is None:
+            return
+        audit_id, manifest = written
+        manifest.pop("pending", None)
+        try:
+            self.history.calls.write(audit_id, manifest, durable=False)
+        except OSError as exc:
+            log.warning("could not complete the record of call %s: %s", audit_id, exc)
+
+    def _drop_record(self, written: tuple[str, dict[str, Any]] | None) -> None:
+        """The write did not land: no record of it."""
+        if written is not None:
+            with contextlib.suppress(OSError):
+                (self.history.directory / CALLS / f"{written[0]}.json").unlink()
 
     def _save_previous(self, old: int, located: Located, dirfd: int, name: str, st: os.stat_result) -> HistoryEntry:
         try:
@@ -450,6 +502,15 @@ class Writer:
                 st.st_mode,
                 audit_id=record.audit_id if record is not None else "",
             )
+        except NoRoom as exc:
+            raise ResourceError(
+                "HISTORY_FULL",
+                f"The previous content of '{located.given}' cannot be kept in the history store "
+                f"({self.history.directory}): {exc}; nothing was written, the file is untouched.",
+                "Ask the user to raise history_max_bytes in the [file_write] section of the policy, or to free space "
+                "on the history store's disk (`mcp-guard history list` shows what it keeps); or write a smaller "
+                "file.",
+            ) from None
         except OSError as exc:
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise ResourceError(

@@ -146,7 +146,9 @@ def _copy_area(roots: list[str], history: Path) -> CopyArea:
     from mcp_server_guard.changes import CopyArea, possible_areas, recover  # noqa: PLC0415
     from mcp_server_guard.files import HistoryStore  # noqa: PLC0415
 
-    store = HistoryStore(history, max_bytes=1 << 62)
+    # Unbounded here: finishing a dead server's apply never evicts anything (the writer's start applies the bounds,
+    # and a call never evicts its own pre-images).
+    store = HistoryStore(history, max_bytes=1 << 62, max_entries=1 << 62)
     try:
         recover(store, roots, possible_areas(roots, state_dir()))
     finally:

@@ -1,0 +1,201 @@
+"""The records of the calls that changed files: ``calls/<audit_id>.json`` in the history store, what
+``mcp-guard undo`` plays backwards and ``mcp-guard history`` lists; and ``calls/evicted.jsonl``, the last calls whose
+pre-images went to keep the store within its bounds (they cannot be undone any more, and are said so).
+
+A record is written whole or not at all (a temp name, fsynced, renamed into place). Its bytes count in the
+history's bounds (``files.history``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import stat
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from mcp_server_guard import faults
+from mcp_server_guard.files.kept import disk_usage, write_all
+
+__all__ = ["CALLS", "EVICTED", "CallRecords", "HistoryError", "needed_by_journals"]
+
+CALLS = "calls"  # the records' directory, in the history store
+EVICTED = "evicted.jsonl"
+AUDIT_ID = re.compile(r"^[0-9a-f]{12}$")
+_EVICTED_KEPT = 200  # lines of evicted.jsonl kept
+_MAX_JOURNAL_PLAN = 16 << 20  # bytes of a journal's plan line read at most
+
+
+class HistoryError(Exception):
+    """A history entry or call record that cannot be served: ``code`` is HISTORY_NOT_FOUND or HISTORY_BROKEN."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+def _encoded(value: Any) -> bytes:
+    # A name that is not UTF-8 (a surrogate escape) becomes a \udcXX escape: still UTF-8, still JSON.
+    return json.dumps(value, ensure_ascii=False).encode("utf-8", "backslashreplace")
+
+
+class CallRecords:
+    """The call records of one history store (``directory`` is its ``calls/``); ``grew`` hears of the bytes each
+    record written takes."""
+
+    def __init__(self, directory: Path, grew: Callable[[int], None] = lambda usage: None) -> None:
+        self.directory = directory
+        self._grew = grew
+
+    def record(
+        self,
+        audit_id: str,
+        roots: list[str],
+        changes: list[dict[str, Any]],
+        *,
+        conflicts: list[list[str]] | None = None,
+        durable: bool = True,
+        **what: Any,
+    ) -> dict[str, Any]:
+        """The record of one call that changed files (see ``changes.plan.Applied.record`` for a change's fields)."""
+        manifest = {
+            "audit_id": audit_id,
+            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "applied_ns": time.time_ns(),
+            "roots": sorted(roots),
+            **what,
+            "changes": changes,
+            "conflicts": conflicts or [],
+        }
+        self.write(audit_id, manifest, durable=durable)
+        return manifest
+
+    def write(self, audit_id: str, manifest: dict[str, Any], *, durable: bool = True) -> None:
+        """Write one call's record, whole or not at all (fsynced when ``durable``)."""
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temp = self.directory / f".{audit_id}.{secrets.token_hex(3)}.tmp"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            write_all(fd, _encoded(manifest))
+            if durable:
+                os.fsync(fd)
+            usage = disk_usage(os.fstat(fd))
+        except BaseException:
+            os.close(fd)
+            temp.unlink(missing_ok=True)
+            raise
+        os.close(fd)
+        faults.point(f"record {audit_id}")
+        os.rename(temp, self.directory / f"{audit_id}.json")
+        self._grew(usage)
+
+    def read(self, audit_id: str) -> dict[str, Any]:
+        """One call's record (HistoryError when there is none, or it is damaged; one evicted says so)."""
+        if not AUDIT_ID.match(audit_id):
+            raise HistoryError("HISTORY_NOT_FOUND", f"'{audit_id}' is not an audit id (see `mcp-guard history`)")
+        try:
+            data = json.loads((self.directory / f"{audit_id}.json").read_bytes())
+        except FileNotFoundError:
+            gone = next((e for e in reversed(self.evicted()) if e.get("audit_id") == audit_id), None)
+            if gone is not None:
+                raise HistoryError(
+                    "HISTORY_NOT_FOUND", f"call {audit_id} cannot be undone: what it replaced was evicted on "
+                    f"{str(gone.get('evicted', ''))[:19]} to keep the history within its bounds",
+                ) from None  # fmt: skip
+            raise HistoryError(
+                "HISTORY_NOT_FOUND", f"no call {audit_id} changed files (as far as {self.directory.parent} remembers)"
+            ) from None
+        except (OSError, ValueError) as exc:
+            raise HistoryError("HISTORY_BROKEN", f"the record of call {audit_id} is unreadable ({exc})") from None
+        if not isinstance(data, dict):
+            raise HistoryError("HISTORY_BROKEN", f"the record of call {audit_id} is damaged")
+        return data
+
+    def all(self) -> list[dict[str, Any]]:
+        """Every call's record, oldest first."""
+        found: list[dict[str, Any]] = []
+        with contextlib.suppress(FileNotFoundError), os.scandir(self.directory) as items:
+            for item in items:
+                stem, _, suffix = item.name.rpartition(".")
+                if suffix != "json" or not AUDIT_ID.match(stem):
+                    continue
+                with contextlib.suppress(HistoryError):
+                    found.append(self.read(stem))
+        return sorted(found, key=lambda m: str(m.get("time", "")))
+
+    def usage(self) -> int:
+        """Bytes the records take on disk."""
+        total = 0
+        with contextlib.suppress(OSError), os.scandir(self.directory) as items:
+            for item in items:
+                with contextlib.suppress(OSError):
+                    total += disk_usage(item.stat(follow_symlinks=False))
+        return total
+
+    def evict(self, audit_id: str) -> int:
+        """A call whose pre-images went: its record goes too (it cannot be undone any more) and a line in
+        ``evicted.jsonl`` says so. Returns the bytes freed."""
+        path = self.directory / f"{audit_id}.json"
+        try:
+            freed = disk_usage(path.lstat())
+            manifest = self.read(audit_id)
+        except (OSError, HistoryError):
+            return 0
+        line = {"audit_id": audit_id, "time": manifest.get("time", ""), "tool": manifest.get("tool", ""),
+                "command": str(manifest.get("command", ""))[:200], "paths": len(manifest.get("changes", [])),
+                "evicted": datetime.now(UTC).isoformat(timespec="milliseconds")}  # fmt: skip
+        lines = [*self.evicted()[-(_EVICTED_KEPT - 1) :], line]
+        temp = self.directory / f".{EVICTED}.{secrets.token_hex(3)}.tmp"
+        temp.write_bytes(b"".join(_encoded(item) + b"\n" for item in lines))
+        os.rename(temp, self.directory / EVICTED)
+        path.unlink(missing_ok=True)
+        return freed
+
+    def evicted(self) -> list[dict[str, Any]]:
+        """The last calls whose pre-images went to keep the store within its bounds, oldest first."""
+        found: list[dict[str, Any]] = []
+        with contextlib.suppress(OSError):
+            for line in (self.directory / EVICTED).read_bytes().splitlines():
+                with contextlib.suppress(ValueError):
+                    item = json.loads(line)
+                    if isinstance(item, dict):
+                        found.append(item)
+        return found
+
+
+def needed_by_journals(directory: Path) -> set[str]:
+    """The history ids the apply and undo journals in ``directory`` name: what their steps keep (maybe without data
+    yet) and what an undo's steps put back — a dead server's run is finished by the next start of a server of its
+    directories, and needs them."""
+    needed: set[str] = set()
+    with contextlib.suppress(OSError):
+        for name in os.listdir(directory):
+            if not (name.startswith("apply-") and name.endswith(".json")):
+                continue
+            try:
+                fd = os.open(directory / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    continue
+                with os.fdopen(os.dup(fd), "rb") as fh:
+                    plan = json.loads(fh.readline(_MAX_JOURNAL_PLAN))
+                for op in plan.get("ops", []):
+                    if isinstance(op, dict):
+                        needed.add(str(op.get("entry", "")))  # what a step keeps
+                        record = op.get("record")
+                        if isinstance(record, dict):
+                            needed.add(str(record.get("before", "")))  # what an undo's step puts back
+            except (OSError, ValueError, AttributeError):
+                continue
+            finally:
+                os.close(fd)
+    return needed

@@ -1,0 +1,132 @@
+"""Bounds that refuse instead of evicting, change sets refused whole, and an undo that says success only when every
+path is back: the history store and the applier at library level, on real upper layers (``support.copies``)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mcp_server_guard.changes import names as names_module
+from mcp_server_guard.changes.apply import Applier, NotApplied
+from mcp_server_guard.files.history import HistoryError, HistoryStore
+from support import console_script
+from support.copies import Copy, overlays_work
+from support.fidelity import differences, snapshot
+
+pytestmark = pytest.mark.skipif(not overlays_work(), reason="no user namespaces for an overlay here")
+
+
+def project(base: Path, files: int = 4) -> Copy:
+    copy = Copy(base)
+    for i in range(files):
+        (copy.root / f"f{i}.txt").write_text(f"old {i}\n")
+    return copy
+
+
+def test_an_apply_whose_previous_contents_exceed_the_history_bound_changes_nothing(tmp_path: Path) -> None:
+    copy = project(tmp_path / "p")
+    before = snapshot(copy.root)
+    changes = copy.run("for f in f*.txt; do echo new >> $f; done")
+    store = HistoryStore(tmp_path / "history", 1 << 30, max_entries=3)
+    with pytest.raises(NotApplied, match="history_max_entries"):
+        Applier(store).apply([changes], "a00000000001", copy.started)
+    assert differences(before, snapshot(copy.root)) == []
+    assert store.calls.all() == [] and store.entries() == []
+    assert not list((store.directory / ".journal").glob("apply-*"))
+
+
+def test_eviction_takes_whole_calls_oldest_first_and_never_the_call_that_made_room(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "history", 1 << 30, max_entries=6)
+    copies = {}
+    for n, files in ((1, 2), (2, 2), (3, 3)):
+        copy = copies[n] = project(tmp_path / f"p{n}", files)
+        Applier(store).apply([copy.run("for f in f*.txt; do echo new >> $f; done")], f"a0000000000{n}", copy.started)
+    assert [e["audit_id"] for e in store.calls.evicted()] == ["a00000000001"]
+    assert sorted({e.audit_id for e in store.entries()}) == ["a00000000002", "a00000000003"]
+    with pytest.raises(HistoryError, match="evicted"):
+        Applier(store).undo("a00000000001", "b00000000001", [str(copies[1].root)])
+    for n in (2, 3):
+        Applier(store).undo(f"a0000000000{n}", f"b0000000000{n}", [str(copies[n].root)])
+        assert {p.read_text() for p in copies[n].root.iterdir()} == {f"old {i}\n" for i in range(2 if n == 2 else 3)}
+    listed = subprocess.run([console_script("mcp-guard"), "history", "--history-dir", str(store.directory)],
+                            capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    assert "a00000000001" in listed.stdout and "evicted" in listed.stdout, listed.stdout
+
+
+def test_a_change_set_over_the_listing_limit_is_refused_whole_and_new_trees_count_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(names_module, "MAX_ENTRIES", 5)
+    fits = project(tmp_path / "fits", 0)
+    assert not fits.run("mkdir d && touch d/1 d/2 d/3 d/4").incomplete  # five paths, each counted once
+    copy = project(tmp_path / "over")
+    before = snapshot(copy.root)
+    changes = copy.run("mkdir d && touch d/1 d/2 d/3 && for f in f*.txt; do echo new >> $f; done")
+    assert changes.incomplete
+    store = HistoryStore(tmp_path / "history", 1 << 30)
+    with pytest.raises(NotApplied, match="more than"):
+        Applier(store).apply([changes], "a00000000001", copy.started)
+    assert differences(before, snapshot(copy.root)) == [] and store.calls.all() == []
+
+
+def test_an_undo_whose_step_fails_for_want_of_space_puts_everything_back_and_can_be_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy = project(tmp_path / "p")
+    before = snapshot(copy.root)
+    store = HistoryStore(tmp_path / "history", 1 << 30)
+    changes = copy.run("for f in f*.txt; do echo new >> $f; done; rm f3.txt; echo n > made.txt")
+    Applier(store).apply([changes], "a00000000001", copy.started)
+    after = snapshot(copy.root)
+    real_take = HistoryStore.take
+    taken = []
+
+    def take_on_a_full_disk(self: HistoryStore, *args: object, **kwargs: object) -> object:
+        taken.append(args)
+        if len(taken) == 3:  # the third pre-image no longer fits the project's disk
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_take(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(HistoryStore, "take", take_on_a_full_disk)
+    with pytest.raises(NotApplied) as failed:
+        Applier(store).undo("a00000000001", "b00000000001", [str(copy.root)])
+    assert "No space left" in failed.value.why and failed.value.left == []
+    assert differences(after, snapshot(copy.root)) == []  # what the undo had done is put back
+    assert not [p for p in copy.root.iterdir() if p.name.startswith(".mcp-guard-")]
+    assert "undone_by" not in store.calls.read("a00000000001")
+    monkeypatch.setattr(HistoryStore, "take", real_take)
+    Applier(store).undo("a00000000001", "b00000000002", [str(copy.root)])
+    assert differences(before, snapshot(copy.root)) == []
+    assert store.calls.read("a00000000001")["undone_by"] == "b00000000002"
+    Applier(store).undo("b00000000002", "b00000000003", [str(copy.root)])  # the redo
+    assert differences(after, snapshot(copy.root)) == []
+    assert "undone_by" not in store.calls.read("a00000000001")
+
+
+def test_an_undo_whose_previous_version_is_damaged_is_refused_before_any_change(tmp_path: Path) -> None:
+    copy = project(tmp_path / "p")
+    store = HistoryStore(tmp_path / "history", 1 << 30)
+    Applier(store).apply([copy.run("for f in f*.txt; do echo new >> $f; done")], "a00000000001", copy.started)
+    after = snapshot(copy.root)
+    victim = store.calls.read("a00000000001")["changes"][1]["before"]
+    (store.directory / f"{victim}.json").write_text("")  # a metadata file left empty
+    with pytest.raises(HistoryError, match="HISTORY_BROKEN"):
+        Applier(store).undo("a00000000001", "b00000000001", [str(copy.root)])
+    assert differences(after, snapshot(copy.root)) == []
+    assert "undone_by" not in store.calls.read("a00000000001")
+
+
+def test_a_big_undo_never_evicts_what_it_restores(tmp_path: Path) -> None:
+    copy = project(tmp_path / "p", 6)
+    before = snapshot(copy.root)
+    store = HistoryStore(tmp_path / "history", 1 << 30, max_entries=7)
+    Applier(store).apply([copy.run("for f in f*.txt; do echo new >> $f; done")], "a00000000001", copy.started)
+    # The undo keeps the six new contents (the store goes to twelve entries, over its bound of seven) while it
+    # puts the six old ones back: the old ones are never evicted for it; the call it made room with goes.
+    Applier(store).undo("a00000000001", "b00000000001", [str(copy.root)])
+    assert differences(before, snapshot(copy.root)) == []
+    assert len(os.listdir(copy.root)) == 6
