@@ -24,6 +24,7 @@ index by ``changes.git_index``.
 from __future__ import annotations
 
 import fnmatch
+import os
 import posixpath
 import re
 from collections.abc import Iterable, Sequence
@@ -155,8 +156,15 @@ def summary_line(
         parts.append(f"modify {_n(counts.modified, 'file')}{_under(changed) if counts.modified > 3 else ''}")
     if counts.created:
         parts.append(f"create {_n(counts.created, 'file')}{_under(made) if counts.created > 3 else ''}")
-    if counts.meta:
-        parts.append(f"change the mode or times of {_n(counts.meta, 'file')}")
+    # Every path whose mode changes is named (a directory made group-writable is as much a change as a file).
+    remoded = [c for s in sets for c in s.changes
+               if c.action == "meta" and c.mode != c.old_mode and (s.root, c.path) not in skip]  # fmt: skip
+    if remoded:
+        named = [f"{c.path}{'/' if c.kind == 'dir' else ''} to {c.mode:04o}" for c in remoded]
+        parts.append(f"change the mode of {_list(named, 5)}")
+    times_only = counts.meta - sum(1 for c in remoded if c.kind != "dir")
+    if times_only:
+        parts.append(f"change the times or attributes of {_n(times_only, 'file')}")
     if not parts:
         dirs = sum(1 for s in sets for c in s.changes if c.kind == "dir" and (s.root, c.path) not in skip)
         parts.append(f"change {_n(dirs, 'directory')}" if dirs else "change nothing")
@@ -200,6 +208,7 @@ def judge(
     for changes in sets:
         _refuse(changes, protection, roots, judgement.refused, judgement.by_content)
         _sanitize_new_configs(changes, judgement)
+    granted = _modes(sets, protection, roots, scratch, judgement)
     pairs = _moves(sets, judgement.refused)
     moves = {end for pair in pairs for end in pair}
     # Threat: a tree moved into a build or cache directory, then deleted there with no question.
@@ -257,6 +266,8 @@ def judge(
         judgement.asks.append(f"It empties {_list(emptied)}.")
     if policy.ask_new_executables and executables:
         judgement.asks.append(f"It makes new executables: {_list(executables)}.")
+    if granted:
+        judgement.asks.append(f"It {_list(granted)}.")
     if policy.ask_uncommitted and losing:
         lost = uncommitted(losing)
         if lost:
@@ -269,6 +280,73 @@ def judge(
                 "checkout, restore)."
             )
     return judgement
+
+
+# Mode bits a command grants, judged by what they grant (not by who set them: cp -p, chmod, install, a tarball).
+_SET_ID = 0o6000  # setuid, setgid
+_WRITABLE_BY_OTHERS = 0o022  # group or others may write
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _modes(
+    sets: Sequence[ChangeSet], protection: Protection, roots: Sequence[str], scratch: _Matcher, judgement: Judgement
+) -> list[str]:
+    """Refuse, or list to ask, what the modes a command left grant: the bits beyond what the path had (a mode
+    change) or beyond what the user's umask gives a new path (a file made under umask 002 is not asked about).
+
+    Threats: a setuid or setgid program planted in the project (``cp /bin/bash tool && chmod 4755 tool``: run by
+    another user it keeps the owner's rights); a git dir, a hook directory or a config made writable by others
+    (anyone may then plant what the user's own git runs); a protected directory (``.vscode``, ``~/.local/bin``)
+    made or re-moded by a command."""
+    lookups = Lookups()
+    default = 0o777 & ~_umask()
+    asks: list[str] = []
+    for changes in sets:
+        trees = Trees(changes, roots)
+        for change in changes.changes:
+            key = (changes.root, change.path)
+            if key in judgement.refused or change.action == "delete" or change.kind not in ("file", "dir"):
+                continue
+            extra = change.mode & ~(change.old_mode if change.action in ("meta", "modify") else default)
+            remoded = change.action == "meta" and change.mode != change.old_mode
+            guarded = _guarded(trees, change, protection, roots, lookups)
+            shown = f"{change.path} ({change.mode:04o})"
+            if change.kind == "file" and extra & _SET_ID:
+                bit = "setuid" if extra & 0o4000 else "setgid"
+                judgement.refused[key] = f"it would set the {bit} bit: a program that runs with its owner's rights"
+            elif guarded and extra & _WRITABLE_BY_OTHERS:
+                judgement.refused[key] = f"it would make {guarded} writable by others"
+            elif guarded and change.kind == "dir" and (remoded or (change.action == "create" and not _of_git(change))):
+                judgement.refused[key] = f"{guarded}: a command may not make or re-mode it"
+            elif extra & _SET_ID:
+                asks.append(f"sets the setgid or setuid bit of the directory {shown}")
+            elif extra & _WRITABLE_BY_OTHERS and not scratch.name(change.path):
+                asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}")
+    return asks
+
+
+def _of_git(change: Change) -> bool:
+    """A git dir or a directory in one (``git init``, a clone make them; what is in them is judged path by path)."""
+    return ".git" in change.path.split("/")
+
+
+def _guarded(trees: Trees, change: Change, protection: Protection, roots: Sequence[str], lookups: Lookups) -> str:
+    """What the guards look after at ``change``'s path ("" when nothing): a protected path, a directory that
+    protected paths lie in, or anything of a git dir."""
+    absolute = posixpath.join(trees.changes.root, change.path)
+    parts = change.path.split("/")
+    if ".git" in parts or parts[-1] in _GIT_NAMES or parts[-1] in _BY_CONTENT:
+        return f"{change.path} (git's own)"
+    probes = [change.path, absolute]
+    if change.kind == "dir":
+        probes += [posixpath.join(change.path, "_"), posixpath.join(absolute, "_")]
+    rule = protection.write_rule(probes, None, roots, lookups)
+    return f"{change.path} (protected: {rule})" if rule else ""
 
 
 def _stashes(sets: Sequence[ChangeSet]) -> bool:

@@ -1,0 +1,82 @@
+"""Modes are judged by what they grant: set-id bits refused on files and asked on directories, anything made
+writable by others asked (refused where the guards look after it), protected directories neither made nor
+re-moded by a command, and every path whose mode changes named in the summary. On real upper layers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mcp_server_guard.changes.effects import Judgement, judge
+from mcp_server_guard.policy import load_policy
+from mcp_server_guard.protected import protection_for
+from support.copies import Copy, overlays_work
+
+pytestmark = pytest.mark.skipif(not overlays_work(), reason="no user namespaces for an overlay here")
+POLICY = load_policy()
+
+
+def judged(tmp_path: Path, script: str, *, git: bool = False) -> Judgement:
+    copy = Copy(tmp_path)
+    (copy.root / "edit.txt").write_text("text\n")
+    (copy.root / "src").mkdir()
+    (copy.root / "build").mkdir()
+    (copy.root / "bin").mkdir()
+    (copy.root / "bin" / "run").write_text("#!/bin/sh\necho run\n")
+    (copy.root / "bin" / "run").chmod(0o755)
+    (copy.root / ".vscode").mkdir()
+    if git:
+        subprocess.run(["git", "init", "-q", str(copy.root)], check=True)
+    old = os.umask(0o022)  # the user's umask: what a new path gets without a chmod
+    try:
+        return judge([copy.run(script)], protection_for(POLICY), POLICY.effects, [str(copy.root)])
+    finally:
+        os.umask(old)
+
+
+def refused(judgement: Judgement) -> dict[str, str]:
+    return {path: why for (_root, path), why in judgement.refused.items()}
+
+
+def test_attack_setuid_copy_of_a_shell_is_refused(tmp_path: Path) -> None:
+    why = refused(judged(tmp_path, "cp /bin/sh bin/tool && chmod 4755 bin/tool"))
+    assert "setuid" in why.get("bin/tool", ""), why
+
+
+def test_attack_setuid_and_setgid_added_to_an_existing_executable_are_refused(tmp_path: Path) -> None:
+    why = refused(judged(tmp_path, "chmod u+s,g+s bin/run"))
+    assert "setuid" in why.get("bin/run", ""), why
+
+
+def test_attack_git_dir_hooks_and_config_made_writable_by_others_are_refused(tmp_path: Path) -> None:
+    why = refused(judged(tmp_path, "chmod 777 .git .git/hooks && chmod 666 .git/config", git=True))
+    assert {".git", ".git/hooks", ".git/config"} <= set(why), why
+    assert all("writable by others" in why[p] for p in (".git", ".git/hooks", ".git/config")), why
+
+
+def test_attack_protected_directories_made_or_remoded_by_a_command_are_refused(tmp_path: Path) -> None:
+    why = refused(judged(tmp_path, "mkdir -p .config/autostart .local/bin && chmod 700 .vscode"))
+    assert {".config/autostart", ".local/bin", ".vscode"} <= set(why), why
+
+
+def test_git_init_in_the_copy_still_makes_its_git_dir(tmp_path: Path) -> None:
+    judgement = judged(tmp_path, "git init -q sub")
+    assert not [p for p in refused(judgement) if p.startswith("sub/.git") and not p.endswith("config")], refused(
+        judgement
+    )
+
+
+def test_attack_setgid_world_writable_source_directory_asks_and_is_named(tmp_path: Path) -> None:
+    judgement = judged(tmp_path, "chmod 2777 src")
+    assert any("setgid or setuid bit of the directory src (2777)" in a for a in judgement.asks), judgement.asks
+    assert "src/ to 2777" in judgement.summary, judgement.summary
+
+
+def test_a_file_made_group_writable_asks_but_new_files_and_build_directories_do_not(tmp_path: Path) -> None:
+    judgement = judged(tmp_path, "chmod 664 edit.txt && echo new > new.txt && chmod 777 build")
+    assert judgement.refused == {}
+    assert [a for a in judgement.asks if "writable" in a] == ["It makes edit.txt (0664) writable by its group."]
+    assert "edit.txt to 0664" in judgement.summary and "build/ to 0777" in judgement.summary
