@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, Field
 
+from mcp_server_guard.paths import readable
+
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
 
@@ -66,6 +68,9 @@ class GuardError(Exception):
         example: dict[str, Any] | None = None,
         fix: Mapping[str, Any] | None = None,
     ) -> None:
+        # Threat: a path or argument of the caller's (an ANSI escape, a carriage return, a bidi override) that
+        # repaints or reorders what a person reads in the error: shown as its escape.
+        message, suggestion = readable(message), readable(suggestion)
         super().__init__(message)
         self.code = code
         self.message = message

@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["printable", "real_within_any", "state_dir", "within", "within_any"]
+__all__ = ["json_text", "printable", "readable", "real_within_any", "state_dir", "within", "within_any"]
 
 
 def state_dir() -> Path:
@@ -44,6 +44,38 @@ def within_any(child: str, parents: Iterable[str]) -> bool:
 def real_within_any(path: str | os.PathLike[str], parents: Iterable[str]) -> bool:
     """Like :func:`within_any` for the real path of ``path`` (symlinks resolved, as far as it exists)."""
     return within_any(os.path.realpath(path), parents)
+
+
+def readable(text: str) -> str:
+    """Text for a person, line by line: :func:`printable` on each line (newlines and tabs kept; a carriage
+    return, an ANSI or C1 escape, a bidi override shown as its escape).
+
+    Threat: a command's output, a path or a model's argument that repaints a terminal, hides what follows it
+    or reorders what a person reads (``\x1b[2K``, ``\r``, U+202E) in an error, a result or the audit log."""
+    if text.isprintable():
+        return text
+    return "\n".join("\t".join(printable(part) for part in line.split("\t")) for line in text.split("\n"))
+
+
+def json_text(value: object, *, indent: int | None = None) -> str:
+    """JSON for a person's terminal: characters outside ASCII stay as they are when printable, the rest
+    (controls, bidi overrides, unpaired surrogates) are ``\\uXXXX`` escapes — still the same JSON."""
+    import json  # noqa: PLC0415 - the admin app's only
+
+    text = json.dumps(value, ensure_ascii=False, indent=indent)
+    if text.isprintable():
+        return text
+    out: list[str] = []
+    for char in text:
+        code = ord(char)
+        if char.isprintable() or (char == "\n" and indent is not None):
+            out.append(char)
+        elif code > 0xFFFF:
+            code -= 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{code:04x}")
+    return "".join(out)
 
 
 def printable(text: str) -> str:

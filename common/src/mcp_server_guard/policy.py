@@ -357,6 +357,7 @@ class EffectsPolicy(_Section):
     ask_new_executables: bool  # a new executable file outside executable_places asks
     executable_places: tuple[str, ...]  # where new executables are expected (path globs)
     ask_uncommitted: bool  # deleting or emptying a file git reports as modified or untracked asks
+    max_unbacked_files: int = Field(ge=0)  # with ask_uncommitted: deleting or emptying more files in no repository
     held_seconds: float = Field(gt=0)  # a held change set (2026-07-28 clients) is dropped after this long
     held_max: int = Field(ge=1)  # held change sets kept at most (the oldest is dropped first)
     held_max_bytes: int = Field(ge=0)  # bytes of held change sets kept at most

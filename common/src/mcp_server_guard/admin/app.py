@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import json
 import os
 import shutil
 import sys
@@ -39,7 +38,7 @@ from mcp_server_guard.files.jail import SymlinkMode
 from mcp_server_guard.files.treelock import TreeBusy
 from mcp_server_guard.files.trees import remove_dead
 from mcp_server_guard.files.writing import open_writer
-from mcp_server_guard.paths import printable, within
+from mcp_server_guard.paths import json_text, printable, within
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.serving.config import Mode
 from mcp_server_guard.serving.launch import (
@@ -130,7 +129,7 @@ def audit(
     filtering = any(v is not None for v in (server, decision, actor, project, since))
     # A filter looks further back than the last N records: what matches may be older.
     entries = [e for e in read_entries(path, AUDIT_SCAN if filtering else last) if keep(e)][-last:]
-    show = (lambda e: json.dumps(e, ensure_ascii=False)) if as_json else format_entry
+    show = json_text if as_json else format_entry
     for entry in entries:
         typer.echo(show(entry))
     if follow:
@@ -271,7 +270,7 @@ def config(
             entry = {"type": "stdio", **entry}
         entries[name] = entry
     key = "servers" if host is Host.VSCODE else "mcpServers"
-    typer.echo(json.dumps({key: entries}, indent=2, ensure_ascii=False))
+    typer.echo(json_text({key: entries}, indent=2))
 
 
 CHECK_EXIT = {"allow": 0, "ask": 10, "deny": 20}
@@ -329,7 +328,7 @@ def _check_many(engine: PolicyEngine, source: str, as_json: bool, on_copy: Polic
         worst = max(worst, decision, key=_STRICTNESS.index)
         if as_json:
             copy = {"onCopy": _judge(on_copy, line)["decision"]} if on_copy is not None else {}
-            typer.echo(json.dumps({"line": number, "command": line, **judged, **copy}, ensure_ascii=False))
+            typer.echo(json_text({"line": number, "command": line, **judged, **copy}))
         else:
             note = "  (does not parse)" if judged["parseError"] else ""
             typer.echo(f"{number:>5}  {decision:5}  {judged['rule'] or '-':28}  {line}{note}")
@@ -380,7 +379,7 @@ def check(
     on_copy = _judge(PolicyEngine(loaded, effects=True), command, args or [], stdin)
     if as_json:
         shown = {k: v for k, v in judged.items() if k != "parseError"}
-        typer.echo(json.dumps({**shown, "onCopy": on_copy["decision"]}, ensure_ascii=False))
+        typer.echo(json_text({**shown, "onCopy": on_copy["decision"]}))
     else:
         typer.echo(f"decision: {judged['decision']}")
         typer.echo(f"rule:     {judged['rule'] or '(none)'}")

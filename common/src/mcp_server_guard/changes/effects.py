@@ -238,7 +238,8 @@ def judge(
                     losing.append((changes, change))
                 elif ".git" not in change.path.split("/"):
                     rewritten.append((changes, change))
-            if change.action == "delete" and change.kind == "dir" and not change.top:
+            # A directory deleted and made again (``rm -r d; mkdir d``) lost what it held all the same.
+            if change.action == "delete" and change.kind == "dir" and change.top in ("", change.path):
                 held = sum(
                     1
                     for c in changes.changes
@@ -269,9 +270,14 @@ def judge(
     if granted:
         judgement.asks.append(f"It {_list(granted)}.")
     if policy.ask_uncommitted and losing:
-        lost = uncommitted(losing)
+        outside: list[str] = []
+        lost = uncommitted(losing, outside)
         if lost:
             judgement.asks.append(f"Git has no copy of {_list(lost)} (modified or untracked).")
+        # Where no repository keeps a copy, a few deletions are as much a loss as uncommitted work.
+        if len(outside) > policy.max_unbacked_files:
+            judgement.asks.append(f"It deletes or empties {_n(len(outside), 'file')} no git repository has a copy of: "
+                                  f"{_list(outside)}.")  # fmt: skip
     if policy.ask_uncommitted and rewritten and not _stashes(sets):
         thrown = discarded(rewritten)
         if thrown:

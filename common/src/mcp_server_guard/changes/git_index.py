@@ -50,14 +50,17 @@ def discarded(rewritten: Sequence[tuple[ChangeSet, Change]]) -> list[str]:
     return found
 
 
-def uncommitted(losing: Sequence[tuple[ChangeSet, Change]]) -> list[str]:
+def uncommitted(losing: Sequence[tuple[ChangeSet, Change]], outside: list[str] | None = None) -> list[str]:
     """Of the files being deleted or emptied, those whose current content git does not have (untracked, or
-    different from the index), judged from the index file itself: no git program runs."""
+    different from the index), judged from the index file itself: no git program runs. ``outside`` (given) gets
+    those in no repository at all."""
     lost: list[str] = []
     indexes: dict[str, tuple[str, dict[str, bytes]] | None] = {}
     for changes, change in losing:
         found = _repository(changes.root, change.path, indexes)
         if found is None:
+            if outside is not None:
+                outside.append(change.path)
             continue
         work_tree, entries = found
         rel = posixpath.relpath(posixpath.join(changes.root, change.path), work_tree)

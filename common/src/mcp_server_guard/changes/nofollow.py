@@ -76,8 +76,15 @@ def lstat_at(name: str, dirfd: int) -> os.stat_result | None:
         return None
 
 
+_PATH_CHUNK = 3072  # bytes of a path resolved in one openat2 (the kernel takes at most PATH_MAX, 4,096)
+
+
 def open_dir(base: int, rel: str) -> int:
-    """A directory beneath ``base``, every component checked by the kernel: no symlink, no escape."""
+    """A directory beneath ``base``, every component checked by the kernel: no symlink, no escape. At any depth:
+    a path longer than the kernel takes in one call is resolved a part at a time, each beneath the directory the
+    part before it opened."""
+    if len(os.fsencode(rel)) > _PATH_CHUNK:
+        return _open_deep(base, [p for p in rel.split("/") if p])
     try:
         if _openat2.available():
             return _openat2.openat2(base, rel or ".", DIR, _RESOLVE)
@@ -95,6 +102,26 @@ def open_dir(base: int, rel: str) -> int:
                 raise Changed(f"its directory changed ({exc.strerror})") from None
             os.close(fd)
             fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_deep(base: int, parts: list[str]) -> int:
+    fd = os.dup(base)
+    try:
+        chunk: list[str] = []
+        size = 0
+        for part in [*parts, ""]:
+            length = len(os.fsencode(part)) + 1
+            if chunk and (not part or size + length > _PATH_CHUNK):
+                nxt = open_dir(fd, "/".join(chunk))
+                os.close(fd)
+                fd, chunk, size = nxt, [], 0
+            if part:
+                chunk.append(part)
+                size += length
     except BaseException:
         os.close(fd)
         raise

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import stat
 from dataclasses import dataclass, field, fields, replace
@@ -31,6 +32,8 @@ from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, parent
 from mcp_server_guard.changes.xattrs import Xattrs
 from mcp_server_guard.files.history import HistoryStore
 from mcp_server_guard.files.kept import fsync_dir, write_all
+
+log = logging.getLogger("mcp_server_guard.changes")
 
 __all__ = [
     "JOURNALS",
@@ -264,15 +267,16 @@ def steps_for(
     links: list[Op] = []  # new names of files placed by this apply
     deletes: list[Op] = []
     reached: set[int] = set()
+    stuck: set[str] = set()  # trees that still hold an entry that may not land: they do not move
     for change in changes.changes:
         linked = bool(change.link) and change.action != "delete"  # a delete's link is the name that stays
         if change.path in skipped or (linked and change.link in skipped):
-            if change.top and change.action == "create":
-                _drop(upper, change.path)
+            if change.top and change.action == "create" and not _drop(upper, change.path):
+                stuck.add(change.top)
             continue
         if linked:
-            if change.top:
-                _drop(upper, change.path)  # the tree lands without it; the link is made afterwards
+            if change.top and not _drop(upper, change.path):  # the tree lands without it; the link comes after
+                stuck.add(change.top)
             (early if change.link_old else links).append(Op("link", root, change.path, entry=history.new_id(),
                                                              change=change))  # fmt: skip
             continue
@@ -296,6 +300,9 @@ def steps_for(
         elif change.action == "delete" and change.path not in moved:
             deletes.append(Op("delete", root, change.path, entry=history.new_id(), change=change))
     times = [Op("times", root, time.path, time=time) for time in changes.times if time.path not in skipped]
+    if stuck:
+        firsts = [op for op in firsts if op.path not in stuck]
+        links = [op for op in links if not any(op.path.startswith(top + "/") for top in stuck)]
     return [*metas, *early, *moves, *firsts, *links, *deletes, *times]
 
 
@@ -322,23 +329,28 @@ def _live_plan(changes: ChangeSet, skip: frozenset[tuple[str, str]], history: Hi
     return [*metas, *firsts, *deletes, *times]
 
 
-def _drop(upper: str, rel: str) -> None:
-    """Take an entry out of the command's tree before the tree moves (the upper layer is ours now)."""
+def _drop(upper: str, rel: str) -> bool:
+    """Take an entry out of the command's tree before the tree moves (the upper layer is ours now), at any depth.
+    False when it could not be taken out (the tree must not move with it)."""
     from mcp_server_guard.files.trees import remove_tree  # noqa: PLC0415 - rare
 
-    with contextlib.suppress(OSError, Changed):
+    try:
         fd = os.open(upper, DIR)
         try:
             with parent(fd, rel) as (dirfd, name):
                 st = lstat_at(name, dirfd)
                 if st is None:
-                    return
+                    return True
                 if stat.S_ISDIR(st.st_mode):
                     remove_tree(Path(f"/proc/self/fd/{dirfd}") / name)
                 else:
                     os.unlink(name, dir_fd=dirfd)
+                return lstat_at(name, dirfd) is None
         finally:
             os.close(fd)
+    except (OSError, Changed) as exc:
+        log.warning("could not take %s out of the command's tree: %s", rel, exc)
+        return False
 
 
 Done = dict[int, tuple[list[Applied], list[Conflict]]]

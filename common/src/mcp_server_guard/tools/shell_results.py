@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from mcp_server_guard import audit
 from mcp_server_guard.changes.transactions import Settled
+from mcp_server_guard.paths import readable
 from mcp_server_guard.serving.server import ToolOutput
 from mcp_server_guard.shell.egress import Denied
 from mcp_server_guard.shell.output import Progress
@@ -146,9 +147,11 @@ class ShellResult(ToolOutput):
         return _links(self)
 
     def to_text(self) -> str:
-        parts = [self.stdout]
+        # The text block is what a host prints: a command's escapes (colours, a cleared line, \r, a bidi override)
+        # are shown, not obeyed; structuredContent keeps the output as it was.
+        parts = [readable(self.stdout)]
         if self.stderr:
-            parts.append(f"[stderr]\n{self.stderr}")
+            parts.append(f"[stderr]\n{readable(self.stderr)}")
         if self.status == "running":
             parts.append(
                 f"[still running as background job {self.jobId} ({self.durationMs / 1000:.1f} s; "
