@@ -113,18 +113,22 @@ class GitLookups:
     the global hooks directories, each directory's git shape and its repository's hooks directories."""
 
     global_hooks: list[str] | None = None
+    global_included: list[str] = field(default_factory=list)  # files the user's global configs include
     git_dirs: dict[str, bool] = field(default_factory=dict)
     hooks: dict[str, list[str]] = field(default_factory=dict)  # work tree (or not one: []) -> its hooks dirs
+    included: dict[str, list[str]] = field(default_factory=dict)  # work tree -> the files its configs include
 
 
 def git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: GitLookups) -> str | None:
     """file_write and the judge of effects: whether ``real`` is a runnable entry of a git dir among its
     ancestors inside the roots, or lies in a directory git runs hooks from (``core.hooksPath``)."""
     if lookups.global_hooks is None:
-        lookups.global_hooks = _global_hooks_dirs(home)
+        lookups.global_hooks, lookups.global_included = _global_files(home)
     hooks = _hooks_rule(real, lookups.global_hooks)
     if hooks is not None:
         return hooks
+    if real in lookups.global_included:
+        return "a git config the user's global git config includes"
     directory = posixpath.dirname(real)
     while within_any(directory, roots):
         git_dir = lookups.git_dirs.get(directory)
@@ -139,11 +143,13 @@ def git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: GitLo
         repo_hooks = lookups.hooks.get(directory)
         if repo_hooks is None:
             dotgit = posixpath.join(directory, ".git")
-            repo_hooks = _repo_hooks_dirs(directory, home) if os.path.lexists(dotgit) else []
-            lookups.hooks[directory] = repo_hooks
+            repo_hooks, included = _repo_files(directory, home) if os.path.lexists(dotgit) else ([], [])
+            lookups.hooks[directory], lookups.included[directory] = repo_hooks, included
         hooks = _hooks_rule(real, repo_hooks)
         if hooks is not None:
             return hooks
+        if real in lookups.included.get(directory, ()):
+            return f"a git config the repository {directory} includes"
         parent = posixpath.dirname(directory)
         if parent == directory:
             break
@@ -188,9 +194,9 @@ def makes_git_dir(real: str, roots: Sequence[str]) -> str | None:
 # Threat: a repository (or the user's global config) names a hooks directory in the work tree (.githooks/,
 # scripts/git-hooks/); a command that writes a file there has it run by the user's next commit, outside the box.
 # The configs are the user's own (a command cannot add core.hooksPath: git configs are judged), read by git's own
-# parser, includes not followed (a hooksPath set through an include is not seen: docs/security.md says so).
+# parser, with the files they include (include.path, includeIf): those are protected like the config itself.
 
-_HOOKS_CACHE: dict[tuple[str, int, int, int, int], tuple[str, ...]] = {}
+_HOOKS_CACHE: dict[tuple[str, int, int, int, int], tuple[tuple[str, str], ...]] = {}
 _HOOKS_LOCK = threading.Lock()
 
 
@@ -201,8 +207,8 @@ def _hooks_rule(real: str, dirs: Iterable[str]) -> str | None:
     return None
 
 
-def _config_hooks_paths(path: str, *, follow: bool) -> tuple[str, ...]:
-    """The core.hooksPath values of the git config at ``path`` (none when it is missing, unreadable or not a
+def _config_entries(path: str, *, follow: bool) -> tuple[tuple[str, str], ...]:
+    """The entries of the git config at ``path`` as git reads them (none when it is missing, unreadable or not a
     regular file; never opened when it is not one), kept while the file keeps its identity."""
     try:
         st = os.stat(path, follow_symlinks=follow)
@@ -223,13 +229,45 @@ def _config_hooks_paths(path: str, *, follow: bool) -> tuple[str, ...]:
             os.close(fd)
     except OSError:
         return ()
-    entries = git_config_entries(data) or []
-    found = tuple(value for name, value in entries if name.lower() == "core.hookspath" and value)
+    found = tuple(git_config_entries(data) or [])
     with _HOOKS_LOCK:
         if len(_HOOKS_CACHE) > 256:
             _HOOKS_CACHE.clear()
         _HOOKS_CACHE[key] = found
     return found
+
+
+_MAX_INCLUDES = 32  # config files followed through include.path / includeIf at most, from one config
+
+
+def _with_includes(path: str, home: str | None, *, follow: bool) -> list[tuple[str, tuple[tuple[str, str], ...]]]:
+    """The config at ``path`` and every file it includes (``include.path``, ``includeIf.<condition>.path``, taken
+    whatever the condition: it may hold later), recursively, each as (absolute path, its entries). A relative
+    include is relative to the directory of the file that names it, as git takes it.
+
+    Threat: a repository whose config includes a file of the work tree (``[include] path = ../team.gitconfig``):
+    a command that appends ``core.fsmonitor`` or ``core.hooksPath`` there has the user's own git run it."""
+    found: list[tuple[str, tuple[tuple[str, str], ...]]] = []
+    todo = [(path, follow)]
+    seen: set[str] = set()
+    while todo and len(found) < _MAX_INCLUDES:
+        current, follow_it = todo.pop(0)
+        if current in seen:
+            continue
+        seen.add(current)
+        entries = _config_entries(current, follow=follow_it)
+        found.append((current, entries))
+        for name, value in entries:
+            lowered = name.lower()
+            if value and (
+                lowered == "include.path" or (lowered.startswith("includeif.") and lowered.endswith(".path"))
+            ):
+                todo.append((_expand(value, os.path.dirname(current), home), True))
+    return found
+
+
+def _hooks_paths(entries: Iterable[tuple[str, str]]) -> list[str]:
+    return [value for name, value in entries if name.lower() == "core.hookspath" and value]
 
 
 def _global_configs(home: str | None) -> list[str]:
@@ -248,15 +286,22 @@ def _expand(value: str, base: str, home: str | None) -> str:
     return os.path.realpath(os.path.join(base, value))  # as the paths it is compared with (no file opened)
 
 
-def _global_hooks_dirs(home: str | None) -> list[str]:
-    """The absolute hooks directories the user's global and system configs name (every repository's)."""
-    values = [v for path in _global_configs(home) for v in _config_hooks_paths(path, follow=True)]
-    return [_expand(v, "/", home) for v in values if v.startswith(("/", "~"))]
+def _global_files(home: str | None) -> tuple[list[str], list[str]]:
+    """The absolute hooks directories the user's global and system configs (and what they include) name, every
+    repository's; and the files they include."""
+    values: list[str] = []
+    included: list[str] = []
+    for path in _global_configs(home):
+        configs = _with_includes(path, home, follow=True)
+        values += [v for _file, entries in configs for v in _hooks_paths(entries)]
+        included += [file for file, _entries in configs[1:]]
+    return [_expand(v, "/", home) for v in values if v.startswith(("/", "~"))], included
 
 
-def _repo_hooks_dirs(work_tree: str, home: str | None) -> list[str]:
-    """The hooks directories of the repository whose work tree is ``work_tree``: its own config's, and the
-    global ones relative to it (git takes a relative core.hooksPath from the top of the work tree)."""
+def _repo_files(work_tree: str, home: str | None) -> tuple[list[str], list[str]]:
+    """The hooks directories of the repository whose work tree is ``work_tree`` — its own configs' (and what they
+    include), and the global ones relative to it (git takes a relative core.hooksPath from the top of the work
+    tree) — and the files its configs include."""
     dotgit = os.path.join(work_tree, ".git")
     git_dir = dotgit
     with contextlib.suppress(OSError, ValueError):
@@ -268,5 +313,14 @@ def _repo_hooks_dirs(work_tree: str, home: str | None) -> list[str]:
             configs.append(
                 (os.path.join(read_pointer(os.path.join(git_dir, "commondir"), gitfile=False), "config"), False)
             )
+    configs.append((os.path.join(git_dir, "config.worktree"), False))
+    own = len(configs)
     configs += [(path, True) for path in _global_configs(home)]
-    return [_expand(v, work_tree, home) for path, follow in configs for v in _config_hooks_paths(path, follow=follow)]
+    hooks: list[str] = []
+    included: list[str] = []
+    for index, (path, follow) in enumerate(configs):
+        files = _with_includes(path, home, follow=follow)
+        hooks += [_expand(v, work_tree, home) for _file, entries in files for v in _hooks_paths(entries)]
+        if index < own:
+            included += [file for file, _entries in files[1:]]
+    return hooks, included
