@@ -646,7 +646,7 @@ def recover(history: HistoryStore, roots: Sequence[str], areas: Sequence[str]) -
                 path.unlink(missing_ok=True)
                 continue
             plan, baseline = Plan.of(replay.plan)
-            outside = _outside(plan, roots, areas)
+            outside = _outside(plan, roots, areas) or _untrusted(history, plan)
             if outside:
                 log.warning("left the apply journal %s for another server: %s", path, outside)
                 continue
@@ -666,6 +666,37 @@ def recover(history: HistoryStore, roots: Sequence[str], areas: Sequence[str]) -
             if journal is not None:
                 os.close(fd)
     return finished
+
+
+_KINDS = frozenset({"tree", "place", "copy", *APPLY_STEPS, *UNDO_STEPS})
+_PUTS_BACK = frozenset({"restore", "swap"})
+
+
+def _untrusted(history: HistoryStore, plan: Plan) -> str:
+    """Why a journal's plan is not one of ours ("" when every step checks out): a step kind no run makes, an
+    entry that is no history id, or a step that would put back a history entry kept from another path or for
+    another call than the one it says it undoes.
+
+    Threat: a journal forged where a command can write (a state directory inside another server's root) that
+    has the next start "finish" it: plant a file through a made-up step, or put some entry's bytes (a hook kept
+    earlier) at a path of the forger's choice."""
+    undone = str(plan.what.get("undoes", ""))
+    for op in plan.ops:
+        if op.kind not in _KINDS:
+            return f"a step of kind {op.kind!r}"
+        record = op.record
+        for entry in (op.entry, record.before if record is not None else ""):
+            if entry and not history.is_id(entry):
+                return f"a step naming {entry!r} as a history entry"
+        if op.kind in _PUTS_BACK and record is not None and record.before:
+            try:
+                kept = history.metadata(record.before)
+            except HistoryError:
+                continue  # gone already: the step finds it put back, or fails on its own
+            absolute = posixpath.join(op.root, op.path) if op.path != ROOT else op.root
+            if kept.path != absolute or (undone and kept.audit_id not in (undone, plan.audit_id)):
+                return f"a step putting back {record.before} (kept from {kept.path}) at {absolute}"
+    return ""
 
 
 def _outside(plan: Plan, roots: Sequence[str], areas: Sequence[str]) -> str:

@@ -1,0 +1,63 @@
+"""A journal is trusted only as far as it checks out: a start finishes a dead server's run only when every step is
+a kind a run makes, every entry is a history id, and every entry it puts back was kept from that very path (for
+the call it says it undoes). A journal forged where a command could write is left alone, nothing changed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mcp_server_guard.changes.apply import Applier, recover
+from mcp_server_guard.changes.plan import JOURNALS, Applied, Op, Plan
+from mcp_server_guard.files.history import HistoryStore
+from support.copies import Copy, overlays_work
+from support.fidelity import differences, snapshot
+
+pytestmark = pytest.mark.skipif(not overlays_work(), reason="no user namespaces for an overlay here")
+
+
+def forged(store: HistoryStore, plan: Plan) -> Path:
+    journal = store.directory / JOURNALS / f"apply-{plan.audit_id}.json"
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    journal.write_text(json.dumps(plan.json({})) + "\n")
+    return journal
+
+
+@pytest.fixture
+def kept(tmp_path: Path) -> tuple[Copy, HistoryStore, str]:
+    """A project whose hooks-like script was replaced by a call: its old bytes are a history entry."""
+    copy = Copy(tmp_path)
+    (copy.root / "run.sh").write_text("echo planted by a forged journal\n")
+    store = HistoryStore(tmp_path / "history", 1 << 30)
+    Applier(store).apply([copy.run("echo harmless > run.sh")], "a00000000001", copy.started)
+    entry = str(store.calls.read("a00000000001")["changes"][0]["before"])
+    return copy, store, entry
+
+
+def test_attack_forged_journal_putting_an_entry_back_at_another_path_is_left_alone(
+    kept: tuple[Copy, HistoryStore, str],
+) -> None:
+    copy, store, entry = kept
+    before = snapshot(copy.root)
+    target = copy.root / "elsewhere.sh"
+    record = Applied(str(target), "delete", "file", before=entry)
+    plan = Plan("b00000000001", 0, (Op("restore", str(copy.root), "elsewhere.sh", record=record),),
+                {"tool": "undo", "undoes": "a00000000001"})  # fmt: skip
+    journal = forged(store, plan)
+    assert recover(store, [str(copy.root)], []) == 0
+    assert differences(before, snapshot(copy.root)) == [] and journal.exists()
+
+
+def test_attack_forged_journal_with_a_made_up_step_or_entry_is_left_alone(
+    kept: tuple[Copy, HistoryStore, str],
+) -> None:
+    copy, store, entry = kept
+    before = snapshot(copy.root)
+    made_up = Plan("b00000000002", 0, (Op("plant", str(copy.root), "x.sh", entry=entry),), {})
+    traversal = Plan("b00000000003", 0, (Op("remove", str(copy.root), "run.sh", entry="../../outside"),), {})
+    for plan in (made_up, traversal):
+        forged(store, plan)
+    assert recover(store, [str(copy.root)], []) == 0
+    assert differences(before, snapshot(copy.root)) == []
