@@ -130,3 +130,31 @@ def test_a_big_undo_never_evicts_what_it_restores(tmp_path: Path) -> None:
     Applier(store).undo("a00000000001", "b00000000001", [str(copy.root)])
     assert differences(before, snapshot(copy.root)) == []
     assert len(os.listdir(copy.root)) == 6
+
+
+def test_a_long_run_under_the_tree_lock_lets_another_writer_in_within_its_bound(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from mcp_server_guard.files.treelock import breathe, tree_lock
+
+    device = [os.stat(tmp_path).st_dev]
+    entered = threading.Event()
+    waited: list[float] = []
+
+    def other_server() -> None:
+        entered.wait(10)
+        started = time.monotonic()
+        with tree_lock(device, wait_s=5):  # another writer's bound: it must get in well within it
+            waited.append(time.monotonic() - started)
+
+    other = threading.Thread(target=other_server)
+    other.start()
+    with tree_lock(device):
+        entered.set()
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:  # a 3 s run, step after step
+            breathe(every_s=0.2)
+            time.sleep(0.01)
+    other.join(10)
+    assert waited and waited[0] < 1.5, waited

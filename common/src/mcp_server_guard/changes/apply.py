@@ -64,7 +64,7 @@ from mcp_server_guard.changes.steps import APPLY_STEPS, Run, copy_step, place, v
 from mcp_server_guard.changes.xattrs import at, seen
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.reading import sha256_fd
-from mcp_server_guard.files.treelock import TreeBusy, tree_lock
+from mcp_server_guard.files.treelock import TreeBusy, breathe, tree_lock
 from mcp_server_guard.paths import within_any
 
 # now_ns: changes.nofollow's, kept importable here
@@ -295,6 +295,12 @@ class Applier:
             steps.append((op, records))
             outcome.applied += records
             outcome.conflicts += conflicts
+            try:
+                breathe()  # a long run lets other servers' writers in now and then
+            except TreeBusy as exc:
+                if back:
+                    raise
+                raise _Failed(str(exc)) from None
 
     def _reverse(self, plan: Plan, steps: Sequence[tuple[Op, list[Applied]]], roots: Sequence[str]) -> Plan:
         """The plan that puts back what ``steps`` of ``plan`` did, last first. A pre-image an undo had put back goes
