@@ -785,3 +785,21 @@ def test_an_area_a_command_made_a_symlink_stops_the_call_rather_than_being_maske
         (root / ".mcp-guard").unlink()
         (root / ".mcp-guard").mkdir()
         assert own_areas([str(root)]) == [str(root / ".mcp-guard")]
+
+
+async def test_attack_refused_bytes_in_held_change_sets_count_against_the_held_bound(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Held sets keep their whole copy (refused files too): those bytes count, so two sets that each keep 3 MB of
+    refused data are not both kept under a 4 MB bound."""
+    victim(workspace, 30)
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[effects]\nheld_max_bytes = 4000000\n")
+    big = "head -c 3000000 /dev/zero > .vscode/big.bin"
+    async with serve(SX, workspace, "--policy", str(policy), mode="auto", elicitation_callback=Person(True)) as client:
+        first = await sh(client, f"mkdir -p .vscode && {big}; rm -rf victim/d1")
+        second = await sh(client, f"mkdir -p .vscode && {big}; rm -rf victim/d2")
+        assert first["transaction"] == second["transaction"] == "held", (first, second)
+        with anyio.fail_after(60):
+            again = await client.call_tool("shell_exec", {"command": "", "applyChanges": first["pendingChanges"]["id"]})
+    assert again.is_error and error_of(again)["code"] == "CHANGES_NOT_FOUND", again

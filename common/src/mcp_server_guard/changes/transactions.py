@@ -33,7 +33,7 @@ import anyio.to_thread
 
 from mcp_server_guard.changes.apply import Applier, NotApplied
 from mcp_server_guard.changes.area import AREA_IN_ROOT, CopyArea
-from mcp_server_guard.changes.changeset import MAX_ENTRIES, ChangeSet
+from mcp_server_guard.changes.changeset import MAX_ENTRIES, ChangeSet, walk_real
 from mcp_server_guard.changes.effects import Counts, Judgement, judge
 from mcp_server_guard.changes.escapes import Escapes
 from mcp_server_guard.changes.plan import Conflict, Outcome
@@ -96,6 +96,27 @@ def _tree_locked(sets: Sequence[ChangeSet]) -> Iterator[None]:
             yield
     except TreeBusy as exc:
         raise _Unjudged(str(exc)) from None
+
+
+def _kept_bytes(sets: Sequence[ChangeSet], limit: int) -> int:
+    """The disk the upper layers of ``sets`` take (walked by descriptor, no link followed), counted up to just
+    past ``limit``."""
+    total = 0
+    for changes in sets:
+        try:
+            fd = os.open(changes.upper, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            for _path, st in walk_real(fd, "", [MAX_ENTRIES], ours=True):
+                total += st.st_blocks * 512
+                if total > limit:
+                    return total
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return total
 
 
 def _mounted(path: str) -> tuple[int, int] | None:
@@ -349,7 +370,7 @@ class Transactions:
         settled.asked = judgement.question
         answer = await ask(judgement.question) if ask is not None else None
         if answer is None and ask is None and hold:
-            held = self._hold(name, audit_id, started_ns, shown, judgement)
+            held = self._hold(name, audit_id, started_ns, shown, judgement, sets)
             settled.transaction, settled.held = "held", held.id
             return settled
         if answer is not True:
@@ -530,7 +551,9 @@ class Transactions:
 
     # -- held change sets --------------------------------------------------------------------------
 
-    def _hold(self, name: str, audit_id: str, started_ns: int, shown: str, judgement: Judgement) -> Held:
+    def _hold(
+        self, name: str, audit_id: str, started_ns: int, shown: str, judgement: Judgement, sets: Sequence[ChangeSet]
+    ) -> Held:
         held = Held(
             id=f"c{secrets.token_hex(4)}",
             name=name,
@@ -540,7 +563,8 @@ class Transactions:
             question=judgement.question,
             asks=list(judgement.asks),
             summary=judgement.summary,
-            bytes=judgement.counts.bytes,
+            # Every byte the held copy keeps on disk (refused files, moved ones and all), not only what would land.
+            bytes=max(judgement.counts.bytes, _kept_bytes(sets, self.policy.held_max_bytes)),
             expires=time.monotonic() + self.policy.held_seconds,
         )
         with self._lock:
