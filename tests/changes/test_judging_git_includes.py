@@ -55,3 +55,16 @@ async def test_attack_file_write_to_an_included_config_is_refused(workspace: Pat
     assert wrote.is_error and error_of(wrote)["code"] == "PROTECTED_PATH", wrote
     assert not other.is_error
     assert "fsmonitor" not in (workspace / "team.gitconfig").read_text()
+
+
+@pytest.mark.anyio
+async def test_attack_file_write_to_a_submodules_config_is_refused_whatever_the_git_dir_looks_like(
+    workspace: Path,
+) -> None:
+    (workspace / ".git" / "modules" / "sub").mkdir(parents=True)  # no HEAD, objects or refs yet: git's all the same
+    async with serve("mcp-server-file-write", workspace) as client:
+        wrote = await client.call_tool(
+            "file_write", {"path": ".git/modules/sub/config", "content": "[core]\n\tfsmonitor = touch ran\n"}
+        )
+    assert wrote.is_error and error_of(wrote)["code"] == "PROTECTED_PATH", wrote
+    assert not (workspace / ".git" / "modules" / "sub" / "config").exists()

@@ -129,6 +129,14 @@ def git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: GitLo
         return hooks
     if real in lookups.global_included:
         return "a git config the user's global git config includes"
+    # Anything below a directory named .git is judged as git's own, whatever its shape now and wherever the roots
+    # begin (an allowed directory inside .git/modules sees no git dir above it; git will).
+    parts = real.split("/")
+    if ".git" in parts[:-1]:
+        at = len(parts) - 1 - parts[::-1].index(".git")
+        rel = "/".join(parts[at + 1 :])
+        if git_runnable(rel):
+            return f"git's own '{rel}' (in {'/'.join(parts[: at + 1])})"
     directory = posixpath.dirname(real)
     while within_any(directory, roots):
         git_dir = lookups.git_dirs.get(directory)
