@@ -337,6 +337,25 @@ async def test_a_job_rewriting_its_git_config_between_looks_never_gets_a_program
     assert b"fsmonitor" not in (workspace / ".git" / "config").read_bytes()
 
 
+async def test_attack_job_swapping_the_bytes_of_a_moved_file_between_looks_never_has_its_old_name_deleted(
+    workspace: Path,
+) -> None:
+    # The job renames keep.txt (work git has no copy of: deleting it asks), then swaps the new name's bytes between
+    # the original and junk as fast as it can: a look that judged a move (same bytes, so no question) must not
+    # delete keep.txt and copy junk. Moves wait for the job's end.
+    assert git(workspace, "init", "-q").returncode == 0
+    (workspace / "keep.txt").write_text("the user's own words\n" * 50)
+    (workspace / "junk").write_text("junk\n" * 200)
+    swap = ("cp keep.txt orig && mv keep.txt moved.txt && while true; do cp junk m1 && mv m1 moved.txt; "
+            "cp orig m2 && mv m2 moved.txt; done")  # fmt: skip
+    async with serve(SX, workspace) as client:
+        started = await sh(client, swap, yieldAfterSeconds=0.2)
+        for _ in range(12):
+            await sh(client, "", jobId=started["jobId"], yieldAfterSeconds=0.1)
+            assert (workspace / "keep.txt").read_text() == "the user's own words\n" * 50
+        await sh(client, "", jobId=started["jobId"], signal="KILL")
+
+
 async def test_a_job_that_ends_on_its_own_has_its_changes_applied_and_named_for_undo(workspace: Path) -> None:
     async with serve(SX, workspace) as client:
         started = await sh(client, "sleep 0.5; echo built > out.txt", yieldAfterSeconds=0.1)

@@ -76,6 +76,9 @@ class Judgement:
     # (root, path) allowed for what is in them (git configs, pointers): a running job's copy may change them
     # between the judgement and a copy, so they are applied only once it has ended
     by_content: set[tuple[str, str]] = field(default_factory=set)
+    # (root, path) of both ends of each move the judgement recognised by the bytes (a file deleted here and the
+    # same bytes created there): a running job's look leaves them for its end, when those bytes no longer change
+    moved: set[tuple[str, str]] = field(default_factory=set)
     asks: list[str] = field(default_factory=list)  # each reason a person must agree first, in words
     counts: Counts = field(default_factory=Counts)
     summary: str = ""  # what the change set does, in one line
@@ -211,6 +214,7 @@ def judge(
     granted = _modes(sets, protection, roots, scratch, judgement)
     pairs = _moves(sets, judgement.refused)
     moves = {end for pair in pairs for end in pair}
+    judgement.moved = set(moves)
     # Threat: a tree moved into a build or cache directory, then deleted there with no question.
     kept_out = {old for old, new in pairs if scratch.name(new[1]) and not scratch.name(old[1])}
     summary, counts = summary_line(sets, judgement.refused, moves)

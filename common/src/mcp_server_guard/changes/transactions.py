@@ -416,9 +416,10 @@ class Transactions:
                 judgement = self.judge(sets, roots)
                 if judgement.asks:
                     return judgement, None
-                # Threat: the job rewrites a config or pointer between this judgement and the copy; what is judged
+                # Threat: the job rewrites a config or pointer between this judgement and the copy — or the bytes
+                # of a file judged a move (so its old name would go unasked, and other bytes land): what is judged
                 # by its content waits for the job's end, when the copy no longer changes.
-                skip = frozenset(judgement.refused) | frozenset(judgement.by_content)
+                skip = frozenset(judgement.refused) | frozenset(judgement.by_content) | frozenset(judgement.moved)
                 live = self.applier.apply(
                     sets, audit_id, started_ns, skip=skip, what=what, live=True, baseline=baseline
                 )
