@@ -231,9 +231,11 @@ class Applier:
                         faults.point("rollback")
                         journal.rollback(back, why)
                 if back is not None:
-                    # Going back: what could not be put back stays recorded (an undo finds it), and is said.
+                    # Going back: what could not be put back stays recorded (an undo finds it), and is said. The run's
+                    # own paths are looked at too: a name a failed step left in place is still a name of its file.
+                    touched = [posixpath.join(op.root, op.path) if op.path != ROOT else op.root for op in plan.ops]
                     outcome = self._back(Plan.of(back)[0], replay.back_done if replay is not None else {}, journal,
-                                         roots)  # fmt: skip
+                                         roots, touched)  # fmt: skip
                 for fd in roots.values():
                     syncfs(fd)
                 outcome.applied = [_settled(record, roots) for record in outcome.applied]
@@ -316,14 +318,16 @@ class Applier:
         return Plan(undid or plan.audit_id, now_ns(), tuple([op for op in ops if op.kind != "untimes"] + times),
                     {"back": plan.audit_id})  # fmt: skip
 
-    def _back(self, back: Plan, done: Done, journal: Journal, roots: dict[str, int]) -> Outcome:
+    def _back(
+        self, back: Plan, done: Done, journal: Journal, roots: dict[str, int], touched: Sequence[str] = ()
+    ) -> Outcome:
         """Go back (``back``: made by _reverse; ``done``: its steps done before a crash). Returns what is left: the
         records whose reversal failed (still in force: recorded for undo) and why each failed."""
         for root in dict.fromkeys(op.root for op in back.ops):
             if root not in roots:
                 roots[root] = os.open(root, DIR)
         records = [op.record for op in back.ops if op.record is not None]
-        run = Run(back.audit_id, back.started_ns, {}, names=_names(records, list(roots)), replay=bool(done))
+        run = Run(back.audit_id, back.started_ns, {}, names=_names(records, list(roots), touched), replay=bool(done))
         run.groups = {r.group for r in records if r.group}
         steps: list[tuple[Op, list[Applied]]] = []
         went = Outcome()
@@ -490,11 +494,15 @@ def _settled(record: Applied, roots: dict[str, int]) -> Applied:
     return record
 
 
-def _names(records: Sequence[Applied], roots: Sequence[str]) -> dict[tuple[int, int], list[str]]:
-    """The files a call's records name, by inode, with those names (as they are now): an undo that takes one name of
-    a file away notes another that stays, and one that restores a name of an inode still here links it."""
+def _names(
+    records: Sequence[Applied], roots: Sequence[str], others: Sequence[str] = ()
+) -> dict[tuple[int, int], list[str]]:
+    """The files a call's records name (and ``others``: the paths of a run being rolled back), by inode, with those
+    names (as they are now): an undo that takes one name of a file away notes another that stays, and one that
+    restores a name of an inode still here links it."""
     names: dict[tuple[int, int], list[str]] = {}
-    for path in dict.fromkeys(p for r in records for p in (r.path, r.stays, r.link, r.moved_from) if p):
+    paths = [p for r in records for p in (r.path, r.stays, r.link, r.moved_from) if p]
+    for path in dict.fromkeys([*paths, *others]):
         root = _root_of(path, roots)
         if root is None or path == root:
             continue
@@ -708,6 +716,10 @@ def _untrusted(history: HistoryStore, plan: Plan) -> str:
 def _outside(plan: Plan, roots: Sequence[str], areas: Sequence[str]) -> str:
     """Why a journal's plan is not this server's to finish ("" when every step is inside its places)."""
     for op in plan.ops:
+        # Threat: a root or copy spelt with ``..`` (``<root>/../outside``) passes a test by string prefix.
+        for where in (op.root, op.upper):
+            if where and (posixpath.normpath(where) != where or ".." in where.split("/")):
+                return f"a step in {where!r}, not a plain absolute path"
         if not op.root.startswith("/") or not within_any(op.root, roots):
             return f"a step in {op.root!r}, outside {', '.join(roots)}"
         for rel in (op.path, op.change.link if op.change else "", op.change.moved_from if op.change else ""):

@@ -63,6 +63,7 @@ _MAX_JOURNAL_PLAN = 16 << 20  # bytes of a journal's plan line read at most
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
 _SLACK = 1 << 20  # bytes a call's records and metadata take besides its pre-images, at least
+_ENTRY_DISK = 3 * 4096  # disk one entry takes besides its bytes, at most: its data's last block, metadata, record
 
 
 def _size(nbytes: int) -> str:
@@ -117,6 +118,7 @@ class HistoryStore:
         self._owned: OwnedDir | None = None
         self._owned_lock = threading.Lock()
         self._running: dict[str, int] = {}  # calls of this process keeping pre-images now: never evicted
+        self._notes: dict[str, int] = {}  # entries noted in flight by this process, and how many times
         self.calls = CallRecords(directory / CALLS, self._grew)
 
     def _ensure(self) -> None:
@@ -124,17 +126,29 @@ class HistoryStore:
 
     @contextlib.contextmanager
     def _in_flight(self, entry_id: str) -> Iterator[None]:
-        """While ``entry_id`` gets its data and metadata, a note in this server's own directory says so: a data
-        file without metadata and without a live server's note is an orphan (see the module's docstring)."""
+        """While ``entry_id`` gets its data and metadata (or, :meth:`pinned`, until what it was kept for is done),
+        a note in this server's own directory says so: a data file without metadata and without a live server's
+        note is an orphan (see the module's docstring), and no server evicts a noted entry."""
         with self._owned_lock:
             if self._owned is None:
                 self._owned = OwnedDir(self.directory / OWNERS)
             note = self._owned.path / entry_id
-        note.touch(mode=0o600)
+            self._notes[entry_id] = self._notes.get(entry_id, 0) + 1
+            note.touch(mode=0o600)
         try:
             yield
         finally:
-            note.unlink(missing_ok=True)
+            with self._owned_lock:
+                left = self._notes.pop(entry_id) - 1
+                if left:
+                    self._notes[entry_id] = left
+                else:
+                    note.unlink(missing_ok=True)
+
+    def pinned(self, entry_id: str) -> contextlib.AbstractContextManager[None]:
+        """Keep ``entry_id`` from every server's eviction until the change it was kept for has landed (a file_write
+        between its backup and its rename)."""
+        return self._in_flight(entry_id)
 
     def close(self) -> None:
         """At exit: nothing of ours is in flight any more; our notes go with our lock."""
@@ -267,9 +281,13 @@ class HistoryStore:
         if count > self.max_entries:
             return (f"it would keep {count} previous versions of files, more than the history's bound of "
                     f"{self.max_entries} entries (history_max_entries)")  # fmt: skip
-        if nbytes > self.max_bytes:
-            return (f"it would keep {_size(nbytes)} of previous contents, more than the history's bound of "
-                    f"{_size(self.max_bytes)} (history_max_bytes)")  # fmt: skip
+        # What the store measures is disk: each entry's data rounded up to blocks, its metadata file, its line in
+        # the call's record — counted here the same way, so that a call let through is never over the bound alone.
+        disk = nbytes + count * _ENTRY_DISK
+        if disk > self.max_bytes:
+            return (f"it would keep {_size(nbytes)} of previous contents in {count} entries ({_size(disk)} of "
+                    f"disk with their metadata), more than the history's bound of {_size(self.max_bytes)} "
+                    "(history_max_bytes)")  # fmt: skip
         if copied:
             self._ensure()
             fs = os.statvfs(self.directory)
@@ -599,30 +617,54 @@ class HistoryStore:
         spared = self._in_flight_anywhere() | needed_by_journals(self.directory / _APPLY_JOURNALS)
         with self._owned_lock:
             running = set(self._running)
-        for call, ids in self._calls_oldest_first(scan):
+        groups = self._calls_oldest_first(scan)
+        for calls, ids in groups[:-1]:  # never the newest: the call that just kept them (it fitted the bounds alone)
             if total <= max_bytes and count <= max_entries:
                 break
-            if call in running or spared.intersection(ids):
+            if running.intersection(calls) or spared.intersection(ids):
                 continue
             for entry_id in ids:
                 self._remove(entry_id)
                 total -= scan.pop(entry_id).usage
                 count -= 1
-            if AUDIT_ID.match(call):
-                total -= self.calls.evict(call)
+            for call in calls:
+                if AUDIT_ID.match(call):
+                    total -= self.calls.evict(call)
         self._total, self._count = total, count
 
-    def _calls_oldest_first(self, scan: dict[str, _Files]) -> list[tuple[str, list[str]]]:
-        """The entries of ``scan`` by the call that kept them (an entry of no call is one of its own), the call
-        whose first entry is oldest first."""
-        calls: dict[str, list[str]] = {}
+    def _calls_oldest_first(self, scan: dict[str, _Files]) -> list[tuple[list[str], list[str]]]:
+        """The entries of ``scan`` by the calls that need them, the group whose first entry is oldest first: the call
+        that kept an entry (an entry of no call is one of its own) and every call whose record names it — a redo
+        keeps the pre-images of the call it redoes under their old ids, so those calls go together, or not at all."""
+        owner: dict[str, str] = {}
         for entry_id in sorted(scan):
             try:
-                call = self._metadata(entry_id).audit_id or entry_id
+                owner[entry_id] = self._metadata(entry_id).audit_id or entry_id
             except HistoryError:
-                call = entry_id  # broken metadata: it goes on its own
-            calls.setdefault(call, []).append(entry_id)
-        return list(calls.items())
+                owner[entry_id] = entry_id  # broken metadata: it goes on its own
+        joined: dict[str, str] = {}
+
+        def top(call: str) -> str:
+            while joined.get(call, call) != call:
+                call = joined[call]
+            return call
+
+        members = set(owner.values())
+        for record in self.calls.all():
+            call = str(record.get("audit_id", ""))
+            for change in record.get("changes", []):
+                entry = str(change.get("before", "")) if isinstance(change, dict) else ""
+                if entry in owner:
+                    members.add(call)
+                    if top(owner[entry]) != top(call):
+                        joined[top(owner[entry])] = top(call)
+        groups: dict[str, tuple[list[str], list[str]]] = {}
+        for entry_id, call in owner.items():
+            groups.setdefault(top(call), ([], []))[1].append(entry_id)
+        for call in sorted(members):
+            if top(call) in groups:
+                groups[top(call)][0].append(call)  # every call whose record names one of the group's entries
+        return sorted(groups.values(), key=lambda group: min(group[1]))
 
     def usage(self) -> tuple[int, int]:
         """(bytes, entries) the store uses on disk now, orphans included."""

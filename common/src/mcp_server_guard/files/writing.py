@@ -418,29 +418,50 @@ class Writer:
                 current = sha256_fd(old)
                 if current != expected_sha256.lower():
                     raise self._conflict(located, current)
-            backup = self._save_previous(old, located, dirfd, name, st)
-            fcntl.flock(old, fcntl.LOCK_UN)
-            with self._temp(located, dirfd, data, st.st_mode & 0o0666) as tmp:
-                try:
-                    with self._landing(located, dirfd, name, deadline):
-                        self._lock(old, located, deadline)
-                        if not self._still(dirfd, name, st, exact=True):
-                            self.history.forget(backup.id)  # changed since it was copied: decide again
-                            return None
-                        record = self._record(located, dirfd, tmp, name, "modify", backup.id, digest)
-                        faults.point(f"write {name}")
-                        try:
-                            os.rename(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
-                        except OSError:
-                            self._drop_record(record)
-                            raise
-                except OSError as exc:
-                    raise self._write_error(exc, located) from None
-            os.fsync(dirfd)
-            self._complete_record(record)
+            entry_id = self.history.new_id()
+            # Pinned until the write has landed: no server's eviction takes the backup before the rename.
+            with self.history.pinned(entry_id):
+                backup = self._save_previous(old, located, dirfd, name, st, entry_id)
+                fcntl.flock(old, fcntl.LOCK_UN)
+                if not self._land(located, dirfd, name, data, digest, st, old, backup, deadline):
+                    return None
         finally:
             os.close(old)
         return WriteOutcome(self.jail.display(located), len(data), digest, False, backup.id)
+
+    def _land(
+        self,
+        located: Located,
+        dirfd: int,
+        name: str,
+        data: bytes,
+        digest: str,
+        st: os.stat_result,
+        old: int,
+        backup: HistoryEntry,
+        deadline: float,
+    ) -> bool:
+        """The new content takes the name, the file still as its backup was copied (False: it changed meanwhile,
+        decide again)."""
+        with self._temp(located, dirfd, data, st.st_mode & 0o0666) as tmp:
+            try:
+                with self._landing(located, dirfd, name, deadline):
+                    self._lock(old, located, deadline)
+                    if not self._still(dirfd, name, st, exact=True):
+                        self.history.forget(backup.id)  # changed since it was copied: decide again
+                        return False
+                    record = self._record(located, dirfd, tmp, name, "modify", backup.id, digest)
+                    faults.point(f"write {name}")
+                    try:
+                        os.rename(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+                    except OSError:
+                        self._drop_record(record)
+                        raise
+            except OSError as exc:
+                raise self._write_error(exc, located) from None
+        os.fsync(dirfd)
+        self._complete_record(record)
+        return True
 
     @staticmethod
     def _still(dirfd: int, name: str, st: os.stat_result, *, exact: bool = False) -> bool:
@@ -493,7 +514,9 @@ class Writer:
             with contextlib.suppress(OSError):
                 (self.history.directory / CALLS / f"{written[0]}.json").unlink()
 
-    def _save_previous(self, old: int, located: Located, dirfd: int, name: str, st: os.stat_result) -> HistoryEntry:
+    def _save_previous(
+        self, old: int, located: Located, dirfd: int, name: str, st: os.stat_result, entry_id: str
+    ) -> HistoryEntry:
         try:
             record = audit.current()
             return self.history.save(
@@ -501,6 +524,7 @@ class Writer:
                 posixpath.join(self.jail.real_path_of(dirfd), name),
                 st.st_mode,
                 audit_id=record.audit_id if record is not None else "",
+                entry_id=entry_id,
             )
         except NoRoom as exc:
             raise ResourceError(
