@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server_guard.changes.apply import Applier, recover
+from mcp_server_guard.changes.apply import Applier
 from mcp_server_guard.changes.plan import JOURNALS, Applied, Op, Plan
+from mcp_server_guard.changes.recovery import recover
 from mcp_server_guard.files.history import HistoryStore
 from support.copies import Copy, overlays_work
 from support.fidelity import differences, snapshot

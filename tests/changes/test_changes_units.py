@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server_guard.changes.apply import Applier, UndoConflict, recover
+from mcp_server_guard.changes.apply import Applier, UndoConflict
 from mcp_server_guard.changes.changeset import MAX_DEPTH, ChangeSet, TooDeep
 from mcp_server_guard.changes.effects import judge
+from mcp_server_guard.changes.recovery import recover
 from mcp_server_guard.files.history import HistoryStore
 from mcp_server_guard.files.trees import remove_tree
 from mcp_server_guard.policy import load_policy

@@ -21,7 +21,8 @@ import pytest
 
 from mcp_server_guard import faults
 from mcp_server_guard.audit import new_audit_id
-from mcp_server_guard.changes.apply import Applier, NotApplied, recover
+from mcp_server_guard.changes.apply import Applier, NotApplied
+from mcp_server_guard.changes.recovery import recover
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from support.copies import Copy, overlays_work
 from support.fidelity import Tree, differences, snapshot

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from mcp_server_guard.changes.apply import Applier, UndoConflict, recover
+    from mcp_server_guard.changes.apply import Applier, UndoConflict
     from mcp_server_guard.changes.area import CopyArea, possible_areas
     from mcp_server_guard.changes.changeset import Change, ChangeSet
     from mcp_server_guard.changes.effects import Judgement, judge
     from mcp_server_guard.changes.nofollow import now_ns
+    from mcp_server_guard.changes.recovery import recover
     from mcp_server_guard.changes.transactions import Held, Settled, Transactions
 from mcp_server_guard.changes.upper import read_upper
 
@@ -38,7 +39,7 @@ _EXPORTS = {
     "judge": "effects",
     "now_ns": "nofollow",
     "read_upper": "upper",
-    "recover": "apply",
+    "recover": "recovery",
 }
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 

@@ -350,7 +350,7 @@ def _guarded(trees: Trees, change: Change, protection: Protection, roots: Sequen
     protected paths lie in, or anything of a git dir."""
     absolute = posixpath.join(trees.changes.root, change.path)
     parts = change.path.split("/")
-    if ".git" in parts or parts[-1] in _GIT_NAMES or parts[-1] in _BY_CONTENT:
+    if ".git" in parts or (change.kind != "dir" and (parts[-1] in _GIT_NAMES or parts[-1] in _BY_CONTENT)):
         return f"{change.path} (git's own)"
     probes = [change.path, absolute]
     if change.kind == "dir":

@@ -531,7 +531,8 @@ class Transactions:
                 absolute = os.path.join(changes.root, change.path)
                 why = judgement.refused.get((changes.root, change.path))
                 if why is not None:
-                    if not change.top or (changes.root, change.top) not in judgement.refused:
+                    top_why = judgement.refused.get((changes.root, change.top)) if change.top else None
+                    if top_why is None or why != top_why:  # listed, unless refused only as part of its tree
                         refused.append((self.display(absolute), printable(why)))
                     continue
                 if change.top or (change.kind == "dir" and change.action != "delete" and not change.opaque):

@@ -1,0 +1,134 @@
+"""Finishing what a dead server left half done: at start-up (``shell_exec``) and before an undo (``mcp-guard
+undo``), every apply or undo journal in the history store whose server is gone is finished — or gone back over,
+when it was going back — provided it checks out: every step inside this server's directories, taking files only
+from its copies, of a kind a run makes, naming only history ids, and putting back only what was kept from that
+very path. A journal that does not check out is left alone (and said in the log).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import posixpath
+from collections.abc import Sequence
+
+from mcp_server_guard.changes.apply import Applier, NotApplied
+from mcp_server_guard.changes.changeset import ROOT
+from mcp_server_guard.changes.plan import JOURNALS, Journal, Plan, read_journal
+from mcp_server_guard.changes.revert import UNDO_STEPS
+from mcp_server_guard.changes.steps import APPLY_STEPS
+from mcp_server_guard.files.history import HistoryError, HistoryStore
+from mcp_server_guard.files.treelock import TreeBusy, tree_lock
+from mcp_server_guard.paths import within_any
+
+__all__ = ["recover"]
+
+log = logging.getLogger("mcp_server_guard.changes")
+
+
+def recover(history: HistoryStore, roots: Sequence[str], areas: Sequence[str]) -> int:
+    """At start-up: finish every apply a dead server left half done (its journal is not locked) whose every step
+    lies inside ``roots`` and takes its files from inside ``areas`` (the places this server's copies can be);
+    another's is left for a server of those directories. Returns how many were finished.
+
+    Threat: a journal someone forged (the history store is hidden from every tool; this is the second wall)
+    naming a root, a path or an upper directory elsewhere, to have the server place or remove files there."""
+    directory = history.directory / JOURNALS
+    finished = 0
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return 0
+    applier = Applier(history)
+    for name in names:
+        if not (name.startswith("apply-") and name.endswith(".json")):
+            continue
+        path = directory / name
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        journal: Journal | None = Journal(path, fd)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # its server is alive and applying
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                lines = fh.read().decode("utf-8", "surrogateescape").splitlines()
+            replay = read_journal(lines)
+            if replay.plan is None:
+                path.unlink(missing_ok=True)
+                continue
+            plan, baseline = Plan.of(replay.plan)
+            outside = _outside(plan, roots, areas) or _untrusted(history, plan)
+            if outside:
+                log.warning("left the apply journal %s for another server: %s", path, outside)
+                continue
+            # The same lock every writer takes: no live server's apply or write comes between these steps.
+            with tree_lock(os.stat(root).st_dev for root in {op.root for op in plan.ops}):
+                journal = None  # _run closes (and removes) it once the plan is finished
+                try:
+                    applier._run(plan, baseline, replay.done, Journal(path, fd), replay=replay)
+                    log.warning("finished the apply of call %s that a dead server left half done", plan.audit_id)
+                except NotApplied as exc:
+                    log.warning("went back over call %s that a dead server left half done: %s", plan.audit_id,
+                                exc.why)  # fmt: skip
+            finished += 1
+        except (OSError, ValueError, KeyError, TypeError, TreeBusy) as exc:
+            log.error("cannot finish the apply journal %s: %s", path, exc)
+        finally:
+            if journal is not None:
+                os.close(fd)
+    return finished
+
+
+_KINDS = frozenset({"tree", "place", "copy", *APPLY_STEPS, *UNDO_STEPS})
+_PUTS_BACK = frozenset({"restore", "swap"})
+
+
+def _untrusted(history: HistoryStore, plan: Plan) -> str:
+    """Why a journal's plan is not one of ours ("" when every step checks out): a step kind no run makes, an
+    entry that is no history id, or a step that would put back a history entry kept from another path or for
+    another call than the one it says it undoes.
+
+    Threat: a journal forged where a command can write (a state directory inside another server's root) that
+    has the next start "finish" it: plant a file through a made-up step, or put some entry's bytes (a hook kept
+    earlier) at a path of the forger's choice."""
+    undone = str(plan.what.get("undoes", ""))
+    for op in plan.ops:
+        if op.kind not in _KINDS:
+            return f"a step of kind {op.kind!r}"
+        record = op.record
+        for entry in (op.entry, record.before if record is not None else ""):
+            if entry and not history.is_id(entry):
+                return f"a step naming {entry!r} as a history entry"
+        if op.kind in _PUTS_BACK and record is not None and record.before:
+            try:
+                kept = history.metadata(record.before)
+            except HistoryError:
+                continue  # gone already: the step finds it put back, or fails on its own
+            absolute = posixpath.join(op.root, op.path) if op.path != ROOT else op.root
+            if kept.path != absolute or (undone and kept.audit_id not in (undone, plan.audit_id)):
+                return f"a step putting back {record.before} (kept from {kept.path}) at {absolute}"
+    return ""
+
+
+def _outside(plan: Plan, roots: Sequence[str], areas: Sequence[str]) -> str:
+    """Why a journal's plan is not this server's to finish ("" when every step is inside its places)."""
+    for op in plan.ops:
+        # Threat: a root or copy spelt with ``..`` (``<root>/../outside``) passes a test by string prefix.
+        for where in (op.root, op.upper):
+            if where and (posixpath.normpath(where) != where or ".." in where.split("/")):
+                return f"a step in {where!r}, not a plain absolute path"
+        if not op.root.startswith("/") or not within_any(op.root, roots):
+            return f"a step in {op.root!r}, outside {', '.join(roots)}"
+        for rel in (op.path, op.change.link if op.change else "", op.change.moved_from if op.change else ""):
+            if rel.startswith("/") or ".." in rel.split("/"):
+                return f"a step at {rel!r}"
+        if not op.path:
+            return "a step with no path"
+        if op.upper and not within_any(op.upper, areas):
+            return f"a step taking its files from {op.upper!r}"
+    return ""
