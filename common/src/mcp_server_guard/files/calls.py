@@ -15,7 +15,7 @@ import re
 import secrets
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from typing import Any
 from mcp_server_guard import faults
 from mcp_server_guard.files.kept import disk_usage, write_all
 
-__all__ = ["CALLS", "EVICTED", "CallRecords", "HistoryError", "needed_by_journals"]
+__all__ = ["CALLS", "EVICTED", "CallRecords", "HistoryError", "call_groups", "needed_by_journals"]
 
 CALLS = "calls"  # the records' directory, in the history store
 EVICTED = "evicted.jsonl"
@@ -199,3 +199,32 @@ def needed_by_journals(directory: Path) -> set[str]:
             finally:
                 os.close(fd)
     return needed
+
+
+def call_groups(owner: dict[str, str], records: Iterable[dict[str, Any]]) -> list[tuple[list[str], list[str]]]:
+    """Entries (``owner``: entry id -> the call that kept it) grouped by the calls that need them, oldest group
+    first: the call that kept an entry and every call whose record names it go together (a redo keeps the
+    pre-images of the call it redoes under their old ids). Each group: (its calls, its entry ids)."""
+    joined: dict[str, str] = {}
+
+    def top(call: str) -> str:
+        while joined.get(call, call) != call:
+            call = joined[call]
+        return call
+
+    members = set(owner.values())
+    for record in records:
+        call = str(record.get("audit_id", ""))
+        for change in record.get("changes", []):
+            entry = str(change.get("before", "")) if isinstance(change, dict) else ""
+            if entry in owner:
+                members.add(call)
+                if top(owner[entry]) != top(call):
+                    joined[top(owner[entry])] = top(call)
+    groups: dict[str, tuple[list[str], list[str]]] = {}
+    for entry_id, call in owner.items():
+        groups.setdefault(top(call), ([], []))[1].append(entry_id)
+    for call in sorted(members):
+        if top(call) in groups:
+            groups[top(call)][0].append(call)  # every call whose record names one of the group's entries
+    return sorted(groups.values(), key=lambda group: min(group[1]))

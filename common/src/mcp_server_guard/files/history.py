@@ -49,8 +49,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from mcp_server_guard import faults, linux
-from mcp_server_guard.files.calls import AUDIT_ID, CALLS, CallRecords, HistoryError, needed_by_journals
-from mcp_server_guard.files.kept import copy_into, copy_xattrs, disk_usage, kept_kind, remove_entry, write_all
+from mcp_server_guard.files.calls import AUDIT_ID, CALLS, CallRecords, HistoryError, call_groups, needed_by_journals
+from mcp_server_guard.files.kept import copy_into, copy_xattrs, disk_usage, keep_data, kept_kind, write_all
 from mcp_server_guard.files.liveness import OwnedDir, live_dirs
 from mcp_server_guard.files.trees import remove_dead, remove_tree
 
@@ -340,7 +340,7 @@ class HistoryStore:
                 usage = self._write_meta(entry, fsync=durable)
             faults.point(f"history data {entry_id}")
             try:
-                self._keep_data(dirfd, name, st, target, entry_id, move=move)
+                keep_data(dirfd, name, st, target, entry_id, move=move)
             except BaseException:
                 if usage and not os.path.lexists(target):
                     (self.directory / f"{entry_id}.json").unlink(missing_ok=True)  # it keeps nothing after all
@@ -348,32 +348,6 @@ class HistoryStore:
             if usage:
                 self._account(usage + (disk_usage(st) if kind != "tree" else size))
             return entry
-
-    @staticmethod
-    def _keep_data(dirfd: int, name: str, st: os.stat_result, target: Path, entry_id: str, *, move: bool) -> None:
-        kind = kept_kind(st.st_mode)
-        if not os.path.lexists(target):
-            try:
-                if kind != "tree" and st.st_nlink > 1:
-                    # A pre-image is the bytes the path had: an inode with other names can change through them.
-                    raise OSError(errno.EXDEV, "shared with other names: copied")
-                if move:
-                    os.rename(name, target, src_dir_fd=dirfd)
-                elif kind != "tree":
-                    os.link(name, target, src_dir_fd=dirfd, follow_symlinks=False)
-                else:
-                    raise OSError(errno.EINVAL, "a directory is kept by moving it")
-            except OSError as exc:
-                if exc.errno != errno.EXDEV:
-                    raise
-                copy_into(dirfd, name, target, st, temp=f".{entry_id}.tmp")
-                faults.point(f"history copied {entry_id}")
-                if move:
-                    remove_entry(dirfd, name, st)
-        elif move:
-            # Copied before a crash, not yet removed: the original goes now (the caller found it unchanged).
-            with contextlib.suppress(FileNotFoundError):
-                remove_entry(dirfd, name, st)
 
     def take(self, entry_id: str, dirfd: int, name: str, *, replace: bool = False) -> HistoryEntry:
         """Put an entry's pre-image back at ``name`` in ``dirfd`` (which must be free, unless ``replace``: a file
@@ -642,29 +616,7 @@ class HistoryStore:
                 owner[entry_id] = self._metadata(entry_id).audit_id or entry_id
             except HistoryError:
                 owner[entry_id] = entry_id  # broken metadata: it goes on its own
-        joined: dict[str, str] = {}
-
-        def top(call: str) -> str:
-            while joined.get(call, call) != call:
-                call = joined[call]
-            return call
-
-        members = set(owner.values())
-        for record in self.calls.all():
-            call = str(record.get("audit_id", ""))
-            for change in record.get("changes", []):
-                entry = str(change.get("before", "")) if isinstance(change, dict) else ""
-                if entry in owner:
-                    members.add(call)
-                    if top(owner[entry]) != top(call):
-                        joined[top(owner[entry])] = top(call)
-        groups: dict[str, tuple[list[str], list[str]]] = {}
-        for entry_id, call in owner.items():
-            groups.setdefault(top(call), ([], []))[1].append(entry_id)
-        for call in sorted(members):
-            if top(call) in groups:
-                groups[top(call)][0].append(call)  # every call whose record names one of the group's entries
-        return sorted(groups.values(), key=lambda group: min(group[1]))
+        return call_groups(owner, self.calls.all())
 
     def usage(self) -> tuple[int, int]:
         """(bytes, entries) the store uses on disk now, orphans included."""

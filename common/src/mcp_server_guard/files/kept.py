@@ -13,7 +13,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from mcp_server_guard import linux
+from mcp_server_guard import faults, linux
 from mcp_server_guard.files.trees import remove_below
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "disk_usage",
     "file_kind",
     "fsync_dir",
+    "keep_data",
     "kept_kind",
     "remove_entry",
     "remove_path",
@@ -150,3 +151,32 @@ def remove_entry(dirfd: int, name: str, st: os.stat_result) -> None:
         remove_below(dirfd, name)
     else:
         os.unlink(name, dir_fd=dirfd)
+
+
+def keep_data(dirfd: int, name: str, st: os.stat_result, target: Path, entry_id: str, *, move: bool) -> None:
+    """A pre-image's data into the store at ``target``: moved (``move``) or hard-linked; copied where it lies on
+    another file system or still has other names (its bytes must not change through them). Done again after a
+    crash, it finds what it did and finishes (a copy whose original was not yet removed)."""
+    kind = kept_kind(st.st_mode)
+    if not os.path.lexists(target):
+        try:
+            if kind != "tree" and st.st_nlink > 1:
+                # A pre-image is the bytes the path had: an inode with other names can change through them.
+                raise OSError(errno.EXDEV, "shared with other names: copied")
+            if move:
+                os.rename(name, target, src_dir_fd=dirfd)
+            elif kind != "tree":
+                os.link(name, target, src_dir_fd=dirfd, follow_symlinks=False)
+            else:
+                raise OSError(errno.EINVAL, "a directory is kept by moving it")
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            copy_into(dirfd, name, target, st, temp=f".{entry_id}.tmp")
+            faults.point(f"history copied {entry_id}")
+            if move:
+                remove_entry(dirfd, name, st)
+    elif move:
+        # Copied before a crash, not yet removed: the original goes now (the caller found it unchanged).
+        with contextlib.suppress(FileNotFoundError):
+            remove_entry(dirfd, name, st)
