@@ -28,7 +28,7 @@ import os
 import posixpath
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.changes.git_index import blob_hash, discarded, uncommitted
@@ -316,11 +316,24 @@ def _modes(
     lookups = Lookups()
     default = 0o777 & ~_umask()
     asks: list[str] = []
+    # Threat: ``ln -s tpl .vscode`` — a protected directory made a link to an ordinary one, whose files (written
+    # unjudged, then or later) an editor or agent then reads through it. Only a directory may have such a name.
+    tops = {
+        p.strip("/").removeprefix("**/").split("/", 1)[0].lower() for p in protection.patterns if "/" in p.strip("/")
+    }
     for changes in sets:
         trees = Trees(changes, roots)
         for change in changes.changes:
             key = (changes.root, change.path)
-            if key in judgement.refused or change.action == "delete" or change.kind not in ("file", "dir"):
+            if key in judgement.refused or change.action == "delete":
+                continue
+            if change.kind == "symlink":
+                name = change.path.rsplit("/", 1)[-1].lower()
+                probe = replace(change, kind="dir")
+                if name in tops or name == ".git" or _guarded(trees, probe, protection, roots, lookups):
+                    judgement.refused[key] = "a link in place of a protected directory: only a directory may be there"
+                continue
+            if change.kind not in ("file", "dir"):
                 continue
             extra = change.mode & ~(change.old_mode if change.action in ("meta", "modify") else default)
             remoded = change.action == "meta" and change.mode != change.old_mode
