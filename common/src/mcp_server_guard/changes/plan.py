@@ -22,6 +22,7 @@ import fcntl
 import json
 import logging
 import os
+import posixpath
 import stat
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -300,10 +301,39 @@ def steps_for(
         elif change.action == "delete" and change.path not in moved:
             deletes.append(Op("delete", root, change.path, entry=history.new_id(), change=change))
     times = [Op("times", root, time.path, time=time) for time in changes.times if time.path not in skipped]
+    # A name made one with a rewritten file in a directory the command never touched (``echo >> q`` where d/q is
+    # another name of q): natively its directory keeps its time; the link's rename must not change it either.
+    timed = {time.path for time in changes.times}
+    untouched = dict.fromkeys(posixpath.dirname(op.path) or ROOT_PATH for op in [*early, *links])
+    times += [Op("times", root, path, time=time) for path in untouched if path not in timed
+              for time in [_time_now(root, path)] if time is not None]  # fmt: skip
     if stuck:
         firsts = [op for op in firsts if op.path not in stuck]
         links = [op for op in links if not any(op.path.startswith(top + "/") for top in stuck)]
     return [*metas, *early, *moves, *firsts, *links, *deletes, *times]
+
+
+ROOT_PATH = "."
+
+
+def _time_now(root: str, rel: str) -> DirTime | None:
+    """A directory's time as it is (kept as it is by the apply), or None when it is not a directory of the root."""
+    with contextlib.suppress(OSError, Changed):
+        fd = os.open(root, DIR)
+        try:
+            if rel == ROOT_PATH:
+                st = os.fstat(fd)
+            else:
+                with parent(fd, rel) as (dirfd, name):
+                    found = lstat_at(name, dirfd)
+                    if found is None:
+                        return None
+                    st = found
+        finally:
+            os.close(fd)
+        if stat.S_ISDIR(st.st_mode):
+            return DirTime(rel, st.st_mtime_ns, st.st_ctime_ns, st.st_mtime_ns)
+    return None
 
 
 def _live_plan(changes: ChangeSet, skip: frozenset[tuple[str, str]], history: HistoryStore) -> list[Op]:
