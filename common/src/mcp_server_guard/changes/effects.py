@@ -170,7 +170,13 @@ def summary_line(
         parts.append(f"change the times or attributes of {_n(times_only, 'file')}")
     if not parts:
         dirs = sum(1 for s in sets for c in s.changes if c.kind == "dir" and (s.root, c.path) not in skip)
-        parts.append(f"change {_n(dirs, 'directory')}" if dirs else "change nothing")
+        timed = [t.path for s in sets for t in s.times if t.mtime_ns != t.old_mtime_ns]
+        if dirs:
+            parts.append(f"change {_n(dirs, 'directory')}")
+        elif timed:
+            parts.append(f"set the time of {_list([p.rstrip('/') + '/' if p != '.' else './' for p in timed])}")
+        else:
+            parts.append("change nothing")
     return printable(", ".join(parts)), counts
 
 

@@ -274,9 +274,14 @@ class Transactions:
         the remover (see ``_Remover``), never on the event loop nor on the call's way to its result."""
         try:
             for index, (_root, part) in enumerate(self.area.overlays()):
-                with os.scandir(self._upper(name, index, part)) as entries:
+                upper = self._upper(name, index, part)
+                with os.scandir(upper) as entries:
                     if next(entries, None) is not None:
                         return False
+                # The root's own mode or time (``touch -d 2001-01-01 .``): a change with no entry to show it.
+                mounted, own = _mounted(os.path.join(part, name, f"m{index}")), os.lstat(upper)
+                if mounted is not None and (stat.S_IMODE(own.st_mode), own.st_mtime_ns) != mounted:
+                    return False
         except OSError:
             return False  # something unexpected: the thorough way decides
         self._remover.put(name)
@@ -348,7 +353,8 @@ class Transactions:
         except (OSError, RecursionError, ValueError) as exc:
             await anyio.to_thread.run_sync(self.discard, name)
             return Settled("failed", reason=f"its changes could not be read ({_why(exc)}); nothing applied")
-        if not any(s.changes or s.incomplete for s in sets):
+        timed = any(t.mtime_ns < started_ns and t.mtime_ns != t.old_mtime_ns for s in sets for t in s.times)
+        if not any(s.changes or s.incomplete for s in sets) and not timed:
             # Nothing but a directory's time (a file made and removed again): put back as the command left it.
             await anyio.to_thread.run_sync(self._times_only, name, sets, audit_id, started_ns)
             return Settled("unchanged")
