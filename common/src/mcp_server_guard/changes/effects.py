@@ -490,8 +490,8 @@ def _refuse(
                 why = _linked(trees, change, protection, roots, lookups, by_content)
         if why is not None:
             refused[(root, change.path)] = why
-    # A project's own FIFO, socket or device renamed (``mv fifo fifo2``): its new name may not land, so its old name
-    # does not go either — the project keeps it where it was.
+    # A project's own FIFO, socket or device moved with its directory (``mv d d2``): its new name may not land, so its
+    # old name does not go either — the project keeps it where it was.
     special = ("device", "fifo", "socket")
     barred_new = [
         c for c in changes.changes if c.kind in special and c.action != "delete" and (root, c.path) in refused
@@ -499,8 +499,8 @@ def _refuse(
     gone_old = [c for c in changes.changes if c.kind in special and c.action == "delete"]
     for made in barred_new:
         name = made.path.rsplit("/", 1)[-1]
-        same = [c for c in gone_old if c.kind == made.kind and c.path.rsplit("/", 1)[-1] == name]
-        for old in same or ([c for c in gone_old if c.kind == made.kind] if len(gone_old) == 1 else []):
+        # Told from a FIFO deleted and another made (``rm a; mkfifo b``) by its name: a renamed directory's.
+        for old in [c for c in gone_old if c.kind == made.kind and c.path.rsplit("/", 1)[-1] == name]:
             refused.setdefault((root, old.path), f"it moved to {made.path}, which may not land: it stays")
     # Names of one file go together: a change through one reaches every other (its mode, its bytes).
     names: dict[int, list[Change]] = {}
