@@ -270,7 +270,11 @@ def _with_includes(path: str, home: str | None, *, follow: bool) -> list[tuple[s
             if value and (
                 lowered == "include.path" or (lowered.startswith("includeif.") and lowered.endswith(".path"))
             ):
-                todo.append((_expand(value, os.path.dirname(current), home), True))
+                named = _named(value, os.path.dirname(current), home)
+                todo.append((named, True))
+                real = os.path.realpath(named)
+                if real != named:
+                    found.append((real, ()))  # the file a link names is what git reads: protected too
     return found
 
 
@@ -291,7 +295,19 @@ def _global_configs(home: str | None) -> list[str]:
 def _expand(value: str, base: str, home: str | None) -> str:
     if home and (value == "~" or value.startswith("~/")):
         value = home + value[1:]
+    elif value.startswith("~"):
+        value = os.path.expanduser(value)  # ~user, as git takes it
     return os.path.realpath(os.path.join(base, value))  # as the paths it is compared with (no file opened)
+
+
+def _named(value: str, base: str, home: str | None) -> str:
+    """An include as git names it: ``~`` expanded, relative to ``base``, no link resolved (git takes a relative
+    include inside an included link relative to the link, and a link re-pointed is another file)."""
+    if home and (value == "~" or value.startswith("~/")):
+        value = home + value[1:]
+    elif value.startswith("~"):
+        value = os.path.expanduser(value)
+    return os.path.normpath(os.path.join(base, value))
 
 
 def _global_files(home: str | None) -> tuple[list[str], list[str]]:

@@ -436,10 +436,10 @@ def history_calls(
         conflicts = len(call.get("conflicts", []))
         state = f"  (undone by {call['undone_by']})" if call.get("undone_by") else ""
         what = call.get("command") or call.get("tool", "")
-        typer.echo(
+        typer.echo(printable(
             f"{call.get('audit_id')}  {str(call.get('time', ''))[:19]}  {call.get('tool', '?'):<10}  "
             f"{shown or 'nothing'}{f', {conflicts} conflicts' if conflicts else ''}{state}  {what}"
-        )
+        ))  # fmt: skip
     evicted = sorted((e for store in stores for e in store.calls.evicted()), key=lambda e: str(e.get("evicted", "")))
     for gone in evicted:
         typer.echo(
@@ -554,7 +554,7 @@ def _history_stores(history_dir: Path | None) -> list[HistoryStore]:
 
 
 def _history_error(exc: HistoryError) -> NoReturn:
-    typer.echo(f"{PROG}: error: {exc.code}: {exc.message}", err=True)
+    typer.echo(printable(f"{PROG}: error: {exc.code}: {exc.message}"), err=True)
     raise typer.Exit(1)
 
 
@@ -580,11 +580,13 @@ def history_list(
     for entry in entries:
         if not selected(entry.path):
             continue
-        typer.echo(f"{entry.id}  {entry.time[:23]}  {entry.size:>9}B  sha256:{entry.sha256[:12]}…  {entry.path}")
+        typer.echo(
+            printable(f"{entry.id}  {entry.time[:23]}  {entry.size:>9}B  sha256:{entry.sha256[:12]}…  {entry.path}")
+        )
         shown += 1
     for bad in broken:
         if selected(bad.path) or bad.path is None:
-            typer.echo(f"{PROG}: HISTORY_BROKEN: {bad.problem}", err=True)
+            typer.echo(printable(f"{PROG}: HISTORY_BROKEN: {bad.problem}"), err=True)
     if not shown:
         typer.echo(f"no saved versions in {store.directory}", err=True)
 
@@ -654,7 +656,9 @@ def history_restore(
     finally:
         writer.close()
     saved = f"; the content it replaced is saved as {outcome.backup}" if outcome.backup else ""
-    typer.echo(f"restored {entry.path} ({outcome.bytes_written} bytes, sha256 {outcome.sha256[:12]}…){saved}")
+    typer.echo(
+        printable(f"restored {entry.path} ({outcome.bytes_written} bytes, sha256 {outcome.sha256[:12]}…){saved}")
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -27,6 +27,7 @@ import fnmatch
 import os
 import posixpath
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -40,6 +41,7 @@ from mcp_server_guard.changes.git_verdicts import (
     git_verdict,
     pointer_verdict,
 )
+from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, parent
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.paths import printable, within_any
 from mcp_server_guard.policy import EffectsPolicy
@@ -241,6 +243,10 @@ def judge(
                 losing.append((changes, change))
             elif change.action == "meta" and change.kind != "dir":
                 touched.append(change.path)
+            elif change.action == "modify" and change.kind == "symlink" and _was_file(changes.root, change.path):
+                # A file replaced by a link (``ln -sf /dev/null f``) loses what the file held, as a deletion does.
+                touched.append(change.path)
+                losing.append((changes, change))
             elif change.action == "modify" and change.kind == "file":
                 touched.append(change.path)
                 if change.size == 0 and change.old_size > 0:
@@ -324,9 +330,7 @@ def _modes(
     asks: list[str] = []
     # Threat: ``ln -s tpl .vscode`` — a protected directory made a link to an ordinary one, whose files (written
     # unjudged, then or later) an editor or agent then reads through it. Only a directory may have such a name.
-    tops = {
-        p.strip("/").removeprefix("**/").split("/", 1)[0].lower() for p in protection.patterns if "/" in p.strip("/")
-    }
+    nested = [p.strip("/").removeprefix("**/").lower().split("/") for p in protection.patterns if "/" in p.strip("/")]
     for changes in sets:
         trees = Trees(changes, roots)
         for change in changes.changes:
@@ -334,9 +338,8 @@ def _modes(
             if key in judgement.refused or change.action == "delete":
                 continue
             if change.kind == "symlink":
-                name = change.path.rsplit("/", 1)[-1].lower()
                 probe = replace(change, kind="dir")
-                if name in tops or name == ".git" or _guarded(trees, probe, protection, roots, lookups):
+                if _above_protected(change.path, nested) or _guarded(trees, probe, protection, roots, lookups):
                     judgement.refused[key] = "a link in place of a protected directory: only a directory may be there"
                 continue
             if change.kind not in ("file", "dir"):
@@ -357,6 +360,39 @@ def _modes(
             elif extra & _WRITABLE_BY_OTHERS and not scratch.name(change.path):
                 asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}")
     return asks
+
+
+def _was_file(root: str, path: str) -> bool:
+    """Whether the real tree holds a regular file at ``path`` (looked at beneath the root, no link followed)."""
+    try:
+        fd = os.open(root, DIR)
+    except OSError:
+        return False
+    try:
+        with parent(fd, path) as (dirfd, name):
+            st = lstat_at(name, dirfd)
+            return st is not None and stat.S_ISREG(st.st_mode)
+    except (OSError, Changed):
+        return False
+    finally:
+        os.close(fd)
+
+
+def _above_protected(path: str, nested: Sequence[Sequence[str]]) -> bool:
+    """Whether a protected pattern with directories (``.local/lib/python*/site-packages/**``) could match something
+    below ``path``: its last components are the pattern's first ones (a link there would lead into it), or it is
+    named ``.git``."""
+    parts = path.lower().split("/")
+    if parts[-1] == ".git":
+        return True
+    for pattern in nested:
+        for depth in range(1, len(pattern)):
+            head = pattern[:depth]
+            if len(parts) >= depth and all(
+                fnmatch.fnmatchcase(p, h) for p, h in zip(parts[-depth:], head, strict=True)
+            ):
+                return True
+    return False
 
 
 def _of_git(change: Change) -> bool:
