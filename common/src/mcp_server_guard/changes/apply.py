@@ -44,7 +44,17 @@ from typing import Any
 
 from mcp_server_guard import faults
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, ROOT, ChangeSet, DirTime
-from mcp_server_guard.changes.nofollow import DIR, Changed, identity, lstat_at, now_ns, parent, syncfs, unchanged_tree
+from mcp_server_guard.changes.nofollow import (
+    DIR,
+    Changed,
+    identity,
+    lstat_at,
+    lstat_beneath,
+    now_ns,
+    parent,
+    syncfs,
+    unchanged_tree,
+)
 from mcp_server_guard.changes.plan import (
     JOURNALS,
     Applied,
@@ -511,32 +521,16 @@ def _names(
         root = _root_of(path, roots)
         if root is None or path == root:
             continue
-        with contextlib.suppress(OSError, Changed):
-            root_fd = os.open(root, DIR)
-            try:
-                with parent(root_fd, posixpath.relpath(path, root)) as (dirfd, name):
-                    st = lstat_at(name, dirfd)
-            finally:
-                os.close(root_fd)
-            if st is not None and stat.S_ISREG(st.st_mode):
-                names.setdefault((st.st_dev, st.st_ino), []).append(path)
+        st = lstat_beneath(root, posixpath.relpath(path, root))
+        if st is not None and stat.S_ISREG(st.st_mode):
+            names.setdefault((st.st_dev, st.st_ino), []).append(path)
     return names
 
 
 def _mtime(root: str, rel: str) -> int | None:
     """A directory's modification time now (None when it is not there), no link followed."""
-    try:
-        root_fd = os.open(root, DIR)
-    except OSError:
-        return None
-    try:
-        with parent(root_fd, rel) as (dirfd, name):
-            st = lstat_at(name, dirfd)
-            return st.st_mtime_ns if st is not None and stat.S_ISDIR(st.st_mode) else None
-    except Changed:
-        return None
-    finally:
-        os.close(root_fd)
+    st = lstat_beneath(root, rel)
+    return st.st_mtime_ns if st is not None and stat.S_ISDIR(st.st_mode) else None
 
 
 def run_step(history: HistoryStore, op: Op, root: int, upper: int, run: Run) -> tuple[list[Applied], list[Conflict]]:

@@ -41,7 +41,7 @@ from mcp_server_guard.changes.git_verdicts import (
     git_verdict,
     pointer_verdict,
 )
-from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, parent
+from mcp_server_guard.changes.nofollow import lstat_beneath
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.paths import printable, within_any
 from mcp_server_guard.policy import EffectsPolicy
@@ -364,18 +364,8 @@ def _modes(
 
 def _was_file(root: str, path: str) -> bool:
     """Whether the real tree holds a regular file at ``path`` (looked at beneath the root, no link followed)."""
-    try:
-        fd = os.open(root, DIR)
-    except OSError:
-        return False
-    try:
-        with parent(fd, path) as (dirfd, name):
-            st = lstat_at(name, dirfd)
-            return st is not None and stat.S_ISREG(st.st_mode)
-    except (OSError, Changed):
-        return False
-    finally:
-        os.close(fd)
+    st = lstat_beneath(root, path)
+    return st is not None and stat.S_ISREG(st.st_mode)
 
 
 def _above_protected(path: str, nested: Sequence[Sequence[str]]) -> bool:

@@ -35,6 +35,7 @@ __all__ = [
     "held",
     "identity",
     "lstat_at",
+    "lstat_beneath",
     "now_ns",
     "open_dir",
     "parent",
@@ -126,6 +127,24 @@ def _open_deep(base: int, parts: list[str]) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def lstat_beneath(root: str, rel: str) -> os.stat_result | None:
+    """What is at ``rel`` beneath the directory ``root`` now (``.``: the root itself), reached with no link followed;
+    None when it is not there or cannot be reached that way."""
+    try:
+        fd = os.open(root, DIR)
+    except OSError:
+        return None
+    try:
+        if rel in (".", ""):
+            return os.fstat(fd)
+        with parent(fd, rel) as (dirfd, name):
+            return lstat_at(name, dirfd)
+    except (OSError, Changed):
+        return None
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_server_guard.changes.changeset import Change, ChangeSet, DirTime
-from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, parent
+from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, lstat_beneath, parent
 from mcp_server_guard.changes.xattrs import Xattrs
 from mcp_server_guard.files.history import HistoryStore
 from mcp_server_guard.files.kept import fsync_dir, write_all
@@ -318,22 +318,10 @@ ROOT_PATH = "."
 
 def _time_now(root: str, rel: str) -> DirTime | None:
     """A directory's time as it is (kept as it is by the apply), or None when it is not a directory of the root."""
-    with contextlib.suppress(OSError, Changed):
-        fd = os.open(root, DIR)
-        try:
-            if rel == ROOT_PATH:
-                st = os.fstat(fd)
-            else:
-                with parent(fd, rel) as (dirfd, name):
-                    found = lstat_at(name, dirfd)
-                    if found is None:
-                        return None
-                    st = found
-        finally:
-            os.close(fd)
-        if stat.S_ISDIR(st.st_mode):
-            return DirTime(rel, st.st_mtime_ns, st.st_ctime_ns, st.st_mtime_ns)
-    return None
+    st = lstat_beneath(root, rel)
+    if st is None or not stat.S_ISDIR(st.st_mode):
+        return None
+    return DirTime(rel, st.st_mtime_ns, st.st_ctime_ns, st.st_mtime_ns)
 
 
 def _live_plan(changes: ChangeSet, skip: frozenset[tuple[str, str]], history: HistoryStore) -> list[Op]:
