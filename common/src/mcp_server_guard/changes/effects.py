@@ -346,6 +346,11 @@ def _modes(
                 continue
             extra = change.mode & ~(change.old_mode if change.action in ("meta", "modify") else default)
             remoded = change.action == "meta" and change.mode != change.old_mode
+            if not (
+                extra & (_SET_ID | _WRITABLE_BY_OTHERS)
+                or (change.kind == "dir" and (remoded or change.action == "create"))
+            ):
+                continue  # grants nothing new: nothing to judge here
             guarded = _guarded(trees, change, protection, roots, lookups)
             shown = f"{change.path} ({change.mode:04o})"
             if change.kind == "file" and extra & _SET_ID:
@@ -353,7 +358,8 @@ def _modes(
                 judgement.refused[key] = f"it would set the {bit} bit: a program that runs with its owner's rights"
             elif guarded and extra & _WRITABLE_BY_OTHERS:
                 judgement.refused[key] = f"it would make {guarded} writable by others"
-            elif guarded and change.kind == "dir" and (remoded or (change.action == "create" and not _of_git(change))):
+            elif guarded and change.kind == "dir" and (remoded or (change.action == "create" and not
+                                                                  _of_git(change, trees))):  # fmt: skip
                 judgement.refused[key] = f"{guarded}: a command may not make or re-mode it"
             elif extra & _SET_ID:
                 asks.append(f"sets the setgid or setuid bit of the directory {shown}")
@@ -385,9 +391,11 @@ def _above_protected(path: str, nested: Sequence[Sequence[str]]) -> bool:
     return False
 
 
-def _of_git(change: Change) -> bool:
-    """A git dir or a directory in one (``git init``, a clone make them; what is in them is judged path by path)."""
-    return ".git" in change.path.split("/")
+def _of_git(change: Change, trees: Trees) -> bool:
+    """A git dir or a directory in one, in the tree as the command left it (``git init``, ``git init --bare x``, a
+    clone make them; what is in them is judged path by path)."""
+    parts = change.path.split("/")
+    return ".git" in parts or any(trees.is_git_dir("/".join(parts[:depth])) for depth in range(len(parts), 0, -1))
 
 
 def _guarded(trees: Trees, change: Change, protection: Protection, roots: Sequence[str], lookups: Lookups) -> str:
@@ -397,6 +405,10 @@ def _guarded(trees: Trees, change: Change, protection: Protection, roots: Sequen
     parts = change.path.split("/")
     if ".git" in parts or (change.kind != "dir" and (parts[-1] in _GIT_NAMES or parts[-1] in _BY_CONTENT)):
         return f"{change.path} (git's own)"
+    # A git dir of any name, in the tree as the command left it (``git init --bare lib.git``), or a path in one.
+    for depth in range(len(parts), 0, -1):
+        if trees.is_git_dir("/".join(parts[:depth])):
+            return f"{change.path} (git's own: {'/'.join(parts[:depth])} is a git dir)"
     probes = [change.path, absolute]
     if change.kind == "dir":
         probes += [posixpath.join(change.path, "_"), posixpath.join(absolute, "_")]
