@@ -161,7 +161,10 @@ class Applier:
                     finally:
                         os.close(root)
             return Outcome()
-        if not ops or (all(op.kind == "times" for op in ops) and not _set_on_purpose(ops, started_ns)):
+        if not ops or (
+            all(op.kind == "times" for op in ops)
+            and not any(op.time is not None and op.time.set_on_purpose(started_ns) for op in ops)
+        ):
             return Outcome()
         why = self._room(sets, skip, ops)
         if why:
@@ -426,13 +429,6 @@ class Applier:
             if back + (1 << 20) > fs.f_bavail * fs.f_frsize:
                 why = f"putting the previous contents back needs {back} bytes on the project's disk; it has less free"
         return why
-
-
-def _set_on_purpose(ops: Sequence[Op], started_ns: int) -> bool:
-    """Whether a directory's time was set to before the call (``touch -d 2001-01-01 d``), not merely moved on by
-    entries made and removed in it: a change of its own, applied and recorded (undo puts it back)."""
-    return any(op.time is not None and op.time.mtime_ns < started_ns and op.time.mtime_ns != op.time.old_mtime_ns
-               for op in ops if op.kind == "times")  # fmt: skip
 
 
 def reverse_ops(

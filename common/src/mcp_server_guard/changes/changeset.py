@@ -90,6 +90,11 @@ class DirTime:
     ctime_ns: int  # the real directory's change time when read (-1: a directory the command made)
     old_mtime_ns: int = 0  # the real directory's modification time when read
 
+    def set_on_purpose(self, started_ns: int) -> bool:
+        """Set to before the command started (``touch -d 2001-01-01 d``), not merely moved on by entries made and
+        removed in it: a change of its own, applied and recorded (undo puts it back)."""
+        return self.mtime_ns < started_ns and self.mtime_ns != self.old_mtime_ns
+
 
 @dataclass(frozen=True)
 class ChangeSet:

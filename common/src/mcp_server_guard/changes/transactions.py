@@ -353,7 +353,7 @@ class Transactions:
         except (OSError, RecursionError, ValueError) as exc:
             await anyio.to_thread.run_sync(self.discard, name)
             return Settled("failed", reason=f"its changes could not be read ({_why(exc)}); nothing applied")
-        timed = any(t.mtime_ns < started_ns and t.mtime_ns != t.old_mtime_ns for s in sets for t in s.times)
+        timed = any(t.set_on_purpose(started_ns) for s in sets for t in s.times)
         if not any(s.changes or s.incomplete for s in sets) and not timed:
             # Nothing but a directory's time (a file made and removed again): put back as the command left it.
             await anyio.to_thread.run_sync(self._times_only, name, sets, audit_id, started_ns)

@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import re
-import secrets
 import stat
 import time
 from collections.abc import Callable, Iterable
@@ -20,8 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from mcp_server_guard import faults
-from mcp_server_guard.files.kept import disk_usage, write_all
+from mcp_server_guard.files.kept import disk_usage, write_whole
 
 __all__ = ["CALLS", "EVICTED", "CallRecords", "HistoryError", "call_groups", "needed_by_journals"]
 
@@ -80,21 +78,8 @@ class CallRecords:
     def write(self, audit_id: str, manifest: dict[str, Any], *, durable: bool = True) -> None:
         """Write one call's record, whole or not at all (fsynced when ``durable``)."""
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        temp = self.directory / f".{audit_id}.{secrets.token_hex(3)}.tmp"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            write_all(fd, _encoded(manifest))
-            if durable:
-                os.fsync(fd)
-            usage = disk_usage(os.fstat(fd))
-        except BaseException:
-            os.close(fd)
-            temp.unlink(missing_ok=True)
-            raise
-        os.close(fd)
-        faults.point(f"record {audit_id}")
-        os.rename(temp, self.directory / f"{audit_id}.json")
-        self._grew(usage)
+        target = self.directory / f"{audit_id}.json"
+        self._grew(write_whole(target, _encoded(manifest), fsync=durable, point=f"record {audit_id}"))
 
     def read(self, audit_id: str) -> dict[str, Any]:
         """One call's record (HistoryError when there is none, or it is damaged; one evicted says so)."""
@@ -152,9 +137,7 @@ class CallRecords:
                 "command": str(manifest.get("command", ""))[:200], "paths": len(manifest.get("changes", [])),
                 "evicted": datetime.now(UTC).isoformat(timespec="milliseconds")}  # fmt: skip
         lines = [*self.evicted()[-(_EVICTED_KEPT - 1) :], line]
-        temp = self.directory / f".{EVICTED}.{secrets.token_hex(3)}.tmp"
-        temp.write_bytes(b"".join(_encoded(item) + b"\n" for item in lines))
-        os.rename(temp, self.directory / EVICTED)
+        write_whole(self.directory / EVICTED, b"".join(_encoded(item) + b"\n" for item in lines), fsync=False)
         path.unlink(missing_ok=True)
         return freed
 

@@ -50,7 +50,7 @@ from pydantic import BaseModel
 
 from mcp_server_guard import faults, linux
 from mcp_server_guard.files.calls import AUDIT_ID, CALLS, CallRecords, HistoryError, call_groups, needed_by_journals
-from mcp_server_guard.files.kept import copy_into, copy_xattrs, disk_usage, keep_data, kept_kind, write_all
+from mcp_server_guard.files.kept import copy_into, copy_xattrs, disk_usage, keep_data, kept_kind, write_all, write_whole
 from mcp_server_guard.files.liveness import OwnedDir, live_dirs
 from mcp_server_guard.files.trees import remove_dead, remove_tree
 
@@ -225,24 +225,9 @@ class HistoryStore:
     def _write_meta(self, entry: HistoryEntry, *, fsync: bool = True) -> int:
         """Write an entry's metadata, whole or not at all (a temp name renamed: a kill never leaves it empty);
         returns the bytes it uses."""
-        meta = self.directory / f"{entry.id}.json"
-        temp = self.directory / f".{entry.id}.{secrets.token_hex(3)}.tmp"
-        try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            try:
-                # A path that is not UTF-8 (a surrogate escape) is kept as a \udcXX escape: still UTF-8, still JSON.
-                write_all(fd, json.dumps(entry.model_dump(), ensure_ascii=False).encode("utf-8", "backslashreplace"))
-                if fsync:
-                    os.fsync(fd)
-                usage = disk_usage(os.fstat(fd))
-            finally:
-                os.close(fd)
-            faults.point(f"history meta {entry.id}")
-            os.rename(temp, meta)
-            return usage
-        except BaseException:
-            temp.unlink(missing_ok=True)
-            raise
+        # A path that is not UTF-8 (a surrogate escape) is kept as a \udcXX escape: still UTF-8, still JSON.
+        data = json.dumps(entry.model_dump(), ensure_ascii=False).encode("utf-8", "backslashreplace")
+        return write_whole(self.directory / f"{entry.id}.json", data, fsync=fsync, point=f"history meta {entry.id}")
 
     def _grew(self, usage: int) -> None:
         if self._total is not None:

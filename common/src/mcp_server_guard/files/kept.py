@@ -27,6 +27,7 @@ __all__ = [
     "remove_entry",
     "remove_path",
     "write_all",
+    "write_whole",
 ]
 
 _CHUNK = 1 << 20
@@ -180,3 +181,26 @@ def keep_data(dirfd: int, name: str, st: os.stat_result, target: Path, entry_id:
         # Copied before a crash, not yet removed: the original goes now (the caller found it unchanged).
         with contextlib.suppress(FileNotFoundError):
             remove_entry(dirfd, name, st)
+
+
+def write_whole(target: Path, data: bytes, *, fsync: bool = True, point: str = "") -> int:
+    """Write ``data`` to ``target`` whole or not at all: a private temp name beside it (fsynced when asked), renamed
+    over it — a kill never leaves it empty or half written. ``point``: the fault point just before the rename.
+    Returns the disk the file takes."""
+    temp = target.with_name(f".{target.stem}.{os.urandom(3).hex()}.tmp")
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            write_all(fd, data)
+            if fsync:
+                os.fsync(fd)
+            usage = disk_usage(os.fstat(fd))
+        finally:
+            os.close(fd)
+        if point:
+            faults.point(point)
+        os.rename(temp, target)
+        return usage
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
