@@ -29,6 +29,7 @@ def _no_real_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.setenv("MCP_GUARD_RUNTIME_DIR", str(home / ".servers"))  # the servers' registry, of this test only
 
 
 @pytest.fixture

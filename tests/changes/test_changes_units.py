@@ -6,7 +6,6 @@ Upper layers here are real: a shell snippet runs on an overlay mounted in a priv
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import stat
@@ -24,6 +23,7 @@ from mcp_server_guard.files.trees import remove_tree
 from mcp_server_guard.policy import load_policy
 from mcp_server_guard.protected import protection_for
 from support.copies import Copy, overlays_work
+from support.journals import write_sealed
 
 pytestmark = pytest.mark.skipif(not overlays_work(), reason="no user namespaces for an overlay here")
 POLICY = load_policy()
@@ -221,8 +221,7 @@ def test_an_apply_left_half_done_is_finished_by_recover(copy: Copy, tmp_path: Pa
     plan = {"audit_id": "999999999999", "started_ns": copy2.started, "ops": plan_ops, "what": {}, "baseline": {}}
     first = plan_ops[0]
     os.rename(copy2.upper / first["path"], copy2.root / first["path"])  # that step happened before the crash
-    journal.mkdir(parents=True, exist_ok=True)
-    (journal / "apply-999999999999.json").write_text(json.dumps(plan) + "\n")
+    write_sealed(store.directory, "999999999999", [plan])
     elsewhere = [str(tmp_path / "other")]
     assert recover(store, elsewhere, [str(copy2.upper)]) == 0  # another server's directories: left for it
     assert recover(store, [str(copy2.root)], elsewhere) == 0  # files taken from outside the copies: left

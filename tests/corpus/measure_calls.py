@@ -86,7 +86,8 @@ def script(name: str) -> str:
 
 async def measure(base: Path) -> Report:
     home, project = make_workspace(base)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "XDG_STATE_HOME": str(base / "state")}
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "XDG_STATE_HOME": str(base / "state"),
+           "MCP_GUARD_RUNTIME_DIR": str(base / "servers")}  # fmt: skip
     cases = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
     report = Report()
     for tool, name in SCRIPTS.items():

@@ -27,6 +27,7 @@ from mcp_server_guard.changes.apply import Applier
 from mcp_server_guard.changes.recovery import recover
 from mcp_server_guard.files.history import HistoryStore
 from support.copies import Copy, overlays_work
+from support.journals import write_sealed
 
 pytestmark = pytest.mark.skipif(not overlays_work(), reason="no user namespaces for an overlay here")
 
@@ -55,11 +56,11 @@ def test_a_journal_naming_allowed_dotdot_outside_makes_recover_delete_outside(tm
     store = HistoryStore(tmp_path / "history", 1 << 30)
     _killed_apply(copy, store, changes)
     journal = next((store.directory / ".journal").glob("apply-*.json"))
-    lines = journal.read_text().splitlines()
-    plan = json.loads(lines[0])
+    lines = [json.loads(line.rpartition("\t")[0]) for line in journal.read_text().splitlines()]
+    plan = lines[0]
     forged_root = f"{copy.root}/../outside"
     text = json.dumps(plan).replace(json.dumps(str(copy.root))[1:-1], forged_root)
-    journal.write_text("\n".join([text, *lines[1:]]) + "\n")
+    write_sealed(store.directory, journal.name[len("apply-") : -len(".json")], [json.loads(text), *lines[1:]])
     assert str(copy.root) in forged_root and os.path.realpath(forged_root) == str(outside)
 
     recover(HistoryStore(tmp_path / "history", 1 << 30), [str(copy.root)], [str(copy.upper)])

@@ -23,7 +23,7 @@ SX = "mcp-server-shell-exec"
 
 
 def _server_env(tmpdir: Path) -> dict[str, str]:
-    keep = ("PATH", "HOME", "XDG_STATE_HOME", "LANG")
+    keep = ("PATH", "HOME", "XDG_STATE_HOME", "LANG", "MCP_GUARD_RUNTIME_DIR")
     return {**{k: v for k, v in os.environ.items() if k in keep}, "TMPDIR": str(tmpdir)}
 
 

@@ -27,7 +27,16 @@ import pytest
 from mcp.client import ClientRequestContext
 from mcp.types import ElicitResult, ListRootsResult, Root
 
-from support import RawClient, console_script, error_of, marker, my_children_with, processes_with, serve, wait_until
+from support import (
+    RawClient,
+    console_script,
+    error_of,
+    marker,
+    my_children_with,
+    processes_with,
+    serve,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 SX = "mcp-server-shell-exec"
@@ -637,7 +646,11 @@ def test_the_box_builds_when_the_server_is_installed_under_the_temp_dir(workspac
         [str(venv / "bin" / "python"), "-m", "mcp_server_shell_exec", "--audit-log", str(audit)],
         workspace,
         stderr=stderr,
-        env={k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "XDG_STATE_HOME", "LANG", "TMPDIR")},
+        env={
+            k: v
+            for k, v in os.environ.items()
+            if k in ("PATH", "HOME", "XDG_STATE_HOME", "LANG", "TMPDIR", "MCP_GUARD_RUNTIME_DIR")
+        },
     )
     try:
         raw.initialize()

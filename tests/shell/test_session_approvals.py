@@ -327,7 +327,11 @@ async def test_a_grant_the_full_disk_could_not_keep_says_this_session_only_and_l
         command="unshare",
         args=["-rm", "sh", "-c", script, "sh", str(disk), *server, "--approvals-file", str(approvals)],
         cwd=str(workspace),
-        env={k: v for k, v in __import__("os").environ.items() if k in ("PATH", "HOME", "XDG_STATE_HOME", "LANG")},
+        env={
+            k: v
+            for k, v in __import__("os").environ.items()
+            if k in ("PATH", "HOME", "XDG_STATE_HOME", "LANG", "MCP_GUARD_RUNTIME_DIR")
+        },
     )
     human = Human(remember="line")
     async with Client(params, elicitation_callback=human) as client:  # type: ignore[arg-type]

@@ -3,6 +3,7 @@
 from support.clients import (
     ERROR_META_KEY,
     MODES,
+    SERVER_ENV,
     Human,
     RawClient,
     console_script,
@@ -18,6 +19,7 @@ from support.processes import marker, my_children_with, processes_with, wait_unt
 __all__ = [
     "ERROR_META_KEY",
     "MODES",
+    "SERVER_ENV",
     "Human",
     "RawClient",
     "build",

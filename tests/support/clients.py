@@ -18,6 +18,8 @@ from mcp.types import CallToolResult, ElicitRequestParams, ElicitResult
 BIN_DIR = Path(sys.executable).parent
 MODES = ["legacy", "auto"]  # 2025-11-25 handshake era, and the 2026-07-28 per-request era
 ERROR_META_KEY = "mcp-guard/error"
+# What a server started by a test keeps of the test's environment (a fake HOME, its state, the servers' registry).
+SERVER_ENV = ("PATH", "HOME", "XDG_STATE_HOME", "LANG", "TMPDIR", "MCP_GUARD_RUNTIME_DIR")
 
 
 def console_script(name: str) -> str:
@@ -30,7 +32,11 @@ def server_params(
     script: str, cwd: Path, *args: str, audit: Path | None = None, env: dict[str, str] | None = None
 ) -> StdioServerParameters:
     audit_log = audit or (cwd.parent / "audit.jsonl")
-    kept = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "XDG_STATE_HOME", "LANG", "TMPDIR")}
+    kept = {
+        k: v
+        for k, v in os.environ.items()
+        if k in ("PATH", "HOME", "XDG_STATE_HOME", "LANG", "TMPDIR", "MCP_GUARD_RUNTIME_DIR")
+    }
     env = kept | (env or {})
     return StdioServerParameters(
         command=console_script(script), args=["--audit-log", str(audit_log), *args], cwd=str(cwd), env=env

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mcp_server_guard import linux
+from mcp_server_guard import linux, registry
 from mcp_server_guard.audit import state_dirs
 from mcp_server_guard.errors import SecurityError
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
@@ -215,7 +215,11 @@ class Protection:
         """The hidden list with ``~`` and globs expanded: existing paths only, never one that holds the
         server's HOME or an allowed root (allowing a directory is the user's explicit choice)."""
         keep = (*roots, *self._kept)
-        return [real for real in self._hidden_now() if not any(within(kept, real) for kept in keep)]
+        # Threat: another server of the user keeping its state (copies, history, audit log) inside this server's
+        # roots, where these commands could read or forge it: every registered state directory is hidden too.
+        own = self._hidden_now()
+        others = [p for p in registry.state_paths() if p not in own and os.path.lexists(p)]
+        return [real for real in (*own, *others) if not any(within(kept, real) for kept in keep)]
 
     def _hidden_now(self) -> tuple[str, ...]:
         """The real paths of the hidden entries that exist, as the file system is now.
@@ -553,7 +557,7 @@ def protection_for(
     # Threat: a forged history (an apply journal, a call's record) that `mcp-guard undo` or the next start would
     # act on, or a rewritten audit log: the default state directories are hidden from every tool (the server
     # makes them before it serves, so there is something to hide; see launch.make_state_dirs).
-    state = [str(d) for d in state_dirs()]
+    state = [str(d) for d in state_dirs()] + [str(registry.directory())]
     return Protection(
         policy.paths.protected,
         [*policy.paths.hidden, *state],

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import logging
 import os
 import posixpath
@@ -65,6 +66,7 @@ from mcp_server_guard.changes.plan import (
     Outcome,
     Plan,
     Replay,
+    journal_key,
     steps_for,
 )
 from mcp_server_guard.changes.revert import UNDO_STEPS
@@ -120,6 +122,11 @@ class Applier:
     @property
     def journals(self) -> Path:
         return self.history.directory / JOURNALS
+
+    @functools.cached_property
+    def key(self) -> bytes:
+        """What seals this history's journals (``changes.plan.journal_key``)."""
+        return journal_key(self.history.directory)
 
     # -- apply ---------------------------------------------------------------------------------------
 
@@ -230,7 +237,7 @@ class Applier:
                 for fd in uppers.values():
                     syncfs(fd)  # the command's bytes are on disk before any name points at them
                 if journal is None:
-                    journal = Journal.create(self.journals, plan.audit_id, plan.json(baseline))
+                    journal = Journal.create(self.journals, plan.audit_id, plan.json(baseline), self.key)
                 if back is None:
                     steps: list[tuple[Op, list[Applied]]] = []
                     try:

@@ -65,6 +65,7 @@ class Names:
     dropped: list[tuple[str, str]] = field(default_factory=list)  # (path, user.overlay.* names the command set)
     marked: set[str] = field(default_factory=set)  # entries in trees it made with attributes to take away
     single: list[tuple[str, int, int]] = field(default_factory=list)  # files with one name in trees it made
+    tree_linked: list[tuple[int, os.stat_result]] = field(default_factory=list)  # deleted in trees, several names
     out: list[Change] = field(default_factory=list)
     times: list[DirTime] = field(default_factory=list)
     budget: list[int] = field(default_factory=lambda: [MAX_ENTRIES])
@@ -168,6 +169,8 @@ class Names:
                 real = self.real_stat(change.path)
                 if real is not None and stat.S_ISREG(real.st_mode) and real.st_nlink > 1:
                     lost.setdefault((real.st_size, real.st_mtime_ns), []).append((change, real.st_ino))
+        for index, real in self.tree_linked:  # a name in a tree the command deleted (or renamed: ``mv d d2``)
+            lost.setdefault((real.st_size, real.st_mtime_ns), []).append((self.out[index], real.st_ino))
         if not lost:
             return moved, pending, reused
         for path, index, ino in self.single:
@@ -194,7 +197,7 @@ class Names:
                     pending.setdefault(ino, []).extend(n.index for n in names)
                     break
                 self.landed.setdefault(ino, one.path)  # where the real file is once moves are done
-                if change.action == "create" and old.action == "delete" and old.path not in moved:
+                if change.action == "create" and old.action == "delete" and not old.top and old.path not in moved:
                     self.out[one.index] = replace(change, moved_from=old.path, origin=True)
                     moved.add(old.path)
                 else:

@@ -49,18 +49,23 @@ def recover(history: HistoryStore, roots: Sequence[str], areas: Sequence[str]) -
             fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
             continue
-        journal: Journal | None = Journal(path, fd)
+        handed = False  # to the run, which closes it
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 continue  # its server is alive and applying
             with os.fdopen(os.dup(fd), "rb") as fh:
-                lines = fh.read().decode("utf-8", "surrogateescape").splitlines()
-            replay = read_journal(lines)
+                text = fh.read()
+            replay = read_journal(text.decode("utf-8", "surrogateescape").splitlines(), applier.key, path)
+            if replay.untrusted:
+                log.warning("left the apply journal %s alone: %s", path, replay.untrusted)
+                continue
             if replay.plan is None:
                 path.unlink(missing_ok=True)
                 continue
+            if text and not text.endswith(b"\n"):
+                os.write(fd, b"\n")  # a line torn by the crash ends here: the next one is whole
             plan, baseline = Plan.of(replay.plan)
             outside = _outside(plan, roots, areas) or _untrusted(history, plan)
             if outside:
@@ -68,9 +73,10 @@ def recover(history: HistoryStore, roots: Sequence[str], areas: Sequence[str]) -
                 continue
             # The same lock every writer takes: no live server's apply or write comes between these steps.
             with tree_lock(os.stat(root).st_dev for root in {op.root for op in plan.ops}):
-                journal = None  # _run closes (and removes) it once the plan is finished
+                handed = True  # _run closes (and removes) it once the plan is finished
                 try:
-                    applier._run(plan, baseline, replay.done, Journal(path, fd), replay=replay)
+                    journal = Journal(path, fd, applier.key, replay.last)
+                    applier._run(plan, baseline, replay.done, journal, replay=replay)
                     log.warning("finished the apply of call %s that a dead server left half done", plan.audit_id)
                 except NotApplied as exc:
                     log.warning("went back over call %s that a dead server left half done: %s", plan.audit_id,
@@ -79,7 +85,7 @@ def recover(history: HistoryStore, roots: Sequence[str], areas: Sequence[str]) -
         except (OSError, ValueError, KeyError, TypeError, TreeBusy) as exc:
             log.error("cannot finish the apply journal %s: %s", path, exc)
         finally:
-            if journal is not None:
+            if not handed:
                 os.close(fd)
     return finished
 

@@ -106,8 +106,24 @@ def _land_tree(dirfd: int, name: str, absolute: str, op: Op, run: Run) -> None:
     for path in op.marked:
         inner = path[len(op.path) + 1 :]
         with contextlib.suppress(Changed, OSError), parent(dirfd, f"{name}/{inner}") as (inner_dir, last):
+            _unshared_symlink(inner_dir, last)
             if land(at(inner_dir, last)):
                 run.marked.append(posixpath.join(absolute, inner))
+
+
+def _unshared_symlink(dirfd: int, name: str) -> None:
+    """A symlink of the command's tree that is also a name of another entry of the copy (``ln link n/l2``: GNU ``ln``
+    links the symlink itself) is made a symlink of its own before the tree lands: else taking the copy away after
+    the call changes its ctime, and undo would take that for a later change."""
+    st = lstat_at(name, dirfd)
+    if st is None or not stat.S_ISLNK(st.st_mode) or st.st_nlink < 2:
+        return
+    temp = f".{name[:64]}.mcp-guard-ln.tmp"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temp, dir_fd=dirfd)
+    os.symlink(os.readlink(name, dir_fd=dirfd), temp, dir_fd=dirfd)
+    os.utime(temp, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=dirfd, follow_symlinks=False)
+    os.rename(temp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
 
 
 def place(

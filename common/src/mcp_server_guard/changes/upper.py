@@ -95,7 +95,9 @@ class _Reader(Names):
             for rel, st in walk_real(fd, path, [self.budget[0]]):
                 kind = kind_of(st.st_mode)
                 size = st.st_size if kind == "file" else 0
-                self.add(Change(rel, "delete", kind, size=size, mode=stat.S_IMODE(st.st_mode), top=path))
+                index = self.add(Change(rel, "delete", kind, size=size, mode=stat.S_IMODE(st.st_mode), top=path))
+                if kind == "file" and st.st_nlink > 1 and index >= 0:
+                    self.tree_linked.append((index, st))  # a file with other names: maybe moved with a tree
                 if self.budget[0] < 0:
                     return
         finally:
@@ -117,6 +119,8 @@ class _Reader(Names):
                 self.touched.add(rel)
                 if kind in ("file", "dir") and attribute_names(inner_dir, inner_name):  # most have none
                     self.overlay_names(at(inner_dir, inner_name), rel)
+                if kind == "symlink" and inner.st_nlink > 1:
+                    self.marked.add(rel)  # another name of a symlink of the copy: made one of its own as it lands
                 if kind == "file" and inner.st_nlink > 1:
                     self.note(rel, inner, index, None, False, False)
                 elif kind == "file" and index >= 0:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Protocol
 import anyio
 import typer
 
+from mcp_server_guard import registry
 from mcp_server_guard.audit import AuditLog, default_audit_path, default_state_path, state_dirs
 from mcp_server_guard.files.jail import Jail, SymlinkMode
 from mcp_server_guard.paths import real_within_any
@@ -185,6 +186,14 @@ def build_config(
     make_state_dirs([r.path for r in jail.allowed])
     try:
         audit_path = audit_log if audit_log is not None else default_audit_path(r.path for r in jail.allowed)
+    except OSError as exc:
+        usage_error(prog, f"cannot open the audit log: {exc.strerror or exc}")
+    state_in_use(prog, audit_path.absolute())
+    for directory in state_dirs():  # the default places (copies, spools, history) that lie outside the jail
+        if directory.is_dir() and not real_within_any(directory, [r.path for r in jail.allowed]):
+            state_in_use(prog, directory)
+            break
+    try:
         audit = AuditLog(audit_path)
     except OSError as exc:
         usage_error(prog, f"cannot open the audit log: {exc.strerror or exc}")
@@ -218,7 +227,32 @@ def resolve_history_dir(prog: str, given: Path | None, config: ServerConfig) -> 
         usage_error(prog, str(exc))
     if real_within_any(path, roots):
         usage_error(prog, f"--history-dir {path} lies inside the allowed directories; the tool could rewrite it")
+    state_in_use(prog, path)
     return path
+
+
+_STATE: list[Path] = []  # the state directories this process uses (registered once it serves)
+
+
+def state_in_use(prog: str, path: Path) -> None:
+    """``path`` is a state directory (or file: the audit log) of this process. Refused (exit 2) when it lies
+    inside a root another running server of the user serves: that server's commands could read it or forge what
+    is in it (``registry``)."""
+    clash = registry.inside_served([path])
+    if clash is not None:
+        real, other = clash
+        usage_error(prog, f"the state directory {real} lies inside a directory another running server of yours "
+                          f"allows (pid {other.pid}: {', '.join(other.roots)}); its commands could rewrite it. "
+                          "Pass another --audit-log/--history-dir or XDG_STATE_HOME")  # fmt: skip
+    _STATE.append(path)
+
+
+def _register(server: GuardedServer) -> None:
+    """This server in the user's registry: its state directories hidden from every server's commands, its roots
+    known to every server that starts later."""
+    registration = registry.register([r.path for r in server.jail.allowed], _STATE)
+    if registration is not None:
+        server.cleanups.append(registration.close)
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -352,7 +386,9 @@ def server_cli(
             values = {k: kwargs.pop(k) for k in list(kwargs) if k in shared_names}
             values.pop("version", None)
             config = build_config(prog=prog, name=name, distribution=dist, **values)
-            serve(build(config, **kwargs))
+            server = build(config, **kwargs)
+            _register(server)
+            serve(server)
 
         params = shared + own
         command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]

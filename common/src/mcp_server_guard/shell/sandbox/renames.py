@@ -363,8 +363,11 @@ def _copy_tree(src_parent: int, src_name: bytes, dst_parent: int, dst_name: byte
                     continue
                 if stat.S_ISREG(item.st_mode) and item.st_nlink > 1:
                     # A file with other names (outside the tree, too): the moved name stays one of them, as a rename
-                    # would keep it.
+                    # would keep it. Its other names in the tree are made names of this one: on the copy the
+                    # names of a file with several are not one file until one of them is linked (each would copy
+                    # up on its own).
                     os.link(name, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
+                    linked[key] = (dst_fd, name)
                     continue
                 if stat.S_ISREG(item.st_mode):
                     _copy_file(src_fd, name, dst_fd, item)

@@ -1,0 +1,234 @@
+"""The user's servers as each server sees the others: which state directories are in use, and which roots are
+served right now.
+
+A server keeps state that its commands must never reach (copies, history, audit log, approvals). It hides its own
+from its tools and its box; but two servers of the user may run with different state directories (another
+``XDG_STATE_HOME``, an explicit ``--history-dir``), and one's state may lie inside the other's root. The registry
+makes that detectable. It is a private directory (0700, this user's, never a symlink), ``$MCP_GUARD_RUNTIME_DIR``
+or else ``/tmp/mcp-guard-<uid>/servers``, holding:
+
+* ``state-<sha256>``: the real path of a state directory a server of the user has used. Kept (a few bytes each;
+  ``/tmp`` is emptied at boot), so that every such directory is hidden from every server's tools and commands
+  while it exists, whether its server runs or not (``protected.Protection.hidden_paths``);
+* ``live-<pid>-<random>.json``: a running server's roots, under an exclusive ``flock`` it holds for as long as it
+  lives (the kernel drops it however the server dies; an entry whose lock can be taken is a dead server's, and is
+  removed by whoever finds it). A server refuses to start when one of its state directories lies inside a root
+  another live server serves (``serving.launch``): that server's commands could read or forge it.
+
+Threat: another user making the directory first, to feed a server state directories to hide (a nuisance) or to
+hide none: it must be a private directory of this user, or nothing is read from it (and nothing registered).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import secrets
+import stat
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp_server_guard.paths import within
+
+log = logging.getLogger("mcp_server_guard")
+
+__all__ = ["ENV", "Live", "Registration", "directory", "inside_served", "live_servers", "register", "state_paths"]
+
+ENV = "MCP_GUARD_RUNTIME_DIR"
+_MAX_ENTRIES = 4096  # entries read at most (a directory stuffed with entries costs a bounded time)
+_MAX_BYTES = 64 << 10  # one entry's bytes read at most
+_NO_FOLLOW = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def directory() -> Path:
+    given = os.environ.get(ENV)
+    # One place every server of the user finds whatever its TMPDIR; made private and checked (_private).
+    return Path(given) if given else Path("/tmp") / f"mcp-guard-{os.getuid()}" / "servers"  # noqa: S108
+
+
+def _private(path: Path, *, make: bool) -> bool:
+    if make:
+        with contextlib.suppress(OSError):
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
+
+
+@dataclass(frozen=True)
+class Live:
+    """A running server of the user, other than this one."""
+
+    pid: int
+    roots: tuple[str, ...]
+
+
+class Registration:
+    """This server in the registry: its live entry, locked for as long as it lives."""
+
+    def __init__(self, where: Path, fd: int, path: Path) -> None:
+        self.where, self.fd, self.path = where, fd, path
+
+    def add_state(self, paths: Iterable[str | Path]) -> None:
+        _add_state(self.where, paths)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+def _add_state(where: Path, paths: Iterable[str | Path]) -> None:
+    for raw in paths:
+        real = os.path.realpath(raw)
+        name = "state-" + hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+        if os.path.lexists(where / name):
+            continue
+        temp = where / f".{name}.{os.getpid()}.tmp"
+        try:
+            temp.write_bytes(real.encode("utf-8", "surrogateescape"))
+            os.rename(temp, where / name)
+        except OSError as exc:
+            log.warning("cannot register the state directory %s: %s", real, exc.strerror or exc)
+            with contextlib.suppress(OSError):
+                temp.unlink()
+    _cache.clear()
+
+
+def register(roots: Sequence[str], state: Iterable[str | Path]) -> Registration | None:
+    """Register this server: its roots (live, locked) and its state directories (kept). None when the registry
+    cannot be used (said on stderr): the server then hides only its own state."""
+    where = directory()
+    if not _private(where, make=True):
+        log.warning("%s is not a private directory of this user: other servers' state is not hidden", where)
+        return None
+    _add_state(where, state)
+    name = f"live-{os.getpid()}-{secrets.token_hex(4)}.json"
+    temp = where / f".{name}.tmp"
+    try:
+        fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        log.warning("cannot register this server in %s: %s", where, exc.strerror or exc)
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # before it has its name: a reader never finds it unlocked while alive
+        body = {"pid": os.getpid(), "roots": [os.path.realpath(r) for r in roots]}
+        os.write(fd, json.dumps(body).encode("utf-8", "surrogateescape"))
+        os.rename(temp, where / name)
+    except OSError as exc:
+        log.warning("cannot register this server in %s: %s", where, exc.strerror or exc)
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        return None
+    return Registration(where, fd, where / name)
+
+
+_cache: dict[str, tuple[tuple[int, int, int], tuple[str, ...]]] = {}
+_cache_lock = threading.Lock()
+
+
+def state_paths() -> tuple[str, ...]:
+    """The state directories of the user's servers (registered, whether they run or not). Cached while the
+    registry directory does not change (one ``stat`` per look)."""
+    where = directory()
+    try:
+        st = os.lstat(where)
+    except OSError:
+        return ()
+    key = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+    with _cache_lock:
+        cached = _cache.get(str(where))
+        if cached is not None and cached[0] == key:
+            return cached[1]
+    if not _private(where, make=False):
+        return ()
+    found: list[str] = []
+    for name in _names(where):
+        if name.startswith("state-"):
+            text = _read(where, name)
+            if text is not None and text.startswith("/") and "\x00" not in text:
+                found.append(text)
+    paths = tuple(sorted(set(found)))
+    with _cache_lock:
+        _cache[str(where)] = (key, paths)
+    return paths
+
+
+def live_servers() -> list[Live]:
+    """The other servers of the user running now, with their roots; the entries of dead ones are removed."""
+    where = directory()
+    if not _private(where, make=False):
+        return []
+    found: list[Live] = []
+    for name in _names(where):
+        if not (name.startswith("live-") and name.endswith(".json")):
+            continue
+        try:
+            fd = os.open(where / name, _NO_FOLLOW)
+        except OSError:
+            continue
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                body = json.loads(os.read(fd, _MAX_BYTES) or b"{}")
+                pid = int(body.get("pid", 0))
+                if pid != os.getpid():
+                    found.append(Live(pid, tuple(str(r) for r in body.get("roots", []) if str(r).startswith("/"))))
+                continue
+            with contextlib.suppress(OSError):
+                os.unlink(where / name)  # its server is dead
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue
+        finally:
+            os.close(fd)
+    return found
+
+
+def _names(where: Path) -> list[str]:
+    names: list[str] = []
+    with contextlib.suppress(OSError), os.scandir(where) as entries:
+        for entry in entries:
+            names.append(entry.name)
+            if len(names) >= _MAX_ENTRIES:
+                break
+    return names
+
+
+def _read(where: Path, name: str) -> str | None:
+    try:
+        fd = os.open(where / name, _NO_FOLLOW)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, _MAX_BYTES).decode("utf-8", "surrogateescape")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def inside_served(paths: Iterable[str | Path]) -> tuple[str, Live] | None:
+    """The first of ``paths`` that lies inside a root another live server serves, with that server; None when none
+    does."""
+    servers = live_servers()
+    for raw in paths:
+        real = os.path.realpath(raw)
+        for server in servers:
+            if any(within(real, root) for root in server.roots):
+                return real, server
+    return None
