@@ -124,6 +124,7 @@ def layer(module: str) -> str:
         "git_dirs",
         "git_config",
         "faults",
+        "registry",
     }
     if len(parts) <= 2 and parts[-1] in top:
         return "top"

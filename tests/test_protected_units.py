@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from mcp_server_guard import registry
 from mcp_server_guard.errors import SecurityError
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.protected import (
@@ -198,12 +199,15 @@ def test_a_hidden_glob_sees_a_new_match_at_once(tmp_path: Path) -> None:
 
 
 def _count_lstat(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every path ``os.lstat`` is asked about from now on (the hidden lookup's own work)."""
+    """Every path ``os.lstat`` is asked about from now on (the hidden lookup's own work), but the one look at the
+    servers' registry each lookup makes (whether another server's state directory was registered)."""
     looked: list[str] = []
     real_lstat = os.lstat
+    registry_dir = str(registry.directory())
 
     def counted_lstat(p: Any, *a: Any, **k: Any) -> os.stat_result:
-        looked.append(str(p))
+        if str(p) != registry_dir:
+            looked.append(str(p))
         return real_lstat(p, *a, **k)
 
     monkeypatch.setattr(os, "lstat", counted_lstat)

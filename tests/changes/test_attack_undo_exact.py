@@ -45,7 +45,7 @@ async def test_undo_and_its_undo_are_exact(workspace: Path, case: str) -> None:
     async with shell(workspace) as client:
         out = await run(client, code)
     after = snap(workspace)
-    assert out["transaction"] == "applied" and not out["changes"]["conflicts"], out
+    assert out["transaction"] == "applied" and not out["changes"]["conflicts"], out["changes"]["paths"]
     problems = []
     undo_id, why = undo(out["auditId"])
     if not undo_id:

@@ -117,6 +117,9 @@ class GitLookups:
     git_dirs: dict[str, bool] = field(default_factory=dict)
     hooks: dict[str, list[str]] = field(default_factory=dict)  # work tree (or not one: []) -> its hooks dirs
     included: dict[str, list[str]] = field(default_factory=dict)  # work tree -> the files its configs include
+    # The hooks directories and included files of every repository found within the roots (``repos_files``):
+    # None until looked up.
+    nested: tuple[list[str], list[str]] | None = None
 
 
 def git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: GitLookups) -> str | None:
@@ -162,9 +165,33 @@ def git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: GitLo
         if parent == directory:
             break
         directory = parent
+    if lookups.nested is not None:
+        # Threat: a repository beside or below the path whose config includes it (``repos/app`` including
+        # ``../../../shared.gitconfig``) or names its directory as core.hooksPath: not among its ancestors.
+        hooks = _hooks_rule(real, lookups.nested[0])
+        if hooks is not None:
+            return hooks
+        if real in lookups.nested[1]:
+            return "a git config a repository within the allowed directories includes"
     if posixpath.basename(real) == ".git":
         return ".git"  # a .git file points git at any directory
     return None
+
+
+def repos_files(work_trees: Iterable[str], git_dirs: Iterable[str], home: str | None) -> tuple[list[str], list[str]]:
+    """The hooks directories and included files of the repositories whose work trees are ``work_trees``, and of
+    the git dirs ``git_dirs`` (bare ones, submodules'), as git would read them."""
+    hooks: list[str] = []
+    included: list[str] = []
+    for tree in work_trees:
+        more_hooks, more_included = _repo_files(tree, home)
+        hooks += more_hooks
+        included += more_included
+    for git_dir in git_dirs:
+        files = _with_includes(os.path.join(git_dir, "config"), home, follow=False)
+        hooks += [_expand(v, git_dir, home) for _file, entries in files for v in _hooks_paths(entries)]
+        included += [file for file, _entries in files[1:]]
+    return hooks, included
 
 
 _GIT_SHAPE = frozenset({"HEAD", "objects", "refs", "commondir"})

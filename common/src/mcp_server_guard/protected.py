@@ -47,6 +47,7 @@ from mcp_server_guard.git_dirs import (
     is_git_dir,
     pointer_text,
     read_pointer,
+    repos_files,
 )
 from mcp_server_guard.paths import within, within_any
 from mcp_server_guard.policy import Policy
@@ -76,6 +77,7 @@ OWN_AREA = ".mcp-guard"
 GIT_SEARCH_DEPTH = 2
 # Directories visited per root at most by that search; past it, deeper git dirs are not looked for.
 GIT_SEARCH_BUDGET = 2000
+NESTED_SEARCH_DEPTH = 4  # the git rule's search for repositories within the roots (``repos/app/.git``: 3 levels)
 _GLOB_CHARS = frozenset("*?[")
 # What the servers and the box's supervisor run from, and the system itself: a hidden entry that holds one
 # of these is ignored (a path below them, such as /etc/shadow, can still be hidden).
@@ -208,8 +210,23 @@ class Protection:
         if own is not None:
             return f"the copies of shell_exec's commands ({own})"
         if real.startswith("/"):
-            return git_rule(real, tuple(roots), self.home, (lookups or Lookups()).git)
+            git = (lookups or Lookups()).git
+            if git.nested is None:
+                git.nested = self._repositories_within(roots)
+            return git_rule(real, tuple(roots), self.home, git)
         return None
+
+    def _repositories_within(self, roots: tuple[str, ...]) -> tuple[list[str], list[str]]:
+        """The hooks directories and included files of every repository the box's search finds within ``roots``
+        (``_git_dirs``: to NESTED_SEARCH_DEPTH levels, GIT_SEARCH_BUDGET directories), for the git rule."""
+        trees: set[str] = set()
+        bare: set[str] = set()
+        for base in roots:
+            gitfiles: list[str] = []
+            for git_dir in _git_dirs(base, gitfiles, bad=[], depth_limit=NESTED_SEARCH_DEPTH):
+                (trees.add(posixpath.dirname(git_dir)) if posixpath.basename(git_dir) == ".git" else bare.add(git_dir))
+            trees.update(posixpath.dirname(f) for f in gitfiles)
+        return repos_files(sorted(trees), sorted(bare), self.home)
 
     def hidden_paths(self, roots: Iterable[str] = ()) -> list[str]:
         """The hidden list with ``~`` and globs expanded: existing paths only, never one that holds the
@@ -592,12 +609,14 @@ class Lookups:
 # -- the box's search for git dirs below its roots (what it mounts read-only) ----------------------------------
 
 
-def _git_dirs(base: str, gitfiles: list[str] | None = None, bad: list[str] | None = None) -> Iterator[str]:
-    """Git dirs at or below ``base`` (``.git`` files followed), to GIT_SEARCH_DEPTH levels. An unreadable
+def _git_dirs(
+    base: str, gitfiles: list[str] | None = None, bad: list[str] | None = None, depth_limit: int = GIT_SEARCH_DEPTH
+) -> Iterator[str]:
+    """Git dirs at or below ``base`` (``.git`` files followed), to ``depth_limit`` levels. An unreadable
     ``.git`` file raises PROTECTION_UNAVAILABLE, or goes to ``bad`` when one is given."""
     budget = GIT_SEARCH_BUDGET
     level = [base]
-    for depth in range(GIT_SEARCH_DEPTH + 1):
+    for depth in range(depth_limit + 1):
         below: list[str] = []
         for directory in level:
             if is_git_dir(directory):
@@ -620,7 +639,7 @@ def _git_dirs(base: str, gitfiles: list[str] | None = None, bad: list[str] | Non
                         gitfiles.append(entry.path)
                     if is_git_dir(target):
                         yield target
-                elif entry.is_dir(follow_symlinks=False) and depth < GIT_SEARCH_DEPTH and budget > 0:
+                elif entry.is_dir(follow_symlinks=False) and depth < depth_limit and budget > 0:
                     budget -= 1
                     below.append(entry.path)
         level = below

@@ -45,6 +45,7 @@ from typing import Any
 
 from mcp_server_guard import faults
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, ROOT, ChangeSet, DirTime
+from mcp_server_guard.changes.escapes import marked, note_landed
 from mcp_server_guard.changes.nofollow import (
     DIR,
     Changed,
@@ -178,6 +179,9 @@ class Applier:
             raise NotApplied(why)
         left: dict[str, int] = dict(baseline or {})
         plan = Plan(audit_id, started_ns, tuple(ops), dict(what or {}))
+        carried = sorted({pair for changes in sets for pair in changes.carried})
+        if carried:  # journalled with the plan: a run finished after a crash lands them the same
+            plan.what["carried"] = [[name, value.hex()] for name, value in carried]
         with self.lock:
             outcome = self._run(plan, left, done={})
         if baseline is not None:
@@ -222,6 +226,8 @@ class Applier:
         outcome = Outcome()
         undo = str(plan.what.get("undoes", ""))
         run = Run(plan.audit_id, plan.started_ns, baseline, names=names or {}, replay=replay is not None)
+        with contextlib.suppress(ValueError, TypeError):
+            run.carried = frozenset((str(n), bytes.fromhex(str(v))) for n, v in plan.what.get("carried") or [])
         run.groups = {op.record.group for op in plan.ops if op.record is not None and op.record.group}
         back = replay.back if replay is not None else None
         why = replay.why if replay is not None else ""
@@ -256,7 +262,8 @@ class Applier:
                 for fd in roots.values():
                     syncfs(fd)
                 outcome.applied = [_settled(record, roots) for record in outcome.applied]
-                outcome.marked = run.marked
+                outcome.marked = run.marked + (_marked_back(outcome, roots) if undo else [])
+                note_landed(self.history.directory, outcome.marked)  # every server's escape layer takes it up
                 faults.point("record")
                 self._record(plan, outcome)
                 if undo and back is None:
@@ -559,6 +566,27 @@ def run_step(history: HistoryStore, op: Op, root: int, upper: int, run: Run) -> 
             run.fatal = f"{absolute}: {why}"
         log.warning("could not apply %s %s: %s", op.kind, absolute, why)
         return [], [Conflict(absolute, f"not {verb(op.kind)}: {why}")]
+
+
+def _marked_back(outcome: Outcome, roots: dict[str, int]) -> list[str]:
+    """The paths an undo put back that carry overlayfs's attribute names (the project's own): looked at beneath
+    their root, no link followed."""
+    found: list[str] = []
+    for record in outcome.applied:
+        root = _root_of(record.path, list(roots))
+        if root is None or record.path == root or record.kind not in ("file", "dir"):
+            continue
+        with (
+            contextlib.suppress(Changed, OSError),
+            parent(roots[root], posixpath.relpath(record.path, root)) as (
+                dirfd,
+                name,
+            ),
+        ):
+            st = lstat_at(name, dirfd)
+            if st is not None and not stat.S_ISLNK(st.st_mode) and marked(f"/proc/self/fd/{dirfd}/{name}"):
+                found.append(record.path)
+    return found
 
 
 def _root_of(path: str, roots: Sequence[str]) -> str | None:

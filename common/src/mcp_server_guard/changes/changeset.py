@@ -107,6 +107,7 @@ class ChangeSet:
     times: tuple[DirTime, ...] = ()
     dropped: tuple[tuple[str, str], ...] = ()  # (path, the user.overlay.* names the command set there: never applied)
     marked: frozenset[str] = frozenset()  # paths whose upper entry carries attributes to take away before landing
+    carried: frozenset[tuple[str, bytes]] = frozenset()  # the project's own user.overlay.* attributes (data)
 
     def __bool__(self) -> bool:
         return bool(self.changes)

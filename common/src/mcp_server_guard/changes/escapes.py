@@ -11,7 +11,9 @@ above the root: this server's escape layer, a replica of each such entry (and of
 it as its own, and what the command changes lands under the real names (``changes.xattrs``).
 
 The entries are found by a walk of each root in the background once the server starts (:meth:`Escapes.scan`),
-and by a look at what every apply lands (:meth:`Escapes.note`); before each call the replicas are checked
+by a look at what every apply lands (:meth:`Escapes.note`), and from the notes every writer of the history store
+leaves of what it landed or put back with such attributes (``.marked`` in the store: another server's apply,
+``mcp-guard undo``; :func:`note_landed`, read before each call); before each call the replicas are checked
 against the real entries (a few ``lstat``s, :meth:`Escapes.refresh`) and made again where one changed. The layer
 lives in this server's part of the root's area (``escape-<i>``), which commands never see; the call's init adds it
 to the copy's lower layers when it is there (``shell.sandbox.overlays``).
@@ -24,6 +26,7 @@ made from what was opened, never by path.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import stat
@@ -36,7 +39,7 @@ from mcp_server_guard.changes.changeset import TooDeep, walk_real
 from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, parent
 from mcp_server_guard.files.trees import remove_tree
 
-__all__ = ["ESCAPE_DIR", "Escapes", "marked"]
+__all__ = ["ESCAPE_DIR", "MARKS", "Escapes", "marked", "note_landed"]
 
 log = logging.getLogger("mcp_server_guard.changes")
 
@@ -45,6 +48,27 @@ _OVERLAY = "user.overlay."
 _SCAN_ENTRIES = 500_000  # paths of a root walked at most when the server starts
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CHUNK = 1 << 20
+_ESCAPED_PREFIX = _OVERLAY + "overlay."  # how a replica keeps an entry's own user.overlay.* names (_escaped)
+MARKS = ".marked"  # in the history store: absolute paths landed carrying overlayfs's attribute names, a line each
+_MARKS_MAX = 1 << 20  # past this, the notes start again (whoever read them has; a new server walks the roots)
+
+
+def note_landed(history_dir: Path, paths: Iterable[str]) -> None:
+    """Leave a note of ``paths`` (absolute) that a writer landed or put back carrying overlayfs's attribute names:
+    every server of the history store takes it up before its next call (a note names a path to look at, nothing
+    more: the real entry decides)."""
+    lines = b"".join(json.dumps(p).encode() + b"\n" for p in paths)
+    if not lines:
+        return
+    path = history_dir / MARKS
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            if os.fstat(fd).st_size > _MARKS_MAX:
+                os.ftruncate(fd, 0)
+            os.write(fd, lines)
+        finally:
+            os.close(fd)
 
 
 def marked(path: str) -> bool:
@@ -78,10 +102,43 @@ class _Root:
 class Escapes:
     """The escape layers of one server's writable roots (see the module docstring)."""
 
-    def __init__(self, overlays: Sequence[tuple[str, str]]) -> None:
+    def __init__(self, overlays: Sequence[tuple[str, str]], notes: Path | None = None) -> None:
         self._roots = [_Root(root, area, index) for index, (root, area) in enumerate(overlays)]
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._notes = notes  # the history store's notes of entries landed with attributes (note_landed)
+        self._read = 0  # how far they were read
+
+    def _learn(self) -> None:
+        """Take up the notes other writers left since the last look (one ``stat`` when there are none)."""
+        if self._notes is None:
+            return
+        try:
+            fd = os.open(self._notes, _FILE)
+        except OSError:
+            return
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size == self._read:
+                return
+            start = self._read if st.st_size > self._read else 0  # started again
+            data = os.pread(fd, min(st.st_size - start, _MARKS_MAX), start)
+        except OSError:
+            return
+        finally:
+            os.close(fd)
+        whole = data.rpartition(b"\n")[0]
+        self._read = start + len(whole) + (1 if whole else 0)
+        for item in self._roots:
+            prefix = item.root.rstrip("/") + "/"
+            found: list[str] = []
+            for line in whole.splitlines():
+                with contextlib.suppress(ValueError):
+                    path = json.loads(line)
+                    if isinstance(path, str) and path.startswith(prefix):
+                        found.append(path[len(prefix) :])
+            if found:
+                self.note(item.root, found)
 
     def start(self) -> None:
         """Walk the roots for marked entries in a thread of its own (once)."""
@@ -124,6 +181,23 @@ class Escapes:
         with self._lock:
             return frozenset(p for item in self._roots if item.root == root for p in item.marks)
 
+    def data(self, root: str) -> frozenset[tuple[str, bytes]]:
+        """The ``user.overlay.*`` attributes (name, value) the root's marked entries carry, read from their replicas
+        (our own files): a command's entry holding one of them (renamed, ``cp -a``) lands with it."""
+        found: set[tuple[str, bytes]] = set()
+        with self._lock:
+            item = next((r for r in self._roots if r.root == root), None)
+            if item is None:
+                return frozenset()
+            for rel in item.marks:
+                replica = os.path.join(item.layer, rel)
+                with contextlib.suppress(OSError):
+                    for name in os.listxattr(replica, follow_symlinks=False):
+                        if name.startswith(_ESCAPED_PREFIX):
+                            value = os.getxattr(replica, name, follow_symlinks=False)
+                            found.add((_OVERLAY + name[len(_ESCAPED_PREFIX) :], value))
+        return frozenset(found)
+
     def note(self, root: str, paths: Iterable[str]) -> None:
         """After an apply: the root-relative ``paths`` it landed, looked at again."""
         item = next((r for r in self._roots if r.root == root), None)
@@ -154,6 +228,7 @@ class Escapes:
         are now. In place (a copy mounted already reads its replicas when the command looks, not before). The first
         one starts the walk for marked entries."""
         self.start()
+        self._learn()
         with self._lock:
             for item in self._roots:
                 marks = sorted(item.marks)

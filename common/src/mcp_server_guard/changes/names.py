@@ -74,6 +74,7 @@ class Names:
     landed: dict[int, str] = field(default_factory=dict)  # real inodes the command renamed: the name they end at
     compared: int = 0  # bytes compared so far to recognise renamed files
     shared_meta: dict[int, list[int]] = field(default_factory=dict)  # meta changes of files with several names
+    carried: frozenset[tuple[str, bytes]] = frozenset()  # the project's own user.overlay.* attributes (data)
 
     def add(self, change: Change) -> int:
         """List a change; its index, or -2 once the budget is spent (not listed: the set is incomplete)."""

@@ -20,7 +20,7 @@ import errno
 import os
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from mcp_server_guard import linux
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, TooDeep, walk_real
@@ -181,9 +181,9 @@ def held(dirfd: int, name: str, st: os.stat_result) -> Iterator[None]:
         os.close(fd)
 
 
-def unchanged_tree(dirfd: int, name: str, since_ns: int) -> tuple[int, int]:
+def unchanged_tree(dirfd: int, name: str, since_ns: int, ours: Collection[tuple[int, int]] = ()) -> tuple[int, int]:
     """(paths, bytes) of the real tree ``name``; raises Changed when anything in it changed at or after
-    ``since_ns``."""
+    ``since_ns`` — but files in ``ours`` (inodes whose ctime this run changed: a new name made of one)."""
     try:
         fd = os.open(name, DIR | os.O_NOFOLLOW, dir_fd=dirfd)
     except OSError as exc:
@@ -195,7 +195,7 @@ def unchanged_tree(dirfd: int, name: str, since_ns: int) -> tuple[int, int]:
         count = size = 0
         try:
             for path, st in walk_real(fd, name, budget):
-                if st.st_ctime_ns > since_ns:
+                if st.st_ctime_ns > since_ns and not (stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) in ours):
                     raise Changed(f"{path} changed after the command started")
                 count += 1
                 size += max(st.st_size, st.st_blocks * 512) if stat.S_ISREG(st.st_mode) else 0
@@ -208,11 +208,18 @@ def unchanged_tree(dirfd: int, name: str, since_ns: int) -> tuple[int, int]:
         os.close(fd)
 
 
-def unchanged(dirfd: int, name: str, real: os.stat_result, since_ns: int, left: int | None = None) -> tuple[int, int]:
+def unchanged(
+    dirfd: int,
+    name: str,
+    real: os.stat_result,
+    since_ns: int,
+    left: int | None = None,
+    ours: Collection[tuple[int, int]] = (),
+) -> tuple[int, int]:
     """Raise Changed unless what is at ``name`` is as the command found it (or, ``left``, as an earlier apply of
-    the same running job left it: its ctime then); returns a tree's (paths, bytes)."""
+    the same running job left it: its ctime then); returns a tree's (paths, bytes). ``ours``: see unchanged_tree."""
     if stat.S_ISDIR(real.st_mode):
-        return unchanged_tree(dirfd, name, since_ns)
+        return unchanged_tree(dirfd, name, since_ns, ours)
     if left is not None:
         if real.st_ctime_ns != left:
             raise Changed("it changed after the job's changes were applied")
@@ -270,10 +277,29 @@ def copy_beside(src_dir: int, name: str, st: os.stat_result, dst_dir: int, temp:
     return temp
 
 
+_NAME_MAX = 255  # bytes in one name
+
+
+def beside_name(name: str, audit_id: str, n: int = 0) -> str:
+    """``<name>.mcp-guard-<auditId>`` (``-<n>``), the name cut (in bytes, not inside a UTF-8 character) where the
+    whole would pass NAME_MAX: a conflict on a long name still keeps the command's version beside it."""
+    suffix = f".mcp-guard-{audit_id}" + (f"-{n}" if n else "")
+    raw = os.fsencode(name)
+    room = _NAME_MAX - len(suffix.encode())
+    if len(raw) > room:
+        raw = raw[:room]
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if exc.start >= len(raw) - 3:  # the last character was cut in two
+                raw = raw[: exc.start]
+    return os.fsdecode(raw) + suffix
+
+
 def free_name_beside(name: str, audit_id: str, dirfd: int) -> str:
     """A free name beside ``name`` for the command's version: ``<name>.mcp-guard-<auditId>`` (then ``-1``...)."""
     for n in range(100):
-        candidate = f"{name}.mcp-guard-{audit_id}" + (f"-{n}" if n else "")
+        candidate = beside_name(name, audit_id, n)
         if lstat_at(candidate, dirfd) is None:
             return candidate
     raise OSError(errno.EEXIST, "no free name beside it")

@@ -28,6 +28,7 @@ from mcp_server_guard.changes.changeset import Change
 from mcp_server_guard.changes.nofollow import (
     DIR,
     Changed,
+    beside_name,
     copy_beside,
     free_name_beside,
     held,
@@ -65,6 +66,7 @@ class Run:
     placed: dict[str, tuple[int, int]] = field(default_factory=dict)  # absolute path -> what this run put there
     replay: bool = False  # finishing a dead server's run: a step may find itself done, or half done, already
     fatal: str = ""  # a step failed for want of space (or of the disk): the run cannot finish
+    carried: frozenset[tuple[str, bytes]] = frozenset()  # the project's own user.overlay.* attributes: data
 
     def stays(self, real: os.stat_result | tuple[int, ...], absolute: str) -> str:
         """Another name of ``real`` (a file with several; or its group: a file kept before a crash) this undo knew
@@ -82,7 +84,7 @@ class Run:
         name this run replaced had its ctime changed by us, not by someone else."""
         if not stat.S_ISDIR(real.st_mode) and (real.st_dev, real.st_ino) in self.ours:
             return (0, 0)
-        return unchanged(dirfd, name, real, self.started, self.baseline.get(absolute))
+        return unchanged(dirfd, name, real, self.started, self.baseline.get(absolute), self.ours)
 
 
 def _change(op: Op) -> Change:
@@ -101,13 +103,13 @@ def _record(op: Op) -> Applied:
 def _land_tree(dirfd: int, name: str, absolute: str, op: Op, run: Run) -> None:
     """A tree of the command's made ready for the real tree (``xattrs.land``) before it moves: its top, and the
     entries in it the reader found carrying attributes to take away (``op.marked``; the rest have none)."""
-    if land(at(dirfd, name)):
+    if land(at(dirfd, name), carried=run.carried):
         run.marked.append(absolute)
     for path in op.marked:
         inner = path[len(op.path) + 1 :]
         with contextlib.suppress(Changed, OSError), parent(dirfd, f"{name}/{inner}") as (inner_dir, last):
             _unshared_symlink(inner_dir, last)
-            if land(at(inner_dir, last)):
+            if land(at(inner_dir, last), carried=run.carried):
                 run.marked.append(posixpath.join(absolute, inner))
 
 
@@ -160,7 +162,7 @@ def place(
             keep: Xattrs = ()
             if real is not None and stat.S_ISREG(real.st_mode):
                 keep = own_overlay(at(dst_dir, name))
-            if land(at(src_dir, name), keep):
+            if land(at(src_dir, name), keep, run.carried):
                 run.marked.append(absolute)
         if real is None:
             if change.action == "modify" or change.gone or left is not None:
@@ -226,7 +228,7 @@ def _placed_before(
 ) -> tuple[list[Applied], list[Conflict]]:
     """A place step a crash cut after its rename: recorded as it would have been (beside what is there, when it
     was set aside)."""
-    beside = f"{name}.mcp-guard-{run.audit_id}"
+    beside = beside_name(name, run.audit_id)
     aside = lstat_at(beside, dst_dir)
     if aside is not None:
         where = posixpath.join(posixpath.dirname(absolute), beside)
@@ -572,7 +574,7 @@ def copy_step(
                 kept = own_overlay(at(dst_dir, name))
             if not stat.S_ISLNK(ours.st_mode):
                 set_seen(at(dst_dir, temp), seen(at(src_dir, name)), ())
-                if land(at(dst_dir, temp), kept):
+                if land(at(dst_dir, temp), kept, run.carried):
                     run.marked.append(absolute)
             before = ""
             if real is not None:

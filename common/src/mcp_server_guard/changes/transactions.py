@@ -35,7 +35,7 @@ from mcp_server_guard.changes.apply import Applier, NotApplied
 from mcp_server_guard.changes.area import AREA_IN_ROOT, CopyArea
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, ChangeSet, walk_real
 from mcp_server_guard.changes.effects import Counts, Judgement, judge
-from mcp_server_guard.changes.escapes import Escapes
+from mcp_server_guard.changes.escapes import MARKS, Escapes
 from mcp_server_guard.changes.plan import Conflict, Outcome
 from mcp_server_guard.changes.upper import read_upper
 from mcp_server_guard.files.treelock import TreeBusy, tree_lock
@@ -242,7 +242,8 @@ class Transactions:
         self._held: dict[str, Held] = {}
         self._lock = threading.Lock()
         self._remover = _Remover(self.discard)
-        self.escapes = Escapes(area.overlays())  # the project's own overlay attributes, shown as they are
+        # the project's own overlay attributes, shown as they are
+        self.escapes = Escapes(area.overlays(), applier.history.directory / MARKS)
 
     # -- reading and judging ---------------------------------------------------------------------
 
@@ -259,7 +260,8 @@ class Transactions:
             fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
                 mounted = _mounted(os.path.join(part, name, f"m{index}"))
-                changes = read_upper(upper, fd, root, skip, mounted, started_ns=started_ns)
+                changes = read_upper(upper, fd, root, skip, mounted, started_ns=started_ns,
+                                     carried=self.escapes.data(root))  # fmt: skip
             finally:
                 os.close(fd)
             if changes.changes or changes.incomplete or changes.times:
@@ -541,8 +543,8 @@ class Transactions:
                     if top_why is None or why != top_why:  # listed, unless refused only as part of its tree
                         refused.append((self.display(absolute), printable(why)))
                     continue
-                if change.top or (change.kind == "dir" and change.action != "delete" and not change.opaque):
-                    continue
+                if change.top or (change.kind == "dir" and change.action == "create" and not change.opaque):
+                    continue  # a new directory shows in what is made in it; a mode or attribute change does not
                 if len(paths) < _SHOWN_PATHS:
                     paths.append((self.display(absolute) + ("/" if change.kind == "dir" else ""), change.action))
             for path, names in changes.dropped:
@@ -553,6 +555,9 @@ class Transactions:
         return Settled("applied", judgement.summary, judgement.counts, paths, refused=refused)
 
     def _finished(self, settled: Settled, outcome: Outcome) -> Settled:
+        if not settled.paths:  # nothing but directories' times set on purpose (touch -d 2001-01-01 d): those
+            settled.paths = [(self.display(a.path) + "/", "meta") for a in outcome.applied
+                             if a.action == "times" and a.mtime_ns != a.old_mtime_ns][:_SHOWN_PATHS]  # fmt: skip
         settled.conflicts = [Conflict(self.display(c.path), printable(c.what)) for c in outcome.conflicts]
         settled.transaction = "applied"
         return settled

@@ -80,7 +80,7 @@ class _Reader(Names):
     def overlay_names(self, upper: str, path: str, real: Xattrs = ()) -> None:
         """``user.overlay.*`` attributes the command set on an entry: never applied (``changes.xattrs``), said; and
         an entry with attributes to take away before it lands, noted (the others land as they are)."""
-        names, marked = set_by_command(upper, real)
+        names, marked = set_by_command(upper, real, self.carried)
         if names:
             self.dropped.append((path, ", ".join(names)))
         if marked:
@@ -253,14 +253,16 @@ def read_upper(
     mounted: tuple[int, int] | None = None,
     *,
     started_ns: int = 0,
+    carried: frozenset[tuple[str, bytes]] = frozenset(),
 ) -> ChangeSet:
     """The change set of one root: ``upper`` is the overlay's upper directory, ``real_root`` an open fd of the
     real root (both read without following a link). ``skip``: root-relative paths that are not the command's;
     ``mounted``: the mode and modification time the upper directory was given when mounted (the root's then: the
-    root's own are the command's change only where they differ from those; unknown: never)."""
+    root's own are the command's change only where they differ from those; unknown: never); ``carried``: the
+    ``user.overlay.*`` attributes the project has on entries of its own (``Escapes.data``)."""
     upper_fd = os.open(upper, NO_FOLLOW_DIR)
     try:
-        reader = _Reader(real_root, upper_fd, skip, started_ns)
+        reader = _Reader(real_root, upper_fd, skip, started_ns, carried=carried)
         own, real = os.fstat(upper_fd), os.fstat(real_root)
         if mounted is not None:
             mode, mtime = stat.S_IMODE(own.st_mode), own.st_mtime_ns
@@ -276,6 +278,6 @@ def read_upper(
         reader.deleted_meanwhile()
         return ChangeSet(root=root, upper=upper, changes=tuple(reader.out), incomplete=reader.budget[0] < 0,
                          times=tuple(reader.times), dropped=tuple(reader.dropped),
-                         marked=frozenset(reader.marked))  # fmt: skip
+                         marked=frozenset(reader.marked), carried=carried)  # fmt: skip
     finally:
         os.close(upper_fd)

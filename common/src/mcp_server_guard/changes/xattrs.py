@@ -9,8 +9,9 @@ A command changes ``user.*`` attributes (:func:`seen` reads them the same way on
 what is marked ``whiteout`` in it, a file marked ``metacopy`` or ``redirect`` cannot be read), so they would turn
 every later copy against the project — and other overlays the user mounts. A project's own ones are data: they
 are shown to the command as they are (``changes.escapes``) and kept on what lands (:func:`own_overlay`); a
-command's own are left out, and said (:func:`set_by_command`). ``security.capability`` (file capabilities:
-privileges) never lands either; the rest stay as the kernel made them.
+command's own are left out, and said (:func:`set_by_command`) — unless the project has the same attribute with the
+same value on an entry of its own (a rename or ``cp -a`` carried it: :func:`carried_by`). ``security.capability``
+(file capabilities: privileges) never lands either; the rest stay as the kernel made them.
 
 Every function takes a path that is never followed at its last component (callers pass ``at(dirfd, name)``),
 or an open descriptor.
@@ -24,7 +25,18 @@ import os
 
 from mcp_server_guard import linux
 
-__all__ = ["At", "Xattrs", "at", "attribute_names", "land", "own_overlay", "seen", "set_by_command", "set_seen"]
+__all__ = [
+    "At",
+    "Xattrs",
+    "at",
+    "attribute_names",
+    "carried_by",
+    "land",
+    "own_overlay",
+    "seen",
+    "set_by_command",
+    "set_seen",
+]
 
 Xattrs = tuple[tuple[str, bytes], ...]  # (name, value), sorted by name
 
@@ -100,34 +112,52 @@ def own_overlay(path: str | int) -> Xattrs:
     return _values(path, [n for n in _names(path) if n.startswith(_OVERLAY)])
 
 
-def set_by_command(upper: str | int, real: Xattrs) -> tuple[list[str], bool]:
+def set_by_command(
+    upper: str | int, real: Xattrs, carried: frozenset[tuple[str, bytes]] = frozenset()
+) -> tuple[list[str], bool]:
     """The ``user.overlay.*`` names a command set or changed on an upper-layer entry (stored escaped), against the
-    real entry's own (``real``: :func:`own_overlay`, empty for a new entry); and whether the entry has anything
-    :func:`land` must take away (one listing of its attributes for both)."""
+    real entry's own (``real``: :func:`own_overlay`, empty for a new entry) and the project's own elsewhere
+    (``carried``: a rename or ``cp -a`` carries them); and whether the entry has anything :func:`land` must take
+    away (one listing of its attributes for both)."""
     had = dict(real)
     found: list[str] = []
     names = _names(upper)
     for name in names:
         if name.startswith(_ESCAPED):
-            shown = _OVERLAY + name[len(_ESCAPED) :]
-            if had.get(shown) != _get(upper, name) and had.get(name) != _get(upper, name):
+            shown, value = _OVERLAY + name[len(_ESCAPED) :], _get(upper, name)
+            if had.get(shown) != value and had.get(name) != value and (shown, value) not in carried:
                 found.append(shown)
     return sorted(found), bool(names) and any(name.startswith(_LANDED_NOT) for name in names)
 
 
-def land(path: str, keep: Xattrs = ()) -> bool:
+def carried_by(path: str | int, carried: frozenset[tuple[str, bytes]]) -> Xattrs:
+    """The ``user.overlay.*`` attributes an upper-layer entry holds (escaped) that the project has on an entry of
+    its own (``carried``): data a rename or a copy carried, landed under their real names."""
+    if not carried:
+        return ()
+    found: list[tuple[str, bytes]] = []
+    for name in _names(path):
+        if name.startswith(_ESCAPED):
+            shown, value = _OVERLAY + name[len(_ESCAPED) :], _get(path, name)
+            if value is not None and (shown, value) in carried:
+                found.append((shown, value))
+    return tuple(sorted(found))
+
+
+def land(path: str, keep: Xattrs = (), carried: frozenset[tuple[str, bytes]] = frozenset()) -> bool:
     """Make an inode of the upper layer ready for the real tree: every ``user.overlay.*`` attribute (overlayfs's
     bookkeeping, and the command's own, stored escaped) and file capabilities removed, then ``keep`` (the real
     entry's own ``user.overlay.*``, :func:`own_overlay`) set. Threat: ``user.overlay.opaque``/``whiteout``/
     ``metacopy`` landing in the project would make later copies hide a path or refuse to read it;
     ``security.capability`` would grant privileges to whoever runs the file. Returns whether it keeps a
     ``user.overlay.*`` attribute (the escape layer must show it)."""
+    kept = dict(carried_by(path, carried)) | dict(keep)
     for name in _names(path):
         if name.startswith(_LANDED_NOT):
             _remove(path, name)
-    for name, value in keep:
+    for name, value in sorted(kept.items()):
         _set(path, name, value)
-    return bool(keep)
+    return bool(kept)
 
 
 def _set(target: str | int, name: str, value: bytes) -> None:
