@@ -55,7 +55,8 @@ def test_mcp_guard_alone_prints_its_help_laid_out_and_has_a_version(tmp_path: Pa
     assert alone.returncode == 0 and alone.stdout.startswith("Usage: mcp-guard")
     assert len(alone.stdout.splitlines()) > 10 and "error" not in alone.stderr
     version = run([console_script("mcp-guard"), "--version"], tmp_path)
-    assert version.returncode == 0 and version.stdout.strip().startswith("mcp-server-guard ")
+    assert version.returncode == 0 and version.stdout.strip().startswith("mcp-guard ")  # the program, by its name
+    assert version.stdout.strip().endswith("(mcp-server-guard)")
     era = run([console_script("mcp-guard"), "demo", "--mode", "legacy"], tmp_path)
     assert era.returncode == 2 and "--mode" in era.stderr  # the protocol era is --protocol: --mode is a permission
 

@@ -137,6 +137,29 @@ def test_history_restore_goes_through_the_same_guards(tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stderr
     assert (proj / "doc.txt").read_text(encoding="utf-8") == "old inside\n"
     assert "saved as" in ok.stdout  # the content it replaced went to the history too
-    refused = subprocess.run([*base, outside, *common], cwd=proj, capture_output=True, text=True, timeout=30, env=env)
+    allowed = ["--allow-path", str(proj)]  # the directories it may write in, said: the entry lies outside them
+    refused = subprocess.run([*base, outside, *common, *allowed], cwd=proj, capture_output=True, text=True,
+                             timeout=30, env=env)  # fmt: skip
     assert refused.returncode == 2 and "PATH_OUTSIDE_JAIL" in refused.stderr
     assert not (tmp_path / "elsewhere.txt").exists() or (tmp_path / "elsewhere.txt").read_bytes() != b"old outside\n"
+
+
+def test_history_restore_works_from_any_directory(tmp_path: Path) -> None:
+    """Like undo: the entry goes back to its recorded path, within the directories its call was allowed (or its own
+    directory), whatever directory the person runs the command from (issue 43: from HOME it once looked in another
+    store, from elsewhere it refused the path as outside the jail)."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    hist = tmp_path / "hist"
+    entry = _save(HistoryStore(hist, 1 << 20), tmp_path, b"old\n", name="proj/doc.txt")
+    (proj / "doc.txt").write_text("new\n", encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    done = subprocess.run(
+        [console_script("mcp-guard"), "history", "restore", entry, "--history-dir", str(hist),
+         "--audit-log", str(tmp_path / "audit.jsonl")],
+        cwd=elsewhere, capture_output=True, text=True, timeout=30, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (proj / "doc.txt").read_text(encoding="utf-8") == "old\n"

@@ -321,8 +321,20 @@ async def test_read_only_mode_boxes_commands_in_a_read_only_jail(workspace: Path
     assert out is not None and out["mode"] == "read-only"
     if out["sandbox"] != "none":
         assert out["exitCode"] != 0
-    assert error_of(denied)["code"] == "COMMAND_DENIED"  # the read-only policy: touch is not a read
+    assert error_of(denied)["code"] == "READ_ONLY_MODE"  # the read-only policy: touch is not a read
     assert not (workspace / "made.txt").exists() or out["sandbox"] == "none"
+
+
+async def test_a_refusal_the_read_only_mode_makes_says_the_mode_and_what_the_user_can_do(workspace: Path) -> None:
+    writes = ["touch t.txt", "python3 -c \"open('t.txt', 'w').write('x')\"", "rm -rf build", "echo x > t.txt"]
+    async with serve("mcp-server-shell-exec", workspace, "--mode", "read-only") as client:
+        refused = [error_of(await client.call_tool("shell_exec", {"command": line})) for line in writes]
+        read = await client.call_tool("shell_exec", {"command": "cat hello.txt"})
+    for line, error in zip(writes, refused, strict=True):
+        assert error["code"] == "READ_ONLY_MODE" and error["mode"] == "read-only", (line, error)
+        assert "read-only" in error["message"] and "--mode workspace-write" in error["suggestion"], (line, error)
+        assert "no copy" not in error["suggestion"] and "another way" not in error["suggestion"], (line, error)
+    assert not read.is_error and "hello" in text_of(read)
 
 
 async def test_full_access_mode_runs_unboxed_and_deny_rules_still_hold(workspace: Path) -> None:

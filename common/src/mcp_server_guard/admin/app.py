@@ -25,6 +25,7 @@ import typer
 
 from mcp_server_guard.admin.format import format_entry
 from mcp_server_guard.audit import (
+    POLICY_RESULTS,
     AuditRecord,
     default_audit_path,
     follow_entries,
@@ -72,7 +73,7 @@ def _main(
     version: Annotated[
         bool,
         typer.Option(
-            "--version", callback=version_callback("mcp-server-guard"), is_eager=True, help="Show the version."
+            "--version", callback=version_callback("mcp-server-guard", PROG), is_eager=True, help="Show the version."
         ),
     ] = False,
 ) -> None:
@@ -107,7 +108,7 @@ def audit(
     ] = False,
     server: Annotated[str | None, typer.Option("--server", help="Only this server (file_read, …).")] = None,
     decision: Annotated[
-        str | None, typer.Option("--decision", help="Only this policy result (allow, deny, ask-approved, …).")
+        str | None, typer.Option("--decision", help=f"Only this policy result ({', '.join(POLICY_RESULTS)}).")
     ] = None,
     actor: Annotated[str | None, typer.Option("--actor", help="Only calls from clients whose name has this.")] = None,
     project: Annotated[
@@ -151,6 +152,8 @@ def _audit_filter(
 ) -> Callable[[dict[str, Any]], bool]:
     start = _since(since) if since is not None else None
     where = os.path.realpath(project) if project is not None else None
+    if decision is not None and decision not in POLICY_RESULTS:
+        raise ValueError(f"--decision {decision!r}: not a policy result; one of {', '.join(POLICY_RESULTS)}")
 
     def keep(entry: dict[str, Any]) -> bool:
         if server is not None and entry.get("server") != server:
@@ -553,6 +556,24 @@ def _history_stores(history_dir: Path | None) -> list[HistoryStore]:
     return [HistoryStore(d, policy.history_max_bytes, policy.history_max_entries) for d in directories]
 
 
+def _holds(store: HistoryStore, entry_id: str) -> bool:
+    try:
+        store.metadata(entry_id)
+    except (HistoryError, OSError, ValueError):
+        return False
+    return True
+
+
+def _call_roots(store: HistoryStore, audit_id: str) -> list[str]:
+    """The roots the call ``audit_id`` recorded (empty when it recorded none: a file_write's entry)."""
+    if not audit_id:
+        return []
+    try:
+        return [str(r) for r in store.calls.read(audit_id).get("roots", []) if isinstance(r, str) and r.startswith("/")]
+    except (HistoryError, OSError, ValueError):
+        return []
+
+
 def _history_error(exc: HistoryError) -> NoReturn:
     typer.echo(printable(f"{PROG}: error: {exc.code}: {exc.message}"), err=True)
     raise typer.Exit(1)
@@ -626,6 +647,19 @@ def history_restore(
     audit_log: AuditLogOpt = None,
     history_dir: HistoryDirOpt = None,
 ) -> None:
+    # Like undo, from any directory: the store that holds the entry, and the directories the call that kept it
+    # was allowed (its record's roots; else the entry's own directory) unless --allow-path says otherwise.
+    stores = _history_stores(history_dir)
+    store = next((s for s in stores if _holds(s, entry_id)), stores[0])
+    try:
+        kept = store.metadata(entry_id)
+    except HistoryError as exc:
+        _history_error(exc)
+    if not allow_path:
+        roots = _call_roots(store, kept.audit_id) or [os.path.dirname(kept.path)]
+        allow_path = [Path(r) for r in roots if os.path.isdir(r)]
+        if not allow_path:
+            usage_error(PROG, f"the directories {', '.join(roots)} that {kept.path} lay in are gone; pass --allow-path")
     config = build_config(
         prog=f"{PROG} history restore",
         name="mcp-guard",
@@ -635,8 +669,9 @@ def history_restore(
         policy=policy,
         audit_log=audit_log,
         log_level=LogLevel.WARNING,
+        launch_dir=allow_path[0],
     )
-    directory = resolve_history_dir(PROG, history_dir, config)
+    directory = resolve_history_dir(PROG, store.directory, config)
     writer = open_writer(config.jail, config.policy, config.audit.path, directory)
     try:
         try:

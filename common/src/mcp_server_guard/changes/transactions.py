@@ -31,6 +31,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from mcp_server_guard import audit
 from mcp_server_guard.changes.apply import Applier, NotApplied
 from mcp_server_guard.changes.area import AREA_IN_ROOT, CopyArea
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, ChangeSet, walk_real
@@ -48,6 +49,7 @@ __all__ = ["Held", "Settled", "Transactions"]
 
 _FILE = os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
+_HUMAN = "human:elicitation"  # who decided, in the audit record (shell.approval's APPROVED_BY)
 log = logging.getLogger("mcp_server_guard.changes")
 
 # What a question to the person returns: True apply, False do not, None nobody answered.
@@ -381,6 +383,14 @@ class Transactions:
             held = self._hold(name, audit_id, started_ns, shown, judgement, sets)
             settled.transaction, settled.held = "held", held.id
             return settled
+        # The call's decision is the person's (or that nobody could answer), not the command's: the result's
+        # policyDecision and the audit record say who decided.
+        if answer is True:
+            audit.note(decision="ask-approved", approved_by=_HUMAN, changes_asked=judgement.question)
+        elif answer is False:
+            audit.note(decision="ask-declined", approved_by=_HUMAN, changes_asked=judgement.question)
+        else:
+            audit.note(decision="ask-unavailable", approved_by="", changes_asked=judgement.question)
         if answer is not True:
             await anyio.to_thread.run_sync(self.discard, name)
             settled.transaction = "declined"

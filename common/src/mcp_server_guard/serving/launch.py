@@ -133,10 +133,15 @@ def package_version(distribution: str) -> str:
         return "0+unknown"
 
 
-def version_callback(distribution: str) -> Callable[[bool], None]:
+def version_callback(distribution: str, prog: str = "") -> Callable[[bool], None]:
+    """``--version``: the program's name (what the person typed), its version, and the distribution it comes in
+    when that has another name (``mcp-guard 0.1.0 (mcp-server-guard)``)."""
+
     def show(value: bool) -> None:
         if value:
-            print(f"{distribution} {package_version(distribution)}")
+            name = prog or distribution
+            shown = f"{name} {package_version(distribution)}"
+            print(shown if name == distribution else f"{shown} ({distribution})")
             raise typer.Exit()
 
     return show
@@ -368,7 +373,9 @@ def server_cli(
             kw,
             annotation=Annotated[
                 bool,
-                typer.Option("--version", callback=version_callback(dist), is_eager=True, help="Show the version."),
+                typer.Option(
+                    "--version", callback=version_callback(dist, prog), is_eager=True, help="Show the version."
+                ),
             ],
             default=False,
         ),

@@ -89,7 +89,8 @@ class ToolOutput(BaseModel):
     )
     policyDecision: str = Field(
         default="allow",
-        description="What the policy decided: allow, or ask-approved when a human approved an ask rule.",
+        description="Who decided, and what: allow (the policy); ask-approved or ask-declined (a person said yes "
+        "or no, to the command or to its changes); ask-unavailable (a person had to be asked and could not be).",
     )
     mode: str = Field(
         default="", description="The server's permission mode: read-only, workspace-write or full-access."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 import posixpath
@@ -19,7 +20,7 @@ from mcp_server_guard.changes.nofollow import now_ns
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.errors import ExecutionError, ParamError, ResourceError, SecurityError
 from mcp_server_guard.files.jail import Jail
-from mcp_server_guard.policy import HostVerdict, ShellPolicy
+from mcp_server_guard.policy import HostVerdict, ShellPolicy, load_policy
 from mcp_server_guard.protected import Protection, Survey, own_areas
 from mcp_server_guard.shell.egress import Denied, EgressProxy
 from mcp_server_guard.shell.environment import base_env, build_env
@@ -91,6 +92,26 @@ def _check_length(command: str, args: Sequence[str], env: Mapping[str, str] | No
     )
 
 
+@functools.cache
+def _default_rule_ids() -> frozenset[str]:
+    """The rules of the packaged default policy: a refusal by one of them is no matter of the session's mode."""
+    return frozenset(rule.id for rule in load_policy(None).shell_exec.rules if rule.id)
+
+
+def _about(verdict: Verdict, command: str) -> str:
+    """What a refusal names as the part of the line it is about: the words that matched, or, where the reason says
+    those already (a finding about the line as a whole), the line itself. Each reason is said once."""
+    trigger = verdict.trigger or ""
+    if trigger and trigger not in verdict.reason:
+        return trigger
+    return command if len(command) <= 200 else command[:199] + "…"
+
+
+def _lowered(reason: str) -> str:
+    reason = reason.rstrip(".")
+    return reason[:1].lower() + reason[1:] if reason[1:2].islower() or reason[1:2] == " " else reason
+
+
 class ShellExec:
     """Everything between the tool call and the process: policy, jail, environment, sandbox."""
 
@@ -103,7 +124,10 @@ class ShellExec:
         transactions: Transactions | None = None,
         egress: EgressProxy | None = None,
         grants: SessionApprovals | None = None,
+        *,
+        read_only: bool = False,
     ) -> None:
+        self.read_only = read_only  # --mode read-only: a refusal the read-only list makes says the mode
         self.grants = grants if grants is not None else SessionApprovals()  # what the human allowed this session
         self._calls: dict[str, CallHosts] = {}  # egress token -> the hosts of that running call
         self.protection = protection  # in the box: protected paths read-only, hidden ones masked
@@ -188,23 +212,40 @@ class ShellExec:
                 f"The command is too large or too deeply nested to be checked: {exc}.",
                 "Split it into smaller commands, or put a long script in a file and run that file.",
             ) from None
+        if (
+            verdict.action == "deny"
+            and self.read_only
+            and (verdict.rule not in _default_rule_ids() or self._undoable(verdict))
+        ):
+            # The refusal comes from the session's mode, not from the line (the read-only list's own rules; a rule
+            # that elsewhere gives way to a copy's judgement): say so, or a model retries other spellings.
+            raise SecurityError(
+                "READ_ONLY_MODE",
+                f"This session is read-only (the server runs with --mode read-only): commands only look at files "
+                f"here, and {_lowered(verdict.reason)} (in: {_about(verdict, command)})",
+                "Read, list or search instead; tell the user what you would change, or ask them to restart the "
+                "server with --mode workspace-write.",
+            )
         if verdict.action == "deny":
             where = "in the job's input" if input_only else "in"
             raise SecurityError(
                 "COMMAND_DENIED",
-                f"Refused by policy rule '{verdict.rule}': {verdict.reason} ({where}: {verdict.trigger})",
+                f"Refused by policy rule '{verdict.rule}': {verdict.reason} ({where}: {_about(verdict, command)})",
                 "Nothing was written to the job. Do it another way that the rule allows."
                 if input_only
                 else self._denied_suggestion(verdict),
             )
         return verdict
 
+    def _undoable(self, verdict: Verdict) -> bool:
+        rule = next((r for r in self.engine.policy.rules if r.id == verdict.rule), None)
+        return rule is not None and rule.undoable
+
     def _denied_suggestion(self, verdict: Verdict) -> str:
         """What to do instead. A rule that guards only the project's files (``undoable``) is judged by its
         effects where commands work on a copy; here they do not, so the suggestion says what the line would
         have done, with nothing kept to undo it."""
-        rule = next((r for r in self.engine.policy.rules if r.id == verdict.rule), None)
-        if rule is not None and rule.undoable and not self.engine.effects:
+        if self._undoable(verdict) and not self.engine.effects:
             return (
                 f"`{verdict.trigger}` would remove or replace what it names at once, with nothing kept to undo it: "
                 "commands write the files directly here (no copy: --transactions off, or no box). Name the exact "

@@ -34,7 +34,7 @@ from mcp_server_guard.files.trees import remove_dead, remove_tree
 from mcp_server_guard.files.writing import open_writer
 from mcp_server_guard.policy import HostVerdict, NetworkRules
 from mcp_server_guard.protected import protection_for
-from mcp_server_guard.serving.config import ServerConfig
+from mcp_server_guard.serving.config import Mode, ServerConfig
 from mcp_server_guard.shell.approval import (
     APPROVED_BY,
     Approval,
@@ -206,6 +206,7 @@ class ShellService(Generic[R]):
             transactions=self.transactions,
             egress=self.egress,
             grants=SessionApprovals(approvals_file),
+            read_only=config.mode is Mode.READ_ONLY,
         )
         self.grants = self.shell.grants
         self.checked = Checked(self.shell, self.grants)
