@@ -96,3 +96,25 @@ def test_the_readmes_flag_defaults_are_what_each_server_says_it_defaults_to() ->
             )
             checked += 1
     assert checked >= 6
+
+
+def _readme_arguments(tool: str) -> list[str]:
+    """The argument names README.md's "What the model sees" gives a tool (``- **`tool`** `{a, b?, ...}```)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(rf"- \*\*`{tool}`\*\* `\{{([^}}]*)\}}`", text)
+    assert match is not None, f"README.md lists no arguments for {tool}"
+    return [name.strip().rstrip("?") for name in match[1].split(",")]
+
+
+@pytest.mark.parametrize(
+    ("tool", "model"),
+    [
+        ("file_read", "mcp_server_file_read.server:FileReadInput"),
+        ("file_write", "mcp_server_file_write.server:FileWriteInput"),
+        ("shell_exec", "mcp_server_shell_exec.server:ShellExecInput"),
+    ],
+)
+def test_the_readme_lists_every_argument_of_each_tool(tool: str, model: str) -> None:
+    module, _, name = model.partition(":")
+    fields = list(getattr(__import__(module, fromlist=[name]), name).model_fields)
+    assert _readme_arguments(tool) == fields

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from support import console_script
 
@@ -287,3 +290,13 @@ def test_a_path_of_the_wrong_kind_is_one_line_and_exit_1_not_a_traceback(tmp_pat
         assert done.returncode == 1, (args, done.stderr)
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert done.stderr.startswith("mcp-guard: ") and str(tmp_path) in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
+def test_check_leads_with_what_the_server_does_on_this_machine(tmp_path: Path) -> None:
+    """``rm -rf build`` runs on a copy here (the box works): the first line and the exit code say so, then the
+    plain verdict for a server that writes the files directly (issue 43: it led with deny, exit 20)."""
+    done = run([console_script("mcp-guard"), "check", "rm -rf build"], tmp_path)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0, done
+    assert lines[0].startswith("on this machine: allow") and lines[1].startswith("decision: deny"), lines

@@ -346,6 +346,15 @@ async def test_full_access_mode_runs_unboxed_and_deny_rules_still_hold(workspace
     assert error_of(denied)["code"] == "COMMAND_DENIED"
 
 
+async def test_full_access_instructions_say_commands_are_not_confined(workspace: Path) -> None:
+    async with serve("mcp-server-shell-exec", workspace, "--mode", "full-access") as client:
+        full = client.instructions or ""
+    async with serve("mcp-server-shell-exec", workspace) as client:
+        boxed = client.instructions or ""
+    assert "unconfined" in full and "nothing outside them can be read" not in full, full
+    assert "nothing outside them can be read, written or run on" in boxed, boxed
+
+
 # -- the running display ---------------------------------------------------------------------------
 
 

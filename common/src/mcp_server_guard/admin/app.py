@@ -15,6 +15,7 @@ import contextlib
 import enum
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -380,11 +381,23 @@ def check(
     # While commands work on a copy (the default where the box allows), rules that only guard the project's files
     # give way to the judgement of what the command did: say so when that changes the decision.
     on_copy = _judge(PolicyEngine(loaded, effects=True), command, args or [], stdin)
+    differs = on_copy["decision"] != judged["decision"]
+    # What the server does with the line by default on this machine leads (and sets the exit code): on a copy
+    # where the box can make one, else the plain verdict.
+    here = on_copy["decision"] if differs and _copies_here() else judged["decision"]
     if as_json:
         shown = {k: v for k, v in judged.items() if k != "parseError"}
-        typer.echo(json_text({**shown, "onCopy": on_copy["decision"]}))
+        typer.echo(json_text({**shown, "onCopy": on_copy["decision"], "onThisMachine": here}))
     else:
-        typer.echo(f"decision: {judged['decision']}")
+        if differs and here == on_copy["decision"]:
+            typer.echo(
+                f"on this machine: {here} (shell_exec runs it on a copy here, and judges what it changes by its "
+                "effects before anything reaches the files)"
+            )
+            typer.echo(f"decision: {judged['decision']} (where commands write the files directly: --transactions off, "
+                       "or no box)")  # fmt: skip
+        else:
+            typer.echo(f"decision: {judged['decision']}")
         typer.echo(f"rule:     {judged['rule'] or '(none)'}")
         typer.echo(f"reason:   {judged['reason']}")
         if judged["trigger"]:
@@ -403,12 +416,26 @@ def check(
                 f"stdin:    run as {runs}"
                 + (" (judged above)" if stdin is not None else "; a background job's input is judged at each write")
             )
-        if on_copy["decision"] != judged["decision"]:
+        if differs and here != on_copy["decision"]:
             typer.echo(
-                f"on a copy: {on_copy['decision']} (shell_exec's default where the box allows: the command runs on a "
-                "copy, and what it changes is judged by its effects before anything reaches the files)"
+                f"on a copy: {on_copy['decision']} (shell_exec's default where the box allows, not here: the command "
+                "runs on a copy, and what it changes is judged by its effects before anything reaches the files)"
             )
-    raise typer.Exit(CHECK_EXIT[judged["decision"]])
+    raise typer.Exit(CHECK_EXIT[here])
+
+
+def _copies_here() -> bool:
+    """Whether shell_exec's box can run here (bubblewrap, and user namespaces it may use): then commands work on a
+    copy by default."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return False
+    try:
+        done = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-user", "--", "true"], capture_output=True,
+                              timeout=10, check=False)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
 
 
 history_app = typer.Typer(

@@ -60,7 +60,7 @@ from mcp_server_guard.errors import (
     facts_line,
 )
 from mcp_server_guard.serving.calls import example_call, flat_schema, normalize_arguments
-from mcp_server_guard.serving.config import ServerConfig
+from mcp_server_guard.serving.config import Mode, ServerConfig
 from mcp_server_guard.serving.front import where_line
 
 log = logging.getLogger("mcp_server_guard")
@@ -271,10 +271,15 @@ class GuardedServer(MCPServer[Any]):
 
     def __init__(self, config: ServerConfig, *, instructions: str | None = None) -> None:
         roots = ", ".join(root.path for root in config.jail.allowed)
-        mode_line = (
-            f"Permission mode: {config.mode.value}. {where_line(roots, config.jail.launch_dir)} nothing outside them "
-            "can be read, written or run on)."
+        # What the model is told must be true: in full-access commands run without the box, so a command can
+        # reach outside the directories (the file tools still cannot).
+        outside = (
+            "the file tools cannot reach outside them; commands run unconfined (full-access): they can read and "
+            "write anywhere the user can)."
+            if config.mode is Mode.FULL_ACCESS
+            else "nothing outside them can be read, written or run on)."
         )
+        mode_line = f"Permission mode: {config.mode.value}. {where_line(roots, config.jail.launch_dir)} {outside}"
         with _rich_left_unloaded():
             super().__init__(
                 name=config.name,

@@ -7,6 +7,7 @@ service (``tools.shell_service``) builds results of that type.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,8 +33,35 @@ class NetworkDenial(BaseModel):
     reason: str = Field(description="Why, in words.")
 
     @classmethod
-    def all_of(cls, refused: Sequence[Denied]) -> list[NetworkDenial]:
-        return [cls(host=d.host, port=d.port, rule=d.rule, reason=d.reason) for d in refused]
+    def all_of(
+        cls, refused: Sequence[Denied], result: RunResult | None = None, *, no_network: bool = False
+    ) -> list[NetworkDenial]:
+        """The proxy's refusals; and, where commands have no network at all (``no_network``: --network deny), one
+        entry saying so when the command shows it tried (a resolver or connection failure in its output) or ran out
+        of time waiting (a download that waits on a network that is not there)."""
+        found = [cls(host=d.host, port=d.port, rule=d.rule, reason=d.reason) for d in refused]
+        if no_network and result is not None and (result.timed_out or _tried_the_network(result)):
+            found.append(cls(host="*", port=0, rule="network-deny", reason=NO_NETWORK))
+        return found
+
+
+NO_NETWORK = (
+    "This server runs commands with no network at all (--network deny): nothing can be resolved or downloaded here, "
+    "loopback aside. Use what is already in the project, or ask the user to run the download (or to restart the "
+    "server with --network policy)."
+)
+# What programs print when the network is not there (resolvers, curl, git, pip, npm, Go, Node, Python).
+_NETWORK_FAILURES = re.compile(
+    rb"could not resolve|temporary failure in name resolution|name or service not known|getaddrinfo|enotfound|"
+    rb"eai_again|network is unreachable|no address associated with hostname|failed to establish a new connection|"
+    rb"nameresolutionerror|name resolution|unable to resolve host|could not connect to server|dial tcp|"
+    rb"socket\.gaierror|no route to host",
+    re.IGNORECASE,
+)
+
+
+def _tried_the_network(result: RunResult) -> bool:
+    return any(_NETWORK_FAILURES.search(text.encode("utf-8", "replace")) for text in (result.stderr, result.stdout))
 
 
 class JobInfo(BaseModel):
@@ -112,7 +140,8 @@ class ShellResult(ToolOutput):
     )
     networkDenied: list[NetworkDenial] = Field(
         default_factory=list,
-        description="Connections the egress proxy refused during this command (--network policy); empty when none.",
+        description="Connections the egress proxy refused during this command (--network policy); with --network "
+        "deny, one entry (host '*') when the command tried the network and there is none. Empty when none.",
     )
     timeoutSeconds: float = Field(default=0.0, description="The timeout in force for this command, in seconds.")
     stoppedProcesses: int = Field(
@@ -183,8 +212,11 @@ class ShellResult(ToolOutput):
             parts.append(f"[approved by the user: {self.approval}]")
         parts += _change_lines(self)
         for denial in self.networkDenied:
-            parts.append(f"[network refused: {denial.host}:{denial.port} ({denial.rule}): {denial.reason}]")
-        rules = {d.rule for d in self.networkDenied}
+            if denial.rule == "network-deny":
+                parts.append(f"[no network: {denial.reason}]")
+            else:
+                parts.append(f"[network refused: {denial.host}:{denial.port} ({denial.rule}): {denial.reason}]")
+        rules = {d.rule for d in self.networkDenied} - {"network-deny"}
         if "unnamed-host" in rules and any("run the same command again" in d.reason for d in self.networkDenied):
             parts.append("[run the same command again: the user will first be asked to allow the host]")
         elif rules - {"not-approved"}:

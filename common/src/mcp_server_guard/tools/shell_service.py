@@ -352,7 +352,9 @@ class ShellService(Generic[R]):
             sandbox=self.sandbox.label,
             limitHit=limit_hit(result),
             timeoutSeconds=timeout,
-            networkDenied=NetworkDenial.all_of(result.network_denied),
+            networkDenied=NetworkDenial.all_of(
+                result.network_denied, result, no_network=self.sandbox.network is NetworkMode.DENY
+            ),
             omitted=omitted,
             transaction=transaction,
             changes=changes,
@@ -536,7 +538,11 @@ class ShellService(Generic[R]):
                 OmittedRange(stream=name, start=a, end=b, resource=output_uri(job.id, name, a))
                 for name, a, b in look.omitted
             ],
-            networkDenied=NetworkDenial.all_of(result.network_denied if result is not None else ()),
+            networkDenied=NetworkDenial.all_of(
+                result.network_denied if result is not None else (),
+                result,
+                no_network=self.sandbox.network is NetworkMode.DENY,
+            ),
             transaction=changed[0],
             changes=changed[1],
             pendingChanges=changed[2],
