@@ -552,7 +552,8 @@ def test_history_of_empty_overwrites_stays_within_history_max_bytes(workspace: P
     policy = tmp_path / "p.toml"
     policy.write_text("[file_write]\nhistory_max_bytes = 65536\n", encoding="utf-8")
     (workspace / "hello.txt").write_text("", encoding="utf-8")
-    _overwrite(workspace, history, audit, [""] * 150, "--policy", str(policy))
+    # Each write changes the file (an identical write keeps no entry): near-empty pre-images, one after another.
+    _overwrite(workspace, history, audit, ["x" if i % 2 == 0 else "" for i in range(150)], "--policy", str(policy))
     entries, used = _store_usage(history)
     assert used <= 65536, f"{entries} entries use {used} bytes"
     assert entries >= 1
@@ -563,7 +564,8 @@ def test_history_keeps_at_most_history_max_entries(workspace: Path, tmp_path: Pa
     policy = tmp_path / "p.toml"
     policy.write_text("[file_write]\nhistory_max_bytes = 1048576\nhistory_max_entries = 10\n", encoding="utf-8")
     (workspace / "hello.txt").write_text("", encoding="utf-8")
-    backups = _overwrite(workspace, history, audit, [""] * 150, "--policy", str(policy))
+    backups = _overwrite(workspace, history, audit, ["x" if i % 2 == 0 else "" for i in range(150)], "--policy",
+                         str(policy))  # fmt: skip
     entries, used = _store_usage(history)
     assert 5 <= entries <= 10 and used <= 1048576
     assert sorted(p.stem for p in history.glob("*.json")) == sorted(backups[-entries:])  # the newest are kept

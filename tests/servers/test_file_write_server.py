@@ -85,6 +85,7 @@ async def test_creates_a_new_file_without_exec_bits(workspace: Path, history: Pa
         "bytesWritten": len("hello ✓\n".encode()),
         "sha256": sha("hello ✓\n".encode()),
         "created": True,
+        "backup": "",  # one JSON type for every field: an empty id, not a missing one
         "policyDecision": "allow",
         "mode": "workspace-write",
         "timeoutSeconds": 0,  # none: the contract's field, stated on every result
@@ -121,6 +122,17 @@ async def test_overwrite_keeps_permission_bits_and_saves_the_previous_content(
         timeout=30,
     )
     assert out["backup"] in proc.stdout and str(target) in proc.stdout
+
+
+async def test_identical_writes_keep_one_history_entry(workspace: Path, history: Path, mode: str) -> None:
+    async with serve(FW, workspace, *fw_args(history), mode=mode) as client:
+        first = (await write(client, "hello.txt", "v2\n", overwrite=True)).structured_content
+        again = (await write(client, "hello.txt", "v2\n", overwrite=True)).structured_content
+        result = await write(client, "hello.txt", "v2\n", overwrite=True)
+    assert first["backup"] and again["backup"] == "" and again["created"] is False, again
+    assert "unchanged" in result.content[0].text
+    assert len(list(history.glob("*.data"))) == 1
+    assert (workspace / "hello.txt").read_text(encoding="utf-8") == "v2\n"
 
 
 async def test_expected_sha256_guards_against_lost_updates(workspace: Path, history: Path, mode: str) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -275,10 +276,23 @@ async def test_server_secrets_never_reach_the_child_environment(
         {"INNOCENT": "() { echo shellshock; }"},
     ],
 )
-async def test_environment_injection_is_refused(workspace: Path, env: dict[str, str]) -> None:
+async def test_environment_injection_is_judged_as_the_same_assignment_in_the_line(
+    workspace: Path, env: dict[str, str]
+) -> None:
+    """The env field is judged exactly as the same assignments written before the line (issue 43: the field
+    refused ``PYTHONPATH`` while ``PYTHONPATH=src python -m pytest`` ran): never let through where the line is not;
+    a value that is no variable at all (an exported bash function) is refused outright."""
+    [(name, value)] = env.items()
     async with serve(SX, workspace) as client:
-        result = await sh(client, "true", env=env)
-    assert error_of(result)["code"] == "ENV_REFUSED"
+        through_field = await sh(client, "true", env=env)
+        in_the_line = await sh(client, f"{name}={shlex.quote(value)} true")
+    if value.startswith("()"):
+        assert error_of(through_field)["code"] == "ENV_REFUSED"
+        return
+    assert through_field.is_error == in_the_line.is_error, (through_field, in_the_line)
+    if through_field.is_error:
+        assert error_of(through_field)["code"] == error_of(in_the_line)["code"]
+    assert not (workspace / "pwned").exists()
 
 
 async def test_stdin_is_fed_or_empty(workspace: Path) -> None:

@@ -414,10 +414,12 @@ class Writer:
                 return None
             check_regular(st, located.given)
             self._check_not_executable(st, located.given)
-            if expected_sha256 is not None:
-                current = sha256_fd(old)
-                if current != expected_sha256.lower():
-                    raise self._conflict(located, current)
+            current = sha256_fd(old) if expected_sha256 is not None or st.st_size == len(data) else ""
+            if expected_sha256 is not None and current != expected_sha256.lower():
+                raise self._conflict(located, current)
+            if current == digest:
+                # The file holds these bytes already: nothing to write, and no second history entry of the same.
+                return WriteOutcome(self.jail.display(located), len(data), digest, False, None)
             entry_id = self.history.new_id()
             # Pinned until the write has landed: no server's eviction takes the backup before the rename.
             with self.history.pinned(entry_id):

@@ -4,11 +4,14 @@ A caller can set a variable three ways: the call's ``env`` field, an assignment 
 (``LESSOPEN='|sh x' less f``) and ``env NAME=value prog``. The same names are judged in all three:
 
 * *command-valued* names (``PAGER``, ``GIT_SSH_COMMAND``, ``LESSOPEN`` …) hold a command line that some
-  program runs. Written before a program in the line, the value is judged as a command line; in the
-  ``env`` field (which no rule looks at) the name is refused.
+  program runs: the value is judged as a command line.
 * *code* names (``LD_PRELOAD``, ``BASH_ENV``, ``GIT_CONFIG_*``, ``NODE_OPTIONS``, ``XDG_CONFIG_HOME`` …)
-  make a program load code or configuration the caller chose. Refused in the ``env`` field; written in the
-  line they cannot be judged before running (the policy's ``undecidable`` action: ask or deny).
+  make a program load code or configuration the caller chose: they cannot be judged before running (the
+  policy's ``undecidable`` action: ask or deny; on a copy, a search path such as ``PYTHONPATH`` is judged by
+  what the command does).
+
+The ``env`` field is judged exactly as the same assignments written before the line (``PolicyEngine.expand``);
+only what is no variable at all (an invalid name, a value that is an exported bash function) is refused here.
 * ``PATH`` decides which file a program name runs; the policy judges the program that PATH finds.
 """
 
@@ -61,11 +64,6 @@ def runs_code(name: str) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in CODE_PATTERNS)
 
 
-def refused_in_env_field(name: str) -> bool:
-    """The call's ``env`` field refuses every name that runs or loads something (no rule sees that field)."""
-    return name in COMMAND_VALUED or runs_code(name)
-
-
 def command_line_of(name: str, value: str) -> str:
     """The command line a command-valued variable makes some program run.
 
@@ -100,13 +98,6 @@ def build_env(extra: Mapping[str, str] | None, base: Mapping[str, str] | None = 
     for name, value in (extra or {}).items():
         if not name or "=" in name or "\x00" in name or "\x00" in value:
             raise SecurityError("ENV_REFUSED", f"Environment name {name!r} is not valid.", "Use NAME=value pairs.")
-        if refused_in_env_field(name):
-            # Defense in depth: these make the shell or an interpreter run code chosen by the caller.
-            raise SecurityError(
-                "ENV_REFUSED",
-                f"Setting {name} is refused: it makes programs load or run other code.",
-                "Pass options on the command line instead of through the environment.",
-            )
         if value.startswith("()"):
             raise SecurityError(
                 "ENV_REFUSED",

@@ -126,6 +126,11 @@ class PolicyEngine:
         expander.known_runs = self._denied
         expander.reaches_outside = lambda args: self._reaches_outside(parse_args("", args))
         expander.home_path = self.home
+        if env:
+            # The call's env field is judged as the same assignments written before the line would be (a command-
+            # valued name's value as a command line; a name that loads code as what cannot be decided before
+            # running): `env: {"PYTHONPATH": "src"}` and `PYTHONPATH=src python -m pytest` are one case.
+            expander.assignments([(name, Word(value, value)) for name, value in env.items()], 0)
         if args:
             words = [Word(command, command), *(Word(a, a) for a in args)]
             expander.argv(words, None, 0, feed=stdin)

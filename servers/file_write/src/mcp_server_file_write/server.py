@@ -46,14 +46,19 @@ class FileWriteOutput(ToolOutput):
     bytesWritten: int = Field(description="Bytes written (UTF-8).")
     sha256: str = Field(description="SHA-256 of the new content.")
     created: bool = Field(description="True when the file did not exist before.")
-    backup: str | None = Field(
-        default=None,
+    backup: str = Field(
+        default="",
         description="History id of the previous content when a file was replaced "
-        "(restore with `mcp-guard history restore ID`); absent for a new file.",
+        "(restore with `mcp-guard history restore ID`); empty for a new file, or one that held these bytes already.",
     )
 
     def to_text(self) -> str:
-        what = "created" if self.created else f"replaced (previous content saved as {self.backup})"
+        if self.created:
+            what = "created"
+        elif self.backup:
+            what = f"replaced (previous content saved as {self.backup})"
+        else:
+            what = "unchanged (it held these bytes already: nothing written, no history entry)"
         return f"{self.path}: {what}, {self.bytesWritten} bytes, sha256 {self.sha256}"
 
 
@@ -109,7 +114,7 @@ def build_server(config: ServerConfig, history_dir: Path) -> GuardedServer:
             bytesWritten=outcome.bytes_written,
             sha256=outcome.sha256,
             created=outcome.created,
-            backup=outcome.backup,
+            backup=outcome.backup or "",
         )
 
     register_tool(
