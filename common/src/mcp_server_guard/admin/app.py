@@ -463,6 +463,8 @@ def history_calls(
             counts[str(change.get("action"))] = counts.get(str(change.get("action")), 0) + 1
         words = {"create": "created", "modify": "modified", "delete": "deleted", "meta": "mode changed"}
         shown = ", ".join(f"{n} {words.get(action, action)}" for action, n in sorted(counts.items()))
+        if call.get("summary"):
+            shown = str(call["summary"])  # what the call's result said it changed, in the same words
         conflicts = len(call.get("conflicts", []))
         state = f"  (undone by {call['undone_by']})" if call.get("undone_by") else ""
         what = call.get("command") or call.get("tool", "")

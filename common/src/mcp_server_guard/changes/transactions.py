@@ -16,6 +16,7 @@ dropped after ``held_seconds``; ``apply_held`` judges one again against the tree
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import queue
@@ -489,7 +490,10 @@ class Transactions:
                 try:
                     _rewrite(sets, judgement)
                     skip = frozenset(judgement.refused)
-                    outcome = self.applier.apply(sets, audit_id, started_ns, skip=skip, what=what, baseline=baseline)
+                    # The call's record keeps the result's own summary and counts: `mcp-guard history` tells the
+                    # call as the result told it (a new directory's files counted one by one, not as one tree).
+                    said = {**what, "summary": judgement.summary, "counts": dataclasses.asdict(judgement.counts)}
+                    outcome = self.applier.apply(sets, audit_id, started_ns, skip=skip, what=said, baseline=baseline)
                 finally:
                     self.discard(name)
                 self._landed(sets, outcome)

@@ -205,6 +205,16 @@ class _Session:
     version: str
 
 
+OWN_ID_PREFIX = "mcp-guard-"  # the ids of the requests the server sends the client (see docs/agent-cli.md)
+
+
+def _own_id(rid: object) -> int | None:
+    """The number behind one of our request ids (``mcp-guard-7``), or None."""
+    if isinstance(rid, str) and rid.startswith(OWN_ID_PREFIX) and rid[len(OWN_ID_PREFIX) :].isdigit():
+        return int(rid[len(OWN_ID_PREFIX) :])
+    return None
+
+
 class _Outbound:
     """The write stream handed to the SDK's server loop: notes which requests got their answer."""
 
@@ -332,6 +342,10 @@ class StdioConnection:
                 return  # the front answered it already (under the client's id): this one is not for the client
         if self._closing or self._gone:
             return
+        if isinstance(message, JSONRPCRequest) and isinstance(message.id, int):
+            # Our own requests (an elicitation) carry string ids of their own kind: a client that pairs replies by
+            # id alone never takes our request's id for its own pending call's (both would be 1).
+            message = message.model_copy(update={"id": f"{OWN_ID_PREFIX}{message.id}"})
         message = self._as_the_client_speaks(message)
         try:
             data = message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
@@ -495,6 +509,9 @@ class StdioConnection:
             size, shown = len(line), line[:60]
         if isinstance(outcome, SessionMessage):
             message = outcome.message
+            if isinstance(message, JSONRPCResponse | JSONRPCError) and (own := _own_id(message.id)) is not None:
+                message = message.model_copy(update={"id": own})  # the answer to one of our requests, as minted
+                outcome = SessionMessage(message=message, metadata=outcome.metadata)
             if isinstance(message, JSONRPCRequest):
                 key = coerce_request_id(message.id)
                 if not (isinstance(message.id, str) and message.id in self._replayed):
