@@ -42,3 +42,5 @@ async def test_a_change_set_the_person_answered_says_who_decided(workspace: Path
 def test_a_decision_filter_that_is_no_policy_result_is_refused(tmp_path: Path) -> None:
     shown = _audit(tmp_path / "audit.jsonl", "--decision", "bogus")
     assert shown.returncode == 2 and "ask-declined" in shown.stderr, shown
+    shown = _audit(tmp_path / "audit.jsonl", "--server", "shell-exec")
+    assert shown.returncode == 2 and "shell_exec" in shown.stderr, shown

@@ -28,7 +28,7 @@ def test_an_elicitation_has_a_string_id_and_its_answer_completes_the_call(worksp
                   "params": {"name": "shell_exec", "arguments": {"command": "rm -r sub"}}})  # fmt: skip
         asked = raw.recv(timeout=60)
         assert asked.get("method") == "elicitation/create", asked
-        assert isinstance(asked["id"], str) and asked["id"].startswith("mcp-guard-") and asked["id"] != 1, asked
+        assert isinstance(asked["id"], str) and asked["id"].startswith("mcp-guard-"), asked
         props = asked["params"]["requestedSchema"]["properties"]
         content = {k: True for k, p in props.items() if p.get("type") == "boolean"}
         raw.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": content}})

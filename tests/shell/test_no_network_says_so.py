@@ -28,3 +28,14 @@ async def test_a_command_that_tries_the_network_under_network_deny_is_told_there
         assert "--network deny" in out["networkDenied"][0]["reason"]
         assert "[no network:" in text_of(result) and "[network].allow" not in text_of(result)
     assert plain.structured_content is not None and plain.structured_content["networkDenied"] == []
+
+
+async def test_under_network_deny_each_command_has_a_loopback_of_its_own(workspace: Path) -> None:
+    """README and docs/shell_exec.md: `--network deny` leaves no network at all but a loopback of the command's own."""
+    serve_and_connect = (
+        "python3 -c \"import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); "
+        "c = socket.create_connection(s.getsockname(), timeout=5); print('loopback works')\""
+    )
+    async with serve("mcp-server-shell-exec", workspace, "--network", "deny") as client:
+        result = await client.call_tool("shell_exec", {"command": serve_and_connect, "timeoutSeconds": 30})
+    assert result.structured_content is not None and "loopback works" in result.structured_content["stdout"], result

@@ -67,6 +67,7 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Explain and administer the guarded MCP servers (file_read, file_write, shell_exec).",
 )
+AUDITED_SERVERS = ("file_read", "file_write", "shell_exec", "mcp-guard")  # the names audit records carry
 
 
 @app.callback()
@@ -107,7 +108,9 @@ def audit(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print each call as one JSON object (intent and outcome merged, + status).")
     ] = False,
-    server: Annotated[str | None, typer.Option("--server", help="Only this server (file_read, …).")] = None,
+    server: Annotated[
+        str | None, typer.Option("--server", help=f"Only this server ({', '.join(AUDITED_SERVERS)}).")
+    ] = None,
     decision: Annotated[
         str | None, typer.Option("--decision", help=f"Only this policy result ({', '.join(POLICY_RESULTS)}).")
     ] = None,
@@ -155,6 +158,8 @@ def _audit_filter(
     where = os.path.realpath(project) if project is not None else None
     if decision is not None and decision not in POLICY_RESULTS:
         raise ValueError(f"--decision {decision!r}: not a policy result; one of {', '.join(POLICY_RESULTS)}")
+    if server is not None and server not in AUDITED_SERVERS:
+        raise ValueError(f"--server {server!r}: no server writes that name; one of {', '.join(AUDITED_SERVERS)}")
 
     def keep(entry: dict[str, Any]) -> bool:
         if server is not None and entry.get("server") != server:
