@@ -20,6 +20,7 @@ import errno
 import os
 import stat
 import time
+from collections import Counter
 from collections.abc import Collection, Iterator
 
 from mcp_server_guard import linux
@@ -181,9 +182,16 @@ def held(dirfd: int, name: str, st: os.stat_result) -> Iterator[None]:
         os.close(fd)
 
 
-def unchanged_tree(dirfd: int, name: str, since_ns: int, ours: Collection[tuple[int, int]] = ()) -> tuple[int, int]:
+def unchanged_tree(
+    dirfd: int,
+    name: str,
+    since_ns: int,
+    ours: Collection[tuple[int, int]] = (),
+    linked: list[tuple[str, int, int]] | None = None,
+) -> tuple[int, int]:
     """(paths, bytes) of the real tree ``name``; raises Changed when anything in it changed at or after
-    ``since_ns`` — but files in ``ours`` (inodes whose ctime this run changed: a new name made of one)."""
+    ``since_ns`` — but files in ``ours`` (inodes whose ctime this run changed: a new name made of one). ``linked``
+    (filled in): the files in it with a name outside it, (path in the tree, device, inode)."""
     try:
         fd = os.open(name, DIR | os.O_NOFOLLOW, dir_fd=dirfd)
     except OSError as exc:
@@ -193,16 +201,23 @@ def unchanged_tree(dirfd: int, name: str, since_ns: int, ours: Collection[tuple[
             raise Changed("it changed after the command started")
         budget = [MAX_ENTRIES]
         count = size = 0
+        several: list[tuple[str, int, int, int]] = []  # files with several names: (path in the tree, dev, ino, nlink)
         try:
             for path, st in walk_real(fd, name, budget):
                 if st.st_ctime_ns > since_ns and not (stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) in ours):
                     raise Changed(f"{path} changed after the command started")
+                if linked is not None and stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                    several.append((path[len(name) + 1 :], st.st_dev, st.st_ino, st.st_nlink))
                 count += 1
                 size += max(st.st_size, st.st_blocks * 512) if stat.S_ISREG(st.st_mode) else 0
         except TooDeep:
             raise Changed("it is too deep to check") from None
         if budget[0] < 0:
             raise Changed("it is too large to check")
+        if linked is not None and several:
+            # Only files with a name outside the tree: names all inside it move with it and stay one file.
+            inside = Counter((dev, ino) for _rel, dev, ino, _n in several)
+            linked += [(rel, dev, ino) for rel, dev, ino, nlink in several if inside[(dev, ino)] < nlink]
         return count, size
     finally:
         os.close(fd)
@@ -215,11 +230,13 @@ def unchanged(
     since_ns: int,
     left: int | None = None,
     ours: Collection[tuple[int, int]] = (),
+    linked: list[tuple[str, int, int]] | None = None,
 ) -> tuple[int, int]:
     """Raise Changed unless what is at ``name`` is as the command found it (or, ``left``, as an earlier apply of
-    the same running job left it: its ctime then); returns a tree's (paths, bytes). ``ours``: see unchanged_tree."""
+    the same running job left it: its ctime then); returns a tree's (paths, bytes). ``ours``, ``linked``: see
+    unchanged_tree."""
     if stat.S_ISDIR(real.st_mode):
-        return unchanged_tree(dirfd, name, since_ns, ours)
+        return unchanged_tree(dirfd, name, since_ns, ours, linked)
     if left is not None:
         if real.st_ctime_ns != left:
             raise Changed("it changed after the job's changes were applied")

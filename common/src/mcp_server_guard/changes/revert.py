@@ -16,7 +16,7 @@ import os
 import posixpath
 import stat
 
-from mcp_server_guard.changes.changeset import walk_real
+from mcp_server_guard.changes.changeset import same_bytes, walk_real
 from mcp_server_guard.changes.nofollow import (
     DIR,
     Changed,
@@ -57,10 +57,11 @@ def _remove(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
             return [Applied(absolute, "delete", "dir" if directory else file_kind(before.st_mode), before=op.entry,
                             tree=directory, group=group, stays=run.stays(group, absolute))]  # fmt: skip
         staying = run.stays(real, absolute)
-        counted = unchanged(dirfd, name, real, now_ns() + 1) if stat.S_ISDIR(real.st_mode) else (0, 0)
+        linked: list[tuple[str, int, int]] = []
+        counted = unchanged(dirfd, name, real, now_ns() + 1, linked=linked) if stat.S_ISDIR(real.st_mode) else (0, 0)
         with held(dirfd, name, real):
             entry = history.keep(dirfd, name, absolute, run.audit_id, move=True, entry_id=op.entry, durable=False,
-                                 tree=counted)  # fmt: skip
+                                 tree=counted, links=linked or None)  # fmt: skip
     directory = stat.S_ISDIR(real.st_mode)
     group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
     return [Applied(absolute, "delete", "dir" if directory else file_kind(real.st_mode), before=entry.id,
@@ -98,9 +99,76 @@ def _bring_back(
     if record.group and placed is not None:
         run.restored[record.group] = (absolute, (placed.st_dev, placed.st_ino))
         run.copies[record.group] = [absolute]
+    if entry.kind == "tree" and entry.links:
+        _relink(entry.links, op, root, run, absolute)
     if entry.kind == "tree" and run.groups:
         _rejoin(op, root, dirfd, name, run, absolute)
     return "dir" if entry.kind == "tree" else entry.kind
+
+
+_NAMES_WALKED = 50_000  # paths of a root walked at most to find the other names of a tree's files
+
+
+def _relink(links: list[tuple[str, int, int]], op: Op, root: int, run: Run, absolute: str) -> None:
+    """Files of a tree just put back that had other names when it was kept (kept as copies: ``unshare``): each is
+    made a name of that file again where a name of it still holds the same bytes and mode (one this undo put back,
+    or one that stayed); else it stays the copy, the bytes it had. Its directory keeps its time."""
+    tree = posixpath.relpath(absolute, op.root)
+    names: dict[tuple[int, int], list[str]] | None = None
+    for rel, dev, ino in links:
+        group = (dev, ino)
+        member = posixpath.join(tree, rel)
+        anchors: list[tuple[str, tuple[int, ...]]] = []
+        if group in run.restored:
+            anchors.append(run.restored[group])
+        else:
+            if names is None:
+                names = _names_in(root, {(d, i) for _rel, d, i in links}, tree)
+            anchors += [(posixpath.join(op.root, path), group) for path in names.get(group, [])]
+        with contextlib.suppress(Changed, OSError), parent(root, member) as (member_dir, member_name):
+            mine = lstat_at(member_name, member_dir)
+            if mine is None or not stat.S_ISREG(mine.st_mode):
+                continue
+            above = os.fstat(member_dir)
+            joined = False
+            for anchor, holds in anchors:
+                anchor_rel = posixpath.relpath(anchor, op.root)
+                if _same_file_as(root, anchor_rel, member_dir, member_name, mine) and _linked(
+                    root, anchor_rel, holds, member_dir, member_name, replace=True, run_id=run.audit_id
+                ):
+                    os.utime(member_dir, ns=(above.st_atime_ns, above.st_mtime_ns))
+                    run.restored.setdefault(group, (posixpath.join(absolute, rel), holds))
+                    joined = True
+                    break
+            if not joined:  # a later record of the same file is made a name of this copy
+                run.restored.setdefault(group, (posixpath.join(absolute, rel), (mine.st_dev, mine.st_ino)))
+
+
+def _names_in(root: int, inodes: set[tuple[int, int]], skip: str) -> dict[tuple[int, int], list[str]]:
+    """The names of files ``inodes`` in the root (outside ``skip``), at most _NAMES_WALKED paths looked at."""
+    found: dict[tuple[int, int], list[str]] = {}
+    for path, st in walk_real(root, "", [_NAMES_WALKED]):
+        if (
+            (st.st_dev, st.st_ino) in inodes
+            and stat.S_ISREG(st.st_mode)
+            and not (path == skip or path.startswith(skip + "/"))
+        ):
+            found.setdefault((st.st_dev, st.st_ino), []).append(path)
+    return found
+
+
+def _same_file_as(root: int, rel: str, dirfd: int, name: str, mine: os.stat_result) -> bool:
+    """Whether the file at ``rel`` holds what ``name`` in ``dirfd`` holds: bytes and mode."""
+    with contextlib.suppress(Changed, OSError), parent(root, rel) as (other_dir, other_name):
+        other = lstat_at(other_name, other_dir)
+        return (
+            other is not None
+            and stat.S_ISREG(other.st_mode)
+            and stat.S_IMODE(other.st_mode) == stat.S_IMODE(mine.st_mode)
+            and other.st_size == mine.st_size
+            and same_bytes(other_dir, other_name, dirfd, name, mine.st_size)
+        )
+    return False
 
 
 def _rejoin(op: Op, root: int, dirfd: int, name: str, run: Run, absolute: str) -> None:

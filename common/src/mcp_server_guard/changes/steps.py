@@ -67,6 +67,8 @@ class Run:
     replay: bool = False  # finishing a dead server's run: a step may find itself done, or half done, already
     fatal: str = ""  # a step failed for want of space (or of the disk): the run cannot finish
     carried: frozenset[tuple[str, bytes]] = frozenset()  # the project's own user.overlay.* attributes: data
+    # absolute path of a tree about to be kept -> its files with other names (path in the tree, device, inode)
+    tree_links: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
 
     def stays(self, real: os.stat_result | tuple[int, ...], absolute: str) -> str:
         """Another name of ``real`` (a file with several; or its group: a file kept before a crash) this undo knew
@@ -84,7 +86,11 @@ class Run:
         name this run replaced had its ctime changed by us, not by someone else."""
         if not stat.S_ISDIR(real.st_mode) and (real.st_dev, real.st_ino) in self.ours:
             return (0, 0)
-        return unchanged(dirfd, name, real, self.started, self.baseline.get(absolute), self.ours)
+        linked: list[tuple[str, int, int]] = []
+        counted = unchanged(dirfd, name, real, self.started, self.baseline.get(absolute), self.ours, linked)
+        if linked:
+            self.tree_links[absolute] = linked  # kept as copies: a later change through another name is not theirs
+        return counted
 
 
 def _change(op: Op) -> Change:
@@ -186,7 +192,7 @@ def place(
             with held(dst_dir, name, real):
                 entry = history.keep(
                     dst_dir, name, absolute, run.audit_id, move=replacing, entry_id=op.entry, durable=False,
-                    tree=counted,
+                    tree=counted, links=run.tree_links.get(absolute),
                 )  # fmt: skip
                 faults.point(f"place {absolute}")
                 rename_at(src_dir, name, dst_dir, name, noreplace=replacing)
@@ -496,7 +502,7 @@ def _delete(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
         counted = run.unchanged(dirfd, name, real, absolute)
         with held(dirfd, name, real):
             entry = history.keep(dirfd, name, absolute, run.audit_id, move=True, entry_id=op.entry, durable=False,
-                                 tree=counted)  # fmt: skip
+                                 tree=counted, links=run.tree_links.get(absolute))  # fmt: skip
         run.baseline.pop(absolute, None)
         run.ours.add((real.st_dev, real.st_ino))
     directory = stat.S_ISDIR(real.st_mode)

@@ -50,7 +50,16 @@ from pydantic import BaseModel
 
 from mcp_server_guard import faults, linux
 from mcp_server_guard.files.calls import AUDIT_ID, CALLS, CallRecords, HistoryError, call_groups, needed_by_journals
-from mcp_server_guard.files.kept import copy_into, copy_xattrs, disk_usage, keep_data, kept_kind, write_all, write_whole
+from mcp_server_guard.files.kept import (
+    copy_into,
+    copy_xattrs,
+    disk_usage,
+    keep_data,
+    kept_kind,
+    unshare,
+    write_all,
+    write_whole,
+)
 from mcp_server_guard.files.liveness import OwnedDir, live_dirs
 from mcp_server_guard.files.trees import remove_dead, remove_tree
 
@@ -85,6 +94,10 @@ class HistoryEntry(BaseModel):
     files: int = 0  # a tree: how many paths it holds
     mtime_ns: int = 0  # an entry kept without hashing: its modification time, to check it is untouched
     original: list[int] = []  # (dev, ino) of what was kept, where it was (a copy is another inode)
+    # A tree: its files that had other names when it was kept, (path in the tree, device, inode). Each is kept as a
+    # copy (a later change through another name must not change the pre-image); undo makes it a name of that inode
+    # again where one still holds the same bytes.
+    links: list[tuple[str, int, int]] = []
 
 
 class NoRoom(Exception):
@@ -293,6 +306,7 @@ class HistoryStore:
         entry_id: str | None = None,
         tree: tuple[int, int] = (0, 0),
         durable: bool = True,
+        links: list[tuple[str, int, int]] | None = None,
     ) -> HistoryEntry:
         """Keep what is at ``name`` in ``dirfd`` (never followed) as a history entry: moved into the store
         (``move``: it is being deleted), or hard-linked (a file about to be replaced by a rename). On another file
@@ -317,12 +331,15 @@ class HistoryStore:
                 files=files,
                 mtime_ns=st.st_mtime_ns,
                 original=[st.st_dev, st.st_ino],
+                links=list(links or ()) if kind == "tree" else [],
             )
             # Write ahead: the metadata first, so that a kill between the two leaves an entry an unfinished apply
             # still names (it moves the data when it is finished), never data nobody can tell is a pre-image.
             usage = 0
             if not (self.directory / f"{entry_id}.json").exists():
                 usage = self._write_meta(entry, fsync=durable)
+            else:
+                entry = self._metadata(entry_id)  # kept before a crash: as it was written then
             faults.point(f"history data {entry_id}")
             try:
                 keep_data(dirfd, name, st, target, entry_id, move=move)
@@ -330,6 +347,8 @@ class HistoryStore:
                 if usage and not os.path.lexists(target):
                     (self.directory / f"{entry_id}.json").unlink(missing_ok=True)  # it keeps nothing after all
                 raise
+            if entry.links:
+                unshare(target, entry.links)
             if usage:
                 self._account(usage + (disk_usage(st) if kind != "tree" else size))
             return entry

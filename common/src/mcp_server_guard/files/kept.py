@@ -11,6 +11,7 @@ import hashlib
 import os
 import shutil
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 from mcp_server_guard import faults, linux
@@ -26,6 +27,7 @@ __all__ = [
     "kept_kind",
     "remove_entry",
     "remove_path",
+    "unshare",
     "write_all",
     "write_whole",
 ]
@@ -33,6 +35,7 @@ __all__ = [
 _CHUNK = 1 << 20
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
+_DIR_NO_FOLLOW = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def disk_usage(st: os.stat_result) -> int:
@@ -204,3 +207,34 @@ def write_whole(target: Path, data: bytes, *, fsync: bool = True, point: str = "
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+
+
+def unshare(tree: Path, links: Iterable[tuple[str, int, int]]) -> None:
+    """Each file ``links`` names in the kept ``tree`` (path in it, device, inode) that is still that inode with other
+    names: replaced by a copy of itself (bytes, mode, times, attributes), whole or not at all, its directory's times
+    kept. Threat: a pre-image that shares its inode with a name outside the history would change with every later
+    write through that name. Idempotent (a step finished after a crash runs it again); no link followed."""
+    root = os.open(tree, _DIR_NO_FOLLOW)
+    try:
+        for rel, dev, ino in links:
+            parts = rel.split("/")
+            opened: list[int] = []
+            try:
+                fd = root
+                for part in parts[:-1]:
+                    fd = os.open(part, _DIR_NO_FOLLOW, dir_fd=fd)
+                    opened.append(fd)
+                st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+                if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2 or (st.st_dev, st.st_ino) != (dev, ino):
+                    continue
+                above = os.fstat(fd)
+                copy_into(fd, parts[-1], Path(f"/proc/self/fd/{fd}") / parts[-1], st, replace=True,
+                          temp=f".{parts[-1][:64]}.mcp-guard-unshare.tmp")  # fmt: skip
+                os.utime(fd, ns=(above.st_atime_ns, above.st_mtime_ns))
+            except (FileNotFoundError, NotADirectoryError):
+                continue  # not there (or not that shape) any more: nothing of it to copy
+            finally:
+                for opened_fd in opened:
+                    os.close(opened_fd)
+    finally:
+        os.close(root)
