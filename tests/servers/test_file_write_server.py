@@ -129,7 +129,7 @@ async def test_identical_writes_keep_one_history_entry(workspace: Path, history:
         first = (await write(client, "hello.txt", "v2\n", overwrite=True)).structured_content
         again = (await write(client, "hello.txt", "v2\n", overwrite=True)).structured_content
         result = await write(client, "hello.txt", "v2\n", overwrite=True)
-    assert first["backup"] and again["backup"] == "" and again["created"] is False, again
+    assert first["backup"] and again["backup"] == "" and again["created"] is False and again["bytesWritten"] == 0, again
     assert "unchanged" in result.content[0].text
     assert len(list(history.glob("*.data"))) == 1
     assert (workspace / "hello.txt").read_text(encoding="utf-8") == "v2\n"

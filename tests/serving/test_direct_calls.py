@@ -42,7 +42,8 @@ CALLS = [
     ("mcp-server-file-read", "file_read", {"path": "hello.txt"}),  # a result
     ("mcp-server-file-read", "file_read", {"path": "nope.txt"}),  # a refusal with a suggestion
     ("mcp-server-file-read", "file_read", {"path": "hello.txt", "lines": 3}),  # a PARAM error with an example
-    ("mcp-server-file-write", "file_write", {"path": "hello.txt", "content": "x\n", "overwrite": True}),
+    # The bytes the file holds: both ways alike (nothing to write; a write that changed it would differ the 2nd time).
+    ("mcp-server-file-write", "file_write", {"path": "hello.txt", "content": "hello\nworld\n", "overwrite": True}),
 ]
 
 

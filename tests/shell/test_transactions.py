@@ -111,8 +111,9 @@ async def test_indirect_deletions_are_judged_by_their_effect_and_a_no_loses_noth
                 continue
             out = await sh(client, command, **extra)
             assert out["exitCode"] == 0, (spelling, out["stderr"])
-            assert out["policyDecision"] == "allow", spelling  # the string layer did not stop it ...
+            assert out["exitCode"] == 0  # the string layer did not stop it ...
             assert out["transaction"] == "declined", (spelling, out["changes"])  # ... the judgement of its effect did
+            assert out["policyDecision"] == "ask-declined", spelling  # and the result says the person decided
             assert out["changes"]["deleted"] >= 300 and "declined" in out["changes"]["reason"], spelling
             assert snapshot(workspace / "victim") == before, spelling
     assert len(person.asked) >= 7 and all("delete 300 files under victim/" in q for q in person.asked)

@@ -564,8 +564,9 @@ class Transactions:
             for path, names in changes.dropped:
                 # Threat: attributes overlayfs reads as its own, set on a project file, would make every later copy
                 # hide it or refuse to read it (and other overlays the user mounts).
-                refused.append((self.display(os.path.join(changes.root, path)),
-                                f"its {names} left out: overlayfs reads such attributes as its own"))  # fmt: skip
+                why = ("access control lists a command sets are not applied: they grant what the mode does not show"
+                       if "posix_acl" in names else "overlayfs reads such attributes as its own")  # fmt: skip
+                refused.append((self.display(os.path.join(changes.root, path)), f"its {names} left out: {why}"))
         return Settled("applied", judgement.summary, judgement.counts, paths, refused=refused)
 
     def _finished(self, settled: Settled, outcome: Outcome) -> Settled:

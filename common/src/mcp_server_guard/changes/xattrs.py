@@ -57,7 +57,10 @@ class At(str):
 _OVERLAY = "user.overlay."
 _ESCAPED = "user.overlay.overlay."
 _NEVER = ("security.capability", "trusted.overlay.")  # privileges, and overlayfs's bookkeeping as root
-_LANDED_NOT = (_OVERLAY, *_NEVER)
+# Threat: an access control list a command set grants what the mode bits do not show (a default ACL of other::rwx
+# on a new hooks directory makes every file made there later writable by anyone); the judge reads modes only.
+_ACL = ("system.posix_acl_access", "system.posix_acl_default")
+_LANDED_NOT = (_OVERLAY, *_NEVER, *_ACL)
 
 
 def at(dirfd: int, name: str) -> At:
@@ -108,8 +111,9 @@ def seen(path: str | int) -> Xattrs:
 
 
 def own_overlay(path: str | int) -> Xattrs:
-    """A real entry's own ``user.overlay.*`` attributes, as they are: kept on what replaces it."""
-    return _values(path, [n for n in _names(path) if n.startswith(_OVERLAY)])
+    """A real entry's own ``user.overlay.*`` attributes and access control lists, as they are: kept on what replaces
+    it (a command's own never land: see ``_ACL``)."""
+    return _values(path, [n for n in _names(path) if n.startswith(_OVERLAY) or n in _ACL])
 
 
 def set_by_command(
@@ -127,6 +131,8 @@ def set_by_command(
             shown, value = _OVERLAY + name[len(_ESCAPED) :], _get(upper, name)
             if had.get(shown) != value and had.get(name) != value and (shown, value) not in carried:
                 found.append(shown)
+        elif name in _ACL and had.get(name) != _get(upper, name):
+            found.append(name)  # an access control list the command set: never applied, said
     return sorted(found), bool(names) and any(name.startswith(_LANDED_NOT) for name in names)
 
 

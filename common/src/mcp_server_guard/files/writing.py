@@ -419,7 +419,7 @@ class Writer:
                 raise self._conflict(located, current)
             if current == digest:
                 # The file holds these bytes already: nothing to write, and no second history entry of the same.
-                return WriteOutcome(self.jail.display(located), len(data), digest, False, None)
+                return WriteOutcome(self.jail.display(located), 0, digest, False, None)
             entry_id = self.history.new_id()
             # Pinned until the write has landed: no server's eviction takes the backup before the rename.
             with self.history.pinned(entry_id):

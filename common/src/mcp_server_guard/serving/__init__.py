@@ -17,6 +17,8 @@ if TYPE_CHECKING:
         resolve_history_dir,
         run_app,
         server_cli,
+        state_hidden,
+        state_in_use,
         usage_error,
     )
     from mcp_server_guard.serving.server import (
@@ -43,6 +45,8 @@ _EXPORTS = {
     "build_config": "launch",
     "register_tool": "server",
     "resolve_history_dir": "launch",
+    "state_hidden": "launch",
+    "state_in_use": "launch",
     "run_app": "launch",
     "serve_stdio": "stdio",
     "server_cli": "launch",
@@ -67,5 +71,7 @@ __all__ = [
     "run_console",
     "serve_stdio",
     "server_cli",
+    "state_hidden",
+    "state_in_use",
     "usage_error",
 ]

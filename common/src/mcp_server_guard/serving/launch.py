@@ -26,7 +26,7 @@ import typer
 from mcp_server_guard import registry
 from mcp_server_guard.audit import AuditLog, default_audit_path, default_state_path, state_dirs
 from mcp_server_guard.files.jail import Jail, SymlinkMode
-from mcp_server_guard.paths import real_within_any
+from mcp_server_guard.paths import printable, real_within_any
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.serving import deadline
 from mcp_server_guard.serving.config import Mode, ServerConfig
@@ -246,9 +246,17 @@ def state_in_use(prog: str, path: Path) -> None:
     clash = registry.inside_served([path])
     if clash is not None:
         real, other = clash
-        usage_error(prog, f"the state directory {real} lies inside a directory another running server of yours "
-                          f"allows (pid {other.pid}: {', '.join(other.roots)}); its commands could rewrite it. "
-                          "Pass another --audit-log/--history-dir or XDG_STATE_HOME")  # fmt: skip
+        usage_error(prog, printable(
+            f"the state directory {real} lies inside a directory another running server of yours allows "
+            f"(pid {other.pid}: {', '.join(other.roots)}); its commands could rewrite it. Pass another "
+            "--audit-log/--history-dir/--approvals-file or XDG_STATE_HOME"
+        ))  # fmt: skip
+    _STATE.append(path)
+
+
+def state_hidden(path: Path) -> None:
+    """``path`` holds this process's own working state inside its roots (the copies' area when the state directory
+    lies on another file system): registered, so that every other server hides it, never refused."""
     _STATE.append(path)
 
 

@@ -210,8 +210,10 @@ OWN_ID_PREFIX = "mcp-guard-"  # the ids of the requests the server sends the cli
 
 def _own_id(rid: object) -> int | None:
     """The number behind one of our request ids (``mcp-guard-7``), or None."""
-    if isinstance(rid, str) and rid.startswith(OWN_ID_PREFIX) and rid[len(OWN_ID_PREFIX) :].isdigit():
-        return int(rid[len(OWN_ID_PREFIX) :])
+    digits = rid[len(OWN_ID_PREFIX) :] if isinstance(rid, str) and rid.startswith(OWN_ID_PREFIX) else ""
+    # ASCII digits only: "²" is a digit to str.isdigit() and no number to int() (a client must not crash us).
+    if isinstance(rid, str) and digits.isascii() and digits.isdigit() and len(digits) < 20:
+        return int(digits)
     return None
 
 

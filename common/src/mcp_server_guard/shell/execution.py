@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import os
 import posixpath
@@ -20,7 +19,7 @@ from mcp_server_guard.changes.nofollow import now_ns
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.errors import ExecutionError, ParamError, ResourceError, SecurityError
 from mcp_server_guard.files.jail import Jail
-from mcp_server_guard.policy import HostVerdict, ShellPolicy, load_policy
+from mcp_server_guard.policy import HostVerdict, ShellPolicy
 from mcp_server_guard.protected import Protection, Survey, own_areas
 from mcp_server_guard.shell.egress import Denied, EgressProxy
 from mcp_server_guard.shell.environment import base_env, build_env
@@ -92,12 +91,6 @@ def _check_length(command: str, args: Sequence[str], env: Mapping[str, str] | No
     )
 
 
-@functools.cache
-def _default_rule_ids() -> frozenset[str]:
-    """The rules of the packaged default policy: a refusal by one of them is no matter of the session's mode."""
-    return frozenset(rule.id for rule in load_policy(None).shell_exec.rules if rule.id)
-
-
 def _about(verdict: Verdict, command: str) -> str:
     """What a refusal names as the part of the line it is about: the words that matched, or, where the reason says
     those already (a finding about the line as a whole), the line itself. Each reason is said once."""
@@ -126,8 +119,12 @@ class ShellExec:
         grants: SessionApprovals | None = None,
         *,
         read_only: bool = False,
+        writable_engine: PolicyEngine | None = None,
     ) -> None:
-        self.read_only = read_only  # --mode read-only: a refusal the read-only list makes says the mode
+        self.read_only = read_only  # --mode read-only: a refusal the mode makes says so
+        # The judgement of a workspace-write session of this server: tells a refusal the mode makes from one the
+        # line earns anyway.
+        self.writable_engine = writable_engine
         self.grants = grants if grants is not None else SessionApprovals()  # what the human allowed this session
         self._calls: dict[str, CallHosts] = {}  # egress token -> the hosts of that running call
         self.protection = protection  # in the box: protected paths read-only, hidden ones masked
@@ -212,13 +209,9 @@ class ShellExec:
                 f"The command is too large or too deeply nested to be checked: {exc}.",
                 "Split it into smaller commands, or put a long script in a file and run that file.",
             ) from None
-        if (
-            verdict.action == "deny"
-            and self.read_only
-            and (verdict.rule not in _default_rule_ids() or self._undoable(verdict))
-        ):
-            # The refusal comes from the session's mode, not from the line (the read-only list's own rules; a rule
-            # that elsewhere gives way to a copy's judgement): say so, or a model retries other spellings.
+        if verdict.action == "deny" and self.read_only and self._writable_would_run(command, args, env, stdin, job):
+            # The refusal comes from the session's mode, not from the line (the same line runs in workspace-write
+            # here): say so, or a model retries other spellings; a line refused either way says its rule.
             raise SecurityError(
                 "READ_ONLY_MODE",
                 f"This session is read-only (the server runs with --mode read-only): commands only look at files "
@@ -236,6 +229,18 @@ class ShellExec:
                 else self._denied_suggestion(verdict),
             )
         return verdict
+
+    def _writable_would_run(
+        self, command: str, args: Sequence[str], env: Mapping[str, str] | None, stdin: str | None, job: bool
+    ) -> bool:
+        """Whether the line would not be refused in a workspace-write session of this server (its policy without
+        the read-only list, commands on a copy where the box allows)."""
+        if self.writable_engine is None:
+            return False
+        try:
+            return self.writable_engine.decide(command, list(args), env, stdin, job=job).action != "deny"
+        except TooComplex:
+            return False
 
     def _undoable(self, verdict: Verdict) -> bool:
         rule = next((r for r in self.engine.policy.rules if r.id == verdict.rule), None)

@@ -33,6 +33,7 @@ from mcp_server_guard.shell.expander import Expander
 from mcp_server_guard.shell.feeds import NO_FEED, Feed
 from mcp_server_guard.shell.matching import RUN_TIME_ARG, Args, glob_matches, normalize_path, parse_args, rule_matches
 from mcp_server_guard.shell.reading import reads_only
+from mcp_server_guard.shell.walker import CODE_IN_VALUE
 
 _SEVERITY: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 # Doubts that are only about which of the project's files a command writes: judged by their effects while
@@ -131,6 +132,13 @@ class PolicyEngine:
             # valued name's value as a command line; a name that loads code as what cannot be decided before
             # running): `env: {"PYTHONPATH": "src"}` and `PYTHONPATH=src python -m pytest` are one case.
             expander.assignments([(name, Word(value, value)) for name, value in env.items()], 0)
+            for name, value in env.items():
+                if CODE_IN_VALUE.search(value):
+                    # A value bash may evaluate as code (a subscript, arithmetic, printf -v, test -v): the
+                    # commands it holds are judged, and it stays undecidable (as the same assignment in the line).
+                    expander.finding("code-in-data", f"the value of {name} holds a command substitution bash may "
+                                     "evaluate")  # fmt: skip
+                    expander.line(value, 1)
         if args:
             words = [Word(command, command), *(Word(a, a) for a in args)]
             expander.argv(words, None, 0, feed=stdin)

@@ -291,10 +291,20 @@ class _Walker:
             name, word = _assignment(node)
             if node.parent is not None and node.parent.type != "command":
                 self._name_argument(name, "an assignment")
+            self._code_in_value(name, word)
             if word.prompt_expansion:
                 self.parsed.findings.append(Finding("prompt-expansion", f"{name}=${{…@P}} expands a value as a prompt"))
         for child in node.named_children:
             self.walk(child, piped)
+
+    def _code_in_value(self, name: str, word: Word) -> None:
+        """Threat: `y='a[$(rm -rf ~)]'; x=y; echo $((x))` — a value that holds a command substitution runs it
+        wherever bash evaluates the value as code, through any number of names (arithmetic, a subscript,
+        ``printf -v``/``test -v``): not decidable before running."""
+        if word.value is not None and CODE_IN_VALUE.search(word.value):
+            self.parsed.findings.append(
+                Finding("code-in-data", f"the value of {name} holds a command substitution bash may evaluate")
+            )
 
     def _code_in_data(self, node: Node) -> None:
         """Threat: places where bash evaluates a variable's value as code — arithmetic (`$((x))`, `((x))`,
@@ -353,6 +363,7 @@ class _Walker:
             elif kind == "variable_assignment":
                 name, value = _assignment(child, self.known)
                 command.assignments.append((name, value))
+                self._code_in_value(name, value)
                 if value.prompt_expansion:
                     self.parsed.findings.append(
                         Finding("prompt-expansion", f"{name}=${{…@P}} expands a value as a prompt")
@@ -501,6 +512,9 @@ class _Walker:
         spawns = any(n.type == "pipeline" or (not n.is_named and text_of(n) == "&") for n in descendants(body))
         if calls_itself and spawns:
             self.parsed.findings.append(Finding("fork-bomb", f"function {name!r} spawns copies of itself"))
+
+
+CODE_IN_VALUE = re.compile(r"\$\(|`|[<>]\(")  # what runs a command where bash evaluates a value as code
 
 
 def _assignment(node: Node, known: Known | None = None) -> tuple[str, Word]:

@@ -43,7 +43,7 @@ class FileWriteInput(ToolInput):
 class FileWriteOutput(ToolOutput):
     success: bool = Field(description="書き込みが成功したかどうか。")
     path: str = Field(description="The file written, relative to the launch directory when inside it.")
-    bytesWritten: int = Field(description="Bytes written (UTF-8).")
+    bytesWritten: int = Field(description="Bytes written (UTF-8); 0 when the file held these bytes already.")
     sha256: str = Field(description="SHA-256 of the new content.")
     created: bool = Field(description="True when the file did not exist before.")
     backup: str = Field(
@@ -53,12 +53,12 @@ class FileWriteOutput(ToolOutput):
     )
 
     def to_text(self) -> str:
-        if self.created:
-            what = "created"
-        elif self.backup:
-            what = f"replaced (previous content saved as {self.backup})"
-        else:
-            what = "unchanged (it held these bytes already: nothing written, no history entry)"
+        if not self.created and not self.backup:
+            return (
+                f"{self.path}: unchanged (it held these bytes already: nothing written, no history entry), "
+                f"sha256 {self.sha256}"
+            )
+        what = "created" if self.created else f"replaced (previous content saved as {self.backup})"
         return f"{self.path}: {what}, {self.bytesWritten} bytes, sha256 {self.sha256}"
 
 

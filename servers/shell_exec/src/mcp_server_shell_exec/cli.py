@@ -17,6 +17,8 @@ from mcp_server_guard.serving import (
     ServerConfig,
     resolve_history_dir,
     server_cli,
+    state_hidden,
+    state_in_use,
     usage_error,
 )
 from mcp_server_guard.shell.sandbox import NetworkMode, ReadScope, SandboxMode, SandboxUnavailable
@@ -154,6 +156,8 @@ def _copy_area(roots: list[str], history: Path) -> CopyArea:
     finally:
         store.close()
     area = CopyArea(roots, state_dir())
+    for part in area.parts:
+        state_hidden(part.directory)  # every other server of the user hides this server's copies
     area.sweep()
     return area
 
@@ -173,4 +177,5 @@ def _approvals_path(path: Path, config: ServerConfig) -> Path:
         SessionApprovals(real)
     except ValueError as exc:
         usage_error(PROG, f"--approvals-file: {exc}")
+    state_in_use(PROG, real)  # outside every other running server's directories too, and hidden from them
     return real
