@@ -161,6 +161,8 @@ def git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: GitLo
             return hooks
         if real in lookups.included.get(directory, ()):
             return f"a git config the repository {directory} includes"
+        if _on_the_way(real, lookups.included.get(directory, ())):
+            return f"a link or directory on the way to a git config the repository {directory} includes"
         parent = posixpath.dirname(directory)
         if parent == directory:
             break
@@ -173,9 +175,23 @@ def git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: GitLo
             return hooks
         if real in lookups.nested[1]:
             return "a git config a repository within the allowed directories includes"
+        if _on_the_way(real, lookups.nested[1]):
+            return "a link or directory on the way to a git config a repository within the allowed directories includes"
     if posixpath.basename(real) == ".git":
         return ".git"  # a .git file points git at any directory
     return None
+
+
+def _on_the_way(real: str, included: Sequence[str]) -> bool:
+    """Whether ``real`` lies on the way to an included file and is not a plain directory of the tree now (a link, or
+    nothing yet: a command that puts a link there, or a directory with the file in it, makes git read what it
+    chose). Threat: ``ln -s elsewhere shared`` where a config includes ``shared/team.gitconfig``."""
+    if not any(inc.startswith(real.rstrip("/") + "/") for inc in included):
+        return False
+    try:
+        return not stat.S_ISDIR(os.lstat(real).st_mode)
+    except OSError:
+        return True
 
 
 def repos_files(work_trees: Iterable[str], git_dirs: Iterable[str], home: str | None) -> tuple[list[str], list[str]]:

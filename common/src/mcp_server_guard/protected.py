@@ -77,7 +77,9 @@ OWN_AREA = ".mcp-guard"
 GIT_SEARCH_DEPTH = 2
 # Directories visited per root at most by that search; past it, deeper git dirs are not looked for.
 GIT_SEARCH_BUDGET = 2000
-NESTED_SEARCH_DEPTH = 4  # the git rule's search for repositories within the roots (``repos/app/.git``: 3 levels)
+# The git rule's search for repositories within the roots: git dirs to this many levels below a root (a work tree
+# 5 levels down: ``a/b/c/d/app/.git``), GIT_SEARCH_BUDGET directories at most.
+NESTED_SEARCH_DEPTH = 6
 _GLOB_CHARS = frozenset("*?[")
 # What the servers and the box's supervisor run from, and the system itself: a hidden entry that holds one
 # of these is ignored (a path below them, such as /etc/shadow, can still be hidden).
@@ -223,9 +225,10 @@ class Protection:
         bare: set[str] = set()
         for base in roots:
             gitfiles: list[str] = []
-            for git_dir in _git_dirs(base, gitfiles, bad=[], depth_limit=NESTED_SEARCH_DEPTH):
+            linked: list[str] = []
+            for git_dir in _git_dirs(base, gitfiles, bad=[], depth_limit=NESTED_SEARCH_DEPTH, linked=linked):
                 (trees.add(posixpath.dirname(git_dir)) if posixpath.basename(git_dir) == ".git" else bare.add(git_dir))
-            trees.update(posixpath.dirname(f) for f in gitfiles)
+            trees.update(posixpath.dirname(f) for f in (*gitfiles, *linked))
         return repos_files(sorted(trees), sorted(bare), self.home)
 
     def hidden_paths(self, roots: Iterable[str] = ()) -> list[str]:
@@ -610,10 +613,15 @@ class Lookups:
 
 
 def _git_dirs(
-    base: str, gitfiles: list[str] | None = None, bad: list[str] | None = None, depth_limit: int = GIT_SEARCH_DEPTH
+    base: str,
+    gitfiles: list[str] | None = None,
+    bad: list[str] | None = None,
+    depth_limit: int = GIT_SEARCH_DEPTH,
+    linked: list[str] | None = None,
 ) -> Iterator[str]:
     """Git dirs at or below ``base`` (``.git`` files followed), to ``depth_limit`` levels. An unreadable
-    ``.git`` file raises PROTECTION_UNAVAILABLE, or goes to ``bad`` when one is given."""
+    ``.git`` file raises PROTECTION_UNAVAILABLE, or goes to ``bad`` when one is given. ``linked`` (when given):
+    ``.git`` symlinks that lead to a git dir are followed too (their work trees noted there)."""
     budget = GIT_SEARCH_BUDGET
     level = [base]
     for depth in range(depth_limit + 1):
@@ -627,6 +635,12 @@ def _git_dirs(
             except OSError:
                 continue
             for entry in entries:
+                if entry.name == ".git" and linked is not None and entry.is_symlink():
+                    target = os.path.realpath(entry.path)
+                    if is_git_dir(target):
+                        linked.append(entry.path)
+                        yield target
+                    continue
                 if entry.name == ".git" and entry.is_file(follow_symlinks=False):
                     try:
                         target = read_pointer(entry.path, gitfile=True)

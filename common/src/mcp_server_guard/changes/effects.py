@@ -166,7 +166,7 @@ def summary_line(
                if c.action == "meta" and c.mode != c.old_mode and (s.root, c.path) not in skip]  # fmt: skip
     if remoded:
         named = [f"{c.path}{'/' if c.kind == 'dir' else ''} to {c.mode:04o}" for c in remoded]
-        parts.append(f"change the mode of {_list(named, 5)}")
+        parts.append(f"change the mode of {_list(named, MODES_NAMED)}")
     times_only = counts.meta - sum(1 for c in remoded if c.kind != "dir")
     if times_only:
         parts.append(f"change the times or attributes of {_n(times_only, 'file')}")
@@ -247,6 +247,10 @@ def judge(
                 # A file replaced by a link (``ln -sf /dev/null f``) loses what the file held, as a deletion does.
                 touched.append(change.path)
                 losing.append((changes, change))
+            elif change.action == "modify" and change.kind == "file" and _replaced_by_another(changes.root, change):
+                # A file replaced by a name of another file (``ln -f a b``) loses what it held, as a deletion does.
+                touched.append(change.path)
+                losing.append((changes, change))
             elif change.action == "modify" and change.kind == "file":
                 touched.append(change.path)
                 if change.size == 0 and change.old_size > 0:
@@ -284,7 +288,7 @@ def judge(
     if policy.ask_new_executables and executables:
         judgement.asks.append(f"It makes new executables: {_list(executables)}.")
     if granted:
-        judgement.asks.append(f"It {_list(granted)}.")
+        judgement.asks.append(f"It {_list(granted, MODES_NAMED)}.")
     if policy.ask_uncommitted and losing:
         outside: list[str] = []
         lost = uncommitted(losing, outside)
@@ -366,6 +370,19 @@ def _modes(
             elif extra & _WRITABLE_BY_OTHERS and not scratch.name(change.path):
                 asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}")
     return asks
+
+
+def _replaced_by_another(root: str, change: Change) -> bool:
+    """Whether ``change`` makes its path a name of another real file (``ln -f a b``): what ``b`` held is gone."""
+    if not change.link:
+        return False
+    here, there = lstat_beneath(root, change.path), lstat_beneath(root, change.link)
+    return (
+        here is not None
+        and there is not None
+        and stat.S_ISREG(here.st_mode)
+        and (here.st_dev, here.st_ino) != (there.st_dev, there.st_ino)
+    )
 
 
 def _was_file(root: str, path: str) -> bool:
@@ -488,6 +505,9 @@ def _sanitize_new_configs(changes: ChangeSet, judgement: Judgement) -> None:
         judgement.rewritten[key] = safe
         judgement.refused.pop(key)
         judgement.dropped_keys[change.path] = sorted({entry.partition("=")[0] for entry in unsafe})
+
+
+MODES_NAMED = 100  # paths whose mode changes named in a summary or a question (past it: "and N more")
 
 
 def _list(items: Sequence[str], shown: int = 3) -> str:
