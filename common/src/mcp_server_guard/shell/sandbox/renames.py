@@ -288,16 +288,38 @@ def move_tree(old_dir: int, old: bytes, new_dir: int, new: bytes, *, noreplace: 
         if _inside(dst_parent, src):
             return errno.EINVAL
         temp = b"." + dst_name[:64] + b".mcp-guard-mv-" + secrets.token_hex(6).encode()
+        relaxed: list[tuple[int, bytes, int, bytes]] = []
         try:
-            _copy_tree(src_parent, src_name, dst_parent, temp)
+            try:
+                _copy_tree(src_parent, src_name, dst_parent, temp)
+            except PermissionError:
+                # A rename needs no right on what it moves; a copy must read it all, and removing the original must
+                # write each directory: the owner's rights are given for that (the original goes; on failure they
+                # are put back).
+                with contextlib.suppress(OSError):
+                    shutil.rmtree(os.fsdecode(temp), dir_fd=dst_parent)
+                _relax(src_parent, src_name, relaxed)
+                _copy_tree(src_parent, src_name, dst_parent, temp)
+                _as_before(dst_parent, temp, relaxed)
             if dst is not None:
                 os.rmdir(dst_name, dir_fd=dst_parent)
             os.rename(temp, dst_name, src_dir_fd=dst_parent, dst_dir_fd=dst_parent)
         except OSError:
             with contextlib.suppress(OSError):
                 shutil.rmtree(os.fsdecode(temp), dir_fd=dst_parent)
+            _put_back(relaxed)
             raise
-        shutil.rmtree(os.fsdecode(src_name), dir_fd=src_parent)
+        try:
+            _remove_tree(src_parent, src_name, relaxed)
+        except OSError:
+            # The original cannot go: the move did not happen (the copy goes again, the original stays as it was).
+            with contextlib.suppress(OSError):
+                os.rename(dst_name, temp, src_dir_fd=dst_parent, dst_dir_fd=dst_parent)
+                shutil.rmtree(os.fsdecode(temp), dir_fd=dst_parent)
+            _put_back(relaxed)
+            raise
+        for fd, _name, _mode, _rel in relaxed:
+            os.close(fd)
         return 0
     except OSError as exc:
         return exc.errno or errno.EIO
@@ -305,6 +327,69 @@ def move_tree(old_dir: int, old: bytes, new_dir: int, new: bytes, *, noreplace: 
         for fd in (src_parent, dst_parent):
             if fd >= 0:
                 os.close(fd)
+
+
+def _remove_tree(parent: int, name: bytes, relaxed: list[tuple[int, bytes, int, bytes]]) -> None:
+    """Remove the original tree; where a directory's mode withholds the owner's write, give it and try again."""
+    try:
+        shutil.rmtree(os.fsdecode(name), dir_fd=parent)
+    except PermissionError:
+        _relax(parent, name, relaxed)
+        shutil.rmtree(os.fsdecode(name), dir_fd=parent)
+
+
+def _relax(parent: int, name: bytes, relaxed: list[tuple[int, bytes, int, bytes]]) -> None:
+    """Give the owner read, write and search on each directory of the tree ``name`` and read on each file where a
+    mode withholds them; ``relaxed`` gets (a descriptor of its directory, name, the mode before) for each. Depth
+    first: as many descriptors open as the tree is deep."""
+
+    def give(at: int, entry: bytes, rel: bytes) -> os.stat_result:
+        st = os.stat(entry, dir_fd=at, follow_symlinks=False)
+        mode = stat.S_IMODE(st.st_mode)
+        wanted = 0o700 if stat.S_ISDIR(st.st_mode) else 0o400 if stat.S_ISREG(st.st_mode) else 0
+        if mode & wanted != wanted:
+            os.chmod(entry, mode | wanted, dir_fd=at)
+            relaxed.append((os.dup(at), entry, mode, rel))
+        return st
+
+    if not stat.S_ISDIR(give(parent, name, b"").st_mode):
+        return
+    stack: list[tuple[int, bytes, list[bytes]]] = []
+
+    def enter(at: int, entry: bytes, rel: bytes) -> None:
+        fd = _reopen(at, entry)
+        with os.scandir(fd) as entries:
+            stack.append((fd, rel, [os.fsencode(e.name) for e in entries]))
+
+    enter(parent, name, b"")
+    try:
+        while stack:
+            fd, rel, names = stack[-1]
+            if not names:
+                os.close(fd)
+                stack.pop()
+                continue
+            child = names.pop()
+            child_rel = rel + b"/" + child if rel else child
+            if stat.S_ISDIR(give(fd, child, child_rel).st_mode):
+                enter(fd, child, child_rel)
+    finally:
+        for fd, _rel, _names in stack:
+            os.close(fd)
+
+
+def _as_before(dst_parent: int, top: bytes, relaxed: list[tuple[int, bytes, int, bytes]]) -> None:
+    """The copy ``top`` given the modes its original had before ``_relax`` (deepest first)."""
+    for _at, _entry, mode, rel in sorted(relaxed, key=lambda r: -r[3].count(b"/") - bool(r[3])):
+        os.chmod(top + b"/" + rel if rel else top, mode, dir_fd=dst_parent)
+
+
+def _put_back(relaxed: list[tuple[int, bytes, int, bytes]]) -> None:
+    for at, entry, mode, _rel in reversed(relaxed):
+        with contextlib.suppress(OSError):
+            os.chmod(entry, mode, dir_fd=at)
+        os.close(at)
+    relaxed.clear()
 
 
 def _reopen(parent: int, name: bytes) -> int:

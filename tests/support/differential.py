@@ -1,0 +1,96 @@
+"""Shared by the red-team tests of this directory: a project built twice by one setup function (``native/`` and
+``boxed/`` under the workspace), a command run natively (bash, in the native copy) and through the real shell_exec
+(in the boxed copy), the trees compared (support.fidelity.differences), then undo and redo compared exactly.
+Commands are ordinary file operations inside the copy."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from support.boxed import Person, run, shell, undo
+from support.fidelity import Tree, differences, snapshot
+
+ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "TZ": "UTC"}
+
+
+def native(root: Path, command: str) -> str:
+    done = subprocess.run(["bash", "-c", command], cwd=root, env={**ENV, "HOME": str(root.parent)},
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    return done.stdout + done.stderr
+
+
+def symlink_groups(root: Path) -> set[frozenset[str]]:
+    """Hard-link groups of symlinks (names of one symlink inode)."""
+    inodes: dict[tuple[int, int], list[str]] = {}
+    for d, dirs, files in os.walk(root):
+        for n in dirs + files:
+            p = os.path.join(d, n)
+            st = os.lstat(p)
+            if stat.S_ISLNK(st.st_mode):
+                inodes.setdefault((st.st_dev, st.st_ino), []).append(os.path.relpath(p, root))
+    return {frozenset(v) for v in inodes.values() if len(v) > 1}
+
+
+async def differential(
+    workspace: Path,
+    setup: Callable[[Path], None],
+    command: str,
+    *,
+    undo_too: bool = True,
+    warmup: Callable[[Any], Any] | None = None,
+    person: Person | None = None,
+) -> tuple[list[str], dict[str, Any]]:
+    """Problems found (fidelity, then undo and redo), and the call's result."""
+    nat, box = workspace.parent / "native", workspace / "p"
+    for r in (nat, box):
+        r.mkdir()
+        setup(r)
+    before = snapshot(box)
+    nat_out = native(nat, command)
+    async with shell(workspace, person) as client:
+        if warmup is not None:
+            await warmup(client)
+        out = await run(client, command, cwd=str(box))
+    after = snapshot(box)
+    nat_tree = snapshot(nat)
+    found = differences(nat_tree, after)
+    # the project's own user.overlay.* attributes, natively there too, are no bookkeeping of the box
+    found = [
+        f
+        for f in found
+        if not (f.startswith("overlayfs bookkeeping: ") and f[len("overlayfs bookkeeping: ") :] in nat_tree.bookkeeping)
+    ]
+    if symlink_groups(nat) != symlink_groups(box):
+        found.append(f"symlink hard links {symlink_groups(nat)} != {symlink_groups(box)}")
+    if out.get("transaction") not in ("applied", "unchanged"):
+        found.append(f"transaction {out.get('transaction')}: {out.get('changes')}")
+    if found:
+        found.append(f"native output: {nat_out!r}; boxed stdout {out.get('stdout')!r} stderr {out.get('stderr')!r}")
+    if undo_too and not found and out.get("transaction") == "applied":
+        found += undo_redo(str(out["auditId"]), box, before, after)
+    return found, out
+
+
+def _diffs(reference: Tree, now: Tree) -> list[str]:
+    return [
+        d
+        for d in differences(reference, now, all_mtimes=True)
+        if not (d.startswith("overlayfs bookkeeping: ") and d[23:] in reference.bookkeeping)
+    ]
+
+
+def undo_redo(audit_id: str, root: Path, before: Tree, after: Tree) -> list[str]:
+    undo_id, why = undo(audit_id)
+    if not undo_id:
+        return [f"undo failed: {why[-600:]}"]
+    found = [f"after undo: {d}" for d in _diffs(before, snapshot(root))]
+    redo_id, why = undo(undo_id)
+    if not redo_id:
+        return [*found, f"undo of the undo failed: {why[-600:]}"]
+    found += [f"after redo: {d}" for d in _diffs(after, snapshot(root))]
+    return found
