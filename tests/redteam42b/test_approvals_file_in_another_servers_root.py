@@ -19,7 +19,7 @@ from support import console_script, serve
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
-SX, FR = "mcp-server-shell-exec", "mcp-server-file-read"
+SX, FR, FW = "mcp-server-shell-exec", "mcp-server-file-read", "mcp-server-file-write"
 
 
 async def _call(client: object, tool: str, arguments: dict[str, object]) -> tuple[bool, str]:
@@ -35,8 +35,9 @@ async def test_approvals_file_inside_a_running_servers_root_is_refused_at_start(
     project.mkdir()
     approvals = big / "approvals.json"
     env_a = {"XDG_STATE_HOME": str(tmp_path / "state-a")}
-    async with serve(FR, big, audit=tmp_path / "state-a" / "audit.jsonl", env=env_a) as a:
-        await _call(a, "file_read", {"path": "."})
+    writer = ("--history-dir", str(tmp_path / "state-a" / "history"))  # a server that can write there
+    async with serve(FW, big, *writer, audit=tmp_path / "state-a" / "audit.jsonl", env=env_a) as a:
+        await _call(a, "file_write", {"path": "w.txt", "content": "w\n"})
         started = subprocess.run(
             [console_script(SX), "--audit-log", str(tmp_path / "state-b" / "audit.jsonl"),
              "--approvals-file", str(approvals)],

@@ -28,9 +28,11 @@ async def test_attack_registry_refusal_prints_another_servers_root_raw(tmp_path:
     project = tmp_path / "project"
     project.mkdir()
     env_a = {"XDG_STATE_HOME": str(tmp_path / "state-a")}
-    async with serve("mcp-server-file-read", big, audit=tmp_path / "state-a" / "audit.jsonl", env=env_a) as a:
+    writer = ("--history-dir", str(tmp_path / "state-a" / "history"))  # a server that can write there
+    async with serve("mcp-server-file-write", big, *writer, audit=tmp_path / "state-a" / "audit.jsonl",
+                     env=env_a) as a:  # fmt: skip
         with anyio.fail_after(60):
-            await a.call_tool("file_read", {"path": "notes.txt"})
+            await a.call_tool("file_write", {"path": "w.txt", "content": "w\n"})
         started = subprocess.run(
             [console_script("mcp-server-file-read"), "--audit-log", str(big / "state-b" / "audit.jsonl")],
             cwd=project, input=b"", capture_output=True, timeout=60, check=False,

@@ -18,7 +18,7 @@ from support.boxed import Person
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
-SX, FR = "mcp-server-shell-exec", "mcp-server-file-read"
+SX, FR, FW = "mcp-server-shell-exec", "mcp-server-file-read", "mcp-server-file-write"
 
 
 def _tree(tmp_path: Path) -> tuple[Path, Path, Path]:
@@ -65,8 +65,9 @@ async def test_attack_commands_of_one_server_read_another_servers_history_and_au
 async def test_a_server_whose_state_lies_inside_another_running_servers_root_refuses_to_start(tmp_path: Path) -> None:
     big, project_a, state_a = _tree(tmp_path)
     env_b = {"XDG_STATE_HOME": str(tmp_path / "state-b")}
-    async with serve(FR, big, audit=tmp_path / "state-b" / "audit.jsonl", env=env_b) as b:
-        await _call(b, "file_read", {"path": "a/notes.txt"})
+    history_b = ("--history-dir", str(tmp_path / "state-b" / "history"))
+    async with serve(FW, big, *history_b, audit=tmp_path / "state-b" / "audit.jsonl", env=env_b) as b:
+        await _call(b, "file_write", {"path": "a/b.txt", "content": "b\n"})
         started = subprocess.run(
             [console_script(SX), "--audit-log", str(state_a / "audit.jsonl")],
             cwd=project_a, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False,
@@ -82,3 +83,20 @@ async def test_a_server_whose_state_lies_inside_another_running_servers_root_ref
         env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state-a2")},
     )  # fmt: skip
     assert started.returncode == 0, started.stderr
+
+
+async def test_a_reading_server_over_the_state_does_not_stop_a_server_from_starting(tmp_path: Path) -> None:
+    """A file_read server over HOME (a common host setup) cannot change the state directory below it, and its tools
+    never see it (registered state is hidden from every server): shell_exec with the default state starts."""
+    big, project_a, state_a = _tree(tmp_path)
+    env_b = {"XDG_STATE_HOME": str(tmp_path / "state-b")}
+    async with serve(FR, big, audit=tmp_path / "state-b" / "audit.jsonl", env=env_b) as b:
+        await _call(b, "file_read", {"path": "a/notes.txt"})
+        started = subprocess.run(
+            [console_script(SX), "--audit-log", str(state_a / "audit.jsonl")],
+            cwd=project_a, input=b"", capture_output=True, timeout=60, check=False,
+            env={**os.environ, "XDG_STATE_HOME": str(state_a)},
+        )  # fmt: skip
+        assert started.returncode == 0, started.stderr
+        failed, text = await _call(b, "file_read", {"path": "state-a/audit.jsonl"})
+        assert failed, text

@@ -47,8 +47,8 @@ CONTENT_KEYS = frozenset({"content", "stdin"})
 REDACTED_KEYS = frozenset({"env"})
 _INLINE_LIMIT = 256
 # Every policy result an outcome line may carry (``mcp-guard audit --decision`` takes these).
-POLICY_RESULTS = ("allow", "ask-approved", "ask-declined", "ask-unavailable", "deny", "error", "cancelled",
-                  "input_required")  # fmt: skip
+POLICY_RESULTS = ("allow", "ask-approved", "approved-session", "ask-declined", "ask-unavailable", "deny", "error",
+                  "cancelled", "input_required")  # fmt: skip
 
 
 def state_dirs() -> list[Path]:

@@ -120,6 +120,9 @@ class GitLookups:
     # The hooks directories and included files of every repository found within the roots (``repos_files``):
     # None until looked up.
     nested: tuple[list[str], list[str]] | None = None
+    # The path being judged becomes a symlink (the judge sets it per change): on the way to an included file, that
+    # is refused whatever stands there now.
+    becoming_link: bool = False
 
 
 def git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: GitLookups) -> str | None:
@@ -132,6 +135,8 @@ def git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: GitLo
         return hooks
     if real in lookups.global_included:
         return "a git config the user's global git config includes"
+    if _on_the_way(real, lookups.global_included, lookups.becoming_link):
+        return "a link or directory on the way to a git config the user's global git config includes"
     # Anything below a directory named .git is judged as git's own, whatever its shape now and wherever the roots
     # begin (an allowed directory inside .git/modules sees no git dir above it; git will).
     parts = real.split("/")
@@ -161,7 +166,7 @@ def git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: GitLo
             return hooks
         if real in lookups.included.get(directory, ()):
             return f"a git config the repository {directory} includes"
-        if _on_the_way(real, lookups.included.get(directory, ())):
+        if _on_the_way(real, lookups.included.get(directory, ()), lookups.becoming_link):
             return f"a link or directory on the way to a git config the repository {directory} includes"
         parent = posixpath.dirname(directory)
         if parent == directory:
@@ -175,19 +180,22 @@ def git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: GitLo
             return hooks
         if real in lookups.nested[1]:
             return "a git config a repository within the allowed directories includes"
-        if _on_the_way(real, lookups.nested[1]):
+        if _on_the_way(real, lookups.nested[1], lookups.becoming_link):
             return "a link or directory on the way to a git config a repository within the allowed directories includes"
     if posixpath.basename(real) == ".git":
         return ".git"  # a .git file points git at any directory
     return None
 
 
-def _on_the_way(real: str, included: Sequence[str]) -> bool:
+def _on_the_way(real: str, included: Sequence[str], becoming_link: bool = False) -> bool:
     """Whether ``real`` lies on the way to an included file and is not a plain directory of the tree now (a link, or
     nothing yet: a command that puts a link there, or a directory with the file in it, makes git read what it
-    chose). Threat: ``ln -s elsewhere shared`` where a config includes ``shared/team.gitconfig``."""
+    chose), or becomes a link (``becoming_link``: a directory replaced by one). Threat: ``ln -s elsewhere shared``
+    where a config includes ``shared/team.gitconfig``."""
     if not any(inc.startswith(real.rstrip("/") + "/") for inc in included):
         return False
+    if becoming_link:
+        return True
     try:
         return not stat.S_ISDIR(os.lstat(real).st_mode)
     except OSError:

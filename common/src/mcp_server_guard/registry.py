@@ -12,8 +12,9 @@ or else ``/tmp/mcp-guard-<uid>/servers``, holding:
   while it exists, whether its server runs or not (``protected.Protection.hidden_paths``);
 * ``live-<pid>-<random>.json``: a running server's roots, under an exclusive ``flock`` it holds for as long as it
   lives (the kernel drops it however the server dies; an entry whose lock can be taken is a dead server's, and is
-  removed by whoever finds it). A server refuses to start when one of its state directories lies inside a root
-  another live server serves (``serving.launch``): that server's commands could read or forge it.
+  removed by whoever finds it), and whether it can change files there. A server refuses to start when one of its
+  state directories lies inside a root another live server serves and can write (``serving.launch``): that
+  server's commands could forge what is in it.
 
 Threat: another user making the directory first, to feed a server state directories to hide (a nuisance) or to
 hide none: it must be a private directory of this user, or nothing is read from it (and nothing registered).
@@ -69,6 +70,7 @@ class Live:
 
     pid: int
     roots: tuple[str, ...]
+    writes: bool = True  # it can change files in its roots (file_write, shell_exec not read-only)
 
 
 class Registration:
@@ -104,7 +106,7 @@ def _add_state(where: Path, paths: Iterable[str | Path]) -> None:
     _cache.clear()
 
 
-def register(roots: Sequence[str], state: Iterable[str | Path]) -> Registration | None:
+def register(roots: Sequence[str], state: Iterable[str | Path], *, writes: bool = True) -> Registration | None:
     """Register this server: its roots (live, locked) and its state directories (kept). None when the registry
     cannot be used (said on stderr): the server then hides only its own state."""
     where = directory()
@@ -121,7 +123,7 @@ def register(roots: Sequence[str], state: Iterable[str | Path]) -> Registration 
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # before it has its name: a reader never finds it unlocked while alive
-        body = {"pid": os.getpid(), "roots": [os.path.realpath(r) for r in roots]}
+        body = {"pid": os.getpid(), "roots": [os.path.realpath(r) for r in roots], "writes": writes}
         os.write(fd, json.dumps(body).encode("utf-8", "surrogateescape"))
         os.rename(temp, where / name)
     except OSError as exc:
@@ -186,7 +188,8 @@ def live_servers() -> list[Live]:
                 body = json.loads(os.read(fd, _MAX_BYTES) or b"{}")
                 pid = int(body.get("pid", 0))
                 if pid != os.getpid():
-                    found.append(Live(pid, tuple(str(r) for r in body.get("roots", []) if str(r).startswith("/"))))
+                    roots = tuple(str(r) for r in body.get("roots", []) if str(r).startswith("/"))
+                    found.append(Live(pid, roots, body.get("writes") is not False))
                 continue
             with contextlib.suppress(OSError):
                 os.unlink(where / name)  # its server is dead
@@ -223,9 +226,10 @@ def _read(where: Path, name: str) -> str | None:
 
 
 def inside_served(paths: Iterable[str | Path]) -> tuple[str, Live] | None:
-    """The first of ``paths`` that lies inside a root another live server serves, with that server; None when none
-    does."""
-    servers = live_servers()
+    """The first of ``paths`` that lies inside a root another live server serves and can write (a reader's tools
+    and commands are kept out of every registered state directory: ``state_paths``), with that server; None when
+    none does."""
+    servers = [server for server in live_servers() if server.writes]
     for raw in paths:
         real = os.path.realpath(raw)
         for server in servers:

@@ -377,11 +377,11 @@ def _replaced_by_another(root: str, change: Change) -> bool:
     if not change.link:
         return False
     here, there = lstat_beneath(root, change.path), lstat_beneath(root, change.link)
+    # ``there`` missing: a name of a file the command made (``echo x > n; ln -f n b``).
     return (
         here is not None
-        and there is not None
         and stat.S_ISREG(here.st_mode)
-        and (here.st_dev, here.st_ino) != (there.st_dev, there.st_ino)
+        and (there is None or (here.st_dev, here.st_ino) != (there.st_dev, there.st_ino))
     )
 
 
@@ -625,5 +625,9 @@ def _protected(
         verdict = creates_git_dir(trees, change, roots) or git_verdict(trees, change, roots)
     if verdict is not None:
         return verdict or None  # ALLOWED (""): cannot make git run anything
-    rule = protection.write_rule([change.path, absolute], None, roots, lookups)
+    lookups.git.becoming_link = change.kind == "symlink" and change.action != "delete"
+    try:
+        rule = protection.write_rule([change.path, absolute], None, roots, lookups)
+    finally:
+        lookups.git.becoming_link = False
     return f"protected ({rule})" if rule is not None else None

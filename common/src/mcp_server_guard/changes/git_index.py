@@ -10,6 +10,7 @@ paths (``changes.git_verdicts``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import posixpath
@@ -18,6 +19,7 @@ import struct
 from collections.abc import Sequence
 
 from mcp_server_guard.changes.changeset import Change, ChangeSet
+from mcp_server_guard.git_dirs import is_git_dir, read_pointer
 
 __all__ = ["blob_hash", "discarded", "uncommitted"]
 
@@ -83,7 +85,7 @@ def _repository(
         with contextlib.suppress(OSError):
             fd = os.open(work_tree, _DIR)  # the root, then one name at a time below it: no link followed
             try:
-                git = os.open(".git", _DIR, dir_fd=fd)
+                git = _git_dir_of(fd, work_tree)
             finally:
                 os.close(fd)
             try:
@@ -92,6 +94,22 @@ def _repository(
                 os.close(git)
             return cache[work_tree]
     return None
+
+
+def _git_dir_of(work_tree_fd: int, work_tree: str) -> int:
+    """The git dir of a work tree: its ``.git`` directory, or the one its ``.git`` file or link names (a linked work
+    tree, a submodule). Raises OSError where there is none."""
+    try:
+        return os.open(".git", _DIR, dir_fd=work_tree_fd)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTDIR, errno.ELOOP):
+            raise
+    dotgit = posixpath.join(work_tree, ".git")
+    st = os.lstat(dotgit)
+    target = os.path.realpath(dotgit) if stat.S_ISLNK(st.st_mode) else read_pointer(dotgit, gitfile=True)
+    if not is_git_dir(target):
+        raise OSError(errno.ENOENT, "no git dir")
+    return os.open(target, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
 
 
 def _read_index(git_dir: int) -> dict[str, bytes]:

@@ -39,7 +39,7 @@ from mcp_server_guard.changes.nofollow import (
     unchanged,
 )
 from mcp_server_guard.changes.plan import Applied, Conflict, Op
-from mcp_server_guard.changes.xattrs import Xattrs, at, land, own_overlay, seen, set_seen
+from mcp_server_guard.changes.xattrs import Xattrs, at, inherits_acl, land, own_overlay, seen, set_seen
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind
 
@@ -106,16 +106,16 @@ def _record(op: Op) -> Applied:
 # -- apply steps ---------------------------------------------------------------------------------------
 
 
-def _land_tree(dirfd: int, name: str, absolute: str, op: Op, run: Run) -> None:
+def _land_tree(dirfd: int, name: str, absolute: str, op: Op, run: Run, inherited: bool = False) -> None:
     """A tree of the command's made ready for the real tree (``xattrs.land``) before it moves: its top, and the
     entries in it the reader found carrying attributes to take away (``op.marked``; the rest have none)."""
-    if land(at(dirfd, name), carried=run.carried):
+    if land(at(dirfd, name), carried=run.carried, inherited=inherited):
         run.marked.append(absolute)
     for path in op.marked:
         inner = path[len(op.path) + 1 :]
         with contextlib.suppress(Changed, OSError), parent(dirfd, f"{name}/{inner}") as (inner_dir, last):
             _unshared_symlink(inner_dir, last)
-            if land(at(inner_dir, last), carried=run.carried):
+            if land(at(inner_dir, last), carried=run.carried, inherited=inherited):
                 run.marked.append(posixpath.join(absolute, inner))
 
 
@@ -162,13 +162,14 @@ def place(
             run.failed.add(absolute)
             return _aside(src_dir, name, dst_dir, absolute, run.audit_id, why, tree)
 
+        inherited = real is None and inherits_acl(dst_dir)  # a new entry takes its directory's default ACL
         if tree:
-            _land_tree(src_dir, name, absolute, op, run)
+            _land_tree(src_dir, name, absolute, op, run, inherited)
         else:
             keep: Xattrs = ()
             if real is not None and stat.S_ISREG(real.st_mode):
                 keep = own_overlay(at(dst_dir, name))
-            if land(at(src_dir, name), keep, run.carried):
+            if land(at(src_dir, name), keep, run.carried, inherited=inherited):
                 run.marked.append(absolute)
         if real is None:
             if change.action == "modify" or change.gone or left is not None:

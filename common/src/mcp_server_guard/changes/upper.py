@@ -41,7 +41,7 @@ from mcp_server_guard.changes.changeset import (
     walk_real,
 )
 from mcp_server_guard.changes.names import Names
-from mcp_server_guard.changes.xattrs import Xattrs, at, attribute_names, own_overlay, seen, set_by_command
+from mcp_server_guard.changes.xattrs import Xattrs, at, attribute_names, inherits_acl, own_overlay, seen, set_by_command
 
 __all__ = ["read_upper"]
 
@@ -77,10 +77,11 @@ def _opaque(fd: int) -> bool:
 class _Reader(Names):
     """Walks an upper layer beside the real tree (see the module docstring)."""
 
-    def overlay_names(self, upper: str, path: str, real: Xattrs = ()) -> None:
+    def overlay_names(self, upper: str, path: str, real: Xattrs = (), *, inherited: bool = False) -> None:
         """``user.overlay.*`` attributes the command set on an entry: never applied (``changes.xattrs``), said; and
-        an entry with attributes to take away before it lands, noted (the others land as they are)."""
-        names, marked = set_by_command(upper, real, self.carried)
+        an entry with attributes to take away before it lands, noted (the others land as they are). ``inherited``:
+        a new entry in a directory with a default ACL (its ACLs are inherited, not the command's)."""
+        names, marked = set_by_command(upper, real, self.carried, inherited=inherited)
         if names:
             self.dropped.append((path, ", ".join(names)))
         if marked:
@@ -103,7 +104,9 @@ class _Reader(Names):
         finally:
             os.close(fd)
 
-    def created_tree(self, upper_dir: int, name: str, path: str, st: os.stat_result) -> None:
+    def created_tree(
+        self, upper_dir: int, name: str, path: str, st: os.stat_result, *, inherited: bool = False
+    ) -> None:
         """A directory that is the command's alone (new, or replacing the real one): every path in it."""
         fd = open_dir(name, upper_dir, ours=True)
         if fd is None:
@@ -118,7 +121,7 @@ class _Reader(Names):
                 index = self.add(Change(rel, "create", kind, size=size, mode=stat.S_IMODE(inner.st_mode), top=path))
                 self.touched.add(rel)
                 if kind in ("file", "dir") and attribute_names(inner_dir, inner_name):  # most have none
-                    self.overlay_names(at(inner_dir, inner_name), rel)
+                    self.overlay_names(at(inner_dir, inner_name), rel, inherited=inherited)
                 if kind == "symlink" and inner.st_nlink > 1:
                     self.marked.add(rel)  # another name of a symlink of the copy: made one of its own as it lands
                 if kind == "file" and inner.st_nlink > 1:
@@ -189,8 +192,9 @@ class _Reader(Names):
             self.deleted(real_dir, name, path, top=path)
         origin = not opaque and _origin(upper_dir, name)
         self.add(Change(path, "create", "dir", mode=mode, opaque=real is not None, origin=origin))
-        self.overlay_names(at(upper_dir, name), path)
-        self.created_tree(upper_dir, name, path, st)
+        inherited = real_dir is not None and inherits_acl(real_dir)
+        self.overlay_names(at(upper_dir, name), path, inherited=inherited)
+        self.created_tree(upper_dir, name, path, st, inherited=inherited)
 
     def metadata(self, upper_dir: int, real_dir: int, name: str, path: str, st: os.stat_result,
                  real: os.stat_result, kind: Kind) -> int:  # fmt: skip
@@ -220,7 +224,8 @@ class _Reader(Names):
             index = self.add(Change(path, "create", kind, size=size, mode=mode, origin=origin))
             if kind == "file":
                 self.note(path, st, index, None, False, origin)
-                self.overlay_names(at(upper_dir, name), path)
+                self.overlay_names(at(upper_dir, name), path,
+                                   inherited=real_dir is not None and inherits_acl(real_dir))  # fmt: skip
             return
         assert real_dir is not None
         real_kind = kind_of(real.st_mode)

@@ -31,6 +31,7 @@ __all__ = [
     "at",
     "attribute_names",
     "carried_by",
+    "inherits_acl",
     "land",
     "own_overlay",
     "seen",
@@ -116,8 +117,14 @@ def own_overlay(path: str | int) -> Xattrs:
     return _values(path, [n for n in _names(path) if n.startswith(_OVERLAY) or n in _ACL])
 
 
+def inherits_acl(dirfd: int) -> bool:
+    """Whether an entry made in the directory ``dirfd`` inherits an access control list (the directory has a default
+    one): its ACLs are then the project's, not the command's."""
+    return "system.posix_acl_default" in _names(dirfd)
+
+
 def set_by_command(
-    upper: str | int, real: Xattrs, carried: frozenset[tuple[str, bytes]] = frozenset()
+    upper: str | int, real: Xattrs, carried: frozenset[tuple[str, bytes]] = frozenset(), *, inherited: bool = False
 ) -> tuple[list[str], bool]:
     """The ``user.overlay.*`` names a command set or changed on an upper-layer entry (stored escaped), against the
     real entry's own (``real``: :func:`own_overlay`, empty for a new entry) and the project's own elsewhere
@@ -131,9 +138,10 @@ def set_by_command(
             shown, value = _OVERLAY + name[len(_ESCAPED) :], _get(upper, name)
             if had.get(shown) != value and had.get(name) != value and (shown, value) not in carried:
                 found.append(shown)
-        elif name in _ACL and had.get(name) != _get(upper, name):
+        elif name in _ACL and not inherited and had.get(name) != _get(upper, name):
             found.append(name)  # an access control list the command set: never applied, said
-    return sorted(found), bool(names) and any(name.startswith(_LANDED_NOT) for name in names)
+    taken = _LANDED_NOT if not inherited else (_OVERLAY, *_NEVER)
+    return sorted(found), bool(names) and any(name.startswith(taken) for name in names)
 
 
 def carried_by(path: str | int, carried: frozenset[tuple[str, bytes]]) -> Xattrs:
@@ -150,7 +158,9 @@ def carried_by(path: str | int, carried: frozenset[tuple[str, bytes]]) -> Xattrs
     return tuple(sorted(found))
 
 
-def land(path: str, keep: Xattrs = (), carried: frozenset[tuple[str, bytes]] = frozenset()) -> bool:
+def land(
+    path: str, keep: Xattrs = (), carried: frozenset[tuple[str, bytes]] = frozenset(), *, inherited: bool = False
+) -> bool:
     """Make an inode of the upper layer ready for the real tree: every ``user.overlay.*`` attribute (overlayfs's
     bookkeeping, and the command's own, stored escaped) and file capabilities removed, then ``keep`` (the real
     entry's own ``user.overlay.*``, :func:`own_overlay`) set. Threat: ``user.overlay.opaque``/``whiteout``/
@@ -159,7 +169,7 @@ def land(path: str, keep: Xattrs = (), carried: frozenset[tuple[str, bytes]] = f
     ``user.overlay.*`` attribute (the escape layer must show it)."""
     kept = dict(carried_by(path, carried)) | dict(keep)
     for name in _names(path):
-        if name.startswith(_LANDED_NOT):
+        if name.startswith(_LANDED_NOT) and not (inherited and name in _ACL):  # an inherited ACL is the project's
             _remove(path, name)
     for name, value in sorted(kept.items()):
         _set(path, name, value)

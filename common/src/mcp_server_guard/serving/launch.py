@@ -263,7 +263,8 @@ def state_hidden(path: Path) -> None:
 def _register(server: GuardedServer) -> None:
     """This server in the user's registry: its state directories hidden from every server's commands, its roots
     known to every server that starts later."""
-    registration = registry.register([r.path for r in server.jail.allowed], _STATE)
+    writes = server.config.name in ("file_write", "shell_exec") and server.config.mode is not Mode.READ_ONLY
+    registration = registry.register([r.path for r in server.jail.allowed], _STATE, writes=writes)
     if registration is not None:
         server.cleanups.append(registration.close)
 

@@ -30,7 +30,7 @@ COMMAND_VALUED = frozenset(
         "PAGER", "GIT_PAGER", "MANPAGER", "SYSTEMD_PAGER", "BAT_PAGER", "EDITOR", "VISUAL", "GIT_EDITOR",
         "GIT_SEQUENCE_EDITOR", "SUDO_EDITOR", "FCEDIT", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PROXY_COMMAND",
         "GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "BROWSER", "GIT_EXTERNAL_DIFF", "PROMPT_COMMAND",
-        "LESSOPEN", "LESSCLOSE",
+        "LESSOPEN", "LESSCLOSE", "RSYNC_RSH", "RSYNC_CONNECT_PROG", "RUSTC_WRAPPER", "FZF_DEFAULT_COMMAND",
     }
 )  # fmt: skip
 # Threat: variables that make a program load a library, a script, options or a configuration file the
@@ -42,6 +42,8 @@ CODE_PATTERNS = (
     "MALLOC_*", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "ZDOTDIR", "TAR_OPTIONS",
     "RIPGREP_CONFIG_PATH", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "HOME", "NPM_CONFIG_*", "npm_config_*",
     "LESSKEY*", "LESS", "CDPATH", "GLOBIGNORE", "BASH_XTRACEFD", "HISTFILE", "INPUTRC", "TERMINFO*",
+    "CURL_HOME", "WGETRC", "MANOPT", "MANROFFOPT", "MAKEFLAGS", "MAKEFILES", "VIMINIT", "EXINIT", "LUA_INIT*",
+    "GOFLAGS", "ZIPOPT", "PSQLRC", "NODE_PATH",
 )  # fmt: skip
 # Names inside CODE_PATTERNS that only carry data: allowed everywhere.
 DATA_ONLY = frozenset(

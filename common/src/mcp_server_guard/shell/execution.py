@@ -19,7 +19,7 @@ from mcp_server_guard.changes.nofollow import now_ns
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.errors import ExecutionError, ParamError, ResourceError, SecurityError
 from mcp_server_guard.files.jail import Jail
-from mcp_server_guard.policy import HostVerdict, ShellPolicy
+from mcp_server_guard.policy import HostVerdict, ShellPolicy, default_policy_path, load_policy
 from mcp_server_guard.protected import Protection, Survey, own_areas
 from mcp_server_guard.shell.egress import Denied, EgressProxy
 from mcp_server_guard.shell.environment import base_env, build_env
@@ -89,6 +89,17 @@ def _check_length(command: str, args: Sequence[str], env: Mapping[str, str] | No
         f"The command line is too long to run: {what}.",
         "Put long input in a file (file_write) and name the file in the command, or pass it as stdin.",
     )
+
+
+def writable_engine(sources: Sequence[str], policy: ShellPolicy, copies: bool, roots: Sequence[str]) -> PolicyEngine:
+    """The judgement a workspace-write session of a read-only server would make: the packaged read-only list (what
+    ``--mode read-only`` adds; ``sources``: the policy's files) left out, commands on a copy where that server would
+    make one (``copies``: a box, and transactions on)."""
+    packaged = os.path.realpath(default_policy_path().parent / "readonly.toml")
+    readonly = any(os.path.realpath(source) == packaged for source in sources)
+    env = base_env()
+    return PolicyEngine(load_policy(None).shell_exec if readonly else policy, base_path=env["PATH"], effects=copies,
+                        roots=list(roots), home=env.get("HOME", ""))  # fmt: skip
 
 
 def _about(verdict: Verdict, command: str) -> str:
@@ -168,7 +179,14 @@ class ShellExec:
         finally:
             os.close(fd)
         run_env = build_env(env, self.base_env)
-        verdict = self._decide(command, args, env, stdin, job=job)
+        try:
+            verdict = self._decide(command, args, env, stdin, job=job)
+        except SecurityError as exc:
+            if exc.code == "READ_ONLY_MODE" and self.writable_engine is not None:
+                # A redirect outside the jail is refused in every mode: that refusal, not the mode's, is the reason.
+                writable = self.writable_engine.decide(command, list(args), env, stdin, job=job)
+                self._check_redirects(writable, real_cwd, run_env.get("HOME", ""))
+            raise
         self._check_redirects(verdict, real_cwd, run_env.get("HOME", ""))
         if args:
             argv: tuple[str, ...] = (command, *args)

@@ -134,11 +134,11 @@ class PolicyEngine:
             expander.assignments([(name, Word(value, value)) for name, value in env.items()], 0)
             for name, value in env.items():
                 if CODE_IN_VALUE.search(value):
-                    # A value bash may evaluate as code (a subscript, arithmetic, printf -v, test -v): the
-                    # commands it holds are judged, and it stays undecidable (as the same assignment in the line).
+                    # A value bash may evaluate as code (a subscript, arithmetic, printf -v, test -v): undecidable
+                    # before running, as the same value assigned in the line (bash reads it its own way there: not
+                    # parsed as a line of its own).
                     expander.finding("code-in-data", f"the value of {name} holds a command substitution bash may "
                                      "evaluate")  # fmt: skip
-                    expander.line(value, 1)
         if args:
             words = [Word(command, command), *(Word(a, a) for a in args)]
             expander.argv(words, None, 0, feed=stdin)

@@ -32,7 +32,7 @@ from mcp_server_guard.errors import ParamError, ResourceError
 from mcp_server_guard.files.liveness import OwnedDir
 from mcp_server_guard.files.trees import remove_dead, remove_tree
 from mcp_server_guard.files.writing import open_writer
-from mcp_server_guard.policy import HostVerdict, NetworkRules, load_policy
+from mcp_server_guard.policy import HostVerdict, NetworkRules
 from mcp_server_guard.protected import protection_for
 from mcp_server_guard.serving.config import Mode, ServerConfig
 from mcp_server_guard.shell.approval import (
@@ -47,8 +47,7 @@ from mcp_server_guard.shell.approval import (
     stdin_shown,
 )
 from mcp_server_guard.shell.egress import EgressProxy, resolver_from_env
-from mcp_server_guard.shell.environment import base_env
-from mcp_server_guard.shell.execution import Prepared, ShellExec, limit_hit
+from mcp_server_guard.shell.execution import Prepared, ShellExec, limit_hit, writable_engine
 from mcp_server_guard.shell.grants import CallHosts, SessionApprovals
 from mcp_server_guard.shell.jobs import (
     MAX_RANGE_BYTES,
@@ -64,7 +63,6 @@ from mcp_server_guard.shell.jobs import (
     read_output,
 )
 from mcp_server_guard.shell.process import REGISTRY, Control, RunResult
-from mcp_server_guard.shell.rules import PolicyEngine
 from mcp_server_guard.shell.rules import Verdict as LineVerdict
 from mcp_server_guard.shell.sandbox.layers import close_box
 from mcp_server_guard.shell.sandbox.lifetime import release
@@ -161,16 +159,6 @@ def unfinished_line(text: str) -> str:
     return "\n".join(lines[start:])
 
 
-def _writable_engine(config: ServerConfig, sandbox: SandboxPlan) -> PolicyEngine:
-    """The judgement a workspace-write session of this server would make: the packaged read-only list (what
-    ``--mode read-only`` adds) left out, commands on a copy where the box runs."""
-    readonly = any(Path(source).name == "readonly.toml" for source in config.policy.source)
-    policy = load_policy(None).shell_exec if readonly else config.policy.shell_exec
-    env = base_env()
-    return PolicyEngine(policy, base_path=env["PATH"], effects="bwrap" in sandbox.label,
-                        roots=[r.path for r in config.jail.roots], home=env.get("HOME", ""))  # fmt: skip
-
-
 class ShellService(Generic[R]):
     """Everything shell_exec does, for one server: its policy, box, jobs, kept outputs and change sets."""
 
@@ -210,6 +198,12 @@ class ShellService(Generic[R]):
             self.transactions = Transactions(
                 area, Applier(writer.history), protection, config.policy.effects, display=config.jail.display_path
             )
+        copies = area is not None and "bwrap" in sandbox.label  # a workspace-write session would work on copies
+        writing = (
+            writable_engine(config.policy.source, config.policy.shell_exec, copies, self.roots)
+            if config.mode is Mode.READ_ONLY
+            else None
+        )
         self.shell = ShellExec(
             config.jail,
             self.policy,
@@ -219,7 +213,7 @@ class ShellService(Generic[R]):
             egress=self.egress,
             grants=SessionApprovals(approvals_file),
             read_only=config.mode is Mode.READ_ONLY,
-            writable_engine=_writable_engine(config, sandbox) if config.mode is Mode.READ_ONLY else None,
+            writable_engine=writing,
         )
         self.grants = self.shell.grants
         self.checked = Checked(self.shell, self.grants)
