@@ -557,7 +557,8 @@ def history_restore(
         except HistoryError as exc:
             _history_error(exc)
         arguments = {"id": entry_id, "path": entry.path}
-        record = AuditRecord(server="mcp-guard", tool="history.restore", arguments=arguments)
+        record = AuditRecord(server="mcp-guard", tool="history.restore", arguments=arguments, action="write",
+                             target=entry.path, actor=f"{PROG} (the user)")  # fmt: skip
         with config.audit.call(record):
             try:
                 config.audit.intent()  # no record, no action

@@ -541,7 +541,7 @@ class Transactions:
             where = next((s.root for s in sets if (s.root, path) in judgement.rewritten), "")
             shown = self.display(os.path.join(where, path))
             settled.refused.append(
-                (shown, f"applied without the keys that can make git run programs: {', '.join(keys)}")
+                (shown, printable(f"applied without the keys that can make git run programs: {', '.join(keys)}"))
             )
         return settled
 

@@ -90,7 +90,9 @@ class ToolOutput(BaseModel):
     policyDecision: str = Field(
         default="allow",
         description="Who decided, and what: allow (the policy); ask-approved or ask-declined (a person said yes "
-        "or no, to the command or to its changes); ask-unavailable (a person had to be asked and could not be).",
+        "or no, to the command or to its changes); approved-session (the person's grant earlier this session); "
+        "ask-unavailable (a person had to be asked and could not be); deny (a guard or rule refused); error (a "
+        "failure that is no policy decision).",
     )
     mode: str = Field(
         default="", description="The server's permission mode: read-only, workspace-write or full-access."

@@ -23,6 +23,7 @@ import dataclasses
 import os
 import posixpath
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -36,6 +37,7 @@ from mcp_server_guard.shell.reading import reads_only
 from mcp_server_guard.shell.walker import CODE_IN_VALUE
 
 _SEVERITY: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a name an assignment in a line can spell
 # Doubts that are only about which of the project's files a command writes: judged by their effects while
 # commands work on a copy (the box keeps every other place read-only).
 # On a copy, what they run or load runs in the box: `PYTHONPATH=src python -m pytest`, an arithmetic value read
@@ -127,16 +129,21 @@ class PolicyEngine:
         expander.known_runs = self._denied
         expander.reaches_outside = lambda args: self._reaches_outside(parse_args("", args))
         expander.home_path = self.home
+        if env and not args:
+            # The call's env field is judged as the same values exported before the line: every rule for an
+            # assignment holds (a command-valued name's value judged as a command line, a name that loads code
+            # undecidable, a value holding a command substitution code bash may evaluate), and `$X` in the line
+            # expands to the value the field gives it (`env: {"X": "rm -rf ~"}` with `$X` is `rm -rf ~`).
+            names = [name for name in env if _NAME.fullmatch(name)]
+            if names:
+                exported = " ".join(f"{name}={shlex.quote(env[name])}" for name in names)
+                command = f"export {exported}\n{command}"
+            env = {name: value for name, value in env.items() if name not in names}
         if env:
-            # The call's env field is judged as the same assignments written before the line would be (a command-
-            # valued name's value as a command line; a name that loads code as what cannot be decided before
-            # running): `env: {"PYTHONPATH": "src"}` and `PYTHONPATH=src python -m pytest` are one case.
+            # Names no assignment in a line can spell (or an argv, which no shell expands): their own rules.
             expander.assignments([(name, Word(value, value)) for name, value in env.items()], 0)
             for name, value in env.items():
                 if CODE_IN_VALUE.search(value):
-                    # A value bash may evaluate as code (a subscript, arithmetic, printf -v, test -v): undecidable
-                    # before running, as the same value assigned in the line (bash reads it its own way there: not
-                    # parsed as a line of its own).
                     expander.finding("code-in-data", f"the value of {name} holds a command substitution bash may "
                                      "evaluate")  # fmt: skip
         if args:

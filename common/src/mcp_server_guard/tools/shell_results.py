@@ -40,8 +40,12 @@ class NetworkDenial(BaseModel):
         entry saying so when the command shows it tried (a resolver or connection failure in its output) or ran out
         of time waiting (a download that waits on a network that is not there)."""
         found = [cls(host=d.host, port=d.port, rule=d.rule, reason=d.reason) for d in refused]
-        if no_network and result is not None and (result.timed_out or _tried_the_network(result)):
-            found.append(cls(host="*", port=0, rule="network-deny", reason=NO_NETWORK))
+        if no_network and result is not None:
+            if _tried_the_network(result):
+                found.append(cls(host="*", port=0, rule="network-deny", reason=NO_NETWORK))
+            elif result.timed_out:
+                found.append(cls(host="*", port=0, rule="network-deny", reason=f"If it was waiting on the network: "
+                                 f"{NO_NETWORK[0].lower()}{NO_NETWORK[1:]}"))  # fmt: skip
         return found
 
 
@@ -54,14 +58,15 @@ NO_NETWORK = (
 _NETWORK_FAILURES = re.compile(
     rb"could not resolve|temporary failure in name resolution|name or service not known|getaddrinfo|enotfound|"
     rb"eai_again|network is unreachable|no address associated with hostname|failed to establish a new connection|"
-    rb"nameresolutionerror|name resolution|unable to resolve host|could not connect to server|dial tcp|"
-    rb"socket\.gaierror|no route to host",
+    rb"nameresolutionerror|name resolution|unable to resolve host|could(?: not|n't) connect to server|dial tcp|"
+    rb"couldn't resolve host|failed to connect to|socket\.gaierror|no route to host",
     re.IGNORECASE,
 )
 
 
 def _tried_the_network(result: RunResult) -> bool:
-    return any(_NETWORK_FAILURES.search(text.encode("utf-8", "replace")) for text in (result.stderr, result.stdout))
+    """What the command's own errors say (stderr: what a program prints as its output is data, not its failure)."""
+    return bool(_NETWORK_FAILURES.search(result.stderr.encode("utf-8", "replace")))
 
 
 class JobInfo(BaseModel):

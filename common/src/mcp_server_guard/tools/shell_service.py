@@ -171,6 +171,7 @@ class ShellService(Generic[R]):
         *,
         history_dir: Path | None = None,
         area: CopyArea | None = None,
+        copies_here: bool = False,
     ) -> None:
         self.config = config
         self.sandbox = sandbox
@@ -198,7 +199,8 @@ class ShellService(Generic[R]):
             self.transactions = Transactions(
                 area, Applier(writer.history), protection, config.policy.effects, display=config.jail.display_path
             )
-        copies = area is not None and "bwrap" in sandbox.label  # a workspace-write session would work on copies
+        # ``copies_here``: a workspace-write session of this server would work on copies (a read-only one has none)
+        copies = copies_here or (area is not None and "bwrap" in sandbox.label)
         writing = (
             writable_engine(config.policy.source, config.policy.shell_exec, copies, self.roots)
             if config.mode is Mode.READ_ONLY

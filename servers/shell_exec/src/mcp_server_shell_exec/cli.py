@@ -133,12 +133,14 @@ def main(
         if area is not None:
             area.close()
         usage_error(PROG, str(exc))
+    # A read-only session works on no copy; a workspace-write one of this server would (what its refusals say).
+    copies_here = area is not None and "bwrap" in decided.label
     if area is not None and not decided.copies:
         area.close()
         area = None
     for note in notes:
         typer.echo(f"{PROG}: {note}", err=True)
-    return build_server(config, decided, approvals, history_dir=history, area=area)
+    return build_server(config, decided, approvals, history_dir=history, area=area, copies_here=copies_here)
 
 
 def _copy_area(roots: list[str], history: Path) -> CopyArea:

@@ -95,9 +95,11 @@ def build_server(
     *,
     history_dir: Path | None = None,
     area: CopyArea | None = None,
+    copies_here: bool = False,
 ) -> GuardedServer:
     server = GuardedServer(config)
-    service = ShellService(config, sandbox, ShellExecOutput, approvals_file, history_dir=history_dir, area=area)
+    service = ShellService(config, sandbox, ShellExecOutput, approvals_file, history_dir=history_dir, area=area,
+                           copies_here=copies_here)  # fmt: skip
     server.kills += service.kills
     server.cleanups += service.cleanups
     server.timeout_for = service.timeout_for
