@@ -123,6 +123,7 @@ class GitLookups:
     # The path being judged becomes a symlink (the judge sets it per change): on the way to an included file, that
     # is refused whatever stands there now.
     becoming_link: bool = False
+    relative_hooks: list[str] | None = None  # global_relative_hooks, once looked up
 
 
 def git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: GitLookups) -> str | None:
@@ -371,6 +372,17 @@ def _global_files(home: str | None) -> tuple[list[str], list[str]]:
         values += [v for _file, entries in configs for v in _hooks_paths(entries)]
         included += [file for file, _entries in configs[1:]]
     return [_expand(v, "/", home) for v in values if v.startswith(("/", "~"))], included
+
+
+def global_relative_hooks(home: str | None) -> list[str]:
+    """The relative ``core.hooksPath`` values of the user's global and system configs (and what they include): git
+    takes each from the top of every work tree, so they name a hooks directory in each repository (one a command
+    makes too)."""
+    values: list[str] = []
+    for path in _global_configs(home):
+        for _file, entries in _with_includes(path, home, follow=True):
+            values += [v for v in _hooks_paths(entries) if not v.startswith(("/", "~"))]
+    return [posixpath.normpath(v) for v in values]
 
 
 def _repo_files(work_tree: str, home: str | None) -> tuple[list[str], list[str]]:

@@ -41,8 +41,10 @@ from mcp_server_guard.changes.git_verdicts import (
     git_verdict,
     pointer_verdict,
 )
-from mcp_server_guard.changes.nofollow import lstat_beneath
+from mcp_server_guard.changes.nofollow import default_acl_above, lstat_beneath
+from mcp_server_guard.changes.xattrs import acl_mode
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
+from mcp_server_guard.git_dirs import global_relative_hooks
 from mcp_server_guard.paths import printable, within_any
 from mcp_server_guard.policy import EffectsPolicy
 from mcp_server_guard.protected import Lookups, Protection, glob_regex
@@ -331,6 +333,7 @@ def _modes(
     made or re-moded by a command."""
     lookups = Lookups()
     default = 0o777 & ~_umask()
+    acls: dict[str, bytes | None] = {}  # directory -> its default ACL (what new entries below it inherit)
     asks: list[str] = []
     # Threat: ``ln -s tpl .vscode`` — a protected directory made a link to an ordinary one, whose files (written
     # unjudged, then or later) an editor or agent then reads through it. Only a directory may have such a name.
@@ -348,7 +351,11 @@ def _modes(
                 continue
             if change.kind not in ("file", "dir"):
                 continue
-            extra = change.mode & ~(change.old_mode if change.action in ("meta", "modify") else default)
+            if change.action == "create" and (acl := default_acl_above(changes.root, change.path, acls)) is not None:
+                made = acl_mode(acl)  # under a default ACL the mode comes from it, not from the umask
+            else:
+                made = default
+            extra = change.mode & ~(change.old_mode if change.action in ("meta", "modify") else made)
             remoded = change.action == "meta" and change.mode != change.old_mode
             if not (
                 extra & (_SET_ID | _WRITABLE_BY_OTHERS)
@@ -370,6 +377,26 @@ def _modes(
             elif extra & _WRITABLE_BY_OTHERS and not scratch.name(change.path):
                 asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}")
     return asks
+
+
+def _in_relative_hooks(trees: Trees, path: str, home: str | None, lookups: Lookups) -> str | None:
+    """Threat: a relative ``core.hooksPath`` in the user's global config (``.githooks``) names a hooks directory in
+    every work tree — in a repository the command makes too (``git init tool`` then ``tool/.githooks/pre-commit``):
+    the user's next commit there runs it. Why refused, or None."""
+    if lookups.git.relative_hooks is None:
+        lookups.git.relative_hooks = global_relative_hooks(home)
+    if not lookups.git.relative_hooks:
+        return None
+    parts = path.split("/")
+    for depth in range(len(parts) - 1, -1, -1):
+        work_tree = "/".join(parts[:depth])
+        rest = "/".join(parts[depth:])
+        for hooks in lookups.git.relative_hooks:
+            if (rest == hooks or rest.startswith(hooks + "/")) and trees.is_git_dir(
+                f"{work_tree}/.git" if work_tree else ".git"
+            ):
+                return f"protected (a hooks directory your global git config names: core.hooksPath = {hooks})"
+    return None
 
 
 def _replaced_by_another(root: str, change: Change) -> bool:
@@ -625,6 +652,9 @@ def _protected(
         verdict = creates_git_dir(trees, change, roots) or git_verdict(trees, change, roots)
     if verdict is not None:
         return verdict or None  # ALLOWED (""): cannot make git run anything
+    hooks = _in_relative_hooks(trees, change.path, protection.home, lookups)
+    if hooks is not None:
+        return hooks
     lookups.git.becoming_link = change.kind == "symlink" and change.action != "delete"
     try:
         rule = protection.write_rule([change.path, absolute], None, roots, lookups)

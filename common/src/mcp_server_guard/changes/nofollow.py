@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import posixpath
 import stat
 import time
 from collections import Counter
@@ -32,6 +33,7 @@ __all__ = [
     "DIR",
     "Changed",
     "copy_beside",
+    "default_acl_above",
     "free_name_beside",
     "held",
     "identity",
@@ -128,6 +130,33 @@ def _open_deep(base: int, parts: list[str]) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def default_acl_above(root: str, rel: str, cache: dict[str, bytes | None]) -> bytes | None:
+    """The default ACL of the nearest directory above ``rel`` that exists in the real tree (what a new entry there
+    inherits), reached beneath ``root`` with no link followed; None when it has none."""
+    directory = posixpath.dirname(rel)
+    while True:
+        if directory in cache:
+            return cache[directory]
+        found: bytes | None = None
+        exists = False
+        with contextlib.suppress(OSError, Changed):
+            fd = os.open(root, DIR)
+            try:
+                inner = open_dir(fd, directory) if directory else os.dup(fd)
+                exists = True
+                try:
+                    with contextlib.suppress(OSError):
+                        found = os.getxattr(inner, "system.posix_acl_default")
+                finally:
+                    os.close(inner)
+            finally:
+                os.close(fd)
+        if exists or not directory:
+            cache[directory] = found
+            return found
+        directory = posixpath.dirname(directory)
 
 
 def lstat_beneath(root: str, rel: str) -> os.stat_result | None:

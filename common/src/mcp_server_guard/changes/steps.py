@@ -39,7 +39,7 @@ from mcp_server_guard.changes.nofollow import (
     unchanged,
 )
 from mcp_server_guard.changes.plan import Applied, Conflict, Op
-from mcp_server_guard.changes.xattrs import Xattrs, at, inherits_acl, land, own_overlay, seen, set_seen
+from mcp_server_guard.changes.xattrs import Xattrs, at, default_acl, land, own_overlay, seen, set_seen
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind
 
@@ -106,7 +106,7 @@ def _record(op: Op) -> Applied:
 # -- apply steps ---------------------------------------------------------------------------------------
 
 
-def _land_tree(dirfd: int, name: str, absolute: str, op: Op, run: Run, inherited: bool = False) -> None:
+def _land_tree(dirfd: int, name: str, absolute: str, op: Op, run: Run, inherited: bytes | None = None) -> None:
     """A tree of the command's made ready for the real tree (``xattrs.land``) before it moves: its top, and the
     entries in it the reader found carrying attributes to take away (``op.marked``; the rest have none)."""
     if land(at(dirfd, name), carried=run.carried, inherited=inherited):
@@ -162,7 +162,7 @@ def place(
             run.failed.add(absolute)
             return _aside(src_dir, name, dst_dir, absolute, run.audit_id, why, tree)
 
-        inherited = real is None and inherits_acl(dst_dir)  # a new entry takes its directory's default ACL
+        inherited = default_acl(dst_dir) if real is None else None  # a new entry takes its directory's default ACL
         if tree:
             _land_tree(src_dir, name, absolute, op, run, inherited)
         else:

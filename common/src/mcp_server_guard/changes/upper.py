@@ -41,7 +41,7 @@ from mcp_server_guard.changes.changeset import (
     walk_real,
 )
 from mcp_server_guard.changes.names import Names
-from mcp_server_guard.changes.xattrs import Xattrs, at, attribute_names, inherits_acl, own_overlay, seen, set_by_command
+from mcp_server_guard.changes.xattrs import Xattrs, at, attribute_names, default_acl, own_overlay, seen, set_by_command
 
 __all__ = ["read_upper"]
 
@@ -77,10 +77,10 @@ def _opaque(fd: int) -> bool:
 class _Reader(Names):
     """Walks an upper layer beside the real tree (see the module docstring)."""
 
-    def overlay_names(self, upper: str, path: str, real: Xattrs = (), *, inherited: bool = False) -> None:
+    def overlay_names(self, upper: str, path: str, real: Xattrs = (), *, inherited: bytes | None = None) -> None:
         """``user.overlay.*`` attributes the command set on an entry: never applied (``changes.xattrs``), said; and
         an entry with attributes to take away before it lands, noted (the others land as they are). ``inherited``:
-        a new entry in a directory with a default ACL (its ACLs are inherited, not the command's)."""
+        the default ACL of the directory a new entry is made in (an ACL within it is inherited, not the command's)."""
         names, marked = set_by_command(upper, real, self.carried, inherited=inherited)
         if names:
             self.dropped.append((path, ", ".join(names)))
@@ -105,7 +105,7 @@ class _Reader(Names):
             os.close(fd)
 
     def created_tree(
-        self, upper_dir: int, name: str, path: str, st: os.stat_result, *, inherited: bool = False
+        self, upper_dir: int, name: str, path: str, st: os.stat_result, *, inherited: bytes | None = None
     ) -> None:
         """A directory that is the command's alone (new, or replacing the real one): every path in it."""
         fd = open_dir(name, upper_dir, ours=True)
@@ -192,7 +192,7 @@ class _Reader(Names):
             self.deleted(real_dir, name, path, top=path)
         origin = not opaque and _origin(upper_dir, name)
         self.add(Change(path, "create", "dir", mode=mode, opaque=real is not None, origin=origin))
-        inherited = real_dir is not None and inherits_acl(real_dir)
+        inherited = default_acl(real_dir) if real_dir is not None else None
         self.overlay_names(at(upper_dir, name), path, inherited=inherited)
         self.created_tree(upper_dir, name, path, st, inherited=inherited)
 
@@ -225,7 +225,7 @@ class _Reader(Names):
             if kind == "file":
                 self.note(path, st, index, None, False, origin)
                 self.overlay_names(at(upper_dir, name), path,
-                                   inherited=real_dir is not None and inherits_acl(real_dir))  # fmt: skip
+                                   inherited=default_acl(real_dir) if real_dir is not None else None)  # fmt: skip
             return
         assert real_dir is not None
         real_kind = kind_of(real.st_mode)

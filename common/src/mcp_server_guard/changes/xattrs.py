@@ -28,10 +28,12 @@ from mcp_server_guard import linux
 __all__ = [
     "At",
     "Xattrs",
+    "acl_mode",
+    "acl_within",
     "at",
     "attribute_names",
     "carried_by",
-    "inherits_acl",
+    "default_acl",
     "land",
     "own_overlay",
     "seen",
@@ -117,14 +119,52 @@ def own_overlay(path: str | int) -> Xattrs:
     return _values(path, [n for n in _names(path) if n.startswith(_OVERLAY) or n in _ACL])
 
 
-def inherits_acl(dirfd: int) -> bool:
-    """Whether an entry made in the directory ``dirfd`` inherits an access control list (the directory has a default
-    one): its ACLs are then the project's, not the command's."""
-    return "system.posix_acl_default" in _names(dirfd)
+_ACL_USER_OBJ, _ACL_GROUP_OBJ, _ACL_MASK, _ACL_OTHER = 0x01, 0x04, 0x10, 0x20
+
+
+def default_acl(dirfd: int) -> bytes | None:
+    """The default access control list of the directory ``dirfd`` (what an entry made in it inherits), or None."""
+    return _get(dirfd, "system.posix_acl_default") if "system.posix_acl_default" in _names(dirfd) else None
+
+
+def _acl_entries(value: bytes) -> dict[tuple[int, int], int] | None:
+    """(tag, id) -> permission bits of an ACL as the kernel stores it (version 2: 4-byte header, 8-byte entries)."""
+    if len(value) < 4 or (len(value) - 4) % 8 or int.from_bytes(value[:4], "little") != 2:
+        return None
+    found: dict[tuple[int, int], int] = {}
+    for at in range(4, len(value), 8):
+        tag, perm, ident = (int.from_bytes(value[at:at + 2], "little"), int.from_bytes(value[at + 2:at + 4], "little"),
+                            int.from_bytes(value[at + 4:at + 8], "little"))  # fmt: skip
+        found[(tag, ident if tag in (0x02, 0x08) else 0)] = perm
+    return found
+
+
+def acl_within(value: bytes | None, default: bytes | None) -> bool:
+    """Whether an ACL grants no one more than the directory's default ACL would (what inheritance gives: the same
+    entries, perhaps fewer rights). Threat: a command setting ``other::rwx`` on a new directory in a directory
+    whose default ACL gives others read only."""
+    if value is None or default is None:
+        return False
+    mine, theirs = _acl_entries(value), _acl_entries(default)
+    if mine is None or theirs is None:
+        return False
+    return all(key in theirs and not perm & ~theirs[key] for key, perm in mine.items())
+
+
+def acl_mode(default: bytes) -> int:
+    """The permission bits a new entry may have under a default ACL (owner, group class — the mask where there is
+    one — and others), in place of what the umask would leave."""
+    entries = _acl_entries(default) or {}
+    group = entries.get((_ACL_MASK, 0), entries.get((_ACL_GROUP_OBJ, 0), 0))
+    return (entries.get((_ACL_USER_OBJ, 0), 7) << 6) | (group << 3) | entries.get((_ACL_OTHER, 0), 0)
 
 
 def set_by_command(
-    upper: str | int, real: Xattrs, carried: frozenset[tuple[str, bytes]] = frozenset(), *, inherited: bool = False
+    upper: str | int,
+    real: Xattrs,
+    carried: frozenset[tuple[str, bytes]] = frozenset(),
+    *,
+    inherited: bytes | None = None,
 ) -> tuple[list[str], bool]:
     """The ``user.overlay.*`` names a command set or changed on an upper-layer entry (stored escaped), against the
     real entry's own (``real``: :func:`own_overlay`, empty for a new entry) and the project's own elsewhere
@@ -138,10 +178,9 @@ def set_by_command(
             shown, value = _OVERLAY + name[len(_ESCAPED) :], _get(upper, name)
             if had.get(shown) != value and had.get(name) != value and (shown, value) not in carried:
                 found.append(shown)
-        elif name in _ACL and not inherited and had.get(name) != _get(upper, name):
-            found.append(name)  # an access control list the command set: never applied, said
-    taken = _LANDED_NOT if not inherited else (_OVERLAY, *_NEVER)
-    return sorted(found), bool(names) and any(name.startswith(taken) for name in names)
+        elif name in _ACL and had.get(name) != (value := _get(upper, name)) and not acl_within(value, inherited):
+            found.append(name)  # an access control list the command set (not inherited): never applied, said
+    return sorted(found), bool(names) and any(name.startswith(_LANDED_NOT) for name in names)
 
 
 def carried_by(path: str | int, carried: frozenset[tuple[str, bytes]]) -> Xattrs:
@@ -159,7 +198,7 @@ def carried_by(path: str | int, carried: frozenset[tuple[str, bytes]]) -> Xattrs
 
 
 def land(
-    path: str, keep: Xattrs = (), carried: frozenset[tuple[str, bytes]] = frozenset(), *, inherited: bool = False
+    path: str, keep: Xattrs = (), carried: frozenset[tuple[str, bytes]] = frozenset(), *, inherited: bytes | None = None
 ) -> bool:
     """Make an inode of the upper layer ready for the real tree: every ``user.overlay.*`` attribute (overlayfs's
     bookkeeping, and the command's own, stored escaped) and file capabilities removed, then ``keep`` (the real
@@ -169,7 +208,8 @@ def land(
     ``user.overlay.*`` attribute (the escape layer must show it)."""
     kept = dict(carried_by(path, carried)) | dict(keep)
     for name in _names(path):
-        if name.startswith(_LANDED_NOT) and not (inherited and name in _ACL):  # an inherited ACL is the project's
+        # An ACL within what the directory's default ACL gives is inherited: the project's, it stays.
+        if name.startswith(_LANDED_NOT) and not (name in _ACL and acl_within(_get(path, name), inherited)):
             _remove(path, name)
     for name, value in sorted(kept.items()):
         _set(path, name, value)
