@@ -156,7 +156,7 @@ def git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: GitLo
             if git_runnable(rel):
                 return f"git's own '{rel}' (git dir {directory})"
             if rel.split("/", 1)[0] not in ("modules", "worktrees"):
-                return None
+                break  # no runnable entry of this git dir; what a repository names (hooksPath, includes) is below
         repo_hooks = lookups.hooks.get(directory)
         if repo_hooks is None:
             dotgit = posixpath.join(directory, ".git")
@@ -214,7 +214,13 @@ def repos_files(work_trees: Iterable[str], git_dirs: Iterable[str], home: str | 
         included += more_included
     for git_dir in git_dirs:
         files = _with_includes(os.path.join(git_dir, "config"), home, follow=False)
-        hooks += [_expand(v, git_dir, home) for _file, entries in files for v in _hooks_paths(entries)]
+        # A relative hooksPath is taken from the work tree: core.worktree's where the config names one (a git dir
+        # kept apart from its checkout), else the git dir itself (a bare repository).
+        worktrees = [v for _file, entries in files for n, v in entries if n.lower() == "core.worktree" and v]
+        base = os.path.normpath(os.path.join(git_dir, worktrees[-1])) if worktrees else git_dir
+        hooks += [_expand(v, base, home) for _file, entries in files for v in _hooks_paths(entries)]
+        if worktrees:
+            hooks += [_expand(v, git_dir, home) for _file, entries in files for v in _hooks_paths(entries)]
         included += [file for file, _entries in files[1:]]
     return hooks, included
 

@@ -14,6 +14,7 @@ import errno
 import hashlib
 import os
 import posixpath
+import re
 import stat
 import struct
 from collections.abc import Sequence
@@ -46,8 +47,9 @@ def discarded(rewritten: Sequence[tuple[ChangeSet, Change]]) -> list[str]:
         if blob is None:
             continue
         budget -= change.size + change.old_size
-        new = blob_hash(posixpath.join(changes.upper, change.path), changes.upper)
-        if new == blob and blob_hash(posixpath.join(changes.root, change.path), changes.root) != blob:
+        wide = blob is not None and len(blob) == 32  # a SHA-256 repository
+        new = blob_hash(posixpath.join(changes.upper, change.path), changes.upper, sha256=wide)
+        if new == blob and blob_hash(posixpath.join(changes.root, change.path), changes.root, sha256=wide) != blob:
             found.append(change.path)
     return found
 
@@ -67,7 +69,8 @@ def uncommitted(losing: Sequence[tuple[ChangeSet, Change]], outside: list[str] |
         work_tree, entries = found
         rel = posixpath.relpath(posixpath.join(changes.root, change.path), work_tree)
         blob = entries.get(rel)
-        if blob is None or blob_hash(posixpath.join(changes.root, change.path), changes.root) != blob:
+        if blob is None or blob_hash(posixpath.join(changes.root, change.path), changes.root,
+                                     sha256=len(blob) == 32) != blob:  # fmt: skip
             lost.append(change.path)
     return lost
 
@@ -130,7 +133,7 @@ def _read_index(git_dir: int) -> dict[str, bytes]:
     version, count = struct.unpack(">II", data[4:12])
     if version not in (2, 3, 4):
         return out
-    hash_size = 20  # sha-1 repositories; sha-256 ones are judged as having no copy (asked, never lost)
+    hash_size = 32 if _sha256(git_dir) else 20  # the repository's object format: ids of 20 or 32 bytes
     offset = 12
     previous = b""
     try:
@@ -158,6 +161,31 @@ def _read_index(git_dir: int) -> dict[str, bytes]:
     return out
 
 
+def _sha256(git_dir: int) -> bool:
+    """Whether the repository's objects are named by SHA-256 (``extensions.objectFormat = sha256`` in its config, or
+    in the config of the common dir a linked work tree's git dir names)."""
+    configs: list[tuple[int, str]] = [(git_dir, "config")]
+    with contextlib.suppress(OSError, ValueError):
+        fd = os.open("commondir", _FILE, dir_fd=git_dir)
+        try:
+            common = os.pread(fd, 4096, 0).decode("utf-8", "surrogateescape").strip()
+        finally:
+            os.close(fd)
+        configs.append((git_dir, posixpath.join(common, "config")))
+    for base, name in configs:
+        with contextlib.suppress(OSError):
+            fd = os.open(name, _FILE, dir_fd=base)
+            try:
+                if _OBJECT_FORMAT.search(os.pread(fd, 1 << 20, 0)):
+                    return True
+            finally:
+                os.close(fd)
+    return False
+
+
+_OBJECT_FORMAT = re.compile(rb"^\s*objectformat\s*=\s*\"?sha256\"?\s*$", re.IGNORECASE | re.MULTILINE)
+
+
 def _varint(data: bytes, offset: int) -> tuple[int, int]:
     value = data[offset] & 0x7F
     used = 1
@@ -182,8 +210,9 @@ def _open_below(path: str, base: str) -> int:
         os.close(fd)
 
 
-def blob_hash(path: str, no_follow_below: str = "") -> bytes | None:
-    """Git's blob id of a regular file's current content (never following a link or opening anything else)."""
+def blob_hash(path: str, no_follow_below: str = "", *, sha256: bool = False) -> bytes | None:
+    """Git's blob id of a regular file's current content (never following a link or opening anything else);
+    ``sha256``: in a repository whose objects are named by SHA-256."""
     try:
         fd = _open_below(path, no_follow_below or posixpath.dirname(path))
     except OSError:
@@ -192,7 +221,8 @@ def blob_hash(path: str, no_follow_below: str = "") -> bytes | None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_HASHED:
             return None
-        hasher = hashlib.sha1(f"blob {st.st_size}\0".encode(), usedforsecurity=False)
+        header = f"blob {st.st_size}\0".encode()
+        hasher = hashlib.sha256(header) if sha256 else hashlib.sha1(header, usedforsecurity=False)
         offset = 0
         while chunk := os.pread(fd, 1 << 20, offset):
             hasher.update(chunk)

@@ -38,6 +38,24 @@ from mcp_server_guard.shell.walker import CODE_IN_VALUE
 
 _SEVERITY: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a name an assignment in a line can spell
+# Threat: names bash sets itself at start (``BASH``, ``PPID``, ``PWD`` …) or keeps read-only: a field value for them
+# is not what the line sees (`env: {"BASH": "echo"}` with `$BASH -c '…'` runs bash), so they are never taken as the
+# line's values (`$BASH` stays a word known only at run time).
+_SET_BY_BASH = frozenset({
+    "BASH", "BASHOPTS", "BASHPID", "BASH_ALIASES", "BASH_ARGC", "BASH_ARGV", "BASH_ARGV0", "BASH_CMDS",
+    "BASH_COMMAND", "BASH_EXECUTION_STRING", "BASH_LINENO", "BASH_SOURCE", "BASH_SUBSHELL", "BASH_VERSINFO",
+    "BASH_VERSION", "COMP_WORDBREAKS", "DIRSTACK", "EPOCHREALTIME", "EPOCHSECONDS", "EUID", "FUNCNAME", "GROUPS",
+    "HISTCMD", "HOSTNAME", "HOSTTYPE", "IFS", "LINENO", "MACHTYPE", "OLDPWD", "OPTERR", "OPTIND", "OSTYPE",
+    "PIPESTATUS", "PPID", "PWD", "RANDOM", "SECONDS", "SHELLOPTS", "SHLVL", "SRANDOM", "UID", "_",
+})  # fmt: skip
+_EXPORTED_MAX = 4096  # a longer field value is judged by its name and content only (`$X` then known at run time)
+
+
+def _exported_as_is(name: str, value: str) -> bool:
+    """Whether the line sees ``name`` with the env field's value (so the judgement may take it as that value)."""
+    return bool(_NAME.fullmatch(name)) and name not in _SET_BY_BASH and len(value) <= _EXPORTED_MAX
+
+
 # Doubts that are only about which of the project's files a command writes: judged by their effects while
 # commands work on a copy (the box keeps every other place read-only).
 # On a copy, what they run or load runs in the box: `PYTHONPATH=src python -m pytest`, an arithmetic value read
@@ -134,7 +152,7 @@ class PolicyEngine:
             # assignment holds (a command-valued name's value judged as a command line, a name that loads code
             # undecidable, a value holding a command substitution code bash may evaluate), and `$X` in the line
             # expands to the value the field gives it (`env: {"X": "rm -rf ~"}` with `$X` is `rm -rf ~`).
-            names = [name for name in env if _NAME.fullmatch(name)]
+            names = [name for name in env if _exported_as_is(name, env[name])]
             if names:
                 exported = " ".join(f"{name}={shlex.quote(env[name])}" for name in names)
                 command = f"export {exported}\n{command}"
@@ -262,7 +280,9 @@ class PolicyEngine:
                 best = verdict
         if best is not None and best.action == "ask":
             best = dataclasses.replace(best, asking=tuple(asking))
-        if self.policy.mode == "allowlist" and not allowed:
+        # Setting variables runs nothing by itself (what a value makes run is judged as its own finding): an allow-list
+        # need not name ``export`` for a call's env field (judged as values exported before the line) to pass.
+        if self.policy.mode == "allowlist" and not allowed and not (program == "export" and best is None):
             if best is not None and best.action == "deny":
                 return best
             return Verdict(
