@@ -38,7 +38,7 @@ import os
 import posixpath
 import stat
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -503,20 +503,29 @@ def _settled(record: Applied, roots: dict[str, int]) -> Applied:
     of its names (its mode or time), which is still what this step put there."""
     if len(record.after) < 4 or record.tree:
         return record
+    with _at(record, roots) as found:
+        if found is not None:
+            now = lstat_at(found[1], found[0])
+            if now is not None and (now.st_dev, now.st_ino) == record.after[:2]:
+                return replace(record, after=identity(now))
+    return record
+
+
+@contextlib.contextmanager
+def _at(record: Applied, roots: dict[str, int]) -> Iterator[tuple[int, str] | None]:
+    """The directory (open) and name of a record's path beneath its root, no link followed; None where it cannot be
+    reached so (or is a root itself)."""
     root = _root_of(record.path, list(roots))
     if root is None or record.path == root:
-        return record
-    with (
-        contextlib.suppress(Changed, OSError),
-        parent(roots[root], posixpath.relpath(record.path, root)) as (
-            dirfd,
-            name,
-        ),
-    ):
-        now = lstat_at(name, dirfd)
-        if now is not None and (now.st_dev, now.st_ino) == record.after[:2]:
-            return replace(record, after=identity(now))
-    return record
+        yield None
+        return
+    with contextlib.ExitStack() as stack:
+        try:
+            dirfd, name = stack.enter_context(parent(roots[root], posixpath.relpath(record.path, root)))
+        except (Changed, OSError):
+            yield None
+            return
+        yield dirfd, name
 
 
 def _names(
@@ -573,18 +582,13 @@ def _marked_back(outcome: Outcome, roots: dict[str, int]) -> list[str]:
     their root, no link followed."""
     found: list[str] = []
     for record in outcome.applied:
-        root = _root_of(record.path, list(roots))
-        if root is None or record.path == root or record.kind not in ("file", "dir"):
+        if record.kind not in ("file", "dir"):
             continue
-        with (
-            contextlib.suppress(Changed, OSError),
-            parent(roots[root], posixpath.relpath(record.path, root)) as (
-                dirfd,
-                name,
-            ),
-        ):
-            st = lstat_at(name, dirfd)
-            if st is not None and not stat.S_ISLNK(st.st_mode) and marked(f"/proc/self/fd/{dirfd}/{name}"):
+        with _at(record, roots) as at_:
+            if at_ is None:
+                continue
+            st = lstat_at(at_[1], at_[0])
+            if st is not None and not stat.S_ISLNK(st.st_mode) and marked(f"/proc/self/fd/{at_[0]}/{at_[1]}"):
                 found.append(record.path)
     return found
 

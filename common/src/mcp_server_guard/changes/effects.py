@@ -300,7 +300,8 @@ def judge(
         if len(outside) > policy.max_unbacked_files:
             judgement.asks.append(f"It deletes or empties {_n(len(outside), 'file')} no git repository has a copy of: "
                                   f"{_list(outside)}.")  # fmt: skip
-    if policy.ask_uncommitted and rewritten and not _stashes(sets):
+    rewritten = _unstashed(sets, rewritten)
+    if policy.ask_uncommitted and rewritten:
         thrown = discarded(rewritten)
         if thrown:
             judgement.asks.append(
@@ -460,13 +461,20 @@ def _guarded(trees: Trees, change: Change, protection: Protection, roots: Sequen
     return f"{change.path} (protected: {rule})" if rule else ""
 
 
-def _stashes(sets: Sequence[ChangeSet]) -> bool:
-    """`git stash` keeps what it takes away (refs/stash): nothing is discarded."""
-    return any(
-        change.path.endswith((".git/refs/stash", ".git/logs/refs/stash")) or change.path in ("refs/stash",)
-        for changes in sets
-        for change in changes.changes
-    )
+def _unstashed(sets: Sequence[ChangeSet], rewritten: list[tuple[ChangeSet, Change]]) -> list[tuple[ChangeSet, Change]]:
+    """The rewrites outside every work tree whose ``git stash`` moved (refs/stash): a stash keeps what it takes away
+    there; a discard in another repository is still a discard."""
+    stashed: set[tuple[str, str]] = set()
+    for changes in sets:
+        for change in changes.changes:
+            for suffix in (".git/refs/stash", ".git/logs/refs/stash"):
+                if change.path == suffix or change.path.endswith("/" + suffix):
+                    stashed.add((changes.root, change.path[: -len(suffix)].rstrip("/")))
+    return [
+        (changes, change)
+        for changes, change in rewritten
+        if not any(root == changes.root and (not tree or change.path.startswith(tree + "/")) for root, tree in stashed)
+    ]
 
 
 _MOVE_HASH_BYTES = 256 << 20  # bytes hashed at most to recognise moved files

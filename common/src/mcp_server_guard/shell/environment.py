@@ -31,6 +31,8 @@ COMMAND_VALUED = frozenset(
         "GIT_SEQUENCE_EDITOR", "SUDO_EDITOR", "FCEDIT", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PROXY_COMMAND",
         "GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "BROWSER", "GIT_EXTERNAL_DIFF", "PROMPT_COMMAND",
         "LESSOPEN", "LESSCLOSE", "RSYNC_RSH", "RSYNC_CONNECT_PROG", "RUSTC_WRAPPER", "FZF_DEFAULT_COMMAND",
+        # the compilers and tools make and build scripts run by these names (`CC='…' make hello`)
+        "CC", "CXX", "CPP", "LD", "AR", "AS", "FC", "RUSTC", "RUSTC_WORKSPACE_WRAPPER", "RUSTDOC",
     }
 )  # fmt: skip
 # Threat: variables that make a program load a library, a script, options or a configuration file the
@@ -44,7 +46,7 @@ CODE_PATTERNS = (
     "LESSKEY*", "LESS", "CDPATH", "GLOBIGNORE", "BASH_XTRACEFD", "HISTFILE", "INPUTRC", "TERMINFO*",
     "CURL_HOME", "WGETRC", "MANOPT", "MANROFFOPT", "MAKEFLAGS", "MAKEFILES", "VIMINIT", "EXINIT", "LUA_INIT*",
     "GOFLAGS", "ZIPOPT", "PSQLRC", "NODE_PATH", "EXECIGNORE", "POSIXLY_CORRECT", "BASH_COMPAT",
-    "BASH_LOADABLES_PATH",
+    "BASH_LOADABLES_PATH", "SHELL", "CARGO_TARGET_*", "CARGO_BUILD_*",
 )  # fmt: skip
 # Names inside CODE_PATTERNS that only carry data: allowed everywhere.
 DATA_ONLY = frozenset(
@@ -99,8 +101,11 @@ def build_env(extra: Mapping[str, str] | None, base: Mapping[str, str] | None = 
     """The child's environment: the allow-listed basics plus the caller's (filtered) variables."""
     env = dict(base_env() if base is None else base)
     for name, value in (extra or {}).items():
-        if not name or "=" in name or "\x00" in name or "\x00" in value:
+        if not name or "=" in name or "\x00" in name:
             raise SecurityError("ENV_REFUSED", f"Environment name {name!r} is not valid.", "Use NAME=value pairs.")
+        if "\x00" in value:
+            raise SecurityError("ENV_REFUSED", f"The value of {name} holds a NUL byte, which no environment can carry.",
+                                "Pass the value without it.")  # fmt: skip
         if value.startswith("()"):
             raise SecurityError(
                 "ENV_REFUSED",
