@@ -364,7 +364,7 @@ async def test_a_change_made_meanwhile_is_a_conflict_and_the_rest_applies(worksp
     assert (w / "modified").read_text() == "guest version\n" and (w / "created").read_text() == "fresh\n"
     assert not (w / "deleted").exists()
     assert (w / "conflicted").read_text() == "host v1 + host edit"
-    assert not (w / "gone").exists(), "a deletion made meanwhile is not undone"
+    assert not (w / "gone").exists(), f"a deletion made meanwhile is not undone: {out['changes']}"
     assert (w / "added").read_text() == "host squatter"
     conflicts = {p["path"]: p["reason"] for p in out["changes"]["paths"] if p["action"] == "conflict"}
     assert set(conflicts) == {"conflicted", "gone", "added"}, out["changes"]

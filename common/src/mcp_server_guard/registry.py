@@ -79,9 +79,6 @@ class Registration:
     def __init__(self, where: Path, fd: int, path: Path) -> None:
         self.where, self.fd, self.path = where, fd, path
 
-    def add_state(self, paths: Iterable[str | Path]) -> None:
-        _add_state(self.where, paths)
-
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self.path.unlink()
