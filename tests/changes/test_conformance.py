@@ -321,6 +321,14 @@ print("ok")
     assert not (workspace / "after").exists()
 
 
+def _is_sleep(proc: Any) -> bool:
+    try:
+        argv = proc.cmdline()
+    except Exception:  # psutil.Error: gone meanwhile
+        return False
+    return bool(argv) and argv[0].rsplit("/", 1)[-1] == "sleep"
+
+
 async def _then_meanwhile(client: Any, workspace: Path, command: str, meanwhile: Any) -> dict[str, Any]:
     """Run ``command``, then let the project change (``meanwhile``) while the call still runs: the call waits until
     the file ``go`` holds something (a file of the real tree that the copy reads through: written, not created,
@@ -335,7 +343,9 @@ async def _then_meanwhile(client: Any, workspace: Path, command: str, meanwhile:
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(call)
-        await wait_until(lambda: bool(processes_with(token)), timeout=30)
+        # The `sleep` itself, not the shell whose line also names the token: that starts before the command's
+        # writes, and a change made then is no change made meanwhile (the copy never saw the old file).
+        await wait_until(lambda: any(_is_sleep(p) for p in processes_with(token)), timeout=30)
         meanwhile()
         (workspace / "go").write_text("go")
     return result
