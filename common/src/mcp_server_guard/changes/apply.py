@@ -70,8 +70,8 @@ from mcp_server_guard.changes.plan import (
     journal_key,
     steps_for,
 )
-from mcp_server_guard.changes.revert import UNDO_STEPS
-from mcp_server_guard.changes.steps import APPLY_STEPS, Run, copy_step, place, verb
+from mcp_server_guard.changes.revert import UNDO_STEPS, names_in_roots
+from mcp_server_guard.changes.steps import APPLY_STEPS, Run, adopt, copy_step, place, verb
 from mcp_server_guard.changes.xattrs import at, seen
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.reading import sha256_fd
@@ -304,6 +304,10 @@ class Applier:
                         run.placed[record.path] = (record.after[0], record.after[1])
                     if len(record.group) == 2 and record.action in ("modify", "delete"):
                         run.ours.add((record.group[0], record.group[1]))  # its names changed by this run
+                if op.kind == "adopt" and op.change is not None:  # a name made of a real file (it keeps no record)
+                    source = lstat_beneath(op.root, op.change.link)
+                    if source is not None:
+                        run.ours.add((source.st_dev, source.st_ino))
                 # An undo's inodes restored before a crash: later names of the same inode are linked to them.
                 if op.kind in ("restore", "swap") and op.record is not None and op.record.group and records:
                     done_at = records[-1]
@@ -453,14 +457,20 @@ def reverse_ops(
     ops: list[Op] = []
     times: list[Op] = []
     changed: list[str] = []
+    wholesale: set[str] = set()  # directories a later record made, replaced or deleted as a whole
     for record in reversed(records):
         root = _root_of(record.path, roots)
         if root is None:
             changed.append(f"{record.path} (outside the allowed directories now)")
             continue
         rel = posixpath.relpath(record.path, root) if record.path != root else ROOT
-        if not force and not _as_left(root, rel, record, applied_ns):
+        # A path inside such a directory is as that later record's check finds its tree (a name removed, then its
+        # directory replaced: ``mv d d2 && mv d2 d`` undone and redone), not as this earlier record left it.
+        covered = any(parent in wholesale for parent in _parents(record.path))
+        if not force and not covered and not _as_left(root, rel, record, applied_ns):
             changed.append(record.path)
+        if record.action in ("create", "modify", "delete") and (record.tree or record.kind == "dir"):
+            wholesale.add(record.path)
         if record.action == "times":
             now = _mtime(root, rel)
             time = DirTime(rel, record.old_mtime_ns, 0, now if now is not None else record.mtime_ns)
@@ -476,6 +486,11 @@ def reverse_ops(
         elif record.action == "meta":
             ops.append(Op("unmeta", root, rel, record=record))
     return ops + times, changed
+
+
+def _parents(path: str) -> Iterator[str]:
+    while (path := posixpath.dirname(path)) not in ("/", ""):
+        yield path
 
 
 def _kept_as_before(history: HistoryStore, ops: Sequence[Op], undid: str) -> list[Op]:
@@ -535,6 +550,7 @@ def _names(
     names (as they are now): an undo that takes one name of a file away notes another that stays, and one that
     restores a name of an inode still here links it."""
     names: dict[tuple[int, int], list[str]] = {}
+    nlinks: dict[tuple[int, int], int] = {}
     paths = [p for r in records for p in (r.path, r.stays, r.link, r.moved_from) if p]
     for path in dict.fromkeys([*paths, *others]):
         root = _root_of(path, roots)
@@ -543,6 +559,14 @@ def _names(
         st = lstat_beneath(root, posixpath.relpath(path, root))
         if st is not None and stat.S_ISREG(st.st_mode):
             names.setdefault((st.st_dev, st.st_ino), []).append(path)
+            nlinks[(st.st_dev, st.st_ino)] = st.st_nlink
+    # Files the records keep names of (their groups) with names no record names (``d/x2`` when a call moved the
+    # directory of its other name): looked for in the roots, bounded (past that, not all of them are known).
+    wanted = {(r.group[0], r.group[1]) for r in records if len(r.group) == 2}
+    wanted |= {group for group, found in names.items() if nlinks.get(group, 1) > len(found)}
+    wanted -= {group for group, found in names.items() if nlinks.get(group, 1) <= len(found)}
+    if wanted:
+        names_in_roots(names, wanted, roots)
     return names
 
 
@@ -561,6 +585,8 @@ def run_step(history: HistoryStore, op: Op, root: int, upper: int, run: Run) -> 
             return place(history, op, root, upper, run, absolute)
         if op.kind == "copy":
             return copy_step(history, op, root, upper, run, absolute)
+        if op.kind == "adopt":
+            return adopt(history, op, root, upper, run, absolute), []
         step = APPLY_STEPS.get(op.kind) or UNDO_STEPS.get(op.kind)
         if step is None:
             raise ValueError(op.kind)

@@ -72,6 +72,8 @@ class Names:
     inodes: dict[int, list[_Name]] = field(default_factory=dict)  # upper regular files, by upper inode
     touched: set[str] = field(default_factory=set)  # every path the upper layer holds
     landed: dict[int, str] = field(default_factory=dict)  # real inodes the command renamed: the name they end at
+    gone_files: dict[tuple[int, int], list[str]] = field(default_factory=dict)  # real files deleted, by size and time
+    old_names: dict[int, str] = field(default_factory=dict)  # real inodes waiting in trees: a name they had
     compared: int = 0  # bytes compared so far to recognise renamed files
     shared_meta: dict[int, list[int]] = field(default_factory=dict)  # meta changes of files with several names
     carried: frozenset[tuple[str, bytes]] = frozenset()  # the project's own user.overlay.* attributes (data)
@@ -129,7 +131,8 @@ class Names:
                     self.out[other.index] = replace(self.out[other.index], link=anchor.path)
                 continue
             for one in names:
-                if one.real is not None and one.real.st_nlink > 1 and not one.origin and one.index >= 0:
+                linked = one.real is not None and one.real.st_nlink > 1 and not one.origin and one.index >= 0
+                if linked and one.real is not None and not self.renamed_here(one.path):
                     wanted.setdefault(one.real.st_ino, []).append(one)
         moved, pending, reused = self.moves()
         for ino in reused:
@@ -166,7 +169,8 @@ class Names:
         reused: set[int] = set()
         lost: dict[tuple[int, int], list[tuple[Change, int]]] = {}
         for change in self.out:
-            if change.kind == "file" and not change.top and change.action in ("delete", "modify"):
+            replaced = change.top == change.path  # a file the command replaced with a directory
+            if change.kind == "file" and (not change.top or replaced) and change.action in ("delete", "modify"):
                 real = self.real_stat(change.path)
                 if real is not None and stat.S_ISREG(real.st_mode) and real.st_nlink > 1:
                     lost.setdefault((real.st_size, real.st_mtime_ns), []).append((change, real.st_ino))
@@ -190,15 +194,21 @@ class Names:
                 continue
             matches = lost.get((upper.st_size, upper.st_mtime_ns), [])
             for position, (old, ino) in enumerate(matches[:_MOVE_CANDIDATES]):
-                if old.path == one.path or not self.same_file(one.path, old.path, upper):
+                # The same path is another file only where a tree replaced it (``mv d d2 && mv d2 d``).
+                if (old.path == one.path and not change.top) or not self.same_file(one.path, old.path, upper):
                     continue
                 del matches[position]  # one name of the real file taken over per name the command took away
                 reused.add(ino)
                 if change.top:
                     pending.setdefault(ino, []).extend(n.index for n in names)
+                    self.old_names.setdefault(ino, old.path)
                     break
                 self.landed.setdefault(ino, one.path)  # where the real file is once moves are done
-                if change.action == "create" and old.action == "delete" and not old.top and old.path not in moved:
+                if change.opaque:
+                    # In place of what the command replaced (a directory: ``rm -r d; mv h2 d``): that goes first,
+                    # then the name is made, while the old name is still there (names are deleted last).
+                    self.out[one.index] = replace(change, link=old.path)
+                elif change.action == "create" and old.action == "delete" and not old.top and old.path not in moved:
                     self.out[one.index] = replace(change, moved_from=old.path, origin=True)
                     moved.add(old.path)
                 else:
@@ -208,9 +218,22 @@ class Names:
                 break
         return moved, pending, reused
 
-    def same_file(self, upper_path: str, real_path: str, upper: os.stat_result) -> bool:
+    def renamed_here(self, path: str) -> bool:
+        """Whether the upper file at ``path`` (in place of a real file with other names) is a real file the command
+        deleted elsewhere: same bytes and modification time (``mv -f f h2``: the name is replaced, the other names
+        keep the old file; its mode or attributes may have been changed on the way). Else it was rewritten through
+        that name (``echo > h2``: a time of now), as its other names are natively. (``cp -a f h2 && rm f`` looks the
+        same on the copy, and lands as the rename.)"""
+        upper = self.upper_stat(path)
+        if upper is None:
+            return False
+        candidates = self.gone_files.get((upper.st_size, upper.st_mtime_ns), [])
+        return any(p != path and self.same_file(path, p, upper, exact=False) for p in candidates[:_MOVE_CANDIDATES])
+
+    def same_file(self, upper_path: str, real_path: str, upper: os.stat_result, *, exact: bool = True) -> bool:
+        """Whether the upper file holds the real file's bytes (and, ``exact``, its mode and attributes)."""
         real = self.real_stat(real_path)
-        if real is None or stat.S_IMODE(real.st_mode) != stat.S_IMODE(upper.st_mode):
+        if real is None or (exact and stat.S_IMODE(real.st_mode) != stat.S_IMODE(upper.st_mode)):
             return False
         # Threat: a command making thousands of large files of one size and time, to have each compared with each.
         self.compared += upper.st_size
@@ -220,7 +243,7 @@ class Names:
         with upper_at as (u_dir, u_name), real_at as (r_dir, r_name):
             if u_dir < 0 or r_dir < 0:
                 return False
-            if seen(at(u_dir, u_name)) != seen(at(r_dir, r_name)):
+            if exact and seen(at(u_dir, u_name)) != seen(at(r_dir, r_name)):
                 return False
             return same_bytes(u_dir, u_name, r_dir, r_name, upper.st_size)
 
@@ -252,10 +275,14 @@ class Names:
                 for index in indexes:
                     self.out[index] = replace(self.out[index], stays=staying[0])
         for ino, indexes in pending.items():
+            # A name that stays; else where the file was renamed to; else a name it had (all of them in trees the
+            # command moved: ``mv sp sp2 && mv d d2``): linked into the command's tree before anything moves.
             staying = [p for p in found[ino] if p not in gone] or ([self.landed[ino]] if ino in self.landed else [])
+            old = not staying and ino in self.old_names  # linked in the command's tree, before anything moves
+            staying = staying or ([self.old_names[ino]] if ino in self.old_names else [])
             if staying:
                 for index in indexes:
-                    self.out[index] = replace(self.out[index], link=staying[0])
+                    self.out[index] = replace(self.out[index], link=staying[0], link_old=old)
         for ino, names in wanted.items():
             one = names[0]
             assert one.real is not None

@@ -333,6 +333,10 @@ def steps_for(
             if change.top and change.action == "create" and not _drop(upper, change.path):
                 stuck.add(change.top)
             continue
+        if linked and change.top and change.link_old:
+            # Of a real file all of whose names go (with trees): made in the command's tree before anything moves.
+            early.append(Op("adopt", root, change.path, upper=upper, entry=history.new_id(), change=change))
+            continue
         if linked:
             if change.top and not _drop(upper, change.path):  # the tree lands without it; the link comes after
                 stuck.add(change.top)

@@ -90,7 +90,7 @@ def recover(history: HistoryStore, roots: Sequence[str], areas: Sequence[str]) -
     return finished
 
 
-_KINDS = frozenset({"tree", "place", "copy", *APPLY_STEPS, *UNDO_STEPS})
+_KINDS = frozenset({"tree", "place", "copy", "adopt", *APPLY_STEPS, *UNDO_STEPS})
 _PUTS_BACK = frozenset({"restore", "swap"})
 
 

@@ -15,6 +15,7 @@ import contextlib
 import os
 import posixpath
 import stat
+from collections.abc import Sequence
 
 from mcp_server_guard.changes.changeset import same_bytes, walk_real
 from mcp_server_guard.changes.nofollow import (
@@ -34,7 +35,7 @@ from mcp_server_guard.changes.xattrs import at, seen
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind
 
-__all__ = ["UNDO_STEPS"]
+__all__ = ["UNDO_STEPS", "names_in", "names_in_roots"]
 
 
 def _record(op: Op) -> Applied:
@@ -94,13 +95,17 @@ def _bring_back(
             if tuple(holds) != tuple(record.group):
                 run.copies.setdefault(record.group, []).append(absolute)  # a name of a copy, like its anchor
             return "file"
-    entry = history.take(record.before, dirfd, name, replace=replace)
+    # A tree whose files had other names keeps its record until they are names of them again (a crash in between:
+    # the step finished after it finds them in the record still).
+    relinks = history.tree_links(record.before)
+    entry = history.take(record.before, dirfd, name, replace=replace, forget=not relinks)
     placed = lstat_at(name, dirfd)
     if record.group and placed is not None:
         run.restored[record.group] = (absolute, (placed.st_dev, placed.st_ino))
         run.copies[record.group] = [absolute]
-    if entry.kind == "tree" and entry.links:
-        _relink(entry.links, op, root, run, absolute)
+    if relinks:
+        _relink(relinks, op, root, run, absolute)
+        history.forget(record.before)
     if entry.kind == "tree" and run.groups:
         _rejoin(op, root, dirfd, name, run, absolute)
     return "dir" if entry.kind == "tree" else entry.kind
@@ -123,7 +128,7 @@ def _relink(links: list[tuple[str, int, int]], op: Op, root: int, run: Run, abso
             anchors.append(run.restored[group])
         else:
             if names is None:
-                names = _names_in(root, {(d, i) for _rel, d, i in links}, tree)
+                names = names_in(root, {(d, i) for _rel, d, i in links}, tree)
             anchors += [(posixpath.join(op.root, path), group) for path in names.get(group, [])]
         with contextlib.suppress(Changed, OSError), parent(root, member) as (member_dir, member_name):
             mine = lstat_at(member_name, member_dir)
@@ -144,7 +149,7 @@ def _relink(links: list[tuple[str, int, int]], op: Op, root: int, run: Run, abso
                 run.restored.setdefault(group, (posixpath.join(absolute, rel), (mine.st_dev, mine.st_ino)))
 
 
-def _names_in(root: int, inodes: set[tuple[int, int]], skip: str) -> dict[tuple[int, int], list[str]]:
+def names_in(root: int, inodes: set[tuple[int, int]], skip: str = "") -> dict[tuple[int, int], list[str]]:
     """The names of files ``inodes`` in the root (outside ``skip``), at most _NAMES_WALKED paths looked at."""
     found: dict[tuple[int, int], list[str]] = {}
     for path, st in walk_real(root, "", [_NAMES_WALKED]):
@@ -155,6 +160,22 @@ def _names_in(root: int, inodes: set[tuple[int, int]], skip: str) -> dict[tuple[
         ):
             found.setdefault((st.st_dev, st.st_ino), []).append(path)
     return found
+
+
+def names_in_roots(names: dict[tuple[int, int], list[str]], wanted: set[tuple[int, int]], roots: Sequence[str]) -> None:
+    """Add to ``names`` (absolute paths by inode) the names of files ``wanted`` in the roots (bounded: names_in)."""
+    for root in roots:
+        try:
+            fd = os.open(root, DIR)
+        except OSError:
+            continue
+        try:
+            with contextlib.suppress(OSError, ValueError):  # a tree too deep to walk: those names are not known
+                for group, found in names_in(fd, wanted).items():
+                    have = names.setdefault(group, [])
+                    have += [path for rel in found if (path := posixpath.join(root, rel)) not in have]
+        finally:
+            os.close(fd)
 
 
 def _same_file_as(root: int, rel: str, dirfd: int, name: str, mine: os.stat_result) -> bool:
@@ -250,9 +271,12 @@ def _restore(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) 
     with parent(root, op.path) as (dirfd, name):
         there = lstat_at(name, dirfd)
         if there is not None:
+            relinks = history.tree_links(_record(op).before) if run.replay else []  # before taken() forgets them
             if not (run.replay and _back_already(history, _record(op), there)):
                 raise Changed("something is there again")
             kind = "dir" if stat.S_ISDIR(there.st_mode) else file_kind(there.st_mode)  # put back before a crash
+            if relinks and kind == "dir":
+                _relink(relinks, op, root, run, absolute)  # a crash cut the step before its files were names again
         else:
             kind = _bring_back(history, op, root, dirfd, name, run, replace=False, absolute=absolute)
         placed = lstat_at(name, dirfd)
@@ -264,6 +288,7 @@ def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
     """Undo a replacement: what is there now goes to the history, the pre-image takes its name (one rename, when
     both are files)."""
     record = _record(op)
+    relinks = history.tree_links(record.before) if run.replay else []  # before _swapped_before() forgets them
     if run.replay and _swapped_before(history, op, root, record):
         # Put back before a crash (what was there is kept under this step's entry): recorded as it was done.
         with parent(root, op.path) as (dirfd, name):
@@ -272,6 +297,8 @@ def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         if placed is None or now is None:
             raise Changed("it is gone")
         directory = stat.S_ISDIR(placed.st_mode)
+        if relinks and directory:
+            _relink(relinks, op, root, run, absolute)  # a crash cut the step before its files were names again
         group = kept_group(history, op.entry, now)
         return [Applied(absolute, "modify", "dir" if directory else file_kind(placed.st_mode), before=op.entry,
                         after=identity(placed), tree=directory, group=group,

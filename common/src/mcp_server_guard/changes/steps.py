@@ -39,11 +39,11 @@ from mcp_server_guard.changes.nofollow import (
     unchanged,
 )
 from mcp_server_guard.changes.plan import Applied, Conflict, Op
-from mcp_server_guard.changes.xattrs import Xattrs, at, default_acl, land, own_overlay, seen, set_seen
+from mcp_server_guard.changes.xattrs import Xattrs, at, default_acl, kept_in_place, land, seen, set_seen
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind
 
-__all__ = ["APPLY_STEPS", "Run", "copy_step", "half_set", "kept", "place", "set_meta"]
+__all__ = ["APPLY_STEPS", "Run", "adopt", "copy_step", "half_set", "kept", "place", "set_meta"]
 
 log = logging.getLogger("mcp_server_guard.changes")
 
@@ -90,6 +90,8 @@ class Run:
         counted = unchanged(dirfd, name, real, self.started, self.baseline.get(absolute), self.ours, linked)
         if linked:
             self.tree_links[absolute] = linked  # kept as copies: a later change through another name is not theirs
+            # Keeping them so takes a name from each inode (its ctime changes): ours, not someone else's change.
+            self.ours.update((dev, ino) for _rel, dev, ino in linked)
         return counted
 
 
@@ -166,9 +168,7 @@ def place(
         if tree:
             _land_tree(src_dir, name, absolute, op, run, inherited)
         else:
-            keep: Xattrs = ()
-            if real is not None and stat.S_ISREG(real.st_mode):
-                keep = own_overlay(at(dst_dir, name))
+            keep = _kept_own(change, real, dst_dir, src_dir, name)
             if land(at(src_dir, name), keep, run.carried, inherited=inherited):
                 run.marked.append(absolute)
         if real is None:
@@ -205,6 +205,15 @@ def place(
         done = _placed(absolute, change, dst_dir, name, entry.id, tree, group, stays)
         run.placed[absolute] = (done.after[0], done.after[1]) if done.after else (0, 0)
         return [done], []
+
+
+def _kept_own(change: Change, real: os.stat_result | None, dst_dir: int, src_dir: int, name: str) -> Xattrs:
+    """What the command's file keeps of the real file's own overlay attributes and ACLs: where it rewrote it in place
+    (a copy-up: overlayfs marks one of a file with one name), what ``kept_in_place`` says; a new file of that name
+    (``rm m; echo > m``) has none of them, as natively."""
+    if real is None or not stat.S_ISREG(real.st_mode) or not (change.origin or real.st_nlink > 1):
+        return ()
+    return kept_in_place(at(dst_dir, name), at(src_dir, name))
 
 
 def kept(history: HistoryStore, entry_id: str) -> os.stat_result | None:
@@ -441,6 +450,8 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         # judgement and now: it must be what this run placed there, or the real file as the command found it.
         real = lstat_at(name, dirfd)
         temp = f".mcp-guard-{op.entry}.tmp"
+        # In place of what the command replaced wholesale (``rm -r d; mv h2 d``): that goes to the history first.
+        replacing = change.opaque and not change.top
         linked_before = False  # a crash cut this step after it made a name of the file (which changed its ctime)
         if run.replay:
             left = lstat_at(temp, dirfd)
@@ -464,9 +475,16 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         if real is None:
             if change.action == "modify":
                 raise Changed("it was deleted meanwhile")
+            before = kept(history, op.entry) if run.replay and replacing else None  # kept before a crash
             os.link(src_name, name, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
             placed = lstat_at(name, dirfd)
+            if before is not None:
+                return [Applied(absolute, "modify", "file", before=op.entry, link=target,
+                                group=kept_group(history, op.entry, before),
+                                after=identity(placed) if placed else ())]  # fmt: skip
             return [Applied(absolute, "create", "file", link=target, after=identity(placed) if placed else ())]
+        if replacing:
+            return _link_replacing(history, op, run, absolute, (src_dir, src_name), (dirfd, name), real)
         if change.action == "create" or stat.S_ISDIR(real.st_mode):
             raise Changed("it was created meanwhile")
         if not _kept_already(history, op.entry, real):
@@ -485,6 +503,55 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         run.ours.add((real.st_dev, real.st_ino))
         placed = lstat_at(name, dirfd)
     return [Applied(absolute, "modify", "file", before=entry.id, link=target, group=(real.st_dev, real.st_ino),
+                    after=identity(placed) if placed else ())]  # fmt: skip
+
+
+def adopt(history: HistoryStore, op: Op, root: int, upper: int, run: Run, absolute: str) -> list[Applied]:
+    """A name inside a tree of the command's made a name of a real file before the tree moves (``mv sp t && mv d sp
+    && mv t d``: every old name of the file goes with a tree): linked into the upper layer (ours once the command
+    has ended), so the tree lands holding the real file. Nothing of the real tree changes here (no record: the
+    tree's own step records what lands). Not linked when the real file changed since the command started (the
+    tree then lands with the command's copy, and that is said)."""
+    del history, absolute
+    change = _change(op)
+    target = posixpath.join(op.root, change.link)
+    with parent(root, change.link) as (src_dir, src_name), parent(upper, op.path) as (dirfd, name):
+        source = lstat_at(src_name, src_dir)
+        if source is None or not stat.S_ISREG(source.st_mode):
+            raise Changed(f"{change.link} is gone")
+        here = lstat_at(name, dirfd)
+        if here is not None and (here.st_dev, here.st_ino) == (source.st_dev, source.st_ino):
+            run.ours.add((source.st_dev, source.st_ino))  # linked before a crash (its ctime changed then)
+            return []
+        if here is None or not stat.S_ISREG(here.st_mode):
+            raise Changed("it is not the command's file")
+        run.unchanged(src_dir, src_name, source, target)
+        temp = f".mcp-guard-{op.entry}.tmp"
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp, dir_fd=dirfd)
+        os.link(src_name, temp, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
+        os.rename(temp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+        run.ours.add((source.st_dev, source.st_ino))  # a new name changes its ctime, not what it holds
+    return []
+
+
+def _link_replacing(history: HistoryStore, op: Op, run: Run, absolute: str, source: tuple[int, str],
+                    at_name: tuple[int, str], real: os.stat_result) -> list[Applied]:  # fmt: skip
+    """A name of a real file made where the command replaced what was there (a directory, a file, a link): what
+    was there is kept (moved whole into the history), then the name is made — one step, undone as one."""
+    src_dir, src_name = source
+    dirfd, name = at_name
+    target = posixpath.join(op.root, _change(op).link)
+    counted = run.unchanged(dirfd, name, real, absolute)
+    with held(dirfd, name, real):
+        entry = history.keep(dirfd, name, absolute, run.audit_id, move=True, entry_id=op.entry, durable=False,
+                             tree=counted, links=run.tree_links.get(absolute))  # fmt: skip
+    faults.point(f"link {absolute}")
+    os.link(src_name, name, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
+    run.ours.add((real.st_dev, real.st_ino))
+    placed = lstat_at(name, dirfd)
+    group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
+    return [Applied(absolute, "modify", "file", before=entry.id, link=target, group=group,
                     after=identity(placed) if placed else ())]  # fmt: skip
 
 
@@ -576,9 +643,7 @@ def copy_step(
         if temp is None:
             return [], []  # still being written: the next look takes it
         try:
-            kept: Xattrs = ()
-            if real is not None and stat.S_ISREG(real.st_mode):
-                kept = own_overlay(at(dst_dir, name))
+            kept = _kept_own(change, real, dst_dir, src_dir, name)
             if not stat.S_ISLNK(ours.st_mode):
                 set_seen(at(dst_dir, temp), seen(at(src_dir, name)), ())
                 if land(at(dst_dir, temp), kept, run.carried):
@@ -605,7 +670,7 @@ def copy_step(
 def verb(kind: str) -> str:
     return {
         "delete": "deleted", "meta": "changed", "remove": "removed", "restore": "restored", "swap": "restored",
-        "unmove": "moved back", "unmeta": "changed back", "move": "moved", "link": "linked",
+        "unmove": "moved back", "unmeta": "changed back", "move": "moved", "link": "linked", "adopt": "linked",
     }.get(kind, "applied")  # fmt: skip
 
 

@@ -97,6 +97,8 @@ class _Reader(Names):
                 kind = kind_of(st.st_mode)
                 size = st.st_size if kind == "file" else 0
                 index = self.add(Change(rel, "delete", kind, size=size, mode=stat.S_IMODE(st.st_mode), top=path))
+                if kind == "file":
+                    self.gone_files.setdefault((st.st_size, st.st_mtime_ns), []).append(rel)
                 if kind == "file" and st.st_nlink > 1 and index >= 0:
                     self.tree_linked.append((index, st))  # a file with other names: maybe moved with a tree
                 if self.budget[0] < 0:
@@ -142,6 +144,8 @@ class _Reader(Names):
         kind = kind_of(real.st_mode)
         size = real.st_size if kind == "file" else 0
         self.add(Change(path, "delete", kind, size=size, mode=stat.S_IMODE(real.st_mode), top=top))
+        if kind == "file":
+            self.gone_files.setdefault((real.st_size, real.st_mtime_ns), []).append(path)
         if kind == "dir" and real_dir is not None:
             self.deleted_tree(real_dir, name, path)
 
@@ -231,7 +235,9 @@ class _Reader(Names):
         real_kind = kind_of(real.st_mode)
         if real_kind == "dir":
             self.deleted(real_dir, name, path, top=path)
-            self.add(Change(path, "create", kind, size=size, mode=mode, opaque=True))
+            index = self.add(Change(path, "create", kind, size=size, mode=mode, opaque=True))
+            if kind == "file":
+                self.note(path, st, index, None, False, origin)  # maybe a name of a real file (``mv h2 d``)
             return
         if kind == real_kind == "file":
             if st.st_size == real.st_size and same_bytes(upper_dir, name, real_dir, name, st.st_size):

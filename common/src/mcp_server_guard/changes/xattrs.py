@@ -34,6 +34,7 @@ __all__ = [
     "attribute_names",
     "carried_by",
     "default_acl",
+    "kept_in_place",
     "land",
     "own_overlay",
     "seen",
@@ -117,6 +118,17 @@ def own_overlay(path: str | int) -> Xattrs:
     """A real entry's own ``user.overlay.*`` attributes and access control lists, as they are: kept on what replaces
     it (a command's own never land: see ``_ACL``)."""
     return _values(path, [n for n in _names(path) if n.startswith(_OVERLAY) or n in _ACL])
+
+
+def kept_in_place(real: str | int, upper: str | int) -> Xattrs:
+    """What the command's file keeps of the real file's own ``user.overlay.*`` attributes and access control lists
+    where it rewrote that file in place: all of them — but not those overlay attributes when the copy the command
+    worked on carried any (the escape layer showed them: its copies, stored escaped, say what the command left, and
+    a file renamed over this one brings its own)."""
+    own = own_overlay(real)
+    if any(name.startswith(_ESCAPED) for name in _names(upper)):
+        return tuple((name, value) for name, value in own if not name.startswith(_OVERLAY))
+    return own
 
 
 _ACL_USER_OBJ, _ACL_GROUP_OBJ, _ACL_MASK, _ACL_OTHER = 0x01, 0x04, 0x10, 0x20

@@ -353,10 +353,11 @@ class HistoryStore:
                 self._account(usage + (disk_usage(st) if kind != "tree" else size))
             return entry
 
-    def take(self, entry_id: str, dirfd: int, name: str, *, replace: bool = False) -> HistoryEntry:
+    def take(self, entry_id: str, dirfd: int, name: str, *, replace: bool = False, forget: bool = True) -> HistoryEntry:
         """Put an entry's pre-image back at ``name`` in ``dirfd`` (which must be free, unless ``replace``: a file
         there is replaced in one rename): moved out of the store (copied where it lies on another file system); the
-        entry is gone afterwards."""
+        entry is gone afterwards — its record too unless not ``forget`` (the caller still needs it after a crash:
+        :meth:`forget` then)."""
         entry = self._metadata(entry_id)
         source = self.directory / f"{entry_id}.{'tree' if entry.kind == 'tree' else 'data'}"
         if not os.path.lexists(source):
@@ -379,8 +380,17 @@ class HistoryStore:
             finally:
                 os.close(where)
         faults.point(f"taken {entry_id}")
-        self._remove(entry_id)
+        if forget:
+            self._remove(entry_id)
         return entry
+
+    def tree_links(self, entry_id: str) -> list[tuple[str, int, int]]:
+        """The files of a kept tree that had other names when it was kept ([] for any other entry, or none)."""
+        try:
+            entry = self._metadata(entry_id)
+        except HistoryError:
+            return []
+        return list(entry.links or []) if entry.kind == "tree" else []
 
     def taken(self, entry_id: str) -> bool:
         """Whether an entry's pre-image was put back already — its data is gone, as a take a crash cut before the
@@ -432,7 +442,8 @@ class HistoryStore:
             os.close(data)
 
     def forget(self, entry_id: str) -> None:
-        """Drop an entry kept for a change that did not happen after all (a write that must decide again)."""
+        """Drop an entry kept for a change that did not happen after all (a write that must decide again), or the
+        record of one whose pre-image was put back (``take(..., forget=False)``)."""
         if _ID.match(entry_id):
             self._remove(entry_id)
 
