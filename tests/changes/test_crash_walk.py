@@ -42,6 +42,8 @@ SHAPES = {
         "ln keep.txt tree/hard; ln -s keep.txt sym; echo n > tree/sub/n.txt; touch -d 2004-04-04 tree/sub"
     ),
     "one-large-file": "yes a-large-file | head -c 3000000 > big.bin; echo after > edit.txt",
+    # two files with several names swapped through a temporary name: a name kept beside one while the others are made
+    "swap-linked-files": "mv tree/b.txt t; mv keep.txt tree/b.txt; mv t keep.txt",
 }
 
 
@@ -54,6 +56,7 @@ def populate(root: Path) -> None:
     (root / "tree" / "b.txt").write_text("b\n")
     os.setxattr(root / "tree" / "b.txt", "user.note", b"old")
     os.link(root / "tree" / "b.txt", root / "tree" / "b-link.txt")
+    os.link(root / "keep.txt", root / "tree" / "sub" / "keep-link.txt")
     (root / "big.bin").write_bytes(bytes(range(256)) * 4000)
     (root / "tree" / "b.txt").chmod(0o640)
     for directory, dirs, files in os.walk(root, topdown=False):
@@ -191,7 +194,9 @@ def applied(base: Path, script: str) -> tuple[Copy, Tree, Tree]:
     return copy, before, snapshot(copy.root)
 
 
-@pytest.mark.parametrize("shape", ["delete-a-tree", "modes-times-links-attributes", "rename-a-directory", "rewrite"])
+@pytest.mark.parametrize(
+    "shape", ["delete-a-tree", "modes-times-links-attributes", "rename-a-directory", "rewrite", "swap-linked-files"]
+)
 def test_an_undo_killed_at_any_step_is_finished_or_gone_back_whole(tmp_path: Path, shape: str) -> None:
     script = SHAPES[shape]
     undo_id = audit_id(2)

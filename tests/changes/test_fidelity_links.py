@@ -61,6 +61,10 @@ COMMANDS = [
     "mv sp sp2 && ln sp2/x1 n",
     # an entry made and removed again: only the directory's time changed
     "touch d/t && rm d/t",
+    # a name of one linked file renamed away, a name of another renamed into its place (a chain)
+    "mv h1 t && mv sp/x1 h1",
+    # two linked files swapped through a temporary name (a cycle)
+    "mv sp/x1 t && mv h1 sp/x1 && mv t h1",
 ]
 
 

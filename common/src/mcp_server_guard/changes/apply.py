@@ -57,6 +57,7 @@ from mcp_server_guard.changes.nofollow import (
     syncfs,
     unchanged_tree,
 )
+from mcp_server_guard.changes.pins import NAME_STEPS, adopt
 from mcp_server_guard.changes.plan import (
     JOURNALS,
     Applied,
@@ -71,7 +72,7 @@ from mcp_server_guard.changes.plan import (
     steps_for,
 )
 from mcp_server_guard.changes.revert import UNDO_STEPS, names_in_roots
-from mcp_server_guard.changes.steps import APPLY_STEPS, Run, adopt, copy_step, place, verb
+from mcp_server_guard.changes.steps import APPLY_STEPS, Run, copy_step, place, verb
 from mcp_server_guard.changes.xattrs import at, seen
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.reading import sha256_fd
@@ -225,6 +226,10 @@ class Applier:
         uppers: dict[str, int] = {}
         outcome = Outcome()
         undo = str(plan.what.get("undoes", ""))
+        if names is None and replay is not None and undo:  # a dead server's undo: the names its records' files have
+            names = _names(
+                [op.record for op in plan.ops if op.record is not None], sorted({op.root for op in plan.ops})
+            )
         run = Run(plan.audit_id, plan.started_ns, baseline, names=names or {}, replay=replay is not None)
         with contextlib.suppress(ValueError, TypeError):
             run.carried = frozenset((str(n), bytes.fromhex(str(v))) for n, v in plan.what.get("carried") or [])
@@ -304,10 +309,13 @@ class Applier:
                         run.placed[record.path] = (record.after[0], record.after[1])
                     if len(record.group) == 2 and record.action in ("modify", "delete"):
                         run.ours.add((record.group[0], record.group[1]))  # its names changed by this run
-                if op.kind == "adopt" and op.change is not None:  # a name made of a real file (it keeps no record)
-                    source = lstat_beneath(op.root, op.change.link)
-                    if source is not None:
-                        run.ours.add((source.st_dev, source.st_ino))
+                    if record.link and len(record.after) >= 2:
+                        run.ours.add((record.after[0], record.after[1]))  # a new name of it: its ctime changed
+                if op.kind in ("adopt", "pin"):  # a name made of a real file (no record): the file it names now
+                    made = lstat_beneath(op.upper, op.path) if op.kind == "adopt" and op.upper else None
+                    made = made or lstat_beneath(op.root, op.path)
+                    if made is not None and stat.S_ISREG(made.st_mode):
+                        run.ours.add((made.st_dev, made.st_ino))
                 # An undo's inodes restored before a crash: later names of the same inode are linked to them.
                 if op.kind in ("restore", "swap") and op.record is not None and op.record.group and records:
                     done_at = records[-1]
@@ -587,7 +595,7 @@ def run_step(history: HistoryStore, op: Op, root: int, upper: int, run: Run) -> 
             return copy_step(history, op, root, upper, run, absolute)
         if op.kind == "adopt":
             return adopt(history, op, root, upper, run, absolute), []
-        step = APPLY_STEPS.get(op.kind) or UNDO_STEPS.get(op.kind)
+        step = APPLY_STEPS.get(op.kind) or NAME_STEPS.get(op.kind) or UNDO_STEPS.get(op.kind)
         if step is None:
             raise ValueError(op.kind)
         return step(history, op, root, run, absolute), []

@@ -10,8 +10,7 @@ above the root: this server's escape layer, a replica of each such entry (and of
 ``user.overlay.overlay.X``). The command then sees each entry exactly as the host has it, overlayfs reads none of
 it as its own, and what the command changes lands under the real names (``changes.xattrs``).
 
-The entries are found by a walk of each root in the background once the server starts (:meth:`Escapes.scan`; the
-first call on a copy waits for it up to two seconds),
+The entries are found by a walk of each root in the background from the server's start (:meth:`Escapes.scan`),
 by a look at what every apply lands (:meth:`Escapes.note`), and from the notes every writer of the history store
 leaves of what it landed or put back with such attributes (``.marked`` in the store: another server's apply,
 ``mcp-guard undo``; :func:`note_landed`, read before each call); before each call the replicas are checked
@@ -47,7 +46,6 @@ log = logging.getLogger("mcp_server_guard.changes")
 ESCAPE_DIR = "escape-{index}"  # in a server's part of a root's area, beside the copies
 _OVERLAY = "user.overlay."
 _SCAN_ENTRIES = 500_000  # paths of a root walked at most when the server starts
-_FIRST_WAIT = 2.0  # seconds a call waits at most for that walk
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CHUNK = 1 << 20
 _ESCAPED_PREFIX = _OVERLAY + "overlay."  # how a replica keeps an entry's own user.overlay.* names (_escaped)
@@ -229,11 +227,6 @@ class Escapes:
         are now. In place (a copy mounted already reads its replicas when the command looks, not before). The first
         one starts the walk for marked entries."""
         self.start()
-        walk = self._thread
-        if walk is not None and walk.is_alive() and walk is not threading.current_thread():
-            # The first call waits for the walk a little (a project's size in entries: well under a second for most)
-            # so that it sees the project's own attributes as they are; past that, it runs without the rest.
-            walk.join(_FIRST_WAIT)
         self._learn()
         with self._lock:
             for item in self._roots:

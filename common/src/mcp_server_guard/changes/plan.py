@@ -3,7 +3,7 @@ on disk until the apply is finished.
 
 The plan (:func:`steps_for`) changes the metadata of what stays first (modes, times, attributes: judged against
 the tree as the command found it, before any of our own steps touches it), makes new names of real files as they
-are, renames the real files that moved whole, places trees and files (in the order the reader found them: parents
+are (each before the path it is made of is replaced; in the command's trees too, before they move), renames the real files that moved whole, places trees and files (in the order the reader found them: parents
 before children), makes new names of what it placed (hard links), deletes, and last puts back the modification
 times the command left on the directories it touched. An entry inside a tree that moves whole is no step of its
 own. Before the first change the whole plan is written to ``.journal/apply-<auditId>.json`` in the history store
@@ -372,7 +372,31 @@ def steps_for(
     if stuck:
         firsts = [op for op in firsts if op.path not in stuck]
         links = [op for op in links if not any(op.path.startswith(top + "/") for top in stuck)]
-    return [*metas, *early, *moves, *firsts, *links, *deletes, *times]
+    return [*metas, *_in_order(early, root, history), *moves, *firsts, *links, *deletes, *times]
+
+
+def _in_order(early: list[Op], root: str, history: HistoryStore) -> list[Op]:
+    """New names of real files as they are, each made before the path it is made of is replaced by another
+    (``mv a1 t && mv b1 a1`` with a1 and b1 files of several names: ``t`` of a1's file first, then ``a1`` of b1's).
+    A cycle (two such files swapped through a temporary name) is broken by a name kept beside one of them for the
+    length of these steps (``pin``, removed by ``unpin`` once they are done). Names made in the command's trees
+    (``adopt``) replace nothing of the real tree."""
+    pending, out, unpins = list(early), [], []
+    while pending:
+        read = {op.change.link for op in pending if op.change is not None}
+        ready = [op for op in pending if op.kind == "adopt" or op.path not in read]
+        if not ready:  # a cycle: the file at the first one's path is read through a name of its own meanwhile
+            first = pending[0]
+            entry = history.new_id()
+            pin = posixpath.join(posixpath.dirname(first.path), f".mcp-guard-{entry}.pin")
+            out.append(Op("pin", root, pin, entry=entry, change=Change(pin, "create", "file", link=first.path)))
+            unpins.append(Op("unpin", root, pin, entry=entry))
+            pending = [replace(op, change=replace(op.change, link=pin))
+                       if op.change is not None and op.change.link == first.path else op for op in pending]  # fmt: skip
+            continue
+        out += ready
+        pending = [op for op in pending if op not in ready]
+    return out + unpins
 
 
 ROOT_PATH = "."

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from mcp_server_guard.changes.apply import Applier, NotApplied
 from mcp_server_guard.changes.changeset import ROOT
+from mcp_server_guard.changes.pins import NAME_STEPS
 from mcp_server_guard.changes.plan import JOURNALS, Journal, Plan, read_journal
 from mcp_server_guard.changes.revert import UNDO_STEPS
 from mcp_server_guard.changes.steps import APPLY_STEPS
@@ -90,7 +91,7 @@ def recover(history: HistoryStore, roots: Sequence[str], areas: Sequence[str]) -
     return finished
 
 
-_KINDS = frozenset({"tree", "place", "copy", "adopt", *APPLY_STEPS, *UNDO_STEPS})
+_KINDS = frozenset({"tree", "place", "copy", "adopt", *APPLY_STEPS, *NAME_STEPS, *UNDO_STEPS})
 _PUTS_BACK = frozenset({"restore", "swap"})
 
 

@@ -43,7 +43,7 @@ from mcp_server_guard.changes.xattrs import Xattrs, at, default_acl, kept_in_pla
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind
 
-__all__ = ["APPLY_STEPS", "Run", "adopt", "copy_step", "half_set", "kept", "place", "set_meta"]
+__all__ = ["APPLY_STEPS", "Run", "change_of", "copy_step", "half_set", "kept", "place", "set_meta"]
 
 log = logging.getLogger("mcp_server_guard.changes")
 
@@ -95,7 +95,7 @@ class Run:
         return counted
 
 
-def _change(op: Op) -> Change:
+def change_of(op: Op) -> Change:
     assert op.change is not None, op
     return op.change
 
@@ -140,7 +140,7 @@ def place(
     history: HistoryStore, op: Op, root: int, upper: int, run: Run, absolute: str
 ) -> tuple[list[Applied], list[Conflict]]:
     """A file, symlink, FIFO or whole directory tree of the command's, into the real tree."""
-    change = _change(op)
+    change = change_of(op)
     left = run.baseline.get(absolute)
     with contextlib.ExitStack() as stack:
         src_dir, name = stack.enter_context(parent(upper, op.path))
@@ -369,7 +369,7 @@ def set_meta(dirfd: int, name: str, real: os.stat_result, mode: int, mtime_ns: i
 
 
 def _meta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
-    change = _change(op)
+    change = change_of(op)
     with parent(root, op.path) as (dirfd, name):
         real = lstat_at(name, dirfd)
         if real is None or file_kind(real.st_mode) != change.kind:
@@ -414,7 +414,7 @@ def half_set(real: os.stat_result, have: Xattrs, mode: int, mtime_ns: int, xattr
 
 def _move(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
     """A real file the command renamed whole (with other names that stay: see ``changes.upper``)."""
-    change = _change(op)
+    change = change_of(op)
     source = posixpath.join(op.root, change.moved_from)
     with parent(root, change.moved_from) as (src_dir, src_name), parent(root, op.path) as (dst_dir, name):
         real = lstat_at(src_name, src_dir)
@@ -438,7 +438,7 @@ def _move(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
 
 def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
     """Another name of a real file (``ln a b``; the other names of a file the command rewrote)."""
-    change = _change(op)
+    change = change_of(op)
     target = posixpath.join(op.root, change.link)
     if target in run.failed:
         raise Changed(f"{change.link} was not applied")
@@ -459,7 +459,8 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
             if left is not None:
                 os.unlink(temp, dir_fd=dirfd)  # made before a crash, not yet renamed
             if real is not None and (real.st_dev, real.st_ino) == (source.st_dev, source.st_ino):
-                # One file already: linked before a crash. Recorded as it was done.
+                # One file already: linked before a crash (which changed its ctime). Recorded as it was done.
+                run.ours.add((source.st_dev, source.st_ino))
                 before = kept(history, op.entry)
                 return [Applied(absolute, "modify" if before is not None else "create", "file",
                                 before=op.entry if before is not None else "", link=target,
@@ -506,42 +507,13 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
                     after=identity(placed) if placed else ())]  # fmt: skip
 
 
-def adopt(history: HistoryStore, op: Op, root: int, upper: int, run: Run, absolute: str) -> list[Applied]:
-    """A name inside a tree of the command's made a name of a real file before the tree moves (``mv sp t && mv d sp
-    && mv t d``: every old name of the file goes with a tree): linked into the upper layer (ours once the command
-    has ended), so the tree lands holding the real file. Nothing of the real tree changes here (no record: the
-    tree's own step records what lands). Not linked when the real file changed since the command started (the
-    tree then lands with the command's copy, and that is said)."""
-    del history, absolute
-    change = _change(op)
-    target = posixpath.join(op.root, change.link)
-    with parent(root, change.link) as (src_dir, src_name), parent(upper, op.path) as (dirfd, name):
-        source = lstat_at(src_name, src_dir)
-        if source is None or not stat.S_ISREG(source.st_mode):
-            raise Changed(f"{change.link} is gone")
-        here = lstat_at(name, dirfd)
-        if here is not None and (here.st_dev, here.st_ino) == (source.st_dev, source.st_ino):
-            run.ours.add((source.st_dev, source.st_ino))  # linked before a crash (its ctime changed then)
-            return []
-        if here is None or not stat.S_ISREG(here.st_mode):
-            raise Changed("it is not the command's file")
-        run.unchanged(src_dir, src_name, source, target)
-        temp = f".mcp-guard-{op.entry}.tmp"
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp, dir_fd=dirfd)
-        os.link(src_name, temp, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
-        os.rename(temp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
-        run.ours.add((source.st_dev, source.st_ino))  # a new name changes its ctime, not what it holds
-    return []
-
-
 def _link_replacing(history: HistoryStore, op: Op, run: Run, absolute: str, source: tuple[int, str],
                     at_name: tuple[int, str], real: os.stat_result) -> list[Applied]:  # fmt: skip
     """A name of a real file made where the command replaced what was there (a directory, a file, a link): what
     was there is kept (moved whole into the history), then the name is made — one step, undone as one."""
     src_dir, src_name = source
     dirfd, name = at_name
-    target = posixpath.join(op.root, _change(op).link)
+    target = posixpath.join(op.root, change_of(op).link)
     counted = run.unchanged(dirfd, name, real, absolute)
     with held(dirfd, name, real):
         entry = history.keep(dirfd, name, absolute, run.audit_id, move=True, entry_id=op.entry, durable=False,
@@ -556,7 +528,7 @@ def _link_replacing(history: HistoryStore, op: Op, run: Run, absolute: str, sour
 
 
 def _delete(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
-    change = _change(op)
+    change = change_of(op)
     staying = posixpath.join(op.root, change.stays) if change.stays else ""
     with parent(root, op.path) as (dirfd, name):
         real = lstat_at(name, dirfd)
@@ -607,7 +579,7 @@ def copy_step(
 ) -> tuple[list[Applied], list[Conflict]]:
     """A running job's file, directory, symlink or FIFO, copied into the real tree (the job still owns its
     upper layer: nothing is moved out of it). A file still being written is left for the next look."""
-    change = _change(op)
+    change = change_of(op)
     left = run.baseline.get(absolute)
     with contextlib.ExitStack() as stack:
         src_dir, name = stack.enter_context(parent(upper, op.path))
