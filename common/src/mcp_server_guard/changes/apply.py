@@ -574,7 +574,7 @@ def _names(
     wanted |= {group for group, found in names.items() if nlinks.get(group, 1) > len(found)}
     wanted -= {group for group, found in names.items() if nlinks.get(group, 1) <= len(found)}
     if wanted:
-        names_in_roots(names, wanted, roots)
+        names_in_roots(names, wanted, roots, [posixpath.dirname(p) for p in paths])
     return names
 
 

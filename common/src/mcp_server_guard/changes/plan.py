@@ -3,8 +3,9 @@ on disk until the apply is finished.
 
 The plan (:func:`steps_for`) changes the metadata of what stays first (modes, times, attributes: judged against
 the tree as the command found it, before any of our own steps touches it), makes new names of real files as they
-are (each before the path it is made of is replaced; in the command's trees too, before they move), renames the real files that moved whole, places trees and files (in the order the reader found them: parents
-before children), makes new names of what it placed (hard links), deletes, and last puts back the modification
+are (each before the path it is made of is replaced; in the command's trees too, before they move), renames
+the real files that moved whole, places trees and files (in the order the reader found them: parents before
+children), makes new names of what it placed (hard links), deletes, and last puts back the modification
 times the command left on the directories it touched. An entry inside a tree that moves whole is no step of its
 own. Before the first change the whole plan is written to ``.journal/apply-<auditId>.json`` in the history store
 (fsynced, locked for as long as its process applies: :class:`Journal`); each finished step appends a line with

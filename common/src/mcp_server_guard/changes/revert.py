@@ -24,6 +24,7 @@ from mcp_server_guard.changes.nofollow import (
     held,
     identity,
     lstat_at,
+    lstat_beneath,
     now_ns,
     parent,
     rename_at,
@@ -162,8 +163,35 @@ def names_in(root: int, inodes: set[tuple[int, int]], skip: str = "") -> dict[tu
     return found
 
 
-def names_in_roots(names: dict[tuple[int, int], list[str]], wanted: set[tuple[int, int]], roots: Sequence[str]) -> None:
-    """Add to ``names`` (absolute paths by inode) the names of files ``wanted`` in the roots (bounded: names_in)."""
+def names_in_roots(
+    names: dict[tuple[int, int], list[str]], wanted: set[tuple[int, int]], roots: Sequence[str], near: Sequence[str]
+) -> None:
+    """Add to ``names`` (absolute paths by inode) the names of files ``wanted``: in the directories ``near`` first
+    (absolute: those of the records' paths), then, unless every such file has as many names as it has links, in the
+    whole of each root (bounded: names_in)."""
+
+    def add(group: tuple[int, int], path: str) -> None:
+        have = names.setdefault(group, [])
+        if path not in have:
+            have.append(path)
+
+    for directory in dict.fromkeys(near):
+        root = next((r for r in roots if directory == r or directory.startswith(r.rstrip("/") + "/")), None)
+        if root is None:
+            continue
+        rel = posixpath.relpath(directory, root)
+        with contextlib.suppress(OSError, Changed):
+            fd = os.open(root, DIR)
+            try:
+                with parent(fd, f"{rel}/.") as (dirfd, _name):
+                    for name in os.listdir(dirfd):
+                        st = lstat_at(name, dirfd)
+                        if st is not None and stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) in wanted:
+                            add((st.st_dev, st.st_ino), posixpath.join(directory, name))
+            finally:
+                os.close(fd)
+    if all(_all_names(names.get(group, []), roots) for group in wanted):
+        return
     for root in roots:
         try:
             fd = os.open(root, DIR)
@@ -172,10 +200,17 @@ def names_in_roots(names: dict[tuple[int, int], list[str]], wanted: set[tuple[in
         try:
             with contextlib.suppress(OSError, ValueError):  # a tree too deep to walk: those names are not known
                 for group, found in names_in(fd, wanted).items():
-                    have = names.setdefault(group, [])
-                    have += [path for rel in found if (path := posixpath.join(root, rel)) not in have]
+                    for rel in found:
+                        add(group, posixpath.join(root, rel))
         finally:
             os.close(fd)
+
+
+def _all_names(paths: list[str], roots: Sequence[str]) -> bool:
+    """Whether ``paths`` (names of one file) are as many as the file has links (read beneath its root)."""
+    root = next((r for r in roots if paths and paths[0].startswith(r.rstrip("/") + "/")), None)
+    st = lstat_beneath(root, posixpath.relpath(paths[0], root)) if root is not None else None
+    return st is not None and len(paths) >= st.st_nlink
 
 
 def _same_file_as(root: int, rel: str, dirfd: int, name: str, mine: os.stat_result) -> bool:
