@@ -52,6 +52,8 @@ def pin(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> li
     del history, absolute
     change = change_of(op)
     with parent(root, change.link) as (src_dir, src_name), parent(root, op.path) as (dirfd, name):
+        if name != f".mcp-guard-{op.entry}.pin":
+            raise Changed("not a name this step makes")
         source = lstat_at(src_name, src_dir)
         there = lstat_at(name, dirfd)
         if there is not None and source is not None and (there.st_dev, there.st_ino) == (source.st_dev, source.st_ino):
@@ -69,7 +71,8 @@ def unpin(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
     del history, run, absolute
     with contextlib.suppress(FileNotFoundError, Changed), parent(root, op.path) as (dirfd, name):
         there = lstat_at(name, dirfd)
-        if there is not None and stat.S_ISREG(there.st_mode) and name.endswith(".pin"):
+        # Only the name ``pin`` made for this step (a journal names nothing else for it to remove).
+        if there is not None and stat.S_ISREG(there.st_mode) and name == f".mcp-guard-{op.entry}.pin":
             os.unlink(name, dir_fd=dirfd)
     return []
 
