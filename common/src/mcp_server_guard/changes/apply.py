@@ -72,6 +72,7 @@ from mcp_server_guard.changes.plan import (
     steps_for,
 )
 from mcp_server_guard.changes.revert import UNDO_STEPS, names_in_roots
+from mcp_server_guard.changes.revert import root_of as _root_of
 from mcp_server_guard.changes.steps import APPLY_STEPS, Run, copy_step, place, verb
 from mcp_server_guard.changes.xattrs import at, seen
 from mcp_server_guard.files.history import HistoryError, HistoryStore
@@ -625,14 +626,6 @@ def _marked_back(outcome: Outcome, roots: dict[str, int]) -> list[str]:
             if st is not None and not stat.S_ISLNK(st.st_mode) and marked(f"/proc/self/fd/{at_[0]}/{at_[1]}"):
                 found.append(record.path)
     return found
-
-
-def _root_of(path: str, roots: Sequence[str]) -> str | None:
-    best = None
-    for root in roots:
-        if (path == root or path.startswith(root.rstrip("/") + "/")) and (best is None or len(root) > len(best)):
-            best = root
-    return best
 
 
 def _as_left(root: str, rel: str, record: Applied, applied_ns: int) -> bool:

@@ -36,7 +36,7 @@ from mcp_server_guard.changes.xattrs import at, seen
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind
 
-__all__ = ["UNDO_STEPS", "names_in", "names_in_roots"]
+__all__ = ["UNDO_STEPS", "names_in", "names_in_roots", "root_of"]
 
 
 def _record(op: Op) -> Applied:
@@ -176,7 +176,7 @@ def names_in_roots(
             have.append(path)
 
     for directory in dict.fromkeys(near):
-        root = next((r for r in roots if directory == r or directory.startswith(r.rstrip("/") + "/")), None)
+        root = root_of(directory, roots)
         if root is None:
             continue
         rel = posixpath.relpath(directory, root)
@@ -206,9 +206,18 @@ def names_in_roots(
             os.close(fd)
 
 
+def root_of(path: str, roots: Sequence[str]) -> str | None:
+    """The innermost of ``roots`` that ``path`` (absolute) lies in, or None."""
+    best = None
+    for root in roots:
+        if (path == root or path.startswith(root.rstrip("/") + "/")) and (best is None or len(root) > len(best)):
+            best = root
+    return best
+
+
 def _all_names(paths: list[str], roots: Sequence[str]) -> bool:
     """Whether ``paths`` (names of one file) are as many as the file has links (read beneath its root)."""
-    root = next((r for r in roots if paths and paths[0].startswith(r.rstrip("/") + "/")), None)
+    root = root_of(paths[0], roots) if paths else None
     st = lstat_beneath(root, posixpath.relpath(paths[0], root)) if root is not None else None
     return st is not None and len(paths) >= st.st_nlink
 
