@@ -31,6 +31,7 @@ import logging
 import os
 import stat
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,7 @@ log = logging.getLogger("mcp_server_guard.changes")
 ESCAPE_DIR = "escape-{index}"  # in a server's part of a root's area, beside the copies
 _OVERLAY = "user.overlay."
 _SCAN_ENTRIES = 500_000  # paths of a root walked at most when the server starts
+_WAIT = 2.0  # seconds from the server's start a call waits for that walk at most
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CHUNK = 1 << 20
 _ESCAPED_PREFIX = _OVERLAY + "overlay."  # how a replica keeps an entry's own user.overlay.* names (_escaped)
@@ -108,6 +110,8 @@ class Escapes:
         self._thread: threading.Thread | None = None
         self._notes = notes  # the history store's notes of entries landed with attributes (note_landed)
         self._read = 0  # how far they were read
+        self._walked = threading.Event()  # the walk from the server's start is over
+        self._deadline = 0.0  # until when a call waits for it (monotonic)
 
     def _learn(self) -> None:
         """Take up the notes other writers left since the last look (one ``stat`` when there are none)."""
@@ -143,36 +147,40 @@ class Escapes:
     def start(self) -> None:
         """Walk the roots for marked entries in a thread of its own (once)."""
         if self._roots and self._thread is None:
+            self._deadline = time.monotonic() + _WAIT
             self._thread = threading.Thread(target=self.scan, name="overlay-marks", daemon=True)
             self._thread.start()
 
     def scan(self) -> None:
         # At the server's own priority: a first call waits for it (niced, a loaded machine starved it for seconds).
-        for item in self._roots:
-            found: set[str] = set()
-            try:
-                fd = os.open(item.root, DIR)
-            except OSError:
-                continue
-            try:
-                budget = [_SCAN_ENTRIES]
-                with contextlib.suppress(OSError, TooDeep):
-                    for rel, st in walk_real(fd, "", budget):
-                        if stat.S_ISLNK(st.st_mode) or rel.split("/", 1)[0] == ".mcp-guard":
-                            continue
-                        if marked(f"/proc/self/fd/{fd}/{rel}"):
-                            found.add(rel)
-                if budget[0] < 0:
-                    log.warning("%s: more than %d paths; overlay attributes of the rest are not escaped",
-                                item.root, _SCAN_ENTRIES)  # fmt: skip
-            finally:
-                os.close(fd)
-            with self._lock:
-                item.marks |= found
-                item.scanned = True
-            if found:
-                log.info("%s: %d entries carry overlayfs's attribute names, escaped on each copy", item.root,
-                         len(found))  # fmt: skip
+        try:
+            for item in self._roots:
+                found: set[str] = set()
+                try:
+                    fd = os.open(item.root, DIR)
+                except OSError:
+                    continue
+                try:
+                    budget = [_SCAN_ENTRIES]
+                    with contextlib.suppress(OSError, TooDeep):
+                        for rel, st in walk_real(fd, "", budget):
+                            if stat.S_ISLNK(st.st_mode) or rel.split("/", 1)[0] == ".mcp-guard":
+                                continue
+                            if marked(f"/proc/self/fd/{fd}/{rel}"):
+                                found.add(rel)
+                    if budget[0] < 0:
+                        log.warning("%s: more than %d paths; overlay attributes of the rest are not escaped",
+                                    item.root, _SCAN_ENTRIES)  # fmt: skip
+                finally:
+                    os.close(fd)
+                with self._lock:
+                    item.marks |= found
+                    item.scanned = True
+                if found:
+                    log.info("%s: %d entries carry overlayfs's attribute names, escaped on each copy", item.root,
+                             len(found))  # fmt: skip
+        finally:
+            self._walked.set()  # (a call waits no longer, whatever happened)
         self.refresh()
 
     def escaped(self, root: str) -> frozenset[str]:
@@ -224,17 +232,19 @@ class Escapes:
 
     def refresh(self) -> None:
         """Before a call: each root's layer made to match the marked entries (and the directories above them) as they
-        are now. In place (a copy mounted already reads its replicas when the command looks, not before). The first
-        one starts the walk for marked entries."""
+        are now. In place (a copy mounted already reads its replicas when the command looks, not before: the layer
+        is one of its lower layers even while empty). The first one starts the walk for marked entries; a call waits
+        for that walk until ``_WAIT`` after it started at most (a larger tree's first calls may not see them)."""
         self.start()
+        if threading.current_thread() is not self._thread:
+            self._walked.wait(max(0.0, self._deadline - time.monotonic()))
         self._learn()
         with self._lock:
             for item in self._roots:
                 marks = sorted(item.marks)
                 if not marks:
-                    if os.path.lexists(item.layer):
-                        remove_tree(Path(item.layer))
-                        item.seen = {}
+                    if item.seen or not os.path.isdir(item.layer):
+                        _empty(item)  # the directory stays: a copy mounted already has it as a layer
                     continue
                 wanted = _with_parents(marks)
                 current = _states(item.root, wanted)
@@ -296,6 +306,16 @@ def _sync(item: _Root, paths: Sequence[str], states: dict[str, tuple[int, ...]])
         item.seen = states
     except OSError as exc:
         log.warning("%s: the escape layer could not be made (%s)", item.root, exc.strerror or exc)
+
+
+def _empty(item: _Root) -> None:
+    """No marked entries: the layer is an empty directory."""
+    try:
+        os.makedirs(item.layer, mode=0o700, exist_ok=True)
+        _remove_others(item.layer, set())
+        item.seen = {}
+    except OSError as exc:
+        log.warning("%s: the escape layer could not be emptied (%s)", item.root, exc.strerror or exc)
 
 
 def _remove_others(layer: str, wanted: set[str]) -> None:

@@ -77,6 +77,7 @@ class Names:
     compared: int = 0  # bytes compared so far to recognise renamed files
     shared_meta: dict[int, list[int]] = field(default_factory=dict)  # meta changes of files with several names
     carried: frozenset[tuple[str, bytes]] = frozenset()  # the project's own user.overlay.* attributes (data)
+    moved: frozenset[int] = frozenset()  # upper inodes of names of linked files the box's tree moves made
 
     def add(self, change: Change) -> int:
         """List a change; its index, or -2 once the budget is spent (not listed: the set is incomplete)."""
@@ -181,7 +182,9 @@ class Names:
         for path, index, ino in self.single:
             self.inodes.setdefault(ino, []).append(_Name(path, index, None, False, False))
         self.single.clear()
-        for found in self.inodes.values():
+        # The names the box's tree moves made first: a ``cp -a`` of the tree (same bytes, mode and times) is a copy.
+        for upper_ino in sorted(self.inodes, key=lambda i: i not in self.moved):
+            found = self.inodes[upper_ino]
             if any(n.same or n.origin or n.index < 0 for n in found):
                 continue
             # One name of the upper file is where the real file goes (the first outside a tree the command made);

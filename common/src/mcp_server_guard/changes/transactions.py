@@ -253,9 +253,9 @@ class Transactions:
     def _upper(self, name: str, index: int, part: str) -> str:
         return os.path.join(part, name, f"u{index}")
 
-    def read(self, name: str, started_ns: int = 0) -> list[ChangeSet]:
+    def read(self, name: str, started_ns: int = 0, moved: frozenset[int] = frozenset()) -> list[ChangeSet]:
         """Every root's change set of the copy ``name`` (every process of its call must be gone); ``started_ns``: when
-        the command started (what changed in the real tree after that is someone else's)."""
+        the command started (what changed in the real tree after that is someone else's); ``moved``: see ``settle``."""
         sets: list[ChangeSet] = []
         for index, (root, part) in enumerate(self.area.overlays()):
             upper = self._upper(name, index, part)
@@ -264,7 +264,7 @@ class Transactions:
             try:
                 mounted = _mounted(os.path.join(part, name, f"m{index}"))
                 changes = read_upper(upper, fd, root, skip, mounted, started_ns=started_ns,
-                                     carried=self.escapes.data(root))  # fmt: skip
+                                     carried=self.escapes.data(root), moved=moved)  # fmt: skip
             finally:
                 os.close(fd)
             if changes.changes or changes.incomplete or changes.times:
@@ -338,11 +338,13 @@ class Transactions:
         what: dict[str, Any],
         baseline: dict[str, int] | None = None,
         untouched: bool = False,
+        moved: frozenset[int] = frozenset(),
     ) -> Settled:
         """Settle the copy ``name`` of a call that has ended. ``ask``: ask the person now (None: cannot now);
         ``hold``: keep the change set for a later call when a question is needed and cannot be asked now;
         ``baseline``: a job's paths as its looks left them (see ``Applier.apply``); ``untouched``: its init found the
-        copy empty and took it back (it is not ours to read or remove any more)."""
+        copy empty and took it back (it is not ours to read or remove any more); ``moved``: the upper inodes of
+        the names of linked files its tree moves made (``shell.sandbox.renames.moved``)."""
         if not name:
             return Settled("none")
         if not final:
@@ -354,7 +356,7 @@ class Transactions:
         if self._untouched(name):
             return Settled("unchanged")
         try:
-            sets = await anyio.to_thread.run_sync(self.read, name, started_ns)
+            sets = await anyio.to_thread.run_sync(self.read, name, started_ns, moved)
         except (OSError, RecursionError, ValueError) as exc:
             await anyio.to_thread.run_sync(self.discard, name)
             return Settled("failed", reason=f"its changes could not be read ({_why(exc)}); nothing applied")

@@ -265,15 +265,17 @@ def read_upper(
     *,
     started_ns: int = 0,
     carried: frozenset[tuple[str, bytes]] = frozenset(),
+    moved: frozenset[int] = frozenset(),
 ) -> ChangeSet:
     """The change set of one root: ``upper`` is the overlay's upper directory, ``real_root`` an open fd of the
     real root (both read without following a link). ``skip``: root-relative paths that are not the command's;
     ``mounted``: the mode and modification time the upper directory was given when mounted (the root's then: the
     root's own are the command's change only where they differ from those; unknown: never); ``carried``: the
-    ``user.overlay.*`` attributes the project has on entries of its own (``Escapes.data``)."""
+    ``user.overlay.*`` attributes the project has on entries of its own (``Escapes.data``); ``moved``: the upper
+    inodes of names of linked files that the box's tree moves made (``shell.sandbox.renames.moved``)."""
     upper_fd = os.open(upper, NO_FOLLOW_DIR)
     try:
-        reader = _Reader(real_root, upper_fd, skip, started_ns, carried=carried)
+        reader = _Reader(real_root, upper_fd, skip, started_ns, carried=carried, moved=moved)
         own, real = os.fstat(upper_fd), os.fstat(real_root)
         if mounted is not None:
             mode, mtime = stat.S_IMODE(own.st_mode), own.st_mtime_ns

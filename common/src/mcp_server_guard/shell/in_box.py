@@ -108,6 +108,9 @@ class _Status:
                 # The init killed and reaped everything else of the call: nothing writes to the copy any more.
                 self.copy.final = message.get("settled") is True
                 self.copy.untouched = self.copy.final and message.get("untouched") is True
+                moved = message.get("moved")
+                if isinstance(moved, list):
+                    self.copy.moved = frozenset(n for n in moved if isinstance(n, int))
             elif "error" in message:
                 self.error = message
 

@@ -92,6 +92,7 @@ class Copy:
     # removed here.
     untouched: bool = False
     stopped: int = 0  # processes the command left running when it ended: stopped then (see ``shell.in_box``)
+    moved: frozenset[int] = frozenset()  # upper inodes of names its tree moves made of linked files (``renames``)
     started_ns: int = 0  # when the command started, by the file systems' clock
     # A background job's: the ctime each path had when a look applied it (see changes.apply), and the lock that
     # keeps two applies of the same copy apart.
@@ -195,6 +196,7 @@ class RunResult:
     copy: str = ""  # the copy the command worked on ("" when it wrote the real tree directly)
     copy_final: bool = False  # every process of the call had ended when it returned: the copy is what it did
     copy_untouched: bool = False  # the copy holds nothing and is its init's again (see ``Copy.untouched``)
+    copy_moved: frozenset[int] = frozenset()  # see ``Copy.moved``
     read_only: bool = False  # it only read (see ``shell.reading``): it ran on a read-only view, with no copy
     started_ns: int = 0  # when it started, by the file systems' clock (see changes.nofollow.now_ns)
     network_denied: tuple[Denied, ...] = ()  # --network policy: what the egress proxy refused for this call
@@ -204,7 +206,8 @@ class RunResult:
     def on(self, copy: Copy, started_ns: int) -> RunResult:
         """This result, of a command that worked on ``copy`` (started at ``started_ns``)."""
         return replace(
-            self, copy=copy.name, copy_final=copy.final, copy_untouched=copy.untouched, started_ns=started_ns,
+            self, copy=copy.name, copy_final=copy.final, copy_untouched=copy.untouched, copy_moved=copy.moved,
+            started_ns=started_ns,
             stopped=copy.stopped,
         )  # fmt: skip
 

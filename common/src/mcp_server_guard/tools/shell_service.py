@@ -432,6 +432,7 @@ class ShellService(Generic[R]):
                         what={"tool": TOOL_NAME, "command": prepared.shown, "cwd": prepared.cwd_display},
                         baseline=control.copy.baseline,
                         untouched=result.copy_untouched,
+                        moved=result.copy_moved,
                     )
                     control.outcome = (settled, start_id)
             return result
@@ -648,6 +649,7 @@ class ShellService(Generic[R]):
             shown=shown,
             what={"tool": TOOL_NAME, "command": shown, "cwd": cwd},
             untouched=result.copy_untouched,
+            moved=result.copy_moved,
         )
         return described(settled, audit_id)
 

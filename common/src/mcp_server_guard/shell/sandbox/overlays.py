@@ -145,9 +145,14 @@ def mount_copy(overlays: list[Overlay], spare: MountedCopy | None = None) -> Mou
         finally:
             os.close(note)
         lower = _escape(root)
-        escape = os.path.join(area, f"escape-{index}")  # the project's own overlay attributes, escaped
-        with contextlib.suppress(OSError):
-            if os.listdir(escape):
+        # The project's own overlay attributes, escaped: always a lower layer (empty until the server's walk finds
+        # such entries), so that what the server puts there before the call shows in a copy mounted ahead of it.
+        # Not where the area lies in the root: overlayfs refuses a lower layer inside another (ELOOP).
+        escape = os.path.join(area, f"escape-{index}")
+        if not escape.startswith(root.rstrip("/") + "/"):
+            with contextlib.suppress(OSError):
+                os.makedirs(escape, mode=0o700, exist_ok=True)
+            if os.path.isdir(escape) and not os.path.islink(escape):
                 lower = f"{_escape(escape)}:{lower}"
         options = f"lowerdir={lower},upperdir={_escape(upper)},workdir={_escape(work)},userxattr,volatile"
         # Its path may lead through the overlay once mounted (an area inside its root): held open before.

@@ -48,6 +48,10 @@ _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
 _PATH_MAX = 4096
 _PAGE = 4096
+_MOVED_MAX = 100_000
+# This call's moved names of files with several names (see ``_copy_tree``): their inode numbers on the copy (the
+# upper layer's), said with the call's end so that the server tells them from copies with the same bytes.
+_moved: list[int] = []
 
 
 class _Arch:
@@ -415,6 +419,15 @@ def _inside(directory: int, tree: os.stat_result) -> bool:
         os.close(current)
 
 
+def moved() -> list[int]:
+    """The inode numbers of the names of files with several names that this call's tree moves made (a file with
+    several names moved with a tree stays one of them; a ``cp -a`` of it has the same bytes, mode and times, and
+    the upper layer alone cannot tell which is which). Forgotten once said."""
+    said = list(dict.fromkeys(_moved))
+    _moved.clear()
+    return said
+
+
 def _copy_tree(src_parent: int, src_name: bytes, dst_parent: int, dst_name: bytes) -> None:
     """Copy the directory ``src_name`` to the new ``dst_name``: modes, times, symlinks, FIFOs and sockets, and hard
     links within the tree; never following a symlink."""
@@ -453,6 +466,8 @@ def _copy_tree(src_parent: int, src_name: bytes, dst_parent: int, dst_name: byte
                     # up on its own).
                     os.link(name, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
                     linked[key] = (dst_fd, name)
+                    if len(_moved) < _MOVED_MAX:
+                        _moved.append(os.stat(name, dir_fd=dst_fd, follow_symlinks=False).st_ino)
                     continue
                 if stat.S_ISREG(item.st_mode):
                     _copy_file(src_fd, name, dst_fd, item)

@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from mcp_server_guard import linux
-from mcp_server_guard.shell.sandbox import wire
+from mcp_server_guard.shell.sandbox import renames, wire
 from mcp_server_guard.shell.sandbox.call_init import (
     FORWARDED,
     SETTLE_S,
@@ -325,8 +325,9 @@ def _end(
     # while it runs, and may have emptied it.
     copy = stage.view.copy
     spare = copy if settled and spec["recycle"] and copy is not None and untouched(copy) else None
+    moved = renames.moved()
     report(status, {"exit": exit_status, "settled": settled, **({"untouched": True} if spare else {}),
-                    **({"stopped": stopped} if stopped else {})})  # fmt: skip
+                    **({"stopped": stopped} if stopped else {}), **({"moved": moved} if moved else {})})  # fmt: skip
     return settled, spare, [stage.tid, handler.tid if handler is not None else None]
 
 
