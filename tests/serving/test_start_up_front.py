@@ -1,7 +1,7 @@
 """The first answers before the SDK is loaded (``serving.front``), through the real console scripts.
 
-A start records its answers to ``initialize`` and ``tools/list``; the next start with the same command line (but
-for its directories), environment and code answers them from that record while it is still loading, and the real server
+A start records its answers to ``initialize`` and ``tools/list``; the next start with the same command line,
+directories, environment and code answers them from that record while it is still loading, and the real server
 still sees every line: one answer per request, the same answers, and a record that no longer matches is
 replaced.
 """
@@ -85,11 +85,9 @@ def test_a_start_answers_from_its_record_and_a_record_that_differs_is_replaced(
     assert healed == first
 
 
-def test_a_start_in_another_project_answers_from_the_record_with_its_own_directories(
-    workspace: Path, isolated_home: Path
-) -> None:
-    # The record is a template for the directories: a start in a new project answers at once, naming that
-    # project (proof it was the front: a mark added to the record shows, then heals), as the real server would.
+def test_a_record_kept_in_one_project_is_never_the_answer_in_another(workspace: Path, isolated_home: Path) -> None:
+    # A record is keyed by the allowed directories too: a start in another project is answered by the real server
+    # (a mark added to the first project's record never shows there), and keeps a record of its own.
     script = "mcp-server-shell-exec"
     other = workspace.parent / "other-project"
     other.mkdir()
@@ -97,18 +95,52 @@ def test_a_start_in_another_project_answers_from_the_record_with_its_own_directo
     [record] = _records(isolated_home)
     kept = json.loads(record.read_text())
     init_key = next(k for k, v in kept.items() if "serverInfo" in v)
-    assert str(workspace) not in record.read_text()  # kept as a template
     kept[init_key]["instructions"] += " MARK"
     record.write_text(json.dumps(kept))
-    marked = _session(script, workspace, cwd=other)
-    healed = _session(script, workspace, cwd=other)
-    record.unlink()
-    fresh = _session(script, workspace, cwd=other)  # no record: the real server's own answers
-    assert marked[0]["result"]["instructions"] == fresh[0]["result"]["instructions"] + " MARK"
+    elsewhere = _session(script, workspace, cwd=other)
+    assert "MARK" not in elsewhere[0]["result"]["instructions"]
     assert (
-        f"Allowed directories: {other} (relative paths are taken from {other};" in healed[0]["result"]["instructions"]
+        f"Allowed directories: {other} (relative paths are taken from {other};"
+        in elsewhere[0]["result"]["instructions"]
     )
-    assert healed == fresh and [m["id"] for m in marked] == [1, 2, 3]
+    assert len(_records(isolated_home)) == 2
+    again = _session(script, workspace)  # the first project's record is still its own (proof: the mark)
+    assert again[0]["result"]["instructions"].endswith(" MARK")
+
+
+@pytest.mark.parametrize("host_cwd", ["root", "home"])
+def test_with_a_launch_directory_the_record_answers_from_any_host_working_directory(
+    workspace: Path, isolated_home: Path, host_cwd: str
+) -> None:
+    # As `mcp-guard config` prints them, hosts start servers from / or HOME with --launch-dir naming the project:
+    # the host's working directory is no allowed directory then, so the state directory is not "inside a root".
+    script = "mcp-server-file-read"
+    argv = [
+        console_script(script),
+        "--audit-log",
+        str(workspace.parent / "audit.jsonl"),
+        "--launch-dir",
+        str(workspace),
+    ]
+    cwd = Path("/") if host_cwd == "root" else isolated_home
+
+    def handshake() -> dict[str, Any]:
+        client = RawClient(argv, cwd)
+        try:
+            answer: dict[str, Any] = client.request(1, "initialize", INIT)
+            return answer
+        finally:
+            client.close()
+
+    first = handshake()
+    [record] = _records(isolated_home)
+    kept = json.loads(record.read_text())
+    init_key = next(k for k, v in kept.items() if "serverInfo" in v)
+    kept[init_key]["instructions"] += " MARK"
+    record.write_text(json.dumps(kept))
+    marked = handshake()  # answered from the record (proof: the mark), naming the launch directory
+    assert marked["result"]["instructions"] == first["result"]["instructions"] + " MARK"
+    assert f"(relative paths are taken from {workspace};" in first["result"]["instructions"]
 
 
 def test_a_start_whose_launch_directory_is_missing_gets_no_answer_from_the_record(

@@ -9,11 +9,12 @@ and hands every line it read to the real transport once that is ready (``hand_ov
 processes those lines too (its session must see the handshake) and its own answers to the requests already
 answered are dropped, after comparison: a difference is logged and the record replaced.
 
-The directories are not part of the key: the one place an answer names them (the allowed directories and the
-launch directory, in ``initialize``'s instructions: ``where_line``) is kept as a template and filled in with this
-start's, computed as the jail computes them (``where``). So a start in a new project answers at once too, once the
-same server has started anywhere with the same flags; a start whose directories are not all directories (the
-server will refuse to start) is answered by nobody but the real server.
+The directories are part of the key, computed as the jail computes them (``where``: with ``--launch-dir``, the
+host's working directory is none of them): a record kept under one set of allowed directories is never used for
+another. The one place an answer names them (the allowed directories and the launch directory, in
+``initialize``'s instructions: ``where_line``) is kept as a template, and a record naming them anywhere else is not
+kept; a start whose directories are not all directories (the server will refuse to start) is answered by nobody
+but the real server.
 
 The front answers only an unbroken run of such requests from the first line on (``initialize``,
 ``notifications/initialized``, ``tools/list``, ``ping``); the first line it cannot answer hands the rest to the
@@ -166,10 +167,11 @@ def _file_stamps(argv: list[str]) -> list[Any]:
 
 
 def record_key(server_package: str, argv: list[str]) -> str:
-    """The key of this start: the same key, the same answers (the directories filled in: ``where``)."""
+    """The key of this start: the same key, the same answers. The directories are part of it (``where``): a record
+    kept under one set of allowed directories is never used for another."""
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith(("MCP_GUARD", "XDG_")) or k in ("HOME", "PATH"))
     shape, _ = _flag_values(argv)
-    material = [server_package, shape, env, _code_stamp(server_package), _file_stamps(argv)]
+    material = [server_package, shape, where(argv), env, _code_stamp(server_package), _file_stamps(argv)]
     return hashlib.sha256(json.dumps(material, default=str).encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
@@ -184,15 +186,13 @@ def _records_path(key: str) -> Path:
 
 
 def _roots_of(argv: list[str]) -> list[str]:
-    """The directories a command of this server may write: the launch directory and every --allow-path."""
-    roots = [os.getcwd()]
-    for i, arg in enumerate(argv):
-        for flag in ("--allow-path", "--launch-dir"):
-            if arg == flag and i + 1 < len(argv):
-                roots.append(argv[i + 1])
-            elif arg.startswith(flag + "="):
-                roots.append(arg.partition("=")[2])
-    return [os.path.realpath(root) for root in roots]
+    """The directories a command of this server may write: the launch directory (the working directory only when
+    no --launch-dir names one, as ``launch`` takes it) and every --allow-path. Every one a root flag names counts,
+    not only the last --launch-dir: this decides where records are never read."""
+    _, values = _flag_values(argv)
+    named = [*values["--launch-dir"], *values["--allow-path"]]
+    roots = named if values["--launch-dir"] else [os.getcwd(), *named]
+    return [os.path.realpath(os.path.abspath(root)) for root in roots if root]
 
 
 def state_within_roots(argv: list[str]) -> bool:
