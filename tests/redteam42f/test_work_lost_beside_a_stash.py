@@ -42,3 +42,19 @@ def test_discard_work_while_stashing_in_another_repository(tmp_path: Path) -> No
     )
     j = judge([copy.run(script)], protection_for(POLICY), POLICY.effects, [str(copy.root)])
     assert any("b.txt" in a for a in j.asks), j.asks
+
+
+def test_discard_work_beside_a_stash_of_another_file_in_the_same_repository(tmp_path: Path) -> None:
+    copy = Copy(tmp_path)
+    _repo(copy)
+    j = judge([copy.run(f"{GIT} stash push -q -- a.txt && git checkout -- b.txt")], protection_for(POLICY),
+              POLICY.effects, [str(copy.root)])  # fmt: skip
+    assert any("b.txt" in a for a in j.asks) and not any("a.txt" in a for a in j.asks), j.asks
+
+
+def test_a_stash_of_both_files_asks_nothing(tmp_path: Path) -> None:
+    copy = Copy(tmp_path)
+    _repo(copy)
+    j = judge([copy.run(f"{GIT} stash push -q -- a.txt b.txt")], protection_for(POLICY), POLICY.effects,
+              [str(copy.root)])  # fmt: skip
+    assert not any("discards" in a for a in j.asks), j.asks

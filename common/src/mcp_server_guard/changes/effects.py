@@ -300,9 +300,8 @@ def judge(
         if len(outside) > policy.max_unbacked_files:
             judgement.asks.append(f"It deletes or empties {_n(len(outside), 'file')} no git repository has a copy of: "
                                   f"{_list(outside)}.")  # fmt: skip
-    rewritten = _unstashed(sets, rewritten)
     if policy.ask_uncommitted and rewritten:
-        thrown = discarded(rewritten)
+        thrown = discarded(rewritten, _stashed(sets))
         if thrown:
             judgement.asks.append(
                 f"It discards uncommitted changes to {_list(thrown)} (back to what git has; git reset --hard, "
@@ -461,20 +460,16 @@ def _guarded(trees: Trees, change: Change, protection: Protection, roots: Sequen
     return f"{change.path} (protected: {rule})" if rule else ""
 
 
-def _unstashed(sets: Sequence[ChangeSet], rewritten: list[tuple[ChangeSet, Change]]) -> list[tuple[ChangeSet, Change]]:
-    """The rewrites outside every work tree whose ``git stash`` moved (refs/stash): a stash keeps what it takes away
-    there; a discard in another repository is still a discard."""
+def _stashed(sets: Sequence[ChangeSet]) -> frozenset[tuple[str, str]]:
+    """(root, work tree) of every repository whose ``git stash`` the command moved (refs/stash): a stash keeps what
+    it takes away there (``git_index.discarded`` checks which files it took)."""
     stashed: set[tuple[str, str]] = set()
     for changes in sets:
         for change in changes.changes:
             for suffix in (".git/refs/stash", ".git/logs/refs/stash"):
                 if change.path == suffix or change.path.endswith("/" + suffix):
                     stashed.add((changes.root, change.path[: -len(suffix)].rstrip("/")))
-    return [
-        (changes, change)
-        for changes, change in rewritten
-        if not any(root == changes.root and (not tree or change.path.startswith(tree + "/")) for root, tree in stashed)
-    ]
+    return frozenset(stashed)
 
 
 _MOVE_HASH_BYTES = 256 << 20  # bytes hashed at most to recognise moved files

@@ -30,9 +30,13 @@ _MAX_HASHED = 64 << 20  # files larger than this count as modified without hashi
 _DISCARD_HASH_BYTES = 64 << 20  # bytes hashed at most to recognise files put back to git's copy
 
 
-def discarded(rewritten: Sequence[tuple[ChangeSet, Change]]) -> list[str]:
+def discarded(
+    rewritten: Sequence[tuple[ChangeSet, Change]], stashed: frozenset[tuple[str, str]] = frozenset()
+) -> list[str]:
     """Of the files overwritten, those that had changes git has no copy of (differing from the index) and now
-    hold exactly the index's content: uncommitted work thrown away. Read from the index file itself."""
+    hold exactly the index's content: uncommitted work thrown away. Read from the index file itself. ``stashed``:
+    (root, work tree) pairs whose ``git stash`` the command moved: there a file whose old content the command wrote
+    into the repository's objects (the stash took it: ``git stash push -- a.txt`` takes a.txt, not b.txt) is kept."""
     found: list[str] = []
     indexes: dict[str, tuple[str, dict[str, bytes]] | None] = {}
     budget = _DISCARD_HASH_BYTES
@@ -49,9 +53,31 @@ def discarded(rewritten: Sequence[tuple[ChangeSet, Change]]) -> list[str]:
         budget -= change.size + change.old_size
         wide = blob is not None and len(blob) == 32  # a SHA-256 repository
         new = blob_hash(posixpath.join(changes.upper, change.path), changes.upper, sha256=wide)
-        if new == blob and blob_hash(posixpath.join(changes.root, change.path), changes.root, sha256=wide) != blob:
+        if new != blob:
+            continue
+        old = blob_hash(posixpath.join(changes.root, change.path), changes.root, sha256=wide)
+        if old != blob and not (old is not None and _stashed_object(changes, work_tree, old, stashed)):
             found.append(change.path)
     return found
+
+
+def _stashed_object(changes: ChangeSet, work_tree: str, blob: bytes, stashed: frozenset[tuple[str, str]]) -> bool:
+    """Whether the command wrote the object ``blob`` into the ``.git`` of ``work_tree`` (a loose object on the copy:
+    a stash writes what it takes) in a repository whose stash it moved."""
+    tree = posixpath.relpath(work_tree, changes.root)
+    tree = "" if tree == "." else tree
+    if (changes.root, tree) not in stashed:
+        return False
+    name = blob.hex()
+    where = posixpath.join(changes.upper, tree, ".git", "objects", name[:2], name[2:])
+    try:
+        fd = _open_below(where, changes.upper)  # one name at a time, no link followed
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode)
+    finally:
+        os.close(fd)
 
 
 def uncommitted(losing: Sequence[tuple[ChangeSet, Change]], outside: list[str] | None = None) -> list[str]:
