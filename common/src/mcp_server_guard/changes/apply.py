@@ -74,7 +74,7 @@ from mcp_server_guard.changes.plan import (
 from mcp_server_guard.changes.revert import UNDO_STEPS, names_in_roots
 from mcp_server_guard.changes.revert import root_of as _root_of
 from mcp_server_guard.changes.steps import APPLY_STEPS, Run, copy_step, place, verb
-from mcp_server_guard.changes.xattrs import at, seen
+from mcp_server_guard.changes.xattrs import at, seen_as
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.reading import sha256_fd
 from mcp_server_guard.files.treelock import TreeBusy, breathe, tree_lock
@@ -644,7 +644,7 @@ def _as_left(root: str, rel: str, record: Applied, applied_ns: int) -> bool:
             if real is None:
                 return False
             if record.action == "meta":
-                if seen(at(dirfd, name)) != record.xattrs:
+                if seen_as(at(dirfd, name), record.xattrs, record.old_xattrs) != record.xattrs:
                     return False
                 if not stat.S_ISLNK(real.st_mode) and stat.S_IMODE(real.st_mode) != record.mode:
                     return False

@@ -75,6 +75,9 @@ class Change:
     moved_from: str = ""  # create: the real file at ``moved_from`` is renamed here, as it was
     gone: bool = False  # create: a real file the command changed here was deleted by someone else meanwhile
     inode: int = 0  # meta of a file with several names: its inode (the change reaches each name; judged together)
+    # The real entry's own user.overlay.* attributes were shown to the command (the escape layer): what its upper
+    # entry holds of them (escaped) is what the command left, none included.
+    shown: bool = False
 
     @property
     def executable(self) -> bool:

@@ -105,7 +105,13 @@ class Escapes:
     """The escape layers of one server's writable roots (see the module docstring)."""
 
     def __init__(self, overlays: Sequence[tuple[str, str]], notes: Path | None = None) -> None:
-        self._roots = [_Root(root, area, index) for index, (root, area) in enumerate(overlays)]
+        # Not where the layer would lie inside its root (copies in the root): overlayfs takes no lower layer inside
+        # another (``shell.sandbox.overlays``), so the copy shows such entries raw there.
+        self._roots = [
+            _Root(root, area, index)
+            for index, (root, area) in enumerate(overlays)
+            if not os.path.join(area, ESCAPE_DIR.format(index=index)).startswith(root.rstrip("/") + "/")
+        ]
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._notes = notes  # the history store's notes of entries landed with attributes (note_landed)

@@ -78,6 +78,7 @@ class Names:
     shared_meta: dict[int, list[int]] = field(default_factory=dict)  # meta changes of files with several names
     carried: frozenset[tuple[str, bytes]] = frozenset()  # the project's own user.overlay.* attributes (data)
     moved: frozenset[int] = frozenset()  # upper inodes of names of linked files the box's tree moves made
+    escaped: frozenset[str] = frozenset()  # paths whose own user.overlay.* attributes the copy showed
 
     def add(self, change: Change) -> int:
         """List a change; its index, or -2 once the budget is spent (not listed: the set is incomplete)."""

@@ -32,7 +32,7 @@ from mcp_server_guard.changes.nofollow import (
 )
 from mcp_server_guard.changes.plan import Applied, Op
 from mcp_server_guard.changes.steps import Run, half_set, kept, kept_group, set_meta
-from mcp_server_guard.changes.xattrs import at, seen
+from mcp_server_guard.changes.xattrs import at, seen_as
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind
 
@@ -412,7 +412,7 @@ def _unmeta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
         real = lstat_at(name, dirfd)
         if real is None:
             raise Changed("it is gone")
-        have = seen(at(dirfd, name))
+        have = seen_as(at(dirfd, name), record.xattrs, record.old_xattrs)
         with held(dirfd, name, real):
             set_meta(dirfd, name, real, record.old_mode, record.old_mtime_ns, record.old_xattrs, have)
         now = lstat_at(name, dirfd)

@@ -39,7 +39,7 @@ from mcp_server_guard.changes.nofollow import (
     unchanged,
 )
 from mcp_server_guard.changes.plan import Applied, Conflict, Op
-from mcp_server_guard.changes.xattrs import Xattrs, at, default_acl, kept_in_place, land, seen, set_seen
+from mcp_server_guard.changes.xattrs import Xattrs, at, default_acl, kept_in_place, land, seen, seen_as, set_seen
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind
 
@@ -213,7 +213,7 @@ def _kept_own(change: Change, real: os.stat_result | None, dst_dir: int, src_dir
     (``rm m; echo > m``) has none of them, as natively."""
     if real is None or not stat.S_ISREG(real.st_mode) or not (change.origin or real.st_nlink > 1):
         return ()
-    return kept_in_place(at(dst_dir, name), at(src_dir, name))
+    return kept_in_place(at(dst_dir, name), at(src_dir, name), change.shown)
 
 
 def kept(history: HistoryStore, entry_id: str) -> os.stat_result | None:
@@ -374,7 +374,7 @@ def _meta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         real = lstat_at(name, dirfd)
         if real is None or file_kind(real.st_mode) != change.kind:
             raise Changed("it is gone")
-        have = seen(at(dirfd, name))
+        have = seen_as(at(dirfd, name), change.xattrs, change.old_xattrs)
         # Replayed after a crash: each of mode, time and attributes is as before or as this step sets it (a kill
         # between two of them): ours, not someone else's change; what was before is what the plan says.
         partly = run.replay and half_set(real, have, change.mode, change.mtime_ns, change.xattrs,

@@ -264,7 +264,8 @@ class Transactions:
             try:
                 mounted = _mounted(os.path.join(part, name, f"m{index}"))
                 changes = read_upper(upper, fd, root, skip, mounted, started_ns=started_ns,
-                                     carried=self.escapes.data(root), moved=moved)  # fmt: skip
+                                     carried=self.escapes.data(root), moved=moved,
+                                     escaped=self.escapes.escaped(root))  # fmt: skip
             finally:
                 os.close(fd)
             if changes.changes or changes.incomplete or changes.times:

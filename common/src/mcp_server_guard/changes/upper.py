@@ -41,7 +41,16 @@ from mcp_server_guard.changes.changeset import (
     walk_real,
 )
 from mcp_server_guard.changes.names import Names
-from mcp_server_guard.changes.xattrs import Xattrs, at, attribute_names, default_acl, own_overlay, seen, set_by_command
+from mcp_server_guard.changes.xattrs import (
+    Xattrs,
+    at,
+    attribute_names,
+    default_acl,
+    own_left,
+    own_overlay,
+    seen,
+    set_by_command,
+)
 
 __all__ = ["read_upper"]
 
@@ -206,14 +215,19 @@ class _Reader(Names):
         differ; the index of the change added, -1 when none."""
         mode, old_mode = stat.S_IMODE(st.st_mode), stat.S_IMODE(real.st_mode)
         xattrs, old_xattrs = seen(at(upper_dir, name)), seen(at(real_dir, name))
-        self.overlay_names(at(upper_dir, name), path, own_overlay(at(real_dir, name)))
+        own = own_overlay(at(real_dir, name))
+        self.overlay_names(at(upper_dir, name), path, own)
+        shown = path in self.escaped
+        if shown:  # the project's own user.overlay.* attributes, shown to the command: what it left of them
+            xattrs = tuple(sorted(xattrs + own_left(at(upper_dir, name), own, self.carried)))
+            old_xattrs = tuple(sorted(old_xattrs + tuple(a for a in own if a[0].startswith("user.overlay."))))
         timed = kind != "dir" and st.st_mtime_ns != real.st_mtime_ns
         if mode == old_mode and xattrs == old_xattrs and not timed:
             return -1
         size = st.st_size if kind == "file" else 0
         index = self.add(Change(path, "meta", kind, size=size, old_size=real.st_size if kind == "file" else 0,
                                 mode=mode, old_mode=old_mode, mtime_ns=st.st_mtime_ns, old_mtime_ns=real.st_mtime_ns,
-                                xattrs=xattrs, old_xattrs=old_xattrs))  # fmt: skip
+                                xattrs=xattrs, old_xattrs=old_xattrs, shown=shown))  # fmt: skip
         if kind == "file" and real.st_nlink > 1 and index >= 0:
             self.shared_meta.setdefault(real.st_ino, []).append(index)
         return index
@@ -250,7 +264,8 @@ class _Reader(Names):
             self.metadata(upper_dir, real_dir, name, path, st, real, kind)
             return
         index = self.add(Change(path, "modify", kind, size=size, old_size=real.st_size if real_kind == "file" else 0,
-                                mode=mode, old_mode=stat.S_IMODE(real.st_mode), origin=origin))  # fmt: skip
+                                mode=mode, old_mode=stat.S_IMODE(real.st_mode), origin=origin,
+                                shown=path in self.escaped))  # fmt: skip
         if kind == "file":
             self.note(path, st, index, real, False, origin)
             self.overlay_names(at(upper_dir, name), path, own_overlay(at(real_dir, name)))
@@ -266,16 +281,18 @@ def read_upper(
     started_ns: int = 0,
     carried: frozenset[tuple[str, bytes]] = frozenset(),
     moved: frozenset[int] = frozenset(),
+    escaped: frozenset[str] = frozenset(),
 ) -> ChangeSet:
     """The change set of one root: ``upper`` is the overlay's upper directory, ``real_root`` an open fd of the
     real root (both read without following a link). ``skip``: root-relative paths that are not the command's;
     ``mounted``: the mode and modification time the upper directory was given when mounted (the root's then: the
     root's own are the command's change only where they differ from those; unknown: never); ``carried``: the
     ``user.overlay.*`` attributes the project has on entries of its own (``Escapes.data``); ``moved``: the upper
-    inodes of names of linked files that the box's tree moves made (``shell.sandbox.renames.moved``)."""
+    inodes of names of linked files that the box's tree moves made (``shell.sandbox.renames.moved``); ``escaped``: the
+    root-relative paths whose own ``user.overlay.*`` attributes the copy showed (``Escapes.escaped``)."""
     upper_fd = os.open(upper, NO_FOLLOW_DIR)
     try:
-        reader = _Reader(real_root, upper_fd, skip, started_ns, carried=carried, moved=moved)
+        reader = _Reader(real_root, upper_fd, skip, started_ns, carried=carried, moved=moved, escaped=escaped)
         own, real = os.fstat(upper_fd), os.fstat(real_root)
         if mounted is not None:
             mode, mtime = stat.S_IMODE(own.st_mode), own.st_mtime_ns

@@ -36,8 +36,10 @@ __all__ = [
     "default_acl",
     "kept_in_place",
     "land",
+    "own_left",
     "own_overlay",
     "seen",
+    "seen_as",
     "set_by_command",
     "set_seen",
 ]
@@ -114,21 +116,48 @@ def seen(path: str | int) -> Xattrs:
     return _values(path, [n for n in _names(path) if n.startswith("user.") and not n.startswith(_OVERLAY)])
 
 
+def seen_as(path: str | int, *recorded: Xattrs) -> Xattrs:
+    """A real entry's attributes as a change recorded them (``recorded``: what it set, and what was there): as
+    :func:`seen`, and its own ``user.overlay.*`` ones too where the change names any (the copy showed them to the
+    command, which left, removed or carried some: ``changes.upper``)."""
+    if not any(name.startswith(_OVERLAY) for attributes in recorded for name, _value in attributes):
+        return seen(path)
+    return _values(path, [n for n in _names(path) if n.startswith("user.")])
+
+
 def own_overlay(path: str | int) -> Xattrs:
     """A real entry's own ``user.overlay.*`` attributes and access control lists, as they are: kept on what replaces
     it (a command's own never land: see ``_ACL``)."""
     return _values(path, [n for n in _names(path) if n.startswith(_OVERLAY) or n in _ACL])
 
 
-def kept_in_place(real: str | int, upper: str | int) -> Xattrs:
+def kept_in_place(real: str | int, upper: str | int, shown: bool = False) -> Xattrs:
     """What the command's file keeps of the real file's own ``user.overlay.*`` attributes and access control lists
-    where it rewrote that file in place: all of them — but not those overlay attributes when the copy the command
-    worked on carried any (the escape layer showed them: its copies, stored escaped, say what the command left, and
-    a file renamed over this one brings its own)."""
+    where it rewrote that file in place: all of them — but not those overlay attributes where the copy showed them
+    (``shown``: the escape layer did; or the upper entry carries some): its entry, stored escaped, says what the
+    command left (none, where it removed them or renamed a file without any over this one)."""
     own = own_overlay(real)
-    if any(name.startswith(_ESCAPED) for name in _names(upper)):
+    if shown or any(name.startswith(_ESCAPED) for name in _names(upper)):
         return tuple((name, value) for name, value in own if not name.startswith(_OVERLAY))
     return own
+
+
+def own_left(upper: str | int, real: Xattrs, carried: frozenset[tuple[str, bytes]] = frozenset()) -> Xattrs:
+    """Of a real entry's own ``user.overlay.*`` attributes (``real``: :func:`own_overlay`), shown to the command,
+    those its upper entry still holds (escaped: the command removed the others), and the project's own it carried
+    there (``carried``). One whose value the command changed keeps the real value (a command's own never land:
+    :func:`set_by_command` says it)."""
+    had = {name: value for name, value in real if name.startswith(_OVERLAY)}
+    left: dict[str, bytes] = {}
+    for name in _names(upper):
+        if name.startswith(_ESCAPED):
+            shown = _OVERLAY + name[len(_ESCAPED) :]
+            value = _get(upper, name)
+            if shown in had:
+                left[shown] = had[shown]
+            elif value is not None and (shown, value) in carried:
+                left[shown] = value
+    return tuple(sorted(left.items()))
 
 
 _ACL_USER_OBJ, _ACL_GROUP_OBJ, _ACL_MASK, _ACL_OTHER = 0x01, 0x04, 0x10, 0x20
