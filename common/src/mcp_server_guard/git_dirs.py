@@ -213,7 +213,7 @@ def repos_files(work_trees: Iterable[str], git_dirs: Iterable[str], home: str | 
         hooks += more_hooks
         included += more_included
     for git_dir in git_dirs:
-        files = _with_includes(os.path.join(git_dir, "config"), home, follow=False)
+        files = _with_includes(os.path.join(git_dir, "config"), home, follow=True)
         # A relative hooksPath is taken from the work tree: core.worktree's where the config names one (a git dir
         # kept apart from its checkout), else the git dir itself (a bare repository).
         worktrees = [v for _file, entries in files for n, v in entries if n.lower() == "core.worktree" and v]
@@ -323,6 +323,10 @@ def _with_includes(path: str, home: str | None, *, follow: bool) -> list[tuple[s
         seen.add(current)
         entries = _config_entries(current, follow=follow_it)
         found.append((current, entries))
+        if current == path and follow_it and os.path.islink(path):
+            # Threat: a config git reads through a link (``.git/config`` -> ``../repo.gitconfig``, a dotfiles
+            # set-up): the file it names is that config; a command appending ``core.fsmonitor`` there has git run it.
+            found.append((os.path.realpath(path), ()))
         for name, value in entries:
             lowered = name.lower()
             if value and (
@@ -400,13 +404,14 @@ def _repo_files(work_tree: str, home: str | None) -> tuple[list[str], list[str]]
     with contextlib.suppress(OSError, ValueError):
         if not stat.S_ISDIR(os.lstat(dotgit).st_mode):
             git_dir = read_pointer(dotgit, gitfile=True)
-    configs = [(os.path.join(git_dir, "config"), False)]
+    # Read as git reads them: through a link (whose target is then protected as an included file).
+    configs = [(os.path.join(git_dir, "config"), True)]
     with contextlib.suppress(OSError, ValueError):
         if os.path.lexists(os.path.join(git_dir, "commondir")):
             configs.append(
-                (os.path.join(read_pointer(os.path.join(git_dir, "commondir"), gitfile=False), "config"), False)
+                (os.path.join(read_pointer(os.path.join(git_dir, "commondir"), gitfile=False), "config"), True)
             )
-    configs.append((os.path.join(git_dir, "config.worktree"), False))
+    configs.append((os.path.join(git_dir, "config.worktree"), True))
     own = len(configs)
     configs += [(path, True) for path in _global_configs(home)]
     hooks: list[str] = []
