@@ -112,6 +112,9 @@ class _Failed(Exception):
 _FATAL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EMFILE, errno.ENFILE, errno.ENOMEM})
 
 
+_RECORD_LINE = 200  # bytes of a call record's line beside the paths it names (measured: ~70; kept generous)
+
+
 class Applier:
     """Applies change sets and undoes calls, through the history store and the journal. One apply at a time per
     process (they are short; the commands are what run concurrently)."""
@@ -208,7 +211,10 @@ class Applier:
                 size = change.size if change.action == "delete" else change.old_size if change.action == "modify" else 0
                 nbytes += size
                 copied += size if other else 0
-        return self.history.room(count, nbytes, copied=copied)
+        # The call's record (what undo plays back) grows with every step, a new file's too: a line per step naming
+        # its path (twice at most) — counted so that a call of only new files cannot pass the bound either.
+        record = sum(2 * (len(op.root) + len(op.path) + 1) + _RECORD_LINE for op in ops)
+        return self.history.room(count, nbytes, copied=copied, record=record)
 
     def _run(
         self,

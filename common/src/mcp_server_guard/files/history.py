@@ -272,20 +272,21 @@ class HistoryStore:
                 with contextlib.suppress(OSError):
                     self._evict()
 
-    def room(self, count: int, nbytes: int, *, copied: int = 0) -> str:
-        """Why one call cannot keep ``count`` pre-images of ``nbytes`` ("" when it can): more than the store's bounds
-        (a call never evicts its own, so it must fit them alone), or — for the ``copied`` bytes that must be copied
-        because the store lies on another file system — more than its disk has free."""
+    def room(self, count: int, nbytes: int, *, copied: int = 0, record: int = 0) -> str:
+        """Why one call cannot keep ``count`` pre-images of ``nbytes`` and a call record of about ``record`` bytes
+        ("" when it can): more than the store's bounds (a call never evicts its own, so it must fit them alone), or
+        — for the ``copied`` bytes that must be copied because the store lies on another file system — more than
+        its disk has free."""
         if count > self.max_entries:
             return (f"it would keep {count} previous versions of files, more than the history's bound of "
                     f"{self.max_entries} entries (history_max_entries)")  # fmt: skip
         # What the store measures is disk: each entry's data rounded up to blocks, its metadata file, its line in
         # the call's record — counted here the same way, so that a call let through is never over the bound alone.
-        disk = nbytes + count * _ENTRY_DISK
+        disk = nbytes + count * _ENTRY_DISK + record
         if disk > self.max_bytes:
             return (f"it would keep {_size(nbytes)} of previous contents in {count} entries ({_size(disk)} of "
-                    f"disk with their metadata), more than the history's bound of {_size(self.max_bytes)} "
-                    "(history_max_bytes)")  # fmt: skip
+                    f"disk with their metadata and the call's record of what it changed), more than the history's "
+                    f"bound of {_size(self.max_bytes)} (history_max_bytes)")  # fmt: skip
         if copied:
             self._ensure()
             fs = os.statvfs(self.directory)
