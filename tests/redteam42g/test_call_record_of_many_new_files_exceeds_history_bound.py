@@ -41,9 +41,7 @@ def test_create_only_call_record_stays_within_history_max_bytes(workspace: Path,
     (root / "gen" / "keep.txt").write_text("an existing directory\n")
     (root / ".t").mkdir()
     (root / ".t" / "many.py").write_text(
-        "import os\n"
-        f"for i in range({N}):\n"
-        "    open(os.path.join('gen', 'n%05d_' % i + 'x' * 200), 'w').write('x')\n"
+        f"import os\nfor i in range({N}):\n    open(os.path.join('gen', 'n%05d_' % i + 'x' * 200), 'w').write('x')\n"
     )
     policy = tmp_path / "p.toml"
     policy.write_text(f"[file_write]\nhistory_max_bytes = {BOUND}\n", encoding="utf-8")

@@ -164,12 +164,15 @@ def summary_line(
     if counts.created:
         parts.append(f"create {_n(counts.created, 'file')}{_under(made) if counts.created > 3 else ''}")
     # Every path whose mode changes is named (a directory made group-writable is as much a change as a file).
-    remoded = [c for s in sets for c in s.changes
-               if c.action == "meta" and c.mode != c.old_mode and (s.root, c.path) not in skip]  # fmt: skip
+    # Also where new content comes with it (``echo >> f && chmod 700 f``, a file of another mode renamed over it)
+    # or a directory is made again with another mode (``rm -r d && mkdir -m 700 d``).
+    gone_dirs = {(s.root, c.path): c.mode for s in sets for c in s.changes if c.action == "delete" and c.kind == "dir"}
+    remoded = [c for s in sets for c in s.changes if (s.root, c.path) not in skip and _remoded(c, gone_dirs.get(
+        (s.root, c.path)))]  # fmt: skip
     if remoded:
         named = [f"{c.path}{'/' if c.kind == 'dir' else ''} to {c.mode:04o}" for c in remoded]
         parts.append(f"change the mode of {_list(named, MODES_NAMED)}")
-    times_only = counts.meta - sum(1 for c in remoded if c.kind != "dir")
+    times_only = counts.meta - sum(1 for c in remoded if c.kind != "dir" and c.action == "meta")
     if times_only:
         parts.append(f"change the times or attributes of {_n(times_only, 'file')}")
     if not parts:
@@ -182,6 +185,16 @@ def summary_line(
         else:
             parts.append("change nothing")
     return printable(", ".join(parts)), counts
+
+
+def _remoded(change: Change, replaced_dir: int | None) -> bool:
+    """Whether a change leaves its path with another mode than the real entry had there (content changed or not);
+    ``replaced_dir``: the mode of the real directory a new one replaces there, if any."""
+    if change.action in ("meta", "modify"):
+        return change.mode != change.old_mode
+    if change.action == "create" and change.opaque and change.kind == "dir" and replaced_dir is not None:
+        return replaced_dir != change.mode
+    return False
 
 
 class _Matcher:
