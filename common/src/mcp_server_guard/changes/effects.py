@@ -279,6 +279,7 @@ def judge(
                     1
                     for c in changes.changes
                     if c.top == change.path
+                    and c.action == "delete"  # what it held, not what was made there again
                     and c.kind != "dir"
                     and ((changes.root, c.path) not in moves or (changes.root, c.path) in kept_out)
                 )
