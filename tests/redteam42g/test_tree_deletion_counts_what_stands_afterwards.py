@@ -26,9 +26,7 @@ pytestmark = pytest.mark.skipif(not overlays_work(), reason="no user namespaces 
 GIT = "git -c user.name=t -c user.email=t@t"
 
 
-@pytest.mark.parametrize(
-    "script", ["rm -rf src && git init -q src", "rm -rf src && mkdir src && echo x > src/new.txt"]
-)
+@pytest.mark.parametrize("script", ["rm -rf src && git init -q src", "rm -rf src && mkdir src && echo x > src/new.txt"])
 def test_tree_deletion_counts_the_files_lost(tmp_path: Path, script: str) -> None:
     copy = Copy(tmp_path)
     r = copy.root

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import mmap
 import os
 import posixpath
 import re
@@ -53,12 +54,105 @@ def discarded(
         budget -= change.size + change.old_size
         wide = blob is not None and len(blob) == 32  # a SHA-256 repository
         new = blob_hash(posixpath.join(changes.upper, change.path), changes.upper, sha256=wide)
-        if new != blob:
+        # Put back to the index's content, or to any other version git has (``git reset --hard HEAD~1``,
+        # ``git checkout HEAD~1 -- f``, ``git restore --source=…``, ``git checkout -f other``).
+        if new is None or (new != blob and not has_object(work_tree, new)):
             continue
         old = blob_hash(posixpath.join(changes.root, change.path), changes.root, sha256=wide)
         if old != blob and not (old is not None and _stashed_object(changes, work_tree, old, stashed)):
             found.append(change.path)
     return found
+
+
+_PACKS = 64  # pack indexes looked into at most
+
+
+def has_object(work_tree: str, object_id: bytes) -> bool:
+    """Whether the repository of ``work_tree`` has the object ``object_id`` (loose, or in a pack's index, version 2),
+    in its git dir or the common dir a linked work tree names. No git program runs; nothing is written."""
+    try:
+        fd = os.open(work_tree, _DIR)
+        try:
+            git = _git_dir_of(fd, work_tree)
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
+    try:
+        objects: list[int] = []
+        with contextlib.suppress(OSError):
+            objects.append(os.open("objects", _DIR, dir_fd=git))
+        with contextlib.suppress(OSError, ValueError):
+            common_fd = os.open("commondir", _FILE, dir_fd=git)
+            try:
+                common = os.pread(common_fd, 4096, 0).decode("utf-8", "surrogateescape").strip()
+            finally:
+                os.close(common_fd)
+            objects.append(os.open(posixpath.join(common, "objects"), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC,
+                                   dir_fd=git))  # fmt: skip
+        try:
+            return any(_in_objects(o, object_id) for o in objects)
+        finally:
+            for o in objects:
+                os.close(o)
+    finally:
+        os.close(git)
+
+
+def _in_objects(objects: int, object_id: bytes) -> bool:
+    name = object_id.hex()
+    with contextlib.suppress(OSError):
+        loose = os.open(name[:2], _DIR, dir_fd=objects)
+        try:
+            return stat.S_ISREG(os.stat(name[2:], dir_fd=loose, follow_symlinks=False).st_mode)
+        except OSError:
+            pass
+        finally:
+            os.close(loose)
+    try:
+        packs = os.open("pack", _DIR, dir_fd=objects)
+    except OSError:
+        return False
+    try:
+        indexes = sorted(n for n in os.listdir(packs) if n.endswith(".idx"))[:_PACKS]
+        return any(_in_pack_index(packs, index, object_id) for index in indexes)
+    finally:
+        os.close(packs)
+
+
+def _in_pack_index(packs: int, index: str, object_id: bytes) -> bool:
+    """Binary search of a pack index (version 2: magic, version, 256 fan-out counts, then the sorted ids)."""
+    try:
+        fd = os.open(index, _FILE, dir_fd=packs)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size < 8 + 1024:
+            return False
+        with mmap.mmap(fd, 0, prot=mmap.PROT_READ) as data:
+            if data[:8] != b"\xfftOc\x00\x00\x00\x02":
+                return False
+            first = object_id[0]
+            low = struct.unpack(">I", data[8 + 4 * (first - 1) : 12 + 4 * (first - 1)])[0] if first else 0
+            high = struct.unpack(">I", data[8 + 4 * first : 12 + 4 * first])[0]
+            width, base = len(object_id), 8 + 1024
+            if base + high * width > st.st_size:
+                return False
+            while low < high:
+                middle = (low + high) // 2
+                found = data[base + middle * width : base + (middle + 1) * width]
+                if found == object_id:
+                    return True
+                if found < object_id:
+                    low = middle + 1
+                else:
+                    high = middle
+            return False
+    except (OSError, ValueError, struct.error):
+        return False
+    finally:
+        os.close(fd)
 
 
 def _stashed_object(changes: ChangeSet, work_tree: str, blob: bytes, stashed: frozenset[tuple[str, str]]) -> bool:
