@@ -251,6 +251,16 @@ def judge(
     for changes in sets:
         for change in changes.changes:
             key = (changes.root, change.path)
+            if (
+                change.action == "modify"
+                and key in moves
+                and key not in judgement.refused
+                and not scratch.name(change.path)
+            ):
+                # Renamed over (``mv -f template.txt notes.txt``): what the file there held is gone, as deleted.
+                touched.append(change.path)
+                losing.append((changes, change))
+                continue
             if key in judgement.refused or (key in moves and key not in kept_out) or scratch.name(change.path):
                 continue
             if change.action == "delete" and change.kind != "dir":
@@ -492,12 +502,18 @@ _MOVE_HASH_BYTES = 256 << 20  # bytes hashed at most to recognise moved files
 def _moves(
     sets: Sequence[ChangeSet], refused: dict[tuple[str, str], str]
 ) -> list[tuple[tuple[str, str], tuple[str, str]]]:
-    """Files deleted in one place and created, byte for byte, in another (``git mv``, ``mv dir new``): (from, to)
-    pairs of (root, path). Only files of the same size are compared, within a bound of bytes hashed."""
+    """Files deleted in one place and created, byte for byte, in another (``git mv``, ``mv dir new``), or renamed
+    over another file (``mv -f a b``): (from, to) pairs of (root, path). Only files of the same size are compared,
+    within a bound of bytes hashed."""
     created: dict[int, list[tuple[ChangeSet, Change]]] = {}
     for changes in sets:
         for change in changes.changes:
-            if change.action == "create" and change.kind == "file" and (changes.root, change.path) not in refused:
+            # A file renamed over another (``mv -f a b``) is a move too: ``b`` is a modify with ``a``'s bytes.
+            if (
+                change.action in ("create", "modify")
+                and change.kind == "file"
+                and (changes.root, change.path) not in refused
+            ):
                 created.setdefault(change.size, []).append((changes, change))
     budget = [_MOVE_HASH_BYTES]
     hashes: dict[tuple[str, str, bool], bytes | None] = {}
