@@ -41,7 +41,7 @@ from mcp_server_guard.changes.git_verdicts import (
     git_verdict,
     pointer_verdict,
 )
-from mcp_server_guard.changes.nofollow import default_acl_above, lstat_beneath
+from mcp_server_guard.changes.nofollow import default_acl_above, lstat_beneath, subdirectories
 from mcp_server_guard.changes.xattrs import acl_mode
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.git_dirs import global_relative_hooks
@@ -188,13 +188,11 @@ def summary_line(
 
 
 def _remoded(change: Change, replaced_dir: int | None) -> bool:
-    """Whether a change leaves its path with another mode than the real entry had there (content changed or not);
-    ``replaced_dir``: the mode of the real directory a new one replaces there, if any."""
+    """Whether a change leaves its path with another mode than the real entry (``replaced_dir``: a directory a new
+    one replaces) had there, content changed or not."""
     if change.action in ("meta", "modify"):
         return change.mode != change.old_mode
-    if change.action == "create" and change.opaque and change.kind == "dir" and replaced_dir is not None:
-        return replaced_dir != change.mode
-    return False
+    return change.action == "create" and change.kind == "dir" and replaced_dir not in (None, change.mode)
 
 
 class _Matcher:
@@ -396,6 +394,12 @@ def _modes(
             elif guarded and change.kind == "dir" and (remoded or (change.action == "create" and not
                                                                   _of_git(change, trees))):  # fmt: skip
                 judgement.refused[key] = f"{guarded}: a command may not make or re-mode it"
+            # Threat: ``chmod 777 .local`` — without the sticky bit anyone may then rename ``.local/bin`` away and
+            # put their own in its place.
+            elif change.kind == "dir" and extra & _WRITABLE_BY_OTHERS and not change.mode & 0o1000 and (held := next(
+                (g for d in subdirectories(changes.root, change.path) if (g := _guarded(trees, replace(
+                    change, path=d), protection, roots, lookups))), "")):  # fmt: skip
+                judgement.refused[key] = f"it would make {change.path}/ writable by others, and it holds {held}"
             elif extra & _SET_ID:
                 asks.append(f"sets the setgid or setuid bit of the directory {shown}")
             elif extra & _WRITABLE_BY_OTHERS and not scratch.name(change.path):

@@ -177,6 +177,27 @@ def lstat_beneath(root: str, rel: str) -> os.stat_result | None:
         os.close(fd)
 
 
+def subdirectories(root: str, rel: str, limit: int = 10_000) -> list[str]:
+    """The root-relative paths of the directories directly in the directory ``rel`` beneath ``root`` now (reached
+    with no link followed; the first ``limit`` entries looked at); none when it cannot be reached so."""
+    try:
+        base = os.open(root, DIR)
+    except OSError:
+        return []
+    try:
+        fd = open_dir(base, "" if rel in (".", "") else rel)
+        try:
+            with os.scandir(fd) as entries:
+                names = [e.name for _, e in zip(range(limit), entries, strict=False) if e.is_dir(follow_symlinks=False)]
+        finally:
+            os.close(fd)
+    except (OSError, Changed):
+        return []
+    finally:
+        os.close(base)
+    return [posixpath.join(rel, name) if rel not in (".", "") else name for name in names]
+
+
 @contextlib.contextmanager
 def parent(base: int, rel: str) -> Iterator[tuple[int, str]]:
     """The directory holding ``rel``, opened beneath ``base`` (:func:`open_dir`), and ``rel``'s last name."""
