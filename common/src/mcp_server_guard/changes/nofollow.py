@@ -136,8 +136,10 @@ def default_acl_above(root: str, rel: str, cache: dict[str, bytes | None]) -> by
     """The default ACL of the nearest directory above ``rel`` that exists in the real tree (what a new entry there
     inherits), reached beneath ``root`` with no link followed; None when it has none."""
     directory = posixpath.dirname(rel)
+    missing: list[str] = []  # directories on the way that the real tree does not have: the answer is theirs too
     while True:
         if directory in cache:
+            cache.update(dict.fromkeys(missing, cache[directory]))
             return cache[directory]
         found: bytes | None = None
         exists = False
@@ -154,8 +156,9 @@ def default_acl_above(root: str, rel: str, cache: dict[str, bytes | None]) -> by
             finally:
                 os.close(fd)
         if exists or not directory:
-            cache[directory] = found
+            cache.update(dict.fromkeys([*missing, directory], found))
             return found
+        missing.append(directory)
         directory = posixpath.dirname(directory)
 
 
