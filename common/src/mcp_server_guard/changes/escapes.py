@@ -293,11 +293,26 @@ def _sync(item: _Root, paths: Sequence[str], states: dict[str, tuple[int, ...]])
         root_fd = os.open(item.root, DIR)
         try:
             made: list[tuple[str, os.stat_result]] = []
+            first: dict[int, str] = {}  # a real file's inode -> the replica of its first name (names stay one file)
             for rel in paths:
                 target = os.path.join(item.layer, rel)
-                if not states.get(rel):
+                state = states.get(rel)
+                if not state:
                     continue  # gone: neither it nor what is below it is replicated
-                if states.get(rel) == item.seen.get(rel) and os.path.lexists(target):
+                linked = first.get(state[1]) if stat.S_ISREG(state[0]) else None
+                if stat.S_ISREG(state[0]):
+                    first.setdefault(state[1], target)
+                if state == item.seen.get(rel) and os.path.lexists(target):
+                    continue
+                if linked is not None and os.path.lexists(linked):
+                    # Another name of a file replicated already: a name of that replica, so that the copy shows one
+                    # file with several names (a rewrite through one reaches the others; no origin on copy-up).
+                    with contextlib.suppress(OSError):
+                        if os.path.isdir(target) and not os.path.islink(target):
+                            remove_tree(Path(target))
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(target)
+                        os.link(linked, target)
                     continue
                 with contextlib.suppress(Changed, OSError), parent(root_fd, rel) as (dirfd, name):
                     made += _replicate(dirfd, name, target)
