@@ -39,7 +39,17 @@ from mcp_server_guard.changes.nofollow import (
     unchanged,
 )
 from mcp_server_guard.changes.plan import Applied, Conflict, Op
-from mcp_server_guard.changes.xattrs import Xattrs, at, default_acl, kept_in_place, land, seen, seen_as, set_seen
+from mcp_server_guard.changes.xattrs import (
+    Xattrs,
+    at,
+    attribute_names,
+    default_acl,
+    kept_in_place,
+    land,
+    seen,
+    seen_as,
+    set_seen,
+)
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind
 
@@ -67,6 +77,7 @@ class Run:
     replay: bool = False  # finishing a dead server's run: a step may find itself done, or half done, already
     fatal: str = ""  # a step failed for want of space (or of the disk): the run cannot finish
     carried: frozenset[tuple[str, bytes]] = frozenset()  # the project's own user.overlay.* attributes: data
+    landed: set[tuple[int, int]] = field(default_factory=set)  # inodes made ready (land) already: not made again
     # absolute path of a tree about to be kept -> its files with other names (path in the tree, device, inode)
     tree_links: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
 
@@ -111,14 +122,25 @@ def _record(op: Op) -> Applied:
 def _land_tree(dirfd: int, name: str, absolute: str, op: Op, run: Run, inherited: bytes | None = None) -> None:
     """A tree of the command's made ready for the real tree (``xattrs.land``) before it moves: its top, and the
     entries in it the reader found carrying attributes to take away (``op.marked``; the rest have none)."""
-    if land(at(dirfd, name), carried=run.carried, inherited=inherited):
+    if _land(dirfd, name, run, (), inherited):
         run.marked.append(absolute)
     for path in op.marked:
         inner = path[len(op.path) + 1 :]
         with contextlib.suppress(Changed, OSError), parent(dirfd, f"{name}/{inner}") as (inner_dir, last):
             _unshared_symlink(inner_dir, last)
-            if land(at(inner_dir, last), carried=run.carried, inherited=inherited):
+            if _land(inner_dir, last, run, (), inherited):
                 run.marked.append(posixpath.join(absolute, inner))
+
+
+def _land(dirfd: int, name: str, run: Run, keep: Xattrs, inherited: bytes | None) -> bool:
+    """``xattrs.land`` once per inode: another name of one landed already (``ln d/m m2 && mv d d2``) carries the
+    project's own attributes under their real names by now, which landing it again would take away."""
+    st = lstat_at(name, dirfd)
+    if st is not None and not stat.S_ISDIR(st.st_mode) and st.st_nlink > 1:
+        if (st.st_dev, st.st_ino) in run.landed:
+            return any(n.startswith("user.overlay.") for n in attribute_names(dirfd, name))  # the escapes see it
+        run.landed.add((st.st_dev, st.st_ino))
+    return land(at(dirfd, name), keep, run.carried, inherited=inherited)
 
 
 def _unshared_symlink(dirfd: int, name: str) -> None:
@@ -169,7 +191,7 @@ def place(
             _land_tree(src_dir, name, absolute, op, run, inherited)
         else:
             keep = _kept_own(change, real, dst_dir, src_dir, name)
-            if land(at(src_dir, name), keep, run.carried, inherited=inherited):
+            if _land(src_dir, name, run, keep, inherited):
                 run.marked.append(absolute)
         if real is None:
             if change.action == "modify" or change.gone or left is not None:
