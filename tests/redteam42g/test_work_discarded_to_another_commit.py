@@ -81,3 +81,14 @@ def test_an_edit_of_a_file_with_uncommitted_work_is_not_asked(tmp_path: Path) ->
     _repo(copy)
     asks = _asks(copy, "echo more >> f.txt")
     assert not any("discards" in a for a in asks), asks
+
+
+def test_a_jobs_look_leaves_a_rewrite_of_uncommitted_work_for_the_jobs_end(tmp_path: Path) -> None:
+    # The attack (claim 6): a job's look judges an ordinary rewrite of a file with uncommitted work, then the job
+    # puts the file back to git's version (same size) before the look copies it: the discard would land unasked.
+    # Such a rewrite is judged by its content: a look (which applies all but these) leaves it for the job's end.
+    copy = Copy(tmp_path)
+    _repo(copy)
+    j = judge([copy.run("printf 'v2\\nhours of uncommitted worK\\n' > f.txt")], protection_for(POLICY), POLICY.effects,
+              [str(copy.root)])  # fmt: skip
+    assert not j.asks and (str(copy.root), "f.txt") in j.by_content, (j.asks, j.by_content)

@@ -164,8 +164,7 @@ def summary_line(
     if counts.created:
         parts.append(f"create {_n(counts.created, 'file')}{_under(made) if counts.created > 3 else ''}")
     # Every path whose mode changes is named (a directory made group-writable is as much a change as a file).
-    # Also where new content comes with it (``echo >> f && chmod 700 f``, a file of another mode renamed over it)
-    # or a directory is made again with another mode (``rm -r d && mkdir -m 700 d``).
+    # Also with new content (``echo >> f && chmod 700 f``), or a directory made again (``rm -r d && mkdir -m 700 d``).
     gone_dirs = {(s.root, c.path): c.mode for s in sets for c in s.changes if c.action == "delete" and c.kind == "dir"}
     remoded = [c for s in sets for c in s.changes if (s.root, c.path) not in skip and _remoded(c, gone_dirs.get(
         (s.root, c.path)))]  # fmt: skip
@@ -323,7 +322,9 @@ def judge(
             judgement.asks.append(f"It deletes or empties {_n(len(outside), 'file')} no git repository has a copy of: "
                                   f"{_list(outside)}.")  # fmt: skip
     if policy.ask_uncommitted and rewritten:
-        thrown = discarded(rewritten, _stashed(sets))
+        at_stake: list[tuple[str, str]] = []  # a job's look leaves them to its end (after _refuse: no _linked)
+        thrown = discarded(rewritten, _stashed(sets), at_stake)
+        judgement.by_content.update(at_stake)
         if thrown:
             judgement.asks.append(
                 f"It discards uncommitted changes to {_list(thrown)} (back to what git has; git reset --hard, "
@@ -394,8 +395,7 @@ def _modes(
             elif guarded and change.kind == "dir" and (remoded or (change.action == "create" and not
                                                                   _of_git(change, trees))):  # fmt: skip
                 judgement.refused[key] = f"{guarded}: a command may not make or re-mode it"
-            # Threat: ``chmod 777 .local`` — without the sticky bit anyone may then rename ``.local/bin`` away and
-            # put their own in its place.
+            # Threat: ``chmod 777 .local`` — without the sticky bit anyone may rename ``.local/bin`` away, put theirs.
             elif change.kind == "dir" and extra & _WRITABLE_BY_OTHERS and not change.mode & 0o1000 and (held := next(
                 (g for d in subdirectories(changes.root, change.path) if (g := _guarded(trees, replace(
                     change, path=d), protection, roots, lookups))), "")):  # fmt: skip

@@ -32,12 +32,16 @@ _DISCARD_HASH_BYTES = 64 << 20  # bytes hashed at most to recognise files put ba
 
 
 def discarded(
-    rewritten: Sequence[tuple[ChangeSet, Change]], stashed: frozenset[tuple[str, str]] = frozenset()
+    rewritten: Sequence[tuple[ChangeSet, Change]],
+    stashed: frozenset[tuple[str, str]] = frozenset(),
+    at_stake: list[tuple[str, str]] | None = None,
 ) -> list[str]:
     """Of the files overwritten, those that had changes git has no copy of (differing from the index) and now
     hold exactly the index's content: uncommitted work thrown away. Read from the index file itself. ``stashed``:
     (root, work tree) pairs whose ``git stash`` the command moved: there a file whose old content the command wrote
-    into the repository's objects (the stash took it: ``git stash push -- a.txt`` takes a.txt, not b.txt) is kept."""
+    into the repository's objects (the stash took it: ``git stash push -- a.txt`` takes a.txt, not b.txt) is kept.
+    ``at_stake`` (given) gets (root, path) of every file rewritten that had such changes: what its new content is
+    decides, so a running job's look leaves it for the job's end."""
     found: list[str] = []
     indexes: dict[str, tuple[str, dict[str, bytes]] | None] = {}
     budget = _DISCARD_HASH_BYTES
@@ -53,13 +57,17 @@ def discarded(
             continue
         budget -= change.size + change.old_size
         wide = blob is not None and len(blob) == 32  # a SHA-256 repository
+        old = blob_hash(posixpath.join(changes.root, change.path), changes.root, sha256=wide)
+        if old == blob:
+            continue  # nothing git has no copy of
+        if at_stake is not None:
+            at_stake.append((changes.root, change.path))
         new = blob_hash(posixpath.join(changes.upper, change.path), changes.upper, sha256=wide)
         # Put back to the index's content, or to any other version git has (``git reset --hard HEAD~1``,
         # ``git checkout HEAD~1 -- f``, ``git restore --source=…``, ``git checkout -f other``).
         if new is None or (new != blob and not has_object(work_tree, new)):
             continue
-        old = blob_hash(posixpath.join(changes.root, change.path), changes.root, sha256=wide)
-        if old != blob and not (old is not None and _stashed_object(changes, work_tree, old, stashed)):
+        if not (old is not None and _stashed_object(changes, work_tree, old, stashed)):
             found.append(change.path)
     return found
 
