@@ -28,12 +28,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 # The library of the interpreter running this (another build's, run with its own python).
-from mcp_server_guard import load_policy
-from mcp_server_guard.changes.apply import Applier
-from mcp_server_guard.changes.effects import judge
-from mcp_server_guard.changes.upper import read_upper
-from mcp_server_guard.files.history import HistoryStore
-from mcp_server_guard.protected import protection_for
+from mcp_server_guard import load_policy, protection_for
+from mcp_server_guard.changes import Applier, judge, read_upper
+from mcp_server_guard.files import HistoryStore
 
 GIT = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@x"}
 

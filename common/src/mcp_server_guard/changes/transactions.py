@@ -245,8 +245,9 @@ class Transactions:
         self._held: dict[str, Held] = {}
         self._lock = threading.Lock()
         self._remover = _Remover(self.discard)
-        # the project's own overlay attributes, shown as they are
+        # the project's own overlay attributes, shown as they are: the walk for them starts now (with the server)
         self.escapes = Escapes(area.overlays(), applier.history.directory / MARKS)
+        self.escapes.start()
 
     # -- reading and judging ---------------------------------------------------------------------
 

@@ -199,7 +199,6 @@ class ShellService(Generic[R]):
             self.transactions = Transactions(
                 area, Applier(writer.history), protection, config.policy.effects, display=config.jail.display_path
             )
-            self.transactions.escapes.start()  # the walk for the project's own overlay attributes, from now
         # ``copies_here``: a workspace-write session of this server would work on copies (a read-only one has none)
         copies = copies_here or (area is not None and "bwrap" in sandbox.label)
         writing = (
