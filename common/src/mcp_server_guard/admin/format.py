@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_server_guard.paths import readable
+from mcp_server_guard.paths import printable
 
 __all__ = ["format_entry"]
 
@@ -35,7 +35,7 @@ def format_entry(entry: dict[str, Any]) -> str:
         who += f" approved_by={entry['approved_by']}"
     why = f"  ({entry['reason']})" if entry.get("reason") else ""
     line = f"{entry.get('time', '?')[:23]}  {entry.get('server', '?'):<10} {outcome:<28} {size:>9} {duration}"
-    return readable(f"{line}{who}  {shown}{why}")
+    return printable(f"{line}{who}  {shown}{why}")  # one line: a newline the model or a client wrote shown as \n
 
 
 def _short(value: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from mcp_server_guard import audit
 from mcp_server_guard.changes.transactions import Settled
-from mcp_server_guard.paths import readable
+from mcp_server_guard.paths import printable, readable
 from mcp_server_guard.serving.server import ToolOutput
 from mcp_server_guard.shell.egress import Denied
 from mcp_server_guard.shell.output import Progress
@@ -283,8 +283,8 @@ def running_display(ctx: Context[Any, Any]) -> Progress | None:
         return None
 
     async def report(elapsed: float, output_bytes: int, last_line: str) -> None:
-        line = last_line.strip()
-        shown = f"; last line: {line[:200]}" if line else ""
+        line = printable(last_line.strip()[:200])  # a host shows it to the person: escapes shown, never obeyed
+        shown = f"; last line: {line}" if line else ""
         await ctx.report_progress(elapsed, None, f"running {elapsed:.1f}s, {output_bytes} bytes of output{shown}")
 
     return report
