@@ -454,8 +454,25 @@ def _drop(upper: str, rel: str) -> bool:
         finally:
             os.close(fd)
     except (OSError, Changed) as exc:
+        if _gone_above(upper, rel):
+            return True  # went with a directory above it, taken out before (a refused ``.vscode`` and its files)
         log.warning("could not take %s out of the command's tree: %s", rel, exc)
         return False
+
+
+def _gone_above(upper: str, rel: str) -> bool:
+    """Whether a directory above ``rel`` is no longer in the upper layer (looked at from the top, no link followed)."""
+    parts = rel.split("/")[:-1]
+    for depth in range(1, len(parts) + 1):
+        try:
+            st = os.lstat(os.path.join(upper, *parts[:depth]))
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        if not stat.S_ISDIR(st.st_mode):
+            return False
+    return False
 
 
 Done = dict[int, tuple[list[Applied], list[Conflict]]]
