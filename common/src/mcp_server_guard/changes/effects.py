@@ -41,7 +41,7 @@ from mcp_server_guard.changes.git_verdicts import (
     git_verdict,
     pointer_verdict,
 )
-from mcp_server_guard.changes.nofollow import default_acl_above, lstat_beneath, subdirectories
+from mcp_server_guard.changes.nofollow import default_acl_above, entries_below, lstat_beneath
 from mcp_server_guard.changes.xattrs import acl_mode
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.git_dirs import global_relative_hooks
@@ -395,10 +395,10 @@ def _modes(
             elif guarded and change.kind == "dir" and (remoded or (change.action == "create" and not
                                                                   _of_git(change, trees))):  # fmt: skip
                 judgement.refused[key] = f"{guarded}: a command may not make or re-mode it"
-            # Threat: ``chmod 777 .local`` — without the sticky bit anyone may rename ``.local/bin`` away, put theirs.
+            # Threat: ``chmod 777 ~``: without the sticky bit anyone may move ``.bashrc`` away and put theirs.
             elif change.kind == "dir" and extra & _WRITABLE_BY_OTHERS and not change.mode & 0o1000 and (held := next(
-                (g for d in subdirectories(changes.root, change.path) if (g := _guarded(trees, replace(
-                    change, path=d), protection, roots, lookups))), "")):  # fmt: skip
+                (g for d, kind in entries_below(changes.root, change.path) if (g := _guarded(trees, replace(
+                    change, path=d, kind=kind), protection, roots, lookups))), "")):  # fmt: skip
                 judgement.refused[key] = f"it would make {change.path}/ writable by others, and it holds {held}"
             elif extra & _SET_ID:
                 asks.append(f"sets the setgid or setuid bit of the directory {shown}")

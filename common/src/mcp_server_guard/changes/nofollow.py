@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Collection, Iterator
 
 from mcp_server_guard import linux
-from mcp_server_guard.changes.changeset import MAX_ENTRIES, TooDeep, walk_real
+from mcp_server_guard.changes.changeset import MAX_ENTRIES, Kind, TooDeep, walk_real
 from mcp_server_guard.files import openat2 as _openat2
 from mcp_server_guard.files.treelock import flock_until
 
@@ -180,25 +180,39 @@ def lstat_beneath(root: str, rel: str) -> os.stat_result | None:
         os.close(fd)
 
 
-def subdirectories(root: str, rel: str, limit: int = 10_000) -> list[str]:
-    """The root-relative paths of the directories directly in the directory ``rel`` beneath ``root`` now (reached
-    with no link followed; the first ``limit`` entries looked at); none when it cannot be reached so."""
+def entries_below(root: str, rel: str, limit: int = 5_000) -> Iterator[tuple[str, Kind]]:
+    """The root-relative paths of the files and directories below the directory ``rel`` beneath ``root`` now, with
+    their kinds, nearest first (reached with no link followed; ``limit`` entries at most)."""
     try:
         base = os.open(root, DIR)
     except OSError:
-        return []
+        return
     try:
-        fd = open_dir(base, "" if rel in (".", "") else rel)
-        try:
-            with os.scandir(fd) as entries:
-                names = [e.name for _, e in zip(range(limit), entries, strict=False) if e.is_dir(follow_symlinks=False)]
-        finally:
-            os.close(fd)
-    except (OSError, Changed):
-        return []
+        todo = ["" if rel in (".", "") else rel]
+        while todo and limit > 0:
+            directory = todo.pop(0)
+            try:
+                fd = open_dir(base, directory)
+            except (OSError, Changed):
+                continue
+            try:
+                with os.scandir(fd) as entries:
+                    found = [(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
+                             for _, e in zip(range(limit), entries, strict=False)]  # fmt: skip
+            except OSError:
+                found = []
+            finally:
+                os.close(fd)
+            limit -= len(found)
+            for name, is_dir, is_file in found:
+                path = posixpath.join(directory, name) if directory else name
+                if is_dir:
+                    todo.append(path)
+                    yield path, "dir"
+                elif is_file:
+                    yield path, "file"
     finally:
         os.close(base)
-    return [posixpath.join(rel, name) if rel not in (".", "") else name for name in names]
 
 
 @contextlib.contextmanager
