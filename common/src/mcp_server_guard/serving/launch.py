@@ -26,7 +26,7 @@ import typer
 from mcp_server_guard import registry
 from mcp_server_guard.audit import AuditLog, default_audit_path, default_state_path, state_dirs
 from mcp_server_guard.files.jail import Jail, SymlinkMode
-from mcp_server_guard.paths import printable, real_within_any
+from mcp_server_guard.paths import printable, real_within_any, within
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.serving import deadline
 from mcp_server_guard.serving.config import Mode, ServerConfig
@@ -264,7 +264,10 @@ def _register(server: GuardedServer) -> None:
     """This server in the user's registry: its state directories hidden from every server's commands, its roots
     known to every server that starts later."""
     writes = server.config.name in ("file_write", "shell_exec") and server.config.mode is not Mode.READ_ONLY
-    registration = registry.register([r.path for r in server.jail.allowed], _STATE, writes=writes)
+    # The whole state directory its default paths lie in, too: its start-up records, locks and output spools are
+    # as much its own (a server with another XDG_STATE_HOME must not show them to its commands).
+    whole = [d for d in state_dirs() if any(within(str(p), str(d)) for p in _STATE)]
+    registration = registry.register([r.path for r in server.jail.allowed], [*_STATE, *whole], writes=writes)
     if registration is not None:
         server.cleanups.append(registration.close)
 
