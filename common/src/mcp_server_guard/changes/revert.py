@@ -363,9 +363,13 @@ def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
                             stays=run.stays(group, absolute))]  # fmt: skip
         files = not stat.S_ISDIR(real.st_mode) and before_kind != "tree"
         staying = run.stays(real, absolute)
+        # A tree kept whole keeps its files with a name outside it as copies, as a deletion's does (the redo makes
+        # each a name of that file again: ``_relink``).
+        linked: list[tuple[str, int, int]] = []
+        counted = unchanged(dirfd, name, real, now_ns() + 1, linked=linked) if stat.S_ISDIR(real.st_mode) else (0, 0)
         with held(dirfd, name, real):
             entry = history.keep(dirfd, name, absolute, run.audit_id, move=not files, entry_id=op.entry,
-                                 durable=False)  # fmt: skip
+                                 durable=False, tree=counted, links=linked or None)  # fmt: skip
             kind = _bring_back(history, op, root, dirfd, name, run, replace=files, absolute=absolute)
         placed = lstat_at(name, dirfd)
     group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
