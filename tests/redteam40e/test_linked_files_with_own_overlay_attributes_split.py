@@ -26,12 +26,10 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from support.boxed import run
-from support.differential import differential
+from support.differential import differential, one_call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
@@ -68,10 +66,5 @@ async def test_a_marked_linked_file_stays_one_file_first_call(workspace: Path, c
 
 @pytest.mark.parametrize("command", COMMANDS[:1])
 async def test_a_marked_linked_file_stays_one_file_later_call(workspace: Path, command: str) -> None:
-    box = workspace / "p"
-
-    async def warm(client: Any) -> None:
-        await run(client, "touch /tmp/x", cwd=str(box))
-
-    problems, _out = await differential(workspace, linked_marked, command, warmup=warm)
+    problems, _out = await differential(workspace, linked_marked, command, warmup=one_call)
     assert not problems, "\n".join(problems)

@@ -35,12 +35,10 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from support.boxed import run
-from support.differential import differential
+from support.differential import differential, one_call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
@@ -79,12 +77,7 @@ async def test_an_own_overlay_attribute_removed_goes_as_natively_first_call(work
 
 @pytest.mark.parametrize("command", COMMANDS[3:4])
 async def test_an_own_overlay_attribute_removed_goes_as_natively_later_call(workspace: Path, command: str) -> None:
-    box = workspace / "p"
-
-    async def warm(client: Any) -> None:
-        await run(client, "touch /tmp/x", cwd=str(box))
-
-    problems, _out = await differential(workspace, marked, command, warmup=warm)
+    problems, _out = await differential(workspace, marked, command, warmup=one_call)
     assert not problems, "\n".join(problems)
 
 
@@ -104,10 +97,5 @@ async def test_the_renamed_over_mark_goes_as_natively_first_call(workspace: Path
 
 @pytest.mark.parametrize("command", RENAMES[:1])
 async def test_the_renamed_over_mark_goes_as_natively_later_call(workspace: Path, command: str) -> None:
-    box = workspace / "p"
-
-    async def warm(client: Any) -> None:
-        await run(client, "touch /tmp/x", cwd=str(box))
-
-    problems, _out = await differential(workspace, marked, command, warmup=warm)
+    problems, _out = await differential(workspace, marked, command, warmup=one_call)
     assert not problems, "\n".join(problems)

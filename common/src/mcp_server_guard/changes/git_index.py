@@ -90,14 +90,11 @@ def has_object(work_tree: str, object_id: bytes) -> bool:
         objects: list[int] = []
         with contextlib.suppress(OSError):
             objects.append(os.open("objects", _DIR, dir_fd=git))
-        with contextlib.suppress(OSError, ValueError):
-            common_fd = os.open("commondir", _FILE, dir_fd=git)
-            try:
-                common = os.pread(common_fd, 4096, 0).decode("utf-8", "surrogateescape").strip()
-            finally:
-                os.close(common_fd)
-            objects.append(os.open(posixpath.join(common, "objects"), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC,
-                                   dir_fd=git))  # fmt: skip
+        common = _common_dir(git)
+        with contextlib.suppress(OSError):
+            if common is not None:
+                objects.append(os.open(posixpath.join(common, "objects"), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC,
+                                       dir_fd=git))  # fmt: skip
         try:
             return any(_in_objects(o, object_id) for o in objects)
         finally:
@@ -289,16 +286,26 @@ def _read_index(git_dir: int) -> dict[str, bytes]:
     return out
 
 
+def _common_dir(git_dir: int) -> str | None:
+    """The common dir a linked work tree's git dir names (its ``commondir`` file, relative to it), or None."""
+    try:
+        fd = os.open("commondir", _FILE, dir_fd=git_dir)
+    except OSError:
+        return None
+    try:
+        return os.pread(fd, 4096, 0).decode("utf-8", "surrogateescape").strip()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _sha256(git_dir: int) -> bool:
     """Whether the repository's objects are named by SHA-256 (``extensions.objectFormat = sha256`` in its config, or
     in the config of the common dir a linked work tree's git dir names)."""
     configs: list[tuple[int, str]] = [(git_dir, "config")]
-    with contextlib.suppress(OSError, ValueError):
-        fd = os.open("commondir", _FILE, dir_fd=git_dir)
-        try:
-            common = os.pread(fd, 4096, 0).decode("utf-8", "surrogateescape").strip()
-        finally:
-            os.close(fd)
+    common = _common_dir(git_dir)
+    if common is not None:
         configs.append((git_dir, posixpath.join(common, "config")))
     for base, name in configs:
         with contextlib.suppress(OSError):
