@@ -28,7 +28,7 @@ EXPORTED = {
     "mcp_server_guard.serving": [
         "MAX_MESSAGE_BYTES", "ClientRoots", "GuardedServer", "HistoryDirOpt", "ServerConfig", "ToolInput",
         "ToolOutput", "build_config", "register_tool", "resolve_history_dir", "run_app", "serve_stdio", "server_cli",
-        "usage_error", "Mode", "command_target", "run_console", "state_hidden", "state_in_use",
+        "usage_error", "Mode", "command_target", "run_console", "state_hidden", "state_in_use", "Tools", "ToolSpec",
     ],
     "mcp_server_guard.files": [
         "HistoryEntry", "HistoryError", "HistoryStore", "Jail", "Located", "Page", "Sniffed",

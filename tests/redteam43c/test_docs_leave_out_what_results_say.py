@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mcp_server_guard.serving.server import ToolOutput
+from mcp_server_guard.serving.tools import ToolOutput
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from mcp_server_guard.policy import NetworkRules, Policy, PolicyError, load_policy
     from mcp_server_guard.protected import protection_for
     from mcp_server_guard.serving.config import ServerConfig
-    from mcp_server_guard.serving.server import GuardedServer, ToolInput, ToolOutput, register_tool
+    from mcp_server_guard.serving.server import GuardedServer, register_tool
+    from mcp_server_guard.serving.tools import ToolInput, ToolOutput
 
 # Exported names resolve on first use: importing the package (the in-box supervisor does, with no
 # site-packages at all) must not import the MCP SDK and pydantic.
@@ -59,8 +60,8 @@ _EXPORTS = {
     "ServerConfig": "serving.config",
     "SymlinkMode": "files.jail",
     "HostError": "errors",
-    "ToolInput": "serving.server",
-    "ToolOutput": "serving.server",
+    "ToolInput": "serving.tools",
+    "ToolOutput": "serving.tools",
     "load_policy": "policy",
     "note": "audit",
     "register_tool": "serving.server",

@@ -90,18 +90,22 @@ class GuardError(Exception):
             example=self.example,
         )
 
-    def to_result(self, facts: Mapping[str, Any] | None = None) -> CallToolResult:
-        """The isError result; ``facts`` (auditId, policyDecision, mode) join the payload and the last line."""
-        from mcp.types import CallToolResult, TextContent  # noqa: PLC0415 - only a server answers, with the SDK loaded
-
+    def result(self, facts: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The isError result as the wire carries it; ``facts`` (auditId, policyDecision, mode) join the payload
+        and the last line."""
         payload = self.payload
         text = f"{payload.code} ({payload.category.value}): {payload.message}\nSuggestion: {payload.suggestion}"
         data = payload.model_dump(mode="json", exclude_none=True)
         if facts:
             data.update(facts)
             text += "\n" + facts_line(facts)
-        meta: dict[str, Any] = {ERROR_META_KEY: data}
-        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True, _meta=meta)
+        return {"_meta": {ERROR_META_KEY: data}, "content": [{"type": "text", "text": text}], "isError": True}
+
+    def to_result(self, facts: Mapping[str, Any] | None = None) -> CallToolResult:
+        """``result`` as the SDK's model."""
+        from mcp.types import CallToolResult  # noqa: PLC0415 - only a server answers, with the SDK loaded
+
+        return CallToolResult.model_validate(self.result(facts))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.code!r}, {self.message!r})"

@@ -21,27 +21,23 @@ if TYPE_CHECKING:
         state_in_use,
         usage_error,
     )
-    from mcp_server_guard.serving.server import (
-        ClientRoots,
-        GuardedServer,
-        ToolInput,
-        ToolOutput,
-        command_target,
-        register_tool,
-    )
+    from mcp_server_guard.serving.server import ClientRoots, GuardedServer, register_tool
     from mcp_server_guard.serving.stdio import MAX_MESSAGE_BYTES, serve_stdio
+    from mcp_server_guard.serving.tools import ToolInput, ToolOutput, Tools, ToolSpec, command_target
 
 _EXPORTS = {
     "run_console": "front",
-    "command_target": "server",
+    "command_target": "tools",
     "Mode": "config",
     "ClientRoots": "server",
     "GuardedServer": "server",
     "HistoryDirOpt": "launch",
     "MAX_MESSAGE_BYTES": "stdio",
     "ServerConfig": "config",
-    "ToolInput": "server",
-    "ToolOutput": "server",
+    "ToolInput": "tools",
+    "ToolOutput": "tools",
+    "Tools": "tools",
+    "ToolSpec": "tools",
     "build_config": "launch",
     "register_tool": "server",
     "resolve_history_dir": "launch",
@@ -63,6 +59,8 @@ __all__ = [
     "ServerConfig",
     "ToolInput",
     "ToolOutput",
+    "ToolSpec",
+    "Tools",
     "build_config",
     "command_target",
     "register_tool",

@@ -37,15 +37,24 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_server_guard.paths import state_dir
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from mcp_server_guard.serving.tools import Tools
 
 log = logging.getLogger("mcp_server_guard.front")
 
 ANSWERED = ("initialize", "tools/list", "ping")
 _LIMIT = 1 << 20  # a record larger than this is not kept (or read)
 _LINE_LIMIT = 1 << 16  # a line longer than this is left to the real transport (read no further)
+# With no call from the client this long after the tools are built, the SDK loads anyway (a later call then finds
+# the real server ready).
+_SDK_WAIT_S = 1.0
+_TOOLS_WAIT_S = 30.0  # a call waits this long for the main thread to build the tools (then the SDK's way)
 _PACKAGES = ("mcp_server_guard", "mcp", "mcp_types", "pydantic", "pydantic_core")
 _ROOT_FLAGS = ("--launch-dir", "--allow-path")
 _ROOTS, _LAUNCH = "\x00roots\x00", "\x00launch\x00"  # a path never holds NUL: no real text is taken for them
@@ -128,12 +137,13 @@ def _template(records: dict[str, Any], argv: list[str]) -> dict[str, Any] | None
 @dataclass
 class HandOver:
     """What the front read (every byte, in order), whether stdin ended, and the lines it answered, in order,
-    each with the answer it gave (the real server sees them under private ids: its answers never reach the
-    client, whatever ids the client reuses later)."""
+    each with the answer it gave and whether the real server must see it too: the handshake, under private ids
+    (its answers never reach the client, whatever ids the client reuses later); a tool call the front ran is
+    never run again."""
 
     data: bytes = b""
     eof: bool = False
-    answered: list[tuple[bytes, Any]] = field(default_factory=list)
+    answered: list[tuple[bytes, Any, bool]] = field(default_factory=list)
 
 
 def _code_stamp(server_package: str) -> list[Any]:
@@ -224,7 +234,9 @@ def _read_records(path: Path) -> dict[str, Any]:
 
 
 class Front:
-    """Answers the first requests from the records of an earlier start, on a thread, until ``hand_over``."""
+    """Answers the first requests from the records of an earlier start, on a thread, until ``hand_over``; and,
+    once the server's tools are built (``take_calls``), the calls of those that need nothing from the session,
+    before the SDK has loaded (``tools.early_call``)."""
 
     def __init__(self, server_package: str, argv: list[str], wire_in: int = 0, wire_out: int = 1) -> None:
         self.key = record_key(server_package, argv)
@@ -236,13 +248,31 @@ class Front:
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC)
         self._got = HandOver()
         self._handshake = ""  # the request key of the initialize answered, "" before
+        self._client: dict[str, Any] = {}  # the params of the initialize answered
         self._answering = bool(self.records)
+        self._tools: Tools | None = None
+        self._tools_known = threading.Event()  # set by take_calls (with the tools, or None: no calls here)
+        self._sdk_wanted = threading.Event()  # a call answered, or the front is done: the SDK may load now
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._thread = threading.Thread(target=self._run, name="mcp-guard-front", daemon=True)
 
     def start(self) -> Front:
         if self._answering:
             self._thread.start()
+        else:
+            self._sdk_wanted.set()
         return self
+
+    def take_calls(self, tools: Tools | None) -> None:
+        """The server's tools, built without the SDK (None: this server takes no call before the SDK loads)."""
+        self._tools = tools
+        self._tools_known.set()
+
+    def wait_for_sdk(self, bound: float) -> None:
+        """Wait until the SDK is needed: a call was answered (the SDK then loads while the front goes on), the
+        front is done, or ``bound`` seconds passed. The real server is built even when the client has left: it
+        still sees the handshake, and a record that no longer matches its answers is replaced."""
+        self._sdk_wanted.wait(bound)
 
     def _run(self) -> None:
         data, buffer = bytearray(), b""
@@ -266,6 +296,9 @@ class Front:
             self._answering = False
         finally:
             self._got.data = bytes(data)
+            if self._loop is not None:
+                self._loop.close()
+            self._sdk_wanted.set()
 
     def _answer(self, line: bytes) -> bool:
         """Answer ``line`` from the records; False when it cannot (the real server takes it and what follows).
@@ -284,10 +317,16 @@ class Front:
             return False
         if method == "notifications/initialized" and "id" not in message and self._handshake:
             return True
-        if method not in ANSWERED or not isinstance(rid, str | int) or isinstance(rid, bool) or rid in self._ids:
+        if not isinstance(rid, str | int) or isinstance(rid, bool) or rid in self._ids:
             return False
-        if method == "ping":
-            result: Any = {}
+        if method == "tools/call":
+            result = self._call(params)
+            if result is None:
+                return False
+        elif method not in ANSWERED:
+            return False
+        elif method == "ping":
+            result = {}
         else:
             if (method == "initialize") == bool(self._handshake):
                 return False  # a second handshake, or tools/list before one
@@ -296,14 +335,44 @@ class Front:
             if not isinstance(result, dict):
                 return False
             if method == "initialize":
-                self._handshake = key
+                self._handshake, self._client = key, params
         os.write(self._out, json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode() + b"\n")
         self._ids.add(rid)
-        self._got.answered.append((line, result))
+        self._got.answered.append((line, result, method != "tools/call"))
+        if method == "tools/call":
+            self._sdk_wanted.set()
         return True
 
+    def _call(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        """A call's result from the server's tools, or None when the real server must take it: no handshake yet, a
+        tool that needs the session, or a client that declared roots (they narrow the jail; fetching them is a
+        request to the client, which only the real server makes)."""
+        from mcp_server_guard.serving.tools import client_name, early_call  # noqa: PLC0415 - pydantic, once needed
+
+        name, arguments = params.get("name"), params.get("arguments", {})
+        if not self._handshake or not set(params) <= {"name", "arguments", "_meta"}:
+            return None
+        capabilities = self._client.get("capabilities")
+        if not isinstance(capabilities, dict) or "roots" in capabilities:
+            return None
+        if not isinstance(name, str) or not isinstance(arguments, dict):
+            return None
+        self._tools_known.wait(_TOOLS_WAIT_S)  # the main thread is building them
+        tools = self._tools
+        if tools is None or name not in tools.specs:
+            return None
+        if self._loop is None:
+            import asyncio  # noqa: PLC0415 - not before a call needs it (a tenth of the first answer's time)
+
+            self._loop = asyncio.new_event_loop()
+        actor = client_name(self._client.get("clientInfo"))
+        result = self._loop.run_until_complete(early_call(tools, name, arguments, actor))
+        log.debug("tools/call of %s answered before the SDK loaded", name)
+        return result
+
     def hand_over(self) -> HandOver:
-        """Stop answering; everything read so far, for the real transport."""
+        """Stop answering (after the call under way, if any); everything read so far, for the real transport."""
+        self._tools_known.set()
         if self._thread.is_alive():
             os.write(self._wake_w, b"x")
             self._thread.join()
@@ -335,15 +404,28 @@ def start_front(server_package: str, argv: list[str] | None = None) -> None:
         _running = None
 
 
-def run_console(server_package: str, argv: Sequence[str] | None = None) -> None:
-    """A server's console script: the front first (nothing heavy before it), then the MCP SDK with its client
-    deferred (a server never uses it: a fifth of start-up time), then the server's own command line."""
+def run_console(server_package: str, argv: Sequence[str] | None = None, *, sdk_first: bool = False) -> None:
+    """A server's console script: the front first (nothing heavy before it), the MCP SDK's client deferred (a
+    server never uses it: a fifth of start-up time), then the server's own command line, which loads the SDK
+    once the front no longer answers alone (``early_calls``) — or first, with ``sdk_first``, for a server whose
+    command line needs it."""
     start_front(server_package, None if argv is None else list(argv))
     from mcp_server_guard.serving.sdk import defer_sdk_client, import_sdk  # noqa: PLC0415 - after the front started
 
     defer_sdk_client()
-    import_sdk()
+    if sdk_first:
+        import_sdk()
     importlib.import_module(f"{server_package}.cli").main(argv)
+
+
+def early_calls(tools: Tools | None) -> None:
+    """The server's tools, built without the SDK, to the front (None: it takes no call), then wait until the SDK
+    is needed (see ``Front.wait_for_sdk``)."""
+    front = _running
+    if front is not None:
+        front.take_calls(tools)
+        if tools is not None:
+            front.wait_for_sdk(_SDK_WAIT_S)
 
 
 def take_front() -> tuple[Front | None, HandOver | None]:

@@ -30,6 +30,9 @@ from mcp_server_guard.paths import printable, real_within_any, within
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.serving import deadline
 from mcp_server_guard.serving.config import Mode, ServerConfig
+from mcp_server_guard.serving.front import early_calls
+from mcp_server_guard.serving.sdk import import_sdk
+from mcp_server_guard.serving.tools import Tools
 
 if TYPE_CHECKING:
     from mcp_server_guard.serving.server import GuardedServer
@@ -260,7 +263,7 @@ def state_hidden(path: Path) -> None:
     _STATE.append(path)
 
 
-def _register(server: GuardedServer) -> None:
+def _register(server: Tools) -> None:
     """This server in the user's registry: its state directories hidden from every server's commands, its roots
     known to every server that starts later."""
     writes = server.config.name in ("file_write", "shell_exec") and server.config.mode is not Mode.READ_ONLY
@@ -278,7 +281,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 _RELEASE_LOCK = threading.Lock()
 
 
-def _release(server: GuardedServer, wait: float = -1, *, kills_only: bool = False) -> None:
+def _release(server: Tools, wait: float = -1, *, kills_only: bool = False) -> None:
     """Run what the server registered to end what runs (``kills``: every command, the box), then — unless
     ``kills_only`` — its clean-ups, once each, in order; one that fails does not stop the others. ``wait``: at most
     this long for another thread's run of them (the exit watchdog's, or the orderly exit's), -1 for as long as it
@@ -299,7 +302,7 @@ def _release(server: GuardedServer, wait: float = -1, *, kills_only: bool = Fals
         _RELEASE_LOCK.release()
 
 
-def _terminate(server: GuardedServer, signum: int, _frame: object) -> None:
+def _terminate(server: Tools, signum: int, _frame: object) -> None:
     # A stop signal outside the event loop (start-up, clean-up), where no call is pending.
     _release(server, deadline.CLEANUP_BOUND_S)
     os._exit(128 + signum)
@@ -317,11 +320,11 @@ def serve(server: GuardedServer) -> None:
     error, exit 128+N); either way kill whatever commands still run."""
     from mcp_server_guard.serving.stdio import serve_stdio  # noqa: PLC0415 - the SDK, only to serve
 
-    terminate = partial(_terminate, server)
+    terminate = partial(_terminate, server.tools)
     for sig in STOP_SIGNALS:
         signal.signal(sig, terminate)
     # Once the session ends (EOF, a stop signal), the process ends within seconds, whatever a call is doing.
-    deadline.watch(partial(_release, server, deadline.CLEANUP_BOUND_S, kills_only=True))
+    deadline.watch(partial(_release, server.tools, deadline.CLEANUP_BOUND_S, kills_only=True))
     stopped_by: signal.Signals | None = None
     try:
         stopped_by = anyio.run(
@@ -332,7 +335,7 @@ def serve(server: GuardedServer) -> None:
     finally:
         for sig in STOP_SIGNALS:  # the event loop's handlers are gone with it
             signal.signal(sig, terminate)
-        _release(server)
+        _release(server.tools)
         server.jail.close()
         server.audit.close()
     if stopped_by is not None:
@@ -363,8 +366,11 @@ class ServerMain(Protocol):
 
 def server_cli(
     *, prog: str, name: str, distribution: str | None = None
-) -> Callable[[Callable[..., GuardedServer]], ServerMain]:
-    """Turn ``build(config, **own_options) -> GuardedServer`` into a server's ``main(argv)``.
+) -> Callable[[Callable[..., GuardedServer | Tools]], ServerMain]:
+    """Turn ``build(config, **own_options) -> GuardedServer | Tools`` into a server's ``main(argv)``.
+
+    A server whose ``build`` returns its ``Tools`` (built without the SDK) lets the start-up front answer calls
+    with them while the SDK is not loaded yet (``front.early_calls``); the SDK's server is built around them after.
 
     The shared flags (--allow-path, --symlinks, --mode, --policy, --audit-log, --log-level, --version) are
     declared once, here; a server adds its own options as keyword parameters of ``build`` (typer
@@ -394,7 +400,7 @@ def server_cli(
     ]
     shared_names = {p.name for p in shared}
 
-    def decorate(build: Callable[..., GuardedServer]) -> ServerMain:
+    def decorate(build: Callable[..., GuardedServer | Tools]) -> ServerMain:
         own = [
             p.replace(kind=kw)
             for p in inspect.signature(build, eval_str=True).parameters.values()
@@ -405,9 +411,18 @@ def server_cli(
             values = {k: kwargs.pop(k) for k in list(kwargs) if k in shared_names}
             values.pop("version", None)
             config = build_config(prog=prog, name=name, distribution=dist, **values)
-            server = build(config, **kwargs)
-            _register(server)
-            serve(server)
+            built = build(config, **kwargs)
+            if not isinstance(built, Tools):
+                early_calls(None)
+                _register(built.tools)
+                serve(built)
+                return
+            _register(built)
+            early_calls(built)
+            import_sdk()
+            from mcp_server_guard.serving.server import GuardedServer  # noqa: PLC0415 - the SDK, only now
+
+            serve(GuardedServer.serving(built))
 
         params = shared + own
         command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]

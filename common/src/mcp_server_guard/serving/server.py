@@ -17,16 +17,13 @@ from __future__ import annotations
 
 import contextvars
 import inspect
-import json
 import logging
 import math
-import shlex
 import sys
 import typing
 import warnings
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 from urllib.parse import unquote, urlparse
 
@@ -41,27 +38,26 @@ from mcp.types import (
     CallToolResult,
     InitializeRequestParams,
     ListRootsResult,
-    ResourceLink,
     TextContent,
     ToolAnnotations,
 )
 from mcp.types import Tool as MCPTool
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
-from mcp_server_guard import audit
 from mcp_server_guard.audit import AuditRecord
-from mcp_server_guard.errors import (
-    ERROR_META_KEY,
-    Category,
-    GuardError,
-    HostError,
-    ParamError,
-    SecurityError,
-    facts_line,
-)
-from mcp_server_guard.serving.calls import example_call, flat_schema, normalize_arguments
+from mcp_server_guard.errors import ERROR_META_KEY, GuardError, HostError, ParamError, SecurityError
 from mcp_server_guard.serving.config import Mode, ServerConfig
 from mcp_server_guard.serving.front import where_line
+from mcp_server_guard.serving.tools import (
+    ToolInput,
+    ToolOutput,
+    Tools,
+    ToolSpec,
+    client_name,
+    decision_of,
+    path_target,
+    validation_refusal,
+)
 
 log = logging.getLogger("mcp_server_guard")
 # The bound on what a call asks the client before its tool runs (see GuardedServer._asking_bounded).
@@ -69,57 +65,6 @@ _QUESTION_SCOPE: contextvars.ContextVar[anyio.CancelScope] = contextvars.Context
 
 # Roots are deprecated in the 2026-07-28 protocol but still the only way a client can narrow us.
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-
-
-class ToolInput(BaseModel):
-    """Base of tool input models (camelCase field names are the wire names)."""
-
-    model_config = ConfigDict(populate_by_name=True)
-
-
-# The agent CLI's contract: on every result, after the tool's own fields.
-CONTRACT_FIELDS = ("auditId", "policyDecision", "mode", "timeoutSeconds")
-
-
-class ToolOutput(BaseModel):
-    """Base of tool output models; ``to_text`` is the text block old clients read (the facts line follows it)."""
-
-    auditId: str = Field(
-        default="", description="Id of this call's audit record (`mcp-guard audit` shows it as id=...)."
-    )
-    policyDecision: str = Field(
-        default="allow",
-        description="Who decided, and what: allow (the policy); ask-approved or ask-declined (a person said yes "
-        "or no, to the command or to its changes); approved-session (the person's grant earlier this session); "
-        "ask-unavailable (a person had to be asked and could not be); deny (a guard or rule refused); error (a "
-        "failure that is no policy decision).",
-    )
-    mode: str = Field(
-        default="", description="The server's permission mode: read-only, workspace-write or full-access."
-    )
-    timeoutSeconds: float = Field(
-        default=0.0,
-        description="The timeout in force for this call, in seconds; 0 when the tool has none (file_read, file_write).",
-    )
-
-    def to_text(self) -> str:
-        return self.model_dump_json(by_alias=True)
-
-    def structured(self) -> dict[str, Any]:
-        """The structured result: the tool's own fields, then the contract's; absent, not null, for a field with
-        nothing to say (the published schema has one type per field)."""
-        data = self.model_dump(mode="json", by_alias=True, exclude_none=True)
-        return {k: v for k, v in data.items() if k not in CONTRACT_FIELDS} | {
-            k: data[k] for k in CONTRACT_FIELDS if k in data
-        }
-
-    def links(self) -> list[ResourceLink]:
-        """Resource links to put after the text block (e.g. the full output of a cut result)."""
-        return []
-
-    def facts(self) -> dict[str, Any]:
-        """What the text block's last line shows."""
-        return {name: getattr(self, name) for name in CONTRACT_FIELDS}
 
 
 InT = TypeVar("InT", bound=ToolInput)
@@ -147,10 +92,7 @@ ClientRoots = Annotated[ListRootsResult | None, Resolve(_roots_resolver)]
 
 def _client_name(params: InitializeRequestParams | None) -> str | None:
     """The audit record's actor: the client's name and version from initialize."""
-    if params is None:
-        return None
-    info = params.client_info
-    return f"{info.name}/{info.version}" if info.version else info.name
+    return None if params is None else client_name(params.client_info.model_dump())
 
 
 def _root_paths(result: ListRootsResult) -> list[str]:
@@ -188,67 +130,11 @@ def _as_guard_error(exc: ToolError | GuardError, tool: str) -> GuardError:
         if isinstance(cause, GuardError):
             return cause
         if isinstance(cause, ValidationError):
-            first = cause.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "arguments"
-            more = f" (and {cause.error_count() - 1} more problems)" if cause.error_count() > 1 else ""
-            return ParamError(
-                "INVALID_ARGUMENT",
-                f"Invalid argument '{where}': {first['msg']}{more}.",
-                f"Call {tool} with arguments that match its input schema.",
-            )
+            return validation_refusal(cause, tool)
         cause = cause.__cause__
     if str(exc).startswith("Unknown tool"):
         return ParamError("UNKNOWN_TOOL", str(exc), "Call tools/list to see the tool this server offers.")
     return HostError("INTERNAL_ERROR", f"{tool} failed unexpectedly.", "Try again; if it persists, report it.")
-
-
-@dataclass(frozen=True)
-class ToolShape:
-    """What the server publishes and checks for one tool."""
-
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any]
-    action: str  # read, write, exec (the audit record's action)
-    target: Callable[[Mapping[str, Any]], str | None]  # the audit record's target, from the arguments
-    paths: Mapping[str, str]  # path arguments and what they name ("file", "dir", "new"), for suggestions
-    implied: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # see calls.normalize_arguments
-
-
-def path_target(arguments: Mapping[str, Any]) -> str | None:
-    path = arguments.get("path")
-    return path if isinstance(path, str) else None
-
-
-def command_target(arguments: Mapping[str, Any]) -> str | None:
-    if arguments.get("listJobs") is True:
-        return "jobs: list"
-    for key, verb in (("applyChanges", "apply"), ("dropChanges", "drop")):
-        held = arguments.get(key)
-        if isinstance(held, str) and held:
-            return f"changes {held}: {verb}"
-    job = arguments.get("jobId")
-    if isinstance(job, str) and job:
-        signal = arguments.get("signal")
-        return f"job {job}: " + (f"stop ({signal})" if isinstance(signal, str) and signal else "look")
-    command = arguments.get("command")
-    if not isinstance(command, str):
-        return None
-    args = arguments.get("args")
-    return f"{command} {shlex.join(map(str, args))}" if isinstance(args, list) and args else command
-
-
-def _policy_result(result: CallToolResult, decision: str) -> str:
-    """The policy decision of a refused call: a guard's refusal is deny (or the ask's own outcome); any other
-    failure (bad arguments, a missing file, a crash) is error: the policy did not refuse it."""
-    payload = (result.meta or {}).get(ERROR_META_KEY)
-    category = payload.get("category") if isinstance(payload, dict) else None
-    if decision in ("ask-declined", "ask-unavailable"):
-        return decision
-    return "deny" if category == Category.SECURITY.value else "error"
-
-
-# Refusals about a path that missed: worth looking for the path the caller meant.
-_PATH_CODES = frozenset({"NOT_FOUND", "PATH_OUTSIDE_JAIL", "NOT_A_DIRECTORY", "INVALID_PATH", "IS_DIRECTORY"})
 
 
 @contextmanager
@@ -271,7 +157,7 @@ def _rich_left_unloaded() -> Iterator[None]:
 class GuardedServer(MCPServer[Any]):
     """An MCPServer that audits every call and turns every failure into a structured refusal."""
 
-    def __init__(self, config: ServerConfig, *, instructions: str | None = None) -> None:
+    def __init__(self, config: ServerConfig, *, instructions: str | None = None, tools: Tools | None = None) -> None:
         roots = ", ".join(root.path for root in config.jail.allowed)
         # What the model is told must be true: in full-access commands run without the box, so a command can
         # reach outside the directories (the file tools still cannot).
@@ -290,9 +176,10 @@ class GuardedServer(MCPServer[Any]):
                 instructions=f"{mode_line} {instructions}" if instructions else mode_line,
                 log_level=config.log_level,  # type: ignore[arg-type]
             )
-        self.shapes: dict[str, ToolShape] = {}
-        # shell_exec: the timeout in force for a call's arguments, shown on every result (refusals too).
-        self.timeout_for: Callable[[Mapping[str, Any]], float] | None = None
+        # The tools and what every call shares (``serving.tools``: no SDK there, so that the start-up front can
+        # answer a first call with them before the SDK has loaded).
+        self.tools = tools if tools is not None else Tools(config)
+        self.shapes, self.kills, self.cleanups = self.tools.shapes, self.tools.kills, self.tools.cleanups
         self.config = config
         self.jail = config.jail
         self.policy = config.policy
@@ -303,13 +190,26 @@ class GuardedServer(MCPServer[Any]):
         # resolver: a call is taken directly only while the roots are known (see takes_directly).
         self.direct_tools: dict[str, Tool] = {}
         self._no_request: Context[Any, Any] = Context(mcp_server=self)  # what a direct call's tool gets (stateless)
-        self.cleanups: list[Callable[[], None]] = []  # run when the server stops
-        # Run first, and the only ones a forced exit runs (serving.deadline): they end what runs (commands, the
-        # box) and never remove data — a copy an apply is still reading stays for the next start to finish.
-        self.kills: list[Callable[[], None]] = []
         # Middleware sees every inbound message in both eras; the 2026-07-28 runner would drop this
         # notification before any handler (no handshake), yet a stale, wider jail must not survive it.
         self.middleware.append(self._watch_roots_changed)
+
+    @classmethod
+    def serving(cls, tools: Tools) -> GuardedServer:
+        """The server publishing ``tools`` (built without the SDK: see ``serving.tools``)."""
+        server = cls(tools.config, tools=tools)
+        for spec in list(tools.specs.values()):
+            publish(server, spec)
+        return server
+
+    @property
+    def timeout_for(self) -> Callable[[Mapping[str, Any]], float] | None:
+        """shell_exec: the timeout in force for a call's arguments, shown on every result (refusals too)."""
+        return self.tools.timeout_for
+
+    @timeout_for.setter
+    def timeout_for(self, value: Callable[[Mapping[str, Any]], float] | None) -> None:
+        self.tools.timeout_for = value
 
     async def _watch_roots_changed(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method == "notifications/roots/list_changed":
@@ -396,18 +296,12 @@ class GuardedServer(MCPServer[Any]):
         actor: str | None = None,
         direct: bool = False,
     ) -> Any:
-        shape = self.shapes.get(name)
-        record = AuditRecord(server=self.name, tool=name, arguments=dict(arguments))
-        record.actor, record.mode = actor or self._actor(context), self.config.mode.value
-        record.launch_dir, record.roots = self.jail.launch_dir, [root.path for root in self.jail.roots]
-        if shape is not None:
-            record.action, record.target = shape.action, shape.target(arguments)
+        record = self.tools.record(name, arguments, actor or self._actor(context))
         # Cancelled by the client, or the server going down: the call still leaves a trace ("cancelled").
         with self.audit.call(record) as recording:
             normalized = arguments
             try:
-                if shape is not None:
-                    normalized = normalize_arguments(name, shape.input_schema, arguments, shape.implied)
+                normalized = self.tools.normalized(name, arguments)
                 if direct:
                     result = await self.direct_tools[name].run(normalized, self._no_request, convert_result=True)
                 else:
@@ -416,25 +310,15 @@ class GuardedServer(MCPServer[Any]):
                 error = _as_guard_error(exc, name)
                 if error.code == "INTERNAL_ERROR":
                     log.error("tool %s crashed", name, exc_info=exc)
-                if error.fix is None and shape is not None and error.code in _PATH_CODES:
-                    try:
-                        error.fix = self._path_fix(shape, normalized, error)
-                    except (GuardError, OSError):  # the tree changed while we looked: no suggestion, same refusal
-                        error.fix = None
-                if error.fix is not None and error.example is None:
-                    fixed = {k: v for k, v in {**normalized, **error.fix}.items() if v is not None}
-                    error.example = example_call(name, fixed)
-                    error.suggestion += f" Call it like this: {json.dumps(error.example, ensure_ascii=False)}"
-                record.decision = _policy_result(error.to_result(), record.decision)
-                record.code, record.reason = error.code, record.reason or error.message
-                result = error.to_result(self.facts(record, normalized))
+                result = CallToolResult.model_validate(self.tools.refusal(error, name, normalized, record))
             except MCPError as exc:
                 record.decision, record.code = "error", f"MCP_{exc.code}"
                 raise
             if isinstance(result, CallToolResult):
                 if result.is_error and record.code is None:
-                    record.decision = _policy_result(result, record.decision)
                     payload = (result.meta or {}).get(ERROR_META_KEY)
+                    category = payload.get("category") if isinstance(payload, dict) else None
+                    record.decision = decision_of(category if isinstance(category, str) else None, record.decision)
                     record.code = payload.get("code") if isinstance(payload, dict) else None
             elif record.intent_written:
                 # Asked for input after acting (no tool of ours does): close the record; the retry is a new call.
@@ -444,31 +328,9 @@ class GuardedServer(MCPServer[Any]):
                 recording.discard()
         return result
 
-    def _path_fix(self, shape: ToolShape, arguments: Mapping[str, Any], error: GuardError) -> dict[str, Any] | None:
-        """The path the caller most likely meant, when the refusal is about a path argument that missed."""
-        for key, want in shape.paths.items():
-            value = arguments.get(key)
-            if not isinstance(value, str) or f"'{value}'" not in error.message:
-                continue
-            if want == "new" and error.code == "NOT_FOUND" and "directory of" in error.message:
-                return {"createDirs": True}
-            found = self.jail.suggest(value, want)
-            if found is not None:
-                error.message += f" Did you mean '{found}'?"
-                return {key: found}
-        return None
-
     def facts(self, record: AuditRecord, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """The contract facts of a call: its audit id, the policy's decision, the server's mode (and the timeout
-        in force, for a server that runs commands)."""
-        facts: dict[str, Any] = {
-            "auditId": record.audit_id,
-            "policyDecision": record.decision,
-            "mode": self.config.mode.value,
-        }
-        # Every result says its timeout (the agent CLI's contract): 0 is "none" for a tool that runs nothing.
-        facts["timeoutSeconds"] = self.timeout_for(arguments) if self.timeout_for is not None else 0.0
-        return facts
+        """The contract facts of a call (``Tools.facts``)."""
+        return self.tools.facts(record, arguments)
 
 
 def _sign(fn: Callable[..., Any], name: str, input_model: type[BaseModel], extras: Mapping[str, Any], ret: Any) -> None:
@@ -505,7 +367,7 @@ def register_tool(
     *,
     name: str,
     description: str,
-    annotations: ToolAnnotations,
+    annotations: ToolAnnotations | Mapping[str, bool],
     input_model: type[InT],
     output_model: type[OutT],
     handler: Callable[..., Awaitable[OutT]],
@@ -525,20 +387,39 @@ def register_tool(
     ``action`` and ``target`` name what the audit record says the call does, and to what; ``paths`` names the
     path arguments and what they name ("file", "dir", "new"), so a refusal can show the path that was meant.
     """
-    resolvers: dict[str, Any] = {}
-    if gate is not None:
-        resolvers["answer"] = Annotated[answer, Resolve(_gate_resolver(server, name, input_model, gate))]
-    # Flat or nothing: a model whose schema has no flat form fails here, at start-up, not in a small model.
-    server.shapes[name] = ToolShape(
-        input_schema=flat_schema(input_model.model_json_schema(by_alias=True)),
-        output_schema=flat_schema(
-            output_model.model_json_schema(by_alias=True, mode="serialization"), output=True, last=CONTRACT_FIELDS
-        ),
+    wire = annotations if isinstance(annotations, Mapping) else annotations.model_dump(by_alias=True, exclude_none=True)
+    spec = ToolSpec(
+        name=name,
+        description=description,
+        annotations=wire,
+        input_model=input_model,
+        output_model=output_model,
+        handler=handler,
         action=action,
         target=target,
         paths=dict(paths) if paths is not None else {"path": "file"},
-        implied=dict(implied or {}),
+        title=title,
     )
+    publish(server, spec, gate=gate, answer=answer, implied=implied)
+
+
+def publish(
+    server: GuardedServer,
+    spec: ToolSpec,
+    *,
+    gate: Callable[[Any, Context[Any, Any]], Awaitable[Any]] | None = None,
+    answer: Any = None,
+    implied: Mapping[str, tuple[str, ...]] | None = None,
+) -> None:
+    """Publish ``spec`` through the SDK (``register_tool``); a tool without a gate is one the start-up front may
+    also run (``Tools.specs``)."""
+    name, input_model = spec.name, spec.input_model
+    resolvers: dict[str, Any] = {}
+    if gate is not None:
+        resolvers["answer"] = Annotated[answer, Resolve(_gate_resolver(server, name, input_model, gate))]
+    server.tools.shapes[name] = spec.shape(implied)
+    if gate is None:
+        server.tools.specs[name] = spec
 
     async def call(**kwargs: Any) -> Any:
         asking = _QUESTION_SCOPE.get(None)
@@ -551,20 +432,14 @@ def register_tool(
         # Fail closed: the record of intent is written before the tool acts; no record, no action.
         # Only the round that runs the handler acts (an input_required round never gets here).
         server.audit.intent()
-        out = await handler(args, ctx, **resolved)
-        record = audit.current()
-        if record is not None:
-            record.approved_by = record.approved_by or "policy"
-            out = out.model_copy(update=server.facts(record, kwargs))
-        else:  # in-process use without the audit wrapper
-            out = out.model_copy(update={"mode": server.config.mode.value})
+        out = server.tools.finished(await spec.handler(args, ctx, **resolved), kwargs)
         return CallToolResult(
-            content=[TextContent(type="text", text=f"{out.to_text()}\n{facts_line(out.facts())}"), *out.links()],
-            structured_content=out.structured(),
+            content=[TextContent(type="text", text=out.text()), *out.links()], structured_content=out.structured()
         )
 
-    _sign(call, name, input_model, {**resolvers}, output_model)
-    server.add_tool(call, name=name, title=title, description=description, annotations=annotations)
+    _sign(call, name, input_model, {**resolvers}, spec.output_model)
+    annotations = ToolAnnotations.model_validate(dict(spec.annotations))
+    server.add_tool(call, name=name, title=spec.title, description=spec.description, annotations=annotations)
     if not resolvers:
         tool = server._tool_manager.get_tool(name)
         assert tool is not None

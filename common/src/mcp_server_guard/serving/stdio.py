@@ -471,11 +471,14 @@ class StdioConnection:
             answered = list(self._early.answered)
             for number, line in enumerate(lines.feed(self._early.data)):  # what the front read, in order
                 if answered and line == answered[0][0]:
-                    # Answered by the front: the server still sees it (its session must see the handshake), under
-                    # a private id, so that its answer is recognised and dropped whatever ids the client reuses.
-                    private = f"mcp-guard-front-{number}"
-                    self._replayed[private] = answered.pop(0)[1]
-                    await self._receive(json.dumps({**json.loads(line), "id": private}).encode())
+                    # Answered by the front: the server still sees the handshake (its session must), under a
+                    # private id, so that its answer is recognised and dropped whatever ids the client reuses; a
+                    # tool call the front ran is not run again.
+                    _, answer, replay = answered.pop(0)
+                    if replay:
+                        private = f"mcp-guard-front-{number}"
+                        self._replayed[private] = answer
+                        await self._receive(json.dumps({**json.loads(line), "id": private}).encode())
                 else:
                     await self._receive(line)
             if self._early.eof:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from mcp_server_guard import audit
 from mcp_server_guard.changes.transactions import Settled
 from mcp_server_guard.paths import printable, readable
-from mcp_server_guard.serving.server import ToolOutput
+from mcp_server_guard.serving.tools import ToolOutput
 from mcp_server_guard.shell.egress import Denied
 from mcp_server_guard.shell.output import Progress
 from mcp_server_guard.shell.process import RunResult

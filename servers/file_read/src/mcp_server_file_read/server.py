@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import os
 import posixpath
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio.to_thread
-from mcp.server.mcpserver import Context
-from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from mcp_server_guard import GuardError, ParamError, ResourceError, SecurityError, note, protection_for
 from mcp_server_guard.files import Page, Sniffed, read_page, sniff
-from mcp_server_guard.serving import GuardedServer, ServerConfig, ToolInput, ToolOutput, register_tool
+from mcp_server_guard.serving import ServerConfig, ToolInput, ToolOutput, Tools, ToolSpec
+
+if TYPE_CHECKING:
+    from mcp_server_guard.serving import GuardedServer
 
 # Seed 004's contract, verbatim.
 TOOL_NAME = "file_read"
 TOOL_DESCRIPTION = "指定されたパスのファイルを読み込み、その内容を返します。"
-ANNOTATIONS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+ANNOTATIONS = {"readOnlyHint": True, "openWorldHint": False}
 # Files up to this size are read on the event loop (a fraction of a millisecond); bigger ones on a thread.
 _INLINE_READ_BYTES = 1 << 20
 # Entries of a directory named in an IS_DIRECTORY refusal.
@@ -64,8 +65,9 @@ class FileReadOutput(ToolOutput):
         )
 
 
-def build_server(config: ServerConfig) -> GuardedServer:
-    server = GuardedServer(config)
+def build_tools(config: ServerConfig) -> Tools:
+    """The tool, without the MCP SDK (the start-up front may answer a first call with it)."""
+    tools = Tools(config)
     policy = config.policy.file_read
     jail = config.jail
     protection = protection_for(config.policy)
@@ -119,7 +121,7 @@ def build_server(config: ServerConfig) -> GuardedServer:
             fix={"path": posixpath.join(given, first)} if first else None,
         )
 
-    async def file_read(args: FileReadInput, _ctx: Context[Any, Any]) -> FileReadOutput:
+    async def file_read(args: FileReadInput, _ctx: object) -> FileReadOutput:
         try:
             located, fd, st = jail.open_file(args.path)
         except ResourceError as exc:
@@ -160,13 +162,21 @@ def build_server(config: ServerConfig) -> GuardedServer:
             sha256=page.sha256,
         )
 
-    register_tool(
-        server,
-        name=TOOL_NAME,
-        description=TOOL_DESCRIPTION,
-        annotations=ANNOTATIONS,
-        input_model=FileReadInput,
-        output_model=FileReadOutput,
-        handler=file_read,
+    tools.add(
+        ToolSpec(
+            name=TOOL_NAME,
+            description=TOOL_DESCRIPTION,
+            annotations=ANNOTATIONS,
+            input_model=FileReadInput,
+            output_model=FileReadOutput,
+            handler=file_read,
+        )
     )
-    return server
+    return tools
+
+
+def build_server(config: ServerConfig) -> GuardedServer:
+    """The MCP server publishing the tool (loads the SDK)."""
+    from mcp_server_guard.serving import GuardedServer  # noqa: PLC0415 - the SDK, only to publish
+
+    return GuardedServer.serving(build_tools(config))

@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio.to_thread
-from mcp.server.mcpserver import Context
-from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from mcp_server_guard import ParamError, SecurityError, note, recorded_digest
 from mcp_server_guard.files import open_writer
-from mcp_server_guard.serving import GuardedServer, Mode, ServerConfig, ToolInput, ToolOutput, register_tool
+from mcp_server_guard.serving import Mode, ServerConfig, ToolInput, ToolOutput, Tools, ToolSpec
+
+if TYPE_CHECKING:
+    from mcp_server_guard.serving import GuardedServer
 
 # Seed 004's contract, verbatim.
 TOOL_NAME = "file_write"
 TOOL_DESCRIPTION = "指定されたパスにファイルを作成または上書きし、内容を書き込みます。"
-ANNOTATIONS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+ANNOTATIONS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}
 
 
 class FileWriteInput(ToolInput):
@@ -62,13 +63,14 @@ class FileWriteOutput(ToolOutput):
         return f"{self.path}: {what}, {self.bytesWritten} bytes, sha256 {self.sha256}"
 
 
-def build_server(config: ServerConfig, history_dir: Path) -> GuardedServer:
-    server = GuardedServer(config)
+def build_tools(config: ServerConfig, history_dir: Path) -> Tools:
+    """The tool, without the MCP SDK (the start-up front may answer a first call with it)."""
+    tools = Tools(config)
     jail = config.jail
     writer = open_writer(config.jail, config.policy, config.audit.path, history_dir)
-    server.cleanups.append(writer.close)
+    tools.cleanups.append(writer.close)
 
-    async def file_write(args: FileWriteInput, _ctx: Context[Any, Any]) -> FileWriteOutput:
+    async def file_write(args: FileWriteInput, _ctx: object) -> FileWriteOutput:
         if config.mode is Mode.READ_ONLY:
             # The session was opened read-only: no write of any kind, whatever the path or the policy says.
             raise SecurityError(
@@ -117,15 +119,23 @@ def build_server(config: ServerConfig, history_dir: Path) -> GuardedServer:
             backup=outcome.backup or "",
         )
 
-    register_tool(
-        server,
-        name=TOOL_NAME,
-        description=TOOL_DESCRIPTION,
-        annotations=ANNOTATIONS,
-        input_model=FileWriteInput,
-        output_model=FileWriteOutput,
-        handler=file_write,
-        action="write",
-        paths={"path": "new"},
+    tools.add(
+        ToolSpec(
+            name=TOOL_NAME,
+            description=TOOL_DESCRIPTION,
+            annotations=ANNOTATIONS,
+            input_model=FileWriteInput,
+            output_model=FileWriteOutput,
+            handler=file_write,
+            action="write",
+            paths={"path": "new"},
+        )
     )
-    return server
+    return tools
+
+
+def build_server(config: ServerConfig, history_dir: Path) -> GuardedServer:
+    """The MCP server publishing the tool (loads the SDK)."""
+    from mcp_server_guard.serving import GuardedServer  # noqa: PLC0415 - the SDK, only to publish
+
+    return GuardedServer.serving(build_tools(config, history_dir))

@@ -15,7 +15,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """The console script: the first answers go out while the rest loads (``serving.front``)."""
     from mcp_server_guard.serving import run_console  # noqa: PLC0415 - nothing heavy before it
 
-    run_console(__name__, argv)
+    run_console(__name__, argv, sdk_first=True)  # its command line imports the SDK's server (the approval form)
 
 
 __getattr__ = lazy_exports(

@@ -1,0 +1,231 @@
+"""A first call answered before the SDK has loaded (``serving.tools.early_call`` through ``serving.front``).
+
+The front answers a start's first ``tools/call`` of a tool that needs nothing from the session with the server's
+own tools, built without the SDK; the SDK loads after. Here: the answer is the one the SDK's way gives (the same
+refusals, suggestions and facts, argument shape by argument shape), the call runs once (audited once, never
+replayed to the real server), and the calls the front must not take (a client that declares roots) go the SDK's
+way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_server_file_read import server as file_read
+from mcp_server_file_write import server as file_write
+from mcp_server_guard.files.jail import SymlinkMode
+from mcp_server_guard.serving.launch import build_config
+from mcp_server_guard.serving.server import GuardedServer
+from mcp_server_guard.serving.tools import Tools, early_call
+from support import RawClient, console_script
+
+INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "early-test", "version": "1"}}
+SAID = "answered before the SDK loaded"  # the front's debug line
+
+
+def _tools(name: str, root: Path) -> Tools:
+    config = build_config(
+        prog=name,
+        name=name,
+        distribution=f"mcp-server-{name.replace('_', '-')}",
+        allow_path=[],
+        symlinks=SymlinkMode.FOLLOW,
+        launch_dir=root,
+        policy=None,
+        audit_log=root.parent / "audit.jsonl",
+        log_level="WARNING",
+    )
+    if name == "file_write":
+        return file_write.build_tools(config, root.parent / "history")
+    return file_read.build_tools(config)
+
+
+def _without_ids(result: dict[str, Any]) -> str:
+    """A result with its audit id and history entry ids blanked (each call has its own)."""
+    text = json.dumps(result, sort_keys=True, ensure_ascii=False)
+    for audit_id in set(json_values(result, "auditId")):
+        text = text.replace(audit_id, "<id>")
+    return re.sub(r"\d{8}T\d{6,}Z-[0-9a-f]+", "<backup>", text)
+
+
+def json_values(value: Any, key: str) -> list[str]:
+    if isinstance(value, dict):
+        found = [v for k, v in value.items() if k == key and isinstance(v, str)]
+        return found + [x for v in value.values() for x in json_values(v, key)]
+    if isinstance(value, list):
+        return [x for v in value for x in json_values(v, key)]
+    return []
+
+
+READS: list[dict[str, Any]] = [
+    {"path": "hello.txt"},
+    {"path": "hello.txt", "offset": 2, "limit": 1},
+    {"path": "hello.txt", "offset": "2"},
+    {"path": "hello.txt", "offset": "x"},
+    {"path": "hello.txt", "offset": 0},
+    {"path": "hello.txt", "limit": 0},
+    {"path": "hello.txt", "offset": 99},
+    {"path": "hello.txt", "unknown": 1},
+    {"path": "helo.txt"},
+    {"path": "nope/deeper.txt"},
+    {"path": "sub"},
+    {"path": "../outside.txt"},
+    {"path": "/etc/passwd"},
+    {"path": "blob.bin"},
+    {"path": 5},
+    {"file_path": "hello.txt"},
+    {},
+    {"path": ""},
+    {"path": "hello.txt", "offset": 1.5},
+    {"path": "hello.txt", "offset": True},
+]
+WRITES: list[dict[str, Any]] = [
+    {"path": "new.txt", "content": "x"},
+    {"path": "hello.txt", "content": "y"},
+    {"path": "hello.txt", "content": "y", "overwrite": True, "expectedSha256": "0" * 64},
+    {"path": "hello.txt", "content": "y", "overwrite": "yes"},
+    {"path": "hello.txt", "content": "y", "expectedSha256": "abc"},
+    {"path": "a/b/c.txt", "content": "z"},
+    {"path": "sub\\win.txt", "content": "z"},
+    {"path": "../escape.txt", "content": "z"},
+    {"path": "sub", "content": "z", "overwrite": True},
+    {"path": "x.txt", "content": 5},
+    {"path": "x.txt"},
+    {"filePath": "y.txt", "content": "q"},
+]
+
+
+def _project(root: Path) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "hello.txt").write_text("one\ntwo\nthree\n", encoding="utf-8")
+    (root / "blob.bin").write_bytes(b"\x7fELF" + bytes(range(256)) * 8)
+    (root / "sub").mkdir(exist_ok=True)
+    (root / "sub" / "inner.txt").write_text("inner\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize(("tool", "calls"), [("file_read", READS), ("file_write", WRITES)])
+def test_an_early_call_answers_as_the_sdks_way_does_for_every_argument_shape(
+    tool: str, calls: list[dict[str, Any]], tmp_path: Path, isolated_home: Path
+) -> None:
+    # Two projects made alike, one served each way: the same call leaves the same answer (and the same tree).
+    early_root, sdk_root = tmp_path / "a" / "project", tmp_path / "b" / "project"
+    _project(early_root)
+    _project(sdk_root)
+    early_tools = _tools(tool, early_root)
+    server = GuardedServer.serving(_tools(tool, sdk_root))
+
+    async def both(arguments: dict[str, Any]) -> tuple[str, str]:
+        early = await early_call(early_tools, tool, dict(arguments), "early-test/1")
+        sdk = await server.call_tool(tool, dict(arguments), actor="early-test/1", direct=True)
+        wire = sdk.model_dump(mode="json", by_alias=True, exclude_none=True)
+        wire.pop("resultType", None)  # a 2026-07-28 field: the 2025-era wire (the front's only one) never has it
+        return _without_ids(early).replace(str(early_root), "<root>"), _without_ids(wire).replace(
+            str(sdk_root), "<root>"
+        )
+
+    try:
+        for arguments in calls:
+            early, sdk = asyncio.run(both(arguments))
+            assert early == sdk, arguments
+    finally:
+        for tools in (early_tools, server.tools):
+            for cleanup in [*tools.kills, *tools.cleanups]:
+                cleanup()
+            tools.jail.close()
+            tools.audit.close()
+
+
+def _session(script: str, root: Path, lines: list[dict[str, Any]], last: int) -> tuple[list[dict[str, Any]], str]:
+    """Spawn in ``root`` (log level DEBUG), send ``lines`` at once, wait for answer ``last``, close stdin: the
+    answers, and what the server logged."""
+    argv = [console_script(script), "--audit-log", str(root.parent / "audit.jsonl"), "--log-level", "DEBUG"]
+    if script == "mcp-server-file-write":
+        argv += ["--history-dir", str(root.parent / "history")]
+    client = RawClient(argv, root, stderr=root.parent / "stderr.txt")
+    try:
+        client.send_raw(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+        seen = client.until(last, timeout=60)
+        assert client.proc.stdin is not None
+        client.proc.stdin.close()
+        rest = client.read_to_eof(timeout=60)
+        client.proc.wait(timeout=60)
+    finally:
+        client.close()
+    return seen + [json.loads(line) for line in rest.splitlines()], "\n".join(client.stderr_lines())
+
+
+def _opening(init: dict[str, Any] = INIT) -> list[dict[str, Any]]:
+    return [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+
+
+def test_a_first_write_is_answered_before_the_sdk_loads_and_runs_once(workspace: Path, isolated_home: Path) -> None:
+    script = "mcp-server-file-write"
+    _session(script, workspace, _opening(), 2)  # the first start records its answers
+    call = {"name": "file_write", "arguments": {"path": "once.txt", "content": "hello"}}
+    lines = [*_opening(), {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}]
+    again = {**call, "arguments": {"path": "once.txt", "content": "again"}}
+    lines.append({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": again})
+    seen, logged = _session(script, workspace, lines, 4)
+    assert f"tools/call of file_write {SAID}" in logged
+    answers = {m["id"]: m for m in seen}
+    assert sorted(answers) == [1, 2, 3, 4] and len(seen) == 4  # one answer per request
+    assert answers[3]["result"]["structuredContent"]["created"] is True
+    # The second call found the file the first made: the first ran once (a replay would have made it exist).
+    assert answers[4]["result"]["isError"] is True
+    assert "FILE_EXISTS" in answers[4]["result"]["content"][0]["text"]
+    assert (workspace / "once.txt").read_text(encoding="utf-8") == "hello"
+    records = [json.loads(line) for line in (workspace.parent / "audit.jsonl").read_text().splitlines()]
+    first_id = answers[3]["result"]["structuredContent"]["auditId"]
+    mine = [r for r in records if r.get("audit_id") == first_id]
+    assert [r.get("phase") for r in mine] == ["intent", "outcome"]
+    assert mine[0].get("actor") == "early-test/1"
+
+
+def test_a_client_that_declares_roots_gets_its_first_call_from_the_real_server(
+    workspace: Path, isolated_home: Path
+) -> None:
+    # Roots narrow the jail, and fetching them is a request to the client: the front never takes such a call.
+    script = "mcp-server-file-read"
+    init = {**INIT, "capabilities": {"roots": {"listChanged": True}}}
+    _session(script, workspace, _opening(init), 2)
+    (workspace / "r.txt").write_text("r\n", encoding="utf-8")
+    call = {"name": "file_read", "arguments": {"path": "r.txt"}}
+    argv = [console_script(script), "--audit-log", str(workspace.parent / "audit.jsonl"), "--log-level", "DEBUG"]
+    client = RawClient(argv, workspace, stderr=workspace.parent / "stderr.txt")
+    try:
+        lines = [*_opening(init), {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}]
+        client.send_raw(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+        request = client.recv(timeout=60)
+        while "method" not in request:  # the real server asks for the roots before the call
+            request = client.recv(timeout=60)
+        assert request["method"] == "roots/list"
+        root_uri = workspace.as_uri()
+        client.send({"jsonrpc": "2.0", "id": request["id"], "result": {"roots": [{"uri": root_uri}]}})
+        [answer] = client.until(3, timeout=60)[-1:]
+        assert answer["result"]["structuredContent"]["content"] == "r\n"
+    finally:
+        client.close()
+    assert SAID not in "\n".join(client.stderr_lines())
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Linux only")
+def test_a_tool_that_asks_questions_is_never_run_before_the_sdk_loads(workspace: Path, isolated_home: Path) -> None:
+    # shell_exec's gate may ask the human (elicitation): its calls always take the SDK's way.
+    script = "mcp-server-shell-exec"
+    _session(script, workspace, _opening(), 2)
+    call = {"name": "shell_exec", "arguments": {"command": "echo hi"}}
+    lines = [*_opening(), {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}]
+    seen, logged = _session(script, workspace, lines, 3)
+    assert SAID not in logged
+    assert seen[-1]["result"]["structuredContent"]["stdout"] == "hi\n"
