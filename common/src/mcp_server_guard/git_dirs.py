@@ -128,7 +128,7 @@ class GitLookups:
 
 def git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: GitLookups) -> str | None:
     """file_write and the judge of effects: whether ``real`` is a runnable entry of a git dir among its
-    ancestors inside the roots, or lies in a directory git runs hooks from (``core.hooksPath``)."""
+    ancestors (inside the roots or above them), or lies in a directory git runs hooks from (``core.hooksPath``)."""
     if lookups.global_hooks is None:
         lookups.global_hooks, lookups.global_included = _global_files(home)
     hooks = _hooks_rule(real, lookups.global_hooks)
@@ -146,8 +146,11 @@ def git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: GitLo
         rel = "/".join(parts[at + 1 :])
         if git_runnable(rel):
             return f"git's own '{rel}' (in {'/'.join(parts[: at + 1])})"
+    # Every ancestor, inside the roots and above them: a repository that holds a root (``~/outer`` served as
+    # ``~/outer/proj``) reads its hooksPath and its includes from the work tree all the same (threat: a root below
+    # the repository's top, whose config includes ``proj/team.gitconfig``). Above the roots nothing is written.
     directory = posixpath.dirname(real)
-    while within_any(directory, roots):
+    while True:
         git_dir = lookups.git_dirs.get(directory)
         if git_dir is None:
             git_dir = lookups.git_dirs[directory] = is_git_dir(directory)

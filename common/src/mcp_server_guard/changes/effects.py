@@ -30,6 +30,7 @@ import re
 import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import chain
 
 from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.changes.git_index import blob_hash, discarded, uncommitted
@@ -39,12 +40,12 @@ from mcp_server_guard.changes.git_verdicts import (
     Trees,
     creates_git_dir,
     git_verdict,
+    in_relative_hooks,
     pointer_verdict,
 )
 from mcp_server_guard.changes.nofollow import default_acl_above, entries_below, lstat_beneath
 from mcp_server_guard.changes.xattrs import acl_mode
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
-from mcp_server_guard.git_dirs import global_relative_hooks
 from mcp_server_guard.paths import printable, within_any
 from mcp_server_guard.policy import EffectsPolicy
 from mcp_server_guard.protected import Lookups, Protection, glob_regex
@@ -396,35 +397,17 @@ def _modes(
                                                                   _of_git(change, trees))):  # fmt: skip
                 judgement.refused[key] = f"{guarded}: a command may not make or re-mode it"
             # Threat: ``chmod 777 ~``: without the sticky bit anyone may move ``.bashrc`` away and put theirs.
+            # What it holds: in the real tree, and what the command put below it (``git init build/pkg``).
             elif change.kind == "dir" and extra & _WRITABLE_BY_OTHERS and not change.mode & 0o1000 and (held := next(
-                (g for d, kind in entries_below(changes.root, change.path) if (g := _guarded(trees, replace(
-                    change, path=d, kind=kind), protection, roots, lookups))), "")):  # fmt: skip
+                (g for d, kind in chain(entries_below(changes.root, change.path), ((c.path, c.kind) for c in
+                 changes.changes if c.path.startswith(f"{change.path}/") and c.action != "delete")) if (g := _guarded(
+                    trees, replace(change, path=d, kind=kind), protection, roots, lookups))), "")):  # fmt: skip
                 judgement.refused[key] = f"it would make {change.path}/ writable by others, and it holds {held}"
             elif extra & _SET_ID:
                 asks.append(f"sets the setgid or setuid bit of the directory {shown}")
             elif extra & _WRITABLE_BY_OTHERS and not scratch.name(change.path):
                 asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}")
     return asks
-
-
-def _in_relative_hooks(trees: Trees, path: str, home: str | None, lookups: Lookups) -> str | None:
-    """Threat: a relative ``core.hooksPath`` in the user's global config (``.githooks``) names a hooks directory in
-    every work tree — in a repository the command makes too (``git init tool`` then ``tool/.githooks/pre-commit``):
-    the user's next commit there runs it. Why refused, or None."""
-    if lookups.git.relative_hooks is None:
-        lookups.git.relative_hooks = global_relative_hooks(home)
-    if not lookups.git.relative_hooks:
-        return None
-    parts = path.split("/")
-    for depth in range(len(parts) - 1, -1, -1):
-        work_tree = "/".join(parts[:depth])
-        rest = "/".join(parts[depth:])
-        for hooks in lookups.git.relative_hooks:
-            if (rest == hooks or rest.startswith(hooks + "/")) and trees.is_git_dir(
-                f"{work_tree}/.git" if work_tree else ".git"
-            ):
-                return f"protected (a hooks directory your global git config names: core.hooksPath = {hooks})"
-    return None
 
 
 def _replaced_by_another(root: str, change: Change) -> bool:
@@ -689,7 +672,7 @@ def _protected(
         verdict = creates_git_dir(trees, change, roots) or git_verdict(trees, change, roots)
     if verdict is not None:
         return verdict or None  # ALLOWED (""): cannot make git run anything
-    hooks = _in_relative_hooks(trees, change.path, protection.home, lookups)
+    hooks = in_relative_hooks(trees, change.path, protection.home, lookups)
     if hooks is not None:
         return hooks
     lookups.git.becoming_link = change.kind == "symlink" and change.action != "delete"

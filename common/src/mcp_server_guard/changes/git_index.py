@@ -203,11 +203,16 @@ def uncommitted(losing: Sequence[tuple[ChangeSet, Change]], outside: list[str] |
 def _repository(
     root: str, path: str, cache: dict[str, tuple[str, dict[str, bytes]] | None]
 ) -> tuple[str, dict[str, bytes]] | None:
-    """The work tree holding ``path`` (a directory with a .git directory, at or above it, inside the root) and
-    its index: path -> blob id."""
+    """The work tree holding ``path`` (a directory with a .git directory, at or above it, inside the root or above
+    it: a root may lie below its repository's top, and git keeps that repository's copies) and its index: path ->
+    blob id."""
     parts = path.split("/")[:-1]
-    for depth in range(len(parts), -1, -1):
-        work_tree = posixpath.join(root, *parts[:depth]) if depth else root
+    candidates = [posixpath.join(root, *parts[:depth]) for depth in range(len(parts), 0, -1)] + [root]
+    above = root
+    while (parent := posixpath.dirname(above)) != above:
+        candidates.append(parent)  # outside the roots: no command shapes them
+        above = parent
+    for work_tree in candidates:
         if work_tree in cache:
             return cache[work_tree]
         with contextlib.suppress(OSError):

@@ -21,8 +21,9 @@ from collections.abc import Callable, Sequence
 
 from mcp_server_guard.changes.changeset import Change, ChangeSet, Kind
 from mcp_server_guard.git_config import unsafe_git_entries
-from mcp_server_guard.git_dirs import POINTER_LIMIT, git_runnable, pointer_text
+from mcp_server_guard.git_dirs import POINTER_LIMIT, git_runnable, global_relative_hooks, pointer_text
 from mcp_server_guard.paths import within_any
+from mcp_server_guard.protected import Lookups
 
 __all__ = ["ALLOWED", "GIT_STATE", "TODO_NAMES", "Trees", "creates_git_dir", "git_verdict", "pointer_verdict"]
 
@@ -257,7 +258,29 @@ def pointer_verdict(trees: Trees, change: Change, roots: Sequence[str], *, gitfi
             return f"{change.path} points git at {rel or '.'}, whose config can make git run programs"
     if trees.hooks(rel):
         return f"{change.path} points git at {rel or '.'}, which has hooks git would run"
+    if _state_runs(trees, rel):
+        return f"{change.path} points git at {rel or '.'}, whose rebase state runs a command on --continue"
     return ALLOWED
+
+
+def _state_runs(trees: Trees, directory: str, *, old_only: bool = False) -> bool:
+    """Whether the would-be git dir ``directory`` holds a rebase's or cherry-pick's state whose todo runs a command
+    or whose strategy names a program (``_git_state_verdict``), as the change set leaves it (``old_only``: only
+    what was there before it). Threat: the state written in a plain directory (nothing judges it there), the
+    pointer or HEAD that makes it a git dir coming in a later call."""
+    join = (lambda n: f"{directory}/{n}") if directory else (lambda n: n)
+    for state in ("rebase-merge", "rebase-apply", "sequencer"):
+        for name in (*TODO_NAMES, *_STRATEGY_NAMES):
+            path = join(f"{state}/{name}")
+            if old_only and path in trees.by_path:
+                continue  # judged on its own, as a path of the new git dir
+            kind = trees.kind(path)
+            if kind is None:
+                continue
+            change = Change(path, "modify", "file" if kind == "file" else "symlink" if kind == "symlink" else "dir")
+            if _git_state_verdict(trees, change, directory or ".") != ALLOWED:
+                return True
+    return False
 
 
 def creates_git_dir(trees: Trees, change: Change, roots: Sequence[str]) -> str | None:
@@ -280,10 +303,32 @@ def creates_git_dir(trees: Trees, change: Change, roots: Sequence[str]) -> str |
                 return f"it makes {directory or '.'} a git dir whose config can make git run programs"
     if [h for h in trees.hooks(directory) if join(f"hooks/{h}") not in trees.by_path]:
         return f"it makes {directory or '.'} a git dir with hooks git would run"
+    if _state_runs(trees, directory, old_only=True):
+        return f"it makes {directory or '.'} a git dir whose rebase state runs a command on --continue"
     pointer_kind = trees.kind(join("commondir"))
     if pointer_kind is not None and join("commondir") not in trees.by_path:  # a new one is judged on its own
         kind: Kind = "file" if pointer_kind == "file" else "symlink" if pointer_kind == "symlink" else "dir"
         why = pointer_verdict(trees, Change(join("commondir"), "modify", kind), roots, gitfile=False)
         if why:
             return f"it makes {directory or '.'} a git dir: {why}"
+    return None
+
+
+def in_relative_hooks(trees: Trees, path: str, home: str | None, lookups: Lookups) -> str | None:
+    """Threat: a relative ``core.hooksPath`` in the user's global config (``.githooks``) names a hooks directory in
+    every work tree — in a repository the command makes too (``git init tool`` then ``tool/.githooks/pre-commit``):
+    the user's next commit there runs it. Why refused, or None."""
+    if lookups.git.relative_hooks is None:
+        lookups.git.relative_hooks = global_relative_hooks(home)
+    if not lookups.git.relative_hooks:
+        return None
+    parts = path.split("/")
+    for depth in range(len(parts) - 1, -1, -1):
+        work_tree = "/".join(parts[:depth])
+        rest = "/".join(parts[depth:])
+        for hooks in lookups.git.relative_hooks:
+            if (rest == hooks or rest.startswith(hooks + "/")) and trees.is_git_dir(
+                f"{work_tree}/.git" if work_tree else ".git"
+            ):
+                return f"protected (a hooks directory your global git config names: core.hooksPath = {hooks})"
     return None
