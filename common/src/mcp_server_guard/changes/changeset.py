@@ -190,31 +190,51 @@ def walk_entries(
 ) -> Iterator[tuple[str, os.stat_result, int, str]]:
     """Every path below an open directory (not following links), ``prefix``-relative, depth first, with the open
     directory that holds it and its name there (valid until the next step: never a path, whatever its depth);
-    stops when ``budget[0]`` runs out. ``ours``: the tree is an upper layer (see _open_dir)."""
-    stack: list[tuple[int, str]] = [(os.dup(dirfd), prefix)]
+    stops when ``budget[0]`` runs out. ``ours``: the tree is an upper layer (see _open_dir).
+
+    A directory is opened only when its turn comes, from its parent, which stays open while it has children still
+    to walk: about one descriptor per level. Threat: a directory with more subdirectories than the descriptor limit
+    (a node_modules/) failed the whole change set with EMFILE."""
+    stack: list[tuple[list[int], str, str]] = []  # (parent [fd, references], name, path) still to walk
+    current: list[int] | None = [os.dup(dirfd), 1]
+    rel = prefix
     try:
-        while stack:
-            fd, rel = stack.pop()
+        while True:
+            if current is not None:
+                try:
+                    for name in listing(current[0]):
+                        st = lstat(name, current[0])
+                        if st is None:
+                            continue
+                        budget[0] -= 1
+                        if budget[0] < 0:
+                            return
+                        path = f"{rel}/{name}" if rel else name
+                        depth(path)
+                        yield path, st, current[0], name
+                        if stat.S_ISDIR(st.st_mode):
+                            current[1] += 1
+                            stack.append((current, name, path))
+                finally:
+                    _release(current)
+            if not stack:
+                return
+            parent, name, rel = stack.pop()
             try:
-                for name in listing(fd):
-                    st = lstat(name, fd)
-                    if st is None:
-                        continue
-                    budget[0] -= 1
-                    if budget[0] < 0:
-                        return
-                    path = f"{rel}/{name}" if rel else name
-                    depth(path)
-                    yield path, st, fd, name
-                    if stat.S_ISDIR(st.st_mode):
-                        child = open_dir(name, fd, ours=ours)
-                        if child is not None:
-                            stack.append((child, path))
+                child = open_dir(name, parent[0], ours=ours)
             finally:
-                os.close(fd)
+                _release(parent)
+            current = [child, 1] if child is not None else None
     finally:
-        for fd, _ in stack:
-            os.close(fd)
+        for parent, _name, _path in stack:
+            _release(parent)
+
+
+def _release(held: list[int]) -> None:
+    """One reference fewer to an open directory of ``walk_entries``; closed at the last."""
+    held[1] -= 1
+    if held[1] == 0:
+        os.close(held[0])
 
 
 def walk_real(
