@@ -823,3 +823,18 @@ async def test_attack_refused_bytes_in_held_change_sets_count_against_the_held_b
         with anyio.fail_after(60):
             again = await client.call_tool("shell_exec", {"command": "", "applyChanges": first["pendingChanges"]["id"]})
     assert again.is_error and error_of(again)["code"] == "CHANGES_NOT_FOUND", again
+
+
+async def test_attack_a_change_set_alone_over_the_held_bound_is_never_reported_waiting(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A set that needs a yes and alone keeps more than held_max_bytes is dropped at once: the result says so
+    ("failed", nothing applied), never "held" with an id that applyChanges then does not find."""
+    victim(workspace, 30)
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[effects]\nheld_max_bytes = 1000000\n")
+    async with serve(SX, workspace, "--policy", str(policy), mode="auto", elicitation_callback=Person(True)) as client:
+        result = await sh(client, "head -c 3000000 /dev/zero > big.bin; rm -rf victim/d1")
+    assert result["transaction"] == "failed" and "held_max_bytes" in result["changes"]["reason"], result
+    assert not result["pendingChanges"]["id"]
+    assert not (workspace / "big.bin").exists() and (workspace / "victim" / "d1").is_dir()

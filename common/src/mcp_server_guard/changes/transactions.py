@@ -386,6 +386,11 @@ class Transactions:
         answer = await ask(judgement.question) if ask is not None else None
         if answer is None and ask is None and hold:
             held = self._hold(name, audit_id, started_ns, shown, judgement, sets)
+            if held is None:  # alone more than may wait: said, never reported as waiting (it is gone)
+                settled.transaction = "failed"
+                settled.reason = (f"its changes are more than may wait for a yes (held_max_bytes "
+                                  f"{self.policy.held_max_bytes:,} bytes); nothing applied")  # fmt: skip
+                return settled
             settled.transaction, settled.held = "held", held.id
             return settled
         # The call's decision is the person's (or that nobody could answer), not the command's: the result's
@@ -585,7 +590,8 @@ class Transactions:
 
     def _hold(
         self, name: str, audit_id: str, started_ns: int, shown: str, judgement: Judgement, sets: Sequence[ChangeSet]
-    ) -> Held:
+    ) -> Held | None:
+        """Keep the set waiting for a yes; None when the bounds drop it at once (it alone is over them)."""
         held = Held(
             id=f"c{secrets.token_hex(4)}",
             name=name,
@@ -604,7 +610,7 @@ class Transactions:
             dropped = self._bound_held()
         for old in dropped:
             self.discard(old.name)
-        return held
+        return None if held in dropped else held
 
     def _bound_held(self) -> list[Held]:
         """Drop what expired, then the oldest past the bounds; returns what was dropped (lock held)."""
