@@ -112,6 +112,7 @@ class _Failed(Exception):
 _FATAL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EMFILE, errno.ENFILE, errno.ENOMEM})
 
 
+_DIR_BYTES = 4096  # what a directory a kept tree holds takes in the history (a block, on ext4 and most others)
 _RECORD_LINE = 200  # bytes of a call record's line beside the paths it names (measured: ~70; kept generous)
 
 
@@ -209,6 +210,7 @@ class Applier:
                 if (changes.root, change.path) in skip:
                     continue
                 size = change.size if change.action == "delete" else change.old_size if change.action == "modify" else 0
+                size += _DIR_BYTES if change.action == "delete" and change.kind == "dir" else 0  # a kept tree's
                 nbytes += size
                 copied += size if other else 0
         # The call's record (what undo plays back) grows with every step, a new file's too: a line per step naming
