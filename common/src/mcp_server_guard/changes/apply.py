@@ -38,7 +38,7 @@ import os
 import posixpath
 import stat
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,6 @@ from mcp_server_guard.changes.nofollow import (
     now_ns,
     parent,
     syncfs,
-    unchanged_tree,
 )
 from mcp_server_guard.changes.pins import NAME_STEPS, adopt
 from mcp_server_guard.changes.plan import (
@@ -71,12 +70,10 @@ from mcp_server_guard.changes.plan import (
     journal_key,
     steps_for,
 )
-from mcp_server_guard.changes.revert import UNDO_STEPS, names_in_roots
+from mcp_server_guard.changes.revert import UNDO_STEPS, as_left, names_in_roots, put_back_since
 from mcp_server_guard.changes.revert import root_of as _root_of
 from mcp_server_guard.changes.steps import APPLY_STEPS, Run, copy_step, place, verb
-from mcp_server_guard.changes.xattrs import at, seen_as
 from mcp_server_guard.files.history import HistoryError, HistoryStore
-from mcp_server_guard.files.reading import sha256_fd
 from mcp_server_guard.files.treelock import TreeBusy, breathe, tree_lock
 
 # now_ns: changes.nofollow's, kept importable here
@@ -424,10 +421,14 @@ class Applier:
         if manifest.get("pending"):
             # A write killed around its rename: undone where the name holds what it wrote; elsewhere it never landed.
             records = [r for r in records if (root := _root_of(r.path, roots)) is not None and r.path != root
-                       and _as_left(root, posixpath.relpath(r.path, root), r, 0)]  # fmt: skip
+                       and as_left(root, posixpath.relpath(r.path, root), r, 0)]  # fmt: skip
             if not records:
                 raise HistoryError("HISTORY_NOT_FOUND", f"call {audit_id} was cut off before it changed anything")
-        ops, changed = reverse_ops(self.history, records, roots, int(manifest.get("applied_ns", 0)), force=force)
+        applied_ns = int(manifest.get("applied_ns", 0))
+        since = put_back_since(
+            self.history, audit_id, applied_ns, [r.path for r in records if r.kind == "dir" or r.tree]
+        )
+        ops, changed = reverse_ops(self.history, records, roots, applied_ns, force=force, since=since)
         if changed:
             raise UndoConflict(changed)
         if manifest.get("undoes"):
@@ -467,10 +468,17 @@ class Applier:
 
 
 def reverse_ops(
-    history: HistoryStore, records: Sequence[Applied], roots: Sequence[str], applied_ns: int, *, force: bool
+    history: HistoryStore,
+    records: Sequence[Applied],
+    roots: Sequence[str],
+    applied_ns: int,
+    *,
+    force: bool,
+    since: Mapping[str, int] | None = None,
 ) -> tuple[list[Op], list[str]]:
     """The steps that put back what ``records`` did, last first, and (unless ``force``) the paths changed since
-    (``applied_ns``: when they were done) — an undo, or the rollback of a run that could not finish."""
+    (``applied_ns``: when they were done; ``since``: a later time for a path later undos put back, see
+    ``revert.put_back_since``) — an undo, or the rollback of a run that could not finish."""
     ops: list[Op] = []
     times: list[Op] = []
     changed: list[str] = []
@@ -484,7 +492,7 @@ def reverse_ops(
         # A path inside such a directory is as that later record's check finds its tree (a name removed, then its
         # directory replaced: ``mv d d2 && mv d2 d`` undone and redone), not as this earlier record left it.
         covered = any(parent in wholesale for parent in _parents(record.path))
-        if not force and not covered and not _as_left(root, rel, record, applied_ns):
+        if not force and not covered and not as_left(root, rel, record, (since or {}).get(record.path, applied_ns)):
             changed.append(record.path)
         if record.action in ("create", "modify", "delete") and (record.tree or record.kind == "dir"):
             wholesale.add(record.path)
@@ -634,61 +642,3 @@ def _marked_back(outcome: Outcome, roots: dict[str, int]) -> list[str]:
             if st is not None and not stat.S_ISLNK(st.st_mode) and marked(f"/proc/self/fd/{at_[0]}/{at_[1]}"):
                 found.append(record.path)
     return found
-
-
-def _as_left(root: str, rel: str, record: Applied, applied_ns: int) -> bool:
-    """Whether the path still is as the call left it."""
-    if record.action == "times":
-        return True  # a directory's time: put back whatever happened in it since
-    try:
-        root_fd = os.open(root, DIR)
-    except OSError:
-        return False
-    try:
-        with parent(root_fd, rel) as (dirfd, name):
-            real = lstat_at(name, dirfd)
-            if record.action == "delete":
-                return real is None
-            if real is None:
-                return False
-            if record.action == "meta":
-                if seen_as(at(dirfd, name), record.xattrs, record.old_xattrs) != record.xattrs:
-                    return False
-                if not stat.S_ISLNK(real.st_mode) and stat.S_IMODE(real.st_mode) != record.mode:
-                    return False
-                return stat.S_ISDIR(real.st_mode) or identity(real) == record.after
-            if record.tree:
-                try:
-                    unchanged_tree(dirfd, name, applied_ns)
-                except Changed:
-                    return False
-                return (real.st_dev, real.st_ino) == record.after[:2]
-            if identity(real) == record.after:
-                return True
-            return bool(record.sha256) and stat.S_ISREG(real.st_mode) and _sha256(dirfd, name) == record.sha256
-    except Changed:
-        return record.action == "delete" and _missing_parent(root_fd, rel)
-    finally:
-        os.close(root_fd)
-
-
-def _missing_parent(root_fd: int, rel: str) -> bool:
-    """Whether a directory on the way to ``rel`` is simply not there, or not a directory (a deletion inside a deleted
-    or replaced tree)."""
-    parts = rel.split("/")[:-1]
-    for depth in range(len(parts), 0, -1):
-        with contextlib.suppress(Changed), parent(root_fd, "/".join(parts[:depth])) as (dirfd, name):
-            st = lstat_at(name, dirfd)
-            return st is None or not stat.S_ISDIR(st.st_mode)
-    return False
-
-
-def _sha256(dirfd: int, name: str) -> str:
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
-    except OSError:
-        return ""
-    try:
-        return sha256_fd(fd)
-    finally:
-        os.close(fd)

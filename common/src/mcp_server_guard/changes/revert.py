@@ -29,14 +29,16 @@ from mcp_server_guard.changes.nofollow import (
     parent,
     rename_at,
     unchanged,
+    unchanged_tree,
 )
 from mcp_server_guard.changes.plan import Applied, Op
 from mcp_server_guard.changes.steps import Run, half_set, kept, kept_group, set_meta
 from mcp_server_guard.changes.xattrs import at, seen_as
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind
+from mcp_server_guard.files.reading import sha256_fd
 
-__all__ = ["UNDO_STEPS", "names_in", "names_in_roots", "root_of"]
+__all__ = ["UNDO_STEPS", "as_left", "names_in", "names_in_roots", "put_back_since", "root_of"]
 
 
 def _record(op: Op) -> Applied:
@@ -457,3 +459,88 @@ UNDO_STEPS = {
     "remove": _remove, "restore": _restore, "swap": _swap, "unmove": _unmove, "unmeta": _unmeta,
     "untimes": _untimes,
 }  # fmt: skip
+
+
+def put_back_since(history: HistoryStore, audit_id: str, applied_ns: int, paths: Sequence[str]) -> dict[str, int]:
+    """For each of ``paths`` that calls after call ``audit_id`` changed and undos then put back — every later call
+    that touched it undone, newest first — the time of the last of those undos: what stands there since is what
+    that call left (an undo puts a directory back by a rename, which changes its ctime). Undoing several calls
+    newest first then finds each directory as its call left it; a later call still in force (or a redo) leaves
+    the path out: judged from the call's own time, it shows as changed."""
+    later = [
+        m for m in history.calls.all() if int(m.get("applied_ns", 0)) > applied_ns and m.get("audit_id") != audit_id
+    ]
+    found: dict[str, int] = {}
+    for path in paths:
+        stack: list[str] = []
+        last = 0
+        for manifest in later:
+            names = [str(c.get("path", "")) for c in manifest.get("changes", []) if isinstance(c, dict)]
+            if not any(n == path or n.startswith(f"{path}/") or path.startswith(f"{n}/") for n in names):
+                continue
+            if stack and manifest.get("undoes") == stack[-1]:
+                stack.pop()
+                last = int(manifest.get("applied_ns", 0))
+            else:
+                stack.append(str(manifest.get("audit_id", "")))
+        if last and not stack:
+            found[path] = last
+    return found
+
+
+def as_left(root: str, rel: str, record: Applied, applied_ns: int) -> bool:
+    """Whether the path still is as the call left it."""
+    if record.action == "times":
+        return True  # a directory's time: put back whatever happened in it since
+    try:
+        root_fd = os.open(root, DIR)
+    except OSError:
+        return False
+    try:
+        with parent(root_fd, rel) as (dirfd, name):
+            real = lstat_at(name, dirfd)
+            if record.action == "delete":
+                return real is None
+            if real is None:
+                return False
+            if record.action == "meta":
+                if seen_as(at(dirfd, name), record.xattrs, record.old_xattrs) != record.xattrs:
+                    return False
+                if not stat.S_ISLNK(real.st_mode) and stat.S_IMODE(real.st_mode) != record.mode:
+                    return False
+                return stat.S_ISDIR(real.st_mode) or identity(real) == record.after
+            if record.tree:
+                try:
+                    unchanged_tree(dirfd, name, applied_ns)
+                except Changed:
+                    return False
+                return (real.st_dev, real.st_ino) == record.after[:2]
+            if identity(real) == record.after:
+                return True
+            return bool(record.sha256) and stat.S_ISREG(real.st_mode) and _sha256(dirfd, name) == record.sha256
+    except Changed:
+        return record.action == "delete" and _missing_parent(root_fd, rel)
+    finally:
+        os.close(root_fd)
+
+
+def _missing_parent(root_fd: int, rel: str) -> bool:
+    """Whether a directory on the way to ``rel`` is simply not there, or not a directory (a deletion inside a deleted
+    or replaced tree)."""
+    parts = rel.split("/")[:-1]
+    for depth in range(len(parts), 0, -1):
+        with contextlib.suppress(Changed), parent(root_fd, "/".join(parts[:depth])) as (dirfd, name):
+            st = lstat_at(name, dirfd)
+            return st is None or not stat.S_ISDIR(st.st_mode)
+    return False
+
+
+def _sha256(dirfd: int, name: str) -> str:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
+    except OSError:
+        return ""
+    try:
+        return sha256_fd(fd)
+    finally:
+        os.close(fd)
