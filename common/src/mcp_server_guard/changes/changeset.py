@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Literal, cast
 
@@ -239,7 +239,7 @@ def _release(held: list[int]) -> None:
 
 def walk_real(
     dirfd: int, prefix: str, budget: list[int], *, ours: bool = False
-) -> Iterator[tuple[str, os.stat_result]]:
+) -> Generator[tuple[str, os.stat_result], None, None]:
     """Every path below an open directory (see :func:`walk_entries`), with what it is."""
     for path, st, _fd, _name in walk_entries(dirfd, prefix, budget, ours=ours):
         yield path, st
