@@ -33,6 +33,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import hashlib
+import json
 import logging
 import os
 import posixpath
@@ -383,16 +385,29 @@ class Applier:
         return left
 
     def _record(self, plan: Plan, outcome: Outcome) -> None:
+        """The call's record (what its undo plays back). A call applied in parts (a background job, look by look)
+        has one record of every part, in order: its one undo puts back all of them, newest first. A part is known
+        by its plan (a replay after a crash records the same part once)."""
         timed = any(a.action == "times" and a.mtime_ns < plan.started_ns != 0 for a in outcome.applied)
         if not any(a.action != "times" for a in outcome.applied) and not outcome.conflicts and not timed:
             return
-        self.history.calls.record(
-            plan.audit_id,
-            sorted({op.root for op in plan.ops}),
+        part = hashlib.sha256(json.dumps([op.plan() for op in plan.ops], sort_keys=True).encode()).hexdigest()[:16]
+        changes, conflicts, parts = (
             [a.record() for a in outcome.applied],
-            conflicts=[[c.path, c.what] for c in outcome.conflicts],
-            **plan.what,
+            [[c.path, c.what] for c in outcome.conflicts],
+            [part],
         )
+        roots = {op.root for op in plan.ops}
+        with contextlib.suppress(HistoryError):
+            earlier = self.history.calls.read(plan.audit_id)
+            if part in earlier.get("parts", []):
+                return  # recorded before a crash cut the run's end: this part is in it already
+            if not earlier.get("undone_by"):
+                changes = [*earlier.get("changes", []), *changes]
+                conflicts = [*earlier.get("conflicts", []), *conflicts]
+                parts = [*earlier.get("parts", []), part]
+                roots |= set(earlier.get("roots", []))
+        self.history.calls.record(plan.audit_id, sorted(roots), changes, conflicts=conflicts, parts=parts, **plan.what)
 
     def _mark_undone(self, audit_id: str, undo_id: str) -> None:
         """Call ``audit_id`` is undone by ``undo_id``; a call it undid (this is a redo) is in force again."""
@@ -483,6 +498,7 @@ def reverse_ops(
     times: list[Op] = []
     changed: list[str] = []
     wholesale: set[str] = set()  # directories a later record made, replaced or deleted as a whole
+    named: set[str] = set()  # paths of the later records
     for record in reversed(records):
         root = _root_of(record.path, roots)
         if root is None:
@@ -491,7 +507,10 @@ def reverse_ops(
         rel = posixpath.relpath(record.path, root) if record.path != root else ROOT
         # A path inside such a directory is as that later record's check finds its tree (a name removed, then its
         # directory replaced: ``mv d d2 && mv d2 d`` undone and redone), not as this earlier record left it.
-        covered = any(parent in wholesale for parent in _parents(record.path))
+        # A path a later record names too (a job's later part changed it again): that record's check stands for
+        # both, its undo first putting back what this one left.
+        covered = record.path in named or any(parent in wholesale for parent in _parents(record.path))
+        named.add(record.path)
         if not force and not covered and not as_left(root, rel, record, (since or {}).get(record.path, applied_ns)):
             changed.append(record.path)
         if record.action in ("create", "modify", "delete") and (record.tree or record.kind == "dir"):
