@@ -312,3 +312,12 @@ def test_a_fifo_or_socket_left_in_the_project_is_refused_and_deleting_one_is_not
     judgement = judge([copy.run(script)], protection_for(POLICY), POLICY.effects, [str(copy.root)])
     root = str(copy.root)
     assert judgement.refused == {(root, "pipe"): "a FIFO", (root, "sock"): "a socket"}
+
+
+def test_the_summary_names_directories_in_plain_english(tmp_path: Path) -> None:
+    # "change 1,501 directorys" was what a person read.
+    from mcp_server_guard.changes.effects import summary_line
+
+    copy = Copy(tmp_path)
+    line, _ = summary_line([copy.run("mkdir a b")])
+    assert "change 2 directories" in line, line

@@ -103,7 +103,8 @@ def _size(n: int) -> str:
 
 
 def _n(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+    plural = noun if count == 1 else f"{noun[:-1]}ies" if noun.endswith("y") else f"{noun}s"
+    return f"{count:,} {plural}"
 
 
 def _under(paths: Sequence[str]) -> str:
