@@ -229,3 +229,75 @@ def test_a_tool_that_asks_questions_is_never_run_before_the_sdk_loads(workspace:
     seen, logged = _session(script, workspace, lines, 3)
     assert SAID not in logged
     assert seen[-1]["result"]["structuredContent"]["stdout"] == "hi\n"
+
+
+def _early_session(root: Path, tail: list[dict[str, Any]], last: int) -> tuple[list[dict[str, Any]], str]:
+    """A second start of file_write (the first one records its answers), with ``tail`` after the opening."""
+    script = "mcp-server-file-write"
+    _session(script, root, _opening(), 2)
+    return _session(script, root, [*_opening(), *tail], last)
+
+
+def test_attack_a_call_in_the_2026_envelope_on_a_handshake_connection_is_never_run_early(
+    workspace: Path, isolated_home: Path
+) -> None:
+    # The real transport refuses such a request on this connection (-32600); the front must not run it first.
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    call = {"name": "file_write", "arguments": {"path": "x.txt", "content": "x"}, "_meta": meta}
+    seen, logged = _early_session(workspace, [{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}], 3)
+    assert SAID not in logged and not (workspace / "x.txt").exists()
+    assert seen[-1]["error"]["code"] == -32600
+
+
+def test_attack_params_nested_deeper_than_the_transport_takes_are_never_run_early(
+    workspace: Path, isolated_home: Path
+) -> None:
+    deep: Any = "x"
+    for _ in range(300):
+        deep = [deep]
+    call = {"name": "file_write", "arguments": {"path": "x.txt", "content": "x"}, "_meta": {"progressToken": deep}}
+    seen, logged = _early_session(workspace, [{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}], 3)
+    assert SAID not in logged and not (workspace / "x.txt").exists()
+    assert seen[-1]["error"]["code"] == -32602
+
+
+def test_attack_a_call_cancelled_in_the_same_write_is_left_to_the_real_server(
+    workspace: Path, isolated_home: Path
+) -> None:
+    call = {"name": "file_write", "arguments": {"path": "x.txt", "content": "x" * 50_000}}
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}
+    ping = {"jsonrpc": "2.0", "id": 4, "method": "ping"}
+    _, logged = _early_session(workspace, [{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call},
+                                           cancel, ping], 4)  # fmt: skip
+    assert SAID not in logged
+
+
+def test_attack_a_client_that_closes_stdin_and_reads_nothing_does_not_keep_the_server_alive(
+    workspace: Path, isolated_home: Path
+) -> None:
+    # An early answer larger than the pipe (a 300 KB read) blocks while the client reads nothing; its stdin EOF
+    # must still end the process (as the real transport's does).
+    import subprocess
+
+    script = "mcp-server-file-read"
+    _session(script, workspace, _opening(), 2)
+    (workspace / "big.txt").write_text("line of text\n" * 25_000, encoding="utf-8")
+    argv = [console_script(script), "--audit-log", str(workspace.parent / "audit.jsonl"), "--log-level", "DEBUG"]
+    proc = subprocess.Popen(
+        argv, cwd=workspace, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        call = {"name": "file_read", "arguments": {"path": "big.txt"}}
+        lines = [*_opening(), {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}]
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("stdin EOF did not end the server while its stdout was full") from None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdout.close()
+        proc.wait(timeout=30)

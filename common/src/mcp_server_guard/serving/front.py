@@ -55,6 +55,7 @@ _LINE_LIMIT = 1 << 16  # a line longer than this is left to the real transport (
 # the real server ready).
 _SDK_WAIT_S = 1.0
 _TOOLS_WAIT_S = 30.0  # a call waits this long for the main thread to build the tools (then the SDK's way)
+_DEPTH = 64  # nesting the front takes at most (the real transport's parser takes about 200)
 _PACKAGES = ("mcp_server_guard", "mcp", "mcp_types", "pydantic", "pydantic_core")
 _ROOT_FLAGS = ("--launch-dir", "--allow-path")
 _ROOTS, _LAUNCH = "\x00roots\x00", "\x00launch\x00"  # a path never holds NUL: no real text is taken for them
@@ -247,6 +248,7 @@ class Front:
         self._in, self._out = wire_in, wire_out
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC)
         self._got = HandOver()
+        self._data, self._buffer = bytearray(), b""  # every byte read; what is not yet taken as a line
         self._handshake = ""  # the request key of the initialize answered, "" before
         self._client: dict[str, Any] = {}  # the params of the initialize answered
         self._answering = bool(self.records)
@@ -275,40 +277,64 @@ class Front:
         self._sdk_wanted.wait(bound)
 
     def _run(self) -> None:
-        data, buffer = bytearray(), b""
         try:
             while self._answering:
                 ready, _, _ = select.select([self._in, self._wake_r], [], [])
                 if self._wake_r in ready:
                     return
-                chunk = os.read(self._in, 65536)
-                data += chunk
-                if not chunk:
-                    self._got.eof = True
+                if not self._pull():
                     return
-                buffer += chunk
-                while self._answering and b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
+                while self._answering and b"\n" in self._buffer:
+                    line, self._buffer = self._buffer.split(b"\n", 1)
                     self._answering = self._answer(line)
-                if len(buffer) > _LINE_LIMIT:
+                if len(self._buffer) > _LINE_LIMIT:
                     self._answering = False  # not a request it answers: the rest stays in the pipe, unread
-        except OSError:
+        except (OSError, _ClientGone):
             self._answering = False
         finally:
-            self._got.data = bytes(data)
+            self._got.data = bytes(self._data)
             if self._loop is not None:
                 self._loop.close()
             self._sdk_wanted.set()
 
+    def _pull(self) -> bool:
+        """Read what stdin has now (one read); False at EOF (the client is gone)."""
+        chunk = os.read(self._in, 65536)
+        self._data += chunk
+        self._buffer += chunk
+        if not chunk:
+            self._got.eof = True
+        return bool(chunk)
+
+    def _write(self, data: bytes) -> None:
+        """Write an answer whole, without blocking on a client that does not read: while stdout is full, stdin is
+        read on, and its EOF (the client is gone) ends the answering — the process ends as the real transport's
+        does (threat: a client that closed stdin and reads nothing more held the process for ever)."""
+        view = memoryview(data)
+        os.set_blocking(self._out, False)
+        try:
+            while view:
+                try:
+                    view = view[os.write(self._out, view) :]
+                    continue
+                except BlockingIOError:
+                    pass
+                readable, _, _ = select.select([self._in], [self._out], [])
+                if readable and not self._pull():
+                    raise _ClientGone
+        finally:
+            os.set_blocking(self._out, True)
+
     def _answer(self, line: bytes) -> bool:
         """Answer ``line`` from the records; False when it cannot (the real server takes it and what follows).
-        Only a line the real transport would take as it is: strict UTF-8 and JSON (no NaN), no other member."""
+        Only a line the real transport would take as it is: strict UTF-8 and JSON (no NaN), nested no deeper than
+        it takes, no other member."""
         try:
             message = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
             json.dumps(message, ensure_ascii=False).encode("utf-8")  # no lone surrogate from a \ud800 escape
-        except (ValueError, UnicodeError):
+        except (ValueError, UnicodeError, RecursionError):
             return False
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or _deeper_than(message, _DEPTH):
             return False
         if not set(message) <= {"jsonrpc", "id", "method", "params"}:
             return False
@@ -336,20 +362,22 @@ class Front:
                 return False
             if method == "initialize":
                 self._handshake, self._client = key, params
-        os.write(self._out, json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode() + b"\n")
         self._ids.add(rid)
         self._got.answered.append((line, result, method != "tools/call"))
+        self._write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode() + b"\n")
         if method == "tools/call":
             self._sdk_wanted.set()
         return True
 
     def _call(self, params: dict[str, Any]) -> dict[str, Any] | None:
         """A call's result from the server's tools, or None when the real server must take it: no handshake yet, a
-        tool that needs the session, or a client that declared roots (they narrow the jail; fetching them is a
-        request to the client, which only the real server makes)."""
+        tool that needs the session, a client that declared roots (they narrow the jail; fetching them is a
+        request to the client, which only the real server makes), ``_meta`` beyond a progress token (the
+        2026-07-28 envelope, which the real transport refuses on this connection), or a cancel already sent
+        (the real server cancels the call; the front would run it whole)."""
         from mcp_server_guard.serving.tools import client_name, early_call  # noqa: PLC0415 - pydantic, once needed
 
-        name, arguments = params.get("name"), params.get("arguments", {})
+        name, arguments, meta = params.get("name"), params.get("arguments", {}), params.get("_meta", {})
         if not self._handshake or not set(params) <= {"name", "arguments", "_meta"}:
             return None
         capabilities = self._client.get("capabilities")
@@ -357,9 +385,16 @@ class Front:
             return None
         if not isinstance(name, str) or not isinstance(arguments, dict):
             return None
+        if not isinstance(meta, dict) or not set(meta) <= {"progressToken"}:
+            return None
         self._tools_known.wait(_TOOLS_WAIT_S)  # the main thread is building them
         tools = self._tools
         if tools is None or name not in tools.specs:
+            return None
+        ready, _, _ = select.select([self._in], [], [], 0)
+        if ready and not self._pull():
+            return None  # the client is gone: nothing is run for it
+        if b"notifications/cancelled" in self._buffer:
             return None
         if self._loop is None:
             import asyncio  # noqa: PLC0415 - not before a call needs it (a tenth of the first answer's time)
@@ -379,6 +414,22 @@ class Front:
         os.close(self._wake_r)
         os.close(self._wake_w)
         return self._got
+
+
+class _ClientGone(Exception):
+    """Stdin ended while an answer was being written."""
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests arrays and objects more than ``limit`` deep (walked without recursion)."""
+    todo: list[tuple[Any, int]] = [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            todo.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
 
 
 def _no_constant(name: str) -> Any:
