@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -377,7 +378,12 @@ def test_one_directory_watched_under_two_paths_keeps_what_matters_under_either(t
     real.mkdir()
     (tmp_path / "alias").symlink_to(real)  # inotify follows it: the same watch
     watch = _DirWatch()
-    assert watch.arm({str(real): None, str(tmp_path / "alias"): {".ssh"}})
+    consulted: dict[str, set[str] | None] = {str(real): None, str(tmp_path / "alias"): {".ssh"}}
+    # inotify instances are few per user (128), and the servers of a full test run hold many: wait for one (bounded).
+    deadline = time.monotonic() + 30
+    while not watch.arm(consulted) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert watch.arm(consulted)
     assert watch.unchanged()
     (real / "bob").mkdir()
     assert not watch.unchanged()

@@ -352,11 +352,12 @@ def read_records(path: Path, last: int) -> list[dict[str, Any]]:
 FOLLOW_POLL_S = 0.25
 
 
-def follow_entries(path: Path, poll: float = FOLLOW_POLL_S) -> Iterator[dict[str, Any]]:
+def follow_entries(path: Path, poll: float = FOLLOW_POLL_S, start: int | None = None) -> Iterator[dict[str, Any]]:
     """Calls as they end (each call's intent and outcome merged, as ``read_entries`` gives them), from the end of
-    the log on; waits for more until interrupted. A log rotated or truncated is followed from its start again."""
+    the log on (or from byte ``start``: where a listing just before began to read); waits for more until
+    interrupted. A log rotated or truncated is followed from its start again."""
     pending: dict[str, dict[str, Any]] = {}
-    where = _size(path)
+    where = _size(path) if start is None else start
     buffer = b""
     while True:
         size = _size(path)
@@ -390,6 +391,11 @@ def follow_entries(path: Path, poll: float = FOLLOW_POLL_S) -> Iterator[dict[str
                 while len(pending) > 10_000:  # intents whose outcome never came (servers that died)
                     del pending[next(iter(pending))]
         time.sleep(poll)
+
+
+def log_size(path: Path) -> int:
+    """The log's size now (0 when there is none): where ``follow_entries`` starts."""
+    return _size(path)
 
 
 def _size(path: Path) -> int:

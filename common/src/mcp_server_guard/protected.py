@@ -564,6 +564,12 @@ class _DirWatch:
             self._fd = -1
         self._names = {}
 
+    def __del__(self) -> None:
+        # A watch let go (a server built and dropped in one process: the tests' in-memory tier) gives its inotify
+        # instance back at once: a user has few (128 by default), and every running server holds some.
+        with contextlib.suppress(OSError):
+            self.close()
+
 
 def protection_for(
     policy: Policy,

@@ -31,6 +31,7 @@ from mcp_server_guard.audit import (
     default_audit_path,
     follow_entries,
     is_own_dir,
+    log_size,
     read_entries,
     state_dirs,
 )
@@ -131,14 +132,18 @@ def audit(
         usage_error(PROG, str(exc))
     filtering = any(v is not None for v in (server, decision, actor, project, since))
     # A filter looks further back than the last N records: what matches may be older.
+    # --follow goes on from where the listing began to read: a call that ends in between is not missed (one the
+    # listing showed finished is not shown twice).
+    start = log_size(path)
     entries = [e for e in read_entries(path, AUDIT_SCAN if filtering else last) if keep(e)][-last:]
     show = json_text if as_json else format_entry
     for entry in entries:
         typer.echo(show(entry))
     if follow:
+        shown = {e.get("audit_id") for e in entries if e.get("status") == "done"}
         try:
-            for entry in follow_entries(path):
-                if keep(entry):
+            for entry in follow_entries(path, start=start):
+                if keep(entry) and entry.get("audit_id") not in shown:
                     typer.echo(show(entry))
         except KeyboardInterrupt:
             return

@@ -510,7 +510,8 @@ def reverse_ops(
         # A path a later record names too (a job's later part changed it again): that record's check stands for
         # both, its undo first putting back what this one left.
         covered = record.path in named or any(parent in wholesale for parent in _parents(record.path))
-        named.add(record.path)
+        if record.action != "times":  # a directory's time is put back whatever happened since: it checks nothing
+            named.add(record.path)
         if not force and not covered and not as_left(root, rel, record, (since or {}).get(record.path, applied_ns)):
             changed.append(record.path)
         if record.action in ("create", "modify", "delete") and (record.tree or record.kind == "dir"):
