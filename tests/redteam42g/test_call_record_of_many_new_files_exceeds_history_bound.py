@@ -13,25 +13,15 @@ create-only change set — while the call record grows with every created path."
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from support.redteam import SX, call, mcp_guard, started
+from support.redteam import SX, call, disk_used, mcp_guard, started
 
 BOUND = 262144
 N = 1500
-
-
-def _disk(directory: Path) -> int:
-    total = 0
-    for dirpath, _dirs, files in os.walk(directory):
-        for name in files:
-            st = os.lstat(os.path.join(dirpath, name))
-            total += max(st.st_size, st.st_blocks * 512)
-    return total
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
@@ -53,7 +43,7 @@ def test_create_only_call_record_stays_within_history_max_bytes(workspace: Path,
     structured = result["structuredContent"]
     if structured["transaction"] != "applied":
         return  # refused before any change: what the bound promises
-    used = _disk(state / "history")
+    used = disk_used(state / "history")
     biggest = max((p for p in (state / "history").rglob("*") if p.is_file()), key=lambda p: p.stat().st_size)
     undo = structured["changes"]["undo"].split()[-1]
     done = mcp_guard("undo", undo, "--history-dir", str(state / "history"), "--audit-log", str(state / "audit.jsonl"))

@@ -4,24 +4,14 @@ size counted its regular files only, so ``rm -rf`` of 15,000 empty directories k
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from support.redteam import SX, call, started
+from support.redteam import SX, call, disk_used, started
 
 BOUND = 2 << 20
-
-
-def _disk(directory: Path) -> int:
-    total = 0
-    for dirpath, dirs, files in os.walk(directory):
-        for name in [*dirs, *files]:
-            st = os.lstat(os.path.join(dirpath, name))
-            total += max(st.st_size, st.st_blocks * 512)
-    return total
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
@@ -37,7 +27,7 @@ def test_a_deleted_tree_of_empty_directories_stays_within_history_max_bytes(work
     finally:
         raw.close()
     structured = result["structuredContent"]
-    used = _disk(state / "history") if (state / "history").exists() else 0
+    used = disk_used(state / "history", dirs=True)
     if structured["transaction"] == "applied":
         assert used <= BOUND, f"history holds {used} bytes on disk, bound {BOUND}"
     else:  # refused before any change (the bound said no room): the tree is still there

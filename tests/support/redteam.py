@@ -50,3 +50,13 @@ def audit_id_of(result: dict[str, Any]) -> str:
     match = re.search(r"mcp-guard undo ([0-9a-f]{12})", text)
     assert match, f"no audit id in {text[:2000]}"
     return match.group(1)
+
+
+def disk_used(directory: Path, *, dirs: bool = False) -> int:
+    """Bytes the files below ``directory`` take on disk (``dirs``: the directories below it too); 0 if it is not."""
+    total = 0
+    for dirpath, subdirs, files in os.walk(directory):
+        for name in [*files, *(subdirs if dirs else [])]:
+            st = os.lstat(os.path.join(dirpath, name))
+            total += max(st.st_size, st.st_blocks * 512)
+    return total
