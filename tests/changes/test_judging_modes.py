@@ -51,6 +51,11 @@ def test_attack_setuid_and_setgid_added_to_an_existing_executable_are_refused(tm
     assert "setuid" in why.get("bin/run", ""), why
 
 
+def test_a_setgid_refusal_names_the_groups_rights(tmp_path: Path) -> None:
+    why = refused(judged(tmp_path, "chmod g+s bin/run"))
+    assert "setgid" in why.get("bin/run", "") and "its group's rights" in why["bin/run"], why
+
+
 def test_attack_git_dir_hooks_and_config_made_writable_by_others_are_refused(tmp_path: Path) -> None:
     why = refused(judged(tmp_path, "chmod 777 .git .git/hooks && chmod 666 .git/config", git=True))
     assert {".git", ".git/hooks", ".git/config"} <= set(why), why

@@ -391,7 +391,8 @@ def _modes(
             shown = f"{change.path} ({change.mode:04o})"
             if change.kind == "file" and extra & _SET_ID:
                 bit = "setuid" if extra & 0o4000 else "setgid"
-                judgement.refused[key] = f"it would set the {bit} bit: a program that runs with its owner's rights"
+                rights = "its owner's" if bit == "setuid" else "its group's"
+                judgement.refused[key] = f"it would set the {bit} bit: a program that runs with {rights} rights"
             elif guarded and extra & _WRITABLE_BY_OTHERS:
                 judgement.refused[key] = f"it would make {guarded} writable by others"
             elif guarded and change.kind == "dir" and (remoded or (change.action == "create" and not
