@@ -126,7 +126,7 @@ class GitLookups:
     relative_hooks: list[str] | None = None  # global_relative_hooks, once looked up
 
 
-def git_rule(real: str, roots: tuple[str, ...], home: str | None, lookups: GitLookups) -> str | None:
+def git_rule(real: str, home: str | None, lookups: GitLookups) -> str | None:
     """file_write and the judge of effects: whether ``real`` is a runnable entry of a git dir among its
     ancestors (inside the roots or above them), or lies in a directory git runs hooks from (``core.hooksPath``)."""
     if lookups.global_hooks is None:

@@ -215,7 +215,7 @@ class Protection:
             git = (lookups or Lookups()).git
             if git.nested is None:
                 git.nested = self._repositories_within(roots)
-            return git_rule(real, tuple(roots), self.home, git)
+            return git_rule(real, self.home, git)
         return None
 
     def _repositories_within(self, roots: tuple[str, ...]) -> tuple[list[str], list[str]]:

@@ -398,8 +398,10 @@ class Applier:
             [part],
         )
         roots = {op.root for op in plan.ops}
+        # Most calls apply once: no record yet, and no look into the evicted calls' list that a missing one costs.
+        kept = (self.history.calls.directory / f"{plan.audit_id}.json").exists()
         with contextlib.suppress(HistoryError):
-            earlier = self.history.calls.read(plan.audit_id)
+            earlier = self.history.calls.read(plan.audit_id) if kept else {}
             if part in earlier.get("parts", []):
                 return  # recorded before a crash cut the run's end: this part is in it already
             if not earlier.get("undone_by"):
