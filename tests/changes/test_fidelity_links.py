@@ -66,6 +66,12 @@ COMMANDS = [
     # the moved name stays a name of the file, the copy is a file of its own with the same bytes, mode and times
     "cp -a d d3 && mv d d4",
     "mv d d4 && cp -a d4 d3",
+    # one file changed in place through two of its names: every change reaches the one file (the later one wins
+    # where both changed the same thing)
+    "chmod 600 h2 && touch -d 2001-01-01 h1",
+    "python3 -c 'import os; os.setxattr(\"h1\", \"user.j\", b\"2\"); os.setxattr(\"h2\", \"user.k\", b\"1\")'",
+    "chmod 600 h2 && echo more >> h1 && chmod 640 sp/x1 && touch -d 2002-02-02 d/x2 && chmod 604 d/x2",
+    "touch -d 2001-01-01 h1 && echo more >> h2",
 ]
 
 

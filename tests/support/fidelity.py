@@ -275,10 +275,11 @@ class _Model:
     dirs: set[str] = field(default_factory=set)
     links: set[str] = field(default_factory=set)
     counter: int = 0
-    # The names of the file that had two names before the call, and how the script has used them so far: changed in
-    # place through one name ("inplace:<name>"), renamed, linked, copied, replaced or read ("names"), or read and
-    # written back by git ("git"). A script does one of these (docs/shell_exec.md: a file with several names that
-    # the copy cannot show as one).
+    # The names of the file that had two names before the call, and how the script has used them so far: its mode,
+    # time or attributes changed through any of its names ("meta"), and its bytes through one name
+    # ("inplace:<name>"), renamed, linked, copied, replaced or read ("names"), or read and written back by git
+    # ("git"). A script does one of these (docs/shell_exec.md: a file with several names that the copy cannot show
+    # as one).
     shared: set[str] = field(default_factory=lambda: {"h1.txt", "h2.txt"})
     shared_use: str = ""
     linked: set[str] = field(default_factory=set)  # names the script gave a file another name with (ln)
@@ -542,7 +543,8 @@ def script_for(seed: int, *, git: bool = True) -> list[str]:
         (1, op_replace), (1.5 if git else 0, op_git),
     ]  # fmt: skip
     weights = [w for w, _ in ops]
-    in_place = {op_write, op_append, op_truncate, op_chmod, op_touch, op_xattr}
+    in_place = {op_write, op_append, op_truncate}
+    meta_ops = {op_chmod, op_touch, op_xattr}  # through any of its names: each reaches the one file
     count = rng.randint(5, 25)
     while len(lines) < count:
         _, op = rng.choices(ops, weights)[0]
@@ -558,8 +560,12 @@ def script_for(seed: int, *, git: bool = True) -> list[str]:
                 continue
             m.shared_use = "git"
         elif used:
-            use = f"inplace:{min(used)}" if op in in_place and len(used) == 1 else "names"
-            if m.shared_use and m.shared_use != use:
+            use = "names"
+            if op in meta_ops:
+                use = m.shared_use if m.shared_use.startswith("inplace:") else "meta"
+            elif op in in_place and len(used) == 1:
+                use = f"inplace:{min(used)}"
+            if m.shared_use and m.shared_use != use and not (m.shared_use == "meta" and use.startswith("inplace:")):
                 m = before  # the copy cannot show what this would do natively (see _Model.shared)
                 continue
             m.shared_use = use

@@ -34,7 +34,7 @@ from mcp_server_guard.changes.changeset import (
     same_bytes,
     walk_real,
 )
-from mcp_server_guard.changes.xattrs import at, seen
+from mcp_server_guard.changes.xattrs import at, seen, set_seen
 
 __all__ = ["Names"]
 
@@ -79,6 +79,7 @@ class Names:
     carried: frozenset[tuple[str, bytes]] = frozenset()  # the project's own user.overlay.* attributes (data)
     moved: frozenset[int] = frozenset()  # upper inodes of names of linked files the box's tree moves made
     escaped: frozenset[str] = frozenset()  # paths whose own user.overlay.* attributes the copy showed
+    folded: set[str] = field(default_factory=set)  # names whose meta change went into a file rewritten through another
 
     def add(self, change: Change) -> int:
         """List a change; its index, or -2 once the budget is spent (not listed: the set is incomplete)."""
@@ -272,7 +273,10 @@ class Names:
         if not enough():
             found = self.names_of({*wanted, *shared, *pending, *metas}, everywhere=True)
         for ino, indexes in metas.items():
-            self.meta_names(ino, indexes, found[ino])
+            if ino in wanted and len(found[ino]) == self.nlink(indexes[0]):
+                self.fold_meta(wanted[ino][0], indexes)  # rewritten through one name, re-moded through another
+            else:
+                self.meta_names(ino, indexes, found[ino])
         for ino, indexes in shared.items():
             staying = [p for p in found[ino] if p not in gone]
             if staying:
@@ -298,7 +302,7 @@ class Names:
             kept = {name.path for names_of in self.inodes.values() for name in names_of
                     if name.index < 0 and name.real is not None and name.real.st_ino == ino}  # fmt: skip
             for path in found[ino]:
-                if path in self.touched and path not in kept:
+                if path in self.folded or (path in self.touched and path not in kept):
                     continue  # the command changed that name itself
                 self.add(Change(path, "modify", "file", size=change.size, old_size=one.real.st_size, mode=change.mode,
                                 old_mode=stat.S_IMODE(one.real.st_mode), link=one.path))  # fmt: skip
@@ -319,13 +323,72 @@ class Names:
             for index in indexes:
                 self.out[index] = replace(self.out[index], action="modify")
             return
-        first = self.out[indexes[0]]
+        first = self.combined(indexes)
         for index in indexes:
-            self.out[index] = replace(self.out[index], inode=ino)
+            self.out[index] = replace(first, path=self.out[index].path, inode=ino)
         changed = {self.out[index].path for index in indexes}
         for path in names:
             if path not in changed and path not in self.touched:
                 self.add(replace(first, path=path, inode=ino))
+
+    def combined(self, indexes: list[int]) -> Change:
+        """One file changed in place through several of its names (``chmod 600 h1 && touch -d 2001 h2``): the copy
+        shows each name as a file of its own, each with one change; natively every change reaches the one file.
+        What lands is each change made to the file as it was, the later (by the copy's change time) over the
+        earlier where two changed the same thing: the mode, the modification time, each attribute."""
+        changes = sorted((self.out[i] for i in indexes), key=lambda c: self.changed_at(c.path))
+        first = changes[0]
+        mode, mtime, attributes = first.old_mode, first.old_mtime_ns, dict(first.old_xattrs)
+        for change in changes:
+            mode = change.mode if change.mode != change.old_mode else mode
+            mtime = change.mtime_ns if change.mtime_ns != change.old_mtime_ns else mtime
+            now, before = dict(change.xattrs), dict(change.old_xattrs)
+            for name in before.keys() - now.keys():
+                attributes.pop(name, None)
+            attributes.update((name, value) for name, value in now.items() if before.get(name) != value)
+        return replace(first, mode=mode, mtime_ns=mtime, xattrs=tuple(sorted(attributes.items())))
+
+    def changed_at(self, path: str) -> int:
+        upper = self.upper_stat(path)
+        return upper.st_ctime_ns if upper is not None else 0
+
+    def fold_meta(self, rewritten: _Name, indexes: list[int]) -> None:
+        """A file rewritten through one name (``echo >> h1``) whose mode, time or attributes the command changed
+        through another (``chmod 600 h2``): natively one file has both. The rewritten copy is given the other
+        names' changes (the later over the earlier, as :meth:`combined`), and those names become names of it."""
+        base = self.out[rewritten.index]
+        with self.parent(self.upper_root, rewritten.path) as (fd, name):
+            if fd < 0:
+                return
+            upper = lstat(name, fd)
+            if upper is None or not stat.S_ISREG(upper.st_mode):
+                return
+            own = Change(base.path, "meta", "file", mode=stat.S_IMODE(upper.st_mode), old_mode=base.old_mode,
+                         mtime_ns=upper.st_mtime_ns, old_mtime_ns=self.out[indexes[0]].old_mtime_ns,
+                         xattrs=seen(at(fd, name)), old_xattrs=self.out[indexes[0]].old_xattrs)  # fmt: skip
+            self.out.append(own)  # only to merge: taken away again below
+            try:
+                want = self.combined([*indexes, len(self.out) - 1])
+            finally:
+                self.out.pop()
+            # The command has ended (or, for a job's look, its copy shows the same file natively would): its
+            # upper file is set once, through a descriptor of it, never a path that could be a link.
+            file = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+            try:
+                if want.mode != own.mode:
+                    os.fchmod(file, want.mode)
+                if want.xattrs != own.xattrs:
+                    set_seen(file, want.xattrs, own.xattrs)
+                if want.mtime_ns != own.mtime_ns:
+                    os.utime(file, ns=(upper.st_atime_ns, want.mtime_ns))
+            finally:
+                os.close(file)
+        self.out[rewritten.index] = replace(base, mode=want.mode)
+        for index in indexes:
+            change = self.out[index]
+            self.out[index] = replace(change, action="modify", size=base.size, mode=want.mode, link=rewritten.path,
+                                      mtime_ns=0, old_mtime_ns=0, xattrs=(), old_xattrs=())  # fmt: skip
+            self.folded.add(change.path)
 
     def names_of(self, inodes: set[int], *, everywhere: bool = False) -> dict[int, list[str]]:
         """The names of real files ``inodes`` in the directories the command touched; ``everywhere``: in the whole
