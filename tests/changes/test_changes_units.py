@@ -321,3 +321,27 @@ def test_the_summary_names_directories_in_plain_english(tmp_path: Path) -> None:
     copy = Copy(tmp_path)
     line, _ = summary_line([copy.run("mkdir a b")])
     assert "change 2 directories" in line, line
+
+
+def test_a_fifo_in_place_of_a_file_of_a_moved_tree_keeps_the_tree_whole(copy: Copy, tmp_path: Path) -> None:
+    (copy.root / "d" / "sub").mkdir(parents=True)
+    (copy.root / "d" / "f.txt").write_text("f\n")
+    (copy.root / "d" / "sub" / "g.txt").write_text("g\n")
+    changes = copy.run("mv d d2 && rm d2/f.txt && mkfifo d2/f.txt")
+    judgement = judge([changes], protection_for(POLICY), POLICY.effects, [str(copy.root)])
+    root = str(copy.root)
+    assert judgement.refused[(root, "d/f.txt")].startswith("it would be replaced by d2/f.txt (a FIFO)")
+    assert judgement.refused[(root, "d2")].startswith("it holds d2/f.txt (a FIFO) in place of d/f.txt")
+    assert "delete" not in judgement.summary and "move" not in judgement.summary, judgement.summary
+    Applier(history(tmp_path)).apply([changes], "f1f0f1f0f1f0", copy.started, skip=frozenset(judgement.refused))
+    assert (copy.root / "d" / "f.txt").read_text() == "f\n" and (copy.root / "d" / "sub" / "g.txt").exists()
+    assert not (copy.root / "d2").exists()
+
+
+def test_nothing_of_a_new_tree_that_may_not_land_is_counted(copy: Copy) -> None:
+    (copy.root / "d").mkdir()
+    (copy.root / "d" / "f.txt").write_text("f\n")
+    changes = copy.run("rm -r d && mkdir d && printf 'x\\n' > d/x && mkfifo d/f.txt")
+    judgement = judge([changes], protection_for(POLICY), POLICY.effects, [str(copy.root)])
+    assert (str(copy.root), "d/x") in judgement.refused
+    assert "create" not in judgement.summary, judgement.summary

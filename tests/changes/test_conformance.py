@@ -384,6 +384,49 @@ async def test_a_change_made_meanwhile_is_a_conflict_and_the_rest_applies(worksp
         assert beside.read_text() == text
 
 
+async def test_a_change_made_meanwhile_is_no_conflict_with_the_calls_own_links_renames_or_modes(
+    workspace: Path,
+) -> None:
+    # Either serial order natively: the command's new name, rename or mode change and the other change both hold (or
+    # the command's is skipped, and said), and no conflict copy appears for a path nobody else changed.
+    w = workspace
+    for name in ("a", "b", "e"):
+        (w / name).write_text(f"{name}\n")
+    (w / "d").mkdir()
+    (w / "t" / "sub").mkdir(parents=True)
+    (w / "t" / "sub" / "g").write_text("g\n")
+
+    def append() -> None:
+        with (w / "a").open("a") as fh:
+            fh.write("B\n")
+
+    def new_in(path: str) -> Any:
+        return lambda: (w / path).write_text("N\n")
+
+    cases = [
+        ("ln a h", append),
+        ("mv b c", (w / "b").unlink),
+        ("chmod 600 e", (w / "e").unlink),
+        ("touch -d 2001-01-01 d", new_in("d/new")),
+        ("rm -r t", new_in("t/sub/new")),
+    ]
+    results = {}
+    async with shell(workspace) as client:
+        for command, meanwhile in cases:
+            results[command] = await _then_meanwhile(client, workspace, command, meanwhile)
+    conflicts = {c: {p["path"]: p["reason"] for p in r["changes"]["paths"] if p["action"] == "conflict"}
+                 for c, r in results.items()}  # fmt: skip
+    assert not list(w.glob("*.mcp-guard-*")), sorted(os.listdir(w))
+    assert (w / "h").read_text() == "a\nB\n" and (w / "h").stat().st_ino == (w / "a").stat().st_ino
+    assert not conflicts["ln a h"] and not conflicts["mv b c"], conflicts
+    assert (w / "c").read_text() == "b\n" and not (w / "b").exists()
+    assert not (w / "e").exists() and set(conflicts["chmod 600 e"]) == {"e"}, conflicts
+    # Someone else's entry in d is the later change: the time the command set is theirs (the command came first).
+    assert not conflicts["touch -d 2001-01-01 d"] and (w / "d").stat().st_mtime > 1e9 + 1e8
+    assert (w / "t" / "sub" / "g").exists() and set(conflicts["rm -r t"]) == {"t"}, conflicts
+    assert "delete" not in results["rm -r t"]["changes"]["summary"], results["rm -r t"]["changes"]
+
+
 async def test_files_and_directories_replaced_by_other_types_land(workspace: Path) -> None:
     (workspace / "f2d").write_text("file")
     (workspace / "d2l").mkdir()

@@ -69,9 +69,11 @@ COMMANDS = [
     # one file changed in place through two of its names: every change reaches the one file (the later one wins
     # where both changed the same thing)
     "chmod 600 h2 && touch -d 2001-01-01 h1",
-    "python3 -c 'import os; os.setxattr(\"h1\", \"user.j\", b\"2\"); os.setxattr(\"h2\", \"user.k\", b\"1\")'",
-    "chmod 600 h2 && echo more >> h1 && chmod 640 sp/x1 && touch -d 2002-02-02 d/x2 && chmod 604 d/x2",
+    'python3 -c \'import os; os.setxattr("h1", "user.j", b"2"); os.setxattr("h2", "user.k", b"1")\'',
+    "chmod 600 h2 && echo more >> h1 && touch -d 2002-02-02 d/x2 && chmod 604 sp/x1",
     "touch -d 2001-01-01 h1 && echo more >> h2",
+    # a new name of a linked file, then a symlink renamed over the name it was made from (fuzzer seed 7031)
+    "ln -s ../a.txt d/up && ln h2 empty/n1 && mv -f d/up h2",
 ]
 
 

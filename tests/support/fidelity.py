@@ -282,6 +282,7 @@ class _Model:
     # as one).
     shared: set[str] = field(default_factory=lambda: {"h1.txt", "h2.txt"})
     shared_use: str = ""
+    meta_through: dict[str, str] = field(default_factory=dict)  # a mode, time or attribute change: the name it used
     linked: set[str] = field(default_factory=set)  # names the script gave a file another name with (ln)
     made: set[str] = field(default_factory=set)  # files the script made (git's rewrites too): no copy of the project's
 
@@ -563,8 +564,14 @@ def script_for(seed: int, *, git: bool = True) -> list[str]:
             use = "names"
             if op in meta_ops:
                 use = m.shared_use if m.shared_use.startswith("inplace:") else "meta"
+                if len(used) > 1 or m.meta_through.setdefault(op.__name__, min(used)) != min(used):
+                    m = before  # the same thing changed through two names: the copy cannot tell which came last
+                    continue
             elif op in in_place and len(used) == 1:
                 use = f"inplace:{min(used)}"
+                if m.meta_through.setdefault("op_touch", min(used)) != min(used):
+                    m = before  # a write sets the time too: as a touch through another name, which came last?
+                    continue
             if m.shared_use and m.shared_use != use and not (m.shared_use == "meta" and use.startswith("inplace:")):
                 m = before  # the copy cannot show what this would do natively (see _Model.shared)
                 continue

@@ -44,6 +44,7 @@ from mcp_server_guard.changes.git_verdicts import (
     pointer_verdict,
 )
 from mcp_server_guard.changes.nofollow import default_acl_above, entries_below, lstat_beneath
+from mcp_server_guard.changes.wholes import refuse_whole
 from mcp_server_guard.changes.xattrs import acl_mode
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.paths import printable, within_any
@@ -178,7 +179,7 @@ def summary_line(
         parts.append(f"change the times or attributes of {_n(times_only, 'file')}")
     if not parts:
         dirs = sum(1 for s in sets for c in s.changes if c.kind == "dir" and (s.root, c.path) not in skip)
-        timed = [t.path for s in sets for t in s.times if t.mtime_ns != t.old_mtime_ns]
+        timed = [t.path for s in sets for t in s.times if t.mtime_ns != t.old_mtime_ns and (s.root, t.path) not in skip]
         if dirs:
             parts.append(f"change {_n(dirs, 'directory')}")
         elif timed:
@@ -597,41 +598,7 @@ def _refuse(
                 why = _linked(trees, change, protection, roots, lookups, by_content)
         if why is not None:
             refused[(root, change.path)] = why
-    # A project's own FIFO, socket or device moved with its directory (``mv d d2``): its new name may not land, so its
-    # old name does not go either — the project keeps it where it was.
-    special = ("device", "fifo", "socket")
-    barred_new = [
-        c for c in changes.changes if c.kind in special and c.action != "delete" and (root, c.path) in refused
-    ]
-    gone_old = [c for c in changes.changes if c.kind in special and c.action == "delete"]
-    for made in barred_new:
-        name = made.path.rsplit("/", 1)[-1]
-        # Told from a FIFO deleted and another made (``rm a; mkfifo b``) by its name: a renamed directory's.
-        for old in [c for c in gone_old if c.kind == made.kind and c.path.rsplit("/", 1)[-1] == name]:
-            refused.setdefault((root, old.path), f"it moved to {made.path}, which may not land: it stays")
-    # Names of one file go together: a change through one reaches every other (its mode, its bytes).
-    names: dict[int, list[Change]] = {}
-    for change in changes.changes:
-        if change.inode:
-            names.setdefault(change.inode, []).append(change)
-    for group in names.values():
-        barred = next(((c.path, refused[(root, c.path)]) for c in group if (root, c.path) in refused), None)
-        if barred is not None:
-            for change in group:
-                refused.setdefault((root, change.path), f"another name of this file is {barred[0]} ({barred[1]})")
-    # A deletion or replacement of a tree that holds a refused path is refused whole; so is the tree it came with.
-    for change in changes.changes:
-        top = change.top
-        if top and change.action == "delete" and (root, change.path) in refused and (root, top) not in refused:
-            refused[(root, top)] = f"it holds {change.path} ({refused[(root, change.path)]})"
-    for change in changes.changes:
-        if change.top and change.action == "delete" and (root, change.top) in refused:
-            refused.setdefault((root, change.path), refused[(root, change.top)])
-    # What a refused entry would have replaced stays whole: nothing is half replaced.
-    kept = {c.path for c in changes.changes if c.action == "create" and c.opaque and (root, c.path) in refused}
-    for change in changes.changes:
-        if change.top in kept and change.action == "delete":
-            refused.setdefault((root, change.path), refused[(root, change.top)])
+    refuse_whole(changes, refused)
 
 
 def _linked(

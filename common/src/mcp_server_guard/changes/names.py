@@ -79,6 +79,8 @@ class Names:
     carried: frozenset[tuple[str, bytes]] = frozenset()  # the project's own user.overlay.* attributes (data)
     moved: frozenset[int] = frozenset()  # upper inodes of names of linked files the box's tree moves made
     escaped: frozenset[str] = frozenset()  # paths whose own user.overlay.* attributes the copy showed
+    looked: dict[str, int] = field(default_factory=dict)  # a job's paths its earlier looks applied: their ctime then
+    vanished: set[str] = field(default_factory=set)  # names the command deleted that the real tree lost meanwhile
     folded: set[str] = field(default_factory=set)  # names whose meta change went into a file rewritten through another
 
     def add(self, change: Change) -> int:
@@ -100,20 +102,35 @@ class Names:
     def deleted_meanwhile(self) -> None:
         """A file the command copied up (it was in the real tree then) that is not there any more, in a directory
         someone else changed while the command ran, and that is no rename of the command's (no file it deleted has
-        its size): someone deleted it meanwhile. A conflict then, not a creation."""
+        its size): someone deleted it meanwhile. A conflict then, not a creation; where the command never wrote it
+        (its time is from before the command started), a conflict of its mode or attributes, with no copy."""
         if not self.started_ns:
             return
-        changed = {t.path if t.path != ROOT else "" for t in self.times if t.ctime_ns > self.started_ns}
-        if os.fstat(self.real_root).st_ctime_ns > self.started_ns:
+        # (Not by a running job's earlier look: the directory as that left it is the job's own.)
+        changed = {t.path if t.path != ROOT else "" for t in self.times
+                   if t.ctime_ns > self.started_ns and self.looked.get(t.path) != t.ctime_ns}  # fmt: skip
+        now = os.fstat(self.real_root).st_ctime_ns
+        if now > self.started_ns and self.looked.get(ROOT) != now:
             changed.add("")  # the root itself (whose time is known only where the copy's mount says it)
         if not changed:
             return
         deleted = {c.size for c in self.out if c.action == "delete"}
+        if self.vanished:
+            # A name the command took away is gone from the real tree as well (``mv a b`` while another call
+            # deleted ``a``): a file it made from a copy-up may be that one renamed — a new name, no conflict.
+            return
         for index, change in enumerate(self.out):
             if change.action != "create" or not change.origin or change.top or change.moved_from or change.link:
                 continue
             if change.path.rpartition("/")[0] not in changed or change.size in deleted:
                 continue  # nobody else changed its directory; or maybe a file the command renamed here
+            upper = self.upper_stat(change.path)
+            if change.kind == "file" and upper is not None and upper.st_mtime_ns < self.started_ns:
+                # Copied up for a mode or an attribute and never written (a write sets its time to now): nothing of
+                # the command's to keep beside it; its change of a file no longer there is a conflict of its own.
+                self.out[index] = replace(change, action="meta", old_mode=change.mode, mtime_ns=upper.st_mtime_ns,
+                                          old_mtime_ns=upper.st_mtime_ns)  # fmt: skip
+                continue
             self.out[index] = replace(change, gone=True)
 
     # -- names of one inode ----------------------------------------------------------------------------------
@@ -173,7 +190,8 @@ class Names:
         lost: dict[tuple[int, int], list[tuple[Change, int]]] = {}
         for change in self.out:
             replaced = change.top == change.path  # a file the command replaced with a directory
-            if change.kind == "file" and (not change.top or replaced) and change.action in ("delete", "modify"):
+            # (Replaced by a symlink too: ``ln h2 n && mv -f link h2`` — ``n`` is still a name of h2's old file.)
+            if change.kind != "dir" and (not change.top or replaced) and change.action in ("delete", "modify"):
                 real = self.real_stat(change.path)
                 if real is not None and stat.S_ISREG(real.st_mode) and real.st_nlink > 1:
                     lost.setdefault((real.st_size, real.st_mtime_ns), []).append((change, real.st_ino))
@@ -334,8 +352,9 @@ class Names:
     def combined(self, indexes: list[int]) -> Change:
         """One file changed in place through several of its names (``chmod 600 h1 && touch -d 2001 h2``): the copy
         shows each name as a file of its own, each with one change; natively every change reaches the one file.
-        What lands is each change made to the file as it was, the later (by the copy's change time) over the
-        earlier where two changed the same thing: the mode, the modification time, each attribute."""
+        What lands is each change made to the file as it was; where two names changed the same thing (the mode, the
+        modification time, an attribute), the copy cannot say which came last: the name whose copy changed last
+        (its change time) wins."""
         changes = sorted((self.out[i] for i in indexes), key=lambda c: self.changed_at(c.path))
         first = changes[0]
         mode, mtime, attributes = first.old_mode, first.old_mtime_ns, dict(first.old_xattrs)

@@ -98,7 +98,12 @@ class Run:
         if not stat.S_ISDIR(real.st_mode) and (real.st_dev, real.st_ino) in self.ours:
             return (0, 0)
         linked: list[tuple[str, int, int]] = []
-        counted = unchanged(dirfd, name, real, self.started, self.baseline.get(absolute), self.ours, linked)
+        since, left = self.started, self.baseline.get(absolute)
+        if stat.S_ISDIR(real.st_mode) and self.baseline:
+            # A tree a running job's earlier looks applied: changed only by them, it is the job's own.
+            inside = absolute.rstrip("/") + "/"
+            since = max([since, *(v for k, v in self.baseline.items() if k == absolute or k.startswith(inside))])
+        counted = unchanged(dirfd, name, real, since, left, self.ours, linked)
         if linked:
             self.tree_links[absolute] = linked  # kept as copies: a later change through another name is not theirs
             # Keeping them so takes a name from each inode (its ctime changes): ours, not someone else's change.
@@ -491,7 +496,14 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
             if run.placed[target] != (source.st_dev, source.st_ino):
                 raise Changed(f"{change.link} is not what was applied there")
         elif not linked_before:
-            run.unchanged(src_dir, src_name, source, target)
+            try:
+                run.unchanged(src_dir, src_name, source, target)
+            except Changed:
+                # Written by someone else since the command started (another call appended to it, file_write
+                # replaced it): a new name of it is as if their change came first. Not of a file that has a name
+                # this run does not know of (one outside the root, made meanwhile), nor in place of anything.
+                if change.action != "create" or real is not None or source.st_nlink != 1:
+                    raise
         if real is not None and (real.st_dev, real.st_ino) == (source.st_dev, source.st_ino):
             return []  # one file already
         run.ours.add((source.st_dev, source.st_ino))  # a new name changes its ctime, not what it holds
@@ -614,6 +626,8 @@ def copy_step(
             if real is None:
                 os.mkdir(name, stat.S_IMODE(ours.st_mode), dir_fd=dst_dir)
                 placed = lstat_at(name, dst_dir)
+                if placed is not None:
+                    run.baseline[absolute] = placed.st_ctime_ns  # the job's own, as this look left it
                 return [Applied(absolute, "create", "dir", after=identity(placed) if placed else ())], []
             if not stat.S_ISDIR(real.st_mode):
                 raise Changed("a file is there, where the job made a directory")

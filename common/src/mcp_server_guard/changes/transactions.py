@@ -36,7 +36,7 @@ from mcp_server_guard import audit
 from mcp_server_guard.changes.apply import Applier, NotApplied
 from mcp_server_guard.changes.area import AREA_IN_ROOT, CopyArea
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, ChangeSet, walk_real
-from mcp_server_guard.changes.effects import Counts, Judgement, judge
+from mcp_server_guard.changes.effects import Counts, Judgement, judge, summary_line
 from mcp_server_guard.changes.escapes import MARKS, Escapes
 from mcp_server_guard.changes.plan import Conflict, Outcome
 from mcp_server_guard.changes.upper import read_upper
@@ -254,9 +254,12 @@ class Transactions:
     def _upper(self, name: str, index: int, part: str) -> str:
         return os.path.join(part, name, f"u{index}")
 
-    def read(self, name: str, started_ns: int = 0, moved: frozenset[int] = frozenset()) -> list[ChangeSet]:
+    def read(
+        self, name: str, started_ns: int = 0, moved: frozenset[int] = frozenset(), landed: dict[str, int] | None = None
+    ) -> list[ChangeSet]:
         """Every root's change set of the copy ``name`` (every process of its call must be gone); ``started_ns``: when
-        the command started (what changed in the real tree after that is someone else's); ``moved``: see ``settle``."""
+        the command started (what changed in the real tree after that is someone else's); ``moved``: see ``settle``;
+        ``landed``: a job's baseline (see ``settle``)."""
         sets: list[ChangeSet] = []
         for index, (root, part) in enumerate(self.area.overlays()):
             upper = self._upper(name, index, part)
@@ -266,7 +269,7 @@ class Transactions:
                 mounted = _mounted(os.path.join(part, name, f"m{index}"))
                 changes = read_upper(upper, fd, root, skip, mounted, started_ns=started_ns,
                                      carried=self.escapes.data(root), moved=moved,
-                                     escaped=self.escapes.escaped(root))  # fmt: skip
+                                     escaped=self.escapes.escaped(root), landed=_under(landed, root))  # fmt: skip
             finally:
                 os.close(fd)
             if changes.changes or changes.incomplete or changes.times:
@@ -358,7 +361,7 @@ class Transactions:
         if self._untouched(name):
             return Settled("unchanged")
         try:
-            sets = await anyio.to_thread.run_sync(self.read, name, started_ns, moved)
+            sets = await anyio.to_thread.run_sync(self.read, name, started_ns, moved, baseline)
         except (OSError, RecursionError, ValueError) as exc:
             await anyio.to_thread.run_sync(self.discard, name)
             return Settled("failed", reason=f"its changes could not be read ({_why(exc)}); nothing applied")
@@ -381,7 +384,7 @@ class Transactions:
             return Settled("failed", reason=_not_applied(exc))
         settled = self._described(sets, judgement)
         if outcome is not None:
-            return self._finished(settled, outcome)
+            return self._finished(settled, outcome, sets, judgement)
         settled.asked = judgement.question
         answer = await ask(judgement.question) if ask is not None else None
         if answer is None and ask is None and hold:
@@ -430,7 +433,7 @@ class Transactions:
         if not name:
             return Settled("none")
         try:
-            sets = await anyio.to_thread.run_sync(self.read, name, started_ns)
+            sets = await anyio.to_thread.run_sync(self.read, name, started_ns, frozenset(), baseline)
         except (OSError, RecursionError, ValueError) as exc:
             return Settled("waiting", reason=f"its changes could not be read now ({_why(exc)})")
         if not any(s.changes or s.incomplete for s in sets):
@@ -467,7 +470,7 @@ class Transactions:
             settled.asked = judgement.question
             settled.reason = "they need the user's yes: asked when the job ends"
             return settled
-        return self._finished(settled, outcome)
+        return self._finished(settled, outcome, sets, judgement)
 
     async def _judged_apply(
         self,
@@ -542,7 +545,7 @@ class Transactions:
             settled.asked = judgement.question
             settled.reason = "the project changed while the user was asked, and these changes now ask something new"
             return settled
-        return self._finished(settled, outcome)
+        return self._finished(settled, outcome, sets, judgement)
 
     def _described(self, sets: Sequence[ChangeSet], judgement: Judgement) -> Settled:
         settled = self._listed(sets, judgement)
@@ -578,7 +581,17 @@ class Transactions:
                 refused.append((self.display(os.path.join(changes.root, path)), f"its {names} left out: {why}"))
         return Settled("applied", judgement.summary, judgement.counts, paths, refused=refused)
 
-    def _finished(self, settled: Settled, outcome: Outcome) -> Settled:
+    def _finished(self, settled: Settled, outcome: Outcome, sets: Sequence[ChangeSet], judgement: Judgement) -> Settled:
+        # What a conflict kept from landing (``rm -r d`` while someone else wrote in ``d``) is not in the summary.
+        skipped = {c.path for c in outcome.conflicts if c.what.startswith("not ")}
+        if skipped:
+            left = [
+                (s.root, c.path)
+                for s in sets
+                for c in s.changes
+                if os.path.join(s.root, c.path) in skipped or (c.top and os.path.join(s.root, c.top) in skipped)
+            ]
+            settled.summary, settled.counts = summary_line(sets, [*judgement.refused, *left], judgement.moved)
         if not settled.paths:  # nothing but directories' times set on purpose (touch -d 2001-01-01 d): those
             settled.paths = [(self.display(a.path) + "/", "meta") for a in outcome.applied
                              if a.action == "times" and a.mtime_ns != a.old_mtime_ns][:_SHOWN_PATHS]  # fmt: skip
@@ -668,3 +681,14 @@ class Transactions:
         with self._lock:
             self._held.clear()
         self._remover.stop(timeout=5.0)
+
+
+def _under(landed: dict[str, int] | None, root: str) -> dict[str, int]:
+    """A job's baseline (absolute paths) as paths relative to ``root`` (``.``: the root itself)."""
+    found: dict[str, int] = {}
+    for path, ctime in (landed or {}).items():
+        if path == root:
+            found["."] = ctime
+        elif path.startswith(root.rstrip("/") + "/"):
+            found[path[len(root.rstrip("/")) + 1 :]] = ctime
+    return found

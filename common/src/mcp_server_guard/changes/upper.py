@@ -149,7 +149,8 @@ class _Reader(Names):
     def deleted(self, real_dir: int | None, name: str, path: str, top: str = "") -> None:
         real = lstat(name, real_dir) if real_dir is not None else None
         if real is None:
-            return  # gone from the real tree already: nothing to delete
+            self.vanished.add(path)  # gone from the real tree already: nothing to delete (maybe the command renamed it)
+            return
         kind = kind_of(real.st_mode)
         size = real.st_size if kind == "file" else 0
         self.add(Change(path, "delete", kind, size=size, mode=stat.S_IMODE(real.st_mode), top=top))
@@ -160,7 +161,10 @@ class _Reader(Names):
 
     def merged(self, upper_dir: int, real_dir: int | None, rel: str) -> None:
         """A directory that exists in both (or, as far as we know, whose real counterpart we may look into)."""
-        for name in listing(upper_dir):
+        names = listing(upper_dir)
+        if self.looked and real_dir is not None:
+            self.gone_since_landed(upper_dir, real_dir, rel, set(names))
+        for name in names:
             if self.budget[0] < 0:
                 return
             path = f"{rel}/{name}" if rel else name
@@ -179,6 +183,17 @@ class _Reader(Names):
                 self.directory(upper_dir, real_dir, name, path, st, real)
             else:
                 self.entry(upper_dir, real_dir, name, path, st, real)
+
+    def gone_since_landed(self, upper_dir: int, real_dir: int, rel: str, names: set[str]) -> None:
+        """A running job's earlier look landed entries in the real tree (copied: the job keeps its own); where the
+        job has since removed or renamed one, its copy may hold no whiteout for it (its directory was the job's
+        alone when the job made it, and overlayfs does not look again into the real tree): absent from the copy,
+        an entry the job's looks landed is one the job took away."""
+        for name in listing(real_dir):
+            path = f"{rel}/{name}" if rel else name
+            if name not in names and path in self.looked and path not in self.skip:
+                self.touched.add(path)
+                self.deleted(real_dir, name, path)
 
     def directory(self, upper_dir: int, real_dir: int | None, name: str, path: str, st: os.stat_result,
                   real: os.stat_result | None) -> None:  # fmt: skip
@@ -209,10 +224,25 @@ class _Reader(Names):
         self.overlay_names(at(upper_dir, name), path, inherited=inherited)
         self.created_tree(upper_dir, name, path, st, inherited=inherited)
 
+    def left_as_found(self, st: os.stat_result, real: os.stat_result, origin: bool) -> bool:
+        """Whether a copy-up whose bytes differ from the real file's is the file as the command found it, and the real
+        file was written by someone else while the command ran (``ln a h`` or ``chmod 600 a`` while another call
+        appends to ``a``): the copy keeps the time the file had when copied up, from before the command started,
+        and the real file's time is another, later one. A write of the command's sets its time to now. (A command
+        that rewrote it and set an old time again, ``cp -p``, while someone else changed it too, is taken for one
+        that left it: the other change stays, as if it came last.)"""
+        return (
+            origin
+            and self.started_ns > 0
+            and st.st_mtime_ns < self.started_ns
+            and real.st_ctime_ns > self.started_ns
+            and real.st_mtime_ns != st.st_mtime_ns
+        )
+
     def metadata(self, upper_dir: int, real_dir: int, name: str, path: str, st: os.stat_result,
-                 real: os.stat_result, kind: Kind) -> int:  # fmt: skip
-        """A meta change where the mode, the modification time (not a directory's: see DirTime) or the attributes
-        differ; the index of the change added, -1 when none."""
+                 real: os.stat_result, kind: Kind, *, timed: bool = True) -> int:  # fmt: skip
+        """A meta change where the mode, the modification time (not a directory's: see DirTime; not ``timed``: not
+        the file's either) or the attributes differ; the index of the change added, -1 when none."""
         mode, old_mode = stat.S_IMODE(st.st_mode), stat.S_IMODE(real.st_mode)
         xattrs, old_xattrs = seen(at(upper_dir, name)), seen(at(real_dir, name))
         own = own_overlay(at(real_dir, name))
@@ -221,12 +251,13 @@ class _Reader(Names):
         if shown:  # the project's own user.overlay.* attributes, shown to the command: what it left of them
             xattrs = tuple(sorted(xattrs + own_left(at(upper_dir, name), own, self.carried)))
             old_xattrs = tuple(sorted(old_xattrs + tuple(a for a in own if a[0].startswith("user.overlay."))))
-        timed = kind != "dir" and st.st_mtime_ns != real.st_mtime_ns
+        timed = timed and kind != "dir" and st.st_mtime_ns != real.st_mtime_ns
         if mode == old_mode and xattrs == old_xattrs and not timed:
             return -1
         size = st.st_size if kind == "file" else 0
+        mtime = st.st_mtime_ns if timed or kind == "dir" else real.st_mtime_ns
         index = self.add(Change(path, "meta", kind, size=size, old_size=real.st_size if kind == "file" else 0,
-                                mode=mode, old_mode=old_mode, mtime_ns=st.st_mtime_ns, old_mtime_ns=real.st_mtime_ns,
+                                mode=mode, old_mode=old_mode, mtime_ns=mtime, old_mtime_ns=real.st_mtime_ns,
                                 xattrs=xattrs, old_xattrs=old_xattrs, shown=shown))  # fmt: skip
         if kind == "file" and real.st_nlink > 1 and index >= 0:
             self.shared_meta.setdefault(real.st_ino, []).append(index)
@@ -258,6 +289,10 @@ class _Reader(Names):
                 index = self.metadata(upper_dir, real_dir, name, path, st, real, kind)
                 self.note(path, st, index, real, True, origin)
                 return  # copied up with the same bytes: its metadata at most
+            if self.left_as_found(st, real, origin):
+                index = self.metadata(upper_dir, real_dir, name, path, st, real, kind, timed=False)
+                self.note(path, st, index, real, True, origin)
+                return  # copied up (for a new name, a mode) and not written; someone else wrote the real file since
         elif kind == real_kind == "symlink" and os.readlink(name, dir_fd=upper_dir) == os.readlink(
             name, dir_fd=real_dir
         ):
@@ -282,6 +317,7 @@ def read_upper(
     carried: frozenset[tuple[str, bytes]] = frozenset(),
     moved: frozenset[int] = frozenset(),
     escaped: frozenset[str] = frozenset(),
+    landed: dict[str, int] | None = None,
 ) -> ChangeSet:
     """The change set of one root: ``upper`` is the overlay's upper directory, ``real_root`` an open fd of the
     real root (both read without following a link). ``skip``: root-relative paths that are not the command's;
@@ -289,10 +325,12 @@ def read_upper(
     root's own are the command's change only where they differ from those; unknown: never); ``carried``: the
     ``user.overlay.*`` attributes the project has on entries of its own (``Escapes.data``); ``moved``: the upper
     inodes of names of linked files that the box's tree moves made (``shell.sandbox.renames.moved``); ``escaped``: the
-    root-relative paths whose own ``user.overlay.*`` attributes the copy showed (``Escapes.escaped``)."""
+    root-relative paths whose own ``user.overlay.*`` attributes the copy showed (``Escapes.escaped``); ``landed``: for a
+    running job, the root-relative paths its earlier looks applied, with their ctime then (``.``: the root)."""
     upper_fd = os.open(upper, NO_FOLLOW_DIR)
     try:
-        reader = _Reader(real_root, upper_fd, skip, started_ns, carried=carried, moved=moved, escaped=escaped)
+        reader = _Reader(real_root, upper_fd, skip, started_ns, carried=carried, moved=moved, escaped=escaped,
+                         looked=landed or {})  # fmt: skip
         own, real = os.fstat(upper_fd), os.fstat(real_root)
         if mounted is not None:
             mode, mtime = stat.S_IMODE(own.st_mode), own.st_mtime_ns

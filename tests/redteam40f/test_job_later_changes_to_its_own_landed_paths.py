@@ -1,0 +1,58 @@
+"""Issue 40, red team f, item 3 (a job's changes land as they would natively): a background job's look applies what
+the job did so far; when the job then removed, renamed or linked again what a look had landed, the end of the job
+took its own landed work for someone else's change — a removal was lost, a moved directory stayed under its old name
+too, a second link landed as a conflict copy. The job's copy may hold no whiteout for what it removed (its
+directory was its own when it made it), so what a look landed and the copy no longer has is the job's removal; and
+a directory only the job's looks changed is the job's own."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from support.fidelity import GIT_ENV, differences, snapshot
+from support.redteam import SX, call, started
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
+
+PHASES = [
+    ("mkdir q && printf 'k\\n' > q/k", "rm q/k && touch -d 2001-01-01 q"),
+    ("mv d d2", "mv d2 d3"),
+    ("mkdir r && printf 'r\\n' > r/k", "mv r e/r2"),
+    ("ln e/f.txt h && printf 'x\\n' >> h", "ln h h2 && printf 'y\\n' >> e/f.txt"),
+]
+
+
+def project(root: Path) -> None:
+    for d in ("d", "e"):
+        (root / d).mkdir()
+        (root / d / "f.txt").write_text(f"{d}\n", encoding="utf-8")
+
+
+def test_what_a_job_changes_after_a_look_landed_it_lands_as_natively(workspace: Path, tmp_path: Path) -> None:
+    project(workspace)
+    native = tmp_path / "native"
+    shutil.copytree(workspace, native, symlinks=True)
+    command = " && ".join(first for first, _ in PHASES) + "; sleep 2.5; " + " && ".join(then for _, then in PHASES)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8", **GIT_ENV}
+    subprocess.run(["bash", "-c", command], cwd=native, env=env, check=True, timeout=60)
+    raw = started(SX, workspace, tmp_path / "state")
+    try:
+        first = call(raw, 1, "shell_exec", {"command": command, "yieldAfterSeconds": 1}, timeout=60)
+        looks = [first["structuredContent"]]
+        deadline = time.monotonic() + 60
+        while looks[-1].get("status") == "running" and time.monotonic() < deadline:
+            look = call(raw, 1 + len(looks), "shell_exec",
+                        {"command": "", "jobId": looks[0]["jobId"], "yieldAfterSeconds": 2})  # fmt: skip
+            looks.append(look["structuredContent"])
+    finally:
+        raw.close()
+    assert looks[-1]["status"] == "exited", looks[-1]
+    assert sum(1 for look in looks if look.get("transaction") == "applied") >= 2, looks  # a look landed phase one
+    conflicts = [p for look in looks for p in look.get("changes", {}).get("paths", []) if p["action"] == "conflict"]
+    assert not conflicts, conflicts
+    assert not differences(snapshot(native), snapshot(workspace))
