@@ -16,8 +16,10 @@ from mcp_server_guard.errors import SecurityError
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.protected import (
     Protection,
+    SuffixMatcher,
     _resolve,
     git_runnable,
+    glob_regex,
     is_git_dir,
     pointer_text,
     safe_git_config,
@@ -418,3 +420,20 @@ def test_a_git_file_names_the_directory_git_itself_takes(tmp_path: Path, content
         assert ours is not None and os.path.realpath(work / ours) == os.fsdecode(done.stdout.rstrip(b"\n"))
     else:
         assert ours is None or not (work / ours).is_dir(), (content, done.stderr)
+
+
+def test_protected_patterns_match_by_component_suffix_exactly_as_a_search_of_their_alternation() -> None:
+    import random
+    import re
+
+    patterns = load_policy().paths.protected
+    alternation = re.compile("|".join(f"(?:{glob_regex(p)})" for p in patterns), re.IGNORECASE)
+    fast = SuffixMatcher(patterns)
+    rng = random.Random(4040)
+    parts = [".git", "hooks", "config", ".env", ".ENVRC", "a", "src", ".vscode", "tasks.json", ".ssh", "id_rsa"]
+    parts += ["x.pem", ".bashrc", "b\n", "", "~", ".config", "git", "autostart", "bin", ".local", "modules", "sub"]
+    paths = ["/".join(rng.choice(parts) for _ in range(rng.randint(1, 7))) for _ in range(4000)]
+    paths += [f"/home/u/{p}" for p in paths[:2000]]
+    assert sum(1 for p in paths if alternation.search(p)) > 200  # the sample reaches the patterns
+    for path in paths:
+        assert fast.search(path) == bool(alternation.search(path)), path

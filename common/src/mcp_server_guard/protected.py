@@ -49,7 +49,7 @@ from mcp_server_guard.git_dirs import (
     read_pointer,
     repos_files,
 )
-from mcp_server_guard.paths import within, within_any
+from mcp_server_guard.paths import parent_set, within, within_any, within_set
 from mcp_server_guard.policy import Policy
 
 # git_runnable, is_git_dir, pointer_text (git_dirs) and safe_git_config, unsafe_git_entries (git_config): kept
@@ -111,6 +111,30 @@ def glob_regex(pattern: str) -> str:
     return r"(?:^|/)" + "".join(out) + r"$"
 
 
+_SUFFIX_START = len(r"(?:^|/)")
+
+
+class SuffixMatcher:
+    """Whether a path matches any of many :func:`glob_regex` patterns: each whole-component suffix of the path
+    tried once against all of them (``fullmatch`` from each component's start), not every character position —
+    the same answer as ``re.search`` of their alternation, in a fraction of the time on long paths (judging 150,000
+    paths holds the tree lock)."""
+
+    def __init__(self, patterns: Iterable[str]) -> None:
+        bodies = [glob_regex(p)[_SUFFIX_START:-1] for p in patterns]
+        self._regex = re.compile("|".join(f"(?:{b})" for b in bodies) or r"(?!)", re.IGNORECASE)
+
+    def search(self, path: str) -> bool:
+        start = 0
+        end = len(path) - 1 if path.endswith("\n") else len(path)  # ``$`` matches before a last newline too
+        while True:
+            if self._regex.fullmatch(path, start) or self._regex.fullmatch(path, start, end):
+                return True
+            start = path.find("/", start) + 1
+            if not start:
+                return False
+
+
 _MAX_HIDDEN_IDS = 65536  # identities of hidden entries (and the files in them) remembered at most
 _HIDDEN_ID_DEPTH = 4
 _RECENT_NS = 2_000_000_000  # a directory changed this recently when listed is listed again when asked
@@ -147,9 +171,10 @@ class Protection:
         home: str | None = None,
     ) -> None:
         self.patterns = tuple(patterns)
-        self._regex = re.compile("|".join(f"(?:{glob_regex(p)})" for p in self.patterns) or r"(?!)", re.IGNORECASE)
+        self._regex = SuffixMatcher(self.patterns)
         self._files = {os.path.realpath(f) for f in files}
         self._dirs = tuple(os.path.realpath(d) for d in dirs)
+        self._dir_set = parent_set(self._dirs)
         self._inodes: set[tuple[int, int]] = set()
         for f in self._files:
             with contextlib.suppress(OSError):
@@ -188,7 +213,7 @@ class Protection:
         ``lookups``: what a caller judging many paths at once lets us look up once for all of them."""
         roots = tuple(roots)
         real = ""
-        hidden: list[str] | None = lookups.hidden if lookups is not None else None  # once for all the candidates
+        hidden = lookups.hidden if lookups is not None else None  # once for all the candidates
         for path in candidates:
             if not path:
                 continue
@@ -198,13 +223,13 @@ class Protection:
                 return next(p for p in self.patterns if re.search(glob_regex(p), path, re.IGNORECASE))
             if path in self._files:
                 return "the server's own policy or audit file"
-            if within_any(path, self._dirs):
+            if within_set(path, self._dir_set):
                 return "the history store"
             if hidden is None:
-                hidden = self.hidden_paths(roots)
+                hidden = parent_set(self.hidden_paths(roots))
                 if lookups is not None:
                     lookups.hidden = hidden
-            if within_any(path, hidden):
+            if within_set(path, hidden):
                 return "a hidden path"
         if existing is not None and (existing.st_dev, existing.st_ino) in self._inodes:
             return "the server's own policy or audit file (hard link)"
@@ -611,7 +636,7 @@ class Lookups:
     """What the judgement of many paths looks up once (the tree does not change while it is judged): the hidden
     list, and what the git rule looks up (``git_dirs.GitLookups``)."""
 
-    hidden: list[str] | None = None
+    hidden: frozenset[str] | None = None  # (paths.parent_set)
     git: GitLookups = field(default_factory=GitLookups)
 
 

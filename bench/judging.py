@@ -1,0 +1,129 @@
+"""How long one very large change set keeps other writers out: a shell_exec call that creates 150,000 files (within
+the 200,000 paths a change set may list) judged and applied under the user's tree lock, while a file_write server
+in another project on the same file system writes a small file every 0.2 s.
+
+    uv run python -m bench.judging [--files 150000]
+
+Reported: the longest unbroken hold of the tree lock (polled every 10 ms with a non-blocking ``flock``), the
+slowest file_write answer meanwhile and any refusal (``FILE_BUSY``), and the floor: the same command run natively
+(no copy, no judgement). Target (issue 42): the hold stays under file_write's wait for the lock (10 s) and no
+write is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.client import RawClient, find_server
+
+FILE_WRITE_WAIT_S = 10.0  # files.treelock's waiters: file_write's BUSY_WAIT_S
+
+
+def _command(files: int) -> str:
+    return (
+        f"mkdir gen && cd gen && for i in $(seq 0 {files // 10000 - 1}); do mkdir d$i && "
+        "(cd d$i && seq 1 10000 | xargs touch); done"
+    )
+
+
+def _server(name: str, project: Path, env: dict[str, str], log: Path) -> RawClient:
+    client = RawClient([find_server(name)], project, log.open("w", encoding="utf-8"), env)
+    client.initialize()
+    return client
+
+
+def run(files: int) -> dict[str, Any]:
+    base = Path(tempfile.mkdtemp(prefix="bench-judging-"))
+    try:
+        env = {**os.environ, "HOME": str(base), "XDG_STATE_HOME": str(base / "state")}
+        native, big, other = base / "native", base / "big", base / "other"
+        for d in (native, big, other):
+            d.mkdir()
+        started = time.perf_counter()
+        subprocess.run(["bash", "-c", _command(files)], cwd=native, check=True, timeout=600)
+        floor = time.perf_counter() - started
+        shell = _server("mcp-server-shell-exec", big, env, base / "shell.err")
+        writer = _server("mcp-server-file-write", other, env, base / "write.err")
+        lock = base / "state" / "mcp-guard" / "locks" / f"{os.stat(big).st_dev}.lock"
+        done = threading.Event()
+        result: dict[str, Any] = {}
+        holds: list[float] = []
+
+        def call() -> None:
+            result.update(shell.call_tool("shell_exec", {"command": _command(files), "timeoutSeconds": 600}, 900))
+            done.set()
+
+        def watch() -> None:
+            since: float | None = None
+            while not done.is_set():
+                if lock.exists():
+                    fd = os.open(lock, os.O_RDWR)
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        fcntl.flock(fd, fcntl.LOCK_UN)
+                        if since is not None:
+                            holds.append(time.monotonic() - since)
+                        since = None
+                    except BlockingIOError:
+                        since = since or time.monotonic()
+                    finally:
+                        os.close(fd)
+                time.sleep(0.01)
+            if since is not None:
+                holds.append(time.monotonic() - since)
+
+        threads = [threading.Thread(target=call), threading.Thread(target=watch)]
+        for thread in threads:
+            thread.start()
+        writes: list[float] = []
+        refused = 0
+        while not done.is_set():
+            began = time.perf_counter()
+            answer = writer.call_tool("file_write", {"path": f"w{len(writes)}.txt", "content": "x"}, 120)
+            writes.append(time.perf_counter() - began)
+            refused += bool(answer.get("isError"))
+            time.sleep(0.2)
+        for thread in threads:
+            thread.join()
+        shell.close()
+        writer.close()
+        out = dict(result.get("structuredContent") or {})
+        return {
+            "files": files,
+            "transaction": out.get("transaction"),
+            "floor_native_s": floor,
+            "longest_hold_s": max(holds, default=0.0),
+            "writes": len(writes),
+            "slowest_write_s": max(writes, default=0.0),
+            "refused_writes": refused,
+        }
+    finally:
+        subprocess.run(["chmod", "-R", "u+rwx", str(base)], capture_output=True, check=False)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", type=int, default=150_000)
+    figures = run(parser.parse_args().files)
+    met = figures["longest_hold_s"] < FILE_WRITE_WAIT_S and not figures["refused_writes"]
+    print(
+        f"{figures['files']:,} files ({figures['transaction']}): the tree lock held at most "
+        f"{figures['longest_hold_s']:.1f} s unbroken (target < {FILE_WRITE_WAIT_S:.0f} s: "
+        f"{'met' if met else 'MISSED'}); file_write meanwhile: {figures['writes']} writes, slowest "
+        f"{figures['slowest_write_s']:.2f} s, {figures['refused_writes']} refused; floor: the command natively "
+        f"{figures['floor_native_s']:.1f} s"
+    )
+
+
+if __name__ == "__main__":
+    main()
