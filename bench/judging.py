@@ -2,7 +2,10 @@
 the 200,000 paths a change set may list) judged and applied under the user's tree lock, while a file_write server
 in another project on the same file system writes a small file every 0.2 s.
 
-    uv run python -m bench.judging [--files 150000]
+    uv run python -m bench.judging [--files 150000] [--deep]
+
+``--deep``: the files at the bottom of 120 directories with 200-byte names (each path about 24 KB: what costs
+grows with a path's length times its depth shows there).
 
 Reported: the longest unbroken hold of the tree lock (polled every 10 ms with a non-blocking ``flock``), the
 slowest file_write answer meanwhile and any refusal (``FILE_BUSY``), and the floor: the same command run natively
@@ -28,7 +31,12 @@ from bench.client import RawClient, find_server
 FILE_WRITE_WAIT_S = 10.0  # files.treelock's waiters: file_write's BUSY_WAIT_S
 
 
-def _command(files: int) -> str:
+def _command(files: int, deep: bool = False) -> str:
+    if deep:  # 120 levels of 200-byte names, the files at the bottom: each path about 24 KB
+        return (
+            "n=$(printf 'd%0199d' 0); for i in $(seq 120); do mkdir $n && cd $n || exit 3; done; "
+            f"seq 1 {files} | xargs touch"
+        )
     return (
         f"mkdir gen && cd gen && for i in $(seq 0 {files // 10000 - 1}); do mkdir d$i && "
         "(cd d$i && seq 1 10000 | xargs touch); done"
@@ -41,7 +49,7 @@ def _server(name: str, project: Path, env: dict[str, str], log: Path) -> RawClie
     return client
 
 
-def run(files: int) -> dict[str, Any]:
+def run(files: int, deep: bool = False) -> dict[str, Any]:
     base = Path(tempfile.mkdtemp(prefix="bench-judging-"))
     try:
         env = {**os.environ, "HOME": str(base), "XDG_STATE_HOME": str(base / "state")}
@@ -49,7 +57,7 @@ def run(files: int) -> dict[str, Any]:
         for d in (native, big, other):
             d.mkdir()
         started = time.perf_counter()
-        subprocess.run(["bash", "-c", _command(files)], cwd=native, check=True, timeout=600)
+        subprocess.run(["bash", "-c", _command(files, deep)], cwd=native, check=True, timeout=600)
         floor = time.perf_counter() - started
         shell = _server("mcp-server-shell-exec", big, env, base / "shell.err")
         writer = _server("mcp-server-file-write", other, env, base / "write.err")
@@ -59,7 +67,8 @@ def run(files: int) -> dict[str, Any]:
         holds: list[float] = []
 
         def call() -> None:
-            result.update(shell.call_tool("shell_exec", {"command": _command(files), "timeoutSeconds": 600}, 900))
+            arguments = {"command": _command(files, deep), "timeoutSeconds": 600}
+            result.update(shell.call_tool("shell_exec", arguments, 900))
             done.set()
 
         def watch() -> None:
@@ -114,10 +123,13 @@ def run(files: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=150_000)
-    figures = run(parser.parse_args().files)
+    parser.add_argument("--deep", action="store_true", help="the files 120 levels deep, each name 200 bytes")
+    args = parser.parse_args()
+    figures = run(args.files, args.deep)
     met = figures["longest_hold_s"] < FILE_WRITE_WAIT_S and not figures["refused_writes"]
     print(
-        f"{figures['files']:,} files ({figures['transaction']}): the tree lock held at most "
+        f"{figures['files']:,} files{' 120 levels deep' if args.deep else ''} ({figures['transaction']}): "
+        "the tree lock held at most "
         f"{figures['longest_hold_s']:.1f} s unbroken (target < {FILE_WRITE_WAIT_S:.0f} s: "
         f"{'met' if met else 'MISSED'}); file_write meanwhile: {figures['writes']} writes, slowest "
         f"{figures['slowest_write_s']:.2f} s, {figures['refused_writes']} refused; floor: the command natively "

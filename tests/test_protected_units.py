@@ -434,6 +434,29 @@ def test_protected_patterns_match_by_component_suffix_exactly_as_a_search_of_the
     parts += ["x.pem", ".bashrc", "b\n", "", "~", ".config", "git", "autostart", "bin", ".local", "modules", "sub"]
     paths = ["/".join(rng.choice(parts) for _ in range(rng.randint(1, 7))) for _ in range(4000)]
     paths += [f"/home/u/{p}" for p in paths[:2000]]
+    paths += ["/".join(rng.choice(parts) + "x" * rng.randint(0, 300) for _ in range(120)) for _ in range(50)]
+    paths += [f"{'deep/' * 120}{p}" for p in paths[:500]]
     assert sum(1 for p in paths if alternation.search(p)) > 200  # the sample reaches the patterns
     for path in paths:
         assert fast.search(path) == bool(alternation.search(path)), path
+
+
+def test_a_path_is_within_a_set_of_directories_exactly_as_within_any_says_at_any_depth() -> None:
+    import random
+
+    from mcp_server_guard.paths import parent_set, within_any, within_set
+
+    rng = random.Random(4242)
+    parts = ["a", "b", "home", "u", ".local", "state", "x" * 200, "", "."]
+    parents = ["/", "/home/u/.local/state", "/a/b/", "a/b", "/a", *("/" + "/".join(["b"] * n) for n in range(1, 30))]
+    for _ in range(3000):
+        chosen = rng.sample(parents, rng.randint(1, 8))
+        child = ("/" if rng.random() < 0.8 else "") + "/".join(rng.choice(parts) for _ in range(rng.randint(1, 130)))
+        assert within_set(child, parent_set(chosen)) == within_any(child, chosen), (child[:80], chosen)
+
+
+def test_attack_a_name_with_a_newline_below_a_protected_directory_is_protected_too() -> None:
+    # ``.config/autostart/**`` once meant "below it, no newline in the name": ``x\ny.desktop`` there ran at login.
+    protection = Protection(load_policy().paths.protected)
+    for path in (".config/autostart/x\ny.desktop", ".vscode/a\nb/tasks.json", "p/.git/hooks/pre\ncommit"):
+        assert protection.write_rule([path], None, []) is not None, path

@@ -39,6 +39,19 @@ def test_an_apply_whose_previous_contents_exceed_the_history_bound_changes_nothi
     assert not list((store.directory / ".journal").glob("apply-*"))
 
 
+def test_a_call_of_new_files_named_in_bytes_that_are_not_utf8_cannot_pass_the_history_bound(tmp_path: Path) -> None:
+    # Each such byte of a name takes six in the call's record (\udcXX): reckoned so beforehand, the record of 300
+    # new files named with 250 of them (450 KB written) does not fit 256 KiB, and nothing lands.
+    copy = project(tmp_path / "p", files=0)
+    program = copy.root.parent / "make.py"
+    program.write_text("import os\nfor i in range(300):\n    open(os.fsencode(str(i)) + b'\\xff' * 240, 'w').close()\n")
+    changes = copy.run(f"python3 {program}")
+    store = HistoryStore(tmp_path / "history", 256 << 10)
+    with pytest.raises(NotApplied, match="history"):
+        Applier(store).apply([changes], "a0000000000f", copy.started)
+    assert sorted(os.listdir(copy.root)) == [] and store.calls.all() == []
+
+
 def test_eviction_takes_whole_calls_oldest_first_and_never_the_call_that_made_room(tmp_path: Path) -> None:
     store = HistoryStore(tmp_path / "history", 1 << 30, max_entries=6)
     copies = {}

@@ -124,6 +124,7 @@ class GitLookups:
     # is refused whatever stands there now.
     becoming_link: bool = False
     relative_hooks: list[str] | None = None  # global_relative_hooks, once looked up
+    chains: dict[str, tuple[tuple[str, bool, list[str], list[str]], ...]] = field(default_factory=dict)  # _ancestors
 
 
 def git_rule(real: str, home: str | None, lookups: GitLookups) -> str | None:
@@ -149,33 +150,22 @@ def git_rule(real: str, home: str | None, lookups: GitLookups) -> str | None:
     # Every ancestor, inside the roots and above them: a repository that holds a root (``~/outer`` served as
     # ``~/outer/proj``) reads its hooksPath and its includes from the work tree all the same (threat: a root below
     # the repository's top, whose config includes ``proj/team.gitconfig``). Above the roots nothing is written.
-    directory = posixpath.dirname(real)
-    while True:
-        git_dir = lookups.git_dirs.get(directory)
-        if git_dir is None:
-            git_dir = lookups.git_dirs[directory] = is_git_dir(directory)
+    # Only the ancestors that are git dirs or name hooks directories or included files count: looked up once per
+    # directory, and remembered with those of its parent (threat: paths 120 levels deep judged by the thousand).
+    for directory, git_dir, repo_hooks, included in _ancestors(posixpath.dirname(real), home, lookups):
         if git_dir:
             rel = posixpath.relpath(real, directory)
             if git_runnable(rel):
                 return f"git's own '{rel}' (git dir {directory})"
             if rel.split("/", 1)[0] not in ("modules", "worktrees"):
                 break  # no runnable entry of this git dir; what a repository names (hooksPath, includes) is below
-        repo_hooks = lookups.hooks.get(directory)
-        if repo_hooks is None:
-            dotgit = posixpath.join(directory, ".git")
-            repo_hooks, included = _repo_files(directory, home) if os.path.lexists(dotgit) else ([], [])
-            lookups.hooks[directory], lookups.included[directory] = repo_hooks, included
         hooks = _hooks_rule(real, repo_hooks)
         if hooks is not None:
             return hooks
-        if real in lookups.included.get(directory, ()):
+        if real in included:
             return f"a git config the repository {directory} includes"
-        if _on_the_way(real, lookups.included.get(directory, ()), lookups.becoming_link):
+        if _on_the_way(real, included, lookups.becoming_link):
             return f"a link or directory on the way to a git config the repository {directory} includes"
-        parent = posixpath.dirname(directory)
-        if parent == directory:
-            break
-        directory = parent
     if lookups.nested is not None:
         # Threat: a repository beside or below the path whose config includes it (``repos/app`` including
         # ``../../../shared.gitconfig``) or names its directory as core.hooksPath: not among its ancestors.
@@ -189,6 +179,41 @@ def git_rule(real: str, home: str | None, lookups: GitLookups) -> str | None:
     if posixpath.basename(real) == ".git":
         return ".git"  # a .git file points git at any directory
     return None
+
+
+_Ancestor = tuple[str, bool, list[str], list[str]]  # directory, a git dir?, its hooks dirs, the files it includes
+
+
+def _ancestors(directory: str, home: str | None, lookups: GitLookups) -> tuple[_Ancestor, ...]:
+    """``directory`` and its ancestors, nearest first, that are git dirs or whose repository names hooks directories
+    or included files (the others change nothing in ``git_rule``), remembered per directory."""
+    chains = lookups.chains
+    pending: list[tuple[str, _Ancestor | None]] = []
+    found: tuple[_Ancestor, ...] = ()
+    while True:
+        known = chains.get(directory)
+        if known is not None:
+            found = known
+            break
+        git_dir = lookups.git_dirs.get(directory)
+        if git_dir is None:
+            git_dir = lookups.git_dirs[directory] = is_git_dir(directory)
+        repo_hooks = lookups.hooks.get(directory)
+        if repo_hooks is None:
+            dotgit = posixpath.join(directory, ".git")
+            repo_hooks, included = _repo_files(directory, home) if os.path.lexists(dotgit) else ([], [])
+            lookups.hooks[directory], lookups.included[directory] = repo_hooks, included
+        included = lookups.included.get(directory, [])
+        pending.append((directory, (directory, git_dir, repo_hooks, included) if git_dir or repo_hooks or included
+                        else None))  # fmt: skip
+        parent = posixpath.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    for path, entry in reversed(pending):
+        found = (entry, *found) if entry is not None else found
+        chains[path] = found
+    return found
 
 
 def _on_the_way(real: str, included: Sequence[str], becoming_link: bool = False) -> bool:

@@ -75,6 +75,7 @@ from mcp_server_guard.changes.plan import (
 from mcp_server_guard.changes.revert import UNDO_STEPS, as_left, names_in_roots, put_back_since
 from mcp_server_guard.changes.revert import root_of as _root_of
 from mcp_server_guard.changes.steps import APPLY_STEPS, Run, copy_step, place, verb
+from mcp_server_guard.files.calls import encoded_size
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.treelock import TreeBusy, breathe, tree_lock
 
@@ -213,8 +214,9 @@ class Applier:
                 nbytes += size
                 copied += size if other else 0
         # The call's record (what undo plays back) grows with every step, a new file's too: a line per step naming
-        # its path (twice at most) — counted so that a call of only new files cannot pass the bound either.
-        record = sum(2 * (len(op.root) + len(op.path) + 1) + _RECORD_LINE for op in ops)
+        # its path (twice at most), as the record writes it — counted so that a call of only new files cannot pass
+        # the bound either (nor one whose names are not UTF-8: each such byte takes six).
+        record = sum(2 * encoded_size(posixpath.join(op.root, op.path)) + _RECORD_LINE for op in ops)
         return self.history.room(count, nbytes, copied=copied, record=record)
 
     def _run(

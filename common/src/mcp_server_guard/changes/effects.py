@@ -35,7 +35,6 @@ from itertools import chain
 from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.changes.git_index import blob_hash, discarded, uncommitted
 from mcp_server_guard.changes.git_verdicts import (
-    GIT_STATE,
     TODO_NAMES,
     Trees,
     creates_git_dir,
@@ -49,7 +48,7 @@ from mcp_server_guard.changes.xattrs import acl_mode
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.paths import printable, within_any
 from mcp_server_guard.policy import EffectsPolicy
-from mcp_server_guard.protected import Lookups, Protection, glob_regex
+from mcp_server_guard.protected import Lookups, Protection, SuffixMatcher
 
 __all__ = ["Counts", "Judgement", "judge", "summary_line"]
 
@@ -202,7 +201,7 @@ class _Matcher:
         names = [p for p in patterns if "/" not in p.strip("/")]
         paths = [p for p in patterns if "/" in p.strip("/")]
         self._names = re.compile("|".join(f"(?:{fnmatch.translate(n)})" for n in names) or r"(?!)")
-        self._paths = re.compile("|".join(f"(?:{glob_regex(p)})" for p in paths) or r"(?!)")
+        self._paths = SuffixMatcher(paths, ignore_case=False)
         self._dirs: dict[str, bool] = {}  # a directory's answer, asked once for all the paths below it
 
     def name(self, path: str) -> bool:
@@ -452,8 +451,7 @@ def _above_protected(path: str, nested: Sequence[Sequence[str]]) -> bool:
 def _of_git(change: Change, trees: Trees) -> bool:
     """A git dir or a directory in one, in the tree as the command left it (``git init``, ``git init --bare x``, a
     clone make them; what is in them is judged path by path)."""
-    parts = change.path.split("/")
-    return ".git" in parts or any(trees.is_git_dir("/".join(parts[:depth])) for depth in range(len(parts), 0, -1))
+    return ".git" in change.path.split("/") or trees.git_dir_of(change.path) is not None
 
 
 def _guarded(trees: Trees, change: Change, protection: Protection, roots: Sequence[str], lookups: Lookups) -> str:
@@ -464,9 +462,9 @@ def _guarded(trees: Trees, change: Change, protection: Protection, roots: Sequen
     if ".git" in parts or (change.kind != "dir" and (parts[-1] in _GIT_NAMES or parts[-1] in _BY_CONTENT)):
         return f"{change.path} (git's own)"
     # A git dir of any name, in the tree as the command left it (``git init --bare lib.git``), or a path in one.
-    for depth in range(len(parts), 0, -1):
-        if trees.is_git_dir("/".join(parts[:depth])):
-            return f"{change.path} (git's own: {'/'.join(parts[:depth])} is a git dir)"
+    git_dir = trees.git_dir_of(change.path)
+    if git_dir is not None:
+        return f"{change.path} (git's own: {git_dir} is a git dir)"
     probes = [change.path, absolute]
     if change.kind == "dir":
         probes += [posixpath.join(change.path, "_"), posixpath.join(absolute, "_")]
@@ -625,6 +623,11 @@ def _linked(
     return None
 
 
+# A path with one of these components is judged by the git rules (``git_verdicts.GIT_STATE``, and hooks): a set, not
+# a search of the whole path (paths thousands of bytes long are judged by the thousand under the tree lock).
+_GIT_PARTS = frozenset({"hooks", "rebase-merge", "rebase-apply", "sequencer"})
+
+
 def _protected(
     trees: Trees, change: Change, protection: Protection, roots: Sequence[str], lookups: Lookups
 ) -> str | None:
@@ -637,7 +640,7 @@ def _protected(
     verdict: str | None = None
     if name == ".git" and change.action != "delete":
         verdict = pointer_verdict(trees, change, roots, gitfile=True)
-    elif name in _GIT_NAMES or "hooks" in change.path.split("/") or GIT_STATE.search(change.path):
+    elif name in _GIT_NAMES or not _GIT_PARTS.isdisjoint(change.path.split("/")):
         verdict = creates_git_dir(trees, change, roots) or git_verdict(trees, change, roots)
     if verdict is not None:
         return verdict or None  # ALLOWED (""): cannot make git run anything

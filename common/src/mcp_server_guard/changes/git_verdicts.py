@@ -39,6 +39,7 @@ class Trees:
         self.changes = changes
         self.by_path = {c.path: c for c in changes.changes}
         self.pointed: set[str] = set()  # directories this change set points git at (as git dirs)
+        self._git_dir_of: dict[str, str | None] = {}
         for change in changes.changes:
             name = change.path.rsplit("/", 1)[-1]
             if change.action == "delete" or change.kind != "file" or name not in ("commondir", "gitdir", ".git"):
@@ -85,6 +86,26 @@ class Trees:
             return os.pread(file, limit, 0)
         finally:
             os.close(file)
+
+    def git_dir_of(self, rel: str) -> str | None:
+        """The nearest of ``rel`` and its ancestors (not the root itself) that :meth:`is_git_dir`, or None;
+        remembered per directory (threat: paths 120 levels deep judged by the thousand, each ancestor looked up
+        again from the root)."""
+        known = self._git_dir_of
+        pending: list[str] = []
+        found: str | None = None
+        while rel:
+            if rel in known:
+                found = known[rel]
+                break
+            pending.append(rel)
+            if self.is_git_dir(rel):
+                found = rel
+                break
+            rel = rel.rpartition("/")[0]
+        for path in pending:
+            known[path] = found
+        return found
 
     def is_git_dir(self, rel: str) -> bool:
         """``git_dirs.is_git_dir`` on the merged tree (a HEAD that is not a directory, and objects + refs or a

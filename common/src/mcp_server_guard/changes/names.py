@@ -80,7 +80,6 @@ class Names:
     moved: frozenset[int] = frozenset()  # upper inodes of names of linked files the box's tree moves made
     escaped: frozenset[str] = frozenset()  # paths whose own user.overlay.* attributes the copy showed
     looked: dict[str, int] = field(default_factory=dict)  # a job's paths its earlier looks applied: their ctime then
-    vanished: set[str] = field(default_factory=set)  # names the command deleted that the real tree lost meanwhile
     folded: set[str] = field(default_factory=set)  # names whose meta change went into a file rewritten through another
 
     def add(self, change: Change) -> int:
@@ -115,10 +114,6 @@ class Names:
         if not changed:
             return
         deleted = {c.size for c in self.out if c.action == "delete"}
-        if self.vanished:
-            # A name the command took away is gone from the real tree as well (``mv a b`` while another call
-            # deleted ``a``): a file it made from a copy-up may be that one renamed — a new name, no conflict.
-            return
         for index, change in enumerate(self.out):
             if change.action != "create" or not change.origin or change.top or change.moved_from or change.link:
                 continue
@@ -126,8 +121,11 @@ class Names:
                 continue  # nobody else changed its directory; or maybe a file the command renamed here
             upper = self.upper_stat(change.path)
             if change.kind == "file" and upper is not None and upper.st_mtime_ns < self.started_ns:
-                # Copied up for a mode or an attribute and never written (a write sets its time to now): nothing of
-                # the command's to keep beside it; its change of a file no longer there is a conflict of its own.
+                # Copied up for a mode, an attribute or a rename and never written (a write sets its time to now):
+                # nothing of the command's to keep beside it; its change of a file no longer there is a conflict
+                # of its own, as if the deletion came first. (``mv a b`` while another call deletes ``a`` looks the
+                # same on the copy as ``chmod 600 a && rm c`` while it deletes ``a`` and ``c``: a file is never
+                # brought back.)
                 self.out[index] = replace(change, action="meta", old_mode=change.mode, mtime_ns=upper.st_mtime_ns,
                                           old_mtime_ns=upper.st_mtime_ns)  # fmt: skip
                 continue

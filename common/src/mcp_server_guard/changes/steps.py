@@ -400,7 +400,7 @@ def _meta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
     with parent(root, op.path) as (dirfd, name):
         real = lstat_at(name, dirfd)
         if real is None or file_kind(real.st_mode) != change.kind:
-            raise Changed("it is gone")
+            raise Changed("it was deleted or replaced meanwhile")
         have = seen_as(at(dirfd, name), change.xattrs, change.old_xattrs)
         # Replayed after a crash: each of mode, time and attributes is as before or as this step sets it (a kill
         # between two of them): ours, not someone else's change; what was before is what the plan says.
@@ -500,9 +500,10 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
                 run.unchanged(src_dir, src_name, source, target)
             except Changed:
                 # Written by someone else since the command started (another call appended to it, file_write
-                # replaced it): a new name of it is as if their change came first. Not of a file that has a name
-                # this run does not know of (one outside the root, made meanwhile), nor in place of anything.
-                if change.action != "create" or real is not None or source.st_nlink != 1:
+                # replaced it): a new name of it is as if their change came first. Never in place of anything. (A
+                # name of a file that has others, outside the root too, writes nothing through them: every writer
+                # replaces a file, and one rewritten in place reaches its other names only all inside the root.)
+                if change.action != "create" or real is not None:
                     raise
         if real is not None and (real.st_dev, real.st_ino) == (source.st_dev, source.st_ino):
             return []  # one file already

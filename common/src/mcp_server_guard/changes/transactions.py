@@ -585,11 +585,15 @@ class Transactions:
         # What a conflict kept from landing (``rm -r d`` while someone else wrote in ``d``) is not in the summary.
         skipped = {c.path for c in outcome.conflicts if c.what.startswith("not ")}
         if skipped:
+            # (A mode change of a file with several names is one change: skipped for one name, skipped for all.)
+            files = {c.inode for s in sets for c in s.changes if c.inode and os.path.join(s.root, c.path) in skipped}
             left = [
                 (s.root, c.path)
                 for s in sets
                 for c in s.changes
-                if os.path.join(s.root, c.path) in skipped or (c.top and os.path.join(s.root, c.top) in skipped)
+                if os.path.join(s.root, c.path) in skipped
+                or (c.top and os.path.join(s.root, c.top) in skipped)
+                or (c.inode and c.inode in files)
             ]
             settled.summary, settled.counts = summary_line(sets, [*judgement.refused, *left], judgement.moved)
         if not settled.paths:  # nothing but directories' times set on purpose (touch -d 2001-01-01 d): those

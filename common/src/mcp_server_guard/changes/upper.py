@@ -149,8 +149,7 @@ class _Reader(Names):
     def deleted(self, real_dir: int | None, name: str, path: str, top: str = "") -> None:
         real = lstat(name, real_dir) if real_dir is not None else None
         if real is None:
-            self.vanished.add(path)  # gone from the real tree already: nothing to delete (maybe the command renamed it)
-            return
+            return  # gone from the real tree already: nothing to delete
         kind = kind_of(real.st_mode)
         size = real.st_size if kind == "file" else 0
         self.add(Change(path, "delete", kind, size=size, mode=stat.S_IMODE(real.st_mode), top=top))
@@ -228,15 +227,17 @@ class _Reader(Names):
         """Whether a copy-up whose bytes differ from the real file's is the file as the command found it, and the real
         file was written by someone else while the command ran (``ln a h`` or ``chmod 600 a`` while another call
         appends to ``a``): the copy keeps the time the file had when copied up, from before the command started,
-        and the real file's time is another, later one. A write of the command's sets its time to now. (A command
-        that rewrote it and set an old time again, ``cp -p``, while someone else changed it too, is taken for one
-        that left it: the other change stays, as if it came last.)"""
+        and the real file's time is a later one, from after (a write sets it to now). A write of the command's sets
+        its time to now too. (Overlayfs marks a copy-up of a file with one name; one of a file with several it does
+        not mark, and a file the command made is new at that path anyway: either way, the bytes tell the rest.) A
+        command that rewrote it and set an old time again (``cp -p``) while someone else wrote it too is taken for
+        one that left it: the other write stays, as if it came last. Only a write counts: a mode or attribute
+        change of someone else's leaves the real file's time as it was."""
         return (
-            origin
+            (origin or real.st_nlink > 1)
             and self.started_ns > 0
-            and st.st_mtime_ns < self.started_ns
+            and st.st_mtime_ns < self.started_ns <= real.st_mtime_ns
             and real.st_ctime_ns > self.started_ns
-            and real.st_mtime_ns != st.st_mtime_ns
         )
 
     def metadata(self, upper_dir: int, real_dir: int, name: str, path: str, st: os.stat_result,

@@ -21,7 +21,7 @@ from typing import Any
 
 from mcp_server_guard.files.kept import disk_usage, write_whole
 
-__all__ = ["CALLS", "EVICTED", "CallRecords", "HistoryError", "call_groups", "needed_by_journals"]
+__all__ = ["CALLS", "EVICTED", "CallRecords", "HistoryError", "call_groups", "encoded_size", "needed_by_journals"]
 
 CALLS = "calls"  # the records' directory, in the history store
 EVICTED = "evicted.jsonl"
@@ -42,6 +42,12 @@ class HistoryError(Exception):
 def _encoded(value: Any) -> bytes:
     # A name that is not UTF-8 (a surrogate escape) becomes a \udcXX escape: still UTF-8, still JSON.
     return json.dumps(value, ensure_ascii=False).encode("utf-8", "backslashreplace")
+
+
+def encoded_size(text: str) -> int:
+    """The bytes ``text`` takes in a record as written (a byte of a name that is not UTF-8 takes six, a control
+    character six, a character beyond ASCII two to four): what a record's size is reckoned from beforehand."""
+    return len(_encoded(text))
 
 
 class CallRecords:
