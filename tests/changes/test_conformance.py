@@ -429,6 +429,43 @@ async def test_a_change_made_meanwhile_is_no_conflict_with_the_calls_own_links_r
     assert "delete" not in results["rm -r t"]["changes"]["summary"], results["rm -r t"]["changes"]
 
 
+async def test_attack_a_change_made_meanwhile_never_loses_the_calls_write_nor_brings_a_deleted_file_back(
+    workspace: Path,
+) -> None:
+    # Red team 40g: a write the command left with an old time was taken for no write when someone else only changed
+    # the file's mode; a file deleted meanwhile came back when the command also removed a name deleted meanwhile;
+    # a file with two names given a third while someone appended to it split.
+    w = workspace
+    for name in ("a", "e", "f", "old"):
+        (w / name).write_text(f"{name}\n")
+    os.utime(w / "old", (1.5e9, 1.5e9))
+    os.link(w / "a", w / "h1")
+
+    def append() -> None:
+        with (w / "a").open("a") as fh:
+            fh.write("B\n")
+
+    def unlink_both() -> None:
+        (w / "e").unlink()
+        (w / "f").unlink()
+
+    (w / "a2").write_text("a2\n")
+    cases = [
+        ("cp -p old a2", lambda: (w / "a2").chmod(0o600)),  # someone else's mode change only
+        ("ln a h", append),
+        ("chmod 600 e && rm f", unlink_both),
+    ]
+    results = {}
+    async with shell(workspace) as client:
+        for command, meanwhile in cases:
+            results[command] = await _then_meanwhile(client, workspace, command, meanwhile)
+    kept = [p.read_text() for p in w.glob("a2*")]
+    assert "old\n" in kept, kept  # the call's bytes: at a2, or beside it as a conflict copy — never dropped
+    assert (w / "h").stat().st_ino == (w / "a").stat().st_ino == (w / "h1").stat().st_ino
+    assert (w / "a").read_text() == "a\nB\n"
+    assert not (w / "e").exists() and not list(w.glob("e.mcp-guard-*")), results["chmod 600 e && rm f"]["changes"]
+
+
 async def test_files_and_directories_replaced_by_other_types_land(workspace: Path) -> None:
     (workspace / "f2d").write_text("file")
     (workspace / "d2l").mkdir()

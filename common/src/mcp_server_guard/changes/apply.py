@@ -391,8 +391,12 @@ class Applier:
         has one record of every part, in order: its one undo puts back all of them, newest first. A part is known
         by its plan (a replay after a crash records the same part once)."""
         timed = any(a.action == "times" and a.mtime_ns < plan.started_ns != 0 for a in outcome.applied)
+        # Most calls apply once: no record yet, and no look into the evicted calls' list that a missing one costs.
+        kept = (self.history.calls.directory / f"{plan.audit_id}.json").exists()
         if not any(a.action != "times" for a in outcome.applied) and not outcome.conflicts and not timed:
+            outcome.recorded = kept  # nothing to undo (directories' times the command's entries moved on) but parts
             return
+        outcome.recorded = True
         part = hashlib.sha256(json.dumps([op.plan() for op in plan.ops], sort_keys=True).encode()).hexdigest()[:16]
         changes, conflicts, parts = (
             [a.record() for a in outcome.applied],
@@ -400,8 +404,6 @@ class Applier:
             [part],
         )
         roots = {op.root for op in plan.ops}
-        # Most calls apply once: no record yet, and no look into the evicted calls' list that a missing one costs.
-        kept = (self.history.calls.directory / f"{plan.audit_id}.json").exists()
         with contextlib.suppress(HistoryError):
             earlier = self.history.calls.read(plan.audit_id) if kept else {}
             if part in earlier.get("parts", []):

@@ -179,6 +179,7 @@ class Outcome:
     applied: list[Applied] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
     marked: list[str] = field(default_factory=list)  # absolute paths that landed with user.overlay.* attributes
+    recorded: bool = False  # the call has a record (what its undo plays back): this apply's, or an earlier part's
 
 
 def _shallow(value: Any, names: tuple[str, ...]) -> dict[str, Any]:

@@ -73,6 +73,7 @@ class Settled:
     held: str = ""  # the id a later call applies or drops it by
     asked: str = ""  # what the person was (or will be) asked
     reason: str = ""  # why nothing was applied
+    undoable: bool = False  # applied, and the call has a record its undo plays back
 
 
 @dataclass
@@ -601,6 +602,7 @@ class Transactions:
                              if a.action == "times" and a.mtime_ns != a.old_mtime_ns][:_SHOWN_PATHS]  # fmt: skip
         settled.conflicts = [Conflict(self.display(c.path), printable(c.what)) for c in outcome.conflicts]
         settled.transaction = "applied"
+        settled.undoable = outcome.recorded
         return settled
 
     # -- held change sets --------------------------------------------------------------------------

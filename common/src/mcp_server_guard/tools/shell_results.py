@@ -307,7 +307,7 @@ def described(settled: Settled, audit_id: str) -> tuple[str, Changes, PendingCha
         conflicts=len(settled.conflicts),
         refused=len(settled.refused),
         paths=paths,
-        undo=f"mcp-guard undo {audit_id}" if applied and (counts.total or settled.paths) else "",
+        undo=f"mcp-guard undo {audit_id}" if applied and settled.undoable else "",
         reason=settled.reason,
     )
     pending = PendingChanges()
