@@ -34,7 +34,8 @@ from mcp_server_guard.changes.changeset import (
     same_bytes,
     walk_real,
 )
-from mcp_server_guard.changes.xattrs import at, seen, set_seen
+from mcp_server_guard.changes.nofollow import Changed, set_meta
+from mcp_server_guard.changes.xattrs import at, seen
 
 __all__ = ["Names"]
 
@@ -389,17 +390,12 @@ class Names:
             finally:
                 self.out.pop()
             # The command has ended (or, for a job's look, its copy shows the same file natively would): its
-            # upper file is set once, through a descriptor of it, never a path that could be a link.
-            file = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+            # upper file is set once, through a descriptor of the very inode looked at, never a path that could be
+            # a link.
             try:
-                if want.mode != own.mode:
-                    os.fchmod(file, want.mode)
-                if want.xattrs != own.xattrs:
-                    set_seen(file, want.xattrs, own.xattrs)
-                if want.mtime_ns != own.mtime_ns:
-                    os.utime(file, ns=(upper.st_atime_ns, want.mtime_ns))
-            finally:
-                os.close(file)
+                set_meta(fd, name, upper, want.mode, want.mtime_ns, want.xattrs, own.xattrs)
+            except Changed:
+                return  # a running job swapped it meanwhile: the names land as they are; the next look sees again
         self.out[rewritten.index] = replace(base, mode=want.mode)
         for index in indexes:
             change = self.out[index]

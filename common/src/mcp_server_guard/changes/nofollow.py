@@ -22,10 +22,11 @@ import posixpath
 import stat
 import time
 from collections import Counter
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 
 from mcp_server_guard import linux
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, Kind, TooDeep, walk_real
+from mcp_server_guard.changes.xattrs import Xattrs, set_seen
 from mcp_server_guard.files import openat2 as _openat2
 from mcp_server_guard.files.treelock import flock_until
 
@@ -43,6 +44,7 @@ __all__ = [
     "open_dir",
     "parent",
     "rename_at",
+    "set_meta",
     "syncfs",
     "unchanged",
     "unchanged_tree",
@@ -255,23 +257,32 @@ def unchanged_tree(
     since_ns: int,
     ours: Collection[tuple[int, int]] = (),
     linked: list[tuple[str, int, int]] | None = None,
+    left: Mapping[str, int] | None = None,
+    at: str = "",
 ) -> tuple[int, int]:
     """(paths, bytes) of the real tree ``name``; raises Changed when anything in it changed at or after
-    ``since_ns`` — but files in ``ours`` (inodes whose ctime this run changed: a new name made of one). ``linked``
-    (filled in): the files in it with a name outside it, (path in the tree, device, inode)."""
+    ``since_ns`` — but files in ``ours`` (inodes whose ctime this run changed: a new name made of one), and paths a
+    running job's earlier looks applied (``left``: absolute path -> its ctime then; ``at``: the absolute path of
+    the directory ``dirfd``), which count from then. ``linked`` (filled in): the files in it with a name outside
+    it, (path in the tree, device, inode)."""
+    left = left or {}
+
+    def since(path: str) -> int:
+        return max(since_ns, left.get(posixpath.join(at, path), since_ns)) if left else since_ns
+
     try:
         fd = os.open(name, DIR | os.O_NOFOLLOW, dir_fd=dirfd)
     except OSError as exc:
         raise Changed(f"it changed ({exc.strerror})") from None
     try:
-        if os.fstat(fd).st_ctime_ns > since_ns:
+        if os.fstat(fd).st_ctime_ns > since(name):
             raise Changed("it changed after the command started")
         budget = [MAX_ENTRIES]
         count = size = 0
         several: list[tuple[str, int, int, int]] = []  # files with several names: (path in the tree, dev, ino, nlink)
         try:
             for path, st in walk_real(fd, name, budget):
-                if st.st_ctime_ns > since_ns and not (stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) in ours):
+                if st.st_ctime_ns > since(path) and not (stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) in ours):
                     raise Changed(f"{path} changed after the command started")
                 if linked is not None and stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
                     several.append((path[len(name) + 1 :], st.st_dev, st.st_ino, st.st_nlink))
@@ -300,12 +311,14 @@ def unchanged(
     left: int | None = None,
     ours: Collection[tuple[int, int]] = (),
     linked: list[tuple[str, int, int]] | None = None,
+    tree_left: Mapping[str, int] | None = None,
+    at: str = "",
 ) -> tuple[int, int]:
     """Raise Changed unless what is at ``name`` is as the command found it (or, ``left``, as an earlier apply of
-    the same running job left it: its ctime then); returns a tree's (paths, bytes). ``ours``, ``linked``: see
-    unchanged_tree."""
+    the same running job left it: its ctime then); returns a tree's (paths, bytes). ``ours``, ``linked``,
+    ``tree_left`` (its ``left``), ``at``: see unchanged_tree."""
     if stat.S_ISDIR(real.st_mode):
-        return unchanged_tree(dirfd, name, since_ns, ours, linked)
+        return unchanged_tree(dirfd, name, since_ns, ours, linked, tree_left, at)
     if left is not None:
         if real.st_ctime_ns != left:
             raise Changed("it changed after the job's changes were applied")
@@ -403,3 +416,33 @@ def syncfs(fd: int) -> None:
     """Flush the file system holding ``fd`` to disk, where the kernel lets us (errors ignored)."""
     with contextlib.suppress(OSError, AttributeError):
         linux.syncfs(fd)
+
+
+def set_meta(dirfd: int, name: str, real: os.stat_result, mode: int, mtime_ns: int, want: Xattrs,
+              have: Xattrs) -> None:  # fmt: skip
+    """A path's attributes, mode and (not a directory's) modification time set, in that order (each of the first two
+    changes only its ctime). Threat: the name swapped for a symlink since it was looked at (by another writer of
+    the real tree), leading the change outside: a file or directory is changed through a descriptor of the very
+    inode looked at (never followed), a symlink by its name with no link followed (it takes no mode)."""
+    if stat.S_ISLNK(real.st_mode):
+        if mtime_ns and real.st_mtime_ns != mtime_ns:
+            os.utime(name, ns=(real.st_atime_ns, mtime_ns), dir_fd=dirfd, follow_symlinks=False)
+        return
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_DIRECTORY if stat.S_ISDIR(real.st_mode)
+                                                                        else 0)  # fmt: skip
+    try:
+        fd = os.open(name, flags, dir_fd=dirfd)
+    except OSError as exc:
+        raise Changed(f"it changed ({exc.strerror})") from None
+    try:
+        opened = os.fstat(fd)
+        if (opened.st_dev, opened.st_ino) != (real.st_dev, real.st_ino):
+            raise Changed("it was replaced meanwhile")
+        if want != have:
+            set_seen(fd, want, have)
+        if stat.S_IMODE(opened.st_mode) != mode:
+            os.fchmod(fd, mode)
+        if not stat.S_ISDIR(opened.st_mode) and mtime_ns and opened.st_mtime_ns != mtime_ns:
+            os.utime(fd, ns=(opened.st_atime_ns, mtime_ns))
+    finally:
+        os.close(fd)

@@ -36,6 +36,7 @@ from mcp_server_guard.changes.nofollow import (
     lstat_at,
     parent,
     rename_at,
+    set_meta,
     unchanged,
 )
 from mcp_server_guard.changes.plan import Applied, Conflict, Op
@@ -53,7 +54,7 @@ from mcp_server_guard.changes.xattrs import (
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind
 
-__all__ = ["APPLY_STEPS", "Run", "change_of", "copy_step", "half_set", "kept", "place", "set_meta"]
+__all__ = ["APPLY_STEPS", "Run", "change_of", "copy_step", "half_set", "kept", "place"]
 
 log = logging.getLogger("mcp_server_guard.changes")
 
@@ -98,12 +99,9 @@ class Run:
         if not stat.S_ISDIR(real.st_mode) and (real.st_dev, real.st_ino) in self.ours:
             return (0, 0)
         linked: list[tuple[str, int, int]] = []
-        since, left = self.started, self.baseline.get(absolute)
-        if stat.S_ISDIR(real.st_mode) and self.baseline:
-            # A tree a running job's earlier looks applied: changed only by them, it is the job's own.
-            inside = absolute.rstrip("/") + "/"
-            since = max([since, *(v for k, v in self.baseline.items() if k == absolute or k.startswith(inside))])
-        counted = unchanged(dirfd, name, real, since, left, self.ours, linked)
+        # (A tree a running job's earlier looks applied in part: each path they applied counts from then.)
+        counted = unchanged(dirfd, name, real, self.started, self.baseline.get(absolute), self.ours, linked,
+                            self.baseline, posixpath.dirname(absolute))  # fmt: skip
         if linked:
             self.tree_links[absolute] = linked  # kept as copies: a later change through another name is not theirs
             # Keeping them so takes a name from each inode (its ctime changes): ours, not someone else's change.
@@ -363,36 +361,6 @@ def _aside(
     record = Applied(where, "create", "dir" if tree else "file", after=identity(placed) if placed else (),
                      tree=tree)  # fmt: skip
     return [record], [Conflict(absolute, f"{why}: the command's version is beside it, as {beside}")]
-
-
-def set_meta(dirfd: int, name: str, real: os.stat_result, mode: int, mtime_ns: int, want: Xattrs,
-              have: Xattrs) -> None:  # fmt: skip
-    """A path's attributes, mode and (not a directory's) modification time set, in that order (each of the first two
-    changes only its ctime). Threat: the name swapped for a symlink since it was looked at (by another writer of
-    the real tree), leading the change outside: a file or directory is changed through a descriptor of the very
-    inode looked at (never followed), a symlink by its name with no link followed (it takes no mode)."""
-    if stat.S_ISLNK(real.st_mode):
-        if mtime_ns and real.st_mtime_ns != mtime_ns:
-            os.utime(name, ns=(real.st_atime_ns, mtime_ns), dir_fd=dirfd, follow_symlinks=False)
-        return
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_DIRECTORY if stat.S_ISDIR(real.st_mode)
-                                                                        else 0)  # fmt: skip
-    try:
-        fd = os.open(name, flags, dir_fd=dirfd)
-    except OSError as exc:
-        raise Changed(f"it changed ({exc.strerror})") from None
-    try:
-        opened = os.fstat(fd)
-        if (opened.st_dev, opened.st_ino) != (real.st_dev, real.st_ino):
-            raise Changed("it was replaced meanwhile")
-        if want != have:
-            set_seen(fd, want, have)
-        if stat.S_IMODE(opened.st_mode) != mode:
-            os.fchmod(fd, mode)
-        if not stat.S_ISDIR(opened.st_mode) and mtime_ns and opened.st_mtime_ns != mtime_ns:
-            os.utime(fd, ns=(opened.st_atime_ns, mtime_ns))
-    finally:
-        os.close(fd)
 
 
 def _meta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
