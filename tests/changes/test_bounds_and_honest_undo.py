@@ -52,6 +52,25 @@ def test_a_call_of_new_files_named_in_bytes_that_are_not_utf8_cannot_pass_the_hi
     assert sorted(os.listdir(copy.root)) == [] and store.calls.all() == []
 
 
+def test_a_calls_record_is_reckoned_with_its_command_text_and_attributes_before_anything_lands(tmp_path: Path) -> None:
+    # Red team 42k: a long command (each control character six bytes in the record) and large attribute values (hex)
+    # went into the record unreckoned, and the history ended over its bound.
+    copy = project(tmp_path / "p")
+    before = snapshot(copy.root)
+    changes = copy.run("echo made > made.txt")
+    store = HistoryStore(tmp_path / "history", 128 << 10)
+    with pytest.raises(NotApplied, match="history"):
+        Applier(store).apply([changes], "a0000000000e", copy.started, what={"command": "echo made \x01" * 12_000})
+    attributes = project(tmp_path / "q")
+    program = attributes.root.parent / "set.py"
+    program.write_text("import os\nfor i in range(4):\n    os.setxattr(f'f{i}.txt', 'user.big', b'x' * 3900)\n")
+    changed = attributes.run(f"python3 {program}")
+    small = HistoryStore(tmp_path / "history2", 24 << 10)
+    with pytest.raises(NotApplied, match="history"):
+        Applier(small).apply([changed], "a0000000000d", attributes.started)
+    assert differences(before, snapshot(copy.root)) == [] and store.calls.all() == [] and small.calls.all() == []
+
+
 def test_eviction_takes_whole_calls_oldest_first_and_never_the_call_that_made_room(tmp_path: Path) -> None:
     store = HistoryStore(tmp_path / "history", 1 << 30, max_entries=6)
     copies = {}

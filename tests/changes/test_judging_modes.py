@@ -85,3 +85,19 @@ def test_a_file_made_group_writable_asks_but_new_files_and_build_directories_do_
     assert judgement.refused == {}
     assert [a for a in judgement.asks if "writable" in a] == ["It makes edit.txt (0664) writable by its group."]
     assert "edit.txt to 0664" in judgement.summary and "build/ to 0777" in judgement.summary
+
+
+def test_attack_a_protected_directory_given_a_git_dirs_shape_is_neither_made_nor_written(tmp_path: Path) -> None:
+    # Red team 42k: objects/ and refs/ made a protected directory "git's own", and a file named like git's (config)
+    # in it was judged by the git rules alone: `.config/git/config` (the user's global git config under HOME) landed.
+    script = (
+        "mkdir -p .config/git/objects .config/git/refs newdir/.idea/objects newdir/.idea/refs && "
+        "printf '[user]\\n\\tname = x\\n' > .config/git/config && echo x > .vscode/config && "
+        "mkdir -p .vscode/objects .vscode/refs && echo x > newdir/.idea/HEAD"
+    )
+    why = refused(judged(tmp_path, script))
+    for path in (".config/git/config", ".vscode/config", "newdir/.idea/HEAD", ".config/git", "newdir/.idea"):
+        assert path in why, (path, why)
+    # A bare repository of an ordinary name is still git's own and made freely (what is in it judged by git's rules).
+    bare = refused(judged(tmp_path / "bare", "git init -q --bare lib.git && git -C lib.git config user.name x"))
+    assert not [p for p in bare if p.startswith("lib.git")], bare

@@ -268,6 +268,14 @@ class Protection:
 
     # -- file_write and file_read --------------------------------------------------------------------
 
+    def listed(self, candidates: Iterable[str]) -> str | None:
+        """The protected pattern one of ``candidates`` (paths of one target) falls under, or None: the list alone,
+        no git dir, hidden path or own file looked up (what ``write_rule`` also asks)."""
+        for path in candidates:
+            if path and self._regex.search(path):
+                return next(p for p in self.patterns if re.search(glob_regex(p), path, re.IGNORECASE))
+        return None
+
     def write_rule(
         self,
         candidates: Iterable[str],

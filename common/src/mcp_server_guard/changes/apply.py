@@ -180,7 +180,7 @@ class Applier:
             and not any(op.time is not None and op.time.set_on_purpose(started_ns) for op in ops)
         ):
             return Outcome()
-        why = self._room(sets, skip, ops)
+        why = self._room(sets, skip, ops, what)
         if why:
             raise NotApplied(why)
         left: dict[str, int] = dict(baseline or {})
@@ -195,7 +195,9 @@ class Applier:
             baseline.update(left)
         return outcome
 
-    def _room(self, sets: Sequence[ChangeSet], skip: frozenset[tuple[str, str]], ops: Sequence[Op]) -> str:
+    def _room(
+        self, sets: Sequence[ChangeSet], skip: frozenset[tuple[str, str]], ops: Sequence[Op], what: Any = None
+    ) -> str:
         """Why the previous contents this apply keeps do not fit the history ("" when they do): counted before
         anything changes, so that a call never evicts its own pre-images and never stops half way for want of
         room."""
@@ -213,10 +215,13 @@ class Applier:
                 size += _DIR_BYTES if change.action == "delete" and change.kind == "dir" else 0  # a kept tree's
                 nbytes += size
                 copied += size if other else 0
-        # The call's record (what undo plays back) grows with every step, a new file's too: a line per step naming
-        # its path (twice at most), as the record writes it — counted so that a call of only new files cannot pass
-        # the bound either (nor one whose names are not UTF-8: each such byte takes six).
-        record = sum(2 * encoded_size(posixpath.join(op.root, op.path)) + _RECORD_LINE for op in ops)
+        # The call's record (what undo plays back), reckoned as it is written: the call (its command text), and a
+        # line per step naming its path (twice at most) and the attributes it sets and had (in hex) — so that a call
+        # of only new files, of names not UTF-8 (six bytes each), of a long command or of large attributes cannot
+        # pass the bound either.
+        record = len(json.dumps(what or {}, ensure_ascii=False).encode("utf-8", "backslashreplace")) + sum(
+            2 * encoded_size(posixpath.join(op.root, op.path)) + _RECORD_LINE + _attributes_size(op) for op in ops
+        )
         return self.history.room(count, nbytes, copied=copied, record=record)
 
     def _run(
@@ -537,6 +542,14 @@ def reverse_ops(
         elif record.action == "meta":
             ops.append(Op("unmeta", root, rel, record=record))
     return ops + times, changed
+
+
+def _attributes_size(op: Op) -> int:
+    """The bytes a step's attributes take in the call's record (names and hex values, as set and as they were)."""
+    change = op.change
+    if change is None:
+        return 0
+    return sum(len(name) + 2 * len(value) + 8 for name, value in (*change.xattrs, *change.old_xattrs))
 
 
 def _parents(path: str) -> Iterator[str]:

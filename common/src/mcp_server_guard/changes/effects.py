@@ -389,6 +389,7 @@ def _modes(
                 continue  # grants nothing new: nothing to judge here
             guarded = _guarded(trees, change, protection, roots, lookups)
             shown = f"{change.path} ({change.mode:04o})"
+
             if change.kind == "file" and extra & _SET_ID:
                 bit = "setuid" if extra & 0o4000 else "setgid"
                 rights = "its owner's" if bit == "setuid" else "its group's"
@@ -396,7 +397,7 @@ def _modes(
             elif guarded and extra & _WRITABLE_BY_OTHERS:
                 judgement.refused[key] = f"it would make {guarded} writable by others"
             elif guarded and change.kind == "dir" and (remoded or (change.action == "create" and not
-                                                                  _of_git(change, trees))):  # fmt: skip
+                                                                  _of_git(change, trees, protection))):  # fmt: skip
                 judgement.refused[key] = f"{guarded}: a command may not make or re-mode it"
             # Threat: ``chmod 777 ~``: without the sticky bit anyone may move ``.bashrc`` away and put theirs.
             # What it holds: in the real tree, and what the command put below it (``git init build/pkg``).
@@ -448,10 +449,13 @@ def _above_protected(path: str, nested: Sequence[Sequence[str]]) -> bool:
     return False
 
 
-def _of_git(change: Change, trees: Trees) -> bool:
+def _of_git(change: Change, trees: Trees, protection: Protection) -> bool:
     """A git dir or a directory in one, in the tree as the command left it (``git init``, ``git init --bare x``, a
-    clone make them; what is in them is judged path by path)."""
-    return ".git" in change.path.split("/") or trees.git_dir_of(change.path) is not None
+    clone make them; what is in them is judged path by path) — but not a protected directory given git's shape
+    (``mkdir -p .vscode/objects .vscode/refs``): one of another name that the protected list names is not git's."""
+    if ".git" in change.path.split("/"):
+        return True
+    return trees.git_dir_of(change.path) is not None and not _listed(trees, change, protection)
 
 
 def _guarded(trees: Trees, change: Change, protection: Protection, roots: Sequence[str], lookups: Lookups) -> str:
@@ -462,14 +466,25 @@ def _guarded(trees: Trees, change: Change, protection: Protection, roots: Sequen
     if ".git" in parts or (change.kind != "dir" and (parts[-1] in _GIT_NAMES or parts[-1] in _BY_CONTENT)):
         return f"{change.path} (git's own)"
     # A git dir of any name, in the tree as the command left it (``git init --bare lib.git``), or a path in one.
+    # Not a protected directory given git's shape (``mkdir -p .vscode/objects .vscode/refs``): the list names it.
     git_dir = trees.git_dir_of(change.path)
-    if git_dir is not None:
+    if git_dir is not None and not _listed(trees, change, protection):
         return f"{change.path} (git's own: {git_dir} is a git dir)"
+    absolute = posixpath.join(trees.changes.root, change.path)
     probes = [change.path, absolute]
     if change.kind == "dir":
         probes += [posixpath.join(change.path, "_"), posixpath.join(absolute, "_")]
     rule = protection.write_rule(probes, None, roots, lookups)
     return f"{change.path} (protected: {rule})" if rule else ""
+
+
+def _listed(trees: Trees, change: Change, protection: Protection) -> str:
+    """The protected pattern ``change``'s path (a directory: what is in it too) falls under ("" when none)."""
+    absolute = posixpath.join(trees.changes.root, change.path)
+    probes = [change.path, absolute]
+    if change.kind == "dir":
+        probes += [posixpath.join(change.path, "_"), posixpath.join(absolute, "_")]
+    return protection.listed(probes) or ""
 
 
 def _stashed(sets: Sequence[ChangeSet]) -> frozenset[tuple[str, str]]:
@@ -642,6 +657,13 @@ def _protected(
         verdict = pointer_verdict(trees, change, roots, gitfile=True)
     elif name in _GIT_NAMES or not _GIT_PARTS.isdisjoint(change.path.split("/")):
         verdict = creates_git_dir(trees, change, roots) or git_verdict(trees, change, roots)
+    if verdict is not None and ".git" not in change.path.split("/"):
+        # A git dir of another name (``git init --bare``; ``mkdir .vscode/objects .vscode/refs``): the protected list
+        # has its say first — a protected directory given git's shape is no licence to write in it (and what it
+        # refuses is refused whole, never applied with keys left out).
+        rule = protection.listed([change.path, absolute])
+        if rule is not None:
+            return f"protected ({rule})"
     if verdict is not None:
         return verdict or None  # ALLOWED (""): cannot make git run anything
     hooks = in_relative_hooks(trees, change.path, protection.home, lookups)

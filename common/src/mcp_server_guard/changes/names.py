@@ -101,9 +101,10 @@ class Names:
 
     def deleted_meanwhile(self) -> None:
         """A file the command copied up (it was in the real tree then) that is not there any more, in a directory
-        someone else changed while the command ran, and that is no rename of the command's (no file it deleted has
-        its size): someone deleted it meanwhile. A conflict then, not a creation; where the command never wrote it
-        (its time is from before the command started), a conflict of its mode or attributes, with no copy."""
+        someone else changed while the command ran, and that is no rename of the command's (no file it deleted holds
+        its bytes, mode and attributes): someone deleted it meanwhile. A conflict then, not a creation; where the
+        command never wrote it (its time is from before the command started), a conflict of its mode or
+        attributes, with no copy."""
         if not self.started_ns:
             return
         # (Not by a running job's earlier look: the directory as that left it is the job's own.)
@@ -114,13 +115,16 @@ class Names:
             changed.add("")  # the root itself (whose time is known only where the copy's mount says it)
         if not changed:
             return
-        deleted = {c.size for c in self.out if c.action == "delete"}
+        deleted = [c.path for c in self.out if c.action == "delete" and c.kind == "file"]
         for index, change in enumerate(self.out):
             if change.action != "create" or not change.origin or change.top or change.moved_from or change.link:
                 continue
-            if change.path.rpartition("/")[0] not in changed or change.size in deleted:
-                continue  # nobody else changed its directory; or maybe a file the command renamed here
+            if change.path.rpartition("/")[0] not in changed:
+                continue  # nobody else changed its directory
             upper = self.upper_stat(change.path)
+            if upper is not None and any(self.same_file(change.path, path, upper) for path in deleted
+                                         if (self.real_stat(path) or upper).st_size == upper.st_size):  # fmt: skip
+                continue  # a file the command renamed here (its bytes, mode and attributes: one it deleted)
             if change.kind == "file" and upper is not None and upper.st_mtime_ns < self.started_ns:
                 # Copied up for a mode, an attribute or a rename and never written (a write sets its time to now):
                 # nothing of the command's to keep beside it; its change of a file no longer there is a conflict
