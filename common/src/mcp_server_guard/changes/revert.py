@@ -98,6 +98,10 @@ def _bring_back(
         ):
             if tuple(holds) != tuple(record.group):
                 run.copies.setdefault(record.group, []).append(absolute)  # a name of a copy, like its anchor
+            elif record.group not in run.restored and (placed := lstat_at(name, dirfd)) is not None:
+                # Back as a name of the file another name still held (``n8/f``, a tree this undo takes away next):
+                # the other names this undo puts back are made names of this one.
+                run.restored[record.group] = (absolute, (placed.st_dev, placed.st_ino))
             return "file"
     # A tree whose files had other names keeps its record until they are names of them again (a crash in between:
     # the step finished after it finds them in the record still).
