@@ -119,6 +119,7 @@ def layer(module: str) -> str:
         "policy",
         "paths",
         "protected",
+        "globs",
         "_lazy",
         "linux",
         "git_dirs",

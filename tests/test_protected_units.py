@@ -13,13 +13,12 @@ import pytest
 
 from mcp_server_guard import registry
 from mcp_server_guard.errors import SecurityError
+from mcp_server_guard.globs import SuffixMatcher, glob_regex
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.protected import (
     Protection,
-    SuffixMatcher,
     _resolve,
     git_runnable,
-    glob_regex,
     is_git_dir,
     pointer_text,
     safe_git_config,

@@ -46,9 +46,10 @@ from mcp_server_guard.changes.nofollow import default_acl_above, entries_below, 
 from mcp_server_guard.changes.wholes import refuse_whole
 from mcp_server_guard.changes.xattrs import acl_mode
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
+from mcp_server_guard.globs import SuffixMatcher
 from mcp_server_guard.paths import printable, within_any
 from mcp_server_guard.policy import EffectsPolicy
-from mcp_server_guard.protected import Lookups, Protection, SuffixMatcher
+from mcp_server_guard.protected import Lookups, Protection
 
 __all__ = ["Counts", "Judgement", "judge", "summary_line"]
 
