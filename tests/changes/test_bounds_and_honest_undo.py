@@ -71,6 +71,23 @@ def test_a_calls_record_is_reckoned_with_its_command_text_and_attributes_before_
     assert differences(before, snapshot(copy.root)) == [] and store.calls.all() == [] and small.calls.all() == []
 
 
+def test_a_deleted_tree_whose_files_have_other_names_is_reckoned_with_the_list_its_entry_keeps(tmp_path: Path) -> None:
+    # Red team 42l: a tree kept whole lists each of its files with another name (to make them one again on undo);
+    # 300 names of 250 bytes not UTF-8 made a 450 KB entry nobody had reckoned, past a 256 KiB bound.
+    copy = project(tmp_path / "p", files=0)
+    for sub in ("t", "k"):
+        (copy.root / sub).mkdir()
+    for i in range(300):
+        name = os.fsencode(str(i)) + b"\xff" * 240
+        open(os.path.join(os.fsencode(copy.root / "t"), name), "w").close()
+        os.link(os.path.join(os.fsencode(copy.root / "t"), name), os.path.join(os.fsencode(copy.root / "k"), name))
+    changes = copy.run("rm -rf t")
+    store = HistoryStore(tmp_path / "history", 256 << 10)
+    with pytest.raises(NotApplied, match="history"):
+        Applier(store).apply([changes], "a0000000000c", copy.started)
+    assert len(os.listdir(copy.root / "t")) == 300 and store.calls.all() == []
+
+
 def test_eviction_takes_whole_calls_oldest_first_and_never_the_call_that_made_room(tmp_path: Path) -> None:
     store = HistoryStore(tmp_path / "history", 1 << 30, max_entries=6)
     copies = {}

@@ -114,6 +114,7 @@ _FATAL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EM
 
 _DIR_BYTES = 4096  # what a directory a kept tree holds takes in the history (a block, on ext4 and most others)
 _RECORD_LINE = 200  # bytes of a call record's line beside the paths it names (measured: ~70; kept generous)
+_LINK_LINE = 48  # bytes of a kept tree's line for a file with several names, beside its path (device, inode)
 
 
 class Applier:
@@ -201,7 +202,7 @@ class Applier:
         """Why the previous contents this apply keeps do not fit the history ("" when they do): counted before
         anything changes, so that a call never evicts its own pre-images and never stops half way for want of
         room."""
-        count = nbytes = copied = 0
+        count = nbytes = copied = record = 0
         keeps = {(op.root, op.path) for op in ops if op.entry and op.change is not None and
                  (op.change.action in ("modify", "delete") or op.change.opaque)}  # fmt: skip
         count = len(keeps)
@@ -211,6 +212,9 @@ class Applier:
             for change in changes.changes:
                 if (changes.root, change.path) in skip:
                     continue
+                if change.names:
+                    # A file with several names in a tree kept whole: its entry lists it (path, device, inode).
+                    record += encoded_size(change.path) + _LINK_LINE
                 size = change.size if change.action == "delete" else change.old_size if change.action == "modify" else 0
                 size += _DIR_BYTES if change.action == "delete" and change.kind == "dir" else 0  # a kept tree's
                 nbytes += size
@@ -219,7 +223,7 @@ class Applier:
         # line per step naming its path (twice at most) and the attributes it sets and had (in hex) — so that a call
         # of only new files, of names not UTF-8 (six bytes each), of a long command or of large attributes cannot
         # pass the bound either.
-        record = len(json.dumps(what or {}, ensure_ascii=False).encode("utf-8", "backslashreplace")) + sum(
+        record += len(json.dumps(what or {}, ensure_ascii=False).encode("utf-8", "backslashreplace")) + sum(
             2 * encoded_size(posixpath.join(op.root, op.path)) + _RECORD_LINE + _attributes_size(op) for op in ops
         )
         return self.history.room(count, nbytes, copied=copied, record=record)

@@ -78,6 +78,7 @@ class Change:
     # The real entry's own user.overlay.* attributes were shown to the command (the escape layer): what its upper
     # entry holds of them (escaped) is what the command left, none included.
     shown: bool = False
+    names: int = 0  # delete inside a deleted tree: the names the file had, where several (its entry lists them)
 
     @property
     def executable(self) -> bool:

@@ -105,7 +105,9 @@ class _Reader(Names):
             for rel, st in walk_real(fd, path, [self.budget[0]]):
                 kind = kind_of(st.st_mode)
                 size = st.st_size if kind == "file" else 0
-                index = self.add(Change(rel, "delete", kind, size=size, mode=stat.S_IMODE(st.st_mode), top=path))
+                several = st.st_nlink if kind == "file" and st.st_nlink > 1 else 0
+                index = self.add(Change(rel, "delete", kind, size=size, mode=stat.S_IMODE(st.st_mode), top=path,
+                                        names=several))  # fmt: skip
                 if kind == "file":
                     self.gone_files.setdefault((st.st_size, st.st_mtime_ns), []).append(rel)
                 if kind == "file" and st.st_nlink > 1 and index >= 0:
