@@ -7,7 +7,9 @@ a directory only the job's looks changed is the job's own."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -56,3 +58,25 @@ def test_what_a_job_changes_after_a_look_landed_it_lands_as_natively(workspace: 
     conflicts = [p for look in looks for p in look.get("changes", {}).get("paths", []) if p["action"] == "conflict"]
     assert not conflicts, conflicts
     assert not differences(snapshot(native), snapshot(workspace))
+
+
+def test_attack_a_name_a_job_never_touched_is_not_taken_for_one_it_removed(workspace: Path, tmp_path: Path) -> None:
+    # Red team 40i: a look set the mode of a file through one name (and so of its other name, which the job's copy
+    # never held); at the next look that other name, absent from the copy, was taken for one the job removed.
+    (workspace / "a").write_text("a\n", encoding="utf-8")
+    os.link(workspace / "a", workspace / "h1")
+    command = "chmod 600 a; sleep 2.5; touch new"
+    raw = started(SX, workspace, tmp_path / "state")
+    try:
+        first = call(raw, 1, "shell_exec", {"command": command, "yieldAfterSeconds": 1}, timeout=60)
+        looks = [first["structuredContent"]]
+        deadline = time.monotonic() + 60
+        while looks[-1].get("status") == "running" and time.monotonic() < deadline:
+            look = call(raw, 1 + len(looks), "shell_exec",
+                        {"command": "", "jobId": looks[0]["jobId"], "yieldAfterSeconds": 2})  # fmt: skip
+            looks.append(look["structuredContent"])
+    finally:
+        raw.close()
+    assert looks[-1]["status"] == "exited" and (workspace / "new").exists(), looks[-1]
+    assert (workspace / "h1").stat().st_ino == (workspace / "a").stat().st_ino, looks
+    assert stat.S_IMODE((workspace / "h1").stat().st_mode) == 0o600

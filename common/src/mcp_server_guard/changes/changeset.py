@@ -20,6 +20,7 @@ from mcp_server_guard.files.kept import file_kind
 from mcp_server_guard.files.trees import open_own_dir
 
 __all__ = [
+    "MADE",
     "MAX_DEPTH",
     "MAX_ENTRIES",
     "NO_FOLLOW_DIR",
@@ -33,6 +34,7 @@ __all__ = [
     "depth",
     "kind_of",
     "listing",
+    "looked_under",
     "lstat",
     "open_dir",
     "same_bytes",
@@ -45,6 +47,9 @@ Kind = Literal["file", "dir", "symlink", "fifo", "socket", "device"]
 
 MAX_ENTRIES = 200_000  # paths one change set lists at most (created and deleted trees included)
 MAX_DEPTH = 128  # levels below a root a changed path may have
+# In a running job's baseline, before an absolute path: a path a look made (a file or directory the real tree did
+# not have), not one whose mode or time it set (never part of a path: a path holds no NUL).
+MADE = "\0made:"
 ROOT = "."  # the root itself, as a change's path (its mode and attributes; its modification time)
 NO_FOLLOW_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -244,3 +249,17 @@ def walk_real(
     """Every path below an open directory (see :func:`walk_entries`), with what it is."""
     for path, st, _fd, _name in walk_entries(dirfd, prefix, budget, ours=ours):
         yield path, st
+
+
+def looked_under(landed: dict[str, int] | None, root: str) -> dict[str, int]:
+    """A job's baseline (absolute paths) as paths relative to ``root`` (``.``: the root itself; a path a look made
+    keeps its ``MADE`` mark)."""
+    found: dict[str, int] = {}
+    inside = root.rstrip("/") + "/"
+    for key, ctime in (landed or {}).items():
+        mark, path = (MADE, key[len(MADE) :]) if key.startswith(MADE) else ("", key)
+        if path == root:
+            found[mark + "."] = ctime
+        elif path.startswith(inside):
+            found[mark + path[len(inside) :]] = ctime
+    return found

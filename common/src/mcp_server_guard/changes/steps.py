@@ -24,7 +24,7 @@ import stat
 from dataclasses import dataclass, field
 
 from mcp_server_guard import faults
-from mcp_server_guard.changes.changeset import Change
+from mcp_server_guard.changes.changeset import MADE, Change
 from mcp_server_guard.changes.nofollow import (
     DIR,
     Changed,
@@ -547,6 +547,7 @@ def _delete(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
             entry = history.keep(dirfd, name, absolute, run.audit_id, move=True, entry_id=op.entry, durable=False,
                                  tree=counted, links=run.tree_links.get(absolute))  # fmt: skip
         run.baseline.pop(absolute, None)
+        run.baseline.pop(MADE + absolute, None)
         run.ours.add((real.st_dev, real.st_ino))
     directory = stat.S_ISDIR(real.st_mode)
     kind = "dir" if directory else file_kind(real.st_mode)
@@ -597,6 +598,7 @@ def copy_step(
                 placed = lstat_at(name, dst_dir)
                 if placed is not None:
                     run.baseline[absolute] = placed.st_ctime_ns  # the job's own, as this look left it
+                    run.baseline[MADE + absolute] = placed.st_ctime_ns
                 return [Applied(absolute, "create", "dir", after=identity(placed) if placed else ())], []
             if not stat.S_ISDIR(real.st_mode):
                 raise Changed("a file is there, where the job made a directory")
@@ -640,6 +642,8 @@ def copy_step(
         placed = lstat_at(name, dst_dir)
         if placed is not None:
             run.baseline[absolute] = placed.st_ctime_ns
+            if real is None:
+                run.baseline[MADE + absolute] = placed.st_ctime_ns  # made by a look: gone from the copy, the job's
         after = identity(placed) if placed is not None else ()
     return [Applied(absolute, "modify" if before else "create", change.kind, before=before, after=after)], []
 

@@ -35,7 +35,7 @@ import anyio.to_thread
 from mcp_server_guard import audit
 from mcp_server_guard.changes.apply import Applier, NotApplied
 from mcp_server_guard.changes.area import AREA_IN_ROOT, CopyArea
-from mcp_server_guard.changes.changeset import MAX_ENTRIES, ChangeSet, walk_real
+from mcp_server_guard.changes.changeset import MAX_ENTRIES, ChangeSet, looked_under, walk_real
 from mcp_server_guard.changes.effects import Counts, Judgement, judge, summary_line
 from mcp_server_guard.changes.escapes import MARKS, Escapes
 from mcp_server_guard.changes.plan import Conflict, Outcome
@@ -270,7 +270,7 @@ class Transactions:
                 mounted = _mounted(os.path.join(part, name, f"m{index}"))
                 changes = read_upper(upper, fd, root, skip, mounted, started_ns=started_ns,
                                      carried=self.escapes.data(root), moved=moved,
-                                     escaped=self.escapes.escaped(root), landed=_under(landed, root))  # fmt: skip
+                                     escaped=self.escapes.escaped(root), landed=looked_under(landed, root))  # fmt: skip
             finally:
                 os.close(fd)
             if changes.changes or changes.incomplete or changes.times:
@@ -687,14 +687,3 @@ class Transactions:
         with self._lock:
             self._held.clear()
         self._remover.stop(timeout=5.0)
-
-
-def _under(landed: dict[str, int] | None, root: str) -> dict[str, int]:
-    """A job's baseline (absolute paths) as paths relative to ``root`` (``.``: the root itself)."""
-    found: dict[str, int] = {}
-    for path, ctime in (landed or {}).items():
-        if path == root:
-            found["."] = ctime
-        elif path.startswith(root.rstrip("/") + "/"):
-            found[path[len(root.rstrip("/")) + 1 :]] = ctime
-    return found

@@ -25,6 +25,7 @@ import os
 import stat
 
 from mcp_server_guard.changes.changeset import (
+    MADE,
     NO_FOLLOW_DIR,
     ROOT,
     Change,
@@ -189,10 +190,11 @@ class _Reader(Names):
         """A running job's earlier look landed entries in the real tree (copied: the job keeps its own); where the
         job has since removed or renamed one, its copy may hold no whiteout for it (its directory was the job's
         alone when the job made it, and overlayfs does not look again into the real tree): absent from the copy,
-        an entry the job's looks landed is one the job took away."""
+        an entry a look made (not one whose mode or time it set: another name of a file the job re-moded is in no
+        copy) is one the job took away."""
         for name in listing(real_dir):
             path = f"{rel}/{name}" if rel else name
-            if name not in names and path in self.looked and path not in self.skip:
+            if name not in names and MADE + path in self.looked and path not in self.skip:
                 self.touched.add(path)
                 self.deleted(real_dir, name, path)
 
