@@ -80,3 +80,26 @@ def test_attack_a_name_a_job_never_touched_is_not_taken_for_one_it_removed(works
     assert looks[-1]["status"] == "exited" and (workspace / "new").exists(), looks[-1]
     assert (workspace / "h1").stat().st_ino == (workspace / "a").stat().st_ino, looks
     assert stat.S_IMODE((workspace / "h1").stat().st_mode) == 0o600
+
+
+def test_a_jobs_last_rewrite_with_an_old_time_lands_after_a_look_landed_an_earlier_write(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # Red team 40i G: the look's own write of b made the end take the job's rewrite (with an old time) for a copy
+    # left as found while "someone else" wrote the file: the job's last bytes and time were dropped.
+    (workspace / "b").write_text("b\n", encoding="utf-8")
+    command = "printf x >> b; sleep 2.5; printf y >> b; touch -d @1009843200 b"
+    raw = started(SX, workspace, tmp_path / "state")
+    try:
+        first = call(raw, 1, "shell_exec", {"command": command, "yieldAfterSeconds": 1}, timeout=60)
+        looks = [first["structuredContent"]]
+        deadline = time.monotonic() + 60
+        while looks[-1].get("status") == "running" and time.monotonic() < deadline:
+            look = call(raw, 1 + len(looks), "shell_exec",
+                        {"command": "", "jobId": looks[0]["jobId"], "yieldAfterSeconds": 2})  # fmt: skip
+            looks.append(look["structuredContent"])
+    finally:
+        raw.close()
+    assert looks[-1]["status"] == "exited", looks[-1]
+    assert sum(1 for look in looks if look.get("transaction") == "applied") >= 2, looks
+    assert (workspace / "b").read_text() == "b\nxy" and (workspace / "b").stat().st_mtime_ns == 1009843200 * 10**9

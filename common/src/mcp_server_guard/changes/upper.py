@@ -236,7 +236,8 @@ class _Reader(Names):
         not mark, and a file the command made is new at that path anyway: either way, the bytes tell the rest.) A
         command that rewrote it and set an old time again (``cp -p``) while someone else wrote it too is taken for
         one that left it: the other write stays, as if it came last. Only a write counts: a mode or attribute
-        change of someone else's leaves the real file's time as it was."""
+        change of someone else's leaves the real file's time as it was; and only someone else's, not a running
+        job's earlier look (its caller checks the job's baseline)."""
         return (
             (origin or real.st_nlink > 1)
             and self.started_ns > 0
@@ -294,7 +295,7 @@ class _Reader(Names):
                 index = self.metadata(upper_dir, real_dir, name, path, st, real, kind)
                 self.note(path, st, index, real, True, origin)
                 return  # copied up with the same bytes: its metadata at most
-            if self.left_as_found(st, real, origin):
+            if self.left_as_found(st, real, origin) and self.looked.get(path) != real.st_ctime_ns:
                 index = self.metadata(upper_dir, real_dir, name, path, st, real, kind, timed=False)
                 self.note(path, st, index, real, True, origin)
                 return  # copied up (for a new name, a mode) and not written; someone else wrote the real file since
