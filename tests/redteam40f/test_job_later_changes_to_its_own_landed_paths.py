@@ -13,6 +13,7 @@ import stat
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +30,22 @@ PHASES = [
 ]
 
 
+def job_looks(workspace: Path, tmp_path: Path, command: str) -> list[dict[str, Any]]:
+    """Start ``command`` as a background job (a look after 1 s), look every 2 s until it ends: each look's result."""
+    raw = started(SX, workspace, tmp_path / "state")
+    try:
+        first = call(raw, 1, "shell_exec", {"command": command, "yieldAfterSeconds": 1}, timeout=60)
+        looks = [first["structuredContent"]]
+        deadline = time.monotonic() + 60
+        while looks[-1].get("status") == "running" and time.monotonic() < deadline:
+            look = call(raw, 1 + len(looks), "shell_exec",
+                        {"command": "", "jobId": looks[0]["jobId"], "yieldAfterSeconds": 2})  # fmt: skip
+            looks.append(look["structuredContent"])
+    finally:
+        raw.close()
+    return looks
+
+
 def project(root: Path) -> None:
     for d in ("d", "e"):
         (root / d).mkdir()
@@ -42,17 +59,7 @@ def test_what_a_job_changes_after_a_look_landed_it_lands_as_natively(workspace: 
     command = " && ".join(first for first, _ in PHASES) + "; sleep 2.5; " + " && ".join(then for _, then in PHASES)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8", **GIT_ENV}
     subprocess.run(["bash", "-c", command], cwd=native, env=env, check=True, timeout=60)
-    raw = started(SX, workspace, tmp_path / "state")
-    try:
-        first = call(raw, 1, "shell_exec", {"command": command, "yieldAfterSeconds": 1}, timeout=60)
-        looks = [first["structuredContent"]]
-        deadline = time.monotonic() + 60
-        while looks[-1].get("status") == "running" and time.monotonic() < deadline:
-            look = call(raw, 1 + len(looks), "shell_exec",
-                        {"command": "", "jobId": looks[0]["jobId"], "yieldAfterSeconds": 2})  # fmt: skip
-            looks.append(look["structuredContent"])
-    finally:
-        raw.close()
+    looks = job_looks(workspace, tmp_path, command)
     assert looks[-1]["status"] == "exited", looks[-1]
     assert sum(1 for look in looks if look.get("transaction") == "applied") >= 2, looks  # a look landed phase one
     conflicts = [p for look in looks for p in look.get("changes", {}).get("paths", []) if p["action"] == "conflict"]
@@ -66,17 +73,7 @@ def test_attack_a_name_a_job_never_touched_is_not_taken_for_one_it_removed(works
     (workspace / "a").write_text("a\n", encoding="utf-8")
     os.link(workspace / "a", workspace / "h1")
     command = "chmod 600 a; sleep 2.5; touch new"
-    raw = started(SX, workspace, tmp_path / "state")
-    try:
-        first = call(raw, 1, "shell_exec", {"command": command, "yieldAfterSeconds": 1}, timeout=60)
-        looks = [first["structuredContent"]]
-        deadline = time.monotonic() + 60
-        while looks[-1].get("status") == "running" and time.monotonic() < deadline:
-            look = call(raw, 1 + len(looks), "shell_exec",
-                        {"command": "", "jobId": looks[0]["jobId"], "yieldAfterSeconds": 2})  # fmt: skip
-            looks.append(look["structuredContent"])
-    finally:
-        raw.close()
+    looks = job_looks(workspace, tmp_path, command)
     assert looks[-1]["status"] == "exited" and (workspace / "new").exists(), looks[-1]
     assert (workspace / "h1").stat().st_ino == (workspace / "a").stat().st_ino, looks
     assert stat.S_IMODE((workspace / "h1").stat().st_mode) == 0o600
@@ -89,17 +86,7 @@ def test_a_jobs_last_rewrite_with_an_old_time_lands_after_a_look_landed_an_earli
     # left as found while "someone else" wrote the file: the job's last bytes and time were dropped.
     (workspace / "b").write_text("b\n", encoding="utf-8")
     command = "printf x >> b; sleep 2.5; printf y >> b; touch -d @1009843200 b"
-    raw = started(SX, workspace, tmp_path / "state")
-    try:
-        first = call(raw, 1, "shell_exec", {"command": command, "yieldAfterSeconds": 1}, timeout=60)
-        looks = [first["structuredContent"]]
-        deadline = time.monotonic() + 60
-        while looks[-1].get("status") == "running" and time.monotonic() < deadline:
-            look = call(raw, 1 + len(looks), "shell_exec",
-                        {"command": "", "jobId": looks[0]["jobId"], "yieldAfterSeconds": 2})  # fmt: skip
-            looks.append(look["structuredContent"])
-    finally:
-        raw.close()
+    looks = job_looks(workspace, tmp_path, command)
     assert looks[-1]["status"] == "exited", looks[-1]
     assert sum(1 for look in looks if look.get("transaction") == "applied") >= 2, looks
     assert (workspace / "b").read_text() == "b\nxy" and (workspace / "b").stat().st_mtime_ns == 1009843200 * 10**9
