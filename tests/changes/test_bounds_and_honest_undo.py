@@ -12,6 +12,7 @@ import pytest
 
 from mcp_server_guard.changes import names as names_module
 from mcp_server_guard.changes.apply import Applier, NotApplied
+from mcp_server_guard.changes.changeset import ChangeSet
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from support import console_script
 from support.copies import Copy, overlays_work
@@ -25,6 +26,13 @@ def project(base: Path, files: int = 4) -> Copy:
     for i in range(files):
         (copy.root / f"f{i}.txt").write_text(f"old {i}\n")
     return copy
+
+
+def ran(copy: Copy, code: str) -> ChangeSet:
+    """The change set of a Python program run on the copy (written beside the root: never a path in it)."""
+    program = copy.root.parent / "program.py"
+    program.write_text(code)
+    return copy.run(f"python3 {program}")
 
 
 def test_an_apply_whose_previous_contents_exceed_the_history_bound_changes_nothing(tmp_path: Path) -> None:
@@ -43,9 +51,9 @@ def test_a_call_of_new_files_named_in_bytes_that_are_not_utf8_cannot_pass_the_hi
     # Each such byte of a name takes six in the call's record (\udcXX): reckoned so beforehand, the record of 300
     # new files named with 250 of them (450 KB written) does not fit 256 KiB, and nothing lands.
     copy = project(tmp_path / "p", files=0)
-    program = copy.root.parent / "make.py"
-    program.write_text("import os\nfor i in range(300):\n    open(os.fsencode(str(i)) + b'\\xff' * 240, 'w').close()\n")
-    changes = copy.run(f"python3 {program}")
+    changes = ran(
+        copy, "import os\nfor i in range(300):\n    open(os.fsencode(str(i)) + b'\\xff' * 240, 'w').close()\n"
+    )
     store = HistoryStore(tmp_path / "history", 256 << 10)
     with pytest.raises(NotApplied, match="history"):
         Applier(store).apply([changes], "a0000000000f", copy.started)
@@ -62,9 +70,7 @@ def test_a_calls_record_is_reckoned_with_its_command_text_and_attributes_before_
     with pytest.raises(NotApplied, match="history"):
         Applier(store).apply([changes], "a0000000000e", copy.started, what={"command": "echo made \x01" * 12_000})
     attributes = project(tmp_path / "q")
-    program = attributes.root.parent / "set.py"
-    program.write_text("import os\nfor i in range(4):\n    os.setxattr(f'f{i}.txt', 'user.big', b'x' * 3900)\n")
-    changed = attributes.run(f"python3 {program}")
+    changed = ran(attributes, "import os\nfor i in range(4):\n    os.setxattr(f'f{i}.txt', 'user.big', b'x' * 3900)\n")
     small = HistoryStore(tmp_path / "history2", 24 << 10)
     with pytest.raises(NotApplied, match="history"):
         Applier(small).apply([changed], "a0000000000d", attributes.started)

@@ -251,12 +251,12 @@ def walk_real(
         yield path, st
 
 
-def looked_under(landed: dict[str, int] | None, root: str) -> dict[str, int]:
+def looked_under(baseline: dict[str, int] | None, root: str) -> dict[str, int]:
     """A job's baseline (absolute paths) as paths relative to ``root`` (``.``: the root itself; a path a look made
     keeps its ``MADE`` mark)."""
     found: dict[str, int] = {}
     inside = root.rstrip("/") + "/"
-    for key, ctime in (landed or {}).items():
+    for key, ctime in (baseline or {}).items():
         mark, path = (MADE, key[len(MADE) :]) if key.startswith(MADE) else ("", key)
         if path == root:
             found[mark + "."] = ctime

@@ -256,11 +256,15 @@ class Transactions:
         return os.path.join(part, name, f"u{index}")
 
     def read(
-        self, name: str, started_ns: int = 0, moved: frozenset[int] = frozenset(), landed: dict[str, int] | None = None
+        self,
+        name: str,
+        started_ns: int = 0,
+        moved: frozenset[int] = frozenset(),
+        baseline: dict[str, int] | None = None,
     ) -> list[ChangeSet]:
         """Every root's change set of the copy ``name`` (every process of its call must be gone); ``started_ns``: when
         the command started (what changed in the real tree after that is someone else's); ``moved``: see ``settle``;
-        ``landed``: a job's baseline (see ``settle``)."""
+        ``baseline``: a job's (see ``settle``)."""
         sets: list[ChangeSet] = []
         for index, (root, part) in enumerate(self.area.overlays()):
             upper = self._upper(name, index, part)
@@ -269,8 +273,8 @@ class Transactions:
             try:
                 mounted = _mounted(os.path.join(part, name, f"m{index}"))
                 changes = read_upper(upper, fd, root, skip, mounted, started_ns=started_ns,
-                                     carried=self.escapes.data(root), moved=moved,
-                                     escaped=self.escapes.escaped(root), landed=looked_under(landed, root))  # fmt: skip
+                                     carried=self.escapes.data(root), moved=moved, escaped=self.escapes.escaped(root),
+                                     looked=looked_under(baseline, root))  # fmt: skip
             finally:
                 os.close(fd)
             if changes.changes or changes.incomplete or changes.times:

@@ -323,7 +323,7 @@ def read_upper(
     carried: frozenset[tuple[str, bytes]] = frozenset(),
     moved: frozenset[int] = frozenset(),
     escaped: frozenset[str] = frozenset(),
-    landed: dict[str, int] | None = None,
+    looked: dict[str, int] | None = None,
 ) -> ChangeSet:
     """The change set of one root: ``upper`` is the overlay's upper directory, ``real_root`` an open fd of the
     real root (both read without following a link). ``skip``: root-relative paths that are not the command's;
@@ -331,12 +331,13 @@ def read_upper(
     root's own are the command's change only where they differ from those; unknown: never); ``carried``: the
     ``user.overlay.*`` attributes the project has on entries of its own (``Escapes.data``); ``moved``: the upper
     inodes of names of linked files that the box's tree moves made (``shell.sandbox.renames.moved``); ``escaped``: the
-    root-relative paths whose own ``user.overlay.*`` attributes the copy showed (``Escapes.escaped``); ``landed``: for a
-    running job, the root-relative paths its earlier looks applied, with their ctime then (``.``: the root)."""
+    root-relative paths whose own ``user.overlay.*`` attributes the copy showed (``Escapes.escaped``); ``looked``: for a
+    running job, the root-relative paths its earlier looks applied, with their ctime then (``.``: the root; a path
+    a look made marked ``MADE``: ``changeset.looked_under``)."""
     upper_fd = os.open(upper, NO_FOLLOW_DIR)
     try:
         reader = _Reader(real_root, upper_fd, skip, started_ns, carried=carried, moved=moved, escaped=escaped,
-                         looked=landed or {})  # fmt: skip
+                         looked=looked or {})  # fmt: skip
         own, real = os.fstat(upper_fd), os.fstat(real_root)
         if mounted is not None:
             mode, mtime = stat.S_IMODE(own.st_mode), own.st_mtime_ns
