@@ -514,6 +514,9 @@ def reverse_ops(
     changed: list[str] = []
     wholesale: set[str] = set()  # directories a later record made, replaced or deleted as a whole
     named: set[str] = set()  # paths of the later records
+    # Files a later record changes the metadata of (device, inode): one file with several names re-moded through
+    # each name in one run is as the last of those steps left it, which that step's check looks at.
+    inodes: set[tuple[int, int]] = set()
     for record in reversed(records):
         root = _root_of(record.path, roots)
         if root is None:
@@ -525,8 +528,12 @@ def reverse_ops(
         # A path a later record names too (a job's later part changed it again): that record's check stands for
         # both, its undo first putting back what this one left.
         covered = record.path in named or any(parent in wholesale for parent in _parents(record.path))
+        inode = (record.after[0], record.after[1]) if record.kind == "file" and len(record.after) >= 2 else None
+        covered = covered or (record.action == "meta" and inode in inodes)
         if record.action != "times":  # a directory's time is put back whatever happened since: it checks nothing
             named.add(record.path)
+        if record.action == "meta" and inode is not None:
+            inodes.add(inode)
         if not force and not covered and not as_left(root, rel, record, (since or {}).get(record.path, applied_ns)):
             changed.append(record.path)
         if record.action in ("create", "modify", "delete") and (record.tree or record.kind == "dir"):

@@ -415,6 +415,12 @@ def _time_now(root: str, rel: str) -> DirTime | None:
 def _live_plan(changes: ChangeSet, skip: frozenset[tuple[str, str]], history: HistoryStore) -> list[Op]:
     root, upper = changes.root, changes.upper
     skipped = {path for r, path in skip if r == root}
+    # A file with several names that the job rewrote through one of them, or made a new name of: overlayfs copies
+    # each name up on its own, so across looks the job's copy would show the names as files of their own (a later
+    # `touch` through the other name would take it back to the old bytes). All its names wait for the job's end,
+    # where they are judged and land as one call's.
+    linked = [change for change in changes.changes if change.link and change.action != "delete"]
+    skipped |= {change.path for change in linked} | {change.link for change in linked}
     firsts: list[Op] = []
     metas: list[Op] = []
     deletes: list[Op] = []

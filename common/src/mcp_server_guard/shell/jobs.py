@@ -369,6 +369,9 @@ class Job:
     # which each write is judged, and the incomplete last line its input left so far.
     reads: tuple[str, list[str], dict[str, str]] | None = None
     input_carry: str = ""
+    # The call that started it: every look's changes and its end's are recorded under this one audit id (one
+    # record, one undo for the whole job), whichever later call made the look.
+    audit_id: str = ""
 
     def feed(self, stream: int, chunk: bytes) -> None:
         (self.out if stream == 1 else self.err).feed(chunk)

@@ -437,6 +437,7 @@ class ShellService(Generic[R]):
             return result
 
         job = self.jobs.start(prepared.shown, prepared.cwd_display, timeout, run_job)
+        job.audit_id = start_id
         if stdin_code:
             # Its later input is code: each write is judged (_job_input_verdict), after what this call fed it.
             job.reads = (args.command, list(args.args), dict(args.env or {}))
@@ -499,14 +500,15 @@ class ShellService(Generic[R]):
 
     async def _job_changes(self, job: Job) -> Described:
         """What a look at a job does with its changes: while it runs, applies those that need no question (copied:
-        it keeps its copy) under this look's audit id; once it ended, tells what became of them all."""
+        it keeps its copy) under the job's audit id (the call that started it: one record and one undo for every
+        look, whichever call looks); once it ended, tells what became of them all."""
         copy = job.control.copy
         if self.transactions is None or not copy.name:
             return "none", Changes(), PendingChanges()
         async with copy.busy:
             ended = job.control.outcome
             if ended is None:
-                look_id = _audit_id()
+                look_id = job.audit_id or _audit_id()
                 settled = await self.transactions.apply_live(
                     copy.name,
                     copy.started_ns,

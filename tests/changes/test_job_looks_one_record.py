@@ -1,0 +1,112 @@
+"""Issue 40, red team i: a background job's looks apply what it did so far. A look made by a later call (a poll
+with ``jobId``) recorded what it applied under that call's audit id, while every result named the job's: the undo
+the job named put back its start and its end but not those looks (a directory a look deleted stayed deleted, a
+name a look removed stayed removed) and said success. A file with several names that the job rewrote, or re-moded
+and retimed, through different names at different looks split in two (overlayfs copies each name up on its own).
+Now every look is recorded under the job's id, and a file with several names that the job rewrote or linked waits
+for the job's end, where it lands as one call's."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from support.boxed import run, shell, undo
+from support.fidelity import GIT_ENV, differences, snapshot
+
+pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
+
+
+async def job(client: Any, root: Path, command: str) -> list[dict[str, Any]]:
+    """Start ``command`` as a job (a look after 1.5 s), then look every 3 s until it ends: each look's result.
+    Its steps are 3 s apart, so each look falls between two of them."""
+    looks = [await run(client, command, cwd=str(root), yieldAfterSeconds=1.5)]
+    with anyio.fail_after(120):
+        while looks[-1]["status"] == "running":
+            looks.append(await run(client, "", jobId=looks[0]["jobId"], yieldAfterSeconds=3))
+    return looks
+
+
+def natively(root: Path, tmp_path: Path, command: str) -> Path:
+    native = tmp_path / "native"
+    subprocess.run(["cp", "-a", str(root), str(native)], check=True, timeout=60)  # hard links kept
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8", **GIT_ENV}
+    subprocess.run(["bash", "-c", command], cwd=native, env=env, check=True, timeout=60)
+    return native
+
+
+def undone_and_redone(audit_id: str, root: Path, before: Any, after: Any) -> list[str]:
+    """Undo the call, undo that undo, undo the redo: the tree after each, compared exactly (all mtimes)."""
+    found: list[str] = []
+    for step, expected in (("undo", before), ("redo", after), ("undo of the redo", before)):
+        audit_id, why = undo(audit_id)
+        if not audit_id:
+            return [*found, f"{step} failed: {why[-600:]}"]
+        found += [f"after {step}: {d}" for d in differences(expected, snapshot(root), all_mtimes=True)]
+    return found
+
+
+async def test_the_undo_a_job_names_puts_back_what_a_later_calls_look_applied(workspace: Path, tmp_path: Path) -> None:
+    (workspace / "d").mkdir()
+    (workspace / "d" / "f.txt").write_text("f\n", encoding="utf-8")
+    os.utime(workspace / "d" / "f.txt", ns=(1_100_000_000 * 10**9,) * 2)
+    os.utime(workspace / "d", ns=(1_200_000_000 * 10**9,) * 2)
+    command = "cp -a d d5; sleep 3; mv d5/f.txt d5/g; rm -r d; sleep 3; mv d5 d"
+    native = natively(workspace, tmp_path, command)
+    before = snapshot(workspace)
+    async with shell(workspace) as client:
+        looks = await job(client, workspace, command)
+    assert looks[-1]["status"] == "exited", looks[-1]
+    # A look made by a later call applied something (the directory's deletion), under the job's one id.
+    assert any(look["transaction"] == "applied" for look in looks[1:-1]), looks
+    named = {look["changes"]["undo"] for look in looks if look["changes"]["undo"]}
+    assert named == {f"mcp-guard undo {looks[0]['auditId']}"}, looks
+    after = snapshot(workspace)
+    assert not differences(snapshot(native), after)
+    assert not undone_and_redone(looks[0]["auditId"], workspace, before, after)
+
+
+async def test_a_file_with_two_names_changed_through_each_at_different_looks_stays_one_file(
+    workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "a.txt").write_text("a\n", encoding="utf-8")
+    os.link(workspace / "a.txt", workspace / "h1")
+    os.utime(workspace / "a.txt", ns=(1_000_000_000 * 10**9,) * 2)
+    command = "chmod 600 a.txt; sleep 3; printf q >> h1; sleep 3; touch -d @1009843200 a.txt"
+    native = natively(workspace, tmp_path, command)
+    before = snapshot(workspace)
+    async with shell(workspace) as client:
+        looks = await job(client, workspace, command)
+    assert looks[-1]["status"] == "exited", looks[-1]
+    conflicts = [p for look in looks for p in look["changes"]["paths"] if p["action"] == "conflict"]
+    assert not conflicts, conflicts
+    a, h1 = (workspace / "a.txt").stat(), (workspace / "h1").stat()
+    assert (a.st_ino, a.st_nlink, stat.S_IMODE(a.st_mode)) == (h1.st_ino, 2, 0o600)
+    assert (workspace / "h1").read_bytes() == b"a\nq" and a.st_mtime_ns == 1009843200 * 10**9
+    after = snapshot(workspace)
+    assert not differences(snapshot(native), after)
+    assert not undone_and_redone(looks[0]["auditId"], workspace, before, after)
+
+
+async def test_the_undo_of_the_redo_of_a_job_that_re_moded_a_file_through_one_of_its_names(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # The look set the mode through both names (one file): each name's record, undone one after the other, found
+    # the other name's step had changed the file too and refused the redo's undo ("UndoConflict: h1").
+    (workspace / "a.txt").write_text("a\n", encoding="utf-8")
+    os.link(workspace / "a.txt", workspace / "h1")
+    command = "chmod 600 a.txt; sleep 3; touch new"
+    before = snapshot(workspace)
+    async with shell(workspace) as client:
+        looks = await job(client, workspace, command)
+    assert looks[-1]["status"] == "exited" and looks[0]["transaction"] == "applied", looks
+    after = snapshot(workspace)
+    assert stat.S_IMODE((workspace / "h1").stat().st_mode) == 0o600 and (workspace / "h1").stat().st_nlink == 2
+    assert not undone_and_redone(looks[0]["auditId"], workspace, before, after)
