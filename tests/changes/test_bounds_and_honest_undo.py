@@ -213,3 +213,65 @@ def test_a_long_run_under_the_tree_lock_lets_another_writer_in_within_its_bound(
             time.sleep(0.01)
     other.join(10)
     assert waited and waited[0] < 1.5, waited
+
+
+def test_an_undos_own_record_is_reckoned_before_it_starts(tmp_path: Path) -> None:
+    # Review of 42: what an undo keeps was reckoned against the history's bound, its own record (a line per step,
+    # each naming its path) was not: an undo of many new files with long names could leave the history over it.
+    copy = project(tmp_path / "p", files=0)
+    changes = ran(copy, "for i in range(200):\n    open(f'{i:03}' + 'n' * 200, 'w').close()\n")
+    store = HistoryStore(tmp_path / "history", 1 << 30)
+    Applier(store).apply([changes], "a00000000011", copy.started)
+    after = snapshot(copy.root)
+    # Room for what the undo keeps (200 empty files: their entries' disk), not for its record (~140 KB).
+    tight = HistoryStore(store.directory, 200 * 3 * 4096 + 10_000)
+    with pytest.raises(NotApplied, match="history_max_bytes"):
+        Applier(tight).undo("a00000000011", "b00000000011", [str(copy.root)])
+    assert differences(after, snapshot(copy.root)) == [] and "undone_by" not in store.calls.read("a00000000011")
+
+
+def test_attack_a_big_new_tree_racing_a_directory_made_meanwhile_goes_beside_it_whole(tmp_path: Path) -> None:
+    # Review of 42: a new directory that finds one of the same name made meanwhile is merged entry by entry, a
+    # record line each, while the call's record was reckoned with one line for the whole tree. Past MERGE_ENTRIES
+    # entries it now goes beside what is there, whole (one line); a small one still merges (each line reckoned).
+    copy = project(tmp_path / "p", files=0)
+    changes = ran(copy, "import os\nfor d, n in (('big', 300), ('small', 3)):\n    os.mkdir(d)\n"
+                        "    for i in range(n):\n        open(f'{d}/{i}', 'w').close()\n")  # fmt: skip
+    for name in ("big", "small"):
+        (copy.root / name).mkdir()  # someone else made them meanwhile
+        (copy.root / name / "theirs").write_text("theirs\n")
+    store = HistoryStore(tmp_path / "history", 1 << 30)
+    outcome = Applier(store).apply([changes], "a00000000012", copy.started)
+    beside = [p.name for p in copy.root.iterdir() if p.name.startswith("big.mcp-guard-")]
+    assert len(beside) == 1 and len(os.listdir(copy.root / beside[0])) == 300
+    assert sorted(os.listdir(copy.root / "big")) == ["theirs"]
+    assert sorted(os.listdir(copy.root / "small")) == ["0", "1", "2", "theirs"]
+    assert [c.path for c in outcome.conflicts] == [str(copy.root / "big")]
+
+
+def test_attack_an_eviction_during_an_undo_cannot_take_what_the_undo_puts_back(tmp_path: Path) -> None:
+    # Found with the server's bounds kept by `mcp-guard undo`: eviction spares what unfinished runs' journals name,
+    # but read each journal's first line as JSON, and a sealed line is the plan, a tab and its seal — no journal
+    # was understood. An undo whose own keep took the store over history_max_entries evicted the very pre-image it
+    # was about to put back, and failed ("no history entry").
+    from mcp_server_guard.changes.plan import JOURNALS, Journal, journal_key
+    from mcp_server_guard.files.calls import needed_by_journals
+
+    history = tmp_path / "history"
+    history.mkdir()
+    op = {"kind": "swap", "root": "/p", "path": "a", "entry": "E-kept", "record": {"before": "E-put-back"}}
+    plan = {"audit_id": "b00000000021", "started_ns": 1, "ops": [op], "what": {}, "baseline": {}}
+    journal = Journal.create(history / JOURNALS, "b00000000021", plan, journal_key(history))
+    os.close(journal.fd)
+    assert {"E-kept", "E-put-back"} <= needed_by_journals(history / JOURNALS)
+    # End to end: two calls' pre-images in a store of one entry; the older call's undo keeps one more.
+    copy = project(tmp_path / "p", files=2)
+    store = HistoryStore(tmp_path / "h2", 1 << 30)
+    first = copy.run("echo new >> f0.txt")
+    Applier(store).apply([first], "a00000000021", copy.started)
+    before_second = snapshot(copy.root)
+    second = copy.run("echo new >> f1.txt")
+    Applier(store).apply([second], "a00000000022", copy.started)
+    tight = HistoryStore(store.directory, 1 << 30, max_entries=2)
+    Applier(tight).undo("a00000000022", "b00000000022", [str(copy.root)])
+    assert differences(before_second, snapshot(copy.root)) == []

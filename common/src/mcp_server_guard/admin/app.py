@@ -435,7 +435,8 @@ def _history_stores(history_dir: Path | None) -> list[HistoryStore]:
         defaults = [directory / "history" for directory in state_dirs()]
         # Only a state directory of this user's own (another user may have made /tmp/mcp-guard-<uid>).
         directories = [d for d in defaults if is_own_dir(d.parent) and d.is_dir()] or defaults[:1]
-    return [HistoryStore(d, policy.history_max_bytes, policy.history_max_entries) for d in directories]
+    # Within the bounds the server noted in its store (its --policy's), else this policy's.
+    return [HistoryStore.noted(d, policy.history_max_bytes, policy.history_max_entries) for d in directories]
 
 
 def _holds(store: HistoryStore, entry_id: str) -> bool:
@@ -555,7 +556,7 @@ def history_restore(
         launch_dir=allow_path[0],
     )
     directory = resolve_history_dir(PROG, store.directory, config)
-    writer = open_writer(config.jail, config.policy, config.audit.path, directory)
+    writer = open_writer(config.jail, config.policy, config.audit.path, directory, serving=False)
     try:
         try:
             entry, data = writer.history.read(entry_id)

@@ -74,8 +74,8 @@ from mcp_server_guard.changes.plan import (
 )
 from mcp_server_guard.changes.revert import UNDO_STEPS, as_left, names_in_roots, put_back_since
 from mcp_server_guard.changes.revert import root_of as _root_of
+from mcp_server_guard.changes.room import apply_room, undo_room
 from mcp_server_guard.changes.steps import APPLY_STEPS, Run, copy_step, place, verb
-from mcp_server_guard.files.calls import encoded_size
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.treelock import TreeBusy, breathe, tree_lock
 
@@ -110,11 +110,6 @@ class _Failed(Exception):
 
 # A step failing with one of these has no per-path cause: the run cannot finish, so it goes back whole.
 _FATAL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EMFILE, errno.ENFILE, errno.ENOMEM})
-
-
-_DIR_BYTES = 4096  # what a directory a kept tree holds takes in the history (a block, on ext4 and most others)
-_RECORD_LINE = 200  # bytes of a call record's line beside the paths it names (measured: ~70; kept generous)
-_LINK_LINE = 48  # bytes of a kept tree's line for a file with several names, beside its path (device, inode)
 
 
 class Applier:
@@ -181,7 +176,7 @@ class Applier:
             and not any(op.time is not None and op.time.set_on_purpose(started_ns) for op in ops)
         ):
             return Outcome()
-        why = self._room(sets, skip, ops, what)
+        why = apply_room(self.history, sets, skip, ops, what)
         if why:
             raise NotApplied(why)
         left: dict[str, int] = dict(baseline or {})
@@ -195,38 +190,6 @@ class Applier:
             baseline.clear()
             baseline.update(left)
         return outcome
-
-    def _room(
-        self, sets: Sequence[ChangeSet], skip: frozenset[tuple[str, str]], ops: Sequence[Op], what: Any = None
-    ) -> str:
-        """Why the previous contents this apply keeps do not fit the history ("" when they do): counted before
-        anything changes, so that a call never evicts its own pre-images and never stops half way for want of
-        room."""
-        count = nbytes = copied = record = 0
-        keeps = {(op.root, op.path) for op in ops if op.entry and op.change is not None and
-                 (op.change.action in ("modify", "delete") or op.change.opaque)}  # fmt: skip
-        count = len(keeps)
-        store = os.stat(self.history.directory).st_dev if self.history.directory.exists() else -1
-        for changes in sets:
-            other = os.stat(changes.root).st_dev != store
-            for change in changes.changes:
-                if (changes.root, change.path) in skip:
-                    continue
-                if change.names:
-                    # A file with several names in a tree kept whole: its entry lists it (path, device, inode).
-                    record += encoded_size(change.path) + _LINK_LINE
-                size = change.size if change.action == "delete" else change.old_size if change.action == "modify" else 0
-                size += _DIR_BYTES if change.action == "delete" and change.kind == "dir" else 0  # a kept tree's
-                nbytes += size
-                copied += size if other else 0
-        # The call's record (what undo plays back), reckoned as it is written: the call (its command text), and a
-        # line per step naming its path (twice at most) and the attributes it sets and had (in hex) — so that a call
-        # of only new files, of names not UTF-8 (six bytes each), of a long command or of large attributes cannot
-        # pass the bound either.
-        record += len(json.dumps(what or {}, ensure_ascii=False).encode("utf-8", "backslashreplace")) + sum(
-            2 * encoded_size(posixpath.join(op.root, op.path)) + _RECORD_LINE + _attributes_size(op) for op in ops
-        )
-        return self.history.room(count, nbytes, copied=copied, record=record)
 
     def _run(
         self,
@@ -467,34 +430,12 @@ class Applier:
                    for why in [self.history.check(op.record.before)] if why]  # fmt: skip
         if missing:
             raise HistoryError("HISTORY_BROKEN", "what it replaced cannot be put back: " + "; ".join(missing[:5]))
-        why = self._undo_room(ops)
+        why = undo_room(self.history, ops)
         if why:
             raise NotApplied(why)
         plan = Plan(undo_id, now_ns(), tuple(ops), {"tool": "undo", "undoes": audit_id})
         with self.lock, tree_lock(os.stat(root).st_dev for root in {op.root for op in plan.ops}):
             return self._run(plan, {}, done={}, names=_names(records, roots))
-
-    def _undo_room(self, ops: Sequence[Op]) -> str:
-        """Why an undo would not fit ("" when it does): what it takes away is kept (the history's bounds); what it
-        puts back from a history on another file system is copied (the project's disk)."""
-        count = nbytes = back = 0
-        store = os.stat(self.history.directory).st_dev
-        for op in ops:
-            record = op.record
-            if record is None:
-                continue
-            if op.kind in ("remove", "swap"):
-                count += 1
-                nbytes += record.after[3] if len(record.after) >= 4 else 0
-            if op.kind in ("restore", "swap") and os.stat(op.root).st_dev != store:
-                with contextlib.suppress(HistoryError):
-                    back += self.history.metadata(record.before).size
-        why = self.history.room(count, nbytes)
-        if not why and back:
-            fs = os.statvfs(next(op.root for op in ops))
-            if back + (1 << 20) > fs.f_bavail * fs.f_frsize:
-                why = f"putting the previous contents back needs {back} bytes on the project's disk; it has less free"
-        return why
 
 
 def reverse_ops(
@@ -553,14 +494,6 @@ def reverse_ops(
         elif record.action == "meta":
             ops.append(Op("unmeta", root, rel, record=record))
     return ops + times, changed
-
-
-def _attributes_size(op: Op) -> int:
-    """The bytes a step's attributes take in the call's record (names and hex values, as set and as they were)."""
-    change = op.change
-    if change is None:
-        return 0
-    return sum(len(name) + 2 * len(value) + 8 for name, value in (*change.xattrs, *change.old_xattrs))
 
 
 def _parents(path: str) -> Iterator[str]:

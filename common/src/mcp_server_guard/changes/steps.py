@@ -24,7 +24,7 @@ import stat
 from dataclasses import dataclass, field
 
 from mcp_server_guard import faults
-from mcp_server_guard.changes.changeset import MADE, Change
+from mcp_server_guard.changes.changeset import MADE, Change, walk_real
 from mcp_server_guard.changes.nofollow import (
     DIR,
     Changed,
@@ -207,6 +207,10 @@ def place(
             run.placed[absolute] = (done.after[0], done.after[1]) if done.after else (0, 0)
             return [done], []
         if tree and not replacing:
+            if _entries_over(src_dir, name, MERGE_ENTRIES):
+                # Threat: a record of one line per merged entry, more than the history was reckoned for (the
+                # call's record counts at most MERGE_ENTRIES lines for a new tree): a larger one goes beside.
+                return aside("it was created meanwhile")
             return _merge(src_dir, name, dst_dir, absolute, run.audit_id)
         if change.action == "create" and not replacing and left is None:
             return aside("it was created meanwhile")
@@ -313,6 +317,21 @@ def _placed(
     after = identity(placed) if placed is not None else ()
     return Applied(absolute, "modify" if before else "create", change.kind, before=before, after=after, tree=tree,
                    group=group, stays=stays)  # fmt: skip
+
+
+MERGE_ENTRIES = 256  # entries of a new tree merged one by one into a directory made meanwhile, at most
+
+
+def _entries_over(dirfd: int, name: str, most: int) -> bool:
+    """Whether the directory ``name`` holds more than ``most`` entries (at any depth; no link followed)."""
+    fd = os.open(name, DIR | os.O_NOFOLLOW, dir_fd=dirfd)
+    budget = [most]
+    try:
+        for _entry in walk_real(fd, "", budget, ours=True):
+            pass
+    finally:
+        os.close(fd)
+    return budget[0] < 0
 
 
 def _merge(src_dir: int, name: str, dst_dir: int, absolute: str, audit_id: str) -> tuple[list[Applied], list[Conflict]]:

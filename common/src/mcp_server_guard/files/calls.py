@@ -176,7 +176,9 @@ def needed_by_journals(directory: Path) -> set[str]:
                 if not stat.S_ISREG(os.fstat(fd).st_mode):
                     continue
                 with os.fdopen(os.dup(fd), "rb") as fh:
-                    plan = json.loads(fh.readline(_MAX_JOURNAL_PLAN))
+                    line = fh.readline(_MAX_JOURNAL_PLAN)
+                # The plan, then a tab and its seal (``changes.plan.Journal``: JSON never holds a raw tab).
+                plan = json.loads(line.rpartition(b"\t")[0] if b"\t" in line else line)
                 for op in plan.get("ops", []):
                     if isinstance(op, dict):
                         needed.add(str(op.get("entry", "")))  # what a step keeps

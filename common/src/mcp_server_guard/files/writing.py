@@ -567,14 +567,19 @@ class Writer:
 __all__ = ["WriteOutcome", "Writer", "check_executable_content", "open_writer"]
 
 
-def open_writer(jail: Jail, policy: Policy, audit_path: Path, history_dir: Path) -> Writer:
-    """The one writer set-up (file_write's server and `mcp-guard history restore`): the policy file, the audit
-    log and the history store protected; what dead writers left (temp files, orphan history data) cleaned."""
+def open_writer(jail: Jail, policy: Policy, audit_path: Path, history_dir: Path, *, serving: bool = True) -> Writer:
+    """The one writer set-up (the servers' and `mcp-guard history restore`'s): the policy file, the audit log and
+    the history store protected; what dead writers left (temp files, orphan history data) cleaned. ``serving``: a
+    server's, which notes its history bounds in the store (``HistoryStore.note_bounds``); else the store keeps the
+    bounds a server noted."""
     write_policy = policy.file_write
     protection = protection_for(policy, audit_path=audit_path, history_dir=history_dir)
-    history = HistoryStore(history_dir, write_policy.history_max_bytes, write_policy.history_max_entries)
+    bounds = write_policy.history_max_bytes, write_policy.history_max_entries
+    history = HistoryStore(history_dir, *bounds) if serving else HistoryStore.noted(history_dir, *bounds)
     journal: TempJournal | None = None
     try:
+        if serving:
+            history.note_bounds()
         removed = sweep_journals(journal_dir(history_dir))
         orphans = history.sweep()
         if removed or orphans:

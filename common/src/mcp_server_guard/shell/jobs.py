@@ -447,8 +447,17 @@ class JobTable:
     def find(self, job_id: str) -> Job | None:
         return self._jobs.get(job_id.strip())
 
-    def start(self, shown: str, cwd: str, timeout: float, run: Callable[[Control], Awaitable[RunResult]]) -> Job:
-        """Start ``run`` as a job (raises JOB_LIMIT when ``max_jobs`` run already)."""
+    def start(
+        self,
+        shown: str,
+        cwd: str,
+        timeout: float,
+        run: Callable[[Control], Awaitable[RunResult]],
+        *,
+        audit_id: str = "",
+    ) -> Job:
+        """Start ``run`` as a job (raises JOB_LIMIT when ``max_jobs`` run already); ``audit_id``: the call starting it
+        (its changes are recorded under it)."""
         self.forget_finished()
         running = self.running()
         if len(running) >= self.policy.max_jobs:
@@ -475,7 +484,7 @@ class JobTable:
             Control(keep_stdin=True, looks=True),
         )
         job.control.tee = job.feed
-        job.timeout = timeout
+        job.timeout, job.audit_id = timeout, audit_id
         self._jobs[job_id] = job
         job.task = asyncio.create_task(self._run(job, run(job.control)))
         return job

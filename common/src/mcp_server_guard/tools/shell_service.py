@@ -436,8 +436,7 @@ class ShellService(Generic[R]):
                     control.outcome = (settled, start_id)
             return result
 
-        job = self.jobs.start(prepared.shown, prepared.cwd_display, timeout, run_job)
-        job.audit_id = start_id
+        job = self.jobs.start(prepared.shown, prepared.cwd_display, timeout, run_job, audit_id=start_id)
         if stdin_code:
             # Its later input is code: each write is judged (_job_input_verdict), after what this call fed it.
             job.reads = (args.command, list(args.args), dict(args.env or {}))
@@ -500,8 +499,7 @@ class ShellService(Generic[R]):
 
     async def _job_changes(self, job: Job) -> Described:
         """What a look at a job does with its changes: while it runs, applies those that need no question (copied:
-        it keeps its copy) under the job's audit id (the call that started it: one record and one undo for every
-        look, whichever call looks); once it ended, tells what became of them all."""
+        it keeps its copy) under the job's audit id; once it ended, tells what became of them all."""
         copy = job.control.copy
         if self.transactions is None or not copy.name:
             return "none", Changes(), PendingChanges()
