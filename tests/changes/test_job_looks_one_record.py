@@ -87,6 +87,8 @@ async def test_a_file_with_two_names_changed_through_each_at_different_looks_sta
     assert looks[-1]["status"] == "exited", looks[-1]
     conflicts = [p for look in looks for p in look["changes"]["paths"] if p["action"] == "conflict"]
     assert not conflicts, conflicts
+    # The look after the append leaves the file's names for the job's end, and says so (nothing said applied).
+    assert looks[1]["transaction"] == "waiting" and not looks[1]["changes"]["paths"], looks[1]
     a, h1 = (workspace / "a.txt").stat(), (workspace / "h1").stat()
     assert (a.st_ino, a.st_nlink, stat.S_IMODE(a.st_mode)) == (h1.st_ino, 2, 0o600)
     assert (workspace / "h1").read_bytes() == b"a\nq" and a.st_mtime_ns == 1009843200 * 10**9

@@ -11,6 +11,7 @@ Each server takes its own part of an area, ``<area>/<pid>-<random>``, and holds 
 another process cannot fool it. At start-up every part whose lock can be taken is a dead server's: what it
 left (copies of calls, held change sets) is removed — after its unfinished applies are finished (the apply
 journal names the upper files it still needs; see ``changes.apply``). Several servers may share an area.
+A copy that changed nothing is removed on a thread of its own (``CopyRemover``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ import contextlib
 import errno
 import logging
 import os
+import queue
 import stat
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +32,7 @@ from mcp_server_guard.files.trees import remove_dead, remove_tree
 from mcp_server_guard.paths import within, within_any
 from mcp_server_guard.protected import OWN_AREA
 
-__all__ = ["AREA_IN_ROOT", "CopyArea", "Part", "possible_areas"]
+__all__ = ["AREA_IN_ROOT", "CopyArea", "CopyRemover", "Part", "possible_areas"]
 
 log = logging.getLogger("mcp_server_guard.changes")
 
@@ -124,3 +127,49 @@ def _prepare_in_root(directory: Path) -> None:
             os.write(fd, b"# mcp-guard keeps the copies commands work on here; never commit them.\n*\n")
         finally:
             os.close(fd)
+
+
+class CopyRemover:
+    """Removes the copies of calls that changed nothing, one after another on a thread of its own, started on
+    first use. A copy is a few directories (overlayfs leaves ``work/incompat/volatile`` in a volatile mount's work
+    directory), but each rmdir can take a millisecond while other calls' namespaces are being made and torn down:
+    a hundred calls ending at once held the event loop for most of a second, and every other call with it."""
+
+    def __init__(self, remove: Callable[[str], None]) -> None:
+        self._remove = remove
+        self._queue: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._pending = 0  # names put and not removed yet
+        self._done = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def put(self, name: str) -> None:
+        with self._done:
+            self._pending += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="copy-remover", daemon=True)
+                self._thread.start()
+        self._queue.put(name)
+
+    def _run(self) -> None:
+        while (name := self._queue.get()) is not None:
+            try:
+                self._remove(name)
+            except Exception:  # the thread goes on with the next copy whatever one does
+                log.exception("the copy %s could not be removed", name)
+            finally:
+                with self._done:
+                    self._pending -= 1
+                    self._done.notify_all()
+
+    def idle(self, timeout: float) -> bool:
+        """Wait until every name put so far is removed; False after ``timeout``."""
+        with self._done:
+            return self._done.wait_for(lambda: self._pending == 0, timeout)
+
+    def stop(self, timeout: float) -> None:
+        """Remove what is queued (for at most ``timeout``), then end the thread."""
+        with self._done:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._queue.put(None)
+            thread.join(timeout)

@@ -412,6 +412,13 @@ def _time_now(root: str, rel: str) -> DirTime | None:
     return DirTime(rel, st.st_mtime_ns, st.st_ctime_ns, st.st_mtime_ns)
 
 
+def live_waits(changes: ChangeSet) -> set[str]:
+    """The paths a running job's look leaves for its end whatever the judgement: every name of a file with several
+    names that the job rewrote or made a new name of (see ``_live_plan``)."""
+    linked = [change for change in changes.changes if change.link and change.action != "delete"]
+    return {change.path for change in linked} | {change.link for change in linked}
+
+
 def _live_plan(changes: ChangeSet, skip: frozenset[tuple[str, str]], history: HistoryStore) -> list[Op]:
     root, upper = changes.root, changes.upper
     skipped = {path for r, path in skip if r == root}
@@ -419,8 +426,7 @@ def _live_plan(changes: ChangeSet, skip: frozenset[tuple[str, str]], history: Hi
     # each name up on its own, so across looks the job's copy would show the names as files of their own (a later
     # `touch` through the other name would take it back to the old bytes). All its names wait for the job's end,
     # where they are judged and land as one call's.
-    linked = [change for change in changes.changes if change.link and change.action != "delete"]
-    skipped |= {change.path for change in linked} | {change.link for change in linked}
+    skipped |= live_waits(changes)
     firsts: list[Op] = []
     metas: list[Op] = []
     deletes: list[Op] = []

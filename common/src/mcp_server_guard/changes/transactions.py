@@ -19,7 +19,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import queue
 import secrets
 import stat
 import threading
@@ -34,11 +33,11 @@ import anyio.to_thread
 
 from mcp_server_guard import audit
 from mcp_server_guard.changes.apply import Applier, NotApplied
-from mcp_server_guard.changes.area import AREA_IN_ROOT, CopyArea
+from mcp_server_guard.changes.area import AREA_IN_ROOT, CopyArea, CopyRemover
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, ChangeSet, looked_under, walk_real
 from mcp_server_guard.changes.effects import Counts, Judgement, judge, summary_line
 from mcp_server_guard.changes.escapes import MARKS, Escapes
-from mcp_server_guard.changes.plan import Conflict, Outcome
+from mcp_server_guard.changes.plan import Conflict, Outcome, live_waits
 from mcp_server_guard.changes.upper import read_upper
 from mcp_server_guard.files.treelock import TreeBusy, tree_lock
 from mcp_server_guard.files.trees import remove_tree
@@ -180,52 +179,6 @@ def _rewrite(sets: Sequence[ChangeSet], judgement: Judgement) -> None:
                 os.close(fd)
 
 
-class _Remover:
-    """Removes the copies of calls that changed nothing, one after another on a thread of its own, started on
-    first use. A copy is a few directories (overlayfs leaves ``work/incompat/volatile`` in a volatile mount's work
-    directory), but each rmdir can take a millisecond while other calls' namespaces are being made and torn down:
-    a hundred calls ending at once held the event loop for most of a second, and every other call with it."""
-
-    def __init__(self, remove: Callable[[str], None]) -> None:
-        self._remove = remove
-        self._queue: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        self._pending = 0  # names put and not removed yet
-        self._done = threading.Condition()
-        self._thread: threading.Thread | None = None
-
-    def put(self, name: str) -> None:
-        with self._done:
-            self._pending += 1
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="copy-remover", daemon=True)
-                self._thread.start()
-        self._queue.put(name)
-
-    def _run(self) -> None:
-        while (name := self._queue.get()) is not None:
-            try:
-                self._remove(name)
-            except Exception:  # the thread goes on with the next copy whatever one does
-                log.exception("the copy %s could not be removed", name)
-            finally:
-                with self._done:
-                    self._pending -= 1
-                    self._done.notify_all()
-
-    def idle(self, timeout: float) -> bool:
-        """Wait until every name put so far is removed; False after ``timeout``."""
-        with self._done:
-            return self._done.wait_for(lambda: self._pending == 0, timeout)
-
-    def stop(self, timeout: float) -> None:
-        """Remove what is queued (for at most ``timeout``), then end the thread."""
-        with self._done:
-            thread, self._thread = self._thread, None
-        if thread is not None:
-            self._queue.put(None)
-            thread.join(timeout)
-
-
 class Transactions:
     """Settles the transactions of one server's calls."""
 
@@ -245,7 +198,7 @@ class Transactions:
         self.display: Callable[[str], str] = lambda path: printable(display(path))
         self._held: dict[str, Held] = {}
         self._lock = threading.Lock()
-        self._remover = _Remover(self.discard)
+        self._remover = CopyRemover(self.discard)
         # the project's own overlay attributes, shown as they are: the walk for them starts now (with the server)
         self.escapes = Escapes(area.overlays(), applier.history.directory / MARKS)
         self.escapes.start()
@@ -286,7 +239,7 @@ class Transactions:
 
     def _untouched(self, name: str) -> bool:
         """Whether the copy holds no change at all (one directory read per root); then it is removed later, by
-        the remover (see ``_Remover``), never on the event loop nor on the call's way to its result."""
+        the remover (see ``area.CopyRemover``), never on the event loop nor on the call's way to its result."""
         try:
             for index, (_root, part) in enumerate(self.area.overlays()):
                 upper = self._upper(name, index, part)
@@ -462,6 +415,11 @@ class Transactions:
                 self._landed(sets, live)
                 return judgement, live
 
+        def waits(judgement: Judgement) -> set[tuple[str, str]]:  # what this look leaves for the job's end
+            return (judgement.by_content | judgement.moved | {(s.root, p) for s in sets for p in live_waits(s)}) - set(
+                judgement.refused
+            )
+
         try:
             with anyio.CancelScope(shield=True):
                 judgement, outcome = await anyio.to_thread.run_sync(work)
@@ -475,7 +433,10 @@ class Transactions:
             settled.asked = judgement.question
             settled.reason = "they need the user's yes: asked when the job ends"
             return settled
-        return self._finished(settled, outcome, sets, judgement)
+        settled = self._finished(settled, outcome, sets, judgement, waits(judgement))
+        if not any(a.action != "times" for a in outcome.applied) and not outcome.conflicts:
+            settled.transaction, settled.reason = "waiting", "judged and applied when the job ends"
+        return settled
 
     async def _judged_apply(
         self,
@@ -586,9 +547,21 @@ class Transactions:
                 refused.append((self.display(os.path.join(changes.root, path)), f"its {names} left out: {why}"))
         return Settled("applied", judgement.summary, judgement.counts, paths, refused=refused)
 
-    def _finished(self, settled: Settled, outcome: Outcome, sets: Sequence[ChangeSet], judgement: Judgement) -> Settled:
-        # What a conflict kept from landing (``rm -r d`` while someone else wrote in ``d``) is not in the summary.
+    def _finished(
+        self,
+        settled: Settled,
+        outcome: Outcome,
+        sets: Sequence[ChangeSet],
+        judgement: Judgement,
+        waiting: set[tuple[str, str]] | None = None,
+    ) -> Settled:
+        # What a conflict kept from landing (``rm -r d`` while someone else wrote in ``d``), or a job's look left
+        # for the job's end (``waiting``), is not in the summary.
         skipped = {c.path for c in outcome.conflicts if c.what.startswith("not ")}
+        if waiting:
+            skipped |= {os.path.join(root, path) for root, path in waiting}
+            shown = {self.display(path) for path in skipped}
+            settled.paths = [(path, action) for path, action in settled.paths if path.rstrip("/") not in shown]
         if skipped:
             # (A mode change of a file with several names is one change: skipped for one name, skipped for all.)
             files = {c.inode for s in sets for c in s.changes if c.inode and os.path.join(s.root, c.path) in skipped}
