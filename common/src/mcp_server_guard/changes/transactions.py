@@ -433,8 +433,9 @@ class Transactions:
             settled.asked = judgement.question
             settled.reason = "they need the user's yes: asked when the job ends"
             return settled
-        settled = self._finished(settled, outcome, sets, judgement, waits(judgement))
-        if not any(a.action != "times" for a in outcome.applied) and not outcome.conflicts:
+        waiting = waits(judgement)
+        settled = self._finished(settled, outcome, sets, judgement, waiting)
+        if waiting and not any(a.action != "times" for a in outcome.applied) and not outcome.conflicts:
             settled.transaction, settled.reason = "waiting", "judged and applied when the job ends"
         return settled
 
