@@ -345,3 +345,15 @@ def test_nothing_of_a_new_tree_that_may_not_land_is_counted(copy: Copy) -> None:
     judgement = judge([changes], protection_for(POLICY), POLICY.effects, [str(copy.root)])
     assert (str(copy.root), "d/x") in judgement.refused
     assert "create" not in judgement.summary, judgement.summary
+
+
+def test_a_step_that_did_nothing_is_told_from_one_that_went_beside_by_a_flag_the_journal_keeps() -> None:
+    # The summary leaves out what a conflict kept from landing; it told those by their text ("not …"), and a
+    # version put beside for a reason worded "not a file that can be copied" would have been left out too.
+    from mcp_server_guard.changes.plan import Conflict
+
+    beside = Conflict("/p/a", "not a file that can be copied: the command's version is beside it, as a.x")
+    skipped = Conflict("/p/b", "not deleted: it changed meanwhile", skipped=True)
+    assert not beside.skipped and skipped.skipped
+    assert [Conflict.of(c.json()) for c in (beside, skipped)] == [beside, skipped]
+    assert Conflict.of(["/p/c", "older journal line"]) == Conflict("/p/c", "older journal line")

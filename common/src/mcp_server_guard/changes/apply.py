@@ -601,14 +601,14 @@ def run_step(history: HistoryStore, op: Op, root: int, upper: int, run: Run) -> 
         return step(history, op, root, run, absolute), []
     except Changed as exc:
         run.failed.add(absolute)
-        return [], [Conflict(absolute, f"not {verb(op.kind)}: {exc}")]
+        return [], [Conflict(absolute, f"not {verb(op.kind)}: {exc}", skipped=True)]
     except (OSError, HistoryError) as exc:
         run.failed.add(absolute)
         why = exc.message if isinstance(exc, HistoryError) else exc.strerror or str(exc)
         if isinstance(exc, OSError) and exc.errno in _FATAL:
             run.fatal = f"{absolute}: {why}"
         log.warning("could not apply %s %s: %s", op.kind, absolute, why)
-        return [], [Conflict(absolute, f"not {verb(op.kind)}: {why}")]
+        return [], [Conflict(absolute, f"not {verb(op.kind)}: {why}", skipped=True)]
 
 
 def _marked_back(outcome: Outcome, roots: dict[str, int]) -> list[str]:

@@ -114,6 +114,14 @@ class Conflict:
 
     path: str  # absolute
     what: str  # in words: why, and where the command's version went
+    skipped: bool = False  # the step did nothing (its change is not in the tree); else it went beside
+
+    def json(self) -> list[Any]:
+        return [self.path, self.what, *([True] if self.skipped else [])]
+
+    @classmethod
+    def of(cls, data: list[Any]) -> Conflict:
+        return cls(str(data[0]), str(data[1]), bool(data[2:] and data[2]))
 
 
 def _hex(xattrs: Xattrs) -> list[list[str]]:
@@ -294,7 +302,7 @@ class Journal:
         """Step ``index`` is done (of the rollback, ``back``): what it applied and its conflicts. Not fsynced: a
         kill leaves it in the page cache; a power cut may lose it, and the step, found done, is recorded again."""
         line = {"back" if back else "done": index, "applied": [a.record() for a in records],
-                "conflicts": [[c.path, c.what] for c in conflicts]}  # fmt: skip
+                "conflicts": [c.json() for c in conflicts]}  # fmt: skip
         with contextlib.suppress(OSError):
             os.write(self.fd, self._line(line))
 
@@ -532,7 +540,7 @@ def read_journal(lines: list[str], key: bytes, path: Path) -> Replay:
             done = replay.back_done if "back" in data else replay.done
             done[int(data["back" if "back" in data else "done"])] = (
                 [Applied.of(a) for a in data.get("applied", [])],
-                [Conflict(str(p), str(w)) for p, w in data.get("conflicts", [])],
+                [Conflict.of(c) for c in data.get("conflicts", [])],
             )
         except (ValueError, KeyError, TypeError):
             replay.untrusted = f"line {number + 1} is sealed but not a journal line"

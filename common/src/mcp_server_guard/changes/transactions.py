@@ -558,7 +558,7 @@ class Transactions:
     ) -> Settled:
         # What a conflict kept from landing (``rm -r d`` while someone else wrote in ``d``), or a job's look left
         # for the job's end (``waiting``), is not in the summary.
-        skipped = {c.path for c in outcome.conflicts if c.what.startswith("not ")}
+        skipped = {c.path for c in outcome.conflicts if c.skipped}
         if waiting:
             skipped |= {os.path.join(root, path) for root, path in waiting}
             shown = {self.display(path) for path in skipped}
