@@ -38,6 +38,7 @@ from mcp_server_guard.audit import (
 from mcp_server_guard.errors import GuardError
 from mcp_server_guard.files.history import CALLS, HistoryError, HistoryStore
 from mcp_server_guard.files.jail import SymlinkMode
+from mcp_server_guard.files.kept import noted_bounds
 from mcp_server_guard.files.treelock import TreeBusy
 from mcp_server_guard.files.trees import remove_dead
 from mcp_server_guard.files.writing import open_writer
@@ -436,7 +437,9 @@ def _history_stores(history_dir: Path | None) -> list[HistoryStore]:
         # Only a state directory of this user's own (another user may have made /tmp/mcp-guard-<uid>).
         directories = [d for d in defaults if is_own_dir(d.parent) and d.is_dir()] or defaults[:1]
     # Within the bounds the server noted in its store (its --policy's), else this policy's.
-    return [HistoryStore.noted(d, policy.history_max_bytes, policy.history_max_entries) for d in directories]
+    return [
+        HistoryStore(d, *noted_bounds(d, policy.history_max_bytes, policy.history_max_entries)) for d in directories
+    ]
 
 
 def _holds(store: HistoryStore, entry_id: str) -> bool:

@@ -458,6 +458,9 @@ def reverse_ops(
     # Files a later record changes the metadata of (device, inode): one file with several names re-moded through
     # each name in one run is as the last of those steps left it, which that step's check looks at.
     inodes: set[tuple[int, int]] = set()
+    # A directory's time as the call's last record of it left it (a job made ``m`` at one look and wrote in it at a
+    # later one): an earlier record of that directory is checked against that time.
+    left_at: dict[str, int] = {}
     for record in reversed(records):
         root = _root_of(record.path, roots)
         if root is None:
@@ -473,9 +476,16 @@ def reverse_ops(
         covered = covered or (record.action == "meta" and inode in inodes)
         if record.action != "times":  # a directory's time is put back whatever happened since: it checks nothing
             named.add(record.path)
+        elif record.mtime_ns:
+            left_at.setdefault(record.path, record.mtime_ns)
+        checked = record
+        if record.kind == "dir" and record.action != "times" and record.path in left_at and len(record.after) >= 3:
+            checked = replace(record, after=(*record.after[:2], left_at[record.path], *record.after[3:]))
         if record.action == "meta" and inode is not None:
             inodes.add(inode)
-        if not force and not covered and not as_left(root, rel, record, (since or {}).get(record.path, applied_ns)):
+        if record.moved_from:  # a later move of the path: its check (at the new name) stands for the old name too
+            named.add(record.moved_from)
+        if not force and not covered and not as_left(root, rel, checked, (since or {}).get(record.path, applied_ns)):
             changed.append(record.path)
         if record.action in ("create", "modify", "delete") and (record.tree or record.kind == "dir"):
             wholesale.add(record.path)
@@ -509,10 +519,16 @@ def _kept_as_before(history: HistoryStore, ops: Sequence[Op], undid: str) -> lis
         earlier = history.calls.read(undid)
     except HistoryError:
         return list(ops)
-    kept = {str(c.get("path", "")): str(c.get("before", "")) for c in earlier.get("changes", []) if c.get("before")}
+    # A path the call changed in several parts (a job's looks) has a pre-image per part: the redo keeps each again
+    # in the call's order (it plays the undo's records back newest first, the undo played the call's so).
+    kept: dict[str, list[str]] = {}
+    for change in earlier.get("changes", []):
+        if change.get("before"):
+            kept.setdefault(str(change.get("path", "")), []).append(str(change["before"]))
     out = []
     for op in ops:
-        entry = kept.get(op.record.path, "") if op.record is not None and op.kind in ("remove", "swap") else ""
+        taken = kept.get(op.record.path) if op.record is not None and op.kind in ("remove", "swap") else None
+        entry = taken.pop(0) if taken else ""
         # Threat: a record naming a path as its entry (``../``): only an id's shape is a name in the store.
         free = history.is_id(entry) and not any(
             os.path.lexists(history.directory / f"{entry}{suffix}") for suffix in (".json", ".data", ".tree")

@@ -421,10 +421,11 @@ def _time_now(root: str, rel: str) -> DirTime | None:
 
 
 def live_waits(changes: ChangeSet) -> set[str]:
-    """The paths a running job's look leaves for its end whatever the judgement: every name of a file with several
-    names that the job rewrote or made a new name of (see ``_live_plan``)."""
+    """The paths a running job's look leaves for its end whatever the judgement (see ``_live_plan``): every name of
+    a file with several names that the job rewrote or made a new name of, and every directory it deleted."""
     linked = [change for change in changes.changes if change.link and change.action != "delete"]
-    return {change.path for change in linked} | {change.link for change in linked}
+    trees = {c.path for c in changes.changes if c.action == "delete" and c.kind == "dir" and not c.top}
+    return {change.path for change in linked} | {change.link for change in linked} | trees
 
 
 def _live_plan(changes: ChangeSet, skip: frozenset[tuple[str, str]], history: HistoryStore) -> list[Op]:
@@ -433,7 +434,8 @@ def _live_plan(changes: ChangeSet, skip: frozenset[tuple[str, str]], history: Hi
     # A file with several names that the job rewrote through one of them, or made a new name of: overlayfs copies
     # each name up on its own, so across looks the job's copy would show the names as files of their own (a later
     # `touch` through the other name would take it back to the old bytes). All its names wait for the job's end,
-    # where they are judged and land as one call's.
+    # where they are judged and land as one call's. So does a directory it deleted: that may be the first half of a
+    # move (`mv x w/x`), whose files with other names are known as such only while ``x`` is still there.
     skipped |= live_waits(changes)
     firsts: list[Op] = []
     metas: list[Op] = []

@@ -522,6 +522,8 @@ def as_left(root: str, rel: str, record: Applied, applied_ns: int) -> bool:
                 return (real.st_dev, real.st_ino) == record.after[:2]
             if identity(real) == record.after:
                 return True
+            if stat.S_ISDIR(real.st_mode) and record.kind == "dir":  # a directory's size is its entries' room
+                return (real.st_dev, real.st_ino, real.st_mtime_ns) == tuple(record.after[:3])
             return bool(record.sha256) and stat.S_ISREG(real.st_mode) and _sha256(dirfd, name) == record.sha256
     except Changed:
         return record.action == "delete" and _missing_parent(root_fd, rel)

@@ -67,7 +67,6 @@ log = logging.getLogger("mcp_server_guard.files.history")
 _ID = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{6}$")
 _CHUNK = 1 << 20
 OWNERS = ".owners"  # each live server's notes of the saves it has in flight (see files.liveness)
-_BOUNDS = ".bounds"  # the bounds the last server started on this store keeps it within (its --policy's)
 _APPLY_JOURNALS = ".journal"  # changes.apply's journals: the ids an unfinished apply still needs
 _MAX_JOURNAL_PLAN = 16 << 20  # bytes of a journal's plan line read at most
 _AT_FDCWD = -100
@@ -134,27 +133,6 @@ class HistoryStore:
         self._running: dict[str, int] = {}  # calls of this process keeping pre-images now: never evicted
         self._notes: dict[str, int] = {}  # entries noted in flight by this process, and how many times
         self.calls = CallRecords(directory / CALLS, self._grew)
-
-    def note_bounds(self) -> None:
-        """Say this store's bounds in it (a server, at its start): ``mcp-guard undo`` and ``history`` then keep the
-        store within the bounds of the server's policy (its ``--policy``), not their own default's."""
-        self._ensure()
-        data = json.dumps({"max_bytes": self.max_bytes, "max_entries": self.max_entries}).encode()
-        with contextlib.suppress(OSError):
-            if (self.directory / _BOUNDS).read_bytes() == data:
-                return
-        with contextlib.suppress(OSError):
-            write_whole(self.directory / _BOUNDS, data, fsync=False)
-
-    @classmethod
-    def noted(cls, directory: Path, max_bytes: int, max_entries: int) -> HistoryStore:
-        """The store at ``directory`` with the bounds a server noted in it (:meth:`note_bounds`), else those given."""
-        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
-            data = json.loads((directory / _BOUNDS).read_bytes()[:4096])
-            bounds = int(data["max_bytes"]), int(data["max_entries"])
-            if min(bounds) > 0:
-                max_bytes, max_entries = bounds
-        return cls(directory, max_bytes, max_entries)
 
     def _ensure(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import json
 import os
 import shutil
 import stat
@@ -25,6 +26,8 @@ __all__ = [
     "fsync_dir",
     "keep_data",
     "kept_kind",
+    "note_bounds",
+    "noted_bounds",
     "remove_entry",
     "remove_path",
     "unshare",
@@ -238,3 +241,28 @@ def unshare(tree: Path, links: Iterable[tuple[str, int, int]]) -> None:
                     os.close(opened_fd)
     finally:
         os.close(root)
+
+
+_BOUNDS = ".bounds"  # in a history store: the bounds the last server started on it keeps it within
+
+
+def note_bounds(directory: Path, max_bytes: int, max_entries: int) -> None:
+    """Say a history store's bounds in it (a server, at its start): ``mcp-guard undo`` and ``history`` then keep the
+    store within the bounds of the server's policy (its ``--policy``), not their own default's."""
+    data = json.dumps({"max_bytes": max_bytes, "max_entries": max_entries}).encode()
+    with contextlib.suppress(OSError):
+        if (directory / _BOUNDS).read_bytes() == data:
+            return
+    with contextlib.suppress(OSError):
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_whole(directory / _BOUNDS, data, fsync=False)
+
+
+def noted_bounds(directory: Path, max_bytes: int, max_entries: int) -> tuple[int, int]:
+    """The bounds a server noted in the history store at ``directory`` (:func:`note_bounds`), else those given."""
+    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError, KeyError):
+        data = json.loads((directory / _BOUNDS).read_bytes()[:4096])
+        bounds = int(data["max_bytes"]), int(data["max_entries"])
+        if min(bounds) > 0:
+            return bounds
+    return max_bytes, max_entries

@@ -41,6 +41,7 @@ from mcp_server_guard.errors import GuardError, HostError, ResourceError, Securi
 from mcp_server_guard.files.history import CALLS, HistoryEntry, HistoryStore, NoRoom
 from mcp_server_guard.files.jail import Jail, Located, check_regular, oserror_to_guard
 from mcp_server_guard.files.journal import TempJournal, Ticket, journal_dir, sweep_journals, temp_name
+from mcp_server_guard.files.kept import note_bounds, noted_bounds
 from mcp_server_guard.files.mime import mime_of
 from mcp_server_guard.files.reading import sha256_fd
 from mcp_server_guard.files.treelock import TreeBusy, flock_until, tree_lock
@@ -575,11 +576,11 @@ def open_writer(jail: Jail, policy: Policy, audit_path: Path, history_dir: Path,
     write_policy = policy.file_write
     protection = protection_for(policy, audit_path=audit_path, history_dir=history_dir)
     bounds = write_policy.history_max_bytes, write_policy.history_max_entries
-    history = HistoryStore(history_dir, *bounds) if serving else HistoryStore.noted(history_dir, *bounds)
+    if serving:
+        note_bounds(history_dir, *bounds)
+    history = HistoryStore(history_dir, *(bounds if serving else noted_bounds(history_dir, *bounds)))
     journal: TempJournal | None = None
     try:
-        if serving:
-            history.note_bounds()
         removed = sweep_journals(journal_dir(history_dir))
         orphans = history.sweep()
         if removed or orphans:
