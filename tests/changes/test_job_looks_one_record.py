@@ -154,3 +154,26 @@ async def test_a_job_across_looks_lands_as_natively_and_its_undo_redo_and_undo_o
     after = snapshot(workspace)
     assert not differences(snapshot(native), after)
     assert not undone_and_redone(looks[0]["auditId"], workspace, before, after)
+
+
+async def test_a_jobs_held_end_applied_later_is_judged_from_its_looks_and_recorded_with_them(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # Red team 40j D: the end of a job (a tree deletion: asked, and nobody is asked at a job's end, so held) was
+    # judged from the job's start when a later call applied it: the look's own mode change of d/ was "someone
+    # else's", d/ stayed as a conflict; and what it applied was recorded under the applying call's id, which the
+    # job's undo does not play back.
+    (workspace / "d").mkdir()
+    (workspace / "d" / "f.txt").write_text("f\n", encoding="utf-8")
+    command = "chmod 700 d; sleep 3; rm -r d"
+    native = natively(workspace, tmp_path, command)
+    before = snapshot(workspace)
+    async with shell(workspace) as client:
+        looks = await job(client, workspace, command)
+        assert looks[0]["transaction"] == "applied" and looks[-1]["transaction"] == "held", looks
+        applied = await run(client, "", applyChanges=looks[-1]["pendingChanges"]["id"])
+    assert applied["transaction"] == "applied" and not applied["changes"]["conflicts"], applied
+    assert applied["changes"]["undo"] == f"mcp-guard undo {looks[0]['auditId']}", applied
+    after = snapshot(workspace)
+    assert not differences(snapshot(native), after)
+    assert not undone_and_redone(looks[0]["auditId"], workspace, before, after)

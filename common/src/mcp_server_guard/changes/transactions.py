@@ -89,6 +89,10 @@ class Held:
     summary: str
     bytes: int
     expires: float  # time.monotonic()
+    # A background job's: the paths as its looks left them (its own, never conflicts) — its end is then recorded
+    # under the job's id with its looks; and the upper inodes of names of linked files its tree moves made.
+    baseline: dict[str, int] = field(default_factory=dict)
+    moved: frozenset[int] = frozenset()
 
 
 @contextlib.contextmanager
@@ -347,6 +351,8 @@ class Transactions:
         answer = await ask(judgement.question) if ask is not None else None
         if answer is None and ask is None and hold:
             held = self._hold(name, audit_id, started_ns, shown, judgement, sets)
+            if held is not None:
+                held.baseline, held.moved = dict(baseline or {}), moved
             if held is None:  # alone more than may wait: said, never reported as waiting (it is gone)
                 settled.transaction = "failed"
                 settled.reason = (f"its changes are more than may wait for a yes (held_max_bytes "
@@ -648,18 +654,21 @@ class Transactions:
 
     async def apply_held(self, held_id: str, *, audit_id: str, roots: Sequence[str], what: dict[str, Any]) -> Settled:
         """Apply a held change set the person has just approved, judged again against the tree as it is now; it
-        is recorded (and undone) under ``audit_id``, the call that applies it."""
+        is recorded (and undone) under ``audit_id``, the call that applies it — a job's end whose looks applied
+        something, under the job's id with them (one record, one undo)."""
         with self._lock:
             held = self._held.pop(held_id, None)
         if held is None:
             return Settled("failed", reason=f"no held change set {held_id} (applied, dropped or expired)")
         try:
-            sets = await anyio.to_thread.run_sync(self.read, held.name, held.started_ns)
+            sets = await anyio.to_thread.run_sync(self.read, held.name, held.started_ns, held.moved, held.baseline)
         except (OSError, RecursionError, ValueError) as exc:
             await anyio.to_thread.run_sync(self.discard, held.name)
             return Settled("failed", reason=f"its changes could not be read ({_why(exc)}); nothing applied")
-        return await self._approved(held.name, sets, roots, held.asks, audit_id, held.started_ns,
-                                    {**what, "held": held.id, "for_call": held.audit_id})  # fmt: skip
+        record_id = held.audit_id if held.baseline else audit_id
+        return await self._approved(held.name, sets, roots, held.asks, record_id, held.started_ns,
+                                    {**what, "held": held.id, "for_call": held.audit_id},
+                                    held.baseline or None)  # fmt: skip
 
     def close(self) -> None:
         with self._lock:

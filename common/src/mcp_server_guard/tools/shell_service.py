@@ -693,7 +693,7 @@ class ShellService(Generic[R]):
         else:
             await transactions.drop_held(held.id)
             settled = Settled("declined", held.summary, reason="dropped, as asked")
-        transaction, changes, pending = described(settled, audit_id)
+        transaction, changes, pending = described(settled, held.audit_id if held.baseline else audit_id)  # apply_held
         return self._no_run("", transaction=transaction, changes=changes, pendingChanges=pending)
 
 
