@@ -316,7 +316,10 @@ print("ok")
 """)  # fmt: skip
     async with shell(workspace) as client:
         out = await run(client, check)
+        # As a background job, the look that sees it end says so too (red team 40j H: a job's results said 0).
+        started = await run(client, check, yieldAfterSeconds=30)
     assert out["stdout"] == "ok\n" and out["stoppedProcesses"] == 1, out
+    assert started["status"] == "exited" and started["stoppedProcesses"] == 1, started
     assert (workspace / "before").read_text() == "written before the command ended"
     assert not (workspace / "after").exists()
 

@@ -498,8 +498,7 @@ class ShellService(Generic[R]):
         return self.shell.judge_job_input(command, job_args, env, job.input_carry + stdin)
 
     async def _job_changes(self, job: Job) -> Described:
-        """What a look at a job does with its changes: while it runs, applies those that need no question (copied:
-        it keeps its copy) under the job's audit id; once it ended, tells what became of them all."""
+        """A look at a job: while it runs, applies what needs no question (under the job's id); then, tells all."""
         copy = job.control.copy
         if self.transactions is None or not copy.name:
             return "none", Changes(), PendingChanges()
@@ -539,6 +538,7 @@ class ShellService(Generic[R]):
             stderrBytes=job.err.total,
             durationMs=round(job.runtime_ms(), 3),
             signal=result.signal if result is not None else None,
+            stoppedProcesses=result.stopped if result is not None else 0,
             sandbox=self.sandbox.label,
             limitHit=limit_hit(result) if result is not None else None,
             timeoutSeconds=timeout,
