@@ -88,3 +88,24 @@ def test_attack_refused_entries_beyond_path_max_never_land_with_their_tree(tmp_p
     )
     names, depth = _deepest(copy.root / "deep")
     assert depth > 4096 and names == ["fine.txt"], names
+
+
+def test_a_directory_holding_a_symlink_moved_is_a_move_not_a_deletion(tmp_path: Path) -> None:
+    # Red team 40j B: `mv d d2` of a directory holding a symlink paired only its files: the link was "deleted",
+    # and the person was asked "It deletes d/" (a job's end was held, and the move never landed). A link deleted
+    # where one with another target is made is still a deletion.
+    copy = Copy(tmp_path / "a")
+    (copy.root / "d").mkdir()
+    (copy.root / "d" / "f.txt").write_text("f\n")
+    (copy.root / "one.txt").write_text("one\n")
+    os.symlink("../one.txt", copy.root / "d" / "s")
+    moved = judge([copy.run("mv d d2")], protection_for(POLICY), POLICY.effects, [str(copy.root)])
+    assert not moved.asks and moved.summary == "move 2 files under d/ to d2/", (moved.asks, moved.summary)
+    other = Copy(tmp_path / "b")
+    (other.root / "d").mkdir()
+    (other.root / "d" / "f.txt").write_text("f\n")
+    (other.root / "one.txt").write_text("one\n")
+    os.symlink("../one.txt", other.root / "d" / "s")
+    retargeted = judge([other.run("mv d d2 && ln -sfn ../two.txt d2/s")], protection_for(POLICY), POLICY.effects,
+                       [str(other.root)])  # fmt: skip
+    assert "It deletes d/ (1 file)." in retargeted.asks, retargeted.asks

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from itertools import chain
 
 from mcp_server_guard.changes.changeset import Change, ChangeSet
-from mcp_server_guard.changes.git_index import blob_hash, discarded, uncommitted
+from mcp_server_guard.changes.git_index import discarded, uncommitted
 from mcp_server_guard.changes.git_verdicts import (
     TODO_NAMES,
     Trees,
@@ -42,6 +42,7 @@ from mcp_server_guard.changes.git_verdicts import (
     in_relative_hooks,
     pointer_verdict,
 )
+from mcp_server_guard.changes.moves import moved_pairs
 from mcp_server_guard.changes.nofollow import default_acl_above, entries_below, lstat_beneath
 from mcp_server_guard.changes.wholes import refuse_whole
 from mcp_server_guard.changes.xattrs import acl_mode
@@ -235,7 +236,7 @@ def judge(
         _refuse(changes, protection, roots, judgement.refused, judgement.by_content)
         _sanitize_new_configs(changes, judgement)
     granted = _modes(sets, protection, roots, scratch, judgement)
-    pairs = _moves(sets, judgement.refused)
+    pairs = moved_pairs(sets, judgement.refused)
     moves = {end for pair in pairs for end in pair}
     judgement.moved = set(moves)
     # Threat: a tree moved into a build or cache directory, then deleted there with no question.
@@ -498,57 +499,6 @@ def _stashed(sets: Sequence[ChangeSet]) -> frozenset[tuple[str, str]]:
                 if change.path == suffix or change.path.endswith("/" + suffix):
                     stashed.add((changes.root, change.path[: -len(suffix)].rstrip("/")))
     return frozenset(stashed)
-
-
-_MOVE_HASH_BYTES = 256 << 20  # bytes hashed at most to recognise moved files
-
-
-def _moves(
-    sets: Sequence[ChangeSet], refused: dict[tuple[str, str], str]
-) -> list[tuple[tuple[str, str], tuple[str, str]]]:
-    """Files deleted in one place and created, byte for byte, in another (``git mv``, ``mv dir new``), or renamed
-    over another file (``mv -f a b``): (from, to) pairs of (root, path). Only files of the same size are compared,
-    within a bound of bytes hashed."""
-    created: dict[int, list[tuple[ChangeSet, Change]]] = {}
-    for changes in sets:
-        for change in changes.changes:
-            # A file renamed over another (``mv -f a b``) is a move too: ``b`` is a modify with ``a``'s bytes.
-            if (
-                change.action in ("create", "modify")
-                and change.kind == "file"
-                and (changes.root, change.path) not in refused
-            ):
-                created.setdefault(change.size, []).append((changes, change))
-    budget = [_MOVE_HASH_BYTES]
-    hashes: dict[tuple[str, str, bool], bytes | None] = {}
-
-    def digest(changes: ChangeSet, path: str, real: bool, size: int) -> bytes | None:
-        key = (changes.root, path, real)
-        if key not in hashes:
-            if budget[0] < size:
-                return None
-            budget[0] -= size
-            base = changes.root if real else changes.upper
-            hashes[key] = blob_hash(posixpath.join(base, path), no_follow_below=base)
-        return hashes[key]
-
-    moves: set[tuple[str, str]] = set()
-    pairs: list[tuple[tuple[str, str], tuple[str, str]]] = []
-    for changes in sets:
-        for change in changes.changes:
-            if change.action != "delete" or change.kind != "file" or (changes.root, change.path) in refused:
-                continue
-            name = change.path.rsplit("/", 1)[-1]
-            candidates = sorted(created.get(change.size, []), key=lambda c: c[1].path.rsplit("/", 1)[-1] != name)
-            for other, made in candidates:
-                if (other.root, made.path) in moves:
-                    continue
-                old = digest(changes, change.path, True, change.size)
-                if old is not None and old == digest(other, made.path, False, made.size):
-                    moves.update({(changes.root, change.path), (other.root, made.path)})
-                    pairs.append(((changes.root, change.path), (other.root, made.path)))
-                    break
-    return pairs
 
 
 def _sanitize_new_configs(changes: ChangeSet, judgement: Judgement) -> None:
