@@ -177,3 +177,26 @@ async def test_a_jobs_held_end_applied_later_is_judged_from_its_looks_and_record
     after = snapshot(workspace)
     assert not differences(snapshot(native), after)
     assert not undone_and_redone(looks[0]["auditId"], workspace, before, after)
+
+
+async def test_a_projects_own_overlay_attributes_survive_a_job_that_rewrites_and_moves_across_looks(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # Red team 40j I: a look copies what the job wrote into the real tree; the copy did not hold the project's own
+    # user.overlay.* attributes (the job's file stores them escaped), so the look dropped them and the job's later
+    # move was refused them as "the command's own".
+    (workspace / "d").mkdir()
+    (workspace / "e").mkdir()
+    (workspace / "b.txt").write_text("b\n", encoding="utf-8")
+    os.setxattr(workspace / "b.txt", "user.overlay.mine", b"v")
+    os.setxattr(workspace / "e", "user.overlay.dirmine", b"w")
+    command = "printf z >> b.txt; echo 1 > e/n; mkdir m; setfattr -n user.k -v 1 m; sleep 3; mv b.txt d/b; mv e e2"
+    native = natively(workspace, tmp_path, command)
+    async with shell(workspace) as client:
+        looks = await job(client, workspace, command)
+    assert looks[-1]["status"] == "exited", looks[-1]
+    refused = [p for look in looks for p in look["changes"]["paths"] if p["action"] in ("refused", "conflict")]
+    assert not refused, refused
+    assert os.getxattr(workspace / "d" / "b", "user.overlay.mine") == b"v"
+    assert os.getxattr(workspace / "e2", "user.overlay.dirmine") == b"w"
+    assert not differences(snapshot(native), snapshot(workspace))

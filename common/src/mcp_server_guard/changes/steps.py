@@ -44,6 +44,7 @@ from mcp_server_guard.changes.xattrs import (
     Xattrs,
     at,
     attribute_names,
+    carried_by,
     default_acl,
     kept_in_place,
     land,
@@ -614,6 +615,11 @@ def copy_step(
         if stat.S_ISDIR(ours.st_mode):
             if real is None:
                 os.mkdir(name, stat.S_IMODE(ours.st_mode), dir_fd=dst_dir)
+                # Its attributes as the job sees them, and the project's own overlay attributes it carries (a
+                # directory renamed or copied with ``cp -a``): data, as a plain call's tree lands them.
+                set_seen(at(dst_dir, name), seen(at(src_dir, name)), ())
+                if land(at(dst_dir, name), carried_by(at(src_dir, name), run.carried)):
+                    run.marked.append(absolute)
                 placed = lstat_at(name, dst_dir)
                 if placed is not None:
                     run.baseline[absolute] = placed.st_ctime_ns  # the job's own, as this look left it
@@ -641,7 +647,9 @@ def copy_step(
         if temp is None:
             return [], []  # still being written: the next look takes it
         try:
-            kept = _kept_own(change, real, dst_dir, src_dir, name)
+            # The project's own overlay attributes the job's file keeps or carried (stored escaped in its copy, which
+            # the temporary copy does not hold): landed as data.
+            kept = (*_kept_own(change, real, dst_dir, src_dir, name), *carried_by(at(src_dir, name), run.carried))
             if not stat.S_ISLNK(ours.st_mode):
                 set_seen(at(dst_dir, temp), seen(at(src_dir, name)), ())
                 if land(at(dst_dir, temp), kept, run.carried):
