@@ -54,3 +54,22 @@ async def test_attack_escapes_in_a_saved_path_reach_mcp_guard_history_list_raw(w
     shown = guard("history", "list")
     assert "notes" in shown, shown
     assert raw_in(shown) == [], shown
+
+
+async def test_attack_escapes_in_a_written_path_reach_file_writes_result_raw(workspace: Path) -> None:
+    # Red team 42m F4: file_write's errors escaped the path, its success result (text and structured) did not.
+    async with serve("mcp-server-file-write", workspace) as client:
+        wrote = await client.call_tool("file_write", {"path": f"notes{TRICKS}.txt", "content": "new\n"})
+    assert not wrote.is_error, wrote
+    text = " ".join(getattr(block, "text", "") for block in wrote.content)
+    assert "notes" in text and raw_in(text) == [], text
+    assert raw_in(str((wrote.structured_content or {})["path"])) == [], wrote.structured_content
+    assert (workspace / f"notes{TRICKS}.txt").read_text() == "new\n"
+
+
+def test_attack_escapes_in_a_checked_line_reach_mcp_guard_checks_answer_raw() -> None:
+    # Red team 42m F5: `mcp-guard check` printed the line's trigger and commands as given.
+    shown = subprocess.run([console_script("mcp-guard"), "check", f"echo {TRICKS}"], capture_output=True, timeout=60,
+                           env=dict(os.environ))  # fmt: skip
+    out = shown.stdout.decode("utf-8", "surrogateescape")
+    assert "echo" in out and raw_in(out) == [], out

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
         SecurityError,
     )
     from mcp_server_guard.files.jail import Jail, Located, SymlinkMode
-    from mcp_server_guard.paths import state_dir, within, within_any
+    from mcp_server_guard.paths import printable, state_dir, within, within_any
     from mcp_server_guard.policy import NetworkRules, Policy, PolicyError, load_policy
     from mcp_server_guard.protected import protection_for
     from mcp_server_guard.serving.config import ServerConfig
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 # site-packages at all) must not import the MCP SDK and pydantic.
 _EXPORTS = {
     "state_dir": "paths",
+    "printable": "paths",
     "protection_for": "protected",
     "recorded_digest": "audit",
     "AuditLog": "audit",
@@ -96,6 +97,7 @@ __all__ = [
     "lazy_exports",
     "load_policy",
     "note",
+    "printable",
     "protection_for",
     "recorded_digest",
     "register_tool",

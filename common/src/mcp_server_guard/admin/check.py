@@ -11,7 +11,7 @@ from typing import Annotated, NoReturn, TypedDict
 
 import typer
 
-from mcp_server_guard.paths import json_text
+from mcp_server_guard.paths import json_text, printable, readable
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.serving.launch import PolicyOpt, usage_error
 from mcp_server_guard.shell.parsing import TooComplex
@@ -141,16 +141,16 @@ def check(
         else:
             typer.echo(f"decision: {judged['decision']}")
         typer.echo(f"rule:     {judged['rule'] or '(none)'}")
-        typer.echo(f"reason:   {judged['reason']}")
+        typer.echo(readable(f"reason:   {judged['reason']}"))
         if judged["trigger"]:
-            typer.echo(f"trigger:  {judged['trigger']}")
+            typer.echo(printable(f"trigger:  {judged['trigger']}"))  # the model's line: escapes shown, never obeyed
         typer.echo("commands:")
         for found in judged["commands"]:
-            typer.echo(f"  - {found}")
+            typer.echo(printable(f"  - {found}"))
         for redirect in judged["redirects"]:
-            typer.echo(f"redirect: {redirect}")
+            typer.echo(printable(f"redirect: {redirect}"))
         for finding in judged["findings"]:
-            typer.echo(f"finding:  {finding['kind']}: {finding['detail']}")
+            typer.echo(printable(f"finding:  {finding['kind']}: {finding['detail']}"))
         if judged["stdinCode"]:
             reader = judged["stdinCode"]
             runs = "a shell script" if reader == "shell" else reader.removeprefix("opaque:") + " code"

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 from pydantic import Field
 
-from mcp_server_guard import ParamError, SecurityError, note, recorded_digest
+from mcp_server_guard import ParamError, SecurityError, note, printable, recorded_digest
 from mcp_server_guard.files import open_writer
 from mcp_server_guard.serving import Mode, ServerConfig, ToolInput, ToolOutput, Tools, ToolSpec
 
@@ -112,7 +112,7 @@ def build_tools(config: ServerConfig, history_dir: Path) -> Tools:
         note(bytes=outcome.bytes_written, backup=outcome.backup)
         return FileWriteOutput(
             success=True,
-            path=outcome.path,
+            path=printable(outcome.path),  # a name as a person reads it: escapes shown, never obeyed
             bytesWritten=outcome.bytes_written,
             sha256=outcome.sha256,
             created=outcome.created,
