@@ -176,7 +176,7 @@ class Applier:
             and not any(op.time is not None and op.time.set_on_purpose(started_ns) for op in ops)
         ):
             return Outcome()
-        why = apply_room(self.history, sets, skip, ops, what)
+        why = apply_room(self.history, sets, skip, ops, what, audit_id)
         if why:
             raise NotApplied(why)
         left: dict[str, int] = dict(baseline or {})

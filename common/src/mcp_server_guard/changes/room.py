@@ -27,10 +27,18 @@ _LINK_LINE = 48  # bytes of a kept tree's line for a file with several names, be
 
 
 def apply_room(
-    history: HistoryStore, sets: Sequence[ChangeSet], skip: frozenset[tuple[str, str]], ops: Sequence[Op], what: Any
+    history: HistoryStore,
+    sets: Sequence[ChangeSet],
+    skip: frozenset[tuple[str, str]],
+    ops: Sequence[Op],
+    what: Any,
+    audit_id: str = "",
 ) -> str:
-    """Why the previous contents an apply of ``ops`` keeps do not fit the history ("" when they do)."""
+    """Why the previous contents an apply of ``ops`` keeps do not fit the history ("" when they do). A call applied
+    in parts (a job's looks) has one record: what its earlier parts wrote counts with this part's."""
     nbytes = copied = record = 0
+    with contextlib.suppress(OSError, ValueError):
+        record = (history.calls.directory / f"{audit_id}.json").stat().st_size if audit_id else 0
     keeps = {(op.root, op.path) for op in ops if op.entry and op.change is not None and
              (op.change.action in ("modify", "delete") or op.change.opaque)}  # fmt: skip
     store = os.stat(history.directory).st_dev if history.directory.exists() else -1
