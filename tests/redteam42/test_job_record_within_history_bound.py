@@ -31,12 +31,13 @@ def test_attack_a_job_cannot_grow_its_record_past_the_history_bound_look_by_look
     state = tmp_path / "state"
     raw = started(SX, workspace, state, "--policy", str(policy))
     try:
-        look = call(raw, 1, "shell_exec", {"command": "python3 .t/many.py", "yieldAfterSeconds": 1})["structuredContent"]
+        start = {"command": "python3 .t/many.py", "yieldAfterSeconds": 1}
+        look = call(raw, 1, "shell_exec", start)["structuredContent"]
         deadline = time.monotonic() + 60
         looks = [look]
         while looks[-1]["status"] == "running" and time.monotonic() < deadline:
-            looks.append(call(raw, 1 + len(looks), "shell_exec",
-                              {"command": "", "jobId": look["jobId"], "yieldAfterSeconds": 2})["structuredContent"])  # fmt: skip
+            again = {"command": "", "jobId": look["jobId"], "yieldAfterSeconds": 2}
+            looks.append(call(raw, 1 + len(looks), "shell_exec", again)["structuredContent"])
     finally:
         raw.close()
     assert looks[-1]["status"] == "exited", looks[-1]
