@@ -20,6 +20,8 @@ from mcp_server_guard.files.kept import file_kind
 from mcp_server_guard.files.trees import open_own_dir
 
 __all__ = [
+    "COUNTED_FILES",
+    "COUNTED_UNBACKED",
     "MADE",
     "MAX_DEPTH",
     "MAX_ENTRIES",
@@ -50,6 +52,10 @@ MAX_DEPTH = 128  # levels below a root a changed path may have
 # In a running job's baseline, before an absolute path: a path a look made (a file or directory the real tree did
 # not have), not one whose mode or time it set (never part of a path: a path holds no NUL).
 MADE = "\0made:"
+# In a job's baseline too: what its looks counted for the counted questions (``effects.Judgement.touched``,
+# ``unbacked``), added up look by look.
+COUNTED_FILES = "\0counted:files"
+COUNTED_UNBACKED = "\0counted:unbacked"
 ROOT = "."  # the root itself, as a change's path (its mode and attributes; its modification time)
 NO_FOLLOW_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC

@@ -89,6 +89,10 @@ class Judgement:
     asks: list[str] = field(default_factory=list)  # each reason a person must agree first, in words
     counts: Counts = field(default_factory=Counts)
     summary: str = ""  # what the change set does, in one line
+    # What the counted questions counted (files deleted, overwritten or re-moded; of those, deletions no repository
+    # keeps): a job's looks add theirs up, so that no job slips under a threshold look by look.
+    touched: int = 0
+    unbacked: int = 0
 
     @property
     def question(self) -> str:
@@ -226,9 +230,11 @@ def judge(
     protection: Protection,
     policy: EffectsPolicy,
     roots: Sequence[str],
+    earlier: tuple[int, int] = (0, 0),
 ) -> Judgement:
     """The judgement of a call's change sets. ``roots``: the allowed directories of the call (narrowed by the
-    client's roots if it sent any)."""
+    client's roots if it sent any); ``earlier``: what a job's earlier looks applied of what the counted questions
+    count (``Judgement.touched``, ``unbacked``)."""
     judgement = Judgement()
     scratch = _Matcher(policy.scratch)
     places = _Matcher(policy.executable_places)
@@ -304,10 +310,10 @@ def judge(
                 and not places.path(change.path)
             ):
                 executables.append(change.path)
-    if len(touched) > policy.max_files:
-        judgement.asks.append(
-            f"It deletes, overwrites or changes the mode of {_n(len(touched), 'file')} (more than {policy.max_files})."
-        )
+    judgement.touched = len(touched)
+    if len(touched) + earlier[0] > policy.max_files:
+        judgement.asks.append(f"It deletes, overwrites or changes the mode of {_n(len(touched) + earlier[0], 'file')} "
+                              f"(more than {policy.max_files}).")  # fmt: skip
     if policy.ask_tree_deletion and trees:
         judgement.asks.append(f"It deletes {_list(trees)}.")
     if policy.ask_truncation and emptied:
@@ -322,9 +328,10 @@ def judge(
         if lost:
             judgement.asks.append(f"Git has no copy of {_list(lost)} (modified or untracked).")
         # Where no repository keeps a copy, a few deletions are as much a loss as uncommitted work.
-        if len(outside) > policy.max_unbacked_files:
-            judgement.asks.append(f"It deletes or empties {_n(len(outside), 'file')} no git repository has a copy of: "
-                                  f"{_list(outside)}.")  # fmt: skip
+        judgement.unbacked = len(outside)
+        if len(outside) + earlier[1] > policy.max_unbacked_files:
+            judgement.asks.append(f"It deletes or empties {_n(len(outside) + earlier[1], 'file')} no git repository "
+                                  f"has a copy of: {_list(outside)}.")  # fmt: skip
     if policy.ask_uncommitted and rewritten:
         at_stake: list[tuple[str, str]] = []  # a job's look leaves them to its end (after _refuse: no _linked)
         thrown = discarded(rewritten, _stashed(sets), at_stake)

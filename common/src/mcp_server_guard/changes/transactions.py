@@ -34,7 +34,14 @@ import anyio.to_thread
 from mcp_server_guard import audit
 from mcp_server_guard.changes.apply import Applier, NotApplied
 from mcp_server_guard.changes.area import AREA_IN_ROOT, CopyArea, CopyRemover
-from mcp_server_guard.changes.changeset import MAX_ENTRIES, ChangeSet, looked_under, walk_real
+from mcp_server_guard.changes.changeset import (
+    COUNTED_FILES,
+    COUNTED_UNBACKED,
+    MAX_ENTRIES,
+    ChangeSet,
+    looked_under,
+    walk_real,
+)
 from mcp_server_guard.changes.effects import Counts, Judgement, judge, summary_line
 from mcp_server_guard.changes.escapes import MARKS, Escapes
 from mcp_server_guard.changes.plan import Conflict, Outcome, live_waits
@@ -238,8 +245,10 @@ class Transactions:
                 sets.append(changes)
         return sets
 
-    def judge(self, sets: Sequence[ChangeSet], roots: Sequence[str]) -> Judgement:
-        return judge(sets, self.protection, self.policy, roots)
+    def judge(self, sets: Sequence[ChangeSet], roots: Sequence[str], job: dict[str, int] | None = None) -> Judgement:
+        """``job``: a job's baseline, which keeps what its looks counted (``counted``)."""
+        earlier = (job or {}).get(COUNTED_FILES, 0), (job or {}).get(COUNTED_UNBACKED, 0)
+        return judge(sets, self.protection, self.policy, roots, earlier)
 
     def _untouched(self, name: str) -> bool:
         """Whether the copy holds no change at all (one directory read per root); then it is removed later, by
@@ -408,7 +417,7 @@ class Transactions:
         def work() -> tuple[Judgement, Outcome | None]:
             # Judged and applied with no other apply of this server, or of another, between them.
             with self.applier.lock, _tree_locked(sets):
-                judgement = self.judge(sets, roots)
+                judgement = self.judge(sets, roots, baseline)
                 if judgement.asks:
                     return judgement, None
                 # Threat: the job rewrites a config or pointer between this judgement and the copy — or the bytes
@@ -418,6 +427,9 @@ class Transactions:
                 live = self.applier.apply(
                     sets, audit_id, started_ns, skip=skip, what=what, live=True, baseline=baseline
                 )
+                # Threat: a job deleting two files per look: what its looks counted counts at its next judgement.
+                baseline[COUNTED_FILES] = baseline.get(COUNTED_FILES, 0) + judgement.touched
+                baseline[COUNTED_UNBACKED] = baseline.get(COUNTED_UNBACKED, 0) + judgement.unbacked
                 self._landed(sets, live)
                 return judgement, live
 
@@ -467,7 +479,7 @@ class Transactions:
         def work() -> tuple[Judgement, Outcome | None]:
             with self.applier.lock, _tree_locked(sets):
                 try:
-                    judgement = self.judge(sets, roots)
+                    judgement = self.judge(sets, roots, baseline)
                 except (OSError, RecursionError, ValueError) as exc:
                     raise _Unjudged(_why(exc)) from exc
                 if judgement.asks and (approved is None or not set(judgement.asks) <= set(approved)):
