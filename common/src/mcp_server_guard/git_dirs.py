@@ -295,10 +295,30 @@ _HOOKS_LOCK = threading.Lock()
 
 
 def _hooks_rule(real: str, dirs: Iterable[str]) -> str | None:
+    """Whether ``real`` is a git hook: in a hooks directory, or (``=``, then the path) a file a hook links to."""
     for directory in dirs:
-        if within(real, directory) and real != directory:
+        if directory.startswith("="):
+            if real == directory[1:]:
+                return "a git hook (a hook of the repository is a link to it)"
+        elif within(real, directory) and real != directory:
             return f"a git hook (core.hooksPath {directory})"
     return None
+
+
+def _linked_hooks(git_dir: str) -> list[str]:
+    """Threat: hooks installed as links (``ln -s ../../scripts/pre-commit .git/hooks/pre-commit``, ``.git/hooks ->
+    ../githooks``): git runs what they lead to, so that is a hook too — the directory (a hooks directory), or each
+    file (``=`` and its path, as ``_hooks_rule`` reads it)."""
+    hooks = os.path.join(git_dir, "hooks")
+    found: list[str] = []
+    with contextlib.suppress(OSError):
+        if os.path.islink(hooks):
+            return [os.path.realpath(hooks)]
+        with os.scandir(hooks) as entries:
+            for entry in entries:
+                if entry.is_symlink() and len(found) < 256:
+                    found.append("=" + os.path.realpath(entry.path))
+    return found
 
 
 def _config_entries(path: str, *, follow: bool) -> tuple[tuple[str, str], ...]:
@@ -449,4 +469,4 @@ def _repo_files(work_tree: str, home: str | None) -> tuple[list[str], list[str]]
         hooks += [_expand(v, work_tree, home) for _file, entries in files for v in _hooks_paths(entries)]
         if index < own:
             included += [file for file, _entries in files[1:]]
-    return hooks, included
+    return hooks + _linked_hooks(git_dir), included
