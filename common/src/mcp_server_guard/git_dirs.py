@@ -114,6 +114,7 @@ class GitLookups:
 
     global_hooks: list[str] | None = None
     global_included: list[str] = field(default_factory=list)  # files the user's global configs include
+    global_tops: list[str] = field(default_factory=list)  # the user's global configs (as named, and where they lead)
     git_dirs: dict[str, bool] = field(default_factory=dict)
     hooks: dict[str, list[str]] = field(default_factory=dict)  # work tree (or not one: []) -> its hooks dirs
     included: dict[str, list[str]] = field(default_factory=dict)  # work tree -> the files its configs include
@@ -132,9 +133,17 @@ def git_rule(real: str, home: str | None, lookups: GitLookups) -> str | None:
     ancestors (inside the roots or above them), or lies in a directory git runs hooks from (``core.hooksPath``)."""
     if lookups.global_hooks is None:
         lookups.global_hooks, lookups.global_included = _global_files(home)
+        tops = _global_configs(home)
+        lookups.global_tops = sorted({*tops, *(os.path.realpath(path) for path in tops)})
     hooks = _hooks_rule(real, lookups.global_hooks)
     if hooks is not None:
         return hooks
+    # Threat: the user's global git config where it really is ($XDG_CONFIG_HOME/git/config, $GIT_CONFIG_GLOBAL, or
+    # a dotfiles file ~/.gitconfig links to) written with a core.hooksPath or fsmonitor every repository then runs.
+    if real in lookups.global_tops:
+        return "the user's global git config"
+    if _on_the_way(real, lookups.global_tops, lookups.becoming_link):
+        return "a link or directory on the way to the user's global git config"
     if real in lookups.global_included:
         return "a git config the user's global git config includes"
     if _on_the_way(real, lookups.global_included, lookups.becoming_link):
@@ -393,8 +402,11 @@ def _hooks_paths(entries: Iterable[tuple[str, str]]) -> list[str]:
 
 
 def _global_configs(home: str | None) -> list[str]:
+    """The system's and the user's git configs, as git finds them (``GIT_CONFIG_GLOBAL`` in place of the user's)."""
+    paths = [os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"]
+    if os.environ.get("GIT_CONFIG_GLOBAL"):
+        return [*paths, os.path.abspath(os.path.expanduser(os.environ["GIT_CONFIG_GLOBAL"]))]
     xdg = os.environ.get("XDG_CONFIG_HOME") or (os.path.join(home, ".config") if home else "")
-    paths = ["/etc/gitconfig"]  # the system's
     if xdg:
         paths.append(os.path.join(xdg, "git", "config"))
     if home:

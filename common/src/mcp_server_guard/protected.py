@@ -135,6 +135,8 @@ class Protection:
                 st = os.stat(f)
                 self._inodes.add((st.st_dev, st.st_ino))
         self.home = os.path.realpath(home) if home else None
+        xdg = os.environ.get("XDG_CONFIG_HOME", "")
+        self._xdg = os.path.realpath(xdg) if xdg.startswith("/") and self.home else ""
         self._hidden = tuple(hidden)
         # Expanded once (HOME is fixed for the server's life): each entry's absolute form, and whether it is a glob.
         expanded = (self.home + e[1:] if self.home and (e == "~" or e.startswith("~/")) else e for e in self._hidden)
@@ -159,9 +161,13 @@ class Protection:
     def listed(self, candidates: Iterable[str]) -> str | None:
         """The protected pattern one of ``candidates`` (paths of one target) falls under, or None: the list alone,
         no git dir, hidden path or own file looked up (what ``write_rule`` also asks)."""
-        for path in candidates:
-            if path and self._regex.search(path):
-                return next(p for p in self.patterns if re.search(glob_regex(p), path, re.IGNORECASE))
+        for given in candidates:
+            # Threat: $XDG_CONFIG_HOME elsewhere than ~/.config (autostart, systemd, fish read from there): a path in
+            # it is judged as the same path under ~/.config too.
+            xdg = self._xdg if self._xdg and given.startswith(self._xdg + "/") else ""
+            for path in (given, f"{self.home}/.config{given[len(xdg) :]}" if xdg else ""):
+                if path and self._regex.search(path):
+                    return next(p for p in self.patterns if re.search(glob_regex(p), path, re.IGNORECASE))
         return None
 
     def write_rule(
