@@ -135,7 +135,7 @@ class Protection:
                 st = os.stat(f)
                 self._inodes.add((st.st_dev, st.st_ino))
         self.home = os.path.realpath(home) if home else None
-        xdg = os.environ.get("XDG_CONFIG_HOME", "")
+        xdg = os.environ.get("XDG_CONFIG_HOME", "")  # where autostart, systemd, fish... read theirs, when it is set
         self._xdg = os.path.realpath(xdg) if xdg.startswith("/") and self.home else ""
         self._hidden = tuple(hidden)
         # Expanded once (HOME is fixed for the server's life): each entry's absolute form, and whether it is a glob.
@@ -150,11 +150,27 @@ class Protection:
         self._hidden_watch = _DirWatch()
         # Literal patterns name one path below a root ("**" at the end: the whole directory); the box can
         # mount those. Patterns with wildcards elsewhere are file_write's alone.
-        self._literal = tuple(
-            p.strip("/").removesuffix("/**")
-            for p in self.patterns
-            if not _GLOB_CHARS & set(p.strip("/").removesuffix("/**"))
-        )
+        tops = (p.strip("/").removesuffix("/**") for p in self.patterns)
+        self._literal = tuple(top for top in tops if not _GLOB_CHARS & set(top))
+        self._aliases: dict[str, str] = {}  # where a protected name that is a link leads -> that name
+        self._anchored: set[str] = set()
+        self._links_to([self.home] if self.home else [])
+
+    def _links_to(self, anchors: Iterable[str]) -> None:
+        """Threat: a protected name the user made a link (dotfiles: ``~/.bashrc -> dotfiles/bashrc``, ``~/.config ->
+        dotfiles/config``, ``.vscode -> shared/vscode``): what it leads to is written as that name would be. Looked
+        up once per directory (HOME, each root), for the literal patterns and the directories on their way."""
+        for anchor in anchors:
+            if anchor in self._anchored or not anchor.startswith("/"):
+                continue
+            self._anchored.add(anchor)
+            for literal in self._literal:
+                parts = literal.split("/")
+                for depth in range(1, len(parts) + 1):
+                    named = os.path.join(anchor, *parts[:depth])
+                    with contextlib.suppress(OSError):
+                        if stat.S_ISLNK(os.lstat(named).st_mode):
+                            self._aliases.setdefault(os.path.realpath(named), named)
 
     # -- file_write and file_read --------------------------------------------------------------------
 
@@ -162,10 +178,11 @@ class Protection:
         """The protected pattern one of ``candidates`` (paths of one target) falls under, or None: the list alone,
         no git dir, hidden path or own file looked up (what ``write_rule`` also asks)."""
         for given in candidates:
-            # Threat: $XDG_CONFIG_HOME elsewhere than ~/.config (autostart, systemd, fish read from there): a path in
-            # it is judged as the same path under ~/.config too.
+            # Threat: $XDG_CONFIG_HOME elsewhere than ~/.config: a path in it is judged as under ~/.config too.
             xdg = self._xdg if self._xdg and given.startswith(self._xdg + "/") else ""
-            for path in (given, f"{self.home}/.config{given[len(xdg) :]}" if xdg else ""):
+            named = [f"{name}{given[len(target) :]}" for target, name in tuple(self._aliases.items())
+                     if given == target or given.startswith(target + "/")]  # fmt: skip
+            for path in (given, f"{self.home}/.config{given[len(xdg) :]}" if xdg else "", *named):
                 if path and self._regex.search(path):
                     return next(p for p in self.patterns if re.search(glob_regex(p), path, re.IGNORECASE))
         return None
@@ -180,6 +197,7 @@ class Protection:
         """The rule that protects one of ``candidates`` (paths of one target, the real one last), or None.
         ``lookups``: what a caller judging many paths at once lets us look up once for all of them."""
         roots = tuple(roots)
+        self._links_to(roots)
         real = ""
         hidden = lookups.hidden if lookups is not None else None  # once for all the candidates
         for path in candidates:
