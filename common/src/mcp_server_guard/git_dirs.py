@@ -361,6 +361,7 @@ def _config_entries(path: str, *, follow: bool) -> tuple[tuple[str, str], ...]:
 
 
 _MAX_INCLUDES = 32  # config files followed through include.path / includeIf at most, from one config
+_MAX_NAMED = 4096  # files named by includes past that bound, protected without being read
 
 
 def _with_includes(path: str, home: str | None, *, follow: bool) -> list[tuple[str, tuple[tuple[str, str], ...]]]:
@@ -394,7 +395,9 @@ def _with_includes(path: str, home: str | None, *, follow: bool) -> list[tuple[s
                 real = os.path.realpath(named)
                 if real != named:
                     found.append((real, ()))  # the file a link names is what git reads: protected too
-    return found
+    # Past the bound the files named are not read, but protected all the same (git reads every one of them).
+    unread = dict.fromkeys(named for named, _follow in todo if named not in seen)
+    return found + [(named, ()) for named in list(unread)[:_MAX_NAMED]]
 
 
 def _hooks_paths(entries: Iterable[tuple[str, str]]) -> list[str]:
