@@ -22,8 +22,8 @@ EXPORTED = {
         "GuardError", "GuardedServer", "Jail", "Located", "NetworkRules", "ParamError", "Policy", "PolicyError",
         "ResourceError",
         "SecurityError", "ServerConfig", "SymlinkMode", "HostError", "ToolInput", "ToolOutput", "load_policy",
-        "lazy_exports", "note", "protection_for", "recorded_digest", "register_tool", "state_dir", "within",
-        "within_any",
+        "lazy_exports", "note", "printable", "protection_for", "recorded_digest", "register_tool", "state_dir",
+        "within", "within_any",
     ],
     "mcp_server_guard.serving": [
         "MAX_MESSAGE_BYTES", "ClientRoots", "GuardedServer", "HistoryDirOpt", "ServerConfig", "ToolInput",
