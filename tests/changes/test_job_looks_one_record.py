@@ -138,6 +138,16 @@ def _linked(root: Path) -> None:
         # 40j G: a directory moved: its deletion landed at a look, and the name of a linked file in it, known as such
         # only while the old directory stood, landed as a file of its own.
         "mv x e/x; sleep 3; touch e/t",
+        # 40k A: a new name of a file the job then rewrote (one file in the copy too) landed as two files at a look.
+        "ln b.txt n9; printf more >> b.txt; sleep 3; touch t",
+        # 40k B: a directory replaced by a file, then by a directory again with an old time: the look set that time
+        # on the old directory (the replacement itself waits), and the undo put it back with it.
+        "rm -r e; echo x > e; sleep 3; rm e; mkdir e; touch -d @1046476800 e; sleep 3; touch t",
+        # 40k C: a file replaced by a directory: the look copied the directory's files into the old file's place
+        # (a conflict on the job's own path) and said the replacement landed.
+        "rm b.txt; mkdir b.txt; echo i > b.txt/i; sleep 3; touch t",
+        # 40k D: a directory re-moded and retimed after a look wrote in it: the mode landed, the time did not.
+        "echo 1 > e/n; sleep 3; chmod 700 e; touch -d @978307200 e",
     ],
 )
 async def test_a_job_across_looks_lands_as_natively_and_its_undo_redo_and_undo_of_the_redo_are_exact(

@@ -422,10 +422,26 @@ def _time_now(root: str, rel: str) -> DirTime | None:
 
 def live_waits(changes: ChangeSet) -> set[str]:
     """The paths a running job's look leaves for its end whatever the judgement (see ``_live_plan``): every name of
-    a file with several names that the job rewrote or made a new name of, and every directory it deleted."""
+    a file with several names that the job rewrote or made a new name of (in the copy too: ``ln b n && echo >>
+    b``), every directory it deleted, and what it replaced wholesale (a file by a directory, or the reverse), with
+    everything in it."""
     linked = [change for change in changes.changes if change.link and change.action != "delete"]
-    trees = {c.path for c in changes.changes if c.action == "delete" and c.kind == "dir" and not c.top}
-    return {change.path for change in linked} | {change.link for change in linked} | trees
+    waits = {change.path for change in linked} | {change.link for change in linked}
+    waits |= {c.path for c in changes.changes if c.action == "delete" and c.kind == "dir" and not c.top}
+    for change in changes.changes:
+        if change.action in ("create", "modify") and (change.opaque or _retyped(changes.root, change.path, change)):
+            waits.add(change.path)
+        elif change.action in ("create", "modify") and change.kind == "file":
+            upper = lstat_beneath(changes.upper, change.path)
+            if upper is not None and upper.st_nlink > 1:
+                waits.add(change.path)
+    return waits | {c.path for c in changes.changes if c.top and c.top in waits}
+
+
+def _retyped(root: str, path: str, change: Change) -> bool:
+    """Whether the real entry at ``path`` is a directory where the change is not one, or the reverse."""
+    real = lstat_beneath(root, path)
+    return real is not None and stat.S_ISDIR(real.st_mode) != (change.kind == "dir")
 
 
 def _live_plan(changes: ChangeSet, skip: frozenset[tuple[str, str]], history: HistoryStore) -> list[Op]:

@@ -82,6 +82,10 @@ class Run:
     landed: set[tuple[int, int]] = field(default_factory=set)  # inodes made ready (land) already: not made again
     # absolute path of a tree about to be kept -> its files with other names (path in the tree, device, inode)
     tree_links: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
+    looked: dict[str, int] = field(default_factory=dict)  # the baseline as the run began (its steps update it)
+
+    def __post_init__(self) -> None:
+        self.looked = dict(self.baseline)
 
     def stays(self, real: os.stat_result | tuple[int, ...], absolute: str) -> str:
         """Another name of ``real`` (a file with several; or its group: a file kept before a crash) this undo knew
@@ -585,7 +589,10 @@ def _times(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) ->
             real = lstat_at(name, dirfd)
             if real is None or not stat.S_ISDIR(real.st_mode):
                 return []
-            changed_by_others = time.ctime_ns > run.started and run.baseline.get(absolute) != time.ctime_ns
+            # (A step of this run that re-moded it moved its ctime on in the baseline: what the job's looks left
+            # counts, as read before the run.)
+            left = (run.baseline.get(absolute), run.looked.get(absolute))
+            changed_by_others = time.ctime_ns > run.started and time.ctime_ns not in left
             if real.st_mtime_ns != time.mtime_ns and not changed_by_others:
                 os.utime(name, ns=(real.st_atime_ns, time.mtime_ns), dir_fd=dirfd, follow_symlinks=False)
             now = lstat_at(name, dirfd)
