@@ -108,7 +108,7 @@ async def test_the_undo_of_the_redo_of_a_job_that_re_moded_a_file_through_one_of
     before = snapshot(workspace)
     async with shell(workspace) as client:
         looks = await job(client, workspace, command)
-    assert looks[-1]["status"] == "exited" and looks[0]["transaction"] == "applied", looks
+    assert looks[-1]["status"] == "exited", looks
     after = snapshot(workspace)
     assert stat.S_IMODE((workspace / "h1").stat().st_mode) == 0o600 and (workspace / "h1").stat().st_nlink == 2
     assert not undone_and_redone(looks[0]["auditId"], workspace, before, after)
@@ -146,6 +146,10 @@ def _linked(root: Path) -> None:
         # 40k C: a file replaced by a directory: the look copied the directory's files into the old file's place
         # (a conflict on the job's own path) and said the replacement landed.
         "rm b.txt; mkdir b.txt; echo i > b.txt/i; sleep 3; touch t",
+        # 40l A: one name of a file deleted at a look moved the ctime the other name shares: the job's later
+        # rewrite of that name was "someone else's" (a conflict copy); both in one part split the file.
+        "rm a.txt; sleep 3; printf z >> h1",
+        "rm a.txt; printf z >> h1; sleep 3; touch t",
         # 40k D: a directory re-moded and retimed after a look wrote in it: the mode landed, the time did not.
         "echo 1 > e/n; sleep 3; chmod 700 e; touch -d @978307200 e",
     ],

@@ -423,15 +423,22 @@ def _time_now(root: str, rel: str) -> DirTime | None:
 def live_waits(changes: ChangeSet) -> set[str]:
     """The paths a running job's look leaves for its end whatever the judgement (see ``_live_plan``): every name of
     a file with several names that the job rewrote or made a new name of (in the copy too: ``ln b n && echo >>
-    b``), every directory it deleted, and what it replaced wholesale (a file by a directory, or the reverse), with
-    everything in it."""
+    b``) or changed through any name, every directory it deleted, and what it replaced wholesale (a file by a
+    directory, or the reverse), with everything in it."""
     linked = [change for change in changes.changes if change.link and change.action != "delete"]
     waits = {change.path for change in linked} | {change.link for change in linked}
     waits |= {c.path for c in changes.changes if c.action == "delete" and c.kind == "dir" and not c.top}
     for change in changes.changes:
         if change.action in ("create", "modify") and (change.opaque or _retyped(changes.root, change.path, change)):
             waits.add(change.path)
-        elif change.action in ("create", "modify") and change.kind == "file":
+            continue
+        # Any change to a real file with several names (one name deleted, re-moded, rewritten): it moves the ctime
+        # all its names share, so the job's later change through another name would look like someone else's.
+        touches = change.kind == "file" and change.action in ("delete", "modify", "meta")
+        real = lstat_beneath(changes.root, change.path) if touches else None
+        if real is not None and stat.S_ISREG(real.st_mode) and real.st_nlink > 1:
+            waits.add(change.path)
+        if change.action in ("create", "modify") and change.kind == "file":
             upper = lstat_beneath(changes.upper, change.path)
             if upper is not None and upper.st_nlink > 1:
                 waits.add(change.path)
