@@ -109,3 +109,15 @@ def test_a_directory_holding_a_symlink_moved_is_a_move_not_a_deletion(tmp_path: 
     retargeted = judge([other.run("mv d d2 && ln -sfn ../two.txt d2/s")], protection_for(POLICY), POLICY.effects,
                        [str(other.root)])  # fmt: skip
     assert "It deletes d/ (1 file)." in retargeted.asks, retargeted.asks
+
+
+def test_a_file_re_moded_through_one_name_and_moved_through_another_is_summed_up_without_a_negative_count(
+    tmp_path: Path,
+) -> None:
+    # Red team 40l C: "change the times or attributes of -1 files".
+    copy = Copy(tmp_path)
+    (copy.root / "d").mkdir()
+    (copy.root / "d" / "f.txt").write_text("f\n")
+    os.link(copy.root / "d" / "f.txt", copy.root / "g")
+    judged = judge([copy.run("chmod 600 g; mv d d2")], protection_for(POLICY), POLICY.effects, [str(copy.root)])
+    assert "-1" not in judged.summary and "change the mode of" in judged.summary, judged.summary

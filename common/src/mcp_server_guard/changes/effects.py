@@ -179,7 +179,8 @@ def summary_line(
     if remoded:
         named = [f"{c.path}{'/' if c.kind == 'dir' else ''} to {c.mode:04o}" for c in remoded]
         parts.append(f"change the mode of {_list(named, MODES_NAMED)}")
-    times_only = counts.meta - sum(1 for c in remoded if c.kind != "dir" and c.action == "meta")
+    # (A re-moded file that also moved is named above and counted as moved, not as a metadata change.)
+    times_only = max(counts.meta - sum(1 for c in remoded if c.kind != "dir" and c.action == "meta"), 0)
     if times_only:
         parts.append(f"change the times or attributes of {_n(times_only, 'file')}")
     if not parts:
