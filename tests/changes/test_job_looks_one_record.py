@@ -53,23 +53,34 @@ def undone_and_redone(audit_id: str, root: Path, before: Any, after: Any) -> lis
     return found
 
 
+async def as_natively(workspace: Path, tmp_path: Path, command: str) -> tuple[list[dict[str, Any]], Any, Any]:
+    """``command`` run natively on a copy of the project and as a job through the server: the job's looks, and the
+    tree before and after it (after: checked equal to the native one)."""
+    native = natively(workspace, tmp_path, command)
+    before = snapshot(workspace)
+    async with shell(workspace) as client:
+        looks = await job(client, workspace, command)
+    assert looks[-1]["status"] == "exited", looks[-1]
+    after = snapshot(workspace)
+    assert not differences(snapshot(native), after)
+    return looks, before, after
+
+
+def conflicts(looks: list[dict[str, Any]], actions: tuple[str, ...] = ("conflict",)) -> list[dict[str, Any]]:
+    return [path for look in looks for path in look["changes"]["paths"] if path["action"] in actions]
+
+
 async def test_the_undo_a_job_names_puts_back_what_a_later_calls_look_applied(workspace: Path, tmp_path: Path) -> None:
     (workspace / "d").mkdir()
     (workspace / "d" / "f.txt").write_text("f\n", encoding="utf-8")
     os.utime(workspace / "d" / "f.txt", ns=(1_100_000_000 * 10**9,) * 2)
     os.utime(workspace / "d", ns=(1_200_000_000 * 10**9,) * 2)
     command = "cp -a d d5; sleep 3; mv d5/f.txt d5/g; rm -r d; sleep 3; mv d5 d"
-    native = natively(workspace, tmp_path, command)
-    before = snapshot(workspace)
-    async with shell(workspace) as client:
-        looks = await job(client, workspace, command)
-    assert looks[-1]["status"] == "exited", looks[-1]
+    looks, before, after = await as_natively(workspace, tmp_path, command)
     # A look made by a later call applied something (the directory's deletion), under the job's one id.
     assert any(look["transaction"] == "applied" for look in looks[1:-1]), looks
     named = {look["changes"]["undo"] for look in looks if look["changes"]["undo"]}
     assert named == {f"mcp-guard undo {looks[0]['auditId']}"}, looks
-    after = snapshot(workspace)
-    assert not differences(snapshot(native), after)
     assert not undone_and_redone(looks[0]["auditId"], workspace, before, after)
 
 
@@ -80,20 +91,13 @@ async def test_a_file_with_two_names_changed_through_each_at_different_looks_sta
     os.link(workspace / "a.txt", workspace / "h1")
     os.utime(workspace / "a.txt", ns=(1_000_000_000 * 10**9,) * 2)
     command = "chmod 600 a.txt; sleep 3; printf q >> h1; sleep 3; touch -d @1009843200 a.txt"
-    native = natively(workspace, tmp_path, command)
-    before = snapshot(workspace)
-    async with shell(workspace) as client:
-        looks = await job(client, workspace, command)
-    assert looks[-1]["status"] == "exited", looks[-1]
-    conflicts = [p for look in looks for p in look["changes"]["paths"] if p["action"] == "conflict"]
-    assert not conflicts, conflicts
+    looks, before, after = await as_natively(workspace, tmp_path, command)
+    assert not conflicts(looks), conflicts(looks)
     # The look after the append leaves the file's names for the job's end, and says so (nothing said applied).
     assert looks[1]["transaction"] == "waiting" and not looks[1]["changes"]["paths"], looks[1]
     a, h1 = (workspace / "a.txt").stat(), (workspace / "h1").stat()
     assert (a.st_ino, a.st_nlink, stat.S_IMODE(a.st_mode)) == (h1.st_ino, 2, 0o600)
     assert (workspace / "h1").read_bytes() == b"a\nq" and a.st_mtime_ns == 1009843200 * 10**9
-    after = snapshot(workspace)
-    assert not differences(snapshot(native), after)
     assert not undone_and_redone(looks[0]["auditId"], workspace, before, after)
 
 
@@ -158,15 +162,8 @@ async def test_a_job_across_looks_lands_as_natively_and_its_undo_redo_and_undo_o
     workspace: Path, tmp_path: Path, command: str
 ) -> None:
     _linked(workspace)
-    native = natively(workspace, tmp_path, command)
-    before = snapshot(workspace)
-    async with shell(workspace) as client:
-        looks = await job(client, workspace, command)
-    assert looks[-1]["status"] == "exited", looks[-1]
-    conflicts = [p for look in looks for p in look["changes"]["paths"] if p["action"] == "conflict"]
-    assert not conflicts, conflicts
-    after = snapshot(workspace)
-    assert not differences(snapshot(native), after)
+    looks, before, after = await as_natively(workspace, tmp_path, command)
+    assert not conflicts(looks), conflicts(looks)
     assert not undone_and_redone(looks[0]["auditId"], workspace, before, after)
 
 
@@ -205,12 +202,7 @@ async def test_a_projects_own_overlay_attributes_survive_a_job_that_rewrites_and
     os.setxattr(workspace / "b.txt", "user.overlay.mine", b"v")
     os.setxattr(workspace / "e", "user.overlay.dirmine", b"w")
     command = "printf z >> b.txt; echo 1 > e/n; mkdir m; setfattr -n user.k -v 1 m; sleep 3; mv b.txt d/b; mv e e2"
-    native = natively(workspace, tmp_path, command)
-    async with shell(workspace) as client:
-        looks = await job(client, workspace, command)
-    assert looks[-1]["status"] == "exited", looks[-1]
-    refused = [p for look in looks for p in look["changes"]["paths"] if p["action"] in ("refused", "conflict")]
-    assert not refused, refused
+    looks, _before, _after = await as_natively(workspace, tmp_path, command)
+    assert not conflicts(looks, ("refused", "conflict")), conflicts(looks, ("refused", "conflict"))
     assert os.getxattr(workspace / "d" / "b", "user.overlay.mine") == b"v"
     assert os.getxattr(workspace / "e2", "user.overlay.dirmine") == b"w"
-    assert not differences(snapshot(native), snapshot(workspace))

@@ -421,10 +421,16 @@ def _time_now(root: str, rel: str) -> DirTime | None:
 
 
 def live_waits(changes: ChangeSet) -> set[str]:
-    """The paths a running job's look leaves for its end whatever the judgement (see ``_live_plan``): every name of
-    a file with several names that the job rewrote or made a new name of (in the copy too: ``ln b n && echo >>
-    b``) or changed through any name, every directory it deleted, and what it replaced wholesale (a file by a
-    directory, or the reverse), with everything in it."""
+    """The paths a running job's look leaves for its end whatever the judgement (passed to the look's apply in its
+    ``skip``): every name of a file with several names that the job rewrote or made a new name of (in the copy too:
+    ``ln b n && echo >> b``) or changed through any name, every directory it deleted, and what it replaced
+    wholesale (a file by a directory, or the reverse), with everything in it.
+
+    Why: overlayfs copies each name of a file up on its own, so across looks the job's copy would show the names as
+    files of their own (a later ``touch`` through the other name would take it back to the old bytes), and a change
+    through one name moves the ctime all of them share; a deleted directory may be the first half of a move (``mv x
+    w/x``) whose files with other names are known as such only while ``x`` stands. At the job's end they are judged
+    and land as one call's."""
     linked = [change for change in changes.changes if change.link and change.action != "delete"]
     waits = {change.path for change in linked} | {change.link for change in linked}
     waits |= {c.path for c in changes.changes if c.action == "delete" and c.kind == "dir" and not c.top}
@@ -453,13 +459,7 @@ def _retyped(root: str, path: str, change: Change) -> bool:
 
 def _live_plan(changes: ChangeSet, skip: frozenset[tuple[str, str]], history: HistoryStore) -> list[Op]:
     root, upper = changes.root, changes.upper
-    skipped = {path for r, path in skip if r == root}
-    # A file with several names that the job rewrote through one of them, or made a new name of: overlayfs copies
-    # each name up on its own, so across looks the job's copy would show the names as files of their own (a later
-    # `touch` through the other name would take it back to the old bytes). All its names wait for the job's end,
-    # where they are judged and land as one call's. So does a directory it deleted: that may be the first half of a
-    # move (`mv x w/x`), whose files with other names are known as such only while ``x`` is still there.
-    skipped |= live_waits(changes)
+    skipped = {path for r, path in skip if r == root}  # refused, and what waits for the job's end (live_waits)
     firsts: list[Op] = []
     metas: list[Op] = []
     deletes: list[Op] = []

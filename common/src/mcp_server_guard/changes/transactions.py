@@ -414,6 +414,8 @@ class Transactions:
         if any(s.incomplete for s in sets):
             return Settled("waiting", reason=f"it changed more than {MAX_ENTRIES:,} paths so far: judged when it ends")
 
+        waiting: set[tuple[str, str]] = set()  # what this look leaves for the job's end
+
         def work() -> tuple[Judgement, Outcome | None]:
             # Judged and applied with no other apply of this server, or of another, between them.
             with self.applier.lock, _tree_locked(sets):
@@ -423,7 +425,12 @@ class Transactions:
                 # Threat: the job rewrites a config or pointer between this judgement and the copy — or the bytes
                 # of a file judged a move (so its old name would go unasked, and other bytes land): what is judged
                 # by its content waits for the job's end, when the copy no longer changes.
-                skip = frozenset(judgement.refused) | frozenset(judgement.by_content) | frozenset(judgement.moved)
+                # What involves a file's identity (several names, moves, replacements) waits for the job's end too
+                # (``plan.live_waits``), looked at once, before anything of this look lands.
+                waiting.update((s.root, p) for s in sets for p in live_waits(s))
+                waiting.update(judgement.by_content | judgement.moved)
+                waiting.difference_update(judgement.refused)
+                skip = frozenset(judgement.refused) | frozenset(waiting)
                 live = self.applier.apply(
                     sets, audit_id, started_ns, skip=skip, what=what, live=True, baseline=baseline
                 )
@@ -432,11 +439,6 @@ class Transactions:
                 baseline[COUNTED_UNBACKED] = baseline.get(COUNTED_UNBACKED, 0) + judgement.unbacked
                 self._landed(sets, live)
                 return judgement, live
-
-        def waits(judgement: Judgement) -> set[tuple[str, str]]:  # what this look leaves for the job's end
-            return (judgement.by_content | judgement.moved | {(s.root, p) for s in sets for p in live_waits(s)}) - set(
-                judgement.refused
-            )
 
         try:
             with anyio.CancelScope(shield=True):
@@ -451,7 +453,6 @@ class Transactions:
             settled.asked = judgement.question
             settled.reason = "they need the user's yes: asked when the job ends"
             return settled
-        waiting = waits(judgement)
         settled = self._finished(settled, outcome, sets, judgement, waiting)
         if waiting and not any(a.action != "times" for a in outcome.applied) and not outcome.conflicts:
             settled.transaction, settled.reason = "waiting", "judged and applied when the job ends"
