@@ -31,6 +31,9 @@ def _initialize(raw: RawClient, version: str, capabilities: dict[str, Any] | Non
     answer = raw.request(0, "initialize", params)
     assert answer["result"]["protocolVersion"] == version, answer
     raw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    # A request the start-up front leaves to the real server: the calls that follow are the connection's (the
+    # front answers a first call before the SDK loads: tests/serving/test_early_calls.py).
+    assert raw.request(-1, "resources/list", {})["result"] == {"resources": []}
 
 
 def _without_audit_id(answer: dict[str, Any]) -> str:

@@ -16,6 +16,12 @@ another. The one place an answer names them (the allowed directories and the lau
 kept; a start whose directories are not all directories (the server will refuse to start) is answered by nobody
 but the real server.
 
+Without a record (the first start in a new project, or a state directory inside an allowed root, where records
+are never read), a server that hands its tools to the front before the SDK loads (``early_calls``) has its
+``initialize`` and ``tools/list`` answers computed from them (``Tools.initialize_result``, ``tools_list_result``:
+static, pinned against the SDK's own by a test), for params the SDK would take as they are; the real server's own
+answers are compared and recorded the same way.
+
 The front answers only an unbroken run of such requests from the first line on (``initialize``,
 ``notifications/initialized``, ``tools/list``, ``ping``); the first line it cannot answer hands the rest to the
 real server, in order. Standard library only. The records live in the state directory, which no tool of any
@@ -145,6 +151,7 @@ class HandOver:
     data: bytes = b""
     eof: bool = False
     answered: list[tuple[bytes, Any, bool]] = field(default_factory=list)
+    unwritten: bytes = b""  # the end of an answer the front could not write before the hand-over: written first
 
 
 def _code_stamp(server_package: str) -> list[Any]:
@@ -239,7 +246,9 @@ class Front:
     once the server's tools are built (``take_calls``), the calls of those that need nothing from the session,
     before the SDK has loaded (``tools.early_call``)."""
 
-    def __init__(self, server_package: str, argv: list[str], wire_in: int = 0, wire_out: int = 1) -> None:
+    def __init__(
+        self, server_package: str, argv: list[str], wire_in: int = 0, wire_out: int = 1, *, computes: bool = True
+    ) -> None:
         self.key = record_key(server_package, argv)
         self.usable = not state_within_roots(argv)  # records are read and kept only then
         self.argv = argv
@@ -251,7 +260,9 @@ class Front:
         self._data, self._buffer = bytearray(), b""  # every byte read; what is not yet taken as a line
         self._handshake = ""  # the request key of the initialize answered, "" before
         self._client: dict[str, Any] = {}  # the params of the initialize answered
-        self._answering = bool(self.records)
+        # Without a record, the handshake is computed from the server's tools (``computes``: a server that hands
+        # its tools to the front before the SDK loads; ``Tools.initialize_result``).
+        self._answering = bool(self.records) or computes
         self._tools: Tools | None = None
         self._tools_known = threading.Event()  # set by take_calls (with the tools, or None: no calls here)
         self._sdk_wanted = threading.Event()  # a call answered, or the front is done: the SDK may load now
@@ -289,7 +300,7 @@ class Front:
                     self._answering = self._answer(line)
                 if len(self._buffer) > _LINE_LIMIT:
                     self._answering = False  # not a request it answers: the rest stays in the pipe, unread
-        except (OSError, _ClientGone):
+        except (OSError, _ClientGone, _HandingOver):
             self._answering = False
         finally:
             self._got.data = bytes(self._data)
@@ -309,7 +320,9 @@ class Front:
     def _write(self, data: bytes) -> None:
         """Write an answer whole, without blocking on a client that does not read: while stdout is full, stdin is
         read on, and its EOF (the client is gone) ends the answering — the process ends as the real transport's
-        does (threat: a client that closed stdin and reads nothing more held the process for ever)."""
+        does (threat: a client that closed stdin and reads nothing more held the process for ever). A hand-over
+        asked for meanwhile takes the rest of the answer to the real transport, which writes it first (threat: a
+        client that stops reading held the hand-over, and with it the server's stop signals, for ever)."""
         view = memoryview(data)
         os.set_blocking(self._out, False)
         try:
@@ -319,8 +332,11 @@ class Front:
                     continue
                 except BlockingIOError:
                     pass
-                readable, _, _ = select.select([self._in], [self._out], [])
-                if readable and not self._pull():
+                readable, _, _ = select.select([self._in, self._wake_r], [self._out], [])
+                if self._wake_r in readable:
+                    self._got.unwritten = bytes(view)
+                    raise _HandingOver
+                if self._in in readable and not self._pull():
                     raise _ClientGone
         finally:
             os.set_blocking(self._out, True)
@@ -359,6 +375,8 @@ class Front:
             key = request_key(method, message.get("params"), self._handshake)
             result = self.records.get(key)
             if not isinstance(result, dict):
+                result = self._computed(method, params)
+            if result is None:
                 return False
             if method == "initialize":
                 self._handshake, self._client = key, params
@@ -368,6 +386,21 @@ class Front:
         if method == "tools/call":
             self._sdk_wanted.set()
         return True
+
+    def _computed(self, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        """The answer to ``initialize`` or ``tools/list`` from the server's tools, as the SDK gives it (the first
+        start in a new project has no record), or None when the real server must answer: a server that gives the
+        front no tools, params the SDK must judge itself, a list with a cursor or ``_meta``."""
+        self._tools_known.wait(_TOOLS_WAIT_S)  # the main thread is building them
+        tools = self._tools
+        if tools is None:
+            return None
+        result = tools.initialize_result(params) if method == "initialize" else None
+        if method == "tools/list" and not params:
+            result = tools.tools_list_result()
+        if result is not None:
+            log.debug("%s answered from the server's tools (no record)", method)
+        return result
 
     def _call(self, params: dict[str, Any]) -> dict[str, Any] | None:
         """A call's result from the server's tools, or None when the real server must take it: no handshake yet, a
@@ -420,6 +453,10 @@ class _ClientGone(Exception):
     """Stdin ended while an answer was being written."""
 
 
+class _HandingOver(Exception):
+    """The real transport takes over while an answer was being written (the rest is in ``HandOver.unwritten``)."""
+
+
 def _deeper_than(value: Any, limit: int) -> bool:
     """Whether ``value`` nests arrays and objects more than ``limit`` deep (walked without recursion)."""
     todo: list[tuple[Any, int]] = [(value, 1)]
@@ -439,9 +476,10 @@ def _no_constant(name: str) -> Any:
 _running: Front | None = None
 
 
-def start_front(server_package: str, argv: list[str] | None = None) -> None:
+def start_front(server_package: str, argv: list[str] | None = None, *, computes: bool = True) -> None:
     """At the top of a server's console script, before anything heavy is imported. Not for --help/--version, not
-    when stdin or stdout is a terminal (a person typing), nor when an earlier start left no records."""
+    when stdin or stdout is a terminal (a person typing), nor, for a server that cannot compute its answers
+    (``computes``), when an earlier start left no records."""
     global _running  # noqa: PLW0603 - one front per process, taken by the transport
     args = sys.argv[1:] if argv is None else argv
     if _running is not None or any(a in ("--help", "-h", "--version") for a in args):
@@ -450,7 +488,7 @@ def start_front(server_package: str, argv: list[str] | None = None) -> None:
         if os.isatty(0) or os.isatty(1):
             return
     try:
-        _running = Front(server_package, args).start()
+        _running = Front(server_package, args, computes=computes).start()
     except OSError:
         _running = None
 
@@ -460,7 +498,7 @@ def run_console(server_package: str, argv: Sequence[str] | None = None, *, sdk_f
     server never uses it: a fifth of start-up time), then the server's own command line, which loads the SDK
     once the front no longer answers alone (``early_calls``) — or first, with ``sdk_first``, for a server whose
     command line needs it."""
-    start_front(server_package, None if argv is None else list(argv))
+    start_front(server_package, None if argv is None else list(argv), computes=not sdk_first)
     from mcp_server_guard.serving.sdk import defer_sdk_client, import_sdk  # noqa: PLC0415 - after the front started
 
     defer_sdk_client()

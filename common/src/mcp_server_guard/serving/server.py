@@ -46,8 +46,7 @@ from pydantic import BaseModel, ValidationError
 
 from mcp_server_guard.audit import AuditRecord
 from mcp_server_guard.errors import ERROR_META_KEY, GuardError, HostError, ParamError, SecurityError
-from mcp_server_guard.serving.config import Mode, ServerConfig
-from mcp_server_guard.serving.front import where_line
+from mcp_server_guard.serving.config import ServerConfig
 from mcp_server_guard.serving.tools import (
     ToolInput,
     ToolOutput,
@@ -55,7 +54,9 @@ from mcp_server_guard.serving.tools import (
     ToolSpec,
     client_name,
     decision_of,
+    mode_instructions,
     path_target,
+    server_description,
     validation_refusal,
 )
 
@@ -158,21 +159,12 @@ class GuardedServer(MCPServer[Any]):
     """An MCPServer that audits every call and turns every failure into a structured refusal."""
 
     def __init__(self, config: ServerConfig, *, instructions: str | None = None, tools: Tools | None = None) -> None:
-        roots = ", ".join(root.path for root in config.jail.allowed)
-        # What the model is told must be true: in full-access commands run without the box, so a command can
-        # reach outside the directories (the file tools still cannot).
-        outside = (
-            "the file tools cannot reach outside them; commands run unconfined (full-access): they can read and "
-            "write anywhere the user can)."
-            if config.mode is Mode.FULL_ACCESS
-            else "nothing outside them can be read, written or run on)."
-        )
-        mode_line = f"Permission mode: {config.mode.value}. {where_line(roots, config.jail.launch_dir)} {outside}"
+        mode_line = mode_instructions(config)  # what the start-up front computes too (serving.tools)
         with _rich_left_unloaded():
             super().__init__(
                 name=config.name,
                 version=config.version,
-                description=f"mcp-guard {config.name} ({config.mode.value})",
+                description=server_description(config),
                 instructions=f"{mode_line} {instructions}" if instructions else mode_line,
                 log_level=config.log_level,  # type: ignore[arg-type]
             )

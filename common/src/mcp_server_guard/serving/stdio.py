@@ -296,6 +296,8 @@ class StdioConnection:
             async with anyio.create_task_group() as tg:
                 if received is not None:
                     tg.start_soon(self._stop_on_signal, received, tg.cancel_scope, stopped_by)
+                if self._early.unwritten:
+                    await self._queue(self._early.unwritten)  # the end of the front's last answer: first out
                 tg.start_soon(self._write_loop)
                 tg.start_soon(self._read_loop)
                 try:

@@ -22,11 +22,24 @@ from mcp_server_guard import audit
 from mcp_server_guard.audit import AuditRecord
 from mcp_server_guard.errors import Category, GuardError, HostError, ParamError, facts_line
 from mcp_server_guard.serving.calls import example_call, flat_schema, normalize_arguments
-from mcp_server_guard.serving.config import ServerConfig
+from mcp_server_guard.serving.config import Mode, ServerConfig
+from mcp_server_guard.serving.front import where_line
 
 log = logging.getLogger("mcp_server_guard")
 # The agent CLI's contract: on every result, after the tool's own fields.
 CONTRACT_FIELDS = ("auditId", "policyDecision", "mode", "timeoutSeconds")
+# What the SDK's server answers to every initialize of ours, whatever the client declares (pinned against the SDK
+# by tests/serving/test_computed_handshake.py): the handshake revisions it takes as the client says them.
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+CAPABILITIES: Mapping[str, Mapping[str, bool]] = {
+    "prompts": {"listChanged": False},
+    "resources": {"listChanged": False, "subscribe": False},
+    "tools": {"listChanged": False},
+}
+# The client capabilities and clientInfo members an initialize is answered here with (anything else, or another
+# type, is the SDK's to validate: it may refuse what the front would have taken).
+_CLIENT_CAPABILITIES = frozenset({"roots", "sampling", "elicitation", "experimental", "tasks"})
+_CLIENT_INFO = frozenset({"name", "version", "title", "description", "websiteUrl"})
 # Refusals about a path that missed: worth looking for the path the caller meant.
 _PATH_CODES = frozenset({"NOT_FOUND", "PATH_OUTSIDE_JAIL", "NOT_A_DIRECTORY", "INVALID_PATH", "IS_DIRECTORY"})
 
@@ -150,6 +163,25 @@ class ToolSpec:
         )
 
 
+def mode_instructions(config: ServerConfig) -> str:
+    """What every server tells the model at initialize: its mode and directories (``GuardedServer`` says this)."""
+    roots = ", ".join(root.path for root in config.jail.allowed)
+    # What the model is told must be true: in full-access commands run without the box, so a command can
+    # reach outside the directories (the file tools still cannot).
+    outside = (
+        "the file tools cannot reach outside them; commands run unconfined (full-access): they can read and "
+        "write anywhere the user can)."
+        if config.mode is Mode.FULL_ACCESS
+        else "nothing outside them can be read, written or run on)."
+    )
+    return f"Permission mode: {config.mode.value}. {where_line(roots, config.jail.launch_dir)} {outside}"
+
+
+def server_description(config: ServerConfig) -> str:
+    """The server's description in ``serverInfo``."""
+    return f"mcp-guard {config.name} ({config.mode.value})"
+
+
 def client_name(info: Mapping[str, Any] | None) -> str | None:
     """The audit record's actor: the client's name and version from initialize's ``clientInfo``."""
     if not isinstance(info, Mapping) or not isinstance(info.get("name"), str):
@@ -189,6 +221,47 @@ class Tools:
     def add(self, spec: ToolSpec) -> None:
         self.specs[spec.name] = spec
         self.shapes[spec.name] = spec.shape()
+
+    def initialize_result(self, params: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The SDK's answer to ``initialize`` with these params, computed (the first start in a new project has no
+        record of it: issue 44); None for params the SDK must judge itself (an era or a member it may refuse)."""
+        version, capabilities = params.get("protocolVersion"), params.get("capabilities")
+        info = params.get("clientInfo")
+        if not set(params) <= {"protocolVersion", "capabilities", "clientInfo"} or version not in HANDSHAKE_VERSIONS:
+            return None
+        if not isinstance(capabilities, dict) or not set(capabilities) <= _CLIENT_CAPABILITIES:
+            return None
+        if not all(isinstance(value, dict) for value in capabilities.values()):
+            return None
+        if not isinstance(capabilities.get("roots", {}).get("listChanged", False), bool):
+            return None
+        if not isinstance(info, dict) or not {"name", "version"} <= set(info) <= _CLIENT_INFO:
+            return None
+        if not all(isinstance(value, str) for value in info.values()):
+            return None
+        return {
+            "protocolVersion": version,
+            "capabilities": {key: dict(value) for key, value in CAPABILITIES.items()},
+            "serverInfo": {
+                "name": self.name,
+                "version": self.config.version,
+                "description": server_description(self.config),
+            },
+            "instructions": mode_instructions(self.config),
+        }
+
+    def tools_list_result(self) -> dict[str, Any]:
+        """The SDK's answer to ``tools/list`` (no cursor), computed: every tool, as ``GuardedServer.list_tools``."""
+        listed: list[dict[str, Any]] = []
+        for spec in self.specs.values():
+            shape = self.shapes[spec.name]
+            tool: dict[str, Any] = {"name": spec.name, "description": spec.description}
+            if spec.title is not None:
+                tool["title"] = spec.title
+            tool |= {"inputSchema": shape.input_schema, "outputSchema": shape.output_schema}
+            tool["annotations"] = dict(spec.annotations)
+            listed.append(tool)
+        return {"tools": listed}
 
     def record(self, name: str, arguments: Mapping[str, Any], actor: str | None) -> AuditRecord:
         """The audit record of a call, before it runs."""

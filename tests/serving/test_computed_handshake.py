@@ -1,0 +1,166 @@
+"""The first start in a new project answers ``initialize`` and ``tools/list`` before the SDK loads (issue 44).
+
+With no record of an earlier start, a server that hands its tools to the start-up front computes those answers
+from them (``Tools.initialize_result``, ``Tools.tools_list_result``). Here: for every handshake revision and a
+spread of client params, a computed answer is the SDK's own (or none: the SDK judges those params itself); through
+the real console scripts, the front computes them (no record, or a state directory inside a root, where records
+are never read) and the real server, which still sees the handshake and compares, finds no difference.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.server.runner import ServerRunner
+from mcp.types import ListToolsResult
+from mcp_types import methods
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+from mcp_server_file_read import server as file_read
+from mcp_server_file_write import server as file_write
+from mcp_server_guard.files.jail import SymlinkMode
+from mcp_server_guard.serving import tools as serving_tools
+from mcp_server_guard.serving.config import Mode
+from mcp_server_guard.serving.launch import build_config
+from mcp_server_guard.serving.server import GuardedServer
+from mcp_server_guard.serving.tools import Tools
+from support import RawClient, console_script
+
+INFO = {"name": "computed-test", "version": "1"}
+PARAMS: list[dict[str, Any]] = [
+    *({"protocolVersion": v, "capabilities": {}, "clientInfo": INFO} for v in HANDSHAKE_PROTOCOL_VERSIONS),
+    {"protocolVersion": "2025-06-18", "capabilities": {"roots": {"listChanged": True}}, "clientInfo": INFO},
+    {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}, "sampling": {}}, "clientInfo": INFO},
+    {"protocolVersion": "2025-11-25", "capabilities": {"experimental": {}}, "clientInfo": {**INFO, "title": "T"}},
+    # What the SDK must judge itself: another era, an unknown revision, members or types it may refuse.
+    {"protocolVersion": "2026-07-28", "capabilities": {}, "clientInfo": INFO},
+    {"protocolVersion": "2099-01-01", "capabilities": {}, "clientInfo": INFO},
+    {"protocolVersion": 20250618, "capabilities": {}, "clientInfo": INFO},
+    {"protocolVersion": "2025-06-18", "capabilities": {"roots": {"listChanged": "yes"}}, "clientInfo": INFO},
+    {"protocolVersion": "2025-06-18", "capabilities": {"roots": True}, "clientInfo": INFO},
+    {"protocolVersion": "2025-06-18", "capabilities": [], "clientInfo": INFO},
+    {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c"}},
+    {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": 1}},
+    {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {**INFO, "icons": []}},
+    {"protocolVersion": "2025-06-18", "capabilities": {}},
+    {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": INFO, "_meta": {"progressToken": 1}},
+    {"capabilities": {}, "clientInfo": INFO},
+]
+
+
+def _tools(name: str, root: Path, mode: Mode) -> Tools:
+    config = build_config(
+        prog=name,
+        name=name,
+        distribution=f"mcp-server-{name.replace('_', '-')}",
+        allow_path=[root.parent / "other"],
+        symlinks=SymlinkMode.FOLLOW,
+        launch_dir=root,
+        mode=mode,
+        policy=None,
+        audit_log=root.parent / "audit.jsonl",
+        log_level="WARNING",
+    )
+    if name == "file_write":
+        return file_write.build_tools(config, root.parent / "history")
+    return file_read.build_tools(config)
+
+
+def _sdk_initialize(server: GuardedServer, params: dict[str, Any]) -> dict[str, Any] | None:
+    """The SDK's own wire answer to ``initialize`` (its validation, negotiation, result and per-revision sieve),
+    None when it refuses the params."""
+    runner = ServerRunner(server._lowlevel_server, None, None)  # type: ignore[arg-type]
+    try:
+        methods.validate_client_request("initialize", str(params.get("protocolVersion")), params)
+        result = runner._handle_initialize(params)
+    except (ValidationError, ValueError, KeyError, TypeError):
+        return None
+    return runner._serialize("initialize", result.protocol_version, result)
+
+
+def _sdk_tools_list(server: GuardedServer, version: str) -> dict[str, Any]:
+    """The SDK's own wire answer to ``tools/list`` on a connection of ``version``."""
+    runner = ServerRunner(server._lowlevel_server, None, None)  # type: ignore[arg-type]
+    return runner._serialize("tools/list", version, ListToolsResult(tools=asyncio.run(server.list_tools())))
+
+
+@pytest.mark.parametrize("mode", [Mode.WORKSPACE_WRITE, Mode.FULL_ACCESS, Mode.READ_ONLY])
+@pytest.mark.parametrize("name", ["file_read", "file_write"])
+def test_a_computed_handshake_is_the_sdks_own_answer_or_none(
+    name: str, mode: Mode, tmp_path: Path, isolated_home: Path
+) -> None:
+    root, other = tmp_path / "proj", tmp_path / "other"
+    root.mkdir()
+    other.mkdir()
+    tools = _tools(name, root, mode)
+    server = GuardedServer.serving(tools)
+    computed_any = 0
+    for params in PARAMS:
+        computed = tools.initialize_result(params)
+        if computed is not None:
+            computed_any += 1
+            assert computed == _sdk_initialize(server, params), params
+    assert computed_any == len(HANDSHAKE_PROTOCOL_VERSIONS) + 3  # every plain handshake is computed
+    for version in HANDSHAKE_PROTOCOL_VERSIONS:
+        assert tools.tools_list_result() == _sdk_tools_list(server, version), version
+
+
+def test_the_revisions_answered_are_the_sdks_handshake_revisions() -> None:
+    assert serving_tools.HANDSHAKE_VERSIONS == HANDSHAKE_PROTOCOL_VERSIONS
+
+
+def _first_start(script: str, workspace: Path, stderr: Path, extra: list[str]) -> list[dict[str, Any]]:
+    argv = [console_script(script), "--log-level", "DEBUG", "--launch-dir", str(workspace), *extra]
+    client = RawClient(argv, workspace.parent, stderr=stderr)
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": INFO}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+    ]
+    try:
+        client.send_raw(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+        seen = client.until(3, timeout=60)
+        assert client.proc.stdin is not None
+        client.proc.stdin.close()
+        rest = client.read_to_eof(timeout=60)
+    finally:
+        client.close()
+    return seen + [json.loads(line) for line in rest.splitlines()]
+
+
+@pytest.mark.parametrize("script", ["mcp-server-file-read", "mcp-server-file-write"])
+def test_the_first_start_in_a_new_project_computes_its_handshake_and_the_real_server_agrees(
+    script: str, workspace: Path, isolated_home: Path, tmp_path: Path
+) -> None:
+    stderr = tmp_path / "first.log"
+    first = _first_start(script, workspace, stderr, [])
+    log = stderr.read_text(encoding="utf-8")
+    assert "initialize answered from the server's tools (no record)" in log
+    assert "tools/list answered from the server's tools (no record)" in log
+    assert "differed" not in log
+    assert [m["id"] for m in first] == [1, 2, 3]  # one answer per request
+    # The next start answers from the record the first one kept: the same answers.
+    again = _first_start(script, workspace, tmp_path / "again.log", [])
+    assert "no record" not in (tmp_path / "again.log").read_text(encoding="utf-8")
+    assert [m["result"] for m in again] == [m["result"] for m in first]
+
+
+def test_a_state_directory_inside_a_root_still_gets_a_computed_handshake_and_no_record(
+    workspace: Path, isolated_home: Path, tmp_path: Path
+) -> None:
+    # The state directory lies in an allowed root (HOME is one): records are never read or kept there, yet the
+    # computed answers come from the code, not from a file a command could plant.
+    stderr = tmp_path / "home.log"
+    answers = _first_start("mcp-server-file-read", workspace, stderr, ["--allow-path", str(isolated_home)])
+    log = stderr.read_text(encoding="utf-8")
+    assert "initialize answered from the server's tools (no record)" in log
+    assert "differed" not in log
+    assert [m["id"] for m in answers] == [1, 2, 3]
+    assert not list((isolated_home / ".local" / "state" / "mcp-guard" / "front").glob("*.json"))
