@@ -29,6 +29,20 @@ def state_dir() -> Path:
     return Path(base) / "mcp-guard"
 
 
+def path_directories() -> tuple[str, ...]:
+    """The directories on this process's PATH as real paths (absolute entries only: a relative one is wherever the
+    user stands), but the system's and a virtual environment's own (``bin`` beside a ``pyvenv.cfg``: on PATH only
+    while it is active, and installing into it is a project's everyday work)."""
+    found: list[str] = []
+    for entry in os.environ.get("PATH", "").split(os.pathsep):
+        real = os.path.realpath(entry) if entry.startswith("/") else ""
+        if not real or real in found or real in ("/", "/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin"):
+            continue
+        if not os.path.exists(os.path.join(os.path.dirname(real), "pyvenv.cfg")):
+            found.append(real)
+    return tuple(found)
+
+
 def within(child: str, parent: str) -> bool:
     """True when ``child`` is ``parent`` or lies below it, by whole path components."""
     if parent == "/":

@@ -1,20 +1,19 @@
 """One protected list and one hidden list, enforced by every tool.
 
 *Protected* paths are what makes git, a shell or an editor run programs later, as the user and outside any
-sandbox (git hooks and config, shell start-up files, editor tasks, MCP host configs), plus the guards' own
-policy files, audit log and history. ``file_write`` refuses them (:meth:`Protection.write_rule`); so does the
-judgement of what a shell_exec command changed on its copy (``changes.effects``), by the same rule. Only where
-commands write the real tree directly (no copy can be made) does the box mount each one that exists read-only
-(:meth:`Protection.survey`).
+sandbox (git hooks and config, shell start-up files, editor tasks, MCP host configs, the directories on the user's
+PATH), plus the guards' own policy files, audit log and history. ``file_write`` refuses them
+(:meth:`Protection.write_rule`); so does the judgement of what a shell_exec command changed on its copy
+(``changes.effects``), by the same rule. Only where commands write the real tree directly (no copy can be made)
+does the box mount each one that exists read-only (:meth:`Protection.survey`).
 
 *Hidden* paths are credentials: ``file_read`` refuses them (:meth:`Protection.hidden_rule`) and the box
 masks every one that exists (an empty, read-only file or directory).
 
-Git's own files are protected wherever its git dirs lie, known the way git knows itself: what makes a git dir
-and what in one git runs is ``git_dirs``'s, what a config says ``git_config``'s (their names stay importable from
-here). This module owns the lists, the box's search for git dirs below its roots, and the survey. A layout that
-cannot be read (an unreadable ``.git`` file, a protected path that is a symlink, which a bind mount would
-follow) fails closed with ``PROTECTION_UNAVAILABLE``: nothing runs.
+Git's own files are protected wherever its git dirs lie, known the way git knows itself (``git_dirs``: what makes
+a git dir and what in one git runs; ``git_config``: what a config says). This module owns the lists, the box's
+search for git dirs below its roots, and the survey. A layout that cannot be read (an unreadable ``.git`` file, a
+protected path that is a symlink, which a bind mount would follow) fails closed with ``PROTECTION_UNAVAILABLE``.
 """
 
 from __future__ import annotations
@@ -50,11 +49,10 @@ from mcp_server_guard.git_dirs import (
     repos_files,
 )
 from mcp_server_guard.globs import SuffixMatcher, glob_regex
-from mcp_server_guard.paths import parent_set, within, within_any, within_set
+from mcp_server_guard.paths import parent_set, path_directories, within, within_any, within_set
 from mcp_server_guard.policy import Policy
 
-# git_runnable, is_git_dir, pointer_text (git_dirs) and safe_git_config, unsafe_git_entries (git_config): kept
-# importable from here.
+# git_runnable, is_git_dir, pointer_text (git_dirs), safe_git_config, unsafe_git_entries (git_config): importable.
 __all__ = [
     "OWN_AREA",
     "Lookups",
@@ -152,6 +150,7 @@ class Protection:
         # mount those. Patterns with wildcards elsewhere are file_write's alone.
         tops = (p.strip("/").removesuffix("/**") for p in self.patterns)
         self._literal = tuple(top for top in tops if not _GLOB_CHARS & set(top))
+        self._on_path = parent_set(path_directories())
         self._aliases: dict[str, str] = {}  # where a protected name that is a link leads -> that name
         self._anchored: set[str] = set()
         self._links_to([self.home] if self.home else [])
@@ -204,11 +203,14 @@ class Protection:
             if not path:
                 continue
             real = path
-            pattern = self.listed([path])
-            if pattern is not None:
+            if (pattern := self.listed([path])) is not None:
                 return pattern
             if path in self._files:
                 return "the server's own policy or audit file"
+            # Threat: a program put in a directory on the user's PATH (``~/go/bin``) runs as the user, outside any
+            # box, whenever its name is typed: each one in an allowed root is protected.
+            if within_set(path, self._on_path):
+                return "a directory on the user's PATH"
             if within_set(path, self._dir_set):
                 return "the history store"
             if hidden is None:
@@ -219,8 +221,7 @@ class Protection:
                 return "a hidden path"
         if existing is not None and (existing.st_dev, existing.st_ino) in self._inodes:
             return "the server's own policy or audit file (hard link)"
-        own = _own_area(real, roots) if real.startswith("/") else None
-        if own is not None:
+        if (own := _own_area(real, roots) if real.startswith("/") else None) is not None:
             return f"the copies of shell_exec's commands ({own})"
         if real.startswith("/"):
             git = (lookups or Lookups()).git

@@ -43,7 +43,7 @@ from mcp_server_guard.changes.git_verdicts import (
     pointer_verdict,
 )
 from mcp_server_guard.changes.moves import moved_pairs
-from mcp_server_guard.changes.nofollow import default_acl_above, entries_below, lstat_beneath
+from mcp_server_guard.changes.nofollow import TooMany, default_acl_above, entries_below, lstat_beneath
 from mcp_server_guard.changes.wholes import refuse_whole
 from mcp_server_guard.changes.xattrs import acl_mode
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
@@ -411,16 +411,34 @@ def _modes(
                 judgement.refused[key] = f"{guarded}: a command may not make or re-mode it"
             # Threat: ``chmod 777 ~``: without the sticky bit anyone may move ``.bashrc`` away and put theirs.
             # What it holds: in the real tree, and what the command put below it (``git init build/pkg``).
-            elif change.kind == "dir" and extra & _WRITABLE_BY_OTHERS and not change.mode & 0o1000 and (held := next(
-                (g for d, kind in chain(entries_below(changes.root, change.path), ((c.path, c.kind) for c in
-                 changes.changes if c.path.startswith(f"{change.path}/") and c.action != "delete")) if (g := _guarded(
-                    trees, replace(change, path=d, kind=kind), protection, roots, lookups))), "")):  # fmt: skip
+            elif (
+                change.kind == "dir"
+                and extra & _WRITABLE_BY_OTHERS
+                and not change.mode & 0o1000
+                and (held := _holds_guarded(changes, change, trees, protection, roots, lookups))
+            ):
                 judgement.refused[key] = f"it would make {change.path}/ writable by others, and it holds {held}"
             elif extra & _SET_ID:
                 asks.append(f"sets the setgid or setuid bit of the directory {shown}")
             elif extra & _WRITABLE_BY_OTHERS and not scratch.name(change.path):
                 asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}")
     return asks
+
+
+def _holds_guarded(
+    changes: ChangeSet, change: Change, trees: Trees, protection: Protection, roots: Sequence[str], lookups: Lookups
+) -> str:
+    """What guarded path the directory ``change`` holds, in the real tree or among what the command put below it;
+    "" when none. Threat: a tree padded past the walk's bound (thousands of files before a nested ``.git``) hid
+    what it holds: a walk cut short names that, and the re-mode is refused (fail closed)."""
+    made = ((c.path, c.kind) for c in changes.changes if c.path.startswith(f"{change.path}/") and c.action != "delete")
+    try:
+        for path, kind in chain(entries_below(changes.root, change.path), made):
+            if guarded := _guarded(trees, replace(change, path=path, kind=kind), protection, roots, lookups):
+                return guarded
+    except TooMany:
+        return "more entries than are looked through (not all of them could be checked)"
+    return ""
 
 
 def _replaced_by_another(root: str, change: Change) -> bool:

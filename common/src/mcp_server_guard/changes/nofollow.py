@@ -182,9 +182,14 @@ def lstat_beneath(root: str, rel: str) -> os.stat_result | None:
         os.close(fd)
 
 
+class TooMany(Exception):
+    """``entries_below`` reached its limit: what lies further was not looked at (the caller fails closed)."""
+
+
 def entries_below(root: str, rel: str, limit: int = 5_000) -> Iterator[tuple[str, Kind]]:
     """The root-relative paths of the files and directories below the directory ``rel`` beneath ``root`` now, with
-    their kinds, nearest first (reached with no link followed; ``limit`` entries at most)."""
+    their kinds, nearest first (reached with no link followed). ``limit`` entries at most: reaching it raises
+    ``TooMany`` once those are yielded (threat: a tree padded past the bound hid what it holds)."""
     try:
         base = os.open(root, DIR)
     except OSError:
@@ -213,6 +218,8 @@ def entries_below(root: str, rel: str, limit: int = 5_000) -> Iterator[tuple[str
                     yield path, "dir"
                 elif is_file:
                     yield path, "file"
+        if limit <= 0:
+            raise TooMany
     finally:
         os.close(base)
 
