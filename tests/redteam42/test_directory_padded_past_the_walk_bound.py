@@ -20,7 +20,9 @@ POLICY = load_policy()
 
 
 @pytest.mark.parametrize("top", ["_deps", "vendor"])
-def test_attack_a_directory_padded_past_the_walk_is_refused_as_if_it_held_a_repository(tmp_path: Path, top: str) -> None:
+def test_attack_a_directory_padded_past_the_walk_is_refused_as_if_it_held_a_repository(
+    tmp_path: Path, top: str
+) -> None:
     copy = Copy(tmp_path)
     filler = copy.root / top / "a"
     filler.mkdir(parents=True)

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from mcp_server_guard.paths import where_line
 from mcp_server_guard.serving import front
 from support import RawClient, console_script
 
@@ -176,7 +177,7 @@ def test_the_directories_a_start_names_are_the_jails_and_a_record_naming_them_el
     assert front.where(["--allow-path", "../link", f"--allow-path={b}"]) == (f"{a}, {b}", a)
     assert front.where(["--launch-dir", b, "--allow-path", a]) == (f"{b}, {a}", b)
     assert front.where(["--allow-path", str(tmp_path / "gone")]) is None
-    instructions = f"Permission mode: x. {front.where_line(a, a)} nothing outside."
+    instructions = f"Permission mode: x. {where_line(a, a)} nothing outside."
     answer = {"serverInfo": {}, "instructions": instructions}
     kept = front._template({"k": answer}, [])
     assert kept is not None and a not in json.dumps(kept)

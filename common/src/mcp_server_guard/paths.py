@@ -13,10 +13,12 @@ from pathlib import Path
 __all__ = [
     "json_text",
     "parent_set",
+    "path_directories",
     "printable",
     "readable",
     "real_within_any",
     "state_dir",
+    "where_line",
     "within",
     "within_any",
     "within_set",
@@ -27,6 +29,11 @@ def state_dir() -> Path:
     """``$XDG_STATE_HOME/mcp-guard``: where the servers keep their state by default (see ``audit.state_dirs``)."""
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     return Path(base) / "mcp-guard"
+
+
+def where_line(roots: str, launch_dir: str) -> str:
+    """The part of a server's instructions that names its directories (the start-up front keeps it as a template)."""
+    return f"Allowed directories: {roots} (relative paths are taken from {launch_dir};"
 
 
 def path_directories() -> tuple[str, ...]:

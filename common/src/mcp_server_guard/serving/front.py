@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcp_server_guard.paths import state_dir
+from mcp_server_guard.paths import state_dir, where_line
 
 if TYPE_CHECKING:
     import asyncio
@@ -65,11 +65,6 @@ _DEPTH = 64  # nesting the front takes at most (the real transport's parser take
 _PACKAGES = ("mcp_server_guard", "mcp", "mcp_types", "pydantic", "pydantic_core")
 _ROOT_FLAGS = ("--launch-dir", "--allow-path")
 _ROOTS, _LAUNCH = "\x00roots\x00", "\x00launch\x00"  # a path never holds NUL: no real text is taken for them
-
-
-def where_line(roots: str, launch_dir: str) -> str:
-    """The part of a server's instructions that names its directories (``GuardedServer`` says it with this)."""
-    return f"Allowed directories: {roots} (relative paths are taken from {launch_dir};"
 
 
 def _flag_values(argv: list[str]) -> tuple[list[str], dict[str, list[str]]]:

@@ -21,9 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from mcp_server_guard import audit
 from mcp_server_guard.audit import AuditRecord
 from mcp_server_guard.errors import Category, GuardError, HostError, ParamError, facts_line
+from mcp_server_guard.paths import where_line
 from mcp_server_guard.serving.calls import example_call, flat_schema, normalize_arguments
 from mcp_server_guard.serving.config import Mode, ServerConfig
-from mcp_server_guard.serving.front import where_line
 
 log = logging.getLogger("mcp_server_guard")
 # The agent CLI's contract: on every result, after the tool's own fields.
