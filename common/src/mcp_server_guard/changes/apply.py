@@ -375,7 +375,7 @@ class Applier:
             [[c.path, c.what] for c in outcome.conflicts],
             [part],
         )
-        roots = {op.root for op in plan.ops}
+        roots, what = {op.root for op in plan.ops}, dict(plan.what)
         with contextlib.suppress(HistoryError):
             earlier = self.history.calls.read(plan.audit_id) if kept else {}
             if part in earlier.get("parts", []):
@@ -385,7 +385,9 @@ class Applier:
                 conflicts = [*earlier.get("conflicts", []), *conflicts]
                 parts = [*earlier.get("parts", []), part]
                 roots |= set(earlier.get("roots", []))
-        self.history.calls.record(plan.audit_id, sorted(roots), changes, conflicts=conflicts, parts=parts, **plan.what)
+                if only := {*earlier.get("only_copies", []), *what.get("only_copies", [])}:
+                    what["only_copies"] = sorted(only)  # what every part kept the one copy of
+        self.history.calls.record(plan.audit_id, sorted(roots), changes, conflicts=conflicts, parts=parts, **what)
 
     def _mark_undone(self, audit_id: str, undo_id: str) -> None:
         """Call ``audit_id`` is undone by ``undo_id``; a call it undid (this is a redo) is in force again."""

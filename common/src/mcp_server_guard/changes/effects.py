@@ -93,6 +93,9 @@ class Judgement:
     # keeps): a job's looks add theirs up, so that no job slips under a threshold look by look.
     touched: int = 0
     unbacked: int = 0
+    # Files (absolute) whose content before the call git has no copy of (modified, untracked, in no repository):
+    # once this applies, the history's pre-image is their one copy (``HistoryStore.evicting``).
+    only_copies: list[str] = field(default_factory=list)
 
     @property
     def question(self) -> str:
@@ -333,6 +336,8 @@ def judge(
         if len(outside) + earlier[1] > policy.max_unbacked_files:
             judgement.asks.append(f"It deletes or empties {_n(len(outside) + earlier[1], 'file')} no git repository "
                                   f"has a copy of: {_list(outside)}.")  # fmt: skip
+    if policy.ask_uncommitted:
+        judgement.only_copies = _only_copies([*losing, *rewritten])
     if policy.ask_uncommitted and rewritten:
         at_stake: list[tuple[str, str]] = []  # a job's look leaves them to its end (after _refuse: no _linked)
         thrown = discarded(rewritten, _stashed(sets), at_stake)
@@ -439,6 +444,24 @@ def _holds_guarded(
     except TooMany:
         return "more entries than are looked through (not all of them could be checked)"
     return ""
+
+
+def eviction_ask(gone: Sequence[str]) -> str:
+    """The question for an apply whose previous versions would evict the history's only copy of earlier work."""
+    return (f"Its previous versions push out of the history the only copy of earlier work git has none of: "
+            f"{_list(gone)} (that call could no longer be undone).")  # fmt: skip
+
+
+def _only_copies(pairs: Sequence[tuple[ChangeSet, Change]]) -> list[str]:
+    """Of the files an apply replaces or deletes, those (absolute) whose content git has no copy of."""
+    by_root: dict[str, list[tuple[ChangeSet, Change]]] = {}
+    for changes, change in pairs:
+        by_root.setdefault(changes.root, []).append((changes, change))
+    found: set[str] = set()
+    for root, group in by_root.items():
+        outside: list[str] = []
+        found.update(posixpath.join(root, path) for path in (*uncommitted(group, outside), *outside))
+    return sorted(found)
 
 
 def _replaced_by_another(root: str, change: Change) -> bool:

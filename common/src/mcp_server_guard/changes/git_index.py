@@ -191,13 +191,22 @@ def uncommitted(losing: Sequence[tuple[ChangeSet, Change]], outside: list[str] |
             if outside is not None:
                 outside.append(change.path)
             continue
-        work_tree, entries = found
-        rel = posixpath.relpath(posixpath.join(changes.root, change.path), work_tree)
-        blob = entries.get(rel)
-        if blob is None or blob_hash(posixpath.join(changes.root, change.path), changes.root,
-                                     sha256=len(blob) == 32) != blob:  # fmt: skip
+        if not _in_index(changes.root, change.path, found):
             lost.append(change.path)
     return lost
+
+
+def has_copy(root: str, path: str) -> bool:
+    """Whether git has a copy of the file ``path`` beneath ``root`` as it is now (its repository's index holds
+    these bytes): file_write's overwrite of one it has not keeps the one copy in the history."""
+    found = _repository(root, path, {})
+    return found is not None and _in_index(root, path, found)
+
+
+def _in_index(root: str, path: str, found: tuple[str, dict[str, bytes]]) -> bool:
+    work_tree, entries = found
+    blob = entries.get(posixpath.relpath(posixpath.join(root, path), work_tree))
+    return blob is not None and blob_hash(posixpath.join(root, path), root, sha256=len(blob) == 32) == blob
 
 
 def _repository(

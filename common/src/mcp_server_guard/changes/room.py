@@ -13,13 +13,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from mcp_server_guard.changes.changeset import ChangeSet
+from mcp_server_guard.changes.effects import Judgement
 from mcp_server_guard.changes.plan import Op
 from mcp_server_guard.changes.steps import MERGE_ENTRIES
 from mcp_server_guard.changes.xattrs import Xattrs
 from mcp_server_guard.files.calls import encoded_size
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 
-__all__ = ["apply_room", "undo_room"]
+__all__ = ["apply_room", "kept", "undo_room"]
 
 _DIR_BYTES = 4096  # what a directory a kept tree holds takes in the history (a block, on ext4 and most others)
 _RECORD_LINE = 200  # bytes of a call record's line beside the paths it names (measured: ~70; kept generous)
@@ -70,6 +71,18 @@ def apply_room(
                 inside[change.top] = inside.get(change.top, 0) + 1
                 record += 2 * encoded_size(posixpath.join(changes.root, change.path)) + _RECORD_LINE
     return history.room(len(keeps), nbytes, copied=copied, record=record)
+
+
+def kept(sets: Sequence[ChangeSet], judgement: Judgement) -> tuple[int, int]:
+    """About how many pre-images, of how many bytes, an apply of ``sets`` as judged keeps (before its steps are
+    planned: for ``HistoryStore.evicting``)."""
+    count = nbytes = 0
+    for changes in sets:
+        for change in changes.changes:
+            if change.action in ("modify", "delete") and (changes.root, change.path) not in judgement.refused:
+                count += 1
+                nbytes += change.size if change.action == "delete" else change.old_size
+    return count, nbytes
 
 
 def undo_room(history: HistoryStore, ops: Sequence[Op]) -> str:

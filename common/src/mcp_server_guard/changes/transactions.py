@@ -42,9 +42,10 @@ from mcp_server_guard.changes.changeset import (
     looked_under,
     walk_real,
 )
-from mcp_server_guard.changes.effects import Counts, Judgement, judge, summary_line
+from mcp_server_guard.changes.effects import Counts, Judgement, eviction_ask, judge, summary_line
 from mcp_server_guard.changes.escapes import MARKS, Escapes
 from mcp_server_guard.changes.plan import Conflict, Outcome, live_waits
+from mcp_server_guard.changes.room import kept
 from mcp_server_guard.changes.upper import read_upper
 from mcp_server_guard.files.treelock import TreeBusy, tree_lock
 from mcp_server_guard.files.trees import remove_tree
@@ -245,10 +246,17 @@ class Transactions:
                 sets.append(changes)
         return sets
 
-    def judge(self, sets: Sequence[ChangeSet], roots: Sequence[str], job: dict[str, int] | None = None) -> Judgement:
-        """``job``: a job's baseline, which keeps what its looks counted (``counted``)."""
+    def judge(
+        self, sets: Sequence[ChangeSet], roots: Sequence[str], job: dict[str, int] | None = None, audit_id: str = ""
+    ) -> Judgement:
+        """``job``: a job's baseline, which keeps what its looks counted (``counted``). Threat: a flood of rewrites
+        in a build directory, never asked, pushing out of the history the one copy of drafts an earlier call
+        overwrote: what this apply would evict of such copies is asked (``HistoryStore.evicting``)."""
         earlier = (job or {}).get(COUNTED_FILES, 0), (job or {}).get(COUNTED_UNBACKED, 0)
-        return judge(sets, self.protection, self.policy, roots, earlier)
+        judgement = judge(sets, self.protection, self.policy, roots, earlier)
+        if self.policy.ask_uncommitted and (gone := self.applier.history.evicting(*kept(sets, judgement), audit_id)):
+            judgement.asks.append(eviction_ask(gone))
+        return judgement
 
     def _untouched(self, name: str) -> bool:
         """Whether the copy holds no change at all (one directory read per root); then it is removed later, by
@@ -419,7 +427,7 @@ class Transactions:
         def work() -> tuple[Judgement, Outcome | None]:
             # Judged and applied with no other apply of this server, or of another, between them.
             with self.applier.lock, _tree_locked(sets):
-                judgement = self.judge(sets, roots, baseline)
+                judgement = self.judge(sets, roots, baseline, audit_id)
                 if judgement.asks:
                     return judgement, None
                 # Threat: the job rewrites a config or pointer between this judgement and the copy — or the bytes
@@ -431,8 +439,9 @@ class Transactions:
                 waiting.update(judgement.by_content | judgement.moved)
                 waiting.difference_update(judgement.refused)
                 skip = frozenset(judgement.refused) | frozenset(waiting)
+                said = {**what, "only_copies": judgement.only_copies} if judgement.only_copies else what
                 live = self.applier.apply(
-                    sets, audit_id, started_ns, skip=skip, what=what, live=True, baseline=baseline
+                    sets, audit_id, started_ns, skip=skip, what=said, live=True, baseline=baseline
                 )
                 # Threat: a job deleting two files per look: what its looks counted counts at its next judgement.
                 baseline[COUNTED_FILES] = baseline.get(COUNTED_FILES, 0) + judgement.touched
@@ -480,7 +489,7 @@ class Transactions:
         def work() -> tuple[Judgement, Outcome | None]:
             with self.applier.lock, _tree_locked(sets):
                 try:
-                    judgement = self.judge(sets, roots, baseline)
+                    judgement = self.judge(sets, roots, baseline, audit_id)
                 except (OSError, RecursionError, ValueError) as exc:
                     raise _Unjudged(_why(exc)) from exc
                 if judgement.asks and (approved is None or not set(judgement.asks) <= set(approved)):
@@ -491,6 +500,7 @@ class Transactions:
                     # The call's record keeps the result's own summary and counts: `mcp-guard history` tells the
                     # call as the result told it (a new directory's files counted one by one, not as one tree).
                     said = {**what, "summary": judgement.summary, "counts": dataclasses.asdict(judgement.counts)}
+                    said |= {"only_copies": judgement.only_copies} if judgement.only_copies else {}
                     outcome = self.applier.apply(sets, audit_id, started_ns, skip=skip, what=said, baseline=baseline)
                 finally:
                     self.discard(name)

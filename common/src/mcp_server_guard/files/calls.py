@@ -21,7 +21,17 @@ from typing import Any
 
 from mcp_server_guard.files.kept import disk_usage, write_whole
 
-__all__ = ["CALLS", "EVICTED", "CallRecords", "HistoryError", "call_groups", "encoded_size", "needed_by_journals"]
+__all__ = [
+    "CALLS",
+    "EVICTED",
+    "CallRecords",
+    "HistoryError",
+    "call_groups",
+    "encoded_size",
+    "needed_by_journals",
+    "only_copies",
+    "victims",
+]
 
 CALLS = "calls"  # the records' directory, in the history store
 EVICTED = "evicted.jsonl"
@@ -130,6 +140,14 @@ class CallRecords:
                     total += disk_usage(item.stat(follow_symlinks=False))
         return total
 
+    def size(self, calls: Iterable[str]) -> int:
+        """Bytes the records of ``calls`` take on disk."""
+        total = 0
+        for call in calls:
+            with contextlib.suppress(OSError):
+                total += disk_usage((self.directory / f"{call}.json").lstat()) if AUDIT_ID.match(call) else 0
+        return total
+
     def evict(self, audit_id: str) -> int:
         """A call whose pre-images went: its record goes too (it cannot be undone any more) and a line in
         ``evicted.jsonl`` says so. Returns the bytes freed."""
@@ -190,6 +208,39 @@ def needed_by_journals(directory: Path) -> set[str]:
             finally:
                 os.close(fd)
     return needed
+
+
+def only_copies(records: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
+    """Call id -> the paths whose pre-image its record keeps as the only copy of that work (git has none): what
+    evicting the call loses for good (``changes.effects``: ``Judgement.only_copies``)."""
+    found: dict[str, list[str]] = {}
+    for record in records:
+        paths = record.get("only_copies")
+        if isinstance(paths, list) and paths:
+            found[str(record.get("audit_id", ""))] = [str(path) for path in paths]
+    return found
+
+
+def victims(
+    groups: list[tuple[list[str], list[str]]],
+    precious: dict[str, list[str]],
+    over: tuple[int, int],
+    kept: Callable[[list[str], list[str]], object],
+    usage: Callable[[list[str], list[str]], int],
+) -> list[tuple[list[str], list[str]]]:
+    """The call groups (oldest first: ``call_groups``) that go, whole, until ``over`` (bytes, entries above the
+    goal) is paid: those holding no only copy of earlier work (``precious``) before those that do — threat: a
+    flood of rewrites in a build directory evicting the one copy of the drafts an earlier call overwrote. A group
+    ``kept`` says must stay is passed over; ``usage`` is what a group frees."""
+    chosen: list[tuple[list[str], list[str]]] = []
+    extra_bytes, extra_entries = over
+    for calls, ids in sorted(groups, key=lambda group: any(call in precious for call in group[0])):  # stable
+        if extra_bytes <= 0 and extra_entries <= 0:
+            break
+        if not kept(calls, ids):
+            chosen.append((calls, ids))
+            extra_bytes, extra_entries = extra_bytes - usage(calls, ids), extra_entries - len(ids)
+    return chosen
 
 
 def call_groups(owner: dict[str, str], records: Iterable[dict[str, Any]]) -> list[tuple[list[str], list[str]]]:

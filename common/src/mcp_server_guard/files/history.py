@@ -7,26 +7,26 @@ time, size, mode, kind, SHA-256 (when the bytes were copied) and the ``audit_id`
 A call that changed files also leaves a record (``files.calls``): what it did to each path, with the history ids
 of what was there before, so that ``mcp-guard undo`` can put one call's work back.
 
-Pre-images move, or are hard-linked, into the store when it lies on the same file system as the file (no
-copy: a 100 MB file is kept in microseconds); elsewhere they are copied.
+Pre-images move, or are hard-linked, into a store on the file's file system (a 100 MB file is kept in
+microseconds); elsewhere they are copied.
 
 Crash order. A save (file_write's copy) writes the data, then the metadata. A keep (what an apply or an undo
-replaces or deletes, moved or linked here) writes the metadata first — whole, under a temp name renamed — then
-moves the data: the unfinished apply's journal names the id, so a kill in between leaves an entry the next start
-finishes, never a moved tree nobody can tell is a pre-image. Removal deletes the metadata, then the data. Entries
-broken anyway (files deleted by hand) are reported, not served.
+replaces or deletes, moved or linked here) writes the metadata first (whole, renamed in), then moves the data: the
+apply's journal names the id, so a kill in between leaves an entry the next start finishes, never a moved tree
+nobody can tell is a pre-image. Removal deletes the metadata, then the data. Broken entries are reported.
 
 Orphans go at once, and only a dead server's: before it creates ``<id>.data`` (or moves a ``.tree`` in), a
-server notes the id in its own directory of ``.owners/`` (a ``files.liveness.OwnedDir``, locked for its life)
-and drops the note once the metadata is written. A data file without metadata that no live server has noted
-— and that no unfinished apply or undo journal names — is a dead server's: the next start, ``mcp-guard history
-prune`` and every eviction remove it, whatever its age. Several servers may share the store.
+server notes the id in its own ``.owners/`` directory (``files.liveness.OwnedDir``, locked for its life) and drops
+the note once the metadata is written. A data file without metadata no live server noted nor an unfinished
+journal names is a dead server's: the next start, ``mcp-guard history prune`` and every eviction remove it.
+Several servers may share the store.
 
 Bounds (what it uses on disk — both files of every entry and the call records, allocated blocks or size, whichever
 is larger — and its number of entries) refuse before they evict: a call whose pre-images do not fit them alone is
-refused before it changes anything (:meth:`HistoryStore.room`). Past a bound, whole calls go, oldest first — never
-a call still running, nor one an unfinished journal names — down to a tenth below it (a store at its bound is not
-rescanned on every save); ``calls/evicted.jsonl`` says which (``files.calls``).
+refused before it changes anything (:meth:`HistoryStore.room`). Past a bound, whole calls go, oldest first — those
+holding the only copy of earlier work last (:meth:`HistoryStore.evicting` says which a call would push out, so it
+can be asked first); never a call still running, nor one an unfinished journal names — down to a tenth below it;
+``calls/evicted.jsonl`` says which (``files.calls``).
 """
 
 from __future__ import annotations
@@ -49,7 +49,16 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from mcp_server_guard import faults, linux
-from mcp_server_guard.files.calls import AUDIT_ID, CALLS, CallRecords, HistoryError, call_groups, needed_by_journals
+from mcp_server_guard.files.calls import (
+    AUDIT_ID,
+    CALLS,
+    CallRecords,
+    HistoryError,
+    call_groups,
+    needed_by_journals,
+    only_copies,
+    victims,
+)
 from mcp_server_guard.files.kept import (
     copy_into,
     copy_xattrs,
@@ -68,7 +77,6 @@ _ID = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{6}$")
 _CHUNK = 1 << 20
 OWNERS = ".owners"  # each live server's notes of the saves it has in flight (see files.liveness)
 _APPLY_JOURNALS = ".journal"  # changes.apply's journals: the ids an unfinished apply still needs
-_MAX_JOURNAL_PLAN = 16 << 20  # bytes of a journal's plan line read at most
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
 _SLACK = 1 << 20  # bytes a call's records and metadata take besides its pre-images, at least
@@ -94,9 +102,8 @@ class HistoryEntry(BaseModel):
     files: int = 0  # a tree: how many paths it holds
     mtime_ns: int = 0  # an entry kept without hashing: its modification time, to check it is untouched
     original: list[int] = []  # (dev, ino) of what was kept, where it was (a copy is another inode)
-    # A tree: its files that had other names when it was kept, (path in the tree, device, inode). Each is kept as a
-    # copy (a later change through another name must not change the pre-image); undo makes it a name of that inode
-    # again where one still holds the same bytes.
+    # A tree: its files that had other names when kept, (path in the tree, device, inode), each kept as a copy (a
+    # change through another name must not change it); undo relinks it where that inode still holds the same bytes.
     links: list[tuple[str, int, int]] = []
 
 
@@ -591,57 +598,57 @@ class HistoryStore:
 
     def _evict(self, scan: dict[str, _Files] | None = None) -> None:
         """Bring the store within its bounds: whole calls go (every entry they kept, their record noted in
-        ``calls/evicted.jsonl``), oldest first — never a call of this process still running, nor one with an entry
-        a live server is saving or an unfinished apply or undo names."""
-        # Other servers may share the store: decide on a fresh scan, not on our running totals.
+        ``calls/evicted.jsonl``), as ``_victims`` picks them — on a fresh scan (other servers may share the store)."""
         scan = self._scan() if scan is None else scan
         total, count = self._measure(scan)
         if total <= self.max_bytes and count <= self.max_entries:
             self._total, self._count = total, count
             return
-        # Over a bound: go a tenth below it, so that a store at its bound is scanned once per many saves.
-        max_bytes = self.max_bytes - self.max_bytes // 10
-        max_entries = self.max_entries - max(1, self.max_entries // 10)
         total -= self._drop_orphans(scan)
-        count = len(scan)
-        spared = self._in_flight_anywhere() | needed_by_journals(self.directory / _APPLY_JOURNALS)
-        with self._owned_lock:
-            running = set(self._running)
-        groups = self._calls_oldest_first(scan)
-        for calls, ids in groups[:-1]:  # never the newest: the call that just kept them (it fitted the bounds alone)
-            if total <= max_bytes and count <= max_entries:
-                break
-            if running.intersection(calls) or spared.intersection(ids):
-                continue
+        for calls, ids in self._victims(scan, total, len(scan), newest=False)[0]:
             for entry_id in ids:
                 self._remove(entry_id)
                 total -= scan.pop(entry_id).usage
-                count -= 1
-            for call in calls:
-                if AUDIT_ID.match(call):
-                    total -= self.calls.evict(call)
-        self._total, self._count = total, count
+            total -= sum(self.calls.evict(call) for call in calls if AUDIT_ID.match(call))
+        self._total, self._count = total, len(scan)
 
-    def _calls_oldest_first(self, scan: dict[str, _Files]) -> list[tuple[list[str], list[str]]]:
-        """The entries of ``scan`` by the calls that need them, the group whose first entry is oldest first: the call
-        that kept an entry (an entry of no call is one of its own) and every call whose record names it — a redo
-        keeps the pre-images of the call it redoes under their old ids, so those calls go together, or not at all."""
-        owner: dict[str, str] = {}
-        for entry_id in sorted(scan):
-            try:
-                owner[entry_id] = self._metadata(entry_id).audit_id or entry_id
-            except HistoryError:
-                owner[entry_id] = entry_id  # broken metadata: it goes on its own
-        return call_groups(owner, self.calls.all())
+    def evicting(self, count: int, nbytes: int, own: str = "") -> list[str]:
+        """The paths whose only kept copy of earlier work (``only_copies`` of a call's record) would be evicted now
+        to make room for ``count`` more pre-images of ``nbytes`` (by call ``own``, whose earlier ones stay)."""
+        total, entries = self._measure(scan := self._scan())
+        total, entries = total + nbytes + count * _ENTRY_DISK, entries + count
+        if total <= self.max_bytes and entries <= self.max_entries:
+            return []
+        chosen, precious = self._victims(scan, total, entries, newest=True, own=own)
+        return [path for calls, _ in chosen for call in calls for path in precious.get(call, [])]
 
-    def usage(self) -> tuple[int, int]:
-        """(bytes, entries) the store uses on disk now, orphans included."""
+    def _victims(
+        self, scan: dict[str, _Files], total: int, count: int, *, newest: bool, own: str = ""
+    ) -> tuple[list[tuple[list[str], list[str]]], dict[str, list[str]]]:
+        """The call groups that go to bring ``total``/``count`` a tenth below the bounds (a store at its bound is
+        then not rescanned on every save), and every call's only copies of earlier work (``calls.victims``) —
+        never a call of this process still running (nor ``own``), one with an entry a live server is saving or an
+        unfinished apply or undo names, nor (``newest`` False) the newest: it just kept them, and fitted alone."""
+        over = total - self.max_bytes + self.max_bytes // 10, count - self.max_entries + max(1, self.max_entries // 10)
+        spared = self._spared()
+        with self._owned_lock:
+            running = {*self._running, own}
+        records, owner = self.calls.all(), dict.fromkeys(sorted(scan), "")  # entry -> the call that kept it
+        for entry_id in owner:  # an entry of no call, or with broken metadata, is one of its own
+            with contextlib.suppress(HistoryError):
+                owner[entry_id] = self._metadata(entry_id).audit_id
+        precious = only_copies(records)
+        groups = call_groups({i: call or i for i, call in owner.items()}, records)[: None if newest else -1]
+        stays = lambda calls, ids: running.intersection(calls) or spared.intersection(ids)  # noqa: E731
+        frees = lambda calls, ids: sum(scan[i].usage for i in ids) + self.calls.size(calls)  # noqa: E731
+        return victims(groups, precious, over, stays, frees), precious
+
+    def usage(self) -> tuple[int, int]:  # (bytes, entries) on disk now, orphans included
         return self._measure(self._scan())
 
     def sweep(self) -> int:
-        """At start-up and for ``mcp-guard history prune``: remove what dead servers left (their notes, and the
-        data files they never gave metadata), then bring the store within its bounds. Returns how many orphans
-        were removed."""
+        """At start-up and for ``mcp-guard history prune``: remove what dead servers left (notes, data files they
+        never gave metadata), then bring the store within its bounds. Returns how many orphans were removed."""
         self._ensure()
         remove_dead(self.directory / OWNERS)
         scan = self._scan()
@@ -653,15 +660,13 @@ class HistoryStore:
 
     def _drop_orphans(self, scan: dict[str, _Files]) -> int:
         """Remove the data of every id in ``scan`` that has no metadata, no live server's note and no unfinished
-        apply that needs it (it is taken out of ``scan``); the bytes that went.
-
-        The order holds against a save running meanwhile: the candidates come from ``scan`` (made before), the
-        notes are read after, and each candidate's metadata is looked for once more right before it goes — a
-        live save notes its id before its data exists and writes the metadata before it drops the note."""
+        apply that needs it (it is taken out of ``scan``); the bytes that went. Safe against a save meanwhile: the
+        candidates come from ``scan`` (made before), the notes are read after, and each candidate's metadata is
+        looked for again right before it goes (a save notes its id before its data, drops it after the metadata)."""
         candidates = [i for i, f in scan.items() if f.data and not f.meta]
         if not candidates:
             return 0
-        spared = self._in_flight_anywhere() | needed_by_journals(self.directory / _APPLY_JOURNALS)
+        spared = self._spared()
         freed = 0
         for entry_id in candidates:
             if entry_id in spared or os.path.lexists(self.directory / f"{entry_id}.json"):
@@ -675,9 +680,10 @@ class HistoryStore:
             log.info("history %s: removed %d byte(s) a dead server left without metadata", self.directory, freed)
         return freed
 
-    def _in_flight_anywhere(self) -> set[str]:
-        """The ids live servers (this one included) have noted as being saved now."""
-        busy: set[str] = set()
+    def _spared(self) -> set[str]:
+        """The ids live servers (this one included) have noted as being saved now, and those an unfinished apply or
+        undo journal names."""
+        busy = needed_by_journals(self.directory / _APPLY_JOURNALS)
         for owned in live_dirs(self.directory / OWNERS):
             with contextlib.suppress(OSError):
                 busy.update(name for name in os.listdir(owned) if _ID.match(name))

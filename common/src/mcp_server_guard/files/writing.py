@@ -30,7 +30,7 @@ import re
 import stat
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,6 +46,7 @@ from mcp_server_guard.files.mime import mime_of
 from mcp_server_guard.files.reading import sha256_fd
 from mcp_server_guard.files.treelock import TreeBusy, flock_until, tree_lock
 from mcp_server_guard.git_dirs import makes_git_dir
+from mcp_server_guard.paths import printable
 from mcp_server_guard.policy import FileWritePolicy, Policy
 from mcp_server_guard.protected import Protection, protection_for
 
@@ -154,6 +155,9 @@ class Writer:
         self.protection = protection
         self.history = history
         self.journal = journal
+        # (root, path) -> whether git has a copy of the file as it is (the server's: ``changes.git_index``); an
+        # overwrite of one it has not keeps the one copy of that work in the history, never evicted unasked.
+        self.backed: Callable[[str, str], bool] = lambda root, path: True
         self._new_mode = 0o666 & ~_current_umask() & ~_EXEC_BITS
         self._files = _FileLocks()
 
@@ -422,11 +426,12 @@ class Writer:
                 # The file holds these bytes already: nothing to write, and no second history entry of the same.
                 return WriteOutcome(self.jail.display(located), 0, digest, False, None)
             entry_id = self.history.new_id()
+            only = not self.backed(located.root.path, located.rel)
             # Pinned until the write has landed: no server's eviction takes the backup before the rename.
             with self.history.pinned(entry_id):
                 backup = self._save_previous(old, located, dirfd, name, st, entry_id)
                 fcntl.flock(old, fcntl.LOCK_UN)
-                if not self._land(located, dirfd, name, data, digest, st, old, backup, deadline):
+                if not self._land(located, dirfd, name, data, digest, st, old, backup, deadline, only):
                     return None
         finally:
             os.close(old)
@@ -443,6 +448,7 @@ class Writer:
         old: int,
         backup: HistoryEntry,
         deadline: float,
+        only: bool = False,
     ) -> bool:
         """The new content takes the name, the file still as its backup was copied (False: it changed meanwhile,
         decide again)."""
@@ -453,7 +459,7 @@ class Writer:
                     if not self._still(dirfd, name, st, exact=True):
                         self.history.forget(backup.id)  # changed since it was copied: decide again
                         return False
-                    record = self._record(located, dirfd, tmp, name, "modify", backup.id, digest)
+                    record = self._record(located, dirfd, tmp, name, "modify", backup.id, digest, only)
                     faults.point(f"write {name}")
                     try:
                         os.rename(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
@@ -479,8 +485,9 @@ class Writer:
                                                                                 st.st_ctime_ns)  # fmt: skip
 
     def _record(
-        self, located: Located, dirfd: int, temp: str, name: str, action: str, before: str, digest: str
-    ) -> tuple[str, dict[str, Any]] | None:
+        self, located: Located, dirfd: int, temp: str, name: str, action: str, before: str, digest: str,
+        only: bool = False,
+    ) -> tuple[str, dict[str, Any]] | None:  # fmt: skip
         """The call's record, written (``pending``) before the new content takes the name, so that a write killed
         at any point leaves one ``mcp-guard undo`` finds: it undoes the write only where the name holds what
         ``after`` says (the temp file's inode, which the rename or link keeps)."""
@@ -494,6 +501,7 @@ class Writer:
         manifest = {"audit_id": record.audit_id, "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
                     "applied_ns": time.time_ns(), "roots": [located.root.path], "tool": record.tool, "command": path,
                     "changes": [change], "conflicts": [], "pending": True}  # fmt: skip
+        manifest |= {"only_copies": [path]} if only else {}  # what it replaced: git has no copy (HistoryStore.evicting)
         try:
             self.history.calls.write(record.audit_id, manifest)
         except OSError as exc:
@@ -520,8 +528,19 @@ class Writer:
     def _save_previous(
         self, old: int, located: Located, dirfd: int, name: str, st: os.stat_result, entry_id: str
     ) -> HistoryEntry:
+        record = audit.current()
+        # Threat: a flood of writes pushing out of the history the one copy of work an earlier call replaced.
+        gone = self.history.evicting(1, st.st_size, record.audit_id if record is not None else "")
+        if gone:
+            raise ResourceError(
+                "HISTORY_FULL",
+                f"Keeping the previous content of '{located.given}' would push out of the history the only copy of "
+                f"earlier work git has none of ({', '.join(printable(g) for g in gone[:3])}"
+                f"{', …' if len(gone) > 3 else ''}); nothing was written, the file is untouched.",
+                "Ask the user to commit that work or raise history_max_bytes in the [file_write] section of the "
+                "policy (`mcp-guard history list` shows what the history keeps).",
+            )
         try:
-            record = audit.current()
             return self.history.save(
                 old,
                 posixpath.join(self.jail.real_path_of(dirfd), name),

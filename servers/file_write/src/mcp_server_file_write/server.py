@@ -63,11 +63,19 @@ class FileWriteOutput(ToolOutput):
         return f"{self.path}: {what}, {self.bytesWritten} bytes, sha256 {self.sha256}"
 
 
+def _has_copy(root: str, path: str) -> bool:
+    """Whether git has a copy of the file as it is (imported at the first overwrite: not on the start-up path)."""
+    from mcp_server_guard.changes.git_index import has_copy  # noqa: PLC0415
+
+    return has_copy(root, path)
+
+
 def build_tools(config: ServerConfig, history_dir: Path) -> Tools:
     """The tool, without the MCP SDK (the start-up front may answer a first call with it)."""
     tools = Tools(config)
     jail = config.jail
     writer = open_writer(config.jail, config.policy, config.audit.path, history_dir)
+    writer.backed = _has_copy  # an overwrite of work git has no copy of: its one copy stays in the history
     tools.cleanups.append(writer.close)
 
     async def file_write(args: FileWriteInput, _ctx: object) -> FileWriteOutput:

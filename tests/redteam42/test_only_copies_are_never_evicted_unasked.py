@@ -1,0 +1,107 @@
+"""Red team 42n (promise 4, what was lost): uncommitted drafts overwritten by one call (a rewrite, kept in the history:
+nothing to ask), then later calls flooding the history with unasked rewrites in a build directory until the first
+call was evicted — the drafts' only copy gone, nobody asked at any step. Now a call's record names the files whose
+previous content git has no copy of (``only_copies``); eviction takes every other call first, and an apply (or a
+file_write) that would still push such a copy out asks first (file_write, which cannot ask, refuses)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_server_guard.files.calls import CallRecords, victims
+from support.copies import overlays_work
+from support.redteam import FW, SX, audit_id_of, call, mcp_guard, started
+
+WORK = "two weeks of uncommitted work\n" * 10_000  # ~300 KB a draft
+ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+
+
+def _repository(root: Path) -> None:
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "README").write_text("r\n")
+    env = {**os.environ, **ENV}
+    subprocess.run(["git", "add", "README"], cwd=root, check=True, env=env)
+    subprocess.run(["git", "commit", "-qm", "i"], cwd=root, check=True, env=env)
+    for i in range(3):
+        (root / f"draft{i}.md").write_text(WORK)
+
+
+def _structured(result: dict[str, Any]) -> dict[str, Any]:
+    return dict(result.get("structuredContent") or {})
+
+
+def test_eviction_takes_every_call_without_an_only_copy_before_one_with() -> None:
+    groups = [(["a"], ["e1"]), (["b"], ["e2"]), (["c"], ["e3"]), (["d"], ["e4"])]
+    chosen = victims(groups, {"a": ["/p/draft.md"]}, (2, 0), lambda calls, ids: False, lambda calls, ids: 1)
+    assert chosen == [(["b"], ["e2"]), (["c"], ["e3"])]  # the oldest, a, holds the only copy: it goes last
+    chosen = victims(groups, {"a": ["/p/draft.md"]}, (4, 0), lambda calls, ids: False, lambda calls, ids: 1)
+    assert chosen[-1] == (["a"], ["e1"])
+
+
+@pytest.mark.skipif(not overlays_work(), reason="no user namespaces for an overlay here")
+def test_attack_a_flood_of_build_rewrites_never_evicts_the_drafts_a_call_overwrote_unasked(tmp_path: Path) -> None:
+    root, state = tmp_path / "proj", tmp_path / "state"
+    _repository(root)
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[file_write]\nhistory_max_bytes = 4194304\n")
+    raw = started(SX, root, state, "--policy", str(policy))
+    try:
+        first = call(raw, 1, "shell_exec", {"command": "for f in draft*.md; do echo > $f; done"})
+        assert _structured(first).get("transaction") == "applied", first
+        records = CallRecords(state / "history" / "calls")
+        assert records.read(audit_id_of(first))["only_copies"] == [str(root / f"draft{i}.md") for i in range(3)]
+        # The flood: rewrites in build/ (never asked) that fill the history many times over. Every other call
+        # goes before the drafts' copies do: none of it needs a question.
+        flood = "mkdir -p build && for i in 1 2 3 4; do head -c 900000 /dev/urandom > build/o$i; done"
+        outcomes = [_structured(call(raw, 2, "shell_exec", {"command": flood}))]
+        for k in range(6):
+            again = f"for i in {k % 2 + 1} {k % 2 + 3}; do head -c 900000 /dev/urandom > build/o$i; done"
+            outcomes.append(_structured(call(raw, 3 + k, "shell_exec", {"command": again})))
+        assert [o.get("transaction") for o in outcomes] == ["applied"] * 7, outcomes
+        # A call whose previous versions fit the history only without the drafts' copies: asked (this client
+        # cannot answer, so nothing of it lands).
+        whole = "for i in 1 2 3 4; do head -c 900000 /dev/urandom > build/o$i; done"
+        asked = _structured(call(raw, 20, "shell_exec", {"command": whole}))
+    finally:
+        raw.close()
+    assert asked.get("transaction") != "applied", asked
+    assert asked.get("policyDecision") == "ask-unavailable", asked
+    question = next(line for line in (state / "audit.jsonl").read_text().splitlines() if asked["auditId"] in line
+                    and "changes_asked" in line)  # fmt: skip
+    assert "only copy of earlier work" in question and "draft0.md" in question, question
+    undo = mcp_guard("undo", audit_id_of(first), "--history-dir", str(state / "history"),
+                     "--audit-log", str(state / "audit.jsonl"))  # fmt: skip
+    assert undo.returncode == 0, undo.stdout + undo.stderr
+    assert all((root / f"draft{i}.md").read_text() == WORK for i in range(3))
+
+
+def test_attack_file_write_refuses_to_push_out_the_only_copy_of_a_draft_it_overwrote(tmp_path: Path) -> None:
+    root, state = tmp_path / "proj", tmp_path / "state"
+    _repository(root)
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[file_write]\nhistory_max_bytes = 1048576\n")
+    (root / "big.txt").write_text("b" * 300_000)
+    subprocess.run(["git", "add", "big.txt"], cwd=root, check=True)
+    raw = started(FW, root, state, "--policy", str(policy))
+    try:
+        first = call(raw, 1, "file_write", {"path": "draft0.md", "content": "x", "overwrite": True})
+        assert not first.get("isError"), first
+        refusal: dict[str, Any] = {}
+        for i in range(8):  # each overwrite keeps ~300 KB of the one before (all but git's): the store fills
+            result = call(raw, 2 + i, "file_write", {"path": "big.txt", "content": str(i) * 300_000, "overwrite": True})
+            if result.get("isError"):
+                refusal = result
+                break
+    finally:
+        raw.close()
+    assert "HISTORY_FULL" in str(refusal) and "only copy of earlier work" in str(refusal), refusal
+    undo = mcp_guard("undo", audit_id_of(first), "--history-dir", str(state / "history"),
+                     "--audit-log", str(state / "audit.jsonl"))  # fmt: skip
+    assert undo.returncode == 0, undo.stdout + undo.stderr
+    assert (root / "draft0.md").read_text() == WORK
