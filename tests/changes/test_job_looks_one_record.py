@@ -206,3 +206,20 @@ async def test_a_projects_own_overlay_attributes_survive_a_job_that_rewrites_and
     assert not conflicts(looks, ("refused", "conflict")), conflicts(looks, ("refused", "conflict"))
     assert os.getxattr(workspace / "d" / "b", "user.overlay.mine") == b"v"
     assert os.getxattr(workspace / "e2", "user.overlay.dirmine") == b"w"
+
+
+async def test_a_look_never_lands_the_box_move_helpers_copy_in_the_making(workspace: Path, tmp_path: Path) -> None:
+    # Red team 40n: the box moves a real directory by copying it under ``.<target>.mcp-guard-mv-<hex>`` beside the
+    # target, then renaming the copy into place; a look during the copy landed the half-made copy, and the job's
+    # end then had to delete it (asked, held; declined, it stayed). Natively no such name ever exists. Here the job
+    # makes such names itself (the helper's are made the same way, just slower), then renames them into place.
+    temp = "n/.big2.mcp-guard-mv-0123456789ab"
+    command = (f"mkdir -p {temp}/s && echo x > {temp}/s/f && mkdir .top.mcp-guard-mv-abcdefabcdef; sleep 3; "
+               f"mv {temp} n/big2; rmdir .top.mcp-guard-mv-abcdefabcdef; sleep 3")  # fmt: skip
+    looks, before, after = await as_natively(workspace, tmp_path, command)
+    shown = [path["path"] for look in looks for path in look["changes"]["paths"]]
+    assert not [path for path in shown if "mcp-guard-mv" in path], shown
+    assert [look["transaction"] for look in looks if look["transaction"] not in ("unchanged", "waiting")] == [
+        "applied"
+    ] * len([look for look in looks if look["transaction"] not in ("unchanged", "waiting")]), looks
+    assert undone_and_redone(looks[0]["auditId"], workspace, before, after) == []

@@ -7,11 +7,14 @@ strings: callers pass paths already made absolute and normalised (or real, for :
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = [
+    "MOVING_COPY",
     "json_text",
+    "moving_copy",
     "parent_set",
     "path_directories",
     "printable",
@@ -29,6 +32,18 @@ def state_dir() -> Path:
     """``$XDG_STATE_HOME/mcp-guard``: where the servers keep their state by default (see ``audit.state_dirs``)."""
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     return Path(base) / "mcp-guard"
+
+
+# The box's directory-move helper (``shell.sandbox.renames``) copies a tree under ``.<target>.mcp-guard-mv-<12 hex>``
+# beside its target, then renames it into place: a name that never exists natively, so never a change of the
+# command's (a look in the middle of the copy, or a command killed during it, must not land it).
+MOVING_COPY = ".mcp-guard-mv-"
+_MOVING_COPY = re.compile(r"\..+" + re.escape(MOVING_COPY) + r"[0-9a-f]{12}\Z", re.DOTALL)
+
+
+def moving_copy(name: str) -> bool:
+    """Whether ``name`` is the box's directory-move helper's copy in the making."""
+    return name.startswith(".") and bool(_MOVING_COPY.match(name))
 
 
 def where_line(roots: str, launch_dir: str) -> str:

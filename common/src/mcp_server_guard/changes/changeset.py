@@ -18,6 +18,7 @@ from typing import Literal, cast
 from mcp_server_guard.changes.xattrs import Xattrs
 from mcp_server_guard.files.kept import file_kind
 from mcp_server_guard.files.trees import open_own_dir
+from mcp_server_guard.paths import moving_copy
 
 __all__ = [
     "COUNTED_FILES",
@@ -216,7 +217,7 @@ def walk_entries(
                 try:
                     for name in listing(current[0]):
                         st = lstat(name, current[0])
-                        if st is None:
+                        if st is None or (ours and moving_copy(name)):  # the box's helper's (paths.moving_copy)
                             continue
                         budget[0] -= 1
                         if budget[0] < 0:

@@ -52,6 +52,7 @@ from mcp_server_guard.changes.xattrs import (
     seen,
     set_by_command,
 )
+from mcp_server_guard.paths import moving_copy
 
 __all__ = ["read_upper"]
 
@@ -170,7 +171,7 @@ class _Reader(Names):
             if self.budget[0] < 0:
                 return
             path = f"{rel}/{name}" if rel else name
-            if path in self.skip:
+            if path in self.skip or moving_copy(name):  # the box's helper's, never the command's (paths)
                 continue
             depth(path)
             st = lstat(name, upper_dir)

@@ -36,6 +36,7 @@ import stat
 from typing import Any
 
 from mcp_server_guard import linux
+from mcp_server_guard.paths import MOVING_COPY
 
 SECCOMP_SET_MODE_FILTER = 1
 SECCOMP_FILTER_FLAG_NEW_LISTENER = 1 << 3
@@ -291,7 +292,7 @@ def move_tree(old_dir: int, old: bytes, new_dir: int, new: bytes, *, noreplace: 
                     return errno.ENOTEMPTY
         if _inside(dst_parent, src):
             return errno.EINVAL
-        temp = b"." + dst_name[:64] + b".mcp-guard-mv-" + secrets.token_hex(6).encode()
+        temp = b"." + dst_name[:64] + MOVING_COPY.encode() + secrets.token_hex(6).encode()  # never landed
         relaxed: list[tuple[int, bytes, int, bytes]] = []
         try:
             try:
