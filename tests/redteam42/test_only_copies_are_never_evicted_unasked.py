@@ -86,15 +86,15 @@ def test_attack_file_write_refuses_to_push_out_the_only_copy_of_a_draft_it_overw
     _repository(root)
     policy = tmp_path / "policy.toml"
     policy.write_text("[file_write]\nhistory_max_bytes = 1048576\n")
-    (root / "big.txt").write_text("b" * 300_000)
-    subprocess.run(["git", "add", "big.txt"], cwd=root, check=True)
+    for i in range(8):
+        (root / f"notes{i}.md").write_text(WORK)  # more uncommitted work, ~300 KB a file
     raw = started(FW, root, state, "--policy", str(policy))
     try:
         first = call(raw, 1, "file_write", {"path": "draft0.md", "content": "x", "overwrite": True})
         assert not first.get("isError"), first
         refusal: dict[str, Any] = {}
-        for i in range(8):  # each overwrite keeps ~300 KB of the one before (all but git's): the store fills
-            result = call(raw, 2 + i, "file_write", {"path": "big.txt", "content": str(i) * 300_000, "overwrite": True})
+        for i in range(8):  # each overwrite keeps ~300 KB of someone's only copy: the store fills within a few
+            result = call(raw, 2 + i, "file_write", {"path": f"notes{i}.md", "content": "y", "overwrite": True})
             if result.get("isError"):
                 refusal = result
                 break
@@ -105,3 +105,31 @@ def test_attack_file_write_refuses_to_push_out_the_only_copy_of_a_draft_it_overw
                      "--audit-log", str(state / "audit.jsonl"))  # fmt: skip
     assert undo.returncode == 0, undo.stdout + undo.stderr
     assert (root / "draft0.md").read_text() == WORK
+
+
+def test_rewriting_the_tools_own_output_keeps_no_only_copy(tmp_path: Path) -> None:
+    # A model rewriting one file over and over: only the first overwrite replaces the user's work; each later one
+    # replaces the writer's own output, which may go from the history as every other call's does.
+    root, state = tmp_path / "proj", tmp_path / "state"
+    _repository(root)
+    raw = started(FW, root, state)
+    try:
+        ids = [audit_id_of(call(raw, 1 + i, "file_write", {"path": "draft1.md", "content": f"v{i}", "overwrite": True}))
+               for i in range(3)]  # fmt: skip
+    finally:
+        raw.close()
+    records = CallRecords(state / "history" / "calls")
+    assert [records.read(i).get("only_copies", []) for i in ids] == [[str(root / "draft1.md")], [], []]
+
+
+@pytest.mark.skipif(not overlays_work(), reason="no user namespaces for an overlay here")
+def test_a_command_rewriting_what_an_earlier_call_landed_keeps_no_only_copy(tmp_path: Path) -> None:
+    root, state = tmp_path / "proj", tmp_path / "state"
+    _repository(root)
+    raw = started(SX, root, state)
+    try:
+        ids = [audit_id_of(call(raw, 1 + i, "shell_exec", {"command": f"echo v{i} > draft2.md"})) for i in range(3)]
+    finally:
+        raw.close()
+    records = CallRecords(state / "history" / "calls")
+    assert [records.read(i).get("only_copies", []) for i in ids] == [[str(root / "draft2.md")], [], []]

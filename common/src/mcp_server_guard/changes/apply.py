@@ -85,6 +85,9 @@ __all__ = ["Applier", "NotApplied", "UndoConflict", "now_ns", "reverse_ops", "ru
 log = logging.getLogger("mcp_server_guard.changes")
 
 
+_LANDED = 100_000  # files whose last landing a server remembers (``Applier.landed``)
+
+
 class UndoConflict(Exception):
     """Undo stopped before changing anything: these paths changed after the call."""
 
@@ -121,6 +124,9 @@ class Applier:
         # Held across a judgement and the apply it decides (Transactions): no other apply of this server comes
         # between them.
         self.lock = threading.RLock()
+        # Absolute path -> (dev, ino, mtime_ns, size) of the file this server last landed there: a later rewrite of
+        # it replaces the tools' own output, not work git has no copy of (``effects.judge``: only copies).
+        self.landed: dict[str, tuple[int, ...]] = {}
 
     @property
     def journals(self) -> Path:
@@ -369,6 +375,12 @@ class Applier:
             outcome.recorded = kept  # nothing to undo (directories' times the command's entries moved on) but parts
             return
         outcome.recorded = True
+        for applied in outcome.applied:
+            if applied.kind == "file" and applied.after and applied.action in ("create", "modify"):
+                self.landed.pop(applied.path, None)
+                self.landed[applied.path] = applied.after
+        while len(self.landed) > _LANDED:
+            del self.landed[next(iter(self.landed))]  # the oldest first
         part = hashlib.sha256(json.dumps([op.plan() for op in plan.ops], sort_keys=True).encode()).hexdigest()[:16]
         changes, conflicts, parts = (
             [a.record() for a in outcome.applied],

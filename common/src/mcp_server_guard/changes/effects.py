@@ -28,7 +28,7 @@ import os
 import posixpath
 import re
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import chain
 
@@ -235,10 +235,12 @@ def judge(
     policy: EffectsPolicy,
     roots: Sequence[str],
     earlier: tuple[int, int] = (0, 0),
+    landed: Mapping[str, tuple[int, ...]] | None = None,
 ) -> Judgement:
     """The judgement of a call's change sets. ``roots``: the allowed directories of the call (narrowed by the
     client's roots if it sent any); ``earlier``: what a job's earlier looks applied of what the counted questions
-    count (``Judgement.touched``, ``unbacked``)."""
+    count (``Judgement.touched``, ``unbacked``); ``landed``: what this server's tools last landed, by path (as
+    ``Applier.landed``): rewriting it replaces their own output, no only copy of anyone's work."""
     judgement = Judgement()
     scratch = _Matcher(policy.scratch)
     places = _Matcher(policy.executable_places)
@@ -337,7 +339,7 @@ def judge(
             judgement.asks.append(f"It deletes or empties {_n(len(outside) + earlier[1], 'file')} no git repository "
                                   f"has a copy of: {_list(outside)}.")  # fmt: skip
     if policy.ask_uncommitted:
-        judgement.only_copies = _only_copies([*losing, *rewritten])
+        judgement.only_copies = _only_copies([*losing, *rewritten], landed or {})
     if policy.ask_uncommitted and rewritten:
         at_stake: list[tuple[str, str]] = []  # a job's look leaves them to its end (after _refuse: no _linked)
         thrown = discarded(rewritten, _stashed(sets), at_stake)
@@ -452,10 +454,16 @@ def eviction_ask(gone: Sequence[str]) -> str:
             f"{_list(gone)} (that call could no longer be undone).")  # fmt: skip
 
 
-def _only_copies(pairs: Sequence[tuple[ChangeSet, Change]]) -> list[str]:
-    """Of the files an apply replaces or deletes, those (absolute) whose content git has no copy of."""
+def _only_copies(pairs: Sequence[tuple[ChangeSet, Change]], landed: Mapping[str, tuple[int, ...]]) -> list[str]:
+    """Of the files an apply replaces or deletes, those (absolute) whose content git has no copy of — but the
+    tools' own output, still as they landed it (``landed``: a model editing one file over and over)."""
     by_root: dict[str, list[tuple[ChangeSet, Change]]] = {}
     for changes, change in pairs:
+        if (mine := landed.get(posixpath.join(changes.root, change.path))) is not None and (
+            (st := lstat_beneath(changes.root, change.path)) is not None
+            and (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size) == mine
+        ):
+            continue
         by_root.setdefault(changes.root, []).append((changes, change))
     found: set[str] = set()
     for root, group in by_root.items():

@@ -253,7 +253,7 @@ class Transactions:
         in a build directory, never asked, pushing out of the history the one copy of drafts an earlier call
         overwrote: what this apply would evict of such copies is asked (``HistoryStore.evicting``)."""
         earlier = (job or {}).get(COUNTED_FILES, 0), (job or {}).get(COUNTED_UNBACKED, 0)
-        judgement = judge(sets, self.protection, self.policy, roots, earlier)
+        judgement = judge(sets, self.protection, self.policy, roots, earlier, self.applier.landed)
         if self.policy.ask_uncommitted and (gone := self.applier.history.evicting(*kept(sets, judgement), audit_id)):
             judgement.asks.append(eviction_ask(gone))
         return judgement

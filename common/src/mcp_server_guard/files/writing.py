@@ -158,6 +158,7 @@ class Writer:
         # (root, path) -> whether git has a copy of the file as it is (the server's: ``changes.git_index``); an
         # overwrite of one it has not keeps the one copy of that work in the history, never evicted unasked.
         self.backed: Callable[[str, str], bool] = lambda root, path: True
+        self._landed: dict[str, tuple[int, ...]] = {}  # path -> identity of what this writer last wrote there
         self._new_mode = 0o666 & ~_current_umask() & ~_EXEC_BITS
         self._files = _FileLocks()
 
@@ -426,7 +427,11 @@ class Writer:
                 # The file holds these bytes already: nothing to write, and no second history entry of the same.
                 return WriteOutcome(self.jail.display(located), 0, digest, False, None)
             entry_id = self.history.new_id()
-            only = not self.backed(located.root.path, located.rel)
+            # The writer's own output, as it left it, is no one's only copy (a model rewriting a file over and over).
+            mine = self._landed.get(posixpath.join(self.jail.real_path_of(dirfd), name))
+            only = mine != (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size) and not self.backed(
+                located.root.path, located.rel
+            )
             # Pinned until the write has landed: no server's eviction takes the backup before the rename.
             with self.history.pinned(entry_id):
                 backup = self._save_previous(old, located, dirfd, name, st, entry_id)
@@ -513,6 +518,11 @@ class Writer:
         if written is None:
             return
         audit_id, manifest = written
+        for change in manifest["changes"]:
+            self._landed.pop(change["path"], None)
+            self._landed[change["path"]] = tuple(change["after"])
+            while len(self._landed) > 100_000:
+                del self._landed[next(iter(self._landed))]
         manifest.pop("pending", None)
         try:
             self.history.calls.write(audit_id, manifest, durable=False)
