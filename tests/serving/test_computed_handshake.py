@@ -50,6 +50,41 @@ PARAMS: list[dict[str, Any]] = [
     {"protocolVersion": "2025-06-18", "capabilities": {}},
     {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": INFO, "_meta": {"progressToken": 1}},
     {"capabilities": {}, "clientInfo": INFO},
+    # Red team 42o: members and types the SDK validates (the front must leave them to it, or answer as it does).
+    *(
+        {"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": INFO}
+        for caps in (
+            {"sampling": {"context": 5}},
+            {"sampling": {"tools": 5}},
+            {"sampling": {"x": 1}},
+            {"elicitation": {"form": 5}},
+            {"elicitation": {"url": "x"}},
+            {"elicitation": {"x": 1}},
+            {"tasks": {"requests": 5}},
+            {"tasks": {"list": "x"}},
+            {"experimental": {"a": 5}},
+            {"experimental": {"a": {"b": 1}}},
+            {"roots": {"listChanged": True, "x": 1}},
+            {"roots": {"x": 5}},
+            {"roots": {"listChanged": 1}},
+            {"elicitation": {"form": {}, "url": {}}},
+        )
+    ),
+    *(
+        {"protocolVersion": version, "capabilities": caps, "clientInfo": INFO}
+        for version in ("2024-11-05", "2025-03-26")
+        for caps in ({"elicitation": {}}, {"tasks": {}})
+    ),
+    *(
+        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": info}
+        for info in (
+            {**INFO, "websiteUrl": "not a url"},
+            {**INFO, "websiteUrl": ""},
+            {**INFO, "title": ""},
+            {"name": "", "version": ""},
+            {**INFO, "description": "\u202e"},
+        )
+    ),
 ]
 
 

@@ -36,10 +36,15 @@ CAPABILITIES: Mapping[str, Mapping[str, bool]] = {
     "resources": {"listChanged": False, "subscribe": False},
     "tools": {"listChanged": False},
 }
-# The client capabilities and clientInfo members an initialize is answered here with (anything else, or another
-# type, is the SDK's to validate: it may refuse what the front would have taken).
-_CLIENT_CAPABILITIES = frozenset({"roots", "sampling", "elicitation", "experimental", "tasks"})
-_CLIENT_INFO = frozenset({"name", "version", "title", "description", "websiteUrl"})
+# The client capabilities an initialize is answered here with, as the everyday clients declare them, by the
+# revision that defines each (anything else — another member, type or revision — is the SDK's to validate: it may
+# refuse what the front would have taken). clientInfo: name, version (and title), non-empty strings.
+_CLIENT_CAPABILITIES: Mapping[str, tuple[str, tuple[Mapping[str, Any], ...]]] = {
+    "roots": ("2024-11-05", ({}, {"listChanged": True}, {"listChanged": False})),
+    "sampling": ("2024-11-05", ({},)),
+    "experimental": ("2024-11-05", ({},)),
+    "elicitation": ("2025-06-18", ({},)),
+}
 # Refusals about a path that missed: worth looking for the path the caller meant.
 _PATH_CODES = frozenset({"NOT_FOUND", "PATH_OUTSIDE_JAIL", "NOT_A_DIRECTORY", "INVALID_PATH", "IS_DIRECTORY"})
 
@@ -229,15 +234,17 @@ class Tools:
         info = params.get("clientInfo")
         if not set(params) <= {"protocolVersion", "capabilities", "clientInfo"} or version not in HANDSHAKE_VERSIONS:
             return None
-        if not isinstance(capabilities, dict) or not set(capabilities) <= _CLIENT_CAPABILITIES:
+        if not isinstance(capabilities, dict) or not all(
+            key in _CLIENT_CAPABILITIES
+            and HANDSHAKE_VERSIONS.index(version) >= HANDSHAKE_VERSIONS.index(_CLIENT_CAPABILITIES[key][0])
+            and value in _CLIENT_CAPABILITIES[key][1]
+            and not any(isinstance(v, int | float) and not isinstance(v, bool) for v in value.values())
+            for key, value in capabilities.items()
+        ):
             return None
-        if not all(isinstance(value, dict) for value in capabilities.values()):
+        if not isinstance(info, dict) or not {"name", "version"} <= set(info) <= {"name", "version", "title"}:
             return None
-        if not isinstance(capabilities.get("roots", {}).get("listChanged", False), bool):
-            return None
-        if not isinstance(info, dict) or not {"name", "version"} <= set(info) <= _CLIENT_INFO:
-            return None
-        if not all(isinstance(value, str) for value in info.values()):
+        if not all(isinstance(value, str) and value for value in info.values()):
             return None
         return {
             "protocolVersion": version,
