@@ -568,4 +568,7 @@ def test_history_keeps_at_most_history_max_entries(workspace: Path, tmp_path: Pa
                          str(policy))  # fmt: skip
     entries, used = _store_usage(history)
     assert 5 <= entries <= 10 and used <= 1048576
-    assert sorted(p.stem for p in history.glob("*.json")) == sorted(backups[-entries:])  # the newest are kept
+    # The newest are kept, and the first: what it replaced was the user's, in no repository (its only copy); every
+    # later one replaced the writer's own output.
+    kept = sorted(p.stem for p in history.glob("*.json"))
+    assert kept == sorted([backups[0], *backups[-(entries - 1) :]])

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from mcp_server_guard.changes.area import CopyArea, possible_areas
     from mcp_server_guard.changes.changeset import Change, ChangeSet
     from mcp_server_guard.changes.effects import Judgement, judge
+    from mcp_server_guard.changes.git_index import has_copy
     from mcp_server_guard.changes.nofollow import now_ns
     from mcp_server_guard.changes.recovery import recover
     from mcp_server_guard.changes.transactions import Held, Settled, Transactions
@@ -36,6 +37,7 @@ _EXPORTS = {
     "Settled": "transactions",
     "Transactions": "transactions",
     "UndoConflict": "apply",
+    "has_copy": "git_index",
     "judge": "effects",
     "now_ns": "nofollow",
     "read_upper": "upper",
@@ -53,6 +55,7 @@ __all__ = [
     "Settled",
     "Transactions",
     "UndoConflict",
+    "has_copy",
     "judge",
     "now_ns",
     "possible_areas",

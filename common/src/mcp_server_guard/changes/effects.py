@@ -237,10 +237,9 @@ def judge(
     earlier: tuple[int, int] = (0, 0),
     landed: Mapping[str, tuple[int, ...]] | None = None,
 ) -> Judgement:
-    """The judgement of a call's change sets. ``roots``: the allowed directories of the call (narrowed by the
-    client's roots if it sent any); ``earlier``: what a job's earlier looks applied of what the counted questions
-    count (``Judgement.touched``, ``unbacked``); ``landed``: what this server's tools last landed, by path (as
-    ``Applier.landed``): rewriting it replaces their own output, no only copy of anyone's work."""
+    """The judgement of a call's change sets. ``roots``: the call's allowed directories (narrowed by the client's
+    roots); ``earlier``: what a job's earlier looks applied of what the counted questions count (``touched``,
+    ``unbacked``); ``landed``: what this server last landed, by path (``Applier.landed``: not an only copy)."""
     judgement = Judgement()
     scratch = _Matcher(policy.scratch)
     places = _Matcher(policy.executable_places)

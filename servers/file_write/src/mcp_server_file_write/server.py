@@ -65,7 +65,7 @@ class FileWriteOutput(ToolOutput):
 
 def _has_copy(root: str, path: str) -> bool:
     """Whether git has a copy of the file as it is (imported at the first overwrite: not on the start-up path)."""
-    from mcp_server_guard.changes.git_index import has_copy  # noqa: PLC0415
+    from mcp_server_guard.changes import has_copy  # noqa: PLC0415
 
     return has_copy(root, path)
 
