@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from mcp_server_guard.files.calls import CallRecords, victims
+from mcp_server_guard.files.history import HistoryStore
 from support.copies import overlays_work
 from support.redteam import FW, SX, audit_id_of, call, mcp_guard, started
 
@@ -133,3 +134,18 @@ def test_a_command_rewriting_what_an_earlier_call_landed_keeps_no_only_copy(tmp_
         raw.close()
     records = CallRecords(state / "history" / "calls")
     assert [records.read(i).get("only_copies", []) for i in ids] == [[str(root / "draft2.md")], [], []]
+
+
+def test_attack_a_tree_kept_whole_counts_its_bytes_not_its_number_of_paths(tmp_path: Path) -> None:
+    # Red team 42o B: a directory kept whole was measured by its path count (the pair was unpacked the wrong way
+    # round): a 3 MB tree counted a few bytes, and history_max_bytes never evicted it (18 MB in a 4 MiB store).
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "blob").write_bytes(b"x" * 3_000_000)
+    store = HistoryStore(tmp_path / "history", 1 << 30)
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        entry = store.keep(fd, "build", str(tmp_path / "build"), "a" * 12, move=True, tree=(2, 3_000_000))
+    finally:
+        os.close(fd)
+    assert (entry.size, entry.files) == (3_000_000, 2)
+    assert store.usage()[0] >= 3_000_000

@@ -326,7 +326,7 @@ class HistoryStore:
         kind = kept_kind(st.st_mode)
         target = self.directory / f"{entry_id}.{'tree' if kind == 'tree' else 'data'}"
         with self._in_flight(entry_id):
-            size, files = tree if kind == "tree" else (st.st_size if kind == "file" else 0, 1)
+            files, size = tree if kind == "tree" else (1, st.st_size if kind == "file" else 0)
             entry = HistoryEntry(
                 id=entry_id,
                 path=original_path,
