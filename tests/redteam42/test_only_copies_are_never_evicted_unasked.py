@@ -149,3 +149,50 @@ def test_attack_a_tree_kept_whole_counts_its_bytes_not_its_number_of_paths(tmp_p
         os.close(fd)
     assert (entry.size, entry.files) == (3_000_000, 2)
     assert store.usage()[0] >= 3_000_000
+
+
+def _kept_call(store: HistoryStore, tmp_path: Path, call_id: str, size: int, only: bool) -> str:
+    source = tmp_path / f"{call_id}.txt"
+    source.write_bytes(b"w" * size)
+    fd = os.open(source, os.O_RDONLY)
+    try:
+        entry = store.save(fd, str(source), 0o644, audit_id=call_id)
+    finally:
+        os.close(fd)
+    change = {"path": str(source), "action": "modify", "kind": "file", "before": entry.id, "after": [], "tree": False}
+    store.calls.record(call_id, [str(tmp_path)], [change], **({"only_copies": [str(source)]} if only else {}))
+    return entry.id
+
+
+def test_attack_a_server_with_a_smaller_bound_never_evicts_an_only_copy_at_its_start(tmp_path: Path) -> None:
+    # Red team 42o A2: another server sharing the history with a smaller bound (or `mcp-guard history prune`)
+    # brought the store within its bound at start-up and took the only copies with it; nobody is asked there, so
+    # they stay (the bound waits for a person's yes at an apply).
+    big = HistoryStore(tmp_path / "history", 8 << 20)
+    precious = _kept_call(big, tmp_path, "a" * 12, 1 << 20, only=True)
+    plain = _kept_call(big, tmp_path, "b" * 12, 1 << 20, only=False)
+    _kept_call(big, tmp_path, "c" * 12, 1 << 20, only=False)
+    small = HistoryStore(tmp_path / "history", 1 << 20)
+    small.sweep()
+    left = {entry.id for entry in small.entries()}
+    assert precious in left and plain not in left, left
+
+
+@pytest.mark.skipif(not overlays_work(), reason="no user namespaces for an overlay here")
+def test_attack_a_forced_undo_keeps_the_edits_it_overrode_as_only_copies(tmp_path: Path) -> None:
+    # Red team 42o A1: `mcp-guard undo --force` over a person's later edits keeps those edits in the history only;
+    # the undo's record did not say so, and later rewrites in build/ pushed them out unasked.
+    root, state = tmp_path / "proj", tmp_path / "state"
+    _repository(root)
+    raw = started(SX, root, state)
+    try:
+        first = call(raw, 1, "shell_exec", {"command": "echo model > draft1.md"})
+    finally:
+        raw.close()
+    (root / "draft1.md").write_text("the person's edit after the call\n")
+    undo = mcp_guard("undo", audit_id_of(first), "--force", "--history-dir", str(state / "history"),
+                     "--audit-log", str(state / "audit.jsonl"))  # fmt: skip
+    assert undo.returncode == 0, undo.stdout + undo.stderr
+    records = CallRecords(state / "history" / "calls")
+    undone = records.read(audit_id_of(first))["undone_by"]
+    assert records.read(undone)["only_copies"] == [str(root / "draft1.md")]

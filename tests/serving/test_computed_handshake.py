@@ -32,6 +32,13 @@ from mcp_server_guard.serving.tools import Tools
 from support import RawClient, console_script
 
 INFO = {"name": "computed-test", "version": "1"}
+CAPABILITIES_SDK_JUDGES: list[dict[str, Any]] = [
+    {"sampling": {"context": 5}}, {"sampling": {"tools": 5}}, {"sampling": {"x": 1}}, {"elicitation": {"form": 5}},
+    {"elicitation": {"url": "x"}}, {"elicitation": {"x": 1}}, {"tasks": {"requests": 5}}, {"tasks": {"list": "x"}},
+    {"experimental": {"a": 5}}, {"experimental": {"a": {"b": 1}}}, {"roots": {"listChanged": True, "x": 1}},
+    {"roots": {"x": 5}}, {"roots": {"listChanged": 1}}, {"elicitation": {"form": {}, "url": {}}},
+]  # fmt: skip
+NEWER_CAPABILITIES: list[dict[str, Any]] = [{"elicitation": {}}, {"tasks": {}}]
 PARAMS: list[dict[str, Any]] = [
     *({"protocolVersion": v, "capabilities": {}, "clientInfo": INFO} for v in HANDSHAKE_PROTOCOL_VERSIONS),
     {"protocolVersion": "2025-06-18", "capabilities": {"roots": {"listChanged": True}}, "clientInfo": INFO},
@@ -51,29 +58,11 @@ PARAMS: list[dict[str, Any]] = [
     {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": INFO, "_meta": {"progressToken": 1}},
     {"capabilities": {}, "clientInfo": INFO},
     # Red team 42o: members and types the SDK validates (the front must leave them to it, or answer as it does).
-    *(
-        {"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": INFO}
-        for caps in (
-            {"sampling": {"context": 5}},
-            {"sampling": {"tools": 5}},
-            {"sampling": {"x": 1}},
-            {"elicitation": {"form": 5}},
-            {"elicitation": {"url": "x"}},
-            {"elicitation": {"x": 1}},
-            {"tasks": {"requests": 5}},
-            {"tasks": {"list": "x"}},
-            {"experimental": {"a": 5}},
-            {"experimental": {"a": {"b": 1}}},
-            {"roots": {"listChanged": True, "x": 1}},
-            {"roots": {"x": 5}},
-            {"roots": {"listChanged": 1}},
-            {"elicitation": {"form": {}, "url": {}}},
-        )
-    ),
+    *({"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": INFO} for caps in CAPABILITIES_SDK_JUDGES),
     *(
         {"protocolVersion": version, "capabilities": caps, "clientInfo": INFO}
         for version in ("2024-11-05", "2025-03-26")
-        for caps in ({"elicitation": {}}, {"tasks": {}})
+        for caps in NEWER_CAPABILITIES
     ),
     *(
         {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": info}

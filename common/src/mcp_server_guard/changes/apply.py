@@ -435,9 +435,11 @@ class Applier:
         since = put_back_since(
             self.history, audit_id, applied_ns, [r.path for r in records if r.kind == "dir" or r.tree]
         )
-        ops, changed = reverse_ops(self.history, records, roots, applied_ns, force=force, since=since)
-        if changed:
+        ops, changed = reverse_ops(self.history, records, roots, applied_ns, force=False, since=since)
+        if changed and not force:
             raise UndoConflict(changed)
+        if changed:  # forced over later changes (a person's edits, maybe): the history keeps their only copy
+            ops, _ = reverse_ops(self.history, records, roots, applied_ns, force=True, since=since)
         if manifest.get("undoes"):
             ops = _kept_as_before(self.history, ops, str(manifest["undoes"]))
         missing = [f"{op.record.path}: {why}" for op in ops if op.record is not None and op.kind in ("restore", "swap")
@@ -447,7 +449,8 @@ class Applier:
         why = undo_room(self.history, ops)
         if why:
             raise NotApplied(why)
-        plan = Plan(undo_id, now_ns(), tuple(ops), {"tool": "undo", "undoes": audit_id})
+        what: dict[str, Any] = {"tool": "undo", "undoes": audit_id} | ({"only_copies": changed} if changed else {})
+        plan = Plan(undo_id, now_ns(), tuple(ops), what)
         with self.lock, tree_lock(os.stat(root).st_dev for root in {op.root for op in plan.ops}):
             return self._run(plan, {}, done={}, names=_names(records, roots))
 

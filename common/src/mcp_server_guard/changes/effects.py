@@ -96,6 +96,13 @@ class Judgement:
     # Files (absolute) whose content before the call git has no copy of (modified, untracked, in no repository):
     # once this applies, the history's pre-image is their one copy (``HistoryStore.evicting``).
     only_copies: list[str] = field(default_factory=list)
+    evicts: list[str] = field(default_factory=list)  # calls whose only copies its apply pushes out (when asked yes)
+
+    def evicting(self, gone: Mapping[str, Sequence[str]]) -> None:
+        """Its apply pushes the history's only copies of earlier work out: asked, and those calls noted."""
+        if gone:
+            self.asks.append(eviction_ask(sorted({path for paths in gone.values() for path in paths})))
+            self.evicts = sorted(gone)
 
     @property
     def question(self) -> str:

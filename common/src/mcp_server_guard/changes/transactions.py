@@ -42,7 +42,7 @@ from mcp_server_guard.changes.changeset import (
     looked_under,
     walk_real,
 )
-from mcp_server_guard.changes.effects import Counts, Judgement, eviction_ask, judge, summary_line
+from mcp_server_guard.changes.effects import Counts, Judgement, judge, summary_line
 from mcp_server_guard.changes.escapes import MARKS, Escapes
 from mcp_server_guard.changes.plan import Conflict, Outcome, live_waits
 from mcp_server_guard.changes.room import kept
@@ -254,8 +254,8 @@ class Transactions:
         overwrote: what this apply would evict of such copies is asked (``HistoryStore.evicting``)."""
         earlier = (job or {}).get(COUNTED_FILES, 0), (job or {}).get(COUNTED_UNBACKED, 0)
         judgement = judge(sets, self.protection, self.policy, roots, earlier, self.applier.landed)
-        if self.policy.ask_uncommitted and (gone := self.applier.history.evicting(*kept(sets, judgement), audit_id)):
-            judgement.asks.append(eviction_ask(gone))
+        if self.policy.ask_uncommitted:
+            judgement.evicting(self.applier.history.evicting(*kept(sets, judgement), audit_id))
         return judgement
 
     def _untouched(self, name: str) -> bool:
@@ -501,6 +501,7 @@ class Transactions:
                     # call as the result told it (a new directory's files counted one by one, not as one tree).
                     said = {**what, "summary": judgement.summary, "counts": dataclasses.asdict(judgement.counts)}
                     said |= {"only_copies": judgement.only_copies} if judgement.only_copies else {}
+                    self.applier.history.approved.update(judgement.evicts)  # asked, and the person said yes
                     outcome = self.applier.apply(sets, audit_id, started_ns, skip=skip, what=said, baseline=baseline)
                 finally:
                     self.discard(name)

@@ -227,17 +227,20 @@ def victims(
     over: tuple[int, int],
     kept: Callable[[list[str], list[str]], object],
     usage: Callable[[list[str], list[str]], int],
+    *,
+    spared: dict[str, list[str]] | None = None,
 ) -> list[tuple[list[str], list[str]]]:
     """The call groups (oldest first: ``call_groups``) that go, whole, until ``over`` (bytes, entries above the
     goal) is paid: those holding no only copy of earlier work (``precious``) before those that do — threat: a
     flood of rewrites in a build directory evicting the one copy of the drafts an earlier call overwrote. A group
-    ``kept`` says must stay is passed over; ``usage`` is what a group frees."""
+    ``kept`` says must stay is passed over, and so is one holding an only copy no person agreed to let go
+    (``spared``: the bound then waits for that yes); ``usage`` is what a group frees."""
     chosen: list[tuple[list[str], list[str]]] = []
     extra_bytes, extra_entries = over
     for calls, ids in sorted(groups, key=lambda group: any(call in precious for call in group[0])):  # stable
         if extra_bytes <= 0 and extra_entries <= 0:
             break
-        if not kept(calls, ids):
+        if not kept(calls, ids) and not any(call in (spared or {}) for call in calls):
             chosen.append((calls, ids))
             extra_bytes, extra_entries = extra_bytes - usage(calls, ids), extra_entries - len(ids)
     return chosen

@@ -137,6 +137,7 @@ class HistoryStore:
         self._count = 0
         self._owned: OwnedDir | None = None
         self._owned_lock = threading.Lock()
+        self.approved: set[str] = set()  # calls whose only copies of earlier work a person agreed to let go
         self._running: dict[str, int] = {}  # calls of this process keeping pre-images now: never evicted
         self._notes: dict[str, int] = {}  # entries noted in flight by this process, and how many times
         self.calls = CallRecords(directory / CALLS, self._grew)
@@ -597,8 +598,8 @@ class HistoryStore:
             remove_tree(tree)
 
     def _evict(self, scan: dict[str, _Files] | None = None) -> None:
-        """Bring the store within its bounds: whole calls go (every entry they kept, their record noted in
-        ``calls/evicted.jsonl``), as ``_victims`` picks them — on a fresh scan (other servers may share the store)."""
+        """Bring the store within its bounds: whole calls go (their entries, their record noted in ``evicted.jsonl``)
+        as ``_victims`` picks them, on a fresh scan (other servers may share the store)."""
         scan = self._scan() if scan is None else scan
         total, count = self._measure(scan)
         if total <= self.max_bytes and count <= self.max_entries:
@@ -612,15 +613,15 @@ class HistoryStore:
             total -= sum(self.calls.evict(call) for call in calls if AUDIT_ID.match(call))
         self._total, self._count = total, len(scan)
 
-    def evicting(self, count: int, nbytes: int, own: str = "") -> list[str]:
-        """The paths whose only kept copy of earlier work (``only_copies`` of a call's record) would be evicted now
-        to make room for ``count`` more pre-images of ``nbytes`` (by call ``own``, whose earlier ones stay)."""
+    def evicting(self, count: int, nbytes: int, own: str = "") -> dict[str, list[str]]:
+        """The calls (and paths) whose only copy of earlier work would go now for ``count`` more pre-images of
+        ``nbytes`` (by call ``own``): what a person must agree to (``approved``) before they go."""
         total, entries = self._measure(scan := self._scan())
         total, entries = total + nbytes + count * _ENTRY_DISK, entries + count
         if total <= self.max_bytes and entries <= self.max_entries:
-            return []
+            return {}
         chosen, precious = self._victims(scan, total, entries, newest=True, own=own)
-        return [path for calls, _ in chosen for call in calls for path in precious.get(call, [])]
+        return {call: precious[call] for calls, _ in chosen for call in calls if call in precious}
 
     def _victims(
         self, scan: dict[str, _Files], total: int, count: int, *, newest: bool, own: str = ""
@@ -628,11 +629,10 @@ class HistoryStore:
         """The call groups that go to bring ``total``/``count`` a tenth below the bounds (a store at its bound is
         then not rescanned on every save), and every call's only copies of earlier work (``calls.victims``) —
         never a call of this process still running (nor ``own``), one with an entry a live server is saving or an
-        unfinished apply or undo names, nor (``newest`` False) the newest: it just kept them, and fitted alone."""
+        unfinished apply or undo names, nor (``newest`` False: evicting now) the newest, which fitted alone, or a
+        call holding an only copy of earlier work a person has not agreed to let go (``approved``): the bound waits."""
         over = total - self.max_bytes + self.max_bytes // 10, count - self.max_entries + max(1, self.max_entries // 10)
-        spared = self._spared()
-        with self._owned_lock:
-            running = {*self._running, own}
+        spared, running = self._spared(), {*self._running.copy(), own}  # copy(): atomic, other threads go on
         records, owner = self.calls.all(), dict.fromkeys(sorted(scan), "")  # entry -> the call that kept it
         for entry_id in owner:  # an entry of no call, or with broken metadata, is one of its own
             with contextlib.suppress(HistoryError):
@@ -641,7 +641,8 @@ class HistoryStore:
         groups = call_groups({i: call or i for i, call in owner.items()}, records)[: None if newest else -1]
         stays = lambda calls, ids: running.intersection(calls) or spared.intersection(ids)  # noqa: E731
         frees = lambda calls, ids: sum(scan[i].usage for i in ids) + self.calls.size(calls)  # noqa: E731
-        return victims(groups, precious, over, stays, frees), precious
+        unasked = {} if newest else {call: paths for call, paths in precious.items() if call not in self.approved}
+        return victims(groups, precious, over, stays, frees, spared=unasked), precious
 
     def usage(self) -> tuple[int, int]:  # (bytes, entries) on disk now, orphans included
         return self._measure(self._scan())
@@ -651,8 +652,7 @@ class HistoryStore:
         never gave metadata), then bring the store within its bounds. Returns how many orphans were removed."""
         self._ensure()
         remove_dead(self.directory / OWNERS)
-        scan = self._scan()
-        before = len(scan)
+        before = len(scan := self._scan())
         self._drop_orphans(scan)
         removed = before - len(scan)
         self._evict(scan)
@@ -681,8 +681,7 @@ class HistoryStore:
         return freed
 
     def _spared(self) -> set[str]:
-        """The ids live servers (this one included) have noted as being saved now, and those an unfinished apply or
-        undo journal names."""
+        """The ids live servers have noted as being saved now, and those an unfinished journal names."""
         busy = needed_by_journals(self.directory / _APPLY_JOURNALS)
         for owned in live_dirs(self.directory / OWNERS):
             with contextlib.suppress(OSError):

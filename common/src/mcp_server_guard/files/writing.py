@@ -540,7 +540,8 @@ class Writer:
     ) -> HistoryEntry:
         record = audit.current()
         # Threat: a flood of writes pushing out of the history the one copy of work an earlier call replaced.
-        gone = self.history.evicting(1, st.st_size, record.audit_id if record is not None else "")
+        calls = self.history.evicting(1, st.st_size, record.audit_id if record is not None else "")
+        gone = sorted({path for paths in calls.values() for path in paths})
         if gone:
             raise ResourceError(
                 "HISTORY_FULL",
