@@ -78,17 +78,27 @@ def test_names_that_only_look_alike_stay_writable(path: str, tmp_path: Path) -> 
 
 
 @pytest.mark.skipif(not overlays_work(), reason="no user namespaces for an overlay here")
-def test_attack_a_program_put_in_a_directory_on_path_within_a_root_is_refused(
+def test_attack_a_program_put_in_a_directory_on_path_within_home_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # HOME is the allowed root here. Refused: a directory on PATH (~/go/bin), one a login adds (~/bin, not on PATH
+    # yet), and a PATH entry that is a link, re-pointed by the command. Not: a project's own (node_modules/.bin on
+    # PATH in a project served as a root of its own).
     copy = Copy(tmp_path)
-    (copy.root / "tools" / "bin").mkdir(parents=True)
-    (copy.root / ".venv" / "bin").mkdir(parents=True)
-    (copy.root / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
-    path = os.pathsep.join([str(copy.root / "tools" / "bin"), str(copy.root / ".venv" / "bin"), os.environ["PATH"]])
-    monkeypatch.setenv("PATH", path)
-    script = "echo x > tools/bin/ls && echo y > .venv/bin/tool && echo z > notes.txt"
-    judged = judge([copy.run(script)], protection_for(POLICY), POLICY.effects, [str(copy.root)])
+    home = copy.root
+    for directory in ("go/bin", "dotfiles/tools", "proj/node_modules/.bin", "bin"):
+        (home / directory).mkdir(parents=True)
+    (home / "tools").symlink_to("dotfiles/tools")
+    monkeypatch.setenv("HOME", str(home))
+    entries = [home / "go" / "bin", home / "tools", home / "proj" / "node_modules" / ".bin"]
+    monkeypatch.setenv("PATH", os.pathsep.join([*map(str, entries), os.environ["PATH"]]))
+    script = ("echo x > go/bin/ls && echo y > bin/ls && echo z > dotfiles/tools/ls && rm tools && mkdir evil && "
+              "ln -s evil tools && echo n > notes.txt")  # fmt: skip
+    protection = protection_for(POLICY)
+    judged = judge([copy.run(script)], protection, POLICY.effects, [str(home)])
     refused = {name for _root, name in judged.refused}
-    # A virtual environment's own bin is on PATH only while it is active: installing into it is everyday work.
-    assert refused == {"tools/bin/ls"}, judged.refused
+    assert {"go/bin/ls", "bin/ls", "dotfiles/tools/ls", "tools"} <= refused, judged.refused
+    assert "notes.txt" not in refused, judged.refused
+    # The same project served on its own (HOME elsewhere): its node_modules/.bin on PATH is its own.
+    project = [str(home / "proj"), str(home)]
+    assert protection.write_rule([str(home / "proj/node_modules/.bin/tool")], None, project) is None

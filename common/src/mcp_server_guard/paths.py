@@ -21,6 +21,7 @@ __all__ = [
     "readable",
     "real_within_any",
     "state_dir",
+    "users_program_dir",
     "where_line",
     "within",
     "within_any",
@@ -51,18 +52,27 @@ def where_line(roots: str, launch_dir: str) -> str:
     return f"Allowed directories: {roots} (relative paths are taken from {launch_dir};"
 
 
-def path_directories() -> tuple[str, ...]:
-    """The directories on this process's PATH as real paths (absolute entries only: a relative one is wherever the
-    user stands), but the system's and a virtual environment's own (``bin`` beside a ``pyvenv.cfg``: on PATH only
-    while it is active, and installing into it is a project's everyday work)."""
+def path_directories(home: str | None) -> tuple[str, ...]:
+    """The directories the user's shell runs programs from by name: this process's PATH (absolute entries only: a
+    relative one is wherever the user stands), each as given and as its real path (a link there re-pointed is
+    the entry all the same), and the ones a login adds when they exist (``~/bin``, ``~/.local/bin``); not the
+    system's."""
+    entries = [*os.environ.get("PATH", "").split(os.pathsep), *([f"{home}/bin", f"{home}/.local/bin"] if home else [])]
     found: list[str] = []
-    for entry in os.environ.get("PATH", "").split(os.pathsep):
-        real = os.path.realpath(entry) if entry.startswith("/") else ""
-        if not real or real in found or real in ("/", "/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin"):
-            continue
-        if not os.path.exists(os.path.join(os.path.dirname(real), "pyvenv.cfg")):
-            found.append(real)
+    for entry in (e for e in entries if e.startswith("/")):
+        for path in (os.path.abspath(entry), os.path.realpath(entry)):
+            if path not in found and path not in ("/", "/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin"):
+                found.append(path)
     return tuple(found)
+
+
+def users_program_dir(path: str, dirs: frozenset[str], roots: Iterable[str], home: str | None) -> bool:
+    """Whether ``path`` lies in one of ``dirs`` (``path_directories``) that is the user's, not a project's: a
+    directory on PATH inside an allowed root other than HOME or one above it (``node_modules/.bin``, a project's
+    environment) is the project's own, written by its everyday installs."""
+    if not within_set(path, dirs):
+        return False
+    return home is None or not any(within(path, r) for r in roots if r != home and not within(home, r))
 
 
 def within(child: str, parent: str) -> bool:

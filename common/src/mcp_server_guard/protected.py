@@ -49,7 +49,7 @@ from mcp_server_guard.git_dirs import (
     repos_files,
 )
 from mcp_server_guard.globs import SuffixMatcher, glob_regex
-from mcp_server_guard.paths import parent_set, path_directories, within, within_any, within_set
+from mcp_server_guard.paths import parent_set, path_directories, users_program_dir, within, within_any, within_set
 from mcp_server_guard.policy import Policy
 
 # git_runnable, is_git_dir, pointer_text (git_dirs), safe_git_config, unsafe_git_entries (git_config): importable.
@@ -150,7 +150,7 @@ class Protection:
         # mount those. Patterns with wildcards elsewhere are file_write's alone.
         tops = (p.strip("/").removesuffix("/**") for p in self.patterns)
         self._literal = tuple(top for top in tops if not _GLOB_CHARS & set(top))
-        self._on_path = parent_set(path_directories())
+        self._on_path = parent_set(path_directories(self.home))
         self._aliases: dict[str, str] = {}  # where a protected name that is a link leads -> that name
         self._anchored: set[str] = set()
         self._links_to([self.home] if self.home else [])
@@ -209,7 +209,7 @@ class Protection:
                 return "the server's own policy or audit file"
             # Threat: a program put in a directory on the user's PATH (``~/go/bin``) runs as the user, outside any
             # box, whenever its name is typed: each one in an allowed root is protected.
-            if within_set(path, self._on_path):
+            if users_program_dir(path, self._on_path, roots, self.home):
                 return "a directory on the user's PATH"
             if within_set(path, self._dir_set):
                 return "the history store"
