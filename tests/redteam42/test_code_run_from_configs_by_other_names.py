@@ -43,6 +43,20 @@ FROM_HOME = [
     ".config/powershell/profile.ps1",
     ".irbrc",
     ".psqlrc",
+    # Red team 42o: more of the same.
+    ".config/emacs/init.el",
+    ".doom.d/init.el",
+    ".spacemacs",
+    ".direnvrc",
+    ".local/share/nvim/lazy/x/plugin/a.lua",
+    ".config/kitty/kitty.conf",
+    ".local/share/dbus-1/services/x.service",
+    ".config/bspwm/bspwmrc",
+    ".config/pip/pip.conf",
+    ".config/uv/uv.toml",
+    ".config/husky/init.sh",
+    ".huskyrc",
+    ".jupyter/x.py",
 ]
 IN_A_PROJECT = [
     "lefthook.toml",
@@ -60,6 +74,17 @@ IN_A_PROJECT = [
     ".config/mise.toml",
     ".hg/hgrc",
     ".Rprofile",
+    "proj.code-workspace",
+    ".devcontainer.json",
+    ".dir-locals-2.el",
+    ".lintstagedrc",
+    "lint-staged.config.js",
+    ".pnpmfile.cjs",
+    "bunfig.toml",
+    ".qwen/settings.json",
+    ".opencode/plugin/x.ts",
+    "crush.json",
+    ".yarn/releases/yarn-4.1.0.cjs",
 ]
 
 
@@ -102,3 +127,15 @@ def test_attack_a_program_put_in_a_directory_on_path_within_home_is_refused(
     # The same project served on its own (HOME elsewhere): its node_modules/.bin on PATH is its own.
     project = [str(home / "proj"), str(home)]
     assert protection.write_rule([str(home / "proj/node_modules/.bin/tool")], None, project) is None
+
+
+def test_attack_a_file_under_xdg_data_home_is_judged_as_under_local_share(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".xdgdata"))
+    protection = protection_for(POLICY)
+    for path in (".xdgdata/nvim/site/plugin/a.lua", ".xdgdata/bash-completion/completions/git"):
+        assert protection.write_rule([path, str(home / path)], None, [str(home)]) is not None, path
+    assert protection.write_rule([str(home / ".xdgdata/notes.txt")], None, [str(home)]) is None

@@ -133,8 +133,9 @@ class Protection:
                 st = os.stat(f)
                 self._inodes.add((st.st_dev, st.st_ino))
         self.home = os.path.realpath(home) if home else None
-        xdg = os.environ.get("XDG_CONFIG_HOME", "")  # where autostart, systemd, fish... read theirs, when it is set
-        self._xdg = os.path.realpath(xdg) if xdg.startswith("/") and self.home else ""
+        xdg = ((os.environ.get(var, ""), usual) for var, usual in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME",
+               ".local/share")))  # fmt: skip
+        self._xdg = [(os.path.realpath(d), f"{self.home}/{u}") for d, u in xdg if d.startswith("/") and self.home]
         self._hidden = tuple(hidden)
         # Expanded once (HOME is fixed for the server's life): each entry's absolute form, and whether it is a glob.
         expanded = (self.home + e[1:] if self.home and (e == "~" or e.startswith("~/")) else e for e in self._hidden)
@@ -177,11 +178,10 @@ class Protection:
         """The protected pattern one of ``candidates`` (paths of one target) falls under, or None: the list alone,
         no git dir, hidden path or own file looked up (what ``write_rule`` also asks)."""
         for given in candidates:
-            # Threat: $XDG_CONFIG_HOME elsewhere than ~/.config: a path in it is judged as under ~/.config too.
-            xdg = self._xdg if self._xdg and given.startswith(self._xdg + "/") else ""
-            named = [f"{name}{given[len(target) :]}" for target, name in tuple(self._aliases.items())
+            # Threat: $XDG_CONFIG_HOME (DATA_HOME) elsewhere than ~/.config (~/.local/share): judged as there too.
+            named = [f"{name}{given[len(target) :]}" for target, name in (*self._aliases.items(), *self._xdg)
                      if given == target or given.startswith(target + "/")]  # fmt: skip
-            for path in (given, f"{self.home}/.config{given[len(xdg) :]}" if xdg else "", *named):
+            for path in (given, *named):
                 if path and self._regex.search(path):
                     return next(p for p in self.patterns if re.search(glob_regex(p), path, re.IGNORECASE))
         return None
