@@ -44,3 +44,48 @@ def test_a_small_directory_made_writable_by_others_is_only_asked(tmp_path: Path)
     judged = judge([copy.run("chmod 777 shared")], protection_for(POLICY), POLICY.effects, [str(copy.root)])
     assert not judged.refused
     assert any("shared" in ask for ask in judged.asks), judged.asks
+
+
+def test_attack_taking_the_sticky_bit_off_a_world_writable_directory_holding_a_repository_is_refused(
+    tmp_path: Path,
+) -> None:
+    # Red team 42o E: ``chmod 1777 d`` (allowed: the sticky bit), then ``chmod o-t d``: the second call added no
+    # bit, so nothing was judged; the state it leaves is judged now.
+    copy = Copy(tmp_path)
+    (copy.root / "d" / "zlib").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(copy.root / "d" / "zlib")], check=True)
+    (copy.root / "d").chmod(0o1777)
+    judged = judge([copy.run("chmod o-t d")], protection_for(POLICY), POLICY.effects, [str(copy.root)])
+    assert (str(copy.root), "d") in dict(judged.refused), (judged.refused, judged.asks)
+
+
+def test_attack_a_repository_made_in_a_directory_others_may_write_is_refused(tmp_path: Path) -> None:
+    # Red team 42o E: the directory made 0777 first (nothing guarded in it then), ``git init`` in it after.
+    copy = Copy(tmp_path)
+    (copy.root / "shared").mkdir()
+    (copy.root / "shared").chmod(0o777)
+    (copy.root / "sticky").mkdir()
+    (copy.root / "sticky").chmod(0o1777)
+    script = "git init -q shared/repo && git init -q sticky/repo && git init -q plain"
+    judged = judge([copy.run(script)], protection_for(POLICY), POLICY.effects, [str(copy.root)])
+    refused = dict(judged.refused)
+    assert (str(copy.root), "shared/repo/.git") in refused, refused
+    assert not any(path.startswith(("sticky/", "plain")) for _root, path in refused), refused
+
+
+@pytest.mark.parametrize("link", ["gitlink", "repolink"])
+def test_attack_a_directory_holding_a_link_to_a_repository_is_refused_when_made_writable_by_others(
+    tmp_path: Path, link: str
+) -> None:
+    # Red team 42o F: the walk yielded no links: ``_deps/x/.git -> elsewhere`` or ``_deps/zlib -> ../zlib-src``
+    # (anyone could re-point it at their own repository) was made 0777 unasked in a build directory.
+    copy = Copy(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    subprocess.run(["git", "init", "-q", str(elsewhere)], check=True)
+    (copy.root / "_deps" / "x").mkdir(parents=True)
+    if link == "gitlink":
+        (copy.root / "_deps" / "x" / ".git").symlink_to(elsewhere / ".git")
+    else:
+        (copy.root / "_deps" / "zlib").symlink_to(elsewhere)
+    judged = judge([copy.run("chmod 777 _deps")], protection_for(POLICY), POLICY.effects, [str(copy.root)])
+    assert (str(copy.root), "_deps") in dict(judged.refused), (judged.refused, judged.asks)

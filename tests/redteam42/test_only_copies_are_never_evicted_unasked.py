@@ -160,7 +160,8 @@ def _kept_call(store: HistoryStore, tmp_path: Path, call_id: str, size: int, onl
     finally:
         os.close(fd)
     change = {"path": str(source), "action": "modify", "kind": "file", "before": entry.id, "after": [], "tree": False}
-    store.calls.record(call_id, [str(tmp_path)], [change], **({"only_copies": [str(source)]} if only else {}))
+    what: dict[str, Any] = {"only_copies": [str(source)]} if only else {}
+    store.calls.record(call_id, [str(tmp_path)], [change], **what)
     return entry.id
 
 

@@ -388,9 +388,19 @@ def _modes(
     nested = [p.strip("/").removeprefix("**/").lower().split("/") for p in protection.patterns if "/" in p.strip("/")]
     for changes in sets:
         trees = Trees(changes, roots)
+        dirs = {c.path: c.mode for c in changes.changes if c.kind == "dir" and c.action != "delete"}
         for change in changes.changes:
             key = (changes.root, change.path)
             if key in judgement.refused or change.action == "delete":
+                continue
+            # Threat: a directory made writable by others first (nothing guarded in it then), a repository made in
+            # it after (``git init``): anyone may then move it away and put theirs, with hooks, in its place.
+            if (
+                change.action == "create"
+                and change.path.rsplit("/", 1)[-1] == ".git"
+                and (loose := _loose_above(changes.root, change.path, dirs))
+            ):
+                judgement.refused[key] = f"a repository in {loose}/, which others may write (no sticky bit)"
                 continue
             if change.kind == "symlink":
                 probe = replace(change, kind="dir")
@@ -423,11 +433,12 @@ def _modes(
                                                                   _of_git(change, trees, protection))):  # fmt: skip
                 judgement.refused[key] = f"{guarded}: a command may not make or re-mode it"
             # Threat: ``chmod 777 ~``: without the sticky bit anyone may move ``.bashrc`` away and put theirs.
-            # What it holds: in the real tree, and what the command put below it (``git init build/pkg``).
+            # What it holds: in the real tree, and what the command put below it (``git init build/pkg``). Judged by
+            # the state it leaves, not by the bits it adds (``chmod 1777 d``, then ``chmod o-t d``).
             elif (
                 change.kind == "dir"
-                and extra & _WRITABLE_BY_OTHERS
-                and not change.mode & 0o1000
+                and _loose(change.mode)
+                and not (change.action != "create" and _loose(change.old_mode))
                 and (held := _holds_guarded(changes, change, trees, protection, roots, lookups))
             ):
                 judgement.refused[key] = f"it would make {change.path}/ writable by others, and it holds {held}"
@@ -436,6 +447,22 @@ def _modes(
             elif extra & _WRITABLE_BY_OTHERS and not scratch.name(change.path):
                 asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}")
     return asks
+
+
+def _loose(mode: int) -> bool:
+    """Whether a directory of this mode lets group or others rename what it holds (writable, no sticky bit)."""
+    return bool(mode & _WRITABLE_BY_OTHERS) and not mode & 0o1000
+
+
+def _loose_above(root: str, path: str, dirs: dict[str, int]) -> str:
+    """The nearest directory above ``path`` (the root included) that is loose as the command leaves it ("" none)."""
+    parts = path.split("/")[:-1]
+    for depth in range(len(parts), -1, -1):
+        above = "/".join(parts[:depth]) or "."  # the root's own change is named "."
+        real = lstat_beneath(root, above) if above not in dirs else None
+        if _loose(dirs.get(above, real.st_mode if real is not None else 0)):
+            return above
+    return ""
 
 
 def _holds_guarded(
@@ -449,9 +476,21 @@ def _holds_guarded(
         for path, kind in chain(entries_below(changes.root, change.path), made):
             if guarded := _guarded(trees, replace(change, path=path, kind=kind), protection, roots, lookups):
                 return guarded
+            # A link to a repository elsewhere: anyone could re-point it at theirs, whose hooks the user's git runs.
+            if kind == "symlink" and _leads_to_repository(changes.root, path):
+                return f"{path} (a link to a repository)"
     except TooMany:
-        return "more entries than are looked through (not all of them could be checked)"
+        return "more entries than could be looked through (not all of them could be checked)"
     return ""
+
+
+def _leads_to_repository(root: str, path: str) -> bool:
+    """Whether the link ``path`` (beneath ``root``) leads to a directory that is, or holds, a git dir (metadata
+    looked up only: nothing is opened there)."""
+    target = os.path.realpath(posixpath.join(root, path))
+    return os.path.isdir(target) and (
+        os.path.lexists(posixpath.join(target, ".git")) or os.path.isfile(posixpath.join(target, "HEAD"))
+    )
 
 
 def eviction_ask(gone: Sequence[str]) -> str:

@@ -183,42 +183,43 @@ def lstat_beneath(root: str, rel: str) -> os.stat_result | None:
 
 
 class TooMany(Exception):
-    """``entries_below`` reached its limit: what lies further was not looked at (the caller fails closed)."""
+    """``entries_below`` could not look at everything: past its limit, or a directory it could not open or read
+    (the caller fails closed)."""
 
 
 def entries_below(root: str, rel: str, limit: int = 5_000) -> Iterator[tuple[str, Kind]]:
-    """The root-relative paths of the files and directories below the directory ``rel`` beneath ``root`` now, with
-    their kinds, nearest first (reached with no link followed). ``limit`` entries at most: reaching it raises
-    ``TooMany`` once those are yielded (threat: a tree padded past the bound hid what it holds)."""
+    """The root-relative paths of the files, directories and symlinks below the directory ``rel`` beneath ``root``
+    now, with their kinds, nearest first (reached with no link followed). ``limit`` entries at most: reaching it,
+    or a directory below that cannot be read, raises ``TooMany`` once the rest is yielded (threat: a tree padded
+    past the bound, or a directory made unreadable, hid what it holds)."""
     try:
         base = os.open(root, DIR)
     except OSError:
         return
     try:
-        todo = ["" if rel in (".", "") else rel]
+        todo, unseen = ["" if rel in (".", "") else rel], False
         while todo and limit > 0:
             directory = todo.pop(0)
             try:
                 fd = open_dir(base, directory)
             except (OSError, Changed):
+                unseen = True
                 continue
             try:
                 with os.scandir(fd) as entries:
-                    found = [(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
-                             for _, e in zip(range(limit), entries, strict=False)]  # fmt: skip
+                    found = [(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False),
+                              e.is_symlink()) for _, e in zip(range(limit), entries, strict=False)]  # fmt: skip
             except OSError:
-                found = []
+                found, unseen = [], True
             finally:
                 os.close(fd)
             limit -= len(found)
-            for name, is_dir, is_file in found:
+            for name, is_dir, is_file, is_link in found:
                 path = posixpath.join(directory, name) if directory else name
                 if is_dir:
                     todo.append(path)
-                    yield path, "dir"
-                elif is_file:
-                    yield path, "file"
-        if limit <= 0:
+                yield path, "dir" if is_dir else "file" if is_file else "symlink" if is_link else "fifo"
+        if limit <= 0 or unseen:
             raise TooMany
     finally:
         os.close(base)
