@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_server_guard.errors import HostError
-from mcp_server_guard.paths import real_within_any, state_dir
+from mcp_server_guard.paths import private_dirs, real_within_any, state_dir
 
 log = logging.getLogger("mcp_server_guard.audit")
 # Arguments whose values are data, not names: always hashed.
@@ -74,7 +74,7 @@ def own_dir(directory: Path) -> Path:
     Threat: another user of the machine making ``/tmp/mcp-guard-<uid>`` first, to plant a history that
     `mcp-guard undo` acts on, or to read and rewrite the audit log."""
     with contextlib.suppress(FileExistsError):
-        directory.mkdir(mode=0o700, parents=True)
+        private_dirs(directory)
     if not is_own_dir(directory):
         raise OSError(errno.EPERM, f"{directory} is not a private directory of this user; remove it or pass a path")
     return directory
@@ -239,7 +239,7 @@ class AuditLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dirs(path.parent)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         self._torn = False  # a record was cut short (disk full): start the next one on a fresh line
 

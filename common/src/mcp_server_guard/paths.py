@@ -6,6 +6,7 @@ strings: callers pass paths already made absolute and normalised (or real, for :
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Iterable
@@ -18,6 +19,7 @@ __all__ = [
     "parent_set",
     "path_directories",
     "printable",
+    "private_dirs",
     "readable",
     "real_within_any",
     "state_dir",
@@ -47,6 +49,19 @@ def moving_copy(name: str) -> bool:
     return name.startswith(".") and bool(_MOVING_COPY.match(name))
 
 
+def private_dirs(path: Path) -> None:
+    """``path`` and every missing directory above it, each made 0700. Threat: ``mkdir(parents=True, mode=0o700)``
+    gives that mode to the last one only; under umask 002 (user-private groups: Debian, Ubuntu, Fedora) the others
+    were 0775, and the state directory's check then refused to start."""
+    missing: list[Path] = []
+    while not os.path.lexists(path) and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=0o700)
+
+
 def where_line(roots: str, launch_dir: str) -> str:
     """The part of a server's instructions that names its directories (the start-up front keeps it as a template)."""
     return f"Allowed directories: {roots} (relative paths are taken from {launch_dir};"
@@ -58,6 +73,8 @@ def path_directories(home: str | None) -> tuple[str, ...]:
     the entry all the same), and the ones a login adds when they exist (``~/bin``, ``~/.local/bin``); not the
     system's."""
     entries = [*os.environ.get("PATH", "").split(os.pathsep), *([f"{home}/bin", f"{home}/.local/bin"] if home else [])]
+    # ``~/tools`` written literally in PATH: bash expands it when it looks a program up.
+    entries = [f"{home}{e[1:]}" if home and (e == "~" or e.startswith("~/")) else e for e in entries]
     found: list[str] = []
     for entry in (e for e in entries if e.startswith("/")):
         for path in (os.path.abspath(entry), os.path.realpath(entry)):

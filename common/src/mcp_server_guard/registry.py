@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_server_guard.paths import within
+from mcp_server_guard.paths import private_dirs, within
 
 log = logging.getLogger("mcp_server_guard")
 
@@ -56,7 +56,7 @@ def directory() -> Path:
 def _private(path: Path, *, make: bool) -> bool:
     if make:
         with contextlib.suppress(OSError):
-            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            private_dirs(path)
     try:
         st = os.lstat(path)
     except OSError:

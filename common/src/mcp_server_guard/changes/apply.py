@@ -375,8 +375,16 @@ class Applier:
             outcome.recorded = kept  # nothing to undo (directories' times the command's entries moved on) but parts
             return
         outcome.recorded = True
+        # Content this server wrote, not a name it moved or linked there, nor a real file the command renamed (its
+        # copy-up carries overlayfs's origin): the user's work all the same.
+        theirs = {posixpath.join(o.root, o.path) for o in plan.ops if o.change is not None and o.change.origin}
         for applied in outcome.applied:
-            if applied.kind == "file" and applied.after and applied.action in ("create", "modify"):
+            if (
+                applied.kind == "file"
+                and applied.after
+                and applied.action in ("create", "modify")
+                and not (applied.moved_from or applied.link or (applied.action == "create" and applied.path in theirs))
+            ):
                 self.landed.pop(applied.path, None)
                 self.landed[applied.path] = applied.after
         while len(self.landed) > _LANDED:

@@ -44,6 +44,7 @@ from mcp_server_guard.changes.git_verdicts import (
 )
 from mcp_server_guard.changes.moves import moved_pairs
 from mcp_server_guard.changes.nofollow import TooMany, default_acl_above, entries_below, lstat_beneath
+from mcp_server_guard.changes.summary import MODES_NAMED, Counts, count_of, list_of, summary_line
 from mcp_server_guard.changes.wholes import refuse_whole
 from mcp_server_guard.changes.xattrs import acl_mode
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
@@ -53,24 +54,10 @@ from mcp_server_guard.policy import EffectsPolicy
 from mcp_server_guard.protected import Lookups, Protection
 
 __all__ = ["Counts", "Judgement", "judge", "summary_line"]
+_n, _list = count_of, list_of  # the questions' wording
 
 _GIT_NAMES = frozenset({"HEAD", "config", "config.worktree", "commondir", "gitdir", "objects", "refs"})
 _BY_CONTENT = frozenset({"config", "config.worktree", "commondir", "gitdir", ".git", *TODO_NAMES})
-
-
-@dataclass
-class Counts:
-    created: int = 0  # files (not directories) the command made
-    modified: int = 0
-    deleted: int = 0
-    meta: int = 0  # mode or time only
-    moved: int = 0  # deleted here and created, same bytes, there (not counted as created or deleted)
-    bytes: int = 0  # of the files made or rewritten
-    deleted_bytes: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.created + self.modified + self.deleted + self.meta + self.moved
 
 
 @dataclass
@@ -107,110 +94,6 @@ class Judgement:
     @property
     def question(self) -> str:
         return printable(f"The command would {self.summary}. " + " ".join(self.asks) + " Apply these changes?")
-
-
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1000 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1000
-    return f"{n} B"
-
-
-def _n(count: int, noun: str) -> str:
-    plural = noun if count == 1 else f"{noun[:-1]}ies" if noun.endswith("y") else f"{noun}s"
-    return f"{count:,} {plural}"
-
-
-def _under(paths: Sequence[str]) -> str:
-    """Where most of ``paths`` are: their longest common directory (named when it is not the root)."""
-    if not paths:
-        return ""
-    common = posixpath.commonpath(["/" + p for p in paths]).lstrip("/")
-    if common in paths and len(paths) == 1:
-        common = posixpath.dirname(common)
-    return f" under {common}/" if common else ""
-
-
-def summary_line(
-    sets: Sequence[ChangeSet], refused: Iterable[tuple[str, str]] = (), moves: Iterable[tuple[str, str]] = ()
-) -> tuple[str, Counts]:
-    """What the change sets do, in one line ("delete 1,234 files under src/ (12.3 MB), modify 3"), and counts.
-    ``moves``: (root, path) of files deleted and of files created that are the same bytes moved."""
-    skip = set(refused)
-    moved = set(moves)
-    counts = Counts()
-    deleted: list[str] = []
-    made: list[str] = []
-    changed: list[str] = []
-    origins: list[str] = []
-    targets: list[str] = []
-    for changes in sets:
-        for change in changes.changes:
-            if (changes.root, change.path) in skip or change.kind == "dir":
-                continue
-            if (changes.root, change.path) in moved:
-                (origins if change.action == "delete" else targets).append(change.path)
-                counts.moved += change.action == "delete"
-                continue
-            if change.action == "create":
-                counts.created += 1
-                counts.bytes += change.size
-                made.append(change.path)
-            elif change.action == "modify":
-                counts.modified += 1
-                counts.bytes += change.size
-                changed.append(change.path)
-            elif change.action == "delete":
-                counts.deleted += 1
-                counts.deleted_bytes += change.size
-                deleted.append(change.path)
-            else:
-                counts.meta += 1
-                changed.append(change.path)
-    parts = []
-    if counts.moved:
-        parts.append(
-            f"move {_n(counts.moved, 'file')}{_under(origins)}"
-            + (f" to{where[6:]}" if (where := _under(targets)) else "")
-        )
-    if counts.deleted:
-        parts.append(f"delete {_n(counts.deleted, 'file')}{_under(deleted)} ({_size(counts.deleted_bytes)})")
-    if counts.modified:
-        parts.append(f"modify {_n(counts.modified, 'file')}{_under(changed) if counts.modified > 3 else ''}")
-    if counts.created:
-        parts.append(f"create {_n(counts.created, 'file')}{_under(made) if counts.created > 3 else ''}")
-    # Every path whose mode changes is named (a directory made group-writable is as much a change as a file).
-    # Also with new content (``echo >> f && chmod 700 f``), or a directory made again (``rm -r d && mkdir -m 700 d``).
-    gone_dirs = {(s.root, c.path): c.mode for s in sets for c in s.changes if c.action == "delete" and c.kind == "dir"}
-    remoded = [c for s in sets for c in s.changes if (s.root, c.path) not in skip and _remoded(c, gone_dirs.get(
-        (s.root, c.path)))]  # fmt: skip
-    if remoded:
-        named = [f"{c.path}{'/' if c.kind == 'dir' else ''} to {c.mode:04o}" for c in remoded]
-        parts.append(f"change the mode of {_list(named, MODES_NAMED)}")
-    # (A re-moded file that also moved is named above and counted as moved, not as a metadata change.)
-    times_only = max(counts.meta - sum(1 for c in remoded if c.kind != "dir" and c.action == "meta"), 0)
-    if times_only:
-        parts.append(f"change the times or attributes of {_n(times_only, 'file')}")
-    if not parts:
-        dirs = sum(1 for s in sets for c in s.changes if c.kind == "dir" and (s.root, c.path) not in skip)
-        timed = [t.path for s in sets for t in s.times if t.mtime_ns != t.old_mtime_ns and (s.root, t.path) not in skip]
-        if dirs:
-            parts.append(f"change {_n(dirs, 'directory')}")
-        elif timed:
-            parts.append(f"set the time of {_list([p.rstrip('/') + '/' if p != '.' else './' for p in timed])}")
-        else:
-            parts.append("change nothing")
-    return printable(", ".join(parts)), counts
-
-
-def _remoded(change: Change, replaced_dir: int | None) -> bool:
-    """Whether a change leaves its path with another mode than the real entry (``replaced_dir``: a directory a new
-    one replaces) had there, content changed or not."""
-    if change.action in ("meta", "modify"):
-        return change.mode != change.old_mode
-    return change.action == "create" and change.kind == "dir" and replaced_dir not in (None, change.mode)
 
 
 class _Matcher:
@@ -398,7 +281,7 @@ def _modes(
             if (
                 change.action == "create"
                 and change.path.rsplit("/", 1)[-1] == ".git"
-                and (loose := _loose_above(changes.root, change.path, dirs))
+                and (loose := _loose_above(changes.root, change.path, dirs, default))
             ):
                 judgement.refused[key] = f"a repository in {loose}/, which others may write (no sticky bit)"
                 continue
@@ -437,8 +320,9 @@ def _modes(
             # the state it leaves, not by the bits it adds (``chmod 1777 d``, then ``chmod o-t d``).
             elif (
                 change.kind == "dir"
-                and _loose(change.mode)
-                and not (change.action != "create" and _loose(change.old_mode))
+                and (extra & _WRITABLE_BY_OTHERS if change.action == "create" else _loose(change.mode, default))
+                and not change.mode & 0o1000
+                and not (change.action != "create" and _loose(change.old_mode, default))
                 and (held := _holds_guarded(changes, change, trees, protection, roots, lookups))
             ):
                 judgement.refused[key] = f"it would make {change.path}/ writable by others, and it holds {held}"
@@ -449,18 +333,20 @@ def _modes(
     return asks
 
 
-def _loose(mode: int) -> bool:
-    """Whether a directory of this mode lets group or others rename what it holds (writable, no sticky bit)."""
-    return bool(mode & _WRITABLE_BY_OTHERS) and not mode & 0o1000
+def _loose(mode: int, default: int) -> bool:
+    """Whether a directory of this mode lets group or others rename what it holds beyond what the user's umask
+    gives every directory (``default``: under umask 002 the group is the user's own), with no sticky bit."""
+    return bool(mode & _WRITABLE_BY_OTHERS & ~default) and not mode & 0o1000
 
 
-def _loose_above(root: str, path: str, dirs: dict[str, int]) -> str:
-    """The nearest directory above ``path`` (the root included) that is loose as the command leaves it ("" none)."""
+def _loose_above(root: str, path: str, dirs: dict[str, int], default: int) -> str:
+    """The nearest directory above ``path`` (the root included) that others may write as the command leaves it, no
+    sticky bit ("" none). Not a group's: a team directory (setgid, a default ACL) is the group's on purpose."""
     parts = path.split("/")[:-1]
     for depth in range(len(parts), -1, -1):
         above = "/".join(parts[:depth]) or "."  # the root's own change is named "."
         real = lstat_beneath(root, above) if above not in dirs else None
-        if _loose(dirs.get(above, real.st_mode if real is not None else 0)):
+        if _loose(dirs.get(above, real.st_mode if real is not None else 0), default | 0o020):
             return above
     return ""
 
@@ -621,14 +507,6 @@ def _sanitize_new_configs(changes: ChangeSet, judgement: Judgement) -> None:
         judgement.rewritten[key] = safe
         judgement.refused.pop(key)
         judgement.dropped_keys[change.path] = sorted({entry.partition("=")[0] for entry in unsafe})
-
-
-MODES_NAMED = 100  # paths whose mode changes named in a summary or a question (past it: "and N more")
-
-
-def _list(items: Sequence[str], shown: int = 3) -> str:
-    head = ", ".join(items[:shown])
-    return head + (f" and {len(items) - shown} more" if len(items) > shown else "")
 
 
 def _refuse(

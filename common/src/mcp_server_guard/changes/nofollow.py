@@ -197,13 +197,14 @@ def entries_below(root: str, rel: str, limit: int = 5_000) -> Iterator[tuple[str
     except OSError:
         return
     try:
-        todo, unseen = ["" if rel in (".", "") else rel], False
+        start = "" if rel in (".", "") else rel
+        todo, unseen = [start], False
         while todo and limit > 0:
             directory = todo.pop(0)
             try:
                 fd = open_dir(base, directory)
             except (OSError, Changed):
-                unseen = True
+                unseen = unseen or directory != start  # ``rel`` itself may be new: nothing of it to look at yet
                 continue
             try:
                 with os.scandir(fd) as entries:

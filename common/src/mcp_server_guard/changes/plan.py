@@ -43,6 +43,7 @@ from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, lstat_bene
 from mcp_server_guard.changes.xattrs import Xattrs
 from mcp_server_guard.files.history import HistoryStore
 from mcp_server_guard.files.kept import fsync_dir, write_all
+from mcp_server_guard.paths import private_dirs
 
 log = logging.getLogger("mcp_server_guard.changes")
 
@@ -74,7 +75,7 @@ def journal_key(history_dir: Path) -> bytes:
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
-            history_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            private_dirs(history_dir)
             temp = history_dir / f".key.{os.getpid()}.tmp"
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
@@ -275,7 +276,7 @@ class Journal:
 
     @classmethod
     def create(cls, directory: Path, audit_id: str, plan: dict[str, Any], key: bytes) -> Journal:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dirs(directory)
         path = directory / f"apply-{audit_id}.json"
         # Written whole under a temp name, then renamed: a journal that exists names its whole plan (and is locked).
         temp = directory / f".apply-{audit_id}.{os.getpid()}.tmp"

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_server_guard.files.kept import disk_usage, write_whole
+from mcp_server_guard.paths import private_dirs
 
 __all__ = [
     "CALLS",
@@ -93,7 +94,7 @@ class CallRecords:
 
     def write(self, audit_id: str, manifest: dict[str, Any], *, durable: bool = True) -> None:
         """Write one call's record, whole or not at all (fsynced when ``durable``)."""
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dirs(self.directory)
         target = self.directory / f"{audit_id}.json"
         self._grew(write_whole(target, _encoded(manifest), fsync=durable, point=f"record {audit_id}"))
 

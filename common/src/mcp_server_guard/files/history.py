@@ -71,6 +71,7 @@ from mcp_server_guard.files.kept import (
 )
 from mcp_server_guard.files.liveness import OwnedDir, live_dirs
 from mcp_server_guard.files.trees import remove_dead, remove_tree
+from mcp_server_guard.paths import private_dirs
 
 log = logging.getLogger("mcp_server_guard.files.history")
 _ID = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{6}$")
@@ -143,7 +144,7 @@ class HistoryStore:
         self.calls = CallRecords(directory / CALLS, self._grew)
 
     def _ensure(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dirs(self.directory)
 
     @contextlib.contextmanager
     def _in_flight(self, entry_id: str) -> Iterator[None]:

@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcp_server_guard.paths import private_dirs
+
 log = logging.getLogger("mcp_server_guard.files.journal")
 
 TEMP_NAME = re.compile(r"^\.mcp-guard-[0-9a-f]{12}\.tmp$")
@@ -60,7 +62,7 @@ class TempJournal:
     """This process's journal: temp files it is about to create, until they are gone."""
 
     def __init__(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dirs(directory)
         self.directory = directory
         tag = f"{os.getpid()}-{secrets.token_hex(4)}"
         # Locked before it gets a journal's name, so a sweeper never takes a live journal for a dead one.

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from mcp_server_guard import faults, linux
 from mcp_server_guard.files.trees import remove_below
+from mcp_server_guard.paths import private_dirs
 
 __all__ = [
     "copy_into",
@@ -254,7 +255,7 @@ def note_bounds(directory: Path, max_bytes: int, max_entries: int) -> None:
         if (directory / _BOUNDS).read_bytes() == data:
             return
     with contextlib.suppress(OSError):
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dirs(directory)
         write_whole(directory / _BOUNDS, data, fsync=False)
 
 

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mcp_server_guard.audit import pid_alive
+from mcp_server_guard.paths import private_dirs
 
 __all__ = ["LOCK", "OwnedDir", "dead_dirs", "live_dirs", "plain_dir"]
 
@@ -34,7 +35,7 @@ class OwnedDir:
     """This process's directory in ``area``, locked for as long as the process (or :meth:`close`) lets it."""
 
     def __init__(self, area: Path) -> None:
-        area.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dirs(area)
         if not plain_dir(area):
             raise OSError(errno.ENOTDIR, f"{area} is not a plain directory of this user (a symlink?)")
         tag = f"{os.getpid()}-{secrets.token_hex(4)}"

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 
-from mcp_server_guard.paths import state_dir
+from mcp_server_guard.paths import private_dirs, state_dir
 
 __all__ = ["TREE_WAIT_S", "TreeBusy", "breathe", "flock_until", "tree_lock"]
 
@@ -42,7 +42,7 @@ def tree_lock(devices: Iterable[int], wait_s: float = TREE_WAIT_S) -> Iterator[N
     deadline = time.monotonic() + wait_s
     try:
         try:
-            directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            private_dirs(directory)
             for device in sorted(set(devices)):
                 fds.append(os.open(directory / f"{device}.lock", _LOCK_FILE, 0o600))
         except OSError as exc:

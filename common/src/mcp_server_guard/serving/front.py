@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcp_server_guard.paths import state_dir, where_line
+from mcp_server_guard.paths import private_dirs, state_dir, where_line
 
 if TYPE_CHECKING:
     import asyncio
@@ -527,7 +527,7 @@ def record(front: Front, records: dict[str, Any]) -> None:
     front_key = front.key
     directory = state_dir() / "front"
     try:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dirs(directory)
         info = os.lstat(directory)
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
             return

@@ -26,7 +26,7 @@ import typer
 from mcp_server_guard import registry
 from mcp_server_guard.audit import AuditLog, default_audit_path, default_state_path, state_dirs
 from mcp_server_guard.files.jail import Jail, SymlinkMode
-from mcp_server_guard.paths import printable, real_within_any, within
+from mcp_server_guard.paths import printable, private_dirs, real_within_any, within
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.serving import deadline
 from mcp_server_guard.serving.config import Mode, ServerConfig
@@ -223,7 +223,7 @@ def make_state_dirs(roots: list[str]) -> None:
     for directory in state_dirs():
         if real_within_any(directory, roots):
             with contextlib.suppress(OSError):
-                directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+                private_dirs(directory)
 
 
 def resolve_history_dir(prog: str, given: Path | None, config: ServerConfig) -> Path:

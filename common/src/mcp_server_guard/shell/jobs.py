@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_server_guard.errors import ExecutionError, GuardError, ParamError, ResourceError
+from mcp_server_guard.paths import private_dirs
 from mcp_server_guard.policy import ShellPolicy
 from mcp_server_guard.shell.output import json_cost
 from mcp_server_guard.shell.process import Control, RunResult
@@ -94,7 +95,7 @@ class Spool:
 
     def _open(self) -> None:
         # The directory appears with the first spool that reaches the disk (not on every call's way).
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dirs(self.path.parent)
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         if self._pending:
             os.write(self._fd, self._pending[: self.cap])

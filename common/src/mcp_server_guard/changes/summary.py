@@ -1,0 +1,142 @@
+"""The one line a person can judge in five seconds: what a change set does (``summary_line``), and its counts.
+
+Part of the judgement (``changes.effects``), kept apart: counting and wording only, no verdict.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from mcp_server_guard.changes.changeset import Change, ChangeSet
+from mcp_server_guard.paths import printable
+
+__all__ = ["MODES_NAMED", "Counts", "count_of", "list_of", "summary_line"]
+
+
+@dataclass
+class Counts:
+    created: int = 0  # files (not directories) the command made
+    modified: int = 0
+    deleted: int = 0
+    meta: int = 0  # mode or time only
+    moved: int = 0  # deleted here and created, same bytes, there (not counted as created or deleted)
+    bytes: int = 0  # of the files made or rewritten
+    deleted_bytes: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.created + self.modified + self.deleted + self.meta + self.moved
+
+
+MODES_NAMED = 100  # paths whose mode changes named in a summary or a question (past it: "and N more")
+
+
+def list_of(items: Sequence[str], shown: int = 3) -> str:
+    head = ", ".join(items[:shown])
+    return head + (f" and {len(items) - shown} more" if len(items) > shown else "")
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{n} B"
+
+
+def count_of(count: int, noun: str) -> str:
+    plural = noun if count == 1 else f"{noun[:-1]}ies" if noun.endswith("y") else f"{noun}s"
+    return f"{count:,} {plural}"
+
+
+def _under(paths: Sequence[str]) -> str:
+    """Where most of ``paths`` are: their longest common directory (named when it is not the root)."""
+    if not paths:
+        return ""
+    common = posixpath.commonpath(["/" + p for p in paths]).lstrip("/")
+    if common in paths and len(paths) == 1:
+        common = posixpath.dirname(common)
+    return f" under {common}/" if common else ""
+
+
+def summary_line(
+    sets: Sequence[ChangeSet], refused: Iterable[tuple[str, str]] = (), moves: Iterable[tuple[str, str]] = ()
+) -> tuple[str, Counts]:
+    """What the change sets do, in one line ("delete 1,234 files under src/ (12.3 MB), modify 3"), and counts.
+    ``moves``: (root, path) of files deleted and of files created that are the same bytes moved."""
+    skip = set(refused)
+    moved = set(moves)
+    counts = Counts()
+    deleted: list[str] = []
+    made: list[str] = []
+    changed: list[str] = []
+    origins: list[str] = []
+    targets: list[str] = []
+    for changes in sets:
+        for change in changes.changes:
+            if (changes.root, change.path) in skip or change.kind == "dir":
+                continue
+            if (changes.root, change.path) in moved:
+                (origins if change.action == "delete" else targets).append(change.path)
+                counts.moved += change.action == "delete"
+                continue
+            if change.action == "create":
+                counts.created += 1
+                counts.bytes += change.size
+                made.append(change.path)
+            elif change.action == "modify":
+                counts.modified += 1
+                counts.bytes += change.size
+                changed.append(change.path)
+            elif change.action == "delete":
+                counts.deleted += 1
+                counts.deleted_bytes += change.size
+                deleted.append(change.path)
+            else:
+                counts.meta += 1
+                changed.append(change.path)
+    parts = []
+    if counts.moved:
+        parts.append(
+            f"move {count_of(counts.moved, 'file')}{_under(origins)}"
+            + (f" to{where[6:]}" if (where := _under(targets)) else "")
+        )
+    if counts.deleted:
+        parts.append(f"delete {count_of(counts.deleted, 'file')}{_under(deleted)} ({_size(counts.deleted_bytes)})")
+    if counts.modified:
+        parts.append(f"modify {count_of(counts.modified, 'file')}{_under(changed) if counts.modified > 3 else ''}")
+    if counts.created:
+        parts.append(f"create {count_of(counts.created, 'file')}{_under(made) if counts.created > 3 else ''}")
+    # Every path whose mode changes is named (a directory made group-writable is as much a change as a file).
+    # Also with new content (``echo >> f && chmod 700 f``), or a directory made again (``rm -r d && mkdir -m 700 d``).
+    gone_dirs = {(s.root, c.path): c.mode for s in sets for c in s.changes if c.action == "delete" and c.kind == "dir"}
+    remoded = [c for s in sets for c in s.changes if (s.root, c.path) not in skip and _remoded(c, gone_dirs.get(
+        (s.root, c.path)))]  # fmt: skip
+    if remoded:
+        named = [f"{c.path}{'/' if c.kind == 'dir' else ''} to {c.mode:04o}" for c in remoded]
+        parts.append(f"change the mode of {list_of(named, MODES_NAMED)}")
+    # (A re-moded file that also moved is named above and counted as moved, not as a metadata change.)
+    times_only = max(counts.meta - sum(1 for c in remoded if c.kind != "dir" and c.action == "meta"), 0)
+    if times_only:
+        parts.append(f"change the times or attributes of {count_of(times_only, 'file')}")
+    if not parts:
+        dirs = sum(1 for s in sets for c in s.changes if c.kind == "dir" and (s.root, c.path) not in skip)
+        timed = [t.path for s in sets for t in s.times if t.mtime_ns != t.old_mtime_ns and (s.root, t.path) not in skip]
+        if dirs:
+            parts.append(f"change {count_of(dirs, 'directory')}")
+        elif timed:
+            parts.append(f"set the time of {list_of([p.rstrip('/') + '/' if p != '.' else './' for p in timed])}")
+        else:
+            parts.append("change nothing")
+    return printable(", ".join(parts)), counts
+
+
+def _remoded(change: Change, replaced_dir: int | None) -> bool:
+    """Whether a change leaves its path with another mode than the real entry (``replaced_dir``: a directory a new
+    one replaces) had there, content changed or not."""
+    if change.action in ("meta", "modify"):
+        return change.mode != change.old_mode
+    return change.action == "create" and change.kind == "dir" and replaced_dir not in (None, change.mode)
