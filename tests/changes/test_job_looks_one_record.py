@@ -223,3 +223,34 @@ async def test_a_look_never_lands_the_box_move_helpers_copy_in_the_making(worksp
         "applied"
     ] * len([look for look in looks if look["transaction"] not in ("unchanged", "waiting")]), looks
     assert undone_and_redone(looks[0]["auditId"], workspace, before, after) == []
+
+
+async def test_a_commands_own_file_named_like_the_move_helpers_copy_lands(workspace: Path, tmp_path: Path) -> None:
+    # Red team 40o B: the reader skipped every name of the helper's pattern, whoever made it: ``mv b.txt
+    # .n.mcp-guard-mv-<hex>`` landed as a deletion alone. The helper makes directories only: a file is the command's.
+    (workspace / "b.txt").write_text("b\n", encoding="utf-8")
+    command = "echo x > .f.mcp-guard-mv-0123456789ab && mv b.txt .n.mcp-guard-mv-abcdefabcdef"
+    native = natively(workspace, tmp_path, command)
+    async with shell(workspace) as client:
+        await run(client, command, cwd=str(workspace))
+    assert not differences(snapshot(native), snapshot(workspace))
+
+
+async def test_a_directory_renamed_through_proc_self_moves_as_natively(workspace: Path, tmp_path: Path) -> None:
+    # Red team 40o C: the box's rename helper resolved ``/proc/self/...`` and ``/dev/fd/N/...`` in its own process:
+    # the rename of a real directory through them failed EXDEV (natively it moves).
+    (workspace / "d").mkdir()
+    (workspace / "d" / "f.txt").write_text("f\n", encoding="utf-8")
+    (workspace / "e").mkdir()
+    script = workspace / "mv.py"
+    script.write_text(
+        "import os\nos.rename('/proc/self/cwd/d', '/proc/self/cwd/d2')\n"
+        "fd = os.open('.', os.O_RDONLY)\nos.rename(f'/dev/fd/{fd}/e', f'/dev/fd/{fd}/e2')\n",
+        encoding="utf-8",
+    )
+    command = "python3 mv.py"
+    native = natively(workspace, tmp_path, command)
+    async with shell(workspace) as client:
+        result = await run(client, command, cwd=str(workspace))
+    assert result["exitCode"] == 0, result
+    assert not differences(snapshot(native), snapshot(workspace))

@@ -44,9 +44,10 @@ MOVING_COPY = ".mcp-guard-mv-"
 _MOVING_COPY = re.compile(r"\..+" + re.escape(MOVING_COPY) + r"[0-9a-f]{12}\Z", re.DOTALL)
 
 
-def moving_copy(name: str) -> bool:
-    """Whether ``name`` is the box's directory-move helper's copy in the making."""
-    return name.startswith(".") and bool(_MOVING_COPY.match(name))
+def moving_copy(name: str, is_dir: bool = True) -> bool:
+    """Whether ``name`` is the box's directory-move helper's copy in the making (a directory: the helper makes no
+    other kind, so a command's file of such a name is its own)."""
+    return is_dir and name.startswith(".") and bool(_MOVING_COPY.match(name))
 
 
 def private_dirs(path: Path) -> None:

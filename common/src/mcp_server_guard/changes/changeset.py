@@ -217,7 +217,7 @@ def walk_entries(
                 try:
                     for name in listing(current[0]):
                         st = lstat(name, current[0])
-                        if st is None or (ours and moving_copy(name)):  # the box's helper's (paths.moving_copy)
+                        if st is None or (ours and moving_copy(name, stat.S_ISDIR(st.st_mode))):  # the helper's
                             continue
                         budget[0] -= 1
                         if budget[0] < 0:

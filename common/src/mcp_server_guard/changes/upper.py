@@ -171,11 +171,11 @@ class _Reader(Names):
             if self.budget[0] < 0:
                 return
             path = f"{rel}/{name}" if rel else name
-            if path in self.skip or moving_copy(name):  # the box's helper's, never the command's (paths)
+            if path in self.skip:
                 continue
             depth(path)
             st = lstat(name, upper_dir)
-            if st is None:
+            if st is None or moving_copy(name, stat.S_ISDIR(st.st_mode)):  # the box's helper's, never the command's
                 continue
             self.touched.add(path)
             real = lstat(name, real_dir) if real_dir is not None else None

@@ -185,6 +185,7 @@ class Handler:
             os.close(mem)
         if old is None or new is None or not self._valid(notif.id):
             raise _Skip  # unreadable, or the caller is gone (its pid may be someone else's by now)
+        old, new = _callers(old, pid), _callers(new, pid)
         fds: list[int] = []
         try:
             old_fd = self._dir_fd(pid, old_dir, old, fds)
@@ -219,6 +220,16 @@ class Handler:
             raise _Skip from None
         fds.append(fd)
         return fd
+
+
+def _callers(path: bytes, pid: int) -> bytes:
+    """A path the caller wrote relative to itself (``/proc/self``, ``/proc/thread-self``, ``/dev/fd``), made the
+    caller's: resolved here, it would name this thread's own (a rename of ``/proc/self/cwd/d`` failed EXDEV)."""
+    for mine, theirs in ((b"/proc/self/", f"/proc/{pid}/"), (b"/proc/thread-self/", f"/proc/{pid}/"),
+                         (b"/dev/fd/", f"/proc/{pid}/fd/")):  # fmt: skip
+        if path.startswith(mine):
+            return theirs.encode() + path[len(mine) :]
+    return path
 
 
 def warm_up() -> None:
