@@ -254,3 +254,25 @@ async def test_a_directory_renamed_through_proc_self_moves_as_natively(workspace
         result = await run(client, command, cwd=str(workspace))
     assert result["exitCode"] == 0, result
     assert not differences(snapshot(native), snapshot(workspace))
+
+
+@pytest.mark.parametrize("replacement", ["echo x > d", "ln -s b.txt d"])
+async def test_a_jobs_undo_takes_back_a_look_in_a_directory_its_end_replaced(
+    workspace: Path, tmp_path: Path, replacement: str
+) -> None:
+    # Red team 40o F: a look made d/n1; the job's end replaced d by a file (or a link), held, then applied. The
+    # undo found d/n1 "changed since" (the end's record of d is a file's, so d/ was not taken as replaced whole)
+    # and undid nothing.
+    (workspace / "d").mkdir()
+    (workspace / "d" / "f.txt").write_text("f\n", encoding="utf-8")
+    (workspace / "b.txt").write_text("b\n", encoding="utf-8")
+    command = f"echo 1 > d/n1; sleep 3; rm -r d && {replacement}; sleep 1"
+    native = natively(workspace, tmp_path, command)
+    before = snapshot(workspace)
+    async with shell(workspace) as client:
+        looks = await job(client, workspace, command)
+        if looks[-1]["transaction"] == "held":
+            await run(client, "", applyChanges=looks[-1]["pendingChanges"]["id"])
+    after = snapshot(workspace)
+    assert not differences(snapshot(native), after)
+    assert not undone_and_redone(looks[0]["auditId"], workspace, before, after)

@@ -512,7 +512,8 @@ def reverse_ops(
             named.add(record.moved_from)
         if not force and not covered and not as_left(root, rel, checked, (since or {}).get(record.path, applied_ns)):
             changed.append(record.path)
-        if record.action in ("create", "modify", "delete") and (record.tree or record.kind == "dir"):
+        if record.action in ("create", "modify", "delete") and (record.tree or record.kind == "dir" or _was_tree(
+            history, record)):  # a directory replaced by a file or a link: its tree went whole too  # fmt: skip
             wholesale.add(record.path)
         if record.action == "times":
             now = _mtime(root, rel)
@@ -529,6 +530,16 @@ def reverse_ops(
         elif record.action == "meta":
             ops.append(Op("unmeta", root, rel, record=record))
     return ops + times, changed
+
+
+def _was_tree(history: HistoryStore, record: Applied) -> bool:
+    """Whether what ``record`` replaced was a directory kept whole (a directory replaced by a file or a link)."""
+    if record.action != "modify" or not record.before:
+        return False
+    try:
+        return history.kind(record.before) == "tree"
+    except HistoryError:
+        return False
 
 
 def _parents(path: str) -> Iterator[str]:
