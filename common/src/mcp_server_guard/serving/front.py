@@ -41,6 +41,7 @@ import stat
 import sys
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,8 +49,6 @@ from typing import TYPE_CHECKING, Any
 from mcp_server_guard.paths import private_dirs, state_dir, where_line
 
 if TYPE_CHECKING:
-    import asyncio
-
     from mcp_server_guard.serving.tools import Tools
 
 log = logging.getLogger("mcp_server_guard.front")
@@ -61,6 +60,7 @@ _LINE_LIMIT = 1 << 16  # a line longer than this is left to the real transport (
 # the real server ready).
 _SDK_WAIT_S = 1.0
 _TOOLS_WAIT_S = 30.0  # a call waits this long for the main thread to build the tools (then the SDK's way)
+_CALLS = 4  # calls the front runs at once at most (each on a thread of its own)
 _DEPTH = 64  # nesting the front takes at most (the real transport's parser takes about 200)
 _PACKAGES = ("mcp_server_guard", "mcp", "mcp_types", "pydantic", "pydantic_core")
 _ROOT_FLAGS = ("--launch-dir", "--allow-path")
@@ -147,6 +147,10 @@ class HandOver:
     eof: bool = False
     answered: list[tuple[bytes, Any, bool]] = field(default_factory=list)
     unwritten: bytes = b""  # the end of an answer the front could not write before the hand-over: written first
+    # Calls the front took whose answers it had not written at the hand-over: (id, the answer to come), for the
+    # real transport to write when each is ready (a call runs on a thread of its own: a small read is never held
+    # up by a huge one taken before it).
+    pending: list[tuple[Any, Future[dict[str, Any]]]] = field(default_factory=list)
 
 
 def _code_stamp(server_package: str) -> list[Any]:
@@ -261,7 +265,8 @@ class Front:
         self._tools: Tools | None = None
         self._tools_known = threading.Event()  # set by take_calls (with the tools, or None: no calls here)
         self._sdk_wanted = threading.Event()  # a call answered, or the front is done: the SDK may load now
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._done_r, self._done_w = os.pipe2(os.O_CLOEXEC)  # a call thread is done: its answer to write
+        self._pending: dict[Any, Future[dict[str, Any]]] = {}  # id -> the answer of a call under way, in order
         self._thread = threading.Thread(target=self._run, name="mcp-guard-front", daemon=True)
 
     def start(self) -> Front:
@@ -285,9 +290,13 @@ class Front:
     def _run(self) -> None:
         try:
             while self._answering:
-                ready, _, _ = select.select([self._in, self._wake_r], [], [])
+                ready, _, _ = select.select([self._in, self._wake_r, self._done_r], [], [])
                 if self._wake_r in ready:
                     return
+                if self._done_r in ready:
+                    os.read(self._done_r, 4096)
+                    self._write_done()
+                    continue
                 if not self._pull():
                     return
                 while self._answering and b"\n" in self._buffer:
@@ -299,8 +308,6 @@ class Front:
             self._answering = False
         finally:
             self._got.data = bytes(self._data)
-            if self._loop is not None:
-                self._loop.close()
             self._sdk_wanted.set()
 
     def _pull(self) -> bool:
@@ -357,30 +364,41 @@ class Front:
         if not isinstance(rid, str | int) or isinstance(rid, bool) or rid in self._ids:
             return False
         if method == "tools/call":
-            result = self._call(params)
-            if result is None:
+            if not self._call(rid, params):
                 return False
-        elif method not in ANSWERED:
+            self._ids.add(rid)
+            self._got.answered.append((line, None, False))
+            self._sdk_wanted.set()
+            return True
+        result: dict[str, Any] | None = {}
+        if method not in ANSWERED:
             return False
-        elif method == "ping":
-            result = {}
-        else:
+        if method != "ping":
             if (method == "initialize") == bool(self._handshake):
                 return False  # a second handshake, or tools/list before one
             key = request_key(method, message.get("params"), self._handshake)
-            result = self.records.get(key)
-            if not isinstance(result, dict):
-                result = self._computed(method, params)
+            recorded = self.records.get(key)
+            result = recorded if isinstance(recorded, dict) else self._computed(method, params)
             if result is None:
                 return False
             if method == "initialize":
                 self._handshake, self._client = key, params
         self._ids.add(rid)
-        self._got.answered.append((line, result, method != "tools/call"))
+        self._got.answered.append((line, result, True))
         self._write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode() + b"\n")
-        if method == "tools/call":
-            self._sdk_wanted.set()
         return True
+
+    def _write_done(self) -> None:
+        """Write the answers of the calls that are done, as they are done."""
+        for rid, future in list(self._pending.items()):
+            if future.done():
+                del self._pending[rid]
+                answer: dict[str, Any] = {"jsonrpc": "2.0", "id": rid}
+                if future.exception() is None:
+                    answer["result"] = future.result()
+                else:
+                    answer["error"] = {"code": -32603, "message": "Internal error"}
+                self._write(json.dumps(answer).encode() + b"\n")
 
     def _computed(self, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
         """The answer to ``initialize`` or ``tools/list`` from the server's tools, as the SDK gives it (the first
@@ -397,50 +415,63 @@ class Front:
             log.debug("%s answered from the server's tools (no record)", method)
         return result
 
-    def _call(self, params: dict[str, Any]) -> dict[str, Any] | None:
-        """A call's result from the server's tools, or None when the real server must take it: no handshake yet, a
-        tool that needs the session, a client that declared roots (they narrow the jail; fetching them is a
-        request to the client, which only the real server makes), ``_meta`` beyond a progress token (the
-        2026-07-28 envelope, which the real transport refuses on this connection), or a cancel already sent
-        (the real server cancels the call; the front would run it whole)."""
-        from mcp_server_guard.serving.tools import client_name, early_call  # noqa: PLC0415 - pydantic, once needed
+    def _call(self, rid: Any, params: dict[str, Any]) -> bool:
+        """Take a call (run on a thread of its own; its answer written when done), or False when the real server
+        must take it: no handshake yet, a tool that needs the session, a client that declared roots (they narrow
+        the jail; fetching them is a request to the client, which only the real server makes), ``_meta`` beyond a
+        progress token (the 2026-07-28 envelope, which the real transport refuses on this connection), or a cancel
+        already sent (the real server cancels the call; the front would run it whole)."""
+        from mcp_server_guard.serving.tools import client_name  # noqa: PLC0415 - pydantic, once needed
 
         name, arguments, meta = params.get("name"), params.get("arguments", {}), params.get("_meta", {})
-        if not self._handshake or not set(params) <= {"name", "arguments", "_meta"}:
-            return None
+        if not self._handshake or not set(params) <= {"name", "arguments", "_meta"} or len(self._pending) >= _CALLS:
+            return False  # (a burst past a few calls at once: the real server's, which is loading meanwhile)
         capabilities = self._client.get("capabilities")
         if not isinstance(capabilities, dict) or "roots" in capabilities:
-            return None
+            return False
         if not isinstance(name, str) or not isinstance(arguments, dict):
-            return None
+            return False
         if not isinstance(meta, dict) or not set(meta) <= {"progressToken"}:
-            return None
+            return False
         self._tools_known.wait(_TOOLS_WAIT_S)  # the main thread is building them
         tools = self._tools
         if tools is None or name not in tools.specs:
-            return None
+            return False
         ready, _, _ = select.select([self._in], [], [], 0)
         if ready and not self._pull():
-            return None  # the client is gone: nothing is run for it
+            return False  # the client is gone: nothing is run for it
         if b"notifications/cancelled" in self._buffer:
-            return None
-        if self._loop is None:
-            import asyncio  # noqa: PLC0415 - not before a call needs it (a tenth of the first answer's time)
-
-            self._loop = asyncio.new_event_loop()
+            return False
+        future: Future[dict[str, Any]] = Future()
+        self._pending[rid] = future
         actor = client_name(self._client.get("clientInfo"))
-        result = self._loop.run_until_complete(early_call(tools, name, arguments, actor))
-        log.debug("tools/call of %s answered before the SDK loaded", name)
-        return result
+        threading.Thread(target=self._run_call, args=(future, tools, name, arguments, actor), daemon=True).start()
+        return True
+
+    def _run_call(self, future: Future[dict[str, Any]], tools: Tools, name: str, arguments: Any, actor: Any) -> None:
+        """One call, on its own thread and event loop, as ``tools.early_call`` answers it."""
+        import asyncio  # noqa: PLC0415 - not before a call needs it (a tenth of the first answer's time)
+
+        from mcp_server_guard.serving.tools import early_call  # noqa: PLC0415
+
+        try:
+            future.set_result(asyncio.run(early_call(tools, name, arguments, actor)))
+            log.debug("tools/call of %s answered before the SDK loaded", name)
+        except Exception as exc:  # noqa: BLE001 - every request gets an answer: the transport says it failed
+            future.set_exception(exc)
+        with contextlib.suppress(OSError):
+            os.write(self._done_w, b"x")
 
     def hand_over(self) -> HandOver:
-        """Stop answering (after the call under way, if any); everything read so far, for the real transport."""
+        """Stop answering (after the answer being written, if any); everything read so far, and the calls whose
+        answers are still to come, for the real transport."""
         self._tools_known.set()
         if self._thread.is_alive():
             os.write(self._wake_w, b"x")
             self._thread.join()
-        os.close(self._wake_r)
-        os.close(self._wake_w)
+        self._got.pending = list(self._pending.items())
+        for fd in (self._wake_r, self._wake_w, self._done_r):
+            os.close(fd)
         return self._got
 
 

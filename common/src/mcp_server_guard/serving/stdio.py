@@ -37,6 +37,7 @@ import sys
 import termios
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -298,6 +299,8 @@ class StdioConnection:
                     tg.start_soon(self._stop_on_signal, received, tg.cancel_scope, stopped_by)
                 if self._early.unwritten:
                     await self._queue(self._early.unwritten)  # the end of the front's last answer: first out
+                for rid, answer in self._early.pending:  # calls the front took, still running: answered when done
+                    tg.start_soon(self._early_answer, rid, answer)
                 tg.start_soon(self._write_loop)
                 tg.start_soon(self._read_loop)
                 try:
@@ -308,6 +311,19 @@ class StdioConnection:
         for stream in (self._inbound_send, self.inbound, self._outbox_send, self._outbox):
             stream.close()
         return stopped_by[0] if stopped_by else None
+
+    async def _early_answer(self, rid: RequestId, answer: Future[dict[str, Any]]) -> None:
+        """The answer of a call the start-up front took and runs on a thread of its own, written once it is ready."""
+        message: JSONRPCResponse | JSONRPCError
+        try:
+            message = JSONRPCResponse(jsonrpc="2.0", id=rid, result=await anyio.to_thread.run_sync(answer.result))
+        except Exception:  # every request gets an answer
+            log.exception("a call taken before the SDK loaded failed")
+            message = JSONRPCError(
+                jsonrpc="2.0", id=rid, error=ErrorData(code=INTERNAL_ERROR, message="Internal error")
+            )
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await self.send_message(message)
 
     async def _stop_on_signal(
         self, received: AsyncIterator[int], scope: anyio.CancelScope, stopped_by: list[signal.Signals]
