@@ -21,15 +21,12 @@ from mcp_types import methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from mcp_server_file_read import server as file_read
-from mcp_server_file_write import server as file_write
-from mcp_server_guard.files.jail import SymlinkMode
 from mcp_server_guard.serving import tools as serving_tools
 from mcp_server_guard.serving.config import Mode
-from mcp_server_guard.serving.launch import build_config
 from mcp_server_guard.serving.server import GuardedServer
 from mcp_server_guard.serving.tools import Tools
 from support import RawClient, console_script
+from support.memory import file_tools
 
 INFO = {"name": "computed-test", "version": "1"}
 CAPABILITIES_SDK_JUDGES: list[dict[str, Any]] = [
@@ -78,21 +75,7 @@ PARAMS: list[dict[str, Any]] = [
 
 
 def _tools(name: str, root: Path, mode: Mode) -> Tools:
-    config = build_config(
-        prog=name,
-        name=name,
-        distribution=f"mcp-server-{name.replace('_', '-')}",
-        allow_path=[root.parent / "other"],
-        symlinks=SymlinkMode.FOLLOW,
-        launch_dir=root,
-        mode=mode,
-        policy=None,
-        audit_log=root.parent / "audit.jsonl",
-        log_level="WARNING",
-    )
-    if name == "file_write":
-        return file_write.build_tools(config, root.parent / "history")
-    return file_read.build_tools(config)
+    return file_tools(name, root, allow=(root.parent / "other",), mode=mode)
 
 
 def _sdk_initialize(server: GuardedServer, params: dict[str, Any]) -> dict[str, Any] | None:

@@ -18,33 +18,17 @@ from typing import Any
 
 import pytest
 
-from mcp_server_file_read import server as file_read
-from mcp_server_file_write import server as file_write
-from mcp_server_guard.files.jail import SymlinkMode
-from mcp_server_guard.serving.launch import build_config
 from mcp_server_guard.serving.server import GuardedServer
 from mcp_server_guard.serving.tools import Tools, early_call
 from support import RawClient, console_script
+from support.memory import file_tools
 
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "early-test", "version": "1"}}
 SAID = "answered before the SDK loaded"  # the front's debug line
 
 
 def _tools(name: str, root: Path) -> Tools:
-    config = build_config(
-        prog=name,
-        name=name,
-        distribution=f"mcp-server-{name.replace('_', '-')}",
-        allow_path=[],
-        symlinks=SymlinkMode.FOLLOW,
-        launch_dir=root,
-        policy=None,
-        audit_log=root.parent / "audit.jsonl",
-        log_level="WARNING",
-    )
-    if name == "file_write":
-        return file_write.build_tools(config, root.parent / "history")
-    return file_read.build_tools(config)
+    return file_tools(name, root)
 
 
 def _without_ids(result: dict[str, Any]) -> str:
@@ -142,9 +126,11 @@ def test_an_early_call_answers_as_the_sdks_way_does_for_every_argument_shape(
             tools.audit.close()
 
 
-def _session(script: str, root: Path, lines: list[dict[str, Any]], last: int) -> tuple[list[dict[str, Any]], str]:
-    """Spawn in ``root`` (log level DEBUG), send ``lines`` at once, wait for answer ``last``, close stdin: the
-    answers, and what the server logged."""
+def _session(
+    script: str, root: Path, lines: list[dict[str, Any]], last: int, *, also: tuple[int, ...] = ()
+) -> tuple[list[dict[str, Any]], str]:
+    """Spawn in ``root`` (log level DEBUG), send ``lines`` at once, wait for answer ``last`` (and those in ``also``:
+    calls run at once may end in any order), close stdin: the answers, and what the server logged."""
     argv = [console_script(script), "--audit-log", str(root.parent / "audit.jsonl"), "--log-level", "DEBUG"]
     if script == "mcp-server-file-write":
         argv += ["--history-dir", str(root.parent / "history")]
@@ -152,6 +138,9 @@ def _session(script: str, root: Path, lines: list[dict[str, Any]], last: int) ->
     try:
         client.send_raw(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
         seen = client.until(last, timeout=60)
+        for rid in also:
+            if rid not in {m.get("id") for m in seen}:
+                seen += client.until(rid, timeout=60)
         assert client.proc.stdin is not None
         client.proc.stdin.close()
         rest = client.read_to_eof(timeout=60)
@@ -176,7 +165,7 @@ def test_a_first_write_is_answered_before_the_sdk_loads_and_runs_once(workspace:
     lines = [*_opening(), {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}]
     again = {**call, "arguments": {"path": "once.txt", "content": "again"}}
     lines.append({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": again})
-    seen, logged = _session(script, workspace, lines, 4)
+    seen, logged = _session(script, workspace, lines, 4, also=(3,))
     assert f"tools/call of file_write {SAID}" in logged
     answers = {m["id"]: m for m in seen}
     assert sorted(answers) == [1, 2, 3, 4] and len(seen) == 4  # one answer per request

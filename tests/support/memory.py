@@ -16,14 +16,33 @@ from mcp import Client
 from mcp_server_file_read import server as file_read
 from mcp_server_file_write import server as file_write
 from mcp_server_guard.files.jail import SymlinkMode
+from mcp_server_guard.serving.config import Mode, ServerConfig
 from mcp_server_guard.serving.launch import build_config
 from mcp_server_guard.serving.server import GuardedServer
+from mcp_server_guard.serving.tools import Tools
 from mcp_server_guard.shell.execution import limits_of
 from mcp_server_guard.shell.process import REGISTRY
 from mcp_server_guard.shell.sandbox.planning import NetworkMode, ReadScope, SandboxMode, plan
 from mcp_server_shell_exec import server as shell_exec
 
 _DISTRIBUTIONS = {"file_read": "mcp-server-file-read", "file_write": "mcp-server-file-write"}
+
+
+def _config(
+    name: str, launch_dir: Path, allow: tuple[Path, ...], policy: Path | None, audit: Path | None, mode: Mode
+) -> ServerConfig:
+    return build_config(
+        prog=name,
+        name=name,
+        distribution=_DISTRIBUTIONS.get(name, "mcp-server-shell-exec"),
+        allow_path=list(allow),
+        symlinks=SymlinkMode.FOLLOW,
+        launch_dir=launch_dir,
+        mode=mode,
+        policy=policy,
+        audit_log=audit or launch_dir.parent / "audit.jsonl",
+        log_level="WARNING",
+    )
 
 
 def build(
@@ -40,23 +59,23 @@ def build(
     The shell server runs commands unconfined by default here (``--sandbox off``): in one test process the
     sandbox's per-process parts (subreaper, pids cgroup) would outlive the test.
     """
-    config = build_config(
-        prog=name,
-        name=name,
-        distribution=_DISTRIBUTIONS.get(name, "mcp-server-shell-exec"),
-        allow_path=list(allow),
-        symlinks=SymlinkMode.FOLLOW,
-        launch_dir=launch_dir,
-        policy=policy,
-        audit_log=audit or launch_dir.parent / "audit.jsonl",
-        log_level="WARNING",
-    )
+    config = _config(name, launch_dir, allow, policy, audit, Mode.WORKSPACE_WRITE)
     if name == "file_write":
         return file_write.build_server(config, launch_dir.parent / "history")
     if name == "shell_exec":
         limits = limits_of(config.policy.shell_exec)
         return shell_exec.build_server(config, plan(sandbox, ReadScope.ALL, NetworkMode.ALLOW, limits))
     return file_read.build_server(config)
+
+
+def file_tools(
+    name: str, launch_dir: Path, *, allow: tuple[Path, ...] = (), mode: Mode = Mode.WORKSPACE_WRITE
+) -> Tools:
+    """file_read's or file_write's tools as built before the SDK loads (``build_tools``), in-process."""
+    config = _config(name, launch_dir, allow, None, None, mode)
+    if name == "file_write":
+        return file_write.build_tools(config, launch_dir.parent / "history")
+    return file_read.build_tools(config)
 
 
 @asynccontextmanager

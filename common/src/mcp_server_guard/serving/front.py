@@ -307,6 +307,11 @@ class Front:
         except (OSError, _ClientGone, _HandingOver):
             self._answering = False
         finally:
+            if self._got.eof:  # stdin ended: no transport will take over; the calls under way are answered here
+                with contextlib.suppress(OSError, _ClientGone, _HandingOver):
+                    for future in list(self._pending.values()):
+                        future.exception()  # waits for it (its tool's own bounds)
+                    self._write_done()
             self._got.data = bytes(self._data)
             self._sdk_wanted.set()
 
