@@ -24,7 +24,7 @@ def judged(tmp_path: Path, script: str, *, git: bool = False) -> Judgement:
     (copy.root / "edit.txt").write_text("text\n")
     (copy.root / "src").mkdir()
     (copy.root / "build").mkdir()
-    (copy.root / "bin").mkdir()
+    (copy.root / "bin").mkdir(exist_ok=True)
     (copy.root / "bin" / "run").write_text("#!/bin/sh\necho run\n")
     (copy.root / "bin" / "run").chmod(0o755)
     (copy.root / ".vscode").mkdir()
@@ -49,6 +49,25 @@ def test_attack_setuid_copy_of_a_shell_is_refused(tmp_path: Path) -> None:
 def test_attack_setuid_and_setgid_added_to_an_existing_executable_are_refused(tmp_path: Path) -> None:
     why = refused(judged(tmp_path, "chmod u+s,g+s bin/run"))
     assert "setuid" in why.get("bin/run", ""), why
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "cat /bin/sh > bin/helper && chmod 4755 bin/helper",
+        "cp /bin/sh bin/new && chmod 4755 bin/new && mv bin/new bin/helper",
+    ],
+    ids=["rewritten", "replaced"],
+)
+def test_attack_a_setuid_programs_bytes_replaced_with_the_bit_kept_are_refused(tmp_path: Path, script: str) -> None:
+    # Red team 42q B: the user's own setuid helper; the command's bytes under the bit it had (the mode left equals
+    # the old one: no bit looked "added").
+    helper = tmp_path / "root" / "bin" / "helper"
+    helper.parent.mkdir(parents=True)
+    helper.write_text("#!/bin/sh\n# the user's helper\n")
+    helper.chmod(0o4755)
+    why = refused(judged(tmp_path, script))
+    assert "setuid" in why.get("bin/helper", ""), why
 
 
 def test_a_setgid_refusal_names_the_groups_rights(tmp_path: Path) -> None:

@@ -121,19 +121,29 @@ def test_the_revisions_answered_are_the_sdks_handshake_revisions() -> None:
     assert serving_tools.HANDSHAKE_VERSIONS == HANDSHAKE_PROTOCOL_VERSIONS
 
 
-def _first_start(script: str, workspace: Path, stderr: Path, extra: list[str]) -> list[dict[str, Any]]:
+# A request the front leaves to the real server: the SDK loads, sees the handshake and compares its own answers.
+SDK_LINE: dict[str, Any] = {"jsonrpc": "2.0", "id": 4, "method": "resources/list"}
+
+
+def _first_start(
+    script: str, workspace: Path, stderr: Path, extra: list[str], tail: tuple[dict[str, Any], ...] = (SDK_LINE,)
+) -> list[dict[str, Any]]:
     argv = [console_script(script), "--log-level", "DEBUG", "--launch-dir", str(workspace), *extra]
     client = RawClient(argv, workspace.parent, stderr=stderr)
     init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": INFO}
-    lines = [
+    lines: list[dict[str, Any]] = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
         {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+        *tail,
     ]
     try:
         client.send_raw(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
-        seen = client.until(3, timeout=60)
+        seen: list[dict[str, Any]] = []
+        asked = {m["id"] for m in lines if "id" in m}
+        while not asked <= {m.get("id") for m in seen if "method" not in m}:  # every answer, in any order
+            seen.append(client.recv(timeout=60))
         assert client.proc.stdin is not None
         client.proc.stdin.close()
         rest = client.read_to_eof(timeout=60)
@@ -152,7 +162,7 @@ def test_the_first_start_in_a_new_project_computes_its_handshake_and_the_real_se
     assert "initialize answered from the server's tools (no record)" in log
     assert "tools/list answered from the server's tools (no record)" in log
     assert "differed" not in log
-    assert [m["id"] for m in first] == [1, 2, 3]  # one answer per request
+    assert [m["id"] for m in first] == [1, 2, 3, 4]  # one answer per request
     # The next start answers from the record the first one kept: the same answers.
     again = _first_start(script, workspace, tmp_path / "again.log", [])
     assert "no record" not in (tmp_path / "again.log").read_text(encoding="utf-8")
@@ -169,5 +179,30 @@ def test_a_state_directory_inside_a_root_still_gets_a_computed_handshake_and_no_
     log = stderr.read_text(encoding="utf-8")
     assert "initialize answered from the server's tools (no record)" in log
     assert "differed" not in log
-    assert [m["id"] for m in answers] == [1, 2, 3]
+    assert [m["id"] for m in answers] == [1, 2, 3, 4]
     assert not list((isolated_home / ".local" / "state" / "mcp-guard" / "front").glob("*.json"))
+
+
+@pytest.mark.parametrize("script", ["mcp-server-file-read", "mcp-server-file-write"])
+def test_a_session_the_front_answers_whole_never_loads_the_sdk(
+    script: str, workspace: Path, isolated_home: Path, tmp_path: Path
+) -> None:
+    # Issue 44: what a call does not need is not loaded (an idle file server holds half the memory without it).
+    (workspace / "hello.txt").write_text("hi\n", encoding="utf-8")
+    name, arguments = (
+        ("file_read", {"path": "hello.txt"}) if "read" in script else ("file_write", {"path": "n.txt", "content": "n"})
+    )
+    call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    stderr = tmp_path / "alone.log"
+    answers = _first_start(script, workspace, stderr, [], (call,))
+    assert sorted(m["id"] for m in answers) == [1, 2, 3, 5] and len(answers) == 4
+    assert answers[3]["result"]["isError"] is False, answers[3]
+    log = stderr.read_text(encoding="utf-8")
+    assert "the front answered the whole session; the SDK was never loaded" in log
+    # The next line the front does not answer loads it, and the real server takes over.
+    (workspace / "n.txt").unlink(missing_ok=True)
+    answers = _first_start(script, workspace, tmp_path / "then.log", [], (call, SDK_LINE))
+    by_id = {m["id"]: m for m in answers}
+    assert sorted(by_id) == [1, 2, 3, 4, 5] and len(answers) == 5
+    assert by_id[4]["result"] == {"resources": []} and by_id[5]["result"]["isError"] is False
+    assert "never loaded" not in (tmp_path / "then.log").read_text(encoding="utf-8")

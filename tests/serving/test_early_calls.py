@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import select
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mcp_server_guard.serving import front
+from mcp_server_guard.serving import tools as serving_tools
 from mcp_server_guard.serving.server import GuardedServer
 from mcp_server_guard.serving.tools import Tools, early_call
 from support import RawClient, console_script
@@ -293,3 +299,147 @@ def test_attack_a_client_that_closes_stdin_and_reads_nothing_does_not_keep_the_s
             proc.kill()
         proc.stdout.close()
         proc.wait(timeout=30)
+
+
+def _read_line(fd: int, timeout: float = 30.0) -> dict[str, Any]:
+    """One line the front wrote on the pipe ``fd`` (bounded)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        ready, _, _ = select.select([fd], [], [], timeout)
+        assert ready, f"no line from the front in {timeout} s (so far {data!r})"
+        chunk = os.read(fd, 1)
+        assert chunk, "the front's pipe ended"
+        data += chunk
+    answer: dict[str, Any] = json.loads(data)
+    return answer
+
+
+def test_a_stop_signal_while_the_front_serves_alone_answers_the_call_under_way_and_nothing_after(
+    workspace: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As the real transport does: a call still running when the server is told to stop gets -32000, and its own
+    # answer, when it comes, is never written after that.
+    entered, release = threading.Event(), threading.Event()
+
+    async def held_call(*_args: Any) -> dict[str, Any]:
+        entered.set()
+        release.wait(30)
+        return {"content": [], "isError": False}
+
+    monkeypatch.setattr(serving_tools, "early_call", held_call)
+    wire_in, feed = os.pipe()
+    answers, wire_out = os.pipe()
+    running = front.Front("mcp_server_file_read", ["--launch-dir", str(workspace)], wire_in, wire_out).start()
+    running.take_calls(_tools("file_read", workspace))
+    call = {"name": "file_read", "arguments": {"path": "hello.txt"}}
+    lines = [*_opening(), {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": call}]
+    os.write(feed, b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+    try:
+        assert _read_line(answers)["id"] == 1 and _read_line(answers)["id"] == 2
+        assert entered.wait(30), "the call never started"
+        running.shutdown("Server shutting down (SIGTERM)")
+        stopped = _read_line(answers)
+        error = {"code": -32000, "message": "Server shutting down (SIGTERM)"}
+        assert stopped == {"jsonrpc": "2.0", "id": 7, "error": error}
+        release.set()
+        os.close(feed)  # stdin's end: the front's thread ends once the call is done
+        assert running.served_whole()
+        os.close(wire_out)
+        assert os.read(answers, 65536) == b""  # the call's own answer was never written
+    finally:
+        release.set()
+        for fd in (wire_in, answers):
+            os.close(fd)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_file_server_serving_alone_ends_on_a_stop_signal_with_its_exit_code(
+    signum: signal.Signals, workspace: Path, isolated_home: Path
+) -> None:
+    argv = [console_script("mcp-server-file-read"), "--audit-log", str(workspace.parent / "audit.jsonl")]
+    client = RawClient(argv, workspace, stderr=workspace.parent / "stderr.txt")
+    try:
+        client.initialize()
+        answer = client.request(5, "tools/call", {"name": "file_read", "arguments": {"path": "nope.txt"}})
+        assert answer["result"]["isError"] is True  # answered (by the front: nothing else loaded the SDK)
+        client.proc.send_signal(signum)
+        assert client.proc.wait(timeout=30) == 128 + signum
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("case", ["request", "cancel", "fifth call"])
+def test_the_first_line_the_front_does_not_answer_and_every_line_after_it_go_to_the_real_server(
+    case: str, workspace: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release, entered = threading.Event(), threading.Semaphore(0)
+
+    async def held_call(*_args: Any) -> dict[str, Any]:
+        entered.release()
+        release.wait(30)
+        return {"content": [], "isError": False}
+
+    def call(rid: int) -> dict[str, Any]:
+        params = {"name": "file_read", "arguments": {"path": "hello.txt"}}
+        return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+    monkeypatch.setattr(serving_tools, "early_call", held_call)
+    taken = [call(10 + i) for i in range(4)]  # four at once: the most the front runs
+    left = {
+        "request": {"jsonrpc": "2.0", "id": 20, "method": "resources/list"},
+        "cancel": {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 10}},
+        "fifth call": call(14),
+    }[case]
+    after = {"jsonrpc": "2.0", "id": 21, "method": "ping"}
+    wire_in, feed = os.pipe()
+    answers, wire_out = os.pipe()
+    running = front.Front("mcp_server_file_read", ["--launch-dir", str(workspace)], wire_in, wire_out).start()
+    running.take_calls(_tools("file_read", workspace))
+    encoded = [json.dumps(m).encode() + b"\n" for m in [*_opening(), *taken, left, after]]
+    os.write(feed, b"".join(encoded[:-2]))
+    try:
+        assert _read_line(answers)["id"] == 1 and _read_line(answers)["id"] == 2
+        assert all(entered.acquire(timeout=30) for _ in taken)  # the four run (a cancel sent with them: not taken)
+        os.write(feed, b"".join(encoded[-2:]))
+        running.wait_for_sdk()  # it stopped answering: the SDK is wanted
+        handed = running.hand_over()
+        assert handed.data == encoded[0] + encoded[1] + encoded[2] + encoded[-2] + encoded[-1]
+        assert [line for line, _, _ in handed.answered] == [encoded[0][:-1], encoded[2][:-1]]  # replayed handshake
+        assert sorted(rid for rid, _ in handed.pending) == [10, 11, 12, 13]  # answered by the real transport
+        assert not handed.eof
+    finally:
+        release.set()
+        for fd in (wire_in, feed, answers, wire_out):
+            os.close(fd)
+
+
+def test_at_stdins_end_a_call_that_does_not_end_holds_the_front_only_for_its_grace(
+    workspace: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Threat: a call stuck in a system call kept a server whose client had left alive for as long as it liked.
+    release = threading.Event()
+
+    async def stuck_call(*_args: Any) -> dict[str, Any]:
+        release.wait(60)
+        return {"content": [], "isError": False}
+
+    monkeypatch.setattr(serving_tools, "early_call", stuck_call)
+    monkeypatch.setattr(front, "_EOF_GRACE_S", 0.5)
+    wire_in, feed = os.pipe()
+    answers, wire_out = os.pipe()
+    running = front.Front("mcp_server_file_read", ["--launch-dir", str(workspace)], wire_in, wire_out).start()
+    running.take_calls(_tools("file_read", workspace))
+    call = {"name": "file_read", "arguments": {"path": "hello.txt"}}
+    lines = [*_opening(), {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": call}]
+    os.write(feed, b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+    try:
+        assert _read_line(answers)["id"] == 1 and _read_line(answers)["id"] == 2
+        os.close(feed)
+        feed = -1
+        assert running.served_whole()  # returns once the grace is over, the call still stuck
+        assert not release.is_set()
+    finally:
+        release.set()
+        for fd in (wire_in, feed, answers, wire_out):
+            if fd >= 0:
+                os.close(fd)

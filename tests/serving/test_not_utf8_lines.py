@@ -105,6 +105,8 @@ def test_a_line_with_invalid_utf8_is_never_accepted_whatever_it_holds() -> None:
 # -- through the start-up front ----------------------------------------------------------------------------
 
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "utf8-test", "version": "1"}}
+# A request the front leaves to the real server: the SDK loads and keeps its record of the handshake.
+SDK_LINE = b'{"jsonrpc":"2.0","id":9,"method":"resources/list"}\n'
 
 
 def _records(home: Path) -> list[Path]:
@@ -136,7 +138,7 @@ def test_a_line_with_invalid_utf8_read_by_the_start_up_front_gets_exactly_one_an
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]
     head = b"".join(json.dumps(m).encode() + b"\n" for m in handshake)
-    _all_answers(workspace, head + b'{"jsonrpc":"2.0","id":3,"method":"ping"}\n', 3)  # records the answers
+    _all_answers(workspace, head + SDK_LINE, 9)  # records the answers
     [record] = _records(isolated_home)
     kept = json.loads(record.read_text())
     next(v for v in kept.values() if "serverInfo" in v)["instructions"] = "FROM-THE-FRONT"
@@ -155,7 +157,7 @@ def test_a_line_with_invalid_utf8_as_the_very_first_line_gets_one_answer_to_its_
     workspace: Path, isolated_home: Path
 ) -> None:
     initialize = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT}).encode() + b"\n"
-    _all_answers(workspace, initialize, 1)
+    _all_answers(workspace, initialize + SDK_LINE, 9)
     assert _records(isolated_home)  # the next start has a front, which leaves this line to the transport
     first = b'{"jsonrpc":"2.0","id":"x","method":"initialize","params":{"clientInfo":{"name":"\xff"}}}\n'
     out = _all_answers(workspace, first + initialize, 1)

@@ -23,6 +23,10 @@ from support import RawClient, console_script
 
 SERVERS = ["mcp-server-file-read", "mcp-server-file-write", "mcp-server-shell-exec"]
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "front-test", "version": "1"}}
+# Last in every session: a request the front leaves to the real server, so that the SDK loads (a file server's front
+# answers the rest alone and never loads it), sees the handshake, compares its answers and keeps its record. Its
+# answer is not among those returned.
+SDK_LINE: dict[str, Any] = {"jsonrpc": "2.0", "id": 99, "method": "resources/list"}
 
 
 def _session(
@@ -38,8 +42,9 @@ def _session(
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
         {"jsonrpc": "2.0", "id": 3, "method": "ping"},
         *(tail or []),
+        SDK_LINE,
     ]
-    last = max(m["id"] for m in lines if "id" in m)
+    last = SDK_LINE["id"]
     try:
         client.send_raw(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
         seen = client.until(last, timeout=60)
@@ -48,7 +53,7 @@ def _session(
         rest = client.read_to_eof(timeout=60)  # nothing more: no second answer to a request the front answered
     finally:
         client.close()
-    return seen + [json.loads(line) for line in rest.splitlines()]
+    return [m for m in seen + [json.loads(line) for line in rest.splitlines()] if m.get("id") != SDK_LINE["id"]]
 
 
 def _records(home: Path) -> list[Path]:
@@ -129,6 +134,8 @@ def test_with_a_launch_directory_the_record_answers_from_any_host_working_direct
         client = RawClient(argv, cwd)
         try:
             answer: dict[str, Any] = client.request(1, "initialize", INIT)
+            client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            client.request(99, "resources/list")  # the real server keeps the record
             return answer
         finally:
             client.close()
@@ -152,6 +159,7 @@ def test_a_start_whose_launch_directory_is_missing_gets_no_answer_from_the_recor
     client = RawClient([*argv, str(workspace)], workspace)
     try:
         client.initialize()
+        client.request(99, "resources/list")  # the real server keeps the record
     finally:
         client.close()
     assert _records(isolated_home)

@@ -412,6 +412,11 @@ def test_a_server_killed_while_applying_finishes_the_apply_at_the_next_start(
     assert len(list(calls.glob("*.json"))) == 1
 
 
+def _records(audit: Path) -> list[dict[str, Any]]:
+    lines = audit.read_text().splitlines() if audit.exists() else []
+    return [json.loads(line) for line in lines if line.endswith("}")]
+
+
 async def test_a_file_changed_while_the_command_ran_is_never_overwritten(workspace: Path, tmp_path: Path) -> None:
     (workspace / "shared.txt").write_text("original\n")
     audit = tmp_path / "audit.jsonl"
@@ -419,11 +424,16 @@ async def test_a_file_changed_while_the_command_ran_is_never_overwritten(workspa
         results: dict[str, Any] = {}
 
         async def command() -> None:
-            results["sh"] = await sh(shell, "sleep 1.5; echo from-the-command > shared.txt")
+            results["sh"] = await sh(shell, "sleep 2; echo from-the-command > shared.txt")
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(command)
-            await anyio.sleep(0.5)  # the command is running on its copy by now
+            # The command's record of intent is written (it runs on its copy a moment later), however loaded the
+            # machine: a fixed wait raced the call's start.
+            with anyio.fail_after(60):
+                while not any(r.get("phase") == "intent" and r.get("tool") == "shell_exec" for r in _records(audit)):
+                    await anyio.sleep(0.05)
+            await anyio.sleep(0.3)
             wrote = await fw.call_tool("file_write", {"path": "shared.txt", "content": "mine\n", "overwrite": True})
             assert not wrote.is_error
     out = results["sh"]

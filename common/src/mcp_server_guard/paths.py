@@ -177,6 +177,13 @@ def json_text(value: object, *, indent: int | None = None) -> str:
     return "".join(out)
 
 
+def printable_lines(text: str, indent: str = "    ") -> str:
+    """``printable`` line by line: a command's own line breaks kept, each later line indented by ``indent`` (a
+    carriage return, an ANSI escape or a bidi control is shown as its escape: threat, a line that reads as another
+    one in the question a person answers)."""
+    return ("\n" + indent).join(printable(line) for line in text.split("\n"))
+
+
 def printable(text: str) -> str:
     """A name as a person reads it and JSON carries it: a byte that was not UTF-8 (a surrogate escape) as
     ``\\xNN``, a control character (a newline, an ANSI escape) as its escape.

@@ -297,6 +297,8 @@ def _modes(
             else:
                 made = default
             extra = change.mode & ~(change.old_mode if change.action in ("meta", "modify") else made)
+            if change.kind == "file" and change.action == "modify":
+                extra |= change.mode & _SET_ID  # threat: a setuid helper's bytes replaced by a shell's, the bit kept
             remoded = change.action == "meta" and change.mode != change.old_mode
             if not (
                 extra & (_SET_ID | _WRITABLE_BY_OTHERS)

@@ -37,10 +37,12 @@ import json
 import logging
 import os
 import select
+import signal
 import stat
 import sys
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,11 +58,10 @@ log = logging.getLogger("mcp_server_guard.front")
 ANSWERED = ("initialize", "tools/list", "ping")
 _LIMIT = 1 << 20  # a record larger than this is not kept (or read)
 _LINE_LIMIT = 1 << 16  # a line longer than this is left to the real transport (read no further)
-# With no call from the client this long after the tools are built, the SDK loads anyway (a later call then finds
-# the real server ready).
-_SDK_WAIT_S = 1.0
 _TOOLS_WAIT_S = 30.0  # a call waits this long for the main thread to build the tools (then the SDK's way)
 _CALLS = 4  # calls the front runs at once at most (each on a thread of its own)
+_EOF_GRACE_S = 3.0  # at stdin's end, the calls under way have this long to be answered (then the process ends)
+_SHUTDOWN_FLUSH_S = 0.3  # a stop signal's answers may take this long to reach the client
 _DEPTH = 64  # nesting the front takes at most (the real transport's parser takes about 200)
 _PACKAGES = ("mcp_server_guard", "mcp", "mcp_types", "pydantic", "pydantic_core")
 _ROOT_FLAGS = ("--launch-dir", "--allow-path")
@@ -252,11 +253,18 @@ class Front:
         self.usable = not state_within_roots(argv)  # records are read and kept only then
         self.argv = argv
         self.records = _filled(_read_records(_records_path(self.key)), argv) if self.usable else {}
-        self._ids: set[Any] = set()  # ids answered here: a repeated one ends the answering
+        self._ids: set[Any] = set()  # ids of the requests kept for the real server: a repeated one ends the answering
+        self._replayed: set[str] = set()  # request keys kept for the real server (each once)
+        self._initialized = False  # notifications/initialized kept for it
         self._in, self._out = wire_in, wire_out
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC)
         self._got = HandOver()
-        self._data, self._buffer = bytearray(), b""  # every byte read; what is not yet taken as a line
+        # The lines the real server must see (the handshake, once: its session must), and what is read but not yet
+        # taken as a line: a session served alone keeps nothing of the calls it answered (threat: a long session
+        # of large writes held every byte it ever read).
+        self._kept, self._buffer = bytearray(), b""
+        self._out_lock = threading.RLock()  # one writer of stdout at a time: the front's thread or a stop signal
+        self._shut = False  # a stop signal answered the calls under way: nothing more is written
         self._handshake = ""  # the request key of the initialize answered, "" before
         self._client: dict[str, Any] = {}  # the params of the initialize answered
         # Without a record, the handshake is computed from the server's tools (``computes``: a server that hands
@@ -281,11 +289,11 @@ class Front:
         self._tools = tools
         self._tools_known.set()
 
-    def wait_for_sdk(self, bound: float) -> None:
-        """Wait until the SDK is needed: a call was answered (the SDK then loads while the front goes on), the
-        front is done, or ``bound`` seconds passed. The real server is built even when the client has left: it
-        still sees the handshake, and a record that no longer matches its answers is replaced."""
-        self._sdk_wanted.wait(bound)
+    def wait_for_sdk(self) -> None:
+        """Wait until the SDK is needed: the front is done (a line it does not answer, or the session's end). A
+        server whose front answers everything its client sends never loads the SDK (issue 44: what a call does not
+        need is not loaded)."""
+        self._sdk_wanted.wait()
 
     def _run(self) -> None:
         try:
@@ -302,23 +310,25 @@ class Front:
                 while self._answering and b"\n" in self._buffer:
                     line, self._buffer = self._buffer.split(b"\n", 1)
                     self._answering = self._answer(line)
+                    if not self._answering:
+                        self._buffer = line + b"\n" + self._buffer  # the first line the real server takes
                 if len(self._buffer) > _LINE_LIMIT:
                     self._answering = False  # not a request it answers: the rest stays in the pipe, unread
         except (OSError, _ClientGone, _HandingOver):
             self._answering = False
         finally:
             if self._got.eof:  # stdin ended: no transport will take over; the calls under way are answered here
-                with contextlib.suppress(OSError, _ClientGone, _HandingOver):
+                with contextlib.suppress(OSError, _ClientGone, _HandingOver, TimeoutError):
+                    ends = time.monotonic() + _EOF_GRACE_S  # as the real transport's exit watchdog bounds it
                     for future in list(self._pending.values()):
-                        future.exception()  # waits for it (its tool's own bounds)
+                        future.exception(max(0.0, ends - time.monotonic()))
                     self._write_done()
-            self._got.data = bytes(self._data)
+            self._got.data = bytes(self._kept) + self._buffer
             self._sdk_wanted.set()
 
     def _pull(self) -> bool:
         """Read what stdin has now (one read); False at EOF (the client is gone)."""
         chunk = os.read(self._in, 65536)
-        self._data += chunk
         self._buffer += chunk
         if not chunk:
             self._got.eof = True
@@ -330,7 +340,11 @@ class Front:
         does (threat: a client that closed stdin and reads nothing more held the process for ever). A hand-over
         asked for meanwhile takes the rest of the answer to the real transport, which writes it first (threat: a
         client that stops reading held the hand-over, and with it the server's stop signals, for ever)."""
-        view = memoryview(data)
+        with self._out_lock:
+            if not self._shut:
+                self._write_whole(memoryview(data))
+
+    def _write_whole(self, view: memoryview) -> None:
         os.set_blocking(self._out, False)
         try:
             while view:
@@ -365,16 +379,14 @@ class Front:
         if not isinstance(params, dict) or (method == "ping" and params):
             return False
         if method == "notifications/initialized" and "id" not in message and self._handshake:
+            if not self._initialized:
+                self._initialized = True
+                self._kept += line + b"\n"  # the real server's session must see it (as a line of its own)
             return True
-        if not isinstance(rid, str | int) or isinstance(rid, bool) or rid in self._ids:
+        if not isinstance(rid, str | int) or isinstance(rid, bool) or rid in self._ids or rid in self._pending:
             return False
         if method == "tools/call":
-            if not self._call(rid, params):
-                return False
-            self._ids.add(rid)
-            self._got.answered.append((line, None, False))
-            self._sdk_wanted.set()
-            return True
+            return self._call(rid, params)  # never run again: nothing of it is kept for the real server
         result: dict[str, Any] | None = {}
         if method not in ANSWERED:
             return False
@@ -388,22 +400,55 @@ class Front:
                 return False
             if method == "initialize":
                 self._handshake, self._client = key, params
-        self._ids.add(rid)
-        self._got.answered.append((line, result, True))
+            if key not in self._replayed:  # the real server sees each once, under a private id (its answer dropped)
+                self._replayed.add(key)
+                self._ids.add(rid)
+                self._kept += line + b"\n"
+                self._got.answered.append((line, result, True))
         self._write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode() + b"\n")
         return True
 
     def _write_done(self) -> None:
         """Write the answers of the calls that are done, as they are done."""
-        for rid, future in list(self._pending.items()):
-            if future.done():
-                del self._pending[rid]
-                answer: dict[str, Any] = {"jsonrpc": "2.0", "id": rid}
-                if future.exception() is None:
-                    answer["result"] = future.result()
-                else:
-                    answer["error"] = {"code": -32603, "message": "Internal error"}
-                self._write(json.dumps(answer).encode() + b"\n")
+        with self._out_lock:  # a stop signal answers the others, never one that is written here
+            for rid, future in list(self._pending.items()):
+                if future.done() and not self._shut:
+                    del self._pending[rid]
+                    answer: dict[str, Any] = {"jsonrpc": "2.0", "id": rid}
+                    if future.exception() is None:
+                        answer["result"] = future.result()
+                    else:
+                        answer["error"] = {"code": -32603, "message": "Internal error"}
+                    self._write(json.dumps(answer).encode() + b"\n")
+
+    def shutdown(self, message: str) -> None:
+        """A stop signal while the front serves alone: every call under way is answered ``-32000`` (as the real
+        transport answers its pending requests) and nothing is written after. Bounded: a client that does not
+        read gets what fits in ``_SHUTDOWN_FLUSH_S``."""
+        if not self._out_lock.acquire(timeout=_SHUTDOWN_FLUSH_S):
+            return  # the front's thread is stuck writing to a client that does not read
+        try:
+            self._shut = True
+            error = {"code": -32000, "message": message}
+            data = b"".join(json.dumps({"jsonrpc": "2.0", "id": rid, "error": error}).encode() + b"\n"
+                            for rid in self._pending)  # fmt: skip
+            view, ends = memoryview(data), time.monotonic() + _SHUTDOWN_FLUSH_S
+            os.set_blocking(self._out, False)
+            while view and time.monotonic() < ends:
+                try:
+                    view = view[os.write(self._out, view) :]
+                except BlockingIOError:
+                    select.select([], [self._out], [], max(0.0, ends - time.monotonic()))
+        except OSError:
+            pass  # the client is gone
+        finally:
+            self._out_lock.release()
+
+    def served_whole(self) -> bool:
+        """Whether the session is over and the front answered all of it: stdin ended, every line it read was
+        answered (the real server has nothing to take, and the SDK need not load)."""
+        self._thread.join(_TOOLS_WAIT_S)  # it is ending (its last step set the event waited for)
+        return self._got.eof and self._answering and not self._buffer.strip() and not self._thread.is_alive()
 
     def _computed(self, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
         """The answer to ``initialize`` or ``tools/list`` from the server's tools, as the SDK gives it (the first
@@ -538,14 +583,33 @@ def run_console(server_package: str, argv: Sequence[str] | None = None, *, sdk_f
     importlib.import_module(f"{server_package}.cli").main(argv)
 
 
-def early_calls(tools: Tools | None) -> None:
+def early_calls(
+    tools: Tools | None, stop_signals: Sequence[signal.Signals] = (), on_stop: Callable[[int], None] | None = None
+) -> bool:
     """The server's tools, built without the SDK, to the front (None: it takes no call), then wait until the SDK
-    is needed (see ``Front.wait_for_sdk``)."""
+    is needed (see ``Front.wait_for_sdk``). True when the front served the whole session: nothing is left for the
+    real server. Meanwhile a stop signal answers the calls under way (``Front.shutdown``), then ``on_stop(signum)``
+    (which ends the process) — as the real transport does."""
     front = _running
-    if front is not None:
-        front.take_calls(tools)
-        if tools is not None:
-            front.wait_for_sdk(_SDK_WAIT_S)
+    if front is None:
+        return False
+    front.take_calls(tools)
+    if tools is None:
+        return False
+
+    def stop(signum: int, _frame: object) -> None:
+        front.shutdown(f"Server shutting down ({signal.Signals(signum).name})")
+        if on_stop is not None:
+            on_stop(signum)
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in stop_signals}
+    try:
+        front.wait_for_sdk()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return front.served_whole()
 
 
 def take_front() -> tuple[Front | None, HandOver | None]:

@@ -370,7 +370,8 @@ def server_cli(
     """Turn ``build(config, **own_options) -> GuardedServer | Tools`` into a server's ``main(argv)``.
 
     A server whose ``build`` returns its ``Tools`` (built without the SDK) lets the start-up front answer calls
-    with them while the SDK is not loaded yet (``front.early_calls``); the SDK's server is built around them after.
+    with them while the SDK is not loaded (``front.early_calls``); the SDK's server is built around them only when
+    the client sends what the front does not answer.
 
     The shared flags (--allow-path, --symlinks, --mode, --policy, --audit-log, --log-level, --version) are
     declared once, here; a server adds its own options as keyword parameters of ``build`` (typer
@@ -418,7 +419,15 @@ def server_cli(
                 serve(built)
                 return
             _register(built)
-            early_calls(built)
+            if early_calls(built, STOP_SIGNALS, lambda signum: _terminate(built, signum, None)):
+                loaded = "mcp.server" in sys.modules  # (the evidence a test reads)
+                logging.getLogger("mcp_server_guard").debug(
+                    "the front answered the whole session; the SDK was %s", "loaded" if loaded else "never loaded"
+                )
+                _release(built)
+                built.jail.close()
+                built.audit.close()
+                return
             import_sdk()
             from mcp_server_guard.serving.server import GuardedServer  # noqa: PLC0415 - the SDK, only now
 

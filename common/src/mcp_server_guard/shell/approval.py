@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, create_model
 
 from mcp_server_guard import audit
 from mcp_server_guard.errors import SecurityError
-from mcp_server_guard.paths import printable
+from mcp_server_guard.paths import printable, printable_lines
 from mcp_server_guard.shell.egress import warning
 from mcp_server_guard.shell.execution import Prepared, ShellExec
 from mcp_server_guard.shell.grants import Grant, HostAnswer, SessionApprovals
@@ -191,18 +191,23 @@ def question(asked: Asked, ctx: Context[Any, Any], grants: SessionApprovals) -> 
     if caps is None or caps.elicitation is None:
         return NoQuestion(why="unavailable" if asks_command else why)
     parts = []
+    # Threat: a line that reads as another one (a carriage return, an ANSI escape, a bidi control) in the
+    # question a person answers: every text from the command is shown with its controls escaped.
+    shown, cwd = printable_lines(prepared.shown), printable(prepared.cwd_display)
     if asks_command:
         parts.append(
-            f"shell_exec wants to run:\n\n    {prepared.shown}\n\nin: {prepared.cwd_display}\n"
+            f"shell_exec wants to run:\n\n    {shown}\n\nin: {cwd}\n"
             + stdin_shown(prepared.stdin, verdict.stdin_code)
-            + f"rule: {verdict.rule}\nreason: {verdict.reason}\n\nRun it?"
+            + f"rule: {verdict.rule}\nreason: {printable_lines(verdict.reason)}\n\nRun it?"
         )
     else:
-        parts.append(f"shell_exec will run:\n\n    {prepared.shown}\n\nin: {prepared.cwd_display}")
+        parts.append(f"shell_exec will run:\n\n    {shown}\n\nin: {cwd}")
     if asked.hosts:
         parts.append(
             "Its last run tried to reach hosts no [network] rule names:\n"
-            + "".join(f"    {h}" + (f" ({warning(shown)})" if shown else "") + "\n" for h, shown in asked.hosts)
+            + "".join(
+                f"    {printable(h)}" + (f" ({warning(shown)})" if shown else "") + "\n" for h, shown in asked.hosts
+            )
             + "Let it reach them?"
         )
     return Elicit("\n\n".join(parts), _form(asks_command, asked.prefix, bool(asked.hosts), asked.grantable))

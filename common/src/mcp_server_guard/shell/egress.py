@@ -344,6 +344,10 @@ async def _read_head(conn: socket.socket) -> _Head:
             raise BadRequest("only CONNECT and absolute http:// requests go through this proxy")
         authority = target[7:].split("/", 1)[0].rsplit("@", 1)[-1]
         host, port = _split_host_port(authority, 80)
+    if not host.isprintable() or " " in host:
+        # Threat: a host name carrying an ANSI escape or a bidi control ("pypi.org<ESC>[8m.attacker.example")
+        # reads as another host in the question a person answers; no real host name has one.
+        raise BadRequest("a host name with a control character")
     return _Head(method, normal_host(host), port, lines, token, rest)
 
 

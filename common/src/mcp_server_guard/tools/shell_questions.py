@@ -14,6 +14,7 @@ from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field, ValidationError
 
 from mcp_server_guard.changes.transactions import Ask
+from mcp_server_guard.paths import printable, printable_lines
 from mcp_server_guard.shell.approval import ApprovalForm
 from mcp_server_guard.shell.grants import HostAnswer, HostAsk
 
@@ -42,7 +43,9 @@ def host_asker(ctx: Context[Any, Any], shown: str) -> tuple[HostAsk | None, bool
 
     async def ask(host: str, port: int, reason: str) -> HostAnswer | None:
         answer = await ctx.elicit(
-            f"The command\n\n    {shown}\n\nwants to reach {host}:{port} ({reason}).\n\nLet it?", HostQuestion
+            f"The command\n\n    {printable_lines(shown)}\n\nwants to reach {printable(host)}:{port} "
+            f"({printable(reason)}).\n\nLet it?",
+            HostQuestion,
         )
         return answer.data.network if isinstance(answer, AcceptedElicitation) else None
 

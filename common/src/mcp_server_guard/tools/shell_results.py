@@ -220,7 +220,8 @@ class ShellResult(ToolOutput):
             if denial.rule == "network-deny":
                 parts.append(f"[no network: {denial.reason}]")
             else:
-                parts.append(f"[network refused: {denial.host}:{denial.port} ({denial.rule}): {denial.reason}]")
+                host, reason = printable(denial.host), printable(denial.reason)
+                parts.append(f"[network refused: {host}:{denial.port} ({denial.rule}): {reason}]")
         rules = {d.rule for d in self.networkDenied} - {"network-deny"}
         if "unnamed-host" in rules and any("run the same command again" in d.reason for d in self.networkDenied):
             parts.append("[run the same command again: the user will first be asked to allow the host]")

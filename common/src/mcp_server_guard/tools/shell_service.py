@@ -23,7 +23,7 @@ from mcp.server.mcpserver.resolve import Elicit
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
-from mcp_server_guard import audit
+from mcp_server_guard import audit, paths
 from mcp_server_guard.audit import default_state_path, new_audit_id
 from mcp_server_guard.changes.apply import Applier
 from mcp_server_guard.changes.area import CopyArea
@@ -265,7 +265,7 @@ class ShellService(Generic[R]):
             held = self._waiting(args.applyChanges)
             if not can_ask:
                 return NoQuestion(why="unavailable")
-            return Elicit(f"{held.question}\n\n(made by: {held.shown})", ChangesApproval)
+            return Elicit(f"{held.question}\n\n(made by: {paths.printable_lines(held.shown)})", ChangesApproval)
         if args.jobId and args.stdin is not None and not (args.listJobs or args.dropChanges):
             job = self.jobs.get(args.jobId)
             verdict = self._job_input_verdict(job, args.stdin)
