@@ -124,6 +124,16 @@ class SecurityError(GuardError):
     category = Category.SECURITY
 
 
+def protection_unavailable(path: str, why: str) -> SecurityError:
+    """A protected path that cannot be guarded (a link, an unreadable .git file): nothing runs."""
+    return SecurityError(
+        "PROTECTION_UNAVAILABLE",
+        f"The protected path '{path}' cannot be guarded: {why}; nothing was run.",
+        "Ask the user to fix that path by hand (replace the symlink by the file, or repair the .git file), "
+        "or to allow a directory that does not contain it.",
+    )
+
+
 class ResourceError(GuardError):
     category = Category.RESOURCE
 

@@ -309,6 +309,9 @@ def _hooks_rule(real: str, dirs: Iterable[str]) -> str | None:
         if directory.startswith("="):
             if real == directory[1:]:
                 return "a git hook (a hook of the repository is a link to it)"
+        elif directory.startswith("+"):
+            if within(real, directory[1:]) and real != directory[1:]:
+                return f"git's template directory ({directory[1:]}): every repository made or cloned copies it"
         elif within(real, directory) and real != directory:
             return f"a git hook (core.hooksPath {directory})"
     return None
@@ -440,11 +443,17 @@ def _global_files(home: str | None) -> tuple[list[str], list[str]]:
     repository's; and the files they include."""
     values: list[str] = []
     included: list[str] = []
+    # Threat: git's template directory (``init.templateDir``, as ``pre-commit init-templatedir`` sets it up, or
+    # GIT_TEMPLATE_DIR): every later ``git init``/``git clone`` copies its hooks and its config (a core.fsmonitor
+    # there runs at the new repository's first ``git status``). Marked ``+`` for ``_hooks_rule``: all of it counts.
+    templates = [os.environ["GIT_TEMPLATE_DIR"]] if os.environ.get("GIT_TEMPLATE_DIR") else []
     for path in _global_configs(home):
         configs = _with_includes(path, home, follow=True)
         values += [v for _file, entries in configs for v in _hooks_paths(entries)]
+        templates += [v for _file, entries in configs for name, v in entries if name.lower() == "init.templatedir"]
         included += [file for file, _entries in configs[1:]]
-    return [_expand(v, "/", home) for v in values if v.startswith(("/", "~"))], included
+    hooks = [_expand(v, "/", home) for v in values if v.startswith(("/", "~"))]
+    return hooks + ["+" + _expand(v, "/", home) for v in templates if v.startswith(("/", "~"))], included
 
 
 def global_relative_hooks(home: str | None) -> list[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["SuffixMatcher", "glob_regex"]
+__all__ = ["SuffixMatcher", "glob_regex", "hidden_named", "paths_regex"]
 
 
 def glob_regex(pattern: str) -> str:
@@ -18,6 +18,19 @@ def glob_regex(pattern: str) -> str:
 
 
 _ACROSS = "(?s:.*)"  # ``**``
+
+
+def paths_regex(paths: Iterable[str]) -> re.Pattern[str]:
+    """Absolute paths (``*``, ``**`` and ``?`` as :func:`glob_regex` takes them) as one regex that matches, from
+    the start of a path, each of them and what lies below it (the part matched: the entry's own path)."""
+    bodies = ["".join(_glob_tokens(p)) for p in paths if p.startswith("/")]
+    return re.compile("^/(?:" + "|".join(f"(?:{b})" for b in bodies) + ")(?=/|$)" if bodies else "(?!)")
+
+
+def hidden_named(entries: Iterable[str], keep: Iterable[str]) -> re.Pattern[str]:
+    """``paths_regex`` of the entries that hold none of ``keep`` (one of them matched, or below a match)."""
+    kept = tuple(keep)
+    return paths_regex(e for e in entries if not any(paths_regex([e]).match(k) for k in kept))
 
 
 def _glob_tokens(pattern: str) -> list[str]:

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from mcp_server_guard import linux, registry
 from mcp_server_guard.audit import state_dirs
-from mcp_server_guard.errors import SecurityError
+from mcp_server_guard.errors import protection_unavailable
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.git_dirs import (
     GIT_ENTRIES,
@@ -48,7 +48,7 @@ from mcp_server_guard.git_dirs import (
     read_pointer,
     repos_files,
 )
-from mcp_server_guard.globs import SuffixMatcher, glob_regex
+from mcp_server_guard.globs import SuffixMatcher, glob_regex, hidden_named
 from mcp_server_guard.paths import parent_set, path_directories, users_program_dir, within, within_any, within_set
 from mcp_server_guard.policy import Policy
 
@@ -92,15 +92,6 @@ _HIDDEN_ID_DEPTH = 4
 _RECENT_NS = 2_000_000_000  # a directory changed this recently when listed is listed again when asked
 
 
-def _unavailable(path: str, why: str) -> SecurityError:
-    return SecurityError(
-        "PROTECTION_UNAVAILABLE",
-        f"The protected path '{path}' cannot be guarded: {why}; nothing was run.",
-        "Ask the user to fix that path by hand (replace the symlink by the file, or repair the .git file), "
-        "or to allow a directory that does not contain it.",
-    )
-
-
 @dataclass
 class Survey:
     """What the box does for one command, taken just before it starts."""
@@ -140,6 +131,7 @@ class Protection:
         # Expanded once (HOME is fixed for the server's life): each entry's absolute form, and whether it is a glob.
         expanded = (self.home + e[1:] if self.home and (e == "~" or e.startswith("~/")) else e for e in self._hidden)
         self._hidden_abs = tuple((e, bool(_GLOB_CHARS & set(e))) for e in expanded if e.startswith("/"))
+        self._named: dict[tuple[str, ...], re.Pattern[str]] = {}  # kept paths -> the hidden entries by name
         self._kept = (*([self.home] if self.home else []), *_RUNTIME)
         self._hidden_lock = threading.Lock()
         self._hidden_cache: tuple[str, ...] | None = None
@@ -218,6 +210,13 @@ class Protection:
                 if lookups is not None:
                     lookups.hidden = hidden
             if within_set(path, hidden):
+                return "a hidden path"
+            # Threat: a hidden path not made yet (``~/.kube/config``: every kubectl runs the program its ``exec``
+            # names): refused by its name, unless the entry holds a root or HOME, as ``hidden_paths`` keeps them.
+            keep = (*roots, *self._kept)
+            if keep not in self._named:  # (the last roots asked about: one entry)
+                self._named = {keep: hidden_named((e for e, _ in self._hidden_abs), keep)}
+            if path.startswith("/") and self._named[keep].match(path):
                 return "a hidden path"
         if existing is not None and (existing.st_dev, existing.st_ino) in self._inodes:
             return "the server's own policy or audit file (hard link)"
@@ -427,9 +426,9 @@ def own_areas(roots: Sequence[str]) -> list[str]:
         except FileNotFoundError:
             continue
         except OSError as exc:
-            raise _unavailable(area, exc.strerror or "unreadable") from None
+            raise protection_unavailable(area, exc.strerror or "unreadable") from None
         if not stat.S_ISDIR(st.st_mode):
-            raise _unavailable(area, "it is not a directory (shell_exec keeps the copies of commands there)")
+            raise protection_unavailable(area, "it is not a directory (shell_exec keeps the copies of commands there)")
         areas.append(area)
     return areas
 
@@ -611,10 +610,10 @@ def _classify(path: str, survey: Survey) -> None:
     except (FileNotFoundError, NotADirectoryError):
         return  # nothing there to mount read-only
     except OSError as exc:
-        raise _unavailable(path, exc.strerror or "unreadable") from None
+        raise protection_unavailable(path, exc.strerror or "unreadable") from None
     if stat.S_ISLNK(st.st_mode):
         # A bind mount follows the link, so the link itself would stay replaceable.
-        raise _unavailable(path, "it is a symlink")
+        raise protection_unavailable(path, "it is a symlink")
     survey.read_only.append(path)
 
 
@@ -664,7 +663,7 @@ def _git_dirs(
                         target = read_pointer(entry.path, gitfile=True)
                     except (OSError, ValueError) as exc:
                         if bad is None:
-                            raise _unavailable(entry.path, f"unreadable .git file ({exc})") from None
+                            raise protection_unavailable(entry.path, f"unreadable .git file ({exc})") from None
                         bad.append(entry.path)
                         continue
                     if gitfiles is not None:
@@ -692,7 +691,7 @@ def _git_family(git_dir: str) -> Iterator[str]:
             try:
                 dirs.append(read_pointer(commondir, gitfile=False))
             except (OSError, ValueError) as exc:
-                raise _unavailable(commondir, f"unreadable ({exc})") from None
+                raise protection_unavailable(commondir, f"unreadable ({exc})") from None
         for nest in ("modules", "worktrees"):
             with contextlib.suppress(OSError):
                 for entry in os.scandir(os.path.join(current, nest)):
