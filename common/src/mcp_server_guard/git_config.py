@@ -11,9 +11,10 @@ judgement of a config a command changed (``changes.git_verdicts``).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tempfile
+
+from mcp_server_guard.paths import system_program
 
 __all__ = ["MAX_GIT_CONFIG", "git_config_entries", "git_key_is_safe", "safe_git_config", "unsafe_git_entries"]
 
@@ -43,7 +44,7 @@ def git_config_entries(data: bytes) -> list[tuple[str, str]] | None:
 
     Threat: a config whose text reads one way to a hand-written parser and another way to git (a backslash at
     the end of a comment, a form feed taken for a line break) — so git's own parser decides."""
-    git = shutil.which("git")
+    git = system_program("git")
     if git is None or len(data) > MAX_GIT_CONFIG:
         return None
     with tempfile.TemporaryDirectory(prefix="mcp-guard-gitconfig-") as private:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -202,3 +204,29 @@ def printable(text: str) -> str:
         else:
             out.append(char.encode("unicode_escape").decode("ascii"))
     return "".join(out)
+
+
+SYSTEM_BIN = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def system_program(name: str) -> str | None:
+    """``name`` as the system has it (its own directories first), else as PATH finds it.
+
+    Threat: a program the server runs itself (git to read a config, bubblewrap to build the box) found first in a
+    directory a command may write (a project's ``.venv/bin`` or ``node_modules/.bin`` on the server's PATH): a
+    planted ``git`` that prints nothing makes every config look harmless."""
+    return shutil.which(name, path=SYSTEM_BIN) or shutil.which(name)
+
+
+def code_dirs() -> list[str]:
+    """Where this process's code comes from: its environment (a virtual environment's whole prefix: interpreter,
+    site-packages, ``.pth`` files, console scripts), the interpreter's own installation, and every directory an
+    import is found in (an editable install's sources) — never one that holds the working directory or HOME.
+
+    Threat: a command or file_write rewriting the guard's own modules, a dependency or a ``.pth`` line where the
+    servers are installed (``uv tool``, pipx, a project's ``.venv``): the next start runs them, outside any box."""
+    found = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    found.update(entry for entry in sys.path if entry and os.path.isabs(entry))
+    held = [os.path.realpath(p) for p in (os.getcwd(), os.environ.get("HOME") or "/") if p]
+    real = {os.path.realpath(p) for p in found if os.path.isdir(p)}
+    return sorted(p for p in real if p != "/" and not any(within(h, p) for h in held))

@@ -204,15 +204,14 @@ class Protection:
             if users_program_dir(path, self._on_path, roots, self.home):
                 return "a directory on the user's PATH"
             if within_set(path, self._dir_set):
-                return "the history store"
+                return "the history store or the servers' own code"
             if hidden is None:
                 hidden = parent_set(self.hidden_paths(roots))
                 if lookups is not None:
                     lookups.hidden = hidden
             if within_set(path, hidden):
                 return "a hidden path"
-            # Threat: a hidden path not made yet (``~/.kube/config``: every kubectl runs the program its ``exec``
-            # names): refused by its name, unless the entry holds a root or HOME, as ``hidden_paths`` keeps them.
+            # Threat: a hidden path not made yet (``~/.kube/config``, whose ``exec`` kubectl runs): refused by name.
             keep = (*roots, *self._kept)
             if keep not in self._named:  # (the last roots asked about: one entry)
                 self._named = {keep: hidden_named((e for e, _ in self._hidden_abs), keep)}
@@ -595,11 +594,13 @@ def protection_for(
     # act on, or a rewritten audit log: the default state directories are hidden from every tool (the server
     # makes them before it serves, so there is something to hide; see launch.make_state_dirs).
     state = [str(d) for d in state_dirs()] + [str(registry.directory())]
+    from mcp_server_guard.paths import code_dirs  # noqa: PLC0415 - (this module is at its size bound)
+
     return Protection(
         policy.paths.protected,
         [*policy.paths.hidden, *state],
         files=[Path(p) for p in policy.source] + ([audit_path] if audit_path else []) + list(others),
-        dirs=[history_dir] if history_dir else [],
+        dirs=[*([history_dir] if history_dir else []), *map(Path, code_dirs())],
         home=os.environ.get("HOME"),
     )
 

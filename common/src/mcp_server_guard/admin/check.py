@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -11,7 +10,7 @@ from typing import Annotated, NoReturn, TypedDict
 
 import typer
 
-from mcp_server_guard.paths import json_text, printable, readable
+from mcp_server_guard.paths import json_text, printable, readable, system_program
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.serving.launch import PolicyOpt, usage_error
 from mcp_server_guard.shell.parsing import TooComplex
@@ -169,7 +168,7 @@ def check(
 def _copies_here() -> bool:
     """Whether shell_exec's box can run here (bubblewrap, and user namespaces it may use): then commands work on a
     copy by default."""
-    bwrap = shutil.which("bwrap")
+    bwrap = system_program("bwrap")
     if bwrap is None:
         return False
     try:

@@ -13,11 +13,10 @@ from __future__ import annotations
 import json
 import os
 import resource
-import shutil
 from collections.abc import Sequence
 from dataclasses import replace
 
-from mcp_server_guard.paths import within, within_any
+from mcp_server_guard.paths import system_program, within, within_any
 from mcp_server_guard.shell.sandbox import seccomp
 from mcp_server_guard.shell.sandbox.box import Box, BoxSpec, BoxUnavailable
 from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
@@ -69,7 +68,7 @@ def open_box(
         if decided.network is NetworkMode.POLICY:
             raise SandboxUnavailable("--network policy needs the box; it cannot go with --sandbox off")
         return decided, "the sandbox is off" if copies else ""
-    bwrap = shutil.which("bwrap")
+    bwrap = system_program("bwrap")
     arch = seccomp.native_arch()
     reason = None
     if bwrap is None:
