@@ -197,6 +197,12 @@ def build_config(
     except OSError as exc:
         usage_error(prog, f"cannot open the audit log: {exc.strerror or exc}")
     state_in_use(prog, audit_path.absolute())
+    # Threat: a policy file in a project (a team's guard.toml) that another server of the user may write (its
+    # file_write serves the project without --policy): a protected list rewritten there disarms this server at its
+    # next start. Registered like the state files: hidden from every other server. (The packaged one, first, lies
+    # with the servers' code: protected.)
+    for source in loaded.source[1:]:
+        state_hidden(Path(source).absolute())
     for directory in state_dirs():  # the default places (copies, spools, history) that lie outside the jail
         if directory.is_dir() and not real_within_any(directory, [r.path for r in jail.allowed]):
             state_in_use(prog, directory)
