@@ -57,6 +57,25 @@ FROM_HOME = [
     ".config/husky/init.sh",
     ".huskyrc",
     ".jupyter/x.py",
+    # Red team 42q E.
+    ".config/goose/config.yaml",
+    ".copilot/mcp-config.json",
+    ".lmstudio/mcp.json",
+    ".config/amp/settings.json",
+    ".augment/settings.json",
+    ".factory/mcp.json",
+    ".config/mcphub/servers.json",
+    ".config/go/env",
+    ".bunfig.toml",
+    ".npm-init.js",
+    ".config/lesskey",
+    ".config/helix/languages.toml",
+    ".local/share/systemd/user/x.service.d/override.conf",
+    ".local/share/gnome-shell/extensions/x@y/extension.js",
+    ".config/JetBrains/IdeaIC2024.1/idea64.vmoptions",
+    ".pyenv/versions/3.12.1/lib/python3.12/site-packages/x.pth",
+    "miniconda3/lib/python3.12/site-packages/x.pth",
+    ".local/share/uv/python/cpython-3.12-linux/lib/python3.12/site-packages/x.pth",
 ]
 IN_A_PROJECT = [
     "lefthook.toml",
@@ -85,6 +104,11 @@ IN_A_PROJECT = [
     ".opencode/plugin/x.ts",
     "crush.json",
     ".yarn/releases/yarn-4.1.0.cjs",
+    ".junie/mcp/mcp.json",
+    ".aider.conf.yml",
+    ".helix/languages.toml",
+    "commitlint.config.js",
+    ".commitlintrc.js",
 ]
 
 

@@ -214,7 +214,9 @@ async def test_a_policy_rewrite_does_not_survive_into_the_next_session(workspace
     policy.write_text("[shell_exec]\nundecidable = 'ask'\n")
     async with box(workspace, "--policy", str(policy)) as client:
         out = await run(client, "printf '[shell_exec]\\nrules = []\\n' > mcp-policy.toml; echo done")
-    assert "mcp-policy.toml" in refused(out)
+    # Registered like the server's state (hidden from every server's commands, its own included): the write fails
+    # in the box, or (were it made on the copy) is refused at the apply.
+    assert "mcp-policy.toml" in refused(out) or "mcp-policy.toml: Permission denied" in out["stderr"], out
     assert policy.read_text() == "[shell_exec]\nundecidable = 'ask'\n"
     async with box(workspace, "--policy", str(policy)) as client:
         with anyio.fail_after(60):
