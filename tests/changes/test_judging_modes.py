@@ -99,6 +99,17 @@ def test_attack_setgid_world_writable_source_directory_asks_and_is_named(tmp_pat
     assert "src/ to 2777" in judgement.summary, judgement.summary
 
 
+def test_a_directory_made_in_a_setgid_directory_takes_its_bit_unasked_as_natively(tmp_path: Path) -> None:
+    # Red team 40q E: the kernel gives a new directory the setgid bit of the directory it is made in (a team's
+    # shared directory, chmod g+s): that is not the command's to be asked about.
+    shared = tmp_path / "root" / "shared"
+    shared.mkdir(parents=True)
+    shared.chmod(0o2755)
+    judgement = judged(tmp_path, "mkdir shared/sub && mkdir -p shared/a/b && mkdir plain && chmod g+s plain")
+    asked = " ".join(judgement.asks)
+    assert "the directory plain (2755)" in asked and "shared/" not in asked, judgement.asks
+
+
 def test_a_file_made_group_writable_asks_but_new_files_and_build_directories_do_not(tmp_path: Path) -> None:
     judgement = judged(tmp_path, "chmod 664 edit.txt && echo new > new.txt && chmod 777 build")
     assert judgement.refused == {}

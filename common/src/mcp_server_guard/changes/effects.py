@@ -296,6 +296,8 @@ def _modes(
                 made = acl_mode(acl)  # under a default ACL the mode comes from it, not from the umask
             else:
                 made = default
+            if change.action == "create" and change.kind == "dir" and _setgid_parent(changes.root, change.path, dirs):
+                made |= 0o2000  # the kernel gives it, as natively: a team's shared directory (red team 40q E)
             extra = change.mode & ~(change.old_mode if change.action in ("meta", "modify") else made)
             if change.kind == "file" and change.action == "modify":
                 extra |= change.mode & _SET_ID  # threat: a setuid helper's bytes replaced by a shell's, the bit kept
@@ -333,6 +335,17 @@ def _modes(
             elif extra & _WRITABLE_BY_OTHERS and not scratch.name(change.path):
                 asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}")
     return asks
+
+
+def _setgid_parent(root: str, path: str, dirs: dict[str, int]) -> bool:
+    """Whether the directory ``path`` is made in has the setgid bit: made by the command, or in the real tree."""
+    parent = path.rpartition("/")[0]
+    if parent in dirs:
+        return bool(dirs[parent] & 0o2000)
+    try:
+        return bool(os.lstat(os.path.join(root, parent) if parent else root).st_mode & 0o2000)
+    except OSError:
+        return False
 
 
 def _loose(mode: int, default: int) -> bool:
