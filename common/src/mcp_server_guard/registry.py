@@ -5,11 +5,13 @@ A server keeps state that its commands must never reach (copies, history, audit 
 from its tools and its box; but two servers of the user may run with different state directories (another
 ``XDG_STATE_HOME``, an explicit ``--history-dir``), and one's state may lie inside the other's root. The registry
 makes that detectable. It is a private directory (0700, this user's, never a symlink), ``$MCP_GUARD_RUNTIME_DIR``
-or else ``/tmp/mcp-guard-<uid>/servers``, holding:
+or else ``~/.local/state/mcp-guard-servers`` in the account's own home (``pwd``, whatever ``$HOME`` or
+``$XDG_STATE_HOME`` a server was given: every server of the user finds the same one), holding:
 
-* ``state-<sha256>``: the real path of a state directory a server of the user has used. Kept (a few bytes each;
-  ``/tmp`` is emptied at boot), so that every such directory is hidden from every server's tools and commands
-  while it exists, whether its server runs or not (``protected.Protection.hidden_paths``);
+* ``state-<sha256>``: the real path of a state directory a server of the user has used. Kept (a few bytes each,
+  across reboots: a directory in ``/tmp`` was emptied at boot, and the state of a server not yet started again was
+  then in every other server's sight), so that every such directory is hidden from every server's tools and
+  commands while it exists, whether its server runs or not (``protected.Protection.hidden_paths``);
 * ``live-<pid>-<random>.json``: a running server's roots, under an exclusive ``flock`` it holds for as long as it
   lives (the kernel drops it however the server dies; an entry whose lock can be taken is a dead server's, and is
   removed by whoever finds it), and whether it can change files there. A server refuses to start when one of its
@@ -17,7 +19,8 @@ or else ``/tmp/mcp-guard-<uid>/servers``, holding:
   server's commands could forge what is in it.
 
 Threat: another user making the directory first, to feed a server state directories to hide (a nuisance) or to
-hide none: it must be a private directory of this user, or nothing is read from it (and nothing registered).
+hide none (in ``/tmp`` anyone could: red team 42q M): it lies in the user's own home, and must be a private
+directory of this user, or nothing is read from it (and nothing registered).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import hashlib
 import json
 import logging
 import os
+import pwd
 import secrets
 import stat
 import threading
@@ -49,8 +53,15 @@ _NO_FOLLOW = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 def directory() -> Path:
     given = os.environ.get(ENV)
-    # One place every server of the user finds whatever its TMPDIR; made private and checked (_private).
-    return Path(given) if given else Path("/tmp") / f"mcp-guard-{os.getuid()}" / "servers"  # noqa: S108
+    if given:
+        return Path(given)
+    # One place every server of the user finds whatever its HOME, TMPDIR or XDG_STATE_HOME; made private and
+    # checked (_private).
+    try:
+        home = pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:  # an account with no entry (a container's arbitrary uid): its HOME, else the temp dir
+        home = os.environ.get("HOME") or f"/tmp/mcp-guard-{os.getuid()}"  # noqa: S108
+    return Path(home) / ".local" / "state" / "mcp-guard-servers"
 
 
 def _private(path: Path, *, make: bool) -> bool:
