@@ -77,6 +77,11 @@ COMMANDS = [
     "rm h1 && mv h2 n3 && mv d/f h2 && mv n3 d/f && mv d n8",
     # a new name of a linked file, then a symlink renamed over the name it was made from (fuzzer seed 7031)
     "ln -s ../a.txt d/up && ln h2 empty/n1 && mv -f d/up h2",
+    # rename() of one name of a file onto another name of it: natively nothing happens (red team 40q B: a name of
+    # the project was deleted; two names the command linked gave ESTALE)
+    'python3 -c \'import os; os.rename("h1", "h2")\'',
+    'python3 -c \'import os; os.replace("d/x2", "sp/x1")\'',
+    'ln a.txt n && python3 -c \'import os; os.rename("n", "a.txt")\'',
 ]
 
 
