@@ -9,6 +9,7 @@ inside the copy."""
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 from pathlib import Path
 
@@ -121,4 +122,23 @@ async def test_a_projects_own_overlay_attributes_land_as_they_would_natively_fro
 ) -> None:
     # Each is a fresh server's first call: the copy made ready at the box's start must show the attributes as well.
     problems, _out = await differential(workspace, marked_project, command)
+    assert not problems, "\n".join(problems)
+
+
+def wide_project(root: Path) -> None:
+    for i in range(300):
+        (root / "t" / f"d{i:03}").mkdir(parents=True)
+    (root / "t" / "d000" / "f").write_text("f\n")
+    os.link(root / "t" / "d000" / "f", root / "t" / "d299" / "g")
+
+
+async def test_a_move_of_a_tree_of_many_directories_needs_few_descriptors(workspace: Path) -> None:
+    # Red team 40q F: the box's move helper held two descriptors per directory; under a soft limit of open files
+    # below twice the directories (1,024 is usual), `mv t t2` failed with EMFILE. The server inherits this limit.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))
+    try:
+        problems, _out = await differential(workspace, wide_project, "mv t t2")
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert not problems, "\n".join(problems)

@@ -449,69 +449,97 @@ def moved() -> list[int]:
 
 def _copy_tree(src_parent: int, src_name: bytes, dst_parent: int, dst_name: bytes) -> None:
     """Copy the directory ``src_name`` to the new ``dst_name``: modes, times, symlinks, FIFOs and sockets, and hard
-    links within the tree; never following a symlink."""
+    links within the tree; never following a symlink. Two descriptors of the tree's top and two of the directory
+    being copied are open at a time, however many directories it holds (threat: a move of a tree of 600
+    directories failed with EMFILE under the usual limit of 1,024 open files, red team 40q F)."""
     top = os.stat(src_name, dir_fd=src_parent, follow_symlinks=False)
     os.mkdir(dst_name, 0o700, dir_fd=dst_parent)
-    linked: dict[tuple[int, int], tuple[int, bytes]] = {}  # (dev, ino) -> where its first copy went
-    opened: list[int] = []
+    linked: dict[tuple[int, int], bytes] = {}  # (dev, ino) -> where its first copy went, from the new top
+    src_top = _reopen(src_parent, src_name)
     try:
-        stack = [(_reopen(src_parent, src_name), _reopen(dst_parent, dst_name), top)]
-        opened += [stack[0][0], stack[0][1]]
-        finish: list[tuple[int, os.stat_result]] = []
-        sources: list[tuple[int, int]] = []
+        dst_top = _reopen(dst_parent, dst_name)
+    except OSError:
+        os.close(src_top)
+        raise
+    try:
+        stack: list[tuple[bytes, os.stat_result]] = [(b".", top)]
+        finish: list[tuple[bytes, os.stat_result]] = []
         while stack:
-            src_fd, dst_fd, st = stack.pop()
-            finish.append((dst_fd, st))
-            sources.append((src_fd, dst_fd))
-            with os.scandir(src_fd) as entries:
-                names = [os.fsencode(e.name) for e in entries]
-            for name in names:
-                item = os.stat(name, dir_fd=src_fd, follow_symlinks=False)
-                key = (item.st_dev, item.st_ino)
-                if stat.S_ISDIR(item.st_mode):
-                    os.mkdir(name, 0o700, dir_fd=dst_fd)
-                    child = (_reopen(src_fd, name), _reopen(dst_fd, name), item)
-                    opened += [child[0], child[1]]
-                    stack.append(child)
-                    continue
-                if item.st_nlink > 1 and key in linked:
-                    first_dir, first_name = linked[key]
-                    os.link(first_name, name, src_dir_fd=first_dir, dst_dir_fd=dst_fd, follow_symlinks=False)
-                    continue
-                if stat.S_ISREG(item.st_mode) and item.st_nlink > 1:
-                    # A file with other names (outside the tree, too): the moved name stays one of them, as a rename
-                    # would keep it. Its other names in the tree are made names of this one: on the copy the
-                    # names of a file with several are not one file until one of them is linked (each would copy
-                    # up on its own).
-                    os.link(name, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
-                    linked[key] = (dst_fd, name)
-                    if len(_moved) < _MOVED_MAX:
-                        _moved.append(os.stat(name, dir_fd=dst_fd, follow_symlinks=False).st_ino)
-                    continue
-                if stat.S_ISREG(item.st_mode):
-                    _copy_file(src_fd, name, dst_fd, item)
-                elif stat.S_ISLNK(item.st_mode):
-                    os.symlink(os.readlink(name, dir_fd=src_fd), name, dir_fd=dst_fd)
-                elif stat.S_ISFIFO(item.st_mode):
-                    os.mkfifo(name, stat.S_IMODE(item.st_mode), dir_fd=dst_fd)
-                elif stat.S_ISSOCK(item.st_mode):
-                    os.mknod(name, item.st_mode, dir_fd=dst_fd)
-                else:
-                    raise OSError(errno.EPERM, "a device cannot be copied")
-                if not stat.S_ISLNK(item.st_mode):
-                    _copy_xattrs(src_fd, dst_fd, name)
-                if not stat.S_ISREG(item.st_mode):
-                    os.utime(name, ns=(item.st_atime_ns, item.st_mtime_ns), dir_fd=dst_fd, follow_symlinks=False)
-                if item.st_nlink > 1:
-                    linked[key] = (dst_fd, name)
-        for src_fd, dst_fd in sources:
-            _copy_xattrs(src_fd, dst_fd, b".")
-        for dst_fd, st in reversed(finish):  # deepest first: filling a directory changes its times
-            os.chmod(dst_fd, stat.S_IMODE(st.st_mode))
-            os.utime(dst_fd, ns=(st.st_atime_ns, st.st_mtime_ns))
+            rel, st = stack.pop()
+            finish.append((rel, st))
+            src_fd = _reopen(src_top, rel)
+            try:
+                dst_fd = _reopen(dst_top, rel)
+            except OSError:
+                os.close(src_fd)
+                raise
+            try:
+                _copy_entries(src_fd, dst_fd, rel, dst_top, linked, stack)
+                _copy_xattrs(src_fd, dst_fd, b".")
+            finally:
+                os.close(src_fd)
+                os.close(dst_fd)
+        for rel, st in reversed(finish):  # deepest first: filling a directory changes its times
+            fd = _reopen(dst_top, rel)
+            try:
+                os.chmod(fd, stat.S_IMODE(st.st_mode))
+                os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
+            finally:
+                os.close(fd)
     finally:
-        for fd in opened:
-            os.close(fd)
+        os.close(src_top)
+        os.close(dst_top)
+
+
+def _copy_entries(
+    src_fd: int,
+    dst_fd: int,
+    rel: bytes,
+    dst_top: int,
+    linked: dict[tuple[int, int], bytes],
+    stack: list[tuple[bytes, os.stat_result]],
+) -> None:
+    """The entries of one directory of ``_copy_tree`` (``rel`` from the top): its directories made and left on
+    ``stack``, everything else copied."""
+    with os.scandir(src_fd) as entries:
+        names = [os.fsencode(e.name) for e in entries]
+    for name in names:
+        item = os.stat(name, dir_fd=src_fd, follow_symlinks=False)
+        key = (item.st_dev, item.st_ino)
+        path = name if rel == b"." else rel + b"/" + name
+        if stat.S_ISDIR(item.st_mode):
+            os.mkdir(name, 0o700, dir_fd=dst_fd)
+            stack.append((path, item))
+            continue
+        if item.st_nlink > 1 and key in linked:
+            os.link(linked[key], name, src_dir_fd=dst_top, dst_dir_fd=dst_fd, follow_symlinks=False)
+            continue
+        if stat.S_ISREG(item.st_mode) and item.st_nlink > 1:
+            # A file with other names (outside the tree, too): the moved name stays one of them, as a rename
+            # would keep it. Its other names in the tree are made names of this one: on the copy the
+            # names of a file with several are not one file until one of them is linked (each would copy
+            # up on its own).
+            os.link(name, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
+            linked[key] = path
+            if len(_moved) < _MOVED_MAX:
+                _moved.append(os.stat(name, dir_fd=dst_fd, follow_symlinks=False).st_ino)
+            continue
+        if stat.S_ISREG(item.st_mode):
+            _copy_file(src_fd, name, dst_fd, item)
+        elif stat.S_ISLNK(item.st_mode):
+            os.symlink(os.readlink(name, dir_fd=src_fd), name, dir_fd=dst_fd)
+        elif stat.S_ISFIFO(item.st_mode):
+            os.mkfifo(name, stat.S_IMODE(item.st_mode), dir_fd=dst_fd)
+        elif stat.S_ISSOCK(item.st_mode):
+            os.mknod(name, item.st_mode, dir_fd=dst_fd)
+        else:
+            raise OSError(errno.EPERM, "a device cannot be copied")
+        if not stat.S_ISLNK(item.st_mode):
+            _copy_xattrs(src_fd, dst_fd, name)
+        if not stat.S_ISREG(item.st_mode):
+            os.utime(name, ns=(item.st_atime_ns, item.st_mtime_ns), dir_fd=dst_fd, follow_symlinks=False)
+        if item.st_nlink > 1:
+            linked[key] = path
 
 
 def _copy_xattrs(src_dir: int, dst_dir: int, name: bytes) -> None:
