@@ -337,6 +337,22 @@ async def test_client_cancellation_kills_the_process_group(workspace: Path, no_l
     assert still_serving.structured_content["stdout"] == "alive\n"
 
 
+async def test_what_a_cancelled_call_wrote_on_its_copy_is_thrown_away(workspace: Path, no_leftovers: list[str]) -> None:
+    # Documented (red team 40q D): a call the client cancels applies nothing; a timeout applies what it left.
+    token = marker()
+    no_leftovers.append(token)
+    async with serve(SX, workspace) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sh, client, f"echo written > w.txt; sleep {token}")
+            await wait_until(lambda: len(processes_with(token)) >= 1)
+            tg.cancel_scope.cancel()
+        await wait_until(lambda: not processes_with(token))
+        await sh(client, "true")  # the cancelled call is over by the time this one is answered
+        timed_out = await sh(client, "echo kept > k.txt; sleep 30", timeoutSeconds=1)
+    assert not (workspace / "w.txt").exists()
+    assert timed_out.structured_content["timedOut"] is True and (workspace / "k.txt").read_text() == "kept\n"
+
+
 @pytest.mark.parametrize("how", ["stdin-eof", "sigterm"])
 def test_server_shutdown_kills_running_commands(workspace: Path, no_leftovers: list[str], how: str) -> None:
     token = marker()
