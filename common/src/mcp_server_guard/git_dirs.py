@@ -256,6 +256,7 @@ def repos_files(work_trees: Iterable[str], git_dirs: Iterable[str], home: str | 
         worktrees = [v for _file, entries in files for n, v in entries if n.lower() == "core.worktree" and v]
         base = os.path.normpath(os.path.join(git_dir, worktrees[-1])) if worktrees else git_dir
         hooks += [_expand(v, base, home) for _file, entries in files for v in _hooks_paths(entries)]
+        hooks += [p for _file, entries in files for p in _programs(entries, base, home)]
         if worktrees:
             hooks += [_expand(v, git_dir, home) for _file, entries in files for v in _hooks_paths(entries)]
         included += [file for file, _entries in files[1:]]
@@ -309,6 +310,9 @@ def _hooks_rule(real: str, dirs: Iterable[str]) -> str | None:
         if directory.startswith("="):
             if real == directory[1:]:
                 return "a git hook (a hook of the repository is a link to it)"
+        elif directory.startswith("@"):
+            if real == directory[1:]:
+                return "a program git runs (a git config names it by its path)"
         elif directory.startswith("+"):
             if within(real, directory[1:]) and real != directory[1:]:
                 return f"git's template directory ({directory[1:]}): every repository made or cloned copies it"
@@ -407,6 +411,34 @@ def _hooks_paths(entries: Iterable[tuple[str, str]]) -> list[str]:
     return [value for name, value in entries if name.lower() == "core.hookspath" and value]
 
 
+# The keys whose value is a command git runs (its first word a program): credential helpers, ssh, editors, pagers,
+# signing, diff and merge drivers, clean/smudge filters, shell aliases.
+_PROGRAM_KEYS = re.compile(
+    r"credential(?:\..+)?\.helper|core\.(?:sshcommand|editor|pager|askpass|fsmonitor)|sequence\.editor|pager\..+"
+    r"|gpg(?:\..+)?\.program|diff\.external|diff\..+\.(?:textconv|command)|merge\..+\.driver"
+    r"|filter\..+\.(?:clean|smudge|process)|alias\..+|interactive\.difffilter"
+)
+
+
+def _programs(entries: Iterable[tuple[str, str]], base: str | None, home: str | None) -> list[str]:
+    """The programs the configs' commands name by a path (``@`` and the path, as ``_hooks_rule`` reads it): taken
+    from ``base`` when relative (the work tree's top, where git runs them; none for the user's global configs).
+
+    Threat: ``credential.helper = ~/scripts/git-cred``, ``core.sshCommand = ~/bin/ssh-wrap``, a filter's
+    ``smudge = ./tools/crypt``: rewritten by a command, git runs them outside the box on ordinary fetches, pushes
+    and checkouts (red team 42q G)."""
+    found: list[str] = []
+    for name, value in entries:
+        key = name.lower()
+        if not _PROGRAM_KEYS.fullmatch(key) or (key.startswith("alias.") and not value.startswith("!")):
+            continue
+        words = value.removeprefix("!").split()
+        first = words[0] if words else ""
+        if first.startswith(("/", "~")) or (base is not None and "/" in first):
+            found.append("@" + _expand(first.strip("'\""), base or "/", home))
+    return found
+
+
 def _global_configs(home: str | None) -> list[str]:
     """The system's and the user's git configs, as git finds them (``GIT_CONFIG_GLOBAL`` in place of the user's)."""
     paths = [os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"]
@@ -447,13 +479,15 @@ def _global_files(home: str | None) -> tuple[list[str], list[str]]:
     # GIT_TEMPLATE_DIR): every later ``git init``/``git clone`` copies its hooks and its config (a core.fsmonitor
     # there runs at the new repository's first ``git status``). Marked ``+`` for ``_hooks_rule``: all of it counts.
     templates = [os.environ["GIT_TEMPLATE_DIR"]] if os.environ.get("GIT_TEMPLATE_DIR") else []
+    programs: list[str] = []
     for path in _global_configs(home):
         configs = _with_includes(path, home, follow=True)
         values += [v for _file, entries in configs for v in _hooks_paths(entries)]
+        programs += [p for _file, entries in configs for p in _programs(entries, None, home)]
         templates += [v for _file, entries in configs for name, v in entries if name.lower() == "init.templatedir"]
         included += [file for file, _entries in configs[1:]]
     hooks = [_expand(v, "/", home) for v in values if v.startswith(("/", "~"))]
-    return hooks + ["+" + _expand(v, "/", home) for v in templates if v.startswith(("/", "~"))], included
+    return hooks + programs + ["+" + _expand(v, "/", home) for v in templates if v.startswith(("/", "~"))], included
 
 
 def global_relative_hooks(home: str | None) -> list[str]:
@@ -491,6 +525,7 @@ def _repo_files(work_tree: str, home: str | None) -> tuple[list[str], list[str]]
     for index, (path, follow) in enumerate(configs):
         files = _with_includes(path, home, follow=follow)
         hooks += [_expand(v, work_tree, home) for _file, entries in files for v in _hooks_paths(entries)]
+        hooks += [p for _file, entries in files for p in _programs(entries, work_tree if index < own else None, home)]
         if index < own:
             included += [file for file, _entries in files[1:]]
     return hooks + _linked_hooks(git_dir), included
