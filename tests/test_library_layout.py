@@ -126,6 +126,7 @@ def layer(module: str) -> str:
         "git_config",
         "faults",
         "registry",
+        "dirwatch",
     }
     if len(parts) <= 2 and parts[-1] in top:
         return "top"

@@ -373,12 +373,12 @@ def test_a_glob_with_a_wildcard_above_its_last_component_sees_every_change(tmp_p
 def test_one_directory_watched_under_two_paths_keeps_what_matters_under_either(tmp_path: Path) -> None:
     # A bind mount (or any alias) makes two watched paths one watch: a glob's "every entry" must not be narrowed
     # to the other path's one name.
-    from mcp_server_guard.protected import _DirWatch
+    from mcp_server_guard.dirwatch import DirWatch
 
     real = tmp_path / "users"
     real.mkdir()
     (tmp_path / "alias").symlink_to(real)  # inotify follows it: the same watch
-    watch = _DirWatch()
+    watch = DirWatch()
     consulted: dict[str, set[str] | None] = {str(real): None, str(tmp_path / "alias"): {".ssh"}}
     # inotify instances are few per user (128), and the servers of a full test run hold many: wait for one (bounded).
     deadline = time.monotonic() + 30

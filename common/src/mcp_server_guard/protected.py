@@ -19,14 +19,12 @@ protected path that is a symlink, which a bind mount would follow) fails closed 
 from __future__ import annotations
 
 import contextlib
-import errno
 import glob
 import logging
 import os
 import posixpath
 import re
 import stat
-import struct
 import sys
 import threading
 import time
@@ -34,8 +32,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mcp_server_guard import linux, registry
+from mcp_server_guard import registry
 from mcp_server_guard.audit import state_dirs
+from mcp_server_guard.dirwatch import Consulted, DirWatch
 from mcp_server_guard.errors import protection_unavailable
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.git_dirs import (
@@ -49,7 +48,15 @@ from mcp_server_guard.git_dirs import (
     repos_files,
 )
 from mcp_server_guard.globs import SuffixMatcher, glob_regex, hidden_named
-from mcp_server_guard.paths import parent_set, path_directories, users_program_dir, within, within_any, within_set
+from mcp_server_guard.paths import (
+    code_dirs,
+    parent_set,
+    path_directories,
+    users_program_dir,
+    within,
+    within_any,
+    within_set,
+)
 from mcp_server_guard.policy import Policy
 
 # git_runnable, is_git_dir, pointer_text (git_dirs), safe_git_config, unsafe_git_entries (git_config): importable.
@@ -138,7 +145,7 @@ class Protection:
         # Every hidden entry seen, by identity (device, inode): renamed or linked elsewhere, it stays hidden.
         self._hidden_ids: dict[tuple[int, int], str] = {}
         self._walked: dict[str, dict[str, int]] = {}  # hidden entry -> the directories listed in it, by mtime
-        self._hidden_watch = _DirWatch()
+        self._hidden_watch = DirWatch()
         # Literal patterns name one path below a root ("**" at the end: the whole directory); the box can
         # mount those. Patterns with wildcards elsewhere are file_write's alone.
         tops = (p.strip("/").removesuffix("/**") for p in self.patterns)
@@ -211,7 +218,8 @@ class Protection:
                     lookups.hidden = hidden
             if within_set(path, hidden):
                 return "a hidden path"
-            # Threat: a hidden path not made yet (``~/.kube/config``, whose ``exec`` kubectl runs): refused by name.
+            # Threat: a hidden path not made yet (``~/.kube/config``: every kubectl runs the program its ``exec``
+            # names): refused by its name, unless the entry holds a root or HOME, as ``hidden_paths`` keeps them.
             keep = (*roots, *self._kept)
             if keep not in self._named:  # (the last roots asked about: one entry)
                 self._named = {keep: hidden_named((e for e, _ in self._hidden_abs), keep)}
@@ -450,7 +458,6 @@ def _mtime_ns(path: str) -> int:
 
 
 # The entries a lookup consulted: directory -> the names looked up in it (None: every entry, a glob listed it).
-Consulted = dict[str, set[str] | None]
 
 
 def _covers(consulted: Consulted, again: Consulted) -> bool:
@@ -500,87 +507,6 @@ def _resolve(path: str, consulted: Consulted) -> tuple[str, bool]:
     return resolved, exists or not missing
 
 
-class _DirWatch:
-    """inotify watches on the entries a lookup consulted: has any of them been created, removed, renamed or had
-    its attributes changed since they were armed (or a watched directory itself moved or gone, or events lost)?
-    Events about other entries of those directories are read and let go. Without inotify, every question
-    answers "changed"."""
-
-    _MASK = 0x4 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800 | 0x1000000  # ATTRIB MOVED_* CREATE DELETE* ONLYDIR
-    _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (the name follows, NUL-padded)
-
-    def __init__(self) -> None:
-        self._fd = -1
-        self._names: dict[int, set[str] | None] = {}  # watch descriptor -> the names that matter (None: all)
-
-    def arm(self, consulted: Consulted) -> bool:
-        """Watch exactly the entries ``consulted`` names from now on (directories that do not exist are skipped:
-        their parent is watched). False when inotify cannot watch them all."""
-        self.close()
-        try:
-            fd = linux.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        except (OSError, AttributeError):
-            return False
-        for directory, names in consulted.items():
-            try:
-                wd = linux.inotify_add_watch(fd, directory, self._MASK)
-            except OSError as exc:
-                if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
-                    os.close(fd)
-                    return False
-                continue
-            # One directory under two paths (a bind mount) is one watch: what matters is what matters under either.
-            if wd in self._names:
-                kept = self._names[wd]
-                self._names[wd] = None if kept is None or names is None else kept | names
-            else:
-                self._names[wd] = None if names is None else set(names)
-        self._fd = fd
-        return True
-
-    def unchanged(self) -> bool:
-        if self._fd < 0:
-            return False
-        while True:
-            try:
-                data = os.read(self._fd, 1 << 16)
-            except BlockingIOError:
-                return True  # nothing that matters happened
-            except OSError:
-                break
-            if not data or self._matters(data):
-                break
-        self.close()
-        return False
-
-    def _matters(self, data: bytes) -> bool:
-        offset = 0
-        while offset + self._EVENT.size <= len(data):
-            wd, mask, _cookie, size = self._EVENT.unpack_from(data, offset)
-            raw = data[offset + self._EVENT.size : offset + self._EVENT.size + size]
-            offset += self._EVENT.size + size
-            if mask & 0xC000 or wd not in self._names:  # IN_Q_OVERFLOW, IN_IGNORED (a watched directory gone)
-                return True
-            names = self._names[wd]
-            if names is None or not raw:  # every entry matters, or the directory itself changed
-                return True
-            if os.fsdecode(raw.split(b"\0", 1)[0]).casefold() in names:
-                return True
-        return False
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-        self._names = {}
-
-    def __del__(self) -> None:
-        # A watch let go (a server built and dropped in one process: the tests' in-memory tier) gives its inotify
-        # instance back at once: a user has few (128 by default), and every running server holds some.
-        with contextlib.suppress(OSError):
-            self.close()
-
-
 def protection_for(
     policy: Policy,
     *,
@@ -594,7 +520,6 @@ def protection_for(
     # act on, or a rewritten audit log: the default state directories are hidden from every tool (the server
     # makes them before it serves, so there is something to hide; see launch.make_state_dirs).
     state = [str(d) for d in state_dirs()] + [str(registry.directory())]
-    from mcp_server_guard.paths import code_dirs  # noqa: PLC0415 - (this module is at its size bound)
 
     return Protection(
         policy.paths.protected,
