@@ -154,6 +154,10 @@ class Protection:
         self._aliases: dict[str, str] = {}  # where a protected name that is a link leads -> that name
         self._anchored: set[str] = set()
         self._links_to([self.home] if self.home else [])
+        # Threat: what the user's shell rc files source (``~/.fzf.bash``, ``$NVM_DIR/nvm.sh``, ``~/.aliases``): every
+        # interactive shell runs it, outside any box. Judged as the rc file that sources it (red team 42q H).
+        for rc, sourced in _sourced_by_rc(self.home) if self.home else []:
+            self._aliases.setdefault(sourced, rc)
 
     def _links_to(self, anchors: Iterable[str]) -> None:
         """Threat: a protected name the user made a link (dotfiles: ``~/.bashrc -> dotfiles/bashrc``, ``~/.config ->
@@ -505,6 +509,49 @@ def _resolve(path: str, consulted: Consulted) -> tuple[str, bool]:
         else:
             resolved, is_dir = candidate, stat.S_ISDIR(mode)
     return resolved, exists or not missing
+
+
+_RC_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin")
+_RC_BYTES = 256 << 10  # an rc file read at most this far
+_RC_SOURCED = 64  # files taken as sourced at most, in all
+_SOURCE = re.compile(r"""(?:^|[;&|({]\s*|\bthen\s+|\bdo\s+)(?:source|\\?\.)\s+(["']?)([^\s"';|&)]+)\1""", re.M)
+_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+_ASSIGN = re.compile(r"""^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(["']?)([^"'\s;]*)\2\s*(?:;|$)""", re.M)
+
+
+def _sourced_by_rc(home: str) -> list[tuple[str, str]]:
+    """(the rc file, the real path of a file it sources), for HOME's shell rc files and, one level down, what they
+    source: ``source X`` and ``. X`` lines whose path is static — ``~``, ``$HOME`` and variables the same file
+    assigns expanded; relative to HOME (where a login shell starts). Read through links, as the shell reads them."""
+    found: list[tuple[str, str]] = []
+    todo = [(os.path.join(home, name), os.path.join(home, name), 0) for name in _RC_FILES]
+    while todo and len(found) < _RC_SOURCED:
+        path, rc, depth = todo.pop(0)
+        try:  # never blocks on a FIFO, never reads a device: a regular file or nothing
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            text = os.read(fd, _RC_BYTES).decode("utf-8", "replace") if stat.S_ISREG(os.fstat(fd).st_mode) else ""
+        except OSError:
+            text = ""
+        finally:
+            os.close(fd)
+        names = {"HOME": home} | {m[1]: m[3] for m in _ASSIGN.finditer(text)}
+        for match in _SOURCE.finditer(text):
+            value = match[2]
+            for _ in range(3):  # variables naming variables ($NVM_DIR -> $HOME/.nvm), a few deep
+                value = _VARIABLE.sub(lambda m, names=names: names.get(m[1], m[0]), value)
+            if value.startswith("~/") or value == "~":
+                value = home + value[1:]
+            if "$" in value or "`" in value or not value:
+                continue
+            real = os.path.realpath(os.path.join(home, value))
+            if len(found) < _RC_SOURCED and (rc, real) not in found:
+                found.append((rc, real))
+                if depth < 1:
+                    todo.append((real, rc, depth + 1))
+    return found
 
 
 def protection_for(
