@@ -109,6 +109,9 @@ IN_A_PROJECT = [
     ".helix/languages.toml",
     "commitlint.config.js",
     ".commitlintrc.js",
+    "husky.config.js",
+    ".simple-git-hooks.json",
+    "simple-git-hooks.cjs",
 ]
 
 
