@@ -13,7 +13,7 @@ import pytest
 
 import mcp_server_guard
 from mcp_server_guard import git_config
-from mcp_server_guard.paths import code_dirs, system_program
+from mcp_server_guard.paths import code_dirs, program_outside, system_program
 from mcp_server_guard.policy import load_policy
 from mcp_server_guard.protected import protection_for
 
@@ -57,3 +57,21 @@ def test_attack_a_git_planted_first_on_the_servers_path_is_not_the_one_it_runs(
     assert not str(system_program("git")).startswith(str(planted))
     entries = git_config.git_config_entries(b"[core]\n\tfsmonitor = marker\n")
     assert entries == [("core.fsmonitor", "marker")]
+
+
+def test_attack_a_bubblewrap_planted_in_a_project_directory_on_path_is_not_the_box(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "proj"
+    planted = project / ".venv" / "bin"
+    planted.mkdir(parents=True)
+    fake = planted / "bwrap"
+    fake.write_text("#!/bin/sh\nexit 0\n")  # a box that boxes nothing
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    elsewhere = tmp_path / "tools"
+    elsewhere.mkdir()
+    (elsewhere / "bwrap").write_text("#!/bin/sh\nexit 0\n")
+    (elsewhere / "bwrap").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{planted}{os.pathsep}{elsewhere}")
+    assert program_outside("bwrap", [str(project)]) == str(elsewhere / "bwrap")
+    assert program_outside("bwrap", [str(tmp_path)]) is None

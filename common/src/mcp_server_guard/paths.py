@@ -210,12 +210,24 @@ SYSTEM_BIN = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def system_program(name: str) -> str | None:
-    """``name`` as the system has it (its own directories first), else as PATH finds it.
+    """``name`` where PATH finds it — the system's own copy when it has one (None when PATH finds none: the
+    user's environment says it is not installed).
 
     Threat: a program the server runs itself (git to read a config, bubblewrap to build the box) found first in a
     directory a command may write (a project's ``.venv/bin`` or ``node_modules/.bin`` on the server's PATH): a
     planted ``git`` that prints nothing makes every config look harmless."""
-    return shutil.which(name, path=SYSTEM_BIN) or shutil.which(name)
+    found = shutil.which(name)
+    return None if found is None else shutil.which(name, path=SYSTEM_BIN) or found
+
+
+def program_outside(name: str, roots: Iterable[str]) -> str | None:
+    """``name`` as PATH finds it, skipping every PATH directory inside ``roots`` (threat: the box's own
+    bubblewrap planted by a command in a project directory on the server's PATH, ``.venv/bin``: the next start
+    would run commands in no box at all)."""
+    inside = [os.path.realpath(root) for root in roots]
+    kept = [d for d in os.environ.get("PATH", os.defpath).split(os.pathsep)
+            if d and not any(within(os.path.realpath(d), root) for root in inside)]  # fmt: skip
+    return shutil.which(name, path=os.pathsep.join(kept)) if kept else None
 
 
 def code_dirs() -> list[str]:

@@ -16,7 +16,7 @@ import resource
 from collections.abc import Sequence
 from dataclasses import replace
 
-from mcp_server_guard.paths import system_program, within, within_any
+from mcp_server_guard.paths import program_outside, within, within_any
 from mcp_server_guard.shell.sandbox import seccomp
 from mcp_server_guard.shell.sandbox.box import Box, BoxSpec, BoxUnavailable
 from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
@@ -68,7 +68,7 @@ def open_box(
         if decided.network is NetworkMode.POLICY:
             raise SandboxUnavailable("--network policy needs the box; it cannot go with --sandbox off")
         return decided, "the sandbox is off" if copies else ""
-    bwrap = system_program("bwrap")
+    bwrap = program_outside("bwrap", roots)
     arch = seccomp.native_arch()
     reason = None
     if bwrap is None:
