@@ -239,6 +239,8 @@ def code_dirs() -> list[str]:
     servers are installed (``uv tool``, pipx, a project's ``.venv``): the next start runs them, outside any box."""
     found = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
     found.update(entry for entry in sys.path if entry and os.path.isabs(entry))
-    held = [os.path.realpath(p) for p in (os.getcwd(), os.environ.get("HOME") or "/") if p]
+    held = [os.path.realpath(os.environ.get("HOME") or "/")]
+    with contextlib.suppress(OSError):  # (a working directory removed meanwhile holds nothing)
+        held.append(os.path.realpath(os.getcwd()))
     real = {os.path.realpath(p) for p in found if os.path.isdir(p)}
     return sorted(p for p in real if p != "/" and not any(within(h, p) for h in held))

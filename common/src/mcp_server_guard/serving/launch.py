@@ -199,8 +199,8 @@ def build_config(
     state_in_use(prog, audit_path.absolute())
     # Threat: a policy file in a project (a team's guard.toml) that another server of the user may write (its
     # file_write serves the project without --policy): a protected list rewritten there disarms this server at its
-    # next start. Registered like the state files: hidden from every other server. (The packaged one, first, lies
-    # with the servers' code: protected.)
+    # next start. Registered like the state files: hidden from every server's tools and commands, this one's too.
+    # (The packaged one, first, lies with the servers' code: protected.)
     for source in loaded.source[1:]:
         state_hidden(Path(source).absolute())
     for directory in state_dirs():  # the default places (copies, spools, history) that lie outside the jail
