@@ -301,6 +301,16 @@ def test_attack_a_client_that_closes_stdin_and_reads_nothing_does_not_keep_the_s
         proc.wait(timeout=30)
 
 
+def _front_on_pipes(workspace: Path) -> tuple[front.Front, tuple[int, int, int, int]]:
+    """file_read's start-up front, reading and writing pipes of the test's (its stdin's read end, the end the test
+    writes, the end the test reads its answers from, its stdout's write end), with its tools."""
+    wire_in, feed = os.pipe()
+    answers, wire_out = os.pipe()
+    running = front.Front("mcp_server_file_read", ["--launch-dir", str(workspace)], wire_in, wire_out).start()
+    running.take_calls(_tools("file_read", workspace))
+    return running, (wire_in, feed, answers, wire_out)
+
+
 def _read_line(fd: int, timeout: float = 30.0) -> dict[str, Any]:
     """One line the front wrote on the pipe ``fd`` (bounded)."""
     data = b""
@@ -327,10 +337,7 @@ def test_a_stop_signal_while_the_front_serves_alone_answers_the_call_under_way_a
         return {"content": [], "isError": False}
 
     monkeypatch.setattr(serving_tools, "early_call", held_call)
-    wire_in, feed = os.pipe()
-    answers, wire_out = os.pipe()
-    running = front.Front("mcp_server_file_read", ["--launch-dir", str(workspace)], wire_in, wire_out).start()
-    running.take_calls(_tools("file_read", workspace))
+    running, (wire_in, feed, answers, wire_out) = _front_on_pipes(workspace)
     call = {"name": "file_read", "arguments": {"path": "hello.txt"}}
     lines = [*_opening(), {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": call}]
     os.write(feed, b"".join(json.dumps(m).encode() + b"\n" for m in lines))
@@ -391,10 +398,7 @@ def test_the_first_line_the_front_does_not_answer_and_every_line_after_it_go_to_
         "fifth call": call(14),
     }[case]
     after = {"jsonrpc": "2.0", "id": 21, "method": "ping"}
-    wire_in, feed = os.pipe()
-    answers, wire_out = os.pipe()
-    running = front.Front("mcp_server_file_read", ["--launch-dir", str(workspace)], wire_in, wire_out).start()
-    running.take_calls(_tools("file_read", workspace))
+    running, (wire_in, feed, answers, wire_out) = _front_on_pipes(workspace)
     encoded = [json.dumps(m).encode() + b"\n" for m in [*_opening(), *taken, left, after]]
     os.write(feed, b"".join(encoded[:-2]))
     try:
@@ -425,10 +429,7 @@ def test_at_stdins_end_a_call_that_does_not_end_holds_the_front_only_for_its_gra
 
     monkeypatch.setattr(serving_tools, "early_call", stuck_call)
     monkeypatch.setattr(front, "_EOF_GRACE_S", 0.5)
-    wire_in, feed = os.pipe()
-    answers, wire_out = os.pipe()
-    running = front.Front("mcp_server_file_read", ["--launch-dir", str(workspace)], wire_in, wire_out).start()
-    running.take_calls(_tools("file_read", workspace))
+    running, (wire_in, feed, answers, wire_out) = _front_on_pipes(workspace)
     call = {"name": "file_read", "arguments": {"path": "hello.txt"}}
     lines = [*_opening(), {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": call}]
     os.write(feed, b"".join(json.dumps(m).encode() + b"\n" for m in lines))

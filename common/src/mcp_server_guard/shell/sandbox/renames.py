@@ -419,6 +419,16 @@ def _reopen(parent: int, name: bytes) -> int:
     return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
 
 
+def _reopen_both(src_parent: int, src: bytes, dst_parent: int, dst: bytes) -> tuple[int, int]:
+    """``_reopen`` of a source directory and of its copy: both open, or neither."""
+    src_fd = _reopen(src_parent, src)
+    try:
+        return src_fd, _reopen(dst_parent, dst)
+    except OSError:
+        os.close(src_fd)
+        raise
+
+
 def _inside(directory: int, tree: os.stat_result) -> bool:
     """Whether ``directory`` is ``tree`` or lies below it (walking up through '..')."""
     current = os.dup(directory)
@@ -455,24 +465,14 @@ def _copy_tree(src_parent: int, src_name: bytes, dst_parent: int, dst_name: byte
     top = os.stat(src_name, dir_fd=src_parent, follow_symlinks=False)
     os.mkdir(dst_name, 0o700, dir_fd=dst_parent)
     linked: dict[tuple[int, int], bytes] = {}  # (dev, ino) -> where its first copy went, from the new top
-    src_top = _reopen(src_parent, src_name)
-    try:
-        dst_top = _reopen(dst_parent, dst_name)
-    except OSError:
-        os.close(src_top)
-        raise
+    src_top, dst_top = _reopen_both(src_parent, src_name, dst_parent, dst_name)
     try:
         stack: list[tuple[bytes, os.stat_result]] = [(b".", top)]
         finish: list[tuple[bytes, os.stat_result]] = []
         while stack:
             rel, st = stack.pop()
             finish.append((rel, st))
-            src_fd = _reopen(src_top, rel)
-            try:
-                dst_fd = _reopen(dst_top, rel)
-            except OSError:
-                os.close(src_fd)
-                raise
+            src_fd, dst_fd = _reopen_both(src_top, rel, dst_top, rel)
             try:
                 _copy_entries(src_fd, dst_fd, rel, dst_top, linked, stack)
                 _copy_xattrs(src_fd, dst_fd, b".")
