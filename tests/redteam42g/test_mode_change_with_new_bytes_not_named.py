@@ -56,6 +56,9 @@ def test_control_mode_only_change_is_named(tmp_path: Path) -> None:
         ("echo more >> scripts/run.sh && chmod +x scripts/run.sh", "run.sh to 0755"),
         ("mv -f other.txt notes.txt", "notes.txt to 0600"),
         ("rm -r d && mkdir -m 700 d && echo f > d/f", "d/ to 0700"),
+        # red team 42q I: a file moved, then re-moded
+        ("mv notes.txt n2.txt && chmod 600 n2.txt", "n2.txt to 0600"),
+        ("mv scripts/run.sh scripts/go && chmod 755 scripts/go", "scripts/go to 0755"),
     ],
 )
 def test_mode_change_with_new_content_is_named(tmp_path: Path, script: str, named: str) -> None:

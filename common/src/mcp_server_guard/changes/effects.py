@@ -72,7 +72,7 @@ class Judgement:
     by_content: set[tuple[str, str]] = field(default_factory=set)
     # (root, path) of both ends of each move the judgement recognised by the bytes (a file deleted here and the
     # same bytes created there): a running job's look leaves them for its end, when those bytes no longer change
-    moved: set[tuple[str, str]] = field(default_factory=set)
+    moved: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # each end of a move -> its start
     asks: list[str] = field(default_factory=list)  # each reason a person must agree first, in words
     counts: Counts = field(default_factory=Counts)
     summary: str = ""  # what the change set does, in one line
@@ -138,8 +138,8 @@ def judge(
         _sanitize_new_configs(changes, judgement)
     granted = _modes(sets, protection, roots, scratch, judgement)
     pairs = moved_pairs(sets, judgement.refused)
-    moves = {end for pair in pairs for end in pair}
-    judgement.moved = set(moves)
+    moves = {end: old for old, new in pairs for end in (old, new)}
+    judgement.moved = dict(moves)
     # Threat: a tree moved into a build or cache directory, then deleted there with no question.
     kept_out = {old for old, new in pairs if scratch.name(new[1]) and not scratch.name(old[1])}
     summary, counts = summary_line(sets, judgement.refused, moves)

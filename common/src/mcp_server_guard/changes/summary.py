@@ -6,7 +6,7 @@ Part of the judgement (``changes.effects``), kept apart: counting and wording on
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mcp_server_guard.changes.changeset import Change, ChangeSet
@@ -63,10 +63,14 @@ def _under(paths: Sequence[str]) -> str:
 
 
 def summary_line(
-    sets: Sequence[ChangeSet], refused: Iterable[tuple[str, str]] = (), moves: Iterable[tuple[str, str]] = ()
+    sets: Sequence[ChangeSet],
+    refused: Iterable[tuple[str, str]] = (),
+    moves: Mapping[tuple[str, str], tuple[str, str]] | None = None,
 ) -> tuple[str, Counts]:
     """What the change sets do, in one line ("delete 1,234 files under src/ (12.3 MB), modify 3"), and counts.
-    ``moves``: (root, path) of files deleted and of files created that are the same bytes moved."""
+    ``moves``: (root, path) of files deleted and of files created that are the same bytes moved, each to the
+    (root, path) the file was moved from."""
+    moves = moves or {}
     skip = set(refused)
     moved = set(moves)
     counts = Counts()
@@ -112,9 +116,10 @@ def summary_line(
         parts.append(f"create {count_of(counts.created, 'file')}{_under(made) if counts.created > 3 else ''}")
     # Every path whose mode changes is named (a directory made group-writable is as much a change as a file).
     # Also with new content (``echo >> f && chmod 700 f``), or a directory made again (``rm -r d && mkdir -m 700 d``).
-    gone_dirs = {(s.root, c.path): c.mode for s in sets for c in s.changes if c.action == "delete" and c.kind == "dir"}
-    remoded = [c for s in sets for c in s.changes if (s.root, c.path) not in skip and _remoded(c, gone_dirs.get(
-        (s.root, c.path)))]  # fmt: skip
+    # And a file moved with a mode other than it had (``mv a b && chmod 755 b``: red team 42q I).
+    gone = {(s.root, c.path): (c.kind, c.mode) for s in sets for c in s.changes if c.action == "delete"}
+    remoded = [c for s in sets for c in s.changes if (s.root, c.path) not in skip and _remoded(
+        c, gone.get((s.root, c.path)), gone.get(moves.get((s.root, c.path), ("", ""))))]  # fmt: skip
     if remoded:
         named = [f"{c.path}{'/' if c.kind == 'dir' else ''} to {c.mode:04o}" for c in remoded]
         parts.append(f"change the mode of {list_of(named, MODES_NAMED)}")
@@ -134,9 +139,18 @@ def summary_line(
     return printable(", ".join(parts)), counts
 
 
-def _remoded(change: Change, replaced_dir: int | None) -> bool:
-    """Whether a change leaves its path with another mode than the real entry (``replaced_dir``: a directory a new
-    one replaces) had there, content changed or not."""
+def _remoded(change: Change, replaced: tuple[str, int] | None, origin: tuple[str, int] | None) -> bool:
+    """Whether a change leaves its path with another mode than the real entry had — there (``replaced``: the kind
+    and mode of what a new directory replaces), or where a moved file came from (``origin``) — content changed or
+    not."""
     if change.action in ("meta", "modify"):
         return change.mode != change.old_mode
-    return change.action == "create" and change.kind == "dir" and replaced_dir not in (None, change.mode)
+    if change.action == "create" and change.kind != "dir" and origin is not None:
+        return origin[1] != change.mode
+    return (
+        change.action == "create"
+        and change.kind == "dir"
+        and replaced is not None
+        and replaced[0] == "dir"
+        and (replaced[1] != change.mode)
+    )

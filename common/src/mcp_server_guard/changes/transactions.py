@@ -436,7 +436,7 @@ class Transactions:
                 # What involves a file's identity (several names, moves, replacements) waits for the job's end too
                 # (``plan.live_waits``), looked at once, before anything of this look lands.
                 waiting.update((s.root, p) for s in sets for p in live_waits(s))
-                waiting.update(judgement.by_content | judgement.moved)
+                waiting.update(judgement.by_content | judgement.moved.keys())
                 waiting.difference_update(judgement.refused)
                 skip = frozenset(judgement.refused) | frozenset(waiting)
                 said = {**what, "only_copies": judgement.only_copies} if judgement.only_copies else what
