@@ -202,6 +202,14 @@ class Protection:
         self._links_to(roots)
         real = ""
         hidden = lookups.hidden if lookups is not None else None  # once for all the candidates
+        # Threat: a hidden path not made yet (``~/.kube/config``: every kubectl runs the program its ``exec``
+        # names): refused by its name, unless the entry holds a root or HOME, as ``hidden_paths`` keeps them. Once
+        # per call, kept for the last roots asked about (a local reference: another thread may replace it).
+        keep = (*roots, *self._kept)
+        named = self._named.get(keep)
+        if named is None:
+            named = hidden_named((e for e, _ in self._hidden_abs), keep)
+            self._named = {keep: named}
         for path in candidates:
             if not path:
                 continue
@@ -222,12 +230,7 @@ class Protection:
                     lookups.hidden = hidden
             if within_set(path, hidden):
                 return "a hidden path"
-            # Threat: a hidden path not made yet (``~/.kube/config``: every kubectl runs the program its ``exec``
-            # names): refused by its name, unless the entry holds a root or HOME, as ``hidden_paths`` keeps them.
-            keep = (*roots, *self._kept)
-            if keep not in self._named:  # (the last roots asked about: one entry)
-                self._named = {keep: hidden_named((e for e, _ in self._hidden_abs), keep)}
-            if path.startswith("/") and self._named[keep].match(path):
+            if path.startswith("/") and named.match(path):
                 return "a hidden path"
         if existing is not None and (existing.st_dev, existing.st_ino) in self._inodes:
             return "the server's own policy or audit file (hard link)"
