@@ -38,8 +38,8 @@ class Person:
 
 
 @asynccontextmanager
-async def shell(root: Path, person: Person | None = None) -> AsyncIterator[Any]:
-    async with serve(SX, root, elicitation_callback=person or Person()) as client:
+async def shell(root: Path, person: Person | None = None, *args: str) -> AsyncIterator[Any]:
+    async with serve(SX, root, *args, elicitation_callback=person or Person()) as client:
         yield client
 
 

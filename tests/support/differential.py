@@ -44,15 +44,16 @@ async def differential(
     undo_too: bool = True,
     warmup: Callable[[Any], Any] | None = None,
     person: Person | None = None,
+    args: tuple[str, ...] = (),
 ) -> tuple[list[str], dict[str, Any]]:
-    """Problems found (fidelity, then undo and redo), and the call's result."""
+    """Problems found (fidelity, then undo and redo), and the call's result. ``args``: the server's own."""
     nat, box = workspace.parent / "native", workspace / "p"
     for r in (nat, box):
         r.mkdir()
         setup(r)
     before = snapshot(box)
     nat_out = native(nat, command)
-    async with shell(workspace, person) as client:
+    async with shell(workspace, person, *args) as client:
         if warmup is not None:
             await warmup(client)
         out = await run(client, command, cwd=str(box))

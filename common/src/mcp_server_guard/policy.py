@@ -167,6 +167,8 @@ class ShellPolicy(BaseModel):
     undecidable: Literal["ask", "deny"]
     max_memory_bytes: int = Field(ge=16 << 20)
     max_file_size_bytes: int = Field(ge=1 << 20)
+    # A command on a copy is stopped when the copy's disk has less free (see ``shell.in_box.DiskWatch``).
+    min_free_disk_bytes: int = Field(default=1 << 30, ge=0)
     max_cpu_seconds: int = Field(ge=1)
     max_processes: int = Field(ge=8)
     max_jobs: int = Field(default=8, ge=0, le=256)

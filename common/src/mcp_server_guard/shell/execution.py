@@ -379,6 +379,7 @@ class ShellExec:
                         control=control,
                         copy=copy,
                         network=partial(egress.listen_on, owner=token) if egress is not None else None,
+                        disk_floor=self.sandbox.limits.disk_floor_bytes,
                     )
                     kept = True
                 finally:
@@ -478,6 +479,7 @@ def limits_of(policy: ShellPolicy) -> Limits:
     return Limits(
         memory_bytes=policy.max_memory_bytes,
         file_size_bytes=policy.max_file_size_bytes,
+        disk_floor_bytes=policy.min_free_disk_bytes,
         cpu_seconds=policy.max_cpu_seconds,
         processes=policy.max_processes,
     )
@@ -496,6 +498,8 @@ _LIMIT_MESSAGES = (
 
 def limit_hit(result: RunResult) -> str | None:
     """Which resource limit a run ran into, when its signal, exit code or error output tells (best effort)."""
+    if result.disk_low:
+        return "disk"
     if result.signal in _LIMIT_SIGNALS:
         return _LIMIT_SIGNALS[result.signal]
     if result.exit_code in _LIMIT_EXIT_CODES:

@@ -15,6 +15,7 @@ import signal
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -40,6 +41,54 @@ _CHUNK = 65536
 _FD_SPACE = socket.CMSG_SPACE(4)
 _DRAIN_AFTER_EXIT_S = 2.0
 _GONE_S = 5.0  # a call's processes are all gone this long after its init ends (the kernel kills them at once)
+_DISK_POLL_S = 0.25  # between two looks at the free space, a command writing at a disk's pace (~1 GB/s) adds ~250 MB
+
+
+def _free_bytes(path: str) -> int:
+    fs = os.statvfs(path)  # the server's own area directory: nothing the command can shape is opened
+    return fs.f_bavail * fs.f_frsize
+
+
+class DiskWatch:
+    """Stops a command on a copy before its writes fill the disk holding the copy. Threat: a command that writes
+    without end (``yes > f``, a runaway log) fills the user's disk — and with it the room the apply, the history
+    and the journals need. RLIMIT_FSIZE cannot bound a command on a copy (see ``shell.sandbox.layers``); instead
+    the call is stopped once the free space of an area's file system falls below ``least`` bytes — or, where no more
+    than that was free when it started, below half of what was free then."""
+
+    def __init__(self, areas: Sequence[str], least: int, kill: Callable[[], None]) -> None:
+        self.floors: dict[str, int] = {}
+        for area in dict.fromkeys(areas):
+            with contextlib.suppress(OSError):
+                free = _free_bytes(area)
+                self.floors[area] = least if free > least else free // 2
+        self.kill = kill
+        self.low = False  # it stopped the command
+        self.scope: anyio.CancelScope | None = None  # while it runs (a scope is made on the event loop)
+        self.stopped = False
+
+    def check(self) -> bool:
+        """Whether the disk of some area is below its floor now."""
+        for area, floor in self.floors.items():
+            with contextlib.suppress(OSError):
+                if _free_bytes(area) < floor:
+                    return True
+        return False
+
+    async def run(self) -> None:
+        with anyio.CancelScope() as self.scope:
+            # On a worker thread, abandoned when stopped: statfs on a network file system can hang.
+            while self.floors and not self.stopped:
+                if await anyio.to_thread.run_sync(self.check, abandon_on_cancel=True):
+                    self.low = True
+                    self.kill()
+                    return
+                await anyio.sleep(_DISK_POLL_S)
+
+    def stop(self) -> None:
+        self.stopped = True
+        if self.scope is not None:
+            self.scope.cancel()
 
 
 async def _pump(fd: int, buffer: OutputBuffer) -> None:
@@ -130,10 +179,12 @@ async def run_boxed(
     control: Control | None = None,
     copy: Copy | None = None,
     network: Callable[[socket.socket], None] | None = None,
+    disk_floor: int = 0,
 ) -> RunResult:
     """Run ``argv`` in the box with the call's confinement ``options``; return its bounded output. ``copy`` learns
     the copy the command works on (when the options ask for one) and, once the call has ended however it ends,
-    whether every process of it is gone. ``network`` takes the listener of the call's own network namespace."""
+    whether every process of it is gone. ``network`` takes the listener of the call's own network namespace.
+    ``disk_floor``: on a copy, the free bytes its disk keeps (see ``DiskWatch``; 0: not watched)."""
     started_at = time.perf_counter()
     copy = copy if copy is not None else Copy()
     out, err = output_buffers(max_output, control.tee if control is not None else None)
@@ -156,11 +207,14 @@ async def run_boxed(
     for fd in ours:
         os.set_blocking(fd, False)
     status = _Status(call.status, copy, network)
+    areas = [overlay["area"] for overlay in options["overlays"]] if disk_floor else []
+    disk = DiskWatch(areas, disk_floor, partial(box.signal, call.id, signal.SIGKILL))
     try:
         async with anyio.create_task_group() as readers:
             readers.start_soon(_pump, call.stdout, out)
             readers.start_soon(_pump, call.stderr, err)
             readers.start_soon(ticker.run)
+            readers.start_soon(disk.run)
             if stdin is not None and call.stdin is not None:
                 fd_in, call.stdin = call.stdin, None
                 ours.append(fd_in)
@@ -180,6 +234,7 @@ async def run_boxed(
                 with anyio.move_on_after(KILL_GRACE_S):
                     await status.until_done()
             ticker.stop()
+            disk.stop()
             if status.exit_status is None and status.error is None:
                 box.signal(call.id, signal.SIGKILL)  # the whole call: its PID namespace dies with its init
                 with anyio.move_on_after(KILL_GRACE_S):
@@ -224,4 +279,4 @@ async def run_boxed(
             sig = signal.Signals(number).name if number in signal.valid_signals() else f"SIG{number}"
         else:
             code, sig = os.waitstatus_to_exitcode(wait_status), None
-    return RunResult.of(out, err, code, sig, timed_out, started_at)
+    return replace(RunResult.of(out, err, code, sig, timed_out, started_at), disk_low=disk.low)

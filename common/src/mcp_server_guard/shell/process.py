@@ -202,6 +202,7 @@ class RunResult:
     network_denied: tuple[Denied, ...] = ()  # --network policy: what the egress proxy refused for this call
     network_allowed: tuple[str, ...] = ()  # --network policy: host:port the proxy let through for this call
     stopped: int = 0  # processes still running when the command's own process ended: stopped with it
+    disk_low: bool = False  # stopped because the disk holding its copy ran low (see ``shell.in_box.DiskWatch``)
 
     def on(self, copy: Copy, started_ns: int) -> RunResult:
         """This result, of a command that worked on ``copy`` (started at ``started_ns``)."""

@@ -135,7 +135,7 @@ class ShellResult(ToolOutput):
     )
     limitHit: str | None = Field(
         default=None,
-        description="A resource limit the command ran into: memory, fileSize, cpu or processes (best effort).",
+        description="A resource limit the command ran into: memory, fileSize, disk, cpu or processes (best effort).",
     )
     rule: str | None = Field(default=None, description="The policy rule that asked for approval, if any.")
     approval: str = Field(
@@ -200,6 +200,8 @@ class ShellResult(ToolOutput):
             status = f"job {self.jobId} {self.status}, " + status
         if self.timedOut:
             status += " (timed out)"
+        elif self.limitHit == "disk":
+            status += " (stopped: the disk holding its copy was nearly full; free some space)"
         elif self.signal:
             status += f" ({self.signal})"
         if self.truncated:

@@ -196,8 +196,9 @@ class ShellService(Generic[R]):
             # The one writer's store, shared with file_write: every pre-image of what commands change is kept there.
             writer = open_writer(config.jail, config.policy, config.audit.path, history_dir)
             self.cleanups.append(writer.close)
+            most = self.policy.max_file_size_bytes  # no file a command grew past it lands
             self.transactions = Transactions(
-                area, Applier(writer.history), protection, config.policy.effects, display=config.jail.display_path
+                area, Applier(writer.history), protection, config.policy.effects, config.jail.display_path, most
             )
         # ``copies_here``: a workspace-write session of this server would work on copies (a read-only one has none)
         copies = copies_here or (area is not None and "bwrap" in sandbox.label)
@@ -311,8 +312,7 @@ class ShellService(Generic[R]):
         rule = verdict.rule if verdict.action == "ask" else None  # the rule that asked, shown in the result
         hosts = None
         if self.egress is not None:
-            # A job outlives its call: nobody can be asked mid-run; its unnamed hosts are asked about before the
-            # next run of the same line.
+            # A job outlives its call: nobody can be asked mid-run; its unnamed hosts are asked before the next run.
             ask, ask_later = host_asker(ctx, prepared.shown)
             if args.yieldAfterSeconds is not None:
                 ask, ask_later = None, ask is not None or ask_later

@@ -192,9 +192,16 @@ def call_options(
     rlimits = [
         [resource.RLIMIT_CORE, 0, 0],
         [resource.RLIMIT_DATA, plan.limits.memory_bytes, plan.limits.memory_bytes],
-        [resource.RLIMIT_FSIZE, plan.limits.file_size_bytes, plan.limits.file_size_bytes],
         [resource.RLIMIT_CPU, plan.limits.cpu_seconds, plan.limits.cpu_seconds + 5],
     ]
+    on_copy = bool(overlays) and plan.jail_writable and not reading
+    if not on_copy:
+        # On a copy the limit would be the kernel's, not the command's: overlayfs copies a real file up in whole
+        # under the caller's RLIMIT_FSIZE when the command only re-modes, touches, links or renames it, so a
+        # `chmod` of a file over the limit died of SIGXFSZ (and git left its index.lock). There the judge refuses
+        # a file the command grew past the limit (``changes.effects``) and the run is stopped when the copy's disk
+        # runs low (``shell.in_box``).
+        rlimits.append([resource.RLIMIT_FSIZE, plan.limits.file_size_bytes, plan.limits.file_size_bytes])
     if os.geteuid() != 0:
         # As root the pids cgroup bounds processes: RLIMIT_NPROC would count every root process of the
         # machine once the command has no capability left.

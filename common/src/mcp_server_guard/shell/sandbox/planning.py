@@ -80,9 +80,10 @@ def landlock_abi() -> int:
 @dataclass(frozen=True)
 class Limits:
     memory_bytes: int  # RLIMIT_DATA: heap and private mappings (JIT reservations are not counted)
-    file_size_bytes: int
+    file_size_bytes: int  # RLIMIT_FSIZE, where the command writes no copy (on a copy: see ``changes.effects``)
     cpu_seconds: int
     processes: int
+    disk_floor_bytes: int = 0  # on a copy: the free bytes its disk keeps (see ``shell.in_box.DiskWatch``)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,122 @@
+"""Files larger than the file size limit, on a copy (red team 40q A). overlayfs copies a real file up in whole, under
+the caller's RLIMIT_FSIZE, when a command only re-modes, touches, links, renames or freshens it: with the limit on
+the command, `chmod` of a large project file died of SIGXFSZ and git left `.git/index.lock` behind. A command on a
+copy now runs without that limit: what it does to a large file lands as natively, a file it grew past the limit is
+refused by the judge, and the disk holding the copy is watched instead (``shell.in_box.DiskWatch``)."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from support.boxed import run, shell
+from support.differential import differential
+
+pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
+
+LIMIT = 1 << 20  # the smallest max_file_size_bytes a policy may set
+BIG = 3 * LIMIT + 17
+OLD_NS = 1_200_000_000 * 10**9
+
+
+def limits(directory: Path, **values: int) -> tuple[str, ...]:
+    path = directory / "limits.toml"
+    path.write_text("[shell_exec]\n" + "".join(f"{k} = {v}\n" for k, v in values.items()), encoding="utf-8")
+    return ("--policy", str(path))
+
+
+def big_project(root: Path) -> None:
+    data = random.Random(40).randbytes(BIG)
+    for name in ("big1", "big2", "big3", "big4", "big5"):
+        (root / name).write_bytes(data[: BIG - len(name)])
+        os.utime(root / name, ns=(OLD_NS, OLD_NS))
+    (root / "d").mkdir()
+
+
+async def test_a_file_over_the_size_limit_is_re_moded_touched_linked_and_renamed_as_natively(workspace: Path) -> None:
+    command = (
+        "chmod 700 big1 && touch -d 2001-01-01 big2 && ln big3 big3.link && mv big4 moved.bin && mv big5 d/ && "
+        'chmod 600 d/big5 && python3 -c \'import os; os.setxattr("big1", "user.note", b"kept")\''
+    )
+    problems, out = await differential(
+        workspace, big_project, command, args=limits(workspace.parent, max_file_size_bytes=LIMIT)
+    )
+    assert not problems, "\n".join(problems)
+    assert out["exitCode"] == 0 and out.get("limitHit") is None, out
+
+
+async def test_git_freshening_a_large_object_leaves_no_lock_behind(workspace: Path) -> None:
+    # git add of a file touched but not changed finds its object there and freshens it (a utime): a copy-up.
+    (workspace / "big").write_bytes(random.Random(41).randbytes(BIG))
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "big"]):
+        subprocess.run(["git", *argv], cwd=workspace, env=env, check=True)
+    async with shell(workspace, None, *limits(workspace.parent, max_file_size_bytes=LIMIT)) as client:
+        out = await run(client, "touch big && git add big && git status --porcelain && echo fine")
+    assert out["exitCode"] == 0 and out["stdout"] == "fine\n" and out.get("limitHit") is None, out
+    assert not (workspace / ".git" / "index.lock").exists()
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=workspace, capture_output=True, text=True, check=True)
+    assert status.stdout == ""
+
+
+async def test_a_file_a_command_grew_past_the_size_limit_on_its_copy_is_refused(workspace: Path) -> None:
+    big_project(workspace)
+    before = (workspace / "big2").read_bytes()
+    command = (
+        "head -c 3000000 /dev/zero > new.bin && echo small > small.txt && cat big1 >> big2 && "
+        "truncate -s 2000000 big3 && echo done"
+    )
+    async with shell(workspace, None, *limits(workspace.parent, max_file_size_bytes=LIMIT)) as client:
+        out = await run(client, command)
+    assert out["exitCode"] == 0 and out["stdout"] == "done\n", out
+    refused = {p["path"]: p["reason"] for p in out["changes"]["paths"] if p["action"] == "refused"}
+    assert set(refused) == {"new.bin", "big2"}, out["changes"]
+    assert all("larger than the file size limit" in why for why in refused.values()), refused
+    assert not (workspace / "new.bin").exists() and (workspace / "big2").read_bytes() == before
+    # what stayed under the limit, or shrank, lands
+    assert (workspace / "small.txt").read_text() == "small\n" and (workspace / "big3").stat().st_size == 2000000
+
+
+def test_the_disk_watch_stops_a_call_at_its_floor_or_past_half_of_what_was_free(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_server_guard.shell.in_box import DiskWatch
+
+    free = {"a": 10_000, "b": 1_000}
+    monkeypatch.setattr("mcp_server_guard.shell.in_box._free_bytes", lambda path: free[path])
+    killed: list[bool] = []
+    watch = DiskWatch(["a", "b", "a"], 4_000, lambda: killed.append(True))
+    assert watch.floors == {"a": 4_000, "b": 500}  # b had no more than the floor free: half of it
+    assert not watch.check()
+    free["b"] = 499
+    assert watch.check()
+    free["b"], free["a"] = 1_000, 3_999
+    assert watch.check()
+
+
+async def test_a_command_filling_the_disk_of_its_copy_is_stopped_and_says_so(workspace: Path) -> None:
+    fs = os.statvfs(workspace)
+    free = fs.f_bavail * fs.f_frsize
+    if free < 2 << 30:
+        pytest.skip("less than 2 GiB free here")
+    # The floor 64 MiB below what is free now: the command's first 64 MiB reach it (it writes up to 1 GiB).
+    args = limits(workspace.parent, min_free_disk_bytes=free - (64 << 20), max_file_size_bytes=LIMIT)
+    async with shell(workspace, None, *args) as client:
+        with anyio.fail_after(90):
+            result = await client.call_tool(
+                "shell_exec", {"command": "head -c 1073741824 /dev/zero > fill.bin; echo never", "timeoutSeconds": 60}
+            )
+        after: dict[str, Any] = await run(client, "echo still here")
+    out = dict(result.structured_content)
+    assert out.get("limitHit") == "disk" and out["timedOut"] is False and "never" not in out["stdout"], out
+    assert "stopped: the disk holding its copy was nearly full" in result.content[0].text
+    assert not (workspace / "fill.bin").exists()  # larger than the file size limit: refused all the same
+    assert after["stdout"] == "still here\n"
