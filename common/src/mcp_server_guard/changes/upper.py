@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from collections.abc import Sequence
 
 from mcp_server_guard.changes.changeset import (
     MADE,
@@ -42,8 +43,12 @@ from mcp_server_guard.changes.changeset import (
     walk_real,
 )
 from mcp_server_guard.changes.names import Names
+from mcp_server_guard.changes.nofollow import Changed, parent
 from mcp_server_guard.changes.xattrs import (
+    ACL_NAMES,
     Xattrs,
+    acl_key,
+    acls,
     at,
     attribute_names,
     default_acl,
@@ -57,6 +62,30 @@ from mcp_server_guard.paths import moving_copy
 __all__ = ["read_upper"]
 
 _OPAQUE = ("user.overlay.opaque", "trusted.overlay.opaque")
+
+
+_ACLS_LOOKED = 10_000  # entries the command removed whose access control lists are read at most
+
+
+def moved_acls(
+    real_root: int, gone: Sequence[str], found: Sequence[tuple[str, str, bytes]]
+) -> tuple[frozenset[tuple[str, bytes]], list[tuple[str, str]]]:
+    """Of the access control lists ``found`` on the command's entries that the real entry of that path did not have:
+    those an entry the command removed had (``gone``: a file or directory renamed there carries its ACL natively),
+    as the project's own (``xattrs.land`` keeps them); and the others, by path, as set by the command (never
+    applied, said). Read only where there is one to match, beneath the root, never following a link."""
+    if not found:
+        return frozenset(), []
+    own: set[object] = set()
+    for rel in gone[:_ACLS_LOOKED]:
+        with contextlib.suppress(Changed, OSError), parent(real_root, rel) as (dirfd, name):
+            own.update(acl_key(acl, value) for acl, value in acls(at(dirfd, name)).items())
+    carried = frozenset((name, value) for _path, name, value in found if acl_key(name, value) in own)
+    refused: dict[str, list[str]] = {}
+    for path, name, value in found:
+        if (name, value) not in carried:
+            refused.setdefault(path, []).append(name)
+    return carried, [(path, ", ".join(names)) for path, names in refused.items()]
 
 
 def _whiteout(st: os.stat_result) -> bool:
@@ -93,8 +122,12 @@ class _Reader(Names):
         an entry with attributes to take away before it lands, noted (the others land as they are). ``inherited``:
         the default ACL of the directory a new entry is made in (an ACL within it is inherited, not the command's)."""
         names, marked = set_by_command(upper, real, self.carried, inherited=inherited)
-        if names:
-            self.dropped.append((path, ", ".join(names)))
+        has = acls(upper) if any(name in ACL_NAMES for name in names) else {}
+        for name in names:
+            if name in has:
+                self.acls.append((path, name, has[name]))  # the command's, unless a move carried it (``moved_acls``)
+        if overlay := [name for name in names if name not in ACL_NAMES]:
+            self.dropped.append((path, ", ".join(overlay)))
         if marked:
             self.marked.add(path)
 
@@ -352,8 +385,9 @@ def read_upper(
         reader.merged(upper_fd, real_root, "")
         reader.links()
         reader.deleted_meanwhile()
+        moved_with, dropped = moved_acls(real_root, [c.path for c in reader.out if c.action == "delete"], reader.acls)
         return ChangeSet(root=root, upper=upper, changes=tuple(reader.out), incomplete=reader.budget[0] < 0,
-                         times=tuple(reader.times), dropped=tuple(reader.dropped),
-                         marked=frozenset(reader.marked), carried=carried)  # fmt: skip
+                         times=tuple(reader.times), dropped=(*reader.dropped, *dropped),
+                         marked=frozenset(reader.marked), carried=carried | moved_with)  # fmt: skip
     finally:
         os.close(upper_fd)

@@ -26,10 +26,13 @@ import os
 from mcp_server_guard import linux
 
 __all__ = [
+    "ACL_NAMES",
     "At",
     "Xattrs",
+    "acl_key",
     "acl_mode",
     "acl_within",
+    "acls",
     "at",
     "attribute_names",
     "carried_by",
@@ -65,7 +68,7 @@ _ESCAPED = "user.overlay.overlay."
 _NEVER = ("security.capability", "trusted.overlay.")  # privileges, and overlayfs's bookkeeping as root
 # Threat: an access control list a command set grants what the mode bits do not show (a default ACL of other::rwx
 # on a new hooks directory makes every file made there later writable by anyone); the judge reads modes only.
-_ACL = ("system.posix_acl_access", "system.posix_acl_default")
+_ACL = ACL_NAMES = ("system.posix_acl_access", "system.posix_acl_default")
 _LANDED_NOT = (_OVERLAY, *_NEVER, *_ACL)
 
 
@@ -192,6 +195,33 @@ def acl_within(value: bytes | None, default: bytes | None) -> bool:
     return all(key in theirs and not perm & ~theirs[key] for key, perm in mine.items())
 
 
+def acl_key(name: str, value: bytes | None) -> tuple[str, frozenset[tuple[tuple[int, int], int]]] | None:
+    """An access control list as far as the mode does not say it: of an access ACL, the entries ``chmod`` rewrites
+    (owner, others, and the mask — or the owning group where there is no mask) left out; a default ACL whole. Two
+    ACLs with one key grant the same beyond what the mode grants, and the mode is judged on its own."""
+    entries = _acl_entries(value) if value is not None else None
+    if entries is None:
+        return None
+    if name == _ACL[0]:
+        coupled = {(_ACL_USER_OBJ, 0), (_ACL_OTHER, 0), (_ACL_MASK if (_ACL_MASK, 0) in entries else _ACL_GROUP_OBJ, 0)}
+        entries = {key: perm for key, perm in entries.items() if key not in coupled}
+    return name, frozenset(entries.items())
+
+
+def acls(target: str | int) -> dict[str, bytes]:
+    """The access control lists an entry has, by name."""
+    found = ((name, _get(target, name)) for name in ACL_NAMES)
+    return {name: value for name, value in found if value is not None}
+
+
+def _same_acl(name: str, value: bytes | None, other: bytes | None) -> bool:
+    """The ACL ``value`` is ``other`` with at most the mode changed (``chmod`` of a file with an ACL rewrites it)."""
+    if value == other:
+        return value is not None
+    key = acl_key(name, value)
+    return key is not None and key == acl_key(name, other)
+
+
 def acl_mode(default: bytes) -> int:
     """The permission bits a new entry may have under a default ACL (owner, group class — the mask where there is
     one — and others), in place of what the umask would leave."""
@@ -219,8 +249,13 @@ def set_by_command(
             shown, value = _OVERLAY + name[len(_ESCAPED) :], _get(upper, name)
             if had.get(shown) != value and had.get(name) != value and (shown, value) not in carried:
                 found.append(shown)
-        elif name in _ACL and had.get(name) != (value := _get(upper, name)) and not acl_within(value, inherited):
-            found.append(name)  # an access control list the command set (not inherited): never applied, said
+        elif (
+            name in _ACL
+            and not _same_acl(name, value := _get(upper, name), had.get(name))
+            and (name, value) not in carried
+            and not acl_within(value, inherited)
+        ):
+            found.append(name)  # an access control list the command set (not inherited, not moved): never applied
     return sorted(found), bool(names) and any(name.startswith(_LANDED_NOT) for name in names)
 
 
@@ -249,8 +284,14 @@ def land(
     ``user.overlay.*`` attribute (the escape layer must show it)."""
     kept = dict(carried_by(path, carried)) | dict(keep)
     for name in _names(path):
-        # An ACL within what the directory's default ACL gives is inherited: the project's, it stays.
-        if name.startswith(_LANDED_NOT) and not (name in _ACL and acl_within(_get(path, name), inherited)):
+        if name.startswith(_LANDED_NOT) and name in _ACL:
+            value = _get(path, name)
+            if _same_acl(name, value, kept.get(name)):
+                del kept[name]  # the project's, with the mode the command gave it (setting the old one would undo it)
+                continue
+            if (name, value) in carried or acl_within(value, inherited):
+                continue  # the project's, carried by a move; or inherited from the directory's default ACL
+        if name.startswith(_LANDED_NOT):
             _remove(path, name)
     for name, value in sorted(kept.items()):
         _set(path, name, value)

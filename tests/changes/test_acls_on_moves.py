@@ -1,0 +1,103 @@
+"""A project's own access control lists through moves and mode changes (red team 40q C). A file renamed or moved
+keeps its ACL natively; a `chmod` rewrites its mask. Through the box the ACL was taken away from a moved file and
+the result said a "system.posix_acl_access" had been "left out" — an ACL the command never set — and a `chmod` of a
+file with an ACL was reported the same way. Each command runs natively on one copy and through the real shell_exec
+on another: the trees (support.differential) and their ACLs must be the same, with no refusal."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+
+from support.boxed import run, shell
+from support.differential import differential
+
+pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
+
+ACCESS, DEFAULT = "system.posix_acl_access", "system.posix_acl_default"
+_ANY = 0xFFFFFFFF
+
+
+def _acl(*entries: tuple[int, int, int]) -> bytes:
+    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", tag, perm, ident) for tag, perm, ident in entries)
+
+
+# user::rw- user:54321:r-- group::r-- mask::r-- other::---
+FILE_ACL = _acl((0x01, 6, _ANY), (0x02, 4, 54321), (0x04, 4, _ANY), (0x10, 4, _ANY), (0x20, 0, _ANY))
+# user::rw- user:<ours>:rw- group::r-- mask::rw- other::--- (a user the box maps: the command can set it)
+WIDER_ACL = _acl((0x01, 6, _ANY), (0x02, 6, os.getuid()), (0x04, 4, _ANY), (0x10, 6, _ANY), (0x20, 0, _ANY))
+
+
+def project(root: Path) -> None:
+    for name in ("acl.txt", "other.txt"):
+        (root / name).write_text(f"{name}\n")
+        os.setxattr(root / name, ACCESS, FILE_ACL)
+    (root / "team").mkdir()
+    (root / "team" / "f").write_text("f\n")
+    os.setxattr(root / "team" / "f", ACCESS, FILE_ACL)
+    (root / "plain").mkdir()
+    (root / "plain" / "p.txt").write_text("p\n")
+
+
+def acls(root: Path) -> dict[str, dict[str, bytes]]:
+    found: dict[str, dict[str, bytes]] = {}
+    for directory, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(directory, name)
+            own = {a: os.getxattr(path, a) for a in os.listxattr(path) if a in (ACCESS, DEFAULT)}
+            if own:
+                found[os.path.relpath(path, root)] = own
+    return found
+
+
+def _acls_work(path: Path) -> bool:
+    path.write_text("probe\n")
+    try:
+        os.setxattr(path, ACCESS, FILE_ACL)
+    except OSError:
+        return False
+    finally:
+        path.unlink()
+    return True
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "mv acl.txt b.txt",
+        "mv acl.txt plain/",
+        "mv team/f plain/g",
+        "mv -f acl.txt plain/p.txt",
+        "chmod 600 acl.txt",
+        "chmod 600 acl.txt && echo more >> acl.txt",
+        "echo more >> acl.txt && chmod 640 acl.txt && mv acl.txt team/",
+    ],
+)
+async def test_a_projects_own_acl_stays_with_a_file_moved_or_re_moded(workspace: Path, command: str) -> None:
+    if not _acls_work(workspace / "probe"):
+        pytest.skip("no POSIX ACLs here")
+    problems, out = await differential(workspace, project, command)
+    assert not problems, "\n".join(problems)
+    assert acls(workspace / "p") == acls(workspace.parent / "native")
+    assert not out["changes"]["refused"], out["changes"]["paths"]
+
+
+async def test_attack_an_acl_granting_more_than_the_moved_files_is_left_out(workspace: Path) -> None:
+    # A command deleting a file with an ACL of the project's and giving a new one an ACL that grants what that one
+    # did not (another user, other rights) sets an ACL of its own: left out, said.
+    if not _acls_work(workspace / "probe"):
+        pytest.skip("no POSIX ACLs here")
+    project(workspace)
+    (workspace / ".t").mkdir()
+    (workspace / ".t" / "acl.bin").write_bytes(WIDER_ACL)  # the payload, as data
+    code = "import os; os.setxattr('new.txt', 'system.posix_acl_access', open('.t/acl.bin', 'rb').read())"
+    async with shell(workspace) as client:
+        out = await run(client, f'rm acl.txt && echo new > new.txt && python3 -c "{code}"')
+    assert out["exitCode"] == 0, out
+    refused = {p["path"]: p["reason"] for p in out["changes"]["paths"] if p["action"] == "refused"}
+    assert "system.posix_acl_access left out" in refused.get("new.txt", ""), out["changes"]
+    assert ACCESS not in os.listxattr(workspace / "new.txt")
