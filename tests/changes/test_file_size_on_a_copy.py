@@ -85,21 +85,33 @@ async def test_a_file_a_command_grew_past_the_size_limit_on_its_copy_is_refused(
     assert (workspace / "small.txt").read_text() == "small\n" and (workspace / "big3").stat().st_size == 2000000
 
 
-def test_the_disk_watch_stops_a_call_at_its_floor_or_past_half_of_what_was_free(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def test_the_disk_watch_stops_a_call_at_its_floor_or_past_half_of_what_was_free(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from mcp_server_guard.shell.in_box import DiskWatch
 
     free = {"a": 10_000, "b": 1_000}
     monkeypatch.setattr("mcp_server_guard.shell.in_box._free_bytes", lambda path: free[path])
-    killed: list[bool] = []
-    watch = DiskWatch(["a", "b", "a"], 4_000, lambda: killed.append(True))
+    killed: list[str] = []
+    watch = DiskWatch(["a", "b", "a"], 4_000, lambda: killed.append("call"))
+    watch.measure()
     assert watch.floors == {"a": 4_000, "b": 500}  # b had no more than the floor free: half of it
     assert not watch.check()
     free["b"] = 499
     assert watch.check()
     free["b"], free["a"] = 1_000, 3_999
     assert watch.check()
+    free["a"] = 10_000
+
+    async def fill() -> None:
+        await anyio.sleep(0.6)
+        free["a"] = 3_000
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(fill)
+            await watch.run()  # looks until the floor is reached, then stops the call
+    assert killed == ["call"] and watch.low
 
 
 async def test_a_command_filling_the_disk_of_its_copy_is_stopped_and_says_so(workspace: Path) -> None:

@@ -57,15 +57,19 @@ class DiskWatch:
     than that was free when it started, below half of what was free then."""
 
     def __init__(self, areas: Sequence[str], least: int, kill: Callable[[], None]) -> None:
+        self.areas, self.least = list(dict.fromkeys(areas)), least
         self.floors: dict[str, int] = {}
-        for area in dict.fromkeys(areas):
-            with contextlib.suppress(OSError):
-                free = _free_bytes(area)
-                self.floors[area] = least if free > least else free // 2
         self.kill = kill
         self.low = False  # it stopped the command
         self.scope: anyio.CancelScope | None = None  # while it runs (a scope is made on the event loop)
         self.stopped = False
+
+    def measure(self) -> None:
+        """Each area's floor, from what is free now (as the command starts)."""
+        for area in self.areas:
+            with contextlib.suppress(OSError):
+                free = _free_bytes(area)
+                self.floors[area] = self.least if free > self.least else free // 2
 
     def check(self) -> bool:
         """Whether the disk of some area is below its floor now."""
@@ -76,14 +80,17 @@ class DiskWatch:
         return False
 
     async def run(self) -> None:
+        if not self.areas:
+            return
         with anyio.CancelScope() as self.scope:
             # On a worker thread, abandoned when stopped: statfs on a network file system can hang.
+            await anyio.to_thread.run_sync(self.measure, abandon_on_cancel=True)
             while self.floors and not self.stopped:
+                await anyio.sleep(_DISK_POLL_S)
                 if await anyio.to_thread.run_sync(self.check, abandon_on_cancel=True):
                     self.low = True
                     self.kill()
                     return
-                await anyio.sleep(_DISK_POLL_S)
 
     def stop(self) -> None:
         self.stopped = True
