@@ -1,8 +1,9 @@
-"""Files larger than the file size limit, on a copy (red team 40q A). overlayfs copies a real file up in whole, under
-the caller's RLIMIT_FSIZE, when a command only re-modes, touches, links, renames or freshens it: with the limit on
+"""Files larger than the file size limit, on a copy (red teams 40q A, 40r). overlayfs copies a real file up in whole,
+under the caller's RLIMIT_FSIZE, when a command only re-modes, touches, links, renames or freshens it: with the limit on
 the command, `chmod` of a large project file died of SIGXFSZ and git left `.git/index.lock` behind. A command on a
-copy now runs without that limit: what it does to a large file lands as natively, a file it grew past the limit is
-refused by the judge, and the disk holding the copy is watched instead (``shell.in_box.DiskWatch``)."""
+copy now runs without that limit, and what it does to a file of any size lands as natively (a size check on what
+lands refused one end of a move and applied the other: red team 40r). The disk holding the copy is watched instead
+(``shell.in_box.DiskWatch``), and the call's /tmp and /dev/shm (memory) are bounded in size."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
-from support.boxed import run, shell
+from support.boxed import program, run, shell
 from support.differential import differential
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
@@ -67,22 +68,53 @@ async def test_git_freshening_a_large_object_leaves_no_lock_behind(workspace: Pa
     assert status.stdout == ""
 
 
-async def test_a_file_a_command_grew_past_the_size_limit_on_its_copy_is_refused(workspace: Path) -> None:
-    big_project(workspace)
-    before = (workspace / "big2").read_bytes()
-    command = (
-        "head -c 3000000 /dev/zero > new.bin && echo small > small.txt && cat big1 >> big2 && "
-        "truncate -s 2000000 big3 && echo done"
-    )
-    async with shell(workspace, None, *limits(workspace.parent, max_file_size_bytes=LIMIT)) as client:
-        out = await run(client, command)
-    assert out["exitCode"] == 0 and out["stdout"] == "done\n", out
-    refused = {p["path"]: p["reason"] for p in out["changes"]["paths"] if p["action"] == "refused"}
-    assert set(refused) == {"new.bin", "big2"}, out["changes"]
-    assert all("larger than the file size limit" in why for why in refused.values()), refused
-    assert not (workspace / "new.bin").exists() and (workspace / "big2").read_bytes() == before
-    # what stayed under the limit, or shrank, lands
-    assert (workspace / "small.txt").read_text() == "small\n" and (workspace / "big3").stat().st_size == 2000000
+# Writes 100 MB to the file it is given, a megabyte at a time; says how it ended.
+FILL = """
+try:
+    with open(sys.argv[1], "wb") as f:
+        for _ in range(100):
+            f.write(bytes(1 << 20))
+    print("wrote all")
+except OSError as exc:
+    print(errno.errorcode[exc.errno], os.path.getsize(sys.argv[1]) <= 64 << 20)
+"""
+
+
+def parts_project(root: Path) -> None:
+    big_project(root)
+    for name in ("part1", "part2"):
+        (root / name).write_bytes(random.Random(name).randbytes(700_000))
+    (root / "small.txt").write_text("small\n")
+    (root / "old.bin").write_text("old\n")
+    (root / "d" / "big.bin").write_bytes(random.Random(42).randbytes(BIG))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "head -c 3000000 /dev/zero > new.bin && cat big1 >> big2 && truncate -s 2000000 big3",
+        # red team 40r F1-F4: each lost a file or split a link when what lands was bounded by size
+        "mv d d2 && echo x >> d2/big.bin",
+        "mv -f big4 old.bin && echo x >> old.bin",
+        "cat part1 part2 > joined.bin && rm part1 part2",
+        "ln small.txt s2 && head -c 3000000 /dev/zero >> s2",
+    ],
+)
+async def test_a_file_a_command_grows_past_the_size_limit_on_its_copy_lands_as_natively(
+    workspace: Path, command: str
+) -> None:
+    args = limits(workspace.parent, max_file_size_bytes=LIMIT)
+    problems, out = await differential(workspace, parts_project, command, args=args)
+    assert not problems, "\n".join(problems)
+    assert out["exitCode"] == 0 and not out["changes"]["refused"], out
+
+
+async def test_a_calls_memory_backed_tmp_holds_no_more_than_its_memory_limit(workspace: Path) -> None:
+    args = limits(workspace.parent, max_memory_bytes=64 << 20)
+    fill = program(workspace, "fill", FILL)
+    async with shell(workspace, None, *args) as client:
+        out = await run(client, f"{fill} /tmp/x; {fill} /dev/shm/y")
+    assert out["stdout"].split() == ["ENOSPC", "True", "ENOSPC", "True"], out
 
 
 async def test_the_disk_watch_stops_a_call_at_its_floor_or_past_half_of_what_was_free(
@@ -120,7 +152,7 @@ async def test_a_command_filling_the_disk_of_its_copy_is_stopped_and_says_so(wor
     if free < 2 << 30:
         pytest.skip("less than 2 GiB free here")
     # The floor 64 MiB below what is free now: the command's first 64 MiB reach it (it writes up to 1 GiB).
-    args = limits(workspace.parent, min_free_disk_bytes=free - (64 << 20), max_file_size_bytes=LIMIT)
+    args = limits(workspace.parent, min_free_disk_bytes=free - (64 << 20))
     async with shell(workspace, None, *args) as client:
         with anyio.fail_after(90):
             result = await client.call_tool(
@@ -129,6 +161,6 @@ async def test_a_command_filling_the_disk_of_its_copy_is_stopped_and_says_so(wor
         after: dict[str, Any] = await run(client, "echo still here")
     out = dict(result.structured_content)
     assert out.get("limitHit") == "disk" and out["timedOut"] is False and "never" not in out["stdout"], out
-    assert "stopped: the disk holding its copy was nearly full" in result.content[0].text
-    assert not (workspace / "fill.bin").exists()  # larger than the file size limit: refused all the same
+    assert "stopped: the disk holding its copy was nearly full; nothing it did was applied" in result.content[0].text
+    assert out["transaction"] == "none" and not (workspace / "fill.bin").exists()  # its copy is gone: space again
     assert after["stdout"] == "still here\n"

@@ -175,18 +175,24 @@ async def test_memory_hog_is_contained(workspace: Path, tmp_path: Path) -> None:
     assert small["stdout"] == "fine\n"
 
 
-async def test_file_size_limit_is_reported(workspace: Path, tmp_path: Path) -> None:
-    # A command that works on no copy (here: Landlock alone, no bubblewrap on PATH) runs under RLIMIT_FSIZE; on a
-    # copy the judge bounds the files instead (tests/changes/test_file_size_on_a_copy.py).
-    policy = _limits_policy(tmp_path, max_file_size_bytes=1 << 20)
+def _no_box_path(tmp_path: Path) -> dict[str, str]:
+    """A PATH with no bubblewrap on it: the server confines commands with Landlock and limits alone."""
     tools = tmp_path / "bin"
     tools.mkdir()
     for name in ("bash", "sh", "head", "git"):
         if (found := shutil.which(name)) is not None:
             (tools / name).symlink_to(found)
-    async with serve(SX, workspace, "--policy", str(policy), env={"PATH": str(tools)}) as client:
+    return {"PATH": str(tools)}
+
+
+async def test_file_size_limit_is_reported(workspace: Path, tmp_path: Path) -> None:
+    # A command that works on no copy (here: Landlock alone, no bubblewrap on PATH) runs under RLIMIT_FSIZE; on a
+    # copy the judge bounds the files instead (tests/changes/test_file_size_on_a_copy.py).
+    policy = _limits_policy(tmp_path, max_file_size_bytes=1 << 20)
+    async with serve(SX, workspace, "--policy", str(policy), env=_no_box_path(tmp_path)) as client:
         out = await sh(client, "head -c 5000000 /dev/zero > big.bin")
-    assert out.get("limitHit") == "fileSize" and "bwrap" not in out["sandbox"], out
+    assert "bwrap" not in out["sandbox"], out
+    assert out.get("limitHit") == "fileSize", out
     assert (workspace / "big.bin").stat().st_size <= 1 << 20
 
 

@@ -18,13 +18,21 @@ from typing import Any, cast
 import anyio
 import pytest
 
+from mcp_server_guard.shell import process
 from mcp_server_guard.shell.in_box import run_boxed
 from mcp_server_guard.shell.process import Copy
 from mcp_server_guard.shell.sandbox import overlays, seccomp, wire, worker
 from mcp_server_guard.shell.sandbox.box import Box, BoxSpec, Started, _empty_run, interpreter_dirs_in_tmp
 from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
 from mcp_server_guard.shell.sandbox.layers import call_options
-from mcp_server_guard.shell.sandbox.planning import Limits, NetworkMode, ReadScope, SandboxMode, SandboxPlan
+from mcp_server_guard.shell.sandbox.planning import (
+    Confinement,
+    Limits,
+    NetworkMode,
+    ReadScope,
+    SandboxMode,
+    SandboxPlan,
+)
 
 # -- the seccomp filter, run ---------------------------------------------------------------------------------
 
@@ -154,14 +162,29 @@ def a_plan(**changes: Any) -> SandboxPlan:
     )
 
 
-def rlimits() -> list[list[int]]:
+def rlimits(on_copy: bool = False) -> list[list[int]]:
+    """A call's limits; on a copy without RLIMIT_FSIZE (overlayfs copies a real file up under it)."""
     limits = [
         [resource.RLIMIT_CORE, 0, 0],
         [resource.RLIMIT_DATA, 1 << 30, 1 << 30],
-        [resource.RLIMIT_FSIZE, 1 << 28, 1 << 28],
         [resource.RLIMIT_CPU, 60, 65],
     ]
+    limits += [] if on_copy else [[resource.RLIMIT_FSIZE, 1 << 28, 1 << 28]]
     return limits + ([[resource.RLIMIT_NPROC, 256, 256]] if os.geteuid() != 0 else [])
+
+
+@pytest.mark.anyio
+async def test_attack_a_command_outrunning_its_limits_finds_them_set_from_its_first_instruction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without the box the limits were set on the child after it started (prlimit): what it wrote or forked first
+    # ran unbounded (a fast `head -c 5M > f` finished whole under load). They are set between fork and exec now;
+    # a limit set afterwards is not counted here.
+    monkeypatch.setattr(resource, "prlimit", lambda *_args: (0, 0))
+    confinement = Confinement(str(tmp_path), None, "test", LIMITS)
+    result = await process.run(["bash", "-c", "ulimit -f; (ulimit -f)"], cwd=str(tmp_path), env={"PATH": os.defpath},
+                               stdin=None, timeout=30, max_output=1 << 16, confinement=confinement)  # fmt: skip
+    assert result.stdout == f"{LIMITS.file_size_bytes // 1024}\n" * 2  # bash counts 1024-byte blocks
 
 
 def test_the_plan_is_frozen() -> None:
@@ -185,11 +208,12 @@ def test_call_options_have_exactly_the_shape_the_supervisor_reads() -> None:
         "namespaces": True,
         "private_tmp": True,
         "tmp_binds": ["/tmp/p"],
+        "tmp_bytes": 1 << 30,
         "read_only": ["/work/q/.git/hooks"],
         "masked": ["/work/q/.env"],
         "roots": ["/tmp/p", "/work/q"],
         "sockets": ["/run/x.sock"],
-        "rlimits": rlimits(),
+        "rlimits": rlimits(on_copy=True),
         "overlays": [{"root": "/work/q", "area": "/state/areas/q"}],
         "landlock": {
             "abi": 7,

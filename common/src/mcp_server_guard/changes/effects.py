@@ -126,12 +126,10 @@ def judge(
     roots: Sequence[str],
     earlier: tuple[int, int] = (0, 0),
     landed: Mapping[str, tuple[int, ...]] | None = None,
-    max_file_bytes: int = 0,
 ) -> Judgement:
     """The judgement of a call's change sets. ``roots``: the call's allowed directories (narrowed by the client's
     roots); ``earlier``: what a job's earlier looks applied of what the counted questions count (``touched``,
-    ``unbacked``); ``landed``: what this server last landed, by path (``Applier.landed``: not an only copy);
-    ``max_file_bytes``: the size no file may be grown past (``max_file_size_bytes``; 0: none)."""
+    ``unbacked``); ``landed``: what this server last landed, by path (``Applier.landed``: not an only copy)."""
     judgement = Judgement()
     scratch = _Matcher(policy.scratch)
     places = _Matcher(policy.executable_places)
@@ -142,8 +140,6 @@ def judge(
     pairs = moved_pairs(sets, judgement.refused)
     moves = {end: old for old, new in pairs for end in (old, new)}
     judgement.moved = dict(moves)
-    if max_file_bytes:
-        _refuse_grown(sets, max_file_bytes, moves, judgement.refused)
     # Threat: a tree moved into a build or cache directory, then deleted there with no question.
     kept_out = {old for old, new in pairs if scratch.name(new[1]) and not scratch.name(old[1])}
     summary, counts = summary_line(sets, judgement.refused, moves)
@@ -562,28 +558,6 @@ def _refuse(
         if why is not None:
             refused[(root, change.path)] = why
     refuse_whole(changes, refused)
-
-
-def _refuse_grown(
-    sets: Sequence[ChangeSet], most: int, moves: Mapping[tuple[str, str], object], refused: dict[tuple[str, str], str]
-) -> None:
-    """Threat: the disk filled through the copy, a file at a time. RLIMIT_FSIZE cannot bound a command on a copy
-    (overlayfs copies a file up under it: ``shell.sandbox.layers``), so a file whose bytes the command grew past
-    ``most`` is refused here, where the limit would have stopped the write natively. A file rewritten no larger
-    than it was lands whatever its size, and so does a new name of a real file (linked, moved, or made of a copy-up:
-    refusing a move's new end when its bytes cannot tell which file it came from would apply the deletion alone)."""
-    for changes in sets:
-        for change in changes.changes:
-            key = (changes.root, change.path)
-            if (
-                change.kind == "file"
-                and change.action in ("create", "modify")
-                and not (change.link or change.moved_from or (change.action == "create" and change.origin))
-                and change.size > max(most, change.old_size)
-                and key not in moves
-                and key not in refused
-            ):
-                refused[key] = f"the command made it larger than the file size limit ({most} bytes)"
 
 
 def _linked(

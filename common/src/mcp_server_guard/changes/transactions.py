@@ -201,10 +201,8 @@ class Transactions:
         protection: Protection,
         policy: EffectsPolicy,
         display: Callable[[str], str] = lambda path: path,
-        max_file_bytes: int = 0,  # no file may be grown past this (``max_file_size_bytes``; 0: no bound)
     ) -> None:
         self.area, self.applier, self.protection, self.policy = area, applier, protection, policy
-        self.max_file_bytes = max_file_bytes
         # an absolute path as the model (and a person) sees it
         self.display: Callable[[str], str] = lambda path: printable(display(path))
         self._held: dict[str, Held] = {}
@@ -252,7 +250,7 @@ class Transactions:
         in a build directory, never asked, pushing out of the history the one copy of drafts an earlier call
         overwrote: what this apply would evict of such copies is asked (``HistoryStore.evicting``)."""
         earlier = (job or {}).get(COUNTED_FILES, 0), (job or {}).get(COUNTED_UNBACKED, 0)
-        judgement = judge(sets, self.protection, self.policy, roots, earlier, self.applier.landed, self.max_file_bytes)
+        judgement = judge(sets, self.protection, self.policy, roots, earlier, self.applier.landed)
         if self.policy.ask_uncommitted and (keeps := kept(sets, judgement))[0]:  # keeps nothing: pushes out nothing
             judgement.evicting(self.applier.history.evicting(*keeps, audit_id))
         return judgement

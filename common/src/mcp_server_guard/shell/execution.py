@@ -310,6 +310,17 @@ class ShellExec:
             return self.prepare(command, args, cwd, env, stdin, job)
         return await anyio.to_thread.run_sync(self.prepare, command, args, cwd, env, stdin, job)
 
+    def _open_egress(self, hosts: CallHosts | None) -> str | None:
+        """--network policy: the call's token, which names it to the proxy; its init hands over the listener of the
+        call's own network namespace (``network``), which is how the proxy really knows it."""
+        if self.egress is None:
+            return None
+        token = secrets.token_hex(12)
+        self.egress.open_call(token)
+        if hosts is not None:
+            self._calls[token] = hosts
+        return token
+
     async def execute(
         self,
         prepared: Prepared,
@@ -332,7 +343,6 @@ class ShellExec:
                 if self.protection is not None:
                     if self.sandbox.copies:
                         # The command works on a copy (its changes are judged afterwards): only the hidden paths
-                        # need hiding now.
                         # need hiding now, and every root's own area (other servers' copies live there too).
                         survey.masked = self.protection.hidden_paths(roots) + own_areas(roots)
                     else:
@@ -341,14 +351,7 @@ class ShellExec:
                         # cannot be guarded.
                         survey = await anyio.to_thread.run_sync(self.protection.survey, roots)
                 copy = control.copy if control is not None else Copy()
-                # --network policy: the call's token names it to the proxy; its init hands over the listener of
-                # the call's own network namespace (``network``), which is how the proxy really knows it.
-                token = secrets.token_hex(12) if self.egress is not None else None
-                egress = self.egress
-                if token is not None and egress is not None:
-                    egress.open_call(token)
-                    if hosts is not None:
-                        self._calls[token] = hosts
+                token, egress = self._open_egress(hosts), self.egress
                 denied: list[Denied] = []
                 allowed: list[str] = []
                 # A line that only reads runs on a read-only view of the roots: no copy to make, read and remove.
@@ -381,7 +384,7 @@ class ShellExec:
                         network=partial(egress.listen_on, owner=token) if egress is not None else None,
                         disk_floor=self.sandbox.limits.disk_floor_bytes,
                     )
-                    kept = True
+                    kept = not result.disk_low  # stopped for the disk: nothing it did is applied (its copy goes)
                 finally:
                     if token is not None and self.egress is not None:
                         denied, allowed = self.egress.take_decisions(token)
@@ -390,11 +393,12 @@ class ShellExec:
                         with anyio.CancelScope(shield=True):
                             await hosts.close()
                     if copy.name and not kept and not copy.untouched and self.transactions is not None:
-                        # A call that failed or was cancelled applies nothing: its copy goes (unless its init took
-                        # it back, untouched: it may already be another call's).
+                        # A call that failed, was cancelled or stopped for the disk applies nothing: its copy goes
+                        # (unless its init took it back, untouched: it may already be another call's).
                         with anyio.CancelScope(shield=True):
                             await anyio.to_thread.run_sync(self.transactions.discard, copy.name)
-                result = dataclasses.replace(result, read_only=True) if reading else result.on(copy, started_ns)
+                if reading or kept:
+                    result = dataclasses.replace(result, read_only=True) if reading else result.on(copy, started_ns)
                 if token is not None:
                     result = dataclasses.replace(
                         result,

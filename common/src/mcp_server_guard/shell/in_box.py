@@ -54,7 +54,8 @@ class DiskWatch:
     without end (``yes > f``, a runaway log) fills the user's disk — and with it the room the apply, the history
     and the journals need. RLIMIT_FSIZE cannot bound a command on a copy (see ``shell.sandbox.layers``); instead
     the call is stopped once the free space of an area's file system falls below ``least`` bytes — or, where no more
-    than that was free when it started, below half of what was free then."""
+    than that was free when it started, below half of what was free then — and nothing it did is applied (its copy
+    goes: ``ShellExec.execute``), so calls stopped one after another do not fill the disk by steps."""
 
     def __init__(self, areas: Sequence[str], least: int, kill: Callable[[], None]) -> None:
         self.areas, self.least = list(dict.fromkeys(areas)), least

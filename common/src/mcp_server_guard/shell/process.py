@@ -356,7 +356,7 @@ async def _spawn(
     registry: ProcessRegistry,
 ) -> subprocess.Popen[bytes]:
     """Start the command and register its group before anyone can sweep. A confined spawn runs on a fresh
-    thread that confines itself first, so subprocess can still vfork (a preexec_fn would fork the server)."""
+    thread that confines itself first (Landlock is per thread); its limits are set in the child before exec."""
 
     def start() -> subprocess.Popen[bytes]:
         with registry.spawning():
@@ -364,8 +364,6 @@ async def _spawn(
                 confinement.enter_thread()
             proc = _popen()
             registry.add(proc.pid)  # session leader: its pid is the group id
-        if confinement is not None:
-            confinement.limit(proc.pid)
         return proc
 
     def _popen() -> subprocess.Popen[bytes]:
@@ -377,7 +375,7 @@ async def _spawn(
             cwd=cwd,
             env=dict(env),
             start_new_session=True,
-            preexec_fn=confinement.preexec if confinement is not None and confinement.in_child else None,  # noqa: PLW1509
+            preexec_fn=confinement.preexec if confinement is not None else None,  # noqa: PLW1509
         )
 
     if confinement is None or not confinement.in_thread:

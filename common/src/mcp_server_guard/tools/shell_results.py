@@ -201,7 +201,7 @@ class ShellResult(ToolOutput):
         if self.timedOut:
             status += " (timed out)"
         elif self.limitHit == "disk":
-            status += " (stopped: the disk holding its copy was nearly full; free some space)"
+            status += " (stopped: the disk holding its copy was nearly full; nothing it did was applied)"
         elif self.signal:
             status += f" ({self.signal})"
         if self.truncated:

@@ -196,9 +196,8 @@ class ShellService(Generic[R]):
             # The one writer's store, shared with file_write: every pre-image of what commands change is kept there.
             writer = open_writer(config.jail, config.policy, config.audit.path, history_dir)
             self.cleanups.append(writer.close)
-            most = self.policy.max_file_size_bytes  # no file a command grew past it lands
             self.transactions = Transactions(
-                area, Applier(writer.history), protection, config.policy.effects, config.jail.display_path, most
+                area, Applier(writer.history), protection, config.policy.effects, display=config.jail.display_path
             )
         # ``copies_here``: a workspace-write session of this server would work on copies (a read-only one has none)
         copies = copies_here or (area is not None and "bwrap" in sandbox.label)

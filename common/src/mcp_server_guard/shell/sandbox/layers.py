@@ -198,9 +198,9 @@ def call_options(
     if not on_copy:
         # On a copy the limit would be the kernel's, not the command's: overlayfs copies a real file up in whole
         # under the caller's RLIMIT_FSIZE when the command only re-modes, touches, links or renames it, so a
-        # `chmod` of a file over the limit died of SIGXFSZ (and git left its index.lock). There the judge refuses
-        # a file the command grew past the limit (``changes.effects``) and the run is stopped when the copy's disk
-        # runs low (``shell.in_box``).
+        # `chmod` of a file over the limit died of SIGXFSZ (and git left its index.lock). There the run is stopped
+        # when the copy's disk runs low instead (``shell.in_box.DiskWatch``). (A size check on what lands, tried
+        # first, refused one end of a move while the other applied.)
         rlimits.append([resource.RLIMIT_FSIZE, plan.limits.file_size_bytes, plan.limits.file_size_bytes])
     if os.geteuid() != 0:
         # As root the pids cgroup bounds processes: RLIMIT_NPROC would count every root process of the
@@ -232,6 +232,9 @@ def call_options(
         "private_tmp": True,
         # re-bound over the call's /tmp
         "tmp_binds": [path for path in (*roots, *areas) if within(path, "/tmp")],  # noqa: S108
+        # Threat: the call's /tmp and /dev/shm are memory: one file there could take half the host's (no per-file
+        # limit binds a command on a copy, and its /tmp is not on the disk the copy's watch looks at).
+        "tmp_bytes": plan.limits.memory_bytes,
         "read_only": list(read_only),
         "masked": list(masked),
         "roots": list(roots),  # the call's writable roots (hidden paths' parents in them are pinned)

@@ -40,13 +40,14 @@ def base_mounts(options: CallOptions, proc: bool = True) -> None:
         keep = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) for p in options["tmp_binds"]]
         # No access times: reading the directories would change them (see ``left_behind``).
         private = linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOATIME
-        linux.mount("tmpfs", "/tmp", "tmpfs", private, "mode=1777")  # noqa: S108
+        size = f",size={options['tmp_bytes']}" if options["tmp_bytes"] > 0 else ""
+        linux.mount("tmpfs", "/tmp", "tmpfs", private, "mode=1777" + size)  # noqa: S108
         for path, fd in keep:
             os.makedirs(path, exist_ok=True)
             linux.mount(f"/proc/self/fd/{fd}", path, None, linux.MS_BIND | linux.MS_REC)
             os.close(fd)
         with contextlib.suppress(OSError):
-            linux.mount("tmpfs", "/dev/shm", "tmpfs", private, "mode=1777")  # noqa: S108
+            linux.mount("tmpfs", "/dev/shm", "tmpfs", private, "mode=1777" + size)  # noqa: S108
 
 
 def own_mqueue() -> bool:

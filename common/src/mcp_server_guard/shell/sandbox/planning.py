@@ -17,7 +17,6 @@ The ruleset uses the highest ABI the kernel offers and says what it left out; no
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import logging
 import os
@@ -80,7 +79,7 @@ def landlock_abi() -> int:
 @dataclass(frozen=True)
 class Limits:
     memory_bytes: int  # RLIMIT_DATA: heap and private mappings (JIT reservations are not counted)
-    file_size_bytes: int  # RLIMIT_FSIZE, where the command writes no copy (on a copy: see ``changes.effects``)
+    file_size_bytes: int  # RLIMIT_FSIZE, where the command works on no copy (see ``layers.call_options``)
     cpu_seconds: int
     processes: int
     disk_floor_bytes: int = 0  # on a copy: the free bytes its disk keeps (see ``shell.in_box.DiskWatch``)
@@ -273,10 +272,11 @@ def _rlimits(limits: Limits) -> list[tuple[int, tuple[int, int]]]:
 class Confinement:
     """One run's confinement: its private TMPDIR, its ruleset, how it applies to the spawn.
 
-    The fast path keeps vfork: Landlock (and, as root, a new network namespace) is applied to a fresh
-    thread that then spawns the command, and the rlimits are set on the child with prlimit right after
-    it starts. Only a non-root ``--network deny`` needs a user namespace, which a multi-threaded process
-    cannot enter: that case sets everything up in the child between fork and exec (``preexec``).
+    Landlock (and, as root, a new network namespace) is applied to a fresh thread that then spawns the command;
+    the rlimits are set in the child between fork and exec (``preexec``). Threat: limits set on the child after it
+    started (prlimit) missed whatever the command wrote or forked first — a fast ``head -c 5M > f`` finished
+    unbounded, and a child forked before them kept none. A non-root ``--network deny`` needs a user namespace,
+    which a multi-threaded process cannot enter: that case enters it, and Landlock, there too.
     """
 
     tmpdir: str
@@ -301,20 +301,14 @@ class Confinement:
             _restrict_thread(self.ruleset)
 
     def preexec(self) -> None:
-        """Run in the child between fork and exec (the non-root --network deny case only)."""
+        """Run in the child between fork and exec: the resource limits; the network namespace and Landlock too in
+        the non-root --network deny case."""
         for which, value in _rlimits(self.limits):
             resource.setrlimit(which, value)
-        _enter_netns()
-        if self.ruleset is not None:
-            _restrict_thread(self.ruleset)
-
-    def limit(self, pid: int) -> None:
-        """Apply the resource limits to a child that has just started."""
         if self.in_child:
-            return  # already set before exec
-        for which, value in _rlimits(self.limits):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                resource.prlimit(pid, which, value)
+            _enter_netns()
+            if self.ruleset is not None:
+                _restrict_thread(self.ruleset)
 
     def close(self) -> None:
         if self.ruleset is not None:

@@ -34,6 +34,7 @@ class CallOptions(TypedDict):
     namespaces: bool  # the call's own PID and mount namespaces (fresh /proc, private /tmp and /dev/shm)
     private_tmp: bool
     tmp_binds: list[str]  # roots (and copy areas) under /tmp, bound back over the private /tmp
+    tmp_bytes: int  # what the private /tmp and /dev/shm (memory) may hold each (0: the kernel's default)
     read_only: list[str]  # protected paths inside the roots, bound read-only
     masked: list[str]  # hidden paths, /dev/null or an empty directory over each
     roots: list[str]  # the call's writable roots
@@ -61,12 +62,13 @@ class WireError(ValueError):
 
 
 # What of a call's request its view and confinement are made from: every option but the egress token.
-VIEW_KEYS = ("namespaces", "private_tmp", "tmp_binds", "read_only", "masked", "roots", "sockets", "rlimits", "overlays",
-             "landlock")  # fmt: skip
+VIEW_KEYS = ("namespaces", "private_tmp", "tmp_binds", "tmp_bytes", "read_only", "masked", "roots", "sockets",
+             "rlimits", "overlays", "landlock")  # fmt: skip
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "namespaces": bool,
     "private_tmp": bool,
     "tmp_binds": list,
+    "tmp_bytes": int,
     "read_only": list,
     "masked": list,
     "roots": list,
