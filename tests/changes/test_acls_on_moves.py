@@ -32,6 +32,11 @@ FILE_ACL = _acl((0x01, 6, _ANY), (0x02, 4, 54321), (0x04, 4, _ANY), (0x10, 4, _A
 WIDER_ACL = _acl((0x01, 6, _ANY), (0x02, 6, os.getuid()), (0x04, 4, _ANY), (0x10, 6, _ANY), (0x20, 0, _ANY))
 
 
+# The same, naming a user the box maps (ours): the box's move helper can carry it (one it does not map is lost)
+MAPPED_ACL = _acl((0x01, 6, _ANY), (0x02, 4, os.getuid()), (0x04, 4, _ANY), (0x10, 4, _ANY), (0x20, 0, _ANY))
+MAPPED_DIR = _acl((0x01, 7, _ANY), (0x02, 5, os.getuid()), (0x04, 5, _ANY), (0x10, 5, _ANY), (0x20, 0, _ANY))
+
+
 def project(root: Path) -> None:
     for name in ("acl.txt", "other.txt"):
         (root / name).write_text(f"{name}\n")
@@ -41,6 +46,12 @@ def project(root: Path) -> None:
     os.setxattr(root / "team" / "f", ACCESS, FILE_ACL)
     (root / "plain").mkdir()
     (root / "plain" / "p.txt").write_text("p\n")
+    (root / "shared" / "in").mkdir(parents=True)
+    (root / "shared" / "in" / "s.txt").write_text("s\n")
+    os.setxattr(root / "shared" / "in" / "s.txt", ACCESS, MAPPED_ACL)
+    for directory in ("shared", "shared/in"):
+        os.setxattr(root / directory, ACCESS, MAPPED_DIR)
+        os.setxattr(root / directory, DEFAULT, MAPPED_DIR)
 
 
 def acls(root: Path) -> dict[str, dict[str, bytes]]:
@@ -75,6 +86,9 @@ def _acls_work(path: Path) -> bool:
         "chmod 600 acl.txt",
         "chmod 600 acl.txt && echo more >> acl.txt",
         "echo more >> acl.txt && chmod 640 acl.txt && mv acl.txt team/",
+        # a directory moved by the box's move helper, with what is in it (their ACLs name users the box maps)
+        "mv shared shared2",
+        "mv shared/in plain/ && chmod 750 plain/in",
     ],
 )
 async def test_a_projects_own_acl_stays_with_a_file_moved_or_re_moded(workspace: Path, command: str) -> None:

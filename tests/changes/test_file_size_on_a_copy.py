@@ -109,6 +109,21 @@ async def test_a_file_a_command_grows_past_the_size_limit_on_its_copy_lands_as_n
     assert out["exitCode"] == 0 and not out["changes"]["refused"], out
 
 
+async def test_a_sparse_file_in_a_directory_a_command_renames_stays_sparse(workspace: Path) -> None:
+    # Red team 40r F7: the box's move helper copies a renamed directory; it wrote every hole of a sparse image.
+    def sparse_project(root: Path) -> None:
+        (root / "vm").mkdir()
+        with open(root / "vm" / "disk.img", "wb") as image:
+            image.truncate(64 << 20)
+            image.seek(30 << 20)
+            image.write(b"data in the middle")
+        os.utime(root / "vm" / "disk.img", ns=(OLD_NS, OLD_NS))
+
+    problems, _out = await differential(workspace, sparse_project, "mv vm vm2 && touch vm2/new")
+    assert not problems, "\n".join(problems)
+    assert (workspace / "p" / "vm2" / "disk.img").stat().st_blocks * 512 < 1 << 20
+
+
 async def test_a_calls_memory_backed_tmp_holds_no_more_than_its_memory_limit(workspace: Path) -> None:
     args = limits(workspace.parent, max_memory_bytes=64 << 20)
     fill = program(workspace, "fill", FILL)

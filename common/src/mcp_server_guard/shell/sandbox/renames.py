@@ -50,6 +50,7 @@ _RENAME_EXCHANGE = 2
 _PATH_MAX = 4096
 _PAGE = 4096
 _MOVED_MAX = 100_000
+_ACLS = ("system.posix_acl_access", "system.posix_acl_default")
 # This call's moved names of files with several names (see ``_copy_tree``): their inode numbers on the copy (the
 # upper layer's), said with the call's end so that the server tells them from copies with the same bytes.
 _moved: list[int] = []
@@ -543,11 +544,12 @@ def _copy_entries(
 
 
 def _copy_xattrs(src_dir: int, dst_dir: int, name: bytes) -> None:
-    """A moved entry's ``user.*`` extended attributes, as the command sees them (a rename keeps them)."""
+    """A moved entry's ``user.*`` extended attributes and access control lists, as the command sees them (a rename
+    keeps them). An ACL naming a user or group the box does not map cannot be set here (EINVAL): it is lost."""
     src, dst = f"/proc/self/fd/{src_dir}/{os.fsdecode(name)}", f"/proc/self/fd/{dst_dir}/{os.fsdecode(name)}"
     with contextlib.suppress(OSError):
         for attribute in os.listxattr(src, follow_symlinks=False):
-            if attribute.startswith("user."):
+            if attribute.startswith("user.") or attribute in _ACLS:
                 with contextlib.suppress(OSError):
                     os.setxattr(dst, attribute, os.getxattr(src, attribute, follow_symlinks=False),
                                 follow_symlinks=False)  # fmt: skip
@@ -558,20 +560,48 @@ def _copy_file(src_dir: int, name: bytes, dst_dir: int, st: os.stat_result) -> N
     try:
         dst = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dst_dir)
         try:
-            left = st.st_size
-            while left > 0:
-                try:
-                    done = os.copy_file_range(src, dst, left)
-                except OSError as exc:
-                    if exc.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-                        raise
-                    done = os.sendfile(dst, src, None, left)
-                if done == 0:
-                    break
-                left -= done
+            for start, end in _data_ranges(src, st.st_size):
+                _copy_range(src, dst, start, end)
+            os.ftruncate(dst, st.st_size)  # a hole at the end stays one
             os.fchmod(dst, stat.S_IMODE(st.st_mode))
             os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
         finally:
             os.close(dst)
     finally:
         os.close(src)
+
+
+def _data_ranges(fd: int, size: int) -> list[tuple[int, int]]:
+    """Where a file holds data, as (start, end): its holes are not copied (a sparse disk image moved with its
+    directory stays sparse, as a rename keeps it). The whole file where the file system cannot say."""
+    ranges: list[tuple[int, int]] = []
+    offset = 0
+    try:
+        while offset < size:
+            try:
+                start = os.lseek(fd, offset, os.SEEK_DATA)
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:
+                    break  # nothing but a hole to the end
+                raise
+            end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
+            ranges.append((start, end))
+            offset = end
+    except OSError:
+        return [(0, size)]
+    return ranges
+
+
+def _copy_range(src: int, dst: int, start: int, end: int) -> None:
+    at = start
+    while at < end:
+        try:
+            done = os.copy_file_range(src, dst, end - at, at, at)
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                raise
+            os.lseek(dst, at, os.SEEK_SET)
+            done = os.sendfile(dst, src, at, end - at)
+        if done == 0:
+            break  # the file shrank meanwhile
+        at += done
