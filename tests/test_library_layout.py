@@ -127,6 +127,7 @@ def layer(module: str) -> str:
         "faults",
         "registry",
         "dirwatch",
+        "hook_configs",
     }
     if len(parts) <= 2 and parts[-1] in top:
         return "top"

@@ -49,6 +49,7 @@ from mcp_server_guard.changes.wholes import refuse_whole
 from mcp_server_guard.changes.xattrs import acl_mode
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.globs import SuffixMatcher
+from mcp_server_guard.hook_configs import MAX_PACKAGE_JSON, changed_hook_keys, judged_package_json
 from mcp_server_guard.paths import printable, within_any
 from mcp_server_guard.policy import EffectsPolicy
 from mcp_server_guard.protected import Lookups, Protection
@@ -136,14 +137,14 @@ def judge(
     for changes in sets:
         _refuse(changes, protection, roots, judgement.refused, judgement.by_content)
         _sanitize_new_configs(changes, judgement)
+        _hook_configs(changes, judgement)
     granted = _modes(sets, protection, roots, scratch, judgement)
     pairs = moved_pairs(sets, judgement.refused)
     moves = {end: old for old, new in pairs for end in (old, new)}
     judgement.moved = dict(moves)
     # Threat: a tree moved into a build or cache directory, then deleted there with no question.
     kept_out = {old for old, new in pairs if scratch.name(new[1]) and not scratch.name(old[1])}
-    summary, counts = summary_line(sets, judgement.refused, moves)
-    judgement.summary, judgement.counts = summary, counts
+    judgement.summary, judgement.counts = summary_line(sets, judgement.refused, moves)
     touched: list[str] = []
     trees: list[str] = []
     emptied: list[str] = []
@@ -558,6 +559,23 @@ def _refuse(
         if why is not None:
             refused[(root, change.path)] = why
     refuse_whole(changes, refused)
+
+
+def _hook_configs(changes: ChangeSet, judgement: Judgement) -> None:
+    """Asks about a package.json whose git hook keys the command set or changed (``hook_configs``: lint-staged,
+    husky.hooks …): the user's next ``git commit`` runs them outside the box. Judged by what the file holds, so a
+    running job's look leaves it for the job's end."""
+    trees: Trees | None = None
+    for change in changes.changes:
+        key = (changes.root, change.path)
+        if change.action in ("create", "modify") and judged_package_json(change.path) and key not in judgement.refused:
+            trees = trees or Trees(changes)
+            new = trees.read(change.path, limit=MAX_PACKAGE_JSON)
+            old = trees.read(change.path, real=True, limit=MAX_PACKAGE_JSON) if change.action == "modify" else None
+            if keys := changed_hook_keys(old, new):
+                judgement.by_content.add(key)
+                judgement.asks.append(f"It changes what git hooks run from {change.path} ({', '.join(keys)}): "
+                                      "they run at your next git commit, outside the box.")  # fmt: skip
 
 
 def _linked(
