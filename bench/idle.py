@@ -2,9 +2,10 @@
 
     uv run python -m bench.idle
 
-Each server is started, answers ``initialize``, ``tools/list`` and one real call (so the SDK is loaded, not just
-the start-up front), then sits for a second. For each process and its children (shell_exec's box: bubblewrap, the
-supervisor, its ready inits) it reads ``/proc/<pid>/smaps_rollup``:
+Each server is started, answers ``initialize``, ``tools/list`` and one real call, then sits (``--settle``
+seconds: by default past the moment shell_exec's box rests, ``supervisor._RESTING_S`` with no call, keeping one
+ready init instead of two; ``--settle 1`` shows the memory right after a call). For each process and its
+children (shell_exec's box: bubblewrap, the supervisor, its ready inits) it reads ``/proc/<pid>/smaps_rollup``:
 
 * RSS counts every page a process maps, shared ones in full in each process (the interpreter, libraries, and the
   pages the box's forked inits share with the supervisor): summed over processes it counts those many times;
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.client import RawClient, find_server
+from mcp_server_guard.shell.sandbox.supervisor import _RESTING_S
 
 BARE = Path(__file__).with_name("servers") / "bare_server.py"
 TARGET_MIB = 120.0
@@ -57,7 +59,7 @@ def _rollup(pid: int) -> dict[str, int]:
     return {"rss": fields.get("Rss", 0), "pss": fields.get("Pss", 0), "uss": uss}
 
 
-def measure(settle_s: float = 1.0) -> dict[str, dict[str, float]]:
+def measure(settle_s: float = _RESTING_S + 2.0) -> dict[str, dict[str, float]]:
     """Start every server at once, load each fully, let it settle, read its tree: MiB per server."""
     with tempfile.TemporaryDirectory(prefix="mcp-idle-") as tmp:
         root = Path(tmp) / "project"
@@ -98,8 +100,9 @@ def measure(settle_s: float = 1.0) -> dict[str, dict[str, float]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.parse_args(argv)
-    rows = measure()
+    ap.add_argument("--settle", type=float, default=_RESTING_S + 2.0, help="seconds to sit after the call")
+    args = ap.parse_args(argv)
+    rows = measure(args.settle)
     print("| server | processes | RSS (summed) | PSS | USS |")
     print("|---|---|---|---|---|")
     for name, row in rows.items():

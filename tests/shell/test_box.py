@@ -679,3 +679,29 @@ async def test_a_command_line_too_long_to_run_is_refused_and_the_box_keeps_servi
         assert "too long to run" in error_of(refused)["message"]
     assert [out["stdout"] for out in after] == [f"after-{i}\n" for i in range(3)]
     assert {out["sandbox"].split("+")[0] for out in after} == {"bwrap"}
+
+
+def test_a_box_left_without_calls_keeps_one_ready_init_and_makes_the_second_again_at_the_next_call(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # Issue 44 (idle memory): two ready inits with their keepers wait for calls (~7 MiB each); after ten seconds
+    # with no call the box lets one go, and the next call has it made again.
+    raw = RawClient([console_script(SX), "--audit-log", str(tmp_path / "a.jsonl")], workspace)
+    try:
+        raw.initialize()
+
+        def call(rid: int) -> None:
+            params = {"name": "shell_exec", "arguments": {"command": "echo 1 | tee /dev/null"}}
+            assert raw.request(rid, "tools/call", params)["result"]["structuredContent"]["stdout"] == "1\n"
+
+        def size() -> int:
+            return len(psutil.Process(raw.proc.pid).children(recursive=True))
+
+        call(2)
+        anyio.run(lambda: wait_until(lambda: size() >= 5, timeout=10))  # bubblewrap, the supervisor, 2 × 2
+        busy = size()
+        anyio.run(lambda: wait_until(lambda: size() == busy - 2, timeout=25))  # a keeper and its init gone
+        call(3)
+        anyio.run(lambda: wait_until(lambda: size() == busy, timeout=10))
+    finally:
+        raw.close()

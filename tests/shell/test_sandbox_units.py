@@ -21,8 +21,9 @@ import pytest
 from mcp_server_guard.shell import process
 from mcp_server_guard.shell.in_box import run_boxed
 from mcp_server_guard.shell.process import Copy
-from mcp_server_guard.shell.sandbox import overlays, seccomp, wire, worker
+from mcp_server_guard.shell.sandbox import overlays, seccomp, supervisor, wire, worker
 from mcp_server_guard.shell.sandbox.box import Box, BoxSpec, Started, _empty_run, interpreter_dirs_in_tmp
+from mcp_server_guard.shell.sandbox.frames import FrameReader
 from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
 from mcp_server_guard.shell.sandbox.layers import call_options
 from mcp_server_guard.shell.sandbox.planning import (
@@ -450,3 +451,30 @@ def test_a_message_left_on_a_roots_own_attributes_is_seen_even_when_its_ctime_di
     now = _upper_state(upper)
     coarse = dataclasses.replace(copy, setup=((now[0], uid, gid, now[3], flags),))
     assert not overlays.untouched(coarse)
+
+
+# -- the pool of ready inits at rest ----------------------------------------------------------------------------
+
+
+def test_a_box_with_no_call_for_a_while_lets_its_second_ready_init_go_and_tops_up_at_the_next_call() -> None:
+    # Issue 44 (idle memory): each ready init and its keeper take ~7 MiB; between a model's calls one is enough.
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with ours, theirs:
+        box = supervisor.Supervisor(ours, namespaces=True, prepared=cast(Any, None))
+        box.workers = {101: 201, 102: 202}
+        box.offered = {101: supervisor._Ready(101, 201, None), 102: supervisor._Ready(102, 202, None)}
+        box.children = {201: None, 202: None}
+        now = box.last_call + 1.0
+        assert box.short() == 0 and box.rest_in(now) == supervisor._RESTING_S - 1.0
+        box.calls[9] = 101  # a call running: nothing rests
+        assert box.rest_in(now + 60) is None
+        del box.calls[9]
+        assert box.rest_in(box.last_call + supervisor._RESTING_S + 1) == 0.0
+        box.rest()
+        reader = FrameReader(theirs)
+        assert reader.read() and [m for m, _fds in reader.frames()] == [{"op": "withdraw", "init": 102}]
+        assert box.short() < 0 and box.rest_in(now) is None  # nothing made again meanwhile
+        del box.workers[102], box.offered[102], box.children[202]  # the init left (its socket closed): reaped
+        assert box.short() == 0
+        box.took(7, 101, tell=False)  # the next call: the pool is topped up again
+        assert box.short() == 1 and not box.resting

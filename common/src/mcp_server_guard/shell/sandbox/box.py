@@ -388,10 +388,20 @@ class Box:
                 continue
             if op == "gone":
                 self._ended(int(message["id"]))
+            elif op == "withdraw":
+                self._withdraw(int(message["init"]))
             elif op == "probe":
                 self.copy_error = str(message.get("copy", ""))
             for fd in fds:
                 os.close(fd)
+
+    def _withdraw(self, init: int) -> None:
+        """The box rests (no call for a while): the offered init ``init`` goes, unless a call took it already."""
+        for offer in self._offered:
+            if offer[0] == init:
+                self._offered.remove(offer)
+                offer[1].close()  # an init whose socket closes leaves
+                return
 
     def _ended(self, call: int) -> None:
         event = self._gone.get(call)
@@ -483,6 +493,7 @@ class Box:
         """Start ``argv`` in an offered init (or ask the supervisor to); ``options`` carries the call's
         confinement (see supervisor); ``recycle``: the init may take the call's copy back if it stays untouched."""
         sock = await self._ensure()
+        self._watch()  # from now on what the supervisor says is read as it comes (a withdrawn offer lets go at once)
         self._collect_offers()
         await self._await_an_init()
         call = next(self._ids)

@@ -42,6 +42,8 @@ from mcp_server_guard.shell.sandbox.overlays import probe_copy
 from mcp_server_guard.shell.sandbox.worker import serve_calls
 
 _POOL_IDLE = 2  # ready inits offered to the server while no call runs
+_POOL_RESTING = 1  # ... once no call has started for _RESTING_S (each takes ~7 MiB: issue 44's idle memory)
+_RESTING_S = 10.0  # a model thinks for seconds between calls: past this the box rests, and tops up at the next
 _POOL_BUSY = 1  # ... and while calls run (a fork then competes with the running command for the CPU)
 _POOL_KEEP = 4  # an init back from its call is offered again while fewer than this many are on offer, else let go
 _QUIET_S = 0.010  # a pool that is not empty is topped up once the box has been quiet this long
@@ -75,6 +77,8 @@ class Supervisor:
         self.ended_early: dict[int, None] = {}  # calls an init finished before their "took" arrived (bounded)
         self.killed: set[int] = set()  # inits sent SIGKILL: never offered again
         self.selector = selectors.DefaultSelector()
+        self.last_call = time.monotonic()  # when the last call started
+        self.resting = False  # the pool was let shrink to _POOL_RESTING (until the next call)
 
     # -- making inits ahead of time -------------------------------------------------------------
 
@@ -162,9 +166,27 @@ class Supervisor:
     def short(self) -> int:
         """How many more ready inits to make now. Inits that serve calls in turn come back from their calls: more are
         made only while fewer than the idle pool are alive; single-use inits are topped up to the pool size."""
+        idle = _POOL_RESTING if self.resting else _POOL_IDLE
         if self.namespaces:
-            return _POOL_IDLE - len(self.workers)
-        return (_POOL_BUSY if self.calls else _POOL_IDLE) - len(self.offered)
+            return idle - len(self.workers)
+        return (_POOL_BUSY if self.calls else idle) - len(self.offered)
+
+    def rest_in(self, now: float) -> float | None:
+        """Seconds until the pool may rest (no call for ``_RESTING_S``, none running, more on offer than a resting
+        pool keeps), or None when it has nothing to let go."""
+        if self.resting or self.calls or len(self.offered) <= _POOL_RESTING:
+            return None
+        return max(0.0, self.last_call + _RESTING_S - now)
+
+    def rest(self) -> None:
+        """Let the inits on offer beyond a resting pool go: the server closes each one's socket (it may have handed
+        it a call meanwhile: then "took" follows, as for any offer), and the init leaves."""
+        self.resting = True
+        for init in list(self.offered)[_POOL_RESTING:]:
+            send_frame(self.sock, {"op": "withdraw", "init": init})
+
+    def _started(self) -> None:
+        self.last_call, self.resting = time.monotonic(), False
 
     def refill(self) -> None:
         """Fork ready inits up to the pool size and offer each to the server."""
@@ -184,6 +206,7 @@ class Supervisor:
 
     def took(self, call: int, init: int, tell: bool) -> None:
         """The server handed call ``call`` to the offered init ``init`` (``tell``: say when it is gone)."""
+        self._started()
         if tell:
             self.told.add(call)
         if self.ended_early.pop(call, False) is None:
@@ -199,6 +222,7 @@ class Supervisor:
 
     def spawn(self, message: dict[str, Any], fds: list[int]) -> None:
         """No offered init was at hand: start the call with a new one."""
+        self._started()
         spec = wire.checked_request(message)
         call = spec["id"]
         spec["namespaces"] = self.namespaces and spec["namespaces"]
@@ -352,11 +376,16 @@ class Supervisor:
             # for a moment: a fork right after a call would compete for the CPU with the server's answer, and
             # with the next call.
             timeout: float | None = None
+            now = time.monotonic()
             if self.short() > 0:
-                timeout = 0 if not self.offered else max(0.0, last_busy + _QUIET_S - time.monotonic())
+                timeout = 0 if not self.offered else max(0.0, last_busy + _QUIET_S - now)
+            elif (rest_in := self.rest_in(now)) is not None:
+                timeout = rest_in
             events = selector.select(timeout=timeout)
             if not events:
                 try:
+                    if self.rest_in(time.monotonic()) == 0.0:
+                        self.rest()
                     self.refill()
                 except OSError as exc:
                     if exc.errno in (errno.EPIPE, errno.ECONNRESET):
