@@ -161,21 +161,37 @@ async def test_the_disk_watch_stops_a_call_at_its_floor_or_past_half_of_what_was
     assert killed == ["call"] and watch.low
 
 
-async def test_a_command_filling_the_disk_of_its_copy_is_stopped_and_says_so(workspace: Path) -> None:
+def _floor_below_free(workspace: Path, margin: int) -> tuple[str, ...]:
+    """A policy whose disk floor lies ``margin`` bytes below what is free now (skipped with little free)."""
     fs = os.statvfs(workspace)
     free = fs.f_bavail * fs.f_frsize
     if free < 2 << 30:
         pytest.skip("less than 2 GiB free here")
-    # The floor 64 MiB below what is free now: the command's first 64 MiB reach it (it writes up to 1 GiB).
-    args = limits(workspace.parent, min_free_disk_bytes=free - (64 << 20))
+    return limits(workspace.parent, min_free_disk_bytes=free - margin)
+
+
+async def test_a_command_filling_the_disk_of_its_copy_is_stopped_and_says_so(workspace: Path) -> None:
+    # The floor 64 MiB below what is free now: the command's first 64 MiB reach it (it writes up to 1 GiB, in
+    # files of 8 MiB: each under what one file may take).
+    args = _floor_below_free(workspace, 64 << 20)
+    fill = "for i in $(seq 128); do head -c 8388608 /dev/zero > fill$i.bin; done; echo never"
     async with shell(workspace, None, *args) as client:
         with anyio.fail_after(90):
-            result = await client.call_tool(
-                "shell_exec", {"command": "head -c 1073741824 /dev/zero > fill.bin; echo never", "timeoutSeconds": 60}
-            )
+            result = await client.call_tool("shell_exec", {"command": fill, "timeoutSeconds": 60})
         after: dict[str, Any] = await run(client, "echo still here")
     out = dict(result.structured_content)
     assert out.get("limitHit") == "disk" and out["timedOut"] is False and "never" not in out["stdout"], out
     assert "stopped: the disk holding its copy was nearly full; nothing it did was applied" in result.content[0].text
-    assert out["transaction"] == "none" and not (workspace / "fill.bin").exists()  # its copy is gone: space again
+    assert out["transaction"] == "none" and not list(workspace.glob("fill*"))  # its copy is gone: space again
     assert after["stdout"] == "still here\n"
+
+
+@pytest.mark.skipif(shutil.which("fallocate") is None, reason="util-linux fallocate is missing")
+async def test_attack_one_allocation_cannot_take_the_disk_past_its_floor_between_two_looks(workspace: Path) -> None:
+    # Red team 40r F5: `fallocate -l 1500M` went 1.26 GB past the floor before the watch's next look. No one file
+    # may now take more than what is above the floor when the call starts (its RLIMIT_FSIZE).
+    args = _floor_below_free(workspace, 64 << 20)
+    async with shell(workspace, None, *args) as client:
+        out = await run(client, "fallocate -l 1G big.bin; echo $?; ls -s big.bin")
+    assert out["stdout"].split()[0] != "0", out  # refused at once (File too large)
+    assert not (workspace / "big.bin").exists() or (workspace / "big.bin").stat().st_size <= 64 << 20

@@ -226,6 +226,9 @@ def test_call_options_have_exactly_the_shape_the_supervisor_reads() -> None:
         "proxy": "token",
     }
     assert wire.checked_options(json.loads(json.dumps(options))) == options
+    # what the copy's disk may take before its floor: no one file more
+    roomy = call_options(a_plan(), ["/work/q"], overlays=[("/work/q", "/state/areas/q")], room=5000)
+    assert sorted(roomy["rlimits"]) == sorted([*rlimits(on_copy=True), [resource.RLIMIT_FSIZE, 5000, 5000]])
 
 
 def test_read_only_mode_binds_every_root_read_only_and_gives_landlock_no_root_to_write() -> None:

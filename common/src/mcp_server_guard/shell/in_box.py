@@ -35,7 +35,7 @@ from mcp_server_guard.shell.sandbox.box import Box, Started
 from mcp_server_guard.shell.sandbox.frames import received_fds
 from mcp_server_guard.shell.sandbox.wire import CallOptions
 
-__all__ = ["Copy", "run_boxed"]
+__all__ = ["Copy", "DiskWatch", "room_above_floor", "run_boxed"]
 
 _CHUNK = 65536
 _FD_SPACE = socket.CMSG_SPACE(4)
@@ -47,6 +47,22 @@ _DISK_POLL_S = 0.25  # between two looks at the free space, a command writing at
 def _free_bytes(path: str) -> int:
     fs = os.statvfs(path)  # the server's own area directory: nothing the command can shape is opened
     return fs.f_bavail * fs.f_frsize
+
+
+def _floor(free: int, least: int) -> int:
+    return least if free > least else free // 2
+
+
+def room_above_floor(areas: Sequence[str], least: int) -> int:
+    """The bytes a command on a copy may add before the disk of one of its areas falls below its floor (see
+    ``DiskWatch``), now; 0 when none can be read. A call's RLIMIT_FSIZE: no one file (a single ``fallocate``)
+    takes the disk past the floor between two looks of the watch."""
+    rooms = []
+    for area in dict.fromkeys(areas):
+        with contextlib.suppress(OSError):
+            free = _free_bytes(area)
+            rooms.append(free - _floor(free, least))
+    return min(rooms, default=0)
 
 
 class DiskWatch:
@@ -69,8 +85,7 @@ class DiskWatch:
         """Each area's floor, from what is free now (as the command starts)."""
         for area in self.areas:
             with contextlib.suppress(OSError):
-                free = _free_bytes(area)
-                self.floors[area] = self.least if free > self.least else free // 2
+                self.floors[area] = _floor(_free_bytes(area), self.least)
 
     def check(self) -> bool:
         """Whether the disk of some area is below its floor now."""

@@ -183,12 +183,14 @@ def call_options(
     sockets: Sequence[str] = (),
     proxy: str = "",
     reading: bool = False,
+    room: int = 0,
 ) -> CallOptions:
     """One call's confinement inside the box, as the supervisor reads it: ``roots`` are the writable roots of
     this call (client roots may have narrowed them), ``read_only`` the protected paths inside them, ``overlays``
     the (root, area) pairs whose root the command sees as a copy (see ``changes.area``), ``sockets`` the UNIX sockets
     outside them, masked (see ``sockets``), ``proxy`` the call's egress token. ``reading``: a line that only reads
-    (``shell.reading``) sees the roots read-only instead of as copies (their areas masked all the same)."""
+    (``shell.reading``) sees the roots read-only instead of as copies (their areas masked all the same).
+    ``room``: on a copy, what its disk may take before the floor the call is stopped at (0: not known)."""
     rlimits = [
         [resource.RLIMIT_CORE, 0, 0],
         [resource.RLIMIT_DATA, plan.limits.memory_bytes, plan.limits.memory_bytes],
@@ -202,6 +204,9 @@ def call_options(
         # when the copy's disk runs low instead (``shell.in_box.DiskWatch``). (A size check on what lands, tried
         # first, refused one end of a move while the other applied.)
         rlimits.append([resource.RLIMIT_FSIZE, plan.limits.file_size_bytes, plan.limits.file_size_bytes])
+    elif room > 0:
+        # ... and no one file may take the disk past that floor at once (an `fallocate` between two looks).
+        rlimits.append([resource.RLIMIT_FSIZE, room, room])
     if os.geteuid() != 0:
         # As root the pids cgroup bounds processes: RLIMIT_NPROC would count every root process of the
         # machine once the command has no capability left.
