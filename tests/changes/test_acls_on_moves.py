@@ -86,6 +86,10 @@ def _acls_work(path: Path) -> bool:
         "chmod 600 acl.txt",
         "chmod 600 acl.txt && echo more >> acl.txt",
         "echo more >> acl.txt && chmod 640 acl.txt && mv acl.txt team/",
+        # red team 40s F1: a file renamed over one with an ACL brings its own (none), and a swap moves both
+        "mv -f other.txt acl.txt",
+        "mv -f plain/p.txt acl.txt",
+        "mv plain/p.txt t && mv acl.txt plain/p.txt && mv t acl.txt",
         # a directory moved by the box's move helper, with what is in it (their ACLs name users the box maps)
         "mv shared shared2",
         "mv shared/in plain/ && chmod 750 plain/in",

@@ -91,6 +91,7 @@ class Change:
     # entry holds of them (escaped) is what the command left, none included.
     shown: bool = False
     names: int = 0  # delete inside a deleted tree: the names the file had, where several (its entry lists them)
+    over: bool = False  # modify: another file was renamed over this name (``mv -f a b``): it brings its attributes
 
     @property
     def executable(self) -> bool:

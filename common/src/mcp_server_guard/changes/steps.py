@@ -42,6 +42,7 @@ from mcp_server_guard.changes.nofollow import (
 from mcp_server_guard.changes.plan import Applied, Conflict, Op
 from mcp_server_guard.changes.xattrs import (
     Xattrs,
+    acls_alike,
     at,
     attribute_names,
     carried_by,
@@ -244,9 +245,12 @@ def place(
 def _kept_own(change: Change, real: os.stat_result | None, dst_dir: int, src_dir: int, name: str) -> Xattrs:
     """What the command's file keeps of the real file's own overlay attributes and ACLs: where it rewrote it in place
     (a copy-up: overlayfs marks one of a file with one name), what ``kept_in_place`` says; a new file of that name
-    (``rm m; echo > m``) has none of them, as natively."""
-    if real is None or not stat.S_ISREG(real.st_mode) or not (change.origin or real.st_nlink > 1):
+    (``rm m; echo > m``) has none of them, as natively, nor does another file renamed over it (``mv -f a m``: red
+    team 40s, a secret landed under the ACL of the file it replaced — it brings its own)."""
+    if real is None or not stat.S_ISREG(real.st_mode) or not (change.over or change.origin or real.st_nlink > 1):
         return ()
+    if change.over:
+        return acls_alike(at(dst_dir, name), at(src_dir, name))
     return kept_in_place(at(dst_dir, name), at(src_dir, name), change.shown)
 
 

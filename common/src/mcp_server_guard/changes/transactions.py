@@ -46,7 +46,7 @@ from mcp_server_guard.changes.effects import Counts, Judgement, judge, summary_l
 from mcp_server_guard.changes.escapes import MARKS, Escapes
 from mcp_server_guard.changes.plan import Conflict, Outcome, live_waits
 from mcp_server_guard.changes.room import kept
-from mcp_server_guard.changes.upper import read_upper
+from mcp_server_guard.changes.upper import judged_copy, read_upper
 from mcp_server_guard.files.treelock import TreeBusy, tree_lock
 from mcp_server_guard.files.trees import remove_tree
 from mcp_server_guard.paths import printable
@@ -54,8 +54,6 @@ from mcp_server_guard.policy import EffectsPolicy
 from mcp_server_guard.protected import Protection
 
 __all__ = ["Held", "Settled", "Transactions"]
-
-_FILE = os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 _HUMAN = "human:elicitation"  # who decided, in the audit record (shell.approval's APPROVED_BY)
 log = logging.getLogger("mcp_server_guard.changes")
@@ -164,31 +162,6 @@ def _not_applied(exc: NotApplied) -> str:
     shown = "; ".join(f"{printable(c.path)}: {printable(c.what)}" for c in exc.left[:3])
     return (f"{printable(exc.why)}; what was applied was put back, except {len(exc.left)} path(s) ({shown}): "
             "`mcp-guard undo` this call's audit id to put them back too")  # fmt: skip
-
-
-def _rewrite(sets: Sequence[ChangeSet], judgement: Judgement) -> None:
-    """Put the judgement's safer content in place of the command's, in the copy (ours now, and never through a
-    link: each name is opened on its own below the upper directory)."""
-    for changes in sets:
-        for (root, path), data in judgement.rewritten.items():
-            if root != changes.root:
-                continue
-            fd = os.open(changes.upper, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            try:
-                parts = path.split("/")
-                for part in parts[:-1]:
-                    nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-                    os.close(fd)
-                    fd = nxt
-                out = os.open(parts[-1], _FILE, dir_fd=fd)
-                try:
-                    if not stat.S_ISREG(os.fstat(out).st_mode):
-                        continue
-                    os.write(out, data)
-                finally:
-                    os.close(out)
-            finally:
-                os.close(fd)
 
 
 class Transactions:
@@ -492,17 +465,17 @@ class Transactions:
                 if judgement.asks and (approved is None or not set(judgement.asks) <= set(approved)):
                     return judgement, None
                 try:
-                    _rewrite(sets, judgement)
+                    marked = judged_copy(sets, judgement.rewritten, judgement.moved)
                     skip = frozenset(judgement.refused)
                     # The call's record keeps the result's own summary and counts: `mcp-guard history` tells the
                     # call as the result told it (a new directory's files counted one by one, not as one tree).
                     said = {**what, "summary": judgement.summary, "counts": dataclasses.asdict(judgement.counts)}
                     said |= {"only_copies": judgement.only_copies} if judgement.only_copies else {}
                     self.applier.history.approved.update(judgement.evicts)  # asked, and the person said yes
-                    outcome = self.applier.apply(sets, audit_id, started_ns, skip=skip, what=said, baseline=baseline)
+                    outcome = self.applier.apply(marked, audit_id, started_ns, skip=skip, what=said, baseline=baseline)
                 finally:
                     self.discard(name)
-                self._landed(sets, outcome)
+                self._landed(marked, outcome)
                 return judgement, outcome
 
         done: tuple[Judgement, Outcome | None] = (Judgement(), None)

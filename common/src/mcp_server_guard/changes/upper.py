@@ -21,9 +21,10 @@ silently cut.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from mcp_server_guard.changes.changeset import (
     MADE,
@@ -59,7 +60,9 @@ from mcp_server_guard.changes.xattrs import (
 )
 from mcp_server_guard.paths import moving_copy
 
-__all__ = ["read_upper"]
+__all__ = ["judged_copy", "read_upper"]
+
+_REWRITE = os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 _OPAQUE = ("user.overlay.opaque", "trusted.overlay.opaque")
 
@@ -71,7 +74,8 @@ def moved_acls(
     real_root: int, gone: Sequence[str], found: Sequence[tuple[str, str, bytes]]
 ) -> tuple[frozenset[tuple[str, bytes]], list[tuple[str, str]]]:
     """Of the access control lists ``found`` on the command's entries that the real entry of that path did not have:
-    those an entry the command removed had (``gone``: a file or directory renamed there carries its ACL natively),
+    those an entry the command removed or replaced had (``gone``: a file or directory renamed there carries its ACL
+    natively; a swap replaces both),
     as the project's own (``xattrs.land`` keeps them); and the others, by path, as set by the command (never
     applied, said). Read only where there is one to match, beneath the root, never following a link."""
     if not found:
@@ -385,9 +389,87 @@ def read_upper(
         reader.merged(upper_fd, real_root, "")
         reader.links()
         reader.deleted_meanwhile()
-        moved_with, dropped = moved_acls(real_root, [c.path for c in reader.out if c.action == "delete"], reader.acls)
+        replaced = [c.path for c in reader.out if c.action in ("delete", "modify")]
+        moved_with, dropped = moved_acls(real_root, replaced, reader.acls)
         return ChangeSet(root=root, upper=upper, changes=tuple(reader.out), incomplete=reader.budget[0] < 0,
                          times=tuple(reader.times), dropped=(*reader.dropped, *dropped),
                          marked=frozenset(reader.marked), carried=carried | moved_with)  # fmt: skip
     finally:
         os.close(upper_fd)
+
+
+_OVER_BYTES = 64 << 20  # bytes compared at most to tell a file swapped in from one rewritten in place
+
+
+def _swapped_in(changes: ChangeSet, change: Change, budget: list[int]) -> bool:
+    """Whether a file the command rewrote, at a path whose real file has an access control list, holds byte for byte
+    what another real file it changed or deleted held: that file, brought here by renames the judgement did not
+    see as a move (a swap through a temporary name: red team 40s F1), which brings its own ACL. Compared only
+    there (an ACL would stay with the wrong content), within a bound of bytes; never through a link."""
+    if change.kind != "file" or not change.origin:
+        return False
+    try:
+        root = os.open(changes.root, NO_FOLLOW_DIR)
+    except OSError:
+        return False
+    try:
+        with parent(root, change.path) as (real_dir, name):
+            if not acls(at(real_dir, name)):
+                return False
+        upper = os.open(changes.upper, NO_FOLLOW_DIR)
+        try:
+            with parent(upper, change.path) as (upper_dir, upper_name):
+                for other in changes.changes:
+                    size = other.old_size if other.action == "modify" else other.size
+                    if other.path == change.path or other.kind != "file" or other.action not in ("modify", "delete"):
+                        continue
+                    if size != change.size or budget[0] < size:
+                        continue
+                    budget[0] -= size
+                    with parent(root, other.path) as (other_dir, other_name):
+                        if same_bytes(upper_dir, upper_name, other_dir, other_name, size):
+                            return True
+        finally:
+            os.close(upper)
+    except (Changed, OSError):
+        return False
+    finally:
+        os.close(root)
+    return False
+
+
+def judged_copy(
+    sets: Sequence[ChangeSet],
+    rewritten: Mapping[tuple[str, str], bytes],
+    moved: Mapping[tuple[str, str], tuple[str, str]],
+) -> list[ChangeSet]:
+    """The copy made ready to apply as judged (``changes.effects``): the judgement's safer content in place of the
+    command's (``rewritten``; in the copy, ours now, never through a link: each name opened on its own below the
+    upper directory), and each file another was renamed over marked (``moved``: each end of a move -> its start):
+    it lands with that file's attributes and ACLs, not those of the one it replaced (``steps._kept_own``)."""
+    ends = {end for end, start in moved.items() if start != end}
+    budget = [_OVER_BYTES]
+    marked = [dataclasses.replace(changes, changes=tuple(dataclasses.replace(c, over=True) if c.action == "modify"
+              and ((changes.root, c.path) in ends or _swapped_in(changes, c, budget)) else c
+              for c in changes.changes)) for changes in sets]  # fmt: skip
+    for changes in sets:
+        for (root, path), data in rewritten.items():
+            if root != changes.root:
+                continue
+            fd = os.open(changes.upper, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                parts = path.split("/")
+                for part in parts[:-1]:
+                    nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                    os.close(fd)
+                    fd = nxt
+                out = os.open(parts[-1], _REWRITE, dir_fd=fd)
+                try:
+                    if not stat.S_ISREG(os.fstat(out).st_mode):
+                        continue
+                    os.write(out, data)
+                finally:
+                    os.close(out)
+            finally:
+                os.close(fd)
+    return marked
