@@ -128,8 +128,9 @@ async def test_a_calls_memory_backed_tmp_holds_no_more_than_its_memory_limit(wor
     args = limits(workspace.parent, max_memory_bytes=64 << 20)
     fill = program(workspace, "fill", FILL)
     async with shell(workspace, None, *args) as client:
-        out = await run(client, f"{fill} /tmp/x; {fill} /dev/shm/y")
-    assert out["stdout"].split() == ["ENOSPC", "True", "ENOSPC", "True"], out
+        out = await run(client, f"{fill} /tmp/x; {fill} /dev/shm/y; stat -f -c %c /tmp /dev/shm")
+    # and no more entries than one per 8 KiB of that (empty files take kernel memory no size counts)
+    assert out["stdout"].split() == ["ENOSPC", "True", "ENOSPC", "True", "8192", "8192"], out
 
 
 async def test_the_disk_watch_stops_a_call_at_its_floor_or_past_half_of_what_was_free(
@@ -195,3 +196,45 @@ async def test_attack_one_allocation_cannot_take_the_disk_past_its_floor_between
         out = await run(client, "fallocate -l 1G big.bin; echo $?; ls -s big.bin")
     assert out["stdout"].split()[0] != "0", out  # refused at once (File too large)
     assert not (workspace / "big.bin").exists() or (workspace / "big.bin").stat().st_size <= 64 << 20
+
+
+@pytest.mark.skipif(shutil.which("fallocate") is None, reason="util-linux fallocate is missing")
+async def test_attack_a_command_ending_between_two_looks_below_the_floor_applies_nothing(workspace: Path) -> None:
+    # Red team 40s F2: a fast command (allocations end at once) took the disk below the floor before the first
+    # look and landed. One more look when it ends: nothing applied, its copy gone.
+    args = _floor_below_free(workspace, 64 << 20)
+    async with shell(workspace, None, *args) as client:
+        out = await run(client, "for i in 1 2 3; do fallocate -l 40M f$i.bin; done")
+    assert out.get("limitHit") == "disk" and out["transaction"] == "none", out
+    assert not list(workspace.glob("f*.bin"))
+
+
+async def test_a_job_stopped_for_the_disk_keeps_what_its_looks_applied_and_says_the_rest_went(workspace: Path) -> None:
+    # Red team 40s F3: its end stayed "waiting" (its copy was gone) and the result said nothing had been applied.
+    args = _floor_below_free(workspace, 64 << 20)
+    fill = "for i in $(seq 128); do head -c 8388608 /dev/zero > fill$i.bin; done"
+    async with shell(workspace, None, *args) as client:
+        first = await run(client, f"echo a > a.txt; sleep 3; {fill}; echo never", yieldAfterSeconds=1.5)
+        looks = [first]
+        with anyio.fail_after(60):
+            while looks[-1]["status"] == "running":
+                looks.append(await run(client, "", jobId=first["jobId"], yieldAfterSeconds=2))
+        again = await run(client, "", jobId=first["jobId"])
+    assert first["transaction"] == "applied" and (workspace / "a.txt").read_text() == "a\n"  # its look's
+    end = looks[-1]
+    assert end.get("limitHit") == "disk" and end["transaction"] == "none", end
+    assert "since its last look" in end["changes"]["reason"] and again["transaction"] == "none", again
+    assert not list(workspace.glob("fill*"))
+
+
+async def test_a_jobs_look_copies_a_bounded_number_of_bytes_and_leaves_the_rest_for_its_end(workspace: Path) -> None:
+    # Red team 40s F4: a look copies (the job still writes): a 600 MB file copied by a look took the disk twice.
+    async with shell(workspace) as client:
+        first = await run(
+            client, "head -c 83886080 /dev/zero > big.bin; echo s > small.txt; sleep 4", yieldAfterSeconds=2
+        )
+        assert first["status"] == "running", first
+        assert (workspace / "small.txt").exists() and not (workspace / "big.bin").exists()  # waits for the end
+        with anyio.fail_after(60):
+            end = await run(client, "", jobId=first["jobId"], yieldAfterSeconds=10)
+    assert end["status"] == "exited" and (workspace / "big.bin").stat().st_size == 80 << 20, end

@@ -18,6 +18,7 @@ from typing import Any, cast
 import anyio
 import pytest
 
+from mcp_server_guard import linux
 from mcp_server_guard.shell import process
 from mcp_server_guard.shell.in_box import run_boxed
 from mcp_server_guard.shell.process import Copy
@@ -186,6 +187,17 @@ async def test_attack_a_command_outrunning_its_limits_finds_them_set_from_its_fi
     result = await process.run(["bash", "-c", "ulimit -f; (ulimit -f)"], cwd=str(tmp_path), env={"PATH": os.defpath},
                                stdin=None, timeout=30, max_output=1 << 16, confinement=confinement)  # fmt: skip
     assert result.stdout == f"{LIMITS.file_size_bytes // 1024}\n" * 2  # bash counts 1024-byte blocks
+
+
+def test_a_limit_above_a_hard_limit_the_server_runs_under_keeps_that_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Red team 40s F8: under a host's lower hard limit (`ulimit -Ht 100`, a unit's LimitCPU=) raising it is refused,
+    # and every command failed to start; the lower limit stays instead.
+    asked: list[tuple[int, int]] = []
+    monkeypatch.setattr(resource, "getrlimit", lambda _which: (50, 100))
+    monkeypatch.setattr(resource, "setrlimit", lambda _which, value: asked.append(value))
+    for soft, hard in ((300, 305), (60, 65), (60, 200), (resource.RLIM_INFINITY, resource.RLIM_INFINITY)):
+        linux.set_limit(resource.RLIMIT_CPU, soft, hard)
+    assert asked == [(100, 100), (60, 65), (60, 100), (100, 100)]
 
 
 def test_the_plan_is_frozen() -> None:

@@ -11,6 +11,7 @@ import ctypes
 import errno
 import fcntl
 import os
+import resource
 import socket
 import struct
 import sys
@@ -276,3 +277,13 @@ def capability_mask(field: str = "CapEff") -> int:
             if line.startswith(field + ":"):
                 return int(line.split()[1], 16)
     return 0
+
+
+def set_limit(which: int, soft: int, hard: int) -> None:
+    """A resource limit of this process, within the hard limit it has: one below the policy's (a host's `ulimit -H`,
+    a unit's `LimitCPU=`) stays (raising it is refused, and every command would fail to start; red team 40s F8)."""
+    _now, ceiling = resource.getrlimit(which)
+    if ceiling != resource.RLIM_INFINITY:
+        hard = ceiling if hard == resource.RLIM_INFINITY else min(hard, ceiling)
+        soft = hard if soft == resource.RLIM_INFINITY else min(soft, hard)
+    resource.setrlimit(which, (soft, hard))

@@ -95,12 +95,22 @@ class DiskWatch:
                     return True
         return False
 
+    async def look(self, what: Callable[[], object]) -> None:
+        """``what`` (``measure``, ``check``) on a worker thread, abandoned past a second: statfs on a network file
+        system can hang."""
+        with anyio.move_on_after(1.0):
+            await anyio.to_thread.run_sync(what, abandon_on_cancel=True)
+
+    async def ended(self) -> None:
+        """The command ended: one more look (a fast one, `fallocate` of many files, may end between two)."""
+        if self.floors and not self.low:
+            with anyio.move_on_after(1.0):
+                self.low = await anyio.to_thread.run_sync(self.check, abandon_on_cancel=True)
+
     async def run(self) -> None:
         if not self.areas:
             return
         with anyio.CancelScope() as self.scope:
-            # On a worker thread, abandoned when stopped: statfs on a network file system can hang.
-            await anyio.to_thread.run_sync(self.measure, abandon_on_cancel=True)
             while self.floors and not self.stopped:
                 await anyio.sleep(_DISK_POLL_S)
                 if await anyio.to_thread.run_sync(self.check, abandon_on_cancel=True):
@@ -214,6 +224,10 @@ async def run_boxed(
     ticker = Ticker(progress, out, err, started_at)
     timed_out = False
     keep = control is not None and control.keep_stdin
+    areas = [overlay["area"] for overlay in options["overlays"]] if disk_floor else []
+    disk = DiskWatch(areas, disk_floor, lambda: None)
+    if areas:
+        await disk.look(disk.measure)  # the floors before the command starts (it may end before the first look)
     with anyio.CancelScope(shield=True):  # a started call must be tracked and ended, not lost
         call: Started = await box.spawn(
             argv,
@@ -230,8 +244,7 @@ async def run_boxed(
     for fd in ours:
         os.set_blocking(fd, False)
     status = _Status(call.status, copy, network)
-    areas = [overlay["area"] for overlay in options["overlays"]] if disk_floor else []
-    disk = DiskWatch(areas, disk_floor, partial(box.signal, call.id, signal.SIGKILL))
+    disk.kill = partial(box.signal, call.id, signal.SIGKILL)
     try:
         async with anyio.create_task_group() as readers:
             readers.start_soon(_pump, call.stdout, out)
@@ -258,6 +271,7 @@ async def run_boxed(
                     await status.until_done()
             ticker.stop()
             disk.stop()
+            await disk.ended()
             if status.exit_status is None and status.error is None:
                 box.signal(call.id, signal.SIGKILL)  # the whole call: its PID namespace dies with its init
                 with anyio.move_on_after(KILL_GRACE_S):

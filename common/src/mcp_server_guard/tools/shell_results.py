@@ -23,6 +23,12 @@ from mcp_server_guard.shell.egress import Denied
 from mcp_server_guard.shell.output import Progress
 from mcp_server_guard.shell.process import RunResult
 
+READ_ONLY = (
+    "the line ran read-only (by its spelling it only reads): a write it tried was refused and nothing changed; to "
+    "let it write, run it so that it shows a write or another program, e.g. `env git status`"
+)
+DISK_LOW = "stopped: the disk holding its copy was nearly full; nothing it did was applied (a job: since its last look)"
+
 
 class NetworkDenial(BaseModel):
     host: str = Field(description="The host the command tried to reach.")
@@ -201,7 +207,7 @@ class ShellResult(ToolOutput):
         if self.timedOut:
             status += " (timed out)"
         elif self.limitHit == "disk":
-            status += " (stopped: the disk holding its copy was nearly full; nothing it did was applied)"
+            status += f" ({DISK_LOW})"
         elif self.signal:
             status += f" ({self.signal})"
         if self.truncated:
@@ -337,6 +343,8 @@ def note_run(result: RunResult) -> None:
 
 
 __all__ = [
+    "DISK_LOW",
+    "READ_ONLY",
     "ChangedPath",
     "Changes",
     "JobInfo",

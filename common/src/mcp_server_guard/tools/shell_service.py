@@ -69,6 +69,8 @@ from mcp_server_guard.shell.sandbox.lifetime import release
 from mcp_server_guard.shell.sandbox.planning import NetworkMode, SandboxPlan
 from mcp_server_guard.tools.shell_questions import ChangesApproval, changes_asker, host_asker
 from mcp_server_guard.tools.shell_results import (
+    DISK_LOW,
+    READ_ONLY,
     Changes,
     JobInfo,
     NetworkDenial,
@@ -136,10 +138,6 @@ def _log_decision(token: str | None, host: str, port: int, verdict: HostVerdict)
 
 
 # What a line that only reads, run on a read-only view, says when a write it tried was refused.
-_READ_ONLY = (
-    "the line ran read-only (by its spelling it only reads): a write it tried was refused and nothing changed; to "
-    "let it write, run it so that it shows a write or another program, e.g. `env git status`"
-)
 
 
 def _audit_id() -> str:
@@ -433,6 +431,8 @@ class ShellService(Generic[R]):
                         moved=result.copy_moved,
                     )
                     control.outcome = (settled, start_id)
+            elif result.disk_low:  # its copy went (what its looks applied stays, under the job's id)
+                control.outcome = (Settled("none", reason=DISK_LOW), start_id)
             return result
 
         job = self.jobs.start(prepared.shown, prepared.cwd_display, timeout, run_job, audit_id=start_id)
@@ -631,7 +631,7 @@ class ShellService(Generic[R]):
         if self.transactions is not None and result.read_only:
             # It could write nothing; a write it tried anyway (a hook, a program that writes after all) failed.
             refused = "Read-only file system" in result.stderr
-            return described(Settled("unchanged", reason=_READ_ONLY if refused else ""), _audit_id())
+            return described(Settled("unchanged", reason=READ_ONLY if refused else ""), _audit_id())
         if self.transactions is None or not result.copy:
             return "none", Changes(), PendingChanges()
         audit_id = _audit_id()

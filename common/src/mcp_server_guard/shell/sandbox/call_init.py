@@ -316,7 +316,7 @@ def confine(spec: CallRequest, status: int, own_pidns: bool, prepared: Inherited
         if not own_pidns:
             linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)  # the call's orphans come to us, not to the supervisor
         for which, soft, hard in spec["rlimits"]:
-            resource.setrlimit(which, (soft, hard))
+            linux.set_limit(which, soft, hard)
         rules = spec["landlock"]
         ruleset = -1
         if rules is not None:

@@ -304,7 +304,7 @@ class Confinement:
         """Run in the child between fork and exec: the resource limits; the network namespace and Landlock too in
         the non-root --network deny case."""
         for which, value in _rlimits(self.limits):
-            resource.setrlimit(which, value)
+            linux.set_limit(which, *value)
         if self.in_child:
             _enter_netns()
             if self.ruleset is not None:
