@@ -3,7 +3,7 @@
     uv run python -m bench.idle
 
 Each server is started, answers ``initialize``, ``tools/list`` and one real call, then sits (``--settle``
-seconds: by default past the moment shell_exec's box rests, ``supervisor._RESTING_S`` with no call, keeping one
+seconds: by default past the moment shell_exec's box rests, 10 s with no call, keeping one
 ready init instead of two; ``--settle 1`` shows the memory right after a call). For each process and its
 children (shell_exec's box: bubblewrap, the supervisor, its ready inits) it reads ``/proc/<pid>/smaps_rollup``:
 
@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.client import RawClient, find_server
-from mcp_server_guard.shell.sandbox.supervisor import _RESTING_S
 
 BARE = Path(__file__).with_name("servers") / "bare_server.py"
 TARGET_MIB = 120.0
+SETTLE_S = 12.0  # past the moment shell_exec's box rests (10 s with no call: shell.sandbox.supervisor)
 
 
 def _tree(pid: int) -> list[int]:
@@ -59,7 +59,7 @@ def _rollup(pid: int) -> dict[str, int]:
     return {"rss": fields.get("Rss", 0), "pss": fields.get("Pss", 0), "uss": uss}
 
 
-def measure(settle_s: float = _RESTING_S + 2.0) -> dict[str, dict[str, float]]:
+def measure(settle_s: float = SETTLE_S) -> dict[str, dict[str, float]]:
     """Start every server at once, load each fully, let it settle, read its tree: MiB per server."""
     with tempfile.TemporaryDirectory(prefix="mcp-idle-") as tmp:
         root = Path(tmp) / "project"
@@ -100,7 +100,7 @@ def measure(settle_s: float = _RESTING_S + 2.0) -> dict[str, dict[str, float]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--settle", type=float, default=_RESTING_S + 2.0, help="seconds to sit after the call")
+    ap.add_argument("--settle", type=float, default=SETTLE_S, help="seconds to sit after the call")
     args = ap.parse_args(argv)
     rows = measure(args.settle)
     print("| server | processes | RSS (summed) | PSS | USS |")
