@@ -149,3 +149,26 @@ async def test_a_move_of_a_tree_of_many_directories_needs_few_descriptors(worksp
     assert out["exitCode"] == 0 and out["transaction"] == "applied", (out["stderr"], out["changes"])
     assert not (workspace / "t").exists() and len(list((workspace / "t2").iterdir())) == 300
     assert os.path.samefile(workspace / "t2" / "d000" / "f", workspace / "t2" / "d299" / "g")
+
+
+def twins_project(root: Path) -> None:
+    """Files equal in bytes, mode and time (as an archive extracts them): ``c`` with a second name ``c2``."""
+    for name in ("a", "b", "c"):
+        (root / name).write_text("same\n")
+        os.utime(root / name, ns=(OLD_NS, OLD_NS))
+    os.link(root / "c", root / "c2")
+    for name in ("x", "y"):
+        (root / name).write_text("#!/bin/sh\n")
+        (root / name).chmod(0o755)
+        os.utime(root / name, ns=(OLD_NS, OLD_NS))
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["rm a && ln b a", "mv a b && ln b a", "rm x && ln y x", "rm a && ln c a", "ln -f b a"],
+)
+async def test_a_link_made_between_two_equal_files_lands_as_one_file(workspace: Path, command: str) -> None:
+    # Red team 40s F9: the copy showed both names with the bytes and metadata the real files had, so nothing was
+    # seen to change, and two files landed where natively one is (what `hardlink`, `rdfind`, `jdupes -L` do).
+    problems, _out = await differential(workspace, twins_project, command)
+    assert not problems, "\n".join(problems)

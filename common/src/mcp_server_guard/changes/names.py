@@ -55,6 +55,12 @@ class _Name:
     origin: bool
 
 
+def _relinked(path: str, real: os.stat_result, link: str) -> Change:
+    mode = stat.S_IMODE(real.st_mode)
+    return Change(path, "modify", "file", size=real.st_size, old_size=real.st_size, mode=mode, old_mode=mode,
+                  mtime_ns=real.st_mtime_ns, old_mtime_ns=real.st_mtime_ns, link=link)  # fmt: skip
+
+
 @dataclass
 class Names:
     """A reader's state once its walk is over, and the matching of names (see the module docstring)."""
@@ -144,15 +150,20 @@ class Names:
         moves of linked files)."""
         wanted: dict[int, list[_Name]] = {}  # real inodes with other names, whose names the root must show
         for names in self.inodes.values():
-            anchor = next((n for n in names if n.same and n.real is not None), None)
+            # The real file the names stay with: one with names of its own elsewhere first (they stay its names).
+            kept = [n for n in names if n.same and n.real is not None]
+            anchor = max(kept, key=lambda n: n.real.st_nlink if n.real is not None else 0, default=None)
             if anchor is not None:
                 assert anchor.real is not None
                 for other in names:
-                    if other is anchor or other.index < 0:
-                        continue
-                    if other.real is not None and other.real.st_ino == anchor.real.st_ino:
+                    if other is anchor or (other.real is not None and other.real.st_ino == anchor.real.st_ino):
                         continue  # already that file's name: its metadata change (if any) stays
-                    self.out[other.index] = replace(self.out[other.index], link=anchor.path)
+                    if other.index < 0 and other.real is not None:
+                        # A real file left with the same bytes and metadata, now a name of another (``rm a && ln b
+                        # a`` of two equal files, a dedup tool): natively one file then (red team 40s F9).
+                        other.index = self.add(_relinked(other.path, other.real, anchor.path))
+                    if other.index >= 0:
+                        self.out[other.index] = replace(self.out[other.index], link=anchor.path)
                 continue
             for one in names:
                 linked = one.real is not None and one.real.st_nlink > 1 and not one.origin and one.index >= 0
