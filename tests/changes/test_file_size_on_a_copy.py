@@ -144,6 +144,7 @@ async def test_the_disk_watch_stops_a_call_at_its_floor_or_past_half_of_what_was
     watch = DiskWatch(["a", "b", "a"], 4_000, lambda: killed.append("call"))
     watch.measure()
     assert watch.floors == {"a": 4_000, "b": 500}  # b had no more than the floor free: half of it
+    assert watch.room == 500  # what one file may take (the call's RLIMIT_FSIZE): the least room above a floor
     assert not watch.check()
     free["b"] = 499
     assert watch.check()

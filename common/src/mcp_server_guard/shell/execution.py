@@ -24,7 +24,7 @@ from mcp_server_guard.protected import Protection, Survey, own_areas
 from mcp_server_guard.shell.egress import Denied, EgressProxy
 from mcp_server_guard.shell.environment import base_env, build_env
 from mcp_server_guard.shell.grants import CallHosts, SessionApprovals, session_prefix
-from mcp_server_guard.shell.in_box import room_above_floor, run_boxed
+from mcp_server_guard.shell.in_box import DiskWatch, run_boxed
 from mcp_server_guard.shell.output import Progress
 from mcp_server_guard.shell.parsing import TooComplex
 from mcp_server_guard.shell.process import Control, Copy, RunResult, run
@@ -310,16 +310,14 @@ class ShellExec:
             return self.prepare(command, args, cwd, env, stdin, job)
         return await anyio.to_thread.run_sync(self.prepare, command, args, cwd, env, stdin, job)
 
-    async def _room(self, reading: bool) -> int:
-        """On a copy: what its disk may take before the call is stopped (see ``in_box.room_above_floor``). Read on
-        a worker thread (statfs on a network file system can hang), abandoned past a second."""
+    async def _disk_watch(self, reading: bool) -> DiskWatch | None:
+        """On a copy: the watch of its disk, measured before the command starts (``in_box.DiskWatch``)."""
         floor = self.sandbox.limits.disk_floor_bytes
-        if reading or not floor or not self.sandbox.copies:
-            return 0
-        areas = [area for _root, area in self.sandbox.copies]
-        with anyio.move_on_after(1.0):
-            return await anyio.to_thread.run_sync(room_above_floor, areas, floor, abandon_on_cancel=True)
-        return 0
+        if reading or not floor or not self.sandbox.copies or not self.sandbox.jail_writable:
+            return None
+        disk = DiskWatch([area for _root, area in self.sandbox.copies], floor)
+        await disk.look(disk.measure)
+        return disk
 
     def _open_egress(self, hosts: CallHosts | None) -> str | None:
         """--network policy: the call's token, which names it to the proxy; its init hands over the listener of the
@@ -367,7 +365,7 @@ class ShellExec:
                 allowed: list[str] = []
                 # A line that only reads runs on a read-only view of the roots: no copy to make, read and remove.
                 reading = await self._reading(prepared)
-                room = await self._room(reading)
+                disk = await self._disk_watch(reading)
                 started_ns = copy.started_ns = now_ns()
                 kept = False
                 try:
@@ -388,14 +386,14 @@ class ShellExec:
                             sockets=await self._outside_sockets(roots),
                             proxy=token or "",
                             reading=reading,
-                            room=room,
+                            room=disk.room if disk is not None else 0,
                         ),
                         progress=progress,
                         pause=hosts.pause if hosts is not None else None,
                         control=control,
                         copy=copy,
                         network=partial(egress.listen_on, owner=token) if egress is not None else None,
-                        disk_floor=self.sandbox.limits.disk_floor_bytes,
+                        disk=disk,
                     )
                     kept = not result.disk_low  # stopped for the disk: nothing it did is applied (its copy goes)
                 finally:

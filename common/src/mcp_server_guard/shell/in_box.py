@@ -35,7 +35,7 @@ from mcp_server_guard.shell.sandbox.box import Box, Started
 from mcp_server_guard.shell.sandbox.frames import received_fds
 from mcp_server_guard.shell.sandbox.wire import CallOptions
 
-__all__ = ["Copy", "DiskWatch", "room_above_floor", "run_boxed"]
+__all__ = ["Copy", "DiskWatch", "run_boxed"]
 
 _CHUNK = 65536
 _FD_SPACE = socket.CMSG_SPACE(4)
@@ -53,18 +53,6 @@ def _floor(free: int, least: int) -> int:
     return least if free > least else free // 2
 
 
-def room_above_floor(areas: Sequence[str], least: int) -> int:
-    """The bytes a command on a copy may add before the disk of one of its areas falls below its floor (see
-    ``DiskWatch``), now; 0 when none can be read. A call's RLIMIT_FSIZE: no one file (a single ``fallocate``)
-    takes the disk past the floor between two looks of the watch."""
-    rooms = []
-    for area in dict.fromkeys(areas):
-        with contextlib.suppress(OSError):
-            free = _free_bytes(area)
-            rooms.append(free - _floor(free, least))
-    return min(rooms, default=0)
-
-
 class DiskWatch:
     """Stops a command on a copy before its writes fill the disk holding the copy. Threat: a command that writes
     without end (``yes > f``, a runaway log) fills the user's disk — and with it the room the apply, the history
@@ -73,19 +61,26 @@ class DiskWatch:
     than that was free when it started, below half of what was free then — and nothing it did is applied (its copy
     goes: ``ShellExec.execute``), so calls stopped one after another do not fill the disk by steps."""
 
-    def __init__(self, areas: Sequence[str], least: int, kill: Callable[[], None]) -> None:
+    def __init__(self, areas: Sequence[str], least: int, kill: Callable[[], None] = lambda: None) -> None:
         self.areas, self.least = list(dict.fromkeys(areas)), least
         self.floors: dict[str, int] = {}
-        self.kill = kill
+        self.room = 0  # what the disks may take before the first floor, as measured (0: not known)
+        self.kill = kill  # stops the call (set once it started)
         self.low = False  # it stopped the command
         self.scope: anyio.CancelScope | None = None  # while it runs (a scope is made on the event loop)
         self.stopped = False
 
     def measure(self) -> None:
-        """Each area's floor, from what is free now (as the command starts)."""
+        """Each area's floor, from what is free now (before the command starts), and the room above them: the call's
+        RLIMIT_FSIZE (``layers.call_options``), so that no one file (a single ``fallocate``) takes the disk past
+        its floor between two looks."""
+        rooms = []
         for area in self.areas:
             with contextlib.suppress(OSError):
-                self.floors[area] = _floor(_free_bytes(area), self.least)
+                free = _free_bytes(area)
+                self.floors[area] = _floor(free, self.least)
+                rooms.append(free - self.floors[area])
+        self.room = min(rooms, default=0)
 
     def check(self) -> bool:
         """Whether the disk of some area is below its floor now."""
@@ -212,22 +207,19 @@ async def run_boxed(
     control: Control | None = None,
     copy: Copy | None = None,
     network: Callable[[socket.socket], None] | None = None,
-    disk_floor: int = 0,
+    disk: DiskWatch | None = None,
 ) -> RunResult:
     """Run ``argv`` in the box with the call's confinement ``options``; return its bounded output. ``copy`` learns
     the copy the command works on (when the options ask for one) and, once the call has ended however it ends,
     whether every process of it is gone. ``network`` takes the listener of the call's own network namespace.
-    ``disk_floor``: on a copy, the free bytes its disk keeps (see ``DiskWatch``; 0: not watched)."""
+    ``disk``: on a copy, the watch of its disk, measured (see ``DiskWatch``; None: not watched)."""
     started_at = time.perf_counter()
     copy = copy if copy is not None else Copy()
     out, err = output_buffers(max_output, control.tee if control is not None else None)
     ticker = Ticker(progress, out, err, started_at)
     timed_out = False
     keep = control is not None and control.keep_stdin
-    areas = [overlay["area"] for overlay in options["overlays"]] if disk_floor else []
-    disk = DiskWatch(areas, disk_floor, lambda: None)
-    if areas:
-        await disk.look(disk.measure)  # the floors before the command starts (it may end before the first look)
+    disk = disk if disk is not None and options["overlays"] else DiskWatch([], 0)
     with anyio.CancelScope(shield=True):  # a started call must be tracked and ended, not lost
         call: Started = await box.spawn(
             argv,
