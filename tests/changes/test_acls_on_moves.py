@@ -93,6 +93,9 @@ def _acls_work(path: Path) -> bool:
         # a directory moved by the box's move helper, with what is in it (their ACLs name users the box maps)
         "mv shared shared2",
         "mv shared/in plain/ && chmod 750 plain/in",
+        # red team 3 F5: a directory moved into one with a default ACL takes none (a rename keeps what it had)
+        "mv plain shared/",
+        "mkdir -p x/y && mv x shared/in/",
     ],
 )
 async def test_a_projects_own_acl_stays_with_a_file_moved_or_re_moded(workspace: Path, command: str) -> None:

@@ -23,7 +23,7 @@ MAX_PACKAGE_JSON = 4 << 20  # bytes of a package.json read at most; a larger one
 _TOP = frozenset(
     {
         "husky", "lint-staged", "nano-staged", "simple-git-hooks", "gitHooks", "ghooks", "git-hooks", "pre-commit",
-        "precommit", "pre-push", "prepush", "post-merge", "post-commit", "lefthook",
+        "precommit", "pre-push", "prepush", "post-merge", "post-commit", "lefthook", "commitlint",
     }
 )  # fmt: skip
 # husky before 1.0: an npm script named after the hook (without its dash), run by the hook it installed
@@ -41,14 +41,25 @@ def judged_package_json(path: str) -> bool:
     return parts[-1] == "package.json" and "node_modules" not in parts
 
 
-def _hook_settings(data: bytes | None) -> dict[str, str]:
-    """Each hook key the file sets, with its value as canonical JSON."""
+_UNREAD = "(the whole file: it could not be read as JSON here)"
+
+
+def _hook_settings(data: bytes | None) -> dict[str, str] | None:
+    """Each hook key the file sets, with its value as canonical JSON; None where it cannot be read as Node reads it.
+
+    Threat: a file Node reads and this reader does not (an integer of 5,000 digits, nesting 2,000 deep, bytes
+    that are not UTF-8, a file past what is read) taken for one that sets no hook (red team 3 F1): such a file is
+    judged as setting them all. Read as Node reads it: invalid UTF-8 replaced, a BOM dropped, numbers kept as
+    their text (no conversion limit)."""
     if not data:
         return {}
+    if len(data) >= MAX_PACKAGE_JSON:
+        return None
     try:
-        parsed: Any = json.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return {}
+        parsed: Any = json.loads(data.decode("utf-8", "replace").removeprefix("\ufeff"), parse_int=str,
+                                 parse_float=str, parse_constant=str)  # fmt: skip
+    except (ValueError, RecursionError):
+        return None
     if not isinstance(parsed, dict):
         return {}
     found = {key: parsed[key] for key in _TOP if key in parsed}
@@ -61,6 +72,8 @@ def _hook_settings(data: bytes | None) -> dict[str, str]:
 
 def changed_hook_keys(old: bytes | None, new: bytes | None) -> list[str]:
     """The hook keys the new content of a package.json sets to another value than the old one had (a key taken
-    out makes no hook run anything new)."""
+    out makes no hook run anything new); a new content that cannot be read counts as setting them."""
     before, after = _hook_settings(old), _hook_settings(new)
-    return sorted(key for key, value in after.items() if before.get(key) != value)
+    if after is None:
+        return [_UNREAD]
+    return sorted(key for key, value in after.items() if before is None or before.get(key) != value)

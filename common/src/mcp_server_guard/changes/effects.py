@@ -568,7 +568,16 @@ def _hook_configs(changes: ChangeSet, judgement: Judgement) -> None:
     trees: Trees | None = None
     for change in changes.changes:
         key = (changes.root, change.path)
-        if change.action in ("create", "modify") and judged_package_json(change.path) and key not in judgement.refused:
+        if change.action not in ("create", "modify") or key in judgement.refused:
+            continue
+        judged = [end for end in (change.path, change.link) if end and judged_package_json(end)]
+        if judged and (change.kind != "file" or change.link):
+            # Threat: a package.json made a link, or given another name (red team 3 F2, F3): what is written later
+            # through the other name, or into the file the link leads to, would change it unjudged.
+            judgement.asks.append(f"It makes {change.path} {'a link' if change.kind != 'file' else 'another name'}"
+                                  f" of {change.link or 'another file'}: what is written through it changes what "
+                                  f"git hooks run from {judged[0]}, unjudged.")  # fmt: skip
+        elif judged:
             trees = trees or Trees(changes)
             new = trees.read(change.path, limit=MAX_PACKAGE_JSON)
             old = trees.read(change.path, real=True, limit=MAX_PACKAGE_JSON) if change.action == "modify" else None

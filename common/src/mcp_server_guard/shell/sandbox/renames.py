@@ -548,7 +548,13 @@ def _copy_xattrs(src_dir: int, dst_dir: int, name: bytes) -> None:
     keeps them). An ACL naming a user or group the box does not map cannot be set here (EINVAL): it is lost."""
     src, dst = f"/proc/self/fd/{src_dir}/{os.fsdecode(name)}", f"/proc/self/fd/{dst_dir}/{os.fsdecode(name)}"
     with contextlib.suppress(OSError):
-        for attribute in os.listxattr(src, follow_symlinks=False):
+        # What the copy took from the directory it was made in (its default ACL) is none of the moved entry's: a
+        # rename keeps none (red team 3 F5).
+        had = set(os.listxattr(src, follow_symlinks=False))
+        for acl in set(_ACLS) & set(os.listxattr(dst, follow_symlinks=False)) - had:
+            with contextlib.suppress(OSError):
+                os.removexattr(dst, acl, follow_symlinks=False)
+        for attribute in had:
             if attribute.startswith("user.") or attribute in _ACLS:
                 with contextlib.suppress(OSError):
                     os.setxattr(dst, attribute, os.getxattr(src, attribute, follow_symlinks=False),
