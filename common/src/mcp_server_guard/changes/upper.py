@@ -24,6 +24,7 @@ import contextlib
 import dataclasses
 import os
 import stat
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from mcp_server_guard.changes.changeset import (
@@ -75,9 +76,9 @@ def moved_acls(
 ) -> tuple[frozenset[tuple[str, bytes]], list[tuple[str, str]]]:
     """Of the access control lists ``found`` on the command's entries that the real entry of that path did not have:
     those an entry the command removed or replaced had (``gone``: a file or directory renamed there carries its ACL
-    natively; a swap replaces both),
-    as the project's own (``xattrs.land`` keeps them); and the others, by path, as set by the command (never
-    applied, said). Read only where there is one to match, beneath the root, never following a link."""
+    natively; a swap replaces both), as the project's own (``xattrs.land`` keeps them); and the others, by path, as
+    set by the command (never applied, said). Read only where there is one to match, beneath the root, never
+    following a link."""
     if not found:
         return frozenset(), []
     own: set[object] = set()
@@ -401,12 +402,13 @@ def read_upper(
 _OVER_BYTES = 64 << 20  # bytes compared at most to tell a file swapped in from one rewritten in place
 
 
-def _swapped_in(changes: ChangeSet, change: Change, budget: list[int]) -> bool:
+def _swapped_in(changes: ChangeSet, change: Change, budget: list[int], sizes: Counter[int]) -> bool:
     """Whether a file the command rewrote, at a path whose real file has an access control list, holds byte for byte
     what another real file it changed or deleted held: that file, brought here by renames the judgement did not
     see as a move (a swap through a temporary name: red team 40s F1), which brings its own ACL. Compared only
-    there (an ACL would stay with the wrong content), within a bound of bytes; never through a link."""
-    if change.kind != "file" or not change.origin:
+    there (an ACL would stay with the wrong content), within a bound of bytes; never through a link. ``sizes``: the
+    sizes the real files it changed or deleted had (only where another had this one's is anything opened)."""
+    if change.kind != "file" or not change.origin or sizes[change.size] - (change.old_size == change.size) < 1:
         return False
     try:
         root = os.open(changes.root, NO_FOLLOW_DIR)
@@ -449,9 +451,13 @@ def judged_copy(
     it lands with that file's attributes and ACLs, not those of the one it replaced (``steps._kept_own``)."""
     ends = {end for end, start in moved.items() if start != end}
     budget = [_OVER_BYTES]
-    marked = [dataclasses.replace(changes, changes=tuple(dataclasses.replace(c, over=True) if c.action == "modify"
-              and ((changes.root, c.path) in ends or _swapped_in(changes, c, budget)) else c
-              for c in changes.changes)) for changes in sets]  # fmt: skip
+    marked = []
+    for changes in sets:
+        sizes = Counter(c.old_size if c.action == "modify" else c.size for c in changes.changes
+                        if c.kind == "file" and c.action in ("modify", "delete"))  # fmt: skip
+        marked.append(dataclasses.replace(changes, changes=tuple(dataclasses.replace(c, over=True)
+                      if c.action == "modify" and ((changes.root, c.path) in ends or _swapped_in(changes, c, budget,
+                      sizes)) else c for c in changes.changes)))  # fmt: skip
     for changes in sets:
         for (root, path), data in rewritten.items():
             if root != changes.root:
