@@ -34,7 +34,8 @@ def test_the_hook_keys_a_new_package_json_sets_or_changes_are_named() -> None:
     assert changed_hook_keys(old, _bytes({"name": "app"})) == []  # a key taken out runs nothing new
     assert changed_hook_keys(None, _bytes({"simple-git-hooks": {"pre-commit": "x"}})) == ["simple-git-hooks"]
     assert changed_hook_keys(None, b"\xef\xbb\xbf" + _bytes({"gitHooks": {"pre-commit": "x"}})) == ["gitHooks"]
-    assert changed_hook_keys(old, b"{ not json") == []  # npm and the hook managers refuse it too
+    # not read here: judged as setting them (npm refuses it too, but what Node reads and this does not must not pass)
+    assert changed_hook_keys(old, b"{ not json") == ["(the whole file: it could not be read as JSON here)"]
     # the same key twice: the last wins, as Node reads it
     assert changed_hook_keys(old, b'{"lint-staged": {"*.js": "eslint"}, "lint-staged": {"*": "x"}}') == ["lint-staged"]
     assert judged_package_json("package.json") and judged_package_json("packages/web/package.json")
