@@ -102,3 +102,9 @@ async def test_attack_file_write_of_hook_settings_in_any_form_is_refused(
             "file_write", {"path": path, "content": content, "overwrite": True, "createDirs": True}
         )
     assert result.is_error and error_of(result)["code"] in ("PROTECTED_CONTENT", "PROTECTED_PATH"), result
+
+
+async def test_file_write_of_a_package_json_that_is_not_json_says_so(workspace: Path, tmp_path: Path) -> None:
+    async with serve("mcp-server-file-write", workspace, "--history-dir", str(tmp_path / "history")) as client:
+        result = await client.call_tool("file_write", {"path": "package.json", "content": '{"name": "app",}'})
+    assert error_of(result)["code"] == "PROTECTED_CONTENT" and "not JSON as written" in error_of(result)["message"]

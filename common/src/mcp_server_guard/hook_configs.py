@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["MAX_PACKAGE_JSON", "changed_hook_keys", "judged_package_json"]
+__all__ = ["MAX_PACKAGE_JSON", "UNREAD", "changed_hook_keys", "judged_package_json"]
 
 MAX_PACKAGE_JSON = 4 << 20  # bytes of a package.json read at most; a larger one is judged as it begins
 _TOP = frozenset(
@@ -41,7 +41,7 @@ def judged_package_json(path: str) -> bool:
     return parts[-1] == "package.json" and "node_modules" not in parts
 
 
-_UNREAD = "(the whole file: it could not be read as JSON here)"
+UNREAD = "(the whole file: it could not be read as JSON here)"
 
 
 def _hook_settings(data: bytes | None) -> dict[str, str] | None:
@@ -75,5 +75,5 @@ def changed_hook_keys(old: bytes | None, new: bytes | None) -> list[str]:
     out makes no hook run anything new); a new content that cannot be read counts as setting them."""
     before, after = _hook_settings(old), _hook_settings(new)
     if after is None:
-        return [_UNREAD]
+        return [UNREAD]
     return sorted(key for key, value in after.items() if before is None or before.get(key) != value)

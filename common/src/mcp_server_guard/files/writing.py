@@ -46,7 +46,7 @@ from mcp_server_guard.files.mime import mime_of
 from mcp_server_guard.files.reading import sha256_fd
 from mcp_server_guard.files.treelock import TreeBusy, flock_until, tree_lock
 from mcp_server_guard.git_dirs import makes_git_dir
-from mcp_server_guard.hook_configs import MAX_PACKAGE_JSON, changed_hook_keys, judged_package_json
+from mcp_server_guard.hook_configs import MAX_PACKAGE_JSON, UNREAD, changed_hook_keys, judged_package_json
 from mcp_server_guard.paths import printable
 from mcp_server_guard.policy import FileWritePolicy, Policy
 from mcp_server_guard.protected import Protection, protection_for
@@ -115,7 +115,13 @@ def _check_hook_keys(located: Located, old: bytes | None, data: bytes) -> None:
     refuses it (``hook_configs``). Any other edit of the file is written."""
     if not judged_package_json(located.rel):
         return
-    if keys := changed_hook_keys(old, data):
+    if (keys := changed_hook_keys(old, data)) == [UNREAD]:
+        raise SecurityError(
+            "PROTECTED_CONTENT",
+            f"'{located.given}' is not JSON as written (or is 4 MiB or more): what git hooks it sets cannot be told.",
+            "Write valid JSON (no comments, no trailing commas), keeping its git hook keys as they are.",
+        )
+    if keys:
         raise SecurityError(
             "PROTECTED_CONTENT",
             f"'{located.given}' would change what git hooks run ({', '.join(keys)}): they run at the user's next "
