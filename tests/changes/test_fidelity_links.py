@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from support.boxed import run
+from support.boxed import run, shell
 from support.clients import server_params
 from support.differential import differential
 
@@ -165,10 +165,25 @@ def twins_project(root: Path) -> None:
 
 @pytest.mark.parametrize(
     "command",
-    ["rm a && ln b a", "mv a b && ln b a", "rm x && ln y x", "rm a && ln c a", "ln -f b a"],
+    ["rm a && ln b a", "mv a b && ln b a", "rm x && ln y x", "ln -f b a"],
 )
 async def test_a_link_made_between_two_equal_files_lands_as_one_file(workspace: Path, command: str) -> None:
     # Red team 40s F9: the copy showed both names with the bytes and metadata the real files had, so nothing was
     # seen to change, and two files landed where natively one is (what `hardlink`, `rdfind`, `jdupes -L` do).
     problems, _out = await differential(workspace, twins_project, command)
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("command", ["rm a && ln c a", "rm c && ln a c"])
+async def test_a_link_between_equal_files_never_relinks_a_name_the_command_did_not_touch(
+    workspace: Path, command: str
+) -> None:
+    # Red team 4 F2: where one of the two had other names the copy cannot tell which became a name of which; taking
+    # one for the other made an untouched name (`.envrc` there) a name of an ordinary file, unasked. Such a pair is
+    # left as two files: the other names keep the file they had.
+    twins_project(workspace)
+    before = (workspace / "c2").stat()
+    async with shell(workspace) as client:
+        await run(client, command)
+    after = (workspace / "c2").stat()
+    assert (after.st_ino, after.st_nlink) == (before.st_ino, 2) and (workspace / "c2").read_text() == "same\n"

@@ -108,3 +108,32 @@ async def test_file_write_of_a_package_json_that_is_not_json_says_so(workspace: 
     async with serve("mcp-server-file-write", workspace, "--history-dir", str(tmp_path / "history")) as client:
         result = await client.call_tool("file_write", {"path": "package.json", "content": '{"name": "app",}'})
     assert error_of(result)["code"] == "PROTECTED_CONTENT" and "not JSON as written" in error_of(result)["message"]
+
+
+FLIP = (
+    "import time, shutil\nend = time.time() + 5\ni = 0\nwhile time.time() < end:\n"
+    "    shutil.copy('.t/a.json' if i % 2 == 0 else '.t/b.json', 'pj.tmp')\n"
+    "    os.rename('pj.tmp', 'package.json')\n    i += 1\n"
+    "shutil.copy('.t/b.json', 'pj.tmp')\nos.rename('pj.tmp', 'package.json')\n"
+)
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
+async def test_attack_a_job_swapping_a_hooked_package_json_in_between_looks_never_lands_it(workspace: Path) -> None:
+    # Red team 4 F0: a look judged package.json (no hook at that instant), then copied what the job had swapped in
+    # a moment later. A package.json now waits for the job's end whatever a look finds; there it is judged whole.
+    plain = {"name": "app", "version": "1.0.0"}
+    (workspace / "package.json").write_text(json.dumps(plain))
+    (workspace / ".t").mkdir()
+    (workspace / ".t" / "a.json").write_text(json.dumps({**plain, "version": "1.0.1"}))
+    (workspace / ".t" / "b.json").write_text(json.dumps({**plain, "lint-staged": {"*": "echo planted"}}))
+    flip = program(workspace, "flip", FLIP)
+    seen: list[bool] = []
+    async with shell(workspace, Person(answer=False)) as client:
+        out = await run(client, flip, yieldAfterSeconds=1)
+        for _ in range(60):
+            if out["status"] != "running":
+                break
+            out = await run(client, "", jobId=out["jobId"], yieldAfterSeconds=0.3)
+            seen.append("planted" in (workspace / "package.json").read_text(errors="replace"))
+    assert not any(seen) and "planted" not in (workspace / "package.json").read_text(errors="replace")

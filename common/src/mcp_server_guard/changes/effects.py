@@ -578,11 +578,13 @@ def _hook_configs(changes: ChangeSet, judgement: Judgement) -> None:
                                   f" of {change.link or 'another file'}: what is written through it changes what "
                                   f"git hooks run from {judged[0]}, unjudged.")  # fmt: skip
         elif judged:
+            # Judged by its content: a running job's look leaves it for the job's end, whatever this look found (the
+            # job may swap a hooked one in between the judgement and the copy: red team 4 F0).
+            judgement.by_content.add(key)
             trees = trees or Trees(changes)
             new = trees.read(change.path, limit=MAX_PACKAGE_JSON)
             old = trees.read(change.path, real=True, limit=MAX_PACKAGE_JSON) if change.action == "modify" else None
             if keys := changed_hook_keys(old, new):
-                judgement.by_content.add(key)
                 judgement.asks.append(f"It changes what git hooks run from {change.path} ({', '.join(keys)}): "
                                       "they run at your next git commit, outside the box.")  # fmt: skip
 

@@ -150,15 +150,17 @@ class Names:
         moves of linked files)."""
         wanted: dict[int, list[_Name]] = {}  # real inodes with other names, whose names the root must show
         for names in self.inodes.values():
-            # The real file the names stay with: one with names of its own elsewhere first (they stay its names).
             kept = [n for n in names if n.same and n.real is not None]
-            anchor = max(kept, key=lambda n: n.real.st_nlink if n.real is not None else 0, default=None)
+            anchor = kept[0] if kept else None
             if anchor is not None:
                 assert anchor.real is not None
+                # Which of two equal files became a name of the other the copy cannot say: only where neither has
+                # names elsewhere (which would then change with it, unasked: red team 4 F2) is that decided.
+                single = all(n.real is not None and n.real.st_nlink == 1 for n in kept)
                 for other in names:
                     if other is anchor or (other.real is not None and other.real.st_ino == anchor.real.st_ino):
                         continue  # already that file's name: its metadata change (if any) stays
-                    if other.index < 0 and other.real is not None:
+                    if other.index < 0 and other.real is not None and single:
                         # A real file left with the same bytes and metadata, now a name of another (``rm a && ln b
                         # a`` of two equal files, a dedup tool): natively one file then (red team 40s F9).
                         other.index = self.add(_relinked(other.path, other.real, anchor.path))
