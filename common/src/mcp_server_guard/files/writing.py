@@ -109,6 +109,27 @@ def check_executable_content(name: str, data: bytes, policy: FileWritePolicy) ->
         )
 
 
+_ACLS = ("system.posix_acl_access", "system.posix_acl_default")
+
+
+def _carry_attributes(old: int, dirfd: int, tmp: str) -> None:
+    """The rewritten file keeps the access control list and the ``user.*`` attributes it had, as a file rewritten in
+    place does (the new content lands as a new inode). Threat: with its ACL dropped (red team 4 F3), a file whose
+    ACL's mask was wider than its group entry (``group::--- mask::rw-``) gave the group what the mask allowed; an
+    ACL the directory's default gave the new inode is none of the file's either."""
+    with contextlib.suppress(OSError):
+        fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
+        try:
+            had = os.listxattr(old)
+            for name in set(_ACLS) & set(os.listxattr(fd)) - set(had):
+                os.removexattr(fd, name)
+            for name in had:
+                if name.startswith("user.") or name in _ACLS:
+                    os.setxattr(fd, name, os.getxattr(old, name))
+        finally:
+            os.close(fd)
+
+
 def _check_hook_keys(located: Located, old: bytes | None, data: bytes) -> None:
     """Threat: a package.json given git hook settings (``"lint-staged": {"*": "curl … | sh"}``): the user's next
     ``git commit`` runs them outside any box. shell_exec asks about such a change; file_write cannot ask, and
@@ -483,6 +504,7 @@ class Writer:
         """The new content takes the name, the file still as its backup was copied (False: it changed meanwhile,
         decide again)."""
         with self._temp(located, dirfd, data, st.st_mode & 0o0666) as tmp:
+            _carry_attributes(old, dirfd, tmp)
             try:
                 with self._landing(located, dirfd, name, deadline):
                     self._lock(old, located, deadline)
