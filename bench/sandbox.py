@@ -125,7 +125,7 @@ def sandbox_rows(r: dict[str, Any], rows: list[Row], notes: list[str]) -> None:
             f"{ms(o_raw['median_s'])} / {ms(o_raw['p95_s'])}",
             f"over unconfined: {delta(o_raw['median_s'] - b_raw['median_s'])} median, "
             f"{delta(o_raw['p95_s'] - b_raw['p95_s'])} p95 (off still makes a private TMPDIR per call and sets the "
-            f"rlimits by prlimit after a vfork); {parts(off, base)}; sandbox `{sx['labels']['off']}` ✓",
+            f"rlimits before exec, in a forked child); {parts(off, base)}; sandbox `{sx['labels']['off']}` ✓",
             "info",
             "",
         )
