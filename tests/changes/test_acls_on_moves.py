@@ -8,33 +8,26 @@ from __future__ import annotations
 
 import os
 import shutil
-import struct
 from pathlib import Path
 
 import pytest
 
+from support.acls import ACCESS, ANY, DEFAULT, acl
 from support.boxed import run, shell
 from support.differential import differential
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
-ACCESS, DEFAULT = "system.posix_acl_access", "system.posix_acl_default"
-_ANY = 0xFFFFFFFF
-
-
-def _acl(*entries: tuple[int, int, int]) -> bytes:
-    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", tag, perm, ident) for tag, perm, ident in entries)
-
 
 # user::rw- user:54321:r-- group::r-- mask::r-- other::---
-FILE_ACL = _acl((0x01, 6, _ANY), (0x02, 4, 54321), (0x04, 4, _ANY), (0x10, 4, _ANY), (0x20, 0, _ANY))
+FILE_ACL = acl((0x01, 6, ANY), (0x02, 4, 54321), (0x04, 4, ANY), (0x10, 4, ANY), (0x20, 0, ANY))
 # user::rw- user:<ours>:rw- group::r-- mask::rw- other::--- (a user the box maps: the command can set it)
-WIDER_ACL = _acl((0x01, 6, _ANY), (0x02, 6, os.getuid()), (0x04, 4, _ANY), (0x10, 6, _ANY), (0x20, 0, _ANY))
+WIDER_ACL = acl((0x01, 6, ANY), (0x02, 6, os.getuid()), (0x04, 4, ANY), (0x10, 6, ANY), (0x20, 0, ANY))
 
 
 # The same, naming a user the box maps (ours): the box's move helper can carry it (one it does not map is lost)
-MAPPED_ACL = _acl((0x01, 6, _ANY), (0x02, 4, os.getuid()), (0x04, 4, _ANY), (0x10, 4, _ANY), (0x20, 0, _ANY))
-MAPPED_DIR = _acl((0x01, 7, _ANY), (0x02, 5, os.getuid()), (0x04, 5, _ANY), (0x10, 5, _ANY), (0x20, 0, _ANY))
+MAPPED_ACL = acl((0x01, 6, ANY), (0x02, 4, os.getuid()), (0x04, 4, ANY), (0x10, 4, ANY), (0x20, 0, ANY))
+MAPPED_DIR = acl((0x01, 7, ANY), (0x02, 5, os.getuid()), (0x04, 5, ANY), (0x10, 5, ANY), (0x20, 0, ANY))
 
 
 def project(root: Path) -> None:

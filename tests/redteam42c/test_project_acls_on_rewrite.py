@@ -10,27 +10,20 @@ from __future__ import annotations
 
 import os
 import shutil
-import struct
 from pathlib import Path
 
 import pytest
 
+from support.acls import ACCESS, ANY, DEFAULT, acl
 from support.boxed import run, shell
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
-ACCESS, DEFAULT = "system.posix_acl_access", "system.posix_acl_default"
-_ANY = 0xFFFFFFFF
-
-
-def _acl(*entries: tuple[int, int, int]) -> bytes:
-    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", tag, perm, ident) for tag, perm, ident in entries)
-
 
 # user::rw- user:54321:r-- group::r-- mask::r-- other::---
-FILE_ACL = _acl((0x01, 6, _ANY), (0x02, 4, 54321), (0x04, 4, _ANY), (0x10, 4, _ANY), (0x20, 0, _ANY))
+FILE_ACL = acl((0x01, 6, ANY), (0x02, 4, 54321), (0x04, 4, ANY), (0x10, 4, ANY), (0x20, 0, ANY))
 # user::rwx user:54321:rwx group::r-x mask::rwx other::---
-DIR_ACL = _acl((0x01, 7, _ANY), (0x02, 7, 54321), (0x04, 5, _ANY), (0x10, 7, _ANY), (0x20, 0, _ANY))
+DIR_ACL = acl((0x01, 7, ANY), (0x02, 7, 54321), (0x04, 5, ANY), (0x10, 7, ANY), (0x20, 0, ANY))
 
 
 def _acls_work(path: Path) -> bool:

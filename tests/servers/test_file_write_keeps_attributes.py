@@ -5,26 +5,20 @@ than the group entry — ``group::--- mask::rw-``, shown as mode 0660 — gave t
 from __future__ import annotations
 
 import os
-import struct
 from pathlib import Path
 
 import pytest
 
 from support import serve
+from support.acls import ACCESS, ANY, DEFAULT, acl
 
 pytestmark = pytest.mark.anyio
-ACCESS, DEFAULT = "system.posix_acl_access", "system.posix_acl_default"
-_ANY = 0xFFFFFFFF
-
-
-def _acl(*entries: tuple[int, int, int]) -> bytes:
-    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", tag, perm, ident) for tag, perm, ident in entries)
 
 
 # user::rw- user:54321:rw- group::--- mask::rw- other::---
-SHARED = _acl((0x01, 6, _ANY), (0x02, 6, 54321), (0x04, 0, _ANY), (0x10, 6, _ANY), (0x20, 0, _ANY))
+SHARED = acl((0x01, 6, ANY), (0x02, 6, 54321), (0x04, 0, ANY), (0x10, 6, ANY), (0x20, 0, ANY))
 # a directory default that new entries inherit: others may read
-OPEN_DEFAULT = _acl((0x01, 7, _ANY), (0x04, 5, _ANY), (0x20, 5, _ANY))
+OPEN_DEFAULT = acl((0x01, 7, ANY), (0x04, 5, ANY), (0x20, 5, ANY))
 
 
 async def test_a_rewritten_file_keeps_its_acl_and_attributes_and_takes_no_default(
