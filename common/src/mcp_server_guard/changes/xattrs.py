@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import sys
 
 from mcp_server_guard import linux
 
@@ -41,7 +40,6 @@ __all__ = [
     "default_acl",
     "kept_in_place",
     "land",
-    "origin_inode",
     "own_left",
     "own_overlay",
     "seen",
@@ -135,24 +133,6 @@ def own_overlay(path: str | int) -> Xattrs:
     """A real entry's own ``user.overlay.*`` attributes and access control lists, as they are: kept on what replaces
     it (a command's own never land: see ``_ACL``)."""
     return _values(path, [n for n in _names(path) if n.startswith(_OVERLAY) or n in _ACL])
-
-
-_OVERLAY_FH_MAGIC = 0xFB
-_FID_AT = 21  # version, magic, len, flags, type, the file system's uuid (16): then the fid
-# file handle types whose fid begins with the inode number: 32 bits (ext4, xfs), 64 bits (xfs), btrfs's objectid
-_INODE_BYTES = {1: 4, 2: 4, 0x81: 8, 0x82: 8, 0x4D: 8, 0x4E: 8, 0x4F: 8}
-
-
-def origin_inode(upper: str | int) -> int | None:
-    """The inode number of the file overlayfs copied an upper entry up from (its ``origin`` attribute holds that
-    file's handle), or None where it cannot tell (no origin, or a handle of a kind not read here)."""
-    value = next((v for name in ("user.overlay.origin", "trusted.overlay.origin") if (v := _get(upper, name))), None)
-    if value is None or len(value) < _FID_AT or value[1] != _OVERLAY_FH_MAGIC:
-        return None
-    size = _INODE_BYTES.get(value[4])
-    if size is None or len(value) < _FID_AT + size:
-        return None
-    return int.from_bytes(value[_FID_AT : _FID_AT + size], sys.byteorder)
 
 
 def acls_alike(real: str | int, upper: str | int) -> Xattrs:
