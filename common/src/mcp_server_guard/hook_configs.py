@@ -8,8 +8,8 @@ a hook husky, simple-git-hooks or lefthook installed); simple-git-hooks, yorkie 
 "curl … | sh"}`` to a project whose hooks run lint-staged — the user's own next commit runs it. The hook files
 and these tools' own config files are protected paths (``policies/default.toml``); these keys live in a file
 every project edits, so a change of them is judged by what it changes: shell_exec asks, file_write (which cannot
-ask) refuses. The file is read as JSON the way Node reads it (the last of two equal keys wins); one that does not
-parse configures no hook (npm and the hook managers refuse it too).
+ask) refuses. The file is read as JSON the way Node reads it (the last of two equal keys wins); one that cannot be
+read so here counts as setting every hook (see ``_hook_settings``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 __all__ = ["MAX_PACKAGE_JSON", "UNREAD", "changed_hook_keys", "judged_package_json"]
 
-MAX_PACKAGE_JSON = 4 << 20  # bytes of a package.json read at most; a larger one is judged as it begins
+MAX_PACKAGE_JSON = 4 << 20  # bytes of a package.json read at most; one this large counts as not read
 _TOP = frozenset(
     {
         "husky", "lint-staged", "nano-staged", "simple-git-hooks", "gitHooks", "ghooks", "git-hooks", "pre-commit",
