@@ -10,11 +10,13 @@ import os
 import shutil
 from pathlib import Path
 
+import anyio
 import pytest
 
 from support.acls import ACCESS, ANY, DEFAULT, acl
 from support.boxed import run, shell
 from support.differential import differential
+from support.differential import native as run_natively
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
@@ -83,6 +85,13 @@ def _acls_work(path: Path) -> bool:
         "mv -f other.txt acl.txt",
         "mv -f plain/p.txt acl.txt",
         "mv plain/p.txt t && mv acl.txt plain/p.txt && mv t acl.txt",
+        # red team 4 F1: a file changed, then renamed over one with an ACL (its bytes are nobody's real file's)
+        "echo more >> plain/p.txt && mv plain/p.txt acl.txt",
+        "echo more >> plain/p.txt && mv plain/p.txt t && mv acl.txt plain/p.txt && mv t acl.txt",
+        "mv plain/p.txt t && mv acl.txt plain/p.txt && echo more >> t && mv t acl.txt",
+        "echo new > t && mv t acl.txt",
+        "rm acl.txt && echo new > acl.txt",
+        "python3 -c \"import os; open('t', 'w').write('new'); os.replace('t', 'acl.txt')\"",
         # a directory moved by the box's move helper, with what is in it (their ACLs name users the box maps)
         "mv shared shared2",
         "mv shared/in plain/ && chmod 750 plain/in",
@@ -115,3 +124,24 @@ async def test_attack_an_acl_granting_more_than_the_moved_files_is_left_out(work
     refused = {p["path"]: p["reason"] for p in out["changes"]["paths"] if p["action"] == "refused"}
     assert "system.posix_acl_access left out" in refused.get("new.txt", ""), out["changes"]
     assert ACCESS not in os.listxattr(workspace / "new.txt")
+
+
+async def test_a_jobs_file_renamed_over_one_with_an_acl_brings_its_own_at_the_jobs_end(workspace: Path) -> None:
+    # Red team 4 F1, in a background job: a look falls between the rename and the job's end. The file's bytes are
+    # nobody's real file's; whether it was renamed over acl.txt or rewritten in place is said only at the end.
+    if not _acls_work(workspace / "probe"):
+        pytest.skip("no POSIX ACLs here")
+    project(workspace)
+    command = "echo more >> plain/p.txt && mv plain/p.txt acl.txt && sleep 3 && echo done > plain/q.txt"
+    native = workspace.parent / "native"
+    shutil.copytree(workspace, native, symlinks=True)
+    native_out = run_natively(native, command)
+    async with shell(workspace) as client:
+        looks = [await run(client, command, yieldAfterSeconds=1.5)]
+        assert looks[0]["status"] == "running", looks[0]
+        with anyio.fail_after(60):
+            while looks[-1]["status"] == "running":
+                looks.append(await run(client, "", jobId=looks[0]["jobId"], yieldAfterSeconds=3))
+    assert looks[-1]["exitCode"] == 0, (looks, native_out)
+    assert (workspace / "acl.txt").read_text() == (native / "acl.txt").read_text()
+    assert acls(workspace) == acls(native)

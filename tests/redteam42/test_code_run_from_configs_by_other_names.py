@@ -99,6 +99,7 @@ IN_A_PROJECT = [
     ".lintstagedrc",
     "lint-staged.config.js",
     ".pnpmfile.cjs",
+    "pnpm-workspace.yaml",
     "bunfig.toml",
     ".qwen/settings.json",
     ".opencode/plugin/x.ts",

@@ -99,6 +99,25 @@ class Change:
 
 
 @dataclass(frozen=True)
+class Renamed:
+    """What the box's rename handler said of a call's renames (``shell.sandbox.renames``)."""
+
+    linked: frozenset[int] = frozenset()  # upper inodes of names of linked files its tree moves made
+    # Where regular files it renamed are at the call's end (absolute paths, as in the box: each root's copy is
+    # mounted at the root's path). One at a real file's name is that file replaced (``mv -f p acl``), not rewritten
+    # in place, whatever its bytes: it lands with its own attributes and ACL (``Change.over``).
+    files: frozenset[str] = frozenset()
+
+    def files_in(self, root: str) -> frozenset[str]:
+        """``files`` under ``root``, relative to it."""
+        top = root.rstrip("/") + "/"
+        return frozenset(path[len(top) :] for path in self.files if path.startswith(top))
+
+
+NO_RENAMES = Renamed()
+
+
+@dataclass(frozen=True)
 class DirTime:
     """A directory the command touched: the modification time it left (put back once its entries are applied)."""
 

@@ -86,6 +86,7 @@ class Names:
     shared_meta: dict[int, list[int]] = field(default_factory=dict)  # meta changes of files with several names
     carried: frozenset[tuple[str, bytes]] = frozenset()  # the project's own user.overlay.* attributes (data)
     moved: frozenset[int] = frozenset()  # upper inodes of names of linked files the box's tree moves made
+    renamed: frozenset[str] = frozenset()  # paths of regular files the box renamed there (``Renamed.files``)
     escaped: frozenset[str] = frozenset()  # paths whose own user.overlay.* attributes the copy showed
     looked: dict[str, int] = field(default_factory=dict)  # a job's paths its earlier looks applied: their ctime then
     folded: set[str] = field(default_factory=set)  # names whose meta change went into a file rewritten through another

@@ -40,7 +40,7 @@ from typing import Any
 
 from mcp_server_guard.changes.changeset import Change, ChangeSet, DirTime
 from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, lstat_beneath, parent
-from mcp_server_guard.changes.xattrs import Xattrs
+from mcp_server_guard.changes.xattrs import Xattrs, acls, at
 from mcp_server_guard.files.history import HistoryStore
 from mcp_server_guard.files.kept import fsync_dir, write_all
 from mcp_server_guard.paths import private_dirs
@@ -424,12 +424,28 @@ def _time_now(root: str, rel: str) -> DirTime | None:
 _LOOK_BYTES = 64 << 20  # bytes of files a running job's look copies at most (per root)
 
 
+def _has_acl(root: str, rel: str) -> bool:
+    """Whether the real entry at ``rel`` beneath ``root`` has an access control list (reached with no link followed;
+    unreachable: as if it had one)."""
+    try:
+        fd = os.open(root, DIR)
+    except OSError:
+        return True
+    try:
+        with parent(fd, rel) as (dirfd, name):
+            return bool(acls(at(dirfd, name)))
+    except (OSError, Changed):
+        return True
+    finally:
+        os.close(fd)
+
+
 def live_waits(changes: ChangeSet) -> set[str]:
     """The paths a running job's look leaves for its end whatever the judgement (passed to the look's apply in its
     ``skip``): every name of a file with several names that the job rewrote or made a new name of (in the copy too:
     ``ln b n && echo >> b``) or changed through any name, every directory it deleted, and what it replaced
-    wholesale (a file by a directory, or the reverse), with everything in it; and, past ``_LOOK_BYTES`` of files,
-    the rest of them.
+    wholesale (a file by a directory, or the reverse), with everything in it, every real file with an access
+    control list it rewrote; and, past ``_LOOK_BYTES`` of files, the rest of them.
 
     Why: overlayfs copies each name of a file up on its own, so across looks the job's copy would show the names as
     files of their own (a later ``touch`` through the other name would take it back to the old bytes), and a change
@@ -453,6 +469,10 @@ def live_waits(changes: ChangeSet) -> set[str]:
             upper = lstat_beneath(changes.upper, change.path)
             if upper is not None and upper.st_nlink > 1:
                 waits.add(change.path)
+        # A real file with an access control list, rewritten: whether it was renamed over (another file's, that
+        # brings its own ACL) or rewritten in place (it keeps its own) is said at the job's end (``Renamed.files``).
+        if change.action == "modify" and change.kind == "file" and _has_acl(changes.root, change.path):
+            waits.add(change.path)
     # Threat: a look copies (the job still writes its files), so what it copies takes the disk twice until the job
     # ends: a job's 600 MB file copied by a look took the disk half a gigabyte past the floor the job is stopped at
     # (red team 40s F4). A look copies at most _LOOK_BYTES; the rest lands at the job's end, renamed.

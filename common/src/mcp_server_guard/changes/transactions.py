@@ -38,7 +38,9 @@ from mcp_server_guard.changes.changeset import (
     COUNTED_FILES,
     COUNTED_UNBACKED,
     MAX_ENTRIES,
+    NO_RENAMES,
     ChangeSet,
+    Renamed,
     looked_under,
     walk_real,
 )
@@ -98,7 +100,7 @@ class Held:
     # A background job's: the paths as its looks left them (its own, never conflicts) — its end is then recorded
     # under the job's id with its looks; and the upper inodes of names of linked files its tree moves made.
     baseline: dict[str, int] = field(default_factory=dict)
-    moved: frozenset[int] = frozenset()
+    moved: Renamed = NO_RENAMES
 
 
 @contextlib.contextmanager
@@ -194,7 +196,7 @@ class Transactions:
         self,
         name: str,
         started_ns: int = 0,
-        moved: frozenset[int] = frozenset(),
+        moved: Renamed = NO_RENAMES,
         baseline: dict[str, int] | None = None,
     ) -> list[ChangeSet]:
         """Every root's change set of the copy ``name`` (every process of its call must be gone); ``started_ns``: when
@@ -292,13 +294,13 @@ class Transactions:
         what: dict[str, Any],
         baseline: dict[str, int] | None = None,
         untouched: bool = False,
-        moved: frozenset[int] = frozenset(),
+        moved: Renamed = NO_RENAMES,
     ) -> Settled:
         """Settle the copy ``name`` of a call that has ended. ``ask``: ask the person now (None: cannot now);
         ``hold``: keep the change set for a later call when a question is needed and cannot be asked now;
         ``baseline``: a job's paths as its looks left them (see ``Applier.apply``); ``untouched``: its init found the
-        copy empty and took it back (it is not ours to read or remove any more); ``moved``: the upper inodes of
-        the names of linked files its tree moves made (``shell.sandbox.renames.moved``)."""
+        copy empty and took it back (it is not ours to read or remove any more); ``moved``: what the box's
+        rename handler said of its renames."""
         if not name:
             return Settled("none")
         if not final:
@@ -384,7 +386,7 @@ class Transactions:
         if not name:
             return Settled("none")
         try:
-            sets = await anyio.to_thread.run_sync(self.read, name, started_ns, frozenset(), baseline)
+            sets = await anyio.to_thread.run_sync(self.read, name, started_ns, NO_RENAMES, baseline)
         except (OSError, RecursionError, ValueError) as exc:
             return Settled("waiting", reason=f"its changes could not be read now ({_why(exc)})")
         if not any(s.changes or s.incomplete for s in sets):

@@ -24,17 +24,18 @@ import contextlib
 import dataclasses
 import os
 import stat
-from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from mcp_server_guard.changes.changeset import (
     MADE,
     NO_FOLLOW_DIR,
+    NO_RENAMES,
     ROOT,
     Change,
     ChangeSet,
     DirTime,
     Kind,
+    Renamed,
     depth,
     kind_of,
     listing,
@@ -345,7 +346,7 @@ class _Reader(Names):
             return
         index = self.add(Change(path, "modify", kind, size=size, old_size=real.st_size if real_kind == "file" else 0,
                                 mode=mode, old_mode=stat.S_IMODE(real.st_mode), origin=origin,
-                                shown=path in self.escaped))  # fmt: skip
+                                shown=path in self.escaped, over=kind == "file" and path in self.renamed))  # fmt: skip
         if kind == "file":
             self.note(path, st, index, real, False, origin)
             self.overlay_names(at(upper_dir, name), path, own_overlay(at(real_dir, name)))
@@ -360,7 +361,7 @@ def read_upper(
     *,
     started_ns: int = 0,
     carried: frozenset[tuple[str, bytes]] = frozenset(),
-    moved: frozenset[int] = frozenset(),
+    moved: Renamed = NO_RENAMES,
     escaped: frozenset[str] = frozenset(),
     looked: dict[str, int] | None = None,
 ) -> ChangeSet:
@@ -368,14 +369,15 @@ def read_upper(
     real root (both read without following a link). ``skip``: root-relative paths that are not the command's;
     ``mounted``: the mode and modification time the upper directory was given when mounted (the root's then: the
     root's own are the command's change only where they differ from those; unknown: never); ``carried``: the
-    ``user.overlay.*`` attributes the project has on entries of its own (``Escapes.data``); ``moved``: the upper
-    inodes of names of linked files that the box's tree moves made (``shell.sandbox.renames.moved``); ``escaped``: the
+    ``user.overlay.*`` attributes the project has on entries of its own (``Escapes.data``); ``moved``: what the
+    box's rename handler said of the call's renames (``changeset.Renamed``); ``escaped``: the
     root-relative paths whose own ``user.overlay.*`` attributes the copy showed (``Escapes.escaped``); ``looked``: for a
     running job, the root-relative paths its earlier looks applied, with their ctime then (``.``: the root; a path
     a look made marked ``MADE``: ``changeset.looked_under``)."""
     upper_fd = os.open(upper, NO_FOLLOW_DIR)
     try:
-        reader = _Reader(real_root, upper_fd, skip, started_ns, carried=carried, moved=moved, escaped=escaped,
+        reader = _Reader(real_root, upper_fd, skip, started_ns, carried=carried, moved=moved.linked,
+                         renamed=moved.files_in(root), escaped=escaped,
                          looked=looked or {})  # fmt: skip
         own, real = os.fstat(upper_fd), os.fstat(real_root)
         if mounted is not None:
@@ -399,47 +401,6 @@ def read_upper(
         os.close(upper_fd)
 
 
-_OVER_BYTES = 64 << 20  # bytes compared at most to tell a file swapped in from one rewritten in place
-
-
-def _swapped_in(changes: ChangeSet, change: Change, budget: list[int], sizes: Counter[int]) -> bool:
-    """Whether a file the command rewrote, at a path whose real file has an access control list, holds byte for byte
-    what another real file it changed or deleted held: that file, brought here by renames the judgement did not
-    see as a move (a swap through a temporary name: red team 40s F1), which brings its own ACL. Compared only
-    there (an ACL would stay with the wrong content), within a bound of bytes; never through a link. ``sizes``: the
-    sizes the real files it changed or deleted had (only where another had this one's is anything opened)."""
-    if change.kind != "file" or not change.origin or sizes[change.size] - (change.old_size == change.size) < 1:
-        return False
-    try:
-        root = os.open(changes.root, NO_FOLLOW_DIR)
-    except OSError:
-        return False
-    try:
-        with parent(root, change.path) as (real_dir, name):
-            if not acls(at(real_dir, name)):
-                return False
-        upper = os.open(changes.upper, NO_FOLLOW_DIR)
-        try:
-            with parent(upper, change.path) as (upper_dir, upper_name):
-                for other in changes.changes:
-                    size = other.old_size if other.action == "modify" else other.size
-                    if other.path == change.path or other.kind != "file" or other.action not in ("modify", "delete"):
-                        continue
-                    if size != change.size or budget[0] < size:
-                        continue
-                    budget[0] -= size
-                    with parent(root, other.path) as (other_dir, other_name):
-                        if same_bytes(upper_dir, upper_name, other_dir, other_name, size):
-                            return True
-        finally:
-            os.close(upper)
-    except (Changed, OSError):
-        return False
-    finally:
-        os.close(root)
-    return False
-
-
 def judged_copy(
     sets: Sequence[ChangeSet],
     rewritten: Mapping[tuple[str, str], bytes],
@@ -447,17 +408,13 @@ def judged_copy(
 ) -> list[ChangeSet]:
     """The copy made ready to apply as judged (``changes.effects``): the judgement's safer content in place of the
     command's (``rewritten``; in the copy, ours now, never through a link: each name opened on its own below the
-    upper directory), and each file another was renamed over marked (``moved``: each end of a move -> its start):
-    it lands with that file's attributes and ACLs, not those of the one it replaced (``steps._kept_own``)."""
+    upper directory), and each file another was renamed over marked (``moved``: each end of a move -> its start;
+    the box said the others, ``Renamed.files``): it lands with that file's attributes and ACLs, not those of the one
+    it replaced (``steps._kept_own``)."""
     ends = {end for end, start in moved.items() if start != end}
-    budget = [_OVER_BYTES]
-    marked = []
-    for changes in sets:
-        sizes = Counter(c.old_size if c.action == "modify" else c.size for c in changes.changes
-                        if c.kind == "file" and c.action in ("modify", "delete"))  # fmt: skip
-        marked.append(dataclasses.replace(changes, changes=tuple(dataclasses.replace(c, over=True)
-                      if c.action == "modify" and ((changes.root, c.path) in ends or _swapped_in(changes, c, budget,
-                      sizes)) else c for c in changes.changes)))  # fmt: skip
+    marked = [dataclasses.replace(changes, changes=tuple(dataclasses.replace(c, over=True)
+              if c.action == "modify" and (changes.root, c.path) in ends else c for c in changes.changes))
+              for changes in sets]  # fmt: skip
     for changes in sets:
         for (root, path), data in rewritten.items():
             if root != changes.root:

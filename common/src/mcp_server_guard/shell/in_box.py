@@ -17,10 +17,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
+from mcp_server_guard.changes.changeset import Renamed
 from mcp_server_guard.shell.output import OutputBuffer, Progress, Ticker, output_buffers
 from mcp_server_guard.shell.process import (
     KILL_GRACE_S,
@@ -185,11 +186,18 @@ class _Status:
                 # The init killed and reaped everything else of the call: nothing writes to the copy any more.
                 self.copy.final = message.get("settled") is True
                 self.copy.untouched = self.copy.final and message.get("untouched") is True
-                moved = message.get("moved")
-                if isinstance(moved, list):
-                    self.copy.moved = frozenset(n for n in moved if isinstance(n, int))
+                linked, files = message.get("moved"), message.get("renamed")
+                self.copy.moved = Renamed(_said(linked, int), _said(files, str))
             elif "error" in message:
                 self.error = message
+
+
+_T = TypeVar("_T")
+
+
+def _said(said: object, kind: type[_T]) -> frozenset[_T]:
+    """The items of a list the call's init said (``shell.sandbox.worker``) that are of ``kind``."""
+    return frozenset(n for n in said if isinstance(n, kind)) if isinstance(said, list) else frozenset()
 
 
 async def run_boxed(

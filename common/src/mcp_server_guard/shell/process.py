@@ -24,6 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 
+from mcp_server_guard.changes.changeset import NO_RENAMES, Renamed
 from mcp_server_guard.shell.output import OutputBuffer, Progress, Ticker, output_buffers
 from mcp_server_guard.shell.sandbox.lifetime import children, reap_orphans
 from mcp_server_guard.shell.sandbox.planning import Confinement
@@ -92,7 +93,7 @@ class Copy:
     # removed here.
     untouched: bool = False
     stopped: int = 0  # processes the command left running when it ended: stopped then (see ``shell.in_box``)
-    moved: frozenset[int] = frozenset()  # upper inodes of names its tree moves made of linked files (``renames``)
+    moved: Renamed = NO_RENAMES  # what its renames made, by upper inode (``shell.sandbox.renames``)
     started_ns: int = 0  # when the command started, by the file systems' clock
     # A background job's: the ctime each path had when a look applied it (see changes.apply), and the lock that
     # keeps two applies of the same copy apart.
@@ -196,7 +197,7 @@ class RunResult:
     copy: str = ""  # the copy the command worked on ("" when it wrote the real tree directly)
     copy_final: bool = False  # every process of the call had ended when it returned: the copy is what it did
     copy_untouched: bool = False  # the copy holds nothing and is its init's again (see ``Copy.untouched``)
-    copy_moved: frozenset[int] = frozenset()  # see ``Copy.moved``
+    copy_moved: Renamed = NO_RENAMES  # see ``Copy.moved``
     read_only: bool = False  # it only read (see ``shell.reading``): it ran on a read-only view, with no copy
     started_ns: int = 0  # when it started, by the file systems' clock (see changes.nofollow.now_ns)
     network_denied: tuple[Denied, ...] = ()  # --network policy: what the egress proxy refused for this call

@@ -8,6 +8,9 @@ copying. The call's init therefore loads a last seccomp filter that turns ``rena
 filter (so its own calls are not intercepted):
 
 * the source is not a directory, or cannot be looked at: the kernel carries the call out as asked (CONTINUE);
+  where it is a regular file, the thread first notes where it is going and its inode number (a file's number on
+  the overlay stays the same through a rename and a copy-up): those found there at the call's end are said with
+  it (``renamed``);
 * a directory: the thread renames it itself, with the caller's paths (read from ``/proc/<pid>/mem``) resolved
   from the caller's working directory or directory fds (``/proc/<pid>/cwd``, ``/proc/<pid>/fd/N``); where the
   overlay answers ``EXDEV``, it moves the tree the way ``mv`` does: a copy under a temporary name beside the
@@ -54,6 +57,11 @@ _ACLS = ("system.posix_acl_access", "system.posix_acl_default")
 # This call's moved names of files with several names (see ``_copy_tree``): their inode numbers on the copy (the
 # upper layer's), said with the call's end so that the server tells them from copies with the same bytes.
 _moved: list[int] = []
+# This call's renamed regular files: where each was going (an absolute path) and its inode number on the copy. Those
+# found there at the call's end are said, so that the server tells a file renamed over another (``mv -f p.txt
+# acl.txt``: p.txt's, with its own ACL) from one rewritten in place (the same file, with its ACL), whatever bytes it
+# holds (red team 4 F1). A rename that failed, or a file renamed again, removed or replaced since, is not found.
+_renamed: list[tuple[bytes, int]] = []
 
 
 class _Arch:
@@ -203,6 +211,8 @@ class Handler:
                     other = os.stat(new, dir_fd=new_fd, follow_symlinks=False)
                     if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino) and not flags:
                         return 0
+                if stat.S_ISREG(st.st_mode):
+                    _note_renamed(new_fd, new, st.st_ino)
                 raise _Skip  # files move on the overlay as they are
             error = _renameat2(self.which, old_fd, old, new_fd, new, flags)
             if error != errno.EXDEV or flags & _RENAME_EXCHANGE:
@@ -447,6 +457,49 @@ def _inside(directory: int, tree: os.stat_result) -> bool:
         return False
     finally:
         os.close(current)
+
+
+def _note_renamed(dirfd: int, path: bytes, ino: int) -> None:
+    """Note where a file with inode number ``ino`` is being renamed to (``_renamed``): the path of the directory as
+    this thread sees it (the caller's view: the same mounts and root), and the name."""
+    if len(_renamed) >= _MOVED_MAX:
+        return
+    with contextlib.suppress(OSError):
+        parent, name = _split(dirfd, path)
+        try:
+            where = os.readlink(f"/proc/self/fd/{parent}".encode())
+        finally:
+            os.close(parent)
+        if where.startswith(b"/"):
+            _renamed.append((where.rstrip(b"/") + b"/" + name, ino))
+
+
+def renamed(view: int) -> list[str]:
+    """Where the regular files this call renamed are at its end: each noted path that holds the inode renamed there
+    (``_renamed``). ``view``: the root of the call's mount namespace (its copy is mounted there), walked without
+    following a link. Forgotten once said."""
+    said = []
+    for path, ino in dict.fromkeys(_renamed):
+        with contextlib.suppress(OSError):
+            st = _lstat_beneath(view, path)
+            if stat.S_ISREG(st.st_mode) and st.st_ino == ino:
+                said.append(os.fsdecode(path))
+    _renamed.clear()
+    return said
+
+
+def _lstat_beneath(top: int, path: bytes) -> os.stat_result:
+    """``path`` (absolute, as ``readlink`` gives it) looked at from ``top``, one name at a time, no link followed."""
+    *parents, last = [part for part in path.split(b"/") if part]
+    fd = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=top)
+    try:
+        for part in parents:
+            nxt = os.open(part, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        return os.stat(last, dir_fd=fd, follow_symlinks=False)
+    finally:
+        os.close(fd)
 
 
 def moved() -> list[int]:

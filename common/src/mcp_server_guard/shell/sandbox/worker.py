@@ -325,10 +325,25 @@ def _end(
     # while it runs, and may have emptied it.
     copy = stage.view.copy
     spare = copy if settled and spec["recycle"] and copy is not None and untouched(copy) else None
-    moved = renames.moved()
+    moved, renamed = renames.moved(), _renamed_in(stage)
     report(status, {"exit": exit_status, "settled": settled, **({"untouched": True} if spare else {}),
-                    **({"stopped": stopped} if stopped else {}), **({"moved": moved} if moved else {})})  # fmt: skip
+                    **({"stopped": stopped} if stopped else {}), **({"moved": moved} if moved else {}),
+                    **({"renamed": renamed} if renamed else {})})  # fmt: skip
     return settled, spare, [stage.tid, handler.tid if handler is not None else None]
+
+
+def _renamed_in(stage: _Stage) -> list[str]:
+    """Where the regular files the call renamed are (``renames.renamed``), looked at in the call's mount namespace:
+    its stage thread's, alive until the call is over."""
+    try:
+        view = os.open(f"/proc/self/task/{stage.tid}/root", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        view = -1  # none found: nothing said (and the notes forgotten all the same)
+    try:
+        return renames.renamed(view)
+    finally:
+        if view >= 0:
+            os.close(view)
 
 
 def _end_the_call() -> int:
