@@ -195,6 +195,10 @@ def main() -> int:
     plain = sum(len(r.misses) for r in everyday) / total
     copy = sum(len(r.copy_misses) for r in everyday) / total
     print(f"{'everyday (agent + people): asked or denied':48} {plain * 100:6.1f}%   {copy * 100:6.1f}%   <= 3%")
+    # --mode read-only with the box: the default policy judges (the kernel refuses every write), not the allow-list.
+    ro = next(r for r in results if r.spec.name == "readonly_everyday.txt")
+    kernel = sum(decide(engine_for[(False, True)], line) == "deny" for line in ro.lines) / ro.total
+    print(f"{'readonly_everyday: refused, read-only in the box':48} {kernel * 100:6.1f}%              <= 2%")
     stdin_summary, stdin_misses = stdin_calls(engine_for[(False, False)])
     print(f"{'stdin_calls.jsonl (expect met; ask met by deny)':48} {stdin_summary}")
     median, p99 = decision_times(engine_for, results)

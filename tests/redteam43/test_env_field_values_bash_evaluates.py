@@ -36,12 +36,13 @@ def _fill(env: dict[str, str], payload: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("case", list(CASES))
 async def test_env_value_bash_evaluates_runs_a_refused_program_in_read_only_mode(workspace: Path, case: str) -> None:
-    """--mode read-only: ``touch`` is not on the allow-list (refused when written in the line) and what cannot be
+    """--mode read-only without the box (there the read-only allow-list is the guard): ``touch`` is not on the list
+    (refused when written in the line) and what cannot be
     decided is denied. Expected: refused (COMMAND_DENIED/READ_ONLY_MODE) and touch never runs. Observed: allowed
     (read-only-tools); touch runs and only the box's read-only mount stops its write (stderr "touch: cannot touch")."""
     command, env = CASES[case]
     env = _fill(env, "$(touch ro-marker)")
-    async with serve(SX, workspace, "--mode", "read-only") as client:
+    async with serve(SX, workspace, "--mode", "read-only", "--sandbox", "off") as client:
         in_line = await client.call_tool(
             "shell_exec", {"command": f"{'; '.join(f'{k}={shlex.quote(v)}' for k, v in env.items())}; {command}"}
         )
@@ -84,7 +85,7 @@ async def test_arithmetic_through_a_second_name_runs_a_refused_program_in_read_o
     env = _fill(env, "$(touch ro-marker)")
     line = f"{'; '.join(f'{k}={shlex.quote(v)}' for k, v in env.items())}; {command}"
     arguments = {"command": command, "env": env} if where == "env-field" else {"command": line}
-    async with serve(SX, workspace, "--mode", "read-only") as client:
+    async with serve(SX, workspace, "--mode", "read-only", "--sandbox", "off") as client:
         result = await client.call_tool("shell_exec", {**arguments, "timeoutSeconds": 30})
     out = result.structured_content or {}
     assert result.is_error and "touch" not in out.get("stderr", ""), out

@@ -32,10 +32,16 @@ async def test_read_only_with_transactions_off_tells_rm_rf_as_the_mode(workspace
     workspace-write"): ``_writable_engine`` judges with effects whenever the box is bubblewrap, ignoring that
     --transactions off (or a box without copies) leaves a workspace-write session with no copy."""
     (workspace / "build").mkdir()
-    writable = await _error(workspace, "rm -rf build", "--transactions", "off")
+    writable = await _error(workspace, "rm -rf build", "--transactions", "off", "--sandbox", "off")
     assert writable["code"] == "COMMAND_DENIED", writable
-    refused = await _error(workspace, "rm -rf build", "--mode", "read-only", "--transactions", "off")
+    refused = await _error(
+        workspace, "rm -rf build", "--mode", "read-only", "--transactions", "off", "--sandbox", "off"
+    )
     assert refused["code"] == "COMMAND_DENIED", refused
+    # With the box the kernel keeps a read-only session from writing: the line runs, and nothing goes.
+    async with serve("mcp-server-shell-exec", workspace, "--mode", "read-only", "--transactions", "off") as client:
+        ran = await client.call_tool("shell_exec", {"command": "rm -rf build"})
+    assert (workspace / "build").is_dir(), ran
 
 
 async def test_read_only_redirect_outside_the_jail_is_told_as_the_mode(workspace: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -315,19 +316,21 @@ async def test_read_only_mode_boxes_commands_in_a_read_only_jail(workspace: Path
     )
     async with serve("mcp-server-shell-exec", workspace, "--mode", "read-only", "--policy", str(policy)) as client:
         wrote = await client.call_tool("shell_exec", {"command": "touch", "args": ["made.txt"]})
-    async with serve("mcp-server-shell-exec", workspace, "--mode", "read-only") as client:
+    async with serve("mcp-server-shell-exec", workspace, "--mode", "read-only", "--sandbox", "off") as client:
         denied = await client.call_tool("shell_exec", {"command": "touch made.txt"})
     out = wrote.structured_content
     assert out is not None and out["mode"] == "read-only"
     if out["sandbox"] != "none":
         assert out["exitCode"] != 0
-    assert error_of(denied)["code"] == "READ_ONLY_MODE"  # the read-only policy: touch is not a read
+    # Without the box nothing but the read-only allow-list keeps a command from writing: touch is not a read.
+    assert error_of(denied)["code"] == "READ_ONLY_MODE"
     assert not (workspace / "made.txt").exists() or out["sandbox"] == "none"
 
 
 async def test_a_refusal_the_read_only_mode_makes_says_the_mode_and_what_the_user_can_do(workspace: Path) -> None:
-    writes = ["touch t.txt", "python3 -c \"open('t.txt', 'w').write('x')\"", "rm -rf build", "echo x > t.txt"]
-    async with serve("mcp-server-shell-exec", workspace, "--mode", "read-only") as client:
+    # Without the box (--sandbox off) the read-only allow-list is the guard: what it refuses says the mode.
+    writes = ["touch t.txt", "python3 -c \"open('t.txt', 'w').write('x')\"", "echo x > t.txt"]
+    async with serve("mcp-server-shell-exec", workspace, "--mode", "read-only", "--sandbox", "off") as client:
         refused = [error_of(await client.call_tool("shell_exec", {"command": line})) for line in writes]
         read = await client.call_tool("shell_exec", {"command": "cat hello.txt"})
     for line, error in zip(writes, refused, strict=True):
@@ -595,3 +598,44 @@ def test_the_approval_question_speaks_the_protocol_version_the_client_negotiated
         raw.close()
     assert ("mode" in question["params"]) is (version >= "2025-11-25")
     assert "requestedSchema" in question["params"] and answer["id"] == 1
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
+async def test_read_only_mode_with_the_box_runs_any_line_and_the_kernel_refuses_its_writes(workspace: Path) -> None:
+    # Issue 45 item 1: the box's read-only view, not an allow-list, keeps a read-only session from writing. Programs
+    # the allow-list never named run (a linter, a builtin); a write fails in the kernel, and the result says why
+    # and where to write instead; the deny rules still hold.
+    (workspace / "build").mkdir()
+    reads = ["exit 0", "python3 -c \"print('looked')\"", "git --version", "echo scratch > /tmp/s && cat /tmp/s"]
+    writes = ["touch t.txt", "python3 -c \"open('t.txt', 'w').write('x')\"", "rm -rf build", "echo x > t.txt"]
+    async with serve("mcp-server-shell-exec", workspace, "--mode", "read-only") as client:
+        read = [await client.call_tool("shell_exec", {"command": line}) for line in reads]
+        wrote = [await client.call_tool("shell_exec", {"command": line}) for line in writes]
+        denied = await client.call_tool("shell_exec", {"command": "rm -rf ~"})
+    for line, result in zip(reads, read, strict=True):
+        out = result.structured_content
+        assert not result.is_error and out is not None and out["exitCode"] == 0, (line, result)
+        assert "bwrap" in out["sandbox"] and out["mode"] == "read-only", (line, out)
+    for line, result in zip(writes, wrote, strict=True):
+        out = result.structured_content
+        assert not result.is_error and out is not None and out["exitCode"] != 0, (line, result)
+        assert "session is read-only" in out["changes"]["reason"], (line, out)
+        assert "--mode workspace-write" in text_of(result) and "$TMPDIR" in text_of(result), (line, out)
+    assert not (workspace / "t.txt").exists() and (workspace / "build").is_dir()
+    assert error_of(denied)["code"] == "COMMAND_DENIED"
+
+
+async def test_a_redirect_to_tmp_is_refused_without_the_box_and_runs_in_the_calls_own_tmp_with_it(
+    workspace: Path,
+) -> None:
+    line = "echo scratch > /tmp/mcp-guard-test-scratch && cat /tmp/mcp-guard-test-scratch"
+    async with serve("mcp-server-shell-exec", workspace, "--sandbox", "off") as client:
+        refused = await client.call_tool("shell_exec", {"command": line})
+    assert error_of(refused)["code"] == "REDIRECT_OUTSIDE_JAIL"
+    if shutil.which("bwrap") is None:
+        return
+    async with serve("mcp-server-shell-exec", workspace) as client:
+        ran = await client.call_tool("shell_exec", {"command": line})
+    out = ran.structured_content
+    assert out is not None and "bwrap" in out["sandbox"] and out["stdout"] == "scratch\n", ran
+    assert not Path("/tmp/mcp-guard-test-scratch").exists()  # the call's own /tmp, not the machine's

@@ -16,7 +16,7 @@ from mcp_server_guard.policy import Policy
 class Mode(enum.StrEnum):
     """The permission mode a server runs in, chosen per session by the agent CLI (``--mode``)."""
 
-    READ_ONLY = "read-only"  # file_write refuses everything; shell_exec: read-only policy, read-only jail
+    READ_ONLY = "read-only"  # file_write refuses everything; shell_exec: a read-only view (no box: allow-list)
     WORKSPACE_WRITE = "workspace-write"  # the defaults: write inside the jail, kernel box around commands
     FULL_ACCESS = "full-access"  # no kernel box around commands; the policy's deny rules still apply
 

@@ -98,7 +98,8 @@ ModeOpt = Annotated[
     Mode,
     typer.Option(
         "--mode",
-        help="read-only: file_write refuses every write, shell_exec runs the read-only policy in a read-only jail; "
+        help="read-only: file_write refuses every write, shell_exec runs commands on a read-only view (the "
+        "read-only allow-list where there is no box); "
         "workspace-write: the defaults; full-access: no kernel box around commands (policy deny rules still apply).",
     ),
 ]

@@ -91,15 +91,20 @@ def _check_length(command: str, args: Sequence[str], env: Mapping[str, str] | No
     )
 
 
-def writable_engine(sources: Sequence[str], policy: ShellPolicy, copies: bool, roots: Sequence[str]) -> PolicyEngine:
-    """The judgement a workspace-write session of a read-only server would make: the packaged read-only list (what
-    ``--mode read-only`` adds; ``sources``: the policy's files) left out, commands on a copy where that server would
-    make one (``copies``: a box, and transactions on)."""
+def writable_policy(sources: Sequence[str], policy: ShellPolicy) -> ShellPolicy:
+    """The policy of a workspace-write session of a read-only server: the packaged read-only list (what ``--mode
+    read-only`` adds; ``sources``: the policy's files) left out."""
     packaged = os.path.realpath(default_policy_path().parent / "readonly.toml")
     readonly = any(os.path.realpath(source) == packaged for source in sources)
+    return load_policy(None).shell_exec if readonly else policy
+
+
+def writable_engine(sources: Sequence[str], policy: ShellPolicy, copies: bool, roots: Sequence[str]) -> PolicyEngine:
+    """The judgement a workspace-write session of a read-only server would make (``writable_policy``), commands on a
+    copy where that server would make one (``copies``: a box, and transactions on)."""
     env = base_env()
-    return PolicyEngine(load_policy(None).shell_exec if readonly else policy, base_path=env["PATH"], effects=copies,
-                        roots=list(roots), home=env.get("HOME", ""))  # fmt: skip
+    return PolicyEngine(writable_policy(sources, policy), base_path=env["PATH"], effects=copies, roots=list(roots),
+                        home=env.get("HOME", ""))  # fmt: skip
 
 
 def _about(verdict: Verdict, command: str) -> str:
@@ -131,8 +136,13 @@ class ShellExec:
         *,
         read_only: bool = False,
         writable_engine: PolicyEngine | None = None,
+        kernel_read_only: bool = False,
     ) -> None:
         self.read_only = read_only  # --mode read-only: a refusal the mode makes says so
+        # --mode read-only where the kernel keeps every command from writing the roots (the box's read-only view, or
+        # Landlock): the line is judged as in a workspace-write session (its deny rules, the network policy), not
+        # against the read-only allow-list; a rule that only guards the project's files gives way to the kernel.
+        self.kernel_read_only = kernel_read_only
         # The judgement of a workspace-write session of this server: tells a refusal the mode makes from one the
         # line earns anyway.
         self.writable_engine = writable_engine
@@ -151,7 +161,7 @@ class ShellExec:
         self.engine = PolicyEngine(
             policy,
             base_path=self.base_env["PATH"],
-            effects=transactions is not None,
+            effects=transactions is not None or kernel_read_only,
             roots=[root.path for root in jail.roots],
             home=self.base_env.get("HOME", ""),
         )
@@ -478,6 +488,8 @@ class ShellExec:
             path = posixpath.normpath(posixpath.join(cwd, target))
             if path in _SAFE_DEVICES or path.startswith("/dev/fd/"):
                 continue
+            if self.sandbox.box is not None and _scratch(target, path):
+                continue
             try:
                 self.jail.locate(path)
             except SecurityError:
@@ -487,6 +499,19 @@ class ShellExec:
                     f"The redirection '{redirect.op} {redirect.target.raw}' writes outside the allowed directories.",
                     f"Write inside the allowed directories: {self.jail.describe_roots()}.",
                 ) from None
+
+
+def _scratch(target: str, path: str) -> bool:
+    """Whether a redirect in the box writes the call's own /tmp or /dev/shm (empty, gone with the call): the line
+    names them, and not a directory of the machine's there (``/tmp/build/x``, where /tmp/build is a directory the
+    writer may have meant, is refused like any outside the roots; so is ``../outside/x`` from a project under /tmp)."""
+    scratch = ("/tmp/", "/dev/shm/")  # noqa: S108 - the box's own
+    parent = posixpath.dirname(path)
+    return (
+        target.startswith(scratch)
+        and (path + "/").startswith(scratch)
+        and (parent + "/" in scratch or not os.path.lexists(parent))
+    )
 
 
 def limits_of(policy: ShellPolicy) -> Limits:

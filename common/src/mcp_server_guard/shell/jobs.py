@@ -348,6 +348,17 @@ def window(spool: Spool, start: int, end: int, limit: int) -> tuple[str, tuple[i
     return _text(head) + f"\n[… {gap[1] - gap[0]} bytes omitted …]\n" + _text(tail), gap
 
 
+def unfinished_line(text: str) -> str:
+    """What of ``text`` the next write to a job can still continue: the line after the last newline and, threat:
+    `shut\\` + newline, then `down -h now` in the next write — the lines before it that end in a backslash (a
+    shell, and `read` without -r, join a line ending in one to the next). Judged again with the next write."""
+    lines = text.split("\n")
+    start = len(lines) - 1
+    while start > 0 and lines[start - 1].endswith("\\"):
+        start -= 1
+    return "\n".join(lines[start:])
+
+
 @dataclass
 class Job:
     id: str

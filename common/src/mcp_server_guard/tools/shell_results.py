@@ -27,6 +27,12 @@ READ_ONLY = (
     "the line ran read-only (by its spelling it only reads): a write it tried was refused and nothing changed; to "
     "let it write, run it so that it shows a write or another program, e.g. `env git status`"
 )
+SESSION_READ_ONLY = (
+    "this session is read-only (the server runs with --mode read-only): a write the command tried failed and "
+    "nothing in the project changed; scratch files may go to $TMPDIR (/tmp, this call's own: gone when it ends); to "
+    "change the project, tell the user what you would change, or ask them to restart the server with --mode "
+    "workspace-write"
+)
 DISK_LOW = "stopped: the disk holding its copy was nearly full; nothing it did was applied (a job: since its last look)"
 
 
@@ -260,7 +266,7 @@ def _change_lines(out: ShellResult) -> list[str]:
         lines.append(f"[changes NOT applied: {changes.reason}]")
     elif out.transaction == "waiting":
         lines.append(f"[changes waiting: the job would {changes.summary}; {changes.reason}]")
-    elif out.transaction == "unchanged" and changes.reason:
+    elif out.transaction in ("unchanged", "none") and changes.reason:
         lines.append(f"[{changes.reason}]")
     for path in changes.paths:
         if path.action in ("refused", "conflict"):
@@ -345,6 +351,7 @@ def note_run(result: RunResult) -> None:
 __all__ = [
     "DISK_LOW",
     "READ_ONLY",
+    "SESSION_READ_ONLY",
     "ChangedPath",
     "Changes",
     "JobInfo",

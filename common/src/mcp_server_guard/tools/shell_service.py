@@ -47,7 +47,7 @@ from mcp_server_guard.shell.approval import (
     stdin_shown,
 )
 from mcp_server_guard.shell.egress import EgressProxy, resolver_from_env
-from mcp_server_guard.shell.execution import Prepared, ShellExec, limit_hit, writable_engine
+from mcp_server_guard.shell.execution import Prepared, ShellExec, limit_hit, writable_engine, writable_policy
 from mcp_server_guard.shell.grants import CallHosts, SessionApprovals
 from mcp_server_guard.shell.jobs import (
     MAX_RANGE_BYTES,
@@ -61,6 +61,7 @@ from mcp_server_guard.shell.jobs import (
     output_uri,
     parse_range,
     read_output,
+    unfinished_line,
 )
 from mcp_server_guard.shell.process import REGISTRY, Control, RunResult
 from mcp_server_guard.shell.rules import Verdict as LineVerdict
@@ -71,6 +72,7 @@ from mcp_server_guard.tools.shell_questions import ChangesApproval, changes_aske
 from mcp_server_guard.tools.shell_results import (
     DISK_LOW,
     READ_ONLY,
+    SESSION_READ_ONLY,
     Changes,
     JobInfo,
     NetworkDenial,
@@ -137,24 +139,10 @@ def _log_decision(token: str | None, host: str, port: int, verdict: HostVerdict)
     log.info("egress %s %s:%s (%s) for call %s", verdict.action, host, port, verdict.rule, token)
 
 
-# What a line that only reads, run on a read-only view, says when a write it tried was refused.
-
-
 def _audit_id() -> str:
     """This call's audit id (a fresh one in in-process use without the audit wrapper)."""
     record = audit.current()
     return record.audit_id if record is not None else new_audit_id()
-
-
-def unfinished_line(text: str) -> str:
-    """What of ``text`` the next write to a job can still continue: the line after the last newline and, threat:
-    `shut\\` + newline, then `down -h now` in the next write — the lines before it that end in a backslash (a
-    shell, and `read` without -r, join a line ending in one to the next). Judged again with the next write."""
-    lines = text.split("\n")
-    start = len(lines) - 1
-    while start > 0 and lines[start - 1].endswith("\\"):
-        start -= 1
-    return "\n".join(lines[start:])
 
 
 class ShellService(Generic[R]):
@@ -199,9 +187,14 @@ class ShellService(Generic[R]):
             )
         # ``copies_here``: a workspace-write session of this server would work on copies (a read-only one has none)
         copies = copies_here or (area is not None and "bwrap" in sandbox.label)
+        # --mode read-only: where the kernel keeps commands from writing (the box, or Landlock), any line runs, judged
+        # as in a workspace-write session; the read-only allow-list only where nothing else would stop a write.
+        self.kernel_read_only = not sandbox.jail_writable and (sandbox.box is not None or sandbox.landlock)
+        if self.kernel_read_only:
+            self.policy = writable_policy(config.policy.source, config.policy.shell_exec)
         writing = (
             writable_engine(config.policy.source, config.policy.shell_exec, copies, self.roots)
-            if config.mode is Mode.READ_ONLY
+            if config.mode is Mode.READ_ONLY and not self.kernel_read_only
             else None
         )
         self.shell = ShellExec(
@@ -214,6 +207,7 @@ class ShellService(Generic[R]):
             grants=SessionApprovals(approvals_file),
             read_only=config.mode is Mode.READ_ONLY,
             writable_engine=writing,
+            kernel_read_only=self.kernel_read_only,
         )
         self.grants = self.shell.grants
         self.checked = Checked(self.shell, self.grants)
@@ -632,6 +626,8 @@ class ShellService(Generic[R]):
             # It could write nothing; a write it tried anyway (a hook, a program that writes after all) failed.
             refused = "Read-only file system" in result.stderr
             return described(Settled("unchanged", reason=READ_ONLY if refused else ""), _audit_id())
+        if self.kernel_read_only and "Read-only file system" in result.stderr:
+            return "none", Changes(reason=SESSION_READ_ONLY), PendingChanges()
         if self.transactions is None or not result.copy:
             return "none", Changes(), PendingChanges()
         audit_id = _audit_id()
