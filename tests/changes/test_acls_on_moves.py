@@ -13,62 +13,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from support.acls import ACCESS, ANY, DEFAULT, acl
+from support.acls import ACCESS, WIDER_ACL, acls, acls_work, project
 from support.boxed import run, shell
 from support.differential import differential
 from support.differential import native as run_natively
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
-
-
-# user::rw- user:54321:r-- group::r-- mask::r-- other::---
-FILE_ACL = acl((0x01, 6, ANY), (0x02, 4, 54321), (0x04, 4, ANY), (0x10, 4, ANY), (0x20, 0, ANY))
-# user::rw- user:<ours>:rw- group::r-- mask::rw- other::--- (a user the box maps: the command can set it)
-WIDER_ACL = acl((0x01, 6, ANY), (0x02, 6, os.getuid()), (0x04, 4, ANY), (0x10, 6, ANY), (0x20, 0, ANY))
-
-
-# The same, naming a user the box maps (ours): the box's move helper can carry it (one it does not map is lost)
-MAPPED_ACL = acl((0x01, 6, ANY), (0x02, 4, os.getuid()), (0x04, 4, ANY), (0x10, 4, ANY), (0x20, 0, ANY))
-MAPPED_DIR = acl((0x01, 7, ANY), (0x02, 5, os.getuid()), (0x04, 5, ANY), (0x10, 5, ANY), (0x20, 0, ANY))
-
-
-def project(root: Path) -> None:
-    for name in ("acl.txt", "other.txt"):
-        (root / name).write_text(f"{name}\n")
-        os.setxattr(root / name, ACCESS, FILE_ACL)
-    (root / "team").mkdir()
-    (root / "team" / "f").write_text("f\n")
-    os.setxattr(root / "team" / "f", ACCESS, FILE_ACL)
-    (root / "plain").mkdir()
-    (root / "plain" / "p.txt").write_text("p\n")
-    (root / "shared" / "in").mkdir(parents=True)
-    (root / "shared" / "in" / "s.txt").write_text("s\n")
-    os.setxattr(root / "shared" / "in" / "s.txt", ACCESS, MAPPED_ACL)
-    for directory in ("shared", "shared/in"):
-        os.setxattr(root / directory, ACCESS, MAPPED_DIR)
-        os.setxattr(root / directory, DEFAULT, MAPPED_DIR)
-
-
-def acls(root: Path) -> dict[str, dict[str, bytes]]:
-    found: dict[str, dict[str, bytes]] = {}
-    for directory, dirs, files in os.walk(root):
-        for name in dirs + files:
-            path = os.path.join(directory, name)
-            own = {a: os.getxattr(path, a) for a in os.listxattr(path) if a in (ACCESS, DEFAULT)}
-            if own:
-                found[os.path.relpath(path, root)] = own
-    return found
-
-
-def _acls_work(path: Path) -> bool:
-    path.write_text("probe\n")
-    try:
-        os.setxattr(path, ACCESS, FILE_ACL)
-    except OSError:
-        return False
-    finally:
-        path.unlink()
-    return True
 
 
 @pytest.mark.parametrize(
@@ -101,7 +51,7 @@ def _acls_work(path: Path) -> bool:
     ],
 )
 async def test_a_projects_own_acl_stays_with_a_file_moved_or_re_moded(workspace: Path, command: str) -> None:
-    if not _acls_work(workspace / "probe"):
+    if not acls_work(workspace / "probe"):
         pytest.skip("no POSIX ACLs here")
     problems, out = await differential(workspace, project, command)
     assert not problems, "\n".join(problems)
@@ -112,7 +62,7 @@ async def test_a_projects_own_acl_stays_with_a_file_moved_or_re_moded(workspace:
 async def test_attack_an_acl_granting_more_than_the_moved_files_is_left_out(workspace: Path) -> None:
     # A command deleting a file with an ACL of the project's and giving a new one an ACL that grants what that one
     # did not (another user, other rights) sets an ACL of its own: left out, said.
-    if not _acls_work(workspace / "probe"):
+    if not acls_work(workspace / "probe"):
         pytest.skip("no POSIX ACLs here")
     project(workspace)
     (workspace / ".t").mkdir()
@@ -126,13 +76,60 @@ async def test_attack_an_acl_granting_more_than_the_moved_files_is_left_out(work
     assert ACCESS not in os.listxattr(workspace / "new.txt")
 
 
-async def test_a_jobs_file_renamed_over_one_with_an_acl_brings_its_own_at_the_jobs_end(workspace: Path) -> None:
-    # Red team 4 F1, in a background job: a look falls between the rename and the job's end. The file's bytes are
-    # nobody's real file's; whether it was renamed over acl.txt or rewritten in place is said only at the end.
-    if not _acls_work(workspace / "probe"):
+EXCHANGE = (
+    'python3 -c "import ctypes,os; l=ctypes.CDLL(None,use_errno=True); '
+    "r=l.renameat2(-100,b'{a}',-100,b'{b}',2); assert r==0, os.strerror(ctypes.get_errno())\""
+)
+
+
+def secret_project(root: Path) -> None:
+    project(root)
+    (root / "secret.txt").write_text("secret\n")
+    os.chmod(root / "secret.txt", 0o600)  # only its owner reads it
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # link + unlink instead of rename: red team 4 F1 without a rename call
+        "echo more >> secret.txt && rm acl.txt && ln secret.txt acl.txt && rm secret.txt",
+        "echo more >> secret.txt && rm acl.txt && ln secret.txt acl.txt",
+        # RENAME_EXCHANGE: the rename note sees where the source goes, not where the target goes
+        "echo more >> secret.txt && " + EXCHANGE.format(a="acl.txt", b="secret.txt"),
+        "echo more >> secret.txt && echo more >> acl.txt && " + EXCHANGE.format(a="acl.txt", b="secret.txt"),
+    ],
+    ids=["link-unlink", "link-kept", "exchange", "exchange-both-changed"],
+)
+async def test_attack_a_secret_put_at_a_name_with_an_acl_by_no_rename_does_not_take_that_acl(
+    workspace: Path, command: str
+) -> None:
+    # Red team 5a F1: natively the name then holds the secret's inode (mode 600, no ACL); it landed under acl.txt's
+    # ACL, readable by user 54321.
+    if not acls_work(workspace / "probe"):
         pytest.skip("no POSIX ACLs here")
-    project(workspace)
-    command = "echo more >> plain/p.txt && mv plain/p.txt acl.txt && sleep 3 && echo done > plain/q.txt"
+    problems, out = await differential(workspace, secret_project, command)
+    native = workspace.parent / "native"
+    assert ACCESS not in os.listxattr(native / "acl.txt")
+    assert not problems, "\n".join(problems)
+    assert acls(workspace / "p") == acls(native), out["changes"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo more >> plain/p.txt && mv plain/p.txt acl.txt && sleep 3 && echo done > plain/q.txt",
+        "echo more >> secret.txt && rm acl.txt && ln secret.txt acl.txt && rm secret.txt && sleep 3 && echo done > q",
+    ],
+    ids=["renamed", "linked"],
+)
+async def test_a_jobs_file_put_over_one_with_an_acl_brings_its_own_at_the_jobs_end(
+    workspace: Path, command: str
+) -> None:
+    # Red team 4 F1 and 5a F1, in a background job: a look falls between the move and the job's end. The file's
+    # bytes are nobody's real file's; whether it is the real one rewritten in place is known only at the end.
+    if not acls_work(workspace / "probe"):
+        pytest.skip("no POSIX ACLs here")
+    secret_project(workspace)
     native = workspace.parent / "native"
     shutil.copytree(workspace, native, symlinks=True)
     native_out = run_natively(native, command)

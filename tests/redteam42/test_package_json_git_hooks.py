@@ -30,7 +30,8 @@ def test_the_hook_keys_a_new_package_json_sets_or_changes_are_named() -> None:
     assert changed_hook_keys(old, _bytes({**PACKAGE, "lint-staged": {"*.js": "echo changed"}})) == ["lint-staged"]
     assert changed_hook_keys(old, _bytes({**PACKAGE, "husky": {"hooks": {"pre-commit": "echo x"}}})) == ["husky"]
     scripts = {**PACKAGE, "scripts": {"test": "jest", "precommit": "echo x"}, "config": {"ghooks": {"pre-push": "x"}}}
-    assert changed_hook_keys(old, _bytes(scripts)) == ["config.ghooks", "scripts.precommit"]
+    # scripts.test: what the npm pre-commit package runs by default, and husky init's hook (npm test)
+    assert changed_hook_keys(old, _bytes(scripts)) == ["config.ghooks", "scripts.precommit", "scripts.test"]
     assert changed_hook_keys(old, _bytes({"name": "app"})) == []  # a key taken out runs nothing new
     assert changed_hook_keys(None, _bytes({"simple-git-hooks": {"pre-commit": "x"}})) == ["simple-git-hooks"]
     assert changed_hook_keys(None, b"\xef\xbb\xbf" + _bytes({"gitHooks": {"pre-commit": "x"}})) == ["gitHooks"]
@@ -75,7 +76,9 @@ async def test_attack_a_command_adding_a_husky_hook_to_package_json_is_asked_fir
     async with shell(workspace, person) as client:
         planted = await run(client, plant)
         edited = await run(client, add)
-    assert any("git hooks run from package.json (husky)" in q for q in person.questions), person.questions
+    assert any("git hooks and package managers run from package.json (husky)" in q for q in person.questions), (
+        person.questions
+    )
     assert planted["transaction"] != "applied" and "husky" not in json.loads((workspace / "package.json").read_text())
     assert edited["transaction"] == "applied" and json.loads((workspace / "package.json").read_text())["version"] == (
         "1.0.1"

@@ -19,6 +19,7 @@ import contextlib
 import os
 import posixpath
 import re
+import shlex
 import stat
 import threading
 from collections.abc import Iterable, Sequence
@@ -313,6 +314,9 @@ def _hooks_rule(real: str, dirs: Iterable[str]) -> str | None:
         elif directory.startswith("@"):
             if real == directory[1:]:
                 return "a program git runs (a git config names it by its path)"
+        elif directory.startswith("%"):
+            if real == directory[1:]:
+                return "a program a git hook runs (the hook names it by its path)"
         elif directory.startswith("+"):
             if within(real, directory[1:]) and real != directory[1:]:
                 return f"git's template directory ({directory[1:]}): every repository made or cloned copies it"
@@ -335,6 +339,52 @@ def _linked_hooks(git_dir: str) -> list[str]:
                 if entry.is_symlink() and len(found) < 256:
                     found.append("=" + os.path.realpath(entry.path))
     return found
+
+
+_HOOK_TEXT_MAX = 64 << 10  # bytes of one hook file read at most
+# A package's program run from the project's node_modules/.bin (``npx --no lint-staged``, ``pnpm exec x``).
+_NPX = re.compile(
+    r"(?<![\w./-])(?:npx|bunx|(?:npm|pnpm|yarn)\s+(?:exec|dlx))(?:\s+-{1,2}[\w-]+(?:=\S*)?)*\s+([\w.@-]+)"
+)
+_HOOK_FILES_MAX = 64  # hook files read at most in one directory
+
+
+def _run_by_hooks(directories: Iterable[str], work_tree: str, home: str | None) -> list[str]:
+    """The files the hooks in ``directories`` name by a path (``%`` and the path, as ``_hooks_rule`` reads it):
+    relative ones taken from the work tree's top, where git runs hooks.
+
+    Threat: a hook ``exec ./scripts/pre-commit`` or ``python3 tools/precommit.py``: the hook is protected, the
+    program it runs was an ordinary file — rewritten by a command, the user's next ``git commit`` runs it outside
+    the box (red team 5b F4); so is the ``node_modules/.bin`` entry a hook runs with ``npx`` (not the package's
+    own files). Regular files only, never through a link or a FIFO; ``*.sample`` hooks git never
+    runs are not read."""
+    found: list[str] = []
+    for directory in directories:
+        names: list[str] = []
+        with contextlib.suppress(OSError), os.scandir(directory) as entries:
+            names = sorted(e.name for e in entries if not e.name.endswith(".sample"))[:_HOOK_FILES_MAX]
+        for name in names:
+            for line in _hook_text(os.path.join(directory, name)).splitlines():
+                if not line.lstrip().startswith("#"):
+                    words = [w for w in _program_words(line) if "/" in w or w.startswith("~")]
+                    words += [f"node_modules/.bin/{name}" for name in _NPX.findall(line)]
+                    found += ["%" + _expand(w, work_tree, home) for w in words]
+    return found[:4096]
+
+
+def _hook_text(path: str) -> str:
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return ""
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        return os.read(fd, _HOOK_TEXT_MAX).decode("utf-8", "replace") if stat.S_ISREG(os.fstat(fd).st_mode) else ""
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
 
 
 def _config_entries(path: str, *, follow: bool) -> tuple[tuple[str, str], ...]:
@@ -412,11 +462,15 @@ def _hooks_paths(entries: Iterable[tuple[str, str]]) -> list[str]:
 
 
 # The keys whose value is a command git runs (its first word a program): credential helpers, ssh, editors, pagers,
-# signing, diff and merge drivers, clean/smudge filters, shell aliases.
+# signing, diff and merge drivers and tools, clean/smudge filters, shell aliases, proxies, remote helpers, trailers,
+# mail and browser programs.
 _PROGRAM_KEYS = re.compile(
     r"credential(?:\..+)?\.helper|core\.(?:sshcommand|editor|pager|askpass|fsmonitor)|sequence\.editor|pager\..+"
     r"|gpg(?:\..+)?\.program|diff\.external|diff\..+\.(?:textconv|command)|merge\..+\.driver"
     r"|filter\..+\.(?:clean|smudge|process)|alias\..+|interactive\.difffilter"
+    r"|(?:diff|merge)tool\..+\.(?:cmd|path)|core\.gitproxy|remote\..+\.(?:uploadpack|receivepack)"
+    r"|trailer\..+\.(?:cmd|command)|gpg\.ssh\.defaultkeycommand|sendemail\.(?:sendmailcmd|smtpserver)"
+    r"|web\.browser|browser\..+\.(?:cmd|path)"
 )
 
 
@@ -432,11 +486,22 @@ def _programs(entries: Iterable[tuple[str, str]], base: str | None, home: str | 
         key = name.lower()
         if not _PROGRAM_KEYS.fullmatch(key) or (key.startswith("alias.") and not value.startswith("!")):
             continue
-        words = value.removeprefix("!").split()
-        first = words[0] if words else ""
-        if first.startswith(("/", "~")) or (base is not None and "/" in first):
-            found.append("@" + _expand(first.strip("'\""), base or "/", home))
+        for word in _program_words(value.removeprefix("!")):
+            if word.startswith(("/", "~")) or (base is not None and ("/" in word or "." in word.lstrip("."))):
+                found.append("@" + _expand(word, base or "/", home))
     return found
+
+
+def _program_words(command: str) -> list[str]:
+    """The words of a command git runs (through ``sh -c``) that may name a file: the program, and the files it is
+    given (``python3 tools/clean.py``, ``'./my tools/clean'``: red team 5b F3). Split as the shell splits; past
+    what that can split (``f() { ./x; }; f``), at blanks and shell punctuation. Options and assignments are not."""
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError:
+        words = re.split(r"[\s;&|(){}<>'\"`]+", command)
+    words = [w.strip("(){};&|<>") for w in words]
+    return [w for w in words if w and not w.startswith(("-", "$")) and "=" not in w]
 
 
 def _global_configs(home: str | None) -> list[str]:
@@ -528,4 +593,6 @@ def _repo_files(work_tree: str, home: str | None) -> tuple[list[str], list[str]]
         hooks += [p for _file, entries in files for p in _programs(entries, work_tree if index < own else None, home)]
         if index < own:
             included += [file for file, _entries in files[1:]]
-    return hooks + _linked_hooks(git_dir), included
+    plain = [h for h in hooks if not h.startswith(("=", "@", "+", "%"))]
+    ran = _run_by_hooks([os.path.join(git_dir, "hooks"), *plain, os.path.join(work_tree, ".husky")], work_tree, home)
+    return hooks + _linked_hooks(git_dir) + ran, included

@@ -4,7 +4,12 @@
 Husky 4 runs ``husky.hooks``; lint-staged and nano-staged run the commands of their key on the staged files (from
 a hook husky, simple-git-hooks or lefthook installed); simple-git-hooks, yorkie (``gitHooks``), ghooks
 (``config.ghooks``), ``pre-commit``/``pre-push`` (the npm packages: the scripts named there) and husky before 1.0
-(``scripts.precommit`` …) name what a hook runs. Threat: a command or a write adding ``"lint-staged": {"*":
+(``scripts.precommit`` …) name what a hook runs. The npm scripts a hook runs are judged too (red team 5b F1): those
+the keys above or the hook files beside the package.json (``.husky/*``, ``.git/hooks/*``, lefthook's and pre-commit's
+configs: ``hook_texts``) name as ``npm test``, ``npm run X``, ``yarn X``, ``pnpm X``, ``bun run X``, and ``test`` (the
+npm ``pre-commit`` package's default); so are the scripts a package manager runs unnamed (``postinstall``,
+``prepare``: the user's next ``npm install`` runs them, F2), ``packageManager`` (corepack fetches and runs what it
+names) and commitizen's adapter (``config.commitizen``). Threat: a command or a write adding ``"lint-staged": {"*":
 "curl … | sh"}`` to a project whose hooks run lint-staged — the user's own next commit runs it. The hook files
 and these tools' own config files are protected paths (``policies/default.toml``); these keys live in a file
 every project edits, so a change of them is judged by what it changes: shell_exec asks, file_write (which cannot
@@ -15,17 +20,33 @@ read so here counts as setting every hook (see ``_hook_settings``).
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["MAX_PACKAGE_JSON", "UNREAD", "changed_hook_keys", "judged_package_json"]
+__all__ = ["MAX_PACKAGE_JSON", "UNREAD", "changed_hook_keys", "hook_texts", "judged_package_json"]
 
 MAX_PACKAGE_JSON = 4 << 20  # bytes of a package.json read at most; one this large counts as not read
 _TOP = frozenset(
     {
         "husky", "lint-staged", "nano-staged", "simple-git-hooks", "gitHooks", "ghooks", "git-hooks", "pre-commit",
-        "precommit", "pre-push", "prepush", "post-merge", "post-commit", "lefthook", "commitlint",
+        "precommit", "pre-push", "prepush", "post-merge", "post-commit", "lefthook", "commitlint", "packageManager",
     }
 )  # fmt: skip
+# What npm, pnpm, yarn and bun run without the script being named: at install, pack, publish, version.
+_LIFECYCLE = ("preinstall", "install", "postinstall", "preprepare", "prepare", "postprepare", "prepublish",
+              "prepublishOnly", "prepack", "postpack", "preversion", "version", "postversion", "dependencies",
+              "preuninstall", "uninstall", "postuninstall", "pnpm:devPreinstall")  # fmt: skip
+# The npm packages pre-commit and pre-push: their key lists the scripts the hook runs (``test`` when it is absent).
+_SCRIPT_LISTS = ("pre-commit", "precommit", "pre-push", "prepush")
+# A package manager running a script by name: ``npm test``, ``npm run lint``, ``yarn lint``, ``pnpm run x``.
+_RUNS = re.compile(
+    r"(?<![\w./-])(npm|pnpm|yarn|bun)(?:\s+-{1,2}[\w-]+(?:=\S*)?)*\s+(?:(?:run|run-script|rum|urn)\s+"
+    r"(?:-{1,2}[\w-]+(?:=\S*)?\s+)*)?([\w:.@/-]+)"
+)
+_NPM_ALIASES = {"t": "test", "tst": "test"}
 # husky before 1.0: an npm script named after the hook (without its dash), run by the hook it installed
 _HOOKS = ("applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",
           "prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase", "post-checkout", "post-merge",
@@ -44,7 +65,62 @@ def judged_package_json(path: str) -> bool:
 UNREAD = "(the whole file: it could not be read as JSON here)"
 
 
-def _hook_settings(data: bytes | None) -> dict[str, str] | None:
+def scripts_run_by(texts: Iterable[str]) -> set[str]:
+    """The npm scripts the texts run by name (``npm test``, ``npm run lint``, ``yarn lint`` …)."""
+    found: set[str] = set()
+    for text in texts:
+        for tool, name in _RUNS.findall(text):
+            found.add(_NPM_ALIASES.get(name, name) if tool == "npm" else name)
+    return found
+
+
+_HOOK_DIRS = (".husky", ".git/hooks")  # beside a package.json: hook files whose text may run its scripts
+_HOOK_FILES = ("lefthook.yml", ".lefthook.yml", "lefthook.yaml", ".lefthook.yaml", ".pre-commit-config.yaml")
+_TEXT_MAX = 64 << 10  # bytes of one hook file read at most
+_TEXTS_MAX = 64  # files read at most in one directory
+
+
+def hook_texts(directory: int) -> list[str]:
+    """The texts of the hook files beside a package.json (``directory``: its directory, open): each regular file of
+    ``_HOOK_DIRS`` and ``_HOOK_FILES``, reached with no link followed, never a FIFO or device opened; bounded."""
+    texts: list[str] = []
+    places: list[tuple[int, str]] = [(directory, name) for name in _HOOK_FILES]
+    opened: list[int] = []
+    try:
+        for rel in _HOOK_DIRS:
+            fd = directory
+            try:
+                for part in rel.split("/"):
+                    fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                    opened.append(fd)
+                places += [(fd, name) for name in sorted(os.listdir(fd))[:_TEXTS_MAX]]
+            except OSError:
+                continue
+        for at, name in places:
+            if (text := _read_regular(at, name)) is not None:
+                texts.append(text)
+    finally:
+        for fd in opened:
+            os.close(fd)
+    return texts
+
+
+def _read_regular(directory: int, name: str) -> str | None:
+    try:
+        if not stat.S_ISREG(os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode):
+            return None
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, _TEXT_MAX).decode("utf-8", "replace") if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _hook_settings(data: bytes | None, hooks: Iterable[str] = ()) -> dict[str, str] | None:
     """Each hook key the file sets, with its value as canonical JSON; None where it cannot be read as Node reads it.
 
     Threat: a file Node reads and this reader does not (an integer of 5,000 digits, nesting 2,000 deep, bytes
@@ -63,17 +139,23 @@ def _hook_settings(data: bytes | None) -> dict[str, str] | None:
     if not isinstance(parsed, dict):
         return {}
     found = {key: parsed[key] for key in _TOP if key in parsed}
-    for section, keys in (("scripts", _SCRIPTS), ("config", frozenset({"ghooks"}))):
+    run = {"test", *_LIFECYCLE, *scripts_run_by([*hooks, json.dumps(found)])}
+    for key in _SCRIPT_LISTS:
+        listed = parsed.get(key)
+        run.update(x for x in (listed if isinstance(listed, list) else [listed]) if isinstance(x, str))
+    for section, keys in (("scripts", _SCRIPTS | run), ("config", frozenset({"ghooks", "commitizen"}))):
         inner = parsed.get(section)
         if isinstance(inner, dict):
             found |= {f"{section}.{key}": inner[key] for key in keys if key in inner}
     return {key: json.dumps(value, sort_keys=True) for key, value in found.items()}
 
 
-def changed_hook_keys(old: bytes | None, new: bytes | None) -> list[str]:
+def changed_hook_keys(old: bytes | None, new: bytes | None, hooks: Iterable[str] = ()) -> list[str]:
     """The hook keys the new content of a package.json sets to another value than the old one had (a key taken
-    out makes no hook run anything new); a new content that cannot be read counts as setting them."""
-    before, after = _hook_settings(old), _hook_settings(new)
+    out makes no hook run anything new); a new content that cannot be read counts as setting them. ``hooks``: the
+    texts of the hook files beside it (``hook_texts``)."""
+    hooks = list(hooks)
+    before, after = _hook_settings(old, hooks), _hook_settings(new, hooks)
     if after is None:
         return [UNREAD]
     return sorted(key for key, value in after.items() if before is None or before.get(key) != value)

@@ -35,6 +35,7 @@ from itertools import chain
 from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.changes.git_index import discarded, uncommitted
 from mcp_server_guard.changes.git_verdicts import (
+    STRATEGY_NAMES,
     TODO_NAMES,
     Trees,
     creates_git_dir,
@@ -42,6 +43,7 @@ from mcp_server_guard.changes.git_verdicts import (
     in_relative_hooks,
     pointer_verdict,
 )
+from mcp_server_guard.changes.later import runs_later
 from mcp_server_guard.changes.moves import moved_pairs
 from mcp_server_guard.changes.nofollow import TooMany, default_acl_above, entries_below, lstat_beneath
 from mcp_server_guard.changes.summary import MODES_NAMED, Counts, count_of, list_of, summary_line
@@ -49,7 +51,6 @@ from mcp_server_guard.changes.wholes import refuse_whole
 from mcp_server_guard.changes.xattrs import acl_mode
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.globs import SuffixMatcher
-from mcp_server_guard.hook_configs import MAX_PACKAGE_JSON, changed_hook_keys, judged_package_json
 from mcp_server_guard.paths import printable, within_any
 from mcp_server_guard.policy import EffectsPolicy
 from mcp_server_guard.protected import Lookups, Protection
@@ -59,6 +60,13 @@ _n, _list = count_of, list_of  # the questions' wording
 
 _GIT_NAMES = frozenset({"HEAD", "config", "config.worktree", "commondir", "gitdir", "objects", "refs"})
 _BY_CONTENT = frozenset({"config", "config.worktree", "commondir", "gitdir", ".git", *TODO_NAMES})
+
+
+def _strategy(path: str) -> bool:
+    """A rebase's or cherry-pick's merge strategy file (judged by its content too: red team 5b F6, a job flipping it
+    between a look's judgement and its copy)."""
+    parts = path.split("/")
+    return parts[-1] in STRATEGY_NAMES and len(parts) > 1 and parts[-2] in ("rebase-merge", "rebase-apply", "sequencer")
 
 
 @dataclass
@@ -137,7 +145,7 @@ def judge(
     for changes in sets:
         _refuse(changes, protection, roots, judgement.refused, judgement.by_content)
         _sanitize_new_configs(changes, judgement)
-        _hook_configs(changes, judgement)
+        runs_later(changes, judgement.refused, judgement.asks, judgement.by_content)
     granted = _modes(sets, protection, roots, scratch, judgement)
     pairs = moved_pairs(sets, judgement.refused)
     moves = {end: old for old, new in pairs for end in (old, new)}
@@ -537,7 +545,7 @@ def _refuse(
     root = changes.root
     for change in changes.changes:
         name = change.path.rsplit("/", 1)[-1]
-        if change.action != "delete" and name in _BY_CONTENT:
+        if change.action != "delete" and (name in _BY_CONTENT or _strategy(change.path)):
             by_content.add((root, change.path))
         absolute = posixpath.join(root, change.path)
         why: str | None = None
@@ -559,34 +567,6 @@ def _refuse(
         if why is not None:
             refused[(root, change.path)] = why
     refuse_whole(changes, refused)
-
-
-def _hook_configs(changes: ChangeSet, judgement: Judgement) -> None:
-    """Asks about a package.json whose git hook keys the command set or changed (``hook_configs``: lint-staged,
-    husky.hooks …): the user's next ``git commit`` runs them outside the box. Judged by what the file holds, so a
-    running job's look leaves it for the job's end."""
-    trees: Trees | None = None
-    for change in changes.changes:
-        key = (changes.root, change.path)
-        if change.action not in ("create", "modify") or key in judgement.refused:
-            continue
-        judged = [end for end in (change.path, change.link) if end and judged_package_json(end)]
-        if judged and (change.kind != "file" or change.link):
-            # Threat: a package.json made a link, or given another name (red team 3 F2, F3): what is written later
-            # through the other name, or into the file the link leads to, would change it unjudged.
-            judgement.asks.append(f"It makes {change.path} {'a link' if change.kind != 'file' else 'another name'}"
-                                  f" of {change.link or 'another file'}: what is written through it changes what "
-                                  f"git hooks run from {judged[0]}, unjudged.")  # fmt: skip
-        elif judged:
-            # Judged by its content: a running job's look leaves it for the job's end, whatever this look found (the
-            # job may swap a hooked one in between the judgement and the copy: red team 4 F0).
-            judgement.by_content.add(key)
-            trees = trees or Trees(changes)
-            new = trees.read(change.path, limit=MAX_PACKAGE_JSON)
-            old = trees.read(change.path, real=True, limit=MAX_PACKAGE_JSON) if change.action == "modify" else None
-            if keys := changed_hook_keys(old, new):
-                judgement.asks.append(f"It changes what git hooks run from {change.path} ({', '.join(keys)}): "
-                                      "they run at your next git commit, outside the box.")  # fmt: skip
 
 
 def _linked(

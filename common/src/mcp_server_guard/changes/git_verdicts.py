@@ -25,7 +25,16 @@ from mcp_server_guard.git_dirs import POINTER_LIMIT, git_runnable, global_relati
 from mcp_server_guard.paths import within_any
 from mcp_server_guard.protected import Lookups
 
-__all__ = ["ALLOWED", "GIT_STATE", "TODO_NAMES", "Trees", "creates_git_dir", "git_verdict", "pointer_verdict"]
+__all__ = [
+    "ALLOWED",
+    "GIT_STATE",
+    "STRATEGY_NAMES",
+    "TODO_NAMES",
+    "Trees",
+    "creates_git_dir",
+    "git_verdict",
+    "pointer_verdict",
+]
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -233,20 +242,20 @@ def _git_state_verdict(trees: Trees, change: Change, where: str) -> str:
     file (or ``options.strategy`` in ``sequencer/opts``) of ``/x.sh``, which makes git run ``git-merge-/x.sh``
     from the work tree on --continue."""
     name = change.path.rsplit("/", 1)[-1]
-    if change.action == "delete" or name not in (*TODO_NAMES, *_STRATEGY_NAMES):
+    if change.action == "delete" or name not in (*TODO_NAMES, *STRATEGY_NAMES):
         return ALLOWED
     data = trees.read(change.path) if change.kind == "file" else None
     if data is None or len(data) >= _MAX_GIT_CONFIG:
         return f"git's rebase state {name} in the git dir {where} is not a small regular file"
     if name in TODO_NAMES and _RUNS_A_COMMAND.search(data):
         return f"a rebase step in the git dir {where} that runs a command (git runs it on --continue)"
-    if name in _STRATEGY_NAMES and re.search(rb"[/\\]|\.\.", data):
+    if name in STRATEGY_NAMES and re.search(rb"[/\\]|\.\.", data):
         return f"a merge strategy in the git dir {where} that names a program by its path (git runs it on --continue)"
     return ALLOWED
 
 
 # The rebase and cherry-pick state files that name the merge strategy git runs (as git-merge-<name>).
-_STRATEGY_NAMES = ("strategy", "strategy_opts", "opts")
+STRATEGY_NAMES = ("strategy", "strategy_opts", "opts")
 
 
 def _pointer(trees: Trees, path: str, gitfile: bool) -> str | None:
@@ -291,7 +300,7 @@ def _state_runs(trees: Trees, directory: str, *, old_only: bool = False) -> bool
     pointer or HEAD that makes it a git dir coming in a later call."""
     join = (lambda n: f"{directory}/{n}") if directory else (lambda n: n)
     for state in ("rebase-merge", "rebase-apply", "sequencer"):
-        for name in (*TODO_NAMES, *_STRATEGY_NAMES):
+        for name in (*TODO_NAMES, *STRATEGY_NAMES):
             path = join(f"{state}/{name}")
             if old_only and path in trees.by_path:
                 continue  # judged on its own, as a path of the new git dir

@@ -41,6 +41,7 @@ from mcp_server_guard.changes.nofollow import (
 )
 from mcp_server_guard.changes.plan import Applied, Conflict, Op
 from mcp_server_guard.changes.xattrs import (
+    ACL_NAMES,
     Xattrs,
     acls_alike,
     at,
@@ -249,9 +250,15 @@ def _kept_own(change: Change, real: os.stat_result | None, dst_dir: int, src_dir
     team 40s, a secret landed under the ACL of the file it replaced — it brings its own)."""
     if real is None or not stat.S_ISREG(real.st_mode) or not (change.over or change.origin or real.st_nlink > 1):
         return ()
+    alike = acls_alike(at(dst_dir, name), at(src_dir, name))
     if change.over:
-        return acls_alike(at(dst_dir, name), at(src_dir, name))
-    return kept_in_place(at(dst_dir, name), at(src_dir, name), change.shown)
+        return alike
+    # Threat: a file that is not the real one rewritten in place, at its name by ways no rename note sees (``rm m;
+    # ln s m``, the other end of a RENAME_EXCHANGE, past the note's bound): it landed under the real file's ACL, a
+    # secret readable by the users that ACL names (red team 5a F1). The real file's ACLs stay only where the
+    # command's file has them too — a copy-up of it carries them — and what it has not, it does not get.
+    own = kept_in_place(at(dst_dir, name), at(src_dir, name), change.shown)
+    return tuple(sorted((*((n, v) for n, v in own if n not in ACL_NAMES), *alike)))
 
 
 def kept(history: HistoryStore, entry_id: str) -> os.stat_result | None:

@@ -57,6 +57,7 @@ from mcp_server_guard.changes.xattrs import (
     default_acl,
     own_left,
     own_overlay,
+    revoked,
     seen,
     set_by_command,
 )
@@ -291,6 +292,7 @@ class _Reader(Names):
         the file's either) or the attributes differ; the index of the change added, -1 when none."""
         mode, old_mode = stat.S_IMODE(st.st_mode), stat.S_IMODE(real.st_mode)
         xattrs, old_xattrs = seen(at(upper_dir, name)), seen(at(real_dir, name))
+        old_xattrs = tuple(sorted(old_xattrs + revoked(at(real_dir, name), at(upper_dir, name))))
         own = own_overlay(at(real_dir, name))
         self.overlay_names(at(upper_dir, name), path, own)
         shown = path in self.escaped

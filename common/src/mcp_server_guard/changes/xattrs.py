@@ -123,10 +123,26 @@ def seen(path: str | int) -> Xattrs:
 def seen_as(path: str | int, *recorded: Xattrs) -> Xattrs:
     """A real entry's attributes as a change recorded them (``recorded``: what it set, and what was there): as
     :func:`seen`, and its own ``user.overlay.*`` ones too where the change names any (the copy showed them to the
-    command, which left, removed or carried some: ``changes.upper``)."""
-    if not any(name.startswith(_OVERLAY) for attributes in recorded for name, _value in attributes):
-        return seen(path)
-    return _values(path, [n for n in _names(path) if n.startswith("user.")])
+    command, which left, removed or carried some: ``changes.upper``), and the access control lists it names (one
+    the command took away: ``revoked``)."""
+    named = {name for attributes in recorded for name, _value in attributes}
+    found = (
+        seen(path)
+        if not any(name.startswith(_OVERLAY) for name in named)
+        else _values(path, [n for n in _names(path) if n.startswith("user.")])
+    )
+    if acl_names := sorted(named & set(_ACL)):
+        found = tuple(sorted(found + _values(path, acl_names)))
+    return found
+
+
+def revoked(real: str | int, upper: str | int) -> Xattrs:
+    """The real entry's access control lists that its upper entry no longer has (the command removed or narrowed
+    them: ``setfacl -b``, a same-bytes copy renamed over it) or has otherwise (it set another: that one never lands):
+    taken away as natively, never granted anew (red team 5a F2)."""
+    theirs = acls(upper)
+    return tuple((name, value) for name, value in sorted(acls(real).items())
+                 if not _same_acl(name, theirs.get(name), value))  # fmt: skip
 
 
 def own_overlay(path: str | int) -> Xattrs:

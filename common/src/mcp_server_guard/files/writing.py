@@ -46,7 +46,7 @@ from mcp_server_guard.files.mime import mime_of
 from mcp_server_guard.files.reading import sha256_fd
 from mcp_server_guard.files.treelock import TreeBusy, flock_until, tree_lock
 from mcp_server_guard.git_dirs import makes_git_dir
-from mcp_server_guard.hook_configs import MAX_PACKAGE_JSON, UNREAD, changed_hook_keys, judged_package_json
+from mcp_server_guard.hook_configs import MAX_PACKAGE_JSON, UNREAD, changed_hook_keys, hook_texts, judged_package_json
 from mcp_server_guard.paths import printable
 from mcp_server_guard.policy import FileWritePolicy, Policy
 from mcp_server_guard.protected import Protection, protection_for
@@ -130,13 +130,13 @@ def _carry_attributes(old: int, dirfd: int, tmp: str) -> None:
             os.close(fd)
 
 
-def _check_hook_keys(located: Located, old: bytes | None, data: bytes) -> None:
+def _check_hook_keys(located: Located, old: bytes | None, data: bytes, dirfd: int) -> None:
     """Threat: a package.json given git hook settings (``"lint-staged": {"*": "curl … | sh"}``): the user's next
     ``git commit`` runs them outside any box. shell_exec asks about such a change; file_write cannot ask, and
     refuses it (``hook_configs``). Any other edit of the file is written."""
     if not judged_package_json(located.rel):
         return
-    if (keys := changed_hook_keys(old, data)) == [UNREAD]:
+    if (keys := changed_hook_keys(old, data, hook_texts(dirfd))) == [UNREAD]:
         raise SecurityError(
             "PROTECTED_CONTENT",
             f"'{located.given}' is not JSON as written (or is 4 MiB or more): what git hooks it sets cannot be told.",
@@ -406,7 +406,7 @@ class Writer:
         self, located: Located, dirfd: int, name: str, data: bytes, digest: str, deadline: float
     ) -> WriteOutcome | None:
         record: tuple[str, dict[str, Any]] | None = None
-        _check_hook_keys(located, None, data)
+        _check_hook_keys(located, None, data, dirfd)
         with self._temp(located, dirfd, data, self._new_mode) as tmp:
             try:
                 # link() never replaces: an existing name (file, dir, or dangling symlink) fails with EEXIST.
@@ -465,7 +465,7 @@ class Writer:
             check_regular(st, located.given)
             self._check_not_executable(st, located.given)
             if judged_package_json(located.rel):
-                _check_hook_keys(located, os.pread(old, MAX_PACKAGE_JSON, 0), data)
+                _check_hook_keys(located, os.pread(old, MAX_PACKAGE_JSON, 0), data, dirfd)
             current = sha256_fd(old) if expected_sha256 is not None or st.st_size == len(data) else ""
             if expected_sha256 is not None and current != expected_sha256.lower():
                 raise self._conflict(located, current)

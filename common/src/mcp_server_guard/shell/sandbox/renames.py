@@ -53,6 +53,7 @@ _RENAME_EXCHANGE = 2
 _PATH_MAX = 4096
 _PAGE = 4096
 _MOVED_MAX = 100_000
+_RENAMED_SAID = 10_000  # files said renamed at most (``renamed``)
 _ACLS = ("system.posix_acl_access", "system.posix_acl_default")
 # This call's moved names of files with several names (see ``_copy_tree``): their inode numbers on the copy (the
 # upper layer's), said with the call's end so that the server tells them from copies with the same bytes.
@@ -478,8 +479,10 @@ def renamed(view: int) -> list[str]:
     """Where the regular files this call renamed are at its end: each noted path that holds the inode renamed there
     (``_renamed``). ``view``: the root of the call's mount namespace (its copy is mounted there), walked without
     following a link. Forgotten once said."""
-    said = []
+    said: list[str] = []
     for path, ino in dict.fromkeys(_renamed):
+        if len(said) >= _RENAMED_SAID:
+            break  # bounded: the status line stays small (ACLs are judged without it: ``changes.steps``)
         with contextlib.suppress(OSError):
             st = _lstat_beneath(view, path)
             if stat.S_ISREG(st.st_mode) and st.st_ino == ino:
