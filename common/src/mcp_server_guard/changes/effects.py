@@ -27,6 +27,7 @@ import fnmatch
 import os
 import posixpath
 import re
+import shutil
 import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -105,23 +106,33 @@ class Judgement:
         return printable(f"The command would {self.summary}. " + " ".join(self.asks) + " Apply these changes?")
 
 
+# Names people also give directories of their own (``env/`` of settings, ``tmp/`` and ``out/`` of notes): a build
+# or cache directory only where it shows it (a file its tool leaves in it). Threat: ``rm -r env`` deleting the user's
+# files unasked because of the directory's name alone (red team 5b F8).
+_SHOWN_BY = {"env": ("pyvenv.cfg", "CACHEDIR.TAG"), "tmp": ("CACHEDIR.TAG",), ".tmp": ("CACHEDIR.TAG",),
+             "out": ("CACHEDIR.TAG", "tsconfig.tsbuildinfo", ".tsbuildinfo")}  # fmt: skip
+
+
 class _Matcher:
     def __init__(self, patterns: Iterable[str]) -> None:
         names = [p for p in patterns if "/" not in p.strip("/")]
         paths = [p for p in patterns if "/" in p.strip("/")]
         self._names = re.compile("|".join(f"(?:{fnmatch.translate(n)})" for n in names) or r"(?!)")
         self._paths = SuffixMatcher(paths, ignore_case=False)
-        self._dirs: dict[str, bool] = {}  # a directory's answer, asked once for all the paths below it
+        self._dirs: dict[tuple[str, str], bool] = {}  # a directory's answer, asked once for all the paths below it
 
-    def name(self, path: str) -> bool:
-        """Some component of ``path`` (or a directory path above it) matches."""
+    def name(self, path: str, root: str = "") -> bool:
+        """Some component of ``path`` (or a directory path above it) matches; one of ``_SHOWN_BY``'s names only where
+        the real directory under ``root`` holds one of its tool's files (no root: never)."""
         parent, _, last = path.rpartition("/")
         if parent:
-            above = self._dirs.get(parent)
+            above = self._dirs.get((root, parent))
             if above is None:
-                above = self._dirs[parent] = self.name(parent)
+                above = self._dirs[(root, parent)] = self.name(parent, root)
             if above:
                 return True
+        if last in _SHOWN_BY and self._names.match(last) and not self._paths.search(path):
+            return bool(root) and any(lstat_beneath(root, f"{path}/{mark}") for mark in _SHOWN_BY[last])
         return bool(self._names.match(last)) or bool(self._paths.search(path))
 
     def path(self, path: str) -> bool:
@@ -151,7 +162,7 @@ def judge(
     moves = {end: old for old, new in pairs for end in (old, new)}
     judgement.moved = dict(moves)
     # Threat: a tree moved into a build or cache directory, then deleted there with no question.
-    kept_out = {old for old, new in pairs if scratch.name(new[1]) and not scratch.name(old[1])}
+    kept_out = {old for old, new in pairs if scratch.name(new[1], new[0]) and not scratch.name(old[1], old[0])}
     judgement.summary, judgement.counts = summary_line(sets, judgement.refused, moves)
     touched: list[str] = []
     trees: list[str] = []
@@ -166,13 +177,13 @@ def judge(
                 change.action == "modify"
                 and key in moves
                 and key not in judgement.refused
-                and not scratch.name(change.path)
+                and not scratch.name(change.path, changes.root)
             ):
                 # Renamed over (``mv -f template.txt notes.txt``): what the file there held is gone, as deleted.
                 touched.append(change.path)
                 losing.append((changes, change))
                 continue
-            if key in judgement.refused or (key in moves and key not in kept_out) or scratch.name(change.path):
+            if key in judgement.refused or (key in moves and key not in kept_out) or scratch.name(change.path, key[0]):
                 continue
             if change.action == "delete" and change.kind != "dir":
                 touched.append(change.path)
@@ -224,6 +235,7 @@ def judge(
         judgement.asks.append(f"It empties {_list(emptied)}.")
     if policy.ask_new_executables and executables:
         judgement.asks.append(f"It makes new executables: {_list(executables)}.")
+    judgement.asks += _shadowing(sets, scratch, judgement.refused)
     if granted:
         judgement.asks.append(f"It {_list(granted, MODES_NAMED)}.")
     if policy.ask_uncommitted and losing:
@@ -243,10 +255,8 @@ def judge(
         thrown = discarded(rewritten, _stashed(sets), at_stake)
         judgement.by_content.update(at_stake)
         if thrown:
-            judgement.asks.append(
-                f"It discards uncommitted changes to {_list(thrown)} (back to what git has; git reset --hard, "
-                "checkout, restore)."
-            )
+            judgement.asks.append(f"It discards uncommitted changes to {_list(thrown)} (back to what git has; git "
+                                  "reset --hard, checkout, restore).")  # fmt: skip
     return judgement
 
 
@@ -341,7 +351,7 @@ def _modes(
                 judgement.refused[key] = f"it would make {change.path}/ writable by others, and it holds {held}"
             elif extra & _SET_ID:
                 asks.append(f"sets the setgid or setuid bit of the directory {shown}")
-            elif extra & _WRITABLE_BY_OTHERS and not scratch.name(change.path):
+            elif extra & _WRITABLE_BY_OTHERS and not scratch.name(change.path, changes.root):
                 asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}")
     return asks
 
@@ -567,6 +577,29 @@ def _refuse(
         if why is not None:
             refused[(root, change.path)] = why
     refuse_whole(changes, refused)
+
+
+def _shadowing(sets: Sequence[ChangeSet], scratch: _Matcher, refused: Mapping[tuple[str, str], str]) -> list[str]:
+    """The question about executables named like programs on the PATH (``_shadows``), if any."""
+    if shadowing := [c.path for s in sets for c in s.changes if _shadows(s.root, c, scratch, refused)]:
+        return [f"It makes {_list(shadowing)}, named like programs on your PATH: where a tool puts that directory "
+                "first (direnv's PATH_add), they run instead."]  # fmt: skip
+    return []
+
+
+def _shadows(root: str, change: Change, scratch: _Matcher, refused: Mapping[tuple[str, str], str]) -> bool:
+    """An executable the command made or changed, outside the build and cache directories, with the name of a
+    program on the server's PATH. Threat: ``bin/git`` in a project whose ``.envrc`` says ``PATH_add bin``: the
+    user's next ``git status`` there runs it, outside the box (red team 5b F5); ``bin/`` is a usual place for new
+    executables, asked about nowhere else."""
+    return (
+        change.kind == "file"
+        and change.action in ("create", "modify", "meta")
+        and bool(change.mode & 0o111)
+        and (root, change.path) not in refused
+        and not scratch.name(change.path, root)
+        and shutil.which(change.path.rsplit("/", 1)[-1]) is not None
+    )
 
 
 def _linked(

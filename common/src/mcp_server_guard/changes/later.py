@@ -4,9 +4,10 @@ A git hook manager's keys and the npm scripts hooks run, in a ``package.json`` (
 ``git commit`` or ``npm install`` runs them. A ``.pth`` file with an ``import`` line, or a ``sitecustomize.py`` /
 ``usercustomize.py``, in a ``site-packages`` directory (a project's virtual environment is a build directory, left
 unjudged otherwise): every start of that Python runs it — ``uv run``, ``pytest``, an editor querying the project's
-interpreter (red team 5b F9). Each is asked about, never refused (installers write them too: setuptools' editable
-installs and ``distutils-precedence.pth`` hold ``import`` lines). Judged by content: a running job's look leaves
-these files for the job's end (the job may swap the bytes between a look's judgement and its copy).
+interpreter (red team 5b F9). Each is asked about, never refused; the lines installers write (setuptools'
+distutils shim and editable finders, virtualenv's, coverage's) are not. The modules such lines import, like every
+other file of a virtual environment, are the project's code and not judged. Judged by content: a running job's look
+leaves these files for the job's end (the job may swap the bytes between a look's judgement and its copy).
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ _STARTUP_MODULES = ("sitecustomize.py", "usercustomize.py")
 _PTH_MAX = 1 << 20  # bytes of a .pth file read at most; a larger one counts as running code
 # site.py runs a .pth line that starts with "import" followed by a space or a tab.
 _PTH_CODE = re.compile(rb"^import[ \t]", re.MULTILINE)
+# The lines installers write (setuptools' distutils shim and editable finders, virtualenv, coverage): not asked about.
+_INSTALLERS = re.compile(
+    rb"import (?:os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os\.environ\.get\(var, 'local'\) == 'local'; "
+    rb"enabled and __import__\('_distutils_hack'\)\.add_shim\(\); ?"
+    rb"|(__editable___[\w.]+_finder); \1\.install\([^)\n]*\)|_virtualenv|coverage; coverage\.process_startup\(\))"
+    rb"[ \t]*\r?"
+)
 
 
 def runs_later(
@@ -44,7 +52,7 @@ def runs_later(
             trees = trees or Trees(changes)
             data = trees.read(change.path, limit=_PTH_MAX) if change.kind == "file" else None
             name = change.path.rsplit("/", 1)[-1]
-            if name in _STARTUP_MODULES or data is None or len(data) >= _PTH_MAX or _PTH_CODE.search(data):
+            if name in _STARTUP_MODULES or data is None or len(data) >= _PTH_MAX or _runs_code(data):
                 where = printable(posixpath.dirname(change.path))
                 asks.append(f"It adds code that every start of the Python of {where} runs ({printable(change.path)}),"
                             " outside the box.")  # fmt: skip
@@ -67,6 +75,11 @@ def runs_later(
                 asks.append(f"It changes what git hooks and package managers run from {change.path} "
                             f"({', '.join(keys)}): they run at your next git commit or npm install, outside the "
                             "box.")  # fmt: skip
+
+
+def _runs_code(data: bytes) -> bool:
+    """Whether a .pth file holds a line site.py runs, other than the lines installers write."""
+    return any(_PTH_CODE.match(line) and not _INSTALLERS.fullmatch(line) for line in data.split(b"\n"))
 
 
 def _site_startup(path: str) -> bool:

@@ -244,19 +244,15 @@ def place(
 
 
 def _kept_own(change: Change, real: os.stat_result | None, dst_dir: int, src_dir: int, name: str) -> Xattrs:
-    """What the command's file keeps of the real file's own overlay attributes and ACLs: where it rewrote it in place
-    (a copy-up: overlayfs marks one of a file with one name), what ``kept_in_place`` says; a new file of that name
-    (``rm m; echo > m``) has none of them, as natively, nor does another file renamed over it (``mv -f a m``: red
-    team 40s, a secret landed under the ACL of the file it replaced — it brings its own)."""
+    """What the command's file keeps of the real file's own overlay attributes and ACLs: in place (a copy-up), what
+    ``kept_in_place`` says; a new file of that name (``rm m; echo > m``) none, as natively, nor another file renamed
+    over it (``mv -f a m``: red team 40s, it brings its own). Threat: a file put at its name where no rename note
+    sees it (``rm m; ln s m``, RENAME_EXCHANGE) kept the real ACL (5a F1): it stays only where the copy has it too."""
     if real is None or not stat.S_ISREG(real.st_mode) or not (change.over or change.origin or real.st_nlink > 1):
         return ()
-    alike = acls_alike(at(dst_dir, name), at(src_dir, name))
+    alike = acls_alike(at(dst_dir, name), at(src_dir, name))  # the real ACLs its copy-up carries: no more (5a F1)
     if change.over:
         return alike
-    # Threat: a file that is not the real one rewritten in place, at its name by ways no rename note sees (``rm m;
-    # ln s m``, the other end of a RENAME_EXCHANGE, past the note's bound): it landed under the real file's ACL, a
-    # secret readable by the users that ACL names (red team 5a F1). The real file's ACLs stay only where the
-    # command's file has them too — a copy-up of it carries them — and what it has not, it does not get.
     own = kept_in_place(at(dst_dir, name), at(src_dir, name), change.shown)
     return tuple(sorted((*((n, v) for n, v in own if n not in ACL_NAMES), *alike)))
 
