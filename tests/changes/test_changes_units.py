@@ -258,7 +258,7 @@ def test_moving_a_tree_into_a_build_directory_asks_as_deleting_it_would(copy: Co
     for i in range(30):
         (copy.root / "src" / f"f{i}.py").parent.mkdir(exist_ok=True)
         (copy.root / "src" / f"f{i}.py").write_text(f"x = {i}\n")
-    judged = judge([copy.run("mkdir -p tmp && mv src tmp/src")], protection_for(POLICY), POLICY.effects,
+    judged = judge([copy.run("mkdir -p build && mv src build/src")], protection_for(POLICY), POLICY.effects,
                    [str(copy.root)])  # fmt: skip
     assert any("It deletes src/ (30 files)" in ask for ask in judged.asks)
 
