@@ -639,3 +639,18 @@ async def test_a_redirect_to_tmp_is_refused_without_the_box_and_runs_in_the_call
     out = ran.structured_content
     assert out is not None and "bwrap" in out["sandbox"] and out["stdout"] == "scratch\n", ran
     assert not Path("/tmp/mcp-guard-test-scratch").exists()  # the call's own /tmp, not the machine's
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
+async def test_a_write_outside_the_project_says_where_to_write_instead(workspace: Path) -> None:
+    # Issue 45 item 4: the system (and HOME, outside the temp directory tests keep it in) is read-only in the box; the
+    # model is told where it may write, and how to pass settings.
+    write = "python3 -c \"open('/usr/mcp-guard-probe', 'w')\""
+    async with serve("mcp-server-shell-exec", workspace) as client:
+        home = await client.call_tool("shell_exec", {"command": write})
+        inside = await client.call_tool("shell_exec", {"command": "echo x > inside.txt"})
+    said = text_of(home)
+    assert "Read-only file system" in said and "only the project is writable" in said, said
+    assert "$TMPDIR" in said and "git -c user.name=" in said, said
+    assert "only the project is writable" not in text_of(inside)
+    assert (workspace / "inside.txt").read_text() == "x\n"

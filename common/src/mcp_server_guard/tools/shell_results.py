@@ -33,6 +33,13 @@ SESSION_READ_ONLY = (
     "change the project, tell the user what you would change, or ask them to restart the server with --mode "
     "workspace-write"
 )
+# Where a write outside the project failed in the box (issue 45 item 4): where the model may write instead.
+OUTSIDE_READ_ONLY = (
+    "[a write failed with 'Read-only file system': in the box only the project is writable (HOME and the system are "
+    "read-only). Write inside the project, or scratch files to $TMPDIR (this call's own); give settings per command "
+    "instead of `git config --global` or `npm config set` (`git -c user.name=... commit`, GIT_AUTHOR_NAME=..., "
+    "npm_config_<key>=...)]"
+)
 DISK_LOW = "stopped: the disk holding its copy was nearly full; nothing it did was applied (a job: since its last look)"
 
 
@@ -224,6 +231,8 @@ class ShellResult(ToolOutput):
                 "stopped with it (what they wrote until then counts: wait for them, or run it as a background job)"
             )
         parts.append(f"[{status}]")
+        if "Read-only file system" in self.stderr and not self.changes.reason:
+            parts.append(OUTSIDE_READ_ONLY)
         for cut in self.omitted:
             if cut.resource:
                 parts.append(f"[{cut.stream} bytes {cut.start}-{cut.end} left out; read them: {cut.resource}]")
