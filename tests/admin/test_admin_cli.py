@@ -300,3 +300,17 @@ def test_check_leads_with_what_the_server_does_on_this_machine(tmp_path: Path) -
     lines = done.stdout.splitlines()
     assert done.returncode == 0, done
     assert lines[0].startswith("on this machine: allow") and lines[1].startswith("decision: deny"), lines
+
+
+def test_check_with_mode_read_only_leads_with_what_a_read_only_server_does_here(tmp_path: Path) -> None:
+    # Issue 45 item 6: with the box a read-only session runs a linter (the kernel refuses its writes); without it
+    # the read-only allow-list refuses what it does not name. The deny rules hold either way.
+    lint = run([console_script("mcp-guard"), "check", "--mode", "read-only", "ruff check ."], tmp_path)
+    denied = run([console_script("mcp-guard"), "check", "--mode", "read-only", "rm -rf ~"], tmp_path)
+    assert denied.returncode == 20 and "rule:     rm-recursive" in denied.stdout, denied
+    first = lint.stdout.splitlines()[0]
+    if shutil.which("bwrap") is not None:
+        assert lint.returncode == 0 and first.startswith("on this machine, --mode read-only: allow"), lint
+        assert "read-only view" in first, first
+    else:
+        assert lint.returncode == 20 and "allow-list" in first, lint

@@ -12,7 +12,9 @@ import typer
 
 from mcp_server_guard.paths import json_text, printable, readable, system_program
 from mcp_server_guard.policy import PolicyError, load_policy
+from mcp_server_guard.serving.config import Mode
 from mcp_server_guard.serving.launch import PolicyOpt, usage_error
+from mcp_server_guard.shell.execution import writable_policy
 from mcp_server_guard.shell.parsing import TooComplex
 from mcp_server_guard.shell.rules import PolicyEngine
 
@@ -106,6 +108,9 @@ def check(
         str | None,
         typer.Option("--stdin", help="The text the call feeds the command (judged as code where a program runs it)."),
     ] = None,
+    mode: Annotated[
+        Mode, typer.Option("--mode", help="The session's --mode: what a server started so does with the line leads.")
+    ] = Mode.WORKSPACE_WRITE,
 ) -> None:
     try:
         loaded = load_policy(policy).shell_exec
@@ -118,6 +123,8 @@ def check(
         _check_many(engine, file, as_json, PolicyEngine(loaded, effects=True))
     if command is None:
         usage_error(PROG, "give a command line, or --file FILE (- for stdin) to judge many")
+    if mode is not Mode.WORKSPACE_WRITE:
+        _check_mode(mode, policy, command, args or [], stdin, as_json)
     judged = _judge(engine, command, args or [], stdin)
     # While commands work on a copy (the default where the box allows), rules that only guard the project's files
     # give way to the judgement of what the command did: say so when that changes the decision.
@@ -163,6 +170,35 @@ def check(
                 "runs on a copy, and what it changes is judged by its effects before anything reaches the files)"
             )
     raise typer.Exit(CHECK_EXIT[here])
+
+
+def _check_mode(
+    mode: Mode, policy: Path | None, command: str, args: Sequence[str], stdin: str | None, as_json: bool
+) -> NoReturn:
+    """The decision of a server started with ``--mode`` here: read-only with the box (or Landlock) judges as a
+    workspace-write session and runs the line on a read-only view; read-only without either, the read-only
+    allow-list; full-access, the plain rules (no box, no copy)."""
+    boxed = _copies_here()
+    if mode is Mode.READ_ONLY:
+        chosen = load_policy(policy if policy is not None else Path("readonly"))
+        if boxed:
+            engine = PolicyEngine(writable_policy(chosen.source, chosen.shell_exec), effects=True)
+            how = "a read-only session runs it on a read-only view here: the kernel refuses every write"
+        else:
+            engine = PolicyEngine(chosen.shell_exec)
+            how = "no box here: the read-only allow-list decides"
+    else:
+        engine = PolicyEngine(load_policy(policy).shell_exec)
+        how = "full-access: no box and no copy, the rules alone decide"
+    judged = _judge(engine, command, args, stdin)
+    if as_json:
+        shown = {k: v for k, v in judged.items() if k != "parseError"}
+        typer.echo(json_text({**shown, "mode": mode.value, "onThisMachine": judged["decision"]}))
+    else:
+        typer.echo(f"on this machine, --mode {mode.value}: {judged['decision']} ({how})")
+        typer.echo(f"rule:     {judged['rule'] or '(none)'}")
+        typer.echo(readable(f"reason:   {judged['reason']}"))
+    raise typer.Exit(CHECK_EXIT[judged["decision"]])
 
 
 def _copies_here() -> bool:
