@@ -46,7 +46,7 @@ async def test_control_a_plain_call_writing_a_path_strategy_is_refused(workspace
 async def test_attack_job_flips_strategy_between_a_looks_judgement_and_its_copy(workspace: Path) -> None:
     _repo(workspace)
     body = (
-        "import time\nend = time.time() + 12\ni = 0\n"
+        "import time\nend = time.time() + 8\ni = 0\n"
         "while time.time() < end:\n"
         f"    open('.git/rebase-merge/s.tmp', 'w').write({PLAIN!r} if i % 2 == 0 else {PATHED!r})\n"
         "    os.rename('.git/rebase-merge/s.tmp', '.git/rebase-merge/strategy')\n"
