@@ -19,6 +19,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+# The extended attributes that hold a file's POSIX access control lists.
+ACL_NAMES = ("system.posix_acl_access", "system.posix_acl_default")
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000

@@ -39,6 +39,7 @@ from pathlib import Path
 from mcp_server_guard.changes.changeset import TooDeep, walk_real
 from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, parent
 from mcp_server_guard.files.trees import remove_tree
+from mcp_server_guard.linux import ACL_NAMES
 
 __all__ = ["ESCAPE_DIR", "MARKS", "Escapes", "marked", "note_landed"]
 
@@ -402,15 +403,14 @@ def _replicate(dirfd: int, name: str, target: str) -> list[tuple[str, os.stat_re
 # A replica shows its real entry's access control lists as they are (red team 5a F3, F4: a directory shown through
 # the layer without its default ACL gave the command's new files the umask's mode, readable by others, and a file
 # moved lost its ACL).
-_ACLS = ("system.posix_acl_access", "system.posix_acl_default")
 
 
 def _copy_attributes(src: int, target: str, st: os.stat_result) -> None:
     names = os.listxattr(src)
     wanted = {_escaped(name): os.getxattr(src, name) for name in names if name.startswith("user.")}
-    wanted |= {name: os.getxattr(src, name) for name in names if name in _ACLS}
+    wanted |= {name: os.getxattr(src, name) for name in names if name in ACL_NAMES}
     for name in os.listxattr(target, follow_symlinks=False):
-        if (name.startswith("user.") or name in _ACLS) and name not in wanted:
+        if (name.startswith("user.") or name in ACL_NAMES) and name not in wanted:
             with contextlib.suppress(OSError):
                 os.removexattr(target, name, follow_symlinks=False)
     for name, value in wanted.items():

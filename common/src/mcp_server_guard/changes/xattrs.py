@@ -69,7 +69,7 @@ _ESCAPED = "user.overlay.overlay."
 _NEVER = ("security.capability", "trusted.overlay.")  # privileges, and overlayfs's bookkeeping as root
 # Threat: an access control list a command set grants what the mode bits do not show (a default ACL of other::rwx
 # on a new hooks directory makes every file made there later writable by anyone); the judge reads modes only.
-_ACL = ACL_NAMES = ("system.posix_acl_access", "system.posix_acl_default")
+_ACL = ACL_NAMES = linux.ACL_NAMES
 _LANDED_NOT = (_OVERLAY, *_NEVER, *_ACL)
 
 

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from mcp_server_guard import audit, faults
+from mcp_server_guard import audit, faults, linux
 from mcp_server_guard.errors import GuardError, HostError, ResourceError, SecurityError
 from mcp_server_guard.files.history import CALLS, HistoryEntry, HistoryStore, NoRoom
 from mcp_server_guard.files.jail import Jail, Located, check_regular, oserror_to_guard
@@ -109,7 +109,7 @@ def check_executable_content(name: str, data: bytes, policy: FileWritePolicy) ->
         )
 
 
-_ACLS = ("system.posix_acl_access", "system.posix_acl_default")
+_ACLS = linux.ACL_NAMES
 
 
 def _carry_attributes(old: int, dirfd: int, tmp: str) -> None:

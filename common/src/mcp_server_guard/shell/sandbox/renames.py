@@ -54,7 +54,7 @@ _PATH_MAX = 4096
 _PAGE = 4096
 _MOVED_MAX = 100_000
 _RENAMED_SAID = 10_000  # files said renamed at most (``renamed``)
-_ACLS = ("system.posix_acl_access", "system.posix_acl_default")
+_ACLS = linux.ACL_NAMES
 # This call's moved names of files with several names (see ``_copy_tree``): their inode numbers on the copy (the
 # upper layer's), said with the call's end so that the server tells them from copies with the same bytes.
 _moved: list[int] = []
