@@ -357,3 +357,25 @@ def test_a_step_that_did_nothing_is_told_from_one_that_went_beside_by_a_flag_the
     assert not beside.skipped and skipped.skipped
     assert [Conflict.of(c.json()) for c in (beside, skipped)] == [beside, skipped]
     assert Conflict.of(["/p/c", "older journal line"]) == Conflict("/p/c", "older journal line")
+
+
+def test_git_freshening_its_objects_is_not_counted_as_files_changed(copy: Copy) -> None:
+    # Issue 45 item 2: in a copied checkout git's index is stale; `git add -A` hashes every file again and, finding
+    # each object there, sets its time (freshening). Only times changed: no file deleted, overwritten or re-moded,
+    # so not "more than max_files" — every such `git add -A` / `git commit -a` was asked about.
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+           "HOME": str(copy.root.parent), "PATH": os.environ["PATH"]}  # fmt: skip
+    for i in range(40):
+        (copy.root / "src" / f"f{i}.py").parent.mkdir(exist_ok=True)
+        (copy.root / "src" / f"f{i}.py").write_text(f"x = {i}\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
+        subprocess.run(["git", *args], cwd=copy.root, check=True, capture_output=True, env=env)
+    old = 1_000_000_000
+    for path in (copy.root / ".git" / "objects").rglob("*"):
+        if path.is_file():
+            os.utime(path, (old, old))  # as a copy of the project leaves them: older than now
+    changes = copy.run("touch src/*.py && git add -A")  # a stale index: every file hashed again
+    freshened = [c for c in changes.changes if c.action == "meta" and c.path.startswith(".git/objects/")]
+    assert len(freshened) > POLICY.effects.max_files, actions(changes)
+    judged = judge([changes], protection_for(POLICY), POLICY.effects, [str(copy.root)])
+    assert not any("It deletes, overwrites or changes the mode" in ask for ask in judged.asks), judged.asks

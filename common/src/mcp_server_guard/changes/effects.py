@@ -188,7 +188,7 @@ def judge(
             if change.action == "delete" and change.kind != "dir":
                 touched.append(change.path)
                 losing.append((changes, change))
-            elif change.action == "meta" and change.kind != "dir":
+            elif change.action == "meta" and change.kind != "dir" and not _times_only(change):
                 touched.append(change.path)
             elif change.action == "modify" and change.kind == "symlink" and _was_file(changes.root, change.path):
                 # A file replaced by a link (``ln -sf /dev/null f``) loses what the file held, as a deletion does.
@@ -577,6 +577,12 @@ def _refuse(
         if why is not None:
             refused[(root, change.path)] = why
     refuse_whole(changes, refused)
+
+
+def _times_only(change: Change) -> bool:
+    """A meta change of nothing but a file's times (``touch``, git freshening the objects it finds again: issue 45):
+    no file deleted, overwritten or re-moded — not what the many-files question counts."""
+    return change.mode == change.old_mode and change.xattrs == change.old_xattrs
 
 
 def _shadowing(sets: Sequence[ChangeSet], scratch: _Matcher, refused: Mapping[tuple[str, str], str]) -> list[str]:
