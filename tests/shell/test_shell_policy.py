@@ -104,6 +104,11 @@ def test_rm_rf_evasions_are_all_denied(line: str) -> None:
         ("git -c core.sshCommand=evil fetch", "ask", "git-config-runs-programs"),
         ("git -c 'alias.st=!sh -c id' st", "ask", "git-config-runs-programs"),
         ("git -c user.name=me commit -m x", "allow", None),
+        # after the subcommand -c is its own (issue 45: `git switch -c "$b"` was asked as a config it could be)
+        ('git switch -c "$b"', "allow", None),
+        ("git commit -c HEAD", "allow", None),
+        ("git -C sub -c core.fsmonitor=x status", "ask", "git-config-runs-programs"),
+        ("git clone -c core.fsmonitor=x https://example.org/r", "ask", "git-config-runs-programs"),
         ("git fetch --upload-pack='touch /tmp/x' origin", "ask", "git-upload-pack"),
         ("git clone -u 'touch x' repo", "ask", "git-clone-upload-pack"),
         ("git clone 'ext::sh -c touch% x' dir", "ask", "git-ext-url"),

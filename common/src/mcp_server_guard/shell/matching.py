@@ -159,6 +159,11 @@ def parse_args(program: str, args: Sequence[str], more_values: frozenset[str] = 
                     i += 1
                 continue
             for pos, letter in enumerate(letters):
+                if program == "git" and letter == "c" and out.positionals and out.positionals[0] != "clone":
+                    # After the subcommand, -c is the subcommand's own (switch -c NEW, commit -c COMMIT), not git's
+                    # config option (which only comes before it; clone's -c sets the new repository's config).
+                    out.longs.add("subcommand-c")
+                    continue
                 out.shorts.add(letter)
                 if letter in takes_value:
                     value = letters[pos + 1 :]
