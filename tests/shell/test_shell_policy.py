@@ -106,6 +106,8 @@ def test_rm_rf_evasions_are_all_denied(line: str) -> None:
         ("git -c user.name=me commit -m x", "allow", None),
         # after the subcommand -c is its own (issue 45: `git switch -c "$b"` was asked as a config it could be)
         ('git switch -c "$b"', "allow", None),
+        ("git -c core.hooksPath=/dev/null commit -m x", "allow", None),  # hooks turned off
+        ("git -c core.hooksPath=/tmp/h commit -m x", "ask", "git-config-runs-programs"),
         ("git commit -c HEAD", "allow", None),
         ("git -C sub -c core.fsmonitor=x status", "ask", "git-config-runs-programs"),
         ("git clone -c core.fsmonitor=x https://example.org/r", "ask", "git-config-runs-programs"),

@@ -326,9 +326,17 @@ def rule_matches(rule: Rule, argv: Sequence[str], parsed: Args | None = None, *,
         not rule.option_values
         or (free and any(parsed.has(option) for option in rule.option_values))
         or any(
-            glob_matches(form, patterns, fold=True)
+            _option_value_matches(form, patterns)
             for option, patterns in rule.option_values.items()
             for value in parsed.values_of(option)
             for form in forms_of(value)
         )
     )
+
+
+def _option_value_matches(form: str, patterns: Sequence[str]) -> bool:
+    """A value matches an option's globs unless a ``!`` glob excludes it (``core.hookspath=*`` but not
+    ``!core.hookspath=/dev/null``: hooks turned off)."""
+    wanted = [p for p in patterns if not p.startswith("!")]
+    excluded = [p[1:] for p in patterns if p.startswith("!")]
+    return glob_matches(form, wanted, fold=True) and not (excluded and glob_matches(form, excluded, fold=True))
