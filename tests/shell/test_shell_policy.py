@@ -447,3 +447,20 @@ def test_one_table_of_code_running_names_for_the_env_field_and_for_assignments_i
         assert (field.action, field.rule) == (line.action, line.rule), (engine, field, line)
     assert DEFAULT.decide(f"{name}='x y' ls").action != "allow" or name in ("PAGER", "LESSOPEN", "BROWSER")
     assert READONLY.decide(f"{name}=x ls").action == "deny"
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["for x in ; do echo $x; done", "if (true) then echo ok; fi", "{rm,-rf,build}", "echo 'unterminated"],
+)
+def test_a_line_the_parser_cannot_read_runs_on_a_copy_judged_by_its_effects(line: str) -> None:
+    # Issue 45 item 3: where commands work on a copy, a line the parser cannot read (valid bash or not) is not asked
+    # before running; what it changes is judged afterwards. Without a copy it is asked, as before.
+    on_copy = PolicyEngine(load_policy().shell_exec, effects=True).decide(line)
+    assert on_copy.action == "allow", on_copy
+    assert DEFAULT.decide(line).action == "ask"
+
+
+def test_a_line_the_parser_cannot_read_still_meets_the_rules_for_what_it_could_read() -> None:
+    on_copy = PolicyEngine(load_policy().shell_exec, effects=True)
+    assert on_copy.decide("for x in ; do echo; done; rm -rf ~").action == "deny"

@@ -60,7 +60,11 @@ def _exported_as_is(name: str, value: str) -> bool:
 # commands work on a copy (the box keeps every other place read-only).
 # On a copy, what they run or load runs in the box: `PYTHONPATH=src python -m pytest`, an arithmetic value read
 # from a file (`line=$(grep -n …); sed -n "$((line+40))p"`).
-EFFECT_FINDINGS = frozenset({"dynamic-redirect", "search-path", "code-in-data", "dynamic-program", "dynamic-eval"})
+# On a copy these are judged by what the command did (issue 45: a line the parser cannot read, valid bash or not,
+# runs on the copy: the rules still see every part it could read).
+EFFECT_FINDINGS = frozenset(
+    {"dynamic-redirect", "search-path", "code-in-data", "dynamic-program", "dynamic-eval", "parse-error"}
+)
 _DIRECTORY_OPTIONS = ("C", "work-tree", "git-dir", "directory")
 # Caches in the home directory a cleanup may empty (`rm -rf ~/.cache/pip`): not the user's work.
 _CACHES = (".cache", ".npm/_cacache", ".npm/_logs", ".cargo/registry/cache", ".gradle/caches", ".m2/repository",
