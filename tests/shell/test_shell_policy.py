@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -464,3 +465,17 @@ def test_a_line_the_parser_cannot_read_runs_on_a_copy_judged_by_its_effects(line
 def test_a_line_the_parser_cannot_read_still_meets_the_rules_for_what_it_could_read() -> None:
     on_copy = PolicyEngine(load_policy().shell_exec, effects=True)
     assert on_copy.decide("for x in ; do echo; done; rm -rf ~").action == "deny"
+
+
+def _oddities() -> list[str]:
+    text = (Path(__file__).parent.parent / "corpus" / "bash_oddities.txt").read_text(encoding="utf-8")
+    return [line for line in text.splitlines() if line and not line.startswith("#")]
+
+
+@pytest.mark.parametrize("line", _oddities())
+def test_every_valid_bash_oddity_runs_on_a_copy_unasked(line: str) -> None:
+    # Issue 45 item 3: a corpus of valid bash the parser may not read, checked against `bash -n` (parsing only).
+    checked = subprocess.run(["bash", "-n", "-c", line], capture_output=True, text=True, timeout=10, check=False)
+    assert checked.returncode == 0, (line, checked.stderr)
+    verdict = PolicyEngine(load_policy().shell_exec, effects=True).decide(line)
+    assert verdict.action == "allow", (line, verdict)
