@@ -11,6 +11,7 @@ import ctypes
 import errno
 import fcntl
 import os
+import re
 import resource
 import socket
 import struct
@@ -175,12 +176,58 @@ def umount(target: str) -> None:
 
 
 def bind_read_only(path: str) -> None:
-    """Make ``path`` (and everything under it) read-only in this mount namespace. A path swapped for a
-    symlink since it was surveyed is refused (``ELOOP``), not followed somewhere else."""
+    """Make ``path`` and every mount under it read-only in this mount namespace. A path swapped for a symlink since
+    it was surveyed is refused (``ELOOP``), not followed somewhere else.
+
+    Threat: a remount read-only of a bind changes that one mount, not those under it: the directories pinned above
+    a hidden path (``~/.config``) stayed writable in a read-only session, and a command re-moded and re-timed them
+    (red team 6 R1). Every mount below is made read-only too (``mount_setattr``, or one remount each)."""
     if os.path.islink(path):
         raise OSError(errno.ELOOP, "a symlink cannot be made read-only", path)
     mount(path, path, None, MS_BIND | MS_REC)
     mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    if not _read_only_recursively(path):
+        _read_only_below(path)
+
+
+_MOUNT_SETATTR = 442  # the same number on x86_64 and aarch64
+_AT_RECURSIVE, _AT_SYMLINK_NOFOLLOW, _MOUNT_ATTR_RDONLY = 0x8000, 0x100, 1
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = (("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
+                ("userns_fd", ctypes.c_uint64))  # fmt: skip
+
+
+def _read_only_recursively(path: str) -> bool:
+    """``mount_setattr(AT_RECURSIVE, MOUNT_ATTR_RDONLY)`` on ``path`` (Linux 5.12): False where the kernel has none."""
+    attr = _MountAttr(_MOUNT_ATTR_RDONLY, 0, 0, 0)
+    flags = _AT_RECURSIVE | _AT_SYMLINK_NOFOLLOW
+    if _libc().syscall(_MOUNT_SETATTR, -100, os.fsencode(path), flags, ctypes.byref(attr), ctypes.sizeof(attr)) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL):
+        return False
+    raise OSError(err, os.strerror(err), path)
+
+
+_KEPT = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
+         "nodiratime": 2048, "relatime": 1 << 21}  # fmt: skip
+
+
+def _read_only_below(path: str) -> None:
+    """Remount each mount below ``path`` read-only, keeping its other flags (a mount a user namespace inherited
+    keeps them locked)."""
+    below = path.rstrip("/") + "/"
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as info:
+        lines = info.read().splitlines()
+    for line in lines:
+        fields = line.split()
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+        options = fields[5].split(",")
+        if point.startswith(below) and "ro" not in options:
+            kept = sum(flag for name, flag in _KEPT.items() if name in options)
+            mount(None, point, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept)
 
 
 def mask(path: str) -> None:

@@ -181,12 +181,12 @@ def _check_mode(
     boxed = _copies_here()
     if mode is Mode.READ_ONLY:
         chosen = load_policy(policy if policy is not None else Path("readonly"))
-        if boxed:
+        if boxed and policy is None:  # an explicit --policy is kept as given (readonly: the allow-list decides)
             engine = PolicyEngine(writable_policy(chosen.source, chosen.shell_exec), effects=True)
             how = "a read-only session runs it on a read-only view here: the kernel refuses every write"
         else:
             engine = PolicyEngine(chosen.shell_exec)
-            how = "no box here: the read-only allow-list decides"
+            how = "the read-only allow-list decides" if boxed else "no box here: the read-only allow-list decides"
     else:
         engine = PolicyEngine(load_policy(policy).shell_exec)
         how = "full-access: no box and no copy, the rules alone decide"

@@ -32,6 +32,9 @@ class ServerConfig:
     audit: AuditLog
     log_level: str = "WARNING"
     mode: Mode = Mode.WORKSPACE_WRITE
+    # --mode read-only took the packaged read-only allow-list because no --policy was given (a box may then judge
+    # lines as a workspace-write session would, on a read-only view); an explicit --policy readonly is kept.
+    implicit_readonly: bool = False
 
 
 __all__ = ["Mode", "ServerConfig"]

@@ -173,7 +173,8 @@ def build_config(
         if not raw.is_dir():
             usage_error(prog, f"--allow-path {raw}: no such directory")
         paths.append(str(raw.absolute()))
-    if policy is None and mode is Mode.READ_ONLY:
+    implicit_readonly = policy is None and mode is Mode.READ_ONLY
+    if implicit_readonly:
         policy = Path("readonly")  # the packaged read-only allow-list
     try:
         loaded = load_policy(policy)
@@ -221,6 +222,7 @@ def build_config(
         audit=audit,
         log_level=log_level.upper(),
         mode=mode,
+        implicit_readonly=implicit_readonly,
     )
 
 

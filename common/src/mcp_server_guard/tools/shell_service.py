@@ -187,9 +187,10 @@ class ShellService(Generic[R]):
             )
         # ``copies_here``: a workspace-write session of this server would work on copies (a read-only one has none)
         copies = copies_here or (area is not None and "bwrap" in sandbox.label)
-        # --mode read-only: where the kernel keeps commands from writing (the box, or Landlock), any line runs, judged
-        # as in a workspace-write session; the read-only allow-list only where nothing else would stop a write.
-        self.kernel_read_only = not sandbox.jail_writable and (sandbox.box is not None or sandbox.landlock)
+        # --mode read-only: where the box keeps commands from writing (every root bound read-only), any line runs,
+        # judged as in a workspace-write session. Not with Landlock alone: it leaves modes, owners, attributes and
+        # times writable (red team 6 R2); nor with an explicit --policy readonly (R3): there the allow-list decides.
+        self.kernel_read_only = not sandbox.jail_writable and sandbox.box is not None and config.implicit_readonly
         if self.kernel_read_only:
             self.policy = writable_policy(config.policy.source, config.policy.shell_exec)
         writing = (
