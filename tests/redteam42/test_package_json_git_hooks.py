@@ -30,8 +30,12 @@ def test_the_hook_keys_a_new_package_json_sets_or_changes_are_named() -> None:
     assert changed_hook_keys(old, _bytes({**PACKAGE, "lint-staged": {"*.js": "echo changed"}})) == ["lint-staged"]
     assert changed_hook_keys(old, _bytes({**PACKAGE, "husky": {"hooks": {"pre-commit": "echo x"}}})) == ["husky"]
     scripts = {**PACKAGE, "scripts": {"test": "jest", "precommit": "echo x"}, "config": {"ghooks": {"pre-push": "x"}}}
-    # scripts.test: what the npm pre-commit package runs by default, and husky init's hook (npm test)
-    assert changed_hook_keys(old, _bytes(scripts)) == ["config.ghooks", "scripts.precommit", "scripts.test"]
+    assert changed_hook_keys(old, _bytes(scripts)) == ["config.ghooks", "scripts.precommit"]
+    # scripts.test where a hook runs it (husky init's hook: npm test), or the npm pre-commit package lists none
+    assert changed_hook_keys(old, _bytes(scripts), ["npm test\n"]) == ["config.ghooks", "scripts.precommit",
+                                                                       "scripts.test"]  # fmt: skip
+    listed_none = changed_hook_keys(old, _bytes({**scripts, "pre-commit": True}))
+    assert listed_none == ["config.ghooks", "pre-commit", "scripts.precommit", "scripts.test"]
     assert changed_hook_keys(old, _bytes({"name": "app"})) == []  # a key taken out runs nothing new
     assert changed_hook_keys(None, _bytes({"simple-git-hooks": {"pre-commit": "x"}})) == ["simple-git-hooks"]
     assert changed_hook_keys(None, b"\xef\xbb\xbf" + _bytes({"gitHooks": {"pre-commit": "x"}})) == ["gitHooks"]

@@ -6,8 +6,9 @@ a hook husky, simple-git-hooks or lefthook installed); simple-git-hooks, yorkie 
 (``config.ghooks``), ``pre-commit``/``pre-push`` (the npm packages: the scripts named there) and husky before 1.0
 (``scripts.precommit`` …) name what a hook runs. The npm scripts a hook runs are judged too (red team 5b F1): those
 the keys above or the hook files beside the package.json (``.husky/*``, ``.git/hooks/*``, lefthook's and pre-commit's
-configs: ``hook_texts``) name as ``npm test``, ``npm run X``, ``yarn X``, ``pnpm X``, ``bun run X``, and ``test`` (the
-npm ``pre-commit`` package's default); so are the scripts a package manager runs unnamed (``postinstall``,
+configs: ``hook_texts``) name as ``npm test``, ``npm run X``, ``yarn X``, ``pnpm X``, ``bun run X`` (``test`` where
+the npm ``pre-commit`` package's key names none), with the ``pre``/``post`` scripts npm runs around each and the
+scripts each runs in turn (6 L1); so are the scripts a package manager runs unnamed (``postinstall``,
 ``prepare``: the user's next ``npm install`` runs them, F2), ``packageManager`` (corepack fetches and runs what it
 names) and commitizen's adapter (``config.commitizen``). Threat: a command or a write adding ``"lint-staged": {"*":
 "curl … | sh"}`` to a project whose hooks run lint-staged — the user's own next commit runs it. The hook files
@@ -63,6 +64,22 @@ def judged_package_json(path: str) -> bool:
 
 
 UNREAD = "(the whole file: it could not be read as JSON here)"
+
+
+def _close(run: set[str], scripts: dict[str, Any]) -> None:
+    """Add to ``run`` what npm also runs with each: its ``pre``/``post`` scripts, and the scripts its own text runs
+    by name (``"test": "npm run lint"``), to the end (red team 6 L1)."""
+    todo = [(name, True) for name in run]
+    while todo and len(run) < 10_000:
+        name, wrapped = todo.pop()
+        value = scripts.get(name)
+        named = scripts_run_by([value]) if isinstance(value, str) else set()
+        todo += [(n, True) for n in sorted(named - run)]
+        run |= named
+        if wrapped:  # npm runs prelint/postlint around lint, not preprelint around those
+            around = {f"pre{name}", f"post{name}"} - run
+            todo += [(n, False) for n in sorted(around)]
+            run |= around
 
 
 def scripts_run_by(texts: Iterable[str]) -> set[str]:
@@ -139,10 +156,14 @@ def _hook_settings(data: bytes | None, hooks: Iterable[str] = ()) -> dict[str, s
     if not isinstance(parsed, dict):
         return {}
     found = {key: parsed[key] for key in _TOP if key in parsed}
-    run = {"test", *_LIFECYCLE, *scripts_run_by([*hooks, json.dumps(found)])}
+    run = {*_LIFECYCLE, *scripts_run_by([*hooks, json.dumps(found)])}
     for key in _SCRIPT_LISTS:
-        listed = parsed.get(key)
-        run.update(x for x in (listed if isinstance(listed, list) else [listed]) if isinstance(x, str))
+        if key in parsed:  # the npm pre-commit/pre-push packages: the scripts listed, `test` where none is
+            listed = parsed[key]
+            named = [x for x in (listed if isinstance(listed, list) else [listed]) if isinstance(x, str)]
+            run.update(named or ["test"])
+    scripts = parsed.get("scripts")
+    _close(run, scripts if isinstance(scripts, dict) else {})
     for section, keys in (("scripts", _SCRIPTS | run), ("config", frozenset({"ghooks", "commitizen"}))):
         inner = parsed.get(section)
         if isinstance(inner, dict):

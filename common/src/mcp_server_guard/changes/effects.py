@@ -599,9 +599,8 @@ def _shadows(root: str, change: Change, scratch: _Matcher, refused: Mapping[tupl
     user's next ``git status`` there runs it, outside the box (red team 5b F5); ``bin/`` is a usual place for new
     executables, asked about nowhere else."""
     return (
-        change.kind == "file"
+        (change.kind == "symlink" or (change.kind == "file" and bool(change.mode & 0o111)))  # a link too: 6 L7
         and change.action in ("create", "modify", "meta")
-        and bool(change.mode & 0o111)
         and (root, change.path) not in refused
         and not scratch.name(change.path, root)
         and shutil.which(change.path.rsplit("/", 1)[-1]) is not None
