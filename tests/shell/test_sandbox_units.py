@@ -493,3 +493,23 @@ def test_a_box_with_no_call_for_a_while_lets_its_second_ready_init_go_and_tops_u
         assert box.short() == 0
         box.took(7, 101, tell=False)  # the next call: the pool is topped up again
         assert box.short() == 1 and not box.resting
+
+
+@pytest.mark.parametrize("how", ["recursive", "remount-each"])
+def test_attack_a_mount_below_a_read_only_bind_is_read_only_too(tmp_path: Path, how: str) -> None:
+    # Red team 6 R1: a directory pinned below a root (a bind of its own) stayed writable when the root was bound
+    # read-only; a read-only session re-moded ~/.config through it.
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare here")
+    (tmp_path / "top" / "pinned").mkdir(parents=True)
+    probe = Path(__file__).parent / "bind_read_only_probe.py"
+    done = subprocess.run(["unshare", "-Urm", sys.executable, str(probe), str(tmp_path / "top"), how],
+                          capture_output=True, text=True, timeout=30, check=False)  # fmt: skip
+    if done.returncode != 0 and "unshare" in done.stderr:
+        pytest.skip(f"no user namespaces here: {done.stderr.strip()}")
+    assert done.stdout.strip() == "EROFS", (done.stdout, done.stderr)
+    assert oct((tmp_path / "top" / "pinned").stat().st_mode & 0o777) != oct(0o777)

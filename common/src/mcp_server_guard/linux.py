@@ -200,15 +200,13 @@ class _MountAttr(ctypes.Structure):
 
 
 def _read_only_recursively(path: str) -> bool:
-    """``mount_setattr(AT_RECURSIVE, MOUNT_ATTR_RDONLY)`` on ``path`` (Linux 5.12): False where the kernel has none."""
+    """``mount_setattr(AT_RECURSIVE, MOUNT_ATTR_RDONLY)`` on ``path`` (Linux 5.12): False where it did not (a kernel
+    without it, a filter refusing it): the caller remounts each mount then."""
     attr = _MountAttr(_MOUNT_ATTR_RDONLY, 0, 0, 0)
     flags = _AT_RECURSIVE | _AT_SYMLINK_NOFOLLOW
-    if _libc().syscall(_MOUNT_SETATTR, -100, os.fsencode(path), flags, ctypes.byref(attr), ctypes.sizeof(attr)) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.ENOSYS, errno.EINVAL):
-        return False
-    raise OSError(err, os.strerror(err), path)
+    return bool(
+        _libc().syscall(_MOUNT_SETATTR, -100, os.fsencode(path), flags, ctypes.byref(attr), ctypes.sizeof(attr)) == 0
+    )
 
 
 _KEPT = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
