@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from support.boxed import Person, program, run, shell
+from support.hooked import git
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
@@ -30,26 +30,20 @@ CASES = {
 HARMLESS = "#!/usr/bin/env python3\nimport sys\nsys.stdout.write(sys.stdin.read())\n"
 
 
-def _git(cwd: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env)
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 async def test_attack_git_filter_script_rewritten(workspace: Path, tmp_path: Path, case: str) -> None:
     command, script = CASES[case]
     marker = tmp_path / "MARKER-filter-ran"
-    _git(workspace, "init", "-q")
-    _git(workspace, "config", "filter.tidy.clean", command)  # the user's own set-up, before the agent
+    git(workspace, "init", "-q")
+    git(workspace, "config", "filter.tidy.clean", command)  # the user's own set-up, before the agent
     (workspace / ".gitattributes").write_text("*.dat filter=tidy\n")
     target = workspace / script
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(HARMLESS)
     target.chmod(0o755)
     (workspace / "a.dat").write_text("one\n")
-    _git(workspace, "add", "-A")
-    _git(workspace, "commit", "-q", "-m", "init")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "-m", "init")
     evil = HARMLESS + f"open({str(marker)!r}, 'w').write('ran')\n"
     edit = program(workspace, "edit", f"open({script!r}, 'w').write({evil!r})\n")
     person = Person(answer=False)
@@ -57,7 +51,7 @@ async def test_attack_git_filter_script_rewritten(workspace: Path, tmp_path: Pat
         out = await run(client, edit)
     # The user's next ordinary git use, outside any box.
     (workspace / "a.dat").write_text("two\n")
-    _git(workspace, "add", "a.dat")
+    git(workspace, "add", "a.dat")
     assert not marker.exists(), (
         f"the user's git ran the script the command rewrote; questions={person.questions} "
         f"transaction={out.get('transaction')} changes={out.get('changes')}"

@@ -8,15 +8,13 @@ The payload writes a marker in the test's tmp dir.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from support.boxed import Person, program, run, shell
+from support.boxed import Person, run, shell
+from support.hooked import git, hooked, sets_script, writes
 
 pytestmark = [
     pytest.mark.anyio,
@@ -34,39 +32,19 @@ CASES = {
 }
 
 
-def _git(cwd: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env)
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 async def test_attack_script_npm_runs_around_or_under_the_hooks_script(
     workspace: Path, tmp_path: Path, case: str
 ) -> None:
     package, script = CASES[case]
     marker = tmp_path / "MARKER-hook-ran"
-    (workspace / "package.json").write_text(json.dumps(package, indent=2) + "\n")
-    _git(workspace, "init", "-q")
-    hook_file = workspace / ".git" / "hooks" / "pre-commit"
-    hook_file.write_text("#!/bin/sh\nnpm test\n")  # what `npx husky init` writes (.husky/pre-commit)
-    hook_file.chmod(0o755)
-    _git(workspace, "add", "-A")
-    _git(workspace, "commit", "-q", "-m", "init")
-    payload = f"node -e \"require('fs').writeFileSync('{marker}', 'ran')\""
-    edit = program(
-        workspace,
-        "edit",
-        "import json\n"
-        "p = json.load(open('package.json'))\n"
-        f"p['scripts'][{script!r}] = {payload!r}\n"
-        "open('package.json', 'w').write(json.dumps(p, indent=2) + '\\n')\n",
-    )
+    hooked(workspace, "npm test", package)  # what `npx husky init` writes (.husky/pre-commit)
+    edit = sets_script(workspace, script, writes(marker))
     person = Person(answer=False)
     async with shell(workspace, person) as client:
         out = await run(client, edit)
     # The user's next commit, outside any box (the hook is the project's own, unchanged).
-    _git(workspace, "commit", "-q", "--allow-empty", "-m", "next")
+    git(workspace, "commit", "-q", "--allow-empty", "-m", "next")
     assert not marker.exists(), (
         f"the user's next commit ran scripts.{script} the command wrote: questions={person.questions} "
         f"transaction={out.get('transaction')}"

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from mcp_server_guard.hook_configs import changed_hook_keys
-from support.boxed import Person, program, run, shell
+from support.boxed import Person, run, shell
+from support.hooked import sets_script, writes
 
 pytestmark = pytest.mark.anyio
 
@@ -36,15 +37,7 @@ async def test_attack_postinstall_added_by_a_command_runs_at_the_users_npm_insta
 ) -> None:
     marker = tmp_path / "MARKER-postinstall-ran"
     (workspace / "package.json").write_text(json.dumps({"name": "app", "version": "1.0.0"}, indent=2) + "\n")
-    payload = f"node -e \"require('fs').writeFileSync('{marker}', 'ran')\""
-    edit = program(
-        workspace,
-        "edit",
-        "import json\n"
-        "p = json.load(open('package.json'))\n"
-        f"p.setdefault('scripts', {{}})['postinstall'] = {payload!r}\n"
-        "open('package.json', 'w').write(json.dumps(p, indent=2) + '\\n')\n",
-    )
+    edit = sets_script(workspace, "postinstall", writes(marker))
     person = Person(answer=False)
     async with shell(workspace, person) as client:
         out = await run(client, edit)

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support.boxed import Person, program, run, shell
+from support.boxed import Person, run, shell
+from support.hooked import git, hooked, sets_script, writes
 
 pytestmark = [
     pytest.mark.anyio,
@@ -36,38 +36,18 @@ CASES = {
 }
 
 
-def _git(cwd: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env)
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 async def test_attack_package_json_script_run_by_the_git_hook(workspace: Path, tmp_path: Path, case: str) -> None:
     hook, package, script = CASES[case]
     marker = tmp_path / "MARKER-hook-ran"
-    (workspace / "package.json").write_text(json.dumps(package, indent=2) + "\n")
-    _git(workspace, "init", "-q")
-    hook_file = workspace / ".git" / "hooks" / "pre-commit"
-    hook_file.write_text(f"#!/bin/sh\n{hook}\n")
-    hook_file.chmod(0o755)
-    _git(workspace, "add", "-A")
-    _git(workspace, "commit", "-q", "-m", "init")
-    payload = f"node -e \"require('fs').writeFileSync('{marker}', 'ran')\""
-    edit = program(
-        workspace,
-        "edit",
-        "import json\n"
-        "p = json.load(open('package.json'))\n"
-        f"p['scripts'][{script!r}] = {payload!r}\n"
-        "open('package.json', 'w').write(json.dumps(p, indent=2) + '\\n')\n",
-    )
+    hooked(workspace, hook, package)
+    edit = sets_script(workspace, script, writes(marker))
     person = Person(answer=False)
     async with shell(workspace, person) as client:
         out = await run(client, edit)
     landed = json.loads((workspace / "package.json").read_text())["scripts"][script]
     # What the user's next commit does, outside any box (the hook is the project's own, unchanged).
-    _git(workspace, "commit", "-q", "--allow-empty", "-m", "next")
+    git(workspace, "commit", "-q", "--allow-empty", "-m", "next")
     assert not marker.exists(), (
         f"the hook ran the script the command wrote; questions={person.questions} "
         f"transaction={out.get('transaction')} landed={landed!r}"
@@ -82,18 +62,18 @@ async def test_attack_file_write_rewrites_the_script_the_hook_runs(workspace: Pa
     marker = tmp_path / "MARKER-hook-ran"
     package: dict[str, Any] = {"name": "app", "version": "1.0.0", "scripts": {"test": "node -v"}}
     (workspace / "package.json").write_text(json.dumps(package, indent=2) + "\n")
-    _git(workspace, "init", "-q")
+    git(workspace, "init", "-q")
     hook_file = workspace / ".git" / "hooks" / "pre-commit"
     hook_file.write_text("#!/bin/sh\nnpm test\n")
     hook_file.chmod(0o755)
-    _git(workspace, "add", "-A")
-    _git(workspace, "commit", "-q", "-m", "init")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "-m", "init")
     package["scripts"]["test"] = f"node -e \"require('fs').writeFileSync('{marker}', 'ran')\""
     async with serve("mcp-server-file-write", workspace, "--history-dir", str(tmp_path / "history")) as client:
         result = await client.call_tool(
             "file_write", {"path": "package.json", "content": json.dumps(package, indent=2), "overwrite": True}
         )
-    _git(workspace, "commit", "-q", "--allow-empty", "-m", "next")
+    git(workspace, "commit", "-q", "--allow-empty", "-m", "next")
     assert not marker.exists(), f"the hook ran what file_write wrote: is_error={result.is_error}"
 
 

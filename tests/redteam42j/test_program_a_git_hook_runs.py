@@ -9,14 +9,13 @@ next ``git commit`` runs it, outside the box. The payload writes a marker in the
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from support.boxed import Person, program, run, shell
+from support.hooked import git
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
@@ -29,17 +28,11 @@ CASES = {  # the hook's body, the program it runs
 HARMLESS = "#!/usr/bin/env python3\n"
 
 
-def _git(cwd: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env)
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 async def test_attack_program_the_hook_runs_rewritten(workspace: Path, tmp_path: Path, case: str) -> None:
     body, script = CASES[case]
     marker = tmp_path / "MARKER-hook-program-ran"
-    _git(workspace, "init", "-q")
+    git(workspace, "init", "-q")
     hook = workspace / ".git" / "hooks" / "pre-commit"
     hook.write_text(f"#!/bin/sh\n{body}\n")
     hook.chmod(0o755)
@@ -47,14 +40,14 @@ async def test_attack_program_the_hook_runs_rewritten(workspace: Path, tmp_path:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(HARMLESS)
     target.chmod(0o755)
-    _git(workspace, "add", "-A")
-    _git(workspace, "commit", "-q", "-m", "init")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "-m", "init")
     evil = HARMLESS + f"open({str(marker)!r}, 'w').write('ran')\n"
     edit = program(workspace, "edit", f"open({script!r}, 'w').write({evil!r})\n")
     person = Person(answer=False)
     async with shell(workspace, person) as client:
         out = await run(client, edit)
-    _git(workspace, "commit", "-q", "--allow-empty", "-m", "next")  # the user's next commit, outside any box
+    git(workspace, "commit", "-q", "--allow-empty", "-m", "next")  # the user's next commit, outside any box
     assert not marker.exists(), (
         f"the user's commit ran what the command wrote; questions={person.questions} "
         f"transaction={out.get('transaction')} paths={out.get('changes', {}).get('paths')}"
