@@ -139,9 +139,9 @@ class ShellExec:
         kernel_read_only: bool = False,
     ) -> None:
         self.read_only = read_only  # --mode read-only: a refusal the mode makes says so
-        # --mode read-only where the kernel keeps every command from writing the roots (the box's read-only view, or
-        # Landlock): the line is judged as in a workspace-write session (its deny rules, the network policy), not
-        # against the read-only allow-list; a rule that only guards the project's files gives way to the kernel.
+        # --mode read-only where the box keeps every command from writing the roots (its read-only view): the line is
+        # judged as in a workspace-write session (its deny rules, the network policy), not against the read-only
+        # allow-list; a rule that only guards the project's files gives way to the kernel.
         self.kernel_read_only = kernel_read_only
         # The judgement of a workspace-write session of this server: tells a refusal the mode makes from one the
         # line earns anyway.
