@@ -140,9 +140,18 @@ def revoked(real: str | int, upper: str | int) -> Xattrs:
     """The real entry's access control lists that its upper entry no longer has (the command removed or narrowed
     them: ``setfacl -b``, a same-bytes copy renamed over it) or has otherwise (it set another: that one never lands):
     taken away as natively, never granted anew (red team 5a F2)."""
+    return _compared(real, upper)[1]
+
+
+def _compared(real: str | int, upper: str | int) -> tuple[Xattrs, Xattrs]:
+    """The real entry's access control lists its upper entry has too (with at most the mode changed), and the rest;
+    the upper entry is not read where the real one has none (the usual case)."""
+    mine = acls(real)
+    if not mine:
+        return (), ()
     theirs = acls(upper)
-    return tuple((name, value) for name, value in sorted(acls(real).items())
-                 if not _same_acl(name, theirs.get(name), value))  # fmt: skip
+    alike = tuple((name, value) for name, value in sorted(mine.items()) if _same_acl(name, theirs.get(name), value))
+    return alike, tuple(item for item in sorted(mine.items()) if item not in alike)
 
 
 def own_overlay(path: str | int) -> Xattrs:
@@ -155,10 +164,7 @@ def acls_alike(real: str | int, upper: str | int) -> Xattrs:
     """The real entry's access control lists that its upper entry has too (with at most the mode changed): the
     ones a file renamed over it brings along (``mv -f a b`` where both have the same) — the rest of the real one's
     stay behind."""
-    theirs = acls(upper)
-    return tuple(
-        (name, value) for name, value in sorted(acls(real).items()) if _same_acl(name, theirs.get(name), value)
-    )
+    return _compared(real, upper)[0]
 
 
 def kept_in_place(real: str | int, upper: str | int, shown: bool = False) -> Xattrs:
