@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from support.acls import ACCESS, WIDER_ACL, acls, acls_work, project
+from support.acls import ACCESS, ANY, DEFAULT, WIDER_ACL, acl, acls, acls_work, project
 from support.boxed import run, shell
 from support.differential import differential
 from support.differential import native as run_natively
@@ -74,6 +74,55 @@ async def test_attack_an_acl_granting_more_than_the_moved_files_is_left_out(work
     refused = {p["path"]: p["reason"] for p in out["changes"]["paths"] if p["action"] == "refused"}
     assert "system.posix_acl_access left out" in refused.get("new.txt", ""), out["changes"]
     assert ACCESS not in os.listxattr(workspace / "new.txt")
+
+
+TEAM_DIR = acl((0x01, 7, ANY), (0x02, 5, 54321), (0x04, 5, ANY), (0x10, 5, ANY), (0x20, 0, ANY))
+
+
+def team_project(root: Path) -> None:
+    project(root)  # shared/ has a default ACL naming our own user (one the box maps)
+    (root / "team2").mkdir()
+    os.setxattr(root / "team2", ACCESS, TEAM_DIR)
+    os.setxattr(root / "team2", DEFAULT, TEAM_DIR)  # one naming a user the box does not map
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo x > shared/new && mv shared/new plain/",
+        "echo x > team2/new && mv team2/new plain/",
+        "mkdir team2/d && echo x > team2/d/f && mv team2/d plain/",
+        "mkdir -p team2/a/b && echo x > team2/a/b/f && mv team2/a/b/f plain/ && mv team2/a plain/",
+    ],
+)
+async def test_an_acl_a_new_entry_inherited_stays_when_the_command_moves_it_out(workspace: Path, command: str) -> None:
+    # Red team 6 A1: natively a rename keeps what the inode has; the ACL was judged against the landing directory's
+    # default ACL only, taken for one the command set, and left out.
+    if not acls_work(workspace / "probe"):
+        pytest.skip("no POSIX ACLs here")
+    problems, out = await differential(workspace, team_project, command)
+    assert not problems, "\n".join(problems)
+    assert acls(workspace / "p") == acls(workspace.parent / "native"), out["changes"]
+    assert not out["changes"]["refused"], out["changes"]["paths"]
+
+
+async def test_attack_an_acl_beyond_the_default_of_a_directory_the_command_wrote_in_is_left_out(
+    workspace: Path,
+) -> None:
+    # The rule above admits what inheritance gives: an entry made in a directory with a default ACL, and moved. An
+    # ACL granting more than that default (rw for the user it names r-x) is still the command's own.
+    if not acls_work(workspace / "probe"):
+        pytest.skip("no POSIX ACLs here")
+    team_project(workspace)
+    (workspace / ".t").mkdir()
+    (workspace / ".t" / "acl.bin").write_bytes(WIDER_ACL)  # the payload, as data
+    code = "import os; os.setxattr('plain/new', 'system.posix_acl_access', open('.t/acl.bin', 'rb').read())"
+    async with shell(workspace) as client:
+        out = await run(client, f'echo x > shared/n && echo x > plain/new && python3 -c "{code}"')
+    assert out["exitCode"] == 0, out
+    refused = {p["path"]: p["reason"] for p in out["changes"]["paths"] if p["action"] == "refused"}
+    assert "system.posix_acl_access left out" in refused.get("plain/new", ""), out["changes"]
+    assert ACCESS not in os.listxattr(workspace / "plain" / "new")
 
 
 EXCHANGE = (

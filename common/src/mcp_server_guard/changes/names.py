@@ -71,6 +71,7 @@ class Names:
     started_ns: int = 0  # when the command started: a real directory changed later was changed by someone else
     dropped: list[tuple[str, str]] = field(default_factory=list)  # (path, user.overlay.* names the command set)
     acls: list[tuple[str, str, bytes]] = field(default_factory=list)  # (path, name, value): ACLs the entry did not have
+    defaults: set[bytes] = field(default_factory=set)  # default ACLs of real directories the command changed things in
     marked: set[str] = field(default_factory=set)  # entries in trees it made with attributes to take away
     single: list[tuple[str, int, int]] = field(default_factory=list)  # files with one name in trees it made
     tree_linked: list[tuple[int, os.stat_result]] = field(default_factory=list)  # deleted in trees, several names

@@ -24,7 +24,7 @@ import contextlib
 import dataclasses
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from mcp_server_guard.changes.changeset import (
     MADE,
@@ -51,6 +51,7 @@ from mcp_server_guard.changes.xattrs import (
     ACL_NAMES,
     Xattrs,
     acl_key,
+    acl_within,
     acls,
     at,
     attribute_names,
@@ -74,20 +75,24 @@ _ACLS_LOOKED = 10_000  # entries the command removed whose access control lists 
 
 
 def moved_acls(
-    real_root: int, gone: Sequence[str], found: Sequence[tuple[str, str, bytes]]
+    real_root: int, gone: Sequence[str], found: Sequence[tuple[str, str, bytes]], defaults: Iterable[bytes] = ()
 ) -> tuple[frozenset[tuple[str, bytes]], list[tuple[str, str]]]:
     """Of the access control lists ``found`` on the command's entries that the real entry of that path did not have:
     those an entry the command removed or replaced had (``gone``: a file or directory renamed there carries its ACL
-    natively; a swap replaces both), as the project's own (``xattrs.land`` keeps them); and the others, by path, as
-    set by the command (never applied, said). Read only where there is one to match, beneath the root, never
-    following a link."""
+    natively; a swap replaces both), and those within the default ACL of a real directory the command made entries
+    in (``defaults``: a new entry inherits it there and keeps it when moved out, ``echo x > shared/n && mv shared/n
+    plain/``; no more than the project already gives what is made there), as the project's own (``xattrs.land`` keeps
+    them); and the others, by path, as set by the command (never applied, said). Read only where there is one to
+    match, beneath the root, never following a link."""
     if not found:
         return frozenset(), []
     own: set[object] = set()
     for rel in gone[:_ACLS_LOOKED]:
         with contextlib.suppress(Changed, OSError), parent(real_root, rel) as (dirfd, name):
             own.update(acl_key(acl, value) for acl, value in acls(at(dirfd, name)).items())
-    carried = frozenset((name, value) for _path, name, value in found if acl_key(name, value) in own)
+    inheritable = tuple(defaults)
+    carried = frozenset((name, value) for _path, name, value in found
+                        if acl_key(name, value) in own or any(acl_within(value, d) for d in inheritable))  # fmt: skip
     refused: dict[str, list[str]] = {}
     for path, name, value in found:
         if (name, value) not in carried:
@@ -205,6 +210,8 @@ class _Reader(Names):
     def merged(self, upper_dir: int, real_dir: int | None, rel: str) -> None:
         """A directory that exists in both (or, as far as we know, whose real counterpart we may look into)."""
         names = listing(upper_dir)
+        if real_dir is not None and (default := default_acl(real_dir)) is not None:
+            self.defaults.add(default)  # what an entry made here inherits, wherever the command moves it then
         if self.looked and real_dir is not None:
             self.gone_since_landed(upper_dir, real_dir, rel, set(names))
         for name in names:
@@ -395,7 +402,7 @@ def read_upper(
         reader.links()
         reader.deleted_meanwhile()
         replaced = [c.path for c in reader.out if c.action in ("delete", "modify")]
-        moved_with, dropped = moved_acls(real_root, replaced, reader.acls)
+        moved_with, dropped = moved_acls(real_root, replaced, reader.acls, reader.defaults)
         return ChangeSet(root=root, upper=upper, changes=tuple(reader.out), incomplete=reader.budget[0] < 0,
                          times=tuple(reader.times), dropped=(*reader.dropped, *dropped),
                          marked=frozenset(reader.marked), carried=carried | moved_with)  # fmt: skip
