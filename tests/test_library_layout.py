@@ -128,6 +128,7 @@ def layer(module: str) -> str:
         "registry",
         "dirwatch",
         "hook_configs",
+        "python_startup",
     }
     if len(parts) <= 2 and parts[-1] in top:
         return "top"

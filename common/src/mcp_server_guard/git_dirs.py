@@ -19,13 +19,14 @@ import contextlib
 import os
 import posixpath
 import re
-import shlex
 import stat
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from mcp_server_guard.git_config import MAX_GIT_CONFIG, git_config_entries
+from mcp_server_guard.hook_configs import expand_path as _expand
+from mcp_server_guard.hook_configs import program_words, run_by_hooks
 from mcp_server_guard.paths import within, within_any
 
 __all__ = [
@@ -341,52 +342,6 @@ def _linked_hooks(git_dir: str) -> list[str]:
     return found
 
 
-_HOOK_TEXT_MAX = 64 << 10  # bytes of one hook file read at most
-# A package's program run from the project's node_modules/.bin (``npx --no lint-staged``, ``pnpm exec x``).
-_NPX = re.compile(
-    r"(?<![\w./-])(?:npx|bunx|(?:npm|pnpm|yarn)\s+(?:exec|dlx))(?:\s+-{1,2}[\w-]+(?:=\S*)?)*\s+([\w.@-]+)"
-)
-_HOOK_FILES_MAX = 64  # hook files read at most in one directory
-
-
-def _run_by_hooks(directories: Iterable[str], work_tree: str, home: str | None) -> list[str]:
-    """The files the hooks in ``directories`` name by a path (``%`` and the path, as ``_hooks_rule`` reads it):
-    relative ones taken from the work tree's top, where git runs hooks.
-
-    Threat: a hook ``exec ./scripts/pre-commit`` or ``python3 tools/precommit.py``: the hook is protected, the
-    program it runs was an ordinary file — rewritten by a command, the user's next ``git commit`` runs it outside
-    the box (red team 5b F4); so is the ``node_modules/.bin`` entry a hook runs with ``npx`` (not the package's
-    own files). Regular files only, never through a link or a FIFO; ``*.sample`` hooks git never
-    runs are not read."""
-    found: list[str] = []
-    for directory in directories:
-        names: list[str] = []
-        with contextlib.suppress(OSError), os.scandir(directory) as entries:
-            names = sorted(e.name for e in entries if not e.name.endswith(".sample"))[:_HOOK_FILES_MAX]
-        for name in names:
-            for line in _hook_text(os.path.join(directory, name)).splitlines():
-                if not line.lstrip().startswith("#"):
-                    words = [w for w in _program_words(line) if "/" in w or w.startswith("~")]
-                    words += [f"node_modules/.bin/{name}" for name in _NPX.findall(line)]
-                    found += ["%" + _expand(w, work_tree, home) for w in words]
-    return found[:4096]
-
-
-def _hook_text(path: str) -> str:
-    try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            return ""
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return ""
-    try:
-        return os.read(fd, _HOOK_TEXT_MAX).decode("utf-8", "replace") if stat.S_ISREG(os.fstat(fd).st_mode) else ""
-    except OSError:
-        return ""
-    finally:
-        os.close(fd)
-
-
 def _config_entries(path: str, *, follow: bool) -> tuple[tuple[str, str], ...]:
     """The entries of the git config at ``path`` as git reads them (none when it is missing, unreadable or not a
     regular file; never opened when it is not one), kept while the file keeps its identity."""
@@ -486,22 +441,10 @@ def _programs(entries: Iterable[tuple[str, str]], base: str | None, home: str | 
         key = name.lower()
         if not _PROGRAM_KEYS.fullmatch(key) or (key.startswith("alias.") and not value.startswith("!")):
             continue
-        for word in _program_words(value.removeprefix("!")):
+        for word in program_words(value.removeprefix("!")):
             if word.startswith(("/", "~")) or (base is not None and ("/" in word or "." in word.lstrip("."))):
                 found.append("@" + _expand(word, base or "/", home))
     return found
-
-
-def _program_words(command: str) -> list[str]:
-    """The words of a command git runs (through ``sh -c``) that may name a file: the program, and the files it is
-    given (``python3 tools/clean.py``, ``'./my tools/clean'``: red team 5b F3). Split as the shell splits; past
-    what that can split (``f() { ./x; }; f``), at blanks and shell punctuation. Options and assignments are not."""
-    try:
-        words = shlex.split(command, comments=True)
-    except ValueError:
-        words = re.split(r"[\s;&|(){}<>'\"`]+", command)
-    words = [w.strip("(){};&|<>") for w in words]
-    return [w for w in words if w and not w.startswith(("-", "$")) and "=" not in w]
 
 
 def _global_configs(home: str | None) -> list[str]:
@@ -515,14 +458,6 @@ def _global_configs(home: str | None) -> list[str]:
     if home:
         paths.append(os.path.join(home, ".gitconfig"))
     return paths
-
-
-def _expand(value: str, base: str, home: str | None) -> str:
-    if home and (value == "~" or value.startswith("~/")):
-        value = home + value[1:]
-    elif value.startswith("~"):
-        value = os.path.expanduser(value)  # ~user, as git takes it
-    return os.path.realpath(os.path.join(base, value))  # as the paths it is compared with (no file opened)
 
 
 def _named(value: str, base: str, home: str | None) -> str:
@@ -594,5 +529,5 @@ def _repo_files(work_tree: str, home: str | None) -> tuple[list[str], list[str]]
         if index < own:
             included += [file for file, _entries in files[1:]]
     plain = [h for h in hooks if not h.startswith(("=", "@", "+", "%"))]
-    ran = _run_by_hooks([os.path.join(git_dir, "hooks"), *plain, os.path.join(work_tree, ".husky")], work_tree, home)
+    ran = run_by_hooks([os.path.join(git_dir, "hooks"), *plain, os.path.join(work_tree, ".husky")], work_tree, home)
     return hooks + _linked_hooks(git_dir) + ran, included

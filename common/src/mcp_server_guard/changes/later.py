@@ -1,40 +1,39 @@
 """What the user's own tools run later, outside the box, judged by what a command left in the files that say it.
 
 A git hook manager's keys and the npm scripts hooks run, in a ``package.json`` (``hook_configs``): the user's next
-``git commit`` or ``npm install`` runs them. A ``.pth`` file with an ``import`` line, or a ``sitecustomize.py`` /
-``usercustomize.py``, in a ``site-packages`` directory (a project's virtual environment is a build directory, left
-unjudged otherwise): every start of that Python runs it — ``uv run``, ``pytest``, an editor querying the project's
-interpreter (red team 5b F9). Each is asked about, never refused; the lines installers write (setuptools'
-distutils shim and editable finders, virtualenv's, coverage's) are not. The modules such lines import, like every
-other file of a virtual environment, are the project's code and not judged. Judged by content: a running job's look
-leaves these files for the job's end (the job may swap the bytes between a look's judgement and its copy).
+``git commit`` or ``npm install`` runs them. Python's start-up code: a ``sitecustomize``/``usercustomize`` module in
+any form and anywhere in the roots (a ``.py``, a ``.pyc``, a package, a compiled copy in ``__pycache__``: a ``.pth``
+path line or an editable install puts any directory on ``sys.path``), and a ``.pth`` file with an ``import`` line in
+a ``site-packages`` directory (lines split as any Python splits them): every start of that Python runs them —
+``uv run``, ``pytest``, an editor querying the project's interpreter (red team 5b F9, 6 L5). A virtual
+environment's entry points (``bin/activate*``, ``bin/python*``, ``pyvenv.cfg``) rewritten in one that existed
+before the call: every activation or start runs them (6 L6). Each is asked about, never refused. The lines
+installers write (setuptools' distutils shim and editable finders, virtualenv's, coverage's) are not, unless the
+module such a line imports was written by the same call in a ``site-packages`` that existed before it (a new
+environment, ``uv venv``, is the installer's whole). The other files of a virtual environment are the project's code
+and not judged. Judged by content: a running job's look leaves these files for the job's end (the job may swap the
+bytes between a look's judgement and its copy).
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
-import re
 
 from mcp_server_guard.changes.changeset import ChangeSet
 from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.changes.nofollow import DIR, Changed, open_dir
-from mcp_server_guard.hook_configs import MAX_PACKAGE_JSON, changed_hook_keys, hook_texts, judged_package_json
+from mcp_server_guard.hook_configs import (
+    MAX_PACKAGE_JSON,
+    changed_hook_keys,
+    hook_texts,
+    hooked_texts,
+    judged_package_json,
+)
 from mcp_server_guard.paths import printable
+from mcp_server_guard.python_startup import PTH_MAX, pth_imports, site_pth, startup_module, venv_entry
 
 __all__ = ["runs_later"]
-
-_STARTUP_MODULES = ("sitecustomize.py", "usercustomize.py")
-_PTH_MAX = 1 << 20  # bytes of a .pth file read at most; a larger one counts as running code
-# site.py runs a .pth line that starts with "import" followed by a space or a tab.
-_PTH_CODE = re.compile(rb"^import[ \t]", re.MULTILINE)
-# The lines installers write (setuptools' distutils shim and editable finders, virtualenv, coverage): not asked about.
-_INSTALLERS = re.compile(
-    rb"import (?:os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os\.environ\.get\(var, 'local'\) == 'local'; "
-    rb"enabled and __import__\('_distutils_hack'\)\.add_shim\(\); ?"
-    rb"|(__editable___[\w.]+_finder); \1\.install\([^)\n]*\)|_virtualenv|coverage; coverage\.process_startup\(\))"
-    rb"[ \t]*\r?"
-)
 
 
 def runs_later(
@@ -47,15 +46,11 @@ def runs_later(
         key = (changes.root, change.path)
         if change.action not in ("create", "modify") or key in refused:
             continue
-        if _site_startup(change.path):
+        if startup_module(change.path) or site_pth(change.path) or venv_entry(change.path) is not None:
             by_content.add(key)
             trees = trees or Trees(changes)
-            data = trees.read(change.path, limit=_PTH_MAX) if change.kind == "file" else None
-            name = change.path.rsplit("/", 1)[-1]
-            if name in _STARTUP_MODULES or data is None or len(data) >= _PTH_MAX or _runs_code(data):
-                where = printable(posixpath.dirname(change.path))
-                asks.append(f"It adds code that every start of the Python of {where} runs ({printable(change.path)}),"
-                            " outside the box.")  # fmt: skip
+            if (question := _python_start(changes, change.path, change.kind, trees)) and question not in asks:
+                asks.append(question)
             continue
         judged = [end for end in (change.path, change.link) if end and judged_package_json(end)]
         if judged and (change.kind != "file" or change.link):
@@ -77,36 +72,65 @@ def runs_later(
                             "box.")  # fmt: skip
 
 
-def _runs_code(data: bytes) -> bool:
-    """Whether a .pth file holds a line site.py runs, other than the lines installers write."""
-    return any(_PTH_CODE.match(line) and not _INSTALLERS.fullmatch(line) for line in data.split(b"\n"))
+def _python_start(changes: ChangeSet, path: str, kind: str, trees: Trees) -> str | None:
+    """The question about start-up code a command made or changed at ``path``, if it is one (module docstring)."""
+    where = printable(posixpath.dirname(path))
+    if startup_module(path):
+        return (f"It adds a Python start-up module ({printable(path)}): every start of a Python that finds it on its "
+                "path runs it, outside the box.")  # fmt: skip
+    if site_pth(path):
+        data = trees.read(path, limit=PTH_MAX) if kind == "file" else None
+        site = posixpath.dirname(path)
+        # A new site-packages (``uv venv``) is the installer's whole; in one that was there, an installer's line
+        # counts as code where the call wrote the module it imports (red team 6 L5).
+        fresh = trees.real_kind(site) != "dir"
+        if (
+            data is None
+            or len(data) >= PTH_MAX
+            or any(not module or (not fresh and _written(changes, site, module)) for module in pth_imports(data))
+        ):
+            return f"It adds code that every start of the Python of {where} runs ({printable(path)}), outside the box."
+        return None
+    venv = venv_entry(path) or ""
+    if trees.real_kind(posixpath.join(venv, "pyvenv.cfg")) != "file":
+        return None  # a new environment: the installer's whole
+    return (f"It changes {printable(path)}, which every activation or start of the virtual environment "
+            f"{printable(venv or '.')} runs, outside the box.")  # fmt: skip
 
 
-def _site_startup(path: str) -> bool:
-    """A file every start of a Python runs from: a .pth file or a start-up module in a site-packages directory."""
-    parts = path.split("/")
-    name = parts[-1]
-    return (
-        len(parts) > 1
-        and parts[-2] in ("site-packages", "dist-packages")
-        and (name.endswith(".pth") or name in _STARTUP_MODULES)
-    )
+def _written(changes: ChangeSet, site: str, module: str) -> bool:
+    """Whether the call made or changed the module ``module`` of ``site`` (a file, a package, a compiled copy)."""
+    starts = (f"{site}/{module}.", f"{site}/{module}/", f"{site}/__pycache__/{module}.")
+    return any(c.action in ("create", "modify") and (c.path == f"{site}/{module}" or c.path.startswith(starts))
+               for c in changes.changes)  # fmt: skip
+
+
+_ABOVE_MAX = 16  # directories above a package.json whose hooks are read at most
 
 
 def _hook_texts(root: str, path: str) -> list[str]:
-    """The hook files beside the real package.json at ``path`` (``hook_configs.hook_texts``); none where its
-    directory cannot be reached with no link followed."""
+    """The hook files beside the real package.json at ``path`` and beside each package.json above it in the root
+    (``hook_configs.hook_texts``), and what those packages' hooks run (``hooked_texts``: a monorepo's root hook runs
+    each workspace's scripts, ``npm run lint --workspaces``, ``turbo run lint``: red team 6 L3); a directory that
+    cannot be reached with no link followed is left out."""
     try:
         fd = os.open(root, DIR)
     except OSError:
         return []
+    texts: list[str] = []
+    parts = [p for p in posixpath.dirname(path).split("/") if p]
     try:
-        directory = open_dir(fd, posixpath.dirname(path))
-    except (OSError, Changed):
-        return []
+        for depth in range(len(parts), max(-1, len(parts) - _ABOVE_MAX - 1), -1):
+            try:
+                directory = open_dir(fd, "/".join(parts[:depth]))
+            except (OSError, Changed):
+                continue
+            try:
+                texts += hook_texts(directory)
+                if depth < len(parts):
+                    texts += hooked_texts(directory)
+            finally:
+                os.close(directory)
     finally:
         os.close(fd)
-    try:
-        return hook_texts(directory)
-    finally:
-        os.close(directory)
+    return texts

@@ -50,6 +50,7 @@ from mcp_server_guard.hook_configs import MAX_PACKAGE_JSON, UNREAD, changed_hook
 from mcp_server_guard.paths import printable
 from mcp_server_guard.policy import FileWritePolicy, Policy
 from mcp_server_guard.protected import Protection, protection_for
+from mcp_server_guard.python_startup import venv_entry, written_start_up
 
 log = logging.getLogger("mcp_server_guard")
 
@@ -132,8 +133,20 @@ def _carry_attributes(old: int, dirfd: int, tmp: str) -> None:
 
 def _check_hook_keys(located: Located, old: bytes | None, data: bytes, dirfd: int) -> None:
     """Threat: a package.json given git hook settings (``"lint-staged": {"*": "curl … | sh"}``): the user's next
-    ``git commit`` runs them outside any box. shell_exec asks about such a change; file_write cannot ask, and
-    refuses it (``hook_configs``). Any other edit of the file is written."""
+    ``git commit`` runs them outside any box; Python start-up code (``python_startup``): every start of that Python
+    runs it. shell_exec asks about such a change; file_write cannot ask, and refuses it (``hook_configs``). Any other
+    edit of the file is written."""
+    in_venv = False
+    if venv_entry(located.rel) is not None:  # ``pyvenv.cfg`` beside ``bin/`` (from the file's open directory)
+        cfg = "pyvenv.cfg" if located.rel.endswith("pyvenv.cfg") else "../pyvenv.cfg"
+        with contextlib.suppress(OSError):
+            in_venv = stat.S_ISREG(os.stat(cfg, dir_fd=dirfd, follow_symlinks=False).st_mode)
+    if why := written_start_up(located.rel, data, in_venv):
+        raise SecurityError(
+            "PROTECTED_CONTENT",
+            f"'{located.given}' would be {why}, outside any box.",
+            "Leave Python's start-up files as installers write them; put the code in a module the project imports.",
+        )
     if not judged_package_json(located.rel):
         return
     if (keys := changed_hook_keys(old, data, hook_texts(dirfd))) == [UNREAD]:
@@ -464,8 +477,8 @@ class Writer:
                 return None
             check_regular(st, located.given)
             self._check_not_executable(st, located.given)
-            if judged_package_json(located.rel):
-                _check_hook_keys(located, os.pread(old, MAX_PACKAGE_JSON, 0), data, dirfd)
+            _check_hook_keys(located, os.pread(old, MAX_PACKAGE_JSON, 0) if judged_package_json(located.rel) else None,
+                             data, dirfd)  # fmt: skip
             current = sha256_fd(old) if expected_sha256 is not None or st.st_size == len(data) else ""
             if expected_sha256 is not None and current != expected_sha256.lower():
                 raise self._conflict(located, current)

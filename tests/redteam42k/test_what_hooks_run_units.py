@@ -1,0 +1,85 @@
+"""What a git hook runs, to the files those run in turn (``hook_configs.run_by_hooks``), and the npm scripts a
+line runs by name (``scripts_run_by``): the class behind red team 6 L2–L4 and L3's monorepo runners, in units.
+Each file found is protected like the hook; what is not found stays ordinary work (a Makefile's other targets, a
+Python program's own text)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from mcp_server_guard.hook_configs import run_by_hooks, scripts_run_by
+
+
+def _repo(root: Path, hook: str, files: dict[str, str]) -> set[str]:
+    (root / ".git" / "hooks").mkdir(parents=True)
+    (root / ".git" / "hooks" / "pre-commit").write_text(f"#!/bin/sh\n{hook}\n")
+    (root / ".git" / "hooks" / "pre-push.sample").write_text("#!/bin/sh\nsh sample.sh\n")
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    found = run_by_hooks([str(root / ".git" / "hooks")], str(root), None)
+    real = os.path.realpath(root)
+    return {os.path.relpath(p[1:], real) for p in found if p.startswith("%" + real + "/")}
+
+
+def test_a_script_a_hook_names_without_a_slash_is_what_the_hook_runs(tmp_path: Path) -> None:
+    found = _repo(tmp_path, "python3 check.py && sh precommit.sh", {"check.py": "", "precommit.sh": ""})
+    assert {"check.py", "precommit.sh"} <= found
+    assert "sample.sh" not in found  # git never runs a *.sample hook
+
+
+def test_make_in_a_hook_protects_the_makefile_and_what_the_goals_recipes_run_only(tmp_path: Path) -> None:
+    makefile = (
+        "PY = python3\n"
+        "lint: fmt\n\t@$(PY) tools/lint.py\n"
+        "fmt:\n\t./scripts/fmt.sh\n"
+        "run:\n\tpython3 src/app/main.py\n"
+        "include extra.mk\n"
+    )
+    found = _repo(tmp_path, "make -s lint", {"Makefile": makefile, "scripts/fmt.sh": "sh deeper.sh\n"})
+    assert {"Makefile", "tools/lint.py", "scripts/fmt.sh", "extra.mk"} <= found
+    assert "deeper.sh" in found or "scripts/deeper.sh" in found  # a shell script is read in turn
+    assert "src/app/main.py" not in found  # another target's recipe: the hook does not run it
+
+
+def test_a_make_with_no_goal_runs_the_first_rule(tmp_path: Path) -> None:
+    found = _repo(tmp_path, "make", {"Makefile": ".PHONY: all\nall:\n\tsh a.sh\nother:\n\tsh b.sh\n"})
+    assert "a.sh" in found and "b.sh" not in found
+
+
+def test_a_program_the_hooks_program_runs_is_found_and_a_python_programs_text_is_not_read(tmp_path: Path) -> None:
+    files = {"scripts/pre-commit": "#!/bin/sh\npython3 tools/check.py\n", "tools/check.py": "open('docs/x.md')\n"}
+    found = _repo(tmp_path, "exec ./scripts/pre-commit", files)
+    assert {"scripts/pre-commit", "tools/check.py"} <= found
+    assert "docs/x.md" not in found
+
+
+def test_scripts_lefthook_and_pre_commit_configs_name_are_what_hooks_run(tmp_path: Path) -> None:
+    files = {
+        "lefthook.yml": "pre-commit:\n  commands:\n    lint:\n      run: ./scripts/lint.sh {staged_files}\n",
+        ".pre-commit-config.yaml": "repos:\n- repo: local\n  hooks:\n  - id: c\n    entry: python3 check.py\n",
+    }
+    found = _repo(tmp_path, "lefthook run pre-commit", files)
+    assert {"scripts/lint.sh", "check.py"} <= found
+
+
+def test_the_reading_is_bounded_by_levels_and_files(tmp_path: Path) -> None:
+    chain = {f"s{i}.sh": f"sh s{i + 1}.sh\n" for i in range(10)}
+    found = _repo(tmp_path, "sh s0.sh", chain)
+    assert "s0.sh" in found and "s9.sh" not in found
+
+
+def test_monorepo_runners_name_the_scripts_they_run() -> None:
+    lines = [
+        "npm run lint --workspaces",
+        "pnpm --filter web check",
+        "pnpm -r typecheck",
+        "turbo run build",
+        "lerna run prep --stream",
+        "nx run-many -t e2e,unit",
+        "yarn workspaces foreach -A run fmt",
+        "npm t",
+    ]
+    found = scripts_run_by(lines)
+    assert {"lint", "check", "typecheck", "build", "prep", "e2e", "unit", "fmt", "test"} <= found
