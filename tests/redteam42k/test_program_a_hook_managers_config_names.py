@@ -46,7 +46,8 @@ async def test_attack_script_a_hook_managers_config_runs(workspace: Path, tmp_pa
     (workspace / script).write_text("#!/bin/sh\ntrue\n")
     (workspace / script).chmod(0o755)
     _git(workspace, "init", "-q")
-    (workspace / ".git" / "hooks" / "pre-commit").write_text(hook)  # what `lefthook install` / `pre-commit install` write
+    # what `lefthook install` / `pre-commit install` write
+    (workspace / ".git" / "hooks" / "pre-commit").write_text(hook)
     (workspace / ".git" / "hooks" / "pre-commit").chmod(0o755)
     _git(workspace, "add", "-A")
     _git(workspace, "commit", "-q", "--no-verify", "-m", "init")

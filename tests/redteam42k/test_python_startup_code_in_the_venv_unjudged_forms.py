@@ -36,7 +36,9 @@ CASES = ["sitecustomize-package", "sitecustomize-pyc", "pth-path-line-to-sitecus
 def _plant(case: str, payload: str, pyc: bytes) -> str:
     """The planting program's code (run in the box, cwd = the project; ``SITE`` set to the site-packages dir)."""
     if case == "sitecustomize-package":
-        return f"os.makedirs(SITE + '/sitecustomize')\nopen(SITE + '/sitecustomize/__init__.py', 'w').write({payload!r})\n"
+        return (
+            f"os.makedirs(SITE + '/sitecustomize')\nopen(SITE + '/sitecustomize/__init__.py', 'w').write({payload!r})\n"
+        )
     if case == "sitecustomize-pyc":
         return f"open(SITE + '/sitecustomize.pyc', 'wb').write({pyc!r})\n"
     if case == "pth-path-line-to-sitecustomize":

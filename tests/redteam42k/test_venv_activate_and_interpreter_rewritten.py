@@ -29,8 +29,11 @@ async def test_attack_venv_entry_points_rewritten(workspace: Path, tmp_path: Pat
     if case == "activate-appended":
         code = f"open('.venv/bin/activate', 'a').write({line!r})\n"
     else:
-        script = f"#!/bin/sh\n{line}exec {python} \"$@\"\n"
-        code = f"os.unlink('.venv/bin/python')\nopen('.venv/bin/python', 'w').write({script!r})\nos.chmod('.venv/bin/python', 0o755)\n"
+        script = f'#!/bin/sh\n{line}exec {python} "$@"\n'
+        code = (
+            f"os.unlink('.venv/bin/python')\nopen('.venv/bin/python', 'w').write({script!r})\n"
+            "os.chmod('.venv/bin/python', 0o755)\n"
+        )
     plant = program(workspace, "plant", code)
     person = Person(answer=False)
     async with shell(workspace, person) as client:

@@ -73,7 +73,8 @@ async def test_attack_program_the_hooks_program_runs(workspace: Path, tmp_path: 
     hook.chmod(0o755)
     _git(workspace, "add", "-A")
     _git(workspace, "commit", "-q", "--no-verify", "-m", "init")
-    edit = program(workspace, "edit", f"open('tools/check.py', 'w').write(\"open({str(marker)!r}, 'w').write('ran')\\n\")\n")
+    payload = f"open({str(marker)!r}, 'w').write('ran')\\n"
+    edit = program(workspace, "edit", f"open('tools/check.py', 'w').write(\"{payload}\")\n")
     person = Person(answer=False)
     async with shell(workspace, person) as client:
         out = await run(client, edit)

@@ -18,7 +18,7 @@ import struct
 import sys
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 # The extended attributes that hold a file's POSIX access control lists.
 ACL_NAMES = ("system.posix_acl_access", "system.posix_acl_default")
@@ -334,3 +334,77 @@ def set_limit(which: int, soft: int, hard: int) -> None:
         hard = ceiling if hard == resource.RLIM_INFINITY else min(hard, ceiling)
         soft = hard if soft == resource.RLIM_INFINITY else min(soft, hard)
     resource.setrlimit(which, (soft, hard))
+
+
+def data_ranges(fd: int, size: int) -> list[tuple[int, int]]:
+    """Where a file holds data, as (start, end), up to ``size``: what lies between is a hole (``SEEK_DATA``,
+    ``SEEK_HOLE``). The whole file where the file system cannot say."""
+    ranges: list[tuple[int, int]] = []
+    offset = 0
+    try:
+        while offset < size:
+            try:
+                start = os.lseek(fd, offset, os.SEEK_DATA)
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:
+                    break  # nothing but a hole to the end
+                raise
+            end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
+            ranges.append((start, end))
+            offset = end
+    except OSError:
+        return [(0, size)]
+    return ranges
+
+
+class _Hasher(Protocol):
+    def update(self, data: bytes, /) -> None: ...
+
+
+_COPY_CHUNK = 1 << 20
+_ZEROS = bytes(_COPY_CHUNK)
+
+
+def copy_data(src: int, dst: int, size: int, hasher: _Hasher | None = None) -> None:
+    """Copy the first ``size`` bytes of the open file ``src`` into the new, empty file ``dst``, keeping its holes (a
+    sparse disk image or database stays sparse, as natively: threat, a sparse file filling the disk when copied);
+    ``dst`` ends at ``size``. ``hasher`` is given every byte, holes as zeros. A file that shrinks meanwhile ends
+    where it ended then (the caller compares what it copied)."""
+    at = 0
+    for start, end in data_ranges(src, size):
+        _zeros(hasher, start - at)
+        at = _copy_range(src, dst, start, end, hasher)
+        if at < end:
+            break  # it shrank: the rest reads as zeros in the copy
+    _zeros(hasher, size - at)
+    os.ftruncate(dst, size)
+
+
+def _zeros(hasher: _Hasher | None, count: int) -> None:
+    while hasher is not None and count > 0:
+        hasher.update(_ZEROS[: min(count, _COPY_CHUNK)])
+        count -= _COPY_CHUNK
+
+
+def _copy_range(src: int, dst: int, start: int, end: int, hasher: _Hasher | None) -> int:
+    at = start
+    while at < end:
+        if hasher is not None:
+            chunk = os.pread(src, min(_COPY_CHUNK, end - at), at)
+            hasher.update(chunk)
+            view = memoryview(chunk)
+            while view:
+                view = view[os.pwrite(dst, view, at + len(chunk) - len(view)) :]
+            done = len(chunk)
+        else:
+            try:
+                done = os.copy_file_range(src, dst, end - at, at, at)
+            except OSError as exc:
+                if exc.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                    raise
+                os.lseek(dst, at, os.SEEK_SET)
+                done = os.sendfile(dst, src, at, end - at)
+        if done == 0:
+            break  # the file shrank meanwhile
+        at += done
+    return at

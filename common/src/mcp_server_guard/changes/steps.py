@@ -632,8 +632,8 @@ def copy_step(
                 # Its attributes as the job sees them, and the project's own overlay attributes it carries (a
                 # directory renamed or copied with ``cp -a``): data, as a plain call's tree lands them.
                 set_seen(at(dst_dir, name), seen(at(src_dir, name)), ())
-                if land(at(dst_dir, name), carried_by(at(src_dir, name), run.carried)):
-                    run.marked.append(absolute)
+                if land(at(dst_dir, name), carried_by(at(src_dir, name), run.carried), inherited=default_acl(dst_dir)):
+                    run.marked.append(absolute)  # (the ACL a new directory inherits is its own: red team 7 F3)
                 placed = lstat_at(name, dst_dir)
                 if placed is not None:
                     run.baseline[absolute] = placed.st_ctime_ns  # the job's own, as this look left it
@@ -666,7 +666,7 @@ def copy_step(
             kept = (*_kept_own(change, real, dst_dir, src_dir, name), *carried_by(at(src_dir, name), run.carried))
             if not stat.S_ISLNK(ours.st_mode):
                 set_seen(at(dst_dir, temp), seen(at(src_dir, name)), ())
-                if land(at(dst_dir, temp), kept, run.carried):
+                if land(at(dst_dir, temp), kept, run.carried, inherited=None if real else default_acl(dst_dir)):
                     run.marked.append(absolute)
             before = ""
             if real is not None:

@@ -402,7 +402,11 @@ def read_upper(
         reader.links()
         reader.deleted_meanwhile()
         replaced = [c.path for c in reader.out if c.action in ("delete", "modify")]
-        moved_with, dropped = moved_acls(real_root, replaced, reader.acls, reader.defaults)
+        # A name that lands as another name of a file (``ln acl.txt l``) has that file's ACL, judged there: its
+        # copy-up's (which could not carry an unmapped user's entry) is no ACL the command set (red team 7 F4).
+        linked = {c.path for c in reader.out if c.link}
+        found = [acl for acl in reader.acls if acl[0] not in linked]
+        moved_with, dropped = moved_acls(real_root, replaced, found, reader.defaults)
         return ChangeSet(root=root, upper=upper, changes=tuple(reader.out), incomplete=reader.budget[0] < 0,
                          times=tuple(reader.times), dropped=(*reader.dropped, *dropped),
                          marked=frozenset(reader.marked), carried=carried | moved_with)  # fmt: skip

@@ -66,7 +66,6 @@ from mcp_server_guard.files.kept import (
     keep_data,
     kept_kind,
     unshare,
-    write_all,
     write_whole,
 )
 from mcp_server_guard.files.liveness import OwnedDir, live_dirs
@@ -208,13 +207,10 @@ class HistoryStore:
         self, src_fd: int, data_path: Path, entry_id: str, original_path: str, mode: int, audit_id: str, now: datetime
     ) -> HistoryEntry:
         hasher = hashlib.sha256()
-        size = 0
+        size = os.fstat(src_fd).st_size
         out = os.open(data_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
-            while chunk := os.pread(src_fd, _CHUNK, size):
-                hasher.update(chunk)
-                write_all(out, chunk)
-                size += len(chunk)
+            linux.copy_data(src_fd, out, size, hasher)  # a sparse file's pre-image keeps its holes
             # The pre-image is the file as it was: its mode, times and attributes too (an undo puts this inode back).
             copy_xattrs(src_fd, out)
             before = os.fstat(src_fd)

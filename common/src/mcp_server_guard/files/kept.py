@@ -36,15 +36,15 @@ __all__ = [
     "write_whole",
 ]
 
-_CHUNK = 1 << 20
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
 _DIR_NO_FOLLOW = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def disk_usage(st: os.stat_result) -> int:
-    """Bytes a file costs: its allocated blocks, or its size when larger (a file system that reports no blocks)."""
-    return max(st.st_size, st.st_blocks * 512)
+    """Bytes a file costs: its allocated blocks (a sparse file's data, its copies keep the holes), or its size
+    where it has none (a file system that reports no blocks)."""
+    return st.st_blocks * 512 if st.st_blocks else st.st_size
 
 
 def file_kind(mode: int) -> str:
@@ -119,11 +119,7 @@ def _copy(dirfd: int, name: str, target: Path, st: os.stat_result) -> str:
             hasher = hashlib.sha256()
             out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
-                offset = 0
-                while chunk := os.pread(src, _CHUNK, offset):
-                    hasher.update(chunk)
-                    write_all(out, chunk)
-                    offset += len(chunk)
+                linux.copy_data(src, out, os.fstat(src).st_size, hasher)  # holes kept (red team 7 F2)
                 copy_xattrs(src, out)
                 os.fchmod(out, stat.S_IMODE(st.st_mode))
                 os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))

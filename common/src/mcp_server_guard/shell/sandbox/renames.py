@@ -207,10 +207,11 @@ class Handler:
             if not stat.S_ISDIR(st.st_mode):
                 # Two names of one file: natively rename() does nothing and succeeds; on the overlay the two names
                 # of a project file are two inodes to the kernel (it moved one over the other: a name of the
-                # project deleted, red team 40q B), and two the command linked are ESTALE. Same as shown: nothing.
+                # project deleted, red team 40q B), and two the command linked are ESTALE. Same as shown: nothing —
+                # with RENAME_EXCHANGE too (red team 7 F5); RENAME_NOREPLACE fails natively (EEXIST), as it will.
                 with contextlib.suppress(OSError):
                     other = os.stat(new, dir_fd=new_fd, follow_symlinks=False)
-                    if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino) and not flags:
+                    if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino) and flags in (0, _RENAME_EXCHANGE):
                         return 0
                 if stat.S_ISREG(st.st_mode):
                     _note_renamed(new_fd, new, st.st_ino)
@@ -622,48 +623,10 @@ def _copy_file(src_dir: int, name: bytes, dst_dir: int, st: os.stat_result) -> N
     try:
         dst = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dst_dir)
         try:
-            for start, end in _data_ranges(src, st.st_size):
-                _copy_range(src, dst, start, end)
-            os.ftruncate(dst, st.st_size)  # a hole at the end stays one
+            linux.copy_data(src, dst, st.st_size)  # a sparse disk image moved with its directory stays sparse
             os.fchmod(dst, stat.S_IMODE(st.st_mode))
             os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
         finally:
             os.close(dst)
     finally:
         os.close(src)
-
-
-def _data_ranges(fd: int, size: int) -> list[tuple[int, int]]:
-    """Where a file holds data, as (start, end): its holes are not copied (a sparse disk image moved with its
-    directory stays sparse, as a rename keeps it). The whole file where the file system cannot say."""
-    ranges: list[tuple[int, int]] = []
-    offset = 0
-    try:
-        while offset < size:
-            try:
-                start = os.lseek(fd, offset, os.SEEK_DATA)
-            except OSError as exc:
-                if exc.errno == errno.ENXIO:
-                    break  # nothing but a hole to the end
-                raise
-            end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
-            ranges.append((start, end))
-            offset = end
-    except OSError:
-        return [(0, size)]
-    return ranges
-
-
-def _copy_range(src: int, dst: int, start: int, end: int) -> None:
-    at = start
-    while at < end:
-        try:
-            done = os.copy_file_range(src, dst, end - at, at, at)
-        except OSError as exc:
-            if exc.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-                raise
-            os.lseek(dst, at, os.SEEK_SET)
-            done = os.sendfile(dst, src, at, end - at)
-        if done == 0:
-            break  # the file shrank meanwhile
-        at += done
