@@ -89,3 +89,24 @@ def test_attack_a_directory_holding_a_link_to_a_repository_is_refused_when_made_
         (copy.root / "_deps" / "zlib").symlink_to(elsewhere)
     judged = judge([copy.run("chmod 777 _deps")], protection_for(POLICY), POLICY.effects, [str(copy.root)])
     assert (str(copy.root), "_deps") in dict(judged.refused), (judged.refused, judged.asks)
+
+
+@pytest.mark.parametrize("mode", ["1777", "1770", "777"])
+def test_attack_a_directory_holding_a_repository_made_writable_by_others_even_sticky_is_refused(
+    tmp_path: Path, mode: str
+) -> None:
+    # Red team 5b (LOW): with the sticky bit others cannot replace what is there, but they can make a protected name
+    # that is missing (an included config not there yet, a hook git would run): refused as without it.
+    copy = Copy(tmp_path)
+    (copy.root / "d" / "zlib").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(copy.root / "d" / "zlib")], check=True)
+    judged = judge([copy.run(f"chmod {mode} d")], protection_for(POLICY), POLICY.effects, [str(copy.root)])
+    assert (str(copy.root), "d") in dict(judged.refused), (judged.refused, judged.asks)
+
+
+def test_a_sticky_directory_holding_nothing_protected_is_only_asked(tmp_path: Path) -> None:
+    copy = Copy(tmp_path)
+    (copy.root / "drop").mkdir()
+    judged = judge([copy.run("chmod 1777 drop")], protection_for(POLICY), POLICY.effects, [str(copy.root)])
+    assert not judged.refused
+    assert any("drop" in ask for ask in judged.asks), judged.asks

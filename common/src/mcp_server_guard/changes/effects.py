@@ -338,14 +338,15 @@ def _modes(
             elif guarded and change.kind == "dir" and (remoded or (change.action == "create" and not
                                                                   _of_git(change, trees, protection))):  # fmt: skip
                 judgement.refused[key] = f"{guarded}: a command may not make or re-mode it"
-            # Threat: ``chmod 777 ~``: without the sticky bit anyone may move ``.bashrc`` away and put theirs.
+            # Threat: ``chmod 777 ~``: anyone may move ``.bashrc`` away and put theirs; with the sticky bit too they
+            # may make a protected name that is missing (an included config not there yet, ``.envrc``: red team 5b).
             # What it holds: in the real tree, and what the command put below it (``git init build/pkg``). Judged by
             # the state it leaves, not by the bits it adds (``chmod 1777 d``, then ``chmod o-t d``).
             elif (
                 change.kind == "dir"
-                and (extra & _WRITABLE_BY_OTHERS if change.action == "create" else _loose(change.mode, default))
-                and not change.mode & 0o1000
-                and not (change.action != "create" and _loose(change.old_mode, default))
+                and (extra & _WRITABLE_BY_OTHERS if change.action == "create" else _open(change.mode, default))
+                and not (change.action != "create" and _open(change.old_mode, default)
+                         and (_loose(change.old_mode, default) or change.mode & 0o1000))  # as open before
                 and (held := _holds_guarded(changes, change, trees, protection, roots, lookups))
             ):
                 judgement.refused[key] = f"it would make {change.path}/ writable by others, and it holds {held}"
@@ -365,6 +366,11 @@ def _setgid_parent(root: str, path: str, dirs: dict[str, int]) -> bool:
         return bool(os.lstat(os.path.join(root, parent) if parent else root).st_mode & 0o2000)
     except OSError:
         return False
+
+
+def _open(mode: int, default: int) -> bool:
+    """Whether group or others may make entries in a directory of this mode beyond what the user's umask gives."""
+    return bool(mode & _WRITABLE_BY_OTHERS & ~default)
 
 
 def _loose(mode: int, default: int) -> bool:

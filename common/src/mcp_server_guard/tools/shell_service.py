@@ -495,7 +495,9 @@ class ShellService(Generic[R]):
         """A look at a job: while it runs, applies what needs no question (under the job's id); then, tells all."""
         copy = job.control.copy
         if self.transactions is None or not copy.name:
-            return "none", Changes(), PendingChanges()
+            ended_run = job.result  # a read-only session's job: its end says why a write failed, as a call's does
+            said = self.kernel_read_only and ended_run is not None and "Read-only file system" in ended_run.stderr
+            return "none", Changes(reason=SESSION_READ_ONLY if said else ""), PendingChanges()
         async with copy.busy:
             ended = job.control.outcome
             if ended is None:
