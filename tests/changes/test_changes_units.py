@@ -107,7 +107,7 @@ def test_scratch_directories_never_ask_and_everything_else_is_judged(copy: Copy)
     shutil.rmtree(copy.upper)
     copy.upper.mkdir()
     src = judge([copy.run("rm -r src")], protection, POLICY.effects, roots)
-    assert any("deletes, overwrites" in a for a in src.asks) and any("It deletes src/" in a for a in src.asks)
+    assert any("deletes, replaces" in a for a in src.asks) and any("It deletes src/" in a for a in src.asks)
     assert src.summary == "delete 30 files under src/ (200 B)"
 
 
@@ -378,4 +378,4 @@ def test_git_freshening_its_objects_is_not_counted_as_files_changed(copy: Copy) 
     freshened = [c for c in changes.changes if c.action == "meta" and c.path.startswith(".git/objects/")]
     assert len(freshened) > POLICY.effects.max_files, actions(changes)
     judged = judge([changes], protection_for(POLICY), POLICY.effects, [str(copy.root)])
-    assert not any("It deletes, overwrites or changes the mode" in ask for ask in judged.asks), judged.asks
+    assert not any("It deletes, replaces or empties" in ask for ask in judged.asks), judged.asks

@@ -353,7 +353,7 @@ class EffectsPolicy(_Section):
     """The [effects] section: how shell_exec judges what a command did to the copy before it reaches the files."""
 
     scratch: tuple[str, ...]  # build and cache directories (names or path globs, at any depth)
-    max_files: int = Field(ge=0)  # deleting or overwriting more files than this outside scratch asks
+    max_files: int = Field(ge=0)  # deleting, replacing or emptying more files than this outside scratch asks
     ask_tree_deletion: bool  # deleting a directory that held files, outside scratch, asks
     ask_truncation: bool  # emptying a file asks
     ask_new_executables: bool  # a new executable file outside executable_places asks

@@ -188,8 +188,6 @@ def judge(
             if change.action == "delete" and change.kind != "dir":
                 touched.append(change.path)
                 losing.append((changes, change))
-            elif change.action == "meta" and change.kind != "dir" and not _times_only(change):
-                touched.append(change.path)
             elif change.action == "modify" and change.kind == "symlink" and _was_file(changes.root, change.path):
                 # A file replaced by a link (``ln -sf /dev/null f``) loses what the file held, as a deletion does.
                 touched.append(change.path)
@@ -199,8 +197,10 @@ def judge(
                 touched.append(change.path)
                 losing.append((changes, change))
             elif change.action == "modify" and change.kind == "file":
-                touched.append(change.path)
+                # Rewritten: undo gives the bytes back exactly; applied and shown, not counted (issue 45: questions
+                # only where the copy cannot help). Losses are counted: deletions, files replaced or emptied.
                 if change.size == 0 and change.old_size > 0:
+                    touched.append(change.path)
                     emptied.append(change.path)
                     losing.append((changes, change))
                 elif ".git" not in change.path.split("/"):
@@ -227,7 +227,7 @@ def judge(
                 executables.append(change.path)
     judgement.touched = len(touched)
     if len(touched) + earlier[0] > policy.max_files:
-        judgement.asks.append(f"It deletes, overwrites or changes the mode of {_n(len(touched) + earlier[0], 'file')} "
+        judgement.asks.append(f"It deletes, replaces or empties {_n(len(touched) + earlier[0], 'file')} "
                               f"(more than {policy.max_files}).")  # fmt: skip
     if policy.ask_tree_deletion and trees:
         judgement.asks.append(f"It deletes {_list(trees)}.")
@@ -345,8 +345,11 @@ def _modes(
             elif (
                 change.kind == "dir"
                 and (extra & _WRITABLE_BY_OTHERS if change.action == "create" else _open(change.mode, default))
-                and not (change.action != "create" and _open(change.old_mode, default)
-                         and (_loose(change.old_mode, default) or change.mode & 0o1000))  # as open before
+                and not (
+                    change.action != "create"
+                    and _open(change.old_mode, default)
+                    and (_loose(change.old_mode, default) or change.mode & 0o1000)
+                )  # as open before
                 and (held := _holds_guarded(changes, change, trees, protection, roots, lookups))
             ):
                 judgement.refused[key] = f"it would make {change.path}/ writable by others, and it holds {held}"
@@ -583,12 +586,6 @@ def _refuse(
         if why is not None:
             refused[(root, change.path)] = why
     refuse_whole(changes, refused)
-
-
-def _times_only(change: Change) -> bool:
-    """A meta change of nothing but a file's times (``touch``, git freshening the objects it finds again: issue 45):
-    no file deleted, overwritten or re-moded — not what the many-files question counts."""
-    return change.mode == change.old_mode and change.xattrs == change.old_xattrs
 
 
 def _shadowing(sets: Sequence[ChangeSet], scratch: _Matcher, refused: Mapping[tuple[str, str], str]) -> list[str]:
