@@ -116,6 +116,16 @@ def test_rm_rf_evasions_are_all_denied(line: str) -> None:
         ("git clone -u 'touch x' repo", "ask", "git-clone-upload-pack"),
         ("git clone 'ext::sh -c touch% x' dir", "ask", "git-ext-url"),
         ("git add -u", "allow", None),
+        # A run-time value of an option that takes one is that value (issue 45); a run-time word elsewhere may be
+        # any flag, and a run-time value of an option a rule judges is undecidable.
+        ('git clone --depth "$D" --branch "$B" https://example.org/r', "allow", None),
+        ('git checkout -b "$NEW"', "allow", None),
+        ('git clone "$OPT" https://example.org/r', "ask", "undecidable:git-upload-pack"),
+        ('git -c "$CFG" status', "ask", "undecidable:git-config-runs-programs"),
+        ('git clone --upload-pack "$X" https://example.org/r', "ask", "git-upload-pack"),
+        ("docker run --rm img prune", "allow", None),  # the container's own command, not a prune
+        ("docker system prune -af", "ask", "container-prune"),
+        ("docker -H tcp://h volume prune", "ask", "container-prune"),
         # What cannot be decided statically asks, never runs silently.
         ('eval "$X"', "ask", "undecidable:dynamic-eval"),
         ("eval ls", "allow", None),

@@ -95,6 +95,7 @@ class Args:
     values: dict[str, list[str]] = field(default_factory=dict)
     positionals: list[str] = field(default_factory=list)
     dynamic: bool = False  # some argument is only known at run time
+    free: bool = False  # one that is not an option's value: run time may make it a flag or a positional
     arg_forms: list[str] = field(default_factory=list)  # every argument's forms (forms_of), computed once
     target_forms: list[str] = field(default_factory=list)  # every positional's forms
 
@@ -117,6 +118,7 @@ def parse_args(program: str, args: Sequence[str], more_values: frozenset[str] = 
     options that take a value besides those ``VALUE_OPTIONS`` names)."""
     takes_value = VALUE_OPTIONS.get(program, frozenset()) | more_values
     out = Args(dynamic=RUN_TIME_ARG in args)
+    subcommand = ""
     single_dash_long = program in SINGLE_DASH_LONG
     i = 0
     while i < len(args):
@@ -137,6 +139,9 @@ def parse_args(program: str, args: Sequence[str], more_values: frozenset[str] = 
             out.values.setdefault(arg[1:], []).append(posixpath.basename(args[i]) if i < len(args) else "")
             i = end + 1
             continue
+        if program == "git" and out.positionals and not subcommand:
+            subcommand = out.positionals[0]  # its options that take a value (``clone --branch "$B"``) from here on
+            takes_value = takes_value | _GIT_VALUES.get(subcommand, frozenset())
         if arg.startswith("--") and len(arg) > 2:
             name, eq, value = arg[2:].partition("=")
             out.longs.add(name)
@@ -174,9 +179,28 @@ def parse_args(program: str, args: Sequence[str], more_values: frozenset[str] = 
                     break
             continue
         out.positionals.append(arg)
+    # ``git clone --branch "$B"``: a run-time value of an option that takes one is that option's value, nothing
+    # more (issue 45); one anywhere else may be any flag.
+    out.free = out.dynamic and RUN_TIME_ARG in out.positionals
     out.arg_forms = [form for arg in args for form in forms_of(arg)]
     out.target_forms = [form for arg in out.positionals for form in forms_of(arg)]
     return out
+
+
+# Options of git's subcommands that take a value (a branch, a depth, a remote's name, a directory): what follows them
+# is their value, not a flag or a positional.
+_GIT_VALUES: dict[str, frozenset[str]] = {
+    "clone": frozenset({"b", "branch", "o", "origin", "depth", "shallow-since", "shallow-exclude", "reference",
+                        "reference-if-able", "separate-git-dir", "template", "filter", "j", "jobs", "bundle-uri",
+                        "server-option", "revision"}),
+    "fetch": frozenset({"depth", "deepen", "shallow-since", "shallow-exclude", "j", "jobs", "filter", "negotiation-tip",
+                        "server-option", "refmap"}),
+    "pull": frozenset({"depth", "deepen", "shallow-since", "shallow-exclude", "j", "jobs", "s", "strategy", "X",
+                       "strategy-option"}),
+    "checkout": frozenset({"b", "B", "orphan"}),
+    "switch": frozenset({"orphan"}),
+    "branch": frozenset({"set-upstream-to", "u"}),
+}  # fmt: skip
 
 
 def _takes_value(name: str, takes_value: frozenset[str]) -> bool:
@@ -301,7 +325,7 @@ def rule_matches(rule: Rule, argv: Sequence[str], parsed: Args | None = None, *,
     args = list(argv[1:])
     if parsed is None:
         parsed = parse_args(program, args)
-    free = wildcard and parsed.dynamic
+    free = wildcard and parsed.free
     if rule.subcommands:
         first = parsed.positionals[0] if parsed.positionals else None
         if not (first in rule.subcommands or (free and (first is None or first == RUN_TIME_ARG))):
@@ -325,6 +349,7 @@ def rule_matches(rule: Rule, argv: Sequence[str], parsed: Args | None = None, *,
     return (
         not rule.option_values
         or (free and any(parsed.has(option) for option in rule.option_values))
+        or (wildcard and any(RUN_TIME_ARG in parsed.values_of(option) for option in rule.option_values))
         or any(
             _option_value_matches(form, patterns)
             for option, patterns in rule.option_values.items()
