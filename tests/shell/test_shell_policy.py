@@ -324,6 +324,7 @@ def test_words_after_a_redirection_are_the_commands_arguments_as_in_real_bash(li
         ("rm $(echo -rf) ~", "delete-outside"),
         ("rm ~/.profile", "delete-outside"),
         ("find / -name '*.log' | xargs rm", "delete-outside"),
+        ("git clone https://example.org/k ~/.ssh", "system-write"),  # a repository's files become the user's keys
     ],
 )
 def test_attack_spellings_the_first_engine_missed_are_denied(line: str, rule: str) -> None:
@@ -346,6 +347,25 @@ def test_attack_spellings_the_first_engine_missed_are_denied(line: str, rule: st
         ("git push --force-w origin main", "git-force-push"),
         ("git clone --config core.sshCommand=x repo", "git-config-runs-programs"),
         ("tar --to-command=cat -xf a.tar", "tar-runs-program"),
+        # The machine's own configuration (issue 45 item 5: what the string layer alone must stop without a box).
+        ("iptables -P INPUT ACCEPT", "firewall-change"),
+        ("nft flush ruleset", "firewall-tool-change"),
+        ("ufw disable", "firewall-tool-change"),
+        ("firewall-cmd --add-port=22/tcp", "firewalld-change"),
+        ("ip link del eth0", "network-config-change"),
+        ("ip route del default", "network-config-change"),
+        ("nmcli con down wired", "network-manager-change"),
+        ("sysctl -w net.ipv4.ip_forward=1", "kernel-setting-change"),
+        ("setenforce 0", "mac-policy-change"),
+        ("semanage port -a -t http_port_t -p tcp 8081", "selinux-manage"),
+        ("auditctl -D", "audit-change"),
+        ("pkill -9 -P 1", "kill-orphans"),
+        ("uv pip install --system requests", "uv-pip-system"),
+        # A command line interpreter code builds from strings: its literal start says nothing of what runs.
+        ("python3 -c \"import os; os.system('r'+'m -r'+'f x')\"", "undecidable:code-built-command"),
+        ("python3 -c \"import os; os.system(f'rm {x}')\"", "undecidable:code-built-command"),
+        ("node -e \"require('child_process').execSync('rm ' + p)\"", "undecidable:code-built-command"),
+        ("ruby -e 'system(\"rm #{x}\")'", "undecidable:code-built-command"),
     ],
 )
 def test_undecidable_or_risky_spellings_are_asked(line: str, kind: str) -> None:
@@ -368,7 +388,10 @@ def test_path_in_the_calls_env_that_finds_a_look_alike_program_is_undecidable(tm
     "line",
     ["kill -1 4242", "chmod -R g+w /srv/project/src", "rm -r build", "find . -name '*.pyc' -delete",
      "source .venv/bin/activate", "GIT_PAGER=cat git log", "for ((i=0; i<3; i++)); do echo $((i*2)); done",
-     "kill $!", "eval 'echo hi'", "PYTHONUNBUFFERED=1 pytest"],
+     "kill $!", "eval 'echo hi'", "PYTHONUNBUFFERED=1 pytest", "ip addr show", "ip -br a", "iptables -L -n -v",
+     "nft list ruleset", "ufw status", "firewall-cmd --list-all", "nmcli device status", "sysctl -a", "auditctl -l",
+     "semanage port -l", "pkill -f 'python3 server.py'", "uv pip install -r requirements.txt",
+     "python3 -c \"import os; os.system('ls -la')\"", "git clone https://example.org/r ~/code/r"],
 )  # fmt: skip
 def test_ordinary_work_is_not_a_false_alarm(line: str) -> None:
     assert DEFAULT.decide(line).action == "allow", line

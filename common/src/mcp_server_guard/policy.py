@@ -47,6 +47,7 @@ DETECTABLE = frozenset(
         "dynamic-program",
         "dynamic-eval",
         "search-path",
+        "code-built-command",
     }
 )
 # Findings that are facts, not doubts: allowed unless a detect rule says otherwise.

@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 
 from mcp_server_guard.shell.parsing import Word
-from mcp_server_guard.shell.wrappers import DYNAMIC, Inner
+from mcp_server_guard.shell.wrappers import BUILT, DYNAMIC, Inner
 
 # String literals given to a call that runs them as a command line, in interpreter code.
 _CODE_RUNS = re.compile(
-    r"""(?:\bsystem|\bpopen|\bexec[lv]?p?e?|\bspawn|\bcheck_output|\bcheck_call|\bgetoutput|\bgetstatusoutput|\brun|\bcall|\bshell_exec|\bpassthru|\bexecSync|\bexecFileSync|\bspawnSync|\bexecute|\bcallCommand|\bspawn\w+|\bshell-command|\bcall-process-shell-command|\bstart-process-shell-command|\bproc_open|\bpcntl_exec|\brun-shell-command|\bos:cmd|\bSystem\.shell|\bshell_command|\bgetRuntime\(\)\.exec|\bopen\s*\(?\s*\w+\s*,\s*(?=['"]\|))\s*\(?\s*(['"])\|?((?:\\.|(?!\1)[^\\])*)\1"""
+    r"""(?:\bsystem|\bpopen|\bexec[lv]?p?e?|\bspawn|\bcheck_output|\bcheck_call|\bgetoutput|\bgetstatusoutput|\brun|\bcall|\bshell_exec|\bpassthru|\bexecSync|\bexecFileSync|\bspawnSync|\bexecute|\bcallCommand|\bspawn\w+|\bshell-command|\bcall-process-shell-command|\bstart-process-shell-command|\bproc_open|\bpcntl_exec|\brun-shell-command|\bos:cmd|\bSystem\.shell|\bshell_command|\bgetRuntime\(\)\.exec|\bopen\s*\(?\s*\w+\s*,\s*(?=['"]\|))\s*\(?\s*(?:[rRbBuUfF]{1,2}(?=['"]))?(['"])\|?((?:\\.|(?!\1)[^\\])*)\1"""
 )
 _EXECUTE_METHOD = re.compile(r"""(['"])((?:\\.|(?!\1)[^\\])+)\1\s*\.execute\s*\(""")  # groovy: "cmd".execute()
 _BACKTICKS = re.compile(r"`([^`]+)`|%x\((.*?)\)|%x\{(.*?)\}|\bqx\s*[({/](.*?)[)}/]")
@@ -93,10 +93,13 @@ def awk_runs(program: str) -> Inner:
 def literal_commands(code: str) -> list[Inner]:
     """Command lines interpreter code hands to a shell as literals: system("…"), `…`, os.popen('…'); and the paths
     it deletes through its library (shutil.rmtree('…'), FileUtils.rm_rf('…'), fs.rmSync('…')), as the rm they are."""
-    out: list[Inner] = [found.group(2).replace("\\'", "'").replace('\\"', '"') for found in _CODE_RUNS.finditer(code)]
+    out: list[Inner] = [
+        BUILT if _built(code, found) else found.group(2).replace("\\'", "'").replace('\\"', '"')
+        for found in _CODE_RUNS.finditer(code)
+    ]
     out += [next(g for g in found.groups() if g is not None) for found in _BACKTICKS.finditer(code)]
     out += [found.group(2) for found in _EXECUTE_METHOD.finditer(code)]
-    out = [text for text in out if isinstance(text, str) and text.strip()]
+    out = [text for text in out if text is BUILT or (isinstance(text, str) and text.strip())]
     for found in _ARGV_LISTS.finditer(code):
         items = re.findall(r"""(['"])((?:\\.|(?!\1)[^\\])*)\1""", found.group(1))
         if items and len(items) == found.group(1).count(",") + 1:  # every item a literal
@@ -111,6 +114,22 @@ def literal_commands(code: str) -> list[Inner]:
         path = found.group(2)
         out.append([[Word("rm", "rm"), Word("-rf", "-rf"), Word(path, path)]])
     return out
+
+
+# A literal that is only the start of the string handed over: concatenated (+, ., ..), formatted (%, .format, an
+# f-string with a field, ${…} in a template).
+_JOINED = re.compile(r"\s*(?:\+|%|\.\s*format\b|\.\.|\.\s*(?:concat\b|['\"$])|\.\s+\$)")
+
+
+def _built(code: str, found: re.Match[str]) -> bool:
+    """Threat: ``os.system('r'+'m -r'+'f ~')``: a command line built from strings at run time, whose literal start
+    (``r``) says nothing of what runs (held-out corpus, issue 45): only run time knows it."""
+    prefix = code[max(0, found.start(2) - 2) : found.start(2) - 1]
+    return (
+        bool(_JOINED.match(code, found.end()))
+        or (prefix in ("f", "F") and "{" in found.group(2))
+        or ("${" in found.group(2) or "#{" in found.group(2))
+    )
 
 
 # subprocess.run(["git", "push", "--force"]), execFileSync("rm", ["-rf", …]) is handled as its literals above only

@@ -43,7 +43,7 @@ from mcp_server_guard.shell.runners import (
 )
 from mcp_server_guard.shell.unknown_programs import DATA_PROGRAMS, run_texts
 from mcp_server_guard.shell.words import expand_braces
-from mcp_server_guard.shell.wrappers import DYNAMIC, UNKNOWN, Inner, unwrap
+from mcp_server_guard.shell.wrappers import BUILT, DYNAMIC, UNKNOWN, Inner, unwrap
 from mcp_server_guard.shell.writes import (
     destination_findings,
     downloaded_files,
@@ -362,6 +362,8 @@ class Expander:
             self.line(inner, depth + 1)
         elif inner is DYNAMIC:
             self.finding("dynamic-shell-string", f"{program} runs a command string only known at run time")
+        elif inner is BUILT:
+            self.finding("code-built-command", f"{program} code runs a command line it builds at run time")
         elif isinstance(inner, list):
             for part in inner:
                 self.argv(part, None, depth + 1, feed=feed)

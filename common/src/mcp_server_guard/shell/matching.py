@@ -127,7 +127,7 @@ def parse_args(program: str, args: Sequence[str], more_values: frozenset[str] = 
         if arg == "--":
             out.positionals.extend(args[i:])
             break
-        if program in _SIGNALLERS and re.fullmatch(r"-(?:SIG)?[A-Z][A-Z0-9+-]*|-\d+", arg) and arg != "-1":
+        if program in _SIGNALLERS and re.fullmatch(r"-(?:SIG)?[A-Z][A-Z0-9+-]+|-\d+", arg) and arg != "-1":
             out.values.setdefault("signal", []).append(arg[1:])  # killall -USR1: a signal, not -U -S -R -1
             continue
         if program == "kill" and arg.startswith("-") and (out.shorts or out.longs or out.values):

@@ -63,7 +63,15 @@ def _exported_as_is(name: str, value: str) -> bool:
 # On a copy these are judged by what the command did (issue 45: a line the parser cannot read, valid bash or not,
 # runs on the copy: the rules still see every part it could read).
 EFFECT_FINDINGS = frozenset(
-    {"dynamic-redirect", "search-path", "code-in-data", "dynamic-program", "dynamic-eval", "parse-error"}
+    {
+        "dynamic-redirect",
+        "search-path",
+        "code-in-data",
+        "dynamic-program",
+        "dynamic-eval",
+        "parse-error",
+        "code-built-command",
+    }
 )
 _DIRECTORY_OPTIONS = ("C", "work-tree", "git-dir", "directory")
 # Caches in the home directory a cleanup may empty (`rm -rf ~/.cache/pip`): not the user's work.

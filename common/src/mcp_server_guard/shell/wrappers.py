@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from mcp_server_guard.shell.parsing import Word
 
 DYNAMIC = object()  # a command string only known at run time
+BUILT = object()  # one interpreter code builds from strings (``os.system('r' + x)``): only run time knows it
 Inner = list[list[Word]] | str | object | None
 
 UNKNOWN = Word(None, "…")

@@ -111,6 +111,8 @@ def destination_findings(program: str, argv: list[str], home: str) -> list[Findi
     """Threat: `cp /dev/zero /bin/ls`, `mv x /etc/passwd`, `tee -a ~/.bashrc`, `sed -i … ~/.bashrc`,
     `curl -o ~/.bashrc URL`, `tar xf x.tar -C ~`: a program writing a file of the system or of the shell's
     start-up (or extracting into the home directory itself, ``home`` spelled out), whatever the program."""
+    if program == "git":
+        return _clone_findings(argv)
     spec = _WRITERS.get(program)
     if spec is None:
         return []
@@ -145,6 +147,18 @@ def destination_findings(program: str, argv: list[str], home: str) -> list[Findi
                 Finding("system-write", f"{program} writes over {destination}, a file of the system or the shell")
             )
     return found
+
+
+def _clone_findings(argv: list[str]) -> list[Finding]:
+    """Threat: ``git clone URL ~/.ssh`` (or ``~/.config/git``, ``~/.local/bin``): a repository's files become the
+    user's keys, git config or programs. The directory a clone makes is judged as the files it fills."""
+    parsed = parse_args("git", argv[1:])
+    if parsed.positionals[:1] != ["clone"] or len(parsed.positionals) < 3 or RUN_TIME_ARG in parsed.positionals[2:3]:
+        return []
+    target = parsed.positionals[2]
+    if _system_file(target) or _system_file(posixpath.join(target, "config")):
+        return [Finding("system-write", f"git clone fills {target}, a directory of the system or the shell")]
+    return []
 
 
 def downloaded_files(program: str, argv: list[str]) -> list[str]:
