@@ -128,6 +128,8 @@ def layer(module: str) -> str:
         "registry",
         "dirwatch",
         "hook_configs",
+        "hook_runs",
+        "env_names",
         "python_startup",
     }
     if len(parts) <= 2 and parts[-1] in top:

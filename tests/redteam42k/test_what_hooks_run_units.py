@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mcp_server_guard.hook_configs import run_by_hooks, scripts_run_by
+from mcp_server_guard.hook_configs import scripts_run_by
+from mcp_server_guard.hook_runs import run_by_hooks
 
 
 def _repo(root: Path, hook: str, files: dict[str, str]) -> set[str]:

@@ -25,8 +25,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from mcp_server_guard.git_config import MAX_GIT_CONFIG, git_config_entries
-from mcp_server_guard.hook_configs import expand_path as _expand
-from mcp_server_guard.hook_configs import program_words, run_by_hooks
+from mcp_server_guard.hook_runs import expand_path as _expand
+from mcp_server_guard.hook_runs import program_words, run_by_hooks
 from mcp_server_guard.paths import within, within_any
 
 __all__ = [
@@ -316,7 +316,7 @@ def _hooks_rule(real: str, dirs: Iterable[str]) -> str | None:
             if real == directory[1:]:
                 return "a program git runs (a git config names it by its path)"
         elif directory.startswith("%"):
-            if real == directory[1:]:
+            if real == directory[1:] or _compiled_copy(real, directory[1:]):
                 return "a program a git hook runs (the hook names it by its path)"
         elif directory.startswith("+"):
             if within(real, directory[1:]) and real != directory[1:]:
@@ -324,6 +324,16 @@ def _hooks_rule(real: str, dirs: Iterable[str]) -> str | None:
         elif within(real, directory) and real != directory:
             return f"a git hook (core.hooksPath {directory})"
     return None
+
+
+def _compiled_copy(real: str, source: str) -> bool:
+    """Whether ``real`` is the compiled copy of the Python file ``source`` (``__pycache__/tasks.cpython-311.pyc``),
+    which Python runs in its place while it matches (red team 8 A7)."""
+    if not source.endswith(".py") or not real.endswith(".pyc"):
+        return False
+    directory, name = posixpath.split(source)
+    cache = posixpath.join(directory, "__pycache__", name[:-3] + ".")
+    return real.startswith(cache) or real == source + "c"
 
 
 def _linked_hooks(git_dir: str) -> list[str]:

@@ -1,5 +1,5 @@
-"""Python's start-up code: what every start of a Python, or every activation of a virtual environment, runs before
-any program of the project — judged by every writer (shell_exec asks, file_write refuses: ``changes.later``,
+"""Start-up code: what every start of an interpreter, or every activation of an environment, runs before any program
+of the project — judged by every writer (shell_exec asks, file_write refuses: ``changes.later``,
 ``files.writing``).
 
 - A ``sitecustomize``/``usercustomize`` module in any form (``.py``, ``.pyc``, an extension, a package, a compiled
@@ -7,23 +7,53 @@ any program of the project — judged by every writer (shell_exec asks, file_wri
   editable install puts any directory there.
 - A ``.pth`` file in a ``site-packages`` directory with a line starting ``import``: ``site`` runs it. Lines are split
   at every line end a Python takes (3.11 reads with universal newlines, 3.13 with ``str.splitlines``), a BOM dropped.
-- A virtual environment's entry points: ``bin/activate*`` (sourced by a shell, ``.envrc``'s ``source``),
-  ``bin/python*`` (the interpreter every tool starts) and ``pyvenv.cfg`` (its ``home`` names the interpreter).
+  And a module such a line imports, where the ``.pth`` is already there (``_distutils_hack`` rewritten alone).
+- An environment's entry points: ``bin/activate*`` (sourced by a shell, ``.envrc``'s ``source``), ``bin/python*``
+  (the interpreter every tool starts), ``pyvenv.cfg`` (its ``home`` names the interpreter), a conda or pixi
+  environment's ``etc/conda/activate.d/*`` — in a directory holding ``pyvenv.cfg`` or ``conda-meta``.
+- A version file that names an interpreter by its path (``.python-version`` holding ``./tools/py``: ``uv run``
+  runs that file), and an ``.env`` file that sets a variable making programs load code (``NODE_OPTIONS``,
+  ``PYTHONSTARTUP``, ``LD_PRELOAD`` …: ``env_names``) — ``node --env-file``, direnv's ``dotenv``, docker compose.
 
-Threat: a command planting one of them in the project's environment; the user's next ``pytest``, ``uv run``, an
-editor querying the interpreter, runs it outside the box (red team 5b F9, 6 L5, L6).
+Threat: a command planting one of them in the project; the user's next ``pytest``, ``uv run``, an editor querying
+the interpreter, runs it outside the box (red team 5b F9, 6 L5, L6, 8 D1, D2, J1, J2).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 
-__all__ = ["PTH_MAX", "pth_imports", "site_pth", "startup_module", "venv_entry", "written_start_up"]
+from mcp_server_guard.env_names import is_command_valued, runs_code
+from mcp_server_guard.hook_configs import read_regular
+
+__all__ = [
+    "ENV_MARKERS",
+    "PTH_MAX",
+    "env_code",
+    "pth_imports",
+    "pth_modules",
+    "site_imports",
+    "site_module",
+    "site_pth",
+    "startup_module",
+    "venv_entry",
+    "version_path",
+    "written_here",
+    "written_start_up",
+]
 
 PTH_MAX = 1 << 20  # bytes of a .pth file read at most; a larger one counts as running code
+ENV_MARKERS = ("pyvenv.cfg", "conda-meta")  # what makes a directory an environment (a venv's, conda's or pixi's)
 _STARTUP_MODULES = ("sitecustomize", "usercustomize")
 _SITE_DIRS = ("site-packages", "dist-packages")
 _VENV_ENTRY = re.compile(r"(?:bin|Scripts)/(?:activate(?:\.\w+|_this\.py)?|(?:python|pypy)[\d.]*(?:\.exe)?)")
+_CONDA_HOOKS = re.compile(r"etc/conda/(?:de)?activate\.d/[^/]+")
+# The files version managers read for which interpreter to start (uv, pyenv, asdf, mise, nvm, rbenv, …).
+_VERSION_FILES = frozenset({".python-version", ".tool-versions", ".node-version", ".nvmrc", ".ruby-version",
+                            ".java-version", ".go-version", ".terraform-version", ".bun-version", ".sdkmanrc",
+                            ".zig-version", ".deno-version"})  # fmt: skip
 # The lines installers write (setuptools' distutils shim and editable finders, virtualenv, coverage), with the module
 # each imports.
 _INSTALLERS = re.compile(
@@ -32,6 +62,8 @@ _INSTALLERS = re.compile(
     r"|(?P<finder>__editable___[\w.]+_finder); (?P=finder)\.install\([^)\n]*\)|(?P<venv>_virtualenv)"
     r"|(?P<cov>coverage); coverage\.process_startup\(\))[ \t]*"
 )
+_IMPORTED = re.compile(r"(?:\bimport\s+|__import__\(\s*['\"])([A-Za-z_]\w*)")
+_ASSIGNED = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)\s*=", re.MULTILINE)
 
 
 def startup_module(path: str) -> bool:
@@ -46,36 +78,124 @@ def site_pth(path: str) -> bool:
     return len(parts) > 1 and parts[-2] in _SITE_DIRS and parts[-1].endswith(".pth")
 
 
+def _lines(data: bytes) -> list[str]:
+    return data.decode("utf-8", "replace").removeprefix("\ufeff").splitlines()
+
+
 def pth_imports(data: bytes) -> list[str]:
     """The lines of a .pth file ``site`` runs, each as the module an installer's line imports, or "" for any other
     code."""
     found: list[str] = []
-    for line in data.decode("utf-8", "replace").removeprefix("\ufeff").splitlines():
+    for line in _lines(data):
         if line.startswith(("import ", "import\t")):
             installer = _INSTALLERS.fullmatch(line)
             found.append(next(name for name in installer.groups() if name) if installer else "")
     return found
 
 
+def pth_modules(data: bytes) -> set[str]:
+    """The top-level modules the lines of a .pth file import (``import _virtualenv``, ``__import__('x')``)."""
+    return {
+        name for line in _lines(data) if line.startswith(("import ", "import\t")) for name in _IMPORTED.findall(line)
+    }
+
+
+def site_module(path: str) -> tuple[str, str] | None:
+    """(the site-packages directory, the top-level module) of a path inside one (``__pycache__`` copies too), or
+    None."""
+    parts = path.split("/")
+    for at in range(len(parts) - 2, -1, -1):
+        if parts[at] in _SITE_DIRS:
+            rest = parts[at + 1 :]
+            name = rest[1] if rest[0] == "__pycache__" and len(rest) > 1 else rest[0]
+            return "/".join(parts[: at + 1]), name.split(".", 1)[0]
+    return None
+
+
 def venv_entry(path: str) -> str | None:
-    """The directory of the virtual environment whose entry point ``path`` would be (``.venv`` for
-    ``.venv/bin/activate``; "" for the root), or None. Whether it is one is for the caller to see (``pyvenv.cfg``)."""
+    """The directory of the environment whose entry point ``path`` would be (``.venv`` for ``.venv/bin/activate``;
+    "" for the root), or None. Whether it is one is for the caller to see (``ENV_MARKERS``)."""
     parts = path.split("/")
     if parts[-1] == "pyvenv.cfg":
         return "/".join(parts[:-1])
     if len(parts) >= 2 and _VENV_ENTRY.fullmatch("/".join(parts[-2:])):
         return "/".join(parts[:-2])
+    if len(parts) >= 4 and _CONDA_HOOKS.fullmatch("/".join(parts[-4:])):
+        return "/".join(parts[:-4])
     return None
 
 
-def written_start_up(path: str, data: bytes, in_venv: bool) -> str | None:
+def version_path(path: str, data: bytes) -> bool:
+    """Whether a version manager's file names an interpreter by its path (a word with a ``/``): uv, pyenv or asdf
+    then runs that file for ``uv run``, ``python`` …"""
+    if path.rsplit("/", 1)[-1] not in _VERSION_FILES:
+        return False
+    return any("/" in word for line in _lines(data) if not line.lstrip().startswith("#") for word in line.split())
+
+
+def env_code(path: str, data: bytes) -> list[str]:
+    """The variables an ``.env`` file (``.env``, ``.env.*``, ``*.env``) sets that make programs load code or run a
+    command (``env_names``); none for another file."""
+    name = path.rsplit("/", 1)[-1]
+    if not (name == ".env" or name.startswith(".env.") or name.endswith(".env")):
+        return []
+    text = data.decode("utf-8", "replace")
+    return sorted({n for n in _ASSIGNED.findall(text) if runs_code(n) or is_command_valued(n)})
+
+
+def written_start_up(path: str, data: bytes, in_env: bool) -> str | None:
     """Why a file write of ``data`` at ``path`` would be start-up code (file_write, which cannot ask, refuses it;
-    an installer's line too: a model writing one is no installer), or None. ``in_venv``: the directory
-    :func:`venv_entry` names holds a ``pyvenv.cfg``."""
+    an installer's line too: a model writing one is no installer), or None. ``in_env``: the directory
+    :func:`venv_entry` names holds one of ``ENV_MARKERS``."""
     if startup_module(path):
         return "a Python start-up module: every start of a Python that finds it on its path runs it"
     if site_pth(path) and (len(data) >= PTH_MAX or pth_imports(data)):
         return "a .pth file with an import line: every start of that Python runs it"
-    if in_venv and venv_entry(path) is not None:
-        return "an entry point of a virtual environment: every activation or start of it runs it"
+    if in_env and venv_entry(path) is not None:
+        return "an entry point of an environment: every activation or start of it runs it"
+    if version_path(path, data):
+        return "a version file naming an interpreter by its path: the version manager runs that file"
+    if names := env_code(path, data):
+        return f"an .env file setting {', '.join(names)}: the programs that load it run what that names"
     return None
+
+
+def written_here(rel: str, data: bytes, dirfd: int) -> str | None:
+    """:func:`written_start_up` for a write at ``rel`` whose directory is open (``dirfd``), looking up from it at
+    what makes the rest count: an environment's markers, the .pth files of the site-packages it lies in (red team 8
+    D1, D2). Never through a link; what cannot be read counts as not there."""
+    env = venv_entry(rel)
+    in_env = env is not None and any(_there(dirfd, f"{_up(rel, env)}/{marker}") for marker in ENV_MARKERS)
+    if why := written_start_up(rel, data, in_env):
+        return why
+    inside = site_module(rel)
+    if inside is not None and inside[1] in site_imports(dirfd, _up(rel, inside[0])):
+        return f"a module ({inside[1]}) that a .pth file imports at every start of that Python"
+    return None
+
+
+def _up(rel: str, top: str) -> str:
+    """The way up from the directory of ``rel`` to ``top`` (both beneath one root), as ``..`` steps."""
+    return "/".join([".."] * (rel.count("/") - (top.count("/") + 1 if top else 0))) or "."
+
+
+def _there(dirfd: int, rel: str) -> bool:
+    try:
+        os.stat(rel, dir_fd=dirfd, follow_symlinks=False)
+    except OSError:
+        return False
+    return True
+
+
+def site_imports(dirfd: int, rel: str) -> set[str]:
+    """The modules the .pth files of the directory ``rel`` (from ``dirfd``) import."""
+    found: set[str] = set()
+    with contextlib.suppress(OSError):
+        site = os.open(rel, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
+        try:
+            for name in sorted(n for n in os.listdir(site) if n.endswith(".pth"))[:256]:
+                text = read_regular(site, name, PTH_MAX)
+                found |= pth_modules(text.encode()) if text is not None else set()
+        finally:
+            os.close(site)
+    return found

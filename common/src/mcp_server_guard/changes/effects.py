@@ -52,6 +52,7 @@ from mcp_server_guard.changes.wholes import refuse_whole
 from mcp_server_guard.changes.xattrs import acl_mode
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.globs import SuffixMatcher
+from mcp_server_guard.hook_runs import path_dirs
 from mcp_server_guard.paths import printable, within_any
 from mcp_server_guard.policy import EffectsPolicy
 from mcp_server_guard.protected import Lookups, Protection
@@ -590,21 +591,27 @@ def _refuse(
 
 def _shadowing(sets: Sequence[ChangeSet], scratch: _Matcher, refused: Mapping[tuple[str, str], str]) -> list[str]:
     """The question about executables named like programs on the PATH (``_shadows``), if any."""
-    if shadowing := [c.path for s in sets for c in s.changes if _shadows(s.root, c, scratch, refused)]:
+    paths = {s.root: path_dirs(s.root) for s in sets}
+    if shadowing := [c.path for s in sets for c in s.changes if _shadows(s.root, c, scratch, refused, paths[s.root])]:
         return [f"It makes {_list(shadowing)}, named like programs on your PATH: where a tool puts that directory "
                 "first (direnv's PATH_add), they run instead."]  # fmt: skip
     return []
 
 
-def _shadows(root: str, change: Change, scratch: _Matcher, refused: Mapping[tuple[str, str], str]) -> bool:
+def _shadows(
+    root: str, change: Change, scratch: _Matcher, refused: Mapping[tuple[str, str], str], on_path: frozenset[str]
+) -> bool:
     """An executable the command made or changed, outside the build and cache directories, with the name of a
-    program on the server's PATH. Threat: ``bin/git`` in a project whose ``.envrc`` says ``PATH_add bin``: the
-    user's next ``git status`` there runs it, outside the box (red team 5b F5); ``bin/`` is a usual place for new
-    executables, asked about nowhere else."""
+    program on the server's PATH, in a directory a tool may put first on PATH: a ``bin``/``.bin``/``sbin``, or one
+    the project's direnv or mise configuration names (``on_path``: ``hook_runs.path_dirs``). Threat: ``bin/git`` in
+    a project whose ``.envrc`` says ``PATH_add bin``: the user's next ``git status`` there runs it, outside the box
+    (red team 5b F5). ``script/test`` elsewhere is a project's own script (red team 8 FA4)."""
+    directory = posixpath.dirname(change.path)
     return (
         (change.kind == "symlink" or (change.kind == "file" and bool(change.mode & 0o111)))  # a link too: 6 L7
         and change.action in ("create", "modify", "meta")
         and (root, change.path) not in refused
+        and (posixpath.basename(directory) in ("bin", ".bin", "sbin") or (directory or ".") in on_path)
         and not scratch.name(change.path, root)
         and shutil.which(change.path.rsplit("/", 1)[-1]) is not None
     )

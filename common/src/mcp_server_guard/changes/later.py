@@ -17,6 +17,7 @@ bytes between a look's judgement and its copy).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 
@@ -28,10 +29,23 @@ from mcp_server_guard.hook_configs import (
     changed_hook_keys,
     hook_texts,
     hooked_texts,
+    judged_manifest,
     judged_package_json,
+    manifest_hooks,
 )
 from mcp_server_guard.paths import printable
-from mcp_server_guard.python_startup import PTH_MAX, pth_imports, site_pth, startup_module, venv_entry
+from mcp_server_guard.python_startup import (
+    ENV_MARKERS,
+    PTH_MAX,
+    env_code,
+    pth_imports,
+    site_imports,
+    site_module,
+    site_pth,
+    startup_module,
+    venv_entry,
+    version_path,
+)
 
 __all__ = ["runs_later"]
 
@@ -42,15 +56,26 @@ def runs_later(
     """Add to ``asks`` what the command set up for the user's tools to run later (see the module docstring); the
     paths judged so to ``by_content``. ``refused``: what is refused anyway (not asked about)."""
     trees: Trees | None = None
+    sites: dict[str, set[str]] = {}  # site-packages directory -> the modules its .pth files import (real tree)
     for change in changes.changes:
         key = (changes.root, change.path)
         if change.action not in ("create", "modify") or key in refused:
             continue
-        if startup_module(change.path) or site_pth(change.path) or venv_entry(change.path) is not None:
+        if _start_up_path(change.path):
             by_content.add(key)
             trees = trees or Trees(changes)
-            if (question := _python_start(changes, change.path, change.kind, trees)) and question not in asks:
+            if (question := _python_start(changes, change.path, change.kind, trees, sites)) and question not in asks:
                 asks.append(question)
+            continue
+        if judged_manifest(change.path):
+            by_content.add(key)
+            trees = trees or Trees(changes)
+            new = trees.read(change.path, limit=MAX_PACKAGE_JSON) if change.kind == "file" and not change.link else None
+            old = trees.read(change.path, real=True, limit=MAX_PACKAGE_JSON) if change.action == "modify" else b""
+            if manifest_hooks(new) or (old is not None and old and manifest_hooks(old)):
+                asks.append(f"It changes {printable(change.path)}, which holds scripts or git hook settings (pnpm and "
+                            "the hook tools read it as a package.json): they run at your next git commit or install, "
+                            "outside the box.")  # fmt: skip
             continue
         judged = [end for end in (change.path, change.link) if end and judged_package_json(end)]
         if judged and (change.kind != "file" or change.link):
@@ -72,30 +97,68 @@ def runs_later(
                             "box.")  # fmt: skip
 
 
-def _python_start(changes: ChangeSet, path: str, kind: str, trees: Trees) -> str | None:
+def _start_up_path(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return (startup_module(path) or site_pth(path) or venv_entry(path) is not None or site_module(path) is not None
+            or (name.startswith(".") and name.endswith("-version")) or name in (".tool-versions", ".nvmrc", ".sdkmanrc")
+            or name == ".env" or name.startswith(".env.") or name.endswith(".env"))  # fmt: skip
+
+
+def _python_start(changes: ChangeSet, path: str, kind: str, trees: Trees, sites: dict[str, set[str]]) -> str | None:
     """The question about start-up code a command made or changed at ``path``, if it is one (module docstring)."""
     where = printable(posixpath.dirname(path))
     if startup_module(path):
         return (f"It adds a Python start-up module ({printable(path)}): every start of a Python that finds it on its "
                 "path runs it, outside the box.")  # fmt: skip
+    data = trees.read(path, limit=PTH_MAX) if kind == "file" else None
     if site_pth(path):
-        data = trees.read(path, limit=PTH_MAX) if kind == "file" else None
         site = posixpath.dirname(path)
         # A new site-packages (``uv venv``) is the installer's whole; in one that was there, an installer's line
         # counts as code where the call wrote the module it imports (red team 6 L5).
         fresh = trees.real_kind(site) != "dir"
-        if (
-            data is None
-            or len(data) >= PTH_MAX
-            or any(not module or (not fresh and _written(changes, site, module)) for module in pth_imports(data))
-        ):
+        if data is None or len(data) >= PTH_MAX or any(not module for module in pth_imports(data)):
             return f"It adds code that every start of the Python of {where} runs ({printable(path)}), outside the box."
+        if not fresh and any(_written(changes, site, module) for module in pth_imports(data)):
+            return (f"It adds an installer's start-up line ({printable(path)}) with the module it imports: every start"
+                    f" of the Python of {where} runs it, outside the box (expected after pip install -e of your "
+                    "project).")  # fmt: skip
         return None
-    venv = venv_entry(path) or ""
-    if trees.real_kind(posixpath.join(venv, "pyvenv.cfg")) != "file":
-        return None  # a new environment: the installer's whole
-    return (f"It changes {printable(path)}, which every activation or start of the virtual environment "
-            f"{printable(venv or '.')} runs, outside the box.")  # fmt: skip
+    if (inside := site_module(path)) is not None:
+        site, module = inside
+        if module in _imported_at_start(changes.root, site, sites, trees):
+            return (f"It changes {printable(path)}, which a .pth file of {printable(site)} imports at every start of"
+                    " that Python, outside the box.")  # fmt: skip
+    if (venv := venv_entry(path)) is not None:
+        if not any(trees.real_kind(posixpath.join(venv, marker)) in ("file", "dir") for marker in ENV_MARKERS):
+            return None  # a new environment: the installer's whole
+        return (f"It changes {printable(path)}, which every activation or start of the environment "
+                f"{printable(venv or '.')} runs, outside the box.")  # fmt: skip
+    if data is not None and version_path(path, data):
+        return (f"It makes {printable(path)} name an interpreter by its path: the version manager (uv, pyenv, asdf)"
+                " runs that file at your next start, outside the box.")  # fmt: skip
+    if data is not None and (names := env_code(path, data)):
+        return (f"It sets {', '.join(names)} in {printable(path)}: the programs that load it (node --env-file, "
+                "direnv's dotenv, docker compose) run what that names, outside the box.")  # fmt: skip
+    return None
+
+
+def _imported_at_start(root: str, site: str, sites: dict[str, set[str]], trees: Trees) -> set[str]:
+    """The modules the real .pth files of ``site`` import (red team 8 D2: ``_distutils_hack`` rewritten alone, its
+    line untouched); read once per call, beneath the root, no link followed."""
+    if site not in sites:
+        sites[site] = set()
+        if trees.real_kind(site) == "dir":
+            with contextlib.suppress(OSError, Changed):
+                fd = os.open(root, DIR)
+                try:
+                    directory = open_dir(fd, site)
+                finally:
+                    os.close(fd)
+                try:
+                    sites[site] = site_imports(directory, ".")
+                finally:
+                    os.close(directory)
+    return sites[site]
 
 
 def _written(changes: ChangeSet, site: str, module: str) -> bool:

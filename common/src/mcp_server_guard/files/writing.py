@@ -46,11 +46,19 @@ from mcp_server_guard.files.mime import mime_of
 from mcp_server_guard.files.reading import sha256_fd
 from mcp_server_guard.files.treelock import TreeBusy, flock_until, tree_lock
 from mcp_server_guard.git_dirs import makes_git_dir
-from mcp_server_guard.hook_configs import MAX_PACKAGE_JSON, UNREAD, changed_hook_keys, hook_texts, judged_package_json
+from mcp_server_guard.hook_configs import (
+    MAX_PACKAGE_JSON,
+    UNREAD,
+    changed_hook_keys,
+    hook_texts,
+    judged_manifest,
+    judged_package_json,
+    manifest_hooks,
+)
 from mcp_server_guard.paths import printable
 from mcp_server_guard.policy import FileWritePolicy, Policy
 from mcp_server_guard.protected import Protection, protection_for
-from mcp_server_guard.python_startup import venv_entry, written_start_up
+from mcp_server_guard.python_startup import written_here
 
 log = logging.getLogger("mcp_server_guard")
 
@@ -136,12 +144,11 @@ def _check_hook_keys(located: Located, old: bytes | None, data: bytes, dirfd: in
     ``git commit`` runs them outside any box; Python start-up code (``python_startup``): every start of that Python
     runs it. shell_exec asks about such a change; file_write cannot ask, and refuses it (``hook_configs``). Any other
     edit of the file is written."""
-    in_venv = False
-    if venv_entry(located.rel) is not None:  # ``pyvenv.cfg`` beside ``bin/`` (from the file's open directory)
-        cfg = "pyvenv.cfg" if located.rel.endswith("pyvenv.cfg") else "../pyvenv.cfg"
-        with contextlib.suppress(OSError):
-            in_venv = stat.S_ISREG(os.stat(cfg, dir_fd=dirfd, follow_symlinks=False).st_mode)
-    if why := written_start_up(located.rel, data, in_venv):
+    if judged_manifest(located.rel) and (manifest_hooks(data) or (old is not None and manifest_hooks(old))):
+        why: str | None = "a manifest holding scripts or git hook settings (read as a package.json): they run later"
+    else:
+        why = written_here(located.rel, data, dirfd)
+    if why:
         raise SecurityError(
             "PROTECTED_CONTENT",
             f"'{located.given}' would be {why}, outside any box.",
@@ -477,8 +484,8 @@ class Writer:
                 return None
             check_regular(st, located.given)
             self._check_not_executable(st, located.given)
-            _check_hook_keys(located, os.pread(old, MAX_PACKAGE_JSON, 0) if judged_package_json(located.rel) else None,
-                             data, dirfd)  # fmt: skip
+            judged = judged_package_json(located.rel) or judged_manifest(located.rel)
+            _check_hook_keys(located, os.pread(old, MAX_PACKAGE_JSON, 0) if judged else None, data, dirfd)
             current = sha256_fd(old) if expected_sha256 is not None or st.st_size == len(data) else ""
             if expected_sha256 is not None and current != expected_sha256.lower():
                 raise self._conflict(located, current)

@@ -18,8 +18,9 @@ import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from mcp_server_guard.env_names import is_command_valued, runs_code
 from mcp_server_guard.shell.commands import Command, Finding, Parsed, Redirect, Word
-from mcp_server_guard.shell.environment import command_line_of, is_command_valued, runs_code
+from mcp_server_guard.shell.environment import command_line_of
 from mcp_server_guard.shell.feeds import (
     FETCHES,
     NO_FEED,

@@ -1,0 +1,287 @@
+"""What a git hook runs, to the files those run in turn: project files the user's next ``git commit`` runs outside
+any box, protected like the hook itself (``git_dirs`` marks each ``%``).
+
+Read from the hook files, from the hook managers' configs at the work tree's top (lefthook, pre-commit, hk,
+CaptainHook, rusty-hook, GrumPHP, overcommit) and from ``.envrc`` (direnv runs it, and what it sources, at every
+``cd``). In each text, a file is named by a path (``./scripts/pre-commit``, ``tools/check.py``, one built at run time
+from the top or the script's own place: ``"$(git rev-parse --show-toplevel)/scripts/check"``, ``"$(dirname
+"$0")/x"``), by a script's name (``python3 check.py``, a name ending ``.py``, ``.sh``, ``.js`` …), as what a runner
+is given (``sh x``, ``source x``, ``source_env x``, ``dotenv x``), as a module (``python3 -m tools.check``), as the
+recipe file a program reads (``make lint``: the Makefile, its variables, ``$(shell …)`` lines, includes, and the
+recipes of ``lint``, its prerequisites, the default goal and pattern rules; ``just``, ``task``, ``tox``, ``nox``,
+``invoke``, ``rake``, ``deno task``, ``cargo make``, ``composer``: their files, read whole), or as the
+``node_modules/.bin`` entry of ``npx x``. Relative names are taken from the work tree's top (where git runs hooks),
+from the text's own directory, and from every directory the text changes to (``cd tools``, ``make -C sub``,
+lefthook's ``root:``). Shell scripts and recipe files are read in turn (6 levels, 96 files); a Python or Node
+program is protected with its compiled copy, and the modules it imports are not: a hook that runs the project's own
+tests or tools runs the project's code, which a command may change like any run of it (docs/security.md).
+
+Threat: a hook ``exec ./scripts/pre-commit`` running ``python3 tools/check.py``, a hook ``make lint``, a lefthook
+``run: ./scripts/lint.sh``: the hook is protected, the program it runs was an ordinary file — rewritten by a
+command, the user's next ``git commit`` runs it (red team 5b F4, 6 L2–L4, 8 A, C1, E1). Regular files only, never
+through a link or a FIFO; ``*.sample`` hooks git never runs are not read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import posixpath
+import re
+import shlex
+from collections.abc import Iterable
+
+from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular
+
+__all__ = ["HOOK_MANAGER_FILES", "expand_path", "path_dirs", "program_words", "run_by_hooks"]
+
+_HOOK_FILES_MAX = 64  # hook files read at most in one directory
+_RUN_READ_MAX = 96  # files a hook runs read at most (to find what they run), all levels together
+_RUN_DEPTH = 6  # levels followed: the hook, what it runs, what that runs, ...
+_RUN_NAMED_MAX = 4096  # files named at most
+_GLOB_MAX = 64  # files an ``include mk/*.mk`` names at most
+# Hook managers' configs at the top of the work tree (protected whole, policies/default.toml): what they name runs.
+HOOK_MANAGER_FILES = (*HOOK_CONFIG_FILES, "hk.pkl", "captainhook.json", ".rusty-hook.toml", "rusty-hook.toml",
+                      "grumphp.yml", "grumphp.yml.dist", "grumphp.dist.yml", ".overcommit.yml", ".envrc")  # fmt: skip
+# A package's program run from the project's node_modules/.bin (``npx --no lint-staged``, ``pnpm exec x``).
+_NPX = re.compile(
+    r"(?<![\w./-])(?:npx|bunx|(?:npm|pnpm|yarn)\s+(?:exec|dlx))(?:\s+-{1,2}[\w-]+(?:=\S*)?)*\s+([\w.@-]+)"
+)
+# A word naming a program by its file with no directory (``python3 check.py``, ``sh precommit.sh``, ``. env.sh``).
+_SCRIPT_SUFFIXES = (".py", ".sh", ".bash", ".zsh", ".ksh", ".fish", ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts",
+                    ".rb", ".pl", ".php", ".lua", ".mk", ".ps1", ".just")  # fmt: skip
+_SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".mk", ".envrc")  # read in turn for what they run
+# Words whose next operand is a file they run or read as code, whatever its name.
+_RUNNERS = frozenset(
+    {"sh", "bash", "zsh", "dash", "ksh", "source", ".", "exec", "python", "python3", "node", "deno", "bun", "ruby",
+     "perl", "php", "lua", "tsx", "ts-node", "source_env", "source_env_if_exists", "source_up", "source_up_if_exists",
+     "dotenv", "dotenv_if_exists", "env_file", "import"}
+)  # fmt: skip
+# A directory the rest runs from: ``cd tools``, ``make -C sub``, lefthook's ``root:``.
+_CHANGES_DIR = re.compile(
+    r"(?:^|[\s;&|(])(?:cd|pushd)\s+(\S+)|\s(?:-C|--directory)[ =]?(\S+)"
+    r"|^\s*(?:root|working-directory|workdir):\s*(\S+)",
+    re.MULTILINE,
+)
+_MODULES = re.compile(r"(?<![\w.-])-m\s+([A-Za-z_][\w.]*)")
+# Programs that run what a file of the directory they run in says (``make lint`` reads the Makefile).
+_RECIPE_FILES = {
+    "make": ("GNUmakefile", "makefile", "Makefile"),
+    "gmake": ("GNUmakefile", "makefile", "Makefile"),
+    "just": ("justfile", "Justfile", ".justfile"),
+    "task": ("Taskfile.yml", "Taskfile.yaml", "taskfile.yml", "taskfile.yaml"),
+    "tox": ("tox.ini",),
+    "nox": ("noxfile.py",),
+    "invoke": ("tasks.py",),
+    "inv": ("tasks.py",),
+    "rake": ("Rakefile", "rakefile"),
+    "deno": ("deno.json", "deno.jsonc"),
+    "cargo": ("Makefile.toml",),
+    "makers": ("Makefile.toml",),
+    "composer": ("composer.json",),
+    "poe": ("pyproject.toml",),
+}
+_RECIPES_READ = ("make", "gmake", "just")  # their recipes are read for the goals'; the others' files whole
+# A path built at run time from a place the shell knows: ``$(git rev-parse --show-toplevel)/x``, ``$ROOT/x``.
+_BUILT = re.compile(r"^(?:\$\((?:[^()]|\([^()]*\))*\)|\$\{[^}]*\}|\$\w+)+/+(.+)$")
+
+_Text = tuple[str, str, tuple[str, ...] | None]  # a text, its directory, the goals of a recipe file (None: shell)
+
+
+def expand_path(value: str, base: str, home: str | None) -> str:
+    """A path as a program given it would take it: ``~`` (the user's, or ``~user``) expanded, a relative one from
+    ``base``; links resolved, as the paths it is compared with (no file opened)."""
+    if home and (value == "~" or value.startswith("~/")):
+        value = home + value[1:]
+    elif value.startswith("~"):
+        value = os.path.expanduser(value)
+    return os.path.realpath(os.path.join(base, value))
+
+
+def program_words(command: str, *, built: bool = False) -> list[str]:
+    """The words of a command line (run through ``sh -c``) that may name a file: the program, and the files it is
+    given (``python3 tools/clean.py``, ``'./my tools/clean'``: red team 5b F3). Split as the shell splits; past
+    what that can split (``f() { ./x; }; f``), at blanks and shell punctuation. Options and assignments are not;
+    with ``built``, a path built at run time is kept (as written)."""
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError:
+        words = re.split(r"[\s;&|(){}<>'\"`]+", command)
+    words = [w.strip("(){};&|<>@,") for w in words]
+    return [w for w in words if w and not w.startswith("-") and (not w.startswith("$") or built) and "=" not in w]
+
+
+def run_by_hooks(directories: Iterable[str], work_tree: str, home: str | None) -> list[str]:
+    """The files the git hooks in ``directories`` run, to the files those run in turn (module docstring): ``%`` and
+    the path, as ``git_dirs`` reads it."""
+    texts: list[_Text] = []
+    for directory in directories:
+        names: list[str] = []
+        with contextlib.suppress(OSError), os.scandir(directory) as entries:
+            names = sorted(e.name for e in entries if not e.name.endswith(".sample"))[:_HOOK_FILES_MAX]
+        texts += [(_text(os.path.join(directory, name)), directory, None) for name in names]  # $0 is there
+    texts += [(_text(os.path.join(work_tree, name)), work_tree, None) for name in HOOK_MANAGER_FILES]
+    found: dict[str, None] = {}
+    budget = [_RUN_READ_MAX]
+    for _level in range(_RUN_DEPTH):
+        texts = [more for text, base, goals in texts for more in _runs(text, base, goals, work_tree, home, found,
+                                                                       budget)]  # fmt: skip
+        if not texts:
+            break
+    return ["%" + path for path in found][:_RUN_NAMED_MAX]
+
+
+def _named(words: list[str], line: str) -> list[tuple[str, str, tuple[str, ...]]]:
+    """What one line names: (word, how — "run": read in turn if shell, "recipes": read for the goals', "whole": read
+    whole, "": not read —, goals)."""
+    named: list[tuple[str, str, tuple[str, ...]]] = [(f"node_modules/.bin/{x}", "", ()) for x in _NPX.findall(line)]
+    for at, word in enumerate(words):
+        previous = words[at - 1] if at else ""
+        if word.startswith("$"):
+            if built := _BUILT.match(word):
+                named.append((built.group(1), "run", ()))
+        elif "/" in word or word.startswith("~") or word.endswith(_SCRIPT_SUFFIXES) or previous in _RUNNERS:
+            named.append((word, "run", ()))
+        elif previous == "mod":  # a justfile's module: NAME.just, NAME/mod.just, NAME/justfile
+            named += [(f"{word}.just", "run", ()), (f"{word}/mod.just", "run", ()), (f"{word}/justfile", "run", ())]
+        elif (files := _RECIPE_FILES.get(word)) is not None:
+            goals = tuple(w for w in words[at + 1 :] if not w.endswith(_SCRIPT_SUFFIXES))
+            named += [(name, "recipes" if word in _RECIPES_READ else "whole", goals) for name in files]
+    for module in _MODULES.findall(line):
+        # ``python3 -m tools.check``: the module's file, or its package's __main__ (red team 8 A1)
+        base = module.replace(".", "/")
+        named += [(f"{base}.py", "run", ()), (f"{base}/__main__.py", "run", ()), (f"{base}/__init__.py", "run", ())]
+    return named
+
+
+def _places(text: str, base: str, work_tree: str, home: str | None) -> list[str]:
+    """The directories a text runs things from: the top, its own, and each it changes to (``cd tools``, ``make -C
+    sub``, lefthook's ``root: sub/``: red team 8 A3)."""
+    places = [work_tree, base]
+    for found in _CHANGES_DIR.finditer(text):
+        target = next(g for g in found.groups() if g is not None).strip("'\"")
+        built = _BUILT.match(target) if target.startswith("$") else None
+        if built or not target.startswith("$"):
+            places += [expand_path(built.group(1) if built else target, where, home) for where in (work_tree, base)]
+    return list(dict.fromkeys(places))[:32]
+
+
+def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, home: str | None,
+          found: dict[str, None], budget: list[int]) -> list[_Text]:  # fmt: skip
+    """Add to ``found`` the files one text runs; the texts of those to read in turn."""
+    if goals is not None:
+        text = _recipes(text, goals)
+    places = _places(text, base, work_tree, home)
+    more: list[_Text] = []
+    for line in text.splitlines():
+        if line.lstrip().startswith("#"):
+            continue
+        for word, how, wanted in _named(program_words(line, built=True), line):
+            for path in _expanded(word, places, home):
+                if path in found or len(found) >= _RUN_NAMED_MAX:
+                    continue
+                found[path] = None
+                if not how or budget[0] <= 0 or not (body := _text(path)):
+                    continue
+                budget[0] -= 1
+                if how == "recipes":
+                    more.append((body, posixpath.dirname(path), wanted))
+                elif how == "whole" or _shell_text(path, body):
+                    more.append((body, posixpath.dirname(path), None))
+    return more
+
+
+def _expanded(word: str, places: list[str], home: str | None) -> list[str]:
+    """The paths a word names from each place; a glob (``include mk/*.mk``) as the files it matches there."""
+    paths = [expand_path(word, where, home) for where in places]
+    if not any(c in word for c in "*?["):
+        return paths
+    return [os.path.realpath(p) for pattern in paths for p in sorted(glob.glob(pattern))[:_GLOB_MAX]]
+
+
+def _shell_text(path: str, body: str) -> bool:
+    """Whether a file a hook runs is read as shell (for what it runs in turn): by its suffix, or its first line."""
+    if path.endswith(_SHELL_SUFFIXES):
+        return True
+    first = body.split("\n", 1)[0]
+    return "." not in posixpath.basename(path) and (not first.startswith("#!") or first.rstrip().endswith("sh"))
+
+
+_RULE = re.compile(r"^([^\s:=#][^:=#]*?)\s*::?(?!=)(.*)$")
+_VARIABLE = re.compile(r"^\s*(?:override\s+|export\s+)?[A-Za-z_][\w.-]*\s*(?:\?|::?|\+|!)?=")
+_DEFAULT_GOAL = re.compile(r"^\s*\.DEFAULT_GOAL\s*:?=\s*(\S+)")
+
+
+def _recipes(text: str, goals: tuple[str, ...]) -> str:
+    """The lines of a Makefile or justfile that run when ``goals`` are made (none named: the default goal, else the
+    first rule's), their prerequisites' and the pattern rules' too; and every line make reads whatever the goal:
+    variables, ``$(shell …)``, includes (red team 8 A4). A recipe line is an indented one under its rule."""
+    rules: dict[str, tuple[list[str], list[str]]] = {}
+    order: list[str] = []
+    current: list[str] = []
+    kept: list[str] = []
+    default = ""
+    for line in text.splitlines():
+        if line[:1] in ("\t", " ") and current:
+            for name in current:
+                rules[name][1].append(line)
+            continue
+        stripped = line.strip()
+        if found := _DEFAULT_GOAL.match(line):
+            default = found.group(1)
+        if (
+            stripped.startswith(("include ", "-include ", "sinclude ", "import ", "mod "))
+            or _VARIABLE.match(line)
+            or ("$(shell" in line or "${shell" in line)
+        ):
+            kept.append(stripped)
+        match = None if _VARIABLE.match(line) else _RULE.match(line)
+        current = match.group(1).split() if match else []
+        for name in current:
+            prerequisites, recipe = rules.setdefault(name, ([], []))
+            after = match.group(2).split(";", 1) if match else [""]
+            prerequisites += after[0].split()
+            recipe += after[1:]
+            order.append(name)
+    todo = list(goals) or ([default] if default else [name for name in order if not name.startswith(".")][:1])
+    todo += [name for name in rules if "%" in name]  # a pattern rule may make any of them
+    seen: set[str] = set()
+    while todo and len(seen) < 1024:
+        name = todo.pop()
+        if name in seen or name not in rules:
+            continue
+        seen.add(name)
+        todo += rules[name][0]
+        kept += rules[name][1]
+    return "\n".join(kept)
+
+
+def _text(path: str) -> str:
+    """A file's text (64 KiB at most), read with no link followed and never a FIFO or device opened; "" if not."""
+    return read_regular(None, path) or ""
+
+
+# What direnv and mise put first on PATH in a project: ``PATH_add bin``, ``export PATH=$PWD/tools:$PATH``, mise's
+# ``_.path = ["./bin"]``.
+_PATH_CONFIGS = (".envrc", ".mise.toml", "mise.toml", ".config/mise.toml", "mise.local.toml", ".mise.local.toml")
+_PATH_ADD = re.compile(r"(?:^|[\s;&|])(?:PATH_add|path_add\s+PATH)\s+([^\n;&|#]+)")
+_PATH_SET = re.compile(r"(?:^|[\s;])(?:export\s+)?PATH=([^\s;&|#]+)")
+_MISE_PATH = re.compile(r"_\.path\s*=\s*(\[[^\]]*\]|\"[^\"]*\"|'[^']*')")
+
+
+def path_dirs(work_tree: str) -> frozenset[str]:
+    """The directories (relative to ``work_tree``, normalized; "." for the top) the project's direnv or mise
+    configuration puts on PATH: an executable there named like a program runs in its place (``effects._shadows``,
+    red team 5b F5, 8 FA4)."""
+    found: set[str] = set()
+    for name in _PATH_CONFIGS:
+        text = _text(os.path.join(work_tree, name))
+        values = [w for m in _PATH_ADD.findall(text) for w in program_words(m, built=True)]
+        values += [p for m in _PATH_SET.findall(text) for p in m.strip("'\"").split(":")]
+        values += re.findall(r"['\"]([^'\"]+)['\"]", " ".join(_MISE_PATH.findall(text)))
+        for value in values:
+            relative = re.sub(r"^(?:\$\{?PWD\}?|\$\(pwd\)|\{\{\s*config_root\s*\}\})/?", "", value.strip("'\""))
+            if relative and not relative.startswith(("$", "/", "~")):
+                found.add(posixpath.normpath(relative))
+    return frozenset(found)

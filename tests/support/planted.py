@@ -1,0 +1,62 @@
+"""Shared bits of red team 8's tests: a repository whose pre-commit hook runs ``hook``, a command (a program kept
+as data) that writes files, and the user's next ``git commit`` outside the box. Payloads write a marker file only."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from support.boxed import Person, program, run, shell
+from support.fidelity import GIT_ENV
+
+
+def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, env={**os.environ, **GIT_ENV, **(env or {})}
+    )
+
+
+def repo(workspace: Path, hook: str, files: dict[str, str], modes: dict[str, int] | None = None) -> None:
+    for name, text in files.items():
+        path = workspace / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        if modes and name in modes:
+            path.chmod(modes[name])
+    git(workspace, "init", "-q")
+    hook_file = workspace / ".git" / "hooks" / "pre-commit"
+    hook_file.write_text(f"#!/bin/sh\n{hook}\n")
+    hook_file.chmod(0o755)
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "--no-verify", "-m", "init")
+
+
+async def plant(
+    workspace: Path, writes: dict[str, str], modes: dict[str, int] | None = None
+) -> tuple[Person, dict[str, Any]]:
+    """A shell_exec command (a Python program kept as data) writing ``writes``; the person declines every question."""
+    code = "import pathlib\n"
+    for name, text in writes.items():
+        code += f"p = pathlib.Path({name!r}); p.parent.mkdir(parents=True, exist_ok=True); p.write_text({text!r})\n"
+        if modes and name in modes:
+            code += f"p.chmod({modes[name]})\n"
+    edit = program(workspace, "edit", code)
+    person = Person(answer=False)
+    async with shell(workspace, person) as client:
+        out = await run(client, edit)
+    return person, out
+
+
+def landed(out: dict[str, Any]) -> list[str]:
+    """The paths the result lists as applied (not refused)."""
+    return [p["path"] for p in (out.get("changes") or {}).get("paths", []) if p.get("action") != "refused"]
+
+
+def sh_payload(marker: Path) -> str:
+    return f"#!/bin/sh\necho ran > '{marker}'\n"
+
+
+def py_payload(marker: Path) -> str:
+    return f"open({str(marker)!r}, 'w').write('ran')\n"
