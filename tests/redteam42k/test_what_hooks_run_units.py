@@ -84,3 +84,14 @@ def test_monorepo_runners_name_the_scripts_they_run() -> None:
     ]
     found = scripts_run_by(lines)
     assert {"lint", "check", "typecheck", "build", "prep", "e2e", "unit", "fmt", "test"} <= found
+
+
+def test_an_environments_activate_script_envrc_sources_is_left_to_its_question_not_refused(tmp_path: Path) -> None:
+    # `.envrc`: `source .venv/bin/activate`. A command remaking the environment rewrites it: asked (changes.later),
+    # not refused as a file a hook runs; the same name outside an environment is protected.
+    (tmp_path / ".envrc").write_text("source .venv/bin/activate\nsource tools/bin/activate\n")
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (tmp_path / "tools" / "bin").mkdir(parents=True)
+    found = _repo(tmp_path, "true", {})
+    assert ".venv/bin/activate" not in found and "tools/bin/activate" in found, found

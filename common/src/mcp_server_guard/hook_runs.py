@@ -33,6 +33,7 @@ import shlex
 from collections.abc import Iterable
 
 from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular
+from mcp_server_guard.python_startup import ENV_MARKERS, venv_entry
 
 __all__ = ["HOOK_MANAGER_FILES", "expand_path", "path_dirs", "program_words", "run_by_hooks"]
 
@@ -179,8 +180,9 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
             continue
         for word, how, wanted in _named(program_words(line, built=True), line):
             for path in _expanded(word, places, home):
-                if path in found or len(found) >= _RUN_NAMED_MAX:
-                    continue
+                if path in found or len(found) >= _RUN_NAMED_MAX or _in_environment(path):
+                    continue  # an environment's entry point (`source .venv/bin/activate`): asked, as every change of
+                    # it (changes.later), not refused — a command remaking the environment is everyday work
                 found[path] = None
                 if not how or budget[0] <= 0 or not (body := _text(path)):
                     continue
@@ -190,6 +192,12 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
                 elif how == "whole" or _shell_text(path, body):
                     more.append((body, posixpath.dirname(path), None))
     return more
+
+
+def _in_environment(path: str) -> bool:
+    """Whether ``path`` is an entry point of an environment (a directory holding ``pyvenv.cfg`` or ``conda-meta``)."""
+    env = venv_entry(path)
+    return env is not None and any(os.path.lexists(os.path.join(env, marker)) for marker in ENV_MARKERS)
 
 
 def _expanded(word: str, places: list[str], home: str | None) -> list[str]:
