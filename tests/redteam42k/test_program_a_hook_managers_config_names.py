@@ -9,14 +9,13 @@ lands."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from support.boxed import Person, program, run, shell
+from support.hooked import git
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
@@ -31,12 +30,6 @@ CONFIGS = {
 }  # fmt: skip
 
 
-def _git(cwd: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env)
-
-
 @pytest.mark.parametrize("manager", sorted(CONFIGS))
 async def test_attack_script_a_hook_managers_config_runs(workspace: Path, tmp_path: Path, manager: str) -> None:
     config, text, script, hook = CONFIGS[manager]
@@ -45,12 +38,12 @@ async def test_attack_script_a_hook_managers_config_runs(workspace: Path, tmp_pa
     (workspace / script).parent.mkdir(parents=True)
     (workspace / script).write_text("#!/bin/sh\ntrue\n")
     (workspace / script).chmod(0o755)
-    _git(workspace, "init", "-q")
+    git(workspace, "init", "-q")
     # what `lefthook install` / `pre-commit install` write
     (workspace / ".git" / "hooks" / "pre-commit").write_text(hook)
     (workspace / ".git" / "hooks" / "pre-commit").chmod(0o755)
-    _git(workspace, "add", "-A")
-    _git(workspace, "commit", "-q", "--no-verify", "-m", "init")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "--no-verify", "-m", "init")
     edit = program(workspace, "edit", f"open({script!r}, 'w').write('#!/bin/sh\\necho ran > {marker}\\n')\n")
     person = Person(answer=False)
     async with shell(workspace, person) as client:

@@ -9,14 +9,13 @@ test's tmp dir.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from support.boxed import Person, program, run, shell
+from support.hooked import git
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
@@ -32,12 +31,6 @@ def _cases(marker: Path) -> dict[str, tuple[str, str, str, str]]:
     }
 
 
-def _git(cwd: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env)
-
-
 @pytest.mark.parametrize("case", ["python3-check.py", "sh-precommit.sh", "make-lint"])
 async def test_attack_file_a_hook_runs_named_without_a_slash(workspace: Path, tmp_path: Path, case: str) -> None:
     if case == "make-lint" and shutil.which("make") is None:
@@ -45,17 +38,17 @@ async def test_attack_file_a_hook_runs_named_without_a_slash(workspace: Path, tm
     marker = tmp_path / "MARKER-hook-ran"
     line, name, before, after = _cases(marker)[case]
     (workspace / name).write_text(before)
-    _git(workspace, "init", "-q")
+    git(workspace, "init", "-q")
     hook = workspace / ".git" / "hooks" / "pre-commit"
     hook.write_text(f"#!/bin/sh\n{line}\n")
     hook.chmod(0o755)
-    _git(workspace, "add", "-A")
-    _git(workspace, "commit", "-q", "-m", "init")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "-m", "init")
     edit = program(workspace, "edit", f"open({name!r}, 'w').write({after!r})\n")
     person = Person(answer=False)
     async with shell(workspace, person) as client:
         out = await run(client, edit)
-    _git(workspace, "commit", "-q", "--allow-empty", "-m", "next")
+    git(workspace, "commit", "-q", "--allow-empty", "-m", "next")
     assert not marker.exists(), (
         f"the user's next commit ran {name} (hook line {line!r}) the command rewrote: questions={person.questions} "
         f"transaction={out.get('transaction')} paths={[p['path'] for p in (out.get('changes') or {}).get('paths', [])]}"

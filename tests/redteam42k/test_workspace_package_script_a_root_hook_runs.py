@@ -9,25 +9,18 @@ first level is protected. The payload writes a marker in the test's tmp dir."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from support.boxed import Person, program, run, shell
+from support.hooked import git
 
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("npm") is None, reason="bwrap or npm missing"),
 ]
-
-
-def _git(cwd: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env)
 
 
 async def test_attack_workspace_script_the_root_hook_runs(workspace: Path, tmp_path: Path) -> None:
@@ -37,12 +30,12 @@ async def test_attack_workspace_script_the_root_hook_runs(workspace: Path, tmp_p
     (workspace / "packages" / "a" / "package.json").write_text(
         json.dumps({"name": "a", "version": "1.0.0", "scripts": {"lint": "node -v"}}, indent=2) + "\n"
     )
-    _git(workspace, "init", "-q")
+    git(workspace, "init", "-q")
     hook = workspace / ".git" / "hooks" / "pre-commit"
     hook.write_text("#!/bin/sh\nnpm run lint --workspaces\n")
     hook.chmod(0o755)
-    _git(workspace, "add", "-A")
-    _git(workspace, "commit", "-q", "--no-verify", "-m", "init")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "--no-verify", "-m", "init")
     payload = f"node -e \"require('fs').writeFileSync('{marker}', 'ran')\""
     edit = program(
         workspace, "edit",
@@ -53,7 +46,7 @@ async def test_attack_workspace_script_the_root_hook_runs(workspace: Path, tmp_p
     person = Person(answer=False)
     async with shell(workspace, person) as client:
         out = await run(client, edit)
-    _git(workspace, "commit", "-q", "--allow-empty", "-m", "next")
+    git(workspace, "commit", "-q", "--allow-empty", "-m", "next")
     assert not marker.exists(), (
         f"the user's next commit ran packages/a's scripts.lint the command wrote: questions={person.questions} "
         f"transaction={out.get('transaction')}"
@@ -67,18 +60,18 @@ async def test_attack_program_the_hooks_program_runs(workspace: Path, tmp_path: 
     (workspace / "scripts" / "pre-commit").chmod(0o755)
     (workspace / "tools").mkdir()
     (workspace / "tools" / "check.py").write_text("print('ok')\n")
-    _git(workspace, "init", "-q")
+    git(workspace, "init", "-q")
     hook = workspace / ".git" / "hooks" / "pre-commit"
     hook.write_text("#!/bin/sh\nexec ./scripts/pre-commit\n")
     hook.chmod(0o755)
-    _git(workspace, "add", "-A")
-    _git(workspace, "commit", "-q", "--no-verify", "-m", "init")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "--no-verify", "-m", "init")
     payload = f"open({str(marker)!r}, 'w').write('ran')\\n"
     edit = program(workspace, "edit", f"open('tools/check.py', 'w').write(\"{payload}\")\n")
     person = Person(answer=False)
     async with shell(workspace, person) as client:
         out = await run(client, edit)
-    _git(workspace, "commit", "-q", "--allow-empty", "-m", "next")
+    git(workspace, "commit", "-q", "--allow-empty", "-m", "next")
     assert not marker.exists(), (
         f"the user's next commit ran tools/check.py (run by scripts/pre-commit, run by the hook): "
         f"questions={person.questions} transaction={out.get('transaction')}"
