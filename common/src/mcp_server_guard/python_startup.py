@@ -37,6 +37,7 @@ __all__ = [
     "site_imports",
     "site_module",
     "site_pth",
+    "start_up_file",
     "startup_module",
     "venv_entry",
     "version_path",
@@ -136,11 +137,27 @@ def version_path(path: str, data: bytes) -> bool:
 def env_code(path: str, data: bytes) -> list[str]:
     """The variables an ``.env`` file (``.env``, ``.env.*``, ``*.env``) sets that make programs load code or run a
     command (``env_names``); none for another file."""
-    name = path.rsplit("/", 1)[-1]
-    if not (name == ".env" or name.startswith(".env.") or name.endswith(".env")):
+    if not _env_file(path.rsplit("/", 1)[-1]):
         return []
     text = data.decode("utf-8", "replace")
     return sorted({n for n in _ASSIGNED.findall(text) if runs_code(n) or is_command_valued(n)})
+
+
+def _env_file(name: str) -> bool:
+    return name == ".env" or name.startswith(".env.") or name.endswith(".env")
+
+
+def start_up_file(path: str) -> bool:
+    """Whether a change at ``path`` is judged here at all (by its name; what it holds decides the rest)."""
+    name = path.rsplit("/", 1)[-1]
+    return (
+        startup_module(path)
+        or site_pth(path)
+        or venv_entry(path) is not None
+        or site_module(path) is not None
+        or name in _VERSION_FILES
+        or _env_file(name)
+    )
 
 
 def written_start_up(path: str, data: bytes, in_env: bool) -> str | None:

@@ -29,7 +29,7 @@ import posixpath
 import re
 import shutil
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import chain
 
@@ -591,15 +591,25 @@ def _refuse(
 
 def _shadowing(sets: Sequence[ChangeSet], scratch: _Matcher, refused: Mapping[tuple[str, str], str]) -> list[str]:
     """The question about executables named like programs on the PATH (``_shadows``), if any."""
-    paths = {s.root: path_dirs(s.root) for s in sets}
-    if shadowing := [c.path for s in sets for c in s.changes if _shadows(s.root, c, scratch, refused, paths[s.root])]:
+    paths: dict[str, frozenset[str]] = {}  # read only where an executable lands outside a bin directory
+
+    def on_path(root: str) -> frozenset[str]:
+        if root not in paths:
+            paths[root] = path_dirs(root)
+        return paths[root]
+
+    if shadowing := [c.path for s in sets for c in s.changes if _shadows(s.root, c, scratch, refused, on_path)]:
         return [f"It makes {_list(shadowing)}, named like programs on your PATH: where a tool puts that directory "
                 "first (direnv's PATH_add), they run instead."]  # fmt: skip
     return []
 
 
 def _shadows(
-    root: str, change: Change, scratch: _Matcher, refused: Mapping[tuple[str, str], str], on_path: frozenset[str]
+    root: str,
+    change: Change,
+    scratch: _Matcher,
+    refused: Mapping[tuple[str, str], str],
+    on_path: Callable[[str], frozenset[str]],
 ) -> bool:
     """An executable the command made or changed, outside the build and cache directories, with the name of a
     program on the server's PATH, in a directory a tool may put first on PATH: a ``bin``/``.bin``/``sbin``, or one
@@ -611,7 +621,7 @@ def _shadows(
         (change.kind == "symlink" or (change.kind == "file" and bool(change.mode & 0o111)))  # a link too: 6 L7
         and change.action in ("create", "modify", "meta")
         and (root, change.path) not in refused
-        and (posixpath.basename(directory) in ("bin", ".bin", "sbin") or (directory or ".") in on_path)
+        and (posixpath.basename(directory) in ("bin", ".bin", "sbin") or (directory or ".") in on_path(root))
         and not scratch.name(change.path, root)
         and shutil.which(change.path.rsplit("/", 1)[-1]) is not None
     )

@@ -42,6 +42,7 @@ from mcp_server_guard.python_startup import (
     site_imports,
     site_module,
     site_pth,
+    start_up_file,
     startup_module,
     venv_entry,
     version_path,
@@ -61,7 +62,7 @@ def runs_later(
         key = (changes.root, change.path)
         if change.action not in ("create", "modify") or key in refused:
             continue
-        if _start_up_path(change.path):
+        if start_up_file(change.path):
             by_content.add(key)
             trees = trees or Trees(changes)
             if (question := _python_start(changes, change.path, change.kind, trees, sites)) and question not in asks:
@@ -95,13 +96,6 @@ def runs_later(
                 asks.append(f"It changes what git hooks and package managers run from {change.path} "
                             f"({', '.join(keys)}): they run at your next git commit or npm install, outside the "
                             "box.")  # fmt: skip
-
-
-def _start_up_path(path: str) -> bool:
-    name = path.rsplit("/", 1)[-1]
-    return (startup_module(path) or site_pth(path) or venv_entry(path) is not None or site_module(path) is not None
-            or (name.startswith(".") and name.endswith("-version")) or name in (".tool-versions", ".nvmrc", ".sdkmanrc")
-            or name == ".env" or name.startswith(".env.") or name.endswith(".env"))  # fmt: skip
 
 
 def _python_start(changes: ChangeSet, path: str, kind: str, trees: Trees, sites: dict[str, set[str]]) -> str | None:
