@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,18 @@ def _inits(server: int) -> dict[int, int]:
     return inits
 
 
+def _settled_inits(server: int) -> dict[int, int]:
+    """The inits' open files once two looks 50 ms apart agree (an init closes a call's pipes just after answering)."""
+    last = _inits(server)
+    for _ in range(100):  # bounded: 5 s at most
+        time.sleep(0.05)
+        now = _inits(server)
+        if now == last:
+            return now
+        last = now
+    return last
+
+
 def test_an_init_that_serves_many_calls_keeps_no_descriptor_of_them(workspace: Path) -> None:
     # Threat: a pipe, socket, listener or ruleset of an earlier call left open in the init (a command's pipes held
     # open, a descriptor a later call's command could be handed by mistake). The inits' open files do not grow.
@@ -148,13 +161,15 @@ def test_an_init_that_serves_many_calls_keeps_no_descriptor_of_them(workspace: P
                 assert answer["result"]["structuredContent"]["stdout"] == "a\nx\n", answer
 
         calls(6)
-        before = _inits(raw.proc.pid)
+        before = _settled_inits(raw.proc.pid)
         calls(20)
-        after = _inits(raw.proc.pid)
+        after = _settled_inits(raw.proc.pid)
     finally:
         raw.close()
     assert before and set(before) & set(after), (before, after)  # the same inits served the later calls
-    assert {pid: after[pid] for pid in before if pid in after} == {pid: before[pid] for pid in after if pid in before}
+    # A descriptor kept per call would add 20; an init may hold fewer later, never more.
+    grown = {pid: (before[pid], after[pid]) for pid in before if pid in after and after[pid] > before[pid]}
+    assert not grown, (before, after)
 
 
 def test_a_burst_is_served_by_few_inits_and_every_answer_is_its_own(workspace: Path) -> None:
