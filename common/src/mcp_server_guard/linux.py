@@ -408,3 +408,52 @@ def _copy_range(src: int, dst: int, start: int, end: int, hasher: _Hasher | None
             break  # the file shrank meanwhile
         at += done
     return at
+
+
+_PUNCH_HOLE = 0x02 | 0x01  # FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+
+
+def punch_like(new: int, old: int, size: int) -> int:
+    """Make holes in the open file ``new`` (writable) wherever the file ``old`` has one and ``new`` holds only zeros
+    there, in whole blocks, up to ``size``; returns the bytes made holes. Overlayfs copies a file up in 1 MiB pieces
+    and writes the small holes of a sparse file as zeros: a disk image with scattered data changed in place would
+    land up to a MiB larger per extent (red team 9 F1). The bytes stay the same; ``new``'s times move."""
+    block = max(os.fstat(new).st_blksize, 512)
+    made = at = 0
+    for start, end in [*data_ranges(old, size), (size, size)]:
+        lo, hi = -(-at // block) * block, start // block * block  # the whole blocks of a hole of ``old``
+        at = end
+        for data_lo, data_hi in data_ranges(new, hi) if hi > lo else ():
+            made += _punch_zeros(new, max(lo, data_lo), min(hi, data_hi), block)
+    return made
+
+
+def _punch_zeros(fd: int, lo: int, hi: int, block: int) -> int:
+    made = 0
+    at, hi = -(-lo // block) * block, hi // block * block
+    while at < hi:
+        piece = os.pread(fd, min(_COPY_CHUNK, hi - at), at)
+        if not piece:
+            break
+        if piece == _ZEROS[: len(piece)]:
+            made += _punch(fd, at, len(piece))
+        else:
+            run = 0  # zero blocks before ``offset``, punched together
+            for offset in range(0, len(piece), block):
+                part = piece[offset : offset + block]
+                if part == _ZEROS[: len(part)]:
+                    run += len(part)
+                else:
+                    made += _punch(fd, at + offset - run, run)
+                    run = 0
+            made += _punch(fd, at + len(piece) - run, run)
+        at += len(piece)
+    return made
+
+
+def _punch(fd: int, offset: int, length: int) -> int:
+    if length <= 0:
+        return 0
+    if _libc().fallocate(fd, _PUNCH_HOLE, ctypes.c_long(offset), ctypes.c_long(length)) != 0:
+        return 0  # a file system without holes: the zeros stay (as before)
+    return length

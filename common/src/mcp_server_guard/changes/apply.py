@@ -75,7 +75,8 @@ from mcp_server_guard.changes.plan import (
 from mcp_server_guard.changes.revert import UNDO_STEPS, as_left, names_in_roots, put_back_since
 from mcp_server_guard.changes.revert import root_of as _root_of
 from mcp_server_guard.changes.room import apply_room, undo_room
-from mcp_server_guard.changes.steps import APPLY_STEPS, Run, copy_step, place, verb
+from mcp_server_guard.changes.run import Run
+from mcp_server_guard.changes.steps import APPLY_STEPS, copy_step, place, verb
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.treelock import TreeBusy, breathe, tree_lock
 

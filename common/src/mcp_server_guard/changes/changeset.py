@@ -189,6 +189,16 @@ def listing(fd: int) -> list[str]:
         return sorted(entry.name for entry in entries)
 
 
+_RESERVED = 64 << 10
+
+
+def reserved_more(st: os.stat_result, real: os.stat_result) -> bool:
+    """Whether the command reserved space in a file beyond its end (``fallocate -n``, ``FALLOC_FL_KEEP_SIZE``: a
+    database or download manager making a later write safe from a full disk), more than the real file has: a change
+    of the file, landed whole, though its bytes are the same (red team 9 F2)."""
+    return st.st_blocks * 512 - st.st_size > max(real.st_blocks * 512 - real.st_size, 0) + _RESERVED
+
+
 def same_bytes(a_dir: int, a_name: str, b_dir: int, b_name: str, size: int) -> bool:
     """Whether two regular files hold the same bytes (opened without following or blocking)."""
     try:

@@ -11,7 +11,8 @@ import stat
 
 from mcp_server_guard.changes.nofollow import Changed, lstat_at, parent
 from mcp_server_guard.changes.plan import Applied, Op
-from mcp_server_guard.changes.steps import Run, change_of
+from mcp_server_guard.changes.run import Run
+from mcp_server_guard.changes.steps import change_of
 from mcp_server_guard.files.history import HistoryStore
 
 __all__ = ["NAME_STEPS", "adopt"]
@@ -42,7 +43,7 @@ def adopt(history: HistoryStore, op: Op, root: int, upper: int, run: Run, absolu
             os.unlink(temp, dir_fd=dirfd)
         os.link(src_name, temp, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
         os.rename(temp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
-        run.ours.add((source.st_dev, source.st_ino))  # a new name changes its ctime, not what it holds
+        run.named(source)  # a new name changes its ctime, not what it holds
     return []
 
 
@@ -63,7 +64,7 @@ def pin(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> li
             raise Changed(f"{change.link} is gone")
         run.unchanged(src_dir, src_name, source, posixpath.join(op.root, change.link))
         os.link(src_name, name, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
-        run.ours.add((source.st_dev, source.st_ino))
+        run.named(source)
     return []
 
 

@@ -33,7 +33,8 @@ from mcp_server_guard.changes.nofollow import (
     unchanged_tree,
 )
 from mcp_server_guard.changes.plan import Applied, Op
-from mcp_server_guard.changes.steps import Run, half_set, kept, kept_group
+from mcp_server_guard.changes.run import Run
+from mcp_server_guard.changes.steps import half_set, kept, kept_group
 from mcp_server_guard.changes.xattrs import at, seen_as
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind

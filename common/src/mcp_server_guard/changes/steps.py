@@ -21,9 +21,9 @@ import logging
 import os
 import posixpath
 import stat
-from dataclasses import dataclass, field
 
 from mcp_server_guard import faults
+from mcp_server_guard.changes import name_changes
 from mcp_server_guard.changes.changeset import MADE, Change, walk_real
 from mcp_server_guard.changes.nofollow import (
     DIR,
@@ -37,9 +37,10 @@ from mcp_server_guard.changes.nofollow import (
     parent,
     rename_at,
     set_meta,
-    unchanged,
+    thin_like,
 )
 from mcp_server_guard.changes.plan import Applied, Conflict, Op
+from mcp_server_guard.changes.run import Run
 from mcp_server_guard.changes.xattrs import (
     ACL_NAMES,
     Xattrs,
@@ -57,63 +58,9 @@ from mcp_server_guard.changes.xattrs import (
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind
 
-__all__ = ["APPLY_STEPS", "Run", "change_of", "copy_step", "half_set", "kept", "place"]
+__all__ = ["APPLY_STEPS", "change_of", "copy_step", "half_set", "kept", "place"]
 
 log = logging.getLogger("mcp_server_guard.changes")
-
-
-@dataclass
-class Run:
-    """What the steps of one apply or undo share while it runs."""
-
-    audit_id: str
-    started: int  # when the command started (ns): a path changed later is someone else's
-    baseline: dict[str, int]  # a job's paths (and directories) as its earlier looks left them: their ctime then
-    ours: set[tuple[int, int]] = field(default_factory=set)  # inodes whose names this run changed (their ctime too)
-    # undo: an inode's group -> a name it is back at, and what that name holds (the inode, or a copy of it)
-    restored: dict[tuple[int, ...], tuple[str, tuple[int, ...]]] = field(default_factory=dict)
-    names: dict[tuple[int, int], list[str]] = field(default_factory=dict)  # undo: names of inodes, when planned
-    groups: set[tuple[int, ...]] = field(default_factory=set)  # undo: the inodes its records restore
-    copies: dict[tuple[int, ...], list[str]] = field(default_factory=dict)  # undo: names holding a copy, by group
-    failed: set[str] = field(default_factory=set)  # absolute paths a step could not apply (their links wait)
-    marked: list[str] = field(default_factory=list)  # absolute paths landed with user.overlay.* names (escapes)
-    placed: dict[str, tuple[int, int]] = field(default_factory=dict)  # absolute path -> what this run put there
-    replay: bool = False  # finishing a dead server's run: a step may find itself done, or half done, already
-    fatal: str = ""  # a step failed for want of space (or of the disk): the run cannot finish
-    carried: frozenset[tuple[str, bytes]] = frozenset()  # the project's own user.overlay.* attributes: data
-    landed: set[tuple[int, int]] = field(default_factory=set)  # inodes made ready (land) already: not made again
-    # absolute path of a tree about to be kept -> its files with other names (path in the tree, device, inode)
-    tree_links: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
-    looked: dict[str, int] = field(default_factory=dict)  # the baseline as the run began (its steps update it)
-
-    def __post_init__(self) -> None:
-        self.looked = dict(self.baseline)
-
-    def stays(self, real: os.stat_result | tuple[int, ...], absolute: str) -> str:
-        """Another name of ``real`` (a file with several; or its group: a file kept before a crash) this undo knew
-        of, that this step does not take away."""
-        if not isinstance(real, os.stat_result):
-            group = real
-        elif not stat.S_ISREG(real.st_mode) or real.st_nlink < 2:
-            return ""
-        else:
-            group = (real.st_dev, real.st_ino)
-        return next((n for n in self.names.get((group[0], group[1]), []) if n != absolute), "") if group else ""
-
-    def unchanged(self, dirfd: int, name: str, real: os.stat_result, absolute: str) -> tuple[int, int]:
-        """Raise Changed unless ``real`` is as the command found it (see ``nofollow.unchanged``); a file whose other
-        name this run replaced had its ctime changed by us, not by someone else."""
-        if not stat.S_ISDIR(real.st_mode) and (real.st_dev, real.st_ino) in self.ours:
-            return (0, 0)
-        linked: list[tuple[str, int, int]] = []
-        # (A tree a running job's earlier looks applied in part: each path they applied counts from then.)
-        counted = unchanged(dirfd, name, real, self.started, self.baseline.get(absolute), self.ours, linked,
-                            self.baseline, posixpath.dirname(absolute))  # fmt: skip
-        if linked:
-            self.tree_links[absolute] = linked  # kept as copies: a later change through another name is not theirs
-            # Keeping them so takes a name from each inode (its ctime changes): ours, not someone else's change.
-            self.ours.update((dev, ino) for _rel, dev, ino in linked)
-        return counted
 
 
 def change_of(op: Op) -> Change:
@@ -226,6 +173,7 @@ def place(
                 counted = run.unchanged(dst_dir, name, real, absolute)
             else:
                 counted = (0, 0)  # linked into the history before a crash (which changed its ctime): ours
+            thin_like((src_dir, name), ours, (dst_dir, name), real)
             with held(dst_dir, name, real):
                 entry = history.keep(
                     dst_dir, name, absolute, run.audit_id, move=replacing, entry_id=op.entry, durable=False,
@@ -235,7 +183,7 @@ def place(
                 rename_at(src_dir, name, dst_dir, name, noreplace=replacing)
         except Changed as exc:
             return aside(str(exc))
-        run.ours.add((real.st_dev, real.st_ino))
+        run.named(real)
         group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
         stays = posixpath.join(op.root, change.stays) if change.stays else ""
         done = _placed(absolute, change, dst_dir, name, entry.id, tree, group, stays)
@@ -456,7 +404,7 @@ def _move(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         run.unchanged(src_dir, src_name, real, source)
         with held(src_dir, src_name, real):
             rename_at(src_dir, src_name, dst_dir, name, noreplace=True)
-        run.ours.add((real.st_dev, real.st_ino))
+        run.named(real)
         run.placed[absolute] = (real.st_dev, real.st_ino)
         placed = lstat_at(name, dst_dir)
     return [Applied(absolute, "create", "file", moved_from=source, after=identity(placed) if placed else ())]
@@ -512,6 +460,7 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
                 raise Changed("it was deleted meanwhile")
             before = kept(history, op.entry) if run.replay and replacing else None  # kept before a crash
             os.link(src_name, name, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
+            run.named(source)
             placed = lstat_at(name, dirfd)
             if before is not None:
                 return [Applied(absolute, "modify", "file", before=op.entry, link=target,
@@ -519,7 +468,7 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
                                 after=identity(placed) if placed else ())]  # fmt: skip
             return [Applied(absolute, "create", "file", link=target, after=identity(placed) if placed else ())]
         if replacing:
-            return _link_replacing(history, op, run, absolute, (src_dir, src_name), (dirfd, name), real)
+            return _link_replacing(history, op, run, absolute, (src_dir, src_name, source), (dirfd, name), real)
         if change.action == "create" or stat.S_ISDIR(real.st_mode):
             raise Changed("it was created meanwhile")
         if not _kept_already(history, op.entry, real):
@@ -535,17 +484,18 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
             with contextlib.suppress(OSError):
                 os.unlink(temp, dir_fd=dirfd)
             raise
-        run.ours.add((real.st_dev, real.st_ino))
+        run.named(real)
+        run.named(source)
         placed = lstat_at(name, dirfd)
     return [Applied(absolute, "modify", "file", before=entry.id, link=target, group=(real.st_dev, real.st_ino),
                     after=identity(placed) if placed else ())]  # fmt: skip
 
 
-def _link_replacing(history: HistoryStore, op: Op, run: Run, absolute: str, source: tuple[int, str],
+def _link_replacing(history: HistoryStore, op: Op, run: Run, absolute: str, source: tuple[int, str, os.stat_result],
                     at_name: tuple[int, str], real: os.stat_result) -> list[Applied]:  # fmt: skip
     """A name of a real file made where the command replaced what was there (a directory, a file, a link): what
     was there is kept (moved whole into the history), then the name is made — one step, undone as one."""
-    src_dir, src_name = source
+    src_dir, src_name, source_st = source
     dirfd, name = at_name
     target = posixpath.join(op.root, change_of(op).link)
     counted = run.unchanged(dirfd, name, real, absolute)
@@ -554,7 +504,8 @@ def _link_replacing(history: HistoryStore, op: Op, run: Run, absolute: str, sour
                              tree=counted, links=run.tree_links.get(absolute))  # fmt: skip
     faults.point(f"link {absolute}")
     os.link(src_name, name, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
-    run.ours.add((real.st_dev, real.st_ino))
+    run.named(source_st)
+    run.named(real)
     placed = lstat_at(name, dirfd)
     group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
     return [Applied(absolute, "modify", "file", before=entry.id, link=target, group=group,
@@ -579,7 +530,7 @@ def _delete(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
                                  tree=counted, links=run.tree_links.get(absolute))  # fmt: skip
         run.baseline.pop(absolute, None)
         run.baseline.pop(MADE + absolute, None)
-        run.ours.add((real.st_dev, real.st_ino))
+        run.named(real)
     directory = stat.S_ISDIR(real.st_mode)
     kind = "dir" if directory else file_kind(real.st_mode)
     group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
@@ -605,6 +556,14 @@ def _times(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) ->
             now = lstat_at(name, dirfd)
     except Changed:
         return []  # not there (a tree set aside or refused): nothing to put back
+    if changed_by_others and real.st_mtime_ns != time.mtime_ns:
+        # Not set: said where the command set it itself (``touch -d``: a change of its own; red team 9 F4), which
+        # is known where the time it had when the command started is (others' changes were this process's).
+        at_start = name_changes.dir_time_at(real, time.ctime_ns, run.started)
+        if at_start is not None and time.mtime_ns != at_start:
+            raise Changed("someone else changed the directory after the command started: it keeps their time")
+        return []
+    name_changes.note_dir(real, time.ctime_ns, time.old_mtime_ns, run.began)
     if now is not None:
         run.baseline[absolute] = now.st_ctime_ns
     mtime = now.st_mtime_ns if now is not None else time.mtime_ns
@@ -660,6 +619,9 @@ def copy_step(
         temp = copy_beside(src_dir, name, ours, dst_dir, f".mcp-guard-{op.entry}.tmp")
         if temp is None:
             return [], []  # still being written: the next look takes it
+        copied = lstat_at(temp, dst_dir)
+        if real is not None and copied is not None:
+            thin_like((dst_dir, temp), copied, (dst_dir, name), real)
         try:
             # The project's own overlay attributes the job's file keeps or carried (stored escaped in its copy, which
             # the temporary copy does not hold): landed as data.

@@ -576,6 +576,10 @@ class Transactions:
                 or (c.top and os.path.join(s.root, c.top) in skipped)
                 or (c.inode and c.inode in files)
             ]
+            # (A directory time not set: someone else changed the directory meanwhile, red team 9 F4.)
+            left += [
+                (s.root, t.path) for s in sets for t in s.times if os.path.normpath(f"{s.root}/{t.path}") in skipped
+            ]
             settled.summary, settled.counts = summary_line(sets, [*judgement.refused, *left], judgement.moved)
         if not settled.paths:  # nothing but directories' times set on purpose (touch -d 2001-01-01 d): those
             settled.paths = [(self.display(a.path) + "/", "meta") for a in outcome.applied

@@ -41,6 +41,7 @@ from mcp_server_guard.changes.changeset import (
     listing,
     lstat,
     open_dir,
+    reserved_more,
     same_bytes,
     walk_entries,
     walk_real,
@@ -340,7 +341,11 @@ class _Reader(Names):
                 self.note(path, st, index, None, False, origin)  # maybe a name of a real file (``mv h2 d``)
             return
         if kind == real_kind == "file":
-            if st.st_size == real.st_size and same_bytes(upper_dir, name, real_dir, name, st.st_size):
+            if (
+                st.st_size == real.st_size
+                and not reserved_more(st, real)
+                and same_bytes(upper_dir, name, real_dir, name, st.st_size)
+            ):
                 index = self.metadata(upper_dir, real_dir, name, path, st, real, kind)
                 self.note(path, st, index, real, True, origin)
                 return  # copied up with the same bytes: its metadata at most

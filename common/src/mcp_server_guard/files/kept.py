@@ -38,6 +38,7 @@ __all__ = [
 
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
+_MAX_DEPTH = 300  # levels a kept tree is copied to (a changed path has at most changeset.MAX_DEPTH)
 _DIR_NO_FOLLOW = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -112,7 +113,7 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _copy(dirfd: int, name: str, target: Path, st: os.stat_result) -> str:
+def _copy(dirfd: int, name: str, target: Path, st: os.stat_result, depth: int = 0) -> str:
     if stat.S_ISREG(st.st_mode):
         src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
         try:
@@ -123,7 +124,8 @@ def _copy(dirfd: int, name: str, target: Path, st: os.stat_result) -> str:
                 copy_xattrs(src, out)
                 os.fchmod(out, stat.S_IMODE(st.st_mode))
                 os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
-                os.fsync(out)
+                if depth == 0:
+                    os.fsync(out)  # (a tree's files, as before: not one by one)
             finally:
                 os.close(out)
         finally:
@@ -132,13 +134,36 @@ def _copy(dirfd: int, name: str, target: Path, st: os.stat_result) -> str:
     if stat.S_ISLNK(st.st_mode):
         os.symlink(os.readlink(name, dir_fd=dirfd), target)
     elif stat.S_ISDIR(st.st_mode):
-        shutil.copytree(f"/proc/self/fd/{dirfd}/{name}", target, symlinks=True)
+        _copy_tree(dirfd, name, target, st, depth)
     elif stat.S_ISFIFO(st.st_mode):
         os.mkfifo(target, stat.S_IMODE(st.st_mode))
     else:
         raise OSError(errno.EPERM, "cannot keep this kind of file")
     os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
     return ""
+
+
+def _copy_tree(dirfd: int, name: str, target: Path, st: os.stat_result, depth: int) -> None:
+    """A directory copied entry by entry beneath its descriptor, no link followed, FIFOs made not opened, holes
+    kept (red team 9: a tree kept on another file system was copied dense, and a FIFO in it failed the keep)."""
+    if depth > _MAX_DEPTH:
+        raise OSError(errno.ELOOP, "too deep to keep")
+    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
+    try:
+        if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != (st.st_dev, st.st_ino):
+            raise OSError(errno.ESTALE, "it changed while kept")
+        os.mkdir(target, 0o700)
+        for entry in sorted(os.listdir(fd)):
+            inner = os.stat(entry, dir_fd=fd, follow_symlinks=False)
+            _copy(fd, entry, target / entry, inner, depth + 1)
+        out = os.open(target, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            copy_xattrs(fd, out)
+            os.fchmod(out, stat.S_IMODE(st.st_mode))
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
 
 
 def copy_xattrs(src: int, out: int) -> None:

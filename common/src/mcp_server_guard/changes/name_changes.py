@@ -1,0 +1,96 @@
+"""The name changes this process's writer made: a ctime they alone moved is no change to the file (red team 9 F3).
+
+Making or taking away a name of a file (a hard link; a deletion, kept by moving the file into the history store; a
+rename) moves the file's ctime, though nothing it holds changed. Another call running meanwhile, finding that
+ctime later than its start, would take it for someone else's change to the file (through every other name it has)
+and refuse to apply over it. So each such step of this process notes the inode, its ctime before, and when the step
+was done; a ctime that only these steps moved since a time is as it was then.
+
+Only this process's own steps are known: another process's name change is a change (the safe side). A write that
+slips in between a step's look at the file and the step itself is taken for the step's (the step itself judged the
+file at that look).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from collections import OrderedDict
+
+__all__ = ["dir_time_at", "note", "note_dir", "only_names"]
+
+# A file system stamps ctime from the coarse clock, up to a tick (4 ms at HZ=250, 10 ms at HZ=100) behind the fine
+# clock read just after the step.
+_TICK_NS = 20_000_000
+_MAX_FILES = 20_000  # the oldest forgotten first: a ctime no longer known to be ours is a change again
+_lock = threading.Lock()
+_done: OrderedDict[tuple[int, int], list[tuple[int, int]]] = OrderedDict()  # inode -> [(ctime before, done at)]
+# A directory an apply of this process changed entries in: inode -> [(ctime, mtime before, apply began, done at)]
+_dirs: OrderedDict[tuple[int, int], list[tuple[int, int, int, int]]] = OrderedDict()
+
+
+def note(before: os.stat_result) -> None:
+    """A name of the regular file ``before`` (as looked at before the step) was made or taken away just now."""
+    if not stat.S_ISREG(before.st_mode):
+        return
+    done = time.time_ns()
+    key = (before.st_dev, before.st_ino)
+    with _lock:
+        steps = _done.setdefault(key, [])
+        steps.append((before.st_ctime_ns, done))
+        del steps[:-16]
+        _done.move_to_end(key)
+        while len(_done) > _MAX_FILES:
+            _done.popitem(last=False)
+
+
+def only_names(st: os.stat_result, since_ns: int, *, exactly: bool = False) -> bool:
+    """Whether every change of ``st``'s ctime after ``since_ns`` was a name change this process made (``exactly``:
+    back to a ctime of exactly ``since_ns``, one an earlier apply of a running job left)."""
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    with _lock:
+        steps = list(_done.get((st.st_dev, st.st_ino), ()))
+    ctime = st.st_ctime_ns
+    for _ in range(len(steps) + 1):
+        if ctime == since_ns or (ctime < since_ns and not exactly):
+            return True
+        # The step that stamped this ctime: done just after it, and from a ctime before it.
+        ctime = next((b for b, done in steps if done - _TICK_NS <= ctime <= done and b < ctime), -1)
+        if ctime < 0:
+            return False
+    return False
+
+
+def note_dir(real: os.stat_result, ctime_ns: int, mtime_ns: int, began_ns: int) -> None:
+    """An apply of this process that began at ``began_ns`` changed what is in the directory ``real``, which had
+    ``ctime_ns`` and ``mtime_ns`` when it read it (before it began): done just now."""
+    done = time.time_ns()
+    with _lock:
+        steps = _dirs.setdefault((real.st_dev, real.st_ino), [])
+        steps.append((ctime_ns, mtime_ns, began_ns, done))
+        del steps[:-16]
+        _dirs.move_to_end((real.st_dev, real.st_ino))
+        while len(_dirs) > _MAX_FILES:
+            _dirs.popitem(last=False)
+
+
+def dir_time_at(real: os.stat_result, ctime_ns: int, since_ns: int) -> int | None:
+    """The modification time the directory ``real`` had at ``since_ns``, when every change after it up to the
+    ``ctime_ns`` read since was an apply of this process (None: not known)."""
+    with _lock:
+        steps = list(_dirs.get((real.st_dev, real.st_ino), ()))
+    mtime = None
+    # (chained back: each change's ctime stamped within an apply of ours, from the ctime the apply read)
+    for _ in range(len(steps) + 1):
+        if ctime_ns <= since_ns:
+            return mtime
+        found = next(
+            ((c, m) for c, m, began, done in steps if began - _TICK_NS <= ctime_ns <= done and c < ctime_ns), None
+        )
+        if found is None:
+            return None
+        ctime_ns, mtime = found
+    return None

@@ -1,0 +1,91 @@
+"""Units: a ctime only this process's name changes moved is no change (``changes.name_changes``, red team 9 F3),
+and a sparse file's holes made again where a copy wrote zeros (``linux.punch_like``, red team 9 F1)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from mcp_server_guard import linux
+from mcp_server_guard.changes import name_changes
+
+
+def test_a_ctime_moved_only_by_a_name_this_process_made_is_no_change(tmp_path: Path) -> None:
+    f = tmp_path / "f"
+    f.write_text("x")
+    since = time.time_ns()
+    time.sleep(0.02)  # a ctime tick after the start
+    before = os.lstat(f)
+    os.link(f, tmp_path / "g")
+    name_changes.note(before)
+    assert os.lstat(f).st_ctime_ns > since
+    assert name_changes.only_names(os.lstat(f), since)
+
+
+def test_someone_elses_chmod_after_a_name_change_of_ours_is_a_change(tmp_path: Path) -> None:
+    # Threat: a real change hidden behind a name change of ours (the chain must reach back to the start).
+    f = tmp_path / "f"
+    f.write_text("x")
+    since = time.time_ns()
+    time.sleep(0.02)
+    os.chmod(f, 0o600)  # someone else, after the start
+    time.sleep(0.05)  # more than a tick apart
+    before = os.lstat(f)
+    os.link(f, tmp_path / "g")
+    name_changes.note(before)
+    assert not name_changes.only_names(os.lstat(f), since)
+
+
+def test_a_change_after_a_name_change_of_ours_is_a_change(tmp_path: Path) -> None:
+    f = tmp_path / "f"
+    f.write_text("x")
+    since = time.time_ns()
+    time.sleep(0.02)
+    before = os.lstat(f)
+    os.link(f, tmp_path / "g")
+    name_changes.note(before)
+    time.sleep(0.05)
+    os.chmod(f, 0o600)
+    assert not name_changes.only_names(os.lstat(f), since)
+    assert not name_changes.only_names(os.lstat(tmp_path / "g"), since)
+
+
+def test_a_directory_time_known_back_to_the_start_through_applies_of_ours(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    d.mkdir()
+    os.utime(d, ns=(10**18, 10**18))
+    since = time.time_ns()
+    time.sleep(0.02)
+    read = os.lstat(d)
+    began = time.time_ns()
+    (d / "new").write_text("x")
+    name_changes.note_dir(os.lstat(d), read.st_ctime_ns, read.st_mtime_ns, began)
+    assert name_changes.dir_time_at(os.lstat(d), os.lstat(d).st_ctime_ns, since) == 10**18
+    time.sleep(0.05)
+    (d / "other").write_text("y")  # not ours: unknown
+    assert name_changes.dir_time_at(os.lstat(d), os.lstat(d).st_ctime_ns, since) is None
+
+
+def test_zeros_where_the_old_file_had_holes_become_holes_and_written_bytes_stay(tmp_path: Path) -> None:
+    old, new = tmp_path / "old", tmp_path / "new"
+    size = 8 << 20
+    with open(old, "wb") as f:
+        f.truncate(size)
+        for at in (0, 3 << 20, 6 << 20):
+            f.seek(at)
+            f.write(b"d" * 4096)
+    with open(new, "wb") as f:  # a dense copy, with one byte written in a hole of the old file
+        f.write(old.read_bytes())
+        f.seek((5 << 20) + 7)
+        f.write(b"Z")
+    dense = os.lstat(new).st_blocks
+    expected = new.read_bytes()
+    fd_new, fd_old = os.open(new, os.O_RDWR), os.open(old, os.O_RDONLY)
+    try:
+        made = linux.punch_like(fd_new, fd_old, size)
+    finally:
+        os.close(fd_new)
+        os.close(fd_old)
+    assert new.read_bytes() == expected
+    assert made > 7 << 20 and os.lstat(new).st_blocks * 512 <= 4 * 4096 + 4096, (made, dense, os.lstat(new))
