@@ -19,11 +19,11 @@ import threading
 import time
 from collections import OrderedDict
 
-__all__ = ["dir_time_at", "note", "note_dir", "only_names"]
+__all__ = ["TICK_NS", "dir_time_at", "note", "note_dir", "only_names"]
 
 # A file system stamps ctime from the coarse clock, up to a tick (4 ms at HZ=250, 10 ms at HZ=100) behind the fine
 # clock read just after the step.
-_TICK_NS = 20_000_000
+TICK_NS = 20_000_000
 _MAX_FILES = 20_000  # the oldest forgotten first: a ctime no longer known to be ours is a change again
 _lock = threading.Lock()
 _done: OrderedDict[tuple[int, int], list[tuple[int, int]]] = OrderedDict()  # inode -> [(ctime before, done at)]
@@ -58,7 +58,7 @@ def only_names(st: os.stat_result, since_ns: int, *, exactly: bool = False) -> b
         if ctime == since_ns or (ctime < since_ns and not exactly):
             return True
         # The step that stamped this ctime: done just after it, and from a ctime before it.
-        ctime = next((b for b, done in steps if done - _TICK_NS <= ctime <= done and b < ctime), -1)
+        ctime = next((b for b, done in steps if done - TICK_NS <= ctime <= done and b < ctime), -1)
         if ctime < 0:
             return False
     return False
@@ -88,7 +88,7 @@ def dir_time_at(real: os.stat_result, ctime_ns: int, since_ns: int) -> int | Non
         if ctime_ns <= since_ns:
             return mtime
         found = next(
-            ((c, m) for c, m, began, done in steps if began - _TICK_NS <= ctime_ns <= done and c < ctime_ns), None
+            ((c, m) for c, m, began, done in steps if began - TICK_NS <= ctime_ns <= done and c < ctime_ns), None
         )
         if found is None:
             return None
