@@ -130,6 +130,11 @@ class Rule(BaseModel):
     boxed: bool = False
     # Matches only when an operand names a place outside the allowed directories (the box's private /tmp aside).
     outside: bool = False
+    # Lines the rule must match, and lines it must not (checked when a policy file is loaded for shell_exec, and
+    # the default rules' by the test suite: ``shell.rules.check_examples``), judged with the project at
+    # /home/user/project and HOME /home/user.
+    examples: tuple[str, ...] = ()
+    not_examples: tuple[str, ...] = ()
 
     @field_validator("args_regex")
     @classmethod
@@ -396,6 +401,7 @@ class Policy(_Section):
     network: NetworkPolicy
     effects: EffectsPolicy
     source: tuple[str, ...] = Field(default=(), exclude=True)  # files the policy was read from
+    own_rules: tuple[str, ...] = Field(default=(), exclude=True)  # ids of the shell rules the policy file gives
 
 
 def default_policy_path() -> Path:
@@ -521,6 +527,7 @@ def load_policy(path: Path | None = None) -> Policy:
     default = default_policy_path()
     data = _read_toml(default)
     sources = [str(default)]
+    override: dict[str, Any] = {}
     if path is not None:
         override = _read_toml(path)
         if isinstance(override.get("file_write"), dict) and "protected_paths" in override["file_write"]:
@@ -538,4 +545,8 @@ def load_policy(path: Path | None = None) -> Policy:
         policy = Policy.model_validate(data)
     except ValidationError as exc:
         raise PolicyError(f"invalid policy file {sources[-1]}: {_describe(exc, data)}") from None
-    return policy.model_copy(update={"source": tuple(sources)})
+    section = override.get("shell_exec")
+    own = section.get("rules") if isinstance(section, dict) else None
+    own = own if isinstance(own, list) else []
+    ids = tuple(r["id"] for r in own if isinstance(r, dict) and isinstance(r.get("id"), str))
+    return policy.model_copy(update={"source": tuple(sources), "own_rules": ids})

@@ -24,11 +24,11 @@ import os
 import posixpath
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from mcp_server_guard.paths import within, within_any
-from mcp_server_guard.policy import INFORMATIONAL, Action, Rule, ShellPolicy
+from mcp_server_guard.policy import INFORMATIONAL, Action, PolicyError, Rule, ShellPolicy
 from mcp_server_guard.shell.commands import Finding, Redirect, Word
 from mcp_server_guard.shell.expander import Expander
 from mcp_server_guard.shell.feeds import NO_FEED, Feed
@@ -355,3 +355,32 @@ class PolicyEngine:
             f"Cannot be decided before running: {finding.detail}.",
             finding.detail,
         )
+
+
+EXAMPLE_ROOT = "/home/user/project"  # where a rule's examples run
+EXAMPLE_HOME = "/home/user"
+
+
+def example_misses(rule: Rule, policy: ShellPolicy) -> list[str]:
+    """The examples of ``rule`` it does not decide (alone, with the plain rules: no copy), and the not_examples it
+    does, each as a sentence."""
+    alone = PolicyEngine(
+        policy.model_copy(update={"rules": (rule,), "mode": "denylist"}),
+        "/usr/local/bin:/usr/bin:/bin",
+        roots=(EXAMPLE_ROOT,),
+        home=EXAMPLE_HOME,
+    )
+    misses = [f"rule {rule.id!r} does not match its example {line!r}" for line in rule.examples
+              if alone.decide(line).rule != rule.id]  # fmt: skip
+    misses += [f"rule {rule.id!r} matches {line!r}, given as not an example" for line in rule.not_examples
+               if alone.decide(line).rule == rule.id]  # fmt: skip
+    return misses
+
+
+def check_examples(policy: ShellPolicy, ids: Collection[str] | None = None) -> None:
+    """Raise PolicyError when a rule (of ``ids``; None: every rule) does not match an example of its own, or
+    matches a line given as not one (a rule whose meaning drifted from what it says it matches)."""
+    misses = [miss for rule in policy.rules if ids is None or rule.id in ids for miss in example_misses(rule, policy)]
+    if misses:
+        more = f" (and {len(misses) - 1} more)" if len(misses) > 1 else ""
+        raise PolicyError(f"the policy's rules do not match their examples: {misses[0]}{more}")
