@@ -39,8 +39,8 @@ EXPORTED = {
         "BASH", "REGISTRY", "Approval", "ApprovalForm", "SessionApprovals",
         "Checked", "EgressProxy", "NoQuestion", "PolicyEngine", "Prepared", "RunResult",
         "ShellExec",
-        "TooComplex", "Verdict", "base_env", "build_env", "limit_hit", "limits_of", "parse", "question",
-        "require_approval", "run",
+        "TooComplex", "Verdict", "base_env", "build_env", "check_examples", "limit_hit", "limits_of", "parse",
+        "question", "require_approval", "run",
     ],
     "mcp_server_guard.shell.sandbox": [
         "Confinement", "Limits", "NetworkMode", "ReadScope", "SandboxMode", "SandboxPlan", "SandboxUnavailable",

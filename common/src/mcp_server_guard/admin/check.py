@@ -16,7 +16,7 @@ from mcp_server_guard.serving.config import Mode
 from mcp_server_guard.serving.launch import PolicyOpt, usage_error
 from mcp_server_guard.shell.execution import writable_policy
 from mcp_server_guard.shell.parsing import TooComplex
-from mcp_server_guard.shell.rules import PolicyEngine
+from mcp_server_guard.shell.rules import PolicyEngine, check_examples
 
 PROG = "mcp-guard"
 CHECK_HELP = (
@@ -113,9 +113,11 @@ def check(
     ] = Mode.WORKSPACE_WRITE,
 ) -> None:
     try:
-        loaded = load_policy(policy).shell_exec
+        whole = load_policy(policy)
+        check_examples(whole.shell_exec, whole.own_rules)  # as the server checks them at its start
     except PolicyError as exc:
         usage_error(PROG, str(exc))
+    loaded = whole.shell_exec
     engine = PolicyEngine(loaded)
     if file is not None:
         if command is not None:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from mcp_server_guard.shell.grants import SessionApprovals
     from mcp_server_guard.shell.parsing import TooComplex, parse
     from mcp_server_guard.shell.process import REGISTRY, RunResult, run
-    from mcp_server_guard.shell.rules import PolicyEngine, Verdict
+    from mcp_server_guard.shell.rules import PolicyEngine, Verdict, check_examples
 
 _EXPORTS = {
     "SessionApprovals": "grants",
@@ -33,6 +33,7 @@ _EXPORTS = {
     "ShellExec": "execution",
     "TooComplex": "parsing",
     "Verdict": "rules",
+    "check_examples": "rules",
     "base_env": "environment",
     "build_env": "environment",
     "limit_hit": "execution",
@@ -61,6 +62,7 @@ __all__ = [
     "Verdict",
     "base_env",
     "build_env",
+    "check_examples",
     "limit_hit",
     "limits_of",
     "parse",

@@ -98,6 +98,16 @@ def main(
     from mcp_server_guard.shell.sandbox import decide  # noqa: PLC0415
     from mcp_server_shell_exec.server import build_server  # noqa: PLC0415
 
+    if config.policy.own_rules:
+        # A rule of the policy file that does not match its own examples (or matches a line it says it does not)
+        # means something else than its author thinks: refused at start, not found out on a command.
+        from mcp_server_guard import PolicyError  # noqa: PLC0415
+        from mcp_server_guard.shell import check_examples  # noqa: PLC0415
+
+        try:
+            check_examples(config.policy.shell_exec, config.policy.own_rules)
+        except PolicyError as exc:
+            usage_error(PROG, f"{exc} (in {config.policy.source[-1]})")
     full_access = config.mode is Mode.FULL_ACCESS
     if full_access and sandbox not in (None, SandboxMode.OFF):
         usage_error(PROG, f"--sandbox {sandbox.value} contradicts --mode full-access (which runs commands unboxed)")
