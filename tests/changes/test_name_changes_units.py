@@ -7,6 +7,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from mcp_server_guard import linux
 from mcp_server_guard.changes import name_changes
 
@@ -18,7 +20,7 @@ def test_a_ctime_moved_only_by_a_name_this_process_made_is_no_change(tmp_path: P
     time.sleep(0.02)  # a ctime tick after the start
     before = os.lstat(f)
     os.link(f, tmp_path / "g")
-    name_changes.note(before)
+    name_changes.note(before, os.lstat(f))
     assert os.lstat(f).st_ctime_ns > since
     assert name_changes.only_names(os.lstat(f), since)
 
@@ -33,7 +35,7 @@ def test_someone_elses_chmod_after_a_name_change_of_ours_is_a_change(tmp_path: P
     time.sleep(0.05)  # more than a tick apart
     before = os.lstat(f)
     os.link(f, tmp_path / "g")
-    name_changes.note(before)
+    name_changes.note(before, os.lstat(f))
     assert not name_changes.only_names(os.lstat(f), since)
 
 
@@ -44,7 +46,7 @@ def test_a_change_after_a_name_change_of_ours_is_a_change(tmp_path: Path) -> Non
     time.sleep(0.02)
     before = os.lstat(f)
     os.link(f, tmp_path / "g")
-    name_changes.note(before)
+    name_changes.note(before, os.lstat(f))
     time.sleep(0.05)
     os.chmod(f, 0o600)
     assert not name_changes.only_names(os.lstat(f), since)
@@ -89,3 +91,29 @@ def test_zeros_where_the_old_file_had_holes_become_holes_and_written_bytes_stay(
         os.close(fd_old)
     assert new.read_bytes() == expected
     assert made > 7 << 20 and os.lstat(new).st_blocks * 512 <= 4 * 4096 + 4096, (made, dense, os.lstat(new))
+
+
+def test_a_new_file_given_the_number_of_a_file_our_step_freed_is_a_change(tmp_path: Path) -> None:
+    # Red team 10 F7: a name note keyed by (device, inode) alone took a new file with a reused number (made by
+    # someone else just after our step freed it) for the file our step left. The note holds what the step left.
+    since = time.time_ns()
+    time.sleep(0.02)  # a clock tick after the start
+    reused = None
+    for _ in range(50):
+        old = tmp_path / "old"
+        old.write_text("o")
+        before = os.lstat(old)
+        fd = os.open(old, os.O_RDONLY)
+        os.unlink(old)  # our step took its last name (the history keeps a copy elsewhere)
+        left = os.fstat(fd)
+        os.close(fd)
+        name_changes.note(before, left)
+        new = tmp_path / "new"
+        new.write_text("someone else's")
+        if os.lstat(new).st_ino == before.st_ino:
+            reused = os.lstat(new)
+            break
+        new.unlink()
+    if reused is None:
+        pytest.skip("this file system reuses no inode number at once")
+    assert not name_changes.only_names(reused, since)

@@ -3,12 +3,11 @@
 Making or taking away a name of a file (a hard link; a deletion, kept by moving the file into the history store; a
 rename) moves the file's ctime, though nothing it holds changed. Another call running meanwhile, finding that
 ctime later than its start, would take it for someone else's change to the file (through every other name it has)
-and refuse to apply over it. So each such step of this process notes the inode, its ctime before, and when the step
-was done; a ctime that only these steps moved since a time is as it was then.
+and refuse to apply over it. So each such step of this process notes the inode, its ctime before (looked at with
+the file's lock held: red team 10 F1) and what the step left (its ctime, size, modification time and links, looked
+at after it); a ctime that only these steps moved since a time is as it was then.
 
-Only this process's own steps are known: another process's name change is a change (the safe side). A write that
-slips in between a step's look at the file and the step itself is taken for the step's (the step itself judged the
-file at that look).
+Only this process's own steps are known: another process's name change is a change (the safe side).
 """
 
 from __future__ import annotations
@@ -26,41 +25,50 @@ __all__ = ["TICK_NS", "dir_time_at", "note", "note_dir", "only_names"]
 TICK_NS = 20_000_000
 _MAX_FILES = 20_000  # the oldest forgotten first: a ctime no longer known to be ours is a change again
 _lock = threading.Lock()
-_done: OrderedDict[tuple[int, int], list[tuple[int, int]]] = OrderedDict()  # inode -> [(ctime before, done at)]
+# inode -> [(its ctime before a name step, what the step left: ``_mark``)]
+_done: OrderedDict[tuple[int, int], list[tuple[int, tuple[int, int, int, int]]]] = OrderedDict()
 # A directory an apply of this process changed entries in: inode -> [(ctime, mtime before, apply began, done at)]
 _dirs: OrderedDict[tuple[int, int], list[tuple[int, int, int, int]]] = OrderedDict()
 
 
-def note(before: os.stat_result) -> None:
-    """A name of the regular file ``before`` (as looked at before the step) was made or taken away just now."""
-    if not stat.S_ISREG(before.st_mode):
+def note(before: os.stat_result, after: os.stat_result) -> None:
+    """A name of the regular file ``before`` was made or taken away just now: ``after`` is the file then (looked at
+    through a name of it or a descriptor)."""
+    if not stat.S_ISREG(before.st_mode) or (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
         return
-    done = time.time_ns()
     key = (before.st_dev, before.st_ino)
     with _lock:
         steps = _done.setdefault(key, [])
-        steps.append((before.st_ctime_ns, done))
+        steps.append((before.st_ctime_ns, _mark(after)))
         del steps[:-16]
         _done.move_to_end(key)
         while len(_done) > _MAX_FILES:
             _done.popitem(last=False)
 
 
+def _mark(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What a name step left of a file: its ctime, and its size, modification time and links (a new file given the
+    number of one freed meanwhile, red team 10 F7, has the same ctime at most by a clock tick's chance)."""
+    return (st.st_ctime_ns, st.st_size, st.st_mtime_ns, st.st_nlink)
+
+
 def only_names(st: os.stat_result, since_ns: int, *, exactly: bool = False) -> bool:
     """Whether every change of ``st``'s ctime after ``since_ns`` was a name change this process made (``exactly``:
-    back to a ctime of exactly ``since_ns``, one an earlier apply of a running job left)."""
+    back to a ctime of exactly ``since_ns``, one an earlier apply of a running job left, or a look before a wait)."""
     if not stat.S_ISREG(st.st_mode):
         return False
     with _lock:
         steps = list(_done.get((st.st_dev, st.st_ino), ()))
     ctime = st.st_ctime_ns
+    found: tuple[int, int, int, int] | None = _mark(st)
     for _ in range(len(steps) + 1):
         if ctime == since_ns or (ctime < since_ns and not exactly):
             return True
-        # The step that stamped this ctime: done just after it, and from a ctime before it.
-        ctime = next((b for b, done in steps if done - TICK_NS <= ctime <= done and b < ctime), -1)
-        if ctime < 0:
+        # The step that left this very ctime (and the file as it is, for the latest), from the ctime before it.
+        before = next((b for b, left in steps if (left == found if found else left[0] == ctime) and b < ctime), -1)
+        if before < 0:
             return False
+        ctime, found = before, None
     return False
 
 

@@ -240,11 +240,12 @@ def parent(base: int, rel: str) -> Iterator[tuple[int, str]]:
 
 
 @contextlib.contextmanager
-def held(dirfd: int, name: str, st: os.stat_result) -> Iterator[None]:
+def held(dirfd: int, name: str, st: os.stat_result) -> Iterator[int | None]:
     """For a regular file: hold its flock (file_write's writers take turns on it) while we replace or remove it,
-    and make sure the name still is that file. Anything else is never opened."""
+    and make sure the name still is that file, as ``st`` shows it; gives its descriptor (None: anything else,
+    never opened)."""
     if not stat.S_ISREG(st.st_mode):
-        yield
+        yield None
         return
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
@@ -257,7 +258,12 @@ def held(dirfd: int, name: str, st: os.stat_result) -> Iterator[None]:
         locked = os.fstat(fd)
         if now is None or (now.st_dev, now.st_ino) != (locked.st_dev, locked.st_ino):
             raise Changed("it was replaced meanwhile")
-        yield
+        # Threat: a write made while we waited for the lock (a writer holding it appends) taken for the file as
+        # looked at, and replaced or removed with it (red team 10 F1, F6): its ctime is as looked at, or moved since
+        # only by names this process made.
+        if locked.st_ctime_ns != st.st_ctime_ns and not name_changes.only_names(locked, st.st_ctime_ns, exactly=True):
+            raise Changed("it changed meanwhile")
+        yield fd
     finally:
         os.close(fd)
 

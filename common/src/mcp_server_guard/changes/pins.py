@@ -41,9 +41,10 @@ def adopt(history: HistoryStore, op: Op, root: int, upper: int, run: Run, absolu
         temp = f".mcp-guard-{op.entry}.tmp"
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp, dir_fd=dirfd)
+        linked = lstat_at(src_name, src_dir) or source
         os.link(src_name, temp, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
         os.rename(temp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
-        run.named(source)  # a new name changes its ctime, not what it holds
+        run.named(linked, lstat_at(name, dirfd))  # a new name changes its ctime, not what it holds
     return []
 
 
@@ -63,8 +64,9 @@ def pin(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> li
         if source is None or not stat.S_ISREG(source.st_mode):
             raise Changed(f"{change.link} is gone")
         run.unchanged(src_dir, src_name, source, posixpath.join(op.root, change.link))
+        linked = lstat_at(src_name, src_dir) or source
         os.link(src_name, name, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
-        run.named(source)
+        run.named(linked, lstat_at(name, dirfd))
     return []
 
 

@@ -53,11 +53,13 @@ class Run:
             group = (real.st_dev, real.st_ino)
         return next((n for n in self.names.get((group[0], group[1]), []) if n != absolute), "") if group else ""
 
-    def named(self, before: os.stat_result) -> None:
-        """This run made or took away a name of ``before`` (as looked at before) just now: its ctime moved, not
-        what it holds — for this run's later steps, and for other calls running meanwhile (``name_changes``)."""
+    def named(self, before: os.stat_result, after: os.stat_result | None) -> None:
+        """This run made or took away a name of ``before`` (as looked at before, its lock held) just now; ``after``:
+        the file then (None: not looked at). Its ctime moved, not what it holds — for this run's later steps, and
+        for other calls running meanwhile (``name_changes``)."""
         self.ours.add((before.st_dev, before.st_ino))
-        name_changes.note(before)
+        if after is not None:
+            name_changes.note(before, after)
 
     def unchanged(self, dirfd: int, name: str, real: os.stat_result, absolute: str) -> tuple[int, int]:
         """Raise Changed unless ``real`` is as the command found it (see ``nofollow.unchanged``); a file whose other

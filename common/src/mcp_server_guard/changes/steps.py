@@ -63,6 +63,11 @@ __all__ = ["APPLY_STEPS", "change_of", "copy_step", "half_set", "kept", "place"]
 log = logging.getLogger("mcp_server_guard.changes")
 
 
+def _after(fd: int | None) -> os.stat_result | None:
+    """A file held (``nofollow.held``) as a step left it."""
+    return os.fstat(fd) if fd is not None else None
+
+
 def change_of(op: Op) -> Change:
     assert op.change is not None, op
     return op.change
@@ -174,16 +179,16 @@ def place(
             else:
                 counted = (0, 0)  # linked into the history before a crash (which changed its ctime): ours
             thin_like((src_dir, name), ours, (dst_dir, name), real)
-            with held(dst_dir, name, real):
+            with held(dst_dir, name, real) as fd:
                 entry = history.keep(
                     dst_dir, name, absolute, run.audit_id, move=replacing, entry_id=op.entry, durable=False,
                     tree=counted, links=run.tree_links.get(absolute),
                 )  # fmt: skip
                 faults.point(f"place {absolute}")
                 rename_at(src_dir, name, dst_dir, name, noreplace=replacing)
+                run.named(real, _after(fd))
         except Changed as exc:
             return aside(str(exc))
-        run.named(real)
         group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
         stays = posixpath.join(op.root, change.stays) if change.stays else ""
         done = _placed(absolute, change, dst_dir, name, entry.id, tree, group, stays)
@@ -402,9 +407,9 @@ def _move(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         if not stat.S_ISREG(real.st_mode):
             raise Changed("it was replaced meanwhile")
         run.unchanged(src_dir, src_name, real, source)
-        with held(src_dir, src_name, real):
+        with held(src_dir, src_name, real) as fd:
             rename_at(src_dir, src_name, dst_dir, name, noreplace=True)
-        run.named(real)
+            run.named(real, _after(fd))
         run.placed[absolute] = (real.st_dev, real.st_ino)
         placed = lstat_at(name, dst_dir)
     return [Applied(absolute, "create", "file", moved_from=source, after=identity(placed) if placed else ())]
@@ -459,9 +464,10 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
             if change.action == "modify":
                 raise Changed("it was deleted meanwhile")
             before = kept(history, op.entry) if run.replay and replacing else None  # kept before a crash
+            linked = lstat_at(src_name, src_dir) or source
             os.link(src_name, name, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
-            run.named(source)
             placed = lstat_at(name, dirfd)
+            run.named(linked, placed)
             if before is not None:
                 return [Applied(absolute, "modify", "file", before=op.entry, link=target,
                                 group=kept_group(history, op.entry, before),
@@ -473,19 +479,22 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
             raise Changed("it was created meanwhile")
         if not _kept_already(history, op.entry, real):
             run.unchanged(dirfd, name, real, absolute)
+        linked = lstat_at(src_name, src_dir) or source
         os.link(src_name, temp, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
+        run.named(linked, lstat_at(temp, dirfd))
         try:
-            with held(dirfd, name, real):
+            with held(dirfd, name, real) as fd:
                 entry = history.keep(dirfd, name, absolute, run.audit_id, move=False, entry_id=op.entry,
                                      durable=False)  # fmt: skip
                 faults.point(f"link {absolute}")
+                renamed = lstat_at(temp, dirfd) or linked  # (the file linked, as it is just before its rename)
                 os.rename(temp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+                run.named(real, _after(fd))
+                run.named(renamed, lstat_at(name, dirfd))
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temp, dir_fd=dirfd)
             raise
-        run.named(real)
-        run.named(source)
         placed = lstat_at(name, dirfd)
     return [Applied(absolute, "modify", "file", before=entry.id, link=target, group=(real.st_dev, real.st_ino),
                     after=identity(placed) if placed else ())]  # fmt: skip
@@ -499,14 +508,15 @@ def _link_replacing(history: HistoryStore, op: Op, run: Run, absolute: str, sour
     dirfd, name = at_name
     target = posixpath.join(op.root, change_of(op).link)
     counted = run.unchanged(dirfd, name, real, absolute)
-    with held(dirfd, name, real):
+    with held(dirfd, name, real) as fd:
         entry = history.keep(dirfd, name, absolute, run.audit_id, move=True, entry_id=op.entry, durable=False,
                              tree=counted, links=run.tree_links.get(absolute))  # fmt: skip
+        run.named(real, _after(fd))
     faults.point(f"link {absolute}")
+    linked = lstat_at(src_name, src_dir) or source_st
     os.link(src_name, name, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
-    run.named(source_st)
-    run.named(real)
     placed = lstat_at(name, dirfd)
+    run.named(linked, placed)
     group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
     return [Applied(absolute, "modify", "file", before=entry.id, link=target, group=group,
                     after=identity(placed) if placed else ())]  # fmt: skip
@@ -525,12 +535,12 @@ def _delete(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
                                 tree=stat.S_ISDIR(before.st_mode))]  # fmt: skip
             return []  # gone already: nothing to delete
         counted = run.unchanged(dirfd, name, real, absolute)
-        with held(dirfd, name, real):
+        with held(dirfd, name, real) as fd:
             entry = history.keep(dirfd, name, absolute, run.audit_id, move=True, entry_id=op.entry, durable=False,
                                  tree=counted, links=run.tree_links.get(absolute))  # fmt: skip
+            run.named(real, _after(fd))
         run.baseline.pop(absolute, None)
         run.baseline.pop(MADE + absolute, None)
-        run.named(real)
     directory = stat.S_ISDIR(real.st_mode)
     kind = "dir" if directory else file_kind(real.st_mode)
     group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()

@@ -66,10 +66,11 @@ def summary_line(
     sets: Sequence[ChangeSet],
     refused: Iterable[tuple[str, str]] = (),
     moves: Mapping[tuple[str, str], tuple[str, str]] | None = None,
+    untimed: Iterable[tuple[str, str]] = (),
 ) -> tuple[str, Counts]:
     """What the change sets do, in one line ("delete 1,234 files under src/ (12.3 MB), modify 3"), and counts.
     ``moves``: (root, path) of files deleted and of files created that are the same bytes moved, each to the
-    (root, path) the file was moved from."""
+    (root, path) the file was moved from; ``untimed``: (root, path) of directories whose time was not set."""
     moves = moves or {}
     skip = set(refused)
     moved = set(moves)
@@ -129,7 +130,8 @@ def summary_line(
         parts.append(f"change the times or attributes of {count_of(times_only, 'file')}")
     if not parts:
         dirs = sum(1 for s in sets for c in s.changes if c.kind == "dir" and (s.root, c.path) not in skip)
-        timed = [t.path for s in sets for t in s.times if t.mtime_ns != t.old_mtime_ns and (s.root, t.path) not in skip]
+        kept = skip | set(untimed)  # (``untimed``: directories whose time was not set)
+        timed = [t.path for s in sets for t in s.times if t.mtime_ns != t.old_mtime_ns and (s.root, t.path) not in kept]
         if dirs:
             parts.append(f"change {count_of(dirs, 'directory')}")
         elif timed:

@@ -565,7 +565,13 @@ class Transactions:
             skipped |= {os.path.join(root, path) for root, path in waiting}
             shown = {self.display(path) for path in skipped}
             settled.paths = [(path, action) for path, action in settled.paths if path.rstrip("/") not in shown]
-        if skipped:
+        # A directory time not set (someone else changed the directory meanwhile: theirs is the later change) is not
+        # said to be set (red team 10 F4).
+        timed = {os.path.normpath(a.path) for a in outcome.applied if a.action == "times"}
+        unset = {
+            os.path.normpath(f"{s.root}/{t.path}") for s in sets for t in s.times if t.mtime_ns != t.old_mtime_ns
+        } - timed
+        if skipped or unset:
             # (A mode change of a file with several names is one change: skipped for one name, skipped for all.)
             files = {c.inode for s in sets for c in s.changes if c.inode and os.path.join(s.root, c.path) in skipped}
             left = [
@@ -577,10 +583,9 @@ class Transactions:
                 or (c.inode and c.inode in files)
             ]
             # (A directory time not set: someone else changed the directory meanwhile, red team 9 F4.)
-            left += [
-                (s.root, t.path) for s in sets for t in s.times if os.path.normpath(f"{s.root}/{t.path}") in skipped
-            ]
-            settled.summary, settled.counts = summary_line(sets, [*judgement.refused, *left], judgement.moved)
+            untimed = [(s.root, t.path) for s in sets for t in s.times if os.path.normpath(f"{s.root}/{t.path}") in
+                       skipped | unset]  # fmt: skip
+            settled.summary, settled.counts = summary_line(sets, [*judgement.refused, *left], judgement.moved, untimed)
         if not settled.paths:  # nothing but directories' times set on purpose (touch -d 2001-01-01 d): those
             settled.paths = [(self.display(a.path) + "/", "meta") for a in outcome.applied
                              if a.action == "times" and a.mtime_ns != a.old_mtime_ns][:_SHOWN_PATHS]  # fmt: skip

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import stat
 from collections.abc import Iterable
 from pathlib import Path
@@ -39,6 +40,7 @@ __all__ = [
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
 _MAX_DEPTH = 300  # levels a kept tree is copied to (a changed path has at most changeset.MAX_DEPTH)
+_LINKS_OPEN = 256  # copies of files with several names kept open to link the next names to (beyond: copies)
 _DIR_NO_FOLLOW = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -113,51 +115,111 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _copy(dirfd: int, name: str, target: Path, st: os.stat_result, depth: int = 0) -> str:
+def _copy(dirfd: int, name: str, target: Path, st: os.stat_result) -> str:
     if stat.S_ISREG(st.st_mode):
         src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
         try:
             hasher = hashlib.sha256()
             out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
-                linux.copy_data(src, out, os.fstat(src).st_size, hasher)  # holes kept (red team 7 F2)
-                copy_xattrs(src, out)
-                os.fchmod(out, stat.S_IMODE(st.st_mode))
-                os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
-                if depth == 0:
-                    os.fsync(out)  # (a tree's files, as before: not one by one)
+                _copy_file(src, out, st, hasher)
+                os.fsync(out)
             finally:
                 os.close(out)
         finally:
             os.close(src)
         return hasher.hexdigest()
-    if stat.S_ISLNK(st.st_mode):
-        os.symlink(os.readlink(name, dir_fd=dirfd), target)
-    elif stat.S_ISDIR(st.st_mode):
-        _copy_tree(dirfd, name, target, st, depth)
-    elif stat.S_ISFIFO(st.st_mode):
-        os.mkfifo(target, stat.S_IMODE(st.st_mode))
-    else:
-        raise OSError(errno.EPERM, "cannot keep this kind of file")
-    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+    if stat.S_ISDIR(st.st_mode):
+        out_dir = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        links: _Links = {}
+        try:
+            _copy_entry(dirfd, name, out_dir, target.name, st, 0, links)
+        finally:
+            os.close(out_dir)
+            for fd in links.values():
+                os.close(fd)
+        return ""
+    _copy_entry(dirfd, name, _AT_FDCWD, str(target), st, 0, {})
     return ""
 
 
-def _copy_tree(dirfd: int, name: str, target: Path, st: os.stat_result, depth: int) -> None:
-    """A directory copied entry by entry beneath its descriptor, no link followed, FIFOs made not opened, holes
-    kept (red team 9: a tree kept on another file system was copied dense, and a FIFO in it failed the keep)."""
+def _copy_file(src: int, out: int, st: os.stat_result, hasher: hashlib._Hash | None = None) -> None:
+    linux.copy_data(src, out, os.fstat(src).st_size, hasher)  # holes kept (red team 7 F2)
+    copy_xattrs(src, out)
+    os.fchmod(out, stat.S_IMODE(st.st_mode))
+    os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC
+_Links = dict[tuple[int, int], int]  # a file with several names -> its copy, open
+
+
+def _copy_entry(
+    dirfd: int,
+    name: str,
+    out_dir: int,
+    out_name: str,
+    st: os.stat_result,
+    depth: int,
+    links: dict[tuple[int, int], int],
+) -> None:
+    """One entry of a tree kept by copy, beneath descriptors on both sides (no link followed, no path too long: red
+    team 10 F5): files with their holes, attributes and ACLs, names of one file within the tree one file again
+    (``links``: the copies made of them, open), FIFOs and sockets made (never opened), directories entry by entry."""
+    mode = stat.S_IMODE(st.st_mode)
+    if stat.S_ISREG(st.st_mode):
+        if st.st_nlink > 1 and (st.st_dev, st.st_ino) in links:
+            os.link(f"/proc/self/fd/{links[(st.st_dev, st.st_ino)]}", out_name, dst_dir_fd=out_dir)
+            return
+        src = os.open(name, os.O_RDONLY | os.O_NONBLOCK | _FLAGS, dir_fd=dirfd)
+        try:
+            if (os.fstat(src).st_dev, os.fstat(src).st_ino) != (st.st_dev, st.st_ino):
+                raise OSError(errno.ESTALE, "it changed while kept")
+            out = os.open(out_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _FLAGS, 0o600, dir_fd=out_dir)
+            try:
+                _copy_file(src, out, st)
+            finally:
+                if st.st_nlink > 1 and len(links) < _LINKS_OPEN:
+                    links[(st.st_dev, st.st_ino)] = out
+                else:
+                    os.close(out)
+        finally:
+            os.close(src)
+        return
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(name, dir_fd=dirfd), out_name, dir_fd=out_dir)
+    elif stat.S_ISDIR(st.st_mode):
+        _copy_dir(dirfd, name, out_dir, out_name, st, depth, links)
+    elif stat.S_ISFIFO(st.st_mode):
+        os.mkfifo(out_name, mode, dir_fd=out_dir)
+    elif stat.S_ISSOCK(st.st_mode):
+        _socket_node(out_dir, out_name, mode)
+    else:
+        raise OSError(errno.EPERM, "cannot keep this kind of file")
+    os.utime(out_name, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=out_dir, follow_symlinks=False)
+
+
+def _copy_dir(
+    dirfd: int,
+    name: str,
+    out_dir: int,
+    out_name: str,
+    st: os.stat_result,
+    depth: int,
+    links: dict[tuple[int, int], int],
+) -> None:
     if depth > _MAX_DEPTH:
         raise OSError(errno.ELOOP, "too deep to keep")
-    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
+    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | _FLAGS, dir_fd=dirfd)
     try:
         if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != (st.st_dev, st.st_ino):
             raise OSError(errno.ESTALE, "it changed while kept")
-        os.mkdir(target, 0o700)
-        for entry in sorted(os.listdir(fd)):
-            inner = os.stat(entry, dir_fd=fd, follow_symlinks=False)
-            _copy(fd, entry, target / entry, inner, depth + 1)
-        out = os.open(target, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        os.mkdir(out_name, 0o700, dir_fd=out_dir)
+        out = os.open(out_name, os.O_RDONLY | os.O_DIRECTORY | _FLAGS, dir_fd=out_dir)
         try:
+            for entry in sorted(os.listdir(fd)):
+                inner = os.stat(entry, dir_fd=fd, follow_symlinks=False)
+                _copy_entry(fd, entry, out, entry, inner, depth + 1, links)
             copy_xattrs(fd, out)
             os.fchmod(out, stat.S_IMODE(st.st_mode))
         finally:
@@ -166,11 +228,25 @@ def _copy_tree(dirfd: int, name: str, target: Path, st: os.stat_result, depth: i
         os.close(fd)
 
 
+def _socket_node(out_dir: int, out_name: str, mode: int) -> None:
+    """A socket's node made again (bound and closed: no one listens, as after its program ended)."""
+    where = out_name if out_dir == _AT_FDCWD else f"/proc/self/fd/{out_dir}/{out_name}"
+    if len(os.fsencode(where)) >= 108:  # sun_path
+        raise OSError(errno.ENAMETOOLONG, "cannot keep this socket: its name is too long")
+    with socket.socket(socket.AF_UNIX) as node:
+        node.bind(where)
+    os.chmod(out_name, mode, dir_fd=out_dir, follow_symlinks=False)
+
+
+_ACLS = ("system.posix_acl_access", "system.posix_acl_default")
+
+
 def copy_xattrs(src: int, out: int) -> None:
-    """The ``user.*`` extended attributes of one open file onto another (a copy is the file as it was)."""
+    """The ``user.*`` extended attributes and the ACLs of one open file onto another (a copy is the file as it
+    was: red team 10 F2)."""
     with contextlib.suppress(OSError):
         for name in os.listxattr(src):
-            if name.startswith("user."):
+            if name.startswith("user.") or name in _ACLS:
                 with contextlib.suppress(OSError):
                     os.setxattr(out, name, os.getxattr(src, name))
 
