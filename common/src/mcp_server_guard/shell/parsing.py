@@ -142,6 +142,26 @@ def _bash_forms(source: str) -> str:
     return text
 
 
+# Valid bash tree-sitter-bash rejects outright, each with a form of the same commands it reads (used only where the
+# line does not parse as it is, and only when the repaired line parses whole): an empty word list (`for x in ; do`,
+# which runs nothing: judged as if it ran, over unknown words), a subshell condition with no `;` before
+# `then`/`do` (`if (cmd) then`), a number's base prefix before an expansion (`$((0x$(printf ff)))`,
+# `$((16#$y))`: the value aside, the same substitutions run), a substring with a third colon.
+_REPAIRS = (
+    (re.compile(r"\bfor(\s+)([A-Za-z_]\w*)(\s+)in[ \t]*(?=;|\n)"), r'for\1\2\3in "$@"'),
+    (re.compile(r"\)([ \t]*)(?=(?:then|do)\b)"), r");\1"),
+    (re.compile(r"\b(0[xX]|\d+#)(?=\$)"), r"\g<1>0+"),
+    # `${x:0:-3:3}`: bash reads the rest as the length's expression (and fails when it runs): the same word
+    (re.compile(r"\$\{([A-Za-z_]\w*):([^:{}]*):([^:{}]*):[^{}]*\}"), r"${\1:\2:\3}"),
+)
+
+
+def _repaired(text: str) -> str:
+    for pattern, replacement in _REPAIRS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
 def parse(source: str) -> Parsed:
     """Parse one command line (or script) into commands, redirects and findings.
 
@@ -156,6 +176,10 @@ def parse(source: str) -> Parsed:
     if normal != source:
         data = normal.encode("utf-8", "surrogateescape")
     tree = _parser().parse(data)
+    if tree.root_node.has_error and (repaired := _repaired(normal)) != normal:
+        again = _parser().parse(repaired.encode("utf-8", "surrogateescape"))
+        if not again.root_node.has_error:
+            tree = again  # (the findings' texts quote the repaired line)
     root = tree.root_node
     nodes = root.descendant_count
     if nodes > MAX_SYNTAX_NODES:
