@@ -3,7 +3,7 @@
     uv run python -m bench.burst [--calls 100] [--rounds 7]
 
 One shell_exec server per variant (the default box; the default box with a line that could write, ``echo <i> | tee
-/dev/null``, which works on a copy where ``echo`` only reads (see ``shell.reading``); ``--network deny``;
+/dev/null``, which works on a copy where ``echo`` only reads (see ``shell.strings.reading``); ``--network deny``;
 ``--transactions off``; ``--sandbox off``), started once and warmed up with one burst each. Each round writes
 ``--calls`` requests of ``echo <i>`` (or the variant's line) at once to every server in turn (the order rotated
 each round, so drift hits all alike) and measures the wall time until the last answer; every output is checked.

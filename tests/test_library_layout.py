@@ -42,6 +42,9 @@ EXPORTED = {
         "TooComplex", "Verdict", "base_env", "build_env", "check_examples", "limit_hit", "limits_of", "parse",
         "question", "require_approval", "run",
     ],
+    "mcp_server_guard.shell.strings": [
+        "INTERPRETERS", "SHELLS", "PolicyEngine", "TooComplex", "Verdict", "check_examples", "parse", "substitutes",
+    ],
     "mcp_server_guard.shell.sandbox": [
         "Confinement", "Limits", "NetworkMode", "ReadScope", "SandboxMode", "SandboxPlan", "SandboxUnavailable",
         "call_options", "close_box", "confine", "decide", "landlock_abi", "open_box", "plan", "release", "release_all",
@@ -176,6 +179,24 @@ def test_imports_only_point_down_the_layers() -> None:
             if layer(target) not in allowed and ".".join(target.split(".")[1:3]) not in allowed:
                 wrong.append(f"{module} imports {target}")
     assert not wrong, "\n".join(sorted(wrong))
+
+
+# The string layer (issue 46): a subpackage of shell/ with one entry point, and shell/ a dozen modules at its top.
+SHELL_TOP_MODULES = 12
+
+
+def test_the_string_layer_is_reached_only_through_its_entry_point() -> None:
+    strings = "mcp_server_guard.shell.strings"
+    inside = [m for m in graph() if m.startswith(f"{strings}.")]
+    assert len(inside) >= 15
+    reaching = {
+        module: sorted(used for used in uses if used.startswith(f"{strings}."))
+        for module, uses in graph().items()
+        if not module.startswith(strings)
+    }
+    assert {m: u for m, u in reaching.items() if u} == {}
+    shell_top = [m for m in modules() if m.count(".") == 2 and m.startswith("mcp_server_guard.shell.")]
+    assert len(shell_top) <= SHELL_TOP_MODULES, shell_top
 
 
 def test_the_shared_server_scaffold_reaches_nothing_shell_specific() -> None:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_server_guard.policy import load_policy
-from mcp_server_guard.shell.parsing import TooComplex
-from mcp_server_guard.shell.rules import PolicyEngine
+from mcp_server_guard.shell.strings.parsing import TooComplex
+from mcp_server_guard.shell.strings.rules import PolicyEngine
 
 HERE = Path(__file__).resolve().parent
 

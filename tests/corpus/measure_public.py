@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from mcp_server_guard.policy import load_policy
-from mcp_server_guard.shell.parsing import TooComplex
-from mcp_server_guard.shell.rules import PolicyEngine
+from mcp_server_guard.shell.strings.parsing import TooComplex
+from mcp_server_guard.shell.strings.rules import PolicyEngine
 
 PUBLIC = Path(__file__).resolve().parent / "public"
 REFUSED = frozenset({"ask", "deny"})

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from mcp_server_guard.policy import load_policy
-from mcp_server_guard.shell.rules import PolicyEngine
+from mcp_server_guard.shell.strings.rules import PolicyEngine
 
 MESSAGES = {
     "reboot-prose": "reboot loop fixed: see `cfg` docs",

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from mcp_server_guard.policy import load_policy
-from mcp_server_guard.shell.rules import PolicyEngine
+from mcp_server_guard.shell.strings.rules import PolicyEngine
 
 SEVERITY = {"allow": 0, "ask": 1, "deny": 2}
 CASES = [

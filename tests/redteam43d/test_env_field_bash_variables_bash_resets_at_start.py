@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 from mcp_server_guard.policy import load_policy
-from mcp_server_guard.shell.rules import PolicyEngine
+from mcp_server_guard.shell.strings.rules import PolicyEngine
 from support import serve
 
 SX = "mcp-server-shell-exec"

@@ -1,4 +1,4 @@
-"""Which lines only read (``shell.reading``): those run on a read-only view of the roots instead of a copy.
+"""Which lines only read (``shell.strings.reading``): those run on a read-only view of the roots instead of a copy.
 
 The choice is advisory (the kernel refuses a write the spelling hid: see test_reading_box.py); what is tested here
 is that a line that could write through its spelling is never taken for one that only reads.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_server_guard.policy import load_policy
-from mcp_server_guard.shell.rules import PolicyEngine
+from mcp_server_guard.shell.strings.rules import PolicyEngine
 
 ENGINE = PolicyEngine(load_policy().shell_exec, effects=True, roots=["/work/p"], home="/home/u")
 

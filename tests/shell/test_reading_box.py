@@ -1,4 +1,4 @@
-"""Lines that only read (``shell.reading``), through the real server: they run on a read-only view of the roots
+"""Lines that only read (``shell.strings.reading``), through the real server: they run on a read-only view of the roots
 instead of a copy, and a view that served one serves the next such line only while nothing of the last is left in
 it and every mask is where it was (``shell.sandbox.worker``).
 

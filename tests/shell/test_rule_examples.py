@@ -13,7 +13,7 @@ import pytest
 
 from mcp_server_guard.admin.rule_table import put_in
 from mcp_server_guard.policy import PolicyError, load_policy
-from mcp_server_guard.shell.rules import check_examples
+from mcp_server_guard.shell.strings.rules import check_examples
 from support import console_script
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "shell_exec.md"

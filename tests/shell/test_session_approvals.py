@@ -16,7 +16,7 @@ import pytest
 
 from mcp_server_guard.policy import load_policy
 from mcp_server_guard.shell.grants import SessionApprovals, session_prefix
-from mcp_server_guard.shell.rules import PolicyEngine
+from mcp_server_guard.shell.strings.rules import PolicyEngine
 from support import Human, error_of, refused_start, serve, text_of
 
 pytestmark = pytest.mark.anyio

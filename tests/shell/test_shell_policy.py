@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from mcp_server_guard.policy import PolicyError, load_policy
-from mcp_server_guard.shell.parsing import parse
-from mcp_server_guard.shell.rules import PolicyEngine
+from mcp_server_guard.shell.strings.parsing import parse
+from mcp_server_guard.shell.strings.rules import PolicyEngine
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = PolicyEngine(load_policy().shell_exec)

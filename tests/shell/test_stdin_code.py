@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from mcp_server_guard.policy import load_policy
-from mcp_server_guard.shell.rules import PolicyEngine
+from mcp_server_guard.shell.strings.rules import PolicyEngine
 from support import Human, console_script, error_of, serve, text_of
 
 pytestmark = pytest.mark.anyio

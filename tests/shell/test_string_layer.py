@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mcp_server_guard.policy import load_policy
-from mcp_server_guard.shell.rules import PolicyEngine
+from mcp_server_guard.shell.strings.rules import PolicyEngine
 from support import console_script
 
 ENGINE = PolicyEngine(load_policy().shell_exec)  # rules as written (no copy): `rm -rf ~` is denied by its rule

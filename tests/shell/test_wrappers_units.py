@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from mcp_server_guard.shell.code_texts import literal_commands, program_text_runs
-from mcp_server_guard.shell.parsing import Word, parse
-from mcp_server_guard.shell.run_options import option_commands
-from mcp_server_guard.shell.unknown_programs import run_texts
-from mcp_server_guard.shell.wrappers import unwrap
+from mcp_server_guard.shell.strings.code_texts import literal_commands, program_text_runs
+from mcp_server_guard.shell.strings.parsing import Word, parse
+from mcp_server_guard.shell.strings.run_options import option_commands
+from mcp_server_guard.shell.strings.unknown_programs import run_texts
+from mcp_server_guard.shell.strings.wrappers import unwrap
 
 
 def _argv(line: str) -> tuple[str, list[Word]]:
@@ -86,7 +86,7 @@ def test_code_with_a_run_of_backslashes_is_read_in_bounded_time() -> None:
     40-character `python3 -c` line stalled the policy check for minutes, and every later call behind it. (In a
     process of its own: a regular expression holds the GIL, so a thread could not be timed out.)"""
     scan = (
-        "from mcp_server_guard.shell.code_texts import literal_commands, program_text_runs\n"
+        "from mcp_server_guard.shell.strings.code_texts import literal_commands, program_text_runs\n"
         "code = '\"' + '\\\\' * 40 + '\"x'\n"
         "literal_commands(f'system({code})'); literal_commands(f'{code}.execute()')\n"
         "program_text_runs('sed', 's/' + '\\\\' * 40 + '/x/e')\n"
@@ -110,8 +110,8 @@ def test_a_line_built_to_make_a_pattern_backtrack_is_judged_in_bounded_time(line
     judge = (
         "import sys\n"
         "from mcp_server_guard.policy import load_policy\n"
-        "from mcp_server_guard.shell.parsing import TooComplex\n"
-        "from mcp_server_guard.shell.rules import PolicyEngine\n"
+        "from mcp_server_guard.shell.strings.parsing import TooComplex\n"
+        "from mcp_server_guard.shell.strings.rules import PolicyEngine\n"
         "engine = PolicyEngine(load_policy().shell_exec, '/usr/bin:/bin', roots=['/w'], home='/h')\n"
         "try:\n    engine.decide(sys.stdin.read())\nexcept TooComplex:\n    pass  # refused as too complex: bounded\n"
     )
@@ -122,7 +122,7 @@ def test_a_long_chain_of_copies_of_what_was_read_is_followed_in_bounded_time() -
     """Threat (time): `a1=$a2; a2=$a3; …; aN=$(cat)` written backwards made the closure over copies one pass per
     name (quadratic: 20,000 copies, minutes)."""
     settle = (
-        "from mcp_server_guard.shell.words import Known\n"
+        "from mcp_server_guard.shell.strings.words import Known\n"
         "known = Known(from_input={'a20000'})\n"
         "known.copies = [(f'a{i}', frozenset({f'a{i + 1}'})) for i in range(20000)]\n"
         "known.settle_inputs()\n"

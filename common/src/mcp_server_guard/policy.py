@@ -131,7 +131,7 @@ class Rule(BaseModel):
     # Matches only when an operand names a place outside the allowed directories (the box's private /tmp aside).
     outside: bool = False
     # Lines the rule must match, and lines it must not (checked when a policy file is loaded for shell_exec, and
-    # the default rules' by the test suite: ``shell.rules.check_examples``), judged with the project at
+    # the default rules' by the test suite: ``shell.strings.rules.check_examples``), judged with the project at
     # /home/user/project and HOME /home/user.
     examples: tuple[str, ...] = ()
     not_examples: tuple[str, ...] = ()

@@ -15,8 +15,7 @@ from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.serving.config import Mode
 from mcp_server_guard.serving.launch import PolicyOpt, usage_error
 from mcp_server_guard.shell.execution import writable_policy
-from mcp_server_guard.shell.parsing import TooComplex
-from mcp_server_guard.shell.rules import PolicyEngine, check_examples
+from mcp_server_guard.shell.strings import PolicyEngine, TooComplex, check_examples
 
 PROG = "mcp-guard"
 CHECK_HELP = (

@@ -1,5 +1,5 @@
-"""Shell guards: the command-line parser, the policy rules, the process runner, execution and the approval gate;
-the kernel sandbox is in ``shell.sandbox``.
+"""Shell guards: the string layer (``shell.strings``: the parser and the policy rules, one entry point), the
+process runner, execution, jobs, egress and the approval gate; the kernel sandbox is in ``shell.sandbox``.
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ if TYPE_CHECKING:
     from mcp_server_guard.shell.environment import base_env, build_env
     from mcp_server_guard.shell.execution import BASH, Prepared, ShellExec, limit_hit, limits_of
     from mcp_server_guard.shell.grants import SessionApprovals
-    from mcp_server_guard.shell.parsing import TooComplex, parse
     from mcp_server_guard.shell.process import REGISTRY, RunResult, run
-    from mcp_server_guard.shell.rules import PolicyEngine, Verdict, check_examples
+    from mcp_server_guard.shell.strings import PolicyEngine, TooComplex, Verdict, check_examples, parse
 
 _EXPORTS = {
     "SessionApprovals": "grants",
@@ -26,19 +25,19 @@ _EXPORTS = {
     "Checked": "approval",
     "EgressProxy": "egress",
     "NoQuestion": "approval",
-    "PolicyEngine": "rules",
+    "PolicyEngine": "strings",
     "Prepared": "execution",
     "REGISTRY": "process",
     "RunResult": "process",
     "ShellExec": "execution",
-    "TooComplex": "parsing",
-    "Verdict": "rules",
-    "check_examples": "rules",
+    "TooComplex": "strings",
+    "Verdict": "strings",
+    "check_examples": "strings",
     "base_env": "environment",
     "build_env": "environment",
     "limit_hit": "execution",
     "limits_of": "execution",
-    "parse": "parsing",
+    "parse": "strings",
     "question": "approval",
     "require_approval": "approval",
     "run": "process",

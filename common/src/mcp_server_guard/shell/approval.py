@@ -29,7 +29,7 @@ from mcp_server_guard.paths import printable, printable_lines
 from mcp_server_guard.shell.egress import warning
 from mcp_server_guard.shell.execution import Prepared, ShellExec
 from mcp_server_guard.shell.grants import Grant, HostAnswer, SessionApprovals
-from mcp_server_guard.shell.rules import Verdict
+from mcp_server_guard.shell.strings import Verdict
 
 __all__ = [
     "Approval",

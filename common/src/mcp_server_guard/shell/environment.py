@@ -23,16 +23,6 @@ from collections.abc import Mapping, Sequence
 
 from mcp_server_guard.errors import SecurityError
 
-
-def command_line_of(name: str, value: str) -> str:
-    """The command line a command-valued variable makes some program run.
-
-    ``LESSOPEN='|cmd %s'`` (or ``||cmd``) runs ``cmd`` with the file name in place of ``%s``."""
-    if name in ("LESSOPEN", "LESSCLOSE"):
-        value = value.lstrip("|-")
-    return value.replace("%s", "FILE")
-
-
 # Taken from the server's own environment; everything else is dropped.
 BASE_ENV_NAMES = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TZ")
 

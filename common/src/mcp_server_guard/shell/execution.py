@@ -26,12 +26,11 @@ from mcp_server_guard.shell.environment import base_env, build_env
 from mcp_server_guard.shell.grants import CallHosts, SessionApprovals, session_prefix
 from mcp_server_guard.shell.in_box import DiskWatch, run_boxed
 from mcp_server_guard.shell.output import Progress
-from mcp_server_guard.shell.parsing import TooComplex
 from mcp_server_guard.shell.process import Control, Copy, RunResult, run
-from mcp_server_guard.shell.rules import PolicyEngine, Verdict
 from mcp_server_guard.shell.sandbox.layers import call_options, outside_sockets
 from mcp_server_guard.shell.sandbox.planning import Limits, SandboxPlan, confine
 from mcp_server_guard.shell.sandbox.sockets import TooManySockets
+from mcp_server_guard.shell.strings import PolicyEngine, TooComplex, Verdict
 
 __all__ = ["BASH", "Prepared", "ShellExec", "limit_hit", "limits_of"]
 

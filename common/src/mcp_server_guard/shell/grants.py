@@ -37,10 +37,8 @@ from pathlib import Path
 from typing import Literal
 
 from mcp_server_guard.policy import HostVerdict
-from mcp_server_guard.shell.parsing import substitutes
 from mcp_server_guard.shell.process import Pause
-from mcp_server_guard.shell.rules import PolicyEngine
-from mcp_server_guard.shell.runners import INTERPRETERS, SHELLS
+from mcp_server_guard.shell.strings import INTERPRETERS, SHELLS, PolicyEngine, substitutes
 
 __all__ = ["CallHosts", "Grant", "GrantKind", "HostAnswer", "HostAsk", "SessionApprovals", "session_prefix"]
 

@@ -198,7 +198,7 @@ class RunResult:
     copy_final: bool = False  # every process of the call had ended when it returned: the copy is what it did
     copy_untouched: bool = False  # the copy holds nothing and is its init's again (see ``Copy.untouched``)
     copy_moved: Renamed = NO_RENAMES  # see ``Copy.moved``
-    read_only: bool = False  # it only read (see ``shell.reading``): it ran on a read-only view, with no copy
+    read_only: bool = False  # it only read (see ``shell.strings.reading``): it ran on a read-only view, with no copy
     started_ns: int = 0  # when it started, by the file systems' clock (see changes.nofollow.now_ns)
     network_denied: tuple[Denied, ...] = ()  # --network policy: what the egress proxy refused for this call
     network_allowed: tuple[str, ...] = ()  # --network policy: host:port the proxy let through for this call

@@ -64,10 +64,10 @@ from mcp_server_guard.shell.jobs import (
     unfinished_line,
 )
 from mcp_server_guard.shell.process import REGISTRY, Control, RunResult
-from mcp_server_guard.shell.rules import Verdict as LineVerdict
 from mcp_server_guard.shell.sandbox.layers import close_box
 from mcp_server_guard.shell.sandbox.lifetime import release
 from mcp_server_guard.shell.sandbox.planning import NetworkMode, SandboxPlan
+from mcp_server_guard.shell.strings import Verdict as LineVerdict
 from mcp_server_guard.tools.shell_questions import ChangesApproval, changes_asker, host_asker
 from mcp_server_guard.tools.shell_results import (
     DISK_LOW,

@@ -75,7 +75,7 @@ class BoxSpec:
     # to the init (for commands on a copy)
     seccomp: tuple[bytes, bytes, bytes] | None = None
     usual: str = ""  # a usual call's options (JSON): each ready init sets up that much ahead of its call
-    reading: str = ""  # ... and a usual call that only reads (``shell.reading``): an init back from one prepares that
+    reading: str = ""  # ... and a call that only reads (``shell.strings.reading``): an init back from one prepares that
     # --network policy: every call in its own (empty) network namespace, where its init listens on 127.0.0.1 for
     # the server's egress proxy and hands the listening socket out on the call's status socket.
     egress: bool = False

@@ -189,7 +189,7 @@ def call_options(
     this call (client roots may have narrowed them), ``read_only`` the protected paths inside them, ``overlays``
     the (root, area) pairs whose root the command sees as a copy (see ``changes.area``), ``sockets`` the UNIX sockets
     outside them, masked (see ``sockets``), ``proxy`` the call's egress token. ``reading``: a line that only reads
-    (``shell.reading``) sees the roots read-only instead of as copies (their areas masked all the same).
+    (``shell.strings.reading``) sees the roots read-only instead of as copies (their areas masked all the same).
     ``room``: on a copy, what its disk may take before the floor the call is stopped at (0: not known)."""
     rlimits = [
         [resource.RLIMIT_CORE, 0, 0],

@@ -414,7 +414,7 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
     limits = _limits()  # this process's limits now: each call sets its own on top (see ``expected``)
     spare: MountedCopy | None = None
     after: list[int | None] = []
-    reading = False  # the last call only read (see ``shell.reading``): the next is prepared as one too
+    reading = False  # the last call only read (see ``shell.strings.reading``): the next is prepared as one too
     stage: _Stage | None = None  # one that served the last call may serve the next (see ``_Stage.fits``)
 
     def fresh(spec: wire.CallRequest) -> _Stage:

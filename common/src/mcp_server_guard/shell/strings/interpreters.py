@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mcp_server_guard.shell.parsing import Word
+from mcp_server_guard.shell.strings.parsing import Word
 
 # Code that forks in a loop: `perl -e 'fork while fork'`, `python -c 'while 1: os.fork()'`, `ruby -e 'loop{fork}'`.
 _FORK_LOOP = r"(\bwhile\b|\bloop\b|\bfor\s*\(\s*;\s*;|\buntil\b|\brepeat\b).*\w*fork\b|\w*fork\b.*\b(while|until)\b"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
-from mcp_server_guard.shell.code_texts import (
+from mcp_server_guard.shell.strings.code_texts import (
     awk_runs,
     debugger_command,
     editor_command,
@@ -21,8 +21,8 @@ from mcp_server_guard.shell.code_texts import (
     program_text_runs,
     sed_runs,
 )
-from mcp_server_guard.shell.parsing import Word
-from mcp_server_guard.shell.wrappers import DYNAMIC, Inner, after_options, all_values, joined, skip_options
+from mcp_server_guard.shell.strings.parsing import Word
+from mcp_server_guard.shell.strings.wrappers import DYNAMIC, Inner, after_options, all_values, joined, skip_options
 
 _TMUX_RUNS = frozenset({"new", "new-session", "new-window", "neww", "split-window", "splitw", "run-shell", "run",
                         "respawn-pane", "respawnp", "respawn-window", "pipe-pane", "if-shell"})  # fmt: skip

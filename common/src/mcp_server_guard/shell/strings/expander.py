@@ -19,9 +19,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mcp_server_guard.env_names import is_command_valued, runs_code
-from mcp_server_guard.shell.commands import Command, Finding, Parsed, Redirect, Word
-from mcp_server_guard.shell.environment import command_line_of
-from mcp_server_guard.shell.feeds import (
+from mcp_server_guard.shell.strings.commands import Command, Finding, Parsed, Redirect, Word
+from mcp_server_guard.shell.strings.feeds import (
     FETCHES,
     NO_FEED,
     REMOTE,
@@ -31,10 +30,10 @@ from mcp_server_guard.shell.feeds import (
     judge_stdin_lines,
     judge_stdin_substitutions,
 )
-from mcp_server_guard.shell.matching import RUN_TIME_ARG, normalize_path
-from mcp_server_guard.shell.parsing import MAX_COMMANDS, TooComplex, parse
-from mcp_server_guard.shell.run_options import NETWORK_FED, option_commands
-from mcp_server_guard.shell.runners import (
+from mcp_server_guard.shell.strings.matching import RUN_TIME_ARG, normalize_path
+from mcp_server_guard.shell.strings.parsing import MAX_COMMANDS, TooComplex, parse
+from mcp_server_guard.shell.strings.run_options import NETWORK_FED, option_commands
+from mcp_server_guard.shell.strings.runners import (
     INTERPRETERS,
     SHELLS,
     expand_interpreter,
@@ -42,10 +41,10 @@ from mcp_server_guard.shell.runners import (
     expand_source,
     interpreter_name,
 )
-from mcp_server_guard.shell.unknown_programs import DATA_PROGRAMS, run_texts
-from mcp_server_guard.shell.words import expand_braces
-from mcp_server_guard.shell.wrappers import BUILT, DYNAMIC, UNKNOWN, Inner, unwrap
-from mcp_server_guard.shell.writes import (
+from mcp_server_guard.shell.strings.unknown_programs import DATA_PROGRAMS, run_texts
+from mcp_server_guard.shell.strings.words import expand_braces
+from mcp_server_guard.shell.strings.wrappers import BUILT, DYNAMIC, UNKNOWN, Inner, unwrap
+from mcp_server_guard.shell.strings.writes import (
     destination_findings,
     downloaded_files,
     redirect_findings,
@@ -117,6 +116,15 @@ def _fed_paths(words: list[Word], feed: Feed) -> list[Word]:
         return words
     below = start.rstrip("/") + "/…"
     return [Word(below, w.raw) if w is UNKNOWN else w for w in words]
+
+
+def command_line_of(name: str, value: str) -> str:
+    """The command line a command-valued variable makes some program run.
+
+    ``LESSOPEN='|cmd %s'`` (or ``||cmd``) runs ``cmd`` with the file name in place of ``%s``."""
+    if name in ("LESSOPEN", "LESSCLOSE"):
+        value = value.lstrip("|-")
+    return value.replace("%s", "FILE")
 
 
 @dataclass

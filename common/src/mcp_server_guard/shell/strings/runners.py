@@ -13,9 +13,9 @@ import fnmatch
 import re
 from collections.abc import Sequence
 
-from mcp_server_guard.shell.code_texts import literal_commands
-from mcp_server_guard.shell.commands import Word
-from mcp_server_guard.shell.feeds import (
+from mcp_server_guard.shell.strings.code_texts import literal_commands
+from mcp_server_guard.shell.strings.commands import Word
+from mcp_server_guard.shell.strings.feeds import (
     FETCHES,
     NO_FEED,
     STDIN_PATHS,
@@ -27,7 +27,7 @@ from mcp_server_guard.shell.feeds import (
     process_substitution,
     reads_descriptor,
 )
-from mcp_server_guard.shell.interpreters import (
+from mcp_server_guard.shell.strings.interpreters import (
     FETCH_AND_RUN,
     RUNS_INPUT_LINES,
     SHELLS_OUT,

@@ -18,8 +18,8 @@ import functools
 import re
 from typing import TYPE_CHECKING
 
-from mcp_server_guard.shell.commands import Command, Finding, Parsed, Redirect, Word
-from mcp_server_guard.shell.walker import descendants, walk_tree
+from mcp_server_guard.shell.strings.commands import Command, Finding, Parsed, Redirect, Word
+from mcp_server_guard.shell.strings.walker import descendants, walk_tree
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser

@@ -16,8 +16,8 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Sequence
 
-from mcp_server_guard.shell.commands import Redirect
-from mcp_server_guard.shell.matching import RUN_TIME_ARG
+from mcp_server_guard.shell.strings.commands import Redirect
+from mcp_server_guard.shell.strings.matching import RUN_TIME_ARG
 
 # A redirect that writes only to one of these writes nothing a call could leave behind.
 _SAFE_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})

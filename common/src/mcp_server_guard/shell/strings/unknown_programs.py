@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mcp_server_guard.shell.code_texts import literal_commands
-from mcp_server_guard.shell.parsing import Word
-from mcp_server_guard.shell.wrappers import DYNAMIC, Inner, all_values
+from mcp_server_guard.shell.strings.code_texts import literal_commands
+from mcp_server_guard.shell.strings.parsing import Word
+from mcp_server_guard.shell.strings.wrappers import DYNAMIC, Inner, all_values
 
 # Programs whose operands are data — names, paths, patterns, packages — never a command they run: a shell's or a
 # program's name among them (`which bash`, `ls -l /bin/sh`, `pip install sh`) is not looked through.

@@ -14,8 +14,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mcp_server_guard.shell.commands import Finding, Redirect
-from mcp_server_guard.shell.matching import (
+from mcp_server_guard.shell.strings.commands import Finding, Redirect
+from mcp_server_guard.shell.strings.matching import (
     BLOCK_DEVICE,
     RUN_TIME_ARG,
     forms_of,

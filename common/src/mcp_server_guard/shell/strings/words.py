@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mcp_server_guard.shell.commands import Word
+from mcp_server_guard.shell.strings.commands import Word
 
 if TYPE_CHECKING:
     from tree_sitter import Node

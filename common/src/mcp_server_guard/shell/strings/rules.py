@@ -29,12 +29,19 @@ from dataclasses import dataclass
 
 from mcp_server_guard.paths import within, within_any
 from mcp_server_guard.policy import INFORMATIONAL, Action, PolicyError, Rule, ShellPolicy
-from mcp_server_guard.shell.commands import Finding, Redirect, Word
-from mcp_server_guard.shell.expander import Expander
-from mcp_server_guard.shell.feeds import NO_FEED, Feed
-from mcp_server_guard.shell.matching import RUN_TIME_ARG, Args, glob_matches, normalize_path, parse_args, rule_matches
-from mcp_server_guard.shell.reading import reads_only
-from mcp_server_guard.shell.walker import CODE_IN_VALUE
+from mcp_server_guard.shell.strings.commands import Finding, Redirect, Word
+from mcp_server_guard.shell.strings.expander import Expander
+from mcp_server_guard.shell.strings.feeds import NO_FEED, Feed
+from mcp_server_guard.shell.strings.matching import (
+    RUN_TIME_ARG,
+    Args,
+    glob_matches,
+    normalize_path,
+    parse_args,
+    rule_matches,
+)
+from mcp_server_guard.shell.strings.reading import reads_only
+from mcp_server_guard.shell.strings.walker import CODE_IN_VALUE
 
 _SEVERITY: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a name an assignment in a line can spell

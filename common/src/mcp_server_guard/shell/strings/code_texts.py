@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-from mcp_server_guard.shell.parsing import Word
-from mcp_server_guard.shell.wrappers import BUILT, DYNAMIC, Inner
+from mcp_server_guard.shell.strings.parsing import Word
+from mcp_server_guard.shell.strings.wrappers import BUILT, DYNAMIC, Inner
 
 # String literals given to a call that runs them as a command line, in interpreter code.
 _CODE_RUNS = re.compile(

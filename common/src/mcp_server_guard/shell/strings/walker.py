@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from mcp_server_guard.shell.commands import Command, Finding, Parsed, Redirect, Word
-from mcp_server_guard.shell.words import INDIRECT, Known, resolve_word, text_of
+from mcp_server_guard.shell.strings.commands import Command, Finding, Parsed, Redirect, Word
+from mcp_server_guard.shell.strings.words import INDIRECT, Known, resolve_word, text_of
 
 if TYPE_CHECKING:
     from tree_sitter import Node

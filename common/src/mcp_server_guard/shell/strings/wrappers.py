@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mcp_server_guard.shell.parsing import Word
+from mcp_server_guard.shell.strings.parsing import Word
 
 DYNAMIC = object()  # a command string only known at run time
 BUILT = object()  # one interpreter code builds from strings (``os.system('r' + x)``): only run time knows it

@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from mcp_server_guard.shell.code_texts import program_text_runs
-from mcp_server_guard.shell.commands import Command, Word
-from mcp_server_guard.shell.matching import RUN_TIME_ARG, normalize_path, parse_args
-from mcp_server_guard.shell.wrappers import DYNAMIC, Inner
+from mcp_server_guard.shell.strings.code_texts import program_text_runs
+from mcp_server_guard.shell.strings.commands import Command, Word
+from mcp_server_guard.shell.strings.matching import RUN_TIME_ARG, normalize_path, parse_args
+from mcp_server_guard.shell.strings.wrappers import DYNAMIC, Inner
 
 
 @dataclass(frozen=True)
