@@ -561,6 +561,11 @@ def _times(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) ->
             # counts, as read before the run.)
             left = (run.baseline.get(absolute), run.looked.get(absolute))
             changed_by_others = time.ctime_ns > run.started and time.ctime_ns not in left
+            # What the directory's time was when the command started, where others' changes since were this
+            # process's applies (their renames into it left its time as it was: red team 11 F3).
+            at_start = name_changes.dir_time_at(real, time.ctime_ns, run.started) if changed_by_others else None
+            if at_start is not None and real.st_mtime_ns == at_start:
+                changed_by_others = False  # its time is as the command found it: the command's own stands
             if real.st_mtime_ns != time.mtime_ns and not changed_by_others:
                 os.utime(name, ns=(real.st_atime_ns, time.mtime_ns), dir_fd=dirfd, follow_symlinks=False)
             now = lstat_at(name, dirfd)
@@ -572,8 +577,7 @@ def _times(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) ->
         # (set before the start by more than the coarse clock's tick: an entry made just as the command started can
         # stamp a time a tick earlier than the start)
         purposely = time.set_on_purpose(run.started - name_changes.TICK_NS)
-        at_start = name_changes.dir_time_at(real, time.ctime_ns, run.started) if purposely else None
-        if at_start is not None and time.mtime_ns != at_start:
+        if purposely and at_start is not None and time.mtime_ns != at_start:
             raise Changed("someone else changed the directory after the command started: it keeps their time")
         return []
     name_changes.note_dir(real, time.ctime_ns, time.old_mtime_ns, run.began)

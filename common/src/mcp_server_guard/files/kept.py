@@ -14,6 +14,7 @@ import shutil
 import socket
 import stat
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_server_guard import faults, linux
@@ -130,16 +131,15 @@ def _copy(dirfd: int, name: str, target: Path, st: os.stat_result) -> str:
             os.close(src)
         return hasher.hexdigest()
     if stat.S_ISDIR(st.st_mode):
-        out_dir = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        links: _Links = {}
+        tree = _Tree(os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
         try:
-            _copy_entry(dirfd, name, out_dir, target.name, st, 0, links)
+            _copy_entry(dirfd, name, tree.top, target.name, st, 0, tree)
         finally:
-            os.close(out_dir)
-            for fd in links.values():
+            os.close(tree.top)
+            for fd in tree.open.values():
                 os.close(fd)
         return ""
-    _copy_entry(dirfd, name, _AT_FDCWD, str(target), st, 0, {})
+    _copy_entry(dirfd, name, _AT_FDCWD, str(target), st, 0, _Tree(_AT_FDCWD))
     return ""
 
 
@@ -151,7 +151,34 @@ def _copy_file(src: int, out: int, st: os.stat_result, hasher: hashlib._Hash | N
 
 
 _FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC
-_Links = dict[tuple[int, int], int]  # a file with several names -> its copy, open
+
+
+@dataclass
+class _Tree:
+    """A tree being copied: the directory it is copied into, and where the first copy of each file with several
+    names is (open, or by its path below ``top`` past the first ``_LINKS_OPEN``), for its next names to be linked."""
+
+    top: int
+    open: dict[tuple[int, int], int] = field(default_factory=dict)
+    paths: dict[tuple[int, int], str] = field(default_factory=dict)
+
+    def link(self, key: tuple[int, int], out_dir: int, out_name: str) -> bool:
+        if key in self.open:
+            os.link(f"/proc/self/fd/{self.open[key]}", out_name, dst_dir_fd=out_dir)
+        elif key in self.paths:
+            os.link(self.paths[key], out_name, src_dir_fd=self.top, dst_dir_fd=out_dir, follow_symlinks=False)
+        else:
+            return False
+        return True
+
+    def keep(self, key: tuple[int, int], out: int, where: str) -> bool:
+        """Keep ``out`` (the first copy, at ``where`` below ``top``) to link to; False: it is for the caller to
+        close."""
+        if len(self.open) < _LINKS_OPEN:
+            self.open[key] = out
+            return True
+        self.paths[key] = where
+        return False
 
 
 def _copy_entry(
@@ -161,15 +188,16 @@ def _copy_entry(
     out_name: str,
     st: os.stat_result,
     depth: int,
-    links: dict[tuple[int, int], int],
+    tree: _Tree,
+    where: str = "",
 ) -> None:
     """One entry of a tree kept by copy, beneath descriptors on both sides (no link followed, no path too long: red
     team 10 F5): files with their holes, attributes and ACLs, names of one file within the tree one file again
-    (``links``: the copies made of them, open), FIFOs and sockets made (never opened), directories entry by entry."""
+    (``tree``; ``where``: the entry's path below its top), FIFOs and sockets made (never opened), directories entry by
+    entry."""
     mode = stat.S_IMODE(st.st_mode)
     if stat.S_ISREG(st.st_mode):
-        if st.st_nlink > 1 and (st.st_dev, st.st_ino) in links:
-            os.link(f"/proc/self/fd/{links[(st.st_dev, st.st_ino)]}", out_name, dst_dir_fd=out_dir)
+        if st.st_nlink > 1 and tree.link((st.st_dev, st.st_ino), out_dir, out_name):
             return
         src = os.open(name, os.O_RDONLY | os.O_NONBLOCK | _FLAGS, dir_fd=dirfd)
         try:
@@ -179,9 +207,7 @@ def _copy_entry(
             try:
                 _copy_file(src, out, st)
             finally:
-                if st.st_nlink > 1 and len(links) < _LINKS_OPEN:
-                    links[(st.st_dev, st.st_ino)] = out
-                else:
+                if not (st.st_nlink > 1 and tree.keep((st.st_dev, st.st_ino), out, where or out_name)):
                     os.close(out)
         finally:
             os.close(src)
@@ -189,9 +215,10 @@ def _copy_entry(
     if stat.S_ISLNK(st.st_mode):
         os.symlink(os.readlink(name, dir_fd=dirfd), out_name, dir_fd=out_dir)
     elif stat.S_ISDIR(st.st_mode):
-        _copy_dir(dirfd, name, out_dir, out_name, st, depth, links)
+        _copy_dir(dirfd, name, out_dir, out_name, st, depth, tree, where or out_name)
     elif stat.S_ISFIFO(st.st_mode):
         os.mkfifo(out_name, mode, dir_fd=out_dir)
+        os.chmod(out_name, mode, dir_fd=out_dir)  # (the umask took bits from mkfifo's: red team 11 F7)
     elif stat.S_ISSOCK(st.st_mode):
         _socket_node(out_dir, out_name, mode)
     else:
@@ -206,7 +233,8 @@ def _copy_dir(
     out_name: str,
     st: os.stat_result,
     depth: int,
-    links: dict[tuple[int, int], int],
+    tree: _Tree,
+    where: str,
 ) -> None:
     if depth > _MAX_DEPTH:
         raise OSError(errno.ELOOP, "too deep to keep")
@@ -219,7 +247,7 @@ def _copy_dir(
         try:
             for entry in sorted(os.listdir(fd)):
                 inner = os.stat(entry, dir_fd=fd, follow_symlinks=False)
-                _copy_entry(fd, entry, out, entry, inner, depth + 1, links)
+                _copy_entry(fd, entry, out, entry, inner, depth + 1, tree, f"{where}/{entry}")
             copy_xattrs(fd, out)
             os.fchmod(out, stat.S_IMODE(st.st_mode))
         finally:
@@ -229,13 +257,24 @@ def _copy_dir(
 
 
 def _socket_node(out_dir: int, out_name: str, mode: int) -> None:
-    """A socket's node made again (bound and closed: no one listens, as after its program ended)."""
-    where = out_name if out_dir == _AT_FDCWD else f"/proc/self/fd/{out_dir}/{out_name}"
-    if len(os.fsencode(where)) >= 108:  # sun_path
+    """A socket's node made again (bound and closed: no one listens, as after its program ended): bound by a short
+    name beside it (``sun_path`` takes 107 bytes), then renamed to its own (red team 11 F7)."""
+    if out_dir == _AT_FDCWD:  # (a socket kept alone, by its full path)
+        short = where = f"{out_name}.s"
+    else:
+        short = f".s{os.urandom(4).hex()}"
+        where = f"/proc/self/fd/{out_dir}/{short}"
+    if len(os.fsencode(where)) >= 108:
         raise OSError(errno.ENAMETOOLONG, "cannot keep this socket: its name is too long")
     with socket.socket(socket.AF_UNIX) as node:
         node.bind(where)
-    os.chmod(out_name, mode, dir_fd=out_dir, follow_symlinks=False)
+    try:
+        os.chmod(short, mode, dir_fd=out_dir)
+        os.rename(short, out_name, src_dir_fd=out_dir, dst_dir_fd=out_dir)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(short, dir_fd=out_dir)
+        raise
 
 
 _ACLS = ("system.posix_acl_access", "system.posix_acl_default")
