@@ -298,8 +298,9 @@ class Applier:
                         run.placed[record.path] = (record.after[0], record.after[1])
                     if len(record.group) == 2 and record.action in ("modify", "delete"):
                         run.ours.add((record.group[0], record.group[1]))  # its names changed by this run
-                    if record.link and len(record.after) >= 2:
-                        run.ours.add((record.after[0], record.after[1]))  # a new name of it: its ctime changed
+                    if record.kind == "file" and len(record.after) >= 2:
+                        # A file this run linked, moved, re-moded or placed: its ctime is ours (red team 11 F2)
+                        run.ours.add((record.after[0], record.after[1]))
                 if op.kind in ("adopt", "pin"):  # a name made of a real file (no record): the file it names now
                     made = lstat_beneath(op.upper, op.path) if op.kind == "adopt" and op.upper else None
                     made = made or lstat_beneath(op.root, op.path)

@@ -400,6 +400,7 @@ def _move(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         there = lstat_at(name, dst_dir)
         if real is None:
             if there is not None and stat.S_ISREG(there.st_mode):
+                run.ours.add((there.st_dev, there.st_ino))  # moved before a crash: its ctime is ours (red team 11 F2)
                 return [Applied(absolute, "create", "file", moved_from=source, after=identity(there))]  # before a crash
             raise Changed("it was deleted meanwhile")
         if there is not None:
@@ -441,6 +442,8 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
                 # One file already: linked before a crash (which changed its ctime). Recorded as it was done.
                 run.ours.add((source.st_dev, source.st_ino))
                 before = kept(history, op.entry)
+                if len(group := kept_group(history, op.entry, before)) == 2:
+                    run.ours.add((group[0], group[1]))  # the file whose name it took: its ctime moved then too
                 return [Applied(absolute, "modify" if before is not None else "create", "file",
                                 before=op.entry if before is not None else "", link=target,
                                 group=kept_group(history, op.entry, before), after=identity(real))]  # fmt: skip

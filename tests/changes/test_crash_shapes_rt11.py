@@ -1,0 +1,59 @@
+"""Red team 11: the crash walk (tests/changes/test_crash_walk.py) over shapes whose steps go through
+``nofollow.held``'s new ctime check and the name notes (8df9f9c): names of files with several names made, replaced
+and taken away, a mode set on such a file, in one call. Killed at every step, the next start must finish the
+apply whole (a replay finding its own half-done steps must not take them for someone else's change: the journal's
+records name every file whose ctime the dead run moved)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location("crash_walk_rt11", Path(__file__).with_name("test_crash_walk.py"))
+assert _spec is not None and _spec.loader is not None
+walk = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(walk)
+
+pytestmark = walk.pytestmark
+
+SHAPES = {
+    "relink-over-a-shared-name": "ln -f edit.txt tree/b.txt; ln -f keep.txt tree/b-link.txt",
+    "remove-names-of-shared-files": "rm tree/b.txt keep.txt; chmod 600 tree/b-link.txt",
+    "rewrite-a-shared-file-and-rename-a-name": "echo more >> tree/b.txt; mv tree/b-link.txt moved.txt",
+    "mode-and-name-of-a-shared-file": "chmod 600 keep.txt; ln keep.txt third; rm tree/sub/keep-link.txt",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_an_apply_killed_at_any_step_is_finished_whole(tmp_path: Path, shape: str) -> None:
+    script = SHAPES[shape]
+
+    def apply(copy: object, store: object):  # type: ignore[no-untyped-def]
+        changes = copy.read()  # type: ignore[attr-defined]
+        return lambda: walk.Applier(store).apply([changes], walk.audit_id(1), copy.started)  # type: ignore[attr-defined]
+
+    steps = walk.points(tmp_path / "traced", script, apply)
+    problems: list[str] = []
+    for n in range(1, len(steps) + 1):
+        base = tmp_path / f"k{n}"
+        copy, before = walk.fresh(base, script)
+        status = walk.in_child(n, "", apply(copy, walk.store_at(base)))
+        where = f"killed at {steps[n - 1]}"
+        if not (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL):
+            problems.append(f"{where}: the child was not killed there (status {status})")
+            continue
+        store = walk.next_start(base, copy)
+        now = walk.snapshot(copy.root)
+        if not walk.same(before, now):
+            continue
+        after = walk.reference(tmp_path / f"r{n}", script)
+        diff = walk.same(after, now)
+        if diff:
+            problems += [f"{where}: neither all old nor all new: {d}" for d in diff[:5]]
+            continue
+        store.close()  # (undo after such a replay: left, see the closing notes of issue 40)
+    assert not problems, "\n".join(problems[:40])
