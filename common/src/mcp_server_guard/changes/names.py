@@ -328,6 +328,7 @@ class Names:
             if staying:
                 for index in indexes:
                     self.out[index] = replace(self.out[index], link=staying[0], link_old=old)
+        removed = {c.path for c in self.out if c.action == "delete" and c.kind == "dir"}
         for ino, names in wanted.items():
             one = names[0]
             assert one.real is not None
@@ -341,6 +342,8 @@ class Names:
             for path in found[ino]:
                 if path in self.folded or (path in self.touched and path not in kept):
                     continue  # the command changed that name itself
+                if any(path.startswith(f"{tree}/") for tree in removed):
+                    continue  # in a tree the command removed whole (``rm -r d && echo q >> h1``: red team 11 F5)
                 self.add(Change(path, "modify", "file", size=change.size, old_size=one.real.st_size, mode=change.mode,
                                 old_mode=stat.S_IMODE(one.real.st_mode), link=one.path))  # fmt: skip
             for index, other in enumerate(self.out):

@@ -1,0 +1,46 @@
+"""Red team 11: single everyday calls over files with several names (and a sparse one), compared with the same
+command run natively, then undone and redone: ``held``'s new ctime check (8df9f9c) must take none of the call's
+own steps for someone else's change (no conflict, the tree as natively)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from support.differential import differential
+
+pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
+OLD_NS = 1_000_000_000 * 10**9
+
+
+def setup(root: Path) -> None:
+    (root / "d").mkdir()
+    (root / "h1").write_text("h\n")
+    os.link(root / "h1", root / "h2")
+    os.link(root / "h1", root / "d" / "h3")
+    (root / "o.txt").write_text("o\n")
+    with open(root / "sparse.img", "wb") as f:
+        f.truncate(4 << 20)
+        f.seek(1 << 20)
+        f.write(b"data")
+    os.link(root / "sparse.img", root / "d" / "img2")
+    for p in [root / "h1", root / "o.txt", root / "sparse.img", root / "d", root]:
+        os.utime(p, ns=(OLD_NS, OLD_NS))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "chmod 600 h1 && echo y >> h2",
+        "ln -f o.txt h2 && echo w >> h1",
+        "printf X | dd of=d/img2 bs=1 seek=3000000 conv=notrunc status=none && rm sparse.img",
+        "rm -r d && echo q >> h1",  # red team 11 F5: its own rewrite of d/h3 made its rm -r d a conflict
+    ],
+)
+async def test_one_call_over_files_with_several_names(workspace: Path, command: str) -> None:
+    found, out = await differential(workspace, setup, command)
+    assert out["changes"]["conflicts"] == 0, str(out["changes"])
+    assert not found, found
