@@ -523,6 +523,23 @@ def test_a_repaired_oddity_hides_no_command_from_the_judge(line: str) -> None:
     assert not [f for f in verdict.findings if f.kind == "parse-error"], (line, verdict)
 
 
+def _repair_attacks() -> list[str]:
+    corpus = Path(__file__).parent.parent / "corpus"
+    text = (corpus / "parser_repair_attacks.txt").read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    multi = (corpus / "parser_repair_attacks_multi.txt").read_text(encoding="utf-8")
+    return lines + [record.strip("\n") for record in multi.split("\n----\n") if record.strip()]
+
+
+@pytest.mark.parametrize("line", _repair_attacks())
+def test_attack_a_repair_across_quotes_escapes_or_comments_hides_no_command(line: str) -> None:
+    # Red team 12 F1-F3: a repair that deleted text up to a `}` across quotes, dropped a field whose substitutions
+    # bash runs, or put a `;` after an escaped `\)` showed the judge a harmless echo. Repairs now only insert, only
+    # outside quotes, escapes and comments: every such line is asked or denied without the box.
+    verdict = DEFAULT.decide(line)
+    assert verdict.action != "allow", (line, verdict)
+
+
 @pytest.mark.parametrize("line", _oddities())
 def test_every_valid_bash_oddity_runs_on_a_copy_unasked(line: str) -> None:
     # Issue 45 item 3: a corpus of valid bash the parser may not read, checked against `bash -n` (parsing only).

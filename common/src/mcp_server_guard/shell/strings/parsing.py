@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mcp_server_guard.shell.strings.commands import Command, Finding, Parsed, Redirect, Word
@@ -142,23 +143,68 @@ def _bash_forms(source: str) -> str:
     return text
 
 
-# Valid bash tree-sitter-bash rejects outright, each with a form of the same commands it reads (used only where the
-# line does not parse as it is, and only when the repaired line parses whole): an empty word list (`for x in ; do`,
-# which runs nothing: judged as if it ran, over unknown words), a subshell condition with no `;` before
-# `then`/`do` (`if (cmd) then`), a number's base prefix before an expansion (`$((0x$(printf ff)))`,
-# `$((16#$y))`: the value aside, the same substitutions run), a substring with a third colon.
-_REPAIRS = (
-    (re.compile(r"\bfor(\s+)([A-Za-z_]\w*)(\s+)in[ \t]*(?=;|\n)"), r'for\1\2\3in "$@"'),
-    (re.compile(r"\)([ \t]*)(?=(?:then|do)\b)"), r");\1"),
-    (re.compile(r"\b(0[xX]|\d+#)(?=\$)"), r"\g<1>0+"),
-    # `${x:0:-3:3}`: bash reads the rest as the length's expression (and fails when it runs): the same word
-    (re.compile(r"\$\{([A-Za-z_]\w*):([^:{}]*):([^:{}]*):[^{}]*\}"), r"${\1:\2:\3}"),
+# Valid bash tree-sitter-bash rejects outright, each given to it with text inserted (never removed) where bash
+# reads the same commands: an empty word list (`for x in ; do`, which runs nothing: judged as if it ran, over unknown
+# words), a subshell condition of plain words with no `;` before `then`/`do` (`if (true) then`), a base prefix right
+# after `$((` before an expansion (`$((0x$(printf ff)))`: the value aside, the same substitutions run). Used only
+# where the line does not parse as written, only where the whole match lies outside quotes, escapes and comments, in
+# a line with no here-document or backquote, and only when the repaired line parses whole (threat: a rewrite that
+# makes the judge see other commands or arguments than bash runs: red team 12 F1-F3).
+_COMMAND_START = r"(?:^|(?<=[;&|({\n])|(?<=\bthen)|(?<=\bdo)|(?<=\belse))[ \t]*"
+_REPAIRS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
+    (re.compile(rf"(?m){_COMMAND_START}for[ \t]+[A-Za-z_]\w*[ \t]+in[ \t]*(?=;|\n)"), lambda m: f'{m.group(0)} "$@"'),
+    (
+        re.compile(
+            rf"(?m){_COMMAND_START}(?:if|elif|while|until)[ \t]+\([^()'\"`\\$\n;&|<>]*\)"
+            r"(?=[ \t]+(?:then|do)(?:[ \t;]|$))"
+        ),
+        lambda m: f"{m.group(0)};",
+    ),
+    (re.compile(r"\$\(\([ \t]*(?:0[xX]|[0-9]+#)(?=\$)"), lambda m: f"{m.group(0)}0+"),
 )
 
 
+def _plain(text: str) -> bytearray:
+    """1 at each character bash reads as syntax: not inside quotes (``'…'``, ``"…"``, ``$'…'``), not escaped, not in
+    a comment."""
+    plain = bytearray(b"\x01" * len(text))
+    i, word_start = 0, True
+    while i < len(text):
+        char = text[i]
+        if char == "\\":
+            plain[i : i + 2] = bytes(len(plain[i : i + 2]))
+            i += 2
+            word_start = False
+            continue
+        if char in "'\"" or (char == "$" and text.startswith("$'", i)):
+            quote = "'" if char != '"' else '"'
+            j = i + (2 if char == "$" else 1)
+            while j < len(text) and text[j] != quote:
+                j += 2 if text[j] == "\\" and (quote == '"' or char == "$") else 1
+            plain[i : j + 1] = bytes(len(plain[i : j + 1]))
+            i, word_start = j + 1, False
+            continue
+        if char == "#" and word_start:
+            j = text.find("\n", i)
+            j = len(text) if j < 0 else j
+            plain[i:j] = bytes(j - i)
+            i = j
+            continue
+        word_start = char in " \t\n;&|()"
+        i += 1
+    return plain
+
+
 def _repaired(text: str) -> str:
-    for pattern, replacement in _REPAIRS:
-        text = pattern.sub(replacement, text)
+    if "<<" in text or "`" in text:
+        return text
+    for pattern, insert in _REPAIRS:
+        plain, out, at = _plain(text), [], 0
+        for found in pattern.finditer(text):
+            if all(plain[found.start() : found.end()]):
+                out += [text[at : found.start()], insert(found)]
+                at = found.end()
+        text = "".join([*out, text[at:]])
     return text
 
 
