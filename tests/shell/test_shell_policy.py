@@ -540,6 +540,37 @@ def test_attack_a_repair_across_quotes_escapes_or_comments_hides_no_command(line
     assert verdict.action != "allow", (line, verdict)
 
 
+def _continuation_attacks() -> list[str]:
+    # `M:` lines carry newlines as `\n` escapes (and `\r` as `\r`); the rest are one line each.
+    text = (Path(__file__).parent.parent / "corpus" / "continuation_attacks.txt").read_text(encoding="utf-8")
+    raw = [line for line in text.splitlines() if line and not line.startswith("#")]
+    return [r[2:].replace("\\n", "\n").replace("\\r", "\r") if r.startswith("M:") else r for r in raw]
+
+
+@pytest.mark.parametrize("line", _continuation_attacks())
+def test_attack_a_line_continuation_in_a_comment_quote_or_here_document_hides_no_command(line: str) -> None:
+    # Red team 13 F1-F4: the backslash-newline joiner counted quotes: a `\` ending a comment pulled the next line
+    # into it; `$'a\''`, a quote in a comment or a here-document threw its count off, and `r\`-newline-`m` stayed
+    # two words. Where each continuation is now comes from the parser's own tree of the line as written.
+    verdict = DEFAULT.decide(line)
+    assert verdict.action == "deny", (line, verdict)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'docker run --rm \\\n  -v "$PWD":/app \\\n  -w /app node:20 npm test',
+        'python3 -m pytest \\\n  -q tests/ \\\n  -k "not slow"',
+        "echo 'a \\\nb' $'c \\\nd'",
+        "ls \\\n -la # a note \\\n",
+        "cat <<'E'\nx\\\ny\nE\n",
+    ],
+)
+def test_ordinary_line_continuations_are_no_false_alarm(line: str) -> None:
+    verdict = DEFAULT.decide(line)
+    assert verdict.action == "allow" and not verdict.findings, (line, verdict)
+
+
 @pytest.mark.parametrize("line", _oddities())
 def test_every_valid_bash_oddity_runs_on_a_copy_unasked(line: str) -> None:
     # Issue 45 item 3: a corpus of valid bash the parser may not read, checked against `bash -n` (parsing only).
