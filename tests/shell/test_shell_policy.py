@@ -556,6 +556,16 @@ def test_attack_a_line_continuation_in_a_comment_quote_or_here_document_hides_no
     assert verdict.action == "deny", (line, verdict)
 
 
+def test_a_repair_changes_nothing_inside_quotes_nested_in_a_substitution() -> None:
+    # Red team 13 F5: quotes nest inside `"$(…)"`; a scan pairing them in turn took `if (b) then` in there for
+    # syntax and put a `;` into the string.
+    from mcp_server_guard.shell.strings.parsing import _repaired
+
+    line = 'echo "$(echo "a;if (b) then c")"; for x in ; do :; done'
+    assert 'echo "a;if (b) then c"' in _repaired(line)
+    assert _repaired("if (true) then echo ok; fi") == "if (true); then echo ok; fi"
+
+
 @pytest.mark.parametrize(
     "line",
     [

@@ -170,7 +170,7 @@ _REPAIRS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
 
 def _plain(text: str) -> bytearray:
     """1 at each character bash reads as syntax: not inside quotes (``'…'``, ``"…"``, ``$'…'``), not escaped, not in
-    a comment."""
+    a comment; none from a substitution inside double quotes on."""
     plain = bytearray(b"\x01" * len(text))
     i, word_start = 0, True
     while i < len(text):
@@ -184,6 +184,11 @@ def _plain(text: str) -> bytearray:
             quote = "'" if char != '"' else '"'
             j = i + (2 if char == "$" else 1)
             while j < len(text) and text[j] != quote:
+                if quote == '"' and text.startswith(("$(", "${"), j):
+                    # Quotes nest inside a substitution in double quotes: not followed here, nothing after it is
+                    # taken for plain (red team 13 F5).
+                    plain[i:] = bytes(len(text) - i)
+                    return plain
                 j += 2 if text[j] == "\\" and (quote == '"' or char == "$") else 1
             plain[i : j + 1] = bytes(len(plain[i : j + 1]))
             i, word_start = j + 1, False
