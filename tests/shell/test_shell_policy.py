@@ -540,11 +540,21 @@ def test_attack_a_repair_across_quotes_escapes_or_comments_hides_no_command(line
     assert verdict.action != "allow", (line, verdict)
 
 
-def _continuation_attacks() -> list[str]:
-    # `M:` lines carry newlines as `\n` escapes (and `\r` as `\r`); the rest are one line each.
-    text = (Path(__file__).parent.parent / "corpus" / "continuation_attacks.txt").read_text(encoding="utf-8")
+def _continuation_attacks(name: str = "continuation_attacks.txt") -> list[str]:
+    # `M:` lines carry newlines as `\n` escapes (`\r`, `\t` too); the rest are one line each.
+    text = (Path(__file__).parent.parent / "corpus" / name).read_text(encoding="utf-8")
     raw = [line for line in text.splitlines() if line and not line.startswith("#")]
-    return [r[2:].replace("\\n", "\n").replace("\\r", "\r") if r.startswith("M:") else r for r in raw]
+    unescaped = (r[2:].replace("\\n", "\n").replace("\\r", "\r").replace("\\t", "\t") for r in raw if r[:2] == "M:")
+    return [*unescaped, *(r for r in raw if r[:2] != "M:")]
+
+
+@pytest.mark.parametrize("line", _continuation_attacks("heredoc_attacks.txt"))
+def test_attack_a_here_document_ends_where_bash_ends_it_and_its_substitutions_are_judged(line: str) -> None:
+    # Red team 14: a delimiter assembled by a backslash-newline or written with quotes inside (`E''OF`), tabs `<<-`
+    # strips, a continuation inside an unquoted body, `${x:-$(…)}` and backquotes in a body: bash ran a command the
+    # judge took for here-document data.
+    verdict = DEFAULT.decide(line)
+    assert verdict.action != "allow", (line, verdict)
 
 
 @pytest.mark.parametrize("line", _continuation_attacks())

@@ -112,6 +112,19 @@ _HEREDOC_OPENER = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w.-]*)\1")
 _CONTINUATION_KEPT = frozenset({"comment", "raw_string", "ansi_c_string", "heredoc_body"})
 
 
+def _quoted_heredoc(body: Node) -> bool:
+    """Whether the here-document ``body`` belongs to has a quoted delimiter (``<<'EOF'``, ``<<\\EOF``)."""
+    redirect = body.parent
+    start = next((c for c in redirect.named_children if c.type == "heredoc_start"), None) if redirect else None
+    return start is not None and any(q in (start.text or b"") for q in (b"'", b'"', b"\\"))
+
+
+def _tabs_stripped(body: Node) -> bool:
+    """Whether the here-document ``body`` belongs to is a ``<<-`` one (its lines' leading tabs are stripped)."""
+    redirect = body.parent
+    return redirect is not None and any(not c.is_named and c.text == b"<<-" for c in redirect.children)
+
+
 def _joined_lines(source: str) -> tuple[str, bool]:
     r"""Threat: `r` backslash-newline `m -rf ~`: bash removes a backslash-newline before it splits words, so the word
     is `rm`; the parser must see the line as bash does. Where each one is (a comment, quotes, a here-document) is
@@ -129,17 +142,47 @@ def _joined_lines(source: str) -> tuple[str, bool]:
         node = None if escaped else root.descendant_for_byte_range(found, found + 1)
         while node is not None and node.type not in _CONTINUATION_KEPT:
             node = node.parent
+        tabs = 0
+        if node is not None and node.type == "heredoc_body" and not _quoted_heredoc(node):
+            # bash joins them in a body whose delimiter is not quoted (red team 14 F1, F4), after `<<-` took each
+            # line's leading tabs
+            tabs = len(data[found + 2 :]) - len(data[found + 2 :].lstrip(b"\t")) if _tabs_stripped(node) else 0
+            node = None
         if not escaped and node is None:
             out += data[at:found]
-            at = found + 2
+            at = found + 2 + tabs
         found = data.find(b"\\\n", found + 2)
     out += data[at:]
     return out.decode("utf-8", "surrogateescape"), not root.has_error
 
 
+# A here-document delimiter word with quotes inside it (`E''OF`, `E"O"F`, `$'EOF'`): bash ends the body at the word
+# without its quotes (`EOF`); the parser would look for the word as written (red team 14 F2).
+_QUOTES = re.compile(r"\$'([^']*)'|'([^']*)'|\"([^\"]*)\"")
+_DELIMITER = re.compile(r"<<(-?)[ \t]*((?:[A-Za-z0-9_.\-]|'[^'\n]*'|\"[^\"\n]*\"|\$'[^'\n]*')+)")
+
+
+def _plain_delimiters(text: str) -> str:
+    """Each here-document delimiter with quotes inside it written as one quoted word (``<<'EOF'``)."""
+    if "<<" not in text:
+        return text
+
+    plain = _plain(text)
+
+    def whole(found: re.Match[str]) -> str:
+        word = found.group(2)
+        if not plain[found.start()] or not any(q in word for q in "'\"") or re.fullmatch(r"'[^']*'|\"[^\"]*\"", word):
+            return found.group(0)
+        bare = _QUOTES.sub(lambda q: next(g for g in q.groups() if g is not None), word)
+        return f"<<{found.group(1)}'{bare}'"
+
+    return _DELIMITER.sub(whole, text)
+
+
 def _bash_forms(source: str) -> str:
     """The same line in the forms the parser knows (bash runs them alike)."""
-    text = _FOR_WITHOUT_IN.sub(lambda m: f'for{m.group(1)}{m.group(2)} in "$@"; ', _joined_lines(source)[0])
+    joined = _plain_delimiters(_joined_lines(source)[0])
+    text = _FOR_WITHOUT_IN.sub(lambda m: f'for{m.group(1)}{m.group(2)} in "$@"; ', joined)
     for found in _HEREDOC_OPENER.finditer(text):
         delimiter = found.group(2)
         if not re.search(rf"(?m)^\t*{re.escape(delimiter)}$", text[found.end() :]):

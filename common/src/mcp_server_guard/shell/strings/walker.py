@@ -45,6 +45,17 @@ def walk_tree(parsed: Parsed, root: Node) -> None:
         parsed.evaluates_run_time = True  # `declare -i n; read n`: bash evaluates what is assigned to n
 
 
+def _substitutions(node: Node) -> list[Node]:
+    """The command and process substitutions anywhere below ``node`` (not below one another: each walks its own)."""
+    found: list[Node] = []
+    for child in node.named_children:
+        if child.type in ("command_substitution", "process_substitution"):
+            found.append(child)
+        else:
+            found += _substitutions(child)
+    return found
+
+
 def _has_dynamic(node: Node) -> bool:
     if node.type in _DYNAMIC_NODES:
         return True
@@ -436,16 +447,25 @@ class _Walker:
         quoted = False
         body_text: str | None = None
         dynamic = False
+        # `<<-` strips each body line's leading tabs before anything reads it (red team 14 F3)
+        tabs = any(not c.is_named and text_of(c) == "<<-" for c in node.children)
         for child in node.named_children:
             if child.type == "heredoc_start":
                 quoted = any(q in text_of(child) for q in ("'", '"', "\\"))
             elif child.type == "heredoc_body":
                 body_text = text_of(child)
+                if tabs:
+                    body_text = "\n".join(line.lstrip("\t") for line in body_text.split("\n"))
                 dynamic = not quoted and _has_dynamic(child)
-                for inner in child.named_children:
-                    if inner.type in ("command_substitution", "process_substitution"):
+                if not quoted:
+                    # Every substitution an unquoted body expands runs, however deep (`${x:-$(cmd)}`); a backquote
+                    # the parser does not read in a body makes the body undecidable (red team 14 F5).
+                    for inner in _substitutions(child):
                         for cmd in inner.named_children:
                             self.walk(cmd)
+                    if "`" in body_text.replace("\\`", ""):
+                        self.parsed.findings.append(Finding("parse-error", "a backquote in a here-document's body"))
+                        dynamic = True
             elif child.type in ("pipeline", "command", "redirected_statement", "list"):
                 # `cat <<EOF | sh`: the rest of the pipeline hangs off the here-doc node.
                 self.walk(child, piped=True)
