@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from mcp_server_guard.shell.strings.commands import Command, Finding, Parsed, Redirect, Word
 from mcp_server_guard.shell.strings.walker import descendants, walk_tree
+from mcp_server_guard.shell.strings.words import decode_ansi_c
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
@@ -108,7 +109,8 @@ _HEREDOC_OPENER = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w.-]*)\1")
 
 
 # Where a backslash-newline is kept as it is: in a comment (it does not continue the line), in single quotes and
-# `$'…'`, and in a here-document's body (data here; a body fed to a shell is parsed as a script of its own).
+# `$'…'`, and in the body of a here-document whose delimiter is quoted (data here; a body fed to a shell is parsed as
+# a script of its own).
 _CONTINUATION_KEPT = frozenset({"comment", "raw_string", "ansi_c_string", "heredoc_body"})
 
 
@@ -173,7 +175,12 @@ def _plain_delimiters(text: str) -> str:
         word = found.group(2)
         if not plain[found.start()] or not any(q in word for q in "'\"") or re.fullmatch(r"'[^']*'|\"[^\"]*\"", word):
             return found.group(0)
-        bare = _QUOTES.sub(lambda q: next(g for g in q.groups() if g is not None), word)
+        # (`$'…'` decoded as bash decodes it: `$'E\x4fF'` is `EOF`)
+        bare = _QUOTES.sub(
+            lambda q: decode_ansi_c(q[1]) if q[1] is not None else q[2] if q[2] is not None else q[3], word
+        )
+        if "'" in bare or "\n" in bare:
+            return found.group(0)  # (not a word one pair of quotes can hold: the parser's reading stands)
         return f"<<{found.group(1)}'{bare}'"
 
     return _DELIMITER.sub(whole, text)

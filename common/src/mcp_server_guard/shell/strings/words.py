@@ -85,7 +85,7 @@ def text_of(node: Node) -> str:
     return (node.text or b"").decode("utf-8", "surrogateescape")
 
 
-def _decode_ansi_c(body: str) -> str:
+def decode_ansi_c(body: str) -> str:
     out: list[str] = []
     i = 0
     while i < len(body):
@@ -202,7 +202,7 @@ def resolve_word(node: Node, known: Known | None = None) -> Word:
     if kind == "raw_string":
         return Word(raw[1:-1], raw)
     if kind == "ansi_c_string":
-        return Word(_decode_ansi_c(raw[2:-1]), raw)
+        return Word(decode_ansi_c(raw[2:-1]), raw)
     if kind in ("string", "translated_string"):
         inner = raw[2:-1] if raw.startswith('$"') else raw[1:-1]
         return Word(_double_quoted(inner, known), raw, prompt_expansion="@P}" in raw)
