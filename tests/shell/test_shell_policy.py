@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -546,6 +547,20 @@ def _continuation_attacks(name: str = "continuation_attacks.txt") -> list[str]:
     raw = [line for line in text.splitlines() if line and not line.startswith("#")]
     unescaped = (r[2:].replace("\\n", "\n").replace("\\r", "\r").replace("\\t", "\t") for r in raw if r[:2] == "M:")
     return [*unescaped, *(r for r in raw if r[:2] != "M:")]
+
+
+def _heredoc_end_attacks() -> list[str]:
+    text = (Path(__file__).parent.parent / "corpus" / "heredoc_end_attacks.json").read_text(encoding="utf-8")
+    return list(json.loads(text))
+
+
+@pytest.mark.parametrize("line", _heredoc_end_attacks())
+def test_attack_a_here_document_the_parser_ends_elsewhere_than_bash_is_undecidable(line: str) -> None:
+    # Red team 15 F1-F3: a delimiter bash reads without its quotes (`E''OF` after a quote the rewrite misread,
+    # `$"EOF"`, `'E\F'`) ended the parser's body at another line: a command after bash's end was taken for data.
+    # The parser's end and every body line are compared with bash's delimiter.
+    verdict = DEFAULT.decide(line)
+    assert verdict.action != "allow", (line, verdict)
 
 
 @pytest.mark.parametrize("line", _continuation_attacks("heredoc_attacks.txt"))

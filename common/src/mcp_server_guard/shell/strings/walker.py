@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from mcp_server_guard.shell.strings.commands import Command, Finding, Parsed, Redirect, Word
-from mcp_server_guard.shell.strings.words import INDIRECT, Known, resolve_word, text_of
+from mcp_server_guard.shell.strings.words import INDIRECT, Known, decode_ansi_c, resolve_word, text_of
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -43,6 +43,50 @@ def walk_tree(parsed: Parsed, root: Node) -> None:
     _Walker(parsed, known).walk(root)
     if known.declared_integers & known.from_input:
         parsed.evaluates_run_time = True  # `declare -i n; read n`: bash evaluates what is assigned to n
+
+
+def bash_delimiter(word: str) -> str | None:
+    r"""A here-document's delimiter as bash reads the word after ``<<``: its quotes removed (``'…'`` as is, ``"…"``
+    and ``$"…"`` with their escapes, ``$'…'`` decoded, ``\x`` outside quotes ``x``); None where it cannot say."""
+    out: list[str] = []
+    i = 0
+    while i < len(word):
+        char = word[i]
+        if char == "\\":
+            out.append(word[i + 1 : i + 2])
+            i += 2
+        elif word.startswith("$'", i):
+            j = i + 2
+            while j < len(word) and word[j] != "'":
+                j += 2 if word[j] == "\\" else 1
+            if j >= len(word):
+                return None
+            out.append(decode_ansi_c(word[i + 2 : j]))
+            i = j + 1
+        elif char == "'":
+            j = word.find("'", i + 1)
+            if j < 0:
+                return None
+            out.append(word[i + 1 : j])
+            i = j + 1
+        elif char == '"' or word.startswith('$"', i):
+            j = i + (2 if char == "$" else 1)
+            part: list[str] = []
+            while j < len(word) and word[j] != '"':
+                if word[j] == "\\" and word[j + 1 : j + 2] in ("$", "`", '"', "\\"):
+                    part.append(word[j + 1])
+                    j += 2
+                else:
+                    part.append(word[j])
+                    j += 1
+            if j >= len(word):
+                return None
+            out.append("".join(part))
+            i = j + 1
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
 
 
 def _substitutions(node: Node) -> list[Node]:
@@ -449,9 +493,13 @@ class _Walker:
         dynamic = False
         # `<<-` strips each body line's leading tabs before anything reads it (red team 14 F3)
         tabs = any(not c.is_named and text_of(c) == "<<-" for c in node.children)
+        delimiter: str | None = None
         for child in node.named_children:
             if child.type == "heredoc_start":
                 quoted = any(q in text_of(child) for q in ("'", '"', "\\"))
+                delimiter = bash_delimiter(text_of(child))
+            elif child.type == "heredoc_end" and delimiter is not None and text_of(child).lstrip("\t") != delimiter:
+                delimiter = None  # the parser ended the body at another line than bash would
             elif child.type == "heredoc_body":
                 body_text = text_of(child)
                 if tabs:
@@ -473,7 +521,15 @@ class _Walker:
                 self._redirect(child, owner)
             elif child.type not in ("heredoc_end",):
                 self._extra_word(child, owner)  # `cat <<EOF -n y`: -n and y are cat's arguments
-        if owner is not None:
+        # Threat: a body that ends where bash does not (a delimiter bash reads without its quotes, `E''OF`, `$"EOF"`,
+        # `'E\F'`): a command after bash's end taken for data (red team 14 F2, 15 F1-F3). Where the parser's end is
+        # not bash's, or a line of the body is bash's end, what runs is not known.
+        lines = (body_text or "").split("\n")
+        if delimiter is None or delimiter in (line.lstrip("\t") if tabs else line for line in lines):
+            self.parsed.findings.append(Finding("parse-error", "a here-document whose end bash finds elsewhere"))
+            dynamic = True
+        descriptor = next((text_of(c) for c in node.children if c.type == "file_descriptor"), "0")
+        if owner is not None and descriptor == "0":  # (`3<<EOF` is another descriptor's, not stdin)
             owner.stdin_text, owner.stdin_dynamic = (None if dynamic else body_text), dynamic
 
     def _redirect(self, node: Node, owner: Command | None = None) -> None:
@@ -505,6 +561,10 @@ class _Walker:
                 self._extra_word(child, owner)
         if op == "<" and fd in (None, "0") and owner is not None:
             owner.stdin_file = True
+        if op == "<&" and fd in (None, "0") and owner is not None and target is not None and target.value != "0":
+            # `sh 3<<'EOF' <&3`: stdin copied from another descriptor is not known here, as a file's is not (red
+            # team 15 F4)
+            owner.stdin_text, owner.stdin_dynamic, owner.stdin_file = None, False, True
         if target is not None and op not in (">&", "<&", ">&-", "<&-"):
             self.parsed.redirects.append(Redirect(op, target, fd))
         elif target is not None and target.value is not None and not target.value.isdigit() and target.value != "-":
