@@ -8,7 +8,10 @@ differential harness). ``uv run pytest -m "unit or memory"`` is the fast loop; `
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,3 +101,16 @@ def workspace(tmp_path: Path, isolated_home: Path) -> Iterator[Path]:
     outside.mkdir()
     (outside / "secret.txt").write_text("SECRET-OUTSIDE\n", encoding="utf-8")
     yield proj
+
+
+@pytest.fixture
+def state_on_tmpfs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The state directory (so the history store) on another file system than the project: a tmpfs."""
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm")
+    state = Path(tempfile.mkdtemp(prefix="state-", dir="/dev/shm"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    try:
+        yield state
+    finally:
+        shutil.rmtree(state, ignore_errors=True)

@@ -8,8 +8,6 @@ import os
 import shutil
 import socket
 import stat
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,18 +15,6 @@ import pytest
 from support.boxed import run, shell, snap, undo
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
-
-
-@pytest.fixture
-def state_on_tmpfs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    if not os.path.isdir("/dev/shm"):
-        pytest.skip("no /dev/shm")
-    state = Path(tempfile.mkdtemp(prefix="rt11-state-", dir="/dev/shm"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(state))
-    try:
-        yield state
-    finally:
-        shutil.rmtree(state, ignore_errors=True)
 
 
 def bound(directory: Path, name: str) -> None:

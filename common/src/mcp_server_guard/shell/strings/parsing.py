@@ -127,6 +127,7 @@ def _tabs_stripped(body: Node) -> bool:
     return redirect is not None and any(not c.is_named and c.text == b"<<-" for c in redirect.children)
 
 
+@functools.lru_cache(maxsize=64)  # (asked twice of one line by parse: its forms, then whether it was read whole)
 def _joined_lines(source: str) -> tuple[str, bool]:
     r"""Threat: `r` backslash-newline `m -rf ~`: bash removes a backslash-newline before it splits words, so the word
     is `rm`; the parser must see the line as bash does. Where each one is (a comment, quotes, a here-document) is
