@@ -107,11 +107,23 @@ class Renamed:
     # mounted at the root's path). One at a real file's name is that file replaced (``mv -f p acl``), not rewritten
     # in place, whatever its bytes: it lands with its own attributes and ACL (``Change.over``).
     files: frozenset[str] = frozenset()
+    # Files with several names it renamed (``mv h1 n``): where each is at the call's end, where it was renamed from,
+    # and its inode number there as the copy showed it (the project's file where that is the real file's there).
+    origins: frozenset[tuple[str, str, int]] = frozenset()
 
     def files_in(self, root: str) -> frozenset[str]:
         """``files`` under ``root``, relative to it."""
         top = root.rstrip("/") + "/"
         return frozenset(path[len(top) :] for path in self.files if path.startswith(top))
+
+    def origins_in(self, root: str) -> dict[str, tuple[str, int]]:
+        """``origins`` under ``root``, relative to it: where a file is -> (where it came from, its inode there)."""
+        top = root.rstrip("/") + "/"
+        return {
+            now[len(top) :]: (source[len(top) :], ino)
+            for now, source, ino in self.origins
+            if now.startswith(top) and source.startswith(top)
+        }
 
 
 NO_RENAMES = Renamed()

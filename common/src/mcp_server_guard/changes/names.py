@@ -8,7 +8,9 @@ the copy (``changes.upper``).
   lies outside the root (then only this name changes: nothing outside is written through a link). A mode, time
   or attribute change of such a file reaches each name, judged together;
 * **moves** of a file with other names (``mv h1 n`` while ``h2`` stays): the real file is renamed, so its names
-  stay one inode (``moved_from``);
+  stay one inode (``moved_from``); renamed and then changed (``mv h1 n && echo z >> n``: the box's rename handler
+  says where ``n`` came from, ``Renamed.origins``), or renamed through one name and rewritten through another
+  (``mv h2 d/n && echo z >> h1``), its names become names of the changed file;
 * a file the command had changed that someone deleted meanwhile (``gone``).
 
 Other names are looked for in the directories the command touched, then in the whole root (bounded: past that,
@@ -55,6 +57,15 @@ class _Name:
     origin: bool
 
 
+@dataclass
+class _Taken:
+    """Names of a real file with several that the command renamed (``Names.moves``): the names taken away, and the
+    changes made names of it (each as it was before)."""
+
+    olds: set[str] = field(default_factory=set)
+    changes: list[tuple[int, Change]] = field(default_factory=list)
+
+
 def _relinked(path: str, real: os.stat_result, link: str) -> Change:
     mode = stat.S_IMODE(real.st_mode)
     return Change(path, "modify", "file", size=real.st_size, old_size=real.st_size, mode=mode, old_mode=mode,
@@ -89,6 +100,7 @@ class Names:
     moved: frozenset[int] = frozenset()  # upper inodes of names of linked files the box's tree moves made
     renamed: frozenset[str] = frozenset()  # paths of regular files the box renamed there (``Renamed.files``)
     escaped: frozenset[str] = frozenset()  # paths whose own user.overlay.* attributes the copy showed
+    origins: dict[str, tuple[str, int]] = field(default_factory=dict)  # ``Renamed.origins_in``: path -> (from, inode)
     looked: dict[str, int] = field(default_factory=dict)  # a job's paths its earlier looks applied: their ctime then
     folded: set[str] = field(default_factory=set)  # names whose meta change went into a file rewritten through another
 
@@ -173,9 +185,22 @@ class Names:
                 linked = one.real is not None and one.real.st_nlink > 1 and not one.origin and one.index >= 0
                 if linked and one.real is not None and not self.renamed_here(one.path):
                     wanted.setdefault(one.real.st_ino, []).append(one)
+                elif (came := self.came_from(one)) is not None:
+                    wanted.setdefault(came.st_ino, []).append(replace(one, real=came))
         moved, pending, reused = self.moves()
-        for ino in reused:
-            wanted.pop(ino, None)  # its bytes went to another name: the name that has new ones was replaced
+        for ino, taken in reused.items():
+            # Its bytes went to another name. Where that name is the one with new bytes, it was replaced (``mv h1 n
+            # && echo new > h1``); where the command rewrote it through a name it kept, the names it moved are
+            # names of the rewritten file, natively one inode (``mv h2 d/n && echo z >> h1``: red team 11 F6).
+            kept_names = [n for n in wanted.get(ino, []) if n.path not in taken.olds]
+            if not kept_names:
+                wanted.pop(ino, None)
+                continue
+            wanted[ino] = kept_names
+            moved -= taken.olds
+            pending.pop(ino, None)
+            for index, before in taken.changes:
+                self.out[index] = replace(before, link=kept_names[0].path)
         shared: dict[int, list[int]] = {}  # files deleted or replaced that have other names: which stays, for undo
         created = {c.path: i for i, c in enumerate(self.out) if c.action == "create" and c.opaque}
         for index, change in enumerate(self.out):
@@ -193,19 +218,20 @@ class Names:
         if wanted or shared or pending or self.shared_meta:
             self.names_elsewhere(wanted, shared, pending)
 
-    def moves(self) -> tuple[set[str], dict[int, list[int]], set[int]]:
+    def moves(self) -> tuple[set[str], dict[int, list[int]], dict[int, _Taken]]:
         """A file of the command's that is a real file with other names it renamed (``mv h1 n`` with ``h2`` a hard
         link of it; a swap through a temporary name): same bytes, mode, time and attributes as the real file at a
         name the command deleted or replaced. Where that name is simply gone, the real file is renamed; else the
         path becomes another name of it (inside a tree the command made: of a name of it that stays, once the tree
         is in place). Either way its names stay one inode. Returns the names renamed away, the paths inside trees
-        waiting for a name that stays (by real inode), and the real inodes found elsewhere so.
+        waiting for a name that stays (by real inode), and the real inodes found elsewhere so (their names taken
+        away, and the changes made names of them as they were before).
 
         (A copy that keeps every attribute, ``cp -a h1 n && rm h1``, looks the same on the copy, and lands as a
         rename: overlayfs keeps no trace of which it was for a file with several names.)"""
         moved: set[str] = set()
         pending: dict[int, list[int]] = {}
-        reused: set[int] = set()
+        reused: dict[int, _Taken] = {}
         lost: dict[tuple[int, int], list[tuple[Change, int]]] = {}
         for change in self.out:
             replaced = change.top == change.path  # a file the command replaced with a directory
@@ -218,6 +244,10 @@ class Names:
             lost.setdefault((real.st_size, real.st_mtime_ns), []).append((self.out[index], real.st_ino))
         if not lost:
             return moved, pending, reused
+        for candidates in lost.values():
+            # A name the command deleted before one it rewrote or replaced: of two names of one file, ``mv h2 n &&
+            # echo z >> h1`` took h2 away and kept h1 (red team 11 F6).
+            candidates.sort(key=lambda found: found[0].action != "delete")
         for path, index, ino in self.single:
             self.inodes.setdefault(ino, []).append(_Name(path, index, None, False, False))
         self.single.clear()
@@ -240,7 +270,9 @@ class Names:
                 if (old.path == one.path and not change.top) or not self.same_file(one.path, old.path, upper):
                     continue
                 del matches[position]  # one name of the real file taken over per name the command took away
-                reused.add(ino)
+                taken = reused.setdefault(ino, _Taken())
+                taken.olds.add(old.path)
+                taken.changes.extend((n.index, self.out[n.index]) for n in names)
                 if change.top:
                     pending.setdefault(ino, []).extend(n.index for n in names)
                     self.old_names.setdefault(ino, old.path)
@@ -259,6 +291,25 @@ class Names:
                     self.out[other.index] = replace(self.out[other.index], link=one.path)
                 break
         return moved, pending, reused
+
+    def came_from(self, name: _Name) -> os.stat_result | None:
+        """The real file with several names that a new file of the command's is, renamed and then changed (``mv h1 n
+        && echo z >> n``: the box's rename handler said where it came from, ``Renamed.origins``): its other names
+        get the change too, as natively. Only where the real file is still at that name with the inode the copy
+        showed there (it was the project's file, not one the command made), the command took that name away, and
+        the file is not the real one as it was (that lands as a rename: ``moves``)."""
+        if name.real is not None or name.index < 0 or name.path not in self.origins:
+            return None
+        source, ino = self.origins[name.path]
+        real = self.real_stat(source)
+        if real is None or not stat.S_ISREG(real.st_mode) or real.st_ino != ino or real.st_nlink < 2:
+            return None
+        if source not in self.touched or self.out[name.index].action != "create":
+            return None
+        upper = self.upper_stat(name.path)
+        if upper is None or self.same_file(name.path, source, upper):
+            return None
+        return real
 
     def renamed_here(self, path: str) -> bool:
         """Whether the upper file at ``path`` (in place of a real file with other names) is a real file the command

@@ -192,7 +192,7 @@ class _Status:
                 self.copy.final = message.get("settled") is True
                 self.copy.untouched = self.copy.final and message.get("untouched") is True
                 linked, files = message.get("moved"), message.get("renamed")
-                self.copy.moved = Renamed(_said(linked, int), _said(files, str))
+                self.copy.moved = Renamed(_said(linked, int), _said(files, str), _origins(message.get("origins")))
             elif "error" in message:
                 self.error = message
 
@@ -203,6 +203,22 @@ _T = TypeVar("_T")
 def _said(said: object, kind: type[_T]) -> frozenset[_T]:
     """The items of a list the call's init said (``shell.sandbox.worker``) that are of ``kind``."""
     return frozenset(n for n in said if isinstance(n, kind)) if isinstance(said, list) else frozenset()
+
+
+def _origins(said: object) -> frozenset[tuple[str, str, int]]:
+    """The ``origins`` the call's init said: (where a file is, where it was renamed from, its inode number there)."""
+    if not isinstance(said, list):
+        return frozenset()
+    return frozenset(
+        (item[0], item[1], item[2])
+        for item in said
+        if isinstance(item, list)
+        and len(item) == 3
+        and isinstance(item[0], str)
+        and isinstance(item[1], str)
+        and isinstance(item[2], int)
+        and not isinstance(item[2], bool)
+    )
 
 
 async def run_boxed(

@@ -11,6 +11,9 @@ filter (so its own calls are not intercepted):
   where it is a regular file, the thread first notes where it is going and its inode number (a file's number on
   the overlay stays the same through a rename and a copy-up): those found there at the call's end are said with
   it (``renamed``);
+* a regular file with several names: the thread renames it itself, with the caller's paths (as below), and notes
+  where it came from and the copy it became (``_rename_linked``): overlayfs copies such a file up as a file of its
+  own, so that the server could not otherwise tell a later write through the new name from a new file;
 * a directory: the thread renames it itself, with the caller's paths (read from ``/proc/<pid>/mem``) resolved
   from the caller's working directory or directory fds (``/proc/<pid>/cwd``, ``/proc/<pid>/fd/N``); where the
   overlay answers ``EXDEV``, it moves the tree the way ``mv`` does: a copy under a temporary name beside the
@@ -63,6 +66,13 @@ _moved: list[int] = []
 # acl.txt``: p.txt's, with its own ACL) from one rewritten in place (the same file, with its ACL), whatever bytes it
 # holds (red team 4 F1). A rename that failed, or a file renamed again, removed or replaced since, is not found.
 _renamed: list[tuple[bytes, int]] = []
+# This call's renamed files with several names (renamed by the handler itself: ``_rename_linked``), by their inode
+# number on the copy after the rename: the path each was renamed from, its inode number there (the project's file,
+# where the source had not been copied up yet: the server checks that against the real tree), and a descriptor that
+# holds the file (so that its number is not given to another file while the call runs: ``mv h1 n && rm n && echo x
+# > n`` would otherwise look the same at the end).
+_origins: dict[int, tuple[bytes, int, int]] = {}
+_HELD_MAX = 256  # files held so at most (past that, renamed as before: their later writes stay theirs alone)
 
 
 class _Arch:
@@ -213,6 +223,8 @@ class Handler:
                     other = os.stat(new, dir_fd=new_fd, follow_symlinks=False)
                     if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino) and flags in (0, _RENAME_EXCHANGE):
                         return 0
+                if stat.S_ISREG(st.st_mode) and st.st_nlink > 1 and not flags & _RENAME_EXCHANGE:
+                    return -_rename_linked(self.which, (old_fd, old), (new_fd, new), flags, st)
                 if stat.S_ISREG(st.st_mode):
                     _note_renamed(new_fd, new, st.st_ino)
                 raise _Skip  # files move on the overlay as they are
@@ -466,6 +478,35 @@ def _note_renamed(dirfd: int, path: bytes, ino: int) -> None:
     this thread sees it (the caller's view: the same mounts and root), and the name."""
     if len(_renamed) >= _MOVED_MAX:
         return
+    where = _where(dirfd, path)
+    if where is not None:
+        _renamed.append((where, ino))
+
+
+def _rename_linked(which: _Arch, old: tuple[int, bytes], new: tuple[int, bytes], flags: int,
+                   st: os.stat_result) -> int:  # fmt: skip
+    """Rename a file with several names (``st``, as the source looked) the way the kernel would, and note where it
+    went and what it was (``_origins``). On the overlay the rename copies it up as a file of its own (overlayfs
+    breaks the names of a file it copies up, and marks no origin then), so that a later write through the new name
+    (``mv h1 n && echo z >> n``) would look like a new file: the server is told it is the project's file, whose
+    other names natively get the write too (red team 11 F6). Returns 0 or the errno."""
+    source = _where(*old)
+    error = _renameat2(which, old[0], old[1], new[0], new[1], flags)
+    if error == 0 and source is not None and len(_origins) < _HELD_MAX:
+        with contextlib.suppress(OSError):
+            held = os.open(new[1], os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=new[0])
+            now = os.fstat(held)
+            if not stat.S_ISREG(now.st_mode) or now.st_ino in _origins:
+                os.close(held)  # (the first of a chain says where it came from)
+                return error
+            _origins[now.st_ino] = (source, st.st_ino, held)
+            _note_renamed(new[0], new[1], now.st_ino)
+    return error
+
+
+def _where(dirfd: int, path: bytes) -> bytes | None:
+    """``path`` as this thread sees it (the caller's view: the same mounts and root): its directory's absolute path
+    and its name; None when that cannot be said."""
     with contextlib.suppress(OSError):
         parent, name = _split(dirfd, path)
         try:
@@ -473,14 +514,17 @@ def _note_renamed(dirfd: int, path: bytes, ino: int) -> None:
         finally:
             os.close(parent)
         if where.startswith(b"/"):
-            _renamed.append((where.rstrip(b"/") + b"/" + name, ino))
+            return where.rstrip(b"/") + b"/" + name
+    return None
 
 
-def renamed(view: int) -> list[str]:
+def renamed(view: int) -> tuple[list[str], list[tuple[str, str, int]]]:
     """Where the regular files this call renamed are at its end: each noted path that holds the inode renamed there
-    (``_renamed``). ``view``: the root of the call's mount namespace (its copy is mounted there), walked without
-    following a link. Forgotten once said."""
+    (``_renamed``); and of those that were files with several names when first renamed (``_origins``), where each
+    is, where it came from and its inode number there. ``view``: the root of the call's mount namespace (its copy is
+    mounted there), walked without following a link. Forgotten once said."""
     said: list[str] = []
+    origins: list[tuple[str, str, int]] = []
     for path, ino in dict.fromkeys(_renamed):
         if len(said) >= _RENAMED_SAID:
             break  # bounded: the status line stays small (ACLs are judged without it: ``changes.steps``)
@@ -488,8 +532,15 @@ def renamed(view: int) -> list[str]:
             st = _lstat_beneath(view, path)
             if stat.S_ISREG(st.st_mode) and st.st_ino == ino:
                 said.append(os.fsdecode(path))
+                if ino in _origins:
+                    source, first, held = _origins[ino]
+                    if (os.fstat(held).st_dev, ino) == (st.st_dev, st.st_ino):  # the very file renamed there
+                        origins.append((os.fsdecode(path), os.fsdecode(source), first))
     _renamed.clear()
-    return said
+    for _source, _first, held in _origins.values():
+        os.close(held)
+    _origins.clear()
+    return said, origins
 
 
 def _lstat_beneath(top: int, path: bytes) -> os.stat_result:

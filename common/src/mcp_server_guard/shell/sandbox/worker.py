@@ -325,14 +325,15 @@ def _end(
     # while it runs, and may have emptied it.
     copy = stage.view.copy
     spare = copy if settled and spec["recycle"] and copy is not None and untouched(copy) else None
-    moved, renamed = renames.moved(), _renamed_in(stage)
+    moved, (renamed, origins) = renames.moved(), _renamed_in(stage)
     report(status, {"exit": exit_status, "settled": settled, **({"untouched": True} if spare else {}),
                     **({"stopped": stopped} if stopped else {}), **({"moved": moved} if moved else {}),
-                    **({"renamed": renamed} if renamed else {})})  # fmt: skip
+                    **({"renamed": renamed} if renamed else {}),
+                    **({"origins": origins} if origins else {})})  # fmt: skip
     return settled, spare, [stage.tid, handler.tid if handler is not None else None]
 
 
-def _renamed_in(stage: _Stage) -> list[str]:
+def _renamed_in(stage: _Stage) -> tuple[list[str], list[tuple[str, str, int]]]:
     """Where the regular files the call renamed are (``renames.renamed``), looked at in the call's mount namespace:
     its stage thread's, alive until the call is over."""
     try:
