@@ -533,7 +533,9 @@ def _delete(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
         if real is None:
             before = kept(history, op.entry) if run.replay else None
             if before is not None:  # deleted before a crash: recorded as it was done
-                group = (before.st_dev, before.st_ino) if stat.S_ISREG(before.st_mode) else ()
+                # (the file it was, not the history's copy of it: a file with other names is kept as a copy, and an
+                # undo makes the name one with them again only where its group is theirs)
+                group = kept_group(history, op.entry, before)
                 return [Applied(absolute, "delete", change.kind, before=op.entry, stays=staying, group=group,
                                 tree=stat.S_ISDIR(before.st_mode))]  # fmt: skip
             return []  # gone already: nothing to delete
