@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from support.differential import differential
+from support.differential import differential, undo_redo
+from support.fidelity import snapshot
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 OLD_NS = 1_000_000_000 * 10**9
@@ -52,3 +53,20 @@ async def test_one_call_over_files_with_several_names(workspace: Path, command: 
     found, out = await differential(workspace, setup, command)
     assert out["changes"]["conflicts"] == 0, str(out["changes"])
     assert not found, found
+
+
+async def test_a_shared_file_changed_then_renamed_lands_as_a_new_file_and_its_other_names_keep_their_bytes(
+    workspace: Path,
+) -> None:
+    """The documented limit (docs/shell_exec.md, hard links): overlayfs copied h1 up as a file of its own at the
+    write, so the rename that follows moves that copy; nothing is lost, nothing conflicts, undo is exact."""
+    found, out = await differential(workspace, setup, "echo z >> h1 && mv h1 n")
+    assert out["changes"]["conflicts"] == 0, str(out["changes"])
+    box = workspace / "p"
+    assert (box / "n").read_text() == "h\nz\n" and (box / "h2").read_text() == "h\n"
+    assert (box / "h2").stat().st_ino == (box / "d" / "h3").stat().st_ino != (box / "n").stat().st_ino
+    assert [f for f in found if not f.startswith(("h2:", "d/h3:", "hard links", "native output"))] == [], found
+    fresh = workspace.parent / "fresh"
+    fresh.mkdir()
+    setup(fresh)
+    assert undo_redo(str(out["auditId"]), box, snapshot(fresh), snapshot(box)) == []
