@@ -563,6 +563,20 @@ def test_attack_a_here_document_the_parser_ends_elsewhere_than_bash_is_undecidab
     assert verdict.action != "allow", (line, verdict)
 
 
+def _heredoc_descriptor_attacks() -> list[str]:
+    text = (Path(__file__).parent.parent / "corpus" / "heredoc_descriptor_attacks.json").read_text(encoding="utf-8")
+    return list(json.loads(text))
+
+
+@pytest.mark.parametrize("line", _heredoc_descriptor_attacks())
+def test_attack_a_here_document_on_another_descriptor_copied_to_stdin_is_no_script_argument(line: str) -> None:
+    # Red team 15 F4: tree-sitter gives `sh 3<<'EOF' <&3` the descriptor `3` as a child of the here-document, and the
+    # walker took it for a word of sh: `sh 3`, a script file, allowed, while bash ran the body from stdin.
+    verdict = DEFAULT.decide(line)
+    assert verdict.action != "allow", (line, verdict)
+    assert not any(c.split()[1:2] and c.split()[1].isdigit() for c in verdict.commands), verdict.commands
+
+
 @pytest.mark.parametrize("line", _continuation_attacks("heredoc_attacks.txt"))
 def test_attack_a_here_document_ends_where_bash_ends_it_and_its_substitutions_are_judged(line: str) -> None:
     # Red team 14: a delimiter assembled by a backslash-newline or written with quotes inside (`E''OF`), tabs `<<-`

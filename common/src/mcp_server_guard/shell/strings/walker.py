@@ -519,8 +519,10 @@ class _Walker:
                 self.walk(child, piped=True)
             elif child.type == "file_redirect":
                 self._redirect(child, owner)
-            elif child.type not in ("heredoc_end",):
-                self._extra_word(child, owner)  # `cat <<EOF -n y`: -n and y are cat's arguments
+            elif child.type not in ("heredoc_end", "file_descriptor"):
+                # `cat <<EOF -n y`: -n and y are cat's arguments; the descriptor of `3<<EOF` is none (it made
+                # `sh 3<<'EOF' <&3` the line `sh 3`, a script file, and its body unjudged: red team 15 F4)
+                self._extra_word(child, owner)
         # Threat: a body that ends where bash does not (a delimiter bash reads without its quotes, `E''OF`, `$"EOF"`,
         # `'E\F'`): a command after bash's end taken for data (red team 14 F2, 15 F1-F3). Where the parser's end is
         # not bash's, or a line of the body is bash's end, what runs is not known.
