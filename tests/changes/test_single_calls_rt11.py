@@ -40,7 +40,6 @@ def setup(root: Path) -> None:
         "printf X | dd of=d/img2 bs=1 seek=3000000 conv=notrunc status=none && rm sparse.img",
         "rm -r d && echo q >> h1",  # red team 11 F5: its own rewrite of d/h3 made its rm -r d a conflict
         "mv h1 n && echo z >> n",  # red team 11 F6: the rewrite of a renamed file landed under its new name only
-        "echo a >> h1 && ln h2 d/h4 && rm h2",
         "mv h2 d/n && echo z >> h1 && mv d/h3 m",
         "mv h1 n && mv n d/m && echo z >> d/m && ln d/m q",  # a chain of renames, then a write and a new name
         "mv h1 n && chmod 600 n",

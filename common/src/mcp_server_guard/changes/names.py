@@ -59,11 +59,11 @@ class _Name:
 
 @dataclass
 class _Taken:
-    """Names of a real file with several that the command renamed (``Names.moves``): the names taken away, and the
-    changes made names of it (each as it was before)."""
+    """Names of a real file with several that the command took over (``Names.moves``): for each name taken away,
+    the changes made names of the file there (each as it was before: index, change, whether in a tree it made)."""
 
-    olds: set[str] = field(default_factory=set)
-    changes: list[tuple[int, Change]] = field(default_factory=list)
+    olds: dict[str, list[tuple[int, Change]]] = field(default_factory=dict)
+    by_box: set[str] = field(default_factory=set)  # those taken over by names the box's tree moves made (renames)
 
 
 def _relinked(path: str, real: os.stat_result, link: str) -> Change:
@@ -181,26 +181,25 @@ class Names:
                     if other.index >= 0:
                         self.out[other.index] = replace(self.out[other.index], link=anchor.path)
                 continue
+            # A name the box's rename helper says the real file was renamed away from holds a new file of the
+            # command's, not the real file rewritten (``mv app.log app.log.1 && echo x >> app.log.1 && echo fresh >
+            # app.log``: red team 16 F2).
+            gone_from = self.renamed_away()
             for one in names:
                 linked = one.real is not None and one.real.st_nlink > 1 and not one.origin and one.index >= 0
-                if linked and one.real is not None and not self.renamed_here(one.path):
-                    wanted.setdefault(one.real.st_ino, []).append(one)
-                elif (came := self.came_from(one)) is not None:
+                if (came := self.came_from(one)) is not None:
                     wanted.setdefault(came.st_ino, []).append(replace(one, real=came))
+                elif linked and one.real is not None and not self.renamed_here(one.path) and one.path not in gone_from:
+                    wanted.setdefault(one.real.st_ino, []).append(one)
         moved, pending, reused = self.moves()
         for ino, taken in reused.items():
-            # Its bytes went to another name. Where that name is the one with new bytes, it was replaced (``mv h1 n
-            # && echo new > h1``); where the command rewrote it through a name it kept, the names it moved are
-            # names of the rewritten file, natively one inode (``mv h2 d/n && echo z >> h1``: red team 11 F6).
             kept_names = [n for n in wanted.get(ino, []) if n.path not in taken.olds]
             if not kept_names:
+                # Its bytes went to the name that has new ones: that name was replaced (``mv h1 n && echo new > h1``).
                 wanted.pop(ino, None)
                 continue
-            wanted[ino] = kept_names
-            moved -= taken.olds
-            pending.pop(ino, None)
-            for index, before in taken.changes:
-                self.out[index] = replace(before, link=kept_names[0].path)
+            wanted[ino] = kept_names  # rewritten through a name it kept: its other names get the new bytes
+            self.rewritten_taken(ino, taken, kept_names[0].path, moved, pending)
         shared: dict[int, list[int]] = {}  # files deleted or replaced that have other names: which stays, for undo
         created = {c.path: i for i, c in enumerate(self.out) if c.action == "create" and c.opaque}
         for index, change in enumerate(self.out):
@@ -271,8 +270,9 @@ class Names:
                     continue
                 del matches[position]  # one name of the real file taken over per name the command took away
                 taken = reused.setdefault(ino, _Taken())
-                taken.olds.add(old.path)
-                taken.changes.extend((n.index, self.out[n.index]) for n in names)
+                taken.olds.setdefault(old.path, []).extend((n.index, self.out[n.index]) for n in names)
+                if upper_ino in self.moved:
+                    taken.by_box.add(old.path)
                 if change.top:
                     pending.setdefault(ino, []).extend(n.index for n in names)
                     self.old_names.setdefault(ino, old.path)
@@ -292,22 +292,55 @@ class Names:
                 break
         return moved, pending, reused
 
+    def renamed_away(self) -> set[str]:
+        """Paths the box's rename helper says a real file with several names was renamed away from, and that no such
+        file was renamed to after (``mv h1 n && mv h2 h1``): what is there now is another file."""
+        return {source for path, (source, _ino) in self.origins.items() if path != source} - set(self.origins)
+
+    def rewritten_taken(self, ino: int, taken: _Taken, rewritten: str, moved: set[str],
+                        pending: dict[int, list[int]]) -> None:  # fmt: skip
+        """The names a real file rewritten through ``rewritten`` had taken over (``moves``). One the box's rename
+        helper says is a rename of it (``mv h2 d/n && echo z >> h1``: red team 11 F6) is a name of the rewritten
+        file, as natively. Any other is taken for a copy that kept the file's time (``cp -p h1 h1.bak && rm h1 &&
+        echo edited > h2``: the copy keeps the old bytes, red team 16 F1): the real file as it was goes there —
+        renamed, or, in a tree the command made, linked before anything is applied — while its other names get the
+        new bytes. Where the two cannot be told apart, both versions are kept; none is lost."""
+        for old, names in taken.olds.items():
+            if old in taken.by_box or any(self.origins.get(before.path, ("", 0))[1] == ino for _i, before in names):
+                moved.discard(old)
+                for index, before in names:
+                    self.out[index] = replace(before, link=rewritten, link_old=False, moved_from="")
+                if ino in pending:
+                    pending[ino] = [i for i in pending[ino] if all(i != index for index, _before in names)]
+            elif names and names[0][1].top:
+                for index, before in names:
+                    self.out[index] = replace(before, link=old, link_old=True)
+                if ino in pending:
+                    pending[ino] = [i for i in pending[ino] if all(i != index for index, _before in names)]
+        if ino in pending and not pending[ino]:
+            del pending[ino]
+
     def came_from(self, name: _Name) -> os.stat_result | None:
         """The real file with several names that a new file of the command's is, renamed and then changed (``mv h1 n
         && echo z >> n``: the box's rename handler said where it came from, ``Renamed.origins``): its other names
-        get the change too, as natively. Only where the real file is still at that name with the inode the copy
-        showed there (it was the project's file, not one the command made), the command took that name away, and
-        the file is not the real one as it was (that lands as a rename: ``moves``)."""
-        if name.real is not None or name.index < 0 or name.path not in self.origins:
+        get the change too, as natively — also where it was renamed over another file (``mv h1 o.txt && echo z >>
+        o.txt``). Only where the real file is still at that name with the inode the copy showed there (it was the
+        project's file, not one the command made), the command took that name away, and the file is not the real
+        one as it was — bytes, mode, attributes and time (that lands as a rename: ``moves``)."""
+        if name.index < 0 or name.path not in self.origins:
             return None
         source, ino = self.origins[name.path]
+        if name.real is not None and name.real.st_ino == ino and source != name.path:
+            return None  # a name of that very file (the rename did nothing natively)
         real = self.real_stat(source)
         if real is None or not stat.S_ISREG(real.st_mode) or real.st_ino != ino or real.st_nlink < 2:
             return None
-        if source not in self.touched or self.out[name.index].action != "create":
+        if source not in self.touched or self.out[name.index].action not in ("create", "modify"):
             return None
         upper = self.upper_stat(name.path)
-        if upper is None or self.same_file(name.path, source, upper):
+        if upper is None:
+            return None
+        if upper.st_mtime_ns == real.st_mtime_ns and self.same_file(name.path, source, upper):
             return None
         return real
 
@@ -390,9 +423,10 @@ class Names:
             # file natively: they get the new file too, and so do the new names made of them.
             kept = {name.path for names_of in self.inodes.values() for name in names_of
                     if name.index < 0 and name.real is not None and name.real.st_ino == ino}  # fmt: skip
+            away = self.renamed_away()
             for path in found[ino]:
-                if path in self.folded or (path in self.touched and path not in kept):
-                    continue  # the command changed that name itself
+                if path in self.folded or (path in self.touched and path not in kept) or path in away:
+                    continue  # the command changed that name itself (or renamed the file away from it)
                 if any(path.startswith(f"{tree}/") for tree in removed):
                     continue  # in a tree the command removed whole (``rm -r d && echo q >> h1``: red team 11 F5)
                 self.add(Change(path, "modify", "file", size=change.size, old_size=one.real.st_size, mode=change.mode,
@@ -455,7 +489,9 @@ class Names:
             upper = lstat(name, fd)
             if upper is None or not stat.S_ISREG(upper.st_mode):
                 return
-            own = Change(base.path, "meta", "file", mode=stat.S_IMODE(upper.st_mode), old_mode=base.old_mode,
+            # (what the file was: the real file's mode, also where the name is new — renamed there, ``came_from``)
+            was = stat.S_IMODE(rewritten.real.st_mode) if rewritten.real is not None else base.old_mode
+            own = Change(base.path, "meta", "file", mode=stat.S_IMODE(upper.st_mode), old_mode=was,
                          mtime_ns=upper.st_mtime_ns, old_mtime_ns=self.out[indexes[0]].old_mtime_ns,
                          xattrs=seen(at(fd, name)), old_xattrs=self.out[indexes[0]].old_xattrs)  # fmt: skip
             self.out.append(own)  # only to merge: taken away again below

@@ -496,11 +496,12 @@ def _rename_linked(which: _Arch, old: tuple[int, bytes], new: tuple[int, bytes],
         with contextlib.suppress(OSError):
             held = os.open(new[1], os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=new[0])
             now = os.fstat(held)
-            if not stat.S_ISREG(now.st_mode) or now.st_ino in _origins:
-                os.close(held)  # (the first of a chain says where it came from)
-                return error
-            _origins[now.st_ino] = (source, st.st_ino, held)
-            _note_renamed(new[0], new[1], now.st_ino)
+            if stat.S_ISREG(now.st_mode) and now.st_ino not in _origins:
+                _origins[now.st_ino] = (source, st.st_ino, held)
+            else:
+                os.close(held)  # (the first of a chain says where it came from; this rename is noted all the same)
+            if stat.S_ISREG(now.st_mode):
+                _note_renamed(new[0], new[1], now.st_ino)
     return error
 
 

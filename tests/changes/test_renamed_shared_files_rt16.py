@@ -1,0 +1,94 @@
+"""Red team 16, on the box's rename helper saying where a renamed file with several names came from (07684f6): the
+file renamed and then changed lands under all its names as natively (chains, a link between renames, times only,
+over another file, renamed away and back, a mode set through another name), a copy that kept the file's time is
+never taken for a name of the file rewritten through another (F1: a backup lost its bytes), and a new file at the
+name a file was renamed away from is not that file (F2: log rotation). Each is compared with the same command run
+natively, then undone and redone."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from support.differential import differential, undo_redo
+from support.fidelity import snapshot
+
+pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
+OLD_NS = 1_000_000_000 * 10**9
+
+
+def setup(root: Path) -> None:
+    (root / "d").mkdir()
+    (root / "h1").write_text("important original\n")
+    os.link(root / "h1", root / "h2")
+    os.link(root / "h1", root / "d" / "h3")
+    (root / "o.txt").write_text("o\n")
+    for p in [root / "h1", root / "o.txt", root / "d", root]:
+        os.utime(p, ns=(OLD_NS, OLD_NS))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "mv h1 n && ln n x && mv n m && echo z >> m",  # a link made between two renames (the chain was lost)
+        "mv h1 n && touch -d @5 n",  # its time alone changed
+        "mv h1 o.txt && echo z >> o.txt",  # renamed over another file
+        "mv h1 n && echo z > n && mv n h1",  # renamed away and back
+        "mv h1 n && echo z >> n && mv h2 h1",
+        "mv h1 n && echo z >> n && chmod 600 h2",  # a mode set through a name it kept
+        "mv h1 n && cp -p n h1 && echo z >> n",  # a copy at the name it left keeps the old bytes
+        # F1: a copy that kept the file's time, then the name it was copied from removed, then an edit
+        "cp -p h1 h1.bak && rm h1 && echo edited > h2",
+        "cp -a h1 bak && rm h1 && echo z >> h2",
+        "mkdir e && cp -p h1 e/bak && rm h1 && echo edited > h2",
+    ],
+)
+async def test_a_renamed_or_copied_file_with_several_names_lands_as_natively(workspace: Path, command: str) -> None:
+    found, out = await differential(workspace, setup, command)
+    assert out["changes"]["conflicts"] == 0, str(out["changes"])
+    assert not found, found
+    for backup in ("h1.bak", "bak", "e/bak"):
+        if (workspace / "p" / backup).exists():
+            assert (workspace / "p" / backup).read_text() == "important original\n"
+
+
+def rotated(root: Path) -> None:
+    (root / "logs").mkdir()
+    (root / "app.log").write_text("line 1\n")
+    os.link(root / "app.log", root / "logs" / "current")
+    for p in [root / "app.log", root / "logs", root]:
+        os.utime(p, ns=(OLD_NS, OLD_NS))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "mv app.log app.log.1 && echo 'line 2' >> app.log.1 && echo fresh > app.log",
+        "mv app.log app.log.1 && echo fresh > app.log",
+    ],
+)
+async def test_a_new_file_at_the_name_a_log_was_rotated_from_is_not_the_log(workspace: Path, command: str) -> None:
+    found, out = await differential(workspace, rotated, command)
+    assert (workspace / "p" / "logs" / "current").read_text().startswith("line 1"), out["changes"]
+    assert not found, found
+
+
+async def test_a_name_made_by_ln_keeps_the_old_bytes_where_the_file_is_rewritten_through_another(
+    workspace: Path,
+) -> None:
+    """The documented limit (docs/shell_exec.md, hard links): `ln` is no rename the box sees, and such a name looks
+    the same on the copy as a copy that kept the file's time — taken for one, it keeps the old bytes (natively it
+    is a name of the rewritten file). Nothing conflicts, nothing is lost, undo is exact."""
+    found, out = await differential(workspace, setup, "echo a >> h1 && ln h2 d/h4 && rm h2")
+    box = workspace / "p"
+    assert out["changes"]["conflicts"] == 0, str(out["changes"])
+    assert (box / "h1").read_text() == (box / "d" / "h3").read_text() == "important original\na\n"
+    assert (box / "d" / "h4").read_text() == "important original\n"
+    assert [f for f in found if not f.startswith(("d/h4:", "hard links", "native output"))] == [], found
+    fresh = workspace.parent / "fresh"
+    fresh.mkdir()
+    setup(fresh)
+    assert undo_redo(str(out["auditId"]), box, snapshot(fresh), snapshot(box)) == []
