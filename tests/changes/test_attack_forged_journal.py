@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from mcp_server_guard.changes.apply import Applier
-from mcp_server_guard.changes.plan import JOURNALS, Applied, Op, Plan
+from mcp_server_guard.changes.journal import JOURNALS
+from mcp_server_guard.changes.plan import Applied, Op, Plan
 from mcp_server_guard.changes.recovery import recover
 from mcp_server_guard.files.history import HistoryStore
 from support.copies import Copy, overlays_work

@@ -254,7 +254,7 @@ def test_attack_an_eviction_during_an_undo_cannot_take_what_the_undo_puts_back(t
     # but read each journal's first line as JSON, and a sealed line is the plan, a tab and its seal — no journal
     # was understood. An undo whose own keep took the store over history_max_entries evicted the very pre-image it
     # was about to put back, and failed ("no history entry").
-    from mcp_server_guard.changes.plan import JOURNALS, Journal, journal_key
+    from mcp_server_guard.changes.journal import JOURNALS, Journal, journal_key
     from mcp_server_guard.files.calls import needed_by_journals
 
     history = tmp_path / "history"

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mcp_server_guard.changes.plan import journal_key
+from mcp_server_guard.changes.journal import journal_key
 
 __all__ = ["sealed", "write_sealed"]
 

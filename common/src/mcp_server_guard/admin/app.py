@@ -355,7 +355,7 @@ def undo(
 ) -> None:
     from mcp_server_guard.audit import AuditLog, new_audit_id  # noqa: PLC0415 - only for this command
     from mcp_server_guard.changes.apply import Applier, NotApplied, UndoConflict  # noqa: PLC0415
-    from mcp_server_guard.changes.plan import JOURNALS  # noqa: PLC0415
+    from mcp_server_guard.changes.journal import JOURNALS  # noqa: PLC0415
     from mcp_server_guard.changes.recovery import recover  # noqa: PLC0415
 
     stores = _history_stores(history_dir)

@@ -48,6 +48,7 @@ from typing import Any
 from mcp_server_guard import faults
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, ROOT, ChangeSet, DirTime
 from mcp_server_guard.changes.escapes import marked, note_landed
+from mcp_server_guard.changes.journal import JOURNALS, Done, Journal, Replay, journal_key
 from mcp_server_guard.changes.nofollow import (
     DIR,
     Changed,
@@ -59,19 +60,7 @@ from mcp_server_guard.changes.nofollow import (
     syncfs,
 )
 from mcp_server_guard.changes.pins import NAME_STEPS, adopt
-from mcp_server_guard.changes.plan import (
-    JOURNALS,
-    Applied,
-    Conflict,
-    Done,
-    Journal,
-    Op,
-    Outcome,
-    Plan,
-    Replay,
-    journal_key,
-    steps_for,
-)
+from mcp_server_guard.changes.plan import Applied, Conflict, Op, Outcome, Plan, steps_for
 from mcp_server_guard.changes.revert import UNDO_STEPS, as_left, names_in_roots, put_back_since
 from mcp_server_guard.changes.revert import root_of as _root_of
 from mcp_server_guard.changes.room import apply_room, undo_room
@@ -135,7 +124,7 @@ class Applier:
 
     @functools.cached_property
     def key(self) -> bytes:
-        """What seals this history's journals (``changes.plan.journal_key``)."""
+        """What seals this history's journals (``changes.journal.journal_key``)."""
         return journal_key(self.history.directory)
 
     # -- apply ---------------------------------------------------------------------------------------

@@ -1,5 +1,4 @@
-"""An apply's plan, as data: the steps made from a change set, what each step did, and the journal that keeps both
-on disk until the apply is finished.
+"""An apply's plan, as data: the steps made from a change set, and what each step did.
 
 The plan (:func:`steps_for`) changes the metadata of what stays first (modes, times, attributes: judged against
 the tree as the command found it, before any of our own steps touches it), makes new names of real files as they
@@ -7,29 +6,16 @@ are (each before the path it is made of is replaced; in the command's trees too,
 the real files that moved whole, places trees and files (in the order the reader found them: parents before
 children), makes new names of what it placed (hard links), deletes, and last puts back the modification
 times the command left on the directories it touched. An entry inside a tree that moves whole is no step of its
-own. Before the first change the whole plan is written to ``.journal/apply-<auditId>.json`` in the history store
-(fsynced, locked for as long as its process applies: :class:`Journal`); each finished step appends a line with
-what it applied (:class:`Applied`) and its conflicts (:class:`Conflict`), read back by :func:`read_journal` when a
-dead server's apply is finished. An undo's plan has the same shape (its steps made by ``Applier.undo``).
+own. Before the first change the whole plan is written to the apply's journal (``changes.journal``); each
+finished step appends a line with what it applied (:class:`Applied`) and its conflicts (:class:`Conflict`). An
+undo's plan has the same shape (its steps made by ``Applier.undo``).
 
-Every line of a journal is sealed: an HMAC-SHA256, with a key only the servers of the user read (``.key`` in the
-history store: hidden from every server's commands, never inside a root), over the line and the seal of the line
-before it (the first over the journal's name). Threat: a journal forged or spliced by someone who could write the
-history store (a command of another server whose root holds it) that the next start would finish: a line whose
-seal does not check is not ours, and its journal is left alone.
-
-Not here: running a step against the real tree (``changes.steps``), nor the run and the recovery themselves
-(``changes.apply``).
+Not here: the journal and its seals (``changes.journal``), running a step against the real tree
+(``changes.steps``), nor the run and the recovery themselves (``changes.apply``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import fcntl
-import hashlib
-import hmac
-import json
 import logging
 import os
 import posixpath
@@ -42,71 +28,18 @@ from mcp_server_guard.changes.changeset import Change, ChangeSet, DirTime
 from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, lstat_beneath, parent
 from mcp_server_guard.changes.xattrs import Xattrs, acls, at
 from mcp_server_guard.files.history import HistoryStore
-from mcp_server_guard.files.kept import fsync_dir, write_all
-from mcp_server_guard.paths import private_dirs
 
 log = logging.getLogger("mcp_server_guard.changes")
 
 __all__ = [
-    "JOURNALS",
     "Applied",
     "Conflict",
-    "Done",
-    "Journal",
     "Op",
     "Outcome",
     "Plan",
-    "Replay",
-    "journal_key",
-    "read_journal",
     "steps_for",
     "xattrs_of",
 ]
-
-JOURNALS = ".journal"  # the apply journals, in the history store
-KEY = ".key"  # in the history store: what seals the journals
-_KEY_BYTES = 32
-
-
-def journal_key(history_dir: Path) -> bytes:
-    """The key that seals the journals of this history store (made once, 0600, never followed through a link)."""
-    path = history_dir / KEY
-    for _ in range(3):
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except FileNotFoundError:
-            private_dirs(history_dir)
-            temp = history_dir / f".key.{os.getpid()}.tmp"
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            try:
-                write_all(fd, os.urandom(_KEY_BYTES))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            with contextlib.suppress(FileExistsError):
-                os.link(temp, path)  # never over a key another server made meanwhile
-                fsync_dir(history_dir)
-            temp.unlink(missing_ok=True)
-            continue
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-                raise OSError(errno.EPERM, f"{path} is not a private file of this user")
-            key = os.read(fd, _KEY_BYTES + 1)
-        finally:
-            os.close(fd)
-        if len(key) != _KEY_BYTES:
-            raise OSError(errno.EINVAL, f"{path} is not a journal key")
-        return key
-    raise OSError(errno.EAGAIN, f"cannot make {path}")
-
-
-def _seal(key: bytes, before: bytes, payload: bytes) -> bytes:
-    return hmac.new(key, before + b"\n" + payload, hashlib.sha256).hexdigest().encode()
-
-
-def _first(path: Path) -> bytes:
-    return path.name.encode("utf-8", "surrogateescape")
 
 
 @dataclass(frozen=True)
@@ -266,56 +199,6 @@ class Plan:
         plan = cls(str(data["audit_id"]), int(data["started_ns"]), tuple(Op.of(op) for op in data["ops"]),
                    dict(data.get("what") or {}))  # fmt: skip
         return plan, {str(k): int(v) for k, v in dict(data.get("baseline") or {}).items()}
-
-
-class Journal:
-    """The plan of one apply, and the steps done so far (see the module docstring): each line sealed."""
-
-    def __init__(self, path: Path, fd: int, key: bytes, last: bytes) -> None:
-        self.path, self.fd, self.key, self.last = path, fd, key, last
-
-    @classmethod
-    def create(cls, directory: Path, audit_id: str, plan: dict[str, Any], key: bytes) -> Journal:
-        private_dirs(directory)
-        path = directory / f"apply-{audit_id}.json"
-        # Written whole under a temp name, then renamed: a journal that exists names its whole plan (and is locked).
-        temp = directory / f".apply-{audit_id}.{os.getpid()}.tmp"
-        fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        journal = cls(path, fd, key, _first(path))
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            write_all(fd, journal._line(plan))
-            os.fsync(fd)
-            os.rename(temp, path)
-            fsync_dir(directory)
-        except BaseException:
-            os.close(fd)
-            temp.unlink(missing_ok=True)
-            raise
-        return journal
-
-    def _line(self, data: dict[str, Any]) -> bytes:
-        payload = json.dumps(data, ensure_ascii=False).encode("utf-8", "surrogateescape")
-        self.last = _seal(self.key, self.last, payload)
-        return payload + b"\t" + self.last + b"\n"
-
-    def done(self, index: int, records: list[Applied], conflicts: list[Conflict], *, back: bool = False) -> None:
-        """Step ``index`` is done (of the rollback, ``back``): what it applied and its conflicts. Not fsynced: a
-        kill leaves it in the page cache; a power cut may lose it, and the step, found done, is recorded again."""
-        line = {"back" if back else "done": index, "applied": [a.record() for a in records],
-                "conflicts": [c.json() for c in conflicts]}  # fmt: skip
-        with contextlib.suppress(OSError):
-            os.write(self.fd, self._line(line))
-
-    def rollback(self, plan: dict[str, Any], why: str) -> None:
-        """From here on the run goes back: ``plan`` undoes what was done (fsynced before its first step, so a
-        crash never finishes a run that was being rolled back)."""
-        write_all(self.fd, self._line({"rollback": plan, "why": why}))
-        os.fsync(self.fd)
-
-    def close(self) -> None:
-        self.path.unlink(missing_ok=True)
-        os.close(self.fd)
 
 
 def steps_for(
@@ -554,56 +437,3 @@ def _gone_above(upper: str, rel: str) -> bool:
         if not stat.S_ISDIR(st.st_mode):
             return False
     return False
-
-
-Done = dict[int, tuple[list[Applied], list[Conflict]]]
-
-
-@dataclass
-class Replay:
-    """A journal read back (:func:`read_journal`)."""
-
-    plan: dict[str, Any] | None = None  # None: torn before it was whole (nothing was changed yet)
-    done: Done = field(default_factory=dict)
-    back: dict[str, Any] | None = None  # the rollback's plan, when the run was going back
-    back_done: Done = field(default_factory=dict)
-    why: str = ""  # why it was going back
-    last: bytes = b""  # the seal of the last line read: the next line's is made over it
-    untrusted: str = ""  # why the journal is not ours (a line whose seal does not check)
-
-
-def read_journal(lines: list[str], key: bytes, path: Path) -> Replay:
-    """A journal's lines read back: its plan, the steps done, and the rollback, if it was going back. Each line's
-    seal is checked: one torn by a crash (no seal, or cut) is skipped; a whole line whose seal does not check makes
-    the journal untrusted (``Replay.untrusted``), and nothing of it is taken."""
-    replay = Replay(last=_first(path))
-    for number, line in enumerate(lines):
-        payload, tab, seal = line.encode("utf-8", "surrogateescape").rpartition(b"\t")
-        if not tab or len(seal) != 64:
-            if number == 0:  # written whole before it got its name: never torn
-                replay.untrusted = "its plan is not sealed"
-                return replay
-            continue  # a torn line: that step is checked again
-        if not hmac.compare_digest(seal, _seal(key, replay.last, payload)):
-            replay.untrusted = f"line {number + 1} is not sealed by this history's key"
-            replay.plan = None
-            return replay
-        replay.last = seal
-        try:
-            data = json.loads(payload)
-            if number == 0:
-                replay.plan = dict(data)
-                continue
-            if "rollback" in data:
-                replay.back, replay.why = dict(data["rollback"]), str(data.get("why", ""))
-                continue
-            done = replay.back_done if "back" in data else replay.done
-            done[int(data["back" if "back" in data else "done"])] = (
-                [Applied.of(a) for a in data.get("applied", [])],
-                [Conflict.of(c) for c in data.get("conflicts", [])],
-            )
-        except (ValueError, KeyError, TypeError):
-            replay.untrusted = f"line {number + 1} is sealed but not a journal line"
-            replay.plan = None
-            return replay
-    return replay

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 
 from mcp_server_guard.changes.apply import Applier, NotApplied
 from mcp_server_guard.changes.changeset import ROOT
+from mcp_server_guard.changes.journal import JOURNALS, Journal, read_journal
 from mcp_server_guard.changes.pins import NAME_STEPS
-from mcp_server_guard.changes.plan import JOURNALS, Journal, Plan, read_journal
+from mcp_server_guard.changes.plan import Plan
 from mcp_server_guard.changes.revert import UNDO_STEPS
 from mcp_server_guard.changes.steps import APPLY_STEPS
 from mcp_server_guard.files.history import HistoryError, HistoryStore
