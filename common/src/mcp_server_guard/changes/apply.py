@@ -61,12 +61,13 @@ from mcp_server_guard.changes.nofollow import (
     syncfs,
 )
 from mcp_server_guard.changes.pins import NAME_STEPS, adopt
+from mcp_server_guard.changes.placing import place
 from mcp_server_guard.changes.plan import Applied, Conflict, Op, Outcome, Plan, steps_for
 from mcp_server_guard.changes.revert import UNDO_STEPS, as_left, put_back_since
 from mcp_server_guard.changes.revert import root_of as _root_of
 from mcp_server_guard.changes.room import apply_room, undo_room
 from mcp_server_guard.changes.run import Run
-from mcp_server_guard.changes.steps import APPLY_STEPS, copy_step, place, verb
+from mcp_server_guard.changes.steps import APPLY_STEPS, copy_step, verb
 from mcp_server_guard.changes.undoing import kept_as_before, named_files, reverse_ops
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.treelock import TreeBusy, breathe, tree_lock

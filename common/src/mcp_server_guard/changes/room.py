@@ -16,8 +16,8 @@ from typing import Any
 from mcp_server_guard.changes.changeset import ChangeSet
 from mcp_server_guard.changes.effects import Judgement
 from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, parent
+from mcp_server_guard.changes.placing import MERGE_ENTRIES
 from mcp_server_guard.changes.plan import Op
-from mcp_server_guard.changes.steps import MERGE_ENTRIES
 from mcp_server_guard.changes.xattrs import Xattrs
 from mcp_server_guard.files.calls import encoded_size
 from mcp_server_guard.files.history import HistoryError, HistoryStore

@@ -3,10 +3,10 @@
 
 The metadata of what stays (``meta``: mode, modification time, ``user.*`` attributes), a real file renamed whole
 (``move``), a file, symlink or whole directory tree of the command's renamed into place (``tree``, ``place``;
-merged entry by entry where a directory appeared meanwhile), a running job's copied (``copy``), a new name of a
-file (``link``), a deletion (``delete``), and a directory's modification time put back as the command left it
-(``times``). What a step replaces or deletes goes to the history store under the call's audit id first; what
-lands in the real tree carries none of overlayfs's bookkeeping (``changes.xattrs``).
+merged entry by entry where a directory appeared meanwhile: ``changes.placing``), a running job's copied
+(``copy``), a new name of a file (``link``), a deletion (``delete``), and a directory's modification time put
+back as the command left it (``times``). What a step replaces or deletes goes to the history store under the
+call's audit id first; what lands in the real tree carries none of overlayfs's bookkeeping (``changes.xattrs``).
 
 A path someone changed since the command started is a :class:`~mcp_server_guard.changes.plan.Conflict`: the
 command's version goes beside it, or the step is skipped; nothing of the real tree is overwritten. Every path is
@@ -24,13 +24,10 @@ import stat
 
 from mcp_server_guard import faults
 from mcp_server_guard.changes import name_changes
-from mcp_server_guard.changes.changeset import MADE, Change, walk_real
+from mcp_server_guard.changes.changeset import MADE, Change
 from mcp_server_guard.changes.nofollow import (
-    DIR,
     Changed,
-    beside_name,
     copy_beside,
-    free_name_beside,
     held,
     identity,
     lstat_at,
@@ -46,7 +43,6 @@ from mcp_server_guard.changes.xattrs import (
     Xattrs,
     acls_alike,
     at,
-    attribute_names,
     carried_by,
     default_acl,
     kept_in_place,
@@ -58,12 +54,22 @@ from mcp_server_guard.changes.xattrs import (
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind
 
-__all__ = ["APPLY_STEPS", "change_of", "copy_step", "half_set", "kept", "place"]
+__all__ = [
+    "APPLY_STEPS",
+    "change_of",
+    "copy_step",
+    "half_set",
+    "held_stat",
+    "kept",
+    "kept_already",
+    "kept_group",
+    "kept_own",
+]
 
 log = logging.getLogger("mcp_server_guard.changes")
 
 
-def _after(fd: int | None) -> os.stat_result | None:
+def held_stat(fd: int | None) -> os.stat_result | None:
     """A file held (``nofollow.held``) as a step left it."""
     return os.fstat(fd) if fd is not None else None
 
@@ -81,122 +87,7 @@ def _record(op: Op) -> Applied:
 # -- apply steps ---------------------------------------------------------------------------------------
 
 
-def _land_tree(dirfd: int, name: str, absolute: str, op: Op, run: Run, inherited: bytes | None = None) -> None:
-    """A tree of the command's made ready for the real tree (``xattrs.land``) before it moves: its top, and the
-    entries in it the reader found carrying attributes to take away (``op.marked``; the rest have none)."""
-    if _land(dirfd, name, run, (), inherited):
-        run.marked.append(absolute)
-    for path in op.marked:
-        inner = path[len(op.path) + 1 :]
-        with contextlib.suppress(Changed, OSError), parent(dirfd, f"{name}/{inner}") as (inner_dir, last):
-            _unshared_symlink(inner_dir, last)
-            if _land(inner_dir, last, run, (), inherited):
-                run.marked.append(posixpath.join(absolute, inner))
-
-
-def _land(dirfd: int, name: str, run: Run, keep: Xattrs, inherited: bytes | None) -> bool:
-    """``xattrs.land`` once per inode: another name of one landed already (``ln d/m m2 && mv d d2``) carries the
-    project's own attributes under their real names by now, which landing it again would take away."""
-    st = lstat_at(name, dirfd)
-    if st is not None and not stat.S_ISDIR(st.st_mode) and st.st_nlink > 1:
-        if (st.st_dev, st.st_ino) in run.landed:
-            return any(n.startswith("user.overlay.") for n in attribute_names(dirfd, name))  # the escapes see it
-        run.landed.add((st.st_dev, st.st_ino))
-    return land(at(dirfd, name), keep, run.carried, inherited=inherited)
-
-
-def _unshared_symlink(dirfd: int, name: str) -> None:
-    """A symlink of the command's tree that is also a name of another entry of the copy (``ln link n/l2``: GNU ``ln``
-    links the symlink itself) is made a symlink of its own before the tree lands: else taking the copy away after
-    the call changes its ctime, and undo would take that for a later change."""
-    st = lstat_at(name, dirfd)
-    if st is None or not stat.S_ISLNK(st.st_mode) or st.st_nlink < 2:
-        return
-    temp = f".{name[:64]}.mcp-guard-ln.tmp"
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(temp, dir_fd=dirfd)
-    os.symlink(os.readlink(name, dir_fd=dirfd), temp, dir_fd=dirfd)
-    os.utime(temp, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=dirfd, follow_symlinks=False)
-    os.rename(temp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
-
-
-def place(
-    history: HistoryStore, op: Op, root: int, upper: int, run: Run, absolute: str
-) -> tuple[list[Applied], list[Conflict]]:
-    """A file, symlink, FIFO or whole directory tree of the command's, into the real tree."""
-    change = change_of(op)
-    left = run.baseline.get(absolute)
-    with contextlib.ExitStack() as stack:
-        src_dir, name = stack.enter_context(parent(upper, op.path))
-        ours = lstat_at(name, src_dir)
-        dst_dir, _ = stack.enter_context(parent(root, op.path))
-        if ours is None:
-            # Placed before a crash: nothing but this step takes an entry out of a dead command's copy.
-            return _placed_before(history, op, change, dst_dir, name, run, absolute) if run.replay else ([], [])
-        real = lstat_at(name, dst_dir)
-        tree = stat.S_ISDIR(ours.st_mode)
-        if real is None and run.replay and kept(history, op.entry):
-            # What was there went into the history before a crash (a file replaced by a directory, or the reverse):
-            # the rest of the step is to do.
-            rename_at(src_dir, name, dst_dir, name, noreplace=True)
-            done = _placed(absolute, change, dst_dir, name, op.entry, tree)
-            run.placed[absolute] = (done.after[0], done.after[1]) if done.after else (0, 0)
-            return [done], []
-        replacing = real is not None and (change.opaque or stat.S_ISDIR(real.st_mode) != tree)
-
-        def aside(why: str) -> tuple[list[Applied], list[Conflict]]:
-            run.failed.add(absolute)
-            return _aside(src_dir, name, dst_dir, absolute, run.audit_id, why, tree)
-
-        inherited = default_acl(dst_dir) if real is None else None  # a new entry takes its directory's default ACL
-        if tree:
-            _land_tree(src_dir, name, absolute, op, run, inherited)
-        else:
-            keep = _kept_own(change, real, dst_dir, src_dir, name)
-            if _land(src_dir, name, run, keep, inherited):
-                run.marked.append(absolute)
-        if real is None:
-            if change.action == "modify" or change.gone or left is not None:
-                return aside("it was deleted meanwhile")
-            try:
-                rename_at(src_dir, name, dst_dir, name, noreplace=True)
-            except FileExistsError:
-                return aside("it was created meanwhile")
-            done = _placed(absolute, change, dst_dir, name, "", tree)
-            run.placed[absolute] = (done.after[0], done.after[1]) if done.after else (0, 0)
-            return [done], []
-        if tree and not replacing:
-            if _entries_over(src_dir, name, MERGE_ENTRIES):
-                # Threat: a record of one line per merged entry, more than the history was reckoned for (the
-                # call's record counts at most MERGE_ENTRIES lines for a new tree): a larger one goes beside.
-                return aside("it was created meanwhile")
-            return _merge(src_dir, name, dst_dir, absolute, run.audit_id)
-        if change.action == "create" and not replacing and left is None:
-            return aside("it was created meanwhile")
-        try:
-            if not _kept_already(history, op.entry, real):
-                counted = run.unchanged(dst_dir, name, real, absolute)
-            else:
-                counted = (0, 0)  # linked into the history before a crash (which changed its ctime): ours
-            thin_like((src_dir, name), ours, (dst_dir, name), real)
-            with held(dst_dir, name, real) as fd:
-                entry = history.keep(
-                    dst_dir, name, absolute, run.audit_id, move=replacing, entry_id=op.entry, durable=False,
-                    tree=counted, links=run.tree_links.get(absolute),
-                )  # fmt: skip
-                faults.point(f"place {absolute}")
-                rename_at(src_dir, name, dst_dir, name, noreplace=replacing)
-                run.named(real, _after(fd))
-        except Changed as exc:
-            return aside(str(exc))
-        group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
-        stays = posixpath.join(op.root, change.stays) if change.stays else ""
-        done = _placed(absolute, change, dst_dir, name, entry.id, tree, group, stays)
-        run.placed[absolute] = (done.after[0], done.after[1]) if done.after else (0, 0)
-        return [done], []
-
-
-def _kept_own(change: Change, real: os.stat_result | None, dst_dir: int, src_dir: int, name: str) -> Xattrs:
+def kept_own(change: Change, real: os.stat_result | None, dst_dir: int, src_dir: int, name: str) -> Xattrs:
     """What the command's file keeps of the real file's own overlay attributes and ACLs: in place (a copy-up), what
     ``kept_in_place`` says; a new file of that name (``rm m; echo > m``) none, as natively, nor another file renamed
     over it (``mv -f a m``: red team 40s, it brings its own). Threat: a file put at its name where no rename note
@@ -233,118 +124,13 @@ def kept_group(history: HistoryStore, entry_id: str, now: os.stat_result | None)
     return (now.st_dev, now.st_ino)
 
 
-def _placed_before(
-    history: HistoryStore, op: Op, change: Change, dst_dir: int, name: str, run: Run, absolute: str
-) -> tuple[list[Applied], list[Conflict]]:
-    """A place step a crash cut after its rename: recorded as it would have been (beside what is there, when it
-    was set aside)."""
-    beside = beside_name(name, run.audit_id)
-    aside = lstat_at(beside, dst_dir)
-    if aside is not None:
-        where = posixpath.join(posixpath.dirname(absolute), beside)
-        record = Applied(where, "create", "dir" if stat.S_ISDIR(aside.st_mode) else "file", after=identity(aside),
-                         tree=stat.S_ISDIR(aside.st_mode))  # fmt: skip
-        return [record], [Conflict(absolute, f"it changed meanwhile: the command's version is beside it, as {beside}")]
-    real = lstat_at(name, dst_dir)
-    if real is None:
-        return [], []
-    before = kept(history, op.entry)
-    group = kept_group(history, op.entry, before)
-    if len(group) == 2:
-        run.ours.add((group[0], group[1]))  # its other names' ctime changed with this step's rename: ours
-    stays = posixpath.join(op.root, change.stays) if change.stays else ""
-    done = _placed(absolute, change, dst_dir, name, op.entry if before is not None else "", stat.S_ISDIR(real.st_mode),
-                   group, stays)  # fmt: skip
-    run.placed[absolute] = (real.st_dev, real.st_ino)
-    return [done], []
-
-
-def _kept_already(history: HistoryStore, entry_id: str, real: os.stat_result) -> bool:
+def kept_already(history: HistoryStore, entry_id: str, real: os.stat_result) -> bool:
     """Whether ``real`` is the very inode this step linked into the history (a step replayed after a crash)."""
     try:
         kept = os.lstat(history.directory / f"{entry_id}.data")
     except OSError:
         return False
     return (kept.st_dev, kept.st_ino) == (real.st_dev, real.st_ino)
-
-
-def _placed(
-    absolute: str,
-    change: Change,
-    dirfd: int,
-    name: str,
-    before: str,
-    tree: bool,
-    group: tuple[int, ...] = (),
-    stays: str = "",
-) -> Applied:
-    placed = lstat_at(name, dirfd)
-    after = identity(placed) if placed is not None else ()
-    return Applied(absolute, "modify" if before else "create", change.kind, before=before, after=after, tree=tree,
-                   group=group, stays=stays)  # fmt: skip
-
-
-MERGE_ENTRIES = 256  # entries of a new tree merged one by one into a directory made meanwhile, at most
-
-
-def _entries_over(dirfd: int, name: str, most: int) -> bool:
-    """Whether the directory ``name`` holds more than ``most`` entries (at any depth; no link followed)."""
-    fd = os.open(name, DIR | os.O_NOFOLLOW, dir_fd=dirfd)
-    budget = [most]
-    try:
-        for _entry in walk_real(fd, "", budget, ours=True):
-            pass
-    finally:
-        os.close(fd)
-    return budget[0] < 0
-
-
-def _merge(src_dir: int, name: str, dst_dir: int, absolute: str, audit_id: str) -> tuple[list[Applied], list[Conflict]]:
-    """A directory of the command's where the real tree has one now (made meanwhile): entry by entry."""
-    records: list[Applied] = []
-    conflicts: list[Conflict] = []
-    src = os.open(name, DIR | os.O_NOFOLLOW, dir_fd=src_dir)
-    dst = os.open(name, DIR | os.O_NOFOLLOW, dir_fd=dst_dir)
-    try:
-        with os.scandir(src) as entries:
-            names = sorted(e.name for e in entries)
-        for child in names:
-            ours = lstat_at(child, src)
-            if ours is None:
-                continue
-            path = posixpath.join(absolute, child)
-            real = lstat_at(child, dst)
-            if real is None:
-                rename_at(src, child, dst, child, noreplace=True)
-                placed = lstat_at(child, dst)
-                records.append(Applied(path, "create", "dir" if stat.S_ISDIR(ours.st_mode) else "file",
-                                       after=identity(placed) if placed else (),
-                                       tree=stat.S_ISDIR(ours.st_mode)))  # fmt: skip
-            elif stat.S_ISDIR(ours.st_mode) and stat.S_ISDIR(real.st_mode):
-                more, clashes = _merge(src, child, dst, path, audit_id)
-                records += more
-                conflicts += clashes
-            else:
-                _, clash = _aside(src, child, dst, path, audit_id, "it was created meanwhile",
-                                  stat.S_ISDIR(ours.st_mode))  # fmt: skip
-                conflicts += clash
-    finally:
-        os.close(src)
-        os.close(dst)
-    return records, conflicts
-
-
-def _aside(
-    src_dir: int, name: str, dst_dir: int, absolute: str, audit_id: str, why: str, tree: bool
-) -> tuple[list[Applied], list[Conflict]]:
-    """The command's version goes beside what is there now; nothing of the real tree is touched."""
-    beside = free_name_beside(name, audit_id, dst_dir)
-    rename_at(src_dir, name, dst_dir, beside, noreplace=True)
-    placed = lstat_at(beside, dst_dir)
-    where = posixpath.join(posixpath.dirname(absolute), beside)
-    record = Applied(where, "create", "dir" if tree else "file", after=identity(placed) if placed else (),
-                     tree=tree)  # fmt: skip
-    return [record], [Conflict(absolute, f"{why}: the command's version is beside it, as {beside}")]
 
 
 def _meta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
@@ -410,7 +196,7 @@ def _move(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         run.unchanged(src_dir, src_name, real, source)
         with held(src_dir, src_name, real) as fd:
             rename_at(src_dir, src_name, dst_dir, name, noreplace=True)
-            run.named(real, _after(fd))
+            run.named(real, held_stat(fd))
         run.placed[absolute] = (real.st_dev, real.st_ino)
         placed = lstat_at(name, dst_dir)
     return [Applied(absolute, "create", "file", moved_from=source, after=identity(placed) if placed else ())]
@@ -480,7 +266,7 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
             return _link_replacing(history, op, run, absolute, (src_dir, src_name, source), (dirfd, name), real)
         if change.action == "create" or stat.S_ISDIR(real.st_mode):
             raise Changed("it was created meanwhile")
-        if not _kept_already(history, op.entry, real):
+        if not kept_already(history, op.entry, real):
             run.unchanged(dirfd, name, real, absolute)
         linked = lstat_at(src_name, src_dir) or source
         os.link(src_name, temp, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
@@ -492,7 +278,7 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
                 faults.point(f"link {absolute}")
                 renamed = lstat_at(temp, dirfd) or linked  # (the file linked, as it is just before its rename)
                 os.rename(temp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
-                run.named(real, _after(fd))
+                run.named(real, held_stat(fd))
                 run.named(renamed, lstat_at(name, dirfd))
         except BaseException:
             with contextlib.suppress(OSError):
@@ -514,7 +300,7 @@ def _link_replacing(history: HistoryStore, op: Op, run: Run, absolute: str, sour
     with held(dirfd, name, real) as fd:
         entry = history.keep(dirfd, name, absolute, run.audit_id, move=True, entry_id=op.entry, durable=False,
                              tree=counted, links=run.tree_links.get(absolute))  # fmt: skip
-        run.named(real, _after(fd))
+        run.named(real, held_stat(fd))
     faults.point(f"link {absolute}")
     linked = lstat_at(src_name, src_dir) or source_st
     os.link(src_name, name, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
@@ -543,7 +329,7 @@ def _delete(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
         with held(dirfd, name, real) as fd:
             entry = history.keep(dirfd, name, absolute, run.audit_id, move=True, entry_id=op.entry, durable=False,
                                  tree=counted, links=run.tree_links.get(absolute))  # fmt: skip
-            run.named(real, _after(fd))
+            run.named(real, held_stat(fd))
         run.baseline.pop(absolute, None)
         run.baseline.pop(MADE + absolute, None)
     directory = stat.S_ISDIR(real.st_mode)
@@ -636,7 +422,7 @@ def copy_step(
                 raise Changed("a directory is there")
             if change.action == "create" and left is None:
                 raise Changed("it was created meanwhile")
-            if not _kept_already(history, op.entry, real):
+            if not kept_already(history, op.entry, real):
                 run.unchanged(dst_dir, name, real, absolute)
         temp = copy_beside(src_dir, name, ours, dst_dir, f".mcp-guard-{op.entry}.tmp")
         if temp is None:
@@ -647,7 +433,7 @@ def copy_step(
         try:
             # The project's own overlay attributes the job's file keeps or carried (stored escaped in its copy, which
             # the temporary copy does not hold): landed as data.
-            kept = (*_kept_own(change, real, dst_dir, src_dir, name), *carried_by(at(src_dir, name), run.carried))
+            kept = (*kept_own(change, real, dst_dir, src_dir, name), *carried_by(at(src_dir, name), run.carried))
             if not stat.S_ISLNK(ours.st_mode):
                 set_seen(at(dst_dir, temp), seen(at(src_dir, name)), ())
                 if land(at(dst_dir, temp), kept, run.carried, inherited=None if real else default_acl(dst_dir)):
