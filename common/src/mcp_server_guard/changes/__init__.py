@@ -3,10 +3,12 @@ writer, and undone on request.
 
 ``area`` (where the copies live), ``changeset`` (what a command changed, as data), ``upper`` (reading a copy's
 upper layer, with ``names`` for the names of one file), ``escapes`` (a project's own overlay attributes shown as
-they are), ``xattrs`` (attributes across the copy), ``effects`` (judging it, with
-``git_verdicts`` for git's own files and ``git_index`` for what git has), ``apply`` (applying, undoing, recovering
-after a crash: ``plan`` the steps and their journal, ``steps`` each step, ``nofollow`` the file operations they are
-made of) and ``transactions`` (one call's whole round).
+they are), ``xattrs`` (attributes across the copy), ``effects`` (judging it, with ``refusals`` for what is refused
+path by path and the modes a command grants, ``git_verdicts`` for git's own files and ``git_index`` for what git
+has), ``apply`` (applying, undoing, recovering after a crash: ``plan`` the steps, ``journal`` their sealed journal,
+``undoing`` an undo's steps, ``steps`` each step with ``placing`` for what lands whole, ``nofollow`` the file
+operations they are made of) and ``transactions`` (one call's whole round, with ``held`` for change sets waiting
+for a yes and ``results`` for what the result tells).
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ if TYPE_CHECKING:
     from mcp_server_guard.changes.changeset import Change, ChangeSet
     from mcp_server_guard.changes.effects import Judgement, judge
     from mcp_server_guard.changes.git_index import has_copy
+    from mcp_server_guard.changes.held import Held
     from mcp_server_guard.changes.nofollow import now_ns
     from mcp_server_guard.changes.recovery import recover
-    from mcp_server_guard.changes.transactions import Held, Settled, Transactions
+    from mcp_server_guard.changes.results import Settled
+    from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.changes.upper import read_upper
 
 _EXPORTS = {
@@ -32,9 +36,9 @@ _EXPORTS = {
     "Change": "changeset",
     "ChangeSet": "changeset",
     "CopyArea": "area",
-    "Held": "transactions",
+    "Held": "held",
     "Judgement": "effects",
-    "Settled": "transactions",
+    "Settled": "results",
     "Transactions": "transactions",
     "UndoConflict": "apply",
     "has_copy": "git_index",

@@ -10,7 +10,8 @@
 4. apply it through the one guarded writer (:mod:`changes.apply`), and remove the copy.
 
 Held change sets stay where they are (in this server's part of the area), bounded in number and bytes and
-dropped after ``held_seconds``; ``apply_held`` judges one again against the tree as it is then and applies it.
+dropped after ``held_seconds`` (``changes.held``); ``apply_held`` judges one again against the tree as it is then
+and applies it. What the result says became of the changes is ``changes.results``'s.
 """
 
 from __future__ import annotations
@@ -19,12 +20,8 @@ import contextlib
 import dataclasses
 import logging
 import os
-import secrets
 import stat
-import threading
-import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +39,12 @@ from mcp_server_guard.changes.changeset import (
     ChangeSet,
     Renamed,
     looked_under,
-    walk_real,
 )
-from mcp_server_guard.changes.effects import Counts, Judgement, judge, summary_line
+from mcp_server_guard.changes.effects import Judgement, judge
 from mcp_server_guard.changes.escapes import MARKS, Escapes
-from mcp_server_guard.changes.plan import Conflict, Outcome, live_waits
+from mcp_server_guard.changes.held import Held, HeldSets
+from mcp_server_guard.changes.plan import Outcome, live_waits
+from mcp_server_guard.changes.results import Settled, described, finished
 from mcp_server_guard.changes.room import kept
 from mcp_server_guard.changes.upper import judged_copy, read_upper
 from mcp_server_guard.files.treelock import TreeBusy, tree_lock
@@ -55,52 +53,13 @@ from mcp_server_guard.paths import printable
 from mcp_server_guard.policy import EffectsPolicy
 from mcp_server_guard.protected import Protection
 
-__all__ = ["Held", "Settled", "Transactions"]
+__all__ = ["Transactions"]
 
 _HUMAN = "human:elicitation"  # who decided, in the audit record (shell.approval's APPROVED_BY)
 log = logging.getLogger("mcp_server_guard.changes")
 
 # What a question to the person returns: True apply, False do not, None nobody answered.
 Ask = Callable[[str], Awaitable[bool | None]]
-_SHOWN_PATHS = 20
-
-
-@dataclass
-class Settled:
-    """What became of one call's changes."""
-
-    # applied, held, declined, unchanged, failed, none (no copy: the command wrote directly); waiting (a running
-    # job's changes that need the user's yes: asked when it ends)
-    transaction: str
-    summary: str = ""
-    counts: Counts = field(default_factory=Counts)
-    paths: list[tuple[str, str]] = field(default_factory=list)  # the first paths, with what happened to each
-    conflicts: list[Conflict] = field(default_factory=list)
-    refused: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
-    held: str = ""  # the id a later call applies or drops it by
-    asked: str = ""  # what the person was (or will be) asked
-    reason: str = ""  # why nothing was applied
-    undoable: bool = False  # applied, and the call has a record its undo plays back
-
-
-@dataclass
-class Held:
-    """A change set waiting for a person's answer in a later call."""
-
-    id: str
-    name: str  # the copy's name in the areas
-    audit_id: str  # of the call whose command made it
-    started_ns: int
-    shown: str  # the command, as shown
-    question: str
-    asks: list[str]  # the questions the person approves with a yes
-    summary: str
-    bytes: int
-    expires: float  # time.monotonic()
-    # A background job's: the paths as its looks left them (its own, never conflicts) — its end is then recorded
-    # under the job's id with its looks; and the upper inodes of names of linked files its tree moves made.
-    baseline: dict[str, int] = field(default_factory=dict)
-    moved: Renamed = NO_RENAMES
 
 
 @contextlib.contextmanager
@@ -111,27 +70,6 @@ def _tree_locked(sets: Sequence[ChangeSet]) -> Iterator[None]:
             yield
     except TreeBusy as exc:
         raise _Unjudged(str(exc)) from None
-
-
-def _kept_bytes(sets: Sequence[ChangeSet], limit: int) -> int:
-    """The disk the upper layers of ``sets`` take (walked by descriptor, no link followed), counted up to just
-    past ``limit``."""
-    total = 0
-    for changes in sets:
-        try:
-            fd = os.open(changes.upper, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            continue
-        try:
-            for _path, st in walk_real(fd, "", [MAX_ENTRIES], ours=True):
-                total += st.st_blocks * 512
-                if total > limit:
-                    return total
-        except OSError:
-            continue
-        finally:
-            os.close(fd)
-    return total
 
 
 def _mounted(path: str) -> tuple[int, int] | None:
@@ -180,8 +118,7 @@ class Transactions:
         self.area, self.applier, self.protection, self.policy = area, applier, protection, policy
         # an absolute path as the model (and a person) sees it
         self.display: Callable[[str], str] = lambda path: printable(display(path))
-        self._held: dict[str, Held] = {}
-        self._lock = threading.Lock()
+        self._held = HeldSets(policy, self.discard)  # change sets waiting for a yes in a later call
         self._remover = CopyRemover(self.discard)
         # the project's own overlay attributes, shown as they are: the walk for them starts now (with the server)
         self.escapes = Escapes(area.overlays(), applier.history.directory / MARKS)
@@ -333,13 +270,13 @@ class Transactions:
             return Settled("failed", reason=f"its changes could not be judged ({exc}); nothing applied")
         except NotApplied as exc:
             return Settled("failed", reason=_not_applied(exc))
-        settled = self._described(sets, judgement)
+        settled = described(sets, judgement, self.display)
         if outcome is not None:
-            return self._finished(settled, outcome, sets, judgement)
+            return finished(settled, outcome, sets, judgement, self.display)
         settled.asked = judgement.question
         answer = await ask(judgement.question) if ask is not None else None
         if answer is None and ask is None and hold:
-            held = self._hold(name, audit_id, started_ns, shown, judgement, sets)
+            held = self._held.hold(name, audit_id, started_ns, shown, judgement, sets)
             if held is not None:
                 held.baseline, held.moved = dict(baseline or {}), moved
             if held is None:  # alone more than may wait: said, never reported as waiting (it is gone)
@@ -428,13 +365,13 @@ class Transactions:
             return Settled("waiting", reason=f"its changes could not be applied now ({exc})")
         except NotApplied as exc:
             return Settled("waiting", reason=f"its changes could not be applied now ({_not_applied(exc)})")
-        settled = self._described(sets, judgement)
+        settled = described(sets, judgement, self.display)
         if outcome is None:
             settled.transaction = "waiting"
             settled.asked = judgement.question
             settled.reason = "they need the user's yes: asked when the job ends"
             return settled
-        settled = self._finished(settled, outcome, sets, judgement, waiting)
+        settled = finished(settled, outcome, sets, judgement, self.display, waiting)
         if waiting and not any(a.action != "times" for a in outcome.applied) and not outcome.conflicts:
             settled.transaction, settled.reason = "waiting", "judged and applied when the job ends"
         return settled
@@ -507,152 +444,25 @@ class Transactions:
             return Settled("failed", reason=f"its changes could not be judged ({exc}); nothing applied")
         except NotApplied as exc:
             return Settled("failed", reason=_not_applied(exc))
-        settled = self._described(sets, judgement)
+        settled = described(sets, judgement, self.display)
         if outcome is None:
             await anyio.to_thread.run_sync(self.discard, name)
             settled.transaction = "declined"
             settled.asked = judgement.question
             settled.reason = "the project changed while the user was asked, and these changes now ask something new"
             return settled
-        return self._finished(settled, outcome, sets, judgement)
-
-    def _described(self, sets: Sequence[ChangeSet], judgement: Judgement) -> Settled:
-        settled = self._listed(sets, judgement)
-        for path, keys in judgement.dropped_keys.items():
-            where = next((s.root for s in sets if (s.root, path) in judgement.rewritten), "")
-            shown = self.display(os.path.join(where, path))
-            settled.refused.append(
-                (shown, printable(f"applied without the keys that can make git run programs: {', '.join(keys)}"))
-            )
-        return settled
-
-    def _listed(self, sets: Sequence[ChangeSet], judgement: Judgement) -> Settled:
-        paths: list[tuple[str, str]] = []
-        refused: list[tuple[str, str]] = []
-        for changes in sets:
-            for change in changes.changes:
-                absolute = os.path.join(changes.root, change.path)
-                why = judgement.refused.get((changes.root, change.path))
-                if why is not None:
-                    top_why = judgement.refused.get((changes.root, change.top)) if change.top else None
-                    if top_why is None or why != top_why:  # listed, unless refused only as part of its tree
-                        refused.append((self.display(absolute), printable(why)))
-                    continue
-                if change.top or (change.kind == "dir" and change.action == "create" and not change.opaque):
-                    continue  # a new directory shows in what is made in it; a mode or attribute change does not
-                if len(paths) < _SHOWN_PATHS:
-                    paths.append((self.display(absolute) + ("/" if change.kind == "dir" else ""), change.action))
-            for path, names in changes.dropped:
-                # Threat: attributes overlayfs reads as its own, set on a project file, would make every later copy
-                # hide it or refuse to read it (and other overlays the user mounts).
-                why = ("access control lists a command sets are not applied: they grant what the mode does not show"
-                       if "posix_acl" in names else "overlayfs reads such attributes as its own")  # fmt: skip
-                refused.append((self.display(os.path.join(changes.root, path)), f"its {names} left out: {why}"))
-        return Settled("applied", judgement.summary, judgement.counts, paths, refused=refused)
-
-    def _finished(
-        self,
-        settled: Settled,
-        outcome: Outcome,
-        sets: Sequence[ChangeSet],
-        judgement: Judgement,
-        waiting: set[tuple[str, str]] | None = None,
-    ) -> Settled:
-        # What a conflict kept from landing (``rm -r d`` while someone else wrote in ``d``), or a job's look left
-        # for the job's end (``waiting``), is not in the summary.
-        skipped = {c.path for c in outcome.conflicts if c.skipped}
-        if waiting:
-            skipped |= {os.path.join(root, path) for root, path in waiting}
-            shown = {self.display(path) for path in skipped}
-            settled.paths = [(path, action) for path, action in settled.paths if path.rstrip("/") not in shown]
-        # A directory time not set (someone else changed the directory meanwhile: theirs is the later change) is not
-        # said to be set (red team 10 F4).
-        timed = {os.path.normpath(a.path) for a in outcome.applied if a.action == "times"}
-        unset = {
-            os.path.normpath(f"{s.root}/{t.path}") for s in sets for t in s.times if t.mtime_ns != t.old_mtime_ns
-        } - timed
-        if skipped or unset:
-            # (A mode change of a file with several names is one change: skipped for one name, skipped for all.)
-            files = {c.inode for s in sets for c in s.changes if c.inode and os.path.join(s.root, c.path) in skipped}
-            left = [
-                (s.root, c.path)
-                for s in sets
-                for c in s.changes
-                if os.path.join(s.root, c.path) in skipped
-                or (c.top and os.path.join(s.root, c.top) in skipped)
-                or (c.inode and c.inode in files)
-            ]
-            # (A directory time not set: someone else changed the directory meanwhile, red team 9 F4.)
-            untimed = [(s.root, t.path) for s in sets for t in s.times if os.path.normpath(f"{s.root}/{t.path}") in
-                       skipped | unset]  # fmt: skip
-            settled.summary, settled.counts = summary_line(sets, [*judgement.refused, *left], judgement.moved, untimed)
-        if not settled.paths:  # nothing but directories' times set on purpose (touch -d 2001-01-01 d): those
-            settled.paths = [(self.display(a.path) + "/", "meta") for a in outcome.applied
-                             if a.action == "times" and a.mtime_ns != a.old_mtime_ns][:_SHOWN_PATHS]  # fmt: skip
-        settled.conflicts = [Conflict(self.display(c.path), printable(c.what)) for c in outcome.conflicts]
-        settled.transaction = "applied"
-        settled.undoable = outcome.recorded
-        return settled
+        return finished(settled, outcome, sets, judgement, self.display)
 
     # -- held change sets --------------------------------------------------------------------------
 
-    def _hold(
-        self, name: str, audit_id: str, started_ns: int, shown: str, judgement: Judgement, sets: Sequence[ChangeSet]
-    ) -> Held | None:
-        """Keep the set waiting for a yes; None when the bounds drop it at once (it alone is over them)."""
-        held = Held(
-            id=f"c{secrets.token_hex(4)}",
-            name=name,
-            audit_id=audit_id,
-            started_ns=started_ns,
-            shown=shown,
-            question=judgement.question,
-            asks=list(judgement.asks),
-            summary=judgement.summary,
-            # Every byte the held copy keeps on disk (refused files, moved ones and all), not only what would land.
-            bytes=max(judgement.counts.bytes, _kept_bytes(sets, self.policy.held_max_bytes)),
-            expires=time.monotonic() + self.policy.held_seconds,
-        )
-        with self._lock:
-            self._held[held.id] = held
-            dropped = self._bound_held()
-        for old in dropped:
-            self.discard(old.name)
-        return None if held in dropped else held
-
-    def _bound_held(self) -> list[Held]:
-        """Drop what expired, then the oldest past the bounds; returns what was dropped (lock held)."""
-        now = time.monotonic()
-        dropped = [h for h in self._held.values() if h.expires <= now]
-        for held in dropped:
-            del self._held[held.id]
-        while self._held and (
-            len(self._held) > self.policy.held_max
-            or sum(h.bytes for h in self._held.values()) > self.policy.held_max_bytes
-        ):
-            oldest = min(self._held.values(), key=lambda h: h.expires)
-            dropped.append(self._held.pop(oldest.id))
-        return dropped
-
     def held(self, held_id: str) -> Held | None:
-        with self._lock:
-            dropped = self._bound_held()
-            found = self._held.get(held_id)
-        for old in dropped:
-            self.discard(old.name)
-        return found
+        return self._held.get(held_id)
 
     def all_held(self) -> list[Held]:
-        with self._lock:
-            dropped = self._bound_held()
-            found = list(self._held.values())
-        for old in dropped:
-            self.discard(old.name)
-        return found
+        return self._held.all()
 
     async def drop_held(self, held_id: str) -> Held | None:
-        with self._lock:
-            held = self._held.pop(held_id, None)
+        held = self._held.pop(held_id)
         if held is not None:
             await anyio.to_thread.run_sync(self.discard, held.name)
         return held
@@ -661,8 +471,7 @@ class Transactions:
         """Apply a held change set the person has just approved, judged again against the tree as it is now; it
         is recorded (and undone) under ``audit_id``, the call that applies it — a job's end whose looks applied
         something, under the job's id with them (one record, one undo)."""
-        with self._lock:
-            held = self._held.pop(held_id, None)
+        held = self._held.pop(held_id)
         if held is None:
             return Settled("failed", reason=f"no held change set {held_id} (applied, dropped or expired)")
         try:
@@ -676,6 +485,5 @@ class Transactions:
                                     held.baseline or None)  # fmt: skip
 
     def close(self) -> None:
-        with self._lock:
-            self._held.clear()
+        self._held.clear()
         self._remover.stop(timeout=5.0)

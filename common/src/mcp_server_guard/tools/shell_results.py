@@ -16,7 +16,7 @@ from mcp.types import ResourceLink
 from pydantic import BaseModel, Field
 
 from mcp_server_guard import audit
-from mcp_server_guard.changes.transactions import Settled
+from mcp_server_guard.changes.results import Settled
 from mcp_server_guard.paths import printable, readable
 from mcp_server_guard.serving.tools import ToolOutput
 from mcp_server_guard.shell.egress import Denied

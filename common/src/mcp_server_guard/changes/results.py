@@ -1,0 +1,120 @@
+"""What became of one call's changes, as its result tells it: :class:`Settled`, with the paths it changed, what was
+refused or left out, and the conflicts of its apply (``described``, then ``finished`` once the apply ran).
+
+Used by ``changes.transactions``, which settles each call's transaction.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from mcp_server_guard.changes.changeset import ChangeSet
+from mcp_server_guard.changes.effects import Counts, Judgement, summary_line
+from mcp_server_guard.changes.plan import Conflict, Outcome
+from mcp_server_guard.paths import printable
+
+__all__ = ["Settled", "described", "finished"]
+
+_SHOWN_PATHS = 20
+
+
+@dataclass
+class Settled:
+    """What became of one call's changes."""
+
+    # applied, held, declined, unchanged, failed, none (no copy: the command wrote directly); waiting (a running
+    # job's changes that need the user's yes: asked when it ends)
+    transaction: str
+    summary: str = ""
+    counts: Counts = field(default_factory=Counts)
+    paths: list[tuple[str, str]] = field(default_factory=list)  # the first paths, with what happened to each
+    conflicts: list[Conflict] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    held: str = ""  # the id a later call applies or drops it by
+    asked: str = ""  # what the person was (or will be) asked
+    reason: str = ""  # why nothing was applied
+    undoable: bool = False  # applied, and the call has a record its undo plays back
+
+
+def described(sets: Sequence[ChangeSet], judgement: Judgement, display: Callable[[str], str]) -> Settled:
+    """What became of a call's changes, as the result says it: the paths listed, and what was refused or left out."""
+    settled = _listed(sets, judgement, display)
+    for path, keys in judgement.dropped_keys.items():
+        where = next((s.root for s in sets if (s.root, path) in judgement.rewritten), "")
+        shown = display(os.path.join(where, path))
+        settled.refused.append(
+            (shown, printable(f"applied without the keys that can make git run programs: {', '.join(keys)}"))
+        )
+    return settled
+
+
+def _listed(sets: Sequence[ChangeSet], judgement: Judgement, display: Callable[[str], str]) -> Settled:
+    paths: list[tuple[str, str]] = []
+    refused: list[tuple[str, str]] = []
+    for changes in sets:
+        for change in changes.changes:
+            absolute = os.path.join(changes.root, change.path)
+            why = judgement.refused.get((changes.root, change.path))
+            if why is not None:
+                top_why = judgement.refused.get((changes.root, change.top)) if change.top else None
+                if top_why is None or why != top_why:  # listed, unless refused only as part of its tree
+                    refused.append((display(absolute), printable(why)))
+                continue
+            if change.top or (change.kind == "dir" and change.action == "create" and not change.opaque):
+                continue  # a new directory shows in what is made in it; a mode or attribute change does not
+            if len(paths) < _SHOWN_PATHS:
+                paths.append((display(absolute) + ("/" if change.kind == "dir" else ""), change.action))
+        for path, names in changes.dropped:
+            # Threat: attributes overlayfs reads as its own, set on a project file, would make every later copy
+            # hide it or refuse to read it (and other overlays the user mounts).
+            why = ("access control lists a command sets are not applied: they grant what the mode does not show"
+                   if "posix_acl" in names else "overlayfs reads such attributes as its own")  # fmt: skip
+            refused.append((display(os.path.join(changes.root, path)), f"its {names} left out: {why}"))
+    return Settled("applied", judgement.summary, judgement.counts, paths, refused=refused)
+
+
+def finished(
+    settled: Settled,
+    outcome: Outcome,
+    sets: Sequence[ChangeSet],
+    judgement: Judgement,
+    display: Callable[[str], str],
+    waiting: set[tuple[str, str]] | None = None,
+) -> Settled:
+    # What a conflict kept from landing (``rm -r d`` while someone else wrote in ``d``), or a job's look left
+    # for the job's end (``waiting``), is not in the summary.
+    skipped = {c.path for c in outcome.conflicts if c.skipped}
+    if waiting:
+        skipped |= {os.path.join(root, path) for root, path in waiting}
+        shown = {display(path) for path in skipped}
+        settled.paths = [(path, action) for path, action in settled.paths if path.rstrip("/") not in shown]
+    # A directory time not set (someone else changed the directory meanwhile: theirs is the later change) is not
+    # said to be set (red team 10 F4).
+    timed = {os.path.normpath(a.path) for a in outcome.applied if a.action == "times"}
+    unset = {
+        os.path.normpath(f"{s.root}/{t.path}") for s in sets for t in s.times if t.mtime_ns != t.old_mtime_ns
+    } - timed
+    if skipped or unset:
+        # (A mode change of a file with several names is one change: skipped for one name, skipped for all.)
+        files = {c.inode for s in sets for c in s.changes if c.inode and os.path.join(s.root, c.path) in skipped}
+        left = [
+            (s.root, c.path)
+            for s in sets
+            for c in s.changes
+            if os.path.join(s.root, c.path) in skipped
+            or (c.top and os.path.join(s.root, c.top) in skipped)
+            or (c.inode and c.inode in files)
+        ]
+        # (A directory time not set: someone else changed the directory meanwhile, red team 9 F4.)
+        untimed = [(s.root, t.path) for s in sets for t in s.times if os.path.normpath(f"{s.root}/{t.path}") in
+                   skipped | unset]  # fmt: skip
+        settled.summary, settled.counts = summary_line(sets, [*judgement.refused, *left], judgement.moved, untimed)
+    if not settled.paths:  # nothing but directories' times set on purpose (touch -d 2001-01-01 d): those
+        settled.paths = [(display(a.path) + "/", "meta") for a in outcome.applied
+                         if a.action == "times" and a.mtime_ns != a.old_mtime_ns][:_SHOWN_PATHS]  # fmt: skip
+    settled.conflicts = [Conflict(display(c.path), printable(c.what)) for c in outcome.conflicts]
+    settled.transaction = "applied"
+    settled.undoable = outcome.recorded
+    return settled
