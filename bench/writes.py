@@ -300,7 +300,7 @@ KEY_FUNCTIONS = {  # (file suffix, function name) -> label
     ("mcp_server_guard/files/writing.py", "write"): "Writer.write (guards, temp + fsync, link, dir fsync)",
     ("mcp_server_guard/files/writing.py", "_temp"): "Writer._temp (temp file write + fsync)",
     (
-        "mcp_server_guard/files/writing.py",
+        "mcp_server_guard/files/write_checks.py",
         "check_executable_content",
     ): "check_executable_content (libmagic on the head)",
     ("mcp_server_guard/audit.py", "to_json"): "AuditRecord.to_json (hashes the content)",

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from mcp_server_guard.errors import GuardError
-from mcp_server_guard.files.history import HistoryError, HistoryStore, NoRoom
+from mcp_server_guard.files.history import HistoryError, HistoryStore
+from mcp_server_guard.files.history_entries import NoRoom
 from mcp_server_guard.files.kept import disk_usage
-from mcp_server_guard.files.writing import check_executable_content
+from mcp_server_guard.files.write_checks import check_executable_content
 from mcp_server_guard.policy import load_policy
 from mcp_server_guard.protected import Protection
 from support import console_script

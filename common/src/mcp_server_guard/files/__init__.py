@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from mcp_server_guard.files.history import HistoryEntry, HistoryError, HistoryStore
+    from mcp_server_guard.files.history import HistoryError, HistoryStore
+    from mcp_server_guard.files.history_entries import HistoryEntry
     from mcp_server_guard.files.jail import Jail, Located, SymlinkMode
     from mcp_server_guard.files.journal import TempJournal, journal_dir, sweep_journals
     from mcp_server_guard.files.mime import Sniffed, mime_of, sniff
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from mcp_server_guard.files.writing import Writer, open_writer
 
 _EXPORTS = {
-    "HistoryEntry": "history",
+    "HistoryEntry": "history_entries",
     "HistoryError": "history",
     "HistoryStore": "history",
     "Jail": "jail",

@@ -26,47 +26,40 @@ import hashlib
 import logging
 import os
 import posixpath
-import re
 import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from mcp_server_guard import audit, faults, linux
-from mcp_server_guard.errors import GuardError, HostError, ResourceError, SecurityError
-from mcp_server_guard.files.history import CALLS, HistoryEntry, HistoryStore, NoRoom
+from mcp_server_guard import faults, linux
+from mcp_server_guard.errors import HostError, ResourceError, SecurityError
+from mcp_server_guard.files.history import HistoryStore
+from mcp_server_guard.files.history_entries import HistoryEntry
 from mcp_server_guard.files.jail import Jail, Located, check_regular, oserror_to_guard
 from mcp_server_guard.files.journal import TempJournal, Ticket, journal_dir, sweep_journals, temp_name
 from mcp_server_guard.files.kept import note_bounds, noted_bounds
-from mcp_server_guard.files.mime import mime_of
 from mcp_server_guard.files.reading import sha256_fd
 from mcp_server_guard.files.treelock import TreeBusy, flock_until, tree_lock
+from mcp_server_guard.files.write_checks import check_executable_content
+from mcp_server_guard.files.write_checks import check_hook_keys as _check_hook_keys
+from mcp_server_guard.files.write_records import WriteRecords
 from mcp_server_guard.git_dirs import makes_git_dir
 from mcp_server_guard.hook_configs import (
     MAX_PACKAGE_JSON,
-    UNREAD,
-    changed_hook_keys,
-    hook_texts,
     judged_manifest,
     judged_package_json,
-    manifest_hooks,
 )
-from mcp_server_guard.paths import printable
 from mcp_server_guard.policy import FileWritePolicy, Policy
 from mcp_server_guard.protected import Protection, protection_for
-from mcp_server_guard.python_startup import written_here
 
 log = logging.getLogger("mcp_server_guard")
 
 _EXEC_BITS = stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
 # How long a write waits for other writers of the same file before FILE_BUSY.
 BUSY_WAIT_S = 10.0
-# Bytes that never occur in text a model writes; their presence earns the full libmagic check.
-_BINARY_BYTES = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
 
 
 def _current_umask() -> int:
@@ -82,40 +75,6 @@ class WriteOutcome:
     sha256: str
     created: bool
     backup: str | None
-
-
-def check_executable_content(name: str, data: bytes, policy: FileWritePolicy) -> None:
-    """Refuse content that would make an executable: by extension, shebang or libmagic MIME type."""
-    lower = name.lower()
-    for ext in policy.denied_extensions:
-        if lower.endswith(ext):
-            raise SecurityError(
-                "EXECUTABLE_EXTENSION",
-                f"Files named '*{ext}' are executables and are not written here.",
-                "Write source or data files instead; running things is shell_exec's job, under its own policy.",
-            )
-    if data.startswith(b"#!"):
-        line = data[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
-        words = [w for w in line if not w.startswith("-") and "=" not in w]
-        interp = posixpath.basename(words[0]) if words else ""
-        if interp == "env" and len(words) > 1:
-            interp = posixpath.basename(words[1])
-        if interp in policy.shebang_interpreters:
-            raise SecurityError(
-                "EXECUTABLE_CONTENT",
-                f"The content starts with a '#!' line naming the shell '{interp}'.",
-                "Shell scripts are not written here; put the commands in a non-executable file or run them "
-                "with shell_exec.",
-            )
-    head = data[:8192]
-    # Defense in depth: text is checked with libmagic's built-in tests; anything binary-looking gets all of them.
-    mime = mime_of(head, full=bool(_BINARY_BYTES.search(head)))
-    if mime in policy.denied_mime_types:
-        raise SecurityError(
-            "EXECUTABLE_CONTENT",
-            f"The content is an executable ({mime}).",
-            "Executables are never written; write source code or data instead.",
-        )
 
 
 _ACLS = linux.ACL_NAMES
@@ -137,38 +96,6 @@ def _carry_attributes(old: int, dirfd: int, tmp: str) -> None:
                     os.setxattr(fd, name, os.getxattr(old, name))
         finally:
             os.close(fd)
-
-
-def _check_hook_keys(located: Located, old: bytes | None, data: bytes, dirfd: int) -> None:
-    """Threat: a package.json given git hook settings (``"lint-staged": {"*": "curl … | sh"}``): the user's next
-    ``git commit`` runs them outside any box; Python start-up code (``python_startup``): every start of that Python
-    runs it. shell_exec asks about such a change; file_write cannot ask, and refuses it (``hook_configs``). Any other
-    edit of the file is written."""
-    if judged_manifest(located.rel) and (manifest_hooks(data) or (old is not None and manifest_hooks(old))):
-        why: str | None = "a manifest holding scripts or git hook settings (read as a package.json): they run later"
-    else:
-        why = written_here(located.rel, data, dirfd)
-    if why:
-        raise SecurityError(
-            "PROTECTED_CONTENT",
-            f"'{located.given}' would be {why}, outside any box.",
-            "Leave Python's start-up files as installers write them; put the code in a module the project imports.",
-        )
-    if not judged_package_json(located.rel):
-        return
-    if (keys := changed_hook_keys(old, data, hook_texts(dirfd))) == [UNREAD]:
-        raise SecurityError(
-            "PROTECTED_CONTENT",
-            f"'{located.given}' is not JSON as written (or is 4 MiB or more): what git hooks it sets cannot be told.",
-            "Write valid JSON (no comments, no trailing commas), keeping its git hook keys as they are.",
-        )
-    if keys:
-        raise SecurityError(
-            "PROTECTED_CONTENT",
-            f"'{located.given}' would change what git hooks run ({', '.join(keys)}): they run at the user's next "
-            "git commit, outside any box.",
-            "Leave those keys as they are (edit the rest of the file), or ask the user to change them by hand.",
-        )
 
 
 class _FileLocks:
@@ -202,7 +129,7 @@ class _FileLocks:
                     self._locks[key] = (lock, users - 1)
 
 
-class Writer:
+class Writer(WriteRecords):
     """Everything file_write (and ``mcp-guard history restore``) does, behind the guards."""
 
     def __init__(
@@ -396,18 +323,6 @@ class Writer:
         if self.journal is not None:
             self.journal.done(ticket)
 
-    @staticmethod
-    def _write_error(exc: OSError, located: Located) -> GuardError:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            return ResourceError(
-                "DISK_FULL",
-                f"No space left to write '{located.given}'; the previous content is untouched.",
-                "Free some space or write less.",
-            )
-        if exc.errno == errno.EFBIG:
-            return ResourceError("CONTENT_TOO_LARGE", "The file system refused a file this large.", "Write less.")
-        return oserror_to_guard(exc, located.given)
-
     @contextlib.contextmanager
     def _landing(self, located: Located, dirfd: int, name: str, deadline: float) -> Iterator[None]:
         """The moment the new content takes the name: checked again and done with no other server's apply or
@@ -556,102 +471,6 @@ class Writer:
         return not exact or (now.st_size, now.st_mtime_ns, now.st_ctime_ns) == (st.st_size, st.st_mtime_ns,
                                                                                 st.st_ctime_ns)  # fmt: skip
 
-    def _record(
-        self, located: Located, dirfd: int, temp: str, name: str, action: str, before: str, digest: str,
-        only: bool = False,
-    ) -> tuple[str, dict[str, Any]] | None:  # fmt: skip
-        """The call's record, written (``pending``) before the new content takes the name, so that a write killed
-        at any point leaves one ``mcp-guard undo`` finds: it undoes the write only where the name holds what
-        ``after`` says (the temp file's inode, which the rename or link keeps)."""
-        record = audit.current()
-        if record is None:
-            return None
-        st = os.stat(temp, dir_fd=dirfd, follow_symlinks=False)
-        path = posixpath.join(self.jail.real_path_of(dirfd), name)
-        change = {"path": path, "action": action, "kind": "file", "before": before, "sha256": digest,
-                  "after": [st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size], "tree": False}  # fmt: skip
-        manifest = {"audit_id": record.audit_id, "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
-                    "applied_ns": time.time_ns(), "roots": [located.root.path], "tool": record.tool, "command": path,
-                    "changes": [change], "conflicts": [], "pending": True}  # fmt: skip
-        manifest |= {"only_copies": [path]} if only else {}  # what it replaced: git has no copy (HistoryStore.evicting)
-        try:
-            self.history.calls.write(record.audit_id, manifest)
-        except OSError as exc:
-            raise self._write_error(exc, located) from None
-        return record.audit_id, manifest
-
-    def _complete_record(self, written: tuple[str, dict[str, Any]] | None) -> None:
-        """The write landed: its record says so (best effort: a pending record is checked against the file)."""
-        if written is None:
-            return
-        audit_id, manifest = written
-        for change in manifest["changes"]:
-            self._landed.pop(change["path"], None)
-            self._landed[change["path"]] = tuple(change["after"])
-            while len(self._landed) > 100_000:
-                del self._landed[next(iter(self._landed))]
-        manifest.pop("pending", None)
-        try:
-            self.history.calls.write(audit_id, manifest, durable=False)
-        except OSError as exc:
-            log.warning("could not complete the record of call %s: %s", audit_id, exc)
-
-    def _drop_record(self, written: tuple[str, dict[str, Any]] | None) -> None:
-        """The write did not land: no record of it."""
-        if written is not None:
-            with contextlib.suppress(OSError):
-                (self.history.directory / CALLS / f"{written[0]}.json").unlink()
-
-    def _save_previous(
-        self, old: int, located: Located, dirfd: int, name: str, st: os.stat_result, entry_id: str
-    ) -> HistoryEntry:
-        record = audit.current()
-        # Threat: a flood of writes pushing out of the history the one copy of work an earlier call replaced.
-        calls = self.history.evicting(1, st.st_size, record.audit_id if record is not None else "")
-        gone = sorted({path for paths in calls.values() for path in paths})
-        if gone:
-            raise ResourceError(
-                "HISTORY_FULL",
-                f"Keeping the previous content of '{located.given}' would push out of the history the only copy of "
-                f"earlier work git has none of ({', '.join(printable(g) for g in gone[:3])}"
-                f"{', …' if len(gone) > 3 else ''}); nothing was written, the file is untouched.",
-                "Ask the user to commit that work or raise history_max_bytes in the [file_write] section of the "
-                "policy (`mcp-guard history list` shows what the history keeps).",
-            )
-        try:
-            return self.history.save(
-                old,
-                posixpath.join(self.jail.real_path_of(dirfd), name),
-                st.st_mode,
-                audit_id=record.audit_id if record is not None else "",
-                entry_id=entry_id,
-            )
-        except NoRoom as exc:
-            raise ResourceError(
-                "HISTORY_FULL",
-                f"The previous content of '{located.given}' cannot be kept in the history store "
-                f"({self.history.directory}): {exc}; nothing was written, the file is untouched.",
-                "Ask the user to raise history_max_bytes in the [file_write] section of the policy, or to free space "
-                "on the history store's disk (`mcp-guard history list` shows what it keeps); or write a smaller "
-                "file.",
-            ) from None
-        except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise ResourceError(
-                    "HISTORY_FULL",
-                    f"The history store ({self.history.directory}) has no space left to keep the previous content "
-                    f"of '{located.given}', so nothing was written; the file is untouched.",
-                    "Ask the user to free space on the history store's disk, or to lower history_max_bytes / "
-                    "history_max_entries in the [file_write] section of the policy and restart the server (the "
-                    "oldest versions go first); `mcp-guard history list` shows what it keeps.",
-                ) from None
-            raise HostError(
-                "HISTORY_UNAVAILABLE",
-                f"The previous content of '{located.given}' could not be saved in the history store "
-                f"({self.history.directory}: {exc.strerror}); nothing was written.",
-                "Ask the user to check the history store (see --history-dir and `mcp-guard history list`).",
-            ) from None
-
     @staticmethod
     def _conflict(located: Located, current: str | None) -> ResourceError:
         now = f" (its sha256 is now {current})" if current else ""
@@ -662,7 +481,7 @@ class Writer:
         )
 
 
-__all__ = ["WriteOutcome", "Writer", "check_executable_content", "open_writer"]
+__all__ = ["WriteOutcome", "Writer", "open_writer"]
 
 
 def open_writer(jail: Jail, policy: Policy, audit_path: Path, history_dir: Path, *, serving: bool = True) -> Writer:

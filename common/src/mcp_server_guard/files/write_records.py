@@ -1,0 +1,141 @@
+"""What a write leaves besides the file: the previous content kept in the history store (refused when keeping it
+would push out the only copy of earlier work) and the call's record that ``mcp-guard undo`` reads, written pending
+before the new content takes the name and completed after. ``files.writing.Writer`` inherits these.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import posixpath
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from mcp_server_guard import audit
+from mcp_server_guard.errors import GuardError, HostError, ResourceError
+from mcp_server_guard.files.calls import CALLS
+from mcp_server_guard.files.history import HistoryStore
+from mcp_server_guard.files.history_entries import HistoryEntry, NoRoom
+from mcp_server_guard.files.jail import Jail, Located, oserror_to_guard
+from mcp_server_guard.paths import printable
+
+log = logging.getLogger("mcp_server_guard")
+
+
+class WriteRecords:
+    """The history copy and the call record of a write (mixed into ``Writer``, which holds these attributes)."""
+
+    jail: Jail
+    history: HistoryStore
+    _landed: dict[str, tuple[int, ...]]
+
+    @staticmethod
+    def _write_error(exc: OSError, located: Located) -> GuardError:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return ResourceError(
+                "DISK_FULL",
+                f"No space left to write '{located.given}'; the previous content is untouched.",
+                "Free some space or write less.",
+            )
+        if exc.errno == errno.EFBIG:
+            return ResourceError("CONTENT_TOO_LARGE", "The file system refused a file this large.", "Write less.")
+        return oserror_to_guard(exc, located.given)
+
+    def _record(
+        self, located: Located, dirfd: int, temp: str, name: str, action: str, before: str, digest: str,
+        only: bool = False,
+    ) -> tuple[str, dict[str, Any]] | None:  # fmt: skip
+        """The call's record, written (``pending``) before the new content takes the name, so that a write killed
+        at any point leaves one ``mcp-guard undo`` finds: it undoes the write only where the name holds what
+        ``after`` says (the temp file's inode, which the rename or link keeps)."""
+        record = audit.current()
+        if record is None:
+            return None
+        st = os.stat(temp, dir_fd=dirfd, follow_symlinks=False)
+        path = posixpath.join(self.jail.real_path_of(dirfd), name)
+        change = {"path": path, "action": action, "kind": "file", "before": before, "sha256": digest,
+                  "after": [st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size], "tree": False}  # fmt: skip
+        manifest = {"audit_id": record.audit_id, "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+                    "applied_ns": time.time_ns(), "roots": [located.root.path], "tool": record.tool, "command": path,
+                    "changes": [change], "conflicts": [], "pending": True}  # fmt: skip
+        manifest |= {"only_copies": [path]} if only else {}  # what it replaced: git has no copy (HistoryStore.evicting)
+        try:
+            self.history.calls.write(record.audit_id, manifest)
+        except OSError as exc:
+            raise self._write_error(exc, located) from None
+        return record.audit_id, manifest
+
+    def _complete_record(self, written: tuple[str, dict[str, Any]] | None) -> None:
+        """The write landed: its record says so (best effort: a pending record is checked against the file)."""
+        if written is None:
+            return
+        audit_id, manifest = written
+        for change in manifest["changes"]:
+            self._landed.pop(change["path"], None)
+            self._landed[change["path"]] = tuple(change["after"])
+            while len(self._landed) > 100_000:
+                del self._landed[next(iter(self._landed))]
+        manifest.pop("pending", None)
+        try:
+            self.history.calls.write(audit_id, manifest, durable=False)
+        except OSError as exc:
+            log.warning("could not complete the record of call %s: %s", audit_id, exc)
+
+    def _drop_record(self, written: tuple[str, dict[str, Any]] | None) -> None:
+        """The write did not land: no record of it."""
+        if written is not None:
+            with contextlib.suppress(OSError):
+                (self.history.directory / CALLS / f"{written[0]}.json").unlink()
+
+    def _save_previous(
+        self, old: int, located: Located, dirfd: int, name: str, st: os.stat_result, entry_id: str
+    ) -> HistoryEntry:
+        record = audit.current()
+        # Threat: a flood of writes pushing out of the history the one copy of work an earlier call replaced.
+        calls = self.history.evicting(1, st.st_size, record.audit_id if record is not None else "")
+        gone = sorted({path for paths in calls.values() for path in paths})
+        if gone:
+            raise ResourceError(
+                "HISTORY_FULL",
+                f"Keeping the previous content of '{located.given}' would push out of the history the only copy of "
+                f"earlier work git has none of ({', '.join(printable(g) for g in gone[:3])}"
+                f"{', …' if len(gone) > 3 else ''}); nothing was written, the file is untouched.",
+                "Ask the user to commit that work or raise history_max_bytes in the [file_write] section of the "
+                "policy (`mcp-guard history list` shows what the history keeps).",
+            )
+        try:
+            return self.history.save(
+                old,
+                posixpath.join(self.jail.real_path_of(dirfd), name),
+                st.st_mode,
+                audit_id=record.audit_id if record is not None else "",
+                entry_id=entry_id,
+            )
+        except NoRoom as exc:
+            raise ResourceError(
+                "HISTORY_FULL",
+                f"The previous content of '{located.given}' cannot be kept in the history store "
+                f"({self.history.directory}): {exc}; nothing was written, the file is untouched.",
+                "Ask the user to raise history_max_bytes in the [file_write] section of the policy, or to free space "
+                "on the history store's disk (`mcp-guard history list` shows what it keeps); or write a smaller "
+                "file.",
+            ) from None
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise ResourceError(
+                    "HISTORY_FULL",
+                    f"The history store ({self.history.directory}) has no space left to keep the previous content "
+                    f"of '{located.given}', so nothing was written; the file is untouched.",
+                    "Ask the user to free space on the history store's disk, or to lower history_max_bytes / "
+                    "history_max_entries in the [file_write] section of the policy and restart the server (the "
+                    "oldest versions go first); `mcp-guard history list` shows what it keeps.",
+                ) from None
+            raise HostError(
+                "HISTORY_UNAVAILABLE",
+                f"The previous content of '{located.given}' could not be saved in the history store "
+                f"({self.history.directory}: {exc.strerror}); nothing was written.",
+                "Ask the user to check the history store (see --history-dir and `mcp-guard history list`).",
+            ) from None
