@@ -134,6 +134,7 @@ def layer(module: str) -> str:
         "hook_runs",
         "env_names",
         "python_startup",
+        "git_search",  # protected.py's search for git dirs: protected (top) may import only top-level modules
     }
     if len(parts) <= 2 and parts[-1] in top:
         return "top"

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from mcp_server_guard import registry
+from mcp_server_guard.dirwatch import resolve as _resolve
 from mcp_server_guard.errors import SecurityError
 from mcp_server_guard.globs import SuffixMatcher, glob_regex
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.protected import (
     Protection,
-    _resolve,
     git_runnable,
     is_git_dir,
     pointer_text,

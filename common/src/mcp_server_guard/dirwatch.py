@@ -1,16 +1,19 @@
-"""inotify watches on the entries a lookup consulted (the hidden list's, ``protected``): whether any of them changed
-since, so that a lookup is redone only then."""
+"""The entries a lookup consulted (the hidden list's, ``protected``): recorded while a path is resolved
+(:func:`resolve`), compared (:func:`covers`), and watched with inotify (:class:`DirWatch`): whether any of them
+changed since, so that a lookup is redone only then."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
 import os
+import posixpath
+import stat
 import struct
 
 from mcp_server_guard import linux
 
-__all__ = ["Consulted", "DirWatch"]
+__all__ = ["Consulted", "DirWatch", "covers", "mtime_ns", "resolve"]
 
 Consulted = dict[str, set[str] | None]  # directory -> the names in it a lookup consulted (None: all of them)
 
@@ -94,3 +97,60 @@ class DirWatch:
         # instance back at once: a user has few (128 by default), and every running server holds some.
         with contextlib.suppress(OSError):
             self.close()
+
+
+def mtime_ns(path: str) -> int:
+    try:
+        return os.lstat(path).st_mtime_ns
+    except OSError:
+        return -2  # gone: changed
+
+
+# The entries a lookup consulted: directory -> the names looked up in it (None: every entry, a glob listed it).
+
+
+def covers(consulted: Consulted, again: Consulted) -> bool:
+    """Whether every entry in ``again`` is among those ``consulted`` (and so watched)."""
+    for directory, names in again.items():
+        if directory not in consulted:
+            return False
+        watched = consulted[directory]
+        if watched is not None and (names is None or not names <= watched):
+            return False
+    return True
+
+
+def resolve(path: str, consulted: Consulted) -> tuple[str, bool]:
+    """``os.path.realpath(path)``, and whether ``path`` itself exists (``os.path.lexists``: a dangling symlink
+    does); every entry looked up on the way is added to ``consulted`` (its directory and its name)."""
+    pending = [part for part in path.split("/") if part]
+    own_left = len(pending)  # the path's own components are the tail of ``pending`` (link targets go first)
+    resolved, links, exists, missing, is_dir = "/", 0, False, False, True
+    while pending:
+        own = len(pending) == own_left
+        name = pending.pop(0)
+        own_left -= own
+        if name in (".", ".."):
+            missing = missing or not is_dir  # ENOTDIR: "file/.." names nothing
+            resolved = posixpath.dirname(resolved) if name == ".." else resolved
+            continue
+        names = consulted.setdefault(resolved, set())
+        if names is not None:
+            names.add(name.casefold())  # compared case-blind: on a case-insensitive directory ".SSH" is ".ssh"
+        candidate = posixpath.join(resolved, name)
+        try:
+            mode = os.lstat(candidate).st_mode
+        except OSError:  # the rest is taken as spelled, as realpath does
+            resolved, missing, is_dir = candidate, True, True
+            continue
+        exists = exists or (own and own_left == 0 and not missing)  # its last component is there (a link?)
+        if stat.S_ISLNK(mode):
+            links += 1
+            if links > 40:  # ELOOP, as the kernel would say
+                return posixpath.join(candidate, *pending), exists
+            target = os.readlink(candidate)
+            resolved = "/" if target.startswith("/") else resolved
+            pending[:0] = [part for part in target.split("/") if part]
+        else:
+            resolved, is_dir = candidate, stat.S_ISDIR(mode)
+    return resolved, exists or not missing

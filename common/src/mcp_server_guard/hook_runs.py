@@ -20,6 +20,9 @@ Threat: a hook ``exec ./scripts/pre-commit`` running ``python3 tools/check.py``,
 ``run: ./scripts/lint.sh``: the hook is protected, the program it runs was an ordinary file — rewritten by a
 command, the user's next ``git commit`` runs it (red team 5b F4, 6 L2–L4, 8 A, C1, E1). Regular files only, never
 through a link or a FIFO; ``*.sample`` hooks git never runs are not read.
+
+Likewise what the user's shell rc files source (:func:`sourced_by_rc`): every interactive shell runs it, and
+``protected`` judges it as the rc file that sources it.
 """
 
 from __future__ import annotations
@@ -30,12 +33,13 @@ import os
 import posixpath
 import re
 import shlex
+import stat
 from collections.abc import Iterable
 
 from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular
 from mcp_server_guard.python_startup import ENV_MARKERS, venv_entry
 
-__all__ = ["HOOK_MANAGER_FILES", "expand_path", "path_dirs", "program_words", "run_by_hooks"]
+__all__ = ["HOOK_MANAGER_FILES", "expand_path", "path_dirs", "program_words", "run_by_hooks", "sourced_by_rc"]
 
 _HOOK_FILES_MAX = 64  # hook files read at most in one directory
 _RUN_READ_MAX = 96  # files a hook runs read at most (to find what they run), all levels together
@@ -293,3 +297,46 @@ def path_dirs(work_tree: str) -> frozenset[str]:
             if relative and not relative.startswith(("$", "/", "~")):
                 found.add(posixpath.normpath(relative))
     return frozenset(found)
+
+
+_RC_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin")
+_RC_BYTES = 256 << 10  # an rc file read at most this far
+_RC_SOURCED = 64  # files taken as sourced at most, in all
+_RC_SOURCE = re.compile(r"""(?:^|[;&|({]\s*|\bthen\s+|\bdo\s+)(?:source|\\?\.)\s+(["']?)([^\s"';|&)]+)\1""", re.M)
+_RC_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+_RC_ASSIGN = re.compile(r"""^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(["']?)([^"'\s;]*)\2\s*(?:;|$)""", re.M)
+
+
+def sourced_by_rc(home: str) -> list[tuple[str, str]]:
+    """(the rc file, the real path of a file it sources), for HOME's shell rc files and, one level down, what they
+    source: ``source X`` and ``. X`` lines whose path is static — ``~``, ``$HOME`` and variables the same file
+    assigns expanded; relative to HOME (where a login shell starts). Read through links, as the shell reads them."""
+    found: list[tuple[str, str]] = []
+    todo = [(os.path.join(home, name), os.path.join(home, name), 0) for name in _RC_FILES]
+    while todo and len(found) < _RC_SOURCED:
+        path, rc, depth = todo.pop(0)
+        try:  # never blocks on a FIFO, never reads a device: a regular file or nothing
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            text = os.read(fd, _RC_BYTES).decode("utf-8", "replace") if stat.S_ISREG(os.fstat(fd).st_mode) else ""
+        except OSError:
+            text = ""
+        finally:
+            os.close(fd)
+        names = {"HOME": home} | {m[1]: m[3] for m in _RC_ASSIGN.finditer(text)}
+        for match in _RC_SOURCE.finditer(text):
+            value = match[2]
+            for _ in range(3):  # variables naming variables ($NVM_DIR -> $HOME/.nvm), a few deep
+                value = _RC_VARIABLE.sub(lambda m, names=names: names.get(m[1], m[0]), value)
+            if value.startswith("~/") or value == "~":
+                value = home + value[1:]
+            if "$" in value or "`" in value or not value:
+                continue
+            real = os.path.realpath(os.path.join(home, value))
+            if len(found) < _RC_SOURCED and (rc, real) not in found:
+                found.append((rc, real))
+                if depth < 1:
+                    todo.append((real, rc, depth + 1))
+    return found

@@ -28,13 +28,16 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_server_guard import registry
 from mcp_server_guard.audit import state_dirs
 from mcp_server_guard.dirwatch import Consulted, DirWatch
+from mcp_server_guard.dirwatch import covers as _covers
+from mcp_server_guard.dirwatch import mtime_ns as _mtime_ns
+from mcp_server_guard.dirwatch import resolve as _resolve
 from mcp_server_guard.errors import protection_unavailable
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.git_dirs import (
@@ -44,10 +47,13 @@ from mcp_server_guard.git_dirs import (
     git_runnable,
     is_git_dir,
     pointer_text,
-    read_pointer,
     repos_files,
 )
+from mcp_server_guard.git_search import NESTED_SEARCH_DEPTH
+from mcp_server_guard.git_search import git_dirs_below as _git_dirs
+from mcp_server_guard.git_search import git_family as _git_family
 from mcp_server_guard.globs import SuffixMatcher, glob_regex, hidden_named
+from mcp_server_guard.hook_runs import sourced_by_rc as _sourced_by_rc
 from mcp_server_guard.paths import (
     code_dirs,
     parent_set,
@@ -78,13 +84,6 @@ log = logging.getLogger("mcp_server_guard")
 
 # A root's own area for shell_exec's copies, when the state directory lies on another file system.
 OWN_AREA = ".mcp-guard"
-# How deep below each writable root the box looks for git dirs (a wider search costs every call).
-GIT_SEARCH_DEPTH = 2
-# Directories visited per root at most by that search; past it, deeper git dirs are not looked for.
-GIT_SEARCH_BUDGET = 2000
-# The git rule's search for repositories within the roots: git dirs to this many levels below a root (a work tree
-# 5 levels down: ``a/b/c/d/app/.git``), GIT_SEARCH_BUDGET directories at most.
-NESTED_SEARCH_DEPTH = 6
 _GLOB_CHARS = frozenset("*?[")
 # What the servers and the box's supervisor run from, and the system itself: a hidden entry that holds one
 # of these is ignored (a path below them, such as /etc/shadow, can still be hidden).
@@ -457,106 +456,6 @@ def _own_area(path: str, roots: Sequence[str]) -> str | None:
     return None
 
 
-def _mtime_ns(path: str) -> int:
-    try:
-        return os.lstat(path).st_mtime_ns
-    except OSError:
-        return -2  # gone: changed
-
-
-# The entries a lookup consulted: directory -> the names looked up in it (None: every entry, a glob listed it).
-
-
-def _covers(consulted: Consulted, again: Consulted) -> bool:
-    """Whether every entry in ``again`` is among those ``consulted`` (and so watched)."""
-    for directory, names in again.items():
-        if directory not in consulted:
-            return False
-        watched = consulted[directory]
-        if watched is not None and (names is None or not names <= watched):
-            return False
-    return True
-
-
-def _resolve(path: str, consulted: Consulted) -> tuple[str, bool]:
-    """``os.path.realpath(path)``, and whether ``path`` itself exists (``os.path.lexists``: a dangling symlink
-    does); every entry looked up on the way is added to ``consulted`` (its directory and its name)."""
-    pending = [part for part in path.split("/") if part]
-    own_left = len(pending)  # the path's own components are the tail of ``pending`` (link targets go first)
-    resolved, links, exists, missing, is_dir = "/", 0, False, False, True
-    while pending:
-        own = len(pending) == own_left
-        name = pending.pop(0)
-        own_left -= own
-        if name in (".", ".."):
-            missing = missing or not is_dir  # ENOTDIR: "file/.." names nothing
-            resolved = posixpath.dirname(resolved) if name == ".." else resolved
-            continue
-        names = consulted.setdefault(resolved, set())
-        if names is not None:
-            names.add(name.casefold())  # compared case-blind: on a case-insensitive directory ".SSH" is ".ssh"
-        candidate = posixpath.join(resolved, name)
-        try:
-            mode = os.lstat(candidate).st_mode
-        except OSError:  # the rest is taken as spelled, as realpath does
-            resolved, missing, is_dir = candidate, True, True
-            continue
-        exists = exists or (own and own_left == 0 and not missing)  # its last component is there (a link?)
-        if stat.S_ISLNK(mode):
-            links += 1
-            if links > 40:  # ELOOP, as the kernel would say
-                return posixpath.join(candidate, *pending), exists
-            target = os.readlink(candidate)
-            resolved = "/" if target.startswith("/") else resolved
-            pending[:0] = [part for part in target.split("/") if part]
-        else:
-            resolved, is_dir = candidate, stat.S_ISDIR(mode)
-    return resolved, exists or not missing
-
-
-_RC_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin")
-_RC_BYTES = 256 << 10  # an rc file read at most this far
-_RC_SOURCED = 64  # files taken as sourced at most, in all
-_SOURCE = re.compile(r"""(?:^|[;&|({]\s*|\bthen\s+|\bdo\s+)(?:source|\\?\.)\s+(["']?)([^\s"';|&)]+)\1""", re.M)
-_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
-_ASSIGN = re.compile(r"""^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(["']?)([^"'\s;]*)\2\s*(?:;|$)""", re.M)
-
-
-def _sourced_by_rc(home: str) -> list[tuple[str, str]]:
-    """(the rc file, the real path of a file it sources), for HOME's shell rc files and, one level down, what they
-    source: ``source X`` and ``. X`` lines whose path is static — ``~``, ``$HOME`` and variables the same file
-    assigns expanded; relative to HOME (where a login shell starts). Read through links, as the shell reads them."""
-    found: list[tuple[str, str]] = []
-    todo = [(os.path.join(home, name), os.path.join(home, name), 0) for name in _RC_FILES]
-    while todo and len(found) < _RC_SOURCED:
-        path, rc, depth = todo.pop(0)
-        try:  # never blocks on a FIFO, never reads a device: a regular file or nothing
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
-            continue
-        try:
-            text = os.read(fd, _RC_BYTES).decode("utf-8", "replace") if stat.S_ISREG(os.fstat(fd).st_mode) else ""
-        except OSError:
-            text = ""
-        finally:
-            os.close(fd)
-        names = {"HOME": home} | {m[1]: m[3] for m in _ASSIGN.finditer(text)}
-        for match in _SOURCE.finditer(text):
-            value = match[2]
-            for _ in range(3):  # variables naming variables ($NVM_DIR -> $HOME/.nvm), a few deep
-                value = _VARIABLE.sub(lambda m, names=names: names.get(m[1], m[0]), value)
-            if value.startswith("~/") or value == "~":
-                value = home + value[1:]
-            if "$" in value or "`" in value or not value:
-                continue
-            real = os.path.realpath(os.path.join(home, value))
-            if len(found) < _RC_SOURCED and (rc, real) not in found:
-                found.append((rc, real))
-                if depth < 1:
-                    todo.append((real, rc, depth + 1))
-    return found
-
-
 def protection_for(
     policy: Policy,
     *,
@@ -600,76 +499,3 @@ class Lookups:
 
     hidden: frozenset[str] | None = None  # (paths.parent_set)
     git: GitLookups = field(default_factory=GitLookups)
-
-
-# -- the box's search for git dirs below its roots (what it mounts read-only) ----------------------------------
-
-
-def _git_dirs(
-    base: str,
-    gitfiles: list[str] | None = None,
-    bad: list[str] | None = None,
-    depth_limit: int = GIT_SEARCH_DEPTH,
-    linked: list[str] | None = None,
-) -> Iterator[str]:
-    """Git dirs at or below ``base`` (``.git`` files followed), to ``depth_limit`` levels. An unreadable
-    ``.git`` file raises PROTECTION_UNAVAILABLE, or goes to ``bad`` when one is given. ``linked`` (when given):
-    ``.git`` symlinks that lead to a git dir are followed too (their work trees noted there)."""
-    budget = GIT_SEARCH_BUDGET
-    level = [base]
-    for depth in range(depth_limit + 1):
-        below: list[str] = []
-        for directory in level:
-            if is_git_dir(directory):
-                yield directory
-                continue
-            try:
-                entries = list(os.scandir(directory))
-            except OSError:
-                continue
-            for entry in entries:
-                if entry.name == ".git" and linked is not None and entry.is_symlink():
-                    target = os.path.realpath(entry.path)
-                    if is_git_dir(target):
-                        linked.append(entry.path)
-                        yield target
-                    continue
-                if entry.name == ".git" and entry.is_file(follow_symlinks=False):
-                    try:
-                        target = read_pointer(entry.path, gitfile=True)
-                    except (OSError, ValueError) as exc:
-                        if bad is None:
-                            raise protection_unavailable(entry.path, f"unreadable .git file ({exc})") from None
-                        bad.append(entry.path)
-                        continue
-                    if gitfiles is not None:
-                        gitfiles.append(entry.path)
-                    if is_git_dir(target):
-                        yield target
-                elif entry.is_dir(follow_symlinks=False) and depth < depth_limit and budget > 0:
-                    budget -= 1
-                    below.append(entry.path)
-        level = below
-
-
-def _git_family(git_dir: str) -> Iterator[str]:
-    """``git_dir``, the common dir its ``commondir`` names, and their ``modules/*`` and ``worktrees/*``."""
-    dirs = [git_dir]
-    seen: set[str] = set()
-    while dirs:
-        current = dirs.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        yield current
-        commondir = os.path.join(current, "commondir")
-        if os.path.lexists(commondir):
-            try:
-                dirs.append(read_pointer(commondir, gitfile=False))
-            except (OSError, ValueError) as exc:
-                raise protection_unavailable(commondir, f"unreadable ({exc})") from None
-        for nest in ("modules", "worktrees"):
-            with contextlib.suppress(OSError):
-                for entry in os.scandir(os.path.join(current, nest)):
-                    if entry.is_dir(follow_symlinks=False):
-                        dirs.append(entry.path)
