@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from mcp_server_guard.paths import where_line
-from mcp_server_guard.serving import front
+from mcp_server_guard.serving import front_records
 from support import RawClient, console_script
 
 SERVERS = ["mcp-server-file-read", "mcp-server-file-write", "mcp-server-shell-exec"]
@@ -192,16 +192,16 @@ def test_the_directories_a_start_names_are_the_jails_and_a_record_naming_them_el
     (tmp_path / "link").symlink_to(tmp_path / "a")
     monkeypatch.chdir(tmp_path / "a")
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
-    assert front.where(["--allow-path", "../link", f"--allow-path={b}"]) == (f"{a}, {b}", a)
-    assert front.where(["--launch-dir", b, "--allow-path", a]) == (f"{b}, {a}", b)
-    assert front.where(["--allow-path", str(tmp_path / "gone")]) is None
+    assert front_records.where(["--allow-path", "../link", f"--allow-path={b}"]) == (f"{a}, {b}", a)
+    assert front_records.where(["--launch-dir", b, "--allow-path", a]) == (f"{b}, {a}", b)
+    assert front_records.where(["--allow-path", str(tmp_path / "gone")]) is None
     instructions = f"Permission mode: x. {where_line(a, a)} nothing outside."
     answer = {"serverInfo": {}, "instructions": instructions}
-    kept = front._template({"k": answer}, [])
+    kept = front_records.template({"k": answer}, [])
     assert kept is not None and a not in json.dumps(kept)
-    assert front._filled(kept, []) == {"k": answer}
-    assert front._template({"k": answer, "t": {"tools": [{"description": f"see {a}"}]}}, []) is None
-    assert front._template({"k": {"serverInfo": {}, "instructions": "no directories"}}, []) is None
+    assert front_records.filled(kept, []) == {"k": answer}
+    assert front_records.template({"k": answer, "t": {"tools": [{"description": f"see {a}"}]}}, []) is None
+    assert front_records.template({"k": {"serverInfo": {}, "instructions": "no directories"}}, []) is None
 
 
 def test_a_record_that_is_not_private_or_is_a_link_is_not_used(workspace: Path, isolated_home: Path) -> None:

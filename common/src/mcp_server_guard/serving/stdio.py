@@ -25,24 +25,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
 import logging
 import os
-import queue
 import signal
-import stat
-import struct
-import sys
-import termios
-import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import Future
-from contextlib import ExitStack, asynccontextmanager, contextmanager
+from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -69,7 +62,8 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from mcp_server_guard.serving import deadline
-from mcp_server_guard.serving.front import Front, HandOver, record, request_key, take_front
+from mcp_server_guard.serving.front import Front, HandOver, take_front
+from mcp_server_guard.serving.front_records import record, request_key
 from mcp_server_guard.serving.lines import (
     Lines,
     Oversized,
@@ -78,6 +72,14 @@ from mcp_server_guard.serving.lines import (
     decode_oversized,
     error_line,
 )
+from mcp_server_guard.serving.wire import CHUNK as _CHUNK
+from mcp_server_guard.serving.wire import IOThread as _IOThread
+from mcp_server_guard.serving.wire import claimed_stdio as _claimed_stdio
+from mcp_server_guard.serving.wire import pipe_empty as _pipe_empty
+from mcp_server_guard.serving.wire import pipe_size as _pipe_size
+from mcp_server_guard.serving.wire import pollable as _pollable
+from mcp_server_guard.serving.wire import read_chunk as _read_chunk
+from mcp_server_guard.serving.wire import write_all as _write_all
 
 log = logging.getLogger(__name__)
 _ELICITATION_MODES_SINCE = "2025-11-25"  # the protocol version that gave elicitation/create its "mode"
@@ -87,89 +89,7 @@ _ELICITATION_MODES_SINCE = "2025-11-25"  # the protocol version that gave elicit
 MAX_MESSAGE_BYTES = 64 << 20
 SERVER_SHUTTING_DOWN = CONNECTION_CLOSED  # -32000: the implementation-defined "server error" of JSON-RPC 2.0
 SHUTDOWN_FLUSH_S = 0.3  # how long the last answers may take to reach a client that stopped reading
-_CHUNK = 1 << 20
 _BIG = 64 << 10  # a line this long is decoded on the reader thread: the event loop keeps serving meanwhile
-
-T = TypeVar("T")
-
-
-class _IOThread:
-    """One daemon thread running blocking calls in order: a read or write still blocked at exit never holds the
-    process (anyio's worker threads are not daemons), and an abandoned call is simply not waited for."""
-
-    def __init__(self, name: str) -> None:
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], asyncio.AbstractEventLoop, asyncio.Future[Any]]]
-        self._jobs = queue.SimpleQueue()
-        threading.Thread(target=self._work, name=name, daemon=True).start()
-
-    async def run(self, fn: Callable[[], T]) -> T:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self._jobs.put((fn, loop, future))
-        return await future
-
-    def _work(self) -> None:
-        while True:
-            fn, loop, future = self._jobs.get()
-            try:
-                outcome: tuple[Any, BaseException | None] = (fn(), None)
-            except Exception as exc:  # noqa: BLE001 - the thread's top level: handed to the awaiting task
-                outcome = (None, exc)
-            try:
-                loop.call_soon_threadsafe(_settle, future, outcome)
-            except RuntimeError:  # the loop is closed: nobody waits any more
-                return
-
-
-def _settle(future: asyncio.Future[Any], outcome: tuple[Any, BaseException | None]) -> None:
-    if future.done():  # the awaiting task was cancelled
-        return
-    result, exc = outcome
-    if exc is not None:
-        future.set_exception(exc)
-    else:
-        future.set_result(result)
-
-
-def _read_chunk(fd: int) -> bytes:
-    try:
-        return os.read(fd, _CHUNK)
-    except OSError:
-        return b""  # EIO, EBADF: the client side is gone, as at EOF
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _pipe_size(fd: int) -> int:
-    """The capacity of the pipe ``fd`` writes to; 0 when it is not a pipe (a socket, a file, a terminal)."""
-    try:
-        return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ) if stat.S_ISFIFO(os.fstat(fd).st_mode) else 0
-    except OSError:
-        return 0
-
-
-def _pollable(fd: int) -> bool:
-    """Make ``fd`` non-blocking if it is a pipe or a socket (then the event loop polls it); else False."""
-    try:
-        if not (stat.S_ISFIFO(mode := os.fstat(fd).st_mode) or stat.S_ISSOCK(mode)):
-            return False
-        os.set_blocking(fd, False)
-    except OSError:
-        return False
-    return True
-
-
-def _pipe_empty(fd: int) -> bool:
-    """Nothing the client has yet to read is left in the pipe (FIONREAD works on either end of a pipe)."""
-    try:
-        unread: int = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
-    except OSError:
-        return False
-    return unread == 0
 
 
 # -- the connection ------------------------------------------------------------------------------------------
@@ -614,25 +534,6 @@ class StdioConnection:
         self._gone = True
         self._inbound_send.close()
 
-
-@contextmanager
-def _claimed_stdio() -> Iterator[tuple[int, int]]:
-    """Private duplicates of fds 0 and 1 for the wire; meanwhile fd 0 reads /dev/null and fd 1 goes to stderr."""
-    sys.stdout.flush()
-    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    os.dup2(2, 1)
-    try:
-        yield wire_in, wire_out
-    finally:
-        sys.stdout.flush()  # what a handler printed belongs to stderr, not to the wire restored below
-        with contextlib.suppress(OSError):
-            os.set_blocking(wire_in, True)  # as it was lent to us (the connection polls a pipe non-blocking)
-        os.dup2(wire_in, 0)
-        os.dup2(wire_out, 1)
         # wire_in stays open: the daemon reader may still block on it, and a recycled number would mislead it.
 
 

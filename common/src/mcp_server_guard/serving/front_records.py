@@ -1,0 +1,214 @@
+"""The front's records (``serving.front``): this start's key (the server, its command line, environment, code and
+policy files, and the directories as the jail computes them: ``where``), each request's key, and the records kept
+in the state directory under that key, read back only when private and ours and never when the state directory
+lies inside an allowed root. The directories are kept as a template (``initialize``'s instructions), filled in for
+the start that reads them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcp_server_guard.paths import private_dirs, state_dir, where_line
+
+if TYPE_CHECKING:
+    from mcp_server_guard.serving.front import Front
+
+__all__ = ["record", "record_key", "request_key", "state_within_roots", "where"]
+
+log = logging.getLogger("mcp_server_guard.front")
+
+_LIMIT = 1 << 20  # a record larger than this is not kept (or read)
+_PACKAGES = ("mcp_server_guard", "mcp", "mcp_types", "pydantic", "pydantic_core")
+_ROOT_FLAGS = ("--launch-dir", "--allow-path")
+_ROOTS, _LAUNCH = "\x00roots\x00", "\x00launch\x00"  # a path never holds NUL: no real text is taken for them
+
+
+def flag_values(argv: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """``argv`` with every directory a root flag names replaced by ``<dir>`` (as ``--flag X`` or ``--flag=X``), and
+    those directories by flag, in order."""
+    shape: list[str] = []
+    values: dict[str, list[str]] = {flag: [] for flag in _ROOT_FLAGS}
+    taking = ""
+    for arg in argv:
+        flag, eq, value = arg.partition("=")
+        if taking:
+            values[taking].append(arg)
+            shape.append("<dir>")
+            taking = ""
+        elif arg in _ROOT_FLAGS:
+            taking = arg
+            shape.append(arg)
+        elif eq and flag in _ROOT_FLAGS:
+            values[flag].append(value)
+            shape.append(f"{flag}=<dir>")
+        else:
+            shape.append(arg)
+    return shape, values
+
+
+def where(argv: list[str]) -> tuple[str, str] | None:
+    """The allowed directories and the launch directory as this start's server will name them (``Jail``: real
+    paths, the launch directory first, each once), or None when one is not a directory (it refuses to start)."""
+    _, values = flag_values(argv)
+    launched = values["--launch-dir"][-1] if values["--launch-dir"] else os.getcwd()
+    roots: list[str] = []
+    for path in (launched, *values["--allow-path"]):
+        real = os.path.realpath(os.path.abspath(path))
+        if not path or "\x00" in path or not os.path.isdir(real):
+            return None
+        if real not in roots:
+            roots.append(real)
+    return ", ".join(roots), roots[0]
+
+
+def filled(records: dict[str, Any], argv: list[str]) -> dict[str, Any]:
+    """Records as kept (a template where they named directories) for this start (none if it has no ``where``)."""
+    place = where(argv)
+    if place is None:
+        return {}
+    text = json.dumps(records).replace(json.dumps(_ROOTS)[1:-1], json.dumps(place[0])[1:-1])
+    filled = json.loads(text.replace(json.dumps(_LAUNCH)[1:-1], json.dumps(place[1])[1:-1]))
+    return filled if isinstance(filled, dict) else {}
+
+
+def template(records: dict[str, Any], argv: list[str]) -> dict[str, Any] | None:
+    """Records to keep: this start's directories in ``initialize``'s instructions made the template; None when
+    an answer does not say them as ``where`` does (not kept: another start would be told the wrong ones)."""
+    place = where(argv)
+    if place is None:
+        return None
+    said, template = where_line(*place), where_line(_ROOTS, _LAUNCH)
+    kept: dict[str, Any] = {}
+    for key, answer in records.items():
+        result = answer
+        if isinstance(answer, dict) and "serverInfo" in answer:
+            instructions = answer.get("instructions")
+            if not isinstance(instructions, str) or instructions.count(said) != 1:
+                return None
+            result = {**answer, "instructions": instructions.replace(said, template)}
+        if place[0] in json.dumps(result, ensure_ascii=False):
+            return None  # a directory named anywhere else: not an answer to give in another directory
+        kept[key] = result
+    return kept
+
+
+def code_stamp(server_package: str) -> list[Any]:
+    """Every source file of the server and of what shapes its answers: names, sizes, times (a change = new key)."""
+    stamp: list[Any] = [sys.version, sys.executable]
+    for name in (server_package, *_PACKAGES):
+        for entry in sys.path:
+            top = os.path.join(entry or ".", name)
+            if os.path.isdir(top):
+                for directory, dirs, files in os.walk(top):
+                    dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                    for file in sorted(files):
+                        if file.endswith((".py", ".so", ".toml", ".json")):
+                            with contextlib.suppress(OSError):
+                                info = os.stat(os.path.join(directory, file))
+                                stamp.append([directory[len(top) :], file, info.st_size, info.st_mtime_ns])
+                break
+    return stamp
+
+
+def file_stamps(argv: list[str]) -> list[Any]:
+    """The policy files the command line names: their sizes and times (not the audit log's: it grows)."""
+    stamps: list[Any] = []
+    for i, arg in enumerate(argv):
+        value = argv[i + 1] if arg == "--policy" and i + 1 < len(argv) else arg.partition("=")[2]
+        if arg == "--policy" or arg.startswith("--policy="):
+            with contextlib.suppress(OSError, ValueError):
+                info = os.stat(value)
+                stamps.append([os.path.abspath(value), info.st_size, info.st_mtime_ns])
+    return stamps
+
+
+def record_key(server_package: str, argv: list[str]) -> str:
+    """The key of this start: the same key, the same answers. The directories are part of it (``where``): a record
+    kept under one set of allowed directories is never used for another."""
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(("MCP_GUARD", "XDG_")) or k in ("HOME", "PATH"))
+    shape, _ = flag_values(argv)
+    material = [server_package, shape, where(argv), env, code_stamp(server_package), file_stamps(argv)]
+    return hashlib.sha256(json.dumps(material, default=str).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def request_key(method: str, params: Any, handshake: str) -> str:
+    """A request's key: its method and exact params, and the handshake it follows (the client's capabilities)."""
+    text = json.dumps([method, params, handshake], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def records_path(key: str) -> Path:
+    return state_dir() / "front" / f"{key}.json"
+
+
+def roots_of(argv: list[str]) -> list[str]:
+    """The directories a command of this server may write: the launch directory (the working directory only when
+    no --launch-dir names one, as ``launch`` takes it) and every --allow-path. Every one a root flag names counts,
+    not only the last --launch-dir: this decides where records are never read."""
+    _, values = flag_values(argv)
+    named = [*values["--launch-dir"], *values["--allow-path"]]
+    roots = named if values["--launch-dir"] else [os.getcwd(), *named]
+    return [os.path.realpath(os.path.abspath(root)) for root in roots if root]
+
+
+def state_within_roots(argv: list[str]) -> bool:
+    """Threat: a command renaming a parent of the (hidden) state directory inside an allowed root and planting
+    a record there: the next start would show the model its tool descriptions. No record is read or kept then."""
+    state = os.path.realpath(state_dir())
+    return any(state == root or state.startswith(root.rstrip("/") + "/") for root in roots_of(argv))
+
+
+def read_records(path: Path) -> dict[str, Any]:
+    """The records, if the file is ours, private and not a link (else none: a start as if there were none)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return {}
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+            return {}
+        if info.st_size > _LIMIT:
+            return {}
+        data = os.read(fd, _LIMIT + 1)
+        records = json.loads(data)
+        return records if isinstance(records, dict) else {}
+    except (OSError, ValueError):
+        return {}
+    finally:
+        os.close(fd)
+
+
+def record(front: Front, records: dict[str, Any]) -> None:
+    """Keep this start's answers for the next start with the same key (best effort, private, atomic)."""
+    kept = template(records, front.argv) if front.usable else None
+    if kept is None:
+        return
+    front_key = front.key
+    directory = state_dir() / "front"
+    try:
+        private_dirs(directory)
+        info = os.lstat(directory)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+            return
+        data = json.dumps(kept).encode()
+        if len(data) > _LIMIT:
+            return
+        temp = directory / f".{front_key}.{os.getpid()}.tmp"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(temp, directory / f"{front_key}.json")
+    except OSError as exc:
+        log.debug("the start-up answers were not kept: %s", exc)
