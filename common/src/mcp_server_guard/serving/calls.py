@@ -221,97 +221,127 @@ def _coerce(key: str, value: Any, prop: Mapping[str, Any], problems: _Problems) 
         problems.unsure.append(f"'{key}' set to one of {', '.join(map(str, choices))}")
         return _DROP
     if kind == "string":
-        if isinstance(value, str):
-            return value
-        if isinstance(value, bool):
-            problems.add(f"'{key}' must be a string, not a boolean")
-            return str(value).lower()
-        if isinstance(value, int | float):
-            return str(value)  # 5 for "5": unambiguous
-        if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
-            problems.add(f"'{key}' must be one string, not a list")
-            return shlex.join(str(v) for v in value) if key == "command" else "\n".join(map(str, value))
-        problems.add(f"'{key}' must be a string, not {_kind(value)}")
-        return json.dumps(value, ensure_ascii=False, indent=2)
+        return _coerce_string(key, value, problems)
     if kind == "integer":
-        if isinstance(value, bool):
-            problems.add(f"'{key}' must be an integer, not a boolean")
-            return _DROP
-        if isinstance(value, int):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str) and _INT_RE.match(value):
-            return int(value)
-        digits = re.search(r"\d+", value) if isinstance(value, str) else None
-        problems.add(f"'{key}' must be an integer, not {_kind(value)} {json.dumps(value, ensure_ascii=False)}")
-        if isinstance(value, float) and math.isfinite(value):
-            return max(round(value), 1)
-        return int(digits.group()) if digits else _DROP
+        return _coerce_integer(key, value, problems)
     if kind == "number":
-        if isinstance(value, bool):
-            problems.add(f"'{key}' must be a number, not a boolean")
-            return _DROP
-        if isinstance(value, int | float):
-            return value
-        if isinstance(value, str):
-            try:
-                number = float(value)
-            except ValueError:
-                number = math.nan
-            if math.isfinite(number):
-                return number
-        digits = re.search(r"\d+(\.\d+)?", value) if isinstance(value, str) else None
-        problems.add(f"'{key}' must be a number, not {_kind(value)} {json.dumps(value, ensure_ascii=False)}")
-        return float(digits.group()) if digits else _DROP
+        return _coerce_number(key, value, problems)
     if kind == "boolean":
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-            return value.strip().lower() in _TRUE
-        if isinstance(value, int) and value in (0, 1):
-            return bool(value)
-        problems.add(f"'{key}' must be true or false, not {json.dumps(value, ensure_ascii=False)}")
-        return _DROP
+        return _coerce_boolean(key, value, problems)
     if kind == "array":
-        if isinstance(value, str):
-            parsed = _json_of(value)
-            if isinstance(parsed, list):
-                value = parsed  # a JSON array sent as a string: unambiguous
-            else:
-                problems.add(f"'{key}' must be an array of strings, not one string")
-                try:
-                    return shlex.split(value)
-                except ValueError:
-                    return [value]
-        if isinstance(value, list):
-            if all(isinstance(v, str) for v in value):
-                return value
-            if all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in value):
-                return [str(v) for v in value]
-            problems.add(f"'{key}' must be an array of strings")
-            return [v if isinstance(v, str) else json.dumps(v) for v in value]
-        problems.add(f"'{key}' must be an array of strings, not {_kind(value)}")
-        return [str(value)]
+        return _coerce_array(key, value, problems)
     if kind == "object":
-        if isinstance(value, str):
-            parsed = _json_of(value)
-            if isinstance(parsed, dict):
-                value = parsed
-            else:
-                pairs = dict(p.split("=", 1) for p in value.split() if "=" in p)
-                problems.add(f"'{key}' must be an object of NAME: value strings, not one string")
-                return pairs or _DROP
-        if isinstance(value, dict):
-            if all(isinstance(v, str) for v in value.values()):
-                return value
-            if all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in value.values()):
-                return {k: str(v) for k, v in value.items()}
-            problems.add(f"'{key}' values must be strings")
-            return {k: v if isinstance(v, str) else json.dumps(v) for k, v in value.items()}
-        problems.add(f"'{key}' must be an object, not {_kind(value)}")
-        return _DROP
+        return _coerce_object(key, value, problems)
     return value
+
+
+def _coerce_string(key: str, value: Any, problems: _Problems) -> Any:
+    """``_coerce`` for a property of type string: the value as a string, or the fix for the example."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        problems.add(f"'{key}' must be a string, not a boolean")
+        return str(value).lower()
+    if isinstance(value, int | float):
+        return str(value)  # 5 for "5": unambiguous
+    if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
+        problems.add(f"'{key}' must be one string, not a list")
+        return shlex.join(str(v) for v in value) if key == "command" else "\n".join(map(str, value))
+    problems.add(f"'{key}' must be a string, not {_kind(value)}")
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def _coerce_integer(key: str, value: Any, problems: _Problems) -> Any:
+    """``_coerce`` for a property of type integer: the value as an integer, or the fix for the example."""
+    if isinstance(value, bool):
+        problems.add(f"'{key}' must be an integer, not a boolean")
+        return _DROP
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and _INT_RE.match(value):
+        return int(value)
+    digits = re.search(r"\d+", value) if isinstance(value, str) else None
+    problems.add(f"'{key}' must be an integer, not {_kind(value)} {json.dumps(value, ensure_ascii=False)}")
+    if isinstance(value, float) and math.isfinite(value):
+        return max(round(value), 1)
+    return int(digits.group()) if digits else _DROP
+
+
+def _coerce_number(key: str, value: Any, problems: _Problems) -> Any:
+    """``_coerce`` for a property of type number: the value as a number, or the fix for the example."""
+    if isinstance(value, bool):
+        problems.add(f"'{key}' must be a number, not a boolean")
+        return _DROP
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if math.isfinite(number):
+            return number
+    digits = re.search(r"\d+(\.\d+)?", value) if isinstance(value, str) else None
+    problems.add(f"'{key}' must be a number, not {_kind(value)} {json.dumps(value, ensure_ascii=False)}")
+    return float(digits.group()) if digits else _DROP
+
+
+def _coerce_boolean(key: str, value: Any, problems: _Problems) -> Any:
+    """``_coerce`` for a property of type boolean: the value as true or false, or the fix for the example."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    problems.add(f"'{key}' must be true or false, not {json.dumps(value, ensure_ascii=False)}")
+    return _DROP
+
+
+def _coerce_array(key: str, value: Any, problems: _Problems) -> Any:
+    """``_coerce`` for a property of type array: the value as an array of strings, or the fix for the example."""
+    if isinstance(value, str):
+        parsed = _json_of(value)
+        if isinstance(parsed, list):
+            value = parsed  # a JSON array sent as a string: unambiguous
+        else:
+            problems.add(f"'{key}' must be an array of strings, not one string")
+            try:
+                return shlex.split(value)
+            except ValueError:
+                return [value]
+    if isinstance(value, list):
+        if all(isinstance(v, str) for v in value):
+            return value
+        if all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in value):
+            return [str(v) for v in value]
+        problems.add(f"'{key}' must be an array of strings")
+        return [v if isinstance(v, str) else json.dumps(v) for v in value]
+    problems.add(f"'{key}' must be an array of strings, not {_kind(value)}")
+    return [str(value)]
+
+
+def _coerce_object(key: str, value: Any, problems: _Problems) -> Any:
+    """``_coerce`` for a property of type object: the value as an object of strings, or the fix for the example."""
+    if isinstance(value, str):
+        parsed = _json_of(value)
+        if isinstance(parsed, dict):
+            value = parsed
+        else:
+            pairs = dict(p.split("=", 1) for p in value.split() if "=" in p)
+            problems.add(f"'{key}' must be an object of NAME: value strings, not one string")
+            return pairs or _DROP
+    if isinstance(value, dict):
+        if all(isinstance(v, str) for v in value.values()):
+            return value
+        if all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in value.values()):
+            return {k: str(v) for k, v in value.items()}
+        problems.add(f"'{key}' values must be strings")
+        return {k: v if isinstance(v, str) else json.dumps(v) for k, v in value.items()}
+    problems.add(f"'{key}' must be an object, not {_kind(value)}")
+    return _DROP
 
 
 class _Drop:

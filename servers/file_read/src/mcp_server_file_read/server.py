@@ -65,10 +65,50 @@ class FileReadOutput(ToolOutput):
         )
 
 
+def _read(config: ServerConfig, args: FileReadInput, fd: int, st: os.stat_result) -> tuple[Sniffed, Page]:
+    """The file's head sniffed (a binary refused) and the page asked for."""
+    policy = config.policy.file_read
+    head = os.pread(fd, policy.sniff_bytes, 0)
+    sniffed = sniff(head, complete=len(head) >= st.st_size)
+    if not (sniffed.is_text or policy.mime_allowed(sniffed.mime)):
+        # Defense in depth: binaries (ELF, images, archives) are not handed to the model as text.
+        raise SecurityError(
+            "BINARY_FILE",
+            f"'{args.path}' is not text (detected {sniffed.mime}).",
+            "Only text files can be read; inspect binaries with a dedicated tool (e.g. `file`, `xxd`).",
+        )
+    page = read_page(
+        fd,
+        encoding=sniffed.encoding,
+        bom=sniffed.bom,
+        offset=args.offset,
+        limit=args.limit,
+        max_bytes=policy.max_read_bytes,
+        st=st,
+    )
+    return sniffed, page
+
+
+def _directory_refusal(config: ServerConfig, given: str) -> ResourceError:
+    """file_read may be the only tool a read-only session has: a directory's refusal shows what is in it."""
+    try:
+        names, total = config.jail.list_dir(given, _LISTED_ENTRIES)
+    except GuardError:
+        names, total = [], 0
+    shown = ", ".join(names) + (f", … ({total} entries)" if total > len(names) else "")
+    files = [n for n in names if not n.endswith("/")]
+    first = next((n for n in files if n.lower().startswith("readme")), files[0] if files else None)
+    return ResourceError(
+        "IS_DIRECTORY",
+        f"'{given}' is a directory. It holds: {shown or '(nothing)'}.",
+        "Pass the path of a file inside it.",
+        fix={"path": posixpath.join(given, first)} if first else None,
+    )
+
+
 def build_tools(config: ServerConfig) -> Tools:
     """The tool, without the MCP SDK (the start-up front may answer a first call with it)."""
     tools = Tools(config)
-    policy = config.policy.file_read
     jail = config.jail
     protection = protection_for(config.policy)
 
@@ -84,58 +124,21 @@ def build_tools(config: ServerConfig) -> Tools:
                 "Ask the user for the value you need; the hidden list is the policy's [paths].hidden.",
             )
 
-    def read(args: FileReadInput, fd: int, st: os.stat_result) -> tuple[Sniffed, Page]:
-        head = os.pread(fd, policy.sniff_bytes, 0)
-        sniffed = sniff(head, complete=len(head) >= st.st_size)
-        if not (sniffed.is_text or policy.mime_allowed(sniffed.mime)):
-            # Defense in depth: binaries (ELF, images, archives) are not handed to the model as text.
-            raise SecurityError(
-                "BINARY_FILE",
-                f"'{args.path}' is not text (detected {sniffed.mime}).",
-                "Only text files can be read; inspect binaries with a dedicated tool (e.g. `file`, `xxd`).",
-            )
-        page = read_page(
-            fd,
-            encoding=sniffed.encoding,
-            bom=sniffed.bom,
-            offset=args.offset,
-            limit=args.limit,
-            max_bytes=policy.max_read_bytes,
-            st=st,
-        )
-        return sniffed, page
-
-    def directory_refusal(given: str) -> ResourceError:
-        """file_read may be the only tool a read-only session has: a directory's refusal shows what is in it."""
-        try:
-            names, total = jail.list_dir(given, _LISTED_ENTRIES)
-        except GuardError:
-            names, total = [], 0
-        shown = ", ".join(names) + (f", … ({total} entries)" if total > len(names) else "")
-        files = [n for n in names if not n.endswith("/")]
-        first = next((n for n in files if n.lower().startswith("readme")), files[0] if files else None)
-        return ResourceError(
-            "IS_DIRECTORY",
-            f"'{given}' is a directory. It holds: {shown or '(nothing)'}.",
-            "Pass the path of a file inside it.",
-            fix={"path": posixpath.join(given, first)} if first else None,
-        )
-
     async def file_read(args: FileReadInput, _ctx: object) -> FileReadOutput:
         try:
             located, fd, st = jail.open_file(args.path)
         except ResourceError as exc:
             if exc.code == "IS_DIRECTORY":
-                raise directory_refusal(args.path) from None
+                raise _directory_refusal(config, args.path) from None
             raise
         try:
             check_hidden(fd, args.path)
             if st.st_size <= _INLINE_READ_BYTES:
-                sniffed, page = read(args, fd, st)
+                sniffed, page = _read(config, args, fd, st)
             else:
                 # A big file takes one pass of hashing and counting: never on the event loop, where it
                 # would stall every other request of this connection.
-                sniffed, page = await anyio.to_thread.run_sync(read, args, fd, st)
+                sniffed, page = await anyio.to_thread.run_sync(_read, config, args, fd, st)
         finally:
             os.close(fd)
         if args.offset > max(page.total_lines, 1):
