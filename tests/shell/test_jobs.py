@@ -180,7 +180,7 @@ def test_server_exit_leaves_no_job_process(workspace: Path, tmp_path: Path, how:
 def test_a_cut_output_of_several_ranges_is_readable_in_ranges_until_its_lifetime_ends(
     workspace: Path, tmp_path: Path, modern: bool
 ) -> None:
-    from mcp_server_guard.shell.jobs import MAX_RANGE_BYTES
+    from mcp_server_guard.shell.spools import MAX_RANGE_BYTES
 
     policy = tmp_path / "keep.toml"
     policy.write_text("[shell_exec]\nkept_output_seconds = 4\n", encoding="utf-8")  # 10x the 4 reads' time
@@ -332,7 +332,7 @@ async def test_stdin_to_a_job_that_does_not_read_returns_instead_of_hanging(work
 
 def test_kept_outputs_are_bounded_however_many_results_are_cut(tmp_path: Path) -> None:
     from mcp_server_guard.policy import load_policy
-    from mcp_server_guard.shell.jobs import MAX_KEPT, KeptOutputs, read_output
+    from mcp_server_guard.shell.spools import MAX_KEPT, KeptOutputs, read_output
 
     kept = KeptOutputs(load_policy().shell_exec, tmp_path / "outputs")
     ids = []

@@ -90,7 +90,7 @@ def refusal(raw: RawClient, rid: int, uri: str) -> dict[str, Any]:
 def test_a_big_kept_output_read_in_ranges_reassembles_to_its_exact_bytes(
     workspace: Path, tmp_path: Path, modern: bool
 ) -> None:
-    from mcp_server_guard.shell.jobs import MAX_RANGE_BYTES, RANGE_BYTES
+    from mcp_server_guard.shell.spools import MAX_RANGE_BYTES, RANGE_BYTES
 
     count = (24 << 20) // len(PATTERN.encode())
     expected = (PATTERN * count).encode()
@@ -178,7 +178,7 @@ def _memory(pid: int) -> dict[str, int]:
 def test_reading_a_64_mib_output_in_ranges_keeps_the_servers_peak_memory_bounded(
     workspace: Path, tmp_path: Path
 ) -> None:
-    from mcp_server_guard.shell.jobs import MAX_RANGE_BYTES
+    from mcp_server_guard.shell.spools import MAX_RANGE_BYTES
 
     size = 64 << 20
     raw = start(workspace, tmp_path)
@@ -235,7 +235,7 @@ def test_a_running_jobs_output_is_read_in_ranges_so_far(workspace: Path, tmp_pat
 
 
 def _spool(tmp_path: Path, data: bytes, cap: int = 1 << 30) -> Any:
-    from mcp_server_guard.shell.jobs import Spool
+    from mcp_server_guard.shell.spools import Spool
 
     spool = Spool(tmp_path / "s.out", cap)
     spool.feed(data)
@@ -243,7 +243,7 @@ def _spool(tmp_path: Path, data: bytes, cap: int = 1 << 30) -> Any:
 
 
 def _ranges(spool: Any, length: int | None, *, growing: bool = False, offset: int = 0) -> list[tuple[str, str]]:
-    from mcp_server_guard.shell.jobs import read_output
+    from mcp_server_guard.shell.spools import read_output
 
     answers = []
     while True:
@@ -267,7 +267,7 @@ def test_ranges_never_split_a_character_and_reassemble_exactly(tmp_path: Path, l
 
 
 def test_an_offset_inside_a_character_starts_at_its_first_byte(tmp_path: Path) -> None:
-    from mcp_server_guard.shell.jobs import read_output
+    from mcp_server_guard.shell.spools import read_output
 
     spool = _spool(tmp_path, "ab\U0001d11ecd".encode())  # the 4-byte character lies at bytes 2-6
     for offset in (3, 4, 5):
@@ -276,7 +276,7 @@ def test_an_offset_inside_a_character_starts_at_its_first_byte(tmp_path: Path) -
 
 
 def test_control_characters_count_as_escaped_in_a_ranges_size(tmp_path: Path) -> None:
-    from mcp_server_guard.shell.jobs import read_output
+    from mcp_server_guard.shell.spools import read_output
 
     # A NUL takes six bytes in the JSON answer: a range of NULs holds a sixth as many, so that a flood of them
     # costs the server and the client no more than a range of letters.
@@ -295,7 +295,7 @@ def test_a_range_of_wide_characters_holds_fewer_so_that_its_text_takes_no_more_m
 
 
 def test_what_was_not_kept_is_named_and_skipped(tmp_path: Path) -> None:
-    from mcp_server_guard.shell.jobs import TAIL_KEPT
+    from mcp_server_guard.shell.spools import TAIL_KEPT
 
     total = 1000 + (3 << 20)
     spool = _spool(tmp_path, b"x" * total, cap=1000)  # the first 1000 bytes and the last TAIL_KEPT are kept
@@ -315,7 +315,7 @@ def test_what_was_not_kept_is_named_and_skipped(tmp_path: Path) -> None:
 
 
 def test_a_growing_streams_last_character_waits_until_it_is_whole(tmp_path: Path) -> None:
-    from mcp_server_guard.shell.jobs import read_output
+    from mcp_server_guard.shell.spools import read_output
 
     whole = "ab\u2713".encode()
     spool = _spool(tmp_path, whole[:-1])  # a job wrote 2 of the check mark's 3 bytes so far

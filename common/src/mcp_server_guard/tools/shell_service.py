@@ -49,24 +49,22 @@ from mcp_server_guard.shell.approval import (
 from mcp_server_guard.shell.egress import EgressProxy, resolver_from_env
 from mcp_server_guard.shell.execution import Prepared, ShellExec, limit_hit, writable_engine, writable_policy
 from mcp_server_guard.shell.grants import CallHosts, SessionApprovals
-from mcp_server_guard.shell.jobs import (
+from mcp_server_guard.shell.jobs import Job, JobTable, unfinished_line
+from mcp_server_guard.shell.process import REGISTRY, Control, RunResult
+from mcp_server_guard.shell.sandbox.layers import close_box
+from mcp_server_guard.shell.sandbox.lifetime import release
+from mcp_server_guard.shell.sandbox.planning import NetworkMode, SandboxPlan
+from mcp_server_guard.shell.spools import (
     MAX_RANGE_BYTES,
     OUTPUT_TEMPLATE,
     RANGE_BYTES,
-    Job,
-    JobTable,
     KeptOutputs,
     RangeError,
     Spool,
     output_uri,
     parse_range,
     read_output,
-    unfinished_line,
 )
-from mcp_server_guard.shell.process import REGISTRY, Control, RunResult
-from mcp_server_guard.shell.sandbox.layers import close_box
-from mcp_server_guard.shell.sandbox.lifetime import release
-from mcp_server_guard.shell.sandbox.planning import NetworkMode, SandboxPlan
 from mcp_server_guard.shell.strings import Verdict as LineVerdict
 from mcp_server_guard.tools.shell_questions import ChangesApproval, changes_asker, host_asker
 from mcp_server_guard.tools.shell_results import (
