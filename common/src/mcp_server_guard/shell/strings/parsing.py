@@ -19,8 +19,9 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from mcp_server_guard.shell.strings.assignments import descendants
 from mcp_server_guard.shell.strings.commands import Command, Finding, Parsed, Redirect, Word
-from mcp_server_guard.shell.strings.walker import descendants, walk_tree
+from mcp_server_guard.shell.strings.walker import walk_tree
 from mcp_server_guard.shell.strings.words import decode_ansi_c
 
 if TYPE_CHECKING:

@@ -10,11 +10,15 @@ fork bombs are findings. Parsing the text into the tree, and its bounds, is ``pa
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from mcp_server_guard.shell.strings.assignments import IDENT as _IDENT
+from mcp_server_guard.shell.strings.assignments import assignment as _assignment
+from mcp_server_guard.shell.strings.assignments import collect as _collect
+from mcp_server_guard.shell.strings.assignments import descendants
 from mcp_server_guard.shell.strings.commands import Command, Finding, Parsed, Redirect, Word
-from mcp_server_guard.shell.strings.words import INDIRECT, Known, decode_ansi_c, resolve_word, text_of
+from mcp_server_guard.shell.strings.words import Known, decode_ansi_c, resolve_word, text_of
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -24,8 +28,6 @@ _DYNAMIC_NODES = frozenset(
     {"simple_expansion", "expansion", "command_substitution", "process_substitution", "arithmetic_expansion"}
 )
 _ARITH_TEST_OPS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
-_ARITH_ASSIGN = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^=", "++", "--"})
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Threat: a name with a subscript that runs code (`printf -v 'a[$(rm -rf v)]' x`): bash evaluates the
 # subscript of a name it is given as arithmetic, and arithmetic expands $(…) and `…`.
 # (Time: from the start of a name only, and a subscript up to the next `[`, so no text is scanned twice.)
@@ -106,102 +108,11 @@ def _has_dynamic(node: Node) -> bool:
     return any(_has_dynamic(child) for child in node.named_children)
 
 
-def _collect(root: Node) -> Known:
-    """Every assignment in the line (standalone, ``declare``, ``for``, arithmetic, ``read`` and friends)."""
-    known = Known()
-
-    def add(name: str, word: Word | None) -> None:
-        known.assigned.setdefault(name.partition("[")[0], []).append(word)
-
-    for node in descendants(root):
-        kind = node.type
-        known.substitutes = known.substitutes or kind == "command_substitution"
-        if kind == "variable_assignment" and node.parent is not None:
-            name, word = _assignment(node)
-            if node.parent.type == "c_style_for_statement":
-                known.integers.add(name)
-            elif node.parent.type != "command":  # `X=1 cmd` sets X for cmd only, not for the line
-                add(name, None if "+=" in text_of(node)[: len(name) + 2] else word)
-            _note_input(known, name.partition("[")[0], node.named_children[1:])
-        elif kind == "for_statement":
-            variable = node.child_by_field_name("variable")
-            values = node.children_by_field_name("value")
-            if variable is not None:
-                if not values:  # `for x; do` iterates over "$@"
-                    add(text_of(variable), None)
-                for value in values:
-                    add(text_of(variable), resolve_word(value))
-                _note_input(known, text_of(variable), values)
-        elif kind in ("binary_expression", "postfix_expression", "unary_expression") and _in_arithmetic(node):
-            operators = {text_of(c) for c in node.children if not c.is_named}
-            target = next((c for c in node.named_children if c.type == "variable_name"), None)
-            if target is not None and operators & _ARITH_ASSIGN:
-                known.integers.add(text_of(target))
-        elif kind == "declaration_command":
-            flags = [text_of(c) for c in node.named_children if c.type == "word" and text_of(c).startswith("-")]
-            if any("i" in flag[1:] for flag in flags):
-                for child in node.named_children:
-                    target = child.child_by_field_name("name") if child.type == "variable_assignment" else child
-                    if target is not None and target.type == "variable_name":
-                        known.declared_integers.add(text_of(target))
-        elif kind == "command":
-            name_node = node.child_by_field_name("name")
-            program = text_of(name_node) if name_node is not None else ""
-            if program in ("read", "mapfile", "readarray", "getopts", "printf"):
-                arguments = node.children_by_field_name("argument")
-                words = [resolve_word(w).value or text_of(w) for w in arguments]  # `read -r "n"` sets n
-                names = _names_set_by(program, words)
-                for name in names:
-                    add(name, None)
-                if program in ("read", "mapfile", "readarray"):
-                    # what they read; with no name, into REPLY / MAPFILE
-                    known.from_input.update(names or ["REPLY" if program == "read" else "MAPFILE"])
-                elif names:  # printf -v NAME FORMAT ARGS, getopts: a copy of what the arguments hold
-                    _note_input(known, names[0], list(arguments))
-    known.settle_inputs()
-    return known
-
-
 # Variables bash fills in from other values (a match, an option's value, the last argument, the arguments): they
 # hold input when the line reads any.
 _FILLED = frozenset({"BASH_REMATCH", "OPTARG", "_", "@", "*", "1", "2", "3", "4", "5", "6", "7", "8", "9"})
 _OFFSET = re.compile(r"\$\{[A-Za-z_0-9@*]+(?:\[[^\]]*\])?:(?![-=?+])(.*)\}$", re.DOTALL)  # ${s:n}, ${s:1:n}
 _SUBSCRIPTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(.*)\]\+?=?", re.DOTALL)  # a[n], a[n]=
-
-
-def _note_input(known: Known, name: str, values: Sequence[Node]) -> None:
-    """``name`` is given ``values``: input when they hold a substitution (`x=$(cat)`), a copy of names that
-    hold input (``$n``, ``${n:1}``; not ``${#n}``, ``${!a[@]}``, ``$((…))``, which are numbers), ``${!ref}``, or a
-    bare name (`y=x`: arithmetic on y evaluates x)."""
-    sources: set[str] = set()
-    for value in values:
-        if value.type == "word" and _IDENT.fullmatch(text_of(value)):
-            sources.add(text_of(value))
-        for node in [value, *descendants(value)]:
-            if node.type in ("command_substitution", "process_substitution"):
-                known.from_input.add(name)
-                return
-            if node.type == "expansion" and text_of(node).startswith(("${#", "${!")):
-                text = text_of(node)
-                if text.startswith("${!") and not text.endswith(("[@]}", "[*]}")):
-                    sources.add(INDIRECT)  # ${!ref}: the value of whatever ref names
-                continue
-            if node.type == "variable_name" and _counts_as_text(node):
-                sources.add(text_of(node))
-    if sources:
-        known.copies.append((name, frozenset(sources)))
-
-
-def _counts_as_text(node: Node) -> bool:
-    """A variable reference whose text is taken (not inside ``$((…))``, ``${#…}`` or ``${!…[@]}``)."""
-    parent = node.parent
-    while parent is not None and parent.type not in ("variable_assignment", "for_statement", "command", "program"):
-        if parent.type == "arithmetic_expansion":
-            return False
-        if parent.type == "expansion" and text_of(parent).startswith(("${#", "${!")):
-            return False
-        parent = parent.parent
-    return True
 
 
 def _value_taken(name: Node, top: Node) -> bool:
@@ -247,15 +158,6 @@ def _run_time_names(program: str, args: list[Word]) -> bool:
     return program in ("declare", "typeset", "local", "readonly", "export", "unset") and None in values
 
 
-def _names_set_by(program: str, words: list[str]) -> list[str]:
-    """The variables ``read``/``mapfile``/``getopts``/``printf -v`` set (to values only run time knows)."""
-    if program == "printf":
-        return [words[i + 1] for i, w in enumerate(words[:-1]) if w == "-v"]
-    if program == "getopts":
-        return words[1:2]
-    return [w for w in words if _IDENT.fullmatch(w)]
-
-
 def _arithmetic_parts(node: Node) -> Iterator[Node]:
     """The nodes of an arithmetic expression, not entering command substitutions or a loop's body."""
     for child in node.children:
@@ -263,19 +165,6 @@ def _arithmetic_parts(node: Node) -> Iterator[Node]:
             continue
         yield child
         yield from _arithmetic_parts(child)
-
-
-def _in_arithmetic(node: Node) -> bool:
-    parent = node.parent
-    while parent is not None:
-        if parent.type in ("arithmetic_expansion", "c_style_for_statement") or (
-            parent.type == "compound_statement" and parent.children and text_of(parent.children[0]) == "(("
-        ):
-            return True
-        if parent.type in ("command", "program"):
-            return False
-        parent = parent.parent
-    return False
 
 
 class _Walker:
@@ -599,27 +488,8 @@ class _Walker:
 CODE_IN_VALUE = re.compile(r"\$\(|`|[<>]\(")  # what runs a command where bash evaluates a value as code
 
 
-def _assignment(node: Node, known: Known | None = None) -> tuple[str, Word]:
-    """NAME=value (or NAME+=value, NAME[i]=value): the name as written and the value's word."""
-    name_node = node.named_children[0] if node.named_children else None
-    name = text_of(name_node) if name_node is not None else ""
-    value_nodes = node.named_children[1:]
-    if not value_nodes:
-        return name, Word("", "")
-    if len(value_nodes) == 1:
-        return name, resolve_word(value_nodes[0], known)
-    return name, Word(None, text_of(node))  # an array (a=(…)): judged by its parts' substitutions
-
-
 def _drop_descriptor(words: list[Word], redirect: Node) -> None:
     """Digits written against a redirection (`0<<<`, `0<&1`) are its file descriptor: not a word of the command."""
     before = redirect.prev_sibling
     if words and words[-1].raw.isdigit() and before is not None and before.end_byte == redirect.start_byte:
         words.pop()
-
-
-def descendants(node: Node) -> Iterator[Node]:
-    """Every node below ``node``, depth first, in source order."""
-    for child in node.children:
-        yield child
-        yield from descendants(child)

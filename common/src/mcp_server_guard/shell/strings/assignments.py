@@ -1,0 +1,152 @@
+"""The values a command line fixes, collected before its commands are walked (``walker``): every assignment
+(standalone, ``declare``, ``for``, arithmetic, ``read`` and friends), which names hold input or copies of it, which
+are integers; with the small syntax-tree helpers the walker shares (an assignment's name and value, a node's
+descendants).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from mcp_server_guard.shell.strings.commands import Word
+from mcp_server_guard.shell.strings.words import INDIRECT, Known, resolve_word, text_of
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+_ARITH_ASSIGN = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^=", "++", "--"})
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def collect(root: Node) -> Known:
+    """Every assignment in the line (standalone, ``declare``, ``for``, arithmetic, ``read`` and friends)."""
+    known = Known()
+
+    def add(name: str, word: Word | None) -> None:
+        known.assigned.setdefault(name.partition("[")[0], []).append(word)
+
+    for node in descendants(root):
+        kind = node.type
+        known.substitutes = known.substitutes or kind == "command_substitution"
+        if kind == "variable_assignment" and node.parent is not None:
+            name, word = assignment(node)
+            if node.parent.type == "c_style_for_statement":
+                known.integers.add(name)
+            elif node.parent.type != "command":  # `X=1 cmd` sets X for cmd only, not for the line
+                add(name, None if "+=" in text_of(node)[: len(name) + 2] else word)
+            _note_input(known, name.partition("[")[0], node.named_children[1:])
+        elif kind == "for_statement":
+            variable = node.child_by_field_name("variable")
+            values = node.children_by_field_name("value")
+            if variable is not None:
+                if not values:  # `for x; do` iterates over "$@"
+                    add(text_of(variable), None)
+                for value in values:
+                    add(text_of(variable), resolve_word(value))
+                _note_input(known, text_of(variable), values)
+        elif kind in ("binary_expression", "postfix_expression", "unary_expression") and _in_arithmetic(node):
+            operators = {text_of(c) for c in node.children if not c.is_named}
+            target = next((c for c in node.named_children if c.type == "variable_name"), None)
+            if target is not None and operators & _ARITH_ASSIGN:
+                known.integers.add(text_of(target))
+        elif kind == "declaration_command":
+            flags = [text_of(c) for c in node.named_children if c.type == "word" and text_of(c).startswith("-")]
+            if any("i" in flag[1:] for flag in flags):
+                for child in node.named_children:
+                    target = child.child_by_field_name("name") if child.type == "variable_assignment" else child
+                    if target is not None and target.type == "variable_name":
+                        known.declared_integers.add(text_of(target))
+        elif kind == "command":
+            name_node = node.child_by_field_name("name")
+            program = text_of(name_node) if name_node is not None else ""
+            if program in ("read", "mapfile", "readarray", "getopts", "printf"):
+                arguments = node.children_by_field_name("argument")
+                words = [resolve_word(w).value or text_of(w) for w in arguments]  # `read -r "n"` sets n
+                names = _names_set_by(program, words)
+                for name in names:
+                    add(name, None)
+                if program in ("read", "mapfile", "readarray"):
+                    # what they read; with no name, into REPLY / MAPFILE
+                    known.from_input.update(names or ["REPLY" if program == "read" else "MAPFILE"])
+                elif names:  # printf -v NAME FORMAT ARGS, getopts: a copy of what the arguments hold
+                    _note_input(known, names[0], list(arguments))
+    known.settle_inputs()
+    return known
+
+
+def _note_input(known: Known, name: str, values: Sequence[Node]) -> None:
+    """``name`` is given ``values``: input when they hold a substitution (`x=$(cat)`), a copy of names that
+    hold input (``$n``, ``${n:1}``; not ``${#n}``, ``${!a[@]}``, ``$((…))``, which are numbers), ``${!ref}``, or a
+    bare name (`y=x`: arithmetic on y evaluates x)."""
+    sources: set[str] = set()
+    for value in values:
+        if value.type == "word" and IDENT.fullmatch(text_of(value)):
+            sources.add(text_of(value))
+        for node in [value, *descendants(value)]:
+            if node.type in ("command_substitution", "process_substitution"):
+                known.from_input.add(name)
+                return
+            if node.type == "expansion" and text_of(node).startswith(("${#", "${!")):
+                text = text_of(node)
+                if text.startswith("${!") and not text.endswith(("[@]}", "[*]}")):
+                    sources.add(INDIRECT)  # ${!ref}: the value of whatever ref names
+                continue
+            if node.type == "variable_name" and _counts_as_text(node):
+                sources.add(text_of(node))
+    if sources:
+        known.copies.append((name, frozenset(sources)))
+
+
+def _counts_as_text(node: Node) -> bool:
+    """A variable reference whose text is taken (not inside ``$((…))``, ``${#…}`` or ``${!…[@]}``)."""
+    parent = node.parent
+    while parent is not None and parent.type not in ("variable_assignment", "for_statement", "command", "program"):
+        if parent.type == "arithmetic_expansion":
+            return False
+        if parent.type == "expansion" and text_of(parent).startswith(("${#", "${!")):
+            return False
+        parent = parent.parent
+    return True
+
+
+def _names_set_by(program: str, words: list[str]) -> list[str]:
+    """The variables ``read``/``mapfile``/``getopts``/``printf -v`` set (to values only run time knows)."""
+    if program == "printf":
+        return [words[i + 1] for i, w in enumerate(words[:-1]) if w == "-v"]
+    if program == "getopts":
+        return words[1:2]
+    return [w for w in words if IDENT.fullmatch(w)]
+
+
+def _in_arithmetic(node: Node) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.type in ("arithmetic_expansion", "c_style_for_statement") or (
+            parent.type == "compound_statement" and parent.children and text_of(parent.children[0]) == "(("
+        ):
+            return True
+        if parent.type in ("command", "program"):
+            return False
+        parent = parent.parent
+    return False
+
+
+def assignment(node: Node, known: Known | None = None) -> tuple[str, Word]:
+    """NAME=value (or NAME+=value, NAME[i]=value): the name as written and the value's word."""
+    name_node = node.named_children[0] if node.named_children else None
+    name = text_of(name_node) if name_node is not None else ""
+    value_nodes = node.named_children[1:]
+    if not value_nodes:
+        return name, Word("", "")
+    if len(value_nodes) == 1:
+        return name, resolve_word(value_nodes[0], known)
+    return name, Word(None, text_of(node))  # an array (a=(…)): judged by its parts' substitutions
+
+
+def descendants(node: Node) -> Iterator[Node]:
+    """Every node below ``node``, depth first, in source order."""
+    for child in node.children:
+        yield child
+        yield from descendants(child)
