@@ -27,6 +27,7 @@ from mcp_server_guard.shell.grants import CallHosts, SessionApprovals, session_p
 from mcp_server_guard.shell.in_box import DiskWatch, run_boxed
 from mcp_server_guard.shell.output import Progress
 from mcp_server_guard.shell.process import Control, Copy, RunResult, run
+from mcp_server_guard.shell.sandbox.box import Box
 from mcp_server_guard.shell.sandbox.layers import call_options, outside_sockets
 from mcp_server_guard.shell.sandbox.planning import Limits, SandboxPlan, confine
 from mcp_server_guard.shell.sandbox.sockets import TooManySockets
@@ -357,75 +358,9 @@ class ShellExec:
         confinement = confine(self.sandbox, roots) if box is None else None
         try:
             if box is not None:
-                survey = Survey(roots=tuple(roots))
-                if self.protection is not None:
-                    if self.sandbox.copies:
-                        # The command works on a copy (its changes are judged afterwards): only the hidden paths
-                        # need hiding now, and every root's own area (other servers' copies live there too).
-                        survey.masked = self.protection.hidden_paths(roots) + own_areas(roots)
-                    else:
-                        # Writing the real tree directly (no copy here): protected paths read-only, as far as
-                        # they can be found. Raises PROTECTION_UNAVAILABLE (nothing runs) when the layout
-                        # cannot be guarded.
-                        survey = await anyio.to_thread.run_sync(self.protection.survey, roots)
-                copy = control.copy if control is not None else Copy()
-                token, egress = self._open_egress(hosts), self.egress
-                denied: list[Denied] = []
-                allowed: list[str] = []
-                # A line that only reads runs on a read-only view of the roots: no copy to make, read and remove.
-                reading = await self._reading(prepared)
-                disk = await self._disk_watch(reading)
-                started_ns = copy.started_ns = now_ns()
-                kept = False
-                try:
-                    result = await run_boxed(
-                        box,
-                        prepared.argv,
-                        cwd=prepared.cwd,
-                        env={**prepared.env, "TMPDIR": "/tmp"},  # noqa: S108 - the call's private /tmp
-                        stdin=stdin,
-                        timeout=timeout,
-                        max_output=max_output,
-                        options=call_options(
-                            self.sandbox,
-                            roots,
-                            survey.read_only,
-                            survey.masked,
-                            overlays=self.sandbox.copies,
-                            sockets=await self._outside_sockets(roots),
-                            proxy=token or "",
-                            reading=reading,
-                            room=disk.room if disk is not None else 0,
-                        ),
-                        progress=progress,
-                        pause=hosts.pause if hosts is not None else None,
-                        control=control,
-                        copy=copy,
-                        network=partial(egress.listen_on, owner=token) if egress is not None else None,
-                        disk=disk,
-                    )
-                    kept = not result.disk_low  # stopped for the disk: nothing it did is applied (its copy goes)
-                finally:
-                    if token is not None and self.egress is not None:
-                        denied, allowed = self.egress.take_decisions(token)
-                        self._calls.pop(token, None)
-                    if hosts is not None:
-                        with anyio.CancelScope(shield=True):
-                            await hosts.close()
-                    if copy.name and not kept and not copy.untouched and self.transactions is not None:
-                        # A call that failed, was cancelled or stopped for the disk applies nothing: its copy goes
-                        # (unless its init took it back, untouched: it may already be another call's).
-                        with anyio.CancelScope(shield=True):
-                            await anyio.to_thread.run_sync(self.transactions.discard, copy.name)
-                if reading or kept:
-                    result = dataclasses.replace(result, read_only=True) if reading else result.on(copy, started_ns)
-                if token is not None:
-                    result = dataclasses.replace(
-                        result,
-                        network_denied=tuple(denied),
-                        network_allowed=tuple(allowed),
-                    )
-                return result
+                return await self._execute_boxed(
+                    box, prepared, roots, stdin, timeout, max_output, progress, hosts, control
+                )
             assert confinement is not None
             return await run(
                 prepared.argv,
@@ -455,6 +390,90 @@ class ShellExec:
         finally:
             if confinement is not None:
                 confinement.close()
+
+    async def _execute_boxed(
+        self,
+        box: Box,
+        prepared: Prepared,
+        roots: list[str],
+        stdin: bytes | None,
+        timeout: float,
+        max_output: int,
+        progress: Progress | None,
+        hosts: CallHosts | None,
+        control: Control | None,
+    ) -> RunResult:
+        """``execute`` in the box: the call's survey of protected paths, its egress token, a read-only view or a
+        copy, the run, then what the proxy decided; a copy that applies nothing goes."""
+        survey = Survey(roots=tuple(roots))
+        if self.protection is not None:
+            if self.sandbox.copies:
+                # The command works on a copy (its changes are judged afterwards): only the hidden paths
+                # need hiding now, and every root's own area (other servers' copies live there too).
+                survey.masked = self.protection.hidden_paths(roots) + own_areas(roots)
+            else:
+                # Writing the real tree directly (no copy here): protected paths read-only, as far as
+                # they can be found. Raises PROTECTION_UNAVAILABLE (nothing runs) when the layout
+                # cannot be guarded.
+                survey = await anyio.to_thread.run_sync(self.protection.survey, roots)
+        copy = control.copy if control is not None else Copy()
+        token, egress = self._open_egress(hosts), self.egress
+        denied: list[Denied] = []
+        allowed: list[str] = []
+        # A line that only reads runs on a read-only view of the roots: no copy to make, read and remove.
+        reading = await self._reading(prepared)
+        disk = await self._disk_watch(reading)
+        started_ns = copy.started_ns = now_ns()
+        kept = False
+        try:
+            result = await run_boxed(
+                box,
+                prepared.argv,
+                cwd=prepared.cwd,
+                env={**prepared.env, "TMPDIR": "/tmp"},  # noqa: S108 - the call's private /tmp
+                stdin=stdin,
+                timeout=timeout,
+                max_output=max_output,
+                options=call_options(
+                    self.sandbox,
+                    roots,
+                    survey.read_only,
+                    survey.masked,
+                    overlays=self.sandbox.copies,
+                    sockets=await self._outside_sockets(roots),
+                    proxy=token or "",
+                    reading=reading,
+                    room=disk.room if disk is not None else 0,
+                ),
+                progress=progress,
+                pause=hosts.pause if hosts is not None else None,
+                control=control,
+                copy=copy,
+                network=partial(egress.listen_on, owner=token) if egress is not None else None,
+                disk=disk,
+            )
+            kept = not result.disk_low  # stopped for the disk: nothing it did is applied (its copy goes)
+        finally:
+            if token is not None and self.egress is not None:
+                denied, allowed = self.egress.take_decisions(token)
+                self._calls.pop(token, None)
+            if hosts is not None:
+                with anyio.CancelScope(shield=True):
+                    await hosts.close()
+            if copy.name and not kept and not copy.untouched and self.transactions is not None:
+                # A call that failed, was cancelled or stopped for the disk applies nothing: its copy goes
+                # (unless its init took it back, untouched: it may already be another call's).
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self.transactions.discard, copy.name)
+        if reading or kept:
+            result = dataclasses.replace(result, read_only=True) if reading else result.on(copy, started_ns)
+        if token is not None:
+            result = dataclasses.replace(
+                result,
+                network_denied=tuple(denied),
+                network_allowed=tuple(allowed),
+            )
+        return result
 
     async def _reading(self, prepared: Prepared) -> bool:
         """Whether a line runs on a read-only view of the roots (it only reads: no copy to make, read and remove);

@@ -221,6 +221,36 @@ def _origins(said: object) -> frozenset[tuple[str, str, int]]:
     )
 
 
+async def _until_final(box: Box, call_id: int, copy: Copy, status: _Status) -> None:
+    """Killed (a timeout, a stop): what the command wrote is final only once every process of the call
+    is gone, which the supervisor says when it reaps the call's init."""
+    copy.final = await box.gone(call_id, _GONE_S)
+    if not copy.final:
+        box.signal(call_id, signal.SIGKILL)
+        copy.final = await box.gone(call_id, _GONE_S)
+    if copy.final:
+        # Threat: the call ended on its own while it was being cancelled, and its init took the copy
+        # back, untouched, for its next call (on a line not read yet): removing it here would remove
+        # another call's copy. Its init has said all it will by now.
+        status.take_what_is_there()
+        copy.final = True
+
+
+def _exit_of(status: _Status) -> tuple[int, str | None]:
+    """A call's exit code and the name of the signal that ended it (None: it exited); killed when it never said."""
+    code: int = 128 + signal.SIGKILL
+    sig: str | None = "SIGKILL"
+    if status.exit_status is not None:
+        wait_status = status.exit_status
+        if os.WIFSIGNALED(wait_status):
+            number = os.WTERMSIG(wait_status)
+            code = 128 + number
+            sig = signal.Signals(number).name if number in signal.valid_signals() else f"SIG{number}"
+        else:
+            code, sig = os.waitstatus_to_exitcode(wait_status), None
+    return code, sig
+
+
 async def run_boxed(
     box: Box,
     argv: Sequence[str],
@@ -309,32 +339,12 @@ async def run_boxed(
                 with contextlib.suppress(OSError):
                     os.close(fd)
             if options["overlays"] and not copy.final:
-                # Killed (a timeout, a stop): what the command wrote is final only once every process of the call
-                # is gone, which the supervisor says when it reaps the call's init.
-                copy.final = await box.gone(call.id, _GONE_S)
-                if not copy.final:
-                    box.signal(call.id, signal.SIGKILL)
-                    copy.final = await box.gone(call.id, _GONE_S)
-                if copy.final:
-                    # Threat: the call ended on its own while it was being cancelled, and its init took the copy
-                    # back, untouched, for its next call (on a line not read yet): removing it here would remove
-                    # another call's copy. Its init has said all it will by now.
-                    status.take_what_is_there()
-                    copy.final = True
+                await _until_final(box, call.id, copy, status)
             else:
                 box.forget(call.id)  # its end needs no waiting for (or it was never on a copy)
             status.sock.close()
     if status.error is not None:
         # OSError(errno, …) is the errno's own subclass (FileNotFoundError, PermissionError, …), as from Popen.
         raise OSError(int(status.error.get("error") or 0), str(status.error.get("message")))
-    code: int = 128 + signal.SIGKILL
-    sig: str | None = "SIGKILL"
-    if status.exit_status is not None:
-        wait_status = status.exit_status
-        if os.WIFSIGNALED(wait_status):
-            number = os.WTERMSIG(wait_status)
-            code = 128 + number
-            sig = signal.Signals(number).name if number in signal.valid_signals() else f"SIG{number}"
-        else:
-            code, sig = os.waitstatus_to_exitcode(wait_status), None
+    code, sig = _exit_of(status)
     return replace(RunResult.of(out, err, code, sig, timed_out, started_at), disk_low=disk.low)
