@@ -388,6 +388,28 @@ def _leave(spare: MountedCopy | None) -> NoReturn:
     os._exit(0)
 
 
+def _call_listener(status: int, spec: wire.CallRequest) -> socket.socket:
+    """--network policy: the call's listener for the proxy, in this network namespace, handed over on ``status``."""
+    try:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(256)
+        hand_over_listener(status, listener.dup(), spec)
+    except (OSError, KeyError, TypeError) as exc:
+        raise StartFailed(getattr(exc, "errno", 0) or 0, "network", str(exc)) from None
+    return listener
+
+
+def _shut_listener(listener: socket.socket) -> None:
+    """A call's listener once the call is over."""
+    # Threat: the next call reaching the proxy through this call's listener (approved for this call's
+    # hosts) before the server has stopped accepting on it. No process of the call is left: it is shut
+    # now, in the kernel, before this init can be offered again.
+    with contextlib.suppress(OSError):
+        listener.shutdown(socket.SHUT_RDWR)
+    listener.close()
+
+
 def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited, egress: bool) -> None:
     """Serve calls in turn as PID 1 of this PID namespace (``sock``: the first call's socket; ``control``: to the
     supervisor; ``egress``: a listener for the proxy per call). Never returns."""
@@ -438,13 +460,7 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
         try:
             spec = checked_call(raw)
             if egress:
-                try:
-                    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                    listener.bind(("127.0.0.1", 0))
-                    listener.listen(256)
-                    hand_over_listener(status, listener.dup(), spec)
-                except (OSError, KeyError, TypeError) as exc:
-                    raise StartFailed(getattr(exc, "errno", 0) or 0, "network", str(exc)) from None
+                listener = _call_listener(status, spec)
             # What this process's limits must be once the call is over: as now, with the call's own set (the call's
             # thread sets them for the whole process).
             expected = limits | {which: (soft, hard) for which, soft, hard in spec["rlimits"]}
@@ -469,12 +485,7 @@ def serve_calls(sock: socket.socket, control: socket.socket, prepared: Inherited
         reading = not spec["overlays"] and prepared.reading is not None
         os.close(status)
         if listener is not None:
-            # Threat: the next call reaching the proxy through this call's listener (approved for this call's
-            # hosts) before the server has stopped accepting on it. No process of the call is left: it is shut
-            # now, in the kernel, before this init can be offered again.
-            with contextlib.suppress(OSError):
-                listener.shutdown(socket.SHUT_RDWR)
-            listener.close()
+            _shut_listener(listener)
         # A stage that started a call that only read, in a view prepared for those, starts the next that fits.
         again = stage.serving is not None and not spec["overlays"]
         stage.over(again)
