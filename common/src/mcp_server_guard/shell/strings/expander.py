@@ -294,6 +294,10 @@ class Expander:
         for inner_text in option_commands(interpreter_name(program) or program, rest):
             # `nc -e /bin/sh host`: the shell's stdin is the connection, so its script comes from elsewhere.
             self.inner(program, inner_text, depth, Feed("pipe") if program in NETWORK_FED else feed)
+        self._by_kind(program, rest, depth, feed)
+
+    def _by_kind(self, program: str, rest: list[Word], depth: int, feed: Feed) -> None:
+        """What the command runs, by what kind of program it is: eval, a shell, an interpreter, env, a wrapper …"""
         if program == "eval":
             if rest and all(w.value is not None for w in rest):
                 # eval 'static text': judge the text, with the line's stdin (`eval 'eval "$(cat)"'`)

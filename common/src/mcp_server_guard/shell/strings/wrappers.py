@@ -343,6 +343,13 @@ def unwrap(program: str, rest: list[Word]) -> Inner:
             name = (rest[0].value or "").partition("=")[2]
             return [[Word(name, name), *rest[1:]]]
         return [rest]
+    return _unwrap_given(program, rest)
+
+
+def _unwrap_given(program: str, rest: list[Word]) -> Inner:
+    """``unwrap`` for programs that run a command given another way than as their arguments: a string (flock -c,
+    watch, trap, su -c), lines of input (xargs, parallel), an option (find -exec), another machine or a container
+    (ssh, docker, kubectl), a runner's subcommand (npx, nix-shell --run, git bisect run, uvx)."""
     if program == "xargs":
         return _xargs(rest)
     if program == "flock":
