@@ -15,7 +15,7 @@ from mcp.server.mcpserver import Context
 
 from mcp_server_guard import audit
 from mcp_server_guard.audit import new_audit_id
-from mcp_server_guard.changes.transactions import Settled, Transactions
+from mcp_server_guard.changes import Settled, Transactions
 from mcp_server_guard.errors import ParamError, ResourceError
 from mcp_server_guard.policy import ShellPolicy
 from mcp_server_guard.shell.approval import ApprovalForm, require_approval

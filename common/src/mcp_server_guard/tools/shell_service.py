@@ -25,9 +25,9 @@ from mcp.types import INVALID_PARAMS
 
 from mcp_server_guard import audit, paths
 from mcp_server_guard.audit import default_state_path
+from mcp_server_guard.changes import Held, Settled, Transactions  # the package's public names
 from mcp_server_guard.changes.apply import Applier
 from mcp_server_guard.changes.area import CopyArea
-from mcp_server_guard.changes import Held, Settled, Transactions  # the package's public names
 from mcp_server_guard.errors import ParamError
 from mcp_server_guard.files.liveness import OwnedDir
 from mcp_server_guard.files.trees import remove_dead, remove_tree

@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from mcp_server_guard import linux
-from mcp_server_guard.shell.sandbox import renames, wire
+from mcp_server_guard.shell.sandbox import renames, tree_moves, wire
 from mcp_server_guard.shell.sandbox.call_init import (
     FORWARDED,
     SETTLE_S,
@@ -325,7 +325,7 @@ def _end(
     # while it runs, and may have emptied it.
     copy = stage.view.copy
     spare = copy if settled and spec["recycle"] and copy is not None and untouched(copy) else None
-    moved, (renamed, origins) = renames.moved(), _renamed_in(stage)
+    moved, (renamed, origins) = tree_moves.moved(), _renamed_in(stage)
     report(status, {"exit": exit_status, "settled": settled, **({"untouched": True} if spare else {}),
                     **({"stopped": stopped} if stopped else {}), **({"moved": moved} if moved else {}),
                     **({"renamed": renamed} if renamed else {}),
