@@ -4,6 +4,10 @@ Layout: ``errors``, ``audit``, ``policy`` (the policy file loader) and ``paths``
 ``serving`` (the server scaffold every server shares), ``files`` (path jail, MIME, reading, writing,
 history), ``shell`` (parser, rules, processes, execution, approval; ``shell.sandbox``: the kernel
 sandbox) and ``admin`` (the ``mcp-guard`` CLI). The names below are what a server author needs most.
+
+What it guarantees: stdout belongs to the protocol alone (logs go to stderr); every refusal is a ``GuardError`` with
+a code, a category, a message and a suggestion; text from a command, a path or a model that reaches a person has its
+control and bidi characters escaped (``paths.printable``); libc is loaded in one module (``linux``).
 """
 
 from __future__ import annotations

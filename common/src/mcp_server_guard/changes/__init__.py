@@ -9,6 +9,11 @@ has), ``apply`` (applying, undoing, recovering after a crash: ``plan`` the steps
 ``undoing`` an undo's steps, ``steps`` each step with ``placing`` for what lands whole, ``nofollow`` the file
 operations they are made of) and ``transactions`` (one call's whole round, with ``held`` for change sets waiting
 for a yes and ``results`` for what the result tells).
+
+What it guarantees: a command never writes the real tree; what it changed on its copy is judged by its effects and
+lands through steps that work beneath the root's descriptor and follow no link, each pre-image kept first, so that
+one call can be undone exactly; an apply or undo killed at any step is finished or gone back whole by the next start
+(its journal is sealed, and checked step by step against the history before anything is replayed).
 """
 
 from __future__ import annotations

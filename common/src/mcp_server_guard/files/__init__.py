@@ -1,5 +1,10 @@
 """File guards: the path jail (openat2 / O_NOFOLLOW walk), MIME sniffing, reading pages, atomic writing, the
 history store and the temp-file journal.
+
+What it guarantees: a path is reached beneath its root by the kernel's walk (openat2, or a no-follow walk by
+descriptor), never through a link, and a FIFO or device is never opened; a write lands whole or not at all (a
+temporary file renamed into place) after its pre-image is in the history; the history keeps within its bounds by
+evicting whole calls, never part of one.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """The server scaffold every guarded server shares: the MCP server with its audit and roots, the shared command
 line, the stdio transport.
+
+What it guarantees: every request with an id gets an answer (a line that is no valid request earns a JSON-RPC
+error, never silence); the end of stdin or a stop signal ends the process within seconds (``deadline``); the schemas
+a client sees are flat, one JSON type per property.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """Shell guards: the string layer (``shell.strings``: the parser and the policy rules, one entry point), the
 process runner, execution, jobs, egress and the approval gate; the kernel sandbox is in ``shell.sandbox``.
+
+What it guarantees: a command runs only after the policy's verdict (deny, ask, allow) and, where asked, the person's
+yes; every run has a timeout, bounded output, and its whole process tree is ended with it; with the box, a command
+works on a copy of the roots and its network goes through the egress policy.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """The kernel sandbox of shell_exec: a plan decided once at start-up from the flags and the kernel, then one
 confinement per run.
+
+What it guarantees: inside the box a command sees each root as its copy (or a read-only view), HOME and the system
+read-only, a /tmp of its own, every server's state directory hidden, and gains no privilege (namespaces, Landlock,
+seccomp, no new privileges); what runs inside the box imports the standard library only.
 """
 
 from __future__ import annotations
