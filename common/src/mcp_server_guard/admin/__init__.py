@@ -1,4 +1,8 @@
-"""``mcp-guard``, the companion CLI: the app, readable formats of records, the demo."""
+"""``mcp-guard``, the companion CLI: the app, readable formats of records, the demo.
+
+What it guarantees: what it prints of a command, a path or a model is escaped; ``undo`` says success only when the
+tree is back as it was.
+"""
 
 from __future__ import annotations
 

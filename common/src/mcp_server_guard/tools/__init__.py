@@ -1,5 +1,9 @@
 """The operations behind the published tools that need more than one package: ``ShellService`` (shell_exec's
-jobs, kept outputs, change sets and box, over ``shell``, ``changes`` and ``files``) and the results it builds."""
+jobs, kept outputs, change sets and box, over ``shell``, ``changes`` and ``files``) and the results it builds.
+
+What it guarantees: every shell_exec result carries the timeout, the policy decision and an audit id, and says what
+the call changed (or held, or refused); what it changed is recorded for ``mcp-guard undo``.
+"""
 
 from __future__ import annotations
 
