@@ -28,6 +28,8 @@ SHAPES = {
     "remove-names-of-shared-files": "rm tree/b.txt keep.txt; chmod 600 tree/b-link.txt",
     "rewrite-a-shared-file-and-rename-a-name": "echo more >> tree/b.txt; mv tree/b-link.txt moved.txt",
     "mode-and-name-of-a-shared-file": "chmod 600 keep.txt; ln keep.txt third; rm tree/sub/keep-link.txt",
+    # red team 16 F5: a replayed deletion of one name moved the other's ctime: not someone else's change
+    "rename-rewrite-and-remove-the-other-name": "mv tree/b.txt n.txt; echo z >> n.txt; rm tree/b-link.txt",
 }
 
 

@@ -322,6 +322,10 @@ def _delete(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
                 # (the file it was, not the history's copy of it: a file with other names is kept as a copy, and an
                 # undo makes the name one with them again only where its group is theirs)
                 group = kept_group(history, op.entry, before)
+                if len(group) == 2:
+                    # the name it took from a file with others moved their ctime then: ours, not someone else's
+                    # change (red team 16 F5: a later step took the file's other name for one changed meanwhile)
+                    run.ours.add((group[0], group[1]))
                 return [Applied(absolute, "delete", change.kind, before=op.entry, stays=staying, group=group,
                                 tree=stat.S_ISDIR(before.st_mode))]  # fmt: skip
             return []  # gone already: nothing to delete
