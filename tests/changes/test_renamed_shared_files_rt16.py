@@ -40,6 +40,7 @@ def setup(root: Path) -> None:
         "mv h1 n && echo z >> n && mv h2 h1",
         "mv h1 n && echo z >> n && chmod 600 h2",  # a mode set through a name it kept
         "mv h1 n && cp -p n h1 && echo z >> n",  # a copy at the name it left keeps the old bytes
+        "mkdir e && mv h1 e/n && echo z >> e/n",  # into a directory the command made
         # F1: a copy that kept the file's time, then the name it was copied from removed, then an edit
         "cp -p h1 h1.bak && rm h1 && echo edited > h2",
         "cp -a h1 bak && rm h1 && echo z >> h2",

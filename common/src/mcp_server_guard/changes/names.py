@@ -163,6 +163,11 @@ class Names:
         """Match up the names of upper files (see the module docstring: hard links, rewrites of linked files,
         moves of linked files)."""
         wanted: dict[int, list[_Name]] = {}  # real inodes with other names, whose names the root must show
+        # A file in a tree the command made that the box's rename helper says came from a file with several names
+        # (``mkdir e && mv h1 e/n && echo z >> e/n``): matched up like any other.
+        for path, index, ino in [s for s in self.single if s[0] in self.origins]:
+            self.inodes.setdefault(ino, []).append(_Name(path, index, None, False, False))
+        self.single = [s for s in self.single if s[0] not in self.origins]
         for names in self.inodes.values():
             kept = [n for n in names if n.same and n.real is not None]
             anchor = kept[0] if kept else None

@@ -236,6 +236,8 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         if target in run.placed:
             if run.placed[target] != (source.st_dev, source.st_ino):
                 raise Changed(f"{change.link} is not what was applied there")
+        elif _in_placed_tree(target, run, op.root):
+            pass  # a file of a tree this run just placed (``mkdir e && mv h1 e/n && echo z >> e/n``): ours
         elif not linked_before:
             try:
                 run.unchanged(src_dir, src_name, source, target)
@@ -309,6 +311,17 @@ def _link_replacing(history: HistoryStore, op: Op, run: Run, absolute: str, sour
     group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
     return [Applied(absolute, "modify", "file", before=entry.id, link=target, group=group,
                     after=identity(placed) if placed else ())]  # fmt: skip
+
+
+def _in_placed_tree(path: str, run: Run, root: str) -> bool:
+    """Whether a directory above ``path`` (below ``root``) is a tree this run placed."""
+    top = root.rstrip("/")
+    parent = posixpath.dirname(path)
+    while parent.startswith(f"{top}/"):
+        if parent in run.placed:
+            return True
+        parent = posixpath.dirname(parent)
+    return False
 
 
 def _delete(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
