@@ -20,7 +20,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 import anyio
 
@@ -30,6 +30,7 @@ from mcp_server_guard.shell.sandbox.lifetime import children, reap_orphans
 from mcp_server_guard.shell.sandbox.planning import Confinement
 
 if TYPE_CHECKING:
+    from mcp_server_guard.changes.results import Settled
     from mcp_server_guard.shell.egress import Denied
 
 KILL_GRACE_S = 2.0
@@ -118,7 +119,9 @@ class Control:
         self._close_after_write = False
         self.settled = anyio.Event()  # the command started (attach), or never will (see JobTable)
         self.copy = Copy()  # the copy it works on, once it started (a job's looks apply what it did so far)
-        self.outcome: Any = None  # what became of its changes once it ended (set by whoever settles them)
+        # what became of its changes once it ended, and the audit id they were settled under (set by whoever settles
+        # them)
+        self.outcome: tuple[Settled, str] | None = None
 
     def attach(self, send_signal: Callable[[int], None], stdin_fd: int | None) -> None:
         """The runner, once the command started: how to signal it, and its stdin (now owned here)."""
