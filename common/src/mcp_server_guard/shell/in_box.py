@@ -15,13 +15,13 @@ import signal
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anyio
 
-from mcp_server_guard.changes.changeset import Renamed
+from mcp_server_guard.changes.changeset import NO_RENAMES, Renamed
 from mcp_server_guard.shell.output import OutputBuffer, Progress, Ticker, output_buffers
 from mcp_server_guard.shell.process import (
     KILL_GRACE_S,
@@ -143,7 +143,7 @@ class _Status:
         self.network = network
         self.buffer = bytearray()
         self.exit_status: int | None = None
-        self.error: dict[str, Any] | None = None
+        self.error: tuple[int, str] | None = None  # (errno, message)
         self.closed = False
         self.copy = copy
 
@@ -180,21 +180,56 @@ class _Status:
             line = bytes(self.buffer[:end])
             del self.buffer[: end + 1]
             start = 0
-            message = json.loads(line)
-            if "net" in message:
-                continue
-            if "txn" in message:
-                self.copy.name = str(message["txn"])
-            elif "exit" in message:
-                self.exit_status = int(message["exit"])
-                self.copy.stopped = int(message.get("stopped", 0))
+            said = status_line(line)
+            if said.txn:
+                self.copy.name = said.txn
+            elif said.exit is not None:
+                self.exit_status = said.exit
+                self.copy.stopped = said.stopped
                 # The init killed and reaped everything else of the call: nothing writes to the copy any more.
-                self.copy.final = message.get("settled") is True
-                self.copy.untouched = self.copy.final and message.get("untouched") is True
-                linked, files = message.get("moved"), message.get("renamed")
-                self.copy.moved = Renamed(_said(linked, int), _said(files, str), _origins(message.get("origins")))
-            elif "error" in message:
-                self.error = message
+                self.copy.final = said.settled
+                self.copy.untouched = said.settled and said.untouched
+                self.copy.moved = said.moved
+            elif said.error is not None:
+                self.error = said.error
+
+
+@dataclass(frozen=True)
+class StatusLine:
+    """One line the call's init said on its status socket (``shell.sandbox.worker``), read once (``status_line``):
+    the copy's name (``txn``), or how the call ended (``exit`` and what came with it), or an error (errno, message);
+    a ``net`` line carries a listener, not data."""
+
+    txn: str = ""
+    exit: int | None = None
+    stopped: int = 0
+    settled: bool = False  # every process of the call killed and reaped: nothing writes to the copy any more
+    untouched: bool = False  # the copy as it was: the init took it back
+    moved: Renamed = NO_RENAMES
+    error: tuple[int, str] | None = None
+
+
+def status_line(line: bytes) -> StatusLine:
+    """A status line as a typed value; what it does not say, or says in another type, is left at its default."""
+    message = json.loads(line)
+    if not isinstance(message, dict):
+        return StatusLine()
+    if "txn" in message:
+        return StatusLine(txn=str(message["txn"]))
+    if "exit" in message:
+        stopped = message.get("stopped", 0)
+        return StatusLine(
+            exit=int(message["exit"]),
+            stopped=stopped if isinstance(stopped, int) else 0,
+            settled=message.get("settled") is True,
+            untouched=message.get("untouched") is True,
+            moved=Renamed(
+                _said(message.get("moved"), int), _said(message.get("renamed"), str), _origins(message.get("origins"))
+            ),
+        )
+    if "error" in message:
+        return StatusLine(error=(int(message.get("error") or 0), str(message.get("message"))))
+    return StatusLine()
 
 
 _T = TypeVar("_T")
@@ -345,6 +380,6 @@ async def run_boxed(
             status.sock.close()
     if status.error is not None:
         # OSError(errno, …) is the errno's own subclass (FileNotFoundError, PermissionError, …), as from Popen.
-        raise OSError(int(status.error.get("error") or 0), str(status.error.get("message")))
+        raise OSError(*status.error)
     code, sig = _exit_of(status)
     return replace(RunResult.of(out, err, code, sig, timed_out, started_at), disk_low=disk.low)
