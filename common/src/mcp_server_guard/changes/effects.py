@@ -30,7 +30,7 @@ import re
 import shutil
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.changes.git_index import discarded, uncommitted
@@ -51,8 +51,10 @@ __all__ = ["Counts", "Judgement", "judge", "summary_line"]
 _n, _list = count_of, list_of  # the questions' wording
 
 
-@dataclass
+@dataclass(frozen=True)
 class Judgement:
+    """What the judge found of a call's change sets: built once (``judge``); ``evicting`` gives a new one."""
+
     refused: dict[tuple[str, str], str] = field(default_factory=dict)  # (root, path) -> why
     # (root, path) -> the content to apply instead of the command's: a new git dir's config with the keys that
     # could make git run programs taken out (the rest of the repository stays usable)
@@ -76,11 +78,13 @@ class Judgement:
     only_copies: list[str] = field(default_factory=list)
     evicts: list[str] = field(default_factory=list)  # calls whose only copies its apply pushes out (when asked yes)
 
-    def evicting(self, gone: Mapping[str, Sequence[str]]) -> None:
-        """Its apply pushes the history's only copies of earlier work out: asked, and those calls noted."""
-        if gone:
-            self.asks.append(eviction_ask(sorted({path for paths in gone.values() for path in paths})))
-            self.evicts = sorted(gone)
+    def evicting(self, gone: Mapping[str, Sequence[str]]) -> Judgement:
+        """Where its apply pushes the history's only copies of earlier work out: the same judgement, that asked and
+        those calls noted."""
+        if not gone:
+            return self
+        ask = eviction_ask(sorted({path for paths in gone.values() for path in paths}))
+        return replace(self, asks=[*self.asks, ask], evicts=sorted(gone))
 
     @property
     def question(self) -> str:
@@ -131,54 +135,58 @@ def judge(
     """The judgement of a call's change sets. ``roots``: the call's allowed directories (narrowed by the client's
     roots); ``earlier``: what a job's earlier looks applied of what the counted questions count (``touched``,
     ``unbacked``); ``landed``: what this server last landed, by path (``Applier.landed``: not an only copy)."""
-    judgement = Judgement()
+    refused: dict[tuple[str, str], str] = {}
+    rewritten: dict[tuple[str, str], bytes] = {}
+    dropped_keys: dict[str, list[str]] = {}
+    by_content: set[tuple[str, str]] = set()
+    asks: list[str] = []
     scratch = _Matcher(policy.scratch)
     places = _Matcher(policy.executable_places)
     for changes in sets:
-        refuse(changes, protection, roots, judgement.refused, judgement.by_content)
-        _sanitize_new_configs(changes, judgement)
-        runs_later(changes, judgement.refused, judgement.asks, judgement.by_content)
-    granted = judge_modes(sets, protection, roots, scratch.name, judgement.refused)
-    pairs = moved_pairs(sets, judgement.refused)
+        refuse(changes, protection, roots, refused, by_content)
+        _sanitize_new_configs(changes, refused, rewritten, dropped_keys)
+        runs_later(changes, refused, asks, by_content)
+    granted = judge_modes(sets, protection, roots, scratch.name, refused)
+    pairs = moved_pairs(sets, refused)
     moves = {end: old for old, new in pairs for end in (old, new)}
-    judgement.moved = dict(moves)
     # Threat: a tree moved into a build or cache directory, then deleted there with no question.
     kept_out = {old for old, new in pairs if scratch.name(new[1], new[0]) and not scratch.name(old[1], old[0])}
-    judgement.summary, judgement.counts = summary_line(sets, judgement.refused, moves)
-    tally = _tally(sets, judgement.refused, moves, kept_out, scratch, places)
-    judgement.touched = len(tally.touched)
+    summary, counts = summary_line(sets, refused, moves)
+    tally = _tally(sets, refused, moves, kept_out, scratch, places)
     if len(tally.touched) + earlier[0] > policy.max_files:
-        judgement.asks.append(f"It deletes, replaces or empties {_n(len(tally.touched) + earlier[0], 'file')} "
+        asks.append(f"It deletes, replaces or empties {_n(len(tally.touched) + earlier[0], 'file')} "
                               f"(more than {policy.max_files}).")  # fmt: skip
     if policy.ask_tree_deletion and tally.trees:
-        judgement.asks.append(f"It deletes {_list(tally.trees)}.")
+        asks.append(f"It deletes {_list(tally.trees)}.")
     if policy.ask_truncation and tally.emptied:
-        judgement.asks.append(f"It empties {_list(tally.emptied)}.")
+        asks.append(f"It empties {_list(tally.emptied)}.")
     if policy.ask_new_executables and tally.executables:
-        judgement.asks.append(f"It makes new executables: {_list(tally.executables)}.")
-    judgement.asks += _shadowing(sets, scratch, judgement.refused)
+        asks.append(f"It makes new executables: {_list(tally.executables)}.")
+    asks += _shadowing(sets, scratch, refused)
     if granted:
-        judgement.asks.append(f"It {_list(granted, MODES_NAMED)}.")
+        asks.append(f"It {_list(granted, MODES_NAMED)}.")
+    unbacked = 0
     if policy.ask_uncommitted and tally.losing:
         outside: list[str] = []
         lost = uncommitted(tally.losing, outside)
         if lost:
-            judgement.asks.append(f"Git has no copy of {_list(lost)} (modified or untracked).")
+            asks.append(f"Git has no copy of {_list(lost)} (modified or untracked).")
         # Where no repository keeps a copy, a few deletions are as much a loss as uncommitted work.
-        judgement.unbacked = len(outside)
+        unbacked = len(outside)
         if len(outside) + earlier[1] > policy.max_unbacked_files:
-            judgement.asks.append(f"It deletes or empties {_n(len(outside) + earlier[1], 'file')} no git repository "
+            asks.append(f"It deletes or empties {_n(len(outside) + earlier[1], 'file')} no git repository "
                                   f"has a copy of: {_list(outside)}.")  # fmt: skip
-    if policy.ask_uncommitted:
-        judgement.only_copies = _only_copies([*tally.losing, *tally.rewritten], landed or {})
+    only_copies = _only_copies([*tally.losing, *tally.rewritten], landed or {}) if policy.ask_uncommitted else []
     if policy.ask_uncommitted and tally.rewritten:
         at_stake: list[tuple[str, str]] = []  # a job's look leaves them to its end (after refuse: no _linked)
         thrown = discarded(tally.rewritten, _stashed(sets), at_stake)
-        judgement.by_content.update(at_stake)
+        by_content.update(at_stake)
         if thrown:
-            judgement.asks.append(f"It discards uncommitted changes to {_list(thrown)} (back to what git has; git "
+            asks.append(f"It discards uncommitted changes to {_list(thrown)} (back to what git has; git "
                                   "reset --hard, checkout, restore).")  # fmt: skip
-    return judgement
+    return Judgement(refused=refused, rewritten=rewritten, dropped_keys=dropped_keys, by_content=by_content,
+                     moved=dict(moves), asks=asks, counts=counts, summary=summary, touched=len(tally.touched),
+                     unbacked=unbacked, only_copies=only_copies)  # fmt: skip
 
 
 @dataclass
@@ -319,14 +327,19 @@ def _stashed(sets: Sequence[ChangeSet]) -> frozenset[tuple[str, str]]:
     return frozenset(stashed)
 
 
-def _sanitize_new_configs(changes: ChangeSet, judgement: Judgement) -> None:
+def _sanitize_new_configs(
+    changes: ChangeSet,
+    refused: dict[tuple[str, str], str],
+    rewritten: dict[tuple[str, str], bytes],
+    dropped_keys: dict[str, list[str]],
+) -> None:
     """A git config the real tree did not have, refused for keys that could make git run programs: applied with
     those keys left out instead (``git init sub && git -C sub config core.fsmonitor …`` keeps a working sub),
     written afresh from what git reads (never an edit of the command's text)."""
     trees = Trees(changes)
     for change in changes.changes:
         key = (changes.root, change.path)
-        why = judgement.refused.get(key)
+        why = refused.get(key)
         if why is None or "would gain keys" not in why or change.action != "create" or change.kind != "file":
             continue
         text = trees.read(change.path)
@@ -334,9 +347,9 @@ def _sanitize_new_configs(changes: ChangeSet, judgement: Judgement) -> None:
         unsafe = unsafe_git_entries(text)
         if safe is None or unsafe is None:
             continue  # refused as it is
-        judgement.rewritten[key] = safe
-        judgement.refused.pop(key)
-        judgement.dropped_keys[change.path] = sorted({entry.partition("=")[0] for entry in unsafe})
+        rewritten[key] = safe
+        refused.pop(key)
+        dropped_keys[change.path] = sorted({entry.partition("=")[0] for entry in unsafe})
 
 
 def _shadowing(sets: Sequence[ChangeSet], scratch: _Matcher, refused: Mapping[tuple[str, str], str]) -> list[str]:

@@ -164,7 +164,7 @@ class Transactions:
         earlier = (job or {}).get(COUNTED_FILES, 0), (job or {}).get(COUNTED_UNBACKED, 0)
         judgement = judge(sets, self.protection, self.policy, roots, earlier, self.applier.landed)
         if self.policy.ask_uncommitted and (keeps := kept(sets, judgement))[0]:  # keeps nothing: pushes out nothing
-            judgement.evicting(self.applier.history.evicting(*keeps, audit_id))
+            judgement = judgement.evicting(self.applier.history.evicting(*keeps, audit_id))
         return judgement
 
     def _untouched(self, name: str) -> bool:
