@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mcp_server_guard.changes.changeset import ChangeSet
 from mcp_server_guard.changes.effects import Counts, Judgement, summary_line
@@ -20,9 +20,9 @@ __all__ = ["Settled", "described", "finished"]
 _SHOWN_PATHS = 20
 
 
-@dataclass
+@dataclass(frozen=True)
 class Settled:
-    """What became of one call's changes."""
+    """What became of one call's changes (built once; a later stage makes another with ``dataclasses.replace``)."""
 
     # applied, held, declined, unchanged, failed, none (no copy: the command wrote directly); waiting (a running
     # job's changes that need the user's yes: asked when it ends)
@@ -41,13 +41,14 @@ class Settled:
 def described(sets: Sequence[ChangeSet], judgement: Judgement, display: Callable[[str], str]) -> Settled:
     """What became of a call's changes, as the result says it: the paths listed, and what was refused or left out."""
     settled = _listed(sets, judgement, display)
+    dropped: list[tuple[str, str]] = []
     for path, keys in judgement.dropped_keys.items():
         where = next((s.root for s in sets if (s.root, path) in judgement.rewritten), "")
         shown = display(os.path.join(where, path))
-        settled.refused.append(
+        dropped.append(
             (shown, printable(f"applied without the keys that can make git run programs: {', '.join(keys)}"))
         )
-    return settled
+    return replace(settled, refused=[*settled.refused, *dropped]) if dropped else settled
 
 
 def _listed(sets: Sequence[ChangeSet], judgement: Judgement, display: Callable[[str], str]) -> Settled:
@@ -86,10 +87,11 @@ def finished(
     # What a conflict kept from landing (``rm -r d`` while someone else wrote in ``d``), or a job's look left
     # for the job's end (``waiting``), is not in the summary.
     skipped = {c.path for c in outcome.conflicts if c.skipped}
+    paths, summary, counts = settled.paths, settled.summary, settled.counts
     if waiting:
         skipped |= {os.path.join(root, path) for root, path in waiting}
         shown = {display(path) for path in skipped}
-        settled.paths = [(path, action) for path, action in settled.paths if path.rstrip("/") not in shown]
+        paths = [(path, action) for path, action in paths if path.rstrip("/") not in shown]
     # A directory time not set (someone else changed the directory meanwhile: theirs is the later change) is not
     # said to be set (red team 10 F4).
     timed = {os.path.normpath(a.path) for a in outcome.applied if a.action == "times"}
@@ -110,11 +112,10 @@ def finished(
         # (A directory time not set: someone else changed the directory meanwhile, red team 9 F4.)
         untimed = [(s.root, t.path) for s in sets for t in s.times if os.path.normpath(f"{s.root}/{t.path}") in
                    skipped | unset]  # fmt: skip
-        settled.summary, settled.counts = summary_line(sets, [*judgement.refused, *left], judgement.moved, untimed)
-    if not settled.paths:  # nothing but directories' times set on purpose (touch -d 2001-01-01 d): those
-        settled.paths = [(display(a.path) + "/", "meta") for a in outcome.applied
-                         if a.action == "times" and a.mtime_ns != a.old_mtime_ns][:_SHOWN_PATHS]  # fmt: skip
-    settled.conflicts = [Conflict(display(c.path), printable(c.what)) for c in outcome.conflicts]
-    settled.transaction = "applied"
-    settled.undoable = outcome.recorded
-    return settled
+        summary, counts = summary_line(sets, [*judgement.refused, *left], judgement.moved, untimed)
+    if not paths:  # nothing but directories' times set on purpose (touch -d 2001-01-01 d): those
+        paths = [(display(a.path) + "/", "meta") for a in outcome.applied
+                 if a.action == "times" and a.mtime_ns != a.old_mtime_ns][:_SHOWN_PATHS]  # fmt: skip
+    conflicts = [Conflict(display(c.path), printable(c.what)) for c in outcome.conflicts]
+    return replace(settled, transaction="applied", summary=summary, counts=counts, paths=paths, conflicts=conflicts,
+                   undoable=outcome.recorded)  # fmt: skip

@@ -273,19 +273,17 @@ class Transactions:
         settled = described(sets, judgement, self.display)
         if outcome is not None:
             return finished(settled, outcome, sets, judgement, self.display)
-        settled.asked = judgement.question
+        settled = dataclasses.replace(settled, asked=judgement.question)
         answer = await ask(judgement.question) if ask is not None else None
         if answer is None and ask is None and hold:
             held = self._held.hold(name, audit_id, started_ns, shown, judgement, sets)
             if held is not None:
                 held.baseline, held.moved = dict(baseline or {}), moved
             if held is None:  # alone more than may wait: said, never reported as waiting (it is gone)
-                settled.transaction = "failed"
-                settled.reason = (f"its changes are more than may wait for a yes (held_max_bytes "
-                                  f"{self.policy.held_max_bytes:,} bytes); nothing applied")  # fmt: skip
-                return settled
-            settled.transaction, settled.held = "held", held.id
-            return settled
+                return dataclasses.replace(settled, transaction="failed",
+                               reason=(f"its changes are more than may wait for a yes (held_max_bytes "
+                                       f"{self.policy.held_max_bytes:,} bytes); nothing applied"))  # fmt: skip
+            return dataclasses.replace(settled, transaction="held", held=held.id)
         # The call's decision is the person's (or that nobody could answer), not the command's: the result's
         # policyDecision and the audit record say who decided.
         if answer is True:
@@ -296,15 +294,14 @@ class Transactions:
             audit.note(decision="ask-unavailable", approved_by="", changes_asked=judgement.question)
         if answer is not True:
             await anyio.to_thread.run_sync(self.discard, name)
-            settled.transaction = "declined"
-            settled.reason = (
+            reason = (
                 "the user declined these changes"
                 if answer is False
                 else "nobody answered the question"
                 if ask is not None
                 else "they need the user's yes and this client cannot ask the user"
             )
-            return settled
+            return dataclasses.replace(settled, transaction="declined", reason=reason)
         return await self._approved(name, sets, roots, judgement.asks, audit_id, started_ns, what, baseline)
 
     async def apply_live(
@@ -367,13 +364,11 @@ class Transactions:
             return Settled("waiting", reason=f"its changes could not be applied now ({_not_applied(exc)})")
         settled = described(sets, judgement, self.display)
         if outcome is None:
-            settled.transaction = "waiting"
-            settled.asked = judgement.question
-            settled.reason = "they need the user's yes: asked when the job ends"
-            return settled
+            return dataclasses.replace(settled, transaction="waiting", asked=judgement.question,
+                           reason="they need the user's yes: asked when the job ends")  # fmt: skip
         settled = finished(settled, outcome, sets, judgement, self.display, waiting)
         if waiting and not any(a.action != "times" for a in outcome.applied) and not outcome.conflicts:
-            settled.transaction, settled.reason = "waiting", "judged and applied when the job ends"
+            settled = dataclasses.replace(settled, transaction="waiting", reason="judged and applied when the job ends")
         return settled
 
     async def _judged_apply(
@@ -447,10 +442,9 @@ class Transactions:
         settled = described(sets, judgement, self.display)
         if outcome is None:
             await anyio.to_thread.run_sync(self.discard, name)
-            settled.transaction = "declined"
-            settled.asked = judgement.question
-            settled.reason = "the project changed while the user was asked, and these changes now ask something new"
-            return settled
+            return dataclasses.replace(settled, transaction="declined", asked=judgement.question,
+                           reason="the project changed while the user was asked, and these changes now ask something "
+                           "new")  # fmt: skip
         return finished(settled, outcome, sets, judgement, self.display)
 
     # -- held change sets --------------------------------------------------------------------------
