@@ -205,7 +205,8 @@ class Applier:
         (NotApplied). ``replay``: the journal of a dead server's run, being finished (or gone back)."""
         roots: dict[str, int] = {}
         uppers: dict[str, int] = {}
-        outcome = Outcome()
+        applied: list[Applied] = []
+        conflicts: list[Conflict] = []
         undo = str(plan.what.get("undoes", ""))
         if names is None and replay is not None and undo:  # a dead server's undo: the names its records' files have
             names = named_files(
@@ -233,7 +234,8 @@ class Applier:
                 if back is None:
                     steps: list[tuple[Op, list[Applied]]] = []
                     try:
-                        self._steps(plan.ops, done, journal, run, roots, uppers, outcome, steps, fail=bool(undo))
+                        self._steps(plan.ops, done, journal, run, roots, uppers, (applied, conflicts), steps,
+                                    fail=bool(undo))  # fmt: skip
                     except _Failed as exc:
                         why = str(exc)
                         back = self._reverse(plan, steps, list(roots)).json({})
@@ -243,15 +245,16 @@ class Applier:
                     # Going back: what could not be put back stays recorded (an undo finds it), and is said. The run's
                     # own paths are looked at too: a name a failed step left in place is still a name of its file.
                     touched = [posixpath.join(op.root, op.path) if op.path != ROOT else op.root for op in plan.ops]
-                    outcome = self._back(Plan.of(back)[0], replay.back_done if replay is not None else {}, journal,
-                                         roots, touched)  # fmt: skip
+                    left = self._back(Plan.of(back)[0], replay.back_done if replay is not None else {}, journal,
+                                      roots, touched)  # fmt: skip
+                    applied, conflicts = list(left.applied), list(left.conflicts)
                 for fd in roots.values():
                     syncfs(fd)
-                outcome.applied = [_settled(record, roots) for record in outcome.applied]
-                outcome.marked = run.marked + (_marked_back(outcome, roots) if undo else [])
+                outcome = Outcome(applied=[_settled(record, roots) for record in applied], conflicts=conflicts)
+                outcome = replace(outcome, marked=run.marked + (_marked_back(outcome, roots) if undo else []))
                 note_landed(self.history.directory, outcome.marked)  # every server's escape layer takes it up
                 faults.point("record")
-                self._record(plan, outcome)
+                outcome = replace(outcome, recorded=self._record(plan, outcome))
                 if undo and back is None:
                     self._mark_undone(undo, plan.audit_id)
                 faults.point("close")
@@ -263,7 +266,7 @@ class Applier:
             if journal is not None:
                 os.close(journal.fd)  # left for recover(): the next start finishes it
         if back is not None:
-            raise NotApplied(why, outcome.conflicts)
+            raise NotApplied(why, conflicts)
         return outcome
 
     def _steps(
@@ -274,13 +277,14 @@ class Applier:
         run: Run,
         roots: dict[str, int],
         uppers: dict[str, int],
-        outcome: Outcome,
+        found: tuple[list[Applied], list[Conflict]],
         steps: list[tuple[Op, list[Applied]]],
         *,
         fail: bool = False,
         back: bool = False,
     ) -> None:
-        """Run ``ops`` in order, each journalled once done (``steps``: each op run, with what it applied). A step
+        """Run ``ops`` in order, each journalled once done (``steps``: each op run, with what it applied; ``found``
+        gets every record and conflict). A step
         that fails for want of space — or any that fails, with ``fail`` (an undo) — stops the run (_Failed)."""
         for index, op in enumerate(ops):
             if index in done:
@@ -313,8 +317,8 @@ class Applier:
                 faults.point(f"{'back' if back else 'done'} {index}")
             journal.done(index, records, conflicts, back=back)
             steps.append((op, records))
-            outcome.applied += records
-            outcome.conflicts += conflicts
+            found[0].extend(records)
+            found[1].extend(conflicts)
             try:
                 breathe()  # a long run lets other servers' writers in now and then
             except TreeBusy as exc:
@@ -350,27 +354,26 @@ class Applier:
         )
         run.groups = {r.group for r in records if r.group}
         steps: list[tuple[Op, list[Applied]]] = []
-        went = Outcome()
+        went: tuple[list[Applied], list[Conflict]] = ([], [])
         self._steps(back.ops, done, journal, run, roots, {}, went, steps, back=True)
-        left = Outcome()
+        applied: list[Applied] = []
+        conflicts: list[Conflict] = []
         for op, _records in steps:
-            failed = [c for c in went.conflicts if op.record is not None and c.path == op.record.path]
+            failed = [c for c in went[1] if op.record is not None and c.path == op.record.path]
             if failed and op.record is not None:
-                left.applied.append(op.record)
-                left.conflicts += failed
-        return left
+                applied.append(op.record)
+                conflicts += failed
+        return Outcome(applied=applied, conflicts=conflicts)
 
-    def _record(self, plan: Plan, outcome: Outcome) -> None:
+    def _record(self, plan: Plan, outcome: Outcome) -> bool:
         """The call's record (what its undo plays back). A call applied in parts (a background job, look by look)
         has one record of every part, in order: its one undo puts back all of them, newest first. A part is known
-        by its plan (a replay after a crash records the same part once)."""
+        by its plan (a replay after a crash records the same part once). Returns whether the call has a record."""
         timed = any(a.action == "times" and a.mtime_ns < plan.started_ns != 0 for a in outcome.applied)
         # Most calls apply once: no record yet, and no look into the evicted calls' list that a missing one costs.
         kept = (self.history.calls.directory / f"{plan.audit_id}.json").exists()
         if not any(a.action != "times" for a in outcome.applied) and not outcome.conflicts and not timed:
-            outcome.recorded = kept  # nothing to undo (directories' times the command's entries moved on) but parts
-            return
-        outcome.recorded = True
+            return kept  # nothing to undo (directories' times the command's entries moved on) but parts
         # Content this server wrote, not a name it moved or linked there, nor a real file the command renamed (its
         # copy-up carries overlayfs's origin): the user's work all the same.
         theirs = {posixpath.join(o.root, o.path) for o in plan.ops if o.change is not None and o.change.origin}
@@ -395,7 +398,7 @@ class Applier:
         with contextlib.suppress(HistoryError):
             earlier = self.history.calls.read(plan.audit_id) if kept else {}
             if part in earlier.get("parts", []):
-                return  # recorded before a crash cut the run's end: this part is in it already
+                return True  # recorded before a crash cut the run's end: this part is in it already
             if not earlier.get("undone_by"):
                 changes = [*earlier.get("changes", []), *changes]
                 conflicts = [*earlier.get("conflicts", []), *conflicts]
@@ -404,6 +407,7 @@ class Applier:
                 if only := {*earlier.get("only_copies", []), *what.get("only_copies", [])}:
                     what["only_copies"] = sorted(only)  # what every part kept the one copy of
         self.history.calls.record(plan.audit_id, sorted(roots), changes, conflicts=conflicts, parts=parts, **what)
+        return True
 
     def _mark_undone(self, audit_id: str, undo_id: str) -> None:
         """Call ``audit_id`` is undone by ``undo_id``; a call it undid (this is a redo) is in force again."""

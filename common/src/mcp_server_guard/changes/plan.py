@@ -114,9 +114,9 @@ class Applied:
 _APPLIED_FIELDS = tuple(f.name for f in fields(Applied))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Outcome:
-    """What an apply or an undo did: the paths applied (or reverted), and the conflicts."""
+    """What an apply or an undo did: the paths applied (or reverted), and the conflicts (built once the run is over)."""
 
     applied: list[Applied] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
