@@ -60,7 +60,7 @@ class _Name:
 @dataclass
 class _Taken:
     """Names of a real file with several that the command took over (``Names.moves``): for each name taken away,
-    the changes made names of the file there (each as it was before: index, change, whether in a tree it made)."""
+    the changes made names of the file there (each as it was before: its index and the change)."""
 
     olds: dict[str, list[tuple[int, Change]]] = field(default_factory=dict)
     by_box: set[str] = field(default_factory=set)  # those taken over by names the box's tree moves made (renames)
@@ -163,6 +163,10 @@ class Names:
         """Match up the names of upper files (see the module docstring: hard links, rewrites of linked files,
         moves of linked files)."""
         wanted: dict[int, list[_Name]] = {}  # real inodes with other names, whose names the root must show
+        # A name the box's rename helper says the real file was renamed away from holds a new file of the command's,
+        # not the real file rewritten (``mv app.log app.log.1 && echo x >> app.log.1 && echo fresh > app.log``: red
+        # team 16 F2).
+        gone_from = self.renamed_away()
         # A file in a tree the command made that the box's rename helper says came from a file with several names
         # (``mkdir e && mv h1 e/n && echo z >> e/n``): matched up like any other.
         for path, index, ino in [s for s in self.single if s[0] in self.origins]:
@@ -186,10 +190,6 @@ class Names:
                     if other.index >= 0:
                         self.out[other.index] = replace(self.out[other.index], link=anchor.path)
                 continue
-            # A name the box's rename helper says the real file was renamed away from holds a new file of the
-            # command's, not the real file rewritten (``mv app.log app.log.1 && echo x >> app.log.1 && echo fresh >
-            # app.log``: red team 16 F2).
-            gone_from = self.renamed_away()
             for one in names:
                 linked = one.real is not None and one.real.st_nlink > 1 and not one.origin and one.index >= 0
                 if (came := self.came_from(one)) is not None:
