@@ -1,8 +1,10 @@
-"""Red team 16, on the box's rename helper saying where a renamed file with several names came from (07684f6): the
+"""Red teams 16 and 17, on the box's rename helper saying where a renamed shared file came from (07684f6): the
 file renamed and then changed lands under all its names as natively (chains, a link between renames, times only,
 over another file, renamed away and back, a mode set through another name), a copy that kept the file's time is
-never taken for a name of the file rewritten through another (F1: a backup lost its bytes), and a new file at the
-name a file was renamed away from is not that file (F2: log rotation). Each is compared with the same command run
+never taken for a name of the file rewritten through another (16 F1: a backup lost its bytes; 17 F2: copytruncate),
+a lone new file with the file's bytes is no name of it (17 F1: `sed -i` that changed nothing, a restore, then an
+edit through another name lost the old bytes), and a new file at the name a file was renamed away from is not that
+file (16 F2: log rotation) unless made a name of it again (17 F3). Each is compared with the same command run
 natively, then undone and redone."""
 
 from __future__ import annotations
@@ -45,6 +47,18 @@ def setup(root: Path) -> None:
         "cp -p h1 h1.bak && rm h1 && echo edited > h2",
         "cp -a h1 bak && rm h1 && echo z >> h2",
         "mkdir e && cp -p h1 e/bak && rm h1 && echo edited > h2",
+        # red team 17 F1: a lone new file with the same bytes is no name of the file rewritten through another
+        "tar cf /tmp/t.tar h1 && rm h1 && tar xf /tmp/t.tar && echo e >> h2",
+        "sed -i.orig s/important/x/ h1 && echo z >> h2",
+        # red team 17 F2: a copy that kept the file's time, then the file rewritten in place (copytruncate)
+        "cp -p h1 h1.1 && truncate -s 0 h1",
+        "cp -p h1 h1.bak && echo edited >> h1",
+        "cp -a h1 d/bak && echo edited > h1",
+        "install -p -m 644 h1 inst && echo edited > h2",
+        # red team 17 F3: a name the file left made a name of it again
+        "mv h1 n && echo z >> n && ln h2 h1",
+        "mv h1 n && ln h2 h1 && echo z >> n",
+        "cp -p h1 bak && mv h1 n && echo z >> n",
     ],
 )
 async def test_a_renamed_or_copied_file_with_several_names_lands_as_natively(workspace: Path, command: str) -> None:

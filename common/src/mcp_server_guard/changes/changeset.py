@@ -110,6 +110,9 @@ class Renamed:
     # Files with several names it renamed (``mv h1 n``): where each is at the call's end, where it was renamed from,
     # and its inode number there as the copy showed it (the project's file where that is the real file's there).
     origins: frozenset[tuple[str, str, int]] = frozenset()
+    # Whether the box's rename helper said its renames of files with several names (then one it did not name as
+    # renamed was not: a name holding such a file's bytes is a copy, ``cp -p``)
+    origins_known: bool = False
 
     def files_in(self, root: str) -> frozenset[str]:
         """``files`` under ``root``, relative to it."""

@@ -101,6 +101,7 @@ class Names:
     renamed: frozenset[str] = frozenset()  # paths of regular files the box renamed there (``Renamed.files``)
     escaped: frozenset[str] = frozenset()  # paths whose own user.overlay.* attributes the copy showed
     origins: dict[str, tuple[str, int]] = field(default_factory=dict)  # ``Renamed.origins_in``: path -> (from, inode)
+    origins_known: bool = False  # ``Renamed.origins_known``: a rename it did not name was none
     looked: dict[str, int] = field(default_factory=dict)  # a job's paths its earlier looks applied: their ctime then
     folded: set[str] = field(default_factory=set)  # names whose meta change went into a file rewritten through another
 
@@ -194,11 +195,18 @@ class Names:
                 linked = one.real is not None and one.real.st_nlink > 1 and not one.origin and one.index >= 0
                 if (came := self.came_from(one)) is not None:
                     wanted.setdefault(came.st_ino, []).append(replace(one, real=came))
-                elif linked and one.real is not None and not self.renamed_here(one.path) and one.path not in gone_from:
+                elif (linked and one.real is not None and not self.renamed_here(one.path) and one.path not in gone_from
+                      and one.path not in self.renamed):  # fmt: skip
+                    # (A file the box renamed there replaced the name, ``sed -i``, an editor's save: natively the
+                    # file's other names keep it as it was — red team 17.)
                     wanted.setdefault(one.real.st_ino, []).append(one)
         moved, pending, reused = self.moves()
         for ino, taken in reused.items():
             kept_names = [n for n in wanted.get(ino, []) if n.path not in taken.olds]
+            if not kept_names and self.copied(ino, taken):
+                # Copied before it was rewritten in place (``cp -p app.log app.log.1 && truncate -s 0 app.log``: red
+                # team 17 F2): the copy keeps the old bytes, the file and its other names get the new ones.
+                continue
             if not kept_names:
                 # Its bytes went to the name that has new ones: that name was replaced (``mv h1 n && echo new > h1``).
                 wanted.pop(ino, None)
@@ -255,8 +263,14 @@ class Names:
         for path, index, ino in self.single:
             self.inodes.setdefault(ino, []).append(_Name(path, index, None, False, False))
         self.single.clear()
+
         # The names the box's tree moves made first: a ``cp -a`` of the tree (same bytes, mode and times) is a copy.
-        for upper_ino in sorted(self.inodes, key=lambda i: i not in self.moved):
+        # (Then those the box's rename helper says came from a file with several names: ``cp -p h1 bak && mv h1 n``
+        # took h1 over by n, not by the copy.)
+        def first(upper_ino: int) -> tuple[bool, bool]:
+            return upper_ino not in self.moved, not any(n.path in self.origins for n in self.inodes[upper_ino])
+
+        for upper_ino in sorted(self.inodes, key=first):
             found = self.inodes[upper_ino]
             if any(n.same or n.origin or n.index < 0 for n in found):
                 continue
@@ -296,6 +310,13 @@ class Names:
                     self.out[other.index] = replace(self.out[other.index], link=one.path)
                 break
         return moved, pending, reused
+
+    def copied(self, ino: int, taken: _Taken) -> bool:
+        """Whether the names that took over real file ``ino``'s bytes are copies, not renames: the box's rename helper
+        said its renames and named none of them, and no tree move of the box made them."""
+        if not self.origins_known or taken.by_box:
+            return False
+        return not any(self.origins.get(b.path, ("", 0))[1] == ino for names in taken.olds.values() for _i, b in names)
 
     def renamed_away(self) -> set[str]:
         """Paths the box's rename helper says a real file with several names was renamed away from, and that no such
@@ -425,10 +446,15 @@ class Names:
                 continue  # a name outside the root: never written through
             change = self.out[one.index]
             # Names the command left as they were on the copy (copied up for a new link: ``ln h1 n``) are the same
-            # file natively: they get the new file too, and so do the new names made of them.
-            kept = {name.path for names_of in self.inodes.values() for name in names_of
-                    if name.index < 0 and name.real is not None and name.real.st_ino == ino}  # fmt: skip
-            away = self.renamed_away()
+            # file natively: they get the new file too, and so do the new names made of them. Not a lone file with
+            # the same bytes: one the command made (``sed -i`` that changed nothing, a restore from a backup, an
+            # editor's save by rename) is a file of its own natively, and keeps them (red team 17 F1) — unless the
+            # box renamed the file itself there (``mv h2 h1``) or made the name in a tree move.
+            kept = {name.path for upper_ino, names_of in self.inodes.items() for name in names_of
+                    if name.index < 0 and name.real is not None and name.real.st_ino == ino
+                    and (len(names_of) > 1 or upper_ino in self.moved
+                         or self.origins.get(name.path, ("", 0))[1] == ino)}  # fmt: skip
+            away = self.renamed_away() - kept  # (a name made again of the file, ``ln h2 h1``, is one of it)
             for path in found[ino]:
                 if path in self.folded or (path in self.touched and path not in kept) or path in away:
                     continue  # the command changed that name itself (or renamed the file away from it)

@@ -391,7 +391,8 @@ def read_upper(
     upper_fd = os.open(upper, NO_FOLLOW_DIR)
     try:
         reader = _Reader(real_root, upper_fd, skip, started_ns, carried=carried, moved=moved.linked,
-                         renamed=moved.files_in(root), origins=moved.origins_in(root), escaped=escaped,
+                         renamed=moved.files_in(root), origins=moved.origins_in(root),
+                         origins_known=moved.origins_known, escaped=escaped,
                          looked=looked or {})  # fmt: skip
         own, real = os.fstat(upper_fd), os.fstat(real_root)
         if mounted is not None:

@@ -224,7 +224,10 @@ def status_line(line: bytes) -> StatusLine:
             settled=message.get("settled") is True,
             untouched=message.get("untouched") is True,
             moved=Renamed(
-                _said(message.get("moved"), int), _said(message.get("renamed"), str), _origins(message.get("origins"))
+                _said(message.get("moved"), int),
+                _said(message.get("renamed"), str),
+                _origins(message.get("origins")),
+                origins_known=isinstance(message.get("origins"), list),
             ),
         )
     if "error" in message:

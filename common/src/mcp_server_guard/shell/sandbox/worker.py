@@ -329,7 +329,7 @@ def _end(
     report(status, {"exit": exit_status, "settled": settled, **({"untouched": True} if spare else {}),
                     **({"stopped": stopped} if stopped else {}), **({"moved": moved} if moved else {}),
                     **({"renamed": renamed} if renamed else {}),
-                    **({"origins": origins} if origins else {})})  # fmt: skip
+                    **({"origins": origins} if origins or handler is not None else {})})  # fmt: skip
     return settled, spare, [stage.tid, handler.tid if handler is not None else None]
 
 
