@@ -429,7 +429,7 @@ def judged_copy(
     command's (``rewritten``; in the copy, ours now, never through a link: each name opened on its own below the
     upper directory), and each file another was renamed over marked (``moved``: each end of a move -> its start;
     the box said the others, ``Renamed.files``): it lands with that file's attributes and ACLs, not those of the one
-    it replaced (``steps._kept_own``)."""
+    it replaced (``steps.kept_own``)."""
     ends = {end for end, start in moved.items() if start != end}
     marked = [dataclasses.replace(changes, changes=tuple(dataclasses.replace(c, over=True)
               if c.action == "modify" and (changes.root, c.path) in ends else c for c in changes.changes))

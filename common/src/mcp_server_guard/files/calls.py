@@ -196,7 +196,7 @@ def needed_by_journals(directory: Path) -> set[str]:
                     continue
                 with os.fdopen(os.dup(fd), "rb") as fh:
                     line = fh.readline(_MAX_JOURNAL_PLAN)
-                # The plan, then a tab and its seal (``changes.plan.Journal``: JSON never holds a raw tab).
+                # The plan, then a tab and its seal (``changes.journal.Journal``: JSON never holds a raw tab).
                 plan = json.loads(line.rpartition(b"\t")[0] if b"\t" in line else line)
                 for op in plan.get("ops", []):
                     if isinstance(op, dict):
