@@ -445,16 +445,15 @@ class Names:
             if len(found[ino]) != one.real.st_nlink:
                 continue  # a name outside the root: never written through
             change = self.out[one.index]
-            # Names the command left as they were on the copy (copied up for a new link: ``ln h1 n``) are the same
-            # file natively: they get the new file too, and so do the new names made of them. Not a lone file with
-            # the same bytes: one the command made (``sed -i`` that changed nothing, a restore from a backup, an
-            # editor's save by rename) is a file of its own natively, and keeps them (red team 17 F1) — unless the
-            # box renamed the file itself there (``mv h2 h1``) or made the name in a tree move.
-            kept = {name.path for upper_ino, names_of in self.inodes.items() for name in names_of
-                    if name.index < 0 and name.real is not None and name.real.st_ino == ino
-                    and (len(names_of) > 1 or upper_ino in self.moved
-                         or self.origins.get(name.path, ("", 0))[1] == ino)}  # fmt: skip
-            away = self.renamed_away() - kept  # (a name made again of the file, ``ln h2 h1``, is one of it)
+            # Names the command left as they were on the copy (copied up for a new link: ``ln h1 n``, a mode set
+            # to the one it had) are the same file natively: they get the new file too, and so do the new names made
+            # of them. (A lone new file with the same bytes and times — a restore from a backup — looks the same on
+            # the copy, and is taken for the file: red team 17 F1, left.)
+            kept = {name.path for names_of in self.inodes.values() for name in names_of
+                    if name.index < 0 and name.real is not None and name.real.st_ino == ino}  # fmt: skip
+            # (a name made again of the file, ``ln h2 h1``, is one of it; a copy made there, ``cp -p n h1``, is not)
+            relinked = {name.path for names_of in self.inodes.values() if len(names_of) > 1 for name in names_of}
+            away = self.renamed_away() - (kept & relinked)
             for path in found[ino]:
                 if path in self.folded or (path in self.touched and path not in kept) or path in away:
                     continue  # the command changed that name itself (or renamed the file away from it)
