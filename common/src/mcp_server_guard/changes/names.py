@@ -439,6 +439,9 @@ class Names:
                 for index in indexes:
                     self.out[index] = replace(self.out[index], link=staying[0], link_old=old)
         removed = {c.path for c in self.out if c.action == "delete" and c.kind == "dir"}
+        # (a name made again of the file, ``ln h2 h1``, is one of it; a copy made there, ``cp -p n h1``, is not)
+        relinked = {name.path for names_of in self.inodes.values() if len(names_of) > 1 for name in names_of}
+        renamed_away = self.renamed_away()
         for ino, names in wanted.items():
             one = names[0]
             assert one.real is not None
@@ -451,9 +454,7 @@ class Names:
             # the copy, and is taken for the file: red team 17 F1, left.)
             kept = {name.path for names_of in self.inodes.values() for name in names_of
                     if name.index < 0 and name.real is not None and name.real.st_ino == ino}  # fmt: skip
-            # (a name made again of the file, ``ln h2 h1``, is one of it; a copy made there, ``cp -p n h1``, is not)
-            relinked = {name.path for names_of in self.inodes.values() if len(names_of) > 1 for name in names_of}
-            away = self.renamed_away() - (kept & relinked)
+            away = renamed_away - (kept & relinked)
             for path in found[ino]:
                 if path in self.folded or (path in self.touched and path not in kept) or path in away:
                     continue  # the command changed that name itself (or renamed the file away from it)
