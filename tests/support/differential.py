@@ -15,6 +15,20 @@ from typing import Any
 from support.boxed import Person, run, shell, undo
 from support.fidelity import Tree, differences, snapshot
 
+OLD_NS = 1_000_000_000 * 10**9  # a time long before any command's
+
+
+def three_names(root: Path) -> None:
+    """A project with a file of three names (``h1``, ``h2``, ``d/h3``) and another file, all of an old time."""
+    (root / "d").mkdir()
+    (root / "h1").write_text("important original\n")
+    os.link(root / "h1", root / "h2")
+    os.link(root / "h1", root / "d" / "h3")
+    (root / "o.txt").write_text("o\n")
+    for p in [root / "h1", root / "o.txt", root / "d", root]:
+        os.utime(p, ns=(OLD_NS, OLD_NS))
+
+
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "TZ": "UTC"}
 
 
@@ -51,12 +65,35 @@ async def differential(
     for r in (nat, box):
         r.mkdir()
         setup(r)
-    before = snapshot(box)
-    nat_out = native(nat, command)
     async with shell(workspace, person, *args) as client:
         if warmup is not None:
             await warmup(client)
-        out = await run(client, command, cwd=str(box))
+        return await _compared(client, command, nat, box, undo_too=undo_too)
+
+
+async def differentials(
+    workspace: Path, setup: Callable[[Path], None], commands: list[str]
+) -> dict[str, tuple[list[str], dict[str, Any]]]:
+    """``differential`` of each command, one after the other through one server (a project of its own each, under
+    the workspace): what each found, by command."""
+    found: dict[str, tuple[list[str], dict[str, Any]]] = {}
+    async with shell(workspace) as client:
+        for number, command in enumerate(commands):
+            nat, box = workspace.parent / f"native{number}", workspace / f"p{number}"
+            for r in (nat, box):
+                r.mkdir()
+                setup(r)
+            found[command] = await _compared(client, command, nat, box, undo_too=True)
+    return found
+
+
+async def _compared(
+    client: Any, command: str, nat: Path, box: Path, *, undo_too: bool
+) -> tuple[list[str], dict[str, Any]]:
+    """``command`` run natively in ``nat`` and through ``client`` in ``box`` (two projects built alike)."""
+    before = snapshot(box)
+    nat_out = native(nat, command)
+    out = await run(client, command, cwd=str(box))
     after = snapshot(box)
     nat_tree = snapshot(nat)
     found = differences(nat_tree, after)

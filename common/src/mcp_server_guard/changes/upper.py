@@ -294,6 +294,19 @@ class _Reader(Names):
             and real.st_ctime_ns > self.started_ns
         )
 
+    def replaced_by_rename(self, path: str, real: os.stat_result) -> bool:
+        """Whether the box renamed another file over ``path``, a name of a real file with several (``sed -i h1``, an
+        editor's save, ``cp h1 tmp && mv tmp h1``): the name now holds a file of its own, whatever its bytes and
+        times — natively the file's other names keep it as it was, and a later write through one of them does not
+        reach this name. (A rename between names of the file itself, ``mv h1 n && mv n h1`` or ``mv h2 h1``, is
+        none: the box's rename helper says the file came from this real inode.) Past the helper's bound of held
+        renames (256 a call) such a rename is taken for a replacement: the name gets the file's bytes as a file of
+        its own."""
+        if real.st_nlink < 2 or path not in self.renamed:
+            return False
+        came = self.origins.get(path)
+        return came is None or came[1] != real.st_ino
+
     def metadata(self, upper_dir: int, real_dir: int, name: str, path: str, st: os.stat_result,
                  real: os.stat_result, kind: Kind, *, timed: bool = True) -> int:  # fmt: skip
         """A meta change where the mode, the modification time (not a directory's: see DirTime; not ``timed``: not
@@ -340,7 +353,7 @@ class _Reader(Names):
             if kind == "file":
                 self.note(path, st, index, None, False, origin)  # maybe a name of a real file (``mv h2 d``)
             return
-        if kind == real_kind == "file":
+        if kind == real_kind == "file" and not self.replaced_by_rename(path, real):
             if (
                 st.st_size == real.st_size
                 and not reserved_more(st, real)
