@@ -153,6 +153,15 @@ def test_renames_go_to_the_listener_only_in_the_notifying_part() -> None:
         assert run_filter(seccomp.build_filter(arch, part="late"), nr, arch.audit) == ALLOW
 
 
+@pytest.mark.parametrize("arch", [seccomp.X86_64, seccomp.AARCH64], ids=lambda a: a.name)
+def test_copy_file_range_is_answered_enosys_only_for_a_command_on_a_copy(arch: seccomp.Arch) -> None:
+    nr = arch.numbers["copy_file_range"]
+    on_copy = seccomp.build_filter(arch, part="late", notify=True)
+    assert run_filter(on_copy, nr, arch.audit) == errno_of(errno.ENOSYS)
+    for program in (seccomp.build_filter(arch, part="late"), seccomp.build_filter(arch)):
+        assert run_filter(program, nr, arch.audit) == ALLOW
+
+
 # -- the plan and the call options ------------------------------------------------------------------------
 
 LIMITS = Limits(memory_bytes=1 << 30, file_size_bytes=1 << 28, cpu_seconds=60, processes=256)
