@@ -299,9 +299,8 @@ class _Reader(Names):
         editor's save, ``cp h1 tmp && mv tmp h1``): the name now holds a file of its own, whatever its bytes and
         times — natively the file's other names keep it as it was, and a later write through one of them does not
         reach this name. (A rename between names of the file itself, ``mv h1 n && mv n h1`` or ``mv h2 h1``, is
-        none: the box's rename helper says the file came from this real inode.) Past the helper's bound of held
-        renames (256 a call) such a rename is taken for a replacement: the name gets the file's bytes as a file of
-        its own."""
+        none: the box's rename helper says the file came from this real inode; past its bound of 256 such renames a
+        call it says neither, and the name is judged by its bytes as before.)"""
         if real.st_nlink < 2 or path not in self.renamed:
             return False
         came = self.origins.get(path)
