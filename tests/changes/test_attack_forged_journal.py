@@ -14,6 +14,7 @@ from mcp_server_guard.changes.apply import Applier
 from mcp_server_guard.changes.journal import JOURNALS
 from mcp_server_guard.changes.plan import Applied, Op, Plan
 from mcp_server_guard.changes.recovery import recover
+from mcp_server_guard.changes.what import What
 from mcp_server_guard.files.history import HistoryStore
 from support.copies import Copy, overlays_work
 from support.fidelity import differences, snapshot
@@ -46,7 +47,7 @@ def test_attack_forged_journal_putting_an_entry_back_at_another_path_is_left_alo
     target = copy.root / "elsewhere.sh"
     record = Applied(str(target), "delete", "file", before=entry)
     plan = Plan("b00000000001", 0, (Op("restore", str(copy.root), "elsewhere.sh", record=record),),
-                {"tool": "undo", "undoes": "a00000000001"})  # fmt: skip
+                What(tool="undo", undoes="a00000000001"))  # fmt: skip
     journal = forged(store, plan)
     assert recover(store, [str(copy.root)], []) == 0
     assert differences(before, snapshot(copy.root)) == [] and journal.exists()
@@ -57,8 +58,8 @@ def test_attack_forged_journal_with_a_made_up_step_or_entry_is_left_alone(
 ) -> None:
     copy, store, entry = kept
     before = snapshot(copy.root)
-    made_up = Plan("b00000000002", 0, (Op("plant", str(copy.root), "x.sh", entry=entry),), {})
-    traversal = Plan("b00000000003", 0, (Op("remove", str(copy.root), "run.sh", entry="../../outside"),), {})
+    made_up = Plan("b00000000002", 0, (Op("plant", str(copy.root), "x.sh", entry=entry),))
+    traversal = Plan("b00000000003", 0, (Op("remove", str(copy.root), "run.sh", entry="../../outside"),))
     for plan in (made_up, traversal):
         forged(store, plan)
     assert recover(store, [str(copy.root)], []) == 0
@@ -69,7 +70,7 @@ def _undo_plan(copy: Copy, entry: str) -> Plan:
     """An undo of the fixture's call, as a server would plan it (every check behind the seal accepts it)."""
     record = Applied(str(copy.root / "run.sh"), "modify", "file", before=entry)
     return Plan("b00000000009", 0, (Op("restore", str(copy.root), "run.sh", entry=entry, record=record),),
-                {"tool": "undo", "undoes": "a00000000001"})  # fmt: skip
+                What(tool="undo", undoes="a00000000001"))  # fmt: skip
 
 
 def test_attack_unsealed_journal_is_left_alone(kept: tuple[Copy, HistoryStore, str]) -> None:

@@ -13,6 +13,8 @@ import pytest
 from mcp_server_guard.changes import names as names_module
 from mcp_server_guard.changes.apply import Applier, NotApplied
 from mcp_server_guard.changes.changeset import ChangeSet
+from mcp_server_guard.changes.plan import Applied, Op, Plan
+from mcp_server_guard.changes.what import What
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from support import console_script
 from support.copies import Copy, overlays_work
@@ -68,7 +70,7 @@ def test_a_calls_record_is_reckoned_with_its_command_text_and_attributes_before_
     changes = copy.run("echo made > made.txt")
     store = HistoryStore(tmp_path / "history", 128 << 10)
     with pytest.raises(NotApplied, match="history"):
-        Applier(store).apply([changes], "a0000000000e", copy.started, what={"command": "echo made \x01" * 12_000})
+        Applier(store).apply([changes], "a0000000000e", copy.started, what=What(command="echo made \x01" * 12_000))
     attributes = project(tmp_path / "q")
     changed = ran(attributes, "import os\nfor i in range(4):\n    os.setxattr(f'f{i}.txt', 'user.big', b'x' * 3900)\n")
     small = HistoryStore(tmp_path / "history2", 24 << 10)
@@ -259,9 +261,8 @@ def test_attack_an_eviction_during_an_undo_cannot_take_what_the_undo_puts_back(t
 
     history = tmp_path / "history"
     history.mkdir()
-    op = {"kind": "swap", "root": "/p", "path": "a", "entry": "E-kept", "record": {"before": "E-put-back"}}
-    plan = {"audit_id": "b00000000021", "started_ns": 1, "ops": [op], "what": {}, "baseline": {}}
-    journal = Journal.create(history / JOURNALS, "b00000000021", plan, journal_key(history))
+    op = Op("swap", "/p", "a", entry="E-kept", record=Applied("/p/a", "modify", "file", before="E-put-back"))
+    journal = Journal.create(history / JOURNALS, Plan("b00000000021", 1, (op,)), {}, journal_key(history))
     os.close(journal.fd)
     assert {"E-kept", "E-put-back"} <= needed_by_journals(history / JOURNALS)
     # End to end: two calls' pre-images in a store of one entry; the older call's undo keeps one more.

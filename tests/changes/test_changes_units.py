@@ -220,7 +220,7 @@ def test_an_apply_left_half_done_is_finished_by_recover(copy: Copy, tmp_path: Pa
         plan_ops.append(op.plan())
     plan = {"audit_id": "999999999999", "started_ns": copy2.started, "ops": plan_ops, "what": {}, "baseline": {}}
     first = plan_ops[0]
-    os.rename(copy2.upper / first["path"], copy2.root / first["path"])  # that step happened before the crash
+    os.rename(copy2.upper / str(first["path"]), copy2.root / str(first["path"]))  # that step happened before the crash
     write_sealed(store.directory, "999999999999", [plan])
     elsewhere = [str(tmp_path / "other")]
     assert recover(store, elsewhere, [str(copy2.upper)]) == 0  # another server's directories: left for it

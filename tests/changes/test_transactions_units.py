@@ -17,6 +17,7 @@ from mcp_server_guard.changes import transactions as transactions_module
 from mcp_server_guard.changes.apply import Applier
 from mcp_server_guard.changes.area import CopyArea
 from mcp_server_guard.changes.transactions import Transactions
+from mcp_server_guard.changes.what import What
 from mcp_server_guard.files import trees as trees_module
 from mcp_server_guard.files.history import HistoryStore
 from mcp_server_guard.policy import load_policy
@@ -53,7 +54,7 @@ def untouched_copy(part: Path, name: str) -> Path:
 async def settle(transactions: Transactions, name: str) -> str:
     roots = [root for root, _part in transactions.area.overlays()]
     done = await transactions.settle(
-        name, True, audit_id="a1", started_ns=0, roots=roots, ask=None, hold=False, shown="true", what={}
+        name, True, audit_id="a1", started_ns=0, roots=roots, ask=None, hold=False, shown="true", what=What()
     )
     return done.transaction
 

@@ -161,7 +161,7 @@ def _kept_call(store: HistoryStore, tmp_path: Path, call_id: str, size: int, onl
         os.close(fd)
     change = {"path": str(source), "action": "modify", "kind": "file", "before": entry.id, "after": [], "tree": False}
     what: dict[str, Any] = {"only_copies": [str(source)]} if only else {}
-    store.calls.record(call_id, [str(tmp_path)], [change], **what)
+    store.calls.record(call_id, [str(tmp_path)], [change], what=what)
     return entry.id
 
 

@@ -5,10 +5,11 @@ writer, and undone on request.
 upper layer, with ``names`` for the names of one file), ``escapes`` (a project's own overlay attributes shown as
 they are), ``xattrs`` (attributes across the copy), ``effects`` (judging it, with ``refusals`` for what is refused
 path by path and the modes a command grants, ``git_verdicts`` for git's own files and ``git_index`` for what git
-has), ``apply`` (applying, undoing, recovering after a crash: ``plan`` the steps, ``journal`` their sealed journal,
-``undoing`` an undo's steps, ``steps`` each step with ``placing`` for what lands whole, ``nofollow`` the file
-operations they are made of) and ``transactions`` (one call's whole round, with ``held`` for change sets waiting
-for a yes and ``results`` for what the result tells).
+has), ``apply`` (applying, undoing, recovering after a crash: ``plan`` the steps, ``what`` the call they are for,
+``journal`` their sealed journal, with ``narrow`` for its JSON read back, ``undoing`` an undo's steps, ``steps``
+each step with ``placing`` for what lands whole, ``nofollow`` the file operations they are made of) and
+``transactions`` (one call's whole round, with ``held`` for change sets waiting for a yes and ``results`` for what
+the result tells).
 
 What it guarantees: a command never writes the real tree; what it changed on its copy is judged by its effects and
 lands through steps that work beneath the root's descriptor and follow no link, each pre-image kept first, so that

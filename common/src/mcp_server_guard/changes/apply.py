@@ -44,7 +44,6 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from mcp_server_guard import faults
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, ROOT, ChangeSet
@@ -69,6 +68,7 @@ from mcp_server_guard.changes.room import apply_room, undo_room
 from mcp_server_guard.changes.run import Run
 from mcp_server_guard.changes.steps import APPLY_STEPS, copy_step, verb
 from mcp_server_guard.changes.undoing import kept_as_before, named_files, reverse_ops
+from mcp_server_guard.changes.what import What
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.treelock import TreeBusy, breathe, tree_lock
 
@@ -139,7 +139,7 @@ class Applier:
         started_ns: int,
         *,
         skip: frozenset[tuple[str, str]] = frozenset(),
-        what: dict[str, Any] | None = None,
+        what: What | None = None,
         live: bool = False,
         baseline: dict[str, int] | None = None,
         times: bool = False,
@@ -175,14 +175,15 @@ class Applier:
             and not any(op.time is not None and op.time.set_on_purpose(started_ns) for op in ops)
         ):
             return Outcome()
+        what = what or What()
         why = apply_room(self.history, sets, skip, ops, what, audit_id)
         if why:
             raise NotApplied(why)
         left: dict[str, int] = dict(baseline or {})
-        plan = Plan(audit_id, started_ns, tuple(ops), dict(what or {}))
-        carried = sorted({pair for changes in sets for pair in changes.carried})
-        if carried:  # journalled with the plan: a run finished after a crash lands them the same
-            plan.what["carried"] = [[name, value.hex()] for name, value in carried]
+        # What the project's own attributes are: journalled with the plan, a run finished after a crash lands them
+        # the same.
+        carried = tuple(sorted({pair for changes in sets for pair in changes.carried}))
+        plan = Plan(audit_id, started_ns, tuple(ops), replace(what, carried=carried) if carried else what)
         with self.lock:
             outcome = self._run(plan, left, done={})
         if baseline is not None:
@@ -207,14 +208,13 @@ class Applier:
         uppers: dict[str, int] = {}
         applied: list[Applied] = []
         conflicts: list[Conflict] = []
-        undo = str(plan.what.get("undoes", ""))
+        undo = plan.what.undoes or ""
         if names is None and replay is not None and undo:  # a dead server's undo: the names its records' files have
             names = named_files(
                 [op.record for op in plan.ops if op.record is not None], sorted({op.root for op in plan.ops})
             )
         run = Run(plan.audit_id, plan.started_ns, baseline, names=names or {}, replay=replay is not None)
-        with contextlib.suppress(ValueError, TypeError):
-            run.carried = frozenset((str(n), bytes.fromhex(str(v))) for n, v in plan.what.get("carried") or [])
+        run.carried = frozenset(plan.what.carried)
         run.groups = {op.record.group for op in plan.ops if op.record is not None and op.record.group}
         back = replay.back if replay is not None else None
         why = replay.why if replay is not None else ""
@@ -230,7 +230,7 @@ class Applier:
                 for fd in uppers.values():
                     syncfs(fd)  # the command's bytes are on disk before any name points at them
                 if journal is None:
-                    journal = Journal.create(self.journals, plan.audit_id, plan.json(baseline), self.key)
+                    journal = Journal.create(self.journals, plan, baseline, self.key)
                 if back is None:
                     steps: list[tuple[Op, list[Applied]]] = []
                     try:
@@ -238,15 +238,14 @@ class Applier:
                                     fail=bool(undo))  # fmt: skip
                     except _Failed as exc:
                         why = str(exc)
-                        back = self._reverse(plan, steps, list(roots)).json({})
+                        back = self._reverse(plan, steps, list(roots))
                         faults.point("rollback")
                         journal.rollback(back, why)
                 if back is not None:
                     # Going back: what could not be put back stays recorded (an undo finds it), and is said. The run's
                     # own paths are looked at too: a name a failed step left in place is still a name of its file.
                     touched = [posixpath.join(op.root, op.path) if op.path != ROOT else op.root for op in plan.ops]
-                    left = self._back(Plan.of(back)[0], replay.back_done if replay is not None else {}, journal,
-                                      roots, touched)  # fmt: skip
+                    left = self._back(back, replay.back_done if replay is not None else {}, journal, roots, touched)
                     applied, conflicts = list(left.applied), list(left.conflicts)
                 for fd in roots.values():
                     syncfs(fd)
@@ -335,10 +334,9 @@ class Applier:
             if op.kind in ("restore", "swap") and op.record is not None and op.record.before:
                 back = [replace(b, entry=op.record.before) if b.kind in ("remove", "swap") else b for b in back]
             ops += back
-        undid = str(plan.what.get("undoes", ""))
         times = [op for op in ops if op.kind == "untimes"]
-        return Plan(undid or plan.audit_id, now_ns(), tuple([op for op in ops if op.kind != "untimes"] + times),
-                    {"back": plan.audit_id})  # fmt: skip
+        return Plan(plan.what.undoes or plan.audit_id, now_ns(),
+                    tuple([op for op in ops if op.kind != "untimes"] + times), What(back=plan.audit_id))  # fmt: skip
 
     def _back(
         self, back: Plan, done: Done, journal: Journal, roots: dict[str, int], touched: Sequence[str] = ()
@@ -394,7 +392,7 @@ class Applier:
             [[c.path, c.what] for c in outcome.conflicts],
             [part],
         )
-        roots, what = {op.root for op in plan.ops}, dict(plan.what)
+        roots, what = {op.root for op in plan.ops}, plan.what
         with contextlib.suppress(HistoryError):
             earlier = self.history.calls.read(plan.audit_id) if kept else {}
             if part in earlier.get("parts", []):
@@ -404,9 +402,10 @@ class Applier:
                 conflicts = [*earlier.get("conflicts", []), *conflicts]
                 parts = [*earlier.get("parts", []), part]
                 roots |= set(earlier.get("roots", []))
-                if only := {*earlier.get("only_copies", []), *what.get("only_copies", [])}:
-                    what["only_copies"] = sorted(only)  # what every part kept the one copy of
-        self.history.calls.record(plan.audit_id, sorted(roots), changes, conflicts=conflicts, parts=parts, **what)
+                if only := {*earlier.get("only_copies", []), *what.only_copies}:
+                    what = replace(what, only_copies=tuple(sorted(only)))  # what every part kept the one copy of
+        self.history.calls.record(plan.audit_id, sorted(roots), changes, conflicts=conflicts,
+                                  what={"parts": parts, **what.json()})  # fmt: skip
         return True
 
     def _mark_undone(self, audit_id: str, undo_id: str) -> None:
@@ -457,8 +456,7 @@ class Applier:
         why = undo_room(self.history, ops)
         if why:
             raise NotApplied(why)
-        what: dict[str, Any] = {"tool": "undo", "undoes": audit_id} | ({"only_copies": changed} if changed else {})
-        plan = Plan(undo_id, now_ns(), tuple(ops), what)
+        plan = Plan(undo_id, now_ns(), tuple(ops), What(tool="undo", undoes=audit_id, only_copies=tuple(changed)))
         with self.lock, tree_lock(os.stat(root).st_dev for root in {op.root for op in plan.ops}):
             return self._run(plan, {}, done={}, names=named_files(records, roots))
 

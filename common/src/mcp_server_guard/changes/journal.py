@@ -10,7 +10,8 @@ before it (the first over the journal's name). Threat: a journal forged or splic
 history store (a command of another server whose root holds it) that the next start would finish: a line whose
 seal does not check is not ours, and its journal is left alone.
 
-The plan itself, and what each step did, are ``changes.plan``'s.
+The plan itself, and what each step did, are ``changes.plan``'s: the journal takes and gives back typed values
+(:class:`Plan`, :class:`Applied`, :class:`Conflict`), their JSON made and read here, at its edge.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from mcp_server_guard.changes.plan import Applied, Conflict
+from mcp_server_guard.changes import narrow
+from mcp_server_guard.changes.narrow import items, mapping, text
+from mcp_server_guard.changes.plan import Applied, Conflict, Plan
 from mcp_server_guard.files.kept import fsync_dir, write_all
 from mcp_server_guard.paths import private_dirs
 
@@ -86,16 +88,17 @@ class Journal:
         self.path, self.fd, self.key, self.last = path, fd, key, last
 
     @classmethod
-    def create(cls, directory: Path, audit_id: str, plan: dict[str, Any], key: bytes) -> Journal:
+    def create(cls, directory: Path, plan: Plan, baseline: dict[str, int], key: bytes) -> Journal:
+        """The journal of ``plan`` (run from ``baseline``: see ``Applier.apply``), its first line written."""
         private_dirs(directory)
-        path = directory / f"apply-{audit_id}.json"
+        path = directory / f"apply-{plan.audit_id}.json"
         # Written whole under a temp name, then renamed: a journal that exists names its whole plan (and is locked).
-        temp = directory / f".apply-{audit_id}.{os.getpid()}.tmp"
+        temp = directory / f".apply-{plan.audit_id}.{os.getpid()}.tmp"
         fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         journal = cls(path, fd, key, _first(path))
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            write_all(fd, journal._line(plan))
+            write_all(fd, journal._line(plan.json(baseline)))
             os.fsync(fd)
             os.rename(temp, path)
             fsync_dir(directory)
@@ -105,7 +108,7 @@ class Journal:
             raise
         return journal
 
-    def _line(self, data: dict[str, Any]) -> bytes:
+    def _line(self, data: dict[str, object]) -> bytes:
         payload = json.dumps(data, ensure_ascii=False).encode("utf-8", "surrogateescape")
         self.last = _seal(self.key, self.last, payload)
         return payload + b"\t" + self.last + b"\n"
@@ -118,10 +121,10 @@ class Journal:
         with contextlib.suppress(OSError):
             os.write(self.fd, self._line(line))
 
-    def rollback(self, plan: dict[str, Any], why: str) -> None:
+    def rollback(self, plan: Plan, why: str) -> None:
         """From here on the run goes back: ``plan`` undoes what was done (fsynced before its first step, so a
         crash never finishes a run that was being rolled back)."""
-        write_all(self.fd, self._line({"rollback": plan, "why": why}))
+        write_all(self.fd, self._line({"rollback": plan.json({}), "why": why}))
         os.fsync(self.fd)
 
     def close(self) -> None:
@@ -136,9 +139,10 @@ Done = dict[int, tuple[list[Applied], list[Conflict]]]
 class Replay:
     """A journal read back (:func:`read_journal`)."""
 
-    plan: dict[str, Any] | None = None  # None: torn before it was whole (nothing was changed yet)
+    plan: Plan | None = None  # None: torn before it was whole (nothing was changed yet)
+    baseline: dict[str, int] = field(default_factory=dict)  # what the run started from (``Plan.json``)
     done: Done = field(default_factory=dict)
-    back: dict[str, Any] | None = None  # the rollback's plan, when the run was going back
+    back: Plan | None = None  # the rollback's plan, when the run was going back
     back_done: Done = field(default_factory=dict)
     why: str = ""  # why it was going back
     last: bytes = b""  # the seal of the last line read: the next line's is made over it
@@ -163,17 +167,17 @@ def read_journal(lines: list[str], key: bytes, path: Path) -> Replay:
             return replay
         replay.last = seal
         try:
-            data = json.loads(payload)
+            data = mapping(json.loads(payload))
             if number == 0:
-                replay.plan = dict(data)
+                replay.plan, replay.baseline = Plan.of(data)
                 continue
             if "rollback" in data:
-                replay.back, replay.why = dict(data["rollback"]), str(data.get("why", ""))
+                replay.back, replay.why = Plan.of(mapping(data["rollback"]))[0], text(data.get("why", ""))
                 continue
             done = replay.back_done if "back" in data else replay.done
-            done[int(data["back" if "back" in data else "done"])] = (
-                [Applied.of(a) for a in data.get("applied", [])],
-                [Conflict.of(c) for c in data.get("conflicts", [])],
+            done[narrow.number(data["back" if "back" in data else "done"])] = (
+                [Applied.of(mapping(a)) for a in items(data.get("applied", []))],
+                [Conflict.of(c) for c in items(data.get("conflicts", []))],
             )
         except (ValueError, KeyError, TypeError):
             replay.untrusted = f"line {number + 1} is sealed but not a journal line"

@@ -20,12 +20,15 @@ import logging
 import os
 import posixpath
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import get_args
 
-from mcp_server_guard.changes.changeset import Change, ChangeSet, DirTime
+from mcp_server_guard.changes.changeset import Action, Change, ChangeSet, DirTime, Kind
+from mcp_server_guard.changes.narrow import exact, flag, items, mapping, number, text
 from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, lstat_beneath, parent
+from mcp_server_guard.changes.what import What
 from mcp_server_guard.changes.xattrs import Xattrs, acls, at
 from mcp_server_guard.files.history import HistoryStore
 
@@ -50,23 +53,24 @@ class Conflict:
     what: str  # in words: why, and where the command's version went
     skipped: bool = False  # the step did nothing (its change is not in the tree); else it went beside
 
-    def json(self) -> list[Any]:
+    def json(self) -> list[object]:
         return [self.path, self.what, *([True] if self.skipped else [])]
 
     @classmethod
-    def of(cls, data: list[Any]) -> Conflict:
-        return cls(str(data[0]), str(data[1]), bool(data[2:] and data[2]))
+    def of(cls, data: object) -> Conflict:
+        line = items(data)
+        return cls(text(line[0]), text(line[1]), bool(line[2:] and line[2]))
 
 
 def _hex(xattrs: Xattrs) -> list[list[str]]:
     return [[name, value.hex()] for name, value in xattrs]
 
 
-def xattrs_of(data: Any) -> Xattrs:
+def xattrs_of(data: object) -> Xattrs:
     """Attributes read back from a record or journal (``[[name, hex], ...]``)."""
     if not isinstance(data, list):
         return ()
-    return tuple(sorted((str(name), bytes.fromhex(str(value))) for name, value in data))
+    return tuple(sorted((text(name), bytes.fromhex(text(value))) for name, value in map(items, data)))
 
 
 @dataclass(frozen=True)
@@ -91,23 +95,24 @@ class Applied:
     group: tuple[int, ...] = ()  # modify, delete: (dev, ino) of what was there: names of one inode come back as one
     stays: str = ""  # modify, delete: another name of what was there, that stayed (absolute)
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, object]:
         data = _shallow(self, _APPLIED_FIELDS)  # not dataclasses.asdict: it deep-copies, field by field
         data["after"], data["group"] = list(self.after), list(self.group)
         data["xattrs"], data["old_xattrs"] = _hex(self.xattrs), _hex(self.old_xattrs)
         return data
 
     @classmethod
-    def of(cls, data: dict[str, Any]) -> Applied:
+    def of(cls, data: Mapping[str, object]) -> Applied:
+        """Read back from a call's record or a journal (a change of the record: see ``record``)."""
         return cls(
-            path=str(data["path"]), action=str(data["action"]), kind=str(data.get("kind", "file")),
-            before=str(data.get("before", "")), after=tuple(int(v) for v in data.get("after") or []),
-            tree=bool(data.get("tree")), old_mode=int(data.get("old_mode", -1)),
-            old_mtime_ns=int(data.get("old_mtime_ns", 0)), sha256=str(data.get("sha256", "")),
-            mode=int(data.get("mode", -1)), mtime_ns=int(data.get("mtime_ns", 0)),
+            path=text(data["path"]), action=text(data["action"]), kind=text(data.get("kind", "file")),
+            before=text(data.get("before", "")), after=tuple(number(v) for v in items(data.get("after"))),
+            tree=bool(data.get("tree")), old_mode=number(data.get("old_mode", -1)),
+            old_mtime_ns=number(data.get("old_mtime_ns", 0)), sha256=text(data.get("sha256", "")),
+            mode=number(data.get("mode", -1)), mtime_ns=number(data.get("mtime_ns", 0)),
             xattrs=xattrs_of(data.get("xattrs")), old_xattrs=xattrs_of(data.get("old_xattrs")),
-            moved_from=str(data.get("moved_from", "")), link=str(data.get("link", "")),
-            group=tuple(int(v) for v in data.get("group") or []), stays=str(data.get("stays", "")),
+            moved_from=text(data.get("moved_from", "")), link=text(data.get("link", "")),
+            group=tuple(number(v) for v in items(data.get("group"))), stays=text(data.get("stays", "")),
         )  # fmt: skip
 
 
@@ -124,7 +129,7 @@ class Outcome:
     recorded: bool = False  # the call has a record (what its undo plays back): this apply's, or an earlier part's
 
 
-def _shallow(value: Any, names: tuple[str, ...]) -> dict[str, Any]:
+def _shallow(value: object, names: tuple[str, ...]) -> dict[str, object]:
     return {name: getattr(value, name) for name in names}
 
 
@@ -132,17 +137,46 @@ _CHANGE_FIELDS = tuple(f.name for f in fields(Change))
 _TIME_FIELDS = tuple(f.name for f in fields(DirTime))
 
 
-def change_json(change: Change) -> dict[str, Any]:
+def change_json(change: Change) -> dict[str, object]:
     data = _shallow(change, _CHANGE_FIELDS)
     data["xattrs"], data["old_xattrs"] = _hex(change.xattrs), _hex(change.old_xattrs)
     return data
 
 
-def change_of(data: dict[str, Any]) -> Change:
-    names = {f.name for f in fields(Change)}
-    values = {k: v for k, v in data.items() if k in names}
-    values["xattrs"], values["old_xattrs"] = xattrs_of(data.get("xattrs")), xattrs_of(data.get("old_xattrs"))
-    return Change(**values)
+_ACTIONS: tuple[Action, ...] = get_args(Action)
+_KINDS: tuple[Kind, ...] = get_args(Kind)
+
+
+def change_of(data: Mapping[str, object]) -> Change:
+    """A change read back from a journal: every field as ``change_json`` wrote it (absent: its default)."""
+    action = next((a for a in _ACTIONS if a == data["action"]), None)
+    kind = next((k for k in _KINDS if k == data["kind"]), None)
+    if action is None or kind is None:
+        raise ValueError(f"not a change: {data['action']!r} of a {data['kind']!r}")
+
+    def word(name: str) -> str:
+        return exact(data.get(name, ""), str)
+
+    def count(name: str) -> int:
+        return exact(data.get(name, 0), int)
+
+    def said(name: str) -> bool:
+        return flag(data.get(name, False))
+
+    return Change(
+        exact(data["path"], str), action, kind, size=count("size"), old_size=count("old_size"), mode=count("mode"),
+        old_mode=count("old_mode"), top=word("top"), opaque=said("opaque"), origin=said("origin"),
+        mtime_ns=count("mtime_ns"), old_mtime_ns=count("old_mtime_ns"), xattrs=xattrs_of(data.get("xattrs")),
+        old_xattrs=xattrs_of(data.get("old_xattrs")), link=word("link"), link_old=said("link_old"),
+        stays=word("stays"), moved_from=word("moved_from"), gone=said("gone"), inode=count("inode"),
+        shown=said("shown"), names=count("names"), over=said("over"),
+    )  # fmt: skip
+
+
+def time_of(data: Mapping[str, object]) -> DirTime:
+    """A directory's time read back from a journal."""
+    return DirTime(exact(data["path"], str), exact(data["mtime_ns"], int), exact(data["ctime_ns"], int),
+                   exact(data.get("old_mtime_ns", 0), int))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -160,7 +194,7 @@ class Op:
     time: DirTime | None = None  # times: the directory's time the command left, and before
     marked: tuple[str, ...] = ()  # tree: paths in it (root-relative) with attributes to take away before it moves
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> dict[str, object]:
         return {
             "kind": self.kind, "root": self.root, "path": self.path, "upper": self.upper, "entry": self.entry,
             "marked": list(self.marked),
@@ -170,14 +204,15 @@ class Op:
         }  # fmt: skip
 
     @classmethod
-    def of(cls, data: dict[str, Any]) -> Op:
+    def of(cls, data: Mapping[str, object]) -> Op:
         change, record, time = data.get("change"), data.get("record"), data.get("time")
         return cls(
-            kind=str(data["kind"]), root=str(data["root"]), path=str(data["path"]), upper=str(data.get("upper", "")),
-            entry=str(data.get("entry", "")), change=change_of(change) if isinstance(change, dict) else None,
+            kind=text(data["kind"]), root=text(data["root"]), path=text(data["path"]),
+            upper=text(data.get("upper", "")), entry=text(data.get("entry", "")),
+            change=change_of(change) if isinstance(change, dict) else None,
             record=Applied.of(record) if isinstance(record, dict) else None,
-            time=DirTime(**time) if isinstance(time, dict) else None,
-            marked=tuple(str(m) for m in data.get("marked") or []),
+            time=time_of(time) if isinstance(time, dict) else None,
+            marked=tuple(text(m) for m in items(data.get("marked"))),
         )  # fmt: skip
 
 
@@ -188,17 +223,20 @@ class Plan:
     audit_id: str
     started_ns: int  # when the command started: what changed later is someone else's
     ops: tuple[Op, ...]
-    what: dict[str, Any] = field(default_factory=dict)  # the call, for its record
+    what: What = field(default_factory=What)  # the call, for its record
 
-    def json(self, baseline: dict[str, int]) -> dict[str, Any]:
+    def json(self, baseline: dict[str, int]) -> dict[str, object]:
+        """The plan as the journal's first line holds it, with the baseline the run starts from."""
         return {"audit_id": self.audit_id, "started_ns": self.started_ns, "ops": [op.plan() for op in self.ops],
-                "what": self.what, "baseline": baseline}  # fmt: skip
+                "what": self.what.json(), "baseline": baseline}  # fmt: skip
 
     @classmethod
-    def of(cls, data: dict[str, Any]) -> tuple[Plan, dict[str, int]]:
-        plan = cls(str(data["audit_id"]), int(data["started_ns"]), tuple(Op.of(op) for op in data["ops"]),
-                   dict(data.get("what") or {}))  # fmt: skip
-        return plan, {str(k): int(v) for k, v in dict(data.get("baseline") or {}).items()}
+    def of(cls, data: Mapping[str, object]) -> tuple[Plan, dict[str, int]]:
+        """Read back from a journal (KeyError, TypeError, ValueError: not a plan of ours)."""
+        ops = tuple(Op.of(mapping(op)) for op in items(data["ops"]))
+        what = What.of(mapping(data.get("what") or {}))
+        plan = cls(text(data["audit_id"]), number(data["started_ns"]), ops, what)
+        return plan, {text(k): number(v) for k, v in mapping(data.get("baseline") or {}).items()}
 
 
 def steps_for(

@@ -68,7 +68,7 @@ def recover(history: HistoryStore, roots: Sequence[str], areas: Sequence[str]) -
                 continue
             if text and not text.endswith(b"\n"):
                 os.write(fd, b"\n")  # a line torn by the crash ends here: the next one is whole
-            plan, baseline = Plan.of(replay.plan)
+            plan, baseline = replay.plan, replay.baseline
             outside = _outside(plan, roots, areas) or _untrusted(history, plan)
             if outside:
                 log.warning("left the apply journal %s for another server: %s", path, outside)
@@ -104,7 +104,7 @@ def _untrusted(history: HistoryStore, plan: Plan) -> str:
     Threat: a journal forged where a command can write (a state directory inside another server's root) that
     has the next start "finish" it: plant a file through a made-up step, or put some entry's bytes (a hook kept
     earlier) at a path of the forger's choice."""
-    undone = str(plan.what.get("undoes", ""))
+    undone = plan.what.undoes or ""
     for op in plan.ops:
         if op.kind not in _KINDS:
             return f"a step of kind {op.kind!r}"

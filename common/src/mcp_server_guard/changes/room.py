@@ -11,13 +11,13 @@ import os
 import posixpath
 import stat
 from collections.abc import Sequence
-from typing import Any
 
 from mcp_server_guard.changes.changeset import ChangeSet
 from mcp_server_guard.changes.effects import Judgement
 from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, parent
 from mcp_server_guard.changes.placing import MERGE_ENTRIES
 from mcp_server_guard.changes.plan import Op
+from mcp_server_guard.changes.what import What
 from mcp_server_guard.changes.xattrs import Xattrs
 from mcp_server_guard.files.calls import encoded_size
 from mcp_server_guard.files.history import HistoryError, HistoryStore
@@ -35,7 +35,7 @@ def apply_room(
     sets: Sequence[ChangeSet],
     skip: frozenset[tuple[str, str]],
     ops: Sequence[Op],
-    what: Any,
+    what: What,
     audit_id: str = "",
 ) -> str:
     """Why the previous contents an apply of ``ops`` keeps do not fit the history ("" when they do). A call applied
@@ -62,7 +62,7 @@ def apply_room(
     # The call's record, reckoned as it is written: the call (its command text), and a line per step naming its
     # path (twice at most) and the attributes it sets and had (in hex) — so that a call of only new files, of names
     # not UTF-8 (six bytes each), of a long command or of large attributes cannot pass the bound either.
-    record += len(json.dumps(what or {}, ensure_ascii=False).encode("utf-8", "backslashreplace")) + sum(
+    record += len(json.dumps(what.json(), ensure_ascii=False).encode("utf-8", "backslashreplace")) + sum(
         2 * encoded_size(posixpath.join(op.root, op.path)) + _RECORD_LINE + _xattr_bytes(*_attributes(op)) for op in ops
     )
     # A new tree that finds a directory made meanwhile is merged entry by entry, a line each (at most

@@ -23,7 +23,6 @@ import os
 import stat
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -47,6 +46,7 @@ from mcp_server_guard.changes.plan import Outcome, live_waits
 from mcp_server_guard.changes.results import Settled, described, finished
 from mcp_server_guard.changes.room import kept
 from mcp_server_guard.changes.upper import judged_copy, read_upper
+from mcp_server_guard.changes.what import What
 from mcp_server_guard.files.treelock import TreeBusy, tree_lock
 from mcp_server_guard.files.trees import remove_tree
 from mcp_server_guard.paths import printable
@@ -228,7 +228,7 @@ class Transactions:
         ask: Ask | None,
         hold: bool,
         shown: str,
-        what: dict[str, Any],
+        what: What,
         baseline: dict[str, int] | None = None,
         untouched: bool = False,
         moved: Renamed = NO_RENAMES,
@@ -312,7 +312,7 @@ class Transactions:
         audit_id: str,
         roots: Sequence[str],
         baseline: dict[str, int],
-        what: dict[str, Any],
+        what: What,
     ) -> Settled:
         """A running job's changes so far, at a look: applied (copied: the job keeps its copy) when the judgement
         asks nothing; else nothing now (``waiting``): they are judged again, and asked about, when the job ends.
@@ -345,7 +345,8 @@ class Transactions:
                 waiting.update(judgement.by_content | judgement.moved.keys())
                 waiting.difference_update(judgement.refused)
                 skip = frozenset(judgement.refused) | frozenset(waiting)
-                said = {**what, "only_copies": judgement.only_copies} if judgement.only_copies else what
+                only = tuple(judgement.only_copies)
+                said = dataclasses.replace(what, only_copies=only) if only else what
                 live = self.applier.apply(
                     sets, audit_id, started_ns, skip=skip, what=said, live=True, baseline=baseline
                 )
@@ -378,7 +379,7 @@ class Transactions:
         roots: Sequence[str],
         audit_id: str,
         started_ns: int,
-        what: dict[str, Any],
+        what: What,
         baseline: dict[str, int] | None = None,
         approved: Sequence[str] | None = None,
     ) -> tuple[Judgement, Outcome | None]:
@@ -403,8 +404,12 @@ class Transactions:
                     skip = frozenset(judgement.refused)
                     # The call's record keeps the result's own summary and counts: `mcp-guard history` tells the
                     # call as the result told it (a new directory's files counted one by one, not as one tree).
-                    said = {**what, "summary": judgement.summary, "counts": dataclasses.asdict(judgement.counts)}
-                    said |= {"only_copies": judgement.only_copies} if judgement.only_copies else {}
+                    said = dataclasses.replace(
+                        what,
+                        summary=judgement.summary,
+                        counts=judgement.counts,
+                        only_copies=tuple(judgement.only_copies) or what.only_copies,
+                    )
                     self.applier.history.approved.update(judgement.evicts)  # asked, and the person said yes
                     outcome = self.applier.apply(marked, audit_id, started_ns, skip=skip, what=said, baseline=baseline)
                 finally:
@@ -425,7 +430,7 @@ class Transactions:
         approved: Sequence[str],
         audit_id: str,
         started_ns: int,
-        what: dict[str, Any],
+        what: What,
         baseline: dict[str, int] | None = None,
     ) -> Settled:
         """Apply what the person approved (``approved``: the questions they said yes to), judged again now;
@@ -461,7 +466,7 @@ class Transactions:
             await anyio.to_thread.run_sync(self.discard, held.name)
         return held
 
-    async def apply_held(self, held_id: str, *, audit_id: str, roots: Sequence[str], what: dict[str, Any]) -> Settled:
+    async def apply_held(self, held_id: str, *, audit_id: str, roots: Sequence[str], what: What) -> Settled:
         """Apply a held change set the person has just approved, judged again against the tree as it is now; it
         is recorded (and undone) under ``audit_id``, the call that applies it — a job's end whose looks applied
         something, under the job's id with them (one record, one undo)."""
@@ -475,7 +480,7 @@ class Transactions:
             return Settled("failed", reason=f"its changes could not be read ({_why(exc)}); nothing applied")
         record_id = held.audit_id if held.baseline else audit_id
         return await self._approved(held.name, sets, roots, held.asks, record_id, held.started_ns,
-                                    {**what, "held": held.id, "for_call": held.audit_id},
+                                    dataclasses.replace(what, held=held.id, for_call=held.audit_id),
                                     held.baseline or None)  # fmt: skip
 
     def close(self) -> None:

@@ -14,7 +14,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -77,15 +77,16 @@ class CallRecords:
         *,
         conflicts: list[list[str]] | None = None,
         durable: bool = True,
-        **what: Any,
+        what: Mapping[str, object] | None = None,
     ) -> dict[str, Any]:
-        """The record of one call that changed files (see ``changes.plan.Applied.record`` for a change's fields)."""
+        """The record of one call that changed files (see ``changes.plan.Applied.record`` for a change's fields);
+        ``what``: the call (``changes.what.What``, as JSON), its fields written after the record's own."""
         manifest = {
             "audit_id": audit_id,
             "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "applied_ns": time.time_ns(),
             "roots": sorted(roots),
-            **what,
+            **(what or {}),
             "changes": changes,
             "conflicts": conflicts or [],
         }

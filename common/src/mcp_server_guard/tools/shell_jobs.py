@@ -16,6 +16,7 @@ from mcp.server.mcpserver import Context
 from mcp_server_guard import audit
 from mcp_server_guard.audit import new_audit_id
 from mcp_server_guard.changes import Settled, Transactions
+from mcp_server_guard.changes.what import What
 from mcp_server_guard.errors import ParamError, ResourceError
 from mcp_server_guard.policy import ShellPolicy
 from mcp_server_guard.shell.approval import ApprovalForm, require_approval
@@ -98,7 +99,7 @@ class ShellJobs(Generic[R]):
                         ask=None,
                         hold=can_hold,
                         shown=prepared.shown,
-                        what={"tool": TOOL_NAME, "command": prepared.shown, "cwd": prepared.cwd_display},
+                        what=What(tool=TOOL_NAME, command=prepared.shown, cwd=prepared.cwd_display),
                         baseline=control.copy.baseline,
                         untouched=result.copy_untouched,
                         moved=result.copy_moved,
@@ -186,7 +187,7 @@ class ShellJobs(Generic[R]):
                     audit_id=look_id,
                     roots=self.roots,
                     baseline=copy.baseline,
-                    what={"tool": TOOL_NAME, "command": job.shown, "job": job.id, "look": True},
+                    what=What(tool=TOOL_NAME, command=job.shown, job=job.id, look=True),
                 )
                 return described(settled, look_id)
         settled, end_id = ended

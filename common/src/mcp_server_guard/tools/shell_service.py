@@ -28,6 +28,7 @@ from mcp_server_guard.audit import default_state_path
 from mcp_server_guard.changes import Held, Settled, Transactions  # the package's public names
 from mcp_server_guard.changes.apply import Applier
 from mcp_server_guard.changes.area import CopyArea
+from mcp_server_guard.changes.what import What
 from mcp_server_guard.errors import ParamError
 from mcp_server_guard.files.liveness import OwnedDir
 from mcp_server_guard.files.trees import remove_dead, remove_tree
@@ -447,7 +448,7 @@ class ShellService(ShellJobs[R]):
             ask=ask,
             hold=hold,
             shown=shown,
-            what={"tool": TOOL_NAME, "command": shown, "cwd": cwd},
+            what=What(tool=TOOL_NAME, command=shown, cwd=cwd),
             untouched=result.copy_untouched,
             moved=result.copy_moved,
         )
@@ -476,7 +477,7 @@ class ShellService(ShellJobs[R]):
             if isinstance(data, ApprovalForm) and getattr(data, "apply", False) is True:
                 audit.note(decision="ask-approved", approved_by=APPROVED_BY, reason=held.question)
                 settled = await transactions.apply_held(
-                    held.id, audit_id=audit_id, roots=self.roots, what={"tool": TOOL_NAME, "command": held.shown}
+                    held.id, audit_id=audit_id, roots=self.roots, what=What(tool=TOOL_NAME, command=held.shown)
                 )
             else:
                 why = "unavailable" if isinstance(data, NoQuestion) else "declined"
