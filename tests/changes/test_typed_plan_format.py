@@ -129,3 +129,15 @@ def test_call_records_written_before_the_typed_what_read_back_and_are_written_th
         assert written == old.replace(_TIME, now).encode(), data["audit_id"]
     assert What.of(json.loads(_RECORDS[2])) == What(tool="undo", undoes="a0000000000a", only_copies=("/p/u",))
     assert What.of(json.loads(_RECORDS[1])).look and What.of(json.loads(_RECORDS[3])).for_call == "a0000000000b"
+
+
+def test_a_sealed_step_line_with_an_empty_conflict_is_no_journal_line_not_a_crash(tmp_path: Path) -> None:
+    """A step line that names a conflict with no path (``[]``) is not one of ours: the journal is left alone, said
+    untrusted, and reading it raises nothing (an IndexError used to escape ``read_journal`` and its recovery)."""
+    history = tmp_path / "history"
+    key = journal_key(history)
+    name = "apply-a0000000000b.json"
+    broken = '{"done": 0, "applied": [], "conflicts": [[]]}'
+    lines = _sealed(name, key, [_PLAN, broken]).decode("utf-8", "surrogateescape").splitlines()
+    replay = read_journal(lines, key, tmp_path / name)
+    assert replay.plan is None and "not a journal line" in replay.untrusted

@@ -179,7 +179,7 @@ def read_journal(lines: list[str], key: bytes, path: Path) -> Replay:
                 [Applied.of(mapping(a)) for a in items(data.get("applied", []))],
                 [Conflict.of(c) for c in items(data.get("conflicts", []))],
             )
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, IndexError):
             replay.untrusted = f"line {number + 1} is sealed but not a journal line"
             replay.plan = None
             return replay
