@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from support.differential import differential, undo_redo
+from support.differential import Case, differential, differentials, failed, undo_redo
 from support.fidelity import snapshot
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
@@ -31,41 +31,46 @@ def setup(root: Path) -> None:
         os.utime(p, ns=(OLD_NS, OLD_NS))
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        "mv h1 n && ln n x && mv n m && echo z >> m",  # a link made between two renames (the chain was lost)
-        "mv h1 n && touch -d @5 n",  # its time alone changed
-        "mv h1 o.txt && echo z >> o.txt",  # renamed over another file
-        "mv h1 n && echo z > n && mv n h1",  # renamed away and back
-        "mv h1 n && echo z >> n && mv h2 h1",
-        "mv h1 n && echo z >> n && chmod 600 h2",  # a mode set through a name it kept
-        "mv h1 n && cp -p n h1 && echo z >> n",  # a copy at the name it left keeps the old bytes
-        "mkdir e && mv h1 e/n && echo z >> e/n",  # into a directory the command made
-        # F1: a copy that kept the file's time, then the name it was copied from removed, then an edit
-        "cp -p h1 h1.bak && rm h1 && echo edited > h2",
-        "cp -a h1 bak && rm h1 && echo z >> h2",
-        "mkdir e && cp -p h1 e/bak && rm h1 && echo edited > h2",
-        # red team 17 F1: a new file with the file's bytes made at the name the file was renamed away from
-        "sed -i.orig s/important/x/ h1 && echo z >> h2",
-        # red team 17 F2: a copy that kept the file's time, then the file rewritten in place (copytruncate)
-        "cp -p h1 h1.1 && truncate -s 0 h1",
-        "cp -p h1 h1.bak && echo edited >> h1",
-        "cp -a h1 d/bak && echo edited > h1",
-        "install -p -m 644 h1 inst && echo edited > h2",
-        # red team 17 F3: a name the file left made a name of it again
-        "mv h1 n && echo z >> n && ln h2 h1",
-        "mv h1 n && ln h2 h1 && echo z >> n",
-        "cp -p h1 bak && mv h1 n && echo z >> n",
-    ],
-)
-async def test_a_renamed_or_copied_file_with_several_names_lands_as_natively(workspace: Path, command: str) -> None:
-    found, out = await differential(workspace, setup, command)
-    assert out["changes"]["conflicts"] == 0, str(out["changes"])
-    assert not found, found
+SEVERAL_NAMES = [
+    "mv h1 n && ln n x && mv n m && echo z >> m",  # a link made between two renames (the chain was lost)
+    "mv h1 n && touch -d @5 n",  # its time alone changed
+    "mv h1 o.txt && echo z >> o.txt",  # renamed over another file
+    "mv h1 n && echo z > n && mv n h1",  # renamed away and back
+    "mv h1 n && echo z >> n && mv h2 h1",
+    "mv h1 n && echo z >> n && chmod 600 h2",  # a mode set through a name it kept
+    "mv h1 n && cp -p n h1 && echo z >> n",  # a copy at the name it left keeps the old bytes
+    "mkdir e && mv h1 e/n && echo z >> e/n",  # into a directory the command made
+    # F1: a copy that kept the file's time, then the name it was copied from removed, then an edit
+    "cp -p h1 h1.bak && rm h1 && echo edited > h2",
+    "cp -a h1 bak && rm h1 && echo z >> h2",
+    "mkdir e && cp -p h1 e/bak && rm h1 && echo edited > h2",
+    # red team 17 F1: a new file with the file's bytes made at the name the file was renamed away from
+    "sed -i.orig s/important/x/ h1 && echo z >> h2",
+    # red team 17 F2: a copy that kept the file's time, then the file rewritten in place (copytruncate)
+    "cp -p h1 h1.1 && truncate -s 0 h1",
+    "cp -p h1 h1.bak && echo edited >> h1",
+    "cp -a h1 d/bak && echo edited > h1",
+    "install -p -m 644 h1 inst && echo edited > h2",
+    # red team 17 F3: a name the file left made a name of it again
+    "mv h1 n && echo z >> n && ln h2 h1",
+    "mv h1 n && ln h2 h1 && echo z >> n",
+    "cp -p h1 bak && mv h1 n && echo z >> n",
+]
+
+
+def _several_names(case: Case) -> list[str]:
+    problems = [] if case.out["changes"]["conflicts"] == 0 else [f"conflicts: {case.out['changes']}"]
+    problems += case.found
     for backup in ("h1.bak", "bak", "e/bak"):
-        if (workspace / "p" / backup).exists():
-            assert (workspace / "p" / backup).read_text() == "important original\n"
+        if (case.box / backup).exists() and (case.box / backup).read_text() != "important original\n":
+            problems.append(f"{backup} holds {(case.box / backup).read_text()!r}, not the original bytes")
+    return problems
+
+
+async def test_a_renamed_or_copied_file_with_several_names_lands_as_natively(workspace: Path) -> None:
+    """Every command through one server (each in copies of its own): each failing one is named."""
+    cases = await differentials(workspace, setup, SEVERAL_NAMES)
+    assert not (problems := failed(cases, _several_names)), problems
 
 
 def rotated(root: Path) -> None:
@@ -76,17 +81,21 @@ def rotated(root: Path) -> None:
         os.utime(p, ns=(OLD_NS, OLD_NS))
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        "mv app.log app.log.1 && echo 'line 2' >> app.log.1 && echo fresh > app.log",
-        "mv app.log app.log.1 && echo fresh > app.log",
-    ],
-)
-async def test_a_new_file_at_the_name_a_log_was_rotated_from_is_not_the_log(workspace: Path, command: str) -> None:
-    found, out = await differential(workspace, rotated, command)
-    assert (workspace / "p" / "logs" / "current").read_text().startswith("line 1"), out["changes"]
-    assert not found, found
+ROTATIONS = [
+    "mv app.log app.log.1 && echo 'line 2' >> app.log.1 && echo fresh > app.log",
+    "mv app.log app.log.1 && echo fresh > app.log",
+]
+
+
+def _rotated(case: Case) -> list[str]:
+    current = (case.box / "logs" / "current").read_text()
+    problems = [] if current.startswith("line 1") else [f"logs/current holds {current!r}: {case.out['changes']}"]
+    return problems + case.found
+
+
+async def test_a_new_file_at_the_name_a_log_was_rotated_from_is_not_the_log(workspace: Path) -> None:
+    cases = await differentials(workspace, rotated, ROTATIONS)
+    assert not (problems := failed(cases, _rotated)), problems
 
 
 async def test_a_name_made_by_ln_keeps_the_old_bytes_where_the_file_is_rewritten_through_another(

@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,66 @@ async def _compared(
     nat_out = native(nat, command)
     out = await run(client, command, cwd=str(box))
     after = snapshot(box)
+    return _compared(nat, box, nat_out, out, before, after, undo_too=undo_too), out
+
+
+@dataclass
+class Case:
+    """One command of ``differentials``: its copies, the call's result and the problems found."""
+
+    command: str
+    native: Path
+    box: Path
+    out: dict[str, Any] = field(default_factory=dict)
+    found: list[str] = field(default_factory=list)
+
+
+async def differentials(
+    workspace: Path,
+    setup: Callable[[Path], None],
+    commands: Sequence[str],
+    *,
+    undo_too: bool = True,
+    warmup: Callable[[Any], Any] | None = None,
+    person: Person | None = None,
+    args: tuple[str, ...] = (),
+) -> list[Case]:
+    """``differential`` of each command, all through one server (one call after the other, each in a pair of copies
+    of its own: ``<workspace.parent>/native-<n>`` and ``<workspace>/p<n>``, all set up before the server starts);
+    the comparisons, undo and redo once the server is gone, as ``differential`` does them."""
+    cases = [Case(c, workspace.parent / f"native-{n}", workspace / f"p{n}") for n, c in enumerate(commands)]
+    for case in cases:
+        for r in (case.native, case.box):
+            r.mkdir()
+            setup(r)
+    trees: list[tuple[Tree, Tree, str]] = []
+    async with shell(workspace, person, *args) as client:
+        if warmup is not None:
+            await warmup(client)
+        for case in cases:
+            before = snapshot(case.box)
+            nat_out = native(case.native, case.command)
+            case.out = await run(client, case.command, cwd=str(case.box))
+            trees.append((before, snapshot(case.box), nat_out))
+    for case, (before, after, nat_out) in zip(cases, trees, strict=True):
+        case.found = _compared(case.native, case.box, nat_out, case.out, before, after, undo_too=undo_too)
+    return cases
+
+
+def failed(cases: Sequence[Case], check: Callable[[Case], list[str]]) -> str:
+    """Each case whose ``check`` names problems, by its command; "" when none does."""
+    lines: list[str] = []
+    for case in cases:
+        problems = check(case)
+        if problems:
+            lines.append(f"[{case.command}]")
+            lines += [f"    {p}" for p in problems]
+    return "\n".join(lines)
+
+
+def _compared(
+    nat: Path, box: Path, nat_out: str, out: dict[str, Any], before: Tree, after: Tree, *, undo_too: bool
+) -> list[str]:
     nat_tree = snapshot(nat)
     found = differences(nat_tree, after)
     # the project's own user.overlay.* attributes, natively there too, are no bookkeeping of the box
@@ -111,7 +172,7 @@ async def _compared(
         found.append(f"native output: {nat_out!r}; boxed stdout {out.get('stdout')!r} stderr {out.get('stderr')!r}")
     if undo_too and not found and out.get("transaction") == "applied":
         found += undo_redo(str(out["auditId"]), box, before, after)
-    return found, out
+    return found
 
 
 async def one_call(client: Any) -> None:
