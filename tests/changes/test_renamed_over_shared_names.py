@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support.differential import differentials, three_names
+from support.differential import differentials, failed, three_names
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
@@ -40,8 +40,8 @@ COMMANDS = [
 
 
 async def test_a_name_of_a_shared_file_replaced_by_a_rename_is_a_file_of_its_own_as_natively(workspace: Path) -> None:
-    found = await differentials(workspace, three_names, COMMANDS)
-    problems = {command: f for command, (f, _out) in found.items() if f}
-    conflicts = {command: out["changes"] for command, (_f, out) in found.items() if out["changes"]["conflicts"]}
-    assert problems == {}, problems
-    assert conflicts == {}, conflicts
+    cases = await differentials(workspace, three_names, COMMANDS)
+    assert not (problems := failed(cases, lambda case: case.found)), problems
+    assert not (
+        conflicts := failed(cases, lambda c: [str(c.out["changes"])] if c.out["changes"]["conflicts"] else [])
+    ), conflicts

@@ -14,21 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from support.differential import Case, differential, differentials, failed, undo_redo
+from support.differential import OLD_NS, Case, differential, differentials, failed, three_names, undo_redo
 from support.fidelity import snapshot
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
-OLD_NS = 1_000_000_000 * 10**9
-
-
-def setup(root: Path) -> None:
-    (root / "d").mkdir()
-    (root / "h1").write_text("important original\n")
-    os.link(root / "h1", root / "h2")
-    os.link(root / "h1", root / "d" / "h3")
-    (root / "o.txt").write_text("o\n")
-    for p in [root / "h1", root / "o.txt", root / "d", root]:
-        os.utime(p, ns=(OLD_NS, OLD_NS))
+setup = three_names  # h1, h2 and d/h3 one file; o.txt; all of an old time
 
 
 SEVERAL_NAMES = [

@@ -66,35 +66,12 @@ async def differential(
     for r in (nat, box):
         r.mkdir()
         setup(r)
+    before = snapshot(box)
+    nat_out = native(nat, command)
     async with shell(workspace, person, *args) as client:
         if warmup is not None:
             await warmup(client)
-        return await _compared(client, command, nat, box, undo_too=undo_too)
-
-
-async def differentials(
-    workspace: Path, setup: Callable[[Path], None], commands: list[str]
-) -> dict[str, tuple[list[str], dict[str, Any]]]:
-    """``differential`` of each command, one after the other through one server (a project of its own each, under
-    the workspace): what each found, by command."""
-    found: dict[str, tuple[list[str], dict[str, Any]]] = {}
-    async with shell(workspace) as client:
-        for number, command in enumerate(commands):
-            nat, box = workspace.parent / f"native{number}", workspace / f"p{number}"
-            for r in (nat, box):
-                r.mkdir()
-                setup(r)
-            found[command] = await _compared(client, command, nat, box, undo_too=True)
-    return found
-
-
-async def _compared(
-    client: Any, command: str, nat: Path, box: Path, *, undo_too: bool
-) -> tuple[list[str], dict[str, Any]]:
-    """``command`` run natively in ``nat`` and through ``client`` in ``box`` (two projects built alike)."""
-    before = snapshot(box)
-    nat_out = native(nat, command)
-    out = await run(client, command, cwd=str(box))
+        out = await run(client, command, cwd=str(box))
     after = snapshot(box)
     return _compared(nat, box, nat_out, out, before, after, undo_too=undo_too), out
 
