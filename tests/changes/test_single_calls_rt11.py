@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from support.differential import differential, undo_redo
+from support.differential import Case, differential, differentials, failed, undo_redo
 from support.fidelity import snapshot
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
@@ -32,26 +32,30 @@ def setup(root: Path) -> None:
         os.utime(p, ns=(OLD_NS, OLD_NS))
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        "chmod 600 h1 && echo y >> h2",
-        "ln -f o.txt h2 && echo w >> h1",
-        "printf X | dd of=d/img2 bs=1 seek=3000000 conv=notrunc status=none && rm sparse.img",
-        "rm -r d && echo q >> h1",  # red team 11 F5: its own rewrite of d/h3 made its rm -r d a conflict
-        "mv h1 n && echo z >> n",  # red team 11 F6: the rewrite of a renamed file landed under its new name only
-        "mv h2 d/n && echo z >> h1 && mv d/h3 m",
-        "mv h1 n && mv n d/m && echo z >> d/m && ln d/m q",  # a chain of renames, then a write and a new name
-        "mv h1 n && chmod 600 n",
-        "mv h1 n && rm n && echo x > n",  # a new file at the name it was renamed to: none of h1's
-        'python3 -c \'import os; os.rename("d/h3", "n")\' && printf z >> n',
-        "mv -T h2 d/x && echo y > d/x && mv h1 h2",
-    ],
-)
-async def test_one_call_over_files_with_several_names(workspace: Path, command: str) -> None:
-    found, out = await differential(workspace, setup, command)
-    assert out["changes"]["conflicts"] == 0, str(out["changes"])
-    assert not found, found
+COMMANDS = [
+    "chmod 600 h1 && echo y >> h2",
+    "ln -f o.txt h2 && echo w >> h1",
+    "printf X | dd of=d/img2 bs=1 seek=3000000 conv=notrunc status=none && rm sparse.img",
+    "rm -r d && echo q >> h1",  # red team 11 F5: its own rewrite of d/h3 made its rm -r d a conflict
+    "mv h1 n && echo z >> n",  # red team 11 F6: the rewrite of a renamed file landed under its new name only
+    "mv h2 d/n && echo z >> h1 && mv d/h3 m",
+    "mv h1 n && mv n d/m && echo z >> d/m && ln d/m q",  # a chain of renames, then a write and a new name
+    "mv h1 n && chmod 600 n",
+    "mv h1 n && rm n && echo x > n",  # a new file at the name it was renamed to: none of h1's
+    'python3 -c \'import os; os.rename("d/h3", "n")\' && printf z >> n',
+    "mv -T h2 d/x && echo y > d/x && mv h1 h2",
+]
+
+
+def _problems(case: Case) -> list[str]:
+    conflicts = [] if case.out["changes"]["conflicts"] == 0 else [f"conflicts: {case.out['changes']}"]
+    return conflicts + case.found
+
+
+async def test_one_call_over_files_with_several_names(workspace: Path) -> None:
+    """Every command through one server (each in copies of its own): each failing one is named."""
+    cases = await differentials(workspace, setup, COMMANDS)
+    assert not (problems := failed(cases, _problems)), problems
 
 
 async def test_a_shared_file_changed_then_renamed_lands_as_a_new_file_and_its_other_names_keep_their_bytes(
