@@ -15,48 +15,56 @@ import pytest
 
 from support.acls import ACCESS, ANY, DEFAULT, WIDER_ACL, acl, acls, acls_work, project
 from support.boxed import run, shell
-from support.differential import differential
+from support.differential import Case, differentials, failed
 from support.differential import native as run_natively
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        "mv acl.txt b.txt",
-        "mv acl.txt plain/",
-        "mv team/f plain/g",
-        "mv -f acl.txt plain/p.txt",
-        "chmod 600 acl.txt",
-        "chmod 600 acl.txt && echo more >> acl.txt",
-        "echo more >> acl.txt && chmod 640 acl.txt && mv acl.txt team/",
-        # red team 40s F1: a file renamed over one with an ACL brings its own (none), and a swap moves both
-        "mv -f other.txt acl.txt",
-        "mv -f plain/p.txt acl.txt",
-        "mv plain/p.txt t && mv acl.txt plain/p.txt && mv t acl.txt",
-        # red team 4 F1: a file changed, then renamed over one with an ACL (its bytes are nobody's real file's)
-        "echo more >> plain/p.txt && mv plain/p.txt acl.txt",
-        "echo more >> plain/p.txt && mv plain/p.txt t && mv acl.txt plain/p.txt && mv t acl.txt",
-        "mv plain/p.txt t && mv acl.txt plain/p.txt && echo more >> t && mv t acl.txt",
-        "echo new > t && mv t acl.txt",
-        "rm acl.txt && echo new > acl.txt",
-        "python3 -c \"import os; open('t', 'w').write('new'); os.replace('t', 'acl.txt')\"",
-        # a directory moved by the box's move helper, with what is in it (their ACLs name users the box maps)
-        "mv shared shared2",
-        "mv shared/in plain/ && chmod 750 plain/in",
-        # red team 3 F5: a directory moved into one with a default ACL takes none (a rename keeps what it had)
-        "mv plain shared/",
-        "mkdir -p x/y && mv x shared/in/",
-    ],
-)
-async def test_a_projects_own_acl_stays_with_a_file_moved_or_re_moded(workspace: Path, command: str) -> None:
+MOVES = [
+    "mv acl.txt b.txt",
+    "mv acl.txt plain/",
+    "mv team/f plain/g",
+    "mv -f acl.txt plain/p.txt",
+    "chmod 600 acl.txt",
+    "chmod 600 acl.txt && echo more >> acl.txt",
+    "echo more >> acl.txt && chmod 640 acl.txt && mv acl.txt team/",
+    # red team 40s F1: a file renamed over one with an ACL brings its own (none), and a swap moves both
+    "mv -f other.txt acl.txt",
+    "mv -f plain/p.txt acl.txt",
+    "mv plain/p.txt t && mv acl.txt plain/p.txt && mv t acl.txt",
+    # red team 4 F1: a file changed, then renamed over one with an ACL (its bytes are nobody's real file's)
+    "echo more >> plain/p.txt && mv plain/p.txt acl.txt",
+    "echo more >> plain/p.txt && mv plain/p.txt t && mv acl.txt plain/p.txt && mv t acl.txt",
+    "mv plain/p.txt t && mv acl.txt plain/p.txt && echo more >> t && mv t acl.txt",
+    "echo new > t && mv t acl.txt",
+    "rm acl.txt && echo new > acl.txt",
+    "python3 -c \"import os; open('t', 'w').write('new'); os.replace('t', 'acl.txt')\"",
+    # a directory moved by the box's move helper, with what is in it (their ACLs name users the box maps)
+    "mv shared shared2",
+    "mv shared/in plain/ && chmod 750 plain/in",
+    # red team 3 F5: a directory moved into one with a default ACL takes none (a rename keeps what it had)
+    "mv plain shared/",
+    "mkdir -p x/y && mv x shared/in/",
+]
+
+
+def same_acls(case: Case) -> list[str]:
+    """The case's problems, its ACLs against the native copy's, and any refusal."""
+    problems = list(case.found)
+    if acls(case.box) != acls(case.native):
+        problems.append(f"ACLs {acls(case.box)} != natively {acls(case.native)}: {case.out['changes']}")
+    if case.out["changes"]["refused"]:
+        problems.append(f"refused: {case.out['changes']['paths']}")
+    return problems
+
+
+async def test_a_projects_own_acl_stays_with_a_file_moved_or_re_moded(workspace: Path) -> None:
+    """Every command through one server (each in copies of its own): each failing one is named."""
     if not acls_work(workspace / "probe"):
         pytest.skip("no POSIX ACLs here")
-    problems, out = await differential(workspace, project, command)
-    assert not problems, "\n".join(problems)
-    assert acls(workspace / "p") == acls(workspace.parent / "native")
-    assert not out["changes"]["refused"], out["changes"]["paths"]
+    cases = await differentials(workspace, project, MOVES)
+    assert not (problems := failed(cases, same_acls)), problems
 
 
 async def test_attack_an_acl_granting_more_than_the_moved_files_is_left_out(workspace: Path) -> None:
@@ -86,24 +94,21 @@ def team_project(root: Path) -> None:
     os.setxattr(root / "team2", DEFAULT, TEAM_DIR)  # one naming a user the box does not map
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        "echo x > shared/new && mv shared/new plain/",
-        "echo x > team2/new && mv team2/new plain/",
-        "mkdir team2/d && echo x > team2/d/f && mv team2/d plain/",
-        "mkdir -p team2/a/b && echo x > team2/a/b/f && mv team2/a/b/f plain/ && mv team2/a plain/",
-    ],
-)
-async def test_an_acl_a_new_entry_inherited_stays_when_the_command_moves_it_out(workspace: Path, command: str) -> None:
+INHERITED_MOVED_OUT = [
+    "echo x > shared/new && mv shared/new plain/",
+    "echo x > team2/new && mv team2/new plain/",
+    "mkdir team2/d && echo x > team2/d/f && mv team2/d plain/",
+    "mkdir -p team2/a/b && echo x > team2/a/b/f && mv team2/a/b/f plain/ && mv team2/a plain/",
+]
+
+
+async def test_an_acl_a_new_entry_inherited_stays_when_the_command_moves_it_out(workspace: Path) -> None:
     # Red team 6 A1: natively a rename keeps what the inode has; the ACL was judged against the landing directory's
     # default ACL only, taken for one the command set, and left out.
     if not acls_work(workspace / "probe"):
         pytest.skip("no POSIX ACLs here")
-    problems, out = await differential(workspace, team_project, command)
-    assert not problems, "\n".join(problems)
-    assert acls(workspace / "p") == acls(workspace.parent / "native"), out["changes"]
-    assert not out["changes"]["refused"], out["changes"]["paths"]
+    cases = await differentials(workspace, team_project, INHERITED_MOVED_OUT)
+    assert not (problems := failed(cases, same_acls)), problems
 
 
 async def test_attack_an_acl_beyond_the_default_of_a_directory_the_command_wrote_in_is_left_out(
@@ -137,30 +142,35 @@ def secret_project(root: Path) -> None:
     os.chmod(root / "secret.txt", 0o600)  # only its owner reads it
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        # link + unlink instead of rename: red team 4 F1 without a rename call
-        "echo more >> secret.txt && rm acl.txt && ln secret.txt acl.txt && rm secret.txt",
-        "echo more >> secret.txt && rm acl.txt && ln secret.txt acl.txt",
-        # RENAME_EXCHANGE: the rename note sees where the source goes, not where the target goes
-        "echo more >> secret.txt && " + EXCHANGE.format(a="acl.txt", b="secret.txt"),
-        "echo more >> secret.txt && echo more >> acl.txt && " + EXCHANGE.format(a="acl.txt", b="secret.txt"),
-    ],
-    ids=["link-unlink", "link-kept", "exchange", "exchange-both-changed"],
-)
+SECRET_PUT = {
+    # link + unlink instead of rename: red team 4 F1 without a rename call
+    "link-unlink": "echo more >> secret.txt && rm acl.txt && ln secret.txt acl.txt && rm secret.txt",
+    "link-kept": "echo more >> secret.txt && rm acl.txt && ln secret.txt acl.txt",
+    # RENAME_EXCHANGE: the rename note sees where the source goes, not where the target goes
+    "exchange": "echo more >> secret.txt && " + EXCHANGE.format(a="acl.txt", b="secret.txt"),
+    "exchange-both-changed": (
+        "echo more >> secret.txt && echo more >> acl.txt && " + EXCHANGE.format(a="acl.txt", b="secret.txt")
+    ),
+}
+
+
+def _secret_kept(case: Case) -> list[str]:
+    problems = [] if ACCESS not in os.listxattr(case.native / "acl.txt") else ["natively acl.txt has an ACL"]
+    problems += case.found
+    if acls(case.box) != acls(case.native):
+        problems.append(f"ACLs {acls(case.box)} != natively {acls(case.native)}: {case.out['changes']}")
+    return problems
+
+
 async def test_attack_a_secret_put_at_a_name_with_an_acl_by_no_rename_does_not_take_that_acl(
-    workspace: Path, command: str
+    workspace: Path,
 ) -> None:
     # Red team 5a F1: natively the name then holds the secret's inode (mode 600, no ACL); it landed under acl.txt's
     # ACL, readable by user 54321.
     if not acls_work(workspace / "probe"):
         pytest.skip("no POSIX ACLs here")
-    problems, out = await differential(workspace, secret_project, command)
-    native = workspace.parent / "native"
-    assert ACCESS not in os.listxattr(native / "acl.txt")
-    assert not problems, "\n".join(problems)
-    assert acls(workspace / "p") == acls(native), out["changes"]
+    cases = await differentials(workspace, secret_project, SECRET_PUT)
+    assert not (problems := failed(cases, _secret_kept)), problems
 
 
 @pytest.mark.parametrize(

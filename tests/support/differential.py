@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,6 +81,7 @@ class Case:
     """One command of ``differentials``: its copies, the call's result and the problems found."""
 
     command: str
+    name: str
     native: Path
     box: Path
     out: dict[str, Any] = field(default_factory=dict)
@@ -90,7 +91,7 @@ class Case:
 async def differentials(
     workspace: Path,
     setup: Callable[[Path], None],
-    commands: Sequence[str],
+    commands: Sequence[str] | Mapping[str, str],
     *,
     undo_too: bool = True,
     warmup: Callable[[Any], Any] | None = None,
@@ -99,8 +100,10 @@ async def differentials(
 ) -> list[Case]:
     """``differential`` of each command, all through one server (one call after the other, each in a pair of copies
     of its own: ``<workspace.parent>/native-<n>`` and ``<workspace>/p<n>``, all set up before the server starts);
-    the comparisons, undo and redo once the server is gone, as ``differential`` does them."""
-    cases = [Case(c, workspace.parent / f"native-{n}", workspace / f"p{n}") for n, c in enumerate(commands)]
+    the comparisons, undo and redo once the server is gone, as ``differential`` does them. A case is named by its
+    command, or by its key where ``commands`` maps names to commands."""
+    named = commands.items() if isinstance(commands, Mapping) else ((c, c) for c in commands)
+    cases = [Case(c, k, workspace.parent / f"native-{n}", workspace / f"p{n}") for n, (k, c) in enumerate(named)]
     for case in cases:
         for r in (case.native, case.box):
             r.mkdir()
@@ -120,12 +123,12 @@ async def differentials(
 
 
 def failed(cases: Sequence[Case], check: Callable[[Case], list[str]]) -> str:
-    """Each case whose ``check`` names problems, by its command; "" when none does."""
+    """Each case whose ``check`` names problems, by its name; "" when none does."""
     lines: list[str] = []
     for case in cases:
         problems = check(case)
         if problems:
-            lines.append(f"[{case.command}]")
+            lines.append(f"[{case.name}]")
             lines += [f"    {p}" for p in problems]
     return "\n".join(lines)
 
