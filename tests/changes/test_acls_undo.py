@@ -11,7 +11,7 @@ import pytest
 
 from support.acls import acls, acls_work, project
 from support.boxed import run, shell, undo
-from support.differential import differential
+from support.differential import Case, differentials, failed
 from support.fidelity import snapshot
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
@@ -35,30 +35,53 @@ COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize("command", COMMANDS)
-async def test_attack_acl_undo_exact(workspace: Path, command: str) -> None:
+async def test_attack_acl_undo_exact(workspace: Path) -> None:
+    """Every command through one server, each in a project of its own (``c<n>``); undone, and that undo undone,
+    once the server is gone: each failing one is named."""
     if not acls_work(workspace / "probe"):
         pytest.skip("no POSIX ACLs here")
-    project(workspace)
-    before, before_acls = snapshot(workspace), acls(workspace)
+    roots = [workspace / f"c{n}" for n in range(len(COMMANDS))]
+    for root in roots:
+        root.mkdir()
+        project(root)
+    calls = []
     async with shell(workspace) as client:
-        out = await run(client, command)
-    assert out.get("transaction") == "applied", out
-    after, after_acls = snapshot(workspace), acls(workspace)
-    undo_id, why = undo(str(out["auditId"]))
-    assert undo_id, why
-    assert acls(workspace) == before_acls, "undo did not put the ACLs back"
-    assert snapshot(workspace).entries == before.entries
-    redo_id, why = undo(undo_id)
-    assert redo_id, why
-    assert acls(workspace) == after_acls, "undo of undo did not bring the call's ACLs back"
-    assert snapshot(workspace).entries == after.entries
+        for command, root in zip(COMMANDS, roots, strict=True):
+            before, before_acls = snapshot(root), acls(root)
+            out = await run(client, command, cwd=str(root))
+            calls.append((out, before, before_acls, snapshot(root), acls(root)))
+    problems: list[str] = []
+    for command, root, (out, before, before_acls, after, after_acls) in zip(COMMANDS, roots, calls, strict=True):
+        if out.get("transaction") != "applied":
+            problems.append(f"[{command}] not applied: {out}")
+            continue
+        undo_id, why = undo(str(out["auditId"]))
+        if not undo_id:
+            problems.append(f"[{command}] undo failed: {why}")
+            continue
+        if acls(root) != before_acls:
+            problems.append(f"[{command}] undo did not put the ACLs back")
+        if snapshot(root).entries != before.entries:
+            problems.append(f"[{command}] undo did not put the tree back")
+        redo_id, why = undo(undo_id)
+        if not redo_id:
+            problems.append(f"[{command}] undo of the undo failed: {why}")
+            continue
+        if acls(root) != after_acls:
+            problems.append(f"[{command}] undo of undo did not bring the call's ACLs back")
+        if snapshot(root).entries != after.entries:
+            problems.append(f"[{command}] undo of undo did not bring the call's tree back")
+    assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("command", COMMANDS[7:12])
-async def test_attack_acl_links_fidelity(workspace: Path, command: str) -> None:
+async def test_attack_acl_links_fidelity(workspace: Path) -> None:
     if not acls_work(workspace / "probe"):
         pytest.skip("no POSIX ACLs here")
-    problems, out = await differential(workspace, project, command)
-    assert not problems, "\n".join(problems)
-    assert acls(workspace / "p") == acls(workspace.parent / "native"), out["changes"]
+    cases = await differentials(workspace, project, COMMANDS[7:12])
+
+    def same_acls(case: Case) -> list[str]:
+        if acls(case.box) == acls(case.native):
+            return case.found
+        return [*case.found, f"ACLs {acls(case.box)} != natively {acls(case.native)}: {case.out['changes']}"]
+
+    assert not (problems := failed(cases, same_acls)), problems
