@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,39 +33,54 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-async def test_undo_and_its_undo_are_exact(workspace: Path, case: str) -> None:
-    (workspace / "a").write_text("a\n")
-    (workspace / "h1").write_text("linked\n")
-    os.link(workspace / "h1", workspace / "h2")
-    os.link(workspace / "h1", workspace / "sub" / "h3")
-    (workspace / "esc").write_text("esc\n")
-    os.setxattr(workspace / "esc", "user.overlay.overlay.kept", b"an attribute a command sees as user.overlay.kept")
-    code = program(workspace, "case", CASES[case] + "\n")
-    before = snap(workspace)
+def _project(root: Path) -> None:
+    """As the workspace fixture leaves it (``hello.txt``, ``sub/inner.txt``), with the linked files of the cases."""
+    (root / "sub").mkdir(parents=True)
+    (root / "hello.txt").write_text("hello\nworld\n")
+    (root / "sub" / "inner.txt").write_text("inner\n")
+    (root / "a").write_text("a\n")
+    (root / "h1").write_text("linked\n")
+    os.link(root / "h1", root / "h2")
+    os.link(root / "h1", root / "sub" / "h3")
+    (root / "esc").write_text("esc\n")
+    os.setxattr(root / "esc", "user.overlay.overlay.kept", b"an attribute a command sees as user.overlay.kept")
+
+
+def _changed(what: str, expected: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    return [
+        f"{what} {k}: {expected.get(k)} -> {now.get(k)}"
+        for k in sorted({*expected, *now})
+        if expected.get(k) != now.get(k)
+    ]
+
+
+async def test_undo_and_its_undo_are_exact(workspace: Path) -> None:
+    """Every case through one server, each in a project of its own (``<workspace>/<case>``), undone and redone once
+    the server is gone; each failing one is named."""
+    names = sorted(CASES)
+    calls = []
+    for case in names:
+        _project(workspace / case)
     async with shell(workspace) as client:
-        out = await run(client, code)
-    after = snap(workspace)
-    assert out["transaction"] == "applied" and not out["changes"]["conflicts"], out["changes"]["paths"]
-    problems = []
-    undo_id, why = undo(out["auditId"])
-    if not undo_id:
-        problems.append(f"undo refused: {why[-300:]}")
-    else:
-        now = snap(workspace)
-        problems += [
-            f"after undo {k}: {before.get(k)} -> {now.get(k)}"
-            for k in sorted({*before, *now})
-            if before.get(k) != now.get(k)
-        ]
+        for case in names:
+            root = workspace / case
+            code = program(root, "case", CASES[case] + "\n")
+            before = snap(root)
+            out = await run(client, code, cwd=str(root))
+            calls.append((root, before, out, snap(root)))
+    problems: list[str] = []
+    for case, (root, before, out, after) in zip(names, calls, strict=True):
+        if out["transaction"] != "applied" or out["changes"]["conflicts"]:
+            problems.append(f"[{case}] {out['transaction']}: {out['changes']['paths']}")
+            continue
+        undo_id, why = undo(out["auditId"])
+        if not undo_id:
+            problems.append(f"[{case}] undo refused: {why[-300:]}")
+            continue
+        problems += [f"[{case}] {p}" for p in _changed("after undo", before, snap(root))]
         redo_id, why = undo(undo_id)
         if not redo_id:
-            problems.append(f"undo of the undo refused: {why[-300:]}")
-        else:
-            now = snap(workspace)
-            problems += [
-                f"after undoing the undo {k}: {after.get(k)} -> {now.get(k)}"
-                for k in sorted({*after, *now})
-                if after.get(k) != now.get(k)
-            ]
+            problems.append(f"[{case}] undo of the undo refused: {why[-300:]}")
+            continue
+        problems += [f"[{case}] {p}" for p in _changed("after undoing the undo", after, snap(root))]
     assert not problems, "\n".join(problems)
