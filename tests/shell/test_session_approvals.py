@@ -111,31 +111,42 @@ async def test_a_prefix_approved_for_the_session_covers_the_subcommand_and_nothi
     assert len(human.questions) == 2 and "rm -f x" in human.questions[1][0]
 
 
-@pytest.mark.parametrize(
-    "line",
-    [
-        "bash -c 'pkgtool install a'",  # a shell runs anything
-        "sh -c 'pkgtool install a'",
-        "sudo pkgtool install a",  # a wrapper
-        "env pkgtool install a",
-        "xargs pkgtool install < list",
-        "pkgtool install $(cat list)",  # substitution
-        "pkgtool install $PKG",  # expansion
-        "pkgtool install a <<EOF\nx\nEOF",  # here-document
-        "pkgtool install a; echo done",  # not every sub-command is pkgtool install
-        "./pkgtool install a",  # a program PATH does not choose
-        "pkgtool install --force a",  # another rule asks too: a pkgtool-install grant must not cover it
-        "zap notes.txt",  # the rule names no subcommand: 'zap notes.txt' would be a file, not a subcommand
-    ],
-)
+NO_PREFIX_LINES = [
+    "bash -c 'pkgtool install a'",  # a shell runs anything
+    "sh -c 'pkgtool install a'",
+    "sudo pkgtool install a",  # a wrapper
+    "env pkgtool install a",
+    "xargs pkgtool install < list",
+    "pkgtool install $(cat list)",  # substitution
+    "pkgtool install $PKG",  # expansion
+    "pkgtool install a <<EOF\nx\nEOF",  # here-document
+    "pkgtool install a; echo done",  # not every sub-command is pkgtool install
+    "./pkgtool install a",  # a program PATH does not choose
+    "pkgtool install --force a",  # another rule asks too: a pkgtool-install grant must not cover it
+    "zap notes.txt",  # the rule names no subcommand: 'zap notes.txt' would be a file, not a subcommand
+]
+
+
 async def test_a_prefix_is_never_offered_for_wrappers_substitutions_or_mixed_lines(
-    workspace: Path, policy: Path, line: str
+    workspace: Path, policy: Path
 ) -> None:
+    """Every line through one server (answered yes, nothing remembered): each is asked once, with no prefix
+    offered; each failing line is named."""
     human = Human()
-    [result] = await _calls(workspace, ["--policy", str(policy)], human, line)
-    assert not result.get("refused"), result
-    [(_, props)] = human.questions
-    assert props["remember"]["enum"] == ["no", "line"], line
+    problems: list[str] = []
+    async with serve(SX, workspace, "--policy", str(policy), mode="legacy", elicitation_callback=human) as client:
+        for line in NO_PREFIX_LINES:
+            asked = len(human.questions)
+            with anyio.fail_after(60):
+                result = await client.call_tool("shell_exec", {"command": line})
+            if result.is_error:
+                problems.append(f"[{line}] refused: {error_of(result)}")
+            questions = human.questions[asked:]
+            if len(questions) != 1:
+                problems.append(f"[{line}] asked {len(questions)} times: {questions}")
+            elif questions[0][1]["remember"]["enum"] != ["no", "line"]:
+                problems.append(f"[{line}] offered {questions[0][1]['remember']['enum']}")
+    assert not problems, "\n".join(problems)
 
 
 def test_session_prefix_names_program_and_subcommand_only_for_plain_lines(policy: Path) -> None:
