@@ -25,28 +25,45 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("command", sorted(CASES))
-async def test_dir_rename_keeps_hard_links(workspace: Path, command: str) -> None:
-    for d in ("sp", "d", "both"):
-        (workspace / d).mkdir()
-    (workspace / "sp" / "x1").write_text("span\n")
-    os.link(workspace / "sp" / "x1", workspace / "d" / "x2")  # two names in two directories
-    (workspace / "both" / "f1").write_text("both\n")
-    os.link(workspace / "both" / "f1", workspace / "both" / "f2")  # two names in one directory
-    before = snap(workspace)
+async def test_dir_rename_keeps_hard_links(workspace: Path) -> None:
+    """Every command through one server, each in a project of its own (``c<n>``), undone and redone once the server
+    is gone; each failing one is named."""
+    commands = sorted(CASES)
+    roots = [workspace / f"c{n}" for n in range(len(commands))]
+    for root in roots:
+        for d in ("sp", "d", "both"):
+            (root / d).mkdir(parents=True)
+        (root / "sp" / "x1").write_text("span\n")
+        os.link(root / "sp" / "x1", root / "d" / "x2")  # two names in two directories
+        (root / "both" / "f1").write_text("both\n")
+        os.link(root / "both" / "f1", root / "both" / "f2")  # two names in one directory
+    calls = []
     async with shell(workspace) as client:
-        out = await run(client, command)
-    assert out["transaction"] == "applied", out
-    first, second = CASES[command]
-    a, b = os.stat(workspace / first), os.stat(workspace / second)
-    assert (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino), (
-        f"{first} and {second} are no longer one file after {command!r} (natively they are); "
-        f"changes: {out['changes']['paths']}"
-    )
-    after = snap(workspace)
-    undo_id, why = undo(out["auditId"])
-    assert undo_id, why
-    assert snap(workspace) == before
-    redo_id, why = undo(undo_id)
-    assert redo_id, why
-    assert snap(workspace) == after
+        for command, root in zip(commands, roots, strict=True):
+            before = snap(root)
+            calls.append((before, await run(client, command, cwd=str(root)), snap(root)))
+    problems: list[str] = []
+    for command, root, (before, out, after) in zip(commands, roots, calls, strict=True):
+        if out["transaction"] != "applied":
+            problems.append(f"[{command}] not applied: {out}")
+            continue
+        first, second = CASES[command]
+        a, b = os.stat(root / first), os.stat(root / second)
+        if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino):
+            problems.append(
+                f"[{command}] {first} and {second} are no longer one file (natively they are); "
+                f"changes: {out['changes']['paths']}"
+            )
+            continue
+        undo_id, why = undo(out["auditId"])
+        if not undo_id:
+            problems.append(f"[{command}] undo failed: {why}")
+            continue
+        if snap(root) != before:
+            problems.append(f"[{command}] undo did not put the tree back")
+        redo_id, why = undo(undo_id)
+        if not redo_id:
+            problems.append(f"[{command}] undo of the undo failed: {why}")
+        elif snap(root) != after:
+            problems.append(f"[{command}] undo of the undo did not bring the call's tree back")
+    assert not problems, "\n".join(problems)
