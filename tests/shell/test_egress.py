@@ -70,7 +70,8 @@ class Running:
 @pytest.fixture
 def running() -> Iterator[Running]:
     origin = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    threading.Thread(target=origin.serve_forever, daemon=True).start()
+    # a short poll: shutdown() at teardown waits up to one poll interval (0.5 s by default)
+    threading.Thread(target=origin.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     oport = origin.server_address[1]
     rules = NetworkRules.parse(
         allow=[f"allowed.test:{oport}", f"*.allowed.test:{oport}", f"denied.test:{oport}", f"pypi.org:{oport}"],

@@ -83,7 +83,8 @@ class Net:
 @pytest.fixture
 def net(workspace: Path, tmp_path: Path) -> Iterator[Net]:
     origin = ThreadingHTTPServer(("127.0.0.1", 0), _Origin)
-    threading.Thread(target=origin.serve_forever, daemon=True).start()
+    # a short poll: shutdown() at teardown waits up to one poll interval (0.5 s by default)
+    threading.Thread(target=origin.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     port = origin.server_address[1]
     policy = tmp_path / "policy.toml"
     policy.write_text(
