@@ -17,26 +17,40 @@ from support.fidelity import snapshot
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
 
-@pytest.mark.parametrize("command", ["rm -rf team", "rm -rf shared", "rm acl.txt"])
-async def test_acls_in_a_tree_kept_by_copy_come_back_on_undo(
-    workspace: Path, state_on_tmpfs: Path, command: str
-) -> None:
+async def test_acls_in_a_tree_kept_by_copy_come_back_on_undo(workspace: Path, state_on_tmpfs: Path) -> None:
+    """Every command through one server, each in a project of its own (``c<n>``), undone once the server is gone;
+    each failing one is named."""
     if not acls_work(workspace / "probe") or not acls_work(state_on_tmpfs / "probe"):
         pytest.skip("no POSIX ACLs here")
-    project(workspace)
-    assert os.getxattr(workspace / "team" / "f", ACCESS)
-    before, before_acls = snapshot(workspace), acls(workspace)
+    commands = ["rm -rf team", "rm -rf shared", "rm acl.txt"]
+    roots = [workspace / f"c{n}" for n in range(len(commands))]
+    for root in roots:
+        root.mkdir()
+        project(root)
+        assert os.getxattr(root / "team" / "f", ACCESS)
+    calls = []
     async with shell(workspace) as client:
-        out = await run(client, command, cwd=str(workspace))
-    assert out["transaction"] == "applied", out
-    undo_id, why = undo(str(out["auditId"]))
-    assert undo_id, why
+        for command, root in zip(commands, roots, strict=True):
+            before, before_acls = snapshot(root), acls(root)
+            calls.append((before, before_acls, await run(client, command, cwd=str(root))))
 
     def entries(snap: object) -> dict[str, object]:
         return {k: v for k, v in snap.entries.items() if k != "." and not k.startswith(".mcp-guard")}  # type: ignore[attr-defined]
 
-    assert entries(snapshot(workspace)) == entries(before)
-    assert acls(workspace) == before_acls, "undo did not put the ACLs back"
+    problems: list[str] = []
+    for command, root, (before, before_acls, out) in zip(commands, roots, calls, strict=True):
+        if out["transaction"] != "applied":
+            problems.append(f"[{command}] not applied: {out}")
+            continue
+        undo_id, why = undo(str(out["auditId"]))
+        if not undo_id:
+            problems.append(f"[{command}] undo failed: {why}")
+            continue
+        if entries(snapshot(root)) != entries(before):
+            problems.append(f"[{command}] undo did not put the tree back")
+        if acls(root) != before_acls:
+            problems.append(f"[{command}] undo did not put the ACLs back")
+    assert not problems, "\n".join(problems)
 
 
 async def test_a_socket_in_a_tree_deleted_with_the_history_on_another_file_system(
