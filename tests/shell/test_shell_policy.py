@@ -628,3 +628,24 @@ def test_every_valid_bash_oddity_runs_on_a_copy_unasked(line: str) -> None:
     verdict = PolicyEngine(load_policy().shell_exec, effects=True).decide(line)
     assert verdict.action == "allow", (line, verdict)
     assert not [f for f in verdict.findings if f.kind == "parse-error"], (line, verdict)  # read as bash reads it
+
+
+def _iproute_lines(kind: str) -> list[str]:
+    text = (Path(__file__).parent.parent / "corpus" / "iproute_abbreviations.json").read_text(encoding="utf-8")
+    return list(json.loads(text)[kind])
+
+
+@pytest.mark.parametrize("line", _iproute_lines("changes"))
+def test_attack_an_abbreviated_ip_command_is_asked_like_the_whole_word(line: str) -> None:
+    # Red team 12 F8: ip, tc and bridge take any prefix of a command (`ip l d eth0` deletes a link); the rule named
+    # the whole words only, so an abbreviation changed the machine's network unasked (without the box), and
+    # read-only mode, which lists ip among its reading programs, ran it.
+    assert DEFAULT.decide(line).action != "allow", line
+    assert READONLY.decide(line).action == "deny", line
+
+
+@pytest.mark.parametrize("line", _iproute_lines("reads"))
+def test_an_abbreviated_ip_listing_stays_allowed(line: str) -> None:
+    assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
+    if line.startswith("ip "):  # (read-only mode's list of reading programs has ip, not tc or bridge)
+        assert READONLY.decide(line).action == "allow", (line, READONLY.decide(line))

@@ -122,6 +122,10 @@ class Rule(BaseModel):
     targets: tuple[str, ...] = ()
     without: tuple[str, ...] = ()
     min_positionals: int = Field(default=0, ge=0)
+    # The second operand (the command after the object, as iproute2 reads ``ip link delete``) abbreviates one of
+    # these: ``ip l d eth0`` is ``ip link delete eth0`` to ip, which takes any prefix. ``se|t``: at least ``se`` (``ip
+    # a s`` shows addresses: the shortest form where the verb is no reading one).
+    verb_prefixes: tuple[str, ...] = ()
     option_values: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     detect: str | None = None
     undoable: bool = False  # guards only the project's files: judged by its effects when commands work on a copy

@@ -48,6 +48,8 @@ def matches(rule: Rule) -> str:
     parts += [f"option {_flag(option, single)} {_some(values)}" for option, values in rule.option_values.items()]
     if rule.min_positionals:
         parts.append(f"at least {rule.min_positionals} operands")
+    if rule.verb_prefixes:
+        parts.append(f"a second operand abbreviating {_some(rule.verb_prefixes)}")
     if rule.outside:
         parts.append("an operand outside the allowed directories")
     programs = _some(rule.programs)

@@ -41,7 +41,7 @@ from mcp_server_guard.shell.strings.runners import (
     expand_source,
     interpreter_name,
 )
-from mcp_server_guard.shell.strings.unknown_programs import DATA_PROGRAMS, run_texts
+from mcp_server_guard.shell.strings.unknown_programs import DATA_PROGRAMS, named_words, run_texts
 from mcp_server_guard.shell.strings.words import expand_braces
 from mcp_server_guard.shell.strings.wrappers import BUILT, DYNAMIC, UNKNOWN, Inner, unwrap
 from mcp_server_guard.shell.strings.writes import (
@@ -345,7 +345,10 @@ class Expander:
         rm -rf ~`, `logsave /dev/null /bin/sh -i`) and a code option nobody listed (`lua -e 'os.execute("…")'`).
         The first word that names a shell or a program a rule denies is taken for the command it runs, with the
         words after it; literal command lines in its code options are judged."""
+        named = named_words(program, rest)  # (`ip a sh`: an abbreviated command, not a shell)
         for i, word in enumerate(rest):
+            if i in named:
+                continue
             value = word.value or ""
             name = posixpath.basename(value)
             # A shell by name or path; a denied program by path, or by one of the names only a disguise would use.

@@ -72,7 +72,13 @@ VALUE_OPTIONS: dict[str, frozenset[str]] = {
 VALUE_OPTIONS["gawk"] = VALUE_OPTIONS["mawk"] = VALUE_OPTIONS["nawk"] = VALUE_OPTIONS["awk"]
 VALUE_OPTIONS["podman"] = VALUE_OPTIONS["docker"]
 VALUE_OPTIONS["egrep"] = VALUE_OPTIONS["fgrep"] = VALUE_OPTIONS["grep"]
-SINGLE_DASH_LONG = frozenset({"find", "openssl"})
+# iproute2's options are single-dash words it also takes abbreviated (``-n`` is ``-netns``): those that take a value.
+IPROUTE_VALUES = frozenset(
+    word[:n] for word in ("netns", "batch", "rcvbuf", "loops", "family") for n in range(1, len(word) + 1)
+) - {"r"}  # fmt: skip
+IPROUTE = frozenset({"ip", "tc", "bridge"})
+VALUE_OPTIONS["ip"] = VALUE_OPTIONS["tc"] = VALUE_OPTIONS["bridge"] = IPROUTE_VALUES
+SINGLE_DASH_LONG = frozenset({"find", "openssl"}) | IPROUTE
 # Paths that name a block device (what the kernel says decides too, for paths that exist here).
 BLOCK_DEVICE_NAMES = (
     "/dev/sd*", "/dev/hd*", "/dev/vd*", "/dev/xvd*", "/dev/nvme*", "/dev/mmcblk*", "/dev/disk/**", "/dev/loop*",
@@ -336,6 +342,8 @@ def rule_matches(rule: Rule, argv: Sequence[str], parsed: Args | None = None, *,
         return False
     if len(parsed.positionals) < rule.min_positionals and not free:
         return False
+    if rule.verb_prefixes and not (free or _verb_abbreviates(parsed.positionals, rule.verb_prefixes)):
+        return False
     if rule.args and not (free or any(glob_matches(form, rule.args) for form in parsed.arg_forms)):
         return False
     if rule.args_regex and not (
@@ -357,6 +365,20 @@ def rule_matches(rule: Rule, argv: Sequence[str], parsed: Args | None = None, *,
             for form in forms_of(value)
         )
     )
+
+
+def _verb_abbreviates(positionals: Sequence[str], verbs: Sequence[str]) -> bool:
+    """Whether the second operand abbreviates one of ``verbs``, as iproute2's ``matches`` reads a command (``ip l d``
+    deletes a link, ``ip a a`` adds an address): a prefix of the verb, at least as long as the part before its
+    ``|`` (``se|t``: ``se`` or ``set``)."""
+    if len(positionals) < 2 or not positionals[1]:
+        return False
+    word = positionals[1]
+    for verb in verbs:
+        shortest, _bar, rest = verb.partition("|")
+        if word.startswith(shortest) and (shortest + rest).startswith(word):
+            return True
+    return False
 
 
 def _option_value_matches(form: str, patterns: Sequence[str]) -> bool:

@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 
 from mcp_server_guard.shell.strings.code_texts import literal_commands
+from mcp_server_guard.shell.strings.matching import IPROUTE, IPROUTE_VALUES
 from mcp_server_guard.shell.strings.parsing import Word
 from mcp_server_guard.shell.strings.wrappers import DYNAMIC, Inner, all_values
 
@@ -265,6 +266,26 @@ _RUNS_WORDS = frozenset(
     {"sh", "bash", "dash", "zsh", "ksh", "exec", "eval", "command", "rm", "dd", "shred", "mkfs", "shutdown", "reboot",
      "poweroff", "halt", "curl", "wget", "chmod", "chown", "kill", "killall", "sudo", "su"}
 )  # fmt: skip
+
+
+def named_words(program: str, rest: Sequence[Word]) -> set[int]:
+    """Indices of the words that name what ``program`` works on, not a program it runs: iproute2's object and
+    command, its first two operands (``ip a sh`` shows addresses: ``sh`` there is no shell; ``ip netns exec NAME
+    sh`` runs one, further on)."""
+    if program not in IPROUTE:
+        return set()
+    named: set[int] = set()
+    i = 0
+    while i < len(rest) and len(named) < 2:
+        value = rest[i].value
+        if value is None:
+            break  # only run time knows it: nothing after it is taken for a name
+        if value.startswith("-") and len(value) > 1:
+            i += 2 if value[1:] in IPROUTE_VALUES else 1
+            continue
+        named.add(i)
+        i += 1
+    return named
 
 
 def _embedded(text: str) -> list[Inner]:
