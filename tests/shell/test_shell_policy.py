@@ -649,3 +649,13 @@ def test_an_abbreviated_ip_listing_stays_allowed(line: str) -> None:
     assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
     if line.startswith("ip "):  # (read-only mode's list of reading programs has ip, not tc or bridge)
         assert READONLY.decide(line).action == "allow", (line, READONLY.decide(line))
+
+
+def test_attack_a_program_named_ip_that_runs_a_shell_is_judged_as_before() -> None:
+    # The object and command of ip are names (`ip a sh` shows): not where an option follows (iproute2 takes its options
+    # before the object, so `./ip sh -c …` is another program running a shell) nor a path.
+    lines = json.loads((Path(__file__).parent.parent / "corpus" / "iproute_abbreviations.json").read_text())
+    for line in lines["disguised_shells"]:
+        verdict = DEFAULT.decide(line)
+        assert verdict.action != "allow", (line, verdict)
+        assert any(c.startswith(("sh ", "/bin/sh")) for c in verdict.commands), (line, verdict.commands)

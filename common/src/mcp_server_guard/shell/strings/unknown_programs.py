@@ -271,7 +271,8 @@ _RUNS_WORDS = frozenset(
 def named_words(program: str, rest: Sequence[Word]) -> set[int]:
     """Indices of the words that name what ``program`` works on, not a program it runs: iproute2's object and
     command, its first two operands (``ip a sh`` shows addresses: ``sh`` there is no shell; ``ip netns exec NAME
-    sh`` runs one, further on)."""
+    sh`` runs one, further on). Not one followed by an option (``./ip sh -c …``: iproute2 takes its options before
+    the object, so that is another program named so, running a shell)."""
     if program not in IPROUTE:
         return set()
     named: set[int] = set()
@@ -283,6 +284,9 @@ def named_words(program: str, rest: Sequence[Word]) -> set[int]:
         if value.startswith("-") and len(value) > 1:
             i += 2 if value[1:] in IPROUTE_VALUES else 1
             continue
+        following = rest[i + 1].value if i + 1 < len(rest) else ""
+        if "/" in value or following is None or following.startswith("-"):
+            break  # (no iproute2 name holds a slash: `ip l /bin/sh` names a program)
         named.add(i)
         i += 1
     return named
