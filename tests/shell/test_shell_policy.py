@@ -659,3 +659,39 @@ def test_attack_a_program_named_ip_that_runs_a_shell_is_judged_as_before() -> No
         verdict = DEFAULT.decide(line)
         assert verdict.action != "allow", (line, verdict)
         assert any(c.startswith(("sh ", "/bin/sh")) for c in verdict.commands), (line, verdict.commands)
+
+
+def _red_team_12(kind: str) -> list[str]:
+    text = (Path(__file__).parent.parent / "corpus" / "red_team_12_rest.json").read_text(encoding="utf-8")
+    return list(json.loads(text)[kind])
+
+
+@pytest.mark.parametrize("line", _red_team_12("clone_into_the_shell"))
+def test_attack_a_clone_whose_directory_git_c_puts_in_the_shell_start_up_is_denied(line: str) -> None:
+    # Red team 12 F7: `git -C ~ clone URL .ssh` — the directory a clone makes is where -C puts it (and, unnamed,
+    # the one git names after the repository): the repository's files become the user's keys or config.
+    verdict = DEFAULT.decide(line)
+    assert verdict.action == "deny" and verdict.rule == "system-write", (line, verdict)
+
+
+@pytest.mark.parametrize("line", _red_team_12("clone_into_the_project"))
+def test_a_clone_into_the_project_stays_allowed(line: str) -> None:
+    assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
+
+
+@pytest.mark.parametrize("line", _red_team_12("system_python_by_variable"))
+def test_attack_pip_or_uv_told_by_a_variable_to_install_into_the_system_is_asked(line: str) -> None:
+    # Red team 12 F10: PIP_BREAK_SYSTEM_PACKAGES=1, UV_SYSTEM_PYTHON=1 are the command line's options by another name.
+    verdict = DEFAULT.decide(line)
+    assert verdict.action == "ask" and verdict.rule in ("pip-outside-project", "uv-pip-system"), (line, verdict)
+
+
+@pytest.mark.parametrize("line", _red_team_12("plain_installs"))
+def test_an_install_whose_variables_say_no_or_name_an_index_stays_allowed(line: str) -> None:
+    assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
+
+
+@pytest.mark.parametrize("line", _red_team_12("another_users_home"))
+def test_attack_rsync_delete_into_another_users_home_is_asked(line: str) -> None:
+    # Red team 12 F5/F14: `~root/`, `~alice/x` name another user's home: outside the allowed directories.
+    assert DEFAULT.decide(line).rule == "rsync-delete-outside", (line, DEFAULT.decide(line))

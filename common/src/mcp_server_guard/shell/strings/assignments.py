@@ -6,6 +6,7 @@ descendants).
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -16,8 +17,42 @@ from mcp_server_guard.shell.strings.words import INDIRECT, Known, resolve_word, 
 if TYPE_CHECKING:
     from tree_sitter import Node
 
+# Variables that set an option of the program they are given to, as its command line would: pip's and uv's
+# configuration by environment (red team 12 F10: ``PIP_BREAK_SYSTEM_PACKAGES=1 pip install x`` is ``pip install
+# --break-system-packages x``). A flag's variable counts when its value is true to the program; a value option's
+# whenever it is set.
+_PIPS = re.compile(r"pip(3(\.\d+)?)?")
+_OPTION_VARIABLES: dict[str, tuple[re.Pattern[str], str, bool]] = {
+    "PIP_BREAK_SYSTEM_PACKAGES": (_PIPS, "--break-system-packages", False),
+    "PIP_USER": (_PIPS, "--user", False),
+    "PIP_TARGET": (_PIPS, "--target", True),
+    "PIP_PREFIX": (_PIPS, "--prefix", True),
+    "PIP_ROOT": (_PIPS, "--root", True),
+    "UV_SYSTEM_PYTHON": (re.compile("uv"), "--system", False),
+    "UV_BREAK_SYSTEM_PACKAGES": (re.compile("uv"), "--break-system-packages", False),
+}
+_FALSE = frozenset({"", "0", "false", "no", "off", "n", "f"})
 _ARITH_ASSIGN = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^=", "++", "--"})
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def with_option_variables(words: Sequence[Word], assignments: Sequence[tuple[str, Word]]) -> list[Word]:
+    """``words`` with the options that the variables set for the command stand for (``_OPTION_VARIABLES``) added at
+    its end, where a rule reads them as it reads the command line's own; a value only run time knows counts as set."""
+    if not words or words[0].value is None:
+        return list(words)
+    program = posixpath.basename(words[0].value)
+    added: list[Word] = []
+    for name, word in assignments:
+        entry = _OPTION_VARIABLES.get(name)
+        if entry is None or not entry[0].fullmatch(program):
+            continue
+        _pattern, option, takes_value = entry
+        if takes_value and word.value != "":
+            added.append(Word(f"{option}={word.value if word.value is not None else ''}", f"{name}=…"))
+        elif not takes_value and (word.value is None or word.value.lower() not in _FALSE):
+            added.append(Word(option, f"{name}=…"))
+    return [*words, *added]
 
 
 def collect(root: Node) -> Known:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mcp_server_guard.env_names import is_command_valued, runs_code
+from mcp_server_guard.shell.strings.assignments import with_option_variables
 from mcp_server_guard.shell.strings.commands import Command, Finding, Parsed, Redirect, Word
 from mcp_server_guard.shell.strings.feeds import (
     FETCHES,
@@ -213,6 +214,7 @@ class Expander:
         path_word = None if declares else next((w for name, w in command.assignments if name == "PATH"), None)
         if path_word is not None and path_word.value is None:
             self.finding("path-override", "PATH is set to a value only known at run time")
+        words = with_option_variables(words, command.assignments)  # (`PIP_USER=1 pip install x`: pip's --user)
         self.argv(words, command, depth, path=path_word.value if path_word is not None else None, feed=feed)
 
     def assignments(self, assignments: Sequence[tuple[str, Word]], depth: int) -> None:
@@ -435,7 +437,7 @@ class Expander:
         self.assignments(assignments, depth)
         path = next((w.value for name, w in assignments if name == "PATH"), None)
         if i < len(rest):
-            self.argv(rest[i:], None, depth + 1, path=path, feed=feed)
+            self.argv(with_option_variables(rest[i:], assignments), None, depth + 1, path=path, feed=feed)
 
     def _code_words(self, program: str, rest: list[Word], depth: int) -> None:
         """`alias x='…'` and `mapfile -C '…'`: strings bash later runs as commands."""

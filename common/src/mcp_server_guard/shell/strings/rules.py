@@ -336,6 +336,8 @@ class PolicyEngine:
                 path = self.home + path[1:]
             if path == ".." or path.startswith(("../", "~-", "~+/..")):
                 return True  # ~- is the previous directory: anywhere
+            if path.startswith("~") and not path.startswith("~+"):
+                return True  # ~root, ~user/x: another user's home (red team 12 F14)
             if moved and not path.startswith("/"):
                 return True
             if (

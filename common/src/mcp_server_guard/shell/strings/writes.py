@@ -150,15 +150,31 @@ def destination_findings(program: str, argv: list[str], home: str) -> list[Findi
 
 
 def _clone_findings(argv: list[str]) -> list[Finding]:
-    """Threat: ``git clone URL ~/.ssh`` (or ``~/.config/git``, ``~/.local/bin``): a repository's files become the
-    user's keys, git config or programs. The directory a clone makes is judged as the files it fills."""
+    """Threat: ``git clone URL ~/.ssh`` (or ``~/.config/git``, ``~/.local/bin``), ``git -C ~ clone URL .ssh``,
+    ``git -C ~ clone https://host/.ssh``: a repository's files become the user's keys, git config or programs. The
+    directory a clone makes — the one named, or the one git names after the repository — is judged as the files it
+    fills, where git's ``-C`` puts it (red team 12 F7)."""
     parsed = parse_args("git", argv[1:])
-    if parsed.positionals[:1] != ["clone"] or len(parsed.positionals) < 3 or RUN_TIME_ARG in parsed.positionals[2:3]:
+    if parsed.positionals[:1] != ["clone"] or len(parsed.positionals) < 2 or RUN_TIME_ARG in parsed.positionals[1:3]:
         return []
-    target = parsed.positionals[2]
-    if _system_file(target) or _system_file(posixpath.join(target, "config")):
+    target = parsed.positionals[2] if len(parsed.positionals) > 2 else _named_after(parsed.positionals[1])
+    for place in reversed(parsed.values_of("C")):  # `git -C a -C b`: b is relative to a
+        if not target or target.startswith(("/", "~")):
+            break
+        if place == RUN_TIME_ARG:
+            return []
+        target = posixpath.join(place, target)
+    if target and (_system_file(target) or _system_file(posixpath.join(target, "config"))):
         return [Finding("system-write", f"git clone fills {target}, a directory of the system or the shell")]
     return []
+
+
+def _named_after(source: str) -> str:
+    """The directory ``git clone SOURCE`` makes: the repository's last name, less ``.git`` (``host:x/.ssh.git``:
+    ``.ssh``)."""
+    name = source.rstrip("/").removesuffix("/.git").rstrip("/")
+    name = name.rpartition("/")[2].rpartition(":")[2]
+    return name.removesuffix(".git")
 
 
 def downloaded_files(program: str, argv: list[str]) -> list[str]:
