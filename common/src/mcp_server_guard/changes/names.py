@@ -245,8 +245,13 @@ class Names:
         pending: dict[int, list[int]] = {}
         reused: dict[int, _Taken] = {}
         lost: dict[tuple[int, int], list[tuple[Change, int]]] = {}
+        # A name another file was renamed over (``sed -i h1``) lost a file that went nowhere (red team 18: a ``cp -p``
+        # of it, of a git hook too, was taken for it) unless the box's helper said it went (or said nothing).
+        away = {source for path, (source, _ino) in self.origins.items() if path != source}
         for change in self.out:
             replaced = change.top == change.path  # a file the command replaced with a directory
+            if change.over and self.origins_known and change.path not in away:
+                continue
             # (Replaced by a symlink too: ``ln h2 n && mv -f link h2`` — ``n`` is still a name of h2's old file.)
             if change.kind != "dir" and (not change.top or replaced) and change.action in ("delete", "modify"):
                 real = self.real_stat(change.path)
