@@ -654,11 +654,24 @@ def test_an_abbreviated_ip_listing_stays_allowed(line: str) -> None:
 def test_attack_a_program_named_ip_that_runs_a_shell_is_judged_as_before() -> None:
     # The object and command of ip are names (`ip a sh` shows): not where an option follows (iproute2 takes its options
     # before the object, so `./ip sh -c …` is another program running a shell) nor a path.
-    lines = json.loads((Path(__file__).parent.parent / "corpus" / "iproute_abbreviations.json").read_text())
-    for line in lines["disguised_shells"]:
+    # (Red team 19 F1: any program named ip — `./ip`, a link to env — had its first two operands taken for names.)
+    for line in _iproute_lines("disguised_shells"):
         verdict = DEFAULT.decide(line)
         assert verdict.action != "allow", (line, verdict)
-        assert any(c.startswith(("sh ", "/bin/sh")) for c in verdict.commands), (line, verdict.commands)
+        assert any(c.startswith(("sh", "/bin/sh")) for c in verdict.commands), (line, verdict.commands)
+        assert READONLY.decide(line).action == "deny", line
+
+
+@pytest.mark.parametrize("line", _iproute_lines("disguised_commands"))
+def test_attack_a_program_named_ip_by_path_that_runs_a_command_is_judged_by_that_command(line: str) -> None:
+    verdict = DEFAULT.decide(line)
+    assert verdict.action == "deny", (line, verdict)
+
+
+@pytest.mark.parametrize("line", _iproute_lines("rpm_code"))
+def test_attack_rpm_macros_and_pipe_that_run_shell_code_are_asked(line: str) -> None:
+    # Red team 19 F8: %(…) in a macro rpm expands runs a shell command; --pipe runs one.
+    assert DEFAULT.decide(line).action != "allow", line
 
 
 def _red_team_12(kind: str) -> list[str]:

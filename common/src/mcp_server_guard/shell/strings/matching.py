@@ -77,7 +77,10 @@ IPROUTE_VALUES = frozenset(
     word[:n] for word in ("netns", "batch", "rcvbuf", "loops", "family") for n in range(1, len(word) + 1)
 ) - {"r"}  # fmt: skip
 IPROUTE = frozenset({"ip", "tc", "bridge"})
-VALUE_OPTIONS["ip"] = VALUE_OPTIONS["tc"] = VALUE_OPTIONS["bridge"] = IPROUTE_VALUES
+VALUE_OPTIONS["ip"] = IPROUTE_VALUES
+_NETNS_BATCH = frozenset(w[:n] for w in ("netns", "batch") for n in range(1, len(w) + 1))
+VALUE_OPTIONS["tc"] = _NETNS_BATCH | {"cf", "conf"}  # (tc's -f is -force: no value)
+VALUE_OPTIONS["bridge"] = _NETNS_BATCH
 SINGLE_DASH_LONG = frozenset({"find", "openssl"}) | IPROUTE
 # Paths that name a block device (what the kernel says decides too, for paths that exist here).
 BLOCK_DEVICE_NAMES = (

@@ -268,28 +268,45 @@ _RUNS_WORDS = frozenset(
 )  # fmt: skip
 
 
-def named_words(program: str, rest: Sequence[Word]) -> set[int]:
-    """Indices of the words that name what ``program`` works on, not a program it runs: iproute2's object and
-    command, its first two operands (``ip a sh`` shows addresses: ``sh`` there is no shell; ``ip netns exec NAME
-    sh`` runs one, further on). Not one followed by an option (``./ip sh -c …``: iproute2 takes its options before
-    the object, so that is another program named so, running a shell)."""
-    if program not in IPROUTE:
+# iproute2's programs as the system installs them, and the objects each takes (any prefix of one names it).
+_IPROUTE_PLACES = ("", "/sbin/", "/usr/sbin/", "/bin/", "/usr/bin/")
+_IPROUTE_OBJECTS = {
+    "ip": ("address", "addrlabel", "maddress", "route", "rule", "neighbor", "neighbour", "ntable", "ntbl", "link",
+           "l2tp", "fou", "ila", "macsec", "tunnel", "tunl", "tuntap", "tap", "token", "tcpmetrics", "tcp_metrics",
+           "monitor", "xfrm", "mroute", "mrule", "netns", "netconf", "vrf", "sr", "nexthop", "mptcp", "ioam", "stats",
+           "help"),
+    "tc": ("qdisc", "class", "filter", "action", "monitor", "exec", "chain", "help"),
+    "bridge": ("link", "fdb", "mdb", "vlan", "vni", "monitor", "help"),
+}  # fmt: skip
+
+
+def named_words(head: str, rest: Sequence[Word]) -> set[int]:
+    """Indices of the words that name what the program ``head`` (as written) works on, not a program it runs:
+    iproute2's object and command, its first two operands (``ip a sh`` shows addresses: ``sh`` there is no shell;
+    ``ip netns exec NAME sh`` runs one, further on). Only for ip, tc and bridge by name or in a system directory
+    (``./ip``, a link to anything, is another program: red team 19), only where the first operand abbreviates one of
+    its objects, and not a word with a slash or one an option follows (iproute2 takes its options before the
+    object)."""
+    directory, _slash, program = head.rpartition("/")
+    if program not in IPROUTE or (directory + _slash) not in _IPROUTE_PLACES:
         return set()
-    named: set[int] = set()
+    named: list[int] = []
     i = 0
     while i < len(rest) and len(named) < 2:
         value = rest[i].value
         if value is None:
             break  # only run time knows it: nothing after it is taken for a name
-        if value.startswith("-") and len(value) > 1:
+        if value.startswith("-") and len(value) > 1 and not named:
             i += 2 if value[1:] in IPROUTE_VALUES else 1
             continue
         following = rest[i + 1].value if i + 1 < len(rest) else ""
         if "/" in value or following is None or following.startswith("-"):
             break  # (no iproute2 name holds a slash: `ip l /bin/sh` names a program)
-        named.add(i)
+        if not named and not (value and any(o.startswith(value) for o in _IPROUTE_OBJECTS[program])):
+            break  # `ip reboot`: no object of ip's
+        named.append(i)
         i += 1
-    return named
+    return set(named)
 
 
 def _embedded(text: str) -> list[Inner]:
