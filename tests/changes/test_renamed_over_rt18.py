@@ -55,6 +55,34 @@ async def test_a_copy_made_after_a_name_was_replaced_by_a_rename_is_a_copy_as_na
     assert not (problems := failed(cases, lambda case: case.found)), problems
 
 
+# renameat2(RENAME_EXCHANGE), as `mv --exchange` (coreutils 9.5) makes it: a program of the project's, as data.
+XCHG = (
+    "import ctypes, sys\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+    "r = libc.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 2)\n"
+    "sys.exit(ctypes.get_errno() if r else 0)\n"
+)
+
+
+def with_exchange(root: Path) -> None:
+    three_names(root)
+    (root / "xchg.py").write_text(XCHG)
+
+
+async def test_a_name_of_a_shared_file_swapped_with_another_by_rename_exchange_lands_as_natively(
+    workspace: Path,
+) -> None:
+    # F4: RENAME_EXCHANGE went past the box's rename helper, which said nothing of either file: the swapped name
+    # kept its bytes where the file was rewritten through another name, or the other file joined the group.
+    cases = await differentials(workspace, with_exchange, [
+        "echo new > x && python3 xchg.py x h1 && echo z >> h2",
+        "python3 xchg.py h1 o.txt && echo z >> h2",
+        "python3 xchg.py h1 o.txt",
+        "python3 xchg.py h1 h2 && echo z >> d/h3",
+        "echo new > x && python3 xchg.py x h1",
+    ])  # fmt: skip
+    assert not (problems := failed(cases, lambda case: case.found)), problems
+
+
 async def test_attack_a_copy_of_a_linked_hook_made_beside_a_replaced_name_is_no_second_name_of_the_hook(
     workspace: Path,
 ) -> None:

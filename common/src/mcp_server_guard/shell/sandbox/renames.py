@@ -218,7 +218,9 @@ class Handler:
                     other = os.stat(new, dir_fd=new_fd, follow_symlinks=False)
                     if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino) and flags in (0, _RENAME_EXCHANGE):
                         return 0
-                if stat.S_ISREG(st.st_mode) and st.st_nlink > 1 and not flags & _RENAME_EXCHANGE:
+                if flags & _RENAME_EXCHANGE:
+                    return -_exchange(self.which, (old_fd, old), (new_fd, new), flags, st)
+                if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
                     return -_rename_linked(self.which, (old_fd, old), (new_fd, new), flags, st)
                 if stat.S_ISREG(st.st_mode):
                     _note_renamed(new_fd, new, st.st_ino)
@@ -314,17 +316,46 @@ def _rename_linked(which: _Arch, old: tuple[int, bytes], new: tuple[int, bytes],
     other names natively get the write too (red team 11 F6). Returns 0 or the errno."""
     source = _where(*old)
     error = _renameat2(which, old[0], old[1], new[0], new[1], flags)
-    if error == 0 and source is not None and len(_origins) < _HELD_MAX:
-        with contextlib.suppress(OSError):
-            held = os.open(new[1], os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=new[0])
-            now = os.fstat(held)
-            if stat.S_ISREG(now.st_mode) and now.st_ino not in _origins:
-                _origins[now.st_ino] = (source, st.st_ino, held)
-            else:
-                os.close(held)  # (the first of a chain says where it came from; this rename is noted all the same)
-            if stat.S_ISREG(now.st_mode):
-                _note_renamed(new[0], new[1], now.st_ino)
+    if error == 0:
+        _noted(new[0], new[1], source, st)
     return error
+
+
+def _exchange(which: _Arch, old: tuple[int, bytes], new: tuple[int, bytes], flags: int, st: os.stat_result) -> int:
+    """``RENAME_EXCHANGE`` of a file (``st``, as the source looked) with whatever is at ``new``: made here, and each
+    regular file noted where it went (``_renamed``), with where it came from where it had several names
+    (``_origins``), as ``_rename_linked`` notes one renamed (red team 18 F4: ``mv --exchange`` of a name of a
+    shared file went by unseen). Returns 0 or the errno."""
+    try:
+        other: os.stat_result | None = os.stat(new[1], dir_fd=new[0], follow_symlinks=False)
+    except OSError:
+        other = None
+    sources = (_where(*old), _where(*new))
+    error = _renameat2(which, old[0], old[1], new[0], new[1], flags)
+    if error == 0:
+        for (dirfd, path), source, before in ((new, sources[0], st), (old, sources[1], other)):
+            if before is not None and stat.S_ISREG(before.st_mode):
+                _noted(dirfd, path, source, before)
+    return error
+
+
+def _noted(dirfd: int, path: bytes, source: bytes | None, before: os.stat_result) -> None:
+    """The regular file now at ``path`` noted as renamed there (``_renamed``); where it had several names
+    (``before``: what it was), also where it came from (``source``) and a descriptor that holds it (``_origins``) —
+    and not at all where that cannot be said (no source, or past ``_HELD_MAX``: the server then judges the name by
+    its bytes). The first of a chain says where the file came from; a later rename of it is noted all the same."""
+    linked = before.st_nlink > 1
+    if linked and (source is None or len(_origins) >= _HELD_MAX):
+        return
+    with contextlib.suppress(OSError):
+        held = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
+        now = os.fstat(held)
+        if linked and source is not None and stat.S_ISREG(now.st_mode) and now.st_ino not in _origins:
+            _origins[now.st_ino] = (source, before.st_ino, held)
+        else:
+            os.close(held)
+        if stat.S_ISREG(now.st_mode):
+            _note_renamed(dirfd, path, now.st_ino)
 
 
 def _where(dirfd: int, path: bytes) -> bytes | None:
