@@ -1,16 +1,16 @@
 """Shared fixtures: a workspace with an outside sibling, a fake HOME, the protocol era; and each test's tier.
 
-Tiers (markers, given here by what a test module uses): ``unit`` (the library in this process), ``memory`` (a
-server in this process, driven by the SDK's in-memory client: ``support.memory``), ``stdio`` (the real console
-scripts over stdio, or the CLI as a process), ``box`` (commands run in the box: bubblewrap, overlays, the
-differential harness). ``uv run pytest -m "unit or memory"`` is the fast loop; ``uv run pytest`` runs every tier.
+Tiers (markers, given to each test by what its own code uses: support/tiers.py): ``unit`` (the library in this
+process), ``memory`` (a server in this process, driven by the SDK's in-memory client: ``support.memory``), ``stdio``
+(the real console scripts over stdio, or the CLI as a process), ``box`` (commands run in the box: bubblewrap,
+overlays, the differential harness). ``uv run pytest -m "unit or memory"`` is the fast loop; ``uv run pytest``
+runs every tier.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,29 +18,9 @@ from pathlib import Path
 import pytest
 
 from support import MODES
+from support.tiers import TIERS, Tiers
 
-TIERS = ("unit", "memory", "stdio", "box")
-# What a module's text uses, strongest first: the tier of its tests.
-_TIER_SIGNS = (
-    ("box", ("support.boxed", "support.differential", "support.copies", "bwrap", "support.fidelity",
-             "support.hooked", "support.redteam")),
-    ("stdio", ("support.serve", "from support import serve", "support.clients", "stdio_client", "support.processes",
-               "import serve", "serve(", "mcp-guard", "mcp-server-")),
-    ("memory", ("support.memory", "from support import memory")),
-)  # fmt: skip
-_TIER_OF: dict[str, str] = {}
-
-
-def _tier(module: object) -> str:
-    name = getattr(module, "__name__", "")
-    if name not in _TIER_OF:
-        path = getattr(module, "__file__", None) or ""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError:
-            text = ""
-        _TIER_OF[name] = next((tier for tier, signs in _TIER_SIGNS if any(s in text for s in signs)), "unit")
-    return _TIER_OF[name]
+_TIERS = Tiers()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -50,8 +30,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        module = getattr(item, "module", None) or sys.modules.get(item.nodeid.split("::", 1)[0], None)
-        item.add_marker(_tier(module))
+        item.add_marker(_TIERS.of_item(item))
 
 
 @pytest.fixture
