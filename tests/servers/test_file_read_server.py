@@ -1,4 +1,5 @@
-"""file_read through the real console script over stdio, in both protocol eras.
+"""file_read through the real console script over stdio, in both protocol eras; a few logic-only cases (refusals
+whose stdio twin is here too) through the same server in this process (``in_memory``, the fast tier).
 
 Attack tests are named after the attack they stop.
 """
@@ -20,7 +21,7 @@ import pytest
 from mcp.client import ClientRequestContext
 from mcp.types import ListRootsResult, Root
 
-from support import error_of, serve, text_of
+from support import error_of, in_memory, serve, text_of
 
 pytestmark = pytest.mark.anyio
 FR = "mcp-server-file-read"
@@ -161,7 +162,7 @@ async def test_dotdot_traversal_is_refused(workspace: Path, mode: str) -> None:
 
 async def test_absolute_path_outside_is_refused(workspace: Path, mode: str) -> None:
     outside = workspace.parent / "outside" / "secret.txt"
-    async with serve(FR, workspace, mode=mode) as client:
+    async with in_memory("file_read", workspace, mode=mode) as client:
         result = await read(client, str(outside))
         etc = await read(client, "/etc/passwd")
     assert error_of(result)["code"] == "PATH_OUTSIDE_JAIL"
@@ -171,7 +172,7 @@ async def test_absolute_path_outside_is_refused(workspace: Path, mode: str) -> N
 async def test_sibling_prefix_directory_is_refused(workspace: Path, mode: str) -> None:
     # /x/proj must never admit /x/proj-evil: containment compares whole components.
     evil = workspace.parent / "proj-evil" / "secret.txt"
-    async with serve(FR, workspace, mode=mode) as client:
+    async with in_memory("file_read", workspace, mode=mode) as client:
         absolute = await read(client, str(evil))
         relative = await read(client, "../proj-evil/secret.txt")
     assert error_of(absolute)["code"] == "PATH_OUTSIDE_JAIL"
@@ -203,14 +204,14 @@ async def test_symlinked_file_pointing_outside_is_refused(workspace: Path, mode:
 
 async def test_symlinked_directory_component_pointing_outside_is_refused(workspace: Path, mode: str) -> None:
     (workspace / "linkdir").symlink_to(workspace.parent / "outside")
-    async with serve(FR, workspace, mode=mode) as client:
+    async with in_memory("file_read", workspace, mode=mode) as client:
         result = await read(client, "linkdir/secret.txt")
     assert error_of(result)["code"] == "SYMLINK_ESCAPE"
 
 
 async def test_dangling_symlink_to_outside_is_refused_as_escape(workspace: Path) -> None:
     (workspace / "dangling").symlink_to(workspace.parent / "outside" / "nope.txt")
-    async with serve(FR, workspace) as client:
+    async with in_memory("file_read", workspace) as client:
         result = await read(client, "dangling")
     assert error_of(result)["code"] == "SYMLINK_ESCAPE"
 

@@ -1,4 +1,5 @@
-"""file_write through the real console script over stdio, in both protocol eras.
+"""file_write through the real console script over stdio, in both protocol eras; logic-only cases (history,
+conflicts, refusals whose kind a stdio test here shows too) through the same server in this process (``in_memory``).
 
 Attack tests are named after the attack they stop; fault tests kill the writer, fill the disk and race
 two agents.
@@ -20,7 +21,7 @@ from typing import Any
 import anyio
 import pytest
 
-from support import RawClient, console_script, error_of, serve, text_of
+from support import RawClient, console_script, error_of, in_memory, serve, text_of
 
 pytestmark = pytest.mark.anyio
 FW = "mcp-server-file-write"
@@ -125,7 +126,7 @@ async def test_overwrite_keeps_permission_bits_and_saves_the_previous_content(
 
 
 async def test_identical_writes_keep_one_history_entry(workspace: Path, history: Path, mode: str) -> None:
-    async with serve(FW, workspace, *fw_args(history), mode=mode) as client:
+    async with in_memory("file_write", workspace, history=history, mode=mode) as client:
         first = (await write(client, "hello.txt", "v2\n", overwrite=True)).structured_content
         again = (await write(client, "hello.txt", "v2\n", overwrite=True)).structured_content
         result = await write(client, "hello.txt", "v2\n", overwrite=True)
@@ -137,7 +138,7 @@ async def test_identical_writes_keep_one_history_entry(workspace: Path, history:
 
 async def test_expected_sha256_guards_against_lost_updates(workspace: Path, history: Path, mode: str) -> None:
     current = sha(b"hello\nworld\n")
-    async with serve(FW, workspace, *fw_args(history), mode=mode) as client:
+    async with in_memory("file_write", workspace, history=history, mode=mode) as client:
         stale = await write(client, "hello.txt", "x", overwrite=True, expectedSha256="0" * 64)
         fresh = await write(client, "hello.txt", "mine\n", overwrite=True, expectedSha256=current)
         again = await write(client, "hello.txt", "theirs\n", overwrite=True, expectedSha256=current)
@@ -187,7 +188,7 @@ async def test_symlink_at_final_component_is_never_written_through(workspace: Pa
 
 async def test_symlinked_parent_directory_pointing_outside_is_refused(workspace: Path, history: Path) -> None:
     (workspace / "out").symlink_to(workspace.parent / "outside")
-    async with serve(FW, workspace, *fw_args(history)) as client:
+    async with in_memory("file_write", workspace, history=history) as client:
         result = await write(client, "out/pwned", "x")
         made = await write(client, "out/deeper/pwned", "x", createDirs=True)
     assert error_of(result)["code"] == "SYMLINK_ESCAPE"
@@ -298,7 +299,7 @@ async def test_git_config_and_hooks_are_protected_wherever_the_git_dir_lies(work
     subprocess.run(["git", "init", "-q", "--bare", "bare.git"], cwd=workspace, check=True)
     (workspace / "gitdir" / "modules" / "lib").mkdir(parents=True)
     (workspace / "gitdir" / "worktrees" / "w").mkdir(parents=True)
-    async with serve(FW, workspace, *fw_args(history)) as client:
+    async with in_memory("file_write", workspace, history=history) as client:
         results = {
             target: await write(client, target, "x", overwrite=True, createDirs=True)
             for target in SEPARATE_GIT_DIR_TARGETS
@@ -345,7 +346,7 @@ async def test_a_submodules_or_worktrees_git_config_and_hooks_are_never_written(
     for name in ("objects", "refs"):
         (workspace / ".git" / "modules" / "lib" / "modules" / "inner" / name).mkdir()
     before = {p: p.read_bytes() for p in workspace.rglob("*") if p.is_file() and "objects" not in p.parts}
-    async with serve(FW, workspace, *fw_args(history)) as client:
+    async with in_memory("file_write", workspace, history=history) as client:
         results = {
             target: await write(client, target, "[core]\n\tfsmonitor = touch pwned\n", overwrite=True, createDirs=True)
             for target in SUBMODULE_AND_WORKTREE_TARGETS

@@ -53,15 +53,17 @@ def build(
     policy: Path | None = None,
     audit: Path | None = None,
     sandbox: SandboxMode = SandboxMode.OFF,
+    history: Path | None = None,
 ) -> GuardedServer:
     """The server ``name`` (file_read, file_write, shell_exec) as its console script builds it, in-process.
 
     The shell server runs commands unconfined by default here (``--sandbox off``): in one test process the
-    sandbox's per-process parts (subreaper, pids cgroup) would outlive the test.
+    sandbox's per-process parts (subreaper, pids cgroup) would outlive the test. ``history``: file_write's
+    history directory (``--history-dir``; default: ``history`` beside the launch directory).
     """
     config = _config(name, launch_dir, allow, policy, audit, Mode.WORKSPACE_WRITE)
     if name == "file_write":
-        return file_write.build_server(config, launch_dir.parent / "history")
+        return file_write.build_server(config, history or launch_dir.parent / "history")
     if name == "shell_exec":
         limits = limits_of(config.policy.shell_exec)
         return shell_exec.build_server(config, plan(sandbox, ReadScope.ALL, NetworkMode.ALLOW, limits))
