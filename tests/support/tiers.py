@@ -12,6 +12,7 @@ module whose text uses the box (whether a command runs in the box is the library
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import re
 import sys
@@ -56,6 +57,7 @@ def tier_of_text(text: str) -> str:
     return next((tier for tier, signs in SIGNS if any(s in text for s in signs)), "unit")
 
 
+@functools.cache
 def _is_test_code(path: str | None) -> bool:
     if not path:
         return False
@@ -116,7 +118,8 @@ class Tiers:
 
     def __init__(self) -> None:
         self._modules: dict[str, _Module] = {}
-        self._items: dict[tuple[str, str], str] = {}
+        self._items: dict[object, str] = {}  # a test function or class -> the tier of its own code
+        self._fixtures: dict[object, str] = {}  # a fixture function -> its tier
         self._whole: dict[str, str] = {}
 
     def of_module(self, module: Any) -> str:
@@ -146,11 +149,11 @@ class Tiers:
         function = getattr(item, "function", None)
         if module is None or function is None:
             raise LookupError(item)
-        found = self._module(module)
         cls = getattr(item, "cls", None)
-        own = inspect.getsource(cls if cls is not None else function)
-        key = (module.__file__ or module.__name__, own)
+        key = cls if cls is not None else function  # the same for every case of a parametrized test
         if key not in self._items:
+            found = self._module(module)
+            own = inspect.getsource(key)
             seen: set[tuple[str, str]] = set()
             self._items[key] = strongest(
                 tier_of_text(own), self._words(own, found, seen), self._name("pytestmark", found, seen)
@@ -159,7 +162,10 @@ class Tiers:
         definitions = item._fixtureinfo.name2fixturedefs
         for fixture in item.fixturenames:
             for definition in (definitions.get(fixture) or ())[-1:]:
-                tier = strongest(tier, self._fixture(definition.func))
+                func = definition.func
+                if func not in self._fixtures:
+                    self._fixtures[func] = self._fixture(func)
+                tier = strongest(tier, self._fixtures[func])
         return tier
 
     def _fixture(self, func: Any) -> str:
