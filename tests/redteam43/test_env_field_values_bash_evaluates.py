@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from support import serve
+from support import in_memory, serve
 
 pytestmark = pytest.mark.anyio
 SX = "mcp-server-shell-exec"
@@ -63,7 +63,7 @@ async def test_env_value_bash_evaluates_writes_outside_the_jail_with_sandbox_off
     marker = tmp_path / "outside" / f"marker-{case}"
     command, env = CASES[case]
     env = _fill(env, f"$(echo pwned > {marker})")
-    async with serve(SX, workspace, "--sandbox", "off") as client:
+    async with in_memory("shell_exec", workspace) as client:
         in_line = await client.call_tool(
             "shell_exec", {"command": f"{'; '.join(f'{k}={shlex.quote(v)}' for k, v in env.items())}; {command}"}
         )
@@ -103,6 +103,6 @@ async def test_arithmetic_through_a_second_name_writes_outside_the_jail_with_san
     env = _fill(env, f"$(echo pwned > {marker})")
     line = f"{'; '.join(f'{k}={shlex.quote(v)}' for k, v in env.items())}; {command}"
     arguments = {"command": command, "env": env} if where == "env-field" else {"command": line}
-    async with serve(SX, workspace, "--sandbox", "off") as client:
+    async with in_memory("shell_exec", workspace) as client:
         result = await client.call_tool("shell_exec", {**arguments, "timeoutSeconds": 30})
     assert result.is_error and not marker.exists(), (result.structured_content, marker.exists())

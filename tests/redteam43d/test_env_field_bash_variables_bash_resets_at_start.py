@@ -21,7 +21,7 @@ import pytest
 
 from mcp_server_guard.policy import load_policy
 from mcp_server_guard.shell.strings.rules import PolicyEngine
-from support import serve
+from support import in_memory, serve
 
 SX = "mcp-server-shell-exec"
 SEVERITY = {"allow": 0, "ask": 1, "deny": 2}
@@ -52,7 +52,7 @@ async def test_dollar_bash_from_the_env_field_passes_a_deny_rule(workspace: Path
     )
     marker = tmp_path / "outside" / "bash-marker"
     marker.parent.mkdir(exist_ok=True)
-    async with serve(SX, workspace, "--policy", str(policy), "--sandbox", "off") as client:
+    async with in_memory("shell_exec", workspace, policy=policy) as client:
         with anyio.fail_after(60):
             plain = await client.call_tool("shell_exec", {"command": f"touch '{marker}'"})
         assert plain.is_error and not marker.exists()

@@ -20,9 +20,8 @@ import pytest
 
 from mcp_server_guard.policy import load_policy
 from mcp_server_guard.shell.strings.rules import PolicyEngine
-from support import serve
+from support import in_memory
 
-SX = "mcp-server-shell-exec"
 SEVERITY = {"allow": 0, "ask": 1, "deny": 2}
 POLICY = '[[shell_exec.rules]]\nid = "no-touch"\naction = "deny"\nreason = "no touching"\nprograms = ["touch"]\n'
 
@@ -67,7 +66,7 @@ async def test_shell_env_field_lets_flock_pass_a_deny_rule(workspace: Path, tmp_
     marker = tmp_path / "outside" / "flock-marker"
     marker.parent.mkdir(exist_ok=True)
     code = shlex.quote(_polyglot(marker))
-    async with serve(SX, workspace, "--policy", str(policy), "--sandbox", "off") as client:
+    async with in_memory("shell_exec", workspace, policy=policy) as client:
         with anyio.fail_after(60):
             plain = await client.call_tool("shell_exec", {"command": f"python3 -c {code}"})
         assert plain.is_error and not marker.exists()
