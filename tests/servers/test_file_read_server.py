@@ -135,7 +135,7 @@ async def test_a_hidden_directory_renamed_or_a_hidden_file_linked_elsewhere_stay
     (isolated_home / ".docker" / "config.json").write_text('{"auths": "SECRET"}\n')
     (isolated_home / ".ssh").mkdir()
     (isolated_home / ".ssh" / "id_rsa").write_text("PRIVATE KEY\n")
-    async with serve(FR, workspace, "--allow-path", str(isolated_home)) as client:
+    async with in_memory("file_read", workspace, allow=(isolated_home,)) as client:
         before = await client.call_tool("file_read", {"path": str(isolated_home / ".docker" / "config.json")})
         (isolated_home / ".docker").rename(isolated_home / "d2")
         os.link(isolated_home / ".ssh" / "id_rsa", isolated_home / "key.txt")

@@ -238,7 +238,7 @@ async def test_executable_writes_are_refused_by_extension_content_and_target(
 
 
 async def test_python_shebang_and_ordinary_text_are_allowed(workspace: Path, history: Path) -> None:
-    async with serve(FW, workspace, *fw_args(history)) as client:
+    async with in_memory("file_write", workspace, history=history) as client:
         py = await write(client, "script.py", "#!/usr/bin/env python3\nprint('hi')\n")
         md = await write(client, "notes.md", "# Title\n\nsh is a shell.\n")
     assert py.structured_content["success"] and md.structured_content["success"]
