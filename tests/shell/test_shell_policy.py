@@ -694,9 +694,16 @@ def test_a_clone_into_the_project_stays_allowed(line: str) -> None:
 
 @pytest.mark.parametrize("line", _red_team_12("system_python_by_variable"))
 def test_attack_pip_or_uv_told_by_a_variable_to_install_into_the_system_is_asked(line: str) -> None:
-    # Red team 12 F10: PIP_BREAK_SYSTEM_PACKAGES=1, UV_SYSTEM_PYTHON=1 are the command line's options by another name.
+    # Red team 12 F10: PIP_BREAK_SYSTEM_PACKAGES=1, UV_SYSTEM_PYTHON=1 are the command line's options by another name
+    # (red team 19 F6: also exported earlier in the line, and pip run as `python3 -m pip`).
     verdict = DEFAULT.decide(line)
     assert verdict.action == "ask" and verdict.rule in ("pip-outside-project", "uv-pip-system"), (line, verdict)
+
+
+def test_attack_the_calls_env_field_telling_pip_to_install_into_the_system_is_asked() -> None:
+    verdict = DEFAULT.decide("pip install requests", [], {"PIP_BREAK_SYSTEM_PACKAGES": "1"})
+    assert verdict.action == "ask" and verdict.rule == "pip-outside-project", verdict
+    assert DEFAULT.decide("pip install requests", [], {"PIP_INDEX_URL": "https://pypi.org/simple"}).action == "allow"
 
 
 @pytest.mark.parametrize("line", _red_team_12("plain_installs"))

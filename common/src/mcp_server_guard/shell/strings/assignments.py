@@ -42,6 +42,9 @@ def with_option_variables(words: Sequence[Word], assignments: Sequence[tuple[str
     if not words or words[0].value is None:
         return list(words)
     program = posixpath.basename(words[0].value)
+    module = pip_module_at(words)
+    if module:
+        program = words[module].value or program  # `python3 -m pip …`: pip's variables
     added: list[Word] = []
     for name, word in assignments:
         entry = _OPTION_VARIABLES.get(name)
@@ -53,6 +56,32 @@ def with_option_variables(words: Sequence[Word], assignments: Sequence[tuple[str
         elif not takes_value and (word.value is None or word.value.lower() not in _FALSE):
             added.append(Word(option, f"{name}=…"))
     return [*words, *added]
+
+
+_PYTHON = re.compile(r"(python|pypy)[\d.]*")
+_PYTHON_VALUES = frozenset({"-X", "-W", "-Q"})
+
+
+def pip_module_at(words: Sequence[Word]) -> int:
+    """Where ``python -m pip`` names pip among ``words`` (the index of the word ``pip``, its arguments after it), or
+    0: a Python run with pip as its module is pip (red team 19: its rules never saw ``python3 -m pip install
+    --break-system-packages``)."""
+    if not words or not _PYTHON.fullmatch(posixpath.basename(words[0].value or "")):
+        return 0
+    i = 1
+    while i < len(words):
+        value = words[i].value
+        if value is None or not value.startswith("-") or value == "-":
+            return 0  # a script, or only run time knows
+        if value == "-m":
+            following = words[i + 1].value if i + 1 < len(words) else None
+            return i + 1 if following is not None and _PIPS.fullmatch(following) else 0
+        if value.startswith("-m"):
+            return 0  # `-mpip`: pip attached (its arguments are not separate words here)
+        if value in ("-c",):
+            return 0
+        i += 2 if value in _PYTHON_VALUES else 1
+    return 0
 
 
 def collect(root: Node) -> Known:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mcp_server_guard.env_names import is_command_valued, runs_code
-from mcp_server_guard.shell.strings.assignments import with_option_variables
+from mcp_server_guard.shell.strings.assignments import pip_module_at, with_option_variables
 from mcp_server_guard.shell.strings.commands import Command, Finding, Parsed, Redirect, Word
 from mcp_server_guard.shell.strings.feeds import (
     FETCHES,
@@ -138,6 +138,15 @@ class Found:
     moved: bool = False  # the line changed directory to a place outside the project before it
 
 
+def _exported(words: Sequence[Word]) -> Iterable[tuple[str, Word]]:
+    """The ``NAME=value`` words of an ``export`` (``declare -x``) line: each name and its value."""
+    for word in words:
+        text = word.value if word.value is not None else word.raw
+        name, eq, value = text.partition("=")
+        if eq and re.fullmatch(r"[A-Za-z_]\w*", name):
+            yield name, Word(value if word.value is not None else None, word.raw)
+
+
 class Expander:
     """Looks through wrappers, shell strings and assignments to the commands that would really run."""
 
@@ -155,6 +164,7 @@ class Expander:
         self.downloaded: set[str] = set()  # files the line downloads (curl -o, wget)
         self.aliases: dict[str, str] = {}  # aliases the line defines
         self.moved = False  # the line has changed directory to a place outside the project (cd ~, cd /, cd ..)
+        self.exported: dict[str, Word] = {}  # variables the line exports (`export PIP_USER=1; pip install x`)
 
     def finding(self, kind: str, detail: str) -> None:
         """Something about the line that cannot be decided before running (the engine weighs it)."""
@@ -214,8 +224,19 @@ class Expander:
         path_word = None if declares else next((w for name, w in command.assignments if name == "PATH"), None)
         if path_word is not None and path_word.value is None:
             self.finding("path-override", "PATH is set to a value only known at run time")
-        words = with_option_variables(words, command.assignments)  # (`PIP_USER=1 pip install x`: pip's --user)
+        if words[0].value == "export" or (
+            words[0].value in ("declare", "typeset") and any(re.fullmatch(r"-\w*x\w*", w.value or "") for w in words)
+        ):
+            self.exported.update(_exported(words[1:]))
+            self.exported.update(command.assignments)  # (the parser gives a declaration's NAME=value so)
+        # (`PIP_USER=1 pip install x`, or exported before, or in the call's env: pip's --user)
+        words = with_option_variables(words, self._variables(command.assignments))
         self.argv(words, command, depth, path=path_word.value if path_word is not None else None, feed=feed)
+
+    def _variables(self, assignments: Sequence[tuple[str, Word]]) -> list[tuple[str, Word]]:
+        """The variables a command is given: those the line exported before it (the call's env is judged as an
+        ``export`` line before it: ``rules``), its own."""
+        return [*self.exported.items(), *assignments]
 
     def assignments(self, assignments: Sequence[tuple[str, Word]], depth: int) -> None:
         """Threat: `LESSOPEN='|sh x' less f`, `GIT_CONFIG_COUNT=… git …`, `LD_PRELOAD=… x` — variables that
@@ -323,6 +344,9 @@ class Expander:
             expand_shell(self, rest if program != "busybox" else rest[1:], depth, feed)
         elif program in INTERPRETERS or interpreter_name(program):
             expand_interpreter(self, program, rest, feed, depth)
+            module = pip_module_at([Word(program, program), *rest])
+            if module:  # `python3 -m pip install --user x`: judged as pip is
+                self.argv(rest[module - 1 :], None, depth + 1, feed=feed)
             if not interpreter_name(program):  # julia, guile, clisp …: the literal commands of their code options
                 for code in run_texts(program, rest):
                     self.inner(program, code, depth, feed)
@@ -437,7 +461,8 @@ class Expander:
         self.assignments(assignments, depth)
         path = next((w.value for name, w in assignments if name == "PATH"), None)
         if i < len(rest):
-            self.argv(with_option_variables(rest[i:], assignments), None, depth + 1, path=path, feed=feed)
+            self.argv(with_option_variables(rest[i:], self._variables(assignments)), None, depth + 1, path=path,
+                      feed=feed)  # fmt: skip
 
     def _code_words(self, program: str, rest: list[Word], depth: int) -> None:
         """`alias x='…'` and `mapfile -C '…'`: strings bash later runs as commands."""
