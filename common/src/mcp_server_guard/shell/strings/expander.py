@@ -309,7 +309,7 @@ class Expander:
         self.found.append(Found(argv, text, moved=self.moved))
         program = posixpath.basename(argv[0])
         rest = list(words[1:])
-        self.record(destination_findings(program, argv, self.home_path))
+        self.record(destination_findings(program, argv, self.home_path, self.moved))
         self._downloads(program, argv)
         if program in _URL_RUNNERS and any(a.startswith(("http://", "https://")) for a in argv[1:]):
             # Threat: `deno run -A https://…`, `npx https://x/evil.tgz`: code fetched and run as it arrives.

@@ -107,12 +107,12 @@ def redirect_findings(redirects: Sequence[Redirect]) -> list[Finding]:
     return found
 
 
-def destination_findings(program: str, argv: list[str], home: str) -> list[Finding]:
+def destination_findings(program: str, argv: list[str], home: str, moved: bool = False) -> list[Finding]:
     """Threat: `cp /dev/zero /bin/ls`, `mv x /etc/passwd`, `tee -a ~/.bashrc`, `sed -i … ~/.bashrc`,
     `curl -o ~/.bashrc URL`, `tar xf x.tar -C ~`: a program writing a file of the system or of the shell's
     start-up (or extracting into the home directory itself, ``home`` spelled out), whatever the program."""
     if program == "git":
-        return _clone_findings(argv)
+        return _clone_findings(argv, moved)
     spec = _WRITERS.get(program)
     if spec is None:
         return []
@@ -149,11 +149,13 @@ def destination_findings(program: str, argv: list[str], home: str) -> list[Findi
     return found
 
 
-def _clone_findings(argv: list[str]) -> list[Finding]:
+def _clone_findings(argv: list[str], moved: bool = False) -> list[Finding]:
     """Threat: ``git clone URL ~/.ssh`` (or ``~/.config/git``, ``~/.local/bin``), ``git -C ~ clone URL .ssh``,
-    ``git -C ~ clone https://host/.ssh``: a repository's files become the user's keys, git config or programs. The
-    directory a clone makes — the one named, or the one git names after the repository — is judged as the files it
-    fills, where git's ``-C`` puts it (red team 12 F7)."""
+    ``git -C ~ clone https://host/.ssh``, ``cd ~ && git clone URL .ssh``, ``git --work-tree ~/.ssh clone …``: a
+    repository's files become the user's keys, git config or programs. The directory a clone makes — the one named,
+    or the one git names after the repository, or the work tree named — is judged as the files it fills, where git's
+    ``-C`` puts it, or (``moved``: the line went to a place outside the project first) as if in the home directory
+    (red team 12 F7, red team 19 F7)."""
     parsed = parse_args("git", argv[1:])
     if parsed.positionals[:1] != ["clone"] or len(parsed.positionals) < 2 or RUN_TIME_ARG in parsed.positionals[1:3]:
         return []
@@ -164,8 +166,12 @@ def _clone_findings(argv: list[str]) -> list[Finding]:
         if place == RUN_TIME_ARG:
             return []
         target = posixpath.join(place, target)
-    if target and (_system_file(target) or _system_file(posixpath.join(target, "config"))):
-        return [Finding("system-write", f"git clone fills {target}, a directory of the system or the shell")]
+    targets = [target, *(v for v in parsed.values_of("work-tree") if v != RUN_TIME_ARG)]
+    if moved:
+        targets += [posixpath.join("~", t) for t in targets if t and not t.startswith(("/", "~"))]
+    for one in targets:
+        if one and (_system_file(one) or _system_file(posixpath.join(one, "config"))):
+            return [Finding("system-write", f"git clone fills {one}, a directory of the system or the shell")]
     return []
 
 
