@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from support.differential import Case, differential, differentials, failed, undo_redo
+from support.differential import OLD_NS, Case, differential, differentials, failed, undo_redo
 from support.fidelity import snapshot
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
-OLD_NS = 1_000_000_000 * 10**9
 
 
 def setup(root: Path) -> None:
