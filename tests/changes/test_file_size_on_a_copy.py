@@ -166,6 +166,39 @@ async def test_the_disk_watch_stops_a_call_at_its_floor_or_past_half_of_what_was
     assert killed == ["call"] and watch.low
 
 
+async def test_attack_a_late_first_measure_does_not_leave_the_command_unwatched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A full run on CI: the measure before the start (bounded at a second) came late on a loaded machine, the watch
+    # had no floors and ended at once, and a command wrote 1 GiB past the floor unstopped. The watch measures then.
+    from mcp_server_guard.shell.in_box import DiskWatch
+
+    free, looks = {"a": 10_000}, []
+
+    def free_bytes(path: str) -> int:
+        looks.append(path)
+        if len(looks) == 1:
+            raise OSError(5, "the first statfs failed")  # as a look abandoned past its bound leaves it: no floors
+        return free[path]
+
+    monkeypatch.setattr("mcp_server_guard.shell.in_box._free_bytes", free_bytes)
+    killed: list[str] = []
+    watch = DiskWatch(["a"], 4_000, lambda: killed.append("call"))
+    await watch.look(watch.measure)
+    assert watch.floors == {}
+
+    async def fill() -> None:
+        while not watch.floors:
+            await anyio.sleep(0.05)
+        free["a"] = 3_000
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(fill)
+            await watch.run()
+    assert watch.floors == {"a": 4_000} and killed == ["call"] and watch.low
+
+
 def _floor_below_free(workspace: Path, margin: int) -> tuple[str, ...]:
     """A policy whose disk floor lies ``margin`` bytes below what is free now (skipped with little free)."""
     fs = os.statvfs(workspace)

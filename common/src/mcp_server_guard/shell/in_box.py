@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -37,6 +38,8 @@ from mcp_server_guard.shell.sandbox.frames import received_fds
 from mcp_server_guard.shell.sandbox.wire import CallOptions
 
 __all__ = ["Copy", "DiskWatch", "run_boxed"]
+
+log = logging.getLogger("mcp_server_guard.shell.in_box")
 
 _CHUNK = 65536
 _FD_SPACE = socket.CMSG_SPACE(4)
@@ -107,8 +110,18 @@ class DiskWatch:
         if not self.areas:
             return
         with anyio.CancelScope() as self.scope:
-            while self.floors and not self.stopped:
+            late = 0
+            while not self.stopped:
                 await anyio.sleep(_DISK_POLL_S)
+                if not self.floors:
+                    # Its measure before the start came late (a loaded machine: past ``look``'s second) or failed:
+                    # measured now instead, from what is free now. Threat: a command left unwatched because one
+                    # statfs was slow (the watch used to end here at once, and the command filled the disk).
+                    late += 1
+                    if late == 1:
+                        log.warning("the disk watch measures after the command started (its first look came late)")
+                    await anyio.to_thread.run_sync(self.measure, abandon_on_cancel=True)
+                    continue
                 if await anyio.to_thread.run_sync(self.check, abandon_on_cancel=True):
                     self.low = True
                     self.kill()
