@@ -408,6 +408,22 @@ def test_readonly_refuses_escapes_and_writes_through_allowed_programs(line: str)
     assert READONLY.decide(line).action in ("ask", "deny"), line
 
 
+@pytest.mark.parametrize(
+    "line",
+    ["./cat README.md", "bin/cat x", "/tmp/x/ls", "~/bin/ls", "$HOME/cat x", "/usr/bin/../../tmp/cat x",
+     "env ./cat x", "timeout 5 ./grep x", "xargs ./cat", "command ./cat x", "find . -exec ./ls {} +"],
+)  # fmt: skip
+def test_attack_a_file_named_like_an_allowed_program_does_not_run_read_only(line: str) -> None:
+    # Red team 19 F9: the allow-list matched a program by its base name, so any file called `cat` ran unboxed.
+    verdict = READONLY.decide(line)
+    assert (verdict.action, verdict.rule) == ("deny", "not-in-allowlist"), (line, verdict)
+
+
+@pytest.mark.parametrize("line", ["cat README.md", "/usr/bin/cat README.md", "/bin/ls -la", "/usr/local/bin/rg x"])
+def test_readonly_allows_the_systems_programs_by_name_or_system_path(line: str) -> None:
+    assert READONLY.decide(line).action == "allow", (line, READONLY.decide(line))
+
+
 def test_readonly_keeps_the_default_deny_and_ask_rules() -> None:
     ids = {rule.id for rule in load_policy(Path("readonly")).shell_exec.rules}
     assert {"rm-recursive-force", "git-force-push", "read-only-tools"} <= ids

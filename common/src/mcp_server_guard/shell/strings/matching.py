@@ -24,6 +24,9 @@ from mcp_server_guard.policy import Rule
 
 RUN_TIME_ARG = "\x00dynamic"  # stands for an argument only run time knows; matches no glob
 BLOCK_DEVICE = "<block-device>"  # what a path that names a block device also matches as
+# Where the system installs its programs. A rule names a program by its name; a program run by a path elsewhere
+# (``./cat``, ``bin/cat``, ``$HOME/cat``) is a file of the project's or anyone's that only shares the name.
+SYSTEM_BIN_DIRS = frozenset({"/bin", "/usr/bin", "/sbin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"})
 # Options that take a value, per program, so that the first positional (the subcommand) is found and
 # values are not read as flags. Single-dash words of programs in SINGLE_DASH_LONG are whole option names.
 VALUE_OPTIONS: dict[str, frozenset[str]] = {
@@ -316,6 +319,16 @@ def glob_matches(value: str, patterns: Sequence[str], *, fold: bool = False) -> 
     if fold:
         value = value.lower()
     return any(fnmatch.fnmatchcase(value, p.lower() if fold else p) for p in patterns)
+
+
+def system_program(program: str) -> bool:
+    """Whether ``program`` (a command's first word, as the expander found it) is the system's: looked up on PATH (no
+    slash) or a path in one of ``SYSTEM_BIN_DIRS`` (``/usr/bin/../../tmp/cat`` is ``/tmp/cat``)."""
+    if "/" not in program:
+        return program != RUN_TIME_ARG
+    if not program.startswith("/"):
+        return False  # relative: ``bin/cat`` is the project's, not /bin's
+    return "/" + posixpath.normpath(program).lstrip("/").rpartition("/")[0] in SYSTEM_BIN_DIRS
 
 
 @functools.lru_cache(maxsize=256)

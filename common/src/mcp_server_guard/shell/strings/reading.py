@@ -17,12 +17,11 @@ import posixpath
 from collections.abc import Callable, Sequence
 
 from mcp_server_guard.shell.strings.commands import Redirect
-from mcp_server_guard.shell.strings.matching import RUN_TIME_ARG
+from mcp_server_guard.shell.strings.matching import RUN_TIME_ARG, system_program
 
 # A redirect that writes only to one of these writes nothing a call could leave behind.
 _SAFE_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 _READING_REDIRECTS = frozenset({"<", "<<", "<<-", "<<<"})
-_SYSTEM_BIN = frozenset({"/bin", "/usr/bin"})
 
 
 def _any_args(_args: Sequence[str]) -> bool:
@@ -90,7 +89,7 @@ def reads_only(commands: Sequence[list[str] | None], redirects: Sequence[Redirec
         if not argv:
             return False
         program, args = argv[0], argv[1:]
-        if "/" in program and posixpath.dirname(program) not in _SYSTEM_BIN:
+        if not system_program(program):
             return False  # a program of the project's (./configure) or elsewhere: unknown
         check = _PROGRAMS.get(posixpath.basename(program))
         if check is None or (check is not _any_args and RUN_TIME_ARG in args) or not check(args):

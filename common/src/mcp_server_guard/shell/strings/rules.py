@@ -39,6 +39,7 @@ from mcp_server_guard.shell.strings.matching import (
     normalize_path,
     parse_args,
     rule_matches,
+    system_program,
 )
 from mcp_server_guard.shell.strings.reading import reads_only
 from mcp_server_guard.shell.strings.walker import CODE_IN_VALUE
@@ -276,7 +277,9 @@ class PolicyEngine:
                     continue
             if rule_matches(rule, argv, parsed):
                 verdict = Verdict(rule.action, rule.id, rule.reason, shown)
-                allowed = allowed or rule.action == "allow"
+                # Threat (red team 19 F9): an allow-list's ``cat`` let ``./cat`` — any file of the project named
+                # so — run unboxed in a read-only session. Its allow rules hold only for the system's programs.
+                allowed = allowed or (rule.action == "allow" and system_program(argv[0]))
             elif (
                 rule.action != "allow"
                 and parsed.dynamic
@@ -304,6 +307,14 @@ class PolicyEngine:
         if self.policy.mode == "allowlist" and not allowed and not (program == "export" and best is None):
             if best is not None and best.action == "deny":
                 return best
+            if best is not None and not system_program(argv[0]):
+                return Verdict(
+                    "deny",
+                    "not-in-allowlist",
+                    f"{argv[0]!r} is not the system's {program}: the allow-list names the programs the system "
+                    "installs (run by name, or from /usr/bin and the like), not files that share their names.",
+                    shown,
+                )
             return Verdict(
                 "deny",
                 "not-in-allowlist",
