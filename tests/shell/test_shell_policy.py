@@ -727,6 +727,38 @@ def test_an_install_whose_variables_say_no_or_name_an_index_stays_allowed(line: 
     assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
 
 
+def _red_team_19(kind: str) -> list[str]:
+    text = (Path(__file__).parent.parent / "corpus" / "red_team_19_rest.json").read_text(encoding="utf-8")
+    return list(json.loads(text)[kind])
+
+
+@pytest.mark.parametrize("line", _red_team_19("pip_told_by_a_variable_the_line_exports_anywhere"))
+def test_attack_pip_told_by_a_variable_exported_anywhere_in_the_line_is_asked(line: str) -> None:
+    # Red team 19 F6: `set -a`, `export NAME` of an earlier assignment, an export after a function or in a loop,
+    # `python -mpip`, a configuration file chosen by variable — each the command line's option by another name.
+    verdict = DEFAULT.decide(line)
+    assert verdict.action == "ask" and verdict.rule in ("pip-outside-project", "uv-pip-system"), (line, verdict)
+
+
+@pytest.mark.parametrize("line", _red_team_19("pip_variable_given_to_a_program_that_runs_pip"))
+def test_attack_a_pip_variable_given_to_a_program_that_may_run_pip_is_asked(line: str) -> None:
+    # Red team 19 F6: `PIP_BREAK_SYSTEM_PACKAGES=1 make install` — the pip that make runs is no line a rule sees.
+    verdict = DEFAULT.decide(line)
+    assert verdict.action == "ask" and verdict.rule in ("pip-variable-reaches", "pip-outside-project"), (line, verdict)
+
+
+@pytest.mark.parametrize("line", _red_team_19("uv_into_another_python"))
+def test_attack_uv_pip_into_an_interpreter_outside_the_project_is_asked(line: str) -> None:
+    # Red team 19 F6: `uv pip install --python /usr/bin/python3` installs into that interpreter, as --system does.
+    verdict = DEFAULT.decide(line)
+    assert verdict.action == "ask" and verdict.rule == "uv-pip-other-python", (line, verdict)
+
+
+@pytest.mark.parametrize("line", _red_team_19("installs_that_stay_in_the_project"))
+def test_installs_and_exports_that_stay_in_the_project_are_allowed(line: str) -> None:
+    assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
+
+
 @pytest.mark.parametrize("line", _red_team_12("another_users_home"))
 def test_attack_rsync_delete_into_another_users_home_is_asked(line: str) -> None:
     # Red team 12 F5/F14: `~root/`, `~alice/x` name another user's home: outside the allowed directories.

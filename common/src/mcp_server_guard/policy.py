@@ -48,6 +48,7 @@ DETECTABLE = frozenset(
         "dynamic-eval",
         "search-path",
         "code-built-command",
+        "pip-variable",
     }
 )
 # Findings that are facts, not doubts: allowed unless a detect rule says otherwise.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from mcp_server_guard.shell.strings.commands import Word
@@ -30,6 +30,11 @@ _OPTION_VARIABLES: dict[str, tuple[re.Pattern[str], str, bool]] = {
     "PIP_ROOT": (_PIPS, "--root", True),
     "UV_SYSTEM_PYTHON": (re.compile("uv"), "--system", False),
     "UV_BREAK_SYSTEM_PACKAGES": (re.compile("uv"), "--break-system-packages", False),
+    "UV_PYTHON": (re.compile("uv"), "--python", True),
+    # A configuration file chosen for the call may set any of those (``[install] break-system-packages = true``):
+    # taken as the worst (pip has no option naming one); /dev/null is none.
+    "PIP_CONFIG_FILE": (_PIPS, "--break-system-packages", True),
+    "UV_CONFIG_FILE": (re.compile("uv"), "--config-file", True),
 }
 _FALSE = frozenset({"", "0", "false", "no", "off", "n", "f"})
 _ARITH_ASSIGN = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^=", "++", "--"})
@@ -42,46 +47,141 @@ def with_option_variables(words: Sequence[Word], assignments: Sequence[tuple[str
     if not words or words[0].value is None:
         return list(words)
     program = posixpath.basename(words[0].value)
-    module = pip_module_at(words)
-    if module:
-        program = words[module].value or program  # `python3 -m pip …`: pip's variables
+    pip = pip_words(words)
+    if pip:
+        program = "pip"  # `python3 -m pip …`: pip's variables
     added: list[Word] = []
     for name, word in assignments:
         entry = _OPTION_VARIABLES.get(name)
-        if entry is None or not entry[0].fullmatch(program):
+        if entry is None or not entry[0].fullmatch(program) or not sets_option(name, word):
             continue
         _pattern, option, takes_value = entry
-        if takes_value and word.value != "":
+        if name == "PIP_CONFIG_FILE":
+            added.append(Word(option, f"{name}=…"))
+        elif takes_value:
             added.append(Word(f"{option}={word.value if word.value is not None else ''}", f"{name}=…"))
-        elif not takes_value and (word.value is None or word.value.lower() not in _FALSE):
+        else:
             added.append(Word(option, f"{name}=…"))
     return [*words, *added]
 
 
+def sets_option(name: str, word: Word) -> bool:
+    """Whether the variable ``name`` (one of pip's or uv's, ``_OPTION_VARIABLES``) given ``word`` sets its option: a
+    flag's when its value is true to the program, a value option's whenever it is set (a configuration file's
+    unless it is /dev/null); a value only run time knows counts as set."""
+    entry = _OPTION_VARIABLES.get(name)
+    if entry is None:
+        return False
+    if word.value is None:
+        return True
+    if name.endswith("_CONFIG_FILE"):
+        return word.value not in ("", "/dev/null")
+    return word.value != "" if entry[2] else word.value.lower() not in _FALSE
+
+
+def option_variable(name: str) -> bool:
+    """Whether ``name`` is one of the variables that stand for an option of pip or uv (``_OPTION_VARIABLES``)."""
+    return name in _OPTION_VARIABLES
+
+
+# Programs that run no program of the line's choosing: a pip variable given to them reaches no pip.
+_RUN_NOTHING = frozenset({"cd", "pushd", "popd", "true", "false", ":", "test", "[", "[[", "exit", "return", "shift",
+                          "wait", "sleep", "ls", "pwd", "mkdir", "touch", "cp", "mv", "rm", "grep", "sed"})  # fmt: skip
+
+
+def option_variables_reach(words: Sequence[Word], variables: Sequence[tuple[str, Word]], data: frozenset[str]) -> str:
+    """The first of pip's and uv's variables (``_OPTION_VARIABLES``) set for a command that is neither pip nor uv and
+    may run them (``make install``, ``./install.sh``, a function, ``nice``), or "". Threat (red team 19 F6):
+    ``PIP_BREAK_SYSTEM_PACKAGES=1 make install`` — whatever pip the program runs installs outside the project, and
+    no rule sees that pip's line. ``data``: programs that run nothing (echo, export, cat …)."""
+    if not words:
+        return ""
+    head = words[0].value
+    program = posixpath.basename(head) if head is not None else ""
+    if head is not None and (program in data or program in _RUN_NOTHING or _PIPS.fullmatch(program)
+                             or program == "uv" or pip_words(words)):  # fmt: skip
+        return ""
+    return next((name for name, word in variables if sets_option(name, word)), "")
+
+
+def exported_words(words: Sequence[Word]) -> Iterator[tuple[str, Word]]:
+    """The ``NAME=value`` words of an ``export`` (``declare -x``) line: each name and its value."""
+    for word in words:
+        text = word.value if word.value is not None else word.raw
+        name, eq, value = text.partition("=")
+        if eq and IDENT.fullmatch(name):
+            yield name, Word(value if word.value is not None else None, word.raw)
+
+
+def line_exports(
+    commands: Sequence[tuple[Sequence[Word], Sequence[tuple[str, Word]]]], assigned: Mapping[str, Sequence[Word | None]]
+) -> dict[str, Word]:
+    """Every variable a line exports, wherever in it: a function defined before the export runs after it, a loop
+    runs its body again (``f() { pip install x; }; export PIP_USER=1; f``). ``commands``: each simple command's
+    words and assignments; ``assigned``: every assignment of the line (``Parsed.assigned``). ``export``/``declare -x
+    NAME=value``, ``export NAME`` of a name the line assigns, and with ``set -a`` (``set -o allexport``) every
+    assignment of the line (red team 19 F6); of several values, one that sets a pip or uv option."""
+    named: set[str] = set()
+    out: dict[str, Word] = {}
+    allexport = False
+    for words, assignments in commands:
+        if not words:
+            continue
+        head = words[0].value
+        values = [w.value or "" for w in words[1:]]
+        if head == "set":
+            allexport = allexport or any(
+                (v.startswith("-") and not v.startswith("--") and "a" in v[1:]) or v == "allexport" for v in values
+            )
+        if head == "export" or (head in ("declare", "typeset", "local", "readonly")
+                                and any(re.fullmatch(r"-\w*x\w*", v) for v in values)):  # fmt: skip
+            out.update(exported_words(words[1:]))
+            out.update(assignments)  # (the parser gives a declaration's NAME=value so)
+            named.update(v for v in values if IDENT.fullmatch(v))
+    for name, given in assigned.items():
+        if name in out or not (allexport or name in named):
+            continue
+        kept = [w if w is not None else Word(None, f"${name}") for w in given] or [Word(None, f"${name}")]
+        out[name] = next((w for w in kept if sets_option(name, w)), kept[0])
+    return out
+
+
 _PYTHON = re.compile(r"(python|pypy)[\d.]*")
-_PYTHON_VALUES = frozenset({"-X", "-W", "-Q"})
+_PYTHON_VALUED = frozenset("cmWXQ")
 
 
-def pip_module_at(words: Sequence[Word]) -> int:
-    """Where ``python -m pip`` names pip among ``words`` (the index of the word ``pip``, its arguments after it), or
-    0: a Python run with pip as its module is pip (red team 19: its rules never saw ``python3 -m pip install
+def pip_words(words: Sequence[Word]) -> list[Word]:
+    """``python -m pip ARGS`` (``-mpip``, ``-Im pip``) as pip's own words, ``pip ARGS``; [] for any other command: a
+    Python run with pip as its module is pip (red team 19: its rules never saw ``python3 -m pip install
     --break-system-packages``)."""
     if not words or not _PYTHON.fullmatch(posixpath.basename(words[0].value or "")):
-        return 0
+        return []
     i = 1
     while i < len(words):
         value = words[i].value
         if value is None or not value.startswith("-") or value == "-":
-            return 0  # a script, or only run time knows
-        if value == "-m":
-            following = words[i + 1].value if i + 1 < len(words) else None
-            return i + 1 if following is not None and _PIPS.fullmatch(following) else 0
-        if value.startswith("-m"):
-            return 0  # `-mpip`: pip attached (its arguments are not separate words here)
-        if value in ("-c",):
-            return 0
-        i += 2 if value in _PYTHON_VALUES else 1
-    return 0
+            return []  # a script, or only run time knows
+        if value.startswith("--"):
+            i += 1
+            continue
+        # A cluster of Python's one-letter options (``-Bm``): -c, -m, -W and -X take the rest of the word or the next
+        # word as their value.
+        for at, letter in enumerate(value[1:], start=1):
+            if letter not in _PYTHON_VALUED:
+                continue
+            attached = value[at + 1 :]
+            taken = attached or (words[i + 1].value if i + 1 < len(words) else None)
+            if letter == "c":
+                return []  # code, not a module
+            if letter == "m":
+                if taken is None or not _PIPS.fullmatch(taken):
+                    return []
+                rest = words[i + 1 :] if attached else words[i + 2 :]
+                return [Word(taken, words[i].raw) if attached else words[i + 1], *rest]
+            i += 0 if attached else 1  # -W/-X's value
+            break
+        i += 1
+    return []
 
 
 def collect(root: Node) -> Known:

@@ -76,3 +76,5 @@ class Parsed:
     # arithmetic runs the $(…) of an array subscript in it (`a[$(shutdown -h now)]`). The engine then judges the
     # substitutions in the line's stdin as command lines.
     evaluates_run_time: bool = False
+    # Every variable the line assigns, as ``words.Known.assigned`` (None: a value only run time knows).
+    assigned: dict[str, list[Word | None]] = field(default_factory=dict)

@@ -19,7 +19,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mcp_server_guard.env_names import is_command_valued, runs_code
-from mcp_server_guard.shell.strings.assignments import pip_module_at, with_option_variables
+from mcp_server_guard.shell.strings.assignments import (
+    exported_words,
+    line_exports,
+    option_variables_reach,
+    pip_words,
+    with_option_variables,
+)
 from mcp_server_guard.shell.strings.commands import Command, Finding, Parsed, Redirect, Word
 from mcp_server_guard.shell.strings.feeds import (
     FETCHES,
@@ -138,15 +144,6 @@ class Found:
     moved: bool = False  # the line changed directory to a place outside the project before it
 
 
-def _exported(words: Sequence[Word]) -> Iterable[tuple[str, Word]]:
-    """The ``NAME=value`` words of an ``export`` (``declare -x``) line: each name and its value."""
-    for word in words:
-        text = word.value if word.value is not None else word.raw
-        name, eq, value = text.partition("=")
-        if eq and re.fullmatch(r"[A-Za-z_]\w*", name):
-            yield name, Word(value if word.value is not None else None, word.raw)
-
-
 class Expander:
     """Looks through wrappers, shell strings and assignments to the commands that would really run."""
 
@@ -199,6 +196,8 @@ class Expander:
         ifs = bool(re.search(r"\bIFS\b", _READ_IFS.sub("", source))) or _NAMEREF.search(source) is not None
         if _spawns_forever(source):
             self.finding("fork-bomb", "an endless loop starts a background process each time round")
+        # (exported anywhere in the line: it reaches every command of it, `f() { pip …; }; export PIP_USER=1; f`)
+        self.exported.update(line_exports([(c.words, c.assignments) for c in parsed.commands], parsed.assigned))
         for command in parsed.commands:
             if command.words and command.words[0].value == "exec" and len(command.words) == 1:
                 # `exec <<< '…'; bash`: exec with only redirections gives the rest of the line that stdin.
@@ -227,11 +226,18 @@ class Expander:
         if words[0].value == "export" or (
             words[0].value in ("declare", "typeset") and any(re.fullmatch(r"-\w*x\w*", w.value or "") for w in words)
         ):
-            self.exported.update(_exported(words[1:]))
+            self.exported.update(exported_words(words[1:]))
             self.exported.update(command.assignments)  # (the parser gives a declaration's NAME=value so)
         # (`PIP_USER=1 pip install x`, or exported before, or in the call's env: pip's --user)
+        self._pip_variables(words, self._variables(command.assignments))
         words = with_option_variables(words, self._variables(command.assignments))
         self.argv(words, command, depth, path=path_word.value if path_word is not None else None, feed=feed)
+
+    def _pip_variables(self, words: Sequence[Word], variables: Sequence[tuple[str, Word]]) -> None:
+        """A pip or uv variable given to a program that may run them (``assignments.option_variables_reach``)."""
+        name = option_variables_reach(words, variables, DATA_PROGRAMS)
+        if name:
+            self.finding("pip-variable", f"{name}=… reaches {words[0].raw}: whatever pip or uv it runs takes it")
 
     def _variables(self, assignments: Sequence[tuple[str, Word]]) -> list[tuple[str, Word]]:
         """The variables a command is given: those the line exported before it (the call's env is judged as an
@@ -344,9 +350,9 @@ class Expander:
             expand_shell(self, rest if program != "busybox" else rest[1:], depth, feed)
         elif program in INTERPRETERS or interpreter_name(program):
             expand_interpreter(self, program, rest, feed, depth)
-            module = pip_module_at([Word(program, program), *rest])
-            if module:  # `python3 -m pip install --user x`: judged as pip is
-                self.argv(rest[module - 1 :], None, depth + 1, feed=feed)
+            pip = pip_words([Word(program, program), *rest])
+            if pip:  # `python3 -m pip install --user x`: judged as pip is
+                self.argv(pip, None, depth + 1, feed=feed)
             if not interpreter_name(program):  # julia, guile, clisp …: the literal commands of their code options
                 for code in run_texts(program, rest):
                     self.inner(program, code, depth, feed)
@@ -461,6 +467,7 @@ class Expander:
         self.assignments(assignments, depth)
         path = next((w.value for name, w in assignments if name == "PATH"), None)
         if i < len(rest):
+            self._pip_variables(rest[i:], self._variables(assignments))
             self.argv(with_option_variables(rest[i:], self._variables(assignments)), None, depth + 1, path=path,
                       feed=feed)  # fmt: skip
 

@@ -84,6 +84,12 @@ VALUE_OPTIONS["ip"] = IPROUTE_VALUES
 _NETNS_BATCH = frozenset(w[:n] for w in ("netns", "batch") for n in range(1, len(w) + 1))
 VALUE_OPTIONS["tc"] = _NETNS_BATCH | {"cf", "conf"}  # (tc's -f is -force: no value)
 VALUE_OPTIONS["bridge"] = _NETNS_BATCH
+# uv's options that take a value (``uv pip install -p /usr/bin/python3 x``: the interpreter it installs into).
+VALUE_OPTIONS["uv"] = frozenset(
+    {"p", "python", "config-file", "directory", "project", "t", "target", "prefix", "r", "requirement", "c",
+     "constraint", "o", "output-file", "i", "index-url", "extra-index-url", "f", "find-links", "cache-dir", "with",
+     "from", "index", "default-index", "python-version", "color", "e", "editable"}
+)  # fmt: skip
 SINGLE_DASH_LONG = frozenset({"find", "openssl"}) | IPROUTE
 # Paths that name a block device (what the kernel says decides too, for paths that exist here).
 BLOCK_DEVICE_NAMES = (

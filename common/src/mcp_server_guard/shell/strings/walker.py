@@ -42,6 +42,7 @@ _NAME_TAKERS = frozenset(
 def walk_tree(parsed: Parsed, root: Node) -> None:
     """Walk the syntax tree ``root`` of ``parsed.source`` into ``parsed``: its commands, redirects and findings."""
     known = _collect(root)
+    parsed.assigned = known.assigned
     _Walker(parsed, known).walk(root)
     if known.declared_integers & known.from_input:
         parsed.evaluates_run_time = True  # `declare -i n; read n`: bash evaluates what is assigned to n
