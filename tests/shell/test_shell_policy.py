@@ -759,6 +759,19 @@ def test_installs_and_exports_that_stay_in_the_project_are_allowed(line: str) ->
     assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
 
 
+@pytest.mark.parametrize("line", _red_team_19("trees_over_the_users_config"))
+def test_attack_a_tree_made_over_a_directory_holding_start_up_files_is_denied(line: str) -> None:
+    # Red team 19 F7: a clone, archive, recursive copy, move or link made at ~/.config, ~/.local or the home itself
+    # fills ~/.config/autostart, ~/.config/git, ~/.local/bin …, though none of those is named.
+    verdict = DEFAULT.decide(line)
+    assert verdict.action == "deny" and verdict.rule in ("system-write", "move-from-outside"), (line, verdict)
+
+
+@pytest.mark.parametrize("line", _red_team_19("files_copied_near_the_users_config"))
+def test_a_file_copied_into_a_config_directory_or_a_tree_made_in_the_project_is_allowed(line: str) -> None:
+    assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
+
+
 @pytest.mark.parametrize("line", _red_team_12("another_users_home"))
 def test_attack_rsync_delete_into_another_users_home_is_asked(line: str) -> None:
     # Red team 12 F5/F14: `~root/`, `~alice/x` name another user's home: outside the allowed directories.

@@ -18,6 +18,7 @@ from mcp_server_guard.shell.strings.commands import Finding, Redirect
 from mcp_server_guard.shell.strings.matching import (
     BLOCK_DEVICE,
     RUN_TIME_ARG,
+    Args,
     forms_of,
     normalize_path,
     parse_args,
@@ -42,6 +43,8 @@ STARTUP_NAMES = frozenset(
      ".xinitrc", ".inputrc", ".bash_history", ".gitconfig", ".npmrc", ".pam_environment", "authorized_keys"}
 )  # fmt: skip
 STARTUP_DIRS = frozenset({".bashrc.d", ".ssh", "autostart", "environment.d", "fish", ".zshrc.d"})
+# Directories that hold such files, by name (wherever a home directory is): a tree made there fills them.
+HOLDING_DIRS = frozenset({".config", ".local", ".local/bin", ".local/lib"})
 # A fetch whose output a redirect saves: `curl -s URL > i.sh`.
 _DOWNLOAD_REDIRECT = re.compile(r"\b(?:curl|wget|aria2c|http|fetch)\b[^|;&\n]*?>>?\s*['\"]?([^\s'\";&|]+)")
 
@@ -65,7 +68,7 @@ _WRITERS: dict[str, _Writes] = {
     "install": _Writes(("t", "target-directory"), "last", values=frozenset({"t", "target-directory", "m", "mode",
                                                                             "o", "owner", "g", "group"})),
     "ln": _Writes(("t", "target-directory"), "last", values=frozenset({"t", "target-directory", "S", "suffix"})),
-    "rsync": _Writes((), "last"),
+    "rsync": _Writes((), "last", into_home=True),
     "dd": _Writes(),
     "tee": _Writes((), "all"),
     "truncate": _Writes((), "all", values=frozenset({"s", "size", "r", "reference"})),
@@ -86,6 +89,8 @@ _WRITERS: dict[str, _Writes] = {
     "split": _Writes((), "last", values=frozenset({"a", "b", "C", "l", "n", "t"})),
     "unzip": _Writes(("d",), values=frozenset({"d"}), into_home=True),
 }  # fmt: skip
+# Programs whose destination may become a whole tree (a copy of a directory, an archive's or a repository's files).
+_TREES = frozenset({"cp", "mv", "ln", "rsync", "tar", "unzip", "git"})
 
 
 def redirect_findings(redirects: Sequence[Redirect]) -> list[Finding]:
@@ -126,6 +131,7 @@ def destination_findings(program: str, argv: list[str], home: str, moved: bool =
         destinations += parsed.positionals[0 if scripted else spec.skip :]  # sed's script is its first operand
     if program == "dd":
         destinations += [a.partition("=")[2] for a in argv[1:] if a.startswith("of=")]
+    joined: list[str] = []
     if spec.operands == "last" and destinations and program in ("cp", "mv", "install", "ln"):
         # `cp -t ~ .bashrc`, `cp .bashrc ~`: a directory destination receives the sources by their names.
         sources = (
@@ -133,20 +139,56 @@ def destination_findings(program: str, argv: list[str], home: str, moved: bool =
             if parsed.values_of("t") or parsed.values_of("target-directory")
             else parsed.positionals[:-1]
         )
-        destinations += [
+        joined = [
             posixpath.join(d, posixpath.basename(src))
             for d in list(destinations)
             for src in sources
             if RUN_TIME_ARG not in (src, d)
         ]
-    for destination in destinations:
-        if spec.into_home and destination != RUN_TIME_ARG and normalize_path(destination) in ("~", home):
+    for destination in [*destinations, *joined]:
+        if destination == RUN_TIME_ARG:
+            continue
+        # (`cp -r dotfiles/. ~`: a source's contents, by the name ".", land in the home directory itself)
+        if (spec.into_home or destination in joined) and normalize_path(destination) in ("~", home):
             found.append(Finding("system-write", f"{program} writes into the home directory itself ({destination})"))
-        if destination != RUN_TIME_ARG and _system_file(destination):
+        elif _system_file(destination) or (_tree_at(program, parsed, destination, joined)
+                                           and _holds_system_files(destination, home)):  # fmt: skip
             found.append(
                 Finding("system-write", f"{program} writes over {destination}, a file of the system or the shell")
             )
     return found
+
+
+def _tree_at(program: str, parsed: Args, destination: str, joined: Sequence[str]) -> bool:
+    """Whether ``program`` may make a whole tree at ``destination``: a tar, zip, rsync or a name a copy, move or link
+    gives a source; the destination operand of ``cp``/``mv``/``ln`` itself only where it is no existing directory
+    (no trailing ``/``; for ``cp`` a recursive copy): ``cp starship.toml ~/.config/`` writes one file."""
+    if program not in _TREES:
+        return False
+    if program not in ("cp", "mv", "ln") or destination in joined:
+        return True
+    if destination.endswith("/"):
+        return False
+    return program != "cp" or any(parsed.has(flag) for flag in ("r", "R", "a", "recursive", "archive"))
+
+
+def _holds_system_files(target: str, home: str) -> bool:
+    """Whether a tree made at ``target`` would fill files of the system or a shell's start-up: ``target`` is a
+    directory above one (``~/.config`` holds ``~/.config/autostart``, ``/usr/local`` is in ``/usr``), by place or —
+    outside the project's relative paths — by name (``/home/u/.local``). Threat (red team 19 F7): ``git clone URL
+    ~/.config``, ``cp -r dotfiles/.config ~/``, ``tar xf x.tar -C ~/.local``, ``ln -s $PWD/cfg ~/.config``. The home
+    directory itself is judged where it is filled (``into_home``): ``cp notes.txt ~`` writes ``~/notes.txt``."""
+    normal = normalize_path(target).rstrip("/") or "/"
+    if normal in ("~", home, "/"):
+        return False
+    for pattern in SYSTEM_FILES:
+        place = pattern.removesuffix("/**")
+        if place.startswith(normal + "/"):
+            return True
+    if normal.startswith(("/", "~", "..")):
+        parts = normal.split("/")
+        return parts[-1] in HOLDING_DIRS or "/".join(parts[-2:]) in HOLDING_DIRS
+    return False
 
 
 def _clone_findings(argv: list[str], moved: bool = False) -> list[Finding]:
@@ -170,7 +212,8 @@ def _clone_findings(argv: list[str], moved: bool = False) -> list[Finding]:
     if moved:
         targets += [posixpath.join("~", t) for t in targets if t and not t.startswith(("/", "~"))]
     for one in targets:
-        if one and (_system_file(one) or _system_file(posixpath.join(one, "config"))):
+        if one and (_system_file(one) or _system_file(posixpath.join(one, "config")) or _holds_system_files(one, "")
+                    or normalize_path(one).rstrip("/") == "~"):  # fmt: skip
             return [Finding("system-write", f"git clone fills {one}, a directory of the system or the shell")]
     return []
 
