@@ -690,6 +690,11 @@ def test_attack_rpm_macros_and_pipe_that_run_shell_code_are_asked(line: str) -> 
     assert DEFAULT.decide(line).action != "allow", line
 
 
+# The rules that ask before pip or uv installs outside the project (by option, variable, target or interpreter).
+_PIP_OUTSIDE = ("pip-outside-project", "pip-target-outside", "pip-other-python", "uv-pip-system",
+                "uv-pip-target-outside", "uv-pip-other-python")  # fmt: skip
+
+
 def _red_team_12(kind: str) -> list[str]:
     text = (Path(__file__).parent.parent / "corpus" / "red_team_12_rest.json").read_text(encoding="utf-8")
     return list(json.loads(text)[kind])
@@ -713,7 +718,7 @@ def test_attack_pip_or_uv_told_by_a_variable_to_install_into_the_system_is_asked
     # Red team 12 F10: PIP_BREAK_SYSTEM_PACKAGES=1, UV_SYSTEM_PYTHON=1 are the command line's options by another name
     # (red team 19 F6: also exported earlier in the line, and pip run as `python3 -m pip`).
     verdict = DEFAULT.decide(line)
-    assert verdict.action == "ask" and verdict.rule in ("pip-outside-project", "uv-pip-system"), (line, verdict)
+    assert verdict.action == "ask" and verdict.rule in _PIP_OUTSIDE, (line, verdict)
 
 
 def test_attack_the_calls_env_field_telling_pip_to_install_into_the_system_is_asked() -> None:
@@ -737,7 +742,7 @@ def test_attack_pip_told_by_a_variable_exported_anywhere_in_the_line_is_asked(li
     # Red team 19 F6: `set -a`, `export NAME` of an earlier assignment, an export after a function or in a loop,
     # `python -mpip`, a configuration file chosen by variable — each the command line's option by another name.
     verdict = DEFAULT.decide(line)
-    assert verdict.action == "ask" and verdict.rule in ("pip-outside-project", "uv-pip-system"), (line, verdict)
+    assert verdict.action == "ask" and verdict.rule in _PIP_OUTSIDE, (line, verdict)
 
 
 @pytest.mark.parametrize("line", _red_team_19("pip_variable_given_to_a_program_that_runs_pip"))
@@ -769,6 +774,44 @@ def test_attack_a_tree_made_over_a_directory_holding_start_up_files_is_denied(li
 
 @pytest.mark.parametrize("line", _red_team_19("files_copied_near_the_users_config"))
 def test_a_file_copied_into_a_config_directory_or_a_tree_made_in_the_project_is_allowed(line: str) -> None:
+    assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
+
+
+def _red_team_20(kind: str) -> list[str]:
+    text = (Path(__file__).parent.parent / "corpus" / "red_team_20.json").read_text(encoding="utf-8")
+    return list(json.loads(text)[kind])
+
+
+@pytest.mark.parametrize("line", _red_team_20("wrappers_that_hand_a_command_to_a_shell"))
+def test_attack_a_wrapper_that_hands_its_command_to_a_shell_has_that_command_judged(line: str) -> None:
+    # Red team 20 F1: `sg G 'cmd'` (no -c), newgrp reading stdin, `pixi run 'cmd'`, `sops exec-env f 'cmd'`,
+    # `entr -s 'cmd'`, `micromamba run cmd` ran a command no rule saw.
+    assert DEFAULT.decide(line).action == "deny", (line, DEFAULT.decide(line))
+
+
+@pytest.mark.parametrize("line", _red_team_20("pip_installs_outside_by_any_spelling"))
+def test_attack_pip_or_uv_installing_outside_the_project_by_any_spelling_is_asked(line: str) -> None:
+    # Red team 20 F2-F6: a global option before install, PIP_* in any case, pip --python, pip-3, -m pip.__main__,
+    # ensurepip --user, `set -k`, pip variables given to sed/find/git/npm, pip config set, uv --python '>=3.11',
+    # VIRTUAL_ENV/CONDA_PREFIX/UV_PROJECT_ENVIRONMENT outside the project.
+    assert DEFAULT.decide(line).action == "ask", (line, DEFAULT.decide(line))
+
+
+@pytest.mark.parametrize("line", _red_team_20("a_global_options_value_is_no_subcommand"))
+def test_attack_a_global_options_value_does_not_hide_the_subcommand(line: str) -> None:
+    # Red team 20 F2: `systemctl --root / enable x`, `npm --prefix p install -g x`: the option's value was taken for
+    # the subcommand, so every rule naming the subcommand missed.
+    assert DEFAULT.decide(line).action in ("ask", "deny"), (line, DEFAULT.decide(line))
+
+
+@pytest.mark.parametrize("line", _red_team_20("read_only_options_before_a_subcommand"))
+def test_attack_an_unknown_option_before_a_reading_subcommand_is_not_allowed_read_only(line: str) -> None:
+    # Red team 20 F2: `pip --log list install ./pkg` matched the allow-list's `pip list` and ran a package's build.
+    assert READONLY.decide(line).action == "deny", (line, READONLY.decide(line))
+
+
+@pytest.mark.parametrize("line", _red_team_20("installs_that_stay_in_the_project_or_only_look"))
+def test_installs_in_the_project_and_uv_pip_queries_stay_allowed(line: str) -> None:
     assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
 
 

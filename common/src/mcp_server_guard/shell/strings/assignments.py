@@ -21,16 +21,21 @@ if TYPE_CHECKING:
 # configuration by environment (red team 12 F10: ``PIP_BREAK_SYSTEM_PACKAGES=1 pip install x`` is ``pip install
 # --break-system-packages x``). A flag's variable counts when its value is true to the program; a value option's
 # whenever it is set.
-_PIPS = re.compile(r"pip(3(\.\d+)?)?")
+_PIPS = re.compile(r"pip(-?3(\.\d+)?)?")
 _OPTION_VARIABLES: dict[str, tuple[re.Pattern[str], str, bool]] = {
     "PIP_BREAK_SYSTEM_PACKAGES": (_PIPS, "--break-system-packages", False),
     "PIP_USER": (_PIPS, "--user", False),
     "PIP_TARGET": (_PIPS, "--target", True),
     "PIP_PREFIX": (_PIPS, "--prefix", True),
     "PIP_ROOT": (_PIPS, "--root", True),
+    "PIP_PYTHON": (_PIPS, "--python", True),
     "UV_SYSTEM_PYTHON": (re.compile("uv"), "--system", False),
     "UV_BREAK_SYSTEM_PACKAGES": (re.compile("uv"), "--break-system-packages", False),
     "UV_PYTHON": (re.compile("uv"), "--python", True),
+    # The environment uv pip installs into, and uv sync's (red team 20 F6): an interpreter named by its prefix.
+    "VIRTUAL_ENV": (re.compile("uv"), "--python", True),
+    "CONDA_PREFIX": (re.compile("uv"), "--python", True),
+    "UV_PROJECT_ENVIRONMENT": (re.compile("uv"), "--project-environment", True),
     # A configuration file chosen for the call may set any of those (``[install] break-system-packages = true``):
     # taken as the worst (pip has no option naming one); /dev/null is none.
     "PIP_CONFIG_FILE": (_PIPS, "--break-system-packages", True),
@@ -52,11 +57,11 @@ def with_option_variables(words: Sequence[Word], assignments: Sequence[tuple[str
         program = "pip"  # `python3 -m pip …`: pip's variables
     added: list[Word] = []
     for name, word in assignments:
-        entry = _OPTION_VARIABLES.get(name)
+        entry = _option_entry(name)
         if entry is None or not entry[0].fullmatch(program) or not sets_option(name, word):
             continue
         _pattern, option, takes_value = entry
-        if name == "PIP_CONFIG_FILE":
+        if _canonical(name) == "PIP_CONFIG_FILE":
             added.append(Word(option, f"{name}=…"))
         elif takes_value:
             added.append(Word(f"{option}={word.value if word.value is not None else ''}", f"{name}=…"))
@@ -69,36 +74,47 @@ def sets_option(name: str, word: Word) -> bool:
     """Whether the variable ``name`` (one of pip's or uv's, ``_OPTION_VARIABLES``) given ``word`` sets its option: a
     flag's when its value is true to the program, a value option's whenever it is set (a configuration file's
     unless it is /dev/null); a value only run time knows counts as set."""
-    entry = _OPTION_VARIABLES.get(name)
+    entry = _option_entry(name)
     if entry is None:
         return False
     if word.value is None:
         return True
-    if name.endswith("_CONFIG_FILE"):
+    if _canonical(name).endswith("_CONFIG_FILE"):
         return word.value not in ("", "/dev/null")
     return word.value != "" if entry[2] else word.value.lower() not in _FALSE
 
 
-def option_variable(name: str) -> bool:
-    """Whether ``name`` is one of the variables that stand for an option of pip or uv (``_OPTION_VARIABLES``)."""
-    return name in _OPTION_VARIABLES
+def _canonical(name: str) -> str:
+    """pip reads ``PIP_<name>`` in any case of the name (``PIP_User=1`` is ``--user``: red team 20 F3); uv's are
+    exact."""
+    return "PIP_" + name[4:].upper() if name.startswith("PIP_") else name
 
 
-# Programs that run no program of the line's choosing: a pip variable given to them reaches no pip.
-_RUN_NOTHING = frozenset({"cd", "pushd", "popd", "true", "false", ":", "test", "[", "[[", "exit", "return", "shift",
-                          "wait", "sleep", "ls", "pwd", "mkdir", "touch", "cp", "mv", "rm", "grep", "sed"})  # fmt: skip
+def _option_entry(name: str) -> tuple[re.Pattern[str], str, bool] | None:
+    return _OPTION_VARIABLES.get(_canonical(name))
 
 
-def option_variables_reach(words: Sequence[Word], variables: Sequence[tuple[str, Word]], data: frozenset[str]) -> str:
+# Programs that run no other program (``sed`` can, with ``e``; ``find`` with ``-exec``; git and npm run hooks and
+# scripts): a pip variable given to them reaches no pip.
+_RUN_NOTHING = frozenset(
+    {"echo", "printf", "cat", "head", "tail", "ls", "pwd", "cd", "pushd", "popd", "true", "false", ":", "test", "[",
+     "[[", "export", "declare", "typeset", "local", "readonly", "unset", "set", "shift", "wait", "sleep", "exit",
+     "return", "mkdir", "touch", "cp", "mv", "rm", "ln", "chmod", "grep", "egrep", "fgrep", "rg", "wc", "sort", "uniq",
+     "cut", "tr", "jq", "basename", "dirname", "date", "stat", "du", "df", "diff", "cmp", "realpath", "readlink",
+     "which", "type", "tee"}
+)  # fmt: skip
+
+
+def option_variables_reach(words: Sequence[Word], variables: Sequence[tuple[str, Word]]) -> str:
     """The first of pip's and uv's variables (``_OPTION_VARIABLES``) set for a command that is neither pip nor uv and
     may run them (``make install``, ``./install.sh``, a function, ``nice``), or "". Threat (red team 19 F6):
     ``PIP_BREAK_SYSTEM_PACKAGES=1 make install`` — whatever pip the program runs installs outside the project, and
-    no rule sees that pip's line. ``data``: programs that run nothing (echo, export, cat …)."""
+    no rule sees that pip's line (nor one a hook, a script, ``sed e`` or ``find -exec`` runs: red team 20 F5)."""
     if not words:
         return ""
     head = words[0].value
     program = posixpath.basename(head) if head is not None else ""
-    if head is not None and (program in data or program in _RUN_NOTHING or _PIPS.fullmatch(program)
+    if head is not None and (program in _RUN_NOTHING or _PIPS.fullmatch(program)
                              or program == "uv" or pip_words(words)):  # fmt: skip
         return ""
     return next((name for name, word in variables if sets_option(name, word)), "")
@@ -113,6 +129,11 @@ def exported_words(words: Sequence[Word]) -> Iterator[tuple[str, Word]]:
             yield name, Word(value if word.value is not None else None, word.raw)
 
 
+def _set_option(value: str, letter: str, name: str) -> bool:
+    """Whether a word of ``set`` turns on the option ``letter`` (``-a``, ``-ea``) or, after ``-o``, ``name``."""
+    return (value.startswith("-") and not value.startswith("--") and letter in value[1:]) or value == name
+
+
 def line_exports(
     commands: Sequence[tuple[Sequence[Word], Sequence[tuple[str, Word]]]], assigned: Mapping[str, Sequence[Word | None]]
 ) -> dict[str, Word]:
@@ -123,16 +144,19 @@ def line_exports(
     assignment of the line (red team 19 F6); of several values, one that sets a pip or uv option."""
     named: set[str] = set()
     out: dict[str, Word] = {}
-    allexport = False
+    allexport = keyword = False
+    for words, _assignments in commands:
+        if words and words[0].value == "set":
+            values = [w.value or "" for w in words[1:]]
+            allexport = allexport or any(_set_option(v, "a", "allexport") for v in values)
+            keyword = keyword or any(_set_option(v, "k", "keyword") for v in values)
     for words, assignments in commands:
         if not words:
             continue
         head = words[0].value
         values = [w.value or "" for w in words[1:]]
-        if head == "set":
-            allexport = allexport or any(
-                (v.startswith("-") and not v.startswith("--") and "a" in v[1:]) or v == "allexport" for v in values
-            )
+        if keyword:  # `set -k`: NAME=value anywhere among a command's words is its variable (red team 20 F5)
+            out.update((n, w) for n, w in exported_words(words[1:]) if n not in out)
         if head == "export" or (head in ("declare", "typeset", "local", "readonly")
                                 and any(re.fullmatch(r"-\w*x\w*", v) for v in values)):  # fmt: skip
             out.update(exported_words(words[1:]))
@@ -159,6 +183,8 @@ def pip_words(words: Sequence[Word]) -> list[Word]:
     i = 1
     while i < len(words):
         value = words[i].value
+        if value is not None and re.search(r"(^|/)pip(/__main__\.py)?/?$", value):
+            return [Word("pip", words[i].raw), *words[i + 1 :]]  # the pip package run as a script
         if value is None or not value.startswith("-") or value == "-":
             return []  # a script, or only run time knows
         if value.startswith("--"):
@@ -174,10 +200,12 @@ def pip_words(words: Sequence[Word]) -> list[Word]:
             if letter == "c":
                 return []  # code, not a module
             if letter == "m":
-                if taken is None or not _PIPS.fullmatch(taken):
+                rest = list(words[i + 1 :] if attached else words[i + 2 :])
+                if taken == "ensurepip":  # installs pip as `pip install` would: its --user, --root
+                    return [Word("pip", words[i].raw), Word("install", "ensurepip"), *rest]
+                if taken is None or not (_PIPS.fullmatch(taken) or taken == "pip.__main__"):
                     return []
-                rest = words[i + 1 :] if attached else words[i + 2 :]
-                return [Word(taken, words[i].raw) if attached else words[i + 1], *rest]
+                return [Word("pip", words[i].raw), *rest]
             i += 0 if attached else 1  # -W/-X's value
             break
         i += 1

@@ -235,7 +235,7 @@ class Expander:
 
     def _pip_variables(self, words: Sequence[Word], variables: Sequence[tuple[str, Word]]) -> None:
         """A pip or uv variable given to a program that may run them (``assignments.option_variables_reach``)."""
-        name = option_variables_reach(words, variables, DATA_PROGRAMS)
+        name = option_variables_reach(words, variables)
         if name:
             self.finding("pip-variable", f"{name}=… reaches {words[0].raw}: whatever pip or uv it runs takes it")
 
@@ -348,6 +348,9 @@ class Expander:
             expand_source(self, program, rest, depth, feed)
         elif program in SHELLS or (program == "busybox" and rest and rest[0].value in SHELLS):
             expand_shell(self, rest if program != "busybox" else rest[1:], depth, feed)
+        elif program == "newgrp" or (program == "sg" and len([w for w in rest if w.value != "-"]) <= 1):
+            # `newgrp G <<< cmd`, `sg G` alone: a shell under the new group, reading the line's stdin (red team 20 F1)
+            expand_shell(self, [], depth, feed)
         elif program in INTERPRETERS or interpreter_name(program):
             expand_interpreter(self, program, rest, feed, depth)
             pip = pip_words([Word(program, program), *rest])
@@ -387,6 +390,13 @@ class Expander:
             if name in SHELLS or (name in self.known_runs and ("/" in value or name in _PAYLOAD_NAMES)):
                 self.argv(rest[i:], None, depth + 1, feed=feed)
                 break
+            # One word that is itself a command line starting with a shell or such a program (`pixi run 'rm -rf ~'`,
+            # `sops exec-env f 'sh x'`): what a wrapper nobody listed hands to a shell (red team 20 F1).
+            first = value.split(maxsplit=1)[0] if value.strip() else ""
+            if " " in value.strip() and (
+                posixpath.basename(first) in SHELLS or posixpath.basename(first) in self.known_runs
+            ):
+                self.line(value, depth + 1)
         for text in run_texts(program, rest):
             self.inner(program, text, depth, feed)
 
@@ -414,6 +424,11 @@ class Expander:
             self.finding("code-built-command", f"{program} code runs a command line it builds at run time")
         elif isinstance(inner, list):
             for part in inner:
+                if len(part) == 1 and part[0].value is not None and " " in part[0].value.strip():
+                    # One word with blanks where a program goes: the runner hands it to a shell (`pixi run 'rm -rf
+                    # ~'`, a task string); no program is named so (red team 20 F1).
+                    self.line(part[0].value, depth + 1)
+                    continue
                 self.argv(part, None, depth + 1, feed=feed)
 
     def _check_program(self, name: str, path: str | None) -> None:

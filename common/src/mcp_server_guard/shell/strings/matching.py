@@ -33,9 +33,14 @@ VALUE_OPTIONS: dict[str, frozenset[str]] = {
     "git": frozenset({"C", "c", "git-dir", "work-tree", "namespace", "config-env", "super-prefix", "exec-path"}),
     "apt": frozenset({"o", "c", "t", "a", "option", "config-file", "target-release"}),
     "apt-get": frozenset({"o", "c", "t", "a", "option", "config-file", "target-release"}),
-    "dnf": frozenset({"c", "setopt", "installroot", "releasever", "repo", "enablerepo", "disablerepo", "x"}),
-    "yum": frozenset({"c", "setopt", "installroot", "releasever", "enablerepo", "disablerepo", "x"}),
-    "systemctl": frozenset({"H", "M", "t", "p", "n", "o", "host", "machine", "type", "property", "lines", "output"}),
+    "dnf": frozenset({"c", "setopt", "installroot", "releasever", "repo", "enablerepo", "disablerepo", "x", "exclude",
+                      "config", "repofrompath", "forcearch", "d", "debuglevel", "e", "errorlevel", "disableplugin",
+                      "enableplugin", "comment", "destdir", "downloaddir", "excludepkgs", "repoid"}),
+    "yum": frozenset({"c", "setopt", "installroot", "releasever", "enablerepo", "disablerepo", "x", "exclude",
+                      "config", "d", "debuglevel", "e", "errorlevel", "disableplugin", "enableplugin"}),
+    "systemctl": frozenset({"H", "M", "t", "p", "n", "o", "host", "machine", "type", "property", "lines", "output",
+                            "root", "image", "job-mode", "s", "signal", "kill-whom", "kill-value", "what", "when",
+                            "state", "preset-mode", "message", "timestamp", "drop-in", "check-inhibitors"}),
     "docker": frozenset({"H", "c", "l", "host", "context", "config", "log-level", "v", "volume", "mount", "e", "w"}),
     "kubectl": frozenset({"n", "namespace", "context", "cluster", "s", "server", "kubeconfig", "f", "filename", "l"}),
     "find": frozenset(
@@ -84,6 +89,14 @@ VALUE_OPTIONS["ip"] = IPROUTE_VALUES
 _NETNS_BATCH = frozenset(w[:n] for w in ("netns", "batch") for n in range(1, len(w) + 1))
 VALUE_OPTIONS["tc"] = _NETNS_BATCH | {"cf", "conf"}  # (tc's -f is -force: no value)
 VALUE_OPTIONS["bridge"] = _NETNS_BATCH
+# pip's (global and install) options that take a value (``pip --log l.txt install``: red team 20 F2).
+VALUE_OPTIONS["pip"] = frozenset(
+    {"log", "log-file", "proxy", "retries", "timeout", "exists-action", "trusted-host", "cert", "client-cert",
+     "cache-dir", "python", "use-feature", "use-deprecated", "keyring-provider", "r", "requirement", "c", "constraint",
+     "e", "editable", "t", "target", "platform", "python-version", "implementation", "abi", "root", "prefix", "src",
+     "upgrade-strategy", "i", "index-url", "extra-index-url", "f", "find-links", "config-settings", "C",
+     "global-option", "report", "progress-bar", "no-binary", "only-binary"}
+)  # fmt: skip
 # uv's options that take a value (``uv pip install -p /usr/bin/python3 x``: the interpreter it installs into).
 VALUE_OPTIONS["uv"] = frozenset(
     {"p", "python", "config-file", "directory", "project", "t", "target", "prefix", "r", "requirement", "c",
@@ -114,6 +127,9 @@ class Args:
     positionals: list[str] = field(default_factory=list)
     dynamic: bool = False  # some argument is only known at run time
     free: bool = False  # one that is not an option's value: run time may make it a flag or a positional
+    # The first positional right after an option this table does not know (``pip --log l.txt install``): it may be
+    # that option's value, and the next positional the subcommand.
+    first_after_option: bool = False
     arg_forms: list[str] = field(default_factory=list)  # every argument's forms (forms_of), computed once
     target_forms: list[str] = field(default_factory=list)  # every positional's forms
 
@@ -134,7 +150,7 @@ class Args:
 def parse_args(program: str, args: Sequence[str], more_values: frozenset[str] = frozenset()) -> Args:
     """Split arguments into flags (short letters, long names), option values and positionals (``more_values``:
     options that take a value besides those ``VALUE_OPTIONS`` names)."""
-    takes_value = VALUE_OPTIONS.get(program, frozenset()) | more_values
+    takes_value = _value_table(program) | more_values
     out = Args(dynamic=RUN_TIME_ARG in args)
     subcommand = ""
     single_dash_long = program in SINGLE_DASH_LONG
@@ -196,6 +212,8 @@ def parse_args(program: str, args: Sequence[str], more_values: frozenset[str] = 
                     out.values.setdefault(letter, []).append(value)
                     break
             continue
+        if not out.positionals and i >= 2 and _may_take_value(args[i - 2], program):
+            out.first_after_option = True
         out.positionals.append(arg)
     # ``git clone --branch "$B"``: a run-time value of an option that takes one is that option's value, nothing
     # more (issue 45); one anywhere else may be any flag.
@@ -219,6 +237,49 @@ _GIT_VALUES: dict[str, frozenset[str]] = {
     "switch": frozenset({"orphan"}),
     "branch": frozenset({"set-upstream-to", "u"}),
 }  # fmt: skip
+
+
+# Options of many programs that take no value: the word after them is no value of theirs.
+_NO_VALUE = frozenset(
+    {
+        "json",
+        "no-pager",
+        "verbose",
+        "quiet",
+        "yes",
+        "global",
+        "help",
+        "version",
+        "no-color",
+        "offline",
+        "dry-run",
+        "force",
+        "all",
+        "debug",
+        "silent",
+        "v",
+        "q",
+        "y",
+        "g",
+        "h",
+        "V",
+        "f",
+    }
+)
+
+
+def _value_table(program: str) -> frozenset[str]:
+    """``VALUE_OPTIONS`` of ``program`` (``pip3``, ``pip3.12`` are pip); empty when it has none."""
+    return VALUE_OPTIONS.get("pip" if re.fullmatch(r"pip(3(\.\d+)?)?", program) else program, frozenset())
+
+
+def _may_take_value(word: str, program: str) -> bool:
+    """Whether ``word`` is an option whose value, for all this table knows, is the word after it: a long one without
+    ``=`` or a short one, of a program with no table of its own (``VALUE_OPTIONS`` lists those of the others)."""
+    if _value_table(program) or word in ("-", "--") or not word.startswith("-") or word == RUN_TIME_ARG:
+        return False
+    name = word.lstrip("-")
+    return "=" not in name and name not in _NO_VALUE and not (word[1] != "-" and len(name) > 1)
 
 
 def _takes_value(name: str, takes_value: frozenset[str]) -> bool:
@@ -356,7 +417,13 @@ def rule_matches(rule: Rule, argv: Sequence[str], parsed: Args | None = None, *,
     free = wildcard and parsed.free
     if rule.subcommands:
         first = parsed.positionals[0] if parsed.positionals else None
-        if not (first in rule.subcommands or (free and (first is None or first == RUN_TIME_ARG))):
+        matched = first in rule.subcommands or (free and (first is None or first == RUN_TIME_ARG))
+        if parsed.first_after_option:
+            # `pip --log l.txt install --user x`: the first operand may be an unknown option's value. A rule that
+            # asks or denies takes either reading; one that allows, neither (red team 20 F2).
+            second = parsed.positionals[1] if len(parsed.positionals) > 1 else None
+            matched = (matched or second in rule.subcommands) if rule.action != "allow" else False
+        if not matched:
             return False
     if not free and any(not any(parsed.has(flag) for flag in group) for group in rule.flags):
         return False

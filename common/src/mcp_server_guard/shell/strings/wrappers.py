@@ -262,6 +262,7 @@ _RUN_SUBCOMMANDS = {
     "pyenv": ("exec",), "rbenv": ("exec",), "nodenv": ("exec",), "goenv": ("exec",), "plenv": ("exec",),
     "asdf": ("exec",), "mise": ("exec", "x"), "rtx": ("exec", "x"), "volta": ("run",), "fnm": ("exec",),
     "nvm": ("exec", "run"), "sdk": ("exec",), "direnv": ("exec",), "devbox": ("run",), "pixi": ("run", "exec"),
+    "micromamba": ("run",),
 }  # fmt: skip
 
 
@@ -368,7 +369,20 @@ def _unwrap_given(program: str, rest: list[Word]) -> Inner:
     if program in ("find", "fd", "fdfind"):
         return _find_exec(rest)
     if program in ("su", "runuser", "sg"):
-        return _option_value(rest, ("--command", "-c"), anywhere=True)
+        code = _option_value(rest, ("--command", "-c"), anywhere=True)
+        if code is not None or program != "sg":
+            return code
+        # `sg GROUP 'cmd'`: without -c its command is the operand after the group, run by /bin/sh (red team 20 F1).
+        operands = [w for w in rest if not (w.value or "").startswith("-")]
+        return joined(operands[1:]) if len(operands) > 1 else None
+    if program == "sops" and len(rest) > 2 and rest[0].value in ("exec-env", "exec-file"):
+        start = 1 + skip_options(rest[1:])
+        return joined(rest[start + 1 :])  # sops exec-env FILE 'cmd': a command line for a shell
+    if program == "entr":
+        start = skip_options(rest)
+        if any(w.value is not None and w.value.startswith("-") and "s" in w.value[1:] for w in rest[:start]):
+            return string_of(rest[start]) if start < len(rest) else None  # entr -s 'cmd': run by $SHELL
+        return [rest[start:]] if start < len(rest) else None
     if program in ("ssh", "rsh"):
         return _ssh(rest)
     if program in ("docker", "podman", "nerdctl"):
