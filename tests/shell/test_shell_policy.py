@@ -815,6 +815,24 @@ def test_installs_in_the_project_and_uv_pip_queries_stay_allowed(line: str) -> N
     assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
 
 
+# The red team's machine: home /home/u, the project /home/u/proj.
+_AT_HOME = PolicyEngine(load_policy().shell_exec, home="/home/u", roots=("/home/u/proj",))
+
+
+@pytest.mark.parametrize("line", _red_team_20("start_up_files_by_any_spelling_or_place"))
+def test_attack_a_start_up_file_spelled_from_the_home_the_project_or_after_cd_is_denied(line: str) -> None:
+    # Red team 20 F7-F9: `/home/u/.vimrc`, `../.config/nvim`, `cd ~ && echo x >> .bashrc`, `env -C ~ cp x .bashrc`,
+    # `cd ~/.config && tar xf x.tar`, and writers it did not know (iconv -o, uniq, script, cpio -D, 7z -o, dpkg -x,
+    # python -m zipfile -e, cp -rT, patch -d, git init/worktree add/--work-tree, tar -P, unzip -:).
+    verdict = _AT_HOME.decide(line)
+    assert verdict.action == "deny", (line, verdict)
+
+
+@pytest.mark.parametrize("line", _red_team_20("everyday_writes_near_the_home"))
+def test_everyday_clones_archives_and_copies_near_the_home_stay_allowed(line: str) -> None:
+    assert _AT_HOME.decide(line).action == "allow", (line, _AT_HOME.decide(line))
+
+
 @pytest.mark.parametrize("line", _red_team_12("another_users_home"))
 def test_attack_rsync_delete_into_another_users_home_is_asked(line: str) -> None:
     # Red team 12 F5/F14: `~root/`, `~alice/x` name another user's home: outside the allowed directories.

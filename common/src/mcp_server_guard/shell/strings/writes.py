@@ -35,18 +35,67 @@ SYSTEM_FILES = (
     "~/.config/autostart/**", "~/.config/systemd/**", "~/.gitconfig", "~/.config/git/**", "~/.local/bin/**",
     "~/.config/fish/**", "~/.bashrc.d/**", "~/.config/environment.d/**", "~/.local/lib/**", "~/.vimrc", "~/.vim/**",
     "~/.config/nvim/**", "~/.pythonrc", "~/.pythonstartup", "~/.config/pip/**", "~/.pip/**", "/opt/**",
+    # what a session, a terminal multiplexer, an editor or the user's service manager runs (red team 20 F7)
+    "~/.tmux.conf", "~/.config/tmux/**", "~/.cargo/env", "~/.local/share/applications/**",
+    "~/.local/share/systemd/**", "~/.config/Code/User/**", "~/.config/uv/**", "~/.config/direnv/**",
 )  # fmt: skip
 # What a shell, a session or a desktop runs at start-up, by name (wherever a home directory is).
 STARTUP_NAMES = frozenset(
     {".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile", ".zshrc", ".zshenv",
      ".zprofile", ".zlogin", ".kshrc", ".mkshrc", ".cshrc", ".tcshrc", ".login", ".xsessionrc", ".xprofile",
-     ".xinitrc", ".inputrc", ".bash_history", ".gitconfig", ".npmrc", ".pam_environment", "authorized_keys"}
+     ".xinitrc", ".inputrc", ".bash_history", ".gitconfig", ".npmrc", ".pam_environment", "authorized_keys",
+     ".zlogout", ".xsession", ".tmux.conf", ".vimrc", ".exrc"}
 )  # fmt: skip
 STARTUP_DIRS = frozenset({".bashrc.d", ".ssh", "autostart", "environment.d", "fish", ".zshrc.d"})
 # Directories that hold such files, by name (wherever a home directory is): a tree made there fills them.
 HOLDING_DIRS = frozenset({".config", ".local", ".local/bin", ".local/lib"})
 # A fetch whose output a redirect saves: `curl -s URL > i.sh`.
 _DOWNLOAD_REDIRECT = re.compile(r"\b(?:curl|wget|aria2c|http|fetch)\b[^|;&\n]*?>>?\s*['\"]?([^\s'\";&|]+)")
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a line's relative paths land: the home directory (what ``~`` names), the allowed directories, and every
+    place the line's commands may be in (the project, each directory a ``cd``, ``pushd`` or ``env -C`` of the line
+    names; ``unknown``: one only run time knows). Threat (red team 20 F7/F8): ``echo x >> /home/u/.vimrc``,
+    ``cp -r nvim ../.config/nvim``, ``cd ~ && echo x >> .bashrc``, ``env -C ~ cp x .bashrc`` — a start-up file
+    spelled from the home's absolute path, from the project, or after a change of directory."""
+
+    home: str = ""
+    roots: tuple[str, ...] = ()
+    places: tuple[str, ...] = ()
+    unknown: bool = False
+
+    def spellings(self, target: str) -> list[str]:
+        """``target`` as written and, for each place it may land, as the home-relative (``~/…``) or absolute path
+        it names there — not where that is inside an allowed directory (the project's own ``.bashrc``)."""
+        pwd = target == "~+" or target.startswith("~+/")  # $PWD
+        normal = normalize_path("." + target[2:] if pwd else target)
+        if normal == RUN_TIME_ARG or not normal:
+            return [target]
+        out = [target]
+        if normal == "~" or normal.startswith("~/"):
+            absolute = [self.home + normal[1:]] if self.home else []
+        elif normal.startswith("/"):
+            absolute = [normal]
+        elif normal.startswith("~"):
+            # ~user/…: another user's home holds the same start-up files (~-, the previous directory: by name)
+            user, slash, rest = normal.partition("/")
+            return [target, "~/" + rest] if slash and user != "~-" else out
+        else:
+            absolute = [posixpath.normpath(posixpath.join(place, normal)) for place in self.places]
+        for path in absolute:
+            if any(path == root or path.startswith(root.rstrip("/") + "/") for root in self.roots):
+                continue
+            home = self.home.rstrip("/")
+            out.append("~" + path[len(home) :] if home and (path == home or path.startswith(home + "/")) else path)
+        return out
+
+    def by_name(self, target: str) -> bool:
+        """Whether a relative ``target`` may land somewhere only run time knows (a ``cd "$d"``, ``cd -``): then it is
+        judged by its name, as a path outside the project is."""
+        normal = normalize_path(target)
+        return self.unknown and not normal.startswith(("/", "~"))
 
 
 @dataclass(frozen=True)
@@ -75,7 +124,7 @@ _WRITERS: dict[str, _Writes] = {
     "sponge": _Writes((), "all"),
     "sed": _Writes((), "all", 1, ("i", "in-place"), frozenset({"e", "f", "expression", "file", "l"})),
     "perl": _Writes((), "all", 0, ("i",), frozenset({"I", "M", "m", "e", "E"})),
-    "curl": _Writes(("o", "output"), values=frozenset({"o", "output"})),
+    "curl": _Writes(("o", "output", "output-dir"), values=frozenset({"o", "output", "output-dir"})),
     "wget": _Writes(
         ("O", "output-document", "P", "directory-prefix"),
         values=frozenset({"O", "output-document", "P", "directory-prefix"}),
@@ -84,18 +133,56 @@ _WRITERS: dict[str, _Writes] = {
     "sort": _Writes(("o", "output"), values=frozenset({"o", "output", "k", "t", "S", "T"})),
     "openssl": _Writes(("out",), values=frozenset({"out", "in", "k", "pass", "passin", "passout"})),
     "gpg": _Writes(("o", "output"), values=frozenset({"o", "output", "r", "recipient", "u", "local-user"})),
-    "patch": _Writes(("o", "output"), "all", values=frozenset({"o", "output", "p", "i", "input", "d", "directory"})),
     "xxd": _Writes((), "last", values=frozenset({"c", "g", "l", "s", "o", "n"})),
     "split": _Writes((), "last", values=frozenset({"a", "b", "C", "l", "n", "t"})),
     "unzip": _Writes(("d",), values=frozenset({"d"}), into_home=True),
+    # (red team 20 F9)
+    "bsdtar": _Writes(("C", "directory"), values=frozenset({"C", "directory", "f", "file"}), into_home=True),
+    "iconv": _Writes(("o", "output"), values=frozenset({"o", "output", "f", "from-code", "t", "to-code"})),
+    "uniq": _Writes((), "last", values=frozenset({"f", "s", "w", "skip-fields", "skip-chars", "check-chars"})),
+    "sqlite3": _Writes((), "all", values=frozenset({"cmd", "init", "separator", "newline", "nullvalue"})),
+    "script": _Writes((), "all", values=frozenset({"c", "command", "t", "timing", "T", "log-timing", "I", "O",
+                                                    "B", "log-in", "log-out", "log-io", "m", "logging-format"})),
+    "ssh-keygen": _Writes(("f",), values=frozenset({"f", "t", "b", "C", "N", "P", "Z", "a", "O", "n", "I", "V",
+                                                     "s", "z", "m", "E"})),
+    "cpio": _Writes(("D", "directory"), values=frozenset({"D", "directory", "F", "file", "E", "pattern-file", "H",
+                                                          "format", "R", "owner", "I", "O"}), into_home=True),
+    "patch": _Writes(("o", "output", "d", "directory"), "all",
+                     values=frozenset({"o", "output", "p", "i", "input", "d", "directory", "r", "reject-file", "B",
+                                       "prefix", "z", "suffix", "F", "fuzz", "D", "ifdef"}), into_home=True),
+    "dpkg-deb": _Writes((), "last", values=frozenset({"Z", "z", "S"}), into_home=True),
+    "ex": _Writes((), "all", values=frozenset({"c", "S", "s", "u", "T", "i", "w", "W"})),
 }  # fmt: skip
+_WRITERS["vim"] = _WRITERS["nvim"] = _WRITERS["vi"] = _WRITERS["ex"]
+
 # Programs whose destination may become a whole tree (a copy of a directory, an archive's or a repository's files).
-_TREES = frozenset({"cp", "mv", "ln", "rsync", "tar", "unzip", "git"})
+_TREES = frozenset(
+    {
+        "cp",
+        "mv",
+        "ln",
+        "rsync",
+        "tar",
+        "bsdtar",
+        "unzip",
+        "cpio",
+        "patch",
+        "dpkg-deb",
+        "dpkg",
+        "7z",
+        "7za",
+        "7zz",
+        "curl",
+        "git",
+        "python",
+    }
+)
 
 
-def redirect_findings(redirects: Sequence[Redirect]) -> list[Finding]:
-    """What the line's redirects write: a disk or the kernel, a file of the system or the shell, a place only run
-    time knows, or any other file (writing to /dev/null, /dev/stdout or /dev/stderr is none of these)."""
+def redirect_findings(redirects: Sequence[Redirect], where: Where = Where()) -> list[Finding]:
+    """What the line's redirects write: a disk or the kernel, a file of the system or the shell (``where`` its
+    relative paths land), a place only run time knows, or any other file (writing to /dev/null, /dev/stdout or
+    /dev/stderr is none of these)."""
     found: list[Finding] = []
     for redirect in redirects:
         target, shown = redirect.target.static, f"'{redirect.op} {redirect.target.raw}'"
@@ -105,19 +192,33 @@ def redirect_findings(redirects: Sequence[Redirect]) -> list[Finding]:
             )
         elif redirect.writes and target is not None and _writes_device(target):
             found.append(Finding("device-write", f"{shown} writes to a disk or the kernel"))
-        elif redirect.writes and target is not None and _system_file(target):
+        elif redirect.writes and target is not None and _system_target(target, where):
             found.append(Finding("system-write", f"{shown} writes a file of the system or the shell"))
         elif redirect.writes and target not in ("/dev/null", "/dev/stdout", "/dev/stderr"):
             found.append(Finding("write-redirect", f"{shown} writes a file"))
     return found
 
 
-def destination_findings(program: str, argv: list[str], home: str, moved: bool = False) -> list[Finding]:
+def destination_findings(program: str, argv: list[str], where: Where, moved: bool = False) -> list[Finding]:
     """Threat: `cp /dev/zero /bin/ls`, `mv x /etc/passwd`, `tee -a ~/.bashrc`, `sed -i … ~/.bashrc`,
     `curl -o ~/.bashrc URL`, `tar xf x.tar -C ~`: a program writing a file of the system or of the shell's
     start-up (or extracting into the home directory itself, ``home`` spelled out), whatever the program."""
     if program == "git":
-        return _clone_findings(argv, moved)
+        return _clone_findings(argv, where, moved)
+    home = where.home
+    anywhere = _extracts_anywhere(program, argv)
+    if anywhere:
+        return [Finding("system-write", f"{program} {anywhere}: its files may land anywhere")]
+    other = _extract_destinations(program, argv)
+    if other is not None:
+        return [
+            Finding("system-write", f"{program} extracts into {d}, a directory of the system or the shell")
+            for d in other
+            if any(
+                _holds_system_files(one, home) or _system_file(one) or normalize_path(one) in ("~", home)
+                for one in where.spellings(d)
+            )
+        ][:1]
     spec = _WRITERS.get(program)
     if spec is None:
         return []
@@ -131,6 +232,8 @@ def destination_findings(program: str, argv: list[str], home: str, moved: bool =
         destinations += parsed.positionals[0 if scripted else spec.skip :]  # sed's script is its first operand
     if program == "dd":
         destinations += [a.partition("=")[2] for a in argv[1:] if a.startswith("of=")]
+    if program in ("tar", "unzip") and not destinations and _extracts(program, parsed):
+        destinations = ["."]  # into the directory the command is in (`cd ~/.config && tar xf x.tar`)
     joined: list[str] = []
     if spec.operands == "last" and destinations and program in ("cp", "mv", "install", "ln"):
         # `cp -t ~ .bashrc`, `cp .bashrc ~`: a directory destination receives the sources by their names.
@@ -145,18 +248,63 @@ def destination_findings(program: str, argv: list[str], home: str, moved: bool =
             for src in sources
             if RUN_TIME_ARG not in (src, d)
         ]
-    for destination in [*destinations, *joined]:
+    if program in ("cp", "mv") and (parsed.has("T") or parsed.has("no-target-directory")):
+        joined += destinations  # `cp -rT dotfiles ~`: the destination is the copy itself, not a directory it enters
+    for destination in dict.fromkeys([*destinations, *joined]):
         if destination == RUN_TIME_ARG:
             continue
         # (`cp -r dotfiles/. ~`: a source's contents, by the name ".", land in the home directory itself)
-        if (spec.into_home or destination in joined) and normalize_path(destination) in ("~", home):
+        spelled = where.spellings(destination)
+        if (spec.into_home or destination in joined) and any(normalize_path(one) in ("~", home) for one in spelled):
             found.append(Finding("system-write", f"{program} writes into the home directory itself ({destination})"))
-        elif _system_file(destination) or (_tree_at(program, parsed, destination, joined)
-                                           and _holds_system_files(destination, home)):  # fmt: skip
+        elif _system_target(destination, where) or (_tree_at(program, parsed, destination, joined) and any(
+                _holds_system_files(one, home) for one in spelled)):  # fmt: skip
             found.append(
                 Finding("system-write", f"{program} writes over {destination}, a file of the system or the shell")
             )
     return found
+
+
+def _extracts_anywhere(program: str, argv: list[str]) -> str:
+    """How an extraction keeps its members' absolute or ``../`` names (``tar -P``, ``unzip -:``): then they land
+    wherever the archive says (red team 20 F9); "" otherwise."""
+    if program in ("tar", "bsdtar"):
+        parsed = parse_args(program, argv[1:], _WRITERS["tar"].values)
+        if _extracts(program, parsed) and (parsed.has("P") or parsed.has("absolute-names")):
+            return "keeps absolute member names (-P)"
+    if program == "unzip" and any(a == "-:" or (a.startswith("-") and ":" in a and not a.startswith("--"))
+                                  for a in argv[1:]):  # fmt: skip
+        return "keeps ../ in member names (-:)"
+    return ""
+
+
+def _extract_destinations(program: str, argv: list[str]) -> list[str] | None:
+    """Where extractors no table above reads put a tree: ``7z x -oDIR``, ``dpkg -x DEB DIR``, ``python3 -m zipfile
+    -e ARCHIVE DIR`` (``tarfile`` too); None for other programs."""
+    args = argv[1:]
+    if program in ("7z", "7za", "7zz"):
+        return [a[2:] for a in args if a.startswith("-o") and len(a) > 2] if args[:1] in (["x"], ["e"]) else []
+    if program == "dpkg":
+        parsed = parse_args(program, args)
+        extracting = any(parsed.has(f) for f in ("x", "X", "extract", "vextract"))
+        return parsed.positionals[-1:] if extracting and len(parsed.positionals) >= 2 else []
+    if re.fullmatch(r"python[\d.]*", program) and len(args) >= 4 and args[:2] in (["-m", "zipfile"], ["-m", "tarfile"]):
+        return args[-1:] if any(a in ("-e", "--extract") for a in args[2:]) else []
+    return None
+
+
+def _extracts(program: str, parsed: Args) -> bool:
+    """Whether ``tar`` extracts (``x``, ``--extract``, ``--get``; also as the first word, ``tar xf a.tar``) or
+    ``unzip`` does (unless it only lists or tests: ``-l``, ``-t``, ``-v``, ``-Z``, ``-p``, ``-c``)."""
+    if program == "unzip":
+        return not any(parsed.has(flag) for flag in ("l", "t", "v", "Z", "p", "c"))
+    first = parsed.positionals[0] if parsed.positionals else ""
+    return (
+        parsed.has("x")
+        or parsed.has("extract")
+        or parsed.has("get")
+        or (bool(first) and not first.startswith("-") and "x" in first and "/" not in first and "." not in first)
+    )
 
 
 def _tree_at(program: str, parsed: Args, destination: str, joined: Sequence[str]) -> bool:
@@ -183,7 +331,7 @@ def _holds_system_files(target: str, home: str) -> bool:
         return False
     for pattern in SYSTEM_FILES:
         place = pattern.removesuffix("/**")
-        if place.startswith(normal + "/"):
+        if place.startswith(normal + "/") or (place == normal and pattern.endswith("/**")):
             return True
     if normal.startswith(("/", "~", "..")):
         parts = normal.split("/")
@@ -191,7 +339,7 @@ def _holds_system_files(target: str, home: str) -> bool:
     return False
 
 
-def _clone_findings(argv: list[str], moved: bool = False) -> list[Finding]:
+def _clone_findings(argv: list[str], where: Where, moved: bool = False) -> list[Finding]:
     """Threat: ``git clone URL ~/.ssh`` (or ``~/.config/git``, ``~/.local/bin``), ``git -C ~ clone URL .ssh``,
     ``git -C ~ clone https://host/.ssh``, ``cd ~ && git clone URL .ssh``, ``git --work-tree ~/.ssh clone …``: a
     repository's files become the user's keys, git config or programs. The directory a clone makes — the one named,
@@ -199,8 +347,17 @@ def _clone_findings(argv: list[str], moved: bool = False) -> list[Finding]:
     ``-C`` puts it, or (``moved``: the line went to a place outside the project first) as if in the home directory
     (red team 12 F7, red team 19 F7)."""
     parsed = parse_args("git", argv[1:])
-    if parsed.positionals[:1] != ["clone"] or len(parsed.positionals) < 2 or RUN_TIME_ARG in parsed.positionals[1:3]:
-        return []
+    sub = parsed.positionals[:1]
+    # Other ways to fill a directory with a repository's files (red team 20 F9): `git init DIR`, `git worktree add
+    # DIR`, `--separate-git-dir DIR`, `git --work-tree DIR checkout …`, `git apply --directory=DIR`.
+    made = [*parsed.values_of("separate-git-dir"), *parsed.values_of("work-tree"), *parsed.values_of("directory")]
+    if sub == ["init"]:
+        made += parsed.positionals[1:2]
+    elif sub == ["worktree"] and parsed.positionals[1:2] == ["add"]:
+        made += parsed.positionals[2:3]
+    made = [m for m in made if m != RUN_TIME_ARG]
+    if sub != ["clone"] or len(parsed.positionals) < 2 or RUN_TIME_ARG in parsed.positionals[1:3]:
+        return _filled(made, where, moved, "git") if made else []
     target = parsed.positionals[2] if len(parsed.positionals) > 2 else _named_after(parsed.positionals[1])
     for place in reversed(parsed.values_of("C")):  # `git -C a -C b`: b is relative to a
         if not target or target.startswith(("/", "~")):
@@ -208,13 +365,19 @@ def _clone_findings(argv: list[str], moved: bool = False) -> list[Finding]:
         if place == RUN_TIME_ARG:
             return []
         target = posixpath.join(place, target)
-    targets = [target, *(v for v in parsed.values_of("work-tree") if v != RUN_TIME_ARG)]
+    return _filled([target, *made], where, moved, "git clone")
+
+
+def _filled(targets: list[str], where: Where, moved: bool, what: str) -> list[Finding]:
+    """A finding where one of the directories ``what`` fills is or holds files of the system or a shell's start-up
+    (``moved``: the line went outside the project first, so a relative one may be in the home directory)."""
     if moved:
-        targets += [posixpath.join("~", t) for t in targets if t and not t.startswith(("/", "~"))]
+        targets = [*targets, *(posixpath.join("~", t) for t in targets if t and not t.startswith(("/", "~")))]
     for one in targets:
-        if one and (_system_file(one) or _system_file(posixpath.join(one, "config")) or _holds_system_files(one, "")
-                    or normalize_path(one).rstrip("/") == "~"):  # fmt: skip
-            return [Finding("system-write", f"git clone fills {one}, a directory of the system or the shell")]
+        for spelled in where.spellings(one) if one else []:
+            if (_system_file(spelled) or _system_file(posixpath.join(spelled, "config"))
+                    or _holds_system_files(spelled, "") or normalize_path(spelled).rstrip("/") == "~"):  # fmt: skip
+                return [Finding("system-write", f"{what} fills {one}, a directory of the system or the shell")]
     return []
 
 
@@ -248,6 +411,17 @@ def _system_file(target: str) -> bool:
     if any(path_matches(normal, pattern) for pattern in SYSTEM_FILES):
         return True
     if normal.startswith(("/", "~", "..")):
+        return posixpath.basename(normal) in STARTUP_NAMES or any(part in STARTUP_DIRS for part in normal.split("/"))
+    return False
+
+
+def _system_target(target: str, where: Where) -> bool:
+    """``_system_file`` of ``target`` as written or as it lands (``Where.spellings``), or by name where it may land
+    somewhere only run time knows."""
+    if any(_system_file(one) for one in where.spellings(target)):
+        return True
+    if where.by_name(target):
+        normal = normalize_path(target)
         return posixpath.basename(normal) in STARTUP_NAMES or any(part in STARTUP_DIRS for part in normal.split("/"))
     return False
 
