@@ -833,6 +833,26 @@ def test_everyday_clones_archives_and_copies_near_the_home_stay_allowed(line: st
     assert _AT_HOME.decide(line).action == "allow", (line, _AT_HOME.decide(line))
 
 
+@pytest.mark.parametrize("line", _red_team_20("the_whole_project_or_every_process"))
+def test_attack_rsync_delete_into_the_project_and_catch_all_kills_are_denied(line: str) -> None:
+    # Red team 20 F12: `rsync -a --delete /tmp/empty/ ./` empties the project; `pkill -v x`, `pkill '[a-z]'`,
+    # `pkill -f '(.*)'` signal nearly every process of the user.
+    assert DEFAULT.decide(line).action == "deny", (line, DEFAULT.decide(line))
+
+
+@pytest.mark.parametrize("line", _red_team_20("a_program_path_set_anywhere_in_the_line"))
+def test_attack_path_set_anywhere_in_the_line_does_not_let_a_look_alike_run_read_only(line: str) -> None:
+    # Red team 20 F10: `declare PATH=bin; ls`, `printf -v PATH %s bin; ls` ran the project's bin/ls in a read-only
+    # session (PATH was looked at only where it prefixed the command).
+    verdict = READONLY.decide(line)
+    assert (verdict.action, verdict.rule) == ("deny", "undecidable:path-override"), (line, verdict)
+
+
+@pytest.mark.parametrize("line", _red_team_20("kills_and_paths_of_everyday"))
+def test_everyday_kills_path_extensions_and_syncs_stay_allowed(line: str) -> None:
+    assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
+
+
 @pytest.mark.parametrize("line", _red_team_12("another_users_home"))
 def test_attack_rsync_delete_into_another_users_home_is_asked(line: str) -> None:
     # Red team 12 F5/F14: `~root/`, `~alice/x` name another user's home: outside the allowed directories.

@@ -49,6 +49,7 @@ DETECTABLE = frozenset(
         "search-path",
         "code-built-command",
         "pip-variable",
+        "kill-everything",
     }
 )
 # Findings that are facts, not doubts: allowed unless a detect rule says otherwise.

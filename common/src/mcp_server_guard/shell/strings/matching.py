@@ -17,6 +17,7 @@ import os
 import posixpath
 import re
 import stat
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -454,6 +455,77 @@ def rule_matches(rule: Rule, argv: Sequence[str], parsed: Args | None = None, *,
             for form in forms_of(value)
         )
     )
+
+
+# Names (and, for -f, command lines) of processes every machine runs: a kill pattern that matches most of them is
+# one that matches every process (red team 20 F12: `pkill '[a-z]'`, `pkill -f '(.*)'`).
+_PROCESS_NAMES = (
+    "systemd",
+    "init",
+    "bash",
+    "sh",
+    "zsh",
+    "sshd",
+    "python3",
+    "node",
+    "code",
+    "Xorg",
+    "dbus-daemon",
+    "cron",
+    "containerd",
+    "dockerd",
+    "java",
+    "tmux",
+    "ollama",
+    "agetty",
+    "rsyslogd",
+    "polkitd",
+)
+_POSIX_CLASSES = {
+    "[:alpha:]": "a-zA-Z",
+    "[:alnum:]": "a-zA-Z0-9",
+    "[:lower:]": "a-z",
+    "[:upper:]": "A-Z",
+    "[:digit:]": "0-9",
+    "[:xdigit:]": "0-9a-fA-F",
+    "[:space:]": "\\s",
+    "[:blank:]": " \\t",
+    "[:punct:]": "!-/:-@\\[-`{-~",
+    "[:print:]": " -~",
+    "[:graph:]": "!-~",
+    "[:cntrl:]": "\\x00-\\x1f",
+    "[:word:]": "\\w",
+}
+_COMMAND_LINES = ("/sbin/init splash", "/usr/bin/python3 -m http.server", "node server.js", "-bash", "sshd: u [priv]",
+                  "/usr/lib/systemd/systemd --user", "tmux new -s w", "ollama serve")  # fmt: skip
+
+
+def kills_everything(program: str, argv: Sequence[str]) -> bool:
+    """Whether ``pkill``/``killall -r`` is given a pattern that matches nearly every process (Python's regular
+    expressions standing in for the program's)."""
+    if program not in ("pkill", "killall"):
+        return False
+    parsed = parse_args(program, list(argv[1:]))
+    if program == "killall" and not (parsed.has("r") or parsed.has("regexp")):
+        return False
+    whole = parsed.has("x") or parsed.has("exact") or (program == "killall")
+    sample = _COMMAND_LINES + _PROCESS_NAMES if parsed.has("f") or parsed.has("full") else _PROCESS_NAMES
+    for given in parsed.positionals:
+        if given == RUN_TIME_ARG:
+            continue
+        pattern = given
+        for name, letters in _POSIX_CLASSES.items():  # (Python's re has no POSIX classes)
+            pattern = pattern.replace(name, letters)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                compiled = re.compile(pattern, re.IGNORECASE if parsed.has("i") or parsed.has("ignore-case") else 0)
+        except (re.error, RecursionError, OverflowError):
+            continue
+        matched = sum(1 for name in sample if (compiled.fullmatch(name) if whole else compiled.search(name)))
+        if matched * 4 >= len(sample) * 3:
+            return True
+    return False
 
 
 def _verb_abbreviates(positionals: Sequence[str], verbs: Sequence[str]) -> bool:
