@@ -853,6 +853,23 @@ def test_everyday_kills_path_extensions_and_syncs_stay_allowed(line: str) -> Non
     assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
 
 
+_READ_ONLY_AT_HOME = PolicyEngine(load_policy(Path("readonly")).shell_exec, home="/home/u", roots=("/home/u/proj",))
+
+
+@pytest.mark.parametrize("line", _red_team_20("read_only_programs_that_run_or_write"))
+def test_attack_an_allowed_programs_option_that_runs_or_writes_is_refused_read_only(line: str) -> None:
+    # Red team 20 F10/F11: a lesskey file's LESSOPEN, awk's call after a backslash-newline, sed's e/w after any address
+    # or delimiter, service ../x, git --git-dir/-C on a committed git dir, man -C, bat --pager, podman --runtime;
+    # git stash -m list (a push), gh args anywhere, pip --log, info -o, journalctl --vacuum, dmesg -C, gawk -o, fc -e.
+    verdict = _READ_ONLY_AT_HOME.decide(line)
+    assert verdict.action == "deny", (line, verdict)
+
+
+@pytest.mark.parametrize("line", _red_team_20("read_only_everyday_looks"))
+def test_everyday_looks_stay_allowed_read_only(line: str) -> None:
+    assert _READ_ONLY_AT_HOME.decide(line).action == "allow", (line, _READ_ONLY_AT_HOME.decide(line))
+
+
 @pytest.mark.parametrize("line", _red_team_12("another_users_home"))
 def test_attack_rsync_delete_into_another_users_home_is_asked(line: str) -> None:
     # Red team 12 F5/F14: `~root/`, `~alice/x` name another user's home: outside the allowed directories.

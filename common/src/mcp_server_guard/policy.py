@@ -50,10 +50,11 @@ DETECTABLE = frozenset(
         "code-built-command",
         "pip-variable",
         "kill-everything",
+        "script-writes",
     }
 )
 # Findings that are facts, not doubts: allowed unless a detect rule says otherwise.
-INFORMATIONAL = frozenset({"write-redirect", "command-variable"})
+INFORMATIONAL = frozenset({"write-redirect", "command-variable", "script-writes"})
 
 
 class PolicyError(Exception):

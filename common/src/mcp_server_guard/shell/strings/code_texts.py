@@ -58,21 +58,130 @@ def editor_command(text: Inner) -> Inner:
     return None
 
 
-_SED_ADDRESS = r"(?:\d+|\$|/(?:\\.|[^/])*/[IM]*)(?:~\d+)?"
-_SED_RANGE = rf"(?:{_SED_ADDRESS}(?:\s*,\s*(?:{_SED_ADDRESS}|[+~]\d+))?)?"
-_SED_E = re.compile(rf"(?:^|[;{{}}\n])\s*{_SED_RANGE}\s*!?\s*e(?:\s+([^;\n}}]*)|\s*(?=$|[;}}\n]))")
-_SED_S_E = re.compile(
-    rf"(?:^|[;{{}}\n])\s*{_SED_RANGE}\s*!?\s*s([^\\\n\w\s])(?:\\.|(?!\1)[^\\])*\1(?:\\.|(?!\1)[^\\])*\1[gpiImM0-9w]*e"
-)
+def _sed_address(script: str, i: int) -> int:
+    """The index after one sed address at ``i`` (a number, ``first~step``, ``$``, ``/re/``, ``\\cREc``, with its I/M
+    flags), or ``i`` where there is none."""
+    n = len(script)
+    if i < n and script[i].isdigit():
+        while i < n and (script[i].isdigit() or script[i] == "~"):
+            i += 1
+        return i
+    if i < n and script[i] == "$":
+        return i + 1
+    if i < n and script[i] in "/\\":
+        delimiter = "/"
+        if script[i] == "\\":
+            if i + 1 >= n:
+                return n
+            delimiter, i = script[i + 1], i + 1
+        i += 1
+        while i < n and script[i] != delimiter:
+            i += 2 if script[i] == "\\" else 1
+        i += 1
+        while i < n and script[i] in "IM":
+            i += 1
+    return i
+
+
+def _sed_range_end(script: str, i: int) -> int:
+    """The index after a range's second address at ``i`` (an address, or ``+N`` / ``~N``)."""
+    if i < len(script) and script[i] in "+~":
+        i += 1
+        while i < len(script) and script[i].isdigit():
+            i += 1
+        return i
+    return _sed_address(script, i)
+
+
+def _sed_until(script: str, i: int, ends: str) -> int:
+    """The first index at or after ``i`` holding one of ``ends`` (or the script's end)."""
+    return min((j for j in (script.find(c, i) for c in ends) if j >= 0), default=len(script))
+
+
+def _sed_past_parts(script: str, i: int) -> int:
+    """The index after the two delimited parts of ``s`` or ``y`` (the delimiter at ``i``)."""
+    n = len(script)
+    if i >= n:
+        return n
+    delimiter, parts = script[i], 0
+    i += 1
+    while i < n and parts < 2:
+        if script[i] == "\\":
+            i += 2
+            continue
+        parts += script[i] == delimiter
+        i += 1
+    return i
+
+
+def sed_commands(script: str) -> list[tuple[str, str]]:
+    """Each command of a GNU sed script, as (its letter, its argument): ``1e ./x`` is ("e", "./x"); ``s`` gives its
+    flags (``sxaxbxw f`` is ("s", "w f")); addresses of any form are passed over (red team 20 F10/F11: ``\\,a,w f``,
+    ``1~2w f``, ``/a/Iw f``, ``1,+3w f``, a letter as s's delimiter)."""
+    out: list[tuple[str, str]] = []
+    i, n = 0, len(script)
+    while i < n:
+        while i < n and script[i] in " \t\n;{}!":
+            i += 1
+        if i >= n:
+            break
+        if script[i] == "#":
+            i = _sed_until(script, i, "\n")
+            continue
+        i = _sed_address(script, i)
+        if i < n and script[i] == ",":
+            i = _sed_range_end(script, i + 1)
+        while i < n and script[i] in " \t!":
+            i += 1
+        if i >= n:
+            break
+        letter = script[i]
+        i += 1
+        if letter in "sy":
+            i = _sed_past_parts(script, i)
+            end = _sed_until(script, i, ";\n}")
+            if "w" in script[i:end]:
+                end = _sed_until(script, i, "\n")  # s///w FILE: the file's name is the rest of the line
+            out.append((letter, script[i:end].strip()))
+            i = end
+        elif letter in "aicrRwWe:bTtvFlLqQ":
+            end = _sed_until(script, i, "\n" if letter in "aicrRwWe:" else ";\n}")
+            while letter in "aic" and end < n and script[i:end].rstrip().endswith("\\"):
+                end = _sed_until(script, end + 1, "\n")  # a\ TEXT: the text goes on while a line ends in \
+            out.append((letter, script[i:end].strip()))
+            i = end
+        else:
+            out.append((letter, ""))
+    return out
+
+
+def _s_flags(argument: str) -> str:
+    return argument.split(" ", 1)[0].split("w", 1)[0] + ("w" if "w" in argument.split(" ", 1)[0] else "")
+
+
+_SED_STANDARD = ("/dev/stdout", "/dev/stderr", "/dev/null")
+
+
+def sed_writes(script: str) -> bool:
+    """Whether a sed script writes a file (``w``, ``W``, ``s///w``; not /dev/stdout and the like) or runs a command
+    (``e``, ``s///e``)."""
+    for letter, argument in sed_commands(script):
+        flags = _s_flags(argument) if letter == "s" else ""
+        target = argument.partition("w")[2].strip() if letter == "s" else argument
+        if letter == "e" or "e" in flags:
+            return True
+        if (letter in "wW" or "w" in flags) and target not in _SED_STANDARD:
+            return True
+    return False
 
 
 def sed_runs(script: str) -> Inner:
     """GNU sed's ``e COMMAND`` runs COMMAND (``e`` alone runs the pattern space); ``s///e`` runs the result."""
-    for found in _SED_E.finditer(script):
-        command = found.group(1)
-        return command.strip() if command and command.strip() else DYNAMIC
-    if _SED_S_E.search(script):
-        return DYNAMIC  # the replaced line is run as a command: known only at run time
+    for letter, argument in sed_commands(script):
+        if letter == "e":
+            return argument if argument else DYNAMIC
+        if letter == "s" and "e" in _s_flags(argument):
+            return DYNAMIC  # the replaced line is run as a command: known only at run time
     return None
 
 

@@ -26,6 +26,7 @@ from mcp_server_guard.shell.strings.assignments import (
     pip_words,
     with_option_variables,
 )
+from mcp_server_guard.shell.strings.code_texts import sed_writes
 from mcp_server_guard.shell.strings.commands import Command, Finding, Parsed, Redirect, Word
 from mcp_server_guard.shell.strings.feeds import (
     FETCHES,
@@ -39,7 +40,7 @@ from mcp_server_guard.shell.strings.feeds import (
 )
 from mcp_server_guard.shell.strings.matching import RUN_TIME_ARG, kills_everything, normalize_path
 from mcp_server_guard.shell.strings.parsing import MAX_COMMANDS, TooComplex, parse
-from mcp_server_guard.shell.strings.run_options import NETWORK_FED, option_commands
+from mcp_server_guard.shell.strings.run_options import NETWORK_FED, option_commands, sed_scripts
 from mcp_server_guard.shell.strings.runners import (
     INTERPRETERS,
     SHELLS,
@@ -365,6 +366,9 @@ class Expander:
         self.record(destination_findings(program, argv, self.where, self.moved))
         if kills_everything(program, argv):
             self.finding("kill-everything", f"{program}'s pattern matches nearly every process")
+        if program == "sed" and any(sed_writes(script) for script in sed_scripts(rest)):
+            # (a fact, not a doubt: allowed unless a policy says otherwise; the read-only list refuses it)
+            self.finding("script-writes", "sed's script writes a file or runs a command (w, W, e)")
         self._downloads(program, argv)
         if program in _URL_RUNNERS and any(a.startswith(("http://", "https://")) for a in argv[1:]):
             # Threat: `deno run -A https://…`, `npx https://x/evil.tgz`: code fetched and run as it arrives.

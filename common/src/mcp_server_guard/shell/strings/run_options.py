@@ -83,7 +83,7 @@ def option_commands(program: str, rest: list[Word]) -> list[Inner]:
         texts = all_values(rest, ("-c", "--cmd")) + [v[1:] for v in values if v is not None and v.startswith("+")]
         out += [editor_command(text) for text in texts]
     elif program == "sed":
-        out += [sed_runs(text) for text in _sed_scripts(rest)]
+        out += [sed_runs(text) for text in sed_scripts(rest)]
     elif program in ("zip",):
         out += all_values(rest, ("-TT", "--unzip-command"))
     elif program == "rsync":
@@ -140,7 +140,8 @@ def _split(text: str) -> Inner:
 NETWORK_FED = frozenset({"nc", "ncat", "netcat", "nc.traditional", "nc.openbsd", "socat"})
 
 
-def _sed_scripts(words: Sequence[Word]) -> list[str]:
+def sed_scripts(words: Sequence[Word]) -> list[str]:
+    """The scripts a sed command line gives (-e, --expression, or its first operand)."""
     scripts = [v for v in all_values(words, ("-e", "--expression")) if isinstance(v, str)]
     from_file = any((w.value or "") in ("-f", "--file") or (w.value or "").startswith("--file=") for w in words)
     if not scripts and not from_file:
