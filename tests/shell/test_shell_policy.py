@@ -870,6 +870,21 @@ def test_everyday_looks_stay_allowed_read_only(line: str) -> None:
     assert _READ_ONLY_AT_HOME.decide(line).action == "allow", (line, _READ_ONLY_AT_HOME.decide(line))
 
 
+_ON_A_COPY_AT_HOME = PolicyEngine(load_policy().shell_exec, effects=True, home="/home/u", roots=("/home/u/proj",))
+
+
+@pytest.mark.parametrize("line", _red_team_20("into_a_directory_and_back"))
+def test_a_line_that_goes_into_a_directory_and_back_acts_in_the_project(line: str) -> None:
+    # Fuzz 21 F3: `cd build && cmake .. && cd .. && rm -rf build` was taken for a line that had left the project (any
+    # `cd ..` counted as outside, for the rest of the line); the directory is now followed in order.
+    assert _ON_A_COPY_AT_HOME.decide(line).action == "allow", (line, _ON_A_COPY_AT_HOME.decide(line))
+
+
+@pytest.mark.parametrize("line", _red_team_20("away_from_the_project_and_acting"))
+def test_attack_a_line_that_leaves_the_project_and_deletes_there_is_still_refused(line: str) -> None:
+    assert _ON_A_COPY_AT_HOME.decide(line).action != "allow", (line, _ON_A_COPY_AT_HOME.decide(line))
+
+
 @pytest.mark.parametrize("line", _red_team_12("another_users_home"))
 def test_attack_rsync_delete_into_another_users_home_is_asked(line: str) -> None:
     # Red team 12 F5/F14: `~root/`, `~alice/x` name another user's home: outside the allowed directories.

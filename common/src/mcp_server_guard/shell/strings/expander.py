@@ -109,6 +109,33 @@ def _path_text(word: Word | None) -> str:
     return "" if re.search(r"\$(?!\{?(PATH|HOME)\b)", text) else text
 
 
+def _changed_dir(
+    cwd: str | None, stack: list[str | None], head: str, args: Sequence[str | None], home: str
+) -> str | None:
+    """Where ``cd``/``pushd``/``popd`` (``head``) with ``args`` leaves the shell that was in ``cwd`` (None: a
+    directory only run time knows; a relative one is relative to where the line started)."""
+    if head == "popd":
+        return stack.pop() if stack else None
+    given = [a for a in args if a not in ("-P", "-L", "-e", "-@", "--")][:1]
+    target = given[0] if given else "~"
+    if head == "pushd":
+        stack.append(cwd)
+    if target is None or target == "-":
+        return None
+    home = home.rstrip("/")
+    if target == "~" or target.startswith("~/"):
+        if not home:
+            return None
+        target = home + target[1:]
+    elif target.startswith("~"):
+        return None  # ~user, ~+, ~-
+    if target.startswith("/"):
+        return posixpath.normpath(target)
+    return (
+        None if cwd is None else posixpath.normpath(posixpath.join(cwd, target)) if cwd else posixpath.normpath(target)
+    )
+
+
 def _plainly_outside(directory: str) -> bool:
     path = normalize_path(directory)
     return path in ("-", "~", "/", "..") or path.startswith("../") or path.split("/")[:2] in _SYSTEM_TOPS
@@ -177,6 +204,8 @@ class Expander:
         self.roots: tuple[str, ...] = ()  # the allowed directories, spelled out (the first: where the line starts)
         self.where = Where()  # where the line's relative paths may land (``writes.Where``), grown line by line
         self.line_paths: list[str] = []  # PATH values the line sets anywhere ("": one only run time knows)
+        self.cwd: str | None = ""  # where the walk is (absolute; "": where the line starts, None: unknown)
+        self.stack: list[str | None] = []  # pushd's directories
         self.strict_names = False  # an allow-list judges: a name must be the program it names, installed or not
         self.exported: dict[str, Word] = {}  # variables the line exports (`export PIP_USER=1; pip install x`)
 
@@ -253,33 +282,43 @@ class Expander:
         self.argv(words, command, depth, path=path_word.value if path_word is not None else None, feed=feed)
 
     def _places(self, commands: Sequence[Command]) -> Where:
-        """``self.where`` with the places this line's ``cd``, ``pushd`` and ``env -C`` may take its commands to (all
-        of them, in any order: a loop or a function may run one before any other)."""
-        places = list(self.where.places or self.roots[:1])
+        """``self.where`` with the directories this line's commands run in, followed from where the line starts
+        through its ``cd``, ``pushd``, ``popd`` in order (``env -C DIR``: a place for its command)."""
+        places = [*self.where.places]
         unknown = self.where.unknown
+        cwd, stack = self.cwd, list(self.stack)
         for command in commands:
             words = command.words
             head = words[0].value if words else None
-            if head in ("cd", "pushd"):
-                given = [w for w in words[1:] if w.value not in ("-P", "-L", "-e", "-@", "--")][:1]
-                targets: list[Word | None] = [Word("~", "~")] if not given else [given[0]]
+            if head in ("cd", "pushd", "popd"):
+                cwd = _changed_dir(cwd, stack, head, [w.value for w in words[1:]], self.home_path)
             elif head == "env":
-                targets = [Word(v, v) if isinstance(v, str) else None
-                           for v in all_values(words[1:], ("-C", "--chdir"))]  # fmt: skip
+                for value in all_values(words[1:], ("-C", "--chdir")):
+                    there = _changed_dir(cwd, [], "cd", [value if isinstance(value, str) else None], self.home_path)
+                    unknown = unknown or there is None
+                    places += [there] if there else []
+                continue
             else:
                 continue
-            for target in targets:
-                value = target.value if target is not None else None
-                if value is None or value == "-":
-                    unknown = True
-                    continue
-                home = self.home_path.rstrip("/")
-                value = home + value[1:] if home and (value == "~" or value.startswith("~/")) else value
-                if value.startswith("~"):
-                    unknown = True  # ~user, ~+, ~-: somewhere only run time knows
-                    continue
-                places += [posixpath.normpath(posixpath.join(place, value)) for place in places or ["/"]]
-        return Where(self.home_path, self.roots, tuple(dict.fromkeys(places))[:32], unknown)
+            unknown = unknown or cwd is None
+            places += [cwd] if cwd else []
+        start = [self.cwd] if self.cwd else []
+        return Where(self.home_path, self.roots, tuple(dict.fromkeys([*start, *places]))[:32], unknown)
+
+    def _outside(self, cwd: str | None) -> bool:
+        """Whether the directory ``cwd`` (None: one only run time knows) is plainly outside the project: the home,
+        /, a system directory, above a root (an agent's `cd /testbed` names its project, which this layer may not know
+        as a root)."""
+        if cwd is None:
+            return True
+        if not cwd.startswith("/"):
+            return cwd == ".." or cwd.startswith("../")  # relative to where the line started (no root known)
+        if any(cwd == root or cwd.startswith(root.rstrip("/") + "/") for root in self.roots):
+            return False
+        home = self.home_path.rstrip("/")
+        under_home = bool(home) and (cwd == home or cwd.startswith(home + "/"))
+        above = any(root.startswith(cwd.rstrip("/") + "/") for root in self.roots)
+        return under_home or above or _plainly_outside(cwd)
 
     def _pip_variables(self, words: Sequence[Word], variables: Sequence[tuple[str, Word]]) -> None:
         """A pip or uv variable given to a program that may run them (``assignments.option_variables_reach``)."""
@@ -355,11 +394,11 @@ class Expander:
             # Threat: `alias r='rm -rf'` then `r ~`: the alias is what runs.
             self.line(f"{self.aliases.pop(program)} {' '.join(w.raw for w in words[1:])}", depth + 1, feed)
             return
-        if program in ("cd", "pushd"):
-            target = [a for a in argv[1:] if a not in ("-P", "-L", "-e", "-@", "--")][:1]
-            # Only the places plainly outside any project: home, /, .., -, the system's own directories (an agent's
-            # `cd /testbed && …` names its project, which this layer may not know as a root).
-            self.moved = self.moved or not target or _plainly_outside(target[0])
+        if program in ("cd", "pushd", "popd"):
+            # Followed in order: `cd build && cmake .. && cd .. && rm -rf build` is back in the project (fuzz 21).
+            args = [None if a == RUN_TIME_ARG else a for a in argv[1:]]
+            self.cwd = _changed_dir(self.cwd, self.stack, program, args, self.home_path)
+            self.moved = self._outside(self.cwd)
         self.found.append(Found(argv, text, moved=self.moved))
         program = posixpath.basename(argv[0])
         rest = list(words[1:])

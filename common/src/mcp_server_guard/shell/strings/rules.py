@@ -168,6 +168,7 @@ class PolicyEngine:
         expander.reaches_outside = lambda args: self._reaches_outside(parse_args("", args))
         expander.home_path = self.home
         expander.roots = tuple(self.roots)
+        expander.cwd = self.roots[0] if self.roots else ""
         expander.strict_names = self.policy.mode == "allowlist"
         if env and not args:
             # The call's env field is judged as the same values exported before the line: every rule for an
