@@ -442,8 +442,9 @@ def set_meta(dirfd: int, name: str, real: os.stat_result, mode: int, mtime_ns: i
     changes only its ctime). Threat: the name swapped for a symlink since it was looked at (by another writer of
     the real tree), leading the change outside: a file or directory is changed through a descriptor of the very
     inode looked at (never followed), a symlink by its name with no link followed (it takes no mode)."""
+    # (Every caller passes a time: 0 is the epoch, which reproducible builds set — fuzz 21 F6 — not "none".)
     if stat.S_ISLNK(real.st_mode):
-        if mtime_ns and real.st_mtime_ns != mtime_ns:
+        if real.st_mtime_ns != mtime_ns:
             os.utime(name, ns=(real.st_atime_ns, mtime_ns), dir_fd=dirfd, follow_symlinks=False)
         return
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_DIRECTORY if stat.S_ISDIR(real.st_mode)
@@ -460,7 +461,7 @@ def set_meta(dirfd: int, name: str, real: os.stat_result, mode: int, mtime_ns: i
             set_seen(fd, want, have)
         if stat.S_IMODE(opened.st_mode) != mode:
             os.fchmod(fd, mode)
-        if not stat.S_ISDIR(opened.st_mode) and mtime_ns and opened.st_mtime_ns != mtime_ns:
+        if not stat.S_ISDIR(opened.st_mode) and opened.st_mtime_ns != mtime_ns:
             os.utime(fd, ns=(opened.st_atime_ns, mtime_ns))
     finally:
         os.close(fd)

@@ -35,6 +35,7 @@ from mcp_server_guard.files.history import HistoryStore
 log = logging.getLogger("mcp_server_guard.changes")
 
 __all__ = [
+    "NO_TIME",
     "Applied",
     "Conflict",
     "Op",
@@ -71,6 +72,10 @@ def xattrs_of(data: object) -> Xattrs:
     if not isinstance(data, list):
         return ()
     return tuple(sorted((text(name), bytes.fromhex(text(value))) for name, value in map(items, data)))
+
+
+# A "times" record's time before, for a directory the command made (it had none). (0 is a time: the epoch.)
+NO_TIME = -1
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from mcp_server_guard.changes.nofollow import (
     unchanged,
     unchanged_tree,
 )
-from mcp_server_guard.changes.plan import Applied, Op
+from mcp_server_guard.changes.plan import NO_TIME, Applied, Op
 from mcp_server_guard.changes.run import Run
 from mcp_server_guard.changes.steps import half_set, kept, kept_group
 from mcp_server_guard.changes.xattrs import at, seen_as
@@ -456,7 +456,7 @@ def _untimes(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) 
     assert time is not None
     with contextlib.suppress(Changed), parent(root, op.path) as (dirfd, name):  # gone with its tree: nothing to do
         real = lstat_at(name, dirfd)
-        if real is not None and stat.S_ISDIR(real.st_mode) and time.mtime_ns:
+        if real is not None and stat.S_ISDIR(real.st_mode) and time.mtime_ns != NO_TIME:
             os.utime(name, ns=(real.st_atime_ns, time.mtime_ns), dir_fd=dirfd, follow_symlinks=False)
     return [Applied(absolute, "times", "dir", old_mtime_ns=time.old_mtime_ns, mtime_ns=time.mtime_ns)]
 

@@ -36,7 +36,7 @@ from mcp_server_guard.changes.nofollow import (
     set_meta,
     thin_like,
 )
-from mcp_server_guard.changes.plan import Applied, Conflict, Op
+from mcp_server_guard.changes.plan import NO_TIME, Applied, Conflict, Op
 from mcp_server_guard.changes.run import Run
 from mcp_server_guard.changes.xattrs import (
     ACL_NAMES,
@@ -174,7 +174,7 @@ def half_set(real: os.stat_result, have: Xattrs, mode: int, mtime_ns: int, xattr
         return real.st_mtime_ns in (mtime_ns, old_mtime_ns)
     if stat.S_IMODE(real.st_mode) not in (mode, old_mode) or have not in (xattrs, old_xattrs):
         return False
-    return stat.S_ISDIR(real.st_mode) or not mtime_ns or real.st_mtime_ns in (mtime_ns, old_mtime_ns)
+    return stat.S_ISDIR(real.st_mode) or real.st_mtime_ns in (mtime_ns, old_mtime_ns)
 
 
 def _move(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
@@ -393,7 +393,8 @@ def _times(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) ->
         run.baseline[absolute] = now.st_ctime_ns
     mtime = now.st_mtime_ns if now is not None else time.mtime_ns
     # A directory the command made has no time before (an undo removes it; an undo of that undo puts this back).
-    return [Applied(absolute, "times", "dir", old_mtime_ns=max(time.old_mtime_ns, 0), mtime_ns=mtime)]
+    before = NO_TIME if time.ctime_ns == -1 else time.old_mtime_ns
+    return [Applied(absolute, "times", "dir", old_mtime_ns=before, mtime_ns=mtime)]
 
 
 def copy_step(

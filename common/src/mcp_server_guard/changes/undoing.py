@@ -63,7 +63,7 @@ def reverse_ops(
         covered = covered or (record.action == "meta" and inode in inodes)
         if record.action != "times":  # a directory's time is put back whatever happened since: it checks nothing
             named.add(record.path)
-        elif record.mtime_ns:
+        else:
             left_at.setdefault(record.path, record.mtime_ns)
         checked = record
         if record.kind == "dir" and record.action != "times" and record.path in left_at and len(record.after) >= 3:
