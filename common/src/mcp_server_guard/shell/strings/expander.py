@@ -38,8 +38,10 @@ from mcp_server_guard.shell.strings.feeds import (
     judge_stdin_lines,
     judge_stdin_substitutions,
 )
-from mcp_server_guard.shell.strings.matching import RUN_TIME_ARG, kills_everything, normalize_path
+from mcp_server_guard.shell.strings.matching import RUN_TIME_ARG, kills_everything
 from mcp_server_guard.shell.strings.parsing import MAX_COMMANDS, TooComplex, parse
+from mcp_server_guard.shell.strings.places import changed_dir, places
+from mcp_server_guard.shell.strings.places import outside as is_outside
 from mcp_server_guard.shell.strings.run_options import NETWORK_FED, option_commands, sed_scripts
 from mcp_server_guard.shell.strings.runners import (
     INTERPRETERS,
@@ -51,7 +53,7 @@ from mcp_server_guard.shell.strings.runners import (
 )
 from mcp_server_guard.shell.strings.unknown_programs import DATA_PROGRAMS, named_words, run_texts
 from mcp_server_guard.shell.strings.words import expand_braces
-from mcp_server_guard.shell.strings.wrappers import BUILT, DYNAMIC, UNKNOWN, Inner, all_values, unwrap
+from mcp_server_guard.shell.strings.wrappers import BUILT, DYNAMIC, UNKNOWN, Inner, unwrap
 from mcp_server_guard.shell.strings.writes import (
     Where,
     destination_findings,
@@ -107,42 +109,6 @@ def _path_text(word: Word | None) -> str:
         return word.value
     text = word.raw.replace('"', "").replace("'", "")
     return "" if re.search(r"\$(?!\{?(PATH|HOME)\b)", text) else text
-
-
-def _changed_dir(
-    cwd: str | None, stack: list[str | None], head: str, args: Sequence[str | None], home: str
-) -> str | None:
-    """Where ``cd``/``pushd``/``popd`` (``head``) with ``args`` leaves the shell that was in ``cwd`` (None: a
-    directory only run time knows; a relative one is relative to where the line started)."""
-    if head == "popd":
-        return stack.pop() if stack else None
-    given = [a for a in args if a not in ("-P", "-L", "-e", "-@", "--")][:1]
-    target = given[0] if given else "~"
-    if head == "pushd":
-        stack.append(cwd)
-    if target is None or target == "-":
-        return None
-    home = home.rstrip("/")
-    if target == "~" or target.startswith("~/"):
-        if not home:
-            return None
-        target = home + target[1:]
-    elif target.startswith("~"):
-        return None  # ~user, ~+, ~-
-    if target.startswith("/"):
-        return posixpath.normpath(target)
-    return (
-        None if cwd is None else posixpath.normpath(posixpath.join(cwd, target)) if cwd else posixpath.normpath(target)
-    )
-
-
-def _plainly_outside(directory: str) -> bool:
-    path = normalize_path(directory)
-    return path in ("-", "~", "/", "..") or path.startswith("../") or path.split("/")[:2] in _SYSTEM_TOPS
-
-
-_SYSTEM_TOPS = [["", top] for top in ("etc", "usr", "var", "home", "root", "boot", "bin", "sbin", "lib", "lib64", "opt",
-                                      "srv", "mnt", "media", "sys", "proc", "dev")]  # fmt: skip
 
 
 def _fed_paths(words: list[Word], feed: Feed) -> list[Word]:
@@ -226,7 +192,7 @@ class Expander:
         self.fetches = self.fetches or FETCHES.search(source) is not None
         self.downloaded.update(redirected_downloads(source))  # `curl -s URL > i.sh; bash i.sh`
         self.redirects.extend(parsed.redirects)
-        self.where = self._places(parsed.commands)
+        self.where = places(parsed.commands, self.where, self.cwd, self.stack, self.home_path, self.roots)
         self.line_paths += [_path_text(w) for w in parsed.assigned.get("PATH", [])]
         self.record(redirect_findings(parsed.redirects, self.where))
         self.record(parsed.findings)
@@ -280,45 +246,6 @@ class Expander:
         self._pip_variables(words, self._variables(command.assignments))
         words = with_option_variables(words, self._variables(command.assignments))
         self.argv(words, command, depth, path=path_word.value if path_word is not None else None, feed=feed)
-
-    def _places(self, commands: Sequence[Command]) -> Where:
-        """``self.where`` with the directories this line's commands run in, followed from where the line starts
-        through its ``cd``, ``pushd``, ``popd`` in order (``env -C DIR``: a place for its command)."""
-        places = [*self.where.places]
-        unknown = self.where.unknown
-        cwd, stack = self.cwd, list(self.stack)
-        for command in commands:
-            words = command.words
-            head = words[0].value if words else None
-            if head in ("cd", "pushd", "popd"):
-                cwd = _changed_dir(cwd, stack, head, [w.value for w in words[1:]], self.home_path)
-            elif head == "env":
-                for value in all_values(words[1:], ("-C", "--chdir")):
-                    there = _changed_dir(cwd, [], "cd", [value if isinstance(value, str) else None], self.home_path)
-                    unknown = unknown or there is None
-                    places += [there] if there else []
-                continue
-            else:
-                continue
-            unknown = unknown or cwd is None
-            places += [cwd] if cwd else []
-        start = [self.cwd] if self.cwd else []
-        return Where(self.home_path, self.roots, tuple(dict.fromkeys([*start, *places]))[:32], unknown)
-
-    def _outside(self, cwd: str | None) -> bool:
-        """Whether the directory ``cwd`` (None: one only run time knows) is plainly outside the project: the home,
-        /, a system directory, above a root (an agent's `cd /testbed` names its project, which this layer may not know
-        as a root)."""
-        if cwd is None:
-            return True
-        if not cwd.startswith("/"):
-            return cwd == ".." or cwd.startswith("../")  # relative to where the line started (no root known)
-        if any(cwd == root or cwd.startswith(root.rstrip("/") + "/") for root in self.roots):
-            return False
-        home = self.home_path.rstrip("/")
-        under_home = bool(home) and (cwd == home or cwd.startswith(home + "/"))
-        above = any(root.startswith(cwd.rstrip("/") + "/") for root in self.roots)
-        return under_home or above or _plainly_outside(cwd)
 
     def _pip_variables(self, words: Sequence[Word], variables: Sequence[tuple[str, Word]]) -> None:
         """A pip or uv variable given to a program that may run them (``assignments.option_variables_reach``)."""
@@ -397,8 +324,8 @@ class Expander:
         if program in ("cd", "pushd", "popd"):
             # Followed in order: `cd build && cmake .. && cd .. && rm -rf build` is back in the project (fuzz 21).
             args = [None if a == RUN_TIME_ARG else a for a in argv[1:]]
-            self.cwd = _changed_dir(self.cwd, self.stack, program, args, self.home_path)
-            self.moved = self._outside(self.cwd)
+            self.cwd = changed_dir(self.cwd, self.stack, program, args, self.home_path)
+            self.moved = is_outside(self.cwd, self.roots, self.home_path)
         self.found.append(Found(argv, text, moved=self.moved))
         program = posixpath.basename(argv[0])
         rest = list(words[1:])
