@@ -117,7 +117,24 @@ def option_variables_reach(words: Sequence[Word], variables: Sequence[tuple[str,
     if head is not None and (program in _RUN_NOTHING or _PIPS.fullmatch(program)
                              or program == "uv" or pip_words(words)):  # fmt: skip
         return ""
-    return next((name for name, word in variables if sets_option(name, word)), "")
+    return next((name for name, word in variables if sets_option(name, word) and _points_out(name, word)), "")
+
+
+# Where an environment or interpreter lives: given to a test runner or make it is everyday (`VIRTUAL_ENV=.venv make
+# test`); judged only where pip or uv itself is given it.
+_LOCATIONS = frozenset({"VIRTUAL_ENV", "CONDA_PREFIX", "UV_PYTHON", "UV_PROJECT_ENVIRONMENT", "PIP_PYTHON"})
+
+
+def _points_out(name: str, word: Word) -> bool:
+    """Whether a pip or uv variable given to another program may send what it installs outside the project: a flag,
+    a configuration, or a place that is absolute, in the home, above, or only known at run time."""
+    canonical = _canonical(name)
+    if canonical in _LOCATIONS:
+        return False
+    entry = _OPTION_VARIABLES[canonical]
+    if not entry[2] or canonical.endswith("_CONFIG_FILE") or word.value is None:
+        return True
+    return word.value.startswith(("/", "~", ".."))
 
 
 def exported_words(words: Sequence[Word]) -> Iterator[tuple[str, Word]]:
