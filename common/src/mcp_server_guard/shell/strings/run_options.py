@@ -140,14 +140,51 @@ def _split(text: str) -> Inner:
 NETWORK_FED = frozenset({"nc", "ncat", "netcat", "nc.traditional", "nc.openbsd", "socat"})
 
 
+_SED_VALUED = frozenset("efl")  # -e SCRIPT, -f FILE, -l N (the rest of a cluster, or the next word)
+_SED_LONG_VALUED = ("expression", "file", "line-length")
+
+
 def sed_scripts(words: Sequence[Word]) -> list[str]:
-    """The scripts a sed command line gives (-e, --expression, or its first operand)."""
-    scripts = [v for v in all_values(words, ("-e", "--expression")) if isinstance(v, str)]
-    from_file = any((w.value or "") in ("-f", "--file") or (w.value or "").startswith("--file=") for w in words)
-    if not scripts and not from_file:
-        first = next((w.value for w in words if w.value is not None and not w.value.startswith("-")), None)
-        if first is not None:
-            scripts.append(first)
+    """The scripts a sed command line gives: -e SCRIPT, a cluster ending in e (``-ne'1e cmd'``, ``-Ee SCRIPT``),
+    --expression and any prefix of it getopt takes (``--e=``, ``--expr``), or else its first operand (red team 21:
+    the attached and abbreviated spellings went unread). A run-time script is left out (the caller decides)."""
+    scripts: list[str] = []
+    from_file = False
+    operands: list[str | None] = []
+    i = 0
+    while i < len(words):
+        value = words[i].value
+        following = words[i + 1].value if i + 1 < len(words) else None
+        i += 1
+        if value is None or value == "-" or not value.startswith("-"):
+            operands.append(value)
+            continue
+        if value == "--":
+            operands += [w.value for w in words[i:]]
+            break
+        if value.startswith("--"):
+            name, eq, attached = value[2:].partition("=")
+            long = next((full for full in _SED_LONG_VALUED if name and full.startswith(name)), None)
+            if long is None:
+                continue
+            given = attached if eq else following
+            i += 0 if eq else 1
+            if long == "expression" and given is not None:
+                scripts.append(given)
+            from_file = from_file or long == "file"
+            continue
+        for at, letter in enumerate(value[1:], start=1):
+            if letter == "i":
+                break  # -i[SUFFIX]: the rest of the word is a suffix
+            if letter in _SED_VALUED:
+                given = value[at + 1 :] or following
+                i += 0 if value[at + 1 :] else 1
+                if letter == "e" and given is not None:
+                    scripts.append(given)
+                from_file = from_file or letter == "f"
+                break
+    if not scripts and not from_file and operands and operands[0] is not None:
+        scripts.append(operands[0])
     return scripts
 
 

@@ -203,6 +203,14 @@ class _Walker:
                     self.parsed.evaluates_run_time = True  # `$((${!ref}))`: whatever ref names, input too
             elif part.type == "word":
                 names += [m.group() for m in _IDENT.finditer(text_of(part))]
+            elif part.type in ("raw_string", "string") and where == "[[ … -eq … ]]":
+                # `[[ 'a[$(rm -rf ~)]' -eq 1 ]]`: a quoted operand is evaluated as arithmetic, and the $(…) of a
+                # subscript in it runs (red team 21): judged as the code it is; one only run time knows, undecidable.
+                value = self._word(part).value
+                if value is None:
+                    self.parsed.evaluates_run_time = True
+                elif "[" in value or "$" in value or "`" in value:
+                    self.parsed.evaluated_code.append(value)
         self._evaluated(names, where)
 
     def walk(self, node: Node, piped: bool = False) -> None:

@@ -192,7 +192,7 @@ def redirect_findings(redirects: Sequence[Redirect], where: Where = Where()) -> 
             )
         elif redirect.writes and target is not None and _writes_device(target):
             found.append(Finding("device-write", f"{shown} writes to a disk or the kernel"))
-        elif redirect.writes and target is not None and _system_target(target, where):
+        elif redirect.writes and target is not None and system_target(target, where):
             found.append(Finding("system-write", f"{shown} writes a file of the system or the shell"))
         elif redirect.writes and target not in ("/dev/null", "/dev/stdout", "/dev/stderr"):
             found.append(Finding("write-redirect", f"{shown} writes a file"))
@@ -223,6 +223,7 @@ def destination_findings(program: str, argv: list[str], where: Where, moved: boo
     if spec is None:
         return []
     found: list[Finding] = []
+    argv = _dashed(argv) if program in ("tar", "bsdtar") else argv
     parsed = parse_args(program, argv[1:], spec.values)
     destinations = [v for option in spec.options for v in parsed.values_of(option)]
     if spec.operands == "last" and not destinations and len(parsed.positionals) >= 2:
@@ -232,6 +233,9 @@ def destination_findings(program: str, argv: list[str], where: Where, moved: boo
         destinations += parsed.positionals[0 if scripted else spec.skip :]  # sed's script is its first operand
     if program == "dd":
         destinations += [a.partition("=")[2] for a in argv[1:] if a.startswith("of=")]
+    if program in ("tar", "bsdtar") and not _extracts(program, parsed):
+        # Creating: -C is where the files are read from (`tar czf d.tgz -C ~ notes.txt`); the archive is written
+        destinations = [v for option in ("f", "file") for v in parsed.values_of(option) if v != "-"]
     if program in ("tar", "unzip") and not destinations and _extracts(program, parsed):
         destinations = ["."]  # into the directory the command is in (`cd ~/.config && tar xf x.tar`)
     joined: list[str] = []
@@ -257,7 +261,7 @@ def destination_findings(program: str, argv: list[str], where: Where, moved: boo
         spelled = where.spellings(destination)
         if (spec.into_home or destination in joined) and any(normalize_path(one) in ("~", home) for one in spelled):
             found.append(Finding("system-write", f"{program} writes into the home directory itself ({destination})"))
-        elif _system_target(destination, where) or (_tree_at(program, parsed, destination, joined) and any(
+        elif system_target(destination, where) or (_tree_at(program, parsed, destination, joined) and any(
                 _holds_system_files(one, home) for one in spelled)):  # fmt: skip
             found.append(
                 Finding("system-write", f"{program} writes over {destination}, a file of the system or the shell")
@@ -265,10 +269,18 @@ def destination_findings(program: str, argv: list[str], where: Where, moved: boo
     return found
 
 
+def _dashed(argv: list[str]) -> list[str]:
+    """tar's old-style bundled options as the dashed ones they are: `tar czf out.tgz …` is `tar -czf out.tgz …`."""
+    if len(argv) > 1 and re.fullmatch(r"[A-Za-z]*[cxtruA][A-Za-z]*", argv[1]):
+        return [argv[0], "-" + argv[1], *argv[2:]]
+    return argv
+
+
 def _extracts_anywhere(program: str, argv: list[str]) -> str:
     """How an extraction keeps its members' absolute or ``../`` names (``tar -P``, ``unzip -:``): then they land
     wherever the archive says (red team 20 F9); "" otherwise."""
     if program in ("tar", "bsdtar"):
+        argv = _dashed(argv)
         parsed = parse_args(program, argv[1:], _WRITERS["tar"].values)
         if _extracts(program, parsed) and (parsed.has("P") or parsed.has("absolute-names")):
             return "keeps absolute member names (-P)"
@@ -294,17 +306,11 @@ def _extract_destinations(program: str, argv: list[str]) -> list[str] | None:
 
 
 def _extracts(program: str, parsed: Args) -> bool:
-    """Whether ``tar`` extracts (``x``, ``--extract``, ``--get``; also as the first word, ``tar xf a.tar``) or
+    """Whether ``tar`` extracts (``x``, ``--extract``, ``--get``) or
     ``unzip`` does (unless it only lists or tests: ``-l``, ``-t``, ``-v``, ``-Z``, ``-p``, ``-c``)."""
     if program == "unzip":
         return not any(parsed.has(flag) for flag in ("l", "t", "v", "Z", "p", "c"))
-    first = parsed.positionals[0] if parsed.positionals else ""
-    return (
-        parsed.has("x")
-        or parsed.has("extract")
-        or parsed.has("get")
-        or (bool(first) and not first.startswith("-") and "x" in first and "/" not in first and "." not in first)
-    )
+    return parsed.has("x") or parsed.has("extract") or parsed.has("get")  # (old-style bundles: ``_dashed``)
 
 
 def _tree_at(program: str, parsed: Args, destination: str, joined: Sequence[str]) -> bool:
@@ -415,9 +421,13 @@ def _system_file(target: str) -> bool:
     return False
 
 
-def _system_target(target: str, where: Where) -> bool:
+def system_target(target: str, where: Where) -> bool:
     """``_system_file`` of ``target`` as written or as it lands (``Where.spellings``), or by name where it may land
     somewhere only run time knows."""
+    normal = normalize_path(target)
+    if normal.startswith("/") and any(normal == r or normal.startswith(r.rstrip("/") + "/") for r in where.roots):
+        # the project's own file, named by its absolute path (`cp ~/.bashrc /home/u/proj/bashrc.bak`): by place only
+        return any(path_matches(normal, pattern) for pattern in SYSTEM_FILES)
     if any(_system_file(one) for one in where.spellings(target)):
         return True
     if where.by_name(target):
