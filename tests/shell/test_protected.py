@@ -242,7 +242,8 @@ async def test_credentials_in_home_are_hidden_from_commands(workspace: Path, iso
     (isolated_home / ".netrc").write_text("machine x password y\n")
     async with box(workspace) as client:
         out = await run(client, "cat ~/.ssh/id_rsa ~/.aws/credentials ~/.netrc; ls -A ~/.ssh; echo done")
-        strict = await run(client, "cd ~/.ssh && echo x | tee id_rsa; echo done")  # the box, not the string layer
+        # The box, not the string layer (which refuses `cd ~/.ssh && … tee id_rsa`: a directory it cannot follow)
+        strict = await run(client, 'cd "$(printf %s ~/.ssh)" && echo x | tee id_rsa; echo done')
     assert "PRIVATE" not in out["stdout"] and "secret" not in out["stdout"] and "password" not in out["stdout"]
     assert out["stdout"].endswith("done\n")
     assert "Read-only file system" in strict["stderr"] or "No such file" in strict["stderr"]

@@ -915,6 +915,16 @@ def test_everyday_copies_into_the_project_archives_of_home_files_and_trace_promp
     assert _ON_A_COPY_AT_HOME.decide(line).action == "allow", (line, _ON_A_COPY_AT_HOME.decide(line))
 
 
+def test_with_the_home_allowed_start_up_files_are_judged_by_place_and_other_home_paths_are_the_projects() -> None:
+    # The full suite's box tests (the home as the project): `mv ~/.config ~/c2` was taken for a tree made over a
+    # start-up directory (`~/c2/.config` by name); by place, ~/.ssh, ~/.bashrc and ~/.config stay the shell's.
+    text = (Path(__file__).parent.parent / "corpus" / "red_team_21.json").read_text(encoding="utf-8")
+    lines = json.loads(text)["with_the_home_allowed"]
+    engine = PolicyEngine(load_policy().shell_exec, effects=True, home="/home/x", roots=("/home/x",))
+    assert [line for line in lines["allowed"] if engine.decide(line).action != "allow"] == []
+    assert [line for line in lines["denied"] if engine.decide(line).action != "deny"] == []
+
+
 @pytest.mark.parametrize("line", _red_team_12("another_users_home"))
 def test_attack_rsync_delete_into_another_users_home_is_asked(line: str) -> None:
     # Red team 12 F5/F14: `~root/`, `~alice/x` name another user's home: outside the allowed directories.

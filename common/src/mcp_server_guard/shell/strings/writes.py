@@ -66,9 +66,10 @@ class Where:
     places: tuple[str, ...] = ()
     unknown: bool = False
 
-    def spellings(self, target: str) -> list[str]:
+    def spellings(self, target: str, inside: bool = False) -> list[str]:
         """``target`` as written and, for each place it may land, as the home-relative (``~/…``) or absolute path
-        it names there — not where that is inside an allowed directory (the project's own ``.bashrc``)."""
+        it names there — not where that is inside an allowed directory (the project's own ``.bashrc``), unless
+        ``inside``."""
         pwd = target == "~+" or target.startswith("~+/")  # $PWD
         normal = normalize_path("." + target[2:] if pwd else target)
         if normal == RUN_TIME_ARG or not normal:
@@ -85,11 +86,21 @@ class Where:
         else:
             absolute = [posixpath.normpath(posixpath.join(place, normal)) for place in self.places]
         for path in absolute:
-            if any(path == root or path.startswith(root.rstrip("/") + "/") for root in self.roots):
+            if not inside and any(path == root or path.startswith(root.rstrip("/") + "/") for root in self.roots):
                 continue
             home = self.home.rstrip("/")
             out.append("~" + path[len(home) :] if home and (path == home or path.startswith(home + "/")) else path)
         return out
+
+    def inside(self, target: str) -> bool:
+        """Whether ``target``, spelled from ``/`` or ``~``, lies in an allowed directory (with the home allowed,
+        ``~/c2/.config`` is the project's own): there it is judged by place, never by name."""
+        normal = normalize_path(target)
+        if (normal == "~" or normal.startswith("~/")) and self.home:
+            normal = self.home.rstrip("/") + normal[1:]
+        return normal.startswith("/") and any(
+            normal == root or normal.startswith(root.rstrip("/") + "/") for root in self.roots
+        )
 
     def by_name(self, target: str) -> bool:
         """Whether a relative ``target`` may land somewhere only run time knows (a ``cd "$d"``, ``cd -``): then it is
@@ -258,7 +269,12 @@ def destination_findings(program: str, argv: list[str], where: Where, moved: boo
         if destination == RUN_TIME_ARG:
             continue
         # (`cp -r dotfiles/. ~`: a source's contents, by the name ".", land in the home directory itself)
-        spelled = where.spellings(destination)
+        spelled = [] if where.inside(destination) else where.spellings(destination)
+        if not spelled and _tree_at(program, parsed, destination, joined) and _by_place(destination):
+            found.append(
+                Finding("system-write", f"{program} fills {destination}, a directory of the system or the shell")
+            )
+            continue
         if (spec.into_home or destination in joined) and any(normalize_path(one) in ("~", home) for one in spelled):
             found.append(Finding("system-write", f"{program} writes into the home directory itself ({destination})"))
         elif system_target(destination, where) or (_tree_at(program, parsed, destination, joined) and any(
@@ -380,11 +396,27 @@ def _filled(targets: list[str], where: Where, moved: bool, what: str) -> list[Fi
     if moved:
         targets = [*targets, *(posixpath.join("~", t) for t in targets if t and not t.startswith(("/", "~")))]
     for one in targets:
+        if one and where.inside(one):
+            if _by_place(one):  # (the home allowed: `git clone URL ~/.ssh` is still a place of the shell's)
+                return [Finding("system-write", f"{what} fills {one}, a directory of the system or the shell")]
+            continue
         for spelled in where.spellings(one) if one else []:
             if (_system_file(spelled) or _system_file(posixpath.join(spelled, "config"))
                     or _holds_system_files(spelled, "") or normalize_path(spelled).rstrip("/") == "~"):  # fmt: skip
                 return [Finding("system-write", f"{what} fills {one}, a directory of the system or the shell")]
     return []
+
+
+def _by_place(target: str) -> bool:
+    """Whether a directory filled at ``target`` is, or holds, a place of SYSTEM_FILES (names aside)."""
+    normal = normalize_path(target).rstrip("/") or "/"
+    if any(path_matches(form, pattern) for form in (normal, normal + "/config") for pattern in SYSTEM_FILES):
+        return True
+    return any(
+        pattern.removesuffix("/**").startswith(normal + "/")
+        or (pattern.endswith("/**") and pattern.removesuffix("/**") == normal)
+        for pattern in SYSTEM_FILES
+    )
 
 
 def _named_after(source: str) -> str:
@@ -424,12 +456,14 @@ def _system_file(target: str) -> bool:
 def system_target(target: str, where: Where) -> bool:
     """``_system_file`` of ``target`` as written or as it lands (``Where.spellings``), or by name where it may land
     somewhere only run time knows."""
-    normal = normalize_path(target)
-    if normal.startswith("/") and any(normal == r or normal.startswith(r.rstrip("/") + "/") for r in where.roots):
-        # the project's own file, named by its absolute path (`cp ~/.bashrc /home/u/proj/bashrc.bak`): by place only
-        return any(path_matches(normal, pattern) for pattern in SYSTEM_FILES)
-    if any(_system_file(one) for one in where.spellings(target)):
-        return True
+    for one in where.spellings(target, inside=True):
+        if where.inside(one):
+            # the project's own file (`cp ~/.bashrc /home/u/proj/bashrc.bak`; with the home allowed, `~/c2/.config`):
+            # by place only — `~/.ssh/id_rsa` is still the shell's
+            if any(path_matches(normalize_path(one), pattern) for pattern in SYSTEM_FILES):
+                return True
+        elif _system_file(one):
+            return True
     if where.by_name(target):
         normal = normalize_path(target)
         return posixpath.basename(normal) in STARTUP_NAMES or any(part in STARTUP_DIRS for part in normal.split("/"))
