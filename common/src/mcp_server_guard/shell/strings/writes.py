@@ -167,27 +167,7 @@ _WRITERS: dict[str, _Writes] = {
 _WRITERS["vim"] = _WRITERS["nvim"] = _WRITERS["vi"] = _WRITERS["ex"]
 
 # Programs whose destination may become a whole tree (a copy of a directory, an archive's or a repository's files).
-_TREES = frozenset(
-    {
-        "cp",
-        "mv",
-        "ln",
-        "rsync",
-        "tar",
-        "bsdtar",
-        "unzip",
-        "cpio",
-        "patch",
-        "dpkg-deb",
-        "dpkg",
-        "7z",
-        "7za",
-        "7zz",
-        "curl",
-        "git",
-        "python",
-    }
-)
+_TREES = frozenset({"cp", "mv", "ln", "rsync", "tar", "bsdtar", "unzip", "cpio", "patch", "dpkg-deb", "curl", "git"})
 
 
 def redirect_findings(redirects: Sequence[Redirect], where: Where = Where()) -> list[Finding]:
