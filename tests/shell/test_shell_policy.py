@@ -646,12 +646,13 @@ def test_every_valid_bash_oddity_runs_on_a_copy_unasked(line: str) -> None:
     assert not [f for f in verdict.findings if f.kind == "parse-error"], (line, verdict)  # read as bash reads it
 
 
-def _iproute_lines(kind: str) -> list[str]:
-    text = (Path(__file__).parent.parent / "corpus" / "iproute_abbreviations.json").read_text(encoding="utf-8")
+def _corpus(name: str, kind: str) -> list[str]:
+    """The lines of one kind in a JSON corpus of tests/corpus (red teams' lines travel only as data)."""
+    text = (Path(__file__).parent.parent / "corpus" / name).read_text(encoding="utf-8")
     return list(json.loads(text)[kind])
 
 
-@pytest.mark.parametrize("line", _iproute_lines("changes"))
+@pytest.mark.parametrize("line", _corpus("iproute_abbreviations.json", "changes"))
 def test_attack_an_abbreviated_ip_command_is_asked_like_the_whole_word(line: str) -> None:
     # Red team 12 F8: ip, tc and bridge take any prefix of a command (`ip l d eth0` deletes a link); the rule named
     # the whole words only, so an abbreviation changed the machine's network unasked (without the box), and
@@ -660,7 +661,7 @@ def test_attack_an_abbreviated_ip_command_is_asked_like_the_whole_word(line: str
     assert READONLY.decide(line).action == "deny", line
 
 
-@pytest.mark.parametrize("line", _iproute_lines("reads"))
+@pytest.mark.parametrize("line", _corpus("iproute_abbreviations.json", "reads"))
 def test_an_abbreviated_ip_listing_stays_allowed(line: str) -> None:
     assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
     if line.startswith("ip "):  # (read-only mode's list of reading programs has ip, not tc or bridge)
@@ -671,20 +672,20 @@ def test_attack_a_program_named_ip_that_runs_a_shell_is_judged_as_before() -> No
     # The object and command of ip are names (`ip a sh` shows): not where an option follows (iproute2 takes its options
     # before the object, so `./ip sh -c …` is another program running a shell) nor a path.
     # (Red team 19 F1: any program named ip — `./ip`, a link to env — had its first two operands taken for names.)
-    for line in _iproute_lines("disguised_shells"):
+    for line in _corpus("iproute_abbreviations.json", "disguised_shells"):
         verdict = DEFAULT.decide(line)
         assert verdict.action != "allow", (line, verdict)
         assert any(c.startswith(("sh", "/bin/sh")) for c in verdict.commands), (line, verdict.commands)
         assert READONLY.decide(line).action == "deny", line
 
 
-@pytest.mark.parametrize("line", _iproute_lines("disguised_commands"))
+@pytest.mark.parametrize("line", _corpus("iproute_abbreviations.json", "disguised_commands"))
 def test_attack_a_program_named_ip_by_path_that_runs_a_command_is_judged_by_that_command(line: str) -> None:
     verdict = DEFAULT.decide(line)
     assert verdict.action == "deny", (line, verdict)
 
 
-@pytest.mark.parametrize("line", _iproute_lines("rpm_code"))
+@pytest.mark.parametrize("line", _corpus("iproute_abbreviations.json", "rpm_code"))
 def test_attack_rpm_macros_and_pipe_that_run_shell_code_are_asked(line: str) -> None:
     # Red team 19 F8: %(…) in a macro rpm expands runs a shell command; --pipe runs one.
     assert DEFAULT.decide(line).action != "allow", line
@@ -695,12 +696,7 @@ _PIP_OUTSIDE = ("pip-outside-project", "pip-target-outside", "pip-other-python",
                 "uv-pip-target-outside", "uv-pip-other-python")  # fmt: skip
 
 
-def _red_team_12(kind: str) -> list[str]:
-    text = (Path(__file__).parent.parent / "corpus" / "red_team_12_rest.json").read_text(encoding="utf-8")
-    return list(json.loads(text)[kind])
-
-
-@pytest.mark.parametrize("line", _red_team_12("clone_into_the_shell"))
+@pytest.mark.parametrize("line", _corpus("red_team_12_rest.json", "clone_into_the_shell"))
 def test_attack_a_clone_whose_directory_git_c_puts_in_the_shell_start_up_is_denied(line: str) -> None:
     # Red team 12 F7: `git -C ~ clone URL .ssh` — the directory a clone makes is where -C puts it (and, unnamed,
     # the one git names after the repository): the repository's files become the user's keys or config.
@@ -708,12 +704,12 @@ def test_attack_a_clone_whose_directory_git_c_puts_in_the_shell_start_up_is_deni
     assert verdict.action == "deny" and verdict.rule == "system-write", (line, verdict)
 
 
-@pytest.mark.parametrize("line", _red_team_12("clone_into_the_project"))
+@pytest.mark.parametrize("line", _corpus("red_team_12_rest.json", "clone_into_the_project"))
 def test_a_clone_into_the_project_stays_allowed(line: str) -> None:
     assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
 
 
-@pytest.mark.parametrize("line", _red_team_12("system_python_by_variable"))
+@pytest.mark.parametrize("line", _corpus("red_team_12_rest.json", "system_python_by_variable"))
 def test_attack_pip_or_uv_told_by_a_variable_to_install_into_the_system_is_asked(line: str) -> None:
     # Red team 12 F10: PIP_BREAK_SYSTEM_PACKAGES=1, UV_SYSTEM_PYTHON=1 are the command line's options by another name
     # (red team 19 F6: also exported earlier in the line, and pip run as `python3 -m pip`).
@@ -727,17 +723,12 @@ def test_attack_the_calls_env_field_telling_pip_to_install_into_the_system_is_as
     assert DEFAULT.decide("pip install requests", [], {"PIP_INDEX_URL": "https://pypi.org/simple"}).action == "allow"
 
 
-@pytest.mark.parametrize("line", _red_team_12("plain_installs"))
+@pytest.mark.parametrize("line", _corpus("red_team_12_rest.json", "plain_installs"))
 def test_an_install_whose_variables_say_no_or_name_an_index_stays_allowed(line: str) -> None:
     assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
 
 
-def _red_team_19(kind: str) -> list[str]:
-    text = (Path(__file__).parent.parent / "corpus" / "red_team_19_rest.json").read_text(encoding="utf-8")
-    return list(json.loads(text)[kind])
-
-
-@pytest.mark.parametrize("line", _red_team_19("pip_told_by_a_variable_the_line_exports_anywhere"))
+@pytest.mark.parametrize("line", _corpus("red_team_19_rest.json", "pip_told_by_a_variable_the_line_exports_anywhere"))
 def test_attack_pip_told_by_a_variable_exported_anywhere_in_the_line_is_asked(line: str) -> None:
     # Red team 19 F6: `set -a`, `export NAME` of an earlier assignment, an export after a function or in a loop,
     # `python -mpip`, a configuration file chosen by variable — each the command line's option by another name.
@@ -745,26 +736,26 @@ def test_attack_pip_told_by_a_variable_exported_anywhere_in_the_line_is_asked(li
     assert verdict.action == "ask" and verdict.rule in _PIP_OUTSIDE, (line, verdict)
 
 
-@pytest.mark.parametrize("line", _red_team_19("pip_variable_given_to_a_program_that_runs_pip"))
+@pytest.mark.parametrize("line", _corpus("red_team_19_rest.json", "pip_variable_given_to_a_program_that_runs_pip"))
 def test_attack_a_pip_variable_given_to_a_program_that_may_run_pip_is_asked(line: str) -> None:
     # Red team 19 F6: `PIP_BREAK_SYSTEM_PACKAGES=1 make install` — the pip that make runs is no line a rule sees.
     verdict = DEFAULT.decide(line)
     assert verdict.action == "ask" and verdict.rule in ("pip-variable-reaches", "pip-outside-project"), (line, verdict)
 
 
-@pytest.mark.parametrize("line", _red_team_19("uv_into_another_python"))
+@pytest.mark.parametrize("line", _corpus("red_team_19_rest.json", "uv_into_another_python"))
 def test_attack_uv_pip_into_an_interpreter_outside_the_project_is_asked(line: str) -> None:
     # Red team 19 F6: `uv pip install --python /usr/bin/python3` installs into that interpreter, as --system does.
     verdict = DEFAULT.decide(line)
     assert verdict.action == "ask" and verdict.rule == "uv-pip-other-python", (line, verdict)
 
 
-@pytest.mark.parametrize("line", _red_team_19("installs_that_stay_in_the_project"))
+@pytest.mark.parametrize("line", _corpus("red_team_19_rest.json", "installs_that_stay_in_the_project"))
 def test_installs_and_exports_that_stay_in_the_project_are_allowed(line: str) -> None:
     assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
 
 
-@pytest.mark.parametrize("line", _red_team_19("trees_over_the_users_config"))
+@pytest.mark.parametrize("line", _corpus("red_team_19_rest.json", "trees_over_the_users_config"))
 def test_attack_a_tree_made_over_a_directory_holding_start_up_files_is_denied(line: str) -> None:
     # Red team 19 F7: a clone, archive, recursive copy, move or link made at ~/.config, ~/.local or the home itself
     # fills ~/.config/autostart, ~/.config/git, ~/.local/bin …, though none of those is named.
@@ -772,24 +763,19 @@ def test_attack_a_tree_made_over_a_directory_holding_start_up_files_is_denied(li
     assert verdict.action == "deny" and verdict.rule in ("system-write", "move-from-outside"), (line, verdict)
 
 
-@pytest.mark.parametrize("line", _red_team_19("files_copied_near_the_users_config"))
+@pytest.mark.parametrize("line", _corpus("red_team_19_rest.json", "files_copied_near_the_users_config"))
 def test_a_file_copied_into_a_config_directory_or_a_tree_made_in_the_project_is_allowed(line: str) -> None:
     assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
 
 
-def _red_team_20(kind: str) -> list[str]:
-    text = (Path(__file__).parent.parent / "corpus" / "red_team_20.json").read_text(encoding="utf-8")
-    return list(json.loads(text)[kind])
-
-
-@pytest.mark.parametrize("line", _red_team_20("wrappers_that_hand_a_command_to_a_shell"))
+@pytest.mark.parametrize("line", _corpus("red_team_20.json", "wrappers_that_hand_a_command_to_a_shell"))
 def test_attack_a_wrapper_that_hands_its_command_to_a_shell_has_that_command_judged(line: str) -> None:
     # Red team 20 F1: `sg G 'cmd'` (no -c), newgrp reading stdin, `pixi run 'cmd'`, `sops exec-env f 'cmd'`,
     # `entr -s 'cmd'`, `micromamba run cmd` ran a command no rule saw.
     assert DEFAULT.decide(line).action == "deny", (line, DEFAULT.decide(line))
 
 
-@pytest.mark.parametrize("line", _red_team_20("pip_installs_outside_by_any_spelling"))
+@pytest.mark.parametrize("line", _corpus("red_team_20.json", "pip_installs_outside_by_any_spelling"))
 def test_attack_pip_or_uv_installing_outside_the_project_by_any_spelling_is_asked(line: str) -> None:
     # Red team 20 F2-F6: a global option before install, PIP_* in any case, pip --python, pip-3, -m pip.__main__,
     # ensurepip --user, `set -k`, pip variables given to sed/find/git/npm, pip config set, uv --python '>=3.11',
@@ -797,20 +783,20 @@ def test_attack_pip_or_uv_installing_outside_the_project_by_any_spelling_is_aske
     assert DEFAULT.decide(line).action == "ask", (line, DEFAULT.decide(line))
 
 
-@pytest.mark.parametrize("line", _red_team_20("a_global_options_value_is_no_subcommand"))
+@pytest.mark.parametrize("line", _corpus("red_team_20.json", "a_global_options_value_is_no_subcommand"))
 def test_attack_a_global_options_value_does_not_hide_the_subcommand(line: str) -> None:
     # Red team 20 F2: `systemctl --root / enable x`, `npm --prefix p install -g x`: the option's value was taken for
     # the subcommand, so every rule naming the subcommand missed.
     assert DEFAULT.decide(line).action in ("ask", "deny"), (line, DEFAULT.decide(line))
 
 
-@pytest.mark.parametrize("line", _red_team_20("read_only_options_before_a_subcommand"))
+@pytest.mark.parametrize("line", _corpus("red_team_20.json", "read_only_options_before_a_subcommand"))
 def test_attack_an_unknown_option_before_a_reading_subcommand_is_not_allowed_read_only(line: str) -> None:
     # Red team 20 F2: `pip --log list install ./pkg` matched the allow-list's `pip list` and ran a package's build.
     assert READONLY.decide(line).action == "deny", (line, READONLY.decide(line))
 
 
-@pytest.mark.parametrize("line", _red_team_20("installs_that_stay_in_the_project_or_only_look"))
+@pytest.mark.parametrize("line", _corpus("red_team_20.json", "installs_that_stay_in_the_project_or_only_look"))
 def test_installs_in_the_project_and_uv_pip_queries_stay_allowed(line: str) -> None:
     assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
 
@@ -819,7 +805,7 @@ def test_installs_in_the_project_and_uv_pip_queries_stay_allowed(line: str) -> N
 _AT_HOME = PolicyEngine(load_policy().shell_exec, home="/home/u", roots=("/home/u/proj",))
 
 
-@pytest.mark.parametrize("line", _red_team_20("start_up_files_by_any_spelling_or_place"))
+@pytest.mark.parametrize("line", _corpus("red_team_20.json", "start_up_files_by_any_spelling_or_place"))
 def test_attack_a_start_up_file_spelled_from_the_home_the_project_or_after_cd_is_denied(line: str) -> None:
     # Red team 20 F7-F9: `/home/u/.vimrc`, `../.config/nvim`, `cd ~ && echo x >> .bashrc`, `env -C ~ cp x .bashrc`,
     # `cd ~/.config && tar xf x.tar`, and writers it did not know (iconv -o, uniq, script, cpio -D, 7z -o, dpkg -x,
@@ -828,19 +814,19 @@ def test_attack_a_start_up_file_spelled_from_the_home_the_project_or_after_cd_is
     assert verdict.action == "deny", (line, verdict)
 
 
-@pytest.mark.parametrize("line", _red_team_20("everyday_writes_near_the_home"))
+@pytest.mark.parametrize("line", _corpus("red_team_20.json", "everyday_writes_near_the_home"))
 def test_everyday_clones_archives_and_copies_near_the_home_stay_allowed(line: str) -> None:
     assert _AT_HOME.decide(line).action == "allow", (line, _AT_HOME.decide(line))
 
 
-@pytest.mark.parametrize("line", _red_team_20("the_whole_project_or_every_process"))
+@pytest.mark.parametrize("line", _corpus("red_team_20.json", "the_whole_project_or_every_process"))
 def test_attack_rsync_delete_into_the_project_and_catch_all_kills_are_denied(line: str) -> None:
     # Red team 20 F12: `rsync -a --delete /tmp/empty/ ./` empties the project; `pkill -v x`, `pkill '[a-z]'`,
     # `pkill -f '(.*)'` signal nearly every process of the user.
     assert DEFAULT.decide(line).action == "deny", (line, DEFAULT.decide(line))
 
 
-@pytest.mark.parametrize("line", _red_team_20("a_program_path_set_anywhere_in_the_line"))
+@pytest.mark.parametrize("line", _corpus("red_team_20.json", "a_program_path_set_anywhere_in_the_line"))
 def test_attack_path_set_anywhere_in_the_line_does_not_let_a_look_alike_run_read_only(line: str) -> None:
     # Red team 20 F10: `declare PATH=bin; ls`, `printf -v PATH %s bin; ls` ran the project's bin/ls in a read-only
     # session (PATH was looked at only where it prefixed the command).
@@ -848,7 +834,7 @@ def test_attack_path_set_anywhere_in_the_line_does_not_let_a_look_alike_run_read
     assert (verdict.action, verdict.rule) == ("deny", "undecidable:path-override"), (line, verdict)
 
 
-@pytest.mark.parametrize("line", _red_team_20("kills_and_paths_of_everyday"))
+@pytest.mark.parametrize("line", _corpus("red_team_20.json", "kills_and_paths_of_everyday"))
 def test_everyday_kills_path_extensions_and_syncs_stay_allowed(line: str) -> None:
     assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
 
@@ -856,7 +842,7 @@ def test_everyday_kills_path_extensions_and_syncs_stay_allowed(line: str) -> Non
 _READ_ONLY_AT_HOME = PolicyEngine(load_policy(Path("readonly")).shell_exec, home="/home/u", roots=("/home/u/proj",))
 
 
-@pytest.mark.parametrize("line", _red_team_20("read_only_programs_that_run_or_write"))
+@pytest.mark.parametrize("line", _corpus("red_team_20.json", "read_only_programs_that_run_or_write"))
 def test_attack_an_allowed_programs_option_that_runs_or_writes_is_refused_read_only(line: str) -> None:
     # Red team 20 F10/F11: a lesskey file's LESSOPEN, awk's call after a backslash-newline, sed's e/w after any address
     # or delimiter, service ../x, git --git-dir/-C on a committed git dir, man -C, bat --pager, podman --runtime;
@@ -865,7 +851,7 @@ def test_attack_an_allowed_programs_option_that_runs_or_writes_is_refused_read_o
     assert verdict.action == "deny", (line, verdict)
 
 
-@pytest.mark.parametrize("line", _red_team_20("read_only_everyday_looks"))
+@pytest.mark.parametrize("line", _corpus("red_team_20.json", "read_only_everyday_looks"))
 def test_everyday_looks_stay_allowed_read_only(line: str) -> None:
     assert _READ_ONLY_AT_HOME.decide(line).action == "allow", (line, _READ_ONLY_AT_HOME.decide(line))
 
@@ -873,24 +859,19 @@ def test_everyday_looks_stay_allowed_read_only(line: str) -> None:
 _ON_A_COPY_AT_HOME = PolicyEngine(load_policy().shell_exec, effects=True, home="/home/u", roots=("/home/u/proj",))
 
 
-@pytest.mark.parametrize("line", _red_team_20("into_a_directory_and_back"))
+@pytest.mark.parametrize("line", _corpus("red_team_20.json", "into_a_directory_and_back"))
 def test_a_line_that_goes_into_a_directory_and_back_acts_in_the_project(line: str) -> None:
     # Fuzz 21 F3: `cd build && cmake .. && cd .. && rm -rf build` was taken for a line that had left the project (any
     # `cd ..` counted as outside, for the rest of the line); the directory is now followed in order.
     assert _ON_A_COPY_AT_HOME.decide(line).action == "allow", (line, _ON_A_COPY_AT_HOME.decide(line))
 
 
-@pytest.mark.parametrize("line", _red_team_20("away_from_the_project_and_acting"))
+@pytest.mark.parametrize("line", _corpus("red_team_20.json", "away_from_the_project_and_acting"))
 def test_attack_a_line_that_leaves_the_project_and_deletes_there_is_still_refused(line: str) -> None:
     assert _ON_A_COPY_AT_HOME.decide(line).action != "allow", (line, _ON_A_COPY_AT_HOME.decide(line))
 
 
-def _red_team_21(kind: str) -> list[str]:
-    text = (Path(__file__).parent.parent / "corpus" / "red_team_21.json").read_text(encoding="utf-8")
-    return list(json.loads(text)[kind])
-
-
-@pytest.mark.parametrize("line", _red_team_21("names_prompts_and_arithmetic_that_run_code"))
+@pytest.mark.parametrize("line", _corpus("red_team_21.json", "names_prompts_and_arithmetic_that_run_code"))
 def test_attack_bash_cmds_prompt_values_and_quoted_arithmetic_operands_are_not_allowed(line: str) -> None:
     # Red team 21 (CRITICAL): `BASH_CMDS[ls]=/usr/bin/rm; ls -rf ~`, PS4 set by printf -v or read then `set -x`,
     # `[[ 'a[$(cmd)]' -eq 1 ]]` (a quoted operand evaluated as arithmetic runs the subscript's $(…)).
@@ -898,19 +879,19 @@ def test_attack_bash_cmds_prompt_values_and_quoted_arithmetic_operands_are_not_a
     assert _READ_ONLY_AT_HOME.decide(line).action == "deny", (line, _READ_ONLY_AT_HOME.decide(line))
 
 
-@pytest.mark.parametrize("line", _red_team_21("sed_scripts_by_any_spelling"))
+@pytest.mark.parametrize("line", _corpus("red_team_21.json", "sed_scripts_by_any_spelling"))
 def test_attack_a_sed_script_attached_or_given_by_an_abbreviated_option_is_read(line: str) -> None:
     # Red team 21 (CRITICAL): `sed -ne'1e cmd' f`, `sed --e='1w ~/.bashrc' f` went unread.
     assert _AT_HOME.decide(line).action == "deny", (line, _AT_HOME.decide(line))
 
 
-@pytest.mark.parametrize("line", _red_team_21("every_process_or_a_shell_on_this_machine"))
+@pytest.mark.parametrize("line", _corpus("red_team_21.json", "every_process_or_a_shell_on_this_machine"))
 def test_attack_kill_spellings_of_every_process_and_ssh_fed_a_script_are_judged(line: str) -> None:
     # Red team 21: `kill -9 -01`, `pkill -r S`/`-O 1`/`-g 0`/`-f /`, `ssh localhost <<< 'rm -rf ~'`.
     assert _AT_HOME.decide(line).action == "deny", (line, _AT_HOME.decide(line))
 
 
-@pytest.mark.parametrize("line", _red_team_21("everyday_copies_archives_and_traces"))
+@pytest.mark.parametrize("line", _corpus("red_team_21.json", "everyday_copies_archives_and_traces"))
 def test_everyday_copies_into_the_project_archives_of_home_files_and_trace_prompts_are_allowed(line: str) -> None:
     assert _ON_A_COPY_AT_HOME.decide(line).action == "allow", (line, _ON_A_COPY_AT_HOME.decide(line))
 
@@ -925,7 +906,7 @@ def test_with_the_home_allowed_start_up_files_are_judged_by_place_and_other_home
     assert [line for line in lines["denied"] if engine.decide(line).action != "deny"] == []
 
 
-@pytest.mark.parametrize("line", _red_team_12("another_users_home"))
+@pytest.mark.parametrize("line", _corpus("red_team_12_rest.json", "another_users_home"))
 def test_attack_rsync_delete_into_another_users_home_is_asked(line: str) -> None:
     # Red team 12 F5/F14: `~root/`, `~alice/x` name another user's home: outside the allowed directories.
     assert DEFAULT.decide(line).rule == "rsync-delete-outside", (line, DEFAULT.decide(line))
