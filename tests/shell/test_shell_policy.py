@@ -896,6 +896,15 @@ def test_everyday_copies_into_the_project_archives_of_home_files_and_trace_promp
     assert _ON_A_COPY_AT_HOME.decide(line).action == "allow", (line, _ON_A_COPY_AT_HOME.decide(line))
 
 
+@pytest.mark.parametrize("line", _corpus("red_team_21.json", "awk_writers_and_other_directories"))
+def test_attack_awk_hiding_a_write_in_a_string_other_writers_and_other_directories_are_refused(line: str) -> None:
+    # Red team 21: awk's `|&` and a `;` inside a string hiding `print > ~/.bashrc`; scp, dos2unix, touch, zstd -o,
+    # pip --log, ~/.curlrc; cmake -E chdir, find -execdir, unshare/nsenter --wd, uv run --directory ran a command
+    # in another directory whose relative writes were taken for the project's.
+    assert _AT_HOME.decide(line).action == "deny", (line, _AT_HOME.decide(line))
+    assert _READ_ONLY_AT_HOME.decide(line).action == "deny", (line, _READ_ONLY_AT_HOME.decide(line))
+
+
 def test_with_the_home_allowed_start_up_files_are_judged_by_place_and_other_home_paths_are_the_projects() -> None:
     # The full suite's box tests (the home as the project): `mv ~/.config ~/c2` was taken for a tree made over a
     # start-up directory (`~/c2/.config` by name); by place, ~/.ssh, ~/.bashrc and ~/.config stay the shell's.

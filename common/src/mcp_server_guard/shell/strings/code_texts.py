@@ -197,17 +197,35 @@ def sed_runs(script: str) -> Inner:
 
 
 _AWK_STRING = r'"((?:\\.|[^"\\])*)"'
-_AWK_LITERAL_RUN = re.compile(rf"\bsystem\s*\(\s*{_AWK_STRING}\s*\)|{_AWK_STRING}\s*\|\s*getline|\|&?\s*{_AWK_STRING}")
-_AWK_ANY_RUN = re.compile(r"\bsystem\s*\(|\|\s*getline|\bprintf?\b[^;}]*\|")
+_AWK_LITERAL_RUN = re.compile(
+    rf"\bsystem\s*\(\s*{_AWK_STRING}\s*\)|{_AWK_STRING}\s*\|&?\s*getline|\|&?\s*{_AWK_STRING}"
+)
+# (on the program with its strings emptied: a `;` or `}` inside one hides nothing — red team 21)
+_AWK_ANY_RUN = re.compile(r"\bsystem\s*\(|\|&?\s*getline|\bprintf?\b[^;}]*\|")
+_AWK_WRITE = re.compile(r"\bprintf?\b[^;}]*?>>?\s*(\"\"|\S)")
+_AWK_TARGET = re.compile(rf">>?\s*{_AWK_STRING}")  # (a comparison with a string is taken for one too: harmless)
+
+
+def _awk_blanked(program: str) -> str:
+    """``program`` with every string literal emptied (``"a;b"`` is ``""``)."""
+    return re.sub(_AWK_STRING, '""', program)
 
 
 def awk_runs(program: str) -> Inner:
-    """awk's system("…"), "…" | getline and print | "…" run a shell command line."""
+    """awk's system("…"), "…" | getline and print | "…" (and gawk's ``|&`` coprocess) run a shell command line."""
     texts = [next(g for g in found.groups() if g is not None) for found in _AWK_LITERAL_RUN.finditer(program)]
-    rest = _AWK_LITERAL_RUN.sub("", program)
+    rest = _awk_blanked(_AWK_LITERAL_RUN.sub("", program))
     if _AWK_ANY_RUN.search(rest):
         return DYNAMIC  # built from values at run time
     return "\n".join(t.replace('\\"', '"') for t in texts) if texts else None
+
+
+def awk_writes(program: str) -> tuple[bool, list[str]]:
+    """Whether an awk program writes a file (``print > f``, ``printf >> f``; strings emptied first) or runs a
+    command, and the files it names literally as such targets."""
+    blanked = _awk_blanked(program)
+    runs = _AWK_ANY_RUN.search(blanked) is not None or _AWK_LITERAL_RUN.search(program) is not None
+    return runs or _AWK_WRITE.search(blanked) is not None, [m.group(1) for m in _AWK_TARGET.finditer(program)]
 
 
 def literal_commands(code: str) -> list[Inner]:

@@ -26,7 +26,7 @@ from mcp_server_guard.shell.strings.assignments import (
     pip_words,
     with_option_variables,
 )
-from mcp_server_guard.shell.strings.code_texts import sed_write_targets, sed_writes
+from mcp_server_guard.shell.strings.code_texts import awk_writes, sed_write_targets, sed_writes
 from mcp_server_guard.shell.strings.commands import Command, Finding, Parsed, Redirect, Word
 from mcp_server_guard.shell.strings.feeds import (
     FETCHES,
@@ -42,7 +42,7 @@ from mcp_server_guard.shell.strings.matching import RUN_TIME_ARG, kills_everythi
 from mcp_server_guard.shell.strings.parsing import MAX_COMMANDS, TooComplex, parse
 from mcp_server_guard.shell.strings.places import changed_dir, places
 from mcp_server_guard.shell.strings.places import outside as is_outside
-from mcp_server_guard.shell.strings.run_options import NETWORK_FED, option_commands, sed_scripts
+from mcp_server_guard.shell.strings.run_options import NETWORK_FED, awk_programs, option_commands, sed_scripts
 from mcp_server_guard.shell.strings.runners import (
     INTERPRETERS,
     SHELLS,
@@ -365,6 +365,13 @@ class Expander:
         self.record(destination_findings(program, argv, self.where, self.moved))
         if kills_everything(program, argv):
             self.finding("kill-everything", f"{program}'s pattern matches nearly every process")
+        if program in ("awk", "gawk", "mawk", "nawk"):
+            for text in awk_programs(rest):
+                writes, targets = awk_writes(text)
+                if writes:  # (a fact; the read-only list refuses it: red team 21, a `;` in a string hid the write)
+                    self.finding("script-writes", "awk's program writes a file or runs a command")
+                if any(system_target(target, self.where) for target in targets):
+                    self.finding("system-write", "awk writes a file of the system or the shell")
         if program == "sed":
             scripts = sed_scripts(rest)
             if any(sed_writes(script) for script in scripts):

@@ -23,6 +23,12 @@ _SYSTEM_TOPS = [["", top] for top in ("etc", "usr", "var", "home", "root", "boot
                                       "srv", "mnt", "media", "sys", "proc", "dev")]  # fmt: skip
 
 
+# Programs and their options that run a command in another directory.
+_RUN_IN: dict[str | None, tuple[str, ...]] = {
+    "unshare": ("--wd", "-w"), "nsenter": ("--wd", "-w"), "uv": ("--directory",), "find": (),
+}  # fmt: skip
+
+
 def plainly_outside(directory: str) -> bool:
     """Home, /, .., -, the system's own directories: places no project is."""
     path = normalize_path(directory)
@@ -88,6 +94,16 @@ def places(
             cwd = changed_dir(cwd, stacked, head, [w.value for w in words[1:]], home)
             unknown = unknown or cwd is None
             found += [cwd] if cwd else []
+        elif head in _RUN_IN or (head == "cmake" and [w.value for w in words[1:3]] == ["-E", "chdir"]):
+            # Programs that run their command in a directory they are given (red team 21): a place for it.
+            if head == "find" and any(w.value in ("-execdir", "-okdir") for w in words):
+                unknown = True  # each found file's directory
+                continue
+            given = [words[3].value] if head == "cmake" and len(words) > 3 else all_values(words[1:], _RUN_IN[head])
+            for value in given:
+                there = changed_dir(cwd, [], "cd", [value if isinstance(value, str) else None], home)
+                unknown = unknown or there is None
+                found += [there] if there else []
         elif head == "env":
             for value in all_values(words[1:], ("-C", "--chdir")):
                 there = changed_dir(cwd, [], "cd", [value if isinstance(value, str) else None], home)

@@ -101,7 +101,7 @@ def option_commands(program: str, rest: list[Word]) -> list[Inner]:
                 body = body.split(",")[0]
                 out.append(body if kind.lower() == "system" else _split(body))
     elif program in ("awk", "gawk", "mawk", "nawk"):
-        out += [awk_runs(text) for text in _awk_programs(rest)]
+        out += [awk_runs(text) for text in awk_programs(rest)]
     elif program in (
         "python",
         "python3",
@@ -188,7 +188,8 @@ def sed_scripts(words: Sequence[Word]) -> list[str]:
     return scripts
 
 
-def _awk_programs(words: Sequence[Word]) -> list[str]:
+def awk_programs(words: Sequence[Word]) -> list[str]:
+    """The program texts an awk command line gives (its first operand, after its options)."""
     programs: list[str] = []
     skip_next = False
     for word in words:

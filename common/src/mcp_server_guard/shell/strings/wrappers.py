@@ -375,6 +375,8 @@ def _unwrap_given(program: str, rest: list[Word]) -> Inner:
         # `sg GROUP 'cmd'`: without -c its command is the operand after the group, run by /bin/sh (red team 20 F1).
         operands = [w for w in rest if not (w.value or "").startswith("-")]
         return joined(operands[1:]) if len(operands) > 1 else None
+    if program == "cmake" and len(rest) > 3 and [w.value for w in rest[:2]] == ["-E", "chdir"]:
+        return [rest[3:]]  # cmake -E chdir DIR CMD … (red team 21)
     if program == "sops" and len(rest) > 2 and rest[0].value in ("exec-env", "exec-file"):
         start = 1 + skip_options(rest[1:])
         return joined(rest[start + 1 :])  # sops exec-env FILE 'cmd': a command line for a shell

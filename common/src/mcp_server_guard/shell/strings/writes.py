@@ -38,6 +38,10 @@ SYSTEM_FILES = (
     # what a session, a terminal multiplexer, an editor or the user's service manager runs (red team 20 F7)
     "~/.tmux.conf", "~/.config/tmux/**", "~/.cargo/env", "~/.local/share/applications/**",
     "~/.local/share/systemd/**", "~/.config/Code/User/**", "~/.config/uv/**", "~/.config/direnv/**",
+    # configurations that name programs to run (red team 21)
+    "~/.cargo/config", "~/.cargo/config.toml", "~/.curlrc", "~/.wgetrc", "~/.lesskey", "~/.config/lesskey",
+    "~/.gnupg/gpg-agent.conf", "~/.gnupg/gpg.conf", "~/.mailcap", "~/.config/mimeapps.list", "~/.npmrc",
+    "~/.config/containers/**", "~/.docker/config.json",
 )  # fmt: skip
 # What a shell, a session or a desktop runs at start-up, by name (wherever a home directory is).
 STARTUP_NAMES = frozenset(
@@ -163,6 +167,15 @@ _WRITERS: dict[str, _Writes] = {
                                        "prefix", "z", "suffix", "F", "fuzz", "D", "ifdef"}), into_home=True),
     "dpkg-deb": _Writes((), "last", values=frozenset({"Z", "z", "S"}), into_home=True),
     "ex": _Writes((), "all", values=frozenset({"c", "S", "s", "u", "T", "i", "w", "W"})),
+    # (red team 21)
+    "scp": _Writes(("t",), "last", values=frozenset({"c", "D", "F", "i", "J", "l", "o", "P", "S", "X"})),
+    "dos2unix": _Writes(("n", "newfile"), "all"),
+    "unix2dos": _Writes(("n", "newfile"), "all"),
+    "touch": _Writes((), "all", values=frozenset({"d", "date", "r", "reference", "t"})),
+    "zstd": _Writes(("o",), values=frozenset({"o", "D", "T", "B"})),
+    "journalctl": _Writes(("cursor-file", "output-fields"), values=frozenset({"cursor-file"})),
+    "pip": _Writes(("log", "log-file"), values=frozenset({"log", "log-file"})),
+    "pip3": _Writes(("log", "log-file"), values=frozenset({"log", "log-file"})),
 }  # fmt: skip
 _WRITERS["vim"] = _WRITERS["nvim"] = _WRITERS["vi"] = _WRITERS["ex"]
 
