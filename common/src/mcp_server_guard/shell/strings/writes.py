@@ -311,6 +311,11 @@ def _extract_destinations(program: str, argv: list[str]) -> list[str] | None:
         return parsed.positionals[-1:] if extracting and len(parsed.positionals) >= 2 else []
     if re.fullmatch(r"python[\d.]*", program) and len(args) >= 4 and args[:2] in (["-m", "zipfile"], ["-m", "tarfile"]):
         return args[-1:] if any(a in ("-e", "--extract") for a in args[2:]) else []
+    # A virtual environment made over a directory (its bin/ on PATH: `uv venv ~/.local`, red team 21)
+    if re.fullmatch(r"python[\d.]*", program) and args[:2] == ["-m", "venv"]:
+        return [a for a in args[2:] if not a.startswith("-")][-1:]
+    if (program == "uv" and args[:1] == ["venv"]) or program == "virtualenv":
+        return [a for a in (args[1:] if program == "uv" else args) if not a.startswith("-")][-1:]
     return None
 
 
