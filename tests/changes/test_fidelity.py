@@ -22,11 +22,8 @@ import anyio.to_thread
 import pytest
 from mcp.types import ElicitRequestParams, ElicitResult
 
-from mcp_server_guard.audit import new_audit_id
-from mcp_server_guard.changes import Applier, UndoConflict
-from mcp_server_guard.files.history import HistoryError, HistoryStore
-from mcp_server_guard.paths import state_dir
 from support import serve
+from support.boxed import undo
 from support.fidelity import (
     as_command,
     differences,
@@ -111,21 +108,6 @@ async def yes(_ctx: Any, params: ElicitRequestParams) -> ElicitResult:
     """A person who says yes to every question (a script's changes are asked about like anyone's)."""
     props = dict(params.requested_schema.get("properties", {}))  # type: ignore[union-attr]
     return ElicitResult(action="accept", content={k: True for k, p in props.items() if p.get("type") == "boolean"})
-
-
-def undo(audit_id: str) -> tuple[str, str]:
-    """``mcp-guard undo`` of a call, in this process (the library it runs; the console script's own behaviour is
-    tested in tests/admin): the undo's own audit id, or "" and why not."""
-    store = HistoryStore(state_dir() / "history", 1 << 40, 1 << 30)
-    roots = [str(r) for r in store.calls.read(audit_id).get("roots", [])]
-    undo_id = new_audit_id()
-    try:
-        outcome = Applier(store).undo(audit_id, undo_id, roots)
-    except (UndoConflict, HistoryError) as exc:
-        return "", f"{type(exc).__name__}: {exc}"
-    if outcome.conflicts:
-        return "", "not undone: " + "; ".join(f"{c.path}: {c.what}" for c in outcome.conflicts)
-    return undo_id, ""
 
 
 def undo_problems(audit_id: str, root: Path, before: Any, after: Any) -> list[str]:

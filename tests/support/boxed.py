@@ -61,15 +61,18 @@ def undo(audit_id: str, *, force: bool = False) -> tuple[str, str]:
     """``mcp-guard undo`` of a call, in this process (the library the console script runs): the undo's own audit
     id, or "" and why not."""
     store = HistoryStore(state_dir() / "history", 1 << 40, 1 << 30)
-    roots = [str(r) for r in store.calls.read(audit_id).get("roots", [])]
-    undo_id = new_audit_id()
     try:
-        outcome = Applier(store).undo(audit_id, undo_id, roots, force=force)
-    except (UndoConflict, HistoryError) as exc:
-        return "", f"{type(exc).__name__}: {exc}"
-    if outcome.conflicts:
-        return "", "not undone: " + "; ".join(f"{c.path}: {c.what}" for c in outcome.conflicts)
-    return undo_id, ""
+        roots = [str(r) for r in store.calls.read(audit_id).get("roots", [])]
+        undo_id = new_audit_id()
+        try:
+            outcome = Applier(store).undo(audit_id, undo_id, roots, force=force)
+        except (UndoConflict, HistoryError) as exc:
+            return "", f"{type(exc).__name__}: {exc}"
+        if outcome.conflicts:
+            return "", "not undone: " + "; ".join(f"{c.path}: {c.what}" for c in outcome.conflicts)
+        return undo_id, ""
+    finally:
+        store.close()  # its lock of the history's owners (one per store, for the process's life): not leaked per undo
 
 
 def snap(root: Path) -> dict[str, tuple[Any, ...]]:
