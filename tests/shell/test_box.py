@@ -439,7 +439,10 @@ async def test_dev_shm_and_tmp_writes_stay_private_to_the_call(workspace: Path) 
 
 async def test_the_root_file_system_is_read_only_and_the_jail_writable(workspace: Path) -> None:
     async with box(workspace) as client:
-        out = await sh(client, "touch /etc/mcp-guard-x /usr/mcp-guard-x 2>&1; echo ok > inside.txt; cat inside.txt")
+        # (paths the string layer cannot read, which refuses `touch /etc/…` itself: the box is what is tested here)
+        line = 'touch "$(printf %s /etc)/mcp-guard-x" "$(printf %s /usr)/mcp-guard-x" 2>&1; '
+        line += "echo ok > inside.txt; cat inside.txt"
+        out = await sh(client, line)
     assert out["stdout"].count("Read-only file system") == 2
     assert (workspace / "inside.txt").read_text() == "ok\n"
     assert not Path("/etc/mcp-guard-x").exists()
