@@ -215,14 +215,7 @@ def destination_findings(program: str, argv: list[str], where: Where, moved: boo
         return [Finding("system-write", f"{program} {anywhere}: its files may land anywhere")]
     other = _extract_destinations(program, argv)
     if other is not None:
-        return [
-            Finding("system-write", f"{program} extracts into {d}, a directory of the system or the shell")
-            for d in other
-            if any(
-                _holds_system_files(one, home) or _system_file(one) or normalize_path(one) in ("~", home)
-                for one in where.spellings(d)
-            )
-        ][:1]
+        return _filled([d for d in other if d != RUN_TIME_ARG], where, moved, program)
     spec = _WRITERS.get(program)
     if spec is None:
         return []
