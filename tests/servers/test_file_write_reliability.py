@@ -44,7 +44,8 @@ needs_unshare = pytest.mark.skipif(not _can_unshare(), reason="unprivileged user
 
 
 def call(raw: RawClient, id_: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    message = raw.request(id_, "tools/call", {"name": tool, "arguments": arguments})
+    # A bound, not a pace: a server starting beside one frozen mid-write waits for what the frozen one holds.
+    message = raw.request(id_, "tools/call", {"name": tool, "arguments": arguments}, timeout=60)
     assert "result" in message, f"not a tool result: {message}"
     return dict(message["result"])
 

@@ -183,15 +183,18 @@ def test_a_state_directory_inside_a_root_still_gets_a_computed_handshake_and_no_
     assert not list((isolated_home / ".local" / "state" / "mcp-guard" / "front").glob("*.json"))
 
 
-@pytest.mark.parametrize("script", ["mcp-server-file-read", "mcp-server-file-write"])
+@pytest.mark.parametrize("script", ["mcp-server-file-read", "mcp-server-file-write", "mcp-server-shell-exec"])
 def test_a_session_the_front_answers_whole_never_loads_the_sdk(
     script: str, workspace: Path, isolated_home: Path, tmp_path: Path
 ) -> None:
-    # Issue 44: what a call does not need is not loaded (an idle file server holds half the memory without it).
+    # Issue 44: what a call does not need is not loaded (an idle file server holds half the memory without it;
+    # shell_exec's calls run on its event loop from the start, its box included).
     (workspace / "hello.txt").write_text("hi\n", encoding="utf-8")
-    name, arguments = (
-        ("file_read", {"path": "hello.txt"}) if "read" in script else ("file_write", {"path": "n.txt", "content": "n"})
-    )
+    name, arguments = {
+        "mcp-server-file-read": ("file_read", {"path": "hello.txt"}),
+        "mcp-server-file-write": ("file_write", {"path": "n.txt", "content": "n"}),
+        "mcp-server-shell-exec": ("shell_exec", {"command": "printf n > n.txt"}),
+    }[script]
     call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
     stderr = tmp_path / "alone.log"
     answers = _first_start(script, workspace, stderr, [], (call,))

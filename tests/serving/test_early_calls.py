@@ -24,6 +24,7 @@ import pytest
 
 from mcp_server_guard.serving import front
 from mcp_server_guard.serving import tools as serving_tools
+from mcp_server_guard.serving.asking import NoSession
 from mcp_server_guard.serving.server import GuardedServer
 from mcp_server_guard.serving.tools import Tools, early_call
 from support import RawClient, console_script
@@ -112,7 +113,7 @@ def test_an_early_call_answers_as_the_sdks_way_does_for_every_argument_shape(
     server = GuardedServer.serving(_tools(tool, sdk_root))
 
     async def both(arguments: dict[str, Any]) -> tuple[str, str]:
-        early = await early_call(early_tools, tool, dict(arguments), "early-test/1")
+        early = await early_call(early_tools, tool, dict(arguments), "early-test/1", NoSession())
         sdk = await server.call_tool(tool, dict(arguments), actor="early-test/1", direct=True)
         wire = sdk.model_dump(mode="json", by_alias=True, exclude_none=True)
         wire.pop("resultType", None)  # a 2026-07-28 field: the 2025-era wire (the front's only one) never has it

@@ -336,6 +336,8 @@ def test_a_served_session_loads_neither_rich_nor_the_web_transports(
         result = client.request(2, "tools/call", call)["result"]
         assert not result.get("isError"), result
         assert "hello" in json.dumps(result)
+        # A line only the SDK answers (the front may have answered the rest of a 2025-era session alone).
+        assert client.request(3, "resources/list")["result"]["resources"] == []
         assert client.proc.stdin is not None
         client.proc.stdin.close()
         client.read_to_eof(timeout=30)

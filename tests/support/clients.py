@@ -232,12 +232,14 @@ class RawClient:
             if "method" not in message and message.get("id") == id_:
                 return seen
 
-    def request(self, id_: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    def request(
+        self, id_: int, method: str, params: dict[str, Any] | None = None, timeout: float = 10.0
+    ) -> dict[str, Any]:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "method": method}
         if (enveloped := self.envelope(params)) is not None:
             message["params"] = enveloped
         self.send(message)
-        return self.until(id_)[-1]
+        return self.until(id_, timeout)[-1]
 
     def initialize(self) -> None:
         """Open the session: the initialize handshake (2025-11-25 era), or server/discover (2026-07-28 era)."""

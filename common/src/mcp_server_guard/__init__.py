@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from mcp_server_guard.policy import NetworkRules, Policy, PolicyError, load_policy
     from mcp_server_guard.protected import protection_for
     from mcp_server_guard.serving.config import ServerConfig
-    from mcp_server_guard.serving.server import GuardedServer, register_tool
+    from mcp_server_guard.serving.server import GuardedServer
     from mcp_server_guard.serving.tools import ToolInput, ToolOutput
 
 # Exported names resolve on first use: importing the package (the in-box supervisor does, with no
@@ -69,7 +69,6 @@ _EXPORTS = {
     "ToolOutput": "serving.tools",
     "load_policy": "policy",
     "note": "audit",
-    "register_tool": "serving.server",
     "within": "paths",
     "within_any": "paths",
 }
@@ -104,7 +103,6 @@ __all__ = [
     "printable",
     "protection_for",
     "recorded_digest",
-    "register_tool",
     "state_dir",
     "within",
     "within_any",

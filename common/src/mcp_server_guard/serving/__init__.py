@@ -25,7 +25,7 @@ if TYPE_CHECKING:
         state_in_use,
         usage_error,
     )
-    from mcp_server_guard.serving.server import ClientRoots, GuardedServer, register_tool
+    from mcp_server_guard.serving.server import ClientRoots, GuardedServer
     from mcp_server_guard.serving.stdio import MAX_MESSAGE_BYTES, serve_stdio
     from mcp_server_guard.serving.tools import ToolInput, ToolOutput, Tools, ToolSpec, command_target
 
@@ -43,7 +43,6 @@ _EXPORTS = {
     "Tools": "tools",
     "ToolSpec": "tools",
     "build_config": "launch",
-    "register_tool": "server",
     "resolve_history_dir": "launch",
     "state_hidden": "launch",
     "state_in_use": "launch",
@@ -67,7 +66,6 @@ __all__ = [
     "Tools",
     "build_config",
     "command_target",
-    "register_tool",
     "resolve_history_dir",
     "run_app",
     "run_console",

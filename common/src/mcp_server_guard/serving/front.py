@@ -30,6 +30,7 @@ server can reach (``protected``): a command cannot plant a tool description.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import importlib
 import json
@@ -51,6 +52,9 @@ from mcp_server_guard.serving.front_records import record_key, request_key, stat
 from mcp_server_guard.serving.front_records import records_path as _records_path
 
 if TYPE_CHECKING:
+    import asyncio
+
+    from mcp_server_guard.serving.front_session import Outbox
     from mcp_server_guard.serving.tools import Tools
 
 log = logging.getLogger("mcp_server_guard.front")
@@ -115,6 +119,9 @@ class Front:
         self._sdk_wanted = threading.Event()  # a call answered, or the front is done: the SDK may load now
         self._done_r, self._done_w = os.pipe2(os.O_CLOEXEC)  # a call thread is done: its answer to write
         self._pending: dict[Any, Future[dict[str, Any]]] = {}  # id -> the answer of a call under way, in order
+        # With the server's event loop (``take_calls``): every call runs there, and what it sends the client goes
+        # through the outbox (see ``front_session``). Without: each call on a thread and loop of its own.
+        self._outbox: Outbox | None = None
         self._thread = threading.Thread(target=self._run, name="mcp-guard-front", daemon=True)
 
     def start(self) -> Front:
@@ -124,10 +131,23 @@ class Front:
             self._sdk_wanted.set()
         return self
 
-    def take_calls(self, tools: Tools | None) -> None:
-        """The server's tools, built without the SDK (None: this server takes no call before the SDK loads)."""
+    def take_calls(self, tools: Tools | None, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """The server's tools, built without the SDK (None: this server takes no call before the SDK loads), and
+        the event loop its calls run on (``Tools.one_loop``; None: each on a thread of its own)."""
+        if loop is not None:
+            from mcp_server_guard.serving.front_session import Outbox  # noqa: PLC0415 - pydantic, loaded by now
+
+            self._outbox = Outbox(loop, self._wake_writer)
         self._tools = tools
         self._tools_known.set()
+
+    def _wake_writer(self) -> None:
+        with contextlib.suppress(OSError):  # (after the hand-over the pipe's reader is gone: nothing to wake)
+            os.write(self._done_w, b"x")
+
+    @property
+    def outbox(self) -> Outbox | None:
+        return self._outbox
 
     def wait_for_sdk(self) -> None:
         """Wait until the SDK is needed: the front is done (a line it does not answer, or the session's end). A
@@ -157,8 +177,17 @@ class Front:
         except (OSError, _ClientGone, _HandingOver):
             self._answering = False
         finally:
-            if self._got.eof:  # stdin ended: no transport will take over; the calls under way are answered here
-                with contextlib.suppress(OSError, _ClientGone, _HandingOver, TimeoutError):
+            if self._got.eof and self._outbox is not None:
+                # The client is gone: the calls under way on the server's loop stop (their handlers kill what they
+                # started) and nothing more is written — as the real transport ends its calls at stdin's end.
+                with self._out_lock:
+                    self._shut = True
+                    for future in self._pending.values():
+                        future.cancel()
+            elif self._got.eof:  # stdin ended: no transport will take over; the calls under way are answered here
+                with contextlib.suppress(
+                    OSError, _ClientGone, _HandingOver, TimeoutError, concurrent.futures.CancelledError
+                ):
                     ends = time.monotonic() + _EOF_GRACE_S  # as the real transport's exit watchdog bounds it
                     for future in list(self._pending.values()):
                         future.exception(max(0.0, ends - time.monotonic()))
@@ -213,11 +242,20 @@ class Front:
             return False
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or _deeper_than(message, _DEPTH):
             return False
+        outbox = self._outbox
+        if "method" not in message and outbox is not None and outbox.asks(message.get("id")):
+            # The client's answer to a question of a call under way (``front_session``).
+            if set(message) <= {"jsonrpc", "id", "result", "error"} and ("result" in message) != ("error" in message):
+                outbox.deliver(message["id"], message.get("result"), message.get("error"))
+                return True
+            return False
         if not set(message) <= {"jsonrpc", "id", "method", "params"}:
             return False
         method, rid, params = message.get("method"), message.get("id"), message.get("params", {})
         if not isinstance(params, dict) or (method == "ping" and params):
             return False
+        if method == "notifications/cancelled" and "id" not in message:
+            return self._cancel(params.get("requestId"))
         if method == "notifications/initialized" and "id" not in message and self._handshake:
             if not self._initialized:
                 self._initialized = True
@@ -248,11 +286,24 @@ class Front:
         self._write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode() + b"\n")
         return True
 
+    def _cancel(self, rid: Any) -> bool:
+        """A cancel of a call under way on the server's loop: it stops (and is never answered). False for any other
+        (the real server's to see)."""
+        future = self._pending.get(rid) if self._outbox is not None and isinstance(rid, str | int) else None
+        if future is None:
+            return False
+        future.cancel()
+        return True
+
     def _write_done(self) -> None:
-        """Write the answers of the calls that are done, as they are done."""
+        """Write what the calls under way sent (progress, questions), then the answers of those that are done."""
         with self._out_lock:  # a stop signal answers the others, never one that is written here
+            if self._outbox is not None and (sent := self._outbox.take()):
+                self._write(sent)
             for rid, future in list(self._pending.items()):
-                if future.done() and not self._shut:
+                if future.cancelled():
+                    del self._pending[rid]  # cancelled by the client: never answered
+                elif future.done() and not self._shut:
                     del self._pending[rid]
                     answer: dict[str, Any] = {"jsonrpc": "2.0", "id": rid}
                     if future.exception() is None:
@@ -324,17 +375,28 @@ class Front:
         if not isinstance(meta, dict) or not set(meta) <= {"progressToken"}:
             return False
         self._tools_known.wait(_TOOLS_WAIT_S)  # the main thread is building them
-        tools = self._tools
-        if tools is None or name not in tools.specs:
-            return False
+        tools, outbox = self._tools, self._outbox
+        if tools is None or name not in tools.specs or (tools.specs[name].gate is not None and outbox is None):
+            return False  # (a tool that asks first runs on the server's loop only)
         ready, _, _ = select.select([self._in], [], [], 0)
         if ready and not self._pull():
             return False  # the client is gone: nothing is run for it
         if b"notifications/cancelled" in self._buffer:
             return False
+        actor = client_name(self._client.get("clientInfo"))
+        if outbox is not None:
+            import asyncio  # noqa: PLC0415 - loaded by the loop that runs the calls
+
+            from mcp_server_guard.serving.front_session import FrontSession  # noqa: PLC0415
+            from mcp_server_guard.serving.tools import early_call  # noqa: PLC0415
+
+            session = FrontSession(outbox, self._client, meta.get("progressToken"))
+            on_loop = asyncio.run_coroutine_threadsafe(early_call(tools, name, arguments, actor, session), outbox.loop)
+            self._pending[rid] = on_loop
+            on_loop.add_done_callback(lambda _: self._wake_writer())
+            return True
         future: Future[dict[str, Any]] = Future()
         self._pending[rid] = future
-        actor = client_name(self._client.get("clientInfo"))
         threading.Thread(target=self._run_call, args=(future, tools, name, arguments, actor), daemon=True).start()
         return True
 
@@ -342,10 +404,11 @@ class Front:
         """One call, on its own thread and event loop, as ``tools.early_call`` answers it."""
         import asyncio  # noqa: PLC0415 - not before a call needs it (a tenth of the first answer's time)
 
+        from mcp_server_guard.serving.asking import NoSession  # noqa: PLC0415
         from mcp_server_guard.serving.tools import early_call  # noqa: PLC0415
 
         try:
-            future.set_result(asyncio.run(early_call(tools, name, arguments, actor)))
+            future.set_result(asyncio.run(early_call(tools, name, arguments, actor, NoSession())))
             log.debug("tools/call of %s answered before the SDK loaded", name)
         except Exception as exc:  # noqa: BLE001 - every request gets an answer: the transport says it failed
             future.set_exception(exc)
@@ -360,6 +423,8 @@ class Front:
             os.write(self._wake_w, b"x")
             self._thread.join()
         self._got.pending = list(self._pending.items())
+        if self._outbox is not None:
+            self._got.unwritten += self._outbox.handed_over()
         for fd in (self._wake_r, self._wake_w, self._done_r):
             os.close(fd)
         return self._got
@@ -450,6 +515,29 @@ def early_calls(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return front.served_whole()
+
+
+async def early_calls_on_loop(tools: Tools) -> bool:
+    """``early_calls`` for a server whose calls hold state on its event loop (``Tools.one_loop``: the box and the
+    background jobs of shell_exec): the front hands each call it takes to the running loop, which serves them from
+    the start and, once the SDK is needed, serves the real transport too. Waits for that without holding the loop;
+    True when the front served the whole session."""
+    import asyncio  # noqa: PLC0415 - running already
+
+    import anyio.to_thread  # noqa: PLC0415 - not before the loop runs (the front's start stays light)
+
+    front = _running
+    if front is None:
+        return False
+    front.take_calls(tools, asyncio.get_running_loop())
+    await anyio.to_thread.run_sync(front.wait_for_sdk, abandon_on_cancel=True)
+    return await anyio.to_thread.run_sync(front.served_whole, abandon_on_cancel=True)
+
+
+def shutdown_front(message: str) -> None:
+    """A stop signal while the front serves: the calls under way are answered ``message`` (``Front.shutdown``)."""
+    if _running is not None:
+        _running.shutdown(message)
 
 
 def take_front() -> tuple[Front | None, HandOver | None]:

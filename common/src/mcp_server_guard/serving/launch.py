@@ -14,13 +14,14 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Protocol
 
 import anyio
+import anyio.to_thread
 import typer
 
 from mcp_server_guard import registry
@@ -30,7 +31,7 @@ from mcp_server_guard.paths import printable, private_dirs, real_within_any, wit
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.serving import deadline
 from mcp_server_guard.serving.config import Mode, ServerConfig
-from mcp_server_guard.serving.front import early_calls
+from mcp_server_guard.serving.front import early_calls, early_calls_on_loop, shutdown_front
 from mcp_server_guard.serving.sdk import import_sdk
 from mcp_server_guard.serving.tools import Tools
 
@@ -327,28 +328,71 @@ def message_limit(server: GuardedServer) -> int:
 def serve(server: GuardedServer) -> None:
     """Run over stdio until the client closes stdin (exit 0) or SIGTERM/SIGHUP (pending calls answered with an
     error, exit 128+N); either way kill whatever commands still run."""
-    from mcp_server_guard.serving.stdio import serve_stdio  # noqa: PLC0415 - the SDK, only to serve
 
-    terminate = partial(_terminate, server.tools)
+    async def ready() -> GuardedServer:
+        return server
+
+    _serve(server.tools, ready)
+
+
+def _serve(
+    tools: Tools, make: Callable[[], Awaitable[GuardedServer | None]], on_stop: Callable[[str], None] | None = None
+) -> None:
+    """``serve`` the server ``make()`` gives on the loop it runs on (None: the session is over already);
+    ``on_stop(message)`` first at a stop signal meanwhile."""
+
+    def terminate(signum: int, frame: object) -> None:
+        if on_stop is not None:
+            on_stop(f"Server shutting down ({signal.Signals(signum).name})")
+        _terminate(tools, signum, frame)
+
     for sig in STOP_SIGNALS:
         signal.signal(sig, terminate)
     # Once the session ends (EOF, a stop signal), the process ends within seconds, whatever a call is doing.
-    deadline.watch(partial(_release, server.tools, deadline.CLEANUP_BOUND_S, kills_only=True))
+    deadline.watch(partial(_release, tools, deadline.CLEANUP_BOUND_S, kills_only=True))
+
+    async def run() -> signal.Signals | None:
+        server = await make()
+        if server is None:
+            return None
+        from mcp_server_guard.serving.stdio import serve_stdio  # noqa: PLC0415 - the SDK, only to serve
+
+        return await serve_stdio(server, stop_signals=STOP_SIGNALS, max_message_bytes=message_limit(server))
+
     stopped_by: signal.Signals | None = None
     try:
-        stopped_by = anyio.run(
-            partial(serve_stdio, server, stop_signals=STOP_SIGNALS, max_message_bytes=message_limit(server))
-        )
+        stopped_by = anyio.run(run)
     except KeyboardInterrupt:
         pass
     finally:
         for sig in STOP_SIGNALS:  # the event loop's handlers are gone with it
             signal.signal(sig, terminate)
-        _release(server.tools)
-        server.jail.close()
-        server.audit.close()
+        _release(tools)
+        tools.jail.close()
+        tools.audit.close()
     if stopped_by is not None:
         raise SystemExit(128 + stopped_by)
+
+
+def _serve_on_one_loop(tools: Tools) -> None:
+    """A server whose calls hold state on the event loop (``Tools.one_loop``): the loop runs from the start and
+    serves the calls the start-up front takes before the SDK has loaded, then the real transport on the same loop
+    once the SDK is needed (``front.early_calls_on_loop``)."""
+
+    async def make() -> GuardedServer | None:
+        if await early_calls_on_loop(tools):
+            deadline.arm(0, "stdin closed")  # the process ends within seconds, whatever a call is doing
+            loaded = "mcp.server" in sys.modules  # (the evidence a test reads)
+            logging.getLogger("mcp_server_guard").debug(
+                "the front answered the whole session; the SDK was %s", "loaded" if loaded else "never loaded"
+            )
+            return None
+        await anyio.to_thread.run_sync(import_sdk)  # the calls under way go on meanwhile
+        from mcp_server_guard.serving.server import GuardedServer  # noqa: PLC0415 - the SDK, only now
+
+        return GuardedServer.serving(tools)
+
+    _serve(tools, make, shutdown_front)
 
 
 def run_app(app: typer.Typer, prog: str, argv: Sequence[str] | None = None) -> NoReturn:
@@ -428,6 +472,9 @@ def server_cli(
                 serve(built)
                 return
             _register(built)
+            if built.one_loop:
+                _serve_on_one_loop(built)
+                return
             if early_calls(built, STOP_SIGNALS, lambda signum: _terminate(built, signum, None)):
                 loaded = "mcp.server" in sys.modules  # (the evidence a test reads)
                 logging.getLogger("mcp_server_guard").debug(

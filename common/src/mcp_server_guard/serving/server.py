@@ -2,7 +2,7 @@
 
 ``GuardedServer`` is an ``MCPServer`` whose every tool call is audited and whose every refusal -
 a ``GuardError`` from a guard, an argument that fails the input model, an unexpected crash -
-reaches the client as one structured ``isError`` result. ``register_tool`` publishes one tool from
+reaches the client as one structured ``isError`` result. ``publish`` publishes one tool (``ToolSpec``) from
 a pydantic input model and a pydantic output model: the schemas the client sees come from them.
 The client's MCP roots narrow the jail before each call (fetched once, refreshed on
 ``notifications/roots/list_changed``).
@@ -20,7 +20,6 @@ import inspect
 import logging
 import math
 import sys
-import typing
 import warnings
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -29,15 +28,17 @@ from urllib.parse import unquote, urlparse
 
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.elicitation import AcceptedElicitation, DeclinedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.resolve import ListRoots, Resolve
+from mcp.server.mcpserver.resolve import Elicit, ListRoots, Resolve
 from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.types import (
     CallToolResult,
     InitializeRequestParams,
     ListRootsResult,
+    ResourceLink,
     TextContent,
     ToolAnnotations,
 )
@@ -45,7 +46,17 @@ from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ValidationError
 
 from mcp_server_guard.audit import AuditRecord
-from mcp_server_guard.errors import ERROR_META_KEY, GuardError, HostError, ParamError, SecurityError
+from mcp_server_guard.errors import ERROR_META_KEY, GuardError, HostError, ParamError
+from mcp_server_guard.serving.asking import (
+    ACCEPT,
+    CANCEL,
+    DECLINE,
+    Answer,
+    Question,
+    Session,
+    answer_invalid,
+    approval_timeout,
+)
 from mcp_server_guard.serving.config import ServerConfig
 from mcp_server_guard.serving.tools import (
     ToolInput,
@@ -55,7 +66,6 @@ from mcp_server_guard.serving.tools import (
     client_name,
     decision_of,
     mode_instructions,
-    path_target,
     server_description,
     validation_refusal,
 )
@@ -119,13 +129,7 @@ def _as_guard_error(exc: ToolError | GuardError, tool: str) -> GuardError:
     if not isinstance(exc, GuardError) and _from_a_question(exc):
         # The SDK asked the client a question (the approval form, the roots) and the client's answer did not fit
         # the form: the client's mistake, not the model's. Blaming the arguments makes a model retry in a loop.
-        return SecurityError(
-            "APPROVAL_ANSWER_INVALID",
-            "The MCP client answered the approval form with content that does not match the form; nothing was run.",
-            "This is a fault of the client application, not of the call: do not retry it with other arguments. "
-            "Tell the user their client's approval dialog did not work (they can approve such commands in a "
-            "policy file instead).",
-        )
+        return answer_invalid()
     cause: BaseException | None = exc
     while cause is not None:
         if isinstance(cause, GuardError):
@@ -192,6 +196,10 @@ class GuardedServer(MCPServer[Any]):
         server = cls(tools.config, tools=tools)
         for spec in list(tools.specs.values()):
             publish(server, spec)
+        for resource in tools.resources:
+            server.resource(
+                resource.template, name=resource.name, description=resource.description, mime_type=resource.mime_type
+            )(resource.read)
         return server
 
     @property
@@ -265,7 +273,7 @@ class GuardedServer(MCPServer[Any]):
     async def _asking_bounded(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None) -> Any:
         """The SDK's call, with what it asks the client before the tool runs (the approval form, the roots)
         bounded by ``question_timeout_seconds``: a client that declares elicitation and never answers would
-        hold the call forever. The bound ends where the tool itself starts (``register_tool``'s wrapper)."""
+        hold the call forever. The bound ends where the tool itself starts (``publish``'s wrapper)."""
         limit = self.config.policy.shell_exec.question_timeout_seconds
         with anyio.CancelScope(deadline=anyio.current_time() + limit) as scope:
             token = _QUESTION_SCOPE.set(scope)
@@ -273,11 +281,7 @@ class GuardedServer(MCPServer[Any]):
                 return await super().call_tool(name, arguments, context)
             finally:
                 _QUESTION_SCOPE.reset(token)
-        raise SecurityError(
-            "APPROVAL_TIMEOUT",
-            f"Nobody answered the approval question within {limit:g} s; nothing was run.",
-            "Ask the user whether they saw the question; call again when they are there to answer it.",
-        )
+        raise approval_timeout(limit)
 
     async def call_tool(
         self,
@@ -340,78 +344,69 @@ def _sign(fn: Callable[..., Any], name: str, input_model: type[BaseModel], extra
 
 
 def _gate_resolver(
-    server: GuardedServer, name: str, input_model: type[InT], gate: Callable[[InT, Context[Any, Any]], Awaitable[Any]]
+    server: GuardedServer, spec: ToolSpec, gate: Callable[[Any, Session], Awaitable[Any]]
 ) -> Callable[..., Awaitable[Any]]:
     """The SDK resolver behind a tool's gate: it takes the call's arguments by name; the gate gets them as the
-    input model (after the client's roots are applied: the gate may check paths)."""
+    input model (after the client's roots are applied: the gate may check paths) and the SDK's session; its
+    ``Question`` becomes the SDK's ``Elicit``."""
 
     async def resolve(**kwargs: Any) -> Any:
         ctx: Context[Any, Any] = kwargs.pop("ctx")
         server.apply_roots(kwargs.pop("client_roots", None))
-        return await gate(input_model.model_construct(**kwargs), ctx)
+        asked = await gate(spec.input_model.model_construct(**kwargs), SdkSession(ctx))
+        return Elicit(asked.message, asked.form) if isinstance(asked, Question) else asked
 
-    _sign(resolve, f"{name}_gate", input_model, {}, typing.get_type_hints(gate)["return"])
+    _sign(resolve, f"{spec.name}_gate", spec.input_model, {}, Elicit[spec.form] | Any)  # type: ignore[name-defined]
     return resolve
 
 
-def register_tool(
-    server: GuardedServer,
-    *,
-    name: str,
-    description: str,
-    annotations: ToolAnnotations | Mapping[str, bool],
-    input_model: type[InT],
-    output_model: type[OutT],
-    handler: Callable[..., Awaitable[OutT]],
-    title: str | None = None,
-    gate: Callable[[InT, Context[Any, Any]], Awaitable[Any]] | None = None,
-    answer: Any = None,
-    action: str = "read",
-    target: Callable[[Mapping[str, Any]], str | None] = path_target,
-    paths: Mapping[str, str] | None = None,
-    implied: Mapping[str, tuple[str, ...]] | None = None,
-) -> None:
-    """Publish ``handler(args, ctx, **resolved)`` as tool ``name`` with schemas taken from the two models.
-
-    ``gate(args, ctx)`` runs before the handler (in every round of a 2026-07-28 call) and returns the question
-    to ask the human (``Elicit``) or a value; the SDK hands the outcome, of type ``answer``, to the handler as its
-    ``answer`` keyword. It never reaches the schema.
-    ``action`` and ``target`` name what the audit record says the call does, and to what; ``paths`` names the
-    path arguments and what they name ("file", "dir", "new"), so a refusal can show the path that was meant.
-    """
-    wire = annotations if isinstance(annotations, Mapping) else annotations.model_dump(by_alias=True, exclude_none=True)
-    spec = ToolSpec(
-        name=name,
-        description=description,
-        annotations=wire,
-        input_model=input_model,
-        output_model=output_model,
-        handler=handler,
-        action=action,
-        target=target,
-        paths=dict(paths) if paths is not None else {"path": "file"},
-        title=title,
-    )
-    publish(server, spec, gate=gate, answer=answer, implied=implied)
+def _answer(outcome: Any) -> Answer:
+    """The SDK's outcome of a gate as the handler takes it."""
+    if isinstance(outcome, AcceptedElicitation):
+        return Answer(ACCEPT, outcome.data)
+    return Answer(DECLINE if isinstance(outcome, DeclinedElicitation) else CANCEL)
 
 
-def publish(
-    server: GuardedServer,
-    spec: ToolSpec,
-    *,
-    gate: Callable[[Any, Context[Any, Any]], Awaitable[Any]] | None = None,
-    answer: Any = None,
-    implied: Mapping[str, tuple[str, ...]] | None = None,
-) -> None:
-    """Publish ``spec`` through the SDK (``register_tool``); a tool without a gate is one the start-up front may
-    also run (``Tools.specs``)."""
+class SdkSession:
+    """``serving.asking.Session`` over the SDK's context of a call."""
+
+    def __init__(self, ctx: Context[Any, Any]) -> None:
+        self._ctx = ctx
+
+    @property
+    def can_elicit(self) -> bool:
+        caps = self._ctx.client_capabilities
+        return caps is not None and caps.elicitation is not None
+
+    @property
+    def can_send_request(self) -> bool:
+        return bool(self._ctx.session.can_send_request)
+
+    @property
+    def wants_progress(self) -> bool:
+        try:
+            meta = self._ctx.request_context.meta
+        except ValueError:  # no request (a direct call)
+            return False
+        return meta is not None and meta.get("progress_token", meta.get("progressToken")) is not None
+
+    async def elicit(self, message: str, form: type[BaseModel]) -> Answer:
+        return _answer(await self._ctx.elicit(message, form))
+
+    async def report_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        await self._ctx.report_progress(progress, total, message)
+
+
+def publish(server: GuardedServer, spec: ToolSpec) -> None:
+    """Publish ``spec`` through the SDK; a tool with a gate gets it as the SDK resolver of its ``answer``
+    (the person asked before the call runs, in every round of a 2026-07-28 call)."""
     name, input_model = spec.name, spec.input_model
     resolvers: dict[str, Any] = {}
-    if gate is not None:
-        resolvers["answer"] = Annotated[answer, Resolve(_gate_resolver(server, name, input_model, gate))]
-    server.tools.shapes[name] = spec.shape(implied)
-    if gate is None:
-        server.tools.specs[name] = spec
+    if spec.gate is not None:
+        outcome = ElicitationResult[spec.form]  # type: ignore[name-defined]
+        resolvers["answer"] = Annotated[outcome, Resolve(_gate_resolver(server, spec, spec.gate))]
+    server.tools.specs[name] = spec
+    server.tools.shapes[name] = spec.shape(spec.implied)
 
     async def call(**kwargs: Any) -> Any:
         asking = _QUESTION_SCOPE.get(None)
@@ -419,14 +414,15 @@ def publish(
             asking.deadline = math.inf  # every question is answered: the tool's own time is its timeout's
         ctx: Context[Any, Any] = kwargs.pop("ctx")
         server.apply_roots(kwargs.pop("client_roots", None))
-        resolved = {name: kwargs.pop(name) for name in resolvers}
+        answered = [_answer(kwargs.pop(name)) for name in resolvers]
         args = input_model.model_construct(**kwargs)
         # Fail closed: the record of intent is written before the tool acts; no record, no action.
         # Only the round that runs the handler acts (an input_required round never gets here).
         server.audit.intent()
-        out = server.tools.finished(await spec.handler(args, ctx, **resolved), kwargs)
+        out = server.tools.finished(await spec.handler(args, SdkSession(ctx), *answered), kwargs)
+        links = [ResourceLink.model_validate(link) for link in out.links()]
         return CallToolResult(
-            content=[TextContent(type="text", text=out.text()), *out.links()], structured_content=out.structured()
+            content=[TextContent(type="text", text=out.text()), *links], structured_content=out.structured()
         )
 
     _sign(call, name, input_model, {**resolvers}, spec.output_model)

@@ -186,6 +186,11 @@ class StdioConnection:
         # Direct calls in flight: plain asyncio tasks (a fifth of the cost of a task group's), cancelled by
         # notifications/cancelled and when the connection ends.
         self._direct_calls: dict[RequestId, asyncio.Task[None]] = {}
+        # Calls the front took on this loop (``Tools.one_loop``), still running: a cancel stops them.
+        self._front_out = front.outbox if front is not None else None
+        self._early_calls: dict[RequestId, Future[dict[str, Any]]] = {}
+        if self._front_out is not None:
+            self._early_calls = {coerce_request_id(rid): answer for rid, answer in self._early.pending}
         self._inbound_send, self.inbound = anyio.create_memory_object_stream[SessionMessage](0)
         self._outbox_send: MemoryObjectSendStream[bytes]
         self._outbox: MemoryObjectReceiveStream[bytes]
@@ -219,6 +224,9 @@ class StdioConnection:
                     tg.start_soon(self._stop_on_signal, received, tg.cancel_scope, stopped_by)
                 if self._early.unwritten:
                     await self._queue(self._early.unwritten)  # the end of the front's last answer: first out
+                if self._front_out is not None:  # the calls the front took write through this transport from now on
+                    for data in self._front_out.attach(self._send_raw):
+                        await self._queue(data)
                 for rid, answer in self._early.pending:  # calls the front took, still running: answered when done
                     tg.start_soon(self._early_answer, rid, answer)
                 tg.start_soon(self._write_loop)
@@ -233,10 +241,15 @@ class StdioConnection:
         return stopped_by[0] if stopped_by else None
 
     async def _early_answer(self, rid: RequestId, answer: Future[dict[str, Any]]) -> None:
-        """The answer of a call the start-up front took and runs on a thread of its own, written once it is ready."""
+        """The answer of a call the start-up front took (on a thread of its own, or on this loop), written once it
+        is ready; none for a call the client cancelled."""
         message: JSONRPCResponse | JSONRPCError
+        await asyncio.wait({asyncio.wrap_future(answer)})
+        self._early_calls.pop(coerce_request_id(rid), None)
+        if answer.cancelled():
+            return
         try:
-            message = JSONRPCResponse(jsonrpc="2.0", id=rid, result=await anyio.to_thread.run_sync(answer.result))
+            message = JSONRPCResponse(jsonrpc="2.0", id=rid, result=answer.result())
         except Exception:  # every request gets an answer
             log.exception("a call taken before the SDK loaded failed")
             message = JSONRPCError(
@@ -386,9 +399,16 @@ class StdioConnection:
         if self._direct_calls.get(rid) is task:
             del self._direct_calls[rid]
 
+    async def _send_raw(self, data: bytes) -> None:
+        """A line a call the front took sends (progress, a question): written unless the client is gone."""
+        if not (self._closing or self._gone):
+            await self._queue(data)
+
     async def _cancel_direct_calls(self) -> None:
         """The connection ends: the direct calls still running are cancelled (their handlers kill what they
-        started, their audit records say "cancelled") and waited for."""
+        started, their audit records say "cancelled") and waited for; so are the front's still running here."""
+        for early in self._early_calls.values():
+            early.cancel()
         tasks = list(self._direct_calls.values())
         for task in tasks:
             task.cancel()
@@ -452,6 +472,16 @@ class StdioConnection:
             size, shown = len(line), line[:60]
         if isinstance(outcome, SessionMessage):
             message = outcome.message
+            if (
+                isinstance(message, JSONRPCResponse | JSONRPCError)
+                and self._front_out is not None
+                and self._front_out.asks(message.id)
+            ):
+                # The answer to a question of a call the front took (``front_session``): never the SDK's.
+                result = message.result if isinstance(message, JSONRPCResponse) else None
+                error = message.error.model_dump() if isinstance(message, JSONRPCError) else None
+                self._front_out.deliver(message.id, result, error)
+                return
             if isinstance(message, JSONRPCResponse | JSONRPCError) and (own := _own_id(message.id)) is not None:
                 message = message.model_copy(update={"id": own})  # the answer to one of our requests, as minted
                 outcome = SessionMessage(message=message, metadata=outcome.metadata)
@@ -477,6 +507,8 @@ class StdioConnection:
                     self._forget(cancelled)  # a cancelled request is never answered, not even at shutdown
                     if (running := self._direct_calls.get(coerce_request_id(cancelled))) is not None:
                         running.cancel()
+                    if (early := self._early_calls.get(coerce_request_id(cancelled))) is not None:
+                        early.cancel()  # a call the front took on this loop: stopped, never answered
             elif (
                 isinstance(message, JSONRPCNotification)
                 and message.method == "notifications/roots/list_changed"

@@ -16,12 +16,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mcp_server_guard import audit
 from mcp_server_guard.audit import AuditRecord
 from mcp_server_guard.errors import Category, GuardError, HostError, ParamError, facts_line
 from mcp_server_guard.paths import where_line
+from mcp_server_guard.serving.asking import ACCEPT, Answer, Question, Session, answer_invalid, approval_timeout
 from mcp_server_guard.serving.calls import example_call, flat_schema, normalize_arguments
 from mcp_server_guard.serving.config import Mode, ServerConfig
 
@@ -91,8 +93,8 @@ class ToolOutput(BaseModel):
         """The text block: ``to_text``, then the facts line."""
         return f"{self.to_text()}\n{facts_line(self.facts())}"
 
-    def links(self) -> list[Any]:
-        """Resource links to put after the text block (e.g. the full output of a cut result): SDK models."""
+    def links(self) -> list[dict[str, Any]]:
+        """Resource links to put after the text block (e.g. the full output of a cut result), as the wire has them."""
         return []
 
     def facts(self) -> dict[str, Any]:
@@ -138,8 +140,10 @@ def command_target(arguments: Mapping[str, Any]) -> str | None:
 @dataclass(frozen=True)
 class ToolSpec:
     """One tool: its contract (name, description, annotations as the wire spells them), its models, and
-    ``handler(args, ctx)``, which needs nothing from the session (no question, no progress): the front may run it
-    before the SDK has loaded (``ctx`` is then None)."""
+    ``handler(args, session)`` — or, for a tool with a ``gate``, ``handler(args, session, answer)``: the gate runs
+    first with the arguments and the session and returns a ``Question`` for the person (asked before the call runs;
+    the answer is an ``Answer``) or any other value (nothing asked: ``Answer("accept", value)``). The session
+    (``serving.asking``) is the SDK's or, for a call served before the SDK has loaded, the front's."""
 
     name: str
     description: str
@@ -151,6 +155,9 @@ class ToolSpec:
     target: Callable[[Mapping[str, Any]], str | None] = path_target
     paths: Mapping[str, str] = field(default_factory=lambda: {"path": "file"})
     title: str | None = None
+    gate: Callable[[Any, Session], Awaitable[Any]] | None = None
+    form: type[BaseModel] = BaseModel  # the base of every form the gate asks with
+    implied: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # see calls.normalize_arguments
 
     def shape(self, implied: Mapping[str, tuple[str, ...]] | None = None) -> ToolShape:
         # Flat or nothing: a model whose schema has no flat form fails here, at start-up, not in a small model.
@@ -166,6 +173,17 @@ class ToolSpec:
             paths=dict(self.paths),
             implied=dict(implied or {}),
         )
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    """A resource template a server publishes (read through the SDK only): ``read(**template_params) -> str``."""
+
+    template: str
+    name: str
+    description: str
+    mime_type: str
+    read: Callable[..., Awaitable[str]]
 
 
 def mode_instructions(config: ServerConfig) -> str:
@@ -218,14 +236,18 @@ class Tools:
         self.shapes: dict[str, ToolShape] = {}
         # shell_exec: the timeout in force for a call's arguments, shown on every result (refusals too).
         self.timeout_for: Callable[[Mapping[str, Any]], float] | None = None
+        self.resources: list[ResourceSpec] = []
         self.cleanups: list[Callable[[], None]] = []  # run when the server stops
         # Run first, and the only ones a forced exit runs (serving.deadline): they end what runs (commands, the
         # box) and never remove data — a copy an apply is still reading stays for the next start to finish.
         self.kills: list[Callable[[], None]] = []
+        # Its calls hold state on the event loop (shell_exec: the box, background jobs): every call runs on the one
+        # loop the server serves from, those the start-up front takes before the SDK has loaded too.
+        self.one_loop = False
 
     def add(self, spec: ToolSpec) -> None:
         self.specs[spec.name] = spec
-        self.shapes[spec.name] = spec.shape()
+        self.shapes[spec.name] = spec.shape(spec.implied)
 
     def initialize_result(self, params: Mapping[str, Any]) -> dict[str, Any] | None:
         """The SDK's answer to ``initialize`` with these params, computed (the first start in a new project has no
@@ -346,9 +368,29 @@ def decision_of(category: str | None, decision: str) -> str:
     return "deny" if category == Category.SECURITY.value else "error"
 
 
-async def early_call(tools: Tools, name: str, arguments: dict[str, Any], actor: str | None) -> dict[str, Any]:
-    """One call of a tool that needs nothing from the session, as ``GuardedServer.call_tool`` answers it, without
-    the SDK: the wire's ``CallToolResult`` (a refusal is an ``isError`` result, never an exception)."""
+async def asked_first(tools: Tools, spec: ToolSpec, args: ToolInput, session: Session) -> Answer:
+    """A gated tool's question before the call runs (``ToolSpec.gate``), asked through ``session`` and bounded
+    by the policy's ``question_timeout_seconds`` (threat: a client that declares elicitation and never answers
+    held the call for ever) — as the SDK's way bounds its resolvers (``GuardedServer._asking_bounded``)."""
+    assert spec.gate is not None
+    limit = tools.config.policy.shell_exec.question_timeout_seconds
+    with anyio.move_on_after(limit) as scope:
+        asked = await spec.gate(args, session)
+        if not isinstance(asked, Question):
+            return Answer(ACCEPT, asked)
+        try:
+            return await session.elicit(asked.message, asked.form)
+        except ValueError:
+            raise answer_invalid() from None
+    assert scope.cancelled_caught
+    raise approval_timeout(limit)
+
+
+async def early_call(
+    tools: Tools, name: str, arguments: dict[str, Any], actor: str | None, session: Session
+) -> dict[str, Any]:
+    """One call, as ``GuardedServer.call_tool`` answers it, without the SDK: the wire's ``CallToolResult`` (a
+    refusal is an ``isError`` result, never an exception), its links as the wire has them."""
     spec = tools.specs[name]
     record = tools.record(name, arguments, actor)
     with tools.audit.call(record):
@@ -359,9 +401,10 @@ async def early_call(tools: Tools, name: str, arguments: dict[str, Any], actor: 
                 args = spec.input_model.model_validate(normalized)
             except ValidationError as exc:
                 raise validation_refusal(exc, name) from None
+            answered = () if spec.gate is None else (await asked_first(tools, spec, args, session),)
             # Fail closed: the record of intent is written before the tool acts; no record, no action.
             tools.audit.intent()
-            out = tools.finished(await spec.handler(args, None), normalized)
+            out = tools.finished(await spec.handler(args, session, *answered), normalized)
         except GuardError as exc:
             return tools.refusal(exc, name, normalized, record)
         except Exception:
@@ -369,4 +412,4 @@ async def early_call(tools: Tools, name: str, arguments: dict[str, Any], actor: 
             error = HostError("INTERNAL_ERROR", f"{name} failed unexpectedly.", "Try again; if it persists, report it.")
             return tools.refusal(error, name, normalized, record)
         text = {"type": "text", "text": out.text()}
-        return {"content": [text], "structuredContent": out.structured(), "isError": False}
+        return {"content": [text, *out.links()], "structuredContent": out.structured(), "isError": False}

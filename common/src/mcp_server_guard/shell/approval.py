@@ -18,14 +18,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
-from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.resolve import Elicit
 from pydantic import BaseModel, Field, create_model
 
 from mcp_server_guard import audit
 from mcp_server_guard.errors import SecurityError
 from mcp_server_guard.paths import printable, printable_lines
+from mcp_server_guard.serving.asking import Answer, Question, Session
 from mcp_server_guard.shell.egress import warning
 from mcp_server_guard.shell.execution import Prepared, ShellExec
 from mcp_server_guard.shell.grants import Grant, HostAnswer, SessionApprovals
@@ -170,7 +168,7 @@ def _form(asks_command: bool, prefix: str | None, hosts: bool, grantable: bool =
     return create_model("Approval", __base__=ApprovalForm, **fields)
 
 
-def question(asked: Asked, ctx: Context[Any, Any], grants: SessionApprovals) -> Elicit[ApprovalForm] | NoQuestion:
+def question(asked: Asked, session: Session, grants: SessionApprovals) -> Question | NoQuestion:
     """What the gate answers: no question for allowed or granted lines or clients that cannot ask; else the
     question, with the hosts the last run of this line could not ask about."""
     prepared = asked.prepared
@@ -187,8 +185,7 @@ def question(asked: Asked, ctx: Context[Any, Any], grants: SessionApprovals) -> 
         why = "not-asked"
     if not asks_command and not asked.hosts:
         return NoQuestion(why=why)
-    caps = ctx.client_capabilities
-    if caps is None or caps.elicitation is None:
+    if not session.can_elicit:
         return NoQuestion(why="unavailable" if asks_command else why)
     parts = []
     # Threat: a line that reads as another one (a carriage return, an ANSI escape, a bidi control) in the
@@ -210,7 +207,7 @@ def question(asked: Asked, ctx: Context[Any, Any], grants: SessionApprovals) -> 
             )
             + "Let it reach them?"
         )
-    return Elicit("\n\n".join(parts), _form(asks_command, asked.prefix, bool(asked.hosts), asked.grantable))
+    return Question("\n\n".join(parts), _form(asks_command, asked.prefix, bool(asked.hosts), asked.grantable))
 
 
 @dataclass(frozen=True)
@@ -222,10 +219,10 @@ class Consent:
     grant: Grant | None = None
 
 
-def consent(answer: ElicitationResult[ApprovalForm], asked: Asked, grants: SessionApprovals) -> Consent:
+def consent(answer: Answer, asked: Asked, grants: SessionApprovals) -> Consent:
     """The body's decision on the gate's answer (authoritative: grants are looked up again here)."""
     prepared, verdict = asked.prepared, asked.prepared.verdict
-    data = answer.data if isinstance(answer, AcceptedElicitation) else None
+    data = answer.data if answer.accepted else None
     approval = ""
     granted: Grant | None = None
     if verdict.action == "ask":
@@ -283,9 +280,9 @@ def stdin_shown(text: str | None, reader: str) -> str:
     return f"with this on its standard input ({what}):\n\n{shown}\n"
 
 
-def require_approval(answer: ElicitationResult[ApprovalForm], verdict: Verdict) -> None:
+def require_approval(answer: Answer, verdict: Verdict) -> None:
     """Only an explicit human yes runs an 'ask' command."""
-    if isinstance(answer, AcceptedElicitation):
+    if answer.accepted:
         data = answer.data
         if isinstance(data, ApprovalForm) and getattr(data, "approve", False) is True:
             return

@@ -10,16 +10,14 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from mcp.server.elicitation import ElicitationResult
-from mcp.server.mcpserver import Context
-
 from mcp_server_guard import audit
 from mcp_server_guard.audit import new_audit_id
 from mcp_server_guard.changes import Settled, Transactions
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.errors import ParamError, ResourceError
 from mcp_server_guard.policy import ShellPolicy
-from mcp_server_guard.shell.approval import ApprovalForm, require_approval
+from mcp_server_guard.serving.asking import Answer, Session
+from mcp_server_guard.shell.approval import require_approval
 from mcp_server_guard.shell.execution import Prepared, ShellExec, limit_hit
 from mcp_server_guard.shell.grants import CallHosts
 from mcp_server_guard.shell.jobs import Job, JobTable, unfinished_line
@@ -76,11 +74,11 @@ class ShellJobs(Generic[R]):
         stdin_code: str,
         hosts: CallHosts | None,
         timeout: float,
-        ctx: Context[Any, Any],
+        session: Session,
     ) -> Job:
         """Start the command as a background job, fed the call's stdin."""
         start_id = call_audit_id()
-        ask_now, hold = changes_asker(ctx, self.policy.question_timeout_seconds)
+        ask_now, hold = changes_asker(session, self.policy.question_timeout_seconds)
         can_hold = ask_now is not None or hold  # a later call can ask the user about what the job did
         transactions = self.transactions
 
@@ -124,7 +122,7 @@ class ShellJobs(Generic[R]):
                 job.err.feed(note.encode())  # the start's result says so (its stderr)
         return job
 
-    async def _job_call(self, args: ShellCall, job_id: str, limit: int, answer: ElicitationResult[ApprovalForm]) -> R:
+    async def _job_call(self, args: ShellCall, job_id: str, limit: int, answer: Answer) -> R:
         """A call naming a job: stdin, EOF, a stop, or a look after waiting up to yieldAfterSeconds."""
         job = self.jobs.get(job_id)
         look = f'{{"name": "shell_exec", "arguments": {{"command": "", "jobId": "{job.id}"}}}}'

@@ -6,15 +6,13 @@ later call), or not at all (no elicitation).
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import anyio
-from mcp.server.elicitation import AcceptedElicitation
-from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field, ValidationError
 
 from mcp_server_guard.changes.transactions import Ask
 from mcp_server_guard.paths import printable, printable_lines
+from mcp_server_guard.serving.asking import Session
 from mcp_server_guard.shell.approval import ApprovalForm
 from mcp_server_guard.shell.grants import HostAnswer, HostAsk
 
@@ -31,44 +29,42 @@ class HostQuestion(BaseModel):
     )
 
 
-def host_asker(ctx: Context[Any, Any], shown: str) -> tuple[HostAsk | None, bool]:
+def host_asker(session: Session, shown: str) -> tuple[HostAsk | None, bool]:
     """How a running command's proxy asks about a host no rule names: now, through elicitation, when the
     connection can carry a request mid-call (2025 era); else (2026-07-28: questions only between rounds) before
     the next run of the same line — (None, True); or never, when the client cannot ask — (None, False)."""
-    caps = ctx.client_capabilities
-    if caps is None or caps.elicitation is None:
+    if not session.can_elicit:
         return None, False
-    if not ctx.session.can_send_request:
+    if not session.can_send_request:
         return None, True
 
     async def ask(host: str, port: int, reason: str) -> HostAnswer | None:
-        answer = await ctx.elicit(
+        answer = await session.elicit(
             f"The command\n\n    {printable_lines(shown)}\n\nwants to reach {printable(host)}:{port} "
             f"({printable(reason)}).\n\nLet it?",
             HostQuestion,
         )
-        return answer.data.network if isinstance(answer, AcceptedElicitation) else None
+        return answer.data.network if answer.accepted else None
 
     return ask, False
 
 
-def changes_asker(ctx: Context[Any, Any], timeout: float) -> tuple[Ask | None, bool]:
+def changes_asker(session: Session, timeout: float) -> tuple[Ask | None, bool]:
     """How to get the person's yes for a change set: now (a 2025-era client, through elicitation); later, by
     holding it (2026-07-28: questions only between rounds); or not at all (a client without elicitation)."""
-    caps = ctx.client_capabilities
-    if caps is None or caps.elicitation is None:
+    if not session.can_elicit:
         return None, False
-    if not ctx.session.can_send_request:
+    if not session.can_send_request:
         return None, True
 
     async def ask(question: str) -> bool | None:
         with anyio.move_on_after(timeout):
             try:
-                reply = await ctx.elicit(question, ChangesApproval)
+                reply = await session.elicit(question, ChangesApproval)
             except (ValidationError, ValueError):
                 log.warning("the client answered the question about a command's changes with another form")
                 return None  # the client's answer did not fit the question: nothing is applied
-            if isinstance(reply, AcceptedElicitation):
+            if reply.accepted:
                 return getattr(reply.data, "apply", False) is True
             return False
         return None  # nobody answered

@@ -11,13 +11,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from mcp.server.mcpserver import Context
-from mcp.types import ResourceLink
 from pydantic import BaseModel, Field
 
 from mcp_server_guard import audit
 from mcp_server_guard.changes.results import Settled
 from mcp_server_guard.paths import printable, readable
+from mcp_server_guard.serving.asking import Session
 from mcp_server_guard.serving.tools import ToolOutput
 from mcp_server_guard.shell.egress import Denied
 from mcp_server_guard.shell.output import Progress
@@ -196,7 +195,7 @@ class ShellResult(ToolOutput):
         description="Changes waiting for the user's yes: apply them with applyChanges (the user is asked).",
     )
 
-    def links(self) -> list[ResourceLink]:
+    def links(self) -> list[dict[str, Any]]:
         return _links(self)
 
     def to_text(self) -> str:
@@ -283,33 +282,30 @@ def _change_lines(out: ShellResult) -> list[str]:
     return lines
 
 
-def _links(out: ShellResult) -> list[ResourceLink]:
+def _links(out: ShellResult) -> list[dict[str, Any]]:
     return [
-        ResourceLink(
-            uri=cut.resource,
-            name=f"{cut.stream} of {out.jobId or 'the command'}",
-            description=f"The {cut.stream} this result left out (bytes {cut.start}-{cut.end}), in ranges: each "
+        {
+            "type": "resource_link",
+            "uri": cut.resource,
+            "name": f"{cut.stream} of {out.jobId or 'the command'}",
+            "description": f"The {cut.stream} this result left out (bytes {cut.start}-{cut.end}), in ranges: each "
             "answer's first line gives the URI of the next one.",
-            mime_type="text/plain",
-        )
+            "mimeType": "text/plain",
+        }
         for cut in out.omitted
         if cut.resource
     ]
 
 
-def running_display(ctx: Context[Any, Any]) -> Progress | None:
+def running_display(session: Session) -> Progress | None:
     """Progress notifications while the command runs, for a client that asked (sent a progressToken)."""
-    try:
-        meta = ctx.request_context.meta
-    except ValueError:
-        return None
-    if not meta or meta.get("progress_token", meta.get("progressToken")) is None:
+    if not session.wants_progress:
         return None
 
     async def report(elapsed: float, output_bytes: int, last_line: str) -> None:
         line = printable(last_line.strip()[:200])  # a host shows it to the person: escapes shown, never obeyed
         shown = f"; last line: {line}" if line else ""
-        await ctx.report_progress(elapsed, None, f"running {elapsed:.1f}s, {output_bytes} bytes of output{shown}")
+        await session.report_progress(elapsed, None, f"running {elapsed:.1f}s, {output_bytes} bytes of output{shown}")
 
     return report
 

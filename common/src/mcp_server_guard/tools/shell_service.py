@@ -16,13 +16,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
-from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError
-from mcp.server.mcpserver.resolve import Elicit
-from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS
-
 from mcp_server_guard import audit, paths
 from mcp_server_guard.audit import default_state_path
 from mcp_server_guard.changes import Held, Settled, Transactions  # the package's public names
@@ -35,6 +28,7 @@ from mcp_server_guard.files.trees import remove_dead, remove_tree
 from mcp_server_guard.files.writing import open_writer
 from mcp_server_guard.policy import HostVerdict, NetworkRules
 from mcp_server_guard.protected import protection_for
+from mcp_server_guard.serving.asking import Answer, Question, Session
 from mcp_server_guard.serving.config import Mode, ServerConfig
 from mcp_server_guard.shell.approval import (
     APPROVED_BY,
@@ -230,18 +224,17 @@ class ShellService(ShellJobs[R]):
         wanted = asked if isinstance(asked, int | float) and asked > 0 else default
         return float(min(wanted, cap))
 
-    async def gate(self, args: ShellCall, ctx: Context[Any, Any]) -> Elicit[ApprovalForm] | NoQuestion:
+    async def gate(self, args: ShellCall, session: Session) -> Question | NoQuestion:
         """Ask the human when the policy says ask; refusals surface here, before any question. A call about
         jobs runs nothing: nothing to check or ask (a job's approval was taken when it started), except input to a
         job that runs its stdin as code, judged like a line. Applying held changes asks the human about exactly
         those changes."""
-        caps = ctx.client_capabilities
-        can_ask = caps is not None and caps.elicitation is not None
+        can_ask = session.can_elicit
         if args.applyChanges:
             held = self._waiting(args.applyChanges)
             if not can_ask:
                 return NoQuestion(why="unavailable")
-            return Elicit(f"{held.question}\n\n(made by: {paths.printable_lines(held.shown)})", ChangesApproval)
+            return Question(f"{held.question}\n\n(made by: {paths.printable_lines(held.shown)})", ChangesApproval)
         if args.jobId and args.stdin is not None and not (args.listJobs or args.dropChanges):
             job = self.jobs.get(args.jobId)
             verdict = self._job_input_verdict(job, args.stdin)
@@ -249,7 +242,7 @@ class ShellService(ShellJobs[R]):
                 return NoQuestion(why="not-asked")
             if not can_ask:
                 return NoQuestion(why="unavailable")
-            return Elicit(
+            return Question(
                 f"shell_exec wants to write to job {job.id} ({job.shown}):\n\n"
                 + stdin_shown(args.stdin, verdict.stdin_code)
                 + f"rule: {verdict.rule}\nreason: {verdict.reason}\n\nSend it?",
@@ -261,11 +254,11 @@ class ShellService(ShellJobs[R]):
         asked = await self.checked.check(
             args.command, args.args, args.cwd, args.env, args.stdin, args.yieldAfterSeconds is not None
         )
-        return question(asked, ctx, self.grants)
+        return question(asked, session, self.grants)
 
     # -- the call ---------------------------------------------------------------------------------------------
 
-    async def call(self, args: ShellCall, ctx: Context[Any, Any], answer: ElicitationResult[ApprovalForm]) -> R:
+    async def call(self, args: ShellCall, session: Session, answer: Answer) -> R:
         """One shell_exec call, whichever it is: held changes, the job list, a job, or a command to run."""
         max_output = min(args.maxOutputBytes or self.policy.default_output_bytes, self.policy.max_output_bytes)
         if args.applyChanges or args.dropChanges:
@@ -288,7 +281,7 @@ class ShellService(ShellJobs[R]):
         hosts = None
         if self.egress is not None:
             # A job outlives its call: nobody can be asked mid-run; its unnamed hosts are asked before the next run.
-            ask, ask_later = host_asker(ctx, prepared.shown)
+            ask, ask_later = host_asker(session, prepared.shown)
             if args.yieldAfterSeconds is not None:
                 ask, ask_later = None, ask is not None or ask_later
             hosts = CallHosts(
@@ -302,7 +295,7 @@ class ShellService(ShellJobs[R]):
             )
         timeout = self.timeout_for({"timeoutSeconds": args.timeoutSeconds, "yieldAfterSeconds": args.yieldAfterSeconds})
         if args.yieldAfterSeconds is not None:
-            job = await self._start_job(args, prepared, verdict.stdin_code, hosts, timeout, ctx)
+            job = await self._start_job(args, prepared, verdict.stdin_code, hosts, timeout, session)
             await self.jobs.wait(job, args.yieldAfterSeconds)
             out = self._job_result(job, max_output, timeout, await self._job_changes(job))
             return out.model_copy(update={"rule": rule, "approval": decided.approval})
@@ -311,7 +304,7 @@ class ShellService(ShellJobs[R]):
         control = Control(tee=lambda stream, chunk: spools["stdout" if stream == 1 else "stderr"].feed(chunk))
         try:
             result = await self.shell.execute(
-                prepared, stdin, timeout, max_output, running_display(ctx), hosts, control if spools else None
+                prepared, stdin, timeout, max_output, running_display(session), hosts, control if spools else None
             )
         except BaseException:
             for spool in spools.values():  # a failed or cancelled call keeps nothing on disk
@@ -321,7 +314,7 @@ class ShellService(ShellJobs[R]):
             audit.note(hosts_answered=hosts.answers)
         note_run(result)
         omitted = self._keep_cut_output(spools, result, max_output)
-        transaction, changes, pending = await self._settle(result, prepared.shown, prepared.cwd_display, ctx)
+        transaction, changes, pending = await self._settle(result, prepared.shown, prepared.cwd_display, session)
         return self.result(
             stdout=result.stdout,
             stderr=result.stderr,
@@ -350,6 +343,11 @@ class ShellService(ShellJobs[R]):
     def read_output(self, output_id: str, stream: str, offset: str | None, length: str | None) -> str:
         """A range of a kept output or of a job's (resource reads). On the event loop, not in a worker thread: a
         job's spool is fed and closed there, never under a read."""
+        # The SDK: a resource is only ever read through it (never before it has loaded).
+        from mcp.server.mcpserver.exceptions import ResourceNotFoundError  # noqa: PLC0415
+        from mcp.shared.exceptions import MCPError  # noqa: PLC0415
+        from mcp.types import INVALID_PARAMS  # noqa: PLC0415
+
         spool = self.kept.spool(output_id, stream)
         growing = False
         if spool is None and stream in ("stdout", "stderr"):
@@ -427,7 +425,7 @@ class ShellService(ShellJobs[R]):
             for name, total in cut.items()
         ]
 
-    async def _settle(self, result: RunResult, shown: str, cwd: str, ctx: Context[Any, Any]) -> Described:
+    async def _settle(self, result: RunResult, shown: str, cwd: str, session: Session) -> Described:
         """What becomes of the copy the command worked on: read, judged, applied (or held, or dropped)."""
         if self.transactions is not None and result.read_only:
             # It could write nothing; a write it tried anyway (a hook, a program that writes after all) failed.
@@ -438,7 +436,7 @@ class ShellService(ShellJobs[R]):
         if self.transactions is None or not result.copy:
             return "none", Changes(), PendingChanges()
         audit_id = call_audit_id()
-        ask, hold = changes_asker(ctx, self.policy.question_timeout_seconds)
+        ask, hold = changes_asker(session, self.policy.question_timeout_seconds)
         settled = await self.transactions.settle(
             result.copy,
             result.copy_final,
@@ -465,7 +463,7 @@ class ShellService(ShellJobs[R]):
             )
         return held
 
-    async def _held_call(self, args: ShellCall, answer: ElicitationResult[ApprovalForm]) -> R:
+    async def _held_call(self, args: ShellCall, answer: Answer) -> R:
         """Apply (after the user's yes) or drop changes a command made that were held for the user."""
         held = self._waiting(args.applyChanges or args.dropChanges or "")
         transactions = self.transactions
@@ -473,7 +471,7 @@ class ShellService(ShellJobs[R]):
         audit_id = call_audit_id()
         audit.note(changes_of=held.audit_id)
         if args.applyChanges:
-            data = answer.data if isinstance(answer, AcceptedElicitation) else None
+            data = answer.data if answer.accepted else None
             if isinstance(data, ApprovalForm) and getattr(data, "apply", False) is True:
                 audit.note(decision="ask-approved", approved_by=APPROVED_BY, reason=held.question)
                 settled = await transactions.apply_held(

@@ -11,10 +11,10 @@ import typer
 
 from mcp_server_guard import within
 from mcp_server_guard.serving import (
-    GuardedServer,
     HistoryDirOpt,
     Mode,
     ServerConfig,
+    Tools,
     resolve_history_dir,
     server_cli,
     state_hidden,
@@ -91,12 +91,12 @@ def main(
     approvals_file: ApprovalsOpt = None,
     transactions: TransactionsOpt = TransactionsMode.AUTO,
     history_dir: HistoryDirOpt = None,
-) -> GuardedServer:
+) -> Tools:
     """Serve the shell_exec tool over stdio: commands are checked against the policy and run confined."""
     # Lazy for start-up time: --help and --version need neither the tool nor the MCP SDK.
     from mcp_server_guard.shell import limits_of  # noqa: PLC0415
     from mcp_server_guard.shell.sandbox import decide  # noqa: PLC0415
-    from mcp_server_shell_exec.server import build_server  # noqa: PLC0415
+    from mcp_server_shell_exec.server import build_tools  # noqa: PLC0415
 
     if config.policy.own_rules:
         # A rule of the policy file that does not match its own examples (or matches a line it says it does not)
@@ -150,7 +150,7 @@ def main(
         area = None
     for note in notes:
         typer.echo(f"{PROG}: {note}", err=True)
-    return build_server(config, decided, approvals, history_dir=history, area=area, copies_here=copies_here)
+    return build_tools(config, decided, approvals, history_dir=history, area=area, copies_here=copies_here)
 
 
 def _copy_area(roots: list[str], history: Path) -> CopyArea:

@@ -1,29 +1,31 @@
 """The shell_exec tool: a command checked against the policy, approved by a human when it asks, run cleanly.
 
 This module holds the contract (seed 004: the name, the description, the input model, the output's own field
-descriptions) and the wiring; what a call does is ``mcp_server_guard.tools.shell_service.ShellService``.
+descriptions) and the wiring; what a call does is ``mcp_server_guard.tools.shell_service.ShellService``. No MCP SDK
+here: the start-up front may serve a first call with these tools before the SDK has loaded (issue 44).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from mcp.server.elicitation import ElicitationResult
-from mcp.server.mcpserver import Context
-from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from mcp_server_guard.changes import CopyArea
-from mcp_server_guard.serving import GuardedServer, ServerConfig, ToolInput, command_target, register_tool
+from mcp_server_guard.serving import ServerConfig, ToolInput, Tools, ToolSpec, command_target
+from mcp_server_guard.serving.tools import ResourceSpec
 from mcp_server_guard.shell import ApprovalForm
 from mcp_server_guard.shell.sandbox import SandboxPlan
 from mcp_server_guard.tools import OUTPUT_DESCRIPTION, OUTPUT_TEMPLATE, ShellResult, ShellService
 
+if TYPE_CHECKING:
+    from mcp_server_guard.serving import GuardedServer
+
 # Seed 004's contract, verbatim.
 TOOL_NAME = "shell_exec"
 TOOL_DESCRIPTION = "指定されたシェルコマンドを実行し、その標準出力と標準エラー出力を返します。"
-ANNOTATIONS = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True)
+ANNOTATIONS = {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True}
 
 
 class ShellExecInput(ToolInput):
@@ -88,6 +90,49 @@ class ShellExecOutput(ShellResult):
     exitCode: int = Field(description="コマンドの終了コード。")
 
 
+def build_tools(
+    config: ServerConfig,
+    sandbox: SandboxPlan,
+    approvals_file: Path | None = None,
+    *,
+    history_dir: Path | None = None,
+    area: CopyArea | None = None,
+    copies_here: bool = False,
+) -> Tools:
+    """The tool and its output resource, without the MCP SDK."""
+    tools = Tools(config)
+    tools.one_loop = True  # the box and the jobs live on the server's event loop
+    service = ShellService(config, sandbox, ShellExecOutput, approvals_file, history_dir=history_dir, area=area,
+                           copies_here=copies_here)  # fmt: skip
+    tools.kills += service.kills
+    tools.cleanups += service.cleanups
+    tools.timeout_for = service.timeout_for
+
+    async def full_output(output_id: str, stream: str, offset: str | None = None, length: str | None = None) -> str:
+        return service.read_output(output_id, stream, offset, length)
+
+    tools.resources.append(
+        ResourceSpec(OUTPUT_TEMPLATE, "shell_exec output", OUTPUT_DESCRIPTION, "text/plain", full_output)
+    )
+    tools.add(
+        ToolSpec(
+            name=TOOL_NAME,
+            description=TOOL_DESCRIPTION,
+            annotations=ANNOTATIONS,
+            input_model=ShellExecInput,
+            output_model=ShellExecOutput,
+            handler=service.call,
+            action="exec",
+            target=command_target,
+            paths={"cwd": "dir"},
+            gate=service.gate,
+            form=ApprovalForm,
+            implied={"command": ("jobId", "listJobs", "applyChanges", "dropChanges")},  # calls that run no command
+        )
+    )
+    return tools
+
+
 def build_server(
     config: ServerConfig,
     sandbox: SandboxPlan,
@@ -97,38 +142,11 @@ def build_server(
     area: CopyArea | None = None,
     copies_here: bool = False,
 ) -> GuardedServer:
-    server = GuardedServer(config)
-    service = ShellService(config, sandbox, ShellExecOutput, approvals_file, history_dir=history_dir, area=area,
-                           copies_here=copies_here)  # fmt: skip
-    server.kills += service.kills
-    server.cleanups += service.cleanups
-    server.timeout_for = service.timeout_for
+    """The MCP server publishing the tool (loads the SDK)."""
+    from mcp_server_guard.serving import GuardedServer  # noqa: PLC0415 - the SDK, only to publish
 
-    @server.resource(OUTPUT_TEMPLATE, name="shell_exec output", description=OUTPUT_DESCRIPTION, mime_type="text/plain")
-    async def full_output(output_id: str, stream: str, offset: str | None = None, length: str | None = None) -> str:
-        return service.read_output(output_id, stream, offset, length)
-
-    async def shell_exec(
-        args: ShellExecInput, ctx: Context[Any, Any], answer: ElicitationResult[ApprovalForm]
-    ) -> ShellExecOutput:
-        return await service.call(args, ctx, answer)
-
-    register_tool(
-        server,
-        name=TOOL_NAME,
-        description=TOOL_DESCRIPTION,
-        annotations=ANNOTATIONS,
-        input_model=ShellExecInput,
-        output_model=ShellExecOutput,
-        handler=shell_exec,
-        action="exec",
-        target=command_target,
-        paths={"cwd": "dir"},
-        implied={"command": ("jobId", "listJobs", "applyChanges", "dropChanges")},  # calls that run no command
-        gate=service.gate,
-        answer=ElicitationResult[ApprovalForm],
-    )
-    return server
+    built = build_tools(config, sandbox, approvals_file, history_dir=history_dir, area=area, copies_here=copies_here)
+    return GuardedServer.serving(built)
 
 
-__all__ = ["ShellExecInput", "ShellExecOutput", "build_server"]
+__all__ = ["ShellExecInput", "ShellExecOutput", "build_server", "build_tools"]
