@@ -219,14 +219,17 @@ def test_a_client_that_declares_roots_gets_its_first_call_from_the_real_server(
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="Linux only")
-def test_a_tool_that_asks_questions_is_never_run_before_the_sdk_loads(workspace: Path, isolated_home: Path) -> None:
-    # shell_exec's gate may ask the human (elicitation): its calls always take the SDK's way.
+def test_a_tool_that_asks_questions_runs_before_the_sdk_loads_on_the_servers_loop(
+    workspace: Path, isolated_home: Path
+) -> None:
+    # shell_exec's gate may ask the human and its calls hold state on its event loop (the box, jobs): the front
+    # hands its calls to that loop, which runs from the start (tests/serving/test_front_shell_calls.py: the rest).
     script = "mcp-server-shell-exec"
     _session(script, workspace, _opening(), 2)
     call = {"name": "shell_exec", "arguments": {"command": "echo hi"}}
     lines = [*_opening(), {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}]
     seen, logged = _session(script, workspace, lines, 3)
-    assert SAID not in logged
+    assert "tools/call of shell_exec taken on the server's loop" in logged
     assert seen[-1]["result"]["structuredContent"]["stdout"] == "hi\n"
 
 

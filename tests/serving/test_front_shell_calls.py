@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -246,3 +247,18 @@ def _same_either_way(arguments: dict[str, Any], tmp_path: Path, version: str) ->
         log = _end(client)
         assert (NEVER_LOADED in log) == (way == "front")
     assert answers[0] == answers[1]
+
+
+def test_a_stop_signal_during_a_first_call_answers_it_and_ends_the_server_and_the_command(
+    workspace: Path, tmp_path: Path
+) -> None:
+    client = _start(workspace, tmp_path, {})
+    _call(client, 2, {"command": "sleep 60"}, {"progressToken": 1})
+    _next(client, "notifications/progress")  # it runs
+    client.proc.send_signal(signal.SIGTERM)
+    answer = client.recv(30)
+    assert answer == {"jsonrpc": "2.0", "id": 2, "error": {"code": -32000, "message": "Server shutting down (SIGTERM)"}}
+    assert client.proc.wait(timeout=30) == 128 + signal.SIGTERM
+    client.close()
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [r["phase"] for r in records] == ["intent", "outcome"], records  # the call's record is closed

@@ -23,9 +23,12 @@ static, pinned against the SDK's own by a test), for params the SDK would take a
 answers are compared and recorded the same way.
 
 The front answers only an unbroken run of such requests from the first line on (``initialize``,
-``notifications/initialized``, ``tools/list``, ``ping``); the first line it cannot answer hands the rest to the
-real server, in order. Standard library only. The records live in the state directory, which no tool of any
-server can reach (``protected``): a command cannot plant a tool description.
+``notifications/initialized``, ``tools/list``, ``ping``, and calls: ``take_calls``); the first line it cannot
+answer hands the rest to the real server, in order. A call runs on a thread and loop of its own, or, for a server
+whose calls hold state on its event loop (``Tools.one_loop``: shell_exec), on that loop, with a session of the
+front's for its questions and progress (``front_session``). Standard library only at import. The records live in
+the state directory, which no tool of any server can reach (``protected``): a command cannot plant a tool
+description.
 """
 
 from __future__ import annotations
@@ -90,9 +93,7 @@ class Front:
     once the server's tools are built (``take_calls``), the calls of those that need nothing from the session,
     before the SDK has loaded (``tools.early_call``)."""
 
-    def __init__(
-        self, server_package: str, argv: list[str], wire_in: int = 0, wire_out: int = 1, *, computes: bool = True
-    ) -> None:
+    def __init__(self, server_package: str, argv: list[str], wire_in: int = 0, wire_out: int = 1) -> None:
         self.key = record_key(server_package, argv)
         self.usable = not state_within_roots(argv)  # records are read and kept only then
         self.argv = argv
@@ -111,9 +112,8 @@ class Front:
         self._shut = False  # a stop signal answered the calls under way: nothing more is written
         self._handshake = ""  # the request key of the initialize answered, "" before
         self._client: dict[str, Any] = {}  # the params of the initialize answered
-        # Without a record, the handshake is computed from the server's tools (``computes``: a server that hands
-        # its tools to the front before the SDK loads; ``Tools.initialize_result``).
-        self._answering = bool(self.records) or computes
+        # Without a record, the handshake is computed from the server's tools (``Tools.initialize_result``).
+        self._answering = True
         self._tools: Tools | None = None
         self._tools_known = threading.Event()  # set by take_calls (with the tools, or None: no calls here)
         self._sdk_wanted = threading.Event()  # a call answered, or the front is done: the SDK may load now
@@ -125,10 +125,7 @@ class Front:
         self._thread = threading.Thread(target=self._run, name="mcp-guard-front", daemon=True)
 
     def start(self) -> Front:
-        if self._answering:
-            self._thread.start()
-        else:
-            self._sdk_wanted.set()
+        self._thread.start()
         return self
 
     def take_calls(self, tools: Tools | None, loop: asyncio.AbstractEventLoop | None = None) -> None:
@@ -391,9 +388,11 @@ class Front:
             from mcp_server_guard.serving.tools import early_call  # noqa: PLC0415
 
             session = FrontSession(outbox, self._client, meta.get("progressToken"))
-            on_loop = asyncio.run_coroutine_threadsafe(early_call(tools, name, arguments, actor, session), outbox.loop)
+            call = outbox.run(early_call(tools, name, arguments, actor, session))
+            on_loop = asyncio.run_coroutine_threadsafe(call, outbox.loop)
             self._pending[rid] = on_loop
             on_loop.add_done_callback(lambda _: self._wake_writer())
+            log.debug("tools/call of %s taken on the server's loop: answered before the SDK loaded", name)
             return True
         future: Future[dict[str, Any]] = Future()
         self._pending[rid] = future
@@ -457,10 +456,9 @@ def _no_constant(name: str) -> Any:
 _running: Front | None = None
 
 
-def start_front(server_package: str, argv: list[str] | None = None, *, computes: bool = True) -> None:
-    """At the top of a server's console script, before anything heavy is imported. Not for --help/--version, not
-    when stdin or stdout is a terminal (a person typing), nor, for a server that cannot compute its answers
-    (``computes``), when an earlier start left no records."""
+def start_front(server_package: str, argv: list[str] | None = None) -> None:
+    """At the top of a server's console script, before anything heavy is imported. Not for --help/--version, nor
+    when stdin or stdout is a terminal (a person typing)."""
     global _running  # noqa: PLW0603 - one front per process, taken by the transport
     args = sys.argv[1:] if argv is None else argv
     if _running is not None or any(a in ("--help", "-h", "--version") for a in args):
@@ -469,22 +467,19 @@ def start_front(server_package: str, argv: list[str] | None = None, *, computes:
         if os.isatty(0) or os.isatty(1):
             return
     try:
-        _running = Front(server_package, args, computes=computes).start()
+        _running = Front(server_package, args).start()
     except OSError:
         _running = None
 
 
-def run_console(server_package: str, argv: Sequence[str] | None = None, *, sdk_first: bool = False) -> None:
+def run_console(server_package: str, argv: Sequence[str] | None = None) -> None:
     """A server's console script: the front first (nothing heavy before it), the MCP SDK's client deferred (a
     server never uses it: a fifth of start-up time), then the server's own command line, which loads the SDK
-    once the front no longer answers alone (``early_calls``) — or first, with ``sdk_first``, for a server whose
-    command line needs it."""
-    start_front(server_package, None if argv is None else list(argv), computes=not sdk_first)
-    from mcp_server_guard.serving.sdk import defer_sdk_client, import_sdk  # noqa: PLC0415 - after the front started
+    once the front no longer answers alone (``early_calls``)."""
+    start_front(server_package, None if argv is None else list(argv))
+    from mcp_server_guard.serving.sdk import defer_sdk_client  # noqa: PLC0415 - after the front started
 
     defer_sdk_client()
-    if sdk_first:
-        import_sdk()
     importlib.import_module(f"{server_package}.cli").main(argv)
 
 
@@ -534,10 +529,19 @@ async def early_calls_on_loop(tools: Tools) -> bool:
     return await anyio.to_thread.run_sync(front.served_whole, abandon_on_cancel=True)
 
 
-def shutdown_front(message: str) -> None:
-    """A stop signal while the front serves: the calls under way are answered ``message`` (``Front.shutdown``)."""
-    if _running is not None:
-        _running.shutdown(message)
+def shutdown_front(message: str) -> list[asyncio.Task[Any]]:
+    """A stop signal while the front serves: the calls under way are answered ``message`` (``Front.shutdown``)
+    and, on the server's loop, cancelled (their handlers kill what they started, their records say so); their
+    tasks, to wait for."""
+    front = _running
+    if front is None:
+        return []
+    front.shutdown(message)
+    if front.outbox is None:
+        return []
+    for future in list(front._pending.values()):
+        future.cancel()
+    return list(front.outbox.tasks)
 
 
 def take_front() -> tuple[Front | None, HandOver | None]:

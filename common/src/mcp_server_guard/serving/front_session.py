@@ -17,12 +17,13 @@ import itertools
 import json
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from mcp_server_guard.serving.asking import Answer, answer_of, form_schema
 
+T = TypeVar("T")
 QUESTION_ID_PREFIX = "mcp-guard-q"  # our questions' ids: never "mcp-guard-<digits>" (the SDK's own requests)
 _MODES_SINCE = "2025-11-25"  # the protocol version that gave elicitation/create its "mode" (as serving.stdio)
 
@@ -39,6 +40,17 @@ class Outbox:
         self._late: list[bytes] | None = None  # sent between the hand-over and the attach
         self._asked: dict[str, asyncio.Future[tuple[Any, Any]]] = {}
         self._ids = itertools.count(1)
+        self.tasks: set[asyncio.Task[Any]] = set()  # the calls running on the loop (a stop waits for them)
+
+    async def run(self, call: Awaitable[T]) -> T:
+        """Run one call on the loop, known to ``tasks`` while it runs."""
+        task = asyncio.current_task()
+        assert task is not None
+        self.tasks.add(task)
+        try:
+            return await call
+        finally:
+            self.tasks.discard(task)
 
     async def send(self, message: dict[str, Any]) -> None:
         data = json.dumps(message).encode() + b"\n"

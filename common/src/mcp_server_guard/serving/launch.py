@@ -6,6 +6,7 @@ stdout belongs to the protocol: nothing here ever writes to it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import enum
 import inspect
@@ -14,7 +15,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from functools import partial
 from importlib import metadata
 from pathlib import Path
@@ -335,16 +336,9 @@ def serve(server: GuardedServer) -> None:
     _serve(server.tools, ready)
 
 
-def _serve(
-    tools: Tools, make: Callable[[], Awaitable[GuardedServer | None]], on_stop: Callable[[str], None] | None = None
-) -> None:
-    """``serve`` the server ``make()`` gives on the loop it runs on (None: the session is over already);
-    ``on_stop(message)`` first at a stop signal meanwhile."""
-
-    def terminate(signum: int, frame: object) -> None:
-        if on_stop is not None:
-            on_stop(f"Server shutting down ({signal.Signals(signum).name})")
-        _terminate(tools, signum, frame)
+def _serve(tools: Tools, make: Callable[[], Awaitable[GuardedServer | None]]) -> None:
+    """``serve`` the server ``make()`` gives on the loop it runs on (None: the session is over already)."""
+    terminate = partial(_terminate, tools)
 
     for sig in STOP_SIGNALS:
         signal.signal(sig, terminate)
@@ -377,9 +371,19 @@ def _serve(
 def _serve_on_one_loop(tools: Tools) -> None:
     """A server whose calls hold state on the event loop (``Tools.one_loop``): the loop runs from the start and
     serves the calls the start-up front takes before the SDK has loaded, then the real transport on the same loop
-    once the SDK is needed (``front.early_calls_on_loop``)."""
+    once the SDK is needed (``front.early_calls_on_loop``). A stop signal meanwhile answers the calls under way,
+    cancels them and waits for them (bounded) before the exit, as the real transport does."""
+
+    async def stop(signum: signal.Signals) -> None:
+        running = shutdown_front(f"Server shutting down ({signum.name})")
+        if running:
+            await asyncio.wait(running, timeout=deadline.CLEANUP_BOUND_S)
+        _terminate(tools, signum, None)
 
     async def make() -> GuardedServer | None:
+        loop = asyncio.get_running_loop()
+        for sig in STOP_SIGNALS:  # until the real transport puts its own (``serve_stdio``)
+            loop.add_signal_handler(sig, partial(_stopping, loop, stop, sig))
         if await early_calls_on_loop(tools):
             deadline.arm(0, "stdin closed")  # the process ends within seconds, whatever a call is doing
             loaded = "mcp.server" in sys.modules  # (the evidence a test reads)
@@ -392,7 +396,13 @@ def _serve_on_one_loop(tools: Tools) -> None:
 
         return GuardedServer.serving(tools)
 
-    _serve(tools, make, shutdown_front)
+    _serve(tools, make)
+
+
+def _stopping(
+    loop: asyncio.AbstractEventLoop, stop: Callable[[signal.Signals], Coroutine[Any, Any, None]], signum: signal.Signals
+) -> None:
+    loop.create_task(stop(signum))
 
 
 def run_app(app: typer.Typer, prog: str, argv: Sequence[str] | None = None) -> NoReturn:

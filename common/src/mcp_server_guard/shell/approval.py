@@ -1,8 +1,9 @@
 """The approval gate of shell_exec: a command whose rule says "ask" runs only on a human's explicit yes.
 
-The gate runs as an SDK resolver, before the tool body, in the same task and request round: it checks
-the call (refusals surface before any question), asks the human through elicitation when the policy
-says ask, and leaves what it checked for the body, which reuses it only for identical arguments.
+The gate runs before the tool body (``ToolSpec.gate``: an SDK resolver, in the same task and request round, or the
+start-up front's first step): it checks the call (refusals surface before any question), asks the human through
+elicitation when the policy says ask (a ``Question``), and leaves what it checked for the body, which reuses it only
+for identical arguments.
 
 The form offers to remember the yes for the session (``grants``): this exact line, or — where
 ``session_prefix`` finds it safe — the program and subcommand. A line a grant covers is not asked again.
