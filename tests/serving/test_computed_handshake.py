@@ -34,8 +34,12 @@ CAPABILITIES_SDK_JUDGES: list[dict[str, Any]] = [
     {"elicitation": {"url": "x"}}, {"elicitation": {"x": 1}}, {"tasks": {"requests": 5}}, {"tasks": {"list": "x"}},
     {"experimental": {"a": 5}}, {"experimental": {"a": {"b": 1}}}, {"roots": {"listChanged": True, "x": 1}},
     {"roots": {"x": 5}}, {"roots": {"listChanged": 1}}, {"elicitation": {"form": {}, "url": {}}},
+    {"elicitation": {"form": {}}}, {"elicitation": {"url": {}}}, {"elicitation": {"form": {"x": 1}}},
+    {"elicitation": {"form": {}, "url": {}, "x": {}}},
 ]  # fmt: skip
-NEWER_CAPABILITIES: list[dict[str, Any]] = [{"elicitation": {}}, {"tasks": {}}]
+NEWER_CAPABILITIES: list[dict[str, Any]] = [
+    {"elicitation": {}}, {"tasks": {}}, {"elicitation": {"form": {}}}, {"elicitation": {"form": {}, "url": {}}},
+]  # fmt: skip
 PARAMS: list[dict[str, Any]] = [
     *({"protocolVersion": v, "capabilities": {}, "clientInfo": INFO} for v in HANDSHAKE_PROTOCOL_VERSIONS),
     {"protocolVersion": "2025-06-18", "capabilities": {"roots": {"listChanged": True}}, "clientInfo": INFO},
@@ -112,7 +116,7 @@ def test_a_computed_handshake_is_the_sdks_own_answer_or_none(
         if computed is not None:
             computed_any += 1
             assert computed == _sdk_initialize(server, params), params
-    assert computed_any == len(HANDSHAKE_PROTOCOL_VERSIONS) + 3  # every plain handshake is computed
+    assert computed_any == len(HANDSHAKE_PROTOCOL_VERSIONS) + 6  # every plain handshake is computed
     for version in HANDSHAKE_PROTOCOL_VERSIONS:
         assert tools.tools_list_result() == _sdk_tools_list(server, version), version
 
@@ -152,7 +156,7 @@ def _first_start(
     return seen + [json.loads(line) for line in rest.splitlines()]
 
 
-@pytest.mark.parametrize("script", ["mcp-server-file-read", "mcp-server-file-write"])
+@pytest.mark.parametrize("script", ["mcp-server-file-read", "mcp-server-file-write", "mcp-server-shell-exec"])
 def test_the_first_start_in_a_new_project_computes_its_handshake_and_the_real_server_agrees(
     script: str, workspace: Path, isolated_home: Path, tmp_path: Path
 ) -> None:

@@ -41,11 +41,17 @@ CAPABILITIES: Mapping[str, Mapping[str, bool]] = {
 # The client capabilities an initialize is answered here with, as the everyday clients declare them, by the
 # revision that defines each (anything else — another member, type or revision — is the SDK's to validate: it may
 # refuse what the front would have taken). clientInfo: name, version (and title), non-empty strings.
-_CLIENT_CAPABILITIES: Mapping[str, tuple[str, tuple[Mapping[str, Any], ...]]] = {
-    "roots": ("2024-11-05", ({}, {"listChanged": True}, {"listChanged": False})),
-    "sampling": ("2024-11-05", ({},)),
-    "experimental": ("2024-11-05", ({},)),
-    "elicitation": ("2025-06-18", ({},)),
+_CLIENT_CAPABILITIES: Mapping[str, tuple[tuple[str, Mapping[str, Any]], ...]] = {
+    "roots": (("2024-11-05", {}), ("2024-11-05", {"listChanged": True}), ("2024-11-05", {"listChanged": False})),
+    "sampling": (("2024-11-05", {}),),
+    "experimental": (("2024-11-05", {}),),
+    # 2025-11-25 gave elicitation its modes: the SDK's own client declares both ({"form": {}, "url": {}}).
+    "elicitation": (
+        ("2025-06-18", {}),
+        ("2025-11-25", {"form": {}}),
+        ("2025-11-25", {"url": {}}),
+        ("2025-11-25", {"form": {}, "url": {}}),
+    ),
 }
 # Refusals about a path that missed: worth looking for the path the caller meant.
 _PATH_CODES = frozenset({"NOT_FOUND", "PATH_OUTSIDE_JAIL", "NOT_A_DIRECTORY", "INVALID_PATH", "IS_DIRECTORY"})
@@ -257,9 +263,10 @@ class Tools:
         if not set(params) <= {"protocolVersion", "capabilities", "clientInfo"} or version not in HANDSHAKE_VERSIONS:
             return None
         if not isinstance(capabilities, dict) or not all(
-            key in _CLIENT_CAPABILITIES
-            and HANDSHAKE_VERSIONS.index(version) >= HANDSHAKE_VERSIONS.index(_CLIENT_CAPABILITIES[key][0])
-            and value in _CLIENT_CAPABILITIES[key][1]
+            any(
+                value == taken and HANDSHAKE_VERSIONS.index(version) >= HANDSHAKE_VERSIONS.index(since)
+                for since, taken in _CLIENT_CAPABILITIES.get(key, ())
+            )
             and not any(isinstance(v, int | float) and not isinstance(v, bool) for v in value.values())
             for key, value in capabilities.items()
         ):
