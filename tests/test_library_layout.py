@@ -22,13 +22,14 @@ EXPORTED = {
         "GuardError", "GuardedServer", "Jail", "Located", "NetworkRules", "ParamError", "Policy", "PolicyError",
         "ResourceError",
         "SecurityError", "ServerConfig", "SymlinkMode", "HostError", "ToolInput", "ToolOutput", "load_policy",
-        "lazy_exports", "note", "printable", "protection_for", "recorded_digest", "register_tool", "state_dir",
+        "lazy_exports", "note", "printable", "protection_for", "recorded_digest", "state_dir",
         "within", "within_any",
     ],
     "mcp_server_guard.serving": [
         "MAX_MESSAGE_BYTES", "ClientRoots", "GuardedServer", "HistoryDirOpt", "ServerConfig", "ToolInput",
-        "ToolOutput", "build_config", "register_tool", "resolve_history_dir", "run_app", "serve_stdio", "server_cli",
+        "ToolOutput", "build_config", "resolve_history_dir", "run_app", "serve_stdio", "server_cli",
         "usage_error", "Mode", "command_target", "run_console", "state_hidden", "state_in_use", "Tools", "ToolSpec",
+        "ResourceSpec",
     ],
     "mcp_server_guard.files": [
         "HistoryEntry", "HistoryError", "HistoryStore", "Jail", "Located", "Page", "Sniffed",
@@ -118,6 +119,7 @@ def layer(module: str) -> str:
     top = {
         "mcp_server_guard",
         "errors",
+        "asking",
         "audit",
         "policy",
         "paths",

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
+from mcp_server_guard.asking import NoSession
 from mcp_server_guard.serving import front
 from mcp_server_guard.serving import tools as serving_tools
-from mcp_server_guard.serving.asking import NoSession
 from mcp_server_guard.serving.server import GuardedServer
 from mcp_server_guard.serving.tools import Tools, early_call
 from support import RawClient, console_script

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from mcp_server_guard.serving.asking import form_schema
+from mcp_server_guard.asking import form_schema
 from mcp_server_guard.shell.approval import Approval, _form
 from mcp_server_guard.tools.shell_questions import ChangesApproval, HostQuestion
 from support import RawClient, console_script

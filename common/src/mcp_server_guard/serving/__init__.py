@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     )
     from mcp_server_guard.serving.server import ClientRoots, GuardedServer
     from mcp_server_guard.serving.stdio import MAX_MESSAGE_BYTES, serve_stdio
-    from mcp_server_guard.serving.tools import ToolInput, ToolOutput, Tools, ToolSpec, command_target
+    from mcp_server_guard.serving.tools import ResourceSpec, ToolInput, ToolOutput, Tools, ToolSpec, command_target
 
 _EXPORTS = {
     "run_console": "front",
@@ -42,6 +42,7 @@ _EXPORTS = {
     "ToolOutput": "tools",
     "Tools": "tools",
     "ToolSpec": "tools",
+    "ResourceSpec": "tools",
     "build_config": "launch",
     "resolve_history_dir": "launch",
     "state_hidden": "launch",
@@ -59,6 +60,7 @@ __all__ = [
     "GuardedServer",
     "HistoryDirOpt",
     "Mode",
+    "ResourceSpec",
     "ServerConfig",
     "ToolInput",
     "ToolOutput",

@@ -403,7 +403,7 @@ class Front:
         """One call, on its own thread and event loop, as ``tools.early_call`` answers it."""
         import asyncio  # noqa: PLC0415 - not before a call needs it (a tenth of the first answer's time)
 
-        from mcp_server_guard.serving.asking import NoSession  # noqa: PLC0415
+        from mcp_server_guard.asking import NoSession  # noqa: PLC0415
         from mcp_server_guard.serving.tools import early_call  # noqa: PLC0415
 
         try:

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from mcp_server_guard.serving.asking import Answer, answer_of, form_schema
+from mcp_server_guard.asking import Answer, answer_of, form_schema
 
 T = TypeVar("T")
 QUESTION_ID_PREFIX = "mcp-guard-q"  # our questions' ids: never "mcp-guard-<digits>" (the SDK's own requests)
@@ -109,7 +109,7 @@ def _settle(future: asyncio.Future[tuple[Any, Any]], outcome: tuple[Any, Any]) -
 
 
 class FrontSession:
-    """``serving.asking.Session`` of one call the front took: its questions and progress go through ``Outbox``,
+    """``asking.Session`` of one call the front took: its questions and progress go through ``Outbox``,
     shaped as the SDK shapes them for the client's protocol version."""
 
     def __init__(self, outbox: Outbox, client: dict[str, Any], token: Any) -> None:

@@ -45,9 +45,7 @@ from mcp.types import (
 from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ValidationError
 
-from mcp_server_guard.audit import AuditRecord
-from mcp_server_guard.errors import ERROR_META_KEY, GuardError, HostError, ParamError
-from mcp_server_guard.serving.asking import (
+from mcp_server_guard.asking import (
     ACCEPT,
     CANCEL,
     DECLINE,
@@ -57,6 +55,8 @@ from mcp_server_guard.serving.asking import (
     answer_invalid,
     approval_timeout,
 )
+from mcp_server_guard.audit import AuditRecord
+from mcp_server_guard.errors import ERROR_META_KEY, GuardError, HostError, ParamError
 from mcp_server_guard.serving.config import ServerConfig
 from mcp_server_guard.serving.tools import (
     ToolInput,
@@ -368,7 +368,7 @@ def _answer(outcome: Any) -> Answer:
 
 
 class SdkSession:
-    """``serving.asking.Session`` over the SDK's context of a call."""
+    """``asking.Session`` over the SDK's context of a call."""
 
     def __init__(self, ctx: Context[Any, Any]) -> None:
         self._ctx = ctx

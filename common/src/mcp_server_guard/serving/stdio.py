@@ -13,7 +13,6 @@ clients fail on close; and it has no way to answer pending calls when the server
   which cancels the calls in flight (their handlers kill what they started).
 * a stop signal answers every request still pending with ``-32000`` ("server shutting down"), then ends the
   loop and writes nothing more.
-
 * a ``tools/call`` that needs nothing from the session (see ``DirectCalls``) is handed straight to the server once
   the 2025-era handshake is done, beside the SDK's dispatcher, and answered through the SDK's own sieve.
 
@@ -188,9 +187,9 @@ class StdioConnection:
         self._direct_calls: dict[RequestId, asyncio.Task[None]] = {}
         # Calls the front took on this loop (``Tools.one_loop``), still running: a cancel stops them.
         self._front_out = front.outbox if front is not None else None
-        self._early_calls: dict[RequestId, Future[dict[str, Any]]] = {}
-        if self._front_out is not None:
-            self._early_calls = {coerce_request_id(rid): answer for rid, answer in self._early.pending}
+        self._early_calls: dict[RequestId, Future[dict[str, Any]]] = (
+            {coerce_request_id(rid): answer for rid, answer in self._early.pending} if self._front_out else {}
+        )
         self._inbound_send, self.inbound = anyio.create_memory_object_stream[SessionMessage](0)
         self._outbox_send: MemoryObjectSendStream[bytes]
         self._outbox: MemoryObjectReceiveStream[bytes]
@@ -474,7 +473,7 @@ class StdioConnection:
             message = outcome.message
             if (
                 isinstance(message, JSONRPCResponse | JSONRPCError)
-                and self._front_out is not None
+                and self._front_out
                 and self._front_out.asks(message.id)
             ):
                 # The answer to a question of a call the front took (``front_session``): never the SDK's.

@@ -20,10 +20,10 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mcp_server_guard import audit
+from mcp_server_guard.asking import ACCEPT, Answer, Question, Session, answer_invalid, approval_timeout
 from mcp_server_guard.audit import AuditRecord
 from mcp_server_guard.errors import Category, GuardError, HostError, ParamError, facts_line
 from mcp_server_guard.paths import where_line
-from mcp_server_guard.serving.asking import ACCEPT, Answer, Question, Session, answer_invalid, approval_timeout
 from mcp_server_guard.serving.calls import example_call, flat_schema, normalize_arguments
 from mcp_server_guard.serving.config import Mode, ServerConfig
 
@@ -149,7 +149,7 @@ class ToolSpec:
     ``handler(args, session)`` — or, for a tool with a ``gate``, ``handler(args, session, answer)``: the gate runs
     first with the arguments and the session and returns a ``Question`` for the person (asked before the call runs;
     the answer is an ``Answer``) or any other value (nothing asked: ``Answer("accept", value)``). The session
-    (``serving.asking``) is the SDK's or, for a call served before the SDK has loaded, the front's."""
+    (``asking``) is the SDK's or, for a call served before the SDK has loaded, the front's."""
 
     name: str
     description: str

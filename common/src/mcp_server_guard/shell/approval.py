@@ -22,9 +22,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, create_model
 
 from mcp_server_guard import audit
+from mcp_server_guard.asking import Answer, Question, Session
 from mcp_server_guard.errors import SecurityError
 from mcp_server_guard.paths import printable, printable_lines
-from mcp_server_guard.serving.asking import Answer, Question, Session
 from mcp_server_guard.shell.egress import warning
 from mcp_server_guard.shell.execution import Prepared, ShellExec
 from mcp_server_guard.shell.grants import Grant, HostAnswer, SessionApprovals

@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from mcp_server_guard import audit
+from mcp_server_guard.asking import Answer, Session
 from mcp_server_guard.audit import new_audit_id
 from mcp_server_guard.changes import Settled, Transactions
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.errors import ParamError, ResourceError
 from mcp_server_guard.policy import ShellPolicy
-from mcp_server_guard.serving.asking import Answer, Session
 from mcp_server_guard.shell.approval import require_approval
 from mcp_server_guard.shell.execution import Prepared, ShellExec, limit_hit
 from mcp_server_guard.shell.grants import CallHosts

@@ -10,9 +10,9 @@ import logging
 import anyio
 from pydantic import BaseModel, Field, ValidationError
 
+from mcp_server_guard.asking import Session
 from mcp_server_guard.changes.transactions import Ask
 from mcp_server_guard.paths import printable, printable_lines
-from mcp_server_guard.serving.asking import Session
 from mcp_server_guard.shell.approval import ApprovalForm
 from mcp_server_guard.shell.grants import HostAnswer, HostAsk
 

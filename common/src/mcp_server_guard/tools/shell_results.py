@@ -14,9 +14,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from mcp_server_guard import audit
+from mcp_server_guard.asking import Session
 from mcp_server_guard.changes.results import Settled
 from mcp_server_guard.paths import printable, readable
-from mcp_server_guard.serving.asking import Session
 from mcp_server_guard.serving.tools import ToolOutput
 from mcp_server_guard.shell.egress import Denied
 from mcp_server_guard.shell.output import Progress

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mcp_server_guard import audit, paths
+from mcp_server_guard.asking import Answer, Question, Session
 from mcp_server_guard.audit import default_state_path
 from mcp_server_guard.changes import Held, Settled, Transactions  # the package's public names
 from mcp_server_guard.changes.apply import Applier
@@ -28,7 +29,6 @@ from mcp_server_guard.files.trees import remove_dead, remove_tree
 from mcp_server_guard.files.writing import open_writer
 from mcp_server_guard.policy import HostVerdict, NetworkRules
 from mcp_server_guard.protected import protection_for
-from mcp_server_guard.serving.asking import Answer, Question, Session
 from mcp_server_guard.serving.config import Mode, ServerConfig
 from mcp_server_guard.shell.approval import (
     APPROVED_BY,

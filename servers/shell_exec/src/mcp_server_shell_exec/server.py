@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from mcp_server_guard.changes import CopyArea
-from mcp_server_guard.serving import ServerConfig, ToolInput, Tools, ToolSpec, command_target
-from mcp_server_guard.serving.tools import ResourceSpec
+from mcp_server_guard.serving import ResourceSpec, ServerConfig, ToolInput, Tools, ToolSpec, command_target
 from mcp_server_guard.shell import ApprovalForm
 from mcp_server_guard.shell.sandbox import SandboxPlan
 from mcp_server_guard.tools import OUTPUT_DESCRIPTION, OUTPUT_TEMPLATE, ShellResult, ShellService
