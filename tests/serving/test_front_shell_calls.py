@@ -9,8 +9,11 @@ after it — and a cancel stops a call under way.
 from __future__ import annotations
 
 import json
+import os
 import re
+import select
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -262,3 +265,123 @@ def test_a_stop_signal_during_a_first_call_answers_it_and_ends_the_server_and_th
     client.close()
     records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [r["phase"] for r in records] == ["intent", "outcome"], records  # the call's record is closed
+
+
+# -- red team 44 -------------------------------------------------------------------------------------------------
+
+
+def _answers(client: RawClient) -> list[dict[str, Any]]:
+    """Every message the server writes until it closes stdout."""
+    return [json.loads(line) for line in client.read_to_eof(timeout=60).splitlines()]
+
+
+def _records(tmp_path: Path) -> list[dict[str, Any]]:
+    audit = tmp_path / "audit.jsonl"
+    lines = audit.read_text(encoding="utf-8").splitlines() if audit.exists() else []
+    return [json.loads(line) for line in lines]
+
+
+@pytest.mark.parametrize("way", ["front", "sdk"])
+def test_attack_a_declined_call_never_runs_on_a_grant_another_call_got_meanwhile(
+    way: str, workspace: Path, tmp_path: Path
+) -> None:
+    # F1: two calls of one "ask" line are asked at once; the person says yes, remember the line, to the first and
+    # no to the second: the second's own "no" stands.
+    client = _start(workspace, tmp_path, {"elicitation": {}})
+    if way == "sdk":
+        assert client.request(9, "resources/list", timeout=60)["result"]["resources"] == []
+    _call(client, 2, {"command": "zap x; echo ran > ran.txt"})
+    _call(client, 3, {"command": "zap x; echo ran > ran.txt"})
+    first, second = _next(client, "elicitation/create"), _next(client, "elicitation/create")
+    yes = {"action": "accept", "content": {"approve": True, "remember": "line"}}
+    client.send({"jsonrpc": "2.0", "id": first["id"], "result": yes})
+    assert not client.until(2, 60)[-1]["result"].get("isError")
+    (workspace / "ran.txt").unlink()
+    client.send({"jsonrpc": "2.0", "id": second["id"], "result": {"action": "decline"}})
+    declined = client.until(3, 60)[-1]["result"]
+    assert declined["isError"] and declined["_meta"]["mcp-guard/error"]["policyDecision"] == "ask-declined"
+    _end(client)
+    assert not (workspace / "ran.txt").exists()
+
+
+def test_attack_two_stop_signals_answer_each_call_under_way_once(workspace: Path, tmp_path: Path) -> None:
+    # F2: SIGTERM and SIGHUP back to back answered every call twice.
+    client = _start(workspace, tmp_path, {})
+    for rid in (2, 3):
+        _call(client, rid, {"command": "sleep 60"}, {"progressToken": rid})
+    seen = {_next(client, "notifications/progress")["params"]["progressToken"] for _ in range(4)}
+    assert seen == {2, 3}  # both run
+    client.proc.send_signal(signal.SIGTERM)
+    client.proc.send_signal(signal.SIGHUP)
+    answers = [m for m in _answers(client) if "method" not in m]
+    assert sorted(m["id"] for m in answers) == [2, 3], answers
+    client.close()
+
+
+def test_attack_a_call_sent_after_a_stop_signal_never_runs(workspace: Path, tmp_path: Path) -> None:
+    # F3: while a stop waits for the calls it cancelled, the front took and ran new calls.
+    client = _start(workspace, tmp_path, {})
+    _call(client, 2, {"command": "trap '' TERM; sleep 60"}, {"progressToken": 1})
+    _next(client, "notifications/progress")
+    client.proc.send_signal(signal.SIGTERM)
+    assert client.recv(30)["id"] == 2  # -32000
+    _call(client, 3, {"command": "echo late"})
+    assert [m["id"] for m in _answers(client) if "method" not in m] == []  # nothing after the stop
+    client.close()
+    assert [r["arguments"]["command"] for r in _records(tmp_path) if r["phase"] == "intent"] == [
+        "trap '' TERM; sleep 60"
+    ]
+
+
+def test_attack_a_first_call_still_running_after_the_hand_over_is_answered_at_a_stop_signal(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # F4: the real transport answered only its own pending requests at a stop signal.
+    client = _start(workspace, tmp_path, {})
+    _call(client, 2, {"command": "sleep 60"}, {"progressToken": 1})
+    _next(client, "notifications/progress")
+    assert client.request(3, "resources/list", timeout=60)["result"]["resources"] == []  # the SDK took over
+    client.proc.send_signal(signal.SIGTERM)
+    answers = [m for m in _answers(client) if "method" not in m]
+    assert [(m["id"], m["error"]["code"]) for m in answers] == [(2, -32000)], answers
+    client.close()
+
+
+def test_a_stop_signal_while_the_sdk_loads_answers_every_request_once(workspace: Path, tmp_path: Path) -> None:
+    # F5: the line that made the SDK load was left unanswered by a stop signal meanwhile.
+    client = _start(workspace, tmp_path, {})
+    _call(client, 2, {"command": "sleep 60"}, {"progressToken": 1})
+    _next(client, "notifications/progress")
+    client.send({"jsonrpc": "2.0", "id": 3, "method": "resources/list"})
+    client.proc.send_signal(signal.SIGTERM)
+    answers = [m for m in _answers(client) if "method" not in m]
+    assert sorted(m["id"] for m in answers) == [2, 3], answers
+    client.close()
+
+
+def test_attack_a_client_that_writes_and_never_reads_meets_back_pressure(workspace: Path, tmp_path: Path) -> None:
+    # F6: while its answers could not be written, the front read on and held every byte the client sent.
+    client = _start(workspace, tmp_path, {})
+    ping = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "ping"}).encode() + b"\n"
+    assert client.proc.stdin is not None
+    os.set_blocking(client.proc.stdin.fileno(), False)
+    sent, chunk, stalled_since = 0, ping * 20000, time.monotonic()
+    while sent < 96 << 20 and time.monotonic() - stalled_since < 5:  # until the server stops reading (bounded)
+        try:
+            sent += os.write(client.proc.stdin.fileno(), chunk)
+            stalled_since = time.monotonic()
+        except BlockingIOError:
+            select.select([], [client.proc.stdin.fileno()], [], 0.2)
+    client.proc.kill()
+    client.close()
+    assert sent < 32 << 20, f"the server read {sent >> 20} MiB while writing nothing"
+
+
+def test_a_progress_token_the_transport_refuses_is_refused_either_way(workspace: Path, tmp_path: Path) -> None:
+    # F7: a token of the wrong type ran the command before the SDK loaded; the SDK's way refuses the call.
+    client = _start(workspace, tmp_path, {})
+    _call(client, 2, {"command": "echo ran > ran.txt"}, {"progressToken": {"a": 1}})
+    answer = client.until(2, 60)[-1]
+    assert answer["error"]["code"] == -32602, answer
+    _end(client)
+    assert not (workspace / "ran.txt").exists()

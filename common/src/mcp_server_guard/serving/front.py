@@ -64,6 +64,7 @@ log = logging.getLogger("mcp_server_guard.front")
 
 ANSWERED = ("initialize", "tools/list", "ping")
 _LINE_LIMIT = 1 << 16  # a line longer than this is left to the real transport (read no further)
+_HELD_LIMIT = 4 << 20  # read while stdout is full beyond this, the rest goes to the real transport (back-pressure)
 _TOOLS_WAIT_S = 30.0  # a call waits this long for the main thread to build the tools (then the SDK's way)
 _CALLS = 4  # calls the front runs at once at most (each on a thread of its own)
 _EOF_GRACE_S = 3.0  # at stdin's end, the calls under way have this long to be answered (then the process ends)
@@ -220,7 +221,9 @@ class Front:
                 except BlockingIOError:
                     pass
                 readable, _, _ = select.select([self._in, self._wake_r], [self._out], [])
-                if self._wake_r in readable:
+                if self._wake_r in readable or len(self._buffer) > _HELD_LIMIT:
+                    # Threat (red team 44 F6): a client that writes on and never reads had every byte it sent held
+                    # here; past the bound the real transport takes over, which reads no faster than it writes.
                     self._got.unwritten = bytes(view)
                     raise _HandingOver
                 if self._in in readable and not self._pull():
@@ -232,6 +235,8 @@ class Front:
         """Answer ``line`` from the records; False when it cannot (the real server takes it and what follows).
         Only a line the real transport would take as it is: strict UTF-8 and JSON (no NaN), nested no deeper than
         it takes, no other member."""
+        if self._shut:
+            return True  # a stop signal came: nothing more is taken, run or written (as the real transport's)
         try:
             message = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
             json.dumps(message, ensure_ascii=False).encode("utf-8")  # no lone surrogate from a \ud800 escape
@@ -316,10 +321,12 @@ class Front:
         if not self._out_lock.acquire(timeout=_SHUTDOWN_FLUSH_S):
             return  # the front's thread is stuck writing to a client that does not read
         try:
+            if self._shut:
+                return  # answered once (red team 44 F2: a second signal answered every call again)
             self._shut = True
             error = {"code": -32000, "message": message}
             data = b"".join(json.dumps({"jsonrpc": "2.0", "id": rid, "error": error}).encode() + b"\n"
-                            for rid in self._pending)  # fmt: skip
+                            for rid in [*self._pending, *self._left_requests()])  # fmt: skip
             view, ends = memoryview(data), time.monotonic() + _SHUTDOWN_FLUSH_S
             os.set_blocking(self._out, False)
             while view and time.monotonic() < ends:
@@ -331,6 +338,26 @@ class Front:
             pass  # the client is gone
         finally:
             self._out_lock.release()
+
+    def _left_requests(self) -> list[Any]:
+        """The requests read and handed to nobody yet: the first line the front did not answer and those after it,
+        once its thread is done (red team 44 F5: a stop signal while the SDK loaded left them unanswered)."""
+        if self._thread.is_alive():
+            return []
+        found: dict[Any, bool] = {}
+        for line in self._buffer.split(b"\n")[:-1]:
+            try:
+                message = json.loads(line)
+            except (ValueError, UnicodeError, RecursionError):
+                continue
+            if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+                continue
+            rid, params = message.get("id"), message.get("params")
+            if isinstance(rid, str | int) and not isinstance(rid, bool):
+                found[rid] = True
+            elif message["method"] == "notifications/cancelled" and isinstance(params, dict):
+                found.pop(params.get("requestId"), None)  # a cancelled request is never answered
+        return list(found)
 
     def served_whole(self) -> bool:
         """Whether the session is over and the front answered all of it: stdin ended, every line it read was
@@ -354,11 +381,12 @@ class Front:
         return result
 
     def _call(self, rid: Any, params: dict[str, Any]) -> bool:
-        """Take a call (run on a thread of its own; its answer written when done), or False when the real server
-        must take it: no handshake yet, a tool that needs the session, a client that declared roots (they narrow
-        the jail; fetching them is a request to the client, which only the real server makes), ``_meta`` beyond a
-        progress token (the 2026-07-28 envelope, which the real transport refuses on this connection), or a cancel
-        already sent (the real server cancels the call; the front would run it whole)."""
+        """Take a call (run on the server's loop or a thread of its own: ``_take``; its answer written when done), or
+        False when the real server must take it: no handshake yet, a tool that asks first on a server without one
+        loop, a client that declared roots (they narrow the jail; fetching them is a request to the client, which
+        only the real server makes), ``_meta`` beyond a progress token (the 2026-07-28 envelope, which the real
+        transport refuses on this connection) or a token it refuses, or a cancel already sent (the real server
+        cancels the call; the front would run it whole)."""
         from mcp_server_guard.serving.tools import client_name  # noqa: PLC0415 - pydantic, once needed
 
         name, arguments, meta = params.get("name"), params.get("arguments", {}), params.get("_meta", {})
@@ -371,6 +399,9 @@ class Front:
             return False
         if not isinstance(meta, dict) or not set(meta) <= {"progressToken"}:
             return False
+        token = meta.get("progressToken", "")
+        if not isinstance(token, str | int) or isinstance(token, bool):
+            return False  # (red team 44 F7: a token the real transport refuses is its to answer)
         self._tools_known.wait(_TOOLS_WAIT_S)  # the main thread is building them
         tools, outbox = self._tools, self._outbox
         if tools is None or name not in tools.specs or (tools.specs[name].gate is not None and outbox is None):
@@ -381,6 +412,12 @@ class Front:
         if b"notifications/cancelled" in self._buffer:
             return False
         actor = client_name(self._client.get("clientInfo"))
+        with self._out_lock:  # a stop signal answers the calls under way: none is taken after it (red team 44 F3)
+            return not self._shut and self._take(rid, tools, name, arguments, actor, meta)
+
+    def _take(self, rid: Any, tools: Tools, name: str, arguments: dict[str, Any], actor: Any, meta: Any) -> bool:
+        """Start the call: on the server's loop with a session of the front's, or on a thread and loop of its own."""
+        outbox = self._outbox
         if outbox is not None:
             import asyncio  # noqa: PLC0415 - loaded by the loop that runs the calls
 

@@ -374,7 +374,12 @@ def _serve_on_one_loop(tools: Tools) -> None:
     once the SDK is needed (``front.early_calls_on_loop``). A stop signal meanwhile answers the calls under way,
     cancels them and waits for them (bounded) before the exit, as the real transport does."""
 
+    stopping: list[signal.Signals] = []
+
     async def stop(signum: signal.Signals) -> None:
+        if stopping:
+            return  # on the way out already (a second signal answers nothing twice)
+        stopping.append(signum)
         running = shutdown_front(f"Server shutting down ({signum.name})")
         if running:
             await asyncio.wait(running, timeout=deadline.CLEANUP_BOUND_S)

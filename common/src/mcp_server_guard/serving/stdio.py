@@ -185,11 +185,10 @@ class StdioConnection:
         # Direct calls in flight: plain asyncio tasks (a fifth of the cost of a task group's), cancelled by
         # notifications/cancelled and when the connection ends.
         self._direct_calls: dict[RequestId, asyncio.Task[None]] = {}
-        # Calls the front took on this loop (``Tools.one_loop``), still running: a cancel stops them.
+        # Calls the front took, still running (answered -32000 at a stop signal); on this loop (``Tools.one_loop``,
+        # ``_front_out``), a cancel stops them.
         self._front_out = front.outbox if front is not None else None
-        self._early_calls: dict[RequestId, Future[dict[str, Any]]] = (
-            {coerce_request_id(rid): answer for rid, answer in self._early.pending} if self._front_out else {}
-        )
+        self._early_calls = {coerce_request_id(rid): (rid, answer) for rid, answer in self._early.pending}
         self._inbound_send, self.inbound = anyio.create_memory_object_stream[SessionMessage](0)
         self._outbox_send: MemoryObjectSendStream[bytes]
         self._outbox: MemoryObjectReceiveStream[bytes]
@@ -244,9 +243,8 @@ class StdioConnection:
         is ready; none for a call the client cancelled."""
         message: JSONRPCResponse | JSONRPCError
         await asyncio.wait({asyncio.wrap_future(answer)})
-        self._early_calls.pop(coerce_request_id(rid), None)
-        if answer.cancelled():
-            return
+        if self._early_calls.pop(coerce_request_id(rid), None) is None or answer.cancelled():
+            return  # cancelled by the client
         try:
             message = JSONRPCResponse(jsonrpc="2.0", id=rid, result=answer.result())
         except Exception:  # every request gets an answer
@@ -274,7 +272,7 @@ class StdioConnection:
         self._closing = True
         answers = [
             error_line(rid, SERVER_SHUTTING_DOWN, message) for rid, count in self._pending.items() for _ in range(count)
-        ]
+        ] + [error_line(rid, SERVER_SHUTTING_DOWN, message) for rid, _ in self._early_calls.values()]
         self._pending.clear()
         with anyio.move_on_after(SHUTDOWN_FLUSH_S):  # a client that stopped reading cannot hold the exit
             for data in answers:
@@ -406,7 +404,7 @@ class StdioConnection:
     async def _cancel_direct_calls(self) -> None:
         """The connection ends: the direct calls still running are cancelled (their handlers kill what they
         started, their audit records say "cancelled") and waited for; so are the front's still running here."""
-        for early in self._early_calls.values():
+        for _, early in self._early_calls.values() if self._front_out else ():
             early.cancel()
         tasks = list(self._direct_calls.values())
         for task in tasks:
@@ -506,8 +504,9 @@ class StdioConnection:
                     self._forget(cancelled)  # a cancelled request is never answered, not even at shutdown
                     if (running := self._direct_calls.get(coerce_request_id(cancelled))) is not None:
                         running.cancel()
-                    if (early := self._early_calls.get(coerce_request_id(cancelled))) is not None:
-                        early.cancel()  # a call the front took on this loop: stopped, never answered
+                    early = self._early_calls.pop(coerce_request_id(cancelled), None)  # the front's: never answered
+                    if self._front_out and early:
+                        early[1].cancel()  # on this loop: stopped
             elif (
                 isinstance(message, JSONRPCNotification)
                 and message.method == "notifications/roots/list_changed"

@@ -74,6 +74,7 @@ class Asked:
     # Threat: a grant given for `npm install x` reused with an `env` that changes what it does
     # (npm_config_registry=…): a call with its own env is never covered, and offers nothing to remember.
     grantable: bool = True
+    generation: int = 0  # the grants' generation when it was checked (``SessionApprovals.given_by``)
 
 
 class Checked:
@@ -111,9 +112,8 @@ class Checked:
             if prefix is not None and (rule is None or prefix.split(" ", 1)[1] not in rule.subcommands):
                 prefix = None
         grantable = not env
-        return Asked(
-            prepared, prefix if grantable else None, self.grants.pending_hosts(prepared.shown, prepared.cwd), grantable
-        )
+        hosts = self.grants.pending_hosts(prepared.shown, prepared.cwd)
+        return Asked(prepared, prefix if grantable else None, hosts, grantable, self.grants.generation)
 
     async def check(
         self,
@@ -228,6 +228,11 @@ def consent(answer: Answer, asked: Asked, grants: SessionApprovals) -> Consent:
     granted: Grant | None = None
     if verdict.action == "ask":
         covering = grants.for_line(prepared.key, prepared.cwd, verdict.rule, asked.prefix) if asked.grantable else None
+        if covering is not None and not grants.given_by(covering, asked.generation):
+            # Threat (red team 44 F1): the person declines this call while another call of the same line, asked at
+            # the same time, is approved "for the session": that grant, given after this call was checked and
+            # asked, never overrides this call's own answer.
+            covering = None
         if covering is not None:
             # Threat: none new — the human said yes to this line (or its prefix) under this very rule.
             audit.note(

@@ -125,6 +125,10 @@ class SessionApprovals:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
         self._grants: dict[tuple[GrantKind, str, str, str], Grant] = {}
+        # Each grant's generation: how many grants were given (or taken from the file) before it, this session;
+        # those read at start are 0. A call's question is answered against the grants older than it (``given_by``).
+        self.generation = 0
+        self._born: dict[tuple[GrantKind, str, str, str], int] = {}
         self._lock = threading.Lock()
         # (line, cwd) -> hosts its last run could not ask about; memory only, bounded
         self._pending: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {}
@@ -164,6 +168,10 @@ class SessionApprovals:
             self._grants.get(("prefix", prefix, rule, "")) if prefix is not None else None
         )
 
+    def given_by(self, grant: Grant, generation: int) -> bool:
+        """Whether ``grant`` was there at ``generation`` (a call's check: see ``Asked.generation``)."""
+        return self._born.get((grant.kind, grant.value, grant.rule, grant.cwd), 0) <= generation
+
     def for_host(self, host: str, port: int) -> Grant | None:
         return self._grants.get(("host", f"{host}:{port}", "", ""))
 
@@ -182,7 +190,9 @@ class SessionApprovals:
         grant = Grant(kind, value, rule, cwd if kind == "line" else "", approved_by, at, ",".join(addresses))
         key = (grant.kind, grant.value, grant.rule, grant.cwd)
         with self._lock:
+            self.generation += 1
             self._grants[key] = grant
+            self._born[key] = self.generation
             _trim(self._grants)
             if self.path is not None:
                 why = self._merge_into_file(self.path, key, grant)
@@ -208,7 +218,9 @@ class SessionApprovals:
             except ValueError as exc:
                 return f"it cannot be read as an approvals file any more ({exc}); it was left as it is"
             for other_key, other in theirs.items():
-                self._grants.setdefault(other_key, other)
+                if other_key not in self._grants:
+                    self._grants[other_key] = other
+                    self._born[other_key] = self.generation
             merged = {**theirs, key: grant}
             _trim(merged)
             body = json.dumps({"version": _FILE_VERSION, "grants": [g.saved() for g in merged.values()]}, indent=1)
