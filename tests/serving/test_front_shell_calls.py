@@ -385,3 +385,23 @@ def test_a_progress_token_the_transport_refuses_is_refused_either_way(workspace:
     assert answer["error"]["code"] == -32602, answer
     _end(client)
     assert not (workspace / "ran.txt").exists()
+
+
+@pytest.mark.parametrize("action", ["decline", "accept"])
+def test_a_first_calls_changes_are_asked_about_after_it_ran_and_the_answer_decides(
+    action: str, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "d").mkdir()
+    for n in range(3):
+        (workspace / "d" / f"f{n}.txt").write_text(f"{n}\n", encoding="utf-8")
+    client = _start(workspace, tmp_path, {"elicitation": {}})
+    _call(client, 2, {"command": "rm -r d"})
+    question = _next(client, "elicitation/create")
+    assert "Apply these changes?" in question["params"]["message"]
+    reply: dict[str, Any] = {"action": action} | ({"content": {"apply": True}} if action == "accept" else {})
+    client.send({"jsonrpc": "2.0", "id": question["id"], "result": reply})
+    result = client.until(2, 60)[-1]["result"]["structuredContent"]
+    assert result["transaction"] == ("applied" if action == "accept" else "declined"), result
+    assert NEVER_LOADED in _end(client)
+    left = sorted(p.name for p in (workspace / "d").glob("*")) if (workspace / "d").exists() else None
+    assert left == (None if action == "accept" else ["f0.txt", "f1.txt", "f2.txt"])
