@@ -64,6 +64,7 @@ log = logging.getLogger("mcp_server_guard.front")
 
 ANSWERED = ("initialize", "tools/list", "ping")
 _LINE_LIMIT = 1 << 16  # a line longer than this is left to the real transport (read no further)
+_SIGNAL_CHECK_S = 0.25  # the main thread, waiting, runs the stop signals that came meanwhile at least this often
 _HELD_LIMIT = 4 << 20  # read while stdout is full beyond this, the rest goes to the real transport (back-pressure)
 _TOOLS_WAIT_S = 30.0  # a call waits this long for the main thread to build the tools (then the SDK's way)
 _CALLS = 4  # calls the front runs at once at most (each on a thread of its own)
@@ -150,8 +151,10 @@ class Front:
     def wait_for_sdk(self) -> None:
         """Wait until the SDK is needed: the front is done (a line it does not answer, or the session's end). A
         server whose front answers everything its client sends never loads the SDK (issue 44: what a call does not
-        need is not loaded)."""
-        self._sdk_wanted.wait()
+        need is not loaded). In steps: a stop signal the kernel gave another thread is run by the main thread only
+        when it wakes, and a wait without a bound may never wake (the server then outlived SIGHUP)."""
+        while not self._sdk_wanted.wait(_SIGNAL_CHECK_S):
+            pass
 
     def _run(self) -> None:
         try:
