@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_server_guard.serving.front_records import filled as _filled
 from mcp_server_guard.serving.front_records import read_records as _read_records
+from mcp_server_guard.serving.front_records import record as _record
 from mcp_server_guard.serving.front_records import record_key, request_key, state_within_roots
 from mcp_server_guard.serving.front_records import records_path as _records_path
 
@@ -278,7 +279,8 @@ class Front:
                 return False  # a second handshake, or tools/list before one
             key = request_key(method, message.get("params"), self._handshake)
             recorded = self.records.get(key)
-            result = recorded if isinstance(recorded, dict) else self._computed(method, params)
+            computed = not isinstance(recorded, dict)
+            result = self._computed(method, params) if computed else recorded
             if result is None:
                 return False
             if method == "initialize":
@@ -289,6 +291,12 @@ class Front:
                 self._kept += line + b"\n"
                 self._got.answered.append((line, result, True))
         self._write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode() + b"\n")
+        if method != "ping" and computed:
+            # Kept for the next start, which then answers at once, before the server's tools are built (a session the
+            # front serves whole never runs the real server, which keeps its own answers; when it runs, it compares
+            # and replaces a record that differs).
+            self.records[key] = result
+            _record(self, self.records)
         return True
 
     def _cancel(self, rid: Any) -> bool:
