@@ -905,6 +905,19 @@ def test_attack_awk_hiding_a_write_in_a_string_other_writers_and_other_directori
     assert _READ_ONLY_AT_HOME.decide(line).action == "deny", (line, _READ_ONLY_AT_HOME.decide(line))
 
 
+@pytest.mark.parametrize("line", _corpus("red_team_21.json", "decompressors_in_place_awk_and_config_files"))
+def test_attack_a_decompressor_an_in_place_awk_or_git_config_file_writing_a_start_up_file_is_refused(line: str) -> None:
+    # Red team 21 (HIGH, without the box): `gunzip ~/.bashrc.gz` writes ~/.bashrc, `gawk -i inplace … ~/.bashrc`
+    # rewrites it, `git config --file ~/.bashrc a.b c` writes git's syntax into it.
+    assert _AT_HOME.decide(line).action == "deny", (line, _AT_HOME.decide(line))
+    assert _ON_A_COPY_AT_HOME.decide(line).action == "deny", (line, _ON_A_COPY_AT_HOME.decide(line))
+
+
+@pytest.mark.parametrize("line", _corpus("red_team_21.json", "reads_of_archives_configs_and_awk"))
+def test_reading_archives_git_configs_and_awk_over_home_files_and_writing_in_the_project_are_allowed(line: str) -> None:
+    assert _AT_HOME.decide(line).action == "allow", (line, _AT_HOME.decide(line))
+
+
 def test_with_the_home_allowed_start_up_files_are_judged_by_place_and_other_home_paths_are_the_projects() -> None:
     # The full suite's box tests (the home as the project): `mv ~/.config ~/c2` was taken for a tree made over a
     # start-up directory (`~/c2/.config` by name); by place, ~/.ssh, ~/.bashrc and ~/.config stay the shell's.

@@ -178,6 +178,20 @@ _WRITERS: dict[str, _Writes] = {
     "pip3": _Writes(("log", "log-file"), values=frozenset({"log", "log-file"})),
 }  # fmt: skip
 _WRITERS["vim"] = _WRITERS["nvim"] = _WRITERS["vi"] = _WRITERS["ex"]
+# (red team 21) gawk's in-place edit, `-i inplace` (an include that rewrites each file operand): awk may be gawk.
+_WRITERS["gawk"] = _WRITERS["awk"] = _Writes(
+    (), "all", 1, ("i", "include"),
+    frozenset({"i", "include", "f", "file", "v", "assign", "F", "field-separator", "e", "source", "E", "exec", "l",
+               "load", "W"}),
+)  # fmt: skip
+_AWK_IN_PLACE = frozenset({"inplace", "inplace.awk"})
+# (red team 21) Programs that replace each file operand by its (de)compressed form, named after it: `gunzip
+# ~/.bashrc.gz` writes ~/.bashrc, `gzip ~/.profile` takes it away.
+_SQUEEZERS = frozenset({"gzip", "gunzip", "pigz", "unpigz", "xz", "unxz", "lzma", "unlzma", "bzip2", "bunzip2",
+                        "lzip", "zstd", "unzstd", "lz4", "brotli"})  # fmt: skip
+_SQUEEZER_READS = ("c", "stdout", "to-stdout", "t", "test", "l", "list", "h", "help", "V", "version")
+_SQUEEZER_VALUES = frozenset({"S", "suffix", "T", "threads", "o", "b", "B", "F", "format", "C", "check", "M",
+                              "memlimit", "D", "L", "level"})  # fmt: skip
 
 # Programs whose destination may become a whole tree (a copy of a directory, an archive's or a repository's files).
 _TREES = frozenset({"cp", "mv", "ln", "rsync", "tar", "bsdtar", "unzip", "cpio", "patch", "dpkg-deb", "curl", "git"})
@@ -216,18 +230,21 @@ def destination_findings(program: str, argv: list[str], where: Where, moved: boo
     other = _extract_destinations(program, argv)
     if other is not None:
         return _filled([d for d in other if d != RUN_TIME_ARG], where, moved, program)
-    spec = _WRITERS.get(program)
+    spec = _WRITERS.get(program, _Writes(values=_SQUEEZER_VALUES) if program in _SQUEEZERS else None)
     if spec is None:
         return []
     found: list[Finding] = []
     argv = _dashed(argv) if program in ("tar", "bsdtar") else argv
     parsed = parse_args(program, argv[1:], spec.values)
     destinations = [v for option in spec.options for v in parsed.values_of(option)]
+    if program in _SQUEEZERS and not any(parsed.has(flag) for flag in _SQUEEZER_READS):
+        destinations += [named for operand in parsed.positionals for named in _squeezed(operand)]
     if spec.operands == "last" and not destinations and len(parsed.positionals) >= 2:
         destinations = parsed.positionals[-1:]
     elif spec.operands == "all" and (not spec.when or any(parsed.has(flag) for flag in spec.when)):
-        scripted = any(parsed.values_of(option) for option in ("e", "expression", "f", "file"))
-        destinations += parsed.positionals[0 if scripted else spec.skip :]  # sed's script is its first operand
+        scripted = any(parsed.values_of(option) for option in ("e", "expression", "f", "file", "source"))
+        if program not in ("awk", "gawk") or _AWK_IN_PLACE & {*parsed.values_of("i"), *parsed.values_of("include")}:
+            destinations += parsed.positionals[0 if scripted else spec.skip :]  # sed's script is its first operand
     if program == "dd":
         destinations += [a.partition("=")[2] for a in argv[1:] if a.startswith("of=")]
     if program in ("tar", "bsdtar") and not _extracts(program, parsed):
@@ -269,6 +286,29 @@ def destination_findings(program: str, argv: list[str], where: Where, moved: boo
                 Finding("system-write", f"{program} writes over {destination}, a file of the system or the shell")
             )
     return found
+
+
+def _squeezed(operand: str) -> list[str]:
+    """The files a (de)compressor's operand names: itself (replaced) and the name less its suffix (written)."""
+    if operand in (RUN_TIME_ARG, "-"):
+        return []
+    stem, dot, suffix = operand.rpartition(".")
+    return [operand, stem] if dot and stem and "/" not in suffix else [operand]
+
+
+def _config_file(argv: list[str]) -> list[str]:
+    """(red team 21) ``git config --file ~/.bashrc a.b c``: git writes the file it is given, whatever file it is
+    (a query — ``--get``, ``--list``, ``get``, one key alone — only reads it)."""
+    at = argv.index("config")
+    parsed = parse_args("git", argv[at + 1 :], frozenset({"f", "file", "blob", "type", "default", "comment"}))
+    files = [f for f in (*parsed.values_of("f"), *parsed.values_of("file")) if f != RUN_TIME_ARG]
+    reads = ("get", "get-all", "get-regexp", "get-urlmatch", "get-color", "get-colorbool", "list", "l")
+    writes = ("add", "unset", "unset-all", "replace-all", "rename-section", "remove-section", "edit", "e")
+    if any(parsed.has(flag) for flag in reads) or parsed.positionals[:1] in (["get"], ["list"]):
+        return []
+    if len(parsed.positionals) == 1 and not any(parsed.has(flag) for flag in writes):
+        return []
+    return files
 
 
 def _dashed(argv: list[str]) -> list[str]:
@@ -369,6 +409,8 @@ def _clone_findings(argv: list[str], where: Where, moved: bool = False) -> list[
     elif sub == ["worktree"] and parsed.positionals[1:2] == ["add"]:
         made += parsed.positionals[2:3]
     made = [m for m in made if m != RUN_TIME_ARG]
+    if sub == ["config"] and (configs := _config_file(argv)):
+        return _config_findings(configs, where)
     if sub != ["clone"] or len(parsed.positionals) < 2 or RUN_TIME_ARG in parsed.positionals[1:3]:
         return _filled(made, where, moved, "git") if made else []
     target = parsed.positionals[2] if len(parsed.positionals) > 2 else _named_after(parsed.positionals[1])
@@ -379,6 +421,14 @@ def _clone_findings(argv: list[str], where: Where, moved: bool = False) -> list[
             return []
         target = posixpath.join(place, target)
     return _filled([target, *made], where, moved, "git clone")
+
+
+def _config_findings(files: list[str], where: Where) -> list[Finding]:
+    return [
+        Finding("system-write", f"git config writes {one}, a file of the system or the shell")
+        for one in files
+        if system_target(one, where)
+    ][:1]
 
 
 def _filled(targets: list[str], where: Where, moved: bool, what: str) -> list[Finding]:
