@@ -7,10 +7,12 @@ lands refused one end of a move and applied the other: red team 40r). The disk h
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,21 @@ from support.boxed import program, run, shell
 from support.differential import Case, differential, differentials, failed
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
+
+
+@pytest.fixture(autouse=True)
+def disk_to_ourselves(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """One test of this module at a time across the suite's workers: they measure the disk's free space and fill
+    or allocate up to a gigabyte, and another's allocation freed meanwhile moved this one's floor out of reach (a
+    fill that never reached it). Other modules write far less."""
+    lock = tmp_path_factory.getbasetemp().parent / "disk-filling-tests.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
 
 LIMIT = 1 << 20  # the smallest max_file_size_bytes a policy may set
 BIG = 3 * LIMIT + 17
