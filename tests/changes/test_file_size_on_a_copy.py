@@ -216,6 +216,9 @@ async def test_attack_a_late_first_measure_does_not_leave_the_command_unwatched(
     assert watch.floors == {"a": 4_000} and killed == ["call"] and watch.low
 
 
+FILL_MARGIN = 384 << 20  # the floor below what is free, for the fills of up to 1 GiB
+
+
 def _floor_below_free(workspace: Path, margin: int) -> tuple[str, ...]:
     """A policy whose disk floor lies ``margin`` bytes below what is free now (skipped with little free)."""
     fs = os.statvfs(workspace)
@@ -226,9 +229,10 @@ def _floor_below_free(workspace: Path, margin: int) -> tuple[str, ...]:
 
 
 async def test_a_command_filling_the_disk_of_its_copy_is_stopped_and_says_so(workspace: Path) -> None:
-    # The floor 64 MiB below what is free now: the command's first 64 MiB reach it (it writes up to 1 GiB, in
-    # files of 8 MiB: each under what one file may take).
-    args = _floor_below_free(workspace, 64 << 20)
+    # The floor 384 MiB below what is free now: the command's first 384 MiB reach it (it writes up to 1 GiB, in
+    # files of 8 MiB: each under what one file may take). The margin leaves room for what the suite's other workers
+    # write and free meanwhile on the same disk (a 64 MiB margin was crossed by another test's spool first).
+    args = _floor_below_free(workspace, FILL_MARGIN)
     fill = "for i in $(seq 128); do head -c 8388608 /dev/zero > fill$i.bin; done; echo never"
     async with shell(workspace, None, *args) as client:
         with anyio.fail_after(90):
@@ -265,7 +269,7 @@ async def test_attack_a_command_ending_between_two_looks_below_the_floor_applies
 
 async def test_a_job_stopped_for_the_disk_keeps_what_its_looks_applied_and_says_the_rest_went(workspace: Path) -> None:
     # Red team 40s F3: its end stayed "waiting" (its copy was gone) and the result said nothing had been applied.
-    args = _floor_below_free(workspace, 64 << 20)
+    args = _floor_below_free(workspace, FILL_MARGIN)
     fill = "for i in $(seq 128); do head -c 8388608 /dev/zero > fill$i.bin; done"
     async with shell(workspace, None, *args) as client:
         # A look lands a.txt before the fill begins (a loaded machine may start the job late: looks every second,
