@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from importlib import metadata
 from pathlib import Path
@@ -385,10 +385,15 @@ def _serve_on_one_loop(tools: Tools) -> None:
             await asyncio.wait(running, timeout=deadline.CLEANUP_BOUND_S)
         _terminate(tools, signum, None)
 
+    stops: set[asyncio.Task[None]] = set()  # (held: the loop keeps only a weak reference to a task)
+
+    def on_signal(signum: signal.Signals) -> None:
+        stops.add(asyncio.get_running_loop().create_task(stop(signum)))
+
     async def make() -> GuardedServer | None:
         loop = asyncio.get_running_loop()
         for sig in STOP_SIGNALS:  # until the real transport puts its own (``serve_stdio``)
-            loop.add_signal_handler(sig, partial(_stopping, loop, stop, sig))
+            loop.add_signal_handler(sig, on_signal, sig)
         if await early_calls_on_loop(tools):
             deadline.arm(0, "stdin closed")  # the process ends within seconds, whatever a call is doing
             loaded = "mcp.server" in sys.modules  # (the evidence a test reads)
@@ -402,12 +407,6 @@ def _serve_on_one_loop(tools: Tools) -> None:
         return GuardedServer.serving(tools)
 
     _serve(tools, make)
-
-
-def _stopping(
-    loop: asyncio.AbstractEventLoop, stop: Callable[[signal.Signals], Coroutine[Any, Any, None]], signum: signal.Signals
-) -> None:
-    loop.create_task(stop(signum))
 
 
 def run_app(app: typer.Typer, prog: str, argv: Sequence[str] | None = None) -> NoReturn:

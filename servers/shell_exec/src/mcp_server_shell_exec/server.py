@@ -132,20 +132,12 @@ def build_tools(
     return tools
 
 
-def build_server(
-    config: ServerConfig,
-    sandbox: SandboxPlan,
-    approvals_file: Path | None = None,
-    *,
-    history_dir: Path | None = None,
-    area: CopyArea | None = None,
-    copies_here: bool = False,
-) -> GuardedServer:
-    """The MCP server publishing the tool (loads the SDK)."""
+def build_server(config: ServerConfig, sandbox: SandboxPlan) -> GuardedServer:
+    """The MCP server publishing the tool (loads the SDK; in-process use: no approvals file, the default history,
+    no copies)."""
     from mcp_server_guard.serving import GuardedServer  # noqa: PLC0415 - the SDK, only to publish
 
-    built = build_tools(config, sandbox, approvals_file, history_dir=history_dir, area=area, copies_here=copies_here)
-    return GuardedServer.serving(built)
+    return GuardedServer.serving(build_tools(config, sandbox))
 
 
 __all__ = ["ShellExecInput", "ShellExecOutput", "build_server", "build_tools"]
