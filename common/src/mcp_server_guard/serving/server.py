@@ -51,7 +51,6 @@ from mcp_server_guard.asking import (
     DECLINE,
     Answer,
     Question,
-    Session,
     answer_invalid,
     approval_timeout,
 )
@@ -343,9 +342,7 @@ def _sign(fn: Callable[..., Any], name: str, input_model: type[BaseModel], extra
     fn.__name__ = fn.__qualname__ = name
 
 
-def _gate_resolver(
-    server: GuardedServer, spec: ToolSpec, gate: Callable[[Any, Session], Awaitable[Any]]
-) -> Callable[..., Awaitable[Any]]:
+def _gate_resolver(server: GuardedServer, spec: ToolSpec) -> Callable[..., Awaitable[Any]]:
     """The SDK resolver behind a tool's gate: it takes the call's arguments by name; the gate gets them as the
     input model (after the client's roots are applied: the gate may check paths) and the SDK's session; its
     ``Question`` becomes the SDK's ``Elicit``."""
@@ -353,7 +350,8 @@ def _gate_resolver(
     async def resolve(**kwargs: Any) -> Any:
         ctx: Context[Any, Any] = kwargs.pop("ctx")
         server.apply_roots(kwargs.pop("client_roots", None))
-        asked = await gate(spec.input_model.model_construct(**kwargs), SdkSession(ctx))
+        assert spec.gate is not None
+        asked = await spec.gate(spec.input_model.model_construct(**kwargs), SdkSession(ctx))
         return Elicit(asked.message, asked.form) if isinstance(asked, Question) else asked
 
     _sign(resolve, f"{spec.name}_gate", spec.input_model, {}, Elicit[spec.form] | Any)  # type: ignore[name-defined]
@@ -398,15 +396,14 @@ class SdkSession:
 
 
 def publish(server: GuardedServer, spec: ToolSpec) -> None:
-    """Publish ``spec`` through the SDK; a tool with a gate gets it as the SDK resolver of its ``answer``
-    (the person asked before the call runs, in every round of a 2026-07-28 call)."""
+    """Publish ``spec`` (one of ``server.tools``: its shape computed there) through the SDK; a tool with a gate
+    gets it as the SDK resolver of its ``answer`` (the person asked before the call runs, in every round of a
+    2026-07-28 call)."""
     name, input_model = spec.name, spec.input_model
     resolvers: dict[str, Any] = {}
     if spec.gate is not None:
         outcome = ElicitationResult[spec.form]  # type: ignore[name-defined]
-        resolvers["answer"] = Annotated[outcome, Resolve(_gate_resolver(server, spec, spec.gate))]
-    server.tools.specs[name] = spec
-    server.tools.shapes[name] = spec.shape(spec.implied)
+        resolvers["answer"] = Annotated[outcome, Resolve(_gate_resolver(server, spec))]
 
     async def call(**kwargs: Any) -> Any:
         asking = _QUESTION_SCOPE.get(None)

@@ -165,7 +165,7 @@ class ToolSpec:
     form: type[BaseModel] = BaseModel  # the base of every form the gate asks with
     implied: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # see calls.normalize_arguments
 
-    def shape(self, implied: Mapping[str, tuple[str, ...]] | None = None) -> ToolShape:
+    def shape(self) -> ToolShape:
         # Flat or nothing: a model whose schema has no flat form fails here, at start-up, not in a small model.
         return ToolShape(
             input_schema=flat_schema(self.input_model.model_json_schema(by_alias=True)),
@@ -177,7 +177,7 @@ class ToolSpec:
             action=self.action,
             target=self.target,
             paths=dict(self.paths),
-            implied=dict(implied or {}),
+            implied=dict(self.implied),
         )
 
 
@@ -253,7 +253,7 @@ class Tools:
 
     def add(self, spec: ToolSpec) -> None:
         self.specs[spec.name] = spec
-        self.shapes[spec.name] = spec.shape(spec.implied)
+        self.shapes[spec.name] = spec.shape()
 
     def initialize_result(self, params: Mapping[str, Any]) -> dict[str, Any] | None:
         """The SDK's answer to ``initialize`` with these params, computed (the first start in a new project has no
