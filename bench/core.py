@@ -173,6 +173,19 @@ QUICK = Counts(
 )
 
 
+def private_env(home: Path, state: Path | None = None) -> dict[str, str]:
+    """The environment of servers a bench starts: its own HOME, state directory and servers' registry (which
+    otherwise lies in the account's real home and keeps every state directory a bench run ever used: each of them
+    is then looked at by every call of every server of the user)."""
+    state = state if state is not None else home / "state"
+    return {
+        **os.environ,
+        "HOME": str(home),
+        "XDG_STATE_HOME": str(state),
+        "MCP_GUARD_RUNTIME_DIR": str(state.parent / "servers"),
+    }
+
+
 def median(xs: Sequence[float]) -> float:
     return statistics.median(xs)
 

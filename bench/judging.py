@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.client import RawClient, find_server
+from bench.core import private_env
 
 FILE_WRITE_WAIT_S = 10.0  # files.treelock's waiters: file_write's BUSY_WAIT_S
 
@@ -52,7 +53,7 @@ def _server(name: str, project: Path, env: dict[str, str], log: Path) -> RawClie
 def run(files: int, deep: bool = False) -> dict[str, Any]:
     base = Path(tempfile.mkdtemp(prefix="bench-judging-"))
     try:
-        env = {**os.environ, "HOME": str(base), "XDG_STATE_HOME": str(base / "state")}
+        env = private_env(base)
         native, big, other = base / "native", base / "big", base / "other"
         for d in (native, big, other):
             d.mkdir()

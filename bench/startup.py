@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.client import find_server
-from bench.core import median, p95
+from bench.core import median, p95, private_env
 
 BARE = Path(__file__).with_name("servers") / "bare_server.py"
 TARGET_X = 25.0  # the first tool result, p95, at most this many bare spawns' p95 (issue 44)
@@ -93,7 +92,7 @@ def measure(spawns: int, new_projects: bool = False, host: str = "project") -> d
         (root / "hello.txt").write_text("hello\n", encoding="utf-8")
         home = Path(tmp) / "home"
         home.mkdir()
-        env = {**os.environ, "HOME": str(home), "XDG_STATE_HOME": str(Path(tmp) / "state")}
+        env = private_env(home, Path(tmp) / "state")
         audit = ["--audit-log", str(Path(tmp) / "audit.jsonl")]
         history = ["--history-dir", str(Path(tmp) / "history")]
         counter = iter(range(1_000_000))

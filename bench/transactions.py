@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.client import RawClient, find_server
+from bench.core import private_env
 
 GIT = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@x"}
 
@@ -46,7 +47,7 @@ class _Server:
         self.project = base / "project"
         self.project.mkdir(parents=True)
         setup(self.project)
-        env = {**os.environ, "HOME": str(base), "XDG_STATE_HOME": str(base / "state"), **GIT}
+        env = {**private_env(base), **GIT}
         script = str(bin_dir / "mcp-server-shell-exec") if bin_dir else find_server("mcp-server-shell-exec")
         argv = [script, "--audit-log", str(base / "audit.jsonl"), *flags]
         self._stderr = (base / "stderr.txt").open("w", encoding="utf-8")

@@ -20,7 +20,7 @@ EXPORTED = {
     "mcp_server_guard": [
         "ERROR_CODES", "ERROR_META_KEY", "AuditLog", "AuditRecord", "Category", "ErrorPayload", "ExecutionError",
         "GuardError", "GuardedServer", "Jail", "Located", "NetworkRules", "ParamError", "Policy", "PolicyError",
-        "ResourceError",
+        "Protection", "ResourceError",
         "SecurityError", "ServerConfig", "SymlinkMode", "HostError", "ToolInput", "ToolOutput", "load_policy",
         "lazy_exports", "note", "printable", "protection_for", "recorded_digest", "state_dir",
         "within", "within_any",
@@ -47,9 +47,9 @@ EXPORTED = {
         "INTERPRETERS", "SHELLS", "PolicyEngine", "TooComplex", "Verdict", "check_examples", "parse", "substitutes",
     ],
     "mcp_server_guard.shell.sandbox": [
-        "Confinement", "Limits", "NetworkMode", "ReadScope", "SandboxMode", "SandboxPlan", "SandboxUnavailable",
-        "call_options", "close_box", "confine", "decide", "landlock_abi", "open_box", "plan", "release", "release_all",
-        "sweep_stale_tmpdirs",
+        "Confinement", "Deciding", "Limits", "NetworkMode", "ReadScope", "SandboxMode", "SandboxPlan",
+        "SandboxUnavailable", "begin", "call_options", "close_box", "confine", "decide", "landlock_abi", "open_box",
+        "plan", "release", "release_all", "sweep_stale_tmpdirs",
     ],
     "mcp_server_guard.changes": [
         "Applier", "Change", "ChangeSet", "CopyArea", "Held", "Judgement", "Settled", "Transactions", "UndoConflict",

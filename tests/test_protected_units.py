@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -227,6 +228,40 @@ def test_an_unchanged_hidden_list_is_not_looked_up_again(tmp_path: Path, monkeyp
     (home / ".config").mkdir()  # a directory the lookup consulted (~/.config/gh's parent) appears
     protection.hidden_paths()
     assert looked
+
+
+def test_a_lookup_begun_at_start_up_is_the_one_the_first_call_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 44: the first call of shell_exec waited ~20 ms for this lookup (inotify marks every name the kernel keeps
+    # of a watched directory: /tmp); the server starts it in a thread of its own while the rest loads.
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    protection = _protection(home, "~/.ssh", "~/.aws")
+    protection.look_ahead()
+    deadline = time.monotonic() + 10
+    while protection._hidden_cache is None and time.monotonic() < deadline:
+        time.sleep(0.01)  # (bounded: the thread's lookup is a few lstat calls)
+    looked = _count_lstat(monkeypatch)
+    assert protection.hidden_paths() == [str(home / ".aws")]
+    assert looked == []  # found kept: the first call looks nothing up
+
+
+def test_a_lookup_ahead_that_fails_leaves_the_first_call_to_look_and_say_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    protection = _protection(tmp_path / "home", "~/.ssh")
+    failed = threading.Event()
+
+    def broken(_consulted: object) -> tuple[tuple[str, ...], bool]:
+        failed.set()
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(protection, "_look_up_hidden", broken)
+    protection.look_ahead()
+    assert failed.wait(10)
+    with pytest.raises(OSError, match="Input/output"):
+        protection.hidden_paths()
 
 
 def test_other_entries_of_a_consulted_directory_changing_keep_the_lookup(

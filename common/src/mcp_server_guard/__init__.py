@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from mcp_server_guard.files.jail import Jail, Located, SymlinkMode
     from mcp_server_guard.paths import printable, state_dir, within, within_any
     from mcp_server_guard.policy import NetworkRules, Policy, PolicyError, load_policy
-    from mcp_server_guard.protected import protection_for
+    from mcp_server_guard.protected import Protection, protection_for
     from mcp_server_guard.serving.config import ServerConfig
     from mcp_server_guard.serving.server import GuardedServer
     from mcp_server_guard.serving.tools import ToolInput, ToolOutput
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "state_dir": "paths",
     "printable": "paths",
+    "Protection": "protected",
     "protection_for": "protected",
     "recorded_digest": "audit",
     "AuditLog": "audit",
@@ -91,6 +92,7 @@ __all__ = [
     "ParamError",
     "Policy",
     "PolicyError",
+    "Protection",
     "ResourceError",
     "SecurityError",
     "ServerConfig",

@@ -265,6 +265,19 @@ class Protection:
         others = [p for p in registry.state_paths() if p not in own and os.path.lexists(p)]
         return [real for real in (*own, *others) if not any(within(kept, real) for kept in keep)]
 
+    def look_ahead(self, roots: Iterable[str] = ()) -> None:
+        """Look the hidden entries up now, in a thread of its own, while the server goes on starting: the first
+        call finds the answer kept (``_hidden_now``) instead of waiting for it — tens of milliseconds where a
+        watched directory holds many names the kernel keeps in its cache (inotify marks each of them: ``/tmp``)."""
+
+        def look() -> None:
+            try:
+                self.hidden_paths(roots)
+            except Exception:  # the call looks again, and says what fails
+                log.debug("looking the hidden paths up ahead failed", exc_info=True)
+
+        threading.Thread(target=look, name="mcp-guard-hidden-paths", daemon=True).start()
+
     def _hidden_now(self) -> tuple[str, ...]:
         """The real paths of the hidden entries that exist, as the file system is now.
 

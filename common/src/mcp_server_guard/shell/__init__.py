@@ -16,9 +16,10 @@ if TYPE_CHECKING:
     from mcp_server_guard.shell.approval import Approval, ApprovalForm, Checked, NoQuestion, question, require_approval
     from mcp_server_guard.shell.egress import EgressProxy
     from mcp_server_guard.shell.environment import base_env, build_env
-    from mcp_server_guard.shell.execution import BASH, Prepared, ShellExec, limit_hit, limits_of
+    from mcp_server_guard.shell.execution import BASH, Prepared, ShellExec, limit_hit
     from mcp_server_guard.shell.grants import SessionApprovals
     from mcp_server_guard.shell.process import REGISTRY, RunResult, run
+    from mcp_server_guard.shell.sandbox.planning import limits_of
     from mcp_server_guard.shell.strings import PolicyEngine, TooComplex, Verdict, check_examples, parse
 
 _EXPORTS = {
@@ -40,7 +41,7 @@ _EXPORTS = {
     "base_env": "environment",
     "build_env": "environment",
     "limit_hit": "execution",
-    "limits_of": "execution",
+    "limits_of": "sandbox.planning",
     "parse": "strings",
     "question": "approval",
     "require_approval": "approval",

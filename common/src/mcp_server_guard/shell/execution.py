@@ -29,7 +29,7 @@ from mcp_server_guard.shell.output import Progress
 from mcp_server_guard.shell.process import Control, Copy, RunResult, run
 from mcp_server_guard.shell.sandbox.box import Box
 from mcp_server_guard.shell.sandbox.layers import call_options, outside_sockets
-from mcp_server_guard.shell.sandbox.planning import Limits, SandboxPlan, confine
+from mcp_server_guard.shell.sandbox.planning import SandboxPlan, confine, limits_of
 from mcp_server_guard.shell.sandbox.sockets import TooManySockets
 from mcp_server_guard.shell.strings import PolicyEngine, TooComplex, Verdict
 
@@ -529,17 +529,6 @@ def _scratch(target: str, path: str) -> bool:
         target.startswith(scratch)
         and (path + "/").startswith(scratch)
         and (parent + "/" in scratch or not os.path.lexists(parent))
-    )
-
-
-def limits_of(policy: ShellPolicy) -> Limits:
-    """The resource limits of every run, from the policy's [shell_exec] section."""
-    return Limits(
-        memory_bytes=policy.max_memory_bytes,
-        file_size_bytes=policy.max_file_size_bytes,
-        disk_floor_bytes=policy.min_free_disk_bytes,
-        cpu_seconds=policy.max_cpu_seconds,
-        processes=policy.max_processes,
     )
 
 

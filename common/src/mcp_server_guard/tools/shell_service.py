@@ -28,7 +28,7 @@ from mcp_server_guard.files.liveness import OwnedDir
 from mcp_server_guard.files.trees import remove_dead, remove_tree
 from mcp_server_guard.files.writing import open_writer
 from mcp_server_guard.policy import HostVerdict, NetworkRules
-from mcp_server_guard.protected import protection_for
+from mcp_server_guard.protected import Protection, protection_for
 from mcp_server_guard.serving.config import Mode, ServerConfig
 from mcp_server_guard.shell.approval import (
     APPROVED_BY,
@@ -135,6 +135,7 @@ class ShellService(ShellJobs[R]):
         history_dir: Path | None = None,
         area: CopyArea | None = None,
         copies_here: bool = False,
+        protection: Protection | None = None,
     ) -> None:
         self.config = config
         self.sandbox = sandbox
@@ -148,12 +149,13 @@ class ShellService(ShellJobs[R]):
         if sandbox.network is NetworkMode.POLICY:
             rules = NetworkRules.parse(config.policy.network.allow, config.policy.network.deny)
             self.egress = EgressProxy(rules, resolver=resolver_from_env(os.environ), on_decision=_log_decision)
-        protection = protection_for(
-            config.policy,
-            audit_path=config.audit.path,
-            history_dir=history_dir,
-            others=[approvals_file] if approvals_file else [],
-        )
+        if protection is None:
+            protection = protection_for(
+                config.policy,
+                audit_path=config.audit.path,
+                history_dir=history_dir,
+                others=[approvals_file] if approvals_file else [],
+            )
         self.transactions: Transactions | None = None
         if sandbox.copies and area is not None and history_dir is not None:
             # The one writer's store, shared with file_write: every pre-image of what commands change is kept there.

@@ -94,9 +94,9 @@ def main(
 ) -> Tools:
     """Serve the shell_exec tool over stdio: commands are checked against the policy and run confined."""
     # Lazy for start-up time: --help and --version need neither the tool nor the MCP SDK.
+    from mcp_server_guard import protection_for  # noqa: PLC0415
     from mcp_server_guard.shell import limits_of  # noqa: PLC0415
-    from mcp_server_guard.shell.sandbox import decide  # noqa: PLC0415
-    from mcp_server_shell_exec.server import build_tools  # noqa: PLC0415
+    from mcp_server_guard.shell.sandbox import begin  # noqa: PLC0415
 
     if config.policy.own_rules:
         # A rule of the policy file that does not match its own examples (or matches a line it says it does not)
@@ -120,9 +120,13 @@ def main(
     roots = [root.path for root in config.jail.allowed]
     area = _copy_area(roots, history) if transactions is not TransactionsMode.OFF else None
     wanted = config.mode is Mode.WORKSPACE_WRITE
+    protection = protection_for(
+        config.policy, audit_path=config.audit.path, history_dir=history, others=[approvals] if approvals else []
+    )
+    protection.look_ahead([root.path for root in config.jail.roots])
     try:
         # Here, on the thread that runs the event loop: bubblewrap's parent-death signal follows that thread.
-        decided, why = decide(
+        deciding = begin(
             chosen,
             sandbox_read,
             network or (NetworkMode.ALLOW if chosen is SandboxMode.OFF else NetworkMode.POLICY),
@@ -132,6 +136,13 @@ def main(
             jail_writable=config.mode is not Mode.READ_ONLY,
             network_chosen=network is not None,
         )
+        try:
+            # The tool's own modules load while bubblewrap and the box's supervisor start (on another CPU).
+            from mcp_server_shell_exec.server import build_tools  # noqa: PLC0415
+        except BaseException:
+            deciding.abandon()
+            raise
+        decided, why = deciding.finish()
         if area is not None and area.why:
             why = area.why
         notes = list(decided.notes)
@@ -150,7 +161,9 @@ def main(
         area = None
     for note in notes:
         typer.echo(f"{PROG}: {note}", err=True)
-    return build_tools(config, decided, approvals, history_dir=history, area=area, copies_here=copies_here)
+    return build_tools(
+        config, decided, approvals, history_dir=history, area=area, copies_here=copies_here, protection=protection
+    )
 
 
 def _copy_area(roots: list[str], history: Path) -> CopyArea:

@@ -19,6 +19,7 @@ from mcp_server_guard.shell.sandbox import SandboxPlan
 from mcp_server_guard.tools import OUTPUT_DESCRIPTION, OUTPUT_TEMPLATE, ShellResult, ShellService
 
 if TYPE_CHECKING:
+    from mcp_server_guard import Protection
     from mcp_server_guard.serving import GuardedServer
 
 # Seed 004's contract, verbatim.
@@ -97,12 +98,13 @@ def build_tools(
     history_dir: Path | None = None,
     area: CopyArea | None = None,
     copies_here: bool = False,
+    protection: Protection | None = None,
 ) -> Tools:
     """The tool and its output resource, without the MCP SDK."""
     tools = Tools(config)
     tools.one_loop = True  # the box and the jobs live on the server's event loop
     service = ShellService(config, sandbox, ShellExecOutput, approvals_file, history_dir=history_dir, area=area,
-                           copies_here=copies_here)  # fmt: skip
+                           copies_here=copies_here, protection=protection)  # fmt: skip
     tools.kills += service.kills
     tools.cleanups += service.cleanups
     tools.timeout_for = service.timeout_for

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from mcp_server_guard.shell.sandbox.layers import call_options, close_box, decide, open_box
+    from mcp_server_guard.shell.sandbox.layers import Deciding, begin, call_options, close_box, decide, open_box
     from mcp_server_guard.shell.sandbox.lifetime import release, release_all, sweep_stale_tmpdirs
     from mcp_server_guard.shell.sandbox.planning import (
         Confinement,
@@ -42,6 +42,8 @@ _EXPORTS = {
     "release": "lifetime",
     "release_all": "lifetime",
     "sweep_stale_tmpdirs": "lifetime",
+    "Deciding": "layers",
+    "begin": "layers",
     "call_options": "layers",
     "close_box": "layers",
     "decide": "layers",
@@ -51,12 +53,14 @@ __getattr__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "Confinement",
+    "Deciding",
     "Limits",
     "NetworkMode",
     "ReadScope",
     "SandboxMode",
     "SandboxPlan",
     "SandboxUnavailable",
+    "begin",
     "call_options",
     "close_box",
     "confine",

@@ -33,7 +33,7 @@ from mcp_server_guard.shell.sandbox.planning import (
 from mcp_server_guard.shell.sandbox.sockets import SocketScan, outside
 from mcp_server_guard.shell.sandbox.wire import CallOptions, LandlockRules
 
-__all__ = ["call_options", "close_box", "decide", "open_box", "outside_sockets"]
+__all__ = ["Deciding", "begin", "call_options", "close_box", "decide", "open_box", "outside_sockets"]
 
 
 def decide(
@@ -49,11 +49,27 @@ def decide(
 ) -> tuple[SandboxPlan, str]:
     """The whole start-up decision, in one place: what the kernel gives (``plan``), then the box (``open_box``).
     Returns the frozen plan, and "" when commands see ``copies`` as copies, else why not."""
-    return open_box(
-        plan(mode, read_scope, network, limits, jail_writable=jail_writable, network_chosen=network_chosen),
-        roots,
-        copies,
-    )
+    return begin(
+        mode, read_scope, network, limits, roots=roots, copies=copies, jail_writable=jail_writable,
+        network_chosen=network_chosen,
+    ).finish()  # fmt: skip
+
+
+def begin(
+    mode: SandboxMode,
+    read_scope: ReadScope,
+    network: NetworkMode,
+    limits: Limits,
+    *,
+    roots: Sequence[str],
+    copies: Sequence[tuple[str, str]] = (),
+    jail_writable: bool = True,
+    network_chosen: bool = True,
+) -> Deciding:
+    """``decide`` in two steps: the plan and bubblewrap started now, the box waited for by ``finish`` — the server
+    loads the rest meanwhile (the box's start is mostly bubblewrap's and its supervisor's, on another CPU)."""
+    planned = plan(mode, read_scope, network, limits, jail_writable=jail_writable, network_chosen=network_chosen)
+    return Deciding(planned, tuple(roots), tuple(copies))
 
 
 def open_box(
@@ -64,55 +80,90 @@ def open_box(
 
     ``copies``: the (root, area) pairs whose root commands should see as a copy. Returns, beside the plan, ""
     when they do (the plan's ``copies``), else why they cannot (commands then write the real tree)."""
-    if decided.mode is SandboxMode.OFF:
-        if decided.network is NetworkMode.POLICY:
-            raise SandboxUnavailable("--network policy needs the box; it cannot go with --sandbox off")
-        return decided, "the sandbox is off" if copies else ""
-    bwrap = program_outside("bwrap", roots)
-    arch = seccomp.native_arch()
-    reason = None
-    if bwrap is None:
-        reason = "bubblewrap is not installed (Debian/Ubuntu: apt install bubblewrap)"
-    elif arch is None:
-        reason = f"no seccomp filter for this CPU ({os.uname().machine})"
-    box = None
-    why_no_copy = "" if copies else "not asked for"
-    decided = replace(decided, sockets=SocketScan([*roots, *_separate_areas(copies, roots)]))
-    if reason is None:
-        assert bwrap is not None and arch is not None
-        box, reason, why_no_copy = _start(decided, roots, copies, bwrap, arch)
+    return Deciding(decided, tuple(roots), tuple(copies)).finish()
+
+
+class Deciding:
+    """A box on its way up (``open_box`` in two steps): made from the thread that runs the event loop (bubblewrap's
+    parent-death signal follows that thread), bubblewrap starts at once; ``finish`` waits for the supervisor and
+    decides what the server runs with, once."""
+
+    def __init__(self, decided: SandboxPlan, roots: tuple[str, ...], copies: tuple[tuple[str, str], ...]) -> None:
+        self._decided, self._roots, self._copies = decided, roots, copies
+        self._box: Box | None = None
+        self._reason: str | None = None
+        self._bwrap: tuple[str, seccomp.Arch] | None = None
+        if decided.mode is SandboxMode.OFF:
+            return
+        bwrap = program_outside("bwrap", roots)
+        arch = seccomp.native_arch()
+        if bwrap is None:
+            self._reason = "bubblewrap is not installed (Debian/Ubuntu: apt install bubblewrap)"
+        elif arch is None:
+            self._reason = f"no seccomp filter for this CPU ({os.uname().machine})"
+        self._decided = replace(decided, sockets=SocketScan([*roots, *_separate_areas(copies, roots)]))
+        if self._reason is None:
+            assert bwrap is not None and arch is not None
+            self._bwrap = bwrap, arch
+            self._box, self._reason = _launch(self._decided, roots, copies, bwrap, arch)
+
+    def finish(self) -> tuple[SandboxPlan, str]:
+        """The plan with its box (or without one, and why, as ``open_box`` says)."""
+        decided, roots, copies = self._decided, self._roots, self._copies
+        if decided.mode is SandboxMode.OFF:
+            if decided.network is NetworkMode.POLICY:
+                raise SandboxUnavailable("--network policy needs the box; it cannot go with --sandbox off")
+            return decided, "the sandbox is off" if copies else ""
+        box, reason = self._box, self._reason
+        why_no_copy = "" if copies else "not asked for"
+        if box is not None:
+            box, reason, why_no_copy = _ready(box)
         if box is not None and why_no_copy and copies:
+            assert self._bwrap is not None
             box.close()  # the copy cannot be made here: a box without it
-            box, reason, _ = _start(decided, roots, (), bwrap, arch)
-    if box is None:
-        if decided.mode is SandboxMode.REQUIRED:
-            raise SandboxUnavailable(f"--sandbox required: no box: {reason}")
-        if decided.network is NetworkMode.POLICY and decided.network_chosen:
-            # Fail closed: without the box's network namespace nothing forces traffic through the proxy.
-            raise SandboxUnavailable(
-                f"--network policy needs the box (bubblewrap) and there is none: {reason}; "
-                "choose --network deny, or --network allow knowingly"
-            )
-        # One line says all that changes: what confines commands now, what they can see that the box hid, and the
-        # network mode in force.
-        said = (
-            f"no box: {reason}; commands run with Landlock and rlimits only, and the hidden paths (credentials) are "
-            "not hidden from them"
+            box, reason = _launch(decided, roots, (), *self._bwrap)
+            if box is not None:
+                box, reason, _ = _ready(box)
+        self._box = None
+        if box is None:
+            return _without_box(decided, reason or "", bool(copies))
+        made = tuple(copies) if copies and not why_no_copy else ()
+        return replace(decided, box=box, copies=made), why_no_copy if copies else ""
+
+    def abandon(self) -> None:
+        """The server will not start after all: the box started for it ends."""
+        if self._box is not None:
+            self._box.close()
+            self._box = None
+
+
+def _without_box(decided: SandboxPlan, reason: str, copies: bool) -> tuple[SandboxPlan, str]:
+    if decided.mode is SandboxMode.REQUIRED:
+        raise SandboxUnavailable(f"--sandbox required: no box: {reason}")
+    if decided.network is NetworkMode.POLICY and decided.network_chosen:
+        # Fail closed: without the box's network namespace nothing forces traffic through the proxy.
+        raise SandboxUnavailable(
+            f"--network policy needs the box (bubblewrap) and there is none: {reason}; "
+            "choose --network deny, or --network allow knowingly"
         )
-        if decided.network is NetworkMode.POLICY:
-            network, netns, words = fall_back_from_policy(decided)
-            said += f"; {words}"
-            decided = replace(decided, network=network, netns=netns)
-        decided = replace(decided, notes=(*decided.notes, said))
-        return decided, f"there is no box ({reason})" if copies else ""
-    made = tuple(copies) if copies and not why_no_copy else ()
-    return replace(decided, box=box, copies=made), why_no_copy if copies else ""
+    # One line says all that changes: what confines commands now, what they can see that the box hid, and the
+    # network mode in force.
+    said = (
+        f"no box: {reason}; commands run with Landlock and rlimits only, and the hidden paths (credentials) are "
+        "not hidden from them"
+    )
+    if decided.network is NetworkMode.POLICY:
+        network, netns, words = fall_back_from_policy(decided)
+        said += f"; {words}"
+        decided = replace(decided, network=network, netns=netns)
+    decided = replace(decided, notes=(*decided.notes, said))
+    return decided, f"there is no box ({reason})" if copies else ""
 
 
-def _start(
+def _launch(
     plan: SandboxPlan, roots: Sequence[str], copies: Sequence[tuple[str, str]], bwrap: str, arch: seccomp.Arch
-) -> tuple[Box | None, str | None, str]:
-    """A started box (or None and why not), and why its commands cannot work on a copy ("" when they can)."""
+) -> tuple[Box | None, str | None]:
+    """A box whose bubblewrap has started (or None and why not); ``_ready`` waits for it."""
     # A command may make and use UNIX sockets of its own (test suites, servers, tmux) once those outside are out of
     # its reach: pathname ones are masked in every call's view, abstract ones are in another network namespace or
     # scoped by Landlock (ABI 6). Otherwise it may make none (socketpair stays).
@@ -138,11 +189,25 @@ def _start(
     box = Box(spec)
     try:
         box.start()
+    except (BoxUnavailable, OSError) as exc:
+        box.close()
+        return None, _could_not(exc)
+    return box, None
+
+
+def _ready(box: Box) -> tuple[Box | None, str | None, str]:
+    """The started box once ready (or None and why not), and why its commands cannot work on a copy ("" when they
+    can)."""
+    try:
         box.wait_ready()
     except (BoxUnavailable, OSError) as exc:
         box.close()
-        return None, f"bubblewrap could not build the box ({exc}); {_likely_cause(str(exc))}", ""
+        return None, _could_not(exc), ""
     return box, None, (f"overlayfs refused the copy: {box.copy_error}" if box.copy_error else "")
+
+
+def _could_not(exc: BaseException) -> str:
+    return f"bubblewrap could not build the box ({exc}); {_likely_cause(str(exc))}"
 
 
 def outside_sockets(plan: SandboxPlan, roots: Sequence[str]) -> list[str]:

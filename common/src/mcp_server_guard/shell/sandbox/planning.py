@@ -40,6 +40,7 @@ from mcp_server_guard.shell.sandbox.lifetime import (
 from mcp_server_guard.shell.sandbox.sockets import SocketScan
 
 if TYPE_CHECKING:
+    from mcp_server_guard.policy import ShellPolicy
     from mcp_server_guard.shell.sandbox.box import Box
 
 log = logging.getLogger("mcp_server_guard.shell.sandbox.planning")
@@ -83,6 +84,18 @@ class Limits:
     cpu_seconds: int
     processes: int
     disk_floor_bytes: int = 0  # on a copy: the free bytes its disk keeps (see ``shell.in_box.DiskWatch``)
+
+
+def limits_of(policy: ShellPolicy) -> Limits:
+    """The resource limits of every run, from the policy's [shell_exec] section (here: the box starts before the
+    shell's modules load)."""
+    return Limits(
+        memory_bytes=policy.max_memory_bytes,
+        file_size_bytes=policy.max_file_size_bytes,
+        disk_floor_bytes=policy.min_free_disk_bytes,
+        cpu_seconds=policy.max_cpu_seconds,
+        processes=policy.max_processes,
+    )
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,81 @@
+"""The box's start in two steps (issue 44): bubblewrap starts before the server's own modules load (``begin``), and
+is waited for once they have (``Deciding.finish``); a server that stops in between leaves no box behind."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from pathlib import Path
+
+import psutil
+import pytest
+
+from mcp_server_guard.shell.sandbox import (
+    Limits,
+    NetworkMode,
+    ReadScope,
+    SandboxMode,
+    SandboxUnavailable,
+    begin,
+    close_box,
+    decide,
+)
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
+
+LIMITS = Limits(memory_bytes=1 << 30, file_size_bytes=1 << 30, cpu_seconds=60, processes=256)
+
+
+def _boxes() -> list[psutil.Process]:
+    """This process's bubblewrap descendants still alive (the box's outer and inner processes)."""
+    found = []
+    for p in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if p.name() == "bwrap" and p.status() != psutil.STATUS_ZOMBIE:
+                found.append(p)
+    return found
+
+
+def test_bubblewrap_is_running_before_the_server_waits_for_its_box(tmp_path: Path) -> None:
+    before = {p.pid for p in _boxes()}
+    deciding = begin(SandboxMode.AUTO, ReadScope.ALL, NetworkMode.DENY, LIMITS, roots=[str(tmp_path)])
+    plan = None
+    try:
+        started = [p for p in _boxes() if p.pid not in before]
+        assert started, "begin returned without starting bubblewrap"
+        plan, why = deciding.finish()
+        assert plan.box is not None and why == ""
+        assert plan.label.startswith("bwrap")
+        assert {p.pid for p in _boxes()} >= {p.pid for p in started}  # the box begun is the box served
+    finally:
+        if plan is not None:
+            close_box(plan)
+        else:
+            deciding.abandon()
+
+
+def test_the_box_begun_early_is_the_one_decide_gives(tmp_path: Path) -> None:
+    args = (SandboxMode.AUTO, ReadScope.JAIL, NetworkMode.DENY, LIMITS)
+    early, _ = begin(*args, roots=[str(tmp_path)]).finish()
+    try:
+        at_once, _ = decide(*args, roots=[str(tmp_path)])
+        try:
+            assert (early.label, early.copies, early.netns) == (at_once.label, at_once.copies, at_once.netns)
+        finally:
+            close_box(at_once)
+    finally:
+        close_box(early)
+
+
+def test_a_server_that_stops_before_its_box_is_ready_leaves_no_bubblewrap_behind(tmp_path: Path) -> None:
+    before = {p.pid for p in _boxes()}
+    deciding = begin(SandboxMode.AUTO, ReadScope.ALL, NetworkMode.DENY, LIMITS, roots=[str(tmp_path)])
+    assert [p for p in _boxes() if p.pid not in before]
+    deciding.abandon()  # (waits for bubblewrap to end, bounded)
+    assert not [p for p in _boxes() if p.pid not in before]
+
+
+def test_network_policy_without_the_box_is_refused_when_the_box_is_waited_for(tmp_path: Path) -> None:
+    deciding = begin(SandboxMode.OFF, ReadScope.ALL, NetworkMode.POLICY, LIMITS, roots=[str(tmp_path)])
+    with pytest.raises(SandboxUnavailable, match="needs the box"):
+        deciding.finish()
