@@ -49,7 +49,7 @@ EXPORTED = {
     "mcp_server_guard.shell.sandbox": [
         "Confinement", "Deciding", "Limits", "NetworkMode", "ReadScope", "SandboxMode", "SandboxPlan",
         "SandboxUnavailable", "begin", "call_options", "close_box", "confine", "decide", "landlock_abi", "open_box",
-        "plan", "release", "release_all", "sweep_stale_tmpdirs",
+        "pids_cgroup_ahead", "plan", "release", "release_all", "sweep_stale_tmpdirs",
     ],
     "mcp_server_guard.changes": [
         "Applier", "Change", "ChangeSet", "CopyArea", "Held", "Judgement", "Settled", "Transactions", "UndoConflict",

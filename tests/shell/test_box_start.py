@@ -4,7 +4,9 @@ is waited for once they have (``Deciding.finish``); a server that stops in betwe
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import threading
 from pathlib import Path
 
 import psutil
@@ -19,9 +21,11 @@ from mcp_server_guard.shell.sandbox import (
     begin,
     close_box,
     decide,
+    lifetime,
 )
+from support import RawClient, console_script
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
 
 LIMITS = Limits(memory_bytes=1 << 30, file_size_bytes=1 << 30, cpu_seconds=60, processes=256)
 
@@ -36,6 +40,7 @@ def _boxes() -> list[psutil.Process]:
     return found
 
 
+@needs_bwrap
 def test_bubblewrap_is_running_before_the_server_waits_for_its_box(tmp_path: Path) -> None:
     before = {p.pid for p in _boxes()}
     deciding = begin(SandboxMode.AUTO, ReadScope.ALL, NetworkMode.DENY, LIMITS, roots=[str(tmp_path)])
@@ -54,6 +59,7 @@ def test_bubblewrap_is_running_before_the_server_waits_for_its_box(tmp_path: Pat
             deciding.abandon()
 
 
+@needs_bwrap
 def test_the_box_begun_early_is_the_one_decide_gives(tmp_path: Path) -> None:
     args = (SandboxMode.AUTO, ReadScope.JAIL, NetworkMode.DENY, LIMITS)
     early, _ = begin(*args, roots=[str(tmp_path)]).finish()
@@ -67,6 +73,7 @@ def test_the_box_begun_early_is_the_one_decide_gives(tmp_path: Path) -> None:
         close_box(early)
 
 
+@needs_bwrap
 def test_a_server_that_stops_before_its_box_is_ready_leaves_no_bubblewrap_behind(tmp_path: Path) -> None:
     before = {p.pid for p in _boxes()}
     deciding = begin(SandboxMode.AUTO, ReadScope.ALL, NetworkMode.DENY, LIMITS, roots=[str(tmp_path)])
@@ -75,7 +82,52 @@ def test_a_server_that_stops_before_its_box_is_ready_leaves_no_bubblewrap_behind
     assert not [p for p in _boxes() if p.pid not in before]
 
 
+@needs_bwrap
 def test_network_policy_without_the_box_is_refused_when_the_box_is_waited_for(tmp_path: Path) -> None:
     deciding = begin(SandboxMode.OFF, ReadScope.ALL, NetworkMode.POLICY, LIMITS, roots=[str(tmp_path)])
     with pytest.raises(SandboxUnavailable, match="needs the box"):
         deciding.finish()
+
+
+def test_the_pids_cgroup_begun_ahead_is_the_one_the_plan_takes_and_made_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # As root the server moves itself into a pids cgroup (an RCU grace period: ~15 ms of waiting); it begins that in a
+    # thread while its modules load, and the plan (before bubblewrap starts: commands are born inside) waits for it.
+    made: list[str] = []
+    release = threading.Event()
+
+    def make(limit: int) -> Path:
+        made.append(threading.current_thread().name)
+        release.wait(10)
+        return Path(f"/sys/fs/cgroup/pids/mcp-guard-test-{limit}")
+
+    monkeypatch.setattr(lifetime, "_make_pids_cgroup", make)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    lifetime.pids_cgroup_ahead(7)
+    lifetime.pids_cgroup_ahead(7)  # (once)
+    assert made == ["mcp-guard-cgroup"]  # begun, on a thread of its own, without waiting for it
+    release.set()
+    assert lifetime.make_pids_cgroup(7) == Path("/sys/fs/cgroup/pids/mcp-guard-test-7")
+    assert made == ["mcp-guard-cgroup"]  # the plan waited for that one: none made twice
+    assert lifetime.make_pids_cgroup(7) == Path("/sys/fs/cgroup/pids/mcp-guard-test-7")  # (again: made at once)
+    assert made == ["mcp-guard-cgroup", threading.current_thread().name]
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/sys/fs/cgroup/pids").is_dir(), reason="needs a pids cgroup (root)")
+def test_as_root_the_box_is_born_in_the_servers_pids_cgroup(tmp_path: Path, workspace: Path) -> None:
+    argv = [console_script("mcp-server-shell-exec"), "--audit-log", str(tmp_path / "a.jsonl")]
+    client = RawClient(argv, workspace)
+    try:
+        client.initialize()
+        call = {"name": "shell_exec", "arguments": {"command": "true"}}
+        answer = client.request(1, "tools/call", call, timeout=60)
+        assert not answer["result"].get("isError"), answer
+        server = psutil.Process(client.proc.pid)
+        boxes = [p for p in server.children(recursive=True) if p.name() == "bwrap"]
+        assert boxes
+        own = Path(f"/proc/{server.pid}/cgroup").read_text(encoding="ascii")
+        assert f"mcp-guard-{server.pid}" in own
+        for box in boxes:
+            assert f"mcp-guard-{server.pid}" in Path(f"/proc/{box.pid}/cgroup").read_text(encoding="ascii")
+    finally:
+        client.close()

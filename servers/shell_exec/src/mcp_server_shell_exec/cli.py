@@ -96,8 +96,12 @@ def main(
     # Lazy for start-up time: --help and --version need neither the tool nor the MCP SDK.
     from mcp_server_guard import protection_for  # noqa: PLC0415
     from mcp_server_guard.shell import limits_of  # noqa: PLC0415
-    from mcp_server_guard.shell.sandbox import begin  # noqa: PLC0415
+    from mcp_server_guard.shell.sandbox import begin, pids_cgroup_ahead  # noqa: PLC0415
 
+    full_access = config.mode is Mode.FULL_ACCESS
+    chosen = sandbox or (SandboxMode.OFF if full_access else SandboxMode.AUTO)
+    if chosen is not SandboxMode.OFF:
+        pids_cgroup_ahead(limits_of(config.policy.shell_exec).processes)  # (as root) while the rest goes on
     if config.policy.own_rules:
         # A rule of the policy file that does not match its own examples (or matches a line it says it does not)
         # means something else than its author thinks: refused at start, not found out on a command.
@@ -108,14 +112,12 @@ def main(
             check_examples(config.policy.shell_exec, config.policy.own_rules)
         except PolicyError as exc:
             usage_error(PROG, f"{exc} (in {config.policy.source[-1]})")
-    full_access = config.mode is Mode.FULL_ACCESS
     if full_access and sandbox not in (None, SandboxMode.OFF):
         usage_error(PROG, f"--sandbox {sandbox.value} contradicts --mode full-access (which runs commands unboxed)")
     required = transactions is TransactionsMode.REQUIRED
     if required and config.mode is not Mode.WORKSPACE_WRITE:
         usage_error(PROG, f"--transactions required needs --mode workspace-write (not {config.mode.value})")
     history = resolve_history_dir(PROG, history_dir, config)
-    chosen = sandbox or (SandboxMode.OFF if full_access else SandboxMode.AUTO)
     approvals = _approvals_path(approvals_file, config) if approvals_file is not None else None
     roots = [root.path for root in config.jail.allowed]
     area = _copy_area(roots, history) if transactions is not TransactionsMode.OFF else None

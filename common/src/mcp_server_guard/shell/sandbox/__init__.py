@@ -14,7 +14,7 @@ from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mcp_server_guard.shell.sandbox.layers import Deciding, begin, call_options, close_box, decide, open_box
-    from mcp_server_guard.shell.sandbox.lifetime import release, release_all, sweep_stale_tmpdirs
+    from mcp_server_guard.shell.sandbox.lifetime import pids_cgroup_ahead, release, release_all, sweep_stale_tmpdirs
     from mcp_server_guard.shell.sandbox.planning import (
         Confinement,
         Limits,
@@ -39,6 +39,7 @@ _EXPORTS = {
     "confine": "planning",
     "landlock_abi": "planning",
     "plan": "planning",
+    "pids_cgroup_ahead": "lifetime",
     "release": "lifetime",
     "release_all": "lifetime",
     "sweep_stale_tmpdirs": "lifetime",
@@ -67,6 +68,7 @@ __all__ = [
     "decide",
     "landlock_abi",
     "open_box",
+    "pids_cgroup_ahead",
     "plan",
     "release",
     "release_all",

@@ -14,6 +14,7 @@ import shutil
 import signal
 import stat
 import tempfile
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -27,7 +28,31 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcp_server_guard.shell.sandbox.lifetime")
 
 
+_AHEAD: dict[int, tuple[threading.Thread, list[Path | None]]] = {}  # limit -> the move begun (``pids_cgroup_ahead``)
+
+
+def pids_cgroup_ahead(limit: int) -> None:
+    """Begin ``make_pids_cgroup(limit)`` in a thread of its own, while the server goes on starting: moving a process
+    into a cgroup waits for an RCU grace period (~15 ms, none of it CPU). ``make_pids_cgroup`` then waits for it."""
+    if os.geteuid() != 0 or limit in _AHEAD:
+        return
+    made: list[Path | None] = []
+    thread = threading.Thread(target=lambda: made.append(_make_pids_cgroup(limit)), name="mcp-guard-cgroup")
+    _AHEAD[limit] = thread, made
+    thread.start()
+
+
 def make_pids_cgroup(limit: int) -> Path | None:
+    """``_make_pids_cgroup``, or the one ``pids_cgroup_ahead`` began (waited for: commands must be born inside)."""
+    ahead = _AHEAD.pop(limit, None)
+    if ahead is None:
+        return _make_pids_cgroup(limit)
+    thread, made = ahead
+    thread.join()
+    return made[0] if made else None  # (none: the thread failed, and said so on stderr)
+
+
+def _make_pids_cgroup(limit: int) -> Path | None:
     """As root, RLIMIT_NPROC binds nobody: the server moves itself into a pids cgroup, once.
 
     Its commands are then born inside it (no per-call migration: moving a process between cgroups can
@@ -233,6 +258,7 @@ __all__ = [
     "children",
     "make_pids_cgroup",
     "make_tmpdir",
+    "pids_cgroup_ahead",
     "reap_orphans",
     "release",
     "release_all",
