@@ -918,6 +918,20 @@ def test_reading_archives_git_configs_and_awk_over_home_files_and_writing_in_the
     assert _AT_HOME.decide(line).action == "allow", (line, _AT_HOME.decide(line))
 
 
+@pytest.mark.parametrize("line", _corpus("red_team_21.json", "files_curl_wget_and_variables_name_for_writing"))
+def test_attack_a_start_up_file_named_by_a_trace_log_cookie_option_or_a_variable_is_refused(line: str) -> None:
+    # Red team 21 (without the box): curl's --trace/-D/-c/--stderr/--libcurl, `-w '%output{~/.bashrc}…'`,
+    # `--expand-output '{{HOME}}/.bashrc'`, wget's -o/-a/--save-cookies, and SSLKEYLOGFILE, PIP_LOG, a REPL's history
+    # variable: a program writes the file named there, as a redirect does.
+    assert _AT_HOME.decide(line).action == "deny", (line, _AT_HOME.decide(line))
+    assert _ON_A_COPY_AT_HOME.decide(line).action == "deny", (line, _ON_A_COPY_AT_HOME.decide(line))
+
+
+@pytest.mark.parametrize("line", _corpus("red_team_21.json", "traces_logs_and_cookies_in_the_project"))
+def test_traces_logs_cookie_jars_and_key_logs_written_in_the_project_or_tmp_are_allowed(line: str) -> None:
+    assert _AT_HOME.decide(line).action == "allow", (line, _AT_HOME.decide(line))
+
+
 def test_with_the_home_allowed_start_up_files_are_judged_by_place_and_other_home_paths_are_the_projects() -> None:
     # The full suite's box tests (the home as the project): `mv ~/.config ~/c2` was taken for a tree made over a
     # start-up directory (`~/c2/.config` by name); by place, ~/.ssh, ~/.bashrc and ~/.config stay the shell's.

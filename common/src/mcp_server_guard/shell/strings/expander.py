@@ -61,6 +61,7 @@ from mcp_server_guard.shell.strings.writes import (
     redirect_findings,
     redirected_downloads,
     system_target,
+    variable_findings,
 )
 
 # Variables that only add places a program looks for its modules (the project's own, as a rule).
@@ -277,6 +278,7 @@ class Expander:
         """Threat: `LESSOPEN='|sh x' less f`, `GIT_CONFIG_COUNT=… git …`, `LD_PRELOAD=… x` — variables that
         make the program run other code, set for one command."""
         for name, word in assignments:
+            self.record(variable_findings(name, word.value, self.where))  # `SSLKEYLOGFILE=~/.bashrc curl …`
             if name in _PROMPTS:
                 self._prompt(name, word, depth)
             elif is_command_valued(name):

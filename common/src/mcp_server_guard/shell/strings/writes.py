@@ -126,6 +126,36 @@ class _Writes:
     into_home: bool = False
 
 
+# Every option of curl's and wget's that names a file they write (red team 21: `curl --trace ~/.profile URL`, a header
+# dump, a cookie jar, a log), as written and in curl's `--expand-…` form (the value's {{variables}} filled in).
+_CURL_OUT = ("o", "output", "output-dir", "D", "dump-header", "c", "cookie-jar", "trace", "trace-ascii", "stderr",
+             "libcurl", "etag-save", "hsts", "alt-svc")  # fmt: skip
+_CURL_WRITES = frozenset({*_CURL_OUT, *(f"expand-{o}" for o in _CURL_OUT if len(o) > 1)})
+_CURL_VALUES = frozenset({"d", "data", "data-binary", "data-raw", "data-urlencode", "json", "H", "header", "X",
+                          "request", "u", "user", "A", "user-agent", "e", "referer", "b", "cookie", "F", "form", "T",
+                          "upload-file", "x", "proxy", "m", "max-time", "w", "write-out", "r", "range", "K", "config",
+                          "E", "cert", "key", "cacert", "url", "resolve", "connect-to", "variable", "Y", "y", "z",
+                          "time-cond", "netrc-file", "unix-socket", "retry", "connect-timeout"})  # fmt: skip
+_WGET_WRITES = frozenset({"O", "output-document", "P", "directory-prefix", "o", "output-file", "a", "append-output",
+                          "save-cookies", "warc-file", "rejected-log"})  # fmt: skip
+# curl's `--write-out` may send its output to a file: `%output{~/.bashrc}`, `%output{>>~/.bashrc}` (curl 8.3).
+_WRITE_OUT_FILE = re.compile(r"%output\{>?>?([^}]*)\}")
+# Variables whose value is a file a program writes or appends to (a TLS key log, pip's log, a REPL's history): a
+# start-up file named there is written as by a redirect (red team 21: `SSLKEYLOGFILE=~/.bashrc curl …`).
+FILE_VARIABLES = frozenset({"SSLKEYLOGFILE", "PIP_LOG", "PIP_LOG_FILE", "LESSHISTFILE", "NODE_REPL_HISTORY",
+                            "SQLITE_HISTORY", "MYSQL_HISTFILE", "PSQL_HISTORY", "REDISCLI_HISTFILE", "PYTHON_HISTORY",
+                            "HISTFILE", "LD_DEBUG_OUTPUT", "GIT_TRACE", "GIT_TRACE2", "GIT_TRACE2_EVENT",
+                            "GIT_TRACE2_PERF", "GIT_TRACE_PACKET", "GIT_TRACE_PACKFILE", "GIT_TRACE_PERFORMANCE",
+                            "GIT_TRACE_SETUP", "GIT_TRACE_CURL", "GIT_TRACE_SHALLOW"})  # fmt: skip
+
+
+def variable_findings(name: str, value: str | None, where: Where) -> list[Finding]:
+    """A variable naming a file a program writes (``FILE_VARIABLES``), set to a file of the system or the shell."""
+    if name not in FILE_VARIABLES or not value or value == RUN_TIME_ARG or not system_target(value, where):
+        return []
+    return [Finding("system-write", f"{name} names {value}, a file of the system or the shell, for a program to write")]
+
+
 _WRITERS: dict[str, _Writes] = {
     "cp": _Writes(("t", "target-directory"), "last", values=frozenset({"t", "target-directory", "S", "suffix"})),
     "mv": _Writes(("t", "target-directory"), "last", values=frozenset({"t", "target-directory", "S", "suffix"})),
@@ -139,11 +169,9 @@ _WRITERS: dict[str, _Writes] = {
     "sponge": _Writes((), "all"),
     "sed": _Writes((), "all", 1, ("i", "in-place"), frozenset({"e", "f", "expression", "file", "l"})),
     "perl": _Writes((), "all", 0, ("i",), frozenset({"I", "M", "m", "e", "E"})),
-    "curl": _Writes(("o", "output", "output-dir"), values=frozenset({"o", "output", "output-dir"})),
-    "wget": _Writes(
-        ("O", "output-document", "P", "directory-prefix"),
-        values=frozenset({"O", "output-document", "P", "directory-prefix"}),
-    ),
+    "curl": _Writes(_CURL_WRITES, values=_CURL_WRITES | _CURL_VALUES),
+    "wget": _Writes(_WGET_WRITES, values=_WGET_WRITES | frozenset({"e", "execute", "i", "input-file", "U",
+                                                                   "user-agent", "header", "t", "tries", "T"})),
     "tar": _Writes(("C", "directory"), values=frozenset({"C", "directory", "f", "file"}), into_home=True),
     "sort": _Writes(("o", "output"), values=frozenset({"o", "output", "k", "t", "S", "T"})),
     "openssl": _Writes(("out",), values=frozenset({"out", "in", "k", "pass", "passin", "passout"})),
@@ -237,6 +265,11 @@ def destination_findings(program: str, argv: list[str], where: Where, moved: boo
     argv = _dashed(argv) if program in ("tar", "bsdtar") else argv
     parsed = parse_args(program, argv[1:], spec.values)
     destinations = [v for option in spec.options for v in parsed.values_of(option)]
+    if program == "curl":
+        for out in (*parsed.values_of("w"), *parsed.values_of("write-out")):
+            destinations += [t for t in _WRITE_OUT_FILE.findall(out) if t and not out.startswith("@")]
+        # `--variable %HOME --expand-output '{{HOME}}/.bashrc'`: the home, as curl fills it in
+        destinations = [re.sub(r"\{\{HOME(?::[^}]*)?\}\}", "~", d) for d in destinations]
     if program in _SQUEEZERS and not any(parsed.has(flag) for flag in _SQUEEZER_READS):
         destinations += [named for operand in parsed.positionals for named in _squeezed(operand)]
     if spec.operands == "last" and not destinations and len(parsed.positionals) >= 2:
