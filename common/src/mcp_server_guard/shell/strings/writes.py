@@ -136,6 +136,7 @@ _CURL_VALUES = frozenset({"d", "data", "data-binary", "data-raw", "data-urlencod
                           "upload-file", "x", "proxy", "m", "max-time", "w", "write-out", "r", "range", "K", "config",
                           "E", "cert", "key", "cacert", "url", "resolve", "connect-to", "variable", "Y", "y", "z",
                           "time-cond", "netrc-file", "unix-socket", "retry", "connect-timeout"})  # fmt: skip
+_PIP_WRITES = frozenset({"log", "log-file", "d", "dest", "w", "wheel-dir"})
 _WGET_WRITES = frozenset({"O", "output-document", "P", "directory-prefix", "o", "output-file", "a", "append-output",
                           "save-cookies", "warc-file", "rejected-log"})  # fmt: skip
 # curl's `--write-out` may send its output to a file: `%output{~/.bashrc}`, `%output{>>~/.bashrc}` (curl 8.3).
@@ -202,10 +203,12 @@ _WRITERS: dict[str, _Writes] = {
     "touch": _Writes((), "all", values=frozenset({"d", "date", "r", "reference", "t"})),
     "zstd": _Writes(("o",), values=frozenset({"o", "D", "T", "B"})),
     "journalctl": _Writes(("cursor-file", "output-fields"), values=frozenset({"cursor-file"})),
-    "pip": _Writes(("log", "log-file"), values=frozenset({"log", "log-file"})),
-    "pip3": _Writes(("log", "log-file"), values=frozenset({"log", "log-file"})),
+    # (`pip download -d DIR`, `pip wheel -w DIR`: the directory it fills)
+    "pip": _Writes(_PIP_WRITES, values=_PIP_WRITES | frozenset({"r", "requirement", "c", "constraint", "i",
+                                                                "index-url", "t", "target", "python"})),
 }  # fmt: skip
 _WRITERS["vim"] = _WRITERS["nvim"] = _WRITERS["vi"] = _WRITERS["ex"]
+_WRITERS["pip3"] = _WRITERS["pip"]
 # (red team 21) gawk's in-place edit, `-i inplace` (an include that rewrites each file operand): awk may be gawk.
 _WRITERS["gawk"] = _WRITERS["awk"] = _Writes(
     (), "all", 1, ("i", "include"),
