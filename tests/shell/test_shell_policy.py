@@ -932,6 +932,23 @@ def test_traces_logs_cookie_jars_and_key_logs_written_in_the_project_or_tmp_are_
     assert _AT_HOME.decide(line).action == "allow", (line, _AT_HOME.decide(line))
 
 
+@pytest.mark.parametrize(
+    "line", _corpus("red_team_21.json", "read_only_lines_that_run_a_helper_a_browser_or_a_remote_daemon")
+)
+def test_attack_a_read_only_looking_line_that_runs_a_helper_a_browser_or_a_remote_daemon_is_not_allowed(
+    line: str,
+) -> None:
+    # Red team 21: in read-only mode without the box, `git ls-remote foo::bar` runs git-remote-foo, `gh … --web` a
+    # browser, `DOCKER_HOST=ssh://…` an ssh to another daemon, CONTAINERS_CONF/DOCKER_CONFIG hooks and helpers.
+    assert READONLY.decide(line).action != "allow", (line, READONLY.decide(line))
+    assert DEFAULT.decide(line).action != "deny" or "--web" in line, (line, DEFAULT.decide(line))
+
+
+@pytest.mark.parametrize("line", _corpus("red_team_21.json", "read_only_lines_that_only_read"))
+def test_container_forge_and_remote_listings_stay_allowed_read_only(line: str) -> None:
+    assert READONLY.decide(line).action == "allow", (line, READONLY.decide(line))
+
+
 def test_with_the_home_allowed_start_up_files_are_judged_by_place_and_other_home_paths_are_the_projects() -> None:
     # The full suite's box tests (the home as the project): `mv ~/.config ~/c2` was taken for a tree made over a
     # start-up directory (`~/c2/.config` by name); by place, ~/.ssh, ~/.bashrc and ~/.config stay the shell's.

@@ -33,6 +33,10 @@ CODE_PATTERNS = (
     "CURL_HOME", "WGETRC", "MANOPT", "MANROFFOPT", "MAKEFLAGS", "MAKEFILES", "VIMINIT", "EXINIT", "LUA_INIT*",
     "GOFLAGS", "ZIPOPT", "PSQLRC", "NODE_PATH", "EXECIGNORE", "POSIXLY_CORRECT", "BASH_COMPAT",
     "BASH_LOADABLES_PATH", "SHELL", "CARGO_TARGET_*", "CARGO_BUILD_*",
+    # the container engines' daemon and configuration (a remote daemon over ssh, credential helpers, OCI hooks and
+    # runtimes the configuration names: red team 21)
+    "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "CONTAINER_HOST", "CONTAINER_CONNECTION", "CONTAINERS_CONF*",
+    "CONTAINERS_REGISTRIES_CONF", "CONTAINERS_STORAGE_CONF",
 )  # fmt: skip
 # Names inside CODE_PATTERNS that only carry data: allowed everywhere.
 DATA_ONLY = frozenset(
