@@ -949,6 +949,17 @@ def test_container_forge_and_remote_listings_stay_allowed_read_only(line: str) -
     assert READONLY.decide(line).action == "allow", (line, READONLY.decide(line))
 
 
+def test_attack_interpreter_code_writing_a_start_up_file_or_running_pip_is_judged_as_the_command_it_is() -> None:
+    # Red team 20 (without the box): open('~/.bashrc', 'a'), Path.home() / '.profile', fs.appendFileSync(homedir() +
+    # '/.bashrc'), file_put_contents, File.write: a write of the file, as `tee -a` is; pip.main([...]) and
+    # runpy.run_module('pip') with sys.argv: the pip command they run.
+    text = (Path(__file__).parent.parent / "corpus" / "red_team_21.json").read_text(encoding="utf-8")
+    lines = json.loads(text)["interpreter_code_writing_start_up_files_or_running_pip"]
+    assert [line for line in lines["denied"] if _AT_HOME.decide(line).action != "deny"] == []
+    assert [line for line in lines["asked"] if _AT_HOME.decide(line).action != "ask"] == []
+    assert [line for line in lines["allowed"] if _AT_HOME.decide(line).action != "allow"] == []
+
+
 def test_with_the_home_allowed_start_up_files_are_judged_by_place_and_other_home_paths_are_the_projects() -> None:
     # The full suite's box tests (the home as the project): `mv ~/.config ~/c2` was taken for a tree made over a
     # start-up directory (`~/c2/.config` by name); by place, ~/.ssh, ~/.bashrc and ~/.config stay the shell's.

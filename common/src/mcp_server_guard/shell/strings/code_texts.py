@@ -14,6 +14,7 @@ import re
 
 from mcp_server_guard.shell.strings.parsing import Word
 from mcp_server_guard.shell.strings.wrappers import BUILT, DYNAMIC, Inner
+from mcp_server_guard.shell.strings.writes import STARTUP_NAMES
 
 # String literals given to a call that runs them as a command line, in interpreter code.
 _CODE_RUNS = re.compile(
@@ -251,7 +252,56 @@ def literal_commands(code: str) -> list[Inner]:
     for found in _CODE_DELETES.finditer(code):
         path = found.group(2)
         out.append([[Word("rm", "rm"), Word("-rf", "-rf"), Word(path, path)]])
+    for path in code_writes(code):
+        out.append([[Word("tee", "tee"), Word("-a", "-a"), Word(path, path)]])
+    # pip run in the interpreter (red team 20 F4): pip.main([...]), runpy.run_module('pip') with sys.argv set
+    for found in _PIP_IN_CODE.finditer(code):
+        items = re.findall(r"""(['"])((?:\\.|(?!\1)[^\\])*)\1""", found.group(1) or found.group(2) or "")
+        out.append([[Word("pip", "pip"), *(Word(item, item) for _, item in items[0 if found.group(1) else 1 :])]])
     return out
+
+
+_PIP_IN_CODE = re.compile(
+    r"\bpip(?:\._internal(?:\.cli)?(?:\.main)?)?\.main\s*\(\s*\[([^\]]*)\]"
+    r"|\bsys\.argv\s*=\s*\[([^\]]*)\](?=.*\brun_module\s*\(\s*['\"]pip['\"])"
+)
+
+
+# Files interpreter code writes through its library (red team 20): open('…', 'a'), Path('…').write_text(…),
+# fs.appendFileSync('…', …), file_put_contents('…', …), File.write('…', …): the `tee -a` they are.
+_LITERAL = r"""(['"])((?:\\.|(?!{q})[^\\])+){q}"""
+_CODE_WRITES = re.compile(
+    r"\b(?:open|fopen|io\.open|codecs\.open)\s*\(\s*"
+    + _LITERAL.format(q=r"\1")
+    + r"""\s*,\s*(?:mode\s*=\s*)?['"][^'"]*[wax+]"""
+    + r"|\b(?:appendFileSync|writeFileSync|appendFile|writeFile|file_put_contents|createWriteStream|File\.write|"
+    r"IO\.write|write_file|append_to_file)\s*\(\s*"
+    + _LITERAL.format(q=r"\3")
+    + r"|\bPath\s*\(\s*"
+    + _LITERAL.format(q=r"\5")
+    + r"""\s*\)\s*\.\s*(?:write_text|write_bytes|open\s*\(\s*['"][^'"]*[wax+])"""
+)
+# The home directory reached in code, and a call that writes: a start-up file's name joined to it
+# (open(os.path.expanduser('~/.bashrc'), 'a'), Path.home() / '.bashrc', homedir() + '/.bashrc').
+_HOME_IN_CODE = re.compile(
+    r"os\.path\.expanduser|Path\.home\(\)|\bhomedir\(\)|os\.environ\[['\"]HOME['\"]\]|getenv\(['\"]HOME['\"]\)|"
+    r"Dir\.home|ENV\[['\"]HOME['\"]\]|\$ENV\{HOME\}"
+)
+_WRITE_CALL = re.compile(
+    r"\b(?:write_text|write_bytes|appendFileSync|writeFileSync|appendFile|writeFile|file_put_contents|"
+    r"createWriteStream|File\.write|IO\.write|fputs|fwrite)\b|\b(?:open|fopen)\s*\([^;]*?,\s*(?:mode\s*=\s*)?['\"][^'\"]*[wax+]"
+)
+
+
+def code_writes(code: str) -> list[str]:
+    """The files interpreter code writes by a literal path, and the start-up files it writes in the home directory."""
+    found = [m.group(2) or m.group(4) or m.group(6) for m in _CODE_WRITES.finditer(code)]
+    if _HOME_IN_CODE.search(code) and _WRITE_CALL.search(code):
+        for _quote, text in re.findall(r"""(['"])((?:\\.|(?!\1)[^\\])+)\1""", code):
+            name = text.lstrip("~").lstrip("/")
+            if name.split("/")[0] in STARTUP_NAMES or name.split("/")[0] in (".ssh", ".config"):
+                found.append("~/" + name)
+    return [path for path in found if path]
 
 
 # A literal that is only the start of the string handed over: concatenated (+, ., ..), formatted (%, .format, an
