@@ -48,7 +48,8 @@ EXPORTED = {
     ],
     "mcp_server_guard.shell.sandbox": [
         "Confinement", "Deciding", "Limits", "NetworkMode", "ReadScope", "SandboxMode", "SandboxPlan",
-        "SandboxUnavailable", "begin", "call_options", "close_box", "confine", "decide", "landlock_abi", "open_box",
+        "SandboxUnavailable", "begin", "call_options", "close_box", "confine", "decide", "give_up_pids_cgroup",
+        "landlock_abi", "open_box",
         "pids_cgroup_ahead", "plan", "release", "release_all", "sweep_stale_tmpdirs",
     ],
     "mcp_server_guard.changes": [

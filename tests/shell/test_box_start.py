@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import threading
 from pathlib import Path
 
@@ -112,6 +113,20 @@ def test_the_pids_cgroup_begun_ahead_is_the_one_the_plan_takes_and_made_once(mon
     assert made == ["mcp-guard-cgroup", threading.current_thread().name]
 
 
+def test_a_cgroup_move_that_failed_ahead_fails_the_plan_as_it_would_have_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Red team 46 F3: an unexpected error in the thread was lost (the server started without the cgroup, unsaid).
+    def broken(_limit: int) -> Path:
+        raise RuntimeError("cgroupfs went away")
+
+    monkeypatch.setattr(lifetime, "_make_pids_cgroup", broken)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    lifetime.pids_cgroup_ahead(9)
+    with pytest.raises(RuntimeError, match="cgroupfs went away"):
+        lifetime.make_pids_cgroup(9)
+
+
 @needs_bwrap
 @pytest.mark.skipif(os.geteuid() != 0 or not Path("/sys/fs/cgroup/pids").is_dir(), reason="needs a pids cgroup (root)")
 def test_as_root_the_box_is_born_in_the_servers_pids_cgroup(tmp_path: Path, workspace: Path) -> None:
@@ -131,3 +146,68 @@ def test_as_root_the_box_is_born_in_the_servers_pids_cgroup(tmp_path: Path, work
             assert f"mcp-guard-{server.pid}" in Path(f"/proc/{box.pid}/cgroup").read_text(encoding="ascii")
     finally:
         client.close()
+
+
+# -- red team 46: a start refused or failed after the cgroup's move began leaves nothing behind ---------------------
+
+AS_ROOT = os.geteuid() == 0 and Path("/sys/fs/cgroup/pids").is_dir()
+# A console script whose tool module cannot be imported (a broken install): the box is begun, then the import fails.
+BROKEN_INSTALL = """import sys
+sys.modules["mcp_server_shell_exec.server"] = None
+from mcp_server_shell_exec.cli import main
+main()
+"""
+
+
+def _cgroups_of(pid: int) -> list[Path]:
+    return [p for base in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/pids")) for p in base.glob(f"mcp-guard-{pid}")]
+
+
+def _ended(argv: list[str], cwd: Path) -> tuple[int, int, bytes]:
+    """(pid, exit status, stderr) of a start that ends by itself; any cgroup it left is removed (after the look)."""
+    proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, err = proc.communicate(timeout=60)
+    return proc.pid, proc.returncode, err
+
+
+@needs_bwrap
+@pytest.mark.skipif(not AS_ROOT, reason="needs root and a pids cgroup")
+@pytest.mark.parametrize(
+    "flags",
+    [["--mode", "full-access", "--sandbox", "auto"], ["--mode", "read-only", "--transactions", "required"],
+     ["--approvals-file", "{root}/approvals.json"]],
+)  # fmt: skip
+def test_a_start_refused_after_the_cgroup_move_began_leaves_no_cgroup(
+    workspace: Path, tmp_path: Path, flags: list[str]
+) -> None:
+    # Red team 46 F1: the move into the pids cgroup begins before the command line's own checks; a start they refuse
+    # left the cgroup behind.
+    argv = [console_script("mcp-server-shell-exec"), "--audit-log", str(tmp_path / "a.jsonl")]
+    pid, status, err = _ended([*argv, *(f.format(root=workspace) for f in flags)], workspace)
+    left = _cgroups_of(pid)
+    for group in left:
+        with contextlib.suppress(OSError):
+            group.rmdir()
+    assert status == 2, err
+    assert not left, (err, left)
+
+
+@needs_bwrap
+def test_a_start_whose_tool_cannot_load_leaves_no_box_cgroup_or_copy_behind(
+    workspace: Path, tmp_path: Path, isolated_home: Path
+) -> None:
+    # Red team 46 F2: the box begun was closed, but the copies' area part and the pids cgroup stayed.
+    script = tmp_path / "broken_install.py"
+    script.write_text(BROKEN_INSTALL, encoding="utf-8")
+    python = str(Path(console_script("mcp-server-shell-exec")).parent / "python")
+    before = {p.pid for p in _boxes()}
+    pid, status, err = _ended([python, str(script), "--audit-log", str(tmp_path / "a.jsonl")], workspace)
+    left = _cgroups_of(pid)
+    for group in left:
+        with contextlib.suppress(OSError):
+            group.rmdir()
+    copies = isolated_home / ".local" / "state" / "mcp-guard" / "copies"
+    parts = sorted(p.name for p in copies.glob(f"{pid}-*")) if copies.is_dir() else []
+    assert status != 0 and b"ModuleNotFoundError" in err, err
+    assert not left and not parts, (left, parts)
+    assert not [p for p in _boxes() if p.pid not in before]

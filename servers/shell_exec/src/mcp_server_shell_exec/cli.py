@@ -94,14 +94,37 @@ def main(
 ) -> Tools:
     """Serve the shell_exec tool over stdio: commands are checked against the policy and run confined."""
     # Lazy for start-up time: --help and --version need neither the tool nor the MCP SDK.
-    from mcp_server_guard import protection_for  # noqa: PLC0415
     from mcp_server_guard.shell import limits_of  # noqa: PLC0415
-    from mcp_server_guard.shell.sandbox import begin, pids_cgroup_ahead  # noqa: PLC0415
+    from mcp_server_guard.shell.sandbox import give_up_pids_cgroup, pids_cgroup_ahead  # noqa: PLC0415
 
-    full_access = config.mode is Mode.FULL_ACCESS
-    chosen = sandbox or (SandboxMode.OFF if full_access else SandboxMode.AUTO)
+    chosen = sandbox or (SandboxMode.OFF if config.mode is Mode.FULL_ACCESS else SandboxMode.AUTO)
     if chosen is not SandboxMode.OFF:
         pids_cgroup_ahead(limits_of(config.policy.shell_exec).processes)  # (as root) while the rest goes on
+    try:
+        return _started(config, sandbox, chosen, sandbox_read, network, approvals_file, transactions, history_dir)
+    except BaseException:
+        # A start refused or failed after all (a usage error, a signal, a module that cannot load): the cgroup begun
+        # for it goes too (red team 46).
+        give_up_pids_cgroup()
+        raise
+
+
+def _started(
+    config: ServerConfig,
+    sandbox: SandboxMode | None,
+    chosen: SandboxMode,
+    sandbox_read: ReadScope,
+    network: NetworkMode | None,
+    approvals_file: Path | None,
+    transactions: TransactionsMode,
+    history_dir: Path | None,
+) -> Tools:
+    """``main`` once the cgroup's move has begun: the checks, the copies' area, the box begun before the tool's
+    modules load and waited for after, the tools."""
+    from mcp_server_guard import protection_for  # noqa: PLC0415
+    from mcp_server_guard.shell import limits_of  # noqa: PLC0415
+    from mcp_server_guard.shell.sandbox import begin  # noqa: PLC0415
+
     if config.policy.own_rules:
         # A rule of the policy file that does not match its own examples (or matches a line it says it does not)
         # means something else than its author thinks: refused at start, not found out on a command.
@@ -112,7 +135,7 @@ def main(
             check_examples(config.policy.shell_exec, config.policy.own_rules)
         except PolicyError as exc:
             usage_error(PROG, f"{exc} (in {config.policy.source[-1]})")
-    if full_access and sandbox not in (None, SandboxMode.OFF):
+    if config.mode is Mode.FULL_ACCESS and sandbox not in (None, SandboxMode.OFF):
         usage_error(PROG, f"--sandbox {sandbox.value} contradicts --mode full-access (which runs commands unboxed)")
     required = transactions is TransactionsMode.REQUIRED
     if required and config.mode is not Mode.WORKSPACE_WRITE:
@@ -142,7 +165,7 @@ def main(
             # The tool's own modules load while bubblewrap and the box's supervisor start (on another CPU).
             from mcp_server_shell_exec.server import build_tools  # noqa: PLC0415
         except BaseException:
-            deciding.abandon()
+            deciding.abandon()  # (and the copies' area goes: red team 46 F2)
             raise
         decided, why = deciding.finish()
         if area is not None and area.why:
@@ -152,10 +175,12 @@ def main(
             if required:
                 raise SandboxUnavailable(f"--transactions required: commands cannot work on a copy: {why}")
             notes.append(f"commands write the files directly (transaction: none): {why or 'no copy could be made'}")
-    except SandboxUnavailable as exc:
+    except BaseException as exc:
         if area is not None:
             area.close()
-        usage_error(PROG, str(exc))
+        if isinstance(exc, SandboxUnavailable):
+            usage_error(PROG, str(exc))
+        raise
     # A read-only session works on no copy; a workspace-write one of this server would (what its refusals say).
     copies_here = area is not None and "bwrap" in decided.label
     if area is not None and not decided.copies:

@@ -14,7 +14,13 @@ from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mcp_server_guard.shell.sandbox.layers import Deciding, begin, call_options, close_box, decide, open_box
-    from mcp_server_guard.shell.sandbox.lifetime import pids_cgroup_ahead, release, release_all, sweep_stale_tmpdirs
+    from mcp_server_guard.shell.sandbox.lifetime import (
+        give_up_pids_cgroup,
+        pids_cgroup_ahead,
+        release,
+        release_all,
+        sweep_stale_tmpdirs,
+    )
     from mcp_server_guard.shell.sandbox.planning import (
         Confinement,
         Limits,
@@ -39,6 +45,7 @@ _EXPORTS = {
     "confine": "planning",
     "landlock_abi": "planning",
     "plan": "planning",
+    "give_up_pids_cgroup": "lifetime",
     "pids_cgroup_ahead": "lifetime",
     "release": "lifetime",
     "release_all": "lifetime",
@@ -66,6 +73,7 @@ __all__ = [
     "close_box",
     "confine",
     "decide",
+    "give_up_pids_cgroup",
     "landlock_abi",
     "open_box",
     "pids_cgroup_ahead",

@@ -28,16 +28,25 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcp_server_guard.shell.sandbox.lifetime")
 
 
-_AHEAD: dict[int, tuple[threading.Thread, list[Path | None]]] = {}  # limit -> the move begun (``pids_cgroup_ahead``)
+_Made = list[Path | BaseException | None]  # what a move begun ahead gave: the cgroup, none, or what it raised
+_AHEAD: dict[int, tuple[threading.Thread, _Made]] = {}  # limit -> the move begun (``pids_cgroup_ahead``)
 
 
 def pids_cgroup_ahead(limit: int) -> None:
     """Begin ``make_pids_cgroup(limit)`` in a thread of its own, while the server goes on starting: moving a process
-    into a cgroup waits for an RCU grace period (~15 ms, none of it CPU). ``make_pids_cgroup`` then waits for it."""
+    into a cgroup waits for an RCU grace period (~15 ms, none of it CPU). ``make_pids_cgroup`` then waits for it; a
+    start that fails meanwhile gives it up (``give_up_pids_cgroup``)."""
     if os.geteuid() != 0 or limit in _AHEAD:
         return
-    made: list[Path | None] = []
-    thread = threading.Thread(target=lambda: made.append(_make_pids_cgroup(limit)), name="mcp-guard-cgroup")
+    made: _Made = []
+
+    def move() -> None:
+        try:
+            made.append(_make_pids_cgroup(limit))
+        except BaseException as exc:  # noqa: BLE001 - raised where the plan takes it (``make_pids_cgroup``)
+            made.append(exc)
+
+    thread = threading.Thread(target=move, name="mcp-guard-cgroup")
     _AHEAD[limit] = thread, made
     thread.start()
 
@@ -49,7 +58,19 @@ def make_pids_cgroup(limit: int) -> Path | None:
         return _make_pids_cgroup(limit)
     thread, made = ahead
     thread.join()
-    return made[0] if made else None  # (none: the thread failed, and said so on stderr)
+    found = made[0] if made else None
+    if isinstance(found, BaseException):
+        raise found
+    return found
+
+
+def give_up_pids_cgroup() -> None:
+    """The server does not start after all (a usage error, a signal, a module that cannot load: red team 46): the
+    moves begun ahead are waited for, and the cgroup they made left and removed."""
+    while _AHEAD:
+        _limit, (thread, _made) = _AHEAD.popitem()
+        thread.join()
+    release_all()
 
 
 def _make_pids_cgroup(limit: int) -> Path | None:
@@ -256,6 +277,7 @@ def _remove_cgroup(group: Path) -> None:
 __all__ = [
     "become_subreaper",
     "children",
+    "give_up_pids_cgroup",
     "make_pids_cgroup",
     "make_tmpdir",
     "pids_cgroup_ahead",

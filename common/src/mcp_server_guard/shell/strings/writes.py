@@ -137,6 +137,8 @@ _CURL_VALUES = frozenset({"d", "data", "data-binary", "data-raw", "data-urlencod
                           "E", "cert", "key", "cacert", "url", "resolve", "connect-to", "variable", "Y", "y", "z",
                           "time-cond", "netrc-file", "unix-socket", "retry", "connect-timeout"})  # fmt: skip
 _PIP_WRITES = frozenset({"log", "log-file", "d", "dest", "w", "wheel-dir"})
+_PIP_VALUES = frozenset({"r", "requirement", "c", "constraint", "i", "index-url", "t", "target", "python"})
+_WGET_VALUES = frozenset({"e", "execute", "i", "input-file", "U", "user-agent", "header", "t", "tries", "T"})
 _WGET_WRITES = frozenset({"O", "output-document", "P", "directory-prefix", "o", "output-file", "a", "append-output",
                           "save-cookies", "warc-file", "rejected-log"})  # fmt: skip
 # curl's `--write-out` may send its output to a file: `%output{~/.bashrc}`, `%output{>>~/.bashrc}` (curl 8.3).
@@ -170,9 +172,8 @@ _WRITERS: dict[str, _Writes] = {
     "sponge": _Writes((), "all"),
     "sed": _Writes((), "all", 1, ("i", "in-place"), frozenset({"e", "f", "expression", "file", "l"})),
     "perl": _Writes((), "all", 0, ("i",), frozenset({"I", "M", "m", "e", "E"})),
-    "curl": _Writes(_CURL_WRITES, values=_CURL_WRITES | _CURL_VALUES),
-    "wget": _Writes(_WGET_WRITES, values=_WGET_WRITES | frozenset({"e", "execute", "i", "input-file", "U",
-                                                                   "user-agent", "header", "t", "tries", "T"})),
+    "curl": _Writes(tuple(sorted(_CURL_WRITES)), values=_CURL_WRITES | _CURL_VALUES),
+    "wget": _Writes(tuple(sorted(_WGET_WRITES)), values=_WGET_WRITES | _WGET_VALUES),
     "tar": _Writes(("C", "directory"), values=frozenset({"C", "directory", "f", "file"}), into_home=True),
     "sort": _Writes(("o", "output"), values=frozenset({"o", "output", "k", "t", "S", "T"})),
     "openssl": _Writes(("out",), values=frozenset({"out", "in", "k", "pass", "passin", "passout"})),
@@ -204,8 +205,7 @@ _WRITERS: dict[str, _Writes] = {
     "zstd": _Writes(("o",), values=frozenset({"o", "D", "T", "B"})),
     "journalctl": _Writes(("cursor-file", "output-fields"), values=frozenset({"cursor-file"})),
     # (`pip download -d DIR`, `pip wheel -w DIR`: the directory it fills)
-    "pip": _Writes(_PIP_WRITES, values=_PIP_WRITES | frozenset({"r", "requirement", "c", "constraint", "i",
-                                                                "index-url", "t", "target", "python"})),
+    "pip": _Writes(tuple(sorted(_PIP_WRITES)), values=_PIP_WRITES | _PIP_VALUES),
 }  # fmt: skip
 _WRITERS["vim"] = _WRITERS["nvim"] = _WRITERS["vi"] = _WRITERS["ex"]
 _WRITERS["pip3"] = _WRITERS["pip"]
