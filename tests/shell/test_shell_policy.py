@@ -960,6 +960,20 @@ def test_attack_interpreter_code_writing_a_start_up_file_or_running_pip_is_judge
     assert [line for line in lines["allowed"] if _AT_HOME.decide(line).action != "allow"] == []
 
 
+@pytest.mark.parametrize(
+    "line", _corpus("red_team_21.json", "installs_services_containers_and_connections_outside_the_project")
+)
+def test_attack_installs_services_containers_and_connections_outside_the_project_are_asked(line: str) -> None:
+    # Red team 20 F13 (without the box): user-wide installs (npm --location=global, npm link, corepack, conda, nix,
+    # emerge, uv python), container deletions, systemd-run, machinectl, nmcli's abbreviations were allowed.
+    assert DEFAULT.decide(line).action == "ask", (line, DEFAULT.decide(line))
+
+
+@pytest.mark.parametrize("line", _corpus("red_team_21.json", "listings_and_project_installs"))
+def test_listings_and_installs_into_the_project_stay_allowed(line: str) -> None:
+    assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
+
+
 def test_with_the_home_allowed_start_up_files_are_judged_by_place_and_other_home_paths_are_the_projects() -> None:
     # The full suite's box tests (the home as the project): `mv ~/.config ~/c2` was taken for a tree made over a
     # start-up directory (`~/c2/.config` by name); by place, ~/.ssh, ~/.bashrc and ~/.config stay the shell's.

@@ -80,6 +80,10 @@ VALUE_OPTIONS: dict[str, frozenset[str]] = {
 }  # fmt: skip
 VALUE_OPTIONS["gawk"] = VALUE_OPTIONS["mawk"] = VALUE_OPTIONS["nawk"] = VALUE_OPTIONS["awk"]
 VALUE_OPTIONS["podman"] = VALUE_OPTIONS["docker"]
+# npm's options that take a value (`npm install --location global x`: red team 20 F13)
+VALUE_OPTIONS["npm"] = frozenset({"location", "prefix", "registry", "workspace", "w", "cache", "userconfig",
+                                  "globalconfig", "loglevel", "tag", "otp", "scope", "access", "script-shell", "before",
+                                  "omit", "include", "install-strategy", "C"})  # fmt: skip
 VALUE_OPTIONS["egrep"] = VALUE_OPTIONS["fgrep"] = VALUE_OPTIONS["grep"]
 # iproute2's options are single-dash words it also takes abbreviated (``-n`` is ``-netns``): those that take a value.
 IPROUTE_VALUES = frozenset(
