@@ -10,6 +10,7 @@ checks, advisory like the rest of the policy engine. Finding the text among a pr
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from mcp_server_guard.shell.strings.parsing import Word
@@ -239,9 +240,9 @@ def literal_commands(code: str) -> list[Inner]:
     out += [next(g for g in found.groups() if g is not None) for found in _BACKTICKS.finditer(code)]
     out += [found.group(2) for found in _EXECUTE_METHOD.finditer(code)]
     out = [text for text in out if text is BUILT or (isinstance(text, str) and text.strip())]
-    for found in _ARGV_LISTS.finditer(code):
-        items = re.findall(r"""(['"])((?:\\.|(?!\1)[^\\])*)\1""", found.group(1))
-        if items and len(items) == found.group(1).count(",") + 1:  # every item a literal
+    for inside in _lists_after(code, _ARGV_LISTS):
+        items = re.findall(r"""(['"])((?:\\.|(?!\1)[^\\])*)\1""", inside)
+        if items and len(items) == inside.count(",") + 1:  # every item a literal
             out.append([[Word(item, item) for _, item in items]])
     if _HOME_DELETES.search(code):
         out.append([[Word("rm", "rm"), Word("-rf", "-rf"), Word("~", "~")]])
@@ -255,21 +256,39 @@ def literal_commands(code: str) -> list[Inner]:
     for path in code_writes(code):
         out.append([[Word("tee", "tee"), Word("-a", "-a"), Word(path, path)]])
     # pip run in the interpreter (red team 20 F4): pip.main([...]), runpy.run_module('pip') with sys.argv set
-    for found in _PIP_IN_CODE.finditer(code):
-        items = re.findall(r"""(['"])((?:\\.|(?!\1)[^\\])*)\1""", found.group(1) or found.group(2) or "")
-        out.append([[Word("pip", "pip"), *(Word(item, item) for _, item in items[0 if found.group(1) else 1 :])]])
+    argv_set = bool(_RUNS_PIP_MODULE.search(code))  # sys.argv set for runpy's pip (not another module)
+    for opener, skip in ((_PIP_MAIN, 0), *(((_SYS_ARGV, 1),) if argv_set else ())):
+        for inside in _lists_after(code, opener):
+            items = re.findall(r"""(['"])((?:\\.|(?!\1)[^\\])*)\1""", inside)
+            out.append([[Word("pip", "pip"), *(Word(item, item) for _, item in items[skip:])]])
     return out
 
 
-_PIP_IN_CODE = re.compile(
-    r"\bpip(?:\._internal(?:\.cli)?(?:\.main)?)?\.main\s*\(\s*\[([^\]]*)\]"
-    r"|\bsys\.argv\s*=\s*\[([^\]]*)\](?=.*\brun_module\s*\(\s*['\"]pip['\"])"
-)
+def _lists_after(code: str, opener: re.Pattern[str], each: int = 32) -> list[str]:
+    """The text of the ``[ … ]`` list each match of ``opener`` (ending at its ``[``) opens. Threat: a regular
+    expression scanning to the next ``]`` from each of thousands of openings (``run([`` repeated over a 256 KiB line)
+    took a minute. The closing brackets are found once; of the openings one bracket closes (nested calls, openings
+    inside a literal), the ``each`` outermost and innermost are read: a line costs at most ``2 * each`` times its
+    length."""
+    closes = [m.start() for m in re.finditer(r"\]", code)]
+    by_close: dict[int, list[int]] = {}
+    for start in opener.finditer(code):
+        at = bisect.bisect_left(closes, start.end())
+        if at == len(closes):
+            break  # no list closes after this one, nor after any later one
+        by_close.setdefault(closes[at], []).append(start.end())
+    return [code[begin:close] for close, starts in by_close.items()
+            for begin in dict.fromkeys([*starts[:each], *starts[-each:]])]  # fmt: skip
+
+
+_PIP_MAIN = re.compile(r"\bpip(?:\._internal(?:\.cli)?(?:\.main)?)?\.main\s*\(\s*\[")
+_SYS_ARGV = re.compile(r"\bsys\.argv\s*=\s*\[")
+_RUNS_PIP_MODULE = re.compile(r"\brun_module\s*\(\s*['\"]pip['\"]")
 
 
 # Files interpreter code writes through its library (red team 20): open('…', 'a'), Path('…').write_text(…),
 # fs.appendFileSync('…', …), file_put_contents('…', …), File.write('…', …): the `tee -a` they are.
-_LITERAL = r"""(['"])((?:\\.|(?!{q})[^\\])+){q}"""
+_LITERAL = r"""(['"])((?:\\.|(?!{q})[^\\]){{1,4096}}){q}"""
 _CODE_WRITES = re.compile(
     r"\b(?:open|fopen|io\.open|codecs\.open)\s*\(\s*"
     + _LITERAL.format(q=r"\1")
@@ -289,7 +308,7 @@ _HOME_IN_CODE = re.compile(
 )
 _WRITE_CALL = re.compile(
     r"\b(?:write_text|write_bytes|appendFileSync|writeFileSync|appendFile|writeFile|file_put_contents|"
-    r"createWriteStream|File\.write|IO\.write|fputs|fwrite)\b|\b(?:open|fopen)\s*\([^;]*?,\s*(?:mode\s*=\s*)?['\"][^'\"]*[wax+]"
+    r"createWriteStream|File\.write|IO\.write|fputs|fwrite)\b|\b(?:open|fopen)\s*\([^;]{0,512}?,\s*(?:mode\s*=\s*)?['\"][^'\"]*[wax+]"
 )
 
 
@@ -323,8 +342,7 @@ def _built(code: str, found: re.Match[str]) -> bool:
 # subprocess.run(["git", "push", "--force"]), execFileSync("rm", ["-rf", …]) is handled as its literals above only
 # when written as a string; a list of literals is the argv itself.
 _ARGV_LISTS = re.compile(
-    r"\b(?:run|call|check_call|check_output|Popen|spawn|spawnSync|execFile|execFileSync|execv|execvp|system)\s*\(\s*"
-    r"\[([^\]]*)\]"
+    r"\b(?:run|call|check_call|check_output|Popen|spawn|spawnSync|execFile|execFileSync|execv|execvp|system)\s*\(\s*\["
 )
 # Deleting the home directory by name: shutil.rmtree(os.path.expanduser("~")), rm_rf(Dir.home), rmSync(homedir()).
 _HOME_DELETES = re.compile(
