@@ -404,13 +404,15 @@ def test_attack_thousands_of_argv_list_openings_are_read_a_bounded_number_of_tim
     # Found while adding pip.main: `run([` repeated over a 256 KiB line made the argv-list expression scan to the
     # next `]` from every opening (a minute of judging for one line). The closing brackets are found once now, and
     # of the openings one bracket closes, the outermost and innermost few are read.
-    from mcp_server_guard.shell.strings.code_texts import _ARGV_LISTS, _lists_after, literal_commands
+    from mcp_server_guard.shell.strings.code_texts import _ARGV_LISTS, _closed_after, literal_commands
 
     code = "subprocess.run(['rm', '-rf', '/home/u', " + "'run([', " * 20_000 + "'x'])"
-    lists = _lists_after(code, _ARGV_LISTS)
+    lists = _closed_after(code, _ARGV_LISTS, "]")
     assert 0 < len(lists) <= 64
     assert lists[0].startswith("'rm', '-rf', '/home/u'")  # the outermost: the call itself
     padded = "subprocess.run(['rm', '-rf', '/home/u', '" + "x" * 5_000 + "'])"
     assert [["rm", "-rf", "/home/u", "x" * 5_000]] in [
         [[w.value for w in words] for words in found] for found in literal_commands(padded) if isinstance(found, list)
     ]
+    ruby = "%x(" * 20_000 + "rm -rf ~)"  # Ruby's %x(…): the same, and the command still found
+    assert "rm -rf ~" in literal_commands(ruby)

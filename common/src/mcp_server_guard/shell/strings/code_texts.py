@@ -22,7 +22,9 @@ _CODE_RUNS = re.compile(
     r"""(?:\bsystem|\bpopen|\bexec[lv]?p?e?|\bspawn|\bcheck_output|\bcheck_call|\bgetoutput|\bgetstatusoutput|\brun|\bcall|\bshell_exec|\bpassthru|\bexecSync|\bexecFileSync|\bspawnSync|\bexecute|\bcallCommand|\bspawn\w+|\bshell-command|\bcall-process-shell-command|\bstart-process-shell-command|\bproc_open|\bpcntl_exec|\brun-shell-command|\bos:cmd|\bSystem\.shell|\bshell_command|\bgetRuntime\(\)\.exec|\bopen\s*\(?\s*\w+\s*,\s*(?=['"]\|))\s*\(?\s*(?:[rRbBuUfF]{1,2}(?=['"]))?(['"])\|?((?:\\.|(?!\1)[^\\])*)\1"""
 )
 _EXECUTE_METHOD = re.compile(r"""(['"])((?:\\.|(?!\1)[^\\])+)\1\s*\.execute\s*\(""")  # groovy: "cmd".execute()
-_BACKTICKS = re.compile(r"`([^`]+)`|%x\((.*?)\)|%x\{(.*?)\}|\bqx\s*[({/](.*?)[)}/]")
+_BACKTICKS = re.compile(r"`([^`]+)`")
+# Ruby's %x(…) and %x{…}, Perl's qx(…), qx{…}, qx/…/: the command up to the closing character (``_closed_after``).
+_QUOTED_RUNS = {")": re.compile(r"%x\(|\bqx\s*\("), "}": re.compile(r"%x\{|\bqx\s*\{"), "/": re.compile(r"\bqx\s*/")}
 
 
 def debugger_command(text: Inner) -> Inner:
@@ -237,10 +239,11 @@ def literal_commands(code: str) -> list[Inner]:
         BUILT if _built(code, found) else found.group(2).replace("\\'", "'").replace('\\"', '"')
         for found in _CODE_RUNS.finditer(code)
     ]
-    out += [next(g for g in found.groups() if g is not None) for found in _BACKTICKS.finditer(code)]
+    out += [found.group(1) for found in _BACKTICKS.finditer(code)]
+    out += [text for closer, opener in _QUOTED_RUNS.items() for text in _closed_after(code, opener, closer)]
     out += [found.group(2) for found in _EXECUTE_METHOD.finditer(code)]
     out = [text for text in out if text is BUILT or (isinstance(text, str) and text.strip())]
-    for inside in _lists_after(code, _ARGV_LISTS):
+    for inside in _closed_after(code, _ARGV_LISTS, "]"):
         items = re.findall(r"""(['"])((?:\\.|(?!\1)[^\\])*)\1""", inside)
         if items and len(items) == inside.count(",") + 1:  # every item a literal
             out.append([[Word(item, item) for _, item in items]])
@@ -258,24 +261,24 @@ def literal_commands(code: str) -> list[Inner]:
     # pip run in the interpreter (red team 20 F4): pip.main([...]), runpy.run_module('pip') with sys.argv set
     argv_set = bool(_RUNS_PIP_MODULE.search(code))  # sys.argv set for runpy's pip (not another module)
     for opener, skip in ((_PIP_MAIN, 0), *(((_SYS_ARGV, 1),) if argv_set else ())):
-        for inside in _lists_after(code, opener):
+        for inside in _closed_after(code, opener, "]"):
             items = re.findall(r"""(['"])((?:\\.|(?!\1)[^\\])*)\1""", inside)
             out.append([[Word("pip", "pip"), *(Word(item, item) for _, item in items[skip:])]])
     return out
 
 
-def _lists_after(code: str, opener: re.Pattern[str], each: int = 32) -> list[str]:
-    """The text of the ``[ … ]`` list each match of ``opener`` (ending at its ``[``) opens. Threat: a regular
-    expression scanning to the next ``]`` from each of thousands of openings (``run([`` repeated over a 256 KiB line)
-    took a minute. The closing brackets are found once; of the openings one bracket closes (nested calls, openings
-    inside a literal), the ``each`` outermost and innermost are read: a line costs at most ``2 * each`` times its
-    length."""
-    closes = [m.start() for m in re.finditer(r"\]", code)]
+def _closed_after(code: str, opener: re.Pattern[str], closer: str, each: int = 32) -> list[str]:
+    """The text from each match of ``opener`` up to the next ``closer`` (a ``[ … ]`` list, a ``%x( … )``). Threat: a
+    regular expression scanning to the next closer from each of thousands of openings (``run([`` or ``%x(`` repeated
+    over a 256 KiB line) took minutes. The closers are found once; of the openings one closer ends (nested calls,
+    openings inside a literal), the ``each`` outermost and innermost are read: a line costs at most ``2 * each``
+    times its length."""
+    closes = [m.start() for m in re.finditer(re.escape(closer), code)]
     by_close: dict[int, list[int]] = {}
     for start in opener.finditer(code):
         at = bisect.bisect_left(closes, start.end())
         if at == len(closes):
-            break  # no list closes after this one, nor after any later one
+            break  # nothing closes after this one, nor after any later one
         by_close.setdefault(closes[at], []).append(start.end())
     return [code[begin:close] for close, starts in by_close.items()
             for begin in dict.fromkeys([*starts[:each], *starts[-each:]])]  # fmt: skip
