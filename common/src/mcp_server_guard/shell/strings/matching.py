@@ -79,7 +79,7 @@ VALUE_OPTIONS: dict[str, frozenset[str]] = {
     "xxd": frozenset({"c", "g", "l", "s", "o", "n", "cols", "groupsize", "len", "seek", "name"}),
 }  # fmt: skip
 VALUE_OPTIONS["gawk"] = VALUE_OPTIONS["mawk"] = VALUE_OPTIONS["nawk"] = VALUE_OPTIONS["awk"]
-VALUE_OPTIONS["podman"] = VALUE_OPTIONS["docker"]
+VALUE_OPTIONS["podman"] = VALUE_OPTIONS["nerdctl"] = VALUE_OPTIONS["docker"]
 # npm's options that take a value (`npm install --location global x`: red team 20 F13)
 VALUE_OPTIONS["npm"] = frozenset({"location", "prefix", "registry", "workspace", "w", "cache", "userconfig",
                                   "globalconfig", "loglevel", "tag", "otp", "scope", "access", "script-shell", "before",
@@ -359,7 +359,23 @@ def forms_of(arg: str) -> list[str]:
             forms.append(prefix + normal)
         if is_block_device(normal):
             forms.append(prefix + BLOCK_DEVICE)
+        # A container's volume or mount spec names a host path in a part of its own (`-v /.:/h`, `--mount
+        # type=bind,source=//etc,target=/h`: red team 20 F13): that part as the path it is, and a last one ended.
+        parts = re.split(r"([:,])", path)
+        if len(parts) > 1:
+            spec = "".join(_spec_part(part) for part in parts)
+            for form in (spec, spec + ","):
+                if form != path:
+                    forms.append(prefix + form)
     return forms
+
+
+def _spec_part(part: str) -> str:
+    """One part of a ``SRC:DST`` or ``k=v,k=v`` spec, its path normalized."""
+    key, eq, value = part.rpartition("=")
+    if value.startswith(("/", "~", "./", "../")) and value not in ("/", "~"):
+        return key + eq + normalize_path(value)
+    return part
 
 
 @functools.lru_cache(maxsize=512)
