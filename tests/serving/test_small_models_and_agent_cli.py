@@ -645,7 +645,8 @@ async def test_a_redirect_to_tmp_is_refused_without_the_box_and_runs_in_the_call
 async def test_a_write_outside_the_project_says_where_to_write_instead(workspace: Path) -> None:
     # Issue 45 item 4: the system (and HOME, outside the temp directory tests keep it in) is read-only in the box; the
     # model is told where it may write, and how to pass settings.
-    write = "python3 -c \"open('/usr/mcp-guard-probe', 'w')\""
+    # (the path built at run time: a literal one is refused before running, as `> /usr/…` is)
+    write = "python3 -c \"open('/u' + 'sr/mcp-guard-probe', 'w')\""
     async with serve("mcp-server-shell-exec", workspace) as client:
         home = await client.call_tool("shell_exec", {"command": write})
         inside = await client.call_tool("shell_exec", {"command": "echo x > inside.txt"})

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import psutil
@@ -79,7 +80,10 @@ def test_a_server_that_stops_before_its_box_is_ready_leaves_no_bubblewrap_behind
     before = {p.pid for p in _boxes()}
     deciding = begin(SandboxMode.AUTO, ReadScope.ALL, NetworkMode.DENY, LIMITS, roots=[str(tmp_path)])
     assert [p for p in _boxes() if p.pid not in before]
-    deciding.abandon()  # (waits for bubblewrap to end, bounded)
+    deciding.abandon()  # (waits for bubblewrap to end, bounded; its inner process follows it)
+    deadline = time.monotonic() + 10
+    while [p for p in _boxes() if p.pid not in before] and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert not [p for p in _boxes() if p.pid not in before]
 
 

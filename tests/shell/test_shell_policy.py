@@ -974,6 +974,19 @@ def test_listings_and_installs_into_the_project_stay_allowed(line: str) -> None:
     assert DEFAULT.decide(line).action == "allow", (line, DEFAULT.decide(line))
 
 
+_HOME_U = PolicyEngine(load_policy().shell_exec, home="/home/u", roots=("/home/u/proj",))
+
+
+def test_red_team_47_lines_are_judged_as_they_should_be_without_the_box() -> None:
+    # Red team 47 (the string layer's new checks): spellings of the same writes, installs and daemons (quoting,
+    # abbreviations, wrappers, variables exported later, other languages' write calls), and everyday lines that must
+    # stay allowed (reading a start-up file and writing another, `docker container exec … rm`, `conda env list`).
+    lines = json.loads((Path(__file__).parent.parent / "corpus" / "red_team_47.json").read_text(encoding="utf-8"))
+    assert [line for line in lines["refused"] if _HOME_U.decide(line).action != "deny"] == []
+    assert [line for line in lines["asked_or_refused"] if _HOME_U.decide(line).action == "allow"] == []
+    assert [line for line in lines["allowed"] if _HOME_U.decide(line).action != "allow"] == []
+
+
 def test_with_the_home_allowed_start_up_files_are_judged_by_place_and_other_home_paths_are_the_projects() -> None:
     # The full suite's box tests (the home as the project): `mv ~/.config ~/c2` was taken for a tree made over a
     # start-up directory (`~/c2/.config` by name); by place, ~/.ssh, ~/.bashrc and ~/.config stay the shell's.

@@ -36,7 +36,7 @@ CODE_PATTERNS = (
     # the container engines' daemon and configuration (a remote daemon over ssh, credential helpers, OCI hooks and
     # runtimes the configuration names: red team 21)
     "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "CONTAINER_HOST", "CONTAINER_CONNECTION", "CONTAINERS_CONF*",
-    "CONTAINERS_REGISTRIES_CONF", "CONTAINERS_STORAGE_CONF",
+    "CONTAINERS_REGISTRIES_CONF", "CONTAINERS_STORAGE_CONF", "BUILDKIT_HOST", "REGISTRIES_CONFIG_PATH",
 )  # fmt: skip
 # Names inside CODE_PATTERNS that only carry data: allowed everywhere.
 DATA_ONLY = frozenset(

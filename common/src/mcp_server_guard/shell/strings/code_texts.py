@@ -15,7 +15,6 @@ import re
 
 from mcp_server_guard.shell.strings.parsing import Word
 from mcp_server_guard.shell.strings.wrappers import BUILT, DYNAMIC, Inner
-from mcp_server_guard.shell.strings.writes import STARTUP_NAMES
 
 # String literals given to a call that runs them as a command line, in interpreter code.
 _CODE_RUNS = re.compile(
@@ -303,26 +302,40 @@ _CODE_WRITES = re.compile(
     + _LITERAL.format(q=r"\5")
     + r"""\s*\)\s*\.\s*(?:write_text|write_bytes|open\s*\(\s*['"][^'"]*[wax+])"""
 )
-# The home directory reached in code, and a call that writes: a start-up file's name joined to it
-# (open(os.path.expanduser('~/.bashrc'), 'a'), Path.home() / '.bashrc', homedir() + '/.bashrc').
-_HOME_IN_CODE = re.compile(
-    r"os\.path\.expanduser|Path\.home\(\)|\bhomedir\(\)|os\.environ\[['\"]HOME['\"]\]|getenv\(['\"]HOME['\"]\)|"
-    r"Dir\.home|ENV\[['\"]HOME['\"]\]|\$ENV\{HOME\}"
+# A start-up file joined to the home directory where a call writes it (red team 47: reading one and writing another
+# file is no write of it): open(os.path.expanduser('~/.bashrc'), 'a'), (Path.home() / '.profile').write_text(…),
+# Path.home().joinpath('.bashrc').open('a'), fs.appendFileSync(os.homedir() + '/.bashrc', …),
+# File.write(File.join(Dir.home, '.bashrc'), …), file_put_contents(getenv('HOME') . '/.bashrc', …).
+_HOME = (
+    r"(?:os\.path\.expanduser|Path\.home\(\)|\bhomedir\(\)|os\.environ\[['\"]HOME['\"]\]|getenv\(['\"]HOME['\"]\)|"
+    r"Dir\.home|ENV\[['\"]HOME['\"]\]|\$ENV\{HOME\})"
 )
-_WRITE_CALL = re.compile(
-    r"\b(?:write_text|write_bytes|appendFileSync|writeFileSync|appendFile|writeFile|file_put_contents|"
-    r"createWriteStream|File\.write|IO\.write|fputs|fwrite)\b|\b(?:open|fopen)\s*\([^;]{0,512}?,\s*(?:mode\s*=\s*)?['\"][^'\"]*[wax+]"
+_NAMED = r"""['"]((?:~?/)?\.?[\w.-]+(?:/[\w.-]+)*)['"]"""
+_HOME_WRITES = re.compile(
+    r"\b(?:open|fopen)\s*\(\s*[^,;()]{0,40}"
+    + _HOME
+    + r"[^;]{0,80}?"
+    + _NAMED
+    + r"""[^,;]{0,20},\s*(?:mode\s*=\s*)?['"][^'"]*[wax+]"""
+    + r"|\b(?:appendFileSync|writeFileSync|appendFile|writeFile|file_put_contents|createWriteStream|File\.write|"
+    r"IO\.write)\s*\(\s*[^,;]{0,40}"
+    + _HOME
+    + r"[^;]{0,80}?"
+    + _NAMED
+    + r"|"
+    + _HOME
+    + r"[^;]{0,40}?"
+    + _NAMED
+    + r"""\s*\)*\s*\.\s*(?:write_text|write_bytes|open\s*\(\s*['"][^'"]*[wax+])"""
 )
 
 
 def code_writes(code: str) -> list[str]:
     """The files interpreter code writes by a literal path, and the start-up files it writes in the home directory."""
     found = [m.group(2) or m.group(4) or m.group(6) for m in _CODE_WRITES.finditer(code)]
-    if _HOME_IN_CODE.search(code) and _WRITE_CALL.search(code):
-        for _quote, text in re.findall(r"""(['"])((?:\\.|(?!\1)[^\\])+)\1""", code):
-            name = text.lstrip("~").lstrip("/")
-            if name.split("/")[0] in STARTUP_NAMES or name.split("/")[0] in (".ssh", ".config"):
-                found.append("~/" + name)
+    for match in _HOME_WRITES.finditer(code):
+        text = next(g for g in match.groups() if g)
+        found.append("~/" + text.lstrip("~").lstrip("/"))
     return [path for path in found if path]
 
 

@@ -227,7 +227,11 @@ class Expander:
         if _spawns_forever(source):
             self.finding("fork-bomb", "an endless loop starts a background process each time round")
         # (exported anywhere in the line: it reaches every command of it, `f() { pip …; }; export PIP_USER=1; f`)
-        self.exported.update(line_exports([(c.words, c.assignments) for c in parsed.commands], parsed.assigned))
+        exports = line_exports([(c.words, c.assignments) for c in parsed.commands], parsed.assigned)
+        self.exported.update(exports)
+        for name in exports:  # `LD_PRELOAD=x.so; export LD_PRELOAD; ls`, `set -a; PAGER=…`: set for what follows
+            given = parsed.assigned.get(name, ())
+            self.assignments([(name, w if w is not None else Word(None, f"${name}")) for w in given], depth)
         for command in parsed.commands:
             if command.words and command.words[0].value == "exec" and len(command.words) == 1:
                 # `exec <<< '…'; bash`: exec with only redirections gives the rest of the line that stdin.

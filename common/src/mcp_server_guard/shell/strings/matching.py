@@ -79,7 +79,9 @@ VALUE_OPTIONS: dict[str, frozenset[str]] = {
     "xxd": frozenset({"c", "g", "l", "s", "o", "n", "cols", "groupsize", "len", "seek", "name"}),
 }  # fmt: skip
 VALUE_OPTIONS["gawk"] = VALUE_OPTIONS["mawk"] = VALUE_OPTIONS["nawk"] = VALUE_OPTIONS["awk"]
-VALUE_OPTIONS["podman"] = VALUE_OPTIONS["nerdctl"] = VALUE_OPTIONS["docker"]
+VALUE_OPTIONS["podman"] = VALUE_OPTIONS["nerdctl"] = VALUE_OPTIONS["finch"] = VALUE_OPTIONS["docker"]
+VALUE_OPTIONS["nmcli"] = frozenset({"f", "fields", "g", "get-values", "w", "wait", "e", "escape", "c", "colors", "m",
+                                    "mode"})  # fmt: skip
 # npm's options that take a value (`npm install --location global x`: red team 20 F13)
 VALUE_OPTIONS["npm"] = frozenset({"location", "prefix", "registry", "workspace", "w", "cache", "userconfig",
                                   "globalconfig", "loglevel", "tag", "otp", "scope", "access", "script-shell", "before",
