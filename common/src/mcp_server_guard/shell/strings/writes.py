@@ -13,6 +13,7 @@ import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from mcp_server_guard.shell.strings.commands import Finding, Redirect
 from mcp_server_guard.shell.strings.matching import (
@@ -129,31 +130,34 @@ class _Writes:
 # Every option of curl's and wget's that names a file they write (red team 21: `curl --trace ~/.profile URL`, a header
 # dump, a cookie jar, a log), as written and in curl's `--expand-…` form (the value's {{variables}} filled in).
 _CURL_OUT = ("o", "output", "output-dir", "D", "dump-header", "c", "cookie-jar", "trace", "trace-ascii", "stderr",
-             "libcurl", "etag-save", "hsts", "alt-svc")  # fmt: skip
+             "libcurl", "etag-save", "hsts", "alt-svc", "ssl-sessions")  # fmt: skip
 _CURL_WRITES = frozenset({*_CURL_OUT, *(f"expand-{o}" for o in _CURL_OUT if len(o) > 1)})
 _CURL_VALUES = frozenset({"d", "data", "data-binary", "data-raw", "data-urlencode", "json", "H", "header", "X",
                           "request", "u", "user", "A", "user-agent", "e", "referer", "b", "cookie", "F", "form", "T",
                           "upload-file", "x", "proxy", "m", "max-time", "w", "write-out", "r", "range", "K", "config",
                           "E", "cert", "key", "cacert", "url", "resolve", "connect-to", "variable", "Y", "y", "z",
-                          "time-cond", "netrc-file", "unix-socket", "retry", "connect-timeout"})  # fmt: skip
-_PIP_WRITES = frozenset({"log", "log-file", "d", "dest", "w", "wheel-dir"})
+                          "time-cond", "netrc-file", "unix-socket", "retry", "connect-timeout",
+                          "expand-write-out"})  # fmt: skip
+_PIP_WRITES = frozenset({"log", "log-file", "d", "dest", "w", "wheel-dir", "report"})
 _PIP_VALUES = frozenset({"r", "requirement", "c", "constraint", "i", "index-url", "t", "target", "python"})
 _WGET_VALUES = frozenset({"e", "execute", "i", "input-file", "U", "user-agent", "header", "t", "tries", "T"})
 _WGET_WRITES = frozenset({"O", "output-document", "P", "directory-prefix", "o", "output-file", "a", "append-output",
-                          "save-cookies", "warc-file", "rejected-log"})  # fmt: skip
+                          "save-cookies", "warc-file", "rejected-log", "hsts-file"})  # fmt: skip
 # curl's `--write-out` may send its output to a file: `%output{~/.bashrc}`, `%output{>>~/.bashrc}` (curl 8.3).
 _WRITE_OUT_FILE = re.compile(r"%output\{>?>?([^}]*)\}")
 # Variables whose value is a file a program writes or appends to (a TLS key log, pip's log, a REPL's history): a
 # start-up file named there is written as by a redirect (red team 21: `SSLKEYLOGFILE=~/.bashrc curl …`).
-FILE_VARIABLES = frozenset({"SSLKEYLOGFILE", "PIP_LOG", "PIP_LOG_FILE", "LESSHISTFILE", "NODE_REPL_HISTORY",
-                            "SQLITE_HISTORY", "MYSQL_HISTFILE", "PSQL_HISTORY", "REDISCLI_HISTFILE", "PYTHON_HISTORY",
-                            "HISTFILE", "LD_DEBUG_OUTPUT", "GIT_TRACE", "GIT_TRACE2", "GIT_TRACE2_EVENT",
-                            "GIT_TRACE2_PERF", "GIT_TRACE_PACKET", "GIT_TRACE_PACKFILE", "GIT_TRACE_PERFORMANCE",
-                            "GIT_TRACE_SETUP", "GIT_TRACE_CURL", "GIT_TRACE_SHALLOW"})  # fmt: skip
+FILE_VARIABLES = frozenset({"SSLKEYLOGFILE", "GNUTLS_KEYLOGFILE", "PIP_LOG", "PIP_LOG_FILE", "PIP_REPORT",
+                            "KRB5CCNAME", "LESSHISTFILE", "NODE_REPL_HISTORY", "SQLITE_HISTORY", "MYSQL_HISTFILE",
+                            "PSQL_HISTORY", "REDISCLI_HISTFILE", "PYTHON_HISTORY", "HISTFILE", "LD_DEBUG_OUTPUT",
+                            "GIT_TRACE", "GIT_TRACE2", "GIT_TRACE2_EVENT", "GIT_TRACE2_PERF", "GIT_TRACE_PACKET",
+                            "GIT_TRACE_PACKFILE", "GIT_TRACE_PERFORMANCE", "GIT_TRACE_SETUP", "GIT_TRACE_CURL",
+                            "GIT_TRACE_SHALLOW"})  # fmt: skip
 
 
 def variable_findings(name: str, value: str | None, where: Where) -> list[Finding]:
     """A variable naming a file a program writes (``FILE_VARIABLES``), set to a file of the system or the shell."""
+    value = value.removeprefix("FILE:") if value else value  # (KRB5CCNAME=FILE:/path)
     if name not in FILE_VARIABLES or not value or value == RUN_TIME_ARG or not system_target(value, where):
         return []
     return [Finding("system-write", f"{name} names {value}, a file of the system or the shell, for a program to write")]
@@ -268,11 +272,8 @@ def destination_findings(program: str, argv: list[str], where: Where, moved: boo
     argv = _dashed(argv) if program in ("tar", "bsdtar") else argv
     parsed = parse_args(program, argv[1:], spec.values)
     destinations = [v for option in spec.options for v in parsed.values_of(option)]
-    if program == "curl":
-        for out in (*parsed.values_of("w"), *parsed.values_of("write-out")):
-            destinations += [t for t in _WRITE_OUT_FILE.findall(out) if t and not out.startswith("@")]
-        # `--variable %HOME --expand-output '{{HOME}}/.bashrc'`: the home, as curl fills it in
-        destinations = [re.sub(r"\{\{HOME(?::[^}]*)?\}\}", "~", d) for d in destinations]
+    if program in ("curl", "wget"):
+        destinations = _fetched_into(program, parsed, destinations)
     if program in _SQUEEZERS and not any(parsed.has(flag) for flag in _SQUEEZER_READS):
         destinations += [named for operand in parsed.positionals for named in _squeezed(operand)]
     if spec.operands == "last" and not destinations and len(parsed.positionals) >= 2:
@@ -322,6 +323,45 @@ def destination_findings(program: str, argv: list[str], where: Where, moved: boo
                 Finding("system-write", f"{program} writes over {destination}, a file of the system or the shell")
             )
     return found
+
+
+def _fetched_into(program: str, parsed: Args, named: list[str]) -> list[str]:
+    """The files curl or wget writes (``named``: by their options), and those named after their URL (red team 47:
+    ``curl --output-dir ~ -O URL/.bashrc``, ``cd ~ && wget URL/.bash_login``); curl's `--write-out` file, wget's
+    ``-e`` commands; ``{{HOME}}`` as curl fills it in (``--variable %HOME --expand-output '{{HOME}}/.bashrc'``)."""
+    out = list(named)
+    urls = [a for a in parsed.positionals if re.match(r"[A-Za-z][\w+.-]*://", a)]
+    if program == "curl":
+        for text in (*parsed.values_of("w"), *parsed.values_of("write-out"), *parsed.values_of("expand-write-out")):
+            out += [t for t in _WRITE_OUT_FILE.findall(text) if t and not text.startswith("@")]
+        by_url = parsed.has("O") or parsed.has("remote-name") or parsed.has("remote-name-all")
+        into = [*parsed.values_of("output-dir"), *parsed.values_of("expand-output-dir")] or ["."]
+        if into != ["."]:  # `--output-dir ~ -o .bashrc`: the name is the directory's
+            names = [*parsed.values_of("o"), *parsed.values_of("output"), *parsed.values_of("expand-output")]
+            out += [posixpath.join(d, name) for d in into for name in names if not name.startswith(("/", "~"))]
+        # `--variable f=~/.bashrc --expand-output '{{f}}'`: curl's own variables, filled in
+        known = {"HOME": "~"}
+        for variable in parsed.values_of("variable"):
+            name, eq, value = variable.partition("=")
+            if eq and not name.startswith("%"):
+                known[name] = value
+        out = [re.sub(r"\{\{(\w+)(?::[^}]*)?\}\}", lambda m: known.get(m.group(1), m.group(0)), d) for d in out]
+    else:
+        for command in (*parsed.values_of("e"), *parsed.values_of("execute")):
+            key, _, value = command.replace(" ", "").partition("=")
+            if key.replace("_", "").lower() in _WGETRC_WRITES and value:
+                out.append(value)
+        commands = [c.replace(" ", "").partition("=") for c in (*parsed.values_of("e"), *parsed.values_of("execute"))]
+        prefixes = [v for k, _, v in commands if k.replace("_", "").lower() in ("dirprefix", "directoryprefix")]
+        by_url = not (parsed.values_of("O") or parsed.values_of("output-document"))
+        into = [*parsed.values_of("P"), *parsed.values_of("directory-prefix"), *prefixes] or ["."]
+    if by_url:
+        names = [posixpath.basename(urlsplit(url).path) for url in urls]
+        out += [posixpath.join(d, name) for d in into for name in names if name and name not in (".", "..")]
+    return [re.sub(r"\{\{HOME(?::[^}]*)?\}\}", "~", d) for d in out]
+
+
+_WGETRC_WRITES = frozenset({"outputdocument", "logfile", "savecookies", "hstsfile", "warcfile", "rejectedlog"})
 
 
 def _squeezed(operand: str) -> list[str]:
