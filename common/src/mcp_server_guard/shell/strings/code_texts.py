@@ -242,7 +242,8 @@ def literal_commands(code: str) -> list[Inner]:
     out += [text for closer, opener in _QUOTED_RUNS.items() for text in _closed_after(code, opener, closer)]
     out += [found.group(2) for found in _EXECUTE_METHOD.finditer(code)]
     out = [text for text in out if text is BUILT or (isinstance(text, str) and text.strip())]
-    for inside in _closed_after(code, _ARGV_LISTS, "]"):
+    for listed in _closed_after(code, _ARGV_LISTS, "]"):
+        inside = re.sub(r"\bsys\.executable\b", "'python3'", listed)  # `[sys.executable, '-m', 'pip', …]`
         items = re.findall(r"""(['"])((?:\\.|(?!\1)[^\\])*)\1""", inside)
         if items and len(items) == inside.count(",") + 1:  # every item a literal
             out.append([[Word(item, item) for _, item in items]])
@@ -259,7 +260,8 @@ def literal_commands(code: str) -> list[Inner]:
         out.append([[Word("tee", "tee"), Word("-a", "-a"), Word(path, path)]])
     # pip run in the interpreter (red team 20 F4): pip.main([...]), runpy.run_module('pip') with sys.argv set
     argv_set = bool(_RUNS_PIP_MODULE.search(code))  # sys.argv set for runpy's pip (not another module)
-    for opener, skip in ((_PIP_MAIN, 0), *(((_SYS_ARGV, 1),) if argv_set else ())):
+    main = _PIP_IMPORTED_MAIN if re.search(r"\bpip\._internal", code) else _PIP_MAIN
+    for opener, skip in ((main, 0), *(((_SYS_ARGV, 1),) if argv_set else ())):
         for inside in _closed_after(code, opener, "]"):
             items = re.findall(r"""(['"])((?:\\.|(?!\1)[^\\])*)\1""", inside)
             out.append([[Word("pip", "pip"), *(Word(item, item) for _, item in items[skip:])]])
@@ -284,58 +286,71 @@ def _closed_after(code: str, opener: re.Pattern[str], closer: str, each: int = 3
 
 
 _PIP_MAIN = re.compile(r"\bpip(?:\._internal(?:\.cli)?(?:\.main)?)?\.main\s*\(\s*\[")
+_PIP_IMPORTED_MAIN = re.compile(r"\b(?:\w+\.)?main\s*\(\s*\[")  # `from pip._internal.cli.main import main; main([…])`
 _SYS_ARGV = re.compile(r"\bsys\.argv\s*=\s*\[")
 _RUNS_PIP_MODULE = re.compile(r"\brun_module\s*\(\s*['\"]pip['\"]")
 
 
-# Files interpreter code writes through its library (red team 20): open('…', 'a'), Path('…').write_text(…),
-# fs.appendFileSync('…', …), file_put_contents('…', …), File.write('…', …): the `tee -a` they are.
+# Files interpreter code writes through its library (red teams 20, 47): open('…', 'a'), Path('…').write_text(…),
+# fs.appendFileSync('…', …), file_put_contents('…', …), File.write('…', …), os.open('…', O_WRONLY …), and the
+# destination of a copy, move, replace or link (shutil.copy(…, '…'), os.replace, fs.copyFileSync, FileUtils.mv):
+# the `tee -a` they are. String checks: advisory, as every other (a path built at run time goes unseen).
 _LITERAL = r"""(['"])((?:\\.|(?!{q})[^\\]){{1,4096}}){q}"""
+_OPENS = r"(?:open|fopen|io\.open|codecs\.open|FileIO|openSync|File\.open|File\.new)"
+_WRITES_TO = (
+    r"(?:appendFileSync|writeFileSync|appendFile|writeFile|file_put_contents|createWriteStream|File\.write|IO\.write|"
+    r"write_file|append_to_file)"
+)
+_MOVES_TO = (
+    r"(?:shutil\.(?:copy2?|copyfile|copytree|move)|os\.(?:replace|rename|symlink|link)|copyFileSync|copyFile|"
+    r"renameSync|symlinkSync|linkSync|FileUtils\.(?:cp|mv|ln_s|ln)|File\.(?:rename|symlink|link)|\bcopy|\brename)"
+)
+_MODE_STR = r"""['"][rbt]*[wax+][rwabxt+]{0,3}['"]"""  # a mode that writes: 'w', 'a', 'r+', 'wb', 'x' …
+_MODE = r"\s*,\s*(?:mode\s*[=:]\s*)?" + _MODE_STR
 _CODE_WRITES = re.compile(
-    r"\b(?:open|fopen|io\.open|codecs\.open)\s*\(\s*"
-    + _LITERAL.format(q=r"\1")
-    + r"""\s*,\s*(?:mode\s*=\s*)?['"][^'"]*[wax+]"""
-    + r"|\b(?:appendFileSync|writeFileSync|appendFile|writeFile|file_put_contents|createWriteStream|File\.write|"
-    r"IO\.write|write_file|append_to_file)\s*\(\s*"
-    + _LITERAL.format(q=r"\3")
-    + r"|\bPath\s*\(\s*"
-    + _LITERAL.format(q=r"\5")
-    + r"""\s*\)\s*\.\s*(?:write_text|write_bytes|open\s*\(\s*['"][^'"]*[wax+])"""
-)
+    r"\b" + _OPENS + r"\s*\(\s*(?:file\s*=\s*)?" + _LITERAL.format(q=r"\1") + _MODE
+    + r"|\b" + _WRITES_TO + r"\s*\(\s*" + _LITERAL.format(q=r"\3")
+    + r"|\bPath\s*\(\s*" + _LITERAL.format(q=r"\5")
+    + r"\s*\)(?:\s*\.\s*(?:expanduser|resolve|absolute)\(\))*\s*\.\s*(?:write_text|write_bytes|open\s*\(\s*"
+    + r"(?:mode\s*=\s*)?" + _MODE_STR + ")"
+    + r"|\bos\.open\s*\(\s*" + _LITERAL.format(q=r"\7") + r"\s*,[^;)]{0,120}O_(?:WRONLY|RDWR|APPEND|CREAT|TRUNC)"
+    + r"|" + _MOVES_TO + r"\s*\(\s*[^,;()]{1,200},\s*" + _LITERAL.format(q=r"\9")
+)  # fmt: skip
 # A start-up file joined to the home directory where a call writes it (red team 47: reading one and writing another
-# file is no write of it): open(os.path.expanduser('~/.bashrc'), 'a'), (Path.home() / '.profile').write_text(…),
-# Path.home().joinpath('.bashrc').open('a'), fs.appendFileSync(os.homedir() + '/.bashrc', …),
-# File.write(File.join(Dir.home, '.bashrc'), …), file_put_contents(getenv('HOME') . '/.bashrc', …).
+# file is no write of it): open(os.path.expanduser('~/.bashrc'), 'a'), (Path.home() / '.local' / 'bin' / 'x')
+# .write_text(…), fs.appendFileSync(process.env.HOME + '/.bashrc', …), File.open("#{Dir.home}/.bashrc", "a"),
+# shutil.copy('x', os.path.join(os.path.expanduser('~'), '.bashrc')): the literals after the home, joined.
 _HOME = (
-    r"(?:os\.path\.expanduser|Path\.home\(\)|\bhomedir\(\)|os\.environ\[['\"]HOME['\"]\]|getenv\(['\"]HOME['\"]\)|"
-    r"Dir\.home|ENV\[['\"]HOME['\"]\]|\$ENV\{HOME\})"
+    r"(?:os\.path\.expanduser|\bexpanduser|File\.expand_path|Path\.home\(\)|\bhomedir\(\)|process\.env\.HOME\b|"
+    r"os\.environ(?:\.get\(|\[)['\"]HOME['\"]|getenv\(['\"]HOME['\"]\)|Dir\.home|ENV\[['\"]HOME['\"]\]|\$ENV\{HOME\}|"
+    r"Path\(['\"]~|\$_SERVER\[['\"]HOME['\"]\])"
 )
-_NAMED = r"""['"]((?:~?/)?\.?[\w.-]+(?:/[\w.-]+)*)['"]"""
 _HOME_WRITES = re.compile(
-    r"\b(?:open|fopen)\s*\(\s*[^,;()]{0,40}"
-    + _HOME
-    + r"[^;]{0,80}?"
-    + _NAMED
-    + r"""[^,;]{0,20},\s*(?:mode\s*=\s*)?['"][^'"]*[wax+]"""
-    + r"|\b(?:appendFileSync|writeFileSync|appendFile|writeFile|file_put_contents|createWriteStream|File\.write|"
-    r"IO\.write)\s*\(\s*[^,;]{0,40}"
-    + _HOME
-    + r"[^;]{0,80}?"
-    + _NAMED
-    + r"|"
-    + _HOME
-    + r"[^;]{0,40}?"
-    + _NAMED
-    + r"""\s*\)*\s*\.\s*(?:write_text|write_bytes|open\s*\(\s*['"][^'"]*[wax+])"""
+    r"\b" + _OPENS + r"\s*\(\s*(?:file\s*=\s*)?(?P<a>[^,;]{0,40}" + _HOME + r"[^;]{0,120}?)" + _MODE
+    + r"|\b" + _WRITES_TO + r"\s*\(\s*(?P<b>[^,;]{0,40}" + _HOME + r"[^;]{0,120}?['\"])\s*[,)]"
+    + r"|(?P<c>" + _HOME + r"[^;]{0,120}?['\"]\s*\)*)(?:\s*\.\s*(?:expanduser|resolve|absolute)\(\))*\s*\.\s*"
+    + r"(?:write_text|write_bytes|open\s*\(\s*(?:mode\s*=\s*)?" + _MODE_STR + ")"
+    + r"|" + _MOVES_TO + r"\s*\(\s*[^,;()]{1,200},\s*(?P<d>[^,;]{0,40}" + _HOME + r"[^;]{0,120}?['\"])\s*[,)]"
+)  # fmt: skip
+_PART = re.compile(r"""['"]([^'"]*)['"]|\}([^'"{}]*)['"]""")
+# Perl's open for writing: open(F, ">>PATH"), open(my $f, ">>", "PATH"), with $ENV{HOME} for the home.
+_PERL_OPENS = re.compile(
+    r"""\bopen\s*\(?\s*(?:my\s+)?\$?\w+\s*,\s*['"](?:\+?>>?|\+<)\s*(?:['"]\s*,\s*(?:glob\(\s*)?['"])?([^'"]+)['"]"""
 )
 
 
 def code_writes(code: str) -> list[str]:
     """The files interpreter code writes by a literal path, and the start-up files it writes in the home directory."""
-    found = [m.group(2) or m.group(4) or m.group(6) for m in _CODE_WRITES.finditer(code)]
+    found = [next(g for g in m.groups()[1::2] if g) for m in _CODE_WRITES.finditer(code) if any(m.groups()[1::2])]
     for match in _HOME_WRITES.finditer(code):
-        text = next(g for g in match.groups() if g)
-        found.append("~/" + text.lstrip("~").lstrip("/"))
+        span = next(g for g in match.group("a", "b", "c", "d") if g)
+        after = span[re.search(_HOME, span).end() :]  # type: ignore[union-attr]
+        parts = [p for quoted, interpolated in _PART.findall(after) for p in (quoted or interpolated,) if p]
+        parts = [p for p in parts if p not in ("~", "HOME", "/")]
+        if parts:
+            found.append("~/" + "/".join(part.strip("/") for part in parts if part.strip("/")).lstrip("~/"))
+    for match in _PERL_OPENS.finditer(code):
+        found.append(re.sub(r"^\$ENV\{HOME\}", "~", match.group(1).strip()))
     return [path for path in found if path]
 
 
