@@ -353,6 +353,12 @@ def test_a_stop_signal_while_the_sdk_loads_answers_every_request_once(workspace:
     _call(client, 2, {"command": "sleep 60"}, {"progressToken": 1})
     _next(client, "notifications/progress")
     client.send({"jsonrpc": "2.0", "id": 3, "method": "resources/list"})
+    # The signal once the server has read that line (a request still in the pipe is read by no one: on a loaded
+    # machine the signal came first, 1 run in 8): the front logs it has handed the line over.
+    deadline = time.monotonic() + 30
+    while "the SDK loads" not in (tmp_path / "stderr.txt").read_text(encoding="utf-8"):
+        assert time.monotonic() < deadline, "the front never took the line that needs the SDK"
+        time.sleep(0.01)
     client.proc.send_signal(signal.SIGTERM)
     answers = [m for m in _answers(client) if "method" not in m]
     assert sorted(m["id"] for m in answers) == [2, 3], answers

@@ -174,6 +174,7 @@ class Front:
                     self._answering = self._answer(line)
                     if not self._answering:
                         self._buffer = line + b"\n" + self._buffer  # the first line the real server takes
+                        log.debug("a line the front does not answer: the SDK loads")
                 if len(self._buffer) > _LINE_LIMIT:
                     self._answering = False  # not a request it answers: the rest stays in the pipe, unread
         except (OSError, _ClientGone, _HandingOver):
