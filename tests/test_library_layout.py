@@ -48,7 +48,7 @@ EXPORTED = {
     ],
     "mcp_server_guard.shell.sandbox": [
         "Confinement", "Deciding", "Limits", "NetworkMode", "ReadScope", "SandboxMode", "SandboxPlan",
-        "SandboxUnavailable", "begin", "call_options", "close_box", "confine", "decide", "give_up_pids_cgroup",
+        "SandboxUnavailable", "begin", "call_options", "close_box", "confine", "give_up_pids_cgroup",
         "landlock_abi", "open_box",
         "pids_cgroup_ahead", "plan", "release", "release_all", "sweep_stale_tmpdirs",
     ],

@@ -22,8 +22,9 @@ from mcp_server_guard.shell.sandbox import (
     SandboxUnavailable,
     begin,
     close_box,
-    decide,
     lifetime,
+    open_box,
+    plan,
 )
 from support import RawClient, console_script
 
@@ -62,11 +63,11 @@ def test_bubblewrap_is_running_before_the_server_waits_for_its_box(tmp_path: Pat
 
 
 @needs_bwrap
-def test_the_box_begun_early_is_the_one_decide_gives(tmp_path: Path) -> None:
+def test_the_box_begun_early_is_the_one_opened_at_once(tmp_path: Path) -> None:
     args = (SandboxMode.AUTO, ReadScope.JAIL, NetworkMode.DENY, LIMITS)
     early, _ = begin(*args, roots=[str(tmp_path)]).finish()
     try:
-        at_once, _ = decide(*args, roots=[str(tmp_path)])
+        at_once, _ = open_box(plan(*args), [str(tmp_path)])
         try:
             assert (early.label, early.copies, early.netns) == (at_once.label, at_once.copies, at_once.netns)
         finally:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from mcp_server_guard.shell.sandbox.layers import Deciding, begin, call_options, close_box, decide, open_box
+    from mcp_server_guard.shell.sandbox.layers import Deciding, begin, call_options, close_box, open_box
     from mcp_server_guard.shell.sandbox.lifetime import (
         give_up_pids_cgroup,
         pids_cgroup_ahead,
@@ -54,7 +54,6 @@ _EXPORTS = {
     "begin": "layers",
     "call_options": "layers",
     "close_box": "layers",
-    "decide": "layers",
     "open_box": "layers",
 }
 __getattr__ = lazy_exports(__name__, _EXPORTS)
@@ -72,7 +71,6 @@ __all__ = [
     "call_options",
     "close_box",
     "confine",
-    "decide",
     "give_up_pids_cgroup",
     "landlock_abi",
     "open_box",

@@ -33,26 +33,7 @@ from mcp_server_guard.shell.sandbox.planning import (
 from mcp_server_guard.shell.sandbox.sockets import SocketScan, outside
 from mcp_server_guard.shell.sandbox.wire import CallOptions, LandlockRules
 
-__all__ = ["Deciding", "begin", "call_options", "close_box", "decide", "open_box", "outside_sockets"]
-
-
-def decide(
-    mode: SandboxMode,
-    read_scope: ReadScope,
-    network: NetworkMode,
-    limits: Limits,
-    *,
-    roots: Sequence[str],
-    copies: Sequence[tuple[str, str]] = (),
-    jail_writable: bool = True,
-    network_chosen: bool = True,
-) -> tuple[SandboxPlan, str]:
-    """The whole start-up decision, in one place: what the kernel gives (``plan``), then the box (``open_box``).
-    Returns the frozen plan, and "" when commands see ``copies`` as copies, else why not."""
-    return begin(
-        mode, read_scope, network, limits, roots=roots, copies=copies, jail_writable=jail_writable,
-        network_chosen=network_chosen,
-    ).finish()  # fmt: skip
+__all__ = ["Deciding", "begin", "call_options", "close_box", "open_box", "outside_sockets"]
 
 
 def begin(
@@ -66,8 +47,10 @@ def begin(
     jail_writable: bool = True,
     network_chosen: bool = True,
 ) -> Deciding:
-    """``decide`` in two steps: the plan and bubblewrap started now, the box waited for by ``finish`` — the server
-    loads the rest meanwhile (the box's start is mostly bubblewrap's and its supervisor's, on another CPU)."""
+    """The whole start-up decision, in one place: what the kernel gives (``plan``) and bubblewrap started now, the box
+    waited for by ``Deciding.finish`` (which returns the frozen plan, and "" when commands see ``copies`` as copies,
+    else why not) — the server loads the rest meanwhile (the box's start is mostly bubblewrap's and its
+    supervisor's, on another CPU)."""
     planned = plan(mode, read_scope, network, limits, jail_writable=jail_writable, network_chosen=network_chosen)
     return Deciding(planned, tuple(roots), tuple(copies))
 

@@ -101,7 +101,7 @@ def limits_of(policy: ShellPolicy) -> Limits:
 @dataclass(frozen=True)
 class SandboxPlan:
     """What the server decided at start-up: the parts that apply, and the words for the result. Frozen: decided
-    once (``plan``, then ``layers.decide`` with the box), never edited after."""
+    once (``plan``, then ``layers.begin`` with the box), never edited after."""
 
     mode: SandboxMode
     read_scope: ReadScope
@@ -166,7 +166,7 @@ def plan(
     jail_writable: bool = True,
     network_chosen: bool = True,
 ) -> SandboxPlan:
-    """Decide at start-up what confinement applies, short of the box (``layers.decide`` adds it); raise
+    """Decide at start-up what confinement applies, short of the box (``layers.begin`` adds it); raise
     SandboxUnavailable when required and missing."""
     notes: list[str] = []
     abi = 0
