@@ -244,7 +244,7 @@ def literal_commands(code: str) -> list[Inner]:
     out = [text for text in out if text is BUILT or (isinstance(text, str) and text.strip())]
     for listed in _closed_after(code, _ARGV_LISTS, "]"):
         inside = re.sub(r"\bsys\.executable\b", "'python3'", listed)  # `[sys.executable, '-m', 'pip', …]`
-        items = re.findall(r"""(['"])((?:\\.|(?!\1)[^\\])*)\1""", inside)
+        items = _ITEMS.findall(inside)
         if items and len(items) == inside.count(",") + 1:  # every item a literal
             out.append([[Word(item, item) for _, item in items]])
     if _HOME_DELETES.search(code):
@@ -263,7 +263,7 @@ def literal_commands(code: str) -> list[Inner]:
     main = _PIP_IMPORTED_MAIN if re.search(r"\bpip\._internal", code) else _PIP_MAIN
     for opener, skip in ((main, 0), *(((_SYS_ARGV, 1),) if argv_set else ())):
         for inside in _closed_after(code, opener, "]"):
-            items = re.findall(r"""(['"])((?:\\.|(?!\1)[^\\])*)\1""", inside)
+            items = _ITEMS.findall(inside)
             out.append([[Word("pip", "pip"), *(Word(item, item) for _, item in items[skip:])]])
     return out
 
@@ -285,6 +285,8 @@ def _closed_after(code: str, opener: re.Pattern[str], closer: str, each: int = 3
             for begin in dict.fromkeys([*starts[:each], *starts[-each:]])]  # fmt: skip
 
 
+# The quoted items of a list (each a literal: its quote, its text).
+_ITEMS = re.compile(r"""(['"])((?:\\.|(?!\1)[^\\])*)\1""")
 _PIP_MAIN = re.compile(r"\bpip(?:\._internal(?:\.cli)?(?:\.main)?)?\.main\s*\(\s*\[")
 _PIP_IMPORTED_MAIN = re.compile(r"\b(?:\w+\.)?main\s*\(\s*\[")  # `from pip._internal.cli.main import main; main([…])`
 _SYS_ARGV = re.compile(r"\bsys\.argv\s*=\s*\[")
@@ -332,6 +334,7 @@ _HOME_WRITES = re.compile(
     + r"(?:write_text|write_bytes|open\s*\(\s*(?:mode\s*=\s*)?" + _MODE_STR + ")"
     + r"|" + _MOVES_TO + r"\s*\(\s*[^,;()]{1,200},\s*(?P<d>[^,;]{0,40}" + _HOME + r"[^;]{0,120}?['\"])\s*[,)]"
 )  # fmt: skip
+_HOME_AT = re.compile(_HOME)
 _PART = re.compile(r"""['"]([^'"]*)['"]|\}([^'"{}]*)['"]""")
 # Perl's open for writing: open(F, ">>PATH"), open(my $f, ">>", "PATH"), with $ENV{HOME} for the home.
 _PERL_OPENS = re.compile(
@@ -344,7 +347,7 @@ def code_writes(code: str) -> list[str]:
     found = [next(g for g in m.groups()[1::2] if g) for m in _CODE_WRITES.finditer(code) if any(m.groups()[1::2])]
     for match in _HOME_WRITES.finditer(code):
         span = next(g for g in match.group("a", "b", "c", "d") if g)
-        after = span[re.search(_HOME, span).end() :]  # type: ignore[union-attr]
+        after = span[_HOME_AT.search(span).end() :]  # type: ignore[union-attr]
         parts = [p for quoted, interpolated in _PART.findall(after) for p in (quoted or interpolated,) if p]
         parts = [p for p in parts if p not in ("~", "HOME", "/")]
         if parts:

@@ -347,12 +347,11 @@ def _fetched_into(program: str, parsed: Args, named: list[str]) -> list[str]:
                 known[name] = value
         out = [re.sub(r"\{\{(\w+)(?::[^}]*)?\}\}", lambda m: known.get(m.group(1), m.group(0)), d) for d in out]
     else:
-        for command in (*parsed.values_of("e"), *parsed.values_of("execute")):
-            key, _, value = command.replace(" ", "").partition("=")
-            if key.replace("_", "").lower() in _WGETRC_WRITES and value:
-                out.append(value)
-        commands = [c.replace(" ", "").partition("=") for c in (*parsed.values_of("e"), *parsed.values_of("execute"))]
-        prefixes = [v for k, _, v in commands if k.replace("_", "").lower() in ("dirprefix", "directoryprefix")]
+        given = (*parsed.values_of("e"), *parsed.values_of("execute"))
+        commands = [(key.replace("_", "").lower(), value) for c in given
+                    for key, _, value in (c.replace(" ", "").partition("="),)]  # fmt: skip
+        out += [value for key, value in commands if key in _WGETRC_WRITES and value]
+        prefixes = [value for key, value in commands if key in ("dirprefix", "directoryprefix")]
         by_url = not (parsed.values_of("O") or parsed.values_of("output-document"))
         into = [*parsed.values_of("P"), *parsed.values_of("directory-prefix"), *prefixes] or ["."]
     if by_url:
