@@ -270,7 +270,7 @@ def test_without_landlock_the_options_say_none_rather_than_leaving_the_key_out()
 def good_request() -> dict[str, Any]:
     options = call_options(a_plan(), ["/work/q"], ["/work/q/.git/hooks"], ["/work/q/.env"])
     request = {"id": 1, "fds": 4, "argv": ["true"], "cwd": "/work/q", "env": {"A": "1"}}
-    return {**options, **request, "gone": False, "recycle": False}
+    return {**options, **request, "gone": False, "recycle": False, "linked": []}
 
 
 @pytest.mark.parametrize(

@@ -113,11 +113,17 @@ class Renamed:
     # Whether the box's rename helper said its renames of files with several names (then one it did not name as
     # renamed was not: a name holding such a file's bytes is a copy, ``cp -p``)
     origins_known: bool = False
+    # Names of files with several names it removed and made again in place, not by a rename (``rm h1 && cp -p b h1``:
+    # ``shell.sandbox.unlinks``): each holds a file of its own, as one renamed there does.
+    remade: frozenset[str] = frozenset()
 
     def files_in(self, root: str) -> frozenset[str]:
         """``files`` under ``root``, relative to it."""
-        top = root.rstrip("/") + "/"
-        return frozenset(path[len(top) :] for path in self.files if path.startswith(top))
+        return _under(self.files, root)
+
+    def remade_in(self, root: str) -> frozenset[str]:
+        """``remade`` under ``root``, relative to it."""
+        return _under(self.remade, root)
 
     def origins_in(self, root: str) -> dict[str, tuple[str, int]]:
         """``origins`` under ``root``, relative to it: where a file is -> (where it came from, its inode there)."""
@@ -130,6 +136,11 @@ class Renamed:
 
 
 NO_RENAMES = Renamed()
+
+
+def _under(paths: frozenset[str], root: str) -> frozenset[str]:
+    top = root.rstrip("/") + "/"
+    return frozenset(path[len(top) :] for path in paths if path.startswith(top))
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,7 @@ the copy (``changes.upper``).
 * a file the command had changed that someone deleted meanwhile (``gone``).
 
 Other names are looked for in the directories the command touched, then in the whole root (bounded: past that,
-no name is taken for all of them).
-"""
+no name is taken for all of them)."""
 
 from __future__ import annotations
 
@@ -99,6 +98,7 @@ class Names:
     carried: frozenset[tuple[str, bytes]] = frozenset()  # the project's own user.overlay.* attributes (data)
     moved: frozenset[int] = frozenset()  # upper inodes of names of linked files the box's tree moves made
     renamed: frozenset[str] = frozenset()  # paths of regular files the box renamed there (``Renamed.files``)
+    remade: frozenset[str] = frozenset()  # names of linked files removed and made again in place (``Renamed.remade``)
     escaped: frozenset[str] = frozenset()  # paths whose own user.overlay.* attributes the copy showed
     origins: dict[str, tuple[str, int]] = field(default_factory=dict)  # ``Renamed.origins_in``: path -> (from, inode)
     origins_known: bool = False  # ``Renamed.origins_known``: a rename it did not name was none
@@ -196,9 +196,9 @@ class Names:
                 if (came := self.came_from(one)) is not None:
                     wanted.setdefault(came.st_ino, []).append(replace(one, real=came))
                 elif (linked and one.real is not None and not self.renamed_here(one.path) and one.path not in gone_from
-                      and one.path not in self.renamed):  # fmt: skip
-                    # (A file the box renamed there replaced the name, ``sed -i``, an editor's save: natively the
-                    # file's other names keep it as it was — red team 17.)
+                      and one.path not in self.renamed and one.path not in self.remade):  # fmt: skip
+                    # (A file the box renamed there replaced the name, ``sed -i``, an editor's save, or one made again,
+                    # ``rm h1 && cp -p b h1``: natively the file's other names keep it as it was — red team 17.)
                     wanted.setdefault(one.real.st_ino, []).append(one)
         moved, pending, reused = self.moves()
         for ino, taken in reused.items():

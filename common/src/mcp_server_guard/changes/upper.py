@@ -296,15 +296,18 @@ class _Reader(Names):
 
     def replaced_by_rename(self, path: str, real: os.stat_result) -> bool:
         """Whether the box renamed another file over ``path``, a name of a real file with several (``sed -i h1``, an
-        editor's save, ``cp h1 tmp && mv tmp h1``): the name now holds a file of its own, whatever its bytes and
+        editor's save, ``cp h1 tmp && mv tmp h1``), or the command removed that name and made it again (``rm h1 &&
+        cp -p b h1``: ``shell.sandbox.unlinks``): the name now holds a file of its own, whatever its bytes and
         times — natively the file's other names keep it as it was, and a later write through one of them does not
         reach this name. (A rename between names of the file itself, ``mv h1 n && mv n h1`` or ``mv h2 h1``, is
         none: the box's rename helper says the file came from this real inode; past its bound of 256 such renames a
         call it says neither, and the name is judged by its bytes as before.)"""
-        if real.st_nlink < 2 or path not in self.renamed:
+        if real.st_nlink < 2:
             return False
         came = self.origins.get(path)
-        return came is None or came[1] != real.st_ino
+        if came is not None:
+            return came[1] != real.st_ino
+        return path in self.renamed or path in self.remade
 
     def metadata(self, upper_dir: int, real_dir: int, name: str, path: str, st: os.stat_result,
                  real: os.stat_result, kind: Kind, *, timed: bool = True) -> int:  # fmt: skip
@@ -403,7 +406,7 @@ def read_upper(
     upper_fd = os.open(upper, NO_FOLLOW_DIR)
     try:
         reader = _Reader(real_root, upper_fd, skip, started_ns, carried=carried, moved=moved.linked,
-                         renamed=moved.files_in(root), origins=moved.origins_in(root),
+                         renamed=moved.files_in(root), remade=moved.remade_in(root), origins=moved.origins_in(root),
                          origins_known=moved.origins_known, escaped=escaped,
                          looked=looked or {})  # fmt: skip
         own, real = os.fstat(upper_fd), os.fstat(real_root)

@@ -15,6 +15,7 @@ from functools import partial
 import anyio
 import anyio.to_thread
 
+from mcp_server_guard.changes.linked_dirs import LinkedDirs
 from mcp_server_guard.changes.nofollow import now_ns
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.errors import ExecutionError, ParamError, ResourceError, SecurityError
@@ -153,6 +154,7 @@ class ShellExec:
         if egress is not None:
             egress.asker = self._ask_host
         self.transactions = transactions  # commands work on copies: their changes are settled afterwards
+        self.linked = LinkedDirs()  # where a call's init watches for names of linked files removed and made again
         self.jail = jail
         self.policy = policy
         self.sandbox = sandbox
@@ -423,6 +425,7 @@ class ShellExec:
         # A line that only reads runs on a read-only view of the roots: no copy to make, read and remove.
         reading = await self._reading(prepared)
         disk = await self._disk_watch(reading)
+        linked = await self.linked.dirs(roots) if self.sandbox.copies and not reading else []
         started_ns = copy.started_ns = now_ns()
         kept = False
         try:
@@ -451,9 +454,12 @@ class ShellExec:
                 copy=copy,
                 network=partial(egress.listen_on, owner=token) if egress is not None else None,
                 disk=disk,
+                linked=linked,
             )
             kept = not result.disk_low  # stopped for the disk: nothing it did is applied (its copy goes)
         finally:
+            if self.sandbox.copies and not reading:
+                self.linked.refresh(roots)  # for the next call: what this one (or anyone) linked since
             if token is not None and self.egress is not None:
                 denied, allowed = self.egress.take_decisions(token)
                 self._calls.pop(token, None)

@@ -241,6 +241,7 @@ def status_line(line: bytes) -> StatusLine:
                 _said(message.get("renamed"), str),
                 _origins(message.get("origins")),
                 origins_known=isinstance(message.get("origins"), list),
+                remade=_said(message.get("remade"), str),
             ),
         )
     if "error" in message:
@@ -318,11 +319,13 @@ async def run_boxed(
     copy: Copy | None = None,
     network: Callable[[socket.socket], None] | None = None,
     disk: DiskWatch | None = None,
+    linked: Sequence[str] = (),
 ) -> RunResult:
     """Run ``argv`` in the box with the call's confinement ``options``; return its bounded output. ``copy`` learns
     the copy the command works on (when the options ask for one) and, once the call has ended however it ends,
     whether every process of it is gone. ``network`` takes the listener of the call's own network namespace.
-    ``disk``: on a copy, the watch of its disk, measured (see ``DiskWatch``; None: not watched)."""
+    ``disk``: on a copy, the watch of its disk, measured (see ``DiskWatch``; None: not watched); ``linked``: on a
+    copy, the directories that hold files with several names (``LinkedDirs``), whose deletions its init notes."""
     started_at = time.perf_counter()
     copy = copy if copy is not None else Copy()
     out, err = output_buffers(max_output, control.tee if control is not None else None)
@@ -338,6 +341,7 @@ async def run_boxed(
             stdin=stdin is not None or keep,
             options=options,
             recycle=control is None or not control.looks,
+            linked=linked,
         )
     if control is not None:
         kept, call.stdin = (call.stdin, None) if keep else (None, call.stdin)

@@ -489,9 +489,11 @@ class Box:
         stdin: bool,
         options: CallOptions,
         recycle: bool = False,
+        linked: Sequence[str] = (),
     ) -> Started:
         """Start ``argv`` in an offered init (or ask the supervisor to); ``options`` carries the call's
-        confinement (see supervisor); ``recycle``: the init may take the call's copy back if it stays untouched."""
+        confinement (see supervisor); ``recycle``: the init may take the call's copy back if it stays untouched;
+        ``linked``: on a copy, the directories whose deletions its init notes (``unlinks``)."""
         sock = await self._ensure()
         self._watch()  # from now on what the supervisor says is read as it comes (a withdrawn offer lets go at once)
         self._collect_offers()
@@ -517,6 +519,7 @@ class Box:
             "env": env,
             "gone": bool(options["overlays"]),  # say when every process of a call on the copy has ended
             "recycle": recycle,
+            "linked": list(linked) if options["overlays"] else [],
         }
         try:
             while self._offered:

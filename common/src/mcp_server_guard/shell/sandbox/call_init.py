@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_server_guard import linux
-from mcp_server_guard.shell.sandbox import landlock, renames, seccomp, wire
+from mcp_server_guard.shell.sandbox import landlock, renames, seccomp, unlinks, wire
 from mcp_server_guard.shell.sandbox.frames import MAX_FDS, FrameReader, rights
 from mcp_server_guard.shell.sandbox.mounts import base_mounts, call_mounts, own_mqueue
 from mcp_server_guard.shell.sandbox.overlays import MountedCopy, mount_copy, remove_copy
@@ -198,6 +198,7 @@ class View:
     filtered: bool = False  # the early part of the seccomp filter is loaded
     copy: MountedCopy | None = None  # the overlays the call's command works on
     handler: renames.Handler | None = None  # the thread answering the command's renames
+    unlinks: unlinks.Watch | None = None  # deletions watched in the copy's directories that hold linked files
     options: CallOptions | None = None  # the usual call's options it was prepared for
     # A copy prepared for a call that only reads: unmounted in the call's view, and left for its init (which can
     # still see the areas: they are masked here) to take back or remove.
@@ -313,6 +314,8 @@ def confine(spec: CallRequest, status: int, own_pidns: bool, prepared: Inherited
                     linux.umount(root)
                 view.unused, view.copy = view.copy, None
             call_mounts(spec, prepared_tmp)
+            if copy is not None:  # before the command starts, unconfined: nothing it does can change what is watched
+                view.unlinks = unlinks.watch(spec["linked"])
         if not own_pidns:
             linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)  # the call's orphans come to us, not to the supervisor
         for which, soft, hard in spec["rlimits"]:

@@ -383,7 +383,7 @@ def renamed(view: int) -> tuple[list[str], list[tuple[str, str, int]]]:
         if len(said) >= _RENAMED_SAID:
             break  # bounded: the status line stays small (ACLs are judged without it: ``changes.steps``)
         with contextlib.suppress(OSError):
-            st = _lstat_beneath(view, path)
+            st = lstat_from(view, path)
             if stat.S_ISREG(st.st_mode) and st.st_ino == ino:
                 said.append(os.fsdecode(path))
                 if ino in _origins:
@@ -397,7 +397,7 @@ def renamed(view: int) -> tuple[list[str], list[tuple[str, str, int]]]:
     return said, origins
 
 
-def _lstat_beneath(top: int, path: bytes) -> os.stat_result:
+def lstat_from(top: int, path: bytes) -> os.stat_result:
     """``path`` (absolute, as ``readlink`` gives it) looked at from ``top``, one name at a time, no link followed."""
     *parents, last = [part for part in path.split(b"/") if part]
     fd = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=top)

@@ -55,6 +55,7 @@ class CallRequest(CallOptions):
     env: dict[str, str]
     gone: bool  # say when every process of the call has ended (a call on a copy)
     recycle: bool  # the init may take an untouched copy back for its next call (nothing reads it while it runs)
+    linked: list[str]  # on a copy: directories holding files with several names, whose deletions are noted (unlinks)
 
 
 class WireError(ValueError):
@@ -84,6 +85,7 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "env": dict,
     "gone": bool,
     "recycle": bool,
+    "linked": list,
     "abi": int,
     "read_all": bool,
     "writable": list,
@@ -137,7 +139,7 @@ def checked_request(raw: Any) -> CallRequest:
     """``raw`` as a call request, exactly (``op`` may be there: the supervisor's spawn request)."""
     request = _exact(raw, CallRequest, "call request", frozenset({"op"}))
     checked_options(request, _REQUEST_ONLY)
-    _strings(request, ("argv",), "call request")
+    _strings(request, ("argv", "linked"), "call request")
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in request["env"].items()):
         raise WireError("call request: env holds a non-string")
     return cast(CallRequest, request)

@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from mcp_server_guard import linux
-from mcp_server_guard.shell.sandbox import renames, tree_moves, wire
+from mcp_server_guard.shell.sandbox import renames, tree_moves, unlinks, wire
 from mcp_server_guard.shell.sandbox.call_init import (
     FORWARDED,
     SETTLE_S,
@@ -325,26 +325,34 @@ def _end(
     # while it runs, and may have emptied it.
     copy = stage.view.copy
     spare = copy if settled and spec["recycle"] and copy is not None and untouched(copy) else None
-    moved, (renamed, origins) = tree_moves.moved(), _renamed_in(stage)
+    moved, (renamed, origins, remade) = tree_moves.moved(), _renamed_in(stage)
     report(status, {"exit": exit_status, "settled": settled, **({"untouched": True} if spare else {}),
                     **({"stopped": stopped} if stopped else {}), **({"moved": moved} if moved else {}),
-                    **({"renamed": renamed} if renamed else {}),
+                    **({"renamed": renamed} if renamed else {}), **({"remade": remade} if remade else {}),
                     **({"origins": origins} if origins or handler is not None else {})})  # fmt: skip
     return settled, spare, [stage.tid, handler.tid if handler is not None else None]
 
 
-def _renamed_in(stage: _Stage) -> tuple[list[str], list[tuple[str, str, int]]]:
-    """Where the regular files the call renamed are (``renames.renamed``), looked at in the call's mount namespace:
-    its stage thread's, alive until the call is over."""
+def _renamed_in(stage: _Stage) -> tuple[list[str], list[tuple[str, str, int]], list[str]]:
+    """Where the regular files the call renamed are (``renames.renamed``), and the names of files with several names
+    it removed and made again (``unlinks.remade``), looked at in the call's mount namespace: its stage thread's,
+    alive until the call is over."""
     try:
         view = os.open(f"/proc/self/task/{stage.tid}/root", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         view = -1  # none found: nothing said (and the notes forgotten all the same)
     try:
-        return renames.renamed(view)
+        watched, stage.view.unlinks = stage.view.unlinks, None
+        return (*renames.renamed(view), unlinks.remade(watched, view) if view >= 0 else _closed(watched))
     finally:
         if view >= 0:
             os.close(view)
+
+
+def _closed(watched: unlinks.Watch | None) -> list[str]:
+    if watched is not None:
+        watched.close()
+    return []
 
 
 def _end_the_call() -> int:
