@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from mcp_server_guard.hook_configs import scripts_run_by
-from mcp_server_guard.hook_runs import run_by_hooks
+from mcp_server_guard.hook_runs import path_dirs, run_by_hooks
 
 
 def _repo(root: Path, hook: str, files: dict[str, str]) -> set[str]:
@@ -95,3 +95,33 @@ def test_an_environments_activate_script_envrc_sources_is_left_to_its_question_n
     (tmp_path / "tools" / "bin").mkdir(parents=True)
     found = _repo(tmp_path, "true", {})
     assert ".venv/bin/activate" not in found and "tools/bin/activate" in found, found
+
+
+def test_a_module_an_environments_python_runs_is_found_in_its_site_packages(tmp_path: Path) -> None:
+    """pre-commit's own hook: ``INSTALL_PYTHON=<venv>/bin/python3`` then ``exec "$INSTALL_PYTHON" -mpre_commit``."""
+    site = tmp_path / ".venv" / "lib" / "python3.11" / "site-packages"
+    (site / "pre_commit").mkdir(parents=True)
+    (tmp_path / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (tmp_path / ".venv" / "bin").mkdir()
+    (tmp_path / ".venv" / "bin" / "python3").symlink_to("/usr/bin/python3")  # resolves outside the environment
+    hook = f'INSTALL_PYTHON={tmp_path}/.venv/bin/python3\nexec "$INSTALL_PYTHON" -mpre_commit hook-impl'
+    found = _repo(tmp_path, hook, {f"{site}/pre_commit/__main__.py": "", f"{site}/pre_commit/__init__.py": ""})
+    prefix = ".venv/lib/python3.11/site-packages/pre_commit"
+    assert {f"{prefix}/__main__.py", f"{prefix}/__init__.py"} <= found
+    assert not any(p.startswith(f"{prefix}/") and p.endswith("util.py") for p in found)  # its other modules: not
+
+
+def test_a_variable_left_inside_a_path_matches_any_name_there(tmp_path: Path) -> None:
+    """lefthook's own hook runs ``"$dir/node_modules/lefthook-${osArch}-${cpuArch}/bin/lefthook"``."""
+    hook = 'dir="$(git rev-parse --show-toplevel)"\n"$dir/node_modules/lefthook-${osArch}-${cpuArch}/bin/lefthook" run'
+    found = _repo(tmp_path, hook, {"node_modules/lefthook-linux-x64/bin/lefthook": "#!/bin/sh\n"})
+    assert "node_modules/lefthook-linux-x64/bin/lefthook" in found
+
+
+def test_the_path_a_hooks_own_text_exports_is_a_path_directory(tmp_path: Path) -> None:
+    """husky 9's ``.husky/_/h``: ``export PATH="node_modules/.bin:$PATH"`` before it runs the hook."""
+    (tmp_path / ".husky" / "_").mkdir(parents=True)
+    (tmp_path / ".husky" / "_" / "h").write_text('export PATH="node_modules/.bin:$PATH"\nsh -e "$s"\n')
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    (tmp_path / ".git" / "hooks" / "pre-push.sample").write_text('PATH="tools:$PATH"\n')  # never run: not read
+    assert path_dirs(str(tmp_path)) == frozenset({"node_modules/.bin"})

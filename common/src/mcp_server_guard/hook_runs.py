@@ -69,7 +69,18 @@ _CHANGES_DIR = re.compile(
     r"|^\s*(?:root|working-directory|workdir):\s*(\S+)",
     re.MULTILINE,
 )
-_MODULES = re.compile(r"(?<![\w.-])-m\s+([A-Za-z_][\w.]*)")
+_MODULES = re.compile(r"(?<![\w.-])-m\s*([A-Za-z_][\w.]*)")  # ``-m tools.check``, pre-commit's ``-mpre_commit``
+# A name the text gives a static value (``INSTALL_PYTHON=/p/.venv/bin/python3``, pre-commit's hook): used where it
+# is expanded (``exec "$INSTALL_PYTHON" -mpre_commit``).
+_ASSIGNED = re.compile(
+    r"""^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=(["']?)([^"'\s;&|`$()]+)\2\s*$""", re.M
+)
+# A variable or command substitution left in a path (``node_modules/lefthook-${osArch}-${cpuArch}/bin/lefthook``):
+# any name there.
+_LEFT = re.compile(r"\$\{[^}]*\}|\$\((?:[^()]|\([^()]*\))*\)|\$\w+")
+# An interpreter of an environment (``.venv/bin/python3``): a module it runs (``-m x``) is looked for in its
+# site-packages too.
+_INTERPRETER = re.compile(r"/bin/python[\d.]*$")
 # Programs that run what a file of the directory they run in says (``make lint`` reads the Makefile).
 _RECIPE_FILES = {
     "make": ("GNUmakefile", "makefile", "Makefile"),
@@ -92,6 +103,7 @@ _RECIPES_READ = ("make", "gmake", "just")  # their recipes are read for the goal
 _BUILT = re.compile(r"^(?:\$\((?:[^()]|\([^()]*\))*\)|\$\{[^}]*\}|\$\w+)+/+(.+)$")
 
 _Text = tuple[str, str, tuple[str, ...] | None]  # a text, its directory, the goals of a recipe file (None: shell)
+_Named = tuple[str, str, tuple[str, ...]]  # a word, how it is read, the goals (``_named``)
 
 
 def expand_path(value: str, base: str, home: str | None) -> str:
@@ -137,10 +149,10 @@ def run_by_hooks(directories: Iterable[str], work_tree: str, home: str | None) -
     return ["%" + path for path in found][:_RUN_NAMED_MAX]
 
 
-def _named(words: list[str], line: str) -> list[tuple[str, str, tuple[str, ...]]]:
+def _named(words: list[str], line: str) -> list[_Named]:
     """What one line names: (word, how — "run": read in turn if shell, "recipes": read for the goals', "whole": read
     whole, "": not read —, goals)."""
-    named: list[tuple[str, str, tuple[str, ...]]] = [(f"node_modules/.bin/{x}", "", ()) for x in _NPX.findall(line)]
+    named: list[_Named] = [(f"node_modules/.bin/{x}", "", ()) for x in _NPX.findall(line)]
     for at, word in enumerate(words):
         previous = words[at - 1] if at else ""
         if word.startswith("$"):
@@ -178,11 +190,14 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     if goals is not None:
         text = _recipes(text, goals)
     places = _places(text, base, work_tree, home)
+    values = {name: value for name, _quote, value in _ASSIGNED.findall(text)}
     more: list[_Text] = []
-    for line in text.splitlines():
-        if line.lstrip().startswith("#"):
+    for written in text.splitlines():
+        if written.lstrip().startswith("#"):
             continue
-        for word, how, wanted in _named(program_words(line, built=True), line):
+        line = _assigned(written, values)
+        words = program_words(line, built=True)
+        for word, how, wanted in _named(words, line) + _in_sites(words, line, places, home):
             for path in _expanded(word, places, home):
                 if path in found or len(found) >= _RUN_NAMED_MAX or _in_environment(path):
                     continue  # an environment's entry point (`source .venv/bin/activate`): asked, as every change of
@@ -198,6 +213,38 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     return more
 
 
+def _assigned(line: str, values: dict[str, str]) -> str:
+    """``line`` with the names its text gives a static value expanded (``$NAME``, ``${NAME}``)."""
+    if not values or "$" not in line:
+        return line
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: values.get(m.group(1) or m.group(2), m.group(0)), line)
+
+
+def _in_sites(
+    words: list[str], line: str, places: list[str], home: str | None
+) -> list[tuple[str, str, tuple[str, ...]]]:
+    """A module an environment's interpreter runs (``.venv/bin/python3 -mpre_commit``: pre-commit's hook, red team 48
+    A): the package's ``__main__``/``__init__`` (or the module's file) in each site-packages of that environment — the
+    program itself, protected like any a hook runs (its other modules, and what it imports, are the environment's)."""
+    modules = _MODULES.findall(line)
+    if not modules:
+        return []
+    sites: list[str] = []
+    for word in words:
+        if _INTERPRETER.search(word):
+            # (Not resolved: an environment's python is a link to the interpreter it was made from.)
+            for path in dict.fromkeys(posixpath.normpath(posixpath.join(where, word)) for where in places):
+                env = posixpath.dirname(posixpath.dirname(path))
+                if any(os.path.lexists(os.path.join(env, marker)) for marker in ENV_MARKERS):
+                    sites += sorted(glob.glob(glob.escape(env) + "/lib/python*/site-packages"))[:4]
+    named: list[_Named] = []
+    for site in sites:
+        for module in modules:
+            base = f"{site}/{module.replace('.', '/')}"
+            named += [(f"{base}.py", "", ()), (f"{base}/__main__.py", "", ()), (f"{base}/__init__.py", "", ())]
+    return named
+
+
 def _in_environment(path: str) -> bool:
     """Whether ``path`` is an entry point of an environment (a directory holding ``pyvenv.cfg`` or ``conda-meta``)."""
     env = venv_entry(path)
@@ -206,6 +253,8 @@ def _in_environment(path: str) -> bool:
 
 def _expanded(word: str, places: list[str], home: str | None) -> list[str]:
     """The paths a word names from each place; a glob (``include mk/*.mk``) as the files it matches there."""
+    if "$" in word:  # a variable left in the path: any name there (red team 48 A, lefthook's own hook)
+        word = "*".join(glob.escape(part) for part in _LEFT.split(word))
     paths = [expand_path(word, where, home) for where in places]
     if not any(c in word for c in "*?["):
         return paths
@@ -284,10 +333,16 @@ _MISE_PATH = re.compile(r"_\.path\s*=\s*(\[[^\]]*\]|\"[^\"]*\"|'[^']*')")
 
 def path_dirs(work_tree: str) -> frozenset[str]:
     """The directories (relative to ``work_tree``, normalized; "." for the top) the project's direnv or mise
-    configuration puts on PATH: an executable there named like a program runs in its place (``effects._shadows``,
-    red team 5b F5, 8 FA4)."""
+    configuration, or a git hook's own text, puts on PATH: an executable there named like a program runs in its
+    place (``effects._shadows``, red team 5b F5, 8 FA4; husky's ``.husky/_/h`` exports ``node_modules/.bin`` first,
+    red team 48 B). Hooks are read where git and the hook managers keep them (``.git/hooks``, ``.husky``,
+    ``.husky/_``), as the hooks run: from the top."""
     found: set[str] = set()
-    for name in _PATH_CONFIGS:
+    names = list(_PATH_CONFIGS)
+    for hooks in (".git/hooks", ".husky", ".husky/_"):
+        with contextlib.suppress(OSError), os.scandir(os.path.join(work_tree, hooks)) as entries:
+            names += sorted(f"{hooks}/{e.name}" for e in entries if not e.name.endswith(".sample"))[:_HOOK_FILES_MAX]
+    for name in names:
         text = _text(os.path.join(work_tree, name))
         values = [w for m in _PATH_ADD.findall(text) for w in program_words(m, built=True)]
         values += [p for m in _PATH_SET.findall(text) for p in m.strip("'\"").split(":")]

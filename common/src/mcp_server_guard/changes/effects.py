@@ -374,17 +374,26 @@ def _shadows(
     refused: Mapping[tuple[str, str], str],
     on_path: Callable[[str], frozenset[str]],
 ) -> bool:
-    """An executable the command made or changed, outside the build and cache directories, with the name of a
-    program on the server's PATH, in a directory a tool may put first on PATH: a ``bin``/``.bin``/``sbin``, or one
-    the project's direnv or mise configuration names (``on_path``: ``hook_runs.path_dirs``). Threat: ``bin/git`` in
-    a project whose ``.envrc`` says ``PATH_add bin``: the user's next ``git status`` there runs it, outside the box
-    (red team 5b F5). ``script/test`` elsewhere is a project's own script (red team 8 FA4)."""
+    """An executable the command made or changed with the name of a program on the server's PATH, in a directory a
+    tool may put first on PATH: a ``bin``/``.bin``/``sbin`` outside the build and cache directories, or one the
+    project's direnv or mise configuration or a git hook's own text puts there (``on_path``: ``hook_runs.path_dirs``)
+    — there, a build or cache directory too, when the name is a system program's. Threat: ``bin/git`` in a project
+    whose ``.envrc`` says ``PATH_add bin``: the user's next ``git status`` there runs it, outside the box (red team 5b
+    F5); ``node_modules/.bin/sh`` where husky's hook runner exports ``PATH="node_modules/.bin:$PATH"`` before ``sh -e
+    .husky/pre-commit`` (red team 48 B). ``script/test`` elsewhere is a project's own script (red team 8 FA4); a
+    package's own program in ``node_modules/.bin`` (``tsc``, ``eslint``) shadows no system program."""
     directory = posixpath.dirname(change.path)
-    return (
+    if not (
         (change.kind == "symlink" or (change.kind == "file" and bool(change.mode & 0o111)))  # a link too: 6 L7
         and change.action in ("create", "modify", "meta")
         and (root, change.path) not in refused
-        and (posixpath.basename(directory) in ("bin", ".bin", "sbin") or (directory or ".") in on_path(root))
-        and not scratch.name(change.path, root)
-        and shutil.which(change.path.rsplit("/", 1)[-1]) is not None
-    )
+    ):
+        return False
+    name = change.path.rsplit("/", 1)[-1]
+    built = scratch.name(change.path, root)
+    if (directory or ".") in on_path(root):
+        return shutil.which(name, path=_SYSTEM_PATH if built else None) is not None
+    return posixpath.basename(directory) in ("bin", ".bin", "sbin") and not built and shutil.which(name) is not None
+
+
+_SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -1,0 +1,154 @@
+"""Red team 48 (issue 42, what runs later): the program a hook manager's own git hook runs, installed in the project
+(the project's .venv for pre-commit, node_modules for lefthook), and the directories a hook runner or ``.envrc`` puts
+first on PATH although they are build directories (husky 9, direnv's ``PATH_add node_modules/.bin``): a command wrote
+there with no question and the user's next ``git commit`` (or ``git status``) ran it outside the box.
+
+- pre-commit's hook (``pre-commit install`` from the project's venv) runs ``exec "$INSTALL_PYTHON" -mpre_commit``:
+  the module ``pre_commit`` found on that interpreter's path (``.venv/lib/python3.X/site-packages/pre_commit/
+  __main__.py``). ``hook_runs._MODULES`` wants ``-m <space> name`` and looks for the module from the work tree's top
+  only; ``.venv`` is a scratch directory and only ``bin/python*``/``activate*``/``pyvenv.cfg`` are judged there.
+- lefthook's hook (``lefthook install`` from npm) runs ``"$dir/node_modules/lefthook-${osArch}-${cpuArch}/bin/
+  lefthook"``: a path built with variables in its middle, which ``_BUILT`` keeps literally (never a file).
+
+Payloads (data: rt48_payloads.json beside this file) only write a marker in the test's tmp dir.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.boxed import Person, program, run, shell
+from support.hooked import git
+
+pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
+DATA = json.loads((Path(__file__).parent / "rt48_payloads.json").read_text())
+
+
+def _commit(workspace: Path) -> None:
+    (workspace / "hello.txt").write_text("hello again\n")
+    subprocess.run(["git", "commit", "-qam", "next"], cwd=workspace, capture_output=True, timeout=60,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "u",
+                        "GIT_COMMITTER_EMAIL": "u@x"})  # fmt: skip
+
+
+async def _rewrite(workspace: Path, rel: str, text: str) -> tuple[Person, dict[str, Any]]:
+    edit = program(workspace, "edit", f"open({rel!r}, 'w').write({text!r})\n")
+    person = Person(answer=False)
+    async with shell(workspace, person) as client:
+        out = await run(client, edit)
+    return person, out
+
+
+async def test_a_hook_managers_module_in_the_project_venv_is_not_rewritten_unasked(
+    workspace: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "MARKER-pre-commit-ran"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(workspace / ".venv")], check=True)
+    site = f".venv/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
+    package = workspace / site / "pre_commit"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "__main__.py").write_text("raise SystemExit(0)\n")
+    (workspace / ".gitignore").write_text(".venv/\n.t/\n")
+    git(workspace, "init", "-q")
+    hook = workspace / ".git" / "hooks" / "pre-commit"
+    hook.write_text(DATA["precommit_hook"].format(install_python=workspace / ".venv" / "bin" / "python3"))
+    hook.chmod(0o755)
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "--no-verify", "-m", "init")
+    person, out = await _rewrite(workspace, f"{site}/pre_commit/__main__.py",
+                                 DATA["py_marker"].format(marker=str(marker)))  # fmt: skip
+    _commit(workspace)  # the user's next commit, outside the box
+    assert not marker.exists(), (
+        f"the user's next git commit ran what the command wrote to {site}/pre_commit/__main__.py (the module "
+        f"pre-commit's hook runs): questions={person.questions} summary={out.get('changes', {}).get('summary')}"
+    )
+
+
+async def test_a_hook_managers_binary_named_with_variables_in_node_modules_is_not_rewritten_unasked(
+    workspace: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "MARKER-lefthook-ran"
+    arch = {"x86_64": "x64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
+    rel = f"node_modules/lefthook-{platform.system().lower()}-{arch}/bin/lefthook"
+    binary = workspace / rel
+    binary.parent.mkdir(parents=True)
+    binary.write_text("#!/bin/sh\nexit 0\n")
+    binary.chmod(0o755)
+    (workspace / "lefthook.yml").write_text("pre-commit:\n  commands:\n    noop:\n      run: 'true'\n")
+    (workspace / ".gitignore").write_text("node_modules/\n.t/\n")
+    git(workspace, "init", "-q")
+    hook = workspace / ".git" / "hooks" / "pre-commit"
+    hook.write_text(DATA["lefthook_hook"].format())
+    hook.chmod(0o755)
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "--no-verify", "-m", "init")
+    person, out = await _rewrite(workspace, rel, DATA["sh_marker"].format(marker=str(marker)))
+    _commit(workspace)
+    assert not marker.exists(), (
+        f"the user's next git commit ran what the command wrote to {rel} (the program lefthook's hook runs): "
+        f"questions={person.questions} summary={out.get('changes', {}).get('summary')}"
+    )
+
+
+async def test_a_system_program_planted_where_a_hook_runner_puts_node_modules_bin_first_is_asked(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """husky 9's ``.husky/_/h`` (what every hook stub sources) puts ``node_modules/.bin`` first on PATH and then runs
+    ``sh -e .husky/<hook>``: a ``node_modules/.bin/sh`` runs at every hook. node_modules is scratch, so
+    ``effects._shadows`` (``bin``/``.bin`` named like a program on PATH) and the new-executable question skip it."""
+    marker = tmp_path / "MARKER-husky-sh-ran"
+    (workspace / "node_modules" / ".bin").mkdir(parents=True)
+    (workspace / ".husky" / "_").mkdir(parents=True)
+    (workspace / ".husky" / "_" / "h").write_text(DATA["husky_h"])
+    (workspace / ".husky" / "_" / "pre-commit").write_text(DATA["husky_stub"])
+    for name in ("h", "pre-commit"):
+        (workspace / ".husky" / "_" / name).chmod(0o755)
+    (workspace / ".husky" / "pre-commit").write_text("echo checked\n")
+    (workspace / ".gitignore").write_text("node_modules/\n.t/\n")
+    git(workspace, "init", "-q")
+    git(workspace, "config", "core.hooksPath", ".husky/_")  # what `husky` (its prepare script) sets
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "--no-verify", "-m", "init")
+    code = f"p = 'node_modules/.bin/sh'\nopen(p, 'w').write({DATA['sh_marker'].format(marker=str(marker))!r})\n"
+    edit = program(workspace, "edit", code + "os.chmod(p, 0o755)\n")
+    person = Person(answer=False)
+    async with shell(workspace, person) as client:
+        out = await run(client, edit)
+    _commit(workspace)
+    assert not marker.exists(), (
+        "the user's next git commit (husky 9) ran node_modules/.bin/sh the command made: "
+        f"questions={person.questions} summary={out.get('changes', {}).get('summary')}"
+    )
+
+
+async def test_a_system_program_planted_where_envrc_puts_node_modules_bin_first_is_asked(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """``.envrc`` saying ``PATH_add node_modules/.bin`` (what direnv's ``layout node`` does too): ``path_dirs`` finds
+    the directory, but ``_shadows`` skips scratch directories, so ``node_modules/.bin/git`` lands unasked and the
+    user's next ``git status`` in the project (direnv loaded) runs it."""
+    marker = tmp_path / "MARKER-direnv-git-ran"
+    (workspace / "node_modules" / ".bin").mkdir(parents=True)
+    (workspace / ".envrc").write_text("PATH_add node_modules/.bin\n")
+    git(workspace, "init", "-q")
+    code = f"p = 'node_modules/.bin/git'\nopen(p, 'w').write({DATA['sh_marker'].format(marker=str(marker))!r})\n"
+    edit = program(workspace, "edit", code + "os.chmod(p, 0o755)\n")
+    person = Person(answer=False)
+    async with shell(workspace, person) as client:
+        out = await run(client, edit)
+    # direnv's next load (simulated: its PATH_add, then .envrc sourced), then the user's own git
+    subprocess.run(["bash", "-c", DATA["direnv_load_then_git"]], cwd=workspace, capture_output=True, timeout=30)
+    assert not marker.exists(), (
+        "node_modules/.bin/git (a directory .envrc puts first on PATH) ran at the user's next git: "
+        f"questions={person.questions} summary={out.get('changes', {}).get('summary')}"
+    )
