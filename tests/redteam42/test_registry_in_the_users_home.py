@@ -25,3 +25,40 @@ def test_the_registry_lies_in_the_accounts_home_whatever_home_a_server_was_given
     assert registry.directory() == first
     assert first == Path(pwd.getpwuid(os.getuid()).pw_dir) / ".local" / "state" / "mcp-guard-servers"
     assert not str(first).startswith("/tmp/")
+
+
+def test_entries_of_state_directories_that_are_gone_are_removed_so_the_rest_stay_within_the_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Red team 48 (noted): servers run with a state directory per session left an entry each; past the bound of
+    entries read, the state of the user's other servers was no longer hidden."""
+    where = tmp_path / "registry"
+    monkeypatch.setenv(registry.ENV, str(where))
+    assert registry._private(where, make=True)
+    kept, gone = tmp_path / "kept-state", tmp_path / "gone"
+    kept.mkdir()
+    for n in range(registry._PRUNE_AT):
+        registry._add_state(where, [gone / f"session-{n}"])
+    registry._add_state(where, [kept])
+    assert len(registry.state_paths()) == registry._PRUNE_AT + 1
+    own = tmp_path / "own-state"
+    own.mkdir()
+    registration = registry.register([str(tmp_path / "root")], [own])
+    assert registration is not None
+    try:
+        assert set(registry.state_paths()) == {str(kept), str(own)}
+    finally:
+        registration.close()
+
+
+def test_below_the_pruning_mark_no_entry_is_looked_at(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    where = tmp_path / "registry"
+    monkeypatch.setenv(registry.ENV, str(where))
+    assert registry._private(where, make=True)
+    registry._add_state(where, [tmp_path / "gone"])
+    registration = registry.register([str(tmp_path / "root")], [])
+    assert registration is not None
+    try:
+        assert registry.state_paths() == (str(tmp_path / "gone"),)  # kept: a start costs nothing more
+    finally:
+        registration.close()

@@ -11,7 +11,10 @@ or else ``~/.local/state/mcp-guard-servers`` in the account's own home (``pwd``,
 * ``state-<sha256>``: the real path of a state directory a server of the user has used. Kept (a few bytes each,
   across reboots: a directory in ``/tmp`` was emptied at boot, and the state of a server not yet started again was
   then in every other server's sight), so that every such directory is hidden from every server's tools and
-  commands while it exists, whether its server runs or not (``protected.Protection.hidden_paths``);
+  commands while it exists, whether its server runs or not (``protected.Protection.hidden_paths``). An entry
+  whose directory is gone is removed by the next server that starts while there are ``_PRUNE_AT`` entries or more
+  (servers run with a state directory per session leave one each): nothing is there to hide, and the server that
+  makes it again registers it as it starts. Past ``_MAX_ENTRIES`` entries, the rest are not read (said on stderr);
 * ``live-<pid>-<random>.json``: a running server's roots, under an exclusive ``flock`` it holds for as long as it
   lives (the kernel drops it however the server dies; an entry whose lock can be taken is a dead server's, and is
   removed by whoever finds it), and whether it can change files there. A server refuses to start when one of its
@@ -47,6 +50,7 @@ __all__ = ["ENV", "Live", "Registration", "directory", "inside_served", "live_se
 
 ENV = "MCP_GUARD_RUNTIME_DIR"
 _MAX_ENTRIES = 4096  # entries read at most (a directory stuffed with entries costs a bounded time)
+_PRUNE_AT = 512  # entries from which a starting server removes those of state directories that are gone
 _MAX_BYTES = 64 << 10  # one entry's bytes read at most
 _NO_FOLLOW = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
@@ -122,6 +126,7 @@ def register(roots: Sequence[str], state: Iterable[str | Path], *, writes: bool 
         log.warning("%s is not a private directory of this user: other servers' state is not hidden", where)
         return None
     _add_state(where, state)
+    _prune(where)
     name = f"live-{os.getpid()}-{secrets.token_hex(4)}.json"
     temp = where / f".{name}.tmp"
     try:
@@ -208,12 +213,27 @@ def live_servers() -> list[Live]:
     return found
 
 
+def _prune(where: Path) -> None:
+    """Remove the entries of state directories that are gone, when there are ``_PRUNE_AT`` entries or more."""
+    names = _names(where)
+    if len(names) < _PRUNE_AT:
+        return
+    for name in names:
+        if name.startswith("state-"):
+            text = _read(where, name)
+            if text is not None and text.startswith("/") and "\x00" not in text and not os.path.lexists(text):
+                with contextlib.suppress(OSError):
+                    os.unlink(where / name)
+    _cache.clear()
+
+
 def _names(where: Path) -> list[str]:
     names: list[str] = []
     with contextlib.suppress(OSError), os.scandir(where) as entries:
         for entry in entries:
             names.append(entry.name)
             if len(names) >= _MAX_ENTRIES:
+                log.warning("%s holds more than %d entries: the rest are not read", where, _MAX_ENTRIES)
                 break
     return names
 
