@@ -3,6 +3,7 @@ directories it watches (``changes.linked_dirs``), without the box."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -106,3 +107,48 @@ async def test_the_search_is_bounded_and_redone_only_after_its_gap(
     monkeypatch.setattr(linked_dirs, "MAX_DIRS", 10)
     dirs.refresh([str(tmp_path)])  # within its gap: the last result stays
     assert len(await dirs.dirs([str(tmp_path)])) == 3
+
+
+async def test_the_directories_said_stay_within_a_bound_of_bytes_whatever_their_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Red team 49 F2: long names of bytes that are not UTF-8 (six bytes each in the call's request) made every
+    later request too large for the box."""
+    for n in range(20):
+        d = tmp_path / os.fsdecode(bytes([0xFF]) * 200 + str(n).encode())
+        d.mkdir()
+        (d / "f").write_text("x")
+        os.link(d / "f", d / "g")
+    monkeypatch.setattr(linked_dirs, "MAX_BYTES", 10_000)
+    found = await LinkedDirs().dirs([str(tmp_path)])
+    assert 0 < len(found) < 20
+    assert sum(len(json.dumps(d)) + 2 for d in found) <= 10_000
+
+
+def test_deletions_in_a_watched_directory_moved_away_are_not_taken_for_its_old_path(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f").write_text("x")
+    watched = unlinks.watch([str(tmp_path / "d")])
+    assert watched is not None
+    (tmp_path / "d").rename(tmp_path / "e")
+    (tmp_path / "e" / "f").unlink()
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f").write_text("new")  # another directory's file at the old path: not said
+    view = _root_fd()
+    try:
+        assert unlinks.remade(watched, view) == []
+    finally:
+        os.close(view)
+
+
+def test_a_name_the_call_linked_to_a_file_is_not_said(tmp_path: Path) -> None:
+    (tmp_path / "h1").write_text("x")
+    watched = unlinks.watch([str(tmp_path)])
+    assert watched is not None
+    (tmp_path / "h1").unlink()
+    (tmp_path / "h1").write_text("y")
+    view = _root_fd()
+    try:
+        assert unlinks.remade(watched, view, frozenset({f"{tmp_path}/h1"})) == []
+    finally:
+        os.close(view)

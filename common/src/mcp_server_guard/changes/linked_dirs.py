@@ -6,8 +6,8 @@ the server's interpreter: a walk of a large tree costs its CPU on the other core
 the first search a little (``FIRST_WAIT_S``: a project of a few thousand files takes milliseconds); every call then
 uses the newest result and starts the next search once it is over, at most every ten times as long as the last
 took (and not more often than ``MIN_GAP_S``). So a hard link made outside the server, or by the call just before,
-may be seen one call late, and a directory past ``MAX_DIRS`` not at all: those names are judged by their bytes, as
-without the watch (docs/shell_exec.md).
+may be seen one call late, and a directory past ``MAX_DIRS`` (or ``MAX_BYTES`` of paths) not at all: those names
+are judged by their bytes, as without the watch (docs/shell_exec.md).
 
 Not searched: each root's own area (``.mcp-guard``, other servers' copies) and git's object store (its files are
 never rewritten in place).
@@ -16,6 +16,7 @@ never rewritten in place).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import subprocess
@@ -30,6 +31,9 @@ from mcp_server_guard.protected import OWN_AREA
 __all__ = ["LinkedDirs"]
 
 MAX_DIRS = 4096  # directories said at most (the init watches at most as many)
+# Bytes of those paths at most, as the call's request carries them (JSON: a byte that is not UTF-8 takes six): a
+# tree of long odd names must not make every request too large for the box (red team 49 F2).
+MAX_BYTES = 1 << 20
 FIRST_WAIT_S = 0.5  # how long the first call on a copy waits for the first search
 MIN_GAP_S = 1.0
 SEARCH_S = 30.0  # a search that takes longer is stopped (its result: what it found until then)
@@ -91,7 +95,7 @@ def _find(roots: Sequence[str]) -> list[str]:
         return []  # no find here: nothing watched
     assert process.stdout is not None
     found: dict[str, None] = {}
-    rest, read = b"", 0
+    rest, read, size = b"", 0, 0
     deadline = time.monotonic() + SEARCH_S
     try:
         while len(found) < MAX_DIRS and read < _READ_MAX:
@@ -104,7 +108,12 @@ def _find(roots: Sequence[str]) -> list[str]:
             read += len(data)
             *names, rest = (rest + data).split(b"\0")
             for name in names:
-                found.setdefault(os.fsdecode(name) or "/", None)
+                path = os.fsdecode(name) or "/"
+                if path not in found:
+                    size += len(json.dumps(path)) + 2
+                    if size > MAX_BYTES or len(found) >= MAX_DIRS:
+                        return list(found)
+                    found[path] = None
     finally:
         with contextlib.suppress(OSError):
             process.kill()

@@ -37,7 +37,7 @@ import os
 import platform
 import select
 import stat
-from typing import Any
+from typing import Any, NoReturn
 
 from mcp_server_guard import linux
 from mcp_server_guard.shell.sandbox.tree_moves import move_tree
@@ -52,6 +52,7 @@ _FLAG_CONTINUE = 1
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
+_AT_SYMLINK_FOLLOW = 0x400
 _PATH_MAX = 4096
 _PAGE = 4096
 _MOVED_MAX = 100_000
@@ -68,6 +69,11 @@ _renamed: list[tuple[bytes, int]] = []
 # > n`` would otherwise look the same at the end).
 _origins: dict[int, tuple[bytes, int, int]] = {}
 _HELD_MAX = 256  # files held so at most (past that, renamed as before: their later writes stay theirs alone)
+# The names this call made a name of a file with several names (``ln h2 h1``): absolute paths, as ``_where`` says
+# them. Such a name removed and made so again (``rm h1 && ln h2 h1 && rm h2``) is that file, not a new one: the call's
+# init does not say it made again (``unlinks.remade``: red team 49 F1).
+_linked: set[bytes] = set()
+_LINKED_MAX = 100_000
 
 
 class _Arch:
@@ -77,8 +83,8 @@ class _Arch:
 
 # Per architecture: AUDIT_ARCH, the seccomp and renameat2 syscall numbers, and which numbers are which rename.
 _ARCHES = {
-    "x86_64": _Arch(0xC000003E, 317, 316, {82: "rename", 264: "renameat", 316: "renameat2"}),
-    "aarch64": _Arch(0xC00000B7, 277, 276, {38: "renameat", 276: "renameat2"}),
+    "x86_64": _Arch(0xC000003E, 317, 316, {82: "rename", 264: "renameat", 316: "renameat2", 86: "link", 265: "linkat"}),
+    "aarch64": _Arch(0xC00000B7, 277, 276, {38: "renameat", 276: "renameat2", 37: "linkat"}),
 }
 _ARCHES["amd64"], _ARCHES["arm64"] = _ARCHES["x86_64"], _ARCHES["aarch64"]
 
@@ -187,6 +193,10 @@ class Handler:
         elif name == "renameat2":
             old_dir, old_ptr, new_dir, new_ptr = _int32(args[0]), args[1], _int32(args[2]), args[3]
             flags = args[4] & 0xFFFFFFFF
+        elif name == "link":
+            self._linking(notif.pid, (_AT_FDCWD, args[0]), (_AT_FDCWD, args[1]), 0)
+        elif name == "linkat":
+            self._linking(notif.pid, (_int32(args[0]), args[1]), (_int32(args[2]), args[3]), args[4] & 0xFFFFFFFF)
         else:
             raise _Skip
         pid = notif.pid
@@ -232,6 +242,34 @@ class Handler:
         finally:
             for fd in fds:
                 os.close(fd)
+
+    def _linking(self, pid: int, old: tuple[int, int], new: tuple[int, int], flags: int) -> NoReturn:
+        """A link the kernel makes as asked (raises _Skip): where the source is a file with several names, the new
+        name is noted (``_linked``). Not one linked from a descriptor (``AT_EMPTY_PATH``: an ``O_TMPFILE`` made new)."""
+        try:
+            mem = os.open(f"/proc/{pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            raise _Skip from None
+        try:
+            source, target = _string(mem, old[1]), _string(mem, new[1])
+        finally:
+            os.close(mem)
+        if not source or not target or len(_linked) >= _LINKED_MAX:
+            raise _Skip
+        source, target = _callers(source, pid), _callers(target, pid)
+        fds: list[int] = []
+        try:
+            with contextlib.suppress(OSError):
+                st = os.stat(source, dir_fd=self._dir_fd(pid, old[0], source, fds),
+                             follow_symlinks=bool(flags & _AT_SYMLINK_FOLLOW))  # fmt: skip
+                if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                    where = _where(self._dir_fd(pid, new[0], target, fds), target)
+                    if where is not None:
+                        _linked.add(where)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        raise _Skip
 
     def _valid(self, notif_id: int) -> bool:
         assert self._libc is not None
@@ -409,3 +447,10 @@ def lstat_from(top: int, path: bytes) -> os.stat_result:
         return os.stat(last, dir_fd=fd, follow_symlinks=False)
     finally:
         os.close(fd)
+
+
+def linked() -> frozenset[str]:
+    """The names this call linked to a file with several names (``_linked``); forgotten once said."""
+    said = frozenset(os.fsdecode(path) for path in _linked)
+    _linked.clear()
+    return said

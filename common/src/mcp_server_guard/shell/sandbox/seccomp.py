@@ -108,7 +108,7 @@ X86_64 = Arch(
         "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
         "fsmount": 432, "clone3": 435, "pidfd_getfd": 438, "mount_setattr": 442,
         "rename": 82, "renameat": 264, "renameat2": 316, "socketpair": 53, "prlimit64": 302,
-        "copy_file_range": 326,
+        "copy_file_range": 326, "link": 86, "linkat": 265,
     },
     x32=True,
 )  # fmt: skip
@@ -127,7 +127,7 @@ AARCH64 = Arch(
         "kexec_file_load": 294, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "clone3": 435,
         "pidfd_getfd": 438, "mount_setattr": 442, "renameat": 38, "renameat2": 276, "socketpair": 199,
-        "prlimit64": 261, "copy_file_range": 285,
+        "prlimit64": 261, "copy_file_range": 285, "linkat": 37,
     },
 )  # fmt: skip
 ARCHES = {"x86_64": X86_64, "amd64": X86_64, "aarch64": AARCH64, "arm64": AARCH64}
@@ -184,8 +184,9 @@ class _Program:
         self.load(_OFF_NR)
 
 
-# What a command on a copy has its init answer (see renames.py): directory renames the overlay cannot make.
-RENAME_CALLS = ("rename", "renameat", "renameat2")
+# What a command on a copy has its init answer (see renames.py): directory renames the overlay cannot make; and the
+# names it links, noted (the kernel makes them).
+RENAME_CALLS = ("rename", "renameat", "renameat2", "link", "linkat")
 
 
 def build_filter(arch: Arch, *, unix_sockets: bool = False, part: str = "all", notify: bool = False) -> bytes:

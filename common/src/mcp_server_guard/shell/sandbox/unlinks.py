@@ -8,7 +8,8 @@ cannot tell it from the file rewritten in place, which natively reaches every ot
 rename helper says renames (``renames``); unlinks are left to the kernel (intercepting them would cost every ``rm``
 ~0.1 ms), so the init notes them here instead: before the command starts, an inotify watch on each directory of
 the copy that the server found to hold such a file (``wire.CallRequest.linked``); at the call's end, every name
-deleted there that holds a regular file with one name again is said. A directory past the bound, a lost event
+deleted there that holds a regular file with one name again is said (not in a directory that was moved or removed
+meanwhile: its path names another one now). A directory past the bound, a lost event
 (the queue overflowed) or no inotify at all: nothing is said, and the server judges those names by their bytes, as
 before.
 
@@ -35,6 +36,9 @@ WATCHED_MAX = 4096  # directories watched at most in one call
 _SAID_MAX = 10_000  # names said at most
 _READ_MAX = 8 << 20  # bytes of events read at most
 _IN_DELETE = 0x200
+_IN_DELETE_SELF = 0x400
+_IN_MOVE_SELF = 0x800
+_IN_IGNORED = 0x8000
 _IN_ONLYDIR = 0x01000000
 _IN_DONT_FOLLOW = 0x02000000
 _IN_ISDIR = 0x40000000
@@ -68,7 +72,9 @@ def watch(directories: list[str]) -> Watch | None:
     dirs: dict[int, str] = {}
     for directory in directories[:WATCHED_MAX]:
         try:
-            wd = linux.inotify_add_watch(fd, directory, _IN_DELETE | _IN_ONLYDIR | _IN_DONT_FOLLOW)
+            wd = linux.inotify_add_watch(
+                fd, directory, _IN_DELETE | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR | _IN_DONT_FOLLOW
+            )
         except OSError:
             continue
         dirs[wd] = directory.rstrip("/") or "/"
@@ -78,13 +84,16 @@ def watch(directories: list[str]) -> Watch | None:
     return Watch(fd, dirs)
 
 
-def remade(found: Watch | None, view: int) -> list[str]:
+def remade(found: Watch | None, view: int, linked: frozenset[str] = frozenset()) -> list[str]:
     """Once every process of the call is gone: each name deleted in a watched directory that holds a regular file
-    with one name again, looked at from ``view`` (the root of the call's mount namespace) without following a link.
-    Nothing when an event was lost. The watch is closed."""
+    with one name again, looked at from ``view`` (the root of the call's mount namespace) without following a link —
+    but not one the call made a name of a file with several names (``linked``: ``renames.linked``; ``rm h1 && ln h2
+    h1 && rm h2`` leaves the file itself there, with one name on the copy). Nothing when an event was lost. The watch
+    is closed."""
     if found is None:
         return []
-    deleted: dict[str, None] = {}
+    deleted: dict[str, int] = {}
+    moved: set[int] = set()  # watched directories moved or removed: their path names another one now, or none
     try:
         read = 0
         while read < _READ_MAX:
@@ -102,8 +111,10 @@ def remade(found: Watch | None, view: int) -> list[str]:
                 offset += _EVENT.size + size
                 if mask & _IN_Q_OVERFLOW:
                     return []  # some deletion was not seen: say none rather than some
-                if mask & _IN_DELETE and not mask & _IN_ISDIR and raw and wd in found.dirs:
-                    deleted[found.dirs[wd].rstrip("/") + "/" + os.fsdecode(raw)] = None
+                if mask & (_IN_DELETE_SELF | _IN_MOVE_SELF | _IN_IGNORED):
+                    moved.add(wd)
+                elif mask & _IN_DELETE and not mask & _IN_ISDIR and raw and wd in found.dirs:
+                    deleted[found.dirs[wd].rstrip("/") + "/" + os.fsdecode(raw)] = wd
         else:
             return []  # more than can be read: as lost
     except OSError:
@@ -111,7 +122,9 @@ def remade(found: Watch | None, view: int) -> list[str]:
     finally:
         found.close()
     said: list[str] = []
-    for path in deleted:
+    for path, wd in deleted.items():
+        if path in linked or wd in moved:
+            continue
         if len(said) >= _SAID_MAX:
             break
         with contextlib.suppress(OSError, ValueError):

@@ -343,7 +343,8 @@ def _renamed_in(stage: _Stage) -> tuple[list[str], list[tuple[str, str, int]], l
         view = -1  # none found: nothing said (and the notes forgotten all the same)
     try:
         watched, stage.view.unlinks = stage.view.unlinks, None
-        return (*renames.renamed(view), unlinks.remade(watched, view) if view >= 0 else _closed(watched))
+        linked = renames.linked()
+        return (*renames.renamed(view), unlinks.remade(watched, view, linked) if view >= 0 else _closed(watched))
     finally:
         if view >= 0:
             os.close(view)
