@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from mcp_server_guard.git_dirs import _hooks_rule
 from mcp_server_guard.hook_configs import scripts_run_by
 from mcp_server_guard.hook_runs import path_dirs, run_by_hooks
 
@@ -125,3 +126,44 @@ def test_the_path_a_hooks_own_text_exports_is_a_path_directory(tmp_path: Path) -
     (tmp_path / ".git" / "hooks").mkdir(parents=True)
     (tmp_path / ".git" / "hooks" / "pre-push.sample").write_text('PATH="tools:$PATH"\n')  # never run: not read
     assert path_dirs(str(tmp_path)) == frozenset({"node_modules/.bin"})
+
+
+def test_a_path_built_with_variables_protects_files_made_there_later_but_never_a_whole_directory(
+    tmp_path: Path,
+) -> None:
+    """Red team 49 F4: lefthook's platform binary where lefthook came as another package (the path is free)."""
+    hook = '"$dir/node_modules/lefthook-${osArch}-${cpuArch}/bin/lefthook" run\n"$dir/scripts/$name" x'
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    (tmp_path / ".git" / "hooks" / "pre-commit").write_text(f"#!/bin/sh\n{hook}\n")
+    found = run_by_hooks([str(tmp_path / ".git" / "hooks")], str(tmp_path), None)
+    real = os.path.realpath(tmp_path)
+    assert _hooks_rule(f"{real}/node_modules/lefthook-linux-x64/bin/lefthook", found) is not None
+    assert _hooks_rule(f"{real}/node_modules/lefthook-linux-x64/bin/other", found) is None
+    assert _hooks_rule(f"{real}/node_modules/lefthook-a/b-c/bin/lefthook", found) is None  # a * spans no /
+    assert _hooks_rule(f"{real}/scripts/anything", found) is None  # "$dir/scripts/$name": not every file there
+
+
+def test_a_quoted_value_with_a_blank_is_expanded_where_the_hook_uses_it(tmp_path: Path) -> None:
+    """Red team 49 F5: pre-commit quotes INSTALL_PYTHON as shlex does (a project path with a blank)."""
+    root = tmp_path / "my proj"
+    site = root / ".venv" / "lib" / "python3.11" / "site-packages"
+    (site / "pre_commit").mkdir(parents=True)
+    (root / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    hook = f"INSTALL_PYTHON='{root}/.venv/bin/python3'\nexec \"$INSTALL_PYTHON\" -mpre_commit hook-impl"
+    found = _repo(root, hook, {f"{site}/pre_commit/__main__.py": ""})
+    assert ".venv/lib/python3.11/site-packages/pre_commit/__main__.py" in found
+
+
+def test_a_program_named_alone_is_looked_for_where_a_hook_puts_a_directory_first_on_path(tmp_path: Path) -> None:
+    """Red team 49 F3: husky 9 exports node_modules/.bin first; ``.husky/pre-commit`` says ``lint-staged``."""
+    (tmp_path / ".husky" / "_").mkdir(parents=True)
+    (tmp_path / ".husky" / "_" / "h").write_text('export PATH="node_modules/.bin:$PATH"\nsh -e "$s"\n')
+    (tmp_path / ".husky" / "pre-commit").write_text("lint-staged\n")
+    (tmp_path / "node_modules" / "lint-staged" / "bin").mkdir(parents=True)
+    (tmp_path / "node_modules" / "lint-staged" / "bin" / "cli.js").write_text("")
+    (tmp_path / "node_modules" / ".bin").mkdir()
+    (tmp_path / "node_modules" / ".bin" / "lint-staged").symlink_to("../lint-staged/bin/cli.js")
+    found = run_by_hooks([str(tmp_path / ".husky")], str(tmp_path), None)
+    real = os.path.realpath(tmp_path)
+    assert "%" + f"{real}/node_modules/lint-staged/bin/cli.js" in found  # what runs
+    assert "%" + f"{real}/node_modules/.bin/lint-staged" in found  # and the link it runs through

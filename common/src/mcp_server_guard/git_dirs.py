@@ -16,6 +16,7 @@ keys (``git_config``: git's own parser decides, never a look-alike).
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 import posixpath
 import re
@@ -318,12 +319,21 @@ def _hooks_rule(real: str, dirs: Iterable[str]) -> str | None:
         elif directory.startswith("%"):
             if real == directory[1:] or _compiled_copy(real, directory[1:]):
                 return "a program a git hook runs (the hook names it by its path)"
+        elif directory.startswith("^"):
+            if _matches(real, directory[1:]):
+                return "a program a git hook runs (the hook names it by a path built with a variable)"
         elif directory.startswith("+"):
             if within(real, directory[1:]) and real != directory[1:]:
                 return f"git's template directory ({directory[1:]}): every repository made or cloned copies it"
         elif within(real, directory) and real != directory:
             return f"a git hook (core.hooksPath {directory})"
     return None
+
+
+def _matches(real: str, pattern: str) -> bool:
+    """Whether ``real`` matches ``pattern`` name by name (a ``*`` never spans a ``/``)."""
+    names, wanted = real.split("/"), pattern.split("/")
+    return len(names) == len(wanted) and all(fnmatch.fnmatchcase(n, w) for n, w in zip(names, wanted, strict=True))
 
 
 def _compiled_copy(real: str, source: str) -> bool:
@@ -538,6 +548,6 @@ def _repo_files(work_tree: str, home: str | None) -> tuple[list[str], list[str]]
         hooks += [p for _file, entries in files for p in _programs(entries, work_tree if index < own else None, home)]
         if index < own:
             included += [file for file, _entries in files[1:]]
-    plain = [h for h in hooks if not h.startswith(("=", "@", "+", "%"))]
+    plain = [h for h in hooks if not h.startswith(("=", "@", "+", "%", "^"))]
     ran = run_by_hooks([os.path.join(git_dir, "hooks"), *plain, os.path.join(work_tree, ".husky")], work_tree, home)
     return hooks + _linked_hooks(git_dir) + ran, included

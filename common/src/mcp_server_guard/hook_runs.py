@@ -70,11 +70,9 @@ _CHANGES_DIR = re.compile(
     re.MULTILINE,
 )
 _MODULES = re.compile(r"(?<![\w.-])-m\s*([A-Za-z_][\w.]*)")  # ``-m tools.check``, pre-commit's ``-mpre_commit``
-# A name the text gives a static value (``INSTALL_PYTHON=/p/.venv/bin/python3``, pre-commit's hook): used where it
-# is expanded (``exec "$INSTALL_PYTHON" -mpre_commit``).
-_ASSIGNED = re.compile(
-    r"""^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=(["']?)([^"'\s;&|`$()]+)\2\s*$""", re.M
-)
+# A name the text gives a static value (``INSTALL_PYTHON=/p/.venv/bin/python3``, pre-commit's hook, quoted as shlex
+# quotes it: ``'/my proj/.venv/bin/python3'``): used where it is expanded (``exec "$INSTALL_PYTHON" -mpre_commit``).
+_ASSIGNED = re.compile(r"^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=(\S.*?)\s*$", re.M)
 # A variable or command substitution left in a path (``node_modules/lefthook-${osArch}-${cpuArch}/bin/lefthook``):
 # any name there.
 _LEFT = re.compile(r"\$\{[^}]*\}|\$\((?:[^()]|\([^()]*\))*\)|\$\w+")
@@ -103,6 +101,7 @@ _RECIPES_READ = ("make", "gmake", "just")  # their recipes are read for the goal
 _BUILT = re.compile(r"^(?:\$\((?:[^()]|\([^()]*\))*\)|\$\{[^}]*\}|\$\w+)+/+(.+)$")
 
 _Text = tuple[str, str, tuple[str, ...] | None]  # a text, its directory, the goals of a recipe file (None: shell)
+_PATTERN = "^"  # marks a pattern in what ``run_by_hooks`` says (``git_dirs``)
 _Named = tuple[str, str, tuple[str, ...]]  # a word, how it is read, the goals (``_named``)
 
 
@@ -141,12 +140,14 @@ def run_by_hooks(directories: Iterable[str], work_tree: str, home: str | None) -
     texts += [(_text(os.path.join(work_tree, name)), work_tree, None) for name in HOOK_MANAGER_FILES]
     found: dict[str, None] = {}
     budget = [_RUN_READ_MAX]
+    bins = [posixpath.normpath(os.path.join(work_tree, d)) for d in sorted(path_dirs(work_tree))]
     for _level in range(_RUN_DEPTH):
         texts = [more for text, base, goals in texts for more in _runs(text, base, goals, work_tree, home, found,
-                                                                       budget)]  # fmt: skip
+                                                                       budget, bins)]  # fmt: skip
         if not texts:
             break
-    return ["%" + path for path in found][:_RUN_NAMED_MAX]
+    # (A pattern, ``^``: a path built with a variable, any file it matches, made or changed: red team 49 F4.)
+    return [path if path.startswith(_PATTERN) else "%" + path for path in found][:_RUN_NAMED_MAX]
 
 
 def _named(words: list[str], line: str) -> list[_Named]:
@@ -185,25 +186,26 @@ def _places(text: str, base: str, work_tree: str, home: str | None) -> list[str]
 
 
 def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, home: str | None,
-          found: dict[str, None], budget: list[int]) -> list[_Text]:  # fmt: skip
-    """Add to ``found`` the files one text runs; the texts of those to read in turn."""
+          found: dict[str, None], budget: list[int], bins: list[str]) -> list[_Text]:  # fmt: skip
+    """Add to ``found`` the files one text runs; the texts of those to read in turn. ``bins``: the directories the
+    hooks put first on PATH (``path_dirs``), where a program named by its name alone is looked for."""
     if goals is not None:
         text = _recipes(text, goals)
     places = _places(text, base, work_tree, home)
-    values = {name: value for name, _quote, value in _ASSIGNED.findall(text)}
+    values = {name: value for name, given in _ASSIGNED.findall(text) if (value := _static(given)) is not None}
     more: list[_Text] = []
     for written in text.splitlines():
         if written.lstrip().startswith("#"):
             continue
         line = _assigned(written, values)
         words = program_words(line, built=True)
-        for word, how, wanted in _named(words, line) + _in_sites(words, line, places, home):
+        for word, how, wanted in _named(words, line) + _in_sites(words, line, places, home) + _on_path(words, bins):
             for path in _expanded(word, places, home):
                 if path in found or len(found) >= _RUN_NAMED_MAX or _in_environment(path):
                     continue  # an environment's entry point (`source .venv/bin/activate`): asked, as every change of
                     # it (changes.later), not refused — a command remaking the environment is everyday work
                 found[path] = None
-                if not how or budget[0] <= 0 or not (body := _text(path)):
+                if not how or path.startswith(_PATTERN) or budget[0] <= 0 or not (body := _text(path)):
                     continue
                 budget[0] -= 1
                 if how == "recipes":
@@ -213,11 +215,31 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     return more
 
 
+def _static(given: str) -> str | None:
+    """The value of an assignment's right side when it is one word the shell takes as it is (quotes removed, as the
+    shell removes them: red team 49 F5); None when it is more, or expands anything."""
+    try:
+        words = shlex.split(given, comments=True)
+    except ValueError:
+        return None
+    if len(words) != 1 or "$" in words[0] or "`" in words[0]:
+        return None
+    return words[0]
+
+
 def _assigned(line: str, values: dict[str, str]) -> str:
-    """``line`` with the names its text gives a static value expanded (``$NAME``, ``${NAME}``)."""
+    """``line`` with the names its text gives a static value expanded (``$NAME``, ``${NAME}``), as it would read in
+    double quotes (where hooks use them)."""
     if not values or "$" not in line:
         return line
-    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: values.get(m.group(1) or m.group(2), m.group(0)), line)
+
+    def value(found: re.Match[str]) -> str:
+        name = found.group(1) or found.group(2)
+        if name not in values:
+            return found.group(0)
+        return re.sub(r'([\\"])', r"\\\1", values[name])  # as shlex reads double quotes (program_words)
+
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", value, line)
 
 
 def _in_sites(
@@ -252,13 +274,33 @@ def _in_environment(path: str) -> bool:
 
 
 def _expanded(word: str, places: list[str], home: str | None) -> list[str]:
-    """The paths a word names from each place; a glob (``include mk/*.mk``) as the files it matches there."""
-    if "$" in word:  # a variable left in the path: any name there (red team 48 A, lefthook's own hook)
-        word = "*".join(glob.escape(part) for part in _LEFT.split(word))
+    """The paths a word names from each place — the file it leads to, and the link it names on the way (replaced,
+    it runs instead: ``node_modules/.bin/x``) —; a glob (``include mk/*.mk``) as the files it matches there; a path
+    with a variable left in it as any name there (red team 48 A, lefthook's own hook): the files it matches now and
+    the pattern (``^``), which any file made there later matches too (red team 49 F4)."""
+    if "$" in word:
+        parts = _LEFT.split(word)
+        if not parts[-1].rpartition("/")[2]:
+            return []  # its name itself a variable (``"$dir/$x"``): that would be any file there
+        word = "*".join(glob.escape(part) for part in parts)
+        patterns = [_PATTERN + expand_path(word, where, home) for where in places]
+        return patterns + [os.path.realpath(p) for pattern in patterns
+                           for p in sorted(glob.glob(pattern[1:]))[:_GLOB_MAX]]  # fmt: skip
+    if any(c in word for c in "*?["):
+        paths = [expand_path(word, where, home) for where in places]
+        return [os.path.realpath(p) for pattern in paths for p in sorted(glob.glob(pattern))[:_GLOB_MAX]]
     paths = [expand_path(word, where, home) for where in places]
-    if not any(c in word for c in "*?["):
-        return paths
-    return [os.path.realpath(p) for pattern in paths for p in sorted(glob.glob(pattern))[:_GLOB_MAX]]
+    named = [posixpath.normpath(os.path.join(where, os.path.expanduser(word))) for where in places]
+    return list(dict.fromkeys(paths + [n for n in named if os.path.islink(n)]))
+
+
+def _on_path(words: list[str], bins: list[str]) -> list[_Named]:
+    """A word that is a program's name alone, found in a directory the hooks put first on PATH (husky's
+    ``node_modules/.bin``: ``lint-staged`` in ``.husky/pre-commit``, red team 49 F3)."""
+    if not bins:
+        return []
+    return [(path, "run", ()) for word in words if word and "/" not in word and not word.startswith(("$", "~"))
+            for path in (os.path.join(b, word) for b in bins) if os.path.lexists(path)]  # fmt: skip
 
 
 def _shell_text(path: str, body: str) -> bool:

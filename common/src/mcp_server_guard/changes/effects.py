@@ -392,8 +392,12 @@ def _shadows(
     name = change.path.rsplit("/", 1)[-1]
     built = scratch.name(change.path, root)
     if (directory or ".") in on_path(root):
+        if built and _ENVIRONMENT_OWN.fullmatch(name):
+            return False  # a virtual environment's own programs (``python3 -m venv .venv``: red team 49 F6)
         return shutil.which(name, path=_SYSTEM_PATH if built else None) is not None
     return posixpath.basename(directory) in ("bin", ".bin", "sbin") and not built and shutil.which(name) is not None
 
 
 _SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# What a Python environment's bin holds of its own (``venv``, ``virtualenv``, ``uv venv``, pip's own entry points).
+_ENVIRONMENT_OWN = re.compile(r"(?:python|pip|pydoc|idle|2to3|wheel|easy_install|activate|deactivate)[\w.-]*")

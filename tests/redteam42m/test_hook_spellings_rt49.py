@@ -1,0 +1,132 @@
+"""Red team 49 F3–F5 (what git hooks run): spellings the reading of e306b3d missed. The person declines
+every question; the user's next ``git commit`` runs, outside the box, what the command wrote. Payloads only write a
+marker in the test's tmp dir (data: rt49_hook_payloads.json beside this file)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.boxed import Person, program, run, shell
+from support.hooked import git
+
+pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
+DATA = json.loads((Path(__file__).parent / "rt49_hook_payloads.json").read_text())
+
+
+def _commit(root: Path) -> None:
+    (root / "hello.txt").write_text("hello again\n")
+    subprocess.run(["git", "add", "hello.txt"], cwd=root, capture_output=True, timeout=60)
+    subprocess.run(["git", "commit", "-qm", "next"], cwd=root, capture_output=True, timeout=60,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "u",
+                        "GIT_COMMITTER_EMAIL": "u@x"})  # fmt: skip
+
+
+def _init(root: Path) -> None:
+    git(root, "init", "-q")
+
+
+def _first_commit(root: Path) -> None:
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--no-verify", "-m", "init")
+
+
+async def _write(root: Path, rel: str, text: str, *, executable: bool = False) -> tuple[Person, dict[str, Any]]:
+    code = f"p = {rel!r}\nos.makedirs(os.path.dirname(p), exist_ok=True)\nopen(p, 'w').write({text!r})\n"
+    edit = program(root, "edit", code + ("os.chmod(p, 0o755)\n" if executable else ""))
+    person = Person(answer=False)
+    async with shell(root, person) as client:
+        out = await run(client, edit, cwd=str(root))
+    return person, out
+
+
+def _why(person: Person, out: dict[str, Any]) -> str:
+    return f"questions={person.questions} transaction={out.get('transaction')} changes={out.get('changes')}"
+
+
+async def test_husky9_bare_program_name_in_node_modules_bin_is_not_rewritten_unasked(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """husky 9 puts node_modules/.bin first on PATH so a hook may say ``lint-staged`` rather than ``npx lint-staged``
+    (husky 9's own advice). ``npx lint-staged`` protects ``node_modules/.bin/lint-staged`` (``_NPX``); the bare name
+    protects nothing, and ``_shadows`` asks only about system programs' names there."""
+    marker = tmp_path / "MARKER-husky9-bare-ran"
+    target = workspace / "node_modules" / "lint-staged" / "bin" / "lint-staged.js"
+    target.parent.mkdir(parents=True)
+    target.write_text(DATA["sh_ok"])
+    target.chmod(0o755)
+    (workspace / "node_modules" / ".bin").mkdir()
+    os.symlink("../lint-staged/bin/lint-staged.js", workspace / "node_modules" / ".bin" / "lint-staged")
+    (workspace / ".husky" / "_").mkdir(parents=True)
+    (workspace / ".husky" / "_" / "h").write_text(DATA["husky_h"])
+    (workspace / ".husky" / "_" / "pre-commit").write_text(DATA["husky_stub"])
+    for name in ("h", "pre-commit"):
+        (workspace / ".husky" / "_" / name).chmod(0o755)
+    (workspace / ".husky" / "pre-commit").write_text(DATA["husky9_user_hook"])
+    (workspace / ".gitignore").write_text("node_modules/\n.t/\n")
+    _init(workspace)
+    git(workspace, "config", "core.hooksPath", ".husky/_")
+    _first_commit(workspace)
+    person, out = await _write(workspace, "node_modules/lint-staged/bin/lint-staged.js",
+                               DATA["sh_marker"].format(marker=str(marker)))  # fmt: skip
+    _commit(workspace)
+    assert not marker.exists(), f"the next git commit (husky 9, `lint-staged`) ran the rewrite: {_why(person, out)}"
+
+
+async def test_lefthook_platform_binary_not_yet_there_is_not_made_unasked(workspace: Path, tmp_path: Path) -> None:
+    """lefthook's hook tries ``node_modules/lefthook-${osArch}-${cpuArch}/bin/lefthook`` first. A variable left in a
+    path now matches any name there (``_expanded``), but only names that exist: in a project where lefthook came as
+    another package (``node_modules/lefthook/bin/index.js``, or @evilmartians/lefthook), the first path is free, and
+    a command that makes it is not asked (node_modules is scratch)."""
+    marker = tmp_path / "MARKER-lefthook-made-ran"
+    arch = {"x86_64": "x64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
+    index = workspace / "node_modules" / "lefthook" / "bin" / "index.js"
+    index.parent.mkdir(parents=True)
+    index.write_text(DATA["sh_ok"])
+    index.chmod(0o755)
+    (workspace / "lefthook.yml").write_text("pre-commit:\n  commands:\n    noop:\n      run: 'true'\n")
+    (workspace / ".gitignore").write_text("node_modules/\n.t/\n")
+    _init(workspace)
+    hook = workspace / ".git" / "hooks" / "pre-commit"
+    hook.write_text(DATA["lefthook_hook"].format())
+    hook.chmod(0o755)
+    _first_commit(workspace)
+    rel = f"node_modules/lefthook-{platform.system().lower()}-{arch}/bin/lefthook"
+    person, out = await _write(workspace, rel, DATA["sh_marker"].format(marker=str(marker)), executable=True)
+    _commit(workspace)
+    assert not marker.exists(), f"the next git commit ran {rel}, made by the command: {_why(person, out)}"
+
+
+async def test_the_module_pre_commits_hook_runs_in_a_project_whose_path_has_a_space_is_not_rewritten_unasked(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """pre-commit writes ``INSTALL_PYTHON={shlex.quote(sys.executable)}``: a project path with a space is quoted,
+    ``'/home/u/my proj/.venv/bin/python3'``, which ``_ASSIGNED`` (no blank in a value) does not take: the module's
+    site-packages are not looked at."""
+    marker = tmp_path / "MARKER-pre-commit-space-ran"
+    root = workspace / "my proj"
+    root.mkdir()
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True)
+    site = f".venv/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
+    package = root / site / "pre_commit"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "__main__.py").write_text("raise SystemExit(0)\n")
+    (root / ".gitignore").write_text(".venv/\n.t/\n")
+    _init(root)
+    hook = root / ".git" / "hooks" / "pre-commit"
+    hook.write_text(DATA["precommit_hook"].format(install_python=shlex.quote(str(root / ".venv" / "bin" / "python3"))))
+    hook.chmod(0o755)
+    _first_commit(root)
+    person, out = await _write(root, f"{site}/pre_commit/__main__.py", DATA["py_marker"].format(marker=str(marker)))
+    _commit(root)
+    assert not marker.exists(), f"the next git commit ran the rewritten pre_commit/__main__.py: {_why(person, out)}"
