@@ -36,7 +36,7 @@ def test_a_name_removed_and_made_again_in_a_watched_directory_is_said(tmp_path: 
     (tmp_path / "sub").rmdir()
     view = _root_fd()
     try:
-        assert unlinks.remade(watched, view) == [f"{tmp_path}/h1"]
+        assert unlinks.remade(watched, view) == ([f"{tmp_path}/h1"], [])
     finally:
         os.close(view)
     assert watched.fd == -1  # closed once read
@@ -53,7 +53,7 @@ def test_a_name_made_again_as_a_symlink_or_under_a_symlinked_directory_is_not_sa
     (tmp_path / "s").symlink_to("real/f")
     view = _root_fd()
     try:
-        assert unlinks.remade(watched, view) == []
+        assert unlinks.remade(watched, view) == ([], [])
     finally:
         os.close(view)
 
@@ -67,7 +67,7 @@ def test_lost_events_say_nothing_rather_than_some(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(unlinks, "_READ_MAX", 1)  # past what may be read: as lost
     view = _root_fd()
     try:
-        assert unlinks.remade(watched, view) == []
+        assert unlinks.remade(watched, view) == ([], [])
     finally:
         os.close(view)
 
@@ -136,12 +136,12 @@ def test_deletions_in_a_watched_directory_moved_away_are_not_taken_for_its_old_p
     (tmp_path / "d" / "f").write_text("new")  # another directory's file at the old path: not said
     view = _root_fd()
     try:
-        assert unlinks.remade(watched, view) == []
+        assert unlinks.remade(watched, view) == ([], [])
     finally:
         os.close(view)
 
 
-def test_a_name_the_call_linked_to_a_file_is_not_said(tmp_path: Path) -> None:
+def test_a_name_the_call_linked_to_a_file_is_said_apart_with_its_source(tmp_path: Path) -> None:
     (tmp_path / "h1").write_text("x")
     watched = unlinks.watch([str(tmp_path)])
     assert watched is not None
@@ -149,6 +149,7 @@ def test_a_name_the_call_linked_to_a_file_is_not_said(tmp_path: Path) -> None:
     (tmp_path / "h1").write_text("y")
     view = _root_fd()
     try:
-        assert unlinks.remade(watched, view, frozenset({f"{tmp_path}/h1"})) == []
+        linked = {f"{tmp_path}/h1": f"{tmp_path}/h2"}
+        assert unlinks.remade(watched, view, linked) == ([], [(f"{tmp_path}/h1", f"{tmp_path}/h2")])
     finally:
         os.close(view)

@@ -116,6 +116,9 @@ class Renamed:
     # Names of files with several names it removed and made again in place, not by a rename (``rm h1 && cp -p b h1``:
     # ``shell.sandbox.unlinks``): each holds a file of its own, as one renamed there does.
     remade: frozenset[str] = frozenset()
+    # Of those, the names it linked there to a file with several names, with the path each was linked from: the same
+    # file where that path is a name of the real file at the name (``rm h1 && ln h2 h1 && rm h2``).
+    relinked: frozenset[tuple[str, str]] = frozenset()
 
     def files_in(self, root: str) -> frozenset[str]:
         """``files`` under ``root``, relative to it."""
@@ -124,6 +127,15 @@ class Renamed:
     def remade_in(self, root: str) -> frozenset[str]:
         """``remade`` under ``root``, relative to it."""
         return _under(self.remade, root)
+
+    def relinked_in(self, root: str) -> dict[str, str]:
+        """``relinked`` under ``root``, relative to it (a source outside it: "")."""
+        top = root.rstrip("/") + "/"
+        return {
+            now[len(top) :]: source[len(top) :] if source.startswith(top) else ""
+            for now, source in self.relinked
+            if now.startswith(top)
+        }
 
     def origins_in(self, root: str) -> dict[str, tuple[str, int]]:
         """``origins`` under ``root``, relative to it: where a file is -> (where it came from, its inode there)."""

@@ -409,6 +409,7 @@ def read_upper(
                          renamed=moved.files_in(root), remade=moved.remade_in(root), origins=moved.origins_in(root),
                          origins_known=moved.origins_known, escaped=escaped,
                          looked=looked or {})  # fmt: skip
+        reader.remade |= _linked_elsewhere(reader, moved.relinked_in(root))
         own, real = os.fstat(upper_fd), os.fstat(real_root)
         if mounted is not None:
             mode, mtime = stat.S_IMODE(own.st_mode), own.st_mtime_ns
@@ -470,3 +471,16 @@ def judged_copy(
             finally:
                 os.close(fd)
     return marked
+
+
+def _linked_elsewhere(reader: _Reader, relinked: dict[str, str]) -> frozenset[str]:
+    """Of the names the command removed and linked again to a file with several names (``Renamed.relinked``), those
+    that hold another file than the real one at that name: linked from a path that is no name of it (``rm h1 &&
+    echo new > t && ln t t2 && ln t2 h1``). Linked from one of its names (``rm h1 && ln h2 h1 && rm h2``), it is that
+    file itself."""
+    made: set[str] = set()
+    for path, source in relinked.items():
+        real, was = reader.real_stat(path), reader.real_stat(source) if source else None
+        if real is not None and (was is None or (was.st_dev, was.st_ino) != (real.st_dev, real.st_ino)):
+            made.add(path)
+    return frozenset(made)

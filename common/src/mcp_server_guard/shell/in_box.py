@@ -242,6 +242,7 @@ def status_line(line: bytes) -> StatusLine:
                 _origins(message.get("origins")),
                 origins_known=isinstance(message.get("origins"), list),
                 remade=_said(message.get("remade"), str),
+                relinked=_relinked(message.get("relinked")),
             ),
         )
     if "error" in message:
@@ -255,6 +256,17 @@ _T = TypeVar("_T")
 def _said(said: object, kind: type[_T]) -> frozenset[_T]:
     """The items of a list the call's init said (``shell.sandbox.worker``) that are of ``kind``."""
     return frozenset(n for n in said if isinstance(n, kind)) if isinstance(said, list) else frozenset()
+
+
+def _relinked(said: object) -> frozenset[tuple[str, str]]:
+    """The ``relinked`` the call's init said: (a name it linked again, where it was linked from)."""
+    if not isinstance(said, list):
+        return frozenset()
+    return frozenset(
+        (item[0], item[1])
+        for item in said
+        if isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], str)
+    )
 
 
 def _origins(said: object) -> frozenset[tuple[str, str, int]]:

@@ -37,7 +37,7 @@ import os
 import platform
 import select
 import stat
-from typing import Any, NoReturn
+from typing import Any
 
 from mcp_server_guard import linux
 from mcp_server_guard.shell.sandbox.tree_moves import move_tree
@@ -69,11 +69,13 @@ _renamed: list[tuple[bytes, int]] = []
 # > n`` would otherwise look the same at the end).
 _origins: dict[int, tuple[bytes, int, int]] = {}
 _HELD_MAX = 256  # files held so at most (past that, renamed as before: their later writes stay theirs alone)
-# The names this call made a name of a file with several names (``ln h2 h1``): absolute paths, as ``_where`` says
-# them. Such a name removed and made so again (``rm h1 && ln h2 h1 && rm h2``) is that file, not a new one: the call's
-# init does not say it made again (``unlinks.remade``: red team 49 F1).
-_linked: set[bytes] = set()
-_LINKED_MAX = 100_000
+# The names this call linked to a file with several names (``ln h2 h1``), made by the handler itself: the new name's
+# path (absolute, as ``_where`` says it) -> the source's path and a descriptor that holds the file linked (so that its
+# number is not given to another while the call runs). At the end the names that still hold that file are said with
+# their source (``linked``): such a name removed and linked so again (``rm h1 && ln h2 h1 && rm h2``) may be the real
+# file itself, not a new one (red team 49 F1), which the server tells by the source's real file.
+_linked: dict[bytes, tuple[bytes, int]] = {}
+_LINKED_MAX = _HELD_MAX
 
 
 class _Arch:
@@ -194,9 +196,10 @@ class Handler:
             old_dir, old_ptr, new_dir, new_ptr = _int32(args[0]), args[1], _int32(args[2]), args[3]
             flags = args[4] & 0xFFFFFFFF
         elif name == "link":
-            self._linking(notif.pid, (_AT_FDCWD, args[0]), (_AT_FDCWD, args[1]), 0)
+            return self._linking(notif.pid, (_AT_FDCWD, args[0]), (_AT_FDCWD, args[1]), 0)
         elif name == "linkat":
-            self._linking(notif.pid, (_int32(args[0]), args[1]), (_int32(args[2]), args[3]), args[4] & 0xFFFFFFFF)
+            flags = args[4] & 0xFFFFFFFF
+            return self._linking(notif.pid, (_int32(args[0]), args[1]), (_int32(args[2]), args[3]), flags)
         else:
             raise _Skip
         pid = notif.pid
@@ -243,9 +246,10 @@ class Handler:
             for fd in fds:
                 os.close(fd)
 
-    def _linking(self, pid: int, old: tuple[int, int], new: tuple[int, int], flags: int) -> NoReturn:
-        """A link the kernel makes as asked (raises _Skip): where the source is a file with several names, the new
-        name is noted (``_linked``). Not one linked from a descriptor (``AT_EMPTY_PATH``: an ``O_TMPFILE`` made new)."""
+    def _linking(self, pid: int, old: tuple[int, int], new: tuple[int, int], flags: int) -> int:
+        """A link: where the source is a file with several names, made here as the kernel would (the caller's paths,
+        from its directories) and, once made, noted (``_linked``); else left to the kernel (raises _Skip), and so is
+        one from a descriptor (``AT_EMPTY_PATH``: an ``O_TMPFILE`` made a file). Returns 0 or the errno."""
         try:
             mem = os.open(f"/proc/{pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
@@ -254,22 +258,33 @@ class Handler:
             source, target = _string(mem, old[1]), _string(mem, new[1])
         finally:
             os.close(mem)
-        if not source or not target or len(_linked) >= _LINKED_MAX:
+        if not source or not target or len(_linked) >= _LINKED_MAX or flags & ~_AT_SYMLINK_FOLLOW:
             raise _Skip
         source, target = _callers(source, pid), _callers(target, pid)
         fds: list[int] = []
         try:
+            old_fd, new_fd = self._dir_fd(pid, old[0], source, fds), self._dir_fd(pid, new[0], target, fds)
+            try:
+                st = os.stat(source, dir_fd=old_fd, follow_symlinks=bool(flags & _AT_SYMLINK_FOLLOW))
+            except OSError:
+                raise _Skip from None
+            came, where = _where(old_fd, source), _where(new_fd, target)
+            if not (stat.S_ISREG(st.st_mode) and st.st_nlink > 1) or came is None or where is None:
+                raise _Skip
+            libc = linux.LIBC
+            assert libc is not None
+            if libc.linkat(old_fd, source, new_fd, target, flags) < 0:
+                return -ctypes.get_errno()
             with contextlib.suppress(OSError):
-                st = os.stat(source, dir_fd=self._dir_fd(pid, old[0], source, fds),
-                             follow_symlinks=bool(flags & _AT_SYMLINK_FOLLOW))  # fmt: skip
-                if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-                    where = _where(self._dir_fd(pid, new[0], target, fds), target)
-                    if where is not None:
-                        _linked.add(where)
+                held = os.open(target, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=new_fd)
+                kept = _linked.pop(where, None)
+                if kept is not None:
+                    os.close(kept[1])
+                _linked[where] = (came, held)
+            return 0
         finally:
             for fd in fds:
                 os.close(fd)
-        raise _Skip
 
     def _valid(self, notif_id: int) -> bool:
         assert self._libc is not None
@@ -449,8 +464,20 @@ def lstat_from(top: int, path: bytes) -> os.stat_result:
         os.close(fd)
 
 
-def linked() -> frozenset[str]:
-    """The names this call linked to a file with several names (``_linked``); forgotten once said."""
-    said = frozenset(os.fsdecode(path) for path in _linked)
+def linked(view: int) -> dict[str, str]:
+    """The names this call linked to a file with several names that still hold the file it linked there, each with
+    the path it was linked from — the first of a chain (``ln h2 x && ln x h1``: ``h2``); looked at from ``view``
+    without following a link. Forgotten once said."""
+    said: dict[str, str] = {}
+    for where, (came, held) in _linked.items():
+        with contextlib.suppress(OSError):
+            now, then = lstat_from(view, where), os.fstat(held)
+            if stat.S_ISREG(now.st_mode) and (now.st_dev, now.st_ino) == (then.st_dev, then.st_ino):
+                first, seen = came, 0
+                while first in _linked and seen < 16:
+                    first, seen = _linked[first][0], seen + 1
+                said[os.fsdecode(where)] = os.fsdecode(first)
+    for _came, held in _linked.values():
+        os.close(held)
     _linked.clear()
     return said

@@ -84,14 +84,18 @@ def watch(directories: list[str]) -> Watch | None:
     return Watch(fd, dirs)
 
 
-def remade(found: Watch | None, view: int, linked: frozenset[str] = frozenset()) -> list[str]:
+def remade(
+    found: Watch | None, view: int, linked: dict[str, str] | None = None
+) -> tuple[list[str], list[tuple[str, str]]]:
     """Once every process of the call is gone: each name deleted in a watched directory that holds a regular file
-    with one name again, looked at from ``view`` (the root of the call's mount namespace) without following a link —
-    but not one the call made a name of a file with several names (``linked``: ``renames.linked``; ``rm h1 && ln h2
-    h1 && rm h2`` leaves the file itself there, with one name on the copy). Nothing when an event was lost. The watch
-    is closed."""
+    with one name again, looked at from ``view`` (the root of the call's mount namespace) without following a link;
+    and apart, those the call linked there to a file with several names (``linked``: ``renames.linked``, the name ->
+    where it was linked from), with their source: ``rm h1 && ln h2 h1 && rm h2`` leaves the real file itself there,
+    with one name on the copy, which the server tells by the source's real file. Nothing when an event was lost.
+    The watch is closed."""
+    linked = linked or {}
     if found is None:
-        return []
+        return [], []
     deleted: dict[str, int] = {}
     moved: set[int] = set()  # watched directories moved or removed: their path names another one now, or none
     try:
@@ -110,25 +114,28 @@ def remade(found: Watch | None, view: int, linked: frozenset[str] = frozenset())
                 raw = data[offset + _EVENT.size : offset + _EVENT.size + size].split(b"\0", 1)[0]
                 offset += _EVENT.size + size
                 if mask & _IN_Q_OVERFLOW:
-                    return []  # some deletion was not seen: say none rather than some
+                    return [], []  # some deletion was not seen: say none rather than some
                 if mask & (_IN_DELETE_SELF | _IN_MOVE_SELF | _IN_IGNORED):
                     moved.add(wd)
                 elif mask & _IN_DELETE and not mask & _IN_ISDIR and raw and wd in found.dirs:
                     deleted[found.dirs[wd].rstrip("/") + "/" + os.fsdecode(raw)] = wd
         else:
-            return []  # more than can be read: as lost
+            return [], []  # more than can be read: as lost
     except OSError:
-        return []
+        return [], []
     finally:
         found.close()
     said: list[str] = []
+    relinked: list[tuple[str, str]] = []
     for path, wd in deleted.items():
-        if path in linked or wd in moved:
+        if wd in moved:
             continue
-        if len(said) >= _SAID_MAX:
+        if len(said) + len(relinked) >= _SAID_MAX:
             break
         with contextlib.suppress(OSError, ValueError):
             st = lstat_from(view, os.fsencode(path))
-            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+            if path in linked:
+                relinked.append((path, linked[path]))
+            elif stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
                 said.append(path)
-    return said
+    return said, relinked

@@ -325,15 +325,18 @@ def _end(
     # while it runs, and may have emptied it.
     copy = stage.view.copy
     spare = copy if settled and spec["recycle"] and copy is not None and untouched(copy) else None
-    moved, (renamed, origins, remade) = tree_moves.moved(), _renamed_in(stage)
+    moved, (renamed, origins, (remade, relinked)) = tree_moves.moved(), _renamed_in(stage)
     report(status, {"exit": exit_status, "settled": settled, **({"untouched": True} if spare else {}),
                     **({"stopped": stopped} if stopped else {}), **({"moved": moved} if moved else {}),
                     **({"renamed": renamed} if renamed else {}), **({"remade": remade} if remade else {}),
+                    **({"relinked": relinked} if relinked else {}),
                     **({"origins": origins} if origins or handler is not None else {})})  # fmt: skip
     return settled, spare, [stage.tid, handler.tid if handler is not None else None]
 
 
-def _renamed_in(stage: _Stage) -> tuple[list[str], list[tuple[str, str, int]], list[str]]:
+def _renamed_in(
+    stage: _Stage,
+) -> tuple[list[str], list[tuple[str, str, int]], tuple[list[str], list[tuple[str, str]]]]:
     """Where the regular files the call renamed are (``renames.renamed``), and the names of files with several names
     it removed and made again (``unlinks.remade``), looked at in the call's mount namespace: its stage thread's,
     alive until the call is over."""
@@ -343,17 +346,17 @@ def _renamed_in(stage: _Stage) -> tuple[list[str], list[tuple[str, str, int]], l
         view = -1  # none found: nothing said (and the notes forgotten all the same)
     try:
         watched, stage.view.unlinks = stage.view.unlinks, None
-        linked = renames.linked()
+        linked = renames.linked(view)  # (none said without a view; the notes forgotten all the same)
         return (*renames.renamed(view), unlinks.remade(watched, view, linked) if view >= 0 else _closed(watched))
     finally:
         if view >= 0:
             os.close(view)
 
 
-def _closed(watched: unlinks.Watch | None) -> list[str]:
+def _closed(watched: unlinks.Watch | None) -> tuple[list[str], list[tuple[str, str]]]:
     if watched is not None:
         watched.close()
-    return []
+    return [], []
 
 
 def _end_the_call() -> int:
