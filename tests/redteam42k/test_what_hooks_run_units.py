@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mcp_server_guard.git_dirs import _hooks_rule
 from mcp_server_guard.hook_configs import scripts_run_by
-from mcp_server_guard.hook_runs import path_dirs, run_by_hooks
+from mcp_server_guard.hook_runs import direnv_evaluates, hook_names, path_dirs, run_by_hooks, runs_modules
 
 
 def _repo(root: Path, hook: str, files: dict[str, str]) -> set[str]:
@@ -167,3 +167,36 @@ def test_a_program_named_alone_is_looked_for_where_a_hook_puts_a_directory_first
     real = os.path.realpath(tmp_path)
     assert "%" + f"{real}/node_modules/lint-staged/bin/cli.js" in found  # what runs
     assert "%" + f"{real}/node_modules/.bin/lint-staged" in found  # and the link it runs through
+
+
+def test_what_puts_an_environments_bin_first_on_path_is_read_as_a_path_directory(tmp_path: Path) -> None:
+    """Red team 50 F2: direnv's ``layout node``, an activate script sourced, ``VIRTUAL_ENV`` with ``layout python``,
+    mise's ``_.python.venv``."""
+    cases = {
+        "layout node\n": "node_modules/.bin",
+        "source .venv/bin/activate\n": ".venv/bin",
+        "export VIRTUAL_ENV=env\nlayout python\n": "env/bin",
+    }
+    for text, wanted in cases.items():
+        (tmp_path / ".envrc").write_text(text)
+        assert wanted in path_dirs(str(tmp_path)), text
+    (tmp_path / ".envrc").unlink()
+    (tmp_path / "mise.toml").write_text('[env]\n_.python.venv = { path = "venv2", create = true }\n')
+    assert "venv2/bin" in path_dirs(str(tmp_path))
+
+
+def test_the_names_hooks_run_alone_and_their_python_modules_are_known(tmp_path: Path) -> None:
+    (tmp_path / ".husky").mkdir()
+    (tmp_path / ".husky" / "pre-commit").write_text("# prettier is optional\ncommand -v prettier && prettier -c .\n")
+    assert "prettier" in hook_names(str(tmp_path))
+    assert not runs_modules(str(tmp_path))
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    (tmp_path / ".git" / "hooks" / "pre-commit").write_text('exec "$INSTALL_PYTHON" -mpre_commit hook-impl\n')
+    (tmp_path / ".git" / "hooks" / "commit-msg.sample").write_text("python3 -m never\n")
+    assert runs_modules(str(tmp_path))
+
+
+def test_what_direnv_evaluates_is_named_by_the_envrcs_use_lines(tmp_path: Path) -> None:
+    assert direnv_evaluates(str(tmp_path)) == frozenset()
+    (tmp_path / ".envrc").write_text("use flake\n")
+    assert direnv_evaluates(str(tmp_path)) == {"flake.nix", "flake.lock"}

@@ -26,8 +26,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from mcp_server_guard.git_config import MAX_GIT_CONFIG, git_config_entries
+from mcp_server_guard.hook_runs import ENV_CONFIGS, program_words, run_by_hooks
 from mcp_server_guard.hook_runs import expand_path as _expand
-from mcp_server_guard.hook_runs import program_words, run_by_hooks
 from mcp_server_guard.paths import within, within_any
 
 __all__ = [
@@ -214,6 +214,10 @@ def _ancestors(directory: str, home: str | None, lookups: GitLookups) -> tuple[_
         if repo_hooks is None:
             dotgit = posixpath.join(directory, ".git")
             repo_hooks, included = _repo_files(directory, home) if os.path.lexists(dotgit) else ([], [])
+            if not repo_hooks and any(os.path.lexists(posixpath.join(directory, n)) for n in ENV_CONFIGS):
+                # direnv's or mise's config with no repository there (or a monorepo's ``sub/.envrc``): what it runs
+                # at every ``cd`` is protected all the same (red team 50 F5).
+                repo_hooks = run_by_hooks([], directory, home)
             lookups.hooks[directory], lookups.included[directory] = repo_hooks, included
         included = lookups.included.get(directory, [])
         pending.append((directory, (directory, git_dir, repo_hooks, included) if git_dir or repo_hooks or included

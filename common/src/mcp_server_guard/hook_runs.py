@@ -39,7 +39,19 @@ from collections.abc import Iterable
 from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular
 from mcp_server_guard.python_startup import ENV_MARKERS, venv_entry
 
-__all__ = ["HOOK_MANAGER_FILES", "expand_path", "path_dirs", "program_words", "run_by_hooks", "sourced_by_rc"]
+__all__ = [
+    "DIRENV_USE_FILES",
+    "ENV_CONFIGS",
+    "HOOK_MANAGER_FILES",
+    "direnv_evaluates",
+    "expand_path",
+    "hook_names",
+    "path_dirs",
+    "program_words",
+    "run_by_hooks",
+    "runs_modules",
+    "sourced_by_rc",
+]
 
 _HOOK_FILES_MAX = 64  # hook files read at most in one directory
 _RUN_READ_MAX = 96  # files a hook runs read at most (to find what they run), all levels together
@@ -96,6 +108,12 @@ _RECIPE_FILES = {
     "composer": ("composer.json",),
     "poe": ("pyproject.toml",),
 }
+# What direnv's ``use nix``/``use flake``/``use devenv`` evaluates (``direnv_evaluates``): each file's ``shellHook``
+# runs at every ``cd``.
+_USE_FILES = {"nix": ("shell.nix", "default.nix"), "flake": ("flake.nix", "flake.lock"),
+              "devenv": ("devenv.nix", "devenv.yaml", "devenv.lock")}  # fmt: skip
+# mise's configs: ``[env] _.source = "./scripts/env.sh"`` is sourced at every prompt in the project (red team 50 F6).
+_MISE_FILES = (".mise.toml", "mise.toml", ".config/mise.toml", "mise.local.toml", ".mise.local.toml")
 _RECIPES_READ = ("make", "gmake", "just")  # their recipes are read for the goals'; the others' files whole
 # A path built at run time from a place the shell knows: ``$(git rev-parse --show-toplevel)/x``, ``$ROOT/x``.
 _BUILT = re.compile(r"^(?:\$\((?:[^()]|\([^()]*\))*\)|\$\{[^}]*\}|\$\w+)+/+(.+)$")
@@ -137,7 +155,7 @@ def run_by_hooks(directories: Iterable[str], work_tree: str, home: str | None) -
         with contextlib.suppress(OSError), os.scandir(directory) as entries:
             names = sorted(e.name for e in entries if not e.name.endswith(".sample"))[:_HOOK_FILES_MAX]
         texts += [(_text(os.path.join(directory, name)), directory, None) for name in names]  # $0 is there
-    texts += [(_text(os.path.join(work_tree, name)), work_tree, None) for name in HOOK_MANAGER_FILES]
+    texts += [(_text(os.path.join(work_tree, name)), work_tree, None) for name in (*HOOK_MANAGER_FILES, *_MISE_FILES)]
     found: dict[str, None] = {}
     budget = [_RUN_READ_MAX]
     bins = [posixpath.normpath(os.path.join(work_tree, d)) for d in sorted(path_dirs(work_tree))]
@@ -368,9 +386,20 @@ def _text(path: str) -> str:
 # What direnv and mise put first on PATH in a project: ``PATH_add bin``, ``export PATH=$PWD/tools:$PATH``, mise's
 # ``_.path = ["./bin"]``.
 _PATH_CONFIGS = (".envrc", ".mise.toml", "mise.toml", ".config/mise.toml", "mise.local.toml", ".mise.local.toml")
+# A directory holding one of these runs what it names when the user's shell enters it, git repository or not
+# (``git_dirs``: red team 50 F5).
+ENV_CONFIGS = _PATH_CONFIGS
 _PATH_ADD = re.compile(r"(?:^|[\s;&|])(?:PATH_add|path_add\s+PATH)\s+([^\n;&|#]+)")
 _PATH_SET = re.compile(r"(?:^|[\s;])(?:export\s+)?PATH=([^\s;&|#]+)")
 _MISE_PATH = re.compile(r"_\.path\s*=\s*(\[[^\]]*\]|\"[^\"]*\"|'[^']*')")
+# What puts an environment's bin first on PATH (red team 50 F2): direnv's ``layout node`` (node_modules/.bin), an
+# activate script sourced (``source .venv/bin/activate``), ``VIRTUAL_ENV=.venv`` with ``layout python``, mise's
+# ``_.python.venv = ".venv"`` (or ``{ path = ".venv" }``).
+_LAYOUT_NODE = re.compile(r"(?:^|[\s;&|])layout\s+node\b")
+_ACTIVATED = re.compile(r"""(?:^|[\s;&|])(?:source|\.|source_env(?:_if_exists)?)\s+["']?([^\s"';&|]+)/bin/activate\b""")
+_VIRTUAL_ENV = re.compile(r"""(?:^|[\s;])(?:export\s+)?VIRTUAL_ENV=["']?([^\s"';&|]+)""")
+_LAYOUT_PYTHON = re.compile(r"(?:^|[\s;&|])layout\s+python")
+_MISE_VENV = re.compile(r"""_\.python\.venv\s*=\s*(?:\{[^}]*?\bpath\s*=\s*)?["']([^"']+)["']""")
 
 
 def path_dirs(work_tree: str) -> frozenset[str]:
@@ -380,20 +409,63 @@ def path_dirs(work_tree: str) -> frozenset[str]:
     red team 48 B). Hooks are read where git and the hook managers keep them (``.git/hooks``, ``.husky``,
     ``.husky/_``), as the hooks run: from the top."""
     found: set[str] = set()
-    names = list(_PATH_CONFIGS)
-    for hooks in (".git/hooks", ".husky", ".husky/_"):
-        with contextlib.suppress(OSError), os.scandir(os.path.join(work_tree, hooks)) as entries:
-            names += sorted(f"{hooks}/{e.name}" for e in entries if not e.name.endswith(".sample"))[:_HOOK_FILES_MAX]
-    for name in names:
+    for name in [*_PATH_CONFIGS, *_hook_files(work_tree)]:
         text = _text(os.path.join(work_tree, name))
         values = [w for m in _PATH_ADD.findall(text) for w in program_words(m, built=True)]
         values += [p for m in _PATH_SET.findall(text) for p in m.strip("'\"").split(":")]
         values += re.findall(r"['\"]([^'\"]+)['\"]", " ".join(_MISE_PATH.findall(text)))
+        values += ["node_modules/.bin"] if _LAYOUT_NODE.search(text) else []
+        values += [f"{env}/bin" for env in _ACTIVATED.findall(text) + _MISE_VENV.findall(text)]
+        values += [f"{env}/bin" for env in _VIRTUAL_ENV.findall(text)] if _LAYOUT_PYTHON.search(text) else []
         for value in values:
             relative = re.sub(r"^(?:\$\{?PWD\}?|\$\(pwd\)|\{\{\s*config_root\s*\}\})/?", "", value.strip("'\""))
             if relative and not relative.startswith(("$", "/", "~")):
                 found.add(posixpath.normpath(relative))
     return frozenset(found)
+
+
+def _hook_files(work_tree: str) -> list[str]:
+    """The hook files where git and the hook managers keep them (``.git/hooks``, ``.husky``, ``.husky/_``), relative
+    to ``work_tree``; git never runs a ``*.sample``."""
+    names: list[str] = []
+    for hooks in (".git/hooks", ".husky", ".husky/_"):
+        with contextlib.suppress(OSError), os.scandir(os.path.join(work_tree, hooks)) as entries:
+            names += sorted(f"{hooks}/{e.name}" for e in entries if not e.name.endswith(".sample"))[:_HOOK_FILES_MAX]
+    return names
+
+
+def hook_names(work_tree: str) -> frozenset[str]:
+    """The programs the hooks (``_hook_files``) run by their name alone (``prettier``, ``lint-staged``): one made
+    where a hook puts a directory first on PATH runs at the next ``git commit`` (``effects._shadows``: red team 50
+    F3, a tool the hook runs where it is installed, not yet)."""
+    names: set[str] = set()
+    for name in _hook_files(work_tree):
+        for line in _text(os.path.join(work_tree, name)).splitlines():
+            if not line.lstrip().startswith("#"):
+                names.update(w for w in program_words(line) if "/" not in w and not w.startswith("~"))
+    return frozenset(names)
+
+
+_USE = re.compile(r"(?:^|[\s;&|])use\s+(nix|flake|devenv)\b", re.M)
+DIRENV_USE_FILES = frozenset(name for names in _USE_FILES.values() for name in names)
+
+
+def direnv_evaluates(directory: str) -> frozenset[str]:
+    """The files ``directory``'s ``.envrc`` has direnv evaluate with ``use nix``/``use flake``/``use devenv``: their
+    ``shellHook`` runs at every ``cd`` into it (``changes.later`` asks about a change of them: red team 50 F6; asked,
+    not refused, as adding a package there is everyday work)."""
+    text = _text(os.path.join(directory, ".envrc"))
+    return frozenset(name for kind in _USE.findall(text) for name in _USE_FILES[kind])
+
+
+def runs_modules(work_tree: str) -> bool:
+    """Whether a hook runs a Python module (``"$INSTALL_PYTHON" -mpre_commit``, ``python3 -m tools.check``): Python
+    then puts the hook's working directory, the work tree's top, first on its path (red team 50 F4)."""
+    for name in _hook_files(work_tree):
+        for line in _text(os.path.join(work_tree, name)).splitlines():
+            if "python" in line.lower() and _MODULES.search(line) and not line.lstrip().startswith("#"):
+                return True
+    return False
 
 
 _RC_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin")

@@ -25,10 +25,12 @@ judged on the tree the command left by ``changes.git_verdicts``; what git has a 
 from __future__ import annotations
 
 import fnmatch
+import importlib.machinery
 import posixpath
 import re
 import shutil
 import stat
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -42,7 +44,7 @@ from mcp_server_guard.changes.refusals import judge_modes, refuse
 from mcp_server_guard.changes.summary import MODES_NAMED, Counts, count_of, list_of, summary_line
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.globs import SuffixMatcher
-from mcp_server_guard.hook_runs import path_dirs
+from mcp_server_guard.hook_runs import hook_names, path_dirs, runs_modules
 from mcp_server_guard.paths import printable
 from mcp_server_guard.policy import EffectsPolicy
 from mcp_server_guard.protected import Protection
@@ -354,17 +356,49 @@ def _sanitize_new_configs(
 
 def _shadowing(sets: Sequence[ChangeSet], scratch: _Matcher, refused: Mapping[tuple[str, str], str]) -> list[str]:
     """The question about executables named like programs on the PATH (``_shadows``), if any."""
-    paths: dict[str, frozenset[str]] = {}  # read only where an executable lands outside a bin directory
+    paths: dict[str, frozenset[str]] = {}  # read only where an executable lands
+    names: dict[str, frozenset[str]] = {}
 
     def on_path(root: str) -> frozenset[str]:
         if root not in paths:
             paths[root] = path_dirs(root)
         return paths[root]
 
-    if shadowing := [c.path for s in sets for c in s.changes if _shadows(s.root, c, scratch, refused, on_path)]:
-        return [f"It makes {_list(shadowing)}, named like programs on your PATH: where a tool puts that directory "
-                "first (direnv's PATH_add), they run instead."]  # fmt: skip
-    return []
+    def hooks_run(root: str) -> frozenset[str]:
+        if root not in names:
+            names[root] = hook_names(root)
+        return names[root]
+
+    asks: list[str] = []
+    if shadowing := [c.path for s in sets for c in s.changes
+                     if _shadows(s.root, c, scratch, refused, on_path, hooks_run)]:  # fmt: skip
+        asks.append(f"It makes {_list(shadowing)}, named like programs on your PATH: where a tool puts that directory "
+                    "first (direnv's PATH_add), they run instead.")  # fmt: skip
+    if own := [c.path for s in sets for c in s.changes if _python_own(c) and (s.root, c.path) not in refused
+               and runs_modules(s.root)]:  # fmt: skip
+        asks.append(
+            f"It makes {_list(own)}, named like Python's own modules, at the top of the project: your git hooks "
+            "run Python there (python -m, pre-commit), which imports them in their place, outside the box."
+        )
+    return asks
+
+
+def _python_own(change: Change) -> bool:
+    """A module at the top of the root named like one of Python's own (``argparse.py``, a compiled or extension
+    module of that name, ``json/__init__.py``): a ``python -m`` run from there imports it instead (red team 50 F4:
+    pre-commit's hook)."""
+    if change.kind != "file" or change.action not in ("create", "modify"):
+        return False
+    parts = change.path.split("/")
+    if len(parts) == 2:
+        return parts[1] in _PACKAGE_INITS and parts[0] in sys.stdlib_module_names
+    return len(parts) == 1 and any(
+        parts[0].endswith(suffix) and parts[0][: -len(suffix)] in sys.stdlib_module_names for suffix in _MODULE_SUFFIXES
+    )
+
+
+_MODULE_SUFFIXES = tuple(importlib.machinery.all_suffixes())
+_PACKAGE_INITS = frozenset(f"__init__{suffix}" for suffix in _MODULE_SUFFIXES)
 
 
 def _shadows(
@@ -373,6 +407,7 @@ def _shadows(
     scratch: _Matcher,
     refused: Mapping[tuple[str, str], str],
     on_path: Callable[[str], frozenset[str]],
+    hooks_run: Callable[[str], frozenset[str]],
 ) -> bool:
     """An executable the command made or changed with the name of a program on the server's PATH, in a directory a
     tool may put first on PATH: a ``bin``/``.bin``/``sbin`` outside the build and cache directories, or one the
@@ -380,7 +415,8 @@ def _shadows(
     — there, a build or cache directory too, when the name is a system program's. Threat: ``bin/git`` in a project
     whose ``.envrc`` says ``PATH_add bin``: the user's next ``git status`` there runs it, outside the box (red team 5b
     F5); ``node_modules/.bin/sh`` where husky's hook runner exports ``PATH="node_modules/.bin:$PATH"`` before ``sh -e
-    .husky/pre-commit`` (red team 48 B). ``script/test`` elsewhere is a project's own script (red team 8 FA4); a
+    .husky/pre-commit`` (red team 48 B), or a tool a hook runs by its name alone (``prettier``: 50 F3; ``hooks_run``:
+    ``hook_runs.hook_names``). ``script/test`` elsewhere is a project's own script (red team 8 FA4); a
     package's own program in ``node_modules/.bin`` (``tsc``, ``eslint``) shadows no system program."""
     directory = posixpath.dirname(change.path)
     if not (
@@ -394,6 +430,8 @@ def _shadows(
     if (directory or ".") in on_path(root):
         if built and _ENVIRONMENT_OWN.fullmatch(name):
             return False  # a virtual environment's own programs (``python3 -m venv .venv``: red team 49 F6)
+        if built and name in hooks_run(root):
+            return True  # a tool a hook runs by its name (``prettier``), made where the hook looks first: 50 F3
         return shutil.which(name, path=_SYSTEM_PATH if built else None) is not None
     return posixpath.basename(directory) in ("bin", ".bin", "sbin") and not built and shutil.which(name) is not None
 

@@ -33,6 +33,7 @@ from mcp_server_guard.hook_configs import (
     judged_package_json,
     manifest_hooks,
 )
+from mcp_server_guard.hook_runs import DIRENV_USE_FILES, direnv_evaluates
 from mcp_server_guard.paths import printable
 from mcp_server_guard.python_startup import (
     ENV_MARKERS,
@@ -50,6 +51,10 @@ from mcp_server_guard.python_startup import (
 
 __all__ = ["runs_later"]
 
+_USE_NAMES = frozenset(
+    ("shell.nix", "default.nix", "flake.nix", "flake.lock", "devenv.nix", "devenv.yaml", "devenv.lock")
+)
+
 
 def runs_later(
     changes: ChangeSet, refused: dict[tuple[str, str], str], asks: list[str], by_content: set[tuple[str, str]]
@@ -58,10 +63,17 @@ def runs_later(
     paths judged so to ``by_content``. ``refused``: what is refused anyway (not asked about)."""
     trees: Trees | None = None
     sites: dict[str, set[str]] = {}  # site-packages directory -> the modules its .pth files import (real tree)
+    evaluated: frozenset[str] | None = None
     for change in changes.changes:
         key = (changes.root, change.path)
         if change.action not in ("create", "modify") or key in refused:
             continue
+        if "/" not in change.path and change.path in DIRENV_USE_FILES:
+            evaluated = direnv_evaluates(changes.root) if evaluated is None else evaluated
+            if change.path in evaluated:
+                asks.append(f"It changes {printable(change.path)}, which direnv evaluates at every cd into the "
+                            "project (.envrc: use nix, flake or devenv): its shellHook runs there, outside the "
+                            "box.")  # fmt: skip
         if start_up_file(change.path):
             by_content.add(key)
             trees = trees or Trees(changes)
