@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mcp_server_guard.git_dirs import _hooks_rule
 from mcp_server_guard.hook_configs import scripts_run_by
-from mcp_server_guard.hook_runs import direnv_evaluates, hook_names, path_dirs, run_by_hooks, runs_modules
+from mcp_server_guard.hook_runs import direnv_evaluates, hook_modules, hook_names, path_dirs, run_by_hooks
 
 
 def _repo(root: Path, hook: str, files: dict[str, str]) -> set[str]:
@@ -189,14 +189,22 @@ def test_the_names_hooks_run_alone_and_their_python_modules_are_known(tmp_path: 
     (tmp_path / ".husky").mkdir()
     (tmp_path / ".husky" / "pre-commit").write_text("# prettier is optional\ncommand -v prettier && prettier -c .\n")
     assert "prettier" in hook_names(str(tmp_path))
-    assert not runs_modules(str(tmp_path))
+    assert not hook_modules(str(tmp_path))
     (tmp_path / ".git" / "hooks").mkdir(parents=True)
     (tmp_path / ".git" / "hooks" / "pre-commit").write_text('exec "$INSTALL_PYTHON" -mpre_commit hook-impl\n')
     (tmp_path / ".git" / "hooks" / "commit-msg.sample").write_text("python3 -m never\n")
-    assert runs_modules(str(tmp_path))
+    assert {"argparse", "json"} <= hook_modules(str(tmp_path))
 
 
 def test_what_direnv_evaluates_is_named_by_the_envrcs_use_lines(tmp_path: Path) -> None:
     assert direnv_evaluates(str(tmp_path)) == frozenset()
     (tmp_path / ".envrc").write_text("use flake\n")
     assert direnv_evaluates(str(tmp_path)) == {"flake.nix", "flake.lock"}
+
+
+def test_a_directory_envrc_puts_on_path_is_no_program_it_runs(tmp_path: Path) -> None:
+    (tmp_path / ".envrc").write_text("PATH_add .venv/bin\nsource_env_if_exists .envrc.local\n")
+    found = run_by_hooks([], str(tmp_path), None)
+    real = os.path.realpath(tmp_path)
+    assert "%" + f"{real}/.venv/bin" not in found
+    assert "%" + f"{real}/.envrc.local" in found

@@ -152,3 +152,30 @@ async def test_a_system_program_planted_where_envrc_puts_node_modules_bin_first_
         "node_modules/.bin/git (a directory .envrc puts first on PATH) ran at the user's next git: "
         f"questions={person.questions} summary={out.get('changes', {}).get('summary')}"
     )
+
+
+async def test_a_package_update_of_a_program_a_hook_runs_is_asked_and_lands_whole_when_allowed(workspace: Path) -> None:
+    """What a hook runs from node_modules (``npx lint-staged``) is asked about, not refused: refused, a package
+    manager's update would land without it, half done."""
+    package = workspace / "node_modules" / "lint-staged"
+    (package / "bin").mkdir(parents=True)
+    (package / "bin" / "cli.js").write_text("// version 1\n")
+    (package / "package.json").write_text('{"version": "1"}\n')
+    (workspace / "node_modules" / ".bin").mkdir()
+    (workspace / "node_modules" / ".bin" / "lint-staged").symlink_to("../lint-staged/bin/cli.js")
+    (workspace / ".gitignore").write_text("node_modules/\n.t/\n")
+    git(workspace, "init", "-q")
+    hook = workspace / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\nnpx --no lint-staged\n")
+    hook.chmod(0o755)
+    update = "for p, t in (('bin/cli.js', '// version 2\\n'), ('package.json', '{\"version\": \"2\"}\\n')):\n"
+    update += "    open('node_modules/lint-staged/' + p, 'w').write(t)\n"
+    edit = program(workspace, "edit", update)
+    person = Person(answer=True)
+    async with shell(workspace, person) as client:
+        out = await run(client, edit)
+    assert any("node_modules/lint-staged/bin/cli.js" in q and "git hooks run" in q for q in person.questions), (
+        person.questions
+    )
+    assert (package / "bin" / "cli.js").read_text() == "// version 2\n", out.get("changes")
+    assert (package / "package.json").read_text() == '{"version": "2"}\n'

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from mcp_server_guard.git_config import MAX_GIT_CONFIG, git_config_entries
-from mcp_server_guard.hook_runs import ENV_CONFIGS, program_words, run_by_hooks
+from mcp_server_guard.hook_runs import ENV_CONFIGS, new_budget, program_words, run_by_hooks
 from mcp_server_guard.hook_runs import expand_path as _expand
 from mcp_server_guard.paths import within, within_any
 
@@ -129,6 +129,7 @@ class GitLookups:
     becoming_link: bool = False
     relative_hooks: list[str] | None = None  # global_relative_hooks, once looked up
     chains: dict[str, tuple[tuple[str, bool, list[str], list[str]], ...]] = field(default_factory=dict)  # _ancestors
+    env_budget: list[int] = field(default_factory=new_budget)  # what direnv/mise configs without a repository may read
 
 
 def git_rule(real: str, home: str | None, lookups: GitLookups) -> str | None:
@@ -216,8 +217,9 @@ def _ancestors(directory: str, home: str | None, lookups: GitLookups) -> tuple[_
             repo_hooks, included = _repo_files(directory, home) if os.path.lexists(dotgit) else ([], [])
             if not repo_hooks and any(os.path.lexists(posixpath.join(directory, n)) for n in ENV_CONFIGS):
                 # direnv's or mise's config with no repository there (or a monorepo's ``sub/.envrc``): what it runs
-                # at every ``cd`` is protected all the same (red team 50 F5).
-                repo_hooks = run_by_hooks([], directory, home)
+                # at every ``cd`` is protected all the same (red team 50 F5) — read with one budget for every such
+                # directory of one judgement (red team 51 F4: one each made a judgement take minutes).
+                repo_hooks = run_by_hooks([], directory, home, lookups.env_budget)
             lookups.hooks[directory], lookups.included[directory] = repo_hooks, included
         included = lookups.included.get(directory, [])
         pending.append((directory, (directory, git_dir, repo_hooks, included) if git_dir or repo_hooks or included

@@ -12,7 +12,7 @@ recipes of ``lint``, its prerequisites, the default goal and pattern rules; ``ju
 ``invoke``, ``rake``, ``deno task``, ``cargo make``, ``composer``: their files, read whole), or as the
 ``node_modules/.bin`` entry of ``npx x``. Relative names are taken from the work tree's top (where git runs hooks),
 from the text's own directory, and from every directory the text changes to (``cd tools``, ``make -C sub``,
-lefthook's ``root:``). Shell scripts and recipe files are read in turn (6 levels, 96 files); a Python or Node
+lefthook's ``root:``). Shell scripts and recipe files are read in turn (6 levels, 96 files, 256 KiB); a Python or Node
 program is protected with its compiled copy, and the modules it imports are not: a hook that runs the project's own
 tests or tools runs the project's code, which a command may change like any run of it (docs/security.md).
 
@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import itertools
 import os
 import posixpath
 import re
 import shlex
 import stat
+import sys
 from collections.abc import Iterable
 
 from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular
@@ -45,16 +47,18 @@ __all__ = [
     "HOOK_MANAGER_FILES",
     "direnv_evaluates",
     "expand_path",
+    "hook_modules",
     "hook_names",
+    "new_budget",
     "path_dirs",
     "program_words",
     "run_by_hooks",
-    "runs_modules",
     "sourced_by_rc",
 ]
 
 _HOOK_FILES_MAX = 64  # hook files read at most in one directory
 _RUN_READ_MAX = 96  # files a hook runs read at most (to find what they run), all levels together
+_RUN_BYTES_MAX = 256 << 10  # and their bytes at most (a hook sourcing 96 files of 64 KiB took 19 s: red team 51 F4)
 _RUN_DEPTH = 6  # levels followed: the hook, what it runs, what that runs, ...
 _RUN_NAMED_MAX = 4096  # files named at most
 _GLOB_MAX = 64  # files an ``include mk/*.mk`` names at most
@@ -115,6 +119,8 @@ _USE_FILES = {"nix": ("shell.nix", "default.nix"), "flake": ("flake.nix", "flake
 # mise's configs: ``[env] _.source = "./scripts/env.sh"`` is sourced at every prompt in the project (red team 50 F6).
 _MISE_FILES = (".mise.toml", "mise.toml", ".config/mise.toml", "mise.local.toml", ".mise.local.toml")
 _RECIPES_READ = ("make", "gmake", "just")  # their recipes are read for the goals'; the others' files whole
+# direnv's words whose operand is a directory put on a path (read by ``path_dirs``), never a program run.
+_DIRECTORY_WORDS = frozenset({"PATH_add", "path_add", "MANPATH_add", "PATH_rm", "path_rm", "load_prefix"})
 # A path built at run time from a place the shell knows: ``$(git rev-parse --show-toplevel)/x``, ``$ROOT/x``.
 _BUILT = re.compile(r"^(?:\$\((?:[^()]|\([^()]*\))*\)|\$\{[^}]*\}|\$\w+)+/+(.+)$")
 
@@ -146,18 +152,22 @@ def program_words(command: str, *, built: bool = False) -> list[str]:
     return [w for w in words if w and not w.startswith("-") and (not w.startswith("$") or built) and "=" not in w]
 
 
-def run_by_hooks(directories: Iterable[str], work_tree: str, home: str | None) -> list[str]:
+def run_by_hooks(
+    directories: Iterable[str], work_tree: str, home: str | None, budget: list[int] | None = None
+) -> list[str]:
     """The files the git hooks in ``directories`` run, to the files those run in turn (module docstring): ``%`` and
-    the path, as ``git_dirs`` reads it."""
+    the path, as ``git_dirs`` reads it. ``budget``: [files, bytes] still to read, shared by several calls (``git_dirs``
+    reads every directory's ``.envrc`` with one: red team 51 F4); else a fresh one."""
     texts: list[_Text] = []
     for directory in directories:
         names: list[str] = []
         with contextlib.suppress(OSError), os.scandir(directory) as entries:
             names = sorted(e.name for e in entries if not e.name.endswith(".sample"))[:_HOOK_FILES_MAX]
         texts += [(_text(os.path.join(directory, name)), directory, None) for name in names]  # $0 is there
-    texts += [(_text(os.path.join(work_tree, name)), work_tree, None) for name in (*HOOK_MANAGER_FILES, *_MISE_FILES)]
+    texts += [(_text(os.path.join(work_tree, name)), work_tree, None) for name in HOOK_MANAGER_FILES]
+    texts += [(_mise_text(_text(os.path.join(work_tree, name))), work_tree, None) for name in _MISE_FILES]
     found: dict[str, None] = {}
-    budget = [_RUN_READ_MAX]
+    budget = budget if budget is not None else new_budget()
     bins = [posixpath.normpath(os.path.join(work_tree, d)) for d in sorted(path_dirs(work_tree))]
     for _level in range(_RUN_DEPTH):
         texts = [more for text, base, goals in texts for more in _runs(text, base, goals, work_tree, home, found,
@@ -174,6 +184,8 @@ def _named(words: list[str], line: str) -> list[_Named]:
     named: list[_Named] = [(f"node_modules/.bin/{x}", "", ()) for x in _NPX.findall(line)]
     for at, word in enumerate(words):
         previous = words[at - 1] if at else ""
+        if previous in _DIRECTORY_WORDS:
+            continue  # a directory put on a path (``PATH_add .venv/bin``: path_dirs), no program
         if word.startswith("$"):
             if built := _BUILT.match(word):
                 named.append((built.group(1), "run", ()))
@@ -219,18 +231,43 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
         words = program_words(line, built=True)
         for word, how, wanted in _named(words, line) + _in_sites(words, line, places, home) + _on_path(words, bins):
             for path in _expanded(word, places, home):
-                if path in found or len(found) >= _RUN_NAMED_MAX or _in_environment(path):
+                if path in found or len(found) >= _RUN_NAMED_MAX or _in_environment(path) or os.path.isdir(path):
                     continue  # an environment's entry point (`source .venv/bin/activate`): asked, as every change of
                     # it (changes.later), not refused — a command remaking the environment is everyday work
                 found[path] = None
-                if not how or path.startswith(_PATTERN) or budget[0] <= 0 or not (body := _text(path)):
+                if not how or path.startswith(_PATTERN) or min(budget) <= 0 or not (body := _text(path)):
                     continue
                 budget[0] -= 1
+                budget[1] -= len(body)
                 if how == "recipes":
                     more.append((body, posixpath.dirname(path), wanted))
                 elif how == "whole" or _shell_text(path, body):
                     more.append((body, posixpath.dirname(path), None))
     return more
+
+
+def new_budget() -> list[int]:
+    """What one look at what hooks run may read: [files, bytes]."""
+    return [_RUN_READ_MAX, _RUN_BYTES_MAX]
+
+
+_SECTION = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]")
+_MISE_RUNS = re.compile(r"^\s*_\.(?:source|file)\s*=")
+
+
+def _mise_text(text: str) -> str:
+    """What of a mise config runs when the user's shell enters the project: ``[env]``'s ``_.source`` and ``_.file``,
+    and ``[hooks]`` — not ``[tasks]``, which run only on ``mise run`` (red team 51 F5: editing a task's script is
+    everyday work)."""
+    kept: list[str] = []
+    section = ""
+    for line in text.splitlines():
+        if header := _SECTION.match(line):
+            section = header.group(1).strip().lower()
+            continue
+        if section == "hooks" or section.startswith("hooks.") or (section.startswith("env") and _MISE_RUNS.match(line)):
+            kept.append(line)
+    return "\n".join(kept)
 
 
 def _static(given: str) -> str | None:
@@ -260,15 +297,23 @@ def _assigned(line: str, values: dict[str, str]) -> str:
     return re.sub(r"\$\{(\w+)\}|\$(\w+)", value, line)
 
 
-def _in_sites(
-    words: list[str], line: str, places: list[str], home: str | None
-) -> list[tuple[str, str, tuple[str, ...]]]:
+def _in_sites(words: list[str], line: str, places: list[str], home: str | None) -> list[_Named]:
     """A module an environment's interpreter runs (``.venv/bin/python3 -mpre_commit``: pre-commit's hook, red team 48
     A): the package's ``__main__``/``__init__`` (or the module's file) in each site-packages of that environment — the
     program itself, protected like any a hook runs (its other modules, and what it imports, are the environment's)."""
     modules = _MODULES.findall(line)
     if not modules:
         return []
+    named: list[_Named] = []
+    for site in _sites(words, places):
+        for module in modules:
+            base = f"{site}/{module.replace('.', '/')}"
+            named += [(f"{base}.py", "", ()), (f"{base}/__main__.py", "", ()), (f"{base}/__init__.py", "", ())]
+    return named
+
+
+def _sites(words: list[str], places: list[str]) -> list[str]:
+    """The site-packages of each environment whose interpreter ``words`` name (``.venv/bin/python3``)."""
     sites: list[str] = []
     for word in words:
         if _INTERPRETER.search(word):
@@ -277,12 +322,7 @@ def _in_sites(
                 env = posixpath.dirname(posixpath.dirname(path))
                 if any(os.path.lexists(os.path.join(env, marker)) for marker in ENV_MARKERS):
                     sites += sorted(glob.glob(glob.escape(env) + "/lib/python*/site-packages"))[:4]
-    named: list[_Named] = []
-    for site in sites:
-        for module in modules:
-            base = f"{site}/{module.replace('.', '/')}"
-            named += [(f"{base}.py", "", ()), (f"{base}/__main__.py", "", ()), (f"{base}/__init__.py", "", ())]
-    return named
+    return sites
 
 
 def _in_environment(path: str) -> bool:
@@ -446,26 +486,48 @@ def hook_names(work_tree: str) -> frozenset[str]:
     return frozenset(names)
 
 
-_USE = re.compile(r"(?:^|[\s;&|])use\s+(nix|flake|devenv)\b", re.M)
+_USE = re.compile(r"(?:^|[\s;&|])use[_ ]\s*(nix|flake|devenv)\b([^\n;&|#]*)", re.M)
 DIRENV_USE_FILES = frozenset(name for names in _USE_FILES.values() for name in names)
 
 
 def direnv_evaluates(directory: str) -> frozenset[str]:
-    """The files ``directory``'s ``.envrc`` has direnv evaluate with ``use nix``/``use flake``/``use devenv``: their
-    ``shellHook`` runs at every ``cd`` into it (``changes.later`` asks about a change of them: red team 50 F6; asked,
-    not refused, as adding a package there is everyday work)."""
-    text = _text(os.path.join(directory, ".envrc"))
-    return frozenset(name for kind in _USE.findall(text) for name in _USE_FILES[kind])
+    """The files ``directory``'s ``.envrc`` has direnv evaluate (relative to it, normalized) with ``use nix [file]``,
+    ``use flake [dir]``, ``use devenv`` (or ``use_nix`` …): their ``shellHook`` runs at every ``cd`` into it
+    (``changes.later`` asks about a change of them: red teams 50 F6, 51 F3; asked, not refused, as adding a package
+    there is everyday work)."""
+    named: set[str] = set()
+    for kind, rest in _USE.findall(_text(os.path.join(directory, ".envrc"))):
+        given = [w.split("#", 1)[0] for w in program_words(rest)]  # (``.#devShell``: the flake here)
+        given = [w for w in given if w and w not in (".", "./")]
+        if kind == "nix" and given:
+            named.update(posixpath.normpath(w) for w in given)
+        elif kind == "flake" and given:
+            named.update(posixpath.normpath(posixpath.join(w, f)) for w in given for f in _USE_FILES["flake"])
+        else:
+            named.update(_USE_FILES[kind])
+    return frozenset(named)
 
 
-def runs_modules(work_tree: str) -> bool:
-    """Whether a hook runs a Python module (``"$INSTALL_PYTHON" -mpre_commit``, ``python3 -m tools.check``): Python
-    then puts the hook's working directory, the work tree's top, first on its path (red team 50 F4)."""
-    for name in _hook_files(work_tree):
-        for line in _text(os.path.join(work_tree, name)).splitlines():
-            if "python" in line.lower() and _MODULES.search(line) and not line.lstrip().startswith("#"):
-                return True
-    return False
+def hook_modules(work_tree: str) -> frozenset[str]:
+    """Where a hook (its file, or a hook manager's config: ``lefthook.yml``'s ``run: python3 -m …``) runs a Python
+    module from the work tree's top (``"$INSTALL_PYTHON" -mpre_commit``), the names of the modules that Python may
+    import — its own and those installed in the environment the hook names — which a module of that name at the top
+    would replace (Python puts the top first on its path: red teams 50 F4, 51 F1, F2); empty where no hook does."""
+    texts = [_text(os.path.join(work_tree, name)) for name in [*_hook_files(work_tree), *HOOK_MANAGER_FILES]]
+    lines = [line for text in texts for line in text.splitlines()
+             if "python" in line.lower() and _MODULES.search(line) and not line.lstrip().startswith("#")]  # fmt: skip
+    if not lines:
+        return frozenset()
+    names = set(sys.stdlib_module_names)
+    for text in texts:
+        values = {name: value for name, given in _ASSIGNED.findall(text) if (value := _static(given)) is not None}
+        for line in text.splitlines():
+            words = program_words(_assigned(line, values), built=True) if "python" in line.lower() else []
+            for site in _sites(words, [work_tree]):
+                with contextlib.suppress(OSError), os.scandir(site) as entries:
+                    names.update(e.name.split(".", 1)[0] for e in itertools.islice(entries, 4096)
+                                 if not e.name.endswith((".dist-info", ".egg-info", ".pth")))  # fmt: skip
+    return frozenset(names)
 
 
 _RC_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin")

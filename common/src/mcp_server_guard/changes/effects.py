@@ -30,7 +30,6 @@ import posixpath
 import re
 import shutil
 import stat
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -44,7 +43,7 @@ from mcp_server_guard.changes.refusals import judge_modes, refuse
 from mcp_server_guard.changes.summary import MODES_NAMED, Counts, count_of, list_of, summary_line
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.globs import SuffixMatcher
-from mcp_server_guard.hook_runs import hook_names, path_dirs, runs_modules
+from mcp_server_guard.hook_runs import hook_modules, hook_names, path_dirs
 from mcp_server_guard.paths import printable
 from mcp_server_guard.policy import EffectsPolicy
 from mcp_server_guard.protected import Protection
@@ -148,6 +147,9 @@ def judge(
         refuse(changes, protection, roots, refused, by_content)
         _sanitize_new_configs(changes, refused, rewritten, dropped_keys)
         runs_later(changes, refused, asks, by_content)
+    if installed := _hook_programs_installed(refused, scratch):
+        asks.append(f"It changes {_list(installed)}, which your git hooks run (installed in the project): your next "
+                    "git commit runs them, outside the box.")  # fmt: skip
     granted = judge_modes(sets, protection, roots, scratch.name, refused)
     pairs = moved_pairs(sets, refused)
     moves = {end: old for old, new in pairs for end in (old, new)}
@@ -354,6 +356,20 @@ def _sanitize_new_configs(
         dropped_keys[change.path] = sorted({entry.partition("=")[0] for entry in unsafe})
 
 
+_HOOK_PROGRAM = "protected (a program a git hook runs"
+
+
+def _hook_programs_installed(refused: dict[tuple[str, str], str], scratch: _Matcher) -> list[str]:
+    """The programs git hooks run (``hook_runs``: refused as protected) that lie in a build or cache directory
+    (``node_modules``, an environment's ``site-packages``), taken out of ``refused`` to be asked about instead: a
+    package manager updating the package is everyday work, and refused they would leave it half updated. A command
+    changing them unasked is what the question stops (red teams 48, 49: lefthook's binary, pre-commit's module)."""
+    installed = [key for key, why in refused.items() if why.startswith(_HOOK_PROGRAM) and scratch.name(key[1], key[0])]
+    for key in installed:
+        refused.pop(key)
+    return [path for _root, path in installed]
+
+
 def _shadowing(sets: Sequence[ChangeSet], scratch: _Matcher, refused: Mapping[tuple[str, str], str]) -> list[str]:
     """The question about executables named like programs on the PATH (``_shadows``), if any."""
     paths: dict[str, frozenset[str]] = {}  # read only where an executable lands
@@ -374,27 +390,35 @@ def _shadowing(sets: Sequence[ChangeSet], scratch: _Matcher, refused: Mapping[tu
                      if _shadows(s.root, c, scratch, refused, on_path, hooks_run)]:  # fmt: skip
         asks.append(f"It makes {_list(shadowing)}, named like programs on your PATH: where a tool puts that directory "
                     "first (direnv's PATH_add), they run instead.")  # fmt: skip
-    if own := [c.path for s in sets for c in s.changes if _python_own(c) and (s.root, c.path) not in refused
-               and runs_modules(s.root)]:  # fmt: skip
+    modules: dict[str, frozenset[str]] = {}
+
+    def importable(root: str) -> frozenset[str]:
+        if root not in modules:
+            modules[root] = hook_modules(root)
+        return modules[root]
+
+    if own := [c.path for s in sets for c in s.changes
+               if (name := _top_module(c)) and (s.root, c.path) not in refused
+               and name in importable(s.root)]:  # fmt: skip
         asks.append(
-            f"It makes {_list(own)}, named like Python's own modules, at the top of the project: your git hooks "
-            "run Python there (python -m, pre-commit), which imports them in their place, outside the box."
+            f"It makes {_list(own)}, named like modules the Python your git hooks run imports, at the top of the "
+            "project: those hooks run it there (python -m, pre-commit), which imports them in their place, outside "
+            "the box."
         )
     return asks
 
 
-def _python_own(change: Change) -> bool:
-    """A module at the top of the root named like one of Python's own (``argparse.py``, a compiled or extension
-    module of that name, ``json/__init__.py``): a ``python -m`` run from there imports it instead (red team 50 F4:
-    pre-commit's hook)."""
+def _top_module(change: Change) -> str:
+    """The module a file the command made or changed at the top of the root is (``argparse.py``, a compiled or
+    extension module, ``yaml/__init__.py``), or "": a ``python -m`` run from there imports it in place of one of that
+    name (red teams 50 F4, 51 F1: pre-commit's hook)."""
     if change.kind != "file" or change.action not in ("create", "modify"):
-        return False
+        return ""
     parts = change.path.split("/")
     if len(parts) == 2:
-        return parts[1] in _PACKAGE_INITS and parts[0] in sys.stdlib_module_names
-    return len(parts) == 1 and any(
-        parts[0].endswith(suffix) and parts[0][: -len(suffix)] in sys.stdlib_module_names for suffix in _MODULE_SUFFIXES
-    )
+        return parts[0] if parts[1] in _PACKAGE_INITS else ""
+    suffix = next((s for s in _MODULE_SUFFIXES if parts[0].endswith(s)), None) if len(parts) == 1 else None
+    return parts[0][: -len(suffix)] if suffix else ""
 
 
 _MODULE_SUFFIXES = tuple(importlib.machinery.all_suffixes())

@@ -63,17 +63,14 @@ def runs_later(
     paths judged so to ``by_content``. ``refused``: what is refused anyway (not asked about)."""
     trees: Trees | None = None
     sites: dict[str, set[str]] = {}  # site-packages directory -> the modules its .pth files import (real tree)
-    evaluated: frozenset[str] | None = None
+    evaluated: dict[str, frozenset[str]] = {}
     for change in changes.changes:
         key = (changes.root, change.path)
         if change.action not in ("create", "modify") or key in refused:
             continue
-        if "/" not in change.path and change.path in DIRENV_USE_FILES:
-            evaluated = direnv_evaluates(changes.root) if evaluated is None else evaluated
-            if change.path in evaluated:
-                asks.append(f"It changes {printable(change.path)}, which direnv evaluates at every cd into the "
-                            "project (.envrc: use nix, flake or devenv): its shellHook runs there, outside the "
-                            "box.")  # fmt: skip
+        if _evaluated_by_direnv(changes.root, change.path, evaluated):
+            asks.append(f"It changes {printable(change.path)}, which direnv evaluates at every cd into its directory "
+                        "(.envrc: use nix, flake or devenv): its shellHook runs there, outside the box.")  # fmt: skip
         if start_up_file(change.path):
             by_content.add(key)
             trees = trees or Trees(changes)
@@ -108,6 +105,27 @@ def runs_later(
                 asks.append(f"It changes what git hooks and package managers run from {change.path} "
                             f"({', '.join(keys)}): they run at your next git commit or npm install, outside the "
                             "box.")  # fmt: skip
+
+
+_UP_MAX = 8  # directories above a nix file whose .envrc is read at most
+
+
+def _evaluated_by_direnv(root: str, path: str, evaluated: dict[str, frozenset[str]]) -> bool:
+    """Whether an ``.envrc`` of the directory of ``path`` or one above it (within the root) has direnv evaluate it
+    (``use nix dev.nix``, ``use flake ./nix``: ``hook_runs.direnv_evaluates``; ``evaluated``: read per directory)."""
+    name = path.rsplit("/", 1)[-1]
+    if name not in DIRENV_USE_FILES and not name.endswith(".nix"):
+        return False
+    directory = posixpath.dirname(path)
+    for _level in range(_UP_MAX):
+        if directory not in evaluated:
+            evaluated[directory] = direnv_evaluates(posixpath.join(root, directory))
+        if posixpath.relpath(path, directory or ".") in evaluated[directory]:
+            return True
+        if not directory:
+            return False
+        directory = posixpath.dirname(directory)
+    return False
 
 
 def _python_start(changes: ChangeSet, path: str, kind: str, trees: Trees, sites: dict[str, set[str]]) -> str | None:
