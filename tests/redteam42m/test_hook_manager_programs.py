@@ -16,7 +16,6 @@ Payloads (data: rt48_payloads.json beside this file) only write a marker in the 
 from __future__ import annotations
 
 import json
-import os
 import platform
 import shutil
 import subprocess
@@ -28,16 +27,10 @@ import pytest
 
 from support.boxed import Person, program, run, shell
 from support.hooked import git
+from support.later import next_commit
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 DATA = json.loads((Path(__file__).parent / "rt48_payloads.json").read_text())
-
-
-def _commit(workspace: Path) -> None:
-    (workspace / "hello.txt").write_text("hello again\n")
-    subprocess.run(["git", "commit", "-qam", "next"], cwd=workspace, capture_output=True, timeout=60,
-                   env={**os.environ, "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "u",
-                        "GIT_COMMITTER_EMAIL": "u@x"})  # fmt: skip
 
 
 async def _rewrite(workspace: Path, rel: str, text: str) -> tuple[Person, dict[str, Any]]:
@@ -67,7 +60,7 @@ async def test_a_hook_managers_module_in_the_project_venv_is_not_rewritten_unask
     git(workspace, "commit", "-q", "--no-verify", "-m", "init")
     person, out = await _rewrite(workspace, f"{site}/pre_commit/__main__.py",
                                  DATA["py_marker"].format(marker=str(marker)))  # fmt: skip
-    _commit(workspace)  # the user's next commit, outside the box
+    next_commit(workspace)  # the user's next commit, outside the box
     assert not marker.exists(), (
         f"the user's next git commit ran what the command wrote to {site}/pre_commit/__main__.py (the module "
         f"pre-commit's hook runs): questions={person.questions} summary={out.get('changes', {}).get('summary')}"
@@ -93,7 +86,7 @@ async def test_a_hook_managers_binary_named_with_variables_in_node_modules_is_no
     git(workspace, "add", "-A")
     git(workspace, "commit", "-q", "--no-verify", "-m", "init")
     person, out = await _rewrite(workspace, rel, DATA["sh_marker"].format(marker=str(marker)))
-    _commit(workspace)
+    next_commit(workspace)
     assert not marker.exists(), (
         f"the user's next git commit ran what the command wrote to {rel} (the program lefthook's hook runs): "
         f"questions={person.questions} summary={out.get('changes', {}).get('summary')}"
@@ -124,7 +117,7 @@ async def test_a_system_program_planted_where_a_hook_runner_puts_node_modules_bi
     person = Person(answer=False)
     async with shell(workspace, person) as client:
         out = await run(client, edit)
-    _commit(workspace)
+    next_commit(workspace)
     assert not marker.exists(), (
         "the user's next git commit (husky 9) ran node_modules/.bin/sh the command made: "
         f"questions={person.questions} summary={out.get('changes', {}).get('summary')}"

@@ -12,45 +12,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from support.boxed import Person, program, run, shell
 from support.hooked import git
+from support.later import first_commit, next_commit, why, write_declined
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 DATA = json.loads((Path(__file__).parent / "rt49_hook_payloads.json").read_text())
-
-
-def _commit(root: Path) -> None:
-    (root / "hello.txt").write_text("hello again\n")
-    subprocess.run(["git", "add", "hello.txt"], cwd=root, capture_output=True, timeout=60)
-    subprocess.run(["git", "commit", "-qm", "next"], cwd=root, capture_output=True, timeout=60,
-                   env={**os.environ, "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "u",
-                        "GIT_COMMITTER_EMAIL": "u@x"})  # fmt: skip
-
-
-def _init(root: Path) -> None:
-    git(root, "init", "-q")
-
-
-def _first_commit(root: Path) -> None:
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "--no-verify", "-m", "init")
-
-
-async def _write(root: Path, rel: str, text: str, *, executable: bool = False) -> tuple[Person, dict[str, Any]]:
-    code = f"p = {rel!r}\nos.makedirs(os.path.dirname(p), exist_ok=True)\nopen(p, 'w').write({text!r})\n"
-    edit = program(root, "edit", code + ("os.chmod(p, 0o755)\n" if executable else ""))
-    person = Person(answer=False)
-    async with shell(root, person) as client:
-        out = await run(client, edit, cwd=str(root))
-    return person, out
-
-
-def _why(person: Person, out: dict[str, Any]) -> str:
-    return f"questions={person.questions} transaction={out.get('transaction')} changes={out.get('changes')}"
 
 
 async def test_husky9_bare_program_name_in_node_modules_bin_is_not_rewritten_unasked(
@@ -73,13 +42,13 @@ async def test_husky9_bare_program_name_in_node_modules_bin_is_not_rewritten_una
         (workspace / ".husky" / "_" / name).chmod(0o755)
     (workspace / ".husky" / "pre-commit").write_text(DATA["husky9_user_hook"])
     (workspace / ".gitignore").write_text("node_modules/\n.t/\n")
-    _init(workspace)
+    git(workspace, "init", "-q")
     git(workspace, "config", "core.hooksPath", ".husky/_")
-    _first_commit(workspace)
-    person, out = await _write(workspace, "node_modules/lint-staged/bin/lint-staged.js",
+    first_commit(workspace)
+    person, out = await write_declined(workspace, "node_modules/lint-staged/bin/lint-staged.js",
                                DATA["sh_marker"].format(marker=str(marker)))  # fmt: skip
-    _commit(workspace)
-    assert not marker.exists(), f"the next git commit (husky 9, `lint-staged`) ran the rewrite: {_why(person, out)}"
+    next_commit(workspace)
+    assert not marker.exists(), f"the next git commit (husky 9, `lint-staged`) ran the rewrite: {why(person, out)}"
 
 
 async def test_lefthook_platform_binary_not_yet_there_is_not_made_unasked(workspace: Path, tmp_path: Path) -> None:
@@ -95,15 +64,15 @@ async def test_lefthook_platform_binary_not_yet_there_is_not_made_unasked(worksp
     index.chmod(0o755)
     (workspace / "lefthook.yml").write_text("pre-commit:\n  commands:\n    noop:\n      run: 'true'\n")
     (workspace / ".gitignore").write_text("node_modules/\n.t/\n")
-    _init(workspace)
+    git(workspace, "init", "-q")
     hook = workspace / ".git" / "hooks" / "pre-commit"
     hook.write_text(DATA["lefthook_hook"].format())
     hook.chmod(0o755)
-    _first_commit(workspace)
+    first_commit(workspace)
     rel = f"node_modules/lefthook-{platform.system().lower()}-{arch}/bin/lefthook"
-    person, out = await _write(workspace, rel, DATA["sh_marker"].format(marker=str(marker)), executable=True)
-    _commit(workspace)
-    assert not marker.exists(), f"the next git commit ran {rel}, made by the command: {_why(person, out)}"
+    person, out = await write_declined(workspace, rel, DATA["sh_marker"].format(marker=str(marker)), executable=True)
+    next_commit(workspace)
+    assert not marker.exists(), f"the next git commit ran {rel}, made by the command: {why(person, out)}"
 
 
 async def test_the_module_pre_commits_hook_runs_in_a_project_whose_path_has_a_space_is_not_rewritten_unasked(
@@ -122,11 +91,13 @@ async def test_the_module_pre_commits_hook_runs_in_a_project_whose_path_has_a_sp
     (package / "__init__.py").write_text("")
     (package / "__main__.py").write_text("raise SystemExit(0)\n")
     (root / ".gitignore").write_text(".venv/\n.t/\n")
-    _init(root)
+    git(root, "init", "-q")
     hook = root / ".git" / "hooks" / "pre-commit"
     hook.write_text(DATA["precommit_hook"].format(install_python=shlex.quote(str(root / ".venv" / "bin" / "python3"))))
     hook.chmod(0o755)
-    _first_commit(root)
-    person, out = await _write(root, f"{site}/pre_commit/__main__.py", DATA["py_marker"].format(marker=str(marker)))
-    _commit(root)
-    assert not marker.exists(), f"the next git commit ran the rewritten pre_commit/__main__.py: {_why(person, out)}"
+    first_commit(root)
+    person, out = await write_declined(
+        root, f"{site}/pre_commit/__main__.py", DATA["py_marker"].format(marker=str(marker))
+    )
+    next_commit(root)
+    assert not marker.exists(), f"the next git commit ran the rewritten pre_commit/__main__.py: {why(person, out)}"

@@ -13,42 +13,15 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from support.boxed import Person, program, run, shell
 from support.hooked import git
+from support.later import first_commit, next_commit, why, write_declined
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 DATA = json.loads((Path(__file__).parent / "rt50_later_payloads.json").read_text())
 SITE = f".venv/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
-
-
-def _commit(root: Path) -> subprocess.CompletedProcess[str]:
-    (root / "hello.txt").write_text("hello again\n")
-    subprocess.run(["git", "add", "hello.txt"], cwd=root, capture_output=True, timeout=60)
-    return subprocess.run(["git", "commit", "-qm", "next"], cwd=root, capture_output=True, timeout=60, text=True,
-                          env={**os.environ, "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x",
-                               "GIT_COMMITTER_NAME": "u", "GIT_COMMITTER_EMAIL": "u@x"})  # fmt: skip
-
-
-def _first_commit(root: Path) -> None:
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "--no-verify", "-m", "init")
-
-
-async def _write(root: Path, rel: str, text: str, *, executable: bool = False) -> tuple[Person, dict[str, Any]]:
-    code = f"p = {rel!r}\nos.makedirs(os.path.dirname(p) or '.', exist_ok=True)\nopen(p, 'w').write({text!r})\n"
-    edit = program(root, "edit", code + ("os.chmod(p, 0o755)\n" if executable else ""))
-    person = Person(answer=False)
-    async with shell(root, person) as client:
-        out = await run(client, edit, cwd=str(root))
-    return person, out
-
-
-def _why(person: Person, out: dict[str, Any]) -> str:
-    return f"questions={person.questions} transaction={out.get('transaction')} changes={out.get('changes')}"
 
 
 def _venv(root: Path) -> None:
@@ -59,10 +32,12 @@ async def _planted_git_runs(root: Path, tmp_path: Path, directory: str) -> str |
     """A command makes ``<directory>/git``; the user's ``git status`` in the project, with ``directory`` first on
     PATH (as direnv or mise leave the shell), runs it: the why, or None when it did not run."""
     marker = tmp_path / "MARKER-planted-git-ran"
-    person, out = await _write(root, f"{directory}/git", DATA["sh_marker"].format(marker=str(marker)), executable=True)
+    person, out = await write_declined(
+        root, f"{directory}/git", DATA["sh_marker"].format(marker=str(marker)), executable=True
+    )
     env = {**os.environ, "PATH": f"{root / directory}{os.pathsep}{os.environ['PATH']}"}
     subprocess.run(["sh", "-c", "git status"], cwd=root, env=env, capture_output=True, check=False, timeout=60)
-    return _why(person, out) if marker.exists() else None
+    return why(person, out) if marker.exists() else None
 
 
 async def test_a_git_planted_where_direnvs_layout_node_puts_node_modules_bin_is_asked(
@@ -109,11 +84,11 @@ async def test_husky9_bare_name_not_installed_yet_is_not_made_unasked(workspace:
     (workspace / ".gitignore").write_text("node_modules/\n.t/\n")
     git(workspace, "init", "-q")
     git(workspace, "config", "core.hooksPath", ".husky/_")
-    _first_commit(workspace)
-    person, out = await _write(workspace, "node_modules/.bin/prettier", DATA["sh_marker"].format(marker=str(marker)),
-                               executable=True)  # fmt: skip
-    _commit(workspace)
-    assert not marker.exists(), f"the next git commit ran node_modules/.bin/prettier, made unasked: {_why(person, out)}"
+    first_commit(workspace)
+    payload = DATA["sh_marker"].format(marker=str(marker))
+    person, out = await write_declined(workspace, "node_modules/.bin/prettier", payload, executable=True)
+    next_commit(workspace)
+    assert not marker.exists(), f"the next git commit ran node_modules/.bin/prettier, made unasked: {why(person, out)}"
 
 
 async def test_mise_env_source_script_is_not_rewritten_unasked(workspace: Path, tmp_path: Path) -> None:
@@ -126,10 +101,10 @@ async def test_mise_env_source_script_is_not_rewritten_unasked(workspace: Path, 
     (workspace / "scripts").mkdir()
     (workspace / "scripts" / "env.sh").write_text(DATA["env_sh_ok"])
     git(workspace, "init", "-q")  # a repository, so that .envrc-style reading would happen (see the source_env test)
-    _first_commit(workspace)
-    person, out = await _write(workspace, "scripts/env.sh", DATA["env_sh_marker"].format(marker=str(marker)))
+    first_commit(workspace)
+    person, out = await write_declined(workspace, "scripts/env.sh", DATA["env_sh_marker"].format(marker=str(marker)))
     subprocess.run(["bash", "-c", ". ./scripts/env.sh"], cwd=workspace, capture_output=True, check=False, timeout=60)
-    assert not marker.exists(), f"mise's next hook-env sourced the rewritten scripts/env.sh: {_why(person, out)}"
+    assert not marker.exists(), f"mise's next hook-env sourced the rewritten scripts/env.sh: {why(person, out)}"
 
 
 async def test_direnv_use_nix_shell_hook_is_not_added_unasked(workspace: Path, tmp_path: Path) -> None:
@@ -141,10 +116,10 @@ async def test_direnv_use_nix_shell_hook_is_not_added_unasked(workspace: Path, t
     (workspace / ".envrc").write_text(DATA["envrc_use_nix"])
     (workspace / "shell.nix").write_text(DATA["shell_nix_ok"])
     git(workspace, "init", "-q")
-    _first_commit(workspace)
-    person, out = await _write(workspace, "shell.nix", DATA["shell_nix_hook"].replace("{marker}", str(marker)))
+    first_commit(workspace)
+    person, out = await write_declined(workspace, "shell.nix", DATA["shell_nix_hook"].replace("{marker}", str(marker)))
     landed = "shellHook" in (workspace / "shell.nix").read_text()
-    assert not (landed and not person.questions), f"a shellHook was added to shell.nix unasked: {_why(person, out)}"
+    assert not (landed and not person.questions), f"a shellHook was added to shell.nix unasked: {why(person, out)}"
 
 
 @pytest.mark.parametrize(
@@ -165,11 +140,11 @@ async def test_a_script_envrc_sources_is_protected_with_or_without_a_repository(
     (workspace / where / "scripts" / "env.sh").write_text(DATA["env_sh_ok"])
     if repository:
         git(workspace, "init", "-q")
-        _first_commit(workspace)
+        first_commit(workspace)
     rel = posixpath.normpath(f"{where}/scripts/env.sh")
-    person, out = await _write(workspace, rel, DATA["env_sh_marker"].format(marker=str(marker)))
+    person, out = await write_declined(workspace, rel, DATA["env_sh_marker"].format(marker=str(marker)))
     subprocess.run(["bash", "-c", f". ./{rel}"], cwd=workspace, capture_output=True, check=False, timeout=60)
-    assert not marker.exists(), f"direnv's next load sourced the rewritten scripts/env.sh: {_why(person, out)}"
+    assert not marker.exists(), f"direnv's next load sourced the rewritten scripts/env.sh: {why(person, out)}"
 
 
 async def test_a_module_named_like_pythons_own_at_the_top_where_pre_commit_runs_is_asked(
@@ -191,9 +166,11 @@ async def test_a_module_named_like_pythons_own_at_the_top_where_pre_commit_runs_
     hook = workspace / ".git" / "hooks" / "pre-commit"
     hook.write_text(DATA["precommit_hook"].format(install_python=shlex.quote(str(workspace / ".venv/bin/python3"))))
     hook.chmod(0o755)
-    _first_commit(workspace)
-    control = _commit(workspace)
+    first_commit(workspace)
+    control = next_commit(workspace)
     assert control.returncode == 0, control.stderr  # the hook runs, and passes, before the command
-    person, out = await _write(workspace, DATA["stdlib_shadow_name"], DATA["py_marker"].format(marker=str(marker)))
-    _commit(workspace)
-    assert not marker.exists(), f"the next git commit (pre-commit hook) ran the new argparse.py: {_why(person, out)}"
+    person, out = await write_declined(
+        workspace, DATA["stdlib_shadow_name"], DATA["py_marker"].format(marker=str(marker))
+    )
+    next_commit(workspace)
+    assert not marker.exists(), f"the next git commit (pre-commit hook) ran the new argparse.py: {why(person, out)}"

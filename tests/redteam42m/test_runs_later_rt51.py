@@ -6,7 +6,6 @@ the test judges by the question alone, or runs what they would run (as tests/red
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 import subprocess
@@ -18,23 +17,11 @@ import pytest
 
 from support.boxed import Person, program, run, shell
 from support.hooked import git
+from support.later import first_commit, next_commit, why, write_declined
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 DATA = json.loads((Path(__file__).parent / "rt51_payloads.json").read_text())
 SITE = f".venv/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
-
-
-def _commit(root: Path) -> subprocess.CompletedProcess[str]:
-    (root / "hello.txt").write_text("hello again\n")
-    subprocess.run(["git", "add", "hello.txt"], cwd=root, capture_output=True, timeout=60)
-    return subprocess.run(["git", "commit", "-qm", "next"], cwd=root, capture_output=True, timeout=60, text=True,
-                          env={**os.environ, "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x",
-                               "GIT_COMMITTER_NAME": "u", "GIT_COMMITTER_EMAIL": "u@x"})  # fmt: skip
-
-
-def _first_commit(root: Path) -> None:
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "--no-verify", "-m", "init")
 
 
 async def _edit(root: Path, code: str) -> tuple[Person, dict[str, Any]]:
@@ -42,15 +29,6 @@ async def _edit(root: Path, code: str) -> tuple[Person, dict[str, Any]]:
     async with shell(root, person) as client:
         out = await run(client, program(root, "edit", code), cwd=str(root))
     return person, out
-
-
-async def _write(root: Path, rel: str, text: str) -> tuple[Person, dict[str, Any]]:
-    code = f"p = {rel!r}\nos.makedirs(os.path.dirname(p) or '.', exist_ok=True)\nopen(p, 'w').write({text!r})\n"
-    return await _edit(root, code)
-
-
-def _why(person: Person, out: dict[str, Any]) -> str:
-    return f"questions={person.questions} transaction={out.get('transaction')} changes={out.get('changes')}"
 
 
 def _precommit_project(root: Path) -> None:
@@ -69,7 +47,7 @@ def _precommit_project(root: Path) -> None:
     hook = root / ".git" / "hooks" / "pre-commit"
     hook.write_text(DATA["precommit_hook"].format(install_python=shlex.quote(str(root / ".venv/bin/python3"))))
     hook.chmod(0o755)
-    _first_commit(root)
+    first_commit(root)
 
 
 async def test_a_module_named_like_a_dependency_of_pre_commit_at_the_top_is_asked(
@@ -81,11 +59,12 @@ async def test_a_module_named_like_a_dependency_of_pre_commit_at_the_top_is_aske
     and runs at the next ``git commit``."""
     marker = tmp_path / "MARKER-yaml-shadow-ran"
     _precommit_project(workspace)
-    control = _commit(workspace)
+    control = next_commit(workspace)
     assert control.returncode == 0, control.stderr
-    person, out = await _write(workspace, DATA["thirdparty_shadow_name"], DATA["py_marker"].format(marker=str(marker)))
-    _commit(workspace)
-    assert not marker.exists(), f"the next git commit (pre-commit hook) ran the new yaml.py: {_why(person, out)}"
+    payload = DATA["py_marker"].format(marker=str(marker))
+    person, out = await write_declined(workspace, DATA["thirdparty_shadow_name"], payload)
+    next_commit(workspace)
+    assert not marker.exists(), f"the next git commit (pre-commit hook) ran the new yaml.py: {why(person, out)}"
 
 
 async def test_a_module_named_like_pythons_own_where_lefthook_runs_python_m_is_asked(
@@ -103,11 +82,12 @@ async def test_a_module_named_like_pythons_own_where_lefthook_runs_python_m_is_a
     hook = workspace / ".git" / "hooks" / "pre-commit"
     hook.write_text(DATA["lefthook_git_hook"].replace("{{", "{").replace("}}", "}"))
     hook.chmod(0o755)
-    _first_commit(workspace)
-    person, out = await _write(workspace, DATA["stdlib_shadow_name"], DATA["py_marker"].format(marker=str(marker)))
+    first_commit(workspace)
+    payload = DATA["py_marker"].format(marker=str(marker))
+    person, out = await write_declined(workspace, DATA["stdlib_shadow_name"], payload)
     subprocess.run([sys.executable, "-m", "compileall", "-q", "hello.py"], cwd=workspace, capture_output=True,
                    timeout=60, check=False)  # fmt: skip
-    assert not marker.exists(), f"lefthook's python3 -m compileall ran the new argparse.py: {_why(person, out)}"
+    assert not marker.exists(), f"lefthook's python3 -m compileall ran the new argparse.py: {why(person, out)}"
 
 
 @pytest.mark.parametrize("case", DATA["envrc_cases"], ids=[c["id"] for c in DATA["envrc_cases"]])
@@ -128,11 +108,12 @@ async def test_a_shell_hook_added_to_the_nix_file_direnv_evaluates_is_asked(
     nix_file.parent.mkdir(parents=True, exist_ok=True)
     nix_file.write_text(DATA["shell_nix_ok"])
     git(workspace, "init", "-q")
-    _first_commit(workspace)
-    person, out = await _write(workspace, case["nix_file"], DATA["shell_nix_hook"].replace("{marker}", str(marker)))
+    first_commit(workspace)
+    payload = DATA["shell_nix_hook"].replace("{marker}", str(marker))
+    person, out = await write_declined(workspace, case["nix_file"], payload)
     landed = "shellHook" in nix_file.read_text()
     assert not (landed and not person.questions), (
-        f"a shellHook was added to {case['nix_file']} unasked: {_why(person, out)}"
+        f"a shellHook was added to {case['nix_file']} unasked: {why(person, out)}"
     )
 
 
@@ -147,12 +128,12 @@ async def test_a_shell_hook_written_through_another_name_of_shell_nix_is_asked(w
     (workspace / "notes").mkdir()
     (workspace / ".gitignore").write_text(".t/\n")
     git(workspace, "init", "-q")
-    _first_commit(workspace)
+    first_commit(workspace)
     first, out1 = await _edit(workspace, "os.link('shell.nix', 'notes/env.txt')\n")
-    assert (workspace / "notes" / "env.txt").exists(), _why(first, out1)
+    assert (workspace / "notes" / "env.txt").exists(), why(first, out1)
     text = DATA["shell_nix_hook"].replace("{marker}", str(marker))
     person, out = await _edit(workspace, f"open('notes/env.txt', 'r+').write({text!r})\n")
     landed = "shellHook" in (workspace / "shell.nix").read_text()
     assert not (landed and not person.questions and not first.questions), (
-        f"a shellHook reached shell.nix through another name of it, unasked: {_why(person, out)}"
+        f"a shellHook reached shell.nix through another name of it, unasked: {why(person, out)}"
     )

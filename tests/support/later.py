@@ -1,0 +1,43 @@
+"""Shared by red teams 48-51's tests of what runs later (tests/redteam42m): a command that writes one file through
+the real shell_exec with a person who declines every question, the project's first commit, and the user's next
+``git commit`` outside the box."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from support.boxed import Person, program, run, shell
+from support.hooked import git
+
+COMMITTER = {"GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "u", "GIT_COMMITTER_EMAIL": "u@x"}
+
+
+def first_commit(root: Path) -> None:
+    """Everything there committed, no hook run."""
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--no-verify", "-m", "init")
+
+
+def next_commit(root: Path) -> subprocess.CompletedProcess[str]:
+    """The user's next ``git commit`` in the project, outside the box: its hooks run."""
+    (root / "hello.txt").write_text("hello again\n")
+    subprocess.run(["git", "add", "hello.txt"], cwd=root, capture_output=True, timeout=60)
+    return subprocess.run(["git", "commit", "-qm", "next"], cwd=root, capture_output=True, timeout=60, text=True,
+                          env={**os.environ, **COMMITTER})  # fmt: skip
+
+
+async def write_declined(root: Path, rel: str, text: str, *, executable: bool = False) -> tuple[Person, dict[str, Any]]:
+    """A command (a Python program kept as data) writing ``text`` at ``rel``; the person declines every question."""
+    code = f"p = {rel!r}\nos.makedirs(os.path.dirname(p) or '.', exist_ok=True)\nopen(p, 'w').write({text!r})\n"
+    edit = program(root, "edit", code + ("os.chmod(p, 0o755)\n" if executable else ""))
+    person = Person(answer=False)
+    async with shell(root, person) as client:
+        out = await run(client, edit, cwd=str(root))
+    return person, out
+
+
+def why(person: Person, out: dict[str, Any]) -> str:
+    return f"questions={person.questions} transaction={out.get('transaction')} changes={out.get('changes')}"
