@@ -74,7 +74,7 @@ _HELD_MAX = 256  # files held so at most (past that, renamed as before: their la
 # number is not given to another while the call runs). At the end the names that still hold that file are said with
 # their source (``linked``): such a name removed and linked so again (``rm h1 && ln h2 h1 && rm h2``) may be the real
 # file itself, not a new one (red team 49 F1), which the server tells by the source's real file.
-_linked: dict[bytes, tuple[bytes, int]] = {}
+_linked: dict[bytes, tuple[bytes, int, int]] = {}  # (and the source's inode number then, as the copy showed it)
 _LINKED_MAX = _HELD_MAX
 
 
@@ -280,7 +280,7 @@ class Handler:
                 kept = _linked.pop(where, None)
                 if kept is not None:
                     os.close(kept[1])
-                _linked[where] = (came, held)
+                _linked[where] = (came, held, st.st_ino)
             return 0
         finally:
             for fd in fds:
@@ -404,7 +404,9 @@ def _noted(dirfd: int, path: bytes, source: bytes | None, before: os.stat_result
         held = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
         now = os.fstat(held)
         if linked and source is not None and stat.S_ISREG(now.st_mode) and now.st_ino not in _origins:
-            _origins[now.st_ino] = (source, before.st_ino, held)
+            # A name the call linked (``ln d/h3 t && mv t h1``: red team 51 F6) is the file it was linked to: its
+            # inode number then (the project's, where that was not copied up yet).
+            _origins[now.st_ino] = (source, _linked[source][2] if source in _linked else before.st_ino, held)
         else:
             os.close(held)
         if stat.S_ISREG(now.st_mode):
@@ -469,7 +471,7 @@ def linked(view: int) -> dict[str, str]:
     the path it was linked from — the first of a chain (``ln h2 x && ln x h1``: ``h2``); looked at from ``view``
     without following a link. Forgotten once said."""
     said: dict[str, str] = {}
-    for where, (came, held) in _linked.items():
+    for where, (came, held, _ino) in _linked.items():
         with contextlib.suppress(OSError):
             now, then = lstat_from(view, where), os.fstat(held)
             if stat.S_ISREG(now.st_mode) and (now.st_dev, now.st_ino) == (then.st_dev, then.st_ino):
@@ -477,7 +479,7 @@ def linked(view: int) -> dict[str, str]:
                 while first in _linked and seen < 16:
                     first, seen = _linked[first][0], seen + 1
                 said[os.fsdecode(where)] = os.fsdecode(first)
-    for _came, held in _linked.values():
+    for _came, held, _ino in _linked.values():
         os.close(held)
     _linked.clear()
     return said
