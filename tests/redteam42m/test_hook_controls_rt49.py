@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from support.hooked import git
-from support.later import first_commit, next_commit, why, write_declined
+from support.later import SITE, first_commit, husky9, next_commit, pre_commit_venv, why, write_declined
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 DATA = json.loads((Path(__file__).parent / "rt49_hook_payloads.json").read_text())
@@ -35,11 +32,7 @@ async def test_a_program_a_husky_hook_runs_through_npx_is_not_rewritten_unasked(
     target.chmod(0o755)
     (workspace / "node_modules" / ".bin").mkdir()
     os.symlink("../lint-staged/bin/lint-staged.js", workspace / "node_modules" / ".bin" / "lint-staged")
-    (workspace / ".husky" / "_").mkdir(parents=True)
-    (workspace / ".husky" / "_" / "h").write_text(DATA["husky_h"])
-    (workspace / ".husky" / "_" / "pre-commit").write_text(DATA["husky_stub"])
-    for name in ("h", "pre-commit"):
-        (workspace / ".husky" / "_" / name).chmod(0o755)
+    husky9(workspace, DATA["husky_h"], DATA["husky_stub"])
     (workspace / ".husky" / "pre-commit").write_text("npx lint-staged\n")
     (workspace / ".gitignore").write_text("node_modules/\n.t/\n")
     git(workspace, "init", "-q")
@@ -58,17 +51,8 @@ async def test_the_module_pre_commits_hook_runs_is_not_rewritten_unasked(workspa
     marker = tmp_path / "MARKER-pre-commit-space-ran"
     root = workspace / "myproj"
     root.mkdir()
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True)
-    site = f".venv/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
-    package = root / site / "pre_commit"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "__main__.py").write_text("raise SystemExit(0)\n")
-    (root / ".gitignore").write_text(".venv/\n.t/\n")
-    git(root, "init", "-q")
-    hook = root / ".git" / "hooks" / "pre-commit"
-    hook.write_text(DATA["precommit_hook"].format(install_python=shlex.quote(str(root / ".venv" / "bin" / "python3"))))
-    hook.chmod(0o755)
+    pre_commit_venv(root, DATA["precommit_hook"])
+    site = SITE
     first_commit(root)
     person, out = await write_declined(
         root, f"{site}/pre_commit/__main__.py", DATA["py_marker"].format(marker=str(marker))

@@ -19,7 +19,6 @@ import json
 import platform
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ import pytest
 
 from support.boxed import Person, program, run, shell
 from support.hooked import git
-from support.later import next_commit
+from support.later import SITE, husky9, next_commit, pre_commit_venv
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 DATA = json.loads((Path(__file__).parent / "rt48_payloads.json").read_text())
@@ -45,17 +44,8 @@ async def test_a_hook_managers_module_in_the_project_venv_is_not_rewritten_unask
     workspace: Path, tmp_path: Path
 ) -> None:
     marker = tmp_path / "MARKER-pre-commit-ran"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(workspace / ".venv")], check=True)
-    site = f".venv/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
-    package = workspace / site / "pre_commit"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "__main__.py").write_text("raise SystemExit(0)\n")
-    (workspace / ".gitignore").write_text(".venv/\n.t/\n")
-    git(workspace, "init", "-q")
-    hook = workspace / ".git" / "hooks" / "pre-commit"
-    hook.write_text(DATA["precommit_hook"].format(install_python=workspace / ".venv" / "bin" / "python3"))
-    hook.chmod(0o755)
+    pre_commit_venv(workspace, DATA["precommit_hook"], quoted=False)
+    site = SITE
     git(workspace, "add", "-A")
     git(workspace, "commit", "-q", "--no-verify", "-m", "init")
     person, out = await _rewrite(workspace, f"{site}/pre_commit/__main__.py",
@@ -101,11 +91,7 @@ async def test_a_system_program_planted_where_a_hook_runner_puts_node_modules_bi
     ``effects._shadows`` (``bin``/``.bin`` named like a program on PATH) and the new-executable question skip it."""
     marker = tmp_path / "MARKER-husky-sh-ran"
     (workspace / "node_modules" / ".bin").mkdir(parents=True)
-    (workspace / ".husky" / "_").mkdir(parents=True)
-    (workspace / ".husky" / "_" / "h").write_text(DATA["husky_h"])
-    (workspace / ".husky" / "_" / "pre-commit").write_text(DATA["husky_stub"])
-    for name in ("h", "pre-commit"):
-        (workspace / ".husky" / "_" / name).chmod(0o755)
+    husky9(workspace, DATA["husky_h"], DATA["husky_stub"])
     (workspace / ".husky" / "pre-commit").write_text("echo checked\n")
     (workspace / ".gitignore").write_text("node_modules/\n.t/\n")
     git(workspace, "init", "-q")

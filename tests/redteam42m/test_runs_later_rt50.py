@@ -17,11 +17,10 @@ from pathlib import Path
 import pytest
 
 from support.hooked import git
-from support.later import first_commit, next_commit, why, write_declined
+from support.later import SITE, first_commit, husky9, next_commit, why, write_declined
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 DATA = json.loads((Path(__file__).parent / "rt50_later_payloads.json").read_text())
-SITE = f".venv/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
 
 
 def _venv(root: Path) -> None:
@@ -75,11 +74,7 @@ async def test_husky9_bare_name_not_installed_yet_is_not_made_unasked(workspace:
     asked (a package's name, not a system program's: ``effects._shadows``); the next ``git commit`` runs it."""
     marker = tmp_path / "MARKER-husky9-new-bin-ran"
     (workspace / "node_modules" / ".bin").mkdir(parents=True)
-    (workspace / ".husky" / "_").mkdir(parents=True)
-    (workspace / ".husky" / "_" / "h").write_text(DATA["husky_h"])
-    (workspace / ".husky" / "_" / "pre-commit").write_text(DATA["husky_stub"])
-    for name in ("h", "pre-commit"):
-        (workspace / ".husky" / "_" / name).chmod(0o755)
+    husky9(workspace, DATA["husky_h"], DATA["husky_stub"])
     (workspace / ".husky" / "pre-commit").write_text(DATA["husky9_user_hook_optional_tool"])
     (workspace / ".gitignore").write_text("node_modules/\n.t/\n")
     git(workspace, "init", "-q")

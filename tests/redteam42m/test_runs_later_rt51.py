@@ -17,11 +17,10 @@ import pytest
 
 from support.boxed import Person, program, run, shell
 from support.hooked import git
-from support.later import first_commit, next_commit, why, write_declined
+from support.later import SITE, first_commit, next_commit, why, write_declined
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 DATA = json.loads((Path(__file__).parent / "rt51_payloads.json").read_text())
-SITE = f".venv/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
 
 
 async def _edit(root: Path, code: str) -> tuple[Person, dict[str, Any]]:

@@ -5,7 +5,9 @@ the real shell_exec with a person who declines every question, the project's fir
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,3 +43,36 @@ async def write_declined(root: Path, rel: str, text: str, *, executable: bool = 
 
 def why(person: Person, out: dict[str, Any]) -> str:
     return f"questions={person.questions} transaction={out.get('transaction')} changes={out.get('changes')}"
+
+
+SITE = f".venv/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
+
+
+def husky9(root: Path, runner: str, stub: str) -> None:
+    """husky 9's hook runner as ``husky`` installs it: ``.husky/_/h`` (which puts ``node_modules/.bin`` first on PATH
+    and runs ``.husky/<hook>``) and the stub git runs; the project's own hook (``.husky/pre-commit``) is the caller's,
+    and so is ``core.hooksPath``."""
+    (root / ".husky" / "_").mkdir(parents=True)
+    (root / ".husky" / "_" / "h").write_text(runner)
+    (root / ".husky" / "_" / "pre-commit").write_text(stub)
+    for name in ("h", "pre-commit"):
+        (root / ".husky" / "_" / name).chmod(0o755)
+
+
+def pre_commit_venv(root: Path, hook: str, *, quoted: bool = True) -> Path:
+    """pre-commit installed in the project's venv (its package's ``__init__``/``__main__``), a repository, and the hook
+    ``pre-commit install`` writes (``hook``, with ``{install_python}`` filled, shlex-quoted unless not ``quoted``);
+    the site-packages directory."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True)
+    package = root / SITE / "pre_commit"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "__main__.py").write_text("raise SystemExit(0)\n")
+    (root / ".gitignore").write_text(".venv/\n.t/\n")
+    git(root, "init", "-q")
+    python = str(root / ".venv" / "bin" / "python3")
+    (root / ".git" / "hooks" / "pre-commit").write_text(
+        hook.format(install_python=shlex.quote(python) if quoted else python)
+    )
+    (root / ".git" / "hooks" / "pre-commit").chmod(0o755)
+    return root / SITE
