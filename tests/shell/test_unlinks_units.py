@@ -20,6 +20,33 @@ def _root_fd() -> int:
     return os.open("/", os.O_PATH | os.O_DIRECTORY)
 
 
+def _where(path: Path) -> unlinks.Where:
+    """A name as the box's rename helper says it (its directory's device and inode, its last name)."""
+    st = os.stat(path.parent)
+    return ((st.st_dev, st.st_ino), os.fsencode(path.name))
+
+
+def _link(source: Path, target: Path) -> int | None:
+    """``ln source target`` as the box's rename helper makes it: told to the watch first."""
+
+    def make() -> int:
+        try:
+            os.link(source, target)
+        except OSError as exc:
+            return exc.errno or 1
+        return 0
+
+    return unlinks.linking(_where(target), _where(source), os.stat(source).st_nlink > 1, make)
+
+
+def _said(watched: unlinks.Watch | None) -> tuple[list[str], list[tuple[str, str]]]:
+    view = _root_fd()
+    try:
+        return unlinks.remade(watched, view)
+    finally:
+        os.close(view)
+
+
 def test_a_name_removed_and_made_again_in_a_watched_directory_is_said(tmp_path: Path) -> None:
     (tmp_path / "h1").write_text("x")
     os.link(tmp_path / "h1", tmp_path / "h2")
@@ -31,15 +58,80 @@ def test_a_name_removed_and_made_again_in_a_watched_directory_is_said(tmp_path: 
     (tmp_path / "h1").write_text("new")  # made again: said
     (tmp_path / "gone").unlink()  # removed only: not said
     (tmp_path / "relinked").unlink()
-    os.link(tmp_path / "h2", tmp_path / "relinked")  # a name of a file with several names again: not said
+    assert _link(tmp_path / "h2", tmp_path / "relinked") == 0  # the file h2 had: said with h2
+    (tmp_path / "fresh").write_text("a name the call made: no file was there")
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub").rmdir()
-    view = _root_fd()
-    try:
-        assert unlinks.remade(watched, view) == ([f"{tmp_path}/h1"], [])
-    finally:
-        os.close(view)
+    assert _said(watched) == ([f"{tmp_path}/h1"], [(f"{tmp_path}/relinked", f"{tmp_path}/h2")])
     assert watched.fd == -1  # closed once read
+    assert not unlinks.watching()
+
+
+def test_a_name_made_again_then_linked_elsewhere_is_still_made_again(tmp_path: Path) -> None:
+    """``rm h1 && cp b h1 && ln h1 x``: the name holds a file with two names at the end, a file of the call's."""
+    (tmp_path / "h1").write_text("x")
+    os.link(tmp_path / "h1", tmp_path / "h2")
+    watched = unlinks.watch([str(tmp_path)])
+    (tmp_path / "h1").unlink()
+    (tmp_path / "h1").write_text("new")
+    assert _link(tmp_path / "h1", tmp_path / "x") == 0
+    assert _said(watched) == ([f"{tmp_path}/h1"], [])
+
+
+def test_the_file_a_name_had_renamed_back_to_another_of_its_names_is_said_with_that_name(tmp_path: Path) -> None:
+    """``echo z >> h2 && rm h1 && mv h2 h1``, and through a temporary name (``ln -f h2 h1``)."""
+    (tmp_path / "h1").write_text("x")
+    os.link(tmp_path / "h1", tmp_path / "h2")
+    os.link(tmp_path / "h1", tmp_path / "h3")
+    watched = unlinks.watch([str(tmp_path)])
+    (tmp_path / "h1").unlink()
+    (tmp_path / "h2").rename(tmp_path / "h1")
+    assert _link(tmp_path / "h3", tmp_path / "t") == 0
+    (tmp_path / "h3").unlink()
+    (tmp_path / "t").rename(tmp_path / "h3")  # back where it was: nothing to say
+    assert _said(watched) == ([], [(f"{tmp_path}/h1", f"{tmp_path}/h2")])
+
+
+def test_a_link_whose_name_another_process_made_meanwhile_is_not_said(tmp_path: Path) -> None:
+    """Two creations of the name while the helper linked: which one was the link cannot be said."""
+    (tmp_path / "h1").write_text("x")
+    os.link(tmp_path / "h1", tmp_path / "h2")
+    watched = unlinks.watch([str(tmp_path)])
+    (tmp_path / "h1").unlink()
+
+    def racing() -> int:
+        (tmp_path / "h1").write_text("someone else's")
+        (tmp_path / "h1").unlink()
+        os.link(tmp_path / "h2", tmp_path / "h1")
+        return 0
+
+    assert unlinks.linking(_where(tmp_path / "h1"), _where(tmp_path / "h2"), True, racing) == 0
+    assert _said(watched) == ([], [])
+
+
+def test_a_file_of_the_project_linked_out_of_sight_and_back_is_not_said(tmp_path: Path) -> None:
+    """Linked to a directory not watched: a file that comes back from there may be it (cannot say)."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "d" / "h1").write_text("x")
+    os.link(tmp_path / "d" / "h1", tmp_path / "d" / "h2")
+    watched = unlinks.watch([str(tmp_path / "d")])
+    assert _link(tmp_path / "d" / "h2", tmp_path / "out" / "t") == 0
+    (tmp_path / "d" / "h1").unlink()
+    (tmp_path / "out" / "t").rename(tmp_path / "d" / "h1")
+    assert _said(watched) == ([], [])
+
+
+def test_names_under_a_directory_moved_above_the_watched_one_are_not_said(tmp_path: Path) -> None:
+    (tmp_path / "a" / "c").mkdir(parents=True)
+    (tmp_path / "a" / "c" / "f").write_text("x")
+    watched = unlinks.watch([str(tmp_path / "a" / "c")])
+    (tmp_path / "a").rename(tmp_path / "b")
+    (tmp_path / "b" / "c" / "f").unlink()
+    (tmp_path / "b" / "c" / "f").write_text("new")
+    (tmp_path / "a" / "c").mkdir(parents=True)
+    (tmp_path / "a" / "c" / "f").write_text("another directory's file at the old path")
+    assert _said(watched) == ([], [])
 
 
 def test_a_name_made_again_as_a_symlink_or_under_a_symlinked_directory_is_not_said(tmp_path: Path) -> None:
@@ -137,19 +229,5 @@ def test_deletions_in_a_watched_directory_moved_away_are_not_taken_for_its_old_p
     view = _root_fd()
     try:
         assert unlinks.remade(watched, view) == ([], [])
-    finally:
-        os.close(view)
-
-
-def test_a_name_the_call_linked_to_a_file_is_said_apart_with_its_source(tmp_path: Path) -> None:
-    (tmp_path / "h1").write_text("x")
-    watched = unlinks.watch([str(tmp_path)])
-    assert watched is not None
-    (tmp_path / "h1").unlink()
-    (tmp_path / "h1").write_text("y")
-    view = _root_fd()
-    try:
-        linked = {f"{tmp_path}/h1": f"{tmp_path}/h2"}
-        assert unlinks.remade(watched, view, linked) == ([], [(f"{tmp_path}/h1", f"{tmp_path}/h2")])
     finally:
         os.close(view)

@@ -409,7 +409,8 @@ def read_upper(
                          renamed=moved.files_in(root), remade=moved.remade_in(root), origins=moved.origins_in(root),
                          origins_known=moved.origins_known, escaped=escaped,
                          looked=looked or {})  # fmt: skip
-        reader.remade |= _linked_elsewhere(reader, moved.relinked_in(root))
+        elsewhere, itself = _linked_elsewhere(reader, moved.relinked_in(root))
+        reader.remade, reader.renamed = (reader.remade | elsewhere) - itself, reader.renamed - itself
         own, real = os.fstat(upper_fd), os.fstat(real_root)
         if mounted is not None:
             mode, mtime = stat.S_IMODE(own.st_mode), own.st_mtime_ns
@@ -473,14 +474,25 @@ def judged_copy(
     return marked
 
 
-def _linked_elsewhere(reader: _Reader, relinked: dict[str, str]) -> frozenset[str]:
-    """Of the names the command removed and linked again to a file with several names (``Renamed.relinked``), those
-    that hold another file than the real one at that name: linked from a path that is no name of it (``rm h1 &&
-    echo new > t && ln t t2 && ln t2 h1``). Linked from one of its names (``rm h1 && ln h2 h1 && rm h2``), it is that
-    file itself."""
+def _linked_elsewhere(reader: _Reader, relinked: dict[str, str]) -> tuple[frozenset[str], frozenset[str]]:
+    """Of the names whose file the call's init says another name had when the call began (``Renamed.relinked``:
+    linked or renamed from there), those that hold another file than the real one at that name (``rm h1 && echo
+    new > t && ln t t2 && ln t2 h1``, ``mv o.txt h1``), and those that hold that very file: brought back from one of
+    its names (``rm h1 && ln h2 h1 && rm h2``, ``ln -f h2 h1``, ``echo z >> h2 && rm h1 && mv h2 h1``) it is the
+    file rewritten in place, whose other names natively get what it holds. A name new to the tree that holds such a
+    file is noted where it came from."""
     made: set[str] = set()
+    same: set[str] = set()
     for path, source in relinked.items():
         real, was = reader.real_stat(path), reader.real_stat(source) if source else None
-        if real is not None and (was is None or (was.st_dev, was.st_ino) != (real.st_dev, real.st_ino)):
+        if real is None:
+            if was is not None and stat.S_ISREG(was.st_mode) and was.st_nlink > 1 and path not in reader.origins:
+                # A new name holding that file (changed, then renamed: ``echo z >> h2 && mv h2 t``): it came from
+                # there, as a rename the box's helper saw (``names.came_from``).
+                reader.origins[path] = (source, was.st_ino)
+            continue
+        if was is not None and (was.st_dev, was.st_ino) == (real.st_dev, real.st_ino):
+            same.add(path)
+        else:
             made.add(path)
-    return frozenset(made)
+    return frozenset(made), frozenset(same)

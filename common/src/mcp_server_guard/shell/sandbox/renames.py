@@ -20,6 +20,10 @@ filter (so its own calls are not intercepted):
   target (modes, times, symlinks, hard links within the tree), the copy renamed into place (it is new, so that
   works), then the source removed (``tree_moves``).
 
+``link``/``linkat`` come to the same thread: a link of a regular file with several names, or one that touches a
+directory the call's init watches (``unlinks``), it makes itself, as the kernel would, and notes (``_linking``);
+any other it leaves to the kernel.
+
 The thread has exactly the command's rights: the same user, mount view, Landlock domain and seccomp filter
 (less this last one), and no capability. A command that races it (changes its paths or directories while it
 works) gains nothing it could not do itself. Anything it cannot judge is left to the kernel (CONTINUE).
@@ -40,7 +44,8 @@ import stat
 from typing import Any
 
 from mcp_server_guard import linux
-from mcp_server_guard.shell.sandbox.tree_moves import move_tree
+from mcp_server_guard.shell.sandbox import unlinks
+from mcp_server_guard.shell.sandbox.tree_moves import lstat_from, move_tree
 from mcp_server_guard.shell.sandbox.tree_moves import split as _split
 
 SECCOMP_SET_MODE_FILTER = 1
@@ -71,9 +76,9 @@ _origins: dict[int, tuple[bytes, int, int]] = {}
 _HELD_MAX = 256  # files held so at most (past that, renamed as before: their later writes stay theirs alone)
 # The names this call linked to a file with several names (``ln h2 h1``), made by the handler itself: the new name's
 # path (absolute, as ``_where`` says it) -> the source's path and a descriptor that holds the file linked (so that its
-# number is not given to another while the call runs). At the end the names that still hold that file are said with
-# their source (``linked``): such a name removed and linked so again (``rm h1 && ln h2 h1 && rm h2``) may be the real
-# file itself, not a new one (red team 49 F1), which the server tells by the source's real file.
+# number is not given to another while the call runs): a name linked so and then renamed (``ln d/h3 t && mv t h1``)
+# came from the file the link's source was (red team 51 F6). (What a name of a watched directory holds at the end,
+# the init's watch follows: ``unlinks``.)
 _linked: dict[bytes, tuple[bytes, int, int]] = {}  # (and the source's inode number then, as the copy showed it)
 _LINKED_MAX = _HELD_MAX
 
@@ -247,9 +252,11 @@ class Handler:
                 os.close(fd)
 
     def _linking(self, pid: int, old: tuple[int, int], new: tuple[int, int], flags: int) -> int:
-        """A link: where the source is a file with several names, made here as the kernel would (the caller's paths,
-        from its directories) and, once made, noted (``_linked``); else left to the kernel (raises _Skip), and so is
-        one from a descriptor (``AT_EMPTY_PATH``: an ``O_TMPFILE`` made a file). Returns 0 or the errno."""
+        """A link of a regular file: made here as the kernel would (the caller's paths, from its directories) where
+        the source has several names (then noted: ``_linked``) or either end is in a directory the call's init
+        watches (``unlinks.linking`` follows what the new name holds); else left to the kernel (raises _Skip), and
+        so is one from a descriptor (``AT_EMPTY_PATH``: an ``O_TMPFILE`` made a file; into a watched directory,
+        what the name holds is then not said). Returns 0 or the errno."""
         try:
             mem = os.open(f"/proc/{pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
@@ -258,29 +265,47 @@ class Handler:
             source, target = _string(mem, old[1]), _string(mem, new[1])
         finally:
             os.close(mem)
-        if not source or not target or len(_linked) >= _LINKED_MAX or flags & ~_AT_SYMLINK_FOLLOW:
+        if source is None or not target:
             raise _Skip
         source, target = _callers(source, pid), _callers(target, pid)
         fds: list[int] = []
         try:
             old_fd, new_fd = self._dir_fd(pid, old[0], source, fds), self._dir_fd(pid, new[0], target, fds)
+            watching = unlinks.watching()
+            to = _at(new_fd, target) if watching else None
             try:
+                if not source or flags & ~_AT_SYMLINK_FOLLOW:
+                    raise OSError(errno.EINVAL, "not followed")
                 st = os.stat(source, dir_fd=old_fd, follow_symlinks=bool(flags & _AT_SYMLINK_FOLLOW))
             except OSError:
+                unlinks.unsaid(to)  # the kernel makes it (or fails): what the name holds cannot be said
                 raise _Skip from None
-            came, where = _where(old_fd, source), _where(new_fd, target)
-            if not (stat.S_ISREG(st.st_mode) and st.st_nlink > 1) or came is None or where is None:
+            if not stat.S_ISREG(st.st_mode):
                 raise _Skip
+            several = st.st_nlink > 1
+            came, where = (_where(old_fd, source), _where(new_fd, target)) if several else (None, None)
+            noted = several and came is not None and where is not None and len(_linked) < _LINKED_MAX
             libc = linux.LIBC
             assert libc is not None
-            if libc.linkat(old_fd, source, new_fd, target, flags) < 0:
-                return -ctypes.get_errno()
-            with contextlib.suppress(OSError):
-                held = os.open(target, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=new_fd)
-                kept = _linked.pop(where, None)
-                if kept is not None:
-                    os.close(kept[1])
-                _linked[where] = (came, held, st.st_ino)
+
+            def make() -> int:
+                return 0 if libc.linkat(old_fd, source, new_fd, target, flags) == 0 else ctypes.get_errno()
+
+            error = unlinks.linking(to, _at(old_fd, source), several, make) if watching else None
+            if error is None:
+                if not noted:
+                    raise _Skip
+                error = make()
+            if error:
+                return -error
+            if noted:
+                assert came is not None and where is not None
+                with contextlib.suppress(OSError):
+                    held = os.open(target, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=new_fd)
+                    kept = _linked.pop(where, None)
+                    if kept is not None:
+                        os.close(kept[1])
+                    _linked[where] = (came, held, st.st_ino)
             return 0
         finally:
             for fd in fds:
@@ -384,7 +409,8 @@ def _exchange(which: _Arch, old: tuple[int, bytes], new: tuple[int, bytes], flag
     except OSError:
         other = None
     sources = (_where(*old), _where(*new))
-    error = _renameat2(which, old[0], old[1], new[0], new[1], flags)
+    ends = (_at(*old), _at(*new)) if unlinks.watching() else (None, None)
+    error = unlinks.exchanging(ends, lambda: _renameat2(which, old[0], old[1], new[0], new[1], flags))
     if error == 0:
         for (dirfd, path), source, before in ((new, sources[0], st), (old, sources[1], other)):
             if before is not None and stat.S_ISREG(before.st_mode):
@@ -411,6 +437,19 @@ def _noted(dirfd: int, path: bytes, source: bytes | None, before: os.stat_result
             os.close(held)
         if stat.S_ISREG(now.st_mode):
             _note_renamed(dirfd, path, now.st_ino)
+
+
+def _at(dirfd: int, path: bytes) -> unlinks.Where | None:
+    """``path`` as ``unlinks`` follows names: its directory's device and inode, and its last name; None when that
+    cannot be said."""
+    with contextlib.suppress(OSError):
+        parent, name = _split(dirfd, path)
+        try:
+            st = os.fstat(parent)
+        finally:
+            os.close(parent)
+        return ((st.st_dev, st.st_ino), name)
+    return None
 
 
 def _where(dirfd: int, path: bytes) -> bytes | None:
@@ -452,34 +491,8 @@ def renamed(view: int) -> tuple[list[str], list[tuple[str, str, int]]]:
     return said, origins
 
 
-def lstat_from(top: int, path: bytes) -> os.stat_result:
-    """``path`` (absolute, as ``readlink`` gives it) looked at from ``top``, one name at a time, no link followed."""
-    *parents, last = [part for part in path.split(b"/") if part]
-    fd = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=top)
-    try:
-        for part in parents:
-            nxt = os.open(part, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-        return os.stat(last, dir_fd=fd, follow_symlinks=False)
-    finally:
-        os.close(fd)
-
-
-def linked(view: int) -> dict[str, str]:
-    """The names this call linked to a file with several names that still hold the file it linked there, each with
-    the path it was linked from — the first of a chain (``ln h2 x && ln x h1``: ``h2``); looked at from ``view``
-    without following a link. Forgotten once said."""
-    said: dict[str, str] = {}
-    for where, (came, held, _ino) in _linked.items():
-        with contextlib.suppress(OSError):
-            now, then = lstat_from(view, where), os.fstat(held)
-            if stat.S_ISREG(now.st_mode) and (now.st_dev, now.st_ino) == (then.st_dev, then.st_ino):
-                first, seen = came, 0
-                while first in _linked and seen < 16:
-                    first, seen = _linked[first][0], seen + 1
-                said[os.fsdecode(where)] = os.fsdecode(first)
+def forget_links() -> None:
+    """The call is over: the names it linked (``_linked``) are forgotten, the files they held let go."""
     for _came, held, _ino in _linked.values():
         os.close(held)
     _linked.clear()
-    return said

@@ -29,6 +29,20 @@ _ACLS = linux.ACL_NAMES
 _moved: list[int] = []
 
 
+def lstat_from(top: int, path: bytes) -> os.stat_result:
+    """``path`` (absolute, as ``readlink`` gives it) looked at from ``top``, one name at a time, no link followed."""
+    *parents, last = [part for part in path.split(b"/") if part]
+    fd = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=top)
+    try:
+        for part in parents:
+            nxt = os.open(part, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        return os.stat(last, dir_fd=fd, follow_symlinks=False)
+    finally:
+        os.close(fd)
+
+
 def split(dirfd: int, path: bytes) -> tuple[int, bytes]:
     """The directory that holds ``path`` (opened) and its last name; ``path`` may end with slashes."""
     trimmed = path.rstrip(b"/") or b"/"

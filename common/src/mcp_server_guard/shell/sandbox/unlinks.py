@@ -1,40 +1,52 @@
-"""Names of files with several names that a call removed and made again in place: watched on the copy by the call's
-init (inotify, ``IN_DELETE`` only), said at the call's end (``remade``).
+"""What the names of files with several names hold at a call's end: watched on the copy by the call's init (inotify),
+said at the call's end (``remade``).
 
 A real file with several names (``h1``, ``h2``, ``d/h3`` one inode) shows on the copy as that one file until the
-command changes it. A name of it removed and made again, not by a rename (``rm h1 && cp -p backup h1``, ``tar x``,
-``git checkout`` rewriting files), leaves a file at ``h1`` that overlayfs does not mark either way: the server
-cannot tell it from the file rewritten in place, which natively reaches every other name (red team 17 F1). The box's
-rename helper says renames (``renames``); unlinks are left to the kernel (intercepting them would cost every ``rm``
-~0.1 ms), so the init notes them here instead: before the command starts, an inotify watch on each directory of
-the copy that the server found to hold such a file (``wire.CallRequest.linked``); at the call's end, every name
-deleted there that holds a regular file with one name again is said (not in a directory that was moved or removed
-meanwhile: its path names another one now). A directory past the bound, a lost event
-(the queue overflowed) or no inotify at all: nothing is said, and the server judges those names by their bytes, as
-before.
+command changes it; once written, overlayfs copies it up as a file of its own and marks nothing (it marks no origin
+for a file with several names). A name of it removed and made again, not by a rename (``rm h1 && cp -p backup h1``,
+``tar x``, ``git checkout`` rewriting files), or the file's copy brought back to another of its names (``echo z >>
+h2 && rm h1 && mv h2 h1``, ``ln -f h2 h1``) leaves nothing the server can tell apart from the file rewritten in
+place, which natively reaches every other name (red team 17 F1). So the init follows each name: before the command
+starts, an inotify watch on each directory of the copy that the server found to hold such a file
+(``wire.CallRequest.linked``), for deletions, creations and renames; each event, in the order the kernel queued it,
+moves what the name holds — the project's file that was at some name when the call began, a file the call made,
+or "cannot say". A name made by a link takes what its source held then: the box's rename helper makes every link
+that touches a watched directory itself (``renames``) and tells this module (``linking``) first, so that the link's
+own creation is told from any other (``echo > x``). At the call's end each name whose file is not the one it began
+with is said: made by the call (``remade``: the server lands it as a file of its own), or another name's file
+(``relinked``, with that name: the server takes it for the real file where that name was one of it). A lost event
+(the queue overflowed), a directory moved or removed meanwhile (its names, its events), a file moved to a directory
+not watched and back: nothing is said of those names, and the server judges them by their bytes, as before.
 
 The watches are made by the init before the command starts (no capability needed: reading the directories) and
-read by it after every process of the call is gone; the command never holds the descriptor (close-on-exec, and
-the init is not dumpable). A path said is checked on the copy one name at a time, no link followed.
+read by it (and by the rename helper's thread, under one lock) while the call runs and after every process of it
+is gone; the command never holds the descriptor (close-on-exec, and the init is not dumpable). A path said is
+checked on the copy one name at a time, no link followed.
 
 Standard library only (the in-box supervisor imports this).
 """
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import stat
 import struct
+from collections.abc import Callable
 
 from mcp_server_guard import linux
-from mcp_server_guard.shell.sandbox.renames import lstat_from
+from mcp_server_guard.shell.sandbox.tree_moves import lstat_from
 
-__all__ = ["Watch", "remade", "watch"]
+__all__ = ["Watch", "Where", "exchanging", "linking", "remade", "unsaid", "watch", "watching"]
 
 WATCHED_MAX = 4096  # directories watched at most in one call
 _SAID_MAX = 10_000  # names said at most
 _READ_MAX = 8 << 20  # bytes of events read at most
+_NAMES_MAX = 100_000  # names followed at most (past that: as lost)
+_IN_MOVED_FROM = 0x40
+_IN_MOVED_TO = 0x80
+_IN_CREATE = 0x100
 _IN_DELETE = 0x200
 _IN_DELETE_SELF = 0x400
 _IN_MOVE_SELF = 0x800
@@ -43,26 +55,120 @@ _IN_ONLYDIR = 0x01000000
 _IN_DONT_FOLLOW = 0x02000000
 _IN_ISDIR = 0x40000000
 _IN_Q_OVERFLOW = 0x4000
+_MASK = _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE | _IN_DELETE | _IN_DELETE_SELF | _IN_MOVE_SELF
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (the name follows, NUL-padded)
+
+# What a name holds: the project's file that was at (wd, name) when the call began, or one of these.
+_Key = tuple[int, bytes]  # (watch, last name)
+Where = tuple[tuple[int, int], bytes]  # a name as the rename helper says it: its directory's (device, inode), its name
+_GONE: _Key = (-1, b"")  # nothing
+_NEW: _Key = (-2, b"")  # a file the call made
+_UNKNOWN: _Key = (-3, b"")  # cannot be said
+
+_calls: list[Watch] = []  # the call's watch, for the rename helper's thread (one call at a time per init)
 
 
 class Watch:
-    """One call's watches: an inotify descriptor and the directory each watch is on."""
+    """One call's watches: an inotify descriptor, the directory each watch is on, and what each name followed holds."""
 
-    def __init__(self, fd: int, dirs: dict[int, str]) -> None:
+    def __init__(self, fd: int, dirs: dict[int, str], inodes: dict[tuple[int, int], int]) -> None:
         self.fd = fd
         self.dirs = dirs
+        self.inodes = inodes  # each watched directory's (device, inode) on the copy -> its watch
+        self.names: dict[_Key, _Key] = {}  # a name whose file changed -> what it holds now
+        self.cookies: dict[int, _Key] = {}  # a rename's first half seen, its second not yet: what it moved
+        self.moved: set[int] = set()  # watched directories moved or removed: their path names another one now
+        self.pending: dict[_Key, _Key] = {}  # the rename helper's link about to be made -> what it will hold
+        self.began: set[_Key] = set()  # names followed that were (or may have been) there when the call began
+        self.made: dict[_Key, int] = {}  # creations seen of each name followed
+        self.out = False  # a file of the project was linked to a name not watched
+        self.away = 0  # renames seen half whose file was (or may have been) the project's
+        self.lost = False
+        self.read = 0
+        self.lock = _thread.allocate_lock()
 
     def close(self) -> None:
+        """Closed: no longer the call's (a closed watch says nothing)."""
+        if self in _calls:
+            _calls.clear()
         if self.fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(self.fd)
             self.fd = -1
 
+    def holds(self, key: _Key) -> _Key:
+        """What a name of a watched directory holds now (the lock held, the events read)."""
+        if key[0] in self.moved:
+            return _UNKNOWN
+        return self.names.get(key, key)
+
+    def escaped(self) -> bool:
+        """Whether a file of the project went out of sight (renamed to, or linked in, a directory not watched): a
+        file that comes from there may be it."""
+        return self.out or self.away > 0
+
+    def drain(self) -> None:
+        """Read every event queued so far and follow it (the lock held)."""
+        while not self.lost and self.fd >= 0:
+            try:
+                data = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                self.lost = True
+                return
+            if not data:
+                return
+            self.read += len(data)
+            if self.read > _READ_MAX or len(self.names) > _NAMES_MAX:
+                self.lost = True  # more than may be read: as lost
+                return
+            self._follow(data)
+
+    def _follow(self, data: bytes) -> None:
+        offset = 0
+        while offset + _EVENT.size <= len(data):
+            wd, mask, cookie, size = _EVENT.unpack_from(data, offset)
+            raw = data[offset + _EVENT.size : offset + _EVENT.size + size].split(b"\0", 1)[0]
+            offset += _EVENT.size + size
+            if mask & _IN_Q_OVERFLOW:
+                self.lost = True  # some event was not seen: say none rather than some
+                return
+            if mask & (_IN_DELETE_SELF | _IN_MOVE_SELF | _IN_IGNORED):
+                self.moved.add(wd)
+                continue
+            if mask & _IN_ISDIR or not raw or wd not in self.dirs:
+                continue  # (a directory's own names are not followed: a watched one says it moved itself)
+            key = (wd, raw)
+            if key not in self.names and not mask & _IN_CREATE:
+                self.began.add(key)  # (a creation's name had none; a rename's target may have had one)
+            if mask & _IN_DELETE:
+                self.names[key] = _GONE
+            elif mask & _IN_CREATE:
+                self.names[key] = self.pending.pop(key, _NEW)
+                self.made[key] = self.made.get(key, 0) + 1
+            elif mask & _IN_MOVED_FROM:
+                self.cookies[cookie] = held = self.holds(key)
+                self.away += held[0] >= 0 or held == _UNKNOWN
+                self.names[key] = _GONE
+            elif mask & _IN_MOVED_TO:
+                came = self.cookies.pop(cookie, None)
+                if came is not None:
+                    self.away -= came[0] >= 0 or came == _UNKNOWN
+                self.names[key] = came if came is not None else _UNKNOWN if self.escaped() else _NEW
+
+    def key(self, where: Where | None) -> _Key | None:
+        """A name (its directory's device and inode, its last name) as followed here; None where not watched."""
+        if where is None or (wd := self.inodes.get(where[0])) is None:
+            return None
+        return (wd, where[1])
+
 
 def watch(directories: list[str]) -> Watch | None:
-    """Watch ``directories`` (absolute paths on the call's view) for deletions; None when inotify is not there or
-    none can be watched. A directory that is gone, or not one, is skipped; past ``WATCHED_MAX`` the rest too."""
+    """Watch ``directories`` (absolute paths on the call's view); None when inotify is not there or none can be
+    watched. A directory that is gone, or not one, is skipped; past ``WATCHED_MAX`` the rest too. The watch is the
+    call's (``linking``) until ``remade`` reads it."""
+    _calls.clear()
     if not directories:
         return None
     try:
@@ -70,72 +176,134 @@ def watch(directories: list[str]) -> Watch | None:
     except (OSError, AttributeError):
         return None
     dirs: dict[int, str] = {}
+    inodes: dict[tuple[int, int], int] = {}
     for directory in directories[:WATCHED_MAX]:
         try:
-            wd = linux.inotify_add_watch(
-                fd, directory, _IN_DELETE | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR | _IN_DONT_FOLLOW
-            )
+            wd = linux.inotify_add_watch(fd, directory, _MASK | _IN_ONLYDIR | _IN_DONT_FOLLOW)
+            st = os.stat(directory, follow_symlinks=False)
         except OSError:
             continue
         dirs[wd] = directory.rstrip("/") or "/"
+        inodes[(st.st_dev, st.st_ino)] = wd
     if not dirs:
         os.close(fd)
         return None
-    return Watch(fd, dirs)
+    _calls.append(Watch(fd, dirs, inodes))
+    return _calls[0]
 
 
-def remade(
-    found: Watch | None, view: int, linked: dict[str, str] | None = None
-) -> tuple[list[str], list[tuple[str, str]]]:
-    """Once every process of the call is gone: each name deleted in a watched directory that holds a regular file
-    with one name again, looked at from ``view`` (the root of the call's mount namespace) without following a link;
-    and apart, those the call linked there to a file with several names (``linked``: ``renames.linked``, the name ->
-    where it was linked from), with their source: ``rm h1 && ln h2 h1 && rm h2`` leaves the real file itself there,
-    with one name on the copy, which the server tells by the source's real file. Nothing when an event was lost.
-    The watch is closed."""
-    linked = linked or {}
+def watching() -> bool:
+    """Whether the call's init watches directories (the rename helper then says its links and exchanges)."""
+    return bool(_calls)
+
+
+def unsaid(target: Where | None) -> None:
+    """The kernel is about to make ``target`` (a link the rename helper does not make): what it holds then cannot be
+    said (nor, should the link fail, what the name's next creation holds)."""
+    found = _calls[0] if _calls else None
+    if found is None:
+        return
+    with found.lock:
+        to = found.key(target)
+        if to is not None:
+            found.drain()
+            found.pending[to] = _UNKNOWN
+
+
+def linking(target: Where | None, source: Where | None, several: bool, make: Callable[[], int]) -> int | None:
+    """The rename helper is about to link ``source`` (a regular file; ``several``: it has several names as the copy
+    shows it) to ``target``: where either is in a watched directory, make it with ``make`` (0 or an errno) and
+    follow what the new name holds — what the source held then (every event up to now read first, so that the
+    link's own creation is the next of that name). A source out of sight holds a file of the call's, unless it had
+    several names or a file of the project went out of sight (then: cannot say). None: neither end is watched (the
+    caller decides)."""
+    found = _calls[0] if _calls else None
+    if found is None:
+        return None
+    with found.lock:
+        to, came = found.key(target), found.key(source)
+        if to is None and came is None:
+            return None
+        found.drain()
+        held = found.holds(came) if came is not None else _UNKNOWN if several or found.escaped() else _NEW
+        if to is None:
+            found.out = found.out or held != _NEW  # out of sight: a file that comes from there may be it
+            return make()
+        found.pending[to] = held
+        before = found.made.get(to, 0)
+        error = make()
+        found.drain()
+        found.pending.pop(to, None)
+        if found.made.get(to, 0) - before != (0 if error else 1):
+            # Another process made or removed that name meanwhile: which creation was the link cannot be said.
+            found.names[to] = _UNKNOWN
+        return error
+
+
+def exchanging(ends: tuple[Where | None, Where | None], make: Callable[[], int]) -> int:
+    """``RENAME_EXCHANGE`` of two names, made with ``make`` (0 or an errno): each then holds what the other held (the
+    kernel says it as two renames, which read in turn would move one file twice)."""
+    found = _calls[0] if _calls else None
+    if found is None:
+        return make()
+    with found.lock:
+        found.drain()
+        keys = [found.key(end) for end in ends]
+        held = [found.holds(k) if k is not None else _UNKNOWN for k in keys]
+        error = make()
+        found.drain()
+        if not error:
+            for key, other in ((keys[0], held[1]), (keys[1], held[0])):
+                if key is not None:
+                    if key not in found.names:
+                        found.began.add(key)
+                    found.names[key] = other
+        return error
+
+
+def remade(found: Watch | None, view: int) -> tuple[list[str], list[tuple[str, str]]]:
+    """Once every process of the call is gone: each name followed that holds a regular file other than the one it
+    began with — made by the call (the first list), or the file another name had when the call began (the second,
+    with that name) — looked at from ``view`` (the root of the call's mount namespace) without following a link.
+    Nothing when an event was lost. The watch is closed."""
     if found is None:
         return [], []
-    deleted: dict[str, int] = {}
-    moved: set[int] = set()  # watched directories moved or removed: their path names another one now, or none
     try:
-        read = 0
-        while read < _READ_MAX:
-            try:
-                data = os.read(found.fd, 1 << 16)
-            except BlockingIOError:
-                break
-            if not data:
-                break
-            read += len(data)
-            offset = 0
-            while offset + _EVENT.size <= len(data):
-                wd, mask, _cookie, size = _EVENT.unpack_from(data, offset)
-                raw = data[offset + _EVENT.size : offset + _EVENT.size + size].split(b"\0", 1)[0]
-                offset += _EVENT.size + size
-                if mask & _IN_Q_OVERFLOW:
-                    return [], []  # some deletion was not seen: say none rather than some
-                if mask & (_IN_DELETE_SELF | _IN_MOVE_SELF | _IN_IGNORED):
-                    moved.add(wd)
-                elif mask & _IN_DELETE and not mask & _IN_ISDIR and raw and wd in found.dirs:
-                    deleted[found.dirs[wd].rstrip("/") + "/" + os.fsdecode(raw)] = wd
-        else:
-            return [], []  # more than can be read: as lost
-    except OSError:
-        return [], []
+        with found.lock:
+            found.drain()
+            if found.lost:
+                return [], []
+            # (A name the call made had no file there to begin with: nothing to say of it.)
+            held = {key: now for key, now in found.names.items() if key in found.began}
     finally:
         found.close()
+    stays: dict[int, bool] = {}
     said: list[str] = []
     relinked: list[tuple[str, str]] = []
-    for path, wd in deleted.items():
-        if wd in moved:
+    for (wd, name), now in held.items():
+        if now in (_GONE, _UNKNOWN) or now == (wd, name) or wd in found.moved or now[0] in found.moved:
             continue
         if len(said) + len(relinked) >= _SAID_MAX:
             break
+        if wd not in stays:
+            stays[wd] = _stays(found, wd, view)
+        if not stays[wd] or (now[0] >= 0 and not stays.setdefault(now[0], _stays(found, now[0], view))):
+            continue
+        path = found.dirs[wd].rstrip("/") + "/" + os.fsdecode(name)
         with contextlib.suppress(OSError, ValueError):
-            st = lstat_from(view, os.fsencode(path))
-            if path in linked:
-                relinked.append((path, linked[path]))
-            elif stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+            if not stat.S_ISREG(lstat_from(view, os.fsencode(path)).st_mode):
+                continue
+            if now == _NEW:
                 said.append(path)
+            else:
+                relinked.append((path, found.dirs[now[0]].rstrip("/") + "/" + os.fsdecode(now[1])))
     return said, relinked
+
+
+def _stays(found: Watch, wd: int, view: int) -> bool:
+    """Whether the watched directory is at its path still (no directory above it was moved meanwhile)."""
+    try:
+        st = lstat_from(view, os.fsencode(found.dirs[wd]))
+    except (OSError, ValueError):
+        return False
+    return found.inodes.get((st.st_dev, st.st_ino)) == wd

@@ -346,8 +346,8 @@ def _renamed_in(
         view = -1  # none found: nothing said (and the notes forgotten all the same)
     try:
         watched, stage.view.unlinks = stage.view.unlinks, None
-        linked = renames.linked(view)  # (none said without a view; the notes forgotten all the same)
-        return (*renames.renamed(view), unlinks.remade(watched, view, linked) if view >= 0 else _closed(watched))
+        renames.forget_links()
+        return (*renames.renamed(view), unlinks.remade(watched, view) if view >= 0 else _closed(watched))
     finally:
         if view >= 0:
             os.close(view)
