@@ -166,7 +166,9 @@ def twins_project(root: Path) -> None:
 async def test_a_link_made_between_two_equal_files_lands_as_one_file(workspace: Path) -> None:
     # Red team 40s F9: the copy showed both names with the bytes and metadata the real files had, so nothing was
     # seen to change, and two files landed where natively one is (what `hardlink`, `rdfind`, `jdupes -L` do).
-    commands = ["rm a && ln b a", "mv a b && ln b a", "rm x && ln y x", "ln -f b a"]
+    # Where one of them has other names too, the call's init says which file the linked name holds (``unlinks``).
+    commands = ["rm a && ln b a", "mv a b && ln b a", "rm x && ln y x", "ln -f b a", "rm a && ln c a", "rm c && ln a c",
+                "rm a && ln c2 a && echo z >> c"]  # fmt: skip
     cases = await differentials(workspace, twins_project, commands)
     assert not (problems := failed(cases, lambda case: case.found)), problems
 

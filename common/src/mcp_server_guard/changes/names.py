@@ -99,6 +99,7 @@ class Names:
     moved: frozenset[int] = frozenset()  # upper inodes of names of linked files the box's tree moves made
     renamed: frozenset[str] = frozenset()  # paths of regular files the box renamed there (``Renamed.files``)
     remade: frozenset[str] = frozenset()  # names of linked files removed and made again in place (``Renamed.remade``)
+    held: dict[str, str] = field(default_factory=dict)  # a name -> the name whose file it holds (``Renamed.relinked``)
     escaped: frozenset[str] = frozenset()  # paths whose own user.overlay.* attributes the copy showed
     origins: dict[str, tuple[str, int]] = field(default_factory=dict)  # ``Renamed.origins_in``: path -> (from, inode)
     origins_known: bool = False  # ``Renamed.origins_known``: a rename it did not name was none
@@ -158,11 +159,8 @@ class Names:
                 continue
             self.out[index] = replace(change, gone=True)
 
-    # -- names of one inode ----------------------------------------------------------------------------------
-
     def links(self) -> None:
-        """Match up the names of upper files (see the module docstring: hard links, rewrites of linked files,
-        moves of linked files)."""
+        """Match up the names of upper files (the module docstring: hard links, rewrites, moves of linked files)."""
         wanted: dict[int, list[_Name]] = {}  # real inodes with other names, whose names the root must show
         # A name the box's rename helper says the real file was renamed away from holds a new file of the command's,
         # not the real file rewritten (``mv app.log app.log.1 && echo x >> app.log.1 && echo fresh > app.log``: red
@@ -175,16 +173,17 @@ class Names:
         self.single = [s for s in self.single if s[0] not in self.origins]
         for names in self.inodes.values():
             kept = [n for n in names if n.same and n.real is not None]
-            anchor = kept[0] if kept else None
+            held = {self.held.get(n.path) for n in names}
+            anchor = next((n for n in kept if n.path in held), kept[0] if kept else None)
             if anchor is not None:
                 assert anchor.real is not None
-                # Which of two equal files became a name of the other the copy cannot say: only where neither has
-                # names elsewhere (which would then change with it, unasked: red team 4 F2) is that decided.
+                # Which of two equal files became a name of the other the copy cannot say, unless the init said which
+                # (``rm a && ln c a``), or neither has names elsewhere (they would change with it: red team 4 F2).
                 single = all(n.real is not None and n.real.st_nlink == 1 for n in kept)
                 for other in names:
                     if other is anchor or (other.real is not None and other.real.st_ino == anchor.real.st_ino):
                         continue  # already that file's name: its metadata change (if any) stays
-                    if other.index < 0 and other.real is not None and single:
+                    if other.index < 0 and other.real and (single or self.held.get(other.path) == anchor.path):
                         # A real file left with the same bytes and metadata, now a name of another (``rm a && ln b
                         # a`` of two equal files, a dedup tool): natively one file then (red team 40s F9).
                         other.index = self.add(_relinked(other.path, other.real, anchor.path))

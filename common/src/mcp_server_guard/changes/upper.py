@@ -409,7 +409,8 @@ def read_upper(
                          renamed=moved.files_in(root), remade=moved.remade_in(root), origins=moved.origins_in(root),
                          origins_known=moved.origins_known, escaped=escaped,
                          looked=looked or {})  # fmt: skip
-        elsewhere, itself = _linked_elsewhere(reader, moved.relinked_in(root))
+        reader.held = moved.relinked_in(root)
+        elsewhere, itself = _linked_elsewhere(reader, reader.held)
         reader.remade, reader.renamed = (reader.remade | elsewhere) - itself, reader.renamed - itself
         own, real = os.fstat(upper_fd), os.fstat(real_root)
         if mounted is not None:

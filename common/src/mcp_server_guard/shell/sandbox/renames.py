@@ -291,7 +291,9 @@ class Handler:
             def make() -> int:
                 return 0 if libc.linkat(old_fd, source, new_fd, target, flags) == 0 else ctypes.get_errno()
 
-            error = unlinks.linking(to, _at(old_fd, source), several, make) if watching else None
+            # (Through a symlink, ``ln -L``, the source's name is not the file's: what it holds cannot be said.)
+            came_at = _at(old_fd, source) if watching and not flags & _AT_SYMLINK_FOLLOW else None
+            error = unlinks.linking(to, came_at, several or bool(flags), make) if watching else None
             if error is None:
                 if not noted:
                     raise _Skip
