@@ -201,10 +201,10 @@ class Handler:
             old_dir, old_ptr, new_dir, new_ptr = _int32(args[0]), args[1], _int32(args[2]), args[3]
             flags = args[4] & 0xFFFFFFFF
         elif name == "link":
-            return self._linking(notif.pid, (_AT_FDCWD, args[0]), (_AT_FDCWD, args[1]), 0)
+            return self._linking(notif, (_AT_FDCWD, args[0]), (_AT_FDCWD, args[1]), 0)
         elif name == "linkat":
             flags = args[4] & 0xFFFFFFFF
-            return self._linking(notif.pid, (_int32(args[0]), args[1]), (_int32(args[2]), args[3]), flags)
+            return self._linking(notif, (_int32(args[0]), args[1]), (_int32(args[2]), args[3]), flags)
         else:
             raise _Skip
         pid = notif.pid
@@ -251,12 +251,13 @@ class Handler:
             for fd in fds:
                 os.close(fd)
 
-    def _linking(self, pid: int, old: tuple[int, int], new: tuple[int, int], flags: int) -> int:
+    def _linking(self, notif: _Notif, old: tuple[int, int], new: tuple[int, int], flags: int) -> int:
         """A link of a regular file: made here as the kernel would (the caller's paths, from its directories) where
         the source has several names (then noted: ``_linked``) or either end is in a directory the call's init
         watches (``unlinks.linking`` follows what the new name holds); else left to the kernel (raises _Skip), and
         so is one from a descriptor (``AT_EMPTY_PATH``: an ``O_TMPFILE`` made a file; into a watched directory,
         what the name holds is then not said). Returns 0 or the errno."""
+        pid = notif.pid
         try:
             mem = os.open(f"/proc/{pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
@@ -265,35 +266,58 @@ class Handler:
             source, target = _string(mem, old[1]), _string(mem, new[1])
         finally:
             os.close(mem)
-        if source is None or not target:
-            raise _Skip
+        if source is None or not target or not self._valid(notif.id):
+            raise _Skip  # unreadable, or the caller is gone (its pid may be someone else's by now)
         source, target = _callers(source, pid), _callers(target, pid)
         fds: list[int] = []
         try:
             old_fd, new_fd = self._dir_fd(pid, old[0], source, fds), self._dir_fd(pid, new[0], target, fds)
-            watching = unlinks.watching()
-            to = _at(new_fd, target) if watching else None
+            # Each path resolved once, its directory held: what is followed, noted and linked is one name, whatever
+            # another process does to the paths meanwhile (red team 52 F2: a symlink flipped between two lookups).
             try:
-                if not source or flags & ~_AT_SYMLINK_FOLLOW:
-                    raise OSError(errno.EINVAL, "not followed")
-                st = os.stat(source, dir_fd=old_fd, follow_symlinks=bool(flags & _AT_SYMLINK_FOLLOW))
+                to_dir, to_name = _parent(new_fd, target)
             except OSError:
-                unlinks.unsaid(to)  # the kernel makes it (or fails): what the name holds cannot be said
                 raise _Skip from None
+            fds.append(to_dir)
+            watching = unlinks.watching()
+            to = _at(to_dir, to_name) if watching else None
+            if not source or flags & ~_AT_SYMLINK_FOLLOW:
+                unlinks.unsaid(to)  # from a descriptor (``AT_EMPTY_PATH``): the kernel makes it, a file of its own
+                raise _Skip
+            try:
+                from_dir, from_name = _parent(old_fd, source)
+                fds.append(from_dir)
+                st = os.stat(from_name, dir_fd=from_dir, follow_symlinks=False)
+                through = bool(flags) and stat.S_ISLNK(st.st_mode)
+                if through:
+                    # ``ln -L s h1``: the file the symlink names, opened once and linked from that descriptor; its
+                    # name is followed only where it still holds that very file.
+                    opened = os.open(from_name, os.O_PATH | os.O_CLOEXEC, dir_fd=from_dir)
+                    fds.append(opened)
+                    st = os.fstat(opened)
+                    from_dir, from_name = _parent(_AT_FDCWD, os.readlink(f"/proc/self/fd/{opened}").encode())
+                    fds.append(from_dir)
+            except OSError as exc:
+                return -(exc.errno or errno.ENOENT)  # (never resolved again by the kernel: red team 52 F2)
             if not stat.S_ISREG(st.st_mode):
                 raise _Skip
             several = st.st_nlink > 1
-            came, where = (_where(old_fd, source), _where(new_fd, target)) if several else (None, None)
+            came, where = (_where(from_dir, from_name), _where(to_dir, to_name)) if several else (None, None)
             noted = several and came is not None and where is not None and len(_linked) < _LINKED_MAX
             libc = linux.LIBC
             assert libc is not None
 
             def make() -> int:
-                return 0 if libc.linkat(old_fd, source, new_fd, target, flags) == 0 else ctypes.get_errno()
+                if through:
+                    done = libc.linkat(_AT_FDCWD, f"/proc/self/fd/{opened}".encode(), to_dir, to_name, flags)
+                else:
+                    done = libc.linkat(from_dir, from_name, to_dir, to_name, 0)
+                return 0 if done == 0 else ctypes.get_errno()
 
-            # (Through a symlink, ``ln -L``, the source's name is not the file's: what it holds cannot be said.)
-            came_at = _at(old_fd, source) if watching and not flags & _AT_SYMLINK_FOLLOW else None
-            error = unlinks.linking(to, came_at, several or bool(flags), make) if watching else None
+            came_at = _at(from_dir, from_name) if watching else None
+            if through and not _holds(from_dir, from_name, st):
+                came_at, noted = None, False  # (its name holds another file by now: taken for a file of its own)
+            error = unlinks.linking(to, came_at, make, known=not through or came_at is not None) if watching else None
             if error is None:
                 if not noted:
                     raise _Skip
@@ -303,7 +327,7 @@ class Handler:
             if noted:
                 assert came is not None and where is not None
                 with contextlib.suppress(OSError):
-                    held = os.open(target, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=new_fd)
+                    held = os.open(to_name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=to_dir)
                     kept = _linked.pop(where, None)
                     if kept is not None:
                         os.close(kept[1])
@@ -394,11 +418,7 @@ def _rename_linked(which: _Arch, old: tuple[int, bytes], new: tuple[int, bytes],
     breaks the names of a file it copies up, and marks no origin then), so that a later write through the new name
     (``mv h1 n && echo z >> n``) would look like a new file: the server is told it is the project's file, whose
     other names natively get the write too (red team 11 F6). Returns 0 or the errno."""
-    source = _where(*old)
-    error = _renameat2(which, old[0], old[1], new[0], new[1], flags)
-    if error == 0:
-        _noted(new[0], new[1], source, st)
-    return error
+    return _moved(which, old, new, flags, [st])
 
 
 def _exchange(which: _Arch, old: tuple[int, bytes], new: tuple[int, bytes], flags: int, st: os.stat_result) -> int:
@@ -406,18 +426,45 @@ def _exchange(which: _Arch, old: tuple[int, bytes], new: tuple[int, bytes], flag
     regular file noted where it went (``_renamed``), with where it came from where it had several names
     (``_origins``), as ``_rename_linked`` notes one renamed (red team 18 F4: ``mv --exchange`` of a name of a
     shared file went by unseen). Returns 0 or the errno."""
+    return _moved(which, old, new, flags, [st, None])
+
+
+def _moved(which: _Arch, old: tuple[int, bytes], new: tuple[int, bytes], flags: int,
+           looked: list[os.stat_result | None]) -> int:  # fmt: skip
+    """``_rename_linked`` and ``_exchange``: each path resolved once, its directory held, what each end is looked at
+    again once the call's init follows the two names (``unlinks.moving``), and the origin noted only where nothing
+    else touched them meanwhile — another process that replaced a name between the look and the rename would
+    otherwise have its file taken for the project's (red team 52 F1, F2). Returns 0 or the errno."""
     try:
-        other: os.stat_result | None = os.stat(new[1], dir_fd=new[0], follow_symlinks=False)
-    except OSError:
-        other = None
-    sources = (_where(*old), _where(*new))
-    ends = (_at(*old), _at(*new)) if unlinks.watching() else (None, None)
-    error = unlinks.exchanging(ends, lambda: _renameat2(which, old[0], old[1], new[0], new[1], flags))
-    if error == 0:
-        for (dirfd, path), source, before in ((new, sources[0], st), (old, sources[1], other)):
-            if before is not None and stat.S_ISREG(before.st_mode):
-                _noted(dirfd, path, source, before)
-    return error
+        a_dir, a = _parent(*old)
+    except OSError as exc:
+        return exc.errno or errno.EINVAL
+    try:
+        b_dir, b = _parent(*new)
+    except OSError as exc:
+        os.close(a_dir)
+        return exc.errno or errno.EINVAL
+    try:
+        sources = (_where(a_dir, a), _where(b_dir, b))
+        keys = (_at(a_dir, a), _at(b_dir, b)) if unlinks.watching() else (None, None)
+
+        def make() -> int:
+            for i, (dirfd, name) in enumerate(((a_dir, a), (b_dir, b))[: len(looked)]):
+                try:
+                    looked[i] = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+                except OSError:
+                    looked[i] = None
+            return _renameat2(which, a_dir, a, b_dir, b, flags)
+
+        error, clean = unlinks.moving(keys, make, swap=len(looked) == 2)
+        if error == 0:
+            for (dirfd, path), source, before in zip(((b_dir, b), (a_dir, a)), sources, looked, strict=False):
+                if before is not None and stat.S_ISREG(before.st_mode):
+                    _noted(dirfd, path, source if clean else None, before)
+        return error
+    finally:
+        os.close(a_dir)
+        os.close(b_dir)
 
 
 def _noted(dirfd: int, path: bytes, source: bytes | None, before: os.stat_result) -> None:
@@ -441,11 +488,26 @@ def _noted(dirfd: int, path: bytes, source: bytes | None, before: os.stat_result
             _note_renamed(dirfd, path, now.st_ino)
 
 
+def _parent(dirfd: int, path: bytes) -> tuple[int, bytes]:
+    """The directory that holds ``path``, opened (``O_PATH``: one the caller may search but not read counts), and its
+    last name."""
+    return _split(dirfd, path, os.O_PATH)
+
+
+def _holds(dirfd: int, name: bytes, st: os.stat_result) -> bool:
+    """Whether ``name`` holds the file ``st`` is of (looked at without following a link)."""
+    try:
+        now = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
+
+
 def _at(dirfd: int, path: bytes) -> unlinks.Where | None:
     """``path`` as ``unlinks`` follows names: its directory's device and inode, and its last name; None when that
     cannot be said."""
     with contextlib.suppress(OSError):
-        parent, name = _split(dirfd, path)
+        parent, name = _parent(dirfd, path)
         try:
             st = os.fstat(parent)
         finally:
@@ -458,7 +520,7 @@ def _where(dirfd: int, path: bytes) -> bytes | None:
     """``path`` as this thread sees it (the caller's view: the same mounts and root): its directory's absolute path
     and its name; None when that cannot be said."""
     with contextlib.suppress(OSError):
-        parent, name = _split(dirfd, path)
+        parent, name = _parent(dirfd, path)
         try:
             where = os.readlink(f"/proc/self/fd/{parent}".encode())
         finally:

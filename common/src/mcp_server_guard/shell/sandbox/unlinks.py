@@ -38,7 +38,7 @@ from collections.abc import Callable
 from mcp_server_guard import linux
 from mcp_server_guard.shell.sandbox.tree_moves import lstat_from
 
-__all__ = ["Watch", "Where", "exchanging", "linking", "remade", "unsaid", "watch", "watching"]
+__all__ = ["Watch", "Where", "linking", "moving", "remade", "unsaid", "watch", "watching"]
 
 WATCHED_MAX = 4096  # directories watched at most in one call
 _SAID_MAX = 10_000  # names said at most
@@ -80,7 +80,7 @@ class Watch:
         self.moved: set[int] = set()  # watched directories moved or removed: their path names another one now
         self.pending: dict[_Key, _Key] = {}  # the rename helper's link about to be made -> what it will hold
         self.began: set[_Key] = set()  # names followed that were (or may have been) there when the call began
-        self.made: dict[_Key, int] = {}  # creations seen of each name followed
+        self.window: dict[_Key, list[int]] = {}  # while the helper links or swaps: each of its names' events
         self.out = False  # a file of the project was linked to a name not watched
         self.away = 0  # renames seen half whose file was (or may have been) the project's
         self.lost = False
@@ -120,7 +120,7 @@ class Watch:
             if not data:
                 return
             self.read += len(data)
-            if self.read > _READ_MAX or len(self.names) > _NAMES_MAX:
+            if self.read > _READ_MAX or len(self.names) + len(self.pending) > _NAMES_MAX:
                 self.lost = True  # more than may be read: as lost
                 return
             self._follow(data)
@@ -140,13 +140,14 @@ class Watch:
             if mask & _IN_ISDIR or not raw or wd not in self.dirs:
                 continue  # (a directory's own names are not followed: a watched one says it moved itself)
             key = (wd, raw)
+            if key in self.window:
+                self.window[key].append(mask & _MASK)
             if key not in self.names and not mask & _IN_CREATE:
                 self.began.add(key)  # (a creation's name had none; a rename's target may have had one)
             if mask & _IN_DELETE:
                 self.names[key] = _GONE
             elif mask & _IN_CREATE:
                 self.names[key] = self.pending.pop(key, _NEW)
-                self.made[key] = self.made.get(key, 0) + 1
             elif mask & _IN_MOVED_FROM:
                 self.cookies[cookie] = held = self.holds(key)
                 self.away += held[0] >= 0 or held == _UNKNOWN
@@ -198,25 +199,27 @@ def watching() -> bool:
 
 
 def unsaid(target: Where | None) -> None:
-    """The kernel is about to make ``target`` (a link the rename helper does not make): what it holds then cannot be
-    said (nor, should the link fail, what the name's next creation holds)."""
+    """The kernel is about to make ``target`` (a link the rename helper does not make, from a descriptor): it is
+    taken for a file of the call's (and so is, should the link fail, what the name's next creation holds)."""
     found = _calls[0] if _calls else None
     if found is None:
         return
     with found.lock:
         to = found.key(target)
-        if to is not None:
+        if to is not None and not found.lost:
             found.drain()
-            found.pending[to] = _UNKNOWN
+            found.pending[to] = _NEW  # (a file of its own: it then reaches no other name of a project file)
+            if len(found.pending) > _NAMES_MAX:  # (a link that fails leaves one: bounded, then as lost)
+                found.lost, found.pending = True, {}
 
 
-def linking(target: Where | None, source: Where | None, several: bool, make: Callable[[], int]) -> int | None:
-    """The rename helper is about to link ``source`` (a regular file; ``several``: it has several names as the copy
-    shows it) to ``target``: where either is in a watched directory, make it with ``make`` (0 or an errno) and
-    follow what the new name holds — what the source held then (every event up to now read first, so that the
-    link's own creation is the next of that name). A source out of sight holds a file of the call's, unless it had
-    several names or a file of the project went out of sight (then: cannot say). None: neither end is watched (the
-    caller decides)."""
+def linking(target: Where | None, source: Where | None, make: Callable[[], int], *, known: bool = True) -> int | None:
+    """The rename helper is about to link ``source`` (a regular file) to ``target``: where either is in a watched
+    directory, make it with ``make`` (0 or an errno) and follow what the new name holds — what the source held then
+    (every event up to now read first, so that the link's own creation is the next of that name). A source out of
+    sight (``None``) holds a file of the call's, unless a file of the project went out of sight (then: cannot say);
+    not ``known`` (another process changed the source meanwhile), it is taken for a file of the call's (it then
+    reaches no other name of a project file). None: neither end is watched (the caller decides)."""
     found = _calls[0] if _calls else None
     if found is None:
         return None
@@ -225,40 +228,58 @@ def linking(target: Where | None, source: Where | None, several: bool, make: Cal
         if to is None and came is None:
             return None
         found.drain()
-        held = found.holds(came) if came is not None else _UNKNOWN if several or found.escaped() else _NEW
+        held = found.holds(came) if came is not None else _NEW if not known or not found.escaped() else _UNKNOWN
         if to is None:
             found.out = found.out or held != _NEW  # out of sight: a file that comes from there may be it
             return make()
         found.pending[to] = held
-        before = found.made.get(to, 0)
+        found.window = {k: [] for k in (to, came) if k is not None}
         error = make()
         found.drain()
         found.pending.pop(to, None)
-        if found.made.get(to, 0) - before != (0 if error else 1):
-            # Another process made or removed that name meanwhile: which creation was the link cannot be said.
-            found.names[to] = _UNKNOWN
+        # Exactly the link's own creation, and nothing else of either name, meanwhile: else another process of the
+        # call changed one of them (red team 52 F1), and the name is taken for a file of its own (it then reaches no
+        # other name of a project file).
+        if found.window != {k: [_IN_CREATE] if k == to and not error else [] for k in found.window}:
+            found.names[to] = _NEW
+        found.window = {}
         return error
 
 
-def exchanging(ends: tuple[Where | None, Where | None], make: Callable[[], int]) -> int:
-    """``RENAME_EXCHANGE`` of two names, made with ``make`` (0 or an errno): each then holds what the other held (the
-    kernel says it as two renames, which read in turn would move one file twice)."""
+def moving(ends: tuple[Where | None, Where | None], make: Callable[[], int], *, swap: bool = False) -> tuple[int, bool]:
+    """A rename of ``ends[0]`` to ``ends[1]`` made by the rename helper with ``make`` (0 or an errno); ``swap``:
+    ``RENAME_EXCHANGE``, after which each name holds what the other held (the kernel says it as two renames, which
+    read in turn would move one file twice). Returns the errno and whether nothing but the rename's own events
+    touched either name meanwhile: where another process of the call removed or made one (red team 52 F1), what
+    the helper looked at before is not what moved — a swapped name is then taken for a file of the call's (it
+    reaches no other name of a project file), and the helper notes no origin. A file of the project swapped to a
+    name not watched went out of sight."""
     found = _calls[0] if _calls else None
     if found is None:
-        return make()
+        return make(), True
     with found.lock:
         found.drain()
         keys = [found.key(end) for end in ends]
         held = [found.holds(k) if k is not None else _UNKNOWN for k in keys]
+        found.window = {k: [] for k in keys if k is not None}
         error = make()
         found.drain()
-        if not error:
+        window, found.window = found.window, {}
+        if error:
+            return error, True
+        own = [[_IN_MOVED_FROM, _IN_MOVED_TO]] * 2 if swap else [[_IN_MOVED_FROM], [_IN_MOVED_TO]]
+        clean = all(sorted(window[k]) == want for k, want in zip(keys, own, strict=True) if k is not None)
+        if swap:
+            if None in keys and any(h not in (_NEW, _GONE) for k, h in zip(keys, held, strict=True) if k is not None):
+                found.out = True  # out of sight: a file that comes from there may be it
             for key, other in ((keys[0], held[1]), (keys[1], held[0])):
                 if key is not None:
                     if key not in found.names:
                         found.began.add(key)
-                    found.names[key] = other
-        return error
+                    found.names[key] = other if clean else _NEW
+        elif not clean and keys[1] is not None:
+            found.names[keys[1]] = _NEW
+        return error, clean
 
 
 def remade(found: Watch | None, view: int) -> tuple[list[str], list[tuple[str, str]]]:
