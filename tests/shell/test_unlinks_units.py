@@ -88,8 +88,8 @@ def test_the_file_a_name_had_renamed_back_to_another_of_its_names_is_said_with_t
     (tmp_path / "h2").rename(tmp_path / "h1")
     assert _link(tmp_path / "h3", tmp_path / "t") == 0
     (tmp_path / "h3").unlink()
-    (tmp_path / "t").rename(tmp_path / "h3")  # back where it was: nothing to say
-    assert _said(watched) == ([], [(f"{tmp_path}/h1", f"{tmp_path}/h2")])
+    (tmp_path / "t").rename(tmp_path / "h3")  # back where it was: said with its own name (red team 53 F1)
+    assert _said(watched) == ([], [(f"{tmp_path}/h1", f"{tmp_path}/h2"), (f"{tmp_path}/h3", f"{tmp_path}/h3")])
 
 
 def test_a_link_whose_name_another_process_made_meanwhile_is_said_made_by_the_call(tmp_path: Path) -> None:

@@ -45,8 +45,7 @@ from typing import Any
 
 from mcp_server_guard import linux
 from mcp_server_guard.shell.sandbox import unlinks
-from mcp_server_guard.shell.sandbox.tree_moves import lstat_from, move_tree
-from mcp_server_guard.shell.sandbox.tree_moves import split as _split
+from mcp_server_guard.shell.sandbox.tree_moves import lstat_from, move_tree, parts
 
 SECCOMP_SET_MODE_FILTER = 1
 SECCOMP_FILTER_FLAG_NEW_LISTENER = 1 << 3
@@ -58,6 +57,8 @@ _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
 _AT_SYMLINK_FOLLOW = 0x400
+_OPENAT2 = 437  # (the same number on every architecture)
+_RESOLVE_NO_MAGICLINKS = 0x02
 _PATH_MAX = 4096
 _PAGE = 4096
 _MOVED_MAX = 100_000
@@ -223,30 +224,36 @@ class Handler:
         try:
             old_fd = self._dir_fd(pid, old_dir, old, fds)
             new_fd = self._dir_fd(pid, new_dir, new, fds)
-            try:
-                st = os.stat(old, dir_fd=old_fd, follow_symlinks=False)
+            try:  # (each path resolved once, never through /proc's magic links: ``_parent``)
+                a_dir, a = _parent(old_fd, old)
+                fds.append(a_dir)
+                b_dir, b = _parent(new_fd, new)
+                fds.append(b_dir)
+                st = os.stat(a, dir_fd=a_dir, follow_symlinks=False)
             except OSError:
                 raise _Skip from None
+            if not stat.S_ISDIR(st.st_mode) and (old.endswith(b"/") or new.endswith(b"/")):
+                raise _Skip  # a file's name with a slash after it: the kernel fails it as it should (ENOTDIR)
             if not stat.S_ISDIR(st.st_mode):
                 # Two names of one file: natively rename() does nothing and succeeds; on the overlay the two names
                 # of a project file are two inodes to the kernel (it moved one over the other: a name of the
                 # project deleted, red team 40q B), and two the command linked are ESTALE. Same as shown: nothing —
                 # with RENAME_EXCHANGE too (red team 7 F5); RENAME_NOREPLACE fails natively (EEXIST), as it will.
                 with contextlib.suppress(OSError):
-                    other = os.stat(new, dir_fd=new_fd, follow_symlinks=False)
+                    other = os.stat(b, dir_fd=b_dir, follow_symlinks=False)
                     if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino) and flags in (0, _RENAME_EXCHANGE):
                         return 0
                 if flags & _RENAME_EXCHANGE:
-                    return -_exchange(self.which, (old_fd, old), (new_fd, new), flags, st)
+                    return -_exchange(self.which, (a_dir, a), (b_dir, b), flags, st)
                 if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-                    return -_rename_linked(self.which, (old_fd, old), (new_fd, new), flags, st)
+                    return -_rename_linked(self.which, (a_dir, a), (b_dir, b), flags, st)
                 if stat.S_ISREG(st.st_mode):
-                    _note_renamed(new_fd, new, st.st_ino)
+                    _note_renamed(b_dir, b, st.st_ino)
                 raise _Skip  # files move on the overlay as they are
-            error = _renameat2(self.which, old_fd, old, new_fd, new, flags)
+            error = _renameat2(self.which, a_dir, a, b_dir, b, flags)
             if error != errno.EXDEV or flags & _RENAME_EXCHANGE:
                 return -error
-            return -move_tree(old_fd, old, new_fd, new, noreplace=bool(flags & _RENAME_NOREPLACE))
+            return -move_tree(a_dir, a, b_dir, b, noreplace=bool(flags & _RENAME_NOREPLACE))
         finally:
             for fd in fds:
                 os.close(fd)
@@ -268,6 +275,8 @@ class Handler:
             os.close(mem)
         if source is None or not target or not self._valid(notif.id):
             raise _Skip  # unreadable, or the caller is gone (its pid may be someone else's by now)
+        if source.endswith(b"/") or target.endswith(b"/"):
+            raise _Skip  # a file's name with a slash after it: the kernel fails it as it should (ENOTDIR, ENOENT)
         source, target = _callers(source, pid), _callers(target, pid)
         fds: list[int] = []
         try:
@@ -298,6 +307,9 @@ class Handler:
                     from_dir, from_name = _parent(_AT_FDCWD, os.readlink(f"/proc/self/fd/{opened}").encode())
                     fds.append(from_dir)
             except OSError as exc:
+                if exc.errno == errno.ELOOP:  # through /proc's magic links (or a loop): the kernel's to answer
+                    unlinks.unsaid(to)
+                    raise _Skip from None
                 return -(exc.errno or errno.ENOENT)  # (never resolved again by the kernel: red team 52 F2)
             if not stat.S_ISREG(st.st_mode):
                 raise _Skip
@@ -435,6 +447,8 @@ def _moved(which: _Arch, old: tuple[int, bytes], new: tuple[int, bytes], flags: 
     again once the call's init follows the two names (``unlinks.moving``), and the origin noted only where nothing
     else touched them meanwhile — another process that replaced a name between the look and the rename would
     otherwise have its file taken for the project's (red team 52 F1, F2). Returns 0 or the errno."""
+    if old[1].endswith(b"/") or new[1].endswith(b"/"):
+        return _renameat2(which, old[0], old[1], new[0], new[1], flags)  # (a file's name then fails, as natively)
     try:
         a_dir, a = _parent(*old)
     except OSError as exc:
@@ -490,8 +504,12 @@ def _noted(dirfd: int, path: bytes, source: bytes | None, before: os.stat_result
 
 def _parent(dirfd: int, path: bytes) -> tuple[int, bytes]:
     """The directory that holds ``path``, opened (``O_PATH``: one the caller may search but not read counts), and its
-    last name."""
-    return _split(dirfd, path, os.O_PATH)
+    last name; ``path`` may end with slashes. Never through a magic link of ``/proc`` (``ELOOP``): the thread is one
+    of the call's init, PID 1 of the box, and ``/proc/1/root``, ``/proc/1/fd/N`` would be its own view and
+    descriptors, which the caller may not look into (red team 53 F3) — such a path is the kernel's to answer."""
+    where, name = parts(path)
+    flags = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+    return linux.openat2(_OPENAT2, dirfd, os.fsdecode(where), flags, _RESOLVE_NO_MAGICLINKS), name
 
 
 def _holds(dirfd: int, name: bytes, st: os.stat_result) -> bool:

@@ -43,14 +43,20 @@ def lstat_from(top: int, path: bytes) -> os.stat_result:
         os.close(fd)
 
 
-def split(dirfd: int, path: bytes, how: int = os.O_RDONLY) -> tuple[int, bytes]:
-    """The directory that holds ``path`` (opened ``how``) and its last name; ``path`` may end with slashes."""
+def parts(path: bytes) -> tuple[bytes, bytes]:
+    """Where the directory that holds ``path`` is (from the same place) and its last name; ``path`` may end with
+    slashes."""
     trimmed = path.rstrip(b"/") or b"/"
     parent, _, name = trimmed.rpartition(b"/")
     if name in (b"", b".", b".."):
         raise OSError(errno.EINVAL, "not a name")
-    where = parent or (b"/" if trimmed.startswith(b"/") else b".")
-    return os.open(where, how | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dirfd), name
+    return parent or (b"/" if trimmed.startswith(b"/") else b"."), name
+
+
+def split(dirfd: int, path: bytes) -> tuple[int, bytes]:
+    """The directory that holds ``path`` (opened) and its last name; ``path`` may end with slashes."""
+    where, name = parts(path)
+    return os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dirfd), name
 
 
 def move_tree(old_dir: int, old: bytes, new_dir: int, new: bytes, *, noreplace: bool = False) -> int:
