@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,10 +16,11 @@ pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is Non
 DATA = json.loads((Path(__file__).parent / "rt53.json").read_text())
 
 
-def _probe(out: dict) -> dict:
+def _probe(out: dict[str, Any]) -> dict[str, Any]:
     text = out.get("stdout") or ""
     assert "PROBE " in text, out
-    return json.loads(text.split("PROBE ", 1)[1].splitlines()[0])
+    found: dict[str, Any] = json.loads(text.split("PROBE ", 1)[1].splitlines()[0])
+    return found
 
 
 async def test_the_rename_helper_does_not_look_through_the_inits_own_proc_entries(workspace: Path) -> None:
