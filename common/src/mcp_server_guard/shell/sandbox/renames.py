@@ -39,6 +39,7 @@ import ctypes
 import errno
 import os
 import platform
+import re
 import select
 import stat
 from typing import Any
@@ -59,6 +60,7 @@ _RENAME_EXCHANGE = 2
 _AT_SYMLINK_FOLLOW = 0x400
 _OPENAT2 = 437  # (the same number on every architecture)
 _RESOLVE_NO_MAGICLINKS = 0x02
+_OWN_PROC = re.compile(rb"/proc/(\d+)/(?:cwd|root|fd/\d+)(?:/+|$)")  # a process's own places in /proc
 _PATH_MAX = 4096
 _PAGE = 4096
 _MOVED_MAX = 100_000
@@ -222,8 +224,8 @@ class Handler:
         old, new = _callers(old, pid), _callers(new, pid)
         fds: list[int] = []
         try:
-            old_fd = self._dir_fd(pid, old_dir, old, fds)
-            new_fd = self._dir_fd(pid, new_dir, new, fds)
+            old_fd, old = self._dir_fd(pid, old_dir, old, fds)
+            new_fd, new = self._dir_fd(pid, new_dir, new, fds)
             try:  # (each path resolved once, never through /proc's magic links: ``_parent``)
                 a_dir, a = _parent(old_fd, old)
                 fds.append(a_dir)
@@ -280,7 +282,8 @@ class Handler:
         source, target = _callers(source, pid), _callers(target, pid)
         fds: list[int] = []
         try:
-            old_fd, new_fd = self._dir_fd(pid, old[0], source, fds), self._dir_fd(pid, new[0], target, fds)
+            old_fd, source = self._dir_fd(pid, old[0], source, fds)
+            new_fd, target = self._dir_fd(pid, new[0], target, fds)
             # Each path resolved once, its directory held: what is followed, noted and linked is one name, whatever
             # another process does to the paths meanwhile (red team 52 F2: a symlink flipped between two lookups).
             try:
@@ -355,16 +358,23 @@ class Handler:
         return int(self._libc.ioctl(self._fd, _NOTIF_ID_VALID, ctypes.byref(value))) == 0
 
     @staticmethod
-    def _dir_fd(pid: int, dirfd: int, path: bytes, fds: list[int]) -> int:
+    def _dir_fd(pid: int, dirfd: int, path: bytes, fds: list[int]) -> tuple[int, bytes]:
+        """Where the caller's ``path`` starts from (its working directory, a descriptor of its, the root) and the
+        path from there. A path through the caller's own ``/proc/<pid>/cwd``, ``root`` or ``fd/N`` (``_callers``)
+        starts from that, opened here (``_parent`` never goes through a magic link itself)."""
         if path.startswith(b"/"):
-            return _AT_FDCWD  # resolved from the root, which the caller shares with us
-        where = f"/proc/{pid}/cwd" if dirfd == _AT_FDCWD else f"/proc/{pid}/fd/{dirfd}"
+            own = _OWN_PROC.match(path)
+            if own is None or int(own.group(1)) != pid:
+                return _AT_FDCWD, path  # resolved from the root, which the caller shares with us
+            where, path = own.group(0).rstrip(b"/").decode(), path[own.end() :] or b"."
+        else:
+            where = f"/proc/{pid}/cwd" if dirfd == _AT_FDCWD else f"/proc/{pid}/fd/{dirfd}"
         try:
             fd = os.open(where, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:
             raise _Skip from None
         fds.append(fd)
-        return fd
+        return fd, path
 
 
 def _callers(path: bytes, pid: int) -> bytes:
