@@ -116,9 +116,13 @@ class Renamed:
     # Names of files with several names it removed and made again in place, not by a rename (``rm h1 && cp -p b h1``:
     # ``shell.sandbox.unlinks``): each holds a file of its own, as one renamed there does.
     remade: frozenset[str] = frozenset()
-    # Of those, the names it linked there to a file with several names, with the path each was linked from: the same
-    # file where that path is a name of the real file at the name (``rm h1 && ln h2 h1 && rm h2``).
+    # Names the call removed, renamed or replaced that hold some name's file (linked or renamed from there), with that
+    # name: the same file where that name is one of the real file at the name (``rm h1 && ln h2 h1 && rm h2``).
     relinked: frozenset[tuple[str, str]] = frozenset()
+    # Whether the names of files with several names could not be followed (events lost: more than the watch could
+    # read, red team 54 F2): then every such name the call left changed holds a file of its own (nothing it did
+    # reaches the file's other names, which keep it as it was).
+    unfollowed: bool = False
 
     def files_in(self, root: str) -> frozenset[str]:
         """``files`` under ``root``, relative to it."""

@@ -412,6 +412,8 @@ def read_upper(
         reader.held = moved.relinked_in(root)
         elsewhere, itself = _linked_elsewhere(reader, reader.held)
         reader.remade, reader.renamed = (reader.remade | elsewhere) - itself, reader.renamed - itself
+        if moved.unfollowed:
+            reader.remade = _EVERY_NAME
         own, real = os.fstat(upper_fd), os.fstat(real_root)
         if mounted is not None:
             mode, mtime = stat.S_IMODE(own.st_mode), own.st_mtime_ns
@@ -473,6 +475,17 @@ def judged_copy(
             finally:
                 os.close(fd)
     return marked
+
+
+class _Every(frozenset[str]):
+    """Every name (``Renamed.unfollowed``: each name of a file with several that the call left changed holds a file of
+    its own)."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+_EVERY_NAME = _Every()
 
 
 def _linked_elsewhere(reader: _Reader, relinked: dict[str, str]) -> tuple[frozenset[str], frozenset[str]]:

@@ -243,6 +243,7 @@ def status_line(line: bytes) -> StatusLine:
                 origins_known=isinstance(message.get("origins"), list),
                 remade=_said(message.get("remade"), str),
                 relinked=_relinked(message.get("relinked")),
+                unfollowed=message.get("unfollowed") is True,
             ),
         )
     if "error" in message:

@@ -46,7 +46,10 @@ from typing import Any
 
 from mcp_server_guard import linux
 from mcp_server_guard.shell.sandbox import unlinks
-from mcp_server_guard.shell.sandbox.tree_moves import lstat_from, move_tree, parts
+from mcp_server_guard.shell.sandbox.tree_moves import OPENAT2, RESOLVE_NO_MAGICLINKS, lstat_from, move_tree
+from mcp_server_guard.shell.sandbox.tree_moves import open_parent as _parent
+from mcp_server_guard.shell.sandbox.unlinks import holds as _holds
+from mcp_server_guard.shell.sandbox.unlinks import where as _at
 
 SECCOMP_SET_MODE_FILTER = 1
 SECCOMP_FILTER_FLAG_NEW_LISTENER = 1 << 3
@@ -58,8 +61,6 @@ _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
 _AT_SYMLINK_FOLLOW = 0x400
-_OPENAT2 = 437  # (the same number on every architecture)
-_RESOLVE_NO_MAGICLINKS = 0x02
 _OWN_PROC = re.compile(rb"/proc/(\d+)/(?:cwd|root|fd/\d+)(?:/+|$)")  # a process's own places in /proc
 _PATH_MAX = 4096
 _PAGE = 4096
@@ -210,17 +211,31 @@ class Handler:
             return self._linking(notif, (_int32(args[0]), args[1]), (_int32(args[2]), args[3]), flags)
         else:
             raise _Skip
+        if not flags & _RENAME_EXCHANGE:
+            return self._renaming(notif, (old_dir, old_ptr), (new_dir, new_ptr), flags)
+        try:
+            return self._renaming(notif, (old_dir, old_ptr), (new_dir, new_ptr), flags)
+        except _Skip as skip:
+            # A swap is never the kernel's: it says one as two renames, which the call's init would read as two
+            # (red team 54 F1: a swap through another process's /proc/<pid>/cwd, or a path flipped in the caller's
+            # memory after the look, was followed as a file moved away and back).
+            return -(skip.args[0] if skip.args else errno.EPERM)
+
+    def _renaming(self, notif: _Notif, old_at: tuple[int, int], new_at: tuple[int, int], flags: int) -> int:
+        """A rename (see the module docstring): 0 or a negative errno; raises _Skip (with an errno where it has one)
+        to let the kernel do it."""
+        (old_dir, old_ptr), (new_dir, new_ptr) = old_at, new_at
         pid = notif.pid
         try:
             mem = os.open(f"/proc/{pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
-            raise _Skip from None
+            raise _Skip(errno.ESRCH) from None
         try:
             old, new = _string(mem, old_ptr), _string(mem, new_ptr)
         finally:
             os.close(mem)
         if old is None or new is None or not self._valid(notif.id):
-            raise _Skip  # unreadable, or the caller is gone (its pid may be someone else's by now)
+            raise _Skip(errno.EFAULT)  # unreadable, or the caller is gone (its pid may be someone else's by now)
         old, new = _callers(old, pid), _callers(new, pid)
         fds: list[int] = []
         try:
@@ -232,10 +247,10 @@ class Handler:
                 b_dir, b = _parent(new_fd, new)
                 fds.append(b_dir)
                 st = os.stat(a, dir_fd=a_dir, follow_symlinks=False)
-            except OSError:
-                raise _Skip from None
+            except OSError as exc:
+                raise _Skip(exc.errno) from None
             if not stat.S_ISDIR(st.st_mode) and (old.endswith(b"/") or new.endswith(b"/")):
-                raise _Skip  # a file's name with a slash after it: the kernel fails it as it should (ENOTDIR)
+                raise _Skip(errno.ENOTDIR)  # a file's name with a slash after it: the kernel fails it as it should
             if not stat.S_ISDIR(st.st_mode):
                 # Two names of one file: natively rename() does nothing and succeeds; on the overlay the two names
                 # of a project file are two inodes to the kernel (it moved one over the other: a name of the
@@ -304,7 +319,9 @@ class Handler:
                 if through:
                     # ``ln -L s h1``: the file the symlink names, opened once and linked from that descriptor; its
                     # name is followed only where it still holds that very file.
-                    opened = os.open(from_name, os.O_PATH | os.O_CLOEXEC, dir_fd=from_dir)
+                    opened = linux.openat2(
+                        OPENAT2, from_dir, os.fsdecode(from_name), os.O_PATH | os.O_CLOEXEC, RESOLVE_NO_MAGICLINKS
+                    )  # (not through /proc/1's: red team 54 F3)
                     fds.append(opened)
                     st = os.fstat(opened)
                     from_dir, from_name = _parent(_AT_FDCWD, os.readlink(f"/proc/self/fd/{opened}").encode())
@@ -510,38 +527,6 @@ def _noted(dirfd: int, path: bytes, source: bytes | None, before: os.stat_result
             os.close(held)
         if stat.S_ISREG(now.st_mode):
             _note_renamed(dirfd, path, now.st_ino)
-
-
-def _parent(dirfd: int, path: bytes) -> tuple[int, bytes]:
-    """The directory that holds ``path``, opened (``O_PATH``: one the caller may search but not read counts), and its
-    last name; ``path`` may end with slashes. Never through a magic link of ``/proc`` (``ELOOP``): the thread is one
-    of the call's init, PID 1 of the box, and ``/proc/1/root``, ``/proc/1/fd/N`` would be its own view and
-    descriptors, which the caller may not look into (red team 53 F3) — such a path is the kernel's to answer."""
-    where, name = parts(path)
-    flags = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
-    return linux.openat2(_OPENAT2, dirfd, os.fsdecode(where), flags, _RESOLVE_NO_MAGICLINKS), name
-
-
-def _holds(dirfd: int, name: bytes, st: os.stat_result) -> bool:
-    """Whether ``name`` holds the file ``st`` is of (looked at without following a link)."""
-    try:
-        now = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-    except OSError:
-        return False
-    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
-
-
-def _at(dirfd: int, path: bytes) -> unlinks.Where | None:
-    """``path`` as ``unlinks`` follows names: its directory's device and inode, and its last name; None when that
-    cannot be said."""
-    with contextlib.suppress(OSError):
-        parent, name = _parent(dirfd, path)
-        try:
-            st = os.fstat(parent)
-        finally:
-            os.close(parent)
-        return ((st.st_dev, st.st_ino), name)
-    return None
 
 
 def _where(dirfd: int, path: bytes) -> bytes | None:

@@ -19,6 +19,9 @@ import stat
 from mcp_server_guard import linux
 from mcp_server_guard.paths import MOVING_COPY
 
+OPENAT2 = 437  # openat2(2): the same number on every architecture
+RESOLVE_NO_MAGICLINKS = 0x02
+
 __all__ = ["move_tree", "moved", "split"]
 
 _PATH_MAX = 4096
@@ -51,6 +54,16 @@ def parts(path: bytes) -> tuple[bytes, bytes]:
     if name in (b"", b".", b".."):
         raise OSError(errno.EINVAL, "not a name")
     return parent or (b"/" if trimmed.startswith(b"/") else b"."), name
+
+
+def open_parent(dirfd: int, path: bytes) -> tuple[int, bytes]:
+    """The directory that holds ``path``, opened (``O_PATH``: one the caller may search but not read counts), and its
+    last name; ``path`` may end with slashes. Never through a magic link of ``/proc`` (``ELOOP``): the rename helper
+    is a thread of the call's init, PID 1 of the box, and ``/proc/1/root``, ``/proc/1/fd/N`` would be its own view
+    and descriptors, which the caller may not look into (red team 53 F3) — such a path is the kernel's to answer."""
+    where, name = parts(path)
+    flags = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+    return linux.openat2(OPENAT2, dirfd, os.fsdecode(where), flags, RESOLVE_NO_MAGICLINKS), name
 
 
 def split(dirfd: int, path: bytes) -> tuple[int, bytes]:

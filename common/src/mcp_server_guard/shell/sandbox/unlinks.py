@@ -12,11 +12,14 @@ starts, an inotify watch on each directory of the copy that the server found to 
 moves what the name holds — the project's file that was at some name when the call began, a file the call made,
 or "cannot say". A name made by a link takes what its source held then: the box's rename helper makes every link
 that touches a watched directory itself (``renames``) and tells this module (``linking``) first, so that the link's
-own creation is told from any other (``echo > x``). At the call's end each name whose file is not the one it began
-with is said: made by the call (``remade``: the server lands it as a file of its own), or another name's file
-(``relinked``, with that name: the server takes it for the real file where that name was one of it). A lost event
-(the queue overflowed), a directory moved or removed meanwhile (its names, its events), a file moved to a directory
-not watched and back: nothing is said of those names, and the server judges them by their bytes, as before.
+own creation is told from any other (``echo > x``); its renames of such files and its swaps go through ``moving``.
+While the helper acts, anything else that happens to the names involved (another process of the call removing or
+making one) makes them files of the call's: what the helper looked at is then not what moved (red team 52). At the
+call's end each name the call removed, renamed or replaced is said with what it holds: a file the call made
+(``remade``: the server lands it as a file of its own), or some name's file (``relinked``, with that name, its own
+included: the server takes it for the real file where that name was one of it). A lost event (the queue
+overflowed), a directory moved or removed meanwhile (its names, its events), a file moved to a directory not
+watched and back: nothing is said of those names, and the server judges them by their bytes, as before.
 
 The watches are made by the init before the command starts (no capability needed: reading the directories) and
 read by it (and by the rename helper's thread, under one lock) while the call runs and after every process of it
@@ -36,9 +39,9 @@ import struct
 from collections.abc import Callable
 
 from mcp_server_guard import linux
-from mcp_server_guard.shell.sandbox.tree_moves import lstat_from
+from mcp_server_guard.shell.sandbox.tree_moves import lstat_from, open_parent
 
-__all__ = ["Watch", "Where", "linking", "moving", "remade", "unsaid", "watch", "watching"]
+__all__ = ["Watch", "Where", "holds", "linking", "moving", "remade", "unsaid", "watch", "watching", "where"]
 
 WATCHED_MAX = 4096  # directories watched at most in one call
 _SAID_MAX = 10_000  # names said at most
@@ -280,6 +283,28 @@ def moving(ends: tuple[Where | None, Where | None], make: Callable[[], int], *, 
         elif not clean and keys[1] is not None:
             found.names[keys[1]] = _NEW
         return error, clean
+
+
+def where(dirfd: int, path: bytes) -> Where | None:
+    """``path`` (from ``dirfd``, as the rename helper resolves it: ``tree_moves.open_parent``) as names are followed
+    here: its directory's device and inode, and its last name; None when that cannot be said."""
+    with contextlib.suppress(OSError):
+        parent, name = open_parent(dirfd, path)
+        try:
+            st = os.fstat(parent)
+        finally:
+            os.close(parent)
+        return ((st.st_dev, st.st_ino), name)
+    return None
+
+
+def holds(dirfd: int, name: bytes, st: os.stat_result) -> bool:
+    """Whether ``name`` holds the file ``st`` is of (looked at without following a link)."""
+    try:
+        now = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
 
 
 def remade(found: Watch | None, view: int) -> tuple[list[str], list[tuple[str, str]]]:

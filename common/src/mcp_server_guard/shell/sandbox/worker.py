@@ -325,21 +325,22 @@ def _end(
     # while it runs, and may have emptied it.
     copy = stage.view.copy
     spare = copy if settled and spec["recycle"] and copy is not None and untouched(copy) else None
-    moved, (renamed, origins, (remade, relinked)) = tree_moves.moved(), _renamed_in(stage)
+    moved, (renamed, origins, (remade, relinked), unfollowed) = tree_moves.moved(), _renamed_in(stage)
     report(status, {"exit": exit_status, "settled": settled, **({"untouched": True} if spare else {}),
                     **({"stopped": stopped} if stopped else {}), **({"moved": moved} if moved else {}),
                     **({"renamed": renamed} if renamed else {}), **({"remade": remade} if remade else {}),
-                    **({"relinked": relinked} if relinked else {}),
+                    **({"relinked": relinked} if relinked else {}), **({"unfollowed": True} if unfollowed else {}),
                     **({"origins": origins} if origins or handler is not None else {})})  # fmt: skip
     return settled, spare, [stage.tid, handler.tid if handler is not None else None]
 
 
 def _renamed_in(
     stage: _Stage,
-) -> tuple[list[str], list[tuple[str, str, int]], tuple[list[str], list[tuple[str, str]]]]:
-    """Where the regular files the call renamed are (``renames.renamed``), and the names of files with several names
-    it removed and made again (``unlinks.remade``), looked at in the call's mount namespace: its stage thread's,
-    alive until the call is over."""
+) -> tuple[list[str], list[tuple[str, str, int]], tuple[list[str], list[tuple[str, str]]], bool]:
+    """Where the regular files the call renamed are (``renames.renamed``), what the names of files with several
+    names the call removed, renamed or replaced hold (``unlinks.remade``), looked at in the call's mount namespace
+    (its stage thread's, alive until the call is over), and whether those names could not be followed (events
+    lost)."""
     try:
         view = os.open(f"/proc/self/task/{stage.tid}/root", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
@@ -347,7 +348,8 @@ def _renamed_in(
     try:
         watched, stage.view.unlinks = stage.view.unlinks, None
         renames.forget_links()
-        return (*renames.renamed(view), unlinks.remade(watched, view) if view >= 0 else _closed(watched))
+        said = unlinks.remade(watched, view) if view >= 0 else _closed(watched)
+        return (*renames.renamed(view), said, watched is not None and (view < 0 or watched.lost))
     finally:
         if view >= 0:
             os.close(view)
