@@ -4,28 +4,20 @@ renames._linking/_moved, changes.upper._linked_elsewhere). Data: rt53.json (comm
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from support.differential import OLD_NS, differentials, failed, three_names
+from support.differential import differentials, failed, two_groups
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 DATA = json.loads((Path(__file__).parent / "rt53.json").read_text())
 
 
 def _project(root: Path) -> None:
-    """three_names, a second file of two names (g1, g2), and the helper programs in .t/."""
-    three_names(root)
-    (root / "g1").write_text("group g\n")
-    os.link(root / "g1", root / "g2")
-    (root / ".t").mkdir()
-    for name in ("link", "rename", "exchange"):
-        (root / ".t" / f"{name}.py").write_text(DATA[f"{name}_program"])
-    for p in [root / "g1", root]:
-        os.utime(p, ns=(OLD_NS, OLD_NS))
+    """two_groups, with the programs the commands run (link, rename, exchange)."""
+    two_groups(root, {name: DATA[f"{name}_program"] for name in ("link", "rename", "exchange")})
 
 
 async def test_paths_with_a_trailing_slash_fail_as_natively(workspace: Path) -> None:

@@ -10,24 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from support.boxed import program, run, shell
-from support.differential import OLD_NS, Case, differentials, failed, three_names
+from support.boxed import probed
+from support.differential import OLD_NS, Case, differentials, failed, two_groups
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 DATA = json.loads((Path(__file__).parent / "rt54.json").read_text())
 
 
 def _project(root: Path) -> None:
-    """three_names, a second file of two names (g1, g2), and the helper programs in .t/."""
-    three_names(root)
-    (root / "g1").write_text("group g\n")
-    os.link(root / "g1", root / "g2")
+    """two_groups with the programs the commands run, and a directory u/ holding a file of one name."""
+    names = ("link", "rename", "exchange", "pexchange", "texchange", "flood", "landlocked", "toctou")
+    two_groups(root, {name: DATA[f"{name}_program"] for name in names})
     (root / "u").mkdir()
     (root / "u" / "f").write_text("f\n")
-    (root / ".t").mkdir()
-    for name in ("link", "rename", "exchange", "pexchange", "texchange", "flood", "landlocked", "toctou"):
-        (root / ".t" / f"{name}.py").write_text(DATA[f"{name}_program"])
-    for p in [root / "g1", root / "u" / "f", root / "u", root]:
+    for p in [root / "u" / "f", root / "u", root]:
         os.utime(p, ns=(OLD_NS, OLD_NS))
 
 
@@ -66,15 +62,7 @@ async def test_a_flood_of_events_never_lands_a_name_made_again_under_its_other_n
 async def test_a_link_through_a_symlink_into_proc_1_tells_nothing_of_the_inits_view(workspace: Path) -> None:
     """F3: linkat(AT_SYMLINK_FOLLOW) of a symlink into /proc/1/root or /proc/1/fd/N: the helper follows it in the
     init's own process; the answers tell what exists in the init's view, where the command gets EACCES."""
-    root = workspace / "p"
-    root.mkdir()
-    _project(root)
-    cmd = program(root, "probe", DATA["probe_program"])
-    async with shell(workspace) as client:
-        out = await run(client, cmd, cwd=str(root))
-    text = out.get("stdout") or ""
-    assert "PROBE " in text, out
-    found = json.loads(text.split("PROBE ", 1)[1].splitlines()[0])
+    found = await probed(workspace, _project, DATA["probe_program"])
     assert found["real_h1"][0] == "Permission denied", found  # the command itself cannot look there
     # the kernel would answer alike for all three; the helper tells an existing file, a missing one, a directory
     assert found["real_h1"][1] == found["real_missing"][1] == found["real_dir"][1], found

@@ -3,9 +3,10 @@ recording person who says yes to everything (so a landing proves only that it wa
 
 from __future__ import annotations
 
+import json
 import os
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,21 @@ def program(root: Path, name: str, code: str) -> str:
     (root / ".t").mkdir(exist_ok=True)
     (root / ".t" / f"{name}.py").write_text("import os, stat, sys, errno\n" + code)
     return f"python3 .t/{name}.py"
+
+
+async def probed(workspace: Path, setup: Callable[[Path], None], code: str) -> dict[str, Any]:
+    """A probe (``code``, a Python program kept in the project ``<workspace>/p`` that ``setup`` makes) run by the
+    real shell_exec: what it printed as JSON after ``PROBE `` on a line of its stdout."""
+    root = workspace / "p"
+    root.mkdir()
+    setup(root)
+    command = program(root, "probe", code)
+    async with shell(workspace) as client:
+        out = await run(client, command, cwd=str(root))
+    text = out.get("stdout") or ""
+    assert "PROBE " in text, out
+    found: dict[str, Any] = json.loads(text.split("PROBE ", 1)[1].splitlines()[0])
+    return found
 
 
 def undo(audit_id: str, *, force: bool = False) -> tuple[str, str]:

@@ -30,6 +30,19 @@ def three_names(root: Path) -> None:
         os.utime(p, ns=(OLD_NS, OLD_NS))
 
 
+def two_groups(root: Path, programs: Mapping[str, str]) -> None:
+    """``three_names``, a second file of two names (``g1``, ``g2``) of an old time, and ``programs`` kept in the
+    project (``.t/<name>.py``: what a command runs travels as data)."""
+    three_names(root)
+    (root / "g1").write_text("group g\n")
+    os.link(root / "g1", root / "g2")
+    (root / ".t").mkdir()
+    for name, code in programs.items():
+        (root / ".t" / f"{name}.py").write_text(code)
+    for p in [root / "g1", root]:
+        os.utime(p, ns=(OLD_NS, OLD_NS))
+
+
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "TZ": "UTC"}
 
 
