@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from support.hooked import git
-from support.later import SITE, first_commit, husky9, next_commit, pre_commit_venv, why, write_declined
+from support.later import (
+    first_commit,
+    husky9,
+    next_commit,
+    pre_commits_module_rewritten,
+    why,
+    write_declined,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 DATA = json.loads((Path(__file__).parent / "rt49_hook_payloads.json").read_text())
@@ -45,17 +52,9 @@ async def test_a_program_a_husky_hook_runs_through_npx_is_not_rewritten_unasked(
 
 
 async def test_the_module_pre_commits_hook_runs_is_not_rewritten_unasked(workspace: Path, tmp_path: Path) -> None:
-    """pre-commit writes ``INSTALL_PYTHON={shlex.quote(sys.executable)}``: a project path with a space is quoted,
-    ``'/home/u/my proj/.venv/bin/python3'``, which ``_ASSIGNED`` (no blank in a value) does not take: the module's
-    site-packages are not looked at."""
+    """The control of the project path with a space (test_hook_spellings_rt49): pre-commit's
+    ``INSTALL_PYTHON=/…/myproj/.venv/bin/python3`` unquoted."""
     marker = tmp_path / "MARKER-pre-commit-space-ran"
-    root = workspace / "myproj"
-    root.mkdir()
-    pre_commit_venv(root, DATA["precommit_hook"])
-    site = SITE
-    first_commit(root)
-    person, out = await write_declined(
-        root, f"{site}/pre_commit/__main__.py", DATA["py_marker"].format(marker=str(marker))
-    )
-    next_commit(root)
-    assert not marker.exists(), f"the next git commit ran the rewritten pre_commit/__main__.py: {why(person, out)}"
+    text = DATA["py_marker"].format(marker=str(marker))
+    landed = await pre_commits_module_rewritten(workspace / "myproj", DATA["precommit_hook"], text)
+    assert not marker.exists(), f"the next git commit ran the rewritten pre_commit/__main__.py: {landed}"

@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from support.hooked import git
-from support.later import SITE, first_commit, husky9, next_commit, pre_commit_venv, why, write_declined
+from support.later import (
+    first_commit,
+    husky9,
+    next_commit,
+    pre_commits_module_rewritten,
+    why,
+    write_declined,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 DATA = json.loads((Path(__file__).parent / "rt49_hook_payloads.json").read_text())
@@ -75,13 +82,6 @@ async def test_the_module_pre_commits_hook_runs_in_a_project_whose_path_has_a_sp
     ``'/home/u/my proj/.venv/bin/python3'``, which ``_ASSIGNED`` (no blank in a value) does not take: the module's
     site-packages are not looked at."""
     marker = tmp_path / "MARKER-pre-commit-space-ran"
-    root = workspace / "my proj"
-    root.mkdir()
-    pre_commit_venv(root, DATA["precommit_hook"])
-    site = SITE
-    first_commit(root)
-    person, out = await write_declined(
-        root, f"{site}/pre_commit/__main__.py", DATA["py_marker"].format(marker=str(marker))
-    )
-    next_commit(root)
-    assert not marker.exists(), f"the next git commit ran the rewritten pre_commit/__main__.py: {why(person, out)}"
+    text = DATA["py_marker"].format(marker=str(marker))
+    landed = await pre_commits_module_rewritten(workspace / "my proj", DATA["precommit_hook"], text)
+    assert not marker.exists(), f"the next git commit ran the rewritten pre_commit/__main__.py: {landed}"

@@ -76,3 +76,15 @@ def pre_commit_venv(root: Path, hook: str, *, quoted: bool = True) -> Path:
     )
     (root / ".git" / "hooks" / "pre-commit").chmod(0o755)
     return root / SITE
+
+
+async def pre_commits_module_rewritten(root: Path, hook: str, text: str) -> str:
+    """A project at ``root`` (made here) whose git hook is pre-commit's (``hook``) installed in its own venv; a call
+    rewrites pre_commit's ``__main__.py`` with ``text`` (every question declined), then the user's next commit
+    runs: why the rewrite landed (the result, the questions asked)."""
+    root.mkdir()
+    pre_commit_venv(root, hook)
+    first_commit(root)
+    person, out = await write_declined(root, f"{SITE}/pre_commit/__main__.py", text)
+    next_commit(root)
+    return why(person, out)

@@ -470,42 +470,29 @@ def _exchange(which: _Arch, old: tuple[int, bytes], new: tuple[int, bytes], flag
 
 def _moved(which: _Arch, old: tuple[int, bytes], new: tuple[int, bytes], flags: int,
            looked: list[os.stat_result | None]) -> int:  # fmt: skip
-    """``_rename_linked`` and ``_exchange``: each path resolved once, its directory held, what each end is looked at
-    again once the call's init follows the two names (``unlinks.moving``), and the origin noted only where nothing
-    else touched them meanwhile — another process that replaced a name between the look and the rename would
-    otherwise have its file taken for the project's (red team 52 F1, F2). Returns 0 or the errno."""
-    if old[1].endswith(b"/") or new[1].endswith(b"/"):
-        return _renameat2(which, old[0], old[1], new[0], new[1], flags)  # (a file's name then fails, as natively)
-    try:
-        a_dir, a = _parent(*old)
-    except OSError as exc:
-        return exc.errno or errno.EINVAL
-    try:
-        b_dir, b = _parent(*new)
-    except OSError as exc:
-        os.close(a_dir)
-        return exc.errno or errno.EINVAL
-    try:
-        sources = (_where(a_dir, a), _where(b_dir, b))
-        keys = (_at(a_dir, a), _at(b_dir, b)) if unlinks.watching() else (None, None)
+    """``_rename_linked`` and ``_exchange`` (each end a directory ``_parent`` opened once, and a name in it): what
+    each end is looked at again once the call's init follows the two names (``unlinks.moving``), and the origin
+    noted only where nothing else touched them meanwhile — another process that replaced a name between the look
+    and the rename would otherwise have its file taken for the project's (red team 52 F1, F2). Returns 0 or the
+    errno."""
+    (a_dir, a), (b_dir, b) = old, new
+    sources = (_where(a_dir, a), _where(b_dir, b))
+    keys = (_at(a_dir, a), _at(b_dir, b)) if unlinks.watching() else (None, None)
 
-        def make() -> int:
-            for i, (dirfd, name) in enumerate(((a_dir, a), (b_dir, b))[: len(looked)]):
-                try:
-                    looked[i] = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-                except OSError:
-                    looked[i] = None
-            return _renameat2(which, a_dir, a, b_dir, b, flags)
+    def make() -> int:
+        for i, (dirfd, name) in enumerate(((a_dir, a), (b_dir, b))[: len(looked)]):
+            try:
+                looked[i] = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+            except OSError:
+                looked[i] = None
+        return _renameat2(which, a_dir, a, b_dir, b, flags)
 
-        error, clean = unlinks.moving(keys, make, swap=len(looked) == 2)
-        if error == 0:
-            for (dirfd, path), source, before in zip(((b_dir, b), (a_dir, a)), sources, looked, strict=False):
-                if before is not None and stat.S_ISREG(before.st_mode):
-                    _noted(dirfd, path, source if clean else None, before)
-        return error
-    finally:
-        os.close(a_dir)
-        os.close(b_dir)
+    error, clean = unlinks.moving(keys, make, swap=len(looked) == 2)
+    if error == 0:
+        for (dirfd, path), source, before in zip(((b_dir, b), (a_dir, a)), sources, looked, strict=False):
+            if before is not None and stat.S_ISREG(before.st_mode):
+                _noted(dirfd, path, source if clean else None, before)
+    return error
 
 
 def _noted(dirfd: int, path: bytes, source: bytes | None, before: os.stat_result) -> None:
@@ -529,15 +516,11 @@ def _noted(dirfd: int, path: bytes, source: bytes | None, before: os.stat_result
             _note_renamed(dirfd, path, now.st_ino)
 
 
-def _where(dirfd: int, path: bytes) -> bytes | None:
-    """``path`` as this thread sees it (the caller's view: the same mounts and root): its directory's absolute path
-    and its name; None when that cannot be said."""
+def _where(dirfd: int, name: bytes) -> bytes | None:
+    """A name in a directory this thread holds open (``_parent``) as it sees it (the caller's view: the same mounts
+    and root): the directory's absolute path and the name; None when that cannot be said."""
     with contextlib.suppress(OSError):
-        parent, name = _parent(dirfd, path)
-        try:
-            where = os.readlink(f"/proc/self/fd/{parent}".encode())
-        finally:
-            os.close(parent)
+        where = os.readlink(f"/proc/self/fd/{dirfd}".encode())
         if where.startswith(b"/"):
             return where.rstrip(b"/") + b"/" + name
     return None

@@ -39,7 +39,7 @@ import struct
 from collections.abc import Callable
 
 from mcp_server_guard import linux
-from mcp_server_guard.shell.sandbox.tree_moves import lstat_from, open_parent
+from mcp_server_guard.shell.sandbox.tree_moves import lstat_from
 
 __all__ = ["Watch", "Where", "holds", "linking", "moving", "remade", "unsaid", "watch", "watching", "where"]
 
@@ -285,17 +285,14 @@ def moving(ends: tuple[Where | None, Where | None], make: Callable[[], int], *, 
         return error, clean
 
 
-def where(dirfd: int, path: bytes) -> Where | None:
-    """``path`` (from ``dirfd``, as the rename helper resolves it: ``tree_moves.open_parent``) as names are followed
-    here: its directory's device and inode, and its last name; None when that cannot be said."""
-    with contextlib.suppress(OSError):
-        parent, name = open_parent(dirfd, path)
-        try:
-            st = os.fstat(parent)
-        finally:
-            os.close(parent)
-        return ((st.st_dev, st.st_ino), name)
-    return None
+def where(dirfd: int, name: bytes) -> Where | None:
+    """A name in a directory the rename helper holds open (``tree_moves.open_parent``) as names are followed here:
+    the directory's device and inode, and the name; None when that cannot be said."""
+    try:
+        st = os.fstat(dirfd)
+    except OSError:
+        return None
+    return ((st.st_dev, st.st_ino), name)
 
 
 def holds(dirfd: int, name: bytes, st: os.stat_result) -> bool:
