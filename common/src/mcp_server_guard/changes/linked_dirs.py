@@ -9,8 +9,8 @@ took (and not more often than ``MIN_GAP_S``). So a hard link made outside the se
 may be seen one call late, and a directory past ``MAX_DIRS`` (or ``MAX_BYTES`` of paths) not at all: those names
 are judged by their bytes, as without the watch (docs/shell_exec.md).
 
-Not searched: each root's own area (``.mcp-guard``, other servers' copies) and git's object store (its files are
-never rewritten in place).
+Not searched: each root's own area (its ``.mcp-guard``: other servers' copies) and its git object store
+(``.git/objects`` at the root: its files are never rewritten in place); directories of those names deeper down are.
 """
 
 from __future__ import annotations
@@ -85,9 +85,21 @@ class LinkedDirs:
                 self._running.pop(key).set()
 
 
+def _pattern(path: str) -> str:
+    """``path`` as a pattern of find's ``-path`` that matches it alone (its wildcards escaped)."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in path)
+
+
 def _find(roots: Sequence[str]) -> list[str]:
     """The directories under ``roots`` holding a regular file with several names, at most ``MAX_DIRS``."""
-    argv = ["find", "-P", *roots, "-xdev", "(", "-name", OWN_AREA, "-o", "-path", "*/.git/objects", ")", "-prune",
+    # Left out: each root's own area and git store, not every directory of those names below it (red team 55 F2: a
+    # vendored tree's ``.mcp-guard`` or a nested clone's ``.git/objects``, hard-linked by ``git clone --local``,
+    # went unwatched, and a name there removed and made again landed under the file's untouched names).
+    own: list[str] = []
+    for root in roots:
+        for area in (OWN_AREA, ".git/objects"):
+            own += [*(["-o"] if own else []), "-path", _pattern(os.path.join(root, area))]
+    argv = ["find", "-P", *roots, "-xdev", "(", *own, ")", "-prune",
             "-o", "-type", "f", "-links", "+1", "-printf", "%h\\0"]  # fmt: skip
     try:
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)

@@ -29,7 +29,7 @@ from mcp_server_guard.changes import name_changes
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, Kind, TooDeep, walk_real
 from mcp_server_guard.changes.xattrs import Xattrs, set_seen
 from mcp_server_guard.files import openat2 as _openat2
-from mcp_server_guard.files.kept import disk_usage
+from mcp_server_guard.files.kept import WrittenMeanwhile, disk_usage
 from mcp_server_guard.files.treelock import flock_until
 
 __all__ = [
@@ -243,7 +243,17 @@ def parent(base: int, rel: str) -> Iterator[tuple[int, str]]:
 def held(dirfd: int, name: str, st: os.stat_result) -> Iterator[int | None]:
     """For a regular file: hold its flock (file_write's writers take turns on it) while we replace or remove it,
     and make sure the name still is that file, as ``st`` shows it; gives its descriptor (None: anything else,
-    never opened)."""
+    never opened). A pre-image kept meanwhile that was written while it was copied (``kept.keep_data``) is a
+    change made meanwhile."""
+    with _locked(dirfd, name, st) as fd:
+        try:
+            yield fd
+        except WrittenMeanwhile as exc:
+            raise Changed(str(exc)) from None
+
+
+@contextlib.contextmanager
+def _locked(dirfd: int, name: str, st: os.stat_result) -> Iterator[int | None]:
     if not stat.S_ISREG(st.st_mode):
         yield None
         return

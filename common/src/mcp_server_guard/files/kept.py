@@ -13,6 +13,7 @@ import os
 import shutil
 import socket
 import stat
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from mcp_server_guard.files.trees import remove_below
 from mcp_server_guard.paths import private_dirs
 
 __all__ = [
+    "WrittenMeanwhile",
     "copy_into",
     "copy_xattrs",
     "disk_usage",
@@ -42,7 +44,13 @@ _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
 _MAX_DEPTH = 300  # levels a kept tree is copied to (a changed path has at most changeset.MAX_DEPTH)
 _LINKS_OPEN = 256  # copies of files with several names kept open to link the next names to (beyond: copies)
+_REALTIME_COARSE = 5  # CLOCK_REALTIME_COARSE (Linux; the time module does not name it)
 _DIR_NO_FOLLOW = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class WrittenMeanwhile(Exception):
+    """A file changed while its pre-image was copied into the history: the copy is not the file the step would
+    replace or remove (the step goes no further; the copy is gone)."""
 
 
 def disk_usage(st: os.stat_result) -> int:
@@ -316,14 +324,67 @@ def keep_data(dirfd: int, name: str, st: os.stat_result, target: Path, entry_id:
         except OSError as exc:
             if exc.errno != errno.EXDEV:
                 raise
+            began = time.clock_gettime_ns(_REALTIME_COARSE)  # the clock a file system stamps ctimes from
             copy_into(dirfd, name, target, st, temp=f".{entry_id}.tmp")
             faults.point(f"history copied {entry_id}")
+            _copied_whole(dirfd, name, st, target, began)
             if move:
                 remove_entry(dirfd, name, st)
     elif move:
         # Copied before a crash, not yet removed: the original goes now (the caller found it unchanged).
         with contextlib.suppress(FileNotFoundError):
             remove_entry(dirfd, name, st)
+
+
+def _copied_whole(dirfd: int, name: str, st: os.stat_result, target: Path, began: int) -> None:
+    """Raise WrittenMeanwhile (the copy at ``target`` removed) unless what is at ``name`` is still as ``st`` shows
+    it: a file with the same inode, size, modification time and mode, and the same ctime where its names did not
+    change; a tree none of whose entries changed since ``began`` (the copy reads, it changes nothing there).
+
+    Threat: a write made while the copy ran (seconds for a large file or tree) by a program that takes no lock (a
+    terminal's ``>>``, a logger, a build writing into a directory being deleted): the step looked before the copy,
+    would replace or remove after, and the write would be gone with no conflict said. A change of names alone
+    (another call's link or unlink of a file with several) moves a file's ctime and link count, not its bytes."""
+    try:
+        now = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+    except FileNotFoundError:
+        now = None
+    if now is not None and stat.S_ISDIR(st.st_mode):
+        same = (now.st_ino == st.st_ino) and _untouched_since(dirfd, name, began, 0)
+    else:
+        same = now is not None and (now.st_ino, now.st_size, now.st_mtime_ns, now.st_mode) == (
+            st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)  # fmt: skip
+        if same and now is not None and now.st_nlink == st.st_nlink:
+            same = now.st_ctime_ns == st.st_ctime_ns
+    if not same:
+        with contextlib.suppress(FileNotFoundError):
+            remove_path(target)
+        raise WrittenMeanwhile("it was written while its previous version was kept")
+
+
+def _untouched_since(dirfd: int, name: str, since_ns: int, depth: int) -> bool:
+    """Whether nothing in the tree ``name`` (never followed) changed at or after ``since_ns``: no entry's ctime
+    (a write, a new or removed name in a directory, a mode) is that late."""
+    if depth > _MAX_DEPTH:
+        return False
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | _FLAGS, dir_fd=dirfd)
+    except OSError:
+        return False
+    try:
+        if os.fstat(fd).st_ctime_ns >= since_ns:
+            return False
+        for entry in os.listdir(fd):
+            inner = os.stat(entry, dir_fd=fd, follow_symlinks=False)
+            if inner.st_ctime_ns >= since_ns:
+                return False
+            if stat.S_ISDIR(inner.st_mode) and not _untouched_since(fd, entry, since_ns, depth + 1):
+                return False
+        return True
+    except FileNotFoundError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def write_whole(target: Path, data: bytes, *, fsync: bool = True, point: str = "") -> int:

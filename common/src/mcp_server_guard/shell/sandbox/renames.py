@@ -248,6 +248,11 @@ class Handler:
                 fds.append(b_dir)
                 st = os.stat(a, dir_fd=a_dir, follow_symlinks=False)
             except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    # Through another process's /proc/<pid>/cwd (a magic link, never followed here) or a loop: not
+                    # left to the kernel, which would move one overlay inode of a file with several names over
+                    # another (red team 55 F3: ``rename(h2, h1)`` of two names of one file took a name away).
+                    return -errno.ELOOP
                 raise _Skip(exc.errno) from None
             if not stat.S_ISDIR(st.st_mode) and (old.endswith(b"/") or new.endswith(b"/")):
                 raise _Skip(errno.ENOTDIR)  # a file's name with a slash after it: the kernel fails it as it should
@@ -526,16 +531,20 @@ def _where(dirfd: int, name: bytes) -> bytes | None:
     return None
 
 
-def renamed(view: int) -> tuple[list[str], list[tuple[str, str, int]]]:
+def renamed(view: int) -> tuple[list[str], list[tuple[str, str, int]], bool]:
     """Where the regular files this call renamed are at its end: each noted path that holds the inode renamed there
     (``_renamed``); and of those that were files with several names when first renamed (``_origins``), where each
     is, where it came from and its inode number there. ``view``: the root of the call's mount namespace (its copy is
-    mounted there), walked without following a link. Forgotten once said."""
+    mounted there), walked without following a link; and whether there was more to say than ``_RENAMED_SAID``
+    (the status line stays small: then the names of files with several names are not followed, red team 55 F1).
+    Forgotten once said."""
     said: list[str] = []
     origins: list[tuple[str, str, int]] = []
+    cut = False
     for path, ino in dict.fromkeys(_renamed):
         if len(said) >= _RENAMED_SAID:
-            break  # bounded: the status line stays small (ACLs are judged without it: ``changes.steps``)
+            cut = True
+            break
         with contextlib.suppress(OSError):
             st = lstat_from(view, path)
             if stat.S_ISREG(st.st_mode) and st.st_ino == ino:
@@ -548,7 +557,7 @@ def renamed(view: int) -> tuple[list[str], list[tuple[str, str, int]]]:
     for _source, _first, held in _origins.values():
         os.close(held)
     _origins.clear()
-    return said, origins
+    return said, origins, cut
 
 
 def forget_links() -> None:

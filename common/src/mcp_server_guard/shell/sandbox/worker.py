@@ -340,7 +340,7 @@ def _renamed_in(
     """Where the regular files the call renamed are (``renames.renamed``), what the names of files with several
     names the call removed, renamed or replaced hold (``unlinks.remade``), looked at in the call's mount namespace
     (its stage thread's, alive until the call is over), and whether those names could not be followed (events
-    lost)."""
+    lost, or more said than the status line carries)."""
     try:
         view = os.open(f"/proc/self/task/{stage.tid}/root", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
@@ -349,7 +349,8 @@ def _renamed_in(
         watched, stage.view.unlinks = stage.view.unlinks, None
         renames.forget_links()
         said = unlinks.remade(watched, view) if view >= 0 else _closed(watched)
-        return (*renames.renamed(view), said, watched is not None and (view < 0 or watched.lost))
+        moves, origins, cut = renames.renamed(view)
+        return moves, origins, said, cut or (watched is not None and (view < 0 or watched.lost))
     finally:
         if view >= 0:
             os.close(view)
