@@ -500,6 +500,17 @@ def _moved(which: _Arch, old: tuple[int, bytes], new: tuple[int, bytes], flags: 
     return error
 
 
+def _linked_from(source: bytes, before: os.stat_result) -> int:
+    """The inode number a file renamed from ``source`` (``before``: as it was there) came from: the file its link was
+    made of where ``source`` is a name the call linked and still holds that very file, else its own. (A name linked,
+    removed and made again holds another file: red team 55 saw the old note taken for it.)"""
+    kept = _linked.get(source)
+    with contextlib.suppress(OSError):
+        if kept is not None and (os.fstat(kept[1]).st_dev, os.fstat(kept[1]).st_ino) == (before.st_dev, before.st_ino):
+            return kept[2]
+    return before.st_ino
+
+
 def _noted(dirfd: int, path: bytes, source: bytes | None, before: os.stat_result) -> None:
     """The regular file now at ``path`` noted as renamed there (``_renamed``); where it had several names
     (``before``: what it was), also where it came from (``source``) and a descriptor that holds it (``_origins``) —
@@ -514,7 +525,7 @@ def _noted(dirfd: int, path: bytes, source: bytes | None, before: os.stat_result
         if linked and source is not None and stat.S_ISREG(now.st_mode) and now.st_ino not in _origins:
             # A name the call linked (``ln d/h3 t && mv t h1``: red team 51 F6) is the file it was linked to: its
             # inode number then (the project's, where that was not copied up yet).
-            _origins[now.st_ino] = (source, _linked[source][2] if source in _linked else before.st_ino, held)
+            _origins[now.st_ino] = (source, _linked_from(source, before), held)
         else:
             os.close(held)
         if stat.S_ISREG(now.st_mode):
