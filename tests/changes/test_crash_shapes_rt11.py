@@ -9,17 +9,15 @@ every step is finished or gone back whole."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 from pathlib import Path
 
 import pytest
 
-_spec = importlib.util.spec_from_file_location("crash_walk_rt11", Path(__file__).with_name("test_crash_walk.py"))
-assert _spec is not None and _spec.loader is not None
-walk = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(walk)
+from support.crashwalk import crash_walk
+
+walk = crash_walk("crash_walk_rt11")
 
 pytestmark = walk.pytestmark
 

@@ -92,7 +92,7 @@ def place(
             return _placed_before(history, op, change, dst_dir, name, run, absolute) if run.replay else ([], [])
         real = lstat_at(name, dst_dir)
         tree = stat.S_ISDIR(ours.st_mode)
-        if real is None and run.replay and kept(history, op.entry):
+        if real is None and run.replay and kept(history, op.entry, dst_dir):
             # What was there went into the history before a crash (a file replaced by a directory, or the reverse):
             # the rest of the step is to do.
             rename_at(src_dir, name, dst_dir, name, noreplace=True)

@@ -54,7 +54,7 @@ def _remove(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
     with parent(root, op.path) as (dirfd, name):
         real = lstat_at(name, dirfd)
         if real is None:
-            before = kept(history, op.entry) if run.replay else None
+            before = kept(history, op.entry, dirfd) if run.replay else None
             if before is None:
                 return []
             # Moved into the history before a crash: recorded as it was done.
@@ -75,11 +75,21 @@ def _remove(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
 
 
 def _bring_back(
-    history: HistoryStore, op: Op, root: int, dirfd: int, name: str, run: Run, *, replace: bool, absolute: str
+    history: HistoryStore,
+    op: Op,
+    root: int,
+    dirfd: int,
+    name: str,
+    run: Run,
+    *,
+    replace: bool,
+    absolute: str,
+    over: os.stat_result | None = None,
 ) -> str:
     """Put a pre-image back at ``name``: as another name of an inode of the same group this undo restored already,
-    or of the name that stayed with it (if it still is that inode); else out of the history. Returns what it was
-    ("file", "dir", ...)."""
+    or of the name that stayed with it (if it still is that inode); else out of the history (``over``: the file it
+    replaces, as looked at with its lock held: a write since is a change, ``HistoryStore.take``). Returns what it
+    was ("file", "dir", ...)."""
     record = _record(op)
     anchors: list[tuple[str, tuple[int, ...], str]] = []  # (name, the inode it must be, the entry it must hold)
     if record.group:
@@ -107,7 +117,8 @@ def _bring_back(
     # A tree whose files had other names keeps its record until they are names of them again (a crash in between:
     # the step finished after it finds them in the record still).
     relinks = history.tree_links(record.before)
-    entry = history.take(record.before, dirfd, name, replace=replace, forget=not relinks)
+    tree = lstat_beneath(str(history.directory), f"{record.before}.tree")
+    entry = history.take(record.before, dirfd, name, replace=replace, forget=not relinks, over=over)
     placed = lstat_at(name, dirfd)
     if record.group and placed is not None:
         run.restored[record.group] = (absolute, (placed.st_dev, placed.st_ino))
@@ -115,7 +126,10 @@ def _bring_back(
     if relinks:
         _relink(relinks, op, root, run, absolute)
         history.forget(record.before)
-    if entry.kind == "tree" and run.groups:
+    if entry.kind == "tree" and run.groups and _same_inode(tree, placed):
+        # (Its files are the inodes they were only where the tree came back whole by a rename: a tree copied back
+        # from a history on another file system holds new inodes, whose numbers may be a group's by chance — red
+        # team 56 F5: a file restored there was taken for one of another record's group and linked to it.)
         _rejoin(op, root, dirfd, name, run, absolute)
     return "dir" if entry.kind == "tree" else entry.kind
 
@@ -244,6 +258,10 @@ def _same_file_as(root: int, rel: str, dirfd: int, name: str, mine: os.stat_resu
     return False
 
 
+def _same_inode(one: os.stat_result | None, other: os.stat_result | None) -> bool:
+    return one is not None and other is not None and (one.st_dev, one.st_ino) == (other.st_dev, other.st_ino)
+
+
 def _rejoin(op: Op, root: int, dirfd: int, name: str, run: Run, absolute: str) -> None:
     """Files in a tree just restored that another record restores too (names of one inode): a name restored before
     from a copy becomes one with them again; one restored later is linked to them."""
@@ -329,11 +347,22 @@ def _restore(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) 
             kind = "dir" if stat.S_ISDIR(there.st_mode) else file_kind(there.st_mode)  # put back before a crash
             if relinks and kind == "dir":
                 _relink(relinks, op, root, run, absolute)  # a crash cut the step before its files were names again
+            if kind == "dir":
+                history.forget(_record(op).before)  # (a copy's: let go as ``take`` would have)
+            _restored_before(run, _record(op), absolute, there)
         else:
             kind = _bring_back(history, op, root, dirfd, name, run, replace=False, absolute=absolute)
         placed = lstat_at(name, dirfd)
     return [Applied(absolute, "create", kind, after=identity(placed) if placed is not None else (),
                     tree=kind == "dir")]  # fmt: skip
+
+
+def _restored_before(run: Run, record: Applied, absolute: str, placed: os.stat_result) -> None:
+    """A file of a group put back before a crash cut its step (not yet journalled as done): the later names of
+    the group this undo puts back are made names of it (a pre-image copied back from a history on another file
+    system is a new inode: no name holds it yet — red team 56 F5)."""
+    if record.group and stat.S_ISREG(placed.st_mode):
+        run.restored.setdefault(record.group, (absolute, (placed.st_dev, placed.st_ino)))
 
 
 def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
@@ -351,6 +380,7 @@ def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         directory = stat.S_ISDIR(placed.st_mode)
         if relinks and directory:
             _relink(relinks, op, root, run, absolute)  # a crash cut the step before its files were names again
+        _restored_before(run, record, absolute, placed)
         group = kept_group(history, op.entry, now)
         return [Applied(absolute, "modify", "dir" if directory else file_kind(placed.st_mode), before=op.entry,
                         after=identity(placed), tree=directory, group=group,
@@ -359,7 +389,7 @@ def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
     with parent(root, op.path) as (dirfd, name):
         real = lstat_at(name, dirfd)
         if real is None:
-            now = kept(history, op.entry) if run.replay else None
+            now = kept(history, op.entry, dirfd) if run.replay else None
             if now is None:
                 raise Changed("it is gone")
             # What was there went into the history before a crash: the pre-image comes back.
@@ -375,10 +405,11 @@ def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         # each a name of that file again: ``_relink``).
         linked: list[tuple[str, int, int]] = []
         counted = unchanged(dirfd, name, real, now_ns() + 1, linked=linked) if stat.S_ISDIR(real.st_mode) else (0, 0)
-        with held(dirfd, name, real):
+        with held(dirfd, name, real) as fd:
+            locked = os.fstat(fd) if fd is not None else None  # (the file as the lock found it: ``take``'s check)
             entry = history.keep(dirfd, name, absolute, run.audit_id, move=not files, entry_id=op.entry,
                                  durable=False, tree=counted, links=linked or None)  # fmt: skip
-            kind = _bring_back(history, op, root, dirfd, name, run, replace=files, absolute=absolute)
+            kind = _bring_back(history, op, root, dirfd, name, run, replace=files, absolute=absolute, over=locked)
         placed = lstat_at(name, dirfd)
     group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
     return [Applied(absolute, "modify", kind, before=entry.id, after=identity(placed) if placed is not None else (),
@@ -445,6 +476,10 @@ def _back_already(history: HistoryStore, record: Applied, there: os.stat_result)
         return True
     with contextlib.suppress(HistoryError):
         entry = history.metadata(record.before)
+        if stat.S_ISDIR(there.st_mode):
+            # A tree copied back whole from a history on another file system (renamed into place with the times it
+            # was kept with), its data not yet let go: red team 56 F5.
+            return entry.kind == "tree" and there.st_mtime_ns == entry.mtime_ns
         return stat.S_ISREG(there.st_mode) and (there.st_size, there.st_mtime_ns) == (entry.size, entry.mtime_ns)
     return False
 

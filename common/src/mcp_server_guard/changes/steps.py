@@ -101,10 +101,14 @@ def kept_own(change: Change, real: os.stat_result | None, dst_dir: int, src_dir:
     return tuple(sorted((*((n, v) for n, v in own if n not in ACL_NAMES), *alike)))
 
 
-def kept(history: HistoryStore, entry_id: str) -> os.stat_result | None:
-    """What entry ``entry_id`` of the history holds, when it holds its data (a step kept it before a crash)."""
+def kept(history: HistoryStore, entry_id: str, dirfd: int = -1) -> os.stat_result | None:
+    """What entry ``entry_id`` of the history holds, when it holds its data (a step kept it before a crash; with
+    ``dirfd``, the directory of the step's name, a keep that crash cut after setting the name aside is finished
+    first: ``HistoryStore.finish_aside``)."""
     if not entry_id or not (history.directory / f"{entry_id}.json").exists():
         return None
+    if dirfd >= 0:
+        history.finish_aside(entry_id, dirfd)
     for suffix in (".data", ".tree"):
         with contextlib.suppress(OSError):
             return os.lstat(history.directory / f"{entry_id}{suffix}")
@@ -254,7 +258,7 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         if real is None:
             if change.action == "modify":
                 raise Changed("it was deleted meanwhile")
-            before = kept(history, op.entry) if run.replay and replacing else None  # kept before a crash
+            before = kept(history, op.entry, dirfd) if run.replay and replacing else None  # kept before a crash
             linked = lstat_at(src_name, src_dir) or source
             os.link(src_name, name, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
             placed = lstat_at(name, dirfd)
@@ -330,7 +334,7 @@ def _delete(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
     with parent(root, op.path) as (dirfd, name):
         real = lstat_at(name, dirfd)
         if real is None:
-            before = kept(history, op.entry) if run.replay else None
+            before = kept(history, op.entry, dirfd) if run.replay else None
             if before is not None:  # deleted before a crash: recorded as it was done
                 # (the file it was, not the history's copy of it: a file with other names is kept as a copy, and an
                 # undo makes the name one with them again only where its group is theirs)

@@ -62,6 +62,7 @@ from mcp_server_guard.files.kept import (
     copy_into,
     copy_xattrs,
     disk_usage,
+    finish_aside,
     keep_data,
     kept_kind,
     unshare,
@@ -314,10 +315,20 @@ class HistoryStore(EntryReader):
                 self._account(usage + (disk_usage(st) if kind != "tree" else size))
             return entry
 
-    def take(self, entry_id: str, dirfd: int, name: str, *, replace: bool = False, forget: bool = True) -> HistoryEntry:
+    def take(
+        self,
+        entry_id: str,
+        dirfd: int,
+        name: str,
+        *,
+        replace: bool = False,
+        forget: bool = True,
+        over: os.stat_result | None = None,
+    ) -> HistoryEntry:
         """Put an entry's pre-image back at ``name`` in ``dirfd`` (which must be free, unless ``replace``: a file
-        there is replaced in one rename): moved out of the store (copied where it lies on another file system); the
-        entry is gone afterwards — its record too unless not ``forget`` (the caller still needs it after a crash:
+        there is replaced in one rename): moved out of the store (copied where it lies on another file system: then
+        only over the file as ``over`` shows it, or as it was when the copy began; else WrittenMeanwhile); the entry
+        is gone afterwards — its record too unless not ``forget`` (the caller still needs it after a crash:
         :meth:`forget` then)."""
         entry = self._metadata(entry_id)
         source = self.directory / f"{entry_id}.{'tree' if entry.kind == 'tree' else 'data'}"
@@ -335,15 +346,27 @@ class HistoryStore(EntryReader):
             where = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
                 st = os.stat(source.name, dir_fd=where, follow_symlinks=False)
+                if replace and over is None:  # (what it replaces, as it is before the copy)
+                    with contextlib.suppress(FileNotFoundError):
+                        over = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
                 # Whole or not at all (a temp name beside it, renamed): a full disk never leaves an empty file.
                 copy_into(where, source.name, Path(f"/proc/self/fd/{dirfd}") / name, st, replace=replace,
-                          temp=f".mcp-guard-{entry_id}.tmp")  # fmt: skip
+                          temp=f".mcp-guard-{entry_id}.tmp", over=over)  # fmt: skip
             finally:
                 os.close(where)
         faults.point(f"taken {entry_id}")
         if forget:
             self._remove(entry_id)
         return entry
+
+    def finish_aside(self, entry_id: str, dirfd: int) -> None:
+        """Finish keeping what a step cut by a crash set aside in ``dirfd`` for entry ``entry_id`` (a file or tree
+        being deleted into a history on another file system: ``kept.keep_data``): copied in unless it is there
+        already, then removed from the project. (Asked only by a step finished after a crash.)"""
+        if not _ID.match(entry_id) or not (self.directory / f"{entry_id}.json").exists():
+            return
+        kind = self._metadata(entry_id).kind
+        finish_aside(dirfd, self.directory / f"{entry_id}.{'tree' if kind == 'tree' else 'data'}", entry_id)
 
     def taken(self, entry_id: str) -> bool:
         """Whether an entry's pre-image was put back already — its data is gone, as a take a crash cut before the

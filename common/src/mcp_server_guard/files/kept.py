@@ -13,7 +13,6 @@ import os
 import shutil
 import socket
 import stat
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,10 +23,12 @@ from mcp_server_guard.paths import private_dirs
 
 __all__ = [
     "WrittenMeanwhile",
+    "aside_name",
     "copy_into",
     "copy_xattrs",
     "disk_usage",
     "file_kind",
+    "finish_aside",
     "fsync_dir",
     "keep_data",
     "kept_kind",
@@ -35,6 +36,7 @@ __all__ = [
     "noted_bounds",
     "remove_entry",
     "remove_path",
+    "same_file",
     "unshare",
     "write_all",
     "write_whole",
@@ -44,7 +46,6 @@ _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
 _MAX_DEPTH = 300  # levels a kept tree is copied to (a changed path has at most changeset.MAX_DEPTH)
 _LINKS_OPEN = 256  # copies of files with several names kept open to link the next names to (beyond: copies)
-_REALTIME_COARSE = 5  # CLOCK_REALTIME_COARSE (Linux; the time module does not name it)
 _DIR_NO_FOLLOW = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -80,15 +81,32 @@ def kept_kind(mode: int) -> str:
     return {"dir": "tree", "device": "file"}.get(kind, kind)
 
 
-def copy_into(dirfd: int, name: str, target: Path, st: os.stat_result, *, replace: bool = True, temp: str = "") -> str:
+def copy_into(
+    dirfd: int,
+    name: str,
+    target: Path,
+    st: os.stat_result,
+    *,
+    replace: bool = True,
+    temp: str = "",
+    over: os.stat_result | None = None,
+) -> str:
     """Copy what is at ``name`` (never followed, never opened unless a regular file or a directory) to ``target``,
     whole or not at all: made under a temp name beside it (``temp``, or a fresh one) and renamed there (over what
-    is there only when ``replace``); returns the SHA-256 of a file's bytes ("" for anything else)."""
+    is there only when ``replace``, and then, given ``over``, only while the file there is still as ``over`` shows
+    it: else WrittenMeanwhile); returns the SHA-256 of a file's bytes ("" for anything else)."""
     made = target.with_name(temp or f".{target.name}.{os.urandom(4).hex()}.tmp")
     with contextlib.suppress(FileNotFoundError):
         remove_path(made)  # left by a copy killed before (its name is the step's own)
     try:
         digest = _copy(dirfd, name, made, st)
+        if over is not None:
+            # Threat: a write made while the copy ran (seconds for a large file) by a program that takes no lock,
+            # replaced with the file it was made to (red team 56 F3: an undo's pre-image copied back).
+            with contextlib.suppress(FileNotFoundError):
+                now = os.lstat(target)
+                if not same_file(now, over):
+                    raise WrittenMeanwhile("it was written while its previous version was put back")
         if replace:
             os.rename(made, target)
         else:
@@ -324,67 +342,82 @@ def keep_data(dirfd: int, name: str, st: os.stat_result, target: Path, entry_id:
         except OSError as exc:
             if exc.errno != errno.EXDEV:
                 raise
-            began = time.clock_gettime_ns(_REALTIME_COARSE)  # the clock a file system stamps ctimes from
+            if move and (kind == "tree" or st.st_nlink < 2):
+                _keep_aside(dirfd, name, target, entry_id)
+                return
             copy_into(dirfd, name, target, st, temp=f".{entry_id}.tmp")
             faults.point(f"history copied {entry_id}")
-            _copied_whole(dirfd, name, st, target, began)
+            _copied_whole(dirfd, name, st, target)
             if move:
-                remove_entry(dirfd, name, st)
+                remove_entry(dirfd, name, st)  # (a write made since is in the file its other names keep)
     elif move:
         # Copied before a crash, not yet removed: the original goes now (the caller found it unchanged).
         with contextlib.suppress(FileNotFoundError):
             remove_entry(dirfd, name, st)
 
 
-def _copied_whole(dirfd: int, name: str, st: os.stat_result, target: Path, began: int) -> None:
-    """Raise WrittenMeanwhile (the copy at ``target`` removed) unless what is at ``name`` is still as ``st`` shows
-    it: a file with the same inode, size, modification time and mode, and the same ctime where its names did not
-    change; a tree none of whose entries changed since ``began`` (the copy reads, it changes nothing there).
+def aside_name(entry_id: str) -> str:
+    """The name a deleted file or tree takes beside itself while it is copied into a history on another file system
+    (``_keep_aside``)."""
+    return f".mcp-guard-{entry_id}.keep"
 
-    Threat: a write made while the copy ran (seconds for a large file or tree) by a program that takes no lock (a
-    terminal's ``>>``, a logger, a build writing into a directory being deleted): the step looked before the copy,
-    would replace or remove after, and the write would be gone with no conflict said. A change of names alone
-    (another call's link or unlink of a file with several) moves a file's ctime and link count, not its bytes."""
+
+def _keep_aside(dirfd: int, name: str, target: Path, entry_id: str) -> None:
+    """A file or tree being deleted, kept in a history on another file system: renamed aside first (one rename on
+    its own file system: from then on no one reaches it by its name, as natively once it is deleted), then copied
+    and removed (:func:`finish_aside`). Threat: a write made while a copy ran (seconds for a large tree), by a
+    program that takes no lock, into a tree copied first and removed after: gone with the tree, in no copy (red
+    team 56 F1, F2). Put back where the copy fails; a kill leaves the aside name for the step finished after a
+    crash (``HistoryStore.finish_aside``)."""
+    aside = aside_name(entry_id)
+    os.rename(name, aside, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+    faults.point(f"history aside {entry_id}")
     try:
-        now = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+        finish_aside(dirfd, target, entry_id)
+    except BaseException:
+        if not os.path.lexists(target):
+            with contextlib.suppress(OSError):
+                linux.renameat2(dirfd, aside, dirfd, name, _RENAME_NOREPLACE)
+        raise
+
+
+def finish_aside(dirfd: int, target: Path, entry_id: str) -> bool:
+    """What :func:`_keep_aside` set aside in ``dirfd`` (if anything): copied to ``target`` unless it is there (whole
+    or not at all), then removed. Whether there was anything."""
+    aside = aside_name(entry_id)
+    try:
+        st = os.stat(aside, dir_fd=dirfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    if not os.path.lexists(target):
+        copy_into(dirfd, aside, target, st, temp=f".{entry_id}.tmp")
+    faults.point(f"history copied {entry_id}")
+    remove_entry(dirfd, aside, st)
+    return True
+
+
+def _copied_whole(dirfd: int, name: str, st: os.stat_result, target: Path) -> None:
+    """Raise WrittenMeanwhile (the copy at ``target`` removed) unless the file at ``name`` is still as ``st`` shows
+    it (:func:`same_file`). Threat: a write made while the copy ran (seconds for a large file) by a program that
+    takes no lock (a terminal's ``>>``, a logger): the step looked before the copy, would replace the file after,
+    and the write would be gone with no conflict said."""
+    try:
+        now: os.stat_result | None = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
     except FileNotFoundError:
         now = None
-    if now is not None and stat.S_ISDIR(st.st_mode):
-        same = (now.st_ino == st.st_ino) and _untouched_since(dirfd, name, began, 0)
-    else:
-        same = now is not None and (now.st_ino, now.st_size, now.st_mtime_ns, now.st_mode) == (
-            st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)  # fmt: skip
-        if same and now is not None and now.st_nlink == st.st_nlink:
-            same = now.st_ctime_ns == st.st_ctime_ns
-    if not same:
+    if now is None or not same_file(now, st):
         with contextlib.suppress(FileNotFoundError):
             remove_path(target)
         raise WrittenMeanwhile("it was written while its previous version was kept")
 
 
-def _untouched_since(dirfd: int, name: str, since_ns: int, depth: int) -> bool:
-    """Whether nothing in the tree ``name`` (never followed) changed at or after ``since_ns``: no entry's ctime
-    (a write, a new or removed name in a directory, a mode) is that late."""
-    if depth > _MAX_DEPTH:
+def same_file(now: os.stat_result, st: os.stat_result) -> bool:
+    """Whether ``now`` is the file ``st`` was, as it was: the same inode, size, modification time and mode, and the
+    same ctime where its link count did not change (another call's link or unlink of a file with several names
+    moves its ctime and link count, not what it holds)."""
+    if (now.st_ino, now.st_size, now.st_mtime_ns, now.st_mode) != (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode):
         return False
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | _FLAGS, dir_fd=dirfd)
-    except OSError:
-        return False
-    try:
-        if os.fstat(fd).st_ctime_ns >= since_ns:
-            return False
-        for entry in os.listdir(fd):
-            inner = os.stat(entry, dir_fd=fd, follow_symlinks=False)
-            if inner.st_ctime_ns >= since_ns:
-                return False
-            if stat.S_ISDIR(inner.st_mode) and not _untouched_since(fd, entry, since_ns, depth + 1):
-                return False
-        return True
-    except FileNotFoundError:
-        return False
-    finally:
-        os.close(fd)
+    return now.st_nlink != st.st_nlink or now.st_ctime_ns == st.st_ctime_ns
 
 
 def write_whole(target: Path, data: bytes, *, fsync: bool = True, point: str = "") -> int:

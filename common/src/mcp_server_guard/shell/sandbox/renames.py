@@ -70,7 +70,8 @@ _RENAMED_SAID = 10_000  # files said renamed at most (``renamed``)
 # found there at the call's end are said, so that the server tells a file renamed over another (``mv -f p.txt
 # acl.txt``: p.txt's, with its own ACL) from one rewritten in place (the same file, with its ACL), whatever bytes it
 # holds (red team 4 F1). A rename that failed, or a file renamed again, removed or replaced since, is not found.
-_renamed: list[tuple[bytes, int]] = []
+_renamed: dict[tuple[bytes, int], None] = {}  # (in order; one renamed back and forth is noted once each way)
+_unnoted: list[bool] = [False]  # a rename past ``_MOVED_MAX`` went unnoted (``renamed`` says so)
 # This call's renamed files with several names (renamed by the handler itself: ``_rename_linked``), by their inode
 # number on the copy after the rename: the path each was renamed from, its inode number there (the project's file,
 # where the source had not been copied up yet: the server checks that against the real tree), and a descriptor that
@@ -448,11 +449,13 @@ def _renameat2(which: _Arch, old_fd: int, old: bytes, new_fd: int, new: bytes, f
 def _note_renamed(dirfd: int, path: bytes, ino: int) -> None:
     """Note where a file with inode number ``ino`` is being renamed to (``_renamed``): the path of the directory as
     this thread sees it (the caller's view: the same mounts and root), and the name."""
-    if len(_renamed) >= _MOVED_MAX:
-        return
     where = _where(dirfd, path)
-    if where is not None:
-        _renamed.append((where, ino))
+    if where is None or (where, ino) in _renamed:
+        return
+    if len(_renamed) >= _MOVED_MAX:
+        _unnoted[0] = True  # (red team 56 F6: then names of files with several names are said unfollowed)
+        return
+    _renamed[(where, ino)] = None
 
 
 def _rename_linked(which: _Arch, old: tuple[int, bytes], new: tuple[int, bytes], flags: int,
@@ -546,13 +549,14 @@ def renamed(view: int) -> tuple[list[str], list[tuple[str, str, int]], bool]:
     """Where the regular files this call renamed are at its end: each noted path that holds the inode renamed there
     (``_renamed``); and of those that were files with several names when first renamed (``_origins``), where each
     is, where it came from and its inode number there. ``view``: the root of the call's mount namespace (its copy is
-    mounted there), walked without following a link; and whether there was more to say than ``_RENAMED_SAID``
-    (the status line stays small: then the names of files with several names are not followed, red team 55 F1).
+    mounted there), walked without following a link; and whether there was more to say than ``_RENAMED_SAID`` (the
+    status line stays small) or to note than ``_MOVED_MAX`` — then the names of files with several names are not
+    followed (red team 55 F1, 56 F6).
     Forgotten once said."""
     said: list[str] = []
     origins: list[tuple[str, str, int]] = []
-    cut = False
-    for path, ino in dict.fromkeys(_renamed):
+    cut, _unnoted[0] = _unnoted[0], False
+    for path, ino in _renamed:
         if len(said) >= _RENAMED_SAID:
             cut = True
             break
