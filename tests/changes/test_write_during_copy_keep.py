@@ -27,6 +27,7 @@ from mcp_server_guard.changes.apply import now_ns
 from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.changes.plan import Outcome
 from mcp_server_guard.files.history import HistoryStore
+from mcp_server_guard.files.kept import aside_name, keep_data
 from support.elsewhere import history_elsewhere
 
 
@@ -188,3 +189,26 @@ def test_a_tree_copied_to_another_fs_while_nobody_writes_is_deleted_without_a_co
     outcome = _apply(tmp_path, Change("d", "delete", "dir", mode=0o755), lambda: None, monkeypatch, other_fs=True)
     assert not (root / "d").exists()
     assert not outcome.conflicts, outcome
+
+
+def test_attack_an_entry_already_at_the_aside_name_is_never_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The aside name is the step's own (its entry id); should anything be there already, the deletion fails and
+    nothing is replaced or removed."""
+    root = _project(tmp_path, names=1)
+    history = tmp_path / "history"
+    history.mkdir()
+    history_elsewhere(monkeypatch, tmp_path)
+    entry = "20261205T000000000000Z-abcdef"
+    (root / aside_name(entry)).write_text("precious\n")
+    dirfd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        st = os.stat("a", dir_fd=dirfd, follow_symlinks=False)
+        with pytest.raises(FileExistsError):
+            keep_data(dirfd, "a", st, history / f"{entry}.data", entry, move=True)
+    finally:
+        os.close(dirfd)
+    assert (root / aside_name(entry)).read_text() == "precious\n"
+    assert (root / "a").read_bytes().endswith(b"old\n")
+    assert not (history / f"{entry}.data").exists()

@@ -311,7 +311,11 @@ class Applier:
                 records, conflicts = run_step(self.history, op, roots[op.root], uppers.get(op.upper, -1), run)
                 if not back and (run.fatal or (fail and conflicts)):
                     # The promise, not the tree, is at stake: an undo that says success with a path not back, an
-                    # apply half landed on a full disk. The failed step changed nothing (it keeps before it moves).
+                    # apply half landed on a full disk. The failed step changed nothing (it keeps before it moves),
+                    # or what it kept is in its records, gone back on with the rest (red team 57 F4).
+                    if records:
+                        journal.done(index, records, conflicts, back=back)
+                        steps.append((op, records))
                     raise _Failed(run.fatal or conflicts[0].what)
                 faults.point(f"{'back' if back else 'done'} {index}")
             journal.done(index, records, conflicts, back=back)
@@ -447,6 +451,9 @@ class Applier:
             raise UndoConflict(changed)
         if changed:  # forced over later changes (a person's edits, maybe): the history keeps their only copy
             ops, _ = reverse_ops(self.history, records, roots, applied_ns, force=True, since=since)
+            # A path the call deleted that someone made again since: theirs is kept, the call's pre-image put back.
+            ops = [replace(op, kind="swap", entry=self.history.new_id()) if op.kind == "restore" and op.record
+                   is not None and op.record.path in changed else op for op in ops]  # fmt: skip
         if manifest.get("undoes"):
             ops = kept_as_before(self.history, ops, str(manifest["undoes"]))
         missing = [f"{op.record.path}: {why}" for op in ops if op.record is not None and op.kind in ("restore", "swap")
@@ -508,7 +515,7 @@ def run_step(history: HistoryStore, op: Op, root: int, upper: int, run: Run) -> 
         return step(history, op, root, run, absolute), []
     except Changed as exc:
         run.failed.add(absolute)
-        return [], [Conflict(absolute, f"not {verb(op.kind)}: {exc}", skipped=True)]
+        return exc.done, [Conflict(absolute, f"not {verb(op.kind)}: {exc}", skipped=True)]
     except (OSError, HistoryError) as exc:
         run.failed.add(absolute)
         why = exc.message if isinstance(exc, HistoryError) else exc.strerror or str(exc)

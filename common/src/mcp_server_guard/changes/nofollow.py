@@ -22,7 +22,8 @@ import posixpath
 import stat
 import time
 from collections import Counter
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from mcp_server_guard import linux
 from mcp_server_guard.changes import name_changes
@@ -31,6 +32,9 @@ from mcp_server_guard.changes.xattrs import Xattrs, set_seen
 from mcp_server_guard.files import openat2 as _openat2
 from mcp_server_guard.files.kept import WrittenMeanwhile, disk_usage
 from mcp_server_guard.files.treelock import flock_until
+
+if TYPE_CHECKING:
+    from mcp_server_guard.changes.plan import Applied
 
 __all__ = [
     "DIR",
@@ -66,7 +70,12 @@ def now_ns() -> int:
 
 
 class Changed(Exception):
-    """The real tree is not as the command found it at this path."""
+    """The real tree is not as the command found it at this path. ``done``: what the step did before it found that
+    (what it kept, recorded so that it can be undone or gone back on)."""
+
+    def __init__(self, why: str = "", done: Sequence[Applied] = ()) -> None:
+        super().__init__(why)
+        self.done = list(done)
 
 
 def identity(st: os.stat_result) -> tuple[int, ...]:
@@ -315,7 +324,11 @@ def unchanged_tree(
                     and not name_changes.only_names(st, since(path))  # another call's name of it (red team 9 F3)
                 ):
                     raise Changed(f"{path} changed after the command started")
-                if linked is not None and stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                if (
+                    linked is not None
+                    and stat.S_ISREG(st.st_mode)
+                    and (st.st_nlink > 1 or (st.st_dev, st.st_ino) in ours)
+                ):
                     several.append((path[len(name) + 1 :], st.st_dev, st.st_ino, st.st_nlink))
                 count += 1
                 # What it takes on disk, directories and links too (15,000 empty directories are 60 MB of a
@@ -326,9 +339,12 @@ def unchanged_tree(
         if budget[0] < 0:
             raise Changed("it is too large to check")
         if linked is not None and several:
-            # Only files with a name outside the tree: names all inside it move with it and stay one file.
+            # Only files with a name outside the tree: names all inside it move with it and stay one file. (And
+            # those whose other names this run took away before: red team 57 F1, ``rm keep.txt; rm -r tree`` of a
+            # file named in both; an undo makes the names one file again.)
             inside = Counter((dev, ino) for _rel, dev, ino, _n in several)
-            linked += [(rel, dev, ino) for rel, dev, ino, nlink in several if inside[(dev, ino)] < nlink]
+            linked += [(rel, dev, ino) for rel, dev, ino, nlink in several
+                       if inside[(dev, ino)] < nlink or (dev, ino) in ours]  # fmt: skip
         return count, size
     finally:
         os.close(fd)

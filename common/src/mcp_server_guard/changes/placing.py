@@ -31,9 +31,19 @@ from mcp_server_guard.changes.nofollow import (
 )
 from mcp_server_guard.changes.plan import Applied, Conflict, Op
 from mcp_server_guard.changes.run import Run
-from mcp_server_guard.changes.steps import change_of, held_stat, kept, kept_already, kept_group, kept_own
+from mcp_server_guard.changes.steps import (
+    change_of,
+    held_stat,
+    kept,
+    kept_already,
+    kept_away,
+    kept_group,
+    kept_own,
+    set_aside_before,
+)
 from mcp_server_guard.changes.xattrs import Xattrs, at, attribute_names, default_acl, land
 from mcp_server_guard.files.history import HistoryStore
+from mcp_server_guard.files.kept import file_kind
 
 __all__ = ["MERGE_ENTRIES", "place"]
 
@@ -92,10 +102,19 @@ def place(
             return _placed_before(history, op, change, dst_dir, name, run, absolute) if run.replay else ([], [])
         real = lstat_at(name, dst_dir)
         tree = stat.S_ISDIR(ours.st_mode)
-        if real is None and run.replay and kept(history, op.entry, dst_dir):
+        aside_before = real is not None and set_aside_before(history, op, run, dst_dir)  # (then: someone's since)
+        if (real is None or aside_before) and run.replay and (was := kept(history, op.entry, dst_dir)):
             # What was there went into the history before a crash (a file replaced by a directory, or the reverse):
             # the rest of the step is to do.
-            rename_at(src_dir, name, dst_dir, name, noreplace=True)
+            try:
+                rename_at(src_dir, name, dst_dir, name, noreplace=True)
+            except FileExistsError:  # (made by someone else since: the command's version goes beside theirs)
+                record = Applied(absolute, "delete", "dir" if stat.S_ISDIR(was.st_mode) else file_kind(was.st_mode),
+                                 before=op.entry, tree=stat.S_ISDIR(was.st_mode),
+                                 group=kept_group(history, op.entry, was))  # fmt: skip
+                records, conflicts = _aside(src_dir, name, dst_dir, absolute, run.audit_id, "it was created meanwhile",
+                                            tree)  # fmt: skip
+                return [record, *records], conflicts
             done = _placed(absolute, change, dst_dir, name, op.entry, tree)
             run.placed[absolute] = (done.after[0], done.after[1]) if done.after else (0, 0)
             return [done], []
@@ -142,7 +161,14 @@ def place(
                     tree=counted, links=run.tree_links.get(absolute),
                 )  # fmt: skip
                 faults.point(f"place {absolute}")
-                rename_at(src_dir, name, dst_dir, name, noreplace=replacing)
+                try:
+                    rename_at(src_dir, name, dst_dir, name, noreplace=replacing)
+                except FileExistsError:
+                    # Threat: a name made by someone else while what was there was kept (set aside and copied into
+                    # a history on another file system: seconds): what was there is deleted as the command did (and
+                    # recorded: an undo brings it back), the command's version goes beside theirs (red team 57 F3).
+                    records, conflicts = aside("it was created meanwhile")
+                    return [kept_away(absolute, real, entry.id), *records], conflicts
                 run.named(real, held_stat(fd))
         except Changed as exc:
             return aside(str(exc))

@@ -21,6 +21,7 @@ from mcp_server_guard.changes.changeset import same_bytes, walk_real
 from mcp_server_guard.changes.nofollow import (
     DIR,
     Changed,
+    free_name_beside,
     held,
     identity,
     lstat_at,
@@ -34,10 +35,10 @@ from mcp_server_guard.changes.nofollow import (
 )
 from mcp_server_guard.changes.plan import NO_TIME, Applied, Op
 from mcp_server_guard.changes.run import Run
-from mcp_server_guard.changes.steps import half_set, kept, kept_group
+from mcp_server_guard.changes.steps import half_set, kept, kept_away, kept_group, set_aside_before
 from mcp_server_guard.changes.xattrs import at, seen_as
 from mcp_server_guard.files.history import HistoryError, HistoryStore
-from mcp_server_guard.files.kept import file_kind
+from mcp_server_guard.files.kept import WrittenMeanwhile, file_kind
 from mcp_server_guard.files.reading import sha256_fd
 
 __all__ = ["UNDO_STEPS", "as_left", "names_in", "names_in_roots", "put_back_since", "root_of"]
@@ -53,7 +54,7 @@ def _remove(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
     this undo to make it one with that again)."""
     with parent(root, op.path) as (dirfd, name):
         real = lstat_at(name, dirfd)
-        if real is None:
+        if real is None or set_aside_before(history, op, run, dirfd):
             before = kept(history, op.entry, dirfd) if run.replay else None
             if before is None:
                 return []
@@ -68,10 +69,7 @@ def _remove(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
         with held(dirfd, name, real):
             entry = history.keep(dirfd, name, absolute, run.audit_id, move=True, entry_id=op.entry, durable=False,
                                  tree=counted, links=linked or None)  # fmt: skip
-    directory = stat.S_ISDIR(real.st_mode)
-    group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
-    return [Applied(absolute, "delete", "dir" if directory else file_kind(real.st_mode), before=entry.id,
-                    tree=directory, group=group, stays=staying)]  # fmt: skip
+    return [kept_away(absolute, real, entry.id, staying)]
 
 
 def _bring_back(
@@ -126,7 +124,8 @@ def _bring_back(
     if relinks:
         _relink(relinks, op, root, run, absolute)
         history.forget(record.before)
-    if entry.kind == "tree" and run.groups and _same_inode(tree, placed):
+    same = tree is not None and placed is not None and (tree.st_dev, tree.st_ino) == (placed.st_dev, placed.st_ino)
+    if entry.kind == "tree" and run.groups and same:
         # (Its files are the inodes they were only where the tree came back whole by a rename: a tree copied back
         # from a history on another file system holds new inodes, whose numbers may be a group's by chance — red
         # team 56 F5: a file restored there was taken for one of another record's group and linked to it.)
@@ -256,10 +255,6 @@ def _same_file_as(root: int, rel: str, dirfd: int, name: str, mine: os.stat_resu
             and same_bytes(other_dir, other_name, dirfd, name, mine.st_size)
         )
     return False
-
-
-def _same_inode(one: os.stat_result | None, other: os.stat_result | None) -> bool:
-    return one is not None and other is not None and (one.st_dev, one.st_ino) == (other.st_dev, other.st_ino)
 
 
 def _rejoin(op: Op, root: int, dirfd: int, name: str, run: Run, absolute: str) -> None:
@@ -409,7 +404,23 @@ def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
             locked = os.fstat(fd) if fd is not None else None  # (the file as the lock found it: ``take``'s check)
             entry = history.keep(dirfd, name, absolute, run.audit_id, move=not files, entry_id=op.entry,
                                  durable=False, tree=counted, links=linked or None)  # fmt: skip
-            kind = _bring_back(history, op, root, dirfd, name, run, replace=files, absolute=absolute, over=locked)
+            try:
+                kind = _bring_back(history, op, root, dirfd, name, run, replace=files, absolute=absolute,
+                                   over=locked)  # fmt: skip
+            except (Changed, OSError, WrittenMeanwhile) as exc:
+                why = str(exc) if not isinstance(exc, OSError) else exc.strerror or str(exc)
+                if files:  # (what is there stays: its copy in the history is let go)
+                    history.forget(entry.id)
+                    raise Changed(why) from None
+                # What was there went into the history, and the pre-image could not take its place (a name made
+                # meanwhile): it comes back out, where it was or beside what is there now (red team 57 F4: lost).
+                try:
+                    history.take(entry.id, dirfd, name)
+                except FileExistsError:
+                    beside = free_name_beside(name, run.audit_id, dirfd)
+                    history.take(entry.id, dirfd, beside)
+                    why = f"{why}: what the call left there is beside it, as {beside}"
+                raise Changed(why) from None
         placed = lstat_at(name, dirfd)
     group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
     return [Applied(absolute, "modify", kind, before=entry.id, after=identity(placed) if placed is not None else (),

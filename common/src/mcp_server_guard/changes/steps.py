@@ -62,8 +62,10 @@ __all__ = [
     "held_stat",
     "kept",
     "kept_already",
+    "kept_away",
     "kept_group",
     "kept_own",
+    "set_aside_before",
 ]
 
 log = logging.getLogger("mcp_server_guard.changes")
@@ -99,6 +101,15 @@ def kept_own(change: Change, real: os.stat_result | None, dst_dir: int, src_dir:
         return alike
     own = kept_in_place(at(dst_dir, name), at(src_dir, name), change.shown)
     return tuple(sorted((*((n, v) for n, v in own if n not in ACL_NAMES), *alike)))
+
+
+def kept_away(absolute: str, real: os.stat_result, entry_id: str, stays: str = "") -> Applied:
+    """The record of what was at ``absolute`` (``real``), kept in the history as ``entry_id`` and gone from there: a
+    deletion (also where a step kept it and then could not put what it was to put there)."""
+    directory = stat.S_ISDIR(real.st_mode)
+    group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
+    kind = "dir" if directory else file_kind(real.st_mode)
+    return Applied(absolute, "delete", kind, before=entry_id, tree=directory, group=group, stays=stays)
 
 
 def kept(history: HistoryStore, entry_id: str, dirfd: int = -1) -> os.stat_result | None:
@@ -309,7 +320,11 @@ def _link_replacing(history: HistoryStore, op: Op, run: Run, absolute: str, sour
         run.named(real, held_stat(fd))
     faults.point(f"link {absolute}")
     linked = lstat_at(src_name, src_dir) or source_st
-    os.link(src_name, name, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
+    try:
+        os.link(src_name, name, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
+    except FileExistsError:
+        # (Made by someone else since what was there was kept: that is gone as the command did, and recorded.)
+        raise Changed("it was created meanwhile", done=[kept_away(absolute, real, entry.id)]) from None
     placed = lstat_at(name, dirfd)
     run.named(linked, placed)
     group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
@@ -328,12 +343,19 @@ def _in_placed_tree(path: str, run: Run, root: str) -> bool:
     return False
 
 
+def set_aside_before(history: HistoryStore, op: Op, run: Run, dirfd: int) -> bool:
+    """Whether a crash cut this step after it set what was at its name aside (``kept._keep_aside``): the keep is
+    finished now, and whatever is at the name since is someone else's (red team 57 F2: the step took it for a
+    change meanwhile and left the aside name in the project)."""
+    return run.replay and history.finish_aside(op.entry, dirfd)
+
+
 def _delete(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
     change = change_of(op)
     staying = posixpath.join(op.root, change.stays) if change.stays else ""
     with parent(root, op.path) as (dirfd, name):
         real = lstat_at(name, dirfd)
-        if real is None:
+        if real is None or set_aside_before(history, op, run, dirfd):
             before = kept(history, op.entry, dirfd) if run.replay else None
             if before is not None:  # deleted before a crash: recorded as it was done
                 # (the file it was, not the history's copy of it: a file with other names is kept as a copy, and an
@@ -353,10 +375,7 @@ def _delete(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
             run.named(real, held_stat(fd))
         run.baseline.pop(absolute, None)
         run.baseline.pop(MADE + absolute, None)
-    directory = stat.S_ISDIR(real.st_mode)
-    kind = "dir" if directory else file_kind(real.st_mode)
-    group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
-    return [Applied(absolute, "delete", kind, before=entry.id, tree=directory, group=group, stays=staying)]
+    return [kept_away(absolute, real, entry.id, staying)]
 
 
 def _times(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:

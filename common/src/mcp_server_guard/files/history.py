@@ -359,14 +359,15 @@ class HistoryStore(EntryReader):
             self._remove(entry_id)
         return entry
 
-    def finish_aside(self, entry_id: str, dirfd: int) -> None:
+    def finish_aside(self, entry_id: str, dirfd: int) -> bool:
         """Finish keeping what a step cut by a crash set aside in ``dirfd`` for entry ``entry_id`` (a file or tree
         being deleted into a history on another file system: ``kept.keep_data``): copied in unless it is there
-        already, then removed from the project. (Asked only by a step finished after a crash.)"""
+        already, then removed from the project. Whether there was anything. (Asked only by a step finished after a
+        crash.)"""
         if not _ID.match(entry_id) or not (self.directory / f"{entry_id}.json").exists():
-            return
+            return False
         kind = self._metadata(entry_id).kind
-        finish_aside(dirfd, self.directory / f"{entry_id}.{'tree' if kind == 'tree' else 'data'}", entry_id)
+        return finish_aside(dirfd, self.directory / f"{entry_id}.{'tree' if kind == 'tree' else 'data'}", entry_id)
 
     def taken(self, entry_id: str) -> bool:
         """Whether an entry's pre-image was put back already — its data is gone, as a take a crash cut before the

@@ -370,7 +370,7 @@ def _keep_aside(dirfd: int, name: str, target: Path, entry_id: str) -> None:
     team 56 F1, F2). Put back where the copy fails; a kill leaves the aside name for the step finished after a
     crash (``HistoryStore.finish_aside``)."""
     aside = aside_name(entry_id)
-    os.rename(name, aside, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+    linux.renameat2(dirfd, name, dirfd, aside, _RENAME_NOREPLACE)  # (never over anything of that name)
     faults.point(f"history aside {entry_id}")
     try:
         finish_aside(dirfd, target, entry_id)
