@@ -44,6 +44,8 @@ SHAPES = {
     "one-large-file": "yes a-large-file | head -c 3000000 > big.bin; echo after > edit.txt",
     # two files with several names swapped through a temporary name: a name kept beside one while the others are made
     "swap-linked-files": "mv tree/b.txt t; mv keep.txt tree/b.txt; mv t keep.txt",
+    # a file with several names replaced by a directory (red team 58 F2: the replayed step recorded no group)
+    "linked-file-to-dir": "rm keep.txt; mkdir keep.txt; echo d > keep.txt/in",
 }
 
 

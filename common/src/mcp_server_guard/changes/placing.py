@@ -106,16 +106,19 @@ def place(
         if (real is None or aside_before) and run.replay and (was := kept(history, op.entry, dst_dir)):
             # What was there went into the history before a crash (a file replaced by a directory, or the reverse):
             # the rest of the step is to do.
+            group = kept_group(history, op.entry, was)  # (the file it was: an undo makes it one with its names)
+            stays = posixpath.join(op.root, change.stays) if change.stays else ""
             try:
                 rename_at(src_dir, name, dst_dir, name, noreplace=True)
             except FileExistsError:  # (made by someone else since: the command's version goes beside theirs)
                 record = Applied(absolute, "delete", "dir" if stat.S_ISDIR(was.st_mode) else file_kind(was.st_mode),
-                                 before=op.entry, tree=stat.S_ISDIR(was.st_mode),
-                                 group=kept_group(history, op.entry, was))  # fmt: skip
+                                 before=op.entry, tree=stat.S_ISDIR(was.st_mode), group=group, stays=stays)  # fmt: skip
                 records, conflicts = _aside(src_dir, name, dst_dir, absolute, run.audit_id, "it was created meanwhile",
                                             tree)  # fmt: skip
                 return [record, *records], conflicts
-            done = _placed(absolute, change, dst_dir, name, op.entry, tree)
+            if len(group) == 2:
+                run.ours.add((group[0], group[1]))  # its other names' ctime moved with the step: ours (as _delete)
+            done = _placed(absolute, change, dst_dir, name, op.entry, tree, group, stays)
             run.placed[absolute] = (done.after[0], done.after[1]) if done.after else (0, 0)
             return [done], []
         replacing = real is not None and (change.opaque or stat.S_ISDIR(real.st_mode) != tree)

@@ -21,7 +21,6 @@ from mcp_server_guard.changes.changeset import same_bytes, walk_real
 from mcp_server_guard.changes.nofollow import (
     DIR,
     Changed,
-    free_name_beside,
     held,
     identity,
     lstat_at,
@@ -35,7 +34,15 @@ from mcp_server_guard.changes.nofollow import (
 )
 from mcp_server_guard.changes.plan import NO_TIME, Applied, Op
 from mcp_server_guard.changes.run import Run
-from mcp_server_guard.changes.steps import half_set, kept, kept_away, kept_group, set_aside_before
+from mcp_server_guard.changes.steps import (
+    half_set,
+    kept,
+    kept_away,
+    kept_group,
+    made_again_since,
+    set_aside_before,
+    taken_back,
+)
 from mcp_server_guard.changes.xattrs import at, seen_as
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import WrittenMeanwhile, file_kind
@@ -344,7 +351,7 @@ def _restore(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) 
                 _relink(relinks, op, root, run, absolute)  # a crash cut the step before its files were names again
             if kind == "dir":
                 history.forget(_record(op).before)  # (a copy's: let go as ``take`` would have)
-            _restored_before(run, _record(op), absolute, there)
+            run.put_back_before(_record(op).group, absolute, there)
         else:
             kind = _bring_back(history, op, root, dirfd, name, run, replace=False, absolute=absolute)
         placed = lstat_at(name, dirfd)
@@ -352,19 +359,14 @@ def _restore(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) 
                     tree=kind == "dir")]  # fmt: skip
 
 
-def _restored_before(run: Run, record: Applied, absolute: str, placed: os.stat_result) -> None:
-    """A file of a group put back before a crash cut its step (not yet journalled as done): the later names of
-    the group this undo puts back are made names of it (a pre-image copied back from a history on another file
-    system is a new inode: no name holds it yet — red team 56 F5)."""
-    if record.group and stat.S_ISREG(placed.st_mode):
-        run.restored.setdefault(record.group, (absolute, (placed.st_dev, placed.st_ino)))
-
-
 def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
     """Undo a replacement: what is there now goes to the history, the pre-image takes its name (one rename, when
     both are files)."""
     record = _record(op)
     relinks = history.tree_links(record.before) if run.replay else []  # before _swapped_before() forgets them
+    with parent(root, op.path) as (dirfd, name):
+        if run.replay and (beside := made_again_since(history, op, run, dirfd, name)):
+            raise Changed(f"it was made again since: what the call left there is beside it, as {beside}")
     if run.replay and _swapped_before(history, op, root, record):
         # Put back before a crash (what was there is kept under this step's entry): recorded as it was done.
         with parent(root, op.path) as (dirfd, name):
@@ -375,7 +377,7 @@ def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         directory = stat.S_ISDIR(placed.st_mode)
         if relinks and directory:
             _relink(relinks, op, root, run, absolute)  # a crash cut the step before its files were names again
-        _restored_before(run, record, absolute, placed)
+        run.put_back_before(record.group, absolute, placed)
         group = kept_group(history, op.entry, now)
         return [Applied(absolute, "modify", "dir" if directory else file_kind(placed.st_mode), before=op.entry,
                         after=identity(placed), tree=directory, group=group,
@@ -414,11 +416,7 @@ def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
                     raise Changed(why) from None
                 # What was there went into the history, and the pre-image could not take its place (a name made
                 # meanwhile): it comes back out, where it was or beside what is there now (red team 57 F4: lost).
-                try:
-                    history.take(entry.id, dirfd, name)
-                except FileExistsError:
-                    beside = free_name_beside(name, run.audit_id, dirfd)
-                    history.take(entry.id, dirfd, beside)
+                if beside := taken_back(history, entry.id, dirfd, name, run.audit_id):
                     why = f"{why}: what the call left there is beside it, as {beside}"
                 raise Changed(why) from None
         placed = lstat_at(name, dirfd)

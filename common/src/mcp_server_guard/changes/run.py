@@ -53,6 +53,13 @@ class Run:
             group = (real.st_dev, real.st_ino)
         return next((n for n in self.names.get((group[0], group[1]), []) if n != absolute), "") if group else ""
 
+    def put_back_before(self, group: tuple[int, ...], absolute: str, placed: os.stat_result) -> None:
+        """Undo: a file of ``group`` put back at ``absolute`` before a crash cut its step (not yet journalled as
+        done): the later names of the group this undo puts back are made names of it (a pre-image copied back from
+        a history on another file system is a new inode: no name holds it yet — red team 56 F5)."""
+        if group and stat.S_ISREG(placed.st_mode):
+            self.restored.setdefault(group, (absolute, (placed.st_dev, placed.st_ino)))
+
     def named(self, before: os.stat_result, after: os.stat_result | None) -> None:
         """This run made or took away a name of ``before`` (as looked at before, its lock held) just now; ``after``:
         the file then (None: not looked at). Its ctime moved, not what it holds — for this run's later steps, and

@@ -28,6 +28,7 @@ from mcp_server_guard.changes.changeset import MADE, Change
 from mcp_server_guard.changes.nofollow import (
     Changed,
     copy_beside,
+    free_name_beside,
     held,
     identity,
     lstat_at,
@@ -65,7 +66,9 @@ __all__ = [
     "kept_away",
     "kept_group",
     "kept_own",
+    "made_again_since",
     "set_aside_before",
+    "taken_back",
 ]
 
 log = logging.getLogger("mcp_server_guard.changes")
@@ -348,6 +351,27 @@ def set_aside_before(history: HistoryStore, op: Op, run: Run, dirfd: int) -> boo
     finished now, and whatever is at the name since is someone else's (red team 57 F2: the step took it for a
     change meanwhile and left the aside name in the project)."""
     return run.replay and history.finish_aside(op.entry, dirfd)
+
+
+def taken_back(history: HistoryStore, entry_id: str, dirfd: int, name: str, audit_id: str) -> str:
+    """What a step kept as ``entry_id`` taken back out of the history: to ``name`` where that is free, else beside
+    what is there (its name is returned; "" for ``name``)."""
+    try:
+        history.take(entry_id, dirfd, name)
+        return ""
+    except FileExistsError:
+        beside = free_name_beside(name, audit_id, dirfd)
+        history.take(entry_id, dirfd, beside)
+        return beside
+
+
+def made_again_since(history: HistoryStore, op: Op, run: Run, dirfd: int, name: str) -> str:
+    """For a replayed undo step that set what was at its name aside before a crash (``set_aside_before``), the
+    name made again since by someone else: what it set aside goes beside theirs (its name; "" where nothing was set
+    aside, or the name is free). Red team 58 F1: their file was taken for what the call left."""
+    if lstat_at(name, dirfd) is None or not set_aside_before(history, op, run, dirfd):
+        return ""
+    return taken_back(history, op.entry, dirfd, name, run.audit_id)
 
 
 def _delete(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:

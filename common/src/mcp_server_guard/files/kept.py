@@ -374,10 +374,18 @@ def _keep_aside(dirfd: int, name: str, target: Path, entry_id: str) -> None:
     faults.point(f"history aside {entry_id}")
     try:
         finish_aside(dirfd, target, entry_id)
-    except BaseException:
-        if not os.path.lexists(target):
-            with contextlib.suppress(OSError):
-                linux.renameat2(dirfd, aside, dirfd, name, _RENAME_NOREPLACE)
+    except BaseException as exc:
+        if os.path.lexists(target):
+            raise
+        # Put back: where it was, or beside what someone made there meanwhile (red team 58 F4: it stayed hidden
+        # under the aside name, with no record of it).
+        try:
+            linux.renameat2(dirfd, aside, dirfd, name, _RENAME_NOREPLACE)
+        except FileExistsError:
+            beside = os.fsdecode(os.fsencode(name)[:180]) + f".mcp-guard-{entry_id}"
+            linux.renameat2(dirfd, aside, dirfd, beside, _RENAME_NOREPLACE)
+            if isinstance(exc, OSError):
+                raise OSError(exc.errno, f"{exc.strerror}; what was there is beside it, as {beside}") from exc
         raise
 
 
