@@ -165,7 +165,12 @@ def _copy(dirfd: int, name: str, target: Path, st: os.stat_result) -> str:
             for fd in tree.open.values():
                 os.close(fd)
         return ""
-    _copy_entry(dirfd, name, _AT_FDCWD, str(target), st, 0, _Tree(_AT_FDCWD))
+    # (Made beneath its directory, held open: a socket's node is bound by a short name there, red team 59 F2.)
+    parent = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        _copy_entry(dirfd, name, parent, target.name, st, 0, _Tree(parent))
+    finally:
+        os.close(parent)
     return ""
 
 

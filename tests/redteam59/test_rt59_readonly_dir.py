@@ -1,0 +1,121 @@
+"""Red team 59 F1: a tree holding a read-only directory (a Go module cache: Go makes its module directories 0555;
+any ``chmod -w``), deleted into a history on another file system — by a command (``chmod -R u+w tree; rm -r
+tree``) or by an undo of a call that made it (``mkdir -p gen/ro ...; chmod 555 gen/ro``); the scripts are data,
+tests/redteam59/readonly.json. The tree is renamed aside (``.mcp-guard-<entry>.keep``), copied, then removed with
+``remove_below``, which could not unlink inside the read-only directory (it logged and left it): the aside name,
+with the read-only directory's files, stayed in the project for good, and the apply / undo said success. Now
+``trees._emptiable`` gives this user's directories write permission before it empties them. (With the history on
+the project's file system, one rename into it, nothing was ever left.)
+
+The server runs as a user, without CAP_DAC_OVERRIDE: run as root with it, this test re-runs itself without it
+(``setpriv --bounding-set``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcp_server_guard.audit import new_audit_id
+from mcp_server_guard.changes.apply import Applier
+from mcp_server_guard.files.history import HistoryStore
+from support.copies import Copy, overlays_work
+from support.elsewhere import history_elsewhere
+from support.fidelity import differences, snapshot
+
+pytestmark = pytest.mark.skipif(not overlays_work(), reason="no user namespaces for an overlay here")
+SCRIPTS = json.loads((Path(__file__).parent / "readonly.json").read_text())
+
+
+def _capable() -> bool:
+    """Whether this process may write in any directory (CAP_DAC_OVERRIDE, bit 1 of CapEff)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("CapEff:"):
+            return bool(int(line.split()[1], 16) & 0b10)
+    return False
+
+
+def _as_a_user(node: str) -> None:
+    if shutil.which("setpriv") is None:
+        pytest.skip("root with CAP_DAC_OVERRIDE and no setpriv to drop it")
+    done = subprocess.run(
+        ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", sys.executable, "-m", "pytest", "-q",
+         "-p", "no:cacheprovider", "-p", "no:logging", "-n", "0", f"{__file__}::{node}"],
+        capture_output=True, text=True, timeout=300, check=False, cwd=Path(__file__).parents[2],
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:]
+
+
+def _open_up(top: Path) -> None:
+    for directory, dirs, _files in os.walk(top):
+        for d in dirs:
+            p = os.path.join(directory, d)
+            if not os.path.islink(p):
+                os.chmod(p, 0o755)
+
+
+def _populate(root: Path) -> None:
+    ro = root / "tree" / "ro"
+    ro.mkdir(parents=True)
+    (root / "tree" / "a.txt").write_text("a\n")
+    for i in range(3):
+        (ro / f"m{i}.go").write_text(f"package m{i}\n")
+    ro.chmod(0o555)
+
+
+@pytest.mark.parametrize("elsewhere", [True], ids=["history-elsewhere"])
+def test_a_deleted_tree_with_a_read_only_dir_leaves_nothing_and_undoes_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, elsewhere: bool, request: pytest.FixtureRequest
+) -> None:
+    if _capable():
+        _as_a_user(request.node.name)
+        return
+    if elsewhere:
+        history_elsewhere(monkeypatch, tmp_path)
+    copy = Copy(tmp_path / "c")
+    _populate(copy.root)
+    before = snapshot(copy.root)
+    changes = copy.run(SCRIPTS["delete-tree-with-readonly-dir"])
+    store = HistoryStore(tmp_path / "history", 1 << 30)
+    call = new_audit_id()
+    try:
+        outcome = Applier(store).apply([changes], call, copy.started)
+        assert not outcome.conflicts, outcome.conflicts
+        left = sorted(os.listdir(copy.root))
+        assert left == [], f"the apply said success; the project holds {left}"
+        Applier(store).undo(call, new_audit_id(), [str(copy.root)])
+        diff = differences(before, snapshot(copy.root))
+        assert not diff, "the undo said success, yet: " + "; ".join(diff[:5])
+    finally:
+        _open_up(tmp_path)
+
+
+@pytest.mark.parametrize("elsewhere", [True], ids=["history-elsewhere"])
+def test_the_undo_of_a_call_that_made_a_read_only_dir_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, elsewhere: bool, request: pytest.FixtureRequest
+) -> None:
+    if _capable():
+        _as_a_user(request.node.name)
+        return
+    if elsewhere:
+        history_elsewhere(monkeypatch, tmp_path)
+    copy = Copy(tmp_path / "c")
+    (copy.root / "keep.txt").write_text("k\n")
+    before = snapshot(copy.root)
+    changes = copy.run(SCRIPTS["make-tree-with-readonly-dir"])
+    store = HistoryStore(tmp_path / "history", 1 << 30)
+    call = new_audit_id()
+    try:
+        outcome = Applier(store).apply([changes], call, copy.started)
+        assert not outcome.conflicts, outcome.conflicts
+        Applier(store).undo(call, new_audit_id(), [str(copy.root)])
+        diff = differences(before, snapshot(copy.root))
+        assert not diff, "the undo said success, yet: " + "; ".join(diff[:5])
+    finally:
+        _open_up(tmp_path)
