@@ -38,6 +38,7 @@ from mcp_server_guard.changes.steps import (
     half_set,
     kept,
     kept_away,
+    kept_from,
     kept_group,
     made_again_since,
     set_aside_before,
@@ -433,7 +434,7 @@ def _swapped_before(history: HistoryStore, op: Op, root: int, record: Applied) -
     now = kept(history, op.entry)
     if now is None:
         return False
-    was = kept_group(history, op.entry, now) or (now.st_dev, now.st_ino)
+    was = kept_from(history, op.entry) or (now.st_dev, now.st_ino)
     with parent(root, op.path) as (dirfd, name):
         placed = lstat_at(name, dirfd)
     return placed is not None and (placed.st_dev, placed.st_ino) != tuple(was)[:2]

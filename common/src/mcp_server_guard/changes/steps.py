@@ -64,6 +64,7 @@ __all__ = [
     "kept",
     "kept_already",
     "kept_away",
+    "kept_from",
     "kept_group",
     "kept_own",
     "made_again_since",
@@ -127,6 +128,16 @@ def kept(history: HistoryStore, entry_id: str, dirfd: int = -1) -> os.stat_resul
         with contextlib.suppress(OSError):
             return os.lstat(history.directory / f"{entry_id}{suffix}")
     return None
+
+
+def kept_from(history: HistoryStore, entry_id: str) -> tuple[int, ...]:
+    """The (dev, ino) what entry ``entry_id`` keeps had where it was, whatever its kind; () when not said. (A copy
+    in a history on another file system is another inode: red team 60 F5 took a symlink's copy for "not it".)"""
+    with contextlib.suppress(HistoryError):
+        original = history.metadata(entry_id).original
+        if len(original) == 2:
+            return (original[0], original[1])
+    return ()
 
 
 def kept_group(history: HistoryStore, entry_id: str, now: os.stat_result | None) -> tuple[int, ...]:

@@ -174,9 +174,25 @@ def _copy(dirfd: int, name: str, target: Path, st: os.stat_result) -> str:
     return ""
 
 
+def _owned_like(out: int | tuple[int, str], st: os.stat_result) -> None:
+    """A copy given the owner and group of what it copies, as far as this process may (a user: a group of theirs;
+    root: any). Before its mode (a change of owner clears set-id bits). Red team 60 F3: a pre-image copied back
+    from a history on another file system came back with the server's group."""
+    for uid, gid in ((st.st_uid, st.st_gid), (-1, st.st_gid)):
+        try:
+            if isinstance(out, int):
+                os.fchown(out, uid, gid)
+            else:
+                os.chown(out[1], uid, gid, dir_fd=out[0], follow_symlinks=False)
+            return
+        except PermissionError:
+            continue
+
+
 def _copy_file(src: int, out: int, st: os.stat_result, hasher: hashlib._Hash | None = None) -> None:
     linux.copy_data(src, out, os.fstat(src).st_size, hasher)  # holes kept (red team 7 F2)
     copy_xattrs(src, out)
+    _owned_like(out, st)
     os.fchmod(out, stat.S_IMODE(st.st_mode))
     os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
 
@@ -245,13 +261,17 @@ def _copy_entry(
         return
     if stat.S_ISLNK(st.st_mode):
         os.symlink(os.readlink(name, dir_fd=dirfd), out_name, dir_fd=out_dir)
+        _owned_like((out_dir, out_name), st)
     elif stat.S_ISDIR(st.st_mode):
         _copy_dir(dirfd, name, out_dir, out_name, st, depth, tree, where or out_name)
     elif stat.S_ISFIFO(st.st_mode):
         os.mkfifo(out_name, mode, dir_fd=out_dir)
+        _owned_like((out_dir, out_name), st)
         os.chmod(out_name, mode, dir_fd=out_dir)  # (the umask took bits from mkfifo's: red team 11 F7)
     elif stat.S_ISSOCK(st.st_mode):
         _socket_node(out_dir, out_name, mode)
+        _owned_like((out_dir, out_name), st)
+        os.chmod(out_name, mode, dir_fd=out_dir)
     else:
         raise OSError(errno.EPERM, "cannot keep this kind of file")
     os.utime(out_name, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=out_dir, follow_symlinks=False)
@@ -280,6 +300,7 @@ def _copy_dir(
                 inner = os.stat(entry, dir_fd=fd, follow_symlinks=False)
                 _copy_entry(fd, entry, out, entry, inner, depth + 1, tree, f"{where}/{entry}")
             copy_xattrs(fd, out)
+            _owned_like(out, st)
             os.fchmod(out, stat.S_IMODE(st.st_mode))
         finally:
             os.close(out)
