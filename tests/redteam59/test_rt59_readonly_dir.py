@@ -69,51 +69,29 @@ def _populate(root: Path) -> None:
     ro.chmod(0o555)
 
 
-@pytest.mark.parametrize("elsewhere", [True], ids=["history-elsewhere"])
-def test_a_deleted_tree_with_a_read_only_dir_leaves_nothing_and_undoes_exactly(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, elsewhere: bool, request: pytest.FixtureRequest
+@pytest.mark.parametrize("script", ["delete-tree-with-readonly-dir", "make-tree-with-readonly-dir"])
+def test_a_read_only_dir_deleted_or_undone_into_a_history_elsewhere_leaves_nothing_and_undoes_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str, request: pytest.FixtureRequest
 ) -> None:
     if _capable():
         _as_a_user(request.node.name)
         return
-    if elsewhere:
-        history_elsewhere(monkeypatch, tmp_path)
+    history_elsewhere(monkeypatch, tmp_path)
     copy = Copy(tmp_path / "c")
-    _populate(copy.root)
+    deleting = script.startswith("delete")
+    if deleting:
+        _populate(copy.root)
+    else:
+        (copy.root / "keep.txt").write_text("k\n")
     before = snapshot(copy.root)
-    changes = copy.run(SCRIPTS["delete-tree-with-readonly-dir"])
+    changes = copy.run(SCRIPTS[script])
     store = HistoryStore(tmp_path / "history", 1 << 30)
     call = new_audit_id()
     try:
         outcome = Applier(store).apply([changes], call, copy.started)
         assert not outcome.conflicts, outcome.conflicts
         left = sorted(os.listdir(copy.root))
-        assert left == [], f"the apply said success; the project holds {left}"
-        Applier(store).undo(call, new_audit_id(), [str(copy.root)])
-        diff = differences(before, snapshot(copy.root))
-        assert not diff, "the undo said success, yet: " + "; ".join(diff[:5])
-    finally:
-        _open_up(tmp_path)
-
-
-@pytest.mark.parametrize("elsewhere", [True], ids=["history-elsewhere"])
-def test_the_undo_of_a_call_that_made_a_read_only_dir_leaves_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, elsewhere: bool, request: pytest.FixtureRequest
-) -> None:
-    if _capable():
-        _as_a_user(request.node.name)
-        return
-    if elsewhere:
-        history_elsewhere(monkeypatch, tmp_path)
-    copy = Copy(tmp_path / "c")
-    (copy.root / "keep.txt").write_text("k\n")
-    before = snapshot(copy.root)
-    changes = copy.run(SCRIPTS["make-tree-with-readonly-dir"])
-    store = HistoryStore(tmp_path / "history", 1 << 30)
-    call = new_audit_id()
-    try:
-        outcome = Applier(store).apply([changes], call, copy.started)
-        assert not outcome.conflicts, outcome.conflicts
+        assert not deleting or left == [], f"the apply said success; the project holds {left}"
         Applier(store).undo(call, new_audit_id(), [str(copy.root)])
         diff = differences(before, snapshot(copy.root))
         assert not diff, "the undo said success, yet: " + "; ".join(diff[:5])
