@@ -123,7 +123,7 @@ def _bring_back(
     # A tree whose files had other names keeps its record until they are names of them again (a crash in between:
     # the step finished after it finds them in the record still).
     relinks = history.tree_links(record.before)
-    tree = lstat_beneath(str(history.directory), f"{record.before}.tree")
+    tree = lstat_beneath(str(history.directory), f"{record.before}.tree") if run.groups else None  # (_rejoin's)
     entry = history.take(record.before, dirfd, name, replace=replace, forget=not relinks, over=over)
     placed = lstat_at(name, dirfd)
     if record.group and placed is not None:
@@ -365,9 +365,8 @@ def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
     both are files)."""
     record = _record(op)
     relinks = history.tree_links(record.before) if run.replay else []  # before _swapped_before() forgets them
-    with parent(root, op.path) as (dirfd, name):
-        if run.replay and (beside := made_again_since(history, op, run, dirfd, name)):
-            raise Changed(f"it was made again since: what the call left there is beside it, as {beside}")
+    if beside := made_again_since(history, op, run, root):
+        raise Changed(f"it was made again since: what the call left there is beside it, as {beside}")
     if run.replay and _swapped_before(history, op, root, record):
         # Put back before a crash (what was there is kept under this step's entry): recorded as it was done.
         with parent(root, op.path) as (dirfd, name):

@@ -376,13 +376,17 @@ def taken_back(history: HistoryStore, entry_id: str, dirfd: int, name: str, audi
         return beside
 
 
-def made_again_since(history: HistoryStore, op: Op, run: Run, dirfd: int, name: str) -> str:
-    """For a replayed undo step that set what was at its name aside before a crash (``set_aside_before``), the
-    name made again since by someone else: what it set aside goes beside theirs (its name; "" where nothing was set
-    aside, or the name is free). Red team 58 F1: their file was taken for what the call left."""
-    if lstat_at(name, dirfd) is None or not set_aside_before(history, op, run, dirfd):
+def made_again_since(history: HistoryStore, op: Op, run: Run, root: int) -> str:
+    """For a replayed undo step that set what was at its name (below ``root``) aside before a crash
+    (``set_aside_before``), the name made again since by someone else: what it set aside goes beside theirs (its
+    name; "" where nothing was set aside, the name is free, or the step is no replay). Red team 58 F1: their file
+    was taken for what the call left."""
+    if not run.replay:
         return ""
-    return taken_back(history, op.entry, dirfd, name, run.audit_id)
+    with parent(root, op.path) as (dirfd, name):
+        if lstat_at(name, dirfd) is None or not set_aside_before(history, op, run, dirfd):
+            return ""
+        return taken_back(history, op.entry, dirfd, name, run.audit_id)
 
 
 def _delete(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:

@@ -509,7 +509,8 @@ def _linked_from(source: bytes, before: os.stat_result) -> int:
     removed and made again holds another file: red team 55 saw the old note taken for it.)"""
     kept = _linked.get(source)
     with contextlib.suppress(OSError):
-        if kept is not None and (os.fstat(kept[1]).st_dev, os.fstat(kept[1]).st_ino) == (before.st_dev, before.st_ino):
+        held = os.fstat(kept[1]) if kept is not None else None
+        if kept is not None and held is not None and (held.st_dev, held.st_ino) == (before.st_dev, before.st_ino):
             return kept[2]
     return before.st_ino
 
