@@ -40,13 +40,9 @@ walk.SHAPES.update(
 pytestmark = walk.pytestmark
 
 APPLY = sorted(set(walk.SHAPES) - {"create-many", "one-large-file"})
-# (Not the three shapes that delete every name of a file with several names, one by one: an undo killed after it
-# put back one name of such a file (before the step was journalled) brings a name it puts back later as a file of
-# its own — a copy from another file system is a new inode, and which names it holds went with the killed process;
-# documented in docs/shell_exec.md.)
-UNDO = sorted(
-    set(APPLY) - {"delete-outside-name-and-tree", "delete-tree-then-outside-name", "delete-both-names-outside"}
-)
+# (Every shape: since a tree put back keeps its entry's links until the undo ends, an undo killed after it put back
+# one name of a file whose every name the call deleted makes the later names names of that copy again.)
+UNDO = APPLY
 
 
 @pytest.mark.parametrize("shape", APPLY)

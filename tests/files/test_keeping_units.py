@@ -8,7 +8,7 @@ import os
 import stat
 from pathlib import Path
 
-from mcp_server_guard.files.kept import copy_into
+from mcp_server_guard.files.copying import copy_into
 
 
 def test_a_tree_kept_by_copy_keeps_holes_fifos_links_modes_and_times(tmp_path: Path) -> None:

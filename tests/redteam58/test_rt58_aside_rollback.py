@@ -16,6 +16,7 @@ import pytest
 from mcp_server_guard import faults
 from mcp_server_guard.audit import new_audit_id
 from mcp_server_guard.changes.apply import Applier, NotApplied
+from mcp_server_guard.files import copying
 from mcp_server_guard.files import kept as kept_module
 from support.crashwalk import crash_walk
 from support.elsewhere import history_elsewhere
@@ -34,7 +35,7 @@ def test_attack_copy_fails_after_someone_made_the_name_hides_the_tree(
     copy, _before = walk.fresh(tmp_path / "a", SCRIPT)
     store = walk.store_at(tmp_path / "a")
     real_point = faults.point
-    real_copy = kept_module.copy_into
+    real_copy = copying.copy_into
 
     def point(label: str) -> None:
         if label.startswith("history aside"):

@@ -7,16 +7,13 @@ with the read-only directory's files, stayed in the project for good, and the ap
 ``trees._emptiable`` gives this user's directories write permission before it empties them. (With the history on
 the project's file system, one rename into it, nothing was ever left.)
 
-The server runs as a user, without CAP_DAC_OVERRIDE: run as root with it, this test re-runs itself without it
-(``setpriv --bounding-set``)."""
+The server runs as a user, without CAP_DAC_OVERRIDE: as root these tests run again without it
+(``support.as_a_user``)."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +21,7 @@ import pytest
 from mcp_server_guard.audit import new_audit_id
 from mcp_server_guard.changes.apply import Applier
 from mcp_server_guard.files.history import HistoryStore
+from support.as_a_user import again_as_a_user, as_a_user
 from support.copies import Copy, overlays_work
 from support.elsewhere import history_elsewhere
 from support.fidelity import differences, snapshot
@@ -32,24 +30,8 @@ pytestmark = pytest.mark.skipif(not overlays_work(), reason="no user namespaces 
 SCRIPTS = json.loads((Path(__file__).parent / "readonly.json").read_text())
 
 
-def _capable() -> bool:
-    """Whether this process may write in any directory (CAP_DAC_OVERRIDE, bit 1 of CapEff)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("CapEff:"):
-            return bool(int(line.split()[1], 16) & 0b10)
-    return False
-
-
-def _as_a_user(node: str) -> None:
-    if shutil.which("setpriv") is None:
-        pytest.skip("root with CAP_DAC_OVERRIDE and no setpriv to drop it")
-    done = subprocess.run(
-        ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", sys.executable, "-m", "pytest", "-q",
-         "-p", "no:cacheprovider", "-p", "no:logging", "-n", "0", f"{__file__}::{node}"],
-        capture_output=True, text=True, timeout=300, check=False, cwd=Path(__file__).parents[2],
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:]
+def test_read_only_dirs_as_a_user(tmp_path: Path) -> None:
+    again_as_a_user(__file__, tmp_path)
 
 
 def _open_up(top: Path) -> None:
@@ -69,13 +51,11 @@ def _populate(root: Path) -> None:
     ro.chmod(0o555)
 
 
+@as_a_user
 @pytest.mark.parametrize("script", ["delete-tree-with-readonly-dir", "make-tree-with-readonly-dir"])
 def test_a_read_only_dir_deleted_or_undone_into_a_history_elsewhere_leaves_nothing_and_undoes_exactly(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str, request: pytest.FixtureRequest
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str
 ) -> None:
-    if _capable():
-        _as_a_user(request.node.name)
-        return
     history_elsewhere(monkeypatch, tmp_path)
     copy = Copy(tmp_path / "c")
     deleting = script.startswith("delete")

@@ -16,7 +16,7 @@ import pytest
 
 from mcp_server_guard.audit import new_audit_id
 from mcp_server_guard.changes.apply import Applier, NotApplied
-from mcp_server_guard.files import kept
+from mcp_server_guard.files import copying, kept
 from mcp_server_guard.files.history import HistoryStore
 from support.copies import Copy, overlays_work
 from support.fidelity import differences, snapshot
@@ -36,7 +36,7 @@ def test_a_full_disk_while_a_deleted_tree_is_unshared_leaves_the_tree_or_a_recor
     before = snapshot(copy.root)
     changes = copy.run(SCRIPTS["delete-tree"])
 
-    real = kept.copy_into
+    real = copying.copy_into
 
     def copy_into(*args: object, **kwargs: object) -> str:
         if str(kwargs.get("temp", "")).endswith("mcp-guard-unshare.tmp"):

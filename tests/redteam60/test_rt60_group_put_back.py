@@ -1,11 +1,11 @@
 """Red team 60 F3: the owning group (and owner) of a pre-image put back across file systems. Natively a pre-image is
 renamed (or linked) into the history and renamed back: the same inode, its uid and gid. With the history on another
-file system it is copied in and copied back (``kept._copy`` / ``_copy_entry``: bytes, mode, times, user.* attributes
+file system it is copied in and copied back (``copying._copy`` / ``_copy_entry``: bytes, mode, times, user.* attributes
 and ACLs — no ``fchown``), so the file the undo puts back belongs to the server's user and its group (or the
 project directory's setgid group), not the group it had: a project shared through a group (``chgrp devs``; a user
 may fchown to any group they belong to) loses it on every undo, and the undo says it put the tree back exactly.
 Here as root: the files are of group 0, the server's effective group 4242; they came back as group 4242 (fixed:
-``kept._owned_like``). The command lines are data (rt60.json)."""
+``copying._owned_like``). The command lines are data (rt60.json)."""
 
 from __future__ import annotations
 

@@ -247,6 +247,8 @@ class Applier:
                     touched = [posixpath.join(op.root, op.path) if op.path != ROOT else op.root for op in plan.ops]
                     left = self._back(back, replay.back_done if replay is not None else {}, journal, roots, touched)
                     applied, conflicts = list(left.applied), list(left.conflicts)
+                for entry_id in run.forget_later:
+                    self.history.forget(entry_id)
                 for fd in roots.values():
                     syncfs(fd)
                 outcome = Outcome(applied=[_settled(record, roots) for record in applied], conflicts=conflicts)
@@ -306,6 +308,8 @@ class Applier:
                     done_at = records[-1]
                     if len(done_at.after) >= 2:
                         run.restored.setdefault(op.record.group, (done_at.path, done_at.after[:2]))
+                if op.kind in ("restore", "swap") and op.record is not None and op.record.tree:
+                    _restored_in_tree(self.history, op, run)
             else:
                 faults.point(f"{'back' if back else 'step'} {index} {op.kind} {op.path}")
                 records, conflicts = run_step(self.history, op, roots[op.root], uppers.get(op.upper, -1), run)
@@ -523,6 +527,21 @@ def run_step(history: HistoryStore, op: Op, root: int, upper: int, run: Run) -> 
             run.fatal = f"{absolute}: {why}"
         log.warning("could not apply %s %s: %s", op.kind, absolute, why)
         return [], [Conflict(absolute, f"not {verb(op.kind)}: {why}", skipped=True)]
+
+
+def _restored_in_tree(history: HistoryStore, op: Op, run: Run) -> None:
+    """An undo's step journalled before a crash that put back a tree whose files had other names when it was kept:
+    each such file, as it is now (made a name of another again, or the copy), is what the names of its inode this
+    undo puts back later are made names of (with the history on another file system every name of the file may
+    be in the history: which copy holds it went with the killed process). Its entry is let go when the run ends."""
+    assert op.record is not None
+    links = history.tree_links(op.record.before)
+    if links:
+        run.forget_later.append(op.record.before)
+    for rel, dev, ino in links:
+        now = lstat_beneath(op.root, posixpath.join(op.path, rel))
+        if now is not None and stat.S_ISREG(now.st_mode):
+            run.restored.setdefault((dev, ino), (posixpath.join(op.record.path, rel), (now.st_dev, now.st_ino)))
 
 
 def _marked_back(outcome: Outcome, roots: dict[str, int]) -> list[str]:

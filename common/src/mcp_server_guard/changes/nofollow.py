@@ -30,7 +30,8 @@ from mcp_server_guard.changes import name_changes
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, Kind, TooDeep, walk_real
 from mcp_server_guard.changes.xattrs import Xattrs, set_seen
 from mcp_server_guard.files import openat2 as _openat2
-from mcp_server_guard.files.kept import WrittenMeanwhile, disk_usage
+from mcp_server_guard.files.copying import WrittenMeanwhile
+from mcp_server_guard.files.kept import disk_usage
 from mcp_server_guard.files.treelock import flock_until
 
 if TYPE_CHECKING:
@@ -266,12 +267,22 @@ def _locked(dirfd: int, name: str, st: os.stat_result) -> Iterator[int | None]:
     if not stat.S_ISREG(st.st_mode):
         yield None
         return
+    lockable = True
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
+    except PermissionError:
+        # A file its owner cannot read (mode 000: a key locked down; 0200: a drop box) is not a change (red team 60
+        # F2: a false conflict, an undo refused): held by an O_PATH descriptor, unlocked — no writer of ours can
+        # open it to hold its lock either — and checked as any other below.
+        lockable = False
+        try:
+            fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
+        except OSError as exc:
+            raise Changed(f"it changed ({exc.strerror})") from None
     except OSError as exc:
         raise Changed(f"it changed ({exc.strerror})") from None
     try:
-        if not flock_until(fd, time.monotonic() + _LOCK_WAIT_S, 0.002):
+        if lockable and not flock_until(fd, time.monotonic() + _LOCK_WAIT_S, 0.002):
             raise Changed("another writer held it")
         now = lstat_at(name, dirfd)
         locked = os.fstat(fd)

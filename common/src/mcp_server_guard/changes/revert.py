@@ -45,8 +45,9 @@ from mcp_server_guard.changes.steps import (
     taken_back,
 )
 from mcp_server_guard.changes.xattrs import at, seen_as
+from mcp_server_guard.files.copying import WrittenMeanwhile, open_to_read
 from mcp_server_guard.files.history import HistoryError, HistoryStore
-from mcp_server_guard.files.kept import WrittenMeanwhile, file_kind
+from mcp_server_guard.files.kept import file_kind
 from mcp_server_guard.files.reading import sha256_fd
 
 __all__ = ["UNDO_STEPS", "as_left", "names_in", "names_in_roots", "put_back_since", "root_of"]
@@ -131,7 +132,7 @@ def _bring_back(
         run.copies[record.group] = [absolute]
     if relinks:
         _relink(relinks, op, root, run, absolute)
-        history.forget(record.before)
+        run.forget_later.append(record.before)
     same = tree is not None and placed is not None and (tree.st_dev, tree.st_ino) == (placed.st_dev, placed.st_ino)
     if entry.kind == "tree" and run.groups and same:
         # (Its files are the inodes they were only where the tree came back whole by a rename: a tree copied back
@@ -316,7 +317,7 @@ def _linked(
             if st is None or not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != tuple(group)[:2]:
                 return False
             if kept and history is not None:
-                fd = os.open(src_name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=src_dir)
+                fd = open_to_read(src_dir, src_name, st)  # (a file its owner may not read too: red team 60 F2)
                 try:
                     if not history.holds(kept, fd) or (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != tuple(group)[:2]:
                         return False

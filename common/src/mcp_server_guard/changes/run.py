@@ -38,6 +38,9 @@ class Run:
     tree_links: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
     began: int = field(default_factory=time.time_ns)  # when it began (ns)
     looked: dict[str, int] = field(default_factory=dict)  # the baseline as the run began (its steps update it)
+    # undo: history entries of trees put back whose files were made names of others again, let go when the run
+    # ends — a crash before then finds which of their files had other names still (``Applier._steps``)
+    forget_later: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.looked = dict(self.baseline)

@@ -18,7 +18,10 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from mcp_server_guard.files.calls import HistoryError
+from mcp_server_guard.files.copying import open_to_read
 from mcp_server_guard.files.kept import disk_usage
+
+_AT_FDCWD = -100
 
 ENTRY_ID = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{6}$")
 _ID = ENTRY_ID
@@ -165,7 +168,7 @@ class EntryReader:
         try:
             entry = self._metadata(entry_id)
             st = os.fstat(fd)
-            data = os.open(self.directory / f"{entry_id}.data", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            data = open_to_read(_AT_FDCWD, str(self.directory / f"{entry_id}.data"))  # (mode 000 too)
         except (HistoryError, OSError):
             return False
         try:

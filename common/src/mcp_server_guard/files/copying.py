@@ -1,0 +1,367 @@
+"""A copy of a file or a tree that is the file as it was: bytes with their holes, mode, owner and group as far as
+this process may, times, ``user.*`` attributes and ACLs, names of one file within a tree one file again — made
+beneath descriptors, without following a link or opening anything but a regular file or a directory. Used to keep
+pre-images in a history on another file system than the project (``files.kept``) and to put them back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import shutil
+import socket
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcp_server_guard import linux
+
+__all__ = [
+    "Look",
+    "WrittenMeanwhile",
+    "as_copied",
+    "copy_into",
+    "copy_xattrs",
+    "open_to_read",
+    "remove_path",
+    "same_file",
+]
+
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+_MAX_DEPTH = 300  # levels a kept tree is copied to (a changed path has at most changeset.MAX_DEPTH)
+_LINKS_OPEN = 256  # copies of files with several names kept open to link the next names to (beyond: copies)
+_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC
+
+Look = tuple[int, int, int, int]  # an entry as a copy saw it: inode, size, mtime and ctime (ns)
+
+
+class WrittenMeanwhile(Exception):
+    """A file changed while its pre-image was copied into the history: the copy is not the file the step would
+    replace or remove (the step goes no further; the copy is gone)."""
+
+
+def copy_into(
+    dirfd: int,
+    name: str,
+    target: Path,
+    st: os.stat_result,
+    *,
+    replace: bool = True,
+    temp: str = "",
+    over: os.stat_result | None = None,
+    looks: dict[str, Look] | None = None,
+) -> str:
+    """Copy what is at ``name`` (never followed, never opened unless a regular file or a directory) to ``target``,
+    whole or not at all: made under a temp name beside it (``temp``, or a fresh one) and renamed there (over what
+    is there only when ``replace``, and then, given ``over``, only while the file there is still as ``over`` shows
+    it: else WrittenMeanwhile); returns the SHA-256 of a file's bytes ("" for anything else). ``looks`` (filled in):
+    each entry copied as the copy saw it, by its path below what is copied ("" for that itself), to tell a write
+    made since (:func:`as_copied`)."""
+    made = target.with_name(temp or f".{target.name}.{os.urandom(4).hex()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        remove_path(made)  # left by a copy killed before (its name is the step's own)
+    try:
+        digest = _copy(dirfd, name, made, st, {} if looks is None else looks)
+        if over is not None:
+            # Threat: a write made while the copy ran (seconds for a large file) by a program that takes no lock,
+            # replaced with the file it was made to (red team 56 F3: an undo's pre-image copied back).
+            with contextlib.suppress(FileNotFoundError):
+                now = os.lstat(target)
+                if not same_file(now, over):
+                    raise WrittenMeanwhile("it was written while its previous version was put back")
+        if replace:
+            os.rename(made, target)
+        else:
+            linux.renameat2(_AT_FDCWD, str(made), _AT_FDCWD, str(target), _RENAME_NOREPLACE)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            remove_path(made)
+        raise
+    return digest
+
+
+def open_to_read(dirfd: int, name: str, st: os.stat_result | None = None, moved: list[int] | None = None) -> int:
+    """The regular file ``st`` (default: what ``name`` is now) at ``name`` in ``dirfd`` (or AT_FDCWD) opened to be
+    read, never followed. One its owner (this user) may not read
+    (mode 000, 0200) is given u+r for the time of the open, by a descriptor of that very inode, and its mode put
+    back: copying it is this user's right (red team 60 F2: its deletion kept by copy was a false conflict). Its
+    ctime then moved by our own hand: appended to ``moved``."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        return os.open(name, flags, dir_fd=dirfd)
+    except PermissionError:
+        st = st or os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & stat.S_IRUSR:
+            raise
+    held = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
+    try:
+        now = os.fstat(held)
+        if (now.st_dev, now.st_ino, now.st_mode) != (st.st_dev, st.st_ino, st.st_mode):
+            raise OSError(errno.ESTALE, "it changed while kept")
+        at = f"/proc/self/fd/{held}"  # (the inode held: chmod of an O_PATH descriptor goes through its magic link)
+        os.chmod(at, stat.S_IMODE(st.st_mode) | stat.S_IRUSR)
+        try:
+            return os.open(at, flags & ~os.O_NOFOLLOW)
+        finally:
+            os.chmod(at, stat.S_IMODE(st.st_mode))
+            if moved is not None:
+                moved.append(os.fstat(held).st_ctime_ns)
+    finally:
+        os.close(held)
+
+
+def _look(st: os.stat_result, moved: list[int] | None = None) -> Look:
+    """An entry as a copy saw it (its ctime as our own open left it: ``moved``)."""
+    return st.st_ino, st.st_size, st.st_mtime_ns, moved[-1] if moved else st.st_ctime_ns
+
+
+def as_copied(dirfd: int, name: str, looks: Mapping[str, Look], key: str = "", depth: int = 0) -> bool:
+    """Whether what is at ``name`` is still, entry by entry, what a copy saw (``copy_into``'s ``looks``): nothing
+    written, made, removed or renamed in it since (no link followed; a directory that cannot be read is not)."""
+    try:
+        st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+    except OSError:
+        return False
+    if looks.get(key) != _look(st):
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        return True
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | _FLAGS, dir_fd=dirfd)
+    except OSError:
+        return False
+    try:
+        return (
+            depth < _MAX_DEPTH
+            and os.fstat(fd).st_ino == st.st_ino
+            and all(
+                as_copied(fd, entry, looks, f"{key}/{entry}" if key else entry, depth + 1) for entry in os.listdir(fd)
+            )
+        )
+    finally:
+        os.close(fd)
+
+
+def _copy(dirfd: int, name: str, target: Path, st: os.stat_result, looks: dict[str, Look]) -> str:
+    if stat.S_ISREG(st.st_mode):
+        moved: list[int] = []
+        src = open_to_read(dirfd, name, st, moved)
+        looks[""] = _look(st, moved)
+        try:
+            hasher = hashlib.sha256()
+            out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                _copy_file(src, out, st, hasher)
+                os.fsync(out)
+            finally:
+                os.close(out)
+        finally:
+            os.close(src)
+        return hasher.hexdigest()
+    if stat.S_ISDIR(st.st_mode):
+        tree = _Tree(os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), looks)
+        try:
+            _copy_entry(dirfd, name, tree.top, target.name, st, 0, tree)
+        finally:
+            os.close(tree.top)
+            for fd in tree.open.values():
+                os.close(fd)
+        return ""
+    # (Made beneath its directory, held open: a socket's node is bound by a short name there, red team 59 F2.)
+    parent = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        _copy_entry(dirfd, name, parent, target.name, st, 0, _Tree(parent, looks))
+    finally:
+        os.close(parent)
+    return ""
+
+
+def _owned_like(out: int | tuple[int, str], st: os.stat_result) -> None:
+    """A copy given the owner and group of what it copies, as far as this process may (a user: a group of theirs;
+    root: any). Before its mode (a change of owner clears set-id bits). Red team 60 F3: a pre-image copied back
+    from a history on another file system came back with the server's group."""
+    for uid, gid in ((st.st_uid, st.st_gid), (-1, st.st_gid)):
+        try:
+            if isinstance(out, int):
+                os.fchown(out, uid, gid)
+            else:
+                os.chown(out[1], uid, gid, dir_fd=out[0], follow_symlinks=False)
+            return
+        except PermissionError:
+            continue
+
+
+def _copy_file(src: int, out: int, st: os.stat_result, hasher: hashlib._Hash | None = None) -> None:
+    linux.copy_data(src, out, os.fstat(src).st_size, hasher)  # holes kept (red team 7 F2)
+    copy_xattrs(src, out)
+    _owned_like(out, st)
+    os.fchmod(out, stat.S_IMODE(st.st_mode))
+    os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+@dataclass
+class _Tree:
+    """A tree being copied: the directory it is copied into, and where the first copy of each file with several
+    names is (open, or by its path below ``top`` past the first ``_LINKS_OPEN``), for its next names to be linked."""
+
+    top: int
+    looks: dict[str, Look]
+    open: dict[tuple[int, int], int] = field(default_factory=dict)
+    paths: dict[tuple[int, int], str] = field(default_factory=dict)
+
+    def link(self, key: tuple[int, int], out_dir: int, out_name: str) -> bool:
+        if key in self.open:
+            os.link(f"/proc/self/fd/{self.open[key]}", out_name, dst_dir_fd=out_dir)
+        elif key in self.paths:
+            os.link(self.paths[key], out_name, src_dir_fd=self.top, dst_dir_fd=out_dir, follow_symlinks=False)
+        else:
+            return False
+        return True
+
+    def keep(self, key: tuple[int, int], out: int, where: str) -> bool:
+        """Keep ``out`` (the first copy, at ``where`` below ``top``) to link to; False: it is for the caller to
+        close."""
+        if len(self.open) < _LINKS_OPEN:
+            self.open[key] = out
+            return True
+        self.paths[key] = where
+        return False
+
+
+def _copy_entry(
+    dirfd: int,
+    name: str,
+    out_dir: int,
+    out_name: str,
+    st: os.stat_result,
+    depth: int,
+    tree: _Tree,
+    where: str = "",
+) -> None:
+    """One entry of a tree kept by copy, beneath descriptors on both sides (no link followed, no path too long: red
+    team 10 F5): files with their holes, attributes and ACLs, names of one file within the tree one file again
+    (``tree``; ``where``: the entry's path below its top), FIFOs and sockets made (never opened), directories entry by
+    entry; each as it was seen noted in ``tree.looks``."""
+    mode = stat.S_IMODE(st.st_mode)
+    key = (where or out_name).partition("/")[2]
+    tree.looks[key] = _look(st)
+    if stat.S_ISREG(st.st_mode):
+        if st.st_nlink > 1 and tree.link((st.st_dev, st.st_ino), out_dir, out_name):
+            return
+        moved: list[int] = []
+        src = open_to_read(dirfd, name, st, moved)
+        tree.looks[key] = _look(st, moved)
+        try:
+            if (os.fstat(src).st_dev, os.fstat(src).st_ino) != (st.st_dev, st.st_ino):
+                raise OSError(errno.ESTALE, "it changed while kept")
+            out = os.open(out_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _FLAGS, 0o600, dir_fd=out_dir)
+            try:
+                _copy_file(src, out, st)
+            finally:
+                if not (st.st_nlink > 1 and tree.keep((st.st_dev, st.st_ino), out, where or out_name)):
+                    os.close(out)
+        finally:
+            os.close(src)
+        return
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(name, dir_fd=dirfd), out_name, dir_fd=out_dir)
+        _owned_like((out_dir, out_name), st)
+    elif stat.S_ISDIR(st.st_mode):
+        _copy_dir(dirfd, name, out_dir, out_name, st, depth, tree, where or out_name)
+    elif stat.S_ISFIFO(st.st_mode):
+        os.mkfifo(out_name, mode, dir_fd=out_dir)
+        _owned_like((out_dir, out_name), st)
+        os.chmod(out_name, mode, dir_fd=out_dir)  # (the umask took bits from mkfifo's: red team 11 F7)
+    elif stat.S_ISSOCK(st.st_mode):
+        _socket_node(out_dir, out_name, mode)
+        _owned_like((out_dir, out_name), st)
+        os.chmod(out_name, mode, dir_fd=out_dir)
+    else:
+        raise OSError(errno.EPERM, "cannot keep this kind of file")
+    os.utime(out_name, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=out_dir, follow_symlinks=False)
+
+
+def _copy_dir(
+    dirfd: int,
+    name: str,
+    out_dir: int,
+    out_name: str,
+    st: os.stat_result,
+    depth: int,
+    tree: _Tree,
+    where: str,
+) -> None:
+    if depth > _MAX_DEPTH:
+        raise OSError(errno.ELOOP, "too deep to keep")
+    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | _FLAGS, dir_fd=dirfd)
+    try:
+        if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != (st.st_dev, st.st_ino):
+            raise OSError(errno.ESTALE, "it changed while kept")
+        os.mkdir(out_name, 0o700, dir_fd=out_dir)
+        out = os.open(out_name, os.O_RDONLY | os.O_DIRECTORY | _FLAGS, dir_fd=out_dir)
+        try:
+            for entry in sorted(os.listdir(fd)):
+                inner = os.stat(entry, dir_fd=fd, follow_symlinks=False)
+                _copy_entry(fd, entry, out, entry, inner, depth + 1, tree, f"{where}/{entry}")
+            copy_xattrs(fd, out)
+            _owned_like(out, st)
+            os.fchmod(out, stat.S_IMODE(st.st_mode))
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
+
+
+def _socket_node(out_dir: int, out_name: str, mode: int) -> None:
+    """A socket's node made again (bound and closed: no one listens, as after its program ended): bound by a short
+    name beside it (``sun_path`` takes 107 bytes), then renamed to its own (red team 11 F7)."""
+    if out_dir == _AT_FDCWD:  # (a socket kept alone, by its full path)
+        short = where = f"{out_name}.s"
+    else:
+        short = f".s{os.urandom(4).hex()}"
+        where = f"/proc/self/fd/{out_dir}/{short}"
+    if len(os.fsencode(where)) >= 108:
+        raise OSError(errno.ENAMETOOLONG, "cannot keep this socket: its name is too long")
+    with socket.socket(socket.AF_UNIX) as node:
+        node.bind(where)
+    try:
+        os.chmod(short, mode, dir_fd=out_dir)
+        os.rename(short, out_name, src_dir_fd=out_dir, dst_dir_fd=out_dir)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(short, dir_fd=out_dir)
+        raise
+
+
+_ACLS = ("system.posix_acl_access", "system.posix_acl_default")
+
+
+def copy_xattrs(src: int, out: int) -> None:
+    """The ``user.*`` extended attributes and the ACLs of one open file onto another (a copy is the file as it
+    was: red team 10 F2)."""
+    with contextlib.suppress(OSError):
+        for name in os.listxattr(src):
+            if name.startswith("user.") or name in _ACLS:
+                with contextlib.suppress(OSError):
+                    os.setxattr(out, name, os.getxattr(src, name))
+
+
+def same_file(now: os.stat_result, st: os.stat_result, ctime_ns: int | None = None) -> bool:
+    """Whether ``now`` is the file ``st`` was, as it was: the same inode, size, modification time and mode, and the
+    same ctime (``ctime_ns`` if given) where its link count did not change (another call's link or unlink of a
+    file with several names moves its ctime and link count, not what it holds)."""
+    if (now.st_ino, now.st_size, now.st_mtime_ns, now.st_mode) != (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode):
+        return False
+    return now.st_nlink != st.st_nlink or now.st_ctime_ns == (st.st_ctime_ns if ctime_ns is None else ctime_ns)
+
+
+def remove_path(path: Path) -> None:
+    """Remove a file or a whole tree at ``path`` (no link followed)."""
+    if stat.S_ISDIR(os.lstat(path).st_mode):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
