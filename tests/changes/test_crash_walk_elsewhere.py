@@ -34,6 +34,8 @@ walk.SHAPES.update(
         "delete-both-names-outside": "rm tree/sub/keep-link.txt; rm keep.txt; rm -r tree/sub",
         "fifo-in-deleted-tree": "mkfifo tree/sub/p; rm -r tree",
         "dir-to-file-nested": "rm -r tree/sub; echo s > tree/sub; rm tree/b-link.txt",
+        # red team 61 (a copy put back takes the inode number of the tree just removed: test_rt61_undo_killed_trade)
+        "file-and-dir-trade-names": "mv tree t; mv edit.txt tree; mv t edit.txt",
     }
 )
 

@@ -428,6 +428,15 @@ def punch_like(new: int, old: int, size: int) -> int:
     return made
 
 
+def punch_zeros(fd: int, size: int) -> int:
+    """Make holes of the whole blocks of zeros in the data of the open file ``fd`` (writable), up to ``size``;
+    returns the bytes made holes. For a file overlayfs copied up from a sparse one and the command renamed: the
+    real file it came from is gone from its name, and the zeros around each piece of data (up to a MiB) are the
+    holes it had (red team 61 F2). The bytes stay the same; its times move."""
+    block = max(os.fstat(fd).st_blksize, 512)
+    return sum(_punch_zeros(fd, lo, hi, block) for lo, hi in data_ranges(fd, size))
+
+
 def _punch_zeros(fd: int, lo: int, hi: int, block: int) -> int:
     made = 0
     at, hi = -(-lo // block) * block, hi // block * block

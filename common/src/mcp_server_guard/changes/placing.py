@@ -27,6 +27,7 @@ from mcp_server_guard.changes.nofollow import (
     lstat_at,
     parent,
     rename_at,
+    thin_copy_up,
     thin_like,
 )
 from mcp_server_guard.changes.plan import Applied, Conflict, Op
@@ -57,8 +58,13 @@ def _land_tree(dirfd: int, name: str, absolute: str, op: Op, run: Run, inherited
         inner = path[len(op.path) + 1 :]
         with contextlib.suppress(Changed, OSError), parent(dirfd, f"{name}/{inner}") as (inner_dir, last):
             _unshared_symlink(inner_dir, last)
+            if _COPIED_UP & set(attribute_names(inner_dir, last)) and (st := lstat_at(last, inner_dir)) is not None:
+                thin_copy_up((inner_dir, last), st)  # (a sparse project file the command moved into the tree)
             if _land(inner_dir, last, run, (), inherited):
                 run.marked.append(posixpath.join(absolute, inner))
+
+
+_COPIED_UP = {"user.overlay.origin", "trusted.overlay.origin"}  # overlayfs's mark on a copy-up of a real file
 
 
 def _land(dirfd: int, name: str, run: Run, keep: Xattrs, inherited: bytes | None) -> bool:
@@ -137,6 +143,8 @@ def place(
         if real is None:
             if change.action == "modify" or change.gone or left is not None:
                 return aside("it was deleted meanwhile")
+            if change.origin and not tree:
+                thin_copy_up((src_dir, name), ours)  # (a sparse project file the command renamed: red team 61 F2)
             try:
                 rename_at(src_dir, name, dst_dir, name, noreplace=True)
             except FileExistsError:

@@ -48,7 +48,7 @@ from mcp_server_guard.changes.xattrs import at, seen_as
 from mcp_server_guard.files.copying import WrittenMeanwhile, open_to_read
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind
-from mcp_server_guard.files.reading import sha256_fd
+from mcp_server_guard.files.reading import sha256_at
 
 __all__ = ["UNDO_STEPS", "as_left", "names_in", "names_in_roots", "put_back_since", "root_of"]
 
@@ -428,7 +428,9 @@ def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
 
 def _swapped_before(history: HistoryStore, op: Op, root: int, record: Applied) -> bool:
     """Whether a crash cut this swap after the pre-image came back: taken out of the history, or linked to a name
-    that holds it (what was there is kept under the step's entry, and something else is there now)."""
+    that holds it (what was there is kept under the step's entry, and something else is there now). A keep that
+    moved it away (a tree, or what a tree replaces) left the name free: whatever is there came after, whatever its
+    inode number (red team 61 F4: a copy from a history on another fs took the number of the tree just removed)."""
     if history.taken(record.before):
         return True
     now = kept(history, op.entry)
@@ -437,7 +439,8 @@ def _swapped_before(history: HistoryStore, op: Op, root: int, record: Applied) -
     was = kept_from(history, op.entry) or (now.st_dev, now.st_ino)
     with parent(root, op.path) as (dirfd, name):
         placed = lstat_at(name, dirfd)
-    return placed is not None and (placed.st_dev, placed.st_ino) != tuple(was)[:2]
+    moved = "tree" in (history.kind(op.entry), history.kind(record.before))
+    return placed is not None and (moved or (placed.st_dev, placed.st_ino) != tuple(was)[:2])
 
 
 def _unmove(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
@@ -570,7 +573,7 @@ def as_left(root: str, rel: str, record: Applied, applied_ns: int) -> bool:
                 return True
             if stat.S_ISDIR(real.st_mode) and record.kind == "dir":  # a directory's size is its entries' room
                 return (real.st_dev, real.st_ino, real.st_mtime_ns) == tuple(record.after[:3])
-            return bool(record.sha256) and stat.S_ISREG(real.st_mode) and _sha256(dirfd, name) == record.sha256
+            return bool(record.sha256) and stat.S_ISREG(real.st_mode) and sha256_at(dirfd, name) == record.sha256
     except Changed:
         return record.action == "delete" and _missing_parent(root_fd, rel)
     finally:
@@ -586,14 +589,3 @@ def _missing_parent(root_fd: int, rel: str) -> bool:
             st = lstat_at(name, dirfd)
             return st is None or not stat.S_ISDIR(st.st_mode)
     return False
-
-
-def _sha256(dirfd: int, name: str) -> str:
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
-    except OSError:
-        return ""
-    try:
-        return sha256_fd(fd)
-    finally:
-        os.close(fd)

@@ -276,7 +276,7 @@ class _Reader(Names):
         self.overlay_names(at(upper_dir, name), path, inherited=inherited)
         self.created_tree(upper_dir, name, path, st, inherited=inherited)
 
-    def left_as_found(self, st: os.stat_result, real: os.stat_result, origin: bool) -> bool:
+    def left_as_found(self, st: os.stat_result, real: os.stat_result, origin: bool, path: str) -> bool:
         """Whether a copy-up whose bytes differ from the real file's is the file as the command found it, and the real
         file was written by someone else while the command ran (``ln a h`` or ``chmod 600 a`` while another call
         appends to ``a``): the copy keeps the time the file had when copied up, from before the command started,
@@ -286,9 +286,14 @@ class _Reader(Names):
         command that rewrote it and set an old time again (``cp -p``) while someone else wrote it too is taken for
         one that left it: the other write stays, as if it came last. Only a write counts: a mode or attribute
         change of someone else's leaves the real file's time as it was; and only someone else's, not a running
-        job's earlier look (its caller checks the job's baseline)."""
+        job's earlier look (its caller checks the job's baseline). Only where the copy is this name's own: the box's
+        rename helper ran and renamed no file to it (red team 61 F1: ``mv a.txt b.txt`` while someone appended to
+        ``b.txt`` — ``a.txt``'s copy-up, with its old time, was taken for ``b.txt``'s, and the rename dropped)."""
         return (
             (origin or real.st_nlink > 1)
+            and self.origins_known
+            and path not in self.renamed
+            and path not in self.remade
             and self.started_ns > 0
             and st.st_mtime_ns < self.started_ns <= real.st_mtime_ns
             and real.st_ctime_ns > self.started_ns
@@ -364,7 +369,7 @@ class _Reader(Names):
                 index = self.metadata(upper_dir, real_dir, name, path, st, real, kind)
                 self.note(path, st, index, real, True, origin)
                 return  # copied up with the same bytes: its metadata at most
-            if self.left_as_found(st, real, origin) and self.looked.get(path) != real.st_ctime_ns:
+            if self.left_as_found(st, real, origin, path) and self.looked.get(path) != real.st_ctime_ns:
                 index = self.metadata(upper_dir, real_dir, name, path, st, real, kind, timed=False)
                 self.note(path, st, index, real, True, origin)
                 return  # copied up (for a new name, a mode) and not written; someone else wrote the real file since

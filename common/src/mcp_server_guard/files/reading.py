@@ -339,3 +339,16 @@ def sha256_fd(fd: int) -> str:
         hasher.update(chunk)
         pos += len(chunk)
     return hasher.hexdigest()
+
+
+def sha256_at(dirfd: int, name: str) -> str:
+    """SHA-256 of the regular file ``name`` in ``dirfd`` (no link followed, never blocking); "" when it cannot be
+    opened."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
+    except OSError:
+        return ""
+    try:
+        return sha256_fd(fd)
+    finally:
+        os.close(fd)
