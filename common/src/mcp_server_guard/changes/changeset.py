@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Literal, cast
 
 from mcp_server_guard.changes.xattrs import Xattrs
+from mcp_server_guard.files.copying import open_to_read
 from mcp_server_guard.files.kept import file_kind
 from mcp_server_guard.files.trees import open_own_dir
 from mcp_server_guard.paths import moving_copy
@@ -241,15 +242,20 @@ def reserved_more(st: os.stat_result, real: os.stat_result) -> bool:
     return st.st_blocks * 512 - st.st_size > max(real.st_blocks * 512 - real.st_size, 0) + _RESERVED
 
 
-def same_bytes(a_dir: int, a_name: str, b_dir: int, b_name: str, size: int) -> bool:
-    """Whether two regular files hold the same bytes (opened without following or blocking)."""
+def same_bytes(a_dir: int, a_name: str, b_dir: int, b_name: str, size: int, *, as_owner: bool = False) -> bool:
+    """Whether two regular files hold the same bytes (opened without following or blocking; ``as_owner``: one its
+    owner may not read too, ``copying.open_to_read`` — an undo's, not a judgement's: it moves the file's ctime)."""
+
+    def opened(dirfd: int, name: str) -> int:
+        return open_to_read(dirfd, name) if as_owner else os.open(name, _FILE, dir_fd=dirfd)
+
     try:
-        a = os.open(a_name, _FILE, dir_fd=a_dir)
+        a = opened(a_dir, a_name)
     except OSError:
         return False
     try:
         try:
-            b = os.open(b_name, _FILE, dir_fd=b_dir)
+            b = opened(b_dir, b_name)
         except OSError:
             return False
         try:

@@ -30,7 +30,7 @@ from mcp_server_guard.changes import name_changes
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, Kind, TooDeep, walk_real
 from mcp_server_guard.changes.xattrs import Xattrs, set_seen
 from mcp_server_guard.files import openat2 as _openat2
-from mcp_server_guard.files.copying import WrittenMeanwhile
+from mcp_server_guard.files.copying import WrittenMeanwhile, open_to_read
 from mcp_server_guard.files.kept import disk_usage
 from mcp_server_guard.files.treelock import flock_until
 
@@ -460,11 +460,51 @@ def free_name_beside(name: str, audit_id: str, dirfd: int) -> str:
 
 
 def rename_at(src_dir: int, src: str, dst_dir: int, dst: str, *, noreplace: bool) -> None:
-    """Rename between directory fds; ``noreplace``: FileExistsError rather than replace what is there."""
-    if not noreplace:
+    """Rename between directory fds; ``noreplace``: FileExistsError rather than replace what is there. A directory
+    its owner (this user) may not write in the way — one the command wrote a file into in place or made read-only
+    (``chmod 555 d``), or a read-only directory of the command's moved into place (a move to another directory
+    writes its ``..``) — is given u+w for the rename and its mode put back: natively the command's writes needed
+    no such right (red team 62 F4: they were conflicts, the command's bytes dropped)."""
+    try:
+        _rename(src_dir, src, dst_dir, dst, noreplace)
+    except PermissionError:
+        with _owner_writes(src_dir, dst_dir, (src_dir, src)):
+            _rename(src_dir, src, dst_dir, dst, noreplace)
+
+
+def _rename(src_dir: int, src: str, dst_dir: int, dst: str, noreplace: bool) -> None:
+    if noreplace:
+        linux.renameat2(src_dir, src, dst_dir, dst, _RENAME_NOREPLACE)
+    else:
         os.rename(src, dst, src_dir_fd=src_dir, dst_dir_fd=dst_dir)
-        return
-    linux.renameat2(src_dir, src, dst_dir, dst, _RENAME_NOREPLACE)
+
+
+@contextlib.contextmanager
+def _owner_writes(*dirs: int | tuple[int, str]) -> Iterator[None]:
+    """Directories (open descriptors, or a name in one, never followed) of this user's that it may not write, given
+    u+w for the time of one step, their modes put back after (each the very inode, through an O_PATH descriptor)."""
+    held: list[tuple[int, int]] = []  # (O_PATH descriptor, the mode to put back)
+    try:
+        for where in dirs:
+            fd = os.open(where[1], os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=where[0]) if isinstance(
+                where, tuple) else os.open(f"/proc/self/fd/{where}", os.O_PATH | os.O_CLOEXEC)  # fmt: skip
+            st = os.fstat(fd)
+            if (
+                not stat.S_ISDIR(st.st_mode)
+                or st.st_uid != os.geteuid()
+                or st.st_mode & stat.S_IWUSR
+                or any(os.fstat(other).st_ino == st.st_ino for other, _mode in held)
+            ):
+                os.close(fd)
+                continue
+            held.append((fd, stat.S_IMODE(st.st_mode)))
+            os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(st.st_mode) | stat.S_IWUSR)
+        yield
+    finally:
+        for fd, mode in held:
+            with contextlib.suppress(OSError):
+                os.chmod(f"/proc/self/fd/{fd}", mode)
+            os.close(fd)
 
 
 def syncfs(fd: int) -> None:
@@ -484,15 +524,15 @@ def set_meta(dirfd: int, name: str, real: os.stat_result, mode: int, mtime_ns: i
         if real.st_mtime_ns != mtime_ns:
             os.utime(name, ns=(real.st_atime_ns, mtime_ns), dir_fd=dirfd, follow_symlinks=False)
         return
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_DIRECTORY if stat.S_ISDIR(real.st_mode)
-                                                                        else 0)  # fmt: skip
     try:
-        fd = os.open(name, flags, dir_fd=dirfd)
+        fd = open_to_read(dirfd, name, real)  # (one its owner may not read too: ``chmod 000 d`` undone, red team 62 F5)
     except OSError as exc:
         raise Changed(f"it changed ({exc.strerror})") from None
     try:
         opened = os.fstat(fd)
-        if (opened.st_dev, opened.st_ino) != (real.st_dev, real.st_ino):
+        if (opened.st_dev, opened.st_ino) != (real.st_dev, real.st_ino) or not (
+            stat.S_ISDIR(opened.st_mode) or stat.S_ISREG(opened.st_mode)
+        ):
             raise Changed("it was replaced meanwhile")
         if want != have:
             set_seen(fd, want, have)

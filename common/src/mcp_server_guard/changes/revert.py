@@ -47,7 +47,7 @@ from mcp_server_guard.changes.steps import (
 from mcp_server_guard.changes.xattrs import at, seen_as
 from mcp_server_guard.files.copying import WrittenMeanwhile, open_to_read
 from mcp_server_guard.files.history import HistoryError, HistoryStore
-from mcp_server_guard.files.kept import file_kind
+from mcp_server_guard.files.kept import file_kind, kept_kind
 from mcp_server_guard.files.reading import sha256_at
 
 __all__ = ["UNDO_STEPS", "as_left", "names_in", "names_in_roots", "put_back_since", "root_of"]
@@ -261,7 +261,7 @@ def _same_file_as(root: int, rel: str, dirfd: int, name: str, mine: os.stat_resu
             and stat.S_ISREG(other.st_mode)
             and stat.S_IMODE(other.st_mode) == stat.S_IMODE(mine.st_mode)
             and other.st_size == mine.st_size
-            and same_bytes(other_dir, other_name, dirfd, name, mine.st_size)
+            and same_bytes(other_dir, other_name, dirfd, name, mine.st_size, as_owner=True)
         )
     return False
 
@@ -404,9 +404,11 @@ def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         linked: list[tuple[str, int, int]] = []
         counted = unchanged(dirfd, name, real, now_ns() + 1, linked=linked) if stat.S_ISDIR(real.st_mode) else (0, 0)
         with held(dirfd, name, real) as fd:
-            locked = os.fstat(fd) if fd is not None else None  # (the file as the lock found it: ``take``'s check)
             entry = history.keep(dirfd, name, absolute, run.audit_id, move=not files, entry_id=op.entry,
                                  durable=False, tree=counted, links=linked or None)  # fmt: skip
+            # (The file as the lock found it, and as the keep left it — its ctime moved by a copy of one its owner
+            # may not read, red team 62 F5 — for ``take``'s check that nobody wrote it since.)
+            locked = os.fstat(fd) if fd is not None else None
             try:
                 kind = _bring_back(history, op, root, dirfd, name, run, replace=files, absolute=absolute,
                                    over=locked)  # fmt: skip
@@ -428,9 +430,9 @@ def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
 
 def _swapped_before(history: HistoryStore, op: Op, root: int, record: Applied) -> bool:
     """Whether a crash cut this swap after the pre-image came back: taken out of the history, or linked to a name
-    that holds it (what was there is kept under the step's entry, and something else is there now). A keep that
-    moved it away (a tree, or what a tree replaces) left the name free: whatever is there came after, whatever its
-    inode number (red team 61 F4: a copy from a history on another fs took the number of the tree just removed)."""
+    that holds it (what was there is kept under the step's entry, and something else is there now): another inode,
+    one of another kind than what was kept, or anything where a tree was kept (a tree is moved away at once) — a
+    copy from a history on another file system may take the number of what the keep removed (red team 61 F4)."""
     if history.taken(record.before):
         return True
     now = kept(history, op.entry)
@@ -439,8 +441,10 @@ def _swapped_before(history: HistoryStore, op: Op, root: int, record: Applied) -
     was = kept_from(history, op.entry) or (now.st_dev, now.st_ino)
     with parent(root, op.path) as (dirfd, name):
         placed = lstat_at(name, dirfd)
-    moved = "tree" in (history.kind(op.entry), history.kind(record.before))
-    return placed is not None and (moved or (placed.st_dev, placed.st_ino) != tuple(was)[:2])
+    what = history.kind(op.entry)
+    return placed is not None and (
+        (placed.st_dev, placed.st_ino) != tuple(was)[:2] or what == "tree" or kept_kind(placed.st_mode) != what
+    )
 
 
 def _unmove(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:

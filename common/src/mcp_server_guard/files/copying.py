@@ -85,29 +85,35 @@ def copy_into(
 
 
 def open_to_read(dirfd: int, name: str, st: os.stat_result | None = None, moved: list[int] | None = None) -> int:
-    """The regular file ``st`` (default: what ``name`` is now) at ``name`` in ``dirfd`` (or AT_FDCWD) opened to be
-    read, never followed. One its owner (this user) may not read
-    (mode 000, 0200) is given u+r for the time of the open, by a descriptor of that very inode, and its mode put
-    back: copying it is this user's right (red team 60 F2: its deletion kept by copy was a false conflict). Its
-    ctime then moved by our own hand: appended to ``moved``."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        return os.open(name, flags, dir_fd=dirfd)
-    except PermissionError:
-        st = st or os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & stat.S_IRUSR:
-            raise
+    """The regular file or directory ``st`` (default: what ``name`` is now) at ``name`` in ``dirfd`` (or AT_FDCWD)
+    opened to be read, never followed. One its owner (this user) may not read (mode 000, 0200; a directory 0300)
+    is given u+r (a directory u+rx) for the time of the open, by a descriptor of that very inode, and its mode put
+    back: copying it, changing its mode back, is this user's right (red team 60 F2: its deletion kept by copy was a
+    false conflict; 62 F5: the undo of ``chmod 000 d`` was refused). Its ctime then moved by our own hand:
+    appended to ``moved``."""
     held = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
     try:
         now = os.fstat(held)
-        if (now.st_dev, now.st_ino, now.st_mode) != (st.st_dev, st.st_ino, st.st_mode):
+        st = st or now
+        # Only the very inode looked at, and only a file or a directory: never a FIFO or a device opened (a name
+        # swapped since for one would block us, or rewind a tape), nothing followed.
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) or not (
+            stat.S_ISREG(now.st_mode) or stat.S_ISDIR(now.st_mode)
+        ):
             raise OSError(errno.ESTALE, "it changed while kept")
-        at = f"/proc/self/fd/{held}"  # (the inode held: chmod of an O_PATH descriptor goes through its magic link)
-        os.chmod(at, stat.S_IMODE(st.st_mode) | stat.S_IRUSR)
+        at = f"/proc/self/fd/{held}"  # (the inode held: an O_PATH descriptor is opened again through its magic link)
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_DIRECTORY if stat.S_ISDIR(now.st_mode) else 0)
         try:
-            return os.open(at, flags & ~os.O_NOFOLLOW)
+            return os.open(at, flags)
+        except PermissionError:
+            if now.st_uid != os.geteuid():
+                raise
+        needed = stat.S_IRUSR | (stat.S_IXUSR if stat.S_ISDIR(now.st_mode) else 0)
+        os.chmod(at, stat.S_IMODE(now.st_mode) | needed)
+        try:
+            return os.open(at, flags)
         finally:
-            os.chmod(at, stat.S_IMODE(st.st_mode))
+            os.chmod(at, stat.S_IMODE(now.st_mode))
             if moved is not None:
                 moved.append(os.fstat(held).st_ctime_ns)
     finally:
