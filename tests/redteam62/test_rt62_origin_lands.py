@@ -68,3 +68,24 @@ async def test_a_renamed_file_its_owner_may_not_write_lands_without_overlay_book
     assert out.get("exitCode") == 0, out
     assert out.get("transaction") == "applied", out
     assert not _bookkeeping(root), (_bookkeeping(root), out.get("changes"))
+
+
+@as_a_user
+async def test_a_renamed_read_only_sparse_file_lands_as_sparse_as_natively(tmp_path: Path) -> None:
+    """Red team 62's side note to F3: a sparse file of mode 0444 the command renamed landed dense — the server's
+    ``thin_copy_up`` could not open it to punch its zeros (now it opens it as its owner may, mode put back)."""
+    root = tmp_path / "w" / "p"
+    (root / "d").mkdir(parents=True)
+    with open(root / "disk.img", "wb") as f:
+        for at in range(0, 64 << 20, 2 << 20):
+            f.seek(at)
+            f.write(os.urandom(4096))
+        f.truncate(64 << 20)
+    (root / "disk.img").chmod(0o444)
+    natively = os.lstat(root / "disk.img").st_blocks
+    async with shell(tmp_path / "w", Person()) as client:
+        out = await run(client, "mv disk.img d/", cwd=str(root))
+    assert out.get("transaction") == "applied", out
+    landed = os.lstat(root / "d" / "disk.img")
+    assert landed.st_mode & 0o7777 == 0o444
+    assert landed.st_blocks <= 2 * natively + 2048, (natively, landed.st_blocks)

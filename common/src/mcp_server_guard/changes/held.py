@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, NO_RENAMES, ChangeSet, Renamed, walk_real
 from mcp_server_guard.changes.effects import Judgement
+from mcp_server_guard.files.trees import own_dirs_as_found
 from mcp_server_guard.policy import EffectsPolicy
 
 __all__ = ["Held", "HeldSets"]
@@ -42,6 +43,7 @@ class Held:
     moved: Renamed = NO_RENAMES
 
 
+@own_dirs_as_found()
 def _kept_bytes(sets: Sequence[ChangeSet], limit: int) -> int:
     """The disk the upper layers of ``sets`` take (walked by descriptor, no link followed), counted up to just
     past ``limit``."""

@@ -30,7 +30,7 @@ from mcp_server_guard.changes import name_changes
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, Kind, TooDeep, walk_real
 from mcp_server_guard.changes.xattrs import Xattrs, set_seen
 from mcp_server_guard.files import openat2 as _openat2
-from mcp_server_guard.files.copying import WrittenMeanwhile, open_to_read
+from mcp_server_guard.files.copying import WrittenMeanwhile, open_as_owner, open_to_read, owner_writes
 from mcp_server_guard.files.kept import disk_usage
 from mcp_server_guard.files.treelock import flock_until
 
@@ -468,7 +468,7 @@ def rename_at(src_dir: int, src: str, dst_dir: int, dst: str, *, noreplace: bool
     try:
         _rename(src_dir, src, dst_dir, dst, noreplace)
     except PermissionError:
-        with _owner_writes(src_dir, dst_dir, (src_dir, src)):
+        with owner_writes(src_dir, dst_dir, (src_dir, src)):
             _rename(src_dir, src, dst_dir, dst, noreplace)
 
 
@@ -477,34 +477,6 @@ def _rename(src_dir: int, src: str, dst_dir: int, dst: str, noreplace: bool) -> 
         linux.renameat2(src_dir, src, dst_dir, dst, _RENAME_NOREPLACE)
     else:
         os.rename(src, dst, src_dir_fd=src_dir, dst_dir_fd=dst_dir)
-
-
-@contextlib.contextmanager
-def _owner_writes(*dirs: int | tuple[int, str]) -> Iterator[None]:
-    """Directories (open descriptors, or a name in one, never followed) of this user's that it may not write, given
-    u+w for the time of one step, their modes put back after (each the very inode, through an O_PATH descriptor)."""
-    held: list[tuple[int, int]] = []  # (O_PATH descriptor, the mode to put back)
-    try:
-        for where in dirs:
-            fd = os.open(where[1], os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=where[0]) if isinstance(
-                where, tuple) else os.open(f"/proc/self/fd/{where}", os.O_PATH | os.O_CLOEXEC)  # fmt: skip
-            st = os.fstat(fd)
-            if (
-                not stat.S_ISDIR(st.st_mode)
-                or st.st_uid != os.geteuid()
-                or st.st_mode & stat.S_IWUSR
-                or any(os.fstat(other).st_ino == st.st_ino for other, _mode in held)
-            ):
-                os.close(fd)
-                continue
-            held.append((fd, stat.S_IMODE(st.st_mode)))
-            os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(st.st_mode) | stat.S_IWUSR)
-        yield
-    finally:
-        for fd, mode in held:
-            with contextlib.suppress(OSError):
-                os.chmod(f"/proc/self/fd/{fd}", mode)
-            os.close(fd)
 
 
 def syncfs(fd: int) -> None:
@@ -548,11 +520,12 @@ def thin_copy_up(ours_at: tuple[int, str], ours: os.stat_result) -> None:
     """The command's file ``ours`` (at ``ours_at``), copied up by overlayfs from a sparse real file and landing at a
     name where no real file is (a rename: ``mv disk.img d/``): its blocks of zeros made holes again, as the renamed
     real file had them natively (red team 61 F2: 0.5 MiB landed as 128 MiB). Only a file with holes (a copy-up
-    keeps those of a MiB or more); opened no link followed, the very file looked at; one it cannot write stays."""
+    keeps those of a MiB or more); opened no link followed, the very file looked at (a read-only one as its owner
+    may: red team 62)."""
     if not stat.S_ISREG(ours.st_mode) or ours.st_blocks * 512 >= ours.st_size:
         return
     try:
-        new = os.open(ours_at[1], os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=ours_at[0])
+        new = open_as_owner(ours_at[0], ours_at[1], ours, write=True)
     except OSError:
         return
     try:

@@ -45,6 +45,7 @@ from mcp_server_guard.changes.steps import (
 from mcp_server_guard.changes.xattrs import Xattrs, at, attribute_names, default_acl, land
 from mcp_server_guard.files.history import HistoryStore
 from mcp_server_guard.files.kept import file_kind
+from mcp_server_guard.files.trees import open_own_dir, own_dirs_as_found
 
 __all__ = ["MERGE_ENTRIES", "place"]
 
@@ -54,14 +55,42 @@ def _land_tree(dirfd: int, name: str, absolute: str, op: Op, run: Run, inherited
     entries in it the reader found carrying attributes to take away (``op.marked``; the rest have none)."""
     if _land(dirfd, name, run, (), inherited):
         run.marked.append(absolute)
-    for path in op.marked:
-        inner = path[len(op.path) + 1 :]
-        with contextlib.suppress(Changed, OSError), parent(dirfd, f"{name}/{inner}") as (inner_dir, last):
-            _unshared_symlink(inner_dir, last)
-            if _COPIED_UP & set(attribute_names(inner_dir, last)) and (st := lstat_at(last, inner_dir)) is not None:
-                thin_copy_up((inner_dir, last), st)  # (a sparse project file the command moved into the tree)
-            if _land(inner_dir, last, run, (), inherited):
-                run.marked.append(posixpath.join(absolute, inner))
+    # (Below a directory the command left with no permission for its owner, ``chmod 000 d``: let in, and left as
+    # found before the tree moves — red team 63 F1.)
+    with own_dirs_as_found():
+        for path in op.marked:
+            inner = f"{name}/{path[len(op.path) + 1 :]}"
+            for attempt in range(2):
+                try:
+                    with parent(dirfd, inner) as (inner_dir, last):
+                        _land_entry(inner_dir, last, run, inherited, posixpath.join(absolute, inner.partition("/")[2]))
+                    break
+                except (Changed, OSError):
+                    if attempt == 0:
+                        _let_in(dirfd, inner.rpartition("/")[0])
+
+
+def _land_entry(dirfd: int, name: str, run: Run, inherited: bytes | None, absolute: str) -> None:
+    _unshared_symlink(dirfd, name)
+    if _COPIED_UP & set(attribute_names(dirfd, name)) and (st := lstat_at(name, dirfd)) is not None:
+        thin_copy_up((dirfd, name), st)  # (a sparse project file the command moved into the tree)
+    if _land(dirfd, name, run, (), inherited):
+        run.marked.append(absolute)
+
+
+def _let_in(dirfd: int, rel: str) -> None:
+    """Each directory on the way to ``rel`` below ``dirfd`` (the command's copy, this user's) opened as ours: one
+    with no permission let in for the scope (``trees.own_dirs_as_found``)."""
+    fd = os.dup(dirfd)
+    try:
+        for part in [p for p in rel.split("/") if p]:
+            nxt = open_own_dir(part, fd)
+            os.close(fd)
+            fd = nxt
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 _COPIED_UP = {"user.overlay.origin", "trusted.overlay.origin"}  # overlayfs's mark on a copy-up of a real file
@@ -235,6 +264,7 @@ def _placed(
 MERGE_ENTRIES = 256  # entries of a new tree merged one by one into a directory made meanwhile, at most
 
 
+@own_dirs_as_found()
 def _entries_over(dirfd: int, name: str, most: int) -> bool:
     """Whether the directory ``name`` holds more than ``most`` entries (at any depth; no link followed)."""
     fd = os.open(name, DIR | os.O_NOFOLLOW, dir_fd=dirfd)

@@ -63,6 +63,7 @@ from mcp_server_guard.changes.xattrs import (
     seen,
     set_by_command,
 )
+from mcp_server_guard.files.trees import own_dirs_as_found
 from mcp_server_guard.paths import moving_copy
 
 __all__ = ["judged_copy", "read_upper"]
@@ -386,6 +387,7 @@ class _Reader(Names):
             self.overlay_names(at(upper_dir, name), path, own_overlay(at(real_dir, name)))
 
 
+@own_dirs_as_found()  # (a directory of the command's let in to be read keeps the mode the command gave it)
 def read_upper(
     upper: str,
     real_root: int,

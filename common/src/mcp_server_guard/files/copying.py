@@ -13,7 +13,7 @@ import os
 import shutil
 import socket
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +25,9 @@ __all__ = [
     "as_copied",
     "copy_into",
     "copy_xattrs",
+    "open_as_owner",
     "open_to_read",
+    "owner_writes",
     "remove_path",
     "same_file",
 ]
@@ -85,12 +87,19 @@ def copy_into(
 
 
 def open_to_read(dirfd: int, name: str, st: os.stat_result | None = None, moved: list[int] | None = None) -> int:
+    """:func:`open_as_owner` to read."""
+    return open_as_owner(dirfd, name, st, moved)
+
+
+def open_as_owner(
+    dirfd: int, name: str, st: os.stat_result | None = None, moved: list[int] | None = None, *, write: bool = False
+) -> int:
     """The regular file or directory ``st`` (default: what ``name`` is now) at ``name`` in ``dirfd`` (or AT_FDCWD)
-    opened to be read, never followed. One its owner (this user) may not read (mode 000, 0200; a directory 0300)
-    is given u+r (a directory u+rx) for the time of the open, by a descriptor of that very inode, and its mode put
-    back: copying it, changing its mode back, is this user's right (red team 60 F2: its deletion kept by copy was a
-    false conflict; 62 F5: the undo of ``chmod 000 d`` was refused). Its ctime then moved by our own hand:
-    appended to ``moved``."""
+    opened to be read (``write``: a file, to be read and written), never followed. One its owner (this user) may
+    not read (mode 000, 0200; a directory 0300) or write is given u+r (a directory u+rx; ``write``: u+rw) for the
+    time of the open, by a descriptor of that very inode, and its mode put back: copying it, changing its mode
+    back, is this user's right (red team 60 F2: its deletion kept by copy was a false conflict; 62 F5: the undo
+    of ``chmod 000 d`` was refused). Its ctime then moved by our own hand: appended to ``moved``."""
     held = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
     try:
         now = os.fstat(held)
@@ -102,13 +111,16 @@ def open_to_read(dirfd: int, name: str, st: os.stat_result | None = None, moved:
         ):
             raise OSError(errno.ESTALE, "it changed while kept")
         at = f"/proc/self/fd/{held}"  # (the inode held: an O_PATH descriptor is opened again through its magic link)
-        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_DIRECTORY if stat.S_ISDIR(now.st_mode) else 0)
+        if write and not stat.S_ISREG(now.st_mode):
+            raise OSError(errno.EISDIR, "not a file")
+        flags = (os.O_RDWR if write else os.O_RDONLY) | os.O_NONBLOCK | os.O_CLOEXEC
+        flags |= os.O_DIRECTORY if stat.S_ISDIR(now.st_mode) else 0
         try:
             return os.open(at, flags)
         except PermissionError:
             if now.st_uid != os.geteuid():
                 raise
-        needed = stat.S_IRUSR | (stat.S_IXUSR if stat.S_ISDIR(now.st_mode) else 0)
+        needed = stat.S_IRUSR | (stat.S_IXUSR if stat.S_ISDIR(now.st_mode) else 0) | (stat.S_IWUSR if write else 0)
         os.chmod(at, stat.S_IMODE(now.st_mode) | needed)
         try:
             return os.open(at, flags)
@@ -371,3 +383,31 @@ def remove_path(path: Path) -> None:
         shutil.rmtree(path)
     else:
         os.unlink(path)
+
+
+@contextlib.contextmanager
+def owner_writes(*dirs: int | tuple[int, str]) -> Iterator[None]:
+    """Directories (open descriptors, or a name in one, never followed) of this user's that it may not write, given
+    u+w for the time of one step, their modes put back after (each the very inode, through an O_PATH descriptor)."""
+    held: list[tuple[int, int]] = []  # (O_PATH descriptor, the mode to put back)
+    try:
+        for where in dirs:
+            fd = os.open(where[1], os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=where[0]) if isinstance(
+                where, tuple) else os.open(f"/proc/self/fd/{where}", os.O_PATH | os.O_CLOEXEC)  # fmt: skip
+            st = os.fstat(fd)
+            if (
+                not stat.S_ISDIR(st.st_mode)
+                or st.st_uid != os.geteuid()
+                or st.st_mode & stat.S_IWUSR
+                or any(os.fstat(other).st_ino == st.st_ino for other, _mode in held)
+            ):
+                os.close(fd)
+                continue
+            held.append((fd, stat.S_IMODE(st.st_mode)))
+            os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(st.st_mode) | stat.S_IWUSR)
+        yield
+    finally:
+        for fd, mode in held:
+            with contextlib.suppress(OSError):
+                os.chmod(f"/proc/self/fd/{fd}", mode)
+            os.close(fd)

@@ -60,6 +60,7 @@ from mcp_server_guard.files.history_entries import ENTRY_ID as _ID
 from mcp_server_guard.files.history_entries import EntryFiles as _Files
 from mcp_server_guard.files.history_entries import EntryReader, HistoryEntry, NoRoom
 from mcp_server_guard.files.kept import (
+    as_owner,
     disk_usage,
     finish_aside,
     keep_data,
@@ -345,9 +346,10 @@ class HistoryStore(EntryReader):
         faults.point(f"take {entry_id}")
         try:
             if replace:
-                os.rename(source, name, dst_dir_fd=dirfd)
+                as_owner(lambda: os.rename(source, name, dst_dir_fd=dirfd), dirfd, (_AT_FDCWD, str(source)))
             else:
-                linux.renameat2(_AT_FDCWD, str(source), dirfd, name, _RENAME_NOREPLACE)
+                as_owner(lambda: linux.renameat2(_AT_FDCWD, str(source), dirfd, name, _RENAME_NOREPLACE), dirfd,
+                         (_AT_FDCWD, str(source)))  # fmt: skip
         except OSError as exc:
             if exc.errno != errno.EXDEV:
                 raise

@@ -10,15 +10,24 @@ import errno
 import json
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from mcp_server_guard import faults, linux
-from mcp_server_guard.files.copying import Look, WrittenMeanwhile, as_copied, copy_into, remove_path, same_file
+from mcp_server_guard.files.copying import (
+    Look,
+    WrittenMeanwhile,
+    as_copied,
+    copy_into,
+    owner_writes,
+    remove_path,
+    same_file,
+)
 from mcp_server_guard.files.trees import remove_below
 from mcp_server_guard.paths import private_dirs
 
 __all__ = [
+    "as_owner",
     "aside_name",
     "disk_usage",
     "file_kind",
@@ -100,7 +109,7 @@ def keep_data(dirfd: int, name: str, st: os.stat_result, target: Path, entry_id:
                 # A pre-image is the bytes the path had: an inode with other names can change through them.
                 raise OSError(errno.EXDEV, "shared with other names: copied")
             if move:
-                os.rename(name, target, src_dir_fd=dirfd)
+                as_owner(lambda: os.rename(name, target, src_dir_fd=dirfd), dirfd, (dirfd, name))
             elif kind != "tree":
                 os.link(name, target, src_dir_fd=dirfd, follow_symlinks=False)
             else:
@@ -123,6 +132,17 @@ def keep_data(dirfd: int, name: str, st: os.stat_result, target: Path, entry_id:
             remove_entry(dirfd, name, st)
 
 
+def as_owner(step: Callable[[], object], *dirs: int | tuple[int, str]) -> None:
+    """A rename that a directory of this user's it may not write is in the way of (``copying.owner_writes``):
+    tried as it is, and again with u+w given for the time of it (red team 63 F6: a read-only tree the call made
+    could not be undone)."""
+    try:
+        step()
+    except PermissionError:
+        with owner_writes(*dirs):
+            step()
+
+
 def aside_name(entry_id: str) -> str:
     """The name a deleted file or tree takes beside itself while it is copied into a history on another file system
     (``_keep_aside``)."""
@@ -137,7 +157,7 @@ def _keep_aside(dirfd: int, name: str, target: Path, entry_id: str) -> None:
     team 56 F1, F2). Put back where the copy fails; a kill leaves the aside name for the step finished after a
     crash (``HistoryStore.finish_aside``)."""
     aside = aside_name(entry_id)
-    linux.renameat2(dirfd, name, dirfd, aside, _RENAME_NOREPLACE)  # (never over anything of that name)
+    as_owner(lambda: linux.renameat2(dirfd, name, dirfd, aside, _RENAME_NOREPLACE), dirfd)  # (never over a name)
     faults.point(f"history aside {entry_id}")
     try:
         finish_aside(dirfd, target, entry_id, looked=True)

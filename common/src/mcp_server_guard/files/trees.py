@@ -9,6 +9,8 @@ import contextlib
 import logging
 import os
 import stat
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 
 from mcp_server_guard.files.liveness import dead_dirs
@@ -18,21 +20,48 @@ log = logging.getLogger("mcp_server_guard.files.trees")
 _TREE_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+# The directories open_own_dir let in while an ``own_dirs_as_found`` scope of this thread runs: (O_PATH fd, mode).
+_GRANTED: ContextVar[list[tuple[int, int]] | None] = ContextVar("own_dirs_granted", default=None)
+
+
 def open_own_dir(name: str, dirfd: int) -> int:
     """Open the directory ``name`` below ``dirfd`` (no link followed); one of ours (this user's) that has no
     permission is let in first — exactly the directory named: an O_PATH fd, changed through /proc. Overlayfs
-    leaves its work directory with no permission at all, and a command may leave one so in its copy."""
+    leaves its work directory with no permission at all, and a command may leave one so in its copy: within
+    :func:`own_dirs_as_found` its mode comes back at the scope's end."""
     try:
         return os.open(name, _TREE_DIR, dir_fd=dirfd)
     except PermissionError:
         handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
+        granted = _GRANTED.get()
         try:
             st = os.fstat(handle)
             if st.st_uid != os.geteuid():
                 raise
             os.chmod(f"/proc/self/fd/{handle}", stat.S_IMODE(st.st_mode) | 0o700)
+            if granted is not None:
+                granted.append((handle, stat.S_IMODE(st.st_mode)))
             return os.open(f"/proc/self/fd/{handle}", _TREE_DIR & ~os.O_NOFOLLOW)
         finally:
+            if granted is None or not granted or granted[-1][0] != handle:
+                os.close(handle)
+
+
+@contextlib.contextmanager
+def own_dirs_as_found() -> Iterator[None]:
+    """Directories of this user's that :func:`open_own_dir` lets in while this runs (in this thread) get their modes
+    back at its end — through the very inode, wherever a rename took it meanwhile: a walk or a landing of a
+    command's copy leaves each directory as the command left it (red team 63 F1: a new directory of mode 000
+    landed as 0700)."""
+    granted: list[tuple[int, int]] = []
+    token = _GRANTED.set(granted)
+    try:
+        yield
+    finally:
+        _GRANTED.reset(token)
+        for handle, mode in reversed(granted):
+            with contextlib.suppress(OSError):
+                os.chmod(f"/proc/self/fd/{handle}", mode)
             os.close(handle)
 
 
@@ -124,4 +153,4 @@ def remove_below(base: int, top: str) -> None:
             os.close(fd)
 
 
-__all__ = ["open_own_dir", "remove_below", "remove_dead", "remove_tree"]
+__all__ = ["open_own_dir", "own_dirs_as_found", "remove_below", "remove_dead", "remove_tree"]
