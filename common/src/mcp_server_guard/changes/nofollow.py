@@ -30,7 +30,7 @@ from mcp_server_guard.changes import name_changes
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, Kind, TooDeep, walk_real
 from mcp_server_guard.changes.xattrs import Xattrs, set_seen
 from mcp_server_guard.files import openat2 as _openat2
-from mcp_server_guard.files.copying import WrittenMeanwhile, open_as_owner, open_to_read, owner_writes
+from mcp_server_guard.files.copying import WrittenMeanwhile, as_owner, open_as_owner, open_to_read, owner_writes
 from mcp_server_guard.files.kept import disk_usage
 from mcp_server_guard.files.treelock import flock_until
 
@@ -465,18 +465,12 @@ def rename_at(src_dir: int, src: str, dst_dir: int, dst: str, *, noreplace: bool
     (``chmod 555 d``), or a read-only directory of the command's moved into place (a move to another directory
     writes its ``..``) — is given u+w for the rename and its mode put back: natively the command's writes needed
     no such right (red team 62 F4: they were conflicts, the command's bytes dropped)."""
-    try:
-        _rename(src_dir, src, dst_dir, dst, noreplace)
-    except PermissionError:
-        with owner_writes(src_dir, dst_dir, (src_dir, src)):
-            _rename(src_dir, src, dst_dir, dst, noreplace)
-
-
-def _rename(src_dir: int, src: str, dst_dir: int, dst: str, noreplace: bool) -> None:
     if noreplace:
-        linux.renameat2(src_dir, src, dst_dir, dst, _RENAME_NOREPLACE)
+        as_owner(
+            lambda: linux.renameat2(src_dir, src, dst_dir, dst, _RENAME_NOREPLACE), src_dir, dst_dir, (src_dir, src)
+        )
     else:
-        os.rename(src, dst, src_dir_fd=src_dir, dst_dir_fd=dst_dir)
+        as_owner(lambda: os.rename(src, dst, src_dir_fd=src_dir, dst_dir_fd=dst_dir), src_dir, dst_dir, (src_dir, src))
 
 
 def syncfs(fd: int) -> None:
@@ -509,14 +503,8 @@ def set_meta(dirfd: int, name: str, real: os.stat_result, mode: int, mtime_ns: i
         if want != have:
             # A user.* attribute is written as the entry is: one of this user's it may not write (``chmod 444``,
             # 555) gets u+w for it, its mode put back (red team 63 F5: a conflict, the attribute not set).
-            shut = opened.st_uid == os.geteuid() and not opened.st_mode & stat.S_IWUSR
-            if shut:
-                os.fchmod(fd, stat.S_IMODE(opened.st_mode) | stat.S_IWUSR)
-            try:
+            with owner_writes(fd, files=True):
                 set_seen(fd, want, have)
-            finally:
-                if shut:
-                    os.fchmod(fd, stat.S_IMODE(opened.st_mode))
         if stat.S_IMODE(opened.st_mode) != mode:
             os.fchmod(fd, mode)
         if not stat.S_ISDIR(opened.st_mode) and opened.st_mtime_ns != mtime_ns:

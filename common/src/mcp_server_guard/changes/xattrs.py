@@ -22,10 +22,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import stat
-from collections.abc import Iterator
 
 from mcp_server_guard import linux
+from mcp_server_guard.files.copying import owner_writes
+
+_AT_FDCWD = -100
 
 __all__ = [
     "ACL_NAMES",
@@ -318,33 +319,11 @@ def land(
     ``security.capability`` would grant privileges to whoever runs the file. Returns whether it keeps a
     ``user.overlay.*`` attribute (the escape layer must show it)."""
     kept = dict(carried_by(path, carried)) | dict(keep)
-    with _owner_may_write(path):
+    # (An entry of the copy its owner may not write, ``chmod 444 f``/``555 d``, gets u+w while its attributes change:
+    # a user.* attribute is written as the file is — red team 62 F1: a read-only file renamed kept overlayfs's origin.)
+    with owner_writes((_AT_FDCWD, path), files=True):
         _land(path, kept, carried, inherited)
     return bool(kept)
-
-
-@contextlib.contextmanager
-def _owner_may_write(path: str) -> Iterator[None]:
-    """An entry of the upper layer (the server's, the command's copy) its owner may not write (``chmod 444 f``,
-    ``555 d``) given u+w while its attributes are changed (a ``user.*`` attribute is written as the file is), its
-    mode put back after. Red team 62 F1: a read-only file the command renamed landed with ``user.overlay.origin``."""
-    try:
-        held = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)  # (a running job may swap it: that very inode)
-    except OSError:
-        yield
-        return
-    try:
-        st = os.fstat(held)
-        if stat.S_ISLNK(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & stat.S_IWUSR:
-            yield
-            return
-        os.chmod(f"/proc/self/fd/{held}", stat.S_IMODE(st.st_mode) | stat.S_IWUSR)
-        try:
-            yield
-        finally:
-            os.chmod(f"/proc/self/fd/{held}", stat.S_IMODE(st.st_mode))
-    finally:
-        os.close(held)
 
 
 def _land(path: str, kept: dict[str, bytes], carried: frozenset[tuple[str, bytes]], inherited: bytes | None) -> None:

@@ -55,12 +55,11 @@ from mcp_server_guard.files.calls import (
     only_copies,
     victims,
 )
-from mcp_server_guard.files.copying import copy_into, copy_xattrs
+from mcp_server_guard.files.copying import as_owner, copy_into, copy_xattrs
 from mcp_server_guard.files.history_entries import ENTRY_ID as _ID
 from mcp_server_guard.files.history_entries import EntryFiles as _Files
 from mcp_server_guard.files.history_entries import EntryReader, HistoryEntry, NoRoom
 from mcp_server_guard.files.kept import (
-    as_owner,
     disk_usage,
     finish_aside,
     keep_data,

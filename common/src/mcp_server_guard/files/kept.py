@@ -10,7 +10,7 @@ import errno
 import json
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 from mcp_server_guard import faults, linux
@@ -18,8 +18,8 @@ from mcp_server_guard.files.copying import (
     Look,
     WrittenMeanwhile,
     as_copied,
+    as_owner,
     copy_into,
-    owner_writes,
     remove_path,
     same_file,
 )
@@ -27,7 +27,6 @@ from mcp_server_guard.files.trees import remove_below
 from mcp_server_guard.paths import private_dirs
 
 __all__ = [
-    "as_owner",
     "aside_name",
     "disk_usage",
     "file_kind",
@@ -130,17 +129,6 @@ def keep_data(dirfd: int, name: str, st: os.stat_result, target: Path, entry_id:
         # Copied before a crash, not yet removed: the original goes now (the caller found it unchanged).
         with contextlib.suppress(FileNotFoundError):
             remove_entry(dirfd, name, st)
-
-
-def as_owner(step: Callable[[], object], *dirs: int | tuple[int, str]) -> None:
-    """A rename that a directory of this user's it may not write is in the way of (``copying.owner_writes``):
-    tried as it is, and again with u+w given for the time of it (red team 63 F6: a read-only tree the call made
-    could not be undone)."""
-    try:
-        step()
-    except PermissionError:
-        with owner_writes(*dirs):
-            step()
 
 
 def aside_name(entry_id: str) -> str:
