@@ -259,10 +259,12 @@ async def test_attack_one_allocation_cannot_take_the_disk_past_its_floor_between
 @pytest.mark.skipif(shutil.which("fallocate") is None, reason="util-linux fallocate is missing")
 async def test_attack_a_command_ending_between_two_looks_below_the_floor_applies_nothing(workspace: Path) -> None:
     # Red team 40s F2: a fast command (allocations end at once) took the disk below the floor before the first
-    # look and landed. One more look when it ends: nothing applied, its copy gone.
+    # look and landed. One more look when it ends: nothing applied, its copy gone. It allocates 480 MiB, each file
+    # under what one may take (64 MiB above the floor): past the floor even when the suite's other workers free a few
+    # hundred MiB meanwhile (120 MiB was once not enough, in CI).
     args = _floor_below_free(workspace, 64 << 20)
     async with shell(workspace, None, *args) as client:
-        out = await run(client, "for i in 1 2 3; do fallocate -l 40M f$i.bin; done")
+        out = await run(client, "for i in $(seq 12); do fallocate -l 40M f$i.bin; done")
     assert out.get("limitHit") == "disk" and out["transaction"] == "none", out
     assert not list(workspace.glob("f*.bin"))
 
