@@ -46,6 +46,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from mcp_server_guard import faults
+from mcp_server_guard.changes import name_changes
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, ROOT, ChangeSet
 from mcp_server_guard.changes.escapes import marked, note_landed
 from mcp_server_guard.changes.journal import JOURNALS, Done, Journal, Replay, journal_key
@@ -71,6 +72,7 @@ from mcp_server_guard.changes.undoing import kept_as_before, named_files, revers
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.treelock import TreeBusy, breathe, tree_lock
+from mcp_server_guard.files.trees import own_dirs_as_found
 
 # now_ns: changes.nofollow's, kept importable here
 __all__ = ["Applier", "NotApplied", "UndoConflict", "now_ns", "run_step"]
@@ -231,22 +233,26 @@ class Applier:
                     syncfs(fd)  # the command's bytes are on disk before any name points at them
                 if journal is None:
                     journal = Journal.create(self.journals, plan, baseline, self.key)
-                if back is None:
-                    steps: list[tuple[Op, list[Applied]]] = []
-                    try:
-                        self._steps(plan.ops, done, journal, run, roots, uppers, (applied, conflicts), steps,
-                                    fail=bool(undo))  # fmt: skip
-                    except _Failed as exc:
-                        why = str(exc)
-                        back = self._reverse(plan, steps, list(roots))
-                        faults.point("rollback")
-                        journal.rollback(back, why)
-                if back is not None:
-                    # Going back: what could not be put back stays recorded (an undo finds it), and is said. The run's
-                    # own paths are looked at too: a name a failed step left in place is still a name of its file.
-                    touched = [posixpath.join(op.root, op.path) if op.path != ROOT else op.root for op in plan.ops]
-                    left = self._back(back, replay.back_done if replay is not None else {}, journal, roots, touched)
-                    applied, conflicts = list(left.applied), list(left.conflicts)
+                # The user's directories with no permission let in for the steps get their modes back before the
+                # call is recorded: its time is later than theirs (an undo's check).
+                with own_dirs_as_found(name_changes.note):
+                    if back is None:
+                        steps: list[tuple[Op, list[Applied]]] = []
+                        try:
+                            self._steps(plan.ops, done, journal, run, roots, uppers, (applied, conflicts), steps,
+                                        fail=bool(undo))  # fmt: skip
+                        except _Failed as exc:
+                            why = str(exc)
+                            back = self._reverse(plan, steps, list(roots))
+                            faults.point("rollback")
+                            journal.rollback(back, why)
+                    if back is not None:
+                        # Going back: what could not be put back stays recorded (an undo finds it), and is said. The
+                        # run's own paths are looked at too: a name a failed step left in place is still a name of its
+                        # file.
+                        touched = [posixpath.join(op.root, op.path) if op.path != ROOT else op.root for op in plan.ops]
+                        left = self._back(back, replay.back_done if replay is not None else {}, journal, roots, touched)
+                        applied, conflicts = list(left.applied), list(left.conflicts)
                 for entry_id in run.forget_later:
                     self.history.forget(entry_id)
                 for fd in roots.values():
@@ -431,6 +437,7 @@ class Applier:
 
     # -- undo ----------------------------------------------------------------------------------------
 
+    @own_dirs_as_found(name_changes.note)  # (the checks look into the user's directories with no permission too)
     def undo(self, audit_id: str, undo_id: str, roots: Sequence[str], *, force: bool = False) -> Outcome:
         """Put back what call ``audit_id`` changed (recorded as call ``undo_id``), exactly or not at all. Raises
         UndoConflict (nothing done) when a path changed after the call, unless ``force``; HistoryError when there is

@@ -205,9 +205,10 @@ def lstat(name: str, dirfd: int) -> os.stat_result | None:
 
 def open_dir(name: str, dirfd: int, *, ours: bool = False) -> int | None:
     """A directory below ``dirfd`` (no link followed); None when it is gone or not a directory. ``ours``: the
-    upper layer, whose directories are this user's (one with no permission is let in: ``open_own_dir``)."""
+    upper layer, whose directories are this user's (one with no permission is let in: ``open_own_dir``); a real
+    directory of this user's with no permission is let in to be looked at within ``trees.own_dirs_as_found``."""
     try:
-        return open_own_dir(name, dirfd) if ours else os.open(name, NO_FOLLOW_DIR, dir_fd=dirfd)
+        return open_own_dir(name, dirfd, real=0 if ours else 0o500)
     except OSError as exc:
         if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
             raise

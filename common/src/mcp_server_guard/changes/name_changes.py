@@ -33,8 +33,9 @@ _dirs: OrderedDict[tuple[int, int], list[tuple[int, int, int, int]]] = OrderedDi
 
 def note(before: os.stat_result, after: os.stat_result) -> None:
     """A name of the regular file ``before`` was made or taken away just now: ``after`` is the file then (looked at
-    through a name of it or a descriptor)."""
-    if not stat.S_ISREG(before.st_mode) or (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+    through a name of it or a descriptor). Or the directory ``before`` of the user's, with no permission for them,
+    was let in to be looked into and its mode given back (``trees.own_dirs_as_found``): only its ctime moved."""
+    if not _noted_kind(before) or (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
         return
     if (after.st_size, after.st_mtime_ns, after.st_mode) != (before.st_size, before.st_mtime_ns, before.st_mode):
         # Threat: a write by a program that takes no lock, made while the step ran (a pre-image copied whole takes
@@ -50,6 +51,10 @@ def note(before: os.stat_result, after: os.stat_result) -> None:
             _done.popitem(last=False)
 
 
+def _noted_kind(st: os.stat_result) -> bool:
+    return stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)
+
+
 def _mark(st: os.stat_result) -> tuple[int, int, int, int]:
     """What a name step left of a file: its ctime, and its size, modification time and links (a new file given the
     number of one freed meanwhile, red team 10 F7, has the same ctime at most by a clock tick's chance)."""
@@ -59,7 +64,7 @@ def _mark(st: os.stat_result) -> tuple[int, int, int, int]:
 def only_names(st: os.stat_result, since_ns: int, *, exactly: bool = False) -> bool:
     """Whether every change of ``st``'s ctime after ``since_ns`` was a name change this process made (``exactly``:
     back to a ctime of exactly ``since_ns``, one an earlier apply of a running job left, or a look before a wait)."""
-    if not stat.S_ISREG(st.st_mode):
+    if not _noted_kind(st):
         return False
     with _lock:
         steps = list(_done.get((st.st_dev, st.st_ino), ()))

@@ -554,7 +554,7 @@ class Names:
         found: dict[int, list[str]] = {ino: [] for ino in inodes}
         if everywhere:
             budget = [WALK_ENTRIES]
-            for path, st in walk_real(self.real_root, "", budget):
+            for path, st in walk_real(self.real_root, "", budget):  # (within ``upper.read_upper``'s own scope)
                 if st.st_ino in found and stat.S_ISREG(st.st_mode) and path not in self.skip:
                     found[st.st_ino].append(path)
             return found if budget[0] >= 0 else {ino: [] for ino in inodes}

@@ -22,7 +22,7 @@ import posixpath
 import stat
 import time
 from collections import Counter
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from mcp_server_guard import linux
@@ -33,6 +33,7 @@ from mcp_server_guard.files import openat2 as _openat2
 from mcp_server_guard.files.copying import WrittenMeanwhile, as_owner, open_as_owner, open_to_read, owner_writes
 from mcp_server_guard.files.kept import disk_usage
 from mcp_server_guard.files.treelock import flock_until
+from mcp_server_guard.files.trees import as_found, granting, open_own_dir, own_dirs_as_found
 
 if TYPE_CHECKING:
     from mcp_server_guard.changes.plan import Applied
@@ -107,7 +108,9 @@ def open_dir(base: int, rel: str) -> int:
         if _openat2.available():
             return _openat2.openat2(base, rel or ".", DIR, _RESOLVE)
     except OSError as exc:
-        if exc.errno != errno.ENOSYS:
+        # (Within an apply or an undo, a directory of the user's they may not enter or write is let in for it:
+        # the part-at-a-time walk below, no link followed either.)
+        if exc.errno != errno.ENOSYS and not (exc.errno == errno.EACCES and granting()):
             raise Changed(f"its directory changed ({exc.strerror})") from None
     fd = os.dup(base)
     try:
@@ -115,7 +118,7 @@ def open_dir(base: int, rel: str) -> int:
             if part in (".", ".."):
                 raise Changed("an odd path")
             try:
-                nxt = os.open(part, DIR | os.O_NOFOLLOW, dir_fd=fd)
+                nxt = open_own_dir(part, fd, real=0o700)
             except OSError as exc:
                 raise Changed(f"its directory changed ({exc.strerror})") from None
             os.close(fd)
@@ -317,18 +320,35 @@ def unchanged_tree(
     def since(path: str) -> int:
         return max(since_ns, left.get(posixpath.join(at, path), since_ns)) if left else since_ns
 
+    with own_dirs_as_found(name_changes.note):  # (one of the user's with no permission looked into, mode put back)
+        return _unchanged_tree(dirfd, name, ours, linked, since)
+
+
+def _unchanged_tree(
+    dirfd: int,
+    name: str,
+    ours: Collection[tuple[int, int]],
+    linked: list[tuple[str, int, int]] | None,
+    since: Callable[[str], int],
+) -> tuple[int, int]:
     try:
-        fd = os.open(name, DIR | os.O_NOFOLLOW, dir_fd=dirfd)
+        # What the directory was before anything let it in (its ctime then), and that very directory opened.
+        before = as_found(os.stat(name, dir_fd=dirfd, follow_symlinks=False))
+        fd = open_own_dir(name, dirfd, real=0o500)
     except OSError as exc:
         raise Changed(f"it changed ({exc.strerror})") from None
     try:
-        if os.fstat(fd).st_ctime_ns > since(name):
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino) or (
+            before.st_ctime_ns > since(name) and not name_changes.only_names(before, since(name))
+        ):
             raise Changed("it changed after the command started")
         budget = [MAX_ENTRIES]
         count = size = 0
         several: list[tuple[str, int, int, int]] = []  # files with several names: (path in the tree, dev, ino, nlink)
         try:
-            for path, st in walk_real(fd, name, budget):
+            for path, found in walk_real(fd, name, budget):
+                st = as_found(found) if stat.S_ISDIR(found.st_mode) else found
                 if (
                     st.st_ctime_ns > since(path)
                     and not (stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) in ours)

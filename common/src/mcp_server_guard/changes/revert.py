@@ -17,6 +17,7 @@ import posixpath
 import stat
 from collections.abc import Sequence
 
+from mcp_server_guard.changes import name_changes
 from mcp_server_guard.changes.changeset import same_bytes, walk_real
 from mcp_server_guard.changes.nofollow import (
     DIR,
@@ -49,6 +50,7 @@ from mcp_server_guard.files.copying import WrittenMeanwhile, open_to_read
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind, kept_kind
 from mcp_server_guard.files.reading import sha256_at
+from mcp_server_guard.files.trees import as_found, own_dirs_as_found
 
 __all__ = ["UNDO_STEPS", "as_left", "names_in", "names_in_roots", "put_back_since", "root_of"]
 
@@ -183,13 +185,14 @@ def _relink(links: list[tuple[str, int, int]], op: Op, root: int, run: Run, abso
 def names_in(root: int, inodes: set[tuple[int, int]], skip: str = "") -> dict[tuple[int, int], list[str]]:
     """The names of files ``inodes`` in the root (outside ``skip``), at most _NAMES_WALKED paths looked at."""
     found: dict[tuple[int, int], list[str]] = {}
-    for path, st in walk_real(root, "", [_NAMES_WALKED]):
-        if (
-            (st.st_dev, st.st_ino) in inodes
-            and stat.S_ISREG(st.st_mode)
-            and not (path == skip or path.startswith(skip + "/"))
-        ):
-            found.setdefault((st.st_dev, st.st_ino), []).append(path)
+    with own_dirs_as_found(name_changes.note):  # (a directory of the user's with no permission looked into too)
+        for path, st in walk_real(root, "", [_NAMES_WALKED]):
+            if (
+                (st.st_dev, st.st_ino) in inodes
+                and stat.S_ISREG(st.st_mode)
+                and not (path == skip or path.startswith(skip + "/"))
+            ):
+                found.setdefault((st.st_dev, st.st_ino), []).append(path)
     return found
 
 
@@ -561,6 +564,7 @@ def as_left(root: str, rel: str, record: Applied, applied_ns: int) -> bool:
                 return real is None
             if real is None:
                 return False
+            real = as_found(real)  # (a directory of the user's with no permission, let in for this undo)
             if record.action == "meta":
                 if seen_as(at(dirfd, name), record.xattrs, record.old_xattrs) != record.xattrs:
                     return False

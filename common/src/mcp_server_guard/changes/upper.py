@@ -26,6 +26,7 @@ import os
 import stat
 from collections.abc import Iterable, Mapping, Sequence
 
+from mcp_server_guard.changes import name_changes
 from mcp_server_guard.changes.changeset import (
     MADE,
     NO_FOLLOW_DIR,
@@ -387,7 +388,7 @@ class _Reader(Names):
             self.overlay_names(at(upper_dir, name), path, own_overlay(at(real_dir, name)))
 
 
-@own_dirs_as_found()  # (a directory of the command's let in to be read keeps the mode the command gave it)
+@own_dirs_as_found(name_changes.note)  # (a directory let in to be read keeps its mode; a real one: noted)
 def read_upper(
     upper: str,
     real_root: int,

@@ -9,7 +9,7 @@ import contextlib
 import logging
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
@@ -20,48 +20,73 @@ log = logging.getLogger("mcp_server_guard.files.trees")
 _TREE_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-# The directories open_own_dir let in while an ``own_dirs_as_found`` scope of this thread runs: (O_PATH fd, mode).
-_GRANTED: ContextVar[list[tuple[int, int]] | None] = ContextVar("own_dirs_granted", default=None)
+# The directories open_own_dir let in while an ``own_dirs_as_found`` scope of this thread runs: (O_PATH fd, what
+# the directory was before).
+_GRANTED: ContextVar[list[tuple[int, os.stat_result]] | None] = ContextVar("own_dirs_granted", default=None)
+_SCOPES: ContextVar[tuple[list[tuple[int, os.stat_result]], ...]] = ContextVar("own_dirs_scopes", default=())
 
 
-def open_own_dir(name: str, dirfd: int) -> int:
+def open_own_dir(name: str, dirfd: int, *, real: int = 0) -> int:
     """Open the directory ``name`` below ``dirfd`` (no link followed); one of ours (this user's) that has no
     permission is let in first — exactly the directory named: an O_PATH fd, changed through /proc. Overlayfs
     leaves its work directory with no permission at all, and a command may leave one so in its copy: within
-    :func:`own_dirs_as_found` its mode comes back at the scope's end."""
+    :func:`own_dirs_as_found` its mode comes back at the scope's end. ``real``: a directory of the real tree, let
+    in only within such a scope, and given only these owner bits (u+rx to be looked into, u+rwx to be written in):
+    a project directory of mode 000 is never left any wider (group and other bits stay as they are)."""
     try:
         return os.open(name, _TREE_DIR, dir_fd=dirfd)
     except PermissionError:
-        handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
         granted = _GRANTED.get()
+        if real and granted is None:
+            raise
+        handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
         try:
             st = os.fstat(handle)
             if st.st_uid != os.geteuid():
                 raise
-            os.chmod(f"/proc/self/fd/{handle}", stat.S_IMODE(st.st_mode) | 0o700)
+            os.chmod(f"/proc/self/fd/{handle}", stat.S_IMODE(st.st_mode) | (real or 0o700))
             if granted is not None:
-                granted.append((handle, stat.S_IMODE(st.st_mode)))
+                granted.append((handle, st))
             return os.open(f"/proc/self/fd/{handle}", _TREE_DIR & ~os.O_NOFOLLOW)
         finally:
             if granted is None or not granted or granted[-1][0] != handle:
                 os.close(handle)
 
 
+def granting() -> bool:
+    """Whether an :func:`own_dirs_as_found` scope runs (in this thread)."""
+    return _GRANTED.get() is not None
+
+
+def as_found(st: os.stat_result) -> os.stat_result:
+    """What ``st``'s directory was before a scope running in this thread let it in (its mode and ctime then), or
+    ``st`` itself: the scope's own grant is no change to it."""
+    for granted in _SCOPES.get():
+        for _handle, before in granted:
+            if (before.st_dev, before.st_ino) == (st.st_dev, st.st_ino):
+                return before
+    return st
+
+
 @contextlib.contextmanager
-def own_dirs_as_found() -> Iterator[None]:
+def own_dirs_as_found(looked: Callable[[os.stat_result, os.stat_result], None] | None = None) -> Iterator[None]:
     """Directories of this user's that :func:`open_own_dir` lets in while this runs (in this thread) get their modes
     back at its end — through the very inode, wherever a rename took it meanwhile: a walk or a landing of a
     command's copy leaves each directory as the command left it (red team 63 F1: a new directory of mode 000
-    landed as 0700)."""
-    granted: list[tuple[int, int]] = []
-    token = _GRANTED.set(granted)
+    landed as 0700). ``looked`` is told each (what it was, what it is after): the real tree's directories moved
+    their ctime only for the look (``name_changes.note``)."""
+    granted: list[tuple[int, os.stat_result]] = []
+    token, scopes = _GRANTED.set(granted), _SCOPES.set((*_SCOPES.get(), granted))
     try:
         yield
     finally:
+        _SCOPES.reset(scopes)
         _GRANTED.reset(token)
-        for handle, mode in reversed(granted):
+        for handle, before in reversed(granted):
             with contextlib.suppress(OSError):
-                os.chmod(f"/proc/self/fd/{handle}", mode)
+                os.chmod(f"/proc/self/fd/{handle}", stat.S_IMODE(before.st_mode))
+                if looked is not None:
+                    looked(before, os.fstat(handle))
             os.close(handle)
 
 

@@ -1,0 +1,79 @@
+"""Red team 63 F2, F3, F7: a call that must look into a project directory its owner may not read or search (mode
+000, a 0300 drop box, 0100) was "its changes could not be read; nothing applied" — renaming it, writing in it,
+walking the whole root for the other names of a file — and the undo of a call that made one was refused. Within a
+read of the change set, an apply or an undo, such a directory of the user's is now let in (owner bits only: u+rx to
+look, u+rwx to write in) and its mode given back at the scope's end (``trees.own_dirs_as_found(real=...)``); the
+ctime that moved only for that is no change (``name_changes.note``). Each case runs natively on a copy and through
+the real server, trees compared, then undone and redone. The trees are read in a user namespace of their own
+(``unshare -r``: this user's files readable without a chmod), so the look changes nothing the undo checks. The
+command lines are data (rt63_closed_dirs.json); the module runs again without CAP_DAC_OVERRIDE
+(``support.as_a_user``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import support.differential as differential_module
+from support import fidelity
+from support.as_a_user import again_as_a_user, as_a_user
+from support.differential import differentials, failed
+
+CASES = json.loads((Path(__file__).parent / "rt63_closed_dirs.json").read_text())
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("unshare") is None, reason="no bwrap, unshare"),
+]
+OLD_NS = 1_000_000_000 * 10**9
+
+
+def test_closed_directories_as_a_user(tmp_path: Path) -> None:
+    again_as_a_user(__file__, tmp_path)
+
+
+def snapshot_unopened(root: Path, *, skip_git: bool = True) -> fidelity.Tree:
+    """fidelity.snapshot of ``root`` taken in a user namespace where this user is root: nothing chmodded to look."""
+    done = subprocess.run(
+        ["unshare", "-r", sys.executable, __file__, str(root), "1" if skip_git else "0"],
+        capture_output=True, timeout=60, check=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+    )  # fmt: skip
+    tree = pickle.loads(done.stdout)
+    assert isinstance(tree, fidelity.Tree)
+    return tree
+
+
+def project(root: Path) -> None:
+    (root / "d").mkdir()
+    (root / "h1").write_text("linked\n")
+    os.link(root / "h1", root / "d" / "h3")
+    (root / "xdir").mkdir()
+    (root / "xdir" / "inner.txt").write_text("inner\n")
+    (root / "locked").mkdir()
+    (root / "locked" / "f").write_text("f\n")
+    for p in root.rglob("*"):
+        os.utime(p, ns=(OLD_NS, OLD_NS), follow_symlinks=False)
+    (root / "xdir").chmod(0o300)
+    (root / "locked").chmod(0)
+    os.utime(root, ns=(OLD_NS, OLD_NS))
+
+
+@as_a_user
+@pytest.mark.parametrize("case", sorted(CASES))
+async def test_a_call_into_a_directory_its_owner_may_not_read_lands_and_undoes_as_natively(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    monkeypatch.setattr(differential_module, "snapshot", snapshot_unopened)
+    cases = await differentials(workspace, project, {case: CASES[case]})
+    assert not (problems := failed(cases, lambda c: c.found)), problems
+    assert cases[0].out["changes"]["conflicts"] == 0, cases[0].out
+
+
+if __name__ == "__main__":
+    sys.stdout.buffer.write(pickle.dumps(fidelity.snapshot(Path(sys.argv[1]), skip_git=sys.argv[2] == "1")))
