@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import support.differential as differential_module
-from support import fidelity
-from support.as_a_user import again_as_a_user, as_a_user
+from support.as_a_user import again_as_a_user, as_a_user, snapshot_unopened
 from support.differential import differentials, failed
 
 CASES = json.loads((Path(__file__).parent / "rt63_closed_dirs.json").read_text())
@@ -36,17 +32,6 @@ OLD_NS = 1_000_000_000 * 10**9
 
 def test_closed_directories_as_a_user(tmp_path: Path) -> None:
     again_as_a_user(__file__, tmp_path)
-
-
-def snapshot_unopened(root: Path, *, skip_git: bool = True) -> fidelity.Tree:
-    """fidelity.snapshot of ``root`` taken in a user namespace where this user is root: nothing chmodded to look."""
-    done = subprocess.run(
-        ["unshare", "-r", sys.executable, __file__, str(root), "1" if skip_git else "0"],
-        capture_output=True, timeout=60, check=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
-    )  # fmt: skip
-    tree = pickle.loads(done.stdout)
-    assert isinstance(tree, fidelity.Tree)
-    return tree
 
 
 def project(root: Path) -> None:
@@ -73,7 +58,3 @@ async def test_a_call_into_a_directory_its_owner_may_not_read_lands_and_undoes_a
     cases = await differentials(workspace, project, {case: CASES[case]})
     assert not (problems := failed(cases, lambda c: c.found)), problems
     assert cases[0].out["changes"]["conflicts"] == 0, cases[0].out
-
-
-if __name__ == "__main__":
-    sys.stdout.buffer.write(pickle.dumps(fidelity.snapshot(Path(sys.argv[1]), skip_git=sys.argv[2] == "1")))

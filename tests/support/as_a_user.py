@@ -5,6 +5,7 @@ marked :data:`as_a_user` (skipped where they would prove nothing)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -12,6 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from support import fidelity
 
 
 def capable() -> bool:
@@ -40,3 +43,19 @@ def again_as_a_user(module: str, tmp_path: Path) -> None:
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
     )  # fmt: skip
     assert done.returncode == 0 and " passed" in done.stdout and "skipped" not in done.stdout, done.stdout[-3000:]
+
+
+def snapshot_unopened(root: Path, *, skip_git: bool = True) -> fidelity.Tree:
+    """``fidelity.snapshot`` of ``root`` taken in a user namespace where this user is root (``unshare -r``): what
+    its owner may not read or search is read without a chmod, so the look moves no ctime an undo checks."""
+    done = subprocess.run(
+        ["unshare", "-r", sys.executable, fidelity.__file__, str(root), "1" if skip_git else "0"],
+        capture_output=True, timeout=60, check=True, text=True,
+    )  # fmt: skip
+    raw = json.loads(done.stdout)
+    return fidelity.Tree(
+        entries={k: fidelity.Entry(kind, body, mode, mtime, tuple(tuple(x) for x in xattrs))
+                 for k, (kind, body, mode, mtime, xattrs) in raw["entries"].items()},
+        links={frozenset(group) for group in raw["links"]},
+        bookkeeping=list(raw["bookkeeping"]),
+    )  # fmt: skip

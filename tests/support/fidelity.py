@@ -611,3 +611,14 @@ def reduce(lines: list[str], fails: Callable[[list[str]], bool], budget: int = 1
         if not shrunk:
             chunk //= 2
     return current
+
+
+if __name__ == "__main__":  # (``support.as_a_user.snapshot_unopened``: the tree as JSON, no package imported)
+    import dataclasses
+    import json
+    import sys
+
+    found = snapshot(Path(sys.argv[1]), skip_git=sys.argv[2] == "1")
+    entries = {k: dataclasses.astuple(e) for k, e in found.entries.items()}
+    links = [sorted(group) for group in found.links]
+    print(json.dumps({"entries": entries, "links": links, "bookkeeping": found.bookkeeping}))

@@ -190,10 +190,10 @@ def place(
         if change.action == "create" and not replacing and left is None:
             return aside("it was created meanwhile")
         try:
-            if not kept_already(history, op.entry, real):
+            if (kept_now := kept_already(history, op.entry, real, dst_dir, name)) is None:
                 counted = run.unchanged(dst_dir, name, real, absolute)
             else:
-                counted = (0, 0)  # linked into the history before a crash (which changed its ctime): ours
+                real, counted = kept_now, (0, 0)  # kept into the history before a crash (its ctime moved): ours
             thin_like((src_dir, name), ours, (dst_dir, name), real)
             with held(dst_dir, name, real) as fd:
                 entry = history.keep(

@@ -24,7 +24,7 @@ import stat
 
 from mcp_server_guard import faults
 from mcp_server_guard.changes import name_changes
-from mcp_server_guard.changes.changeset import MADE, Change
+from mcp_server_guard.changes.changeset import MADE, Change, same_bytes
 from mcp_server_guard.changes.nofollow import (
     Changed,
     copy_beside,
@@ -153,13 +153,34 @@ def kept_group(history: HistoryStore, entry_id: str, now: os.stat_result | None)
     return (now.st_dev, now.st_ino)
 
 
-def kept_already(history: HistoryStore, entry_id: str, real: os.stat_result) -> bool:
-    """Whether ``real`` is the very inode this step linked into the history (a step replayed after a crash)."""
+def kept_already(
+    history: HistoryStore, entry_id: str, real: os.stat_result, dirfd: int, name: str
+) -> os.stat_result | None:
+    """The file at ``name`` in ``dirfd`` (``real`` when looked at) as it is now, where this step kept it in the
+    history before a crash (a step replayed): linked there (the very inode), or copied whole (a history on another
+    file system) and the file still as the copy holds it — red team 64 F3: a file its owner may not read, given u+r
+    for the copy, had its ctime moved by that, and the replay took it for someone else's change (the command's
+    version went beside it). None: not kept by this step, or changed since."""
     try:
         kept = os.lstat(history.directory / f"{entry_id}.data")
     except OSError:
-        return False
-    return (kept.st_dev, kept.st_ino) == (real.st_dev, real.st_ino)
+        return None
+    if (kept.st_dev, kept.st_ino) == (real.st_dev, real.st_ino):
+        return real
+    if not (stat.S_ISREG(kept.st_mode) and stat.S_ISREG(real.st_mode) and kept.st_nlink == 1):
+        return None
+    if (kept.st_size, kept.st_mtime_ns, kept.st_mode) != (real.st_size, real.st_mtime_ns, real.st_mode):
+        return None
+    where = os.open(history.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        if not same_bytes(where, f"{entry_id}.data", dirfd, name, real.st_size, as_owner=True):
+            return None
+    finally:
+        os.close(where)
+    now = lstat_at(name, dirfd)  # (the read moved its ctime again, where it gave u+r)
+    if now is None or (now.st_ino, now.st_size, now.st_mtime_ns) != (real.st_ino, real.st_size, real.st_mtime_ns):
+        return None
+    return now
 
 
 def _meta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
@@ -297,8 +318,10 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
             return _link_replacing(history, op, run, absolute, (src_dir, src_name, source), (dirfd, name), real)
         if change.action == "create" or stat.S_ISDIR(real.st_mode):
             raise Changed("it was created meanwhile")
-        if not kept_already(history, op.entry, real):
+        if (kept_now := kept_already(history, op.entry, real, dirfd, name)) is None:
             run.unchanged(dirfd, name, real, absolute)
+        else:
+            real = kept_now
         linked = lstat_at(src_name, src_dir) or source
         os.link(src_name, temp, src_dir_fd=src_dir, dst_dir_fd=dirfd, follow_symlinks=False)
         run.named(linked, lstat_at(temp, dirfd))
@@ -502,8 +525,10 @@ def copy_step(
                 raise Changed("a directory is there")
             if change.action == "create" and left is None:
                 raise Changed("it was created meanwhile")
-            if not kept_already(history, op.entry, real):
+            if (kept_now := kept_already(history, op.entry, real, dst_dir, name)) is None:
                 run.unchanged(dst_dir, name, real, absolute)
+            else:
+                real = kept_now
         temp = copy_beside(src_dir, name, ours, dst_dir, f".mcp-guard-{op.entry}.tmp")
         if temp is None:
             return [], []  # still being written: the next look takes it

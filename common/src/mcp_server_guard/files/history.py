@@ -358,9 +358,12 @@ class HistoryStore(EntryReader):
                 if replace and over is None:  # (what it replaces, as it is before the copy)
                     with contextlib.suppress(FileNotFoundError):
                         over = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-                # Whole or not at all (a temp name beside it, renamed): a full disk never leaves an empty file.
-                copy_into(where, source.name, Path(f"/proc/self/fd/{dirfd}") / name, st, replace=replace,
-                          temp=f".mcp-guard-{entry_id}.tmp", over=over)  # fmt: skip
+                # Whole or not at all (a temp name beside it, renamed): a full disk never leaves an empty file. (Into
+                # a directory of the user's they may not write too: red team 64 F1, an undo refused.)
+                target, temp = Path(f"/proc/self/fd/{dirfd}") / name, f".mcp-guard-{entry_id}.tmp"
+                as_owner(
+                    lambda: copy_into(where, source.name, target, st, replace=replace, temp=temp, over=over), dirfd
+                )
             finally:
                 os.close(where)
         faults.point(f"taken {entry_id}")

@@ -91,10 +91,13 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 def remove_entry(dirfd: int, name: str, st: os.stat_result) -> None:
+    """Remove what was copied into the history: from a directory of this user's they may not write too, given u+w
+    for it (red team 64 F1: with the history on another file system, a file deleted from a 0555 directory stayed
+    under its aside name, and the step said "not deleted")."""
     if stat.S_ISDIR(st.st_mode):
-        remove_below(dirfd, name)
+        as_owner(lambda: remove_below(dirfd, name), dirfd)
     else:
-        os.unlink(name, dir_fd=dirfd)
+        as_owner(lambda: os.unlink(name, dir_fd=dirfd), dirfd)
 
 
 def keep_data(dirfd: int, name: str, st: os.stat_result, target: Path, entry_id: str, *, move: bool) -> None:
@@ -147,11 +150,15 @@ def _keep_aside(dirfd: int, name: str, target: Path, entry_id: str) -> None:
     aside = aside_name(entry_id)
     as_owner(lambda: linux.renameat2(dirfd, name, dirfd, aside, _RENAME_NOREPLACE), dirfd)  # (never over a name)
     faults.point(f"history aside {entry_id}")
+    looks: dict[str, Look] = {}
     try:
-        finish_aside(dirfd, target, entry_id, looked=True)
+        finish_aside(dirfd, target, entry_id, looked=True, looks=looks)
     except BaseException as exc:
         if os.path.lexists(target):
-            raise
+            if not (looks and as_copied(dirfd, aside, looks)):
+                raise  # (removed, or a tree removed in part: the history holds it whole)
+            # Copied, not removed (red team 64 F1: it stayed hidden under the aside name): the copy goes.
+            remove_path(target)
         # Put back: where it was, or beside what someone made there meanwhile (red team 58 F4: it stayed hidden
         # under the aside name, with no record of it).
         try:
@@ -164,16 +171,18 @@ def _keep_aside(dirfd: int, name: str, target: Path, entry_id: str) -> None:
         raise
 
 
-def finish_aside(dirfd: int, target: Path, entry_id: str, *, looked: bool = False) -> bool:
+def finish_aside(
+    dirfd: int, target: Path, entry_id: str, *, looked: bool = False, looks: dict[str, Look] | None = None
+) -> bool:
     """What :func:`_keep_aside` set aside in ``dirfd`` (if anything): copied to ``target`` unless it is there (whole
     or not at all), then removed. Whether there was anything. ``looked``: raise WrittenMeanwhile (the copy
-    removed) where it changed while it was copied."""
+    removed) where it changed while it was copied. ``looks`` (filled in): what the copy saw."""
     aside = aside_name(entry_id)
     try:
         st = os.stat(aside, dir_fd=dirfd, follow_symlinks=False)
     except FileNotFoundError:
         return False
-    looks: dict[str, Look] = {}
+    looks = {} if looks is None else looks
     if not os.path.lexists(target):
         copy_into(dirfd, aside, target, st, temp=f".{entry_id}.tmp", looks=looks)
     faults.point(f"history copied {entry_id}")
