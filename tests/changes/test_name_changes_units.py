@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,48 @@ def test_a_new_file_given_the_number_of_a_file_our_step_freed_is_a_change(tmp_pa
     if reused is None:
         pytest.skip("this file system reuses no inode number at once")
     assert not name_changes.only_names(reused, since)
+
+
+def _looked_into(d: Path) -> tuple[os.stat_result, os.stat_result]:
+    """A look into ``d`` as ``trees.own_dirs_as_found`` makes one: let in, its mode given back (ctime moved)."""
+    before = os.lstat(d)
+    for _ in range(1000):  # (until the coarse clock stamps a ctime later than the one before: a tick at most)
+        os.chmod(d, 0o700)
+        os.chmod(d, 0)
+        if os.lstat(d).st_ctime_ns > before.st_ctime_ns:
+            break
+    after = os.lstat(d)
+    assert after.st_ctime_ns > before.st_ctime_ns
+    return before, after
+
+
+def test_a_look_into_a_directory_kept_by_another_process_is_no_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Threat (red team 63 F7, as found again in one server): a later call's look into a project directory of mode 000
+    # moved its ctime, and the undo of the earlier call that made it, in another process, took it for a change.
+    monkeypatch.setattr(name_changes._looks, "path", tmp_path / "looks")
+    monkeypatch.setattr(name_changes, "_LOOKS_BYTES", 64)  # the file of looks renamed to .old at once: read too
+    d = tmp_path / "d"
+    d.mkdir(mode=0)
+    since = os.lstat(d).st_ctime_ns
+    for _ in range(2):
+        name_changes.note(*_looked_into(d))
+    monkeypatch.setattr(name_changes, "_done", OrderedDict())  # what this process knew: gone
+    assert (tmp_path / "looks.old").exists()
+    assert name_changes.only_names(os.lstat(d), since)
+
+
+def test_someone_elses_entry_in_a_directory_after_a_kept_look_is_a_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(name_changes._looks, "path", tmp_path / "looks")
+    d = tmp_path / "d"
+    d.mkdir(mode=0o700)
+    since = os.lstat(d).st_ctime_ns
+    name_changes.note(*_looked_into(d))
+    os.chmod(d, 0o700)
+    (d / "theirs").write_text("x")  # someone else, after the look
+    os.chmod(d, 0)
+    monkeypatch.setattr(name_changes, "_done", OrderedDict())
+    assert not name_changes.only_names(os.lstat(d), since)

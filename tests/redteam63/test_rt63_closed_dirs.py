@@ -50,11 +50,13 @@ def project(root: Path) -> None:
 
 
 @as_a_user
-@pytest.mark.parametrize("case", sorted(CASES))
 async def test_a_call_into_a_directory_its_owner_may_not_read_lands_and_undoes_as_natively(
-    workspace: Path, monkeypatch: pytest.MonkeyPatch, case: str
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # One server, one call after the other, each case in copies of its own below one root: a later call's look into
+    # an earlier one's 000 directory (walking the root for a file's other names) moved its ctime, and the undo of the
+    # earlier call, in this process, took that for someone else's change (``name_changes.keep_looks_in``).
     monkeypatch.setattr(differential_module, "snapshot", snapshot_unopened)
-    cases = await differentials(workspace, project, {case: CASES[case]})
+    cases = await differentials(workspace, project, CASES)
     assert not (problems := failed(cases, lambda c: c.found)), problems
-    assert cases[0].out["changes"]["conflicts"] == 0, cases[0].out
+    assert not [(c.name, c.out["changes"]) for c in cases if c.out["changes"]["conflicts"]]

@@ -116,6 +116,7 @@ class Applier:
 
     def __init__(self, history: HistoryStore) -> None:
         self.history = history
+        name_changes.keep_looks_in(history.directory / "looks")
         # Held across a judgement and the apply it decides (Transactions): no other apply of this server comes
         # between them.
         self.lock = threading.RLock()

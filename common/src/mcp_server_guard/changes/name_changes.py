@@ -12,13 +12,16 @@ Only this process's own steps are known: another process's name change is a chan
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import stat
 import threading
 import time
 from collections import OrderedDict
+from pathlib import Path
 
-__all__ = ["TICK_NS", "dir_time_at", "note", "note_dir", "only_names"]
+__all__ = ["TICK_NS", "dir_time_at", "keep_looks_in", "note", "note_dir", "only_names"]
 
 # A file system stamps ctime from the coarse clock, up to a tick (4 ms at HZ=250, 10 ms at HZ=100) behind the fine
 # clock read just after the step.
@@ -29,6 +32,64 @@ _lock = threading.Lock()
 _done: OrderedDict[tuple[int, int], list[tuple[int, tuple[int, int, int, int]]]] = OrderedDict()
 # A directory an apply of this process changed entries in: inode -> [(ctime, mtime before, apply began, done at)]
 _dirs: OrderedDict[tuple[int, int], list[tuple[int, int, int, int]]] = OrderedDict()
+_LOOKS_BYTES = 256 << 10  # past this, the file of looks is renamed to ``.old`` (read too) and a new one begun
+
+
+class _Looks:
+    """Where the looks into directories are kept for every process (``keep_looks_in``), and what was read of it."""
+
+    def __init__(self) -> None:
+        self.path: Path | None = None
+        self.seen: tuple[int, ...] = ()
+        self.found: dict[tuple[int, int], list[tuple[int, tuple[int, int, int, int]]]] = {}
+
+
+_looks = _Looks()
+
+
+def keep_looks_in(path: Path) -> None:
+    """Keep the looks into directories (see :func:`note`) in the file ``path`` as well (a history store's), for every
+    process that uses it: a later call's look into a project directory of mode 000 moved its ctime, and the undo of
+    an earlier call that made it, in another process (``mcp-guard undo``), took that for someone else's change."""
+    _looks.path = path
+
+
+def _kept_look(before: os.stat_result, mark: tuple[int, int, int, int]) -> None:
+    if (path := _looks.path) is None:
+        return
+    line = json.dumps([before.st_dev, before.st_ino, before.st_ctime_ns, *mark]) + "\n"
+    with contextlib.suppress(OSError):
+        if os.lstat(path).st_size > _LOOKS_BYTES:
+            os.replace(path, path.with_suffix(".old"))
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, line.encode())  # (one write of one short line: whole, between other processes' lines)
+        finally:
+            os.close(fd)
+
+
+def _kept_looks(key: tuple[int, int]) -> list[tuple[int, tuple[int, int, int, int]]]:
+    """The looks kept (by any process) into the directory ``key``."""
+    if (kept := _looks.path) is None:
+        return []
+    files = [kept.with_suffix(".old"), kept]
+    seen: list[int] = []
+    for path in files:
+        with contextlib.suppress(OSError):
+            st = os.lstat(path)
+            seen += [st.st_ino, st.st_size, st.st_mtime_ns]
+    if tuple(seen) != _looks.seen:
+        found: dict[tuple[int, int], list[tuple[int, tuple[int, int, int, int]]]] = {}
+        for path in files:
+            with contextlib.suppress(OSError, ValueError):
+                for line in path.read_text(encoding="utf-8").splitlines():
+                    with contextlib.suppress(ValueError, TypeError):
+                        dev, ino, b, *mark = (int(v) for v in json.loads(line))
+                        if len(mark) == 4:
+                            found.setdefault((dev, ino), []).append((b, (mark[0], mark[1], mark[2], mark[3])))
+        _looks.seen, _looks.found = tuple(seen), found
+    return list(_looks.found.get(key, ()))
 
 
 def note(before: os.stat_result, after: os.stat_result) -> None:
@@ -42,6 +103,8 @@ def note(before: os.stat_result, after: os.stat_result) -> None:
         # long), taken for the step's own name change (red team 11 F1): not noted, it is a change.
         return
     key = (before.st_dev, before.st_ino)
+    if stat.S_ISDIR(before.st_mode):
+        _kept_look(before, _mark(after))
     with _lock:
         steps = _done.setdefault(key, [])
         steps.append((before.st_ctime_ns, _mark(after)))
@@ -68,6 +131,8 @@ def only_names(st: os.stat_result, since_ns: int, *, exactly: bool = False) -> b
         return False
     with _lock:
         steps = list(_done.get((st.st_dev, st.st_ino), ()))
+        if stat.S_ISDIR(st.st_mode):
+            steps += _kept_looks((st.st_dev, st.st_ino))
     ctime = st.st_ctime_ns
     found: tuple[int, int, int, int] | None = _mark(st)
     for _ in range(len(steps) + 1):
