@@ -70,6 +70,7 @@ from mcp_server_guard.changes.run import Run
 from mcp_server_guard.changes.steps import APPLY_STEPS, copy_step, verb
 from mcp_server_guard.changes.undoing import kept_as_before, named_files, reverse_ops
 from mcp_server_guard.changes.what import What
+from mcp_server_guard.files import widened
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.treelock import TreeBusy, breathe, tree_lock
 from mcp_server_guard.files.trees import own_dirs_as_found
@@ -117,6 +118,7 @@ class Applier:
     def __init__(self, history: HistoryStore) -> None:
         self.history = history
         name_changes.keep_looks_in(history.directory / "looks")
+        widened.keep_in(history.directory / "widened")
         # Held across a judgement and the apply it decides (Transactions): no other apply of this server comes
         # between them.
         self.lock = threading.RLock()

@@ -21,7 +21,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-__all__ = ["TICK_NS", "dir_time_at", "keep_looks_in", "note", "note_dir", "only_names"]
+__all__ = ["TICK_NS", "dir_time_at", "keep_looks_in", "note", "note_dir", "note_put_back", "only_names"]
 
 # A file system stamps ctime from the coarse clock, up to a tick (4 ms at HZ=250, 10 ms at HZ=100) behind the fine
 # clock read just after the step.
@@ -55,9 +55,13 @@ def keep_looks_in(path: Path) -> None:
 
 
 def _kept_look(before: os.stat_result, mark: tuple[int, int, int, int]) -> None:
+    _kept_look_of(before.st_dev, before.st_ino, before.st_ctime_ns, mark)
+
+
+def _kept_look_of(dev: int, ino: int, ctime_ns: int, mark: tuple[int, int, int, int]) -> None:
     if (path := _looks.path) is None:
         return
-    line = json.dumps([before.st_dev, before.st_ino, before.st_ctime_ns, *mark]) + "\n"
+    line = json.dumps([dev, ino, ctime_ns, *mark]) + "\n"
     with contextlib.suppress(OSError):
         if os.lstat(path).st_size > _LOOKS_BYTES:
             os.replace(path, path.with_suffix(".old"))
@@ -112,6 +116,27 @@ def note(before: os.stat_result, after: os.stat_result) -> None:
         _done.move_to_end(key)
         while len(_done) > _MAX_FILES:
             _done.popitem(last=False)
+
+
+def note_put_back(was: tuple[int, int, int, int, int, int], now: os.stat_result) -> None:
+    """A mode a dead server widened was put back at this start (``widened.put_back``): ``was`` the entry then
+    (dev, ino, mode, size, mtime, ctime), ``now`` as it is: where only its ctime moved, that is no change (a step
+    finished after the crash took it for someone else's: red team 64 F2)."""
+    dev, ino, mode, size, mtime, ctime = was
+    if (now.st_dev, now.st_ino, stat.S_IMODE(now.st_mode), now.st_size, now.st_mtime_ns) != (
+        dev,
+        ino,
+        mode,
+        size,
+        mtime,
+    ):
+        return
+    if stat.S_ISDIR(now.st_mode):
+        _kept_look_of(dev, ino, ctime, _mark(now))
+    with _lock:
+        steps = _done.setdefault((dev, ino), [])
+        steps.append((ctime, _mark(now)))
+        del steps[:-16]
 
 
 def _noted_kind(st: os.stat_result) -> bool:

@@ -486,11 +486,11 @@ def rename_at(src_dir: int, src: str, dst_dir: int, dst: str, *, noreplace: bool
     writes its ``..``) — is given u+w for the rename and its mode put back: natively the command's writes needed
     no such right (red team 62 F4: they were conflicts, the command's bytes dropped)."""
     if noreplace:
-        as_owner(
-            lambda: linux.renameat2(src_dir, src, dst_dir, dst, _RENAME_NOREPLACE), src_dir, dst_dir, (src_dir, src)
-        )
+        as_owner(lambda: linux.renameat2(src_dir, src, dst_dir, dst, _RENAME_NOREPLACE), src_dir, dst_dir,
+                 (src_dir, src), after=(dst_dir, dst))  # fmt: skip
     else:
-        as_owner(lambda: os.rename(src, dst, src_dir_fd=src_dir, dst_dir_fd=dst_dir), src_dir, dst_dir, (src_dir, src))
+        as_owner(lambda: os.rename(src, dst, src_dir_fd=src_dir, dst_dir_fd=dst_dir), src_dir, dst_dir, (src_dir, src),
+                 after=(dst_dir, dst))  # fmt: skip
 
 
 def syncfs(fd: int) -> None:

@@ -13,6 +13,7 @@ import os
 import posixpath
 from collections.abc import Sequence
 
+from mcp_server_guard.changes import name_changes
 from mcp_server_guard.changes.apply import Applier, NotApplied
 from mcp_server_guard.changes.changeset import ROOT
 from mcp_server_guard.changes.journal import JOURNALS, Journal, read_journal
@@ -20,6 +21,7 @@ from mcp_server_guard.changes.pins import NAME_STEPS
 from mcp_server_guard.changes.plan import Plan
 from mcp_server_guard.changes.revert import UNDO_STEPS
 from mcp_server_guard.changes.steps import APPLY_STEPS
+from mcp_server_guard.files import widened
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.treelock import TreeBusy, tree_lock
 from mcp_server_guard.paths import within_any
@@ -36,13 +38,16 @@ def recover(history: HistoryStore, roots: Sequence[str], areas: Sequence[str]) -
 
     Threat: a journal someone forged (the history store is hidden from every tool; this is the second wall)
     naming a root, a path or an upper directory elsewhere, to have the server place or remove files there."""
+    applier = Applier(history)
+    # Modes a dead server widened for one step, put back first (red team 64 F2): the runs finished below find the
+    # project, their copies and the history as the dead server found them.
+    widened.put_back([*roots, *areas, str(history.directory)], name_changes.note_put_back)
     directory = history.directory / JOURNALS
     finished = 0
     try:
         names = sorted(os.listdir(directory))
     except OSError:
         return 0
-    applier = Applier(history)
     for name in names:
         if not (name.startswith("apply-") and name.endswith(".json")):
             continue

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_server_guard import linux
+from mcp_server_guard.files import widened
 
 __all__ = [
     "Look",
@@ -122,11 +123,11 @@ def open_as_owner(
             if now.st_uid != os.geteuid():
                 raise
         needed = stat.S_IRUSR | (stat.S_IXUSR if stat.S_ISDIR(now.st_mode) else 0) | (stat.S_IWUSR if write else 0)
-        os.chmod(at, stat.S_IMODE(now.st_mode) | needed)
+        note = widened.widen(held, stat.S_IMODE(now.st_mode), stat.S_IMODE(now.st_mode) | needed)
         try:
             return os.open(at, flags)
         finally:
-            os.chmod(at, stat.S_IMODE(now.st_mode))
+            widened.narrow(held, stat.S_IMODE(now.st_mode), note)
             if moved is not None:
                 moved.append(os.fstat(held).st_ctime_ns)
     finally:
@@ -387,11 +388,15 @@ def remove_path(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def owner_writes(*dirs: int | tuple[int, str], files: bool = False) -> Iterator[None]:
+def owner_writes(
+    *dirs: int | tuple[int, str], files: bool = False, after: tuple[int, str] | None = None
+) -> Iterator[None]:
     """Directories (``files``: regular files too; open descriptors, or a name in one, never followed) of this user's
     that it may not write, given u+w for the time of one step, their modes put back after (each the very inode,
-    through an O_PATH descriptor; a symlink, a FIFO, another user's entry left as it is)."""
-    held: list[tuple[int, int]] = []  # (O_PATH descriptor, the mode to put back)
+    through an O_PATH descriptor; a symlink, a FIFO, another user's entry left as it is). ``after``: where the
+    named one goes in that step (a rename), for the note that a server killed meanwhile leaves (``widened``)."""
+    held: list[tuple[int, int, int]] = []  # (O_PATH descriptor, the mode to put back, its note)
+    moved = [_path_at(*after)] if after is not None else []
     try:
         for where in dirs:
             fd = os.open(where[1], os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=where[0]) if isinstance(
@@ -401,26 +406,40 @@ def owner_writes(*dirs: int | tuple[int, str], files: bool = False) -> Iterator[
                 not (stat.S_ISDIR(st.st_mode) or (files and stat.S_ISREG(st.st_mode)))
                 or st.st_uid != os.geteuid()
                 or st.st_mode & stat.S_IWUSR
-                or any(os.fstat(other).st_ino == st.st_ino for other, _mode in held)
+                or any(os.fstat(other).st_ino == st.st_ino for other, _mode, _note in held)
             ):
                 os.close(fd)
                 continue
-            held.append((fd, stat.S_IMODE(st.st_mode)))
-            os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(st.st_mode) | stat.S_IWUSR)
+            try:
+                note = widened.widen(fd, stat.S_IMODE(st.st_mode), stat.S_IMODE(st.st_mode) | stat.S_IWUSR,
+                                     moved if isinstance(where, tuple) else ())  # fmt: skip
+            except BaseException:
+                os.close(fd)
+                raise
+            held.append((fd, stat.S_IMODE(st.st_mode), note))
         yield
     finally:
-        for fd, mode in held:
+        for fd, mode, note in held:
             with contextlib.suppress(OSError):
-                os.chmod(f"/proc/self/fd/{fd}", mode)
+                widened.narrow(fd, mode, note)
             os.close(fd)
 
 
-def as_owner(step: Callable[[], object], *dirs: int | tuple[int, str]) -> None:
+def _path_at(dirfd: int, name: str) -> str:
+    """The absolute path of ``name`` in ``dirfd`` (AT_FDCWD: ``name`` itself), "" when not known."""
+    if dirfd == _AT_FDCWD:
+        return name if name.startswith("/") else ""
+    with contextlib.suppress(OSError):
+        return os.path.join(os.readlink(f"/proc/self/fd/{dirfd}"), name)
+    return ""
+
+
+def as_owner(step: Callable[[], object], *dirs: int | tuple[int, str], after: tuple[int, str] | None = None) -> None:
     """A rename that a directory of this user's it may not write is in the way of (:func:`owner_writes`): tried as
     it is, and again with u+w given for the time of it (red team 62 F4: a command's writes into a 0555 directory
     dropped; 63 F6: a read-only tree the call made could not be undone)."""
     try:
         step()
     except PermissionError:
-        with owner_writes(*dirs):
+        with owner_writes(*dirs, after=after):
             step()

@@ -345,10 +345,11 @@ class HistoryStore(EntryReader):
         faults.point(f"take {entry_id}")
         try:
             if replace:
-                as_owner(lambda: os.rename(source, name, dst_dir_fd=dirfd), dirfd, (_AT_FDCWD, str(source)))
+                as_owner(lambda: os.rename(source, name, dst_dir_fd=dirfd), dirfd, (_AT_FDCWD, str(source)),
+                         after=(dirfd, name))  # fmt: skip
             else:
                 as_owner(lambda: linux.renameat2(_AT_FDCWD, str(source), dirfd, name, _RENAME_NOREPLACE), dirfd,
-                         (_AT_FDCWD, str(source)))  # fmt: skip
+                         (_AT_FDCWD, str(source)), after=(dirfd, name))  # fmt: skip
         except OSError as exc:
             if exc.errno != errno.EXDEV:
                 raise

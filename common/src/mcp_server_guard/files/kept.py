@@ -111,7 +111,8 @@ def keep_data(dirfd: int, name: str, st: os.stat_result, target: Path, entry_id:
                 # A pre-image is the bytes the path had: an inode with other names can change through them.
                 raise OSError(errno.EXDEV, "shared with other names: copied")
             if move:
-                as_owner(lambda: os.rename(name, target, src_dir_fd=dirfd), dirfd, (dirfd, name))
+                as_owner(lambda: os.rename(name, target, src_dir_fd=dirfd), dirfd, (dirfd, name),
+                         after=(_AT_FDCWD, str(target)))  # fmt: skip
             elif kind != "tree":
                 os.link(name, target, src_dir_fd=dirfd, follow_symlinks=False)
             else:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
+from mcp_server_guard.files import widened
 from mcp_server_guard.files.liveness import dead_dirs
 
 log = logging.getLogger("mcp_server_guard.files.trees")
@@ -21,9 +22,9 @@ _TREE_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 # The directories open_own_dir let in while an ``own_dirs_as_found`` scope of this thread runs: (O_PATH fd, what
-# the directory was before).
-_GRANTED: ContextVar[list[tuple[int, os.stat_result]] | None] = ContextVar("own_dirs_granted", default=None)
-_SCOPES: ContextVar[tuple[list[tuple[int, os.stat_result]], ...]] = ContextVar("own_dirs_scopes", default=())
+# the directory was before, the note of it: ``widened``).
+_GRANTED: ContextVar[list[tuple[int, os.stat_result, int]] | None] = ContextVar("own_dirs_granted", default=None)
+_SCOPES: ContextVar[tuple[list[tuple[int, os.stat_result, int]], ...]] = ContextVar("own_dirs_scopes", default=())
 
 
 def open_own_dir(name: str, dirfd: int, *, real: int = 0) -> int:
@@ -44,9 +45,11 @@ def open_own_dir(name: str, dirfd: int, *, real: int = 0) -> int:
             st = os.fstat(handle)
             if st.st_uid != os.geteuid():
                 raise
-            os.chmod(f"/proc/self/fd/{handle}", stat.S_IMODE(st.st_mode) | (real or 0o700))
-            if granted is not None:
-                granted.append((handle, st))
+            if granted is None:  # (the upper's own work directory, removed after: nothing to put back)
+                os.chmod(f"/proc/self/fd/{handle}", stat.S_IMODE(st.st_mode) | 0o700)
+            else:
+                note = widened.widen(handle, stat.S_IMODE(st.st_mode), stat.S_IMODE(st.st_mode) | (real or 0o700))
+                granted.append((handle, st, note))
             return os.open(f"/proc/self/fd/{handle}", _TREE_DIR & ~os.O_NOFOLLOW)
         finally:
             if granted is None or not granted or granted[-1][0] != handle:
@@ -62,7 +65,7 @@ def as_found(st: os.stat_result) -> os.stat_result:
     """What ``st``'s directory was before a scope running in this thread let it in (its mode and ctime then), or
     ``st`` itself: the scope's own grant is no change to it."""
     for granted in _SCOPES.get():
-        for _handle, before in granted:
+        for _handle, before, _note in granted:
             if (before.st_dev, before.st_ino) == (st.st_dev, st.st_ino):
                 return before
     return st
@@ -75,16 +78,16 @@ def own_dirs_as_found(looked: Callable[[os.stat_result, os.stat_result], None] |
     command's copy leaves each directory as the command left it (red team 63 F1: a new directory of mode 000
     landed as 0700). ``looked`` is told each (what it was, what it is after): the real tree's directories moved
     their ctime only for the look (``name_changes.note``)."""
-    granted: list[tuple[int, os.stat_result]] = []
+    granted: list[tuple[int, os.stat_result, int]] = []
     token, scopes = _GRANTED.set(granted), _SCOPES.set((*_SCOPES.get(), granted))
     try:
         yield
     finally:
         _SCOPES.reset(scopes)
         _GRANTED.reset(token)
-        for handle, before in reversed(granted):
+        for handle, before, note in reversed(granted):
             with contextlib.suppress(OSError):
-                os.chmod(f"/proc/self/fd/{handle}", stat.S_IMODE(before.st_mode))
+                widened.narrow(handle, stat.S_IMODE(before.st_mode), note)
                 if looked is not None:
                     looked(before, os.fstat(handle))
             os.close(handle)
