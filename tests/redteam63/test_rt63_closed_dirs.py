@@ -19,10 +19,17 @@ from pathlib import Path
 import pytest
 
 import support.differential as differential_module
+from mcp_server_guard.audit import new_audit_id
+from mcp_server_guard.changes.apply import Applier
+from mcp_server_guard.files.history import HistoryStore
 from support.as_a_user import again_as_a_user, as_a_user, snapshot_unopened
+from support.copies import Copy
 from support.differential import differentials, failed
+from support.elsewhere import history_elsewhere
+from support.fidelity import differences
 
 CASES = json.loads((Path(__file__).parent / "rt63_closed_dirs.json").read_text())
+KEPT = json.loads((Path(__file__).parent / "rt63_closed_dirs_kept.json").read_text())
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("unshare") is None, reason="no bwrap, unshare"),
@@ -60,3 +67,33 @@ async def test_a_call_into_a_directory_its_owner_may_not_read_lands_and_undoes_a
     cases = await differentials(workspace, project, CASES)
     assert not (problems := failed(cases, lambda c: c.found)), problems
     assert not [(c.name, c.out["changes"]) for c in cases if c.out["changes"]["conflicts"]]
+
+
+@as_a_user
+@pytest.mark.parametrize("elsewhere", [False, True], ids=["same-fs", "history-elsewhere"])
+@pytest.mark.parametrize("case", sorted(KEPT))
+def test_a_closed_directory_kept_in_the_history_comes_back_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, elsewhere: bool
+) -> None:
+    # A tree holding a 000 directory deleted with the history on another file system was "not deleted: Permission
+    # denied" (its copy could not enter it); the copy now lets it in for the apply, and keeps its mode.
+    if elsewhere:
+        history_elsewhere(monkeypatch, tmp_path)
+    copy = Copy(tmp_path / "c")
+    root = copy.root
+    (root / "locked" / "s").mkdir(parents=True)
+    (root / "locked" / "f").write_text("f\n")
+    (root / "d" / "in").mkdir(parents=True)
+    for closed in (root / "locked", root / "d" / "in"):
+        closed.chmod(0)
+    before = snapshot_unopened(root)
+    changes = copy.run(KEPT[case])
+    store = HistoryStore(tmp_path / "history", 1 << 30)
+    call, undo = new_audit_id(), new_audit_id()
+    outcome = Applier(store).apply([changes], call, copy.started)
+    assert not outcome.conflicts, outcome.conflicts
+    after = snapshot_unopened(root)
+    Applier(store).undo(call, undo, [str(root)])
+    assert not (found := differences(before, snapshot_unopened(root), all_mtimes=True)), found
+    Applier(store).undo(undo, new_audit_id(), [str(root)])
+    assert not (found := differences(after, snapshot_unopened(root), all_mtimes=True)), found

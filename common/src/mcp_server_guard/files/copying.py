@@ -19,6 +19,7 @@ from pathlib import Path
 
 from mcp_server_guard import linux
 from mcp_server_guard.files import widened
+from mcp_server_guard.files.trees import as_found, open_own_dir
 
 __all__ = [
     "Look",
@@ -143,7 +144,7 @@ def as_copied(dirfd: int, name: str, looks: Mapping[str, Look], key: str = "", d
     """Whether what is at ``name`` is still, entry by entry, what a copy saw (``copy_into``'s ``looks``): nothing
     written, made, removed or renamed in it since (no link followed; a directory that cannot be read is not)."""
     try:
-        st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+        st = as_found(os.stat(name, dir_fd=dirfd, follow_symlinks=False))  # (a directory let in: as it was before)
     except OSError:
         return False
     if looks.get(key) != _look(st):
@@ -317,7 +318,8 @@ def _copy_dir(
 ) -> None:
     if depth > _MAX_DEPTH:
         raise OSError(errno.ELOOP, "too deep to keep")
-    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | _FLAGS, dir_fd=dirfd)
+    # (One of the user's they may not read or search, ``chmod 000``: let in for the scope of an apply or an undo.)
+    fd = open_own_dir(name, dirfd, real=0o500)
     try:
         if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != (st.st_dev, st.st_ino):
             raise OSError(errno.ESTALE, "it changed while kept")
@@ -329,7 +331,7 @@ def _copy_dir(
                 _copy_entry(fd, entry, out, entry, inner, depth + 1, tree, f"{where}/{entry}")
             copy_xattrs(fd, out)
             _owned_like(out, st)
-            os.fchmod(out, stat.S_IMODE(st.st_mode))
+            os.fchmod(out, stat.S_IMODE(as_found(st).st_mode))  # (not the owner bits an apply let it in with)
         finally:
             os.close(out)
     finally:
