@@ -32,7 +32,7 @@ _lock = threading.Lock()
 _done: OrderedDict[tuple[int, int], list[tuple[int, tuple[int, int, int, int]]]] = OrderedDict()
 # A directory an apply of this process changed entries in: inode -> [(ctime, mtime before, apply began, done at)]
 _dirs: OrderedDict[tuple[int, int], list[tuple[int, int, int, int]]] = OrderedDict()
-_LOOKS_BYTES = 256 << 10  # past this, the file of looks is renamed to ``.old`` (read too) and a new one begun
+_LOOKS_BYTES = 256 << 10  # past this, the file of looks is compacted (``_compact``)
 
 
 class _Looks:
@@ -64,13 +64,50 @@ def _kept_look_of(dev: int, ino: int, ctime_ns: int, mark: tuple[int, int, int, 
     line = json.dumps([dev, ino, ctime_ns, *mark]) + "\n"
     with contextlib.suppress(OSError):
         if os.lstat(path).st_size > _LOOKS_BYTES:
-            os.replace(path, path.with_suffix(".old"))
+            _compact(path)
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             os.write(fd, line.encode())  # (one write of one short line: whole, between other processes' lines)
         finally:
             os.close(fd)
+
+
+def _compact(path: Path) -> None:
+    """The file of looks past its bound, made small again: each directory's looks in a row (each from the ctime the
+    one before left) one look, from the first one's ctime to the last one's mark; the directories looked at longest
+    ago dropped where even that is too much (red team 66 F3: a look a later undo needed had been dropped whole)."""
+    merged: dict[tuple[int, int], list[tuple[int, tuple[int, int, int, int]]]] = {}
+    for key, steps in _read_looks([path.with_suffix(".old"), path]).items():
+        chains: list[tuple[int, tuple[int, int, int, int]]] = []
+        for before, mark in sorted(steps):
+            joined = next((i for i, (_b, m) in enumerate(chains) if m[0] == before), -1)
+            if joined >= 0:
+                chains[joined] = (chains[joined][0], mark)
+            else:
+                chains.append((before, mark))
+        merged[key] = chains[-16:]
+    lines = [json.dumps([dev, ino, b, *m]) for (dev, ino), chains in merged.items() for b, m in chains]
+    lines.sort(key=lambda line: json.loads(line)[3])  # (the newest marks last)
+    while lines and sum(len(line) + 1 for line in lines) > _LOOKS_BYTES // 2:
+        del lines[: max(1, len(lines) // 8)]
+    temp = path.with_name(f".{path.name}.{os.urandom(3).hex()}.tmp")
+    temp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    os.replace(temp, path)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path.with_suffix(".old"))
+
+
+def _read_looks(files: list[Path]) -> dict[tuple[int, int], list[tuple[int, tuple[int, int, int, int]]]]:
+    found: dict[tuple[int, int], list[tuple[int, tuple[int, int, int, int]]]] = {}
+    for path in files:
+        with contextlib.suppress(OSError, ValueError):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                with contextlib.suppress(ValueError, TypeError):
+                    dev, ino, b, *mark = (int(v) for v in json.loads(line))
+                    if len(mark) == 4:
+                        found.setdefault((dev, ino), []).append((b, (mark[0], mark[1], mark[2], mark[3])))
+    return found
 
 
 def _kept_looks(key: tuple[int, int]) -> list[tuple[int, tuple[int, int, int, int]]]:
@@ -84,15 +121,7 @@ def _kept_looks(key: tuple[int, int]) -> list[tuple[int, tuple[int, int, int, in
             st = os.lstat(path)
             seen += [st.st_ino, st.st_size, st.st_mtime_ns]
     if tuple(seen) != _looks.seen:
-        found: dict[tuple[int, int], list[tuple[int, tuple[int, int, int, int]]]] = {}
-        for path in files:
-            with contextlib.suppress(OSError, ValueError):
-                for line in path.read_text(encoding="utf-8").splitlines():
-                    with contextlib.suppress(ValueError, TypeError):
-                        dev, ino, b, *mark = (int(v) for v in json.loads(line))
-                        if len(mark) == 4:
-                            found.setdefault((dev, ino), []).append((b, (mark[0], mark[1], mark[2], mark[3])))
-        _looks.seen, _looks.found = tuple(seen), found
+        _looks.seen, _looks.found = tuple(seen), _read_looks(files)
     return list(_looks.found.get(key, ()))
 
 

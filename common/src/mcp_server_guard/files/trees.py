@@ -87,8 +87,7 @@ def own_dirs_as_found(looked: Callable[[os.stat_result, os.stat_result], None] |
         _GRANTED.reset(token)
         for handle, before, note in reversed(granted):
             with contextlib.suppress(OSError):
-                widened.narrow(handle, stat.S_IMODE(before.st_mode), note)
-                if looked is not None:
+                if widened.narrow(handle, stat.S_IMODE(before.st_mode), note) and looked is not None:
                     looked(before, os.fstat(handle))
             os.close(handle)
 

@@ -19,10 +19,12 @@ import json
 import logging
 import os
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from mcp_server_guard import faults
+from mcp_server_guard.paths import private_dirs
 
 __all__ = ["PutBack", "keep_in", "narrow", "put_back", "widen"]
 
@@ -51,34 +53,94 @@ def _path_of(handle: int) -> str:
     return ""
 
 
+@contextlib.contextmanager
+def _serialized(directory: Path) -> Iterator[None]:
+    """One widening, narrowing or start's put-back at a time, across this machine's servers and threads: each sees
+    the others' live notes whole (a note is made and locked within this)."""
+    lock = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(lock)
+
+
+def _live(directory: Path, dev: int, ino: int, mine: int = -1) -> list[tuple[Path, dict[str, Any]]]:
+    """The notes of the inode (dev, ino) that a live step holds (but ``mine``, a note's descriptor), oldest first."""
+    found: list[tuple[float, Path, dict[str, Any]]] = []
+    own = os.fstat(mine).st_ino if mine >= 0 else -1
+    for path in directory.glob(f"*-{dev}-{ino}-*.json"):
+        with contextlib.suppress(OSError, ValueError):
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                st = os.fstat(fd)
+                if st.st_ino == own:
+                    continue
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    continue  # (nobody holds it: a dead server's, for the next start)
+                except BlockingIOError:
+                    found.append((st.st_mtime, path, json.loads(os.pread(fd, 1 << 16, 0))))
+            finally:
+                os.close(fd)
+    return [(path, note) for _t, path, note in sorted(found, key=lambda item: item[0])]
+
+
 def widen(handle: int, mode: int, to: int, after: Sequence[str] = ()) -> int:
-    """Give the inode held by ``handle`` (an O_PATH descriptor) the mode ``to``, noted first: the note's descriptor
-    (-1: none kept), for :func:`narrow`. ``after``: the paths it may have when the step is done (a rename)."""
+    """Give the inode held by ``handle`` (an O_PATH descriptor) the bits ``to`` adds to ``mode``, noted first: the
+    note's descriptor (-1: none kept), for :func:`narrow`. ``after``: the paths it may have when the step is done (a
+    rename). Where another live step let it in already (a read of one call beside the apply of another: red team 66
+    F1), its note's mode is the one to put back, and the last of them puts it back."""
+    directory = _where.directory
+    with contextlib.suppress(OSError):
+        if directory is not None:
+            private_dirs(directory)
+    if directory is None or not directory.is_dir():  # (no history yet: nothing to note it in)
+        os.chmod(f"/proc/self/fd/{handle}", to)
+        faults.point(f"widened {to:o}")
+        return -1
     note = -1
-    if (directory := _where.directory) is not None:
+    with _serialized(directory):
         st = os.fstat(handle)
+        live = _live(directory, st.st_dev, st.st_ino)
+        original = int(live[0][1]["mode"]) if live else mode
+        target = stat.S_IMODE(st.st_mode) | (to & ~mode)
         paths = [p for p in [_path_of(handle), *after] if p]
         with contextlib.suppress(OSError):
-            directory.mkdir(mode=0o700, exist_ok=True)
             name = f"{os.getpid()}-{st.st_dev}-{st.st_ino}-{os.urandom(4).hex()}.json"
             note = os.open(directory / name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             fcntl.flock(note, fcntl.LOCK_EX)
-            os.write(note, json.dumps({"paths": paths, "dev": st.st_dev, "ino": st.st_ino, "mode": mode, "to": to,
-                                       "size": st.st_size, "mtime": st.st_mtime_ns, "ctime": st.st_ctime_ns,
-                                       "dir": stat.S_ISDIR(st.st_mode)}).encode())  # fmt: skip
-    try:
-        os.chmod(f"/proc/self/fd/{handle}", to)
-    except BaseException:
-        _forget(note)
-        raise
-    faults.point(f"widened {to:o}")
+            was = live[0][1] if live else {"size": st.st_size, "mtime": st.st_mtime_ns, "ctime": st.st_ctime_ns}
+            os.write(note, json.dumps({"paths": paths, "dev": st.st_dev, "ino": st.st_ino, "mode": original,
+                                       "to": target, "size": was["size"], "mtime": was["mtime"],
+                                       "ctime": was["ctime"]}).encode())  # fmt: skip
+            for path, other in live:  # (what the inode is given now, for whichever of them puts it back)
+                path.write_text(json.dumps({**other, "to": target}), encoding="utf-8")
+        try:
+            os.chmod(f"/proc/self/fd/{handle}", target)
+        except BaseException:
+            _forget(note)
+            raise
+    faults.point(f"widened {target:o}")
     return note
 
 
-def narrow(handle: int, mode: int, note: int) -> None:
-    """Put back the mode ``mode`` of the inode ``handle`` holds, and let its note go."""
-    try:
+def narrow(handle: int, mode: int, note: int) -> bool:
+    """Put back the mode of the inode ``handle`` holds (``mode``, or as its note says), and let the note go. Not
+    where another live step still has it let in (that one puts it back), nor where someone else set its mode
+    meanwhile (theirs stays: red team 66 F2). Whether it was put back."""
+    directory = _where.directory
+    if note < 0 or directory is None:
         os.chmod(f"/proc/self/fd/{handle}", mode)
+        return True
+    try:
+        with _serialized(directory):
+            mine = json.loads(os.pread(note, 1 << 16, 0))
+            st = os.fstat(handle)
+            if _live(directory, st.st_dev, st.st_ino, note) or stat.S_IMODE(st.st_mode) != int(mine["to"]):
+                return False
+            os.chmod(f"/proc/self/fd/{handle}", int(mine["mode"]))
+            return True
     finally:
         _forget(note)
 
@@ -102,24 +164,25 @@ def put_back(within: Sequence[str], looked: PutBack | None = None) -> int:
     directory = _where.directory
     if directory is None:
         return 0
-    done, names = 0, []
-    with contextlib.suppress(OSError):
-        names = sorted(os.listdir(directory))
-    for name in names:
-        with contextlib.suppress(OSError):
-            fd = os.open(directory / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # (held: its process lives, its step runs)
-                done += _put_back(os.read(fd, 1 << 16), within, looked)
-                os.unlink(directory / name)
-            finally:
-                os.close(fd)
+    if not directory.is_dir():
+        return 0
+    done = 0
+    with _serialized(directory):
+        for path in sorted(directory.glob("*.json")):
+            with contextlib.suppress(OSError):
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # (held: its process lives, its step runs)
+                    done += _put_back(fd, directory, within, looked)
+                    os.unlink(path)
+                finally:
+                    os.close(fd)
     return done
 
 
-def _put_back(raw: bytes, within: Sequence[str], looked: PutBack | None) -> int:
+def _put_back(fd: int, directory: Path, within: Sequence[str], looked: PutBack | None) -> int:
     try:
-        note = json.loads(raw or b"{}")
+        note = json.loads(os.pread(fd, 1 << 16, 0) or b"{}")
         paths, dev, ino, mode, to = (
             note["paths"],
             int(note["dev"]),
@@ -128,7 +191,9 @@ def _put_back(raw: bytes, within: Sequence[str], looked: PutBack | None) -> int:
             int(note["to"]),
         )
     except (ValueError, KeyError, TypeError):
-        return 0  # (killed before its note was whole: it widened nothing yet)
+        return 0  # (not a note of ours)
+    if _live(directory, dev, ino, fd):
+        return 0  # (a live step has it let in too: that one puts it back)
     inside = [os.path.normpath(w).rstrip("/") + "/" for w in within]
     for path in paths:
         if not any(os.path.normpath(str(path)).startswith(w) for w in inside):
