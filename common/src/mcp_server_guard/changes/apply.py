@@ -256,11 +256,12 @@ class Applier:
                         touched = [posixpath.join(op.root, op.path) if op.path != ROOT else op.root for op in plan.ops]
                         left = self._back(back, replay.back_done if replay is not None else {}, journal, roots, touched)
                         applied, conflicts = list(left.applied), list(left.conflicts)
+                    applied = [_settled(record, roots) for record in applied]  # (in directories still let in)
                 for entry_id in run.forget_later:
                     self.history.forget(entry_id)
                 for fd in roots.values():
                     syncfs(fd)
-                outcome = Outcome(applied=[_settled(record, roots) for record in applied], conflicts=conflicts)
+                outcome = Outcome(applied=applied, conflicts=conflicts)
                 outcome = replace(outcome, marked=run.marked + (_marked_back(outcome, roots) if undo else []))
                 note_landed(self.history.directory, outcome.marked)  # every server's escape layer takes it up
                 faults.point("record")
@@ -487,7 +488,7 @@ def _settled(record: Applied, roots: dict[str, int]) -> Applied:
     of its names (its mode or time), which is still what this step put there."""
     if len(record.after) < 4 or record.tree:
         return record
-    with _at(record, roots) as found:
+    with contextlib.suppress(PermissionError), _at(record, roots) as found:
         if found is not None:
             now = lstat_at(found[1], found[0])
             if now is not None and (now.st_dev, now.st_ino) == record.after[:2]:

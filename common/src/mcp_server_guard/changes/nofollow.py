@@ -33,7 +33,7 @@ from mcp_server_guard.files import openat2 as _openat2
 from mcp_server_guard.files.copying import WrittenMeanwhile, as_owner, open_as_owner, open_to_read, owner_writes
 from mcp_server_guard.files.kept import disk_usage
 from mcp_server_guard.files.treelock import flock_until
-from mcp_server_guard.files.trees import as_found, granting, open_own_dir, own_dirs_as_found
+from mcp_server_guard.files.trees import as_found, granting, open_own_dir, own_dirs_as_found, settled
 
 if TYPE_CHECKING:
     from mcp_server_guard.changes.plan import Applied
@@ -106,7 +106,10 @@ def open_dir(base: int, rel: str) -> int:
         return _open_deep(base, [p for p in rel.split("/") if p])
     try:
         if _openat2.available():
-            return _openat2.openat2(base, rel or ".", DIR, _RESOLVE)
+            fd = _openat2.openat2(base, rel or ".", DIR, _RESOLVE)
+            if not (granting() and _unsearchable(fd)):
+                return fd
+            os.close(fd)  # (one of the user's it may read but not search, ``chmod 644 d``: let in below)
     except OSError as exc:
         # (Within an apply or an undo, a directory of the user's they may not enter or write is let in for it:
         # the part-at-a-time walk below, no link followed either.)
@@ -127,6 +130,11 @@ def open_dir(base: int, rel: str) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def _unsearchable(fd: int) -> bool:
+    st = os.fstat(fd)
+    return st.st_uid == os.geteuid() and not st.st_mode & stat.S_IXUSR
 
 
 def _open_deep(base: int, parts: list[str]) -> int:
@@ -525,8 +533,9 @@ def set_meta(dirfd: int, name: str, real: os.stat_result, mode: int, mtime_ns: i
             # 555) gets u+w for it, its mode put back (red team 63 F5: a conflict, the attribute not set).
             with owner_writes(fd, files=True):
                 set_seen(fd, want, have)
-        if stat.S_IMODE(opened.st_mode) != mode:
+        if stat.S_IMODE(opened.st_mode) != mode or as_found(opened) is not opened:
             os.fchmod(fd, mode)
+            settled(opened, mode)  # (a directory let in for this apply or undo: that mode at the end)
         if not stat.S_ISDIR(opened.st_mode) and opened.st_mtime_ns != mtime_ns:
             os.utime(fd, ns=(opened.st_atime_ns, mtime_ns))
     finally:

@@ -3,10 +3,8 @@ back (``restore``), what it replaced brought back in place of what is there (``s
 (``unmove``), metadata reverted (``unmeta``), a directory's time put back (``untimes``). What a step takes away
 goes to the history store under the undo's audit id first (an undo can itself be undone). Names of one inode come
 back as one: an undo that restores one of them makes the others new names of it — of a name that is still that
-inode, only if it still holds the bytes kept (an inode number can be another file's by now).
-
-Every path is reached through ``changes.nofollow``, no link followed. The steps of an apply are
-``changes.steps``'s; the run around them ``changes.apply``'s.
+inode, only if it still holds the bytes kept (an inode number can be another file's by now). Every path is reached
+through ``changes.nofollow``, no link followed. An apply's steps are ``changes.steps``'s; the run ``changes.apply``'s.
 """
 
 from __future__ import annotations
@@ -50,7 +48,7 @@ from mcp_server_guard.files.copying import WrittenMeanwhile, open_to_read
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind, kept_kind
 from mcp_server_guard.files.reading import sha256_at
-from mcp_server_guard.files.trees import as_found, own_dirs_as_found
+from mcp_server_guard.files.trees import as_found, open_own_dir, own_dirs_as_found
 
 __all__ = ["UNDO_STEPS", "as_left", "names_in", "names_in_roots", "put_back_since", "root_of"]
 
@@ -272,7 +270,7 @@ def _same_file_as(root: int, rel: str, dirfd: int, name: str, mine: os.stat_resu
 def _rejoin(op: Op, root: int, dirfd: int, name: str, run: Run, absolute: str) -> None:
     """Files in a tree just restored that another record restores too (names of one inode): a name restored before
     from a copy becomes one with them again; one restored later is linked to them."""
-    fd = os.open(name, DIR | os.O_NOFOLLOW, dir_fd=dirfd)
+    fd = open_own_dir(name, dirfd, real=0o500)  # (a tree holding one with no permission too: red team 67 F6)
     try:
         for rel, st in walk_real(fd, "", [1 << 20]):
             group = (st.st_dev, st.st_ino)
@@ -475,6 +473,7 @@ def _unmeta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
         real = lstat_at(name, dirfd)
         if real is None:
             raise Changed("it is gone")
+        real = as_found(real)  # (its mode as it was, not as this undo let it in: red team 67 F2)
         have = seen_as(at(dirfd, name), record.xattrs, record.old_xattrs)
         with held(dirfd, name, real):
             set_meta(dirfd, name, real, record.old_mode, record.old_mtime_ns, record.old_xattrs, have)
@@ -566,6 +565,8 @@ def as_left(root: str, rel: str, record: Applied, applied_ns: int) -> bool:
                 return False
             real = as_found(real)  # (a directory of the user's with no permission, let in for this undo)
             if record.action == "meta":
+                if stat.S_ISDIR(real.st_mode) and not real.st_mode & stat.S_IRUSR:  # (attributes need u+r: rt67 F4)
+                    os.close(open_own_dir(name, dirfd, real=0o500))
                 if seen_as(at(dirfd, name), record.xattrs, record.old_xattrs) != record.xattrs:
                     return False
                 if not stat.S_ISLNK(real.st_mode) and stat.S_IMODE(real.st_mode) != record.mode:

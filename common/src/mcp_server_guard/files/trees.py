@@ -34,26 +34,35 @@ def open_own_dir(name: str, dirfd: int, *, real: int = 0) -> int:
     :func:`own_dirs_as_found` its mode comes back at the scope's end. ``real``: a directory of the real tree, let
     in only within such a scope, and given only these owner bits (u+rx to be looked into, u+rwx to be written in):
     a project directory of mode 000 is never left any wider (group and other bits stay as they are)."""
+    granted = _GRANTED.get()
     try:
-        return os.open(name, _TREE_DIR, dir_fd=dirfd)
+        fd = os.open(name, _TREE_DIR, dir_fd=dirfd)
+        if granted is None:
+            return fd
+        st = os.fstat(fd)
+        # (One it may read but not search, ``chmod 600 d``: its entries listed, none looked at — let in too: red
+        # team 67 F3, a whole call "could not be read".)
+        if st.st_uid != os.geteuid() or st.st_mode & stat.S_IXUSR:
+            return fd
+        os.close(fd)
     except PermissionError:
-        granted = _GRANTED.get()
         if real and granted is None:
             raise
-        handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
-        try:
-            st = os.fstat(handle)
-            if st.st_uid != os.geteuid():
-                raise
-            if granted is None:  # (the upper's own work directory, removed after: nothing to put back)
-                os.chmod(f"/proc/self/fd/{handle}", stat.S_IMODE(st.st_mode) | 0o700)
-            else:
-                note = widened.widen(handle, stat.S_IMODE(st.st_mode), stat.S_IMODE(st.st_mode) | (real or 0o700))
-                granted.append((handle, st, note))
-            return os.open(f"/proc/self/fd/{handle}", _TREE_DIR & ~os.O_NOFOLLOW)
-        finally:
-            if granted is None or not granted or granted[-1][0] != handle:
-                os.close(handle)
+    # (Let in: exactly the directory named.)
+    handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
+    try:
+        st = os.fstat(handle)
+        if st.st_uid != os.geteuid():
+            raise PermissionError(13, "Permission denied", name)
+        if granted is None:  # (the upper's own work directory, removed after: nothing to put back)
+            os.chmod(f"/proc/self/fd/{handle}", stat.S_IMODE(st.st_mode) | 0o700)
+        else:
+            note = widened.widen(handle, stat.S_IMODE(st.st_mode), stat.S_IMODE(st.st_mode) | (real or 0o700))
+            granted.append((handle, st, note))
+        return os.open(f"/proc/self/fd/{handle}", _TREE_DIR & ~os.O_NOFOLLOW)
+    finally:
+        if granted is None or not granted or granted[-1][0] != handle:
+            os.close(handle)
 
 
 def granting() -> bool:
@@ -65,10 +74,27 @@ def as_found(st: os.stat_result) -> os.stat_result:
     """What ``st``'s directory was before a scope running in this thread let it in (its mode and ctime then), or
     ``st`` itself: the scope's own grant is no change to it."""
     for granted in _SCOPES.get():
-        for _handle, before, _note in granted:
-            if (before.st_dev, before.st_ino) == (st.st_dev, st.st_ino):
+        for _handle, before, note in granted:
+            if (before.st_dev, before.st_ino) == (st.st_dev, st.st_ino) and note != _SETTLED:
                 return before
     return st
+
+
+_SETTLED = -2  # (a grant whose mode a step then set on purpose: not put back)
+
+
+def settled(st: os.stat_result, mode: int) -> None:
+    """The directory ``st``, let in by a scope running in this thread, was just given ``mode`` on purpose (an
+    apply's or an undo's ``chmod``): the scope's end gives it that mode, not the one it found, and until then it
+    stays let in (red team 67 F1: an undo's ``chmod 700 d`` of a directory it had let in with 0700 was undone at the
+    scope's end; ``chmod 644 d`` before the step that writes in it closed it to that step)."""
+    for granted in _SCOPES.get():
+        for index, (handle, before, note) in enumerate(granted):
+            if (before.st_dev, before.st_ino) != (st.st_dev, st.st_ino) or note == _SETTLED:
+                continue
+            if note < 0 or not widened.settle(handle, note, mode):
+                widened.forget(note)
+                granted[index] = (handle, before, _SETTLED)
 
 
 @contextlib.contextmanager
@@ -87,7 +113,9 @@ def own_dirs_as_found(looked: Callable[[os.stat_result, os.stat_result], None] |
         _GRANTED.reset(token)
         for handle, before, note in reversed(granted):
             with contextlib.suppress(OSError):
-                if widened.narrow(handle, stat.S_IMODE(before.st_mode), note) and looked is not None:
+                if note == _SETTLED:
+                    pass
+                elif widened.narrow(handle, stat.S_IMODE(before.st_mode), note) and looked is not None:
                     looked(before, os.fstat(handle))
             os.close(handle)
 

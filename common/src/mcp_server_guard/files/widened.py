@@ -26,7 +26,7 @@ from typing import Any
 from mcp_server_guard import faults
 from mcp_server_guard.paths import private_dirs
 
-__all__ = ["PutBack", "keep_in", "narrow", "put_back", "widen"]
+__all__ = ["PutBack", "forget", "keep_in", "narrow", "put_back", "settle", "widen"]
 
 log = logging.getLogger("mcp_server_guard.files.widened")
 
@@ -143,6 +143,27 @@ def narrow(handle: int, mode: int, note: int) -> bool:
             return True
     finally:
         _forget(note)
+
+
+def settle(handle: int, note: int, mode: int) -> bool:
+    """The inode ``handle`` holds was given ``mode`` on purpose while let in: it is let in again on top of that
+    (the bits its note gave), and ``mode`` is what is put back at the end (or by a start). Whether it was."""
+    directory = _where.directory
+    if directory is None:
+        return False
+    with _serialized(directory):
+        mine = json.loads(os.pread(note, 1 << 16, 0))
+        to = mode | (int(mine["to"]) & ~int(mine["mode"]))
+        os.chmod(f"/proc/self/fd/{handle}", to)
+        data = json.dumps({**mine, "mode": mode, "to": to}).encode()
+        os.ftruncate(note, 0)
+        os.pwrite(note, data, 0)
+    return True
+
+
+def forget(note: int) -> None:
+    """Let the note go without putting the mode back (a step set the entry's mode on purpose since)."""
+    _forget(note)
 
 
 def _forget(note: int) -> None:
