@@ -3,6 +3,7 @@ and a sparse file's holes made again where a copy wrote zeros (``linux.punch_lik
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections import OrderedDict
@@ -165,3 +166,23 @@ def test_someone_elses_entry_in_a_directory_after_a_kept_look_is_a_change(
     os.chmod(d, 0)
     monkeypatch.setattr(name_changes, "_done", OrderedDict())
     assert not name_changes.only_names(os.lstat(d), since)
+
+
+def test_a_look_known_one_by_one_and_compacted_in_the_file_is_found_either_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Red team 67 (an undo refused in a batch of 30 calls): this process knew a directory's looks one by one, the
+    # compacted file had them as one look; following the first step found (this process's) led to a look whose own
+    # predecessor the file had merged away. Every path back is followed now.
+    monkeypatch.setattr(name_changes._looks, "path", tmp_path / "looks")
+    d = tmp_path / "d"
+    d.mkdir()
+    now = os.lstat(d)
+    since = now.st_ctime_ns - 3_000
+    known = OrderedDict({(now.st_dev, now.st_ino): [(now.st_ctime_ns - 1_000, name_changes._mark(now))]})
+    monkeypatch.setattr(name_changes, "_done", known)  # (a look from a ctime after the start: its start unknown here)
+    kept = [now.st_dev, now.st_ino, since - 1, *name_changes._mark(now)]
+    (tmp_path / "looks").write_text(json.dumps(kept) + "\n")  # (the same looks, compacted: from before the start)
+    assert name_changes.only_names(now, since)
+    (tmp_path / "looks").write_text("")
+    assert not name_changes.only_names(now, since)

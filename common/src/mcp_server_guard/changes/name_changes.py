@@ -187,16 +187,19 @@ def only_names(st: os.stat_result, since_ns: int, *, exactly: bool = False) -> b
         steps = list(_done.get((st.st_dev, st.st_ino), ()))
         if stat.S_ISDIR(st.st_mode):
             steps += _kept_looks((st.st_dev, st.st_ino))
-    ctime = st.st_ctime_ns
-    found: tuple[int, int, int, int] | None = _mark(st)
-    for _ in range(len(steps) + 1):
+    # Back from the ctime it has now, along every step that left a ctime (the latest: the file as it is) from the
+    # one before it — each path, not the first found: the looks a process knows one by one may be one look in the
+    # compacted file (red team 67: an undo refused).
+    todo: list[tuple[int, tuple[int, int, int, int] | None]] = [(st.st_ctime_ns, _mark(st))]
+    seen: set[int] = set()
+    while todo:
+        ctime, found = todo.pop()
         if ctime == since_ns or (ctime < since_ns and not exactly):
             return True
-        # The step that left this very ctime (and the file as it is, for the latest), from the ctime before it.
-        before = next((b for b, left in steps if (left == found if found else left[0] == ctime) and b < ctime), -1)
-        if before < 0:
-            return False
-        ctime, found = before, None
+        if ctime in seen:
+            continue
+        seen.add(ctime)
+        todo += [(b, None) for b, left in steps if (left == found if found else left[0] == ctime) and b < ctime]
     return False
 
 
