@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from mcp_server_guard import faults
-from mcp_server_guard.paths import private_dirs
+from mcp_server_guard.files import openat2 as _openat2
+from mcp_server_guard.paths import private_dirs, within_any
 
 __all__ = ["PutBack", "forget", "keep_in", "narrow", "put_back", "settle", "widen"]
 
 log = logging.getLogger("mcp_server_guard.files.widened")
+_RESOLVE = _openat2.RESOLVE_BENEATH | _openat2.RESOLVE_NO_SYMLINKS | _openat2.RESOLVE_NO_MAGICLINKS
 
 
 class _Where:
@@ -201,6 +203,25 @@ def put_back(within: Sequence[str], looked: PutBack | None = None) -> int:
     return done
 
 
+def _beneath(path: str, within: Sequence[str]) -> int:
+    """An O_PATH descriptor of ``path`` reached beneath the one of ``within`` that holds it with no link followed on
+    the way (the jail's walk: a directory of the path swapped for a symlink since leads nowhere); -1 when it lies in
+    none of them (a note someone forged names nothing else)."""
+    for top in within:
+        if not within_any(path, [top]):
+            continue
+        if not _openat2.available():
+            return os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        root = os.open(top, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            return _openat2.openat2(
+                root, os.path.relpath(path, top), os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, _RESOLVE
+            )
+        finally:
+            os.close(root)
+    return -1
+
+
 def _put_back(fd: int, directory: Path, within: Sequence[str], looked: PutBack | None) -> int:
     try:
         note = json.loads(os.pread(fd, 1 << 16, 0) or b"{}")
@@ -215,12 +236,11 @@ def _put_back(fd: int, directory: Path, within: Sequence[str], looked: PutBack |
         return 0  # (not a note of ours)
     if _live(directory, dev, ino, fd):
         return 0  # (a live step has it let in too: that one puts it back)
-    inside = [os.path.normpath(w).rstrip("/") + "/" for w in within]
     for path in paths:
-        if not any(os.path.normpath(str(path)).startswith(w) for w in inside):
-            continue
         with contextlib.suppress(OSError):
-            held = os.open(str(path), os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+            held = _beneath(os.path.normpath(str(path)), within)
+            if held < 0:
+                continue
             try:
                 st = os.fstat(held)
                 # Only that very inode, and only while it has the mode it was given: a mode someone set since stays.
