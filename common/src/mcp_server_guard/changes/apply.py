@@ -47,9 +47,10 @@ from pathlib import Path
 
 from mcp_server_guard import faults
 from mcp_server_guard.changes import name_changes
-from mcp_server_guard.changes.changeset import MAX_ENTRIES, ROOT, ChangeSet
+from mcp_server_guard.changes.area import needed_by, unneeded
+from mcp_server_guard.changes.changeset import MAX_ENTRIES, ROOT, ChangeSet, DirTime
 from mcp_server_guard.changes.escapes import marked, note_landed
-from mcp_server_guard.changes.journal import JOURNALS, Done, Journal, Replay, journal_key
+from mcp_server_guard.changes.journal import JOURNALS, Done, Journal, Replay, journal_key, journal_name
 from mcp_server_guard.changes.nofollow import (
     DIR,
     Changed,
@@ -211,6 +212,7 @@ class Applier:
         (NotApplied). ``replay``: the journal of a dead server's run, being finished (or gone back)."""
         roots: dict[str, int] = {}
         uppers: dict[str, int] = {}
+        needed: list[Path] = []
         applied: list[Applied] = []
         conflicts: list[Conflict] = []
         undo = plan.what.undoes or ""
@@ -232,6 +234,8 @@ class Applier:
                 for upper in dict.fromkeys(op.upper for op in plan.ops if op.upper):
                     with contextlib.suppress(FileNotFoundError):  # gone: its steps were done, or went back
                         uppers[upper] = os.open(upper, DIR)
+                if journal is None:  # (no other server's start removes these copies while the journal needs them)
+                    needed = needed_by(uppers, self.journals / journal_name(plan.audit_id))
                 for fd in uppers.values():
                     syncfs(fd)  # the command's bytes are on disk before any name points at them
                 if journal is None:
@@ -271,6 +275,7 @@ class Applier:
                 faults.point("close")
                 journal.close()
                 journal = None
+                unneeded(needed)
         finally:
             for fd in [*roots.values(), *uppers.values()]:
                 os.close(fd)
@@ -322,6 +327,10 @@ class Applier:
                     _restored_in_tree(self.history, op, run)
             else:
                 faults.point(f"{'back' if back else 'step'} {index} {op.kind} {op.path}")
+                if op.upper and op.upper not in uppers and not back:
+                    # A dead server's run finished after its copies went (red team 69 F1): its remaining steps
+                    # have nothing to place; the run goes back to all old rather than call a half apply finished.
+                    raise _Failed(f"the command's copy of {op.path} is gone: its changes cannot be finished")
                 records, conflicts = run_step(self.history, op, roots[op.root], uppers.get(op.upper, -1), run)
                 if not back and (run.fatal or (fail and conflicts)):
                     # The promise, not the tree, is at stake: an undo that says success with a path not back, an
@@ -352,6 +361,12 @@ class Applier:
             if op.kind in ("restore", "swap") and op.record is not None and op.record.before:
                 back = [replace(b, entry=op.record.before) if b.kind in ("remove", "swap") else b for b in back]
             ops += back
+        # Directories whose time the run had not put as the command left it yet: back as they were before the run,
+        # as undo puts them (the times a done step moved; a rollback is "all old" with them too).
+        timed = {(op.root, op.path) for op, _records in steps if op.kind == "times"}
+        ops += [Op("untimes", op.root, op.path, time=DirTime(op.path, op.time.old_mtime_ns, 0, op.time.old_mtime_ns))
+                for op in plan.ops if op.kind == "times" and op.time is not None and op.time.ctime_ns != -1
+                and (op.root, op.path) not in timed]  # fmt: skip
         times = [op for op in ops if op.kind == "untimes"]
         return Plan(plan.what.undoes or plan.audit_id, now_ns(),
                     tuple([op for op in ops if op.kind != "untimes"] + times), What(back=plan.audit_id))  # fmt: skip

@@ -23,21 +23,24 @@ import os
 import queue
 import stat
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcp_server_guard.files.liveness import PART_NAME as _PART
 from mcp_server_guard.files.liveness import OwnedDir
 from mcp_server_guard.files.trees import remove_dead, remove_tree
 from mcp_server_guard.paths import within, within_any
 from mcp_server_guard.protected import OWN_AREA
 
-__all__ = ["AREA_IN_ROOT", "CopyArea", "CopyRemover", "Part", "possible_areas"]
+__all__ = ["AREA_IN_ROOT", "CopyArea", "CopyRemover", "Part", "needed_by", "possible_areas", "unneeded"]
 
 log = logging.getLogger("mcp_server_guard.changes")
 
 AREA_IN_ROOT = OWN_AREA  # a root's own area, when the state directory is on another file system
 _COPIES = "copies"
+_NEEDED = "needed-"  # in a part: ``needed-<journal name>`` holds the path of an apply journal that needs its copies
+_NEEDED_MAX = 8192  # bytes of such a note read at most (a path)
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ class CopyArea:
     def sweep(self) -> int:
         """Remove what dead servers left in these areas (run their unfinished applies first: ``apply.recover``).
         Returns how many parts went."""
-        return sum(remove_dead(area) for area in {part.directory.parent for part in self.parts})
+        return sum(remove_dead(area, keep=_needed) for area in {part.directory.parent for part in self.parts})
 
     def close(self) -> None:
         """At exit: remove this server's parts (every call has ended), then let go of the locks."""
@@ -93,6 +96,67 @@ class CopyArea:
         for owned in self._owned:
             owned.close()
         self._owned = []
+
+
+def needed_by(uppers: Iterable[str], journal: Path) -> list[Path]:
+    """Before an apply's journal exists: each part its ``uppers`` lie in notes that ``journal`` needs it, so that no
+    other server's start removes it while the journal is unfinished (red team 69 F1: two servers sharing an area, one
+    killed mid-apply; the other's start swept the dead part and the killed one's restart could not finish: the
+    command's files were lost). Not fsynced here: the apply syncs the file system of its upper layers before its
+    first step. Returns the notes made (``unneeded`` removes them once the journal is gone)."""
+    notes: list[Path] = []
+    for part in dict.fromkeys(p for upper in uppers if (p := _part_of(upper)) is not None):
+        note = part / f"{_NEEDED}{journal.name}"
+        fd = os.open(note, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, os.fsencode(journal))
+        finally:
+            os.close(fd)
+        notes.append(note)
+    return notes
+
+
+def unneeded(notes: Iterable[Path]) -> None:
+    """The journal the ``notes`` name is gone (finished or gone back): its parts may go with their server."""
+    for note in notes:
+        with contextlib.suppress(OSError):
+            note.unlink()
+
+
+def _part_of(upper: str) -> Path | None:
+    """The part an upper layer lies in: its ancestor directly inside an area (``.../copies/<pid>-<random>``)."""
+    path = Path(upper)
+    for parent in path.parents:
+        if parent.parent.name == _COPIES and _PART.match(parent.name):
+            return parent
+    return None
+
+
+def _needed(part: Path) -> bool:
+    """Whether a dead server's ``part`` still holds copies an unfinished apply journal needs: one of its
+    ``needed-`` notes names a journal that exists (a note of a journal since finished is stale). Read without
+    following a link; a note that cannot be read keeps nothing."""
+    try:
+        names = [name for name in os.listdir(part) if name.startswith(_NEEDED)]
+    except OSError:
+        return False
+    for name in names:
+        try:
+            fd = os.open(part / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            journal = os.fsdecode(os.read(fd, _NEEDED_MAX))
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        if journal.startswith("/") and os.path.lexists(journal):
+            log.warning("left a dead server's copies %s: the unfinished apply %s needs them", part, journal)
+            return True
+    return False
 
 
 def possible_areas(roots: Sequence[str], state_dir: Path) -> list[str]:

@@ -33,7 +33,7 @@ from mcp_server_guard.changes.plan import Applied, Conflict, Plan
 from mcp_server_guard.files.kept import fsync_dir, write_all
 from mcp_server_guard.paths import private_dirs
 
-__all__ = ["JOURNALS", "Done", "Journal", "Replay", "journal_key", "read_journal"]
+__all__ = ["JOURNALS", "Done", "Journal", "Replay", "journal_key", "journal_name", "read_journal"]
 
 JOURNALS = ".journal"  # the apply journals, in the history store
 KEY = ".key"  # in the history store: what seals the journals
@@ -73,6 +73,11 @@ def journal_key(history_dir: Path) -> bytes:
     raise OSError(errno.EAGAIN, f"cannot make {path}")
 
 
+def journal_name(audit_id: str) -> str:
+    """The file name of the apply (or undo) journal of call ``audit_id``."""
+    return f"apply-{audit_id}.json"
+
+
 def _seal(key: bytes, before: bytes, payload: bytes) -> bytes:
     return hmac.new(key, before + b"\n" + payload, hashlib.sha256).hexdigest().encode()
 
@@ -91,7 +96,7 @@ class Journal:
     def create(cls, directory: Path, plan: Plan, baseline: dict[str, int], key: bytes) -> Journal:
         """The journal of ``plan`` (run from ``baseline``: see ``Applier.apply``), its first line written."""
         private_dirs(directory)
-        path = directory / f"apply-{plan.audit_id}.json"
+        path = directory / journal_name(plan.audit_id)
         # Written whole under a temp name, then renamed: a journal that exists names its whole plan (and is locked).
         temp = directory / f".apply-{plan.audit_id}.{os.getpid()}.tmp"
         fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)

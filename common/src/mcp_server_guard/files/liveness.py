@@ -25,10 +25,11 @@ from pathlib import Path
 from mcp_server_guard.audit import pid_alive
 from mcp_server_guard.paths import private_dirs
 
-__all__ = ["LOCK", "OwnedDir", "dead_dirs", "live_dirs", "plain_dir"]
+__all__ = ["LOCK", "PART_NAME", "OwnedDir", "dead_dirs", "live_dirs", "plain_dir"]
 
 LOCK = "lock"
 _NAME = re.compile(r"^(?:\.starting-)?\d+-[0-9a-f]{8}$")
+PART_NAME = re.compile(r"^\d+-[0-9a-f]{8}$")  # a live or dead server's directory, once taken
 
 
 class OwnedDir:

@@ -145,11 +145,14 @@ def remove_tree(path: Path) -> None:
         os.close(base)
 
 
-def remove_dead(area: Path, *, unlocked_legacy: bool = False) -> int:
-    """Remove every dead server's directory in ``area`` (see ``files.liveness``) with what it holds; how many."""
+def remove_dead(area: Path, *, unlocked_legacy: bool = False, keep: Callable[[Path], bool] | None = None) -> int:
+    """Remove every dead server's directory in ``area`` (see ``files.liveness``) with what it holds, but those
+    ``keep`` says are still needed; how many."""
     removed = 0
     for owned, fd in dead_dirs(area, unlocked_legacy=unlocked_legacy):
         try:
+            if keep is not None and keep(owned):
+                continue
             remove_tree(owned)
             removed += 1
         finally:
