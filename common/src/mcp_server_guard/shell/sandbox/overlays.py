@@ -138,6 +138,7 @@ def mount_copy(overlays: list[Overlay], spare: MountedCopy | None = None) -> Mou
         # command's own change of them from that).
         real = os.stat(root)
         os.chmod(upper, stat.S_IMODE(real.st_mode))
+        _acls_of(root, upper)
         os.utime(upper, ns=(real.st_atime_ns, real.st_mtime_ns))
         note = os.open(os.path.join(base, f"m{index}"), _NOTE, 0o600)
         try:
@@ -165,6 +166,24 @@ def mount_copy(overlays: list[Overlay], spare: MountedCopy | None = None) -> Mou
     for area in dict.fromkeys(area for _, area in pairs):
         linux.mask(area)
     return MountedCopy(name, pairs, tuple(setup))
+
+
+_ACLS = ("system.posix_acl_access", "system.posix_acl_default")
+
+
+def _acls_of(root: str, upper: str) -> None:
+    """The root's ACLs on the upper directory that stands for it in the command's view: what the command makes in
+    the root inherits its default ACL as natively (red team 68 F2: new files landed 0644 in a root whose default
+    ACL keeps others out). Where the root has none, the upper directory has none (a spare copy made earlier too)."""
+    for name in _ACLS:
+        try:
+            value = os.getxattr(root, name, follow_symlinks=False)
+        except OSError:  # none (ENODATA), or a file system without ACLs: none on an earlier call's copy either
+            with contextlib.suppress(OSError):
+                os.removexattr(upper, name, follow_symlinks=False)
+            continue
+        with contextlib.suppress(OSError):
+            os.setxattr(upper, name, value, follow_symlinks=False)
 
 
 def probe_copy(usual: CallOptions) -> str:
