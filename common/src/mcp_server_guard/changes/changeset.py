@@ -13,7 +13,7 @@ import os
 import stat
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Literal, NamedTuple, cast
 
 from mcp_server_guard.changes.xattrs import Xattrs
 from mcp_server_guard.files.copying import open_to_read
@@ -34,6 +34,7 @@ __all__ = [
     "ChangeSet",
     "DirTime",
     "Kind",
+    "Mounted",
     "TooDeep",
     "depth",
     "kind_of",
@@ -158,6 +159,16 @@ NO_RENAMES = Renamed()
 def _under(paths: frozenset[str], root: str) -> frozenset[str]:
     top = root.rstrip("/") + "/"
     return frozenset(path[len(top) :] for path in paths if path.startswith(top))
+
+
+class Mounted(NamedTuple):
+    """What a copy's upper root was given when mounted (``shell.sandbox.overlays.mounted_note``): the root's mode,
+    modification time and ``user.*`` attributes then (sorted) — the root's own are the command's change only where
+    they differ from those."""
+
+    mode: int
+    mtime_ns: int
+    xattrs: Xattrs = ()
 
 
 @dataclass(frozen=True)

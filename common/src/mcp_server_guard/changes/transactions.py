@@ -36,6 +36,7 @@ from mcp_server_guard.changes.changeset import (
     MAX_ENTRIES,
     NO_RENAMES,
     ChangeSet,
+    Mounted,
     Renamed,
     looked_under,
 )
@@ -47,6 +48,7 @@ from mcp_server_guard.changes.results import Settled, described, finished
 from mcp_server_guard.changes.room import kept
 from mcp_server_guard.changes.upper import judged_copy, read_upper
 from mcp_server_guard.changes.what import What
+from mcp_server_guard.changes.xattrs import seen
 from mcp_server_guard.files.treelock import TreeBusy, tree_lock
 from mcp_server_guard.files.trees import remove_tree
 from mcp_server_guard.paths import printable
@@ -72,15 +74,29 @@ def _tree_locked(sets: Sequence[ChangeSet]) -> Iterator[None]:
         raise _Unjudged(str(exc)) from None
 
 
-def _mounted(path: str) -> tuple[int, int] | None:
-    """The mode and modification time a copy's upper root was given when mounted (``overlays.mount_copy``)."""
+_NOTE_MAX = 8 << 20  # bytes of a copy's ``m<i>`` note read at most (its root's attributes, in hex)
+
+
+def _mounted(path: str) -> Mounted | None:
+    """The mode, modification time and ``user.*`` attributes a copy's upper root was given when mounted
+    (``overlays.mounted_note``)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     try:
-        mode, mtime = os.read(fd, 64).split()
-        return int(mode), int(mtime)
+        chunks: list[bytes] = []
+        while (chunk := os.read(fd, 1 << 16)) and sum(map(len, chunks)) < _NOTE_MAX:
+            chunks.append(chunk)
+        first, _, rest = b"".join(chunks).partition(b"\n")
+        mode, mtime = first.split()
+        pairs = []
+        for pair in rest.split():
+            name, value = pair.split(b"=")
+            pairs.append(
+                (bytes.fromhex(name.decode()).decode("utf-8", "surrogateescape"), bytes.fromhex(value.decode()))
+            )
+        return Mounted(int(mode), int(mtime), tuple(sorted(pairs)))
     except ValueError:
         return None
     finally:
@@ -178,8 +194,10 @@ class Transactions:
                         return False
                 # The root's own mode or time (``touch -d 2001-01-01 .``): a change with no entry to show it.
                 mounted, own = _mounted(os.path.join(part, name, f"m{index}")), os.lstat(upper)
-                if mounted is not None and (stat.S_IMODE(own.st_mode), own.st_mtime_ns) != mounted:
+                if mounted is not None and (stat.S_IMODE(own.st_mode), own.st_mtime_ns) != mounted[:2]:
                     return False
+                if mounted is not None and tuple(sorted(seen(upper))) != mounted.xattrs:
+                    return False  # (``setfattr -n user.tag -v 1 .``)
         except OSError:
             return False  # something unexpected: the thorough way decides
         self._remover.put(name)

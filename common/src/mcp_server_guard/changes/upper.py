@@ -36,6 +36,7 @@ from mcp_server_guard.changes.changeset import (
     ChangeSet,
     DirTime,
     Kind,
+    Mounted,
     Renamed,
     depth,
     kind_of,
@@ -394,7 +395,7 @@ def read_upper(
     real_root: int,
     root: str,
     skip: frozenset[str] = frozenset(),
-    mounted: tuple[int, int] | None = None,
+    mounted: Mounted | tuple[int, int] | None = None,
     *,
     started_ns: int = 0,
     carried: frozenset[tuple[str, bytes]] = frozenset(),
@@ -424,11 +425,15 @@ def read_upper(
             reader.remade = _EVERY_NAME
         own, real = os.fstat(upper_fd), os.fstat(real_root)
         if mounted is not None:
+            mounted = Mounted(*mounted)  # (a mode and a time alone: no attributes were given)
             mode, mtime = stat.S_IMODE(own.st_mode), own.st_mtime_ns
-            if mode != mounted[0]:
-                kept = seen(at(real_root, "."))  # its attributes: not on the upper directory, and never the command's
+            kept, shown = seen(at(real_root, ".")), seen(upper_fd)
+            # Its user.* attributes as the command left them where it changed them (the upper directory was given
+            # the root's when mounted: ``mounted.xattrs``), else as the real root has them now (red team 68 F3).
+            xattrs = shown if tuple(sorted(shown)) != mounted.xattrs else kept
+            if mode != mounted.mode or xattrs != kept:
                 reader.add(Change(ROOT, "meta", "dir", mode=mode, old_mode=stat.S_IMODE(real.st_mode),
-                                  old_mtime_ns=real.st_mtime_ns, xattrs=kept, old_xattrs=kept))  # fmt: skip
+                                  old_mtime_ns=real.st_mtime_ns, xattrs=xattrs, old_xattrs=kept))  # fmt: skip
             # Always, as for every directory copied up: renaming the command's files into place changes the
             # root's time even where the command left it as it was (a file rewritten in place).
             reader.times.append(DirTime(ROOT, mtime, real.st_ctime_ns, real.st_mtime_ns))

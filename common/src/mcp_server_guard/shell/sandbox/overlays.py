@@ -138,11 +138,13 @@ def mount_copy(overlays: list[Overlay], spare: MountedCopy | None = None) -> Mou
         # command's own change of them from that).
         real = os.stat(root)
         os.chmod(upper, stat.S_IMODE(real.st_mode))
-        _acls_of(root, upper)
+        shown = _attributes_of(root, upper)
         os.utime(upper, ns=(real.st_atime_ns, real.st_mtime_ns))
         note = os.open(os.path.join(base, f"m{index}"), _NOTE, 0o600)
         try:
-            os.write(note, f"{stat.S_IMODE(real.st_mode)} {real.st_mtime_ns}\n".encode())
+            data = memoryview(mounted_note(stat.S_IMODE(real.st_mode), real.st_mtime_ns, shown))
+            while data:
+                data = data[os.write(note, data) :]
         finally:
             os.close(note)
         lower = _escape(root)
@@ -169,12 +171,15 @@ def mount_copy(overlays: list[Overlay], spare: MountedCopy | None = None) -> Mou
 
 
 _ACLS = ("system.posix_acl_access", "system.posix_acl_default")
+_OVERLAY = "user.overlay."  # overlayfs's own names (with ``userxattr``): never set on an upper directory by us
 
 
-def _acls_of(root: str, upper: str) -> None:
-    """The root's ACLs on the upper directory that stands for it in the command's view: what the command makes in
-    the root inherits its default ACL as natively (red team 68 F2: new files landed 0644 in a root whose default
-    ACL keeps others out). Where the root has none, the upper directory has none (a spare copy made earlier too)."""
+def _attributes_of(root: str, upper: str) -> list[tuple[str, bytes]]:
+    """The root's ACLs and ``user.*`` attributes on the upper directory that stands for it in the command's view
+    (red team 68 F2, F3): what the command makes in the root inherits its default ACL as natively, and it sees (and
+    may change) the root's own attributes; an earlier call's spare copy gets exactly these too. Returns the
+    ``user.*`` attributes set (the ``m<i>`` note keeps them: the server reads the command's change of them). The
+    root's own ``user.overlay.*`` ones are not shown: on an upper directory overlayfs would take them for its own."""
     for name in _ACLS:
         try:
             value = os.getxattr(root, name, follow_symlinks=False)
@@ -184,6 +189,32 @@ def _acls_of(root: str, upper: str) -> None:
             continue
         with contextlib.suppress(OSError):
             os.setxattr(upper, name, value, follow_symlinks=False)
+    shown: list[tuple[str, bytes]] = []
+    for name in _user_names(root):
+        with contextlib.suppress(OSError):
+            shown.append((name, os.getxattr(root, name, follow_symlinks=False)))
+    for name in set(_user_names(upper)) - {name for name, _value in shown}:
+        with contextlib.suppress(OSError):
+            os.removexattr(upper, name, follow_symlinks=False)
+    for name, value in shown:
+        with contextlib.suppress(OSError):
+            os.setxattr(upper, name, value, follow_symlinks=False)
+    return sorted(shown)
+
+
+def _user_names(path: str) -> list[str]:
+    try:
+        names = os.listxattr(path, follow_symlinks=False)
+    except OSError:
+        return []
+    return [name for name in names if name.startswith("user.") and not name.startswith(_OVERLAY)]
+
+
+def mounted_note(mode: int, mtime_ns: int, shown: list[tuple[str, bytes]]) -> bytes:
+    """What a copy's upper root was given when mounted: its mode and time, then (a line) its ``user.*`` attributes,
+    each ``<name in hex>=<value in hex>`` (see ``changes.transactions``, which reads it back)."""
+    pairs = " ".join(f"{name.encode('utf-8', 'surrogateescape').hex()}={value.hex()}" for name, value in shown)
+    return f"{mode} {mtime_ns}\n{pairs}\n".encode()
 
 
 def probe_copy(usual: CallOptions) -> str:
