@@ -21,11 +21,17 @@ def refuse_whole(changes: ChangeSet, refused: dict[tuple[str, str], str]) -> Non
         c for c in changes.changes if c.kind in special and c.action != "delete" and (root, c.path) in refused
     ]
     gone_old = [c for c in changes.changes if c.kind in special and c.action == "delete"]
+    new_trees = {c.path for c in changes.changes if c.action == "create" and c.kind == "dir" and not c.top}
     for made in barred_new:
         name = made.path.rsplit("/", 1)[-1]
         # Told from a FIFO deleted and another made (``rm a; mkfifo b``) by its name: a renamed directory's.
         for old in [c for c in gone_old if c.kind == made.kind and c.path.rsplit("/", 1)[-1] == name]:
             refused.setdefault((root, old.path), f"it moved to {made.path}, which may not land: it stays")
+            # Its directory renamed with it (``mv F F2``): the old tree stays whole (the tree rules below), so the new
+            # one is not made either — the rename is refused whole, never a copy of its files (red team 68 F7).
+            if made.top and old.top and made.top != old.top and made.top in new_trees:
+                refused.setdefault((root, made.top), f"it is {old.top} renamed, which keeps {old.path} (a "
+                                   f"{made.kind} may not land): the rename is refused whole")  # fmt: skip
         # In place of a file of a tree the command moved (``mv d d2 && rm d2/f && mkfifo d2/f``): that file stays, so
         # the tree stays where it was, whole (the tree rules below), and its new place is not made.
         place = made.path[len(made.top) :] if made.top else ""
