@@ -64,12 +64,14 @@ async def multi(
     extra: Sequence[str] = (),
     undo_too: bool = True,
     allow: Callable[[Path], Sequence[str]] | None = None,
+    made: bool = False,
 ) -> tuple[list[str], dict[str, Any]]:
     """Problems found and the call's result. ``roots``: directories of the parent (the first is the launch
     directory; ``{P}`` in ``command`` is the parent's absolute path in each run); ``allow``: the --allow-path
-    values given a parent (default: the other roots, by path)."""
+    values given a parent (default: the other roots, by path); ``made``: ``nat`` and ``box`` are made already (by
+    someone who could: files given away by root), ``setup`` is not run."""
     nat, box = tmp / "nat", tmp / "box"
-    for parent in (nat, box):
+    for parent in (nat, box) if not made else ():
         parent.mkdir()
         setup(parent)
     before = snapshot(box, skip_git=False)

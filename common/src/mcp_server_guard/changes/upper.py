@@ -95,8 +95,8 @@ def moved_acls(
         with contextlib.suppress(Changed, OSError), parent(real_root, rel) as (dirfd, name):
             own.update(acl_key(acl, value) for acl, value in acls(at(dirfd, name)).items())
     inheritable = tuple(defaults)
-    carried = frozenset((name, value) for _path, name, value in found
-                        if acl_key(name, value) in own or any(acl_within(value, d) for d in inheritable))  # fmt: skip
+    carried = frozenset((name, value) for _path, name, value in found if acl_key(name, value) in own
+                        or any(acl_within(value, d, name) for d in inheritable))  # fmt: skip
     refused: dict[str, list[str]] = {}
     for path, name, value in found:
         if (name, value) not in carried:

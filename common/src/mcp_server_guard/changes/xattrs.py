@@ -219,15 +219,21 @@ def _acl_entries(value: bytes) -> dict[tuple[int, int], int] | None:
     return found
 
 
-def acl_within(value: bytes | None, default: bytes | None) -> bool:
-    """Whether an ACL grants no one more than the directory's default ACL would (what inheritance gives: the same
-    entries, perhaps fewer rights). Threat: a command setting ``other::rwx`` on a new directory in a directory
-    whose default ACL gives others read only."""
+def acl_within(value: bytes | None, default: bytes | None, name: str) -> bool:
+    """Whether the ACL ``name`` (access or default) grants no one more than the directory's default ACL would (what
+    inheritance gives: the same entries, perhaps fewer rights) beyond what the mode shows: of an access ACL, the
+    entries ``chmod`` rewrites (owner, others, the mask) are the mode's, judged with it (red team 70 F1: ``echo n >
+    team/n && chmod o+r team/n`` left the inherited ACL out, the mask and group rights changed unasked). Threat: a
+    command granting a named user or group more than the default ACL does (``setfacl -m u:x:rwx``), or setting a
+    default ACL of its own on a new directory."""
     if value is None or default is None:
         return False
     mine, theirs = _acl_entries(value), _acl_entries(default)
     if mine is None or theirs is None:
         return False
+    if name == _ACL[0]:
+        coupled = {(_ACL_USER_OBJ, 0), (_ACL_OTHER, 0), (_ACL_MASK if (_ACL_MASK, 0) in mine else _ACL_GROUP_OBJ, 0)}
+        mine = {key: perm for key, perm in mine.items() if key not in coupled}
     return all(key in theirs and not perm & ~theirs[key] for key, perm in mine.items())
 
 
@@ -289,7 +295,7 @@ def set_by_command(
             name in _ACL
             and not _same_acl(name, value := _get(upper, name), had.get(name))
             and (name, value) not in carried
-            and not acl_within(value, inherited)
+            and not acl_within(value, inherited, name)
         ):
             found.append(name)  # an access control list the command set (not inherited, not moved): never applied
     return sorted(found), bool(names) and any(name.startswith(_LANDED_NOT) for name in names)
@@ -333,7 +339,7 @@ def _land(path: str, kept: dict[str, bytes], carried: frozenset[tuple[str, bytes
             if _same_acl(name, value, kept.get(name)):
                 del kept[name]  # the project's, with the mode the command gave it (setting the old one would undo it)
                 continue
-            if (name, value) in carried or acl_within(value, inherited):
+            if (name, value) in carried or acl_within(value, inherited, name):
                 continue  # the project's, carried by a move; or inherited from the directory's default ACL
         if name.startswith(_LANDED_NOT):
             _remove(path, name)

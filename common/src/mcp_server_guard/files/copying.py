@@ -203,8 +203,8 @@ def _copy(dirfd: int, name: str, target: Path, st: os.stat_result, looks: dict[s
 
 def _owned_like(out: int | tuple[int, str], st: os.stat_result) -> None:
     """A copy given the owner and group of what it copies, as far as this process may (a user: a group of theirs;
-    root: any). Before its mode (a change of owner clears set-id bits). Red team 60 F3: a pre-image copied back
-    from a history on another file system came back with the server's group."""
+    root: any). A change of owner clears set-id bits: the caller gives them again. Red team 60 F3: a pre-image
+    copied back from a history on another file system came back with the server's group."""
     for uid, gid in ((st.st_uid, st.st_gid), (-1, st.st_gid)):
         try:
             if isinstance(out, int):
@@ -219,9 +219,14 @@ def _owned_like(out: int | tuple[int, str], st: os.stat_result) -> None:
 def _copy_file(src: int, out: int, st: os.stat_result, hasher: hashlib._Hash | None = None) -> None:
     linux.copy_data(src, out, os.fstat(src).st_size, hasher)  # holes kept (red team 7 F2)
     copy_xattrs(src, out)
-    _owned_like(out, st)
+    # Mode and times while the copy is still ours, its owner last: a copy given away (a file of someone else's,
+    # kept by a server that may chown but is no longer its owner then) could not be given them after.
     os.fchmod(out, stat.S_IMODE(st.st_mode))
     os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+    _owned_like(out, st)
+    if st.st_mode & (stat.S_ISUID | stat.S_ISGID):  # (a change of owner cleared them)
+        with contextlib.suppress(PermissionError):
+            os.fchmod(out, stat.S_IMODE(st.st_mode))
 
 
 @dataclass
