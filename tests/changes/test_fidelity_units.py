@@ -172,3 +172,26 @@ def test_landing_removes_every_overlay_attribute_and_keeps_the_projects_own(tmp_
     finally:
         os.close(dirfd)
     assert sorted(os.listxattr(upper)) == ["user.overlay.kept", "user.plain"]
+
+
+def test_the_roots_own_attributes_changed_by_the_command_land_and_undo(copy: Copy, tmp_path: Path) -> None:
+    os.setxattr(copy.root, "user.tag", b"old")
+    os.setxattr(copy.root, "user.gone", b"1")
+    changes = copy.run("setfattr -n user.tag -v new . && setfattr -x user.gone . && setfattr -n user.more -v 1 .")
+    store = history(tmp_path)
+    outcome = Applier(store).apply([changes], "000000000001", copy.started)
+    assert not outcome.conflicts, outcome.conflicts
+    assert sorted(seen(str(copy.root))) == [("user.more", b"1"), ("user.tag", b"new")]
+    Applier(store).undo("000000000001", "000000000002", [str(copy.root)])
+    assert sorted(seen(str(copy.root))) == [("user.gone", b"1"), ("user.tag", b"old")]
+
+
+def test_the_roots_attributes_changed_by_someone_else_during_the_call_are_a_conflict_not_overwritten(
+    copy: Copy, tmp_path: Path
+) -> None:
+    os.setxattr(copy.root, "user.tag", b"old")
+    changes = copy.run("setfattr -n user.more -v 1 .")
+    os.setxattr(copy.root, "user.tag", b"theirs")  # meanwhile, by someone else
+    outcome = Applier(history(tmp_path)).apply([changes], "000000000001", copy.started)
+    assert [c.path for c in outcome.conflicts] == [str(copy.root)], outcome
+    assert sorted(seen(str(copy.root))) == [("user.tag", b"theirs")]

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from mcp_server_guard.changes.apply import now_ns
-from mcp_server_guard.changes.changeset import ChangeSet
+from mcp_server_guard.changes.changeset import ChangeSet, Mounted
 from mcp_server_guard.changes.upper import read_upper
 
 
@@ -31,15 +31,20 @@ class Copy:
         for d in (self.root, self.upper, self.work):
             d.mkdir(parents=True, exist_ok=True)
         self.started = 0
-        self.mounted: tuple[int, int] | None = None
+        self.mounted: Mounted | None = None
 
     def run(self, script: str) -> ChangeSet:
         self.started = now_ns()
-        # As the box mounts a copy: the upper root takes the root's mode and time, so the command's own show.
+        # As the box mounts a copy: the upper root takes the root's mode, time and user.* attributes, so the
+        # command's own show.
         real = os.stat(self.root)
         os.chmod(self.upper, stat.S_IMODE(real.st_mode))
+        shown = [(n, os.getxattr(self.root, n)) for n in os.listxattr(self.root)
+                 if n.startswith("user.") and not n.startswith("user.overlay.")]  # fmt: skip
+        for name, value in shown:
+            os.setxattr(self.upper, name, value)
         os.utime(self.upper, ns=(real.st_atime_ns, real.st_mtime_ns))
-        self.mounted = (stat.S_IMODE(real.st_mode), real.st_mtime_ns)
+        self.mounted = Mounted(stat.S_IMODE(real.st_mode), real.st_mtime_ns, tuple(sorted(shown)))
         mount = (
             f"mount -t overlay overlay -o lowerdir={self.root},upperdir={self.upper},workdir={self.work},userxattr "
             f"{self.root} && cd {self.root} && {script}"

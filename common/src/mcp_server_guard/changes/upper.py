@@ -432,8 +432,11 @@ def read_upper(
             # the root's when mounted: ``mounted.xattrs``), else as the real root has them now (red team 68 F3).
             xattrs = shown if tuple(sorted(shown)) != mounted.xattrs else kept
             if mode != mounted.mode or xattrs != kept:
-                reader.add(Change(ROOT, "meta", "dir", mode=mode, old_mode=stat.S_IMODE(real.st_mode),
-                                  old_mtime_ns=real.st_mtime_ns, xattrs=xattrs, old_xattrs=kept))  # fmt: skip
+                # Judged against the root as the call found it: a change of its mode or attributes by someone else
+                # meanwhile is a conflict, never overwritten.
+                before = kept if tuple(sorted(kept)) == mounted.xattrs else mounted.xattrs
+                reader.add(Change(ROOT, "meta", "dir", mode=mode, old_mode=mounted.mode,
+                                  old_mtime_ns=real.st_mtime_ns, xattrs=xattrs, old_xattrs=before))  # fmt: skip
             # Always, as for every directory copied up: renaming the command's files into place changes the
             # root's time even where the command left it as it was (a file rewritten in place).
             reader.times.append(DirTime(ROOT, mtime, real.st_ctime_ns, real.st_mtime_ns))
