@@ -48,7 +48,7 @@ from mcp_server_guard.files.copying import WrittenMeanwhile, open_to_read
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind, kept_kind
 from mcp_server_guard.files.reading import sha256_at
-from mcp_server_guard.files.trees import as_found, open_own_dir, own_dirs_as_found
+from mcp_server_guard.files.trees import as_found, open_own_dir, own_dirs_as_found, set_dir_time
 
 __all__ = ["UNDO_STEPS", "as_left", "names_in", "names_in_roots", "put_back_since", "root_of"]
 
@@ -511,7 +511,7 @@ def _untimes(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) 
     with contextlib.suppress(Changed), parent(root, op.path) as (dirfd, name):  # gone with its tree: nothing to do
         real = lstat_at(name, dirfd)
         if real is not None and stat.S_ISDIR(real.st_mode) and time.mtime_ns != NO_TIME:
-            os.utime(name, ns=(real.st_atime_ns, time.mtime_ns), dir_fd=dirfd, follow_symlinks=False)
+            set_dir_time(dirfd, name, real, time.mtime_ns)
     return [Applied(absolute, "times", "dir", old_mtime_ns=time.old_mtime_ns, mtime_ns=time.mtime_ns)]
 
 

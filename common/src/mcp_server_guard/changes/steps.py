@@ -54,6 +54,7 @@ from mcp_server_guard.changes.xattrs import (
 )
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind
+from mcp_server_guard.files.trees import set_dir_time
 
 __all__ = [
     "APPLY_STEPS",
@@ -460,7 +461,7 @@ def _times(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) ->
             if at_start is not None and real.st_mtime_ns == at_start:
                 changed_by_others = False  # its time is as the command found it: the command's own stands
             if real.st_mtime_ns != time.mtime_ns and not changed_by_others:
-                os.utime(name, ns=(real.st_atime_ns, time.mtime_ns), dir_fd=dirfd, follow_symlinks=False)
+                set_dir_time(dirfd, name, real, time.mtime_ns)
             now = lstat_at(name, dirfd)
     except Changed:
         return []  # not there (a tree set aside or refused): nothing to put back

@@ -161,6 +161,20 @@ def remove_dead(area: Path, *, unlocked_legacy: bool = False, keep: Callable[[Pa
     return removed
 
 
+def set_dir_time(dirfd: int, name: str, real: os.stat_result, mtime_ns: int) -> bool:
+    """Give the directory ``name`` (as ``real`` found it) the modification time ``mtime_ns``; False where it is not
+    this user's to set: a directory of someone else's they may write in (a teammate's root, group-writable) keeps
+    the time the kernel gave it as entries went in or out, as natively (red team 68 F5: every call that made a file
+    there was a "conflict" on it)."""
+    try:
+        os.utime(name, ns=(real.st_atime_ns, mtime_ns), dir_fd=dirfd, follow_symlinks=False)
+    except PermissionError:
+        if real.st_uid == os.geteuid():
+            raise
+        return False
+    return True
+
+
 def remove_below(base: int, top: str) -> None:
     """Remove ``top`` below the open directory ``base``: an fd-relative walk that never follows a link, at any
     depth (no recursion, two descriptors open: a command can make a tree thousands of levels deep), letting our
@@ -211,4 +225,4 @@ def remove_below(base: int, top: str) -> None:
             os.close(fd)
 
 
-__all__ = ["open_own_dir", "own_dirs_as_found", "remove_below", "remove_dead", "remove_tree"]
+__all__ = ["open_own_dir", "own_dirs_as_found", "remove_below", "remove_dead", "remove_tree", "set_dir_time"]
