@@ -162,7 +162,9 @@ def place(
             run.failed.add(absolute)
             return _aside(src_dir, name, dst_dir, absolute, run.audit_id, why, tree)
 
-        inherited = default_acl(dst_dir) if real is None else None  # a new entry takes its directory's default ACL
+        # A new entry takes its directory's default ACL; so does one that replaces what was there (a new inode
+        # natively too: ``rm d/f && mkdir d/f``, red team 71 F1).
+        inherited = default_acl(dst_dir) if real is None or replacing else None
         if tree:
             _land_tree(src_dir, name, absolute, op, run, inherited)
         else:
