@@ -89,3 +89,24 @@ def test_file_writes_between_a_killed_apply_and_its_recovery_are_kept(tmp_path: 
             if missing:
                 problems.append(f"{where}: undo of the shell_exec call took file_write's bytes away: {missing}")
     assert not problems, "\n".join(problems[:20])
+
+
+def test_a_file_a_step_left_before_a_crash_counts_as_ours_only_while_it_is_that_very_file(tmp_path: Path) -> None:
+    """The race behind the test above's rare failure: a file the dead run placed (its ctime ours) is replaced by
+    file_write before the next start; its inode number, freed, may be given to someone else's new file, which the
+    rest of the run must not take for ours. The file at the recorded path must still be the one recorded."""
+    from mcp_server_guard.changes.apply import _left_as_recorded
+    from mcp_server_guard.changes.nofollow import identity
+    from mcp_server_guard.changes.plan import Applied, Op
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "edit.txt").write_text("placed by the dead run\n")
+    record = Applied(str(root / "edit.txt"), "create", "file", after=identity(os.lstat(root / "edit.txt")))
+    op = Op("place", str(root), "edit.txt")
+    assert _left_as_recorded(op, record)
+    (root / "edit.tmp").write_text("written by file_write\n")
+    os.rename(root / "edit.tmp", root / "edit.txt")  # (the placed inode freed: its number may be reused)
+    assert not _left_as_recorded(op, record)
+    (root / "edit.txt").unlink()
+    assert not _left_as_recorded(op, record)

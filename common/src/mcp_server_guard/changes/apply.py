@@ -75,6 +75,7 @@ from mcp_server_guard.files import widened
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.treelock import TreeBusy, breathe, tree_lock
 from mcp_server_guard.files.trees import own_dirs_as_found
+from mcp_server_guard.paths import within
 
 # now_ns: changes.nofollow's, kept importable here
 __all__ = ["Applier", "NotApplied", "UndoConflict", "now_ns", "run_step"]
@@ -310,7 +311,7 @@ class Applier:
                         run.placed[record.path] = (record.after[0], record.after[1])
                     if len(record.group) == 2 and record.action in ("modify", "delete"):
                         run.ours.add((record.group[0], record.group[1]))  # its names changed by this run
-                    if record.kind == "file" and len(record.after) >= 2:
+                    if record.kind == "file" and len(record.after) >= 2 and _left_as_recorded(op, record):
                         # A file this run linked, moved, re-moded or placed: its ctime is ours (red team 11 F2)
                         run.ours.add((record.after[0], record.after[1]))
                 if op.kind in ("adopt", "pin"):  # a name made of a real file (no record): the file it names now
@@ -526,6 +527,17 @@ def _at(record: Applied, roots: dict[str, int]) -> Iterator[tuple[int, str] | No
             yield None
             return
         yield dirfd, name
+
+
+def _left_as_recorded(op: Op, record: Applied) -> bool:
+    """Whether the file a step done before a crash left at ``record.path`` is still that very file, as it left it.
+    Threat: its inode freed meanwhile (someone replaced it: file_write between the crash and the next start) and
+    its number reused by someone else's new file, taken for ours — that file deleted or replaced unasked by the
+    steps left (red team 69, a rare race)."""
+    if len(record.after) < 4 or not within(record.path, op.root):
+        return True  # (no identity recorded: as before)
+    now = lstat_beneath(op.root, posixpath.relpath(record.path, op.root))
+    return now is not None and identity(now) == tuple(record.after[:4])
 
 
 def run_step(history: HistoryStore, op: Op, root: int, upper: int, run: Run) -> tuple[list[Applied], list[Conflict]]:
