@@ -21,6 +21,7 @@ import pytest
 from mcp.types import ElicitResult
 
 from support import RawClient, console_script, serve
+from support.boxed import Person
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 SX = "mcp-server-shell-exec"
@@ -246,11 +247,19 @@ async def test_a_roots_own_attributes_set_by_a_call_never_reach_a_later_call_thr
     workspace: Path,
 ) -> None:
     # Threat: a call leaves a message on the root directory itself (an extended attribute lands on its copy's upper
-    # directory, which holds no entry): a copy taken back as it is would carry it to the next call in that init.
-    async with serve(SX, workspace, elicitation_callback=approve_everything) as client:
-        first = await sh(client, SET_ROOT_XATTR.format(init=INIT))
+    # directory, which holds no entry): a copy taken back as it is would carry it to the next call in that init. The
+    # call's changes are declined here (its tree deletion is asked): nothing of it lands, the root's attribute
+    # neither, and no later call may see it. (One that lands is the root's own then: tests/redteam68.)
+    (workspace / "d").mkdir()
+    for i in range(30):
+        (workspace / "d" / f"f{i}.txt").write_text(f"{i}\n")
+    async with serve(SX, workspace, elicitation_callback=Person(answer=False)) as client:
+        first = await sh(client, SET_ROOT_XATTR.format(init=f"rm -r d; {INIT}"))
         if first["stdout"].split()[0] != "set":
             pytest.skip(f"no user extended attributes here: {first['stdout']}")
         later = [await sh(client, GET_ROOT_XATTR.format(init=INIT)) for _ in range(4)]
+    assert first["transaction"] != "applied" and (workspace / "d" / "f0.txt").exists(), first
     assert first["stdout"].split()[-1] in [out["stdout"].split()[-1] for out in later]  # the same init served
     assert [out["stdout"].split()[0] for out in later] == ["none"] * 4, later
+    with pytest.raises(OSError):
+        os.getxattr(workspace, "user.note")

@@ -224,8 +224,14 @@ def _copy_file(src: int, out: int, st: os.stat_result, hasher: hashlib._Hash | N
     os.fchmod(out, stat.S_IMODE(st.st_mode))
     os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
     _owned_like(out, st)
-    if st.st_mode & (stat.S_ISUID | stat.S_ISGID):  # (a change of owner cleared them)
-        with contextlib.suppress(PermissionError):
+    if st.st_mode & (stat.S_ISUID | stat.S_ISGID) and os.fstat(out).st_mode != st.st_mode:
+        # A change of owner cleared them. Where they cannot be given again (the copy is someone else's now, and
+        # this process may chown but not chmod others' files), the copy stays ours with them: a pre-image without
+        # its set-id bits would come back wrong from an undo that says success (red team 72 F1).
+        try:
+            os.fchmod(out, stat.S_IMODE(st.st_mode))
+        except PermissionError:
+            os.fchown(out, os.geteuid(), os.getegid())
             os.fchmod(out, stat.S_IMODE(st.st_mode))
 
 

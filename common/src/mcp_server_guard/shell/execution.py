@@ -469,8 +469,12 @@ class ShellExec:
             if copy.name and not kept and not copy.untouched and self.transactions is not None:
                 # A call that failed, was cancelled or stopped for the disk applies nothing: its copy goes
                 # (unless its init took it back, untouched: it may already be another call's).
+                # A job's look never reads it while it goes, nor after: one under load took the files a removal
+                # had taken from the copy already for the job's deletions, and applied them.
                 with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(self.transactions.discard, copy.name)
+                    async with copy.busy:
+                        copy.discarded = True
+                        await anyio.to_thread.run_sync(self.transactions.discard, copy.name)
         if reading or kept:
             result = dataclasses.replace(result, read_only=True) if reading else result.on(copy, started_ns)
         if token is not None:

@@ -100,6 +100,7 @@ class Copy:
     # keeps two applies of the same copy apart.
     baseline: dict[str, int] = field(default_factory=dict)
     busy: anyio.Lock = field(default_factory=anyio.Lock)
+    discarded: bool = False  # it went (the call applies nothing): no look reads it any more
 
 
 class Control:

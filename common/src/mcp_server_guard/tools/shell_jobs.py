@@ -177,6 +177,8 @@ class ShellJobs(Generic[R]):
             return "none", Changes(reason=SESSION_READ_ONLY if said else ""), PendingChanges()
         async with copy.busy:
             ended = job.control.outcome
+            if ended is None and copy.discarded:  # (it stopped and its copy went; its end says why in a moment)
+                return "none", Changes(reason="its copy is gone: nothing more it did is applied"), PendingChanges()
             if ended is None:
                 look_id = job.audit_id or call_audit_id()
                 settled = await self.transactions.apply_live(
