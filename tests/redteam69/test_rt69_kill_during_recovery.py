@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from support.fidelity import differences, snapshot
-from support.two_servers import OLD_NS, SX, ask, killed_at, records, start_and_end, started, undo
+from support.two_servers import SX, ask, killed_at, project, records, start_and_end, started, undo
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
 
@@ -24,21 +24,7 @@ COMMAND = (
 
 
 def prepare(base: Path) -> tuple[Path, Path]:
-    root, state = base / "root", base / "state"
-    (root / "tree" / "sub").mkdir(parents=True)
-    (root / "gone" / "deep").mkdir(parents=True)
-    (root / "keep").mkdir()
-    state.mkdir()
-    for i in range(3):
-        (root / "tree" / "sub" / f"f{i}.txt").write_text(f"f{i}\n")
-        (root / "gone" / "deep" / f"g{i}").write_text(f"g{i}\n")
-        (root / "keep" / f"k{i}").write_text(f"k{i}\n")
-    (root / "edit.txt").write_text("before\n")
-    for directory, dirs, files in os.walk(root, topdown=False):
-        for name in files + dirs:
-            os.utime(os.path.join(directory, name), ns=(OLD_NS, OLD_NS))
-    os.utime(root, ns=(OLD_NS, OLD_NS))
-    return root, state
+    return project(base, more=True)
 
 
 def test_a_start_killed_while_it_recovers_a_killed_apply_is_finished_by_the_next(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ The command is plain file operations inside the temporary root."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from support.fidelity import differences, snapshot
-from support.two_servers import OLD_NS, SX, ask, killed_at, records, started, undo
+from support.two_servers import SX, ask, killed_at, project, records, started, undo
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
 
@@ -28,17 +27,7 @@ COMMAND = (
 
 
 def prepare(base: Path) -> tuple[Path, Path]:
-    root, state = base / "root", base / "state"
-    (root / "tree" / "sub").mkdir(parents=True)
-    state.mkdir()
-    for i in range(3):
-        (root / "tree" / "sub" / f"f{i}.txt").write_text(f"f{i}\n")
-    (root / "edit.txt").write_text("before\n")
-    for directory, dirs, files in os.walk(root, topdown=False):
-        for name in files + dirs:
-            os.utime(os.path.join(directory, name), ns=(OLD_NS, OLD_NS))
-    os.utime(root, ns=(OLD_NS, OLD_NS))
-    return root, state
+    return project(base)
 
 
 @pytest.mark.parametrize("states", ["control-no-second-server", "one-state-dir", "two-state-dirs-in-the-root"])

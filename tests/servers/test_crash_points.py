@@ -15,6 +15,7 @@ import pytest
 
 from support import RawClient, console_script
 from support.fidelity import differences, snapshot
+from support.two_servers import ask, killed_at, project
 
 FW = "mcp-server-file-write"
 SX = "mcp-server-shell-exec"
@@ -27,26 +28,6 @@ def started(server: str, root: Path, state: Path, env: dict[str, str] | None = N
     raw = RawClient(args, root, env={**os.environ, **(env or {})}, stderr=state / f"{server}.err")
     raw.initialize()
     return raw
-
-
-def killed_at(n: int, trace: Path | None = None) -> dict[str, str]:
-    return {"MCP_GUARD_KILL_AT": str(n), **({"MCP_GUARD_KILL_TRACE": str(trace)} if trace else {})}
-
-
-def ask(raw: RawClient, tool: str, arguments: dict[str, Any], timeout: float = 60) -> dict[str, Any] | None:
-    """The tool's result, or None when the server died first."""
-    raw.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
-    try:
-        while True:
-            message = raw.recv(timeout=timeout)
-            if message.get("id") == 7:
-                return dict(message["result"])
-    except AssertionError:
-        if raw.proc.wait(timeout=30) is None:
-            raise
-        return None
-    finally:
-        raw.close()
 
 
 def undo(audit_id: str, state: Path, *history: str) -> subprocess.CompletedProcess[str]:
@@ -119,17 +100,7 @@ def test_a_file_write_killed_at_any_step_leaves_old_or_new_and_a_record_undo_fin
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
 def test_a_shell_exec_apply_killed_midway_is_finished_by_the_next_start_and_undoes_exactly(tmp_path: Path) -> None:
     def prepare(base: Path) -> tuple[Path, Path]:
-        root, state = base / "root", base / "state"
-        (root / "tree" / "sub").mkdir(parents=True)
-        state.mkdir()
-        for i in range(3):
-            (root / "tree" / "sub" / f"f{i}.txt").write_text(f"f{i}\n")
-        (root / "edit.txt").write_text("before\n")
-        for directory, dirs, files in os.walk(root, topdown=False):
-            for name in files + dirs:
-                os.utime(os.path.join(directory, name), ns=(OLD_NS, OLD_NS))
-        os.utime(root, ns=(OLD_NS, OLD_NS))
-        return root, state
+        return project(base)
 
     command = (
         "rm tree/sub/f0.txt && mv tree/sub/f1.txt tree/g.txt && echo after > edit.txt && mkdir made && "

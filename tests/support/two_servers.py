@@ -81,3 +81,24 @@ def start_and_end(server: str, root: Path, state: Path, history: Path, env: dict
     finally:
         with contextlib.suppress(BrokenPipeError):
             raw.close()
+
+
+def project(base: Path, *, more: bool = False) -> tuple[Path, Path]:
+    """A project (``<base>/root``: tree/sub/f0..f2.txt and edit.txt; ``more``: gone/deep/g0..g2 and keep/k0..k2 too),
+    every entry at an old time, and a state directory beside it: (root, state)."""
+    root, state = base / "root", base / "state"
+    (root / "tree" / "sub").mkdir(parents=True)
+    state.mkdir()
+    for i in range(3):
+        (root / "tree" / "sub" / f"f{i}.txt").write_text(f"f{i}\n")
+    if more:
+        for top, sub, stem in (("gone", "deep", "g"), ("keep", "", "k")):
+            (root / top / sub).mkdir(parents=True, exist_ok=True)
+            for i in range(3):
+                (root / top / sub / f"{stem}{i}").write_text(f"{stem}{i}\n")
+    (root / "edit.txt").write_text("before\n")
+    for directory, dirs, files in os.walk(root, topdown=False):
+        for name in files + dirs:
+            os.utime(os.path.join(directory, name), ns=(OLD_NS, OLD_NS))
+    os.utime(root, ns=(OLD_NS, OLD_NS))
+    return root, state
