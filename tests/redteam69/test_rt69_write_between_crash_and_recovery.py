@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from support.two_servers import FW, OLD_NS, SX, ask, killed_at, records, start_and_end, started, undo
+from support.two_servers import FW, SX, aged, ask, killed_at, records, start_and_end, started, undo
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
 
@@ -27,10 +27,7 @@ def prepare(base: Path) -> tuple[Path, Path]:
     state.mkdir()
     (root / "tree" / "f1.txt").write_text("f1\n")
     (root / "edit.txt").write_text("before\n")
-    for directory, dirs, files in os.walk(root, topdown=False):
-        for name in files + dirs:
-            os.utime(os.path.join(directory, name), ns=(OLD_NS, OLD_NS))
-    os.utime(root, ns=(OLD_NS, OLD_NS))
+    aged(root)
     return root, state
 
 

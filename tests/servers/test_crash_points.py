@@ -4,7 +4,6 @@ new one, and a call that landed has a record ``mcp-guard undo`` finds and undoes
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -15,11 +14,10 @@ import pytest
 
 from support import RawClient, console_script
 from support.fidelity import differences, snapshot
-from support.two_servers import ask, killed_at, project
+from support.two_servers import OLD_NS, ask, killed_at, project, records
 
 FW = "mcp-server-file-write"
 SX = "mcp-server-shell-exec"
-OLD_NS = 1_000_000_000 * 10**9
 
 
 def started(server: str, root: Path, state: Path, env: dict[str, str] | None = None) -> RawClient:
@@ -37,14 +35,6 @@ def undo(audit_id: str, state: Path, *history: str) -> subprocess.CompletedProce
         text=True,
         timeout=60,
     )
-
-
-def records(history: Path) -> dict[str, dict[str, Any]]:
-    calls = history / "calls"
-    found = {}
-    for path in calls.glob("*.json") if calls.is_dir() else []:
-        found[path.stem] = json.loads(path.read_text())
-    return found
 
 
 def test_a_file_write_killed_at_any_step_leaves_old_or_new_and_a_record_undo_finds(tmp_path: Path) -> None:

@@ -97,8 +97,13 @@ def project(base: Path, *, more: bool = False) -> tuple[Path, Path]:
             for i in range(3):
                 (root / top / sub / f"{stem}{i}").write_text(f"{stem}{i}\n")
     (root / "edit.txt").write_text("before\n")
+    aged(root)
+    return root, state
+
+
+def aged(root: Path) -> None:
+    """Every entry of ``root``, and ``root`` itself, given an old time (what a command sets on purpose then shows)."""
     for directory, dirs, files in os.walk(root, topdown=False):
         for name in files + dirs:
             os.utime(os.path.join(directory, name), ns=(OLD_NS, OLD_NS))
     os.utime(root, ns=(OLD_NS, OLD_NS))
-    return root, state
