@@ -29,6 +29,9 @@ MOVES = [
     "chmod 600 acl.txt",
     "chmod 600 acl.txt && echo more >> acl.txt",
     "echo more >> acl.txt && chmod 640 acl.txt && mv acl.txt team/",
+    # red team 71's fuzzer, seed 7010: a renamed file re-moded under its new name
+    "mv acl.txt b.txt && chmod 444 b.txt",
+    "mv acl.txt plain/n.txt && chmod 600 plain/n.txt",
     # red team 40s F1: a file renamed over one with an ACL brings its own (none), and a swap moves both
     "mv -f other.txt acl.txt",
     "mv -f plain/p.txt acl.txt",

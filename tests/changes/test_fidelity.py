@@ -92,7 +92,7 @@ class Lab:
         if seen is None:
             found.append(f"no snapshot printed: {str(result.get('stdout', ''))[-300:]} {result.get('stderr', '')}")
         else:
-            stale = stale_in_view(before, after)
+            stale = stale_in_view(before, after) | seen.hidden(after.entries)
             found += [
                 f"vs what the command saw: {d}"
                 for d in differences(seen, after, all_mtimes=True, links=False, skip=stale)

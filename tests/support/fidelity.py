@@ -26,7 +26,7 @@ import re
 import shlex
 import stat
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,23 +70,35 @@ def xattrs(p):
     except OSError:
         return {}
     return {n: os.getxattr(p, n, follow_symlinks=False).hex() for n in sorted(names) if n.startswith("user.")}
+unreadable = []  # what a script made the command unable to read (``chmod 664 d``, ``chmod 000 d``)
 def add(rel, p):
-    st = os.lstat(p)
+    try:
+        st = os.lstat(p)
+    except PermissionError:
+        unreadable.append(rel)
+        return
     if stat.S_ISLNK(st.st_mode):
         kind, body = "link", os.readlink(p)
     elif stat.S_ISREG(st.st_mode):
-        kind, body = "file", hashlib.sha256(open(p, "rb").read()).hexdigest()
+        try:
+            kind, body = "file", hashlib.sha256(open(p, "rb").read()).hexdigest()
+        except PermissionError:
+            unreadable.append(rel)
+            return
     elif stat.S_ISDIR(st.st_mode):
         kind, body = "dir", ""
     else:
         kind, body = "other", oct(stat.S_IFMT(st.st_mode))
     out[rel] = [kind, body, stat.S_IMODE(st.st_mode), st.st_mtime_ns, xattrs(p)]
 add(".", root)
-for d, dirs, files in os.walk(root):
+def closed(error):
+    unreadable.append(os.path.relpath(error.filename, root) + "/")
+for d, dirs, files in os.walk(root, onerror=closed):
     dirs[:] = sorted(x for x in dirs if not (d == root and x == ".git"))
     for n in sorted(dirs + files):
         p = os.path.join(d, n)
         add(os.path.relpath(p, root), p)
+print("UNREADABLE " + json.dumps(sorted(unreadable)))
 print("SNAPSHOT " + json.dumps(out, sort_keys=True))
 """
 
@@ -105,6 +117,11 @@ class Tree:
     entries: dict[str, Entry] = field(default_factory=dict)
     links: set[frozenset[str]] = field(default_factory=set)  # hard-link groups of regular files (two names or more)
     bookkeeping: list[str] = field(default_factory=list)  # paths carrying overlayfs's own xattrs
+    unreadable: list[str] = field(default_factory=list)  # what the command could not read ("d/": below d)
+
+    def hidden(self, paths: Iterable[str]) -> frozenset[str]:
+        """Those of ``paths`` the command could not see (its own modes kept it out: as natively)."""
+        return frozenset(p for p in paths for u in self.unreadable if p == u or (u.endswith("/") and p.startswith(u)))
 
 
 def _xattrs(path: str) -> tuple[dict[str, str], list[str]]:
@@ -163,6 +180,9 @@ def snapshot_text(text: str) -> Tree | None:
                 tree.entries[rel] = Entry(
                     kind, body, 0 if kind == "link" else mode, mtime, tuple(sorted(xattrs.items()))
                 )
+            for other in text.splitlines():
+                if other.startswith("UNREADABLE "):
+                    tree.unreadable = json.loads(other[len("UNREADABLE ") :])
             return tree
     return None
 
@@ -580,11 +600,16 @@ def script_for(seed: int, *, git: bool = True) -> list[str]:
     return lines
 
 
+NO_CAPABILITIES = ["setpriv", "--bounding-set=-all", "--inh-caps=-all"] if os.getuid() == 0 else []
+
+
 def run_native(root: Path, lines: list[str]) -> str:
     """Run a script natively in ``root`` (each line on its own: one that fails does not stop the rest)."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root.parent), "LANG": "C.UTF-8", **GIT_ENV}
-    done = subprocess.run(["bash", "-c", as_command(lines)], cwd=root, env=env, capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
+    # The box's command has no capability even where the server runs as root (docs/shell_exec.md): natively none
+    # either, or a directory the script made unsearchable (``chmod 664 d``) would still be read natively.
+    done = subprocess.run([*NO_CAPABILITIES, "bash", "-c", as_command(lines)], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
     return done.stdout + done.stderr
 
 

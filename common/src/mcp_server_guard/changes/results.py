@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from mcp_server_guard.changes.changeset import ChangeSet
+from mcp_server_guard.changes.changeset import ROOT, ChangeSet
 from mcp_server_guard.changes.effects import Counts, Judgement, summary_line
 from mcp_server_guard.changes.plan import Conflict, Outcome
 from mcp_server_guard.paths import printable
@@ -67,13 +67,22 @@ def _listed(sets: Sequence[ChangeSet], judgement: Judgement, display: Callable[[
                 continue  # a new directory shows in what is made in it; a mode or attribute change does not
             if len(paths) < _SHOWN_PATHS:
                 paths.append((display(absolute) + ("/" if change.kind == "dir" else ""), change.action))
+    return Settled("applied", judgement.summary, judgement.counts, paths, refused=refused + left_out(sets, display))
+
+
+def left_out(sets: Sequence[ChangeSet], display: Callable[[str], str]) -> list[tuple[str, str]]:
+    """The attributes a command set that are never applied (``ChangeSet.dropped``), with why."""
+    said: list[tuple[str, str]] = []
+    for changes in sets:
         for path, names in changes.dropped:
             # Threat: attributes overlayfs reads as its own, set on a project file, would make every later copy
             # hide it or refuse to read it (and other overlays the user mounts).
             why = ("access control lists a command sets are not applied: they grant what the mode does not show"
                    if "posix_acl" in names else "overlayfs reads such attributes as its own")  # fmt: skip
-            refused.append((display(os.path.join(changes.root, path)), f"its {names} left out: {why}"))
-    return Settled("applied", judgement.summary, judgement.counts, paths, refused=refused)
+            if path == ROOT:  # the copy's upper root stands for it: what a command does to these is not applied
+                why = "the root's own access control lists and user.overlay.* attributes stay as they are"
+            said.append((display(os.path.join(changes.root, path)), f"its {names} left out: {why}"))
+    return said
 
 
 def finished(

@@ -44,11 +44,11 @@ from mcp_server_guard.changes.effects import Judgement, judge
 from mcp_server_guard.changes.escapes import MARKS, Escapes
 from mcp_server_guard.changes.held import Held, HeldSets
 from mcp_server_guard.changes.plan import Outcome, live_waits
-from mcp_server_guard.changes.results import Settled, described, finished
+from mcp_server_guard.changes.results import Settled, described, finished, left_out
 from mcp_server_guard.changes.room import kept
 from mcp_server_guard.changes.upper import judged_copy, read_upper
 from mcp_server_guard.changes.what import What
-from mcp_server_guard.changes.xattrs import seen
+from mcp_server_guard.changes.xattrs import root_left_out, seen
 from mcp_server_guard.files.treelock import TreeBusy, tree_lock
 from mcp_server_guard.files.trees import remove_tree
 from mcp_server_guard.paths import printable
@@ -75,6 +75,21 @@ def _tree_locked(sets: Sequence[ChangeSet]) -> Iterator[None]:
 
 
 _NOTE_MAX = 8 << 20  # bytes of a copy's ``m<i>`` note read at most (its root's attributes, in hex)
+
+
+def _root_left_out(upper: str, root: str) -> list[str]:
+    """What a command did to the root's own ACLs or ``user.overlay.*`` attributes (``xattrs.root_left_out``), both
+    opened without following a link."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    upper_fd = os.open(upper, flags)
+    try:
+        real_fd = os.open(root, flags)
+        try:
+            return root_left_out(upper_fd, real_fd)
+        finally:
+            os.close(real_fd)
+    finally:
+        os.close(upper_fd)
 
 
 def _mounted(path: str) -> Mounted | None:
@@ -187,7 +202,7 @@ class Transactions:
         """Whether the copy holds no change at all (one directory read per root); then it is removed later, by
         the remover (see ``area.CopyRemover``), never on the event loop nor on the call's way to its result."""
         try:
-            for index, (_root, part) in enumerate(self.area.overlays()):
+            for index, (root, part) in enumerate(self.area.overlays()):
                 upper = self._upper(name, index, part)
                 with os.scandir(upper) as entries:
                     if next(entries, None) is not None:
@@ -198,6 +213,8 @@ class Transactions:
                     return False
                 if mounted is not None and tuple(sorted(seen(upper))) != mounted.xattrs:
                     return False  # (``setfattr -n user.tag -v 1 .``)
+                if _root_left_out(upper, root):
+                    return False  # (``setfacl -b .``, ``setfattr -n user.overlay.x -v 1 .``: not applied, said)
         except OSError:
             return False  # something unexpected: the thorough way decides
         self._remover.put(name)
@@ -275,7 +292,7 @@ class Transactions:
         if not any(s.changes or s.incomplete for s in sets) and not timed:
             # Nothing but a directory's time (a file made and removed again): put back as the command left it.
             await anyio.to_thread.run_sync(self._times_only, name, sets, audit_id, started_ns)
-            return Settled("unchanged")
+            return Settled("unchanged", refused=left_out(sets, self.display))
         if any(s.incomplete for s in sets):
             # A change set too large to list is refused whole: never judged on a part, never applied in part.
             await anyio.to_thread.run_sync(self.discard, name)

@@ -62,6 +62,7 @@ from mcp_server_guard.changes.xattrs import (
     own_left,
     own_overlay,
     revoked,
+    root_left_out,
     seen,
     set_by_command,
 )
@@ -437,6 +438,8 @@ def read_upper(
                 before = kept if tuple(sorted(kept)) == mounted.xattrs else mounted.xattrs
                 reader.add(Change(ROOT, "meta", "dir", mode=mode, old_mode=mounted.mode,
                                   old_mtime_ns=real.st_mtime_ns, xattrs=xattrs, old_xattrs=before))  # fmt: skip
+            if left_out := root_left_out(upper_fd, real_root):  # not applied at the root: said
+                reader.dropped.append((ROOT, ", ".join(left_out)))
             # Always, as for every directory copied up: renaming the command's files into place changes the
             # root's time even where the command left it as it was (a file rewritten in place).
             reader.times.append(DirTime(ROOT, mtime, real.st_ctime_ns, real.st_mtime_ns))
