@@ -83,7 +83,9 @@ def _check_many(engine: PolicyEngine, source: str, as_json: bool, on_copy: Polic
             typer.echo(json_text({"line": number, "command": line, **judged, **copy}))
         else:
             note = "  (does not parse)" if judged["parseError"] else ""
-            typer.echo(f"{number:>5}  {decision:5}  {judged['rule'] or '-':28}  {line}{note}")
+            # The line is a file's (a model may have written it): its control and bidi characters shown as escapes,
+            # never obeyed by the terminal (a cursor move painting "allow" over a deny: red team 74 F3).
+            typer.echo(f"{number:>5}  {decision:5}  {judged['rule'] or '-':28}  {printable(line)}{note}")
     if not as_json:
         typer.echo(
             f"{sum(counts.values())} lines: {counts['allow']} allow, {counts['ask']} ask, {counts['deny']} deny"

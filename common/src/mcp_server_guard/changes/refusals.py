@@ -33,6 +33,7 @@ from mcp_server_guard.changes.wholes import refuse_whole
 from mcp_server_guard.changes.xattrs import acl_mode
 from mcp_server_guard.paths import within_any
 from mcp_server_guard.protected import Lookups, Protection
+from mcp_server_guard.python_startup import ENV_MARKERS, start_up_file
 
 __all__ = ["judge_modes", "refuse"]
 
@@ -250,7 +251,26 @@ def judge_modes(
                 asks.append(f"sets the setgid or setuid bit of the directory {shown}")
             elif extra & _WRITABLE_BY_OTHERS and not in_scratch(change.path, changes.root):
                 asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}")
+            # Threat: what every start of the project's Python runs (``.venv/bin/activate``, a ``.pth`` file,
+            # ``site-packages``) given to others to write: a rewrite of it is asked, so is handing the pen to someone
+            # else — in an environment too, which is a build directory otherwise (red team 74 F1).
+            elif extra & _WRITABLE_BY_OTHERS and (env := _in_environment(trees, change.path)) is not None:
+                asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}: what every "
+                            f"start of the Python environment {env or '.'}/ runs lies there")  # fmt: skip
     return asks
+
+
+def _in_environment(trees: Trees, path: str) -> str | None:
+    """The Python environment ``path`` is or lies in (a directory holding ``pyvenv.cfg`` or ``conda-meta``, as the
+    command left the tree), or None; a start-up file by its name (``sitecustomize.py``) counts as its own."""
+    if start_up_file(path):
+        return posixpath.dirname(path)
+    parts = path.split("/")
+    for end in range(len(parts), 0, -1):
+        env = "/".join(parts[:end])
+        if any(trees.kind(f"{env}/{marker}") in ("file", "dir") for marker in ENV_MARKERS):
+            return env
+    return None
 
 
 def _setgid_parent(root: str, path: str, dirs: dict[str, int]) -> bool:

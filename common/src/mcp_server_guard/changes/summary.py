@@ -118,9 +118,11 @@ def summary_line(
     # Every path whose mode changes is named (a directory made group-writable is as much a change as a file).
     # Also with new content (``echo >> f && chmod 700 f``), or a directory made again (``rm -r d && mkdir -m 700 d``).
     # And a file moved with a mode other than it had (``mv a b && chmod 755 b``: red team 42q I).
+    # And a directory moved with another mode (``chmod 700 d && mv d e``: red team 74 F5).
     gone = {(s.root, c.path): (c.kind, c.mode) for s in sets for c in s.changes if c.action == "delete"}
+    came_from = {**_moved_dirs(moves), **moves}
     remoded = [c for s in sets for c in s.changes if (s.root, c.path) not in skip and _remoded(
-        c, gone.get((s.root, c.path)), gone.get(moves.get((s.root, c.path), ("", ""))))]  # fmt: skip
+        c, gone.get((s.root, c.path)), gone.get(came_from.get((s.root, c.path), ("", ""))))]  # fmt: skip
     if remoded:
         named = [f"{c.path}{'/' if c.kind == 'dir' else ''} to {c.mode:04o}" for c in remoded]
         parts.append(f"change the mode of {list_of(named, MODES_NAMED)}")
@@ -141,13 +143,26 @@ def summary_line(
     return printable(", ".join(parts)), counts
 
 
+def _moved_dirs(moves: Mapping[tuple[str, str], tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
+    """The directories files moved with: ``e/x`` from ``d/x`` says ``e`` came from ``d`` (each pair of parents with
+    the same names below them)."""
+    found: dict[tuple[str, str], tuple[str, str]] = {}
+    for (root, path), (origin_root, origin) in moves.items():
+        to, was = path.split("/"), origin.split("/")
+        while len(to) > 1 and len(was) > 1 and to[-1] == was[-1]:
+            to, was = to[:-1], was[:-1]
+            if to != was or root != origin_root:
+                found.setdefault((root, "/".join(to)), (origin_root, "/".join(was)))
+    return found
+
+
 def _remoded(change: Change, replaced: tuple[str, int] | None, origin: tuple[str, int] | None) -> bool:
     """Whether a change leaves its path with another mode than the real entry had — there (``replaced``: the kind
-    and mode of what a new directory replaces), or where a moved file came from (``origin``) — content changed or
-    not."""
+    and mode of what a new directory replaces), or where a moved file or directory came from (``origin``) — content
+    changed or not."""
     if change.action in ("meta", "modify"):
         return change.mode != change.old_mode
-    if change.action == "create" and change.kind != "dir" and origin is not None:
+    if change.action == "create" and origin is not None and (origin[0] == "dir") == (change.kind == "dir"):
         return origin[1] != change.mode
     return (
         change.action == "create"
