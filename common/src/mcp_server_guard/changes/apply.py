@@ -41,7 +41,7 @@ import os
 import posixpath
 import stat
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -49,25 +49,25 @@ from mcp_server_guard import faults
 from mcp_server_guard.changes import name_changes
 from mcp_server_guard.changes.area import needed_by, unneeded
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, ROOT, ChangeSet, DirTime
-from mcp_server_guard.changes.escapes import marked, note_landed
+from mcp_server_guard.changes.escapes import note_landed
 from mcp_server_guard.changes.journal import JOURNALS, Done, Journal, Replay, journal_key, journal_name
 from mcp_server_guard.changes.nofollow import (
     DIR,
     Changed,
     identity,
-    lstat_at,
     lstat_beneath,
     now_ns,
-    parent,
     syncfs,
 )
 from mcp_server_guard.changes.pins import NAME_STEPS, adopt
 from mcp_server_guard.changes.placing import place
 from mcp_server_guard.changes.plan import Applied, Conflict, Op, Outcome, Plan, steps_for
+from mcp_server_guard.changes.reserve import Reserve, reserve_size
 from mcp_server_guard.changes.revert import UNDO_STEPS, as_left, put_back_since
 from mcp_server_guard.changes.revert import root_of as _root_of
 from mcp_server_guard.changes.room import apply_room, undo_room
 from mcp_server_guard.changes.run import Run
+from mcp_server_guard.changes.settling import marked_back, settled
 from mcp_server_guard.changes.steps import APPLY_STEPS, copy_step, verb
 from mcp_server_guard.changes.undoing import kept_as_before, named_files, reverse_ops
 from mcp_server_guard.changes.what import What
@@ -192,7 +192,7 @@ class Applier:
         carried = tuple(sorted({pair for changes in sets for pair in changes.carried}))
         plan = Plan(audit_id, started_ns, tuple(ops), replace(what, carried=carried) if carried else what)
         with self.lock:
-            outcome = self._run(plan, left, done={})
+            outcome = self._said(plan, left, None)
         if baseline is not None:
             baseline.clear()
             baseline.update(left)
@@ -240,7 +240,9 @@ class Applier:
                 for fd in uppers.values():
                     syncfs(fd)  # the command's bytes are on disk before any name points at them
                 if journal is None:
-                    journal = Journal.create(self.journals, plan, baseline, self.key)
+                    journal, reserve = self._journal(plan, baseline)
+                else:
+                    reserve = Reserve.left(self.journals, plan.audit_id)
                 # The user's directories with no permission let in for the steps get their modes back before the
                 # call is recorded: its time is later than theirs (an undo's check).
                 with own_dirs_as_found(name_changes.note):
@@ -251,9 +253,13 @@ class Applier:
                                         fail=bool(undo))  # fmt: skip
                         except _Failed as exc:
                             why = str(exc)
+                            reserve.give_back()  # room to write the rollback and to go back
                             back = self._reverse(plan, steps, list(roots))
                             faults.point("rollback")
-                            journal.rollback(back, why)
+                            try:
+                                journal.rollback(back, why)
+                            except OSError as error:  # going back all the same (killed now: the next start goes on)
+                                log.warning("could not journal going back over %s: %s", plan.audit_id, error)
                     if back is not None:
                         # Going back: what could not be put back stays recorded (an undo finds it), and is said. The
                         # run's own paths are looked at too: a name a failed step left in place is still a name of its
@@ -261,13 +267,14 @@ class Applier:
                         touched = [posixpath.join(op.root, op.path) if op.path != ROOT else op.root for op in plan.ops]
                         left = self._back(back, replay.back_done if replay is not None else {}, journal, roots, touched)
                         applied, conflicts = list(left.applied), list(left.conflicts)
-                    applied = [_settled(record, roots) for record in applied]  # (in directories still let in)
+                    applied = [settled(record, roots) for record in applied]  # (in directories still let in)
                 for entry_id in run.forget_later:
                     self.history.forget(entry_id)
                 for fd in roots.values():
                     syncfs(fd)
                 outcome = Outcome(applied=applied, conflicts=conflicts)
-                outcome = replace(outcome, marked=run.marked + (_marked_back(outcome, roots) if undo else []))
+                outcome = replace(outcome, marked=run.marked + (marked_back(outcome, roots) if undo else []))
+                reserve.give_back()  # room for the record
                 note_landed(self.history.directory, outcome.marked)  # every server's escape layer takes it up
                 faults.point("record")
                 outcome = replace(outcome, recorded=self._record(plan, outcome))
@@ -338,12 +345,17 @@ class Applier:
                     # apply half landed on a full disk. The failed step changed nothing (it keeps before it moves),
                     # or what it kept is in its records, gone back on with the rest (red team 57 F4).
                     if records:
-                        journal.done(index, records, conflicts, back=back)
                         steps.append((op, records))
+                        with contextlib.suppress(OSError):
+                            journal.done(index, records, conflicts, back=back)
                     raise _Failed(run.fatal or conflicts[0].what)
                 faults.point(f"{'back' if back else 'done'} {index}")
-            journal.done(index, records, conflicts, back=back)
             steps.append((op, records))
+            try:
+                journal.done(index, records, conflicts, back=back)
+            except OSError as exc:
+                if not back:  # (going back goes on: each step checks what is there)
+                    raise _Failed(f"its journal could not be written ({exc.strerror})") from exc
             found[0].extend(records)
             found[1].extend(conflicts)
             try:
@@ -352,6 +364,19 @@ class Applier:
                 if back:
                     raise
                 raise _Failed(str(exc)) from None
+
+    def _journal(self, plan: Plan, baseline: dict[str, int]) -> tuple[Journal, Reserve]:
+        """A new run's journal, and the room it keeps for its own writes (``changes.reserve``). NotApplied, with
+        nothing changed, when the disk has not that room."""
+        try:
+            journal = Journal.create(self.journals, plan, baseline, self.key)
+        except OSError as exc:
+            raise NotApplied(f"its journal could not be written ({exc.strerror}); nothing applied") from exc
+        try:
+            return journal, Reserve.take(self.journals, plan.audit_id, reserve_size(journal.size, len(plan.ops)))
+        except OSError as exc:
+            journal.close()
+            raise NotApplied(f"the history's disk has no room to apply it safely ({exc.strerror})") from exc
 
     def _reverse(self, plan: Plan, steps: Sequence[tuple[Op, list[Applied]]], roots: Sequence[str]) -> Plan:
         """The plan that puts back what ``steps`` of ``plan`` did, last first. A pre-image an undo had put back goes
@@ -496,37 +521,22 @@ class Applier:
             raise NotApplied(why)
         plan = Plan(undo_id, now_ns(), tuple(ops), What(tool="undo", undoes=audit_id, only_copies=tuple(changed)))
         with self.lock, tree_lock(os.stat(root).st_dev for root in {op.root for op in plan.ops}):
-            return self._run(plan, {}, done={}, names=named_files(records, roots))
+            return self._said(plan, {}, named_files(records, roots))
 
-
-def _settled(record: Applied, roots: dict[str, int]) -> Applied:
-    """A record's ``after`` as the whole run left it: a later step may have changed the same inode through another
-    of its names (its mode or time), which is still what this step put there."""
-    if len(record.after) < 4 or record.tree:
-        return record
-    with contextlib.suppress(PermissionError), _at(record, roots) as found:
-        if found is not None:
-            now = lstat_at(found[1], found[0])
-            if now is not None and (now.st_dev, now.st_ino) == record.after[:2]:
-                return replace(record, after=identity(now))
-    return record
-
-
-@contextlib.contextmanager
-def _at(record: Applied, roots: dict[str, int]) -> Iterator[tuple[int, str] | None]:
-    """The directory (open) and name of a record's path beneath its root, no link followed; None where it cannot be
-    reached so (or is a root itself)."""
-    root = _root_of(record.path, list(roots))
-    if root is None or record.path == root:
-        yield None
-        return
-    with contextlib.ExitStack() as stack:
+    def _said(self, plan: Plan, baseline: dict[str, int], names: dict[tuple[int, int], list[str]] | None) -> Outcome:
+        """A new run of ``plan``, whatever the disk does under its own bookkeeping: NotApplied saying what is left
+        (red team 73: an OSError escaped a run half done, and the server answered INTERNAL_ERROR)."""
         try:
-            dirfd, name = stack.enter_context(parent(roots[root], posixpath.relpath(record.path, root)))
-        except (Changed, OSError):
-            yield None
-            return
-        yield dirfd, name
+            return self._run(plan, baseline, done={}, names=names)
+        except OSError as exc:
+            if self.unfinished(plan.audit_id):
+                raise NotApplied(f"it could not be finished ({exc.strerror or exc}): its journal is kept, and the "
+                                 "next start (or undo) finishes it or goes back over it") from exc  # fmt: skip
+            raise NotApplied(f"it could not be applied ({exc.strerror or exc}); nothing was changed") from exc
+
+    def unfinished(self, audit_id: str) -> bool:
+        """Whether a run of call ``audit_id`` left its journal (killed, or stopped by its disk): its copy is needed."""
+        return (self.journals / journal_name(audit_id)).exists()
 
 
 def _left_as_recorded(op: Op, record: Applied) -> bool:
@@ -580,19 +590,3 @@ def _restored_in_tree(history: HistoryStore, op: Op, run: Run) -> None:
         now = lstat_beneath(op.root, posixpath.join(op.path, rel))
         if now is not None and stat.S_ISREG(now.st_mode):
             run.restored.setdefault((dev, ino), (posixpath.join(op.record.path, rel), (now.st_dev, now.st_ino)))
-
-
-def _marked_back(outcome: Outcome, roots: dict[str, int]) -> list[str]:
-    """The paths an undo put back that carry overlayfs's attribute names (the project's own): looked at beneath
-    their root, no link followed."""
-    found: list[str] = []
-    for record in outcome.applied:
-        if record.kind not in ("file", "dir"):
-            continue
-        with _at(record, roots) as at_:
-            if at_ is None:
-                continue
-            st = lstat_at(at_[1], at_[0])
-            if st is not None and not stat.S_ISLNK(st.st_mode) and marked(f"/proc/self/fd/{at_[0]}/{at_[1]}"):
-                found.append(record.path)
-    return found

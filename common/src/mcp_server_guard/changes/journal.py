@@ -91,6 +91,7 @@ class Journal:
 
     def __init__(self, path: Path, fd: int, key: bytes, last: bytes) -> None:
         self.path, self.fd, self.key, self.last = path, fd, key, last
+        self.size = os.fstat(fd).st_size  # where the next line goes: a line that cannot be written whole is cut off
 
     @classmethod
     def create(cls, directory: Path, plan: Plan, baseline: dict[str, int], key: bytes) -> Journal:
@@ -103,7 +104,7 @@ class Journal:
         journal = cls(path, fd, key, _first(path))
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            write_all(fd, journal._line(plan.json(baseline)))
+            journal._append(plan.json(baseline))
             os.fsync(fd)
             os.rename(temp, path)
             fsync_dir(directory)
@@ -113,23 +114,33 @@ class Journal:
             raise
         return journal
 
-    def _line(self, data: dict[str, object]) -> bytes:
+    def _append(self, data: dict[str, object]) -> None:
+        """One sealed line, written whole or not at all. Threat (red team 73): a disk full midway left a torn line
+        that the next one was written after, and the seal chain moved on past a line that was never written — every
+        later line then failed its check and the journal was left alone, its run half done. A line that cannot be
+        written whole is cut off again (truncating needs no room) and the chain stays at the last line written."""
         payload = json.dumps(data, ensure_ascii=False).encode("utf-8", "surrogateescape")
-        self.last = _seal(self.key, self.last, payload)
-        return payload + b"\t" + self.last + b"\n"
+        seal = _seal(self.key, self.last, payload)
+        line = payload + b"\t" + seal + b"\n"
+        try:
+            write_all(self.fd, line)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, self.size)
+            raise
+        self.last, self.size = seal, self.size + len(line)
 
     def done(self, index: int, records: list[Applied], conflicts: list[Conflict], *, back: bool = False) -> None:
         """Step ``index`` is done (of the rollback, ``back``): what it applied and its conflicts. Not fsynced: a
-        kill leaves it in the page cache; a power cut may lose it, and the step, found done, is recorded again."""
-        line = {"back" if back else "done": index, "applied": [a.record() for a in records],
-                "conflicts": [c.json() for c in conflicts]}  # fmt: skip
-        with contextlib.suppress(OSError):
-            os.write(self.fd, self._line(line))
+        kill leaves it in the page cache; a power cut may lose it, and the step, found done, is recorded again.
+        Raises OSError when it cannot be written (the disk is full: the run goes back)."""
+        self._append({"back" if back else "done": index, "applied": [a.record() for a in records],
+                      "conflicts": [c.json() for c in conflicts]})  # fmt: skip
 
     def rollback(self, plan: Plan, why: str) -> None:
         """From here on the run goes back: ``plan`` undoes what was done (fsynced before its first step, so a
         crash never finishes a run that was being rolled back)."""
-        write_all(self.fd, self._line({"rollback": plan.json({}), "why": why}))
+        self._append({"rollback": plan.json({}), "why": why})
         os.fsync(self.fd)
 
     def close(self) -> None:

@@ -94,6 +94,9 @@ def recover(history: HistoryStore, roots: Sequence[str], areas: Sequence[str]) -
         finally:
             if not handed:
                 os.close(fd)
+    for name in names:  # room a run killed before it removed its journal had kept (``changes.reserve``)
+        if name.startswith("reserve-") and f"apply-{name[len('reserve-') :]}.json" not in names:
+            (directory / name).unlink(missing_ok=True)
     return finished
 
 

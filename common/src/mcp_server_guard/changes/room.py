@@ -114,21 +114,26 @@ def undo_room(history: HistoryStore, ops: Sequence[Op]) -> str:
     """Why an undo of ``ops`` would not fit ("" when it does): what it takes away is kept and its own record is
     written (the history's bounds); what it puts back from a history on another file system is copied (the
     project's disk)."""
-    count = nbytes = back = 0
+    count = nbytes = back = copied = 0
     record = _RECORD_LINE  # the undo's own record: the call it undoes, and a line per step
     store = os.stat(history.directory).st_dev
+    elsewhere: dict[str, bool] = {}  # root -> whether the history lies on another file system
     for op in ops:
         applied = op.record
         if applied is None:
             continue
+        if op.root not in elsewhere:
+            elsewhere[op.root] = os.stat(op.root).st_dev != store
         record += 2 * encoded_size(applied.path) + _RECORD_LINE + _xattr_bytes(applied.xattrs, applied.old_xattrs)
         if op.kind in ("remove", "swap"):
             count += 1
-            nbytes += applied.after[3] if len(applied.after) >= 4 else 0
-        if op.kind in ("restore", "swap") and os.stat(op.root).st_dev != store:
+            size = applied.after[3] if len(applied.after) >= 4 else 0
+            nbytes += size
+            copied += size if elsewhere[op.root] else 0  # (copied onto the history's disk, not moved)
+        if op.kind in ("restore", "swap") and elsewhere[op.root]:
             with contextlib.suppress(HistoryError):
                 back += history.metadata(applied.before).size
-    why = history.room(count, nbytes, record=record)
+    why = history.room(count, nbytes, copied=copied, record=record)
     if not why and back:
         fs = os.statvfs(next(op.root for op in ops))
         if back + (1 << 20) > fs.f_bavail * fs.f_frsize:

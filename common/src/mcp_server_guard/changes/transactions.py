@@ -448,7 +448,8 @@ class Transactions:
                     self.applier.history.approved.update(judgement.evicts)  # asked, and the person said yes
                     outcome = self.applier.apply(marked, audit_id, started_ns, skip=skip, what=said, baseline=baseline)
                 finally:
-                    self.discard(name)
+                    if not self.applier.unfinished(audit_id):  # (a journal left needs the copy: the next start's)
+                        self.discard(name)
                 self._landed(marked, outcome)
                 return judgement, outcome
 

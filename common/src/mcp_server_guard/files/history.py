@@ -247,13 +247,16 @@ class HistoryStore(EntryReader):
             return (f"it would keep {_size(nbytes)} of previous contents in {count} entries ({_size(disk)} of "
                     f"disk with their metadata and the call's record of what it changed), more than the history's "
                     f"bound of {_size(self.max_bytes)} (history_max_bytes)")  # fmt: skip
-        if copied:
-            self._ensure()
-            fs = os.statvfs(self.directory)
-            free = fs.f_bavail * fs.f_frsize
-            if copied + _SLACK > free:
-                return (f"keeping the previous contents needs {_size(copied)} on the history store's disk "
-                        f"({self.directory}), which has {_size(free)} free")  # fmt: skip
+        # What it writes on the history's disk, wherever that lies: the bytes it copies there (on another file
+        # system), each entry's metadata and last block, the record — a call that fills that disk midway must go
+        # back, which needs room too (red team 73: on the project's own file system nothing was counted).
+        need = copied + count * _ENTRY_DISK + record + _SLACK
+        self._ensure()
+        fs = os.statvfs(self.directory)
+        free = fs.f_bavail * fs.f_frsize
+        if need > free:
+            return (f"keeping the previous contents needs {_size(need)} on the history store's disk "
+                    f"({self.directory}), which has {_size(free)} free")  # fmt: skip
         return ""
 
     def keep(

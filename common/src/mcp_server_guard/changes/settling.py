@@ -1,0 +1,64 @@
+"""What a finished run's records say once every step is done: each record's file as the whole run left it
+(:func:`settled`), and the paths an undo put back that carry overlayfs's attribute names (:func:`marked_back`).
+Each looked at beneath its root, no link followed. Used by ``changes.apply`` at the end of a run."""
+
+from __future__ import annotations
+
+import contextlib
+import posixpath
+import stat
+from collections.abc import Iterator
+from dataclasses import replace
+
+from mcp_server_guard.changes.escapes import marked
+from mcp_server_guard.changes.nofollow import Changed, identity, lstat_at, parent
+from mcp_server_guard.changes.plan import Applied, Outcome
+from mcp_server_guard.changes.revert import root_of as _root_of
+
+__all__ = ["marked_back", "settled"]
+
+
+def settled(record: Applied, roots: dict[str, int]) -> Applied:
+    """A record's ``after`` as the whole run left it: a later step may have changed the same inode through another
+    of its names (its mode or time), which is still what this step put there."""
+    if len(record.after) < 4 or record.tree:
+        return record
+    with contextlib.suppress(PermissionError), _at(record, roots) as found:
+        if found is not None:
+            now = lstat_at(found[1], found[0])
+            if now is not None and (now.st_dev, now.st_ino) == record.after[:2]:
+                return replace(record, after=identity(now))
+    return record
+
+
+@contextlib.contextmanager
+def _at(record: Applied, roots: dict[str, int]) -> Iterator[tuple[int, str] | None]:
+    """The directory (open) and name of a record's path beneath its root, no link followed; None where it cannot be
+    reached so (or is a root itself)."""
+    root = _root_of(record.path, list(roots))
+    if root is None or record.path == root:
+        yield None
+        return
+    with contextlib.ExitStack() as stack:
+        try:
+            dirfd, name = stack.enter_context(parent(roots[root], posixpath.relpath(record.path, root)))
+        except (Changed, OSError):
+            yield None
+            return
+        yield dirfd, name
+
+
+def marked_back(outcome: Outcome, roots: dict[str, int]) -> list[str]:
+    """The paths an undo put back that carry overlayfs's attribute names (the project's own): looked at beneath
+    their root, no link followed."""
+    found: list[str] = []
+    for record in outcome.applied:
+        if record.kind not in ("file", "dir"):
+            continue
+        with _at(record, roots) as at_:
+            if at_ is None:
+                continue
+            st = lstat_at(at_[1], at_[0])
+            if st is not None and not stat.S_ISLNK(st.st_mode) and marked(f"/proc/self/fd/{at_[0]}/{at_[1]}"):
+                found.append(record.path)
+    return found
