@@ -39,7 +39,7 @@ from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.changes.later import runs_later
 from mcp_server_guard.changes.moves import moved_pairs
 from mcp_server_guard.changes.nofollow import lstat_beneath
-from mcp_server_guard.changes.refusals import judge_modes, refuse
+from mcp_server_guard.changes.refusals import judge_modes, later_checkouts, refuse
 from mcp_server_guard.changes.summary import MODES_NAMED, Counts, count_of, list_of, summary_line
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.globs import SuffixMatcher
@@ -147,6 +147,7 @@ def judge(
         refuse(changes, protection, roots, refused, by_content)
         _sanitize_new_configs(changes, refused, rewritten, dropped_keys)
         runs_later(changes, refused, asks, by_content)
+        asks += later_checkouts(changes, protection, roots)
     if installed := _hook_programs_installed(refused, scratch):
         asks.append(f"It changes {_list(installed)}, which your git hooks run (installed in the project): your next "
                     "git commit runs them, outside the box.")  # fmt: skip

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.git_dirs import is_git_dir, read_pointer
 
-__all__ = ["blob_hash", "discarded", "uncommitted"]
+__all__ = ["blob_hash", "discarded", "parse_index", "uncommitted"]
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -266,13 +266,17 @@ def _read_index(git_dir: int) -> dict[str, bytes]:
         data = os.pread(fd, 256 << 20, 0)
     finally:
         os.close(fd)
+    return parse_index(data, 32 if _sha256(git_dir) else 20)  # the repository's object format: ids of 20 or 32 bytes
+
+
+def parse_index(data: bytes, hash_size: int = 20) -> dict[str, bytes]:
+    """Path -> blob id of an index file's bytes (versions 2 to 4); empty when they are no index."""
     out: dict[str, bytes] = {}
     if len(data) < 12 or data[:4] != b"DIRC":
         return out
     version, count = struct.unpack(">II", data[4:12])
     if version not in (2, 3, 4):
         return out
-    hash_size = 32 if _sha256(git_dir) else 20  # the repository's object format: ids of 20 or 32 bytes
     offset = 12
     previous = b""
     try:

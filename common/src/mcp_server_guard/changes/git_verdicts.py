@@ -69,6 +69,11 @@ class Trees:
             return None
         return fd
 
+    def open_dir(self, base: str, rel: str) -> int | None:
+        """The directory ``rel`` below ``base`` (the root or the upper layer), opened with no link followed; None
+        where there is none."""
+        return self._fd(base, rel)
+
     def kind(self, rel: str) -> str | None:
         """'file', 'dir' or another kind of what is at ``rel`` in the merged tree; None when nothing is."""
         change = self.by_path.get(rel)

@@ -19,6 +19,7 @@ from dataclasses import replace
 from itertools import chain
 
 from mcp_server_guard.changes.changeset import Change, ChangeSet
+from mcp_server_guard.changes.git_refs import ref_questions
 from mcp_server_guard.changes.git_verdicts import (
     STRATEGY_NAMES,
     TODO_NAMES,
@@ -35,7 +36,7 @@ from mcp_server_guard.paths import within_any
 from mcp_server_guard.protected import Lookups, Protection
 from mcp_server_guard.python_startup import ENV_MARKERS, start_up_file
 
-__all__ = ["judge_modes", "refuse"]
+__all__ = ["judge_modes", "later_checkouts", "refuse"]
 
 _GIT_NAMES = frozenset({"HEAD", "config", "config.worktree", "commondir", "gitdir", "objects", "refs"})
 _BY_CONTENT = frozenset({"config", "config.worktree", "commondir", "gitdir", ".git", *TODO_NAMES})
@@ -82,6 +83,16 @@ def refuse(
         if why is not None:
             refused[(root, change.path)] = why
     refuse_whole(changes, refused)
+
+
+def later_checkouts(changes: ChangeSet, protection: Protection, roots: Sequence[str]) -> list[str]:
+    """The questions for what the refs, the stash and the index a command left would write into the work tree at
+    the user's next checkout (``changes.git_refs``): each path judged as a write of it would be here."""
+    if not any(".git" in change.path.split("/") for change in changes.changes):
+        return []
+    trees, lookups = Trees(changes, roots), Lookups()
+    return ref_questions(changes, trees, lambda rel: _protected(trees, Change(rel, "create", "file"), protection,
+                                                                roots, lookups))  # fmt: skip
 
 
 def _linked(

@@ -1,0 +1,328 @@
+"""Git's objects read by the server itself, loose and packed: no git program runs, no link is followed.
+
+Owns :class:`Objects` — a git dir's objects as a command left them (its copy's new objects over the real ones: an
+object never changes, so the two are one store) — and the reading of commits and trees
+(:func:`tree_of`, :func:`parents_of`, :func:`changed_paths`), within a budget. What the judgement does with it
+is ``changes.git_refs``'s. A pack is read through its index (version 2), deltas applied (``OFS_DELTA``,
+``REF_DELTA``); what cannot be read (a missing object, another format, the budget spent) is None, never a guess.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import mmap
+import os
+import stat
+import struct
+import zlib
+from collections.abc import Callable, Iterator
+
+__all__ = ["Objects", "Unreadable", "changed_paths", "entries", "parents_of", "tree_of"]
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_OBJECT_MAX = 32 << 20  # bytes of one object (inflated) read at most
+_PACKS = 256  # pack indexes looked at, at most
+_TYPES = {1: "commit", 2: "tree", 3: "blob", 4: "tag"}
+_CHAIN = 64  # deltas followed, at most
+
+
+class Unreadable(Exception):
+    """An object the server could not read (missing, malformed, or past the budget)."""
+
+
+class Objects:
+    """The objects below each of ``dirs`` (open ``objects`` directories, the copy's first): looked up by id (bytes
+    of 20 or 32), each read at most once; ``budget``: inflated bytes read in all before :class:`Unreadable`."""
+
+    def __init__(self, dirs: list[int], budget: int = 64 << 20) -> None:
+        self.dirs, self.budget = dirs, budget
+        self._cache: dict[bytes, tuple[str, bytes]] = {}
+        self._packs: list[tuple[mmap.mmap, int]] | None = None  # (index, pack fd)
+
+    def close(self) -> None:
+        for index, fd in self._packs or []:
+            index.close()
+            os.close(fd)
+        for fd in self.dirs:
+            os.close(fd)
+
+    def get(self, oid: bytes) -> tuple[str, bytes]:
+        """The type and body of object ``oid`` (a tag peeled by the caller)."""
+        if oid in self._cache:
+            return self._cache[oid]
+        found = self._loose(oid) or self._packed(oid, 0)
+        if found is None:
+            raise Unreadable(f"object {oid.hex()} is not in the repository")
+        self.budget -= len(found[1])
+        if self.budget < 0:
+            raise Unreadable("more objects than the judgement reads")
+        self._cache[oid] = found
+        return found
+
+    def _loose(self, oid: bytes) -> tuple[str, bytes] | None:
+        name = oid.hex()
+        for objects in self.dirs:
+            with contextlib.suppress(OSError):
+                sub = os.open(name[:2], _DIR, dir_fd=objects)
+                try:
+                    fd = os.open(name[2:], _FILE, dir_fd=sub)
+                finally:
+                    os.close(sub)
+                try:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        continue
+                    raw = _inflate(functools.partial(_read_at, fd), 0)
+                finally:
+                    os.close(fd)
+                head, _, body = raw.partition(b"\0")
+                kind, _, size = head.partition(b" ")
+                if kind.decode(errors="replace") not in _TYPES.values() or not size.isdigit():
+                    raise Unreadable(f"object {name} is malformed")
+                return kind.decode(), body
+        return None
+
+    def _indexes(self) -> list[tuple[mmap.mmap, int]]:
+        if self._packs is None:
+            self._packs = []
+            for objects in self.dirs:
+                with contextlib.suppress(OSError):
+                    packs = os.open("pack", _DIR, dir_fd=objects)
+                    try:
+                        for name in sorted(n for n in os.listdir(packs) if n.endswith(".idx"))[:_PACKS]:
+                            with contextlib.suppress(OSError, ValueError):
+                                self._packs.append(_open_pack(packs, name))
+                    finally:
+                        os.close(packs)
+        return self._packs
+
+    def _packed(self, oid: bytes, depth: int) -> tuple[str, bytes] | None:
+        for index, pack in self._indexes():
+            offset = _find(index, oid)
+            if offset is not None:
+                return self._at(pack, offset, len(oid), depth)
+        return None
+
+    def _at(self, pack: int, offset: int, width: int, depth: int) -> tuple[str, bytes]:
+        if depth > _CHAIN:
+            raise Unreadable("a delta chain too long")
+        head = os.pread(pack, 32 + width, offset)
+        if not head:
+            raise Unreadable("a pack cut short")
+        kind, at = (head[0] >> 4) & 7, 1
+        byte = head[0]
+        while byte & 0x80:
+            byte, at = head[at], at + 1
+        if kind in _TYPES:
+            return _TYPES[kind], _inflate(functools.partial(_read_at, pack), offset + at)
+        if kind == 6:  # OFS_DELTA: the base at a negative offset
+            byte, at = head[at], at + 1
+            back = byte & 0x7F
+            while byte & 0x80:
+                byte, at = head[at], at + 1
+                back = ((back + 1) << 7) | (byte & 0x7F)
+            base = self._at(pack, offset - back, width, depth + 1)
+        elif kind == 7:  # REF_DELTA: the base by its id
+            base_id, at = head[at : at + width], at + width
+            found = self._loose(base_id) or self._packed(base_id, depth + 1)
+            if found is None:
+                raise Unreadable(f"the delta base {base_id.hex()} is missing")
+            base = found
+        else:
+            raise Unreadable(f"an object of unknown type {kind}")
+        delta = _inflate(functools.partial(_read_at, pack), offset + at)
+        return base[0], _patch(base[1], delta)
+
+
+def _read_at(fd: int, offset: int) -> bytes:
+    return os.pread(fd, 1 << 16, offset)
+
+
+def _open_pack(packs: int, name: str) -> tuple[mmap.mmap, int]:
+    fd = os.open(name, _FILE, dir_fd=packs)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size < 8 + 1024:
+            raise ValueError(name)
+        index = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+    finally:
+        os.close(fd)
+    if index[:8] != b"\xfftOc\x00\x00\x00\x02":
+        index.close()
+        raise ValueError(name)
+    try:
+        pack = os.open(name[: -len(".idx")] + ".pack", _FILE, dir_fd=packs)
+    except OSError:
+        index.close()
+        raise
+    if not stat.S_ISREG(os.fstat(pack).st_mode):
+        index.close()
+        os.close(pack)
+        raise ValueError(name)
+    return index, pack
+
+
+def _find(index: mmap.mmap, oid: bytes) -> int | None:
+    """The pack offset of ``oid`` (binary search of a version 2 index), or None."""
+    try:
+        first = oid[0]
+        low = struct.unpack(">I", index[8 + 4 * (first - 1) : 12 + 4 * (first - 1)])[0] if first else 0
+        high = struct.unpack(">I", index[8 + 4 * first : 12 + 4 * first])[0]
+        total = struct.unpack(">I", index[8 + 4 * 255 : 12 + 4 * 255])[0]
+        width, base = len(oid), 8 + 1024
+        while low < high:
+            middle = (low + high) // 2
+            found = index[base + middle * width : base + (middle + 1) * width]
+            if found == oid:
+                offsets = base + total * (width + 4)
+                value = struct.unpack(">I", index[offsets + 4 * middle : offsets + 4 * middle + 4])[0]
+                if value & 0x80000000:
+                    large = offsets + 4 * total + 8 * (value & 0x7FFFFFFF)
+                    value = struct.unpack(">Q", index[large : large + 8])[0]
+                return int(value)
+            if found < oid:
+                low = middle + 1
+            else:
+                high = middle
+    except (struct.error, IndexError, ValueError):
+        return None
+    return None
+
+
+def _inflate(read: Callable[[int], bytes], offset: int) -> bytes:
+    """A zlib stream read from ``offset`` on, whole, within :data:`_OBJECT_MAX`."""
+    stream = zlib.decompressobj()
+    out: list[bytes] = []
+    size = 0
+    while not stream.eof:
+        chunk = read(offset)
+        if not chunk:
+            raise Unreadable("an object cut short")
+        offset += len(chunk)
+        try:
+            data = stream.decompress(chunk, _OBJECT_MAX + 1 - size)
+        except zlib.error as exc:
+            raise Unreadable(f"an object that does not inflate: {exc}") from None
+        size += len(data)
+        out.append(data)
+        if size > _OBJECT_MAX:
+            raise Unreadable("an object larger than the judgement reads")
+        if stream.unconsumed_tail:
+            raise Unreadable("an object larger than the judgement reads")
+    return b"".join(out)
+
+
+def _size(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, at
+
+
+def _patch(base: bytes, delta: bytes) -> bytes:
+    """A git delta applied to ``base``."""
+    try:
+        source, at = _size(delta, 0)
+        target, at = _size(delta, at)
+        if source != len(base) or target > _OBJECT_MAX:
+            raise Unreadable("a delta that does not fit its base")
+        out = bytearray()
+        while at < len(delta):
+            op = delta[at]
+            at += 1
+            if op & 0x80:
+                offset = length = 0
+                for bit in range(4):
+                    if op & (1 << bit):
+                        offset |= delta[at] << (8 * bit)
+                        at += 1
+                for bit in range(3):
+                    if op & (1 << (4 + bit)):
+                        length |= delta[at] << (8 * bit)
+                        at += 1
+                out += base[offset : offset + (length or 0x10000)]
+            elif op:
+                out += delta[at : at + op]
+                at += op
+            else:
+                raise Unreadable("a delta with a reserved instruction")
+        if len(out) != target:
+            raise Unreadable("a delta of the wrong size")
+        return bytes(out)
+    except IndexError:
+        raise Unreadable("a delta cut short") from None
+
+
+def _peeled(objects: Objects, oid: bytes) -> tuple[str, bytes]:
+    kind, body = objects.get(oid)
+    for _ in range(8):  # a tag of a tag ...
+        if kind != "tag":
+            return kind, body
+        target = body.split(b"\n", 1)[0].removeprefix(b"object ").strip()
+        kind, body = objects.get(bytes.fromhex(target.decode()))
+    raise Unreadable("a chain of tags")
+
+
+def tree_of(objects: Objects, oid: bytes) -> bytes:
+    """The root tree of the commit (or tag of one, or tree) ``oid``."""
+    kind, body = _peeled(objects, oid)
+    if kind == "tree":
+        return oid
+    if kind != "commit" or not body.startswith(b"tree "):
+        raise Unreadable(f"{oid.hex()} is no commit")
+    return bytes.fromhex(body[5 : body.index(b"\n")].decode())
+
+
+def parents_of(objects: Objects, oid: bytes) -> list[bytes]:
+    kind, body = _peeled(objects, oid)
+    if kind != "commit":
+        return []
+    head = body.split(b"\n\n", 1)[0]
+    return [bytes.fromhex(line[7:].decode()) for line in head.split(b"\n") if line.startswith(b"parent ")]
+
+
+def entries(objects: Objects, tree: bytes) -> Iterator[tuple[str, int, bytes]]:
+    kind, body = objects.get(tree)
+    if kind != "tree":
+        raise Unreadable(f"{tree.hex()} is no tree")
+    at, width = 0, len(tree)
+    try:
+        while at < len(body):
+            space = body.index(b" ", at)
+            nul = body.index(b"\0", space)
+            mode = int(body[at:space], 8)
+            name = body[space + 1 : nul].decode("utf-8", "surrogateescape")
+            yield name, mode, body[nul + 1 : nul + 1 + width]
+            at = nul + 1 + width
+    except ValueError:
+        raise Unreadable(f"tree {tree.hex()} is malformed") from None
+
+
+_TREE = 0o40000
+
+
+def changed_paths(objects: Objects, old: bytes | None, new: bytes, prefix: str = "", limit: int = 100_000) -> list[str]:
+    """The paths (files, links, submodules) whose entry in tree ``new`` is not the same in ``old`` (None: an empty
+    tree): what a checkout of ``new`` over ``old`` writes. Only subtrees that differ are read."""
+    found: list[str] = []
+    pending = [(prefix, old, new)]
+    while pending:
+        where, before, after = pending.pop()
+        had = {name: (mode, oid) for name, mode, oid in entries(objects, before)} if before is not None else {}
+        for name, mode, oid in entries(objects, after):
+            path = f"{where}{name}"
+            if had.get(name) == (mode, oid):
+                continue
+            if mode == _TREE:
+                was = had.get(name)
+                pending.append((f"{path}/", was[1] if was is not None and was[0] == _TREE else None, oid))
+            else:
+                found.append(path)
+                if len(found) > limit:
+                    raise Unreadable("more changed paths than the judgement reads")
+    return found
