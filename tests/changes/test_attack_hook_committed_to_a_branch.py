@@ -1,5 +1,5 @@
-"""Red team 74 F2 (issue 42): a hook the judge refuses in the work tree lands in git's objects and refs, and the user's next
-``git checkout`` writes it and runs it.
+"""Red team 74 F2 (issue 42): a hook the judge refuses in the work tree lands in git's objects and refs, and the
+user's next ``git checkout`` writes it and runs it.
 
 The project keeps its git hooks in the work tree, the way the docs' own example and husky do (``core.hooksPath =
 .githooks``): ``.githooks/**`` is protected, so a command that writes ``.githooks/post-checkout`` is refused. But the

@@ -221,6 +221,8 @@ class Protection:
             # box, whenever its name is typed: each one in an allowed root is protected.
             if users_program_dir(path, self._on_path, roots, self.home):
                 return "a directory on the user's PATH"
+            if (why := home_config(path, self.home, self._xdg, roots)) is not None:
+                return why
             if within_set(path, self._dir_set):
                 return "the history store or the servers' own code"
             if hidden is None:
@@ -434,6 +436,36 @@ class Protection:
         survey.masked = self.hidden_paths(survey.roots) + own_areas(survey.roots)
         survey.read_only = sorted(set(survey.read_only))
         return survey
+
+
+# A dotfile at the top of HOME whose name says it configures something (``.inputrc``, ``.lldbinit``, ``.tigrc``,
+# ``.wgetrc``, ``.Xresources``), not a history or a cache.
+_HOME_CONFIG_NAME = re.compile(
+    r"^\.[^/]*(rc|init|profile|conf|config|settings|\.(lua|py|sh|el|vim|toml|ya?ml|json|ini))$|^\.x|^\.X", re.I
+)
+_CONFIG_DATA = ("configstore",)  # what update notifiers write under ~/.config at every run: data, not settings
+
+
+def home_config(path: str, home: str | None, xdg: Sequence[tuple[str, str]], roots: Sequence[str]) -> str | None:
+    """Why ``path`` is the user's own configuration in an allowed HOME (None: it is not). Threat (red team 74 F6):
+    configuration a session or a tool reads and that makes it run a program — readline's key macros in
+    ``.inputrc``, ``context.exec`` of PipeWire, a bar's ``exec`` module, a notifier's script, an editor's or a
+    debugger's init file — named one by one in the protected list, where any could be missed. As a class: every file
+    under ``~/.config`` (``$XDG_CONFIG_HOME``) and every configuration dotfile at the top of HOME, where HOME is
+    allowed — not in a project served as a root of its own inside it (a dotfiles repository, ``~/.config/mytool``)."""
+    if not home or not path.startswith("/"):
+        return None
+    for real, usual in xdg:  # ($XDG_CONFIG_HOME elsewhere: judged as ~/.config)
+        if usual == f"{home}/.config" and within(path, real):
+            path = usual + path[len(real.rstrip("/")) :]
+    if not path.startswith(home + "/") or any(within(path, r) for r in roots if r != home and not within(home, r)):
+        return None
+    first, _, rest = path[len(home) + 1 :].partition("/")
+    if first == ".config" and rest and rest.split("/", 1)[0] not in _CONFIG_DATA:
+        return "the user's configuration (~/.config): what a session or a tool reads there can run programs"
+    if not rest and _HOME_CONFIG_NAME.match(first):
+        return f"the user's configuration (~/{first}): a tool reads it, and it can make that tool run programs"
+    return None
 
 
 def own_areas(roots: Sequence[str]) -> list[str]:
