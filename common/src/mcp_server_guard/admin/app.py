@@ -413,6 +413,8 @@ def undo(
                 typer.echo(f"{PROG}: not put back: {printable(conflict.path)}: {printable(conflict.what)}", err=True)
             done = (f"; {len(exc.left)} path(s) above are as the undo left them: `mcp-guard undo {undo_id}` puts them "
                     "back" if exc.left else "; nothing was changed")  # fmt: skip
+            if exc.kept:  # stopped midway, its journal kept (red team 75 F3)
+                done = f"; it stopped midway: `mcp-guard undo {audit_id}` again, with room, finishes or reverses it"
             typer.echo(f"{PROG}: error: UNDO_FAILED: call {audit_id} was not undone: {printable(exc.why)}{done}",
                        err=True)  # fmt: skip
             raise typer.Exit(1) from None

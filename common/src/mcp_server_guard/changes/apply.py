@@ -98,10 +98,11 @@ class NotApplied(Exception):
     """An apply or an undo that did not happen: refused before its first step (``why``), or gone back after a step
     failed — everything it had done put back, except ``left`` (paths it could not put back, with why)."""
 
-    def __init__(self, why: str, left: Sequence[Conflict] = ()) -> None:
+    def __init__(self, why: str, left: Sequence[Conflict] = (), *, kept: bool = False) -> None:
         super().__init__(why)
         self.why = why
         self.left = list(left)
+        self.kept = kept  # stopped midway with its journal kept: the next start finishes it or goes back over it
 
 
 class _Failed(Exception):
@@ -253,13 +254,16 @@ class Applier:
                                         fail=bool(undo))  # fmt: skip
                         except _Failed as exc:
                             why = str(exc)
-                            reserve.give_back()  # room to write the rollback and to go back
                             back = self._reverse(plan, steps, list(roots))
                             faults.point("rollback")
                             try:
+                                journal.rollback(back, why)  # (in the journal's own room: Journal.create)
+                            except OSError:
+                                reserve.give_back()
+                                # Never going back unjournalled (red team 75 F1: the next start then finished the
+                                # plan forward over steps already put back): raised, the journal as the tree is.
                                 journal.rollback(back, why)
-                            except OSError as error:  # going back all the same (killed now: the next start goes on)
-                                log.warning("could not journal going back over %s: %s", plan.audit_id, error)
+                            reserve.give_back()  # room to go back
                     if back is not None:
                         # Going back: what could not be put back stays recorded (an undo finds it), and is said. The
                         # run's own paths are looked at too: a name a failed step left in place is still a name of its
@@ -311,7 +315,8 @@ class Applier:
         gets every record and conflict). A step
         that fails for want of space — or any that fails, with ``fail`` (an undo) — stops the run (_Failed)."""
         for index, op in enumerate(ops):
-            if index in done:
+            # (A directory's time put back is put back again: steps going back that failed before, done now, moved it.)
+            if index in done and not (back and op.kind == "untimes"):
                 records, conflicts = done[index]
                 for record in records:
                     if len(record.after) >= 2:
@@ -351,8 +356,11 @@ class Applier:
                     raise _Failed(run.fatal or conflicts[0].what)
                 faults.point(f"{'back' if back else 'done'} {index}")
             steps.append((op, records))
+            # A step going back that did nothing (no room to keep what it takes away) is not journalled: the next
+            # run of this journal tries it again rather than take it for done (red team 75's walk).
             try:
-                journal.done(index, records, conflicts, back=back)
+                if not (back and conflicts and not records):
+                    journal.done(index, records, conflicts, back=back)
             except OSError as exc:
                 if not back:  # (going back goes on: each step checks what is there)
                     raise _Failed(f"its journal could not be written ({exc.strerror})") from exc
@@ -370,8 +378,11 @@ class Applier:
         nothing changed, when the disk has not that room."""
         try:
             journal = Journal.create(self.journals, plan, baseline, self.key)
+        except FileExistsError as exc:  # (red team 75 F2: a job's later look over an earlier look's kept journal)
+            raise NotApplied(f"an earlier part of call {plan.audit_id} is unfinished (its journal is kept): the next "
+                             "start finishes it or goes back over it", kept=True) from exc  # fmt: skip
         except OSError as exc:
-            raise NotApplied(f"its journal could not be written ({exc.strerror}); nothing applied") from exc
+            raise NotApplied(f"its journal could not be written ({exc.strerror})") from exc
         try:
             return journal, Reserve.take(self.journals, plan.audit_id, reserve_size(journal.size, len(plan.ops)))
         except OSError as exc:
@@ -530,9 +541,8 @@ class Applier:
             return self._run(plan, baseline, done={}, names=names)
         except OSError as exc:
             if self.unfinished(plan.audit_id):
-                raise NotApplied(f"it could not be finished ({exc.strerror or exc}): its journal is kept, and the "
-                                 "next start (or undo) finishes it or goes back over it") from exc  # fmt: skip
-            raise NotApplied(f"it could not be applied ({exc.strerror or exc}); nothing was changed") from exc
+                raise NotApplied(f"it could not be finished ({exc.strerror or exc})", kept=True) from exc
+            raise NotApplied(f"it could not be applied ({exc.strerror or exc})") from exc
 
     def unfinished(self, audit_id: str) -> bool:
         """Whether a run of call ``audit_id`` left its journal (killed, or stopped by its disk): its copy is needed."""

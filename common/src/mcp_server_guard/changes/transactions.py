@@ -128,6 +128,9 @@ class _Unjudged(Exception):
 
 def _not_applied(exc: NotApplied) -> str:
     """Why a change set did not land, for the result: refused before anything changed, or gone back."""
+    if exc.kept:  # (red team 75 F3: not "nothing was applied" — what was done stays until the next start)
+        return (f"{printable(exc.why)}; what was done so far stays as it is until the next start of shell_exec "
+                "finishes the call or goes back over it (its journal is kept)")  # fmt: skip
     if not exc.left:
         return f"{printable(exc.why)}; nothing was applied"
     shown = "; ".join(f"{printable(c.path)}: {printable(c.what)}" for c in exc.left[:3])

@@ -255,8 +255,9 @@ class HistoryStore(EntryReader):
         fs = os.statvfs(self.directory)
         free = fs.f_bavail * fs.f_frsize
         if need > free:
-            return (f"keeping the previous contents needs {_size(need)} on the history store's disk "
-                    f"({self.directory}), which has {_size(free)} free")  # fmt: skip
+            return (f"applying it safely needs {_size(need)} on the history store's disk ({self.directory}: "
+                    f"{count} previous version(s) of {_size(nbytes)}, their metadata and the call's record), which "
+                    f"has {_size(free)} free")  # fmt: skip
         return ""
 
     def keep(
