@@ -443,7 +443,9 @@ class Protection:
 _HOME_CONFIG_NAME = re.compile(
     r"^\.[^/]*(rc|init|profile|conf|config|settings|\.(lua|py|sh|el|vim|toml|ya?ml|json|ini))$|^\.x|^\.X", re.I
 )
-_CONFIG_DATA = ("configstore",)  # what update notifiers write under ~/.config at every run: data, not settings
+# What tools write under ~/.config at every run — data, not settings: update notifiers' state, Go's telemetry
+# counters, wrangler's logs and metrics, Next.js's telemetry id (red team 76 F10).
+_CONFIG_DATA = ("configstore/", "go/telemetry/", ".wrangler/", "nextjs-nodejs/")
 
 
 def home_config(path: str, home: str | None, xdg: Sequence[tuple[str, str]], roots: Sequence[str]) -> str | None:
@@ -461,7 +463,7 @@ def home_config(path: str, home: str | None, xdg: Sequence[tuple[str, str]], roo
     if not path.startswith(home + "/") or any(within(path, r) for r in roots if r != home and not within(home, r)):
         return None
     first, _, rest = path[len(home) + 1 :].partition("/")
-    if first == ".config" and rest and rest.split("/", 1)[0] not in _CONFIG_DATA:
+    if first == ".config" and rest and not (rest + "/").startswith(_CONFIG_DATA):
         return "the user's configuration (~/.config): what a session or a tool reads there can run programs"
     if not rest and _HOME_CONFIG_NAME.match(first):
         return f"the user's configuration (~/{first}): a tool reads it, and it can make that tool run programs"

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.git_dirs import is_git_dir, read_pointer
 
-__all__ = ["blob_hash", "discarded", "parse_index", "uncommitted"]
+__all__ = ["blob_hash", "discarded", "parse_index", "split_index", "uncommitted"]
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -269,14 +269,30 @@ def _read_index(git_dir: int) -> dict[str, bytes]:
     return parse_index(data, 32 if _sha256(git_dir) else 20)  # the repository's object format: ids of 20 or 32 bytes
 
 
+def split_index(data: bytes, hash_size: int = 20) -> bool:
+    """Whether an index file's entries are partly in a shared index (its ``link`` extension: ``--split-index``)."""
+    _entries, at = _parse(data, hash_size)
+    while at > 0 and at + 8 <= len(data) - hash_size:
+        signature, size = data[at : at + 4], struct.unpack(">I", data[at + 4 : at + 8])[0]
+        if signature == b"link":
+            return True
+        at += 8 + size
+    return False
+
+
 def parse_index(data: bytes, hash_size: int = 20) -> dict[str, bytes]:
     """Path -> blob id of an index file's bytes (versions 2 to 4); empty when they are no index."""
+    return _parse(data, hash_size)[0]
+
+
+def _parse(data: bytes, hash_size: int) -> tuple[dict[str, bytes], int]:
+    """The entries, and where the extensions start (0: unreadable)."""
     out: dict[str, bytes] = {}
     if len(data) < 12 or data[:4] != b"DIRC":
-        return out
+        return out, 0
     version, count = struct.unpack(">II", data[4:12])
     if version not in (2, 3, 4):
-        return out
+        return out, 0
     offset = 12
     previous = b""
     try:
@@ -300,8 +316,8 @@ def parse_index(data: bytes, hash_size: int = 20) -> dict[str, bytes]:
             previous = name
             out[name.decode("utf-8", "surrogateescape")] = blob
     except (ValueError, struct.error, IndexError):
-        return out
-    return out
+        return out, 0
+    return out, offset
 
 
 def _common_dir(git_dir: int) -> str | None:

@@ -22,20 +22,26 @@ import re
 from collections.abc import Callable
 
 from mcp_server_guard.changes.changeset import ChangeSet
-from mcp_server_guard.changes.git_index import parse_index
+from mcp_server_guard.changes.git_index import parse_index, split_index
 from mcp_server_guard.changes.git_objects import Objects, Unreadable, changed_paths, entries, parents_of, tree_of
 from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.paths import printable
 
 __all__ = ["ref_questions"]
 
-_HEADS = frozenset({"HEAD", "ORIG_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "AUTO_MERGE"})
-_OID = re.compile(rb"^([0-9a-f]{40}|[0-9a-f]{64})$")
+_HEADS = frozenset({"HEAD", "ORIG_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "AUTO_MERGE", "BISECT_HEAD",
+                    "REBASE_HEAD"})  # fmt: skip
+_OID = re.compile(rb"^([0-9a-fA-F]{40}|[0-9a-fA-F]{64})$")
 _SHOWN = 3  # paths named in a question, at most
+# Files whose text names commits git may check out later, by id anywhere in a line (red team 76): the reflogs
+# (``checkout -``, ``HEAD@{1}``), FETCH_HEAD, a rebase's or a cherry-pick's state (its todo's picks: ids abbreviated).
+_MENTIONS = re.compile(r"^(?:logs/.+|FETCH_HEAD|(?:rebase-merge|rebase-apply|sequencer)/.+)$")
+_TOKEN = re.compile(rb"(?<![0-9a-zA-Z])[0-9a-fA-F]{7,64}(?![0-9a-zA-Z])")
+_MENTIONED = 256  # ids a judgement follows from such files, at most
 
 
 def _judged(rest: str) -> bool:
-    return rest in _HEADS or rest in ("packed-refs", "index") or rest.startswith("refs/")
+    return rest in _HEADS or rest in ("packed-refs", "index") or rest.startswith("refs/") or bool(_MENTIONS.match(rest))
 
 
 def ref_questions(changes: ChangeSet, trees: Trees, refused: Callable[[str], str | None]) -> list[str]:
@@ -48,8 +54,8 @@ def ref_questions(changes: ChangeSet, trees: Trees, refused: Callable[[str], str
             continue
         at = parts.index(".git")
         rest = "/".join(parts[at + 1 :])
-        if _judged(rest) and change.action != "delete":
-            found.setdefault("/".join(parts[: at + 1]), set()).add(rest)
+        if _judged(rest) and (change.action != "delete" or rest.startswith("refs/")):  # (a deleted loose ref: what
+            found.setdefault("/".join(parts[: at + 1]), set()).add(rest)  # packed-refs says then, red team 76 F8)
     asks: list[str] = []
     for git_dir, names in sorted(found.items()):
         asks += _questions(changes, trees, git_dir, names, refused)
@@ -71,18 +77,39 @@ def _questions(
             bases = [tree_of(objects, head)] if head is not None else []
         except Unreadable:
             bases = []  # (the user's checkout cannot be read: every path a ref names is new to it)
-        for ref, oid in sorted(refs_now.items()):
-            if refs_then.get(ref) == oid:
-                continue
+        moved: list[tuple[str, bytes | None, bytes | None]] = [
+            (ref, oid, refs_then.get(ref)) for ref, oid in sorted(refs_now.items()) if refs_then.get(ref) != oid
+        ]
+        # A changed ref the server cannot read as git would (red team 76 F3: spellings git accepts): asked.
+        moved += [
+            (ref, None, None)
+            for ref in sorted(names)
+            if ref.startswith("refs/")
+            and ref not in refs_now
+            and _resolve(trees, git_dir, ref, {}, False) is None
+            and trees.read(f"{git_dir}/{ref}") is not None
+        ]
+        for rest in sorted(n for n in names if _MENTIONS.match(n)):
+            moved += [(f"{rest} (it names {oid.hex()[:12]})", oid, None) for oid in _mentioned(trees, git_dir, rest,
+                                                                                           objects)]  # fmt: skip
+        for ref, oid, before in moved:
             try:
-                paths = _written(objects, ref, oid, refs_then.get(ref), bases)
+                if oid is None:
+                    raise Unreadable("git reads it otherwise than the server")
+                paths = _written(objects, ref, oid, before, bases)
             except Unreadable as exc:
                 asks.append(f"It points {printable(_shown(top, ref))} at a commit the server could not read whole "
                             f"({exc}): what your next checkout of it writes could not be judged.")  # fmt: skip
                 continue
             asks += _asked(top, _shown(top, ref), paths, refused)
         if "index" in names:
-            asks += _asked(top, _shown(top, "the index"), _staged(trees, git_dir, objects, bases), refused)
+            try:
+                staged = _staged(trees, git_dir, objects, bases)
+            except Unreadable as exc:
+                asks.append(f"It changes {printable(_shown(top, 'the index'))}, which the server could not read whole "
+                            f"({exc}): what your next checkout -- . writes could not be judged.")  # fmt: skip
+            else:
+                asks += _asked(top, _shown(top, "the index"), staged, refused)
     finally:
         objects.close()
     return asks
@@ -123,9 +150,32 @@ def _written(objects: Objects, ref: str, oid: bytes, before: bytes | None, bases
     return sorted(paths)
 
 
+def _mentioned(trees: Trees, git_dir: str, rest: str, objects: Objects) -> list[bytes]:
+    """The commits a reflog, FETCH_HEAD or a rebase's state names that it did not name before (abbreviated ids
+    expanded as git would); ids of no commit at all left aside (words of a message)."""
+    now = set(_TOKEN.findall(trees.read(f"{git_dir}/{rest}", limit=16 << 20) or b""))
+    then = set(_TOKEN.findall(trees.read(f"{git_dir}/{rest}", real=True, limit=16 << 20) or b""))
+    found: list[bytes] = []
+    for token in sorted(now - then)[:_MENTIONED]:
+        text = token.decode().lower()
+        oid = bytes.fromhex(text) if len(text) in (40, 64) else objects.expand(text)
+        if oid is None or oid in found or not oid.strip(b"\0"):  # (git's null id: a ref made or deleted)
+            continue
+        try:
+            if objects.get(oid)[0] in ("commit", "tag"):
+                found.append(oid)
+        except Unreadable as exc:
+            if not exc.missing:
+                raise
+    return found
+
+
 def _staged(trees: Trees, git_dir: str, objects: Objects, bases: list[bytes]) -> list[str]:
     """The index entries the command changed whose content the user's checkout does not have."""
-    now = parse_index(trees.read(f"{git_dir}/index", limit=256 << 20) or b"", _width(trees, git_dir))
+    data = trees.read(f"{git_dir}/index", limit=256 << 20) or b""
+    if split_index(data, _width(trees, git_dir)):  # (its entries partly in a shared index file: red team 76 F4)
+        raise Unreadable("the index is split")
+    now = parse_index(data, _width(trees, git_dir))
     then = parse_index(trees.read(f"{git_dir}/index", real=True, limit=256 << 20) or b"", _width(trees, git_dir))
     changed = [path for path, oid in now.items() if then.get(path) != oid]
     return [path for path in changed if not bases or _entry(objects, bases[0], path) != now[path]]
@@ -152,7 +202,7 @@ def _refs(trees: Trees, git_dir: str, names: set[str], *, real: bool) -> dict[st
     """The commits the changed refs name (``names``: paths below the git dir), and ``HEAD``'s, resolved."""
     packed = _packed(trees.read(f"{git_dir}/packed-refs", real=real, limit=64 << 20) or b"")
     out: dict[str, bytes] = {}
-    wanted = {n for n in names if n != "index"} | {"HEAD"}
+    wanted = {n for n in names if n != "index" and not _MENTIONS.match(n)} | {"HEAD"}
     if "packed-refs" in names:
         wanted |= set(packed)
     wanted.discard("packed-refs")
@@ -168,18 +218,19 @@ def _resolve(trees: Trees, git_dir: str, ref: str, packed: dict[str, bytes], rea
         text = trees.read(f"{git_dir}/{ref}", real=real, limit=4096)
         if text is None:
             return packed.get(ref)
-        value = text.split(b"\n", 1)[0].split(b"\t", 1)[0].strip()  # (FETCH_HEAD-like lines: the first id)
-        if value.startswith(b"ref: "):
-            ref = value[5:].decode("utf-8", "surrogateescape").strip()
+        line = text.split(b"\n", 1)[0].strip()
+        if line.startswith(b"ref:"):  # (any blanks after it, as git reads it)
+            ref = line[4:].decode("utf-8", "surrogateescape").strip()
             continue
-        return bytes.fromhex(value.decode()) if _OID.match(value) else None
+        value = line.split(None, 1)[0] if line.split() else b""  # (the first word: git ignores what follows)
+        return bytes.fromhex(value.decode().lower()) if _OID.match(value) else None
     return None
 
 
 def _packed(data: bytes) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     for line in data.splitlines():
-        oid, _, ref = line.partition(b" ")
-        if _OID.match(oid) and ref:
-            out[ref.decode("utf-8", "surrogateescape")] = bytes.fromhex(oid.decode())
+        oid, _, ref = line.strip().partition(b" ")
+        if _OID.match(oid) and ref.strip():
+            out[ref.strip().decode("utf-8", "surrogateescape")] = bytes.fromhex(oid.decode().lower())
     return out

@@ -33,6 +33,7 @@ __all__ = [
     "Trees",
     "creates_git_dir",
     "git_verdict",
+    "objects_verdict",
     "pointer_verdict",
 ]
 
@@ -230,6 +231,35 @@ def git_verdict(trees: Trees, change: Change, roots: Sequence[str]) -> str | Non
             return ALLOWED
         if rel.endswith(("commondir", "gitdir")):
             return pointer_verdict(trees, change, roots, gitfile=False)
+    return None
+
+
+# What makes git read other objects or another history for the ones it has: refused (everyday git makes none of
+# them in a project; git works without the commit graph and the multi-pack index, which are caches).
+_REDIRECTS = re.compile(
+    r"^(?:info/grafts|objects/info/(?:alternates|http-alternates|commit-graph|commit-graphs(?:/.*)?)"
+    r"|objects/pack/multi-pack-index)$"
+)
+
+
+def objects_verdict(trees: Trees, change: Change) -> str | None:
+    """For a path in a git dir's objects (or its grafts): why the change is refused, or None. Threat (red team 76
+    F5, F6): git checks out what its objects say — an object rewritten in place (``git checkout HEAD~1`` then writes
+    a tree the command made, a hook in it), a graft or a commit graph giving a commit other parents or another
+    tree, an alternate store the command controls — while the judgement of refs reads objects as never changing."""
+    parts = change.path.split("/")
+    for depth in range(len(parts) - 1, -1, -1):
+        directory, rel = "/".join(parts[:depth]), "/".join(parts[depth:])
+        if not (rel.startswith("objects/") or rel == "info/grafts"):
+            continue
+        if not (trees.is_git_dir(directory) or trees.was_git_dir(directory)):
+            continue
+        where = directory or "."
+        if _REDIRECTS.match(rel) and change.action != "delete":
+            return f"git's {rel} in the git dir {where}: git would read other objects or another history through it"
+        if change.action == "modify" and rel != "objects/info/packs":
+            return f"an object of the git dir {where} changed in place (git's objects never change)"
+        return None
     return None
 
 

@@ -27,6 +27,7 @@ from mcp_server_guard.changes.git_verdicts import (
     creates_git_dir,
     git_verdict,
     in_relative_hooks,
+    objects_verdict,
     pointer_verdict,
 )
 from mcp_server_guard.changes.nofollow import TooMany, default_acl_above, entries_below, lstat_beneath
@@ -138,6 +139,8 @@ def _protected(
         verdict = pointer_verdict(trees, change, roots, gitfile=True)
     elif name in _GIT_NAMES or not _GIT_PARTS.isdisjoint(change.path.split("/")):
         verdict = creates_git_dir(trees, change, roots) or git_verdict(trees, change, roots)
+    elif not {"objects", "info"}.isdisjoint(change.path.split("/")):
+        verdict = objects_verdict(trees, change)
     if verdict is not None and ".git" not in change.path.split("/"):
         # A git dir of another name (``git init --bare``; ``mkdir .vscode/objects .vscode/refs``): the protected list
         # has its say first — a protected directory given git's shape is no licence to write in it (and what it
