@@ -92,9 +92,9 @@ def test_a_file_a_step_left_before_a_crash_counts_as_ours_only_while_it_is_that_
     """The race behind the test above's rare failure: a file the dead run placed (its ctime ours) is replaced by
     file_write before the next start; its inode number, freed, may be given to someone else's new file, which the
     rest of the run must not take for ours. The file at the recorded path must still be the one recorded."""
-    from mcp_server_guard.changes.apply import _left_as_recorded
     from mcp_server_guard.changes.nofollow import identity
     from mcp_server_guard.changes.plan import Applied, Op
+    from mcp_server_guard.changes.settling import left_as_recorded as _left_as_recorded
 
     root = tmp_path / "root"
     root.mkdir()

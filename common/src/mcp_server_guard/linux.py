@@ -466,3 +466,16 @@ def _punch(fd: int, offset: int, length: int) -> int:
     if _libc().fallocate(fd, _PUNCH_HOLE, ctypes.c_long(offset), ctypes.c_long(length)) != 0:
         return 0  # a file system without holes: the zeros stay (as before)
     return length
+
+
+_KEEP_SIZE = 0x01  # FALLOC_FL_KEEP_SIZE
+
+
+def allocate_beyond_end(fd: int, size: int) -> None:
+    """Allocate ``size`` bytes of blocks for ``fd`` from its start, its size unchanged (``fallocate`` with
+    ``FALLOC_FL_KEEP_SIZE``): later writes within them need no new room. Raises OSError (ENOSPC) when the disk has
+    not that room; on a file system that cannot, nothing happens."""
+    if _libc().fallocate(fd, _KEEP_SIZE, ctypes.c_long(0), ctypes.c_long(size)) != 0:
+        error = last_errno()
+        if error not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+            raise OSError(error, os.strerror(error))

@@ -54,7 +54,6 @@ from mcp_server_guard.changes.journal import JOURNALS, Done, Journal, Replay, jo
 from mcp_server_guard.changes.nofollow import (
     DIR,
     Changed,
-    identity,
     lstat_beneath,
     now_ns,
     syncfs,
@@ -67,7 +66,7 @@ from mcp_server_guard.changes.revert import UNDO_STEPS, as_left, put_back_since
 from mcp_server_guard.changes.revert import root_of as _root_of
 from mcp_server_guard.changes.room import apply_room, undo_room
 from mcp_server_guard.changes.run import Run
-from mcp_server_guard.changes.settling import marked_back, settled
+from mcp_server_guard.changes.settling import left_as_recorded, marked_back, settled
 from mcp_server_guard.changes.steps import APPLY_STEPS, copy_step, verb
 from mcp_server_guard.changes.undoing import kept_as_before, named_files, reverse_ops
 from mcp_server_guard.changes.what import What
@@ -75,7 +74,6 @@ from mcp_server_guard.files import widened
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.treelock import TreeBusy, breathe, tree_lock
 from mcp_server_guard.files.trees import own_dirs_as_found
-from mcp_server_guard.paths import within
 
 # now_ns: changes.nofollow's, kept importable here
 __all__ = ["Applier", "NotApplied", "UndoConflict", "now_ns", "run_step"]
@@ -323,7 +321,7 @@ class Applier:
                         run.placed[record.path] = (record.after[0], record.after[1])
                     if len(record.group) == 2 and record.action in ("modify", "delete"):
                         run.ours.add((record.group[0], record.group[1]))  # its names changed by this run
-                    if record.kind == "file" and len(record.after) >= 2 and _left_as_recorded(op, record):
+                    if record.kind == "file" and len(record.after) >= 2 and left_as_recorded(op, record):
                         # A file this run linked, moved, re-moded or placed: its ctime is ours (red team 11 F2)
                         run.ours.add((record.after[0], record.after[1]))
                 if op.kind in ("adopt", "pin"):  # a name made of a real file (no record): the file it names now
@@ -547,17 +545,6 @@ class Applier:
     def unfinished(self, audit_id: str) -> bool:
         """Whether a run of call ``audit_id`` left its journal (killed, or stopped by its disk): its copy is needed."""
         return (self.journals / journal_name(audit_id)).exists()
-
-
-def _left_as_recorded(op: Op, record: Applied) -> bool:
-    """Whether the file a step done before a crash left at ``record.path`` is still that very file, as it left it.
-    Threat: its inode freed meanwhile (someone replaced it: file_write between the crash and the next start) and
-    its number reused by someone else's new file, taken for ours — that file deleted or replaced unasked by the
-    steps left (red team 69, a rare race)."""
-    if len(record.after) < 4 or not within(record.path, op.root):
-        return True  # (no identity recorded: as before)
-    now = lstat_beneath(op.root, posixpath.relpath(record.path, op.root))
-    return now is not None and identity(now) == tuple(record.after[:4])
 
 
 def run_step(history: HistoryStore, op: Op, root: int, upper: int, run: Run) -> tuple[list[Applied], list[Conflict]]:

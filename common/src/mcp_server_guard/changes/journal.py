@@ -17,10 +17,8 @@ The plan itself, and what each step did, are ``changes.plan``'s: the journal tak
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import fcntl
-import functools
 import hashlib
 import hmac
 import json
@@ -33,6 +31,7 @@ from mcp_server_guard.changes import narrow
 from mcp_server_guard.changes.narrow import items, mapping, text
 from mcp_server_guard.changes.plan import Applied, Conflict, Plan
 from mcp_server_guard.files.kept import fsync_dir, write_all
+from mcp_server_guard.linux import allocate_beyond_end
 from mcp_server_guard.paths import private_dirs
 
 __all__ = ["JOURNALS", "Done", "Journal", "Replay", "journal_key", "journal_name", "read_journal"]
@@ -109,7 +108,7 @@ class Journal:
             journal._append(plan.json(baseline))
             # Room for the lines to come, in the journal's own blocks (beyond its end: its size stays): a disk that
             # fills up midway — another program taking what the run gives back — cannot refuse the rollback's line.
-            _keep_room(fd, min(_ROOM_MAX, 4 * journal.size + _ROOM_MIN))
+            allocate_beyond_end(fd, min(_ROOM_MAX, 4 * journal.size + _ROOM_MIN))
             os.fsync(fd)
             os.link(temp, path)  # never over another run's kept journal (red team 75 F2: a job's next look)
             temp.unlink()
@@ -155,26 +154,6 @@ class Journal:
 
 
 _ROOM_MIN, _ROOM_MAX = 64 << 10, 64 << 20
-_FALLOC_FL_KEEP_SIZE = 1
-
-
-def _keep_room(fd: int, size: int) -> None:
-    """Allocate ``size`` bytes of blocks for ``fd`` beyond its end, its size unchanged (``fallocate`` with
-    ``FALLOC_FL_KEEP_SIZE``). Raises OSError (ENOSPC) when the disk has not that room; a file system or libc that
-    cannot is left as it is."""
-    fallocate = getattr(_libc(), "fallocate", None)
-    if fallocate is None:
-        return
-    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
-    if fallocate(fd, _FALLOC_FL_KEEP_SIZE, 0, size) != 0:
-        error = ctypes.get_errno()
-        if error not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
-            raise OSError(error, os.strerror(error))
-
-
-@functools.cache
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
 
 
 Done = dict[int, tuple[list[Applied], list[Conflict]]]

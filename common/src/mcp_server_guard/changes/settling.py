@@ -1,5 +1,6 @@
-"""What a finished run's records say once every step is done: each record's file as the whole run left it
-(:func:`settled`), and the paths an undo put back that carry overlayfs's attribute names (:func:`marked_back`).
+"""What a run's records say of the tree: each record's file as the whole run left it (:func:`settled`), whether a
+step done before a crash left its file as recorded (:func:`left_as_recorded`), and the paths an undo put back that
+carry overlayfs's attribute names (:func:`marked_back`).
 Each looked at beneath its root, no link followed. Used by ``changes.apply`` at the end of a run."""
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from mcp_server_guard.changes.escapes import marked
-from mcp_server_guard.changes.nofollow import Changed, identity, lstat_at, parent
-from mcp_server_guard.changes.plan import Applied, Outcome
+from mcp_server_guard.changes.nofollow import Changed, identity, lstat_at, lstat_beneath, parent
+from mcp_server_guard.changes.plan import Applied, Op, Outcome
 from mcp_server_guard.changes.revert import root_of as _root_of
+from mcp_server_guard.paths import within
 
-__all__ = ["marked_back", "settled"]
+__all__ = ["left_as_recorded", "marked_back", "settled"]
 
 
 def settled(record: Applied, roots: dict[str, int]) -> Applied:
@@ -62,3 +64,14 @@ def marked_back(outcome: Outcome, roots: dict[str, int]) -> list[str]:
             if st is not None and not stat.S_ISLNK(st.st_mode) and marked(f"/proc/self/fd/{at_[0]}/{at_[1]}"):
                 found.append(record.path)
     return found
+
+
+def left_as_recorded(op: Op, record: Applied) -> bool:
+    """Whether the file a step done before a crash left at ``record.path`` is still that very file, as it left it.
+    Threat: its inode freed meanwhile (someone replaced it: file_write between the crash and the next start) and
+    its number reused by someone else's new file, taken for ours — that file deleted or replaced unasked by the
+    steps left (red team 69, a rare race)."""
+    if len(record.after) < 4 or not within(record.path, op.root):
+        return True  # (no identity recorded: as before)
+    now = lstat_beneath(op.root, posixpath.relpath(record.path, op.root))
+    return now is not None and identity(now) == tuple(record.after[:4])
