@@ -33,7 +33,8 @@ def test_attack_configs_under_xdg_config_home_inside_a_root(tmp_path: Path, monk
         " && echo '[Desktop Entry]' > xdg/autostart/x.desktop && echo notes > xdg/notes.txt"
     )
     found = refused(copy, script)
-    assert {"xdg/git/config", "xdg/autostart/x.desktop"} <= found and "xdg/notes.txt" not in found, found
+    # (Every file there is the user's configuration, as a class since red team 74 F6: notes.txt too.)
+    assert {"xdg/git/config", "xdg/autostart/x.desktop", "xdg/notes.txt"} <= found, found
 
 
 def test_attack_the_file_git_config_global_names_inside_a_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -221,8 +221,6 @@ class Protection:
             # box, whenever its name is typed: each one in an allowed root is protected.
             if users_program_dir(path, self._on_path, roots, self.home):
                 return "a directory on the user's PATH"
-            if (why := home_config(path, self.home, self._xdg, roots)) is not None:
-                return why
             if within_set(path, self._dir_set):
                 return "the history store or the servers' own code"
             if hidden is None:
@@ -233,6 +231,8 @@ class Protection:
                 return "a hidden path"
             if path.startswith("/") and named.match(path):
                 return "a hidden path"
+            if (why := home_config(path, self.home, self._xdg, roots)) is not None:
+                return why
         if existing is not None and (existing.st_dev, existing.st_ino) in self._inodes:
             return "the server's own policy or audit file (hard link)"
         if (own := _own_area(real, roots) if real.startswith("/") else None) is not None:
