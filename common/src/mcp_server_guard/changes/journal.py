@@ -103,6 +103,7 @@ class Journal:
         temp = directory / f".apply-{plan.audit_id}.{os.getpid()}.tmp"
         fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         journal = cls(path, fd, key, _first(path))
+        linked = False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             journal._append(plan.json(baseline))
@@ -111,9 +112,12 @@ class Journal:
             allocate_beyond_end(fd, min(_ROOM_MAX, 4 * journal.size + _ROOM_MIN))
             os.fsync(fd)
             os.link(temp, path)  # never over another run's kept journal (red team 75 F2: a job's next look)
+            linked = True
             temp.unlink()
             fsync_dir(directory)
         except BaseException:
+            if linked:  # (red team 77 F1: a journal left under its name is a plan the next start would carry out)
+                path.unlink(missing_ok=True)
             os.close(fd)
             temp.unlink(missing_ok=True)
             raise

@@ -12,6 +12,7 @@ import logging
 import os
 import posixpath
 from collections.abc import Sequence
+from pathlib import Path
 
 from mcp_server_guard.changes import name_changes
 from mcp_server_guard.changes.apply import Applier, NotApplied
@@ -97,7 +98,25 @@ def recover(history: HistoryStore, roots: Sequence[str], areas: Sequence[str]) -
     for name in names:  # room a run killed before it removed its journal had kept (``changes.reserve``)
         if name.startswith("reserve-") and f"apply-{name[len('reserve-') :]}.json" not in names:
             (directory / name).unlink(missing_ok=True)
+        elif name.startswith(".apply-") and name.endswith(".tmp"):
+            _stale_temp(directory / name)
     return finished
+
+
+def _stale_temp(path: Path) -> None:
+    """A journal's temp name a run killed while making it left (red team 77 F2: it kept the journal's room held for
+    good): removed unless its run still holds its lock."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return  # its run is alive
+    finally:
+        os.close(fd)
+    path.unlink(missing_ok=True)
 
 
 _KINDS = frozenset({"tree", "place", "copy", "adopt", *APPLY_STEPS, *NAME_STEPS, *UNDO_STEPS})
