@@ -57,8 +57,15 @@ def ref_questions(changes: ChangeSet, trees: Trees, refused: Callable[[str], str
         if _judged(rest) and (change.action != "delete" or rest.startswith("refs/")):  # (a deleted loose ref: what
             found.setdefault("/".join(parts[: at + 1]), set()).add(rest)  # packed-refs says then, red team 76 F8)
     asks: list[str] = []
+    verdicts: dict[str, str | None] = {}  # each path judged once (a commit is named by its ref and its reflogs)
+
+    def once(rel: str) -> str | None:
+        if rel not in verdicts:
+            verdicts[rel] = refused(rel)
+        return verdicts[rel]
+
     for git_dir, names in sorted(found.items()):
-        asks += _questions(changes, trees, git_dir, names, refused)
+        asks += _questions(changes, trees, git_dir, names, once)
     return asks
 
 
@@ -92,7 +99,11 @@ def _questions(
         for rest in sorted(n for n in names if _MENTIONS.match(n)):
             moved += [(f"{rest} (it names {oid.hex()[:12]})", oid, None) for oid in _mentioned(trees, git_dir, rest,
                                                                                            objects)]  # fmt: skip
+        seen: set[tuple[bytes | None, bytes | None]] = set()
         for ref, oid, before in moved:
+            if oid is not None and (oid, before) in seen:
+                continue  # (the same commit over the same base: judged once)
+            seen.add((oid, before))
             try:
                 if oid is None:
                     raise Unreadable("git reads it otherwise than the server")
