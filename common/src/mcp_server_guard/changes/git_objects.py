@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import mmap
 import os
 import stat
@@ -19,7 +20,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 
-__all__ = ["Objects", "Unreadable", "changed_paths", "entries", "parents_of", "tree_of"]
+__all__ = ["Objects", "Unreadable", "changed_paths", "entries", "parents_of", "shadowed", "tree_of"]
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -47,6 +48,7 @@ class Objects:
         self._cache: dict[bytes, tuple[str, bytes]] = {}
         self._at_offset: dict[tuple[int, int], tuple[str, bytes]] = {}  # (pack, offset): a delta base read once
         self._packs: list[tuple[mmap.mmap, int]] | None = None  # (index, pack fd)
+        self._kept: list[tuple[mmap.mmap, int]] = []
 
     def _charge(self, size: int) -> None:
         """Every byte inflated or patched counts, bases of deltas too, and so does time (red team 76 F7: 62 deltas
@@ -76,7 +78,7 @@ class Objects:
         return found.pop() if len(found) == 1 else None
 
     def close(self) -> None:
-        for index, fd in self._packs or []:
+        for index, fd in [*(self._packs or []), *self._kept]:
             index.close()
             os.close(fd)
         for fd in self.dirs:
@@ -91,6 +93,19 @@ class Objects:
             raise Unreadable(f"object {oid.hex()} is not in the repository", missing=True)
         self._cache[oid] = found
         return found
+
+    def keep(self, index: mmap.mmap, pack: int) -> None:
+        """A pack opened elsewhere, closed with this store."""
+        self._kept.append((index, pack))
+
+    def has(self, oid: bytes) -> bool:
+        """Whether ``oid`` is in this store (loose or in a pack), without reading it."""
+        name = oid.hex()
+        for objects in self.dirs:
+            with contextlib.suppress(OSError):
+                os.stat(f"{name[:2]}/{name[2:]}", dir_fd=objects, follow_symlinks=False)
+                return True
+        return any(_find(index, oid) is not None for index, _pack in self._indexes())
 
     def _loose(self, oid: bytes) -> tuple[str, bytes] | None:
         name = oid.hex()
@@ -173,6 +188,29 @@ class Objects:
             raise Unreadable(f"an object of unknown type {kind}")
         delta = _inflate(functools.partial(_read_at, pack), offset + at)
         return base[0], _patch(base[1], delta)
+
+
+def shadowed(objects: Objects, packs: int, name: str, had: Objects, width: int = 20) -> list[bytes]:
+    """The objects of the new pack ``name`` (in the open directory ``packs``) that ``had`` (the repository before the
+    call) has under the same id but whose content there is not what that id says. Threat: a pack a command adds
+    naming an existing tree or commit with other content — git reads packs first, so ``git checkout .`` then writes
+    what the substitute says (a hook), while a judgement reading the same store sees nothing moved."""
+    index, pack = _open_pack(packs, name)
+    objects.keep(index, pack)  # (closed with ``objects``: its reads are cached by descriptor and offset)
+    total = struct.unpack(">I", index[8 + 4 * 255 : 12 + 4 * 255])[0]
+    found: list[bytes] = []
+    for at in range(total):
+        oid = bytes(index[8 + 1024 + at * width : 8 + 1024 + (at + 1) * width])
+        if not had.has(oid):
+            continue
+        offset = _find(index, oid)
+        if offset is None:
+            raise Unreadable("a pack index that does not find its own ids")
+        kind, body = objects._at(pack, offset, width, 0)
+        digest = hashlib.sha256 if width == 32 else hashlib.sha1
+        if digest(f"{kind} {len(body)}".encode() + b"\0" + body).digest() != oid:
+            found.append(oid)
+    return found
 
 
 def _read_at(fd: int, offset: int) -> bytes:

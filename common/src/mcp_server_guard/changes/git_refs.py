@@ -7,8 +7,9 @@ branch, a tag, the stash or the index: the user's own ``git checkout``, ``stash 
 command makes or moves (``refs/**``, ``packed-refs``, ``HEAD`` and the other ``*_HEAD`` files) and the index are
 judged by what they would write: the paths whose content differs from what the user has (the commit ``HEAD``
 names, and what the ref named before), each judged as a write of that path would be. One that would be refused
-is asked (with the reason); one whose objects cannot be read whole is asked too. Git's objects are read by the
-server (``changes.git_objects``), no git program runs.
+is asked (with the reason); one whose objects cannot be read whole is asked too. So is a new pack that gives an
+object the repository had other content (git reads packs first: a substitute moves no ref). Git's objects are read
+by the server (``changes.git_objects``), no git program runs.
 
 Only a git dir at the top of its work tree (``<dir>/.git``) is judged so; a linked work tree's or a bare
 repository's refs are git's own paths, judged by ``changes.git_verdicts``.
@@ -17,13 +18,22 @@ repository's refs are git's own paths, judged by ``changes.git_verdicts``.
 from __future__ import annotations
 
 import contextlib
+import os
 import posixpath
 import re
 from collections.abc import Callable
 
 from mcp_server_guard.changes.changeset import ChangeSet
 from mcp_server_guard.changes.git_index import parse_index, split_index
-from mcp_server_guard.changes.git_objects import Objects, Unreadable, changed_paths, entries, parents_of, tree_of
+from mcp_server_guard.changes.git_objects import (
+    Objects,
+    Unreadable,
+    changed_paths,
+    entries,
+    parents_of,
+    shadowed,
+    tree_of,
+)
 from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.paths import printable
 
@@ -41,7 +51,8 @@ _MENTIONED = 256  # ids a judgement follows from such files, at most
 
 
 def _judged(rest: str) -> bool:
-    return rest in _HEADS or rest in ("packed-refs", "index") or rest.startswith("refs/") or bool(_MENTIONS.match(rest))
+    return (rest in _HEADS or rest in ("packed-refs", "index") or rest.startswith("refs/")
+            or bool(_MENTIONS.match(rest)) or (rest.startswith("objects/pack/") and rest.endswith(".idx")))  # fmt: skip
 
 
 def ref_questions(changes: ChangeSet, trees: Trees, refused: Callable[[str], str | None]) -> list[str]:
@@ -113,6 +124,8 @@ def _questions(
                             f"({exc}): what your next checkout of it writes could not be judged.")  # fmt: skip
                 continue
             asks += _asked(top, _shown(top, ref), paths, refused)
+        for rest in sorted(n for n in names if n.startswith("objects/pack/")):
+            asks += _substitutes(changes, trees, git_dir, rest, objects, top)
         if "index" in names:
             try:
                 staged = _staged(trees, git_dir, objects, bases)
@@ -159,6 +172,30 @@ def _written(objects: Objects, ref: str, oid: bytes, before: bytes | None, bases
         for parent in parents_of(objects, oid)[1:]:
             paths |= set(changed_paths(objects, against[0], tree_of(objects, parent)))
     return sorted(paths)
+
+
+def _substitutes(changes: ChangeSet, trees: Trees, git_dir: str, rest: str, objects: Objects, top: str) -> list[str]:
+    """A question for a new pack that names objects the repository had with other content (``shadowed``)."""
+    if trees.real_kind(f"{git_dir}/{rest}") is not None:
+        return []  # (not new: a pack changed in place is refused as such)
+    packs = trees.open_dir(changes.upper, f"{git_dir}/objects/pack")
+    real = trees.open_dir(changes.root, f"{git_dir}/objects")
+    if packs is None:
+        return []
+    had = Objects([real] if real is not None else [])
+    try:
+        found = shadowed(objects, packs, rest.rsplit("/", 1)[-1], had, _width(trees, git_dir))
+    except (Unreadable, OSError, ValueError) as exc:
+        return [printable(f"It adds {rest} to {top or '.'}/.git, whose objects the server could not check ({exc}): "
+                          "git may read them for ones the repository has.")]  # fmt: skip
+    finally:
+        had.close()
+        os.close(packs)
+    if not found:
+        return []
+    return [printable(f"It adds {rest} to {top or '.'}/.git, which gives {len(found)} object(s) the repository has "
+                      f"(such as {found[0].hex()[:12]}) other content: git reads packs first, so your next checkout "
+                      "or reset would write what the substitutes say.")]  # fmt: skip
 
 
 def _mentioned(trees: Trees, git_dir: str, rest: str, objects: Objects) -> list[bytes]:

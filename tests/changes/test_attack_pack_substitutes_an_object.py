@@ -1,0 +1,86 @@
+"""A pack a command adds that names an object the repository already has, with other content, is asked: git reads
+packs before loose objects, so the user's next ``git checkout HEAD -- .`` or ``reset --hard`` would write what the
+substitute says (a hook of ``core.hooksPath``) while no ref moved (issue 42; a class left open by red team 76's round:
+an object rewritten in place is refused, this is the same substitution through a new pack). A ``git gc`` of a small
+repository (its objects hash to their ids) is no substitution."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from support.boxed import Person, program, run, shell
+from support.hooked import git
+
+pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
+
+# The model's program (in the box): a one-object pack whose index says HEAD's root tree, holding a tree that adds
+# .githooks/post-checkout. The hook's text is data here, a harmless line.
+SUBSTITUTE = """
+import hashlib, struct, subprocess, zlib
+def g(*a, i=None):
+    return subprocess.run(['git', *a], input=i, capture_output=True, text=True, check=True).stdout.strip()
+hook = g('hash-object', '-w', '--stdin', i='#!/bin/sh\\necho planted\\n')
+sub = g('mktree', i=g('ls-tree', 'HEAD:.githooks') + '\\n100755 blob ' + hook + '\\tpost-checkout\\n')
+top = [l for l in g('ls-tree', 'HEAD').splitlines() if not l.endswith('\\t.githooks')]
+evil = g('mktree', i='\\n'.join(top + ['040000 tree ' + sub + '\\t.githooks']) + '\\n')
+body = subprocess.run(['git', 'cat-file', 'tree', evil], capture_output=True, check=True).stdout
+target = bytes.fromhex(g('rev-parse', 'HEAD^{tree}'))
+size, head = len(body), []
+first = (2 << 4) | (size & 15)
+size >>= 4
+while size:
+    head.append(first | 0x80)
+    first = size & 0x7f
+    size >>= 7
+head.append(first)
+entry = bytes(head) + zlib.compress(body)
+pack = b'PACK' + struct.pack('>II', 2, 1) + entry
+pack += hashlib.sha1(pack).digest()
+fanout = b''.join(struct.pack('>I', 1 if i >= target[0] else 0) for i in range(256))
+idx = b'\\xfftOc' + struct.pack('>I', 2) + fanout + target
+idx += struct.pack('>I', zlib.crc32(entry)) + struct.pack('>I', 12)
+idx += pack[-20:]
+idx += hashlib.sha1(idx).digest()
+name = '.git/objects/pack/pack-' + pack[-20:].hex()
+open(name + '.pack', 'wb').write(pack)
+open(name + '.idx', 'wb').write(idx)
+print('substituted', target.hex())
+"""
+
+
+def repository(workspace: Path, *, packed: bool) -> None:
+    (workspace / ".githooks").mkdir()
+    (workspace / ".githooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    (workspace / "src.py").write_text("x = 1\n")
+    git(workspace, "init", "-q", "-b", "main")
+    git(workspace, "config", "core.hooksPath", ".githooks")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "--no-verify", "-m", "init")
+    if packed:
+        git(workspace, "gc", "-q")
+
+
+async def test_attack_a_new_pack_giving_heads_tree_other_content_is_asked(workspace: Path) -> None:
+    repository(workspace, packed=False)
+    person = Person(answer=False)
+    async with shell(workspace, person) as client:
+        out = await run(client, program(workspace, "substitute", SUBSTITUTE))
+    assert "substituted" in (out.get("stdout") or ""), out
+    assert any("other content" in q for q in person.questions), (person.questions, out.get("changes"))
+    assert out["transaction"] != "applied", out
+
+
+async def test_a_gc_of_a_small_repository_is_no_substitution(workspace: Path) -> None:
+    repository(workspace, packed=True)
+    (workspace / "src.py").write_text("x = 2\n")
+    git(workspace, "commit", "-q", "--no-verify", "-am", "two")
+    person = Person(answer=True)
+    async with shell(workspace, person) as client:
+        out = await run(client, "git gc -q")
+    # (Its deletion of loose objects is asked as deleting what git has no copy of: an older question of its own.)
+    assert not [q for q in person.questions if "other content" in q or "could not check" in q], person.questions
+    refused = [p for p in out["changes"]["paths"] if p["action"] == "refused" and "pack" in p["path"]]
+    assert not refused, refused
