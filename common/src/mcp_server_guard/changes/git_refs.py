@@ -21,6 +21,7 @@ import contextlib
 import os
 import posixpath
 import re
+import struct
 from collections.abc import Callable
 
 from mcp_server_guard.changes.changeset import ChangeSet
@@ -30,6 +31,7 @@ from mcp_server_guard.changes.git_objects import (
     Unreadable,
     changed_paths,
     entries,
+    graph_lies,
     parents_of,
     shadowed,
     tree_of,
@@ -52,7 +54,11 @@ _MENTIONED = 256  # ids a judgement follows from such files, at most
 
 def _judged(rest: str) -> bool:
     return (rest in _HEADS or rest in ("packed-refs", "index") or rest.startswith("refs/")
-            or bool(_MENTIONS.match(rest)) or (rest.startswith("objects/pack/") and rest.endswith(".idx")))  # fmt: skip
+            or bool(_MENTIONS.match(rest)) or (rest.startswith("objects/pack/") and rest.endswith(".idx"))
+            or bool(_GRAPHS.match(rest)))  # fmt: skip
+
+
+_GRAPHS = re.compile(r"^objects/info/(?:commit-graph|commit-graphs/graph-[0-9a-f]+\.graph)$")
 
 
 def ref_questions(changes: ChangeSet, trees: Trees, refused: Callable[[str], str | None]) -> list[str]:
@@ -126,6 +132,20 @@ def _questions(
             asks += _asked(top, _shown(top, ref), paths, refused)
         for rest in sorted(n for n in names if n.startswith("objects/pack/")):
             asks += _substitutes(changes, trees, git_dir, rest, objects, top)
+        for rest in sorted(n for n in names if _GRAPHS.match(n)):  # (written by every `git gc`: checked, not refused)
+            try:
+                lies = graph_lies(
+                    objects, trees.read(f"{git_dir}/{rest}", limit=256 << 20) or b"", _width(trees, git_dir)
+                )
+            except (Unreadable, struct.error, StopIteration, IndexError) as exc:
+                asks.append(
+                    printable(f"It writes {rest} in {top or '.'}/.git, which the server could not check ({exc}).")
+                )
+                continue
+            if lies:
+                asks.append(printable(f"It writes {rest} in {top or '.'}/.git, which gives {len(lies)} commit(s) "
+                                      f"(such as {lies[0].hex()[:12]}) another tree than their own: your next checkout "
+                                      "of one would write what that tree says."))  # fmt: skip
         if "index" in names:
             try:
                 staged = _staged(trees, git_dir, objects, bases)

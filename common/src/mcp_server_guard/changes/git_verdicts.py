@@ -235,11 +235,13 @@ def git_verdict(trees: Trees, change: Change, roots: Sequence[str]) -> str | Non
 
 
 # What makes git read other objects or another history for the ones it has: refused (everyday git makes none of
-# them in a project; git works without the commit graph and the multi-pack index, which are caches).
-_REDIRECTS = re.compile(
-    r"^(?:info/grafts|objects/info/(?:alternates|http-alternates|commit-graph|commit-graphs(?:/.*)?)"
-    r"|objects/pack/multi-pack-index)$"
-)
+# them in a project; git works without the multi-pack index, a cache). The commit graph, which every `git gc`
+# writes, is checked against the commits' own objects instead (``changes.git_refs``).
+_REDIRECTS = re.compile(r"^(?:info/grafts|objects/info/(?:alternates|http-alternates)|objects/pack/multi-pack-index)$")
+
+
+# What git itself rewrites in place below objects/: the pack list and the commit graph (checked by content).
+_REWRITTEN = re.compile(r"^objects/info/(?:packs|commit-graph|commit-graphs/.*)$")
 
 
 def objects_verdict(trees: Trees, change: Change) -> str | None:
@@ -257,7 +259,7 @@ def objects_verdict(trees: Trees, change: Change) -> str | None:
         where = directory or "."
         if _REDIRECTS.match(rel) and change.action != "delete":
             return f"git's {rel} in the git dir {where}: git would read other objects or another history through it"
-        if change.action == "modify" and rel != "objects/info/packs":
+        if change.action == "modify" and not _REWRITTEN.match(rel):
             return f"an object of the git dir {where} changed in place (git's objects never change)"
         return None
     return None
