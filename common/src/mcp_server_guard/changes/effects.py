@@ -147,7 +147,7 @@ def judge(
         refuse(changes, protection, roots, refused, by_content)
         _sanitize_new_configs(changes, refused, rewritten, dropped_keys)
         runs_later(changes, refused, asks, by_content)
-        asks += later_checkouts(changes, protection, roots)
+        asks += later_checkouts(changes, protection, roots, refused)
     if installed := _hook_programs_installed(refused, scratch):
         asks.append(f"It changes {_list(installed)}, which your git hooks run (installed in the project): your next "
                     "git commit runs them, outside the box.")  # fmt: skip
