@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import mmap
 import os
 import stat
 import struct
@@ -47,8 +46,8 @@ class Objects:
         self.deadline = time.monotonic() + seconds
         self._cache: dict[bytes, tuple[str, bytes]] = {}
         self._at_offset: dict[tuple[int, int], tuple[str, bytes]] = {}  # (pack, offset): a delta base read once
-        self._packs: list[tuple[mmap.mmap, int]] | None = None  # (index, pack fd)
-        self._kept: list[tuple[mmap.mmap, int]] = []
+        self._packs: list[tuple[bytes, int]] | None = None  # (index, pack fd)
+        self._kept: list[tuple[bytes, int]] = []
 
     def _charge(self, size: int) -> None:
         """Every byte inflated or patched counts, bases of deltas too, and so does time (red team 76 F7: 62 deltas
@@ -78,8 +77,7 @@ class Objects:
         return found.pop() if len(found) == 1 else None
 
     def close(self) -> None:
-        for index, fd in [*(self._packs or []), *self._kept]:
-            index.close()
+        for _index, fd in [*(self._packs or []), *self._kept]:
             os.close(fd)
         for fd in self.dirs:
             os.close(fd)
@@ -94,7 +92,7 @@ class Objects:
         self._cache[oid] = found
         return found
 
-    def keep(self, index: mmap.mmap, pack: int) -> None:
+    def keep(self, index: bytes, pack: int) -> None:
         """A pack opened elsewhere, closed with this store."""
         self._kept.append((index, pack))
 
@@ -130,7 +128,7 @@ class Objects:
                 return kind.decode(), body
         return None
 
-    def _indexes(self) -> list[tuple[mmap.mmap, int]]:
+    def _indexes(self) -> list[tuple[bytes, int]]:
         if self._packs is None:
             self._packs = []
             for objects in self.dirs:
@@ -242,31 +240,30 @@ def _read_at(fd: int, offset: int) -> bytes:
     return os.pread(fd, 1 << 16, offset)
 
 
-def _open_pack(packs: int, name: str) -> tuple[mmap.mmap, int]:
+_INDEX_MAX = 256 << 20  # bytes of a pack index read at most (about 9 million objects)
+
+
+def _open_pack(packs: int, name: str) -> tuple[bytes, int]:
+    """A pack's index, read whole (not mapped: a running job may truncate its copy while a look reads it, and a
+    mapped file cut short kills the reader), and its pack, open."""
     fd = os.open(name, _FILE, dir_fd=packs)
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size < 8 + 1024:
+        if not stat.S_ISREG(st.st_mode) or not 8 + 1024 <= st.st_size <= _INDEX_MAX:
             raise ValueError(name)
-        index = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+        index = os.pread(fd, st.st_size, 0)
     finally:
         os.close(fd)
     if index[:8] != b"\xfftOc\x00\x00\x00\x02":
-        index.close()
         raise ValueError(name)
-    try:
-        pack = os.open(name[: -len(".idx")] + ".pack", _FILE, dir_fd=packs)
-    except OSError:
-        index.close()
-        raise
+    pack = os.open(name[: -len(".idx")] + ".pack", _FILE, dir_fd=packs)
     if not stat.S_ISREG(os.fstat(pack).st_mode):
-        index.close()
         os.close(pack)
         raise ValueError(name)
     return index, pack
 
 
-def _prefixed(index: mmap.mmap, prefix: str) -> set[bytes]:
+def _prefixed(index: bytes, prefix: str) -> set[bytes]:
     """The ids of a version 2 index that start with the hex ``prefix`` (two at most: enough to say "not one")."""
     found: set[bytes] = set()
     try:
@@ -288,7 +285,7 @@ def _prefixed(index: mmap.mmap, prefix: str) -> set[bytes]:
     return found
 
 
-def _find(index: mmap.mmap, oid: bytes) -> int | None:
+def _find(index: bytes, oid: bytes) -> int | None:
     """The pack offset of ``oid`` (binary search of a version 2 index), or None."""
     try:
         first = oid[0]
