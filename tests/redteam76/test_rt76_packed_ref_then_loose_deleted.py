@@ -18,32 +18,23 @@ import pytest
 
 from support.boxed import Person, program, run, shell
 from support.hooked import git
+from support.hooks_path import HOOK_TREE, hooks_path_repository
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
-PLANT = """
-import subprocess
-def g(*a, i=None):
-    return subprocess.run(['git', *a], input=i, capture_output=True, text=True, check=True).stdout.strip()
-hook = g('hash-object', '-w', '--stdin', i=HOOK)
-sub = g('mktree', i=g('ls-tree', 'HEAD:.githooks') + '\\n100755 blob ' + hook + '\\tpost-checkout\\n')
-top = [l for l in g('ls-tree', 'HEAD').splitlines() if not l.endswith('\\t.githooks')]
-tree = g('mktree', i='\\n'.join(top + ['040000 tree ' + sub + '\\t.githooks']) + '\\n')
+PLANT = (
+    HOOK_TREE
+    + """
 evil = g('-c', 'user.name=a', '-c', 'user.email=a@x', 'commit-tree', tree, '-p', 'HEAD', '-m', 'fix', i='')
 with open('.git/packed-refs', 'w') as f:
     f.write('# pack-refs with: peeled fully-peeled sorted \\n' + evil + ' refs/heads/old\\n')
 print('planted', evil)
 """
+)
 
 
 def repository(workspace: Path) -> None:
-    (workspace / ".githooks").mkdir()
-    (workspace / ".githooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
-    (workspace / ".githooks" / "pre-commit").chmod(0o755)
-    git(workspace, "init", "-q", "-b", "main")
-    git(workspace, "config", "core.hooksPath", ".githooks")
-    git(workspace, "add", "-A")
-    git(workspace, "commit", "-q", "--no-verify", "-m", "init")
+    hooks_path_repository(workspace)
     git(workspace, "branch", "old")  # a loose ref, as git leaves a new branch
 
 

@@ -10,13 +10,11 @@ Passes when rewriting an existing object (or its effect) is asked/refused, so th
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from support.boxed import Person, program, run, shell
-from support.hooked import git
+from support.hooks_path import hooks_path_repository, planted_then
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
@@ -41,29 +39,10 @@ print('planted', old_root)
 
 
 def repository(workspace: Path) -> None:
-    (workspace / ".githooks").mkdir()
-    (workspace / ".githooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
-    (workspace / ".githooks" / "pre-commit").chmod(0o755)
-    git(workspace, "init", "-q", "-b", "main")
-    git(workspace, "config", "core.hooksPath", ".githooks")
-    git(workspace, "add", "-A")
-    git(workspace, "commit", "-q", "--no-verify", "-m", "init")
-    (workspace / "hello.txt").write_text("hello again\n")
-    git(workspace, "commit", "-q", "--no-verify", "-am", "second")
+    hooks_path_repository(workspace, second=True)
 
 
 async def test_attack_previous_commits_tree_rewritten_in_place(workspace: Path, tmp_path: Path) -> None:
-    marker = tmp_path / "MARKER-post-checkout-ran"
     repository(workspace)
-    hook = "#!/bin/sh\necho ran > " + str(marker) + "\n"
-    plant = program(workspace, "plant", f"HOOK = {hook!r}\n" + PLANT)
-    person = Person(answer=False)
-    async with shell(workspace, person) as client:
-        out = await run(client, plant)
-    assert "planted" in (out.get("stdout") or ""), out
-
-    subprocess.run(["git", "checkout", "-q", "HEAD~1"], cwd=workspace, capture_output=True, timeout=60)
-    assert not (workspace / ".githooks" / "post-checkout").exists() and not marker.exists(), (
-        "git checkout HEAD~1 wrote .githooks/post-checkout (from a tree object the command rewrote) and ran it: "
-        f"questions={person.questions} transaction={out.get('transaction')} changes={out.get('changes')}"
-    )
+    found = await planted_then(workspace, tmp_path / "MARKER-post-checkout-ran", PLANT, "checkout", "-q", "HEAD~1")
+    assert not found, found

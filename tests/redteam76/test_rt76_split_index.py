@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from support.boxed import Person, program, run, shell
-from support.hooked import git
+from support.hooks_path import hooks_path_repository
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
@@ -31,13 +31,7 @@ print('planted', hook)
 
 
 def repository(workspace: Path) -> None:
-    (workspace / ".githooks").mkdir()
-    (workspace / ".githooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
-    (workspace / ".githooks" / "pre-commit").chmod(0o755)
-    git(workspace, "init", "-q", "-b", "main")
-    git(workspace, "config", "core.hooksPath", ".githooks")
-    git(workspace, "add", "-A")
-    git(workspace, "commit", "-q", "--no-verify", "-m", "init")
+    hooks_path_repository(workspace)
 
 
 async def test_attack_hook_staged_in_a_split_index(workspace: Path, tmp_path: Path) -> None:
