@@ -23,10 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server_guard.policy import load_policy
 from mcp_server_guard.protected import protection_for
+from support.home_rule import (
+    POLICY,
+    home_write_rule,
+)
 
-POLICY = load_policy()
 PATHS = [
     ".inputrc",
     ".config/readline/inputrc",
@@ -49,11 +51,7 @@ PATHS = [
 def test_attack_home_config_that_runs_a_program_is_writable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    protection = protection_for(POLICY)
-    assert protection.write_rule([path, str(home / path)], None, [str(home)]) is not None, path
+    assert home_write_rule(tmp_path, monkeypatch, path) is not None, path
 
 
 KEPT = [
@@ -66,11 +64,7 @@ KEPT = [
 def test_histories_caches_and_projects_in_an_allowed_home_are_not_its_configuration(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    protection = protection_for(POLICY)
-    assert protection.write_rule([path, str(home / path)], None, [str(home)]) is None, path
+    assert home_write_rule(tmp_path, monkeypatch, path) is None, path
 
 
 def test_a_project_served_inside_home_config_is_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,14 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server_guard import faults
 from mcp_server_guard.audit import new_audit_id
 from mcp_server_guard.changes.apply import Applier, NotApplied
 from mcp_server_guard.changes.recovery import recover
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from support.copies import Copy, overlays_work
 from support.fidelity import Tree, differences, snapshot
-from support.small_disk import fill, small_disk
+from support.small_disk import filled_at, small_disk
 
 pytestmark = pytest.mark.skipif(not overlays_work() or os.getuid() != 0, reason="needs root and overlays")
 
@@ -61,28 +60,15 @@ def store_at(base: Path) -> HistoryStore:
 def run_full_at(disk: Path, base: Path, script: str, n: int, labels: list[str]) -> str:
     """Apply with the disk filled at fault point ``n`` (0: never); what the apply said."""
     copy, _ = fresh(base, script)
-    count = 0
-    real = faults.point
-
-    def point(label: str) -> None:
-        nonlocal count
-        count += 1
-        labels.append(label)
-        if count == n:
-            fill(disk)
-        real(label)
-
     said = "applied"
-    old = faults.point
-    faults.point = point
     try:
-        Applier(store_at(base)).apply([copy.read()], "00000000000a", copy.started)
+        with filled_at(disk, n, labels):
+            Applier(store_at(base)).apply([copy.read()], "00000000000a", copy.started)
     except NotApplied as exc:
         said = f"not applied: {exc.why}"
     except (OSError, HistoryError) as exc:
         said = f"raised {type(exc).__name__}: {exc}"
     finally:
-        faults.point = old
         shutil.rmtree(copy.upper, ignore_errors=True)  # the server's ``finally: self.discard(name)``
     return said
 
@@ -96,6 +82,7 @@ def test_a_disk_full_at_any_step_of_an_apply_leaves_all_old_or_all_new_and_undoa
             run_full_at(disk, ref, script, 0, labels)
             after = snapshot(Copy(ref).root)
             total = len(labels)
+            assert total, "no fault point was seen"
             shutil.rmtree(ref)
             for n in range(1, total + 1):
                 base = disk / f"{shape}-{n}"
@@ -136,28 +123,14 @@ def test_a_disk_full_at_any_step_of_an_apply_leaves_all_old_or_all_new_and_undoa
 
 def undo_full_at(disk: Path, store: HistoryStore, root: Path, n: int, labels: list[str]) -> str:
     """Undo call 00000000000a with the disk filled at fault point ``n`` of the undo (0: never); what it said."""
-    count = 0
-    real = faults.point
-
-    def point(label: str) -> None:
-        nonlocal count
-        count += 1
-        labels.append(label)
-        if count == n:
-            fill(disk)
-        real(label)
-
     said = "undone"
-    old = faults.point
-    faults.point = point
     try:
-        Applier(store).undo("00000000000a", new_audit_id(), [str(root)])
+        with filled_at(disk, n, labels):
+            Applier(store).undo("00000000000a", new_audit_id(), [str(root)])
     except NotApplied as exc:
         said = f"not undone: {exc.why}"
     except (OSError, HistoryError) as exc:
         said = f"raised {type(exc).__name__}: {exc}"
-    finally:
-        faults.point = old
     return said
 
 

@@ -20,10 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server_guard.policy import load_policy
-from mcp_server_guard.protected import protection_for
+from support.home_rule import home_write_rule
 
-POLICY = load_policy()
 EVERY_RUN = [
     ".config/go/telemetry/local/go@go1.23.4-go1.23.4-linux-amd64-2026-12-06.v1.count",
     ".config/go/telemetry/local/weekends",
@@ -39,8 +37,4 @@ EVERY_RUN = [
 def test_what_everyday_tools_write_in_config_at_every_run_is_not_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    protection = protection_for(POLICY)
-    assert protection.write_rule([path, str(home / path)], None, [str(home)]) is None, path
+    assert home_write_rule(tmp_path, monkeypatch, path) is None, path

@@ -22,10 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server_guard.policy import load_policy
-from mcp_server_guard.protected import protection_for
+from support.home_rule import home_write_rule
 
-POLICY = load_policy()
 RUN_LATER = [
     ".rustup/toolchains/stable-x86_64-unknown-linux-gnu/bin/cargo",
     ".gradle/wrapper/dists/gradle-8.5-bin/5t9huq95ubn472n8rpzujfbqh/gradle-8.5/init.d/x.gradle",
@@ -39,8 +37,4 @@ RUN_LATER = [
 def test_programs_the_user_runs_from_other_dot_dirs_are_protected(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    protection = protection_for(POLICY)
-    assert protection.write_rule([path, str(home / path)], None, [str(home)]) is not None, path
+    assert home_write_rule(tmp_path, monkeypatch, path) is not None, path

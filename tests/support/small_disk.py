@@ -71,3 +71,27 @@ def files(root: Path) -> dict[str, bytes]:
     """Every file below ``root`` with its bytes."""
     return {os.path.relpath(os.path.join(d, f), root): Path(d, f).read_bytes()
             for d, _dirs, names in os.walk(root) for f in names}  # fmt: skip
+
+
+@contextlib.contextmanager
+def filled_at(disk: Path, n: int, labels: list[str]) -> Iterator[None]:
+    """The server's fault points counted (their labels into ``labels``) while inside: at the ``n``-th (0: never)
+    every free page of ``disk`` is taken."""
+    from mcp_server_guard import faults
+
+    count = 0
+    real = faults.point
+
+    def point(label: str) -> None:
+        nonlocal count
+        count += 1
+        labels.append(label)
+        if count == n:
+            fill(disk)
+        real(label)
+
+    faults.point = point
+    try:
+        yield
+    finally:
+        faults.point = real
