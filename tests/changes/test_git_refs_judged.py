@@ -6,6 +6,7 @@ packed repository) asks nothing. Git's objects are read by the server itself: lo
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,86 @@ async def test_everyday_git_asks_nothing(workspace: Path, command: str, packed: 
         out = await run(client, env + command.replace("git ", "git ").replace(" && ", f" && {env}"))
     assert not person.questions, (person.questions, out.get("stderr"))
     assert out["transaction"] == "applied", out
+
+
+# A commit that adds .vscode/tasks.json (a task the editor runs) to HEAD's tree, built with plumbing: the hook-free
+# payload is data here (an editor task that echoes), the command line stays plain.
+VSCODE_COMMIT = (
+    PLUMBING.replace(HOOK_BLOB, "")
+    + """
+task = g('hash-object', '-w', '--stdin', i='{"tasks": [{"label": "x", "command": "echo planted"}]}\\n')
+sub = g('mktree', i='100644 blob ' + task + '\\ttasks.json\\n')
+top = g('ls-tree', 'HEAD').splitlines()
+tree = g('mktree', i='\\n'.join(top + ['040000 tree ' + sub + '\\t.vscode']) + '\\n')
+commit = g('-c', 'user.name=a', '-c', 'user.email=a@x', 'commit-tree', tree, '-p', 'HEAD', '-m', 'x', i='')
+"""
+)
+
+
+async def test_attack_a_linked_work_trees_head_moved_onto_a_protected_path_is_asked(workspace: Path) -> None:
+    # Threat: `.git/worktrees/<name>/HEAD` (a detached linked work tree's own HEAD) set with plumbing to a commit
+    # that adds .vscode/tasks.json: the user's `git reset --hard` in that work tree writes it, outside the box.
+    repository(workspace)
+    git(workspace, "worktree", "add", "-q", "--detach", "wt", "HEAD")
+    code = VSCODE_COMMIT + "g('update-ref', '--no-deref', 'HEAD', commit)\n"
+    (workspace / ".t").mkdir()
+    (workspace / ".t" / "wt.py").write_text(code)
+    person = Person(answer=False)
+    async with shell(workspace, person) as client:
+        out = await run(client, "cd wt && python3 ../.t/wt.py")
+    asked = [q for q in person.questions if "wt/.vscode/tasks.json" in q and ".git/worktrees/wt" in q]
+    assert asked, (person.questions, out.get("changes"), out.get("stderr"))
+    assert out["transaction"] != "applied", out
+    assert (workspace / ".git" / "worktrees" / "wt" / "HEAD").read_text().strip() == _head(workspace)
+
+
+async def test_attack_a_submodules_index_staging_a_protected_path_is_asked(workspace: Path) -> None:
+    # Threat: `.git/modules/<name>/index` (a submodule's own index) given .vscode/tasks.json with plumbing: the
+    # user's `git checkout -- .` in the submodule writes it, outside the box.
+    library = workspace.parent / "library"
+    library.mkdir()
+    (library / "lib.py").write_text("x = 1\n")
+    git(library, "init", "-q", "-b", "main")
+    git(library, "add", "-A")
+    git(library, "commit", "-q", "--no-verify", "-m", "lib")
+    repository(workspace)
+    git(workspace, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "lib")
+    code = VSCODE_COMMIT + "g('read-tree', commit)\n"
+    (workspace / ".t").mkdir()
+    (workspace / ".t" / "sub.py").write_text(code)
+    person = Person(answer=False)
+    async with shell(workspace, person) as client:
+        out = await run(client, "cd lib && python3 ../.t/sub.py")
+    asked = [q for q in person.questions if "lib/.vscode/tasks.json" in q and ".git/modules/lib" in q]
+    assert asked, (person.questions, out.get("changes"), out.get("stderr"))
+    assert out["transaction"] != "applied", out
+
+
+async def test_everyday_linked_work_tree_and_submodule_work_asks_nothing(workspace: Path) -> None:
+    library = workspace.parent / "library"
+    library.mkdir()
+    (library / "lib.py").write_text("x = 1\n")
+    git(library, "init", "-q", "-b", "main")
+    git(library, "add", "-A")
+    git(library, "commit", "-q", "--no-verify", "-m", "lib")
+    repository(workspace)
+    git(workspace, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "lib")
+    git(workspace, "worktree", "add", "-q", "--detach", "wt", "HEAD")
+    env = "GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@x GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@x "
+    command = (
+        f"cd wt && echo more >> src/m3.py && {env} git commit -q --no-verify -am wt && cd .. && "
+        f"cd lib && echo y = 2 >> lib.py && {env} git commit -q --no-verify -am lib && cd ../wt && "
+        f"git checkout -q -b feature && echo n > src/n.py && git add src/n.py && {env} git commit -q --no-verify -m n"
+        " && git checkout -q --detach HEAD~2"
+    )
+    person = Person(answer=False)
+    async with shell(workspace, person) as client:
+        out = await run(client, command)
+    assert not person.questions, (person.questions, out.get("stderr"))
+    assert out["transaction"] == "applied", out
+
+
+def _head(workspace: Path) -> str:
+    """The commit the main work tree has checked out (the linked one was made from it)."""
+    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=workspace, capture_output=True, text=True, check=True)
+    return done.stdout.strip()

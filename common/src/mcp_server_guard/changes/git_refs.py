@@ -11,8 +11,10 @@ is asked (with the reason); one whose objects cannot be read whole is asked too.
 object the repository had other content (git reads packs first: a substitute moves no ref). Git's objects are read
 by the server (``changes.git_objects``), no git program runs.
 
-Only a git dir at the top of its work tree (``<dir>/.git``) is judged so; a linked work tree's or a bare
-repository's refs are git's own paths, judged by ``changes.git_verdicts``.
+Every git dir with a work tree is judged so: ``<dir>/.git``, a linked work tree's (``.git/worktrees/<name>``: its
+HEAD and index its own, its refs and objects the common dir's), a submodule's (``.git/modules/<name>``, its work
+tree where ``core.worktree`` says) — a work tree outside the root judged by its paths' names. A bare repository has
+no checkout of its own (what a user fetches from one is the fetch's business).
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ from mcp_server_guard.changes.git_objects import (
     shadowed,
     tree_of,
 )
-from mcp_server_guard.changes.git_verdicts import Trees
-from mcp_server_guard.paths import printable
+from mcp_server_guard.changes.git_verdicts import Trees, pointer_place, root_relative
+from mcp_server_guard.paths import printable, within_any
 
 __all__ = ["ref_questions"]
 
@@ -66,13 +68,16 @@ def ref_questions(changes: ChangeSet, trees: Trees, refused: Callable[[str], str
     ``refused``: why a write of a root-relative path would be refused (None: it would not)."""
     found: dict[str, set[str]] = {}
     for change in changes.changes:
-        parts = change.path.split("/")
-        if ".git" not in parts or change.kind == "dir":
+        if change.kind == "dir" or not _CANDIDATE.search(change.path):
             continue
-        at = parts.index(".git")
-        rest = "/".join(parts[at + 1 :])
+        # The nearest git dir: ``<dir>/.git``, a linked work tree's (``.git/worktrees/<name>``), a submodule's
+        # (``.git/modules/<name>``) or one a ``.git`` file names — each one's refs and index are checked out later.
+        git_dir = trees.git_dir_of(posixpath.dirname(change.path))
+        if git_dir is None:
+            continue
+        rest = change.path[len(git_dir) + 1 :]
         if _judged(rest) and (change.action != "delete" or rest.startswith("refs/")):  # (a deleted loose ref: what
-            found.setdefault("/".join(parts[: at + 1]), set()).add(rest)  # packed-refs says then, red team 76 F8)
+            found.setdefault(git_dir, set()).add(rest)  # packed-refs says then, red team 76 F8)
     asks: list[str] = []
     verdicts: dict[str, str | None] = {}  # each path judged once (a commit is named by its ref and its reflogs)
 
@@ -82,21 +87,62 @@ def ref_questions(changes: ChangeSet, trees: Trees, refused: Callable[[str], str
         return verdicts[rel]
 
     for git_dir, names in sorted(found.items()):
-        asks += _questions(changes, trees, git_dir, names, once)
+        layout = _layout(trees, git_dir)
+        if layout is not None:
+            asks += _questions(changes, trees, layout, names, once)
     return asks
 
 
+# Paths that may be a ref, a reflog, the index or git's object bookkeeping (only these look for their git dir).
+_CANDIDATE = re.compile(r"(?:^|/)(?:refs|logs|objects|rebase-merge|rebase-apply|sequencer)/|"
+                        r"(?:^|/)(?:[A-Z_]*HEAD|packed-refs|index)$")  # fmt: skip
+
+
+class _Layout:
+    """A git dir (``own``: its HEAD, index, reflogs), the dir with its objects and shared refs (``common``), and
+    where its work tree lies: ``top``, root-relative ("" for one outside the root, judged by its paths' names)."""
+
+    def __init__(self, own: str, common: str, top: str, shown: str) -> None:
+        self.own, self.common, self.top, self.shown = own, common, top, shown
+
+
+def _layout(trees: Trees, git_dir: str) -> _Layout | None:
+    """Where ``git_dir``'s objects and work tree are; None for one without a work tree (a bare repository)."""
+    root = trees.changes.root
+    common = git_dir
+    if trees.kind(f"{git_dir}/commondir") == "file":  # (a linked work tree's: its refs and objects are shared)
+        target = pointer_place(trees, f"{git_dir}/commondir", False)
+        if target is None or not within_any(target, [root]):
+            return None  # (objects outside the root: the command wrote none of them)
+        common = root_relative(target, root)
+    if posixpath.basename(git_dir) == ".git":
+        top: str | None = posixpath.dirname(git_dir)
+    elif trees.kind(f"{git_dir}/gitdir") == "file":  # (a linked work tree: its ``.git`` file's place)
+        place = pointer_place(trees, f"{git_dir}/gitdir", False)
+        top = posixpath.dirname(place) if place is not None else None
+    else:  # (a submodule's, or one with ``core.worktree``: git takes that from the git dir's config)
+        found = re.findall(rb"(?im)^\s*worktree\s*=\s*\"?([^\"\r\n]*)", trees.read(f"{git_dir}/config") or b"")
+        top = posixpath.normpath(posixpath.join(root, git_dir, os.fsdecode(found[-1].strip()))) if found else None
+    if top is None:
+        return None
+    if posixpath.isabs(top):
+        top = root_relative(top, root) if within_any(top, [root]) else ""
+    return _Layout(git_dir, common, top, git_dir if posixpath.basename(git_dir) != ".git" else f"{top or '.'}/.git")
+
+
 def _questions(
-    changes: ChangeSet, trees: Trees, git_dir: str, names: set[str], refused: Callable[[str], str | None]
+    changes: ChangeSet, trees: Trees, where: _Layout, names: set[str], refused: Callable[[str], str | None]
 ) -> list[str]:
-    top = posixpath.dirname(git_dir)
-    found = (trees.open_dir(base, f"{git_dir}/objects") for base in (changes.upper, changes.root))
+    git_dir, top = where.own, where.top
+    found = (trees.open_dir(base, f"{where.common}/objects") for base in (changes.upper, changes.root))
     dirs = [fd for fd in found if fd is not None]
     objects = Objects(dirs)
     asks: list[str] = []
     try:
-        refs_now, refs_then = _refs(trees, git_dir, names, real=False), _refs(trees, git_dir, names, real=True)
+        refs_now, refs_then = _refs(trees, where, names, real=False), _refs(trees, where, names, real=True)
         head = refs_then.get("HEAD")
+        if head is None and where.common != git_dir:  # (a new linked work tree: what the main checkout has)
+            head = _refs(trees, _Layout(where.common, where.common, top, ""), set(), real=True).get("HEAD")
         try:
             bases = [tree_of(objects, head)] if head is not None else []
         except Unreadable:
@@ -110,7 +156,7 @@ def _questions(
             for ref in sorted(names)
             if ref.startswith("refs/")
             and ref not in refs_now
-            and _resolve(trees, git_dir, ref, {}, False) is None
+            and _resolve(trees, where, ref, {}, False) is None
             and trees.read(f"{git_dir}/{ref}") is not None
         ]
         for rest in sorted(n for n in names if _MENTIONS.match(n)):
@@ -126,41 +172,39 @@ def _questions(
                     raise Unreadable("git reads it otherwise than the server")
                 paths = _written(objects, ref, oid, before, bases)
             except Unreadable as exc:
-                asks.append(f"It points {printable(_shown(top, ref))} at a commit the server could not read whole "
+                asks.append(f"It points {printable(_shown(where, ref))} at a commit the server could not read whole "
                             f"({exc}): what your next checkout of it writes could not be judged.")  # fmt: skip
                 continue
-            asks += _asked(top, _shown(top, ref), paths, refused)
+            asks += _asked(top, _shown(where, ref), paths, refused)
         for rest in sorted(n for n in names if n.startswith("objects/pack/")):
-            asks += _substitutes(changes, trees, git_dir, rest, objects, top)
+            asks += _substitutes(changes, trees, git_dir, rest, objects, where.shown)
         for rest in sorted(n for n in names if _GRAPHS.match(n)):  # (written by every `git gc`: checked, not refused)
             try:
                 lies = graph_lies(
                     objects, trees.read(f"{git_dir}/{rest}", limit=256 << 20) or b"", _width(trees, git_dir)
                 )
             except (Unreadable, struct.error, StopIteration, IndexError) as exc:
-                asks.append(
-                    printable(f"It writes {rest} in {top or '.'}/.git, which the server could not check ({exc}).")
-                )
+                asks.append(printable(f"It writes {rest} in {where.shown}, which the server could not check ({exc})."))
                 continue
             if lies:
-                asks.append(printable(f"It writes {rest} in {top or '.'}/.git, which gives {len(lies)} commit(s) "
+                asks.append(printable(f"It writes {rest} in {where.shown}, which gives {len(lies)} commit(s) "
                                       f"(such as {lies[0].hex()[:12]}) another tree than their own: your next checkout "
                                       "of one would write what that tree says."))  # fmt: skip
         if "index" in names:
             try:
-                staged = _staged(trees, git_dir, objects, bases)
+                staged = _staged(trees, where, objects, bases)
             except Unreadable as exc:
-                asks.append(f"It changes {printable(_shown(top, 'the index'))}, which the server could not read whole "
-                            f"({exc}): what your next checkout -- . writes could not be judged.")  # fmt: skip
+                asks.append(f"It changes {printable(_shown(where, 'the index'))}, which the server could not read "
+                            f"whole ({exc}): what your next checkout -- . writes could not be judged.")  # fmt: skip
             else:
-                asks += _asked(top, _shown(top, "the index"), staged, refused)
+                asks += _asked(top, _shown(where, "the index"), staged, refused)
     finally:
         objects.close()
     return asks
 
 
-def _shown(top: str, ref: str) -> str:
-    return f"{ref} of {top or '.'}/.git"
+def _shown(where: _Layout, ref: str) -> str:
+    return f"{ref} of {where.shown}"
 
 
 def _asked(top: str, what: str, paths: list[str], refused: Callable[[str], str | None]) -> list[str]:
@@ -194,7 +238,7 @@ def _written(objects: Objects, ref: str, oid: bytes, before: bytes | None, bases
     return sorted(paths)
 
 
-def _substitutes(changes: ChangeSet, trees: Trees, git_dir: str, rest: str, objects: Objects, top: str) -> list[str]:
+def _substitutes(changes: ChangeSet, trees: Trees, git_dir: str, rest: str, objects: Objects, shown: str) -> list[str]:
     """A question for a new pack that names objects the repository had with other content (``shadowed``)."""
     if trees.real_kind(f"{git_dir}/{rest}") is not None:
         return []  # (not new: a pack changed in place is refused as such)
@@ -206,14 +250,14 @@ def _substitutes(changes: ChangeSet, trees: Trees, git_dir: str, rest: str, obje
     try:
         found = shadowed(objects, packs, rest.rsplit("/", 1)[-1], had, _width(trees, git_dir))
     except (Unreadable, OSError, ValueError) as exc:
-        return [printable(f"It adds {rest} to {top or '.'}/.git, whose objects the server could not check ({exc}): "
+        return [printable(f"It adds {rest} to {shown}, whose objects the server could not check ({exc}): "
                           "git may read them for ones the repository has.")]  # fmt: skip
     finally:
         had.close()
         os.close(packs)
     if not found:
         return []
-    return [printable(f"It adds {rest} to {top or '.'}/.git, which gives {len(found)} object(s) the repository has "
+    return [printable(f"It adds {rest} to {shown}, which gives {len(found)} object(s) the repository has "
                       f"(such as {found[0].hex()[:12]}) other content: git reads packs first, so your next checkout "
                       "or reset would write what the substitutes say.")]  # fmt: skip
 
@@ -238,13 +282,14 @@ def _mentioned(trees: Trees, git_dir: str, rest: str, objects: Objects) -> list[
     return found
 
 
-def _staged(trees: Trees, git_dir: str, objects: Objects, bases: list[bytes]) -> list[str]:
+def _staged(trees: Trees, where: _Layout, objects: Objects, bases: list[bytes]) -> list[str]:
     """The index entries the command changed whose content the user's checkout does not have."""
-    data = trees.read(f"{git_dir}/index", limit=256 << 20) or b""
-    if split_index(data, _width(trees, git_dir)):  # (its entries partly in a shared index file: red team 76 F4)
+    width = _width(trees, where.common)
+    data = trees.read(f"{where.own}/index", limit=256 << 20) or b""
+    if split_index(data, width):  # (its entries partly in a shared index file: red team 76 F4)
         raise Unreadable("the index is split")
-    now = parse_index(data, _width(trees, git_dir))
-    then = parse_index(trees.read(f"{git_dir}/index", real=True, limit=256 << 20) or b"", _width(trees, git_dir))
+    now = parse_index(data, width)
+    then = parse_index(trees.read(f"{where.own}/index", real=True, limit=256 << 20) or b"", width)
     changed = [path for path, oid in now.items() if then.get(path) != oid]
     return [path for path in changed if not bases or _entry(objects, bases[0], path) != now[path]]
 
@@ -266,24 +311,28 @@ def _width(trees: Trees, git_dir: str) -> int:
     return 32 if re.search(rb"(?im)^\s*objectformat\s*=\s*\"?sha256", config) else 20
 
 
-def _refs(trees: Trees, git_dir: str, names: set[str], *, real: bool) -> dict[str, bytes]:
+def _refs(trees: Trees, where: _Layout, names: set[str], *, real: bool) -> dict[str, bytes]:
     """The commits the changed refs name (``names``: paths below the git dir), and ``HEAD``'s, resolved."""
-    packed = _packed(trees.read(f"{git_dir}/packed-refs", real=real, limit=64 << 20) or b"")
+    packed = _packed(trees.read(f"{where.common}/packed-refs", real=real, limit=64 << 20) or b"")
     out: dict[str, bytes] = {}
     wanted = {n for n in names if n != "index" and not _MENTIONS.match(n)} | {"HEAD"}
     if "packed-refs" in names:
         wanted |= set(packed)
     wanted.discard("packed-refs")
     for ref in wanted:
-        oid = _resolve(trees, git_dir, ref, packed, real)
+        oid = _resolve(trees, where, ref, packed, real)
         if oid is not None:
             out[ref] = oid
     return out
 
 
-def _resolve(trees: Trees, git_dir: str, ref: str, packed: dict[str, bytes], real: bool) -> bytes | None:
+# The refs a linked work tree keeps for itself (git's per-worktree refs); every other ref is the common dir's.
+_OWN = re.compile(r"^(?:[^/]+|refs/(?:bisect|worktree|rewritten)/.*)$")
+
+
+def _resolve(trees: Trees, where: _Layout, ref: str, packed: dict[str, bytes], real: bool) -> bytes | None:
     for _ in range(5):  # symbolic refs, followed a few times
-        text = trees.read(f"{git_dir}/{ref}", real=real, limit=4096)
+        text = trees.read(f"{where.own if _OWN.match(ref) else where.common}/{ref}", real=real, limit=4096)
         if text is None:
             return packed.get(ref)
         line = text.split(b"\n", 1)[0].strip()

@@ -34,7 +34,9 @@ __all__ = [
     "creates_git_dir",
     "git_verdict",
     "objects_verdict",
+    "pointer_place",
     "pointer_verdict",
+    "root_relative",
 ]
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -54,9 +56,9 @@ class Trees:
             name = change.path.rsplit("/", 1)[-1]
             if change.action == "delete" or change.kind != "file" or name not in ("commondir", "gitdir", ".git"):
                 continue
-            target = _pointer(self, change.path, gitfile=name == ".git")
+            target = pointer_place(self, change.path, gitfile=name == ".git")
             if target is not None and within_any(target, [changes.root]):
-                self.pointed.add(_relative(target, changes.root))
+                self.pointed.add(root_relative(target, changes.root))
 
     def _fd(self, base: str, rel: str) -> int | None:
         fd = os.open(base, _DIR)
@@ -175,7 +177,7 @@ def _git_dir_shape(kind: Callable[[str], str | None], rel: str) -> bool:
     return kind(join("HEAD")) not in (None, "dir") and kind(join("commondir")) is not None
 
 
-def _relative(path: str, root: str) -> str:
+def root_relative(path: str, root: str) -> str:
     rel = posixpath.relpath(path, root)
     return "" if rel == "." else rel
 
@@ -295,7 +297,7 @@ def _git_state_verdict(trees: Trees, change: Change, where: str) -> str:
 STRATEGY_NAMES = ("strategy", "strategy_opts", "opts")
 
 
-def _pointer(trees: Trees, path: str, gitfile: bool) -> str | None:
+def pointer_place(trees: Trees, path: str, gitfile: bool) -> str | None:
     """The absolute place a pointer file (a ``.git`` file, or a commondir or gitdir file) names, read as git
     reads it (``git_dirs.pointer_text``); None when it names none."""
     data = trees.read(path, limit=POINTER_LIMIT + 1)
@@ -314,10 +316,10 @@ def pointer_verdict(trees: Trees, change: Change, roots: Sequence[str], *, gitfi
         return ALLOWED
     if change.kind != "file":
         return f"{change.path} is a {change.kind} where git expects a pointer"
-    target = _pointer(trees, change.path, gitfile)
+    target = pointer_place(trees, change.path, gitfile)
     if target is None or not within_any(target, roots) or not within_any(target, [trees.changes.root]):
         return f"{change.path} points git outside the allowed directories"
-    rel = _relative(target, trees.changes.root)
+    rel = root_relative(target, trees.changes.root)
     join = (lambda n: f"{rel}/{n}") if rel else (lambda n: n)
     for config in ("config", "config.worktree"):
         unsafe = unsafe_git_entries(trees.read(join(config)))
