@@ -161,6 +161,23 @@ async def test_attack_a_submodules_index_staging_a_protected_path_is_asked(works
     assert out["transaction"] != "applied", out
 
 
+async def test_attack_a_separate_git_dirs_index_staging_a_protected_path_is_asked(workspace: Path) -> None:
+    # Threat: a repository made with --separate-git-dir (the project's .git a file naming .gitdata): its index given
+    # .vscode/tasks.json with plumbing; the user's `git checkout -- .` writes it, outside the box.
+    (workspace / "src").mkdir()
+    (workspace / "src" / "m.py").write_text("x = 1\n")
+    git(workspace, "init", "-q", "-b", "main", "--separate-git-dir", str(workspace / ".gitdata"))
+    git(workspace, "add", "-A")
+    git(workspace, "-c", "user.name=a", "-c", "user.email=a@x", "commit", "-q", "--no-verify", "-m", "init")
+    code = VSCODE_COMMIT + "g('read-tree', commit)\n"
+    person = Person(answer=False)
+    async with shell(workspace, person) as client:
+        out = await run(client, program(workspace, "sep", code))
+    asked = [q for q in person.questions if ".vscode/tasks.json" in q and ".gitdata" in q]
+    assert asked, (person.questions, out.get("changes"), out.get("stderr"))
+    assert out["transaction"] != "applied", out
+
+
 async def test_everyday_linked_work_tree_and_submodule_work_asks_nothing(workspace: Path) -> None:
     library = workspace.parent / "library"
     library.mkdir()

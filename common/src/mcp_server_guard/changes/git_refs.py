@@ -13,8 +13,9 @@ by the server (``changes.git_objects``), no git program runs.
 
 Every git dir with a work tree is judged so: ``<dir>/.git``, a linked work tree's (``.git/worktrees/<name>``: its
 HEAD and index its own, its refs and objects the common dir's), a submodule's (``.git/modules/<name>``, its work
-tree where ``core.worktree`` says) — a work tree outside the root judged by its paths' names. A bare repository has
-no checkout of its own (what a user fetches from one is the fetch's business).
+tree where ``core.worktree`` says), one a ``.git`` file names (``--separate-git-dir``: a ``.git`` file at the root's
+top or beside it) — a work tree outside the root judged by its paths' names. A bare repository has no checkout of
+its own (what a user fetches from one is the fetch's business).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from mcp_server_guard.changes.git_objects import (
 from mcp_server_guard.changes.git_verdicts import Trees, pointer_place, root_relative
 from mcp_server_guard.paths import printable, within_any
 
-__all__ = ["ref_questions"]
+__all__ = ["may_be_git_state", "ref_questions"]
 
 _HEADS = frozenset({"HEAD", "ORIG_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "AUTO_MERGE", "BISECT_HEAD",
                     "REBASE_HEAD"})  # fmt: skip
@@ -68,7 +69,7 @@ def ref_questions(changes: ChangeSet, trees: Trees, refused: Callable[[str], str
     ``refused``: why a write of a root-relative path would be refused (None: it would not)."""
     found: dict[str, set[str]] = {}
     for change in changes.changes:
-        if change.kind == "dir" or not _CANDIDATE.search(change.path):
+        if change.kind == "dir" or not may_be_git_state(change.path):
             continue
         # The nearest git dir: ``<dir>/.git``, a linked work tree's (``.git/worktrees/<name>``), a submodule's
         # (``.git/modules/<name>``) or one a ``.git`` file names — each one's refs and index are checked out later.
@@ -98,6 +99,11 @@ _CANDIDATE = re.compile(r"(?:^|/)(?:refs|logs|objects|rebase-merge|rebase-apply|
                         r"(?:^|/)(?:[A-Z_]*HEAD|packed-refs|index)$")  # fmt: skip
 
 
+def may_be_git_state(path: str) -> bool:
+    """Whether ``path`` may be a ref, a reflog, the index or git's object bookkeeping of some git dir."""
+    return bool(_CANDIDATE.search(path))
+
+
 class _Layout:
     """A git dir (``own``: its HEAD, index, reflogs), the dir with its objects and shared refs (``common``), and
     where its work tree lies: ``top``, root-relative ("" for one outside the root, judged by its paths' names)."""
@@ -123,6 +129,12 @@ def _layout(trees: Trees, git_dir: str) -> _Layout | None:
     else:  # (a submodule's, or one with ``core.worktree``: git takes that from the git dir's config)
         found = re.findall(rb"(?im)^\s*worktree\s*=\s*\"?([^\"\r\n]*)", trees.read(f"{git_dir}/config") or b"")
         top = posixpath.normpath(posixpath.join(root, git_dir, os.fsdecode(found[-1].strip()))) if found else None
+        if top is None:  # (``--separate-git-dir``: a ``.git`` file at the root's top or beside the git dir names it)
+            for near in dict.fromkeys(("", posixpath.dirname(git_dir))):
+                gitfile = f"{near}/.git" if near else ".git"
+                place = pointer_place(trees, gitfile, True) if trees.kind(gitfile) == "file" else None
+                if place is not None and place == posixpath.normpath(posixpath.join(root, git_dir)):
+                    top = near
     if top is None:
         return None
     if posixpath.isabs(top):

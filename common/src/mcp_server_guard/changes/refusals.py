@@ -19,7 +19,7 @@ from dataclasses import replace
 from itertools import chain
 
 from mcp_server_guard.changes.changeset import Change, ChangeSet
-from mcp_server_guard.changes.git_refs import ref_questions
+from mcp_server_guard.changes.git_refs import may_be_git_state, ref_questions
 from mcp_server_guard.changes.git_verdicts import (
     STRATEGY_NAMES,
     TODO_NAMES,
@@ -93,7 +93,7 @@ def later_checkouts(
     the user's next checkout (``changes.git_refs``): each path judged as a write of it would be here — a file the
     command wrote in the work tree too was judged so already (``refused``: its verdict; a commit of 100 files
     judged them again, +30 ms)."""
-    if not any(".git" in change.path.split("/") for change in changes.changes):
+    if not any(may_be_git_state(change.path) for change in changes.changes):
         return []
     trees, lookups = Trees(changes, roots), Lookups()
     written = {change.path for change in changes.changes if change.kind == "file" and change.action != "delete"}
