@@ -30,11 +30,14 @@ import posixpath
 import re
 import shutil
 import stat
+import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from mcp_server_guard.changes.changeset import Change, ChangeSet
+from mcp_server_guard.changes.checkouts import laid_out, odd_path, rounds
 from mcp_server_guard.changes.git_index import discarded, uncommitted
+from mcp_server_guard.changes.git_refs import Later
 from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.changes.later import runs_later
 from mcp_server_guard.changes.moves import moved_pairs
@@ -132,6 +135,8 @@ def judge(
     roots: Sequence[str],
     earlier: tuple[int, int] = (0, 0),
     landed: Mapping[str, tuple[int, ...]] | None = None,
+    *,
+    checkouts: bool = True,
 ) -> Judgement:
     """The judgement of a call's change sets. ``roots``: the call's allowed directories (narrowed by the client's
     roots); ``earlier``: what a job's earlier looks applied of what the counted questions count (``touched``,
@@ -147,7 +152,8 @@ def judge(
         refuse(changes, protection, roots, refused, by_content)
         _sanitize_new_configs(changes, refused, rewritten, dropped_keys)
         runs_later(changes, refused, asks, by_content)
-        asks += later_checkouts(changes, protection, roots, refused)
+        if checkouts:  # (what a later checkout writes: judged here, itself with checkouts=False)
+            asks += _checkouts(changes, protection, policy, roots, refused)
     if installed := _hook_programs_installed(refused, scratch):
         asks.append(f"It changes {_list(installed)}, which your git hooks run (installed in the project): your next "
                     "git commit runs them, outside the box.")  # fmt: skip
@@ -192,6 +198,55 @@ def judge(
     return Judgement(refused=refused, rewritten=rewritten, dropped_keys=dropped_keys, by_content=by_content,
                      moved=dict(moves), asks=asks, counts=counts, summary=summary, touched=len(tally.touched),
                      unbacked=unbacked, only_copies=only_copies)  # fmt: skip
+
+
+def _checkouts(
+    changes: ChangeSet,
+    protection: Protection,
+    policy: EffectsPolicy,
+    roots: Sequence[str],
+    refused: Mapping[tuple[str, str], str],
+) -> list[str]:
+    """The questions for what the refs, the stash and the index ``changes`` leave would write into the work tree at
+    the user's next checkout (``changes.checkouts``): each path judged as a write of it now would be — refused, or
+    asked for what it runs later, shadows or makes executable — but for what git can give back (losses, emptied
+    files: a checkout over uncommitted work stops). A path the command wrote with those very bytes was judged so
+    already: asked only where that write was refused (it would come back by the checkout)."""
+    asks, laters = later_checkouts(changes, roots)
+    when = "Your next checkout, stash pop or reset of it writes that there, outside the box"
+    pending: dict[str, list[Later]] = {}
+    for later in laters:
+        why = refused.get((changes.root, later.path)) if later.same else None
+        if later.same and why is None:
+            continue
+        if why is not None or odd_path(later.path):
+            why = why or "a path git itself refuses to check out"
+            asks.append(printable(f"It sets {later.what} to content no tool may write in the work tree: {later.path} "
+                                  f"({why}). {when} (git may run a hook at once)."))  # fmt: skip
+            continue
+        pending.setdefault(later.what, []).append(later)
+    calm = policy.model_copy(update={"ask_uncommitted": False, "ask_tree_deletion": False, "ask_truncation": False})
+    for what, items in sorted(pending.items()):
+        for group in rounds(items):
+            try:
+                scratch = tempfile.mkdtemp(prefix=".later-", dir=posixpath.dirname(changes.upper))
+            except OSError as exc:
+                asks.append(printable(f"It sets {what} to content the server could not lay out to judge ({exc})."))
+                break
+            try:
+                sub = judge([laid_out(changes.root, scratch, group)], protection, calm, roots, checkouts=False)
+            except OSError as exc:
+                asks.append(printable(f"It sets {what} to content the server could not lay out to judge ({exc})."))
+                continue
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+            named = [f"{path} ({why})" for (_root, path), why in sorted(sub.refused.items())]
+            if named:
+                asks.append(printable(f"It sets {what} to content no tool may write in the work tree: "
+                                      f"{_list(named)}. {when} (git may run a hook at once)."))  # fmt: skip
+            asks += [printable(f"It sets {what} to content whose writing would be asked: {ask} {when}.")
+                     for ask in sub.asks]  # fmt: skip
+    return asks
 
 
 @dataclass

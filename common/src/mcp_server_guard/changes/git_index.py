@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.git_dirs import is_git_dir, read_pointer
 
-__all__ = ["blob_hash", "discarded", "parse_index", "split_index", "uncommitted"]
+__all__ = ["blob_hash", "discarded", "index_entries", "parse_index", "split_index", "uncommitted"]
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -282,12 +282,17 @@ def split_index(data: bytes, hash_size: int = 20) -> bool:
 
 def parse_index(data: bytes, hash_size: int = 20) -> dict[str, bytes]:
     """Path -> blob id of an index file's bytes (versions 2 to 4); empty when they are no index."""
+    return {path: blob for path, (_mode, blob) in _parse(data, hash_size)[0].items()}
+
+
+def index_entries(data: bytes, hash_size: int = 20) -> dict[str, tuple[int, bytes]]:
+    """Path -> (git's mode: 0o100644, 0o100755, 0o120000, 0o160000; blob id) of an index file's bytes."""
     return _parse(data, hash_size)[0]
 
 
-def _parse(data: bytes, hash_size: int) -> tuple[dict[str, bytes], int]:
+def _parse(data: bytes, hash_size: int) -> tuple[dict[str, tuple[int, bytes]], int]:
     """The entries, and where the extensions start (0: unreadable)."""
-    out: dict[str, bytes] = {}
+    out: dict[str, tuple[int, bytes]] = {}
     if len(data) < 12 or data[:4] != b"DIRC":
         return out, 0
     version, count = struct.unpack(">II", data[4:12])
@@ -298,6 +303,7 @@ def _parse(data: bytes, hash_size: int) -> tuple[dict[str, bytes], int]:
     try:
         for _ in range(count):
             start = offset
+            mode = struct.unpack(">I", data[offset + 24 : offset + 28])[0]
             blob = data[offset + 40 : offset + 40 + hash_size]
             flags = struct.unpack(">H", data[offset + 40 + hash_size : offset + 42 + hash_size])[0]
             offset += 42 + hash_size
@@ -314,7 +320,7 @@ def _parse(data: bytes, hash_size: int) -> tuple[dict[str, bytes], int]:
                 name = data[offset:end]
                 offset = start + ((end - start + 8) & ~7)
             previous = name
-            out[name.decode("utf-8", "surrogateescape")] = blob
+            out[name.decode("utf-8", "surrogateescape")] = (mode, blob)
     except (ValueError, struct.error, IndexError):
         return out, 0
     return out, offset

@@ -19,7 +19,17 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 
-__all__ = ["Objects", "Unreadable", "changed_paths", "entries", "graph_lies", "parents_of", "shadowed", "tree_of"]
+__all__ = [
+    "Objects",
+    "Unreadable",
+    "changed_entries",
+    "changed_paths",
+    "entries",
+    "graph_lies",
+    "parents_of",
+    "shadowed",
+    "tree_of",
+]
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -430,8 +440,16 @@ _TREE = 0o40000
 
 def changed_paths(objects: Objects, old: bytes | None, new: bytes, prefix: str = "", limit: int = 100_000) -> list[str]:
     """The paths (files, links, submodules) whose entry in tree ``new`` is not the same in ``old`` (None: an empty
-    tree): what a checkout of ``new`` over ``old`` writes. Only subtrees that differ are read."""
-    found: list[str] = []
+    tree): what a checkout of ``new`` over ``old`` writes."""
+    return [path for path, _mode, _oid in changed_entries(objects, old, new, prefix, limit)]
+
+
+def changed_entries(
+    objects: Objects, old: bytes | None, new: bytes, prefix: str = "", limit: int = 100_000
+) -> list[tuple[str, int, bytes]]:
+    """(path, git's mode, id) of each entry (file, link, submodule) of tree ``new`` that is not the same in ``old``
+    (None: an empty tree): what a checkout of ``new`` over ``old`` writes. Only subtrees that differ are read."""
+    found: list[tuple[str, int, bytes]] = []
     pending = [(prefix, old, new)]
     while pending:
         where, before, after = pending.pop()
@@ -444,7 +462,7 @@ def changed_paths(objects: Objects, old: bytes | None, new: bytes, prefix: str =
                 was = had.get(name)
                 pending.append((f"{path}/", was[1] if was is not None and was[0] == _TREE else None, oid))
             else:
-                found.append(path)
+                found.append((path, mode, oid))
                 if len(found) > limit:
                     raise Unreadable("more changed paths than the judgement reads")
     return found

@@ -21,18 +21,19 @@ its own (what a user fetches from one is the fetch's business).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import posixpath
 import re
 import struct
-from collections.abc import Callable
+from dataclasses import dataclass
 
 from mcp_server_guard.changes.changeset import ChangeSet
-from mcp_server_guard.changes.git_index import parse_index, split_index
+from mcp_server_guard.changes.git_index import blob_hash, index_entries, split_index
 from mcp_server_guard.changes.git_objects import (
     Objects,
     Unreadable,
-    changed_paths,
+    changed_entries,
     entries,
     graph_lies,
     parents_of,
@@ -42,7 +43,7 @@ from mcp_server_guard.changes.git_objects import (
 from mcp_server_guard.changes.git_verdicts import Trees, pointer_place, root_relative
 from mcp_server_guard.paths import printable, within_any
 
-__all__ = ["may_be_git_state", "ref_questions"]
+__all__ = ["Later", "may_be_git_state", "ref_questions"]
 
 _HEADS = frozenset({"HEAD", "ORIG_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "AUTO_MERGE", "BISECT_HEAD",
                     "REBASE_HEAD"})  # fmt: skip
@@ -64,9 +65,23 @@ def _judged(rest: str) -> bool:
 _GRAPHS = re.compile(r"^objects/info/(?:commit-graph|commit-graphs/graph-[0-9a-f]+\.graph)$")
 
 
-def ref_questions(changes: ChangeSet, trees: Trees, refused: Callable[[str], str | None]) -> list[str]:
-    """The questions for what the refs and the index ``changes`` leave would write into the work tree later;
-    ``refused``: why a write of a root-relative path would be refused (None: it would not)."""
+@dataclass(frozen=True)
+class Later:
+    """What the user's git would write into the work tree later, for ``what`` (a ref, the index, the stash): the
+    root-relative ``path`` with git's ``mode`` (``0o100644``, ``0o100755``, ``0o120000``) and the bytes ``data``;
+    ``same``: the command wrote those very bytes there too (judged as that write; ``data`` then not read)."""
+
+    what: str
+    path: str
+    mode: int
+    data: bytes
+    same: bool = False
+
+
+def ref_questions(changes: ChangeSet, trees: Trees) -> tuple[list[str], list[Later]]:
+    """What the refs, the stash and the index ``changes`` leave would write into the work tree later (each such
+    path once per content, judged by the caller as a write of it would be), and the questions for what could not
+    be read so (or that git reads for other objects: a replace ref, an am session's patches)."""
     found: dict[str, set[str]] = {}
     for change in changes.changes:
         if change.kind == "dir" or not may_be_git_state(change.path):
@@ -80,18 +95,60 @@ def ref_questions(changes: ChangeSet, trees: Trees, refused: Callable[[str], str
         if _judged(rest) and (change.action != "delete" or rest.startswith("refs/")):  # (a deleted loose ref: what
             found.setdefault(git_dir, set()).add(rest)  # packed-refs says then, red team 76 F8)
     asks: list[str] = []
-    verdicts: dict[str, str | None] = {}  # each path judged once (a commit is named by its ref and its reflogs)
-
-    def once(rel: str) -> str | None:
-        if rel not in verdicts:
-            verdicts[rel] = refused(rel)
-        return verdicts[rel]
-
+    later = _Laters(trees)
     for git_dir, names in sorted(found.items()):
         layout = _layout(trees, git_dir)
         if layout is not None:
-            asks += _questions(changes, trees, layout, names, once)
-    return asks
+            asks += _questions(changes, trees, layout, names, later)
+    return asks, later.found
+
+
+class _Laters:
+    """Collects each (path, mode, content) a later checkout writes once (a commit named by its ref and its reflogs,
+    a file the same in the index and the branch)."""
+
+    def __init__(self, trees: Trees) -> None:
+        self.trees = trees
+        self.found: list[Later] = []
+        self._seen: set[tuple[str, int, bytes]] = set()
+
+    def add(self, objects: Objects, where: _Layout, what: str, written: list[tuple[str, int, bytes]]) -> None:
+        width = _width(self.trees, where.common)
+        for path, mode, oid in written:
+            rel = posixpath.join(where.top, path) if where.top else path
+            if mode == _GITLINK or (rel, mode, oid) in self._seen:
+                continue  # (a submodule's commit: a checkout writes no file for it)
+            self._seen.add((rel, mode, oid))
+            # A file the command wrote with those very bytes was judged as that write (a commit of 100 files: no
+            # second reading of their objects).
+            if self._wrote(rel, mode, oid, width):
+                self.found.append(Later(what, rel, mode, b"", same=True))
+                continue
+            kind, data = objects.get(oid)
+            if kind != "blob":
+                raise Unreadable(f"{path} names a {kind}")
+            self.found.append(Later(what, rel, mode, data))
+
+    def _wrote(self, rel: str, mode: int, oid: bytes, width: int) -> bool:
+        change = self.trees.by_path.get(rel)
+        if change is None or change.action == "delete" or change.kind != ("symlink" if mode == _LINK else "file"):
+            return False
+        if change.kind == "file" and bool(change.mode & 0o100) != (mode == _EXECUTABLE):
+            return False
+        path = posixpath.join(self.trees.changes.upper, rel)
+        if change.kind == "symlink":
+            try:
+                data = os.fsencode(os.readlink(path))
+            except OSError:
+                return False
+            header = f"blob {len(data)}\0".encode()
+            hasher = hashlib.sha256(header) if width == 32 else hashlib.sha1(header, usedforsecurity=False)
+            hasher.update(data)
+            return hasher.digest() == oid
+        return blob_hash(path, self.trees.changes.upper, sha256=width == 32) == oid
+
+
+_GITLINK, _LINK, _EXECUTABLE = 0o160000, 0o120000, 0o100755
 
 
 # Paths that may be a ref, a reflog, the index or git's object bookkeeping (only these look for their git dir).
@@ -142,9 +199,7 @@ def _layout(trees: Trees, git_dir: str) -> _Layout | None:
     return _Layout(git_dir, common, top, git_dir if posixpath.basename(git_dir) != ".git" else f"{top or '.'}/.git")
 
 
-def _questions(
-    changes: ChangeSet, trees: Trees, where: _Layout, names: set[str], refused: Callable[[str], str | None]
-) -> list[str]:
+def _questions(changes: ChangeSet, trees: Trees, where: _Layout, names: set[str], later: _Laters) -> list[str]:
     git_dir, top = where.own, where.top
     found = (trees.open_dir(base, f"{where.common}/objects") for base in (changes.upper, changes.root))
     dirs = [fd for fd in found if fd is not None]
@@ -176,18 +231,25 @@ def _questions(
                                                                                            objects)]  # fmt: skip
         seen: set[tuple[bytes | None, bytes | None]] = set()
         for ref, oid, before in moved:
+            if ref.startswith("refs/replace/"):
+                # Threat (red team 78 F3): git reads the replacement wherever the replaced object occurs — a tree
+                # replaced under .githooks/ is written there at the next checkout, not at the top. Everyday work
+                # makes no replace ref: asked.
+                asks.append(printable(f"It makes git read another object in place of {ref[len('refs/replace/') :]} "
+                                      f"everywhere ({_shown(where, ref)}): your next checkout of any commit that "
+                                      "holds it writes what the replacement says."))  # fmt: skip
+                continue
             if oid is not None and (oid, before) in seen:
                 continue  # (the same commit over the same base: judged once)
             seen.add((oid, before))
             try:
                 if oid is None:
                     raise Unreadable("git reads it otherwise than the server")
-                paths = _written(objects, ref, oid, before, bases)
+                later.add(objects, where, _shown(where, ref), _written(objects, ref, oid, before, bases))
             except Unreadable as exc:
                 asks.append(f"It points {printable(_shown(where, ref))} at a commit the server could not read whole "
                             f"({exc}): what your next checkout of it writes could not be judged.")  # fmt: skip
-                continue
-            asks += _asked(top, _shown(where, ref), paths, refused)
+        asks += _patches(trees, where, names)
         for rest in sorted(n for n in names if n.startswith("objects/pack/")):
             asks += _substitutes(changes, trees, git_dir, rest, objects, where.shown)
         for rest in sorted(n for n in names if _GRAPHS.match(n)):  # (written by every `git gc`: checked, not refused)
@@ -204,12 +266,10 @@ def _questions(
                                       "of one would write what that tree says."))  # fmt: skip
         if "index" in names:
             try:
-                staged = _staged(trees, where, objects, bases)
+                later.add(objects, where, _shown(where, "the index"), _staged(trees, where, objects, bases))
             except Unreadable as exc:
                 asks.append(f"It changes {printable(_shown(where, 'the index'))}, which the server could not read "
                             f"whole ({exc}): what your next checkout -- . writes could not be judged.")  # fmt: skip
-            else:
-                asks += _asked(top, _shown(where, "the index"), staged, refused)
     finally:
         objects.close()
     return asks
@@ -219,35 +279,21 @@ def _shown(where: _Layout, ref: str) -> str:
     return f"{ref} of {where.shown}"
 
 
-def _asked(top: str, what: str, paths: list[str], refused: Callable[[str], str | None]) -> list[str]:
-    hits: list[tuple[str, str]] = []
-    for path in sorted(paths):
-        rel = posixpath.join(top, path) if top else path
-        why = refused(rel)
-        if why is not None:
-            hits.append((rel, why))
-    if not hits:
-        return []
-    named = ", ".join(f"{rel} ({why})" for rel, why in hits[:_SHOWN]) + (" …" if len(hits) > _SHOWN else "")
-    return [
-        printable(
-            f"It sets {what} to content no tool may write in the work tree: {named}. Your next checkout, "
-            "stash pop or reset of it writes that there, outside the box (git may run a hook at once)."
-        )
-    ]
-
-
-def _written(objects: Objects, ref: str, oid: bytes, before: bytes | None, bases: list[bytes]) -> list[str]:
-    """The paths a checkout of ``oid`` writes over what the user has (every base: the checkout, the ref before)."""
+def _written(
+    objects: Objects, ref: str, oid: bytes, before: bytes | None, bases: list[bytes]
+) -> list[tuple[str, int, bytes]]:
+    """(path, mode, id) of what a checkout of ``oid`` writes over what the user has (every base: the checkout, the
+    ref before)."""
     tree = tree_of(objects, oid)
     against: list[bytes | None] = [*bases, *([tree_of(objects, before)] if before is not None else [])] or [None]
-    paths = set(changed_paths(objects, against[0], tree))
+    found = changed_entries(objects, against[0], tree)
     for base in against[1:]:
-        paths &= set(changed_paths(objects, base, tree))
+        differ = {path for path, _mode, _oid in changed_entries(objects, base, tree)}
+        found = [entry for entry in found if entry[0] in differ]
     if ref == "refs/stash":  # what `stash pop` writes also comes from its index and untracked commits
         for parent in parents_of(objects, oid)[1:]:
-            paths |= set(changed_paths(objects, against[0], tree_of(objects, parent)))
-    return sorted(paths)
+            found += changed_entries(objects, against[0], tree_of(objects, parent))
+    return sorted(set(found))
 
 
 def _substitutes(changes: ChangeSet, trees: Trees, git_dir: str, rest: str, objects: Objects, shown: str) -> list[str]:
@@ -294,16 +340,47 @@ def _mentioned(trees: Trees, git_dir: str, rest: str, objects: Objects) -> list[
     return found
 
 
-def _staged(trees: Trees, where: _Layout, objects: Objects, bases: list[bytes]) -> list[str]:
-    """The index entries the command changed whose content the user's checkout does not have."""
+def _staged(trees: Trees, where: _Layout, objects: Objects, bases: list[bytes]) -> list[tuple[str, int, bytes]]:
+    """(path, mode, id) of the index entries the command changed whose content the user's checkout does not have."""
     width = _width(trees, where.common)
     data = trees.read(f"{where.own}/index", limit=256 << 20) or b""
     if split_index(data, width):  # (its entries partly in a shared index file: red team 76 F4)
         raise Unreadable("the index is split")
-    now = parse_index(data, width)
-    then = parse_index(trees.read(f"{where.own}/index", real=True, limit=256 << 20) or b"", width)
-    changed = [path for path, oid in now.items() if then.get(path) != oid]
-    return [path for path in changed if not bases or _entry(objects, bases[0], path) != now[path]]
+    now = index_entries(data, width)
+    then = index_entries(trees.read(f"{where.own}/index", real=True, limit=256 << 20) or b"", width)
+    changed = [(path, mode, oid) for path, (mode, oid) in now.items() if then.get(path) != (mode, oid)]
+    return [entry for entry in changed if not bases or _entry(objects, bases[0], entry[0]) != entry[2]]
+
+
+# An am session's (or an apply-backend rebase's) state: the patches still to apply, numbered, and where it is.
+_PATCHES = re.compile(r"^rebase-apply/(?:[0-9]{4,}|next|last)$")
+_PATCHED = re.compile(rb"^(?:\+\+\+ b/|rename to |copy to )(.+)$", re.MULTILINE)
+
+
+def _patches(trees: Trees, where: _Layout, names: set[str]) -> list[str]:
+    """A question for an am session's patches the command wrote or changed that are still to apply. Threat (red
+    team 78 F4): ``git am --continue``/``--skip`` applies them outside the box — a patch that adds a hook, which git
+    runs right after that patch's commit. Their text is a diff, not the bytes git writes: asked, with the paths."""
+    if not any(_PATCHES.match(n) for n in names):
+        return []
+
+    def number(name: str) -> int:
+        text = (trees.read(f"{where.own}/rebase-apply/{name}", limit=64) or b"").strip()
+        return int(text) if text.isdigit() else 0
+
+    first, last = number("next"), number("last")
+    pending = [f"{i:04d}" for i in range(max(first, 1), min(last, first + 10_000) + 1)]
+    if not pending or not any(f"rebase-apply/{p}" in names or n in names for p in pending
+                              for n in ("rebase-apply/next", "rebase-apply/last")):  # fmt: skip
+        return []
+    paths: list[str] = []
+    for patch in pending[:256]:
+        data = trees.read(f"{where.own}/rebase-apply/{patch}", limit=16 << 20) or b""
+        paths += [os.fsdecode(m.strip()) for m in _PATCHED.findall(data)]
+    shown = ", ".join(dict.fromkeys(paths[:_SHOWN])) + (" …" if len(set(paths)) > _SHOWN else "")
+    return [printable(f"It leaves a git am session in {where.shown} with {len(pending)} patch(es) still to apply"
+                      f"{f' (to {shown})' if shown else ''}: your git am --continue or --skip applies them to the "
+                      "work tree outside the box (git may run a hook at once).")]  # fmt: skip
 
 
 def _entry(objects: Objects, tree: bytes, path: str) -> bytes | None:

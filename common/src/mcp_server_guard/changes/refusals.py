@@ -19,7 +19,7 @@ from dataclasses import replace
 from itertools import chain
 
 from mcp_server_guard.changes.changeset import Change, ChangeSet
-from mcp_server_guard.changes.git_refs import may_be_git_state, ref_questions
+from mcp_server_guard.changes.git_refs import Later, may_be_git_state, ref_questions
 from mcp_server_guard.changes.git_verdicts import (
     STRATEGY_NAMES,
     TODO_NAMES,
@@ -86,24 +86,13 @@ def refuse(
     refuse_whole(changes, refused)
 
 
-def later_checkouts(
-    changes: ChangeSet, protection: Protection, roots: Sequence[str], refused: dict[tuple[str, str], str]
-) -> list[str]:
-    """The questions for what the refs, the stash and the index a command left would write into the work tree at
-    the user's next checkout (``changes.git_refs``): each path judged as a write of it would be here — a file the
-    command wrote in the work tree too was judged so already (``refused``: its verdict; a commit of 100 files
-    judged them again, +30 ms)."""
+def later_checkouts(changes: ChangeSet, roots: Sequence[str]) -> tuple[list[str], list[Later]]:
+    """What the refs, the stash and the index a command left would write into the work tree at the user's next
+    checkout (``changes.git_refs``), for the caller to judge as writes of those paths; and the questions for what
+    could not be read so."""
     if not any(may_be_git_state(change.path) for change in changes.changes):
-        return []
-    trees, lookups = Trees(changes, roots), Lookups()
-    written = {change.path for change in changes.changes if change.kind == "file" and change.action != "delete"}
-
-    def verdict(rel: str) -> str | None:
-        if rel in written:
-            return refused.get((changes.root, rel))
-        return _protected(trees, Change(rel, "create", "file"), protection, roots, lookups)
-
-    return ref_questions(changes, trees, verdict)
+        return [], []
+    return ref_questions(changes, Trees(changes, roots))
 
 
 def _linked(

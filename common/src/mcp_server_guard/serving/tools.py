@@ -23,7 +23,7 @@ from mcp_server_guard import audit
 from mcp_server_guard.asking import ACCEPT, Answer, Question, Session, answer_invalid, approval_timeout
 from mcp_server_guard.audit import AuditRecord
 from mcp_server_guard.errors import Category, GuardError, HostError, ParamError, facts_line
-from mcp_server_guard.paths import where_line
+from mcp_server_guard.paths import readable, where_line
 from mcp_server_guard.serving.calls import example_call, flat_schema, normalize_arguments
 from mcp_server_guard.serving.config import Mode, ServerConfig
 
@@ -327,7 +327,9 @@ class Tools:
         if error.fix is not None and error.example is None:
             fixed = {k: v for k, v in {**arguments, **error.fix}.items() if v is not None}
             error.example = example_call(name, fixed)
-            error.suggestion += f" Call it like this: {json.dumps(error.example, ensure_ascii=False)}"
+            # (escaped as the constructor escaped the rest: a real name may hold a bidi override, red team 78 F1;
+            # printable's \\uXXXX is JSON's own escape, so the call shown still works as written)
+            error.suggestion += f" Call it like this: {readable(json.dumps(error.example, ensure_ascii=False))}"
         record.decision = decision_of(error.category.value, record.decision)
         record.code, record.reason = error.code, record.reason or error.message
         return error.result(self.facts(record, arguments))
@@ -342,7 +344,7 @@ class Tools:
                 return {"createDirs": True}
             found = self.jail.suggest(value, want)
             if found is not None:
-                error.message += f" Did you mean '{found}'?"
+                error.message += f" Did you mean '{readable(found)}'?"
                 return {key: found}
         return None
 

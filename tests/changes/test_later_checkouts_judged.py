@@ -1,0 +1,94 @@
+"""What a later checkout writes (a branch, the index, the stash a command left) is judged as a write of those paths
+now would be (red team 78 F2, ``changes.checkouts``): laid out in a scratch directory of the server's own, never
+outside it (a tree built by hand may name ``..``); everyday branch work asks nothing, and a file the command wrote
+with the same bytes is not judged twice."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mcp_server_guard.changes.effects import judge
+from mcp_server_guard.policy import load_policy
+from mcp_server_guard.protected import protection_for
+from support.copies import Copy, overlays_work
+
+pytestmark = pytest.mark.skipif(not overlays_work(), reason="no user namespaces for an overlay here")
+POLICY = load_policy()
+GIT = "git -c user.name=u -c user.email=u@example.invalid -c commit.gpgsign=false"
+
+
+def _repo(copy: Copy) -> None:
+    (copy.root / "src").mkdir()
+    (copy.root / "src" / "a.py").write_text("a = 1\n")
+    (copy.root / "package.json").write_text('{"name": "app", "scripts": {"build": "tsc"}}\n')
+    for args in (["init", "-q", "-b", "main"], ["add", "."], ["commit", "-qm", "one"]):
+        subprocess.run([*GIT.split(), "-C", str(copy.root), *args], check=True, capture_output=True, timeout=30)
+
+
+def _asks(copy: Copy, script: str) -> list[str]:
+    changes = copy.run(script)
+    return judge([changes], protection_for(POLICY), POLICY.effects, [str(copy.root)]).asks
+
+
+# A commit whose tree has a directory named ".." holding a file, built byte by byte (git's own tools refuse to):
+# laid out as it is, the judgement would write outside its scratch directory. The payload is a harmless line.
+DOTDOT = """
+import hashlib, os, subprocess, zlib
+def put(kind, body):
+    data = kind + b' ' + str(len(body)).encode() + b'\\0' + body
+    oid = hashlib.sha1(data).hexdigest()
+    os.makedirs('.git/objects/' + oid[:2], exist_ok=True)
+    with open('.git/objects/' + oid[:2] + '/' + oid[2:], 'wb') as f:
+        f.write(zlib.compress(data))
+    return oid
+blob = put(b'blob', b'escaped\\n')
+inner = put(b'tree', b'100644 escaped-by-the-judge\\0' + bytes.fromhex(blob))
+top = put(b'tree', b'40000 ..\\0' + bytes.fromhex(inner))
+env = dict(os.environ, GIT_AUTHOR_NAME='u', GIT_AUTHOR_EMAIL='u@x', GIT_COMMITTER_NAME='u', GIT_COMMITTER_EMAIL='u@x')
+commit = subprocess.run(['git', 'commit-tree', top, '-m', 'x'], env=env, capture_output=True, text=True,
+                        check=True).stdout.strip()
+subprocess.run(['git', 'update-ref', 'refs/heads/odd', commit], check=True)
+"""
+
+
+def test_attack_a_tree_naming_dotdot_is_asked_and_laid_out_nowhere(tmp_path: Path) -> None:
+    copy = Copy(tmp_path)
+    _repo(copy)
+    (tmp_path / "dotdot.py").write_text(DOTDOT)
+    asks = _asks(copy, f"python3 {tmp_path / 'dotdot.py'}")
+    assert any("refs/heads/odd" in a and "git itself refuses" in a for a in asks), asks
+    assert not list(tmp_path.rglob("escaped-by-the-judge")), list(tmp_path.rglob("escaped-by-the-judge"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dotdot.py", "root", "upper", "work"]
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        # a branch of its own, committed, and back
+        f"{GIT} checkout -q -b feature && echo b = 2 > src/b.py && {GIT} add src/b.py && {GIT} commit -qm b && "
+        f"{GIT} checkout -q main",
+        # the stash, then popped on another branch
+        f"echo more >> src/a.py && {GIT} stash -q && {GIT} checkout -q -b other && {GIT} stash pop -q",
+        # a package.json script changed in the work tree and committed: judged once, as the work tree's write
+        f'echo \'{{"name": "app", "scripts": {{"build": "tsc -b"}}}}\' > package.json && {GIT} commit -qam s',
+    ],
+)
+def test_everyday_branch_work_asks_nothing_of_later_checkouts(tmp_path: Path, script: str) -> None:
+    copy = Copy(tmp_path)
+    _repo(copy)
+    asks = _asks(copy, script)
+    assert not asks, asks
+
+
+def test_a_file_written_and_committed_with_the_same_bytes_is_asked_once(tmp_path: Path) -> None:
+    # The work tree's write of a lifecycle script is asked; the commit of those very bytes adds no second question.
+    copy = Copy(tmp_path)
+    _repo(copy)
+    hooked = tmp_path / "hooked.json"
+    hooked.write_text('{"name": "app", "scripts": {"build": "tsc", "postinstall": "echo hi"}}\n')
+    asks = _asks(copy, f"cp {hooked} package.json && {GIT} commit -qam hooked")
+    assert len([a for a in asks if "postinstall" in a]) == 1, asks
+    assert not [a for a in asks if "checkout" in a], asks
