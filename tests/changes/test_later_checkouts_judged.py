@@ -92,3 +92,24 @@ def test_a_file_written_and_committed_with_the_same_bytes_is_asked_once(tmp_path
     asks = _asks(copy, f"cp {hooked} package.json && {GIT} commit -qam hooked")
     assert len([a for a in asks if "postinstall" in a]) == 1, asks
     assert not [a for a in asks if "checkout" in a], asks
+
+
+def test_everyday_commits_in_a_row_on_a_branch_ask_nothing(tmp_path: Path) -> None:
+    # Every new commit behind a moved branch is judged (red team 79 F4); ordinary ones ask nothing.
+    copy = Copy(tmp_path)
+    _repo(copy)
+    steps = " && ".join(f"echo v{i} > src/c{i}.py && {GIT} add src && {GIT} commit -qm c{i}" for i in range(4))
+    asks = _asks(copy, f"{GIT} checkout -q -b feature && {steps} && {GIT} checkout -q main")
+    assert not asks, asks
+
+
+def test_a_branch_with_more_new_commits_than_are_judged_is_asked(tmp_path: Path) -> None:
+    # Past the bound, what the branch's history writes is not judged: asked, never let through unread.
+    copy = Copy(tmp_path)
+    _repo(copy)
+    stream = ["reset refs/heads/long", "from refs/heads/main"]
+    for i in range(300):
+        stream += ["commit refs/heads/long", f"committer u <u@x> {1_700_000_000 + i} +0000", "data 2", "c", ""]
+    (tmp_path / "stream").write_text("\n".join(stream) + "\n")
+    asks = _asks(copy, f"git fast-import --quiet < {tmp_path / 'stream'}")
+    assert any("refs/heads/long" in a and "more than 256 new commits" in a for a in asks), asks

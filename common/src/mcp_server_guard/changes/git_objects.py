@@ -93,14 +93,20 @@ class Objects:
             os.close(fd)
 
     def get(self, oid: bytes) -> tuple[str, bytes]:
-        """The type and body of object ``oid`` (a tag peeled by the caller)."""
+        """The type and body of object ``oid`` (a tag peeled by the caller): every copy of it there is (loose in
+        each store, in each pack) read, each one's hash checked against ``oid``. Threat (red team 79 F1): git reads
+        packs first, the newest first — a new pack's entry for an id the command also wrote loose, with other
+        content, is what git checks out; a reader that takes one copy judges another's bytes."""
         if oid in self._cache:
             return self._cache[oid]
-        found = self._loose(oid) or self._packed(oid, 0)
-        if found is None:
+        copies = [*self._loose_all(oid), *self._packed_all(oid)]
+        if not copies:
             raise Unreadable(f"object {oid.hex()} is not in the repository", missing=True)
-        self._cache[oid] = found
-        return found
+        for kind, body in copies:
+            if _hashed(kind, body, len(oid)) != oid:
+                raise Unreadable(f"object {oid.hex()} has content of another id")
+        self._cache[oid] = copies[0]
+        return copies[0]
 
     def keep(self, index: bytes, pack: int) -> None:
         """A pack opened elsewhere, closed with this store."""
@@ -116,7 +122,11 @@ class Objects:
         return any(_find(index, oid) is not None for index, _pack in self._indexes())
 
     def _loose(self, oid: bytes) -> tuple[str, bytes] | None:
+        return next(iter(self._loose_all(oid)), None)
+
+    def _loose_all(self, oid: bytes) -> list[tuple[str, bytes]]:
         name = oid.hex()
+        found: list[tuple[str, bytes]] = []
         for objects in self.dirs:
             with contextlib.suppress(OSError):
                 sub = os.open(name[:2], _DIR, dir_fd=objects)
@@ -135,8 +145,8 @@ class Objects:
                 kind, _, size = head.partition(b" ")
                 if kind.decode(errors="replace") not in _TYPES.values() or not size.isdigit():
                     raise Unreadable(f"object {name} is malformed")
-                return kind.decode(), body
-        return None
+                found.append((kind.decode(), body))
+        return found
 
     def _indexes(self) -> list[tuple[bytes, int]]:
         if self._packs is None:
@@ -145,7 +155,10 @@ class Objects:
                 with contextlib.suppress(OSError):
                     packs = os.open("pack", _DIR, dir_fd=objects)
                     try:
-                        for name in sorted(n for n in os.listdir(packs) if n.endswith(".idx"))[:_PACKS]:
+                        names = sorted(n for n in os.listdir(packs) if n.endswith(".idx"))
+                        if len(names) > _PACKS:  # (git reads them all: one past the bound is not judged)
+                            raise Unreadable(f"more than {_PACKS} packs")
+                        for name in names:
                             with contextlib.suppress(OSError, ValueError):
                                 self._packs.append(_open_pack(packs, name))
                     finally:
@@ -158,6 +171,10 @@ class Objects:
             if offset is not None:
                 return self._at(pack, offset, len(oid), depth)
         return None
+
+    def _packed_all(self, oid: bytes) -> list[tuple[str, bytes]]:
+        return [self._at(pack, offset, len(oid), 0) for index, pack in self._indexes()
+                if (offset := _find(index, oid)) is not None]  # fmt: skip
 
     def _at(self, pack: int, offset: int, width: int, depth: int) -> tuple[str, bytes]:
         if (pack, offset) in self._at_offset:
@@ -244,6 +261,14 @@ def graph_lies(objects: Objects, data: bytes, width: int = 20) -> list[bytes]:
         if tree_of(objects, oid) != tree:
             found.append(oid)
     return found
+
+
+def _hashed(kind: str, body: bytes, width: int) -> bytes:
+    """Git's id of an object of ``kind`` with ``body`` (SHA-1, or SHA-256 for ids of 32 bytes)."""
+    header = f"{kind} {len(body)}\0".encode()
+    hasher = hashlib.sha256(header) if width == 32 else hashlib.sha1(header, usedforsecurity=False)
+    hasher.update(body)
+    return hasher.digest()
 
 
 def _read_at(fd: int, offset: int) -> bytes:

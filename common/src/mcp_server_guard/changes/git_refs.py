@@ -53,6 +53,8 @@ _SHOWN = 3  # paths named in a question, at most
 # (``checkout -``, ``HEAD@{1}``), FETCH_HEAD, a rebase's or a cherry-pick's state (its todo's picks: ids abbreviated).
 _MENTIONS = re.compile(r"^(?:logs/.+|FETCH_HEAD|(?:rebase-merge|rebase-apply|sequencer)/.+)$")
 _TOKEN = re.compile(rb"(?<![0-9a-zA-Z])[0-9a-fA-F]{7,64}(?![0-9a-zA-Z])")
+# A rebase's todo takes ids abbreviated down to 4 digits (red team 79 F3: `pick 1a2b`).
+_SHORT = re.compile(rb"(?<![0-9a-zA-Z])[0-9a-fA-F]{4,64}(?![0-9a-zA-Z])")
 _MENTIONED = 256  # ids a judgement follows from such files, at most
 
 
@@ -204,6 +206,8 @@ def _questions(changes: ChangeSet, trees: Trees, where: _Layout, names: set[str]
     found = (trees.open_dir(base, f"{where.common}/objects") for base in (changes.upper, changes.root))
     dirs = [fd for fd in found if fd is not None]
     objects = Objects(dirs)
+    real = trees.open_dir(changes.root, f"{where.common}/objects")
+    had = Objects([real] if real is not None else [])  # (the repository before the call: its commits are the user's)
     asks: list[str] = []
     try:
         refs_now, refs_then = _refs(trees, where, names, real=False), _refs(trees, where, names, real=True)
@@ -227,8 +231,12 @@ def _questions(changes: ChangeSet, trees: Trees, where: _Layout, names: set[str]
             and trees.read(f"{git_dir}/{ref}") is not None
         ]
         for rest in sorted(n for n in names if _MENTIONS.match(n)):
-            moved += [(f"{rest} (it names {oid.hex()[:12]})", oid, None) for oid in _mentioned(trees, git_dir, rest,
-                                                                                           objects)]  # fmt: skip
+            try:
+                moved += [(f"{rest} (it names {oid.hex()[:12]})", oid, None)
+                          for oid in _mentioned(trees, git_dir, rest, objects)]  # fmt: skip
+            except Unreadable as exc:
+                asks.append(printable(f"It changes {rest} in {where.shown}, which the server could not read whole "
+                                      f"({exc}): what a checkout of what it names writes was not judged."))  # fmt: skip
         seen: set[tuple[bytes | None, bytes | None]] = set()
         for ref, oid, before in moved:
             if ref.startswith("refs/replace/"):
@@ -246,6 +254,11 @@ def _questions(changes: ChangeSet, trees: Trees, where: _Layout, names: set[str]
                 if oid is None:
                     raise Unreadable("git reads it otherwise than the server")
                 later.add(objects, where, _shown(where, ref), _written(objects, ref, oid, before, bases))
+                if bases and not ref.startswith("refs/remotes/"):  # (upstream's history: the fetch's, as its tip;
+                    # a repository new in this call: what the user has of it is nothing, its config sanitized)
+                    for commit in _new_history(objects, had, oid):
+                        later.add(objects, where, f"{_shown(where, ref)} (its commit {commit.hex()[:12]})",
+                                  _written(objects, ref, commit, None, bases))  # fmt: skip
             except Unreadable as exc:
                 asks.append(f"It points {printable(_shown(where, ref))} at a commit the server could not read whole "
                             f"({exc}): what your next checkout of it writes could not be judged.")  # fmt: skip
@@ -270,9 +283,35 @@ def _questions(changes: ChangeSet, trees: Trees, where: _Layout, names: set[str]
             except Unreadable as exc:
                 asks.append(f"It changes {printable(_shown(where, 'the index'))}, which the server could not read "
                             f"whole ({exc}): what your next checkout -- . writes could not be judged.")  # fmt: skip
+    except Unreadable as exc:  # (the store itself: more packs than read, a lookup past the budget)
+        asks.append(printable(f"It changes git's state in {where.shown}, whose objects the server could not read "
+                              f"whole ({exc}): what your next checkout writes could not be judged."))  # fmt: skip
     finally:
         objects.close()
+        had.close()
     return asks
+
+
+_HISTORY = 256  # new commits behind a ref judged, at most (more: asked)
+
+
+def _new_history(objects: Objects, had: Objects, tip: bytes) -> list[bytes]:
+    """The commits behind ``tip`` (every parent: a stash's index and untracked commits too) that the repository did
+    not have before the call. Threat (red team 79 F4, F5): a branch whose middle commit adds a hook and whose tip
+    takes it away — the user's rebase, cherry-pick or ``checkout feature~1`` writes that commit's tree; an older stash
+    entry's untracked files, popped later."""
+    found: list[bytes] = []
+    pending, seen = list(parents_of(objects, tip)), {tip}
+    while pending:
+        commit = pending.pop()
+        if commit in seen or had.has(commit):
+            continue
+        seen.add(commit)
+        if len(found) == _HISTORY:
+            raise Unreadable(f"more than {_HISTORY} new commits behind it")
+        found.append(commit)
+        pending += parents_of(objects, commit)
+    return found
 
 
 def _shown(where: _Layout, ref: str) -> str:
@@ -322,12 +361,17 @@ def _substitutes(changes: ChangeSet, trees: Trees, git_dir: str, rest: str, obje
 
 def _mentioned(trees: Trees, git_dir: str, rest: str, objects: Objects) -> list[bytes]:
     """The commits a reflog, FETCH_HEAD or a rebase's state names that it did not name before (abbreviated ids
-    expanded as git would); ids of no commit at all left aside (words of a message)."""
-    now = set(_TOKEN.findall(trees.read(f"{git_dir}/{rest}", limit=16 << 20) or b""))
-    then = set(_TOKEN.findall(trees.read(f"{git_dir}/{rest}", real=True, limit=16 << 20) or b""))
+    expanded as git would); ids of no commit at all left aside (words of a message). More new words than the
+    judgement follows: :class:`Unreadable` (red team 79 F2: 300 words that name nothing, sorted before the one that
+    does, pushed it past the bound)."""
+    token = _TOKEN if rest.startswith("logs/") or rest == "FETCH_HEAD" else _SHORT
+    now = set(token.findall(trees.read(f"{git_dir}/{rest}", limit=16 << 20) or b""))
+    then = set(token.findall(trees.read(f"{git_dir}/{rest}", real=True, limit=16 << 20) or b""))
+    if len(now - then) > _MENTIONED:
+        raise Unreadable(f"{rest} names more than {_MENTIONED} new ids")
     found: list[bytes] = []
-    for token in sorted(now - then)[:_MENTIONED]:
-        text = token.decode().lower()
+    for word in sorted(now - then):
+        text = word.decode().lower()
         oid = bytes.fromhex(text) if len(text) in (40, 64) else objects.expand(text)
         if oid is None or oid in found or not oid.strip(b"\0"):  # (git's null id: a ref made or deleted)
             continue
@@ -349,7 +393,8 @@ def _staged(trees: Trees, where: _Layout, objects: Objects, bases: list[bytes]) 
     now = index_entries(data, width)
     then = index_entries(trees.read(f"{where.own}/index", real=True, limit=256 << 20) or b"", width)
     changed = [(path, mode, oid) for path, (mode, oid) in now.items() if then.get(path) != (mode, oid)]
-    return [entry for entry in changed if not bases or _entry(objects, bases[0], entry[0]) != entry[2]]
+    listed: dict[bytes, dict[str, tuple[int, bytes]]] = {}
+    return [entry for entry in changed if not bases or _entry(objects, bases[0], entry[0], listed) != entry[2]]
 
 
 # An am session's (or an apply-backend rebase's) state: the patches still to apply, numbered, and where it is.
@@ -383,15 +428,19 @@ def _patches(trees: Trees, where: _Layout, names: set[str]) -> list[str]:
                       "work tree outside the box (git may run a hook at once).")]  # fmt: skip
 
 
-def _entry(objects: Objects, tree: bytes, path: str) -> bytes | None:
-    """The id ``path`` has in ``tree`` (None: none, or it cannot be read)."""
+def _entry(objects: Objects, tree: bytes, path: str, listed: dict[bytes, dict[str, tuple[int, bytes]]]) -> bytes | None:
+    """The id ``path`` has in ``tree`` (None: none, or it cannot be read); ``listed``: trees read so far, by id (an
+    index of 100 changed paths reads each directory once)."""
+    parts = path.split("/")
     with contextlib.suppress(Unreadable):
-        for part in path.split("/")[:-1]:
-            tree = next((oid for name, mode, oid in entries(objects, tree) if name == part and mode == 0o40000), b"")
-            if not tree:
+        for at, part in enumerate(parts):
+            if tree not in listed:
+                listed[tree] = {name: (mode, oid) for name, mode, oid in entries(objects, tree)}
+            found = listed[tree].get(part)
+            if found is None or (at < len(parts) - 1 and found[0] != 0o40000):
                 return None
-        last = path.rsplit("/", 1)[-1]
-        return next((oid for name, _mode, oid in entries(objects, tree) if name == last), None)
+            tree = found[1]
+        return tree
     return None
 
 
