@@ -113,3 +113,46 @@ def test_a_branch_with_more_new_commits_than_are_judged_is_asked(tmp_path: Path)
     (tmp_path / "stream").write_text("\n".join(stream) + "\n")
     asks = _asks(copy, f"git fast-import --quiet < {tmp_path / 'stream'}")
     assert any("refs/heads/long" in a and "more than 256 new commits" in a for a in asks), asks
+
+
+# A git-lfs pointer committed for package.json, and the object it names planted in .git/lfs by the command: the
+# user's checkout (git-lfs installed) writes the object's bytes. The payload is a harmless line.
+LFS = """
+import hashlib, os, subprocess
+planted = b'{"name": "app", "scripts": {"build": "tsc", "postinstall": "echo hi"}}\\n'
+hexid = hashlib.sha256(planted).hexdigest()
+os.makedirs(f'.git/lfs/objects/{hexid[:2]}/{hexid[2:4]}', exist_ok=True)
+with open(f'.git/lfs/objects/{hexid[:2]}/{hexid[2:4]}/{hexid}', 'wb') as f:
+    f.write(planted)
+pointer = f'version https://git-lfs.github.com/spec/v1\\noid sha256:{hexid}\\nsize {len(planted)}\\n'
+blob = subprocess.run(['git', 'hash-object', '-w', '--stdin'], input=pointer, capture_output=True, text=True,
+                      check=True).stdout.strip()
+subprocess.run(['git', 'update-index', '--cacheinfo', f'100644,{blob},package.json'], check=True)
+"""
+
+
+def test_attack_an_lfs_pointer_whose_planted_object_adds_a_lifecycle_script_is_asked(tmp_path: Path) -> None:
+    copy = Copy(tmp_path)
+    _repo(copy)
+    (tmp_path / "lfs.py").write_text(LFS)
+    asks = _asks(copy, f"python3 {tmp_path / 'lfs.py'}")
+    assert any("the index" in a and "postinstall" in a for a in asks), asks
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".git/objects/info/alternates",
+        ".git/info/grafts",
+        ".git/objects/pack/multi-pack-index",
+        ".git/objects/pack/multi-pack-index.d/multi-pack-index-chain",
+    ],
+)
+def test_attack_a_file_that_makes_git_read_other_objects_is_refused(tmp_path: Path, path: str) -> None:
+    # Threat: git then reads other objects or another history for the ones it has (an incremental multi-pack index
+    # chain included, git 2.47): what a checkout writes is no longer what the objects the judgement read say.
+    copy = Copy(tmp_path)
+    _repo(copy)
+    changes = copy.run(f"mkdir -p {path.rsplit('/', 1)[0]} && echo x > {path}")
+    refused = judge([changes], protection_for(POLICY), POLICY.effects, [str(copy.root)]).refused
+    assert (str(copy.root), path) in refused, refused

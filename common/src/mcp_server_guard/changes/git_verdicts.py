@@ -239,7 +239,9 @@ def git_verdict(trees: Trees, change: Change, roots: Sequence[str]) -> str | Non
 # What makes git read other objects or another history for the ones it has: refused (everyday git makes none of
 # them in a project; git works without the multi-pack index, a cache). The commit graph, which every `git gc`
 # writes, is checked against the commits' own objects instead (``changes.git_refs``).
-_REDIRECTS = re.compile(r"^(?:info/grafts|objects/info/(?:alternates|http-alternates)|objects/pack/multi-pack-index)$")
+_REDIRECTS = re.compile(
+    r"^(?:info/grafts|objects/info/(?:alternates|http-alternates)|objects/pack/multi-pack-index(?:\.d/.*)?)$"
+)  # (``multi-pack-index.d/``: git 2.47's incremental chain, read like the one file)
 
 
 # What git itself rewrites in place below objects/: the pack list and the commit graph (checked by content).
