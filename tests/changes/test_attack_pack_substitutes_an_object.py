@@ -70,7 +70,7 @@ async def test_attack_a_new_pack_giving_heads_tree_other_content_is_asked(worksp
     async with shell(workspace, person) as client:
         out = await run(client, program(workspace, "substitute", SUBSTITUTE))
     assert "substituted" in (out.get("stdout") or ""), out
-    assert any("other content" in q for q in person.questions), (person.questions, out.get("changes"))
+    assert any("content that is not theirs" in q for q in person.questions), (person.questions, out.get("changes"))
     assert out["transaction"] != "applied", out
 
 
@@ -82,7 +82,7 @@ async def test_a_gc_of_a_small_repository_is_no_substitution(workspace: Path) ->
     async with shell(workspace, person) as client:
         out = await run(client, "git gc -q")
     # (Its deletion of loose objects is asked as deleting what git has no copy of: an older question of its own.)
-    assert not [q for q in person.questions if "other content" in q or "could not check" in q], person.questions
+    assert not [q for q in person.questions if "not theirs" in q or "could not check" in q], person.questions
     refused = [p for p in out["changes"]["paths"] if p["action"] == "refused" and "pack" in p["path"]]
     assert not refused, refused
 

@@ -156,3 +156,46 @@ def test_attack_a_file_that_makes_git_read_other_objects_is_refused(tmp_path: Pa
     changes = copy.run(f"mkdir -p {path.rsplit('/', 1)[0]} && echo x > {path}")
     refused = judge([changes], protection_for(POLICY), POLICY.effects, [str(copy.root)]).refused
     assert (str(copy.root), path) in refused, refused
+
+
+def _two_branches(copy: Copy) -> None:
+    _repo(copy)
+    lines = [
+        f"{GIT} checkout -q -b side",
+        "echo side >> src/a.py",
+        f"{GIT} commit -qam side",
+        f"{GIT} checkout -q main",
+    ]
+    for line in [*lines, "echo main > src/b.py", f"{GIT} add src", f"{GIT} commit -qm main"]:
+        subprocess.run(line, shell=True, cwd=copy.root, check=True, capture_output=True, timeout=30)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        f"echo x >> src/a.py && {GIT} commit -qam c && ({GIT} merge -q --no-edit side || true)",
+        f"echo x >> src/a.py && {GIT} commit -qam c && ({GIT} rebase -q side || true)",
+        f"echo x >> src/a.py && {GIT} commit -qam c && ({GIT} cherry-pick side || true)",
+        f"{GIT} bisect start HEAD HEAD~2 >/dev/null",
+        f"echo y > new.txt && {GIT} stash -q -u",
+        f"{GIT} notes add -m hello HEAD && {GIT} tag -a -m v v1",
+        f"{GIT} gc -q --aggressive && {GIT} commit-graph write",
+        f"{GIT} config rerere.enabled true; echo x >> src/a.py && {GIT} commit -qam c && ({GIT} merge -q side || true)",
+    ],
+)
+def test_everyday_git_state_asks_nothing(tmp_path: Path, line: str) -> None:
+    # Git's state files the judgement knows (a merge's, a rebase's, a bisect's, rerere's preimages, the stash, notes,
+    # gc's packs): none is asked; an unknown one would be.
+    copy = Copy(tmp_path)
+    _two_branches(copy)
+    asks = _asks(copy, line)
+    assert not asks, asks
+
+
+def test_attack_a_state_file_the_judgement_does_not_read_is_asked(tmp_path: Path) -> None:
+    # Threat (red team 80 F2): git reads more of its dir than the judgement names (info/attributes sets a filter
+    # on package.json; a tool's own state): one it does not know, that names no commit, is asked.
+    copy = Copy(tmp_path)
+    _repo(copy)
+    asks = _asks(copy, "echo 'package.json filter=lfs' > .git/info/attributes")
+    assert any("info/attributes" in a and "does not judge" in a for a in asks), asks

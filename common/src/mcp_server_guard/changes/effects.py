@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.changes.checkouts import laid_out, odd_path, rounds
 from mcp_server_guard.changes.git_index import discarded, uncommitted
+from mcp_server_guard.changes.git_kept import kept_by_git
 from mcp_server_guard.changes.git_refs import Later
 from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.changes.later import runs_later
@@ -163,7 +164,7 @@ def judge(
     # Threat: a tree moved into a build or cache directory, then deleted there with no question.
     kept_out = {old for old, new in pairs if scratch.name(new[1], new[0]) and not scratch.name(old[1], old[0])}
     summary, counts = summary_line(sets, refused, moves)
-    tally = _tally(sets, refused, moves, kept_out, scratch, places)
+    tally = _tally(sets, refused, moves, kept_out, scratch, places, kept_by_git(sets))
     if len(tally.touched) + earlier[0] > policy.max_files:
         asks.append(f"It deletes, replaces or empties {_n(len(tally.touched) + earlier[0], 'file')} "
                               f"(more than {policy.max_files}).")  # fmt: skip
@@ -269,14 +270,18 @@ def _tally(
     kept_out: set[tuple[str, str]],
     scratch: _Matcher,
     places: _Matcher,
+    git_keeps: set[tuple[str, str]],
 ) -> _Tally:
     """The files a call's change sets lose (deleted, replaced, emptied), rewrite, or make executable, and the
     directory trees they delete — outside the build and cache directories (``scratch``), refusals and moves left
-    out (but for what moved into ``scratch``: ``kept_out``)."""
+    out (but for what moved into ``scratch``: ``kept_out``), and the object files git still has the objects of
+    (``git_keeps``: ``git gc``'s packing)."""
     tally = _Tally()
     for changes in sets:
         for change in changes.changes:
             key = (changes.root, change.path)
+            if key in git_keeps:
+                continue
             if (
                 change.action == "modify"
                 and key in moves
@@ -317,6 +322,7 @@ def _tally(
                     if c.top == change.path
                     and c.action == "delete"  # what it held, not what was made there again
                     and c.kind != "dir"
+                    and (changes.root, c.path) not in git_keeps
                     and ((changes.root, c.path) not in moves or (changes.root, c.path) in kept_out)
                 )
                 if held:

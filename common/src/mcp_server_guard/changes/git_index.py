@@ -271,7 +271,7 @@ def _read_index(git_dir: int) -> dict[str, bytes]:
 
 def split_index(data: bytes, hash_size: int = 20) -> bool:
     """Whether an index file's entries are partly in a shared index (its ``link`` extension: ``--split-index``)."""
-    _entries, at = _parse(data, hash_size)
+    _entries, at, _staged = _parse(data, hash_size)
     while at > 0 and at + 8 <= len(data) - hash_size:
         signature, size = data[at : at + 4], struct.unpack(">I", data[at + 4 : at + 8])[0]
         if signature == b"link":
@@ -285,19 +285,24 @@ def parse_index(data: bytes, hash_size: int = 20) -> dict[str, bytes]:
     return {path: blob for path, (_mode, blob) in _parse(data, hash_size)[0].items()}
 
 
-def index_entries(data: bytes, hash_size: int = 20) -> dict[str, tuple[int, bytes]]:
-    """Path -> (git's mode: 0o100644, 0o100755, 0o120000, 0o160000; blob id) of an index file's bytes."""
-    return _parse(data, hash_size)[0]
+def index_entries(data: bytes, hash_size: int = 20) -> dict[tuple[str, int], tuple[int, bytes]]:
+    """(path, stage) -> (git's mode: 0o100644, 0o100755, 0o120000, 0o160000; blob id) of an index file's bytes:
+    every stage of a conflict (red team 80 F3: ``git checkout --ours`` writes stage 2, whatever stage 3 says)."""
+    return _parse(data, hash_size)[2]
 
 
-def _parse(data: bytes, hash_size: int) -> tuple[dict[str, tuple[int, bytes]], int]:
-    """The entries, and where the extensions start (0: unreadable)."""
+def _parse(
+    data: bytes, hash_size: int
+) -> tuple[dict[str, tuple[int, bytes]], int, dict[tuple[str, int], tuple[int, bytes]]]:
+    """The entries by path (the last stage of a conflict), where the extensions start (0: unreadable), and the
+    entries by path and stage."""
     out: dict[str, tuple[int, bytes]] = {}
+    staged: dict[tuple[str, int], tuple[int, bytes]] = {}
     if len(data) < 12 or data[:4] != b"DIRC":
-        return out, 0
+        return out, 0, staged
     version, count = struct.unpack(">II", data[4:12])
     if version not in (2, 3, 4):
-        return out, 0
+        return out, 0, staged
     offset = 12
     previous = b""
     try:
@@ -320,10 +325,11 @@ def _parse(data: bytes, hash_size: int) -> tuple[dict[str, tuple[int, bytes]], i
                 name = data[offset:end]
                 offset = start + ((end - start + 8) & ~7)
             previous = name
-            out[name.decode("utf-8", "surrogateescape")] = (mode, blob)
+            path = name.decode("utf-8", "surrogateescape")
+            out[path] = staged[(path, (flags >> 12) & 3)] = (mode, blob)
     except (ValueError, struct.error, IndexError):
-        return out, 0
-    return out, offset
+        return out, 0, staged
+    return out, offset, staged
 
 
 def _common_dir(git_dir: int) -> str | None:

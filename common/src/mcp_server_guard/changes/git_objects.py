@@ -26,6 +26,8 @@ __all__ = [
     "changed_paths",
     "entries",
     "graph_lies",
+    "index_ids",
+    "indexed",
     "parents_of",
     "shadowed",
     "tree_of",
@@ -215,19 +217,19 @@ class Objects:
         return base[0], _patch(base[1], delta)
 
 
-def shadowed(objects: Objects, packs: int, name: str, had: Objects, width: int = 20) -> list[bytes]:
-    """The objects of the new pack ``name`` (in the open directory ``packs``) that ``had`` (the repository before the
-    call) has under the same id but whose content there is not what that id says. Threat: a pack a command adds
-    naming an existing tree or commit with other content — git reads packs first, so ``git checkout .`` then writes
-    what the substitute says (a hook), while a judgement reading the same store sees nothing moved."""
+def shadowed(objects: Objects, packs: int, name: str, width: int = 20) -> list[bytes]:
+    """The objects of the new pack ``name`` (in the open directory ``packs``) whose content there is not what their
+    id says. Threat: a pack a command adds naming an existing tree or commit with other content — git reads packs
+    first, so ``git checkout .`` then writes what the substitute says (a hook), while a judgement reading the same
+    store sees nothing moved; and one naming an object another repository has (red team 80 F4: a repository whose
+    ``objects/info/alternates`` borrows this one's objects reads its packs before its own loose objects). So every
+    entry is checked, not only those the repository had before the call."""
     index, pack = _open_pack(packs, name)
     objects.keep(index, pack)  # (closed with ``objects``: its reads are cached by descriptor and offset)
     total = struct.unpack(">I", index[8 + 4 * 255 : 12 + 4 * 255])[0]
     found: list[bytes] = []
     for at in range(total):
         oid = bytes(index[8 + 1024 + at * width : 8 + 1024 + (at + 1) * width])
-        if not had.has(oid):
-            continue
         offset = _find(index, oid)
         if offset is None:
             raise Unreadable("a pack index that does not find its own ids")
@@ -318,6 +320,22 @@ def _prefixed(index: bytes, prefix: str) -> set[bytes]:
     except (struct.error, IndexError, ValueError, ZeroDivisionError):
         return set()
     return found
+
+
+def index_ids(index: bytes, width: int) -> list[bytes]:
+    """The ids a version 2 pack index lists (empty when it is none)."""
+    if index[:8] != b"\xfftOc\x00\x00\x00\x02" or len(index) < 8 + 1024:
+        return []
+    total = struct.unpack(">I", index[8 + 4 * 255 : 12 + 4 * 255])[0]
+    base = 8 + 1024
+    if len(index) < base + total * width:
+        return []
+    return [index[base + at * width : base + (at + 1) * width] for at in range(total)]
+
+
+def indexed(index: bytes, oid: bytes) -> bool:
+    """Whether the version 2 pack index ``index`` lists ``oid``."""
+    return index[:8] == b"\xfftOc\x00\x00\x00\x02" and _find(index, oid) is not None
 
 
 def _find(index: bytes, oid: bytes) -> int | None:
