@@ -139,9 +139,11 @@ async def test_attack_a_linked_work_trees_head_moved_onto_a_protected_path_is_as
     assert (workspace / ".git" / "worktrees" / "wt" / "HEAD").read_text().strip() == _head(workspace)
 
 
-async def test_attack_a_submodules_index_staging_a_protected_path_is_asked(workspace: Path) -> None:
+@pytest.mark.parametrize("worktree_set", [True, False])
+async def test_attack_a_submodules_index_staging_a_protected_path_is_asked(workspace: Path, worktree_set: bool) -> None:
     # Threat: `.git/modules/<name>/index` (a submodule's own index) given .vscode/tasks.json with plumbing: the
-    # user's `git checkout -- .` in the submodule writes it, outside the box.
+    # user's `git checkout -- .` in the submodule writes it, outside the box — with core.worktree in its config or
+    # without (git takes the module's name for its path then).
     library = workspace.parent / "library"
     library.mkdir()
     (library / "lib.py").write_text("x = 1\n")
@@ -150,6 +152,8 @@ async def test_attack_a_submodules_index_staging_a_protected_path_is_asked(works
     git(library, "commit", "-q", "--no-verify", "-m", "lib")
     repository(workspace)
     git(workspace, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "lib")
+    if not worktree_set:
+        git(workspace / ".git" / "modules" / "lib", "config", "--unset", "core.worktree")
     code = VSCODE_COMMIT + "g('read-tree', commit)\n"
     (workspace / ".t").mkdir()
     (workspace / ".t" / "sub.py").write_text(code)

@@ -18,6 +18,7 @@ from mcp_server_guard.paths import within_any
 __all__ = ["OID", "Layout", "id_width", "layout_of", "packed_refs", "refs_of", "resolve_ref"]
 
 OID = re.compile(rb"^([0-9a-fA-F]{40}|[0-9a-fA-F]{64})$")
+_MODULE = re.compile(r"^(?:(.*)/)?\.git/modules/(.+)$")  # (the work tree's top, the module's name)
 _MENTIONS_OR_INDEX = re.compile(r"^(?:index|logs/.+|FETCH_HEAD|(?:rebase-merge|rebase-apply|sequencer)/.+)$")
 
 
@@ -52,6 +53,11 @@ def layout_of(trees: Trees, git_dir: str) -> Layout | None:
                 place = pointer_place(trees, gitfile, True) if trees.kind(gitfile) == "file" else None
                 if place is not None and place == posixpath.normpath(posixpath.join(root, git_dir)):
                     top = near
+    module = _MODULE.match(git_dir)
+    if top is None and module is not None:
+        # (a submodule's git dir with no ``core.worktree``: `git submodule update` takes it for the submodule of
+        # that name and checks it out there — red team 80's note; a module's default path is its name)
+        top = posixpath.join(module.group(1), module.group(2)) if module.group(1) else module.group(2)
     if top is None:
         return None
     if posixpath.isabs(top):
