@@ -11,7 +11,9 @@ left (``rm -rf .git/objects/ab``: a corrupt repository, work lost) still is (red
 
 from __future__ import annotations
 
+import hashlib
 import re
+import zlib
 from collections.abc import Sequence
 
 from mcp_server_guard.changes.changeset import ChangeSet
@@ -24,6 +26,7 @@ _LOOSE = re.compile(r"^(.*?)(?:^|/)objects/([0-9a-f]{2})/([0-9a-f]{38}|[0-9a-f]{
 _PACK = re.compile(r"^(.*?)(?:^|/)objects/pack/(pack-[0-9a-f]+)\.(pack|idx|rev|bitmap|mtimes|keep|promisor)$")
 _INDEX_MAX = 256 << 20
 _IDS_MAX = 4_000_000  # ids of the deleted packs checked in all, at most (more: counted as deletions)
+_LOOSE_MAX = 64 << 20  # a loose object read to check it, at most
 
 
 def kept_by_git(sets: Sequence[ChangeSet]) -> set[tuple[str, str]]:
@@ -119,10 +122,24 @@ class _Store:
         for oid in ids:
             if self.packed(oid):
                 continue
-            hexid = oid.hex()
-            if self.trees.kind(f"{self.objects}/{hexid[:2]}/{hexid[2:]}") != "file":
+            # Held loose only where that file is what its id says: git reads a loose object once no pack has the
+            # id, so a forged one written beside a deleted pack would stand in for the real object, unasked.
+            if not self._loose_is(oid, budget):
                 return False
         return True
+
+    def _loose_is(self, oid: bytes, budget: list[int]) -> bool:
+        hexid = oid.hex()
+        data = self.trees.read(f"{self.objects}/{hexid[:2]}/{hexid[2:]}", limit=_LOOSE_MAX)
+        if data is None:
+            return False
+        try:
+            raw = zlib.decompressobj().decompress(data, _LOOSE_MAX)
+        except zlib.error:
+            return False
+        budget[0] -= len(raw) // 64  # (bytes hashed count against the ids' budget too)
+        digest = hashlib.sha256(raw) if len(oid) == 32 else hashlib.sha1(raw, usedforsecurity=False)
+        return budget[0] >= 0 and digest.digest() == oid
 
     @staticmethod
     def _width(index: bytes) -> int:
