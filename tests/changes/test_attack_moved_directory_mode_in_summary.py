@@ -39,3 +39,15 @@ def test_attack_moved_directory_mode_change_left_out_of_the_summary(tmp_path: Pa
     finally:
         os.umask(old)
     assert "mode" in judged.summary and "e/" in judged.summary, (judged.summary, judged.asks)
+
+
+def test_a_file_replaced_by_a_link_is_not_said_to_change_mode(tmp_path: Path) -> None:
+    # Red team 81 F3: `ln -sf /nonexistent f` read "change the mode of f to 0777" (a link's own mode is no grant);
+    # a real mode change beside it is still named.
+    copy = Copy(tmp_path)
+    for name in ("f1", "f2"):
+        (copy.root / name).write_text("x\n")
+        os.chmod(copy.root / name, 0o644)
+    changes = copy.run("ln -sf /nonexistent f1 && chmod 600 f2")
+    summary = judge([changes], protection_for(POLICY), POLICY.effects, [str(copy.root)]).summary
+    assert "0777" not in summary and "f2" in summary, summary

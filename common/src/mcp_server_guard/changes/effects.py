@@ -277,11 +277,21 @@ def _tally(
     out (but for what moved into ``scratch``: ``kept_out``), and the object files git still has the objects of
     (``git_keeps``: ``git gc``'s packing)."""
     tally = _Tally()
+    sources = {(s.root, c.path): c for s in sets for c in s.changes if c.action == "delete" and c.kind == "file"}
     for changes in sets:
         for change in changes.changes:
             key = (changes.root, change.path)
             if key in git_keeps:
                 continue
+            if (
+                key in moves
+                and key not in refused
+                and key not in kept_out
+                and _made_executable(change, sources.get(moves[key]), places)
+            ):
+                # Moved and made executable (``mv a.sh tool && chmod 755 tool``, red team 81 F2): against the mode
+                # the file had where it came from (the new end has no mode of its own before).
+                tally.executables.append(change.path)
             if (
                 change.action == "modify"
                 and key in moves
@@ -336,6 +346,19 @@ def _tally(
             ):
                 tally.executables.append(change.path)
     return tally
+
+
+def _made_executable(change: Change, source: Change | None, places: _Matcher) -> bool:
+    """Whether the end of a move ``change`` is a file executable where its ``source`` (the file moved, as it was)
+    was not, outside the places executables are expected."""
+    return (
+        source is not None
+        and change.kind == "file"
+        and change.action in ("create", "modify")
+        and bool(change.mode & 0o111)
+        and not source.mode & 0o111
+        and not places.path(change.path)
+    )
 
 
 def eviction_ask(gone: Sequence[str]) -> str:

@@ -161,7 +161,8 @@ def _remoded(change: Change, replaced: tuple[str, int] | None, origin: tuple[str
     and mode of what a new directory replaces), or where a moved file or directory came from (``origin``) — content
     changed or not."""
     if change.action in ("meta", "modify"):
-        return change.mode != change.old_mode
+        # (a file replaced by a link: a link has no mode of its own — its 0777 is no grant, red team 81 F3)
+        return change.mode != change.old_mode and change.kind != "symlink"
     if change.action == "create" and origin is not None and (origin[0] == "dir") == (change.kind == "dir"):
         return origin[1] != change.mode
     return (
