@@ -20,7 +20,7 @@ from support.copies import Copy, overlays_work
 
 pytestmark = pytest.mark.skipif(not overlays_work(), reason="no user namespaces for an overlay here")
 POLICY = load_policy()
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent / "support"  # (git_forge.py)
 GIT = ["git", "-c", "user.name=u", "-c", "user.email=u@x", "-c", "commit.gpgsign=false"]
 
 
@@ -31,7 +31,7 @@ def _asks(tmp_path: Path, body: str) -> tuple[list[str], dict[tuple[str, str], s
                  ["commit", "-qm", "one"]):  # fmt: skip
         subprocess.run([*GIT, "-C", str(copy.root), *args], check=True, capture_output=True, timeout=30)
     script = tmp_path / "plant.py"
-    script.write_text(f"import sys\nsys.path.insert(0, {str(HERE)!r})\nfrom rt79_lib import *\n{body}")
+    script.write_text(f"import sys\nsys.path.insert(0, {str(HERE)!r})\nfrom git_forge import *\n{body}")
     changes = copy.run(f"{sys.executable} {script}")
     judgement = judge([changes], protection_for(POLICY), POLICY.effects, [str(copy.root)])
     return judgement.asks, judgement.refused

@@ -3,6 +3,6 @@
 import sys
 
 sys.path.insert(0, sys.argv[2])
-from rt80_pack import write_pack
+from git_forge import write_pack  # type: ignore[import-not-found]  # (tests/support, put on the path above)
 
 write_pack([(sys.argv[1], 3, b"echo rt80-forged\n")])

@@ -52,7 +52,7 @@ def _project(root: Path) -> str:
 
 
 def _script(blob: str) -> str:
-    return f"cd a && {sys.executable} {HERE / 'rt80_forge.py'} {blob} {HERE}"
+    return f"cd a && {sys.executable} {HERE / 'rt80_forge.py'} {blob} {HERE.parent / 'support'}"
 
 
 def test_attack_a_pack_in_an_alternate_substituting_a_borrower_s_object_is_asked(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Red team 79 helpers: build git state by hand (run inside a repository, cwd = its top). Payloads are harmless."""
+"""Git state built by hand, byte by byte (loose objects, packs whose index may lie, trees, commits), for the red-team
+tests of the later-checkout judgement (red teams 79, 80); run inside a repository, cwd = its top. Payloads harmless."""
 
 from __future__ import annotations
 
