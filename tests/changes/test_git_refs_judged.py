@@ -122,6 +122,18 @@ commit = g('-c', 'user.name=a', '-c', 'user.email=a@x', 'commit-tree', tree, '-p
 )
 
 
+def with_submodule(workspace: Path) -> None:
+    """``repository`` with a submodule ``lib`` (a repository of its own beside the project)."""
+    library = workspace.parent / "library"
+    library.mkdir()
+    (library / "lib.py").write_text("x = 1\n")
+    git(library, "init", "-q", "-b", "main")
+    git(library, "add", "-A")
+    git(library, "commit", "-q", "--no-verify", "-m", "lib")
+    repository(workspace)
+    git(workspace, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "lib")
+
+
 async def test_attack_a_linked_work_trees_head_moved_onto_a_protected_path_is_asked(workspace: Path) -> None:
     # Threat: `.git/worktrees/<name>/HEAD` (a detached linked work tree's own HEAD) set with plumbing to a commit
     # that adds .vscode/tasks.json: the user's `git reset --hard` in that work tree writes it, outside the box.
@@ -144,14 +156,7 @@ async def test_attack_a_submodules_index_staging_a_protected_path_is_asked(works
     # Threat: `.git/modules/<name>/index` (a submodule's own index) given .vscode/tasks.json with plumbing: the
     # user's `git checkout -- .` in the submodule writes it, outside the box — with core.worktree in its config or
     # without (git takes the module's name for its path then).
-    library = workspace.parent / "library"
-    library.mkdir()
-    (library / "lib.py").write_text("x = 1\n")
-    git(library, "init", "-q", "-b", "main")
-    git(library, "add", "-A")
-    git(library, "commit", "-q", "--no-verify", "-m", "lib")
-    repository(workspace)
-    git(workspace, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "lib")
+    with_submodule(workspace)
     if not worktree_set:
         git(workspace / ".git" / "modules" / "lib", "config", "--unset", "core.worktree")
     code = VSCODE_COMMIT + "g('read-tree', commit)\n"
@@ -183,14 +188,7 @@ async def test_attack_a_separate_git_dirs_index_staging_a_protected_path_is_aske
 
 
 async def test_everyday_linked_work_tree_and_submodule_work_asks_nothing(workspace: Path) -> None:
-    library = workspace.parent / "library"
-    library.mkdir()
-    (library / "lib.py").write_text("x = 1\n")
-    git(library, "init", "-q", "-b", "main")
-    git(library, "add", "-A")
-    git(library, "commit", "-q", "--no-verify", "-m", "lib")
-    repository(workspace)
-    git(workspace, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "lib")
+    with_submodule(workspace)
     git(workspace, "worktree", "add", "-q", "--detach", "wt", "HEAD")
     env = "GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@x GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@x "
     command = (
