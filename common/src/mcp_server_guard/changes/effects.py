@@ -215,7 +215,7 @@ def _checkouts(
     already: asked only where that write was refused (it would come back by the checkout)."""
     asks, laters = later_checkouts(changes, roots)
     when = "Your next checkout, stash pop or reset of it writes that there, outside the box"
-    pending: dict[str, list[Later]] = {}
+    pending: list[Later] = []
     for later in laters:
         why = refused.get((changes.root, later.path)) if later.same else None
         if later.same and why is None:
@@ -225,28 +225,31 @@ def _checkouts(
             asks.append(printable(f"It sets {later.what} to content no tool may write in the work tree: {later.path} "
                                   f"({why}). {when} (git may run a hook at once)."))  # fmt: skip
             continue
-        pending.setdefault(later.what, []).append(later)
+        pending.append(later)
     calm = policy.model_copy(update={"ask_uncommitted": False, "ask_tree_deletion": False, "ask_truncation": False})
-    for what, items in sorted(pending.items()):
-        for group in rounds(items):
-            try:
-                scratch = tempfile.mkdtemp(prefix=".later-", dir=posixpath.dirname(changes.upper))
-            except OSError as exc:
-                asks.append(printable(f"It sets {what} to content the server could not lay out to judge ({exc})."))
-                break
-            try:
-                sub = judge([laid_out(changes.root, scratch, group)], protection, calm, roots, checkouts=False)
-            except OSError as exc:
-                asks.append(printable(f"It sets {what} to content the server could not lay out to judge ({exc})."))
-                continue
-            finally:
-                shutil.rmtree(scratch, ignore_errors=True)
-            named = [f"{path} ({why})" for (_root, path), why in sorted(sub.refused.items())]
-            if named:
-                asks.append(printable(f"It sets {what} to content no tool may write in the work tree: "
-                                      f"{_list(named)}. {when} (git may run a hook at once)."))  # fmt: skip
-            asks += [printable(f"It sets {what} to content whose writing would be asked: {ask} {when}.")
-                     for ask in sub.asks]  # fmt: skip
+    for group in rounds(pending):  # (every ref's writes at once: a pull of 200 commits is a few judgements)
+        whats = list(dict.fromkeys(later.what for later in group))
+        what = ", ".join(whats[:2]) + (f" and {len(whats) - 2} more" if len(whats) > 2 else "")
+        try:
+            scratch = tempfile.mkdtemp(prefix=".later-", dir=posixpath.dirname(changes.upper))
+        except OSError as exc:
+            asks.append(printable(f"It sets {what} to content the server could not lay out to judge ({exc})."))
+            break
+        try:
+            sub = judge([laid_out(changes.root, scratch, group)], protection, calm, roots, checkouts=False)
+        except OSError as exc:
+            asks.append(printable(f"It sets {what} to content the server could not lay out to judge ({exc})."))
+            continue
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        by_path = {later.path: later.what for later in group}
+        named: dict[str, list[str]] = {}
+        for (_root, path), why in sorted(sub.refused.items()):
+            named.setdefault(by_path.get(path, what), []).append(f"{path} ({why})")
+        asks += [printable(f"It sets {whose} to content no tool may write in the work tree: {_list(paths)}. {when} "
+                           "(git may run a hook at once).") for whose, paths in named.items()]  # fmt: skip
+        asks += [printable(f"It sets {what} to content whose writing would be asked: {ask} {when}.")
+                 for ask in sub.asks]  # fmt: skip
     return asks
 
 
