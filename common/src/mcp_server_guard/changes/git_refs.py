@@ -52,7 +52,7 @@ from mcp_server_guard.changes.git_state_files import (
 from mcp_server_guard.changes.git_verdicts import Trees, pointer_place, root_relative
 from mcp_server_guard.paths import printable, within_any
 
-__all__ = ["Later", "may_be_git_state", "ref_questions"]
+__all__ = ["Later", "in_git_state", "may_be_git_state", "ref_questions"]
 
 _HEADS = frozenset({"HEAD", "ORIG_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "AUTO_MERGE", "BISECT_HEAD",
                     "REBASE_HEAD"})  # fmt: skip
@@ -237,6 +237,11 @@ _LFS = re.compile(
 # Paths that may be a ref, a reflog, the index or git's object bookkeeping (only these look for their git dir).
 _CANDIDATE = re.compile(r"(?:^|/)(?:refs|logs|objects|rebase-merge|rebase-apply|sequencer)/|"
                         r"(?:^|/)(?:[A-Z_]*HEAD|packed-refs|index)$")  # fmt: skip
+
+
+def in_git_state(trees: Trees, path: str) -> bool:
+    """Whether ``path`` lies in a git dir (as the change set leaves the tree): a file of git's state."""
+    return may_be_git_state(path) and trees.git_dir_of(posixpath.dirname(path)) is not None
 
 
 def may_be_git_state(path: str) -> bool:

@@ -19,7 +19,7 @@ from dataclasses import replace
 from itertools import chain
 
 from mcp_server_guard.changes.changeset import Change, ChangeSet
-from mcp_server_guard.changes.git_refs import Later, may_be_git_state, ref_questions
+from mcp_server_guard.changes.git_refs import Later, in_git_state, may_be_git_state, ref_questions
 from mcp_server_guard.changes.git_verdicts import (
     STRATEGY_NAMES,
     TODO_NAMES,
@@ -108,6 +108,13 @@ def _linked(
     re-moded or given attributes through that name, unjudged — or made a name of an ordinary file. Neither end may
     be a path the guards look after, nor one judged by its content."""
     root = trees.changes.root
+    # Threat (red team 82 F4): a ref given a name in the work tree (``ln notes.txt .git/refs/heads/feature``), or
+    # the work tree a name of the index or a ref: writing the ordinary name then moves the ref, while the judgement
+    # of git's state reads only the paths a command wrote. Git's state and the rest never share a file.
+    ends = (in_git_state(trees, change.path), in_git_state(trees, change.link))
+    if ends[0] != ends[1]:
+        state, other = (change.path, change.link) if ends[0] else (change.link, change.path)
+        return f"it would make {other} another name of {state}, which is git's state (writing one changes the other)"
     target = Change(change.link, "modify", "file", size=change.size, mode=change.mode)
     for end, judged in ((change.path, change), (change.link, target)):
         if (root, end) in by_content or end.rsplit("/", 1)[-1] in _BY_CONTENT:

@@ -42,7 +42,8 @@ from mcp_server_guard.changes.changeset import (
 )
 from mcp_server_guard.changes.effects import Judgement, judge
 from mcp_server_guard.changes.escapes import MARKS, Escapes
-from mcp_server_guard.changes.git_refs import may_be_git_state
+from mcp_server_guard.changes.git_refs import in_git_state
+from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.changes.held import Held, HeldSets
 from mcp_server_guard.changes.plan import Outcome, live_waits
 from mcp_server_guard.changes.results import Settled, described, finished, left_out
@@ -384,7 +385,9 @@ class Transactions:
                 waiting.update(judgement.by_content | judgement.moved.keys())
                 # Git's state is judged by what it names (a ref's commit, the index's blobs: red team 82 F1 swapped
                 # a ref's id between this judgement and the copy): all of it waits for the job's end.
-                waiting.update((s.root, c.path) for s in sets for c in s.changes if may_be_git_state(c.path))
+                for s in sets:
+                    trees = Trees(s, roots)
+                    waiting.update((s.root, c.path) for c in s.changes if in_git_state(trees, c.path))
                 waiting.difference_update(judgement.refused)
                 skip = frozenset(judgement.refused) | frozenset(waiting)
                 only = tuple(judgement.only_copies)
