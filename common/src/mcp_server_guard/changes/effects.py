@@ -104,7 +104,8 @@ _SHOWN_BY = {"env": ("pyvenv.cfg", "CACHEDIR.TAG"), "tmp": ("CACHEDIR.TAG",), ".
 
 
 class _Matcher:
-    def __init__(self, patterns: Iterable[str]) -> None:
+    def __init__(self, patterns: Iterable[str], planted: Mapping[str, tuple[int, ...]] | None = None) -> None:
+        self._planted = planted or {}  # files this server landed (absolute paths): a marker there is no tool's
         names = [p for p in patterns if "/" not in p.strip("/")]
         paths = [p for p in patterns if "/" in p.strip("/")]
         self._names = re.compile("|".join(f"(?:{fnmatch.translate(n)})" for n in names) or r"(?!)")
@@ -122,7 +123,10 @@ class _Matcher:
             if above:
                 return True
         if last in _SHOWN_BY and self._names.match(last) and not self._paths.search(path):
-            return bool(root) and any(lstat_beneath(root, f"{path}/{mark}") for mark in _SHOWN_BY[last])
+            # Threat (red team 82 F3): a marker a command of an earlier call planted (``out/CACHEDIR.TAG``) made the
+            # user's out/ a cache directory, deleted unasked by the next call: one this server landed does not count.
+            return bool(root) and any(lstat_beneath(root, f"{path}/{mark}") and posixpath.join(root, path, mark)
+                                      not in self._planted for mark in _SHOWN_BY[last])  # fmt: skip
         return bool(self._names.match(last)) or bool(self._paths.search(path))
 
     def path(self, path: str) -> bool:
@@ -147,7 +151,7 @@ def judge(
     dropped_keys: dict[str, list[str]] = {}
     by_content: set[tuple[str, str]] = set()
     asks: list[str] = []
-    scratch = _Matcher(policy.scratch)
+    scratch = _Matcher(policy.scratch, landed)
     places = _Matcher(policy.executable_places)
     for changes in sets:
         refuse(changes, protection, roots, refused, by_content)
