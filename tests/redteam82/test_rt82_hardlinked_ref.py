@@ -1,12 +1,13 @@
-"""Red team 82 (claim 2): a ref that is another name (a hard link) of a work-tree file moves with every later write of
-that file — judged as a plain file, never as a ref. Call 1 ``ln notes.txt .git/refs/heads/feature`` (notes.txt names
-HEAD: nothing new to check out; nothing asked); call 2 writes a commit whose tree adds ``.envrc`` and puts its id in
-notes.txt (``echo $c > notes.txt``, in place, as natively: both names are one file). Nothing is asked in either
-call; the real repository's ``feature`` then names the commit with ``.envrc`` (``git checkout feature`` writes it).
+"""Red team 82 F4 (claim 2): a ref that is another name (a hard link) of a work-tree file moved with every later
+write of that file — judged as a plain file, never as a ref. Call 1 ``ln notes.txt .git/refs/heads/feature``
+(notes.txt names HEAD: nothing new to check out), or the other way round for the checked-out branch (``ln
+.git/refs/heads/main mainref``); call 2 writes a commit whose tree adds ``.envrc`` and puts its id in the work-tree
+name (in place, as natively: both names are one file). Nothing was asked in either call; the real repository's
+branch then named the commit with ``.envrc`` (the user's checkout or ``reset --hard`` writes it). Now a file of
+git's state and a path outside git's dirs never become names of one file.
 
-Natively checked with real git outside any box (``test_git_moves_a_hard_linked_ref_with_the_file``: the same two
-steps), then the judgement alone (``test_a_ref_made_a_hard_link_of_a_work_tree_file_is_judged``, call 1 landed by
-hand), then the real server (``test_through_the_real_server_the_branch_lands_unasked``)."""
+Natively checked with real git outside any box (``test_git_moves_a_hard_linked_ref_with_the_file``), then the
+judgement alone (call 1 landed by hand if it was let through), then the real server."""
 
 from __future__ import annotations
 
@@ -27,14 +28,21 @@ POLICY = load_policy()
 ENV = dict(os.environ, GIT_AUTHOR_NAME="u", GIT_AUTHOR_EMAIL="u@x", GIT_COMMITTER_NAME="u", GIT_COMMITTER_EMAIL="u@x",
            GIT_CONFIG_GLOBAL="/dev/null")  # fmt: skip
 
-CALL1 = "git rev-parse HEAD > notes.txt && ln notes.txt .git/refs/heads/feature"
-# Call 2: a commit whose tree adds .envrc (echo rt82), its id written into notes.txt.
-CALL2 = (
+# Call 2: a commit whose tree adds .envrc (echo rt82), its id written into the work-tree name of the ref.
+MAKE = (
     "b=$(echo 'echo rt82' | git hash-object -w --stdin)"
     " && t=$( (git ls-tree HEAD; printf '100644 blob %s\\t.envrc\\n' $b) | git mktree)"
     " && c=$(git commit-tree $t -p HEAD -m more < /dev/null)"
-    " && echo $c > notes.txt"
 )
+# (call 1, call 2, the branch that moves)
+WAYS = [
+    (
+        "git rev-parse HEAD > notes.txt && ln notes.txt .git/refs/heads/feature",
+        MAKE + " && echo $c > notes.txt",
+        "feature",
+    ),
+    ("ln .git/refs/heads/main mainref", MAKE + " && echo $c > mainref", "main"),
+]
 
 
 def _git(root: Path, *args: str) -> str:
@@ -58,18 +66,22 @@ def _judged(copy: Copy, script: str) -> tuple[list[str], dict[tuple[str, str], s
     return j.asks, j.refused
 
 
-def test_git_moves_a_hard_linked_ref_with_the_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("call1", "call2", "branch"), WAYS)
+def test_git_moves_a_hard_linked_ref_with_the_file(tmp_path: Path, call1: str, call2: str, branch: str) -> None:
     root = tmp_path / "native"
     _project(root)
-    for script in (CALL1, CALL2):
+    for script in (call1, call2):
         subprocess.run(["bash", "-c", script], cwd=root, env=ENV, check=True, timeout=60, capture_output=True)
-    assert ".envrc" in _git(root, "ls-tree", "--name-only", "feature").split("\n")
+    assert ".envrc" in _git(root, "ls-tree", "--name-only", branch).split("\n")
 
 
-def test_a_ref_made_a_hard_link_of_a_work_tree_file_is_judged(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("call1", "call2", "branch"), WAYS)
+def test_a_ref_made_a_hard_link_of_a_work_tree_file_is_judged(
+    tmp_path: Path, call1: str, call2: str, branch: str
+) -> None:
     copy = Copy(tmp_path)
     _project(copy.root)
-    asks, refused = _judged(copy, CALL1)
+    asks, refused = _judged(copy, call1)
     print("call 1:", asks, refused)
     if asks or refused:
         return  # held: the symlinked ref is asked or refused
@@ -78,8 +90,8 @@ def test_a_ref_made_a_hard_link_of_a_work_tree_file_is_judged(tmp_path: Path) ->
     shutil.rmtree(copy.work)
     copy.upper.mkdir()
     copy.work.mkdir()
-    subprocess.run(["bash", "-c", CALL1], cwd=copy.root, env=ENV, check=True, timeout=60, capture_output=True)
-    asks, refused = _judged(copy, CALL2)
+    subprocess.run(["bash", "-c", call1], cwd=copy.root, env=ENV, check=True, timeout=60, capture_output=True)
+    asks, refused = _judged(copy, call2)
     print("call 2:", asks, refused)
     assert asks or refused, "a branch moved to a commit that adds .envrc through a plain file write: nothing asked"
 
@@ -93,17 +105,20 @@ pytestmark_e2e = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubbl
 
 @pytestmark_e2e
 @pytest.mark.anyio
-async def test_through_the_real_server_the_branch_lands_unasked(workspace: Path) -> None:
+@pytest.mark.parametrize(("call1", "call2", "branch"), WAYS)
+async def test_through_the_real_server_the_branch_does_not_move_unasked(
+    workspace: Path, call1: str, call2: str, branch: str
+) -> None:
     root = workspace / "p"
     _project(root)
     person = Person(False)
     outs = []
     async with shell(workspace, person) as client:
-        for script in (CALL1, CALL2):
+        for script in (call1, call2):
             outs.append(await run(client, script, cwd=str(root)))
     print([(o["transaction"], o["changes"]["summary"]) for o in outs], person.questions)
     feature = (
-        subprocess.run(["git", "ls-tree", "--name-only", "feature"], cwd=root, env=ENV, capture_output=True, timeout=60)
+        subprocess.run(["git", "ls-tree", "--name-only", branch], cwd=root, env=ENV, capture_output=True, timeout=60)
         .stdout.decode()
         .split("\n")
     )
