@@ -199,3 +199,13 @@ def test_attack_a_state_file_the_judgement_does_not_read_is_asked(tmp_path: Path
     _repo(copy)
     asks = _asks(copy, "echo 'package.json filter=lfs' > .git/info/attributes")
     assert any("info/attributes" in a and "does not judge" in a for a in asks), asks
+
+
+def test_committing_the_users_own_edits_asks_nothing_and_reads_no_object(tmp_path: Path) -> None:
+    # The user's edit (a lifecycle script, made before the call, theirs) committed by the command: the checkout of
+    # that commit writes nothing the tree does not hold already — no question, and no object laid out to judge.
+    copy = Copy(tmp_path)
+    _repo(copy)
+    (copy.root / "package.json").write_text('{"name": "app", "scripts": {"postinstall": "echo theirs"}}\n')
+    asks = _asks(copy, f"{GIT} add -A && {GIT} commit -qm theirs")
+    assert not asks, asks

@@ -25,6 +25,7 @@ import hashlib
 import os
 import posixpath
 import re
+import stat
 import struct
 from dataclasses import dataclass
 
@@ -79,7 +80,8 @@ _GRAPHS = re.compile(r"^objects/info/(?:commit-graph|commit-graphs/graph-[0-9a-f
 class Later:
     """What the user's git would write into the work tree later, for ``what`` (a ref, the index, the stash): the
     root-relative ``path`` with git's ``mode`` (``0o100644``, ``0o100755``, ``0o120000``) and the bytes ``data``;
-    ``same``: the command wrote those very bytes there too (judged as that write; ``data`` then not read)."""
+    ``same``: the tree already holds those very bytes there — the command wrote them (judged as that write) or the
+    user's own are unchanged (nothing new to write) — ``data`` then not read."""
 
     what: str
     path: str
@@ -209,22 +211,34 @@ class _Laters:
         return stored
 
     def _wrote(self, rel: str, mode: int, oid: bytes, width: int) -> bool:
+        """Whether the tree as the command leaves it holds those very bytes at ``rel``, as a file of that kind and
+        exec bit: written so by the command (judged as that write), or the user's own, unchanged (``git add -A &&
+        git commit`` of their edits: a checkout writes nothing new there). Read with no link followed."""
         change = self.trees.by_path.get(rel)
-        if change is None or change.action == "delete" or change.kind != ("symlink" if mode == _LINK else "file"):
+        if change is not None and change.action == "delete":
             return False
-        if change.kind == "file" and bool(change.mode & 0o100) != (mode == _EXECUTABLE):
+        base = self.trees.changes.upper if change is not None else self.trees.changes.root
+        directory, _, name = rel.rpartition("/")
+        fd = self.trees.open_dir(base, directory)
+        if fd is None:
             return False
-        path = posixpath.join(self.trees.changes.upper, rel)
-        if change.kind == "symlink":
-            try:
-                data = os.fsencode(os.readlink(path))
-            except OSError:
-                return False
-            header = f"blob {len(data)}\0".encode()
-            hasher = hashlib.sha256(header) if width == 32 else hashlib.sha1(header, usedforsecurity=False)
-            hasher.update(data)
-            return hasher.digest() == oid
-        return blob_hash(path, self.trees.changes.upper, sha256=width == 32) == oid
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if mode == _LINK:
+                if not stat.S_ISLNK(st.st_mode):
+                    return False
+                data = os.fsencode(os.readlink(name, dir_fd=fd))
+                header = f"blob {len(data)}\0".encode()
+                hasher = hashlib.sha256(header) if width == 32 else hashlib.sha1(header, usedforsecurity=False)
+                hasher.update(data)
+                return hasher.digest() == oid
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        if not stat.S_ISREG(st.st_mode) or bool(st.st_mode & 0o100) != (mode == _EXECUTABLE):
+            return False
+        return blob_hash(posixpath.join(base, rel), base, sha256=width == 32) == oid
 
 
 _GITLINK, _LINK, _EXECUTABLE = 0o160000, 0o120000, 0o100755
