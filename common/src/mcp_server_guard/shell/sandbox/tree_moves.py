@@ -203,7 +203,21 @@ def _put_back(relaxed: list[tuple[int, bytes, int, bytes]]) -> None:
 
 
 def _reopen(parent: int, name: bytes) -> int:
-    return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    """The directory ``name`` (a path from ``parent``) opened one component at a time, no link followed on the way:
+    a path of any length (red team 82 F5: a tree deeper than PATH_MAX failed to move with ENAMETOOLONG), and no
+    directory of it swapped for a link mid-copy leads elsewhere."""
+    parts = [part for part in name.split(b"/") if part and part != b"."] or [b"."]
+    fd = os.open(parts[0], _DIR_FLAGS, dir_fd=parent)
+    for part in parts[1:]:
+        try:
+            nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = nxt
+    return fd
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _reopen_both(src_parent: int, src: bytes, dst_parent: int, dst: bytes) -> tuple[int, int]:
