@@ -31,6 +31,7 @@ def _deep(root: Path) -> None:
     f = os.open("f", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
     os.write(f, b"deep\n")
     os.close(f)
+    os.link("f", "g", src_dir_fd=fd, dst_dir_fd=fd)  # (a file with two names at that depth: linked again there)
     os.close(fd)
 
 
@@ -42,3 +43,13 @@ async def test_a_deep_tree_moved_by_a_command_moves(workspace: Path) -> None:
         out = await run(client, command, cwd=str(root))
     assert out["exitCode"] == 0, out.get("stderr", "")[-300:]
     assert out["transaction"] == "applied" and (root / "moved").is_dir() and not (root / SEG).exists(), out
+    fd = os.open(root / "moved", os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(DEPTH - 1):
+        nfd = os.open(SEG, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = nfd
+    try:
+        first, second = (os.stat(n, dir_fd=fd, follow_symlinks=False) for n in ("f", "g"))
+    finally:
+        os.close(fd)
+    assert (first.st_ino, first.st_nlink) == (second.st_ino, 2), (first, second)  # (still one file, two names)

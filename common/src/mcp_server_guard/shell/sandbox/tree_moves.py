@@ -313,7 +313,12 @@ def _copy_entries(
             stack.append((path, item))
             continue
         if item.st_nlink > 1 and key in linked:
-            os.link(linked[key], name, src_dir_fd=dst_top, dst_dir_fd=dst_fd, follow_symlinks=False)
+            where, _, first = linked[key].rpartition(b"/")
+            first_dir = _reopen(dst_top, where or b".")  # (by component: at any depth, no link followed)
+            try:
+                os.link(first, name, src_dir_fd=first_dir, dst_dir_fd=dst_fd, follow_symlinks=False)
+            finally:
+                os.close(first_dir)
             continue
         if stat.S_ISREG(item.st_mode) and item.st_nlink > 1:
             # A file with other names (outside the tree, too): the moved name stays one of them, as a rename
