@@ -11,13 +11,13 @@ left (``rm -rf .git/objects/ab``: a corrupt repository, work lost) still is (red
 
 from __future__ import annotations
 
-import hashlib
 import re
 import zlib
 from collections.abc import Sequence
 
 from mcp_server_guard.changes.changeset import ChangeSet
-from mcp_server_guard.changes.git_objects import index_ids, indexed
+from mcp_server_guard.changes.git_layout import OID, packed_refs
+from mcp_server_guard.changes.git_objects import index_ids, indexed, object_id
 from mcp_server_guard.changes.git_verdicts import Trees
 
 __all__ = ["kept_by_git"]
@@ -39,9 +39,9 @@ def kept_by_git(sets: Sequence[ChangeSet]) -> set[tuple[str, str]]:
         trees = Trees(changes)
         stores: dict[str, _Store] = {}  # each store's indexes read once
         budget = [_IDS_MAX]
-        packed_refs: dict[str, dict[str, bytes]] = {}
+        packed: dict[str, dict[str, bytes]] = {}  # each git dir's packed-refs, read once
         for path in deleted:
-            if "refs/" in path and _ref_packed(trees, path, packed_refs):
+            if "refs/" in path and _ref_packed(trees, path, packed):
                 kept.add((changes.root, path))
             elif loose := _LOOSE.match(path):
                 objects = path[: -len(loose.group(2)) - len(loose.group(3)) - 2]
@@ -58,7 +58,7 @@ def kept_by_git(sets: Sequence[ChangeSet]) -> set[tuple[str, str]]:
     return kept
 
 
-def _ref_packed(trees: Trees, path: str, packed_refs: dict[str, dict[str, bytes]]) -> bool:
+def _ref_packed(trees: Trees, path: str, packed: dict[str, dict[str, bytes]]) -> bool:
     """Whether ``path`` is a loose ref the call deleted whose id ``packed-refs`` (as the call left it) still gives
     that ref (``git pack-refs``, which ``git gc`` runs)."""
     git_dir = trees.git_dir_of(path.rpartition("/")[0])
@@ -66,19 +66,11 @@ def _ref_packed(trees: Trees, path: str, packed_refs: dict[str, dict[str, bytes]
         return False
     ref = path[len(git_dir) + 1 :] if git_dir else path
     was = (trees.read(path, real=True, limit=4096) or b"").strip()
-    if not _ID.match(was):
+    if not OID.match(was):
         return False
-    if git_dir not in packed_refs:
-        table: dict[str, bytes] = {}
-        for line in (trees.read(f"{git_dir}/packed-refs", limit=64 << 20) or b"").splitlines():
-            oid, _, name = line.strip().partition(b" ")
-            if _ID.match(oid):
-                table[name.strip().decode("utf-8", "surrogateescape")] = oid.lower()
-        packed_refs[git_dir] = table
-    return packed_refs[git_dir].get(ref) == was.lower()
-
-
-_ID = re.compile(rb"^(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})$")
+    if git_dir not in packed:
+        packed[git_dir] = packed_refs(trees.read(f"{git_dir}/packed-refs", limit=64 << 20) or b"")
+    return packed[git_dir].get(ref) == bytes.fromhex(was.decode().lower())
 
 
 class _Store:
@@ -138,8 +130,9 @@ class _Store:
         except zlib.error:
             return False
         budget[0] -= len(raw) // 64  # (bytes hashed count against the ids' budget too)
-        digest = hashlib.sha256(raw) if len(oid) == 32 else hashlib.sha1(raw, usedforsecurity=False)
-        return budget[0] >= 0 and digest.digest() == oid
+        head, _, body = raw.partition(b"\0")
+        kind = head.partition(b" ")[0].decode("ascii", "replace")
+        return budget[0] >= 0 and object_id(kind, body, len(oid)) == oid
 
     @staticmethod
     def _width(index: bytes) -> int:

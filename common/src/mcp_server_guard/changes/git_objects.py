@@ -28,6 +28,7 @@ __all__ = [
     "graph_lies",
     "index_ids",
     "indexed",
+    "object_id",
     "parents_of",
     "shadowed",
     "tree_of",
@@ -105,7 +106,7 @@ class Objects:
         if not copies:
             raise Unreadable(f"object {oid.hex()} is not in the repository", missing=True)
         for kind, body in copies:
-            if _hashed(kind, body, len(oid)) != oid:
+            if object_id(kind, body, len(oid)) != oid:
                 raise Unreadable(f"object {oid.hex()} has content of another id")
         self._cache[oid] = copies[0]
         return copies[0]
@@ -265,7 +266,7 @@ def graph_lies(objects: Objects, data: bytes, width: int = 20) -> list[bytes]:
     return found
 
 
-def _hashed(kind: str, body: bytes, width: int) -> bytes:
+def object_id(kind: str, body: bytes, width: int) -> bytes:
     """Git's id of an object of ``kind`` with ``body`` (SHA-1, or SHA-256 for ids of 32 bytes)."""
     header = f"{kind} {len(body)}\0".encode()
     hasher = hashlib.sha256(header) if width == 32 else hashlib.sha1(header, usedforsecurity=False)

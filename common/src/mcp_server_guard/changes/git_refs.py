@@ -38,6 +38,7 @@ from mcp_server_guard.changes.git_objects import (
     changed_entries,
     entries,
     graph_lies,
+    object_id,
     parents_of,
     shadowed,
     tree_of,
@@ -227,11 +228,7 @@ class _Laters:
             if mode == _LINK:
                 if not stat.S_ISLNK(st.st_mode):
                     return False
-                data = os.fsencode(os.readlink(name, dir_fd=fd))
-                header = f"blob {len(data)}\0".encode()
-                hasher = hashlib.sha256(header) if width == 32 else hashlib.sha1(header, usedforsecurity=False)
-                hasher.update(data)
-                return hasher.digest() == oid
+                return object_id("blob", os.fsencode(os.readlink(name, dir_fd=fd)), width) == oid
         except OSError:
             return False
         finally:
