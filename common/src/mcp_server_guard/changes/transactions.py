@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import logging
 import os
 import stat
+import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -51,7 +53,7 @@ from mcp_server_guard.changes.room import kept
 from mcp_server_guard.changes.upper import judged_copy, read_upper
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.changes.xattrs import root_left_out, seen
-from mcp_server_guard.files.treelock import TreeBusy, tree_lock
+from mcp_server_guard.files.treelock import Generations, TreeBusy, generations, tree_lock
 from mcp_server_guard.files.trees import remove_tree
 from mcp_server_guard.paths import printable
 from mcp_server_guard.policy import EffectsPolicy
@@ -66,12 +68,18 @@ log = logging.getLogger("mcp_server_guard.changes")
 Ask = Callable[[str], Awaitable[bool | None]]
 
 
+_ROUNDS = 3  # judgements without the tree lock, another server writing meanwhile, before one under it ...
+_LOCKED_MAX_S = 4.0  # ... if the last took at most this (file_write waits 10 s for the lock, other writers 30 s)
+_PATIENCE_S = 60.0  # ... else tried without the lock this long before one under it all the same
+
+
 @contextlib.contextmanager
-def _tree_locked(sets: Sequence[ChangeSet]) -> Iterator[None]:
-    """The tree lock of the file systems ``sets`` lie on (see ``files.treelock``); busy past its wait: _Unjudged."""
+def _tree_locked(sets: Sequence[ChangeSet], since: Generations | None = None) -> Iterator[bool]:
+    """The tree lock of the file systems ``sets`` lie on (see ``files.treelock``), and whether anyone took it since
+    ``since``; busy past its wait: _Unjudged."""
     try:
-        with tree_lock(os.stat(changes.root).st_dev for changes in sets):
-            yield
+        with tree_lock((os.stat(changes.root).st_dev for changes in sets), since=since) as changed:
+            yield changed
     except TreeBusy as exc:
         raise _Unjudged(str(exc)) from None
 
@@ -194,14 +202,70 @@ class Transactions:
     def judge(
         self, sets: Sequence[ChangeSet], roots: Sequence[str], job: dict[str, int] | None = None, audit_id: str = ""
     ) -> Judgement:
-        """``job``: a job's baseline, which keeps what its looks counted (``counted``). Threat: a flood of rewrites
-        in a build directory, never asked, pushing out of the history the one copy of drafts an earlier call
-        overwrote: what this apply would evict of such copies is asked (``HistoryStore.evicting``)."""
+        """``job``: a job's baseline, which keeps what its looks counted (``counted``)."""
+        return self._evictions(sets, self._effects(sets, roots, job), audit_id)
+
+    def _effects(self, sets: Sequence[ChangeSet], roots: Sequence[str], job: dict[str, int] | None) -> Judgement:
         earlier = (job or {}).get(COUNTED_FILES, 0), (job or {}).get(COUNTED_UNBACKED, 0)
-        judgement = judge(sets, self.protection, self.policy, roots, earlier, self.applier.landed)
+        # (what this server landed: a copy taken at once, as another call's apply may be adding to it)
+        return judge(sets, self.protection, self.policy, roots, earlier, dict(self.applier.landed))
+
+    def _evictions(self, sets: Sequence[ChangeSet], judgement: Judgement, audit_id: str) -> Judgement:
+        """Threat: a flood of rewrites in a build directory, never asked, pushing out of the history the one copy
+        of drafts an earlier call overwrote: what this apply would evict of such copies is asked
+        (``HistoryStore.evicting``). Under the applier's lock: the history as the apply will find it."""
         if self.policy.ask_uncommitted and (keeps := kept(sets, judgement))[0]:  # keeps nothing: pushes out nothing
             judgement = judgement.evicting(self.applier.history.evicting(*keeps, audit_id))
         return judgement
+
+    @contextlib.contextmanager
+    def _judged(
+        self, sets: Sequence[ChangeSet], roots: Sequence[str], job: dict[str, int] | None, audit_id: str
+    ) -> Iterator[Judgement]:
+        """Judge ``sets`` and hold the applier's lock and the tree lock while that judgement is still true.
+
+        Threat: a judgement that is stale by the time its apply runs. Another call's changes, applied while a
+        person was being asked (or while this one was judged), can make a directory a git dir; a config this
+        judgement let through would then land in it. So what is applied was judged with nobody writing since.
+        Threat: a huge change set judged for many seconds under the tree lock, every other server's call and write
+        waiting past its bound (red team 82 F2: 190,000 files, file_write's FILE_BUSY). So it is judged without the
+        lock, noting how often the lock was taken (``treelock.generations``); then the lock is taken and, if any
+        writer took it meanwhile, it is judged again. After _ROUNDS such rounds it is judged under the lock, when a
+        judgement takes less than any writer waits; a longer one is tried without it for _PATIENCE_S first."""
+        devices = [os.stat(changes.root).st_dev for changes in sets]
+        started = time.monotonic()
+        for round_ in itertools.count(1):
+            try:
+                seen = generations(devices)
+            except TreeBusy as exc:
+                raise _Unjudged(str(exc)) from None
+            if seen is None:  # no lock files: nothing to tell a change by
+                break
+            began = time.monotonic()
+            judged = self._tried(sets, roots, job)
+            took = time.monotonic() - began
+            with self.applier.lock, _tree_locked(sets, seen) as changed:
+                if not changed:
+                    yield self._final(sets, judged, audit_id)
+                    return
+            if round_ >= _ROUNDS and (took <= _LOCKED_MAX_S or time.monotonic() - started > _PATIENCE_S):
+                log.info("judged under the tree lock: other servers wrote during %d judgements of %.1f s", round_, took)
+                break
+        with self.applier.lock, _tree_locked(sets):
+            yield self._final(sets, self._tried(sets, roots, job), audit_id)
+
+    def _tried(
+        self, sets: Sequence[ChangeSet], roots: Sequence[str], job: dict[str, int] | None
+    ) -> Judgement | Exception:
+        try:
+            return self._effects(sets, roots, job)
+        except (OSError, RecursionError, ValueError) as exc:
+            return exc  # (a writer changing what was read meanwhile: judged again; else said)
+
+    def _final(self, sets: Sequence[ChangeSet], judged: Judgement | Exception, audit_id: str) -> Judgement:
+        if isinstance(judged, Exception):
+            raise _Unjudged(_why(judged)) from judged
+        return self._evictions(sets, judged, audit_id)
 
     def _untouched(self, name: str) -> bool:
         """Whether the copy holds no change at all (one directory read per root); then it is removed later, by
@@ -372,8 +436,7 @@ class Transactions:
 
         def work() -> tuple[Judgement, Outcome | None]:
             # Judged and applied with no other apply of this server, or of another, between them.
-            with self.applier.lock, _tree_locked(sets):
-                judgement = self.judge(sets, roots, baseline, audit_id)
+            with self._judged(sets, roots, baseline, audit_id) as judgement:
                 if judgement.asks:
                     return judgement, None
                 # Threat: the job rewrites a config or pointer between this judgement and the copy — or the bytes
@@ -429,19 +492,11 @@ class Transactions:
         approved: Sequence[str] | None = None,
     ) -> tuple[Judgement, Outcome | None]:
         """Judge ``sets`` and, when the judgement asks nothing beyond ``approved`` (the questions the person said
-        yes to), apply them and remove the copy — both under the applier's lock. The outcome is None when
-        nothing was applied: the judgement asks something not approved (the copy stays).
-
-        Threat: a judgement that is stale by the time its apply runs. Another call's changes, applied while a
-        person was being asked, can make a directory a git dir; a config this judgement let through would then
-        land in it. So what is applied is always judged under the same lock as its apply."""
+        yes to), apply them and remove the copy — the judgement still true under the apply's locks (``_judged``).
+        The outcome is None when nothing was applied: the judgement asks something not approved (the copy stays)."""
 
         def work() -> tuple[Judgement, Outcome | None]:
-            with self.applier.lock, _tree_locked(sets):
-                try:
-                    judgement = self.judge(sets, roots, baseline, audit_id)
-                except (OSError, RecursionError, ValueError) as exc:
-                    raise _Unjudged(_why(exc)) from exc
+            with self._judged(sets, roots, baseline, audit_id) as judgement:
                 if judgement.asks and (approved is None or not set(judgement.asks) <= set(approved)):
                     return judgement, None
                 try:

@@ -7,6 +7,11 @@ judged and applied (a command's change set, a file_write) while holding an ``flo
 ``$XDG_STATE_HOME/mcp-guard/locks/<device>.lock``, one per file system (a project's roots and their copies are
 on one; nested roots of different servers are on the same). The state directory is hidden from every tool, so
 no command can hold the lock. Waiting is bounded: past it, ``TreeBusy``.
+
+A judgement of a large change set (190,000 files: many seconds) does not hold the lock: every taking of the lock
+counts itself in the lock file (``generations``), a judgement notes the count before it starts, and the apply then
+takes the lock and goes on only if nobody took it since (else it is judged again). So a judgement is never stale
+and no writer of another server waits for one (red team 82 F2).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from collections.abc import Iterable, Iterator
 
 from mcp_server_guard.paths import private_dirs, state_dir
 
-__all__ = ["TREE_WAIT_S", "TreeBusy", "breathe", "flock_until", "tree_lock"]
+__all__ = ["TREE_WAIT_S", "Generations", "TreeBusy", "breathe", "flock_until", "generations", "tree_lock"]
 
 log = logging.getLogger("mcp_server_guard.files")
 
@@ -33,30 +38,77 @@ class TreeBusy(Exception):
     """Another server held the tree lock past the wait."""
 
 
-@contextlib.contextmanager
-def tree_lock(devices: Iterable[int], wait_s: float = TREE_WAIT_S) -> Iterator[None]:
-    """Hold the tree lock of each file system in ``devices`` (taken in order: no two holders wait on each other).
-    Where the lock files cannot be made (a read-only state directory) it goes on without, and says so once."""
+# How often each file system's lock was taken (its writers' count, its lock file's modification time), in order.
+Generations = tuple[tuple[int, int], ...]
+
+
+def _opened(devices: Iterable[int]) -> list[int] | None:
+    """The lock files of ``devices``, in order; None where they cannot be made (a read-only state directory): then
+    writers go on without, and that is said once."""
     directory = state_dir() / "locks"
     fds: list[int] = []
-    deadline = time.monotonic() + wait_s
     try:
-        try:
-            private_dirs(directory)
-            for device in sorted(set(devices)):
-                fds.append(os.open(directory / f"{device}.lock", _LOCK_FILE, 0o600))
-        except OSError as exc:
-            _warn_once(f"no tree lock ({exc.strerror or exc}): writers of other servers are not kept apart")
-            for fd in fds:
-                os.close(fd)
-            fds = []
+        private_dirs(directory)
+        for device in sorted(set(devices)):
+            fds.append(os.open(directory / f"{device}.lock", _LOCK_FILE, 0o600))
+    except OSError as exc:
+        _warn_once(f"no tree lock ({exc.strerror or exc}): writers of other servers are not kept apart")
         for fd in fds:
-            if not flock_until(fd, deadline):
-                raise TreeBusy(f"another server kept the project busy for {wait_s:.0f} s")
+            os.close(fd)
+        return None
+    return fds
+
+
+def _taken(fds: list[int], wait_s: float) -> None:
+    deadline = time.monotonic() + wait_s
+    for fd in fds:
+        if not flock_until(fd, deadline):
+            raise TreeBusy(f"another server kept the project busy for {wait_s:.0f} s")
+
+
+def _counts(fds: list[int]) -> Generations:
+    return tuple((int.from_bytes(os.pread(fd, 8, 0).ljust(8, b"\0"), "little"), os.fstat(fd).st_mtime_ns) for fd in fds)
+
+
+def _count(fds: list[int]) -> None:
+    """Count one more taking of each lock (held): in its first eight bytes and, where a full disk refuses even those,
+    in its modification time (set to a later nanosecond: an inode's time takes no room)."""
+    for fd, (count, mtime_ns) in zip(fds, _counts(fds), strict=True):
+        with contextlib.suppress(OSError):
+            os.pwrite(fd, ((count + 1) % (1 << 64)).to_bytes(8, "little"), 0)
+        later = max(time.time_ns(), mtime_ns + 1)
+        with contextlib.suppress(OSError):
+            os.utime(fd, ns=(later, later))
+
+
+def generations(devices: Iterable[int], wait_s: float = TREE_WAIT_S) -> Generations | None:
+    """How often the tree lock of each file system in ``devices`` was taken so far (read holding it, for a moment:
+    no writer is half way), to be given to :func:`tree_lock` as ``since``; None where there are no lock files."""
+    fds = _opened(devices)
+    if fds is None:
+        return None
+    try:
+        _taken(fds, wait_s)
+        return _counts(fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def tree_lock(devices: Iterable[int], wait_s: float = TREE_WAIT_S, since: Generations | None = None) -> Iterator[bool]:
+    """Hold the tree lock of each file system in ``devices`` (taken in order: no two holders wait on each other).
+    Yields whether anyone took it since ``generations`` gave ``since`` (True when not given): what was judged then
+    may have changed. Where the lock files cannot be made it goes on without, and says so once."""
+    fds = _opened(devices) or []
+    try:
+        _taken(fds, wait_s)
+        changed = since is None or not fds or _counts(fds) != since
+        _count(fds)
         outer = getattr(_held, "fds", None), getattr(_held, "since", 0.0)
         _held.fds, _held.since = fds, time.monotonic()
         try:
-            yield
+            yield changed
         finally:
             _held.fds, _held.since = outer
     finally:
@@ -80,10 +132,8 @@ def breathe(every_s: float = BREATHE_S) -> None:
     for fd in fds:
         fcntl.flock(fd, fcntl.LOCK_UN)
     time.sleep(_GAP_S)
-    deadline = time.monotonic() + TREE_WAIT_S
-    for fd in fds:
-        if not flock_until(fd, deadline):
-            raise TreeBusy(f"another server kept the project busy for {TREE_WAIT_S:.0f} s")
+    _taken(fds, TREE_WAIT_S)
+    _count(fds)  # (a judgement begun in the gap sees that this run goes on writing)
     _held.since = time.monotonic()
 
 
