@@ -16,50 +16,19 @@ import anyio
 import pytest
 
 from mcp_server_guard.changes import transactions as transactions_module
-from mcp_server_guard.changes.apply import Applier
-from mcp_server_guard.changes.area import CopyArea
 from mcp_server_guard.changes.effects import judge as effects_judge
 from mcp_server_guard.changes.transactions import Transactions
-from mcp_server_guard.changes.what import What
 from mcp_server_guard.files import trees as trees_module
-from mcp_server_guard.files.history import HistoryStore
-from mcp_server_guard.policy import load_policy
-from mcp_server_guard.protected import protection_for
+from support.settling import settle, transactions_over, untouched_copy
 
 pytestmark = pytest.mark.anyio
-POLICY = load_policy()
 
 
 @pytest.fixture
 def settled(tmp_path: Path) -> Iterator[tuple[Transactions, Path]]:
     """A server's transactions over one root, and the part of the area its copies live in."""
-    root = tmp_path / "root"
-    root.mkdir()
-    area = CopyArea([str(root)], tmp_path / "state")
-    applier = Applier(HistoryStore(tmp_path / "history", 1 << 30))
-    transactions = Transactions(area, applier, protection_for(POLICY), POLICY.effects)
-    try:
-        yield transactions, Path(area.overlays()[0][1])
-    finally:
-        transactions.close()
-        area.close()
-
-
-def untouched_copy(part: Path, name: str) -> Path:
-    """A copy as a call that changed nothing leaves it: an empty upper layer, and what a volatile overlay leaves
-    in its work directory."""
-    (part / name / "u0").mkdir(parents=True)
-    (part / name / "w0" / "work" / "incompat" / "volatile").mkdir(parents=True)
-    (part / name / "w0" / "work" / "incompat" / "volatile" / "dirty").write_bytes(b"")
-    return part / name
-
-
-async def settle(transactions: Transactions, name: str) -> str:
-    roots = [root for root, _part in transactions.area.overlays()]
-    done = await transactions.settle(
-        name, True, audit_id="a1", started_ns=0, roots=roots, ask=None, hold=False, shown="true", what=What()
-    )
-    return done.transaction
+    with transactions_over(tmp_path / "root", tmp_path / "state", tmp_path / "history") as made:
+        yield made
 
 
 async def test_an_untouched_copy_is_settled_unchanged_and_removed(settled: tuple[Transactions, Path]) -> None:

@@ -46,7 +46,17 @@ from mcp_server_guard.paths import private_dirs, within
 
 log = logging.getLogger("mcp_server_guard")
 
-__all__ = ["ENV", "Live", "Registration", "directory", "inside_served", "live_servers", "register", "state_paths"]
+__all__ = [
+    "ENV",
+    "Live",
+    "Registration",
+    "directory",
+    "inside_served",
+    "live_servers",
+    "register",
+    "state_paths",
+    "usable",
+]
 
 ENV = "MCP_GUARD_RUNTIME_DIR"
 _MAX_ENTRIES = 4096  # entries read at most (a directory stuffed with entries costs a bounded time)
@@ -66,6 +76,11 @@ def directory() -> Path:
     except KeyError:  # an account with no entry (a container's arbitrary uid): its HOME, else the temp dir
         home = os.environ.get("HOME") or f"/tmp/mcp-guard-{os.getuid()}"  # noqa: S108
     return Path(home) / ".local" / "state" / "mcp-guard-servers"
+
+
+def usable(path: Path) -> bool:
+    """Whether ``path`` (the registry, made if missing) is this user's private directory, never a link."""
+    return _private(path, make=True)
 
 
 def _private(path: Path, *, make: bool) -> bool:

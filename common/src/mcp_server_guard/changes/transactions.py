@@ -70,7 +70,7 @@ Ask = Callable[[str], Awaitable[bool | None]]
 
 _ROUNDS = 3  # judgements without the tree lock, another server writing meanwhile, before one under it ...
 _LOCKED_MAX_S = 4.0  # ... if the last took at most this (file_write waits 10 s for the lock, other writers 30 s)
-_PATIENCE_S = 60.0  # ... else tried without the lock this long before one under it all the same
+_PATIENCE_S = 30.0  # ... else tried without the lock this long (from the first) before one under it all the same
 
 
 @contextlib.contextmanager

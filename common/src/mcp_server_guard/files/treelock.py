@@ -4,14 +4,17 @@ Threat: two servers (two agents, or shell_exec and file_write) judging and writi
 Each judgement is right on its own — server A's change set makes ``src/HEAD`` and ``src/objects`` and a config,
 server B's makes ``src/refs`` — and together they make a git dir whose config runs programs. So a change is
 judged and applied (a command's change set, a file_write) while holding an ``flock`` that every server takes:
-``$XDG_STATE_HOME/mcp-guard/locks/<device>.lock``, one per file system (a project's roots and their copies are
-on one; nested roots of different servers are on the same). The state directory is hidden from every tool, so
-no command can hold the lock. Waiting is bounded: past it, ``TreeBusy``.
+``locks/<device>.lock`` in the registry of the user's servers (``registry.directory()``: the one place every
+server of the user finds, whatever ``XDG_STATE_HOME`` it was given — red team 83 F1: two servers with different
+state directories took different locks), one per file system (a project's roots and their copies are on one;
+nested roots of different servers are on the same). The registry is hidden from every tool, so no command can
+hold the lock or change its count. Waiting is bounded: past it, ``TreeBusy``.
 
 A judgement of a large change set (190,000 files: many seconds) does not hold the lock: every taking of the lock
 counts itself in the lock file (``generations``), a judgement notes the count before it starts, and the apply then
-takes the lock and goes on only if nobody took it since (else it is judged again). So a judgement is never stale
-and no writer of another server waits for one (red team 82 F2).
+takes the lock and goes on only if nobody took it since to write (else it is judged again; a taking that finds its
+judgement stale and writes nothing is not counted — red team 83 F2: two long judgements made each other stale
+round after round). So a judgement is never stale and no writer of another server waits for one (red team 82 F2).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 
+from mcp_server_guard import registry
 from mcp_server_guard.paths import private_dirs, state_dir
 
 __all__ = ["TREE_WAIT_S", "Generations", "TreeBusy", "breathe", "flock_until", "generations", "tree_lock"]
@@ -43,9 +47,13 @@ Generations = tuple[tuple[int, int], ...]
 
 
 def _opened(devices: Iterable[int]) -> list[int] | None:
-    """The lock files of ``devices``, in order; None where they cannot be made (a read-only state directory): then
-    writers go on without, and that is said once."""
-    directory = state_dir() / "locks"
+    """The lock files of ``devices``, in order; None where they cannot be made (a read-only home): then writers go on
+    without, and that is said once."""
+    directory = registry.directory() / "locks"
+    if not registry.usable(directory.parent):  # (another user's, or a link: the state directory's, and said)
+        _warn_once(f"the registry {directory.parent} is not this user's private directory: the tree lock is kept "
+                   "per state directory")  # fmt: skip
+        directory = state_dir() / "locks"
     fds: list[int] = []
     try:
         private_dirs(directory)
@@ -104,7 +112,8 @@ def tree_lock(devices: Iterable[int], wait_s: float = TREE_WAIT_S, since: Genera
     try:
         _taken(fds, wait_s)
         changed = since is None or not fds or _counts(fds) != since
-        _count(fds)
+        if since is None or not changed:  # (a holder that finds its judgement stale writes nothing: not counted)
+            _count(fds)
         outer = getattr(_held, "fds", None), getattr(_held, "since", 0.0)
         _held.fds, _held.since = fds, time.monotonic()
         try:
