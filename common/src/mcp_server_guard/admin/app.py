@@ -24,7 +24,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from mcp_server_guard.admin.check import CHECK_HELP, check
-from mcp_server_guard.admin.format import format_entry
+from mcp_server_guard.admin.format import format_entry, undo_refusal
 from mcp_server_guard.audit import (
     POLICY_RESULTS,
     AuditRecord,
@@ -357,6 +357,8 @@ def undo(
     from mcp_server_guard.changes.apply import Applier, NotApplied, UndoConflict  # noqa: PLC0415
     from mcp_server_guard.changes.journal import JOURNALS  # noqa: PLC0415
     from mcp_server_guard.changes.recovery import recover  # noqa: PLC0415
+    from mcp_server_guard.changes.undo_judged import Judged, UndoRefused  # noqa: PLC0415
+    from mcp_server_guard.protected import protection_for  # noqa: PLC0415
 
     stores = _history_stores(history_dir)
     store = next((s for s in stores if (s.directory / CALLS / f"{audit_id}.json").exists()), stores[0])
@@ -388,16 +390,12 @@ def undo(
     with log.call(record):
         log.intent()  # no record, no action
         try:
-            outcome = Applier(store).undo(audit_id, undo_id, roots, force=force)
-        except UndoConflict as exc:
-            record.decision, record.code = "deny", "UNDO_CONFLICT"
-            usage_error(
-                PROG,
-                f"UNDO_CONFLICT: these paths changed after call {audit_id}, so nothing was undone: "
-                f"{', '.join(printable(p) for p in exc.paths[:10])}{' …' if len(exc.paths) > 10 else ''}; "
-                "pass --force to undo anyway "
-                "(what is there now is kept in the history)",
-            )
+            policy = load_policy()  # (what it puts back is judged as a write of it now would be)
+            judged = Judged(store, protection_for(policy), policy.effects, roots)
+            outcome = Applier(store).undo(audit_id, undo_id, roots, force=force, judged=judged)
+        except (UndoConflict, UndoRefused) as exc:
+            record.decision, record.code = "deny", undo_refusal(audit_id, exc)[0]
+            usage_error(PROG, undo_refusal(audit_id, exc)[1])
         except HistoryError as exc:
             record.decision, record.code = "error", exc.code
             _history_error(exc)

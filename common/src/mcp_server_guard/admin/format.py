@@ -42,3 +42,16 @@ def _short(value: dict[str, Any]) -> str:
     if "sha256" in value:
         return f"sha256:{str(value['sha256'])[:12]}… {value.get('bytes', value.get('items', '?'))}"
     return ", ".join(f"{k}={v}" for k, v in value.items())
+
+
+def undo_refusal(audit_id: str, exc: Exception) -> tuple[str, str]:
+    """The code and the words of an undo refused before it changed anything: paths changed after the call
+    (``UndoConflict``: ``--force`` undoes anyway), or what it puts back may not be written where it lands now
+    (``UndoRefused``: no tool may write it there; the person can, by hand)."""
+    paths = list(getattr(exc, "paths", None) or getattr(exc, "reasons", []))
+    shown = f"{', '.join(printable(p) for p in paths[:10])}{' …' if len(paths) > 10 else ''}"
+    if hasattr(exc, "paths"):
+        words = f"these paths changed after call {audit_id}, so nothing was undone: {shown}; pass --force to undo"
+        return "UNDO_CONFLICT", f"UNDO_CONFLICT: {words} anyway (what is there now is kept in the history)"
+    words = f"call {audit_id} would put back what no tool may write where it lands now, so nothing was undone"
+    return "UNDO_REFUSED", f"UNDO_REFUSED: {words}: {shown}"

@@ -41,7 +41,7 @@ import os
 import posixpath
 import stat
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -492,11 +492,20 @@ class Applier:
     # -- undo ----------------------------------------------------------------------------------------
 
     @own_dirs_as_found(name_changes.note)  # (the checks look into the user's directories with no permission too)
-    def undo(self, audit_id: str, undo_id: str, roots: Sequence[str], *, force: bool = False) -> Outcome:
+    def undo(
+        self,
+        audit_id: str,
+        undo_id: str,
+        roots: Sequence[str],
+        *,
+        force: bool = False,
+        judged: Callable[[Sequence[Op]], None] | None = None,
+    ) -> Outcome:
         """Put back what call ``audit_id`` changed (recorded as call ``undo_id``), exactly or not at all. Raises
-        UndoConflict (nothing done) when a path changed after the call, unless ``force``; HistoryError when there is
-        no such call or what it replaced is gone from the history; NotApplied when it cannot be done (too little
-        room) or a step failed (everything done put back)."""
+        UndoConflict (nothing done) when a path changed after the call, unless ``force``; UndoRefused (nothing done)
+        when ``judged`` — what it puts back, judged against the tree under the tree lock (``undo_judged``) — gives
+        reasons; HistoryError when there is no such call or what it replaced is gone from the history; NotApplied
+        when it cannot be done (too little room) or a step failed (everything done put back)."""
         manifest = self.history.calls.read(audit_id)
         if manifest.get("undone_by"):
             raise HistoryError("HISTORY_NOT_FOUND", f"call {audit_id} was undone already (by {manifest['undone_by']})")
@@ -530,6 +539,8 @@ class Applier:
             raise NotApplied(why)
         plan = Plan(undo_id, now_ns(), tuple(ops), What(tool="undo", undoes=audit_id, only_copies=tuple(changed)))
         with self.lock, tree_lock(os.stat(root).st_dev for root in {op.root for op in plan.ops}):
+            if judged is not None:
+                judged(plan.ops)  # (``undo_judged.Judged``: raises UndoRefused, nothing done)
             return self._said(plan, {}, named_files(records, roots))
 
     def _said(self, plan: Plan, baseline: dict[str, int], names: dict[tuple[int, int], list[str]] | None) -> Outcome:

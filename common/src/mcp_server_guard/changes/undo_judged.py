@@ -1,0 +1,163 @@
+"""What an undo puts back, judged where it lands now, as a write of it now would be.
+
+Threat (red team 83 F4): an undo is a writer too, and the tree it puts a file back into is not the tree the file
+was judged in. Call 1 writes ``shaped/config`` with ``core.fsmonitor`` into a plain directory (nothing to judge),
+call 2 takes the key out, call 3 makes ``shaped/`` a git dir and a ``w/.git`` file naming it (judged with the
+harmless config: applied). ``mcp-guard undo`` of call 2 then put the fsmonitor config back into a git dir: the
+user's next ``git status`` ran the program. So every file an undo puts back (a file, a link, each file of a tree)
+is laid out in a scratch directory of the history's own and judged by ``effects.judge`` against the tree as it is
+now; what a command could not write there (refused, or a config landed only with keys taken out) refuses the undo,
+which then changes nothing. Of a file bigger than ``_READ_MAX`` (or past ``_BYTES_MAX`` of them all) the part
+read is laid out, and it refuses the undo where its content is what the judgement reads (``by_content``). Paths in
+git's own directories (a ``.git`` component) are put back as git had them: they are not laid out
+(``checkouts.odd_path``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from mcp_server_guard.changes.changeset import MAX_ENTRIES
+from mcp_server_guard.changes.checkouts import laid_out, odd_path, rounds
+from mcp_server_guard.changes.effects import judge
+from mcp_server_guard.changes.git_refs import Later
+from mcp_server_guard.changes.plan import Op
+from mcp_server_guard.files.history import HistoryStore
+from mcp_server_guard.paths import printable
+from mcp_server_guard.policy import EffectsPolicy
+from mcp_server_guard.protected import Protection
+
+__all__ = ["Judged", "UndoRefused", "undo_refusals"]
+
+_READ_MAX = 16 << 20  # bytes of one file put back that are read to judge it ...
+_BYTES_MAX = 256 << 20  # ... and of them all
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_LINK, _FILE, _EXECUTABLE = 0o120000, 0o100644, 0o100755
+
+
+def undo_refusals(
+    history: HistoryStore, ops: Sequence[Op], protection: Protection, policy: EffectsPolicy, roots: Sequence[str]
+) -> list[str]:
+    """Why the undo ``ops`` may not run (each path and its reason; none: it may): what it puts back, judged."""
+    laters: dict[str, list[Later]] = {}
+    big: set[tuple[str, str]] = set()
+    budget = [_BYTES_MAX, MAX_ENTRIES]  # bytes read, paths walked: what is left of each
+    try:
+        for op in ops:
+            record = op.record
+            if op.kind not in ("restore", "swap") or record is None or not record.before:
+                continue
+            for path, mode, data, whole in _put_back(history, record.before, op.path, budget):
+                if not odd_path(path):
+                    laters.setdefault(op.root, []).append(Later("the undo", path, mode, data))
+                    if not whole:
+                        big.add((op.root, path))
+    except _TooMany:
+        return [f"it puts back more than {MAX_ENTRIES:,} paths, more than one judgement reads"]
+    calm = policy.model_copy(update={"ask_uncommitted": False, "ask_tree_deletion": False, "ask_truncation": False})
+    reasons: list[str] = []
+    for root, items in laters.items():
+        for group in rounds(items):
+            scratch = tempfile.mkdtemp(prefix=".undo-judged-", dir=history.directory)
+            try:
+                sub = judge([laid_out(root, scratch, group)], protection, calm, roots, checkouts=False)
+            except OSError as exc:
+                return [f"what it puts back could not be judged ({exc.strerror or exc})"]
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+            reasons += [f"{path} ({why})" for (_root, path), why in sorted(sub.refused.items())]
+            reasons += [f"{path} (it would land only without {', '.join(sub.dropped_keys.get(path, ['some keys']))})"
+                        for (_root, path) in sorted(sub.rewritten)]  # fmt: skip
+            reasons += [f"{path} (too large to judge by what it holds)" for _root, path in sorted(sub.by_content & big)]
+    return [printable(reason) for reason in reasons]
+
+
+def _put_back(
+    history: HistoryStore, entry: str, path: str, budget: list[int]
+) -> Iterator[tuple[str, int, bytes, bool]]:
+    """What the history entry ``entry`` puts back at ``path``: each file and link (its path, git's mode, its bytes,
+    whether they are whole), a tree's walked without following a link; a FIFO or a device is never opened."""
+    top = os.open(history.directory, _DIR)
+    try:
+        for name in (f"{entry}.data", f"{entry}.tree"):
+            with contextlib.suppress(FileNotFoundError):
+                os.lstat(name, dir_fd=top)
+                break
+        else:
+            return  # (what it kept is gone: the undo's own check says so)
+        yield from _entry(top, name, path, budget)
+    finally:
+        os.close(top)
+
+
+def _entry(dirfd: int, name: str, path: str, budget: list[int]) -> Iterator[tuple[str, int, bytes, bool]]:
+    st = os.lstat(name, dir_fd=dirfd)
+    budget[1] -= 1
+    if budget[1] < 0:
+        raise _TooMany
+    if stat.S_ISLNK(st.st_mode):
+        yield path, _LINK, os.fsencode(os.readlink(name, dir_fd=dirfd)), True
+    elif stat.S_ISREG(st.st_mode):
+        data = b""
+        with contextlib.suppress(PermissionError):  # (mode 000, run as the user: judged by its name alone)
+            fd = os.open(name, _OPEN, dir_fd=dirfd)
+            try:
+                data = _read(fd, budget)
+            finally:
+                os.close(fd)
+        yield path, _EXECUTABLE if st.st_mode & 0o111 else _FILE, data, len(data) == st.st_size
+    elif stat.S_ISDIR(st.st_mode):
+        try:
+            fd = os.open(name, _DIR, dir_fd=dirfd)
+        except PermissionError:  # (a directory no one but root may list: what it holds no one reads either)
+            return
+        try:
+            for child in sorted(os.listdir(fd)):
+                yield from _entry(fd, child, f"{path}/{child}", budget)
+        finally:
+            os.close(fd)
+
+
+def _read(fd: int, budget: list[int]) -> bytes:
+    """At most ``_READ_MAX`` bytes of ``fd``, and no more than is left of ``budget[0]`` (the bytes of every file)."""
+    chunks: list[bytes] = []
+    size, most = 0, max(0, min(_READ_MAX, budget[0]))
+    while size < most and (chunk := os.read(fd, min(1 << 20, most - size))):
+        chunks.append(chunk)
+        size += len(chunk)
+    budget[0] -= size
+    return b"".join(chunks)
+
+
+class _TooMany(Exception):
+    """More paths to put back than one judgement reads."""
+
+
+class UndoRefused(Exception):
+    """An undo stopped before changing anything: what it puts back may not be written where it lands now."""
+
+    def __init__(self, reasons: list[str]) -> None:
+        super().__init__("; ".join(reasons))
+        self.reasons = reasons
+
+
+@dataclass(frozen=True)
+class Judged:
+    """``Applier.undo``'s ``judged``: raises UndoRefused with ``undo_refusals``' reasons, if any."""
+
+    history: HistoryStore
+    protection: Protection
+    policy: EffectsPolicy
+    roots: Sequence[str]
+
+    def __call__(self, ops: Sequence[Op]) -> None:
+        reasons = undo_refusals(self.history, ops, self.protection, self.policy, self.roots)
+        if reasons:
+            raise UndoRefused(reasons)
