@@ -40,10 +40,11 @@ def untouched_copy(part: Path, name: str) -> Path:
     return part / name
 
 
-async def settle(transactions: Transactions, name: str) -> str:
-    """Settle the copy ``name`` as a call's end does (nobody to ask); its transaction."""
+async def settle(transactions: Transactions, name: str, started_ns: int = 0) -> str:
+    """Settle the copy ``name`` as a call's end does (nobody to ask); its transaction. ``started_ns``: when its
+    command started (a real file changed after it is someone else's change: a conflict)."""
     roots = [root for root, _part in transactions.area.overlays()]
     done = await transactions.settle(
-        name, True, audit_id="a1", started_ns=0, roots=roots, ask=None, hold=False, shown="true", what=What()
+        name, True, audit_id="a1", started_ns=started_ns, roots=roots, ask=None, hold=False, shown="true", what=What()
     )
     return done.transaction

@@ -60,7 +60,7 @@ from mcp_server_guard.changes.nofollow import (
 )
 from mcp_server_guard.changes.pins import NAME_STEPS, adopt
 from mcp_server_guard.changes.placing import place
-from mcp_server_guard.changes.plan import Applied, Conflict, Op, Outcome, Plan, steps_for
+from mcp_server_guard.changes.plan import Applied, Conflict, Op, Outcome, Plan, not_stale, steps_for
 from mcp_server_guard.changes.reserve import Reserve, reserve_size
 from mcp_server_guard.changes.revert import UNDO_STEPS, as_left, put_back_since
 from mcp_server_guard.changes.revert import root_of as _root_of
@@ -120,9 +120,9 @@ class Applier:
         self.history = history
         name_changes.keep_looks_in(history.directory / "looks")
         widened.keep_in(history.directory / "widened")
-        # Held across a judgement and the apply it decides (Transactions): no other apply of this server comes
-        # between them.
-        self.lock = threading.RLock()
+        self.lock = threading.RLock()  # held across a judgement and its apply (Transactions): no apply between
+        # Why the steps left may not run, a writer let in by a breath: set by Transactions, under ``lock`` (rt83 F3).
+        self.stale: Callable[[Sequence[Op]], str] = not_stale
         # Absolute path -> (dev, ino, mtime_ns, size) of the file this server last landed there: a later rewrite of
         # it replaces the tools' own output, not work git has no copy of (``effects.judge``: only copies).
         self.landed: dict[str, tuple[int, ...]] = {}
@@ -365,7 +365,9 @@ class Applier:
             found[0].extend(records)
             found[1].extend(conflicts)
             try:
-                breathe()  # a long run lets other servers' writers in now and then
+                # A long run lets other servers' writers in now and then; what one did to the steps left is judged.
+                if breathe() and not back and not run.replay and (why := self.stale(ops[index + 1 :])):
+                    raise _Failed(why)
             except TreeBusy as exc:
                 if back:
                     raise
@@ -501,11 +503,9 @@ class Applier:
         force: bool = False,
         judged: Callable[[Sequence[Op]], None] | None = None,
     ) -> Outcome:
-        """Put back what call ``audit_id`` changed (recorded as call ``undo_id``), exactly or not at all. Raises
-        UndoConflict (nothing done) when a path changed after the call, unless ``force``; UndoRefused (nothing done)
-        when ``judged`` — what it puts back, judged against the tree under the tree lock (``undo_judged``) — gives
-        reasons; HistoryError when there is no such call or what it replaced is gone from the history; NotApplied
-        when it cannot be done (too little room) or a step failed (everything done put back)."""
+        """Put back what call ``audit_id`` changed (as call ``undo_id``), exactly or not at all. Raises UndoConflict
+        (nothing done) when a path changed after the call, unless ``force``; UndoRefused from ``judged`` (under the
+        tree lock); HistoryError (no such call, or a pre-image gone); NotApplied (no room, or a step failed)."""
         manifest = self.history.calls.read(audit_id)
         if manifest.get("undone_by"):
             raise HistoryError("HISTORY_NOT_FOUND", f"call {audit_id} was undone already (by {manifest['undone_by']})")

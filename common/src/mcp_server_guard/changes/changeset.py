@@ -41,6 +41,7 @@ __all__ = [
     "listing",
     "looked_under",
     "lstat",
+    "mounted_note",
     "open_dir",
     "same_bytes",
     "walk_entries",
@@ -360,3 +361,32 @@ def looked_under(baseline: dict[str, int] | None, root: str) -> dict[str, int]:
         elif path.startswith(inside):
             found[mark + path[len(inside) :]] = ctime
     return found
+
+
+_NOTE_MAX = 8 << 20  # bytes of a copy's ``m<i>`` note read at most (its root's attributes, in hex)
+
+
+def mounted_note(path: str) -> Mounted | None:
+    """The mode, modification time and ``user.*`` attributes a copy's upper root was given when mounted
+    (``overlays.mounted_note``)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        chunks: list[bytes] = []
+        while (chunk := os.read(fd, 1 << 16)) and sum(map(len, chunks)) < _NOTE_MAX:
+            chunks.append(chunk)
+        first, _, rest = b"".join(chunks).partition(b"\n")
+        mode, mtime = first.split()
+        pairs = []
+        for pair in rest.split():
+            name, value = pair.split(b"=")
+            pairs.append(
+                (bytes.fromhex(name.decode()).decode("utf-8", "surrogateescape"), bytes.fromhex(value.decode()))
+            )
+        return Mounted(int(mode), int(mtime), tuple(sorted(pairs)))
+    except ValueError:
+        return None
+    finally:
+        os.close(fd)

@@ -20,7 +20,7 @@ import logging
 import os
 import posixpath
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import get_args
@@ -41,6 +41,7 @@ __all__ = [
     "Op",
     "Outcome",
     "Plan",
+    "not_stale",
     "steps_for",
     "xattrs_of",
 ]
@@ -480,3 +481,8 @@ def _gone_above(upper: str, rel: str) -> bool:
         if not stat.S_ISDIR(st.st_mode):
             return False
     return False
+
+
+def not_stale(_left: Sequence[Op]) -> str:
+    """``Applier.stale`` when nobody judges the steps a run has left (why they may not run: none)."""
+    return ""

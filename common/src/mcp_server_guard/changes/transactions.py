@@ -38,24 +38,24 @@ from mcp_server_guard.changes.changeset import (
     MAX_ENTRIES,
     NO_RENAMES,
     ChangeSet,
-    Mounted,
     Renamed,
     looked_under,
+    mounted_note,
 )
 from mcp_server_guard.changes.effects import Judgement, judge
 from mcp_server_guard.changes.escapes import MARKS, Escapes
 from mcp_server_guard.changes.git_refs import in_git_state
 from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.changes.held import Held, HeldSets
-from mcp_server_guard.changes.plan import Outcome, live_waits
+from mcp_server_guard.changes.plan import Op, Outcome, live_waits, not_stale
 from mcp_server_guard.changes.results import Settled, described, finished, left_out
 from mcp_server_guard.changes.room import kept
 from mcp_server_guard.changes.upper import judged_copy, read_upper
 from mcp_server_guard.changes.what import What
-from mcp_server_guard.changes.xattrs import root_left_out, seen
+from mcp_server_guard.changes.xattrs import root_left_at, seen
 from mcp_server_guard.files.treelock import Generations, TreeBusy, generations, tree_lock
 from mcp_server_guard.files.trees import remove_tree
-from mcp_server_guard.paths import printable
+from mcp_server_guard.paths import printable, within_set
 from mcp_server_guard.policy import EffectsPolicy
 from mcp_server_guard.protected import Protection
 
@@ -82,50 +82,6 @@ def _tree_locked(sets: Sequence[ChangeSet], since: Generations | None = None) ->
             yield changed
     except TreeBusy as exc:
         raise _Unjudged(str(exc)) from None
-
-
-_NOTE_MAX = 8 << 20  # bytes of a copy's ``m<i>`` note read at most (its root's attributes, in hex)
-
-
-def _root_left_out(upper: str, root: str) -> list[str]:
-    """What a command did to the root's own ACLs or ``user.overlay.*`` attributes (``xattrs.root_left_out``), both
-    opened without following a link."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    upper_fd = os.open(upper, flags)
-    try:
-        real_fd = os.open(root, flags)
-        try:
-            return root_left_out(upper_fd, real_fd)
-        finally:
-            os.close(real_fd)
-    finally:
-        os.close(upper_fd)
-
-
-def _mounted(path: str) -> Mounted | None:
-    """The mode, modification time and ``user.*`` attributes a copy's upper root was given when mounted
-    (``overlays.mounted_note``)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        chunks: list[bytes] = []
-        while (chunk := os.read(fd, 1 << 16)) and sum(map(len, chunks)) < _NOTE_MAX:
-            chunks.append(chunk)
-        first, _, rest = b"".join(chunks).partition(b"\n")
-        mode, mtime = first.split()
-        pairs = []
-        for pair in rest.split():
-            name, value = pair.split(b"=")
-            pairs.append(
-                (bytes.fromhex(name.decode()).decode("utf-8", "surrogateescape"), bytes.fromhex(value.decode()))
-            )
-        return Mounted(int(mode), int(mtime), tuple(sorted(pairs)))
-    except ValueError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _why(exc: BaseException) -> str:
@@ -189,7 +145,7 @@ class Transactions:
             skip = frozenset({AREA_IN_ROOT}) if any(p.in_root == root for p in self.area.parts) else frozenset()
             fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
-                mounted = _mounted(os.path.join(part, name, f"m{index}"))
+                mounted = mounted_note(os.path.join(part, name, f"m{index}"))
                 changes = read_upper(upper, fd, root, skip, mounted, started_ns=started_ns,
                                      carried=self.escapes.data(root), moved=moved, escaped=self.escapes.escaped(root),
                                      looked=looked_under(baseline, root))  # fmt: skip
@@ -277,12 +233,12 @@ class Transactions:
                     if next(entries, None) is not None:
                         return False
                 # The root's own mode or time (``touch -d 2001-01-01 .``): a change with no entry to show it.
-                mounted, own = _mounted(os.path.join(part, name, f"m{index}")), os.lstat(upper)
+                mounted, own = mounted_note(os.path.join(part, name, f"m{index}")), os.lstat(upper)
                 if mounted is not None and (stat.S_IMODE(own.st_mode), own.st_mtime_ns) != mounted[:2]:
                     return False
                 if mounted is not None and tuple(sorted(seen(upper))) != mounted.xattrs:
                     return False  # (``setfattr -n user.tag -v 1 .``)
-                if _root_left_out(upper, root):
+                if root_left_at(upper, root):
                     return False  # (``setfacl -b .``, ``setfattr -n user.overlay.x -v 1 .``: not applied, said)
         except OSError:
             return False  # something unexpected: the thorough way decides
@@ -455,9 +411,10 @@ class Transactions:
                 skip = frozenset(judgement.refused) | frozenset(waiting)
                 only = tuple(judgement.only_copies)
                 said = dataclasses.replace(what, only_copies=only) if only else what
-                live = self.applier.apply(
-                    sets, audit_id, started_ns, skip=skip, what=said, live=True, baseline=baseline
-                )
+                with self._rechecked(sets, roots, baseline, judgement):
+                    live = self.applier.apply(
+                        sets, audit_id, started_ns, skip=skip, what=said, live=True, baseline=baseline
+                    )
                 # Threat: a job deleting two files per look: what its looks counted counts at its next judgement.
                 baseline[COUNTED_FILES] = baseline.get(COUNTED_FILES, 0) + judgement.touched
                 baseline[COUNTED_UNBACKED] = baseline.get(COUNTED_UNBACKED, 0) + judgement.unbacked
@@ -511,7 +468,10 @@ class Transactions:
                         only_copies=tuple(judgement.only_copies) or what.only_copies,
                     )
                     self.applier.history.approved.update(judgement.evicts)  # asked, and the person said yes
-                    outcome = self.applier.apply(marked, audit_id, started_ns, skip=skip, what=said, baseline=baseline)
+                    with self._rechecked(marked, roots, baseline, judgement):
+                        outcome = self.applier.apply(
+                            marked, audit_id, started_ns, skip=skip, what=said, baseline=baseline
+                        )
                 finally:
                     if not self.applier.unfinished(audit_id):  # (a journal left needs the copy: the next start's)
                         self.discard(name)
@@ -522,6 +482,39 @@ class Transactions:
         with anyio.CancelScope(shield=True):  # an apply, once started, finishes
             done = await anyio.to_thread.run_sync(work)
         return done
+
+    @contextlib.contextmanager
+    def _rechecked(
+        self, sets: Sequence[ChangeSet], roots: Sequence[str], job: dict[str, int] | None, judgement: Judgement
+    ) -> Iterator[None]:
+        """While ``sets`` are applied as ``judgement`` judged them: when a long apply let go of the tree lock for a
+        moment and another server's writer came in (``treelock.breathe``), the steps left are judged again, now.
+
+        Threat (red team 83 F3): the writer let in makes ``shaped/`` a git dir; a later step of the apply lands
+        ``shaped/config`` with ``core.fsmonitor``, judged for a plain directory: the user's ``git status`` runs it.
+        A path of the steps left that is now refused, or whose content would now be rewritten, stops the apply: it
+        goes back whole (``Applier.stale``)."""
+
+        def stale(left: Sequence[Op]) -> str:
+            paths = frozenset(op.path for op in left)
+            below = [dataclasses.replace(s, changes=tuple(c for c in s.changes if within_set(c.path, paths)))
+                     for s in sets]  # fmt: skip
+            try:
+                now = self._effects([s for s in below if s.changes], roots, job)
+            except (OSError, RecursionError, ValueError) as exc:
+                return (
+                    f"another server wrote in the project meanwhile; the steps left could not be judged ({_why(exc)})"
+                )
+            new = [f"{p} ({why})" for (r, p), why in sorted(now.refused.items()) if (r, p) not in judgement.refused]
+            new += [f"{p} (a git config now)" for r, p in sorted(now.rewritten) if (r, p) not in judgement.rewritten]
+            return (f"another server wrote in the project while this apply let it in, and what its steps left would "
+                    f"write is refused now: {'; '.join(printable(n) for n in new[:5])}") if new else ""  # fmt: skip
+
+        self.applier.stale = stale
+        try:
+            yield
+        finally:
+            self.applier.stale = not_stale
 
     async def _approved(
         self,

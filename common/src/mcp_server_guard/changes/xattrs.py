@@ -48,6 +48,7 @@ __all__ = [
     "land",
     "own_left",
     "own_overlay",
+    "root_left_at",
     "seen",
     "seen_as",
     "set_by_command",
@@ -430,3 +431,18 @@ def set_seen(target: str | int, want: Xattrs, have: Xattrs) -> None:
             _set(target, name, value)
     for name in had.keys() - wanted.keys():
         _remove(target, name)
+
+
+def root_left_at(upper: str, root: str) -> list[str]:
+    """What a command did to the root's own ACLs or ``user.overlay.*`` attributes (``xattrs.root_left_out``), both
+    opened without following a link."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    upper_fd = os.open(upper, flags)
+    try:
+        real_fd = os.open(root, flags)
+        try:
+            return root_left_out(upper_fd, real_fd)
+        finally:
+            os.close(real_fd)
+    finally:
+        os.close(upper_fd)

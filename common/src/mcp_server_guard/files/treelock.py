@@ -30,7 +30,15 @@ from collections.abc import Iterable, Iterator
 from mcp_server_guard import registry
 from mcp_server_guard.paths import private_dirs, state_dir
 
-__all__ = ["TREE_WAIT_S", "Generations", "TreeBusy", "breathe", "flock_until", "generations", "tree_lock"]
+__all__ = [
+    "TREE_WAIT_S",
+    "Generations",
+    "TreeBusy",
+    "breathe",
+    "flock_until",
+    "generations",
+    "tree_lock",
+]
 
 log = logging.getLogger("mcp_server_guard.files")
 
@@ -130,20 +138,24 @@ BREATHE_S = 2.0  # a run holding the tree lock lets other servers' writers in at
 _GAP_S = 0.05  # long enough for a writer that polls every few milliseconds to take the lock
 
 
-def breathe(every_s: float = BREATHE_S) -> None:
+def breathe(every_s: float = BREATHE_S) -> bool:
     """In a long run under :func:`tree_lock` (an apply of 150,000 files): past ``every_s`` since the lock was
     taken, let go of it for a moment and take it again, so that another server's call or write never waits past
-    its bound. Each step of the run checks its path again, so what others change meanwhile is a conflict, never
-    overwritten. Raises TreeBusy when the lock does not come back within TREE_WAIT_S."""
+    its bound. Returns whether another writer took it meanwhile: what the run's later steps were judged against may
+    have changed (red team 83 F3: a git dir made in the gap, then the run's config landed in it: ``Applier.stale``
+    judges the steps left). Raises TreeBusy when the lock does not come back within TREE_WAIT_S."""
     fds = getattr(_held, "fds", None)
     if not fds or time.monotonic() - _held.since < every_s:
-        return
+        return False
+    before = _counts(fds)
     for fd in fds:
         fcntl.flock(fd, fcntl.LOCK_UN)
     time.sleep(_GAP_S)
     _taken(fds, TREE_WAIT_S)
+    others = _counts(fds) != before
     _count(fds)  # (a judgement begun in the gap sees that this run goes on writing)
     _held.since = time.monotonic()
+    return others
 
 
 def flock_until(fd: int, deadline: float, poll_s: float = _POLL_S) -> bool:
