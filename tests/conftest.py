@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from mcp_server_guard.changes.transactions import Transactions
 from support import MODES
+from support.settling import transactions_over
 from support.tiers import TIERS, Tiers
 
 _TIERS = Tiers()
@@ -93,3 +95,11 @@ def state_on_tmpfs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         yield state
     finally:
         shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture
+def settled(tmp_path: Path) -> Iterator[tuple[Transactions, Path]]:
+    """A server's transactions over ``tmp_path/root``, and the part of the area its copies live in (copies made by
+    hand and settled as a call's end settles them: ``support.settling``)."""
+    with transactions_over(tmp_path / "root", tmp_path / "state", tmp_path / "history") as made:
+        yield made

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +18,9 @@ from mcp_server_guard.changes import transactions as transactions_module
 from mcp_server_guard.changes.effects import judge as effects_judge
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.files import trees as trees_module
-from support.settling import settle, transactions_over, untouched_copy
+from support.settling import settle, untouched_copy
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def settled(tmp_path: Path) -> Iterator[tuple[Transactions, Path]]:
-    """A server's transactions over one root, and the part of the area its copies live in."""
-    with transactions_over(tmp_path / "root", tmp_path / "state", tmp_path / "history") as made:
-        yield made
 
 
 async def test_an_untouched_copy_is_settled_unchanged_and_removed(settled: tuple[Transactions, Path]) -> None:

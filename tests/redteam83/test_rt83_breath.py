@@ -12,7 +12,6 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,15 +20,9 @@ from mcp_server_guard.changes import apply as apply_module
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.files import treelock
-from support.settling import settle, transactions_over, untouched_copy
+from support.settling import settle, untouched_copy
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def settled(tmp_path: Path) -> Iterator[tuple[Transactions, Path]]:
-    with transactions_over(tmp_path / "root", tmp_path / "state", tmp_path / "history") as made:
-        yield made
 
 
 async def test_attack_a_write_in_a_long_applys_breath_never_leaves_its_later_steps_on_a_stale_judgement(

@@ -17,7 +17,6 @@ import fcntl
 import os
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +31,6 @@ from mcp_server_guard.files.treelock import generations, tree_lock
 from support.settling import settle, transactions_over, untouched_copy
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def settled(tmp_path: Path) -> Iterator[tuple[Transactions, Path]]:
-    with transactions_over(tmp_path / "root", tmp_path / "state", tmp_path / "history") as made:
-        yield made
 
 
 async def test_attack_a_server_with_another_state_dir_cannot_make_a_judgement_stale_unnoticed(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,16 +21,10 @@ from mcp_server_guard.changes.undo_judged import Judged, UndoRefused
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.protected import protection_for
 from support import console_script
-from support.settling import POLICY, transactions_over, untouched_copy
+from support.settling import POLICY, untouched_copy
 
 pytestmark = pytest.mark.anyio
 IDS = ("000000000001", "000000000002", "000000000003")
-
-
-@pytest.fixture
-def settled(tmp_path: Path) -> Iterator[tuple[Transactions, Path]]:
-    with transactions_over(tmp_path / "root", tmp_path / "state", tmp_path / "history") as made:
-        yield made
 
 
 async def _call(transactions: Transactions, part: Path, audit_id: str, files: dict[str, str]) -> None:
