@@ -27,7 +27,7 @@ EXPORTED = {
     ],
     "mcp_server_guard.serving": [
         "MAX_MESSAGE_BYTES", "ClientRoots", "GuardedServer", "HistoryDirOpt", "ServerConfig", "ToolInput",
-        "ToolOutput", "build_config", "resolve_history_dir", "run_app", "serve_stdio", "server_cli",
+        "ToolOutput", "build_config", "option", "resolve_history_dir", "run_app", "serve_stdio", "server_cli",
         "usage_error", "Mode", "command_target", "run_console", "state_hidden", "state_in_use", "Tools", "ToolSpec",
         "ResourceSpec",
     ],

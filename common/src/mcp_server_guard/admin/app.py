@@ -25,6 +25,7 @@ import typer
 
 from mcp_server_guard.admin.check import CHECK_HELP, check
 from mcp_server_guard.admin.format import format_entry, undo_refusal
+from mcp_server_guard.admin.options import AllowPathOpt, AuditLogOpt, HistoryDirOpt, PolicyOpt
 from mcp_server_guard.audit import (
     POLICY_RESULTS,
     AuditRecord,
@@ -46,11 +47,7 @@ from mcp_server_guard.paths import json_text, printable, within
 from mcp_server_guard.policy import load_policy
 from mcp_server_guard.serving.config import Mode
 from mcp_server_guard.serving.launch import (
-    AllowPathOpt,
-    AuditLogOpt,
-    HistoryDirOpt,
     LogLevel,
-    PolicyOpt,
     build_config,
     resolve_history_dir,
     run_app,

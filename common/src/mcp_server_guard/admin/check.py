@@ -10,10 +10,11 @@ from typing import Annotated, NoReturn, TypedDict
 
 import typer
 
+from mcp_server_guard.admin.options import PolicyOpt
 from mcp_server_guard.paths import json_text, printable, readable, system_program
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.serving.config import Mode
-from mcp_server_guard.serving.launch import PolicyOpt, usage_error
+from mcp_server_guard.serving.launch import usage_error
 from mcp_server_guard.shell.execution import writable_policy
 from mcp_server_guard.shell.strings import PolicyEngine, TooComplex, check_examples
 

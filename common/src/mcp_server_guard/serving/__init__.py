@@ -25,12 +25,14 @@ if TYPE_CHECKING:
         state_in_use,
         usage_error,
     )
+    from mcp_server_guard.serving.options import option
     from mcp_server_guard.serving.server import ClientRoots, GuardedServer
     from mcp_server_guard.serving.stdio import MAX_MESSAGE_BYTES, serve_stdio
     from mcp_server_guard.serving.tools import ResourceSpec, ToolInput, ToolOutput, Tools, ToolSpec, command_target
 
 _EXPORTS = {
     "run_console": "front",
+    "option": "options",
     "command_target": "tools",
     "Mode": "config",
     "ClientRoots": "server",
@@ -68,6 +70,7 @@ __all__ = [
     "Tools",
     "build_config",
     "command_target",
+    "option",
     "resolve_history_dir",
     "run_app",
     "run_console",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import errno
 import inspect
 import logging
 import os
@@ -19,11 +20,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Protocol, TextIO, cast
 
 import anyio
 import anyio.to_thread
-import typer
 
 from mcp_server_guard import registry
 from mcp_server_guard.audit import AuditLog, default_audit_path, default_state_path, state_dirs
@@ -33,10 +33,13 @@ from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.serving import deadline
 from mcp_server_guard.serving.config import Mode, ServerConfig
 from mcp_server_guard.serving.front import early_calls, early_calls_on_loop, shutdown_front
+from mcp_server_guard.serving.options import as_typer, fast_arguments, option, takes_as_is
 from mcp_server_guard.serving.sdk import import_sdk
 from mcp_server_guard.serving.tools import Tools
 
 if TYPE_CHECKING:
+    import typer
+
     from mcp_server_guard.serving.server import GuardedServer
 
 EXIT_USAGE = 2
@@ -46,9 +49,11 @@ def directory_arg(value: str) -> Path:
     """A directory argument as given. Threat: a host passes arguments without a shell, so ``""`` (which Path
     reads as the current directory: silently the whole working directory) and ``~/x`` (a literal ``~``) never
     mean what their writer meant: both are refused with what to write instead."""
-    if not value.strip():
-        raise typer.BadParameter("is empty: name a directory")
-    if value.startswith("~") and not Path(value).exists():
+    if not value.strip() or (value.startswith("~") and not Path(value).exists()):
+        import typer  # noqa: PLC0415 - (a value refused: typer reads this command line, ``options``)
+
+        if not value.strip():
+            raise typer.BadParameter("is empty: name a directory")
         raise typer.BadParameter(
             f"{value}: '~' is not expanded here (an MCP host passes arguments as they are, without a shell): "
             f"write the full path, e.g. {os.path.expanduser(value)}"
@@ -56,9 +61,11 @@ def directory_arg(value: str) -> Path:
     return Path(value)
 
 
+takes_as_is(directory_arg, lambda value: bool(value.strip()) and not value.startswith("~"))
+
 AllowPathOpt = Annotated[
     list[Path] | None,
-    typer.Option(
+    option(
         "--allow-path",
         parser=directory_arg,
         metavar="DIR",
@@ -68,11 +75,11 @@ AllowPathOpt = Annotated[
 ]
 SymlinksOpt = Annotated[
     SymlinkMode,
-    typer.Option("--symlinks", help="follow: only symlinks that stay inside the jail; reject: none at all."),
+    option("--symlinks", help="follow: only symlinks that stay inside the jail; reject: none at all."),
 ]
 LaunchDirOpt = Annotated[
     Path | None,
-    typer.Option(
+    option(
         "--launch-dir",
         parser=directory_arg,
         metavar="DIR",
@@ -83,11 +90,11 @@ LaunchDirOpt = Annotated[
 ]
 PolicyOpt = Annotated[
     Path | None,
-    typer.Option("--policy", metavar="FILE", help="TOML policy merged over the default.", show_default=False),
+    option("--policy", metavar="FILE", help="TOML policy merged over the default.", show_default=False),
 ]
 AuditLogOpt = Annotated[
     Path | None,
-    typer.Option(
+    option(
         "--audit-log",
         metavar="FILE",
         help="Audit log file [default: $XDG_STATE_HOME/mcp-guard/audit.jsonl].",
@@ -98,7 +105,7 @@ AuditLogOpt = Annotated[
 
 ModeOpt = Annotated[
     Mode,
-    typer.Option(
+    option(
         "--mode",
         help="read-only: file_write refuses every write, shell_exec runs commands on a read-only view (the "
         "read-only allow-list where there is no box); "
@@ -107,7 +114,7 @@ ModeOpt = Annotated[
 ]
 HistoryDirOpt = Annotated[
     Path | None,
-    typer.Option(
+    option(
         "--history-dir",
         metavar="DIR",
         help="Where previous contents of replaced files are kept [default: $XDG_STATE_HOME/mcp-guard/history].",
@@ -124,7 +131,7 @@ class LogLevel(enum.StrEnum):
     CRITICAL = "CRITICAL"
 
 
-LogLevelOpt = Annotated[LogLevel, typer.Option("--log-level", help="Log level on stderr.", case_sensitive=False)]
+LogLevelOpt = Annotated[LogLevel, option("--log-level", help="Log level on stderr.", case_sensitive=False)]
 
 
 def usage_error(prog: str, message: str) -> NoReturn:
@@ -148,6 +155,8 @@ def version_callback(distribution: str, prog: str = "") -> Callable[[bool], None
             name = prog or distribution
             shown = f"{name} {package_version(distribution)}"
             print(shown if name == distribution else f"{shown} ({distribution})")
+            import typer  # noqa: PLC0415 - (read by typer: ``--version`` is never read without it)
+
             raise typer.Exit()
 
     return show
@@ -411,23 +420,73 @@ def _serve_on_one_loop(tools: Tools) -> None:
 
 def run_app(app: typer.Typer, prog: str, argv: Sequence[str] | None = None) -> NoReturn:
     """Invoke a typer app so that any usage error is one line on stderr with exit code 2."""
+    import typer  # noqa: PLC0415 - a server's everyday command line is read without it (``options``)
+
     command = typer.main.get_command(app)
     try:
         returned = command.main(list(argv) if argv is not None else sys.argv[1:], prog_name=prog, standalone_mode=False)
-    except typer.Exit as exc:
-        raise SystemExit(exc.exit_code) from None
-    except typer.TyperException as exc:
-        if type(exc).__name__ == "NoArgsIsHelpError":  # no command given: the help, as it is laid out
-            print(exc.format_message())
-            raise SystemExit(0) from None
-        usage_error(prog, exc.format_message().replace("\n", " "))
-    except typer.Abort:
-        raise SystemExit(130) from None
+    except (typer.Exit, typer.TyperException, typer.Abort) as exc:
+        _typer_exit(prog, exc)
     # Without standalone mode, an Exit raised by a command comes back as its return value.
     raise SystemExit(returned if isinstance(returned, int) else 0)
 
 
+def _typer_exit(prog: str, exc: BaseException) -> None:
+    """How ``run_app`` ends on typer's exceptions (returns on any other)."""
+    import typer  # noqa: PLC0415
+
+    if isinstance(exc, typer.Exit):
+        raise SystemExit(exc.exit_code) from None
+    if isinstance(exc, typer.TyperException):
+        if type(exc).__name__ == "NoArgsIsHelpError":  # no command given: the help, as it is laid out
+            print(exc.format_message())
+            raise SystemExit(0) from None
+        usage_error(prog, exc.format_message().replace("\n", " "))
+    if isinstance(exc, typer.Abort):
+        raise SystemExit(130) from None
+
+
+def run_read(prog: str, command: Callable[..., Any], arguments: dict[str, Any]) -> NoReturn:
+    """``run_app`` for a command line read without typer (``options.fast_arguments``): the command called with what
+    typer would give it, and ended as typer's main and ``run_app`` end it (an EOFError or a KeyboardInterrupt exits
+    130, a broken pipe 1)."""
+    try:
+        returned = command(**arguments)
+    except EOFError:
+        print(file=sys.stderr)
+        raise SystemExit(130) from None
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            raise
+        from typer._click.utils import PacifyFlushWrapper  # noqa: PLC0415 - as typer's main does
+
+        sys.stdout = cast(TextIO, PacifyFlushWrapper(sys.stdout))
+        sys.stderr = cast(TextIO, PacifyFlushWrapper(sys.stderr))
+        raise SystemExit(1) from None
+    except Exception as exc:
+        if "typer" in sys.modules:  # (only what imported typer can raise its exceptions)
+            _typer_exit(prog, exc)
+        raise
+    raise SystemExit(returned if isinstance(returned, int) else 0)
+
+
+def typer_app(command: Callable[..., Any], params: list[inspect.Parameter], doc: str | None) -> typer.Typer:
+    """The typer app of a server's command: its parameters' options (``options.option``) as typer's."""
+    import typer  # noqa: PLC0415 - not for the everyday command line (``options``)
+
+    typed = [p.replace(annotation=as_typer(p.annotation)) for p in params]
+    command.__signature__ = inspect.Signature(typed)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in typed}
+    app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False)
+    app.command(help=doc)(command)
+    return app
+
+
 class ServerMain(Protocol):
+    parameters: list[inspect.Parameter]  # the command's: the shared options and the server's own
+
     def __call__(self, argv: Sequence[str] | None = None) -> None: ...
 
 
@@ -459,9 +518,7 @@ def server_cli(
             kw,
             annotation=Annotated[
                 bool,
-                typer.Option(
-                    "--version", callback=version_callback(dist, prog), is_eager=True, help="Show the version."
-                ),
+                option("--version", callback=version_callback(dist, prog), is_eager=True, help="Show the version."),
             ],
             default=False,
         ),
@@ -504,14 +561,15 @@ def server_cli(
             serve(GuardedServer.serving(built))
 
         params = shared + own
-        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-        command.__annotations__ = {p.name: p.annotation for p in params}
-        app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False)
-        app.command(help=inspect.getdoc(build))(command)
 
         def main(argv: Sequence[str] | None = None) -> None:
-            run_app(app, prog, argv)
+            arguments = fast_arguments(params, list(argv) if argv is not None else sys.argv[1:])
+            if arguments is None:  # --help, --version, a line typer must judge (or refuse)
+                run_app(typer_app(command, params, inspect.getdoc(build)), prog, argv)
+            run_read(prog, command, arguments)
 
-        return main
+        served = cast(ServerMain, main)
+        served.parameters = params
+        return served
 
     return decorate

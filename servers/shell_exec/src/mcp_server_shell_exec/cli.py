@@ -7,14 +7,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import typer
-
 from mcp_server_guard import within
 from mcp_server_guard.serving import (
     HistoryDirOpt,
     Mode,
     ServerConfig,
     Tools,
+    option,
     resolve_history_dir,
     server_cli,
     state_hidden,
@@ -30,7 +29,7 @@ PROG = "mcp-server-shell-exec"
 
 SandboxOpt = Annotated[
     SandboxMode | None,
-    typer.Option(
+    option(
         "--sandbox",
         help="auto: confine commands with Landlock where the kernel can (and say so where not); "
         "required: refuse to start without it; off: policy and jail only. [default: auto; off with --mode "
@@ -40,13 +39,11 @@ SandboxOpt = Annotated[
 ]
 SandboxReadOpt = Annotated[
     ReadScope,
-    typer.Option(
-        "--sandbox-read", help="all: commands may read the whole system; jail: only the jail and /usr, /etc …"
-    ),
+    option("--sandbox-read", help="all: commands may read the whole system; jail: only the jail and /usr, /etc …"),
 ]
 NetworkOpt = Annotated[
     NetworkMode | None,
-    typer.Option(
+    option(
         "--network",
         help="policy: only through the server's egress proxy, to the hosts the policy's [network] section allows "
         "(others are asked about); deny: no network at all, loopback included; allow: as the server does. "
@@ -56,7 +53,7 @@ NetworkOpt = Annotated[
 ]
 ApprovalsOpt = Annotated[
     Path | None,
-    typer.Option(
+    option(
         "--approvals-file",
         help="Keep the approvals given 'for this session' (command lines, prefixes, hosts) in this file, to be "
         "read back at the next start. Must be outside the allowed directories. [default: memory only]",
@@ -73,7 +70,7 @@ class TransactionsMode(enum.StrEnum):
 
 TransactionsOpt = Annotated[
     TransactionsMode,
-    typer.Option(
+    option(
         "--transactions",
         help="auto: commands work on a copy of the writable directories, and their changes are judged, applied "
         "and undoable (where the box and overlayfs allow; said at start-up where not); required: refuse to start "
@@ -188,8 +185,11 @@ def _started(
     if area is not None and not decided.copies:
         area.close()
         area = None
-    for note in notes:
-        typer.echo(f"{PROG}: {note}", err=True)
+    if notes:
+        import typer  # noqa: PLC0415 - only to say something (a start with nothing to say goes without it)
+
+        for note in notes:
+            typer.echo(f"{PROG}: {note}", err=True)
     return build_tools(
         config, decided, approvals, history_dir=history, area=area, copies_here=copies_here, protection=protection
     )
