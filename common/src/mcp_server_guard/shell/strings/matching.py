@@ -419,7 +419,16 @@ def glob_matches(value: str, patterns: Sequence[str], *, fold: bool = False) -> 
     """Does ``value`` match any of the shell globs ``patterns`` (``fold``: ignoring case)?"""
     if fold:
         value = value.lower()
-    return any(fnmatch.fnmatchcase(value, p.lower() if fold else p) for p in patterns)
+    return any(_glob_match(value, p.lower() if fold else p) for p in patterns)
+
+
+def _glob_match(value: str, pattern: str) -> bool:
+    """``fnmatch.fnmatchcase``, without compiling a pattern that has none of its special characters (``*``, ``?``,
+    ``[``): such a pattern matches only itself. Most of the policy's program globs are names: the first line judged
+    compiled every one of them (issue 44)."""
+    if "*" in pattern or "?" in pattern or "[" in pattern:
+        return fnmatch.fnmatchcase(value, pattern)
+    return value == pattern
 
 
 def system_program(program: str) -> bool:
