@@ -127,6 +127,7 @@ def layer(module: str) -> str:
         "protected",
         "globs",
         "_lazy",
+        "patterns",  # regular expressions compiled when first used (issue 44)
         "linux",
         "git_dirs",
         "git_config",

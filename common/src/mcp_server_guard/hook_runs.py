@@ -39,6 +39,7 @@ import sys
 from collections.abc import Iterable
 
 from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular
+from mcp_server_guard.patterns import deferred
 from mcp_server_guard.python_startup import ENV_MARKERS, venv_entry
 
 __all__ = [
@@ -66,9 +67,7 @@ _GLOB_MAX = 64  # files an ``include mk/*.mk`` names at most
 HOOK_MANAGER_FILES = (*HOOK_CONFIG_FILES, "hk.pkl", "captainhook.json", ".rusty-hook.toml", "rusty-hook.toml",
                       "grumphp.yml", "grumphp.yml.dist", "grumphp.dist.yml", ".overcommit.yml", ".envrc")  # fmt: skip
 # A package's program run from the project's node_modules/.bin (``npx --no lint-staged``, ``pnpm exec x``).
-_NPX = re.compile(
-    r"(?<![\w./-])(?:npx|bunx|(?:npm|pnpm|yarn)\s+(?:exec|dlx))(?:\s+-{1,2}[\w-]+(?:=\S*)?)*\s+([\w.@-]+)"
-)
+_NPX = deferred(r"(?<![\w./-])(?:npx|bunx|(?:npm|pnpm|yarn)\s+(?:exec|dlx))(?:\s+-{1,2}[\w-]+(?:=\S*)?)*\s+([\w.@-]+)")
 # A word naming a program by its file with no directory (``python3 check.py``, ``sh precommit.sh``, ``. env.sh``).
 _SCRIPT_SUFFIXES = (".py", ".sh", ".bash", ".zsh", ".ksh", ".fish", ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts",
                     ".rb", ".pl", ".php", ".lua", ".mk", ".ps1", ".just")  # fmt: skip
@@ -80,21 +79,21 @@ _RUNNERS = frozenset(
      "dotenv", "dotenv_if_exists", "env_file", "import"}
 )  # fmt: skip
 # A directory the rest runs from: ``cd tools``, ``make -C sub``, lefthook's ``root:``.
-_CHANGES_DIR = re.compile(
+_CHANGES_DIR = deferred(
     r"(?:^|[\s;&|(])(?:cd|pushd)\s+(\S+)|\s(?:-C|--directory)[ =]?(\S+)"
     r"|^\s*(?:root|working-directory|workdir):\s*(\S+)",
     re.MULTILINE,
 )
-_MODULES = re.compile(r"(?<![\w.-])-m\s*([A-Za-z_][\w.]*)")  # ``-m tools.check``, pre-commit's ``-mpre_commit``
+_MODULES = deferred(r"(?<![\w.-])-m\s*([A-Za-z_][\w.]*)")  # ``-m tools.check``, pre-commit's ``-mpre_commit``
 # A name the text gives a static value (``INSTALL_PYTHON=/p/.venv/bin/python3``, pre-commit's hook, quoted as shlex
 # quotes it: ``'/my proj/.venv/bin/python3'``): used where it is expanded (``exec "$INSTALL_PYTHON" -mpre_commit``).
-_ASSIGNED = re.compile(r"^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=(\S.*?)\s*$", re.M)
+_ASSIGNED = deferred(r"^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=(\S.*?)\s*$", re.M)
 # A variable or command substitution left in a path (``node_modules/lefthook-${osArch}-${cpuArch}/bin/lefthook``):
 # any name there.
-_LEFT = re.compile(r"\$\{[^}]*\}|\$\((?:[^()]|\([^()]*\))*\)|\$\w+")
+_LEFT = deferred(r"\$\{[^}]*\}|\$\((?:[^()]|\([^()]*\))*\)|\$\w+")
 # An interpreter of an environment (``.venv/bin/python3``): a module it runs (``-m x``) is looked for in its
 # site-packages too.
-_INTERPRETER = re.compile(r"/bin/python[\d.]*$")
+_INTERPRETER = deferred(r"/bin/python[\d.]*$")
 # Programs that run what a file of the directory they run in says (``make lint`` reads the Makefile).
 _RECIPE_FILES = {
     "make": ("GNUmakefile", "makefile", "Makefile"),
@@ -122,7 +121,7 @@ _RECIPES_READ = ("make", "gmake", "just")  # their recipes are read for the goal
 # direnv's words whose operand is a directory put on a path (read by ``path_dirs``), never a program run.
 _DIRECTORY_WORDS = frozenset({"PATH_add", "path_add", "MANPATH_add", "PATH_rm", "path_rm", "load_prefix"})
 # A path built at run time from a place the shell knows: ``$(git rev-parse --show-toplevel)/x``, ``$ROOT/x``.
-_BUILT = re.compile(r"^(?:\$\((?:[^()]|\([^()]*\))*\)|\$\{[^}]*\}|\$\w+)+/+(.+)$")
+_BUILT = deferred(r"^(?:\$\((?:[^()]|\([^()]*\))*\)|\$\{[^}]*\}|\$\w+)+/+(.+)$")
 
 _Text = tuple[str, str, tuple[str, ...] | None]  # a text, its directory, the goals of a recipe file (None: shell)
 _PATTERN = "^"  # marks a pattern in what ``run_by_hooks`` says (``git_dirs``)
@@ -251,8 +250,8 @@ def new_budget() -> list[int]:
     return [_RUN_READ_MAX, _RUN_BYTES_MAX]
 
 
-_SECTION = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]")
-_MISE_RUNS = re.compile(r"^\s*_\.(?:source|file)\s*=")
+_SECTION = deferred(r"^\s*\[\s*([^\]]+?)\s*\]")
+_MISE_RUNS = deferred(r"^\s*_\.(?:source|file)\s*=")
 
 
 def _mise_text(text: str) -> str:
@@ -369,9 +368,9 @@ def _shell_text(path: str, body: str) -> bool:
     return "." not in posixpath.basename(path) and (not first.startswith("#!") or first.rstrip().endswith("sh"))
 
 
-_RULE = re.compile(r"^([^\s:=#][^:=#]*?)\s*::?(?!=)(.*)$")
-_VARIABLE = re.compile(r"^\s*(?:override\s+|export\s+)?[A-Za-z_][\w.-]*\s*(?:\?|::?|\+|!)?=")
-_DEFAULT_GOAL = re.compile(r"^\s*\.DEFAULT_GOAL\s*:?=\s*(\S+)")
+_RULE = deferred(r"^([^\s:=#][^:=#]*?)\s*::?(?!=)(.*)$")
+_VARIABLE = deferred(r"^\s*(?:override\s+|export\s+)?[A-Za-z_][\w.-]*\s*(?:\?|::?|\+|!)?=")
+_DEFAULT_GOAL = deferred(r"^\s*\.DEFAULT_GOAL\s*:?=\s*(\S+)")
 
 
 def _recipes(text: str, goals: tuple[str, ...]) -> str:
@@ -429,17 +428,17 @@ _PATH_CONFIGS = (".envrc", ".mise.toml", "mise.toml", ".config/mise.toml", "mise
 # A directory holding one of these runs what it names when the user's shell enters it, git repository or not
 # (``git_dirs``: red team 50 F5).
 ENV_CONFIGS = _PATH_CONFIGS
-_PATH_ADD = re.compile(r"(?:^|[\s;&|])(?:PATH_add|path_add\s+PATH)\s+([^\n;&|#]+)")
-_PATH_SET = re.compile(r"(?:^|[\s;])(?:export\s+)?PATH=([^\s;&|#]+)")
-_MISE_PATH = re.compile(r"_\.path\s*=\s*(\[[^\]]*\]|\"[^\"]*\"|'[^']*')")
+_PATH_ADD = deferred(r"(?:^|[\s;&|])(?:PATH_add|path_add\s+PATH)\s+([^\n;&|#]+)")
+_PATH_SET = deferred(r"(?:^|[\s;])(?:export\s+)?PATH=([^\s;&|#]+)")
+_MISE_PATH = deferred(r"_\.path\s*=\s*(\[[^\]]*\]|\"[^\"]*\"|'[^']*')")
 # What puts an environment's bin first on PATH (red team 50 F2): direnv's ``layout node`` (node_modules/.bin), an
 # activate script sourced (``source .venv/bin/activate``), ``VIRTUAL_ENV=.venv`` with ``layout python``, mise's
 # ``_.python.venv = ".venv"`` (or ``{ path = ".venv" }``).
-_LAYOUT_NODE = re.compile(r"(?:^|[\s;&|])layout\s+node\b")
-_ACTIVATED = re.compile(r"""(?:^|[\s;&|])(?:source|\.|source_env(?:_if_exists)?)\s+["']?([^\s"';&|]+)/bin/activate\b""")
-_VIRTUAL_ENV = re.compile(r"""(?:^|[\s;])(?:export\s+)?VIRTUAL_ENV=["']?([^\s"';&|]+)""")
-_LAYOUT_PYTHON = re.compile(r"(?:^|[\s;&|])layout\s+python")
-_MISE_VENV = re.compile(r"""_\.python\.venv\s*=\s*(?:\{[^}]*?\bpath\s*=\s*)?["']([^"']+)["']""")
+_LAYOUT_NODE = deferred(r"(?:^|[\s;&|])layout\s+node\b")
+_ACTIVATED = deferred(r"""(?:^|[\s;&|])(?:source|\.|source_env(?:_if_exists)?)\s+["']?([^\s"';&|]+)/bin/activate\b""")
+_VIRTUAL_ENV = deferred(r"""(?:^|[\s;])(?:export\s+)?VIRTUAL_ENV=["']?([^\s"';&|]+)""")
+_LAYOUT_PYTHON = deferred(r"(?:^|[\s;&|])layout\s+python")
+_MISE_VENV = deferred(r"""_\.python\.venv\s*=\s*(?:\{[^}]*?\bpath\s*=\s*)?["']([^"']+)["']""")
 
 
 def path_dirs(work_tree: str) -> frozenset[str]:
@@ -486,7 +485,7 @@ def hook_names(work_tree: str) -> frozenset[str]:
     return frozenset(names)
 
 
-_USE = re.compile(r"(?:^|[\s;&|])use[_ ]\s*(nix|flake|devenv)\b([^\n;&|#]*)", re.M)
+_USE = deferred(r"(?:^|[\s;&|])use[_ ]\s*(nix|flake|devenv)\b([^\n;&|#]*)", re.M)
 DIRENV_USE_FILES = frozenset(name for names in _USE_FILES.values() for name in names)
 
 
@@ -533,9 +532,9 @@ def hook_modules(work_tree: str) -> frozenset[str]:
 _RC_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin")
 _RC_BYTES = 256 << 10  # an rc file read at most this far
 _RC_SOURCED = 64  # files taken as sourced at most, in all
-_RC_SOURCE = re.compile(r"""(?:^|[;&|({]\s*|\bthen\s+|\bdo\s+)(?:source|\\?\.)\s+(["']?)([^\s"';|&)]+)\1""", re.M)
-_RC_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
-_RC_ASSIGN = re.compile(r"""^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(["']?)([^"'\s;]*)\2\s*(?:;|$)""", re.M)
+_RC_SOURCE = deferred(r"""(?:^|[;&|({]\s*|\bthen\s+|\bdo\s+)(?:source|\\?\.)\s+(["']?)([^\s"';|&)]+)\1""", re.M)
+_RC_VARIABLE = deferred(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+_RC_ASSIGN = deferred(r"""^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(["']?)([^"'\s;]*)\2\s*(?:;|$)""", re.M)
 
 
 def sourced_by_rc(home: str) -> list[tuple[str, str]]:

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from mcp_server_guard.patterns import deferred
 from mcp_server_guard.shell.strings.commands import Word
 from mcp_server_guard.shell.strings.words import INDIRECT, Known, resolve_word, text_of
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 # configuration by environment (red team 12 F10: ``PIP_BREAK_SYSTEM_PACKAGES=1 pip install x`` is ``pip install
 # --break-system-packages x``). A flag's variable counts when its value is true to the program; a value option's
 # whenever it is set.
-_PIPS = re.compile(r"pip(-?3(\.\d+)?)?")
+_PIPS = deferred(r"pip(-?3(\.\d+)?)?")
 _OPTION_VARIABLES: dict[str, tuple[re.Pattern[str], str, bool]] = {
     "PIP_BREAK_SYSTEM_PACKAGES": (_PIPS, "--break-system-packages", False),
     "PIP_USER": (_PIPS, "--user", False),
@@ -43,7 +44,7 @@ _OPTION_VARIABLES: dict[str, tuple[re.Pattern[str], str, bool]] = {
 }
 _FALSE = frozenset({"", "0", "false", "no", "off", "n", "f"})
 _ARITH_ASSIGN = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^=", "++", "--"})
-IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+IDENT = deferred(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def with_option_variables(words: Sequence[Word], assignments: Sequence[tuple[str, Word]]) -> list[Word]:
@@ -187,7 +188,7 @@ def line_exports(
     return out
 
 
-_PYTHON = re.compile(r"(python|pypy)[\d.]*")
+_PYTHON = deferred(r"(python|pypy)[\d.]*")
 _PYTHON_VALUED = frozenset("cmWXQ")
 
 

@@ -13,15 +13,16 @@ from __future__ import annotations
 import bisect
 import re
 
+from mcp_server_guard.patterns import deferred
 from mcp_server_guard.shell.strings.parsing import Word
 from mcp_server_guard.shell.strings.wrappers import BUILT, DYNAMIC, Inner
 
 # String literals given to a call that runs them as a command line, in interpreter code.
-_CODE_RUNS = re.compile(
+_CODE_RUNS = deferred(
     r"""(?:\bsystem|\bpopen|\bexec[lv]?p?e?|\bspawn|\bcheck_output|\bcheck_call|\bgetoutput|\bgetstatusoutput|\brun|\bcall|\bshell_exec|\bpassthru|\bexecSync|\bexecFileSync|\bspawnSync|\bexecute|\bcallCommand|\bspawn\w+|\bshell-command|\bcall-process-shell-command|\bstart-process-shell-command|\bproc_open|\bpcntl_exec|\brun-shell-command|\bos:cmd|\bSystem\.shell|\bshell_command|\bgetRuntime\(\)\.exec|\bopen\s*\(?\s*\w+\s*,\s*(?=['"]\|))\s*\(?\s*(?:[rRbBuUfF]{1,2}(?=['"]))?(['"])\|?((?:\\.|(?!\1)[^\\])*)\1"""
 )
-_EXECUTE_METHOD = re.compile(r"""(['"])((?:\\.|(?!\1)[^\\])+)\1\s*\.execute\s*\(""")  # groovy: "cmd".execute()
-_BACKTICKS = re.compile(r"`([^`]+)`")
+_EXECUTE_METHOD = deferred(r"""(['"])((?:\\.|(?!\1)[^\\])+)\1\s*\.execute\s*\(""")  # groovy: "cmd".execute()
+_BACKTICKS = deferred(r"`([^`]+)`")
 # Ruby's %x(…) and %x{…}, Perl's qx(…), qx{…}, qx/…/: the command up to the closing character (``_closed_after``).
 _QUOTED_RUNS = {")": re.compile(r"%x\(|\bqx\s*\("), "}": re.compile(r"%x\{|\bqx\s*\{"), "/": re.compile(r"\bqx\s*/")}
 
@@ -200,13 +201,11 @@ def sed_runs(script: str) -> Inner:
 
 
 _AWK_STRING = r'"((?:\\.|[^"\\])*)"'
-_AWK_LITERAL_RUN = re.compile(
-    rf"\bsystem\s*\(\s*{_AWK_STRING}\s*\)|{_AWK_STRING}\s*\|&?\s*getline|\|&?\s*{_AWK_STRING}"
-)
+_AWK_LITERAL_RUN = deferred(rf"\bsystem\s*\(\s*{_AWK_STRING}\s*\)|{_AWK_STRING}\s*\|&?\s*getline|\|&?\s*{_AWK_STRING}")
 # (on the program with its strings emptied: a `;` or `}` inside one hides nothing — red team 21)
-_AWK_ANY_RUN = re.compile(r"\bsystem\s*\(|\|&?\s*getline|\bprintf?\b[^;}]*\|")
-_AWK_WRITE = re.compile(r"\bprintf?\b[^;}]*?>>?\s*(\"\"|\S)")
-_AWK_TARGET = re.compile(rf">>?\s*{_AWK_STRING}")  # (a comparison with a string is taken for one too: harmless)
+_AWK_ANY_RUN = deferred(r"\bsystem\s*\(|\|&?\s*getline|\bprintf?\b[^;}]*\|")
+_AWK_WRITE = deferred(r"\bprintf?\b[^;}]*?>>?\s*(\"\"|\S)")
+_AWK_TARGET = deferred(rf">>?\s*{_AWK_STRING}")  # (a comparison with a string is taken for one too: harmless)
 
 
 def _awk_blanked(program: str) -> str:
@@ -286,11 +285,11 @@ def _closed_after(code: str, opener: re.Pattern[str], closer: str, each: int = 3
 
 
 # The quoted items of a list (each a literal: its quote, its text).
-_ITEMS = re.compile(r"""(['"])((?:\\.|(?!\1)[^\\])*)\1""")
-_PIP_MAIN = re.compile(r"\bpip(?:\._internal(?:\.cli)?(?:\.main)?)?\.main\s*\(\s*\[")
-_PIP_IMPORTED_MAIN = re.compile(r"\b(?:\w+\.)?main\s*\(\s*\[")  # `from pip._internal.cli.main import main; main([…])`
-_SYS_ARGV = re.compile(r"\bsys\.argv\s*=\s*\[")
-_RUNS_PIP_MODULE = re.compile(r"\brun_module\s*\(\s*['\"]pip['\"]")
+_ITEMS = deferred(r"""(['"])((?:\\.|(?!\1)[^\\])*)\1""")
+_PIP_MAIN = deferred(r"\bpip(?:\._internal(?:\.cli)?(?:\.main)?)?\.main\s*\(\s*\[")
+_PIP_IMPORTED_MAIN = deferred(r"\b(?:\w+\.)?main\s*\(\s*\[")  # `from pip._internal.cli.main import main; main([…])`
+_SYS_ARGV = deferred(r"\bsys\.argv\s*=\s*\[")
+_RUNS_PIP_MODULE = deferred(r"\brun_module\s*\(\s*['\"]pip['\"]")
 
 
 # Files interpreter code writes through its library (red teams 20, 47): open('…', 'a'), Path('…').write_text(…),
@@ -309,7 +308,7 @@ _MOVES_TO = (
 )
 _MODE_STR = r"""['"][rbt]*[wax+][rwabxt+]{0,3}['"]"""  # a mode that writes: 'w', 'a', 'r+', 'wb', 'x' …
 _MODE = r"\s*,\s*(?:mode\s*[=:]\s*)?" + _MODE_STR
-_CODE_WRITES = re.compile(
+_CODE_WRITES = deferred(
     r"\b" + _OPENS + r"\s*\(\s*(?:file\s*=\s*)?" + _LITERAL.format(q=r"\1") + _MODE
     + r"|\b" + _WRITES_TO + r"\s*\(\s*" + _LITERAL.format(q=r"\3")
     + r"|\bPath\s*\(\s*" + _LITERAL.format(q=r"\5")
@@ -327,17 +326,17 @@ _HOME = (
     r"os\.environ(?:\.get\(|\[)['\"]HOME['\"]|getenv\(['\"]HOME['\"]\)|Dir\.home|ENV\[['\"]HOME['\"]\]|\$ENV\{HOME\}|"
     r"Path\(['\"]~|\$_SERVER\[['\"]HOME['\"]\])"
 )
-_HOME_WRITES = re.compile(
+_HOME_WRITES = deferred(
     r"\b" + _OPENS + r"\s*\(\s*(?:file\s*=\s*)?(?P<a>[^,;]{0,40}" + _HOME + r"[^;]{0,120}?)" + _MODE
     + r"|\b" + _WRITES_TO + r"\s*\(\s*(?P<b>[^,;]{0,40}" + _HOME + r"[^;]{0,120}?['\"])\s*[,)]"
     + r"|(?P<c>" + _HOME + r"[^;]{0,120}?['\"]\s*\)*)(?:\s*\.\s*(?:expanduser|resolve|absolute)\(\))*\s*\.\s*"
     + r"(?:write_text|write_bytes|open\s*\(\s*(?:mode\s*=\s*)?" + _MODE_STR + ")"
     + r"|" + _MOVES_TO + r"\s*\(\s*[^,;()]{1,200},\s*(?P<d>[^,;]{0,40}" + _HOME + r"[^;]{0,120}?['\"])\s*[,)]"
 )  # fmt: skip
-_HOME_AT = re.compile(_HOME)
-_PART = re.compile(r"""['"]([^'"]*)['"]|\}([^'"{}]*)['"]""")
+_HOME_AT = deferred(_HOME)
+_PART = deferred(r"""['"]([^'"]*)['"]|\}([^'"{}]*)['"]""")
 # Perl's open for writing: open(F, ">>PATH"), open(my $f, ">>", "PATH"), with $ENV{HOME} for the home.
-_PERL_OPENS = re.compile(
+_PERL_OPENS = deferred(
     r"""\bopen\s*\(?\s*(?:my\s+)?\$?\w+\s*,\s*['"](?:\+?>>?|\+<)\s*(?:['"]\s*,\s*(?:glob\(\s*)?['"])?([^'"]+)['"]"""
 )
 
@@ -359,7 +358,7 @@ def code_writes(code: str) -> list[str]:
 
 # A literal that is only the start of the string handed over: concatenated (+, ., ..), formatted (%, .format, an
 # f-string with a field, ${…} in a template).
-_JOINED = re.compile(r"\s*(?:\+|%|\.\s*format\b|\.\.|\.\s*(?:concat\b|['\"$])|\.\s+\$)")
+_JOINED = deferred(r"\s*(?:\+|%|\.\s*format\b|\.\.|\.\s*(?:concat\b|['\"$])|\.\s+\$)")
 
 
 def _built(code: str, found: re.Match[str]) -> bool:
@@ -375,22 +374,22 @@ def _built(code: str, found: re.Match[str]) -> bool:
 
 # subprocess.run(["git", "push", "--force"]), execFileSync("rm", ["-rf", …]) is handled as its literals above only
 # when written as a string; a list of literals is the argv itself.
-_ARGV_LISTS = re.compile(
+_ARGV_LISTS = deferred(
     r"\b(?:run|call|check_call|check_output|Popen|spawn|spawnSync|execFile|execFileSync|execv|execvp|system)\s*\(\s*\["
 )
 # Deleting the home directory by name: shutil.rmtree(os.path.expanduser("~")), rm_rf(Dir.home), rmSync(homedir()).
-_HOME_DELETES = re.compile(
+_HOME_DELETES = deferred(
     r"\b(?:rmtree|rm_rf|rm_r|remove_dir_all|rmSync|rimraf|rmdir|removedirs|deleteRecursively)\s*\(?\s*(?:"
     r"os\.path\.expanduser\(\s*['\"]~['\"]\s*\)|(?:pathlib\.)?Path\.home\(\)|os\.environ\[['\"]HOME['\"]\]|"
     r"os\.getenv\(['\"]HOME['\"]\)|(?:require\(['\"]os['\"]\)|os)\.homedir\(\)|homedir\(\)|Dir\.home|ENV\[['\"]HOME['\"]\]|"
     r"\$ENV\{HOME\}|\$HOME\b)"
     r"|\brm\s*\(\s*homedir\(\)|Remove-Item\b[^;\n]*\s(?:~|\$HOME|\$env:USERPROFILE)(?:\s|$)"
 )
-_KILLS_ALL = re.compile(r"\b(?:os\.kill|process\.kill|Process\.kill|kill)\s*\(?\s*-1\b")
-_OPENS_DEVICE = re.compile(
+_KILLS_ALL = deferred(r"\b(?:os\.kill|process\.kill|Process\.kill|kill)\s*\(?\s*-1\b")
+_OPENS_DEVICE = deferred(
     r"""\bopen\s*\(?\s*(?:\w+\s*,\s*)?['"]\+?[>]*\s*(/dev/(?:sd|hd|vd|nvme|xvd|mmcblk|disk/)[^'"]*)['"]"""
 )
-_CODE_DELETES = re.compile(
+_CODE_DELETES = deferred(
     r"""\b(?:rmtree|rm_rf|rm_r|remove_dir_all|removedirs|rmSync|rimraf|remove|unlink|unlinkSync|rmdir|rmdirSync|"""
     r"""delete|deleteRecursively)\s*\(?\s*(['"])((?:\\.|(?!\1)[^\\])+)\1"""
 )

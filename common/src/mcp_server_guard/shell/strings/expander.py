@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mcp_server_guard.env_names import is_command_valued, runs_code
+from mcp_server_guard.patterns import deferred
 from mcp_server_guard.shell.strings.assignments import (
     exported_words,
     line_exports,
@@ -76,13 +77,13 @@ _PAYLOAD_NAMES = frozenset({"rm", "dd", "shred", "shutdown", "reboot", "poweroff
 # `while true; do sleep 1 & done`: an endless loop whose body puts something in the background (`&`, not `&&`).
 # An endless loop whose body starts a background process (`while true; do x & done`): the loop's head, then its
 # body up to `done`, searched one head at a time (``_spawns_forever``) so that no text is scanned twice.
-_ENDLESS_HEAD = re.compile(
+_ENDLESS_HEAD = deferred(
     r"\b(?:while\s+(?:true|:|\[\s*1\s*\]|\(\(\s*1\s*\)\))|until\s+false|for\s*\(\(\s*;\s*;\s*\)\))\s*;?\s*do\b"
 )
-_FORKING_BODY = re.compile(r"(?:(?!\bdone\b).)*?[^&|>]&(?!&)\s*(?:;|\n|done\b)", re.DOTALL)
-_DONE = re.compile(r"\bdone\b")
+_FORKING_BODY = deferred(r"(?:(?!\bdone\b).)*?[^&|>]&(?!&)\s*(?:;|\n|done\b)", re.DOTALL)
+_DONE = deferred(r"\bdone\b")
 # Threat (time): a value that cannot hold `=` keeps each match attempt short (`IFS=IFS=IFS=…` was quadratic).
-_READ_IFS = re.compile(r"\bIFS=(?:'[^']*'|\"[^\"]*\"|[^\s;&|=]*)\s+(?:read|mapfile|readarray)\b")
+_READ_IFS = deferred(r"\bIFS=(?:'[^']*'|\"[^\"]*\"|[^\s;&|=]*)\s+(?:read|mapfile|readarray)\b")
 
 
 def _spawns_forever(source: str) -> bool:
@@ -99,12 +100,12 @@ def _spawns_forever(source: str) -> bool:
     return False
 
 
-_NAMEREF = re.compile(r"\b(?:declare|typeset|local|export)\s+(?:-\w+\s+)*-\w*n")
+_NAMEREF = deferred(r"\b(?:declare|typeset|local|export)\s+(?:-\w+\s+)*-\w*n")
 
 
 _PROMPTS = frozenset({"PS1", "PS2", "PS3", "PS4"})
 # A prompt's text whose expansions are only of bash's own trace variables (nothing a line or its input sets).
-_TRACE_ONLY = re.compile(
+_TRACE_ONLY = deferred(
     r"""["']?(?:[^$`"'\\]|\$\{?(?:BASH_SOURCE|LINENO|FUNCNAME|BASH_LINENO|BASHPID|SECONDS|EPOCHREALTIME|"""
     r"""EPOCHSECONDS|BASH_SUBSHELL|SHLVL)(?:\[\d+\])?\}?)*["']?"""
 )

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from mcp_server_guard.patterns import deferred
 from mcp_server_guard.shell.strings.code_texts import program_text_runs
 from mcp_server_guard.shell.strings.commands import Command, Word
 from mcp_server_guard.shell.strings.matching import RUN_TIME_ARG, normalize_path, parse_args
@@ -89,7 +90,7 @@ def feed_of(command: Command, inherited: Feed) -> Feed:
 
 
 # A command that fetches from the network, at the start of a pipeline or a substitution.
-FETCHES = re.compile(
+FETCHES = deferred(
     r"(?:^|[|;&(`]|\$\(|<\()\s*(?:[^\s/|;&()`<]*/)*(?:curl|wget|fetch|aria2c|http|https|httpie|lynx|links|w3m|nc|ncat|"
     r"Invoke-WebRequest|iwr|irm)\b"
 )
@@ -191,7 +192,7 @@ def judge_stdin_substitutions(walk: Walk, feed: Feed, depth: int) -> None:
     judge_program_text(walk, "arithmetic", feed, judge, "arithmetic")
 
 
-_BACKSLASH = re.compile(r"\\(.)", re.DOTALL)  # `read` without -r: `\x` becomes `x`, backslash-newline nothing
+_BACKSLASH = deferred(r"\\(.)", re.DOTALL)  # `read` without -r: `\x` becomes `x`, backslash-newline nothing
 
 
 def _unescaped(text: str) -> str:

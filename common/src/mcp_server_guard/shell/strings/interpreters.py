@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from mcp_server_guard.patterns import deferred
 from mcp_server_guard.shell.strings.parsing import Word
 
 # Code that forks in a loop: `perl -e 'fork while fork'`, `python -c 'while 1: os.fork()'`, `ruby -e 'loop{fork}'`.
@@ -86,7 +87,7 @@ def interpreter_input(name: str, words: Sequence[Word]) -> tuple[bool, Word | No
 
 
 # Code that runs what it reads from stdin: exec(sys.stdin.read()), eval(input()), perl -ne 'system $_' …
-_EVALUATES_STDIN = re.compile(
+_EVALUATES_STDIN = deferred(
     r"\b(?:exec|eval|system|spawn|execSync|popen)\b.{0,80}(?:stdin|input\s*\(|readFileSync\s*\(\s*0|<STDIN>|STDIN|"
     r"\$_\b|\$stdin|ARGF|gets\b|readline|open\s*\(\s*0\b|/dev/stdin)|(?:^|[;{\s])(?:system|exec|eval)\s*\(?\s*\$_\b"
     # perl's and ruby's backticks and qx// around what was read: `$_`, qx($line)
@@ -95,11 +96,11 @@ _EVALUATES_STDIN = re.compile(
 )
 
 
-RUNS_INPUT_LINES = re.compile(r"(?:^|[;{\s(])(?:system|exec|qx|`)\s*\(?\s*\$_\b|os\.system\s*\(\s*line\b")
+RUNS_INPUT_LINES = deferred(r"(?:^|[;{\s(])(?:system|exec|qx|`)\s*\(?\s*\$_\b|os\.system\s*\(\s*line\b")
 
 
 # Code that fetches code and runs it: exec(urlopen(…).read()), eval get(…), eval(file_get_contents("https://…")).
-FETCH_AND_RUN = re.compile(
+FETCH_AND_RUN = deferred(
     r"\b(?:exec|eval|then\s*\(\s*eval)\b.{0,160}\b(?:urlopen|urllib|requests\.get|httpx|get\s*\(|URI\.open|open-uri|"
     r"Net::HTTP|fetch\s*\(|file_get_contents\s*\(\s*['\"]https?:|https?://)"
     r"|\b(?:urlopen|requests\.get|URI\.open|fetch\s*\(|file_get_contents\s*\(\s*['\"]https?:).{0,160}\b(?:exec|eval)\b",
@@ -108,14 +109,14 @@ FETCH_AND_RUN = re.compile(
 
 
 # Code that hands what it read to a shell, not to its own interpreter (with _EVALUATES_STDIN: what it read is stdin).
-SHELLS_OUT = re.compile(
+SHELLS_OUT = deferred(
     r"\b(?:system|popen|spawn|spawnSync|execSync|exec_command|subprocess|check_output|getoutput|getstatusoutput|"
     r"shell\s*=\s*True|IO\.popen|Open3|qx)\b|`"
 )
 
 
 # Code that reads its stdin, wherever the reading stands (`for l in sys.stdin: os.system(l)`).
-_READS_STDIN = re.compile(
+_READS_STDIN = deferred(
     r"sys\.stdin|\binput\s*\(|readFileSync\s*\(\s*0|<STDIN>|\bSTDIN\b|\$stdin|\bARGF\b|\bgets\b|/dev/stdin|"
     r"\bopen\s*\(\s*0\b|process\.stdin|io\.read|os\.Stdin"
 )

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from mcp_server_guard.patterns import deferred
 from mcp_server_guard.shell.strings.assignments import descendants
 from mcp_server_guard.shell.strings.commands import Command, Finding, Parsed, Redirect, Word
 from mcp_server_guard.shell.strings.walker import walk_tree
@@ -105,8 +106,8 @@ def substitutes(source: str) -> bool:
 
 # Valid bash tree-sitter-bash does not take: `for f do …` / `for f; do …` (over "$@"), and a here-document whose body
 # never ends (bash reads it to the end of the input).
-_FOR_WITHOUT_IN = re.compile(r"\bfor(\s+)([A-Za-z_]\w*)(\s*;?\s*)(?=do\b)")
-_HEREDOC_OPENER = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w.-]*)\1")
+_FOR_WITHOUT_IN = deferred(r"\bfor(\s+)([A-Za-z_]\w*)(\s*;?\s*)(?=do\b)")
+_HEREDOC_OPENER = deferred(r"<<-?\s*(['\"]?)([A-Za-z_][\w.-]*)\1")
 
 
 # Where a backslash-newline is kept as it is: in a comment (it does not continue the line), in single quotes and
@@ -162,8 +163,8 @@ def _joined_lines(source: str) -> tuple[str, bool]:
 
 # A here-document delimiter word with quotes inside it (`E''OF`, `E"O"F`, `$'EOF'`): bash ends the body at the word
 # without its quotes (`EOF`); the parser would look for the word as written (red team 14 F2).
-_QUOTES = re.compile(r"\$'([^']*)'|'([^']*)'|\"([^\"]*)\"")
-_DELIMITER = re.compile(r"<<(-?)[ \t]*((?:[A-Za-z0-9_.\-]|'[^'\n]*'|\"[^\"\n]*\"|\$'[^'\n]*')+)")
+_QUOTES = deferred(r"\$'([^']*)'|'([^']*)'|\"([^\"]*)\"")
+_DELIMITER = deferred(r"<<(-?)[ \t]*((?:[A-Za-z0-9_.\-]|'[^'\n]*'|\"[^\"\n]*\"|\$'[^'\n]*')+)")
 
 
 def _plain_delimiters(text: str) -> str:

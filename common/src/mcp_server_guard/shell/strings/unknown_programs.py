@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from mcp_server_guard.patterns import deferred
 from mcp_server_guard.shell.strings.code_texts import literal_commands
 from mcp_server_guard.shell.strings.matching import IPROUTE, IPROUTE_VALUES
 from mcp_server_guard.shell.strings.parsing import Word
@@ -248,14 +249,14 @@ CODE_OPTIONS = ("-e", "-c", "-x", "--eval", "--exec", "--command", "--expression
 
 # An option whose name says its value is a command the program runs (`--password-command=…`, `--on-download-
 # complete=…`, `--exec …`, `-o ssh_command=…`, `--gpu-launcher=…`, `--filter=…`): judged like a line.
-_COMMAND_OPTION = re.compile(
+_COMMAND_OPTION = deferred(
     r"^(?:--?)?(?:[\w.-]*[_-])?(?:exec|command|cmd|script|shell|run|hook|pager|editor|filter|wrapper|rsh|askpass|"
     r"launcher|program|pre|post|up|down|call|on-[\w-]+|use-askpass|conf-script|bind|ssh_command|pipe)$",
     re.IGNORECASE,
 )
 # Text forms that run a command inside another language's value: `!cmd` (hg aliases, mysql, dc, lftp), `.shell cmd`
 # (sqlite3), `\write18{cmd}` (TeX), `%(cmd)` (rpm macros), `execute(cmd)` (fzf bindings).
-_EMBEDDED_RUNS = re.compile(
+_EMBEDDED_RUNS = deferred(
     r"^\s*\\?!\s*(.+)$|^\s*\|\s*(.+)$|^\s*\.(?:shell|system)\s+(.+)$|\\write18\{([^}]*)\}|%\(([^)]*)\)|\bexecute\(([^)]*)\)",
     re.DOTALL,
 )

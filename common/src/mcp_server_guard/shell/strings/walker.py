@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from mcp_server_guard.patterns import deferred
 from mcp_server_guard.shell.strings.assignments import IDENT as _IDENT
 from mcp_server_guard.shell.strings.assignments import assignment as _assignment
 from mcp_server_guard.shell.strings.assignments import collect as _collect
@@ -31,7 +32,7 @@ _ARITH_TEST_OPS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 # Threat: a name with a subscript that runs code (`printf -v 'a[$(rm -rf v)]' x`): bash evaluates the
 # subscript of a name it is given as arithmetic, and arithmetic expands $(…) and `…`.
 # (Time: from the start of a name only, and a subscript up to the next `[`, so no text is scanned twice.)
-_CODE_SUBSCRIPT = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*\[[^\][]*[$`]")
+_CODE_SUBSCRIPT = deferred(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*\[[^\][]*[$`]")
 # Builtins that take variable names (and evaluate their subscripts).
 _NAME_TAKERS = frozenset(
     {"printf", "read", "unset", "declare", "typeset", "local", "readonly", "export", "mapfile", "readarray",
@@ -112,8 +113,8 @@ def _has_dynamic(node: Node) -> bool:
 # Variables bash fills in from other values (a match, an option's value, the last argument, the arguments): they
 # hold input when the line reads any.
 _FILLED = frozenset({"BASH_REMATCH", "OPTARG", "_", "@", "*", "1", "2", "3", "4", "5", "6", "7", "8", "9"})
-_OFFSET = re.compile(r"\$\{[A-Za-z_0-9@*]+(?:\[[^\]]*\])?:(?![-=?+])(.*)\}$", re.DOTALL)  # ${s:n}, ${s:1:n}
-_SUBSCRIPTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(.*)\]\+?=?", re.DOTALL)  # a[n], a[n]=
+_OFFSET = deferred(r"\$\{[A-Za-z_0-9@*]+(?:\[[^\]]*\])?:(?![-=?+])(.*)\}$", re.DOTALL)  # ${s:n}, ${s:1:n}
+_SUBSCRIPTED = deferred(r"[A-Za-z_][A-Za-z0-9_]*\[(.*)\]\+?=?", re.DOTALL)  # a[n], a[n]=
 
 
 def _value_taken(name: Node, top: Node) -> bool:
@@ -494,7 +495,7 @@ class _Walker:
             self.parsed.findings.append(Finding("fork-bomb", f"function {name!r} spawns copies of itself"))
 
 
-CODE_IN_VALUE = re.compile(r"\$\(|`|[<>]\(")  # what runs a command where bash evaluates a value as code
+CODE_IN_VALUE = deferred(r"\$\(|`|[<>]\(")  # what runs a command where bash evaluates a value as code
 
 
 def _drop_descriptor(words: list[Word], redirect: Node) -> None:

@@ -12,19 +12,20 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mcp_server_guard.patterns import deferred
 from mcp_server_guard.shell.strings.commands import Word
 
 if TYPE_CHECKING:
     from tree_sitter import Node
 
 _GLOB_CHARS = frozenset("*?[")
-_BRACE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
+_BRACE = deferred(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 _ANSI_SIMPLE = {
     "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
     "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
 }  # fmt: skip
 # $NAME, ${NAME} and the special parameters: the references whose value a line can fix.
-_PLAIN_REF = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\}|([$!?#]))")
+_PLAIN_REF = deferred(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\}|([$!?#]))")
 # Parameters that always hold a number (a pid, a status, a count): never an option, never -1.
 _NUMERIC = frozenset({"$", "!", "?", "#", "PPID", "BASHPID", "RANDOM", "SRANDOM", "SECONDS", "LINENO", "UID", "EUID"})
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from mcp_server_guard.patterns import deferred
 from mcp_server_guard.shell.strings.commands import Finding, Redirect
 from mcp_server_guard.shell.strings.matching import (
     BLOCK_DEVICE,
@@ -55,7 +56,7 @@ STARTUP_DIRS = frozenset({".bashrc.d", ".ssh", "autostart", "environment.d", "fi
 # Directories that hold such files, by name (wherever a home directory is): a tree made there fills them.
 HOLDING_DIRS = frozenset({".config", ".local", ".local/bin", ".local/lib"})
 # A fetch whose output a redirect saves: `curl -s URL > i.sh`.
-_DOWNLOAD_REDIRECT = re.compile(r"\b(?:curl|wget|aria2c|http|fetch)\b[^|;&\n]*?>>?\s*['\"]?([^\s'\";&|]+)")
+_DOWNLOAD_REDIRECT = deferred(r"\b(?:curl|wget|aria2c|http|fetch)\b[^|;&\n]*?>>?\s*['\"]?([^\s'\";&|]+)")
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ _WGET_VALUES = frozenset({"e", "execute", "i", "input-file", "U", "user-agent", 
 _WGET_WRITES = frozenset({"O", "output-document", "P", "directory-prefix", "o", "output-file", "a", "append-output",
                           "save-cookies", "warc-file", "rejected-log", "hsts-file"})  # fmt: skip
 # curl's `--write-out` may send its output to a file: `%output{~/.bashrc}`, `%output{>>~/.bashrc}` (curl 8.3).
-_WRITE_OUT_FILE = re.compile(r"%output\{>?>?([^}]*)\}")
+_WRITE_OUT_FILE = deferred(r"%output\{>?>?([^}]*)\}")
 # Variables whose value is a file a program writes or appends to (a TLS key log, pip's log, a REPL's history): a
 # start-up file named there is written as by a redirect (red team 21: `SSLKEYLOGFILE=~/.bashrc curl …`).
 FILE_VARIABLES = frozenset({"SSLKEYLOGFILE", "GNUTLS_KEYLOGFILE", "PIP_LOG", "PIP_LOG_FILE", "PIP_REPORT",
