@@ -41,12 +41,14 @@ import os
 import posixpath
 import stat
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcp_server_guard import faults
 from mcp_server_guard.changes import name_changes
+from mcp_server_guard.changes import plan as _plan
 from mcp_server_guard.changes.area import needed_by, unneeded
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, ROOT, ChangeSet, DirTime
 from mcp_server_guard.changes.escapes import note_landed
@@ -60,7 +62,7 @@ from mcp_server_guard.changes.nofollow import (
 )
 from mcp_server_guard.changes.pins import NAME_STEPS, adopt
 from mcp_server_guard.changes.placing import place
-from mcp_server_guard.changes.plan import Applied, Conflict, Op, Outcome, Plan, not_stale, steps_for
+from mcp_server_guard.changes.plan import Applied, Conflict, NotApplied, Op, Outcome, Plan, UndoConflict, steps_for
 from mcp_server_guard.changes.reserve import Reserve, reserve_size
 from mcp_server_guard.changes.revert import UNDO_STEPS, as_left, put_back_since
 from mcp_server_guard.changes.revert import root_of as _root_of
@@ -75,6 +77,9 @@ from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.treelock import TreeBusy, breathe, tree_lock
 from mcp_server_guard.files.trees import own_dirs_as_found
 
+if TYPE_CHECKING:
+    from mcp_server_guard.changes.undo_judged import Judged
+
 # now_ns: changes.nofollow's, kept importable here
 __all__ = ["Applier", "NotApplied", "UndoConflict", "now_ns", "run_step"]
 
@@ -82,25 +87,6 @@ log = logging.getLogger("mcp_server_guard.changes")
 
 
 _LANDED = 100_000  # files whose last landing a server remembers (``Applier.landed``)
-
-
-class UndoConflict(Exception):
-    """Undo stopped before changing anything: these paths changed after the call."""
-
-    def __init__(self, paths: list[str]) -> None:
-        super().__init__(", ".join(paths))
-        self.paths = paths
-
-
-class NotApplied(Exception):
-    """An apply or an undo that did not happen: refused before its first step (``why``), or gone back after a step
-    failed — everything it had done put back, except ``left`` (paths it could not put back, with why)."""
-
-    def __init__(self, why: str, left: Sequence[Conflict] = (), *, kept: bool = False) -> None:
-        super().__init__(why)
-        self.why = why
-        self.left = list(left)
-        self.kept = kept  # stopped midway with its journal kept: the next start finishes it or goes back over it
 
 
 class _Failed(Exception):
@@ -121,8 +107,10 @@ class Applier:
         name_changes.keep_looks_in(history.directory / "looks")
         widened.keep_in(history.directory / "widened")
         self.lock = threading.RLock()  # held across a judgement and its apply (Transactions): no apply between
-        # Why the steps left may not run, a writer let in by a breath: set by Transactions, under ``lock`` (rt83 F3).
-        self.stale: Callable[[Sequence[Op]], str] = not_stale
+        # Why the steps left may not run after a breath let a writer in (rt83 F3), and which restores going back may
+        # not do (rt84 F1): set by Transactions or an undo, under ``lock``.
+        self.stale: Callable[[Sequence[Op]], str] = _plan.not_stale
+        self.restores: Callable[[Sequence[Op]], Mapping[tuple[str, str], str]] = _plan.nothing_refused
         # Absolute path -> (dev, ino, mtime_ns, size) of the file this server last landed there: a later rewrite of
         # it replaces the tools' own output, not work git has no copy of (``effects.judge``: only copies).
         self.landed: dict[str, tuple[int, ...]] = {}
@@ -224,6 +212,7 @@ class Applier:
         run.carried = frozenset(plan.what.carried)
         run.groups = {op.record.group for op in plan.ops if op.record is not None and op.record.group}
         back = replay.back if replay is not None else None
+        kept = Outcome()  # what going back leaves in force: refused where it would land (``held_back``)
         why = replay.why if replay is not None else ""
         try:
             with self.history.running(plan.audit_id):
@@ -252,7 +241,7 @@ class Applier:
                                         fail=bool(undo))  # fmt: skip
                         except _Failed as exc:
                             why = str(exc)
-                            back = self._reverse(plan, steps, list(roots))
+                            back, kept = _plan.held_back(self._reverse(plan, steps, list(roots)), self.restores)
                             faults.point("rollback")
                             try:
                                 journal.rollback(back, why)  # (in the journal's own room: Journal.create)
@@ -268,7 +257,7 @@ class Applier:
                         # file.
                         touched = [posixpath.join(op.root, op.path) if op.path != ROOT else op.root for op in plan.ops]
                         left = self._back(back, replay.back_done if replay is not None else {}, journal, roots, touched)
-                        applied, conflicts = list(left.applied), list(left.conflicts)
+                        applied, conflicts = [*left.applied, *kept.applied], [*left.conflicts, *kept.conflicts]
                     applied = [settled(record, roots) for record in applied]  # (in directories still let in)
                 for entry_id in run.forget_later:
                     self.history.forget(entry_id)
@@ -501,7 +490,7 @@ class Applier:
         roots: Sequence[str],
         *,
         force: bool = False,
-        judged: Callable[[Sequence[Op]], None] | None = None,
+        judged: Judged | None = None,
     ) -> Outcome:
         """Put back what call ``audit_id`` changed (as call ``undo_id``), exactly or not at all. Raises UndoConflict
         (nothing done) when a path changed after the call, unless ``force``; UndoRefused from ``judged`` (under the
@@ -539,9 +528,13 @@ class Applier:
             raise NotApplied(why)
         plan = Plan(undo_id, now_ns(), tuple(ops), What(tool="undo", undoes=audit_id, only_copies=tuple(changed)))
         with self.lock, tree_lock(os.stat(root).st_dev for root in {op.root for op in plan.ops}):
-            if judged is not None:
-                judged(plan.ops)  # (``undo_judged.Judged``: raises UndoRefused, nothing done)
-            return self._said(plan, {}, named_files(records, roots))
+            if judged is not None:  # (raises UndoRefused, nothing done; and judges its steps left, and going back)
+                judged(plan.ops)
+                self.stale, self.restores = judged.left, judged.restores
+            try:
+                return self._said(plan, {}, named_files(records, roots))
+            finally:
+                self.stale, self.restores = _plan.not_stale, _plan.nothing_refused
 
     def _said(self, plan: Plan, baseline: dict[str, int], names: dict[tuple[int, int], list[str]] | None) -> Outcome:
         """A new run of ``plan``, whatever the disk does under its own bookkeeping: NotApplied saying what is left

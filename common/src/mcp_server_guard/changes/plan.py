@@ -20,7 +20,7 @@ import logging
 import os
 import posixpath
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import get_args
@@ -38,10 +38,14 @@ __all__ = [
     "NO_TIME",
     "Applied",
     "Conflict",
+    "NotApplied",
     "Op",
     "Outcome",
     "Plan",
+    "UndoConflict",
+    "held_back",
     "not_stale",
+    "nothing_refused",
     "steps_for",
     "xattrs_of",
 ]
@@ -486,3 +490,50 @@ def _gone_above(upper: str, rel: str) -> bool:
 def not_stale(_left: Sequence[Op]) -> str:
     """``Applier.stale`` when nobody judges the steps a run has left (why they may not run: none)."""
     return ""
+
+
+class UndoConflict(Exception):
+    """Undo stopped before changing anything: these paths changed after the call."""
+
+    def __init__(self, paths: list[str]) -> None:
+        super().__init__(", ".join(paths))
+        self.paths = paths
+
+
+class NotApplied(Exception):
+    """An apply or an undo that did not happen: refused before its first step (``why``), or gone back after a step
+    failed — everything it had done put back, except ``left`` (paths it could not put back, with why)."""
+
+    def __init__(self, why: str, left: Sequence[Conflict] = (), *, kept: bool = False) -> None:
+        super().__init__(why)
+        self.why = why
+        self.left = list(left)
+        self.kept = kept  # stopped midway with its journal kept: the next start finishes it or goes back over it
+
+
+def nothing_refused(_ops: Sequence[Op]) -> dict[tuple[str, str], str]:
+    """``Applier.restores`` when nobody judges what going back puts back."""
+    return {}
+
+
+def held_back(back: Plan, restores: Callable[[Sequence[Op]], Mapping[tuple[str, str], str]]) -> tuple[Plan, Outcome]:
+    """``back``, a run going back, without its steps that would put back what is refused where it lands now
+    (``restores``: red team 84 F1 — a long apply let another server make ``shaped/`` a git dir, found its steps left
+    refused and went back: putting the earlier ``shaped/config`` back put its ``core.fsmonitor`` in that git dir).
+    Those stay as the run left them: recorded (their earlier versions are kept in the history) and said."""
+    refused = restores(back.ops)
+    if not refused:
+        return back, Outcome()
+    every = refused.get(("", ""))  # (none could be judged: none is put back)
+    held = {index for index, op in enumerate(back.ops) if op.kind in ("restore", "swap") and op.record is not None
+            and (every is not None or (op.root, op.path) in refused)}  # fmt: skip
+    kept = Outcome()
+    for index in sorted(held):
+        op = back.ops[index]
+        why = every or refused[(op.root, op.path)]
+        if op.record is not None:
+            kept.applied.append(op.record)
+            kept.conflicts.append(
+                Conflict(op.record.path, f"not put back: {why}; its earlier version is kept in the history")
+            )
+    return replace(back, ops=tuple(op for index, op in enumerate(back.ops) if index not in held)), kept

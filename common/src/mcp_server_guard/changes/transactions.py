@@ -47,9 +47,10 @@ from mcp_server_guard.changes.escapes import MARKS, Escapes
 from mcp_server_guard.changes.git_refs import in_git_state
 from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.changes.held import Held, HeldSets
-from mcp_server_guard.changes.plan import Op, Outcome, live_waits, not_stale
+from mcp_server_guard.changes.plan import Op, Outcome, live_waits, not_stale, nothing_refused
 from mcp_server_guard.changes.results import Settled, described, finished, left_out
 from mcp_server_guard.changes.room import kept
+from mcp_server_guard.changes.undo_judged import refused_restores
 from mcp_server_guard.changes.upper import judged_copy, read_upper
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.changes.xattrs import root_left_at, seen
@@ -493,7 +494,8 @@ class Transactions:
         Threat (red team 83 F3): the writer let in makes ``shaped/`` a git dir; a later step of the apply lands
         ``shaped/config`` with ``core.fsmonitor``, judged for a plain directory: the user's ``git status`` runs it.
         A path of the steps left that is now refused, or whose content would now be rewritten, stops the apply: it
-        goes back whole (``Applier.stale``)."""
+        goes back whole (``Applier.stale``) — but for what going back would put back that is refused where it lands
+        now (``Applier.restores``; red team 84 F1: the earlier config, with its fsmonitor, into that git dir)."""
 
         def stale(left: Sequence[Op]) -> str:
             paths = frozenset(op.path for op in left)
@@ -510,11 +512,14 @@ class Transactions:
             return (f"another server wrote in the project while this apply let it in, and what its steps left would "
                     f"write is refused now: {'; '.join(printable(n) for n in new[:5])}") if new else ""  # fmt: skip
 
-        self.applier.stale = stale
+        def restores(ops: Sequence[Op]) -> dict[tuple[str, str], str]:  # (going back: ``plan.held_back``)
+            return refused_restores(self.applier.history, ops, self.protection, self.policy, roots)
+
+        self.applier.stale, self.applier.restores = stale, restores
         try:
             yield
         finally:
-            self.applier.stale = not_stale
+            self.applier.stale, self.applier.restores = not_stale, nothing_refused
 
     async def _approved(
         self,

@@ -33,7 +33,7 @@ from mcp_server_guard.paths import printable
 from mcp_server_guard.policy import EffectsPolicy
 from mcp_server_guard.protected import Protection
 
-__all__ = ["Judged", "UndoRefused", "undo_refusals"]
+__all__ = ["Judged", "UndoRefused", "refused_restores", "undo_refusals"]
 
 _READ_MAX = 16 << 20  # bytes of one file put back that are read to judge it ...
 _BYTES_MAX = 256 << 20  # ... and of them all
@@ -46,7 +46,17 @@ def undo_refusals(
     history: HistoryStore, ops: Sequence[Op], protection: Protection, policy: EffectsPolicy, roots: Sequence[str]
 ) -> list[str]:
     """Why the undo ``ops`` may not run (each path and its reason; none: it may): what it puts back, judged."""
+    refused = refused_restores(history, ops, protection, policy, roots)
+    return [why for _key, why in sorted(refused.items())]
+
+
+def refused_restores(
+    history: HistoryStore, ops: Sequence[Op], protection: Protection, policy: EffectsPolicy, roots: Sequence[str]
+) -> dict[tuple[str, str], str]:
+    """The steps of ``ops`` that put back what may not be written where it lands now, by (root, path of the step):
+    why, in words (the path in the step's tree, when it puts back a tree). ``("", "")``: none could be judged."""
     laters: dict[str, list[Later]] = {}
+    step: dict[tuple[str, str], str] = {}  # (root, path put back) -> the path of its step
     big: set[tuple[str, str]] = set()
     budget = [_BYTES_MAX, MAX_ENTRIES]  # bytes read, paths walked: what is left of each
     try:
@@ -57,26 +67,29 @@ def undo_refusals(
             for path, mode, data, whole in _put_back(history, record.before, op.path, budget):
                 if not odd_path(path):
                     laters.setdefault(op.root, []).append(Later("the undo", path, mode, data))
+                    step[(op.root, path)] = op.path
                     if not whole:
                         big.add((op.root, path))
     except _TooMany:
-        return [f"it puts back more than {MAX_ENTRIES:,} paths, more than one judgement reads"]
+        return {("", ""): f"it puts back more than {MAX_ENTRIES:,} paths, more than one judgement reads"}
     calm = policy.model_copy(update={"ask_uncommitted": False, "ask_tree_deletion": False, "ask_truncation": False})
-    reasons: list[str] = []
+    refused: dict[tuple[str, str], str] = {}
     for root, items in laters.items():
         for group in rounds(items):
             scratch = tempfile.mkdtemp(prefix=".undo-judged-", dir=history.directory)
             try:
                 sub = judge([laid_out(root, scratch, group)], protection, calm, roots, checkouts=False)
             except OSError as exc:
-                return [f"what it puts back could not be judged ({exc.strerror or exc})"]
+                return {("", ""): f"what it puts back could not be judged ({exc.strerror or exc})"}
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
-            reasons += [f"{path} ({why})" for (_root, path), why in sorted(sub.refused.items())]
-            reasons += [f"{path} (it would land only without {', '.join(sub.dropped_keys.get(path, ['some keys']))})"
-                        for (_root, path) in sorted(sub.rewritten)]  # fmt: skip
-            reasons += [f"{path} (too large to judge by what it holds)" for _root, path in sorted(sub.by_content & big)]
-    return [printable(reason) for reason in reasons]
+            whys = dict(sub.refused)
+            whys.update({key: f"it would land only without {', '.join(sub.dropped_keys.get(key[1], ['some keys']))}"
+                         for key in sub.rewritten})  # fmt: skip
+            whys.update({key: "too large to judge by what it holds" for key in sub.by_content & big})
+            for (_root, path), why in whys.items():
+                refused.setdefault((root, step.get((root, path), path)), printable(f"{path} ({why})"))
+    return refused
 
 
 def _put_back(
@@ -161,3 +174,13 @@ class Judged:
         reasons = undo_refusals(self.history, ops, self.protection, self.policy, self.roots)
         if reasons:
             raise UndoRefused(reasons)
+
+    def left(self, ops: Sequence[Op]) -> str:
+        """``Applier.stale`` during the undo: its steps left judged again (red team 84 F2: a git dir made while a
+        long undo let another writer in, then its config put back into it)."""
+        reasons = undo_refusals(self.history, ops, self.protection, self.policy, self.roots)
+        return f"what it puts back is refused where it lands now: {'; '.join(reasons[:5])}" if reasons else ""
+
+    def restores(self, ops: Sequence[Op]) -> dict[tuple[str, str], str]:
+        """``Applier.restores``: what going back would put back that is refused where it lands now."""
+        return refused_restores(self.history, ops, self.protection, self.policy, self.roots)
