@@ -20,7 +20,7 @@ from mcp_server_guard.changes import apply as apply_module
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.files import treelock
-from support.settling import settle, untouched_copy
+from support.settling import breath_letting_in, git_dir_made, settle, untouched_copy
 
 pytestmark = pytest.mark.anyio
 
@@ -45,15 +45,7 @@ async def test_attack_a_write_in_a_long_applys_breath_never_leaves_its_later_ste
         (copy / "u0" / "a" / f"f{i}.txt").write_text("new\n")  # a codemod's rewrites (20,000 of them: > 2 s)
     (copy / "u0" / "shaped").mkdir()
     (copy / "u0" / "shaped" / "config").write_text(f"[core]\n\tfsmonitor = touch {marker}\n")
-    device = root.stat().st_dev
     seen: list[bool] = []
-
-    def other_server() -> None:  # B: a write that gets the lock in A's gap
-        with treelock.tree_lock([device], wait_s=5):
-            (shaped / "objects").mkdir()
-            (shaped / "refs").mkdir()
-            (shaped / "HEAD").write_text("ref: refs/heads/main\n")
-            (work / ".git").write_text("gitdir: ../shaped\n")
 
     real_breathe = treelock.breathe
 
@@ -61,12 +53,7 @@ async def test_attack_a_write_in_a_long_applys_breath_never_leaves_its_later_ste
         if seen:
             return real_breathe(every_s)
         seen.append((shaped / "config").exists())  # A's config has not landed yet
-        writer = threading.Thread(target=other_server)
-        writer.start()
-        threading.Event().wait(0.05)  # B waits for the lock
-        others = real_breathe(every_s=0)  # A has run for 2 s: it lets go for a moment
-        writer.join(10)
-        return others
+        return breath_letting_in(lambda: git_dir_made(shaped, work), real_breathe)  # A has run for 2 s
 
     monkeypatch.setattr(apply_module, "breathe", breathing)
     roots = [str(root)]
@@ -94,22 +81,17 @@ async def test_a_writer_let_in_elsewhere_does_not_stop_a_long_apply(
     (copy / "u0" / "a").mkdir()
     (copy / "u0" / "a" / "f.txt").write_text("new\n")
     (copy / "u0" / "b.txt").write_text("b\n")
-    device = root.stat().st_dev
     real_breathe = treelock.breathe
     breaths: list[bool] = []
 
     def another_writer() -> None:
-        with treelock.tree_lock([device], wait_s=5):
+        with treelock.tree_lock([root.stat().st_dev], wait_s=5):
             (root / "notes.txt").write_text("n\n")
 
     def breathing(every_s: float = treelock.BREATHE_S) -> bool:
         if breaths:
             return real_breathe(every_s)
-        writer = threading.Thread(target=another_writer)
-        writer.start()
-        threading.Event().wait(0.05)
-        breaths.append(real_breathe(every_s=0))
-        writer.join(10)
+        breaths.append(breath_letting_in(another_writer, real_breathe))
         return breaths[0]
 
     monkeypatch.setattr(apply_module, "breathe", breathing)

@@ -11,43 +11,27 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.changes.undo_judged import Judged, UndoRefused
-from mcp_server_guard.changes.what import What
 from mcp_server_guard.protected import protection_for
 from support import console_script
-from support.settling import POLICY, untouched_copy
+from support.settling import POLICY, applied_call
 
 pytestmark = pytest.mark.anyio
 IDS = ("000000000001", "000000000002", "000000000003")
-
-
-async def _call(transactions: Transactions, part: Path, audit_id: str, files: dict[str, str]) -> None:
-    started = time.time_ns()
-    copy = untouched_copy(part, f"c{audit_id}")
-    for path, content in files.items():
-        (copy / "u0" / path).parent.mkdir(parents=True, exist_ok=True)
-        (copy / "u0" / path).write_text(content)
-    roots = [root for root, _part in transactions.area.overlays()]
-    done = await transactions.settle(
-        copy.name, True, audit_id=audit_id, started_ns=started, roots=roots, ask=None, hold=False, shown="x",
-        what=What(),
-    )  # fmt: skip
-    assert done.transaction == "applied", done
 
 
 async def _three_calls(transactions: Transactions, part: Path, root: Path, marker: Path) -> None:
     (root / "shaped").mkdir()
     (root / "w").mkdir()
     (root / "w" / "a.txt").write_text("a\n")
-    await _call(transactions, part, IDS[0], {"shaped/config": f"[core]\n\tfsmonitor = touch {marker}\n"})
-    await _call(transactions, part, IDS[1], {"shaped/config": "[core]\n"})
-    await _call(transactions, part, IDS[2], {"shaped/HEAD": "ref: refs/heads/main\n", "shaped/objects/.keep": "",
+    await applied_call(transactions, part, IDS[0], {"shaped/config": f"[core]\n\tfsmonitor = touch {marker}\n"})
+    await applied_call(transactions, part, IDS[1], {"shaped/config": "[core]\n"})
+    await applied_call(transactions, part, IDS[2], {"shaped/HEAD": "ref: refs/heads/main\n", "shaped/objects/.keep": "",
                                              "shaped/refs/.keep": "", "w/.git": "gitdir: ../shaped\n"})  # fmt: skip
     assert (root / "shaped" / "HEAD").is_file() and (root / "w" / ".git").is_file()
 

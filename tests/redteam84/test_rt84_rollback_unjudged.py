@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from mcp_server_guard.changes import apply as apply_module
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.files import treelock
-from support.settling import untouched_copy
+from support.settling import breath_letting_in, git_dir_made, untouched_copy
 
 pytestmark = pytest.mark.anyio
 
@@ -46,15 +45,7 @@ async def test_the_rollback_of_a_stopped_apply_never_puts_a_config_back_into_a_g
     (copy / "u0" / "shaped").mkdir()
     (copy / "u0" / "shaped" / "config").write_text("[core]\n")  # A takes the key out ...
     (copy / "u0" / "shaped" / "config.worktree").write_text(payload)  # ... and its later step is a config too
-    device = root.stat().st_dev
     seen: list[str] = []
-
-    def other_server() -> None:  # B: judged against shaped/config == "[core]\n": harmless; lands in A's gap
-        with treelock.tree_lock([device], wait_s=5):
-            (shaped / "objects").mkdir()
-            (shaped / "refs").mkdir()
-            (shaped / "HEAD").write_text("ref: refs/heads/main\n")
-            (work / ".git").write_text("gitdir: ../shaped\n")
 
     real_breathe = treelock.breathe
 
@@ -62,12 +53,7 @@ async def test_the_rollback_of_a_stopped_apply_never_puts_a_config_back_into_a_g
         if seen or (shaped / "config").read_text() != "[core]\n":
             return real_breathe(every_s)
         seen.append("gap after the config step")
-        writer = threading.Thread(target=other_server)
-        writer.start()
-        threading.Event().wait(0.05)
-        others = real_breathe(every_s=0)
-        writer.join(10)
-        return others
+        return breath_letting_in(lambda: git_dir_made(shaped, work), real_breathe)
 
     monkeypatch.setattr(apply_module, "breathe", breathing)
     roots = [str(root)]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -23,27 +22,12 @@ import pytest
 from mcp_server_guard.changes import apply as apply_module
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.changes.undo_judged import Judged, UndoRefused
-from mcp_server_guard.changes.what import What
 from mcp_server_guard.files import treelock
 from mcp_server_guard.protected import protection_for
-from support.settling import POLICY, untouched_copy
+from support.settling import POLICY, applied_call, breath_letting_in, git_dir_made
 
 pytestmark = pytest.mark.anyio
 IDS = ("000000000001", "000000000002")
-
-
-async def _call(transactions: Transactions, part: Path, audit_id: str, files: dict[str, str]) -> None:
-    started = time.time_ns()
-    copy = untouched_copy(part, f"c{audit_id}")
-    for path, content in files.items():
-        (copy / "u0" / path).parent.mkdir(parents=True, exist_ok=True)
-        (copy / "u0" / path).write_text(content)
-    roots = [root for root, _part in transactions.area.overlays()]
-    done = await transactions.settle(
-        copy.name, True, audit_id=audit_id, started_ns=started, roots=roots, ask=None, hold=False, shown="x",
-        what=What(),
-    )  # fmt: skip
-    assert done.transaction == "applied", done
 
 
 async def test_an_undo_that_breathes_never_puts_a_config_back_into_a_git_dir_made_in_the_gap(
@@ -58,18 +42,12 @@ async def test_an_undo_that_breathes_never_puts_a_config_back_into_a_git_dir_mad
     (root / "z").mkdir()
     for i in range(5):
         (root / "z" / f"f{i}.txt").write_text("old\n")
-    await _call(transactions, part, IDS[0], {"shaped/config": f"[core]\n\tfsmonitor = touch {marker}\n"})
+    await applied_call(transactions, part, IDS[0], {"shaped/config": f"[core]\n\tfsmonitor = touch {marker}\n"})
     time.sleep(0.02)
-    await _call(transactions, part, IDS[1], {"shaped/config": "[core]\n", **{f"z/f{i}.txt": "new\n" for i in range(5)}})
-    device = root.stat().st_dev
+    await applied_call(
+        transactions, part, IDS[1], {"shaped/config": "[core]\n", **{f"z/f{i}.txt": "new\n" for i in range(5)}}
+    )
     seen: list[str] = []
-
-    def other_server() -> None:
-        with treelock.tree_lock([device], wait_s=5):
-            (shaped / "objects").mkdir()
-            (shaped / "refs").mkdir()
-            (shaped / "HEAD").write_text("ref: refs/heads/main\n")
-            (work / ".git").write_text("gitdir: ../shaped\n")
 
     real_breathe = treelock.breathe
 
@@ -77,12 +55,7 @@ async def test_an_undo_that_breathes_never_puts_a_config_back_into_a_git_dir_mad
         if seen or (shaped / "config").read_text() != "[core]\n":
             return real_breathe(every_s)  # (only a gap before the config step is put back)
         seen.append("gap before the config is put back")
-        writer = threading.Thread(target=other_server)
-        writer.start()
-        threading.Event().wait(0.05)
-        others = real_breathe(every_s=0)
-        writer.join(10)
-        return others
+        return breath_letting_in(lambda: git_dir_made(shaped, work), real_breathe)
 
     monkeypatch.setattr(apply_module, "breathe", breathing)
     roots = [str(root)]

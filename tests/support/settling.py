@@ -4,7 +4,10 @@ end settles them (tests/changes/test_transactions_units.py, the tree lock's red-
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from mcp_server_guard.changes.apply import Applier
@@ -12,6 +15,7 @@ from mcp_server_guard.changes.area import CopyArea
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.files.history import HistoryStore
+from mcp_server_guard.files.treelock import tree_lock
 from mcp_server_guard.policy import load_policy
 from mcp_server_guard.protected import protection_for
 
@@ -48,3 +52,38 @@ async def settle(transactions: Transactions, name: str, started_ns: int = 0) -> 
         name, True, audit_id="a1", started_ns=started_ns, roots=roots, ask=None, hold=False, shown="true", what=What()
     )
     return done.transaction
+
+
+async def applied_call(transactions: Transactions, part: Path, audit_id: str, files: dict[str, str]) -> None:
+    """A call whose command wrote ``files`` (root-relative path -> text), settled and applied unasked."""
+    started = time.time_ns()
+    copy = untouched_copy(part, f"c{audit_id}")
+    for path, content in files.items():
+        (copy / "u0" / path).parent.mkdir(parents=True, exist_ok=True)
+        (copy / "u0" / path).write_text(content)
+    roots = [root for root, _part in transactions.area.overlays()]
+    done = await transactions.settle(
+        copy.name, True, audit_id=audit_id, started_ns=started, roots=roots, ask=None, hold=False, shown="x",
+        what=What(),
+    )  # fmt: skip
+    assert done.transaction == "applied", done
+
+
+def git_dir_made(shaped: Path, work: Path) -> None:
+    """Another server's write, under the tree lock: ``shaped/`` made a git dir, and ``work/.git`` a file naming it
+    (each harmless on its own while ``shaped/config`` holds nothing git would run)."""
+    with tree_lock([shaped.stat().st_dev], wait_s=5):
+        (shaped / "objects").mkdir()
+        (shaped / "refs").mkdir()
+        (shaped / "HEAD").write_text("ref: refs/heads/main\n")
+        (work / ".git").write_text(f"gitdir: {os.path.relpath(shaped, work)}\n")
+
+
+def breath_letting_in(writer: Callable[[], None], breathe: Callable[..., bool]) -> bool:
+    """A run's breath (``treelock.breathe``, the real one) with ``writer`` waiting for the lock: it comes in."""
+    thread = threading.Thread(target=writer)
+    thread.start()
+    threading.Event().wait(0.05)  # the writer waits for the lock
+    others = breathe(every_s=0)
+    thread.join(10)
+    return others
