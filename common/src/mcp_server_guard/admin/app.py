@@ -354,7 +354,7 @@ def undo(
     from mcp_server_guard.changes.apply import Applier, NotApplied, UndoConflict  # noqa: PLC0415
     from mcp_server_guard.changes.journal import JOURNALS  # noqa: PLC0415
     from mcp_server_guard.changes.recovery import recover  # noqa: PLC0415
-    from mcp_server_guard.changes.undo_judged import Judged, UndoRefused  # noqa: PLC0415
+    from mcp_server_guard.changes.undo_judged import Judged, UndoRefused, rechecks_for  # noqa: PLC0415
     from mcp_server_guard.protected import protection_for  # noqa: PLC0415
 
     stores = _history_stores(history_dir)
@@ -367,7 +367,7 @@ def undo(
     # An undo of these directories a kill interrupted (this one's, tried before): finished here first. Only plans
     # that take nothing from a copy (an undo's): an apply's is left for shell_exec, which knows its copies.
     interrupted = {p.name[len("apply-") : -len(".json")] for p in (store.directory / JOURNALS).glob("apply-*.json")}
-    if recover(store, roots, []):
+    if recover(store, roots, [], lambda: rechecks_for(store, roots)):  # (what it finishes, judged now)
         with contextlib.suppress(HistoryError):
             undone_by = store.calls.read(audit_id).get("undone_by")
             if undone_by in interrupted:

@@ -331,6 +331,10 @@ class Applier:
                     # A dead server's run finished after its copies went (red team 69 F1): its remaining steps
                     # have nothing to place; the run goes back to all old rather than call a half apply finished.
                     raise _Failed(f"the command's copy of {op.path} is gone: its changes cannot be finished")
+                if run.replay and not back and not run.rechecked:  # a dead server's run, finished at a start: its
+                    run.rechecked = True  # steps left judged against the tree now (red team 84 F3)
+                    if why := self.stale(ops[index:]):
+                        raise _Failed(why)
                 records, conflicts = run_step(self.history, op, roots[op.root], uppers.get(op.upper, -1), run)
                 if not back and (run.fatal or (fail and conflicts)):
                     # The promise, not the tree, is at stake: an undo that says success with a path not back, an

@@ -11,7 +11,7 @@ import fcntl
 import logging
 import os
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from mcp_server_guard.changes import name_changes
@@ -19,7 +19,7 @@ from mcp_server_guard.changes.apply import Applier, NotApplied
 from mcp_server_guard.changes.changeset import ROOT
 from mcp_server_guard.changes.journal import JOURNALS, Journal, read_journal
 from mcp_server_guard.changes.pins import NAME_STEPS
-from mcp_server_guard.changes.plan import Plan
+from mcp_server_guard.changes.plan import Op, Plan
 from mcp_server_guard.changes.revert import UNDO_STEPS
 from mcp_server_guard.changes.steps import APPLY_STEPS
 from mcp_server_guard.files import widened
@@ -32,13 +32,23 @@ __all__ = ["recover"]
 log = logging.getLogger("mcp_server_guard.changes")
 
 
-def recover(history: HistoryStore, roots: Sequence[str], areas: Sequence[str]) -> int:
+def recover(
+    history: HistoryStore,
+    roots: Sequence[str],
+    areas: Sequence[str],
+    rechecks: Callable[
+        [], tuple[Callable[[Sequence[Op]], str], Callable[[Sequence[Op]], Mapping[tuple[str, str], str]]]
+    ]
+    | None = None,
+) -> int:
     """At start-up: finish every apply a dead server left half done (its journal is not locked) whose every step
     lies inside ``roots`` and takes its files from inside ``areas`` (the places this server's copies can be);
     another's is left for a server of those directories. Returns how many were finished.
 
     Threat: a journal someone forged (the history store is hidden from every tool; this is the second wall)
-    naming a root, a path or an upper directory elsewhere, to have the server place or remove files there."""
+    naming a root, a path or an upper directory elsewhere, to have the server place or remove files there.
+    ``rechecks``: made at the first journal to finish, ``Applier.stale`` and ``Applier.restores`` for its runs
+    (``undo_judged.Rechecks``: what their steps left write, and what going back puts back, judged now)."""
     applier = Applier(history)
     # Modes a dead server widened for one step, put back first (red team 64 F2): the runs finished below find the
     # project, their copies and the history as the dead server found them.
@@ -84,6 +94,8 @@ def recover(history: HistoryStore, roots: Sequence[str], areas: Sequence[str]) -
                 handed = True  # _run closes (and removes) it once the plan is finished
                 try:
                     journal = Journal(path, fd, applier.key, replay.last)
+                    if rechecks is not None:
+                        applier.stale, applier.restores = rechecks()
                     applier._run(plan, baseline, replay.done, journal, replay=replay)
                     log.warning("finished the apply of call %s that a dead server left half done", plan.audit_id)
                 except NotApplied as exc:

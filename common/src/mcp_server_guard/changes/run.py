@@ -31,6 +31,7 @@ class Run:
     marked: list[str] = field(default_factory=list)  # absolute paths landed with user.overlay.* names (escapes)
     placed: dict[str, tuple[int, int]] = field(default_factory=dict)  # absolute path -> what this run put there
     replay: bool = False  # finishing a dead server's run: a step may find itself done, or half done, already
+    rechecked: bool = False  # a dead server's run: its steps left were judged again (``Applier.stale``) first
     fatal: str = ""  # a step failed for want of space (or of the disk): the run cannot finish
     carried: frozenset[tuple[str, bytes]] = frozenset()  # the project's own user.overlay.* attributes: data
     landed: set[tuple[int, int]] = field(default_factory=set)  # inodes made ready (land) already: not made again

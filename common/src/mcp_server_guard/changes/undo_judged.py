@@ -20,20 +20,20 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from mcp_server_guard.changes.changeset import MAX_ENTRIES
+from mcp_server_guard.changes.changeset import MAX_ENTRIES, Change, ChangeSet
 from mcp_server_guard.changes.checkouts import laid_out, odd_path, rounds
 from mcp_server_guard.changes.effects import judge
 from mcp_server_guard.changes.git_refs import Later
 from mcp_server_guard.changes.plan import Op
 from mcp_server_guard.files.history import HistoryStore
 from mcp_server_guard.paths import printable
-from mcp_server_guard.policy import EffectsPolicy
+from mcp_server_guard.policy import EffectsPolicy, Policy
 from mcp_server_guard.protected import Protection
 
-__all__ = ["Judged", "UndoRefused", "refused_restores", "undo_refusals"]
+__all__ = ["Judged", "Rechecks", "UndoRefused", "rechecks_for", "refused_restores", "undo_refusals"]
 
 _READ_MAX = 16 << 20  # bytes of one file put back that are read to judge it ...
 _BYTES_MAX = 256 << 20  # ... and of them all
@@ -184,3 +184,54 @@ class Judged:
     def restores(self, ops: Sequence[Op]) -> dict[tuple[str, str], str]:
         """``Applier.restores``: what going back would put back that is refused where it lands now."""
         return refused_restores(self.history, ops, self.protection, self.policy, self.roots)
+
+
+@dataclass(frozen=True)
+class Rechecks:
+    """``Applier.stale`` and ``Applier.restores`` for a run no live judgement watches: a dead server's apply or
+    undo, finished at a start or by ``mcp-guard undo`` (``recovery.recover``).
+
+    Threat (red team 84 F3): a server killed half way through an apply, another server's write in between (it
+    made ``shaped/`` a git dir), and the next start finished the plan: the config judged for a plain directory
+    landed in the git dir. Its steps left are judged against the tree now, as the change set they come from (each
+    step's change, laid out in the copy it takes it from) and as what they put back; one refused, or a config that
+    would now be rewritten, sends the run back instead (``Applier._steps``). A step that moves a new directory
+    whole is judged by that directory's own path."""
+
+    history: HistoryStore
+    protection: Protection
+    policy: EffectsPolicy
+    roots: Sequence[str]
+
+    def stale(self, left: Sequence[Op]) -> str:
+        reasons = undo_refusals(self.history, left, self.protection, self.policy, self.roots)
+        made: dict[tuple[str, str], list[Change]] = {}
+        for op in left:
+            if op.change is not None and op.upper:
+                made.setdefault((op.root, op.upper), []).append(op.change)
+        if made:
+            sets = [
+                ChangeSet(root=root, upper=upper, changes=tuple(changes)) for (root, upper), changes in made.items()
+            ]
+            try:
+                now = judge(sets, self.protection, self.policy, self.roots, checkouts=False)
+            except (OSError, RecursionError, ValueError) as exc:
+                return f"its steps left could not be judged again ({exc})"
+            reasons += [printable(f"{path} ({why})") for (_root, path), why in sorted(now.refused.items())]
+            reasons += [printable(f"{path} (a git config now)") for _root, path in sorted(now.rewritten)]
+        return f"what its steps left would write is refused now: {'; '.join(reasons[:5])}" if reasons else ""
+
+    def restores(self, ops: Sequence[Op]) -> dict[tuple[str, str], str]:
+        return refused_restores(self.history, ops, self.protection, self.policy, self.roots)
+
+
+def rechecks_for(
+    history: HistoryStore, roots: Sequence[str], policy: Policy | None = None
+) -> tuple[Callable[[Sequence[Op]], str], Callable[[Sequence[Op]], dict[tuple[str, str], str]]]:
+    """``recovery.recover``'s ``rechecks``: under ``policy`` (the packaged one when None), with its protection."""
+    from mcp_server_guard.policy import load_policy  # noqa: PLC0415 - only when a dead run is finished
+    from mcp_server_guard.protected import protection_for  # noqa: PLC0415
+
+    policy = policy or load_policy()
+    checks = Rechecks(history, protection_for(policy, history_dir=history.directory), policy.effects, roots)
+    return checks.stale, checks.restores

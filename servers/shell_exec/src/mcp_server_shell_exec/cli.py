@@ -23,6 +23,7 @@ from mcp_server_guard.serving import (
 from mcp_server_guard.shell.sandbox import NetworkMode, ReadScope, SandboxMode, SandboxUnavailable
 
 if TYPE_CHECKING:
+    from mcp_server_guard import Policy
     from mcp_server_guard.changes import CopyArea
 
 PROG = "mcp-server-shell-exec"
@@ -140,7 +141,7 @@ def _started(
     history = resolve_history_dir(PROG, history_dir, config)
     approvals = _approvals_path(approvals_file, config) if approvals_file is not None else None
     roots = [root.path for root in config.jail.allowed]
-    area = _copy_area(roots, history) if transactions is not TransactionsMode.OFF else None
+    area = _copy_area(roots, history, config.policy) if transactions is not TransactionsMode.OFF else None
     wanted = config.mode is Mode.WORKSPACE_WRITE
     protection = protection_for(
         config.policy, audit_path=config.audit.path, history_dir=history, others=[approvals] if approvals else []
@@ -195,18 +196,20 @@ def _started(
     )
 
 
-def _copy_area(roots: list[str], history: Path) -> CopyArea:
-    """This server's part of the copies' areas, after finishing what dead servers left half applied and removing
-    the rest of what they left."""
+def _copy_area(roots: list[str], history: Path, policy: Policy) -> CopyArea:
+    """This server's part of the copies' areas, after finishing what dead servers left half applied (their steps
+    left judged against the tree now: ``undo_judged.Rechecks``) and removing the rest of what they left."""
     from mcp_server_guard import state_dir  # noqa: PLC0415 - lazy for start-up time
     from mcp_server_guard.changes import CopyArea, possible_areas, recover  # noqa: PLC0415
+    from mcp_server_guard.changes.undo_judged import rechecks_for  # noqa: PLC0415
     from mcp_server_guard.files import HistoryStore  # noqa: PLC0415
 
     # Unbounded here: finishing a dead server's apply never evicts anything (the writer's start applies the bounds,
     # and a call never evicts its own pre-images).
     store = HistoryStore(history, max_bytes=1 << 62, max_entries=1 << 62)
+
     try:
-        recover(store, roots, possible_areas(roots, state_dir()))
+        recover(store, roots, possible_areas(roots, state_dir()), lambda: rechecks_for(store, roots, policy))
     finally:
         store.close()
     area = CopyArea(roots, state_dir())
