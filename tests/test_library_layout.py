@@ -54,7 +54,7 @@ EXPORTED = {
     ],
     "mcp_server_guard.changes": [
         "Applier", "Change", "ChangeSet", "CopyArea", "Held", "Judgement", "Settled", "Transactions", "UndoConflict",
-        "has_copy", "judge", "now_ns", "possible_areas", "read_upper", "recover",
+        "has_copy", "judge", "now_ns", "possible_areas", "read_upper", "rechecks_for", "recover",
     ],
     "mcp_server_guard.tools": [
         "OUTPUT_DESCRIPTION", "OUTPUT_TEMPLATE",

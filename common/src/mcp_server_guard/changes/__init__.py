@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from mcp_server_guard.changes.recovery import recover
     from mcp_server_guard.changes.results import Settled
     from mcp_server_guard.changes.transactions import Transactions
+    from mcp_server_guard.changes.undo_judged import rechecks_for
 from mcp_server_guard.changes.upper import read_upper
 
 _EXPORTS = {
@@ -51,6 +52,7 @@ _EXPORTS = {
     "judge": "effects",
     "now_ns": "nofollow",
     "read_upper": "upper",
+    "rechecks_for": "undo_judged",
     "recover": "recovery",
 }
 __getattr__ = lazy_exports(__name__, _EXPORTS)
@@ -70,5 +72,6 @@ __all__ = [
     "now_ns",
     "possible_areas",
     "read_upper",
+    "rechecks_for",
     "recover",
 ]

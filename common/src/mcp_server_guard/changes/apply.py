@@ -44,7 +44,6 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from mcp_server_guard import faults
 from mcp_server_guard.changes import name_changes
@@ -70,15 +69,13 @@ from mcp_server_guard.changes.room import apply_room, undo_room
 from mcp_server_guard.changes.run import Run
 from mcp_server_guard.changes.settling import left_as_recorded, marked_back, settled
 from mcp_server_guard.changes.steps import APPLY_STEPS, copy_step, verb
+from mcp_server_guard.changes.undo_judged import Judged, undo_locked
 from mcp_server_guard.changes.undoing import kept_as_before, named_files, reverse_ops
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.files import widened
 from mcp_server_guard.files.history import HistoryError, HistoryStore
-from mcp_server_guard.files.treelock import TreeBusy, breathe, tree_lock
+from mcp_server_guard.files.treelock import TreeBusy, breathe
 from mcp_server_guard.files.trees import own_dirs_as_found
-
-if TYPE_CHECKING:
-    from mcp_server_guard.changes.undo_judged import Judged
 
 # now_ns: changes.nofollow's, kept importable here
 __all__ = ["Applier", "NotApplied", "UndoConflict", "now_ns", "run_step"]
@@ -90,8 +87,7 @@ _LANDED = 100_000  # files whose last landing a server remembers (``Applier.land
 
 
 class _Failed(Exception):
-    """A step failed in a way that means the run cannot be what it says (the disk is full, an undo's step did not
-    restore its path): the run goes back."""
+    """A step failed so that the run cannot be what it says (a full disk, an undo's path not back): it goes back."""
 
 
 # A step failing with one of these has no per-path cause: the run cannot finish, so it goes back whole.
@@ -107,8 +103,7 @@ class Applier:
         name_changes.keep_looks_in(history.directory / "looks")
         widened.keep_in(history.directory / "widened")
         self.lock = threading.RLock()  # held across a judgement and its apply (Transactions): no apply between
-        # Why the steps left may not run after a breath let a writer in (rt83 F3), and which restores going back may
-        # not do (rt84 F1): set by Transactions or an undo, under ``lock``.
+        # What the steps left after a breath (rt83 F3), and going back (rt84 F1), may not do: set under ``lock``.
         self.stale: Callable[[Sequence[Op]], str] = _plan.not_stale
         self.restores: Callable[[Sequence[Op]], Mapping[tuple[str, str], str]] = _plan.nothing_refused
         # Absolute path -> (dev, ino, mtime_ns, size) of the file this server last landed there: a later rewrite of
@@ -531,9 +526,11 @@ class Applier:
         if why:
             raise NotApplied(why)
         plan = Plan(undo_id, now_ns(), tuple(ops), What(tool="undo", undoes=audit_id, only_copies=tuple(changed)))
-        with self.lock, tree_lock(os.stat(root).st_dev for root in {op.root for op in plan.ops}):
-            if judged is not None:  # (raises UndoRefused, nothing done; and judges its steps left, and going back)
-                judged(plan.ops)
+        devices = [os.stat(root).st_dev for root in {op.root for op in plan.ops}]
+        # Judged without the tree lock, the lock then held with that judgement still true (rt85 F4; rounds as a
+        # change set's): raises UndoRefused, nothing done. Its steps left, and going back, are judged too.
+        with undo_locked(judged, plan.ops, devices, self.lock):
+            if judged is not None:
                 self.stale, self.restores = judged.left, judged.restores
             try:
                 return self._said(plan, {}, named_files(records, roots))

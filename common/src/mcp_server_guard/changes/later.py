@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import posixpath
+from collections.abc import Mapping
 
 from mcp_server_guard.changes.changeset import ChangeSet
 from mcp_server_guard.changes.git_verdicts import Trees
@@ -56,8 +57,15 @@ _USE_NAMES = frozenset(
 )
 
 
+Landed = Mapping[str, tuple[int, ...]]  # absolute path -> the file this server last landed there (Applier.landed)
+
+
 def runs_later(
-    changes: ChangeSet, refused: dict[tuple[str, str], str], asks: list[str], by_content: set[tuple[str, str]]
+    changes: ChangeSet,
+    refused: dict[tuple[str, str], str],
+    asks: list[str],
+    by_content: set[tuple[str, str]],
+    landed: Landed | None = None,
 ) -> None:
     """Add to ``asks`` what the command set up for the user's tools to run later (see the module docstring); the
     paths judged so to ``by_content``. ``refused``: what is refused anyway (not asked about)."""
@@ -74,7 +82,8 @@ def runs_later(
         if start_up_file(change.path):
             by_content.add(key)
             trees = trees or Trees(changes)
-            if (question := _python_start(changes, change.path, change.kind, trees, sites)) and question not in asks:
+            question = _python_start(changes, change.path, change.kind, trees, sites, landed)
+            if question and question not in asks:
                 asks.append(question)
             continue
         if judged_manifest(change.path):
@@ -128,7 +137,9 @@ def _evaluated_by_direnv(root: str, path: str, evaluated: dict[str, frozenset[st
     return False
 
 
-def _python_start(changes: ChangeSet, path: str, kind: str, trees: Trees, sites: dict[str, set[str]]) -> str | None:
+def _python_start(
+    changes: ChangeSet, path: str, kind: str, trees: Trees, sites: dict[str, set[str]], landed: Landed | None
+) -> str | None:
     """The question about start-up code a command made or changed at ``path``, if it is one (module docstring)."""
     where = printable(posixpath.dirname(path))
     if startup_module(path):
@@ -146,6 +157,13 @@ def _python_start(changes: ChangeSet, path: str, kind: str, trees: Trees, sites:
             return (f"It adds an installer's start-up line ({printable(path)}) with the module it imports: every start"
                     f" of the Python of {where} runs it, outside the box (expected after pip install -e of your "
                     "project).")  # fmt: skip
+        # Threat (red team 85 F1): the module written by one call (an ordinary package file then), the line that
+        # imports it by the next: a new line importing a module this server landed is asked like one written now.
+        new = set(pth_imports(data)) - _imported_at_start(changes.root, site, sites, trees)
+        if not fresh and (ours := sorted(m for m in new if _landed(posixpath.join(changes.root, site), m, landed))):
+            return (f"It adds a start-up line ({printable(path)}) importing {printable(', '.join(ours))}, which an "
+                    f"earlier command wrote: every start of the Python of {where} runs it, outside the box."
+                    )  # fmt: skip
         return None
     if (inside := site_module(path)) is not None:
         site, module = inside
@@ -183,6 +201,12 @@ def _imported_at_start(root: str, site: str, sites: dict[str, set[str]], trees: 
                 finally:
                     os.close(directory)
     return sites[site]
+
+
+def _landed(site: str, module: str, landed: Landed | None) -> bool:
+    """Whether this server landed the module ``module`` of ``site`` (absolute): a file, or a file of its package."""
+    starts = (f"{site}/{module}.", f"{site}/{module}/")
+    return any(path.startswith(starts) for path in landed) if landed else False
 
 
 def _written(changes: ChangeSet, site: str, module: str) -> bool:

@@ -493,7 +493,8 @@ class Transactions:
 
         Threat (red team 83 F3): the writer let in makes ``shaped/`` a git dir; a later step of the apply lands
         ``shaped/config`` with ``core.fsmonitor``, judged for a plain directory: the user's ``git status`` runs it.
-        A path of the steps left that is now refused, or whose content would now be rewritten, stops the apply: it
+        A path of the steps left that is now refused, whose content would now be rewritten, or a question the
+        person was not asked (the steps left judged alone: a count may read differently) stops the apply: it
         goes back whole (``Applier.stale``) — but for what going back would put back that is refused where it lands
         now (``Applier.restores``; red team 84 F1: the earlier config, with its fsmonitor, into that git dir)."""
 
@@ -509,6 +510,8 @@ class Transactions:
                 )
             new = [f"{p} ({why})" for (r, p), why in sorted(now.refused.items()) if (r, p) not in judgement.refused]
             new += [f"{p} (a git config now)" for r, p in sorted(now.rewritten) if (r, p) not in judgement.rewritten]
+            # (red team 85 F2: a module a .pth landed in the gap now imports — a question nobody was asked)
+            new += [f"it would now ask: {ask}" for ask in now.asks if ask not in judgement.asks]
             return (f"another server wrote in the project while this apply let it in, and what its steps left would "
                     f"write is refused now: {'; '.join(printable(n) for n in new[:5])}") if new else ""  # fmt: skip
 

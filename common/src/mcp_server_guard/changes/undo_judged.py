@@ -29,11 +29,12 @@ from mcp_server_guard.changes.effects import judge
 from mcp_server_guard.changes.git_refs import Later
 from mcp_server_guard.changes.plan import Op
 from mcp_server_guard.files.history import HistoryStore
+from mcp_server_guard.files.treelock import generations, tree_lock
 from mcp_server_guard.paths import printable
 from mcp_server_guard.policy import EffectsPolicy, Policy
 from mcp_server_guard.protected import Protection
 
-__all__ = ["Judged", "Rechecks", "UndoRefused", "rechecks_for", "refused_restores", "undo_refusals"]
+__all__ = ["Judged", "Rechecks", "UndoRefused", "rechecks_for", "refused_restores", "undo_locked", "undo_refusals"]
 
 _READ_MAX = 16 << 20  # bytes of one file put back that are read to judge it ...
 _BYTES_MAX = 256 << 20  # ... and of them all
@@ -235,3 +236,31 @@ def rechecks_for(
     policy = policy or load_policy()
     checks = Rechecks(history, protection_for(policy, history_dir=history.directory), policy.effects, roots)
     return checks.stale, checks.restores
+
+
+_ROUNDS = 3  # judgements without the tree lock, another server writing meanwhile, before one under it
+
+
+@contextlib.contextmanager
+def undo_locked(
+    judged: Judged | None, ops: Sequence[Op], devices: Sequence[int], lock: contextlib.AbstractContextManager[object]
+) -> Iterator[None]:
+    """Hold ``lock`` and the tree lock of ``devices`` with ``judged`` (what the undo ``ops`` put back; raises
+    UndoRefused) still true of the tree. Threat (red team 85 F4): an undo of 200,000 paths judged under the tree
+    lock kept every other server's writer waiting past its bound. So it is judged without it, noting how often the
+    lock was taken (``treelock.generations``), and the lock taken after: judged again if another writer took it
+    meanwhile — after _ROUNDS such rounds, under the lock."""
+    if judged is not None:
+        for _round in range(_ROUNDS):
+            seen = generations(devices)
+            if seen is None:
+                break
+            judged(ops)
+            with lock, tree_lock(devices, since=seen) as moved_on:
+                if not moved_on:
+                    yield
+                    return
+    with lock, tree_lock(devices):
+        if judged is not None:
+            judged(ops)
+        yield

@@ -200,8 +200,7 @@ def _copy_area(roots: list[str], history: Path, policy: Policy) -> CopyArea:
     """This server's part of the copies' areas, after finishing what dead servers left half applied (their steps
     left judged against the tree now: ``undo_judged.Rechecks``) and removing the rest of what they left."""
     from mcp_server_guard import state_dir  # noqa: PLC0415 - lazy for start-up time
-    from mcp_server_guard.changes import CopyArea, possible_areas, recover  # noqa: PLC0415
-    from mcp_server_guard.changes.undo_judged import rechecks_for  # noqa: PLC0415
+    from mcp_server_guard.changes import CopyArea, possible_areas, rechecks_for, recover  # noqa: PLC0415
     from mcp_server_guard.files import HistoryStore  # noqa: PLC0415
 
     # Unbounded here: finishing a dead server's apply never evicts anything (the writer's start applies the bounds,

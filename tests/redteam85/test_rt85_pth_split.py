@@ -1,0 +1,63 @@
+"""Red team 85 F1: an installer's ``.pth`` line and the module it imports, written by two calls, are asked about by
+neither (``later._python_start``: the line is asked only where the SAME call wrote the module, ``_written``; the
+module only where a ``.pth`` already imports it, ``_imported_at_start``).
+
+Call 1 makes ``site-packages/_virtualenv.py`` (code) in a ``python -m venv`` environment that has no
+``_virtualenv.pth``: no .pth imports it yet -> a package's file, unasked. Call 2 makes ``_virtualenv.pth`` holding
+virtualenv's own line ``import _virtualenv``: an installer's line whose module this call did not write -> unasked.
+Every start of that Python (``uv run``, ``pytest``, an editor's query) now runs call 1's code outside the box.
+Either order written in ONE call is asked; the same two writes in the other order (line first) are asked at the
+second call too. The payload only creates a marker file in the test's tmp dir.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mcp_server_guard.changes.transactions import Transactions
+from mcp_server_guard.changes.what import What
+from support.settling import untouched_copy
+
+pytestmark = pytest.mark.anyio
+
+
+async def _call(transactions: Transactions, part: Path, audit_id: str, files: dict[str, str]) -> str:
+    started = time.time_ns()
+    copy = untouched_copy(part, f"c{audit_id}")
+    for path, content in files.items():
+        (copy / "u0" / path).parent.mkdir(parents=True, exist_ok=True)
+        (copy / "u0" / path).write_text(content)
+    roots = [root for root, _part in transactions.area.overlays()]
+    done = await transactions.settle(
+        copy.name, True, audit_id=audit_id, started_ns=started, roots=roots, ask=None, hold=False, shown="x",
+        what=What(),
+    )  # fmt: skip
+    print(audit_id, done.transaction, done.asked)
+    return done.transaction
+
+
+async def test_an_installers_pth_line_and_its_module_written_by_two_calls_are_asked_about(
+    settled: tuple[Transactions, Path], tmp_path: Path
+) -> None:
+    transactions, part = settled
+    root = tmp_path / "root"
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    subprocess.run([str(base), "-m", "venv", "--without-pip", str(root / ".venv")], check=True, capture_output=True,
+                   timeout=120)  # fmt: skip
+    site = next((root / ".venv" / "lib").glob("python3*/site-packages"))
+    rel = site.relative_to(root)
+    marker = tmp_path / "ran-at-python-start"
+    module = f"open({str(marker)!r}, 'w').close()\n"
+    time.sleep(0.02)
+    first = await _call(transactions, part, "000000000001", {f"{rel}/_virtualenv.py": module})
+    time.sleep(0.02)
+    second = await _call(transactions, part, "000000000002", {f"{rel}/zz_env.pth": "import _virtualenv\n"})
+    # the user's next start of the project's Python, outside any box
+    subprocess.run([str(root / ".venv" / "bin" / "python"), "-c", "pass"], capture_output=True, timeout=60,
+                   check=False)  # fmt: skip
+    assert not marker.exists(), f"both landed unasked ({first}, {second}): the next Python start ran call 1's code"
