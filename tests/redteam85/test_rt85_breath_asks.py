@@ -13,7 +13,6 @@ after B's is asked. Only the gap gets both in unasked.) The payload only creates
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.files import treelock
 from mcp_server_guard.files.treelock import tree_lock
-from support.settling import breath_letting_in, untouched_copy
+from support.settling import breath_letting_in, untouched_copy, venv_site
 
 pytestmark = pytest.mark.anyio
 
@@ -34,10 +33,7 @@ async def test_a_step_left_that_is_asked_about_after_a_breath_does_not_land_unas
 ) -> None:
     transactions, part = settled
     root = tmp_path / "root"
-    base = Path(sys.base_prefix) / "bin" / "python3"
-    subprocess.run([str(base), "-m", "venv", "--without-pip", str(root / ".venv")], check=True, capture_output=True,
-                   timeout=120)  # fmt: skip
-    site = next((root / ".venv" / "lib").glob("python3*/site-packages"))
+    site = venv_site(root)
     rel = site.relative_to(root)
     marker = tmp_path / "ran-at-python-start"
     module = site / "_virtualenv.py"

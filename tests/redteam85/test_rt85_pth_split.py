@@ -13,32 +13,15 @@ second call too. The payload only creates a marker file in the test's tmp dir.
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from mcp_server_guard.changes.transactions import Transactions
-from mcp_server_guard.changes.what import What
-from support.settling import untouched_copy
+from support.settling import settled_call, venv_site
 
 pytestmark = pytest.mark.anyio
-
-
-async def _call(transactions: Transactions, part: Path, audit_id: str, files: dict[str, str]) -> str:
-    started = time.time_ns()
-    copy = untouched_copy(part, f"c{audit_id}")
-    for path, content in files.items():
-        (copy / "u0" / path).parent.mkdir(parents=True, exist_ok=True)
-        (copy / "u0" / path).write_text(content)
-    roots = [root for root, _part in transactions.area.overlays()]
-    done = await transactions.settle(
-        copy.name, True, audit_id=audit_id, started_ns=started, roots=roots, ask=None, hold=False, shown="x",
-        what=What(),
-    )  # fmt: skip
-    print(audit_id, done.transaction, done.asked)
-    return done.transaction
 
 
 async def test_an_installers_pth_line_and_its_module_written_by_two_calls_are_asked_about(
@@ -46,17 +29,16 @@ async def test_an_installers_pth_line_and_its_module_written_by_two_calls_are_as
 ) -> None:
     transactions, part = settled
     root = tmp_path / "root"
-    base = Path(sys.base_prefix) / "bin" / "python3"
-    subprocess.run([str(base), "-m", "venv", "--without-pip", str(root / ".venv")], check=True, capture_output=True,
-                   timeout=120)  # fmt: skip
-    site = next((root / ".venv" / "lib").glob("python3*/site-packages"))
+    site = venv_site(root)
     rel = site.relative_to(root)
     marker = tmp_path / "ran-at-python-start"
     module = f"open({str(marker)!r}, 'w').close()\n"
     time.sleep(0.02)
-    first = await _call(transactions, part, "000000000001", {f"{rel}/_virtualenv.py": module})
+    first = (await settled_call(transactions, part, "000000000001", {f"{rel}/_virtualenv.py": module})).transaction
     time.sleep(0.02)
-    second = await _call(transactions, part, "000000000002", {f"{rel}/zz_env.pth": "import _virtualenv\n"})
+    second = (
+        await settled_call(transactions, part, "000000000002", {f"{rel}/zz_env.pth": "import _virtualenv\n"})
+    ).transaction
     # the user's next start of the project's Python, outside any box
     subprocess.run([str(root / ".venv" / "bin" / "python"), "-c", "pass"], capture_output=True, timeout=60,
                    check=False)  # fmt: skip

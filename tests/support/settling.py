@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -12,6 +14,7 @@ from pathlib import Path
 
 from mcp_server_guard.changes.apply import Applier
 from mcp_server_guard.changes.area import CopyArea
+from mcp_server_guard.changes.results import Settled
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.files.history import HistoryStore
@@ -54,19 +57,33 @@ async def settle(transactions: Transactions, name: str, started_ns: int = 0) -> 
     return done.transaction
 
 
-async def applied_call(transactions: Transactions, part: Path, audit_id: str, files: dict[str, str]) -> None:
-    """A call whose command wrote ``files`` (root-relative path -> text), settled and applied unasked."""
+async def settled_call(transactions: Transactions, part: Path, audit_id: str, files: dict[str, str]) -> Settled:
+    """A call whose command wrote ``files`` (root-relative path -> text), settled as its end settles it (nobody to
+    ask): the result."""
     started = time.time_ns()
     copy = untouched_copy(part, f"c{audit_id}")
     for path, content in files.items():
         (copy / "u0" / path).parent.mkdir(parents=True, exist_ok=True)
         (copy / "u0" / path).write_text(content)
     roots = [root for root, _part in transactions.area.overlays()]
-    done = await transactions.settle(
+    return await transactions.settle(
         copy.name, True, audit_id=audit_id, started_ns=started, roots=roots, ask=None, hold=False, shown="x",
         what=What(),
     )  # fmt: skip
+
+
+async def applied_call(transactions: Transactions, part: Path, audit_id: str, files: dict[str, str]) -> None:
+    """``settled_call``, applied unasked."""
+    done = await settled_call(transactions, part, audit_id, files)
     assert done.transaction == "applied", done
+
+
+def venv_site(root: Path) -> Path:
+    """A ``python -m venv`` environment made at ``root/.venv`` (no pip): its site-packages."""
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    subprocess.run([str(base), "-m", "venv", "--without-pip", str(root / ".venv")], check=True, capture_output=True,
+                   timeout=120)  # fmt: skip
+    return next((root / ".venv" / "lib").glob("python3*/site-packages"))
 
 
 def git_dir_made(shaped: Path, work: Path) -> None:
