@@ -164,8 +164,10 @@ class Transactions:
 
     def _effects(self, sets: Sequence[ChangeSet], roots: Sequence[str], job: dict[str, int] | None) -> Judgement:
         earlier = (job or {}).get(COUNTED_FILES, 0), (job or {}).get(COUNTED_UNBACKED, 0)
-        # (what this server landed: a copy taken at once, as another call's apply may be adding to it)
-        return judge(sets, self.protection, self.policy, roots, earlier, dict(self.applier.landed))
+        # (what this server landed: a copy taken at once, as another call's apply may be adding to it; and what the
+        # history's records say a server of it landed, this one before a restart too: rt85 F3)
+        landed = dict.fromkeys(self.applier.history.calls.landed(), ()) | dict(self.applier.landed)
+        return judge(sets, self.protection, self.policy, roots, earlier, landed)
 
     def _evictions(self, sets: Sequence[ChangeSet], judgement: Judgement, audit_id: str) -> Judgement:
         """Threat: a flood of rewrites in a build directory, never asked, pushing out of the history the one copy

@@ -68,6 +68,25 @@ class CallRecords:
     def __init__(self, directory: Path, grew: Callable[[int], None] = lambda usage: None) -> None:
         self.directory = directory
         self._grew = grew
+        self._landed: tuple[int, frozenset[str]] = (-1, frozenset())  # (the directory's mtime, the paths) read last
+
+    def landed(self) -> frozenset[str]:
+        """Every absolute path a recorded call created or changed (what a server of this history landed, this one
+        before a restart included): read again only when a record came or went (the directory's time moved).
+
+        Threat (red team 85 F3): a cache marker (``out/CACHEDIR.TAG``) one session's call landed made the user's
+        ``out/`` a cache directory for the next session's server, whose memory of what it landed was empty: its
+        ``rm -rf out`` went unasked. What the records name counts as landed by a tool of ours, as what this process
+        landed does (``effects._Matcher``); a record only adds such paths: more is asked, never less."""
+        try:
+            mtime = os.stat(self.directory).st_mtime_ns
+        except OSError:
+            return frozenset()
+        if mtime != self._landed[0]:
+            paths = {str(change.get("path", "")) for manifest in self.all() for change in manifest.get("changes", [])
+                     if isinstance(change, dict) and change.get("action") in ("create", "modify")}  # fmt: skip
+            self._landed = (mtime, frozenset(paths))
+        return self._landed[1]
 
     def record(
         self,
