@@ -16,6 +16,7 @@ and applies it. What the result says became of the changes is ``changes.results`
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import itertools
@@ -166,7 +167,7 @@ class Transactions:
         earlier = (job or {}).get(COUNTED_FILES, 0), (job or {}).get(COUNTED_UNBACKED, 0)
         # (what this server landed: a copy taken at once, as another call's apply may be adding to it; and what the
         # history's records say a server of it landed, this one before a restart too: rt85 F3)
-        landed = dict.fromkeys(self.applier.history.calls.landed(), ()) | dict(self.applier.landed)
+        landed = collections.ChainMap(dict(self.applier.landed), self.applier.history.calls.landed())
         return judge(sets, self.protection, self.policy, roots, earlier, landed)
 
     def _evictions(self, sets: Sequence[ChangeSet], judgement: Judgement, audit_id: str) -> Judgement:

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
@@ -68,25 +69,48 @@ class CallRecords:
     def __init__(self, directory: Path, grew: Callable[[int], None] = lambda usage: None) -> None:
         self.directory = directory
         self._grew = grew
-        self._landed: tuple[int, frozenset[str]] = (-1, frozenset())  # (the directory's mtime, the paths) read last
+        # What ``landed`` read last: the directory's mtime, each record file's paths, how many records name each
+        # path, and the answer (kept up to date in place: its readers look paths up, or copy it whole first).
+        self._seen_mtime = -1
+        self._each: dict[str, tuple[str, ...]] = {}
+        self._named: dict[str, int] = {}
+        self._answer: dict[str, tuple[int, ...]] = {}
+        self._reading = threading.Lock()  # (two calls' judgements at once)
 
-    def landed(self) -> frozenset[str]:
+    def landed(self) -> dict[str, tuple[int, ...]]:
         """Every absolute path a recorded call created or changed (what a server of this history landed, this one
-        before a restart included): read again only when a record came or went (the directory's time moved).
+        before a restart included), as keys: looked at again only when a record came or went (the directory's time
+        moved), and then only the records new since are read (a record is written once: a new call, a new file).
 
         Threat (red team 85 F3): a cache marker (``out/CACHEDIR.TAG``) one session's call landed made the user's
         ``out/`` a cache directory for the next session's server, whose memory of what it landed was empty: its
         ``rm -rf out`` went unasked. What the records name counts as landed by a tool of ours, as what this process
         landed does (``effects._Matcher``); a record only adds such paths: more is asked, never less."""
-        try:
-            mtime = os.stat(self.directory).st_mtime_ns
-        except OSError:
-            return frozenset()
-        if mtime != self._landed[0]:
-            paths = {str(change.get("path", "")) for manifest in self.all() for change in manifest.get("changes", [])
-                     if isinstance(change, dict) and change.get("action") in ("create", "modify")}  # fmt: skip
-            self._landed = (mtime, frozenset(paths))
-        return self._landed[1]
+        with self._reading:
+            try:
+                mtime = os.stat(self.directory).st_mtime_ns
+                if mtime == self._seen_mtime:
+                    return self._answer
+                names = {n for n in os.listdir(self.directory) if n.endswith(".json") and AUDIT_ID.match(n[:-5])}
+            except OSError:
+                return {}
+            for name in names - self._each.keys():
+                paths: tuple[str, ...] = ()
+                with contextlib.suppress(HistoryError):
+                    changes = self.read(name[:-5]).get("changes", [])
+                    paths = tuple({str(c.get("path", "")) for c in changes if isinstance(c, dict)
+                                   and c.get("action") in ("create", "modify")})  # fmt: skip
+                self._each[name] = paths
+                for path in paths:
+                    self._named[path] = self._named.get(path, 0) + 1
+                    self._answer[path] = ()
+            for name in self._each.keys() - names:
+                for path in self._each.pop(name):
+                    self._named[path] -= 1
+                    if not self._named[path]:
+                        del self._named[path], self._answer[path]
+            self._seen_mtime = mtime
+            return self._answer
 
     def record(
         self,
