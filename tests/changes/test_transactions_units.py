@@ -17,6 +17,7 @@ import pytest
 from mcp_server_guard.changes import transactions as transactions_module
 from mcp_server_guard.changes.effects import judge as effects_judge
 from mcp_server_guard.changes.transactions import Transactions
+from mcp_server_guard.files import treelock
 from mcp_server_guard.files import trees as trees_module
 from support.settling import settle, untouched_copy
 
@@ -170,7 +171,7 @@ async def test_a_judgement_other_writers_keep_making_stale_is_judged_under_the_l
 
     monkeypatch.setattr(transactions_module, "judge", judging)
     assert await settle(transactions, copy.name) == "applied"
-    rounds = transactions_module._ROUNDS
+    rounds = treelock.ROUNDS
     assert held_while_judged == [False] * rounds + [True]  # judged without the lock, then under it
     assert (tmp_path / "root" / "new.txt").read_text() == "new\n"
 
@@ -188,8 +189,8 @@ async def test_a_long_judgement_other_writers_keep_making_stale_is_tried_without
     device = [(tmp_path / "root").stat().st_dev]
     real = effects_judge
     held_while_judged: list[bool] = []
-    monkeypatch.setattr(transactions_module, "_LOCKED_MAX_S", 0.05)
-    monkeypatch.setattr(transactions_module, "_PATIENCE_S", 1.0)
+    monkeypatch.setattr(treelock, "LOCKED_MAX_S", 0.05)
+    monkeypatch.setattr(treelock, "PATIENCE_S", 1.0)
 
     def judging(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -203,4 +204,4 @@ async def test_a_long_judgement_other_writers_keep_making_stale_is_tried_without
     monkeypatch.setattr(transactions_module, "judge", judging)
     assert await settle(transactions, copy.name) == "applied"
     assert held_while_judged[-1] and not any(held_while_judged[:-1])
-    assert len(held_while_judged) - 1 > transactions_module._ROUNDS  # rounds went on past three, for a second
+    assert len(held_while_judged) - 1 > treelock.ROUNDS  # rounds went on past three, for a second

@@ -27,6 +27,7 @@ from mcp_server_guard import registry
 from mcp_server_guard.changes import transactions as transactions_module
 from mcp_server_guard.changes.effects import judge as effects_judge
 from mcp_server_guard.changes.transactions import Transactions
+from mcp_server_guard.files import treelock
 from mcp_server_guard.files.treelock import generations, tree_lock
 from support.settling import settle, transactions_over, untouched_copy
 
@@ -111,8 +112,8 @@ async def test_two_long_judgements_and_one_write_are_never_judged_under_the_lock
     copy_a = untouched_copy(part, "ca")
     (copy_a / "u0" / "a.txt").write_text("a\n")
     device = root.stat().st_dev
-    monkeypatch.setattr(transactions_module, "_LOCKED_MAX_S", 0.05)
-    monkeypatch.setattr(transactions_module, "_PATIENCE_S", 4.0)
+    monkeypatch.setattr(treelock, "LOCKED_MAX_S", 0.05)
+    monkeypatch.setattr(treelock, "PATIENCE_S", 4.0)
     judged: list[tuple[str, bool]] = []
 
     def judging(sets: Any, *args: Any, **kwargs: Any) -> Any:

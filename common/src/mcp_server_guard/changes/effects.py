@@ -52,7 +52,7 @@ from mcp_server_guard.paths import printable
 from mcp_server_guard.policy import EffectsPolicy
 from mcp_server_guard.protected import Protection
 
-__all__ = ["Counts", "Judgement", "judge", "summary_line"]
+__all__ = ["Counts", "Judgement", "judge", "judge_laid_out", "summary_line"]
 _n, _list = count_of, list_of  # the questions' wording
 
 
@@ -230,22 +230,14 @@ def _checkouts(
                                   f"({why}). {when} (git may run a hook at once)."))  # fmt: skip
             continue
         pending.append(later)
-    calm = policy.model_copy(update={"ask_uncommitted": False, "ask_tree_deletion": False, "ask_truncation": False})
     for group in rounds(pending):  # (every ref's writes at once: a pull of 200 commits is a few judgements)
         whats = list(dict.fromkeys(later.what for later in group))
         what = ", ".join(whats[:2]) + (f" and {len(whats) - 2} more" if len(whats) > 2 else "")
         try:
-            scratch = tempfile.mkdtemp(prefix=".later-", dir=posixpath.dirname(changes.upper))
-        except OSError as exc:
-            asks.append(printable(f"It sets {what} to content the server could not lay out to judge ({exc})."))
-            break
-        try:
-            sub = judge([laid_out(changes.root, scratch, group)], protection, calm, roots, checkouts=False)
+            sub = judge_laid_out(changes.root, group, posixpath.dirname(changes.upper), protection, policy, roots)
         except OSError as exc:
             asks.append(printable(f"It sets {what} to content the server could not lay out to judge ({exc})."))
             continue
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
         by_path = {later.path: later.what for later in group}
         named: dict[str, list[str]] = {}
         for (_root, path), why in sorted(sub.refused.items()):
@@ -255,6 +247,26 @@ def _checkouts(
         asks += [printable(f"It sets {what} to content whose writing would be asked: {ask} {when}.")
                  for ask in sub.asks]  # fmt: skip
     return asks
+
+
+def judge_laid_out(
+    root: str,
+    laters: Sequence[Later],
+    under: str,
+    protection: Protection,
+    policy: EffectsPolicy,
+    roots: Sequence[str],
+) -> Judgement:
+    """``laters`` — what something other than a command would write at their paths of ``root`` (a checkout, an
+    undo) — laid out in a scratch directory under ``under`` and judged as a command's write of them now would be:
+    refused, rewritten, or asked for what they run later, shadow or make executable; never for what git or the
+    history gives back (losses, emptied files, tree deletions). OSError: they could not be laid out."""
+    calm = policy.model_copy(update={"ask_uncommitted": False, "ask_tree_deletion": False, "ask_truncation": False})
+    scratch = tempfile.mkdtemp(prefix=".laid-out-", dir=under)
+    try:
+        return judge([laid_out(root, scratch, laters)], protection, calm, roots, checkouts=False)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 @dataclass

@@ -19,11 +19,9 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import itertools
 import logging
 import os
 import stat
-import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -55,7 +53,7 @@ from mcp_server_guard.changes.undo_judged import refused_restores
 from mcp_server_guard.changes.upper import judged_copy, read_upper
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.changes.xattrs import root_left_at, seen
-from mcp_server_guard.files.treelock import Generations, TreeBusy, generations, tree_lock
+from mcp_server_guard.files.treelock import TreeBusy, fresh, tree_lock
 from mcp_server_guard.files.trees import remove_tree
 from mcp_server_guard.paths import printable, within_set
 from mcp_server_guard.policy import EffectsPolicy
@@ -70,18 +68,12 @@ log = logging.getLogger("mcp_server_guard.changes")
 Ask = Callable[[str], Awaitable[bool | None]]
 
 
-_ROUNDS = 3  # judgements without the tree lock, another server writing meanwhile, before one under it ...
-_LOCKED_MAX_S = 4.0  # ... if the last took at most this (file_write waits 10 s for the lock, other writers 30 s)
-_PATIENCE_S = 30.0  # ... else tried without the lock this long (from the first) before one under it all the same
-
-
 @contextlib.contextmanager
-def _tree_locked(sets: Sequence[ChangeSet], since: Generations | None = None) -> Iterator[bool]:
-    """The tree lock of the file systems ``sets`` lie on (see ``files.treelock``), and whether anyone took it since
-    ``since``; busy past its wait: _Unjudged."""
+def _tree_locked(sets: Sequence[ChangeSet]) -> Iterator[None]:
+    """The tree lock of the file systems ``sets`` lie on (see ``files.treelock``); busy past its wait: _Unjudged."""
     try:
-        with tree_lock((os.stat(changes.root).st_dev for changes in sets), since=since) as changed:
-            yield changed
+        with tree_lock(os.stat(changes.root).st_dev for changes in sets):
+            yield
     except TreeBusy as exc:
         raise _Unjudged(str(exc)) from None
 
@@ -182,37 +174,20 @@ class Transactions:
     def _judged(
         self, sets: Sequence[ChangeSet], roots: Sequence[str], job: dict[str, int] | None, audit_id: str
     ) -> Iterator[Judgement]:
-        """Judge ``sets`` and hold the applier's lock and the tree lock while that judgement is still true.
+        """Judge ``sets`` and hold the applier's lock and the tree lock while that judgement is still true
+        (``treelock.fresh``: judged without the tree lock, again if another writer took it meanwhile).
 
         Threat: a judgement that is stale by the time its apply runs. Another call's changes, applied while a
         person was being asked (or while this one was judged), can make a directory a git dir; a config this
-        judgement let through would then land in it. So what is applied was judged with nobody writing since.
-        Threat: a huge change set judged for many seconds under the tree lock, every other server's call and write
-        waiting past its bound (red team 82 F2: 190,000 files, file_write's FILE_BUSY). So it is judged without the
-        lock, noting how often the lock was taken (``treelock.generations``); then the lock is taken and, if any
-        writer took it meanwhile, it is judged again. After _ROUNDS such rounds it is judged under the lock, when a
-        judgement takes less than any writer waits; a longer one is tried without it for _PATIENCE_S first."""
+        judgement let through would then land in it. Threat: a huge change set judged for many seconds under the
+        tree lock, every other server's call and write waiting past its bound (red team 82 F2: 190,000 files,
+        file_write's FILE_BUSY). The tree lock busy past its wait: _Unjudged."""
         devices = [os.stat(changes.root).st_dev for changes in sets]
-        started = time.monotonic()
-        for round_ in itertools.count(1):
-            try:
-                seen = generations(devices)
-            except TreeBusy as exc:
-                raise _Unjudged(str(exc)) from None
-            if seen is None:  # no lock files: nothing to tell a change by
-                break
-            began = time.monotonic()
-            judged = self._tried(sets, roots, job)
-            took = time.monotonic() - began
-            with self.applier.lock, _tree_locked(sets, seen) as changed:
-                if not changed:
-                    yield self._final(sets, judged, audit_id)
-                    return
-            if round_ >= _ROUNDS and (took <= _LOCKED_MAX_S or time.monotonic() - started > _PATIENCE_S):
-                log.info("judged under the tree lock: other servers wrote during %d judgements of %.1f s", round_, took)
-                break
-        with self.applier.lock, _tree_locked(sets):
-            yield self._final(sets, self._tried(sets, roots, job), audit_id)
+        try:
+            with fresh(devices, lambda: self._tried(sets, roots, job), self.applier.lock) as judged:
+                yield self._final(sets, judged, audit_id)
+        except TreeBusy as exc:
+            raise _Unjudged(str(exc)) from None
 
     def _tried(
         self, sets: Sequence[ChangeSet], roots: Sequence[str], job: dict[str, int] | None

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeVar
 
 from mcp_server_guard import registry
 from mcp_server_guard.paths import private_dirs, state_dir
@@ -36,6 +38,7 @@ __all__ = [
     "TreeBusy",
     "breathe",
     "flock_until",
+    "fresh",
     "generations",
     "tree_lock",
 ]
@@ -131,6 +134,43 @@ def tree_lock(devices: Iterable[int], wait_s: float = TREE_WAIT_S, since: Genera
     finally:
         for fd in fds:
             os.close(fd)  # closing releases the lock
+
+
+_T = TypeVar("_T")
+ROUNDS = 3  # judgements without the tree lock, another server writing meanwhile, before one under it ...
+LOCKED_MAX_S = 4.0  # ... if the last took at most this (file_write waits 10 s for the lock, other writers 30 s)
+PATIENCE_S = 30.0  # ... else tried without the lock this long (from the first) before one under it all the same
+
+
+@contextlib.contextmanager
+def fresh(
+    devices: Sequence[int], judge: Callable[[], _T], lock: contextlib.AbstractContextManager[object]
+) -> Iterator[_T]:
+    """Hold ``lock`` and the tree lock of ``devices`` with what ``judge()`` answered still true of the tree.
+
+    Threat: a judgement that is stale by the time its writes run (another server's write made a directory a git
+    dir meanwhile). Threat: a huge judgement under the tree lock, every other server's writer waiting past its
+    bound (red team 82 F2: 190,000 files; red team 85 F4: an undo of 200,000 paths). So ``judge`` runs without the
+    lock, noting its count first (``generations``); then the lock is taken and, if any writer took it meanwhile,
+    it runs again. After ROUNDS such rounds it runs under the lock, when a run takes less than any writer waits;
+    a longer one is tried without it for PATIENCE_S first."""
+    started = time.monotonic()
+    for round_ in itertools.count(1):
+        seen = generations(devices)
+        if seen is None:  # no lock files: nothing to tell a change by
+            break
+        began = time.monotonic()
+        judged = judge()
+        took = time.monotonic() - began
+        with lock, tree_lock(devices, since=seen) as changed:
+            if not changed:
+                yield judged
+                return
+        if round_ >= ROUNDS and (took <= LOCKED_MAX_S or time.monotonic() - started > PATIENCE_S):
+            log.info("judged under the tree lock: other servers wrote during %d judgements of %.1f s", round_, took)
+            break
+    with lock, tree_lock(devices):
+        yield judge()
 
 
 _held = threading.local()  # the tree locks this thread holds (fds), and since when it last held them unbroken
