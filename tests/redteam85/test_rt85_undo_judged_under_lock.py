@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from mcp_server_guard.changes import undo_judged
+from mcp_server_guard.changes import effects
 from mcp_server_guard.changes.effects import judge as effects_judge
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.changes.undo_judged import Judged
@@ -61,7 +61,7 @@ async def test_an_undos_judgement_does_not_keep_other_servers_writers_waiting(
         judgements.append(1)
         return real_judge(*args, **kwargs)
 
-    monkeypatch.setattr(undo_judged, "judge", judging)
+    monkeypatch.setattr(effects, "judge", judging)
     roots = [str(root)]
     judged = Judged(transactions.applier.history, protection_for(POLICY), POLICY.effects, roots)
     transactions.applier.undo(IDS[0], "0000000000aa", roots, judged=judged)

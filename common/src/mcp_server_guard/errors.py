@@ -193,6 +193,7 @@ ERROR_CODES: dict[str, Category] = {
     "HISTORY_FULL": Category.RESOURCE,
     "CHANGES_NOT_FOUND": Category.PARAM,
     "UNDO_CONFLICT": Category.RESOURCE,
+    "UNDO_ASKS": Category.SECURITY,  # mcp-guard undo: what it puts back would be asked about now (--yes)
     "UNDO_REFUSED": Category.SECURITY,  # mcp-guard undo: what it puts back is what no tool may write there now
     "COMMAND_NOT_FOUND": Category.EXECUTION,
     "EXECUTION_FAILED": Category.EXECUTION,

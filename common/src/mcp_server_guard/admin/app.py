@@ -340,12 +340,16 @@ def history_calls(
     "modes. What is removed or replaced is kept in the history (the undo can itself be undone). Refused when a "
     "path changed after that call, unless --force. Exit code: 0 undone (every path back exactly), 1 not undone (no "
     "such call, its previous contents gone, too little room, or a step failed: what was done is put back), 2 "
-    "refused.",
+    "refused (UNDO_CONFLICT, UNDO_REFUSED; UNDO_ASKS: --yes puts it back all the same).",
 )
 def undo(
     audit_id: Annotated[str, typer.Argument(metavar="AUDIT_ID", help="The call to undo.")],
     force: Annotated[
         bool, typer.Option("--force", help="Undo even over later changes (they go to the history).")
+    ] = False,
+    yes: Annotated[
+        bool,
+        typer.Option("--yes", help="Put back even what a command's write of it would be asked about now (UNDO_ASKS)."),
     ] = False,
     audit_log: AuditLogOpt = None,
     history_dir: HistoryDirOpt = None,
@@ -354,7 +358,7 @@ def undo(
     from mcp_server_guard.changes.apply import Applier, NotApplied, UndoConflict  # noqa: PLC0415
     from mcp_server_guard.changes.journal import JOURNALS  # noqa: PLC0415
     from mcp_server_guard.changes.recovery import recover  # noqa: PLC0415
-    from mcp_server_guard.changes.undo_judged import Judged, UndoRefused, rechecks_for  # noqa: PLC0415
+    from mcp_server_guard.changes.undo_judged import Judged, UndoAsks, UndoRefused, rechecks_for  # noqa: PLC0415
     from mcp_server_guard.protected import protection_for  # noqa: PLC0415
 
     stores = _history_stores(history_dir)
@@ -381,16 +385,16 @@ def undo(
                    "directories once (it finishes the apply), then undo", err=True)  # fmt: skip
         raise typer.Exit(1)
     log = AuditLog(audit_log or default_audit_path(roots))
-    record = AuditRecord(server="mcp-guard", tool="undo", arguments={"audit_id": audit_id, "force": force})
+    record = AuditRecord(server="mcp-guard", tool="undo", arguments={"audit_id": audit_id, "force": force, "yes": yes})
     record.action, record.target = "write", f"undo {audit_id}"
     undo_id = record.audit_id or new_audit_id()
     with log.call(record):
         log.intent()  # no record, no action
         try:
             policy = load_policy()  # (what it puts back is judged as a write of it now would be)
-            judged = Judged(store, protection_for(policy), policy.effects, roots)
+            judged = Judged(store, protection_for(policy), policy.effects, roots, yes=yes)
             outcome = Applier(store).undo(audit_id, undo_id, roots, force=force, judged=judged)
-        except (UndoConflict, UndoRefused) as exc:
+        except (UndoConflict, UndoRefused, UndoAsks) as exc:
             record.decision, record.code = "deny", undo_refusal(audit_id, exc)[0]
             usage_error(PROG, undo_refusal(audit_id, exc)[1])
         except HistoryError as exc:

@@ -47,9 +47,13 @@ def _short(value: dict[str, Any]) -> str:
 def undo_refusal(audit_id: str, exc: Exception) -> tuple[str, str]:
     """The code and the words of an undo refused before it changed anything: paths changed after the call
     (``UndoConflict``: ``--force`` undoes anyway), or what it puts back may not be written where it lands now
-    (``UndoRefused``: no tool may write it there; the person can, by hand)."""
-    paths = list(getattr(exc, "paths", None) or getattr(exc, "reasons", []))
+    (``UndoRefused``: no tool may write it there; the person can, by hand), or would be asked about (``UndoAsks``:
+    ``--yes`` puts it back all the same)."""
+    paths = list(getattr(exc, "paths", None) or getattr(exc, "reasons", None) or getattr(exc, "asks", []))
     shown = f"{', '.join(printable(p) for p in paths[:10])}{' …' if len(paths) > 10 else ''}"
+    if hasattr(exc, "asks"):  # (UndoAsks: a question the person running it answers with --yes)
+        words = f"call {audit_id} would put back what a command's write would be asked about now, so nothing was undone"
+        return "UNDO_ASKS", f"UNDO_ASKS: {words}: {shown}; pass --yes to put it back all the same"
     if hasattr(exc, "paths"):
         words = f"these paths changed after call {audit_id}, so nothing was undone: {shown}; pass --force to undo"
         return "UNDO_CONFLICT", f"UNDO_CONFLICT: {words} anyway (what is there now is kept in the history)"

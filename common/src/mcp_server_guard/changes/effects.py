@@ -256,12 +256,16 @@ def judge_laid_out(
     protection: Protection,
     policy: EffectsPolicy,
     roots: Sequence[str],
+    *,
+    executables: bool = True,
 ) -> Judgement:
     """``laters`` — what something other than a command would write at their paths of ``root`` (a checkout, an
     undo) — laid out in a scratch directory under ``under`` and judged as a command's write of them now would be:
-    refused, rewritten, or asked for what they run later, shadow or make executable; never for what git or the
-    history gives back (losses, emptied files, tree deletions). OSError: they could not be laid out."""
-    calm = policy.model_copy(update={"ask_uncommitted": False, "ask_tree_deletion": False, "ask_truncation": False})
+    refused, rewritten, or asked for what they run later, shadow or (``executables``) make executable; never for
+    what git or the history gives back (losses, emptied files, tree deletions). OSError: they could not be laid
+    out."""
+    calm = policy.model_copy(update={"ask_uncommitted": False, "ask_tree_deletion": False, "ask_truncation": False,
+                                     "ask_new_executables": policy.ask_new_executables and executables})  # fmt: skip
     scratch = tempfile.mkdtemp(prefix=".laid-out-", dir=under)
     try:
         return judge([laid_out(root, scratch, laters)], protection, calm, roots, checkouts=False)

@@ -32,7 +32,17 @@ from mcp_server_guard.paths import printable
 from mcp_server_guard.policy import EffectsPolicy, Policy
 from mcp_server_guard.protected import Protection
 
-__all__ = ["Judged", "Rechecks", "UndoRefused", "rechecks_for", "refused_restores", "undo_locked", "undo_refusals"]
+__all__ = [
+    "Judged",
+    "Rechecks",
+    "UndoAsks",
+    "UndoRefused",
+    "judged_restores",
+    "rechecks_for",
+    "refused_restores",
+    "undo_locked",
+    "undo_refusals",
+]
 
 _READ_MAX = 16 << 20  # bytes of one file put back that are read to judge it ...
 _BYTES_MAX = 256 << 20  # ... and of them all
@@ -54,6 +64,15 @@ def refused_restores(
 ) -> dict[tuple[str, str], str]:
     """The steps of ``ops`` that put back what may not be written where it lands now, by (root, path of the step):
     why, in words (the path in the step's tree, when it puts back a tree). ``("", "")``: none could be judged."""
+    return judged_restores(history, ops, protection, policy, roots)[0]
+
+
+def judged_restores(
+    history: HistoryStore, ops: Sequence[Op], protection: Protection, policy: EffectsPolicy, roots: Sequence[str]
+) -> tuple[dict[tuple[str, str], str], list[str]]:
+    """``refused_restores``, and the questions a command's write of what ``ops`` put back would be asked now (what
+    runs it later, a program it shadows: red team 84 O1 — a package.json's hook keys put back into a project that
+    has set up its hooks since). Never for what the undo gives back as it was: losses, emptied files, executables."""
     laters: dict[str, list[Later]] = {}
     step: dict[tuple[str, str], str] = {}  # (root, path put back) -> the path of its step
     big: set[tuple[str, str]] = set()
@@ -70,21 +89,23 @@ def refused_restores(
                     if not whole:
                         big.add((op.root, path))
     except _TooMany:
-        return {("", ""): f"it puts back more than {MAX_ENTRIES:,} paths, more than one judgement reads"}
+        return {("", ""): f"it puts back more than {MAX_ENTRIES:,} paths, more than one judgement reads"}, []
     refused: dict[tuple[str, str], str] = {}
+    asks: list[str] = []
     for root, items in laters.items():
         for group in rounds(items):
             try:
-                sub = judge_laid_out(root, group, str(history.directory), protection, policy, roots)
+                sub = judge_laid_out(root, group, str(history.directory), protection, policy, roots, executables=False)
             except OSError as exc:
-                return {("", ""): f"what it puts back could not be judged ({exc.strerror or exc})"}
+                return {("", ""): f"what it puts back could not be judged ({exc.strerror or exc})"}, []
+            asks += [printable(ask) for ask in sub.asks if printable(ask) not in asks]
             whys = dict(sub.refused)
             whys.update({key: f"it would land only without {', '.join(sub.dropped_keys.get(key[1], ['some keys']))}"
                          for key in sub.rewritten})  # fmt: skip
             whys.update({key: "too large to judge by what it holds" for key in sub.by_content & big})
             for (_root, path), why in whys.items():
                 refused.setdefault((root, step.get((root, path), path)), printable(f"{path} ({why})"))
-    return refused
+    return refused, asks
 
 
 def _put_back(
@@ -148,6 +169,15 @@ class _TooMany(Exception):
     """More paths to put back than one judgement reads."""
 
 
+class UndoAsks(Exception):
+    """An undo stopped before changing anything: what it puts back would be asked about as a command's write of it
+    now (the person running it says yes with ``--yes``)."""
+
+    def __init__(self, asks: list[str]) -> None:
+        super().__init__("; ".join(asks))
+        self.asks = asks
+
+
 class UndoRefused(Exception):
     """An undo stopped before changing anything: what it puts back may not be written where it lands now."""
 
@@ -158,22 +188,28 @@ class UndoRefused(Exception):
 
 @dataclass(frozen=True)
 class Judged:
-    """``Applier.undo``'s ``judged``: raises UndoRefused with ``undo_refusals``' reasons, if any."""
+    """``Applier.undo``'s ``judged``: raises UndoRefused with ``undo_refusals``' reasons, if any; else UndoAsks with
+    the questions a command's write of it would be asked, unless the person said ``yes`` to them."""
 
     history: HistoryStore
     protection: Protection
     policy: EffectsPolicy
     roots: Sequence[str]
+    yes: bool = False
 
     def __call__(self, ops: Sequence[Op]) -> None:
-        reasons = undo_refusals(self.history, ops, self.protection, self.policy, self.roots)
-        if reasons:
-            raise UndoRefused(reasons)
+        refused, asks = judged_restores(self.history, ops, self.protection, self.policy, self.roots)
+        if refused:
+            raise UndoRefused([why for _key, why in sorted(refused.items())])
+        if asks and not self.yes:
+            raise UndoAsks(asks)
 
     def left(self, ops: Sequence[Op]) -> str:
         """``Applier.stale`` during the undo: its steps left judged again (red team 84 F2: a git dir made while a
         long undo let another writer in, then its config put back into it)."""
-        reasons = undo_refusals(self.history, ops, self.protection, self.policy, self.roots)
+        refused, asks = judged_restores(self.history, ops, self.protection, self.policy, self.roots)
+        reasons = [why for _key, why in sorted(refused.items())]
+        reasons += [f"it would now ask: {ask}" for ask in asks if not self.yes]
         return f"what it puts back is refused where it lands now: {'; '.join(reasons[:5])}" if reasons else ""
 
     def restores(self, ops: Sequence[Op]) -> dict[tuple[str, str], str]:
