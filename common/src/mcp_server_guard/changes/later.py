@@ -9,8 +9,10 @@ a ``site-packages`` directory (lines split as any Python splits them): every sta
 environment's entry points (``bin/activate*``, ``bin/python*``, ``pyvenv.cfg``) rewritten in one that existed
 before the call: every activation or start runs them (6 L6). Each is asked about, never refused. The lines
 installers write (setuptools' distutils shim and editable finders, virtualenv's, coverage's) are not, unless the
-module such a line imports was written by the same call in a ``site-packages`` that existed before it (a new
-environment, ``uv venv``, is the installer's whole). The other files of a virtual environment are the project's code
+module such a line imports was written by the same call (or landed by an earlier one) in a ``site-packages`` that
+existed before it (a new environment, ``uv venv``, is the installer's whole), or is not in that ``site-packages`` at
+all (a ``.pth`` path line lets Python find it in the project); a module a ``.pth`` imports, deleted while the line
+stays, is asked about too. The other files of a virtual environment are the project's code
 and not judged. Judged by content: a running job's look leaves these files for the job's end (the job may swap the
 bytes between a look's judgement and its copy).
 """
@@ -41,6 +43,7 @@ from mcp_server_guard.python_startup import (
     PTH_MAX,
     env_code,
     pth_imports,
+    pth_modules,
     site_imports,
     site_module,
     site_pth,
@@ -74,6 +77,10 @@ def runs_later(
     evaluated: dict[str, frozenset[str]] = {}
     for change in changes.changes:
         key = (changes.root, change.path)
+        if change.action == "delete" and key not in refused and site_module(change.path) is not None:
+            trees = trees or Trees(changes)
+            if (question := _import_unplaced(changes, change.path, trees, sites)) and question not in asks:
+                asks.append(question)
         if change.action not in ("create", "modify") or key in refused:
             continue
         if _evaluated_by_direnv(changes.root, change.path, evaluated):
@@ -153,6 +160,13 @@ def _python_start(
         fresh = trees.real_kind(site) != "dir"
         if data is None or len(data) >= PTH_MAX or any(not module for module in pth_imports(data)):
             return f"It adds code that every start of the Python of {where} runs ({printable(path)}), outside the box."
+        # Threat (red team 86 F2): an installer's line whose module is not in that site-packages: Python finds it on
+        # a path a .pth path line adds (``../../tools``, an editable install's ``src/``) — the project's code, run
+        # at every start of that Python.
+        if not fresh and (away := sorted({m for m in pth_imports(data) if not _in_site(trees, site, m)})):
+            return (f"It adds a start-up line ({printable(path)}) importing {printable(', '.join(away))}, which is not "
+                    f"in {where}: Python finds it elsewhere on its path (a .pth path line), and every start of the "
+                    f"Python of {where} runs it, outside the box.")  # fmt: skip
         if not fresh and any(_written(changes, site, module) for module in pth_imports(data)):
             return (f"It adds an installer's start-up line ({printable(path)}) with the module it imports: every start"
                     f" of the Python of {where} runs it, outside the box (expected after pip install -e of your "
@@ -201,6 +215,35 @@ def _imported_at_start(root: str, site: str, sites: dict[str, set[str]], trees: 
                 finally:
                     os.close(directory)
     return sites[site]
+
+
+def _in_site(trees: Trees, site: str, module: str) -> bool:
+    """Whether the module ``module`` (its top-level name) stands in ``site`` as the command left it: a package, a
+    namespace directory, a ``.py`` or a ``.pyc`` (never a link: what it leads to is elsewhere)."""
+    top = module.split(".", 1)[0]
+    return trees.kind(f"{site}/{top}") == "dir" or any(trees.kind(f"{site}/{top}{suffix}") == "file"
+                                                        for suffix in (".py", ".pyc"))  # fmt: skip
+
+
+def _import_unplaced(changes: ChangeSet, path: str, trees: Trees, sites: dict[str, set[str]]) -> str | None:
+    """The question about a module of a site-packages the command deleted, where a .pth file there still imports it
+    and nothing of that name stands in its place. Threat (red team 86 F2): Python then looks for it on the paths
+    the .pth path lines add (an editable install's ``src/``), where the project's code stands in for it."""
+    inside = site_module(path)
+    if inside is None:
+        return None
+    site, module = inside
+    if _in_site(trees, site, module) or module not in _imported_at_start(changes.root, site, sites, trees):
+        return None
+    for name in (c.path for c in changes.changes if posixpath.dirname(c.path) == site and site_pth(c.path)):
+        data = trees.read(name, real=True, limit=PTH_MAX)
+        if data is not None and module in pth_modules(data):  # (an uninstall: the line importing it goes with it)
+            new = trees.read(name, limit=PTH_MAX)
+            if new is None or module not in pth_modules(new):
+                return None
+    return (f"It deletes {printable(path)}, which a .pth file of {printable(site)} imports at every start of that "
+            f"Python: Python then looks for {printable(module)} elsewhere on its path (a .pth path line), outside the "
+            "box.")  # fmt: skip
 
 
 def _landed(site: str, module: str, landed: Landed | None) -> bool:
