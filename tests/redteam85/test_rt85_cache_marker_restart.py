@@ -37,27 +37,14 @@ async def test_a_cache_marker_planted_by_an_earlier_server_does_not_unask_the_de
     assert (root / "out" / "results0.csv").exists(), ("six files deleted with no question", second["transaction"])
 
 
-def test_the_paths_records_name_are_read_again_only_for_records_new_since(tmp_path: Path) -> None:
-    import json
-    import os
-
+def test_what_the_records_name_stays_landed_after_the_record_is_gone(tmp_path: Path) -> None:
     from mcp_server_guard.files.calls import CallRecords
 
-    directory = tmp_path / "calls"
-    directory.mkdir()
-
-    def record(audit_id: str, path: str) -> None:
-        changes = [{"path": path, "action": "create", "kind": "file"}]
-        (directory / f"{audit_id}.json").write_text(json.dumps({"audit_id": audit_id, "changes": changes}))
-        later = os.stat(directory).st_mtime_ns + 1_000_000  # (the directory's time moves with each record)
-        os.utime(directory, ns=(later, later))
-
-    records = CallRecords(directory)
-    record("000000000001", "/p/out/CACHEDIR.TAG")
+    records = CallRecords(tmp_path / "calls")
+    changes = [{"path": "/p/out/CACHEDIR.TAG", "action": "create", "kind": "file"},
+               {"path": "/p/b.txt", "action": "create", "kind": "file"}]  # fmt: skip
+    records.write("000000000001", {"audit_id": "000000000001", "changes": changes})
+    assert set(records.landed()) == {"/p/out/CACHEDIR.TAG"}  # (b.txt is no marker: no judgement asks about it)
+    (tmp_path / "calls" / "000000000001.json").unlink()  # evicted (red team 86 F3)
     assert set(records.landed()) == {"/p/out/CACHEDIR.TAG"}
-    (directory / "000000000001.json").write_text("not read again: its file is known")
-    record("000000000002", "/p/b.txt")
-    assert set(records.landed()) == {"/p/out/CACHEDIR.TAG", "/p/b.txt"}
-    (directory / "000000000001.json").unlink()
-    os.utime(directory, ns=(os.stat(directory).st_mtime_ns + 1_000_000,) * 2)
-    assert set(records.landed()) == {"/p/b.txt"}  # a record evicted: its paths go
+    assert set(CallRecords(tmp_path / "other-history" / "calls").landed()) == {"/p/out/CACHEDIR.TAG"}  # (86 F4)

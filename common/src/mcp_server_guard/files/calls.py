@@ -13,7 +13,6 @@ import json
 import os
 import re
 import stat
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_server_guard.files.kept import disk_usage, write_whole
+from mcp_server_guard.files.planted import planted
 from mcp_server_guard.paths import private_dirs
 
 __all__ = [
@@ -69,48 +69,15 @@ class CallRecords:
     def __init__(self, directory: Path, grew: Callable[[int], None] = lambda usage: None) -> None:
         self.directory = directory
         self._grew = grew
-        # What ``landed`` read last: the directory's mtime, each record file's paths, how many records name each
-        # path, and the answer (kept up to date in place: its readers look paths up, or copy it whole first).
-        self._seen_mtime = -1
-        self._each: dict[str, tuple[str, ...]] = {}
-        self._named: dict[str, int] = {}
-        self._answer: dict[str, tuple[int, ...]] = {}
-        self._reading = threading.Lock()  # (two calls' judgements at once)
 
     def landed(self) -> dict[str, tuple[int, ...]]:
-        """Every absolute path a recorded call created or changed (what a server of this history landed, this one
-        before a restart included), as keys: looked at again only when a record came or went (the directory's time
-        moved), and then only the records new since are read (a record is written once: a new call, a new file).
+        """Every path a tool of ours landed that a judgement asks about (``files.planted``: a cache marker, a
+        site-packages module), as keys: of any server of the user, however long ago, whatever this history evicted.
 
         Threat (red team 85 F3): a cache marker (``out/CACHEDIR.TAG``) one session's call landed made the user's
         ``out/`` a cache directory for the next session's server, whose memory of what it landed was empty: its
-        ``rm -rf out`` went unasked. What the records name counts as landed by a tool of ours, as what this process
-        landed does (``effects._Matcher``); a record only adds such paths: more is asked, never less."""
-        with self._reading:
-            try:
-                mtime = os.stat(self.directory).st_mtime_ns
-                if mtime == self._seen_mtime:
-                    return self._answer
-                names = {n for n in os.listdir(self.directory) if n.endswith(".json") and AUDIT_ID.match(n[:-5])}
-            except OSError:
-                return {}
-            for name in names - self._each.keys():
-                paths: tuple[str, ...] = ()
-                with contextlib.suppress(HistoryError):
-                    changes = self.read(name[:-5]).get("changes", [])
-                    paths = tuple({str(c.get("path", "")) for c in changes if isinstance(c, dict)
-                                   and c.get("action") in ("create", "modify")})  # fmt: skip
-                self._each[name] = paths
-                for path in paths:
-                    self._named[path] = self._named.get(path, 0) + 1
-                    self._answer[path] = ()
-            for name in self._each.keys() - names:
-                for path in self._each.pop(name):
-                    self._named[path] -= 1
-                    if not self._named[path]:
-                        del self._named[path], self._answer[path]
-            self._seen_mtime = mtime
-            return self._answer
+        ``rm -rf out`` went unasked. A path here only adds questions."""
+        return planted().paths()
 
     def record(
         self,
@@ -137,7 +104,10 @@ class CallRecords:
         return manifest
 
     def write(self, audit_id: str, manifest: dict[str, Any], *, durable: bool = True) -> None:
-        """Write one call's record, whole or not at all (fsynced when ``durable``)."""
+        """Write one call's record, whole or not at all (fsynced when ``durable``); what it names that a tool landed
+        is noted first, for every server's judgements (``files.planted``)."""
+        planted().add(str(c["path"]) for c in manifest.get("changes", []) if isinstance(c, dict)
+                      and c.get("action") in ("create", "modify") and isinstance(c.get("path"), str))  # fmt: skip
         private_dirs(self.directory)
         target = self.directory / f"{audit_id}.json"
         self._grew(write_whole(target, _encoded(manifest), fsync=durable, point=f"record {audit_id}"))
