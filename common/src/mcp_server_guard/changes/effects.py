@@ -45,6 +45,7 @@ from mcp_server_guard.changes.moves import moved_pairs
 from mcp_server_guard.changes.nofollow import lstat_beneath
 from mcp_server_guard.changes.refusals import judge_modes, later_checkouts, refuse
 from mcp_server_guard.changes.summary import MODES_NAMED, Counts, count_of, list_of, summary_line
+from mcp_server_guard.files.planted import SHOWN_BY
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.globs import SuffixMatcher
 from mcp_server_guard.hook_runs import hook_modules, hook_names, path_dirs
@@ -99,8 +100,7 @@ class Judgement:
 # Names people also give directories of their own (``env/`` of settings, ``tmp/`` and ``out/`` of notes): a build
 # or cache directory only where it shows it (a file its tool leaves in it). Threat: ``rm -r env`` deleting the user's
 # files unasked because of the directory's name alone (red team 5b F8).
-_SHOWN_BY = {"env": ("pyvenv.cfg", "CACHEDIR.TAG"), "tmp": ("CACHEDIR.TAG",), ".tmp": ("CACHEDIR.TAG",),
-             "out": ("CACHEDIR.TAG", "tsconfig.tsbuildinfo", ".tsbuildinfo")}  # fmt: skip
+_SHOWN_BY = SHOWN_BY  # (the registry's log of what a tool landed keeps their markers: files.planted)
 
 
 class _Matcher:

@@ -12,8 +12,9 @@ and file_write alike) appends the paths of those kinds it names — a marker's p
 tree lock is), and each judgement reads what was appended since it last read. A path in it only adds questions.
 
 Bounded: past ``_MAX_BYTES`` an append compacts the log (under its lock) to the paths that are still there, each
-once, the newest kept within ``_KEEP_BYTES`` (a path gone from the tree marks nothing; landed again, it is logged
-again).
+once, within ``_KEEP_BYTES``: the markers first, then the modules, newest first (a path gone from the tree marks
+nothing, and landed again it is logged again; a flood of modules never pushes a marker out — only more than ~40,000
+markers planted and still standing would push the oldest out).
 """
 
 from __future__ import annotations
@@ -32,12 +33,15 @@ from mcp_server_guard import registry
 from mcp_server_guard.files.treelock import flock_until
 from mcp_server_guard.paths import private_dirs, state_dir
 
-__all__ = ["MARKERS", "Planted", "kept", "planted"]
+__all__ = ["SHOWN_BY", "Planted", "kept", "planted"]
 
 log = logging.getLogger("mcp_server_guard.files")
 
-# The files that show their tool made a directory (``changes.effects._SHOWN_BY``'s).
-MARKERS = frozenset({"CACHEDIR.TAG", "pyvenv.cfg", "tsconfig.tsbuildinfo", ".tsbuildinfo"})
+# Names of build or cache directories people give directories of their own too: such a directory is one only where
+# it shows it, by a file its tool leaves in it (``changes.effects``). Threat: ``rm -r env`` deleting the user's files
+# unasked because of the directory's name alone (red team 5b F8).
+SHOWN_BY = {"env": ("pyvenv.cfg", "CACHEDIR.TAG"), "tmp": ("CACHEDIR.TAG",), ".tmp": ("CACHEDIR.TAG",),
+            "out": ("CACHEDIR.TAG", "tsconfig.tsbuildinfo", ".tsbuildinfo")}  # fmt: skip
 _SITE_DIRS = ("site-packages", "dist-packages")
 _MAX_BYTES = 8 << 20  # the log's size that makes an append compact it ...
 _KEEP_BYTES = 4 << 20  # ... to at most this
@@ -45,12 +49,17 @@ _LOCK_WAIT_S = 5.0
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
+def _marker(path: str) -> bool:
+    parent, _, name = path.rpartition("/")
+    return name in SHOWN_BY.get(parent.rpartition("/")[2], ())
+
+
 def kept(path: str) -> str | None:
-    """What the log keeps of an absolute path a tool landed: a marker's path; in a site-packages, the top entry of
-    the module (``…/site-packages/pkg/`` for a package's file, ``…/site-packages/mod.py``); else None."""
-    parts = path.split("/")
-    if parts[-1] in MARKERS:
+    """What the log keeps of an absolute path a tool landed: a marker's path (``SHOWN_BY``); in a site-packages, the
+    top entry of the module (``…/site-packages/pkg/`` for a package's file, ``…/site-packages/mod.py``); else None."""
+    if _marker(path):
         return path
+    parts = path.split("/")
     for at in range(len(parts) - 2, -1, -1):
         if parts[at] in _SITE_DIRS:
             if parts[at + 1] == "__pycache__":
@@ -132,20 +141,27 @@ class Planted:
             os.close(fd)
 
     def _compact(self) -> None:
-        """Rewrite the log (held: ``_locked``) to the paths still there, each once, the newest within _KEEP_BYTES."""
+        """Rewrite the log (held: ``_locked``) to the paths still there, each once, within _KEEP_BYTES: the markers
+        first (a flood of modules landed never pushes a planted marker out), then the modules, newest first."""
         with open(self._log, "rb") as file:
             lines = file.read().splitlines()
         newest: dict[bytes, None] = {}
         for line in reversed(lines):
             newest.setdefault(line, None)
-        kept_lines: list[bytes] = []
-        size = 0
+        markers: list[bytes] = []
+        modules: list[bytes] = []
         for line in newest:
             with contextlib.suppress(ValueError):
                 path = json.loads(line)
-                if isinstance(path, str) and os.path.lexists(path.rstrip("/")) and size + len(line) < _KEEP_BYTES:
-                    kept_lines.append(line)
-                    size += len(line) + 1
+                if isinstance(path, str) and os.path.lexists(path.rstrip("/")):
+                    (markers if _marker(path) else modules).append(line)
+        kept_lines: list[bytes] = []
+        size = 0
+        for line in (*markers, *modules):
+            if size + len(line) + 1 > _KEEP_BYTES:
+                break
+            kept_lines.append(line)
+            size += len(line) + 1
         temp = self.directory / f"log.{os.getpid()}.tmp"
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
