@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import importlib.machinery
 import ipaddress
 import re
 import tomllib
 import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -412,7 +412,16 @@ class Policy(_Section):
 
 
 def default_policy_path() -> Path:
-    """The packaged default policy; found by an installed server without the repository."""
+    """The packaged default policy; found by an installed server without the repository. Where the package is
+    files on disk, beside its ``__init__`` (what ``importlib.resources.files`` gives then, without importing it)."""
+    import mcp_server_guard  # noqa: PLC0415 - (loaded: this module is in it)
+
+    spec = mcp_server_guard.__spec__
+    on_disk = (importlib.machinery.SourceFileLoader, importlib.machinery.SourcelessFileLoader)
+    if spec is not None and spec.origin and isinstance(spec.loader, on_disk):
+        return Path(spec.origin).parent / "policies" / "default.toml"
+    from importlib import resources  # noqa: PLC0415 - a zip or another loader: importlib.resources reads it
+
     return Path(str(resources.files("mcp_server_guard") / "policies" / "default.toml"))
 
 

@@ -23,12 +23,11 @@ static, pinned against the SDK's own by a test), for params the SDK would take a
 answers are compared and recorded the same way.
 
 The front answers only an unbroken run of such requests from the first line on (``initialize``,
-``notifications/initialized``, ``tools/list``, ``ping``, and calls: ``take_calls``); the first line it cannot
-answer hands the rest to the real server, in order. A call runs on a thread and loop of its own, or, for a server
-whose calls hold state on its event loop (``Tools.one_loop``: shell_exec), on that loop, with a session of the
-front's for its questions and progress (``front_session``). Standard library only at import. The records live in
-the state directory, which no tool of any server can reach (``protected``): a command cannot plant a tool
-description.
+``notifications/initialized``, ``tools/list``, ``ping``, and calls: ``take_calls``); the first line it cannot answer
+hands the rest to the real server, in order. A call runs on a thread and loop of its own, or, for a server whose
+calls hold state on its event loop (``Tools.one_loop``: shell_exec), on that loop, with a session of the front's
+for its questions and progress (``front_session``). Standard library only at import. The records live in the state
+directory, which no tool of any server can reach (``protected``): a command cannot plant a tool description.
 """
 
 from __future__ import annotations
@@ -522,13 +521,14 @@ def start_front(server_package: str, argv: list[str] | None = None) -> None:
 
 
 def run_console(server_package: str, argv: Sequence[str] | None = None) -> None:
-    """A server's console script: the front first (nothing heavy before it), the MCP SDK's client deferred (a
-    server never uses it: a fifth of start-up time), then the server's own command line, which loads the SDK
-    once the front no longer answers alone (``early_calls``)."""
-    start_front(server_package, None if argv is None else list(argv))
-    from mcp_server_guard.serving.sdk import defer_sdk_client  # noqa: PLC0415 - after the front started
+    """A server's console script: pydantic's search for plugins deferred (``distributions``: before the front, whose
+    thread may load pydantic for a call), the front (nothing heavy before it), the MCP SDK's client deferred, then
+    the server's own command line, which loads the SDK once the front no longer answers alone (``early_calls``)."""
+    from mcp_server_guard.serving import distributions, sdk  # noqa: PLC0415 - standard library, no importlib.abc
 
-    defer_sdk_client()
+    distributions.defer_plugin_search()
+    start_front(server_package, None if argv is None else list(argv))
+    sdk.defer_sdk_client()
     importlib.import_module(f"{server_package}.cli").main(argv)
 
 

@@ -18,7 +18,6 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Protocol, TextIO, cast
 
@@ -32,6 +31,7 @@ from mcp_server_guard.paths import printable, private_dirs, real_within_any, wit
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.serving import deadline
 from mcp_server_guard.serving.config import Mode, ServerConfig
+from mcp_server_guard.serving.distributions import version_of
 from mcp_server_guard.serving.front import early_calls, early_calls_on_loop, shutdown_front
 from mcp_server_guard.serving.options import as_typer, fast_arguments, option, takes_as_is
 from mcp_server_guard.serving.sdk import import_sdk
@@ -140,6 +140,12 @@ def usage_error(prog: str, message: str) -> NoReturn:
 
 
 def package_version(distribution: str) -> str:
+    """``importlib.metadata.version``, read without importing it where that gives the same (``distributions``)."""
+    known = version_of(distribution)
+    if known is not None:
+        return known
+    from importlib import metadata  # noqa: PLC0415 - a tenth of a start-up's imports: only when needed
+
     try:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:

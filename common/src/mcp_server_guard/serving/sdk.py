@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import logging
@@ -22,7 +21,10 @@ import sys
 import threading
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    import importlib.abc
 
 __all__ = ["defer_sdk_client", "defer_web_transports", "import_sdk", "loaded_web_transports"]
 
@@ -175,12 +177,15 @@ class _StandIn(types.ModuleType):
         return _Later(lambda: _attribute(module, name), f"{module}.{name}")
 
 
-class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class _Finder:
+    """The meta path finder and loader of the stand-ins (no ``importlib.abc`` base: importing it imports
+    ``importlib.resources``, a start-up's cost for nothing)."""
+
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         with _lock:
             if _root_of(fullname) is None:
                 return None
-        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        return importlib.machinery.ModuleSpec(fullname, cast("importlib.abc.Loader", self), is_package=True)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         return _StandIn(spec.name)
