@@ -143,10 +143,6 @@ def _started(
     roots = [root.path for root in config.jail.allowed]
     area = _copy_area(roots, history, config.policy) if transactions is not TransactionsMode.OFF else None
     wanted = config.mode is Mode.WORKSPACE_WRITE
-    protection = protection_for(
-        config.policy, audit_path=config.audit.path, history_dir=history, others=[approvals] if approvals else []
-    )
-    protection.look_ahead([root.path for root in config.jail.roots])
     try:
         # Here, on the thread that runs the event loop: bubblewrap's parent-death signal follows that thread.
         deciding = begin(
@@ -162,7 +158,11 @@ def _started(
             network_chosen=network is not None,
         )
         try:
-            # The tool's own modules load while bubblewrap and the box's supervisor start (on another CPU).
+            # The protected paths are read and the tool's own modules load while bubblewrap and the box's supervisor
+            # start (on another CPU).
+            others = [approvals] if approvals else []
+            protection = protection_for(config.policy, audit_path=config.audit.path, history_dir=history, others=others)
+            protection.look_ahead([root.path for root in config.jail.roots])
             from mcp_server_shell_exec.server import build_tools  # noqa: PLC0415
         except BaseException:
             deciding.abandon()  # (and the copies' area goes: red team 46 F2)
