@@ -30,7 +30,17 @@ def paths_regex(paths: Iterable[str]) -> re.Pattern[str]:
 def hidden_named(entries: Iterable[str], keep: Iterable[str]) -> re.Pattern[str]:
     """``paths_regex`` of the entries that hold none of ``keep`` (one of them matched, or below a match)."""
     kept = tuple(keep)
-    return paths_regex(e for e in entries if not any(paths_regex([e]).match(k) for k in kept))
+    return paths_regex(e for e in entries if not any(_holds(e, k) for k in kept))
+
+
+def _holds(entry: str, path: str) -> bool:
+    """Whether ``paths_regex([entry])`` matches ``path``; an entry without ``*`` or ``?`` is compared as a string
+    (a regex compiled for each entry cost a first call ~10 ms), with the regex's own ends: the entry's path, what
+    lies below it, or the path followed by one final newline (where ``$`` matches too)."""
+    if not entry.startswith("/") or "*" in entry or "?" in entry:
+        return paths_regex([entry]).match(path) is not None
+    body = "/" + entry.strip("/")
+    return (path.startswith(body) and path[len(body) :] in ("", "\n")) or path.startswith(body + "/")
 
 
 def _glob_tokens(pattern: str) -> list[str]:
