@@ -57,3 +57,14 @@ def test_an_installers_line_with_its_module_in_site_packages_stays_unasked(tmp_p
     copy, site = _environment(tmp_path)
     asks = _asks(copy, f"printf 'import _virtualenv\\n' > {site}/_virtualenv.pth")
     assert asks == [], asks
+
+
+def test_attack_a_namespace_directory_in_site_packages_does_not_vouch_for_the_module(tmp_path: Path) -> None:
+    # A directory without __init__ is a namespace portion: Python takes the module found later on its path first.
+    copy, site = _environment(tmp_path)
+    (site / "_virtualenv.py").unlink()
+    (site / "_virtualenv.pth").unlink()
+    script = (f"mkdir {site}/_virtualenv && echo 'x = 2' > {copy.root}/src/_virtualenv.py && "
+              f"echo 'import _virtualenv' > {site}/zz.pth")  # fmt: skip
+    asks = _asks(copy, script)
+    assert any("zz.pth" in ask and "not in" in ask for ask in asks), asks

@@ -11,7 +11,7 @@ import pytest
 
 from mcp_server_guard.changes import effects
 from mcp_server_guard.files import planted as planted_module
-from mcp_server_guard.files.planted import Planted, kept, planted
+from mcp_server_guard.files.planted import OVERFLOW, Planted, kept, planted
 
 
 def test_the_log_keeps_markers_and_a_site_packages_modules_top_entry_only() -> None:
@@ -33,7 +33,7 @@ def test_a_flood_of_modules_landed_never_pushes_a_planted_marker_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(planted_module, "_MAX_BYTES", 8192)
-    monkeypatch.setattr(planted_module, "_KEEP_BYTES", 4096)
+    monkeypatch.setattr(planted_module, "_MAX_KEPT", 100)
     marker = tmp_path / "out" / "CACHEDIR.TAG"
     site = tmp_path / ".venv" / "lib" / "python3.12" / "site-packages"
     for directory in (marker.parent, site):
@@ -41,11 +41,28 @@ def test_a_flood_of_modules_landed_never_pushes_a_planted_marker_out(
     marker.write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
     log = Planted(tmp_path / "planted")
     log.add([str(marker)])
-    for i in range(400):  # modules landed after it, all still there: more than the log keeps
+    for i in range(400):  # modules landed after it, all still there: more than the log keeps of them
         (site / f"m{i}.py").write_text("x = 1\n")
-        log.add([str(site / f"m{i}.py")])
-    assert os.path.getsize(tmp_path / "planted" / "log") <= 8192
-    assert str(marker) in Planted(tmp_path / "planted").paths()
+        log.add([kept(str(site / f"m{i}.py"))])
+    seen = Planted(tmp_path / "planted").paths()
+    assert str(marker) in seen and OVERFLOW in seen  # (every module counts as landed from then on)
+
+
+def test_past_the_count_it_keeps_the_log_says_so_and_every_marker_counts_as_planted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(planted_module, "_MAX_BYTES", 2048)
+    monkeypatch.setattr(planted_module, "_MAX_KEPT", 10)
+    log = Planted(tmp_path / "planted")
+    for i in range(40):  # markers a command planted, all still there: more than the log keeps
+        (tmp_path / f"d{i}" / "out").mkdir(parents=True)
+        (tmp_path / f"d{i}" / "out" / "CACHEDIR.TAG").write_text("")
+        log.add([f"{tmp_path}/d{i}/out/CACHEDIR.TAG"])
+    assert OVERFLOW in Planted(tmp_path / "planted").paths()
+    matcher = effects._Matcher(["out"], Planted(tmp_path / "planted").paths())
+    (tmp_path / "mine" / "out").mkdir(parents=True)
+    (tmp_path / "mine" / "out" / "CACHEDIR.TAG").write_text("")  # the user's own tool's: counts as planted too
+    assert not matcher.name("mine/out/a.txt", str(tmp_path))  # (fail closed: its deletion is asked)
 
 
 def test_a_read_takes_only_what_was_appended_since_and_never_half_a_line(tmp_path: Path) -> None:
@@ -78,15 +95,38 @@ def test_appends_from_many_threads_all_land(tmp_path: Path) -> None:
 
 def test_past_its_bound_the_log_keeps_what_is_still_there(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(planted_module, "_MAX_BYTES", 4096)
-    monkeypatch.setattr(planted_module, "_KEEP_BYTES", 2048)
     there = tmp_path / "out" / "CACHEDIR.TAG"
     there.parent.mkdir()
     there.write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
     log = Planted(tmp_path / "planted")
     log.add([str(there)])
+    assert str(there) in log.paths()
     for i in range(200):  # markers landed and gone since
         log.add([f"{tmp_path}/gone{i}/out/CACHEDIR.TAG"])
-    assert os.path.getsize(tmp_path / "planted" / "log") <= 4096
+    assert os.path.getsize(tmp_path / "planted" / "log") <= 4096 + 256
     assert str(there) in Planted(tmp_path / "planted").paths()
     assert f"{tmp_path}/gone0/out/CACHEDIR.TAG" not in Planted(tmp_path / "planted").paths()
-    assert str(there) in log.paths()  # (a reader of the old log reads the new one whole)
+    assert f"{tmp_path}/gone0/out/CACHEDIR.TAG" not in log.paths()  # (a reader of the old log reads the new one whole)
+    assert OVERFLOW not in log.paths()
+
+
+def test_a_reader_tells_a_compacted_log_from_the_old_one_on_the_same_inode(tmp_path: Path) -> None:
+    log = Planted(tmp_path / "planted")
+    log.add(["/p/a/out/CACHEDIR.TAG", "/p/b/out/CACHEDIR.TAG"])
+    assert len(log.paths()) == 2
+    # another log in its place, its inode and size no smaller (as a second compaction may leave it)
+    (tmp_path / "planted" / "log").write_text('"#0123456789abcdef"\n"/p/c/out/CACHEDIR.TAG"\n"/p/d/out/CACHEDIR.TAG"\n')
+    assert set(log.paths()) == {"/p/c/out/CACHEDIR.TAG", "/p/d/out/CACHEDIR.TAG"}
+
+
+def test_an_apply_whose_landing_cannot_be_noted_does_not_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_server_guard.changes.changeset import Change, ChangeSet
+    from mcp_server_guard.changes.plan import NotApplied, note_landed
+
+    def full(*_args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Planted, "add", full)
+    changes = ChangeSet(root="/p", upper="/u", changes=(Change("out/CACHEDIR.TAG", "create", "file"),))
+    with pytest.raises(NotApplied, match="could not be noted"):
+        note_landed([changes], frozenset())

@@ -35,16 +35,3 @@ async def test_a_cache_marker_planted_by_an_earlier_server_does_not_unask_the_de
         second = await run(client, REMOVE, cwd=str(root))
     print(second["transaction"], second["changes"]["summary"], person.questions)
     assert (root / "out" / "results0.csv").exists(), ("six files deleted with no question", second["transaction"])
-
-
-def test_what_the_records_name_stays_landed_after_the_record_is_gone(tmp_path: Path) -> None:
-    from mcp_server_guard.files.calls import CallRecords
-
-    records = CallRecords(tmp_path / "calls")
-    changes = [{"path": "/p/out/CACHEDIR.TAG", "action": "create", "kind": "file"},
-               {"path": "/p/b.txt", "action": "create", "kind": "file"}]  # fmt: skip
-    records.write("000000000001", {"audit_id": "000000000001", "changes": changes})
-    assert set(records.landed()) == {"/p/out/CACHEDIR.TAG"}  # (b.txt is no marker: no judgement asks about it)
-    (tmp_path / "calls" / "000000000001.json").unlink()  # evicted (red team 86 F3)
-    assert set(records.landed()) == {"/p/out/CACHEDIR.TAG"}
-    assert set(CallRecords(tmp_path / "other-history" / "calls").landed()) == {"/p/out/CACHEDIR.TAG"}  # (86 F4)

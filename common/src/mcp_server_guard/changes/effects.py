@@ -45,7 +45,7 @@ from mcp_server_guard.changes.moves import moved_pairs
 from mcp_server_guard.changes.nofollow import lstat_beneath
 from mcp_server_guard.changes.refusals import judge_modes, later_checkouts, refuse
 from mcp_server_guard.changes.summary import MODES_NAMED, Counts, count_of, list_of, summary_line
-from mcp_server_guard.files.planted import SHOWN_BY
+from mcp_server_guard.files.planted import OVERFLOW, SHOWN_BY
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.globs import SuffixMatcher
 from mcp_server_guard.hook_runs import hook_modules, hook_names, path_dirs
@@ -125,8 +125,10 @@ class _Matcher:
         if last in _SHOWN_BY and self._names.match(last) and not self._paths.search(path):
             # Threat (red team 82 F3): a marker a command of an earlier call planted (``out/CACHEDIR.TAG``) made the
             # user's out/ a cache directory, deleted unasked by the next call: one this server landed does not count.
-            return bool(root) and any(lstat_beneath(root, f"{path}/{mark}") and posixpath.join(root, path, mark)
-                                      not in self._planted for mark in _SHOWN_BY[last])  # fmt: skip
+            # (the log of what tools landed overflowed: every marker counts as planted — files.planted)
+            return bool(root) and OVERFLOW not in self._planted and any(
+                lstat_beneath(root, f"{path}/{mark}") and posixpath.join(root, path, mark) not in self._planted
+                for mark in _SHOWN_BY[last])  # fmt: skip
         return bool(self._names.match(last)) or bool(self._paths.search(path))
 
     def path(self, path: str) -> bool:

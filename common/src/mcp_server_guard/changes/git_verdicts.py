@@ -227,9 +227,13 @@ def git_verdict(trees: Trees, change: Change, roots: Sequence[str]) -> str | Non
             if new is None or old is None:
                 return f"git cannot read the config in {where}"
             if new != old:
-                added = sorted(set(new) - set(old)) or new
-                keys = ", ".join(sorted({entry.partition("=")[0] for entry in added}))
-                return f"git's config in {where} would gain keys that can make git run programs: {keys}"
+                if added := sorted(set(new) - set(old)):
+                    keys = ", ".join(sorted({entry.partition("=")[0] for entry in added}))
+                    return f"git's config in {where} would gain keys that can make git run programs: {keys}"
+                # (keys taken out or put in another order: which one git uses changes too — red team 87 F6: the
+                # refusal named nothing)
+                keys = ", ".join(sorted({entry.partition("=")[0] for entry in (set(old) - set(new)) or old}))
+                return f"git's config in {where} would lose or reorder keys that can make git run programs: {keys}"
             return ALLOWED
         if rel.endswith(("commondir", "gitdir")):
             return pointer_verdict(trees, change, roots, gitfile=False)

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from mcp_server_guard.changes.changeset import ChangeSet
 from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.changes.nofollow import DIR, Changed, open_dir
+from mcp_server_guard.files.planted import OVERFLOW
 from mcp_server_guard.hook_configs import (
     MAX_PACKAGE_JSON,
     changed_hook_keys,
@@ -218,11 +219,12 @@ def _imported_at_start(root: str, site: str, sites: dict[str, set[str]], trees: 
 
 
 def _in_site(trees: Trees, site: str, module: str) -> bool:
-    """Whether the module ``module`` (its top-level name) stands in ``site`` as the command left it: a package, a
-    namespace directory, a ``.py`` or a ``.pyc`` (never a link: what it leads to is elsewhere)."""
+    """Whether the module ``module`` (its top-level name) stands in ``site`` as the command left it: a package (its
+    ``__init__``), a ``.py`` or a ``.pyc`` — never a link (what it leads to is elsewhere), nor a directory without an
+    ``__init__`` (a namespace portion: Python takes a module of that name found later on its path first)."""
     top = module.split(".", 1)[0]
-    return trees.kind(f"{site}/{top}") == "dir" or any(trees.kind(f"{site}/{top}{suffix}") == "file"
-                                                        for suffix in (".py", ".pyc"))  # fmt: skip
+    return any(trees.kind(f"{site}/{name}") == "file"
+               for name in (f"{top}.py", f"{top}.pyc", f"{top}/__init__.py", f"{top}/__init__.pyc"))  # fmt: skip
 
 
 def _import_unplaced(changes: ChangeSet, path: str, trees: Trees, sites: dict[str, set[str]]) -> str | None:
@@ -247,9 +249,13 @@ def _import_unplaced(changes: ChangeSet, path: str, trees: Trees, sites: dict[st
 
 
 def _landed(site: str, module: str, landed: Landed | None) -> bool:
-    """Whether this server landed the module ``module`` of ``site`` (absolute): a file, or a file of its package."""
+    """Whether a tool landed the module ``module`` of ``site`` (absolute): a file, a package's directory or a file
+    of it (red team 87 F2: a package logged by its directory's bare name); every module, once the log of what tools
+    landed overflowed (``files.planted.OVERFLOW``)."""
+    if not landed:
+        return False
     starts = (f"{site}/{module}.", f"{site}/{module}/")
-    return any(path.startswith(starts) for path in landed) if landed else False
+    return OVERFLOW in landed or any(path == f"{site}/{module}" or path.startswith(starts) for path in landed)
 
 
 def _written(changes: ChangeSet, site: str, module: str) -> bool:

@@ -31,6 +31,7 @@ from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, lstat_bene
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.changes.xattrs import Xattrs, acls, at
 from mcp_server_guard.files.history import HistoryStore
+from mcp_server_guard.files.planted import landed_entry, planted
 
 log = logging.getLogger("mcp_server_guard.changes")
 
@@ -509,6 +510,18 @@ class NotApplied(Exception):
         self.why = why
         self.left = list(left)
         self.kept = kept  # stopped midway with its journal kept: the next start finishes it or goes back over it
+
+
+def note_landed(sets: Sequence[ChangeSet], skip: frozenset[tuple[str, str]]) -> None:
+    """Note what ``sets`` land (but ``skip``) that a later judgement asks about, for every server of the user
+    (``files.planted``), before the apply's first step (red team 87 F1: a marker in a tree placed whole, which its
+    record names by its top; F5: judged by another server while this apply breathed). NotApplied when it cannot be."""
+    try:
+        planted().add(landed_entry(posixpath.join(changes.root, change.path), change.kind == "dir")
+                      for changes in sets for change in changes.changes
+                      if change.action in ("create", "modify") and (changes.root, change.path) not in skip)  # fmt: skip
+    except OSError as exc:
+        raise NotApplied(f"what it lands could not be noted for later judgements ({exc.strerror or exc})") from None
 
 
 def nothing_refused(_ops: Sequence[Op]) -> dict[tuple[str, str], str]:

@@ -72,7 +72,8 @@ class CallRecords:
 
     def landed(self) -> dict[str, tuple[int, ...]]:
         """Every path a tool of ours landed that a judgement asks about (``files.planted``: a cache marker, a
-        site-packages module), as keys: of any server of the user, however long ago, whatever this history evicted.
+        site-packages module), as keys: of any server of the user, however long ago, whatever this history evicted
+        (noted by the writers: ``Applier.apply``, file_write's record).
 
         Threat (red team 85 F3): a cache marker (``out/CACHEDIR.TAG``) one session's call landed made the user's
         ``out/`` a cache directory for the next session's server, whose memory of what it landed was empty: its
@@ -104,10 +105,7 @@ class CallRecords:
         return manifest
 
     def write(self, audit_id: str, manifest: dict[str, Any], *, durable: bool = True) -> None:
-        """Write one call's record, whole or not at all (fsynced when ``durable``); what it names that a tool landed
-        is noted first, for every server's judgements (``files.planted``)."""
-        planted().add(str(c["path"]) for c in manifest.get("changes", []) if isinstance(c, dict)
-                      and c.get("action") in ("create", "modify") and isinstance(c.get("path"), str))  # fmt: skip
+        """Write one call's record, whole or not at all (fsynced when ``durable``)."""
         private_dirs(self.directory)
         target = self.directory / f"{audit_id}.json"
         self._grew(write_whole(target, _encoded(manifest), fsync=durable, point=f"record {audit_id}"))

@@ -3,25 +3,27 @@
 Two judgements turn on whether a file was landed by a tool rather than by the user's own programs: a cache marker
 (``out/CACHEDIR.TAG``) makes a directory a cache, whose deletion is not asked — unless a tool planted it (red team
 82 F3); and a ``.pth`` line importing a module is an installer's — unless a tool landed that module (red team 85 F1).
-Threat: a judgement that forgets what a tool landed. Memory alone forgot it at a restart (red team 85 F3); the
-history's call records forgot a record rewritten for a job's later look, a record the history evicted, and the
-records of another server of the user with another state directory (red team 86 F1, F3, F4) — each time the user's
-``out/`` went with ``rm -rf out`` unasked. So every call record written (``files.calls.CallRecords.write``: shell_exec
-and file_write alike) appends the paths of those kinds it names — a marker's path, a site-packages module's top entry
-— to one log in the registry every server of the user finds (``registry.directory()``, hidden from every tool as the
-tree lock is), and each judgement reads what was appended since it last read. A path in it only adds questions.
+Threat: a judgement that forgets what a tool landed, and fails open. Memory alone forgot it at a restart (red team
+85 F3); the history's call records forgot a record rewritten, evicted, or kept by another server of the user (red
+team 86); a record names a tree placed whole by its top only, and is written at the apply's end, after a breath let
+another server judge (red team 87 F1, F5). So an apply notes, before its first step, every path of its change sets
+of those kinds — a marker in a directory it makes a cache, a site-packages module's top entry — and every call
+record written notes what it names (file_write's), in one log in the registry every server of the user finds
+(``registry.directory()``, hidden from every tool as the tree lock is); an apply whose paths cannot be noted does not
+run. Each judgement reads what was appended since it last read (a log compacted since is read again whole: its first
+line tells one log from another). A path in it only adds questions.
 
-Bounded: past ``_MAX_BYTES`` an append compacts the log (under its lock) to the paths that are still there, each
-once, within ``_KEEP_BYTES``: the markers first, then the modules, newest first (a path gone from the tree marks
-nothing, and landed again it is logged again; a flood of modules never pushes a marker out — only more than ~40,000
-markers planted and still standing would push the oldest out).
+Bounded, and failing closed: past ``_MAX_BYTES`` an append compacts the log (under its lock) to the paths still
+there, each once. Up to ``_MAX_KEPT`` of each kind are kept (markers by age never: a flood of a command's own never
+pushes a planted one out — red team 87 F3); past that the log says ``OVERFLOW``, and from then on every marker counts
+as planted and every module as landed (more is asked, never less).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
-import logging
 import os
 import stat
 import threading
@@ -33,9 +35,7 @@ from mcp_server_guard import registry
 from mcp_server_guard.files.treelock import flock_until
 from mcp_server_guard.paths import private_dirs, state_dir
 
-__all__ = ["SHOWN_BY", "Planted", "kept", "planted"]
-
-log = logging.getLogger("mcp_server_guard.files")
+__all__ = ["OVERFLOW", "SHOWN_BY", "Planted", "kept", "landed_entry", "planted"]
 
 # Names of build or cache directories people give directories of their own too: such a directory is one only where
 # it shows it, by a file its tool leaves in it (``changes.effects``). Threat: ``rm -r env`` deleting the user's files
@@ -43,8 +43,9 @@ log = logging.getLogger("mcp_server_guard.files")
 SHOWN_BY = {"env": ("pyvenv.cfg", "CACHEDIR.TAG"), "tmp": ("CACHEDIR.TAG",), ".tmp": ("CACHEDIR.TAG",),
             "out": ("CACHEDIR.TAG", "tsconfig.tsbuildinfo", ".tsbuildinfo")}  # fmt: skip
 _SITE_DIRS = ("site-packages", "dist-packages")
-_MAX_BYTES = 8 << 20  # the log's size that makes an append compact it ...
-_KEEP_BYTES = 4 << 20  # ... to at most this
+_MAX_BYTES = 16 << 20  # the log's size that makes an append compact it ...
+_MAX_KEPT = 100_000  # ... to at most this many markers and as many modules still there; past it: OVERFLOW
+OVERFLOW = ""  # the key that says the log overflowed: every marker is planted, every module landed
 _LOCK_WAIT_S = 5.0
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
@@ -52,6 +53,11 @@ _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 def _marker(path: str) -> bool:
     parent, _, name = path.rpartition("/")
     return name in SHOWN_BY.get(parent.rpartition("/")[2], ())
+
+
+def landed_entry(path: str, is_dir: bool) -> str | None:
+    """``kept`` of a path landed as a directory (``is_dir``) or not: a package's directory as ``…/pkg/``."""
+    return path if _marker(path) else kept(f"{path}/" if is_dir else path)
 
 
 def kept(path: str) -> str | None:
@@ -76,34 +82,43 @@ class Planted:
         self.directory = directory
         self._log, self._lock = directory / "log", directory / "lock"
         self._reading = threading.Lock()
-        self._identity: tuple[int, int] = (-1, -1)  # (device, inode) of the log read last
+        self._identity: tuple[int, int, bytes] = (-1, -1, b"")  # the log read last: device, inode, first line
         self._offset = 0
         self._paths: dict[str, tuple[int, ...]] = {}
 
-    def add(self, paths: Iterable[str]) -> None:
-        """Log what of ``paths`` (absolute, landed) the log keeps (best effort: said when it cannot)."""
-        lines = dict.fromkeys(json.dumps(k, ensure_ascii=False) for p in paths if (k := kept(p)) is not None)
+    def add(self, entries: Iterable[str | None]) -> None:
+        """Log ``entries`` (``kept``/``landed_entry`` of absolute paths landed; None and repeats left out), whole or
+        not at all: OSError when they could not be (the caller's write must not go on unnoted)."""
+        lines = dict.fromkeys(json.dumps(e, ensure_ascii=False) for e in entries if e)
         if not lines:
             return
         data = "".join(f"{line}\n" for line in lines).encode("utf-8", "backslashreplace")
-        try:
-            private_dirs(self.directory)
-            with self._locked():
-                fd = os.open(self._log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        private_dirs(self.directory)
+        with self._locked():
+            fd = os.open(self._log, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    data = b"\n" + data  # (a line a failed append left half written ends here, alone)
                 try:
                     view = memoryview(data)
                     while view:
                         view = view[os.write(fd, view) :]
-                    size = os.fstat(fd).st_size
-                finally:
-                    os.close(fd)
-                if size > _MAX_BYTES:
-                    self._compact()
-        except OSError as exc:
-            log.warning("what a tool landed could not be noted in %s (%s)", self.directory, exc.strerror or exc)
+                except OSError:
+                    # Threat (red team 87 F4): half a line left by a full disk, the next path glued onto it and
+                    # never read. What was written goes; the caller hears of it.
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(fd, size)
+                    raise
+                size += len(data)
+            finally:
+                os.close(fd)
+            if size > _MAX_BYTES:
+                self._compact()
 
     def paths(self) -> dict[str, tuple[int, ...]]:
-        """Every path logged (as keys), read again only from where the last read ended; never changed once given."""
+        """Every path logged (as keys; ``OVERFLOW`` among them once the log overflowed), read again only from where
+        the last read ended; never changed once given."""
         with self._reading:
             try:
                 fd = os.open(self._log, _OPEN)
@@ -113,8 +128,9 @@ class Planted:
                 st = os.fstat(fd)
                 if not stat.S_ISREG(st.st_mode):
                     return self._paths
-                if (st.st_dev, st.st_ino) != self._identity or st.st_size < self._offset:
-                    self._identity, self._offset, self._paths = (st.st_dev, st.st_ino), 0, {}
+                first = os.pread(fd, 64, 0).partition(b"\n")[0]
+                if (st.st_dev, st.st_ino, first) != self._identity or st.st_size < self._offset:
+                    self._identity, self._offset, self._paths = (st.st_dev, st.st_ino, first), 0, {}
                 data = os.pread(fd, st.st_size - self._offset, self._offset)
             finally:
                 os.close(fd)
@@ -124,7 +140,7 @@ class Planted:
             for line in whole.splitlines():
                 with contextlib.suppress(ValueError):
                     path = json.loads(line)
-                    if isinstance(path, str) and path not in self._paths:
+                    if isinstance(path, str) and not path.startswith("#") and path not in self._paths:
                         new[path] = ()
             if new:  # (a new dict: another thread may be reading the last one)
                 self._paths = {**self._paths, **new}
@@ -135,43 +151,51 @@ class Planted:
         fd = os.open(self._lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             if not flock_until(fd, time.monotonic() + _LOCK_WAIT_S):
-                raise OSError(0, "its lock stayed busy")
+                raise OSError(errno.EAGAIN, "its lock stayed busy")
             yield
         finally:
             os.close(fd)
 
     def _compact(self) -> None:
-        """Rewrite the log (held: ``_locked``) to the paths still there, each once, within _KEEP_BYTES: the markers
-        first (a flood of modules landed never pushes a planted marker out), then the modules, newest first."""
+        """Rewrite the log (held: ``_locked``) to the paths still there, each once, at most _MAX_KEPT of each kind
+        (else ``OVERFLOW``), after a first line of its own (a reader tells the new log from the old by it)."""
         with open(self._log, "rb") as file:
             lines = file.read().splitlines()
-        newest: dict[bytes, None] = {}
-        for line in reversed(lines):
-            newest.setdefault(line, None)
-        markers: list[bytes] = []
-        modules: list[bytes] = []
-        for line in newest:
+        markers: dict[str, None] = {}
+        modules: dict[str, None] = {}
+        overflow = False
+        for line in reversed(lines):  # (newest first)
             with contextlib.suppress(ValueError):
                 path = json.loads(line)
-                if isinstance(path, str) and os.path.lexists(path.rstrip("/")):
-                    (markers if _marker(path) else modules).append(line)
-        kept_lines: list[bytes] = []
-        size = 0
-        for line in (*markers, *modules):
-            if size + len(line) + 1 > _KEEP_BYTES:
-                break
-            kept_lines.append(line)
-            size += len(line) + 1
+                if path == OVERFLOW:
+                    overflow = True
+                elif isinstance(path, str) and path.startswith("/") and _standing(path):
+                    (markers if _marker(path) else modules).setdefault(path, None)
+        overflow = overflow or len(markers) > _MAX_KEPT or len(modules) > _MAX_KEPT
+        kept_paths = [f"#{os.urandom(8).hex()}", *([OVERFLOW] if overflow else []),
+                      *list(markers)[:_MAX_KEPT], *list(modules)[:_MAX_KEPT]]  # fmt: skip
+        data = "".join(f"{json.dumps(p, ensure_ascii=False)}\n" for p in kept_paths).encode("utf-8", "backslashreplace")
         temp = self.directory / f"log.{os.getpid()}.tmp"
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
-            view = memoryview(b"".join(line + b"\n" for line in reversed(kept_lines)))
+            view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(temp, self._log)
+
+
+def _standing(path: str) -> bool:
+    """Whether something is at ``path`` (a path too long to look at, or one that cannot be looked at, counts)."""
+    try:
+        os.lstat(path.rstrip("/"))
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    return True
 
 
 _all: dict[Path, Planted] = {}
