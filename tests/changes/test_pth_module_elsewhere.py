@@ -44,7 +44,7 @@ def test_attack_an_installers_line_for_a_module_found_through_a_path_line_is_ask
     (site / "_virtualenv.py").unlink()
     (site / "_virtualenv.pth").unlink()
     asks = _asks(copy, f"echo 'x = 2' > {copy.root}/src/_virtualenv.py && echo 'import _virtualenv' > {site}/zz.pth")
-    assert any("zz.pth" in ask and "not in" in ask for ask in asks), asks
+    assert any("zz.pth" in ask and "start-up line" in ask for ask in asks), asks
 
 
 def test_an_uninstall_taking_the_line_with_its_module_asks_nothing_of_python_start(tmp_path: Path) -> None:
@@ -67,4 +67,13 @@ def test_attack_a_namespace_directory_in_site_packages_does_not_vouch_for_the_mo
     script = (f"mkdir {site}/_virtualenv && echo 'x = 2' > {copy.root}/src/_virtualenv.py && "
               f"echo 'import _virtualenv' > {site}/zz.pth")  # fmt: skip
     asks = _asks(copy, script)
-    assert any("zz.pth" in ask and "not in" in ask for ask in asks), asks
+    assert any("zz.pth" in ask and "start-up line" in ask for ask in asks), asks
+
+
+def test_attack_a_path_line_added_beside_a_line_whose_module_is_not_in_site_packages_is_asked(tmp_path: Path) -> None:
+    copy, site = _environment(tmp_path)
+    (site / "_virtualenv.py").unlink()  # (the line stays: it imported nothing until a path line gives it one)
+    script = (f"echo 'x = 2' > {copy.root}/src/_virtualenv.py && "
+              f"printf '{copy.root}/src\\nimport _virtualenv\\n' > {site}/_virtualenv.pth")  # fmt: skip
+    asks = _asks(copy, script)
+    assert any("_virtualenv.pth" in ask and "not in" in ask for ask in asks), asks

@@ -50,6 +50,7 @@ async def test_a_new_virtual_environment_with_an_installers_start_up_lines_is_no
 async def test_an_installers_line_rewritten_in_an_existing_environment_is_not_asked_about(workspace: Path) -> None:
     site = _venv(workspace / ".venv")
     (site / "__editable___app_1_0_finder.py").write_text("def install(p): pass\n")
+    (site / "__editable__.app-1.0.pth").write_text(FINDER)  # (pip install -e . again: the same line rewritten)
     rel = site.relative_to(workspace)
     code = (
         f"open('{rel}/__editable__.app-1.0.pth', 'w').write({FINDER!r})\n"

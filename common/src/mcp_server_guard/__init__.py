@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mcp_server_guard._lazy import lazy_exports
+from mcp_server_guard.paths import escape_log_records
 
 if TYPE_CHECKING:
     from mcp_server_guard.audit import AuditLog, AuditRecord, note, recorded_digest
@@ -74,6 +75,8 @@ _EXPORTS = {
     "within_any": "paths",
 }
 __getattr__ = lazy_exports(__name__, _EXPORTS)
+
+escape_log_records()  # (paths.escape_log_records: no log line of ours writes a command's control characters raw)
 
 __all__ = [
     "ERROR_CODES",

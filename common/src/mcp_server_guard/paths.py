@@ -206,6 +206,28 @@ def printable(text: str) -> str:
     return "".join(out)
 
 
+def escape_log_records() -> None:
+    """Every log record of this package has its message ``printable``: threat (red team 88 F4), a command's path in a
+    log line (a step that failed: ``ESC[2J``, a terminal retitled, U+202E) acting on the terminal of the person who
+    reads the server's stderr (agent CLIs show it). Once per process; records of other loggers are left as they are."""
+    import logging  # noqa: PLC0415 - (loaded by every server before this)
+
+    made = logging.getLogRecordFactory()
+    if getattr(made, "escapes", False):
+        return
+
+    def factory(*args: object, **kwargs: object) -> logging.LogRecord:
+        record = made(*args, **kwargs)
+        if record.name.startswith("mcp_server_guard") or record.name.startswith("mcp_server_"):
+            message = record.getMessage()
+            if not message.isprintable():
+                record.msg, record.args = printable(message), None
+        return record
+
+    factory.escapes = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(factory)
+
+
 SYSTEM_BIN = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 

@@ -32,11 +32,13 @@ __all__ = [
     "ENV_MARKERS",
     "PTH_MAX",
     "env_code",
+    "pth_import_lines",
     "pth_imports",
     "pth_modules",
     "site_imports",
     "site_module",
     "site_pth",
+    "site_start",
     "start_up_file",
     "startup_module",
     "venv_entry",
@@ -60,7 +62,7 @@ _VERSION_FILES = frozenset({".python-version", ".tool-versions", ".node-version"
 _INSTALLERS = re.compile(
     r"import (?:os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os\.environ\.get\(var, 'local'\) == 'local'; "
     r"enabled and __import__\('(?P<shim>_distutils_hack)'\)\.add_shim\(\); ?"
-    r"|(?P<finder>__editable___[\w.]+_finder); (?P=finder)\.install\([^)\n]*\)|(?P<venv>_virtualenv)"
+    r"|(?P<finder>__editable___\w+_finder); (?P=finder)\.install\([^)\n]*\)|(?P<venv>_virtualenv)"
     r"|(?P<cov>coverage); coverage\.process_startup\(\))[ \t]*"
 )
 _IMPORTED = re.compile(r"(?:\bimport\s+|__import__\(\s*['\"])([A-Za-z_]\w*)")
@@ -83,15 +85,26 @@ def _lines(data: bytes) -> list[str]:
     return data.decode("utf-8", "replace").removeprefix("\ufeff").splitlines()
 
 
+# Line ends Python 3.13 splits a .pth at (``str.splitlines``) and 3.11/3.12 do not (``\n``, ``\r`` only): a form feed
+# is whitespace to the tokenizer, so ``import _virtualenv\f;code`` is one line of code there (red team 88 F3).
+_ODD_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
 def pth_imports(data: bytes) -> list[str]:
     """The lines of a .pth file ``site`` runs, each as the module an installer's line imports, or "" for any other
-    code."""
+    code — every line of a file whose lines one Python splits where another does not."""
     found: list[str] = []
+    odd = bool(_ODD_BREAKS.search(data.decode("utf-8", "replace")))
     for line in _lines(data):
         if line.startswith(("import ", "import\t")):
-            installer = _INSTALLERS.fullmatch(line)
+            installer = None if odd else _INSTALLERS.fullmatch(line)
             found.append(next(name for name in installer.groups() if name) if installer else "")
     return found
+
+
+def pth_import_lines(data: bytes) -> set[str]:
+    """The import lines of a .pth file, as they stand (what tells a line new from one that was there)."""
+    return {line for line in _lines(data) if line.startswith(("import ", "import\t"))}
 
 
 def pth_modules(data: bytes) -> set[str]:
@@ -206,13 +219,20 @@ def _there(dirfd: int, rel: str) -> bool:
 
 def site_imports(dirfd: int, rel: str) -> set[str]:
     """The modules the .pth files of the directory ``rel`` (from ``dirfd``) import."""
+    return site_start(dirfd, rel)[0]
+
+
+def site_start(dirfd: int, rel: str) -> tuple[set[str], set[str]]:
+    """The modules the .pth files of the directory ``rel`` (from ``dirfd``) import, and their import lines."""
     found: set[str] = set()
+    lines: set[str] = set()
     with contextlib.suppress(OSError):
         site = os.open(rel, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
         try:
             for name in sorted(n for n in os.listdir(site) if n.endswith(".pth"))[:256]:
                 text = read_regular(site, name, PTH_MAX)
                 found |= pth_modules(text.encode()) if text is not None else set()
+                lines |= pth_import_lines(text.encode()) if text is not None else set()
         finally:
             os.close(site)
-    return found
+    return found, lines

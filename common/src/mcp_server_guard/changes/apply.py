@@ -173,7 +173,7 @@ class Applier:
         # the same.
         carried = tuple(sorted({pair for changes in sets for pair in changes.carried}))
         plan = Plan(audit_id, started_ns, tuple(ops), replace(what, carried=carried) if carried else what)
-        _plan.note_landed(sets, skip)
+        _plan.note_planted(sets, skip)
         with self.lock:
             outcome = self._said(plan, left, None)
         if baseline is not None:

@@ -158,7 +158,7 @@ def judge(
     for changes in sets:
         refuse(changes, protection, roots, refused, by_content)
         _sanitize_new_configs(changes, refused, rewritten, dropped_keys)
-        runs_later(changes, refused, asks, by_content, landed)
+        runs_later(changes, refused, asks, by_content)
         if checkouts:  # (what a later checkout writes: judged here, itself with checkouts=False)
             asks += _checkouts(changes, protection, policy, roots, refused)
     if installed := _hook_programs_installed(refused, scratch):

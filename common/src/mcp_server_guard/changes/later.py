@@ -8,11 +8,11 @@ a ``site-packages`` directory (lines split as any Python splits them): every sta
 ``uv run``, ``pytest``, an editor querying the project's interpreter (red team 5b F9, 6 L5). A virtual
 environment's entry points (``bin/activate*``, ``bin/python*``, ``pyvenv.cfg``) rewritten in one that existed
 before the call: every activation or start runs them (6 L6). Each is asked about, never refused. The lines
-installers write (setuptools' distutils shim and editable finders, virtualenv's, coverage's) are not, unless the
-module such a line imports was written by the same call (or landed by an earlier one) in a ``site-packages`` that
-existed before it (a new environment, ``uv venv``, is the installer's whole), or is not in that ``site-packages`` at
-all (a ``.pth`` path line lets Python find it in the project); a module a ``.pth`` imports, deleted while the line
-stays, is asked about too. The other files of a virtual environment are the project's code
+installers write (setuptools' distutils shim and editable finders, virtualenv's, coverage's) are not in a new
+environment (``uv venv``: the installer's whole) nor where an installer rewrites a line that was there; a line new
+to a ``site-packages`` that existed before the call is asked whatever it imports, and so is one whose module is not
+in that ``site-packages`` (a ``.pth`` path line lets Python find it in the project); a module a ``.pth`` imports,
+deleted while the line stays, is asked about too. The other files of a virtual environment are the project's code
 and not judged. Judged by content: a running job's look leaves these files for the job's end (the job may swap the
 bytes between a look's judgement and its copy).
 """
@@ -22,12 +22,10 @@ from __future__ import annotations
 import contextlib
 import os
 import posixpath
-from collections.abc import Mapping
 
 from mcp_server_guard.changes.changeset import ChangeSet
 from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.changes.nofollow import DIR, Changed, open_dir
-from mcp_server_guard.files.planted import OVERFLOW
 from mcp_server_guard.hook_configs import (
     MAX_PACKAGE_JSON,
     changed_hook_keys,
@@ -43,11 +41,12 @@ from mcp_server_guard.python_startup import (
     ENV_MARKERS,
     PTH_MAX,
     env_code,
+    pth_import_lines,
     pth_imports,
     pth_modules,
-    site_imports,
     site_module,
     site_pth,
+    site_start,
     start_up_file,
     startup_module,
     venv_entry,
@@ -56,12 +55,11 @@ from mcp_server_guard.python_startup import (
 
 __all__ = ["runs_later"]
 
+_Sites = dict[str, tuple[set[str], set[str]]]  # site-packages -> what its .pth files import at start (real tree)
+
 _USE_NAMES = frozenset(
     ("shell.nix", "default.nix", "flake.nix", "flake.lock", "devenv.nix", "devenv.yaml", "devenv.lock")
 )
-
-
-Landed = Mapping[str, tuple[int, ...]]  # absolute path -> the file this server last landed there (Applier.landed)
 
 
 def runs_later(
@@ -69,12 +67,11 @@ def runs_later(
     refused: dict[tuple[str, str], str],
     asks: list[str],
     by_content: set[tuple[str, str]],
-    landed: Landed | None = None,
 ) -> None:
     """Add to ``asks`` what the command set up for the user's tools to run later (see the module docstring); the
     paths judged so to ``by_content``. ``refused``: what is refused anyway (not asked about)."""
     trees: Trees | None = None
-    sites: dict[str, set[str]] = {}  # site-packages directory -> the modules its .pth files import (real tree)
+    sites: _Sites = {}
     evaluated: dict[str, frozenset[str]] = {}
     for change in changes.changes:
         key = (changes.root, change.path)
@@ -90,7 +87,7 @@ def runs_later(
         if start_up_file(change.path):
             by_content.add(key)
             trees = trees or Trees(changes)
-            question = _python_start(changes, change.path, change.kind, trees, sites, landed)
+            question = _python_start(changes, change.path, change.kind, trees, sites)
             if question and question not in asks:
                 asks.append(question)
             continue
@@ -145,9 +142,7 @@ def _evaluated_by_direnv(root: str, path: str, evaluated: dict[str, frozenset[st
     return False
 
 
-def _python_start(
-    changes: ChangeSet, path: str, kind: str, trees: Trees, sites: dict[str, set[str]], landed: Landed | None
-) -> str | None:
+def _python_start(changes: ChangeSet, path: str, kind: str, trees: Trees, sites: _Sites) -> str | None:
     """The question about start-up code a command made or changed at ``path``, if it is one (module docstring)."""
     where = printable(posixpath.dirname(path))
     if startup_module(path):
@@ -156,33 +151,28 @@ def _python_start(
     data = trees.read(path, limit=PTH_MAX) if kind == "file" else None
     if site_pth(path):
         site = posixpath.dirname(path)
-        # A new site-packages (``uv venv``) is the installer's whole; in one that was there, an installer's line
-        # counts as code where the call wrote the module it imports (red team 6 L5).
-        fresh = trees.real_kind(site) != "dir"
         if data is None or len(data) >= PTH_MAX or any(not module for module in pth_imports(data)):
             return f"It adds code that every start of the Python of {where} runs ({printable(path)}), outside the box."
+        if trees.real_kind(site) != "dir":
+            return None  # a new site-packages (``uv venv``): the installer's whole
+        # Threat: an installer's line made to import the command's code — its module written by this call (red team 6
+        # L5), by an earlier one (85 F1), as a package or a compiled copy only (87 F2, 88 F1), under a dotted name
+        # (88 F2). Whatever it imports, a line new to that site-packages (in none of its .pth files before the call)
+        # is asked; an installer rewriting a line that was there is not.
+        if new := sorted(pth_import_lines(data) - _at_start(changes.root, site, sites, trees)[1]):
+            return (f"It adds a start-up line ({printable(path)}: {printable('; '.join(new)[:200])}): every start of "
+                    f"the Python of {where} runs what it imports, outside the box (expected once after pip install -e "
+                    "of your project, or a first install of setuptools).")  # fmt: skip
         # Threat (red team 86 F2): an installer's line whose module is not in that site-packages: Python finds it on
-        # a path a .pth path line adds (``../../tools``, an editable install's ``src/``) — the project's code, run
-        # at every start of that Python.
-        if not fresh and (away := sorted({m for m in pth_imports(data) if not _in_site(trees, site, m)})):
-            return (f"It adds a start-up line ({printable(path)}) importing {printable(', '.join(away))}, which is not "
-                    f"in {where}: Python finds it elsewhere on its path (a .pth path line), and every start of the "
-                    f"Python of {where} runs it, outside the box.")  # fmt: skip
-        if not fresh and any(_written(changes, site, module) for module in pth_imports(data)):
-            return (f"It adds an installer's start-up line ({printable(path)}) with the module it imports: every start"
-                    f" of the Python of {where} runs it, outside the box (expected after pip install -e of your "
-                    "project).")  # fmt: skip
-        # Threat (red team 85 F1): the module written by one call (an ordinary package file then), the line that
-        # imports it by the next: a new line importing a module this server landed is asked like one written now.
-        new = set(pth_imports(data)) - _imported_at_start(changes.root, site, sites, trees)
-        if not fresh and (ours := sorted(m for m in new if _landed(posixpath.join(changes.root, site), m, landed))):
-            return (f"It adds a start-up line ({printable(path)}) importing {printable(', '.join(ours))}, which an "
-                    f"earlier command wrote: every start of the Python of {where} runs it, outside the box."
-                    )  # fmt: skip
+        # a path a .pth path line adds (``../../tools``, an editable install's ``src/``) — the project's code.
+        if away := sorted({m for m in pth_imports(data) if not _in_site(trees, site, m)}):
+            return (f"It keeps a start-up line ({printable(path)}) importing {printable(', '.join(away))}, which is "
+                    f"not in {where}: Python finds it elsewhere on its path (a .pth path line), and every start of "
+                    "that Python runs it, outside the box.")  # fmt: skip
         return None
     if (inside := site_module(path)) is not None:
         site, module = inside
-        if module in _imported_at_start(changes.root, site, sites, trees):
+        if module in _at_start(changes.root, site, sites, trees)[0]:
             return (f"It changes {printable(path)}, which a .pth file of {printable(site)} imports at every start of"
                     " that Python, outside the box.")  # fmt: skip
     if (venv := venv_entry(path)) is not None:
@@ -199,11 +189,11 @@ def _python_start(
     return None
 
 
-def _imported_at_start(root: str, site: str, sites: dict[str, set[str]], trees: Trees) -> set[str]:
+def _at_start(root: str, site: str, sites: _Sites, trees: Trees) -> tuple[set[str], set[str]]:
     """The modules the real .pth files of ``site`` import (red team 8 D2: ``_distutils_hack`` rewritten alone, its
-    line untouched); read once per call, beneath the root, no link followed."""
+    line untouched), and their import lines; read once per call, beneath the root, no link followed."""
     if site not in sites:
-        sites[site] = set()
+        sites[site] = (set(), set())
         if trees.real_kind(site) == "dir":
             with contextlib.suppress(OSError, Changed):
                 fd = os.open(root, DIR)
@@ -212,7 +202,7 @@ def _imported_at_start(root: str, site: str, sites: dict[str, set[str]], trees: 
                 finally:
                     os.close(fd)
                 try:
-                    sites[site] = site_imports(directory, ".")
+                    sites[site] = site_start(directory, ".")
                 finally:
                     os.close(directory)
     return sites[site]
@@ -227,7 +217,7 @@ def _in_site(trees: Trees, site: str, module: str) -> bool:
                for name in (f"{top}.py", f"{top}.pyc", f"{top}/__init__.py", f"{top}/__init__.pyc"))  # fmt: skip
 
 
-def _import_unplaced(changes: ChangeSet, path: str, trees: Trees, sites: dict[str, set[str]]) -> str | None:
+def _import_unplaced(changes: ChangeSet, path: str, trees: Trees, sites: _Sites) -> str | None:
     """The question about a module of a site-packages the command deleted, where a .pth file there still imports it
     and nothing of that name stands in its place. Threat (red team 86 F2): Python then looks for it on the paths
     the .pth path lines add (an editable install's ``src/``), where the project's code stands in for it."""
@@ -235,7 +225,7 @@ def _import_unplaced(changes: ChangeSet, path: str, trees: Trees, sites: dict[st
     if inside is None:
         return None
     site, module = inside
-    if _in_site(trees, site, module) or module not in _imported_at_start(changes.root, site, sites, trees):
+    if _in_site(trees, site, module) or module not in _at_start(changes.root, site, sites, trees)[0]:
         return None
     for name in (c.path for c in changes.changes if posixpath.dirname(c.path) == site and site_pth(c.path)):
         data = trees.read(name, real=True, limit=PTH_MAX)
@@ -246,23 +236,6 @@ def _import_unplaced(changes: ChangeSet, path: str, trees: Trees, sites: dict[st
     return (f"It deletes {printable(path)}, which a .pth file of {printable(site)} imports at every start of that "
             f"Python: Python then looks for {printable(module)} elsewhere on its path (a .pth path line), outside the "
             "box.")  # fmt: skip
-
-
-def _landed(site: str, module: str, landed: Landed | None) -> bool:
-    """Whether a tool landed the module ``module`` of ``site`` (absolute): a file, a package's directory or a file
-    of it (red team 87 F2: a package logged by its directory's bare name); every module, once the log of what tools
-    landed overflowed (``files.planted.OVERFLOW``)."""
-    if not landed:
-        return False
-    starts = (f"{site}/{module}.", f"{site}/{module}/")
-    return OVERFLOW in landed or any(path == f"{site}/{module}" or path.startswith(starts) for path in landed)
-
-
-def _written(changes: ChangeSet, site: str, module: str) -> bool:
-    """Whether the call made or changed the module ``module`` of ``site`` (a file, a package, a compiled copy)."""
-    starts = (f"{site}/{module}.", f"{site}/{module}/", f"{site}/__pycache__/{module}.")
-    return any(c.action in ("create", "modify") and (c.path == f"{site}/{module}" or c.path.startswith(starts))
-               for c in changes.changes)  # fmt: skip
 
 
 _ABOVE_MAX = 16  # directories above a package.json whose hooks are read at most

@@ -30,8 +30,8 @@ from mcp_server_guard.changes.narrow import exact, flag, items, mapping, number,
 from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, lstat_beneath, parent
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.changes.xattrs import Xattrs, acls, at
+from mcp_server_guard.files import planted as _planted
 from mcp_server_guard.files.history import HistoryStore
-from mcp_server_guard.files.planted import landed_entry, planted
 
 log = logging.getLogger("mcp_server_guard.changes")
 
@@ -512,14 +512,14 @@ class NotApplied(Exception):
         self.kept = kept  # stopped midway with its journal kept: the next start finishes it or goes back over it
 
 
-def note_landed(sets: Sequence[ChangeSet], skip: frozenset[tuple[str, str]]) -> None:
-    """Note what ``sets`` land (but ``skip``) that a later judgement asks about, for every server of the user
+def note_planted(sets: Sequence[ChangeSet], skip: frozenset[tuple[str, str]]) -> None:
+    """Note the cache markers ``sets`` land (but ``skip``), for every server of the user's judgements
     (``files.planted``), before the apply's first step (red team 87 F1: a marker in a tree placed whole, which its
     record names by its top; F5: judged by another server while this apply breathed). NotApplied when it cannot be."""
     try:
-        planted().add(landed_entry(posixpath.join(changes.root, change.path), change.kind == "dir")
-                      for changes in sets for change in changes.changes
-                      if change.action in ("create", "modify") and (changes.root, change.path) not in skip)  # fmt: skip
+        _planted.planted().add(_planted.kept(posixpath.join(changes.root, change.path)) for changes in sets
+                               for change in changes.changes if change.action in ("create", "modify")
+                               and (changes.root, change.path) not in skip)  # fmt: skip
     except OSError as exc:
         raise NotApplied(f"what it lands could not be noted for later judgements ({exc.strerror or exc})") from None
 

@@ -121,8 +121,12 @@ def summary_line(
     # And a directory moved with another mode (``chmod 700 d && mv d e``: red team 74 F5).
     gone = {(s.root, c.path): (c.kind, c.mode) for s in sets for c in s.changes if c.action == "delete"}
     came_from = {**_moved_dirs(moves), **moves}
+    # And a directory moved with another mode when no file moved with it to tell where it came from (red team 88 F5:
+    # ``chmod 777 build/x && mv build/x build/y``, an empty one): a new directory with a mode no deleted one had.
+    dir_modes = {s.root: frozenset(m for (r, _p), (k, m) in gone.items() if r == s.root and k == "dir") for s in sets}
     remoded = [c for s in sets for c in s.changes if (s.root, c.path) not in skip and _remoded(
-        c, gone.get((s.root, c.path)), gone.get(came_from.get((s.root, c.path), ("", ""))))]  # fmt: skip
+        c, gone.get((s.root, c.path)), gone.get(came_from.get((s.root, c.path), ("", ""))),
+        dir_modes[s.root])]  # fmt: skip
     if remoded:
         named = [f"{c.path}{'/' if c.kind == 'dir' else ''} to {c.mode:04o}" for c in remoded]
         parts.append(f"change the mode of {list_of(named, MODES_NAMED)}")
@@ -156,10 +160,15 @@ def _moved_dirs(moves: Mapping[tuple[str, str], tuple[str, str]]) -> dict[tuple[
     return found
 
 
-def _remoded(change: Change, replaced: tuple[str, int] | None, origin: tuple[str, int] | None) -> bool:
+def _remoded(
+    change: Change, replaced: tuple[str, int] | None, origin: tuple[str, int] | None, dir_modes: frozenset[int]
+) -> bool:
     """Whether a change leaves its path with another mode than the real entry had — there (``replaced``: the kind
-    and mode of what a new directory replaces), or where a moved file or directory came from (``origin``) — content
-    changed or not."""
+    and mode of what a new directory replaces), or where a moved file or directory came from (``origin``; a new
+    directory whose origin nothing tells: unless a directory the set deletes had its mode, ``dir_modes``) —
+    content changed or not."""
+    if change.action == "create" and change.kind == "dir" and replaced is None and origin is None and dir_modes:
+        return change.mode not in dir_modes
     if change.action in ("meta", "modify"):
         # (a file replaced by a link: a link has no mode of its own — its 0777 is no grant, red team 81 F3)
         return change.mode != change.old_mode and change.kind != "symlink"

@@ -71,9 +71,8 @@ class CallRecords:
         self._grew = grew
 
     def landed(self) -> dict[str, tuple[int, ...]]:
-        """Every path a tool of ours landed that a judgement asks about (``files.planted``: a cache marker, a
-        site-packages module), as keys: of any server of the user, however long ago, whatever this history evicted
-        (noted by the writers: ``Applier.apply``, file_write's record).
+        """Every cache marker a tool of ours landed (``files.planted``), as keys: of any server of the user, however
+        long ago, whatever this history evicted (noted by the writers: ``Applier.apply``, file_write's record).
 
         Threat (red team 85 F3): a cache marker (``out/CACHEDIR.TAG``) one session's call landed made the user's
         ``out/`` a cache directory for the next session's server, whose memory of what it landed was empty: its

@@ -1,22 +1,19 @@
 """What a tool of ours landed, known to every server of the user: the registry's ``planted/log``.
 
-Two judgements turn on whether a file was landed by a tool rather than by the user's own programs: a cache marker
-(``out/CACHEDIR.TAG``) makes a directory a cache, whose deletion is not asked — unless a tool planted it (red team
-82 F3); and a ``.pth`` line importing a module is an installer's — unless a tool landed that module (red team 85 F1).
-Threat: a judgement that forgets what a tool landed, and fails open. Memory alone forgot it at a restart (red team
-85 F3); the history's call records forgot a record rewritten, evicted, or kept by another server of the user (red
-team 86); a record names a tree placed whole by its top only, and is written at the apply's end, after a breath let
-another server judge (red team 87 F1, F5). So an apply notes, before its first step, every path of its change sets
-of those kinds — a marker in a directory it makes a cache, a site-packages module's top entry — and every call
-record written notes what it names (file_write's), in one log in the registry every server of the user finds
-(``registry.directory()``, hidden from every tool as the tree lock is); an apply whose paths cannot be noted does not
-run. Each judgement reads what was appended since it last read (a log compacted since is read again whole: its first
-line tells one log from another). A path in it only adds questions.
+A cache marker (``out/CACHEDIR.TAG``) makes a directory a cache, whose deletion is not asked — unless a tool planted
+it (red team 82 F3). Threat: a judgement that forgets a marker a tool planted, and fails open. Memory alone forgot it
+at a restart (red team 85 F3); the history's call records forgot a record rewritten, evicted, or kept by another
+server of the user (red team 86); a record names a tree placed whole by its top only, and is written at the apply's
+end, after a breath let another server judge (red team 87 F1, F5). So an apply notes, before its first step, every
+marker among the paths of its change sets (``changes.plan.note_planted``), and file_write each one it writes, in
+one log in the registry every server of the user finds (``registry.directory()``, hidden from every tool as the tree
+lock is); an apply whose markers cannot be noted does not run. Each judgement reads what was appended since it last
+read (a log compacted since is read again whole: its first line tells one log from another). A path in it only adds
+questions.
 
-Bounded, and failing closed: past ``_MAX_BYTES`` an append compacts the log (under its lock) to the paths still
-there, each once. Up to ``_MAX_KEPT`` of each kind are kept (markers by age never: a flood of a command's own never
-pushes a planted one out — red team 87 F3); past that the log says ``OVERFLOW``, and from then on every marker counts
-as planted and every module as landed (more is asked, never less).
+Bounded, and failing closed: past ``_MAX_BYTES`` an append compacts the log (under its lock) to the markers still
+standing, each once — never by age (a flood of a command's own never pushes a planted one out: red team 87 F3). Past
+``_MAX_KEPT`` of them the log says ``OVERFLOW``, and from then on every marker counts as planted (more is asked).
 """
 
 from __future__ import annotations
@@ -35,17 +32,16 @@ from mcp_server_guard import registry
 from mcp_server_guard.files.treelock import flock_until
 from mcp_server_guard.paths import private_dirs, state_dir
 
-__all__ = ["OVERFLOW", "SHOWN_BY", "Planted", "kept", "landed_entry", "planted"]
+__all__ = ["OVERFLOW", "SHOWN_BY", "Planted", "kept", "planted"]
 
 # Names of build or cache directories people give directories of their own too: such a directory is one only where
 # it shows it, by a file its tool leaves in it (``changes.effects``). Threat: ``rm -r env`` deleting the user's files
 # unasked because of the directory's name alone (red team 5b F8).
 SHOWN_BY = {"env": ("pyvenv.cfg", "CACHEDIR.TAG"), "tmp": ("CACHEDIR.TAG",), ".tmp": ("CACHEDIR.TAG",),
             "out": ("CACHEDIR.TAG", "tsconfig.tsbuildinfo", ".tsbuildinfo")}  # fmt: skip
-_SITE_DIRS = ("site-packages", "dist-packages")
 _MAX_BYTES = 16 << 20  # the log's size that makes an append compact it ...
-_MAX_KEPT = 100_000  # ... to at most this many markers and as many modules still there; past it: OVERFLOW
-OVERFLOW = ""  # the key that says the log overflowed: every marker is planted, every module landed
+_MAX_KEPT = 100_000  # ... to at most this many markers still standing; past it: OVERFLOW
+OVERFLOW = ""  # the key that says the log overflowed: every marker counts as planted
 _LOCK_WAIT_S = 5.0
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
@@ -55,24 +51,9 @@ def _marker(path: str) -> bool:
     return name in SHOWN_BY.get(parent.rpartition("/")[2], ())
 
 
-def landed_entry(path: str, is_dir: bool) -> str | None:
-    """``kept`` of a path landed as a directory (``is_dir``) or not: a package's directory as ``…/pkg/``."""
-    return path if _marker(path) else kept(f"{path}/" if is_dir else path)
-
-
 def kept(path: str) -> str | None:
-    """What the log keeps of an absolute path a tool landed: a marker's path (``SHOWN_BY``); in a site-packages, the
-    top entry of the module (``…/site-packages/pkg/`` for a package's file, ``…/site-packages/mod.py``); else None."""
-    if _marker(path):
-        return path
-    parts = path.split("/")
-    for at in range(len(parts) - 2, -1, -1):
-        if parts[at] in _SITE_DIRS:
-            if parts[at + 1] == "__pycache__":
-                return None
-            top = "/".join(parts[: at + 2])
-            return f"{top}/" if len(parts) > at + 2 else top
-    return None
+    """What the log keeps of an absolute path a tool landed: a marker's (``SHOWN_BY``) path; else None."""
+    return path if _marker(path) else None
 
 
 class Planted:
@@ -87,8 +68,8 @@ class Planted:
         self._paths: dict[str, tuple[int, ...]] = {}
 
     def add(self, entries: Iterable[str | None]) -> None:
-        """Log ``entries`` (``kept``/``landed_entry`` of absolute paths landed; None and repeats left out), whole or
-        not at all: OSError when they could not be (the caller's write must not go on unnoted)."""
+        """Log ``entries`` (``kept`` of absolute paths landed; None and repeats left out), whole or not at all:
+        OSError when they could not be (the caller's write must not go on unnoted)."""
         lines = dict.fromkeys(json.dumps(e, ensure_ascii=False) for e in entries if e)
         if not lines:
             return
@@ -157,23 +138,21 @@ class Planted:
             os.close(fd)
 
     def _compact(self) -> None:
-        """Rewrite the log (held: ``_locked``) to the paths still there, each once, at most _MAX_KEPT of each kind
+        """Rewrite the log (held: ``_locked``) to the markers still standing, each once, at most _MAX_KEPT of them
         (else ``OVERFLOW``), after a first line of its own (a reader tells the new log from the old by it)."""
         with open(self._log, "rb") as file:
             lines = file.read().splitlines()
         markers: dict[str, None] = {}
-        modules: dict[str, None] = {}
         overflow = False
         for line in reversed(lines):  # (newest first)
             with contextlib.suppress(ValueError):
                 path = json.loads(line)
                 if path == OVERFLOW:
                     overflow = True
-                elif isinstance(path, str) and path.startswith("/") and _standing(path):
-                    (markers if _marker(path) else modules).setdefault(path, None)
-        overflow = overflow or len(markers) > _MAX_KEPT or len(modules) > _MAX_KEPT
-        kept_paths = [f"#{os.urandom(8).hex()}", *([OVERFLOW] if overflow else []),
-                      *list(markers)[:_MAX_KEPT], *list(modules)[:_MAX_KEPT]]  # fmt: skip
+                elif isinstance(path, str) and path.startswith("/") and _marker(path) and _standing(path):
+                    markers.setdefault(path, None)
+        overflow = overflow or len(markers) > _MAX_KEPT
+        kept_paths = [f"#{os.urandom(8).hex()}", *([OVERFLOW] if overflow else []), *list(markers)[:_MAX_KEPT]]
         data = "".join(f"{json.dumps(p, ensure_ascii=False)}\n" for p in kept_paths).encode("utf-8", "backslashreplace")
         temp = self.directory / f"log.{os.getpid()}.tmp"
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)

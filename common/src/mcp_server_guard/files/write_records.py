@@ -20,7 +20,7 @@ from mcp_server_guard.files.calls import CALLS
 from mcp_server_guard.files.history import HistoryStore
 from mcp_server_guard.files.history_entries import HistoryEntry, NoRoom
 from mcp_server_guard.files.jail import Jail, Located, oserror_to_guard
-from mcp_server_guard.files.planted import landed_entry, planted
+from mcp_server_guard.files.planted import kept, planted
 from mcp_server_guard.paths import printable
 
 log = logging.getLogger("mcp_server_guard")
@@ -64,7 +64,7 @@ class WriteRecords:
                     "changes": [change], "conflicts": [], "pending": True}  # fmt: skip
         manifest |= {"only_copies": [path]} if only else {}  # what it replaced: git has no copy (HistoryStore.evicting)
         try:
-            planted().add([landed_entry(path, False)])  # (for every server's judgements: a marker, a module)
+            planted().add([kept(path)])  # (a cache marker: for every server's judgements)
             self.history.calls.write(record.audit_id, manifest)
         except OSError as exc:
             raise self._write_error(exc, located) from None
