@@ -534,7 +534,13 @@ def _repo_files(work_tree: str, home: str | None) -> tuple[list[str], list[str]]
     dotgit = os.path.join(work_tree, ".git")
     git_dir = dotgit
     with contextlib.suppress(OSError, ValueError):
-        if not stat.S_ISDIR(os.lstat(dotgit).st_mode):
+        mode = os.lstat(dotgit).st_mode
+        if stat.S_ISLNK(mode) and os.path.isdir(dotgit):
+            # Threat (red team 89 F1): a ``.git`` that is a link to a git dir elsewhere: git reads a relative include
+            # from the real directory (the kernel follows ``.git/..``); joined to the link's own path it named a file
+            # that is not there, and the one git reads (``team.gitconfig`` of the work tree) went unprotected.
+            git_dir = os.path.realpath(dotgit)
+        elif not stat.S_ISDIR(mode):
             git_dir = read_pointer(dotgit, gitfile=True)
     # Read as git reads them: through a link (whose target is then protected as an included file).
     configs = [(os.path.join(git_dir, "config"), True)]
