@@ -497,9 +497,18 @@ def copy_step(
             return [], []
         dst_dir, _ = stack.enter_context(parent(root, op.path))
         real = lstat_at(name, dst_dir)
+        # Threat (red team 90 F1): the job swapped what the look judged (a file ``.vscode``, allowed) for another kind
+        # or mode (a directory ``.vscode``, refused) before the copy: whatever it is, a directory too, it is copied
+        # only as judged; else the next look judges it again.
+        if (
+            file_kind(ours.st_mode) != change.kind
+            or stat.S_IMODE(ours.st_mode) != change.mode
+            or (change.kind == "file" and ours.st_size != change.size)
+        ):
+            return [], []
         if stat.S_ISDIR(ours.st_mode):
             if real is None:
-                os.mkdir(name, stat.S_IMODE(ours.st_mode), dir_fd=dst_dir)
+                os.mkdir(name, change.mode, dir_fd=dst_dir)
                 # Its attributes as the job sees them, and the project's own overlay attributes it carries (a
                 # directory renamed or copied with ``cp -a``): data, as a plain call's tree lands them.
                 set_seen(at(dst_dir, name), seen(at(src_dir, name)), ())
@@ -513,12 +522,6 @@ def copy_step(
             if not stat.S_ISDIR(real.st_mode):
                 raise Changed("a file is there, where the job made a directory")
             return [], []
-        if (
-            file_kind(ours.st_mode) != change.kind
-            or stat.S_IMODE(ours.st_mode) != change.mode
-            or (change.kind == "file" and ours.st_size != change.size)
-        ):
-            return [], []  # not what was judged (the job changed it since): the next look judges it again
         if real is None and (change.action == "modify" or left is not None):
             raise Changed("it was deleted meanwhile")
         if real is not None:
