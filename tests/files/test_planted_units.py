@@ -1,5 +1,5 @@
 """The registry's log of what a tool landed (``files.planted``): what it keeps, read from where the last read ended,
-shared by every server of the user, compacted within its bound to what is still there."""
+shared by every server of the user, compacted within its bound to each marker once."""
 
 from __future__ import annotations
 
@@ -26,19 +26,18 @@ def test_every_marker_a_judgement_trusts_is_one_the_log_keeps() -> None:
     assert kept("/p/src/CACHEDIR.TAG") is None  # (no directory a marker makes a cache: nothing to remember)
 
 
-def test_a_flood_of_markers_landed_and_gone_never_pushes_a_standing_one_out(
+def test_a_flood_of_markers_landed_after_it_never_pushes_a_planted_one_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(planted_module, "_MAX_BYTES", 8192)
-    marker = tmp_path / "out" / "CACHEDIR.TAG"
-    marker.parent.mkdir()
-    marker.write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
+    marker = f"{tmp_path}/out/CACHEDIR.TAG"
     log = Planted(tmp_path / "planted")
-    log.add([str(marker)])
-    for i in range(400):  # newer markers, long paths, gone again: the oldest line is still the one standing
-        log.add([f"{tmp_path}/{'x' * 200}/f{i}/out/CACHEDIR.TAG"])
+    log.add([marker])
+    for i in range(400):  # newer markers, long paths, each landed many times: the oldest line is still kept
+        log.add([f"{tmp_path}/{'x' * 200}/f{i % 20}/out/CACHEDIR.TAG"])
     seen = Planted(tmp_path / "planted").paths()
-    assert str(marker) in seen and OVERFLOW not in seen
+    assert marker in seen and OVERFLOW not in seen
+    assert os.path.getsize(tmp_path / "planted" / "log") <= 8192 + 300  # (compacted: each marker once)
 
 
 def test_past_the_count_it_keeps_the_log_says_so_and_every_marker_counts_as_planted(
@@ -84,23 +83,6 @@ def test_appends_from_many_threads_all_land(tmp_path: Path) -> None:
     for thread in threads:
         thread.join(10)
     assert set(Planted(tmp_path / "planted").paths()) == {f"/p/d{i}/out/CACHEDIR.TAG" for i in range(20)}
-
-
-def test_past_its_bound_the_log_keeps_what_is_still_there(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(planted_module, "_MAX_BYTES", 4096)
-    there = tmp_path / "out" / "CACHEDIR.TAG"
-    there.parent.mkdir()
-    there.write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
-    log = Planted(tmp_path / "planted")
-    log.add([str(there)])
-    assert str(there) in log.paths()
-    for i in range(200):  # markers landed and gone since
-        log.add([f"{tmp_path}/gone{i}/out/CACHEDIR.TAG"])
-    assert os.path.getsize(tmp_path / "planted" / "log") <= 4096 + 256
-    assert str(there) in Planted(tmp_path / "planted").paths()
-    assert f"{tmp_path}/gone0/out/CACHEDIR.TAG" not in Planted(tmp_path / "planted").paths()
-    assert f"{tmp_path}/gone0/out/CACHEDIR.TAG" not in log.paths()  # (a reader of the old log reads the new one whole)
-    assert OVERFLOW not in log.paths()
 
 
 def test_a_reader_tells_a_compacted_log_from_the_old_one_on_the_same_inode(tmp_path: Path) -> None:

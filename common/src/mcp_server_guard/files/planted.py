@@ -11,9 +11,10 @@ lock is); an apply whose markers cannot be noted does not run. Each judgement re
 read (a log compacted since is read again whole: its first line tells one log from another). A path in it only adds
 questions.
 
-Bounded, and failing closed: past ``_MAX_BYTES`` an append compacts the log (under its lock) to the markers still
-standing, each once — never by age (a flood of a command's own never pushes a planted one out: red team 87 F3). Past
-``_MAX_KEPT`` of them the log says ``OVERFLOW``, and from then on every marker counts as planted (more is asked).
+Bounded, and failing closed: past ``_MAX_BYTES`` an append compacts the log (under its lock) to each marker once —
+never dropped by age or by what stands in the tree now (a flood of a command's own never pushes a planted one out:
+red team 87 F3; nothing in a tree a command shapes is looked at). Past ``_MAX_KEPT`` of them the log says
+``OVERFLOW``, and from then on every marker counts as planted (more is asked).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ __all__ = ["OVERFLOW", "SHOWN_BY", "Planted", "kept", "planted"]
 SHOWN_BY = {"env": ("pyvenv.cfg", "CACHEDIR.TAG"), "tmp": ("CACHEDIR.TAG",), ".tmp": ("CACHEDIR.TAG",),
             "out": ("CACHEDIR.TAG", "tsconfig.tsbuildinfo", ".tsbuildinfo")}  # fmt: skip
 _MAX_BYTES = 16 << 20  # the log's size that makes an append compact it ...
-_MAX_KEPT = 100_000  # ... to at most this many markers still standing; past it: OVERFLOW
+_MAX_KEPT = 100_000  # ... to at most this many markers, each once; past it: OVERFLOW
 OVERFLOW = ""  # the key that says the log overflowed: every marker counts as planted
 _LOCK_WAIT_S = 5.0
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
@@ -138,7 +139,7 @@ class Planted:
             os.close(fd)
 
     def _compact(self) -> None:
-        """Rewrite the log (held: ``_locked``) to the markers still standing, each once, at most _MAX_KEPT of them
+        """Rewrite the log (held: ``_locked``) to its markers, each once, at most _MAX_KEPT of them
         (else ``OVERFLOW``), after a first line of its own (a reader tells the new log from the old by it)."""
         with open(self._log, "rb") as file:
             lines = file.read().splitlines()
@@ -149,7 +150,7 @@ class Planted:
                 path = json.loads(line)
                 if path == OVERFLOW:
                     overflow = True
-                elif isinstance(path, str) and path.startswith("/") and _marker(path) and _standing(path):
+                elif isinstance(path, str) and path.startswith("/") and _marker(path):
                     markers.setdefault(path, None)
         overflow = overflow or len(markers) > _MAX_KEPT
         kept_paths = [f"#{os.urandom(8).hex()}", *([OVERFLOW] if overflow else []), *list(markers)[:_MAX_KEPT]]
@@ -164,17 +165,6 @@ class Planted:
         finally:
             os.close(fd)
         os.replace(temp, self._log)
-
-
-def _standing(path: str) -> bool:
-    """Whether something is at ``path`` (a path too long to look at, or one that cannot be looked at, counts)."""
-    try:
-        os.lstat(path.rstrip("/"))
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    except OSError:
-        return True
-    return True
 
 
 _all: dict[Path, Planted] = {}
