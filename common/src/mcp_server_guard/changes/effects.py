@@ -44,7 +44,7 @@ from mcp_server_guard.changes.later import runs_later
 from mcp_server_guard.changes.moves import moved_pairs
 from mcp_server_guard.changes.nofollow import lstat_beneath
 from mcp_server_guard.changes.refusals import judge_modes, later_checkouts, refuse
-from mcp_server_guard.changes.summary import MODES_NAMED, Counts, count_of, list_of, summary_line
+from mcp_server_guard.changes.summary import MODES_NAMED, Counts, count_of, list_of, moved_here, summary_line
 from mcp_server_guard.files.planted import OVERFLOW, SHOWN_BY
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.globs import SuffixMatcher
@@ -327,7 +327,11 @@ def _tally(
                 tally.touched.append(change.path)
                 tally.losing.append((changes, change))
                 continue
-            if key in refused or (key in moves and key not in kept_out) or scratch.name(change.path, key[0]):
+            if (
+                key in refused
+                or (moved_here(key, change, moves) and key not in kept_out)
+                or scratch.name(change.path, key[0])
+            ):
                 continue
             if change.action == "delete" and change.kind != "dir":
                 tally.touched.append(change.path)
@@ -358,7 +362,7 @@ def _tally(
                     and c.action == "delete"  # what it held, not what was made there again
                     and c.kind != "dir"
                     and (changes.root, c.path) not in git_keeps
-                    and ((changes.root, c.path) not in moves or (changes.root, c.path) in kept_out)
+                    and (not moved_here((changes.root, c.path), c, moves) or (changes.root, c.path) in kept_out)
                 )
                 if held:
                     tally.trees.append(f"{change.path}/ ({_n(held, 'file')})")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.paths import printable
 
-__all__ = ["MODES_NAMED", "Counts", "count_of", "list_of", "summary_line"]
+__all__ = ["MODES_NAMED", "Counts", "count_of", "list_of", "moved_here", "summary_line"]
 
 
 @dataclass
@@ -62,6 +62,13 @@ def _under(paths: Sequence[str]) -> str:
     return f" under {common}/" if common else ""
 
 
+def moved_here(key: tuple[str, str], change: Change, moves: Mapping[tuple[str, str], tuple[str, str]]) -> bool:
+    """Whether ``change`` at ``key`` is an end of a move (``moves``: each end to where the file came from): a
+    deletion only as a move's source. Threat (red team 91 F1): ``rm -rf src && mv src_new src`` — the user's own
+    ``src/a.py``, deleted where a moved file now stands, counted as part of the move: lost, asked nothing."""
+    return key in moves and (change.action != "delete" or moves[key] == key)
+
+
 def summary_line(
     sets: Sequence[ChangeSet],
     refused: Iterable[tuple[str, str]] = (),
@@ -73,7 +80,6 @@ def summary_line(
     (root, path) the file was moved from; ``untimed``: (root, path) of directories whose time was not set."""
     moves = moves or {}
     skip = set(refused)
-    moved = set(moves)
     counts = Counts()
     deleted: list[str] = []
     made: list[str] = []
@@ -84,7 +90,7 @@ def summary_line(
         for change in changes.changes:
             if (changes.root, change.path) in skip or change.kind == "dir":
                 continue
-            if (changes.root, change.path) in moved:
+            if moved_here((changes.root, change.path), change, moves):
                 (origins if change.action == "delete" else targets).append(change.path)
                 counts.moved += change.action == "delete"
                 continue

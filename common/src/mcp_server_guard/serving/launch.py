@@ -27,7 +27,7 @@ import anyio.to_thread
 from mcp_server_guard import registry
 from mcp_server_guard.audit import AuditLog, default_audit_path, default_state_path, state_dirs
 from mcp_server_guard.files.jail import Jail, SymlinkMode
-from mcp_server_guard.paths import printable, private_dirs, real_within_any, within
+from mcp_server_guard.paths import printable, private_dirs, readable, real_within_any, within
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.serving import deadline
 from mcp_server_guard.serving.config import Mode, ServerConfig
@@ -135,7 +135,9 @@ LogLevelOpt = Annotated[LogLevel, option("--log-level", help="Log level on stder
 
 
 def usage_error(prog: str, message: str) -> NoReturn:
-    print(f"{prog}: error: {message}", file=sys.stderr)
+    """Say ``message`` on stderr and exit 2; its control and bidi characters escaped, its lines kept (red team 91
+    F2: a path given or kept — ``--allow-path``, a history entry's — repainting the person's terminal)."""
+    print(f"{prog}: error: {readable(message)}", file=sys.stderr)
     raise SystemExit(EXIT_USAGE)
 
 
