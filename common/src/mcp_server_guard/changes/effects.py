@@ -44,7 +44,7 @@ from mcp_server_guard.changes.later import runs_later
 from mcp_server_guard.changes.moves import moved_pairs
 from mcp_server_guard.changes.nofollow import lstat_beneath
 from mcp_server_guard.changes.refusals import judge_modes, later_checkouts, refuse
-from mcp_server_guard.changes.summary import MODES_NAMED, Counts, count_of, list_of, moved_here, summary_line
+from mcp_server_guard.changes.summary import MODES_NAMED, Counts, MoveEnds, count_of, list_of, summary_line
 from mcp_server_guard.files.planted import OVERFLOW, SHOWN_BY
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.globs import SuffixMatcher
@@ -169,8 +169,9 @@ def judge(
     moves = {end: old for old, new in pairs for end in (old, new)}
     # Threat: a tree moved into a build or cache directory, then deleted there with no question.
     kept_out = {old for old, new in pairs if scratch.name(new[1], new[0]) and not scratch.name(old[1], old[0])}
-    summary, counts = summary_line(sets, refused, moves)
-    tally = _tally(sets, refused, moves, kept_out, scratch, places, kept_by_git(sets))
+    ends = MoveEnds(frozenset(old for old, _new in pairs), frozenset(new for _old, new in pairs))
+    summary, counts = summary_line(sets, refused, moves, ends=ends)
+    tally = _tally(sets, refused, (moves, ends), kept_out, scratch, places, kept_by_git(sets))
     if len(tally.touched) + earlier[0] > policy.max_files:
         asks.append(f"It deletes, replaces or empties {_n(len(tally.touched) + earlier[0], 'file')} "
                               f"(more than {policy.max_files}).")  # fmt: skip
@@ -291,7 +292,7 @@ class _Tally:
 def _tally(
     sets: Sequence[ChangeSet],
     refused: Mapping[tuple[str, str], str],
-    moves: Mapping[tuple[str, str], tuple[str, str]],
+    moved: tuple[Mapping[tuple[str, str], tuple[str, str]], MoveEnds],
     kept_out: set[tuple[str, str]],
     scratch: _Matcher,
     places: _Matcher,
@@ -302,6 +303,7 @@ def _tally(
     out (but for what moved into ``scratch``: ``kept_out``), and the object files git still has the objects of
     (``git_keeps``: ``git gc``'s packing)."""
     tally = _Tally()
+    moves, ends = moved
     sources = {(s.root, c.path): c for s in sets for c in s.changes if c.action == "delete" and c.kind == "file"}
     for changes in sets:
         for change in changes.changes:
@@ -309,7 +311,8 @@ def _tally(
             if key in git_keeps:
                 continue
             if (
-                key in moves
+                key in ends.ends
+                and change.action != "delete"
                 and key not in refused
                 and key not in kept_out
                 and _made_executable(change, sources.get(moves[key]), places)
@@ -327,11 +330,7 @@ def _tally(
                 tally.touched.append(change.path)
                 tally.losing.append((changes, change))
                 continue
-            if (
-                key in refused
-                or (moved_here(key, change, moves) and key not in kept_out)
-                or scratch.name(change.path, key[0])
-            ):
+            if key in refused or (ends.here(key, change) and key not in kept_out) or scratch.name(change.path, key[0]):
                 continue
             if change.action == "delete" and change.kind != "dir":
                 tally.touched.append(change.path)
@@ -362,7 +361,7 @@ def _tally(
                     and c.action == "delete"  # what it held, not what was made there again
                     and c.kind != "dir"
                     and (changes.root, c.path) not in git_keeps
-                    and (not moved_here((changes.root, c.path), c, moves) or (changes.root, c.path) in kept_out)
+                    and (not ends.here((changes.root, c.path), c) or (changes.root, c.path) in kept_out)
                 )
                 if held:
                     tally.trees.append(f"{change.path}/ ({_n(held, 'file')})")
@@ -370,7 +369,7 @@ def _tally(
                 change.kind == "file"
                 and change.action in ("create", "modify", "meta")
                 and change.mode & 0o111
-                and not change.old_mode & 0o111
+                and (not change.old_mode & 0o111 or (change.action == "modify" and _was_link(changes.root, change)))
                 and not places.path(change.path)
             ):
                 tally.executables.append(change.path)
@@ -425,6 +424,13 @@ def _replaced_by_another(root: str, change: Change) -> bool:
         and stat.S_ISREG(here.st_mode)
         and (there is None or (here.st_dev, here.st_ino) != (there.st_dev, there.st_ino))
     )
+
+
+def _was_link(root: str, change: Change) -> bool:
+    """Whether the real tree holds a symlink where ``change`` leaves another kind: its 0777 is no mode the new entry
+    had before (red team 92 F1: a link replaced by an executable file read as "no new executable bit")."""
+    st = lstat_beneath(root, change.path) if change.kind != "symlink" else None
+    return st is not None and stat.S_ISLNK(st.st_mode)
 
 
 def _was_file(root: str, path: str) -> bool:

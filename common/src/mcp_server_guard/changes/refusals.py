@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import posixpath
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from itertools import chain
@@ -231,7 +232,14 @@ def judge_modes(
                 made = default
             if change.action == "create" and change.kind == "dir" and _setgid_parent(changes.root, change.path, dirs):
                 made |= 0o2000  # the kernel gives it, as natively: a team's shared directory (red team 40q E)
-            extra = change.mode & ~(change.old_mode if change.action in ("meta", "modify") else made)
+            base = change.old_mode if change.action in ("meta", "modify") else made
+            # (a link replaced by a file or a directory: the link's 0777 is no mode the path had — judged as made new,
+            # red team 92 F3: ``rm notes && echo x > notes && chmod 666 notes`` over a link read as granting nothing;
+            # looked at only where it would grant something)
+            if change.action == "modify" and change.mode & ~made & (_SET_ID | _WRITABLE_BY_OTHERS):
+                st = lstat_beneath(changes.root, change.path)
+                base = made if st is not None and stat.S_ISLNK(st.st_mode) else base
+            extra = change.mode & ~base
             if change.kind == "file" and change.action == "modify":
                 extra |= change.mode & _SET_ID  # threat: a setuid helper's bytes replaced by a shell's, the bit kept
             remoded = change.action == "meta" and change.mode != change.old_mode

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.paths import printable
 
-__all__ = ["MODES_NAMED", "Counts", "count_of", "list_of", "moved_here", "summary_line"]
+__all__ = ["MODES_NAMED", "Counts", "MoveEnds", "count_of", "list_of", "summary_line"]
 
 
 @dataclass
@@ -62,11 +62,25 @@ def _under(paths: Sequence[str]) -> str:
     return f" under {common}/" if common else ""
 
 
-def moved_here(key: tuple[str, str], change: Change, moves: Mapping[tuple[str, str], tuple[str, str]]) -> bool:
-    """Whether ``change`` at ``key`` is an end of a move (``moves``: each end to where the file came from): a
-    deletion only as a move's source. Threat (red team 91 F1): ``rm -rf src && mv src_new src`` — the user's own
-    ``src/a.py``, deleted where a moved file now stands, counted as part of the move: lost, asked nothing."""
-    return key in moves and (change.action != "delete" or moves[key] == key)
+@dataclass(frozen=True)
+class MoveEnds:
+    """The two ends of the moves a judgement found, apart: a path can be one move's source and another file's place
+    (``mv d/a e && rm -rf d && mkdir d && echo x > d/a``)."""
+
+    sources: frozenset[tuple[str, str]] = frozenset()
+    ends: frozenset[tuple[str, str]] = frozenset()
+
+    @classmethod
+    def of(cls, moves: Mapping[tuple[str, str], tuple[str, str]]) -> MoveEnds:
+        """From a judgement's ``moved`` (each end to where the file came from; a source to itself)."""
+        return cls(frozenset(k for k, v in moves.items() if v == k), frozenset(k for k, v in moves.items() if v != k))
+
+    def here(self, key: tuple[str, str], change: Change) -> bool:
+        """Whether ``change`` at ``key`` is an end of a move: a deletion only as a move's source, anything else only
+        as a move's place. Threat (red team 91 F1): ``rm -rf src && mv src_new src`` — the user's own ``src/a.py``,
+        deleted where a moved file now stands, counted as part of the move: lost, asked nothing; and its mirror (red
+        team 92 F2): a file made where a moved one came from, counted as the move — said nowhere, judged as nothing."""
+        return key in (self.sources if change.action == "delete" else self.ends)
 
 
 def summary_line(
@@ -74,11 +88,13 @@ def summary_line(
     refused: Iterable[tuple[str, str]] = (),
     moves: Mapping[tuple[str, str], tuple[str, str]] | None = None,
     untimed: Iterable[tuple[str, str]] = (),
+    ends: MoveEnds | None = None,
 ) -> tuple[str, Counts]:
     """What the change sets do, in one line ("delete 1,234 files under src/ (12.3 MB), modify 3"), and counts.
     ``moves``: (root, path) of files deleted and of files created that are the same bytes moved, each to the
     (root, path) the file was moved from; ``untimed``: (root, path) of directories whose time was not set."""
     moves = moves or {}
+    ends = ends or MoveEnds.of(moves)
     skip = set(refused)
     counts = Counts()
     deleted: list[str] = []
@@ -90,7 +106,7 @@ def summary_line(
         for change in changes.changes:
             if (changes.root, change.path) in skip or change.kind == "dir":
                 continue
-            if moved_here((changes.root, change.path), change, moves):
+            if ends.here((changes.root, change.path), change):
                 (origins if change.action == "delete" else targets).append(change.path)
                 counts.moved += change.action == "delete"
                 continue
