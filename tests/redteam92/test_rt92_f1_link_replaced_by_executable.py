@@ -13,11 +13,12 @@ Safe behaviour: asked as a new executable, as ``printf ... > run && chmod 755 ru
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from mcp_server_guard.changes.effects import judge
+from mcp_server_guard.changes.effects import Judgement, judge
 from mcp_server_guard.policy import load_policy
 from mcp_server_guard.protected import protection_for
 from support.boxed import Person, run, shell
@@ -26,7 +27,7 @@ from support.copies import Copy, overlays_work
 POLICY = load_policy()
 
 
-def _judged(tmp_path: Path, setup, script: str):
+def _judged(tmp_path: Path, setup: Callable[[Path], None], script: str) -> Judgement:
     copy = Copy(tmp_path)
     setup(copy.root)
     changes = copy.run(script)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server_guard.changes.effects import judge
+from mcp_server_guard.changes.effects import Judgement, judge
 from mcp_server_guard.policy import load_policy
 from mcp_server_guard.protected import protection_for
 from support.copies import Copy, overlays_work
@@ -22,7 +22,7 @@ from support.copies import Copy, overlays_work
 POLICY = load_policy()
 
 
-def _judged(tmp_path: Path, script: str):
+def _judged(tmp_path: Path, script: str) -> Judgement:
     copy = Copy(tmp_path)
     (copy.root / "shared").mkdir()
     (copy.root / "data.txt").write_text("plain\n")

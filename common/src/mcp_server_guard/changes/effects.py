@@ -45,6 +45,7 @@ from mcp_server_guard.changes.moves import moved_pairs
 from mcp_server_guard.changes.nofollow import lstat_beneath
 from mcp_server_guard.changes.refusals import judge_modes, later_checkouts, refuse
 from mcp_server_guard.changes.summary import MODES_NAMED, Counts, MoveEnds, count_of, list_of, summary_line
+from mcp_server_guard.files.kept import file_kind
 from mcp_server_guard.files.planted import OVERFLOW, SHOWN_BY
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
 from mcp_server_guard.globs import SuffixMatcher
@@ -369,7 +370,9 @@ def _tally(
                 change.kind == "file"
                 and change.action in ("create", "modify", "meta")
                 and change.mode & 0o111
-                and (not change.old_mode & 0o111 or (change.action == "modify" and _was_link(changes.root, change)))
+                and (
+                    not change.old_mode & 0o111 or (change.action == "modify" and _was_other_kind(changes.root, change))
+                )
                 and not places.path(change.path)
             ):
                 tally.executables.append(change.path)
@@ -426,11 +429,12 @@ def _replaced_by_another(root: str, change: Change) -> bool:
     )
 
 
-def _was_link(root: str, change: Change) -> bool:
-    """Whether the real tree holds a symlink where ``change`` leaves another kind: its 0777 is no mode the new entry
-    had before (red team 92 F1: a link replaced by an executable file read as "no new executable bit")."""
-    st = lstat_beneath(root, change.path) if change.kind != "symlink" else None
-    return st is not None and stat.S_ISLNK(st.st_mode)
+def _was_other_kind(root: str, change: Change) -> bool:
+    """Whether the real tree holds another kind of entry where ``change`` leaves its own (a link, a socket, a FIFO
+    where a file now stands): that entry's mode is no mode the path had — what the change leaves is judged as made
+    new (red team 92 F1/F3: a link's 0777; red team 93 F1: a socket's 0755 read as "already executable")."""
+    st = lstat_beneath(root, change.path)
+    return st is not None and file_kind(st.st_mode) != change.kind
 
 
 def _was_file(root: str, path: str) -> bool:

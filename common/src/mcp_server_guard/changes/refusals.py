@@ -14,7 +14,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import posixpath
-import stat
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from itertools import chain
@@ -34,6 +33,7 @@ from mcp_server_guard.changes.git_verdicts import (
 from mcp_server_guard.changes.nofollow import TooMany, default_acl_above, entries_below, lstat_beneath
 from mcp_server_guard.changes.wholes import refuse_whole
 from mcp_server_guard.changes.xattrs import acl_mode
+from mcp_server_guard.files.kept import file_kind
 from mcp_server_guard.paths import within_any
 from mcp_server_guard.protected import Lookups, Protection
 from mcp_server_guard.python_startup import ENV_MARKERS, start_up_file
@@ -233,12 +233,12 @@ def judge_modes(
             if change.action == "create" and change.kind == "dir" and _setgid_parent(changes.root, change.path, dirs):
                 made |= 0o2000  # the kernel gives it, as natively: a team's shared directory (red team 40q E)
             base = change.old_mode if change.action in ("meta", "modify") else made
-            # (a link replaced by a file or a directory: the link's 0777 is no mode the path had — judged as made new,
-            # red team 92 F3: ``rm notes && echo x > notes && chmod 666 notes`` over a link read as granting nothing;
-            # looked at only where it would grant something)
+            # (another kind replaced — a link, a socket, a FIFO: its mode is no mode the path had, judged as made new:
+            # red team 92 F3, 93 F1 — ``rm notes && echo x > notes && chmod 666 notes`` over a link read as granting
+            # nothing; looked at only where it would grant something)
             if change.action == "modify" and change.mode & ~made & (_SET_ID | _WRITABLE_BY_OTHERS):
                 st = lstat_beneath(changes.root, change.path)
-                base = made if st is not None and stat.S_ISLNK(st.st_mode) else base
+                base = made if st is not None and file_kind(st.st_mode) != change.kind else base
             extra = change.mode & ~base
             if change.kind == "file" and change.action == "modify":
                 extra |= change.mode & _SET_ID  # threat: a setuid helper's bytes replaced by a shell's, the bit kept
