@@ -48,6 +48,7 @@ __all__ = [
     "identity",
     "lstat_at",
     "lstat_beneath",
+    "missing_parent",
     "now_ns",
     "open_dir",
     "parent",
@@ -586,3 +587,14 @@ def thin_like(ours_at: tuple[int, str], ours: os.stat_result, real_at: tuple[int
     finally:
         os.close(old)
         os.close(new)
+
+
+def missing_parent(root_fd: int, rel: str) -> bool:
+    """Whether a directory on the way to ``rel`` is simply not there, or not a directory (a deletion inside a deleted
+    or replaced tree)."""
+    parts = rel.split("/")[:-1]
+    for depth in range(len(parts), 0, -1):
+        with contextlib.suppress(Changed), parent(root_fd, "/".join(parts[:depth])) as (dirfd, name):
+            st = lstat_at(name, dirfd)
+            return st is None or not stat.S_ISDIR(st.st_mode)
+    return False

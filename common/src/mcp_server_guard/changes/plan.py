@@ -97,7 +97,7 @@ class Applied:
     old_mode: int = -1  # meta: the mode before; and the modification time before (meta, times)
     old_mtime_ns: int = 0
     sha256: str = ""  # what the file held then, where known (file_write): the same bytes count as the same file
-    mode: int = -1  # meta: the mode we left
+    mode: int = -1  # meta, and a regular file made or replaced: the mode we left
     mtime_ns: int = 0  # meta, times: the modification time we left
     xattrs: Xattrs = ()  # meta: the user.* attributes we left, and those before (by the names a command sees)
     old_xattrs: Xattrs = ()
@@ -510,6 +510,12 @@ class NotApplied(Exception):
         self.why = why
         self.left = list(left)
         self.kept = kept  # stopped midway with its journal kept: the next start finishes it or goes back over it
+
+
+def left_mode(placed: os.stat_result | None) -> int:
+    """The mode an apply left a regular file with (``Applied.mode``: an undo's check that nobody changed it since,
+    ``revert.as_left``); -1 for anything else."""
+    return stat.S_IMODE(placed.st_mode) if placed is not None and stat.S_ISREG(placed.st_mode) else -1
 
 
 def note_planted(sets: Sequence[ChangeSet], skip: frozenset[tuple[str, str]]) -> None:

@@ -181,6 +181,20 @@ def _umask() -> int:
     return mask
 
 
+def _before(root: str, change: Change, made: int) -> int:
+    """The mode ``change``'s path had before: ``made`` (what the umask or a default ACL gives) for a new entry — and
+    for one that replaced another kind (a link, a socket, a FIFO: its mode is no mode the path had — red team 92
+    F3, 93 F1: ``rm notes && echo x > notes && chmod 666 notes`` over a link read as granting nothing; looked at
+    only where it would grant something)."""
+    if change.action not in ("meta", "modify"):
+        return made
+    if change.action == "modify" and change.mode & ~made & (_SET_ID | _WRITABLE_BY_OTHERS):
+        st = lstat_beneath(root, change.path)
+        if st is not None and file_kind(st.st_mode) != change.kind:
+            return made
+    return change.old_mode
+
+
 def judge_modes(
     sets: Sequence[ChangeSet],
     protection: Protection,
@@ -232,14 +246,7 @@ def judge_modes(
                 made = default
             if change.action == "create" and change.kind == "dir" and _setgid_parent(changes.root, change.path, dirs):
                 made |= 0o2000  # the kernel gives it, as natively: a team's shared directory (red team 40q E)
-            base = change.old_mode if change.action in ("meta", "modify") else made
-            # (another kind replaced — a link, a socket, a FIFO: its mode is no mode the path had, judged as made new:
-            # red team 92 F3, 93 F1 — ``rm notes && echo x > notes && chmod 666 notes`` over a link read as granting
-            # nothing; looked at only where it would grant something)
-            if change.action == "modify" and change.mode & ~made & (_SET_ID | _WRITABLE_BY_OTHERS):
-                st = lstat_beneath(changes.root, change.path)
-                base = made if st is not None and file_kind(st.st_mode) != change.kind else base
-            extra = change.mode & ~base
+            extra = change.mode & ~_before(changes.root, change, made)
             if change.kind == "file" and change.action == "modify":
                 extra |= change.mode & _SET_ID  # threat: a setuid helper's bytes replaced by a shell's, the bit kept
             remoded = change.action == "meta" and change.mode != change.old_mode

@@ -24,6 +24,7 @@ from mcp_server_guard.changes.nofollow import (
     identity,
     lstat_at,
     lstat_beneath,
+    missing_parent,
     now_ns,
     parent,
     rename_at,
@@ -578,23 +579,15 @@ def as_left(root: str, rel: str, record: Applied, applied_ns: int) -> bool:
                 except Changed:
                     return False
                 return (real.st_dev, real.st_ino) == record.after[:2]
+            # (red team 94 F1: a ``chmod 600`` after the call, silently put back to 0644 by an undo that said so)
+            if record.mode >= 0 and stat.S_ISREG(real.st_mode) and stat.S_IMODE(real.st_mode) != record.mode:
+                return False
             if identity(real) == record.after:
                 return True
             if stat.S_ISDIR(real.st_mode) and record.kind == "dir":  # a directory's size is its entries' room
                 return (real.st_dev, real.st_ino, real.st_mtime_ns) == tuple(record.after[:3])
             return bool(record.sha256) and stat.S_ISREG(real.st_mode) and sha256_at(dirfd, name) == record.sha256
     except Changed:
-        return record.action == "delete" and _missing_parent(root_fd, rel)
+        return record.action == "delete" and missing_parent(root_fd, rel)
     finally:
         os.close(root_fd)
-
-
-def _missing_parent(root_fd: int, rel: str) -> bool:
-    """Whether a directory on the way to ``rel`` is simply not there, or not a directory (a deletion inside a deleted
-    or replaced tree)."""
-    parts = rel.split("/")[:-1]
-    for depth in range(len(parts), 0, -1):
-        with contextlib.suppress(Changed), parent(root_fd, "/".join(parts[:depth])) as (dirfd, name):
-            st = lstat_at(name, dirfd)
-            return st is None or not stat.S_ISDIR(st.st_mode)
-    return False

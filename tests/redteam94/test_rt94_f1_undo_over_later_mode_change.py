@@ -1,0 +1,69 @@
+"""Red team 94 F1 (issue 42, the undo's "changed after the call" checks): an undo of a call that rewrote or replaced
+a file checks only that the file is the same inode with the same time and size as the call left it
+(``revert.as_left``: ``identity``) — not its mode, nor its attributes. A mode or attribute change made after the
+call (``chmod 600 notes.txt``: the person locks the file down; ``setfattr``/``setfacl``) leaves the time and size as
+they were, so the undo reports success with no conflict and silently swaps in the pre-image with the mode and
+attributes it had before: the person's later change is gone, the file readable by everyone again, and nothing said
+it. A record of a mode change (``meta``) is checked for both (``as_left``'s meta branch); a rewrite's is not.
+
+Safe behaviour: a path whose mode or ``user.*`` attributes changed after the call is a conflict (the undo changes
+nothing unless forced), as a changed content is."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from mcp_server_guard.changes.plan import UndoConflict
+from mcp_server_guard.changes.transactions import Transactions
+from support.boxed import run, shell, undo
+from support.settling import applied_call
+
+pytestmark = pytest.mark.anyio
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+async def test_control_a_content_change_after_the_call_is_a_conflict(
+    settled: tuple[Transactions, Path], tmp_path: Path
+) -> None:
+    transactions, part = settled
+    root = tmp_path / "root"
+    (root / "notes.txt").write_text("secret v1\n")
+    await applied_call(transactions, part, "000000000001", {"notes.txt": "secret v2\n"})
+    (root / "notes.txt").write_text("secret v3, longer\n")
+    with pytest.raises(UndoConflict):
+        transactions.applier.undo("000000000001", "0000000000aa", [str(root)])
+
+
+async def test_a_mode_change_after_the_call_is_a_conflict(settled: tuple[Transactions, Path], tmp_path: Path) -> None:
+    transactions, part = settled
+    root = tmp_path / "root"
+    (root / "notes.txt").write_text("secret v1\n")
+    os.chmod(root / "notes.txt", 0o644)
+    await applied_call(transactions, part, "000000000001", {"notes.txt": "secret v2\n"})
+    os.chmod(root / "notes.txt", 0o600)  # the person, after the call: nobody else may read it
+    with contextlib.suppress(UndoConflict):
+        transactions.applier.undo("000000000001", "0000000000aa", [str(root)])
+    assert _mode(root / "notes.txt") == 0o600, "the undo silently undid a mode change made after the call"
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
+async def test_mcp_guard_undo_reports_a_later_mode_change_as_a_conflict(workspace: Path) -> None:
+    (workspace / "notes.txt").write_text("secret v1\n")
+    os.chmod(workspace / "notes.txt", 0o644)
+    async with shell(workspace) as client:
+        out = await run(client, "printf 'secret v2\\n' > notes.txt")
+    assert out["transaction"] == "applied", out
+    os.chmod(workspace / "notes.txt", 0o600)
+    undo_id, why = undo(str(out["auditId"]))
+    assert not undo_id, "undo reported success over a mode change made after the call"
+    assert "notes.txt" in why
+    assert _mode(workspace / "notes.txt") == 0o600
