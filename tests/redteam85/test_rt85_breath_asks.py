@@ -12,7 +12,6 @@ after B's is asked. Only the gap gets both in unasked.) The payload only creates
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.files import treelock
 from mcp_server_guard.files.treelock import tree_lock
-from support.settling import breath_letting_in, untouched_copy, venv_site
+from support.settling import breath_letting_in, python_started, untouched_copy, venv_site
 
 pytestmark = pytest.mark.anyio
 
@@ -66,6 +65,5 @@ async def test_a_step_left_that_is_asked_about_after_a_breath_does_not_land_unas
     )  # fmt: skip
     print("A:", done.transaction, done.reason, done.asked)
     assert seen, "no breath came before the module step"
-    subprocess.run([str(root / ".venv" / "bin" / "python"), "-c", "pass"], capture_output=True, timeout=60,
-                   check=False)  # fmt: skip
+    python_started(root)
     assert not marker.exists(), f"A's step left, asked about now, landed unasked ({done.transaction})"

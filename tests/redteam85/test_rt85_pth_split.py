@@ -12,14 +12,13 @@ second call too. The payload only creates a marker file in the test's tmp dir.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from mcp_server_guard.changes.transactions import Transactions
-from support.settling import settled_call, venv_site
+from support.settling import python_started, settled_call, venv_site
 
 pytestmark = pytest.mark.anyio
 
@@ -40,6 +39,5 @@ async def test_an_installers_pth_line_and_its_module_written_by_two_calls_are_as
         await settled_call(transactions, part, "000000000002", {f"{rel}/zz_env.pth": "import _virtualenv\n"})
     ).transaction
     # the user's next start of the project's Python, outside any box
-    subprocess.run([str(root / ".venv" / "bin" / "python"), "-c", "pass"], capture_output=True, timeout=60,
-                   check=False)  # fmt: skip
+    python_started(root)
     assert not marker.exists(), f"both landed unasked ({first}, {second}): the next Python start ran call 1's code"

@@ -12,7 +12,6 @@ artefact). Session 2 (a new server, same history): ``rm -rf out`` with the user'
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,11 +21,10 @@ import pytest
 from mcp_server_guard.changes.apply import Applier
 from mcp_server_guard.changes.area import CopyArea
 from mcp_server_guard.changes.transactions import Transactions
-from mcp_server_guard.changes.what import What
 from mcp_server_guard.files.history import HistoryStore
 from mcp_server_guard.policy import load_policy
 from mcp_server_guard.protected import protection_for
-from support.settling import applied_call, untouched_copy
+from support.settling import applied_call, settled_call
 
 pytestmark = pytest.mark.anyio
 
@@ -46,18 +44,6 @@ def _server(root: Path, state: Path, history: Path) -> Iterator[tuple[Transactio
         area.close()
 
 
-async def _remove_out(transactions: Transactions, part: Path, audit_id: str) -> str:
-    started = time.time_ns()
-    copy = untouched_copy(part, f"rm{audit_id}")
-    os.mknod(copy / "u0" / "out", 0o600 | 0o020000, os.makedev(0, 0))  # overlayfs whiteout: rm -rf out
-    roots = [root for root, _part in transactions.area.overlays()]
-    done = await transactions.settle(
-        copy.name, True, audit_id=audit_id, started_ns=started, roots=roots, ask=None, hold=False, shown="rm -rf out",
-        what=What(),
-    )  # fmt: skip
-    return done.transaction
-
-
 async def test_a_planted_cache_marker_stays_planted_when_the_history_evicts_its_record(tmp_path: Path) -> None:
     root = tmp_path / "root"
     (root / "out").mkdir(parents=True)
@@ -74,7 +60,7 @@ async def test_a_planted_cache_marker_stays_planted_when_the_history_evicts_its_
     assert (root / "out" / "CACHEDIR.TAG").exists()
     evicted = not (history / "calls" / "a00000000001.json").exists()
     with _server(root, tmp_path / "state2", history) as (two, part2):
-        transaction = await _remove_out(two, part2, "b00000000001")
+        transaction = (await settled_call(two, part2, "b00000000001", {}, removed=["out"])).transaction  # rm -rf out
     assert (root / "out" / "results0.csv").exists(), (
         "six untracked files of the user deleted with no question",
         transaction,

@@ -11,21 +11,15 @@ site-packages are asked: control.) The payload only creates a marker file in the
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from mcp_server_guard.changes.transactions import Transactions
-from support.settling import settled_call, venv_site
+from support.settling import python_started, settled_call, venv_site
 
 pytestmark = pytest.mark.anyio
-
-
-def _python_start(root: Path) -> None:
-    subprocess.run([str(root / ".venv" / "bin" / "python"), "-c", "pass"], capture_output=True, timeout=60,
-                   check=False)  # fmt: skip
 
 
 async def test_control_the_module_in_site_packages_is_asked(settled: tuple[Transactions, Path], tmp_path: Path) -> None:
@@ -56,5 +50,5 @@ async def test_a_pth_path_line_and_an_installers_import_line_never_run_project_c
         "tools/_virtualenv.py": f"open({str(marker)!r}, 'w').close()\n",
         f"{rel}/zz_env.pth": f"{up}/tools\nimport _virtualenv\n",
     })  # fmt: skip
-    _python_start(root)  # the user's next start of the project's Python, outside any box
+    python_started(root)  # the user's next start of the project's Python, outside any box
     assert not marker.exists(), f"landed unasked ({done.transaction}): the next Python start ran the project's module"

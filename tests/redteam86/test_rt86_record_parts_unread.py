@@ -13,15 +13,13 @@ Control: a server B started after both looks (it reads the record whole) asks.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytest
 
-from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.changes.what import What
-from support.settling import applied_call, transactions_over, untouched_copy
+from support.settling import applied_call, settled_call, transactions_over, untouched_copy
 
 pytestmark = pytest.mark.anyio
 
@@ -32,19 +30,6 @@ def _project(root: Path) -> None:
     (root / "out").mkdir(parents=True)
     for i in range(6):
         (root / "out" / f"results{i}.csv").write_text(f"the user's own results {i}\n")
-
-
-async def _remove_out(transactions: Transactions, part: Path, audit_id: str) -> str:
-    """A call whose command ran ``rm -rf out`` (an overlay whiteout), settled with nobody to ask."""
-    started = time.time_ns()
-    copy = untouched_copy(part, f"rm{audit_id}")
-    os.mknod(copy / "u0" / "out", 0o600 | 0o020000, os.makedev(0, 0))
-    roots = [root for root, _part in transactions.area.overlays()]
-    done = await transactions.settle(
-        copy.name, True, audit_id=audit_id, started_ns=started, roots=roots, ask=None, hold=False, shown="rm -rf out",
-        what=What(),
-    )  # fmt: skip
-    return done.transaction
 
 
 async def _job_and_other_server(tmp_path: Path, b_reads_between: bool) -> str:
@@ -68,7 +53,7 @@ async def _job_and_other_server(tmp_path: Path, b_reads_between: bool) -> str:
             )  # fmt: skip
             assert done.transaction == "applied", done
             assert (root / "out" / "CACHEDIR.TAG").exists()
-            return await _remove_out(b, part_b, "b00000000002")
+            return (await settled_call(b, part_b, "b00000000002", {}, removed=["out"])).transaction  # rm -rf out
 
 
 async def test_control_a_server_that_reads_the_record_whole_asks(tmp_path: Path) -> None:

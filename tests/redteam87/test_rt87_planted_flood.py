@@ -14,16 +14,13 @@ untracked files unasked.
 from __future__ import annotations
 
 import json
-import os
-import time
 from pathlib import Path
 
 import pytest
 
 from mcp_server_guard.changes.transactions import Transactions
-from mcp_server_guard.changes.what import What
 from mcp_server_guard.files import planted
-from support.settling import applied_call, transactions_over, untouched_copy
+from support.settling import applied_call, settled_call, transactions_over
 
 pytestmark = pytest.mark.anyio
 
@@ -51,18 +48,6 @@ def _sized(root: Path, i: int, want: int) -> str:
     return rel
 
 
-async def _remove_out(transactions: Transactions, part: Path, audit_id: str) -> str:
-    started = time.time_ns()
-    copy = untouched_copy(part, f"rm{audit_id}")
-    os.mknod(copy / "u0" / "out", 0o600 | 0o020000, os.makedev(0, 0))  # overlayfs whiteout: rm -rf out
-    roots = [root for root, _part in transactions.area.overlays()]
-    done = await transactions.settle(
-        copy.name, True, audit_id=audit_id, started_ns=started, roots=roots, ask=None, hold=False, shown="rm -rf out",
-        what=What(),
-    )  # fmt: skip
-    return done.transaction
-
-
 async def test_a_planted_marker_stays_planted_after_a_flood_of_sized_marker_paths(
     settled: tuple[Transactions, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -84,6 +69,6 @@ async def test_a_planted_marker_stays_planted_after_a_flood_of_sized_marker_path
     assert (root / "out" / "CACHEDIR.TAG").exists()
     # the next session's server (this one's memory of what it landed went with it: the log is all there is)
     with transactions_over(root, tmp_path / "state2", tmp_path / "history") as (two, part2):
-        transaction = await _remove_out(two, part2, "a00000000006")
+        transaction = (await settled_call(two, part2, "a00000000006", {}, removed=["out"])).transaction  # rm -rf out
     assert (root / "out" / "results0.csv").exists(), ("six untracked files of the user deleted with no question",
                                                       transaction)  # fmt: skip

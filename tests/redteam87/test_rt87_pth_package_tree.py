@@ -11,14 +11,13 @@ code outside the box. The payload only creates a marker file in the test's tmp d
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from mcp_server_guard.changes.transactions import Transactions
-from support.settling import settled_call, venv_site
+from support.settling import python_started, settled_call, venv_site
 
 pytestmark = pytest.mark.anyio
 
@@ -41,8 +40,7 @@ async def test_an_installers_pth_line_importing_a_package_an_earlier_call_landed
         await settled_call(transactions, part, "000000000002", {f"{rel}/zz_env.pth": "import _virtualenv\n"})
     ).transaction
     # the user's next start of the project's Python, outside any box
-    subprocess.run([str(root / ".venv" / "bin" / "python"), "-c", "pass"], capture_output=True, timeout=60,
-                   check=False)  # fmt: skip
+    python_started(root)
     assert not marker.exists(), f"both landed unasked ({first}, {second}): the next Python start ran call 1's code"
 
 

@@ -15,14 +15,13 @@ asked (control). The payload only creates a marker file in the test's tmp dir.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from mcp_server_guard.changes.transactions import Transactions
-from support.settling import settled_call, venv_site
+from support.settling import python_started, settled_call, venv_site
 
 pytestmark = pytest.mark.anyio
 
@@ -42,8 +41,7 @@ async def test_an_editable_finder_line_naming_a_dotted_module_the_call_wrote_is_
         f"{rel}/zz_env.pth": "import __editable___a.b_finder; __editable___a.b_finder.install()\n",
     })  # fmt: skip
     # the user's next start of the project's Python, outside any box
-    subprocess.run([str(root / ".venv" / "bin" / "python"), "-c", "pass"], capture_output=True, timeout=60,
-                   check=False)  # fmt: skip
+    python_started(root)
     assert not marker.exists(), f"landed unasked ({done.transaction}): the next Python start ran the call's package"
 
 

@@ -14,7 +14,6 @@ test's tmp dir.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from mcp_server_guard.changes.transactions import Transactions
-from support.settling import settled_call, venv_site
+from support.settling import python_started, settled_call, venv_site
 
 pytestmark = pytest.mark.anyio
 
@@ -42,8 +41,7 @@ async def test_a_pth_import_line_joined_by_a_form_feed_is_asked(
     line = f"import _virtualenv\x0c;open({str(marker)!r}, 'w').close()\n"
     done = await settled_call(transactions, part, "000000000001", {f"{rel}/zz_env.pth": line})
     # the user's next start of the project's Python, outside any box
-    subprocess.run([str(root / ".venv" / "bin" / "python"), "-c", "pass"], capture_output=True, timeout=60,
-                   check=False)  # fmt: skip
+    python_started(root)
     assert not marker.exists(), f"landed unasked ({done.transaction}): the next Python start ran the line's code"
 
 

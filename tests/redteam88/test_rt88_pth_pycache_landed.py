@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import py_compile
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,7 +32,7 @@ import pytest
 from mcp_server_guard.changes.results import Settled
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.changes.what import What
-from support.settling import untouched_copy, venv_site
+from support.settling import python_started, untouched_copy, venv_site
 
 pytestmark = pytest.mark.anyio
 
@@ -88,8 +87,7 @@ async def test_an_installers_pth_line_whose_module_an_earlier_call_shadowed_in_p
         await _call(transactions, part, "000000000003", {f"{rel}/zz_env.pth": b"import _virtualenv\n"})
     ).transaction
     # the user's next start of the project's Python, outside any box
-    subprocess.run([str(root / ".venv" / "bin" / "python"), "-c", "pass"], capture_output=True, timeout=60,
-                   check=False)  # fmt: skip
+    python_started(root)
     assert not marker.exists(), (
         f"all landed unasked ({one}, {two.transaction}, {three}): the next Python start ran call 2's compiled code"
     )

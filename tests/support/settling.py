@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from mcp_server_guard.changes.apply import Applier
@@ -57,14 +58,19 @@ async def settle(transactions: Transactions, name: str, started_ns: int = 0) -> 
     return done.transaction
 
 
-async def settled_call(transactions: Transactions, part: Path, audit_id: str, files: dict[str, str]) -> Settled:
-    """A call whose command wrote ``files`` (root-relative path -> text), settled as its end settles it (nobody to
-    ask): the result."""
+async def settled_call(
+    transactions: Transactions, part: Path, audit_id: str, files: dict[str, str], removed: Sequence[str] = ()
+) -> Settled:
+    """A call whose command wrote ``files`` (root-relative path -> text) and removed ``removed`` (each an overlayfs
+    whiteout: ``rm -rf out``), settled as its end settles it (nobody to ask): the result."""
     started = time.time_ns()
     copy = untouched_copy(part, f"c{audit_id}")
     for path, content in files.items():
         (copy / "u0" / path).parent.mkdir(parents=True, exist_ok=True)
         (copy / "u0" / path).write_text(content)
+    for path in removed:
+        (copy / "u0" / path).parent.mkdir(parents=True, exist_ok=True)
+        os.mknod(copy / "u0" / path, 0o600 | stat.S_IFCHR, os.makedev(0, 0))
     roots = [root for root, _part in transactions.area.overlays()]
     return await transactions.settle(
         copy.name, True, audit_id=audit_id, started_ns=started, roots=roots, ask=None, hold=False, shown="x",
@@ -76,6 +82,13 @@ async def applied_call(transactions: Transactions, part: Path, audit_id: str, fi
     """``settled_call``, applied unasked."""
     done = await settled_call(transactions, part, audit_id, files)
     assert done.transaction == "applied", done
+
+
+def python_started(root: Path) -> None:
+    """The user's next start of the project's Python (``root/.venv``), outside any box: what its start-up files
+    run, they run now."""
+    subprocess.run([str(root / ".venv" / "bin" / "python"), "-c", "pass"], capture_output=True, timeout=60,
+                   check=False)  # fmt: skip
 
 
 def venv_site(root: Path) -> Path:
