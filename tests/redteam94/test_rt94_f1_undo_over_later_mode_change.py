@@ -55,6 +55,20 @@ async def test_a_mode_change_after_the_call_is_a_conflict(settled: tuple[Transac
     assert _mode(root / "notes.txt") == 0o600, "the undo silently undid a mode change made after the call"
 
 
+async def test_an_attribute_set_after_the_call_is_a_conflict(
+    settled: tuple[Transactions, Path], tmp_path: Path
+) -> None:
+    transactions, part = settled
+    root = tmp_path / "root"
+    (root / "notes.txt").write_text("v1\n")
+    await applied_call(transactions, part, "000000000001", {"notes.txt": "v2\n"})
+    os.setxattr(root / "notes.txt", "user.reviewed", b"yes")  # the person, after the call
+    with pytest.raises(UndoConflict):
+        transactions.applier.undo("000000000001", "0000000000aa", [str(root)])
+    assert os.getxattr(root / "notes.txt", "user.reviewed") == b"yes", "an attribute set after the call went unsaid"
+    assert (root / "notes.txt").read_text() == "v2\n"
+
+
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
 async def test_mcp_guard_undo_reports_a_later_mode_change_as_a_conflict(workspace: Path) -> None:
     (workspace / "notes.txt").write_text("secret v1\n")
@@ -67,3 +81,37 @@ async def test_mcp_guard_undo_reports_a_later_mode_change_as_a_conflict(workspac
     assert not undo_id, "undo reported success over a mode change made after the call"
     assert "notes.txt" in why
     assert _mode(workspace / "notes.txt") == 0o600
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
+async def test_an_undo_puts_back_a_file_whose_attributes_the_command_itself_set(workspace: Path) -> None:
+    (workspace / "notes.txt").write_text("v1\n")
+    os.setxattr(workspace / "notes.txt", "user.kept", b"before")
+    async with shell(workspace) as client:
+        out = await run(client, "printf 'v2\\n' > notes.txt.new && setfattr -n user.made -v 1 notes.txt.new"
+                                " && mv notes.txt.new notes.txt")  # fmt: skip
+    assert out["transaction"] == "applied", out
+    assert os.getxattr(workspace / "notes.txt", "user.made") == b"1"
+    undo_id, why = undo(str(out["auditId"]))
+    assert undo_id, why
+    assert (workspace / "notes.txt").read_text() == "v1\n"
+    assert os.getxattr(workspace / "notes.txt", "user.kept") == b"before"
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
+async def test_mcp_guard_undo_reports_attributes_changed_or_removed_after_the_call_as_conflicts(
+    workspace: Path,
+) -> None:
+    for name in ("a.txt", "b.txt"):
+        (workspace / name).write_text("v1\n")
+        os.setxattr(workspace / name, "user.k", b"1")
+    async with shell(workspace) as client:
+        out = await run(client, "printf 'v2\\n' > a.txt && printf 'v2\\n' > b.txt")
+    assert out["transaction"] == "applied", out
+    assert os.getxattr(workspace / "a.txt", "user.k") == b"1"  # kept by the rewrite in place, as natively
+    os.setxattr(workspace / "a.txt", "user.k", b"2")  # the person, after the call: changed
+    os.removexattr(workspace / "b.txt", "user.k")  # and removed
+    undo_id, why = undo(str(out["auditId"]))
+    assert not undo_id, "undo reported success over attributes changed after the call"
+    assert "a.txt" in why and "b.txt" in why, why
+    assert (workspace / "a.txt").read_text() == "v2\n" and (workspace / "b.txt").read_text() == "v2\n"

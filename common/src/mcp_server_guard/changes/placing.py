@@ -30,7 +30,7 @@ from mcp_server_guard.changes.nofollow import (
     thin_copy_up,
     thin_like,
 )
-from mcp_server_guard.changes.plan import Applied, Conflict, Op, left_mode
+from mcp_server_guard.changes.plan import Applied, Conflict, Op, left_as
 from mcp_server_guard.changes.run import Run
 from mcp_server_guard.changes.steps import (
     change_of,
@@ -260,7 +260,7 @@ def _placed(
     placed = lstat_at(name, dirfd)
     after = identity(placed) if placed is not None else ()
     return Applied(absolute, "modify" if before else "create", change.kind, before=before, after=after, tree=tree,
-                   group=group, stays=stays, mode=left_mode(placed))  # fmt: skip
+                   group=group, stays=stays, **left_as(dirfd, name, placed))  # fmt: skip
 
 
 MERGE_ENTRIES = 256  # entries of a new tree merged one by one into a directory made meanwhile, at most

@@ -23,13 +23,13 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import get_args
+from typing import TypedDict, get_args
 
 from mcp_server_guard.changes.changeset import Action, Change, ChangeSet, DirTime, Kind
 from mcp_server_guard.changes.narrow import exact, flag, items, mapping, number, text
 from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, lstat_beneath, parent
 from mcp_server_guard.changes.what import What
-from mcp_server_guard.changes.xattrs import Xattrs, acls, at
+from mcp_server_guard.changes.xattrs import Xattrs, acls, at, attributes_digest
 from mcp_server_guard.files import planted as _planted
 from mcp_server_guard.files.history import HistoryStore
 
@@ -98,6 +98,7 @@ class Applied:
     old_mtime_ns: int = 0
     sha256: str = ""  # what the file held then, where known (file_write): the same bytes count as the same file
     mode: int = -1  # meta, and a regular file made or replaced: the mode we left
+    attrs: str = ""  # a regular file made or replaced: a digest of the attributes we left (xattrs.attributes_digest)
     mtime_ns: int = 0  # meta, times: the modification time we left
     xattrs: Xattrs = ()  # meta: the user.* attributes we left, and those before (by the names a command sees)
     old_xattrs: Xattrs = ()
@@ -110,6 +111,8 @@ class Applied:
         data = _shallow(self, _APPLIED_FIELDS)  # not dataclasses.asdict: it deep-copies, field by field
         data["after"], data["group"] = list(self.after), list(self.group)
         data["xattrs"], data["old_xattrs"] = _hex(self.xattrs), _hex(self.old_xattrs)
+        if not self.attrs:
+            del data["attrs"]  # (a record of a kind that has none reads and writes back as before)
         return data
 
     @classmethod
@@ -120,7 +123,8 @@ class Applied:
             before=text(data.get("before", "")), after=tuple(number(v) for v in items(data.get("after"))),
             tree=bool(data.get("tree")), old_mode=number(data.get("old_mode", -1)),
             old_mtime_ns=number(data.get("old_mtime_ns", 0)), sha256=text(data.get("sha256", "")),
-            mode=number(data.get("mode", -1)), mtime_ns=number(data.get("mtime_ns", 0)),
+            mode=number(data.get("mode", -1)), attrs=text(data.get("attrs", "")),
+            mtime_ns=number(data.get("mtime_ns", 0)),
             xattrs=xattrs_of(data.get("xattrs")), old_xattrs=xattrs_of(data.get("old_xattrs")),
             moved_from=text(data.get("moved_from", "")), link=text(data.get("link", "")),
             group=tuple(number(v) for v in items(data.get("group"))), stays=text(data.get("stays", "")),
@@ -512,10 +516,20 @@ class NotApplied(Exception):
         self.kept = kept  # stopped midway with its journal kept: the next start finishes it or goes back over it
 
 
-def left_mode(placed: os.stat_result | None) -> int:
-    """The mode an apply left a regular file with (``Applied.mode``: an undo's check that nobody changed it since,
-    ``revert.as_left``); -1 for anything else."""
-    return stat.S_IMODE(placed.st_mode) if placed is not None and stat.S_ISREG(placed.st_mode) else -1
+class Left(TypedDict):
+    """How an apply left a regular file, beyond its identity (``Applied.mode``, ``Applied.attrs``)."""
+
+    mode: int
+    attrs: str
+
+
+def left_as(dirfd: int, name: str, placed: os.stat_result | None) -> Left:
+    """The mode and the attributes' digest an apply left a regular file with (an undo's check that nobody changed
+    them since, ``revert.as_left``: red team 94 F1, a ``chmod 600`` or a ``setfattr`` after the call silently put
+    back by an undo that said so); -1 and "" for anything else."""
+    if placed is None or not stat.S_ISREG(placed.st_mode):
+        return Left(mode=-1, attrs="")
+    return Left(mode=stat.S_IMODE(placed.st_mode), attrs=attributes_digest(at(dirfd, name)))
 
 
 def note_planted(sets: Sequence[ChangeSet], skip: frozenset[tuple[str, str]]) -> None:

@@ -32,7 +32,7 @@ from mcp_server_guard.changes.nofollow import (
     unchanged,
     unchanged_tree,
 )
-from mcp_server_guard.changes.plan import NO_TIME, Applied, Op
+from mcp_server_guard.changes.plan import NO_TIME, Applied, Op, left_as
 from mcp_server_guard.changes.run import Run
 from mcp_server_guard.changes.steps import (
     half_set,
@@ -44,7 +44,7 @@ from mcp_server_guard.changes.steps import (
     set_aside_before,
     taken_back,
 )
-from mcp_server_guard.changes.xattrs import at, seen_as
+from mcp_server_guard.changes.xattrs import at, attributes_digest, seen_as
 from mcp_server_guard.files.copying import WrittenMeanwhile, open_to_read
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind, kept_kind
@@ -359,8 +359,9 @@ def _restore(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) 
         else:
             kind = _bring_back(history, op, root, dirfd, name, run, replace=False, absolute=absolute)
         placed = lstat_at(name, dirfd)
+        shown = left_as(dirfd, name, placed)  # (a redo's check that nobody changed it since: red team 95 F2)
     return [Applied(absolute, "create", kind, after=identity(placed) if placed is not None else (),
-                    tree=kind == "dir")]  # fmt: skip
+                    tree=kind == "dir", **shown)]  # fmt: skip
 
 
 def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
@@ -375,6 +376,7 @@ def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         with parent(root, op.path) as (dirfd, name):
             placed = lstat_at(name, dirfd)
             now = kept(history, op.entry)
+            shown = left_as(dirfd, name, placed)
         if placed is None or now is None:
             raise Changed("it is gone")
         directory = stat.S_ISDIR(placed.st_mode)
@@ -384,7 +386,7 @@ def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
         group = kept_group(history, op.entry, now)
         return [Applied(absolute, "modify", "dir" if directory else file_kind(placed.st_mode), before=op.entry,
                         after=identity(placed), tree=directory, group=group,
-                        stays=run.stays(group, absolute))]  # fmt: skip
+                        stays=run.stays(group, absolute), **shown)]  # fmt: skip
     before_kind = history.kind(record.before)
     with parent(root, op.path) as (dirfd, name):
         real = lstat_at(name, dirfd)
@@ -398,7 +400,7 @@ def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
             group = kept_group(history, op.entry, now)
             return [Applied(absolute, "modify", kind, before=op.entry, tree=kind == "dir",
                             after=identity(placed) if placed is not None else (), group=group,
-                            stays=run.stays(group, absolute))]  # fmt: skip
+                            stays=run.stays(group, absolute), **left_as(dirfd, name, placed))]  # fmt: skip
         files = not stat.S_ISDIR(real.st_mode) and before_kind != "tree"
         staying = run.stays(real, absolute)
         # A tree kept whole keeps its files with a name outside it as copies, as a deletion's does (the redo makes
@@ -425,9 +427,10 @@ def _swap(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
                     why = f"{why}: what the call left there is beside it, as {beside}"
                 raise Changed(why) from None
         placed = lstat_at(name, dirfd)
+        shown = left_as(dirfd, name, placed)
     group = (real.st_dev, real.st_ino) if stat.S_ISREG(real.st_mode) else ()
     return [Applied(absolute, "modify", kind, before=entry.id, after=identity(placed) if placed is not None else (),
-                    group=group, tree=kind == "dir", stays=staying)]  # fmt: skip
+                    group=group, tree=kind == "dir", stays=staying, **shown)]  # fmt: skip
 
 
 def _swapped_before(history: HistoryStore, op: Op, root: int, record: Applied) -> bool:
@@ -464,8 +467,9 @@ def _unmove(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -
             raise Changed("something is at its old name again")
         rename_at(src_dir, src_name, dst_dir, name, noreplace=True)
         placed = lstat_at(name, dst_dir)
+        shown = left_as(dst_dir, name, placed)
     return [Applied(record.moved_from, "create", "file", moved_from=absolute,
-                    after=identity(placed) if placed else ())]  # fmt: skip
+                    after=identity(placed) if placed else (), **shown)]  # fmt: skip
 
 
 def _unmeta(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
@@ -582,6 +586,8 @@ def as_left(root: str, rel: str, record: Applied, applied_ns: int) -> bool:
             # (red team 94 F1: a ``chmod 600`` after the call, silently put back to 0644 by an undo that said so)
             if record.mode >= 0 and stat.S_ISREG(real.st_mode) and stat.S_IMODE(real.st_mode) != record.mode:
                 return False
+            if record.attrs and stat.S_ISREG(real.st_mode) and attributes_digest(at(dirfd, name)) != record.attrs:
+                return False  # (a ``setfattr``/``setfacl`` after the call: ctime alone moves)
             if identity(real) == record.after:
                 return True
             if stat.S_ISDIR(real.st_mode) and record.kind == "dir":  # a directory's size is its entries' room

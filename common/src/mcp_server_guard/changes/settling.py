@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from mcp_server_guard.changes.escapes import marked
 from mcp_server_guard.changes.nofollow import Changed, identity, lstat_at, lstat_beneath, parent
-from mcp_server_guard.changes.plan import Applied, Op, Outcome
+from mcp_server_guard.changes.plan import Applied, Op, Outcome, left_as
 from mcp_server_guard.changes.revert import root_of as _root_of
 from mcp_server_guard.paths import within
 
@@ -21,15 +21,20 @@ __all__ = ["left_as_recorded", "marked_back", "settled"]
 
 
 def settled(record: Applied, roots: dict[str, int]) -> Applied:
-    """A record's ``after`` as the whole run left it: a later step may have changed the same inode through another
-    of its names (its mode or time), which is still what this step put there."""
+    """A record's ``after`` (and the mode and attributes it left a regular file with) as the whole run left it: a
+    later step may have changed the same inode through another of its names (its mode, time or attributes), which
+    is still what this step put there."""
     if len(record.after) < 4 or record.tree:
         return record
     with contextlib.suppress(PermissionError), _at(record, roots) as found:
         if found is not None:
             now = lstat_at(found[1], found[0])
             if now is not None and (now.st_dev, now.st_ino) == record.after[:2]:
-                return replace(record, after=identity(now))
+                if record.mode < 0 or not stat.S_ISREG(now.st_mode):
+                    return replace(record, after=identity(now))
+                # (only another name's step can have changed the attributes: read again only then)
+                shown = left_as(found[0], found[1], now) if now.st_nlink > 1 else {"attrs": record.attrs}
+                return replace(record, after=identity(now), mode=stat.S_IMODE(now.st_mode), attrs=shown["attrs"])
     return record
 
 

@@ -37,7 +37,7 @@ from mcp_server_guard.changes.nofollow import (
     set_meta,
     thin_like,
 )
-from mcp_server_guard.changes.plan import NO_TIME, Applied, Conflict, Op, left_mode
+from mcp_server_guard.changes.plan import NO_TIME, Applied, Conflict, Op, left_as
 from mcp_server_guard.changes.run import Run
 from mcp_server_guard.changes.xattrs import (
     ACL_NAMES,
@@ -250,8 +250,9 @@ def _move(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
             run.named(real, held_stat(fd))
         run.placed[absolute] = (real.st_dev, real.st_ino)
         placed = lstat_at(name, dst_dir)
+        shown = left_as(dst_dir, name, placed)  # (while ``dst_dir`` is open)
     return [Applied(absolute, "create", "file", moved_from=source, after=identity(placed) if placed else (),
-                    mode=left_mode(placed))]  # fmt: skip
+                    **shown)]  # fmt: skip
 
 
 def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> list[Applied]:
@@ -316,7 +317,7 @@ def _link(history: HistoryStore, op: Op, root: int, run: Run, absolute: str) -> 
                                 group=kept_group(history, op.entry, before),
                                 after=identity(placed) if placed else ())]  # fmt: skip
             return [Applied(absolute, "create", "file", link=target, after=identity(placed) if placed else (),
-                            mode=left_mode(placed))]  # fmt: skip
+                            **left_as(dirfd, name, placed))]  # fmt: skip
         if replacing:
             return _link_replacing(history, op, run, absolute, (src_dir, src_name, source), (dirfd, name), real)
         if change.action == "create" or stat.S_ISDIR(real.st_mode):
@@ -567,8 +568,9 @@ def copy_step(
             if real is None:
                 run.baseline[MADE + absolute] = placed.st_ctime_ns  # made by a look: gone from the copy, the job's
         after = identity(placed) if placed is not None else ()
+        shown = left_as(dst_dir, name, placed if change.kind == "file" else None)  # (while ``dst_dir`` is open)
     return [Applied(absolute, "modify" if before else "create", change.kind, before=before, after=after,
-                    mode=left_mode(placed) if change.kind == "file" else -1)], []  # fmt: skip
+                    **shown)], []  # fmt: skip
 
 
 def verb(kind: str) -> str:
