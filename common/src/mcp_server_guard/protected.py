@@ -224,7 +224,10 @@ class Protection:
             if within_set(path, self._dir_set):
                 return "the history store or the servers' own code"
             if hidden is None:
-                hidden = parent_set(self.hidden_paths(roots))
+                # Threat (red team 95 F1): another server's registered state directory that is gone right now (its
+                # /tmp emptied at boot) made by a command, a journal key and journals of its choosing in it, which
+                # that server's next start would carry out: refused by name, there or not.
+                hidden = parent_set((*self.hidden_paths(roots), *_holding_none(registry.state_paths(), keep)))
                 if lookups is not None:
                     lookups.hidden = hidden
             if within_set(path, hidden):
@@ -265,7 +268,7 @@ class Protection:
         # roots, where these commands could read or forge it: every registered state directory is hidden too.
         own = self._hidden_now()
         others = [p for p in registry.state_paths() if p not in own and os.path.lexists(p)]
-        return [real for real in (*own, *others) if not any(within(kept, real) for kept in keep)]
+        return _holding_none((*own, *others), keep)
 
     def look_ahead(self, roots: Iterable[str] = ()) -> None:
         """Look the hidden entries up now, in a thread of its own, while the server goes on starting: the first
@@ -537,6 +540,13 @@ def _classify(path: str, survey: Survey) -> None:
         # A bind mount follows the link, so the link itself would stay replaceable.
         raise protection_unavailable(path, "it is a symlink")
     survey.read_only.append(path)
+
+
+def _holding_none(paths: Iterable[str], keep: Iterable[str]) -> list[str]:
+    """``paths`` but those that hold one of ``keep`` (an allowed root or HOME: allowing a directory is the user's
+    explicit choice)."""
+    kept = tuple(keep)
+    return [path for path in paths if not any(within(k, path) for k in kept)]
 
 
 @dataclass

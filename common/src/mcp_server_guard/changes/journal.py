@@ -22,11 +22,13 @@ import fcntl
 import hashlib
 import hmac
 import json
+import logging
 import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcp_server_guard import registry
 from mcp_server_guard.changes import narrow
 from mcp_server_guard.changes.narrow import items, mapping, text
 from mcp_server_guard.changes.plan import Applied, Conflict, Plan
@@ -37,19 +39,35 @@ from mcp_server_guard.paths import private_dirs
 __all__ = ["JOURNALS", "Done", "Journal", "Replay", "journal_key", "journal_name", "read_journal"]
 
 JOURNALS = ".journal"  # the apply journals, in the history store
-KEY = ".key"  # in the history store: what seals the journals
+KEY = ".key"  # in the history store: what seals the journals where the registry cannot be made
+log = logging.getLogger("mcp_server_guard.changes")
 _KEY_BYTES = 32
 
 
 def journal_key(history_dir: Path) -> bytes:
-    """The key that seals the journals of this history store (made once, 0600, never followed through a link)."""
-    path = history_dir / KEY
+    """The key that seals the journals of this history store: the user's, in the registry of the user's servers
+    (made once, 0600, never followed through a link).
+
+    Threat (red team 95 F1): a key kept beside the journals it seals is no wall where a command can make the
+    state directory (another server's, gone from ``/tmp`` since a reboot): its key and journals of its choosing,
+    carried out by that server's next start. The registry is a private directory in the account's own home, no
+    tool nor command of any server of the user may write (``protected.protection_for``). Only where it cannot be
+    made is the key kept in the history store (said on stderr)."""
+    where = registry.directory()
+    if registry.usable(where):
+        return _key_in(where, "journal.key")
+    log.warning("the servers' registry %s cannot be made: journals are sealed with a key in %s", where, history_dir)
+    return _key_in(history_dir, KEY)
+
+
+def _key_in(directory: Path, name: str) -> bytes:
+    path = directory / name
     for _ in range(3):
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
-            private_dirs(history_dir)
-            temp = history_dir / f".key.{os.getpid()}.tmp"
+            private_dirs(directory)
+            temp = directory / f".{name}.{os.getpid()}.tmp"
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
                 write_all(fd, os.urandom(_KEY_BYTES))
@@ -58,7 +76,7 @@ def journal_key(history_dir: Path) -> bytes:
                 os.close(fd)
             with contextlib.suppress(FileExistsError):
                 os.link(temp, path)  # never over a key another server made meanwhile
-                fsync_dir(history_dir)
+                fsync_dir(directory)
             temp.unlink(missing_ok=True)
             continue
         try:
