@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from mcp.types import ElicitRequestParams, ElicitResult
 
 from mcp_server_guard.errors import ParamError
 from mcp_server_guard.serving.calls import flat_schema, normalize_arguments
+from mcp_server_guard.tools.shell_results import said_read_only
 from support import MODES, error_of, serve, text_of
 
 pytestmark = pytest.mark.anyio
@@ -607,7 +609,13 @@ async def test_read_only_mode_with_the_box_runs_any_line_and_the_kernel_refuses_
     # and where to write instead; the deny rules still hold.
     (workspace / "build").mkdir()
     reads = ["exit 0", "python3 -c \"print('looked')\"", "git --version", "echo scratch > /tmp/s && cat /tmp/s"]
-    writes = ["touch t.txt", "python3 -c \"open('t.txt', 'w').write('x')\"", "rm -rf build", "echo x > t.txt"]
+    writes = [
+        "touch t.txt",
+        "python3 -c \"open('t.txt', 'w').write('x')\"",
+        "rm -rf build",
+        "echo x > t.txt",
+        "python3 -c \"open('t.txt', 'w')\" 2>&1",
+    ]  # (said on stdout, as mypy says it)
     async with serve("mcp-server-shell-exec", workspace, "--mode", "read-only") as client:
         read = [await client.call_tool("shell_exec", {"command": line}) for line in reads]
         wrote = [await client.call_tool("shell_exec", {"command": line}) for line in writes]
@@ -623,6 +631,56 @@ async def test_read_only_mode_with_the_box_runs_any_line_and_the_kernel_refuses_
         assert "--mode workspace-write" in text_of(result) and "$TMPDIR" in text_of(result), (line, out)
     assert not (workspace / "t.txt").exists() and (workspace / "build").is_dir()
     assert error_of(denied)["code"] == "COMMAND_DENIED"
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
+async def test_linters_and_type_checkers_run_in_a_read_only_session_their_caches_in_the_calls_tmp(
+    workspace: Path,
+) -> None:
+    # Issue 45 item 1: `ruff check` and `mypy` make a cache in the project; in a read-only session they failed
+    # (ruff exit 2, mypy an internal error) — their caches go to the call's own /tmp instead.
+    (workspace / "m.py").write_text("def f(x: int) -> int:\n    return x\n")
+    python = sys.executable
+    lines = [f"{python} -m ruff check m.py", f"{python} -m mypy --no-incremental m.py", f"{python} -m mypy m.py"]
+    async with serve("mcp-server-shell-exec", workspace, "--mode", "read-only") as client:
+        ran = [await client.call_tool("shell_exec", {"command": line, "timeoutSeconds": 120}) for line in lines]
+    for line, result in zip(lines, ran, strict=True):
+        out = result.structured_content
+        assert not result.is_error and out is not None and out["exitCode"] == 0, (line, text_of(result))
+        assert not out["changes"]["reason"], (line, out)
+    assert not (workspace / ".ruff_cache").exists() and not (workspace / ".mypy_cache").exists()
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
+async def test_a_commit_without_a_git_identity_says_how_to_give_one_for_the_project(workspace: Path) -> None:
+    # Issue 45 item 4: HOME is read-only in the box, so `git config --global` cannot be the answer; the project's
+    # own config can, and the result says so.
+    git = ["git", "-C", str(workspace)]
+    subprocess.run([*git, "init", "-q"], check=True, timeout=30)
+    subprocess.run([*git, "config", "user.useConfigOnly", "true"], check=True, timeout=30)
+    async with serve("mcp-server-shell-exec", workspace) as client:
+        failed = await client.call_tool("shell_exec", {"command": "git add hello.txt && git commit -qm one"})
+        given = await client.call_tool(
+            "shell_exec",
+            {"command": "git config user.name Model && git config user.email model@example.com && git commit -qm one"},
+        )
+    said = text_of(failed)
+    assert "Please tell me who you are" in said and "without --global" in said, said
+    out = given.structured_content
+    assert out is not None and out["exitCode"] == 0 and out["transaction"] == "applied", text_of(given)
+    log = subprocess.run([*git, "log", "--format=%an %ae"], capture_output=True, text=True, check=True, timeout=30)
+    assert log.stdout == "Model model@example.com\n"
+
+
+def test_a_write_refused_by_a_read_only_file_system_is_told_whatever_the_program_calls_it() -> None:
+    # Python and coreutils on stderr; node and npm as EROFS in lower case; mypy on stdout, failing.
+    assert said_read_only("OSError: [Errno 30] Read-only file system: 'x'", "", 1)
+    assert said_read_only("npm ERR! code EROFS\nnpm ERR! erofs: read-only file system, open", "", 1)
+    assert said_read_only("", "error: OSError: [Errno 30] Read-only file system: '.mypy_cache'", 2)
+    assert said_read_only("Error: EROFS: read-only file system, mkdir '/home/u/.config'", "", 0)
+    # a program that succeeds printing the words (a grep over a log) says nothing of a write of its own
+    assert not said_read_only("", "kernel: EXT4-fs: Remounting filesystem read-only file system", 0)
+    assert not said_read_only("", "", 1)
 
 
 async def test_a_redirect_to_tmp_is_refused_without_the_box_and_runs_in_the_calls_own_tmp_with_it(

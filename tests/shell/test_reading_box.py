@@ -76,6 +76,19 @@ async def test_a_line_judged_to_only_read_cannot_write_the_project_through_a_hoo
     assert (workspace / "kept.txt").read_text() == "kept\n"
 
 
+async def test_a_line_that_only_reads_keeps_its_caches_in_the_calls_tmp(workspace: Path) -> None:
+    # A program on a read-only view cannot make its cache in the project or HOME: the cache variables name the
+    # call's own /tmp (issue 45), unless the call sets them itself.
+    async with serve(SX, workspace) as client:
+        out = await sh(client, "printenv RUFF_CACHE_DIR MYPY_CACHE_DIR XDG_CACHE_HOME")
+        own = await client.call_tool(
+            "shell_exec", {"command": "printenv MYPY_CACHE_DIR", "env": {"MYPY_CACHE_DIR": "/tmp/mine"}}
+        )
+    assert out["transaction"] == "unchanged", out
+    assert out["stdout"].split() == ["/tmp/.cache/ruff", "/tmp/.cache/mypy", "/tmp/.cache"], out
+    assert own.structured_content is not None and own.structured_content["stdout"] == "/tmp/mine\n", own
+
+
 LEFTOVERS = {
     "a file in /tmp": "echo left > /tmp/left-behind",
     "a file in /dev/shm": "echo left > /dev/shm/left-behind",

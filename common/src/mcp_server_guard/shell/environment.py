@@ -59,3 +59,22 @@ def build_env(extra: Mapping[str, str] | None, base: Mapping[str, str] | None = 
             )
         env[name] = value
     return env
+
+
+# Threat to usefulness, not safety: where a run cannot write the project or HOME (a read-only session, a line that
+# only reads), linters and type checkers fail to make their cache there (``ruff check`` exits 2, ``mypy`` stops
+# with an internal error on ``.mypy_cache``: issue 45). Their caches go to the call's own /tmp instead, gone when it
+# ends; a variable the caller set stays as set.
+_CALLS_TMP = "/tmp"  # noqa: S108 - in the box, the call's own private /tmp
+SCRATCH_CACHES = {
+    "RUFF_CACHE_DIR": f"{_CALLS_TMP}/.cache/ruff",
+    "MYPY_CACHE_DIR": f"{_CALLS_TMP}/.cache/mypy",
+    "XDG_CACHE_HOME": f"{_CALLS_TMP}/.cache",
+    "npm_config_cache": f"{_CALLS_TMP}/.cache/npm",
+}
+
+
+def boxed_env(env: Mapping[str, str], *, scratch_caches: bool) -> dict[str, str]:
+    """A boxed run's environment: ``env``, TMPDIR the call's own /tmp, and — where the run cannot write the project
+    (``scratch_caches``) — the caches there too (``SCRATCH_CACHES``; a variable the caller set stays as set)."""
+    return {**(SCRATCH_CACHES if scratch_caches else {}), **env, "TMPDIR": _CALLS_TMP}

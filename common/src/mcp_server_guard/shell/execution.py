@@ -23,7 +23,7 @@ from mcp_server_guard.files.jail import Jail
 from mcp_server_guard.policy import HostVerdict, ShellPolicy, default_policy_path, load_policy
 from mcp_server_guard.protected import Protection, Survey, own_areas
 from mcp_server_guard.shell.egress import Denied, EgressProxy
-from mcp_server_guard.shell.environment import base_env, build_env
+from mcp_server_guard.shell.environment import base_env, boxed_env, build_env
 from mcp_server_guard.shell.grants import CallHosts, SessionApprovals, session_prefix
 from mcp_server_guard.shell.in_box import DiskWatch, run_boxed
 from mcp_server_guard.shell.output import Progress
@@ -433,7 +433,7 @@ class ShellExec:
                 box,
                 prepared.argv,
                 cwd=prepared.cwd,
-                env={**prepared.env, "TMPDIR": "/tmp"},  # noqa: S108 - the call's private /tmp
+                env=boxed_env(prepared.env, scratch_caches=reading or self.kernel_read_only),
                 stdin=stdin,
                 timeout=timeout,
                 max_output=max_output,

@@ -36,6 +36,7 @@ from mcp_server_guard.tools.shell_results import (
     ShellResult,
     described,
     note_run,
+    wrote_read_only,
 )
 
 if TYPE_CHECKING:
@@ -173,7 +174,7 @@ class ShellJobs(Generic[R]):
         copy = job.control.copy
         if self.transactions is None or not copy.name:
             ended_run = job.result  # a read-only session's job: its end says why a write failed, as a call's does
-            said = self.kernel_read_only and ended_run is not None and "Read-only file system" in ended_run.stderr
+            said = self.kernel_read_only and ended_run is not None and wrote_read_only(ended_run)
             return "none", Changes(reason=SESSION_READ_ONLY if said else ""), PendingChanges()
         async with copy.busy:
             ended = job.control.outcome

@@ -35,10 +35,33 @@ SESSION_READ_ONLY = (
 # Where a write outside the project failed in the box (issue 45 item 4): where the model may write instead.
 OUTSIDE_READ_ONLY = (
     "[a write failed with 'Read-only file system': in the box only the project is writable (HOME and the system are "
-    "read-only). Write inside the project, or scratch files to $TMPDIR (this call's own); give settings per command "
-    "instead of `git config --global` or `npm config set` (`git -c user.name=... commit`, GIT_AUTHOR_NAME=..., "
+    "read-only). Write inside the project, or scratch files to $TMPDIR (this call's own); give settings per project "
+    "or per command instead of `git config --global` or `npm config set` (`git config user.name ...` without "
+    "--global writes the project's own .git/config; `git -c user.name=... commit`, GIT_AUTHOR_NAME=..., "
     "npm_config_<key>=...)]"
 )
+# git with no identity (none in HOME, which the box keeps read-only): how to give one.
+NO_GIT_IDENTITY = (
+    "[git has no identity here: give one for this project (`git config user.name 'Name'` and `git config "
+    "user.email 'name@example.com'`, without --global: the project's own .git/config) or for one command (`git -c "
+    "user.name=... -c user.email=... commit ...`)]"
+)
+# A write the kernel refused on a read-only file system, as programs say it: Python's and coreutils'
+# "Read-only file system", node's and npm's "EROFS: read-only file system", on stderr — or on stdout by a program
+# that failed (mypy's internal error; a `grep` that finds the words in a file and succeeds says nothing of a write).
+_READ_ONLY_SAID = re.compile(r"read-only file system|\bEROFS\b", re.IGNORECASE)
+
+
+def said_read_only(stderr: str, stdout: str, exit_code: int) -> bool:
+    """Whether a run's output says a write failed on a read-only file system."""
+    return bool(_READ_ONLY_SAID.search(stderr) or (exit_code != 0 and _READ_ONLY_SAID.search(stdout)))
+
+
+def wrote_read_only(result: RunResult) -> bool:
+    """:func:`said_read_only` of a run."""
+    return said_read_only(result.stderr, result.stdout, result.exit_code)
+
+
 DISK_LOW = "stopped: the disk holding its copy was nearly full; nothing it did was applied (a job: since its last look)"
 
 
@@ -230,8 +253,10 @@ class ShellResult(ToolOutput):
                 "stopped with it (what they wrote until then counts: wait for them, or run it as a background job)"
             )
         parts.append(f"[{status}]")
-        if "Read-only file system" in self.stderr and not self.changes.reason:
+        if said_read_only(self.stderr, self.stdout, self.exitCode) and not self.changes.reason:
             parts.append(OUTSIDE_READ_ONLY)
+        if self.exitCode != 0 and "Please tell me who you are" in self.stderr:
+            parts.append(NO_GIT_IDENTITY)
         for cut in self.omitted:
             if cut.resource:
                 parts.append(f"[{cut.stream} bytes {cut.start}-{cut.end} left out; read them: {cut.resource}]")
@@ -367,4 +392,5 @@ __all__ = [
     "described",
     "note_run",
     "running_display",
+    "wrote_read_only",
 ]

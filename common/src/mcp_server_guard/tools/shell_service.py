@@ -72,6 +72,7 @@ from mcp_server_guard.tools.shell_results import (
     described,
     note_run,
     running_display,
+    wrote_read_only,
 )
 
 log = logging.getLogger("mcp_server_guard.shell_exec")
@@ -431,9 +432,9 @@ class ShellService(ShellJobs[R]):
         """What becomes of the copy the command worked on: read, judged, applied (or held, or dropped)."""
         if self.transactions is not None and result.read_only:
             # It could write nothing; a write it tried anyway (a hook, a program that writes after all) failed.
-            refused = "Read-only file system" in result.stderr
+            refused = wrote_read_only(result)
             return described(Settled("unchanged", reason=READ_ONLY if refused else ""), call_audit_id())
-        if self.kernel_read_only and "Read-only file system" in result.stderr:
+        if self.kernel_read_only and wrote_read_only(result):
             return "none", Changes(reason=SESSION_READ_ONLY), PendingChanges()
         if self.transactions is None or not result.copy:
             return "none", Changes(), PendingChanges()
