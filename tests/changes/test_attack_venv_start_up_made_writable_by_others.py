@@ -51,3 +51,25 @@ async def test_attack_venv_start_up_files_given_to_others_unasked(workspace: Pat
         f"start-up code of the project's Python made writable by others, unasked: {landed}; "
         f"questions={person.questions} summary={(out.get('changes') or {}).get('summary')}"
     )
+
+
+async def test_a_lock_file_an_installer_keeps_at_the_top_of_the_environment_is_not_asked(workspace: Path) -> None:
+    # Issue 45: uv makes `.venv/.lock` 0666 on purpose (any user of the environment may lock it); no start of the
+    # environment's Python reads it, so `uv run` is not asked on every new project. `pyvenv.cfg` (which names the
+    # interpreter) is read by every start: still asked.
+    python = shutil.which("python3") or sys.executable
+    subprocess.run([python, "-m", "venv", "--without-pip", str(workspace / ".venv")], check=True, capture_output=True)
+    made = (
+        "for name in ('.lock', 'CACHEDIR.TAG'):\n"
+        "    open('.venv/' + name, 'w').close()\n"
+        "    os.chmod('.venv/' + name, 0o666)\n"
+    )
+    person = Person(answer=False)
+    async with shell(workspace, person) as client:
+        locked = await run(client, program(workspace, "lock", made))
+        asked = list(person.questions)
+        config = await run(client, program(workspace, "config", "os.chmod('.venv/pyvenv.cfg', 0o666)\n"))
+    assert locked["transaction"] == "applied" and not asked, (locked, asked)
+    assert stat.S_IMODE((workspace / ".venv" / ".lock").stat().st_mode) == 0o666
+    assert config["transaction"] != "applied" and person.questions, (config, person.questions)
+    assert not (workspace / ".venv" / "pyvenv.cfg").stat().st_mode & 0o022

@@ -108,6 +108,42 @@ async def test_everyday_git_asks_nothing(workspace: Path, command: str, packed: 
     assert out["transaction"] == "applied", out
 
 
+@pytest.mark.parametrize("packed", [False, True])
+async def test_a_branch_or_tag_deleted_whose_commits_git_still_has_asks_nothing(workspace: Path, packed: bool) -> None:
+    # Issue 45: `git branch -d` and `git tag -d` delete a name, not work: the commits stay in the store (undo gives the
+    # names back). Asked before as "Git has no copy of .git/refs/heads/old".
+    repository(workspace)
+    git(workspace, "branch", "old", "HEAD~2")
+    git(workspace, "tag", "-a", "-m", "v0", "v0", "HEAD~1")
+    if packed:
+        git(workspace, "gc", "-q")
+    person = Person(answer=False)
+    async with shell(workspace, person) as client:
+        out = await run(client, "git branch -q -d old && git tag -d v0")
+    assert not person.questions, (person.questions, out.get("stderr"))
+    assert out["transaction"] == "applied", out
+    assert "old" not in subprocess.run(["git", "-C", str(workspace), "branch"], capture_output=True, text=True,
+                                       check=True, timeout=30).stdout  # fmt: skip
+
+
+@pytest.mark.parametrize("then", ["", " && git reflog expire --expire=now --all && git gc -q --prune=now"])
+async def test_a_branch_deleted_whose_commits_nothing_else_reaches_is_asked(workspace: Path, then: str) -> None:
+    # `git branch -D` of work merged nowhere: its commits stay in the store for a while, but nothing names them.
+    repository(workspace)
+    git(workspace, "checkout", "-q", "-b", "lone")
+    (workspace / "src" / "m1.py").write_text("only on lone\n")
+    git(workspace, "commit", "-q", "--no-verify", "-am", "only here")
+    git(workspace, "checkout", "-q", "main")
+    line = "git branch -q -D lone" + then
+    person = Person(answer=False)
+    async with shell(workspace, person) as client:
+        out = await run(client, line)
+    assert person.questions, out
+    assert out["transaction"] != "applied", out
+    assert "lone" in subprocess.run(["git", "-C", str(workspace), "branch"], capture_output=True, text=True,
+                                    check=True, timeout=30).stdout  # fmt: skip
+
+
 # A commit that adds .vscode/tasks.json (a task the editor runs) to HEAD's tree, built with plumbing: the hook-free
 # payload is data here (an editor task that echoes), the command line stays plain.
 VSCODE_COMMIT = (

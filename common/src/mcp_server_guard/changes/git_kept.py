@@ -6,7 +6,9 @@ is still there. Counted as deletions, they asked "It deletes .git/objects/17/ â€
 everyday git (red team 79's note; issue 45: questions only where the copy cannot help). So a deleted loose object
 that a pack left by the call lists, and a deleted pack each of whose objects a pack or a loose object left by the
 call still holds, are not counted as losses (undo gives them back all the same). An object deleted with no copy
-left (``rm -rf .git/objects/ab``: a corrupt repository, work lost) still is (red team 78's test).
+left (``rm -rf .git/objects/ab``: a corrupt repository, work lost) still is (red team 78's test). So is a branch or a
+tag (and its reflog) deleted whose commit the refs the call left still reach (``git branch -d``, ``git tag -d``: the
+work is all there, and undo gives the name back; issue 45) â€” a branch only it reached (``git branch -D``) is a loss.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ import zlib
 from collections.abc import Sequence
 
 from mcp_server_guard.changes.changeset import ChangeSet
-from mcp_server_guard.changes.git_layout import OID, packed_refs
-from mcp_server_guard.changes.git_objects import index_ids, indexed, object_id
+from mcp_server_guard.changes.git_layout import OID, Layout, layout_of, packed_refs, refs_of
+from mcp_server_guard.changes.git_objects import Objects, Unreadable, index_ids, indexed, object_id, parents_of
 from mcp_server_guard.changes.git_verdicts import Trees
 
 __all__ = ["kept_by_git"]
@@ -30,32 +32,134 @@ _LOOSE_MAX = 64 << 20  # a loose object read to check it, at most
 
 
 def kept_by_git(sets: Sequence[ChangeSet]) -> set[tuple[str, str]]:
-    """(root, path) of each deleted file of a git object store whose objects the store still has afterwards."""
+    """(root, path) of each deleted file of a git object store whose objects the store still has afterwards, and of
+    each deleted branch or tag (or its reflog) whose commit the refs left still reach."""
     kept: set[tuple[str, str]] = set()
     for changes in sets:
         deleted = [c.path for c in changes.changes if c.action == "delete" and c.kind == "file"]
-        if not any(_LOOSE.match(p) or _PACK.match(p) or "refs/" in p for p in deleted):
-            continue
-        trees = Trees(changes)
-        stores: dict[str, _Store] = {}  # each store's indexes read once
-        budget = [_IDS_MAX]
-        packed: dict[str, dict[str, bytes]] = {}  # each git dir's packed-refs, read once
+        if any(_LOOSE.match(p) or _PACK.match(p) or "refs/" in p for p in deleted):
+            kept.update((changes.root, path) for path in _kept_in(changes, deleted))
+    return kept
+
+
+def _kept_in(changes: ChangeSet, deleted: list[str]) -> list[str]:
+    trees = Trees(changes)
+    stores: dict[str, _Store] = {}  # each store's indexes read once
+    budget = [_IDS_MAX]
+    packed: dict[str, dict[str, bytes]] = {}  # each git dir's packed-refs, read once
+    reaches: dict[str, _Reach] = {}  # each git dir's commits its refs reach, walked once
+    kept: list[str] = []
+    try:
         for path in deleted:
-            if "refs/" in path and _ref_packed(trees, path, packed):
-                kept.add((changes.root, path))
+            if "refs/" in path and (
+                _ref_packed(trees, path, packed)
+                or _reachable(trees, path, "", reaches)
+                or _reachable(trees, path, "logs/", reaches)
+            ):
+                kept.append(path)
             elif loose := _LOOSE.match(path):
                 objects = path[: -len(loose.group(2)) - len(loose.group(3)) - 2]
                 if stores.setdefault(objects, _Store(trees, objects)).packed(
                     bytes.fromhex(loose.group(2) + loose.group(3))
                 ):
-                    kept.add((changes.root, path))
+                    kept.append(path)
             elif pack := _PACK.match(path):
                 objects = path[: path.rindex("/pack/")]
                 if pack.group(3) not in ("pack", "idx") or stores.setdefault(objects, _Store(trees, objects)).held(
                     pack.group(2), budget
                 ):
-                    kept.add((changes.root, path))  # (the rest are caches and marks of a pack)
+                    kept.append(path)  # (the rest are caches and marks of a pack)
+    finally:
+        for reach in reaches.values():
+            reach.close()
     return kept
+
+
+_WALK = 20_000  # commits walked from what the call left to find a deleted branch's (more: asked)
+
+
+class _Reach:
+    """The commits the refs of one git dir reach as the call left them (``HEAD``, ``packed-refs``, the loose branches
+    and tags), walked once, at most ``_WALK`` of them: what a branch's deletion leaves git a copy of."""
+
+    def __init__(self, trees: Trees, git_dir: str) -> None:
+        self.trees, self.git_dir = trees, git_dir
+        self._seen: set[bytes] | None = None
+        self._objects: Objects | None = None
+
+    def close(self) -> None:
+        if self._objects is not None:
+            self._objects.close()
+
+    def holds(self, oid: bytes) -> bool:
+        """Whether the refs reach ``oid`` (a tag's: the commit it tags)."""
+        try:
+            if self._seen is None:
+                self._seen = self._walk()
+            return self._objects is not None and self._peeled(oid) in self._seen
+        except Unreadable:
+            return False
+
+    def _peeled(self, oid: bytes) -> bytes:
+        assert self._objects is not None
+        for _ in range(8):  # a tag of a tag ...
+            kind, body = self._objects.get(oid)
+            if kind != "tag":
+                return oid
+            oid = bytes.fromhex(body.split(b"\n", 1)[0].removeprefix(b"object ").strip().decode())
+        raise Unreadable("a chain of tags")
+
+    def _walk(self) -> set[bytes]:
+        layout = layout_of(self.trees, self.git_dir)
+        if layout is None:
+            return set()
+        changes = self.trees.changes
+        names = {"HEAD"} | {f"refs/{kind}/{name}" for kind in ("heads", "tags") for name in self._names(layout, kind)}
+        tips = refs_of(self.trees, layout, names | {"packed-refs"}, real=False)
+        opened = (self.trees.open_dir(base, f"{layout.common}/objects") for base in (changes.upper, changes.root))
+        self._objects = Objects([fd for fd in opened if fd is not None])
+        seen: set[bytes] = set()
+        pending = [self._peeled(tip) for tip in tips.values()]
+        while pending:
+            commit = pending.pop()
+            if commit in seen:
+                continue
+            if len(seen) == _WALK:
+                return set()  # (not known: the deletion counts)
+            seen.add(commit)
+            pending += parents_of(self._objects, commit)
+        return seen
+
+    def _names(self, layout: Layout, kind: str) -> set[str]:
+        """The loose refs directly in ``refs/<kind>/`` as the call left them."""
+        directory = f"{layout.common}/refs/{kind}"
+        names = set(self.trees.real_names(directory))
+        for change in self.trees.changes.changes:
+            parent, _, name = change.path.rpartition("/")
+            if parent == directory:
+                (names.discard if change.action == "delete" else names.add)(name)
+        return names
+
+
+def _reachable(trees: Trees, path: str, prefix: str, reaches: dict[str, _Reach]) -> bool:
+    """Whether ``path`` is a branch or a tag (``prefix`` "logs/": its reflog) the call deleted whose commit the refs
+    the call left still reach (``git branch -d`` of a merged branch, ``git tag -d``): no work lost, and undo gives
+    the name back. A branch whose commits nothing else reaches (``git branch -D``) is a loss (counted)."""
+    git_dir = trees.git_dir_of(path.rpartition("/")[0])
+    if git_dir is None:
+        return False
+    at = f"{git_dir}/" if git_dir else ""
+    if not path.startswith((f"{at}{prefix}refs/heads/", f"{at}{prefix}refs/tags/")):
+        return False
+    data = trees.read(path, real=True, limit=1 << 20)
+    if not data:
+        return bool(prefix) and data is not None  # an empty reflog names nothing; an empty ref is no ref
+    last = data.splitlines()[-1]
+    # A ref holds its id; a reflog's last line names the tip it left ("<old> <new> <who> <when>\t<why>").
+    word = last.strip() if not prefix else (last.split(b" ", 2)[1:2] or [b""])[0]
+    if not OID.match(word):
+        return False
+    return reaches.setdefault(git_dir, _Reach(trees, git_dir)).holds(bytes.fromhex(word.decode().lower()))
 
 
 def _ref_packed(trees: Trees, path: str, packed: dict[str, dict[str, bytes]]) -> bool:

@@ -289,10 +289,22 @@ def judge_modes(
             # Threat: what every start of the project's Python runs (``.venv/bin/activate``, a ``.pth`` file,
             # ``site-packages``) given to others to write: a rewrite of it is asked, so is handing the pen to someone
             # else — in an environment too, which is a build directory otherwise (red team 74 F1).
-            elif extra & _WRITABLE_BY_OTHERS and (env := _in_environment(trees, change.path)) is not None:
+            elif (
+                extra & _WRITABLE_BY_OTHERS
+                and (env := _in_environment(trees, change.path)) is not None
+                and not _beside_the_start(change, env)
+            ):
                 asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}: what every "
                             f"start of the Python environment {env or '.'}/ runs lies there")  # fmt: skip
     return asks
+
+
+def _beside_the_start(change: Change, env: str) -> bool:
+    """A file an environment keeps at its top beside what its starts read (uv's ``.lock``, 0666 on purpose, its
+    ``.gitignore``, ``CACHEDIR.TAG``): no start of its Python reads it; ``pyvenv.cfg`` (which names the interpreter)
+    and everything in ``bin/`` and ``lib/`` are read (issue 45: ``uv run`` asked on every new project)."""
+    name = change.path[len(env) + 1 :] if env else change.path
+    return change.kind == "file" and "/" not in name and name not in ENV_MARKERS and not start_up_file(change.path)
 
 
 def _in_environment(trees: Trees, path: str) -> str | None:
