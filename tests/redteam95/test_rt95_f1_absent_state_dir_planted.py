@@ -29,10 +29,10 @@ from mcp_server_guard.changes.changeset import Change
 from mcp_server_guard.changes.journal import Journal, journal_key
 from mcp_server_guard.changes.plan import Op, Plan
 from mcp_server_guard.changes.recovery import recover
-from mcp_server_guard.changes.undo_judged import rechecks_for
-from mcp_server_guard.files.history import HistoryStore
 from mcp_server_guard.changes.transactions import Transactions
+from mcp_server_guard.changes.undo_judged import rechecks_for
 from mcp_server_guard.changes.what import What
+from mcp_server_guard.files.history import HistoryStore
 from support.settling import untouched_copy
 
 pytestmark = pytest.mark.anyio

@@ -20,6 +20,7 @@ import pytest
 from mcp_server_guard.paths import where_line
 from mcp_server_guard.serving import front_records
 from support import RawClient, console_script
+from support.records import read_record, write_record
 
 SERVERS = ["mcp-server-file-read", "mcp-server-file-write", "mcp-server-shell-exec"]
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "front-test", "version": "1"}}
@@ -90,10 +91,10 @@ def test_a_start_answers_from_its_record_and_a_record_that_differs_is_replaced(
     script = "mcp-server-file-read"
     first = _session(script, workspace)
     [record] = _records(isolated_home)
-    kept = json.loads(record.read_text())
+    kept = read_record(record)
     init_key = next(k for k, v in kept.items() if "serverInfo" in v)
     kept[init_key]["instructions"] = "EDITED"
-    record.write_text(json.dumps(kept))
+    write_record(record, kept)
     stale = _session(script, workspace)
     assert stale[0]["result"]["instructions"] == "EDITED"
     assert [m["id"] for m in stale] == [1, 2, 3]
@@ -109,10 +110,10 @@ def test_a_record_kept_in_one_project_is_never_the_answer_in_another(workspace: 
     other.mkdir()
     _session(script, workspace)
     [record] = _records(isolated_home)
-    kept = json.loads(record.read_text())
+    kept = read_record(record)
     init_key = next(k for k, v in kept.items() if "serverInfo" in v)
     kept[init_key]["instructions"] += " MARK"
-    record.write_text(json.dumps(kept))
+    write_record(record, kept)
     elsewhere = _session(script, workspace, cwd=other)
     assert "MARK" not in elsewhere[0]["result"]["instructions"]
     assert (
@@ -152,10 +153,10 @@ def test_with_a_launch_directory_the_record_answers_from_any_host_working_direct
 
     first = handshake()
     [record] = _records(isolated_home)
-    kept = json.loads(record.read_text())
+    kept = read_record(record)
     init_key = next(k for k, v in kept.items() if "serverInfo" in v)
     kept[init_key]["instructions"] += " MARK"
-    record.write_text(json.dumps(kept))
+    write_record(record, kept)
     marked = handshake()  # answered from the record (proof: the mark), naming the launch directory
     assert marked["result"]["instructions"] == first["result"]["instructions"] + " MARK"
     assert f"(relative paths are taken from {workspace};" in first["result"]["instructions"]
@@ -204,20 +205,36 @@ def test_the_directories_a_start_names_are_the_jails_and_a_record_naming_them_el
     assert front_records.template({"k": {"serverInfo": {}, "instructions": "no directories"}}, []) is None
 
 
+def test_a_record_not_sealed_with_the_users_key_is_not_used(workspace: Path, isolated_home: Path) -> None:
+    # Threat (red team 96 F1): a record a command planted where a state directory was: private, the user's, but not
+    # sealed with the key only the servers' registry holds.
+    script = "mcp-server-file-read"
+    first = _session(script, workspace)
+    [record] = _records(isolated_home)
+    kept = read_record(record)
+    for value in kept.values():
+        if "serverInfo" in value:
+            value["instructions"] = "PLANTED"
+    record.write_text(json.dumps(kept))  # unsealed
+    assert _session(script, workspace)[0] == first[0]
+    record.write_bytes(b"0" * 64 + b"\n" + json.dumps(kept).encode())  # sealed with another key
+    assert _session(script, workspace)[0] == first[0]
+
+
 def test_a_record_that_is_not_private_or_is_a_link_is_not_used(workspace: Path, isolated_home: Path) -> None:
     # Threat: another user (or a link into a file someone else controls) planting the answers a model reads.
     script = "mcp-server-file-read"
     first = _session(script, workspace)
     [record] = _records(isolated_home)
-    kept = json.loads(record.read_text())
+    kept = read_record(record)
     for value in kept.values():
         if "serverInfo" in value:
             value["instructions"] = "PLANTED"
-    record.write_text(json.dumps(kept))
+    write_record(record, kept)
     record.chmod(0o644)
     assert _session(script, workspace)[0] == first[0]
     planted = isolated_home / "planted.json"
-    planted.write_text(json.dumps(kept))
+    write_record(planted, kept)
     planted.chmod(0o600)
     record.unlink()
     record.symlink_to(planted)

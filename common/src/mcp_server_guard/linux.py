@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
+import hashlib
 import os
 import re
 import resource
@@ -83,6 +84,32 @@ _LISTXATTRAT = 465  # Linux 6.13 and later, the same number on every architectur
 _AT_SYMLINK_NOFOLLOW = 0x100
 _listxattrat: list[Any] = []  # the syscall, typed once (a plain ctypes call costs more than the lookup itself)
 _buffers = threading.local()
+
+
+def attributes_digest(dirfd: int, name: str) -> str:
+    """A digest of every attribute a person may change on ``name`` in ``dirfd`` (never followed) after a call: all
+    ``user.*`` ones and the access control lists. What an apply or a write left, for an undo's check that nobody
+    changed them since (``changes.revert.as_left``)."""
+    path = f"/proc/self/fd/{dirfd}/{name}"
+    digest = hashlib.blake2b(digest_size=16)
+    try:
+        names = listxattr_at(dirfd, name)
+        names = sorted(os.listxattr(path, follow_symlinks=False) if names is None else names)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTSUP, errno.ENOENT, errno.EPERM):
+            raise
+        names = []
+    for attribute in names:
+        if attribute.startswith("user.") or attribute in ACL_NAMES:
+            try:
+                value = os.getxattr(path, attribute, follow_symlinks=False)
+            except OSError as exc:
+                if exc.errno not in (errno.ENODATA, errno.ENOTSUP, errno.EPERM):
+                    raise
+                continue
+            raw = os.fsencode(attribute)  # (names need not be UTF-8)
+            digest.update(b"%d:%s%d:%s" % (len(raw), raw, len(value), value))
+    return digest.hexdigest()
 
 
 def listxattr_at(dirfd: int, name: str) -> list[str] | None:

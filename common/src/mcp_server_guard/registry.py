@@ -29,6 +29,7 @@ directory of this user, or nothing is read from it (and nothing registered).
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -53,9 +54,11 @@ __all__ = [
     "directory",
     "inside_served",
     "live_servers",
+    "private_key",
     "register",
     "state_paths",
     "usable",
+    "user_key",
 ]
 
 ENV = "MCP_GUARD_RUNTIME_DIR"
@@ -236,10 +239,23 @@ def _prune(where: Path) -> None:
     for name in names:
         if name.startswith("state-"):
             text = _read(where, name)
-            if text is not None and text.startswith("/") and "\x00" not in text and not os.path.lexists(text):
+            if text is not None and text.startswith("/") and "\x00" not in text and _gone(text):
                 with contextlib.suppress(OSError):
                     os.unlink(where / name)
     _cache.clear()
+
+
+def _gone(path: str) -> bool:
+    """Whether ``path`` is not there for sure: the kernel says so of the path as it stands. Threat (red team 96 F5):
+    a directory above it a command made unsearchable (``chmod 000 sessions``) fails the look with EACCES, which
+    ``os.path.lexists`` takes for "gone": the entry removed, that server's state was in every command's reach."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _names(where: Path) -> list[str]:
@@ -279,3 +295,55 @@ def inside_served(paths: Iterable[str | Path]) -> tuple[str, Live] | None:
             if any(within(real, root) for root in server.roots):
                 return real, server
     return None
+
+
+_KEY_BYTES = 32
+
+
+def user_key() -> bytes | None:
+    """The user's key (``journal.key`` in the registry, made once, 0600): what seals every server's apply journals
+    and start-up records, out of every tool's and command's reach (the registry is hidden from all of them, there or
+    not). None where the registry cannot be made. Threat (red teams 95 F1, 96 F1): a key kept beside what it seals,
+    in a state directory a command could make while it was gone, and the journal or start-up record of its choosing
+    taken for the server's own."""
+    where = directory()
+    return private_key(where, "journal.key") if usable(where) else None
+
+
+def private_key(where: Path, name: str) -> bytes:
+    """The key ``where/name``: made once (random, 0600, never over one another process made meanwhile), read never
+    through a link, and only a private regular file of this user's of the right size."""
+    path = where / name
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            private_dirs(where)
+            temp = where / f".{name}.{os.getpid()}.tmp"
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                if os.write(fd, secrets.token_bytes(_KEY_BYTES)) != _KEY_BYTES:
+                    raise OSError(errno.EIO, f"cannot write {temp}") from None
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            with contextlib.suppress(FileExistsError):
+                os.link(temp, path)  # never over a key another server made meanwhile
+                dir_fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                try:
+                    os.fsync(dir_fd)
+                finally:
+                    os.close(dir_fd)
+            temp.unlink(missing_ok=True)
+            continue
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+                raise OSError(errno.EPERM, f"{path} is not a private file of this user")
+            key = os.read(fd, _KEY_BYTES + 1)
+        finally:
+            os.close(fd)
+        if len(key) != _KEY_BYTES:
+            raise OSError(errno.EINVAL, f"{path} is not a key")
+        return key
+    raise OSError(errno.EAGAIN, f"cannot make {path}")

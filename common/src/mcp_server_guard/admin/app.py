@@ -325,11 +325,11 @@ def history_calls(
         ))  # fmt: skip
     evicted = sorted((e for store in stores for e in store.calls.evicted()), key=lambda e: str(e.get("evicted", "")))
     for gone in evicted:
-        typer.echo(
+        typer.echo(printable(  # (every field: a history a command shaped may hold any text: red team 96 F4)
             f"{gone.get('audit_id')}  {str(gone.get('time', ''))[:19]}  {gone.get('tool', '?'):<10}  evicted "
             f"{str(gone.get('evicted', ''))[:19]} to keep the history within its bounds (cannot be undone)  "
-            f"{printable(str(gone.get('command', '')))}"
-        )
+            f"{gone.get('command', '')}"
+        ))  # fmt: skip
     if not calls and not evicted:
         typer.echo(f"no recorded calls in {' or '.join(str(store.directory) for store in stores)}", err=True)
 

@@ -17,14 +17,12 @@ The plan itself, and what each step did, are ``changes.plan``'s: the journal tak
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import hashlib
 import hmac
 import json
 import logging
 import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,55 +39,19 @@ __all__ = ["JOURNALS", "Done", "Journal", "Replay", "journal_key", "journal_name
 JOURNALS = ".journal"  # the apply journals, in the history store
 KEY = ".key"  # in the history store: what seals the journals where the registry cannot be made
 log = logging.getLogger("mcp_server_guard.changes")
-_KEY_BYTES = 32
 
 
 def journal_key(history_dir: Path) -> bytes:
-    """The key that seals the journals of this history store: the user's, in the registry of the user's servers
-    (made once, 0600, never followed through a link).
-
-    Threat (red team 95 F1): a key kept beside the journals it seals is no wall where a command can make the
-    state directory (another server's, gone from ``/tmp`` since a reboot): its key and journals of its choosing,
-    carried out by that server's next start. The registry is a private directory in the account's own home, no
-    tool nor command of any server of the user may write (``protected.protection_for``). Only where it cannot be
-    made is the key kept in the history store (said on stderr)."""
-    where = registry.directory()
-    if registry.usable(where):
-        return _key_in(where, "journal.key")
-    log.warning("the servers' registry %s cannot be made: journals are sealed with a key in %s", where, history_dir)
-    return _key_in(history_dir, KEY)
-
-
-def _key_in(directory: Path, name: str) -> bytes:
-    path = directory / name
-    for _ in range(3):
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except FileNotFoundError:
-            private_dirs(directory)
-            temp = directory / f".{name}.{os.getpid()}.tmp"
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            try:
-                write_all(fd, os.urandom(_KEY_BYTES))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            with contextlib.suppress(FileExistsError):
-                os.link(temp, path)  # never over a key another server made meanwhile
-                fsync_dir(directory)
-            temp.unlink(missing_ok=True)
-            continue
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-                raise OSError(errno.EPERM, f"{path} is not a private file of this user")
-            key = os.read(fd, _KEY_BYTES + 1)
-        finally:
-            os.close(fd)
-        if len(key) != _KEY_BYTES:
-            raise OSError(errno.EINVAL, f"{path} is not a journal key")
+    """The key that seals the journals of this history store: the user's (``registry.user_key``), never one kept
+    beside the journals it seals (red team 95 F1: a command made another server's state directory, gone from
+    ``/tmp``, with its key and journals in it); in the history store only where the registry cannot be made (said
+    on stderr)."""
+    key = registry.user_key()
+    if key is not None:
         return key
-    raise OSError(errno.EAGAIN, f"cannot make {path}")
+    log.warning("the servers' registry %s cannot be made: journals are sealed with a key in %s", registry.directory(),
+                history_dir)  # fmt: skip
+    return registry.private_key(history_dir, KEY)
 
 
 def journal_name(audit_id: str) -> str:

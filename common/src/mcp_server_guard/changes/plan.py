@@ -25,11 +25,12 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TypedDict, get_args
 
+from mcp_server_guard import linux
 from mcp_server_guard.changes.changeset import Action, Change, ChangeSet, DirTime, Kind
 from mcp_server_guard.changes.narrow import exact, flag, items, mapping, number, text
 from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_at, lstat_beneath, parent
 from mcp_server_guard.changes.what import What
-from mcp_server_guard.changes.xattrs import Xattrs, acls, at, attributes_digest
+from mcp_server_guard.changes.xattrs import Xattrs, acls, at
 from mcp_server_guard.files import planted as _planted
 from mcp_server_guard.files.history import HistoryStore
 
@@ -98,7 +99,8 @@ class Applied:
     old_mtime_ns: int = 0
     sha256: str = ""  # what the file held then, where known (file_write): the same bytes count as the same file
     mode: int = -1  # meta, and a regular file made or replaced: the mode we left
-    attrs: str = ""  # a regular file made or replaced: a digest of the attributes we left (xattrs.attributes_digest)
+    attrs: str = ""  # a regular file made or replaced: a digest of the attributes we left (linux.attributes_digest)
+    links: int = 0  # ... and the number of names it had
     mtime_ns: int = 0  # meta, times: the modification time we left
     xattrs: Xattrs = ()  # meta: the user.* attributes we left, and those before (by the names a command sees)
     old_xattrs: Xattrs = ()
@@ -111,8 +113,9 @@ class Applied:
         data = _shallow(self, _APPLIED_FIELDS)  # not dataclasses.asdict: it deep-copies, field by field
         data["after"], data["group"] = list(self.after), list(self.group)
         data["xattrs"], data["old_xattrs"] = _hex(self.xattrs), _hex(self.old_xattrs)
-        if not self.attrs:
-            del data["attrs"]  # (a record of a kind that has none reads and writes back as before)
+        for empty in ("attrs", "links"):
+            if not data[empty]:
+                del data[empty]  # (a record of a kind that has none reads and writes back as before)
         return data
 
     @classmethod
@@ -123,7 +126,7 @@ class Applied:
             before=text(data.get("before", "")), after=tuple(number(v) for v in items(data.get("after"))),
             tree=bool(data.get("tree")), old_mode=number(data.get("old_mode", -1)),
             old_mtime_ns=number(data.get("old_mtime_ns", 0)), sha256=text(data.get("sha256", "")),
-            mode=number(data.get("mode", -1)), attrs=text(data.get("attrs", "")),
+            mode=number(data.get("mode", -1)), attrs=text(data.get("attrs", "")), links=number(data.get("links", 0)),
             mtime_ns=number(data.get("mtime_ns", 0)),
             xattrs=xattrs_of(data.get("xattrs")), old_xattrs=xattrs_of(data.get("old_xattrs")),
             moved_from=text(data.get("moved_from", "")), link=text(data.get("link", "")),
@@ -517,10 +520,11 @@ class NotApplied(Exception):
 
 
 class Left(TypedDict):
-    """How an apply left a regular file, beyond its identity (``Applied.mode``, ``Applied.attrs``)."""
+    """How an apply left a regular file, beyond its identity (``Applied.mode``, ``attrs``, ``links``)."""
 
     mode: int
     attrs: str
+    links: int
 
 
 def left_as(dirfd: int, name: str, placed: os.stat_result | None) -> Left:
@@ -528,8 +532,21 @@ def left_as(dirfd: int, name: str, placed: os.stat_result | None) -> Left:
     them since, ``revert.as_left``: red team 94 F1, a ``chmod 600`` or a ``setfattr`` after the call silently put
     back by an undo that said so); -1 and "" for anything else."""
     if placed is None or not stat.S_ISREG(placed.st_mode):
-        return Left(mode=-1, attrs="")
-    return Left(mode=stat.S_IMODE(placed.st_mode), attrs=attributes_digest(at(dirfd, name)))
+        return Left(mode=-1, attrs="", links=0)
+    return Left(mode=stat.S_IMODE(placed.st_mode), attrs=linux.attributes_digest(dirfd, name), links=placed.st_nlink)
+
+
+def changed_since(dirfd: int, name: str, real: os.stat_result, record: Applied) -> bool:
+    """Whether a regular file has another mode, another count of names or other attributes than ``record`` says the
+    call left it with: a ``chmod``, an ``ln``, a ``setfattr`` after the call, which move its ctime alone (red teams
+    94 F1, 96 F2)."""
+    if record.mode < 0 or not stat.S_ISREG(real.st_mode):
+        return False
+    return (
+        stat.S_IMODE(real.st_mode) != record.mode
+        or (record.links > 0 and real.st_nlink != record.links)
+        or (bool(record.attrs) and linux.attributes_digest(dirfd, name) != record.attrs)
+    )
 
 
 def note_planted(sets: Sequence[ChangeSet], skip: frozenset[tuple[str, str]]) -> None:

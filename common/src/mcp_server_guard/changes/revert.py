@@ -32,7 +32,7 @@ from mcp_server_guard.changes.nofollow import (
     unchanged,
     unchanged_tree,
 )
-from mcp_server_guard.changes.plan import NO_TIME, Applied, Op, left_as
+from mcp_server_guard.changes.plan import NO_TIME, Applied, Op, changed_since, left_as
 from mcp_server_guard.changes.run import Run
 from mcp_server_guard.changes.steps import (
     half_set,
@@ -44,7 +44,7 @@ from mcp_server_guard.changes.steps import (
     set_aside_before,
     taken_back,
 )
-from mcp_server_guard.changes.xattrs import at, attributes_digest, seen_as
+from mcp_server_guard.changes.xattrs import at, seen_as
 from mcp_server_guard.files.copying import WrittenMeanwhile, open_to_read
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.kept import file_kind, kept_kind
@@ -583,11 +583,8 @@ def as_left(root: str, rel: str, record: Applied, applied_ns: int) -> bool:
                 except Changed:
                     return False
                 return (real.st_dev, real.st_ino) == record.after[:2]
-            # (red team 94 F1: a ``chmod 600`` after the call, silently put back to 0644 by an undo that said so)
-            if record.mode >= 0 and stat.S_ISREG(real.st_mode) and stat.S_IMODE(real.st_mode) != record.mode:
-                return False
-            if record.attrs and stat.S_ISREG(real.st_mode) and attributes_digest(at(dirfd, name)) != record.attrs:
-                return False  # (a ``setfattr``/``setfacl`` after the call: ctime alone moves)
+            if changed_since(dirfd, name, real, record):
+                return False  # (a ``chmod 600`` after the call, silently put back to 0644 by an undo that said so)
             if identity(real) == record.after:
                 return True
             if stat.S_ISDIR(real.st_mode) and record.kind == "dir":  # a directory's size is its entries' room

@@ -33,8 +33,9 @@ def settled(record: Applied, roots: dict[str, int]) -> Applied:
                 if record.mode < 0 or not stat.S_ISREG(now.st_mode):
                     return replace(record, after=identity(now))
                 # (only another name's step can have changed the attributes: read again only then)
-                shown = left_as(found[0], found[1], now) if now.st_nlink > 1 else {"attrs": record.attrs}
-                return replace(record, after=identity(now), mode=stat.S_IMODE(now.st_mode), attrs=shown["attrs"])
+                attrs = left_as(found[0], found[1], now)["attrs"] if now.st_nlink > 1 else record.attrs
+                return replace(record, after=identity(now), mode=stat.S_IMODE(now.st_mode), attrs=attrs,
+                               links=now.st_nlink)  # fmt: skip
     return record
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import stat
 
@@ -43,7 +42,6 @@ __all__ = [
     "acls_alike",
     "at",
     "attribute_names",
-    "attributes_digest",
     "carried_by",
     "default_acl",
     "kept_in_place",
@@ -282,16 +280,6 @@ def acl_key(name: str, value: bytes | None) -> tuple[str, frozenset[tuple[tuple[
         coupled = {(_ACL_USER_OBJ, 0), (_ACL_OTHER, 0), (_ACL_MASK if (_ACL_MASK, 0) in entries else _ACL_GROUP_OBJ, 0)}
         entries = {key: perm for key, perm in entries.items() if key not in coupled}
     return name, frozenset(entries.items())
-
-
-def attributes_digest(path: str | int) -> str:
-    """A digest of every attribute a person may change on an entry after a call (all ``user.*`` ones and the access
-    control lists): what an apply left, for an undo's check that nobody changed it since (``revert.as_left``)."""
-    digest = hashlib.blake2b(digest_size=16)
-    for name, value in _values(path, [n for n in _names(path) if n.startswith("user.") or n in _ACL]):
-        raw = os.fsencode(name)  # (names need not be UTF-8)
-        digest.update(b"%d:%s%d:%s" % (len(raw), raw, len(value), value))
-    return digest.hexdigest()
 
 
 def acls(target: str | int) -> dict[str, bytes]:

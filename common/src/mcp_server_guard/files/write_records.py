@@ -10,11 +10,12 @@ import errno
 import logging
 import os
 import posixpath
+import stat
 import time
 from datetime import UTC, datetime
 from typing import Any
 
-from mcp_server_guard import audit
+from mcp_server_guard import audit, linux
 from mcp_server_guard.errors import GuardError, HostError, ResourceError
 from mcp_server_guard.files.calls import CALLS
 from mcp_server_guard.files.history import HistoryStore
@@ -57,8 +58,11 @@ class WriteRecords:
             return None
         st = os.stat(temp, dir_fd=dirfd, follow_symlinks=False)
         path = posixpath.join(self.jail.real_path_of(dirfd), name)
+        # (the mode and attributes it leaves: an undo's check that nobody changed them since, red team 96 F3)
         change = {"path": path, "action": action, "kind": "file", "before": before, "sha256": digest,
-                  "after": [st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size], "tree": False}  # fmt: skip
+                  "after": [st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size], "tree": False,
+                  "mode": stat.S_IMODE(st.st_mode), "attrs": linux.attributes_digest(dirfd, temp),
+                  "links": st.st_nlink}  # fmt: skip
         manifest = {"audit_id": record.audit_id, "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
                     "applied_ns": time.time_ns(), "roots": [located.root.path], "tool": record.tool, "command": path,
                     "changes": [change], "conflicts": [], "pending": True}  # fmt: skip

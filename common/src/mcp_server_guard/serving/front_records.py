@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
 import logging
 import os
@@ -17,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcp_server_guard import registry
 from mcp_server_guard.paths import private_dirs, state_dir, where_line
 
 if TYPE_CHECKING:
@@ -167,19 +169,29 @@ def state_within_roots(argv: list[str]) -> bool:
     return any(state == root or state.startswith(root.rstrip("/") + "/") for root in roots_of(argv))
 
 
+def _seal(key: bytes, data: bytes) -> bytes:
+    return hmac.new(key, b"mcp-guard start-up record\n" + data, hashlib.sha256).hexdigest().encode()
+
+
 def read_records(path: Path) -> dict[str, Any]:
-    """The records, if the file is ours, private and not a link (else none: a start as if there were none)."""
+    """The records, if the file is ours, private, not a link and sealed with the user's key (else none: a start as
+    if there were none). Threat (red team 96 F1): a record planted where another server's state directory was (a
+    command made it while it was gone, with the key of a start it can compute): its instructions and tool
+    descriptions answered as the server's own."""
     try:
+        key = registry.user_key()
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return {}
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        if key is None or not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
             return {}
         if info.st_size > _LIMIT:
             return {}
-        data = os.read(fd, _LIMIT + 1)
+        seal, _, data = os.read(fd, _LIMIT + 1).partition(b"\n")
+        if not hmac.compare_digest(seal, _seal(key, data)):
+            return {}
         records = json.loads(data)
         return records if isinstance(records, dict) else {}
     except (OSError, ValueError):
@@ -200,7 +212,11 @@ def record(front: Front, records: dict[str, Any]) -> None:
         info = os.lstat(directory)
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
             return
+        key = registry.user_key()
+        if key is None:
+            return  # (nothing to seal it with: never read back)
         data = json.dumps(kept).encode()
+        data = _seal(key, data) + b"\n" + data
         if len(data) > _LIMIT:
             return
         temp = directory / f".{front_key}.{os.getpid()}.tmp"
