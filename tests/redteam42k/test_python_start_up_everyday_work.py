@@ -88,7 +88,7 @@ async def test_attack_pyvenv_cfg_pointed_at_another_interpreter_is_asked(workspa
     _venv(workspace / ".venv")
     code = "open('.venv/pyvenv.cfg', 'a').write('home = /work/elsewhere/bin\\n')\n"
     questions, out = await _questions(workspace, code)
-    assert any("every activation or start of the environment" in q for q in questions), (questions, out)
+    assert any("every activation, start or install of the environment" in q for q in questions), (questions, out)
     assert "elsewhere" not in (workspace / ".venv" / "pyvenv.cfg").read_text()
 
 

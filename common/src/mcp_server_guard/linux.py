@@ -87,11 +87,13 @@ _buffers = threading.local()
 
 
 def attributes_digest(dirfd: int, name: str) -> str:
-    """A digest of every attribute a person may change on ``name`` in ``dirfd`` (never followed) after a call: all
-    ``user.*`` ones and the access control lists. What an apply or a write left, for an undo's check that nobody
-    changed them since (``changes.revert.as_left``)."""
+    """A digest of what a person may change on ``name`` in ``dirfd`` (never followed) after a call that moves its
+    ctime alone: its owner and group (red team 97 F3), all ``user.*`` attributes and the access control lists. What
+    an apply or a write left, for an undo's check that nobody changed them since (``changes.plan.changed_since``)."""
     path = f"/proc/self/fd/{dirfd}/{name}"
     digest = hashlib.blake2b(digest_size=16)
+    st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+    digest.update(b"owner:%d:%d;" % (st.st_uid, st.st_gid))
     try:
         names = listxattr_at(dirfd, name)
         names = sorted(os.listxattr(path, follow_symlinks=False) if names is None else names)

@@ -51,6 +51,9 @@ PTH_MAX = 1 << 20  # bytes of a .pth file read at most; a larger one counts as r
 ENV_MARKERS = ("pyvenv.cfg", "conda-meta")  # what makes a directory an environment (a venv's, conda's or pixi's)
 _STARTUP_MODULES = ("sitecustomize", "usercustomize")
 _SITE_DIRS = ("site-packages", "dist-packages")
+# What an environment's Python or installer reads at its top: ``pyvenv.cfg`` (the interpreter), ``pip.conf`` (the
+# index pip installs from, for every pip run in it: red team 97 F5), conda's ``.condarc``.
+_ENV_CONFIGS = ("pyvenv.cfg", "pip.conf", ".condarc")
 _VENV_ENTRY = re.compile(r"(?:bin|Scripts)/(?:activate(?:\.\w+|_this\.py)?|(?:python|pypy)[\d.]*(?:\.exe)?)")
 _CONDA_HOOKS = re.compile(r"etc/conda/(?:de)?activate\.d/[^/]+")
 # The files version managers read for which interpreter to start (uv, pyenv, asdf, mise, nvm, rbenv, …).
@@ -130,7 +133,7 @@ def venv_entry(path: str) -> str | None:
     """The directory of the environment whose entry point ``path`` would be (``.venv`` for ``.venv/bin/activate``;
     "" for the root), or None. Whether it is one is for the caller to see (``ENV_MARKERS``)."""
     parts = path.split("/")
-    if parts[-1] == "pyvenv.cfg":
+    if parts[-1] in _ENV_CONFIGS:
         return "/".join(parts[:-1])
     if len(parts) >= 2 and _VENV_ENTRY.fullmatch("/".join(parts[-2:])):
         return "/".join(parts[:-2])
@@ -182,7 +185,7 @@ def written_start_up(path: str, data: bytes, in_env: bool) -> str | None:
     if site_pth(path) and (len(data) >= PTH_MAX or pth_imports(data)):
         return "a .pth file with an import line: every start of that Python runs it"
     if in_env and venv_entry(path) is not None:
-        return "an entry point of an environment: every activation or start of it runs it"
+        return "an entry point or a config of an environment: every activation, start or install in it runs or reads it"
     if version_path(path, data):
         return "a version file naming an interpreter by its path: the version manager runs that file"
     if names := env_code(path, data):

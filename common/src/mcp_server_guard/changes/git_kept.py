@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Sequence
 
 from mcp_server_guard.changes.changeset import ChangeSet
-from mcp_server_guard.changes.git_layout import OID, Layout, layout_of, packed_refs, refs_of
+from mcp_server_guard.changes.git_layout import OID, Layout, layout_of, packed_refs, refs_of, valid_ref
 from mcp_server_guard.changes.git_objects import Objects, Unreadable, index_ids, indexed, object_id, parents_of
 from mcp_server_guard.changes.git_verdicts import Trees
 
@@ -115,7 +115,9 @@ class _Reach:
             return set()
         changes = self.trees.changes
         names = {"HEAD"} | {f"refs/{kind}/{name}" for kind in ("heads", "tags") for name in self._names(layout, kind)}
-        tips = refs_of(self.trees, layout, names | {"packed-refs"}, real=False)
+        # (only names git reads: ``keep.lock``, ``.hidden`` keep nothing alive — red team 97 F2)
+        found = refs_of(self.trees, layout, {n for n in names if valid_ref(n)} | {"packed-refs"}, real=False)
+        tips = {ref: oid for ref, oid in found.items() if ref == "HEAD" or valid_ref(ref)}
         opened = (self.trees.open_dir(base, f"{layout.common}/objects") for base in (changes.upper, changes.root))
         self._objects = Objects([fd for fd in opened if fd is not None])
         seen: set[bytes] = set()
@@ -142,9 +144,10 @@ class _Reach:
 
 
 def _reachable(trees: Trees, path: str, prefix: str, reaches: dict[str, _Reach]) -> bool:
-    """Whether ``path`` is a branch or a tag (``prefix`` "logs/": its reflog) the call deleted whose commit the refs
-    the call left still reach (``git branch -d`` of a merged branch, ``git tag -d``): no work lost, and undo gives
-    the name back. A branch whose commits nothing else reaches (``git branch -D``) is a loss (counted)."""
+    """Whether ``path`` is a branch or a tag (``prefix`` "logs/": its reflog) the call deleted whose commit (each
+    commit a reflog names: red team 97 F1, the only name left of work a branch once held) the refs the call left
+    still reach (``git branch -d`` of a merged branch, ``git tag -d``): no work lost, and undo gives the name back.
+    A branch whose commits nothing else reaches (``git branch -D``) is a loss (counted)."""
     git_dir = trees.git_dir_of(path.rpartition("/")[0])
     if git_dir is None:
         return False
@@ -152,14 +155,18 @@ def _reachable(trees: Trees, path: str, prefix: str, reaches: dict[str, _Reach])
     if not path.startswith((f"{at}{prefix}refs/heads/", f"{at}{prefix}refs/tags/")):
         return False
     data = trees.read(path, real=True, limit=1 << 20)
-    if not data:
-        return bool(prefix) and data is not None  # an empty reflog names nothing; an empty ref is no ref
-    last = data.splitlines()[-1]
-    # A ref holds its id; a reflog's last line names the tip it left ("<old> <new> <who> <when>\t<why>").
-    word = last.strip() if not prefix else (last.split(b" ", 2)[1:2] or [b""])[0]
-    if not OID.match(word):
-        return False
-    return reaches.setdefault(git_dir, _Reach(trees, git_dir)).holds(bytes.fromhex(word.decode().lower()))
+    if data is None or (not data and not prefix):
+        return False  # (unreadable, or an empty ref: no ref; an empty reflog names nothing)
+    # A ref holds its id; each line of a reflog names the tip before and after ("<old> <new> <who> <when>\t<why>").
+    words = [data.strip()] if not prefix else [w for line in data.splitlines() for w in line.split(b" ", 2)[:2]]
+    reach = reaches.setdefault(git_dir, _Reach(trees, git_dir))
+    for word in words:
+        if not OID.match(word):
+            return False
+        oid = bytes.fromhex(word.decode().lower())
+        if oid.strip(b"\0") and not reach.holds(oid):
+            return False
+    return True
 
 
 def _ref_packed(trees: Trees, path: str, packed: dict[str, dict[str, bytes]]) -> bool:

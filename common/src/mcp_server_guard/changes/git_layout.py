@@ -15,7 +15,7 @@ import re
 from mcp_server_guard.changes.git_verdicts import Trees, pointer_place, root_relative
 from mcp_server_guard.paths import within_any
 
-__all__ = ["OID", "Layout", "id_width", "layout_of", "packed_refs", "refs_of", "resolve_ref"]
+__all__ = ["OID", "Layout", "id_width", "layout_of", "packed_refs", "refs_of", "resolve_ref", "valid_ref"]
 
 OID = re.compile(rb"^([0-9a-fA-F]{40}|[0-9a-fA-F]{64})$")
 _MODULE = re.compile(r"^(?:(.*)/)?\.git/modules/(.+)$")  # (the work tree's top, the module's name)
@@ -101,6 +101,16 @@ def resolve_ref(trees: Trees, where: Layout, ref: str, packed: dict[str, bytes],
         value = line.split(None, 1)[0] if line.split() else b""  # (the first word: git ignores what follows)
         return bytes.fromhex(value.decode().lower()) if OID.match(value) else None
     return None
+
+
+_BAD_REF = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|\.lock(?:/|$)|^\.|/$|\.$|^@$")
+
+
+def valid_ref(name: str) -> bool:
+    """Whether git reads a ref by this name (``git check-ref-format``'s rules): no part that begins with a dot or
+    ends with ``.lock``, no ``..``, ``@{``, control characters, blanks or any of ``~^:?*[`` and the backslash, no
+    final dot or slash."""
+    return not _BAD_REF.search(name)
 
 
 def packed_refs(data: bytes) -> dict[str, bytes]:

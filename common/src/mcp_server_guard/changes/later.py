@@ -178,8 +178,8 @@ def _python_start(changes: ChangeSet, path: str, kind: str, trees: Trees, sites:
     if (venv := venv_entry(path)) is not None:
         if not any(trees.real_kind(posixpath.join(venv, marker)) in ("file", "dir") for marker in ENV_MARKERS):
             return None  # a new environment: the installer's whole
-        return (f"It changes {printable(path)}, which every activation or start of the environment "
-                f"{printable(venv or '.')} runs, outside the box.")  # fmt: skip
+        return (f"It changes {printable(path)}, which every activation, start or install of the environment "
+                f"{printable(venv or '.')} runs or reads, outside the box.")  # fmt: skip
     if data is not None and version_path(path, data):
         return (f"It makes {printable(path)} name an interpreter by its path: the version manager (uv, pyenv, asdf)"
                 " runs that file at your next start, outside the box.")  # fmt: skip

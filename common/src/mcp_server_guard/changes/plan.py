@@ -528,9 +528,8 @@ class Left(TypedDict):
 
 
 def left_as(dirfd: int, name: str, placed: os.stat_result | None) -> Left:
-    """The mode and the attributes' digest an apply left a regular file with (an undo's check that nobody changed
-    them since, ``revert.as_left``: red team 94 F1, a ``chmod 600`` or a ``setfattr`` after the call silently put
-    back by an undo that said so); -1 and "" for anything else."""
+    """The mode, the attributes' digest and the count of names an apply left a regular file with (an undo's check
+    that nobody changed them since: ``changed_since``); -1, "" and 0 for anything else."""
     if placed is None or not stat.S_ISREG(placed.st_mode):
         return Left(mode=-1, attrs="", links=0)
     return Left(mode=stat.S_IMODE(placed.st_mode), attrs=linux.attributes_digest(dirfd, name), links=placed.st_nlink)

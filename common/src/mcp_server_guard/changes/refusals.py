@@ -299,12 +299,15 @@ def judge_modes(
     return asks
 
 
+_NOT_READ = frozenset({".lock", ".gitignore", "CACHEDIR.TAG"})  # at an environment's top: no start or install reads
+
+
 def _beside_the_start(change: Change, env: str) -> bool:
-    """A file an environment keeps at its top beside what its starts read (uv's ``.lock``, 0666 on purpose, its
-    ``.gitignore``, ``CACHEDIR.TAG``): no start of its Python reads it; ``pyvenv.cfg`` (which names the interpreter)
-    and everything in ``bin/`` and ``lib/`` are read (issue 45: ``uv run`` asked on every new project)."""
+    """One of the files an environment keeps at its top that no start of its Python and no install in it reads
+    (uv's ``.lock``, 0666 on purpose; its ``.gitignore``; ``CACHEDIR.TAG``: issue 45, ``uv run`` asked on every new
+    project). Anything else there may be read — ``pyvenv.cfg``, ``pip.conf`` (red team 97 F4) — and is asked."""
     name = change.path[len(env) + 1 :] if env else change.path
-    return change.kind == "file" and "/" not in name and name not in ENV_MARKERS and not start_up_file(change.path)
+    return change.kind == "file" and name in _NOT_READ
 
 
 def _in_environment(trees: Trees, path: str) -> str | None:
