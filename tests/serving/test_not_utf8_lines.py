@@ -15,6 +15,7 @@ import pytest
 
 from mcp_server_guard.serving.lines import Rejection, decode_line
 from support import RawClient, console_script
+from support.records import read_record, write_record
 
 PARSE_ERROR = -32700
 NULL: Any = None
@@ -140,9 +141,9 @@ def test_a_line_with_invalid_utf8_read_by_the_start_up_front_gets_exactly_one_an
     head = b"".join(json.dumps(m).encode() + b"\n" for m in handshake)
     _all_answers(workspace, head + SDK_LINE, 9)  # records the answers
     [record] = _records(isolated_home)
-    kept = json.loads(record.read_text())
+    kept = read_record(record)
     next(v for v in kept.values() if "serverInfo" in v)["instructions"] = "FROM-THE-FRONT"
-    record.write_text(json.dumps(kept))  # proof below that the front answered the handshake
+    write_record(record, kept)  # proof below that the front answered the handshake
     bad = b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"file_read","arguments":{"path":"a\xff"}}}'
     out = _all_answers(workspace, head + bad + b'\n{"jsonrpc":"2.0","id":4,"method":"ping"}\n', 4)
     assert sorted(m["id"] for m in out) == [1, 2, 3, 4], out  # each request answered exactly once

@@ -89,7 +89,8 @@ _buffers = threading.local()
 def attributes_digest(dirfd: int, name: str) -> str:
     """A digest of what a person may change on ``name`` in ``dirfd`` (never followed) after a call that moves its
     ctime alone: its owner and group (red team 97 F3), all ``user.*`` attributes and the access control lists. What
-    an apply or a write left, for an undo's check that nobody changed them since (``changes.plan.changed_since``)."""
+    an apply or a write left, for an undo's check that nobody changed them since (``changes.plan.changed_since``);
+    "" where they cannot be read."""
     path = f"/proc/self/fd/{dirfd}/{name}"
     digest = hashlib.blake2b(digest_size=16)
     st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
@@ -97,20 +98,22 @@ def attributes_digest(dirfd: int, name: str) -> str:
     try:
         names = listxattr_at(dirfd, name)
         names = sorted(os.listxattr(path, follow_symlinks=False) if names is None else names)
+        for attribute in names:
+            if attribute.startswith("user.") or attribute in ACL_NAMES:
+                try:
+                    value = os.getxattr(path, attribute, follow_symlinks=False)
+                except OSError as exc:
+                    if exc.errno != errno.ENODATA:  # (removed meanwhile)
+                        raise
+                    continue
+                raw = os.fsencode(attribute)  # (names need not be UTF-8)
+                digest.update(b"%d:%s%d:%s" % (len(raw), raw, len(value), value))
     except OSError as exc:
-        if exc.errno not in (errno.ENOTSUP, errno.ENOENT, errno.EPERM):
-            raise
-        names = []
-    for attribute in names:
-        if attribute.startswith("user.") or attribute in ACL_NAMES:
-            try:
-                value = os.getxattr(path, attribute, follow_symlinks=False)
-            except OSError as exc:
-                if exc.errno not in (errno.ENODATA, errno.ENOTSUP, errno.EPERM):
-                    raise
-                continue
-            raw = os.fsencode(attribute)  # (names need not be UTF-8)
-            digest.update(b"%d:%s%d:%s" % (len(raw), raw, len(value), value))
+        if exc.errno in (errno.ENOTSUP, errno.ENOENT):
+            return digest.hexdigest()  # (none to have)
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            return ""  # a file its owner may not read (``chmod 000``): its attributes not known, none compared
+        raise
     return digest.hexdigest()
 
 

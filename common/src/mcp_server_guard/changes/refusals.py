@@ -289,11 +289,7 @@ def judge_modes(
             # Threat: what every start of the project's Python runs (``.venv/bin/activate``, a ``.pth`` file,
             # ``site-packages``) given to others to write: a rewrite of it is asked, so is handing the pen to someone
             # else — in an environment too, which is a build directory otherwise (red team 74 F1).
-            elif (
-                extra & _WRITABLE_BY_OTHERS
-                and (env := _in_environment(trees, change.path)) is not None
-                and not _beside_the_start(change, env)
-            ):
+            elif extra & _WRITABLE_BY_OTHERS and (env := _read_by_environment(trees, change)) is not None:
                 asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}: what every "
                             f"start of the Python environment {env or '.'}/ runs lies there")  # fmt: skip
     return asks
@@ -302,12 +298,14 @@ def judge_modes(
 _NOT_READ = frozenset({".lock", ".gitignore", "CACHEDIR.TAG"})  # at an environment's top: no start or install reads
 
 
-def _beside_the_start(change: Change, env: str) -> bool:
-    """One of the files an environment keeps at its top that no start of its Python and no install in it reads
-    (uv's ``.lock``, 0666 on purpose; its ``.gitignore``; ``CACHEDIR.TAG``: issue 45, ``uv run`` asked on every new
-    project). Anything else there may be read — ``pyvenv.cfg``, ``pip.conf`` (red team 97 F4) — and is asked."""
+def _read_by_environment(trees: Trees, change: Change) -> str | None:
+    """The Python environment whose starts or installs may read what ``change`` made (``_in_environment``), or None
+    — as for the files an environment keeps at its top that none reads (uv's ``.lock``, 0666 on purpose; its
+    ``.gitignore``; ``CACHEDIR.TAG``: issue 45, ``uv run`` asked on every new project). Anything else there may be
+    read — ``pyvenv.cfg``, ``pip.conf`` (red team 97 F4) — and counts."""
+    env = _in_environment(trees, change.path)
     name = change.path[len(env) + 1 :] if env else change.path
-    return change.kind == "file" and name in _NOT_READ
+    return None if env is None or (change.kind == "file" and name in _NOT_READ) else env
 
 
 def _in_environment(trees: Trees, path: str) -> str | None:
