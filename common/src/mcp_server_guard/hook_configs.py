@@ -25,6 +25,7 @@ import json
 import os
 import re
 import stat
+import tomllib
 from collections.abc import Iterable
 from typing import Any
 
@@ -35,6 +36,8 @@ __all__ = [
     "changed_hook_keys",
     "hook_texts",
     "hooked_texts",
+    "installer_hook_keys",
+    "installer_manifest",
     "judged_manifest",
     "judged_package_json",
     "manifest_hooks",
@@ -237,3 +240,68 @@ def changed_hook_keys(old: bytes | None, new: bytes | None, hooks: Iterable[str]
     if after is None:
         return [UNREAD]
     return sorted(key for key, value in after.items() if before is None or before.get(key) != value)
+
+
+# What other package managers run at install without the script being named (red team 99 F1): Composer's event
+# scripts (``post-install-cmd``, ``post-autoload-dump`` …), PDM's hooks (``post_install``, ``pre_lock`` …) and Hatch's
+# environment install commands. Where a manifest has such a hook (before or after), its whole script table counts: a
+# hook may run the others by name (``"@build"``, a composite).
+_COMPOSER_EVENT = re.compile(r"^(?:pre|post)-|^(?:init|command)$")
+_PDM_HOOK = re.compile(r"^(?:pre|post)_")
+_INSTALLED = frozenset({"node_modules", "vendor", "site-packages", "dist-packages"})  # installed packages' own
+
+
+def installer_manifest(path: str) -> bool:
+    """Whether ``path`` is a project's ``composer.json`` or ``pyproject.toml`` (not an installed package's)."""
+    parts = path.split("/")
+    return parts[-1] in ("composer.json", "pyproject.toml") and not _INSTALLED & set(parts)
+
+
+def installer_hook_keys(path: str, old: bytes | None, new: bytes | None) -> list[str]:
+    """The install hooks (and the script tables they may call) a new content of ``path`` sets to another value than
+    the old one had; the whole file where the new content cannot be read as the package manager reads it."""
+    read = _composer_hooks if path.endswith(".json") else _pyproject_hooks
+    before, after = read(old), read(new)
+    if after is None:
+        return ["(the whole file: it could not be read here)"]
+    return sorted(key for key, value in after.items() if before is None or before.get(key) != value)
+
+
+def _composer_hooks(data: bytes | None) -> dict[str, str] | None:
+    if not data:
+        return {} if data is not None else None
+    if len(data) >= MAX_PACKAGE_JSON:
+        return None
+    try:
+        parsed: Any = json.loads(data.decode("utf-8", "replace").removeprefix("\ufeff"))
+    except (ValueError, RecursionError):
+        return None
+    scripts = parsed.get("scripts") if isinstance(parsed, dict) else None
+    if not isinstance(scripts, dict) or not any(_COMPOSER_EVENT.search(str(name)) for name in scripts):
+        return {}
+    return {"scripts": json.dumps(scripts, sort_keys=True)}
+
+
+def _pyproject_hooks(data: bytes | None) -> dict[str, str] | None:
+    if not data:
+        return {} if data is not None else None
+    if len(data) >= MAX_PACKAGE_JSON:
+        return None
+    try:
+        parsed = tomllib.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):  # (UnicodeDecodeError and TOMLDecodeError are ValueErrors)
+        return None
+    tool = parsed.get("tool")
+    tool = tool if isinstance(tool, dict) else {}
+    found: dict[str, str] = {}
+    pdm = tool.get("pdm")
+    scripts = pdm.get("scripts") if isinstance(pdm, dict) else None
+    if isinstance(scripts, dict) and any(_PDM_HOOK.search(str(name)) for name in scripts):
+        found["tool.pdm.scripts"] = json.dumps(scripts, sort_keys=True, default=str)
+    hatch = tool.get("hatch")
+    envs = hatch.get("envs") if isinstance(hatch, dict) else None
+    for name, env in (envs or {}).items() if isinstance(envs, dict) else ():
+        for key in ("pre-install-commands", "post-install-commands"):
+            if isinstance(env, dict) and key in env:
+                found[f"tool.hatch.envs.{name}.{key}"] = json.dumps(env[key], sort_keys=True, default=str)
+    return found

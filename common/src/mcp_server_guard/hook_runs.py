@@ -114,7 +114,7 @@ _RECIPE_FILES = {
 # What direnv's ``use nix``/``use flake``/``use devenv`` evaluates (``direnv_evaluates``): each file's ``shellHook``
 # runs at every ``cd``.
 _USE_FILES = {"nix": ("shell.nix", "default.nix"), "flake": ("flake.nix", "flake.lock"),
-              "devenv": ("devenv.nix", "devenv.yaml", "devenv.lock")}  # fmt: skip
+              "devenv": ("devenv.nix", "devenv.yaml", "devenv.lock"), "devbox": ("devbox.json",)}  # fmt: skip
 # mise's configs: ``[env] _.source = "./scripts/env.sh"`` is sourced at every prompt in the project (red team 50 F6).
 _MISE_FILES = (".mise.toml", "mise.toml", ".config/mise.toml", "mise.local.toml", ".mise.local.toml")
 _RECIPES_READ = ("make", "gmake", "just")  # their recipes are read for the goals'; the others' files whole
@@ -486,6 +486,9 @@ def hook_names(work_tree: str) -> frozenset[str]:
 
 
 _USE = deferred(r"(?:^|[\s;&|])use[_ ]\s*(nix|flake|devenv)\b([^\n;&|#]*)", re.M)
+# devbox's direnv integration (``eval "$(devbox generate direnv --print-envrc)"``): devbox.json's ``shell.init_hook``
+# runs at every cd (red team 99 F4).
+_DEVBOX = deferred(r"^[^#\n]*\bdevbox\s+(?:generate\s+direnv|shellenv)\b", re.M)
 DIRENV_USE_FILES = frozenset(name for names in _USE_FILES.values() for name in names)
 
 
@@ -504,6 +507,8 @@ def direnv_evaluates(directory: str) -> frozenset[str]:
             named.update(posixpath.normpath(posixpath.join(w, f)) for w in given for f in _USE_FILES["flake"])
         else:
             named.update(_USE_FILES[kind])
+    if _DEVBOX.search(_text(os.path.join(directory, ".envrc"))):
+        named.update(_USE_FILES["devbox"])
     return frozenset(named)
 
 

@@ -31,6 +31,8 @@ from mcp_server_guard.hook_configs import (
     changed_hook_keys,
     hook_texts,
     hooked_texts,
+    installer_hook_keys,
+    installer_manifest,
     judged_manifest,
     judged_package_json,
     manifest_hooks,
@@ -83,7 +85,8 @@ def runs_later(
             continue
         if _evaluated_by_direnv(changes.root, change.path, evaluated):
             asks.append(f"It changes {printable(change.path)}, which direnv evaluates at every cd into its directory "
-                        "(.envrc: use nix, flake or devenv): its shellHook runs there, outside the box.")  # fmt: skip
+                        "(.envrc: use nix, flake, devenv; devbox): its shell hook runs there, outside the "
+                        "box.")  # fmt: skip
         if start_up_file(change.path):
             by_content.add(key)
             trees = trees or Trees(changes)
@@ -100,6 +103,16 @@ def runs_later(
                 asks.append(f"It changes {printable(change.path)}, which holds scripts or git hook settings (pnpm and "
                             "the hook tools read it as a package.json): they run at your next git commit or install, "
                             "outside the box.")  # fmt: skip
+            continue
+        if installer_manifest(change.path):
+            by_content.add(key)
+            trees = trees or Trees(changes)
+            new = trees.read(change.path, limit=MAX_PACKAGE_JSON) if change.kind == "file" and not change.link else None
+            old = trees.read(change.path, real=True, limit=MAX_PACKAGE_JSON) if change.action == "modify" else b""
+            if keys := installer_hook_keys(change.path, old, new):
+                asks.append(f"It changes what your package manager runs at install from {printable(change.path)} "
+                            f"({printable(', '.join(keys))}): it runs at your next install, outside the "
+                            "box.")  # fmt: skip
             continue
         judged = [end for end in (change.path, change.link) if end and judged_package_json(end)]
         if judged and (change.kind != "file" or change.link):

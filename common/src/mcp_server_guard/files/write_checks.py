@@ -15,6 +15,8 @@ from mcp_server_guard.hook_configs import (
     UNREAD,
     changed_hook_keys,
     hook_texts,
+    installer_hook_keys,
+    installer_manifest,
     judged_manifest,
     judged_package_json,
     manifest_hooks,
@@ -74,6 +76,13 @@ def check_hook_keys(located: Located, old: bytes | None, data: bytes, dirfd: int
             "PROTECTED_CONTENT",
             f"'{located.given}' would be {why}, outside any box.",
             "Leave Python's start-up files as installers write them; put the code in a module the project imports.",
+        )
+    if installer_manifest(located.rel) and (keys := installer_hook_keys(located.rel, old, data)):
+        raise SecurityError(  # (red team 99 F1: Composer's event scripts, PDM's hooks, Hatch's install commands)
+            "PROTECTED_CONTENT",
+            f"'{located.given}' would change what the package manager runs at install ({', '.join(keys)}): it runs "
+            "at the user's next install, outside any box.",
+            "Leave those keys as they are (edit the rest of the file), or ask the user to change them by hand.",
         )
     if not judged_package_json(located.rel):
         return
