@@ -48,7 +48,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mcp_server_guard.serving import collector
+from mcp_server_guard.serving.front_records import deeper_than as _deeper_than
 from mcp_server_guard.serving.front_records import filled as _filled
+from mcp_server_guard.serving.front_records import no_constant as _no_constant
 from mcp_server_guard.serving.front_records import read_records as _read_records
 from mcp_server_guard.serving.front_records import record as _record
 from mcp_server_guard.serving.front_records import record_key, request_key, state_within_roots
@@ -154,7 +157,7 @@ class Front:
         need is not loaded). In steps: a stop signal the kernel gave another thread is run by the main thread only
         when it wakes, and a wait without a bound may never wake (the server then outlived SIGHUP)."""
         while not self._sdk_wanted.wait(_SIGNAL_CHECK_S):
-            pass
+            collector.resume_if_due()  # (a first call that has not ended yet)
 
     def _run(self) -> None:
         try:
@@ -313,17 +316,21 @@ class Front:
         with self._out_lock:  # a stop signal answers the others, never one that is written here
             if self._outbox is not None and (sent := self._outbox.take()):
                 self._write(sent)
+            done = False
             for rid, future in list(self._pending.items()):
                 if future.cancelled():
                     del self._pending[rid]  # cancelled by the client: never answered
                 elif future.done() and not self._shut:
                     del self._pending[rid]
+                    done = True
                     answer: dict[str, Any] = {"jsonrpc": "2.0", "id": rid}
                     if future.exception() is None:
                         answer["result"] = future.result()
                     else:
                         answer["error"] = {"code": -32603, "message": "Internal error"}
                     self._write(json.dumps(answer).encode() + b"\n")
+        if done:  # (outside the lock: a stop signal is not held up by the collection)
+            collector.resume("the first call's answer is out")
 
     def shutdown(self, message: str) -> None:
         """A stop signal while the front serves alone: every call under way is answered ``-32000`` (as the real
@@ -485,22 +492,6 @@ class _HandingOver(Exception):
     """The real transport takes over while an answer was being written (the rest is in ``HandOver.unwritten``)."""
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests arrays and objects more than ``limit`` deep (walked without recursion)."""
-    todo: list[tuple[Any, int]] = [(value, 1)]
-    while todo:
-        item, depth = todo.pop()
-        if isinstance(item, dict | list):
-            if depth > limit:
-                return True
-            todo.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
-    return False
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 _running: Front | None = None
 
 
@@ -526,8 +517,11 @@ def run_console(server_package: str, argv: Sequence[str] | None = None) -> None:
     the server's own command line, which loads the SDK once the front no longer answers alone (``early_calls``)."""
     from mcp_server_guard.serving import distributions, sdk  # noqa: PLC0415 - standard library, no importlib.abc
 
+    collector.pause()  # until the first call's answer is out (``collector``), with a front to write it
     distributions.defer_plugin_search()
     start_front(server_package, None if argv is None else list(argv))
+    if _running is None:
+        collector.resume("no start-up front")
     sdk.defer_sdk_client()
     importlib.import_module(f"{server_package}.cli").main(argv)
 
@@ -597,4 +591,5 @@ def take_front() -> tuple[Front | None, HandOver | None]:
     """The front of this process, stopped, and what it read (None, None when there was none)."""
     global _running
     front, _running = _running, None
+    collector.resume("the SDK takes the wire")
     return (front, front.hand_over()) if front is not None else (None, None)

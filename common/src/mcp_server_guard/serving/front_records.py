@@ -24,7 +24,7 @@ from mcp_server_guard.paths import private_dirs, state_dir, where_line
 if TYPE_CHECKING:
     from mcp_server_guard.serving.front import Front
 
-__all__ = ["record", "record_key", "request_key", "state_within_roots", "where"]
+__all__ = ["deeper_than", "no_constant", "record", "record_key", "request_key", "state_within_roots", "where"]
 
 log = logging.getLogger("mcp_server_guard.front")
 
@@ -228,3 +228,20 @@ def record(front: Front, records: dict[str, Any]) -> None:
         os.replace(temp, directory / f"{front_key}.json")
     except OSError as exc:
         log.debug("the start-up answers were not kept: %s", exc)
+
+
+def deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests arrays and objects more than ``limit`` deep (walked without recursion)."""
+    todo: list[tuple[Any, int]] = [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            todo.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+def no_constant(name: str) -> Any:
+    """``json.loads``'s ``parse_constant``: NaN and Infinity are not JSON (the real transport refuses them)."""
+    raise ValueError(f"{name} is not JSON")
