@@ -485,13 +485,23 @@ class Writer(WriteRecords):
 __all__ = ["WriteOutcome", "Writer", "open_writer"]
 
 
-def open_writer(jail: Jail, policy: Policy, audit_path: Path, history_dir: Path, *, serving: bool = True) -> Writer:
+def open_writer(
+    jail: Jail,
+    policy: Policy,
+    audit_path: Path,
+    history_dir: Path,
+    *,
+    serving: bool = True,
+    protection: Protection | None = None,
+) -> Writer:
     """The one writer set-up (the servers' and `mcp-guard history restore`'s): the policy file, the audit log and
     the history store protected; what dead writers left (temp files, orphan history data) cleaned. ``serving``: a
     server's, which notes its history bounds in the store (``HistoryStore.note_bounds``); else the store keeps the
-    bounds a server noted."""
+    bounds a server noted. ``protection``: the server's own, already made with these files (shell_exec's, which
+    protects its approvals file besides); by default one is made here."""
     write_policy = policy.file_write
-    protection = protection_for(policy, audit_path=audit_path, history_dir=history_dir)
+    if protection is None:
+        protection = protection_for(policy, audit_path=audit_path, history_dir=history_dir)
     bounds = write_policy.history_max_bytes, write_policy.history_max_entries
     if serving:
         note_bounds(history_dir, *bounds)

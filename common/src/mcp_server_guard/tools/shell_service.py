@@ -160,7 +160,8 @@ class ShellService(ShellJobs[R]):
         self.transactions: Transactions | None = None
         if sandbox.copies and area is not None and history_dir is not None:
             # The one writer's store, shared with file_write: every pre-image of what commands change is kept there.
-            writer = open_writer(config.jail, config.policy, config.audit.path, history_dir)
+            # (Its protection is the server's, made with the same files: issue 44, one made at start, not two.)
+            writer = open_writer(config.jail, config.policy, config.audit.path, history_dir, protection=protection)
             self.cleanups.append(writer.close)
             self.transactions = Transactions(
                 area, Applier(writer.history), protection, config.policy.effects, display=config.jail.display_path
