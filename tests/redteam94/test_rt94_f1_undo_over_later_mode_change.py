@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import stat
 from pathlib import Path
 
 import pytest
@@ -22,13 +21,9 @@ import pytest
 from mcp_server_guard.changes.plan import UndoConflict
 from mcp_server_guard.changes.transactions import Transactions
 from support.boxed import run, shell, undo
-from support.settling import applied_call
+from support.settling import mode_of, notes_rewritten
 
 pytestmark = pytest.mark.anyio
-
-
-def _mode(path: Path) -> int:
-    return stat.S_IMODE(os.lstat(path).st_mode)
 
 
 async def test_control_a_content_change_after_the_call_is_a_conflict(
@@ -36,9 +31,8 @@ async def test_control_a_content_change_after_the_call_is_a_conflict(
 ) -> None:
     transactions, part = settled
     root = tmp_path / "root"
-    (root / "notes.txt").write_text("secret v1\n")
-    await applied_call(transactions, part, "000000000001", {"notes.txt": "secret v2\n"})
-    (root / "notes.txt").write_text("secret v3, longer\n")
+    notes = await notes_rewritten(transactions, part, root)
+    notes.write_text("v3, longer\n")
     with pytest.raises(UndoConflict):
         transactions.applier.undo("000000000001", "0000000000aa", [str(root)])
 
@@ -46,13 +40,11 @@ async def test_control_a_content_change_after_the_call_is_a_conflict(
 async def test_a_mode_change_after_the_call_is_a_conflict(settled: tuple[Transactions, Path], tmp_path: Path) -> None:
     transactions, part = settled
     root = tmp_path / "root"
-    (root / "notes.txt").write_text("secret v1\n")
-    os.chmod(root / "notes.txt", 0o644)
-    await applied_call(transactions, part, "000000000001", {"notes.txt": "secret v2\n"})
-    os.chmod(root / "notes.txt", 0o600)  # the person, after the call: nobody else may read it
+    notes = await notes_rewritten(transactions, part, root)
+    os.chmod(notes, 0o600)  # the person, after the call: nobody else may read it
     with contextlib.suppress(UndoConflict):
         transactions.applier.undo("000000000001", "0000000000aa", [str(root)])
-    assert _mode(root / "notes.txt") == 0o600, "the undo silently undid a mode change made after the call"
+    assert mode_of(root / "notes.txt") == 0o600, "the undo silently undid a mode change made after the call"
 
 
 async def test_an_attribute_set_after_the_call_is_a_conflict(
@@ -60,9 +52,8 @@ async def test_an_attribute_set_after_the_call_is_a_conflict(
 ) -> None:
     transactions, part = settled
     root = tmp_path / "root"
-    (root / "notes.txt").write_text("v1\n")
-    await applied_call(transactions, part, "000000000001", {"notes.txt": "v2\n"})
-    os.setxattr(root / "notes.txt", "user.reviewed", b"yes")  # the person, after the call
+    notes = await notes_rewritten(transactions, part, root)
+    os.setxattr(notes, "user.reviewed", b"yes")  # the person, after the call
     with pytest.raises(UndoConflict):
         transactions.applier.undo("000000000001", "0000000000aa", [str(root)])
     assert os.getxattr(root / "notes.txt", "user.reviewed") == b"yes", "an attribute set after the call went unsaid"
@@ -80,7 +71,7 @@ async def test_mcp_guard_undo_reports_a_later_mode_change_as_a_conflict(workspac
     undo_id, why = undo(str(out["auditId"]))
     assert not undo_id, "undo reported success over a mode change made after the call"
     assert "notes.txt" in why
-    assert _mode(workspace / "notes.txt") == 0o600
+    assert mode_of(workspace / "notes.txt") == 0o600
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")

@@ -16,33 +16,15 @@ Safe behaviour: UndoConflict, the file as the person left it.
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 import pytest
 
 from mcp_server_guard.changes.plan import UndoConflict
 from mcp_server_guard.changes.transactions import Transactions
-from support.settling import applied_call, settled_call
+from support.settling import mode_of, notes_rewritten, settled_call
 
 pytestmark = pytest.mark.anyio
-
-
-def _mode(path: Path) -> int:
-    return stat.S_IMODE(os.lstat(path).st_mode)
-
-
-async def test_control_an_undo_over_a_later_chmod_is_a_conflict(
-    settled: tuple[Transactions, Path], tmp_path: Path
-) -> None:
-    transactions, part = settled
-    root = tmp_path / "root"
-    (root / "notes.txt").write_text("secret v1\n")
-    os.chmod(root / "notes.txt", 0o644)
-    await applied_call(transactions, part, "000000000001", {"notes.txt": "secret v2\n"})
-    os.chmod(root / "notes.txt", 0o600)
-    with pytest.raises(UndoConflict):
-        transactions.applier.undo("000000000001", "0000000000aa", [str(root)])
 
 
 async def test_a_redo_over_a_chmod_made_after_the_undo_is_a_conflict(
@@ -50,19 +32,17 @@ async def test_a_redo_over_a_chmod_made_after_the_undo_is_a_conflict(
 ) -> None:
     transactions, part = settled
     root = tmp_path / "root"
-    (root / "notes.txt").write_text("secret v1\n")
-    os.chmod(root / "notes.txt", 0o644)
-    await applied_call(transactions, part, "000000000001", {"notes.txt": "secret v2\n"})
+    await notes_rewritten(transactions, part, root)
     transactions.applier.undo("000000000001", "0000000000aa", [str(root)])
-    assert (root / "notes.txt").read_text() == "secret v1\n"
+    assert (root / "notes.txt").read_text() == "v1\n"
     os.chmod(root / "notes.txt", 0o600)  # the person, after the undo: nobody else may read it
     conflict = False
     try:
         transactions.applier.undo("0000000000aa", "0000000000bb", [str(root)])  # undo of the undo
     except UndoConflict:
         conflict = True
-    assert conflict and _mode(root / "notes.txt") == 0o600, (
-        f"the redo silently undid a chmod made after the undo: mode now {_mode(root / 'notes.txt'):o}, "
+    assert conflict and mode_of(root / "notes.txt") == 0o600, (
+        f"the redo silently undid a chmod made after the undo: mode now {mode_of(root / 'notes.txt'):o}, "
         f"content {(root / 'notes.txt').read_text()!r}"
     )
 

@@ -21,7 +21,7 @@ import pytest
 
 from mcp_server_guard.changes.plan import UndoConflict
 from mcp_server_guard.changes.transactions import Transactions
-from support.settling import applied_call
+from support.settling import notes_rewritten
 
 pytestmark = pytest.mark.anyio
 
@@ -30,24 +30,12 @@ def _one_file(a: Path, b: Path) -> bool:
     return os.stat(a).st_ino == os.stat(b).st_ino
 
 
-async def test_control_a_later_edit_is_a_conflict(settled: tuple[Transactions, Path], tmp_path: Path) -> None:
-    transactions, part = settled
-    root = tmp_path / "root"
-    (root / "notes.txt").write_text("v1\n")
-    await applied_call(transactions, part, "000000000001", {"notes.txt": "v2\n"})
-    with open(root / "notes.txt", "a") as f:
-        f.write("the person's line\n")
-    with pytest.raises(UndoConflict):
-        transactions.applier.undo("000000000001", "0000000000aa", [str(root)])
-
-
 async def test_an_undo_over_a_hard_link_made_after_the_call_is_a_conflict(
     settled: tuple[Transactions, Path], tmp_path: Path
 ) -> None:
     transactions, part = settled
     root = tmp_path / "root"
-    (root / "notes.txt").write_text("v1\n")
-    await applied_call(transactions, part, "000000000001", {"notes.txt": "v2\n"})
+    await notes_rewritten(transactions, part, root)
     os.link(root / "notes.txt", root / "keep.txt")  # the person, after the call: a second name of the same file
     conflict = False
     try:
@@ -65,8 +53,7 @@ async def test_a_redo_over_a_hard_link_made_after_the_undo_is_a_conflict(
 ) -> None:
     transactions, part = settled
     root = tmp_path / "root"
-    (root / "notes.txt").write_text("v1\n")
-    await applied_call(transactions, part, "000000000001", {"notes.txt": "v2\n"})
+    await notes_rewritten(transactions, part, root)
     transactions.applier.undo("000000000001", "0000000000aa", [str(root)])
     os.link(root / "notes.txt", root / "keep.txt")  # the person, after the undo
     conflict = False

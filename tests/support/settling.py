@@ -84,6 +84,21 @@ async def applied_call(transactions: Transactions, part: Path, audit_id: str, fi
     assert done.transaction == "applied", done
 
 
+async def notes_rewritten(transactions: Transactions, part: Path, root: Path) -> Path:
+    """``root/notes.txt`` (0644, ``v1``) rewritten to ``v2`` by call 000000000001, applied unasked: for a test of
+    what its undo (``0000000000aa``) does over a change made after it."""
+    notes = root / "notes.txt"
+    notes.write_text("v1\n")
+    os.chmod(notes, 0o644)
+    await applied_call(transactions, part, "000000000001", {"notes.txt": "v2\n"})
+    return notes
+
+
+def mode_of(path: Path) -> int:
+    """A path's permission bits, never followed."""
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
 def python_started(root: Path) -> None:
     """The user's next start of the project's Python (``root/.venv``), outside any box: what its start-up files
     run, they run now."""
