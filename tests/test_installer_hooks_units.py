@@ -1,0 +1,44 @@
+"""What other package managers run at install without a script being named (red team 99 F1): which manifests and
+keys ``hook_configs.installer_hook_keys`` judges. The payloads are data: harmless echo lines."""
+
+from __future__ import annotations
+
+import json
+
+from mcp_server_guard.hook_configs import installer_hook_keys, installer_manifest
+
+
+def _composer(scripts: dict[str, object]) -> bytes:
+    return json.dumps({"name": "a/b", "scripts": scripts}).encode()
+
+
+def test_composer_and_pyproject_of_the_project_are_judged_not_installed_packages() -> None:
+    assert installer_manifest("composer.json") and installer_manifest("app/pyproject.toml")
+    assert not installer_manifest("vendor/a/b/composer.json")
+    assert not installer_manifest(".venv/lib/python3.11/site-packages/x/pyproject.toml")
+    assert not installer_manifest("package.json")
+
+
+def test_a_composer_event_script_or_a_script_beside_one_changed_is_named() -> None:
+    plain = _composer({"test": "phpunit"})
+    assert installer_hook_keys("composer.json", plain, _composer({"test": "phpunit -v"})) == []
+    hooked = _composer({"test": "phpunit", "post-install-cmd": "@build", "build": "echo built"})
+    assert installer_hook_keys("composer.json", plain, hooked) == ["scripts"]
+    changed = _composer({"test": "phpunit", "post-install-cmd": "@build", "build": "echo other"})
+    assert installer_hook_keys("composer.json", hooked, changed) == ["scripts"]  # a hook may run it by name
+    assert installer_hook_keys("composer.json", hooked, hooked) == []
+
+
+def test_pdm_hooks_and_hatch_install_commands_changed_are_named() -> None:
+    before = b'[project]\nname = "x"\n[tool.pdm.scripts]\ntest = "pytest"\n'
+    assert installer_hook_keys("pyproject.toml", before, before.replace(b"pytest", b"pytest -q")) == []
+    pdm = before + b'post_install = "echo installed"\n'
+    assert installer_hook_keys("pyproject.toml", before, pdm) == ["tool.pdm.scripts"]
+    hatch = before + b'[tool.hatch.envs.default]\npost-install-commands = ["echo installed"]\n'
+    assert installer_hook_keys("pyproject.toml", before, hatch) == ["tool.hatch.envs.default.post-install-commands"]
+
+
+def test_a_manifest_that_cannot_be_read_counts_as_changing_them_all() -> None:
+    assert installer_hook_keys("pyproject.toml", b"", b"[tool.pdm\n") == ["(the whole file: it could not be read here)"]
+    assert installer_hook_keys("composer.json", b"{}", b"{not json") == ["(the whole file: it could not be read here)"]
+    assert installer_hook_keys("composer.json", None, b"{}") == []
