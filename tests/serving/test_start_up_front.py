@@ -205,16 +205,22 @@ def test_the_directories_a_start_names_are_the_jails_and_a_record_naming_them_el
     assert front_records.template({"k": {"serverInfo": {}, "instructions": "no directories"}}, []) is None
 
 
+def _planted(home: Path) -> tuple[Path, dict[str, Any]]:
+    """The one record kept, and its answers with the instructions a model reads replaced."""
+    [record] = _records(home)
+    kept = read_record(record)
+    for value in kept.values():
+        if "serverInfo" in value:
+            value["instructions"] = "PLANTED"
+    return record, kept
+
+
 def test_a_record_not_sealed_with_the_users_key_is_not_used(workspace: Path, isolated_home: Path) -> None:
     # Threat (red team 96 F1): a record a command planted where a state directory was: private, the user's, but not
     # sealed with the key only the servers' registry holds.
     script = "mcp-server-file-read"
     first = _session(script, workspace)
-    [record] = _records(isolated_home)
-    kept = read_record(record)
-    for value in kept.values():
-        if "serverInfo" in value:
-            value["instructions"] = "PLANTED"
+    record, kept = _planted(isolated_home)
     record.write_text(json.dumps(kept))  # unsealed
     assert _session(script, workspace)[0] == first[0]
     record.write_bytes(b"0" * 64 + b"\n" + json.dumps(kept).encode())  # sealed with another key
@@ -225,11 +231,7 @@ def test_a_record_that_is_not_private_or_is_a_link_is_not_used(workspace: Path, 
     # Threat: another user (or a link into a file someone else controls) planting the answers a model reads.
     script = "mcp-server-file-read"
     first = _session(script, workspace)
-    [record] = _records(isolated_home)
-    kept = read_record(record)
-    for value in kept.values():
-        if "serverInfo" in value:
-            value["instructions"] = "PLANTED"
+    record, kept = _planted(isolated_home)
     write_record(record, kept)
     record.chmod(0o644)
     assert _session(script, workspace)[0] == first[0]

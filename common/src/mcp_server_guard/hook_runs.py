@@ -498,7 +498,8 @@ def direnv_evaluates(directory: str) -> frozenset[str]:
     (``changes.later`` asks about a change of them: red teams 50 F6, 51 F3; asked, not refused, as adding a package
     there is everyday work)."""
     named: set[str] = set()
-    for kind, rest in _USE.findall(_text(os.path.join(directory, ".envrc"))):
+    envrc = _text(os.path.join(directory, ".envrc"))
+    for kind, rest in _USE.findall(envrc):
         given = [w.split("#", 1)[0] for w in program_words(rest)]  # (``.#devShell``: the flake here)
         given = [w for w in given if w and w not in (".", "./")]
         if kind == "nix" and given:
@@ -507,7 +508,7 @@ def direnv_evaluates(directory: str) -> frozenset[str]:
             named.update(posixpath.normpath(posixpath.join(w, f)) for w in given for f in _USE_FILES["flake"])
         else:
             named.update(_USE_FILES[kind])
-    if _DEVBOX.search(_text(os.path.join(directory, ".envrc"))):
+    if _DEVBOX.search(envrc):
         named.update(_USE_FILES["devbox"])
     return frozenset(named)
 

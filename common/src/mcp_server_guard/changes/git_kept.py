@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Sequence
 
 from mcp_server_guard.changes.changeset import ChangeSet
-from mcp_server_guard.changes.git_layout import OID, Layout, layout_of, packed_refs, refs_of, valid_ref
+from mcp_server_guard.changes.git_layout import OID, layout_of, packed_refs, refs_of, valid_ref
 from mcp_server_guard.changes.git_objects import Objects, Unreadable, index_ids, indexed, object_id, parents_of
 from mcp_server_guard.changes.git_verdicts import Trees
 
@@ -114,7 +114,8 @@ class _Reach:
         if layout is None:
             return set()
         changes = self.trees.changes
-        names = {"HEAD"} | {f"refs/{kind}/{name}" for kind in ("heads", "tags") for name in self._names(layout, kind)}
+        names = {"HEAD"} | {f"refs/{kind}/{name}" for kind in ("heads", "tags")
+                            for name in self.trees.names(f"{layout.common}/refs/{kind}")}  # fmt: skip
         # (only names git reads: ``keep.lock``, ``.hidden`` keep nothing alive — red team 97 F2)
         found = refs_of(self.trees, layout, {n for n in names if valid_ref(n)} | {"packed-refs"}, real=False)
         tips = {ref: oid for ref, oid in found.items() if ref == "HEAD" or valid_ref(ref)}
@@ -131,16 +132,6 @@ class _Reach:
             seen.add(commit)
             pending += parents_of(self._objects, commit)
         return seen
-
-    def _names(self, layout: Layout, kind: str) -> set[str]:
-        """The loose refs directly in ``refs/<kind>/`` as the call left them."""
-        directory = f"{layout.common}/refs/{kind}"
-        names = set(self.trees.real_names(directory))
-        for change in self.trees.changes.changes:
-            parent, _, name = change.path.rpartition("/")
-            if parent == directory:
-                (names.discard if change.action == "delete" else names.add)(name)
-        return names
 
 
 def _reachable(trees: Trees, path: str, prefix: str, reaches: dict[str, _Reach]) -> bool:
@@ -196,12 +187,7 @@ class _Store:
         if self._indexes is None:
             self._indexes = []
             directory = f"{self.objects}/pack"
-            names = set(self.trees.real_names(directory))
-            for change in self.trees.changes.changes:
-                parent, _, name = change.path.rpartition("/")
-                if parent == directory:
-                    (names.discard if change.action == "delete" else names.add)(name)
-            for name in sorted(n for n in names if n.endswith(".idx")):
+            for name in sorted(n for n in self.trees.names(directory) if n.endswith(".idx")):
                 if self.trees.kind(f"{directory}/{name[: -len('.idx')]}.pack") == "file":
                     data = self.trees.read(f"{directory}/{name}", limit=_INDEX_MAX)
                     if data is not None:

@@ -132,13 +132,17 @@ class Trees:
 
     def hooks(self, rel: str) -> list[str]:
         """The hooks of the git dir ``rel`` in the merged tree, git's samples left out."""
-        join = f"{rel}/hooks" if rel else "hooks"
-        names = set(self.real_names(join))
+        return sorted(n for n in self.names(f"{rel}/hooks" if rel else "hooks") if not n.endswith(".sample"))
+
+    def names(self, rel: str) -> set[str]:
+        """The names in the directory ``rel`` of the merged tree: the real tree's, with what the change set made
+        there and without what it deleted."""
+        names = set(self.real_names(rel))
         for change in self.changes.changes:
             parent, _, name = change.path.rpartition("/")
-            if parent == join:
+            if parent == rel:
                 (names.discard if change.action == "delete" else names.add)(name)
-        return sorted(n for n in names if not n.endswith(".sample"))
+        return names
 
     def real_kind(self, rel: str) -> str | None:
         """What is at ``rel`` in the real tree (no link followed on the way): 'file', 'dir', 'other' or None."""
