@@ -50,6 +50,7 @@ from mcp_server_guard.changes.plan import Op, Outcome, live_waits, not_stale, no
 from mcp_server_guard.changes.results import Settled, described, finished, left_out
 from mcp_server_guard.changes.room import kept
 from mcp_server_guard.changes.undo_judged import refused_restores
+from mcp_server_guard.changes.unrelated import declared, unrelated_to
 from mcp_server_guard.changes.upper import judged_copy, read_upper
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.changes.xattrs import root_left_at, seen
@@ -183,8 +184,10 @@ class Transactions:
         tree lock, every other server's call and write waiting past its bound (red team 82 F2: 190,000 files,
         file_write's FILE_BUSY). The tree lock busy past its wait: _Unjudged."""
         devices = [os.stat(changes.root).st_dev for changes in sets]
+        said, unrelated = declared(sets), unrelated_to(sets, self.protection, roots)  # (other writers: item 7)
         try:
-            with fresh(devices, lambda: self._tried(sets, roots, job), self.applier.lock) as judged:
+            with fresh(devices, lambda: self._tried(sets, roots, job), self.applier.lock, lambda: said,
+                       unrelated) as judged:  # fmt: skip
                 yield self._final(sets, judged, audit_id)
         except TreeBusy as exc:
             raise _Unjudged(str(exc)) from None

@@ -15,6 +15,12 @@ counts itself in the lock file (``generations``), a judgement notes the count be
 takes the lock and goes on only if nobody took it since to write (else it is judged again; a taking that finds its
 judgement stale and writes nothing is not counted — red team 83 F2: two long judgements made each other stale
 round after round). So a judgement is never stale and no writer of another server waits for one (red team 82 F2).
+
+A taking also says, where its writer knows, the paths it writes (file_write: the one file; an apply: its change
+set's paths, up to LOG_PATHS): kept after the count in the lock file for the last LOG_KEEP takings. A judgement
+whose count moved on asks its caller whether what was written since can matter to it (``unrelated``: another
+agent writing ``notes.md`` while a build's 190,000 files are judged need not make that judgement stale, issue 42
+item 7); a taking that says nothing, a count the log does not cover, or a log that does not read is "anything".
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import itertools
+import json
 import logging
 import os
 import threading
@@ -36,6 +43,8 @@ __all__ = [
     "TREE_WAIT_S",
     "Generations",
     "TreeBusy",
+    "Unrelated",
+    "Wrote",
     "breathe",
     "flock_until",
     "fresh",
@@ -55,6 +64,14 @@ class TreeBusy(Exception):
 
 # How often each file system's lock was taken (its writers' count, its lock file's modification time), in order.
 Generations = tuple[tuple[int, int], ...]
+# What a writer says it writes under one taking: absolute paths (real, normalised), or None for "anything".
+Wrote = Sequence[str] | None
+# Whether paths other writers wrote since a judgement began can matter to it not at all (its caller decides).
+Unrelated = Callable[[frozenset[str]], bool]
+
+LOG_KEEP = 32  # takings the lock file remembers the paths of
+LOG_PATHS = 256  # paths one taking names at most (a larger write is "anything")
+_LOG_MAX_BYTES = 1 << 20
 
 
 def _opened(devices: Iterable[int]) -> list[int] | None:
@@ -89,15 +106,76 @@ def _counts(fds: list[int]) -> Generations:
     return tuple((int.from_bytes(os.pread(fd, 8, 0).ljust(8, b"\0"), "little"), os.fstat(fd).st_mtime_ns) for fd in fds)
 
 
-def _count(fds: list[int]) -> None:
+def _count(fds: list[int], wrote: Wrote = None) -> None:
     """Count one more taking of each lock (held): in its first eight bytes and, where a full disk refuses even those,
-    in its modification time (set to a later nanosecond: an inode's time takes no room)."""
+    in its modification time (set to a later nanosecond: an inode's time takes no room); and what it writes
+    (``wrote``) with that time, after the count (``_logged``)."""
     for fd, (count, mtime_ns) in zip(fds, _counts(fds), strict=True):
-        with contextlib.suppress(OSError):
-            os.pwrite(fd, ((count + 1) % (1 << 64)).to_bytes(8, "little"), 0)
         later = max(time.time_ns(), mtime_ns + 1)
         with contextlib.suppress(OSError):
+            os.pwrite(fd, ((count + 1) % (1 << 64)).to_bytes(8, "little"), 0)
+            _log(fd, ((count + 1) % (1 << 64), mtime_ns, later), wrote)
+        with contextlib.suppress(OSError):
             os.utime(fd, ns=(later, later))
+
+
+def _log(fd: int, taking: tuple[int, int, int], wrote: Wrote) -> None:
+    """Keep ``wrote`` as what ``taking`` (its count, the lock file's time it found and the one it leaves) writes,
+    with the last LOG_KEEP takings' (held). A write the disk refuses half way leaves a log that does not read or
+    lacks this taking; a taking counted by its time alone breaks the chain of times: "anything" (``_logged``)."""
+    entries = (_entries(fd) or [])[-(LOG_KEEP - 1) :]
+    entries.append((*taking, None if wrote is None or len(wrote) > LOG_PATHS else tuple(wrote)))
+    data = json.dumps(entries).encode()  # (ensure_ascii: a name's undecodable bytes travel as \\udcXX escapes)
+    while len(data) > _LOG_MAX_BYTES and len(entries) > 1:
+        entries = entries[1:]
+        data = json.dumps(entries).encode()
+    os.pwrite(fd, data, 8)
+    os.ftruncate(fd, 8 + len(data))
+
+
+_Entry = tuple[int, int, int, tuple[str, ...] | None]
+
+
+def _entries(fd: int) -> list[_Entry] | None:
+    """The log after the count (held), oldest first; None where it does not read as one."""
+    try:
+        size = os.fstat(fd).st_size
+        raw = json.loads(os.pread(fd, min(size, 8 + _LOG_MAX_BYTES), 8)) if size > 8 else []
+    except (OSError, ValueError):
+        return None
+    entries: list[_Entry] = []
+    for item in raw if isinstance(raw, list) else [None]:
+        if not (isinstance(item, list) and len(item) == 4 and all(type(n) is int for n in item[:3])):
+            return None
+        paths = item[3]
+        if paths is not None and not (isinstance(paths, list) and all(isinstance(p, str) for p in paths)):
+            return None
+        entries.append((item[0], item[1], item[2], None if paths is None else tuple(paths)))
+    return entries
+
+
+def _logged(fds: list[int], since: Generations) -> frozenset[str] | None:
+    """What every taking counted after ``since`` says it wrote (held); None where any of them may have written
+    anything: it said nothing, the log does not cover it, or one was counted by its time alone (a full disk)."""
+    written: set[str] = set()
+    for fd, (before, seen), (now, now_time) in zip(fds, since, _counts(fds), strict=True):
+        entries, then = _entries(fd), seen
+        if not 0 < now - before <= LOG_KEEP or entries is None:
+            return None
+        found = {
+            count: (found_ns, left_ns, paths) for count, found_ns, left_ns, paths in entries if before < count <= now
+        }
+        if len(found) != now - before:
+            return None  # (a taking not logged)
+        for count in range(before + 1, now + 1):
+            found_ns, left_ns, paths = found[count]
+            if found_ns != then or paths is None:
+                return None  # (a taking counted by its time alone before this one; or one that said nothing)
+            then = left_ns
+            written.update(paths)
+        if then != now_time:
+            return None  # (one counted by its time alone after the last logged)
+    return frozenset(written)
 
 
 def generations(devices: Iterable[int], wait_s: float = TREE_WAIT_S) -> Generations | None:
@@ -115,22 +193,36 @@ def generations(devices: Iterable[int], wait_s: float = TREE_WAIT_S) -> Generati
 
 
 @contextlib.contextmanager
-def tree_lock(devices: Iterable[int], wait_s: float = TREE_WAIT_S, since: Generations | None = None) -> Iterator[bool]:
+def tree_lock(
+    devices: Iterable[int],
+    wait_s: float = TREE_WAIT_S,
+    since: Generations | None = None,
+    wrote: Callable[[], Wrote] | None = None,
+    unrelated: Unrelated | None = None,
+) -> Iterator[bool]:
     """Hold the tree lock of each file system in ``devices`` (taken in order: no two holders wait on each other).
-    Yields whether anyone took it since ``generations`` gave ``since`` (True when not given): what was judged then
-    may have changed. Where the lock files cannot be made it goes on without, and says so once."""
+    Yields whether anyone took it since ``generations`` gave ``since`` (True when not given) to write what may
+    matter to what was judged then: all but what ``unrelated`` clears of what they said they wrote. ``wrote``
+    (asked holding the lock): the paths this holder writes, for the judgements of others (None: anything).
+    Where the lock files cannot be made it goes on without, and says so once."""
     fds = _opened(devices) or []
     try:
         _taken(fds, wait_s)
         changed = since is None or not fds or _counts(fds) != since
+        if changed and since is not None and fds and unrelated is not None:
+            # Threat: a judgement taken for still true after another writer changed what it read. Cleared only
+            # by what every writer since said it wrote (a taking that said nothing is "anything": _logged).
+            written = _logged(fds, since)
+            changed = written is None or not unrelated(written)
+        declared = wrote() if wrote is not None else None
         if since is None or not changed:  # (a holder that finds its judgement stale writes nothing: not counted)
-            _count(fds)
-        outer = getattr(_held, "fds", None), getattr(_held, "since", 0.0)
-        _held.fds, _held.since = fds, time.monotonic()
+            _count(fds, declared)
+        outer = getattr(_held, "fds", None), getattr(_held, "since", 0.0), getattr(_held, "wrote", None)
+        _held.fds, _held.since, _held.wrote = fds, time.monotonic(), declared
         try:
             yield changed
         finally:
-            _held.fds, _held.since = outer
+            _held.fds, _held.since, _held.wrote = outer
     finally:
         for fd in fds:
             os.close(fd)  # closing releases the lock
@@ -144,7 +236,11 @@ PATIENCE_S = 30.0  # ... else tried without the lock this long (from the first) 
 
 @contextlib.contextmanager
 def fresh(
-    devices: Sequence[int], judge: Callable[[], _T], lock: contextlib.AbstractContextManager[object]
+    devices: Sequence[int],
+    judge: Callable[[], _T],
+    lock: contextlib.AbstractContextManager[object],
+    wrote: Callable[[], Wrote] | None = None,
+    unrelated: Unrelated | None = None,
 ) -> Iterator[_T]:
     """Hold ``lock`` and the tree lock of ``devices`` with what ``judge()`` answered still true of the tree.
 
@@ -153,7 +249,8 @@ def fresh(
     bound (red team 82 F2: 190,000 files; red team 85 F4: an undo of 200,000 paths). So ``judge`` runs without the
     lock, noting its count first (``generations``); then the lock is taken and, if any writer took it meanwhile,
     it runs again. After ROUNDS such rounds it runs under the lock, when a run takes less than any writer waits;
-    a longer one is tried without it for PATIENCE_S first."""
+    a longer one is tried without it for PATIENCE_S first. ``wrote``, ``unrelated``: see :func:`tree_lock` (what
+    other writers wrote meanwhile that cannot matter to the judgement does not make it run again)."""
     started = time.monotonic()
     for round_ in itertools.count(1):
         seen = generations(devices)
@@ -162,14 +259,15 @@ def fresh(
         began = time.monotonic()
         judged = judge()
         took = time.monotonic() - began
-        with lock, tree_lock(devices, since=seen) as changed:
+        with lock, tree_lock(devices, since=seen, wrote=wrote, unrelated=unrelated) as changed:
             if not changed:
                 yield judged
                 return
+        log.info("judged again: another server wrote what may matter to the judgement (round %d)", round_)
         if round_ >= ROUNDS and (took <= LOCKED_MAX_S or time.monotonic() - started > PATIENCE_S):
             log.info("judged under the tree lock: other servers wrote during %d judgements of %.1f s", round_, took)
             break
-    with lock, tree_lock(devices):
+    with lock, tree_lock(devices, wrote=wrote):
         yield judge()
 
 
@@ -193,7 +291,7 @@ def breathe(every_s: float = BREATHE_S) -> bool:
     time.sleep(_GAP_S)
     _taken(fds, TREE_WAIT_S)
     others = _counts(fds) != before
-    _count(fds)  # (a judgement begun in the gap sees that this run goes on writing)
+    _count(fds, getattr(_held, "wrote", None))  # (a judgement begun in the gap sees this run goes on writing)
     _held.since = time.monotonic()
     return others
 

@@ -330,10 +330,15 @@ class Writer(WriteRecords):
         write in between (files.treelock). Only this step holds the lock, not the data's write nor the history's
         copy, so a writer frozen mid-write never holds up the other servers."""
         st = os.fstat(dirfd)
+        real: list[str] = []
+
+        def wrote() -> list[str]:  # (said to judgements running meanwhile: ``treelock.tree_lock``)
+            real.append(posixpath.join(self.jail.real_path_of(dirfd), name))
+            return real
+
         try:
-            with tree_lock([st.st_dev], max(0.0, deadline - time.monotonic())):
-                real_dir = self.jail.real_path_of(dirfd)
-                self._check_protected(located, [located.rel, located.absolute, posixpath.join(real_dir, name)], None)
+            with tree_lock([st.st_dev], max(0.0, deadline - time.monotonic()), wrote=wrote):
+                self._check_protected(located, [located.rel, located.absolute, real[0]], None)
                 yield
         except TreeBusy:
             raise self._busy(located) from None
