@@ -200,6 +200,12 @@ def test_what_direnv_evaluates_is_named_by_the_envrcs_use_lines(tmp_path: Path) 
     assert direnv_evaluates(str(tmp_path)) == frozenset()
     (tmp_path / ".envrc").write_text("use flake\n")
     assert direnv_evaluates(str(tmp_path)) == {"flake.nix", "flake.lock"}
+    (tmp_path / ".envrc").write_text("use flox -d tools\n")
+    assert direnv_evaluates(str(tmp_path)) == {"tools/.flox/env/manifest.toml", "tools/.flox/env/manifest.lock"}
+    (tmp_path / ".envrc").write_text("use flox --dir=tools\n")
+    assert direnv_evaluates(str(tmp_path)) == {"tools/.flox/env/manifest.toml", "tools/.flox/env/manifest.lock"}
+    (tmp_path / ".envrc").write_text('eval "$(flox activate --print-script)"\n')
+    assert direnv_evaluates(str(tmp_path)) == {".flox/env/manifest.toml", ".flox/env/manifest.lock"}
 
 
 def test_a_directory_envrc_puts_on_path_is_no_program_it_runs(tmp_path: Path) -> None:

@@ -74,11 +74,31 @@ def _devbox(root: Path) -> tuple[str, str]:
     return program(root, "edit", code), "devbox.json"
 
 
+def _flox(envrc: str) -> Callable[[Path], tuple[str, str]]:
+    """flox's direnv integration (``use flox``, or ``eval "$(flox activate)"``): the manifest's ``[hook]
+    on-activate`` runs at every cd into the project (red team 99's lead, answered after it)."""
+
+    def made(root: Path) -> tuple[str, str]:
+        (root / ".envrc").write_text(envrc)
+        (root / ".flox" / "env").mkdir(parents=True)
+        (root / ".flox" / "env" / "manifest.toml").write_text('version = 1\n\n[install]\nhello.pkg-path = "hello"\n')
+        code = (
+            "t = open('.flox/env/manifest.toml').read()\n"
+            f"t += '\\n[hook]\\non-activate = \"{MARK}\"\\n'\n"
+            "open('.flox/env/manifest.toml', 'w').write(t)\n"
+        )
+        return program(root, "edit", code), ".flox/env/manifest.toml"
+
+    return made
+
+
 CASES: dict[str, Callable[[Path], tuple[str, str]]] = {
     "composer": _composer,
     "pdm": _pdm,
     "jj": _jj,
     "devbox": _devbox,
+    "flox-use": _flox("use flox\n"),
+    "flox-activate": _flox('eval "$(flox activate --print-script)"\n'),
 }
 
 

@@ -114,7 +114,8 @@ _RECIPE_FILES = {
 # What direnv's ``use nix``/``use flake``/``use devenv`` evaluates (``direnv_evaluates``): each file's ``shellHook``
 # runs at every ``cd``.
 _USE_FILES = {"nix": ("shell.nix", "default.nix"), "flake": ("flake.nix", "flake.lock"),
-              "devenv": ("devenv.nix", "devenv.yaml", "devenv.lock"), "devbox": ("devbox.json",)}  # fmt: skip
+              "devenv": ("devenv.nix", "devenv.yaml", "devenv.lock"), "devbox": ("devbox.json",),
+              "flox": (".flox/env/manifest.toml", ".flox/env/manifest.lock")}  # fmt: skip
 # mise's configs: ``[env] _.source = "./scripts/env.sh"`` is sourced at every prompt in the project (red team 50 F6).
 _MISE_FILES = (".mise.toml", "mise.toml", ".config/mise.toml", "mise.local.toml", ".mise.local.toml")
 _RECIPES_READ = ("make", "gmake", "just")  # their recipes are read for the goals'; the others' files whole
@@ -485,11 +486,14 @@ def hook_names(work_tree: str) -> frozenset[str]:
     return frozenset(names)
 
 
-_USE = deferred(r"(?:^|[\s;&|])use[_ ]\s*(nix|flake|devenv)\b([^\n;&|#]*)", re.M)
+_USE = deferred(r"(?:^|[\s;&|])use[_ ]\s*(nix|flake|devenv|flox)\b([^\n;&|#]*)", re.M)
 # devbox's direnv integration (``eval "$(devbox generate direnv --print-envrc)"``): devbox.json's ``shell.init_hook``
 # runs at every cd (red team 99 F4).
 _DEVBOX = deferred(r"^[^#\n]*\bdevbox\s+(?:generate\s+direnv|shellenv)\b", re.M)
-DIRENV_USE_FILES = frozenset(name for names in _USE_FILES.values() for name in names)
+# flox's (``use flox``, or ``eval "$(flox activate …)"``): its manifest's ``[hook] on-activate`` and ``[profile]``
+# scripts run at every cd.
+_FLOX = deferred(r"^[^#\n]*\bflox\s+activate\b", re.M)
+DIRENV_USE_FILES = frozenset(posixpath.basename(name) for names in _USE_FILES.values() for name in names)  # (names)
 
 
 def direnv_evaluates(directory: str) -> frozenset[str]:
@@ -502,7 +506,12 @@ def direnv_evaluates(directory: str) -> frozenset[str]:
     for kind, rest in _USE.findall(envrc):
         given = [w.split("#", 1)[0] for w in program_words(rest)]  # (``.#devShell``: the flake here)
         given = [w for w in given if w and w not in (".", "./")]
-        if kind == "nix" and given:
+        if kind == "flox":  # (``use flox -d dir``: that directory's)
+            words = rest.split()  # (its options: program_words leaves them out)
+            where = [w for k, w in itertools.pairwise(words) if k in ("-d", "--dir")]
+            where = [*where, *(w[6:] for w in words if w.startswith("--dir="))] or ["."]
+            named.update(posixpath.normpath(posixpath.join(w, f)) for w in where for f in _USE_FILES["flox"])
+        elif kind == "nix" and given:
             named.update(posixpath.normpath(w) for w in given)
         elif kind == "flake" and given:
             named.update(posixpath.normpath(posixpath.join(w, f)) for w in given for f in _USE_FILES["flake"])
@@ -510,6 +519,8 @@ def direnv_evaluates(directory: str) -> frozenset[str]:
             named.update(_USE_FILES[kind])
     if _DEVBOX.search(envrc):
         named.update(_USE_FILES["devbox"])
+    if _FLOX.search(envrc):
+        named.update(_USE_FILES["flox"])
     return frozenset(named)
 
 
