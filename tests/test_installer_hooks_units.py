@@ -42,3 +42,20 @@ def test_a_manifest_that_cannot_be_read_counts_as_changing_them_all() -> None:
     assert installer_hook_keys("pyproject.toml", b"", b"[tool.pdm\n") == ["(the whole file: it could not be read here)"]
     assert installer_hook_keys("composer.json", b"{}", b"{not json") == ["(the whole file: it could not be read here)"]
     assert installer_hook_keys("composer.json", None, b"{}") == []
+
+
+def test_where_uv_installs_from_and_poetrys_required_plugins_changed_are_named() -> None:
+    # uv.toml's and [tool.uv]'s indexes (a package of the same name from another index runs its build at the next
+    # uv sync); Poetry 2 installs and runs the plugins a project requires.
+    before = b'[project]\nname = "x"\ndependencies = ["requests"]\n'
+    assert installer_hook_keys("pyproject.toml", before, before.replace(b"requests", b"httpx")) == []
+    index = before + b'[[tool.uv.index]]\nname = "mirror"\nurl = "http://127.0.0.1:9/simple"\n'
+    assert installer_hook_keys("pyproject.toml", before, index) == ["tool.uv.index"]
+    pip = before + b'[tool.uv.pip]\nextra-index-url = ["http://127.0.0.1:9/simple"]\n'
+    assert installer_hook_keys("pyproject.toml", before, pip) == ["tool.uv.pip.extra-index-url"]
+    plugins = before + b'[tool.poetry.requires-plugins]\npoetry-plugin-x = ">=1"\n'
+    assert installer_hook_keys("pyproject.toml", before, plugins) == ["tool.poetry.requires-plugins"]
+    assert installer_manifest("uv.toml") and not installer_manifest(".venv/lib/site-packages/a/uv.toml")
+    assert installer_hook_keys("uv.toml", b"", b'index-strategy = "unsafe-best-match"\n') == ["index-strategy"]
+    assert installer_hook_keys("uv.toml", b"", b'cache-dir = "/tmp/c"\n') == []
+    assert installer_hook_keys("uv.toml", b"", b"[not toml") == ["(the whole file: it could not be read here)"]

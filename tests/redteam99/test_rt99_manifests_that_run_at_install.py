@@ -92,7 +92,16 @@ def _flox(envrc: str) -> Callable[[Path], tuple[str, str]]:
     return made
 
 
+def _uv_index(root: Path) -> tuple[str, str]:
+    """uv.toml's index settings: a package of the same name from another index builds (runs its code) at the next
+    ``uv sync``, outside the box (red team 99's lead, answered after it)."""
+    (root / "pyproject.toml").write_text('[project]\nname = "app"\nversion = "0.1"\n')
+    code = "open('uv.toml', 'w').write('index-url = \"http://127.0.0.1:9/rt99-planted\"\\n')\n"
+    return program(root, "edit", code), "uv.toml"
+
+
 CASES: dict[str, Callable[[Path], tuple[str, str]]] = {
+    "uv-index": _uv_index,
     "composer": _composer,
     "pdm": _pdm,
     "jj": _jj,
@@ -128,3 +137,14 @@ async def test_rt99_file_write_of_an_install_hook(
             "file_write", {"path": name, "content": json.dumps(after) + "\n", "overwrite": True}
         )
     assert result.is_error, f"file_write wrote {name}'s install hook (package.json's is PROTECTED_CONTENT)"
+
+
+async def test_file_write_of_where_uv_installs_from_is_refused(workspace: Path) -> None:
+    async with serve("mcp-server-file-write", workspace) as client:
+        result = await client.call_tool(
+            "file_write", {"path": "uv.toml", "content": 'extra-index-url = ["http://127.0.0.1:9/simple"]\n'}
+        )
+        plain = await client.call_tool("file_write", {"path": "uv.toml", "content": "cache-dir = \"/tmp/c\"\n",
+                                                      "overwrite": True})  # fmt: skip
+    assert result.is_error and "extra-index-url" in str(result.content), result
+    assert not plain.is_error, plain

@@ -252,15 +252,18 @@ _INSTALLED = frozenset({"node_modules", "vendor", "site-packages", "dist-package
 
 
 def installer_manifest(path: str) -> bool:
-    """Whether ``path`` is a project's ``composer.json`` or ``pyproject.toml`` (not an installed package's)."""
+    """Whether ``path`` is a project's ``composer.json``, ``pyproject.toml`` or ``uv.toml`` (not an installed
+    package's)."""
     parts = path.split("/")
-    return parts[-1] in ("composer.json", "pyproject.toml") and not _INSTALLED & set(parts)
+    return parts[-1] in ("composer.json", "pyproject.toml", "uv.toml") and not _INSTALLED & set(parts)
 
 
 def installer_hook_keys(path: str, old: bytes | None, new: bytes | None) -> list[str]:
     """The install hooks (and the script tables they may call) a new content of ``path`` sets to another value than
     the old one had; the whole file where the new content cannot be read as the package manager reads it."""
-    read = _composer_hooks if path.endswith(".json") else _pyproject_hooks
+    read = (
+        _composer_hooks if path.endswith(".json") else _uv_toml_hooks if path.endswith("uv.toml") else _pyproject_hooks
+    )
     before, after = read(old), read(new)
     if after is None:
         return ["(the whole file: it could not be read here)"]
@@ -282,14 +285,39 @@ def _composer_hooks(data: bytes | None) -> dict[str, str] | None:
     return {"scripts": json.dumps(scripts, sort_keys=True)}
 
 
-def _pyproject_hooks(data: bytes | None) -> dict[str, str] | None:
+def _toml(data: bytes | None) -> dict[str, Any] | None:
     if not data:
         return {} if data is not None else None
     if len(data) >= MAX_PACKAGE_JSON:
         return None
     try:
-        parsed = tomllib.loads(data.decode("utf-8"))
+        return tomllib.loads(data.decode("utf-8"))
     except (ValueError, RecursionError):  # (UnicodeDecodeError and TOMLDecodeError are ValueErrors)
+        return None
+
+
+# Where uv installs from (its settings in uv.toml, or pyproject.toml's [tool.uv]): a package of the same name from
+# another index builds and runs its code at the next ``uv sync``, outside the box.
+_UV_INDEX_KEYS = ("index", "index-url", "extra-index-url", "find-links", "index-strategy")
+
+
+def _index_keys(table: object, prefix: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for where, inner in ((prefix, table), (f"{prefix}pip.", table.get("pip") if isinstance(table, dict) else None)):
+        for key in _UV_INDEX_KEYS:
+            if isinstance(inner, dict) and key in inner:
+                found[f"{where}{key}"] = json.dumps(inner[key], sort_keys=True, default=str)
+    return found
+
+
+def _uv_toml_hooks(data: bytes | None) -> dict[str, str] | None:
+    parsed = _toml(data)
+    return None if parsed is None else _index_keys(parsed, "")
+
+
+def _pyproject_hooks(data: bytes | None) -> dict[str, str] | None:
+    parsed = _toml(data)
+    if parsed is None:
         return None
     tool = parsed.get("tool")
     tool = tool if isinstance(tool, dict) else {}
@@ -304,4 +332,7 @@ def _pyproject_hooks(data: bytes | None) -> dict[str, str] | None:
         for key in ("pre-install-commands", "post-install-commands"):
             if isinstance(env, dict) and key in env:
                 found[f"tool.hatch.envs.{name}.{key}"] = json.dumps(env[key], sort_keys=True, default=str)
-    return found
+    poetry = tool.get("poetry")  # (Poetry 2 installs the plugins a project requires, and runs them, unasked)
+    if isinstance(poetry, dict) and "requires-plugins" in poetry:
+        found["tool.poetry.requires-plugins"] = json.dumps(poetry["requires-plugins"], sort_keys=True, default=str)
+    return {**found, **_index_keys(tool.get("uv"), "tool.uv.")}
