@@ -49,7 +49,7 @@ def test_without_a_usable_registry_the_key_is_kept_in_the_history_store_and_said
     monkeypatch.setenv(registry.ENV, str(taken))
     history = tmp_path / "state" / "history"
     said = _Said()
-    logger = logging.getLogger("mcp_server_guard.changes")
+    logger = logging.getLogger("mcp_server_guard")
     logger.addHandler(said)
     try:
         key = journal_key(history)

@@ -56,6 +56,7 @@ __all__ = [
     "live_servers",
     "private_key",
     "register",
+    "sealing_key",
     "state_paths",
     "usable",
     "user_key",
@@ -308,6 +309,22 @@ def user_key() -> bytes | None:
     taken for the server's own."""
     where = directory()
     return private_key(where, "journal.key") if usable(where) else None
+
+
+def sealing_key(fallback: Path) -> bytes:
+    """The key that seals what a history store keeps (apply journals, call records): the user's (``user_key``),
+    never one kept beside what it seals; ``fallback/.key`` only where the registry cannot be made (said once)."""
+    key = user_key()
+    if key is not None:
+        return key
+    if fallback not in _said_fallback:
+        _said_fallback.add(fallback)
+        log.warning("the servers' registry %s cannot be made: what %s keeps is sealed with a key kept there",
+                    directory(), fallback)  # fmt: skip
+    return private_key(fallback, ".key")
+
+
+_said_fallback: set[Path] = set()
 
 
 def private_key(where: Path, name: str) -> bytes:

@@ -37,7 +37,7 @@ from mcp_server_guard.paths import private_dirs
 __all__ = ["JOURNALS", "Done", "Journal", "Replay", "journal_key", "journal_name", "read_journal"]
 
 JOURNALS = ".journal"  # the apply journals, in the history store
-KEY = ".key"  # in the history store: what seals the journals where the registry cannot be made
+KEY = ".key"  # in the history store: what seals the journals where the registry cannot be made (registry.sealing_key)
 log = logging.getLogger("mcp_server_guard.changes")
 
 
@@ -46,12 +46,7 @@ def journal_key(history_dir: Path) -> bytes:
     beside the journals it seals (red team 95 F1: a command made another server's state directory, gone from
     ``/tmp``, with its key and journals in it); in the history store only where the registry cannot be made (said
     on stderr)."""
-    key = registry.user_key()
-    if key is not None:
-        return key
-    log.warning("the servers' registry %s cannot be made: journals are sealed with a key in %s", registry.directory(),
-                history_dir)  # fmt: skip
-    return registry.private_key(history_dir, KEY)
+    return registry.sealing_key(history_dir)
 
 
 def journal_name(audit_id: str) -> str:

@@ -3,12 +3,15 @@
 pre-images went to keep the store within its bounds (they cannot be undone any more, and are said so).
 
 A record is written whole or not at all (a temp name, fsynced, renamed into place). Its bytes count in the
-history's bounds (``files.history``).
+history's bounds (``files.history``). Every record is sealed (``seal``: an HMAC-SHA256 with the user's key, as the
+apply journals are): one that is not is never played backwards nor listed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
 import os
 import re
@@ -19,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from mcp_server_guard import registry
 from mcp_server_guard.files.kept import disk_usage, write_whole
 from mcp_server_guard.files.planted import planted
 from mcp_server_guard.paths import private_dirs
@@ -62,6 +66,14 @@ def encoded_size(text: str) -> int:
     return len(_encoded(text))
 
 
+SEAL = "seal"  # a record's field: its HMAC (``_sealed``)
+
+
+def _sealed(key: bytes, manifest: Mapping[str, Any]) -> str:
+    body = json.dumps({k: v for k, v in manifest.items() if k != SEAL}, sort_keys=True, separators=(",", ":"))
+    return hmac.new(key, b"mcp-guard call record\n" + body.encode(), hashlib.sha256).hexdigest()
+
+
 class CallRecords:
     """The call records of one history store (``directory`` is its ``calls/``); ``grew`` hears of the bytes each
     record written takes."""
@@ -69,6 +81,13 @@ class CallRecords:
     def __init__(self, directory: Path, grew: Callable[[int], None] = lambda usage: None) -> None:
         self.directory = directory
         self._grew = grew
+        self._key: bytes | None = None
+
+    def key(self) -> bytes:
+        """What seals the records: the user's key (``registry.sealing_key``), read once."""
+        if self._key is None:
+            self._key = registry.sealing_key(self.directory.parent)
+        return self._key
 
     def landed(self) -> dict[str, tuple[int, ...]]:
         """Every cache marker a tool of ours landed (``files.planted``), as keys: of any server of the user, however
@@ -107,7 +126,8 @@ class CallRecords:
         """Write one call's record, whole or not at all (fsynced when ``durable``)."""
         private_dirs(self.directory)
         target = self.directory / f"{audit_id}.json"
-        self._grew(write_whole(target, _encoded(manifest), fsync=durable, point=f"record {audit_id}"))
+        sealed = {**{k: v for k, v in manifest.items() if k != SEAL}, SEAL: _sealed(self.key(), manifest)}
+        self._grew(write_whole(target, _encoded(sealed), fsync=durable, point=f"record {audit_id}"))
 
     def read(self, audit_id: str) -> dict[str, Any]:
         """One call's record (HistoryError when there is none, or it is damaged; one evicted says so)."""
@@ -129,6 +149,13 @@ class CallRecords:
             raise HistoryError("HISTORY_BROKEN", f"the record of call {audit_id} is unreadable ({exc})") from None
         if not isinstance(data, dict):
             raise HistoryError("HISTORY_BROKEN", f"the record of call {audit_id} is damaged")
+        # Threat: a record no server of the user wrote (planted in a state directory a command could make while it
+        # was gone and unregistered), played backwards by `mcp-guard undo` as the user's own call: never trusted.
+        seal = data.pop(SEAL, None)
+        if not isinstance(seal, str) or not hmac.compare_digest(seal, _sealed(self.key(), data)):
+            why = "written before records were sealed, or not by a server"
+            raise HistoryError("HISTORY_BROKEN", f"the record of call {audit_id} is not sealed by this user's "
+                               f"servers ({why}): it is not trusted")  # fmt: skip
         return data
 
     def all(self) -> list[dict[str, Any]]:
@@ -166,9 +193,12 @@ class CallRecords:
         path = self.directory / f"{audit_id}.json"
         try:
             freed = disk_usage(path.lstat())
-            manifest = self.read(audit_id)
-        except (OSError, HistoryError):
+        except OSError:
             return 0
+        try:
+            manifest = self.read(audit_id)
+        except HistoryError:
+            manifest = {}  # (an untrusted record goes all the same: it would count in the bounds for ever)
         line = {"audit_id": audit_id, "time": manifest.get("time", ""), "tool": manifest.get("tool", ""),
                 "command": str(manifest.get("command", ""))[:200], "paths": len(manifest.get("changes", [])),
                 "evicted": datetime.now(UTC).isoformat(timespec="milliseconds")}  # fmt: skip
