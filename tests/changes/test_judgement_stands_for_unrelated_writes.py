@@ -76,11 +76,23 @@ def test_a_writer_that_says_nothing_makes_every_judgement_begun_before_it_stale(
         assert changed
 
 
-def test_more_writers_than_the_log_keeps_make_a_judgement_stale(tmp_path: Path) -> None:
+def test_a_writer_rewriting_its_notes_more_often_than_the_log_keeps_leaves_a_judgement_standing(tmp_path: Path) -> None:
+    # Red team 100 F5: a long judgement outlasts many takings; older runs of takings are merged, not forgotten.
     device = _device(tmp_path)
     seen = generations(device)
-    for _ in range(treelock.LOG_KEEP + 1):
-        with tree_lock(device, wrote=lambda: [str(tmp_path / "a.md")]):
+    for _ in range(treelock.LOG_KEEP * 4):
+        with tree_lock(device, wrote=lambda: [str(tmp_path / "notes.md")]):
+            pass
+    with tree_lock(device, since=seen, unrelated=lambda written: written == {str(tmp_path / "notes.md")}) as changed:
+        assert not changed
+
+
+def test_more_paths_than_merged_runs_keep_make_a_judgement_stale(tmp_path: Path) -> None:
+    device = _device(tmp_path)
+    seen = generations(device)
+    for index in range(treelock.LOG_PATHS + treelock.LOG_KEEP):
+        said = [str(tmp_path / f"n{index}.md")]
+        with tree_lock(device, wrote=said.copy):
             pass
     with tree_lock(device, since=seen, unrelated=lambda written: True) as changed:
         assert changed

@@ -31,6 +31,7 @@ from mcp_server_guard.hook_configs import read_regular
 __all__ = [
     "ENV_MARKERS",
     "PTH_MAX",
+    "SHAPE_NAMES",
     "env_code",
     "pth_import_lines",
     "pth_imports",
@@ -56,6 +57,9 @@ _SITE_DIRS = ("site-packages", "dist-packages")
 _ENV_CONFIGS = ("pyvenv.cfg", "pip.conf", ".condarc")
 _VENV_ENTRY = re.compile(r"(?:bin|Scripts)/(?:activate(?:\.\w+|_this\.py)?|(?:python|pypy)[\d.]*(?:\.exe)?)")
 _CONDA_HOOKS = re.compile(r"etc/conda/(?:de)?activate\.d/[^/]+")
+# The names that make a directory part of an environment, as the judgement looks for them beside or above a path
+# (``changes.unrelated``: a write of one may change what another path is).
+SHAPE_NAMES = (*ENV_MARKERS, *_SITE_DIRS, "activate.d", "deactivate.d")
 # The files version managers read for which interpreter to start (uv, pyenv, asdf, mise, nvm, rbenv, …).
 _VERSION_FILES = frozenset({".python-version", ".tool-versions", ".node-version", ".nvmrc", ".ruby-version",
                             ".java-version", ".go-version", ".terraform-version", ".bun-version", ".sdkmanrc",

@@ -25,6 +25,7 @@ from mcp_server_guard.changes.changeset import ChangeSet
 from mcp_server_guard.files.treelock import Unrelated
 from mcp_server_guard.git_dirs import is_git_dir
 from mcp_server_guard.protected import Lookups, Protection
+from mcp_server_guard.python_startup import SHAPE_NAMES, start_up_file
 
 __all__ = ["PLAIN_SUFFIXES", "declared", "plain", "unrelated_to"]
 
@@ -37,14 +38,18 @@ PLAIN_SUFFIXES = frozenset({
     "jpeg", "gif", "webp", "ico", "bmp", "pdf", "py", "pyi", "pyc", "js", "jsx", "ts", "tsx", "mjs", "cjs", "map",
     "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "o", "obj", "class", "java", "kt", "scala", "go", "rs", "rb", "php",
     "swift", "cs", "fs", "hs", "ml", "erl", "clj", "dart", "r", "jl", "sql", "tex", "bib", "dat", "bin", "wasm",
+    # build products (red team 100 F3): libraries, dependency notes, packages and archives nothing reads to judge
+    "so", "a", "d", "dylib", "dll", "lib", "pdb", "rlib", "rmeta", "whl", "gz", "tgz", "xz", "bz2", "zst", "zip",
+    "jar", "war", "pyd", "egg", "deb", "rpm", "pyo", "gcno", "gcda",
 })
 # fmt: on
-# Directory names a git dir is made of (``git_dirs.is_git_dir`` takes a directory with ``objects`` and ``refs`` for
-# one): a plain file below one of them may make a git dir, or be in one.
+# Names that tell what a directory is (``git_dirs.is_git_dir`` takes one with ``objects`` and ``refs`` for a git
+# dir; ``conda-meta`` makes an environment, red team 100 F1): a plain file below one of them may make the directory
+# above it something else, or be inside one.
 # fmt: off
-_GIT_PARTS = frozenset({
+_SHAPE_PARTS = frozenset({
     "head", "objects", "refs", "commondir", "gitdir", "config", "hooks", "info", "logs", "modules", "worktrees",
-    "branches", "rebase-merge", "rebase-apply", "sequencer", "lfs",
+    "branches", "rebase-merge", "rebase-apply", "sequencer", "lfs", *(name.lower() for name in SHAPE_NAMES),
 })
 # fmt: on
 # Paths one apply says it writes at most (more: "anything", as a taking that says nothing).
@@ -53,12 +58,15 @@ DECLARED_MAX = 256
 
 def plain(parts: Sequence[str], directory: bool = False) -> bool:
     """Whether a path of these components is plain content by name: no dot file or dot directory on the way, no
-    part of a git dir's shape, and (a file) a content suffix."""
+    name that tells what a directory is, nothing judged as an environment's start-up, and (a file) a content
+    suffix."""
     for part in parts:
-        if not part or part.startswith(".") or part.lower() in _GIT_PARTS:
+        if not part or part.startswith(".") or part.lower() in _SHAPE_PARTS:
             return False
+    if not parts or start_up_file("/".join(parts)):
+        return False  # (an entry point, a site module: judged by the environment around it)
     if directory:
-        return bool(parts)
+        return True
     stem, dot, suffix = parts[-1].rpartition(".") if parts else ("", "", "")
     return bool(stem and dot) and suffix.lower() in PLAIN_SUFFIXES
 

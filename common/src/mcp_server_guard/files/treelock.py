@@ -17,7 +17,7 @@ judgement stale and writes nothing is not counted — red team 83 F2: two long j
 round after round). So a judgement is never stale and no writer of another server waits for one (red team 82 F2).
 
 A taking also says, where its writer knows, the paths it writes (file_write: the one file; an apply: its change
-set's paths, up to LOG_PATHS): kept after the count in the lock file for the last LOG_KEEP takings. A judgement
+set's paths, up to LOG_PATHS): kept after the count in the lock file, older takings merged into runs. A judgement
 whose count moved on asks its caller whether what was written since can matter to it (``unrelated``: another
 agent writing ``notes.md`` while a build's 190,000 files are judged need not make that judgement stale, issue 42
 item 7); a taking that says nothing, a count the log does not cover, or a log that does not read is "anything".
@@ -69,9 +69,10 @@ Wrote = Sequence[str] | None
 # Whether paths other writers wrote since a judgement began can matter to it not at all (its caller decides).
 Unrelated = Callable[[frozenset[str]], bool]
 
-LOG_KEEP = 32  # takings the lock file remembers the paths of
-LOG_PATHS = 256  # paths one taking names at most (a larger write is "anything")
-_LOG_MAX_BYTES = 1 << 20
+LOG_KEEP = 16  # runs of takings the lock file remembers the paths of (older ones merged)
+LOG_PATHS = 256  # paths one run names at most (a larger write is "anything")
+_ENTRY_BYTES = 32 << 10  # bytes of paths one run names at most (as JSON)
+_LOG_MAX_BYTES = 2 * LOG_KEEP * _ENTRY_BYTES  # a log read at most (larger: not ours, "anything")
 
 
 def _opened(devices: Iterable[int]) -> list[int] | None:
@@ -120,61 +121,80 @@ def _count(fds: list[int], wrote: Wrote = None) -> None:
 
 
 def _log(fd: int, taking: tuple[int, int, int], wrote: Wrote) -> None:
-    """Keep ``wrote`` as what ``taking`` (its count, the lock file's time it found and the one it leaves) writes,
-    with the last LOG_KEEP takings' (held). A write the disk refuses half way leaves a log that does not read or
-    lacks this taking; a taking counted by its time alone breaks the chain of times: "anything" (``_logged``)."""
-    entries = (_entries(fd) or [])[-(LOG_KEEP - 1) :]
-    entries.append((*taking, None if wrote is None or len(wrote) > LOG_PATHS else tuple(wrote)))
+    """Keep ``wrote`` as what ``taking`` (its count, the lock file's time it found and the one it leaves) writes
+    (held). Past LOG_KEEP entries the two oldest become one (``_merged``): a writer rewriting its notes a thousand
+    times costs one entry. A write the disk refuses half way leaves a log that does not read or lacks this taking;
+    a taking counted by its time alone breaks the chain of times: "anything" (``_logged``)."""
+    entries = _entries(fd) or []
+    entries.append((taking[0], *taking, _said(wrote)))
+    while len(entries) > LOG_KEEP:
+        entries[0:2] = [_merged(entries[0], entries[1])]
     data = json.dumps(entries).encode()  # (ensure_ascii: a name's undecodable bytes travel as \\udcXX escapes)
-    while len(data) > _LOG_MAX_BYTES and len(entries) > 1:
-        entries = entries[1:]
-        data = json.dumps(entries).encode()
     os.pwrite(fd, data, 8)
     os.ftruncate(fd, 8 + len(data))
 
 
-_Entry = tuple[int, int, int, tuple[str, ...] | None]
+def _said(paths: Iterable[str] | None) -> tuple[str, ...] | None:
+    """What one entry keeps of ``paths``: all of them, or None ("anything") past LOG_PATHS or _ENTRY_BYTES."""
+    if paths is None:
+        return None
+    kept = tuple(sorted(set(paths)))
+    if len(kept) > LOG_PATHS or sum(len(json.dumps(p)) + 2 for p in kept) > _ENTRY_BYTES:
+        return None
+    return kept
+
+
+# A run of takings: (first count, last count, the lock file's time the first found, the time the last left, what
+# they wrote or None: anything).
+_Entry = tuple[int, int, int, int, tuple[str, ...] | None]
+
+
+def _merged(older: _Entry, newer: _Entry) -> _Entry:
+    """Two runs as one: what both wrote, if nothing came between them (no taking unlogged, none counted by its time
+    alone); else anything."""
+    joined = newer[0] == older[1] + 1 and newer[2] == older[3] and older[4] is not None and newer[4] is not None
+    return older[0], newer[1], older[2], newer[3], _said((*(older[4] or ()), *(newer[4] or ()))) if joined else None
 
 
 def _entries(fd: int) -> list[_Entry] | None:
     """The log after the count (held), oldest first; None where it does not read as one."""
     try:
         size = os.fstat(fd).st_size
-        raw = json.loads(os.pread(fd, min(size, 8 + _LOG_MAX_BYTES), 8)) if size > 8 else []
+        raw = json.loads(os.pread(fd, min(size - 8, _LOG_MAX_BYTES), 8)) if size > 8 else []
     except (OSError, ValueError):
         return None
     entries: list[_Entry] = []
     for item in raw if isinstance(raw, list) else [None]:
-        if not (isinstance(item, list) and len(item) == 4 and all(type(n) is int for n in item[:3])):
+        if not (isinstance(item, list) and len(item) == 5 and all(type(n) is int for n in item[:4])):
             return None
-        paths = item[3]
+        paths = item[4]
         if paths is not None and not (isinstance(paths, list) and all(isinstance(p, str) for p in paths)):
             return None
-        entries.append((item[0], item[1], item[2], None if paths is None else tuple(paths)))
+        entries.append((item[0], item[1], item[2], item[3], None if paths is None else tuple(paths)))
     return entries
 
 
 def _logged(fds: list[int], since: Generations) -> frozenset[str] | None:
     """What every taking counted after ``since`` says it wrote (held); None where any of them may have written
-    anything: it said nothing, the log does not cover it, or one was counted by its time alone (a full disk)."""
+    anything: it said nothing, the log does not cover it, or one was counted by its time alone (a full disk). A run
+    of takings that began before ``since`` counts whole (what it wrote before is more than needed, never less)."""
     written: set[str] = set()
-    for fd, (before, seen), (now, now_time) in zip(fds, since, _counts(fds), strict=True):
-        entries, then = _entries(fd), seen
-        if not 0 < now - before <= LOG_KEEP or entries is None:
-            return None
-        found = {
-            count: (found_ns, left_ns, paths) for count, found_ns, left_ns, paths in entries if before < count <= now
-        }
-        if len(found) != now - before:
-            return None  # (a taking not logged)
-        for count in range(before + 1, now + 1):
-            found_ns, left_ns, paths = found[count]
-            if found_ns != then or paths is None:
-                return None  # (a taking counted by its time alone before this one; or one that said nothing)
-            then = left_ns
-            written.update(paths)
-        if then != now_time:
+    for fd, (before, then), (now, now_time) in zip(fds, since, _counts(fds), strict=True):
+        entries = _entries(fd)
+        if now <= before or entries is None:
+            return None  # (counted by time alone; a count wrapped; a log that does not read)
+        runs = [entry for entry in entries if entry[1] > before]
+        if not runs or runs[0][0] > before + 1 or (runs[0][0] == before + 1 and runs[0][2] != then):
+            return None  # (a taking not logged, or one counted by its time alone before the first logged)
+        for older, newer in itertools.pairwise(runs):
+            if newer[0] != older[1] + 1 or newer[2] != older[3]:
+                return None
+        if runs[-1][1] != now or runs[-1][3] != now_time:
             return None  # (one counted by its time alone after the last logged)
+        for *_counted, paths in runs:
+            if paths is None:
+                return None
+            written.update(paths)
     return frozenset(written)
 
 

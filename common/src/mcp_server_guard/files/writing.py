@@ -179,7 +179,7 @@ class Writer(WriteRecords):
         located = self.jail.locate(given)
         check_executable_content(posixpath.basename(located.rel), data, self.policy)
         self._check_protected(located, [located.rel, located.absolute], None)  # before createDirs makes anything
-        located, dirfd, name = self.jail.open_parent(located, create_dirs=create_dirs)
+        located, dirfd, name = self._parent(located, create_dirs)
         digest = sha256 or hashlib.sha256(data).hexdigest()
         deadline = time.monotonic() + BUSY_WAIT_S
         try:
@@ -323,6 +323,26 @@ class Writer(WriteRecords):
     def _forget(self, ticket: Ticket | None) -> None:
         if self.journal is not None:
             self.journal.done(ticket)
+
+    def _parent(self, located: Located, create_dirs: bool) -> tuple[Located, int, str]:
+        """``jail.open_parent``; the directories createDirs makes, made holding the tree lock and said to the
+        judgements running meanwhile (``treelock.tree_lock``), the taking counted even when the write then fails.
+
+        Threat (red team 100 F2): ``shaped/refs/heads/`` made by a file_write while a command's change set holding
+        ``shaped/HEAD``, ``shaped/objects`` and a ``shaped/config`` that runs a program was judged; the write then
+        failed, no taking was counted, and the config landed in what had become a git dir."""
+        try:
+            return self.jail.open_parent(located)
+        except ResourceError as exc:
+            if not (create_dirs and exc.code == "NOT_FOUND"):
+                raise
+        device = os.fstat(located.root.fd).st_dev
+        try:
+            with tree_lock([device], BUSY_WAIT_S, wrote=lambda: _missing(located)):
+                self._check_protected(located, [located.rel, located.absolute], None)  # (the tree as it is now)
+                return self.jail.open_parent(located, create_dirs=True)
+        except TreeBusy:
+            raise self._busy(located) from None
 
     @contextlib.contextmanager
     def _landing(self, located: Located, dirfd: int, name: str, deadline: float) -> Iterator[None]:
@@ -522,3 +542,25 @@ def open_writer(
         # Overwrites will say what is wrong with the store (HISTORY_UNAVAILABLE); new files can still be written.
         log.warning("cannot prepare the history store %s: %s", history_dir, exc.strerror or exc)
     return Writer(jail, write_policy, protection, history, journal)
+
+
+def _missing(located: Located) -> list[str] | None:
+    """The real paths of the directories createDirs makes for ``located`` (held: no writer of ours meanwhile);
+    None ("anything") where a link or something odd on the way would have them made elsewhere."""
+    parts = [part for part in posixpath.dirname(located.rel).split("/") if part not in ("", ".")]
+    made: list[str] = []
+    for depth in range(1, len(parts) + 1):
+        path = posixpath.join(located.root.path, *parts[:depth])
+        if parts[depth - 1] == "..":
+            return None
+        if not made:
+            try:
+                if stat.S_ISDIR(os.lstat(path).st_mode):
+                    continue
+                return None  # (a link or a file on the way)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                return None
+        made.append(path)
+    return made
