@@ -87,6 +87,19 @@ def test_a_writer_rewriting_its_notes_more_often_than_the_log_keeps_leaves_a_jud
         assert not changed
 
 
+def test_a_writer_that_said_nothing_before_a_judgement_began_does_not_make_it_stale_later(tmp_path: Path) -> None:
+    # A run of "anything" is forgotten when the log is full, never merged with the runs after it.
+    device = _device(tmp_path)
+    with tree_lock(device):  # (an undo, long before)
+        pass
+    seen = generations(device)
+    for _ in range(treelock.LOG_KEEP * 3):
+        with tree_lock(device, wrote=lambda: [str(tmp_path / "notes.md")]):
+            pass
+    with tree_lock(device, since=seen, unrelated=lambda written: written == {str(tmp_path / "notes.md")}) as changed:
+        assert not changed
+
+
 def test_more_paths_than_merged_runs_keep_make_a_judgement_stale(tmp_path: Path) -> None:
     device = _device(tmp_path)
     seen = generations(device)

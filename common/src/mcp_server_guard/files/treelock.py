@@ -128,7 +128,8 @@ def _log(fd: int, taking: tuple[int, int, int], wrote: Wrote) -> None:
     entries = _entries(fd) or []
     entries.append((taking[0], *taking, _said(wrote)))
     while len(entries) > LOG_KEEP:
-        entries[0:2] = [_merged(entries[0], entries[1])]
+        merged = _merged(entries[0], entries[1])
+        entries[0:2] = [merged] if merged is not None else entries[1:2]  # (the oldest forgotten: a gap, anything)
     data = json.dumps(entries).encode()  # (ensure_ascii: a name's undecodable bytes travel as \\udcXX escapes)
     os.pwrite(fd, data, 8)
     os.ftruncate(fd, 8 + len(data))
@@ -149,11 +150,14 @@ def _said(paths: Iterable[str] | None) -> tuple[str, ...] | None:
 _Entry = tuple[int, int, int, int, tuple[str, ...] | None]
 
 
-def _merged(older: _Entry, newer: _Entry) -> _Entry:
-    """Two runs as one: what both wrote, if nothing came between them (no taking unlogged, none counted by its time
-    alone); else anything."""
-    joined = newer[0] == older[1] + 1 and newer[2] == older[3] and older[4] is not None and newer[4] is not None
-    return older[0], newer[1], older[2], newer[3], _said((*(older[4] or ()), *(newer[4] or ()))) if joined else None
+def _merged(older: _Entry, newer: _Entry) -> _Entry | None:
+    """Two runs as one, what both wrote; None where that would be "anything" (one of them is, or something came
+    between them: a taking unlogged, one counted by its time alone): the older is then forgotten instead, so that a
+    run of "anything" never grows to take in what came after it."""
+    if newer[0] != older[1] + 1 or newer[2] != older[3] or older[4] is None or newer[4] is None:
+        return None
+    paths = _said((*older[4], *newer[4]))
+    return None if paths is None else (older[0], newer[1], older[2], newer[3], paths)
 
 
 def _entries(fd: int) -> list[_Entry] | None:
