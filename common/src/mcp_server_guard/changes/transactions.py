@@ -71,9 +71,11 @@ Ask = Callable[[str], Awaitable[bool | None]]
 
 @contextlib.contextmanager
 def _tree_locked(sets: Sequence[ChangeSet]) -> Iterator[None]:
-    """The tree lock of the file systems ``sets`` lie on (see ``files.treelock``); busy past its wait: _Unjudged."""
+    """The tree lock of the file systems ``sets`` lie on (see ``files.treelock``), said to write what ``sets`` change
+    (``unrelated.declared``: not the directories' times, which no judgement reads); busy past its wait: _Unjudged."""
+    said = declared(sets)
     try:
-        with tree_lock(os.stat(changes.root).st_dev for changes in sets):
+        with tree_lock((os.stat(changes.root).st_dev for changes in sets), wrote=lambda: said):
             yield
     except TreeBusy as exc:
         raise _Unjudged(str(exc)) from None
