@@ -1,6 +1,7 @@
 """Call records are sealed with the user's key (issue 42 item 3: no server trusts a record it did not write): a
-record changed, stripped of its seal, or sealed with another key is never played backwards by `mcp-guard undo` nor
-listed by `mcp-guard history` — through the real console scripts."""
+record changed, stripped of its seal, or sealed with another key is not played backwards by `mcp-guard undo` unasked
+(UNDO_ASKS: --yes), and `mcp-guard history` says so — but it is kept and guarded like any other (red team 101 A: a
+key made anew must not lose anyone's work) — through the real console scripts."""
 
 from __future__ import annotations
 
@@ -36,40 +37,45 @@ def _guard(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("forgery", ["changed", "unsealed", "another key"])
-def test_attack_a_forged_call_record_is_not_undone_nor_listed(workspace: Path, tmp_path: Path, forgery: str) -> None:
+def test_attack_a_forged_call_record_is_not_undone_unasked(workspace: Path, tmp_path: Path, forgery: str) -> None:
     call, audit, history = _written(workspace, tmp_path)
     path = history / "calls" / f"{call}.json"
     record = json.loads(path.read_bytes())
     assert isinstance(record.get(SEAL), str)  # (every record written is sealed)
     if forgery == "changed":
-        record["roots"] = ["/"]
+        record["command"] = "a call nobody made"
     elif forgery == "unsealed":
         del record[SEAL]
     else:
         record[SEAL] = "0" * 64
     path.write_text(json.dumps(record))
     undone = _guard("undo", call, "--history-dir", str(history), "--audit-log", str(audit))
-    assert undone.returncode != 0 and "not sealed" in undone.stdout + undone.stderr, undone
+    assert undone.returncode == 2 and "not sealed" in undone.stderr, undone
     assert (workspace / "notes.txt").read_text() == "second\n"
     listed = _guard("history", "--history-dir", str(history))
-    assert listed.returncode == 0 and call not in listed.stdout, listed
+    assert listed.returncode == 0 and call in listed.stdout and "not sealed" in listed.stdout, listed
+    undone = _guard("undo", call, "--yes", "--history-dir", str(history), "--audit-log", str(audit))
+    assert undone.returncode == 0, undone  # (the person's say: a key made anew must not lose a call)
+    assert (workspace / "notes.txt").read_text() == "first\n"
 
 
 def test_a_sealed_record_is_undone(workspace: Path, tmp_path: Path) -> None:
     call, audit, history = _written(workspace, tmp_path)
     listed = _guard("history", "--history-dir", str(history))
-    assert call in listed.stdout, listed.stdout
+    assert call in listed.stdout and "not sealed" not in listed.stdout, listed.stdout
     undone = _guard("undo", call, "--history-dir", str(history), "--audit-log", str(audit))
     assert undone.returncode == 0, undone.stderr
     assert (workspace / "notes.txt").read_text() == "first\n"
 
 
-def test_an_untrusted_record_is_evicted_all_the_same(tmp_path: Path) -> None:
-    # A record from before records were sealed would otherwise count in the history's bounds for ever.
+def test_an_unsealed_record_is_kept_listed_and_evicted_like_any_other(tmp_path: Path) -> None:
+    # Red team 101 A: what it keeps may be the only copy of someone's work (a record from before records were
+    # sealed, or sealed with a key made since): it is guarded as before, never dropped.
     records = CallRecords(tmp_path / "calls")
     records.write("aaaaaaaaaaaa", {"audit_id": "aaaaaaaaaaaa", "changes": []})
     assert records.read("aaaaaaaaaaaa") == {"audit_id": "aaaaaaaaaaaa", "changes": []}
     (tmp_path / "calls" / "bbbbbbbbbbbb.json").write_text(json.dumps({"audit_id": "bbbbbbbbbbbb", "changes": []}))
-    assert [r["audit_id"] for r in records.all()] == ["aaaaaaaaaaaa"]
+    assert [r["audit_id"] for r in records.all()] == ["aaaaaaaaaaaa", "bbbbbbbbbbbb"]
+    assert not records.unsealed("aaaaaaaaaaaa") and records.unsealed("bbbbbbbbbbbb")
     assert records.evict("bbbbbbbbbbbb") > 0
     assert not (tmp_path / "calls" / "bbbbbbbbbbbb.json").exists()

@@ -103,7 +103,7 @@ def test_a_writer_that_said_nothing_before_a_judgement_began_does_not_make_it_st
 def test_more_paths_than_merged_runs_keep_make_a_judgement_stale(tmp_path: Path) -> None:
     device = _device(tmp_path)
     seen = generations(device)
-    for index in range(treelock.LOG_PATHS + treelock.LOG_KEEP):
+    for index in range(treelock.LOG_TOTAL + 1):
         said = [str(tmp_path / f"n{index}.md")]
         with tree_lock(device, wrote=said.copy):
             pass

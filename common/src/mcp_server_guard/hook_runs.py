@@ -43,7 +43,6 @@ from mcp_server_guard.patterns import deferred
 from mcp_server_guard.python_startup import ENV_MARKERS, venv_entry
 
 __all__ = [
-    "DIRENV_USE_FILES",
     "ENV_CONFIGS",
     "HOOK_MANAGER_FILES",
     "direnv_evaluates",
@@ -492,8 +491,16 @@ _USE = deferred(r"(?:^|[\s;&|])use[_ ]\s*(nix|flake|devenv|flox)\b([^\n;&|#]*)",
 _DEVBOX = deferred(r"^[^#\n]*\bdevbox\s+(?:generate\s+direnv|shellenv)\b", re.M)
 # flox's (``use flox``, or ``eval "$(flox activate …)"``): its manifest's ``[hook] on-activate`` and ``[profile]``
 # scripts run at every cd.
-_FLOX = deferred(r"^[^#\n]*\bflox\s+activate\b", re.M)
-DIRENV_USE_FILES = frozenset(posixpath.basename(name) for names in _USE_FILES.values() for name in names)  # (names)
+_FLOX = deferred(r"^[^#\n]*\bflox\s+activate\b([^\n]*)", re.M)
+
+
+def _flox_files(rest: str) -> set[str]:
+    """The manifest (and lock) of the flox environment ``use flox …``/``flox activate …`` names (``-d``/``--dir``;
+    the directory's own by default)."""
+    words = [w.strip("\"'$()`;") for w in rest.split()]  # (its options: program_words leaves them out)
+    where = [w for k, w in itertools.pairwise(words) if k in ("-d", "--dir")]
+    where = [*where, *(w[6:] for w in words if w.startswith("--dir="))] or ["."]
+    return {posixpath.normpath(posixpath.join(w, f)) for w in where if w for f in _USE_FILES["flox"]}
 
 
 def direnv_evaluates(directory: str) -> frozenset[str]:
@@ -507,10 +514,7 @@ def direnv_evaluates(directory: str) -> frozenset[str]:
         given = [w.split("#", 1)[0] for w in program_words(rest)]  # (``.#devShell``: the flake here)
         given = [w for w in given if w and w not in (".", "./")]
         if kind == "flox":  # (``use flox -d dir``: that directory's)
-            words = rest.split()  # (its options: program_words leaves them out)
-            where = [w for k, w in itertools.pairwise(words) if k in ("-d", "--dir")]
-            where = [*where, *(w[6:] for w in words if w.startswith("--dir="))] or ["."]
-            named.update(posixpath.normpath(posixpath.join(w, f)) for w in where for f in _USE_FILES["flox"])
+            named.update(_flox_files(rest))
         elif kind == "nix" and given:
             named.update(posixpath.normpath(w) for w in given)
         elif kind == "flake" and given:
@@ -519,8 +523,8 @@ def direnv_evaluates(directory: str) -> frozenset[str]:
             named.update(_USE_FILES[kind])
     if _DEVBOX.search(envrc):
         named.update(_USE_FILES["devbox"])
-    if _FLOX.search(envrc):
-        named.update(_USE_FILES["flox"])
+    for rest in _FLOX.findall(envrc):  # (``eval "$(flox activate -d tools)"``: red team 101 D)
+        named.update(_flox_files(rest))
     return frozenset(named)
 
 

@@ -37,7 +37,7 @@ from mcp_server_guard.hook_configs import (
     judged_package_json,
     manifest_hooks,
 )
-from mcp_server_guard.hook_runs import DIRENV_USE_FILES, direnv_evaluates
+from mcp_server_guard.hook_runs import direnv_evaluates
 from mcp_server_guard.paths import printable
 from mcp_server_guard.python_startup import (
     ENV_MARKERS,
@@ -140,14 +140,11 @@ _UP_MAX = 8  # directories above a nix file whose .envrc is read at most
 def _evaluated_by_direnv(root: str, path: str, evaluated: dict[str, frozenset[str]]) -> bool:
     """Whether an ``.envrc`` of the directory of ``path`` or one above it (within the root) has direnv evaluate it
     (``use nix dev.nix``, ``use flake ./nix``: ``hook_runs.direnv_evaluates``; ``evaluated``: read per directory)."""
-    name = path.rsplit("/", 1)[-1]
-    if name not in DIRENV_USE_FILES and not name.endswith(".nix"):
-        return False
-    directory = posixpath.dirname(path)
+    directory = posixpath.dirname(path)  # (any name: ``use nix dev-shell.txt`` evaluates it, red team 101 D)
     for _level in range(_UP_MAX):
         if directory not in evaluated:
             evaluated[directory] = direnv_evaluates(posixpath.join(root, directory))
-        if posixpath.relpath(path, directory or ".") in evaluated[directory]:
+        if evaluated[directory] and posixpath.relpath(path, directory or ".") in evaluated[directory]:
             return True
         if not directory:
             return False

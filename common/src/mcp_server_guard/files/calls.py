@@ -4,7 +4,10 @@ pre-images went to keep the store within its bounds (they cannot be undone any m
 
 A record is written whole or not at all (a temp name, fsynced, renamed into place). Its bytes count in the
 history's bounds (``files.history``). Every record is sealed (``seal``: an HMAC-SHA256 with the user's key, as the
-apply journals are): one that is not is never played backwards nor listed.
+apply journals are). One that does not check — not written by a server of this user, or sealed with another key
+(the registry made anew, another ``MCP_GUARD_RUNTIME_DIR``, written before records were sealed) — is still kept,
+counted and guarded like any other (what it keeps may be the only copy of someone's work), but `mcp-guard undo`
+asks before playing it backwards and `mcp-guard history` says so (``unsealed``).
 """
 
 from __future__ import annotations
@@ -149,14 +152,20 @@ class CallRecords:
             raise HistoryError("HISTORY_BROKEN", f"the record of call {audit_id} is unreadable ({exc})") from None
         if not isinstance(data, dict):
             raise HistoryError("HISTORY_BROKEN", f"the record of call {audit_id} is damaged")
-        # Threat: a record no server of the user wrote (planted in a state directory a command could make while it
-        # was gone and unregistered), played backwards by `mcp-guard undo` as the user's own call: never trusted.
-        seal = data.pop(SEAL, None)
-        if not isinstance(seal, str) or not hmac.compare_digest(seal, _sealed(self.key(), data)):
-            why = "written before records were sealed, or not by a server"
-            raise HistoryError("HISTORY_BROKEN", f"the record of call {audit_id} is not sealed by this user's "
-                               f"servers ({why}): it is not trusted")  # fmt: skip
+        data.pop(SEAL, None)  # (checked by ``unsealed``: a record is never dropped for its seal, red team 101 A)
         return data
+
+    def unsealed(self, audit_id: str) -> bool:
+        """Whether call ``audit_id``'s record does not check with this user's key.
+
+        Threat: a record no server of the user wrote (planted in a state directory a command could make while it
+        was gone and unregistered), played backwards by `mcp-guard undo` as the user's own call: asked first."""
+        try:
+            data = json.loads((self.directory / f"{audit_id}.json").read_bytes())
+        except (OSError, ValueError):
+            return True
+        seal = data.pop(SEAL, None) if isinstance(data, dict) else None
+        return not isinstance(seal, str) or not hmac.compare_digest(seal, _sealed(self.key(), data))
 
     def all(self) -> list[dict[str, Any]]:
         """Every call's record, oldest first."""
@@ -198,7 +207,7 @@ class CallRecords:
         try:
             manifest = self.read(audit_id)
         except HistoryError:
-            manifest = {}  # (an untrusted record goes all the same: it would count in the bounds for ever)
+            manifest = {}  # (a damaged record goes all the same: it would count in the bounds for ever)
         line = {"audit_id": audit_id, "time": manifest.get("time", ""), "tool": manifest.get("tool", ""),
                 "command": str(manifest.get("command", ""))[:200], "paths": len(manifest.get("changes", [])),
                 "evicted": datetime.now(UTC).isoformat(timespec="milliseconds")}  # fmt: skip

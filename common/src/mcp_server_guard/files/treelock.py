@@ -71,6 +71,7 @@ Unrelated = Callable[[frozenset[str]], bool]
 
 LOG_KEEP = 16  # runs of takings the lock file remembers the paths of (older ones merged)
 LOG_PATHS = 256  # paths one run names at most (a larger write is "anything")
+LOG_TOTAL = 1024  # paths all runs name at most (the oldest forgotten past it)
 _ENTRY_BYTES = 32 << 10  # bytes of paths one run names at most (as JSON)
 _LOG_MAX_BYTES = 2 * LOG_KEEP * _ENTRY_BYTES  # a log read at most (larger: not ours, "anything")
 
@@ -122,14 +123,22 @@ def _count(fds: list[int], wrote: Wrote = None) -> None:
 
 def _log(fd: int, taking: tuple[int, int, int], wrote: Wrote) -> None:
     """Keep ``wrote`` as what ``taking`` (its count, the lock file's time it found and the one it leaves) writes
-    (held). Past LOG_KEEP entries the two oldest become one (``_merged``): a writer rewriting its notes a thousand
+    (held). Past LOG_KEEP entries two neighbours become one (``_merged``): a writer rewriting its notes a thousand
     times costs one entry. A write the disk refuses half way leaves a log that does not read or lacks this taking;
     a taking counted by its time alone breaks the chain of times: "anything" (``_logged``)."""
     entries = _entries(fd) or []
     entries.append((taking[0], *taking, _said(wrote)))
     while len(entries) > LOG_KEEP:
-        merged = _merged(entries[0], entries[1])
-        entries[0:2] = [merged] if merged is not None else entries[1:2]  # (the oldest forgotten: a gap, anything)
+        # The two neighbours whose union is smallest become one (a writer rewriting its notes: nothing grows); where
+        # no two can (each would be "anything"), the oldest is forgotten: a gap, "anything" for judgements before it.
+        pairs = [(len(m[4] or ()), i, m) for i in range(len(entries) - 1) if (m := _merged(*entries[i : i + 2]))]
+        if pairs:
+            _size, at, merged = min(pairs, key=lambda pair: pair[:2])
+            entries[at : at + 2] = [merged]
+        else:
+            del entries[0]
+    while sum(len(entry[4] or ()) for entry in entries) > LOG_TOTAL:
+        del entries[0]  # (every taking reads and writes the log: kept small)
     data = json.dumps(entries).encode()  # (ensure_ascii: a name's undecodable bytes travel as \\udcXX escapes)
     os.pwrite(fd, data, 8)
     os.ftruncate(fd, 8 + len(data))

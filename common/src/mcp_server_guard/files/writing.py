@@ -179,9 +179,9 @@ class Writer(WriteRecords):
         located = self.jail.locate(given)
         check_executable_content(posixpath.basename(located.rel), data, self.policy)
         self._check_protected(located, [located.rel, located.absolute], None)  # before createDirs makes anything
-        located, dirfd, name = self._parent(located, create_dirs)
+        deadline = time.monotonic() + BUSY_WAIT_S  # (one bound for every wait of this write: red team 101 B)
+        located, dirfd, name = self._parent(located, create_dirs, deadline)
         digest = sha256 or hashlib.sha256(data).hexdigest()
-        deadline = time.monotonic() + BUSY_WAIT_S
         try:
             st = os.fstat(dirfd)
             with self._files.hold((st.st_dev, st.st_ino, name), deadline - time.monotonic()) as turn:
@@ -324,7 +324,7 @@ class Writer(WriteRecords):
         if self.journal is not None:
             self.journal.done(ticket)
 
-    def _parent(self, located: Located, create_dirs: bool) -> tuple[Located, int, str]:
+    def _parent(self, located: Located, create_dirs: bool, deadline: float) -> tuple[Located, int, str]:
         """``jail.open_parent``; the directories createDirs makes, made holding the tree lock and said to the
         judgements running meanwhile (``treelock.tree_lock``), the taking counted even when the write then fails.
 
@@ -338,7 +338,7 @@ class Writer(WriteRecords):
                 raise
         device = os.fstat(located.root.fd).st_dev
         try:
-            with tree_lock([device], BUSY_WAIT_S, wrote=lambda: _missing(located)):
+            with tree_lock([device], max(0.0, deadline - time.monotonic()), wrote=lambda: _missing(located)):
                 self._check_protected(located, [located.rel, located.absolute], None)  # (the tree as it is now)
                 return self.jail.open_parent(located, create_dirs=True)
         except TreeBusy:
