@@ -126,7 +126,14 @@ def test_attack_a_call_of_a_server_given_mcp_guard_runtime_dir_cannot_be_undone_
     finally:
         raw.close()
     assert not first.get("isError"), first
-    undo = mcp_guard("undo", audit_id_of(first), "--history-dir", str(state / "history"),
-                     "--audit-log", str(state / "audit.jsonl"), "--yes")  # fmt: skip  (this test's own registry: conftest)
+    undo = mcp_guard(
+        "undo",
+        audit_id_of(first),
+        "--history-dir",
+        str(state / "history"),
+        "--audit-log",
+        str(state / "audit.jsonl"),
+        "--yes",
+    )  # fmt: skip  (the conftest's registry)
     assert undo.returncode == 0, undo.stdout + undo.stderr  # (asked first: UNDO_ASKS, --yes)
     assert (root / "draft0.md").read_text() == WORK

@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
+from mcp_server_guard.errors import GuardError
 from mcp_server_guard.files import writing
 from mcp_server_guard.files.jail import Jail
 from mcp_server_guard.files.treelock import tree_lock
-from mcp_server_guard.errors import GuardError
 from mcp_server_guard.policy import load_policy
 
 HOLD_S = 6.0
