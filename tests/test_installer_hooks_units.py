@@ -59,3 +59,19 @@ def test_where_uv_installs_from_and_poetrys_required_plugins_changed_are_named()
     assert installer_hook_keys("uv.toml", b"", b'index-strategy = "unsafe-best-match"\n') == ["index-strategy"]
     assert installer_hook_keys("uv.toml", b"", b'cache-dir = "/tmp/c"\n') == []
     assert installer_hook_keys("uv.toml", b"", b"[not toml") == ["(the whole file: it could not be read here)"]
+
+
+def test_dependencies_fetched_from_elsewhere_and_pip_index_lines_are_named() -> None:
+    # Red team 101 C: a source with git or url (not a path: the project's own), an override naming a URL, the mirror
+    # uv takes interpreters from, Poetry's and PDM's indexes, a requirements file's index lines.
+    before = b'[project]\nname = "x"\n[tool.uv.sources]\nlib = { path = "../lib" }\n'
+    assert installer_hook_keys("pyproject.toml", b"", before) == []
+    git = before + b'app = { git = "http://127.0.0.1:9/a.git" }\n'
+    assert installer_hook_keys("pyproject.toml", before, git) == ["tool.uv.sources"]
+    assert installer_hook_keys("pyproject.toml", b"", b'[tool.poetry]\nsource = [{name = "m", url = "u"}]\n') == [
+        "tool.poetry.source"
+    ]
+    assert installer_manifest("requirements-dev.txt") and installer_manifest("constraints.txt")
+    assert not installer_manifest("notes.txt")
+    assert installer_hook_keys("requirements.txt", b"requests\n", b"requests>=2\n") == []
+    assert installer_hook_keys("requirements.txt", b"requests\n", b"-i http://127.0.0.1:9/simple\nrequests\n") == ["-i"]

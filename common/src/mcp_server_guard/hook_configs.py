@@ -251,18 +251,23 @@ _PDM_HOOK = re.compile(r"^(?:pre|post)_")
 _INSTALLED = frozenset({"node_modules", "vendor", "site-packages", "dist-packages"})  # installed packages' own
 
 
+_REQUIREMENTS = re.compile(r"(?:requirements|constraints)[\w.-]*\.(?:txt|in)")
+
+
 def installer_manifest(path: str) -> bool:
-    """Whether ``path`` is a project's ``composer.json``, ``pyproject.toml`` or ``uv.toml`` (not an installed
-    package's)."""
+    """Whether ``path`` is a project's ``composer.json``, ``pyproject.toml``, ``uv.toml`` or pip requirements file
+    (not an installed package's)."""
     parts = path.split("/")
-    return parts[-1] in ("composer.json", "pyproject.toml", "uv.toml") and not _INSTALLED & set(parts)
+    named = parts[-1] in ("composer.json", "pyproject.toml", "uv.toml") or _REQUIREMENTS.fullmatch(parts[-1])
+    return bool(named) and not _INSTALLED & set(parts)
 
 
 def installer_hook_keys(path: str, old: bytes | None, new: bytes | None) -> list[str]:
     """The install hooks (and the script tables they may call) a new content of ``path`` sets to another value than
     the old one had; the whole file where the new content cannot be read as the package manager reads it."""
-    read = (
-        _composer_hooks if path.endswith(".json") else _uv_toml_hooks if path.endswith("uv.toml") else _pyproject_hooks
+    name = path.rsplit("/", 1)[-1]
+    read = {"composer.json": _composer_hooks, "uv.toml": _uv_toml_hooks, "pyproject.toml": _pyproject_hooks}.get(
+        name, _requirements_sources
     )
     before, after = read(old), read(new)
     if after is None:
@@ -298,7 +303,11 @@ def _toml(data: bytes | None) -> dict[str, Any] | None:
 
 # Where uv installs from (its settings in uv.toml, or pyproject.toml's [tool.uv]): a package of the same name from
 # another index builds and runs its code at the next ``uv sync``, outside the box.
-_UV_INDEX_KEYS = ("index", "index-url", "extra-index-url", "find-links", "index-strategy")
+# So is a dependency taken from a repository or an archive (``sources`` with ``git``/``url``, an override naming a URL)
+# and the mirror uv downloads the interpreters it runs from (red team 101 C). A ``path`` source is the project's own.
+_UV_INDEX_KEYS = ("index", "index-url", "extra-index-url", "find-links", "index-strategy", "python-install-mirror",
+                  "pypy-install-mirror")  # fmt: skip
+_UV_URL_LISTS = ("override-dependencies", "constraint-dependencies")
 
 
 def _index_keys(table: object, prefix: str) -> dict[str, str]:
@@ -307,7 +316,40 @@ def _index_keys(table: object, prefix: str) -> dict[str, str]:
         for key in _UV_INDEX_KEYS:
             if isinstance(inner, dict) and key in inner:
                 found[f"{where}{key}"] = json.dumps(inner[key], sort_keys=True, default=str)
+    if not isinstance(table, dict):
+        return found
+    sources = table.get("sources")
+    fetched = {name: given for name, given in sources.items() if _fetched(given)} if isinstance(sources, dict) else {}
+    if fetched:
+        found[f"{prefix}sources"] = json.dumps(fetched, sort_keys=True, default=str)
+    for key in _UV_URL_LISTS:
+        named = [str(item) for item in table.get(key) or [] if "@" in str(item) or "://" in str(item)]
+        if isinstance(table.get(key), list) and named:
+            found[f"{prefix}{key}"] = json.dumps(sorted(named))
     return found
+
+
+def _fetched(given: object) -> bool:
+    """Whether a uv source (or a list of them) takes a package from a repository or an archive."""
+    if isinstance(given, list):
+        return any(_fetched(item) for item in given)
+    return isinstance(given, dict) and any(key in given for key in ("git", "url"))
+
+
+# pip's option lines in a requirements file: where every package of it (and of ``pip install -r``) comes from.
+_PIP_SOURCES = re.compile(r"^\s*(-i|--index-url|--extra-index-url|-f|--find-links|--trusted-host)(?:[\s=]+(\S*))?",
+                          re.M)  # fmt: skip
+
+
+def _requirements_sources(data: bytes | None) -> dict[str, str] | None:
+    if data is None:
+        return None
+    if len(data) >= MAX_PACKAGE_JSON:
+        return None
+    found: dict[str, list[str]] = {}
+    for option, value in _PIP_SOURCES.findall(data.decode("utf-8", "replace")):
+        found.setdefault(option, []).append(value)
+    return {option: json.dumps(sorted(values)) for option, values in found.items()}
 
 
 def _uv_toml_hooks(data: bytes | None) -> dict[str, str] | None:
@@ -333,6 +375,8 @@ def _pyproject_hooks(data: bytes | None) -> dict[str, str] | None:
             if isinstance(env, dict) and key in env:
                 found[f"tool.hatch.envs.{name}.{key}"] = json.dumps(env[key], sort_keys=True, default=str)
     poetry = tool.get("poetry")  # (Poetry 2 installs the plugins a project requires, and runs them, unasked)
-    if isinstance(poetry, dict) and "requires-plugins" in poetry:
-        found["tool.poetry.requires-plugins"] = json.dumps(poetry["requires-plugins"], sort_keys=True, default=str)
+    for owner, key in (("poetry", "requires-plugins"), ("poetry", "source"), ("pdm", "source")):
+        table = poetry if owner == "poetry" else pdm  # (their package indexes: red team 101 C)
+        if isinstance(table, dict) and key in table:
+            found[f"tool.{owner}.{key}"] = json.dumps(table[key], sort_keys=True, default=str)
     return {**found, **_index_keys(tool.get("uv"), "tool.uv.")}
