@@ -202,11 +202,11 @@ def _bash_forms(source: str) -> str:
 
 # Valid bash tree-sitter-bash rejects outright, each given to it with text inserted (never removed) where bash
 # reads the same commands: an empty word list (`for x in ; do`, which runs nothing: judged as if it ran, over unknown
-# words), a subshell condition of plain words with no `;` before `then`/`do` (`if (true) then`), a base prefix right
-# after `$((` before an expansion (`$((0x$(printf ff)))`: the value aside, the same substitutions run). Used only
-# where the line does not parse as written, only where the whole match lies outside quotes, escapes and comments, in
-# a line with no here-document or backquote, and only when the repaired line parses whole (threat: a rewrite that
-# makes the judge see other commands or arguments than bash runs: red team 12 F1-F3).
+# words), a subshell condition of plain words with no `;` before `then`/`do` (`if (true) then`), a last `case` item
+# ended by `;&` or `;;&` (an empty item `_)` after it, which runs nothing). Used only where the line does not parse as
+# written, only where the whole match lies outside quotes, escapes and comments, in a line with no here-document or
+# backquote, and only when the repaired line parses whole (threat: a rewrite that makes the judge see other commands
+# or arguments than bash runs: red team 12 F1-F3).
 _COMMAND_START = r"(?:^|(?<=[;&|({\n])|(?<=\bthen)|(?<=\bdo)|(?<=\belse))[ \t]*"
 _REPAIRS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
     (re.compile(rf"(?m){_COMMAND_START}for[ \t]+[A-Za-z_]\w*[ \t]+in[ \t]*(?=;|\n)"), lambda m: f'{m.group(0)} "$@"'),
@@ -217,13 +217,44 @@ _REPAIRS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
         ),
         lambda m: f"{m.group(0)};",
     ),
-    (re.compile(r"\$\(\([ \t]*(?:0[xX]|[0-9]+#)(?=\$)"), lambda m: f"{m.group(0)}0+"),
+    (re.compile(r"(?<!;);;?&(?=[ \t\n]*esac(?![^\s;&|)<>]))"), lambda m: f"{m.group(0)} _)"),
+)
+# A base prefix before an expansion where an arithmetic operand starts (`$((0x$(printf ff)))`, `$(( 1 + 16#$x ))`,
+# `(( i = 0x$n ))`): `0+` after the prefix (the value aside, the same substitutions run). Only where the parser's tree
+# of the line puts the prefix inside an arithmetic expression.
+_BASE_PREFIX = re.compile(r"(?<![\w#$@.\\])(?:0[xX]|[1-9][0-9]*#)(?=\$)")
+_ARITHMETIC = frozenset({"arithmetic_expansion", "c_style_for_statement"})
+# A substring expansion whose offset and length the parser does not take (`${x:0:-3:3}`, `${x:$i:1}`, `${x:1?2:3}`):
+# the text after the first `:` put in parentheses, as bash's `${x:(-1)}` (the same expansion: an arithmetic
+# expression). Only for text of numbers, names, `$name` / `${name}` and operators, with no quotes, parentheses or
+# substitutions; in double quotes too, where nothing before it in the string is a substitution.
+_OFFSETS = re.compile(
+    r"(?<!\\)\$\{(?:[A-Za-z_]\w*(?:\[[\w$@*+-]*\])?|[0-9@*])"
+    r":(?![-=?+(\s])((?:[\w \t+\-*/%?:!~^<>=,.#]|\$(?:[A-Za-z_]\w*|\{[A-Za-z_]\w*\}))+)\}"
 )
 
 
-def _plain(text: str) -> bytearray:
+def _in_arithmetic(text: str) -> Callable[[re.Match[str]], bool]:
+    """Whether a match in ``text`` lies, by the parser's tree of it, inside an arithmetic expression."""
+    root = _parser().parse(text.encode("utf-8", "surrogateescape")).root_node
+
+    def inside(found: re.Match[str]) -> bool:
+        at = len(text[: found.start()].encode("utf-8", "surrogateescape"))
+        node: Node | None = root.descendant_for_byte_range(at, at + 1)
+        while node is not None:
+            first = node.children[0] if node.children else None
+            if node.type in _ARITHMETIC or (first is not None and first.type in ("((", "$[")):
+                return True
+            node = node.parent
+        return False
+
+    return inside
+
+
+def _plain(text: str, live: re.Pattern[str] | None = None) -> bytearray:
     """1 at each character bash reads as syntax: not inside quotes (``'…'``, ``"…"``, ``$'…'``), not escaped, not in
-    a comment; none from a substitution inside double quotes on."""
+    a comment; none from a substitution inside double quotes on, unless it is a match of ``live`` (with no quotes or
+    substitutions inside it: 2 over it, and the string goes on)."""
     plain = bytearray(b"\x01" * len(text))
     i, word_start = 0, True
     while i < len(text):
@@ -236,7 +267,12 @@ def _plain(text: str) -> bytearray:
         if char in "'\"" or (char == "$" and text.startswith("$'", i)):
             quote = "'" if char != '"' else '"'
             j = i + (2 if char == "$" else 1)
+            spans: list[tuple[int, int]] = []
             while j < len(text) and text[j] != quote:
+                if quote == '"' and live is not None and (inner := live.match(text, j)):
+                    spans.append(inner.span())
+                    j = inner.end()
+                    continue
                 if quote == '"' and text.startswith(("$(", "${"), j):
                     # Quotes nest inside a substitution in double quotes: not followed here, nothing after it is
                     # taken for plain (red team 13 F5).
@@ -244,6 +280,8 @@ def _plain(text: str) -> bytearray:
                     return plain
                 j += 2 if text[j] == "\\" and (quote == '"' or char == "$") else 1
             plain[i : j + 1] = bytes(len(plain[i : j + 1]))
+            for start, end in spans:
+                plain[start:end] = b"\x02" * (end - start)
             i, word_start = j + 1, False
             continue
         if char == "#" and word_start:
@@ -257,16 +295,36 @@ def _plain(text: str) -> bytearray:
     return plain
 
 
+def _inserted(
+    text: str, pattern: re.Pattern[str], insert: Callable[[re.Match[str]], str], where: Callable[[re.Match[str]], bool]
+) -> str:
+    out, at = [], 0
+    for found in pattern.finditer(text):
+        if where(found):
+            out += [text[at : found.start()], insert(found)]
+            at = found.end()
+    return "".join([*out, text[at:]])
+
+
+def _within(mask: bytearray, *marks: int) -> Callable[[re.Match[str]], bool]:
+    """Whether a match lies wholly where ``mask`` (a ``_plain``) holds one of ``marks``."""
+    return lambda found: all(mark in marks for mark in mask[found.start() : found.end()])
+
+
+def _parenthesized(found: re.Match[str]) -> str:
+    return f"{found.group(0)[: found.start(1) - found.start()]}({found.group(1)})}}"
+
+
 def _repaired(text: str) -> str:
     if "<<" in text or "`" in text:
         return text
     for pattern, insert in _REPAIRS:
-        plain, out, at = _plain(text), [], 0
-        for found in pattern.finditer(text):
-            if all(plain[found.start() : found.end()]):
-                out += [text[at : found.start()], insert(found)]
-                at = found.end()
-        text = "".join([*out, text[at:]])
+        text = _inserted(text, pattern, insert, _within(_plain(text), 1))
+    if _BASE_PREFIX.search(text):
+        plain, inside = _within(_plain(text), 1), _in_arithmetic(text)
+        text = _inserted(text, _BASE_PREFIX, lambda m: f"{m.group(0)}0+", lambda m: plain(m) and inside(m))
+    if _OFFSETS.search(text):
+        text = _inserted(text, _OFFSETS, _parenthesized, _within(_plain(text, _OFFSETS), 1, 2))
     return text
 
 
