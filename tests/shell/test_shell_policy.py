@@ -538,12 +538,17 @@ def _oddities() -> list[str]:
         "for (( i = 0x$(rm -rf ~); i < 1; i++ )); do :; done",
         "echo ${x:0:-3:3}; rm -rf ~",
         'echo "${x:$n:1}" "$(rm -rf ~)"',
+        "f() for i in 1; do echo done; done; rm -rf ~",
+        "for i in 1; { echo '}'; }; rm -rf ~",
+        "cat <> /etc/passwd",
+        "x=$((cd ~ && rm -rf .) | wc -l)",
     ],
 )
 def test_a_repaired_oddity_hides_no_command_from_the_judge(line: str) -> None:
     # Threat: the forms the parser is given for valid bash it rejects (an empty word list, a subshell condition
     # without `;`, a base prefix before an expansion, a last `case` item ended by `;&`, a substring expansion's
-    # offset in parentheses) must keep every command of the line in sight: denied as ever.
+    # offset in parentheses, a body put in `{ }`, `<>` as `<` and `>>`, `$((cmd) …)` with a space) must keep every
+    # command of the line in sight: denied as ever.
     verdict = PolicyEngine(load_policy().shell_exec, effects=True).decide(line)
     assert verdict.action == "deny", (line, verdict)
     assert not [f for f in verdict.findings if f.kind == "parse-error"], (line, verdict)

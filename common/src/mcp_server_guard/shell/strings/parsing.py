@@ -234,6 +234,29 @@ _OFFSETS = re.compile(
 )
 
 
+# A read-write redirection (`exec 3<>/dev/tcp/h/80`, `cat <> f`), which the parser does not take: given as the read
+# and the append it is (`3</dev/tcp/h/80 3>>/dev/tcp/h/80`: the target inserted again), for a target of plain text and
+# `$name` only. A `$((` whose first parenthesis closes before `))` (`$((cd d && ls) | wc -l)`): bash reads a command
+# substitution of a subshell, given with a space after `$(`.
+_READ_WRITE = re.compile(
+    r"(?<![<>&\w}])(?P<fd>(?<![^\s;&|(])(?:\{[A-Za-z_]\w*\}|[0-9]+))?<>(?!>)(?P<sp>[ \t]*)"
+    r"(?P<to>(?:[^\s;&|()<>'\"`$\\{}]|\$(?:[A-Za-z_]\w*|\{[A-Za-z_]\w*\}))+)"
+)
+_SUBSHELL_SUBSTITUTION = re.compile(r"\$\((?=\()")
+# A function body or `for`/`select` body the parser does not take (`f() for …; done`, `for x in …; { …; }`): the body
+# put in `{ …; }` (`do { …; }; done`), closed after the first `done`/`esac` (`}`) at which the parser then reads that
+# body whole (at most a few are tried).
+_BARE_BODY = re.compile(
+    rf"(?m){_COMMAND_START}(?:function[ \t]+[^\s()=;&|<>'\"`$\\{{}}]+(?:[ \t]*\([ \t]*\))?"
+    r"|[^\s()=;&|<>'\"`$\\{}]+[ \t]*\([ \t]*\))[ \t\n]*(?=(?:for|while|until|select|case)[ \t\n])"
+)
+_BRACE_LOOP = re.compile(
+    rf"(?m){_COMMAND_START}(?:for|select)[ \t]+[A-Za-z_]\w*[ \t]+in[ \t][^;\n]*;[ \t]*(?=\{{[ \t\n])"
+)
+_BODY_ENDS = {"{ ": (re.compile(r"\b(?:done|esac)\b(?![^\s;&|)<>])"), "; }"), "do ": (re.compile(r"\}"), "; done")}
+_TRIES = 8
+
+
 def _in_arithmetic(text: str) -> Callable[[re.Match[str]], bool]:
     """Whether a match in ``text`` lies, by the parser's tree of it, inside an arithmetic expression."""
     root = _parser().parse(text.encode("utf-8", "surrogateescape")).root_node
@@ -315,16 +338,66 @@ def _parenthesized(found: re.Match[str]) -> str:
     return f"{found.group(0)[: found.start(1) - found.start()]}({found.group(1)})}}"
 
 
+def _read_write(found: re.Match[str]) -> str:
+    fd, space, target = found.group("fd") or "", found.group("sp"), found.group("to")
+    return f"{fd}<{space}{target} {fd}>>{space}{target}"
+
+
+def _subshell_in(text: str) -> Callable[[re.Match[str]], bool]:
+    """Whether the `(` after a `$(` matched closes, outside quotes, before something other than `)`."""
+    plain = _plain(text)
+
+    def subshell(found: re.Match[str]) -> bool:
+        depth = 0
+        for at in range(found.end(), len(text)):
+            if plain[at] != 1:
+                return False
+            depth += {"(": 1, ")": -1}.get(text[at], 0)
+            if depth == 0:
+                return text[at + 1 : at + 2] != ")"
+        return False
+
+    return subshell
+
+
+def _closed(text: str, found: re.Match[str], opener: str) -> str:
+    """``text`` with ``opener`` inserted after ``found`` and its closer after the first end the parser then reads as
+    closing one whole body there; ``text`` as it was where none does within a few tries."""
+    ends, closer = _BODY_ENDS[opener]
+    plain, at = _plain(text), found.end()
+    for end in [e for e in ends.finditer(text, at) if all(plain[e.start() : e.end()])][:_TRIES]:
+        tried = f"{text[:at]}{opener}{text[at : end.end()]}{closer}{text[end.end() :]}"
+        start = len(tried[:at].encode("utf-8", "surrogateescape"))
+        stop = len(tried[: end.end() + len(opener) + len(closer)].encode("utf-8", "surrogateescape"))
+        node: Node | None = _parser().parse(tried.encode("utf-8", "surrogateescape")).root_node
+        node = node.descendant_for_byte_range(start, start + 1) if node is not None else None
+        while node is not None and node.start_byte == start and node.end_byte < stop:
+            node = node.parent
+        if node is not None and (node.start_byte, node.end_byte) == (start, stop) and not node.has_error:
+            return tried
+    return text
+
+
 def _repaired(text: str) -> str:
     if "<<" in text or "`" in text:
         return text
     for pattern, insert in _REPAIRS:
         text = _inserted(text, pattern, insert, _within(_plain(text), 1))
     if _BASE_PREFIX.search(text):
-        plain, inside = _within(_plain(text), 1), _in_arithmetic(text)
-        text = _inserted(text, _BASE_PREFIX, lambda m: f"{m.group(0)}0+", lambda m: plain(m) and inside(m))
+        outside, inside = _within(_plain(text), 1), _in_arithmetic(text)
+        text = _inserted(text, _BASE_PREFIX, lambda m: f"{m.group(0)}0+", lambda m: outside(m) and inside(m))
     if _OFFSETS.search(text):
         text = _inserted(text, _OFFSETS, _parenthesized, _within(_plain(text, _OFFSETS), 1, 2))
+    if "<>" in text:
+        text = _inserted(text, _READ_WRITE, _read_write, _within(_plain(text), 1))
+    if "$((" in text:
+        text = _inserted(text, _SUBSHELL_SUBSTITUTION, lambda m: "$( ", _subshell_in(text))
+    for pattern, opener in ((_BARE_BODY, "{ "), (_BRACE_LOOP, "do ")):
+        for _ in range(_TRIES):
+            found = next(filter(_within(_plain(text), 1), pattern.finditer(text)), None)
+            if found is None or (closed := _closed(text, found, opener)) == text:
+                break
+            text = closed
     return text
 
 
