@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -25,6 +26,7 @@ from mcp_server_guard.shell.sandbox import NetworkMode, ReadScope, SandboxMode, 
 if TYPE_CHECKING:
     from mcp_server_guard import Policy
     from mcp_server_guard.changes import CopyArea
+    from mcp_server_guard.shell.sandbox import SandboxPlan
 
 PROG = "mcp-server-shell-exec"
 
@@ -186,14 +188,37 @@ def _started(
     if area is not None and not decided.copies:
         area.close()
         area = None
-    if notes:
-        import typer  # noqa: PLC0415 - only to say something (a start with nothing to say goes without it)
-
-        for note in notes:
-            typer.echo(f"{PROG}: {note}", err=True)
+    # Every start says, last, which guard is in force for commands (issue 45 item 5).
+    for note in [*notes, guard_line(config.mode, decided, transactions, why)]:
+        sys.stderr.write(f"{PROG}: {note}\n")
+    sys.stderr.flush()
     return build_tools(
         config, decided, approvals, history_dir=history, area=area, copies_here=copies_here, protection=protection
     )
+
+
+def guard_line(mode: Mode, decided: SandboxPlan, transactions: TransactionsMode, why: str) -> str:
+    """The start-up's line on what guards commands: the box (with copies and undo, read-only by the kernel, or writing
+    the files directly) and the command rules, or the command rules alone and why there is no box."""
+    if decided.box is not None:
+        said = f"guard: box (bubblewrap: {decided.label})"
+        if mode is Mode.READ_ONLY:
+            return f"{said}, read-only (the kernel refuses every write to the project) + command rules"
+        if decided.copies:
+            return f"{said} + copies with undo + command rules"
+        direct = "--transactions off" if transactions is TransactionsMode.OFF else f"no copy: {why or 'none made'}"
+        return f"{said} + command rules; commands write the files directly ({direct}); nothing can be undone"
+    if decided.mode is SandboxMode.OFF:
+        reason = "--mode full-access" if mode is Mode.FULL_ACCESS else "--sandbox off"
+    else:
+        reason = decided.no_box or "it could not start"
+    said = f"guard: command rules only (no box: {reason})"
+    if decided.landlock:
+        said += f", with Landlock v{decided.abi} and rlimits"
+    if mode is Mode.READ_ONLY:
+        keeps = "Landlock refuses writes" if decided.landlock else "nothing else keeps commands from writing"
+        return f"{said}; read-only by the allow-list of reading programs ({keeps})"
+    return f"{said}; commands write the files directly; nothing can be undone"
 
 
 def _copy_area(roots: list[str], history: Path, policy: Policy) -> CopyArea:

@@ -139,7 +139,7 @@ def _without_box(decided: SandboxPlan, reason: str, copies: bool) -> tuple[Sandb
         network, netns, words = fall_back_from_policy(decided)
         said += f"; {words}"
         decided = replace(decided, network=network, netns=netns)
-    decided = replace(decided, notes=(*decided.notes, said))
+    decided = replace(decided, notes=(*decided.notes, said), no_box=reason)
     return decided, f"there is no box ({reason})" if copies else ""
 
 

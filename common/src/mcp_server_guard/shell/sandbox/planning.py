@@ -118,6 +118,7 @@ class SandboxPlan:
     # empty: commands write the real tree directly (transaction: none)
     copies: tuple[tuple[str, str], ...] = ()
     sockets: SocketScan = field(default_factory=lambda: SocketScan(()))  # outside UNIX sockets, masked in the box
+    no_box: str = ""  # why there is no box where the sandbox is not off (said in the start-up's guard line)
 
     @property
     def landlock(self) -> bool:
