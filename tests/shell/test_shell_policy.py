@@ -40,6 +40,9 @@ RM_RF_EVASIONS = [
     "bash <<'EOF'\nrm -rf x\nEOF\n", "bash <<EOF\nrm -rf x\nEOF\n", "sh <<< 'rm -rf x'", "watch rm -rf x",
     "flock /tmp/l rm -rf x", "flock /tmp/l -c 'rm -rf x'", "su -c 'rm -rf x'", "trap 'rm -rf x' EXIT",
     "xargs -I{} sh -c 'rm -rf {}'",
+    "python3 -c \"import os; os.system(' '.join(['rm', '-rf', 'x']))\"",
+    "python3 -c \"import subprocess; subprocess.run(' '.join(['rm', '-rf', 'x']), shell=True)\"",
+    "node -e \"require('child_process').execSync(['rm','-rf','x'].join(' '))\"",
 ]  # fmt: skip
 
 
@@ -367,6 +370,22 @@ def test_attack_spellings_the_first_engine_missed_are_denied(line: str, rule: st
         ("python3 -c \"import os; os.system(f'rm {x}')\"", "undecidable:code-built-command"),
         ("node -e \"require('child_process').execSync('rm ' + p)\"", "undecidable:code-built-command"),
         ("ruby -e 'system(\"rm #{x}\")'", "undecidable:code-built-command"),
+        # Joined from a list at run time (issue 45 item 5): Python's ' '.join(…), JavaScript's […].join(' ').
+        ("python3 -c \"import os; os.system(' '.join(cmd))\"", "undecidable:code-built-command"),
+        (
+            "python3 -c \"import subprocess as s; s.run(' '.join(sys.argv[1:]), shell=True)\"",
+            "undecidable:code-built-command",
+        ),
+        (
+            "node -e \"require('child_process').execSync(['rm','-rf',require('os').homedir()].join(' '))\"",
+            "undecidable:code-built-command",
+        ),
+        ("node -e \"require('child_process').execSync(parts.join(' '))\"", "undecidable:code-built-command"),
+        # The running kernel's modules.
+        ("modprobe -r e1000", "kernel-modules-modprobe"),
+        ("modprobe --remove e1000", "kernel-modules-modprobe"),
+        ("rmmod e1000", "kernel-modules"),
+        ("insmod ./driver.ko", "kernel-modules"),
     ],
 )
 def test_undecidable_or_risky_spellings_are_asked(line: str, kind: str) -> None:
@@ -392,7 +411,10 @@ def test_path_in_the_calls_env_that_finds_a_look_alike_program_is_undecidable(tm
      "kill $!", "eval 'echo hi'", "PYTHONUNBUFFERED=1 pytest", "ip addr show", "ip -br a", "iptables -L -n -v",
      "nft list ruleset", "ufw status", "firewall-cmd --list-all", "nmcli device status", "sysctl -a", "auditctl -l",
      "semanage port -l", "pkill -f 'python3 server.py'", "uv pip install -r requirements.txt",
-     "python3 -c \"import os; os.system('ls -la')\"", "git clone https://example.org/r ~/code/r"],
+     "python3 -c \"import os; os.system('ls -la')\"", "git clone https://example.org/r ~/code/r",
+     "python3 -c \"import os; os.system(' '.join(['ls', '-la']))\"", "node -e \"console.log(['a','b'].join(' '))\"",
+     "node -e \"require('child_process').execSync(['git','status'].join(' '))\"", "modprobe -c", "lsmod",
+     "modprobe -n -v e1000", "modinfo e1000"],
 )  # fmt: skip
 def test_ordinary_work_is_not_a_false_alarm(line: str) -> None:
     assert DEFAULT.decide(line).action == "allow", line

@@ -233,10 +233,9 @@ def awk_writes(program: str) -> tuple[bool, list[str]]:
 def literal_commands(code: str) -> list[Inner]:
     """Command lines interpreter code hands to a shell as literals: system("…"), `…`, os.popen('…'); and the paths
     it deletes through its library (shutil.rmtree('…'), FileUtils.rm_rf('…'), fs.rmSync('…')), as the rm they are."""
-    out: list[Inner] = [
-        BUILT if _built(code, found) else found.group(2).replace("\\'", "'").replace('\\"', '"')
-        for found in _CODE_RUNS.finditer(code)
-    ]
+    out: list[Inner] = [_handed(code, found) for found in _CODE_RUNS.finditer(code)]
+    out += [_joined(code, close, begin) for begin, close in _spans_after(code, _LIST_RUNS, "]")]
+    out += [BUILT for _ in _NAME_JOINED.finditer(code)]
     out += [found.group(1) for found in _BACKTICKS.finditer(code)]
     out += [text for closer, opener in _QUOTED_RUNS.items() for text in _closed_after(code, opener, closer)]
     out += [found.group(2) for found in _EXECUTE_METHOD.finditer(code)]
@@ -268,6 +267,10 @@ def literal_commands(code: str) -> list[Inner]:
 
 
 def _closed_after(code: str, opener: re.Pattern[str], closer: str, each: int = 32) -> list[str]:
+    return [code[begin:close] for begin, close in _spans_after(code, opener, closer, each)]
+
+
+def _spans_after(code: str, opener: re.Pattern[str], closer: str, each: int = 32) -> list[tuple[int, int]]:
     """The text from each match of ``opener`` up to the next ``closer`` (a ``[ … ]`` list, a ``%x( … )``). Threat: a
     regular expression scanning to the next closer from each of thousands of openings (``run([`` or ``%x(`` repeated
     over a 256 KiB line) took minutes. The closers are found once; of the openings one closer ends (nested calls,
@@ -280,7 +283,7 @@ def _closed_after(code: str, opener: re.Pattern[str], closer: str, each: int = 3
         if at == len(closes):
             break  # nothing closes after this one, nor after any later one
         by_close.setdefault(closes[at], []).append(start.end())
-    return [code[begin:close] for close, starts in by_close.items()
+    return [(begin, close) for close, starts in by_close.items()
             for begin in dict.fromkeys([*starts[:each], *starts[-each:]])]  # fmt: skip
 
 
@@ -359,6 +362,55 @@ def code_writes(code: str) -> list[str]:
 # A literal that is only the start of the string handed over: concatenated (+, ., ..), formatted (%, .format, an
 # f-string with a field, ${…} in a template).
 _JOINED = deferred(r"\s*(?:\+|%|\.\s*format\b|\.\.|\.\s*(?:concat\b|['\"$])|\.\s+\$)")
+
+
+# A command line joined from a list at run time: Python's `' '.join([...])` handed to os.system or subprocess with
+# shell=True (the separator is the literal `_CODE_RUNS` finds), JavaScript's `[...].join(' ')` handed to execSync:
+# the line itself where every item and the separator are literals, else built at run time.
+_SEPARATOR_JOINS = deferred(r"\s*\.\s*join\s*\(\s*(\[)?")
+_LIST_RUNS = deferred(
+    r"\b(?:system|popen|execSync|exec|spawnSync|shell_exec|passthru|run|call|check_output|check_call|getoutput|"
+    r"getstatusoutput|Popen)\s*\(\s*\["
+)
+_NAME_JOINED = deferred(
+    r"\b(?:system|popen|execSync|exec|spawnSync|shell_exec|passthru|getoutput|getstatusoutput)\s*\(\s*"
+    r"[\w.$]+(?:\[[\w.$]*\])?\s*\.\s*join\s*\("
+)
+_JOINS_WITH = deferred(r"""\]\s*\.\s*join\s*\(\s*(?:(['"])((?:\\.|(?!\1)[^\\])*)\1\s*)?\)""")
+
+
+def _literal(text: str) -> str:
+    return text.replace("\\'", "'").replace('\\"', '"')
+
+
+_ALL_LITERALS = deferred(r"""\s*(?:(['"])(?:\\.|(?!\1)[^\\])*\1\s*,\s*)*(['"])(?:\\.|(?!\2)[^\\])*\2\s*,?\s*""")
+
+
+def _listed(inside: str) -> list[str] | None:
+    """The items of a list's text where every one is a literal (not `require('os').homedir()`), else None."""
+    if not _ALL_LITERALS.fullmatch(inside):
+        return None
+    return [_literal(item) for _, item in _ITEMS.findall(inside)]
+
+
+def _handed(code: str, found: re.Match[str]) -> Inner:
+    """What a literal handed to a call that runs a command line is: the line, or built at run time."""
+    if joins := _SEPARATOR_JOINS.match(code, found.end()):
+        close = code.find("]", joins.end()) if joins.group(1) else -1
+        items = _listed(code[joins.end() : close]) if close >= 0 else None
+        closed = close >= 0 and re.match(r"\]\s*\)", code[close:]) is not None
+        return _literal(found.group(2)).join(items) if items is not None and closed else BUILT
+    return BUILT if _built(code, found) else _literal(found.group(2))
+
+
+def _joined(code: str, close: int, begin: int) -> Inner:
+    """A list handed on as ``[...].join(sep)``: its line where all is literal, else built at run time; None where
+    the list is not joined (an argv: ``_ARGV_LISTS``)."""
+    joins = _JOINS_WITH.match(code, close)
+    if joins is None:
+        return None
+    items = _listed(code[begin:close])
+    return _literal(joins.group(2)).join(items) if items is not None and joins.group(1) else BUILT
 
 
 def _built(code: str, found: re.Match[str]) -> bool:
