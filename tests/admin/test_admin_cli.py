@@ -302,6 +302,69 @@ def test_check_leads_with_what_the_server_does_on_this_machine(tmp_path: Path) -
     assert lines[0].startswith("on this machine: allow") and lines[1].startswith("decision: deny"), lines
 
 
+def _without_bwrap(tmp_path: Path) -> dict[str, str]:
+    """An environment whose PATH has everything of the real one but bubblewrap: no box here."""
+    shadow = tmp_path / "no-bwrap-bin"
+    shadow.mkdir()
+    for directory in os.environ["PATH"].split(os.pathsep):
+        for entry in Path(directory).glob("*") if Path(directory).is_dir() else []:
+            if entry.name != "bwrap" and not (shadow / entry.name).exists():
+                (shadow / entry.name).symlink_to(entry)
+    return {**os.environ, "PATH": str(shadow), "XDG_STATE_HOME": str(tmp_path / "state"), "HOME": str(tmp_path)}
+
+
+def _check_file(tmp_path: Path, *flags: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    listing = tmp_path / "lines.txt"
+    listing.write_text("rm -rf build\nls -la\nsudo apt install vim\n", encoding="utf-8")
+    argv = [console_script("mcp-guard"), "check", "--file", str(listing), *flags]
+    if env is None:
+        return run(argv, tmp_path)
+    return subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env,
+                          stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
+def test_check_file_leads_with_what_the_server_does_on_this_machine(tmp_path: Path) -> None:
+    # Issue 45 item 6: `rm -rf build` runs on a copy here. --file said "deny rm-recursive-force" and exited 20 (the
+    # plain verdict); the situation comes first now, each line's verdict here before the plain one, and the exit code
+    # is what a server here does (the strictest: `sudo` is asked).
+    done = _check_file(tmp_path)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 10, done
+    assert lines[0].startswith("on this machine: shell_exec runs each command on a copy here"), lines
+    assert lines[2].split()[:4] == ["1", "allow", "deny", "rm-recursive-force"], lines
+    assert lines[3].split()[:3] == ["2", "allow", "allow"] and lines[4].split()[:3] == ["3", "ask", "ask"], lines
+    assert "3 lines on this machine: 2 allow, 1 ask, 0 deny (plain: 1 allow, 1 ask, 1 deny)" in done.stderr
+    as_json = _check_file(tmp_path, "--json")
+    verdicts = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert as_json.returncode == 10 and list(verdicts[0])[2:5] == ["onThisMachine", "situation", "decision"]
+    assert [(v["onThisMachine"], v["decision"]) for v in verdicts] == [("allow", "deny"), ("allow", "allow"),
+                                                                      ("ask", "ask")]  # fmt: skip
+    assert "on a copy here" in verdicts[0]["situation"]
+
+
+def test_check_file_without_the_box_says_so_and_exits_by_the_rules(tmp_path: Path) -> None:
+    env = _without_bwrap(tmp_path)
+    done = _check_file(tmp_path, env=env)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 20, done
+    assert lines[0].startswith("on this machine: no box here"), lines
+    assert lines[2].split()[:4] == ["1", "deny", "deny", "rm-recursive-force"], lines
+    one = subprocess.run([console_script("mcp-guard"), "check", "rm -rf build"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120, env=env, check=False)  # fmt: skip
+    assert one.returncode == 20 and one.stdout.startswith("on this machine: deny (no box here"), one
+
+
+def test_check_file_with_mode_read_only_leads_with_what_a_read_only_server_does_here(tmp_path: Path) -> None:
+    done = _check_file(tmp_path, "--mode", "read-only")
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("on this machine, --mode read-only: "), done
+    if shutil.which("bwrap") is not None:
+        assert "read-only view" in first and done.returncode == 10, done
+    else:
+        assert "allow-list" in first and done.returncode == 20, done
+
+
 def test_check_with_mode_read_only_leads_with_what_a_read_only_server_does_here(tmp_path: Path) -> None:
     # Issue 45 item 6: with the box a read-only session runs a linter (the kernel refuses its writes); without it
     # the read-only allow-list refuses what it does not name. The deny rules hold either way.

@@ -513,7 +513,10 @@ def test_mcp_guard_check_judges_every_line_of_a_history_and_reports_lines_that_d
         [console_script("mcp-guard"), "check", "--policy", "readonly", "-f", str(listing)],
         capture_output=True, text=True, timeout=30, cwd=tmp_path,
     )  # fmt: skip
-    assert text.returncode == 20 and "(does not parse)" in text.stdout and "2 lines" in text.stderr
+    assert "(does not parse)" in text.stdout and "2 lines" in text.stderr
+    # The exit code is what a server here does (issue 45 item 6): on a copy a line that does not parse runs and is
+    # judged by its effects; without the box it is refused as before.
+    assert text.returncode == (0 if shutil.which("bwrap") is not None else 20), text
 
 
 async def test_words_after_a_redirection_and_inline_variables_are_judged_by_the_server(workspace: Path) -> None:

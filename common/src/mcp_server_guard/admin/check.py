@@ -6,7 +6,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, NoReturn, TypedDict
+from typing import Annotated, NamedTuple, NoReturn, TypedDict
 
 import typer
 
@@ -20,10 +20,11 @@ from mcp_server_guard.shell.strings import PolicyEngine, TooComplex, check_examp
 
 PROG = "mcp-guard"
 CHECK_HELP = (
-    "Show how the shell_exec policy judges a command line: the decision, the rule and its reason, and the "
+    "Show how the shell_exec policy judges a command line: what a server on this machine does with it (on a copy "
+    "where the box runs, read-only with --mode read-only), then the plain decision, the rule and its reason, and the "
     "commands the parser found. With --file (a file, or - for stdin) every line is judged, one verdict per line "
-    "(a whole shell history, or a team's command list). Exit code: the strictest decision, 0 allow, 10 ask, "
-    "20 deny (2: bad usage)."
+    "(a whole shell history, or a team's command list), after a line on the situation. Exit code: what a server "
+    "here does (the strictest of all lines), 0 allow, 10 ask, 20 deny (2: bad usage)."
 )
 
 CHECK_EXIT = {"allow": 0, "ask": 10, "deny": 20}
@@ -62,35 +63,44 @@ def _judge(engine: PolicyEngine, command: str, args: Sequence[str] = (), stdin: 
     }
 
 
-def _check_many(engine: PolicyEngine, source: str, as_json: bool, on_copy: PolicyEngine | None = None) -> NoReturn:
-    """Judge every line of a file (or stdin): blank lines and # comments aside, none is skipped."""
+def _check_many(engine: PolicyEngine, source: str, as_json: bool, here: _Here, on_copy: PolicyEngine) -> NoReturn:
+    """Judge every line of a file (or stdin): blank lines and # comments aside, none is skipped. What a server here
+    does with each line leads, and sets the exit code; the plain verdict (the rules alone) follows."""
     try:
         text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8", errors="surrogateescape")
     except OSError as exc:
         usage_error(PROG, f"cannot read {source}: {exc.strerror}")
     worst = "allow"
-    counts = dict.fromkeys(_STRICTNESS, 0)
+    counts, plain_counts = dict.fromkeys(_STRICTNESS, 0), dict.fromkeys(_STRICTNESS, 0)
     unparsed = 0
+    if not as_json:
+        typer.echo(f"on this machine{here.mode}: {here.how}")
+        typer.echo(f"{'line':>5}  {'here':5}  {'plain':5}  {'rule':28}  command")
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         judged = _judge(engine, line)
-        decision = judged["decision"]
+        there = judged if here.engine is engine else _judge(here.engine, line)
+        decision = there["decision"]
         counts[decision] += 1
+        plain_counts[judged["decision"]] += 1
         unparsed += bool(judged["parseError"])
         worst = max(worst, decision, key=_STRICTNESS.index)
         if as_json:
-            copy = {"onCopy": _judge(on_copy, line)["decision"]} if on_copy is not None else {}
-            typer.echo(json_text({"line": number, "command": line, **judged, **copy}))
+            lead = {"onThisMachine": decision, "situation": here.how}
+            copy = {"onCopy": _judge(on_copy, line)["decision"]}
+            typer.echo(json_text({"line": number, "command": line, **lead, **judged, **copy}))
         else:
             note = "  (does not parse)" if judged["parseError"] else ""
+            rule = there["rule"] if decision != "allow" else judged["rule"]
             # The line is a file's (a model may have written it): its control and bidi characters shown as escapes,
             # never obeyed by the terminal (a cursor move painting "allow" over a deny: red team 74 F3).
-            typer.echo(f"{number:>5}  {decision:5}  {judged['rule'] or '-':28}  {printable(line)}{note}")
+            typer.echo(f"{number:>5}  {decision:5}  {judged['decision']:5}  {rule or '-':28}  {printable(line)}{note}")
     if not as_json:
         typer.echo(
-            f"{sum(counts.values())} lines: {counts['allow']} allow, {counts['ask']} ask, {counts['deny']} deny"
-            + (f"; {unparsed} do not parse" if unparsed else ""),
+            f"{sum(counts.values())} lines on this machine: {counts['allow']} allow, {counts['ask']} ask, "
+            f"{counts['deny']} deny (plain: {plain_counts['allow']} allow, {plain_counts['ask']} ask, "
+            f"{plain_counts['deny']} deny)" + (f"; {unparsed} do not parse" if unparsed else ""),
             err=True,
         )
     raise typer.Exit(CHECK_EXIT[worst])
@@ -121,14 +131,16 @@ def check(
         usage_error(PROG, str(exc))
     loaded = whole.shell_exec
     engine = PolicyEngine(loaded)
-    if file is not None:
-        if command is not None:
-            usage_error(PROG, "give a command line or --file, not both")
-        _check_many(engine, file, as_json, PolicyEngine(loaded, effects=True))
-    if command is None:
+    if command is not None and file is not None:
+        usage_error(PROG, "give a command line or --file, not both")
+    if command is None and file is None:
         usage_error(PROG, "give a command line, or --file FILE (- for stdin) to judge many")
+    situation = _situation(mode, policy, engine)
+    if file is not None:
+        _check_many(engine, file, as_json, situation, PolicyEngine(loaded, effects=True))
+    assert command is not None
     if mode is not Mode.WORKSPACE_WRITE:
-        _check_mode(mode, policy, command, args or [], stdin, as_json)
+        _check_mode(situation, command, args or [], stdin, as_json)
     judged = _judge(engine, command, args or [], stdin)
     # While commands work on a copy (the default where the box allows), rules that only guard the project's files
     # give way to the judgement of what the command did: say so when that changes the decision.
@@ -136,16 +148,13 @@ def check(
     differs = on_copy["decision"] != judged["decision"]
     # What the server does with the line by default on this machine leads (and sets the exit code): on a copy
     # where the box can make one, else the plain verdict.
-    here = on_copy["decision"] if differs and _copies_here() else judged["decision"]
+    here = on_copy["decision"] if situation.engine is not engine else judged["decision"]
     if as_json:
         shown = {k: v for k, v in judged.items() if k != "parseError"}
         typer.echo(json_text({**shown, "onCopy": on_copy["decision"], "onThisMachine": here}))
     else:
+        typer.echo(f"on this machine: {here} ({situation.how})")
         if differs and here == on_copy["decision"]:
-            typer.echo(
-                f"on this machine: {here} (shell_exec runs it on a copy here, and judges what it changes by its "
-                "effects before anything reaches the files)"
-            )
             typer.echo(f"decision: {judged['decision']} (where commands write the files directly: --transactions off, "
                        "or no box)")  # fmt: skip
         else:
@@ -176,30 +185,51 @@ def check(
     raise typer.Exit(CHECK_EXIT[here])
 
 
-def _check_mode(
-    mode: Mode, policy: Path | None, command: str, args: Sequence[str], stdin: str | None, as_json: bool
-) -> NoReturn:
-    """The decision of a server started with ``--mode`` here: read-only with the box (or Landlock) judges as a
-    workspace-write session and runs the line on a read-only view; read-only without either, the read-only
-    allow-list; full-access, the plain rules (no box, no copy)."""
+class _Here(NamedTuple):
+    """What a server started here with ``--mode`` does: the engine that judges its lines, and the words for it."""
+
+    engine: PolicyEngine
+    how: str
+    mode: str  # ", --mode read-only" (or "" for the default workspace-write)
+
+
+def _situation(mode: Mode, policy: Path | None, plain: PolicyEngine) -> _Here:
+    """The decision of a server started with ``--mode`` here: workspace-write with the box runs the line on a copy
+    (judged by its effects), without it the plain rules; read-only with the box judges as a workspace-write session
+    and runs the line on a read-only view, without it (or with an explicit --policy) the read-only allow-list;
+    full-access, the plain rules (no box, no copy)."""
     boxed = _copies_here()
     if mode is Mode.READ_ONLY:
         chosen = load_policy(policy if policy is not None else Path("readonly"))
+        said = ", --mode read-only"
         if boxed and policy is None:  # an explicit --policy is kept as given (readonly: the allow-list decides)
             engine = PolicyEngine(writable_policy(chosen.source, chosen.shell_exec), effects=True)
-            how = "a read-only session runs it on a read-only view here: the kernel refuses every write"
-        else:
-            engine = PolicyEngine(chosen.shell_exec)
-            how = "the read-only allow-list decides" if boxed else "no box here: the read-only allow-list decides"
-    else:
-        engine = PolicyEngine(load_policy(policy).shell_exec)
-        how = "full-access: no box and no copy, the rules alone decide"
-    judged = _judge(engine, command, args, stdin)
+            how = "a read-only session runs each command on a read-only view here: the kernel refuses every write"
+            return _Here(engine, how, said)
+        how = "the read-only allow-list decides" if boxed else "no box here: the read-only allow-list decides"
+        return _Here(PolicyEngine(chosen.shell_exec), how, said)
+    if mode is Mode.FULL_ACCESS:
+        return _Here(plain, "full-access: no box and no copy, the rules alone decide", ", --mode full-access")
+    if boxed:
+        how = (
+            "shell_exec runs each command on a copy here, and judges what it changes by its effects before anything "
+            "reaches the files"
+        )
+        return _Here(PolicyEngine(plain.policy, effects=True), how, "")
+    how = "no box here (no bubblewrap, or user namespaces blocked): commands write the files directly, the rules decide"
+    return _Here(plain, how, "")
+
+
+def _check_mode(here: _Here, command: str, args: Sequence[str], stdin: str | None, as_json: bool) -> NoReturn:
+    """The one line's decision of a server started with ``--mode`` read-only or full-access here."""
+    judged = _judge(here.engine, command, args, stdin)
     if as_json:
         shown = {k: v for k, v in judged.items() if k != "parseError"}
-        typer.echo(json_text({**shown, "mode": mode.value, "onThisMachine": judged["decision"]}))
+        typer.echo(
+            json_text({**shown, "mode": here.mode.removeprefix(", --mode "), "onThisMachine": judged["decision"]})
+        )
     else:
-        typer.echo(f"on this machine, --mode {mode.value}: {judged['decision']} ({how})")
+        typer.echo(f"on this machine{here.mode}: {judged['decision']} ({here.how})")
         typer.echo(f"rule:     {judged['rule'] or '(none)'}")
         typer.echo(readable(f"reason:   {judged['reason']}"))
     raise typer.Exit(CHECK_EXIT[judged["decision"]])
