@@ -15,6 +15,7 @@ Here: ``parse`` (the line's text, put in the forms tree-sitter-bash takes, parse
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -245,7 +246,7 @@ _READ_WRITE = re.compile(
 _SUBSHELL_SUBSTITUTION = re.compile(r"\$\((?=\()")
 # A function body or `for`/`select` body the parser does not take (`f() for …; done`, `for x in …; { …; }`): the body
 # put in `{ …; }` (`do { …; }; done`), closed after the first `done`/`esac` (`}`) at which the parser then reads that
-# body whole (at most a few are tried).
+# command whole (at most a few bodies, a few ends each, within a few KiB).
 _BARE_BODY = re.compile(
     rf"(?m){_COMMAND_START}(?:function[ \t]+[^\s()=;&|<>'\"`$\\{{}}]+(?:[ \t]*\([ \t]*\))?"
     r"|[^\s()=;&|<>'\"`$\\{}]+[ \t]*\([ \t]*\))[ \t\n]*(?=(?:for|while|until|select|case)[ \t\n])"
@@ -254,7 +255,7 @@ _BRACE_LOOP = re.compile(
     rf"(?m){_COMMAND_START}(?:for|select)[ \t]+[A-Za-z_]\w*[ \t]+in[ \t][^;\n]*;[ \t]*(?=\{{[ \t\n])"
 )
 _BODY_ENDS = {"{ ": (re.compile(r"\b(?:done|esac)\b(?![^\s;&|)<>])"), "; }"), "do ": (re.compile(r"\}"), "; done")}
-_TRIES = 8
+_TRIES, _BODIES, _BODY_BYTES = 8, 4, 8192
 
 
 def _in_arithmetic(text: str) -> Callable[[re.Match[str]], bool]:
@@ -360,21 +361,19 @@ def _subshell_in(text: str) -> Callable[[re.Match[str]], bool]:
     return subshell
 
 
-def _closed(text: str, found: re.Match[str], opener: str) -> str:
-    """``text`` with ``opener`` inserted after ``found`` and its closer after the first end the parser then reads as
-    closing one whole body there; ``text`` as it was where none does within a few tries."""
+def _closed(text: str, plain: bytearray, found: re.Match[str], opener: str) -> str:
+    """``text`` with ``opener`` inserted after ``found`` and its closer after the first end at which the parser reads
+    the command ``found`` starts, alone, whole; ``text`` as it was where none does within a few tries (each parse of
+    that command alone, and only up to a few KiB: the parser's error recovery is slow on long lines)."""
     ends, closer = _BODY_ENDS[opener]
-    plain, at = _plain(text), found.end()
-    for end in [e for e in ends.finditer(text, at) if all(plain[e.start() : e.end()])][:_TRIES]:
-        tried = f"{text[:at]}{opener}{text[at : end.end()]}{closer}{text[end.end() :]}"
-        start = len(tried[:at].encode("utf-8", "surrogateescape"))
-        stop = len(tried[: end.end() + len(opener) + len(closer)].encode("utf-8", "surrogateescape"))
-        node: Node | None = _parser().parse(tried.encode("utf-8", "surrogateescape")).root_node
-        node = node.descendant_for_byte_range(start, start + 1) if node is not None else None
-        while node is not None and node.start_byte == start and node.end_byte < stop:
-            node = node.parent
-        if node is not None and (node.start_byte, node.end_byte) == (start, stop) and not node.has_error:
-            return tried
+    start, at = found.start(), found.end()
+    candidates = (
+        e for e in ends.finditer(text, at, min(len(text), start + _BODY_BYTES)) if all(plain[e.start() : e.end()])
+    )
+    for end in itertools.islice(candidates, _TRIES):
+        alone = f"{text[start:at]}{opener}{text[at : end.end()]}{closer}"
+        if not _parser().parse(alone.encode("utf-8", "surrogateescape")).root_node.has_error:
+            return f"{text[:at]}{opener}{text[at : end.end()]}{closer}{text[end.end() :]}"
     return text
 
 
@@ -393,9 +392,10 @@ def _repaired(text: str) -> str:
     if "$((" in text:
         text = _inserted(text, _SUBSHELL_SUBSTITUTION, lambda m: "$( ", _subshell_in(text))
     for pattern, opener in ((_BARE_BODY, "{ "), (_BRACE_LOOP, "do ")):
-        for _ in range(_TRIES):
-            found = next(filter(_within(_plain(text), 1), pattern.finditer(text)), None)
-            if found is None or (closed := _closed(text, found, opener)) == text:
+        for _ in range(_BODIES):
+            plain = _plain(text)
+            found = next(filter(_within(plain, 1), pattern.finditer(text)), None)
+            if found is None or (closed := _closed(text, plain, found, opener)) == text:
                 break
             text = closed
     return text
