@@ -540,8 +540,12 @@ def test_a_line_the_parser_cannot_read_still_meets_the_rules_for_what_it_could_r
 
 
 def _oddities() -> list[str]:
-    text = (Path(__file__).parent.parent / "corpus" / "bash_oddities.txt").read_text(encoding="utf-8")
-    return [line for line in text.splitlines() if line and not line.startswith("#")]
+    corpus = Path(__file__).parent.parent / "corpus"
+    text = (corpus / "bash_oddities.txt").read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    multi = (corpus / "bash_oddities_multi.txt").read_text(encoding="utf-8").split("\n----\n")
+    uncommented = ("\n".join(x for x in record.splitlines() if not x.startswith("#")) for record in multi)
+    return lines + [record.strip("\n") for record in uncommented if record.strip()]
 
 
 @pytest.mark.parametrize(
