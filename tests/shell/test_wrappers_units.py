@@ -118,6 +118,30 @@ def test_a_line_built_to_make_a_pattern_backtrack_is_judged_in_bounded_time(line
     subprocess.run([sys.executable, "-c", judge], input=line, text=True, check=True, timeout=20)
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "x" + ".then" * 50000,
+        "echo; (for x in a" * 11000,
+        "echo " + "$((" * 66000,
+        "echo " + "é $(( 1 + 0x$x " * 12000,
+        "echo " + "${x:a " * 33000,
+        "cat " + "<>a " * 50000,
+        "echo " + ";& " * 66000,
+        "f() for x in a; do :; done; " * 6600,
+    ],
+    ids=["names-after-then", "word-lists", "dollar-parens", "base-prefixes", "offsets", "read-write", "case-ends",
+         "bare-bodies"],
+)  # fmt: skip
+def test_the_repairs_of_a_line_the_parser_rejects_take_bounded_time(line: str) -> None:
+    """Threat (time): a repair whose pattern scans to the end of the line from each of thousands of starts (a name
+    before `()`, a word list before `{`), or that follows each `$((` to its parenthesis, or parses the whole line
+    again per try: a 200 KiB line held the check for minutes. (The repairs alone: the parser's own first reading of
+    such a line is another matter.)"""
+    repair = "import sys\nfrom mcp_server_guard.shell.strings.parsing import _repaired\n_repaired(sys.stdin.read())\n"
+    subprocess.run([sys.executable, "-c", repair], input=line, text=True, check=True, timeout=20)
+
+
 def test_a_long_chain_of_copies_of_what_was_read_is_followed_in_bounded_time() -> None:
     """Threat (time): `a1=$a2; a2=$a3; …; aN=$(cat)` written backwards made the closure over copies one pass per
     name (quadratic: 20,000 copies, minutes)."""

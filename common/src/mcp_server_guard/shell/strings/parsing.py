@@ -247,12 +247,14 @@ _SUBSHELL_SUBSTITUTION = re.compile(r"\$\((?=\()")
 # A function body or `for`/`select` body the parser does not take (`f() for …; done`, `for x in …; { …; }`): the body
 # put in `{ …; }` (`do { …; }; done`), closed after the first `done`/`esac` (`}`) at which the parser then reads that
 # command whole (at most a few bodies, a few ends each, within a few KiB).
+# (Each run of a pattern bounded: a name or word list scanned to the end of the line from each of thousands of starts
+# took minutes.)
 _BARE_BODY = re.compile(
-    rf"(?m){_COMMAND_START}(?:function[ \t]+[^\s()=;&|<>'\"`$\\{{}}]+(?:[ \t]*\([ \t]*\))?"
-    r"|[^\s()=;&|<>'\"`$\\{}]+[ \t]*\([ \t]*\))[ \t\n]*(?=(?:for|while|until|select|case)[ \t\n])"
+    rf"(?m){_COMMAND_START}(?:function[ \t]{{1,64}}[^\s()=;&|<>'\"`$\\{{}}]{{1,256}}(?:[ \t]*\([ \t]*\))?"
+    r"|[^\s()=;&|<>'\"`$\\{}]{1,256}[ \t]{0,64}\([ \t]*\))[ \t\n]{0,64}(?=(?:for|while|until|select|case)[ \t\n])"
 )
 _BRACE_LOOP = re.compile(
-    rf"(?m){_COMMAND_START}(?:for|select)[ \t]+[A-Za-z_]\w*[ \t]+in[ \t][^;\n]*;[ \t]*(?=\{{[ \t\n])"
+    rf"(?m){_COMMAND_START}(?:for|select)[ \t]+[A-Za-z_]\w{{0,256}}[ \t]+in[ \t][^;\n]{{0,1024}};[ \t]*(?=\{{[ \t\n])"
 )
 _BODY_ENDS = {"{ ": (re.compile(r"\b(?:done|esac)\b(?![^\s;&|)<>])"), "; }"), "do ": (re.compile(r"\}"), "; done")}
 _TRIES, _BODIES, _BODY_BYTES = 8, 4, 8192
@@ -261,9 +263,11 @@ _TRIES, _BODIES, _BODY_BYTES = 8, 4, 8192
 def _in_arithmetic(text: str) -> Callable[[re.Match[str]], bool]:
     """Whether a match in ``text`` lies, by the parser's tree of it, inside an arithmetic expression."""
     root = _parser().parse(text.encode("utf-8", "surrogateescape")).root_node
+    sizes = None if text.isascii() else [len(c.encode("utf-8", "surrogateescape")) for c in text]
+    offsets = None if sizes is None else [0, *itertools.accumulate(sizes)]  # (a byte offset per character)
 
     def inside(found: re.Match[str]) -> bool:
-        at = len(text[: found.start()].encode("utf-8", "surrogateescape"))
+        at = found.start() if offsets is None else offsets[found.start()]
         node: Node | None = root.descendant_for_byte_range(at, at + 1)
         while node is not None:
             first = node.children[0] if node.children else None
@@ -345,20 +349,17 @@ def _read_write(found: re.Match[str]) -> str:
 
 
 def _subshell_in(text: str) -> Callable[[re.Match[str]], bool]:
-    """Whether the `(` after a `$(` matched closes, outside quotes, before something other than `)`."""
-    plain = _plain(text)
-
-    def subshell(found: re.Match[str]) -> bool:
-        depth = 0
-        for at in range(found.end(), len(text)):
-            if plain[at] != 1:
-                return False
-            depth += {"(": 1, ")": -1}.get(text[at], 0)
-            if depth == 0:
-                return text[at + 1 : at + 2] != ")"
-        return False
-
-    return subshell
+    """Whether the `(` after a `$(` matched closes, outside quotes, before something other than `)` (the pairs found
+    in one pass: none across quotes)."""
+    plain, closes, opened = _plain(text), dict[int, int](), list[int]()
+    for at, char in enumerate(text):
+        if plain[at] != 1:
+            opened.clear()
+        elif char == "(":
+            opened.append(at)
+        elif char == ")" and opened:
+            closes[opened.pop()] = at
+    return lambda found: found.end() in closes and text[closes[found.end()] + 1 : closes[found.end()] + 2] != ")"
 
 
 def _closed(text: str, plain: bytearray, found: re.Match[str], opener: str) -> str:
