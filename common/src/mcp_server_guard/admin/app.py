@@ -37,6 +37,7 @@ from mcp_server_guard.audit import (
     state_dirs,
 )
 from mcp_server_guard.errors import GuardError
+from mcp_server_guard.files.calls import UNSEALED
 from mcp_server_guard.files.history import CALLS, HistoryError, HistoryStore
 from mcp_server_guard.files.jail import SymlinkMode
 from mcp_server_guard.files.kept import noted_bounds
@@ -318,9 +319,7 @@ def history_calls(
             shown = str(call["summary"])  # what the call's result said it changed, in the same words
         conflicts = len(call.get("conflicts", []))
         state = f"  (undone by {call['undone_by']})" if call.get("undone_by") else ""
-        named = str(call.get("audit_id"))
-        if any(store.calls.unsealed(named) for store in stores if (store.calls.directory / f"{named}.json").exists()):
-            state += "  (not sealed by your servers' key: `mcp-guard undo` asks)"
+        state += "".join(store.calls.marked(str(call.get("audit_id"))) for store in stores)
         what = call.get("command") or call.get("tool", "")
         typer.echo(printable(
             f"{call.get('audit_id')}  {str(call.get('time', ''))[:19]}  {call.get('tool', '?'):<10}  "
@@ -370,10 +369,8 @@ def undo(
         manifest = store.calls.read(audit_id)
     except HistoryError as exc:
         _history_error(exc)
-    if store.calls.unsealed(audit_id) and not yes:
-        why = "written before records were sealed, by a server given another MCP_GUARD_RUNTIME_DIR, or not by yours"
-        usage_error(PROG, f"UNDO_ASKS: the record of call {audit_id} is not sealed by your servers' key ({why}); "
-                    "`mcp-guard history` shows what it changed, and --yes undoes it all the same")  # fmt: skip
+    if store.calls.unsealed(audit_id) and not yes:  # (`mcp-guard history` shows what it changed)
+        usage_error(PROG, f"UNDO_ASKS: the record of call {audit_id} is {UNSEALED}; --yes undoes it all the same")
     roots = [str(r) for r in manifest.get("roots", [])]
     # An undo of these directories a kill interrupted (this one's, tried before): finished here first. Only plans
     # that take nothing from a copy (an undo's): an apply's is left for shell_exec, which knows its copies.

@@ -33,6 +33,8 @@ from mcp_server_guard.paths import private_dirs
 __all__ = [
     "CALLS",
     "EVICTED",
+    "SEAL",
+    "UNSEALED",
     "CallRecords",
     "HistoryError",
     "call_groups",
@@ -70,6 +72,8 @@ def encoded_size(text: str) -> int:
 
 
 SEAL = "seal"  # a record's field: its HMAC (``_sealed``)
+UNSEALED = ("not sealed by your servers' key (written before records were sealed, by a server given another "
+            "MCP_GUARD_RUNTIME_DIR, or not by a server of yours)")  # fmt: skip
 
 
 def _sealed(key: bytes, manifest: Mapping[str, Any]) -> str:
@@ -155,13 +159,19 @@ class CallRecords:
         data.pop(SEAL, None)  # (checked by ``unsealed``: a record is never dropped for its seal, red team 101 A)
         return data
 
-    def unsealed(self, audit_id: str) -> bool:
-        """Whether call ``audit_id``'s record does not check with this user's key.
+    def marked(self, audit_id: str) -> str:
+        """What `mcp-guard history` says of a record there that does not check (else nothing)."""
+        return "  (not sealed by your servers' key)" if self.unsealed(audit_id, missing=False) else ""
+
+    def unsealed(self, audit_id: str, *, missing: bool = True) -> bool:
+        """Whether call ``audit_id``'s record does not check with this user's key (``missing``: when there is none).
 
         Threat: a record no server of the user wrote (planted in a state directory a command could make while it
         was gone and unregistered), played backwards by `mcp-guard undo` as the user's own call: asked first."""
         try:
             data = json.loads((self.directory / f"{audit_id}.json").read_bytes())
+        except FileNotFoundError:
+            return missing
         except (OSError, ValueError):
             return True
         seal = data.pop(SEAL, None) if isinstance(data, dict) else None

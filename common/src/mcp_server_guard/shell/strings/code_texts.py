@@ -393,24 +393,57 @@ def _listed(inside: str) -> list[str] | None:
     return [_literal(item) for _, item in _ITEMS.findall(inside)]
 
 
+# What may follow a joined line for it to be the whole argument: the runner's call closing, or its next argument
+# (``shell=True``). Anything else (``+ '; …'``, ``.replace(…)``) makes the line another one at run time.
+_ARGUMENT_ENDS = deferred(r"\s*(?:\)|,)")
+
+
+def _list_end(code: str, begin: int) -> int:
+    """Where the list whose items start at ``begin`` closes: its ``]`` outside every literal and inner list (red
+    team 102 F5: ``['x]', '; rm …']`` was cut at the first ``]``); -1 where it does not close."""
+    depth, quote, at = 0, "", begin
+    while at < len(code):
+        char = code[at]
+        if quote:
+            at += 2 if char == "\\" else 1
+            quote = "" if char == quote else quote
+            continue
+        if char in "'\"`":
+            quote = char
+        elif char == "[":
+            depth += 1
+        elif char == "]":
+            if depth == 0:
+                return at
+            depth -= 1
+        at += 1
+    return -1
+
+
 def _handed(code: str, found: re.Match[str]) -> Inner:
     """What a literal handed to a call that runs a command line is: the line, or built at run time."""
     if joins := _SEPARATOR_JOINS.match(code, found.end()):
-        close = code.find("]", joins.end()) if joins.group(1) else -1
+        close = _list_end(code, joins.end()) if joins.group(1) else -1
         items = _listed(code[joins.end() : close]) if close >= 0 else None
-        closed = close >= 0 and re.match(r"\]\s*\)", code[close:]) is not None
-        return _literal(found.group(2)).join(items) if items is not None and closed else BUILT
+        ended = re.compile(r"\]\s*\)").match(code, close) if close >= 0 else None
+        whole = ended is not None and _ARGUMENT_ENDS.match(code, ended.end()) is not None
+        return _literal(found.group(2)).join(items) if items is not None and whole else BUILT
     return BUILT if _built(code, found) else _literal(found.group(2))
 
 
-def _joined(code: str, close: int, begin: int) -> Inner:
-    """A list handed on as ``[...].join(sep)``: its line where all is literal, else built at run time; None where
-    the list is not joined (an argv: ``_ARGV_LISTS``)."""
+def _joined(code: str, _close: int, begin: int) -> Inner:
+    """A list handed on as ``[...].join(sep)``: its line where all is literal and the join is the whole argument,
+    else built at run time (a method between the list and the join, more after it: red team 102 F5); None where the
+    list is not joined (an argv: ``_ARGV_LISTS``)."""
+    close = _list_end(code, begin)
+    if close < 0:
+        return BUILT
     joins = _JOINS_WITH.match(code, close)
     if joins is None:
-        return None
+        return BUILT if re.compile(r"\]\s*\.").match(code, close) else None
     items = _listed(code[begin:close])
-    return _literal(joins.group(2)).join(items) if items is not None and joins.group(1) else BUILT
+    whole = _ARGUMENT_ENDS.match(code, joins.end()) is not None
+    return _literal(joins.group(2)).join(items) if items is not None and joins.group(1) and whole else BUILT
 
 
 def _built(code: str, found: re.Match[str]) -> bool:

@@ -110,6 +110,8 @@ VALUE_OPTIONS["uv"] = frozenset(
      "constraint", "o", "output-file", "i", "index-url", "extra-index-url", "f", "find-links", "cache-dir", "with",
      "from", "index", "default-index", "python-version", "color", "e", "editable"}
 )  # fmt: skip
+# modprobe's options that take a value (``modprobe -C -n e1000`` loads: -n is the config's name; red team 102 F3).
+VALUE_OPTIONS["modprobe"] = frozenset({"C", "config", "d", "dirname", "S", "set-version"})
 SINGLE_DASH_LONG = frozenset({"find", "openssl"}) | IPROUTE
 # Paths that name a block device (what the kernel says decides too, for paths that exist here).
 BLOCK_DEVICE_NAMES = (

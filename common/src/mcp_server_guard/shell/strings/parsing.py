@@ -231,7 +231,7 @@ _ARITHMETIC = frozenset({"arithmetic_expansion", "c_style_for_statement"})
 # substitutions; in double quotes too, where nothing before it in the string is a substitution.
 _OFFSETS = re.compile(
     r"(?<!\\)\$\{(?:[A-Za-z_]\w*(?:\[[\w$@*+-]*\])?|[0-9@*])"
-    r":(?![-=?+(\s])((?:[\w \t+\-*/%?:!~^<>=,.#]|\$(?:[A-Za-z_]\w*|\{[A-Za-z_]\w*\}))+)\}"
+    r":(?![-=?+(\s])((?:[\w \t+\-*/%?:!~^<>=,.#]|\$(?:[A-Za-z_]\w*+|\{[A-Za-z_]\w*+\}))++)\}"  # (possessive: rt102 F6)
 )
 
 
