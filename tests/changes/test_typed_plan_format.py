@@ -126,7 +126,8 @@ def test_call_records_written_before_the_typed_what_read_back_and_are_written_th
                                 conflicts=data["conflicts"], what={"parts": data["parts"], **what.json()})  # fmt: skip
         written = (calls.directory / f"{data['audit_id']}.json").read_bytes()
         now = f'"time": "{manifest["time"]}", "applied_ns": {manifest["applied_ns"]}'
-        assert written == old.replace(_TIME, now).encode(), data["audit_id"]
+        unsealed, _, seal = written.rpartition(b', "seal": ')  # (sealed since: the seal last, over the rest)
+        assert unsealed + b"}" == old.replace(_TIME, now).encode() and seal.endswith(b'"}'), data["audit_id"]
     assert What.of(json.loads(_RECORDS[2])) == What(tool="undo", undoes="a0000000000a", only_copies=("/p/u",))
     assert What.of(json.loads(_RECORDS[1])).look and What.of(json.loads(_RECORDS[3])).for_call == "a0000000000b"
 
