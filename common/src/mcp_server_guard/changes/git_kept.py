@@ -113,14 +113,12 @@ class _Reach:
         layout = layout_of(self.trees, self.git_dir)
         if layout is None:
             return set()
-        changes = self.trees.changes
         names = {"HEAD"} | {f"refs/{kind}/{name}" for kind in ("heads", "tags")
                             for name in self.trees.names(f"{layout.common}/refs/{kind}")}  # fmt: skip
         # (only names git reads: ``keep.lock``, ``.hidden`` keep nothing alive — red team 97 F2)
         found = refs_of(self.trees, layout, {n for n in names if valid_ref(n)} | {"packed-refs"}, real=False)
         tips = {ref: oid for ref, oid in found.items() if ref == "HEAD" or valid_ref(ref)}
-        opened = (self.trees.open_dir(base, f"{layout.common}/objects") for base in (changes.upper, changes.root))
-        self._objects = Objects([fd for fd in opened if fd is not None])
+        self._objects = self.trees.objects(f"{layout.common}/objects")
         seen: set[bytes] = set()
         pending = [self._peeled(tip) for tip in tips.values()]
         while pending:

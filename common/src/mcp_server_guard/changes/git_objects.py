@@ -54,13 +54,30 @@ class Objects:
     """The objects below each of ``dirs`` (open ``objects`` directories, the copy's first): looked up by id (bytes
     of 20 or 32), each read at most once; ``budget``: inflated bytes read in all before :class:`Unreadable`."""
 
-    def __init__(self, dirs: list[int], budget: int = 64 << 20, seconds: float = 5.0) -> None:
+    def __init__(
+        self,
+        dirs: list[int],
+        budget: int = 64 << 20,
+        seconds: float = 5.0,
+        *,
+        lower: int | None = None,
+        gone: Callable[[str], bool] | None = None,
+    ) -> None:
+        """``lower``, ``gone``: of ``dirs``, the real tree's, whose files the call deleted (``gone(rel)``, ``rel``
+        below ``objects``) are not there. Threat (red team 102 F1, F2): a pack whose entries are deltas on objects the
+        call also deletes loose read well at judgement (the loose copies still there) and never again after it:
+        history (or a stash's only copy of untracked work) destroyed unasked."""
         self.dirs, self.budget = dirs, budget
+        self._lower, self._deleted = lower, gone
         self.deadline = time.monotonic() + seconds
         self._cache: dict[bytes, tuple[str, bytes]] = {}
         self._at_offset: dict[tuple[int, int], tuple[str, bytes]] = {}  # (pack, offset): a delta base read once
         self._packs: list[tuple[bytes, int]] | None = None  # (index, pack fd)
         self._kept: list[tuple[bytes, int]] = []
+
+    def _gone(self, fd: int, rel: str) -> bool:
+        """Whether ``rel`` below the store ``fd`` is a file the call deleted (only the real tree's are)."""
+        return fd == self._lower and self._deleted is not None and self._deleted(rel)
 
     def _charge(self, size: int) -> None:
         """Every byte inflated or patched counts, bases of deltas too, and so does time (red team 76 F7: 62 deltas
@@ -80,7 +97,7 @@ class Objects:
                 sub = os.open(prefix[:2], _DIR, dir_fd=objects)
                 try:
                     found |= {bytes.fromhex(prefix[:2] + n) for n in os.listdir(sub) if n.startswith(prefix[2:])
-                              and len(n) in (38, 62)}  # fmt: skip
+                              and len(n) in (38, 62) and not self._gone(objects, f"{prefix[:2]}/{n}")}  # fmt: skip
                 finally:
                     os.close(sub)
         for index, _pack in self._indexes():
@@ -121,7 +138,8 @@ class Objects:
         for objects in self.dirs:
             with contextlib.suppress(OSError):
                 os.stat(f"{name[:2]}/{name[2:]}", dir_fd=objects, follow_symlinks=False)
-                return True
+                if not self._gone(objects, f"{name[:2]}/{name[2:]}"):
+                    return True
         return any(_find(index, oid) is not None for index, _pack in self._indexes())
 
     def _loose(self, oid: bytes) -> tuple[str, bytes] | None:
@@ -131,6 +149,8 @@ class Objects:
         name = oid.hex()
         found: list[tuple[str, bytes]] = []
         for objects in self.dirs:
+            if self._gone(objects, f"{name[:2]}/{name[2:]}"):
+                continue
             with contextlib.suppress(OSError):
                 sub = os.open(name[:2], _DIR, dir_fd=objects)
                 try:
@@ -162,6 +182,8 @@ class Objects:
                         if len(names) > _PACKS:  # (git reads them all: one past the bound is not judged)
                             raise Unreadable(f"more than {_PACKS} packs")
                         for name in names:
+                            if any(self._gone(objects, f"pack/{name[:-3]}{end}") for end in ("idx", "pack")):
+                                continue
                             with contextlib.suppress(OSError, ValueError):
                                 self._packs.append(_open_pack(packs, name))
                     finally:

@@ -147,9 +147,7 @@ def _submodule(changes: ChangeSet, trees: Trees, whose: Layout, path: str, oid: 
     layout = layout_of(trees, git_dir) if git_dir is not None and trees.is_git_dir(git_dir) else None
     if layout is None:
         return []
-    opened = (trees.open_dir(base, f"{layout.common}/objects") for base in (changes.upper, changes.root))
-    dirs = [fd for fd in opened if fd is not None]
-    objects = Objects(dirs)
+    objects = trees.objects(f"{layout.common}/objects")
     try:
         if not objects.has(oid):
             return []
@@ -263,9 +261,7 @@ def may_be_git_state(path: str) -> bool:
 
 def _questions(changes: ChangeSet, trees: Trees, where: Layout, names: set[str], later: _Laters) -> list[str]:
     git_dir, top = where.own, where.top
-    found = (trees.open_dir(base, f"{where.common}/objects") for base in (changes.upper, changes.root))
-    dirs = [fd for fd in found if fd is not None]
-    objects = Objects(dirs)
+    objects = trees.objects(f"{where.common}/objects")
     real = trees.open_dir(changes.root, f"{where.common}/objects")
     had = Objects([real] if real is not None else [])  # (the repository before the call: its commits are the user's)
     asks: list[str] = []
@@ -439,8 +435,7 @@ def _substitutes(changes: ChangeSet, trees: Trees, git_dir: str, rest: str, show
         return []
     # Every object of a new pack is read whole and hashed (a `git gc` repacks them all), within a budget of its own
     # (a project of 80 MB of objects took 1.7 s and passed the judgement's 64 MB: everyday gc was asked).
-    found_dirs = (trees.open_dir(base, f"{git_dir}/objects") for base in (changes.upper, changes.root))
-    reader = Objects([fd for fd in found_dirs if fd is not None], budget=_REPACKED_BYTES, seconds=_REPACKED_SECONDS)
+    reader = trees.objects(f"{git_dir}/objects", budget=_REPACKED_BYTES, seconds=_REPACKED_SECONDS)
     try:
         found = shadowed(reader, packs, rest.rsplit("/", 1)[-1], id_width(trees, git_dir))
     except (Unreadable, OSError, ValueError) as exc:

@@ -20,6 +20,7 @@ import stat
 from collections.abc import Callable, Sequence
 
 from mcp_server_guard.changes.changeset import Change, ChangeSet, Kind
+from mcp_server_guard.changes.git_objects import Objects
 from mcp_server_guard.git_config import unsafe_git_entries
 from mcp_server_guard.git_dirs import POINTER_LIMIT, git_runnable, global_relative_hooks, pointer_text
 from mcp_server_guard.paths import within_any
@@ -71,6 +72,13 @@ class Trees:
             os.close(fd)
             return None
         return fd
+
+    def objects(self, rel: str, budget: int = 64 << 20, seconds: float = 5.0) -> Objects:
+        """The object store ``rel`` (a git dir's ``objects``) as the call leaves it: its new objects over the real
+        ones, without those the call deleted (``git_objects.Objects``'s ``gone``)."""
+        upper, real = self.open_dir(self.changes.upper, rel), self.open_dir(self.changes.root, rel)
+        dirs = [fd for fd in (upper, real) if fd is not None]
+        return Objects(dirs, budget, seconds, lower=real, gone=lambda below: self.kind(f"{rel}/{below}") is None)
 
     def open_dir(self, base: str, rel: str) -> int | None:
         """The directory ``rel`` below ``base`` (the root or the upper layer), opened with no link followed; None
