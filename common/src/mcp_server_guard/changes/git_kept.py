@@ -9,17 +9,33 @@ call still holds, are not counted as losses (undo gives them back all the same).
 left (``rm -rf .git/objects/ab``: a corrupt repository, work lost) still is (red team 78's test). So is a branch or a
 tag (and its reflog) deleted whose commit the refs the call left still reach (``git branch -d``, ``git tag -d``: the
 work is all there, and undo gives the name back; issue 45) — a branch only it reached (``git branch -D``) is a loss.
+And so is a file or a link of the work tree a ``git stash`` (``-u``, ``push -- path``) deleted after saving it into
+the stash commit the call left ``refs/stash`` at: what counts is what that commit's trees hold (its work tree's, its
+index's, its untracked files'), each blob read and its id checked — a file the stash did not take, one a forged
+stash only names, or a link the stash holds as a file is still a loss (issue 45).
 """
 
 from __future__ import annotations
 
+import os
+import posixpath
 import re
 import zlib
 from collections.abc import Sequence
 
 from mcp_server_guard.changes.changeset import ChangeSet
+from mcp_server_guard.changes.git_index import blob_hash
 from mcp_server_guard.changes.git_layout import OID, layout_of, packed_refs, refs_of, valid_ref
-from mcp_server_guard.changes.git_objects import Objects, Unreadable, index_ids, indexed, object_id, parents_of
+from mcp_server_guard.changes.git_objects import (
+    Objects,
+    Unreadable,
+    entries,
+    index_ids,
+    indexed,
+    object_id,
+    parents_of,
+    tree_of,
+)
 from mcp_server_guard.changes.git_verdicts import Trees
 
 __all__ = ["kept_by_git"]
@@ -32,14 +48,91 @@ _LOOSE_MAX = 64 << 20  # a loose object read to check it, at most
 
 
 def kept_by_git(sets: Sequence[ChangeSet]) -> set[tuple[str, str]]:
-    """(root, path) of each deleted file of a git object store whose objects the store still has afterwards, and of
-    each deleted branch or tag (or its reflog) whose commit the refs left still reach."""
+    """(root, path) of each deleted file of a git object store whose objects the store still has afterwards, of
+    each deleted branch or tag (or its reflog) whose commit the refs left still reach, and of each file or link a
+    new stash commit holds as it was."""
     kept: set[tuple[str, str]] = set()
     for changes in sets:
         deleted = [c.path for c in changes.changes if c.action == "delete" and c.kind == "file"]
         if any(_LOOSE.match(p) or _PACK.match(p) or "refs/" in p for p in deleted):
             kept.update((changes.root, path) for path in _kept_in(changes, deleted))
+        kept.update((changes.root, path) for path in _stashed(changes))
     return kept
+
+
+_STASH = "refs/stash"
+_BLOB_MODES = {"file": (0o100644, 0o100755), "symlink": (0o120000,)}
+
+
+def _stashed(changes: ChangeSet) -> list[str]:
+    """The files and links of a work tree (its git dir ``.git``) the call deleted whose content, and kind, the stash
+    commit it left ``refs/stash`` at (a new one) holds at their path, in its work tree's, its index's or its
+    untracked files' tree: ``git stash -u`` keeps what it takes away (issue 45)."""
+    refs = [c.path for c in changes.changes if c.action != "delete" and c.kind == "file"
+            and (c.path == f".git/{_STASH}" or c.path.endswith(f"/.git/{_STASH}"))]  # fmt: skip
+    gone = [c for c in changes.changes if c.action == "delete" and c.kind in _BLOB_MODES]
+    if not refs or not gone:
+        return []
+    trees = Trees(changes)
+    kept: list[str] = []
+    for ref in refs:
+        git_dir = ref[: -len(_STASH) - 1]
+        top = posixpath.dirname(git_dir)
+        new, old = (trees.read(ref, real=real, limit=4096) for real in (False, True))
+        if new is None or not OID.match(new.strip()) or (old is not None and old.strip() == new.strip()):
+            continue  # (no new stash commit)
+        opened = (trees.open_dir(base, f"{git_dir}/objects") for base in (changes.upper, changes.root))
+        objects = Objects([fd for fd in opened if fd is not None])
+        try:
+            commit = bytes.fromhex(new.strip().decode().lower())
+            saved = [tree_of(objects, c) for c in [commit, *parents_of(objects, commit)[1:3]]]
+            for change in gone:
+                rel = change.path[len(top) + 1 :] if top else change.path
+                if (top and not change.path.startswith(f"{top}/")) or rel.split("/", 1)[0] == ".git":
+                    continue
+                held = _content_id(trees, change.path, change.kind, len(commit))
+                if held is not None and any(_holds(objects, tree, rel, change.kind, held) for tree in saved):
+                    kept.append(change.path)
+        except Unreadable:
+            pass  # (what is not read is not kept: the rest count)
+        finally:
+            objects.close()
+    return kept
+
+
+def _content_id(trees: Trees, path: str, kind: str, width: int) -> bytes | None:
+    """Git's blob id of what the real tree holds at ``path``: a file's bytes, or a link's target (no link followed
+    on the way)."""
+    root = trees.changes.root
+    if kind == "file":
+        return blob_hash(posixpath.join(root, path), root, sha256=width == 32)
+    parent, _, name = path.rpartition("/")
+    fd = trees.open_dir(root, parent)
+    if fd is None:
+        return None
+    try:
+        return object_id("blob", os.readlink(os.fsencode(name), dir_fd=fd), width)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _holds(objects: Objects, tree: bytes, rel: str, kind: str, blob: bytes) -> bool:
+    """Whether ``tree`` has at ``rel`` an entry of ``kind`` naming ``blob``, and the store has that blob (its bytes
+    hash to its id: ``Objects.get``)."""
+    *dirs, name = rel.split("/")
+    for part in dirs:
+        found = next((oid for n, mode, oid in entries(objects, tree) if n == part and mode == 0o40000), None)
+        if found is None:
+            return False
+        tree = found
+    if not any(n == name and mode in _BLOB_MODES[kind] and oid == blob for n, mode, oid in entries(objects, tree)):
+        return False
+    try:
+        return objects.get(blob)[0] == "blob"
+    except Unreadable:
+        return False
 
 
 def _kept_in(changes: ChangeSet, deleted: list[str]) -> list[str]:
