@@ -65,6 +65,7 @@ class Line:
     outcome: str
     code: str = ""
     transaction: str = ""
+    question: str = ""  # the first question asked, if any
     lost: list[str] = field(default_factory=list)
 
 
@@ -97,10 +98,14 @@ class Decliner:
     """The person: declines every question, and counts them."""
 
     def __init__(self) -> None:
-        self.asked = 0
+        self.questions: list[str] = []
+
+    @property
+    def asked(self) -> int:
+        return len(self.questions)
 
     async def __call__(self, context: Any, params: ElicitRequestParams) -> ElicitResult:
-        self.asked += 1
+        self.questions.append(params.message)
         return ElicitResult(action="decline")
 
 
@@ -272,6 +277,8 @@ async def run_file(path: Path, *, loss: bool, read_only: bool, limit: int | None
                 with anyio.move_on_after(WAIT_SECONDS):
                     result = await client.call_tool("shell_exec", {"command": text, "timeoutSeconds": CALL_SECONDS})
                     line.outcome, line.code, line.transaction = outcome_of(result, person.asked - before)
+                if person.asked > before:
+                    line.question = person.questions[before]
                 if loss:
                     line.lost = lost_work(proj, base / "pristine", head, work)
                 report.lines.append(line)
@@ -310,7 +317,10 @@ def printed(reports: Sequence[FileReport], *, misses: bool) -> str:
             shown = [line for line in r.lines if line.outcome != "ran"]
             if shown:
                 rows.append(f"\n== {r.name}: {len(shown)} lines not simply run")
-                rows += [f"    {line.outcome:12} {line.code or line.transaction:16.16} {line.text}" for line in shown]
+                for line in shown:
+                    rows.append(f"    {line.outcome:12} {line.code or line.transaction:16.16} {line.text}")
+                    if line.question and line.outcome == "asked-after":
+                        rows.append(f"{'':34}asked: {' '.join(line.question.split())[:200]}")
     return "\n".join(rows)
 
 
