@@ -4,9 +4,14 @@
 
 For each file, the share of lines meeting their expectation and the target, judged twice: as the policy sees a line
 beforehand (``plain``), and as it sees it when commands work on a copy of the project whose changes are judged
-afterwards (``on copy``, ``PolicyEngine(..., effects=True)``). The target is checked on the plain figure. Then the
-median and p99 time of one decision over every line. ``--misses`` lists every plain miss with its decision, and the
-lines that only miss on a copy. ``stdin_calls.jsonl`` is measured once ``PolicyEngine.decide`` takes ``stdin``.
+afterwards (``on copy``, ``PolicyEngine(..., effects=True)``). The target is checked on the plain figure, but for
+the everyday lines: their target (<= 3% asked or denied) is the server's where the box allows (on a copy), and their
+plain figure — the string layer alone, without the box — is held to no worse than before issue 45 (a ceiling, as the
+issue asks of it), not to the box's target. Then the read-only lines refused (asked or denied: a person declining the
+question refuses the line too) in ``--mode read-only`` with the box (<= 2%), and the median and p99 time of one
+decision over every line. The exit code is 1 when a target or a ceiling is missed. ``--misses`` lists every plain
+miss with its decision, and the lines that only miss on a copy. ``stdin_calls.jsonl`` is measured once
+``PolicyEngine.decide`` takes ``stdin``.
 """
 
 from __future__ import annotations
@@ -53,17 +58,22 @@ class Spec:
     count_misses: bool  # True: the figure is the share (or number) of misses; False: the share that meets
     target: str
     met: Callable[[int, int], bool]  # (misses, lines) -> target met
+    on_copy: bool = False  # the target is checked on the on-copy figure (the box's); the plain one on ``ceiling``
+    ceiling: int = 0  # the plain figure's bound (lines) where ``on_copy``: no worse than before issue 45
 
 
 SPECS = [
+    # (ceilings: the plain misses before issue 45's work, 3 of 410 and 34 of 494 lines — 2026-12-03)
     Spec(
         "everyday_agent.txt",
         False,
         frozenset({"allow"}),
         "asked or denied",
         True,
-        "<= 3%",
+        "<= 3% on a copy",
         lambda m, n: m <= 0.03 * n,
+        on_copy=True,
+        ceiling=3,
     ),
     Spec(
         "everyday_people.txt",
@@ -71,8 +81,10 @@ SPECS = [
         frozenset({"allow"}),
         "asked or denied",
         True,
-        "<= 3%",
+        "<= 3% on a copy",
         lambda m, n: m <= 0.03 * n,
+        on_copy=True,
+        ceiling=34,
     ),
     Spec("destructive.txt", False, frozenset({"deny"}), "denied", False, ">= 97%", lambda m, n: m <= 0.03 * n),
     Spec("askworthy.txt", False, REFUSED, "asked or denied", False, ">= 97%", lambda m, n: m <= 0.03 * n),
@@ -163,6 +175,14 @@ def stdin_calls(engine: PolicyEngine) -> tuple[str, list[tuple[str, str, str, st
     return f"{met}/{len(rows)} met ({met / len(rows) * 100:.1f}%: {parts})", misses
 
 
+def read_only_in_the_box(engine_for: dict[tuple[bool, bool], PolicyEngine], results: list[Result]) -> float:
+    """The share of read-only everyday lines refused in ``--mode read-only`` with the box: there the default policy
+    judges on a read-only view (the kernel refuses every write), not the allow-list; a line it asks about is refused
+    as well as one it denies when the question is declined."""
+    ro = next(r for r in results if r.spec.name == "readonly_everyday.txt")
+    return sum(decide(engine_for[(False, True)], line) in REFUSED for line in ro.lines) / ro.total
+
+
 def decision_times(engine_for: dict[tuple[bool, bool], PolicyEngine], results: list[Result]) -> tuple[float, float]:
     work = [(engine_for[(r.spec.readonly, False)], line) for r in results for line in r.lines]
     for engine, line in work:  # warm the parser and caches
@@ -185,20 +205,26 @@ def main() -> int:
     print(f"{'file: what is counted':48} {'plain':>8} {'on copy':>9}  target")
     all_met = True
     for r in results:
-        met = r.spec.met(len(r.misses), r.total)
+        met = r.spec.met(len(r.copy_misses if r.spec.on_copy else r.misses), r.total)
+        target = f"{r.spec.target} ({'met' if met else 'MISSED'})"
+        if r.spec.on_copy:
+            under = len(r.misses) <= r.spec.ceiling
+            target += f"; plain <= {r.spec.ceiling} lines ({'met' if under else 'MISSED'})"
+            met = met and under
         all_met = all_met and met
         title = f"{r.spec.name}: {r.spec.describe}"
-        mark = "met" if met else "MISSED"
-        print(f"{title:48} {r.figure(len(r.misses))} {r.figure(len(r.copy_misses))} {r.spec.target} ({mark})")
+        print(f"{title:48} {r.figure(len(r.misses))} {r.figure(len(r.copy_misses))} {target}")
     everyday = [r for r in results if r.spec.name.startswith("everyday_")]
     total = sum(r.total for r in everyday)
     plain = sum(len(r.misses) for r in everyday) / total
     copy = sum(len(r.copy_misses) for r in everyday) / total
-    print(f"{'everyday (agent + people): asked or denied':48} {plain * 100:6.1f}%   {copy * 100:6.1f}%   <= 3%")
-    # --mode read-only with the box: the default policy judges (the kernel refuses every write), not the allow-list.
-    ro = next(r for r in results if r.spec.name == "readonly_everyday.txt")
-    kernel = sum(decide(engine_for[(False, True)], line) == "deny" for line in ro.lines) / ro.total
-    print(f"{'readonly_everyday: refused, read-only in the box':48} {kernel * 100:6.1f}%              <= 2%")
+    title = "everyday (agent + people): asked or denied"
+    print(f"{title:48} {plain * 100:6.1f}%   {copy * 100:6.1f}%   <= 3% on a copy")
+    kernel = read_only_in_the_box(engine_for, results)
+    met = kernel <= 0.02
+    all_met = all_met and met
+    mark = "met" if met else "MISSED"
+    print(f"{'readonly_everyday: refused, read-only in the box':48} {kernel * 100:6.1f}%              <= 2% ({mark})")
     stdin_summary, stdin_misses = stdin_calls(engine_for[(False, False)])
     print(f"{'stdin_calls.jsonl (expect met; ask met by deny)':48} {stdin_summary}")
     median, p99 = decision_times(engine_for, results)

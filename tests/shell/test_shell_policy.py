@@ -485,8 +485,9 @@ def test_the_policy_corpus_meets_the_issue_figures() -> None:
 
 def test_the_public_corpus_meets_the_figures_of_the_string_layer() -> None:
     """tests/corpus/public (lines from public sources, not ours): everyday agent and people lines <= 3% bothered on a
-    copy, destructive lines >= 97% denied, disguises <= 20% let through (plain rules), readonly <= 10% of read-only
-    lines refused with <= 2 escapes (measure_public.py prints every figure and miss)."""
+    copy (and with the plain rules no more than before issue 45), destructive lines >= 97% denied, disguises <= 20%
+    let through (plain rules), readonly <= 10% of read-only lines refused with <= 2 escapes, and <= 2% refused (asked
+    or denied) in --mode read-only with the box (measure_public.py prints every figure and miss)."""
     import importlib.util
     import sys
 
@@ -509,6 +510,9 @@ def test_the_public_corpus_meets_the_figures_of_the_string_layer() -> None:
     assert share("disguises.txt", False) <= 0.20, len(results["disguises.txt"].misses)
     assert share("readonly_everyday.txt", False) <= 0.10, results["readonly_everyday.txt"].misses
     assert len(results["readonly_escapes.txt"].misses) <= 2, results["readonly_escapes.txt"].misses
+    for name in ("everyday_agent.txt", "everyday_people.txt"):
+        assert len(results[name].misses) <= results[name].spec.ceiling, results[name].misses
+    assert measure.read_only_in_the_box(measure.engines(), list(results.values())) <= 0.02
 
 
 @pytest.mark.parametrize(
