@@ -87,8 +87,8 @@ VALUE_OPTIONS["npm"] = frozenset({"location", "prefix", "registry", "workspace",
                                   "globalconfig", "loglevel", "tag", "otp", "scope", "access", "script-shell", "before",
                                   "omit", "include", "install-strategy", "C"})  # fmt: skip
 VALUE_OPTIONS["egrep"] = VALUE_OPTIONS["fgrep"] = VALUE_OPTIONS["grep"]
-# cargo's short options that take a value (``cargo publish -pn`` is ``--package n``, not a dry run's -n)
-VALUE_OPTIONS["cargo"] = frozenset({"p", "package", "j", "jobs", "F", "features", "Z", "C", "registry", "token"})
+# cargo's options that take a value: the global ones (its subcommand comes after them), -p (-pn is --package n)
+VALUE_OPTIONS["cargo"] = frozenset({"color", "config", "explain", "C", "Z", "p", "package", "j", "F", "registry"})
 # iproute2's options are single-dash words it also takes abbreviated (``-n`` is ``-netns``): those that take a value.
 IPROUTE_VALUES = frozenset(
     word[:n] for word in ("netns", "batch", "rcvbuf", "loops", "family") for n in range(1, len(word) + 1)
