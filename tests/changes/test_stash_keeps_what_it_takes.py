@@ -107,3 +107,31 @@ def test_a_stash_holding_a_file_where_a_link_was_keeps_no_link(tmp_path: Path) -
     )
     asks = _asks(copy, forge)
     assert any("link" in a for a in asks), asks
+
+
+def _stashed_before(copy: Copy) -> None:
+    """The project with its work stashed (``git stash -u``) before the call: the stash is the only copy."""
+    _repo(copy)
+    subprocess.run(f"{GIT} stash -q -u", shell=True, cwd=copy.root, check=True, timeout=60)
+
+
+def test_git_stash_pop_of_the_last_stash_is_not_asked(tmp_path: Path) -> None:
+    """Popping drops the stash ref and its reflog once the work is back in the tree: nothing is lost."""
+    copy = Copy(tmp_path)
+    _stashed_before(copy)
+    asks = _asks(copy, "git stash pop -q")
+    assert asks == [], asks
+
+
+def test_dropping_the_last_stash_unapplied_is_still_asked(tmp_path: Path) -> None:
+    copy = Copy(tmp_path)
+    _stashed_before(copy)
+    asks = _asks(copy, "git stash drop -q")
+    assert any("refs/stash" in a for a in asks), asks
+
+
+def test_popping_the_stash_then_deleting_what_it_gave_back_is_still_asked(tmp_path: Path) -> None:
+    copy = Copy(tmp_path)
+    _stashed_before(copy)
+    asks = _asks(copy, "git stash pop -q && rm notes.txt")
+    assert any("refs/stash" in a for a in asks), asks

@@ -29,6 +29,7 @@ from mcp_server_guard.changes.git_layout import OID, layout_of, packed_refs, ref
 from mcp_server_guard.changes.git_objects import (
     Objects,
     Unreadable,
+    changed_entries,
     entries,
     index_ids,
     indexed,
@@ -100,6 +101,76 @@ def _stashed(changes: ChangeSet) -> list[str]:
     return kept
 
 
+def _applied(trees: Trees, path: str) -> bool:
+    """Whether ``path`` is a work tree's stash ref (or its reflog) the call deleted whose every stash commit it names
+    the work tree as the call left it holds (``git stash pop`` of the last stash, which drops it once applied): each
+    file and link the commit changed from the commit it was made on, and each untracked one it saved, is there with
+    those bytes. A stash nothing applied (``git stash clear``, ``drop``) is a loss (counted)."""
+    if not (path.endswith(f"/.git/{_STASH}") or path.endswith(f"/.git/logs/{_STASH}")) and path not in (
+        f".git/{_STASH}",
+        f".git/logs/{_STASH}",
+    ):
+        return False
+    git_dir = ".git" if path.startswith(".git/") else path[: path.rindex("/.git/") + 5]
+    top = posixpath.dirname(git_dir)
+    if trees.git_dir_of(path.rpartition("/")[0]) != git_dir:
+        return False
+    data = trees.read(path, real=True, limit=1 << 20)
+    if not data:
+        return False
+    reflog = "/logs/" in f"/{path}"
+    words = [data.strip()] if not reflog else [line.split(b" ", 2)[1] for line in data.splitlines() if line.strip()]
+    opened = (trees.open_dir(base, f"{git_dir}/objects") for base in (trees.changes.upper, trees.changes.root))
+    objects = Objects([fd for fd in opened if fd is not None])
+    try:
+        for word in words:
+            if not OID.match(word):
+                return False
+            commit = bytes.fromhex(word.decode().lower())
+            if not commit.strip(b"\0"):
+                continue
+            parents = parents_of(objects, commit)
+            if not parents:
+                return False
+            saved = changed_entries(objects, tree_of(objects, parents[0]), tree_of(objects, commit), limit=10_000)
+            if len(parents) > 2:  # (its untracked files: a tree of their own)
+                saved += changed_entries(objects, None, tree_of(objects, parents[2]), limit=10_000)
+            for rel, mode, oid in saved:
+                kind = "symlink" if mode == 0o120000 else "file" if mode in _BLOB_MODES["file"] else ""
+                at = f"{top}/{rel}" if top else rel
+                if not kind or _left_id(trees, at, kind, len(commit)) != oid:
+                    return False
+        return True
+    except Unreadable:
+        return False
+    finally:
+        objects.close()
+
+
+_LEFT_MAX = 32 << 20  # bytes of a file read to check it holds a stash's content, at most
+
+
+def _left_id(trees: Trees, path: str, kind: str, width: int) -> bytes | None:
+    """Git's blob id of what the tree as the call left it holds at ``path`` (a file's bytes, a link's target), or
+    None where it holds something else or nothing."""
+    if trees.kind(path) != kind:
+        return None
+    base = trees.changes.upper if path in trees.by_path else trees.changes.root
+    if kind == "file":
+        data = trees.read(path, limit=_LEFT_MAX + 1)
+        return None if data is None or len(data) > _LEFT_MAX else object_id("blob", data, width)
+    parent, _, name = path.rpartition("/")
+    fd = trees.open_dir(base, parent)
+    if fd is None:
+        return None
+    try:
+        return object_id("blob", os.readlink(os.fsencode(name), dir_fd=fd), width)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _content_id(trees: Trees, path: str, kind: str, width: int) -> bytes | None:
     """Git's blob id of what the real tree holds at ``path``: a file's bytes, or a link's target (no link followed
     on the way)."""
@@ -148,6 +219,7 @@ def _kept_in(changes: ChangeSet, deleted: list[str]) -> list[str]:
                 _ref_packed(trees, path, packed)
                 or _reachable(trees, path, "", reaches)
                 or _reachable(trees, path, "logs/", reaches)
+                or _applied(trees, path)
             ):
                 kept.append(path)
             elif loose := _LOOSE.match(path):
