@@ -135,3 +135,20 @@ def test_popping_the_stash_then_deleting_what_it_gave_back_is_still_asked(tmp_pa
     _stashed_before(copy)
     asks = _asks(copy, "git stash pop -q && rm notes.txt")
     assert any("refs/stash" in a for a in asks), asks
+
+
+def test_git_deleting_its_auto_merge_is_not_asked(tmp_path: Path) -> None:
+    """AUTO_MERGE names the tree git's last merge computed (conflicts and all): ``git merge --abort`` deletes it."""
+    copy = Copy(tmp_path)
+    root = copy.root
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True, timeout=60)
+    (root / "a.txt").write_text("a\n")
+    setup = (
+        f"{GIT} add -A && {GIT} commit -qm one && git checkout -qb other && echo other > a.txt && "
+        f"{GIT} commit -qam other && git checkout -q main && echo mine > a.txt && {GIT} commit -qam mine && "
+        f"({GIT} merge -q other || true)"
+    )
+    subprocess.run(setup, shell=True, cwd=root, check=True, timeout=60, capture_output=True)
+    assert (root / ".git" / "AUTO_MERGE").exists()
+    asks = _asks(copy, "git merge --abort")
+    assert not any("AUTO_MERGE" in a for a in asks), asks

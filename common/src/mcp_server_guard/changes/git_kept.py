@@ -58,7 +58,21 @@ def kept_by_git(sets: Sequence[ChangeSet]) -> set[tuple[str, str]]:
         if any(_LOOSE.match(p) or _PACK.match(p) or "refs/" in p for p in deleted):
             kept.update((changes.root, path) for path in _kept_in(changes, deleted))
         kept.update((changes.root, path) for path in _stashed(changes))
+        if any(posixpath.basename(p) == "AUTO_MERGE" for p in deleted):
+            trees = Trees(changes)
+            kept.update((changes.root, path) for path in deleted if _auto_merge(trees, path))
     return kept
+
+
+def _auto_merge(trees: Trees, path: str) -> bool:
+    """Whether ``path`` is a git dir's ``AUTO_MERGE`` (the id of the tree git's last merge computed, conflicts and
+    all: no work of the user's) the call deleted (``git merge --abort``, ``git reset``, the next merge): a loss of
+    nothing (issue 45)."""
+    parent = posixpath.dirname(path)
+    if posixpath.basename(path) != "AUTO_MERGE" or not parent or trees.git_dir_of(parent) != parent:
+        return False
+    data = trees.read(path, real=True, limit=4096)
+    return data is not None and bool(OID.match(data.strip()))
 
 
 _STASH = "refs/stash"
