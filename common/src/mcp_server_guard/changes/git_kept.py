@@ -96,8 +96,7 @@ def _stashed(changes: ChangeSet) -> list[str]:
         new, old = (trees.read(ref, real=real, limit=4096) for real in (False, True))
         if new is None or not OID.match(new.strip()) or (old is not None and old.strip() == new.strip()):
             continue  # (no new stash commit)
-        opened = (trees.open_dir(base, f"{git_dir}/objects") for base in (changes.upper, changes.root))
-        objects = Objects([fd for fd in opened if fd is not None])
+        objects = trees.objects(f"{git_dir}/objects")  # (as the call leaves them: red team 102 F1)
         try:
             commit = bytes.fromhex(new.strip().decode().lower())
             saved = [tree_of(objects, c) for c in [commit, *parents_of(objects, commit)[1:3]]]
@@ -134,8 +133,7 @@ def _applied(trees: Trees, path: str) -> bool:
         return False
     reflog = "/logs/" in f"/{path}"
     words = [data.strip()] if not reflog else [line.split(b" ", 2)[1] for line in data.splitlines() if line.strip()]
-    opened = (trees.open_dir(base, f"{git_dir}/objects") for base in (trees.changes.upper, trees.changes.root))
-    objects = Objects([fd for fd in opened if fd is not None])
+    objects = trees.objects(f"{git_dir}/objects")
     try:
         for word in words:
             if not OID.match(word):

@@ -112,6 +112,12 @@ VALUE_OPTIONS["uv"] = frozenset(
      "constraint", "o", "output-file", "i", "index-url", "extra-index-url", "f", "find-links", "cache-dir", "with",
      "from", "index", "default-index", "python-version", "color", "e", "editable"}
 )  # fmt: skip
+# pacman's options that take a value (``pacman -S --ignore -s foo`` installs foo: -s is what --ignore leaves out;
+# red team 102 F4); yay and paru take pacman's.
+VALUE_OPTIONS["pacman"] = VALUE_OPTIONS["yay"] = VALUE_OPTIONS["paru"] = frozenset(
+    {"b", "dbpath", "r", "root", "cachedir", "color", "config", "gpgdir", "hookdir", "logfile", "arch", "sysroot",
+     "ignore", "ignoregroup", "overwrite", "assume-installed", "print-format"}
+)  # fmt: skip
 # modprobe's options that take a value (``modprobe -C -n e1000`` loads: -n is the config's name; red team 102 F3).
 VALUE_OPTIONS["modprobe"] = frozenset({"C", "config", "d", "dirname", "S", "set-version"})
 SINGLE_DASH_LONG = frozenset({"find", "openssl"}) | IPROUTE
