@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from mcp_server_guard.patterns import deferred
 from mcp_server_guard.shell.strings.code_texts import literal_commands
-from mcp_server_guard.shell.strings.matching import IPROUTE, IPROUTE_VALUES
+from mcp_server_guard.shell.strings.option_values import IPROUTE, IPROUTE_VALUES
 from mcp_server_guard.shell.strings.parsing import Word
 from mcp_server_guard.shell.strings.wrappers import DYNAMIC, Inner, all_values
 
