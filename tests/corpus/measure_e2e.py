@@ -21,8 +21,9 @@ The project holds committed files, a tracked file modified and not committed, un
 
 ``--read-only`` starts the server with ``--mode read-only`` (the default for the ``readonly_*`` files). With no FILE,
 every corpus file of ``tests/corpus/public/`` and ``tests/corpus/*.txt`` is run, each in its default way; FILE is a
-path or a name under those directories. ``--limit N`` takes N lines spread over each file. The exit code is 1
-when a line lost work, else 0; the everyday target (asked or refused <= 1%) is printed, met or MISSED.
+path or a name as the table prints it (``public/destructive.txt``; ``destructive.txt`` is tests/corpus's own).
+``--limit N`` takes N lines spread over each file. The exit code is 1 when a line lost work, else 0; the everyday
+target (asked or refused <= 1%) is printed, met or MISSED.
 
 The lines travel as data only: read from the files and sent as JSON, never put on a command line here.
 """
@@ -129,7 +130,7 @@ def resolve(name: str) -> Path:
     path = Path(name)
     if path.exists():
         return path.resolve()
-    for where in (PUBLIC, CORPUS):
+    for where in (CORPUS, PUBLIC):  # (as printed: ``public/NAME``, or ``NAME`` of tests/corpus before public's)
         if (where / name).exists():
             return where / name
     raise SystemExit(f"measure_e2e: no corpus file {name}")
