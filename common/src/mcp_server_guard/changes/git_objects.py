@@ -74,6 +74,7 @@ class Objects:
         self._at_offset: dict[tuple[int, int], tuple[str, bytes]] = {}  # (pack, offset): a delta base read once
         self._packs: list[tuple[bytes, int]] | None = None  # (index, pack fd)
         self._kept: list[tuple[bytes, int]] = []
+        self._resolving: set[bytes] = set()  # the REF_DELTA bases being read (``_base``)
 
     def _gone(self, fd: int, rel: str) -> bool:
         """Whether ``rel`` below the store ``fd`` is a file the call deleted (only the real tree's are)."""
@@ -209,6 +210,26 @@ class Objects:
         self._at_offset[(pack, offset)] = found
         return found
 
+    def _base(self, pack: int, base_id: bytes, width: int, depth: int) -> tuple[str, bytes]:
+        """A REF_DELTA's base as git finds it: in the same pack first, then the other packs, then loose. Threat (red
+        team 103 F1): a new pack whose entry for X is a delta on X itself — git loops on it for ever (history, or a
+        stash's only copy of untracked work, gone), while a reader that took the loose X first read it well. A base
+        that is being resolved already is a loop: Unreadable."""
+        if base_id in self._resolving:
+            raise Unreadable(f"a delta on itself ({base_id.hex()})")
+        self._resolving.add(base_id)
+        try:
+            own = _own_index(self, pack)
+            where = _find(own, base_id) if own is not None else None
+            if where is not None:
+                return self._at(pack, where, width, depth + 1)
+            found = self._packed(base_id, depth + 1) or self._loose(base_id)
+        finally:
+            self._resolving.discard(base_id)
+        if found is None:
+            raise Unreadable(f"the delta base {base_id.hex()} is missing")
+        return found
+
     def _unpacked(self, pack: int, offset: int, width: int, depth: int) -> tuple[str, bytes]:
         if depth > _CHAIN:
             raise Unreadable("a delta chain too long")
@@ -230,14 +251,15 @@ class Objects:
             base = self._at(pack, offset - back, width, depth + 1)
         elif kind == 7:  # REF_DELTA: the base by its id
             base_id, at = head[at : at + width], at + width
-            found = self._loose(base_id) or self._packed(base_id, depth + 1)
-            if found is None:
-                raise Unreadable(f"the delta base {base_id.hex()} is missing")
-            base = found
+            base = self._base(pack, base_id, width, depth)
         else:
             raise Unreadable(f"an object of unknown type {kind}")
         delta = _inflate(functools.partial(_read_at, pack), offset + at)
         return base[0], _patch(base[1], delta)
+
+
+def _own_index(objects: Objects, pack: int) -> bytes | None:
+    return next((index for index, fd in [*(objects._packs or []), *objects._kept] if fd == pack), None)
 
 
 def shadowed(objects: Objects, packs: int, name: str, width: int = 20) -> list[bytes]:
