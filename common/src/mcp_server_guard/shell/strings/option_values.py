@@ -92,9 +92,16 @@ VALUE_OPTIONS["uv"] = frozenset(
 )  # fmt: skip
 # pacman's options that take a value (``pacman -S --ignore -s foo`` installs foo: -s is what --ignore leaves out;
 # red team 102 F4); yay and paru take pacman's.
-VALUE_OPTIONS["pacman"] = VALUE_OPTIONS["yay"] = VALUE_OPTIONS["paru"] = frozenset(
+VALUE_OPTIONS["pacman"] = frozenset(
     {"b", "dbpath", "r", "root", "cachedir", "color", "config", "gpgdir", "hookdir", "logfile", "arch", "sysroot",
-     "ignore", "ignoregroup", "overwrite", "assume-installed", "print-format"}
+     "ignore", "ignoregroup", "overwrite", "assume-installed", "print-format", "ask"}
 )  # fmt: skip
+# yay's and paru's own besides (red team 103 F3: ``yay -S --editor -s foo`` installs foo).
+VALUE_OPTIONS["yay"] = VALUE_OPTIONS["paru"] = VALUE_OPTIONS["pacman"] | {
+    "editor", "editorflags", "makepkg", "makepkgconf", "mflags", "pacman", "pacmanconf", "git", "gitflags", "gpg",
+    "gpgflags", "gpgdir", "builddir", "sudo", "sudoflags", "sortby", "searchby", "aururl", "aurrpcurl", "clonedir",
+    "completioninterval", "requestsplitn", "redownload", "rebuild", "answerclean", "answerdiff", "answeredit",
+    "answerupgrade", "removemake", "bat", "batflags", "fm", "fmflags", "chroot", "develfile", "limit", "mode",
+}  # fmt: skip
 # modprobe's options that take a value (``modprobe -C -n e1000`` loads: -n is the config's name; red team 102 F3).
 VALUE_OPTIONS["modprobe"] = frozenset({"C", "config", "d", "dirname", "S", "set-version"})
