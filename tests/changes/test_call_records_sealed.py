@@ -79,3 +79,15 @@ def test_an_unsealed_record_is_kept_listed_and_evicted_like_any_other(tmp_path: 
     assert not records.unsealed("aaaaaaaaaaaa") and records.unsealed("bbbbbbbbbbbb")
     assert records.evict("bbbbbbbbbbbb") > 0
     assert not (tmp_path / "calls" / "bbbbbbbbbbbb.json").exists()
+
+
+def test_the_list_of_evicted_calls_stays_small_as_it_counts_in_the_stores_bounds(tmp_path: Path) -> None:
+    # A 64 KiB store rewriting one file 150 times filled itself with its own list of evictions, then refused the
+    # next write rather than push out the user's only copy (tests/servers/test_file_write_reliability.py).
+    records = CallRecords(tmp_path / "calls")
+    for index in range(300):
+        audit_id = f"{index:012x}"
+        records.write(audit_id, {"audit_id": audit_id, "tool": "file_write", "command": "x" * 150, "changes": []})
+        records.evict(audit_id)
+    listed = (tmp_path / "calls" / "evicted.jsonl").read_bytes()
+    assert len(listed) <= 8 << 10 and json.loads(listed.splitlines()[-1])["audit_id"] == f"{299:012x}"

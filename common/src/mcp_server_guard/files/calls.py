@@ -47,7 +47,8 @@ __all__ = [
 CALLS = "calls"  # the records' directory, in the history store
 EVICTED = "evicted.jsonl"
 AUDIT_ID = re.compile(r"^[0-9a-f]{12}$")
-_EVICTED_KEPT = 200  # lines of evicted.jsonl kept
+_EVICTED_KEPT = 200  # lines of evicted.jsonl kept ...
+_EVICTED_BYTES = 8 << 10  # ... within this many bytes
 _MAX_JOURNAL_PLAN = 16 << 20  # bytes of a journal's plan line read at most
 
 
@@ -221,8 +222,10 @@ class CallRecords:
         line = {"audit_id": audit_id, "time": manifest.get("time", ""), "tool": manifest.get("tool", ""),
                 "command": str(manifest.get("command", ""))[:200], "paths": len(manifest.get("changes", [])),
                 "evicted": datetime.now(UTC).isoformat(timespec="milliseconds")}  # fmt: skip
-        lines = [*self.evicted()[-(_EVICTED_KEPT - 1) :], line]
-        write_whole(self.directory / EVICTED, b"".join(_encoded(item) + b"\n" for item in lines), fsync=False)
+        encoded = [_encoded(item) + b"\n" for item in [*self.evicted()[-(_EVICTED_KEPT - 1) :], line]]
+        while len(encoded) > 1 and sum(map(len, encoded)) > _EVICTED_BYTES:
+            del encoded[0]  # (it counts in the store's bounds: a small store filled by its own list of evictions)
+        write_whole(self.directory / EVICTED, b"".join(encoded), fsync=False)
         path.unlink(missing_ok=True)
         return freed
 
