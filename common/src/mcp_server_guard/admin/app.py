@@ -319,7 +319,7 @@ def history_calls(
             shown = str(call["summary"])  # what the call's result said it changed, in the same words
         conflicts = len(call.get("conflicts", []))
         state = f"  (undone by {call['undone_by']})" if call.get("undone_by") else ""
-        state += "".join(store.calls.marked(str(call.get("audit_id"))) for store in stores)
+        state += "".join(store.marked(str(call.get("audit_id"))) for store in stores)
         what = call.get("command") or call.get("tool", "")
         typer.echo(printable(
             f"{call.get('audit_id')}  {str(call.get('time', ''))[:19]}  {call.get('tool', '?'):<10}  "
@@ -369,8 +369,8 @@ def undo(
         manifest = store.calls.read(audit_id)
     except HistoryError as exc:
         _history_error(exc)
-    if store.calls.unsealed(audit_id) and not yes:  # (`mcp-guard history` shows what it changed)
-        usage_error(PROG, f"UNDO_ASKS: the record of call {audit_id} is {UNSEALED}; --yes undoes it all the same")
+    if (unsealed := store.unsealed(audit_id)) and not yes:  # (`mcp-guard history` shows what it changed)
+        usage_error(PROG, f"UNDO_ASKS: {unsealed}; --yes undoes it all the same")
     roots = [str(r) for r in manifest.get("roots", [])]
     # An undo of these directories a kill interrupted (this one's, tried before): finished here first. Only plans
     # that take nothing from a copy (an undo's): an apply's is left for shell_exec, which knows its copies.
@@ -427,10 +427,6 @@ def undo(
     typer.echo(f"undid call {audit_id} (as call {undo_id}; `mcp-guard undo {undo_id}` redoes it)")
 
 
-def _history_store(history_dir: Path | None) -> HistoryStore:
-    return _history_stores(history_dir)[0]
-
-
 def _history_stores(history_dir: Path | None) -> list[HistoryStore]:
     """The history store given, or each default one (the state directory's, or the temp one a server uses when
     the state directory lies inside its jail): the ones that exist, the first default when none does."""
@@ -479,7 +475,7 @@ def history_list(
     path: Annotated[Path | None, typer.Argument(help="Show only versions of this file or directory.")] = None,
     history_dir: HistoryDirOpt = None,
 ) -> None:
-    store = _history_store(history_dir)
+    store = _history_stores(history_dir)[0]
     wanted = os.path.realpath(path) if path is not None else None
 
     def selected(original: str | None) -> bool:
@@ -537,6 +533,7 @@ def history_restore(
     policy: PolicyOpt = None,
     audit_log: AuditLogOpt = None,
     history_dir: HistoryDirOpt = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Restore one not sealed by your servers' key too.")] = False,
 ) -> None:
     # Like undo, from any directory: the store that holds the entry, and the directories the call that kept it
     # was allowed (its record's roots; else the entry's own directory) unless --allow-path says otherwise.
@@ -546,6 +543,8 @@ def history_restore(
         kept = store.metadata(entry_id)
     except HistoryError as exc:
         _history_error(exc)
+    if store.entry_unsealed(entry_id) and not yes:  # (red team 103 F2: a rewritten entry, path and bytes)
+        usage_error(PROG, f"UNDO_ASKS: the saved version {entry_id} is {UNSEALED}; --yes restores it all the same")
     if not allow_path:
         roots = _call_roots(store, kept.audit_id) or [os.path.dirname(kept.path)]
         # Threat: a recorded directory replaced by a symlink since: the restore would land wherever it points.

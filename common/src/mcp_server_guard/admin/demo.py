@@ -38,7 +38,8 @@ def _params(name: str, proj: Path, args: list[str], env: dict[str, str] | None =
     if script is None:
         print(f"{name} is not installed; run `uv sync` first", file=sys.stderr)
         return None
-    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    # (the servers' registry too: the key that seals what file_write keeps is the one `history restore` checks)
+    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "MCP_GUARD_RUNTIME_DIR")}
     return StdioServerParameters(command=script, args=args, cwd=str(proj), env=env or base)
 
 

@@ -160,10 +160,6 @@ class CallRecords:
         data.pop(SEAL, None)  # (checked by ``unsealed``: a record is never dropped for its seal, red team 101 A)
         return data
 
-    def marked(self, audit_id: str) -> str:
-        """What `mcp-guard history` says of a record there that does not check (else nothing)."""
-        return "  (not sealed by your servers' key)" if self.unsealed(audit_id, missing=False) else ""
-
     def unsealed(self, audit_id: str, *, missing: bool = True) -> bool:
         """Whether call ``audit_id``'s record does not check with this user's key (``missing``: when there is none).
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import hmac
 import json
 import logging
 import os
@@ -48,6 +49,7 @@ from mcp_server_guard import faults, linux
 from mcp_server_guard.files.calls import (
     AUDIT_ID,
     CALLS,
+    UNSEALED,
     CallRecords,
     HistoryError,
     call_groups,
@@ -58,7 +60,7 @@ from mcp_server_guard.files.calls import (
 from mcp_server_guard.files.copying import as_owner, copy_into, copy_xattrs
 from mcp_server_guard.files.history_entries import ENTRY_ID as _ID
 from mcp_server_guard.files.history_entries import EntryFiles as _Files
-from mcp_server_guard.files.history_entries import EntryReader, HistoryEntry, NoRoom
+from mcp_server_guard.files.history_entries import EntryReader, HistoryEntry, NoRoom, entry_seal
 from mcp_server_guard.files.kept import (
     disk_usage,
     finish_aside,
@@ -139,6 +141,32 @@ class HistoryStore(EntryReader):
                 self._owned.close()
                 self._owned = None
 
+    def unsealed(self, audit_id: str) -> str:
+        """Why playing call ``audit_id`` backwards asks first ("" when it need not): its record, or an entry its
+        record puts back, does not check with the user's key (``CallRecords.unsealed``, ``entry_seal``)."""
+        if self.calls.unsealed(audit_id):
+            return f"the record of call {audit_id} is {UNSEALED}"
+        with contextlib.suppress(HistoryError):
+            for change in self.calls.read(audit_id).get("changes", []):
+                before = str(change.get("before") or "") if isinstance(change, dict) else ""
+                if before and self.entry_unsealed(before):
+                    return f"the saved version {before} that call {audit_id} puts back is {UNSEALED}"
+        return ""
+
+    def entry_unsealed(self, entry_id: str) -> bool:
+        """Whether entry ``entry_id``'s metadata does not check with the user's key (one that is missing or
+        damaged is not: it cannot be put back at all, and says so)."""
+        try:
+            entry = self._metadata(entry_id)
+        except HistoryError:
+            return False
+        return not hmac.compare_digest(entry.seal, entry_seal(self.calls.key(), entry))
+
+    def marked(self, audit_id: str) -> str:
+        """What `mcp-guard history` says of a call here whose record or saved versions do not check."""
+        return "  (not sealed by your servers' key)" if (self.calls.unsealed(audit_id, missing=False) or
+                                                         self.unsealed(audit_id)) else ""  # fmt: skip
+
     @staticmethod
     def new_id() -> str:
         return f"{datetime.now(UTC):%Y%m%dT%H%M%S%f}Z-{secrets.token_hex(3)}"
@@ -199,6 +227,7 @@ class HistoryStore(EntryReader):
         """Write an entry's metadata, whole or not at all (a temp name renamed: a kill never leaves it empty);
         returns the bytes it uses."""
         # A path that is not UTF-8 (a surrogate escape) is kept as a \udcXX escape: still UTF-8, still JSON.
+        entry.seal = entry_seal(self.calls.key(), entry)
         data = json.dumps(entry.model_dump(), ensure_ascii=False).encode("utf-8", "backslashreplace")
         return write_whole(self.directory / f"{entry.id}.json", data, fsync=fsync, point=f"history meta {entry.id}")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -43,6 +44,17 @@ class HistoryEntry(BaseModel):
     # A tree: its files that had other names when kept, (path in the tree, device, inode), each kept as a copy (a
     # change through another name must not change it); undo relinks it where that inode still holds the same bytes.
     links: list[tuple[str, int, int]] = []
+    seal: str = ""  # an HMAC of the rest with the user's key (``entry_seal``); "" in an entry kept before seals
+
+
+def entry_seal(key: bytes, entry: HistoryEntry) -> str:
+    """An entry's seal: what the entry says (its path, kind, size, time, SHA-256, mode...) under the user's key
+    (``registry.sealing_key``, the call records' and journals'). Threat (red team 103 F2): a sealed call record
+    names its pre-images only by id, so whoever could write the store rewrote an entry's data and metadata together
+    and `mcp-guard undo` put those bytes into the user's file unasked. An entry kept whole (moved or linked:
+    no SHA-256) is checked by its sealed size and time only."""
+    body = json.dumps(entry.model_dump(exclude={"seal"}), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hmac.new(key, b"mcp-guard history entry\n" + body.encode("utf-8", "backslashreplace"), "sha256").hexdigest()
 
 
 class NoRoom(Exception):
