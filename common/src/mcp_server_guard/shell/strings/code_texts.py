@@ -19,7 +19,7 @@ from mcp_server_guard.shell.strings.wrappers import BUILT, DYNAMIC, Inner
 
 # String literals given to a call that runs them as a command line, in interpreter code.
 _CODE_RUNS = deferred(
-    r"""(?:\bsystem|\bpopen|\bexec[lv]?p?e?|\bspawn|\bcheck_output|\bcheck_call|\bgetoutput|\bgetstatusoutput|\brun|\bcall|\bshell_exec|\bpassthru|\bexecSync|\bexecFileSync|\bspawnSync|\bexecute|\bcallCommand|\bspawn\w+|\bshell-command|\bcall-process-shell-command|\bstart-process-shell-command|\bproc_open|\bpcntl_exec|\brun-shell-command|\bos:cmd|\bSystem\.shell|\bshell_command|\bgetRuntime\(\)\.exec|\bopen\s*\(?\s*\w+\s*,\s*(?=['"]\|))\s*\(?\s*(?:[rRbBuUfF]{1,2}(?=['"]))?(['"])\|?((?:\\.|(?!\1)[^\\])*)\1"""
+    r"""(?:\bsystem|\bpopen|\bexec[lv]?p?e?|\bspawn|\bcheck_output|\bcheck_call|\bgetoutput|\bgetstatusoutput|\brun|\bcall|\bshell_exec|\bpassthru|\bexecSync|\bexecFileSync|\bspawnSync|\bexecute|\bcallCommand|\bspawn\w+|\bshell-command|\bcall-process-shell-command|\bstart-process-shell-command|\bproc_open|\bpcntl_exec|\brun-shell-command|\bos:cmd|\bSystem\.shell|\bshell_command|\bgetRuntime\(\)\.exec|\bopen\s*\(?\s*\w+\s*,\s*(?=['"]\|))\s*(?:\(\s*){0,4}(?:[rRbBuUfF]{1,2}(?=['"]))?(['"])\|?((?:\\.|(?!\1)[^\\])*)\1"""
 )
 _EXECUTE_METHOD = deferred(r"""(['"])((?:\\.|(?!\1)[^\\])+)\1\s*\.execute\s*\(""")  # groovy: "cmd".execute()
 _BACKTICKS = deferred(r"`([^`]+)`")
@@ -370,17 +370,34 @@ _JOINED = deferred(r"\s*(?:\+|%|\.\s*format\b|\.\.|\.\s*(?:concat\b|['\"$])|\.\s
 _SEPARATOR_JOINS = deferred(r"\s*\.\s*join\s*\(\s*(\[)?")
 _LIST_RUNS = deferred(
     r"\b(?:system|popen|execSync|exec|spawnSync|shell_exec|passthru|run|call|check_output|check_call|getoutput|"
-    r"getstatusoutput|Popen)\s*\(\s*\["
+    r"getstatusoutput|Popen)\s*\(\s*(?:\(\s*){0,4}\["
 )
 _NAME_JOINED = deferred(
-    r"\b(?:system|popen|execSync|exec|spawnSync|shell_exec|passthru|getoutput|getstatusoutput)\s*\(\s*"
+    r"\b(?:system|popen|execSync|exec|spawnSync|shell_exec|passthru|getoutput|getstatusoutput)\s*\(\s*(?:\(\s*){0,4}"
     r"[\w.$]+(?:\[[\w.$]*\])?\s*\.\s*join\s*\("
 )
 _JOINS_WITH = deferred(r"""\]\s*\.\s*join\s*\(\s*(?:(['"])((?:\\.|(?!\1)[^\\])*)\1\s*)?\)""")
 
 
+# A literal's escapes as Python and JavaScript read them. Threat (red team 103 F4): `" ".join(["echo", "\\x3b rm …"])`
+# hands `; rm …` to the shell; read with its escapes kept, the line was one harmless `echo`. (Where a language keeps
+# them, Perl's or PHP's single quotes, decoding only makes the line judged stricter.)
+_ESCAPE = deferred(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|u\{[0-9a-fA-F]{1,6}\}|[0-7]{1,3}|.)", re.S)
+_ESCAPED = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "\n": ""}
+
+
+def _unescaped(found: re.Match[str]) -> str:
+    escape = found.group(1)
+    if escape[0] in "xuU" and len(escape) > 1:
+        point = int(escape[1:].strip("{}"), 16)
+        return chr(point) if point <= 0x10FFFF else found.group(0)
+    if escape[0] in "01234567":
+        return chr(int(escape, 8))
+    return _ESCAPED.get(escape, escape)
+
+
 def _literal(text: str) -> str:
-    return text.replace("\\'", "'").replace('\\"', '"')
+    return _ESCAPE.sub(_unescaped, text) if "\\" in text else text
 
 
 _ALL_LITERALS = deferred(r"""\s*(?:(['"])(?:\\.|(?!\1)[^\\])*\1\s*,\s*)*(['"])(?:\\.|(?!\2)[^\\])*\2\s*,?\s*""")
@@ -422,13 +439,40 @@ def _list_end(code: str, begin: int) -> int:
 
 def _handed(code: str, found: re.Match[str]) -> Inner:
     """What a literal handed to a call that runs a command line is: the line, or built at run time."""
-    if joins := _SEPARATOR_JOINS.match(code, found.end()):
+    text, end = found.group(2), found.end()
+    if not text and code.startswith(found.group(1), end):  # a triple-quoted literal: `os.system("""…""")`
+        end = code.find(found.group(1) * 3, end + 1)
+        if end < 0:
+            return BUILT
+        text, end = code[found.end() + 1 : end], end + 3
+    # Parentheses around the literal: `os.system(("…"))` hands it, JavaScript's `execSync(("a", "…"))` hands the
+    # last operand, Python's `run(("rm", "-rf", p))` an argv: the literal is the line only where they close on it.
+    extra = max(0, code.count("(", _opens_from(code, found), found.start(1)) - 1)
+    if joins := _SEPARATOR_JOINS.match(code, end):
         close = _list_end(code, joins.end()) if joins.group(1) else -1
         items = _listed(code[joins.end() : close]) if close >= 0 else None
         ended = re.compile(r"\]\s*\)").match(code, close) if close >= 0 else None
-        whole = ended is not None and _ARGUMENT_ENDS.match(code, ended.end()) is not None
-        return _literal(found.group(2)).join(items) if items is not None and whole else BUILT
-    return BUILT if _built(code, found) else _literal(found.group(2))
+        whole = ended is not None and _closes(code, ended.end(), extra)
+        return _literal(text).join(items) if items is not None and whole else BUILT
+    if extra and not _closes(code, end, extra):
+        return BUILT
+    return BUILT if _built(code, found) else _literal(text)
+
+
+def _opens_from(code: str, found: re.Match[str]) -> int:
+    """Where the parentheses (and spaces) right before ``found``'s literal begin (past a string prefix: `r"…"`)."""
+    at = found.start(1)
+    while at > found.start() and at > found.start(1) - 2 and code[at - 1] in "rRbBuUfF":
+        at -= 1
+    while at > found.start() and code[at - 1] in " \t\n(":
+        at -= 1
+    return at
+
+
+def _closes(code: str, at: int, extra: int) -> bool:
+    """Whether ``extra`` parentheses close at ``at`` and the argument ends there."""
+    closed = re.compile(r"(?:\s*\)){" + str(extra) + "}").match(code, at)
+    return closed is not None and _ARGUMENT_ENDS.match(code, closed.end()) is not None
 
 
 def _joined(code: str, _close: int, begin: int) -> Inner:
@@ -442,7 +486,10 @@ def _joined(code: str, _close: int, begin: int) -> Inner:
     if joins is None:
         return BUILT if re.compile(r"\]\s*\.").match(code, close) else None
     items = _listed(code[begin:close])
-    whole = _ARGUMENT_ENDS.match(code, joins.end()) is not None
+    opens = begin - 1  # (the list's `[`: the parentheses before it, as ``_handed`` counts them)
+    while opens > 0 and code[opens - 1] in " \t\n(":
+        opens -= 1
+    whole = _closes(code, joins.end(), max(0, code.count("(", opens, begin) - 1))
     return _literal(joins.group(2)).join(items) if items is not None and joins.group(1) and whole else BUILT
 
 
