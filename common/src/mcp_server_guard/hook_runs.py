@@ -19,7 +19,8 @@ tests or tools runs the project's code, which a command may change like any run 
 Threat: a hook ``exec ./scripts/pre-commit`` running ``python3 tools/check.py``, a hook ``make lint``, a lefthook
 ``run: ./scripts/lint.sh``: the hook is protected, the program it runs was an ordinary file — rewritten by a
 command, the user's next ``git commit`` runs it (red team 5b F4, 6 L2–L4, 8 A, C1, E1). Regular files only, never
-through a link or a FIFO; ``*.sample`` hooks git never runs are not read.
+through a FIFO; a link is read as what it leads to (the file git or a shell runs); ``*.sample`` hooks git never
+runs are not read.
 
 Likewise what the user's shell rc files source (:func:`sourced_by_rc`): every interactive shell runs it, and
 ``protected`` judges it as the rc file that sources it.
@@ -418,7 +419,13 @@ def _recipes(text: str, goals: tuple[str, ...]) -> str:
 
 
 def _text(path: str) -> str:
-    """A file's text (64 KiB at most), read with no link followed and never a FIFO or device opened; "" if not."""
+    """A file's text (64 KiB at most) as the program that reads it finds it, never a FIFO or device opened ("" if
+    none). Threat (red team 104 F2): a hook that is a link (``.git/hooks/pre-commit -> ../../scripts/hook.sh``) read
+    as nothing, what it runs was an ordinary file a command could rewrite: git, a shell and direnv follow a link,
+    so it is read as what it leads to — resolved by name, the file at the end opened with no link followed."""
+    with contextlib.suppress(OSError):
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            path = os.path.realpath(path)
     return read_regular(None, path) or ""
 
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.changes.checkouts import laid_out, odd_path, rounds
 from mcp_server_guard.changes.git_index import discarded, uncommitted
-from mcp_server_guard.changes.git_kept import kept_by_git
+from mcp_server_guard.changes.git_kept import kept_by_git, unnamed_by_rewrites
 from mcp_server_guard.changes.git_refs import Later
 from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.changes.later import runs_later
@@ -196,6 +196,8 @@ def judge(
         if len(outside) + earlier[1] > policy.max_unbacked_files:
             asks.append(f"It deletes or empties {_n(len(outside) + earlier[1], 'file')} no git repository "
                                   f"has a copy of: {_list(outside)}.")  # fmt: skip
+    if policy.ask_uncommitted and (unnamed := unnamed_by_rewrites(sets)):
+        asks.append(f"It leaves commits named by {_list(unnamed)} with no name (the next git gc deletes them).")
     only_copies = _only_copies([*tally.losing, *tally.rewritten], landed or {}) if policy.ask_uncommitted else []
     if policy.ask_uncommitted and tally.rewritten:
         at_stake: list[tuple[str, str]] = []  # a job's look leaves them to its end (after refuse: no _linked)

@@ -170,7 +170,7 @@ def _stashed_object(changes: ChangeSet, work_tree: str, blob: bytes, stashed: fr
     name = blob.hex()
     where = posixpath.join(changes.upper, tree, ".git", "objects", name[:2], name[2:])
     try:
-        fd = _open_below(where, changes.upper)  # one name at a time, no link followed
+        fd = open_below(where, changes.upper)  # one name at a time, no link followed
     except OSError:
         return False
     try:
@@ -376,7 +376,7 @@ def _varint(data: bytes, offset: int) -> tuple[int, int]:
     return value, used
 
 
-def _open_below(path: str, base: str) -> int:
+def open_below(path: str, base: str) -> int:
     """Open the regular file ``path`` below ``base``, one name at a time: no link followed on the way."""
     rel = posixpath.relpath(path, base)
     fd = os.open(base, _DIR)
@@ -395,7 +395,7 @@ def blob_hash(path: str, no_follow_below: str = "", *, sha256: bool = False) -> 
     """Git's blob id of a regular file's current content (never following a link or opening anything else);
     ``sha256``: in a repository whose objects are named by SHA-256."""
     try:
-        fd = _open_below(path, no_follow_below or posixpath.dirname(path))
+        fd = open_below(path, no_follow_below or posixpath.dirname(path))
     except OSError:
         return None
     try:

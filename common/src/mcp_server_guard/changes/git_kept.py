@@ -39,7 +39,7 @@ from mcp_server_guard.changes.git_objects import (
 )
 from mcp_server_guard.changes.git_verdicts import Trees
 
-__all__ = ["kept_by_git"]
+__all__ = ["kept_by_git", "unnamed_by_rewrites"]
 
 _LOOSE = re.compile(r"^(.*?)(?:^|/)objects/([0-9a-f]{2})/([0-9a-f]{38}|[0-9a-f]{62})$")
 _PACK = re.compile(r"^(.*?)(?:^|/)objects/pack/(pack-[0-9a-f]+)\.(pack|idx|rev|bitmap|mtimes|keep|promisor)$")
@@ -139,24 +139,103 @@ def _applied(trees: Trees, path: str) -> bool:
             if not OID.match(word):
                 return False
             commit = bytes.fromhex(word.decode().lower())
-            if not commit.strip(b"\0"):
-                continue
-            parents = parents_of(objects, commit)
-            if not parents:
+            if commit.strip(b"\0") and not _applied_here(trees, objects, top, commit):
                 return False
-            saved = changed_entries(objects, tree_of(objects, parents[0]), tree_of(objects, commit), limit=10_000)
-            if len(parents) > 2:  # (its untracked files: a tree of their own)
-                saved += changed_entries(objects, None, tree_of(objects, parents[2]), limit=10_000)
-            for rel, mode, oid in saved:
-                kind = "symlink" if mode == 0o120000 else "file" if mode in _BLOB_MODES["file"] else ""
-                at = f"{top}/{rel}" if top else rel
-                if not kind or _left_id(trees, at, kind, len(commit)) != oid:
-                    return False
         return True
     except Unreadable:
         return False
     finally:
         objects.close()
+
+
+def _applied_here(trees: Trees, objects: Objects, top: str, commit: bytes) -> bool:
+    """Whether the work tree at ``top``, as the call left it, holds stash commit ``commit``: each file and link it
+    changed from the commit it was made on, and each untracked one it saved, there with those bytes."""
+    parents = parents_of(objects, commit)
+    if not parents:
+        return False
+    saved = changed_entries(objects, tree_of(objects, parents[0]), tree_of(objects, commit), limit=10_000)
+    if len(parents) > 2:  # (its untracked files: a tree of their own)
+        saved += changed_entries(objects, None, tree_of(objects, parents[2]), limit=10_000)
+    for rel, mode, oid in saved:
+        kind = "symlink" if mode == 0o120000 else "file" if mode in _BLOB_MODES["file"] else ""
+        at = f"{top}/{rel}" if top else rel
+        if not kind or _left_id(trees, at, kind, len(commit)) != oid:
+            return False
+    return True
+
+
+# The files of a git dir that name the commits a person's work lives in: a branch, a tag, the stash, their reflogs,
+# HEAD's, and packed-refs (its lines for those refs).
+_NAMING = re.compile(r"^(?:packed-refs|(?:logs/)?refs/(?:heads/.+|tags/.+|stash)|logs/HEAD)$")
+_WORD = re.compile(rb"(?<![0-9a-fA-F])([0-9a-fA-F]{64}|[0-9a-fA-F]{40})(?![0-9a-fA-F])")
+_KEPT_REFS = (b"refs/heads/", b"refs/tags/", b"refs/stash")
+
+
+def _named_ids(data: bytes, packed: bool) -> set[bytes]:
+    """The commits (or tags) a ref, a reflog or ``packed-refs`` (``packed``: its lines for ``_KEPT_REFS``, and the
+    peeled ``^`` line after one) names."""
+    if not packed:
+        return {bytes.fromhex(word.decode()) for word in _WORD.findall(data)} - {bytes(20), bytes(32)}
+    found: set[bytes] = set()
+    taken = False
+    for line in data.splitlines():
+        word, _, ref = line.partition(b" ")
+        if line.startswith(b"^"):
+            word, ref = line[1:].strip(), b""
+        elif not line.startswith(b"#"):
+            taken = ref.strip().startswith(_KEPT_REFS)
+        if taken and _WORD.fullmatch(word.strip()):
+            found.add(bytes.fromhex(word.strip().decode()))
+    return found
+
+
+def unnamed_by_rewrites(sets: Sequence[ChangeSet]) -> list[str]:
+    """The files of git dirs the call rewrote (not deleted: ``kept_by_git``) that named commits nothing the call left
+    names or reaches any more: a ``git stash drop`` of one stash of several (``refs/stash`` and its reflog
+    rewritten), a ``git tag -d`` or ``git branch -D`` of a packed ref (``packed-refs`` rewritten), a reflog
+    expired. Threat (red team 104 F1): work only a stash or a packed tag named, made unreachable unasked — the
+    next ``git gc`` deletes it. A stash the call applied to the work tree (``git stash pop``) is not lost."""
+    lost: list[str] = []
+    for changes in sets:
+        rewritten = [c.path for c in changes.changes if c.action == "modify" and c.kind == "file"]
+        trees = Trees(changes)
+        by_dir: dict[str, list[str]] = {}
+        for path in rewritten:
+            git_dir = trees.git_dir_of(path.rpartition("/")[0]) if "/" in path else None
+            if git_dir is not None and _NAMING.match(path[len(git_dir) + 1 :] if git_dir else path):
+                by_dir.setdefault(git_dir, []).append(path)
+        for git_dir, paths in by_dir.items():
+            lost += _unnamed(trees, git_dir, paths)
+    return lost
+
+
+def _unnamed(trees: Trees, git_dir: str, paths: list[str]) -> list[str]:
+    named = {p: [_named_ids(trees.read(p, real=real, limit=16 << 20) or b"", p.endswith("packed-refs"))
+                 for real in (True, False)] for p in paths}  # fmt: skip
+    left = set().union(*(after for _before, after in named.values()))
+    reach = _Reach(trees, git_dir)
+    objects = trees.objects(f"{git_dir}/objects")
+    try:
+        lost = []
+        for path, (before, _after) in named.items():
+            for oid in sorted(before - left):
+                if not reach.holds(oid) and not (
+                    path.endswith(_STASH) and _stash_applied(trees, objects, git_dir, oid)
+                ):
+                    lost.append(path)
+                    break
+        return lost
+    finally:
+        reach.close()
+        objects.close()
+
+
+def _stash_applied(trees: Trees, objects: Objects, git_dir: str, oid: bytes) -> bool:
+    try:
+        return posixpath.basename(git_dir) == ".git" and _applied_here(trees, objects, posixpath.dirname(git_dir), oid)
+    except Unreadable:
+        return False
 
 
 _LEFT_MAX = 32 << 20  # bytes of a file read to check it holds a stash's content, at most
