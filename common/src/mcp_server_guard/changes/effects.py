@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 
 from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.changes.checkouts import laid_out, odd_path, rounds
+from mcp_server_guard.changes.compressed import Decompressed, kept_beside
 from mcp_server_guard.changes.git_index import discarded, uncommitted
 from mcp_server_guard.changes.git_kept import kept_by_git, unnamed_by_rewrites
 from mcp_server_guard.changes.git_refs import Later
@@ -308,7 +309,9 @@ def _tally(
     tally = _Tally()
     moves, ends = moved
     sources = {(s.root, c.path): c for s in sets for c in s.changes if c.action == "delete" and c.kind == "file"}
+    decompressed = Decompressed()
     for changes in sets:
+        made = {c.path: c for c in changes.changes if c.action == "create" and (changes.root, c.path) not in refused}
         for change in changes.changes:
             key = (changes.root, change.path)
             if key in git_keeps:
@@ -337,7 +340,8 @@ def _tally(
                 continue
             if change.action == "delete" and change.kind != "dir":
                 tally.touched.append(change.path)
-                tally.losing.append((changes, change))
+                if not kept_beside(changes, change, made, decompressed):  # (`gzip f`: its bytes are in f.gz)
+                    tally.losing.append((changes, change))
             elif change.action == "modify" and change.kind == "symlink" and _was_file(changes.root, change.path):
                 # A file replaced by a link (``ln -sf /dev/null f``) loses what the file held, as a deletion does.
                 tally.touched.append(change.path)

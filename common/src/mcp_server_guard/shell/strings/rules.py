@@ -79,6 +79,7 @@ EFFECT_FINDINGS = frozenset(
         "dynamic-eval",
         "parse-error",
         "code-built-command",
+        "pipe-to-shell",  # (code another command prints, not fetched: as `bash script.sh` runs in the box)
     }
 )
 _DIRECTORY_OPTIONS = ("C", "work-tree", "git-dir", "directory")
