@@ -16,14 +16,10 @@ lefthook's ``root:``). Shell scripts and recipe files are read in turn (6 levels
 program is protected with its compiled copy, and the modules it imports are not: a hook that runs the project's own
 tests or tools runs the project's code, which a command may change like any run of it (docs/security.md).
 
-Threat: a hook ``exec ./scripts/pre-commit`` running ``python3 tools/check.py``, a hook ``make lint``, a lefthook
-``run: ./scripts/lint.sh``: the hook is protected, the program it runs was an ordinary file — rewritten by a
-command, the user's next ``git commit`` runs it (red team 5b F4, 6 L2–L4, 8 A, C1, E1). Regular files only, never
-through a FIFO; a link is read as what it leads to (the file git or a shell runs); ``*.sample`` hooks git never
-runs are not read.
-
-Likewise what the user's shell rc files source (:func:`sourced_by_rc`): every interactive shell runs it, and
-``protected`` judges it as the rc file that sources it.
+Threat: a hook ``exec ./scripts/pre-commit`` running ``python3 tools/check.py``, ``make lint``, lefthook's ``run:
+./scripts/lint.sh``: the program a protected hook runs, rewritten, runs at the next ``git commit`` (red team 5b F4, 6
+L2–L4, 8 A, C1, E1). Regular files only (a link read as what it leads to), never ``*.sample`` hooks; likewise what
+the user's shell rc files source (:func:`sourced_by_rc`), judged as the rc file that sources it.
 """
 
 from __future__ import annotations
@@ -163,7 +159,9 @@ def run_by_hooks(
         names: list[str] = []
         with contextlib.suppress(OSError), os.scandir(directory) as entries:
             names = sorted(e.name for e in entries if not e.name.endswith(".sample"))[:_HOOK_FILES_MAX]
-        texts += [(_text(os.path.join(directory, name)), directory, None) for name in names]  # $0 is there
+        # $0 is there; a linked hook's script finds its own folder too (``readlink -f "$0"``: red team 105 F4)
+        texts += [(_text(path), base, None) for path in (os.path.join(directory, name) for name in names)
+                  for base in dict.fromkeys((directory, os.path.dirname(os.path.realpath(path))))]  # fmt: skip
     texts += [(_text(os.path.join(work_tree, name)), work_tree, None) for name in HOOK_MANAGER_FILES]
     texts += [(_mise_text(_text(os.path.join(work_tree, name))), work_tree, None) for name in _MISE_FILES]
     found: dict[str, None] = {}
@@ -189,6 +187,8 @@ def _named(words: list[str], line: str) -> list[_Named]:
         if word.startswith("$"):
             if built := _BUILT.match(word):
                 named.append((built.group(1), "run", ()))
+            elif ")/" in word:  # (`"$(dirname "$(readlink -f "$0")")/lib.sh"`, split: red team 105 F4)
+                named.append((word.rpartition(")/")[2].lstrip("/"), "run", ()))
         elif "/" in word or word.startswith("~") or word.endswith(_SCRIPT_SUFFIXES) or previous in _RUNNERS:
             named.append((word, "run", ()))
         elif previous == "mod":  # a justfile's module: NAME.just, NAME/mod.just, NAME/justfile

@@ -172,10 +172,13 @@ _WORD = re.compile(rb"(?<![0-9a-fA-F])([0-9a-fA-F]{64}|[0-9a-fA-F]{40})(?![0-9a-
 _KEPT_REFS = (b"refs/heads/", b"refs/tags/", b"refs/stash")
 
 
-def _named_ids(data: bytes, packed: bool) -> set[bytes]:
-    """The commits (or tags) a ref, a reflog or ``packed-refs`` (``packed``: its lines for ``_KEPT_REFS``, and the
-    peeled ``^`` line after one) names."""
-    if not packed:
+def _named_ids(data: bytes, path: str) -> set[bytes]:
+    """The commits (or tags) a ref, a reflog (the two ids of each line: not its message, red team 105 F1) or
+    ``packed-refs`` (its lines for ``_KEPT_REFS``, and the peeled ``^`` line after one) names."""
+    if "logs/" in f"/{path}":
+        words = [w for line in data.splitlines() for w in line.split(b" ", 2)[:2]]
+        return {bytes.fromhex(w.decode()) for w in words if _WORD.fullmatch(w)} - {bytes(20), bytes(32)}
+    if not path.endswith("packed-refs"):
         return {bytes.fromhex(word.decode()) for word in _WORD.findall(data)} - {bytes(20), bytes(32)}
     found: set[bytes] = set()
     taken = False
@@ -198,7 +201,8 @@ def unnamed_by_rewrites(sets: Sequence[ChangeSet]) -> list[str]:
     next ``git gc`` deletes it. A stash the call applied to the work tree (``git stash pop``) is not lost."""
     lost: list[str] = []
     for changes in sets:
-        rewritten = [c.path for c in changes.changes if c.action == "modify" and c.kind == "file"]
+        # (a loose ref made over a packed one hides it: ``git tag -f t``, ``update-ref``; red team 105 F1)
+        rewritten = [c.path for c in changes.changes if c.action in ("modify", "create") and c.kind == "file"]
         trees = Trees(changes)
         by_dir: dict[str, list[str]] = {}
         for path in rewritten:
@@ -211,8 +215,13 @@ def unnamed_by_rewrites(sets: Sequence[ChangeSet]) -> list[str]:
 
 
 def _unnamed(trees: Trees, git_dir: str, paths: list[str]) -> list[str]:
-    named = {p: [_named_ids(trees.read(p, real=real, limit=16 << 20) or b"", p.endswith("packed-refs"))
-                 for real in (True, False)] for p in paths}  # fmt: skip
+    named = {p: [_named_ids(trees.read(p, real=real, limit=16 << 20) or b"", p) for real in (True, False)]
+             for p in paths}  # fmt: skip
+    packed = packed_refs(trees.read(f"{git_dir}/packed-refs", real=True, limit=64 << 20) or b"")
+    for path, ids in named.items():
+        ref = path[len(git_dir) + 1 :] if git_dir else path
+        if ref in packed and not ids[0]:  # (made where the packed line named the ref: what it named before)
+            ids[0] = {packed[ref]}
     left = set().union(*(after for _before, after in named.values()))
     reach = _Reach(trees, git_dir)
     objects = trees.objects(f"{git_dir}/objects")

@@ -11,7 +11,9 @@ checks, advisory like the rest of the policy engine. Finding the text among a pr
 from __future__ import annotations
 
 import bisect
+import contextlib
 import re
+import unicodedata
 
 from mcp_server_guard.patterns import deferred
 from mcp_server_guard.shell.strings.parsing import Word
@@ -19,7 +21,7 @@ from mcp_server_guard.shell.strings.wrappers import BUILT, DYNAMIC, Inner
 
 # String literals given to a call that runs them as a command line, in interpreter code.
 _CODE_RUNS = deferred(
-    r"""(?:\bsystem|\bpopen|\bexec[lv]?p?e?|\bspawn|\bcheck_output|\bcheck_call|\bgetoutput|\bgetstatusoutput|\brun|\bcall|\bshell_exec|\bpassthru|\bexecSync|\bexecFileSync|\bspawnSync|\bexecute|\bcallCommand|\bspawn\w+|\bshell-command|\bcall-process-shell-command|\bstart-process-shell-command|\bproc_open|\bpcntl_exec|\brun-shell-command|\bos:cmd|\bSystem\.shell|\bshell_command|\bgetRuntime\(\)\.exec|\bopen\s*\(?\s*\w+\s*,\s*(?=['"]\|))\s*(?:\(\s*){0,4}(?:[rRbBuUfF]{1,2}(?=['"]))?(['"])\|?((?:\\.|(?!\1)[^\\])*)\1"""
+    r"""(?:\bsystem|\bpopen|\bexec[lv]?p?e?|\bspawn|\bcheck_output|\bcheck_call|\bgetoutput|\bgetstatusoutput|\brun|\bcall|\bshell_exec|\bpassthru|\bexecSync|\bexecFileSync|\bspawnSync|\bexecute|\bcallCommand|\bspawn\w+|\bshell-command|\bcall-process-shell-command|\bstart-process-shell-command|\bproc_open|\bpcntl_exec|\brun-shell-command|\bos:cmd|\bSystem\.shell|\bshell_command|\bgetRuntime\(\)\.exec|\bopen\s*\(?\s*\w+\s*,\s*(?=['"]\|))\s*(?:\(\s*){0,4}(?:\w{1,16}\s*=\s*)?(?:[rRbBuUfF]{1,2}(?=['"]))?(['"])\|?((?:\\.|(?!\1)[^\\])*)\1"""
 )
 _EXECUTE_METHOD = deferred(r"""(['"])((?:\\.|(?!\1)[^\\])+)\1\s*\.execute\s*\(""")  # groovy: "cmd".execute()
 _BACKTICKS = deferred(r"`([^`]+)`")
@@ -361,7 +363,8 @@ def code_writes(code: str) -> list[str]:
 
 # A literal that is only the start of the string handed over: concatenated (+, ., ..), formatted (%, .format, an
 # f-string with a field, ${…} in a template).
-_JOINED = deferred(r"\s*(?:\+|%|\.\s*format\b|\.\.|\.\s*(?:concat\b|['\"$])|\.\s+\$)")
+# (a literal right after another is one argument: Python's and C's `"echo hi;" " rm …"`, red team 105 F3)
+_JOINED = deferred(r"\s*(?:\+|%|\.\s*format\b|\.\.|\.\s*(?:concat\b|['\"$])|\.\s+\$|[rRbBuUfF]{0,2}['\"])")
 
 
 # A command line joined from a list at run time: Python's `' '.join([...])` handed to os.system or subprocess with
@@ -382,12 +385,19 @@ _JOINS_WITH = deferred(r"""\]\s*\.\s*join\s*\(\s*(?:(['"])((?:\\.|(?!\1)[^\\])*)
 # A literal's escapes as Python and JavaScript read them. Threat (red team 103 F4): `" ".join(["echo", "\\x3b rm …"])`
 # hands `; rm …` to the shell; read with its escapes kept, the line was one harmless `echo`. (Where a language keeps
 # them, Perl's or PHP's single quotes, decoding only makes the line judged stricter.)
-_ESCAPE = deferred(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|u\{[0-9a-fA-F]{1,6}\}|[0-7]{1,3}|.)", re.S)
+_ESCAPE = deferred(
+    r"\\([xu]\{[0-9a-fA-F]{1,6}\}|N\{[^}\n]{1,80}\}|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{1,3}|.)", re.S
+)
 _ESCAPED = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "\n": ""}
 
 
 def _unescaped(found: re.Match[str]) -> str:
     escape = found.group(1)
+    if escape.startswith("N{"):  # Python's `\N{SEMICOLON}`, Perl's `\N{U+3B}` (red team 105 F3)
+        name = escape[2:-1]
+        with contextlib.suppress(KeyError, ValueError):
+            return chr(int(name[2:], 16)) if name.upper().startswith("U+") else unicodedata.lookup(name)
+        return found.group(0)
     if escape[0] in "xuU" and len(escape) > 1:
         point = int(escape[1:].strip("{}"), 16)
         return chr(point) if point <= 0x10FFFF else found.group(0)
@@ -456,7 +466,7 @@ def _handed(code: str, found: re.Match[str]) -> Inner:
         return _literal(text).join(items) if items is not None and whole else BUILT
     if extra and not _closes(code, end, extra):
         return BUILT
-    return BUILT if _built(code, found) else _literal(text)
+    return BUILT if _built(code, found, end) else _literal(text)
 
 
 def _opens_from(code: str, found: re.Match[str]) -> int:
@@ -493,12 +503,12 @@ def _joined(code: str, _close: int, begin: int) -> Inner:
     return _literal(joins.group(2)).join(items) if items is not None and joins.group(1) and whole else BUILT
 
 
-def _built(code: str, found: re.Match[str]) -> bool:
+def _built(code: str, found: re.Match[str], end: int) -> bool:
     """Threat: ``os.system('r'+'m -r'+'f ~')``: a command line built from strings at run time, whose literal start
     (``r``) says nothing of what runs (held-out corpus, issue 45): only run time knows it."""
     prefix = code[max(0, found.start(2) - 2) : found.start(2) - 1]
     return (
-        bool(_JOINED.match(code, found.end()))
+        bool(_JOINED.match(code, end))
         or (prefix in ("f", "F") and "{" in found.group(2))
         or ("${" in found.group(2) or "#{" in found.group(2))
     )
