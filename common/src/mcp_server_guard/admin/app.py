@@ -543,7 +543,7 @@ def history_restore(
         kept = store.metadata(entry_id)
     except HistoryError as exc:
         _history_error(exc)
-    if store.entry_unsealed(entry_id) and not yes:  # (red team 103 F2: a rewritten entry, path and bytes)
+    if (store.entry_unsealed(entry_id) or store.changed_since(entry_id)) and not yes:  # (red team 103 F2, 105 F5)
         usage_error(PROG, f"UNDO_ASKS: the saved version {entry_id} is {UNSEALED}; --yes restores it all the same")
     if not allow_path:
         roots = _call_roots(store, kept.audit_id) or [os.path.dirname(kept.path)]

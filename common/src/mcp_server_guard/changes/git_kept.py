@@ -20,6 +20,9 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import shutil
+import subprocess
+import tempfile
 import zlib
 from collections.abc import Sequence
 
@@ -160,9 +163,59 @@ def _applied_here(trees: Trees, objects: Objects, top: str, commit: bytes) -> bo
     for rel, mode, oid in saved:
         kind = "symlink" if mode == 0o120000 else "file" if mode in _BLOB_MODES["file"] else ""
         at = f"{top}/{rel}" if top else rel
-        if not kind or _left_id(trees, at, kind, len(commit)) != oid:
+        if not kind or (
+            _left_id(trees, at, kind, len(commit)) != oid
+            and not (kind == "file" and _merged_in(trees, objects, (tree_of(objects, parents[0]), rel, oid), at))
+        ):
             return False
     return True
+
+
+_MERGE_SECONDS = 10
+
+
+def _merged_in(trees: Trees, objects: Objects, stashed: tuple[bytes, str, bytes], at: str) -> bool:
+    """Whether the file at ``at`` holds, as the call left it, what git's merge of the stash's change to it (``rel``
+    from its base tree to blob ``oid``) into the file as it was before the call gives, with no conflict: a ``git stash
+    pop`` after a commit that changed the same file elsewhere (red team 105 F2: asked, though nothing was lost). The
+    merge is git's own (``git merge-file``, on copies of the three texts in a private directory)."""
+    base_tree, rel, oid = stashed
+    ours, left = trees.read(at, real=True, limit=_LEFT_MAX), trees.read(at, limit=_LEFT_MAX)
+    program = shutil.which("git")
+    if ours is None or left is None or program is None:
+        return False
+    base = next((b for b in _blob_at(objects, base_tree, rel)), b"")
+    kind, theirs = objects.get(oid)
+    if kind != "blob":
+        return False
+    with tempfile.TemporaryDirectory(prefix="mcp-guard-merge-") as place:
+        texts = [os.path.join(place, name) for name in ("ours", "base", "theirs")]
+        for path, data in zip(texts, (ours, base, theirs), strict=True):
+            with open(path, "wb") as out:
+                out.write(data)
+        try:
+            env = {"PATH": os.environ.get("PATH", ""), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+                   "HOME": place}  # fmt: skip
+            done = subprocess.run([program, "merge-file", "-p", "-q", *texts], capture_output=True,
+                                  timeout=_MERGE_SECONDS, env=env, check=False)  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+    return done.returncode == 0 and done.stdout == left
+
+
+def _blob_at(objects: Objects, tree: bytes, rel: str) -> list[bytes]:
+    """The bytes of the blob at ``rel`` in ``tree`` ([] where there is none)."""
+    *dirs, name = rel.split("/")
+    for part in dirs:
+        found = next((oid for n, mode, oid in entries(objects, tree) if n == part and mode == 0o40000), None)
+        if found is None:
+            return []
+        tree = found
+    blob = next((oid for n, mode, oid in entries(objects, tree) if n == name and mode in _BLOB_MODES["file"]), None)
+    if blob is None:
+        return []
+    kind, body = objects.get(blob)
+    return [body] if kind == "blob" else []
 
 
 # The files of a git dir that name the commits a person's work lives in: a branch, a tag, the stash, their reflogs,

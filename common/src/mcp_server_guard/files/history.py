@@ -74,6 +74,8 @@ from mcp_server_guard.files.trees import remove_dead, remove_tree
 from mcp_server_guard.paths import private_dirs
 
 log = logging.getLogger("mcp_server_guard.files.history")
+
+
 OWNERS = ".owners"  # each live server's notes of the saves it has in flight (see files.liveness)
 _APPLY_JOURNALS = ".journal"  # changes.apply's journals: the ids an unfinished apply still needs
 _AT_FDCWD = -100
@@ -147,10 +149,14 @@ class HistoryStore(EntryReader):
         if self.calls.unsealed(audit_id):
             return f"the record of call {audit_id} is {UNSEALED}"
         with contextlib.suppress(HistoryError):
+            named = self._named_at()
             for change in self.calls.read(audit_id).get("changes", []):
                 before = str(change.get("before") or "") if isinstance(change, dict) else ""
                 if before and self.entry_unsealed(before):
                     return f"the saved version {before} that call {audit_id} puts back is {UNSEALED}"
+                if before and self.changed_since(before, named.get(before, 0)):
+                    return (f"the saved version {before} that call {audit_id} puts back was changed after the call "
+                            "(not by a server)")  # fmt: skip
         return ""
 
     def entry_unsealed(self, entry_id: str) -> bool:
@@ -161,6 +167,43 @@ class HistoryStore(EntryReader):
         except HistoryError:
             return False
         return not hmac.compare_digest(entry.seal, entry_seal(self.calls.key(), entry))
+
+    def _named_at(self) -> dict[str, int]:
+        """Entry id -> the last time a sealed record naming it was applied (a redo keeps pre-images again under
+        their old ids, and its record names them)."""
+        named: dict[str, int] = {}
+        for record in self.calls.all():
+            if not self.calls.unsealed(str(record.get("audit_id"))):
+                for change in record.get("changes", []):
+                    before = str(change.get("before") or "") if isinstance(change, dict) else ""
+                    named[before] = max(named.get(before, 0), int(record.get("applied_ns", 0)))
+        return named
+
+    def changed_since(self, entry_id: str, applied_ns: int = 0) -> bool:
+        """Whether an entry kept whole (moved or linked: no SHA-256, its sealed size and time check it) had its data
+        changed after ``applied_ns`` (default: ``_named_at``), the sealed time a record naming it was applied: the
+        kernel sets a file's status-change time at every change of its bytes, times or names, and nobody can set it
+        back. Threat (red
+        team 105 F5): other bytes of the same size written into its data and the time set back with ``utime``,
+        put back unasked. A tree's every file, directory and link is looked at (never followed)."""
+        try:
+            entry = self._metadata(entry_id)
+        except HistoryError:
+            return False
+        applied_ns = applied_ns or self._named_at().get(entry_id, 0)
+        if entry.sha256 or not applied_ns:
+            return False
+        top = self.directory / f"{entry_id}.{'tree' if entry.kind == 'tree' else 'data'}"
+        try:
+            if os.lstat(top).st_ctime_ns > applied_ns:
+                return True
+            for where, dirs, files in os.walk(top) if entry.kind == "tree" else ():
+                for name in (*dirs, *files):
+                    if os.lstat(os.path.join(where, name)).st_ctime_ns > applied_ns:
+                        return True
+        except OSError:
+            return False  # (gone or unreadable: it cannot be put back, and undo says so)
+        return False
 
     def marked(self, audit_id: str) -> str:
         """What `mcp-guard history` says of a call here whose record or saved versions do not check."""
