@@ -194,9 +194,10 @@ def _merged_in(trees: Trees, objects: Objects, stashed: tuple[bytes, str, bytes]
             with open(path, "wb") as out:
                 out.write(data)
         try:
+            # (no repository, no config of the project's or the user's is read: a private directory, nothing above)
             env = {"PATH": os.environ.get("PATH", ""), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
-                   "HOME": place}  # fmt: skip
-            done = subprocess.run([program, "merge-file", "-p", "-q", *texts], capture_output=True,
+                   "HOME": place, "GIT_CEILING_DIRECTORIES": os.path.dirname(place)}  # fmt: skip
+            done = subprocess.run([program, "merge-file", "-p", "-q", *texts], capture_output=True, cwd=place,
                                   timeout=_MERGE_SECONDS, env=env, check=False)  # fmt: skip
         except (OSError, subprocess.TimeoutExpired):
             return False
