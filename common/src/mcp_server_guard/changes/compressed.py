@@ -8,8 +8,6 @@ is asked about as before).
 
 from __future__ import annotations
 
-import bz2
-import lzma
 import os
 import posixpath
 import stat
@@ -56,6 +54,8 @@ def _made(made: Mapping[str, Change], path: str) -> bool:
 
 
 def _same(packed: tuple[str, str], plain: tuple[str, str], kind: str, left: Decompressed) -> bool:
+    import lzma  # noqa: PLC0415 - only where a deletion has a compressed neighbour (not on a server's start)
+
     try:
         packed_fd = open_below(posixpath.join(*packed), packed[0])
     except OSError:
@@ -104,6 +104,9 @@ def _decompressed(fd: int, kind: str) -> Iterator[bytes]:
         if not inflate.eof:
             raise ValueError("the stream ends early")
         return
+    import bz2  # noqa: PLC0415 - as above
+    import lzma  # noqa: PLC0415
+
     other = bz2.BZ2Decompressor() if kind == "bzip2" else lzma.LZMADecompressor()
     at = 0
     while chunk := os.pread(fd, _CHUNK, at):
