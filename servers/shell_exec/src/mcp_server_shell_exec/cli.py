@@ -227,7 +227,7 @@ def _copy_area(roots: list[str]) -> CopyArea:
     """This server's part of the copies' areas (what the box mounts the copies from), hidden from every other server
     of the user."""
     from mcp_server_guard import state_dir  # noqa: PLC0415 - lazy for start-up time
-    from mcp_server_guard.changes.area import CopyArea  # noqa: PLC0415
+    from mcp_server_guard.changes import CopyArea  # noqa: PLC0415
 
     area = CopyArea(roots, state_dir())
     for part in area.parts:
