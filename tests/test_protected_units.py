@@ -476,6 +476,33 @@ def test_protected_patterns_match_by_component_suffix_exactly_as_a_search_of_the
         assert fast.search(path) == bool(alternation.search(path)), path
 
 
+def test_a_suffix_matcher_compiles_its_patterns_at_its_first_search_once_even_from_many_threads() -> None:
+    # Issue 44: a server's start makes its Protection and its first call may ask nothing of it; the compiling waits
+    # for the first search, which gives the same answers (the test above) whichever thread makes it.
+    import re
+    import threading
+
+    patterns = load_policy().paths.protected
+    alternation = re.compile("|".join(f"(?:{glob_regex(p)})" for p in patterns), re.IGNORECASE)
+    matcher = SuffixMatcher(iter(patterns))  # (taken at once: an iterator is read when the matcher is made)
+    assert not matcher._built
+    paths = ["/p/.git/config", "/p/src/main.py", "/home/u/.ssh/id_rsa", "/p/.vscode/x/tasks.json", "/p/a"] * 40
+    answers: list[list[bool]] = []
+    start = threading.Barrier(8)
+
+    def ask() -> None:
+        start.wait(timeout=30)
+        answers.append([matcher.search(p) for p in paths])
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert matcher._built
+    assert answers == [[bool(alternation.search(p)) for p in paths]] * 8
+
+
 def test_a_path_is_within_a_set_of_directories_exactly_as_within_any_says_at_any_depth() -> None:
     import random
 

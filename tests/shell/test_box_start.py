@@ -65,6 +65,28 @@ def test_bubblewrap_is_running_before_the_server_waits_for_its_box(tmp_path: Pat
 
 
 @needs_bwrap
+def test_the_first_init_is_on_offer_when_the_box_says_commands_work_on_a_copy(tmp_path: Path) -> None:
+    # Issue 44: the supervisor makes its first init while the probe's child mounts a copy (a first call waits for
+    # both), not after; that init lets go of the probe's pipe, or the probe's answer would never come.
+    from mcp_server_guard.changes.area import CopyArea
+
+    root = tmp_path / "project"
+    root.mkdir()
+    area = CopyArea([str(root)], tmp_path / "state")
+    try:
+        deciding = begin(SandboxMode.AUTO, ReadScope.ALL, NetworkMode.DENY, LIMITS, roots=[str(root)],
+                         copies=area.overlays())  # fmt: skip
+        decided, why = deciding.finish()
+        try:
+            assert decided.box is not None and decided.copies and why == ""
+            assert decided.box._offered, "no init on offer when the probe's answer came"
+        finally:
+            close_box(decided)
+    finally:
+        area.close()
+
+
+@needs_bwrap
 def test_the_box_begun_early_is_the_one_opened_at_once(tmp_path: Path) -> None:
     args = (SandboxMode.AUTO, ReadScope.JAIL, NetworkMode.DENY, LIMITS)
     early, _ = begin(*args, roots=[str(tmp_path)]).finish()

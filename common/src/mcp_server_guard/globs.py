@@ -5,6 +5,7 @@ path's length times its depth (the judge asks it of every path a command changed
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable
 
 __all__ = ["SuffixMatcher", "glob_regex", "hidden_named", "paths_regex"]
@@ -91,28 +92,42 @@ class SuffixMatcher:
     _REMEMBERED = 100_000  # directories' answers kept at most (then forgotten, all at once)
 
     def __init__(self, patterns: Iterable[str], *, ignore_case: bool = True) -> None:
-        flags = re.IGNORECASE if ignore_case else 0
-        fixed: list[list[str]] = []
-        below: list[list[str]] = []
-        general: list[list[str]] = []
-        for pattern in patterns:
-            tokens = _glob_tokens(pattern)
-            if _ACROSS not in tokens:
-                fixed.append(tokens)
-            elif tokens[-2:] == ["/", _ACROSS] and _ACROSS not in tokens[:-2] and tokens[:-2]:
-                below.append(tokens[:-2])
-            else:
-                general.append(tokens)
-
-        def span(group: list[list[str]]) -> int:
-            return max((t.count("/") + 1 for t in group), default=0)
-
-        self._fixed, self._fixed_span = _alternation(["".join(t) for t in fixed], "$", flags), span(fixed)
-        self._below, self._below_span = _alternation(["".join(t) for t in below], r"\Z", flags), span(below)
-        self._general = _alternation(["".join(t) for t in general], "$", flags) if general else None
+        # Compiled at the first search (issue 44: a server's start makes its Protection, and its first call may ask
+        # nothing of it: ~10 ms of regex compiling off the first answer); the same regexes, the same answers.
+        self._patterns = tuple(patterns)
+        self._flags = re.IGNORECASE if ignore_case else 0
+        self._lock = threading.Lock()
+        self._built = False
         self._directories: dict[str, bool] = {}
 
+    def _build(self) -> None:
+        with self._lock:
+            if self._built:
+                return
+            fixed: list[list[str]] = []
+            below: list[list[str]] = []
+            general: list[list[str]] = []
+            for pattern in self._patterns:
+                tokens = _glob_tokens(pattern)
+                if _ACROSS not in tokens:
+                    fixed.append(tokens)
+                elif tokens[-2:] == ["/", _ACROSS] and _ACROSS not in tokens[:-2] and tokens[:-2]:
+                    below.append(tokens[:-2])
+                else:
+                    general.append(tokens)
+
+            def span(group: list[list[str]]) -> int:
+                return max((t.count("/") + 1 for t in group), default=0)
+
+            flags = self._flags
+            self._fixed, self._fixed_span = _alternation(["".join(t) for t in fixed], "$", flags), span(fixed)
+            self._below, self._below_span = _alternation(["".join(t) for t in below], r"\Z", flags), span(below)
+            self._general = _alternation(["".join(t) for t in general], "$", flags) if general else None
+            self._built = True
+
     def search(self, path: str) -> bool:
+        if not self._built:
+            self._build()
         if self._fixed_span and self._fixed.search(_last(path, self._fixed_span)):
             return True
         if self._general is not None and self._general.search(path):

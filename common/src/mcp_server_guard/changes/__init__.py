@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from mcp_server_guard.changes.results import Settled
     from mcp_server_guard.changes.transactions import Transactions
     from mcp_server_guard.changes.undo_judged import rechecks_for
-from mcp_server_guard.changes.upper import read_upper
+    from mcp_server_guard.changes.upper import read_upper
 
 _EXPORTS = {
     "possible_areas": "area",

@@ -143,7 +143,7 @@ def _started(
     history = resolve_history_dir(PROG, history_dir, config)
     approvals = _approvals_path(approvals_file, config) if approvals_file is not None else None
     roots = [root.path for root in config.jail.allowed]
-    area = _copy_area(roots, history, config.policy) if transactions is not TransactionsMode.OFF else None
+    area = _copy_area(roots) if transactions is not TransactionsMode.OFF else None
     wanted = config.mode is Mode.WORKSPACE_WRITE
     try:
         # Here, on the thread that runs the event loop: bubblewrap's parent-death signal follows that thread.
@@ -160,8 +160,10 @@ def _started(
             network_chosen=network is not None,
         )
         try:
-            # The protected paths are read and the tool's own modules load while bubblewrap and the box's supervisor
-            # start (on another CPU).
+            # Dead servers' applies are finished, the protected paths read and the tool's own modules load while
+            # bubblewrap and the box's supervisor start (on another CPU); no call reaches the box before ``finish``.
+            if area is not None:
+                _recovered(area, roots, history, config.policy)
             others = [approvals] if approvals else []
             protection = protection_for(config.policy, audit_path=config.audit.path, history_dir=history, others=others)
             protection.look_ahead([root.path for root in config.jail.roots])
@@ -221,11 +223,23 @@ def guard_line(mode: Mode, decided: SandboxPlan, transactions: TransactionsMode,
     return f"{said}; commands write the files directly; nothing can be undone"
 
 
-def _copy_area(roots: list[str], history: Path, policy: Policy) -> CopyArea:
-    """This server's part of the copies' areas, after finishing what dead servers left half applied (their steps
-    left judged against the tree now: ``undo_judged.Rechecks``) and removing the rest of what they left."""
+def _copy_area(roots: list[str]) -> CopyArea:
+    """This server's part of the copies' areas (what the box mounts the copies from), hidden from every other server
+    of the user."""
     from mcp_server_guard import state_dir  # noqa: PLC0415 - lazy for start-up time
-    from mcp_server_guard.changes import CopyArea, possible_areas, rechecks_for, recover  # noqa: PLC0415
+    from mcp_server_guard.changes import CopyArea  # noqa: PLC0415
+
+    area = CopyArea(roots, state_dir())
+    for part in area.parts:
+        state_hidden(part.directory)  # every other server of the user hides this server's copies
+    return area
+
+
+def _recovered(area: CopyArea, roots: list[str], history: Path, policy: Policy) -> None:
+    """Before the first call: finish what dead servers left half applied (their steps left judged against the tree
+    now: ``undo_judged.Rechecks``), then remove the rest of what they left in the areas."""
+    from mcp_server_guard import state_dir  # noqa: PLC0415 - lazy for start-up time
+    from mcp_server_guard.changes import possible_areas, rechecks_for, recover  # noqa: PLC0415
     from mcp_server_guard.files import HistoryStore  # noqa: PLC0415
 
     # Unbounded here: finishing a dead server's apply never evicts anything (the writer's start applies the bounds,
@@ -236,11 +250,7 @@ def _copy_area(roots: list[str], history: Path, policy: Policy) -> CopyArea:
         recover(store, roots, possible_areas(roots, state_dir()), lambda: rechecks_for(store, roots, policy))
     finally:
         store.close()
-    area = CopyArea(roots, state_dir())
-    for part in area.parts:
-        state_hidden(part.directory)  # every other server of the user hides this server's copies
     area.sweep()
-    return area
 
 
 def _approvals_path(path: Path, config: ServerConfig) -> Path:

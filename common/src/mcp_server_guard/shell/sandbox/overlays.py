@@ -220,6 +220,32 @@ def mounted_note(mode: int, mtime_ns: int, shown: list[tuple[str, bytes]]) -> by
 def probe_copy(usual: CallOptions) -> str:
     """Whether the copy can be made here: mount it once in a throwaway mount namespace and write through it.
     Returns "" when it works, else why not (what the kernel said)."""
+    return start_probe(usual).result()
+
+
+class Probe:
+    """``probe_copy`` begun: its child mounts the copy and writes through it while the caller goes on (the box's
+    supervisor makes its first inits meanwhile); ``result`` waits for it. The caller forks nothing that could keep
+    ``fd`` before ``result`` (a child it forks meanwhile closes it: see ``Supervisor.prefork``'s ``inherited``)."""
+
+    def __init__(self, usual: CallOptions, child: int, fd: int) -> None:
+        self.usual, self.child, self.fd = usual, child, fd
+
+    def result(self) -> str:
+        with os.fdopen(self.fd, "rb") as pipe:
+            said = dict(line.decode(errors="replace").partition("=")[::2] for line in pipe.read().splitlines())
+        _pid, status = os.waitpid(self.child, 0)
+        name = said.get("name", "")
+        if name:
+            for overlay in self.usual["overlays"]:
+                remove_unused(os.path.join(overlay["area"], name))
+        if os.waitstatus_to_exitcode(status) == 0:
+            return ""
+        return said.get("why") or f"the probe ended with status {status}"
+
+
+def start_probe(usual: CallOptions) -> Probe:
+    """Begin ``probe_copy``: its child is forked and its pipe's writing end closed here at once."""
     read_end, write_end = os.pipe2(os.O_CLOEXEC)
     child = os.fork()
     if child == 0:
@@ -240,16 +266,7 @@ def probe_copy(usual: CallOptions) -> str:
         finally:
             os._exit(code)
     os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        said = dict(line.decode(errors="replace").partition("=")[::2] for line in pipe.read().splitlines())
-    _pid, status = os.waitpid(child, 0)
-    name = said.get("name", "")
-    if name:
-        for overlay in usual["overlays"]:
-            remove_unused(os.path.join(overlay["area"], name))
-    if os.waitstatus_to_exitcode(status) == 0:
-        return ""
-    return said.get("why") or f"the probe ended with status {status}"
+    return Probe(usual, child, read_end)
 
 
 def remove_copy(copy: MountedCopy) -> None:

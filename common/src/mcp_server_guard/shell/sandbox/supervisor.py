@@ -38,7 +38,7 @@ from mcp_server_guard import linux
 from mcp_server_guard.shell.sandbox import wire
 from mcp_server_guard.shell.sandbox.call_init import Inherited, die_with_parent, prepare, report, run_init
 from mcp_server_guard.shell.sandbox.frames import MAX_FDS, FrameReader, send_frame
-from mcp_server_guard.shell.sandbox.overlays import probe_copy
+from mcp_server_guard.shell.sandbox.overlays import start_probe
 from mcp_server_guard.shell.sandbox.worker import serve_calls
 
 _POOL_IDLE = 2  # ready inits offered to the server while no call runs
@@ -188,10 +188,13 @@ class Supervisor:
     def _started(self) -> None:
         self.last_call, self.resting = time.monotonic(), False
 
-    def refill(self) -> None:
-        """Fork ready inits up to the pool size and offer each to the server."""
-        while self.short() > 0:
-            ready = self.prefork()
+    def refill(self, most: int | None = None, inherited: list[int] | None = None) -> None:
+        """Fork ready inits up to the pool size (or ``most`` of them) and offer each to the server (``inherited``: see
+        ``prefork``)."""
+        made = 0
+        while self.short() > 0 and (most is None or made < most):
+            made += 1
+            ready = self.prefork(inherited)
             assert ready.sock is not None
             try:
                 if ready.init <= 0:
@@ -369,7 +372,14 @@ class Supervisor:
         selector.register(wake_r, selectors.EVENT_READ)
         self.sock.sendall(b"R")  # ready; offers follow
         if self.prepared.usual is not None and self.prepared.usual["overlays"]:
-            send_frame(self.sock, {"op": "probe", "copy": probe_copy(self.prepared.usual)})
+            # The first init is made while the probe's child mounts its copy: a first call waits for both (the
+            # server takes an offer before the probe's answer as after it). That init lets go of the probe's pipe.
+            probe = start_probe(self.prepared.usual)
+            try:
+                self.refill(most=1, inherited=[probe.fd])
+            finally:
+                copy = probe.result()  # (its child reaped whatever happens)
+            send_frame(self.sock, {"op": "probe", "copy": copy})
         last_busy = 0.0
         while True:
             # Requests first. The pool is refilled at once when it is empty, else once the box has been quiet
