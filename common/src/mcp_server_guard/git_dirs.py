@@ -452,6 +452,9 @@ _PROGRAM_KEYS = re.compile(
     r"|(?:diff|merge)tool\..+\.(?:cmd|path)|core\.gitproxy|remote\..+\.(?:uploadpack|receivepack)"
     r"|trailer\..+\.(?:cmd|command)|gpg\.ssh\.defaultkeycommand|sendemail\.(?:sendmailcmd|smtpserver)"
     r"|web\.browser|browser\..+\.(?:cmd|path)"
+    # (red team 106 F2: `git submodule update`, `git archive`, fetch and push, imap-send, send-email, instaweb, help)
+    r"|submodule\..+\.update|tar\..+\.command|core\.alternaterefscommand|uploadpack\.packobjectshook"
+    r"|imap\.tunnel|sendemail\.(?:tocmd|cccmd|headercmd)|instaweb\.(?:httpd|browser)|man\..+\.(?:cmd|path)"
 )
 
 

@@ -73,7 +73,6 @@ _INSTALLERS = re.compile(
     r"|(?P<cov>coverage); coverage\.process_startup\(\))[ \t]*"
 )
 _IMPORTED = re.compile(r"(?:\bimport\s+|__import__\(\s*['\"])([A-Za-z_]\w*)")
-_ASSIGNED = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)\s*=", re.MULTILINE)
 
 
 def startup_module(path: str) -> bool:
@@ -155,16 +154,22 @@ def version_path(path: str, data: bytes) -> bool:
 
 
 def env_code(path: str, data: bytes) -> list[str]:
-    """The variables an ``.env`` file (``.env``, ``.env.*``, ``*.env``) sets that make programs load code or run a
-    command (``env_names``); none for another file."""
+    """The variables an ``.env`` file (``.env``, ``.env.*``, ``*.env``, ``.flaskenv``) sets that make programs load
+    code or run a command (``env_names``); none for another file."""
     if not _env_file(path.rsplit("/", 1)[-1]):
         return []
-    text = data.decode("utf-8", "replace")
-    return sorted({n for n in _ASSIGNED.findall(text) if runs_code(n) or is_command_valued(n)})
+    # Lines as python-dotenv ends them (a lone CR too, and the odd breaks), keys quoted or not (red team 106 F3).
+    lines = _ENV_BREAKS.split(data.decode("utf-8", "replace"))
+    names = {next(g for g in found.groups() if g is not None) for line in lines if (found := _ENV_KEY.match(line))}
+    return sorted(n for n in names if runs_code(n) or is_command_valued(n))
+
+
+_ENV_BREAKS = re.compile("\r\n|[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_ENV_KEY = re.compile(r"""\s*(?:export\s+)?(?:'([^']*)'|"([^"]*)"|([^=#\s'"]+))\s*=""")
 
 
 def _env_file(name: str) -> bool:
-    return name == ".env" or name.startswith(".env.") or name.endswith(".env")
+    return name in (".env", ".flaskenv") or name.startswith(".env.") or name.endswith(".env")
 
 
 def start_up_file(path: str) -> bool:

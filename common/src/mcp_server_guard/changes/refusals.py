@@ -292,7 +292,22 @@ def judge_modes(
             elif extra & _WRITABLE_BY_OTHERS and (env := _read_by_environment(trees, change)) is not None:
                 asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}: what every "
                             f"start of the Python environment {env or '.'}/ runs lies there")  # fmt: skip
+            # Threat (red team 106 F1): compiled Python (run in place of its source when the header matches) and
+            # installed Node packages (`node app.js`, `npm test` run them) given to others to write: code the
+            # user's next run loads, outside the box. A build directory otherwise.
+            elif extra & _WRITABLE_BY_OTHERS and _loaded_code(change.path):
+                asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}: code a program "
+                            "loads lies there")  # fmt: skip
     return asks
+
+
+_LOADED = frozenset({"__pycache__", "node_modules", "bundle"})  # (bundle: Ruby's vendor/bundle)
+
+
+def _loaded_code(path: str) -> bool:
+    """Whether ``path`` is compiled Python or lies where a program loads code from (``__pycache__``,
+    ``node_modules``, ``vendor/bundle``)."""
+    return path.endswith((".pyc", ".pyo")) or not _LOADED.isdisjoint(path.split("/"))
 
 
 _NOT_READ = frozenset({".lock", ".gitignore", "CACHEDIR.TAG"})  # at an environment's top: no start or install reads
