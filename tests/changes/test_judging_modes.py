@@ -110,11 +110,22 @@ def test_a_directory_made_in_a_setgid_directory_takes_its_bit_unasked_as_nativel
     assert "the directory plain (2755)" in asked and "shared/" not in asked, judgement.asks
 
 
-def test_a_file_made_group_writable_asks_but_new_files_and_build_directories_do_not(tmp_path: Path) -> None:
+def test_a_file_made_group_writable_asks_new_files_do_not_and_a_build_directory_says_code_may_lie_there(
+    tmp_path: Path,
+) -> None:
+    # (a build directory opened to others: what the user runs from it next may be theirs — red team 107 F3)
     judgement = judged(tmp_path, "chmod 664 edit.txt && echo new > new.txt && chmod 777 build")
     assert judgement.refused == {}
-    assert [a for a in judgement.asks if "writable" in a] == ["It makes edit.txt (0664) writable by its group."]
+    assert [a for a in judgement.asks if "writable" in a] == [
+        "It makes build (0777) writable by others: code a program runs or loads may lie there, makes edit.txt (0664) "
+        "writable by its group."
+    ], judgement.asks
     assert "edit.txt to 0664" in judgement.summary and "build/ to 0777" in judgement.summary
+
+
+def test_a_plain_data_file_in_a_build_directory_made_writable_is_not_asked(tmp_path: Path) -> None:
+    judgement = judged(tmp_path, "mkdir -p build && echo x > build/report.txt && chmod 666 build/report.txt")
+    assert not [a for a in judgement.asks if "writable" in a], judgement.asks
 
 
 def test_attack_a_protected_directory_given_a_git_dirs_shape_is_neither_made_nor_written(tmp_path: Path) -> None:

@@ -33,19 +33,20 @@ class Decompressed:
         self.budget = budget
 
 
-def kept_beside(changes: ChangeSet, change: Change, made: Mapping[str, Change], left: Decompressed) -> bool:
-    """Whether the file ``change`` deletes lives on in a file the same change set made (``made``: path -> the
-    creation) beside it: its name with a compression suffix holding its bytes compressed, or (a compressed file
-    deleted) its name without the suffix holding its bytes decompressed."""
+def kept_beside(changes: ChangeSet, change: Change, made: Mapping[str, Change], left: Decompressed) -> str | None:
+    """The file the same change set made (``made``: path -> the creation) beside the file ``change`` deletes in
+    which that file lives on, or None: its name with a compression suffix holding its bytes compressed, or (a
+    compressed file deleted) its name without the suffix holding its bytes decompressed. Both are judged by their
+    content (red team 107 F1: a job's look landed the deletion while the neighbour waited, then the job removed it)."""
     if change.action != "delete" or change.kind != "file":
-        return False
+        return None
     for suffix, plain, kind in _NAMES:
         packed = f"{change.path[: -len(plain)] if plain else change.path}{suffix}"
         if (not plain or change.path.endswith(plain)) and _made(made, packed):
-            return _same((changes.upper, packed), (changes.root, change.path), kind, left)
+            return packed if _same((changes.upper, packed), (changes.root, change.path), kind, left) else None
         if change.path.endswith(suffix) and _made(made, unpacked := change.path[: -len(suffix)] + plain):
-            return _same((changes.root, change.path), (changes.upper, unpacked), kind, left)
-    return False
+            return unpacked if _same((changes.root, change.path), (changes.upper, unpacked), kind, left) else None
+    return None
 
 
 def _made(made: Mapping[str, Change], path: str) -> bool:

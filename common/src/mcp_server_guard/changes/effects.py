@@ -44,7 +44,7 @@ from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.changes.later import runs_later
 from mcp_server_guard.changes.moves import moved_pairs
 from mcp_server_guard.changes.nofollow import lstat_beneath
-from mcp_server_guard.changes.refusals import judge_modes, later_checkouts, refuse
+from mcp_server_guard.changes.refusals import judge_modes, later_checkouts, refuse, too_deep
 from mcp_server_guard.changes.summary import MODES_NAMED, Counts, MoveEnds, count_of, list_of, summary_line
 from mcp_server_guard.files.kept import file_kind
 from mcp_server_guard.files.planted import OVERFLOW, SHOWN_BY
@@ -183,7 +183,7 @@ def judge(
         asks.append(f"It empties {_list(tally.emptied)}.")
     if policy.ask_new_executables and tally.executables:
         asks.append(f"It makes new executables: {_list(tally.executables)}.")
-    asks += _shadowing(sets, scratch, refused)
+    asks += _shadowing(sets, scratch, refused) + too_deep(sets, refused)
     if granted:
         asks.append(f"It {_list(granted, MODES_NAMED)}.")
     unbacked = 0
@@ -207,6 +207,7 @@ def judge(
         if thrown:
             asks.append(f"It discards uncommitted changes to {_list(thrown)} (back to what git has; git "
                                   "reset --hard, checkout, restore).")  # fmt: skip
+    by_content.update(tally.beside)
     return Judgement(refused=refused, rewritten=rewritten, dropped_keys=dropped_keys, by_content=by_content,
                      moved=dict(moves), asks=asks, counts=counts, summary=summary, touched=len(tally.touched),
                      unbacked=unbacked, only_copies=only_copies)  # fmt: skip
@@ -289,6 +290,7 @@ class _Tally:
     emptied: list[str] = field(default_factory=list)
     executables: list[str] = field(default_factory=list)
     losing: list[tuple[ChangeSet, Change]] = field(default_factory=list)
+    beside: set[tuple[str, str]] = field(default_factory=set)  # deleted files kept beside (compressed) and where
     # files overwritten (perhaps back to what git has)
     rewritten: list[tuple[ChangeSet, Change]] = field(default_factory=list)
 
@@ -340,8 +342,10 @@ def _tally(
                 continue
             if change.action == "delete" and change.kind != "dir":
                 tally.touched.append(change.path)
-                if not kept_beside(changes, change, made, decompressed):  # (`gzip f`: its bytes are in f.gz)
+                if (beside := kept_beside(changes, change, made, decompressed)) is None:
                     tally.losing.append((changes, change))
+                else:  # (`gzip f`: its bytes are in f.gz — both judged by their content: a look lands them together)
+                    tally.beside.update({key, (changes.root, beside)})
             elif change.action == "modify" and change.kind == "symlink" and _was_file(changes.root, change.path):
                 # A file replaced by a link (``ln -sf /dev/null f``) loses what the file held, as a deletion does.
                 tally.touched.append(change.path)

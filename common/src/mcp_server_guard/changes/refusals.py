@@ -14,7 +14,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import posixpath
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from itertools import chain
 
@@ -34,7 +34,7 @@ from mcp_server_guard.changes.nofollow import TooMany, default_acl_above, entrie
 from mcp_server_guard.changes.wholes import refuse_whole
 from mcp_server_guard.changes.xattrs import acl_mode
 from mcp_server_guard.files.kept import file_kind
-from mcp_server_guard.paths import within_any
+from mcp_server_guard.paths import printable, within_any
 from mcp_server_guard.protected import Lookups, Protection
 from mcp_server_guard.python_startup import ENV_MARKERS, start_up_file
 
@@ -284,30 +284,50 @@ def judge_modes(
                 refused[key] = f"it would make {change.path}/ writable by others, and it holds {held}"
             elif extra & _SET_ID:
                 asks.append(f"sets the setgid or setuid bit of the directory {shown}")
-            elif extra & _WRITABLE_BY_OTHERS and not in_scratch(change.path, changes.root):
-                asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}")
-            # Threat: what every start of the project's Python runs (``.venv/bin/activate``, a ``.pth`` file,
-            # ``site-packages``) given to others to write: a rewrite of it is asked, so is handing the pen to someone
-            # else — in an environment too, which is a build directory otherwise (red team 74 F1).
-            elif extra & _WRITABLE_BY_OTHERS and (env := _read_by_environment(trees, change)) is not None:
-                asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}: what every "
-                            f"start of the Python environment {env or '.'}/ runs lies there")  # fmt: skip
-            # Threat (red team 106 F1): compiled Python (run in place of its source when the header matches) and
-            # installed Node packages (`node app.js`, `npm test` run them) given to others to write: code the
-            # user's next run loads, outside the box. A build directory otherwise.
-            elif extra & _WRITABLE_BY_OTHERS and _loaded_code(change.path):
-                asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}: code a program "
-                            "loads lies there")  # fmt: skip
+            elif extra & _WRITABLE_BY_OTHERS and (why := _loosened(trees, changes, change, in_scratch)) is not None:
+                asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}{why}")
     return asks
 
 
+def _loosened(trees: Trees, changes: ChangeSet, change: Change, in_scratch: Callable[[str, str], bool]) -> str | None:
+    """Why a group or others write grant on ``change`` is asked ("" outside the build and cache directories), or
+    None where it is not."""
+    if not in_scratch(change.path, changes.root):
+        return ""
+    # Threat: what every start of the project's Python runs (``.venv/bin/activate``, a ``.pth`` file,
+    # ``site-packages``) given to others to write: a rewrite of it is asked, so is handing the pen to someone
+    # else — in an environment too, which is a build directory otherwise (red team 74 F1).
+    if (env := _read_by_environment(trees, change)) is not None:
+        return f": what every start of the Python environment {env or '.'}/ runs lies there"
+    # Threat (red teams 106 F1, 107 F3): in a build or cache directory, code the user's next run loads or runs
+    # outside the box given to others to write: compiled Python (run in place of its source), installed packages
+    # (`node_modules`, `vendor/bundle`), a program built (`target/debug/app`, `dist/index.js`), and a directory
+    # (what lands there may be run).
+    if _loaded_code(change) and not _as_its_source(changes.root, change):
+        return ": code a program runs or loads may lie there"
+    return None
+
+
 _LOADED = frozenset({"__pycache__", "node_modules", "bundle"})  # (bundle: Ruby's vendor/bundle)
+_CODE = (".pyc", ".pyo", ".pyd", ".js", ".mjs", ".cjs", ".so", ".dylib", ".dll", ".node", ".jar", ".class", ".wasm",
+         ".exe", ".sh", ".py", ".rb", ".pl", ".php", ".lua")  # fmt: skip
 
 
-def _loaded_code(path: str) -> bool:
-    """Whether ``path`` is compiled Python or lies where a program loads code from (``__pycache__``,
-    ``node_modules``, ``vendor/bundle``)."""
-    return path.endswith((".pyc", ".pyo")) or not _LOADED.isdisjoint(path.split("/"))
+def _loaded_code(change: Change) -> bool:
+    """Whether ``change`` is a directory, an executable, code by its suffix, or lies where a program loads code from
+    (``__pycache__``, ``node_modules``, ``vendor/bundle``)."""
+    return (change.kind == "dir" or bool(change.mode & 0o111) or change.path.endswith(_CODE)
+            or not _LOADED.isdisjoint(change.path.split("/")))  # fmt: skip
+
+
+def _as_its_source(root: str, change: Change) -> bool:
+    """Whether ``change`` is a ``__pycache__`` file whose source may be written by the same others already (Python
+    gives a compiled file its source's mode: a 0664 checkout's ``.pyc`` is 0664, granting nothing new)."""
+    parent, _, name = change.path.rpartition("/")
+    if change.kind != "file" or posixpath.basename(parent) != "__pycache__" or not name.endswith(".pyc"):
+        return False
+    source = lstat_beneath(root, posixpath.join(posixpath.dirname(parent), name.split(".", 1)[0] + ".py"))
+    return source is not None and not change.mode & _WRITABLE_BY_OTHERS & ~source.st_mode
 
 
 _NOT_READ = frozenset({".lock", ".gitignore", "CACHEDIR.TAG"})  # at an environment's top: no start or install reads
@@ -451,3 +471,21 @@ def _listed(trees: Trees, change: Change, protection: Protection) -> str:
     if change.kind == "dir":
         probes += [posixpath.join(change.path, "_"), posixpath.join(absolute, "_")]
     return protection.listed(probes) or ""
+
+
+_PATH_MAX = 4096  # bytes of a path the kernel takes by name
+
+
+def too_deep(sets: Sequence[ChangeSet], refused: Mapping[tuple[str, str], str]) -> list[str]:
+    """A question for changes whose path is longer than the kernel takes by name. Threat (red team 107 F2): the
+    judge finds a repository, its configs and hooks path, and the tools' configs by their names; past PATH_MAX
+    those lookups say "not there" — a hook of a deep repository's ``core.hooksPath`` was rewritten unjudged. The
+    apply itself works at any depth (by descriptor)."""
+    deep = [c.path for s in sets for c in s.changes if (s.root, c.path) not in refused
+            and len(os.fsencode(s.root)) + 1 + len(os.fsencode(c.path)) >= _PATH_MAX]  # fmt: skip
+    if not deep:
+        return []
+    return [
+        f"It changes {len(deep)} path(s) deeper than {_PATH_MAX} bytes, where what configures git and the "
+        f"tools there cannot be looked up by name to judge it: {printable(deep[0][:120])}…"
+    ]
