@@ -16,41 +16,24 @@ from pathlib import Path
 import pytest
 
 from support.boxed import Person, run, shell
-from support.hooked import git
+from support.hooked import git, git_out, one_commit, stashed
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
 LINES: dict[str, str] = json.loads((Path(__file__).resolve().parent / "git_names_lost.json").read_text())
 
 
-def _out(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=30).stdout
-
-
-def _base(root: Path) -> None:
-    git(root, "init", "-q", "-b", "main")
-    (root / "a.txt").write_text("a\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "--no-verify", "-m", "init")
-
-
-def _stash(root: Path, text: str) -> str:
-    (root / "a.txt").write_text(text)
-    git(root, "stash", "-q")
-    return _out(root, "rev-parse", "refs/stash").strip()
-
-
 def _setup(case: str, root: Path) -> str:
     """The project for ``case``; returns the commit whose work the line takes the last name of."""
-    _base(root)
+    one_commit(root)
     if case == "control_stash_drop_last":
-        return _stash(root, "only in the stash\n")
+        return stashed(root, "only in the stash\n")
     if case == "stash_drop_top_of_two":
-        _stash(root, "first stash\n")
-        return _stash(root, "second stash: only here\n")
+        stashed(root, "first stash\n")
+        return stashed(root, "second stash: only here\n")
     if case == "stash_drop_older_of_two":
-        first = _stash(root, "first stash: only here\n")
-        _stash(root, "second stash\n")
+        first = stashed(root, "first stash: only here\n")
+        stashed(root, "second stash\n")
         return first
     if case in ("packed_tag_only_name", "loose_tag_only_name_control"):
         git(root, "checkout", "-q", "-b", "side")
@@ -59,7 +42,7 @@ def _setup(case: str, root: Path) -> str:
         git(root, "tag", "lonetag")
         git(root, "checkout", "-q", "main")
         git(root, "branch", "-q", "-D", "side")
-        tip = _out(root, "rev-parse", "lonetag").strip()
+        tip = git_out(root, "rev-parse", "lonetag").strip()
         git(root, "reflog", "expire", "--expire=now", "--all")  # (HEAD's reflog named it: the tag alone does now)
         if case == "packed_tag_only_name":
             git(root, "pack-refs", "--all")
@@ -67,7 +50,7 @@ def _setup(case: str, root: Path) -> str:
     if case.startswith("reset_then_reflog_expire"):
         (root / "a.txt").write_text("committed work, on main only\n")
         git(root, "commit", "-q", "--no-verify", "-am", "work")
-        return _out(root, "rev-parse", "HEAD").strip()
+        return git_out(root, "rev-parse", "HEAD").strip()
     raise AssertionError(case)
 
 

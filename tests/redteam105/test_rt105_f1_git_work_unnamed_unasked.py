@@ -20,36 +20,19 @@ from pathlib import Path
 import pytest
 
 from support.boxed import Person, run, shell
-from support.hooked import git
+from support.hooked import git, git_out, one_commit, stashed
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
 LINES: dict[str, str] = json.loads((Path(__file__).resolve().parent / "git_names_lost.json").read_text())
 
 
-def _out(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=30).stdout
-
-
-def _base(root: Path) -> None:
-    git(root, "init", "-q", "-b", "main")
-    (root / "a.txt").write_text("a\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "--no-verify", "-m", "init")
-
-
-def _stash(root: Path, text: str) -> str:
-    (root / "a.txt").write_text(text)
-    git(root, "stash", "-q")
-    return _out(root, "rev-parse", "refs/stash").strip()
-
-
 def _setup(case: str, root: Path) -> str:
     """The project for ``case``; returns the commit whose last name the line takes."""
-    _base(root)
+    one_commit(root)
     if case.startswith("stash_"):
-        first = _stash(root, "first stash: only here\n")
-        _stash(root, "second stash\n")
+        first = stashed(root, "first stash: only here\n")
+        stashed(root, "second stash\n")
         return first
     git(root, "checkout", "-q", "-b", "side")
     (root / "a.txt").write_text("released work, tagged only\n")
@@ -57,7 +40,7 @@ def _setup(case: str, root: Path) -> str:
     git(root, "tag", "lonetag")
     git(root, "checkout", "-q", "main")
     git(root, "branch", "-q", "-D", "side")
-    tip = _out(root, "rev-parse", "lonetag").strip()
+    tip = git_out(root, "rev-parse", "lonetag").strip()
     git(root, "reflog", "expire", "--expire=now", "--all")  # (HEAD's reflog named it: the tag alone does now)
     if case.startswith("packed_"):
         git(root, "pack-refs", "--all")

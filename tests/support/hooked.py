@@ -19,6 +19,26 @@ def git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env={**os.environ, **GIT_ENV})
 
 
+def git_out(cwd: Path, *args: str) -> str:
+    """What a git command prints (it must succeed)."""
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=30).stdout
+
+
+def one_commit(root: Path) -> None:
+    """A repository on ``main`` with one commit of ``a.txt``."""
+    git(root, "init", "-q", "-b", "main")
+    (root / "a.txt").write_text("a\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--no-verify", "-m", "init")
+
+
+def stashed(root: Path, text: str) -> str:
+    """``a.txt`` changed to ``text`` and stashed: the stash commit's id."""
+    (root / "a.txt").write_text(text)
+    git(root, "stash", "-q")
+    return git_out(root, "rev-parse", "refs/stash").strip()
+
+
 def hooked(workspace: Path, hook: str, package: dict[str, Any] | None = None) -> None:
     """A repository (with ``package`` as its package.json) whose pre-commit hook runs ``hook``, committed."""
     if package is not None:
