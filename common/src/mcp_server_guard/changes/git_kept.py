@@ -310,16 +310,7 @@ def _left_id(trees: Trees, path: str, kind: str, width: int) -> bytes | None:
     if kind == "file":
         data = trees.read(path, limit=_LEFT_MAX + 1)
         return None if data is None or len(data) > _LEFT_MAX else object_id("blob", data, width)
-    parent, _, name = path.rpartition("/")
-    fd = trees.open_dir(base, parent)
-    if fd is None:
-        return None
-    try:
-        return object_id("blob", os.readlink(os.fsencode(name), dir_fd=fd), width)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    return _link_id(trees, base, path, width)
 
 
 def _content_id(trees: Trees, path: str, kind: str, width: int) -> bytes | None:
@@ -328,8 +319,13 @@ def _content_id(trees: Trees, path: str, kind: str, width: int) -> bytes | None:
     root = trees.changes.root
     if kind == "file":
         return blob_hash(posixpath.join(root, path), root, sha256=width == 32)
+    return _link_id(trees, root, path, width)
+
+
+def _link_id(trees: Trees, base: str, path: str, width: int) -> bytes | None:
+    """Git's blob id of the link at ``path`` below ``base`` (its target; no link followed on the way), or None."""
     parent, _, name = path.rpartition("/")
-    fd = trees.open_dir(root, parent)
+    fd = trees.open_dir(base, parent)
     if fd is None:
         return None
     try:
