@@ -265,10 +265,22 @@ def unnamed_by_rewrites(sets: Sequence[ChangeSet]) -> list[str]:
     return lost
 
 
+_NAMING_MAX = 16 << 20  # bytes of a ref or reflog read to know what it names, at most
+_PACKED_MAX = 64 << 20  # bytes of packed-refs read, at most
+
+
 def _unnamed(trees: Trees, git_dir: str, paths: list[str]) -> list[str]:
-    named = {p: [_named_ids(trees.read(p, real=real, limit=16 << 20) or b"", p) for real in (True, False)]
-             for p in paths}  # fmt: skip
-    packed = packed_refs(trees.read(f"{git_dir}/packed-refs", real=True, limit=64 << 20) or b"")
+    texts = {p: [trees.read(p, real=real, limit=_NAMING_MAX + 1) or b"" for real in (True, False)] for p in paths}
+    packed_data = trees.read(f"{git_dir}/packed-refs", real=True, limit=_PACKED_MAX + 1) or b""
+    # Threat: a reflog (or packed-refs) longer than what is read, whose newest entries (at its end) a command
+    # drops: read in part, it named nothing that was lost. One too long to read whole is taken as losing work.
+    if len(packed_data) > _PACKED_MAX:
+        return list(paths)
+    too_long = [p for p, both in texts.items() if any(len(data) > _NAMING_MAX for data in both)]
+    if too_long:
+        return too_long
+    named = {p: [_named_ids(data, p) for data in both] for p, both in texts.items()}
+    packed = packed_refs(packed_data)
     for path, ids in named.items():
         ref = path[len(git_dir) + 1 :] if git_dir else path
         if ref in packed and not ids[0]:  # (made where the packed line named the ref: what it named before)

@@ -474,18 +474,24 @@ def _listed(trees: Trees, change: Change, protection: Protection) -> str:
 
 
 _PATH_MAX = 4096  # bytes of a path the kernel takes by name
+# What the judge looks up beside a changed path's directories (``.git/config.worktree``, ``.git/hooks/<name>``,
+# ``.envrc``) is longer than the directory by this much at most.
+_LOOKUP_MARGIN = 512
 
 
 def too_deep(sets: Sequence[ChangeSet], refused: Mapping[tuple[str, str], str]) -> list[str]:
-    """A question for changes whose path is longer than the kernel takes by name. Threat (red team 107 F2): the
-    judge finds a repository, its configs and hooks path, and the tools' configs by their names; past PATH_MAX
-    those lookups say "not there" — a hook of a deep repository's ``core.hooksPath`` was rewritten unjudged. The
-    apply itself works at any depth (by descriptor)."""
+    """A question for changes whose path is close to or past the length the kernel takes by name. Threat (red team
+    107 F2): the judge finds a repository, its configs and hooks path, and the tools' configs by their names; past
+    PATH_MAX those lookups say "not there" — a hook of a deep repository's ``core.hooksPath`` was rewritten
+    unjudged; and a path just short of it lies in a repository whose ``.git/config`` is past it (a
+    ``credential.helper = ./x`` never read, ``x`` rewritten unasked). The apply itself works at any depth (by
+    descriptor)."""
+    bound = _PATH_MAX - _LOOKUP_MARGIN
     deep = [c.path for s in sets for c in s.changes if (s.root, c.path) not in refused
-            and len(os.fsencode(s.root)) + 1 + len(os.fsencode(c.path)) >= _PATH_MAX]  # fmt: skip
+            and len(os.fsencode(s.root)) + 1 + len(os.fsencode(c.path)) >= bound]  # fmt: skip
     if not deep:
         return []
     return [
-        f"It changes {len(deep)} path(s) deeper than {_PATH_MAX} bytes, where what configures git and the "
-        f"tools there cannot be looked up by name to judge it: {printable(deep[0][:120])}…"
+        f"It changes {len(deep)} path(s) of {bound} bytes or more, where what configures git and the tools "
+        f"there may not be looked up by name to judge it: {printable(deep[0][:120])}…"
     ]
