@@ -188,6 +188,21 @@ async def test_an_oversized_command_line_is_refused_quickly(workspace: Path) -> 
             assert time.monotonic() - started < 2.0
 
 
+async def test_a_line_the_parser_recovers_from_slowly_is_refused_within_a_bound(workspace: Path) -> None:
+    # Threat: tree-sitter's error recovery is quadratic on some malformed input (256 KiB of ``<<``: minutes of parsing
+    # with the server silent; 120 KB: ~20 s). Each parse stops after MAX_PARSE_SECONDS; the line is refused, the next
+    # call answered.
+    from support import error_of
+
+    async with serve(SX, workspace) as client:
+        with anyio.fail_after(60):
+            result = await client.call_tool("shell_exec", {"command": "echo " + "<<" * 60_000})
+            assert error_of(result)["code"] == "COMMAND_TOO_COMPLEX"
+            assert "could not be parsed within" in error_of(result)["message"]
+            alive = await client.call_tool("shell_exec", {"command": "echo alive"})
+        assert "alive" in str(alive.structured_content)
+
+
 def test_deep_nesting_is_refused_with_one_log_line_and_no_traceback(tmp_path: Path, workspace: Path) -> None:
     # Regression: 400 levels of $( … ) failed closed, but with a RecursionError traceback on stderr.
     line = "echo " + "$(" * 400 + "a" + ")" * 400

@@ -1046,3 +1046,14 @@ def test_with_the_home_allowed_start_up_files_are_judged_by_place_and_other_home
 def test_attack_rsync_delete_into_another_users_home_is_asked(line: str) -> None:
     # Red team 12 F5/F14: `~root/`, `~alice/x` name another user's home: outside the allowed directories.
     assert DEFAULT.decide(line).rule == "rsync-delete-outside", (line, DEFAULT.decide(line))
+
+
+def test_a_parse_past_its_time_is_too_complex_and_the_next_parse_starts_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Threat: quadratic error recovery holding the server; a stopped parse resumes where it stopped unless reset, so
+    # the next line would be read as the tail of the last one.
+    from mcp_server_guard.shell.strings import parsing
+
+    monkeypatch.setattr(parsing, "MAX_PARSE_SECONDS", 0.05)
+    with pytest.raises(parsing.TooComplex, match="could not be parsed within"):
+        parsing.parse("echo " + "<<" * 30_000)
+    assert [c.words[0].value for c in parsing.parse("ls -la").commands] == ["ls"]

@@ -17,6 +17,8 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -27,7 +29,7 @@ from mcp_server_guard.shell.strings.walker import walk_tree
 from mcp_server_guard.shell.strings.words import decode_ansi_c
 
 if TYPE_CHECKING:
-    from tree_sitter import Node, Parser
+    from tree_sitter import Node, Parser, Tree
 
 # What parse() yields, importable from here as before (with parse() and its bounds).
 __all__ = [
@@ -57,13 +59,37 @@ class TooComplex(ValueError):
     """The line is too big or too deeply nested to be analysed within the bounds above."""
 
 
-@functools.cache
+_PARSERS = threading.local()  # one parser per thread: a parse reading by callback lets other threads run meanwhile
+# Seconds one parse may take. Threat: tree-sitter's error recovery is quadratic on some malformed input (60 KB of
+# ``<<`` took 5 s, 256 KiB minutes), holding the server while it parses; past this the line is refused as too complex.
+MAX_PARSE_SECONDS = 2.0
+
+
 def _parser() -> Parser:
     # Loaded on first use: the file servers share this library and never parse shell.
-    import tree_sitter_bash  # noqa: PLC0415
-    from tree_sitter import Language, Parser  # noqa: PLC0415
+    parser: Parser | None = getattr(_PARSERS, "parser", None)
+    if parser is None:
+        import tree_sitter_bash  # noqa: PLC0415
+        from tree_sitter import Language, Parser  # noqa: PLC0415
 
-    return Parser(Language(tree_sitter_bash.language()))
+        parser = _PARSERS.parser = Parser(Language(tree_sitter_bash.language()))
+    return parser
+
+
+def _tree(data: bytes) -> Tree:
+    """tree-sitter-bash's tree of ``data``, within MAX_PARSE_SECONDS (TooComplex past it). Only a parse that reads
+    its input by callback can be stopped (a progress callback is not called for a bytes source)."""
+    parser = _parser()
+    deadline = time.monotonic() + MAX_PARSE_SECONDS
+
+    def read(offset: int, _point: tuple[int, int]) -> bytes:
+        return data[offset : offset + 65536]
+
+    try:
+        return parser.parse(read, progress_callback=lambda *_state: time.monotonic() > deadline)
+    except ValueError:
+        parser.reset()  # (a stopped parse resumes where it stopped at the next call, unless reset)
+        raise TooComplex(f"the command line could not be parsed within {MAX_PARSE_SECONDS:g} s") from None
 
 
 def _depth(node: Node, limit: int) -> int:
@@ -102,7 +128,10 @@ def substitutes(source: str) -> bool:
     data = source.encode("utf-8", "surrogateescape")
     if len(data) > MAX_COMMAND_BYTES:
         return True
-    return any(node.type in _SUBSTITUTING for node in descendants(_parser().parse(data).root_node))
+    try:
+        return any(node.type in _SUBSTITUTING for node in descendants(_tree(data).root_node))
+    except TooComplex:
+        return True
 
 
 # Valid bash tree-sitter-bash does not take: `for f do …` / `for f; do …` (over "$@"), and a here-document whose body
@@ -140,7 +169,7 @@ def _joined_lines(source: str) -> tuple[str, bool]:
     if "\\\n" not in source:
         return source, True
     data = source.encode("utf-8", "surrogateescape")
-    root = _parser().parse(data).root_node
+    root = _tree(data).root_node
     out, at = bytearray(), 0
     found = data.find(b"\\\n")
     while found >= 0:
@@ -262,7 +291,7 @@ _TRIES, _BODIES, _BODY_BYTES = 8, 4, 8192
 
 def _in_arithmetic(text: str) -> Callable[[re.Match[str]], bool]:
     """Whether a match in ``text`` lies, by the parser's tree of it, inside an arithmetic expression."""
-    root = _parser().parse(text.encode("utf-8", "surrogateescape")).root_node
+    root = _tree(text.encode("utf-8", "surrogateescape")).root_node
     sizes = None if text.isascii() else [len(c.encode("utf-8", "surrogateescape")) for c in text]
     offsets = None if sizes is None else [0, *itertools.accumulate(sizes)]  # (a byte offset per character)
 
@@ -373,7 +402,7 @@ def _closed(text: str, plain: bytearray, found: re.Match[str], opener: str) -> s
     )
     for end in itertools.islice(candidates, _TRIES):
         alone = f"{text[start:at]}{opener}{text[at : end.end()]}{closer}"
-        if not _parser().parse(alone.encode("utf-8", "surrogateescape")).root_node.has_error:
+        if not _tree(alone.encode("utf-8", "surrogateescape")).root_node.has_error:
             return f"{text[:at]}{opener}{text[at : end.end()]}{closer}{text[end.end() :]}"
     return text
 
@@ -415,9 +444,9 @@ def parse(source: str) -> Parsed:
     normal = _bash_forms(source)
     if normal != source:
         data = normal.encode("utf-8", "surrogateescape")
-    tree = _parser().parse(data)
+    tree = _tree(data)
     if tree.root_node.has_error and (repaired := _repaired(normal)) != normal:
-        again = _parser().parse(repaired.encode("utf-8", "surrogateescape"))
+        again = _tree(repaired.encode("utf-8", "surrogateescape"))
         if not again.root_node.has_error:
             tree = again  # (the findings' texts quote the repaired line)
     root = tree.root_node
