@@ -25,7 +25,6 @@ __all__ = [
     "changed_entries",
     "changed_paths",
     "entries",
-    "graph_lies",
     "index_ids",
     "indexed",
     "object_id",
@@ -281,31 +280,6 @@ def shadowed(objects: Objects, packs: int, name: str, width: int = 20) -> list[b
         kind, body = objects._at(pack, offset, width, 0)
         digest = hashlib.sha256 if width == 32 else hashlib.sha1
         if digest(f"{kind} {len(body)}".encode() + b"\0" + body).digest() != oid:
-            found.append(oid)
-    return found
-
-
-def graph_lies(objects: Objects, data: bytes, width: int = 20) -> list[bytes]:
-    """The commits a commit graph file gives another root tree than their own objects say. Threat: git takes a
-    commit's tree from the graph when it has one, so a forged graph makes ``git checkout HEAD~1`` write a tree the
-    command made (a hook in it) while every ref and object stays as it was."""
-    if len(data) < 8 or data[:4] != b"CGPH":
-        raise Unreadable("a commit graph git would not read as such")
-    chunks = {}
-    for at in range(data[6] + 1):
-        start = 8 + 12 * at
-        chunk, offset = struct.unpack(">IQ", data[start : start + 12])
-        chunks[chunk] = offset
-    ends = sorted(chunks.values())
-    oidl, cdat = chunks.get(0x4F49444C), chunks.get(0x43444154)  # OIDL, CDAT
-    if oidl is None or cdat is None:
-        raise Unreadable("a commit graph without its commits")
-    count = (next(e for e in ends if e > oidl) - oidl) // width
-    found: list[bytes] = []
-    for at in range(count):
-        oid = data[oidl + at * width : oidl + (at + 1) * width]
-        tree = data[cdat + at * (width + 16) : cdat + at * (width + 16) + width]
-        if tree_of(objects, oid) != tree:
             found.append(oid)
     return found
 

@@ -30,6 +30,7 @@ import struct
 from dataclasses import dataclass
 
 from mcp_server_guard.changes.changeset import ChangeSet
+from mcp_server_guard.changes.git_graphs import graph_lies_in
 from mcp_server_guard.changes.git_index import blob_hash, index_entries, split_index
 from mcp_server_guard.changes.git_layout import Layout, id_width, layout_of, packed_refs, refs_of, resolve_ref
 from mcp_server_guard.changes.git_objects import (
@@ -37,7 +38,6 @@ from mcp_server_guard.changes.git_objects import (
     Unreadable,
     changed_entries,
     entries,
-    graph_lies,
     object_id,
     parents_of,
     shadowed,
@@ -49,6 +49,7 @@ from mcp_server_guard.changes.git_state_files import (
     am_patches,
     ids_only,
     lfs_object_as_named,
+    shallow_cuts,
     unknown_question,
 )
 from mcp_server_guard.changes.git_verdicts import Trees, pointer_place, root_relative
@@ -97,6 +98,7 @@ def ref_questions(changes: ChangeSet, trees: Trees) -> tuple[list[str], list[Lat
     be read so (or that git reads for other objects: a replace ref, an am session's patches)."""
     found: dict[str, set[str]] = {}
     unknown: dict[str, set[str]] = {}
+    shallow: set[str] = set()  # git dirs whose ``shallow`` the call wrote
     for change in changes.changes:
         if change.kind == "dir" or not may_be_git_state(change.path):
             continue
@@ -108,6 +110,8 @@ def ref_questions(changes: ChangeSet, trees: Trees) -> tuple[list[str], list[Lat
         rest = change.path[len(git_dir) + 1 :]
         if _judged(rest) and (change.action != "delete" or rest.startswith("refs/")):  # (a deleted loose ref: what
             found.setdefault(git_dir, set()).add(rest)  # packed-refs says then, red team 76 F8)
+        elif rest == "shallow" and change.action != "delete":
+            shallow.add(git_dir)
         elif change.action != "delete" and not KNOWN.match(rest):
             # Threat (red team 80 F2, F5): state git reads later to fill the work tree, named one file at a time
             # (MERGE_AUTOSTASH, BISECT_START, rerere's resolutions …): a file the judgement does not know is asked,
@@ -115,6 +119,11 @@ def ref_questions(changes: ChangeSet, trees: Trees) -> tuple[list[str], list[Lat
             unknown.setdefault(git_dir, set()).add(rest)
             found.setdefault(git_dir, set())
     asks: list[str] = []
+    for git_dir in sorted(shallow):
+        layout = layout_of(trees, git_dir)
+        asks += (
+            shallow_cuts(trees, layout, "shallow") if layout is not None else [unknown_question(git_dir, ["shallow"])]
+        )
     later = _Laters(trees)
     for git_dir, names in sorted(found.items()):
         layout = layout_of(trees, git_dir)
@@ -320,16 +329,15 @@ def _questions(changes: ChangeSet, trees: Trees, where: Layout, names: set[str],
             asks += _substitutes(changes, trees, git_dir, rest, where.shown)
         for rest in sorted(n for n in names if _GRAPHS.match(n)):  # (written by every `git gc`: checked, not refused)
             try:
-                lies = graph_lies(
-                    objects, trees.read(f"{git_dir}/{rest}", limit=256 << 20) or b"", id_width(trees, git_dir)
-                )
-            except (Unreadable, struct.error, StopIteration, IndexError) as exc:
+                lies = graph_lies_in(trees, git_dir, rest, objects)
+            except (Unreadable, struct.error, StopIteration, IndexError, ValueError) as exc:
                 asks.append(printable(f"It writes {rest} in {where.shown}, which the server could not check ({exc})."))
                 continue
             if lies:
                 asks.append(printable(f"It writes {rest} in {where.shown}, which gives {len(lies)} commit(s) "
-                                      f"(such as {lies[0].hex()[:12]}) another tree than their own: your next checkout "
-                                      "of one would write what that tree says."))  # fmt: skip
+                                      f"(such as {lies[0].hex()[:12]}) another tree or other parents than their own: "
+                                      "your next checkout of one would write what that tree says, and your next git "
+                                      "gc deletes what they no longer lead to."))  # fmt: skip
         if "index" in names:
             try:
                 later.add(objects, where, _shown(where, "the index"), _staged(trees, where, objects, bases))

@@ -9,11 +9,11 @@ import re
 from collections.abc import Callable
 
 from mcp_server_guard.changes.git_layout import OID, Layout
-from mcp_server_guard.changes.git_objects import Objects, Unreadable
+from mcp_server_guard.changes.git_objects import Objects, Unreadable, parents_of
 from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.paths import printable
 
-__all__ = ["KNOWN", "REPLAYS", "am_patches", "ids_only", "lfs_object_as_named", "unknown_question"]
+__all__ = ["KNOWN", "REPLAYS", "am_patches", "ids_only", "lfs_object_as_named", "shallow_cuts", "unknown_question"]
 
 _SHOWN = 3  # paths named in a question, at most
 
@@ -108,3 +108,35 @@ def lfs_object_as_named(trees: Trees, git_dir: str, rest: str, *, made: bool) ->
         return False
     data = trees.read(f"{git_dir}/{rest}", limit=1 << 30)
     return data is not None and hashlib.sha256(data).hexdigest() == found.group(3)
+
+
+_SHALLOW_MAX = 64 << 20  # bytes of a shallow file read, at most
+_SHALLOW_ID = re.compile(rb"^([0-9a-fA-F]{64}|[0-9a-fA-F]{40})\s*$", re.MULTILINE)
+
+
+def shallow_cuts(trees: Trees, where: Layout, rest: str) -> list[str]:
+    """A question for a ``shallow`` file (``rest`` of the git dir ``where``) that names anew a commit whose parents
+    the repository holds. Threat (red team 108 F1): git reads ``shallow`` as grafts — each commit it names has no
+    parents —, so the history behind such a commit is unreachable to git and the user's next ``git gc`` deletes it
+    (``undo`` gives the file back, not the objects). A shallow fetch's boundary names commits whose parents it did
+    not fetch: those cut nothing."""
+    path = f"{where.own}/{rest}"
+    after, before = trees.read(path, limit=_SHALLOW_MAX + 1) or b"", trees.read(path, real=True, limit=_SHALLOW_MAX)
+    named = {bytes.fromhex(m.decode()) for m in _SHALLOW_ID.findall(after)}
+    new = sorted(named - {bytes.fromhex(m.decode()) for m in _SHALLOW_ID.findall(before or b"")})
+    if not new and len(after) <= _SHALLOW_MAX:
+        return []
+    objects = trees.objects(f"{where.common}/objects")
+    try:
+        cut = [oid for oid in new if objects.has(oid) and any(objects.has(p) for p in parents_of(objects, oid))]
+    except Unreadable as exc:
+        return [printable(f"It writes {rest} in {where.shown}, which makes git take the commits it names as having no "
+                          f"parents, and the server could not read them whole ({exc}).")]  # fmt: skip
+    finally:
+        objects.close()
+    if not cut and len(after) <= _SHALLOW_MAX:
+        return []
+    shown = f" (such as {cut[0].hex()[:12]})" if cut else ""
+    return [printable(f"It writes {rest} in {where.shown}, which makes git take {len(cut) or 'its'} commit(s){shown} "
+                      "as having no parents: the history behind them is then unreachable to git, and your next git gc "
+                      "deletes it for good (undo gives back the file, not what gc deleted).")]  # fmt: skip
