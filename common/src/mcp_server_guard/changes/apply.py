@@ -509,7 +509,9 @@ class Applier:
         since = put_back_since(
             self.history, audit_id, applied_ns, [r.path for r in records if r.kind == "dir" or r.tree]
         )
-        ops, changed = reverse_ops(self.history, records, roots, applied_ns, force=False, since=since)
+        ops, changed = reverse_ops(
+            self.history, records, roots, applied_ns, force=False, since=since, audit_id=audit_id
+        )
         if changed and not force:
             raise UndoConflict(changed)
         if changed:  # forced over later changes (a person's edits, maybe): the history keeps their only copy

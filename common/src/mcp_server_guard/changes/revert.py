@@ -553,8 +553,8 @@ def put_back_since(history: HistoryStore, audit_id: str, applied_ns: int, paths:
     return found
 
 
-def as_left(root: str, rel: str, record: Applied, applied_ns: int) -> bool:
-    """Whether the path still is as the call left it."""
+def as_left(root: str, rel: str, record: Applied, applied_ns: int, copied: tuple[int, ...] = ()) -> bool:
+    """Whether the path still is as the call left it (``copied``: a copy of what it left, put back by a later undo)."""
     if record.action == "times":
         return True  # a directory's time: put back whatever happened in it since
     try:
@@ -585,7 +585,7 @@ def as_left(root: str, rel: str, record: Applied, applied_ns: int) -> bool:
                 return (real.st_dev, real.st_ino) == record.after[:2]
             if changed_since(dirfd, name, real, record):
                 return False  # (a ``chmod 600`` after the call, silently put back to 0644 by an undo that said so)
-            if identity(real) == record.after:
+            if identity(real) in (record.after, copied):
                 return True
             if stat.S_ISDIR(real.st_mode) and record.kind == "dir":  # a directory's size is its entries' room
                 return (real.st_dev, real.st_ino, real.st_mtime_ns) == tuple(record.after[:3])

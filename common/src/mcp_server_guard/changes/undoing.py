@@ -18,7 +18,7 @@ from dataclasses import replace
 from mcp_server_guard.changes.changeset import ROOT, DirTime
 from mcp_server_guard.changes.nofollow import lstat_beneath
 from mcp_server_guard.changes.plan import Applied, Op
-from mcp_server_guard.changes.revert import as_left, names_in_roots
+from mcp_server_guard.changes.revert import as_left, names_in_roots, put_back_since
 from mcp_server_guard.changes.revert import root_of as _root_of
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 
@@ -33,10 +33,13 @@ def reverse_ops(
     *,
     force: bool,
     since: Mapping[str, int] | None = None,
+    audit_id: str = "",
 ) -> tuple[list[Op], list[str]]:
     """The steps that put back what ``records`` did, last first, and (unless ``force``) the paths changed since
     (``applied_ns``: when they were done; ``since``: a later time for a path later undos put back, see
-    ``revert.put_back_since``) — an undo, or the rollback of a run that could not finish."""
+    ``revert.put_back_since``; ``audit_id``: the call's, for files put back as copies, ``copied_back``) — an undo,
+    or the rollback of a run that could not finish."""
+    copied = copied_back(history, audit_id, applied_ns, records) if audit_id and not force else {}
     ops: list[Op] = []
     times: list[Op] = []
     changed: list[str] = []
@@ -72,7 +75,11 @@ def reverse_ops(
             inodes.add(inode)
         if record.moved_from:  # a later move of the path: its check (at the new name) stands for the old name too
             named.add(record.moved_from)
-        if not force and not covered and not as_left(root, rel, checked, (since or {}).get(record.path, applied_ns)):
+        if (
+            not force
+            and not covered
+            and not as_left(root, rel, checked, (since or {}).get(record.path, applied_ns), copied.get(record.path, ()))
+        ):
             changed.append(record.path)
         if record.action in ("create", "modify", "delete") and (record.tree or record.kind == "dir" or _was_tree(
             history, record)):  # a directory replaced by a file or a link: its tree went whole too  # fmt: skip
@@ -92,6 +99,34 @@ def reverse_ops(
         elif record.action == "meta":
             ops.append(Op("unmeta", root, rel, record=record))
     return ops + times, changed
+
+
+def copied_back(
+    history: HistoryStore, audit_id: str, applied_ns: int, records: Sequence[Applied]
+) -> dict[str, tuple[int, ...]]:
+    """For each file the call left that later calls replaced and undos then put back (every later call that touched
+    it undone, newest first) as a *copy* of what the call left — file_write keeps what it replaces as a copy, another
+    inode —, the identity that copy has where the last of those undos placed it. Threat to exactness (red team 109
+    F3): rolling a session back newest first stopped at the earlier call, its file taken for someone else's change.
+    Only where the call that replaced it recorded the very file (device, inode, time, size) the record says it left."""
+    files = {r.path: r for r in records if r.kind == "file" and r.action in ("create", "modify") and len(r.after) >= 4}
+    since = put_back_since(history, audit_id, applied_ns, list(files)) if files else {}
+    if not since:
+        return {}
+    manifests = history.calls.all()
+    found: dict[str, tuple[int, ...]] = {}
+    for path, at in since.items():
+        undo = next((m for m in manifests if int(m.get("applied_ns", 0)) == at and m.get("undoes")), None)
+        undone = next((m for m in manifests if undo is not None and m.get("audit_id") == undo["undoes"]), None)
+        if undo is None or undone is None:
+            continue
+        replaced = [
+            c.get("replaced") for c in undone.get("changes", []) if isinstance(c, dict) and c.get("path") == path
+        ]
+        placed = [c.get("after") for c in undo.get("changes", []) if isinstance(c, dict) and c.get("path") == path]
+        if replaced == [list(files[path].after[:4])] and len(placed) == 1 and isinstance(placed[0], list):
+            found[path] = tuple(int(v) for v in placed[0])
+    return found
 
 
 def _was_tree(history: HistoryStore, record: Applied) -> bool:

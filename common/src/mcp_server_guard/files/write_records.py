@@ -48,7 +48,7 @@ class WriteRecords:
 
     def _record(
         self, located: Located, dirfd: int, temp: str, name: str, action: str, before: str, digest: str,
-        only: bool = False,
+        only: bool = False, replaced: os.stat_result | None = None,
     ) -> tuple[str, dict[str, Any]] | None:  # fmt: skip
         """The call's record, written (``pending``) before the new content takes the name, so that a write killed
         at any point leaves one ``mcp-guard undo`` finds: it undoes the write only where the name holds what
@@ -63,6 +63,13 @@ class WriteRecords:
                   "after": [st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size], "tree": False,
                   "mode": stat.S_IMODE(st.st_mode), "attrs": linux.attributes_digest(dirfd, temp),
                   "links": st.st_nlink}  # fmt: skip
+        if replaced is not None:
+            # What it replaced (kept as a copy: another inode): an earlier call's undo finds that copy put back by
+            # this one's undo as the file it left (red team 109 F3); a file with other names comes back as one of
+            # them (its group: the undo links it to a name that still holds it, red team 109 F1).
+            change["replaced"] = [replaced.st_dev, replaced.st_ino, replaced.st_mtime_ns, replaced.st_size]
+            if replaced.st_nlink > 1:
+                change["group"] = [replaced.st_dev, replaced.st_ino]
         manifest = {"audit_id": record.audit_id, "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
                     "applied_ns": time.time_ns(), "roots": [located.root.path], "tool": record.tool, "command": path,
                     "changes": [change], "conflicts": [], "pending": True}  # fmt: skip

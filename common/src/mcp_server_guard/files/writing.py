@@ -472,7 +472,7 @@ class Writer(WriteRecords):
                     if not self._still(dirfd, name, st, exact=True):
                         self.history.forget(backup.id)  # changed since it was copied: decide again
                         return False
-                    record = self._record(located, dirfd, tmp, name, "modify", backup.id, digest, only)
+                    record = self._record(located, dirfd, tmp, name, "modify", backup.id, digest, only, st)
                     faults.point(f"write {name}")
                     try:
                         os.rename(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
