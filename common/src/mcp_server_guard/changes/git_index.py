@@ -23,7 +23,16 @@ from collections.abc import Sequence
 from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.git_dirs import is_git_dir, read_pointer
 
-__all__ = ["blob_hash", "discarded", "index_entries", "parse_index", "split_index", "uncommitted"]
+__all__ = [
+    "blob_hash",
+    "discarded",
+    "index_entries",
+    "index_extensions",
+    "parse_index",
+    "split_index",
+    "staged_for_trees",
+    "uncommitted",
+]
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -271,13 +280,25 @@ def _read_index(git_dir: int) -> dict[str, bytes]:
 
 def split_index(data: bytes, hash_size: int = 20) -> bool:
     """Whether an index file's entries are partly in a shared index (its ``link`` extension: ``--split-index``)."""
-    _entries, at, _staged = _parse(data, hash_size)
+    return b"link" in index_extensions(data, hash_size, _parse(data, hash_size)[1])
+
+
+def index_extensions(data: bytes, hash_size: int, at: int) -> dict[bytes, bytes]:
+    """An index file's extensions (from ``at``, where its entries end) by signature."""
+    found: dict[bytes, bytes] = {}
     while at > 0 and at + 8 <= len(data) - hash_size:
         signature, size = data[at : at + 4], struct.unpack(">I", data[at + 4 : at + 8])[0]
-        if signature == b"link":
-            return True
+        found.setdefault(signature, data[at + 8 : at + 8 + size])
         at += 8 + size
-    return False
+    return found
+
+
+def staged_for_trees(data: bytes, hash_size: int) -> tuple[dict[str, tuple[int, bytes]], dict[bytes, bytes]]:
+    """The stage-0 entries git writes into trees (not those only intended to be added) and the extensions."""
+    added: set[str] = set()
+    _entries, at, staged = _parse(data, hash_size, added)
+    kept = {path: entry for (path, stage), entry in staged.items() if stage == 0 and path not in added}
+    return kept, index_extensions(data, hash_size, at)
 
 
 def parse_index(data: bytes, hash_size: int = 20) -> dict[str, bytes]:
@@ -292,10 +313,10 @@ def index_entries(data: bytes, hash_size: int = 20) -> dict[tuple[str, int], tup
 
 
 def _parse(
-    data: bytes, hash_size: int
+    data: bytes, hash_size: int, added: set[str] | None = None
 ) -> tuple[dict[str, tuple[int, bytes]], int, dict[tuple[str, int], tuple[int, bytes]]]:
     """The entries by path (the last stage of a conflict), where the extensions start (0: unreadable), and the
-    entries by path and stage."""
+    entries by path and stage (``added``, when given: the paths of entries only intended to be added, ``add -N``)."""
     out: dict[str, tuple[int, bytes]] = {}
     staged: dict[tuple[str, int], tuple[int, bytes]] = {}
     if len(data) < 12 or data[:4] != b"DIRC":
@@ -312,7 +333,9 @@ def _parse(
             blob = data[offset + 40 : offset + 40 + hash_size]
             flags = struct.unpack(">H", data[offset + 40 + hash_size : offset + 42 + hash_size])[0]
             offset += 42 + hash_size
+            extended = 0
             if version >= 3 and flags & 0x4000:
+                extended = struct.unpack(">H", data[offset : offset + 2])[0]
                 offset += 2
             if version == 4:
                 strip, used = _varint(data, offset)
@@ -327,6 +350,8 @@ def _parse(
             previous = name
             path = name.decode("utf-8", "surrogateescape")
             out[path] = staged[(path, (flags >> 12) & 3)] = (mode, blob)
+            if added is not None and extended & 0x2000:
+                added.add(path)
     except (ValueError, struct.error, IndexError):
         return out, 0, staged
     return out, offset, staged

@@ -30,6 +30,7 @@ import struct
 from dataclasses import dataclass
 
 from mcp_server_guard.changes.changeset import ChangeSet
+from mcp_server_guard.changes.git_cache_tree import CacheTreeUnreadable, cache_tree_lies
 from mcp_server_guard.changes.git_graphs import graph_lies_in
 from mcp_server_guard.changes.git_index import blob_hash, index_entries, split_index
 from mcp_server_guard.changes.git_layout import Layout, id_width, layout_of, packed_refs, refs_of, resolve_ref
@@ -52,6 +53,7 @@ from mcp_server_guard.changes.git_state_files import (
     shallow_cuts,
     unknown_question,
 )
+from mcp_server_guard.changes.git_upstreams import upstream_questions
 from mcp_server_guard.changes.git_verdicts import Trees, pointer_place, root_relative
 from mcp_server_guard.paths import printable, within_any
 
@@ -67,6 +69,13 @@ _TOKEN = re.compile(rb"(?<![0-9a-zA-Z])[0-9a-fA-F]{7,64}(?![0-9a-zA-Z])")
 # A rebase's todo takes ids abbreviated down to 4 digits (red team 79 F3: `pick 1a2b`).
 _SHORT = re.compile(rb"(?<![0-9a-zA-Z])[0-9a-fA-F]{4,64}(?![0-9a-zA-Z])")
 _MENTIONED = 256  # ids a judgement follows from such files, at most
+
+
+def _rewritten_shared_index(action: str, rest: str) -> bool:
+    """A split index's shared part changed where it is. Threat (red team 110 F4): git never rewrites one (a new one
+    gets a new name, and the index that links to it is judged), so its entries changed in place — ``.envrc`` staged —
+    are what the user's ``git checkout -- .`` writes, with ``.git/index`` untouched."""
+    return action == "modify" and rest.startswith("sharedindex.")
 
 
 def _judged(rest: str) -> bool:
@@ -99,6 +108,7 @@ def ref_questions(changes: ChangeSet, trees: Trees) -> tuple[list[str], list[Lat
     found: dict[str, set[str]] = {}
     unknown: dict[str, set[str]] = {}
     shallow: set[str] = set()  # git dirs whose ``shallow`` the call wrote
+    upstreams: list[str] = []  # questions for the upstreams a config gains
     for change in changes.changes:
         if change.kind == "dir" or not may_be_git_state(change.path):
             continue
@@ -108,17 +118,19 @@ def ref_questions(changes: ChangeSet, trees: Trees) -> tuple[list[str], list[Lat
         if git_dir is None:
             continue
         rest = change.path[len(git_dir) + 1 :]
+        if rest in ("config", "config.worktree") and change.action != "delete" and change.kind == "file":
+            upstreams += upstream_questions(trees, change.path)
         if _judged(rest) and (change.action != "delete" or rest.startswith("refs/")):  # (a deleted loose ref: what
             found.setdefault(git_dir, set()).add(rest)  # packed-refs says then, red team 76 F8)
         elif rest == "shallow" and change.action != "delete":
             shallow.add(git_dir)
-        elif change.action != "delete" and not KNOWN.match(rest):
+        elif change.action != "delete" and (not KNOWN.match(rest) or _rewritten_shared_index(change.action, rest)):
             # Threat (red team 80 F2, F5): state git reads later to fill the work tree, named one file at a time
             # (MERGE_AUTOSTASH, BISECT_START, rerere's resolutions …): a file the judgement does not know is asked,
             # but for one that only names commits (followed, judged as their checkout).
             unknown.setdefault(git_dir, set()).add(rest)
             found.setdefault(git_dir, set())
-    asks: list[str] = []
+    asks: list[str] = upstreams
     for git_dir in sorted(shallow):
         layout = layout_of(trees, git_dir)
         asks += (
@@ -339,6 +351,7 @@ def _questions(changes: ChangeSet, trees: Trees, where: Layout, names: set[str],
                                       "your next checkout of one would write what that tree says, and your next git "
                                       "gc deletes what they no longer lead to."))  # fmt: skip
         if "index" in names:
+            asks += _cache_tree(trees, where)
             try:
                 later.add(objects, where, _shown(where, "the index"), _staged(trees, where, objects, bases))
             except Unreadable as exc:
@@ -498,6 +511,20 @@ def _staged(trees: Trees, where: Layout, objects: Objects, bases: list[bytes]) -
     ]
     listed: dict[bytes, dict[str, tuple[int, bytes]]] = {}
     return [entry for entry in changed if not bases or _entry(objects, bases[0], entry[0], listed) != entry[2]]
+
+
+def _cache_tree(trees: Trees, where: Layout) -> list[str]:
+    """A question for an index whose cache tree names trees its entries do not make (``git_cache_tree``)."""
+    data = trees.read(f"{where.own}/index", limit=256 << 20) or b""
+    try:
+        lies = cache_tree_lies(data, id_width(trees, where.common))
+    except CacheTreeUnreadable as exc:
+        lies = [f"({exc})"]
+    if not lies:
+        return []
+    return [printable(f"It changes {_shown(where, 'the index')} so that its cache tree names another tree than its "
+                      f"entries make (for {lies[0] or 'the top'}): your next git commit or git stash would take that "
+                      "tree, whatever git status shows.")]  # fmt: skip
 
 
 def _entry(objects: Objects, tree: bytes, path: str, listed: dict[bytes, dict[str, tuple[int, bytes]]]) -> bytes | None:

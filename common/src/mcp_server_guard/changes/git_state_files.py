@@ -8,7 +8,7 @@ import os
 import re
 from collections.abc import Callable
 
-from mcp_server_guard.changes.git_layout import OID, Layout
+from mcp_server_guard.changes.git_layout import OID, Layout, id_width
 from mcp_server_guard.changes.git_objects import Objects, Unreadable, parents_of
 from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.paths import printable
@@ -111,7 +111,17 @@ def lfs_object_as_named(trees: Trees, git_dir: str, rest: str, *, made: bool) ->
 
 
 _SHALLOW_MAX = 64 << 20  # bytes of a shallow file read, at most
-_SHALLOW_ID = re.compile(rb"^([0-9a-fA-F]{64}|[0-9a-fA-F]{40})\s*$", re.MULTILINE)
+
+
+def _shallow_ids(data: bytes, width: int) -> set[bytes]:
+    """The commits a shallow file names, read as git reads it: each line's first ``width`` × 2 characters, when they
+    are hex, whatever follows them (red team 111 F2: ``<id> x``, ``<id>ZZ``, 64 hex digits in a SHA-1 repository)."""
+    found: set[bytes] = set()
+    for line in data.split(b"\n"):
+        head = line[: width * 2]
+        if len(head) == width * 2 and all(c in b"0123456789abcdefABCDEF" for c in head):
+            found.add(bytes.fromhex(head.decode()))
+    return found
 
 
 def shallow_cuts(trees: Trees, where: Layout, rest: str) -> list[str]:
@@ -122,8 +132,8 @@ def shallow_cuts(trees: Trees, where: Layout, rest: str) -> list[str]:
     not fetch: those cut nothing."""
     path = f"{where.own}/{rest}"
     after, before = trees.read(path, limit=_SHALLOW_MAX + 1) or b"", trees.read(path, real=True, limit=_SHALLOW_MAX)
-    named = {bytes.fromhex(m.decode()) for m in _SHALLOW_ID.findall(after)}
-    new = sorted(named - {bytes.fromhex(m.decode()) for m in _SHALLOW_ID.findall(before or b"")})
+    width = id_width(trees, where.common)
+    new = sorted(_shallow_ids(after, width) - _shallow_ids(before or b"", width))
     if not new and len(after) <= _SHALLOW_MAX:
         return []
     objects = trees.objects(f"{where.common}/objects")

@@ -50,6 +50,7 @@ class Trees:
 
     def __init__(self, changes: ChangeSet, roots: Sequence[str] = ()) -> None:
         self.changes = changes
+        self.roots = tuple(roots) or (changes.root,)
         self.by_path = {c.path: c for c in changes.changes}
         self.pointed: set[str] = set()  # directories this change set points git at (as git dirs)
         self._git_dir_of: dict[str, str | None] = {}
@@ -248,7 +249,32 @@ def git_verdict(trees: Trees, change: Change, roots: Sequence[str]) -> str | Non
                 return f"git's config in {where} would lose or reorder keys that can make git run programs: {keys}"
             return ALLOWED
         if rel.endswith(("commondir", "gitdir")):
-            return pointer_verdict(trees, change, roots, gitfile=False)
+            return _worktree_pruned(trees, change, rel) or pointer_verdict(trees, change, roots, gitfile=False)
+    return None
+
+
+_WORKTREE_GITDIR = re.compile(r"^(?:worktrees/[^/]+/)?gitdir$")  # (judged from the common dir, or from its own)
+
+
+def _worktree_pruned(trees: Trees, change: Change, rel: str) -> str | None:
+    """Why a linked work tree's ``gitdir`` file (``rel`` in its git dir) is refused: gone while the work tree's state
+    stays, or naming nothing. Threat (red team 110 F5): ``git worktree prune``, which every ``git gc`` runs, deletes
+    such a work tree's state — its HEAD, index and reflog: a commit only it names, its staged work. Git never leaves
+    one so (``worktree move``/``repair`` write where the work tree is; ``worktree remove`` takes the whole state)."""
+    if not _WORKTREE_GITDIR.match(rel):
+        return None
+    state = posixpath.dirname(change.path)
+    if rel == "gitdir" and trees.kind(f"{state}/commondir") is None and "/worktrees/" not in f"/{state}":
+        return None  # (not a linked work tree's state)
+    if change.action == "delete":
+        if trees.kind(f"{state}/HEAD") is None:
+            return None
+        return f"{change.path} deleted while its work tree's state stays: your next git gc would delete that state"
+    target = pointer_place(trees, change.path, False)
+    if target is None or not within_any(target, [trees.changes.root]):
+        return None  # (pointer_verdict's: it names nothing git reads, or a place outside)
+    if trees.kind(root_relative(target, trees.changes.root)) is None:
+        return f"{change.path} names a place that is not there: your next git gc would delete that work tree's state"
     return None
 
 
