@@ -14,12 +14,16 @@ Here: ``parse`` (the line's text, put in the forms tree-sitter-bash takes, parse
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import contextvars
 import functools
 import itertools
+import math
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from mcp_server_guard.patterns import deferred
@@ -43,6 +47,7 @@ __all__ = [
     "Redirect",
     "TooComplex",
     "Word",
+    "analysis_budget",
     "parse",
     "substitutes",
 ]
@@ -60,9 +65,28 @@ class TooComplex(ValueError):
 
 
 _PARSERS = threading.local()  # one parser per thread: a parse reading by callback lets other threads run meanwhile
-# Seconds one parse may take. Threat: tree-sitter's error recovery is quadratic on some malformed input (60 KB of
-# ``<<`` took 5 s, 256 KiB minutes), holding the server while it parses; past this the line is refused as too complex.
+# Seconds one parse may take, and all the parses of one line's analysis together. Threat: tree-sitter's error recovery
+# is quadratic on some malformed input (60 KB of ``<<`` took 5 s, 256 KiB minutes), holding the server while it
+# parses; and one slow text named 400 times in a 20 KB line (``c='…'; sh -c "$c"; sh -c "$c"; …``) is parsed per use
+# (red team 111 F1). Past either, the line is refused as too complex; a text parsed once is not parsed again.
 MAX_PARSE_SECONDS = 2.0
+MAX_ANALYSIS_SECONDS = 10.0
+_DEADLINE: contextvars.ContextVar[float] = contextvars.ContextVar("mcp_guard_analysis_deadline", default=0.0)
+_KEPT_TREES, _KEPT_BYTES = 32, 512 << 10  # trees kept per thread (by text), and their texts' bytes together, at most
+
+
+@contextlib.contextmanager
+def analysis_budget() -> Iterator[None]:
+    """Every parse of one line's analysis within MAX_ANALYSIS_SECONDS together (an analysis inside one keeps the
+    outer one's deadline)."""
+    if _DEADLINE.get():
+        yield
+        return
+    token = _DEADLINE.set(time.monotonic() + MAX_ANALYSIS_SECONDS)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
 
 
 def _parser() -> Parser:
@@ -73,23 +97,41 @@ def _parser() -> Parser:
         from tree_sitter import Language, Parser  # noqa: PLC0415
 
         parser = _PARSERS.parser = Parser(Language(tree_sitter_bash.language()))
+        _PARSERS.trees = collections.OrderedDict()
     return parser
 
 
 def _tree(data: bytes) -> Tree:
-    """tree-sitter-bash's tree of ``data``, within MAX_PARSE_SECONDS (TooComplex past it). Only a parse that reads
-    its input by callback can be stopped (a progress callback is not called for a bytes source)."""
+    """tree-sitter-bash's tree of ``data``, within MAX_PARSE_SECONDS and the line's analysis budget (TooComplex past
+    either). Only a parse that reads its input by callback can be stopped (a progress callback is not called for a
+    bytes source). The last trees parsed are kept by text, and so is a text too slow to parse."""
     parser = _parser()
-    deadline = time.monotonic() + MAX_PARSE_SECONDS
+    budget = _DEADLINE.get()
+    if budget and time.monotonic() > budget:
+        raise TooComplex(f"the command line could not be analysed within {MAX_ANALYSIS_SECONDS:g} s")
+    kept: collections.OrderedDict[bytes, Tree | TooComplex] = _PARSERS.trees
+    if (found := kept.get(data)) is not None:
+        kept.move_to_end(data)
+        if isinstance(found, TooComplex):
+            raise TooComplex(str(found))
+        return found
+    deadline = min(time.monotonic() + MAX_PARSE_SECONDS, budget or math.inf)
 
     def read(offset: int, _point: tuple[int, int]) -> bytes:
         return data[offset : offset + 65536]
 
+    result: Tree | TooComplex
     try:
-        return parser.parse(read, progress_callback=lambda *_state: time.monotonic() > deadline)
+        result = parser.parse(read, progress_callback=lambda *_state: time.monotonic() > deadline)
     except ValueError:
         parser.reset()  # (a stopped parse resumes where it stopped at the next call, unless reset)
-        raise TooComplex(f"the command line could not be parsed within {MAX_PARSE_SECONDS:g} s") from None
+        result = TooComplex(f"the command line could not be parsed within {MAX_PARSE_SECONDS:g} s")
+    kept[data] = result
+    while len(kept) > _KEPT_TREES or (len(kept) > 1 and sum(map(len, kept)) > _KEPT_BYTES):
+        kept.popitem(last=False)
+    if isinstance(result, TooComplex):
+        raise TooComplex(str(result))
+    return result
 
 
 def _depth(node: Node, limit: int) -> int:

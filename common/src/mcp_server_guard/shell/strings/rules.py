@@ -41,6 +41,7 @@ from mcp_server_guard.shell.strings.matching import (
     rule_matches,
     system_program,
 )
+from mcp_server_guard.shell.strings.parsing import analysis_budget
 from mcp_server_guard.shell.strings.reading import reads_only
 from mcp_server_guard.shell.strings.walker import CODE_IN_VALUE
 
@@ -225,7 +226,8 @@ class PolicyEngine:
         if stdin is not None:
             stdin = stdin.replace("\x00", "")  # bash and dash drop NUL bytes from a script: `shut\0down` is shutdown
         feed = Feed("job", stdin) if job else Feed("call", stdin) if stdin is not None else NO_FEED
-        expander = self.expand(command, args, env, feed)
+        with analysis_budget():
+            expander = self.expand(command, args, env, feed)
         best: Verdict | None = None
         commands: list[str] = []
         asking: dict[str, None] = {}
