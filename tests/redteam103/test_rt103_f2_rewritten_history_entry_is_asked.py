@@ -45,8 +45,11 @@ def _rewrite(history: Path, entry_id: str, change: dict[str, Any] | None = None)
     meta_path = history / f"{entry_id}.json"
     meta = json.loads(meta_path.read_text())
     data = FORGED.encode()
-    (history / f"{entry_id}.data").write_bytes(data)
-    meta.update(size=len(data), sha256=hashlib.sha256(data).hexdigest(), **(change or {}))
+    kept = history / f"{entry_id}.data"
+    kept.unlink()  # (kept whole, it is a name of the file the write replaced: the forger writes a file of its own)
+    kept.write_bytes(data)
+    meta.update(size=len(data), sha256=hashlib.sha256(data).hexdigest(), mtime_ns=kept.stat().st_mtime_ns)
+    meta.update(change or {})
     meta_path.write_text(json.dumps(meta))
 
 

@@ -27,6 +27,7 @@ import psutil
 import pytest
 
 from support import MODES, RawClient, console_script, serve
+from support.small_disk import small_disk
 
 FW = "mcp-server-file-write"
 FR = "mcp-server-file-read"
@@ -415,7 +416,12 @@ def _catch_history_save(workspace: Path, history: Path, audit: Path, sig: signal
 def test_history_data_a_killed_writer_left_goes_at_the_next_start_whatever_its_age(
     workspace: Path, tmp_path: Path
 ) -> None:
-    history, audit = tmp_path / "history", tmp_path / "audit.jsonl"
+    # (a history on another file system than the file: the previous version is copied, not kept as a new name)
+    with small_disk("160m") as disk:
+        _killed_writers_left_data(workspace, disk / "history", tmp_path / "audit.jsonl")
+
+
+def _killed_writers_left_data(workspace: Path, history: Path, audit: Path) -> None:
     history.mkdir()
     unrelated = history / "notes.data"  # not a name of ours: never touched
     unrelated.write_bytes(b"mine")
@@ -438,7 +444,11 @@ def test_history_data_a_killed_writer_left_goes_at_the_next_start_whatever_its_a
 def test_a_live_writers_history_save_is_never_removed_by_another_server_or_by_prune(
     workspace: Path, tmp_path: Path
 ) -> None:
-    history, audit = tmp_path / "history", tmp_path / "audit.jsonl"
+    with small_disk("160m") as disk:  # (a history on another file system: copied)
+        _live_writers_save_kept(workspace, disk / "history", tmp_path / "audit.jsonl")
+
+
+def _live_writers_save_kept(workspace: Path, history: Path, audit: Path) -> None:
     writer = _catch_history_save(workspace, history, audit, signal.SIGSTOP)  # alive, frozen mid-save
     try:
         in_flight = _orphans(history)

@@ -540,7 +540,8 @@ def put_back_since(history: HistoryStore, audit_id: str, applied_ns: int, paths:
         stack: list[str] = []
         last = 0
         for manifest in later:
-            names = [str(c.get("path", "")) for c in manifest.get("changes", []) if isinstance(c, dict)]
+            names = [str(c.get("path", "")) for c in manifest.get("changes", [])
+                     if isinstance(c, dict) and c.get("action") != "times"]  # fmt: skip
             if not any(n == path or n.startswith(f"{path}/") or path.startswith(f"{n}/") for n in names):
                 continue
             if stack and manifest.get("undoes") == stack[-1]:

@@ -60,7 +60,7 @@ from mcp_server_guard.files.calls import (
 from mcp_server_guard.files.copying import as_owner, copy_into, copy_xattrs
 from mcp_server_guard.files.history_entries import ENTRY_ID as _ID
 from mcp_server_guard.files.history_entries import EntryFiles as _Files
-from mcp_server_guard.files.history_entries import EntryReader, HistoryEntry, NoRoom, entry_seal
+from mcp_server_guard.files.history_entries import EntryReader, HistoryEntry, NoRoom, entry_seal, landed_at
 from mcp_server_guard.files.kept import (
     disk_usage,
     finish_aside,
@@ -176,7 +176,10 @@ class HistoryStore(EntryReader):
             if not self.calls.unsealed(str(record.get("audit_id"))):
                 for change in record.get("changes", []):
                     before = str(change.get("before") or "") if isinstance(change, dict) else ""
-                    named[before] = max(named.get(before, 0), int(record.get("applied_ns", 0)))
+                    applied = int(record.get("applied_ns", 0))
+                    if record.get("pending") and before:
+                        applied = max(applied, landed_at(change))
+                    named[before] = max(named.get(before, 0), applied)
         return named
 
     def changed_since(self, entry_id: str, applied_ns: int = 0) -> bool:
@@ -257,6 +260,7 @@ class HistoryStore(EntryReader):
             mode=mode & 0o7777,
             sha256=hasher.hexdigest(),
             audit_id=audit_id,
+            original=[before.st_dev, before.st_ino],  # (what it was a copy of: an undo relinks its other names)
         )
         try:
             usage += self._write_meta(entry)

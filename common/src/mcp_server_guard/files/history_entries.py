@@ -266,4 +266,20 @@ class EntryReader:
             return 0
 
 
-__all__ = ["ENTRY_ID", "BrokenEntry", "EntryFiles", "EntryReader", "HistoryEntry", "NoRoom"]
+__all__ = ["ENTRY_ID", "BrokenEntry", "EntryFiles", "EntryReader", "HistoryEntry", "NoRoom", "landed_at"]
+
+
+def landed_at(change: dict[str, object]) -> int:
+    """For a write killed after its rename and before its record said so (still pending, its time taken before the
+    rename): the status-change time of the file it landed, when that is still at its path as written — the rename
+    that set it also set the replaced file's, kept whole in the history (0: not so)."""
+    after, path = change.get("after"), change.get("path")
+    if not isinstance(after, list) or len(after) < 4 or not isinstance(path, str):
+        return 0
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return 0
+    if [st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size] != after[:4]:
+        return 0
+    return st.st_ctime_ns

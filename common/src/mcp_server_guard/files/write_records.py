@@ -12,6 +12,7 @@ import os
 import posixpath
 import stat
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,12 +28,24 @@ from mcp_server_guard.paths import printable
 log = logging.getLogger("mcp_server_guard")
 
 
+@dataclass(frozen=True)
+class WrittenDirs:
+    """What a write did to directories besides its file: the ones ``createDirs`` made (absolute, the topmost first)
+    and the directory whose time it moved (``top``: the parent of the first made, else the file's own), with that
+    time before."""
+
+    made: list[str]
+    top: str
+    top_mtime_ns: int
+
+
 class WriteRecords:
     """The history copy and the call record of a write (mixed into ``Writer``, which holds these attributes)."""
 
     jail: Jail
     history: HistoryStore
     _landed: dict[str, tuple[int, ...]]
+    _dirs: dict[str, WrittenDirs]
 
     @staticmethod
     def _write_error(exc: OSError, located: Located) -> GuardError:
@@ -92,6 +105,11 @@ class WriteRecords:
             while len(self._landed) > 100_000:
                 del self._landed[next(iter(self._landed))]
         manifest.pop("pending", None)
+        # (after the rename, which moved the kept file's status-change time: a pre-image kept whole is checked by
+        # that time against the record's, HistoryStore.changed_since)
+        manifest["applied_ns"] = time.time_ns()
+        if (dirs := self._dirs.get(audit_id)) is not None:
+            manifest["changes"] = [*_made_records(dirs), *manifest["changes"], *_time_records(dirs)]
         try:
             self.history.calls.write(audit_id, manifest, durable=False)
         except OSError as exc:
@@ -104,8 +122,12 @@ class WriteRecords:
                 (self.history.directory / CALLS / f"{written[0]}.json").unlink()
 
     def _save_previous(
-        self, old: int, located: Located, dirfd: int, name: str, st: os.stat_result, entry_id: str
+        self, old: int, located: Located, dirfd: int, name: str, st: os.stat_result, entry_id: str, *, link: bool
     ) -> HistoryEntry:
+        """Keep the file a write replaces: ``link``: the very file, a new name of it in the history (the caller holds
+        the tree lock and the file's: the name is about to be replaced by a rename) — its undo puts back that file,
+        every other name of it one file with it again (red team 110 F3); else a copy of its bytes (a history on
+        another file system)."""
         record = audit.current()
         # Threat: a flood of writes pushing out of the history the one copy of work an earlier call replaced.
         calls = self.history.evicting(1, st.st_size, record.audit_id if record is not None else "")
@@ -119,14 +141,14 @@ class WriteRecords:
                 "Ask the user to commit that work or raise history_max_bytes in the [file_write] section of the "
                 "policy (`mcp-guard history list` shows what the history keeps).",
             )
+        path = posixpath.join(self.jail.real_path_of(dirfd), name)
+        audit_id = record.audit_id if record is not None else ""
         try:
-            return self.history.save(
-                old,
-                posixpath.join(self.jail.real_path_of(dirfd), name),
-                st.st_mode,
-                audit_id=record.audit_id if record is not None else "",
-                entry_id=entry_id,
-            )
+            if link:
+                if why := self.history.room(1, st.st_size):
+                    raise NoRoom(why)
+                return self.history.keep(dirfd, name, path, audit_id, move=False, entry_id=entry_id)
+            return self.history.save(old, path, st.st_mode, audit_id=audit_id, entry_id=entry_id)
         except NoRoom as exc:
             raise ResourceError(
                 "HISTORY_FULL",
@@ -152,3 +174,31 @@ class WriteRecords:
                 f"({self.history.directory}: {exc.strerror}); nothing was written.",
                 "Ask the user to check the history store (see --history-dir and `mcp-guard history list`).",
             ) from None
+
+
+def _made_records(dirs: WrittenDirs) -> list[dict[str, Any]]:
+    """The records of the directories ``createDirs`` made, the topmost first (undone after the file, deepest first:
+    red team 109 F2 — an undo that said "back exactly" left them), each as it is now that the file landed (looked at
+    with no link followed: a directory changed since is not taken away)."""
+    found: list[dict[str, Any]] = []
+    for path in dirs.made:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            break
+        if not stat.S_ISDIR(st.st_mode):
+            break
+        found.append({"path": path, "action": "create", "kind": "dir", "before": "", "tree": False,
+                      "after": [st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size]})  # fmt: skip
+    return found
+
+
+def _time_records(dirs: WrittenDirs) -> list[dict[str, Any]]:
+    """The time of the directory the write changed (or the topmost one it made in), put back by its undo."""
+    try:
+        now = os.lstat(dirs.top).st_mtime_ns if dirs.top else 0
+    except OSError:
+        return []
+    if not now or now == dirs.top_mtime_ns:
+        return []
+    return [{"path": dirs.top, "action": "times", "kind": "dir", "old_mtime_ns": dirs.top_mtime_ns, "mtime_ns": now}]

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_server_guard import faults, linux
+from mcp_server_guard import audit, faults, linux
 from mcp_server_guard.errors import HostError, ResourceError, SecurityError
 from mcp_server_guard.files.history import HistoryStore
 from mcp_server_guard.files.history_entries import HistoryEntry
@@ -45,7 +45,7 @@ from mcp_server_guard.files.reading import sha256_fd
 from mcp_server_guard.files.treelock import TreeBusy, flock_until, tree_lock
 from mcp_server_guard.files.write_checks import check_executable_content
 from mcp_server_guard.files.write_checks import check_hook_keys as _check_hook_keys
-from mcp_server_guard.files.write_records import WriteRecords
+from mcp_server_guard.files.write_records import WriteRecords, WrittenDirs
 from mcp_server_guard.git_dirs import makes_git_dir
 from mcp_server_guard.hook_configs import (
     MAX_PACKAGE_JSON,
@@ -150,6 +150,7 @@ class Writer(WriteRecords):
         # overwrite of one it has not keeps the one copy of that work in the history, never evicted unasked.
         self.backed: Callable[[str, str], bool] = lambda root, path: True
         self._landed: dict[str, tuple[int, ...]] = {}  # path -> identity of what this writer last wrote there
+        self._dirs: dict[str, WrittenDirs] = {}  # audit id -> the directories its write made and whose time it moved
         self._new_mode = 0o666 & ~_current_umask() & ~_EXEC_BITS
         self._files = _FileLocks()
 
@@ -180,10 +181,13 @@ class Writer(WriteRecords):
         check_executable_content(posixpath.basename(located.rel), data, self.policy)
         self._check_protected(located, [located.rel, located.absolute], None)  # before createDirs makes anything
         deadline = time.monotonic() + BUSY_WAIT_S  # (one bound for every wait of this write: red team 101 B)
-        located, dirfd, name = self._parent(located, create_dirs, deadline)
+        located, dirfd, name, made = self._parent(located, create_dirs, deadline)
         digest = sha256 or hashlib.sha256(data).hexdigest()
+        call = audit.current()
         try:
             st = os.fstat(dirfd)
+            if call is not None:  # (before the temp file changes the directory's time)
+                self._dirs[call.audit_id] = made or WrittenDirs([], self.jail.real_path_of(dirfd), st.st_mtime_ns)
             with self._files.hold((st.st_dev, st.st_ino, name), deadline - time.monotonic()) as turn:
                 if not turn:
                     raise self._busy(located)
@@ -197,6 +201,8 @@ class Writer(WriteRecords):
                     time.sleep(0.002)
         finally:
             os.close(dirfd)
+            if call is not None:
+                self._dirs.pop(call.audit_id, None)
 
     def _attempt(
         self,
@@ -324,7 +330,9 @@ class Writer(WriteRecords):
         if self.journal is not None:
             self.journal.done(ticket)
 
-    def _parent(self, located: Located, create_dirs: bool, deadline: float) -> tuple[Located, int, str]:
+    def _parent(
+        self, located: Located, create_dirs: bool, deadline: float
+    ) -> tuple[Located, int, str, WrittenDirs | None]:
         """``jail.open_parent``; the directories createDirs makes, made holding the tree lock and said to the
         judgements running meanwhile (``treelock.tree_lock``), the taking counted even when the write then fails.
 
@@ -332,7 +340,7 @@ class Writer(WriteRecords):
         ``shaped/HEAD``, ``shaped/objects`` and a ``shaped/config`` that runs a program was judged; the write then
         failed, no taking was counted, and the config landed in what had become a git dir."""
         try:
-            return self.jail.open_parent(located)
+            return (*self.jail.open_parent(located), None)
         except ResourceError as exc:
             if not (create_dirs and exc.code == "NOT_FOUND"):
                 raise
@@ -340,7 +348,12 @@ class Writer(WriteRecords):
         try:
             with tree_lock([device], max(0.0, deadline - time.monotonic()), wrote=lambda: _missing(located)):
                 self._check_protected(located, [located.rel, located.absolute], None)  # (the tree as it is now)
-                return self.jail.open_parent(located, create_dirs=True)
+                made = _missing(located)  # (for the record: what its undo takes away, and the time it puts back)
+                top, before = (posixpath.dirname(made[0]) if made else ""), 0
+                with contextlib.suppress(OSError):
+                    before = os.lstat(top).st_mtime_ns if top else 0
+                written = WrittenDirs(made, top, before) if made and before else None
+                return (*self.jail.open_parent(located, create_dirs=True), written)
         except TreeBusy:
             raise self._busy(located) from None
 
@@ -439,15 +452,25 @@ class Writer(WriteRecords):
             only = mine != (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size) and not self.backed(
                 located.root.path, located.rel
             )
-            # Pinned until the write has landed: no server's eviction takes the backup before the rename.
+            # Kept whole where the history shares the file's file system (a new name of it, made under the tree
+            # lock by _land); else copied now, under the file's lock alone. Pinned until the write has landed: no
+            # server's eviction takes the backup before the rename.
+            link = self._history_device() == st.st_dev
             with self.history.pinned(entry_id):
-                backup = self._save_previous(old, located, dirfd, name, st, entry_id)
+                backup = None if link else self._save_previous(old, located, dirfd, name, st, entry_id, link=False)
                 fcntl.flock(old, fcntl.LOCK_UN)
-                if not self._land(located, dirfd, name, data, digest, st, old, backup, deadline, only):
+                if not self._land(located, dirfd, name, data, digest, st, old, (entry_id, backup), deadline, only):
                     return None
         finally:
             os.close(old)
-        return WriteOutcome(self.jail.display(located), len(data), digest, False, backup.id)
+        return WriteOutcome(self.jail.display(located), len(data), digest, False, entry_id)
+
+    def _history_device(self) -> int:
+        """The device of the history store (of where it will be made: it is made at its first entry)."""
+        for place in (self.history.directory, *self.history.directory.parents):
+            with contextlib.suppress(OSError):
+                return os.stat(place).st_dev
+        return -1
 
     def _land(
         self,
@@ -458,26 +481,35 @@ class Writer(WriteRecords):
         digest: str,
         st: os.stat_result,
         old: int,
-        backup: HistoryEntry,
+        kept: tuple[str, HistoryEntry | None],
         deadline: float,
         only: bool = False,
     ) -> bool:
-        """The new content takes the name, the file still as its backup was copied (False: it changed meanwhile,
-        decide again)."""
+        """The new content takes the name, the file still as its backup was copied (``kept``: the entry's id, and
+        the copy; None: it is kept now, whole) (False: it changed meanwhile, decide again)."""
+        entry_id, backup = kept
         with self._temp(located, dirfd, data, st.st_mode & 0o0666) as tmp:
             _carry_attributes(old, dirfd, tmp)
             try:
                 with self._landing(located, dirfd, name, deadline):
                     self._lock(old, located, deadline)
                     if not self._still(dirfd, name, st, exact=True):
-                        self.history.forget(backup.id)  # changed since it was copied: decide again
+                        if backup is not None:
+                            self.history.forget(entry_id)  # changed since it was copied: decide again
                         return False
-                    record = self._record(located, dirfd, tmp, name, "modify", backup.id, digest, only, st)
+                    if backup is None:
+                        self._save_previous(old, located, dirfd, name, st, entry_id, link=True)
+                    try:
+                        record = self._record(located, dirfd, tmp, name, "modify", entry_id, digest, only, st)
+                    except BaseException:
+                        self.history.forget(entry_id)  # (no record will name it)
+                        raise
                     faults.point(f"write {name}")
                     try:
                         os.rename(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
                     except OSError:
                         self._drop_record(record)
+                        self.history.forget(entry_id)
                         raise
             except OSError as exc:
                 raise self._write_error(exc, located) from None
