@@ -1,5 +1,6 @@
-"""Upstream urls a call sets: network remotes and remotes' names land unasked; a local repository inside the allowed
-directories (or a relative path) as a remote, a branch's remote or a submodule's url is asked (red team 110 F2)."""
+"""Upstream urls a call sets: network remotes and remotes' names land unasked; a repository on this machine (any
+path, absolute or relative, or a file: url: a place inside the allowed directories has many spellings) as a remote,
+a branch's remote or a submodule's url is asked (red teams 110 F2, 112 F1)."""
 
 from __future__ import annotations
 
@@ -8,29 +9,31 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server_guard.changes.git_upstreams import _local_place
+from mcp_server_guard.changes.git_upstreams import _local
 from support.boxed import Person, run, shell
 from support.hooked import one_commit
 
 
 @pytest.mark.parametrize(
-    ("value", "named", "place"),
+    ("value", "named", "local"),
     [
-        ("https://github.com/org/repo.git", False, None),
-        ("git@github.com:org/repo.git", False, None),
-        ("ssh://host/repo", False, None),
-        ("origin", True, None),
-        (".", True, None),
-        ("/srv/x/up.git", False, "/srv/x/up.git"),
-        ("/srv/x/up.git", True, "/srv/x/up.git"),
-        ("file:///srv/x/up.git", False, "/srv/x/up.git"),
-        ("../up.git", False, ""),
-        ("up.git", False, ""),
-        ("./up.git", True, ""),
+        ("https://github.com/org/repo.git", False, False),
+        ("git@github.com:org/repo.git", False, False),
+        ("ssh://host/repo", False, False),
+        ("origin", True, False),
+        (".", True, False),
+        ("/srv/x/up.git", False, True),
+        ("//srv/x/up.git", False, True),
+        ("/proc/self/root/srv/x/up.git", True, True),
+        ("file:///srv/x/up.git", False, True),
+        ("FILE:////srv/x/up.git", False, True),
+        ("../up.git", False, True),
+        ("up.git", False, True),
+        ("./up.git", True, True),
     ],
 )
-def test_where_an_upstream_url_lies(value: str, named: bool, place: str | None) -> None:
-    assert _local_place(value, named=named) == place
+def test_whether_an_upstream_url_is_on_this_machine(value: str, named: bool, local: bool) -> None:
+    assert _local(value, named=named) is local
 
 
 @pytest.mark.anyio

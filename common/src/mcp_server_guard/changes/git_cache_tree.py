@@ -27,17 +27,27 @@ class CacheTreeUnreadable(ValueError):
 def cache_tree_lies(data: bytes, hash_size: int = 20) -> list[str]:
     """The directories ("" for the top) whose valid cache-tree entry names another tree than the index's entries
     make. Raises CacheTreeUnreadable where the extension cannot be read as git reads it."""
-    entries, extensions = staged_for_trees(data, hash_size)
+    entries, extensions, paths = staged_for_trees(data, hash_size)
     tree = extensions.get(b"TREE")
     if not tree:
         return []
     built = _Trees(entries, hash_size)
-    return [path for path, oid in _nodes(tree, hash_size) if built.tree(path) != oid]
+    spans: dict[str, int] = {}  # directory -> how many index entries lie below it (what git skips over by a count)
+    for path in paths:
+        parts = path.rstrip("/").split("/")
+        for depth in range(len(parts)):
+            directory = "/".join(parts[:depth])
+            spans[directory] = spans.get(directory, 0) + 1
+    # Threat (red team 112 F2): a valid entry whose count is not its directory's — git skips that many entries for
+    # it, leaving a file out of every tree it writes from the index (the user's next stash + pop deletes it).
+    return [path for path, oid, count in _nodes(tree, hash_size)
+            if built.tree(path) != oid or spans.get(path, 0) != count]  # fmt: skip
 
 
-def _nodes(data: bytes, hash_size: int) -> list[tuple[str, bytes]]:
-    """(directory, tree id) of each valid entry of a ``TREE`` extension (in git's order: a node, then its subtrees)."""
-    found: list[tuple[str, bytes]] = []
+def _nodes(data: bytes, hash_size: int) -> list[tuple[str, bytes, int]]:
+    """(directory, tree id, the count of index entries it spans) of each valid entry of a ``TREE`` extension (in
+    git's order: a node, then its subtrees)."""
+    found: list[tuple[str, bytes, int]] = []
     stack: list[tuple[str, int]] = []  # (directory, subtrees still to read in it)
     at = 0
     while at < len(data):
@@ -60,7 +70,7 @@ def _nodes(data: bytes, hash_size: int) -> list[tuple[str, bytes]]:
         if count >= 0:
             if at + hash_size > len(data):
                 raise CacheTreeUnreadable("a cache tree cut short")
-            found.append((path, data[at : at + hash_size]))
+            found.append((path, data[at : at + hash_size], count))
             at += hash_size
         if stack:
             directory, left = stack.pop()

@@ -293,12 +293,13 @@ def index_extensions(data: bytes, hash_size: int, at: int) -> dict[bytes, bytes]
     return found
 
 
-def staged_for_trees(data: bytes, hash_size: int) -> tuple[dict[str, tuple[int, bytes]], dict[bytes, bytes]]:
-    """The stage-0 entries git writes into trees (not those only intended to be added) and the extensions."""
+def staged_for_trees(data: bytes, hash_size: int) -> tuple[dict[str, tuple[int, bytes]], dict[bytes, bytes], list[str]]:
+    """The stage-0 entries git writes into trees (not those only intended to be added), the extensions, and the
+    path of every entry, in the index's order (what a cache-tree entry's count spans)."""
     added: set[str] = set()
     _entries, at, staged = _parse(data, hash_size, added)
     kept = {path: entry for (path, stage), entry in staged.items() if stage == 0 and path not in added}
-    return kept, index_extensions(data, hash_size, at)
+    return kept, index_extensions(data, hash_size, at), [path for path, _stage in staged]
 
 
 def parse_index(data: bytes, hash_size: int = 20) -> dict[str, bytes]:

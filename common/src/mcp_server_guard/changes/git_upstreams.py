@@ -5,19 +5,18 @@ Threat (red team 110 F2): the judgement of refs trusts what a fetch brings as up
 upstream. It makes a bare repository inside the allowed directories (nothing judges what one holds), puts a commit
 there whose tree adds ``.envrc`` or a hook, and points ``remote.origin.url`` (or ``branch.main.remote``, a
 submodule's url) at it: the user's next ``git pull`` writes that tree outside the box. A remote, branch or submodule
-url that a call sets to a place inside the allowed directories (or a relative path, whose place depends on where the
-user runs git) is asked.
+url that a call sets to a repository on this machine is asked — any local path or ``file:`` url, not only one inside
+the allowed directories: a place inside has many spellings (``//root/x``, ``/proc/self/root/root/x``, a link; red
+team 112 F1), and a relative one depends on where the user runs git.
 """
 
 from __future__ import annotations
 
-import os
-import posixpath
 import re
 
 from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.git_config import git_config_entries
-from mcp_server_guard.paths import printable, within_any
+from mcp_server_guard.paths import printable
 
 __all__ = ["upstream_questions"]
 
@@ -32,11 +31,12 @@ def upstream_questions(trees: Trees, config: str) -> list[str]:
     before = _upstreams(trees.read(config, real=True))
     asks: list[str] = []
     for key, value in sorted(after - before):
-        place = _local_place(value, named=key.startswith("branch."))
-        if place == "" or (place is not None and within_any(place, trees.roots)):
-            asks.append(printable(f"It sets {key} to {value} in {config}: a repository inside the allowed "
-                                  "directories, which a command can fill — your next git pull or fetch (or submodule "
-                                  "update) would take what it holds as upstream's."))  # fmt: skip
+        # (any local place, not only one inside the roots: ``//root/x``, ``/proc/self/root/root/x`` and links name
+        # a place inside by another spelling — red team 112 F1)
+        if _local(value, named=key.startswith("branch.")):
+            asks.append(printable(f"It sets {key} to {value} in {config}: a repository on this machine, which a "
+                                  "command may have filled — your next git pull or fetch (or submodule update) would "
+                                  "take what it holds as upstream's."))  # fmt: skip
     return asks
 
 
@@ -46,17 +46,12 @@ def _upstreams(data: bytes | None) -> set[tuple[str, str]]:
     return {(key.lower(), value) for key, value in git_config_entries(data) or [] if _UPSTREAM.match(key.lower())}
 
 
-def _local_place(value: str, *, named: bool = False) -> str | None:
-    """The absolute local path a url names; "" for a relative one (its place depends on where git runs); None for a
-    network url, or (``named``: a branch's remote) a remote's name (``branch.main.remote = origin``)."""
-    if value.startswith("file://"):
-        rest = value[len("file://") :]
-        path = rest[rest.find("/") :] if "/" in rest else ""
-        return posixpath.normpath(path) if path else ""
+def _local(value: str, *, named: bool = False) -> bool:
+    """Whether a url names a repository on this machine (a path, absolute or relative, or a ``file:`` url); not a
+    network url, nor (``named``: a branch's remote) a remote's name (``branch.main.remote = origin``; ``.``: the
+    repository itself, whose refs are judged as they move)."""
+    if value.lower().startswith("file:"):
+        return True
     if _SCHEME.match(value) or (_SCP_LIKE.match(value) and not value.startswith(("./", "../"))):
-        return None
-    if named and "/" not in value and value != "..":
-        return None  # a remote's name (``.``: the repository itself, whose refs are judged as they move)
-    if value.startswith("~"):
-        value = os.path.expanduser(value)
-    return posixpath.normpath(value) if value.startswith("/") else ""
+        return False
+    return not (named and "/" not in value and value != "..")
