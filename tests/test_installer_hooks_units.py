@@ -74,4 +74,5 @@ def test_dependencies_fetched_from_elsewhere_and_pip_index_lines_are_named() -> 
     assert installer_manifest("requirements-dev.txt") and installer_manifest("constraints.txt")
     assert not installer_manifest("notes.txt")
     assert installer_hook_keys("requirements.txt", b"requests\n", b"requests>=2\n") == []
-    assert installer_hook_keys("requirements.txt", b"requests\n", b"-i http://127.0.0.1:9/simple\nrequests\n") == ["-i"]
+    indexed = b"-i http://127.0.0.1:9/simple\nrequests\n"
+    assert installer_hook_keys("requirements.txt", b"requests\n", indexed) == ["index-url"]

@@ -86,11 +86,13 @@ async def test_a_shallow_clone_lands_and_a_fetch_that_cuts_held_history_is_asked
     source = _upstream(workspace)
     full = workspace / "full"
     git(workspace, "clone", "-q", f"file://{source}", str(full))
+    yes = Person(True)  # (a clone from a repository on this machine is asked for its upstream: test_git_upstreams)
+    async with shell(workspace, yes) as client:
+        cloned = await run(client, f"git clone -q --depth 1 file://{source} shallow-copy", cwd=str(workspace))
+    assert cloned.get("transaction") == "applied" and not any("no parents" in q for q in yes.questions), cloned
+    assert (workspace / "shallow-copy/.git/shallow").is_file()
     person = Person(False)
     async with shell(workspace, person) as client:
-        cloned = await run(client, f"git clone -q --depth 1 file://{source} shallow-copy", cwd=str(workspace))
-        assert not person.questions and cloned.get("transaction") == "applied", cloned
-        assert (workspace / "shallow-copy/.git/shallow").is_file()
         cut = await run(client, "git fetch -q --depth 1 origin", cwd=str(full))
     assert person.questions and any("no parents" in q for q in person.questions), cut
     assert not (full / ".git/shallow").exists()

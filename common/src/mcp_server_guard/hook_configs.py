@@ -33,6 +33,8 @@ __all__ = [
     "HOOK_CONFIG_FILES",
     "MAX_PACKAGE_JSON",
     "UNREAD",
+    "attribute_conversions",
+    "attributes_file",
     "changed_hook_keys",
     "hook_texts",
     "hooked_texts",
@@ -228,7 +230,29 @@ def _hook_settings(data: bytes | None, hooks: Iterable[str] = ()) -> dict[str, s
         inner = parsed.get(section)
         if isinstance(inner, dict):
             found |= {f"{section}.{key}": inner[key] for key in keys if key in inner}
+    # A dependency fetched from a url, a repository or a GitHub shorthand: its install scripts run at the next npm
+    # install (red team 113 F3); a registry's version range is the registry's (.npmrc is judged).
+    for table in ("dependencies", "devDependencies", "optionalDependencies", "peerDependencies", "overrides",
+                  "resolutions"):  # fmt: skip
+        inner = parsed.get(table)
+        fetched = {k: v for k, v in inner.items() if _fetched_spec(v)} if isinstance(inner, dict) else {}
+        if fetched:
+            found[f"{table} (fetched)"] = fetched
     return {key: json.dumps(value, sort_keys=True) for key, value in found.items()}
+
+
+_NPM_FETCHED = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:(?!\d)|[\w.-]+/[\w.-]+(?:#.*)?$)")  # url, git+, github:, a/b
+
+
+def _fetched_spec(spec: object) -> bool:
+    """Whether an npm dependency's spec fetches it from elsewhere than the registry (an override may nest)."""
+    if isinstance(spec, dict):
+        return any(_fetched_spec(v) for v in spec.values())
+    return (
+        isinstance(spec, str)
+        and bool(_NPM_FETCHED.match(spec.strip()))
+        and not spec.startswith(("file:", "npm:", "workspace:", "link:", "portal:"))
+    )
 
 
 def changed_hook_keys(old: bytes | None, new: bytes | None, hooks: Iterable[str] = ()) -> list[str]:
@@ -254,11 +278,16 @@ _INSTALLED = frozenset({"node_modules", "vendor", "site-packages", "dist-package
 _REQUIREMENTS = re.compile(r"(?:requirements|constraints)[\w.-]*\.(?:txt|in)")
 
 
+_OTHER_INSTALLERS = ("composer.json", "pyproject.toml", "uv.toml", "hatch.toml", "pdm.toml", "Pipfile", "pixi.toml",
+                     "environment.yml", "environment.yaml")  # fmt: skip
+
+
 def installer_manifest(path: str) -> bool:
-    """Whether ``path`` is a project's ``composer.json``, ``pyproject.toml``, ``uv.toml`` or pip requirements file
-    (not an installed package's)."""
+    """Whether ``path`` is a project's ``composer.json``, ``pyproject.toml``, ``uv.toml``, ``hatch.toml``,
+    ``pdm.toml``, ``Pipfile``, ``pixi.toml``, conda ``environment.yml`` or pip requirements file (not an installed
+    package's)."""
     parts = path.split("/")
-    named = parts[-1] in ("composer.json", "pyproject.toml", "uv.toml") or _REQUIREMENTS.fullmatch(parts[-1])
+    named = parts[-1] in _OTHER_INSTALLERS or _REQUIREMENTS.fullmatch(parts[-1])
     return bool(named) and not _INSTALLED & set(parts)
 
 
@@ -266,9 +295,10 @@ def installer_hook_keys(path: str, old: bytes | None, new: bytes | None) -> list
     """The install hooks (and the script tables they may call) a new content of ``path`` sets to another value than
     the old one had; the whole file where the new content cannot be read as the package manager reads it."""
     name = path.rsplit("/", 1)[-1]
-    read = {"composer.json": _composer_hooks, "uv.toml": _uv_toml_hooks, "pyproject.toml": _pyproject_hooks}.get(
-        name, _requirements_sources
-    )
+    read = {"composer.json": _composer_hooks, "uv.toml": _uv_toml_hooks, "pyproject.toml": _pyproject_hooks,
+            "hatch.toml": _hatch_toml_hooks, "pdm.toml": _pdm_toml_hooks, "Pipfile": _pipfile_sources,
+            "pixi.toml": _pixi_channels, "environment.yml": _conda_channels,
+            "environment.yaml": _conda_channels}.get(name, _requirements_sources)  # fmt: skip
     before, after = read(old), read(new)
     if after is None:
         return ["(the whole file: it could not be read here)"]
@@ -336,9 +366,29 @@ def _fetched(given: object) -> bool:
     return isinstance(given, dict) and any(key in given for key in ("git", "url"))
 
 
-# pip's option lines in a requirements file: where every package of it (and of ``pip install -r``) comes from.
-_PIP_SOURCES = re.compile(r"^\s*(-i|--index-url|--extra-index-url|-f|--find-links|--trusted-host)(?:[\s=]+(\S*))?",
-                          re.M)  # fmt: skip
+# pip's option lines in a requirements file: where every package of it (and of ``pip install -r``) comes from. Read
+# as pip reads them (red team 113 F1): a line ending in a backslash goes on on the next, and any unique prefix of a
+# long option is that option (optparse): ``--index`` is ``--index-url``.
+_PIP_LONG = ("index-url", "extra-index-url", "no-index", "constraint", "requirement", "editable", "find-links",
+             "no-binary", "only-binary", "prefer-binary", "require-hashes", "pre", "trusted-host", "use-feature",
+             "config-settings", "global-option", "hash")  # fmt: skip
+_PIP_SHORT = {"-i": "index-url", "-f": "find-links", "-r": "requirement", "-c": "constraint", "-e": "editable"}
+_PIP_SOURCES = frozenset({"index-url", "extra-index-url", "find-links", "trusted-host"})
+# A requirement fetched from a repository or an archive (PEP 508 ``name @ url``, a bare url, ``git+…``): its build
+# backend runs at the next install (red team 113 F2).
+_DIRECT = re.compile(r"(?:^|@\s*|\s)(?:[A-Za-z][A-Za-z0-9+.-]*://|git\+|file:)", re.I)
+
+
+def _pip_option(word: str) -> tuple[str, str] | None:
+    """(the long option's name, a value given with it) of a requirements line's first word; None: no option pip
+    reads so (or one of several prefixes: pip refuses it)."""
+    if word[:2] in _PIP_SHORT:
+        return _PIP_SHORT[word[:2]], word[2:].lstrip("=")
+    if not word.startswith("--"):
+        return None
+    name, _, value = word[2:].partition("=")
+    named = [option for option in _PIP_LONG if option == name] or [o for o in _PIP_LONG if o.startswith(name)]
+    return (named[0], value) if name and len(named) == 1 else None
 
 
 def _requirements_sources(data: bytes | None) -> dict[str, str] | None:
@@ -347,9 +397,134 @@ def _requirements_sources(data: bytes | None) -> dict[str, str] | None:
     if len(data) >= MAX_PACKAGE_JSON:
         return None
     found: dict[str, list[str]] = {}
-    for option, value in _PIP_SOURCES.findall(data.decode("utf-8", "replace")):
-        found.setdefault(option, []).append(value)
+    text = re.sub(r"\\\r?\n", "", data.decode("utf-8", "replace"))  # (pip joins continued lines first)
+    for line in text.splitlines():
+        words = line.split("#", 1)[0].split() if not line.lstrip().startswith("#") else []
+        if not words:
+            continue
+        option = _pip_option(words[0])
+        value = (option[1] or (words[1] if len(words) > 1 else "")) if option else ""
+        if option is not None and option[0] in _PIP_SOURCES:
+            found.setdefault(option[0], []).append(value)
+        elif option is not None and option[0] in ("requirement", "constraint"):
+            # Threat: ``-r deps.list`` includes a file of another name, whose sources pip reads and nothing judges
+            # (a ``requirements*.txt`` or ``constraints*`` file is judged itself when it changes).
+            if not _REQUIREMENTS.fullmatch(value.rsplit("/", 1)[-1]):
+                found.setdefault(option[0], []).append(value)
+        elif _DIRECT.search(" ".join(words)):
+            found.setdefault("a requirement from a url", []).append(" ".join(words))
     return {option: json.dumps(sorted(values)) for option, values in found.items()}
+
+
+def _hatch_keys(hatch: dict[str, Any], prefix: str) -> dict[str, str]:
+    """Hatch's install commands of each environment and the plugins it installs (``[env] requires``, which it runs:
+    red team 113 F4), in pyproject's ``[tool.hatch]`` or in ``hatch.toml``."""
+    found: dict[str, str] = {}
+    envs = hatch.get("envs")
+    for name, env in envs.items() if isinstance(envs, dict) else ():
+        for key in ("pre-install-commands", "post-install-commands"):
+            if isinstance(env, dict) and key in env:
+                found[f"{prefix}envs.{name}.{key}"] = json.dumps(env[key], sort_keys=True, default=str)
+    env = hatch.get("env")
+    if isinstance(env, dict) and "requires" in env:
+        found[f"{prefix}env.requires"] = json.dumps(env["requires"], sort_keys=True, default=str)
+    return found
+
+
+def _hatch_toml_hooks(data: bytes | None) -> dict[str, str] | None:
+    parsed = _toml(data)
+    return None if parsed is None else _hatch_keys(parsed, "")
+
+
+def _tables(data: bytes | None, *keys: str) -> dict[str, str] | None:
+    """The values of top-level (or dotted) ``keys`` of a TOML file, as canonical JSON."""
+    parsed = _toml(data)
+    if parsed is None:
+        return None
+    found: dict[str, str] = {}
+    for key in keys:
+        value: Any = parsed
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is not None:
+            found[key] = json.dumps(value, sort_keys=True, default=str)
+    return found
+
+
+def _pdm_toml_hooks(data: bytes | None) -> dict[str, str] | None:
+    return _tables(data, "pypi", "scripts")  # (PDM's index, as [[tool.pdm.source]]; its hooks, as [tool.pdm.scripts])
+
+
+def _pipfile_sources(data: bytes | None) -> dict[str, str] | None:
+    return _tables(data, "source")  # (pipenv's indexes: red team 113 F3)
+
+
+def _pixi_channels(data: bytes | None) -> dict[str, str] | None:
+    return _tables(data, "workspace.channels", "project.channels", "pypi-options")
+
+
+_CONDA_CHANNELS = re.compile(r"^channels\s*:(.*(?:\n[ \t-].*)*)", re.M)
+
+
+def _conda_channels(data: bytes | None) -> dict[str, str] | None:
+    """A conda environment file's channels (where ``conda env update`` fetches packages whose scripts it runs)."""
+    if data is None:
+        return None
+    found = _CONDA_CHANNELS.findall(data.decode("utf-8", "replace"))
+    return {"channels": json.dumps([" ".join(block.split()) for block in found])} if found else {}
+
+
+def _direct_references(parsed: dict[str, Any]) -> dict[str, str]:
+    """A pyproject's own dependency lists' requirements taken from a repository or an archive (red team 113 F2)."""
+    project: dict[str, Any] = parsed["project"] if isinstance(parsed.get("project"), dict) else {}
+    build: dict[str, Any] = parsed["build-system"] if isinstance(parsed.get("build-system"), dict) else {}
+    lists: dict[str, object] = {"project.dependencies": project.get("dependencies"),
+                                "build-system.requires": build.get("requires")}  # fmt: skip
+    for table, prefix in ((project.get("optional-dependencies"), "project.optional-dependencies."),
+                          (parsed.get("dependency-groups"), "dependency-groups.")):  # fmt: skip
+        for name, items in table.items() if isinstance(table, dict) else ():
+            lists[f"{prefix}{name}"] = items
+    found: dict[str, str] = {}
+    for key, items in lists.items():
+        named = sorted(i for i in items if isinstance(i, str) and _DIRECT.search(i)) if isinstance(items, list) else []
+        if named:
+            found[key] = json.dumps(named)
+    return found
+
+
+# Attributes that make git convert a file's bytes as it stores or writes it (red team 113 F5: ``*.png text`` added
+# to .gitattributes, and the user's next ``git stash`` keeps their binary edit with its CRLFs turned to LF, the work
+# tree reset: the bytes survive nowhere). A filter's program is git config's (judged there); git-lfs's is the store.
+_CONVERTING = re.compile(r"^(?:text|eol|crlf|ident|working-tree-encoding|filter)(?:=|$)")
+
+
+def attributes_file(path: str) -> bool:
+    """Whether ``path`` is a ``.gitattributes`` of the project (not an installed package's)."""
+    parts = path.split("/")
+    return parts[-1] == ".gitattributes" and not _INSTALLED & set(parts)
+
+
+def attribute_conversions(old: bytes | None, new: bytes | None) -> list[str]:
+    """The lines of a ``.gitattributes`` ``new`` holds, and ``old`` did not, that make git convert bytes (macros
+    defined with such attributes count as them); all of it past what is read."""
+    if new is not None and len(new) >= MAX_PACKAGE_JSON:
+        return ["(the whole file: it could not be read here)"]
+
+    def converting(data: bytes | None) -> set[str]:
+        macros: set[str] = set()
+        found: set[str] = set()
+        for line in (data or b"").decode("utf-8", "replace").splitlines():
+            words = line.split()
+            if not words or words[0].startswith("#"):
+                continue
+            attrs = [w for w in words[1:] if not w.startswith(("-", "!")) and w != "filter=lfs"]
+            if any(_CONVERTING.match(a) or a in macros for a in attrs):
+                if words[0].startswith("[attr]"):
+                    macros.add(words[0][len("[attr]") :])
+                found.add(" ".join(words))
+        return found
+
+    return sorted(converting(new) - converting(old))
 
 
 def _uv_toml_hooks(data: bytes | None) -> dict[str, str] | None:
@@ -369,14 +544,10 @@ def _pyproject_hooks(data: bytes | None) -> dict[str, str] | None:
     if isinstance(scripts, dict) and any(_PDM_HOOK.search(str(name)) for name in scripts):
         found["tool.pdm.scripts"] = json.dumps(scripts, sort_keys=True, default=str)
     hatch = tool.get("hatch")
-    envs = hatch.get("envs") if isinstance(hatch, dict) else None
-    for name, env in (envs or {}).items() if isinstance(envs, dict) else ():
-        for key in ("pre-install-commands", "post-install-commands"):
-            if isinstance(env, dict) and key in env:
-                found[f"tool.hatch.envs.{name}.{key}"] = json.dumps(env[key], sort_keys=True, default=str)
+    found |= _hatch_keys(hatch if isinstance(hatch, dict) else {}, "tool.hatch.")
     poetry = tool.get("poetry")  # (Poetry 2 installs the plugins a project requires, and runs them, unasked)
     for owner, key in (("poetry", "requires-plugins"), ("poetry", "source"), ("pdm", "source")):
         table = poetry if owner == "poetry" else pdm  # (their package indexes: red team 101 C)
         if isinstance(table, dict) and key in table:
             found[f"tool.{owner}.{key}"] = json.dumps(table[key], sort_keys=True, default=str)
-    return {**found, **_index_keys(tool.get("uv"), "tool.uv.")}
+    return {**found, **_index_keys(tool.get("uv"), "tool.uv."), **_direct_references(parsed)}

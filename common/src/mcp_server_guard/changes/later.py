@@ -28,6 +28,8 @@ from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.changes.nofollow import DIR, Changed, open_dir
 from mcp_server_guard.hook_configs import (
     MAX_PACKAGE_JSON,
+    attribute_conversions,
+    attributes_file,
     changed_hook_keys,
     hook_texts,
     hooked_texts,
@@ -103,6 +105,16 @@ def runs_later(
                 asks.append(f"It changes {printable(change.path)}, which holds scripts or git hook settings (pnpm and "
                             "the hook tools read it as a package.json): they run at your next git commit or install, "
                             "outside the box.")  # fmt: skip
+            continue
+        if attributes_file(change.path):
+            by_content.add(key)
+            trees = trees or Trees(changes)
+            new = trees.read(change.path, limit=MAX_PACKAGE_JSON) if change.kind == "file" and not change.link else None
+            old = trees.read(change.path, real=True, limit=MAX_PACKAGE_JSON) if change.action == "modify" else b""
+            if lines := attribute_conversions(old, new):
+                asks.append(f"It changes {printable(change.path)} so that git converts the bytes of the files it "
+                            f"names ({printable(lines[0])}): your next git stash, add or checkout stores or writes "
+                            "them converted (a binary file's edit with them).")  # fmt: skip
             continue
         if installer_manifest(change.path):
             by_content.add(key)

@@ -13,6 +13,8 @@ from mcp_server_guard.files.jail import Located
 from mcp_server_guard.files.mime import mime_of
 from mcp_server_guard.hook_configs import (
     UNREAD,
+    attribute_conversions,
+    attributes_file,
     changed_hook_keys,
     hook_texts,
     installer_hook_keys,
@@ -83,6 +85,13 @@ def check_hook_keys(located: Located, old: bytes | None, data: bytes, dirfd: int
             f"'{located.given}' would change what the package manager runs at install ({', '.join(keys)}): it runs "
             "at the user's next install, outside any box.",
             "Leave those keys as they are (edit the rest of the file), or ask the user to change them by hand.",
+        )
+    if attributes_file(located.rel) and (lines := attribute_conversions(old, data)):
+        raise SecurityError(  # (red team 113 F5: ``*.png text``, and the user's next stash keeps their edit converted)
+            "PROTECTED_CONTENT",
+            f"'{located.given}' would make git convert the bytes of the files it names ({lines[0]}): the user's next "
+            "git stash, add or checkout stores or writes them converted, outside any box.",
+            "Leave those attributes as they are (or mark files -text), or ask the user to change them by hand.",
         )
     if not judged_package_json(located.rel):
         return
