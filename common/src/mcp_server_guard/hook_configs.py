@@ -241,17 +241,22 @@ def _hook_settings(data: bytes | None, hooks: Iterable[str] = ()) -> dict[str, s
     return {key: json.dumps(value, sort_keys=True) for key, value in found.items()}
 
 
-_NPM_FETCHED = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:(?!\d)|[\w.-]+/[\w.-]+(?:#.*)?$)")  # url, git+, github:, a/b
+# url, git+, github:, ``a/b``, ``git@host:a/b`` (scp-like), and a tarball by its path (``file:x.tgz``, ``./x.tgz``,
+# ``/abs/x.tgz``: its own package.json, inside the archive, is never judged; red team 114 F4)
+_NPM_FETCHED = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:(?!\d)|[\w.-]+/[\w.-]+(?:#.*)?$|[\w.-]+@[\w.-]+:)")
+_NPM_TARBALL = re.compile(r"^(?:file:|\.{0,2}/|~/).*\.(?:tgz|tar|tar\.gz|tar\.bz2|tar\.xz)$", re.I)
 
 
 def _fetched_spec(spec: object) -> bool:
     """Whether an npm dependency's spec fetches it from elsewhere than the registry (an override may nest)."""
     if isinstance(spec, dict):
         return any(_fetched_spec(v) for v in spec.values())
-    return (
-        isinstance(spec, str)
-        and bool(_NPM_FETCHED.match(spec.strip()))
-        and not spec.startswith(("file:", "npm:", "workspace:", "link:", "portal:"))
+    if not isinstance(spec, str):
+        return False
+    if _NPM_TARBALL.match(spec.strip()):
+        return True
+    return bool(_NPM_FETCHED.match(spec.strip())) and not spec.startswith(
+        ("file:", "npm:", "workspace:", "link:", "portal:")
     )
 
 
@@ -397,8 +402,7 @@ def _requirements_sources(data: bytes | None) -> dict[str, str] | None:
     if len(data) >= MAX_PACKAGE_JSON:
         return None
     found: dict[str, list[str]] = {}
-    text = re.sub(r"\\\r?\n", "", data.decode("utf-8", "replace"))  # (pip joins continued lines first)
-    for line in text.splitlines():
+    for line in _pip_lines(data.decode("utf-8", "replace")):
         words = line.split("#", 1)[0].split() if not line.lstrip().startswith("#") else []
         if not words:
             continue
@@ -463,15 +467,36 @@ def _pixi_channels(data: bytes | None) -> dict[str, str] | None:
     return _tables(data, "workspace.channels", "project.channels", "pypi-options")
 
 
-_CONDA_CHANNELS = re.compile(r"^channels\s*:(.*(?:\n[ \t-].*)*)", re.M)
+# What in a conda environment file may name where packages come from, read without a YAML parser (none is at hand):
+# a channels key in any spelling, ``channel::pkg``, a url, an option line of its pip section (``- --extra-index-url``,
+# ``- -i …``), a flow mapping or list (``{…}``, ``[…]``: read whole) (red team 114 F3).
+_CONDA_SOURCE = re.compile(r"channel|::|://|^\s*-\s+-|[{\[]", re.I)
 
 
 def _conda_channels(data: bytes | None) -> dict[str, str] | None:
-    """A conda environment file's channels (where ``conda env update`` fetches packages whose scripts it runs)."""
+    """A conda environment file's lines that may name a source (``conda env update`` fetches packages whose scripts
+    it runs, and hands its pip section to pip)."""
     if data is None:
         return None
-    found = _CONDA_CHANNELS.findall(data.decode("utf-8", "replace"))
-    return {"channels": json.dumps([" ".join(block.split()) for block in found])} if found else {}
+    if len(data) >= MAX_PACKAGE_JSON:
+        return None
+    lines = sorted({" ".join(line.split()) for line in re.split(r"[\r\n]", data.decode("utf-8", "replace"))
+                    if _CONDA_SOURCE.search(line)})  # fmt: skip
+    return {"sources": json.dumps(lines)} if lines else {}
+
+
+def _pip_lines(text: str) -> list[str]:
+    """A requirements file's logical lines as pip makes them: split at every line end Python knows (``splitlines``:
+    CR, form feed, U+2028 too), then a line ending in a backslash joined with the next (red team 114 F2)."""
+    lines: list[str] = []
+    pending = ""
+    for line in text.splitlines():
+        if line.endswith("\\"):
+            pending += line[:-1]
+            continue
+        lines.append(pending + line)
+        pending = ""
+    return [*lines, pending] if pending else lines
 
 
 def _direct_references(parsed: dict[str, Any]) -> dict[str, str]:
@@ -513,8 +538,9 @@ def attribute_conversions(old: bytes | None, new: bytes | None) -> list[str]:
     def converting(data: bytes | None) -> set[str]:
         macros: set[str] = set()
         found: set[str] = set()
-        for line in (data or b"").decode("utf-8", "replace").splitlines():
-            words = line.split()
+        # (as git reads it: lines end at LF only, fields part at space, tab and CR: red team 114 F1)
+        for line in (data or b"").decode("utf-8", "replace").split("\n"):
+            words = [w for w in re.split(r"[ \t\r]+", line) if w]
             if not words or words[0].startswith("#"):
                 continue
             attrs = [w for w in words[1:] if not w.startswith(("-", "!")) and w != "filter=lfs"]
