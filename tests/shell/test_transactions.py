@@ -514,7 +514,10 @@ async def test_npm_install_and_a_pip_install_into_a_venv_work_on_the_copy(worksp
         lib.mkdir()
         (lib / "package.json").write_text('{"name": "lib", "version": "1.0.0", "main": "index.js"}')
         (lib / "index.js").write_text("module.exports = 42;\n")
-        steps.append("npm pack -s ./lib >/dev/null && npm install -s --offline --no-audit --no-fund ./lib-1.0.0.tgz")
+        # (--no-save: a tarball saved as a dependency is asked, its package.json never judged: red team 114 F4)
+        steps.append(
+            "npm pack -s ./lib >/dev/null && npm install -s --offline --no-audit --no-fund --no-save ./lib-1.0.0.tgz"
+        )
     if shutil.which("python3"):
         steps.append("python3 -m venv .venv && .venv/bin/pip --version > /dev/null")  # pip installs pip, offline
     if not steps:
