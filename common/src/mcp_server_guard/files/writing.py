@@ -454,10 +454,10 @@ class Writer(WriteRecords):
             only = mine != (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size) and not self.backed(
                 located.root.path, located.rel
             )
-            # Kept whole where the history shares the file's file system (a new name of it, made under the tree
-            # lock by _land); else copied now, under the file's lock alone. Pinned until the write has landed: no
-            # server's eviction takes the backup before the rename.
-            link = self._history_device() == st.st_dev
+            # Kept whole where the history shares the file's file system and the file has no other name (a new name
+            # of it, made under the tree lock by _land); else copied now, under the file's lock alone (other names
+            # could change it; no copy holds the tree lock). Pinned until the write has landed: no eviction takes it.
+            link = st.st_nlink == 1 and self._history_device() == st.st_dev
             with self.history.pinned(entry_id):
                 backup = None if link else self._save_previous(old, located, dirfd, name, st, entry_id, link=False)
                 fcntl.flock(old, fcntl.LOCK_UN)
