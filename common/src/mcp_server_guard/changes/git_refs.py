@@ -351,9 +351,10 @@ def _questions(changes: ChangeSet, trees: Trees, where: Layout, names: set[str],
                                       "your next checkout of one would write what that tree says, and your next git "
                                       "gc deletes what they no longer lead to."))  # fmt: skip
         if "index" in names:
-            asks += _cache_tree(trees, where)
+            index = trees.read(f"{where.own}/index", limit=256 << 20) or b""  # (read once: large in large repositories)
+            asks += _cache_tree(trees, where, index)
             try:
-                later.add(objects, where, _shown(where, "the index"), _staged(trees, where, objects, bases))
+                later.add(objects, where, _shown(where, "the index"), _staged(trees, where, objects, bases, index))
             except Unreadable as exc:
                 asks.append(f"It changes {printable(_shown(where, 'the index'))}, which the server could not read "
                             f"whole ({exc}): what your next checkout -- . writes could not be judged.")  # fmt: skip
@@ -498,10 +499,12 @@ def _mentioned(trees: Trees, git_dir: str, rest: str, objects: Objects) -> list[
     return found
 
 
-def _staged(trees: Trees, where: Layout, objects: Objects, bases: list[bytes]) -> list[tuple[str, int, bytes]]:
-    """(path, mode, id) of the index entries the command changed whose content the user's checkout does not have."""
+def _staged(
+    trees: Trees, where: Layout, objects: Objects, bases: list[bytes], data: bytes
+) -> list[tuple[str, int, bytes]]:
+    """(path, mode, id) of the index entries (``data``: the index as left) the command changed whose content the
+    user's checkout does not have."""
     width = id_width(trees, where.common)
-    data = trees.read(f"{where.own}/index", limit=256 << 20) or b""
     if split_index(data, width):  # (its entries partly in a shared index file: red team 76 F4)
         raise Unreadable("the index is split")
     now = index_entries(data, width)
@@ -513,9 +516,9 @@ def _staged(trees: Trees, where: Layout, objects: Objects, bases: list[bytes]) -
     return [entry for entry in changed if not bases or _entry(objects, bases[0], entry[0], listed) != entry[2]]
 
 
-def _cache_tree(trees: Trees, where: Layout) -> list[str]:
-    """A question for an index whose cache tree names trees its entries do not make (``git_cache_tree``)."""
-    data = trees.read(f"{where.own}/index", limit=256 << 20) or b""
+def _cache_tree(trees: Trees, where: Layout, data: bytes) -> list[str]:
+    """A question for an index (``data``) whose cache tree names trees its entries do not make
+    (``git_cache_tree``)."""
     try:
         lies = cache_tree_lies(data, id_width(trees, where.common))
     except CacheTreeUnreadable as exc:

@@ -14,6 +14,7 @@ import os
 import posixpath
 import stat
 from collections.abc import Sequence
+from typing import Any
 
 from mcp_server_guard.changes import name_changes
 from mcp_server_guard.changes.changeset import same_bytes, walk_real
@@ -526,15 +527,16 @@ UNDO_STEPS = {
 }  # fmt: skip
 
 
-def put_back_since(history: HistoryStore, audit_id: str, applied_ns: int, paths: Sequence[str]) -> dict[str, int]:
+def put_back_since(
+    history: HistoryStore, audit_id: str, applied_ns: int, paths: Sequence[str], calls: Sequence[Any] = ()
+) -> dict[str, int]:
     """For each of ``paths`` that calls after call ``audit_id`` changed and undos then put back — every later call
     that touched it undone, newest first — the time of the last of those undos: what stands there since is what
     that call left (an undo puts a directory back by a rename, which changes its ctime). Undoing several calls
     newest first then finds each directory as its call left it; a later call still in force (or a redo) leaves
-    the path out: judged from the call's own time, it shows as changed."""
-    later = [
-        m for m in history.calls.all() if int(m.get("applied_ns", 0)) > applied_ns and m.get("audit_id") != audit_id
-    ]
+    the path out: judged from the call's own time, it shows as changed. (``calls``: the records, read already.)"""
+    later = [m for m in calls or history.calls.all() if int(m.get("applied_ns", 0)) > applied_ns
+             and m.get("audit_id") != audit_id]  # fmt: skip
     found: dict[str, int] = {}
     for path in paths:
         stack: list[str] = []

@@ -110,10 +110,10 @@ def copied_back(
     F3): rolling a session back newest first stopped at the earlier call, its file taken for someone else's change.
     Only where the call that replaced it recorded the very file (device, inode, time, size) the record says it left."""
     files = {r.path: r for r in records if r.kind == "file" and r.action in ("create", "modify") and len(r.after) >= 4}
-    since = put_back_since(history, audit_id, applied_ns, list(files)) if files else {}
+    manifests = history.calls.all() if files else []
+    since = put_back_since(history, audit_id, applied_ns, list(files), manifests) if files else {}
     if not since:
         return {}
-    manifests = history.calls.all()
     found: dict[str, tuple[int, ...]] = {}
     for path, at in since.items():
         undo = next((m for m in manifests if int(m.get("applied_ns", 0)) == at and m.get("undoes")), None)

@@ -127,7 +127,7 @@ class WriteRecords:
         """Keep the file a write replaces: ``link``: the very file, a new name of it in the history (the caller holds
         the tree lock and the file's: the name is about to be replaced by a rename) — its undo puts back that file,
         every other name of it one file with it again (red team 110 F3); else a copy of its bytes (a history on
-        another file system)."""
+        another file system, or a file with other names: its bytes could change through them)."""
         record = audit.current()
         # Threat: a flood of writes pushing out of the history the one copy of work an earlier call replaced.
         calls = self.history.evicting(1, st.st_size, record.audit_id if record is not None else "")
