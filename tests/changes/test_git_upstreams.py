@@ -49,3 +49,24 @@ async def test_everyday_remotes_land_and_a_local_upstream_inside_the_roots_is_as
         local = await run(client, f"git remote set-url origin {workspace}/.cache/up.git", cwd=str(workspace))
     assert person.questions and "upstream" in person.questions[0], local
     assert "example.com" in (workspace / ".git/config").read_text()
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
+async def test_a_push_url_to_a_repository_on_this_machine_is_asked(workspace: Path, tmp_path: Path) -> None:
+    # Threat: `git remote set-url --push origin /elsewhere/repo.git` (or branch.*.pushRemote, remote.pushDefault
+    # spelled as a path): the user's next `git push` writes commits and branches outside the allowed directories.
+    one_commit(workspace)
+    person = Person(False)
+    elsewhere = tmp_path / "elsewhere.git"
+    async with shell(workspace, person) as client:
+        everyday = await run(client, "git remote add origin https://example.com/org/repo.git && git remote set-url "
+                             "--push origin git@example.com:org/repo.git", cwd=str(workspace))  # fmt: skip
+        assert everyday.get("transaction") == "applied" and not person.questions, everyday
+        for line in (f"git remote set-url --push origin {elsewhere}", f"git config branch.main.pushRemote {elsewhere}",
+                     f"git config remote.pushDefault file://{elsewhere}"):  # fmt: skip
+            person.questions.clear()
+            await run(client, line, cwd=str(workspace))
+            assert person.questions and "git push" in person.questions[0], line
+    config = (workspace / ".git/config").read_text()
+    assert str(elsewhere) not in config and "git@example.com" in config

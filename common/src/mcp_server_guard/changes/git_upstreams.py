@@ -1,5 +1,5 @@
-"""Where a repository's next fetch or pull takes its commits from, as a command leaves its config
-(``changes.git_refs``).
+"""Where a repository's next fetch or pull takes its commits from (and its next push puts them), as a command leaves
+its config (``changes.git_refs``).
 
 Threat (red team 110 F2): the judgement of refs trusts what a fetch brings as upstream's — but a command can choose
 upstream. It makes a bare repository inside the allowed directories (nothing judges what one holds), puts a commit
@@ -7,7 +7,9 @@ there whose tree adds ``.envrc`` or a hook, and points ``remote.origin.url`` (or
 submodule's url) at it: the user's next ``git pull`` writes that tree outside the box. A remote, branch or submodule
 url that a call sets to a repository on this machine is asked — any local path or ``file:`` url, not only one inside
 the allowed directories: a place inside has many spellings (``//root/x``, ``/proc/self/root/root/x``, a link; red
-team 112 F1), and a relative one depends on where the user runs git.
+team 112 F1), and a relative one depends on where the user runs git. Where the next push goes (a remote's
+``pushurl``, ``branch.*.pushRemote``, ``remote.pushDefault``) set to such a place is asked too: the user's next
+``git push`` writes commits and branches into a repository on this machine, perhaps outside the allowed directories.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from mcp_server_guard.paths import printable
 
 __all__ = ["upstream_questions"]
 
-_UPSTREAM = re.compile(r"^(?:remote\..+\.url|branch\..+\.remote|submodule\..+\.url)$")
+_UPSTREAM = re.compile(
+    r"^(?:remote\..+\.(?:push)?url|remote\.pushdefault|branch\..+\.(?:push)?remote|submodule\..+\.url)$"
+)
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _SCP_LIKE = re.compile(r"^[^/:]+:")  # ``host:path`` (git's scp-like syntax: a colon before any slash)
 
@@ -33,7 +37,12 @@ def upstream_questions(trees: Trees, config: str) -> list[str]:
     for key, value in sorted(after - before):
         # (any local place, not only one inside the roots: ``//root/x``, ``/proc/self/root/root/x`` and links name
         # a place inside by another spelling — red team 112 F1)
-        if _local(value, named=key.startswith("branch.")):
+        if not _local(value, named=key.startswith("branch.") or key == "remote.pushdefault"):
+            continue
+        if key.endswith(("pushurl", "pushremote", "pushdefault")):
+            asks.append(printable(f"It sets {key} to {value} in {config}: a repository on this machine — your next "
+                                  "git push would write your commits and branches there."))  # fmt: skip
+        else:
             asks.append(printable(f"It sets {key} to {value} in {config}: a repository on this machine, which a "
                                   "command may have filled — your next git pull or fetch (or submodule update) would "
                                   "take what it holds as upstream's."))  # fmt: skip
