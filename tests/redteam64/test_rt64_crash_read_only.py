@@ -47,10 +47,6 @@ vars(walk).update(populate=populate)
 pytestmark = walk.pytestmark
 
 
-def test_read_only_crash_walk_as_a_user(tmp_path: Path) -> None:
-    again_as_a_user(__file__, tmp_path)
-
-
 # Each place that widens owner bits, walked in the suite (all 11 shapes, apply and undo, both set-ups: 44 walks,
 # about four minutes — ``RT64_EVERY_WALK=1`` runs them).
 APPLIES = [("rewrite-unreadable-file", True), ("ro-tree-moved-to-other-dir", False), ("attr-on-ro-file", False),
@@ -58,6 +54,13 @@ APPLIES = [("rewrite-unreadable-file", True), ("ro-tree-moved-to-other-dir", Fal
 UNDOS = [("ro-tree-removed", True), ("ro-file-moved-into-ro-dir", False)]
 if os.environ.get("RT64_EVERY_WALK"):
     APPLIES = UNDOS = [(shape, elsewhere) for shape in sorted(SHAPES) for elsewhere in (False, True)]
+
+
+# (each walk again as a user in a pytest of its own, so that the walks spread over the suite's workers)
+@pytest.mark.parametrize("walked", [f"apply_killed and {shape}-{elsewhere}" for shape, elsewhere in APPLIES]
+                         + [f"undo_killed and {shape}-{elsewhere}" for shape, elsewhere in UNDOS])  # fmt: skip
+def test_read_only_crash_walk_as_a_user(tmp_path: Path, walked: str) -> None:
+    again_as_a_user(__file__, tmp_path, only=walked)
 
 
 @as_a_user

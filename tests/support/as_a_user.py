@@ -28,16 +28,17 @@ def capable() -> bool:
 as_a_user = pytest.mark.skipif(capable(), reason="run without CAP_DAC_OVERRIDE by the module's *_as_a_user test")
 
 
-def again_as_a_user(module: str, tmp_path: Path) -> None:
+def again_as_a_user(module: str, tmp_path: Path, *, only: str = "") -> None:
     """Run ``module``'s tests once more, in one pytest (its temporary directories below ``tmp_path``), without
-    CAP_DAC_OVERRIDE; they must all pass."""
+    CAP_DAC_OVERRIDE; they must all pass. ``only``: those whose names hold it (a long module split over workers)."""
     if not capable():
         pytest.skip("this process is a user already: the module's tests ran as one")
     if shutil.which("setpriv") is None:
         pytest.skip("root with CAP_DAC_OVERRIDE and no setpriv to drop it")
+    chosen = "not as_a_user" + (f" and {only}" if only else "")
     done = subprocess.run(
         ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", sys.executable, "-m", "pytest", "-q",
-         "-p", "no:cacheprovider", "-p", "no:logging", "-n", "0", "-k", "not as_a_user",
+         "-p", "no:cacheprovider", "-p", "no:logging", "-n", "0", "-k", chosen,
          "--basetemp", str(tmp_path / "as-a-user"), module],
         capture_output=True, text=True, timeout=300, check=False, cwd=Path(module).parents[2],
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
