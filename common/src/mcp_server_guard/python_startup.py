@@ -150,7 +150,14 @@ def version_path(path: str, data: bytes) -> bool:
     then runs that file for ``uv run``, ``python`` …"""
     if path.rsplit("/", 1)[-1] not in _VERSION_FILES:
         return False
-    return any("/" in word for line in _lines(data) if not line.lstrip().startswith("#") for word in line.split())
+    # A comment is skipped only where every reader ends its lines alike: uv reads them at LF (a lone CR, a form feed,
+    # U+2028 within a line), ``str.splitlines`` at each of those — ``3.12\r# ./tools/py`` is no comment to uv, so in
+    # a file holding such a break no line is taken for a comment; and a comment starts at ``#`` after spaces and
+    # tabs only (Python strips more than uv: ``\x1f#``).
+    text = data.decode("utf-8", "replace")
+    odd = bool(_ODD_BREAKS.search(text)) or "\r" in text.replace("\r\n", "")
+    return any("/" in word for line in _lines(data) if odd or not line.lstrip(" \t").startswith("#")
+               for word in line.split())  # fmt: skip
 
 
 def env_code(path: str, data: bytes) -> list[str]:

@@ -135,7 +135,9 @@ def _applied(trees: Trees, path: str) -> bool:
     if not data:
         return False
     reflog = "/logs/" in f"/{path}"
-    words = [data.strip()] if not reflog else [line.split(b" ", 2)[1] for line in data.splitlines() if line.strip()]
+    # (lines as git reads them: at LF only — a CR inside a reflog's message starts no line git sees)
+    words = [data.strip()] if not reflog else [[*line.split(b" ", 2), b""][1] for line in data.split(b"\n")
+                                              if line.strip()]  # fmt: skip
     objects = trees.objects(f"{git_dir}/objects")
     try:
         for word in words:
@@ -224,13 +226,14 @@ def _named_ids(data: bytes, path: str) -> set[bytes]:
     """The commits (or tags) a ref, a reflog (the two ids of each line: not its message, red team 105 F1) or
     ``packed-refs`` (its lines for ``_KEPT_REFS``, and the peeled ``^`` line after one) names."""
     if "logs/" in f"/{path}":
-        words = [w for line in data.splitlines() for w in line.split(b" ", 2)[:2]]
+        # (at LF only, as git reads them: a message's CR followed by two ids names nothing to git)
+        words = [w for line in data.split(b"\n") for w in line.split(b" ", 2)[:2]]
         return {bytes.fromhex(w.decode()) for w in words if _WORD.fullmatch(w)} - {bytes(20), bytes(32)}
     if not path.endswith("packed-refs"):
         return {bytes.fromhex(word.decode()) for word in _WORD.findall(data)} - {bytes(20), bytes(32)}
     found: set[bytes] = set()
     taken = False
-    for line in data.splitlines():
+    for line in data.split(b"\n"):
         word, _, ref = line.partition(b" ")
         if line.startswith(b"^"):
             word, ref = line[1:].strip(), b""
@@ -476,7 +479,7 @@ def _reachable(trees: Trees, path: str, prefix: str, reaches: dict[str, _Reach])
     if data is None or (not data and not prefix):
         return False  # (unreadable, or an empty ref: no ref; an empty reflog names nothing)
     # A ref holds its id; each line of a reflog names the tip before and after ("<old> <new> <who> <when>\t<why>").
-    words = [data.strip()] if not prefix else [w for line in data.splitlines() for w in line.split(b" ", 2)[:2]]
+    words = [data.strip()] if not prefix else [w for line in data.split(b"\n") for w in line.split(b" ", 2)[:2]]
     reach = reaches.setdefault(git_dir, _Reach(trees, git_dir))
     for word in words:
         if not OID.match(word):

@@ -115,7 +115,7 @@ def valid_ref(name: str) -> bool:
 
 def packed_refs(data: bytes) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
-    for line in data.splitlines():
+    for line in data.split(b"\n"):  # (at LF only, as git reads it)
         oid, _, ref = line.strip().partition(b" ")
         if OID.match(oid) and ref.strip():
             out[ref.strip().decode("utf-8", "surrogateescape")] = bytes.fromhex(oid.decode().lower())
