@@ -135,6 +135,7 @@ def layer(module: str) -> str:
         "registry",
         "dirwatch",
         "hook_configs",
+        "package_sources",  # where manifests fetch packages from (hook_configs' readers of sources)
         "hook_runs",
         "env_names",
         "python_startup",

@@ -26,8 +26,20 @@ import os
 import re
 import stat
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
+
+from mcp_server_guard.package_sources import (
+    DIRECT,
+    LINE_MANIFESTS,
+    SOURCE_MANIFESTS,
+    fetched_strings,
+    other_encoding,
+    package_json_fetched,
+    requirements_file,
+    requirements_sources,
+    source_lines,
+)
 
 __all__ = [
     "HOOK_CONFIG_FILES",
@@ -231,13 +243,9 @@ def _hook_settings(data: bytes | None, hooks: Iterable[str] = ()) -> dict[str, s
         if isinstance(inner, dict):
             found |= {f"{section}.{key}": inner[key] for key in keys if key in inner}
     # A dependency fetched from a url, a repository or a GitHub shorthand: its install scripts run at the next npm
-    # install (red team 113 F3); a registry's version range is the registry's (.npmrc is judged).
-    for table in ("dependencies", "devDependencies", "optionalDependencies", "peerDependencies", "overrides",
-                  "resolutions"):  # fmt: skip
-        inner = parsed.get(table)
-        fetched = {k: v for k, v in inner.items() if _fetched_spec(v)} if isinstance(inner, dict) else {}
-        if fetched:
-            found[f"{table} (fetched)"] = fetched
+    # install (red team 113 F3), in any table of specs (pnpm's overrides, catalogs: red team 116 F2); a registry's
+    # version range is the registry's (.npmrc is judged).
+    found |= package_json_fetched(parsed, _fetched_spec)
     return {key: json.dumps(value, sort_keys=True) for key, value in found.items()}
 
 
@@ -280,9 +288,6 @@ _PDM_HOOK = re.compile(r"^(?:pre|post)_")
 _INSTALLED = frozenset({"node_modules", "vendor", "site-packages", "dist-packages"})  # installed packages' own
 
 
-_REQUIREMENTS = re.compile(r"(?:requirements|constraints)[\w.-]*\.(?:txt|in)")
-
-
 _OTHER_INSTALLERS = ("composer.json", "pyproject.toml", "uv.toml", "hatch.toml", "pdm.toml", "Pipfile", "pixi.toml",
                      "environment.yml", "environment.yaml")  # fmt: skip
 
@@ -292,7 +297,7 @@ def installer_manifest(path: str) -> bool:
     ``pdm.toml``, ``Pipfile``, ``pixi.toml``, conda ``environment.yml`` or pip requirements file (not an installed
     package's)."""
     parts = path.split("/")
-    named = parts[-1] in _OTHER_INSTALLERS or _REQUIREMENTS.fullmatch(parts[-1])
+    named = parts[-1] in (*_OTHER_INSTALLERS, *SOURCE_MANIFESTS, *LINE_MANIFESTS) or requirements_file(parts)
     return bool(named) and not _INSTALLED & set(parts)
 
 
@@ -300,14 +305,28 @@ def installer_hook_keys(path: str, old: bytes | None, new: bytes | None) -> list
     """The install hooks (and the script tables they may call) a new content of ``path`` sets to another value than
     the old one had; the whole file where the new content cannot be read as the package manager reads it."""
     name = path.rsplit("/", 1)[-1]
-    read = {"composer.json": _composer_hooks, "uv.toml": _uv_toml_hooks, "pyproject.toml": _pyproject_hooks,
-            "hatch.toml": _hatch_toml_hooks, "pdm.toml": _pdm_toml_hooks, "Pipfile": _pipfile_sources,
-            "pixi.toml": _pixi_channels, "environment.yml": _conda_channels,
-            "environment.yaml": _conda_channels}.get(name, _requirements_sources)  # fmt: skip
-    before, after = read(old), read(new)
-    if after is None:
-        return ["(the whole file: it could not be read here)"]
-    return sorted(key for key, value in after.items() if before is None or before.get(key) != value)
+    readers: list[Callable[[bytes | None], dict[str, str] | None]] = []
+    if specific := {"composer.json": _composer_hooks, "uv.toml": _uv_toml_hooks, "pyproject.toml": _pyproject_hooks,
+                    "hatch.toml": _hatch_toml_hooks, "pdm.toml": _pdm_toml_hooks, "Pipfile": _pipfile_sources,
+                    "pixi.toml": _pixi_channels, "environment.yml": _conda_channels,
+                    "environment.yaml": _conda_channels}.get(name):  # fmt: skip
+        readers.append(specific)
+    if name in SOURCE_MANIFESTS:  # (every string that names a source, wherever it stands: package_sources)
+        readers.append(lambda data: fetched_strings(name, data))
+    elif name in LINE_MANIFESTS:
+        readers.append(lambda data: source_lines(name, data))
+    elif not readers:
+        readers.append(requirements_sources)
+    keys: set[str] = set()
+    for read in readers:
+        before, after = read(old), read(new)
+        # (a file in another encoding than its reader may take — a UTF-16 mark, a ``coding:`` line — is not read
+        # here: red team 116 F3)
+        if after is None or other_encoding(new):
+            return ["(the whole file: it could not be read here)"]
+        keys |= {key for key, value in after.items() if before is None or before.get(key) != value}
+    # (a key inside one already named is not named again: ``tool.uv.sources``, not its ``tool.uv.sources.app.git``)
+    return sorted(key for key in keys if not any(key.startswith(f"{other}.") for other in keys))
 
 
 def _composer_hooks(data: bytes | None) -> dict[str, str] | None:
@@ -369,55 +388,6 @@ def _fetched(given: object) -> bool:
     if isinstance(given, list):
         return any(_fetched(item) for item in given)
     return isinstance(given, dict) and any(key in given for key in ("git", "url"))
-
-
-# pip's option lines in a requirements file: where every package of it (and of ``pip install -r``) comes from. Read
-# as pip reads them (red team 113 F1): a line ending in a backslash goes on on the next, and any unique prefix of a
-# long option is that option (optparse): ``--index`` is ``--index-url``.
-_PIP_LONG = ("index-url", "extra-index-url", "no-index", "constraint", "requirement", "editable", "find-links",
-             "no-binary", "only-binary", "prefer-binary", "require-hashes", "pre", "trusted-host", "use-feature",
-             "config-settings", "global-option", "hash")  # fmt: skip
-_PIP_SHORT = {"-i": "index-url", "-f": "find-links", "-r": "requirement", "-c": "constraint", "-e": "editable"}
-_PIP_SOURCES = frozenset({"index-url", "extra-index-url", "find-links", "trusted-host"})
-# A requirement fetched from a repository or an archive (PEP 508 ``name @ url``, a bare url, ``git+…``): its build
-# backend runs at the next install (red team 113 F2).
-_DIRECT = re.compile(r"(?:^|@\s*|\s)(?:[A-Za-z][A-Za-z0-9+.-]*://|git\+|file:)", re.I)
-
-
-def _pip_option(word: str) -> tuple[str, str] | None:
-    """(the long option's name, a value given with it) of a requirements line's first word; None: no option pip
-    reads so (or one of several prefixes: pip refuses it)."""
-    if word[:2] in _PIP_SHORT:
-        return _PIP_SHORT[word[:2]], word[2:].lstrip("=")
-    if not word.startswith("--"):
-        return None
-    name, _, value = word[2:].partition("=")
-    named = [option for option in _PIP_LONG if option == name] or [o for o in _PIP_LONG if o.startswith(name)]
-    return (named[0], value) if name and len(named) == 1 else None
-
-
-def _requirements_sources(data: bytes | None) -> dict[str, str] | None:
-    if data is None:
-        return None
-    if len(data) >= MAX_PACKAGE_JSON:
-        return None
-    found: dict[str, list[str]] = {}
-    for line in _pip_lines(data.decode("utf-8", "replace")):
-        words = line.split("#", 1)[0].split() if not line.lstrip().startswith("#") else []
-        if not words:
-            continue
-        option = _pip_option(words[0])
-        value = (option[1] or (words[1] if len(words) > 1 else "")) if option else ""
-        if option is not None and option[0] in _PIP_SOURCES:
-            found.setdefault(option[0], []).append(value)
-        elif option is not None and option[0] in ("requirement", "constraint"):
-            # Threat: ``-r deps.list`` includes a file of another name, whose sources pip reads and nothing judges
-            # (a ``requirements*.txt`` or ``constraints*`` file is judged itself when it changes).
-            if not _REQUIREMENTS.fullmatch(value.rsplit("/", 1)[-1]):
-                found.setdefault(option[0], []).append(value)
-        elif _DIRECT.search(" ".join(words)):
-            found.setdefault("a requirement from a url", []).append(" ".join(words))
-    return {option: json.dumps(sorted(values)) for option, values in found.items()}
 
 
 def _hatch_keys(hatch: dict[str, Any], prefix: str) -> dict[str, str]:
@@ -485,20 +455,6 @@ def _conda_channels(data: bytes | None) -> dict[str, str] | None:
     return {"sources": json.dumps(lines)} if lines else {}
 
 
-def _pip_lines(text: str) -> list[str]:
-    """A requirements file's logical lines as pip makes them: split at every line end Python knows (``splitlines``:
-    CR, form feed, U+2028 too), then a line ending in a backslash joined with the next (red team 114 F2)."""
-    lines: list[str] = []
-    pending = ""
-    for line in text.splitlines():
-        if line.endswith("\\"):
-            pending += line[:-1]
-            continue
-        lines.append(pending + line)
-        pending = ""
-    return [*lines, pending] if pending else lines
-
-
 def _direct_references(parsed: dict[str, Any]) -> dict[str, str]:
     """A pyproject's own dependency lists' requirements taken from a repository or an archive (red team 113 F2)."""
     project: dict[str, Any] = parsed["project"] if isinstance(parsed.get("project"), dict) else {}
@@ -511,7 +467,7 @@ def _direct_references(parsed: dict[str, Any]) -> dict[str, str]:
             lists[f"{prefix}{name}"] = items
     found: dict[str, str] = {}
     for key, items in lists.items():
-        named = sorted(i for i in items if isinstance(i, str) and _DIRECT.search(i)) if isinstance(items, list) else []
+        named = sorted(i for i in items if isinstance(i, str) and DIRECT.search(i)) if isinstance(items, list) else []
         if named:
             found[key] = json.dumps(named)
     return found

@@ -53,7 +53,7 @@ from mcp_server_guard.changes.git_state_files import (
     shallow_cuts,
     unknown_question,
 )
-from mcp_server_guard.changes.git_upstreams import upstream_questions
+from mcp_server_guard.changes.git_upstreams import LEGACY_REMOTE, legacy_remote_question, upstream_questions
 from mcp_server_guard.changes.git_verdicts import Trees, pointer_place, root_relative
 from mcp_server_guard.paths import printable, within_any
 
@@ -120,6 +120,9 @@ def ref_questions(changes: ChangeSet, trees: Trees) -> tuple[list[str], list[Lat
         rest = change.path[len(git_dir) + 1 :]
         if rest in ("config", "config.worktree") and change.action != "delete" and change.kind == "file":
             upstreams += upstream_questions(trees, change.path)
+        if LEGACY_REMOTE.match(rest) and change.action != "delete":
+            upstreams.append(legacy_remote_question(change.path))
+            continue
         if _judged(rest) and (change.action != "delete" or rest.startswith("refs/")):  # (a deleted loose ref: what
             found.setdefault(git_dir, set()).add(rest)  # packed-refs says then, red team 76 F8)
         elif rest == "shallow" and change.action != "delete":

@@ -10,6 +10,10 @@ the allowed directories: a place inside has many spellings (``//root/x``, ``/pro
 team 112 F1), and a relative one depends on where the user runs git. Where the next push goes (a remote's
 ``pushurl``, ``branch.*.pushRemote``, ``remote.pushDefault``) set to such a place is asked too: the user's next
 ``git push`` writes commits and branches into a repository on this machine, perhaps outside the allowed directories.
+So is a remote defined the old way, by a file of the git dir (``remotes/<name>``: ``URL:`` lines; ``branches/<name>``:
+``url#branch``), which git reads for any remote name its config does not define (red team 116 F1: ``branch.main.remote
+= mirror`` and ``.git/remotes/mirror`` naming a copy the call filled; with no remote configured, ``remotes/origin``
+alone): git itself never writes one, so any a call writes is asked.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.git_config import git_config_entries
 from mcp_server_guard.paths import printable
 
-__all__ = ["upstream_questions"]
+__all__ = ["LEGACY_REMOTE", "legacy_remote_question", "upstream_questions"]
+
+LEGACY_REMOTE = re.compile(r"^(?:remotes|branches)/[^/]+$")  # (a path within a git dir)
 
 _UPSTREAM = re.compile(
     r"^(?:remote\..+\.(?:push)?url|remote\.pushdefault|branch\..+\.(?:push)?remote|submodule\..+\.url)$"
@@ -64,3 +70,10 @@ def _local(value: str, *, named: bool = False) -> bool:
     if _SCHEME.match(value) or (_SCP_LIKE.match(value) and not value.startswith(("./", "../"))):
         return False
     return not (named and "/" not in value and value != "..")
+
+
+def legacy_remote_question(path: str) -> str:
+    """The question for a call that writes a remote's old-style definition (``LEGACY_REMOTE``) at ``path``."""
+    return printable(f"It writes {path}, an old-style definition of a remote (git reads its url for a remote of that "
+                     "name that the config does not define): your next git pull or fetch would take commits from "
+                     "where it says.")  # fmt: skip

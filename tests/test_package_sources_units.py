@@ -1,0 +1,144 @@
+"""Where manifests say packages come from, read by one rule (``package_sources``): every string that names a url, a
+repository or an archive, outside the tables that only describe the project — asked when a call adds or moves one
+(red team 116 F2); a file in another encoding than UTF-8 is not read (F3)."""
+
+from __future__ import annotations
+
+import codecs
+
+import pytest
+
+from mcp_server_guard.hook_configs import installer_hook_keys, installer_manifest
+
+
+@pytest.mark.parametrize(
+    ("path", "before", "after"),
+    [
+        (
+            "Cargo.toml",
+            '[package]\nname = "a"\n',
+            '[package]\nname = "a"\nrepository = "https://github.com/o/a"\n'
+            'homepage = "https://a.example"\n[package.metadata.docs.rs]\nrustdoc-args = ["--html-in-header", '
+            '"https://x.example/h.html"]\n',
+        ),
+        (
+            "Cargo.toml",
+            '[dependencies]\nserde = "1"\n',
+            '[dependencies]\nserde = { version = "1", features = ["derive"] }\nlocal = { path = "crates/local" }\n',
+        ),
+        (
+            "pyproject.toml",
+            '[project]\nname = "a"\n',
+            '[project]\nname = "a"\n[project.urls]\nHomepage = '
+            '"https://a.example"\n[tool.towncrier]\nissue_format = "https://github.com/o/a/issues/{issue}"\n',
+        ),
+        (
+            "pyproject.toml",
+            '[tool.setuptools.package-data]\na = ["*.txt"]\n',
+            '[tool.setuptools.package-data]\na = ["*.txt", "data/*.zip"]\n',
+        ),
+        (
+            "composer.json",
+            '{"name": "a/b"}',
+            '{"name": "a/b", "homepage": "https://a.example", "support": '
+            '{"issues": "https://github.com/a/b/issues"}, "require": {"monolog/monolog": "^3.0"}}',
+        ),
+        (
+            "Gemfile",
+            'source "https://rubygems.org"\ngem "rake"\n',
+            'source "https://rubygems.org"\ngem "rake"\ngem "rspec", "~> 3.12", group: :test\n',
+        ),
+        (
+            "setup.cfg",
+            "[metadata]\nname = a\n",
+            "[metadata]\nname = a\nurl = https://a.example\n[options]\ninstall_requires =\n    requests>=2\n",
+        ),
+        ("dev-requirements.txt", "pytest\n", "pytest\nruff==0.8\n"),
+        ("Pipfile", '[packages]\nrequests = "*"\n', '[packages]\nrequests = "*"\nflask = {version = "*"}\n'),
+    ],
+)
+def test_everyday_manifest_edits_name_no_source(path: str, before: str, after: str) -> None:
+    assert installer_manifest(path)
+    assert installer_hook_keys(path, before.encode(), after.encode()) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "before", "after"),
+    [
+        ("Cargo.toml", '[dependencies]\nserde = "1"\n', '[dependencies]\nserde = { git = "https://x.example/s" }\n'),
+        (
+            "Cargo.toml",
+            '[dependencies]\nserde = "1"\n',
+            '[dependencies]\nserde = "1"\n[patch.crates-io]\nserde = { git = "ssh://git@x.example/s" }\n',
+        ),
+        (
+            "composer.json",
+            '{"name": "a/b"}',
+            '{"name": "a/b", "repositories": [{"type": "vcs", "url": "git@x.example:a/b.git"}]}',
+        ),
+        ("Gemfile", 'source "https://rubygems.org"\ngem "rake"\n', 'source "https://gems.x.example"\ngem "rake"\n'),
+        ("Gemfile", 'gem "rake"\n', 'gem "rake", github: "someone/rake"\n'),
+        ("gems.rb", 'gem "rake"\n', 'gem "rake", :git => "https://x.example/rake.git"\n'),
+        (
+            "pyproject.toml",
+            '[tool.poetry.dependencies]\nrequests = "^2"\n',
+            '[tool.poetry.dependencies]\nrequests = { git = "https://x.example/requests.git" }\n',
+        ),
+        (
+            "pyproject.toml",
+            '[tool.pixi.workspace]\nchannels = ["conda-forge"]\n',
+            '[tool.pixi.workspace]\nchannels = ["https://x.example/channel"]\n',
+        ),
+        (
+            "pyproject.toml",
+            '[tool.pdm.dev-dependencies]\ntest = ["pytest"]\n',
+            '[tool.pdm.dev-dependencies]\ntest = ["pytest @ git+https://x.example/pytest"]\n',
+        ),
+        (
+            "pixi.toml",
+            '[pypi-dependencies]\nrequests = "*"\n',
+            '[pypi-dependencies]\nrequests = { url = "https://x.example/requests-2.0-py3-none-any.whl" }\n',
+        ),
+        ("Pipfile", '[packages]\nrequests = "*"\n', '[packages]\nrequests = {path = "./vendor/requests-2.0.tar.gz"}\n'),
+        (
+            "setup.cfg",
+            "[options]\ninstall_requires =\n    requests\n",
+            "[options]\ninstall_requires =\n    requests @ https://x.example/r.zip\n",
+        ),
+        ("requirements/base.txt", "requests\n", "--extra-index-url https://x.example/simple\nrequests\n"),
+        ("requirements-dev.in", "pytest\n", "-i https://x.example/simple\npytest\n"),
+    ],
+)
+def test_attack_a_manifest_names_a_source_the_model_chose(path: str, before: str, after: str) -> None:
+    assert installer_manifest(path)
+    assert installer_hook_keys(path, before.encode(), after.encode()), (path, after)
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        codecs.BOM_UTF16_LE + "--index-url https://x.example/simple\nrequests\n".encode("utf-16-le"),
+        b"# -*- coding: utf-7 -*-\n+AC0ALQ-index-url https+ADo-//x.example/simple\nrequests\n",
+        b"requests\x00\n",
+    ],
+)
+def test_attack_a_requirements_file_in_another_encoding_is_not_read_as_utf8(after: bytes) -> None:
+    assert installer_hook_keys("requirements.txt", b"requests\n", after) == [
+        "(the whole file: it could not be read here)"
+    ]
+
+
+def test_a_package_json_names_fetched_specs_in_any_table_of_specs_and_nothing_else() -> None:
+    from mcp_server_guard.hook_configs import changed_hook_keys
+
+    base = b'{"name": "a", "dependencies": {"left-pad": "^1.3.0"}}'
+    everyday = (b'{"name": "a", "main": "dist/index.js", "homepage": "https://a.example", "repository": '
+                b'"github:o/a", "jest": {"testURL": "http://localhost/"}, "proxy": "http://localhost:4000", '
+                b'"workspaces": ["packages/*"], "dependencies": {"left-pad": "^1.3.0", "b": "workspace:*", '
+                b'"c": "npm:d@1"}}')  # fmt: skip
+    assert changed_hook_keys(base, everyday) == []
+    for after in (b'{"name": "a", "pnpm": {"overrides": {"left-pad": "https://x.example/l.tgz"}}}',
+                  b'{"name": "a", "pnpm": {"packageExtensions": {"x@1": {"dependencies": {"y": "git+https://x.example/y"}}}}}',
+                  b'{"name": "a", "workspaces": {"catalog": {"left-pad": "someone/left-pad"}}}',
+                  b'{"name": "a", "catalogs": {"dev": {"left-pad": "./left-pad-1.0.0.tgz"}}}'):  # fmt: skip
+        assert changed_hook_keys(base, after), after
