@@ -5,6 +5,8 @@ repository or an archive, outside the tables that only describe the project — 
 from __future__ import annotations
 
 import codecs
+import json
+from pathlib import Path
 
 import pytest
 
@@ -142,3 +144,22 @@ def test_a_package_json_names_fetched_specs_in_any_table_of_specs_and_nothing_el
                   b'{"name": "a", "workspaces": {"catalog": {"left-pad": "someone/left-pad"}}}',
                   b'{"name": "a", "catalogs": {"dev": {"left-pad": "./left-pad-1.0.0.tgz"}}}'):  # fmt: skip
         assert changed_hook_keys(base, after), after
+
+
+LOCKS = json.loads((Path(__file__).with_name("lock_cases.json")).read_text())
+
+
+@pytest.mark.parametrize("name", sorted(LOCKS["everyday"]))
+def test_an_everyday_lock_update_from_the_registry_fetches_from_no_new_place(name: str) -> None:
+    before, after = LOCKS["everyday"][name]
+    assert installer_manifest(name)
+    assert installer_hook_keys(name, before.encode(), after.encode()) == []
+
+
+@pytest.mark.parametrize("name", sorted(LOCKS["attacks"]))
+def test_attack_a_lock_entry_moved_to_a_place_the_model_chose_is_named(name: str) -> None:
+    # Threat: the user's next `npm ci`, `uv sync`, `cargo build`, `bundle install`, `composer install` fetches what
+    # the lock says, whatever the manifest says: a lock entry moved to another host, repository or archive.
+    before, after = LOCKS["attacks"][name]
+    keys = installer_hook_keys(name, before.encode(), after.encode())
+    assert keys and all(key.startswith("fetches from") for key in keys), keys

@@ -32,8 +32,11 @@ from typing import Any
 from mcp_server_guard.package_sources import (
     DIRECT,
     LINE_MANIFESTS,
+    LOCK_FILES,
+    MAX_LOCK,
     SOURCE_MANIFESTS,
     fetched_strings,
+    lock_places,
     other_encoding,
     package_json_fetched,
     requirements_file,
@@ -51,6 +54,7 @@ __all__ = [
     "hook_texts",
     "hooked_texts",
     "installer_hook_keys",
+    "installer_limit",
     "installer_manifest",
     "judged_manifest",
     "judged_package_json",
@@ -297,14 +301,26 @@ def installer_manifest(path: str) -> bool:
     ``pdm.toml``, ``Pipfile``, ``pixi.toml``, conda ``environment.yml`` or pip requirements file (not an installed
     package's)."""
     parts = path.split("/")
-    named = parts[-1] in (*_OTHER_INSTALLERS, *SOURCE_MANIFESTS, *LINE_MANIFESTS) or requirements_file(parts)
+    named = parts[-1] in (*_OTHER_INSTALLERS, *SOURCE_MANIFESTS, *LINE_MANIFESTS, *LOCK_FILES) or requirements_file(
+        parts
+    )
     return bool(named) and not _INSTALLED & set(parts)
+
+
+def installer_limit(path: str) -> int:
+    """Bytes of an installer's file read at most (a lock file runs larger than a manifest)."""
+    return MAX_LOCK if path.rsplit("/", 1)[-1] in LOCK_FILES else MAX_PACKAGE_JSON
 
 
 def installer_hook_keys(path: str, old: bytes | None, new: bytes | None) -> list[str]:
     """The install hooks (and the script tables they may call) a new content of ``path`` sets to another value than
     the old one had; the whole file where the new content cannot be read as the package manager reads it."""
     name = path.rsplit("/", 1)[-1]
+    if name in LOCK_FILES:  # (the places its next install fetches from that it did not: package_sources)
+        before_places, after_places = lock_places(old) or set(), lock_places(new)
+        if after_places is None:
+            return ["(the whole file: it could not be read here)"]
+        return [f"fetches from {place}" for place in sorted(after_places - before_places)]
     readers: list[Callable[[bytes | None], dict[str, str] | None]] = []
     if specific := {"composer.json": _composer_hooks, "uv.toml": _uv_toml_hooks, "pyproject.toml": _pyproject_hooks,
                     "hatch.toml": _hatch_toml_hooks, "pdm.toml": _pdm_toml_hooks, "Pipfile": _pipfile_sources,

@@ -22,6 +22,7 @@ import codecs
 import json
 import re
 import tomllib
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -29,8 +30,11 @@ __all__ = [
     "DIRECT",
     "FETCHED",
     "LINE_MANIFESTS",
+    "LOCK_FILES",
+    "MAX_LOCK",
     "SOURCE_MANIFESTS",
     "fetched_strings",
+    "lock_places",
     "other_encoding",
     "package_json_fetched",
     "requirements_file",
@@ -261,3 +265,83 @@ def _pip_lines(text: str) -> list[str]:
         lines.append(pending + line)
         pending = ""
     return [*lines, pending] if pending else lines
+
+
+# Lock files: what the next ``npm ci``, ``uv sync``, ``cargo build``, ``bundle install`` … fetches, whatever the
+# manifest says (red team 116's class one step on: a lock entry's ``resolved`` moved to a place the model chose).
+LOCK_FILES = ("package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lock", "deno.lock",
+              "uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock", "pylock.toml", "Cargo.lock", "Gemfile.lock",
+              "gems.locked", "composer.lock", "pixi.lock", "conda-lock.yml", "conda-lock.yaml")  # fmt: skip
+MAX_LOCK = 64 << 20  # bytes of a lock file read at most (a monorepo's package-lock.json runs to tens of MiB)
+# The public registries a package manager fetches from by default: a place there is the registry's (as a version
+# range in a manifest is), one place for each.
+_REGISTRIES = frozenset(
+    {"registry.npmjs.org", "registry.npmjs.com", "registry.yarnpkg.com", "pypi.org", "files.pythonhosted.org",
+     "pypi.python.org", "index.crates.io", "static.crates.io", "crates.io", "rubygems.org", "index.rubygems.org",
+     "repo.packagist.org", "packagist.org", "conda.anaconda.org", "repo.anaconda.com", "proxy.golang.org",
+     "sum.golang.org", "jsr.io", "deno.land", "download.pytorch.org"}
+)  # fmt: skip
+# Hosts of anyone's repositories: a place there is its owner and repository, not the host.
+_CODE_HOSTS = frozenset({"github.com", "gitlab.com", "bitbucket.org", "codeload.github.com", "api.github.com",
+                         "raw.githubusercontent.com", "objects.githubusercontent.com", "gist.github.com",
+                         "codeberg.org", "git.sr.ht"})  # fmt: skip
+_LOCK_URL = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|git@)[^\s\"'<>,\])}]+")
+_LOCK_ARCHIVE = re.compile(r"(?:file:)?[\w@~./+-]*\.(?:tgz|tar\.gz|tar\.bz2|tar\.xz|zip|whl|gem|crate)(?![\w.])")
+_LOCK_DESCRIBING = re.compile(r'"(?:funding|homepage|support|repository|bugs|authors?|license|notification-url)"\s*:')
+
+
+def lock_places(data: bytes | None) -> set[str] | None:
+    """The places a lock file fetches from: a public registry (one place), a repository on a code host (host,
+    owner and repository), any other host, or an archive or url by its whole name; a JSON lock's describing keys
+    (``funding``, ``homepage``, ``support`` …) left out. None where it cannot be read so."""
+    if data is None or len(data) >= MAX_LOCK or other_encoding(data):
+        return None
+    text = data.decode("utf-8", "replace")
+    text = _without_describing(text)
+    places = {_place(found.group()) for found in _LOCK_URL.finditer(text)}
+    rest = _LOCK_URL.sub(" ", text)
+    return places | {f"archive {found.group()}" for found in _LOCK_ARCHIVE.finditer(rest)}
+
+
+def _without_describing(text: str) -> str:
+    """A JSON lock's text without the values of its describing keys (``"funding": {"url": …}``): whatever is not
+    JSON is read whole."""
+    if not _LOCK_DESCRIBING.search(text):
+        return text
+    try:
+        parsed: Any = json.loads(text.removeprefix("\ufeff"))
+    except (ValueError, RecursionError):
+        return text
+    kept: list[str] = []
+    stack: list[Any] = [parsed]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack += [inner for key, inner in item.items() if str(key).lower() not in _DESCRIBING]
+            kept += [str(key) for key in item if str(key).lower() not in _DESCRIBING]
+        elif isinstance(item, list):
+            stack += item
+        elif isinstance(item, str):
+            kept.append(item)
+    return "\n".join(kept)
+
+
+def _place(url: str) -> str:
+    """Where a url in a lock file fetches from (``lock_places``)."""
+    whole = url.split("#", 1)[0].rstrip("/")
+    if whole.startswith("git@"):
+        host, _, path = whole[4:].partition(":")
+    else:
+        try:
+            split = urllib.parse.urlsplit(whole.split("+", 1)[-1] if "+" in whole.split("://", 1)[0] else whole)
+            host, path = split.hostname or "", split.path
+        except ValueError:
+            return f"url {whole}"
+    host = host.lower()
+    if host in _REGISTRIES:
+        return f"registry {host}"
+    if host in _CODE_HOSTS:
+        parts = path.strip("/").removesuffix(".git").split("/")
+        owner = "/".join(parts[1:3] if host == "api.github.com" and parts[0] == "repos" else parts[:2])
+        return f"{host}/{owner}"
+    return f"host {host}" if host else f"url {whole}"

@@ -34,6 +34,7 @@ from mcp_server_guard.hook_configs import (
     hook_texts,
     hooked_texts,
     installer_hook_keys,
+    installer_limit,
     installer_manifest,
     judged_manifest,
     judged_package_json,
@@ -119,8 +120,9 @@ def runs_later(
         if installer_manifest(change.path):
             by_content.add(key)
             trees = trees or Trees(changes)
-            new = trees.read(change.path, limit=MAX_PACKAGE_JSON) if change.kind == "file" and not change.link else None
-            old = trees.read(change.path, real=True, limit=MAX_PACKAGE_JSON) if change.action == "modify" else b""
+            most = installer_limit(change.path)
+            new = trees.read(change.path, limit=most) if change.kind == "file" and not change.link else None
+            old = trees.read(change.path, real=True, limit=most) if change.action == "modify" else b""
             if keys := installer_hook_keys(change.path, old, new):
                 asks.append(f"It changes what your package manager runs at install from {printable(change.path)} "
                             f"({printable(', '.join(keys))}): it runs at your next install, outside the "

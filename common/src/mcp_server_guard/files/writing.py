@@ -48,8 +48,8 @@ from mcp_server_guard.files.write_checks import check_hook_keys as _check_hook_k
 from mcp_server_guard.files.write_records import WriteRecords, WrittenDirs
 from mcp_server_guard.git_dirs import makes_git_dir
 from mcp_server_guard.hook_configs import (
-    MAX_PACKAGE_JSON,
     attributes_file,
+    installer_limit,
     installer_manifest,
     judged_manifest,
     judged_package_json,
@@ -441,7 +441,7 @@ class Writer(WriteRecords):
             self._check_not_executable(st, located.given)
             judged = (judged_package_json(located.rel) or judged_manifest(located.rel)
                       or installer_manifest(located.rel) or attributes_file(located.rel))  # fmt: skip
-            _check_hook_keys(located, os.pread(old, MAX_PACKAGE_JSON, 0) if judged else None, data, dirfd)
+            _check_hook_keys(located, os.pread(old, installer_limit(located.rel), 0) if judged else None, data, dirfd)
             current = sha256_fd(old) if expected_sha256 is not None or st.st_size == len(data) else ""
             if expected_sha256 is not None and current != expected_sha256.lower():
                 raise self._conflict(located, current)
