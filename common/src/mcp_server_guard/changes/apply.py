@@ -501,10 +501,11 @@ class Applier:
         records = [Applied.of(r) for r in manifest.get("changes", [])]
         if manifest.get("pending"):
             # A write killed around its rename: undone where the name holds what it wrote; elsewhere it never landed.
-            records = [r for r in records if (root := _root_of(r.path, roots)) is not None and r.path != root
-                       and as_left(root, posixpath.relpath(r.path, root), r, 0)]  # fmt: skip
-            if not records:
+            landed = [r for r in records if r.action != "times" and (root := _root_of(r.path, roots)) is not None
+                      and r.path != root and as_left(root, posixpath.relpath(r.path, root), r, 0)]  # fmt: skip
+            if not landed:
                 raise HistoryError("HISTORY_NOT_FOUND", f"call {audit_id} was cut off before it changed anything")
+            records = [*landed, *(r for r in records if r.action == "times")]  # (its directory's time: red team 115 F3)
         applied_ns = int(manifest.get("applied_ns", 0))
         since = put_back_since(
             self.history, audit_id, applied_ns, [r.path for r in records if r.kind == "dir" or r.tree]

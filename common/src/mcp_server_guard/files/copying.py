@@ -26,8 +26,10 @@ __all__ = [
     "WrittenMeanwhile",
     "as_copied",
     "as_owner",
+    "carry_attributes",
     "copy_into",
     "copy_xattrs",
+    "given_owner",
     "open_as_owner",
     "open_to_read",
     "owner_writes",
@@ -223,6 +225,11 @@ def _copy_file(src: int, out: int, st: os.stat_result, hasher: hashlib._Hash | N
     # kept by a server that may chown but is no longer its owner then) could not be given them after.
     os.fchmod(out, stat.S_IMODE(st.st_mode))
     os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+    given_owner(out, st)
+
+
+def given_owner(out: int, st: os.stat_result) -> None:
+    """A copy (its mode given already) given the owner and group of what it copies, its set-id bits kept."""
     _owned_like(out, st)
     if st.st_mode & (stat.S_ISUID | stat.S_ISGID) and os.fstat(out).st_mode != st.st_mode:
         # A change of owner cleared them. Where they cannot be given again (the copy is someone else's now, and
@@ -233,6 +240,27 @@ def _copy_file(src: int, out: int, st: os.stat_result, hasher: hashlib._Hash | N
         except PermissionError:
             os.fchown(out, os.geteuid(), os.getegid())
             os.fchmod(out, stat.S_IMODE(st.st_mode))
+
+
+def carry_attributes(old: int, dirfd: int, tmp: str) -> None:
+    """The rewritten file keeps the access control list and the ``user.*`` attributes it had, and its owner and group
+    as far as this process may give them, as a file rewritten in place does (the new content lands as a new inode).
+    Threat: with its ACL dropped (red team 4 F3), a file whose ACL's mask was wider than its group entry
+    (``group::--- mask::rw-``) gave the group what the mask allowed; an ACL the directory's default gave the new inode
+    is none of the file's either; with the server's group (red team 115 F2), a ``0640`` file shared with a group was
+    shut to that group and open to the server's."""
+    with contextlib.suppress(OSError):
+        fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
+        try:
+            had = os.listxattr(old)
+            for name in set(linux.ACL_NAMES) & set(os.listxattr(fd)) - set(had):
+                os.removexattr(fd, name)
+            for name in had:
+                if name.startswith("user.") or name in linux.ACL_NAMES:
+                    os.setxattr(fd, name, os.getxattr(old, name))
+            _owned_like(fd, os.fstat(old))  # (its mode has no set-id bits: a new content is never given them)
+        finally:
+            os.close(fd)
 
 
 @dataclass

@@ -57,7 +57,7 @@ from mcp_server_guard.files.calls import (
     only_copies,
     victims,
 )
-from mcp_server_guard.files.copying import as_owner, copy_into, copy_xattrs
+from mcp_server_guard.files.copying import as_owner, copy_into, copy_xattrs, given_owner
 from mcp_server_guard.files.history_entries import ENTRY_ID as _ID
 from mcp_server_guard.files.history_entries import EntryFiles as _Files
 from mcp_server_guard.files.history_entries import EntryReader, HistoryEntry, NoRoom, entry_seal, landed_at
@@ -245,6 +245,8 @@ class HistoryStore(EntryReader):
             before = os.fstat(src_fd)
             os.fchmod(out, mode & 0o7777)
             os.utime(out, ns=(before.st_atime_ns, before.st_mtime_ns))
+            # and its owner and group (red team 115 F1: an undo put a group-shared file back with the server's group)
+            given_owner(out, before)
             os.fsync(out)
             usage = disk_usage(os.fstat(out))
         except BaseException:

@@ -83,9 +83,12 @@ class WriteRecords:
             change["replaced"] = [replaced.st_dev, replaced.st_ino, replaced.st_mtime_ns, replaced.st_size]
             if replaced.st_nlink > 1:
                 change["group"] = [replaced.st_dev, replaced.st_ino]
+        # The directory's time before the temp file moved it, kept from the start: a write killed after landing,
+        # before its record is completed, is undone with it too (red team 115 F3; an undo puts it back unchecked).
+        timed = _time_records(dirs) if (dirs := self._dirs.get(record.audit_id)) is not None else []
         manifest = {"audit_id": record.audit_id, "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
                     "applied_ns": time.time_ns(), "roots": [located.root.path], "tool": record.tool, "command": path,
-                    "changes": [change], "conflicts": [], "pending": True}  # fmt: skip
+                    "changes": [change, *timed], "conflicts": [], "pending": True}  # fmt: skip
         manifest |= {"only_copies": [path]} if only else {}  # what it replaced: git has no copy (HistoryStore.evicting)
         try:
             planted().add([kept(path)])  # (a cache marker: for every server's judgements)
@@ -100,6 +103,8 @@ class WriteRecords:
             return
         audit_id, manifest = written
         for change in manifest["changes"]:
+            if change.get("action") == "times":
+                continue
             self._landed.pop(change["path"], None)
             self._landed[change["path"]] = tuple(change["after"])
             while len(self._landed) > 100_000:
@@ -109,7 +114,8 @@ class WriteRecords:
         # that time against the record's, HistoryStore.changed_since)
         manifest["applied_ns"] = time.time_ns()
         if (dirs := self._dirs.get(audit_id)) is not None:
-            manifest["changes"] = [*_made_records(dirs), *manifest["changes"], *_time_records(dirs)]
+            own = [change for change in manifest["changes"] if change.get("action") != "times"]
+            manifest["changes"] = [*_made_records(dirs), *own, *_time_records(dirs)]
         try:
             self.history.calls.write(audit_id, manifest, durable=False)
         except OSError as exc:

@@ -34,8 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_server_guard import audit, faults, linux
+from mcp_server_guard import audit, faults
 from mcp_server_guard.errors import HostError, ResourceError, SecurityError
+from mcp_server_guard.files.copying import carry_attributes
 from mcp_server_guard.files.history import HistoryStore
 from mcp_server_guard.files.history_entries import HistoryEntry
 from mcp_server_guard.files.jail import Jail, Located, check_regular, oserror_to_guard
@@ -77,27 +78,6 @@ class WriteOutcome:
     sha256: str
     created: bool
     backup: str | None
-
-
-_ACLS = linux.ACL_NAMES
-
-
-def _carry_attributes(old: int, dirfd: int, tmp: str) -> None:
-    """The rewritten file keeps the access control list and the ``user.*`` attributes it had, as a file rewritten in
-    place does (the new content lands as a new inode). Threat: with its ACL dropped (red team 4 F3), a file whose
-    ACL's mask was wider than its group entry (``group::--- mask::rw-``) gave the group what the mask allowed; an
-    ACL the directory's default gave the new inode is none of the file's either."""
-    with contextlib.suppress(OSError):
-        fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
-        try:
-            had = os.listxattr(old)
-            for name in set(_ACLS) & set(os.listxattr(fd)) - set(had):
-                os.removexattr(fd, name)
-            for name in had:
-                if name.startswith("user.") or name in _ACLS:
-                    os.setxattr(fd, name, os.getxattr(old, name))
-        finally:
-            os.close(fd)
 
 
 class _FileLocks:
@@ -491,7 +471,7 @@ class Writer(WriteRecords):
         the copy; None: it is kept now, whole) (False: it changed meanwhile, decide again)."""
         entry_id, backup = kept
         with self._temp(located, dirfd, data, st.st_mode & 0o0666) as tmp:
-            _carry_attributes(old, dirfd, tmp)
+            carry_attributes(old, dirfd, tmp)
             try:
                 with self._landing(located, dirfd, name, deadline):
                     self._lock(old, located, deadline)
