@@ -61,9 +61,10 @@ _CONDA_HOOKS = re.compile(r"etc/conda/(?:de)?activate\.d/[^/]+")
 # (``changes.unrelated``: a write of one may change what another path is).
 SHAPE_NAMES = (*ENV_MARKERS, *_SITE_DIRS, "activate.d", "deactivate.d")
 # The files version managers read for which interpreter to start (uv, pyenv, asdf, mise, nvm, rbenv, …).
-_VERSION_FILES = frozenset({".python-version", ".tool-versions", ".node-version", ".nvmrc", ".ruby-version",
-                            ".java-version", ".go-version", ".terraform-version", ".bun-version", ".sdkmanrc",
-                            ".zig-version", ".deno-version"})  # fmt: skip
+# (uv reads ``.python-versions`` too, PDM ``.pdm-python``: the interpreter by its path — red team 117 F2)
+_VERSION_FILES = frozenset({".python-version", ".python-versions", ".pdm-python", ".tool-versions", ".node-version",
+                            ".nvmrc", ".ruby-version", ".java-version", ".go-version", ".terraform-version",
+                            ".bun-version", ".sdkmanrc", ".zig-version", ".deno-version"})  # fmt: skip
 # The lines installers write (setuptools' distutils shim and editable finders, virtualenv, coverage), with the module
 # each imports.
 _INSTALLERS = re.compile(
