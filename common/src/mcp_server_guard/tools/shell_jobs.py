@@ -117,6 +117,8 @@ class ShellJobs(Generic[R]):
         if args.stdin is not None:
             stdin = args.stdin.encode("utf-8", "surrogateescape")
             written = await job.control.write_stdin(stdin)
+            if stdin_code:  # (what the job got, not what it was given: red team 118 F2)
+                job.input_carry = unfinished_line(stdin[:written].decode("utf-8", "surrogateescape"))
             audit.note(stdin_bytes=written)
             if written < len(stdin):
                 note = f"[mcp-guard] the job took {written} of {len(stdin)} bytes of stdin in 10 s\n"
@@ -139,9 +141,14 @@ class ShellJobs(Generic[R]):
                 audit.note(rule=verdict.rule, stdin_judged_as=verdict.stdin_code)
                 if verdict.action == "ask":
                     require_approval(answer, verdict)
-                job.input_carry = unfinished_line(job.input_carry + args.stdin)
             data = args.stdin.encode("utf-8", "surrogateescape")
             written = await job.control.write_stdin(data)
+            if verdict is not None:
+                # The line the job holds unfinished is made of what it took, not of what it was given: a write it
+                # took only part of (busy, not reading) leaves it mid-way through another line than the write's last
+                # (red team 118 F2: the next write judged after a line the job never got, a denied line run).
+                taken = data[:written].decode("utf-8", "surrogateescape")
+                job.input_carry = unfinished_line(job.input_carry + taken)
             audit.note(stdin_bytes=written)
             if written < len(data):
                 raise ResourceError(
