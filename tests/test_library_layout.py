@@ -136,6 +136,7 @@ def layer(module: str) -> str:
         "dirwatch",
         "hook_configs",
         "package_sources",  # where manifests fetch packages from (hook_configs' readers of sources)
+        "package_locks",  # where lock files fetch packages from
         "hook_runs",
         "env_names",
         "python_startup",

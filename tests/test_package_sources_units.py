@@ -57,6 +57,13 @@ from mcp_server_guard.hook_configs import installer_hook_keys, installer_manifes
         ),
         ("dev-requirements.txt", "pytest\n", "pytest\nruff==0.8\n"),
         ("Pipfile", '[packages]\nrequests = "*"\n', '[packages]\nrequests = "*"\nflask = {version = "*"}\n'),
+        (
+            "pubspec.yaml",
+            "name: a\nhomepage: https://a.example\ndependencies:\n  path: ^1.9.0\n",
+            "name: a\nhomepage: https://a.example\nrepository: https://github.com/o/a\ndependencies:\n  path: ^1.9.1\n"
+            "  http: ^1.2.0\n",
+        ),
+        ("vcpkg.json", '{"name": "a", "dependencies": ["fmt"]}', '{"name": "a", "dependencies": ["fmt", "zlib"]}'),
     ],
 )
 def test_everyday_manifest_edits_name_no_source(path: str, before: str, after: str) -> None:
@@ -163,3 +170,35 @@ def test_attack_a_lock_entry_moved_to_a_place_the_model_chose_is_named(name: str
     before, after = LOCKS["attacks"][name]
     keys = installer_hook_keys(name, before.encode(), after.encode())
     assert keys and all(key.startswith("fetches from") for key in keys), keys
+
+
+@pytest.mark.parametrize(
+    ("text", "place"),
+    [
+        ("https://registry.npmjs.org/left-pad/-/left-pad-1.3.0.tgz", "registry registry.npmjs.org"),
+        ("registry+https://github.com/rust-lang/crates.io-index", "github.com/rust-lang/crates.io-index"),
+        ("https://api.github.com/repos/Seldaek/monolog/zipball/abc", "api.github.com/Seldaek/monolog"),
+        ("https://npm.corp.example:8443/x.tgz", "host npm.corp.example"),
+        ("left-pad@npm:1.3.0", ""),
+        ("sha512-abc==", ""),
+        ("1.3.0", ""),
+        (
+            "http://127.0.0.1:9\\@registry.npmjs.org/left-pad.tgz",
+            "url http://127.0.0.1:9\\@registry.npmjs.org/left-pad.tgz",
+        ),
+        ("http://registry.npmjs.org,@127.0.0.1:9/left-pad", "url http://registry.npmjs.org,@127.0.0.1:9/left-pad"),
+        ("https://registry.npmjs.org\t.evil.example/x", "url https://registry.npmjs.org\t.evil.example/x"),
+        ("http:127.0.0.1:9/left-pad", "url http:127.0.0.1:9/left-pad"),
+        (
+            "https://codeload.github.com/o/r/../../someone/evil/tar.gz/main",
+            "url https://codeload.github.com/o/r/../../someone/evil/tar.gz/main",
+        ),
+        ("https://codeload.github.com/o/r/%2e%2e/x", "url https://codeload.github.com/o/r/%2e%2e/x"),
+        ("file:vendor/left-pad-1.3.0.TGZ", "url file:vendor/left-pad-1.3.0.TGZ"),
+        ("vendor/left-pad-1.3.0.tar", "archive vendor/left-pad-1.3.0.tar"),
+    ],
+)
+def test_a_lock_string_is_a_place_by_its_host_only_where_every_reader_reads_it_alike(text: str, place: str) -> None:
+    from mcp_server_guard.package_locks import _place
+
+    assert _place(text) == place

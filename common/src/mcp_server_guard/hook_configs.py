@@ -29,14 +29,12 @@ import tomllib
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from mcp_server_guard.package_locks import LOCK_FILES, MAX_LOCK, lock_places
 from mcp_server_guard.package_sources import (
     DIRECT,
     LINE_MANIFESTS,
-    LOCK_FILES,
-    MAX_LOCK,
     SOURCE_MANIFESTS,
     fetched_strings,
-    lock_places,
     other_encoding,
     package_json_fetched,
     requirements_file,
@@ -317,7 +315,7 @@ def installer_hook_keys(path: str, old: bytes | None, new: bytes | None) -> list
     the old one had; the whole file where the new content cannot be read as the package manager reads it."""
     name = path.rsplit("/", 1)[-1]
     if name in LOCK_FILES:  # (the places its next install fetches from that it did not: package_sources)
-        before_places, after_places = lock_places(old) or set(), lock_places(new)
+        before_places, after_places = lock_places(name, old) or set(), lock_places(name, new)
         if after_places is None:
             return ["(the whole file: it could not be read here)"]
         return [f"fetches from {place}" for place in sorted(after_places - before_places)]

@@ -22,19 +22,16 @@ import codecs
 import json
 import re
 import tomllib
-import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
 __all__ = [
+    "ARCHIVE",
     "DIRECT",
     "FETCHED",
     "LINE_MANIFESTS",
-    "LOCK_FILES",
-    "MAX_LOCK",
     "SOURCE_MANIFESTS",
     "fetched_strings",
-    "lock_places",
     "other_encoding",
     "package_json_fetched",
     "requirements_file",
@@ -52,6 +49,8 @@ FETCHED = re.compile(
     r"|^[^*?\[\]]*\.(?:tgz|tar|tar\.gz|tar\.bz2|tar\.xz|zip|whl|gem|crate)\s*$",  # (an archive, not a glob of them)
     re.I,
 )
+# An archive by its name (npm takes ``.tgz``/``.tar.gz``/``.tar`` in any case; pip its sdists and wheels).
+ARCHIVE = re.compile(r"\.(?:tgz|tar|tar\.gz|tar\.bz2|tbz2?|tar\.xz|txz|tar\.zst|tar\.lz|tlz|zip|whl|gem|crate)$", re.I)
 # Keys whose tables only describe the project: a link there fetches nothing.
 _DESCRIBING = frozenset(
     {"homepage", "repository", "documentation", "urls", "url-metadata", "authors", "maintainers", "contributors",
@@ -65,8 +64,10 @@ _PYPROJECT_TABLES = ("project", "build-system", "dependency-groups", "tool.uv", 
                      "tool.maturin", "tool.scikit-build", "tool.pipenv")  # fmt: skip
 # Manifests read whole as TOML or JSON (by name), and the ones read by line.
 SOURCE_MANIFESTS = ("Cargo.toml", "composer.json", "pyproject.toml", "uv.toml", "hatch.toml", "pdm.toml", "Pipfile",
-                    "pixi.toml", "rye.toml")  # fmt: skip
-LINE_MANIFESTS = ("Gemfile", "gems.rb", "setup.cfg")
+                    "pixi.toml", "rye.toml", "vcpkg.json", "vcpkg-configuration.json")  # fmt: skip
+# (read whole: a vcpkg registry's ``repository`` is where its ports come from, red team 119 F3)
+_WHOLE = frozenset({"vcpkg.json", "vcpkg-configuration.json"})
+LINE_MANIFESTS = ("Gemfile", "gems.rb", "setup.cfg", "pubspec.yaml", "pubspec_overrides.yaml")
 _MAX = 4 << 20  # bytes of a manifest read at most (as MAX_PACKAGE_JSON)
 _STRINGS_MAX = 65_536  # strings looked at in one manifest at most; past it the file counts as unread
 
@@ -107,7 +108,7 @@ def fetched_strings(name: str, data: bytes | None) -> dict[str, str] | None:
     found: dict[str, list[str]] = {}
     budget = [_STRINGS_MAX]
     for prefix, value in roots:
-        if not _walk(value, prefix, found, budget):
+        if not _walk(value, prefix, found, budget, whole=name in _WHOLE):
             return None
     return {key: json.dumps(sorted(values)) for key, values in found.items()}
 
@@ -145,7 +146,7 @@ def _at(parsed: dict[str, Any], dotted: str) -> Any:
     return value
 
 
-def _walk(value: Any, path: str, found: dict[str, list[str]], budget: list[int]) -> bool:
+def _walk(value: Any, path: str, found: dict[str, list[str]], budget: list[int], *, whole: bool = False) -> bool:
     """Add to ``found`` the fetching strings below ``value``; False past the budget (the file counts as unread)."""
     stack: list[tuple[str, Any]] = [(path, value)]
     while stack:
@@ -155,7 +156,7 @@ def _walk(value: Any, path: str, found: dict[str, list[str]], budget: list[int])
         where, item = stack.pop()
         if isinstance(item, dict):
             stack += [(f"{where}.{key}" if where else str(key), inner) for key, inner in item.items()
-                      if str(key).lower() not in _DESCRIBING]  # fmt: skip
+                      if whole or str(key).lower() not in _DESCRIBING]  # fmt: skip
         elif isinstance(item, list):
             stack += [(where, inner) for inner in item]
         elif isinstance(item, str) and FETCHED.search(item):
@@ -185,6 +186,16 @@ def source_lines(name: str, data: bytes | None) -> dict[str, str] | None:
             if header := _SECTION.match(line):
                 section = header.group(1).strip().lower()
             elif (section.startswith("options") or section == "easy_install") and FETCHED.search(line):
+                lines.add(" ".join(line.split()))
+        elif name.startswith("pubspec"):
+            # Dart's ``git: url:``/``hosted:`` sources (red team 119 F3), read without a YAML parser: every line that
+            # names a url, or holds an escape (``"https\x3a//…"``), but the keys that only describe the package
+            key = line.split(":", 1)[0].strip().lower()
+            if (
+                key not in _DESCRIBING
+                and key not in ("issue_tracker", "screenshots")
+                and (FETCHED.search(line) or "\\" in line)
+            ):
                 lines.add(" ".join(line.split()))
         elif _GEM_SOURCE.search(line.split("#", 1)[0]) or FETCHED.search(line.split("#", 1)[0]):
             lines.add(" ".join(line.split()))
@@ -250,6 +261,10 @@ def requirements_sources(data: bytes | None) -> dict[str, str] | None:
                 found.setdefault(option[0], []).append(value)
         elif DIRECT.search(" ".join(words)):
             found.setdefault("a requirement from a url", []).append(" ".join(words))
+        elif ARCHIVE.search(re.sub(r"\[[^\]]*\]$", "", words[0].split(";", 1)[0])):
+            # Threat (red team 119 F2): ``vendor/x-1.0-py3-none-any.whl`` — pip installs an archive by its path, and
+            # what is inside it (a wheel's .pth, an sdist's setup.py) is never judged.
+            found.setdefault("a requirement from an archive", []).append(" ".join(words))
     return {option: json.dumps(sorted(values)) for option, values in found.items()}
 
 
@@ -265,83 +280,3 @@ def _pip_lines(text: str) -> list[str]:
         lines.append(pending + line)
         pending = ""
     return [*lines, pending] if pending else lines
-
-
-# Lock files: what the next ``npm ci``, ``uv sync``, ``cargo build``, ``bundle install`` … fetches, whatever the
-# manifest says (red team 116's class one step on: a lock entry's ``resolved`` moved to a place the model chose).
-LOCK_FILES = ("package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lock", "deno.lock",
-              "uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock", "pylock.toml", "Cargo.lock", "Gemfile.lock",
-              "gems.locked", "composer.lock", "pixi.lock", "conda-lock.yml", "conda-lock.yaml")  # fmt: skip
-MAX_LOCK = 64 << 20  # bytes of a lock file read at most (a monorepo's package-lock.json runs to tens of MiB)
-# The public registries a package manager fetches from by default: a place there is the registry's (as a version
-# range in a manifest is), one place for each.
-_REGISTRIES = frozenset(
-    {"registry.npmjs.org", "registry.npmjs.com", "registry.yarnpkg.com", "pypi.org", "files.pythonhosted.org",
-     "pypi.python.org", "index.crates.io", "static.crates.io", "crates.io", "rubygems.org", "index.rubygems.org",
-     "repo.packagist.org", "packagist.org", "conda.anaconda.org", "repo.anaconda.com", "proxy.golang.org",
-     "sum.golang.org", "jsr.io", "deno.land", "download.pytorch.org"}
-)  # fmt: skip
-# Hosts of anyone's repositories: a place there is its owner and repository, not the host.
-_CODE_HOSTS = frozenset({"github.com", "gitlab.com", "bitbucket.org", "codeload.github.com", "api.github.com",
-                         "raw.githubusercontent.com", "objects.githubusercontent.com", "gist.github.com",
-                         "codeberg.org", "git.sr.ht"})  # fmt: skip
-_LOCK_URL = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|git@)[^\s\"'<>,\])}]+")
-_LOCK_ARCHIVE = re.compile(r"(?:file:)?[\w@~./+-]*\.(?:tgz|tar\.gz|tar\.bz2|tar\.xz|zip|whl|gem|crate)(?![\w.])")
-_LOCK_DESCRIBING = re.compile(r'"(?:funding|homepage|support|repository|bugs|authors?|license|notification-url)"\s*:')
-
-
-def lock_places(data: bytes | None) -> set[str] | None:
-    """The places a lock file fetches from: a public registry (one place), a repository on a code host (host,
-    owner and repository), any other host, or an archive or url by its whole name; a JSON lock's describing keys
-    (``funding``, ``homepage``, ``support`` …) left out. None where it cannot be read so."""
-    if data is None or len(data) >= MAX_LOCK or other_encoding(data):
-        return None
-    text = data.decode("utf-8", "replace")
-    text = _without_describing(text)
-    places = {_place(found.group()) for found in _LOCK_URL.finditer(text)}
-    rest = _LOCK_URL.sub(" ", text)
-    return places | {f"archive {found.group()}" for found in _LOCK_ARCHIVE.finditer(rest)}
-
-
-def _without_describing(text: str) -> str:
-    """A JSON lock's text without the values of its describing keys (``"funding": {"url": …}``): whatever is not
-    JSON is read whole."""
-    if not _LOCK_DESCRIBING.search(text):
-        return text
-    try:
-        parsed: Any = json.loads(text.removeprefix("\ufeff"))
-    except (ValueError, RecursionError):
-        return text
-    kept: list[str] = []
-    stack: list[Any] = [parsed]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack += [inner for key, inner in item.items() if str(key).lower() not in _DESCRIBING]
-            kept += [str(key) for key in item if str(key).lower() not in _DESCRIBING]
-        elif isinstance(item, list):
-            stack += item
-        elif isinstance(item, str):
-            kept.append(item)
-    return "\n".join(kept)
-
-
-def _place(url: str) -> str:
-    """Where a url in a lock file fetches from (``lock_places``)."""
-    whole = url.split("#", 1)[0].rstrip("/")
-    if whole.startswith("git@"):
-        host, _, path = whole[4:].partition(":")
-    else:
-        try:
-            split = urllib.parse.urlsplit(whole.split("+", 1)[-1] if "+" in whole.split("://", 1)[0] else whole)
-            host, path = split.hostname or "", split.path
-        except ValueError:
-            return f"url {whole}"
-    host = host.lower()
-    if host in _REGISTRIES:
-        return f"registry {host}"
-    if host in _CODE_HOSTS:
-        parts = path.strip("/").removesuffix(".git").split("/")
-        owner = "/".join(parts[1:3] if host == "api.github.com" and parts[0] == "repos" else parts[:2])
-        return f"{host}/{owner}"
-    return f"host {host}" if host else f"url {whole}"
