@@ -479,7 +479,7 @@ def _reachable(trees: Trees, path: str, prefix: str, reaches: dict[str, _Reach])
     if data is None or (not data and not prefix):
         return False  # (unreadable, or an empty ref: no ref; an empty reflog names nothing)
     # A ref holds its id; each line of a reflog names the tip before and after ("<old> <new> <who> <when>\t<why>").
-    words = [data.strip()] if not prefix else [w for line in data.split(b"\n") for w in line.split(b" ", 2)[:2]]
+    words = [data.strip()] if not prefix else [w for line in data.split(b"\n") if line for w in line.split(b" ", 2)[:2]]
     reach = reaches.setdefault(git_dir, _Reach(trees, git_dir))
     for word in words:
         if not OID.match(word):
