@@ -202,3 +202,22 @@ def test_a_lock_string_is_a_place_by_its_host_only_where_every_reader_reads_it_a
     from mcp_server_guard.package_locks import _place
 
     assert _place(text) == place
+
+
+@pytest.mark.parametrize(
+    ("after", "asked"),
+    [
+        ("version=1.2.4\nkotlin.code.style=official\n", False),
+        ("version=1.2.3\norg.gradle.jvmargs=-Xmx2g -javaagent:tools/a.jar\n", True),
+        ("version=1.2.3\norg.gradle.jvm\\u0061rgs=-javaagent:tools/a.jar\n", True),
+        ("version=1.2.3\norg.gradle.\\\n    jvmargs -javaagent:tools/a.jar\n", True),
+        ("version=1.2.3\r! comment\rorg.gradle.java.home=/tmp/jdk\r", True),
+        ("version=1.2.3\nsystemProp.https.proxyHost=proxy.x.example\n", True),
+        ("version=1.2.3\n# org.gradle.jvmargs=-javaagent:tools/a.jar\n", False),
+    ],
+)
+def test_attack_gradle_properties_start_a_program_by_a_key_read_as_java_reads_it(after: str, asked: bool) -> None:
+    # Threat: `org.gradle.jvmargs=-javaagent:tools/a.jar` in the project's gradle.properties runs the model's jar at the
+    # user's next `gradle build`, outside the box; Java reads \uXXXX escapes and continued lines in keys.
+    keys = installer_hook_keys("gradle.properties", b"version=1.2.3\n", after.encode())
+    assert bool(keys) is asked, keys

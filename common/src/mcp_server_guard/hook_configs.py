@@ -33,12 +33,14 @@ from mcp_server_guard.package_locks import LOCK_FILES, MAX_LOCK, lock_places
 from mcp_server_guard.package_sources import (
     DIRECT,
     LINE_MANIFESTS,
+    PROPERTIES_MANIFESTS,
     SOURCE_MANIFESTS,
     fetched_strings,
     other_encoding,
     package_json_fetched,
     requirements_file,
     requirements_sources,
+    running_properties,
     source_lines,
 )
 
@@ -295,14 +297,12 @@ _OTHER_INSTALLERS = ("composer.json", "pyproject.toml", "uv.toml", "hatch.toml",
 
 
 def installer_manifest(path: str) -> bool:
-    """Whether ``path`` is a project's ``composer.json``, ``pyproject.toml``, ``uv.toml``, ``hatch.toml``,
-    ``pdm.toml``, ``Pipfile``, ``pixi.toml``, conda ``environment.yml`` or pip requirements file (not an installed
-    package's)."""
+    """Whether ``path`` is a project's manifest, lock file or settings an installer or a build reads (composer,
+    pyproject, uv, hatch, pdm, Pipenv, pixi, conda, pip requirements, Cargo, Gemfile, setup.cfg, Dart, vcpkg,
+    gradle.properties, the lock files: not an installed package's)."""
     parts = path.split("/")
-    named = parts[-1] in (*_OTHER_INSTALLERS, *SOURCE_MANIFESTS, *LINE_MANIFESTS, *LOCK_FILES) or requirements_file(
-        parts
-    )
-    return bool(named) and not _INSTALLED & set(parts)
+    names = (*_OTHER_INSTALLERS, *SOURCE_MANIFESTS, *LINE_MANIFESTS, *LOCK_FILES, *PROPERTIES_MANIFESTS)
+    return (parts[-1] in names or requirements_file(parts)) and not _INSTALLED & set(parts)
 
 
 def installer_limit(path: str) -> int:
@@ -329,6 +329,8 @@ def installer_hook_keys(path: str, old: bytes | None, new: bytes | None) -> list
         readers.append(lambda data: fetched_strings(name, data))
     elif name in LINE_MANIFESTS:
         readers.append(lambda data: source_lines(name, data))
+    elif name in PROPERTIES_MANIFESTS:
+        readers.append(running_properties)
     elif not readers:
         readers.append(requirements_sources)
     keys: set[str] = set()

@@ -30,12 +30,14 @@ __all__ = [
     "DIRECT",
     "FETCHED",
     "LINE_MANIFESTS",
+    "PROPERTIES_MANIFESTS",
     "SOURCE_MANIFESTS",
     "fetched_strings",
     "other_encoding",
     "package_json_fetched",
     "requirements_file",
     "requirements_sources",
+    "running_properties",
     "source_lines",
 ]
 
@@ -280,3 +282,73 @@ def _pip_lines(text: str) -> list[str]:
         lines.append(pending + line)
         pending = ""
     return [*lines, pending] if pending else lines
+
+
+# Gradle's project settings (``gradle.properties``, read as Java reads a properties file): the keys that start a
+# program — the JVMs' options (``-javaagent:x.jar``, ``-XX:OnOutOfMemoryError=cmd``), the JDK or a tool binary by its
+# path — or send every download elsewhere (``systemProp.*``: proxies, trust stores). Threat (red team 117 F3's
+# class): ``org.gradle.jvmargs=-javaagent:tools/a.jar`` runs the model's jar at the user's next ``gradle build``.
+PROPERTIES_MANIFESTS = ("gradle.properties",)
+_RUNNING_KEYS = re.compile(
+    r"org\.gradle\.(?:jvmargs|java\.home|java\.installations\..*)|kotlin\.daemon\.jvmargs|systemprop\..*"
+    r"|android\.aapt2frommavenoverride|org\.gradle\.(?:jvm\.toolchain|toolchains?)\..*",
+    re.I,
+)
+
+
+def running_properties(data: bytes | None) -> dict[str, str] | None:
+    """The keys of a properties file that start a program or move where downloads come from, with their values;
+    None where it cannot be read so."""
+    if data is None:
+        return None
+    if len(data) >= _MAX or other_encoding(data):
+        return None
+    found: dict[str, str] = {}
+    for key, value in _properties(data.decode("latin-1" if not _utf8(data) else "utf-8")):
+        if _RUNNING_KEYS.fullmatch(key):
+            found[key] = value
+    return found
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _properties(text: str) -> list[tuple[str, str]]:
+    """(key, value) pairs as ``java.util.Properties.load`` reads them: lines end at LF, CR LF or CR; a line ending
+    in an odd number of backslashes goes on (the next line's leading blanks dropped); ``#``/``!`` comments; the key
+    ends at an unescaped ``=``, ``:`` or blank; ``\\uXXXX`` and other escapes read."""
+    pairs: list[tuple[str, str]] = []
+    logical = ""
+    for raw in re.split(r"\r\n|[\r\n]", text):
+        line = raw.lstrip(" \t\f") if logical else raw
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2:
+            logical += line[:-1]
+            continue
+        logical += line
+        stripped = logical.lstrip(" \t\f")
+        logical = ""
+        if not stripped or stripped[0] in "#!":
+            continue
+        at = 0
+        while at < len(stripped) and stripped[at] not in "=: \t\f":
+            at += 2 if stripped[at] == "\\" else 1
+        key, rest = stripped[:at], stripped[at:].lstrip(" \t\f")
+        rest = rest[1:].lstrip(" \t\f") if rest[:1] in ("=", ":") else rest
+        pairs.append((_unescape(key), _unescape(rest)))
+    return pairs
+
+
+def _unescape(text: str) -> str:
+    def one(found: re.Match[str]) -> str:
+        escaped = found.group(1)
+        if escaped.startswith("u") and re.fullmatch(r"u[0-9a-fA-F]{4}", escaped):
+            return chr(int(escaped[1:], 16))
+        return {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(escaped[:1], escaped[:1]) + escaped[1:]
+
+    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", one, text, flags=re.S)
