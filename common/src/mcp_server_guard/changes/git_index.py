@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
-import mmap
 import os
 import posixpath
 import re
@@ -21,6 +20,7 @@ import struct
 from collections.abc import Sequence
 
 from mcp_server_guard.changes.changeset import Change, ChangeSet
+from mcp_server_guard.changes.git_objects import Objects, Unreadable
 from mcp_server_guard.git_dirs import is_git_dir, read_pointer
 
 __all__ = [
@@ -38,6 +38,8 @@ _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _MAX_HASHED = 64 << 20  # files larger than this count as modified without hashing them
 _DISCARD_HASH_BYTES = 64 << 20  # bytes hashed at most to recognise files put back to git's copy
+_HELD_BYTES = 1 << 30  # object bytes read at most to see that git holds the copies it is said to (then: it does not)
+_HELD_SECONDS = 20.0
 
 
 def discarded(
@@ -54,6 +56,23 @@ def discarded(
     found: list[str] = []
     indexes: dict[str, tuple[str, dict[str, bytes]] | None] = {}
     budget = _DISCARD_HASH_BYTES
+    stores = _Stores()
+    try:
+        _discarded(rewritten, stashed, at_stake, found, indexes, budget, stores)
+    finally:
+        stores.close()
+    return found
+
+
+def _discarded(
+    rewritten: Sequence[tuple[ChangeSet, Change]],
+    stashed: frozenset[tuple[str, str]],
+    at_stake: list[tuple[str, str]] | None,
+    found: list[str],
+    indexes: dict[str, tuple[str, dict[str, bytes]] | None],
+    budget: int,
+    stores: _Stores,
+) -> None:
     for changes, change in rewritten:
         if change.size + change.old_size > budget:
             break
@@ -67,26 +86,49 @@ def discarded(
         budget -= change.size + change.old_size
         wide = blob is not None and len(blob) == 32  # a SHA-256 repository
         old = blob_hash(posixpath.join(changes.root, change.path), changes.root, sha256=wide)
-        if old == blob:
+        if old == blob and stores.holds(work_tree, blob):
             continue  # nothing git has no copy of
         if at_stake is not None:
             at_stake.append((changes.root, change.path))
         new = blob_hash(posixpath.join(changes.upper, change.path), changes.upper, sha256=wide)
         # Put back to the index's content, or to any other version git has (``git reset --hard HEAD~1``,
         # ``git checkout HEAD~1 -- f``, ``git restore --source=…``, ``git checkout -f other``).
-        if new is None or (new != blob and not has_object(work_tree, new)):
+        if new is None or (new != blob and not stores.holds(work_tree, new)):
             continue
         if not (old is not None and _stashed_object(changes, work_tree, old, stashed)):
             found.append(change.path)
-    return found
 
 
-_PACKS = 64  # pack indexes looked into at most
+class _Stores:
+    """The object stores of the work trees a judgement looks at, each opened once (its git dir's ``objects``, and
+    the common dir's a linked work tree names); closed with :meth:`close`."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, Objects | None] = {}
+
+    def holds(self, work_tree: str, object_id: bytes, kind: str = "blob") -> bool:
+        """Whether the repository of ``work_tree`` holds object ``object_id`` of ``kind`` — read, its every copy's
+        hash checked. Threat (red team 121 F1): ``git update-index --add --info-only f`` names f's bytes in the index
+        with no object behind them (or a loose file named so holds other bytes): taken for git's copy, the only copy
+        of f went unasked, then out of the history."""
+        if work_tree not in self._open:
+            self._open[work_tree] = _store(work_tree)
+        store = self._open[work_tree]
+        if store is None:
+            return False
+        try:
+            return store.get(object_id)[0] == kind
+        except Unreadable:
+            return False
+
+    def close(self) -> None:
+        for store in self._open.values():
+            if store is not None:
+                store.close()
+        self._open.clear()
 
 
-def has_object(work_tree: str, object_id: bytes) -> bool:
-    """Whether the repository of ``work_tree`` has the object ``object_id`` (loose, or in a pack's index, version 2),
-    in its git dir or the common dir a linked work tree names. No git program runs; nothing is written."""
+def _store(work_tree: str) -> Objects | None:
     try:
         fd = os.open(work_tree, _DIR)
         try:
@@ -94,79 +136,19 @@ def has_object(work_tree: str, object_id: bytes) -> bool:
         finally:
             os.close(fd)
     except OSError:
-        return False
+        return None
     try:
-        objects: list[int] = []
+        dirs: list[int] = []
         with contextlib.suppress(OSError):
-            objects.append(os.open("objects", _DIR, dir_fd=git))
+            dirs.append(os.open("objects", _DIR, dir_fd=git))
         common = _common_dir(git)
         with contextlib.suppress(OSError):
             if common is not None:
-                objects.append(os.open(posixpath.join(common, "objects"), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC,
-                                       dir_fd=git))  # fmt: skip
-        try:
-            return any(_in_objects(o, object_id) for o in objects)
-        finally:
-            for o in objects:
-                os.close(o)
+                dirs.append(os.open(posixpath.join(common, "objects"), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC,
+                                    dir_fd=git))  # fmt: skip
+        return Objects(dirs, budget=_HELD_BYTES, seconds=_HELD_SECONDS) if dirs else None
     finally:
         os.close(git)
-
-
-def _in_objects(objects: int, object_id: bytes) -> bool:
-    name = object_id.hex()
-    with contextlib.suppress(OSError):
-        loose = os.open(name[:2], _DIR, dir_fd=objects)
-        try:
-            return stat.S_ISREG(os.stat(name[2:], dir_fd=loose, follow_symlinks=False).st_mode)
-        except OSError:
-            pass
-        finally:
-            os.close(loose)
-    try:
-        packs = os.open("pack", _DIR, dir_fd=objects)
-    except OSError:
-        return False
-    try:
-        indexes = sorted(n for n in os.listdir(packs) if n.endswith(".idx"))[:_PACKS]
-        return any(_in_pack_index(packs, index, object_id) for index in indexes)
-    finally:
-        os.close(packs)
-
-
-def _in_pack_index(packs: int, index: str, object_id: bytes) -> bool:
-    """Binary search of a pack index (version 2: magic, version, 256 fan-out counts, then the sorted ids)."""
-    try:
-        fd = os.open(index, _FILE, dir_fd=packs)
-    except OSError:
-        return False
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size < 8 + 1024:
-            return False
-        with mmap.mmap(fd, 0, prot=mmap.PROT_READ) as data:
-            if data[:8] != b"\xfftOc\x00\x00\x00\x02":
-                return False
-            first = object_id[0]
-            low = struct.unpack(">I", data[8 + 4 * (first - 1) : 12 + 4 * (first - 1)])[0] if first else 0
-            high = struct.unpack(">I", data[8 + 4 * first : 12 + 4 * first])[0]
-            width, base = len(object_id), 8 + 1024
-            if base + high * width > st.st_size:
-                return False
-            while low < high:
-                middle = (low + high) // 2
-                found = data[base + middle * width : base + (middle + 1) * width]
-                if found == object_id:
-                    return True
-                if found < object_id:
-                    low = middle + 1
-                else:
-                    high = middle
-            return False
-    except (OSError, ValueError, struct.error):
-        return False
-    finally:
-        os.close(fd)
 
 
 def _stashed_object(changes: ChangeSet, work_tree: str, blob: bytes, stashed: frozenset[tuple[str, str]]) -> bool:
@@ -194,14 +176,18 @@ def uncommitted(losing: Sequence[tuple[ChangeSet, Change]], outside: list[str] |
     those in no repository at all."""
     lost: list[str] = []
     indexes: dict[str, tuple[str, dict[str, bytes]] | None] = {}
-    for changes, change in losing:
-        found = _repository(changes.root, change.path, indexes)
-        if found is None:
-            if outside is not None:
-                outside.append(change.path)
-            continue
-        if not _in_index(changes.root, change.path, found):
-            lost.append(change.path)
+    stores = _Stores()
+    try:
+        for changes, change in losing:
+            found = _repository(changes.root, change.path, indexes)
+            if found is None:
+                if outside is not None:
+                    outside.append(change.path)
+                continue
+            if not _in_index(changes.root, change.path, found, stores):
+                lost.append(change.path)
+    finally:
+        stores.close()
     return lost
 
 
@@ -209,13 +195,22 @@ def has_copy(root: str, path: str) -> bool:
     """Whether git has a copy of the file ``path`` beneath ``root`` as it is now (its repository's index holds
     these bytes): file_write's overwrite of one it has not keeps the one copy in the history."""
     found = _repository(root, path, {})
-    return found is not None and _in_index(root, path, found)
+    if found is None:
+        return False
+    stores = _Stores()
+    try:
+        return _in_index(root, path, found, stores)
+    finally:
+        stores.close()
 
 
-def _in_index(root: str, path: str, found: tuple[str, dict[str, bytes]]) -> bool:
+def _in_index(root: str, path: str, found: tuple[str, dict[str, bytes]], stores: _Stores) -> bool:
+    """Whether the index names the file's bytes and the repository holds them (red team 121 F1)."""
     work_tree, entries = found
     blob = entries.get(posixpath.relpath(posixpath.join(root, path), work_tree))
-    return blob is not None and blob_hash(posixpath.join(root, path), root, sha256=len(blob) == 32) == blob
+    if blob is None or blob_hash(posixpath.join(root, path), root, sha256=len(blob) == 32) != blob:
+        return False
+    return stores.holds(work_tree, blob)
 
 
 def _repository(
