@@ -184,7 +184,7 @@ def test_attack_a_lock_entry_moved_to_a_place_the_model_chose_is_named(name: str
         ("1.3.0", ""),
         (
             "http://127.0.0.1:9\\@registry.npmjs.org/left-pad.tgz",
-            "url http://127.0.0.1:9\\@registry.npmjs.org/left-pad.tgz",
+            "escaped http://127.0.0.1:9\\@registry.npmjs.org/left-pad.tgz",
         ),
         ("http://registry.npmjs.org,@127.0.0.1:9/left-pad", "url http://registry.npmjs.org,@127.0.0.1:9/left-pad"),
         ("https://registry.npmjs.org\t.evil.example/x", "url https://registry.npmjs.org\t.evil.example/x"),

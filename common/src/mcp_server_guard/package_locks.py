@@ -61,47 +61,73 @@ _TOKENS = re.compile(r"[ \n\"']+")  # (raw text: a tab, a CR or a comma stays in
 
 
 def lock_places(name: str, data: bytes | None) -> set[str] | None:
-    """The places the lock file ``name`` holding ``data`` fetches from; None where it cannot be read so."""
+    """The places the lock file ``name`` holding ``data`` fetches from; None where it cannot be read so (a JSON or
+    TOML lock this parser does not take — a byte-order mark, ``\\x`` escapes, trailing commas uv or bun take: red
+    team 120 F1)."""
     if data is None or len(data) >= MAX_LOCK or other_encoding(data):
         return None
     if not data:
         return set()
-    return {place for text in _strings(name, data) if (place := _place(text))}
+    pairs = _strings(name, data)
+    if pairs is None:
+        return None
+    return {place for key, text in pairs if (place := _place(text, key, npm=name in _NPM_LOCKS))}
 
 
-def _strings(name: str, data: bytes) -> list[str]:
-    """The strings a lock holds (parsed where it is JSON or TOML; else its text's tokens)."""
+_NPM_LOCKS = frozenset({"package-lock.json", "npm-shrinkwrap.json", "bun.lock"})
+_JSON_LOCKS = frozenset({*_NPM_LOCKS, "deno.lock", "composer.lock", "Pipfile.lock"})
+_TOML_LOCKS = frozenset({"uv.lock", "poetry.lock", "pdm.lock", "pylock.toml", "Cargo.lock"})
+# A JSONC lock's trailing commas (bun.lock), outside its strings.
+_JSONC = re.compile(r'("(?:[^"\\]|\\.)*")|,(\s*[}\]])')
+
+
+def _strings(name: str, data: bytes) -> list[tuple[str, str]] | None:
+    """The (key, string) pairs a lock holds — its strings by the key they stand under ("" in a list or a text), its
+    keys too — parsed where it is JSON or TOML (None where that fails); else its text's tokens."""
     text = data.decode("utf-8", "replace")
     parsed: Any = None
     try:
-        if name.endswith((".json", ".lock")) and text.lstrip("\ufeff \t\r\n").startswith("{"):
-            parsed = json.loads(text.removeprefix("\ufeff"))
-        elif name.endswith((".toml", ".lock")) and name not in ("yarn.lock", "Gemfile.lock", "pixi.lock"):
+        if name in _JSON_LOCKS:
+            body = _JSONC.sub(lambda m: m.group(1) or m.group(2), text) if name == "bun.lock" else text
+            parsed = json.loads(body)
+        elif name in _TOML_LOCKS:
             parsed = tomllib.loads(text)
+        else:
+            return [("", token) for token in _TOKENS.split(text) if token]
     except (ValueError, RecursionError):
-        parsed = None
-    if parsed is None:
-        return [token for token in _TOKENS.split(text) if token]
-    found: list[str] = []
-    stack: list[Any] = [parsed]
+        return None
+    found: list[tuple[str, str]] = []
+    stack: list[tuple[str, Any]] = [("", parsed)]
     while stack:
-        item = stack.pop()
+        key, item = stack.pop()
         if isinstance(item, dict):
-            for key, inner in item.items():
-                if str(key).lower() not in _DESCRIBING:
-                    stack.append(inner)
-                    found.append(str(key))
+            for inner_key, inner in item.items():
+                if str(inner_key).lower() not in _DESCRIBING:
+                    stack.append((str(inner_key), inner))
+                    found.append(("", str(inner_key)))
         elif isinstance(item, list):
-            stack += item
+            stack += [(key, inner) for inner in item]
         elif isinstance(item, str):
-            found.append(item)
+            found.append((key, item))
     return found
 
 
-def _place(text: str) -> str:
-    """Where a string of a lock fetches from ("" for none: a version, a hash, a name)."""
+# npm's specs in a lock's ``resolved``/``version``/``from``: a repository by shorthand (``someone/evil#main``,
+# ``github:…``, ``sourcehut:~x/y``) is fetched from its host and skips the integrity check (red team 120 F2).
+_NPM_SPEC_KEYS = frozenset({"resolved", "version", "from"})
+# (an alias; a version or range; ``name@range`` as a v1 lock's ``from`` says it)
+_NPM_REGISTRY_SPEC = re.compile(r"npm:.*|(?:@[\w.-]+/)?[\w.-]+@[\w.^~<>=*| +-]*|[\w.^~<>=*| +-]*")
+
+
+def _place(text: str, key: str = "", *, npm: bool = False) -> str:
+    """Where a string of a lock fetches from ("" for none: a version, a hash, a name). ``key``: what it stands
+    under; ``npm``: in an npm lock (its specs read as npm reads them)."""
     given = text.strip(" ,;}])")
     bare = given.split("#", 1)[0].split("?", 1)[0]
+    if "\\" in given:  # (an escape this reading does not undo: YAML's "\u003a", a WHATWG backslash)
+        return f"escaped {given}"
+    if npm and key in _NPM_SPEC_KEYS and not _URLISH.match(given) and not _NPM_REGISTRY_SPEC.fullmatch(given):
+        return f"spec {given}"
     if _URLISH.match(given):
         clean = _CLEAN.fullmatch(bare)
         if (

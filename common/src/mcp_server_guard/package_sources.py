@@ -41,6 +41,13 @@ __all__ = [
     "source_lines",
 ]
 
+# An archive by its name: pip's every archive suffix (.tar.lzma too: red team 120 F3), npm's (``.tgz``, ``.tar`` in
+# any case), and the other ecosystems' packages.
+_ARCHIVE_SUFFIX = (
+    r"\.(?:tar(?:\.(?:gz|bz2|xz|lz|lzma|zst|z))?|tgz|tbz2?|tb2|txz|tlz|tzst|taz|zip|whl|egg|gem|crate|jar|nupkg|7z"
+    r"|lzma|xz|bz2|gz|zst)"
+)
+ARCHIVE = re.compile(_ARCHIVE_SUFFIX + "$", re.I)
 # A string that fetches from elsewhere than the package manager's registry: any url (``scheme://``, ``file:``), a
 # repository (``git+…``, ``git@host:…``, scp-like ``user@host:path``, ``github:``/``gitlab:``… shorthands), a PEP 508
 # direct reference (``name @ url``), an archive or wheel by its path (its own build and install code is never
@@ -48,17 +55,18 @@ __all__ = [
 FETCHED = re.compile(
     r"[A-Za-z][A-Za-z0-9+.-]*://|\bfile:|(?:^|[\s@])git\+|^\s*git@|^\s*[\w.-]+@[\w.-]+:(?!\d)"
     r"|^\s*(?:github|gitlab|bitbucket|gist|sourcehut):"
-    r"|^[^*?\[\]]*\.(?:tgz|tar|tar\.gz|tar\.bz2|tar\.xz|zip|whl|gem|crate)\s*$",  # (an archive, not a glob of them)
+    rf"|^[^*?\[\]]*{_ARCHIVE_SUFFIX}\s*$",  # (an archive, not a glob of them)
     re.I,
 )
-# An archive by its name (npm takes ``.tgz``/``.tar.gz``/``.tar`` in any case; pip its sdists and wheels).
-ARCHIVE = re.compile(r"\.(?:tgz|tar|tar\.gz|tar\.bz2|tbz2?|tar\.xz|txz|tar\.zst|tar\.lz|tlz|zip|whl|gem|crate)$", re.I)
 # Keys whose tables only describe the project: a link there fetches nothing.
 _DESCRIBING = frozenset(
     {"homepage", "repository", "documentation", "urls", "url-metadata", "authors", "maintainers", "contributors",
      "author", "description", "readme", "license", "license-file", "keywords", "classifiers", "categories", "badges",
      "support", "funding", "bugs", "metadata", "changelog", "issues", "funding_url", "project-urls"}
 )  # fmt: skip
+# The tables whose describing keys describe the project (the document's top, Cargo's ``[package]``, ``[project]``,
+# ``[workspace]``, ``[tool.poetry]``), not a dependency that bears such a name.
+_DESCRIBED = frozenset({"", "package", "project", "workspace", "poetry"})
 # pyproject.toml: the tables an installer or a build reads for what to fetch (other tools' tables hold links to
 # issues and docs: a towncrier template is no source).
 _PYPROJECT_TABLES = ("project", "build-system", "dependency-groups", "tool.uv", "tool.poetry", "tool.pdm",
@@ -157,8 +165,11 @@ def _walk(value: Any, path: str, found: dict[str, list[str]], budget: list[int],
             return False
         where, item = stack.pop()
         if isinstance(item, dict):
+            # (a describing key only where it describes: in the document's top or a table of the project itself —
+            # ``[dependencies] metadata = { git = … }`` is a dependency named so, red team 120 F5)
+            describes = not whole and where.rpartition(".")[2].lower() in _DESCRIBED
             stack += [(f"{where}.{key}" if where else str(key), inner) for key, inner in item.items()
-                      if whole or str(key).lower() not in _DESCRIBING]  # fmt: skip
+                      if not (describes and str(key).lower() in _DESCRIBING)]  # fmt: skip
         elif isinstance(item, list):
             stack += [(where, inner) for inner in item]
         elif isinstance(item, str) and FETCHED.search(item):

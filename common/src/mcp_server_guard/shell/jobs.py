@@ -77,14 +77,37 @@ def window(spool: Spool, start: int, end: int, limit: int) -> tuple[str, tuple[i
 
 
 def unfinished_line(text: str) -> str:
-    """What of ``text`` the next write to a job can still continue: the line after the last newline and, threat:
-    `shut\\` + newline, then `down -h now` in the next write — the lines before it that end in a backslash (a
-    shell, and `read` without -r, join a line ending in one to the next). Judged again with the next write."""
-    lines = text.split("\n")
-    start = len(lines) - 1
-    while start > 0 and lines[start - 1].endswith("\\"):
-        start -= 1
-    return "\n".join(lines[start:])
+    """What of ``text`` (a job's input so far) the next write to it can still continue: everything after the last
+    line start at which the shell stands outside any quote, command substitution by backticks and continued line.
+    Threats: `shut\\` + newline, then `down -h now` in the next write (a line ending in a backslash goes on); a write
+    that opens a quote, ``echo "x`` + newline, then `"; shutdown -h now; #"` — judged alone, one quoted word; read
+    after the open quote, a command (red team 120 F4). Judged again with the next write."""
+    neutral = 0  # the last line start outside every quote
+    quote = ""  # "'", '"', "$'" or "`": the quote the text stands in
+    at, end = 0, len(text)
+    while at < end:
+        char = text[at]
+        if quote in ('"', "$'", "`") and char == "\\":
+            at += 2
+            continue
+        if quote:
+            if (quote == "$'" and char == "'") or char == quote:
+                quote = ""
+        elif char == "\\":
+            at += 2  # (a backslash before a newline continues the line: no line starts there)
+            continue
+        elif char == "$" and text[at + 1 : at + 2] == "'":
+            quote, at = "$'", at + 1
+        elif char in ("'", '"', "`"):
+            quote = char
+        elif char == "#" and (at == 0 or text[at - 1] in " \t\n;&|()"):
+            newline = text.find("\n", at)
+            at = end if newline < 0 else newline
+            continue
+        elif char == "\n":
+            neutral = at + 1
+        at += 1
+    return text[neutral:]
 
 
 @dataclass

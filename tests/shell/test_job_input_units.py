@@ -1,0 +1,28 @@
+"""What of a job's input the next write can still continue (``shell.jobs.unfinished_line``): the text after the last
+line start at which the shell stands outside every quote and continued line (red team 120 F4: a quote opened by one
+write, a denied line inside it by the next)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_server_guard.shell.jobs import unfinished_line
+
+
+@pytest.mark.parametrize(
+    ("text", "carry"),
+    [
+        ("echo a\n", ""),
+        ("echo a\nec", "ec"),
+        ("shut\\\ndown", "shut\\\ndown"),
+        ('echo "start\n', 'echo "start\n'),
+        ('echo "x"\nls', "ls"),
+        ("echo it's # x\nok", "echo it's # x\nok"),
+        ("# it's a comment\nls\n", ""),
+        ("echo $'a\\'b\nc", "echo $'a\\'b\nc"),
+        ("a `b\nc", "a `b\nc"),
+        ('echo "a\\"\nb', 'echo "a\\"\nb'),
+    ],
+)
+def test_attack_an_open_quote_keeps_the_input_since_its_line_for_the_next_write(text: str, carry: str) -> None:
+    assert unfinished_line(text) == carry
