@@ -138,6 +138,7 @@ def layer(module: str) -> str:
         "package_sources",  # where manifests fetch packages from (hook_configs' readers of sources)
         "package_locks",  # where lock files fetch packages from
         "hook_runs",
+        "make_reads",  # what GNU make reads (hook_runs' makefiles)
         "env_names",
         "python_startup",
         "git_search",  # protected.py's search for git dirs: protected (top) may import only top-level modules

@@ -36,6 +36,7 @@ import sys
 from collections.abc import Iterable
 
 from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular
+from mcp_server_guard.make_reads import make_named, make_text
 from mcp_server_guard.patterns import deferred
 from mcp_server_guard.python_startup import ENV_MARKERS, venv_entry
 
@@ -180,6 +181,7 @@ def _named(words: list[str], line: str) -> list[_Named]:
     """What one line names: (word, how — "run": read in turn if shell, "recipes": read for the goals', "whole": read
     whole, "": not read —, goals)."""
     named: list[_Named] = [(f"node_modules/.bin/{x}", "", ()) for x in _NPX.findall(line)]
+    named += make_named(line)  # (what make reads: includes, ``make -f X``, ``$(MAKE)``: red team 123)
     for at, word in enumerate(words):
         previous = words[at - 1] if at else ""
         if previous in _DIRECTORY_WORDS:
@@ -220,7 +222,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     """Add to ``found`` the files one text runs; the texts of those to read in turn. ``bins``: the directories the
     hooks put first on PATH (``path_dirs``), where a program named by its name alone is looked for."""
     if goals is not None:
-        text = _recipes(text, goals)
+        text = make_text(text, goals)  # (its variables expanded, its includes and makefiles named: make_reads)
     places = _places(text, base, work_tree, home)
     values = {name: value for name, given in _ASSIGNED.findall(text) if (value := _static(given)) is not None}
     more: list[_Text] = []
@@ -345,8 +347,10 @@ def _expanded(word: str, places: list[str], home: str | None) -> list[str]:
         return patterns + [os.path.realpath(p) for pattern in patterns
                            for p in sorted(glob.glob(pattern[1:]))[:_GLOB_MAX]]  # fmt: skip
     if any(c in word for c in "*?["):
+        # (and the pattern: a file made later that it matches is read too — ``include mk/*.mk``, red team 123 F2)
         paths = [expand_path(word, where, home) for where in places]
-        return [os.path.realpath(p) for pattern in paths for p in sorted(glob.glob(pattern))[:_GLOB_MAX]]
+        return [_PATTERN + p for p in paths] + [os.path.realpath(p) for pattern in paths
+                                                for p in sorted(glob.glob(pattern))[:_GLOB_MAX]]  # fmt: skip
     paths = [expand_path(word, where, home) for where in places]
     named = [posixpath.normpath(os.path.join(where, os.path.expanduser(word))) for where in places]
     return list(dict.fromkeys(paths + [n for n in named if os.path.islink(n)]))
@@ -367,55 +371,6 @@ def _shell_text(path: str, body: str) -> bool:
         return True
     first = body.split("\n", 1)[0]
     return "." not in posixpath.basename(path) and (not first.startswith("#!") or first.rstrip().endswith("sh"))
-
-
-_RULE = deferred(r"^([^\s:=#][^:=#]*?)\s*::?(?!=)(.*)$")
-_VARIABLE = deferred(r"^\s*(?:override\s+|export\s+)?[A-Za-z_][\w.-]*\s*(?:\?|::?|\+|!)?=")
-_DEFAULT_GOAL = deferred(r"^\s*\.DEFAULT_GOAL\s*:?=\s*(\S+)")
-
-
-def _recipes(text: str, goals: tuple[str, ...]) -> str:
-    """The lines of a Makefile or justfile that run when ``goals`` are made (none named: the default goal, else the
-    first rule's), their prerequisites' and the pattern rules' too; and every line make reads whatever the goal:
-    variables, ``$(shell …)``, includes (red team 8 A4). A recipe line is an indented one under its rule."""
-    rules: dict[str, tuple[list[str], list[str]]] = {}
-    order: list[str] = []
-    current: list[str] = []
-    kept: list[str] = []
-    default = ""
-    for line in text.splitlines():
-        if line[:1] in ("\t", " ") and current:
-            for name in current:
-                rules[name][1].append(line)
-            continue
-        stripped = line.strip()
-        if found := _DEFAULT_GOAL.match(line):
-            default = found.group(1)
-        if (
-            stripped.startswith(("include ", "-include ", "sinclude ", "import ", "mod "))
-            or _VARIABLE.match(line)
-            or ("$(shell" in line or "${shell" in line)
-        ):
-            kept.append(stripped)
-        match = None if _VARIABLE.match(line) else _RULE.match(line)
-        current = match.group(1).split() if match else []
-        for name in current:
-            prerequisites, recipe = rules.setdefault(name, ([], []))
-            after = match.group(2).split(";", 1) if match else [""]
-            prerequisites += after[0].split()
-            recipe += after[1:]
-            order.append(name)
-    todo = list(goals) or ([default] if default else [name for name in order if not name.startswith(".")][:1])
-    todo += [name for name in rules if "%" in name]  # a pattern rule may make any of them
-    seen: set[str] = set()
-    while todo and len(seen) < 1024:
-        name = todo.pop()
-        if name in seen or name not in rules:
-            continue
-        seen.add(name)
-        todo += rules[name][0]
-        kept += rules[name][1]
-    return "\n".join(kept)
 
 
 def _text(path: str) -> str:
