@@ -1,6 +1,6 @@
 """What of a job's input the next write can still continue (``shell.jobs.unfinished_line``): the text after the last
 line start at which the shell stands outside every quote and continued line (red team 120 F4: a quote opened by one
-write, a denied line inside it by the next)."""
+write, a denied line inside it by the next; red team 122 F2: a here-document's body, whose quotes are none)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,11 @@ from mcp_server_guard.shell.jobs import unfinished_line
         ("echo $'a\\'b\nc", "echo $'a\\'b\nc"),
         ("a `b\nc", "a `b\nc"),
         ('echo "a\\"\nb', 'echo "a\\"\nb'),
+        ("cat <<EOF\nit's\nEOF\n", ""),
+        ("cat <<EOF\nit's\n", "cat <<EOF\nit's\n"),
+        ("cat <<-'E'\n\tdon't\n\tE\nls", "ls"),
+        ('cat <<< "x"\nls', "ls"),
+        ("a <<A <<B\n1\nA\n2\nB\nz", "z"),
     ],
 )
 def test_attack_an_open_quote_keeps_the_input_since_its_line_for_the_next_write(text: str, carry: str) -> None:

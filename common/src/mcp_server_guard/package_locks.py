@@ -57,6 +57,7 @@ _CLEAN = re.compile(r"(?:[a-z0-9-]+\+)?https?://([a-z0-9.-]+)(?::[0-9]{1,5})?(/[
 _DOT_SEGMENT = re.compile(r"(?:^|/)(?:\.|%2e){1,2}(?:/|$)", re.I)
 _DESCRIBING = frozenset({"funding", "homepage", "support", "repository", "bugs", "author", "authors", "license",
                          "notification-url", "description", "keywords"})  # fmt: skip
+_ENTRY_FIELDS = ("version", "resolved", "integrity", "name", "lockfileVersion")
 _TOKENS = re.compile(r"[ \n\"']+")  # (raw text: a tab, a CR or a comma stays inside a token: the url is odd then)
 
 
@@ -101,8 +102,11 @@ def _strings(name: str, data: bytes) -> list[tuple[str, str]] | None:
     while stack:
         key, item = stack.pop()
         if isinstance(item, dict):
+            # (a describing key only as a field of a package's entry, beside its version — not a package named so in
+            # a table of packages: ``"dependencies": {"license": {…}}``, red team 122 F1)
+            entry = any(field in item for field in _ENTRY_FIELDS)
             for inner_key, inner in item.items():
-                if str(inner_key).lower() not in _DESCRIBING:
+                if not (entry and str(inner_key).lower() in _DESCRIBING):
                     stack.append((str(inner_key), inner))
                     found.append(("", str(inner_key)))
         elif isinstance(item, list):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import secrets
 import shutil
 import signal
@@ -78,12 +79,14 @@ def window(spool: Spool, start: int, end: int, limit: int) -> tuple[str, tuple[i
 
 def unfinished_line(text: str) -> str:
     """What of ``text`` (a job's input so far) the next write to it can still continue: everything after the last
-    line start at which the shell stands outside any quote, command substitution by backticks and continued line.
-    Threats: `shut\\` + newline, then `down -h now` in the next write (a line ending in a backslash goes on); a write
-    that opens a quote, ``echo "x`` + newline, then `"; shutdown -h now; #"` — judged alone, one quoted word; read
-    after the open quote, a command (red team 120 F4). Judged again with the next write."""
-    neutral = 0  # the last line start outside every quote
+    line start at which the shell stands outside any quote, command substitution by backticks, here-document and
+    continued line. Threats: `shut\\` + newline, then `down -h now` in the next write (a line ending in a backslash
+    goes on); a write that opens a quote, ``echo "x`` + newline, then `"; shutdown -h now; #"` — judged alone, one
+    quoted word; read after the open quote, a command (red team 120 F4); a here-document's body is no code, its
+    quotes none (``it's`` in it: red team 122 F2). Judged again with the next write."""
+    neutral = 0  # the last line start outside every quote and here-document
     quote = ""  # "'", '"', "$'" or "`": the quote the text stands in
+    pending: list[tuple[str, bool]] = []  # here-documents the line opened: (delimiter, tabs stripped)
     at, end = 0, len(text)
     while at < end:
         char = text[at]
@@ -96,6 +99,12 @@ def unfinished_line(text: str) -> str:
         elif char == "\\":
             at += 2  # (a backslash before a newline continues the line: no line starts there)
             continue
+        elif char == "<" and text.startswith("<<<", at):
+            at += 3  # (a here-string: a word, no body)
+            continue
+        elif char == "<" and text.startswith("<<", at):
+            at = _here_document(text, at + 2, pending)
+            continue
         elif char == "$" and text[at + 1 : at + 2] == "'":
             quote, at = "$'", at + 1
         elif char in ("'", '"', "`"):
@@ -105,9 +114,44 @@ def unfinished_line(text: str) -> str:
             at = end if newline < 0 else newline
             continue
         elif char == "\n":
-            neutral = at + 1
+            at = _bodies(text, at + 1, pending)
+            if at < 0:
+                return text[neutral:]  # (a body still open: the next write goes on in it)
+            neutral = at
+            continue
         at += 1
     return text[neutral:]
+
+
+def _here_document(text: str, at: int, pending: list[tuple[str, bool]]) -> int:
+    """After ``<<`` at ``at``: note the here-document's delimiter (``-`` strips tabs; quotes and backslashes taken
+    off the word, as bash does) and return where the line goes on."""
+    strip = text.startswith("-", at)
+    at += 1 if strip else 0
+    while at < len(text) and text[at] in " \t":
+        at += 1
+    word = re.match(r"(?:'[^'\n]*'|\"[^\"\n]*\"|\\.|[^\s;&|<>()])+", text[at:])
+    if word is None:
+        return at
+    pending.append((re.sub(r"['\"\\]", "", word.group(0)), strip))
+    return at + word.end()
+
+
+def _bodies(text: str, at: int, pending: list[tuple[str, bool]]) -> int:
+    """From the line start ``at``, past the bodies of the here-documents ``pending`` (emptied): where the next line
+    of code starts, or -1 where a body is still open at the text's end."""
+    while pending:
+        delimiter, strip = pending.pop(0)
+        while True:
+            newline = text.find("\n", at)
+            line = text[at:] if newline < 0 else text[at:newline]
+            if (line.lstrip("\t") if strip else line) == delimiter and newline >= 0:
+                at = newline + 1
+                break
+            if newline < 0:
+                return -1
+            at = newline + 1
+    return at
 
 
 @dataclass
