@@ -179,7 +179,7 @@ def run_by_hooks(
 
 def _named(words: list[str], line: str) -> list[_Named]:
     """What one line names: (word, how — "run": read in turn if shell, "recipes": read for the goals', "whole": read
-    whole, "": not read —, goals)."""
+    whole, "include": a makefile's include, read whole, "": not read —, goals)."""
     named: list[_Named] = [(f"node_modules/.bin/{x}", "", ()) for x in _NPX.findall(line)]
     named += make_named(line)  # (what make reads: includes, ``make -f X``, ``$(MAKE)``: red team 123)
     for at, word in enumerate(words):
@@ -232,7 +232,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
         line = _assigned(written, values)
         words = program_words(line, built=True)
         for word, how, wanted in _named(words, line) + _in_sites(words, line, places, home) + _on_path(words, bins):
-            for path in _expanded(word, places, home):
+            for path in _expanded(word, places, home, later=how == "include"):
                 if path in found or len(found) >= _RUN_NAMED_MAX or _in_environment(path) or os.path.isdir(path):
                     continue  # an environment's entry point (`source .venv/bin/activate`): asked, as every change of
                     # it (changes.later), not refused — a command remaking the environment is everyday work
@@ -243,7 +243,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
                 budget[1] -= len(body)
                 if how == "recipes":
                     more.append((body, posixpath.dirname(path), wanted))
-                elif how == "whole" or _shell_text(path, body):
+                elif how in ("whole", "include") or _shell_text(path, body):
                     more.append((body, posixpath.dirname(path), None))
     return more
 
@@ -333,7 +333,7 @@ def _in_environment(path: str) -> bool:
     return env is not None and any(os.path.lexists(os.path.join(env, marker)) for marker in ENV_MARKERS)
 
 
-def _expanded(word: str, places: list[str], home: str | None) -> list[str]:
+def _expanded(word: str, places: list[str], home: str | None, *, later: bool = False) -> list[str]:
     """The paths a word names from each place — the file it leads to, and the link it names on the way (replaced,
     it runs instead: ``node_modules/.bin/x``) —; a glob (``include mk/*.mk``) as the files it matches there; a path
     with a variable left in it as any name there (red team 48 A, lefthook's own hook): the files it matches now and
@@ -347,10 +347,11 @@ def _expanded(word: str, places: list[str], home: str | None) -> list[str]:
         return patterns + [os.path.realpath(p) for pattern in patterns
                            for p in sorted(glob.glob(pattern[1:]))[:_GLOB_MAX]]  # fmt: skip
     if any(c in word for c in "*?["):
-        # (and the pattern: a file made later that it matches is read too — ``include mk/*.mk``, red team 123 F2)
+        # (``later``, an include: and the pattern, a file made later that it matches is read too — ``include
+        # mk/*.mk``, red team 123 F2)
         paths = [expand_path(word, where, home) for where in places]
-        return [_PATTERN + p for p in paths] + [os.path.realpath(p) for pattern in paths
-                                                for p in sorted(glob.glob(pattern))[:_GLOB_MAX]]  # fmt: skip
+        return [_PATTERN + p for p in paths if later] + [os.path.realpath(p) for pattern in paths
+                                                         for p in sorted(glob.glob(pattern))[:_GLOB_MAX]]  # fmt: skip
     paths = [expand_path(word, where, home) for where in places]
     named = [posixpath.normpath(os.path.join(where, os.path.expanduser(word))) for where in places]
     return list(dict.fromkeys(paths + [n for n in named if os.path.islink(n)]))

@@ -100,11 +100,12 @@ def make_text(text: str, goals: tuple[str, ...]) -> str:
 
 
 def make_named(line: str) -> list[_Named]:
-    """The makefiles one line names: each word of an include (read whole: every line of it, recipes too, may run),
-    and the file ``make -f X`` reads (for the goals after it)."""
+    """The makefiles one line names: each word of an include (``include``: read whole — every line of it, recipes
+    too, may run —, a glob as a pattern any file made later matches too), and the file ``make -f X`` reads (for the
+    goals after it)."""
     named: list[_Named] = []
     if found := _INCLUDE.match(line):
-        named += [(word, "whole", ()) for word in found.group(1).split("#", 1)[0].split()]
+        named += [(word, "include", ()) for word in found.group(1).split("#", 1)[0].split()]
     for given in _MAKE_FILE.findall(_MAKE_WORD.sub("make", line)):
         goals = tuple(w for w in line.split(given, 1)[1].split() if not w.startswith("-") and "=" not in w)
         named.append((given.strip("'\""), "recipes", goals))
