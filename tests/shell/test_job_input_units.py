@@ -27,6 +27,9 @@ from mcp_server_guard.shell.jobs import unfinished_line
         ("cat <<-'E'\n\tdon't\n\tE\nls", "ls"),
         ('cat <<< "x"\nls', "ls"),
         ("a <<A <<B\n1\nA\n2\nB\nz", "z"),
+        ("echo a\\ #'\nls", "echo a\\ #'\nls"),
+        ('echo "$(echo \')"\nls', 'echo "$(echo \')"\nls'),
+        ("echo $(echo a\n)\nls", "ls"),
     ],
 )
 def test_attack_an_open_quote_keeps_the_input_since_its_line_for_the_next_write(text: str, carry: str) -> None:

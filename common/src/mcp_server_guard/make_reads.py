@@ -31,6 +31,9 @@ def _recipes(text: str, goals: tuple[str, ...]) -> str:
     current: list[str] = []
     kept: list[str] = []
     default = ""
+    # (make joins a line ending in a backslash with the next, and takes ``$(eval TEXT)`` as a line of its own: red
+    # team 124)
+    text = _EVAL.sub(lambda found: "\n" + found.group(1) + "\n", re.sub(r"\\\n[ \t]*", " ", text))
     for line in text.splitlines():
         if line[:1] in ("\t", " ") and current:
             for name in current:
@@ -40,7 +43,8 @@ def _recipes(text: str, goals: tuple[str, ...]) -> str:
         if found := _DEFAULT_GOAL.match(line):
             default = found.group(1)
         if (
-            stripped.startswith(("include ", "-include ", "sinclude ", "import ", "mod "))
+            _INCLUDE.match(line)
+            or stripped.startswith(("import ", "mod "))
             or _VARIABLE.match(line)
             or ("$(shell" in line or "${shell" in line)
         ):
@@ -68,8 +72,10 @@ def _recipes(text: str, goals: tuple[str, ...]) -> str:
 
 _MAKE_ASSIGN = deferred(r"^\s*(?:override\s+|export\s+)?([A-Za-z_][\w.-]*)\s*(?:\?|::?|\+|!)?=\s*(.*?)\s*$", re.M)
 _MAKE_REF = deferred(r"\$[({]([A-Za-z_][\w.-]*)(?::([^=)}]*)=([^)}]*))?[)}]")
+_EVAL = deferred(r"\$[({]eval\s+([^)}]*)[)}]")
+_DEFINE = deferred(r"^\s*define\s+([A-Za-z_][\w.-]*)\s*(?:[:+?!]?=)?\s*\n(.*?)\n\s*endef\b", re.M | re.S)
 _WILDCARD = deferred(r"\$[({]wildcard\s+([^)}]*)[)}]")
-_INCLUDE = deferred(r"^\s*(?:-|s)?include\s+(.+)$")
+_INCLUDE = deferred(r"^\s*(?:-|s)?include[ \t]+(.+)$")
 _MAKE_WORD = deferred(r"\$[({]MAKE[)}]|\$\{?MAKE\b\}?")
 _MAKE_FILE = deferred(r"(?:^|[\s;&|(])(?:g?make|\$[({]MAKE[)}])\b[^;&|]*?\s(?:-f\s*|--file[= ]|--makefile[= ])(\S+)")
 
@@ -79,7 +85,11 @@ def make_text(text: str, goals: tuple[str, ...]) -> str:
     ``${NAME}`` expanded where its text gives NAME a value (values expanded in turn; ``$(wildcard X)`` as the pattern
     X; a substitution ``$(SRCS:.c=.d)`` on each word, or as ``$(SRCS).d`` where SRCS has no value: any file of that
     suffix), ``$(MAKE)`` read as make."""
-    given = dict(_MAKE_ASSIGN.findall(text))
+    # Every value a name is given, anywhere (``+=``, each branch of a conditional, each ``define``): the files an
+    # include names under any of them.
+    given: dict[str, str] = {}
+    for name, value in [*_MAKE_ASSIGN.findall(re.sub(r"\\\n[ \t]*", " ", text)), *_DEFINE.findall(text)]:
+        given[name] = f"{given[name]} {value}" if name in given else value
     values: dict[str, str] = {}
 
     def expand(found: re.Match[str], depth: int = 0) -> str:
@@ -94,6 +104,7 @@ def make_text(text: str, goals: tuple[str, ...]) -> str:
             return f"$({name}){new}" if old is not None else found.group(0)
         if old is None:
             return value
+        old, new = old.removeprefix("%"), new.removeprefix("%")  # (``$(SRCS:%.c=%.d)``: the same substitution)
         return " ".join(w[: -len(old)] + new if old and w.endswith(old) else w for w in value.split())
 
     return _WILDCARD.sub(r"\1", _MAKE_REF.sub(expand, _recipes(text, goals)))

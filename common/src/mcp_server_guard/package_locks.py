@@ -104,7 +104,8 @@ def _strings(name: str, data: bytes) -> list[tuple[str, str]] | None:
         if isinstance(item, dict):
             # (a describing key only as a field of a package's entry, beside its version — not a package named so in
             # a table of packages: ``"dependencies": {"license": {…}}``, red team 122 F1)
-            entry = any(field in item for field in _ENTRY_FIELDS)
+            # (a field holds a string: a table holding a package named ``version`` is no entry, red team 124 F3)
+            entry = any(isinstance(item.get(field), str) for field in _ENTRY_FIELDS)
             for inner_key, inner in item.items():
                 if not (entry and str(inner_key).lower() in _DESCRIBING):
                     stack.append((str(inner_key), inner))

@@ -79,46 +79,59 @@ def window(spool: Spool, start: int, end: int, limit: int) -> tuple[str, tuple[i
 
 def unfinished_line(text: str) -> str:
     """What of ``text`` (a job's input so far) the next write to it can still continue: everything after the last
-    line start at which the shell stands outside any quote, command substitution by backticks, here-document and
-    continued line. Threats: `shut\\` + newline, then `down -h now` in the next write (a line ending in a backslash
-    goes on); a write that opens a quote, ``echo "x`` + newline, then `"; shutdown -h now; #"` — judged alone, one
-    quoted word; read after the open quote, a command (red team 120 F4); a here-document's body is no code, its
-    quotes none (``it's`` in it: red team 122 F2). Judged again with the next write."""
+    line start at which the shell stands outside any quote, command substitution, here-document and continued line.
+    Threats: `shut\\` + newline, then `down -h now` in the next write (a line ending in a backslash goes on); a write
+    that opens a quote, ``echo "x`` + newline, then `"; shutdown -h now; #"` — judged alone, one quoted word; read
+    after the open quote, a command (red team 120 F4); a here-document's body is no code, its quotes none (``it's``
+    in it: red team 122 F2); a ``#`` after an escaped blank starts no comment, a quote inside ``"$(…)"`` is one
+    (red team 124 F2). Judged again with the next write."""
     neutral = 0  # the last line start outside every quote and here-document
-    quote = ""  # "'", '"', "$'" or "`": the quote the text stands in
+    nest: list[str] = []  # the quotes and substitutions the text stands in: "'", '"', "$'", "`", "$("
     pending: list[tuple[str, bool]] = []  # here-documents the line opened: (delimiter, tabs stripped)
+    word_start = True  # (a ``#`` starts a comment only at a word's start, outside any quote)
     at, end = 0, len(text)
     while at < end:
-        char = text[at]
-        if quote in ('"', "$'", "`") and char == "\\":
+        char, top = text[at], nest[-1] if nest else ""
+        if top == "'":
+            if char == "'":
+                nest.pop()
+        elif char == "\\" and top != "'":
+            at, word_start = at + 2, False  # (an escaped character; before a newline: the line goes on)
+            continue
+        elif top in ("$'", "`"):
+            if char == top[-1]:
+                nest.pop()
+        elif char == "$" and text[at + 1 : at + 2] in ("(", "'") and top in ("", "$(", '"'):
+            if text[at + 1] == "(" or top != '"':
+                nest.append("$" + text[at + 1])
             at += 2
             continue
-        if quote:
-            if (quote == "$'" and char == "'") or char == quote:
-                quote = ""
-        elif char == "\\":
-            at += 2  # (a backslash before a newline continues the line: no line starts there)
-            continue
+        elif top == '"':
+            if char == '"':
+                nest.pop()
+            elif char == "`":
+                nest.append("`")
+        elif char in ("'", '"', "`"):
+            nest.append(char)
+        elif char == ")" and top == "$(":
+            nest.pop()
         elif char == "<" and text.startswith("<<<", at):
-            at += 3  # (a here-string: a word, no body)
+            at, word_start = at + 3, True  # (a here-string: a word, no body)
             continue
         elif char == "<" and text.startswith("<<", at):
-            at = _here_document(text, at + 2, pending)
+            at, word_start = _here_document(text, at + 2, pending), False
             continue
-        elif char == "$" and text[at + 1 : at + 2] == "'":
-            quote, at = "$'", at + 1
-        elif char in ("'", '"', "`"):
-            quote = char
-        elif char == "#" and (at == 0 or text[at - 1] in " \t\n;&|()"):
+        elif char == "#" and word_start:
             newline = text.find("\n", at)
             at = end if newline < 0 else newline
             continue
-        elif char == "\n":
+        elif char == "\n" and not nest:
             at = _bodies(text, at + 1, pending)
             if at < 0:
                 return text[neutral:]  # (a body still open: the next write goes on in it)
-            neutral = at
+            neutral, word_start = at, True
             continue
+        word_start = not nest and char in " \t\n;&|()"
         at += 1
     return text[neutral:]
 
