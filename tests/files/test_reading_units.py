@@ -192,3 +192,22 @@ def test_pages_read_by_many_threads_at_once_are_each_their_own(tmp_path: Path) -
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(page, range(16)))
+
+
+def test_attack_a_utf16_line_longer_than_a_page_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    # Threat (red team 125 F1): one UTF-16 line of many MiB was kept whole and copied at every chunk while the page
+    # was read: memory and time grew with the file, not the page.
+    import tracemalloc
+
+    path = tmp_path / "wide.txt"
+    path.write_bytes("\ufeff".encode("utf-16-le") + ("x" * (8 << 20)).encode("utf-16-le"))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        tracemalloc.start()
+        page = _read_page_decoded(fd, encoding="utf-16-le", bom=2, offset=1, limit=1, max_bytes=64 << 10)
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        os.close(fd)
+    assert page.line_cut and page.content_bytes == 64 << 10
+    assert peak < 16 << 20, peak
