@@ -34,3 +34,15 @@ from mcp_server_guard.shell.jobs import unfinished_line
 )
 def test_attack_an_open_quote_keeps_the_input_since_its_line_for_the_next_write(text: str, carry: str) -> None:
     assert unfinished_line(text) == carry
+
+
+@pytest.mark.parametrize(("text", "readable"), [("echo a\n", True), ('echo "x\n', True), ("(( 1 #' ))\n", False),
+                                                ("a=(x)#'\n", False), ("[[ x =~ (#') ]]\n", False)])  # fmt: skip
+def test_attack_input_bash_reads_as_open_where_the_scanner_sees_it_closed_stops_the_jobs_input(
+    text: str, readable: bool
+) -> None:
+    # Threat (red team 126 F1): `(( 1 #' ))` leaves bash inside a quote the judge's parser reads as a comment; no later
+    # write can be judged, so none is sent (STDIN_UNREADABLE).
+    from mcp_server_guard.shell.jobs import job_input
+
+    assert job_input(text)[1] is readable

@@ -22,12 +22,14 @@ import re
 import secrets
 import shutil
 import signal
+import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_server_guard.errors import ExecutionError, GuardError, ParamError, ResourceError
+from mcp_server_guard.paths import system_program
 from mcp_server_guard.policy import ShellPolicy
 from mcp_server_guard.shell.process import Control, RunResult
 from mcp_server_guard.shell.spools import Spool
@@ -78,6 +80,41 @@ def window(spool: Spool, start: int, end: int, limit: int) -> tuple[str, tuple[i
 
 
 def unfinished_line(text: str) -> str:
+    """What of ``text`` (a job's input so far) the next write to it can still continue (:func:`job_input`)."""
+    return job_input(text)[0]
+
+
+def job_input(text: str) -> tuple[str, bool]:
+    """What of ``text`` (a job's input so far) the next write to it can still continue (``_scanned``), and whether
+    a later write can be judged at all: where ``bash -n`` (it parses, runs nothing) finds the part taken as complete
+    still open at its end, all of ``text`` is carried and no later write is judged (False). Threat (red team 126 F1):
+    a quote opened where the scanner, and the judge's parser with it, see a comment (``(( 1 #' ))``, ``a=(x)#'``,
+    ``[[ x =~ (#') ]]``): the next write, judged as they read it, one quoted word; run by bash as a command."""
+    carry = _scanned(text)
+    done = text[: len(text) - len(carry)]
+    if done and _still_open(done):
+        return text, False
+    return carry, True
+
+
+def _still_open(code: str) -> bool:
+    """Whether bash, parsing ``code`` (nothing run, no start-up file read), reaches its end inside something (a quote,
+    a substitution, a compound command); True where it cannot tell (no bash, past its bound)."""
+    bash = system_program("bash")
+    if bash is None:
+        return True
+    try:
+        done = subprocess.run([bash, "--norc", "--noprofile", "-n"], input=code.encode("utf-8", "surrogateescape"),
+                              capture_output=True, timeout=_PARSE_S, env={}, cwd="/", check=False)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return True
+    return b"unexpected end of file" in done.stderr or b"unexpected EOF" in done.stderr
+
+
+_PARSE_S = 5.0  # seconds bash may take to parse a job's input at most
+
+
+def _scanned(text: str) -> str:
     """What of ``text`` (a job's input so far) the next write to it can still continue: everything after the last
     line start at which the shell stands outside any quote, command substitution, here-document and continued line.
     Threats: `shut\\` + newline, then `down -h now` in the next write (a line ending in a backslash goes on); a write
@@ -189,6 +226,7 @@ class Job:
     # which each write is judged, and the incomplete last line its input left so far.
     reads: tuple[str, list[str], dict[str, str]] | None = None
     input_carry: str = ""
+    input_readable: bool = True  # (False: its shell stands where the judge cannot follow it, ``job_input``)
     # The call that started it: every look's changes and its end's are recorded under this one audit id (one
     # record, one undo for the whole job), whichever later call made the look.
     audit_id: str = ""

@@ -15,12 +15,12 @@ from mcp_server_guard.asking import Answer, Session
 from mcp_server_guard.audit import new_audit_id
 from mcp_server_guard.changes import Settled, Transactions
 from mcp_server_guard.changes.what import What
-from mcp_server_guard.errors import ParamError, ResourceError
+from mcp_server_guard.errors import ParamError, ResourceError, SecurityError
 from mcp_server_guard.policy import ShellPolicy
 from mcp_server_guard.shell.approval import require_approval
 from mcp_server_guard.shell.execution import Prepared, ShellExec, limit_hit
 from mcp_server_guard.shell.grants import CallHosts
-from mcp_server_guard.shell.jobs import Job, JobTable, unfinished_line
+from mcp_server_guard.shell.jobs import Job, JobTable, job_input
 from mcp_server_guard.shell.process import Control, RunResult
 from mcp_server_guard.shell.sandbox.planning import NetworkMode, SandboxPlan
 from mcp_server_guard.shell.spools import output_uri
@@ -112,13 +112,13 @@ class ShellJobs(Generic[R]):
         if stdin_code:
             # Its later input is code: each write is judged (_job_input_verdict), after what this call fed it.
             job.reads = (args.command, list(args.args), dict(args.env or {}))
-            job.input_carry = unfinished_line(args.stdin or "")
+            job.input_carry, job.input_readable = job_input(args.stdin or "")
         audit.note(job=job.id, job_action="start")
         if args.stdin is not None:
             stdin = args.stdin.encode("utf-8", "surrogateescape")
             written = await job.control.write_stdin(stdin)
             if stdin_code:  # (what the job got, not what it was given: red team 118 F2)
-                job.input_carry = unfinished_line(stdin[:written].decode("utf-8", "surrogateescape"))
+                job.input_carry, job.input_readable = job_input(stdin[:written].decode("utf-8", "surrogateescape"))
             audit.note(stdin_bytes=written)
             if written < len(stdin):
                 note = f"[mcp-guard] the job took {written} of {len(stdin)} bytes of stdin in 10 s\n"
@@ -148,7 +148,7 @@ class ShellJobs(Generic[R]):
                 # took only part of (busy, not reading) leaves it mid-way through another line than the write's last
                 # (red team 118 F2: the next write judged after a line the job never got, a denied line run).
                 taken = data[:written].decode("utf-8", "surrogateescape")
-                job.input_carry = unfinished_line(job.input_carry + taken)
+                job.input_carry, job.input_readable = job_input(job.input_carry + taken)
             audit.note(stdin_bytes=written)
             if written < len(data):
                 raise ResourceError(
@@ -173,6 +173,13 @@ class ShellJobs(Generic[R]):
         judged whole). None: the job reads its stdin as data."""
         if job.reads is None:
             return None
+        if not job.input_readable:
+            raise SecurityError(
+                "STDIN_UNREADABLE",
+                f"Job {job.id}'s shell stands inside a quote or a construct that bash reads otherwise than the guard "
+                "does: no later input to it can be judged, so none is sent.",
+                "Close its standard input (closeStdin) or stop it, and start a new job; write whole commands.",
+            )
         command, job_args, env = job.reads
         return self.shell.judge_job_input(command, job_args, env, job.input_carry + stdin)
 
