@@ -37,7 +37,10 @@ def test_attack_an_open_quote_keeps_the_input_since_its_line_for_the_next_write(
 
 
 @pytest.mark.parametrize(("text", "readable"), [("echo a\n", True), ('echo "x\n', True), ("(( 1 #' ))\n", False),
-                                                ("a=(x)#'\n", False), ("[[ x =~ (#') ]]\n", False)])  # fmt: skip
+                                                ("a=(x)#'\n", False), ("[[ x =~ (#') ]]\n", False),
+                                                ("if true; then\n", True), ("set -euo pipefail\n", True),
+                                                ("shopt -s extglob\n", False), ("set -H\n", False),
+                                                ("alias x='echo'\n", False)])  # fmt: skip
 def test_attack_input_bash_reads_as_open_where_the_scanner_sees_it_closed_stops_the_jobs_input(
     text: str, readable: bool
 ) -> None:

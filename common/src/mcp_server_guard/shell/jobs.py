@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import posixpath
 import re
 import secrets
 import shutil
@@ -84,31 +85,48 @@ def unfinished_line(text: str) -> str:
     return job_input(text)[0]
 
 
-def job_input(text: str) -> tuple[str, bool]:
+def job_input(text: str, shell: str = "bash") -> tuple[str, bool]:
     """What of ``text`` (a job's input so far) the next write to it can still continue (``_scanned``), and whether
-    a later write can be judged at all: where ``bash -n`` (it parses, runs nothing) finds the part taken as complete
-    still open at its end, all of ``text`` is carried and no later write is judged (False). Threat (red team 126 F1):
-    a quote opened where the scanner, and the judge's parser with it, see a comment (``(( 1 #' ))``, ``a=(x)#'``,
-    ``[[ x =~ (#') ]]``): the next write, judged as they read it, one quoted word; run by bash as a command."""
+    a later write can be judged at all (False: all of ``text`` is carried, and no later write is sent). Not where
+    ``bash -n`` (it parses, runs nothing) finds the part taken as complete inside a quote at its end, or in error (red
+    team 126 F1: a quote opened where the scanner, and the judge's parser with it, see a comment — ``(( 1 #' ))``,
+    ``a=(x)#'``: the next write, judged as they read it, one quoted word, run by bash as a command); nor once the
+    input changes how the shell parses what follows (``shopt``, ``set -H``/``-o history``/``posix``, ``alias``,
+    ``eval``, ``enable``: red team 127 F1 — extglob, aliases, history expansion), which no fresh parser knows; nor
+    ``$'…'`` given to a shell that is not bash (``shell``: dash reads two plain quotes there)."""
     carry = _scanned(text)
     done = text[: len(text) - len(carry)]
-    if done and _still_open(done):
+    if _RESHAPES.search(text) or ("$'" in text and posixpath.basename(shell) not in _BASH_LIKE):
         return text, False
-    return carry, True
+    parsed = _parsed(done) if done else "whole"
+    if parsed == "open":  # (a compound command split over writes, ``if …; then``: judged whole with the next)
+        return text, True
+    return (carry, True) if parsed == "whole" else (text, False)
 
 
-def _still_open(code: str) -> bool:
-    """Whether bash, parsing ``code`` (nothing run, no start-up file read), reaches its end inside something (a quote,
-    a substitution, a compound command); True where it cannot tell (no bash, past its bound)."""
+_BASH_LIKE = frozenset({"bash", "zsh", "ksh", "ksh93", "mksh"})  # (the shells that read ``$'…'`` as bash does)
+# A command that changes how the shell reads later input (options, aliases, history expansion, eval'd text).
+_RESHAPES = re.compile(
+    r"(?:^|[\s;&|(`])(?:shopt|alias|eval|enable|histchars=|BASHOPTS="
+    r"|set\s+(?:[-+][a-zA-Z]*H|[-+]o\s*(?:history|histexpand|posix)\b))"
+)
+
+
+def _parsed(code: str) -> str:
+    """How bash, parsing ``code`` (nothing run, no start-up file read), finds it: "whole"; "open" at its end inside a
+    compound command; "misread" — inside a quote or a substitution the scanner saw closed, or in error (a job's bash
+    stops there anyway) — also where it cannot tell (no bash, past its bound)."""
     bash = system_program("bash")
     if bash is None:
-        return True
+        return "misread"
     try:
         done = subprocess.run([bash, "--norc", "--noprofile", "-n"], input=code.encode("utf-8", "surrogateescape"),
                               capture_output=True, timeout=_PARSE_S, env={}, cwd="/", check=False)  # fmt: skip
     except (OSError, subprocess.SubprocessError):
-        return True
-    return b"unexpected end of file" in done.stderr or b"unexpected EOF" in done.stderr
+        return "misread"
+    if done.returncode == 0:
+        return "whole"
+    return "open" if done.stderr.rstrip().endswith(b"syntax error: unexpected end of file") else "misread"
 
 
 _PARSE_S = 5.0  # seconds bash may take to parse a job's input at most

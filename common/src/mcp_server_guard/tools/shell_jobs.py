@@ -10,6 +10,8 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+import anyio
+
 from mcp_server_guard import audit
 from mcp_server_guard.asking import Answer, Session
 from mcp_server_guard.audit import new_audit_id
@@ -112,13 +114,16 @@ class ShellJobs(Generic[R]):
         if stdin_code:
             # Its later input is code: each write is judged (_job_input_verdict), after what this call fed it.
             job.reads = (args.command, list(args.args), dict(args.env or {}))
-            job.input_carry, job.input_readable = job_input(args.stdin or "")
+            job.input_carry, job.input_readable = await anyio.to_thread.run_sync(
+                job_input, args.stdin or "", _shell(job)
+            )
         audit.note(job=job.id, job_action="start")
         if args.stdin is not None:
             stdin = args.stdin.encode("utf-8", "surrogateescape")
             written = await job.control.write_stdin(stdin)
             if stdin_code:  # (what the job got, not what it was given: red team 118 F2)
-                job.input_carry, job.input_readable = job_input(stdin[:written].decode("utf-8", "surrogateescape"))
+                taken = stdin[:written].decode("utf-8", "surrogateescape")
+                job.input_carry, job.input_readable = await anyio.to_thread.run_sync(job_input, taken, _shell(job))
             audit.note(stdin_bytes=written)
             if written < len(stdin):
                 note = f"[mcp-guard] the job took {written} of {len(stdin)} bytes of stdin in 10 s\n"
@@ -148,7 +153,8 @@ class ShellJobs(Generic[R]):
                 # took only part of (busy, not reading) leaves it mid-way through another line than the write's last
                 # (red team 118 F2: the next write judged after a line the job never got, a denied line run).
                 taken = data[:written].decode("utf-8", "surrogateescape")
-                job.input_carry, job.input_readable = job_input(job.input_carry + taken)
+                carried = job.input_carry + taken
+                job.input_carry, job.input_readable = await anyio.to_thread.run_sync(job_input, carried, _shell(job))
             audit.note(stdin_bytes=written)
             if written < len(data):
                 raise ResourceError(
@@ -262,3 +268,9 @@ class ShellJobs(Generic[R]):
                 f'"{extra[0]}": {json.dumps(given[extra[0]])}}}}}'
                 + (f" (running jobs: {', '.join(j.id for j in running)})" if running else " (no job is running)"),
             )
+
+
+def _shell(job: Job) -> str:
+    """The program a job that runs its stdin as code was started as (its command line's first word)."""
+    words = job.reads[0].split() if job.reads is not None else []
+    return words[0] if words else "bash"
