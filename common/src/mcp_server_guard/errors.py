@@ -187,6 +187,7 @@ ERROR_CODES: dict[str, Category] = {
     "JOB_NOT_FOUND": Category.PARAM,
     "STDIN_BLOCKED": Category.RESOURCE,
     "STDIN_CLOSED": Category.PARAM,
+    "STDIN_UNREADABLE": Category.SECURITY,
     "HISTORY_NOT_FOUND": Category.RESOURCE,  # mcp-guard history / undo (HistoryError)
     "HISTORY_BROKEN": Category.RESOURCE,
     "DISK_FULL": Category.RESOURCE,
