@@ -333,12 +333,14 @@ def installer_hook_keys(path: str, old: bytes | None, new: bytes | None) -> list
         readers.append(running_properties)
     elif not readers:
         readers.append(requirements_sources)
+    # (a file in another encoding than its reader may take — a UTF-16 mark, a ``coding:`` line — is not read here:
+    # red team 116 F3)
+    if other_encoding(new):
+        return ["(the whole file: it could not be read here)"]
     keys: set[str] = set()
     for read in readers:
         before, after = read(old), read(new)
-        # (a file in another encoding than its reader may take — a UTF-16 mark, a ``coding:`` line — is not read
-        # here: red team 116 F3)
-        if after is None or other_encoding(new):
+        if after is None:
             return ["(the whole file: it could not be read here)"]
         keys |= {key for key, value in after.items() if before is None or before.get(key) != value}
     # (a key inside one already named is not named again: ``tool.uv.sources``, not its ``tool.uv.sources.app.git``)

@@ -31,9 +31,8 @@ def _recipes(text: str, goals: tuple[str, ...]) -> str:
     current: list[str] = []
     kept: list[str] = []
     default = ""
-    # (make joins a line ending in a backslash with the next, and takes ``$(eval TEXT)`` as a line of its own: red
-    # team 124)
-    text = _EVAL.sub(lambda found: "\n" + found.group(1) + "\n", re.sub(r"\\\n[ \t]*", " ", text))
+    # (make takes ``$(eval TEXT)`` as a line of its own: red team 124)
+    text = _EVAL.sub(lambda found: "\n" + found.group(1) + "\n", text)
     for line in text.splitlines():
         if line[:1] in ("\t", " ") and current:
             for name in current:
@@ -72,6 +71,7 @@ def _recipes(text: str, goals: tuple[str, ...]) -> str:
 
 _MAKE_ASSIGN = deferred(r"^\s*(?:override\s+|export\s+)?([A-Za-z_][\w.-]*)\s*(?:\?|::?|\+|!)?=\s*(.*?)\s*$", re.M)
 _MAKE_REF = deferred(r"\$[({]([A-Za-z_][\w.-]*)(?::([^=)}]*)=([^)}]*))?[)}]")
+_CONTINUED = deferred(r"\\\n[ \t]*")
 _EVAL = deferred(r"\$[({]eval\s+([^)}]*)[)}]")
 _DEFINE = deferred(r"^\s*define\s+([A-Za-z_][\w.-]*)\s*(?:[:+?!]?=)?\s*\n(.*?)\n\s*endef\b", re.M | re.S)
 _WILDCARD = deferred(r"\$[({]wildcard\s+([^)}]*)[)}]")
@@ -87,8 +87,9 @@ def make_text(text: str, goals: tuple[str, ...]) -> str:
     suffix), ``$(MAKE)`` read as make."""
     # Every value a name is given, anywhere (``+=``, each branch of a conditional, each ``define``): the files an
     # include names under any of them.
+    text = _CONTINUED.sub(" ", text)  # (make joins a line ending in a backslash with the next: red team 124)
     given: dict[str, str] = {}
-    for name, value in [*_MAKE_ASSIGN.findall(re.sub(r"\\\n[ \t]*", " ", text)), *_DEFINE.findall(text)]:
+    for name, value in [*_MAKE_ASSIGN.findall(text), *_DEFINE.findall(text)]:
         given[name] = f"{given[name]} {value}" if name in given else value
     values: dict[str, str] = {}
 
