@@ -141,6 +141,7 @@ def layer(module: str) -> str:
         "make_reads",  # what GNU make reads (hook_runs' makefiles)
         "env_names",
         "python_startup",
+        "policy_files",  # the packaged policies' parsed forms (issue 44)
         "git_search",  # protected.py's search for git dirs: protected (top) may import only top-level modules
     }
     if len(parts) <= 2 and parts[-1] in top:
