@@ -261,6 +261,10 @@ def code_dirs() -> list[str]:
     servers are installed (``uv tool``, pipx, a project's ``.venv``): the next start runs them, outside any box."""
     found = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
     found.update(entry for entry in sys.path if entry and os.path.isabs(entry))
+    # The packaged policies and their parsed forms (``policy_files``), wherever they really lie: in a clone, the
+    # package's ``policies`` is a link to the clone's own ``policies/`` (red team 129 F1: a parsed form rewritten
+    # there was every later start's policy; ``readonly.toml`` the next ``--policy readonly``).
+    found.add(os.path.join(os.path.dirname(os.path.abspath(__file__)), "policies"))
     held = [os.path.realpath(os.environ.get("HOME") or "/")]
     with contextlib.suppress(OSError):  # (a working directory removed meanwhile holds nothing)
         held.append(os.path.realpath(os.getcwd()))
