@@ -1,6 +1,6 @@
 """Red team 75: a run whose every step is done, and whose call record then cannot be written (the disk filled again
 after the run gave its reserve back), raises NotApplied "its journal is kept" with nothing in ``left``. Both ways of
-telling it then add "nothing was applied" (shell_exec's result, ``transactions._not_applied``) or "nothing was
+telling it then add "nothing was applied" (shell_exec's result, ``results.not_applied``) or "nothing was
 changed" (``mcp-guard undo``), while the tree is all new (or all undone).
 
 The shape's lines are plain file operations on a temporary copy (data, never harmful)."""
@@ -16,7 +16,7 @@ import pytest
 
 from mcp_server_guard import faults
 from mcp_server_guard.changes.apply import Applier, NotApplied
-from mcp_server_guard.changes.transactions import _not_applied
+from mcp_server_guard.changes.results import not_applied
 from mcp_server_guard.files.history import HistoryStore
 from support.copies import Copy, overlays_work
 from support.fidelity import differences, snapshot
@@ -58,7 +58,7 @@ def test_shell_exec_result_says_nothing_applied_while_the_tree_is_all_new() -> N
                 Applier(HistoryStore(disk / "a" / "history", 1 << 30)).apply([copy.read()], AUDIT, copy.started)
         finally:
             faults.point = old
-        said = _not_applied(caught.value)
+        said = not_applied(caught.value)
         changed = differences(before, snapshot(copy.root))
     assert not ("nothing was applied" in said and changed), f"the result says {said!r}, yet the tree changed: {changed}"
 

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server_guard.changes.apply import Applier
 from mcp_server_guard.changes.area import CopyArea
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.files.history import HistoryStore
@@ -36,7 +35,7 @@ BOUND = 200_000
 @contextlib.contextmanager
 def _server(root: Path, state: Path, history: Path) -> Iterator[tuple[Transactions, Path]]:
     area = CopyArea([str(root)], state)
-    transactions = Transactions(area, Applier(HistoryStore(history, BOUND)), protection_for(POLICY), POLICY.effects)
+    transactions = Transactions(area, HistoryStore(history, BOUND), protection_for(POLICY), POLICY.effects)
     try:
         yield transactions, Path(area.overlays()[0][1])
     finally:

@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from mcp_server_guard.changes.apply import Applier
 from mcp_server_guard.changes.area import CopyArea
 from mcp_server_guard.changes.results import Settled
 from mcp_server_guard.changes.transactions import Transactions
@@ -31,7 +30,7 @@ def transactions_over(root: Path, state: Path, history: Path) -> Iterator[tuple[
     """A server's transactions over ``root`` (made if missing), and the part of the area its copies live in."""
     root.mkdir(exist_ok=True)
     area = CopyArea([str(root)], state)
-    transactions = Transactions(area, Applier(HistoryStore(history, 1 << 30)), protection_for(POLICY), POLICY.effects)
+    transactions = Transactions(area, HistoryStore(history, 1 << 30), protection_for(POLICY), POLICY.effects)
     try:
         yield transactions, Path(area.overlays()[0][1])
     finally:

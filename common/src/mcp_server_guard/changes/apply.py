@@ -72,7 +72,6 @@ from mcp_server_guard.changes.steps import APPLY_STEPS, copy_step, verb
 from mcp_server_guard.changes.undo_judged import Judged, undo_locked
 from mcp_server_guard.changes.undoing import kept_as_before, named_files, reverse_ops
 from mcp_server_guard.changes.what import What
-from mcp_server_guard.files import widened
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.treelock import TreeBusy, breathe
 from mcp_server_guard.files.trees import own_dirs_as_found
@@ -100,8 +99,7 @@ class Applier:
 
     def __init__(self, history: HistoryStore) -> None:
         self.history = history
-        name_changes.keep_looks_in(history.directory / "looks")
-        widened.keep_in(history.directory / "widened")
+        name_changes.keep_notes_in(history.directory)
         self.lock = threading.RLock()  # held across a judgement and its apply (Transactions): no apply between
         # What the steps left after a breath (rt83 F3), and going back (rt84 F1), may not do: set under ``lock``.
         self.stale: Callable[[Sequence[Op]], str] = _plan.not_stale

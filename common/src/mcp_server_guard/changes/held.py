@@ -14,11 +14,14 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from mcp_server_guard.changes.changeset import MAX_ENTRIES, NO_RENAMES, ChangeSet, Renamed, walk_real
-from mcp_server_guard.changes.effects import Judgement
 from mcp_server_guard.files.trees import own_dirs_as_found
-from mcp_server_guard.policy import EffectsPolicy
+
+if TYPE_CHECKING:  # (the judging modules load with the first change to judge: issue 44)
+    from mcp_server_guard.changes.effects import Judgement
+    from mcp_server_guard.policy import EffectsPolicy
 
 __all__ = ["Held", "HeldSets"]
 

@@ -30,13 +30,13 @@ from mcp_server_guard import registry
 from mcp_server_guard.changes import narrow
 from mcp_server_guard.changes.narrow import items, mapping, text
 from mcp_server_guard.changes.plan import Applied, Conflict, Plan
+from mcp_server_guard.files.history import JOURNALS  # the apply journals, in the history store
 from mcp_server_guard.files.kept import fsync_dir, write_all
 from mcp_server_guard.linux import allocate_beyond_end
 from mcp_server_guard.paths import private_dirs
 
 __all__ = ["JOURNALS", "Done", "Journal", "Replay", "journal_key", "journal_name", "read_journal"]
 
-JOURNALS = ".journal"  # the apply journals, in the history store
 KEY = ".key"  # in the history store: what seals the journals where the registry cannot be made (registry.sealing_key)
 log = logging.getLogger("mcp_server_guard.changes")
 

@@ -21,7 +21,18 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-__all__ = ["TICK_NS", "dir_time_at", "keep_looks_in", "note", "note_dir", "note_put_back", "only_names"]
+from mcp_server_guard.files import widened
+
+__all__ = [
+    "TICK_NS",
+    "dir_time_at",
+    "keep_looks_in",
+    "keep_notes_in",
+    "note",
+    "note_dir",
+    "note_put_back",
+    "only_names",
+]
 
 # A file system stamps ctime from the coarse clock, up to a tick (4 ms at HZ=250, 10 ms at HZ=100) behind the fine
 # clock read just after the step.
@@ -52,6 +63,14 @@ def keep_looks_in(path: Path) -> None:
     process that uses it: a later call's look into a project directory of mode 000 moved its ctime, and the undo of
     an earlier call that made it, in another process (``mcp-guard undo``), took that for someone else's change."""
     _looks.path = path
+
+
+def keep_notes_in(history: Path) -> None:
+    """Where the applies of the history store ``history`` keep, for every process, what they note: the looks into
+    directories (``keep_looks_in``) and the modes they widen for one step (``files.widened``). Said by every
+    ``Applier``, and at a server's start before any (its looks, and the modes put back, go there from the start)."""
+    keep_looks_in(history / "looks")
+    widened.keep_in(history / "widened")
 
 
 def _kept_look(before: os.stat_result, mark: tuple[int, int, int, int]) -> None:

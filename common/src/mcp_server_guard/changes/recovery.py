@@ -13,21 +13,25 @@ import os
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcp_server_guard.changes import name_changes
-from mcp_server_guard.changes.apply import Applier, NotApplied
 from mcp_server_guard.changes.changeset import ROOT
-from mcp_server_guard.changes.journal import JOURNALS, Journal, read_journal
-from mcp_server_guard.changes.pins import NAME_STEPS
-from mcp_server_guard.changes.plan import Op, Plan
-from mcp_server_guard.changes.revert import UNDO_STEPS
-from mcp_server_guard.changes.steps import APPLY_STEPS
 from mcp_server_guard.files import widened
-from mcp_server_guard.files.history import HistoryError, HistoryStore
+from mcp_server_guard.files.history import JOURNALS, HistoryError, HistoryStore
 from mcp_server_guard.files.treelock import TreeBusy, tree_lock
 from mcp_server_guard.paths import within_any
 
-__all__ = ["recover"]
+if TYPE_CHECKING:
+    from mcp_server_guard.changes.plan import Op, Plan
+
+# What finishes a journal (``changes.apply`` and the steps' modules) loads only when there is one to finish: a start
+# with none, the usual one, does without them (issue 44).
+# ``Applier.stale`` and ``Applier.restores`` for a journal's run (``undo_judged.rechecks_for``), made when one is found.
+Rechecked = tuple[Callable[[Sequence["Op"]], str], Callable[[Sequence["Op"]], Mapping[tuple[str, str], str]]]
+Rechecks = Callable[[], Rechecked]
+
+__all__ = ["Rechecked", "Rechecks", "recover"]
 
 log = logging.getLogger("mcp_server_guard.changes")
 
@@ -36,10 +40,7 @@ def recover(
     history: HistoryStore,
     roots: Sequence[str],
     areas: Sequence[str],
-    rechecks: Callable[
-        [], tuple[Callable[[Sequence[Op]], str], Callable[[Sequence[Op]], Mapping[tuple[str, str], str]]]
-    ]
-    | None = None,
+    rechecks: Rechecks | None = None,
 ) -> int:
     """At start-up: finish every apply a dead server left half done (its journal is not locked) whose every step
     lies inside ``roots`` and takes its files from inside ``areas`` (the places this server's copies can be);
@@ -49,16 +50,40 @@ def recover(
     naming a root, a path or an upper directory elsewhere, to have the server place or remove files there.
     ``rechecks``: made at the first journal to finish, ``Applier.stale`` and ``Applier.restores`` for its runs
     (``undo_judged.Rechecks``: what their steps left write, and what going back puts back, judged now)."""
-    applier = Applier(history)
+    name_changes.keep_notes_in(history.directory)  # (as an ``Applier`` of ``history`` says: before the put back)
     # Modes a dead server widened for one step, put back first (red team 64 F2): the runs finished below find the
     # project, their copies and the history as the dead server found them.
     widened.put_back([*roots, *areas, str(history.directory)], name_changes.note_put_back)
     directory = history.directory / JOURNALS
-    finished = 0
     try:
         names = sorted(os.listdir(directory))
     except OSError:
         return 0
+    finished = 0
+    if any(name.startswith("apply-") and name.endswith(".json") for name in names):
+        finished = _finish_journals(history, roots, areas, rechecks, directory, names)
+    for name in names:  # room a run killed before it removed its journal had kept (``changes.reserve``)
+        if name.startswith("reserve-") and f"apply-{name[len('reserve-') :]}.json" not in names:
+            (directory / name).unlink(missing_ok=True)
+        elif name.startswith(".apply-") and name.endswith(".tmp"):
+            _stale_temp(directory / name)
+    return finished
+
+
+def _finish_journals(
+    history: HistoryStore,
+    roots: Sequence[str],
+    areas: Sequence[str],
+    rechecks: Rechecks | None,
+    directory: Path,
+    names: Sequence[str],
+) -> int:
+    """``recover``'s journals (``names`` in ``directory``) finished: how many."""
+    from mcp_server_guard.changes.apply import Applier, NotApplied  # noqa: PLC0415 - only with a journal (issue 44)
+    from mcp_server_guard.changes.journal import Journal, read_journal  # noqa: PLC0415
+
+    applier = Applier(history)
+    finished = 0
     for name in names:
         if not (name.startswith("apply-") and name.endswith(".json")):
             continue
@@ -107,11 +132,6 @@ def recover(
         finally:
             if not handed:
                 os.close(fd)
-    for name in names:  # room a run killed before it removed its journal had kept (``changes.reserve``)
-        if name.startswith("reserve-") and f"apply-{name[len('reserve-') :]}.json" not in names:
-            (directory / name).unlink(missing_ok=True)
-        elif name.startswith(".apply-") and name.endswith(".tmp"):
-            _stale_temp(directory / name)
     return finished
 
 
@@ -131,7 +151,6 @@ def _stale_temp(path: Path) -> None:
     path.unlink(missing_ok=True)
 
 
-_KINDS = frozenset({"tree", "place", "copy", "adopt", *APPLY_STEPS, *NAME_STEPS, *UNDO_STEPS})
 _PUTS_BACK = frozenset({"restore", "swap"})
 
 
@@ -143,9 +162,14 @@ def _untrusted(history: HistoryStore, plan: Plan) -> str:
     Threat: a journal forged where a command can write (a state directory inside another server's root) that
     has the next start "finish" it: plant a file through a made-up step, or put some entry's bytes (a hook kept
     earlier) at a path of the forger's choice."""
+    from mcp_server_guard.changes.pins import NAME_STEPS  # noqa: PLC0415 - loaded with the apply (issue 44)
+    from mcp_server_guard.changes.revert import UNDO_STEPS  # noqa: PLC0415
+    from mcp_server_guard.changes.steps import APPLY_STEPS  # noqa: PLC0415
+
+    kinds = frozenset({"tree", "place", "copy", "adopt", *APPLY_STEPS, *NAME_STEPS, *UNDO_STEPS})
     undone = plan.what.undoes or ""
     for op in plan.ops:
-        if op.kind not in _KINDS:
+        if op.kind not in kinds:
             return f"a step of kind {op.kind!r}"
         record = op.record
         for entry in (op.entry, record.before if record is not None else ""):

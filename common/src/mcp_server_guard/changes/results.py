@@ -9,13 +9,17 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from mcp_server_guard.changes.changeset import ROOT, ChangeSet
-from mcp_server_guard.changes.effects import Counts, Judgement, summary_line
-from mcp_server_guard.changes.plan import Conflict, Outcome
+from mcp_server_guard.changes.summary import Counts, summary_line
 from mcp_server_guard.paths import printable
 
-__all__ = ["Settled", "described", "finished"]
+if TYPE_CHECKING:  # (the judging and applying modules load with the first change to judge: issue 44)
+    from mcp_server_guard.changes.effects import Judgement
+    from mcp_server_guard.changes.plan import Conflict, NotApplied, Outcome
+
+__all__ = ["Settled", "described", "finished", "not_applied"]
 
 _SHOWN_PATHS = 20
 
@@ -125,6 +129,20 @@ def finished(
     if not paths:  # nothing but directories' times set on purpose (touch -d 2001-01-01 d): those
         paths = [(display(a.path) + "/", "meta") for a in outcome.applied
                  if a.action == "times" and a.mtime_ns != a.old_mtime_ns][:_SHOWN_PATHS]  # fmt: skip
+    from mcp_server_guard.changes.plan import Conflict  # noqa: PLC0415 - loaded with the apply (issue 44)
+
     conflicts = [Conflict(display(c.path), printable(c.what)) for c in outcome.conflicts]
     return replace(settled, transaction="applied", summary=summary, counts=counts, paths=paths, conflicts=conflicts,
                    undoable=outcome.recorded)  # fmt: skip
+
+
+def not_applied(exc: NotApplied) -> str:
+    """Why a change set did not land, for the result: refused before anything changed, or gone back."""
+    if exc.kept:  # (red team 75 F3: not "nothing was applied" — what was done stays until the next start)
+        return (f"{printable(exc.why)}; what was done so far stays as it is until the next start of shell_exec "
+                "finishes the call or goes back over it (its journal is kept)")  # fmt: skip
+    if not exc.left:
+        return f"{printable(exc.why)}; nothing was applied"
+    shown = "; ".join(f"{printable(c.path)}: {printable(c.what)}" for c in exc.left[:3])
+    return (f"{printable(exc.why)}; what was applied was put back, except {len(exc.left)} path(s) ({shown}): "
+            "`mcp-guard undo` this call's audit id to put them back too")  # fmt: skip

@@ -22,14 +22,15 @@ import dataclasses
 import logging
 import os
 import stat
+import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
 
 from mcp_server_guard import audit
-from mcp_server_guard.changes.apply import Applier, NotApplied
 from mcp_server_guard.changes.area import AREA_IN_ROOT, CopyArea, CopyRemover
 from mcp_server_guard.changes.changeset import (
     COUNTED_FILES,
@@ -41,24 +42,25 @@ from mcp_server_guard.changes.changeset import (
     looked_under,
     mounted_note,
 )
-from mcp_server_guard.changes.effects import Judgement, judge
 from mcp_server_guard.changes.escapes import MARKS, Escapes
-from mcp_server_guard.changes.git_refs import in_git_state
-from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.changes.held import Held, HeldSets
-from mcp_server_guard.changes.plan import Op, Outcome, live_waits, not_stale, nothing_refused
-from mcp_server_guard.changes.results import Settled, described, finished, left_out
-from mcp_server_guard.changes.room import kept
-from mcp_server_guard.changes.undo_judged import refused_restores
+from mcp_server_guard.changes.name_changes import keep_notes_in
+from mcp_server_guard.changes.results import Settled, described, finished, left_out, not_applied
 from mcp_server_guard.changes.unrelated import declared, unrelated_to
 from mcp_server_guard.changes.upper import judged_copy, read_upper
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.changes.xattrs import root_left_at, seen
+from mcp_server_guard.files.history import HistoryStore
 from mcp_server_guard.files.treelock import TreeBusy, fresh, tree_lock
 from mcp_server_guard.files.trees import remove_tree
 from mcp_server_guard.paths import printable, within_set
 from mcp_server_guard.policy import EffectsPolicy
 from mcp_server_guard.protected import Protection
+
+if TYPE_CHECKING:
+    from mcp_server_guard.changes.apply import Applier
+    from mcp_server_guard.changes.effects import Judgement
+    from mcp_server_guard.changes.plan import Op, Outcome
 
 __all__ = ["Transactions"]
 
@@ -89,37 +91,41 @@ class _Unjudged(Exception):
     """A change set that could not be judged (nothing of it is applied)."""
 
 
-def _not_applied(exc: NotApplied) -> str:
-    """Why a change set did not land, for the result: refused before anything changed, or gone back."""
-    if exc.kept:  # (red team 75 F3: not "nothing was applied" — what was done stays until the next start)
-        return (f"{printable(exc.why)}; what was done so far stays as it is until the next start of shell_exec "
-                "finishes the call or goes back over it (its journal is kept)")  # fmt: skip
-    if not exc.left:
-        return f"{printable(exc.why)}; nothing was applied"
-    shown = "; ".join(f"{printable(c.path)}: {printable(c.what)}" for c in exc.left[:3])
-    return (f"{printable(exc.why)}; what was applied was put back, except {len(exc.left)} path(s) ({shown}): "
-            "`mcp-guard undo` this call's audit id to put them back too")  # fmt: skip
-
-
 class Transactions:
     """Settles the transactions of one server's calls."""
 
     def __init__(
         self,
         area: CopyArea,
-        applier: Applier,
+        history: HistoryStore,
         protection: Protection,
         policy: EffectsPolicy,
         display: Callable[[str], str] = lambda path: path,
     ) -> None:
-        self.area, self.applier, self.protection, self.policy = area, applier, protection, policy
+        self.area, self.history, self.protection, self.policy = area, history, protection, policy
+        # The applier, and the judging and applying modules, come with the first change to judge (``applier``): a
+        # session of commands that change nothing never loads them (issue 44). What its applies note goes to the
+        # history from the start, as its own start would say.
+        keep_notes_in(history.directory)
+        self._applier: Applier | None = None
+        self._making = threading.Lock()
         # an absolute path as the model (and a person) sees it
         self.display: Callable[[str], str] = lambda path: printable(display(path))
         self._held = HeldSets(policy, self.discard)  # change sets waiting for a yes in a later call
         self._remover = CopyRemover(self.discard)
         # the project's own overlay attributes, shown as they are: the walk for them starts now (with the server)
-        self.escapes = Escapes(area.overlays(), applier.history.directory / MARKS)
+        self.escapes = Escapes(area.overlays(), history.directory / MARKS)
         self.escapes.start()
+
+    @property
+    def applier(self) -> Applier:
+        """The one applier of this server's changes (made once, by the first call that needs it)."""
+        with self._making:
+            if self._applier is None:
+                from mcp_server_guard.changes.apply import Applier  # noqa: PLC0415 - with the first change (issue 44)
+
+                self._applier = Applier(self.history)
+            return self._applier
 
     # -- reading and judging ---------------------------------------------------------------------
 
@@ -163,12 +169,16 @@ class Transactions:
         # (what this server landed: a copy taken at once, as another call's apply may be adding to it; and what the
         # history's records say a server of it landed, this one before a restart too: rt85 F3)
         landed = collections.ChainMap(dict(self.applier.landed), self.applier.history.calls.landed())
+        from mcp_server_guard.changes.effects import judge  # noqa: PLC0415 - with the first change (issue 44)
+
         return judge(sets, self.protection, self.policy, roots, earlier, landed)
 
     def _evictions(self, sets: Sequence[ChangeSet], judgement: Judgement, audit_id: str) -> Judgement:
         """Threat: a flood of rewrites in a build directory, never asked, pushing out of the history the one copy
         of drafts an earlier call overwrote: what this apply would evict of such copies is asked
         (``HistoryStore.evicting``). Under the applier's lock: the history as the apply will find it."""
+        from mcp_server_guard.changes.room import kept  # noqa: PLC0415 - with the first change (issue 44)
+
         if self.policy.ask_uncommitted and (keeps := kept(sets, judgement))[0]:  # keeps nothing: pushes out nothing
             judgement = judgement.evicting(self.applier.history.evicting(*keeps, audit_id))
         return judgement
@@ -307,13 +317,15 @@ class Transactions:
             await anyio.to_thread.run_sync(self.discard, name)
             return Settled("failed", reason=f"it changed more than {MAX_ENTRIES:,} paths, more than one call may "
                            "change; nothing was applied")  # fmt: skip
+        from mcp_server_guard.changes.plan import NotApplied  # noqa: PLC0415 - with the first change (issue 44)
+
         try:
             judgement, outcome = await self._judged_apply(name, sets, roots, audit_id, started_ns, what, baseline)
         except _Unjudged as exc:
             await anyio.to_thread.run_sync(self.discard, name)
             return Settled("failed", reason=f"its changes could not be judged ({exc}); nothing applied")
         except NotApplied as exc:
-            return Settled("failed", reason=_not_applied(exc))
+            return Settled("failed", reason=not_applied(exc))
         settled = described(sets, judgement, self.display)
         if outcome is not None:
             return finished(settled, outcome, sets, judgement, self.display)
@@ -372,6 +384,10 @@ class Transactions:
         if any(s.incomplete for s in sets):
             return Settled("waiting", reason=f"it changed more than {MAX_ENTRIES:,} paths so far: judged when it ends")
 
+        from mcp_server_guard.changes.git_refs import in_git_state  # noqa: PLC0415 - with the first change (issue 44)
+        from mcp_server_guard.changes.git_verdicts import Trees  # noqa: PLC0415
+        from mcp_server_guard.changes.plan import NotApplied, live_waits  # noqa: PLC0415
+
         waiting: set[tuple[str, str]] = set()  # what this look leaves for the job's end
 
         def work() -> tuple[Judgement, Outcome | None]:
@@ -411,7 +427,7 @@ class Transactions:
         except _Unjudged as exc:
             return Settled("waiting", reason=f"its changes could not be applied now ({exc})")
         except NotApplied as exc:
-            return Settled("waiting", reason=f"its changes could not be applied now ({_not_applied(exc)})")
+            return Settled("waiting", reason=f"its changes could not be applied now ({not_applied(exc)})")
         settled = described(sets, judgement, self.display)
         if outcome is None:
             return dataclasses.replace(settled, transaction="waiting", asked=judgement.question,
@@ -462,6 +478,8 @@ class Transactions:
                 self._landed(marked, outcome)
                 return judgement, outcome
 
+        from mcp_server_guard.changes.effects import Judgement  # noqa: PLC0415 - with the first change (issue 44)
+
         done: tuple[Judgement, Outcome | None] = (Judgement(), None)
         with anyio.CancelScope(shield=True):  # an apply, once started, finishes
             done = await anyio.to_thread.run_sync(work)
@@ -480,6 +498,9 @@ class Transactions:
         person was not asked (the steps left judged alone: a count may read differently) stops the apply: it
         goes back whole (``Applier.stale``) — but for what going back would put back that is refused where it lands
         now (``Applier.restores``; red team 84 F1: the earlier config, with its fsmonitor, into that git dir)."""
+
+        from mcp_server_guard.changes.plan import not_stale, nothing_refused  # noqa: PLC0415 - (issue 44)
+        from mcp_server_guard.changes.undo_judged import refused_restores  # noqa: PLC0415
 
         def stale(left: Sequence[Op]) -> str:
             paths = frozenset(op.path for op in left)
@@ -520,6 +541,8 @@ class Transactions:
     ) -> Settled:
         """Apply what the person approved (``approved``: the questions they said yes to), judged again now;
         nothing when the tree changed so that it asks something new."""
+        from mcp_server_guard.changes.plan import NotApplied  # noqa: PLC0415 - with the first change (issue 44)
+
         try:
             judgement, outcome = await self._judged_apply(
                 name, sets, roots, audit_id, started_ns, what, baseline, approved=approved
@@ -528,7 +551,7 @@ class Transactions:
             await anyio.to_thread.run_sync(self.discard, name)
             return Settled("failed", reason=f"its changes could not be judged ({exc}); nothing applied")
         except NotApplied as exc:
-            return Settled("failed", reason=_not_applied(exc))
+            return Settled("failed", reason=not_applied(exc))
         settled = described(sets, judgement, self.display)
         if outcome is None:
             await anyio.to_thread.run_sync(self.discard, name)

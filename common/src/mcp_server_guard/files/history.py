@@ -77,7 +77,7 @@ log = logging.getLogger("mcp_server_guard.files.history")
 
 
 OWNERS = ".owners"  # each live server's notes of the saves it has in flight (see files.liveness)
-_APPLY_JOURNALS = ".journal"  # changes.apply's journals: the ids an unfinished apply still needs
+JOURNALS = ".journal"  # changes.apply's journals (``changes.journal``): the ids an unfinished apply still needs
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
 _SLACK = 1 << 20  # bytes a call's records and metadata take besides its pre-images, at least
@@ -577,7 +577,7 @@ class HistoryStore(EntryReader):
 
     def _spared(self) -> set[str]:
         """The ids live servers have noted as being saved now, and those an unfinished journal names."""
-        busy = needed_by_journals(self.directory / _APPLY_JOURNALS)
+        busy = needed_by_journals(self.directory / JOURNALS)
         for owned in live_dirs(self.directory / OWNERS):
             with contextlib.suppress(OSError):
                 busy.update(name for name in os.listdir(owned) if _ID.match(name))

@@ -20,7 +20,6 @@ from mcp_server_guard import audit, paths
 from mcp_server_guard.asking import Answer, Question, Session
 from mcp_server_guard.audit import default_state_path
 from mcp_server_guard.changes import Held, Settled, Transactions  # the package's public names
-from mcp_server_guard.changes.apply import Applier
 from mcp_server_guard.changes.area import CopyArea
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.errors import ParamError
@@ -164,7 +163,7 @@ class ShellService(ShellJobs[R]):
             writer = open_writer(config.jail, config.policy, config.audit.path, history_dir, protection=protection)
             self.cleanups.append(writer.close)
             self.transactions = Transactions(
-                area, Applier(writer.history), protection, config.policy.effects, display=config.jail.display_path
+                area, writer.history, protection, config.policy.effects, display=config.jail.display_path
             )
         # ``copies_here``: a workspace-write session of this server would work on copies (a read-only one has none)
         copies = copies_here or (area is not None and "bwrap" in sandbox.label)

@@ -238,8 +238,7 @@ def _copy_area(roots: list[str]) -> CopyArea:
 def _recovered(area: CopyArea, roots: list[str], history: Path, policy: Policy) -> None:
     """Before the first call: finish what dead servers left half applied (their steps left judged against the tree
     now: ``undo_judged.Rechecks``), then remove the rest of what they left in the areas."""
-    from mcp_server_guard import state_dir  # noqa: PLC0415 - lazy for start-up time
-    from mcp_server_guard.changes import possible_areas, rechecks_for, recover  # noqa: PLC0415
+    from mcp_server_guard import changes, state_dir  # noqa: PLC0415 - lazy for start-up time
     from mcp_server_guard.files import HistoryStore  # noqa: PLC0415
 
     # Unbounded here: finishing a dead server's apply never evicts anything (the writer's start applies the bounds,
@@ -247,7 +246,10 @@ def _recovered(area: CopyArea, roots: list[str], history: Path, policy: Policy) 
     store = HistoryStore(history, max_bytes=1 << 62, max_entries=1 << 62)
 
     try:
-        recover(store, roots, possible_areas(roots, state_dir()), lambda: rechecks_for(store, roots, policy))
+        # (``changes.rechecks_for``, and what judges, load only with a journal to finish: issue 44)
+        changes.recover(
+            store, roots, changes.possible_areas(roots, state_dir()), lambda: changes.rechecks_for(store, roots, policy)
+        )
     finally:
         store.close()
     area.sweep()

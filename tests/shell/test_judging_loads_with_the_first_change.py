@@ -1,0 +1,67 @@
+"""The modules that judge and apply a command's changes load with the first change there is to judge: a start, and
+a session of commands that change nothing, do without them (issue 44: ~30 ms of every shell_exec start). The same
+calls with a change load them and land it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import RawClient, console_script
+
+JUDGING = (
+    "mcp_server_guard.changes.apply",
+    "mcp_server_guard.changes.effects",
+    "mcp_server_guard.changes.plan",
+    "mcp_server_guard.changes.undo_judged",
+    "mcp_server_guard.changes.checkouts",
+)
+
+
+def _session(workspace: Path, tmp_path: Path, commands: list[str]) -> tuple[list[dict[str, Any]], set[str]]:
+    """Each command's result, and every module an import statement of the server loaded."""
+    err = tmp_path / "stderr.txt"
+    client = RawClient([sys.executable, "-X", "importtime", console_script("mcp-server-shell-exec")], workspace,
+                       stderr=err)  # fmt: skip
+    results = []
+    try:
+        client.initialize()
+        for i, command in enumerate(commands, 1):
+            call = {"name": "shell_exec", "arguments": {"command": command}}
+            results.append(client.request(i, "tools/call", call, timeout=60)["result"])
+        assert client.proc.stdin is not None
+        client.proc.stdin.close()
+        client.read_to_eof(timeout=30)
+    finally:
+        client.close()
+    lines = client.stderr_lines()
+    return results, {line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")}
+
+
+def test_commands_that_change_nothing_never_load_the_judging_modules(workspace: Path, tmp_path: Path) -> None:
+    results, loaded = _session(workspace, tmp_path, ["true", "cat hello.txt", "ls -la sub", "echo x > /dev/null"])
+    for result in results:
+        assert not result.get("isError"), result
+        assert result["structuredContent"]["exitCode"] == 0
+    assert "mcp_server_guard.changes.transactions" in loaded  # the copies are on: changes would be judged
+    assert not [m for m in JUDGING if m in loaded]
+
+
+@pytest.mark.parametrize("command", ["echo new > made.txt", "rm sub/inner.txt", "mkdir d && touch -d 2001-01-01 d"])
+def test_a_command_that_changes_something_loads_them_and_its_change_lands(
+    workspace: Path, tmp_path: Path, command: str
+) -> None:
+    results, loaded = _session(workspace, tmp_path, ["true", command])
+    assert all(not r.get("isError") for r in results), results
+    assert results[1]["structuredContent"]["exitCode"] == 0
+    assert results[1]["structuredContent"]["changes"]["undo"], results[1]  # applied, and undoable
+    assert {"mcp_server_guard.changes.effects", "mcp_server_guard.changes.apply"} <= loaded
+    if "made.txt" in command:
+        assert (workspace / "made.txt").read_text() == "new\n"
+    elif "rm" in command:
+        assert not (workspace / "sub" / "inner.txt").exists()
+    else:
+        assert (workspace / "d").stat().st_mtime < 1e9 + 1e8
