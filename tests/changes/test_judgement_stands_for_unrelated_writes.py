@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from mcp_server_guard.changes import transactions as transactions_module
 from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.changes.effects import judge as effects_judge
 from mcp_server_guard.changes.transactions import Transactions
@@ -279,7 +278,7 @@ async def test_a_judgement_stands_while_another_agent_keeps_writing_its_notes(
         writer.join(10)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(transactions_module, "judge", judging)
+    monkeypatch.setattr("mcp_server_guard.changes.effects.judge", judging)  # (looked up at each judgement)
     assert await settle(transactions, copy.name) == "applied"
     assert len(rounds) == 1  # judged once: the notes cannot matter to it
     assert (root / "build" / "a.o").read_bytes() == b"\x7fELF" and (root / "notes.md").read_text() == "1\n"
@@ -314,6 +313,6 @@ async def test_attack_a_writer_that_says_it_made_a_git_dir_still_makes_a_plain_j
             writer.join(10)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(transactions_module, "judge", judging)
+    monkeypatch.setattr("mcp_server_guard.changes.effects.judge", judging)  # (looked up at each judgement)
     await settle(transactions, copy.name)
     assert len(rounds) == 2  # judged again, in a git dir now

@@ -143,7 +143,7 @@ async def test_attack_a_judgement_made_stale_by_another_servers_write_is_judged_
             writer.join(10)
         return judgement
 
-    monkeypatch.setattr(transactions_module, "judge", judging)
+    monkeypatch.setattr("mcp_server_guard.changes.effects.judge", judging)  # (looked up at each judgement)
     assert await settle(transactions, copy.name) == "applied"
     assert len(calls) == 2 and waited and waited[0] < 1.0
     assert "fsmonitor" not in (shaped / "config").read_text()  # judged again: a git dir's config, the key left out
@@ -169,7 +169,7 @@ async def test_a_judgement_other_writers_keep_making_stale_is_judged_under_the_l
             held_while_judged.append(True)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(transactions_module, "judge", judging)
+    monkeypatch.setattr("mcp_server_guard.changes.effects.judge", judging)  # (looked up at each judgement)
     assert await settle(transactions, copy.name) == "applied"
     rounds = treelock.ROUNDS
     assert held_while_judged == [False] * rounds + [True]  # judged without the lock, then under it
@@ -201,7 +201,7 @@ async def test_a_long_judgement_other_writers_keep_making_stale_is_tried_without
         threading.Event().wait(0.1)  # a judgement longer than _LOCKED_MAX_S
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(transactions_module, "judge", judging)
+    monkeypatch.setattr("mcp_server_guard.changes.effects.judge", judging)  # (looked up at each judgement)
     assert await settle(transactions, copy.name) == "applied"
     assert held_while_judged[-1] and not any(held_while_judged[:-1])
     assert len(held_while_judged) - 1 > treelock.ROUNDS  # rounds went on past three, for a second

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from mcp_server_guard.changes import transactions as transactions_module
 from mcp_server_guard.changes.effects import judge as effects_judge
 from mcp_server_guard.changes.transactions import Transactions
 from support.settling import settle, untouched_copy
@@ -74,7 +73,7 @@ async def test_attack_a_plain_write_of_conda_meta_mid_judgement_lands_an_entry_p
             assert done and done[0] is not None and not done[0].get("isError"), done
         return judgement
 
-    monkeypatch.setattr(transactions_module, "judge", judging)
+    monkeypatch.setattr("mcp_server_guard.changes.effects.judge", judging)  # (looked up at each judgement)
     result = await settle(transactions, copy.name)
     assert (root / "env" / "conda-meta" / "history.txt").exists()  # the other agent's write landed
     # A judgement made after that write asks (see the control): nothing may land unasked.

@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 
-from mcp_server_guard.changes import transactions as transactions_module
 from mcp_server_guard.changes.effects import judge as effects_judge
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.files.treelock import generations
@@ -71,7 +70,7 @@ async def test_attack_a_failing_file_write_makes_refs_unlocked_and_a_git_config_
             counts.append(generations(device))
         return judgement
 
-    monkeypatch.setattr(transactions_module, "judge", judging)
+    monkeypatch.setattr("mcp_server_guard.changes.effects.judge", judging)  # (looked up at each judgement)
     result = await settle(transactions, copy.name)
     assert (root / "shaped" / "refs" / "heads").is_dir()  # made by the failed file_write ...
     assert counts[0] != counts[1]  # ... holding the tree lock (a taking counted: the judgement runs again)

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from mcp_server_guard.changes import transactions as transactions_module
 from mcp_server_guard.changes.effects import judge as effects_judge
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.files import treelock
@@ -57,6 +56,6 @@ async def test_attack_an_agent_writing_notes_fast_makes_a_long_build_judgement_r
         writer.join(30)
         return effects_judge(*args, **kwargs)
 
-    monkeypatch.setattr(transactions_module, "judge", judging)
+    monkeypatch.setattr("mcp_server_guard.changes.effects.judge", judging)  # (looked up at each judgement)
     assert await settle(transactions, copy.name) == "applied"
     assert len(rounds) == 1 and not busy, (rounds, busy)  # judged once; the notes writer never waited past its bound

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from mcp_server_guard.changes import transactions as transactions_module
 from mcp_server_guard.changes.effects import judge as effects_judge
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.files.treelock import tree_lock
@@ -79,7 +78,7 @@ async def test_attack_another_apply_removes_the_stand_in_while_a_deletion_is_jud
             writer.join(10)
         return judgement
 
-    monkeypatch.setattr(transactions_module, "judge", judging)
+    monkeypatch.setattr("mcp_server_guard.changes.effects.judge", judging)  # (looked up at each judgement)
     result = await settle(transactions, copy.name)
     assert not (site / "foo.pyc").exists()
     assert (site / "foo.py").exists(), (result, rounds)  # asked, as the control: not deleted unasked

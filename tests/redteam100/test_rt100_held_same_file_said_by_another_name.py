@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from mcp_server_guard.changes import transactions as transactions_module
 from mcp_server_guard.changes.effects import judge as effects_judge
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.files.treelock import tree_lock
@@ -54,6 +53,6 @@ async def test_attack_a_write_said_by_another_name_of_the_same_file_is_lost_unas
             writer.join(10)
         return judgement
 
-    monkeypatch.setattr(transactions_module, "judge", judging)
+    monkeypatch.setattr("mcp_server_guard.changes.effects.judge", judging)  # (looked up at each judgement)
     result = await settle(transactions, copy.name, started_ns)
     assert (root / "notes.md").read_text() == "the other agent's work\n", (result, rounds)

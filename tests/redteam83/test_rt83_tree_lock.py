@@ -24,7 +24,6 @@ import anyio
 import pytest
 
 from mcp_server_guard import registry
-from mcp_server_guard.changes import transactions as transactions_module
 from mcp_server_guard.changes.effects import judge as effects_judge
 from mcp_server_guard.changes.transactions import Transactions
 from mcp_server_guard.files import treelock
@@ -70,7 +69,7 @@ async def test_attack_a_server_with_another_state_dir_cannot_make_a_judgement_st
             writer.join(10)
         return judgement
 
-    monkeypatch.setattr(transactions_module, "judge", judging)
+    monkeypatch.setattr("mcp_server_guard.changes.effects.judge", judging)  # (looked up at each judgement)
     await settle(transactions, copy.name)
     assert (shaped / "HEAD").exists()  # B's write landed: shaped/ is a git dir
     env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null")
@@ -127,7 +126,7 @@ async def test_two_long_judgements_and_one_write_are_never_judged_under_the_lock
         with tree_lock([device], wait_s=5):
             (root / "note.txt").write_text("n\n")  # another server's one write (file_write)
 
-    monkeypatch.setattr(transactions_module, "judge", judging)
+    monkeypatch.setattr("mcp_server_guard.changes.effects.judge", judging)  # (looked up at each judgement)
     results: dict[str, str] = {}
     writer = threading.Thread(target=one_write)
     writer.start()
