@@ -99,11 +99,10 @@ class Front:
     before the SDK has loaded (``tools.early_call``)."""
 
     def __init__(self, server_package: str, argv: list[str], wire_in: int = 0, wire_out: int = 1) -> None:
-        # Found by the front's thread before it reads a line, while the main thread loads on (~8 ms: every source
-        # file is looked at); read elsewhere only once ``hand_over`` has joined it. Records: only with the state
-        # directory outside every root.
-        self.package, self.argv, self.key, self.usable = server_package, argv, "", False
-        self.records: dict[str, Any] = {}
+        self.key = record_key(server_package, argv)
+        self.usable = not state_within_roots(argv)  # records are read and kept only then
+        self.argv = argv
+        self.records = _filled(_read_records(_records_path(self.key)), argv) if self.usable else {}
         self._ids: set[Any] = set()  # ids of the requests kept for the real server: a repeated one ends the answering
         self._replayed: set[str] = set()  # request keys kept for the real server (each once)
         self._initialized = False  # notifications/initialized kept for it
@@ -162,9 +161,6 @@ class Front:
 
     def _run(self) -> None:
         try:
-            with contextlib.suppress(OSError, ValueError):  # (then no record: answered as in a new project)
-                self.key, self.usable = record_key(self.package, self.argv), not state_within_roots(self.argv)
-                self.records = _filled(_read_records(_records_path(self.key)), self.argv) if self.usable else {}
             while self._answering:
                 ready, _, _ = select.select([self._in, self._wake_r, self._done_r], [], [])
                 if self._wake_r in ready:
