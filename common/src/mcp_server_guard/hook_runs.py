@@ -197,12 +197,35 @@ def _named(words: list[str], line: str) -> list[_Named]:
             named += [(f"{word}.just", "run", ()), (f"{word}/mod.just", "run", ()), (f"{word}/justfile", "run", ())]
         elif (files := _RECIPE_FILES.get(word)) is not None:
             goals = tuple(w for w in words[at + 1 :] if not w.endswith(_SCRIPT_SUFFIXES))
+            if word in ("make", "gmake"):  # its options and variables too: make_reads takes ``-I``, ``NAME=value``
+                goals = _make_arguments(line, word) or goals
             named += [(name, "recipes" if word in _RECIPES_READ else "whole", goals) for name in files]
     for module in _MODULES.findall(line):
         # ``python3 -m tools.check``: the module's file, or its package's __main__ (red team 8 A1)
         base = module.replace(".", "/")
         named += [(f"{base}.py", "run", ()), (f"{base}/__main__.py", "run", ()), (f"{base}/__init__.py", "run", ())]
     return named
+
+
+def _make_arguments(line: str, program: str) -> tuple[str, ...]:
+    """Every word after ``program`` on ``line`` up to the end of its command, as the shell splits them (empty: not
+    split, or not found)."""
+    try:
+        words = shlex.split(line, comments=True)
+    except ValueError:
+        return ()
+    at = next((i for i, word in enumerate(words) if word.rpartition("/")[2] == program), None)
+    taken: list[str] = []
+    for word in words[at + 1 :] if at is not None else []:
+        if word in _COMMAND_ENDS:
+            break
+        taken.append(word.rstrip(";"))
+        if word.endswith(";"):
+            break
+    return tuple(taken)
+
+
+_COMMAND_ENDS = frozenset({";", "&&", "||", "|", "&"})
 
 
 def _places(text: str, base: str, work_tree: str, home: str | None) -> list[str]:

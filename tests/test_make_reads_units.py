@@ -1,0 +1,66 @@
+"""What a hook's ``make`` reads, as ``make_reads`` names it: make's text functions evaluated, the hook's own
+variables and include directories taken, ``$@`` and shell loops in recipes read as make and the shell run them
+(red team 124 F1's spellings, as a class)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_server_guard.hook_runs import _make_arguments
+from mcp_server_guard.make_reads import make_named, make_text
+
+
+def _includes(text: str, goals: tuple[str, ...] = ("lint",)) -> list[str]:
+    return [
+        word for line in make_text(text, goals).splitlines() for word, how, _ in make_named(line) if how == "include"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        ("-include $(patsubst %.c,%.d,$(SRCS))", ["src/a.d", "src/b.d"]),
+        ("-include $(SRCS:%.c=%.d)", ["src/a.d", "src/b.d"]),
+        ("-include $(addsuffix .conf,$(MODS))", ["local.conf", "site.conf"]),
+        ("-include $(addprefix conf/,$(MODS))", ["conf/local", "conf/site"]),
+        ("-include $(subst .c,.mk,$(SRCS))", ["src/a.mk", "src/b.mk"]),
+        ("-include $(notdir $(SRCS))", ["a.c", "b.c"]),
+        ("-include $(basename $(SRCS))", ["src/a", "src/b"]),
+        ("-include $(filter %.c,$(SRCS) x.h)", ["src/a.c", "src/b.c"]),
+        ("-include $(firstword $(MODS))", ["local", "site"]),  # (every word: a superset)
+        ("-include $(addsuffix .mk,$(patsubst %.c,%,$(notdir $(SRCS))))", ["a.mk", "b.mk"]),
+    ],
+)
+def test_an_include_named_through_makes_text_functions_is_named(given: str, named: list[str]) -> None:
+    text = f"SRCS := src/a.c src/b.c\nMODS := local site\n{given}\nlint:\n\t@true\n"
+    assert _includes(text) == named
+
+
+def test_a_variable_the_hooks_command_line_sets_names_what_it_includes() -> None:
+    text = "LOCAL ?= local.conf\n-include $(LOCAL)\nlint:\n\t@true\n"
+    assert _includes(text, ("-s", "lint", "LOCAL=site.conf")) == ["local.conf", "site.conf"]
+    assert _includes(text, ("-s", "lint")) == ["local.conf"]
+
+
+@pytest.mark.parametrize("option", [("-I", "mk"), ("-Imk",), ("--include-dir=mk",), ("--include-dir", "mk")])
+def test_an_include_found_through_an_include_directory_is_named_there(option: tuple[str, ...]) -> None:
+    assert _includes("include common.mk\nlint:\n\t@true\n", (*option, "lint")) == ["common.mk", "mk/common.mk"]
+
+
+def test_a_rules_target_is_its_recipes_dollar_at() -> None:
+    text = "SUBDIRS := lib app\nlint: $(SUBDIRS)\n$(SUBDIRS):\n\t@$(MAKE) -C $@ lint\n"
+    assert "make -C lib lint" in make_text(text, ("lint",))
+    assert "make -C app lint" in make_text(text, ("lint",))
+    assert "$$@" in make_text("lint:\n\techo $$@\n", ("lint",))  # (the shell's own $@ stays as it is)
+
+
+def test_a_recipes_shell_loop_is_read_once_for_each_word() -> None:
+    text = "SUBDIRS := lib app\nlint:\n\t@for d in $(SUBDIRS); do $(MAKE) -C $$d lint; done\n"
+    read = make_text(text, ("lint",))
+    assert "make -C lib lint" in read and "make -C app lint" in read
+
+
+def test_the_make_words_of_a_hook_line_keep_options_and_variables() -> None:
+    assert _make_arguments("make -s lint LOCAL=site.conf && echo ok", "make") == ("-s", "lint", "LOCAL=site.conf")
+    assert _make_arguments("cd x; /usr/bin/make -I mk all; true", "make") == ("-I", "mk", "all")
+    assert _make_arguments("echo 'unclosed", "make") == ()
