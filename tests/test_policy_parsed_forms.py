@@ -80,3 +80,12 @@ def test_the_default_policy_loads_alike_from_either_form(tmp_path: Path, monkeyp
     from_form = load_policy()
     monkeypatch.setattr("mcp_server_guard.policy_files._current_parsed", lambda _path, _raw: None)
     assert load_policy() == from_form
+
+
+def test_the_start_up_records_key_names_the_packaged_policies_wherever_they_really_lie() -> None:
+    # In a clone the package's ``policies`` is a link to the clone's own: an edit of a packaged policy is a new key
+    # (red team 130: a start answered initialize once from a record kept under the old policy).
+    from mcp_server_guard.serving.front_records import code_stamp
+
+    named = {(entry[0], entry[1]) for entry in code_stamp("mcp_server_shell_exec")[2:]}
+    assert ("/policies", "default.toml") in named and ("/policies", "default.parsed.json") in named

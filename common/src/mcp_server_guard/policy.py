@@ -494,8 +494,12 @@ def _keys_at(loc: list[int | str]) -> list[str]:
 
 
 def resolve_policy_name(path: Path) -> Path:
-    """A bare name such as ``readonly`` means the packaged ``policies/readonly.toml``."""
-    if path.exists() or "/" in str(path):
+    """A bare name such as ``readonly`` means the packaged ``policies/readonly.toml``, whatever lies in the working
+    directory by that name; a file of one's own there is named with a ``/`` (``./readonly``) or by another name.
+
+    Threat (red team 130 F1): a file ``readonly`` a model wrote in the project (the directory the servers start in)
+    was the policy of every later ``--mode read-only`` or ``--policy readonly`` start: its rules, or none."""
+    if "/" in str(path):
         return path
     packaged = default_policy_path().parent / (path.name if path.suffix == ".toml" else f"{path.name}.toml")
     return packaged if packaged.is_file() else path

@@ -12,7 +12,7 @@ import typer
 
 from mcp_server_guard.admin.options import PolicyOpt
 from mcp_server_guard.paths import json_text, printable, readable, system_program
-from mcp_server_guard.policy import PolicyError, load_policy
+from mcp_server_guard.policy import PolicyError, default_policy_path, load_policy
 from mcp_server_guard.serving.config import Mode
 from mcp_server_guard.serving.launch import usage_error
 from mcp_server_guard.shell.execution import writable_policy
@@ -200,7 +200,7 @@ def _situation(mode: Mode, policy: Path | None, plain: PolicyEngine) -> _Here:
     full-access, the plain rules (no box, no copy)."""
     boxed = _copies_here()
     if mode is Mode.READ_ONLY:
-        chosen = load_policy(policy if policy is not None else Path("readonly"))
+        chosen = load_policy(policy if policy is not None else default_policy_path().with_name("readonly.toml"))
         said = ", --mode read-only"
         if boxed and policy is None:  # an explicit --policy is kept as given (readonly: the allow-list decides)
             engine = PolicyEngine(writable_policy(chosen.source, chosen.shell_exec), effects=True)

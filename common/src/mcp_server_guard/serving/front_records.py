@@ -110,7 +110,8 @@ def code_stamp(server_package: str) -> list[Any]:
         for entry in sys.path:
             top = os.path.join(entry or ".", name)
             if os.path.isdir(top):
-                for directory, dirs, files in os.walk(top):
+                # (following links: in a clone, the package's ``policies`` is a link to the clone's own)
+                for directory, dirs, files in os.walk(top, followlinks=True):
                     dirs[:] = sorted(d for d in dirs if d != "__pycache__")
                     for file in sorted(files):
                         if file.endswith((".py", ".so", ".toml", ".json")):

@@ -28,7 +28,7 @@ from mcp_server_guard import registry
 from mcp_server_guard.audit import AuditLog, default_audit_path, default_state_path, state_dirs
 from mcp_server_guard.files.jail import Jail, SymlinkMode
 from mcp_server_guard.paths import printable, private_dirs, readable, real_within_any, within
-from mcp_server_guard.policy import PolicyError, load_policy
+from mcp_server_guard.policy import PolicyError, default_policy_path, load_policy
 from mcp_server_guard.serving import deadline
 from mcp_server_guard.serving.config import Mode, ServerConfig
 from mcp_server_guard.serving.distributions import version_of
@@ -194,7 +194,7 @@ def build_config(
         paths.append(str(raw.absolute()))
     implicit_readonly = policy is None and mode is Mode.READ_ONLY
     if implicit_readonly:
-        policy = Path("readonly")  # the packaged read-only allow-list
+        policy = default_policy_path().with_name("readonly.toml")  # the packaged read-only allow-list
     try:
         loaded = load_policy(policy)
     except PolicyError as exc:
