@@ -19,7 +19,6 @@ import contextlib
 import fnmatch
 import os
 import posixpath
-import re
 import stat
 import threading
 from collections.abc import Iterable, Sequence
@@ -29,6 +28,7 @@ from mcp_server_guard.git_config import MAX_GIT_CONFIG, git_config_entries
 from mcp_server_guard.hook_runs import ENV_CONFIGS, new_budget, program_words, run_by_hooks
 from mcp_server_guard.hook_runs import expand_path as _expand
 from mcp_server_guard.paths import within, within_any
+from mcp_server_guard.patterns import deferred
 
 __all__ = [
     "GIT_ENTRIES",
@@ -45,7 +45,7 @@ __all__ = [
 # Entries of a git dir that git runs, or follows to another git dir.
 # (A rebase's or a cherry-pick's state lists commands git runs on --continue: file_write never writes it; a
 # command's is judged by its content, see changes.git_verdicts.)
-_GIT_RUNNABLE = re.compile(
+_GIT_RUNNABLE = deferred(
     r"^(?:(?:modules/.+|worktrees/[^/]+)/)?"
     r"(?:config|config\.worktree|commondir|gitdir|hooks(?:/.*)?|(?:rebase-merge|rebase-apply|sequencer)(?:/.*)?)$"
 )
@@ -445,7 +445,7 @@ def _hooks_paths(entries: Iterable[tuple[str, str]]) -> list[str]:
 # The keys whose value is a command git runs (its first word a program): credential helpers, ssh, editors, pagers,
 # signing, diff and merge drivers and tools, clean/smudge filters, shell aliases, proxies, remote helpers, trailers,
 # mail and browser programs.
-_PROGRAM_KEYS = re.compile(
+_PROGRAM_KEYS = deferred(
     r"credential(?:\..+)?\.helper|core\.(?:sshcommand|editor|pager|askpass|fsmonitor)|sequence\.editor|pager\..+"
     r"|gpg(?:\..+)?\.program|diff\.external|diff\..+\.(?:textconv|command)|merge\..+\.driver"
     r"|filter\..+\.(?:clean|smudge|process)|alias\..+|interactive\.difffilter"

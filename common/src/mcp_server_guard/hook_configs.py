@@ -43,6 +43,7 @@ from mcp_server_guard.package_sources import (
     running_properties,
     source_lines,
 )
+from mcp_server_guard.patterns import deferred
 
 __all__ = [
     "HOOK_CONFIG_FILES",
@@ -78,7 +79,7 @@ _SCRIPT_LISTS = ("pre-commit", "precommit", "pre-push", "prepush")
 # A package manager or a monorepo runner running scripts by name: ``npm test``, ``npm run lint``, ``yarn lint``,
 # ``pnpm -r lint``, ``pnpm --filter web lint``, ``turbo run lint``, ``lerna run lint``, ``nx run-many -t lint``. Every
 # word up to the end of that command may be a script's name (an option's value too: taken wide).
-_RUNS = re.compile(
+_RUNS = deferred(
     r"""(?<![\w./-])(npm|pnpm|yarn|bun|turbo|lerna|nx|npm-run-all2?|run-p|run-s)(?![\w.-])([^;&|\n\\"'`(){}<>]*)"""
 )
 _RUNNER_WORDS = frozenset({"run", "run-script", "rum", "urn", "run-many", "affected", "exec", "workspaces", "workspace",
@@ -97,7 +98,7 @@ _SCRIPTS = frozenset({*_HOOKS, *(hook.replace("-", "") for hook in _HOOKS)})
 # 8 FA3: hpack's package.yaml (Haskell) has none of them and is ordinary work.
 _MANIFESTS = ("package.yaml", "package.yml", "package.json5")
 _KEYS = "|".join(re.escape(k) for k in sorted(_TOP))
-_MANIFEST_KEYS = re.compile(rf"""(?:^|[{{,])[ \t]*["']?(?:{_KEYS}|scripts|config)["']?[ \t]*:""", re.MULTILINE)
+_MANIFEST_KEYS = deferred(rf"""(?:^|[{{,])[ \t]*["']?(?:{_KEYS}|scripts|config)["']?[ \t]*:""", re.MULTILINE)
 
 
 def judged_manifest(path: str) -> bool:
@@ -255,8 +256,8 @@ def _hook_settings(data: bytes | None, hooks: Iterable[str] = ()) -> dict[str, s
 
 # url, git+, github:, ``a/b``, ``git@host:a/b`` (scp-like), and a tarball by its path (``file:x.tgz``, ``./x.tgz``,
 # ``/abs/x.tgz``: its own package.json, inside the archive, is never judged; red team 114 F4)
-_NPM_FETCHED = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:(?!\d)|[\w.-]+/[\w.-]+(?:#.*)?$|[\w.-]+@[\w.-]+:)")
-_NPM_TARBALL = re.compile(r"^(?:file:|\.{0,2}/|~/).*\.(?:tgz|tar|tar\.gz|tar\.bz2|tar\.xz)$", re.I)
+_NPM_FETCHED = deferred(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:(?!\d)|[\w.-]+/[\w.-]+(?:#.*)?$|[\w.-]+@[\w.-]+:)")
+_NPM_TARBALL = deferred(r"^(?:file:|\.{0,2}/|~/).*\.(?:tgz|tar|tar\.gz|tar\.bz2|tar\.xz)$", re.I)
 
 
 def _fetched_spec(spec: object) -> bool:
@@ -287,8 +288,8 @@ def changed_hook_keys(old: bytes | None, new: bytes | None, hooks: Iterable[str]
 # scripts (``post-install-cmd``, ``post-autoload-dump`` …), PDM's hooks (``post_install``, ``pre_lock`` …) and Hatch's
 # environment install commands. Where a manifest has such a hook (before or after), its whole script table counts: a
 # hook may run the others by name (``"@build"``, a composite).
-_COMPOSER_EVENT = re.compile(r"^(?:pre|post)-|^(?:init|command)$")
-_PDM_HOOK = re.compile(r"^(?:pre|post)_")
+_COMPOSER_EVENT = deferred(r"^(?:pre|post)-|^(?:init|command)$")
+_PDM_HOOK = deferred(r"^(?:pre|post)_")
 _INSTALLED = frozenset({"node_modules", "vendor", "site-packages", "dist-packages"})  # installed packages' own
 
 
@@ -458,7 +459,7 @@ def _pixi_channels(data: bytes | None) -> dict[str, str] | None:
 # What in a conda environment file may name where packages come from, read without a YAML parser (none is at hand):
 # a channels key in any spelling, ``channel::pkg``, a url, an option line of its pip section (``- --extra-index-url``,
 # ``- -i …``), a flow mapping or list (``{…}``, ``[…]``: read whole) (red team 114 F3).
-_CONDA_SOURCE = re.compile(r"channel|::|://|^\s*-\s+-|[{\[]", re.I)
+_CONDA_SOURCE = deferred(r"channel|::|://|^\s*-\s+-|[{\[]", re.I)
 
 
 def _conda_channels(data: bytes | None) -> dict[str, str] | None:
@@ -494,7 +495,7 @@ def _direct_references(parsed: dict[str, Any]) -> dict[str, str]:
 # Attributes that make git convert a file's bytes as it stores or writes it (red team 113 F5: ``*.png text`` added
 # to .gitattributes, and the user's next ``git stash`` keeps their binary edit with its CRLFs turned to LF, the work
 # tree reset: the bytes survive nowhere). A filter's program is git config's (judged there); git-lfs's is the store.
-_CONVERTING = re.compile(r"^(?:text|eol|crlf|ident|working-tree-encoding|filter)(?:=|$)")
+_CONVERTING = deferred(r"^(?:text|eol|crlf|ident|working-tree-encoding|filter)(?:=|$)")
 
 
 def attributes_file(path: str) -> bool:

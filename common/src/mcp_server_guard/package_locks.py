@@ -24,6 +24,7 @@ import tomllib
 from typing import Any
 
 from mcp_server_guard.package_sources import ARCHIVE, other_encoding
+from mcp_server_guard.patterns import deferred
 
 __all__ = ["LOCK_FILES", "MAX_LOCK", "lock_places"]
 
@@ -45,7 +46,7 @@ _CODE_HOSTS = frozenset({"github.com", "gitlab.com", "bitbucket.org", "codeload.
                          "codeberg.org", "git.sr.ht"})  # fmt: skip
 # A string that fetches (at its start): a url of any scheme (WHATWG takes ``http:host/x`` without its slashes), a
 # repository (``git@host:x``, scp-like ``user@host:path/x``, ``github:x/y``); not a yarn key (``pkg@npm:1.0.0``).
-_URLISH = re.compile(
+_URLISH = deferred(
     r"(?:[a-z][a-z0-9.-]*\+)?(?:https?|ftp|file|git|ssh|svn|hg|wss?):|[a-z][a-z0-9+.-]*://|git@"
     r"|[\w.-]+@[\w.-]+:\S*/|(?:github|gitlab|bitbucket|gist):",
     re.I,
@@ -53,12 +54,12 @@ _URLISH = re.compile(
 # A url every reader reads alike (matched whole, its query and fragment cut): an http(s) scheme (a ``registry+`` or
 # ``git+`` prefix allowed), a host of lower-case letters, digits, dots and hyphens, a port, a path of printable ASCII
 # with no backslash.
-_CLEAN = re.compile(r"(?:[a-z0-9-]+\+)?https?://([a-z0-9.-]+)(?::[0-9]{1,5})?(/[!-\[\]-~]*)?")
-_DOT_SEGMENT = re.compile(r"(?:^|/)(?:\.|%2e){1,2}(?:/|$)", re.I)
+_CLEAN = deferred(r"(?:[a-z0-9-]+\+)?https?://([a-z0-9.-]+)(?::[0-9]{1,5})?(/[!-\[\]-~]*)?")
+_DOT_SEGMENT = deferred(r"(?:^|/)(?:\.|%2e){1,2}(?:/|$)", re.I)
 _DESCRIBING = frozenset({"funding", "homepage", "support", "repository", "bugs", "author", "authors", "license",
                          "notification-url", "description", "keywords"})  # fmt: skip
 _ENTRY_FIELDS = ("version", "resolved", "integrity", "name", "lockfileVersion")
-_TOKENS = re.compile(r"[ \n\"']+")  # (raw text: a tab, a CR or a comma stays inside a token: the url is odd then)
+_TOKENS = deferred(r"[ \n\"']+")  # (raw text: a tab, a CR or a comma stays inside a token: the url is odd then)
 
 
 def lock_places(name: str, data: bytes | None) -> set[str] | None:
@@ -79,7 +80,7 @@ _NPM_LOCKS = frozenset({"package-lock.json", "npm-shrinkwrap.json", "bun.lock"})
 _JSON_LOCKS = frozenset({*_NPM_LOCKS, "deno.lock", "composer.lock", "Pipfile.lock"})
 _TOML_LOCKS = frozenset({"uv.lock", "poetry.lock", "pdm.lock", "pylock.toml", "Cargo.lock"})
 # A JSONC lock's trailing commas (bun.lock), outside its strings.
-_JSONC = re.compile(r'("(?:[^"\\]|\\.)*")|,(\s*[}\]])')
+_JSONC = deferred(r'("(?:[^"\\]|\\.)*")|,(\s*[}\]])')
 
 
 def _strings(name: str, data: bytes) -> list[tuple[str, str]] | None:
@@ -121,7 +122,7 @@ def _strings(name: str, data: bytes) -> list[tuple[str, str]] | None:
 # ``github:…``, ``sourcehut:~x/y``) is fetched from its host and skips the integrity check (red team 120 F2).
 _NPM_SPEC_KEYS = frozenset({"resolved", "version", "from"})
 # (an alias; a version or range; ``name@range`` as a v1 lock's ``from`` says it)
-_NPM_REGISTRY_SPEC = re.compile(r"npm:.*|(?:@[\w.-]+/)?[\w.-]+@[\w.^~<>=*| +-]*|[\w.^~<>=*| +-]*")
+_NPM_REGISTRY_SPEC = deferred(r"npm:.*|(?:@[\w.-]+/)?[\w.-]+@[\w.^~<>=*| +-]*|[\w.^~<>=*| +-]*")
 
 
 def _place(text: str, key: str = "", *, npm: bool = False) -> str:

@@ -25,6 +25,8 @@ import tomllib
 from collections.abc import Callable
 from typing import Any
 
+from mcp_server_guard.patterns import deferred
+
 __all__ = [
     "ARCHIVE",
     "DIRECT",
@@ -47,12 +49,12 @@ _ARCHIVE_SUFFIX = (
     r"\.(?:tar(?:\.(?:gz|bz2|xz|lz|lzma|zst|z))?|tgz|tbz2?|tb2|txz|tlz|tzst|taz|zip|whl|egg|gem|crate|jar|nupkg|7z"
     r"|lzma|xz|bz2|gz|zst)"
 )
-ARCHIVE = re.compile(_ARCHIVE_SUFFIX + "$", re.I)
+ARCHIVE = deferred(_ARCHIVE_SUFFIX + "$", re.I)
 # A string that fetches from elsewhere than the package manager's registry: any url (``scheme://``, ``file:``), a
 # repository (``git+…``, ``git@host:…``, scp-like ``user@host:path``, ``github:``/``gitlab:``… shorthands), a PEP 508
 # direct reference (``name @ url``), an archive or wheel by its path (its own build and install code is never
 # judged: a wheel's .pth runs at every start of that Python).
-FETCHED = re.compile(
+FETCHED = deferred(
     r"[A-Za-z][A-Za-z0-9+.-]*://|\bfile:|(?:^|[\s@])git\+|^\s*git@|^\s*[\w.-]+@[\w.-]+:(?!\d)"
     r"|^\s*(?:github|gitlab|bitbucket|gist|sourcehut):"
     rf"|^[^*?\[\]]*{_ARCHIVE_SUFFIX}\s*$",  # (an archive, not a glob of them)
@@ -146,7 +148,7 @@ def package_json_fetched(parsed: dict[str, Any], fetched: Callable[[object], boo
     return found
 
 
-_SPEC_TABLES = re.compile(r"dependencies$|^overrides$|^resolutions$|^catalogs?$|^packageextensions$", re.I)
+_SPEC_TABLES = deferred(r"dependencies$|^overrides$|^resolutions$|^catalogs?$|^packageextensions$", re.I)
 
 
 def _at(parsed: dict[str, Any], dotted: str) -> Any:
@@ -179,9 +181,9 @@ def _walk(value: Any, path: str, found: dict[str, list[str]], budget: list[int],
 
 # Gemfile: a source (``source``, ``git_source``), a gem's ``git:``/``github:``/``path:`` (by key or ``=>``);
 # setup.cfg: a requirement or a link that fetches, in the sections setuptools installs from.
-_GEM_SOURCE = re.compile(r"^\s*(?:source|git_source|git|github|path)\b|\b(?:source|git|github|gist|bitbucket|path)\s*:"
+_GEM_SOURCE = deferred(r"^\s*(?:source|git_source|git|github|path)\b|\b(?:source|git|github|gist|bitbucket|path)\s*:"
                          r"|:(?:source|git|github|gist|bitbucket|path)\s*=>")  # fmt: skip
-_SECTION = re.compile(r"^\s*\[([^\]]*)\]")
+_SECTION = deferred(r"^\s*\[([^\]]*)\]")
 
 
 def source_lines(name: str, data: bytes | None) -> dict[str, str] | None:
@@ -217,8 +219,8 @@ def source_lines(name: str, data: bytes | None) -> dict[str, str] | None:
 
 # pip's files by name (``requirements.txt``, ``dev-requirements.txt``, ``requirements-dev.in``) or by place (any
 # ``.txt``/``.in`` in a ``requirements/`` directory: red team 116 F2)
-_REQUIREMENTS = re.compile(r"[\w.-]*(?:requirements|constraints)[\w.-]*\.(?:txt|in)", re.I)
-_REQUIREMENTS_DIR = re.compile(r"[\w.-]*(?:requirements|constraints)[\w.-]*|reqs", re.I)
+_REQUIREMENTS = deferred(r"[\w.-]*(?:requirements|constraints)[\w.-]*\.(?:txt|in)", re.I)
+_REQUIREMENTS_DIR = deferred(r"[\w.-]*(?:requirements|constraints)[\w.-]*|reqs", re.I)
 
 
 def requirements_file(parts: list[str]) -> bool:
@@ -238,7 +240,7 @@ _PIP_SHORT = {"-i": "index-url", "-f": "find-links", "-r": "requirement", "-c": 
 _PIP_SOURCES = frozenset({"index-url", "extra-index-url", "find-links", "trusted-host"})
 # A requirement fetched from a repository or an archive (PEP 508 ``name @ url``, a bare url, ``git+…``): its build
 # backend runs at the next install (red team 113 F2).
-DIRECT = re.compile(r"(?:^|@\s*|\s)(?:[A-Za-z][A-Za-z0-9+.-]*://|git\+|file:)", re.I)
+DIRECT = deferred(r"(?:^|@\s*|\s)(?:[A-Za-z][A-Za-z0-9+.-]*://|git\+|file:)", re.I)
 
 
 def _pip_option(word: str) -> tuple[str, str] | None:
@@ -300,7 +302,7 @@ def _pip_lines(text: str) -> list[str]:
 # path — or send every download elsewhere (``systemProp.*``: proxies, trust stores). Threat (red team 117 F3's
 # class): ``org.gradle.jvmargs=-javaagent:tools/a.jar`` runs the model's jar at the user's next ``gradle build``.
 PROPERTIES_MANIFESTS = ("gradle.properties",)
-_RUNNING_KEYS = re.compile(
+_RUNNING_KEYS = deferred(
     r"org\.gradle\.(?:jvmargs|java\.home|java\.installations\..*)|kotlin\.daemon\.jvmargs|systemprop\..*"
     r"|android\.aapt2frommavenoverride|org\.gradle\.(?:jvm\.toolchain|toolchains?)\..*",
     re.I,

@@ -63,6 +63,7 @@ from mcp_server_guard.paths import (
     within_any,
     within_set,
 )
+from mcp_server_guard.patterns import deferred
 from mcp_server_guard.policy import Policy
 
 # git_runnable, is_git_dir, pointer_text (git_dirs), safe_git_config, unsafe_git_entries (git_config): importable.
@@ -443,7 +444,7 @@ class Protection:
 
 # A dotfile at the top of HOME whose name says it configures something (``.inputrc``, ``.lldbinit``, ``.tigrc``,
 # ``.wgetrc``, ``.Xresources``), not a history or a cache.
-_HOME_CONFIG_NAME = re.compile(
+_HOME_CONFIG_NAME = deferred(
     r"^\.[^/]*(rc|init|profile|conf|config|settings|\.(lua|py|sh|el|vim|toml|ya?ml|json|ini))$|^\.x|^\.X", re.I
 )
 # What tools write under ~/.config at every run — data, not settings: update notifiers' state, Go's telemetry

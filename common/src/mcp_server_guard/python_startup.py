@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 
 from mcp_server_guard.env_names import is_command_valued, runs_code
 from mcp_server_guard.hook_configs import read_regular
+from mcp_server_guard.patterns import deferred
 
 __all__ = [
     "ENV_MARKERS",
@@ -55,8 +55,8 @@ _SITE_DIRS = ("site-packages", "dist-packages")
 # What an environment's Python or installer reads at its top: ``pyvenv.cfg`` (the interpreter), ``pip.conf`` (the
 # index pip installs from, for every pip run in it: red team 97 F5), conda's ``.condarc``.
 _ENV_CONFIGS = ("pyvenv.cfg", "pip.conf", ".condarc")
-_VENV_ENTRY = re.compile(r"(?:bin|Scripts)/(?:activate(?:\.\w+|_this\.py)?|(?:python|pypy)[\d.]*(?:\.exe)?)")
-_CONDA_HOOKS = re.compile(r"etc/conda/(?:de)?activate\.d/[^/]+")
+_VENV_ENTRY = deferred(r"(?:bin|Scripts)/(?:activate(?:\.\w+|_this\.py)?|(?:python|pypy)[\d.]*(?:\.exe)?)")
+_CONDA_HOOKS = deferred(r"etc/conda/(?:de)?activate\.d/[^/]+")
 # The names that make a directory part of an environment, as the judgement looks for them beside or above a path
 # (``changes.unrelated``: a write of one may change what another path is).
 SHAPE_NAMES = (*ENV_MARKERS, *_SITE_DIRS, "activate.d", "deactivate.d")
@@ -67,13 +67,13 @@ _VERSION_FILES = frozenset({".python-version", ".python-versions", ".pdm-python"
                             ".bun-version", ".sdkmanrc", ".zig-version", ".deno-version"})  # fmt: skip
 # The lines installers write (setuptools' distutils shim and editable finders, virtualenv, coverage), with the module
 # each imports.
-_INSTALLERS = re.compile(
+_INSTALLERS = deferred(
     r"import (?:os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os\.environ\.get\(var, 'local'\) == 'local'; "
     r"enabled and __import__\('(?P<shim>_distutils_hack)'\)\.add_shim\(\); ?"
     r"|(?P<finder>__editable___\w+_finder); (?P=finder)\.install\([^)\n]*\)|(?P<venv>_virtualenv)"
     r"|(?P<cov>coverage); coverage\.process_startup\(\))[ \t]*"
 )
-_IMPORTED = re.compile(r"(?:\bimport\s+|__import__\(\s*['\"])([A-Za-z_]\w*)")
+_IMPORTED = deferred(r"(?:\bimport\s+|__import__\(\s*['\"])([A-Za-z_]\w*)")
 
 
 def startup_module(path: str) -> bool:
@@ -94,7 +94,7 @@ def _lines(data: bytes) -> list[str]:
 
 # Line ends Python 3.13 splits a .pth at (``str.splitlines``) and 3.11/3.12 do not (``\n``, ``\r`` only): a form feed
 # is whitespace to the tokenizer, so ``import _virtualenv\f;code`` is one line of code there (red team 88 F3).
-_ODD_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_ODD_BREAKS = deferred("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 def pth_imports(data: bytes) -> list[str]:
@@ -172,8 +172,8 @@ def env_code(path: str, data: bytes) -> list[str]:
     return sorted(n for n in names if runs_code(n) or is_command_valued(n))
 
 
-_ENV_BREAKS = re.compile("\r\n|[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-_ENV_KEY = re.compile(r"""\s*(?:export\s+)?(?:'([^']*)'|"([^"]*)"|([^=#\s'"]+))\s*=""")
+_ENV_BREAKS = deferred("\r\n|[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_ENV_KEY = deferred(r"""\s*(?:export\s+)?(?:'([^']*)'|"([^"]*)"|([^=#\s'"]+))\s*=""")
 
 
 def _env_file(name: str) -> bool:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from mcp_server_guard.errors import ExecutionError, GuardError, ParamError, ResourceError
 from mcp_server_guard.paths import system_program
+from mcp_server_guard.patterns import deferred
 from mcp_server_guard.policy import ShellPolicy
 from mcp_server_guard.shell.process import Control, RunResult
 from mcp_server_guard.shell.spools import Spool
@@ -106,7 +107,7 @@ def job_input(text: str, shell: str = "bash") -> tuple[str, bool]:
 
 _BASH_LIKE = frozenset({"bash", "zsh", "ksh", "ksh93", "mksh"})  # (the shells that read ``$'…'`` as bash does)
 # A command that changes how the shell reads later input (options, aliases, history expansion, eval'd text).
-_RESHAPES = re.compile(
+_RESHAPES = deferred(
     r"(?:^|[\s;&|(`])(?:shopt|alias|eval|enable|histchars=|BASHOPTS="
     r"|set\s+(?:[-+][a-zA-Z]*H|[-+]o\s*(?:history|histexpand|posix)\b))"
 )
