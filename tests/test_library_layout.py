@@ -139,6 +139,7 @@ def layer(module: str) -> str:
         "package_locks",  # where lock files fetch packages from
         "hook_runs",
         "make_reads",  # what GNU make reads (hook_runs' makefiles)
+        "make_expand",  # GNU make's expansion and command line (make_reads)
         "env_names",
         "python_startup",
         "policy_files",  # the packaged policies' parsed forms (issue 44)

@@ -64,3 +64,55 @@ def test_the_make_words_of_a_hook_line_keep_options_and_variables() -> None:
     assert _make_arguments("make -s lint LOCAL=site.conf && echo ok", "make") == ("-s", "lint", "LOCAL=site.conf")
     assert _make_arguments("cd x; /usr/bin/make -I mk all; true", "make") == ("-I", "mk", "all")
     assert _make_arguments("echo 'unclosed", "make") == ()
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        ("-include $(foreach m,$(MODS),$(m).conf)", ["local.conf", "site.conf"]),
+        ("-include $(call conf,local)", ["local.conf"]),
+        ("-include $(if $(MODS),a.conf,b.conf)", ["a.conf", "b.conf"]),  # (both branches: a superset)
+        ("-include $(subst $(comma),.,$(PAIR))", ["local.conf"]),  # (arguments split before they are expanded)
+        ("-include $($(K)_CONF)", ["local.conf"]),
+        ("-include ${MODS:%=%.mk}", ["local.mk", "site.mk"]),
+    ],
+)
+def test_makes_own_functions_and_computed_names_are_expanded_as_make_expands_them(given: str, named: list[str]) -> None:
+    values = (
+        "MODS := local site\nconf = $(1).conf\ncomma := ,\nPAIR := local,conf\nK := LOCAL\nLOCAL_CONF := local.conf\n"
+    )
+    assert _includes(f"{values}{given}\nlint:\n\t@true\n") == named
+
+
+def test_what_only_a_run_knows_is_left_as_written() -> None:
+    assert "-include $(shell echo x.conf)" in make_text("-include $(shell echo x.conf)\nlint:\n\t@true\n", ("lint",))
+
+
+def test_a_hook_line_with_options_and_no_goal_reads_the_default_goal() -> None:
+    text = "all:\n\tsh scripts/lint\nother:\n\tsh scripts/other\n"
+    for goals in [("-s",), ("-j4",), ("-j", "4"), ("-C", "docs"), ()]:
+        assert "scripts/lint" in make_text(text, goals) and "scripts/other" not in make_text(text, goals), goals
+
+
+def test_automatic_variables_recipe_prefix_target_variables_and_evaluated_defines_are_read() -> None:
+    assert "make -f Makefile.ci" in make_text("lint: Makefile.ci\n\t$(MAKE) -f $< check\n", ("lint",))
+    assert "make -f Makefile.a" in make_text("lint: check-a\ncheck-%:\n\t$(MAKE) -f Makefile.$* check\n", ("lint",))
+    assert "make -C lib" in make_text("lint: SUB = lib\nlint:\n\t$(MAKE) -C $(SUB) check\n", ("lint",))
+    assert "make -f Makefile.ci" in make_text(".RECIPEPREFIX = >\nlint:\n> $(MAKE) -f Makefile.ci\n", ("lint",))
+    template = "define RULE\nlint:\n\t$$(MAKE) -f Makefile.ci check\nendef\n$(eval $(RULE))\n"
+    assert "make -f Makefile.ci" in make_text(template, ("lint",))
+
+
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        ("\t@$(MAKE) -s -f Makefile.ci check", [("Makefile.ci", "recipes", ("check",))]),
+        ("\t+$(MAKE) -sf Makefile.ci check", [("Makefile.ci", "recipes", ("check",))]),
+        ("make -sC lib lint", [(f"lib/{n}", "recipes", ("lint",)) for n in ("GNUmakefile", "makefile", "Makefile")]),
+        ("make -f A -f B x", [("A", "recipes", ("x",)), ("B", "recipes", ("x",))]),
+        ("MAKEFILES=site.conf make -s lint", [("site.conf", "include", ())]),
+        ("cmake --build . -f x", []),
+    ],
+)
+def test_the_makefiles_a_line_runs_make_on_are_named(line: str, named: list[tuple[str, str, tuple[str, ...]]]) -> None:
+    assert make_named(line) == named

@@ -77,7 +77,7 @@ _RUNNERS = frozenset(
 )  # fmt: skip
 # A directory the rest runs from: ``cd tools``, ``make -C sub``, lefthook's ``root:``.
 _CHANGES_DIR = deferred(
-    r"(?:^|[\s;&|(])(?:cd|pushd)\s+(\S+)|\s(?:-C|--directory)[ =]?(\S+)"
+    r"(?:^|[\s;&|(])[@+-]*(?:cd|pushd)\s+(\S+)|\s(?:-C|--directory)[ =]?(\S+)"
     r"|^\s*(?:root|working-directory|workdir):\s*(\S+)",
     re.MULTILINE,
 )

@@ -14,10 +14,12 @@ made or rewritten by a command unasked, its ``$(shell …)`` run at the user's n
 
 from __future__ import annotations
 
-import itertools
+import posixpath
 import re
+import shlex
 from collections.abc import Callable
 
+from mcp_server_guard.make_expand import Expander, make_line, percent_stem
 from mcp_server_guard.patterns import deferred
 
 __all__ = ["make_named", "make_text"]
@@ -41,14 +43,17 @@ def _recipes(text: str, goals: tuple[str, ...], targets: Callable[[str], list[st
     default = ""
     # (make takes ``$(eval TEXT)`` as a line of its own: red team 124)
     text = _EVAL.sub(lambda found: "\n" + found.group(1) + "\n", text)
+    prefixes: tuple[str, ...] = ("\t", " ")
     for line in text.splitlines():
-        if line[:1] in ("\t", " ") and current:
+        if line[:1] in prefixes and current:
             for name in current:
                 rules[name][1].append(line)
             continue
         stripped = line.strip()
         if found := _DEFAULT_GOAL.match(line):
             default = found.group(1)
+        if found := _RECIPE_PREFIX.match(line):  # (``.RECIPEPREFIX = >``: red team 131)
+            prefixes = (*prefixes, found.group(1))
         if (
             _INCLUDE.match(line)
             or stripped.startswith(("import ", "mod "))
@@ -65,88 +70,44 @@ def _recipes(text: str, goals: tuple[str, ...], targets: Callable[[str], list[st
             recipe += after[1:]
             order.append(name)
     todo = list(goals) or ([default] if default else [name for name in order if not name.startswith(".")][:1])
-    todo += [name for name in rules if "%" in name]  # a pattern rule may make any of them
+    patterns = [name for name in rules if "%" in name]
+    todo += patterns  # a pattern rule may make any of them
     seen: set[str] = set()
     while todo and len(seen) < 1024:
         name = todo.pop()
-        if name in seen or name not in rules:
+        if name in seen:
             continue
         seen.add(name)
-        todo += rules[name][0]
-        for line in rules[name][1]:  # ($@: this rule's target)
-            kept += (
-                [_TARGET.sub(t.replace("\\", "\\\\"), line) for t in targets(name)[:64]]
-                if _TARGET.search(line)
-                else [line]
-            )
+        # (a name no rule of its own makes: each pattern rule it matches, its stem ``$*``: red team 131)
+        matched = [(name, "")] if name in rules else [(p, s) for p in patterns if (s := percent_stem(p, name))]
+        for rule, stem in matched:
+            needs = [n.replace("%", stem, 1) if stem else n for n in rules[rule][0]]
+            todo += needs
+            made = name if stem else rule
+            for line in rules[rule][1]:
+                kept += _automatic(line, targets(made)[:64] if "$" in made else [made], needs, stem)
     return "\n".join(kept)
 
 
-_TARGET = deferred(r"(?<!\$)\$(?:@|\(@\)|\{@\})")
+_AUTOMATIC = deferred(r"(?<!\$)\$(?:([@<^+*])|\(([@<^+*])\)|\{([@<^+*])\})")
+_RECIPE_PREFIX = deferred(r"^\s*\.RECIPEPREFIX\s*:{0,2}=\s*(\S)")
+
+
+def _automatic(line: str, targets: list[str], needs: list[str], stem: str) -> list[str]:
+    """A recipe line with make's automatic variables: ``$@`` each of ``targets``, ``$<`` the first of ``needs``,
+    ``$^``/``$+`` all of them, ``$*`` the stem (red team 124: ``$(SUBDIRS): ; $(MAKE) -C $@``; 131: ``$<``, ``$*``)."""
+    if not _AUTOMATIC.search(line):
+        return [line]
+    values = {"<": needs[0] if needs else "", "^": " ".join(needs), "+": " ".join(needs), "*": stem}
+
+    def one(target: str) -> str:
+        return _AUTOMATIC.sub(lambda found: target if (kind := next(g for g in found.groups() if g)) == "@"
+                              else values[kind], line)  # fmt: skip
+
+    return [one(target) for target in targets]
+
+
 _LOOP = deferred(r"\bfor\s+([A-Za-z_]\w*)\s+in\s+([^;]*?)\s*;\s*do\b(.*?)\bdone\b")
-_FUNCTION = deferred(
-    r"\$[({](patsubst|subst|addsuffix|addprefix|basename|notdir|dir|suffix|sort|strip|filter|filter-out|firstword"
-    r"|lastword|join|words|word|wordlist)\s+([^$(){}]*)[)}]"
-)
-_ARITY = {"patsubst": 3, "subst": 3, "addsuffix": 2, "addprefix": 2, "filter": 2, "filter-out": 2, "join": 2,
-          "word": 2, "wordlist": 3}  # fmt: skip
-
-
-def _percent(pattern: str, word: str) -> str | None:
-    """What ``%`` stands for when ``word`` matches make's ``pattern`` (None: no match)."""
-    head, percent, tail = pattern.partition("%")
-    if not percent:
-        return "" if word == pattern else None
-    fits = len(word) >= len(head) + len(tail) and word.startswith(head) and word.endswith(tail)
-    return word[len(head) : len(word) - len(tail)] if fits else None
-
-
-def _function(found: re.Match[str]) -> str:
-    """One of make's text functions, on arguments with nothing left to expand."""
-    name, given = found.group(1), found.group(2)
-    args = given.split(",", _ARITY.get(name, 1) - 1) if name in _ARITY else [given]
-    if len(args) < _ARITY.get(name, 1):
-        return found.group(0)
-    words = args[-1].split()
-    if name == "subst":
-        return args[2].replace(args[0], args[1])
-    if name == "patsubst":
-        stems = [(w, _percent(args[0].strip(), w)) for w in words]
-        return " ".join(w if stem is None else args[1].strip().replace("%", stem, 1) for w, stem in stems)
-    if name in ("addsuffix", "addprefix"):
-        return " ".join(w + args[0] if name == "addsuffix" else args[0] + w for w in words)
-    if name in ("filter", "filter-out"):
-        patterns = args[0].split()
-        return " ".join(w for w in words if any(_percent(p, w) is not None for p in patterns) == (name == "filter"))
-    if name == "join":
-        firsts = args[0].split()
-        return " ".join(a + b for a, b in itertools.zip_longest(firsts, words, fillvalue=""))
-    if name in ("basename", "notdir", "dir", "suffix"):
-        return " ".join(filter(None, (_part(name, w) for w in words)))
-    return " ".join(words)  # sort, strip, firstword, lastword, words, word, wordlist: every word (a superset)
-
-
-def _part(name: str, word: str) -> str:
-    """``$(basename …)``, ``$(notdir …)``, ``$(dir …)``, ``$(suffix …)`` of one word."""
-    head, _, last = word.rpartition("/")
-    _, dot, suffix = last.rpartition(".")
-    if name == "notdir":
-        return last
-    if name == "dir":
-        return f"{head}/" if "/" in word else "./"
-    if name == "suffix":
-        return f".{suffix}" if dot else ""
-    return word[: len(word) - len(suffix) - 1] if dot else word
-
-
-def _evaluated(text: str) -> str:
-    """``text`` with its text functions evaluated, innermost first."""
-    for _ in range(16):
-        done = _FUNCTION.sub(_function, text)
-        if done == text:
-            break
-        text = done
-    return text
 
 
 def _loops(text: str) -> str:
@@ -160,75 +121,48 @@ def _loops(text: str) -> str:
     return _LOOP.sub(unrolled, text)
 
 
-def _options(goals: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str], list[str]]:
-    """The goals of a make command line, the variables it sets (``NAME=value``) and its include directories
-    (``-I dir``, ``-Idir``, ``--include-dir=dir``)."""
-    kept: list[str] = []
-    given: dict[str, str] = {}
-    dirs: list[str] = []
-    words = iter(goals)
-    for word in words:
-        if word in ("-I", "--include-dir"):
-            dirs.append(next(words, ""))
-        elif word.startswith(("-I", "--include-dir=")) and not word.startswith("-I-"):
-            dirs.append(word.removeprefix("--include-dir=").removeprefix("-I"))
-        elif (found := _COMMAND_VARIABLE.match(word)) is not None:
-            given[found.group(1)] = found.group(2)
-        else:
-            kept.append(word)
-    return tuple(kept), given, [d for d in dirs if d]
-
-
-_COMMAND_VARIABLE = deferred(r"^([A-Za-z_][\w.-]*)\s*(?:::?|\?|\+|!)?=(.*)$")
 _MAKE_ASSIGN = deferred(r"^\s*(?:override\s+|export\s+)?([A-Za-z_][\w.-]*)\s*(?:\?|::?|\+|!)?=\s*(.*?)\s*$", re.M)
-_MAKE_REF = deferred(r"\$[({]([A-Za-z_][\w.-]*)(?::([^=)}]*)=([^)}]*))?[)}]")
 _CONTINUED = deferred(r"\\\n[ \t]*")
 _EVAL = deferred(r"\$[({]eval\s+([^)}]*)[)}]")
 _DEFINE = deferred(r"^\s*define\s+([A-Za-z_][\w.-]*)\s*(?:[:+?!]?=)?\s*\n(.*?)\n\s*endef\b", re.M | re.S)
-_WILDCARD = deferred(r"\$[({]wildcard\s+([^)}]*)[)}]")
+_EVAL_DEFINED = deferred(r"\$[({]eval\s+\$[({]([A-Za-z_][\w.-]*)[)}]\s*[)}]")
+_TARGET_ASSIGN = deferred(
+    r"^[^\s:=#][^:=#]*?:\s*(?:override\s+|export\s+|private\s+)*([A-Za-z_][\w.-]*)\s*(?:\?|::?|\+|!)?=\s*(.*?)\s*$",
+    re.M,
+)
 _INCLUDE = deferred(r"^\s*(?:-|s)?include[ \t]+(.+)$")
 _MAKE_WORD = deferred(r"\$[({]MAKE[)}]|\$\{?MAKE\b\}?")
-_MAKE_FILE = deferred(r"(?:^|[\s;&|(])(?:g?make|\$[({]MAKE[)}])\b[^;&|]*?\s(?:-f\s*|--file[= ]|--makefile[= ])(\S+)")
+_MAKE_CALL = deferred(r"(?:^|[\s;&|(/])[@+-]*g?make\b([^;&|]*)")
+_MAKEFILES = deferred(r"(?:^|[\s;&|(])(?:export\s+)?MAKEFILES\s*[:+?]?=\s*(\"[^\"]*\"|'[^']*'|\S+)")
 
 
 def make_text(text: str, goals: tuple[str, ...]) -> str:
-    """The lines of a Makefile (or justfile) that run when ``goals`` are made (``_recipes``), its ``$(NAME)`` and
-    ``${NAME}`` expanded where its text gives NAME a value (values expanded in turn; ``$(wildcard X)`` as the pattern
-    X; a substitution ``$(SRCS:.c=.d)`` on each word, or as ``$(SRCS).d`` where SRCS has no value: any file of that
-    suffix), ``$(MAKE)`` read as make."""
-    # Every value a name is given, anywhere (``+=``, each branch of a conditional, each ``define``): the files an
-    # include names under any of them.
+    """The lines of a Makefile (or justfile) that run when ``goals`` are made (``_recipes``; ``goals``: the words
+    after ``make``, read as make reads them: ``make_expand.make_line``), expanded as make expands them
+    (``make_expand.Expander``: every value a name is given, the command line's too; ``$(wildcard X)`` as the
+    pattern X; a substitution ``$(SRCS:.c=.d)`` with no value known as ``$(SRCS).d``, any file of that suffix),
+    ``$(MAKE)`` read as make, an include found through ``-I dir`` named there too."""
+    # Every value a name is given, anywhere (``+=``, each branch of a conditional, each ``define``, a target's own):
+    # the files an include names under any of them.
     text = _CONTINUED.sub(" ", text)  # (make joins a line ending in a backslash with the next: red team 124)
-    goals, commanded, dirs = _options(goals)
+    line = make_line(list(goals))
     given: dict[str, str] = {}
-    for name, value in [*_MAKE_ASSIGN.findall(text), *_DEFINE.findall(text), *commanded.items()]:
+    assigned = [*_MAKE_ASSIGN.findall(text), *_DEFINE.findall(text), *_TARGET_ASSIGN.findall(text)]
+    for name, value in [*assigned, *line.variables.items()]:
         given[name] = f"{given[name]} {value}" if name in given else value
-    values: dict[str, str] = {}
-
-    def expand(found: re.Match[str], depth: int = 0) -> str:
-        name, old, new = found.group(1), found.group(2), found.group(3)
-        if name == "MAKE":
-            return "make"
-        if name not in values and name in given and depth < 8:
-            values[name] = ""  # (a value naming itself stays empty)
-            expanded = _MAKE_REF.sub(lambda m: expand(m, depth + 1), given[name])
-            values[name] = _evaluated(_WILDCARD.sub(r"\1", expanded))
-        value = values.get(name)
-        if value is None or "$" in value:
-            return f"$({name}){new}" if old is not None else found.group(0)
-        if old is None:
-            return value
-        old, new = old.removeprefix("%"), new.removeprefix("%")  # (``$(SRCS:%.c=%.d)``: the same substitution)
-        return " ".join(w[: -len(old)] + new if old and w.endswith(old) else w for w in value.split())
-
-    def targets(name: str) -> list[str]:
-        return _evaluated(_WILDCARD.sub(r"\1", _MAKE_REF.sub(expand, name))).split() or [name]
-
-    read = _loops(_evaluated(_WILDCARD.sub(r"\1", _MAKE_REF.sub(expand, _recipes(text, goals, targets)))))
-    if not dirs:
+    expander = Expander(given)
+    text = _EVAL_DEFINED.sub(lambda found: _evaluated_define(found, given), text)
+    read = _loops(expander.text(_recipes(text, tuple(line.goals), lambda name: expander.text(name).split())))
+    if not line.include_dirs:
         return read
     # An include make finds through ``-I dir`` (none there as named: make looks in each directory in turn).
-    return "\n".join(_searched(line, dirs) if _INCLUDE.match(line) else line for line in read.splitlines())
+    return "\n".join(_searched(x, line.include_dirs) if _INCLUDE.match(x) else x for x in read.splitlines())
+
+
+def _evaluated_define(found: re.Match[str], given: dict[str, str]) -> str:
+    """``$(eval $(NAME))`` of a ``define``: its text as lines of the makefile (``$$`` read as ``$``: red team 131)."""
+    body = given.get(found.group(1))
+    return found.group(0) if body is None else "\n" + body.replace("$$", "$") + "\n"
 
 
 def _searched(line: str, dirs: list[str]) -> str:
@@ -241,12 +175,20 @@ def _searched(line: str, dirs: list[str]) -> str:
 
 def make_named(line: str) -> list[_Named]:
     """The makefiles one line names: each word of an include (``include``: read whole — every line of it, recipes
-    too, may run —, a glob as a pattern any file made later matches too), and the file ``make -f X`` reads (for the
-    goals after it)."""
+    too, may run —, a glob as a pattern any file made later matches too), the files a make it runs reads for its
+    goals (``make -f X``, ``-sf X``, ``-C dir``, ``$(MAKE)`` after a recipe's ``@``/``+``/``-``: red team 131) and
+    those ``MAKEFILES`` names (read by every make it runs, as includes)."""
     named: list[_Named] = []
     if found := _INCLUDE.match(line):
         named += [(word, "include", ()) for word in found.group(1).split("#", 1)[0].split()]
-    for given in _MAKE_FILE.findall(_MAKE_WORD.sub("make", line)):
-        goals = tuple(w for w in line.split(given, 1)[1].split() if not w.startswith("-") and "=" not in w)
-        named.append((given.strip("'\""), "recipes", goals))
+    for call in _MAKE_CALL.finditer(_MAKE_WORD.sub("make", line)):
+        try:
+            words = shlex.split(call.group(1))
+        except ValueError:
+            words = call.group(1).split()
+        read = make_line(words)
+        files = read.files or (["GNUmakefile", "makefile", "Makefile"] if read.directory else [])
+        named += [(posixpath.join(read.directory, f), "recipes", tuple(read.goals)) for f in files]
+    for given in _MAKEFILES.findall(line):
+        named += [(word, "include", ()) for word in given.strip("'\"").split()]
     return named
