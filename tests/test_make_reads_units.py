@@ -116,3 +116,11 @@ def test_automatic_variables_recipe_prefix_target_variables_and_evaluated_define
 )
 def test_the_makefiles_a_line_runs_make_on_are_named(line: str, named: list[tuple[str, str, tuple[str, ...]]]) -> None:
     assert make_named(line) == named
+
+
+def test_an_expansion_that_doubles_itself_stops_at_its_bound() -> None:
+    # Threat: a makefile whose variables double at each level (2**40 characters), run through a wide foreach: the
+    # judge (on the server, outside the box) must not hang or fill memory on it.
+    text = "A0 := x\n" + "".join(f"A{i + 1} := $(A{i})$(A{i})\n" for i in range(40))
+    text += "W := " + " ".join(["w"] * 300) + "\n-include $(foreach v,$(W),$(A40))\nlint:\n\t@true\n"
+    assert len(make_text(text, ("lint",))) <= 2 << 20

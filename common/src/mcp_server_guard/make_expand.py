@@ -141,7 +141,12 @@ class Expander:
         if name == "foreach" and len(args) == 3:
             variable = self.text(args[0], local, depth + 1).strip()
             words = self.text(args[1], local, depth + 1).split()[:256]
-            return " ".join(self.text(args[2], {**(local or {}), variable: w}, depth + 1) for w in words)
+            out: list[str] = []
+            for word in words:  # (bounded as a whole: 256 words of a large text each)
+                out.append(self.text(args[2], {**(local or {}), variable: word}, depth + 1))
+                if sum(map(len, out)) > _OUTPUT_MAX:
+                    break
+            return " ".join(out)[:_OUTPUT_MAX]
         if name == "call":
             called = self.text(args[0], local, depth + 1).strip()
             numbered = {str(i): self.text(a, local, depth + 1) for i, a in enumerate(args[1:], 1)}
