@@ -198,12 +198,10 @@ def test_a_first_call_served_by_the_front_never_imports_importlib_metadata(
         client.initialize()
         result = client.request(1, "tools/call", call, timeout=60)["result"]
         assert not result.get("isError"), result
-        assert client.proc.stdin is not None
-        client.proc.stdin.close()
-        client.read_to_eof(timeout=30)
+        client.end_input()
     finally:
         client.close()
-    loaded = {line.rsplit("|", 1)[-1].strip() for line in client.stderr_lines() if line.startswith("import time:")}
+    loaded = client.imported()
     # (-X importtime lists what import statements import: importlib.import_module's own module is not listed.)
     assert "pydantic._internal._model_construction" in loaded  # the tool's models were built
     assert not [m for m in loaded if m.startswith("mcp.")]  # the front served the session alone: the SDK never loaded

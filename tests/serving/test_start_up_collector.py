@@ -132,9 +132,7 @@ def test_a_real_start_runs_the_collector_again_once_its_first_answer_is_out(
         client.initialize()
         result = client.request(1, "tools/call", call, timeout=60)["result"]
         assert not result.get("isError") and "hello" in str(result)
-        assert client.proc.stdin is not None
-        client.proc.stdin.close()
-        client.read_to_eof(timeout=30)
+        client.end_input()
     finally:
         client.close()
     lines = client.stderr_lines()

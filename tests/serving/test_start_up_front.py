@@ -357,14 +357,11 @@ def test_a_served_session_loads_neither_rich_nor_the_web_transports(
         assert "hello" in json.dumps(result)
         # A line only the SDK answers (the front may have answered the rest of a 2025-era session alone).
         assert client.request(3, "resources/list")["result"]["resources"] == []
-        assert client.proc.stdin is not None
-        client.proc.stdin.close()
-        client.read_to_eof(timeout=30)
+        client.end_input()
     finally:
         client.close()
-    lines = client.stderr_lines()
-    loaded = {line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")}
+    loaded = client.imported()
     assert "mcp.server.mcpserver.server" in loaded  # the server was built (the SDK's MCPServer loaded)
     assert "rich" not in loaded  # any module of rich loads the package first (a refused import is listed alone)
     assert not loaded & set(_WEB_MODULES), sorted(loaded & set(_WEB_MODULES))
-    assert not [line for line in lines if "the deferred" in line]  # no real use loaded one either
+    assert not [line for line in client.stderr_lines() if "the deferred" in line]  # no real use loaded one either

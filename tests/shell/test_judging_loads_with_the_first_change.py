@@ -32,13 +32,10 @@ def _session(workspace: Path, tmp_path: Path, commands: list[str]) -> tuple[list
         for i, command in enumerate(commands, 1):
             call = {"name": "shell_exec", "arguments": {"command": command}}
             results.append(client.request(i, "tools/call", call, timeout=60)["result"])
-        assert client.proc.stdin is not None
-        client.proc.stdin.close()
-        client.read_to_eof(timeout=30)
+        client.end_input()
     finally:
         client.close()
-    lines = client.stderr_lines()
-    return results, {line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")}
+    return results, client.imported()
 
 
 def test_commands_that_change_nothing_never_load_the_judging_modules(workspace: Path, tmp_path: Path) -> None:

@@ -223,6 +223,16 @@ class RawClient:
                     return data
                 data += chunk
 
+    def end_input(self, timeout: float = 30.0) -> bytes:
+        """Close the server's stdin (the session's end) and read what it still writes until it closes stdout."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        return self.read_to_eof(timeout=timeout)
+
+    def imported(self) -> set[str]:
+        """The modules the server's import statements loaded, as ``python -X importtime`` listed them on stderr."""
+        return {line.rsplit("|", 1)[-1].strip() for line in self.stderr_lines() if line.startswith("import time:")}
+
     def until(self, id_: Any, timeout: float = 10.0) -> list[dict[str, Any]]:
         """Every message up to and including the answer to ``id_``."""
         seen = []
