@@ -4,9 +4,11 @@ variables and include directories taken, ``$@`` and shell loops in recipes read 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from mcp_server_guard.hook_runs import _make_arguments
+from mcp_server_guard.hook_runs import _make_arguments, run_by_hooks
 from mcp_server_guard.make_reads import make_named, make_text
 
 
@@ -124,3 +126,38 @@ def test_an_expansion_that_doubles_itself_stops_at_its_bound() -> None:
     text = "A0 := x\n" + "".join(f"A{i + 1} := $(A{i})$(A{i})\n" for i in range(40))
     text += "W := " + " ".join(["w"] * 300) + "\n-include $(foreach v,$(W),$(A40))\nlint:\n\t@true\n"
     assert len(make_text(text, ("lint",))) <= 2 << 20
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        ("CHECKS := a b\nlint: $(CHECKS)\n$(CHECKS): %: lint-%.sh\n\tsh $<\n", ["lint-a.sh", "lint-b.sh"]),
+        ("vpath %.sh scripts\nlint: x.sh\n\tsh $<\n", ["scripts/x.sh"]),
+        ("VPATH = tools\nlint: x.sh\n\tsh $^\n", ["tools/x.sh"]),
+        ("lint: tools/run/x\n\tcd $(<D) && sh ./$(<F)\n", ["cd tools/run && sh ./x"]),
+        (
+            "T := py\ndefine RULE\nlint-$(1):\n\tsh scripts/$(1).sh\nendef\n"
+            "$(foreach t,$(T),$(eval $(call RULE,$(t))))\nlint: $(addprefix lint-,$(T))\n",
+            ["scripts/py.sh"],
+        ),
+        ("LOCAL := local.conf\n$(eval -include $(LOCAL))\nlint:\n\t@true\n", ["-include local.conf"]),
+    ],
+)
+def test_static_pattern_rules_vpath_directory_parts_and_evaluated_templates_are_read(
+    text: str, read: list[str]
+) -> None:
+    made = make_text(text, ("lint",))
+    assert all(part in made for part in read), made
+
+
+def test_a_hook_naming_a_binary_by_its_path_reads_no_word_of_it(tmp_path: Path) -> None:
+    # Red team 132 F1: `/bin/sh scripts/lint.sh` in a hook read /bin/sh as shell; a word of it held a NUL and every
+    # judgement of the repository failed ("embedded null byte").
+    hooks = tmp_path / ".git" / "hooks"
+    hooks.mkdir(parents=True)
+    (hooks / "pre-commit").write_text("#!/bin/sh\n/bin/sh scripts/lint.sh\n")
+    binary = tmp_path / "tool"
+    binary.write_bytes(b"\x7fELF\x00\x00bin/x\x00make -f a\x00b\n")
+    (hooks / "pre-push").write_text(f"#!/bin/sh\n{binary}\n")
+    named = run_by_hooks([str(hooks)], str(tmp_path), None)
+    assert f"%{tmp_path}/scripts/lint.sh" in named and not [n for n in named if "\x00" in n]

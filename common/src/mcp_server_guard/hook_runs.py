@@ -244,6 +244,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
           found: dict[str, None], budget: list[int], bins: list[str]) -> list[_Text]:  # fmt: skip
     """Add to ``found`` the files one text runs; the texts of those to read in turn. ``bins``: the directories the
     hooks put first on PATH (``path_dirs``), where a program named by its name alone is looked for."""
+    text = text.replace("\x00", "\n")  # (a binary read whole: no name holds a NUL, and a path with one fails)
     if goals is not None:
         text = make_text(text, goals)  # (its variables expanded, its includes and makefiles named: make_reads)
     places = _places(text, base, work_tree, home)
@@ -390,7 +391,11 @@ def _on_path(words: list[str], bins: list[str]) -> list[_Named]:
 
 
 def _shell_text(path: str, body: str) -> bool:
-    """Whether a file a hook runs is read as shell (for what it runs in turn): by its suffix, or its first line."""
+    """Whether a file a hook runs is read as shell (for what it runs in turn): by its suffix, or its first line;
+    never a binary (``/bin/sh``, ``/usr/bin/git`` named by path: a NUL in it, as bash refuses to run one: red team
+    132 F1, whose words then failed every judgement of the repository)."""
+    if "\x00" in body:
+        return False
     if path.endswith(_SHELL_SUFFIXES):
         return True
     first = body.split("\n", 1)[0]

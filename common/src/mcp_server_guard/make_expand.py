@@ -26,7 +26,7 @@ _ARITY = {"patsubst": 3, "subst": 3, "addsuffix": 2, "addprefix": 2, "filter": 2
           "word": 2, "wordlist": 3, "foreach": 3, "if": 3, "call": 99, "or": 99, "and": 99}  # fmt: skip
 _WORDS = ("sort", "strip", "firstword", "lastword", "words", "wildcard", "realpath", "abspath", "value", "flavor")
 _PARTS = ("basename", "notdir", "dir", "suffix")
-_KNOWN = frozenset({*_ARITY, *_WORDS, *_PARTS, "shell"})
+_KNOWN = frozenset({*_ARITY, *_WORDS, *_PARTS, "shell", "eval"})
 _FUNCTION = deferred(r"([a-z][a-z-]*)[ \t]+(.*)\Z", re.S)
 _SUBSTITUTION = deferred(r"([^:]*):([^=]*)=(.*)\Z", re.S)
 
@@ -73,9 +73,10 @@ def _arguments(text: str, count: int) -> list[str]:
 class Expander:
     """Expands texts with the values ``given`` (every value a name is given anywhere, joined: a superset)."""
 
-    def __init__(self, given: Mapping[str, str]) -> None:
+    def __init__(self, given: Mapping[str, str], *, evals: bool = False) -> None:
         self.given = given
         self._values: dict[str, str] = {}
+        self.evals = evals  # ``$(eval TEXT)`` gives TEXT expanded as lines of the makefile (else left as written)
 
     def text(self, text: str, local: Mapping[str, str] | None = None, depth: int = 0) -> str:
         """``text`` expanded; ``$$`` stays ``$$`` (the shell's, in a recipe)."""
@@ -137,6 +138,8 @@ class Expander:
     def _function(self, name: str, rest: str, written: str, local: Mapping[str, str] | None, depth: int) -> str:
         if name == "shell":
             return written  # (what a program prints: not known without running it)
+        if name == "eval":  # (the text it makes is read as the makefile's own lines: red team 132)
+            return "\n" + self.text(rest, local, depth + 1).replace("$$", "$") + "\n" if self.evals else written
         args = _arguments(rest, _ARITY.get(name, 1))
         if name == "foreach" and len(args) == 3:
             variable = self.text(args[0], local, depth + 1).strip()

@@ -37,6 +37,8 @@ def _recipes(text: str, goals: tuple[str, ...], targets: Callable[[str], list[st
     variables, ``$(shell …)``, includes (red team 8 A4). A recipe line is an indented one under its rule, once for
     each target the rule's name stands for (``targets``: ``$(SUBDIRS)``'s words) where it says ``$@``."""
     rules: dict[str, tuple[list[str], list[str]]] = {}
+    statics: dict[str, str] = {}  # a static pattern rule's target pattern (``$(CHECKS): %: scripts/lint-%.sh``)
+    searched = [(found.group(1) or "", found.group(2).replace(":", " ").split()) for found in _VPATH.finditer(text)]
     order: list[str] = []
     current: list[str] = []
     kept: list[str] = []
@@ -66,11 +68,15 @@ def _recipes(text: str, goals: tuple[str, ...], targets: Callable[[str], list[st
         for name in current:
             prerequisites, recipe = rules.setdefault(name, ([], []))
             after = match.group(2).split(";", 1) if match else [""]
-            prerequisites += after[0].split()
+            static, colon, needed = after[0].partition(":")
+            if colon and not needed.startswith("="):
+                statics[name] = static.strip()
+            prerequisites.append(needed if colon and not needed.startswith("=") else after[0])  # (expanded at use)
             recipe += after[1:]
             order.append(name)
     todo = list(goals) or ([default] if default else [name for name in order if not name.startswith(".")][:1])
     patterns = [name for name in rules if "%" in name]
+    named = [name for name in rules if "$" in name]  # (``$(SUBDIRS):``: a rule for each word it expands to)
     todo += patterns  # a pattern rule may make any of them
     seen: set[str] = set()
     while todo and len(seen) < 1024:
@@ -79,32 +85,65 @@ def _recipes(text: str, goals: tuple[str, ...], targets: Callable[[str], list[st
             continue
         seen.add(name)
         # (a name no rule of its own makes: each pattern rule it matches, its stem ``$*``: red team 131)
-        matched = [(name, "")] if name in rules else [(p, s) for p in patterns if (s := percent_stem(p, name))]
+        matched = [(name, "")] if name in rules else [(r, "") for r in named if name in targets(r)]
+        matched = matched or [(p, s) for p in patterns if (s := percent_stem(p, name))]
         for rule, stem in matched:
-            needs = [n.replace("%", stem, 1) if stem else n for n in rules[rule][0]]
+            # (``lint: $(addprefix lint-,$(LINTERS))``: expanded, then split: red team 132)
+            given = [w for chunk in rules[rule][0] for w in (targets(chunk) if "$" in chunk else chunk.split())]
+            needs = [n.replace("%", stem, 1) if stem else n for n in given]
             todo += needs
-            made = name if stem else rule
+            made = name if stem or rule != name else rule
+
+            def needs_of(
+                target: str, rule: str = rule, stem: str = stem, needs: list[str] = needs, given: list[str] = given
+            ) -> tuple[list[list[str]], str]:
+                own = percent_stem(statics[rule], target) if rule in statics else None
+                found = [n.replace("%", own, 1) for n in given] if own is not None else needs
+                return [_on_vpath(n, searched) for n in found], own if own is not None else stem
+
             for line in rules[rule][1]:
-                kept += _automatic(line, targets(made)[:64] if "$" in made else [made], needs, stem)
+                kept += _automatic(line, targets(made)[:64] if "$" in made else [made], needs_of)
     return "\n".join(kept)
 
 
-_AUTOMATIC = deferred(r"(?<!\$)\$(?:([@<^+*])|\(([@<^+*])\)|\{([@<^+*])\})")
+_AUTOMATIC = deferred(r"(?<!\$)\$(?:([@<^+*])|[({]([@<^+*])([DF]?)[)}])")
+_VPATH = deferred(r"^\s*(?:vpath\s+(\S+)|VPATH\s*[:+?!]?=)\s*(.*)$", re.M)
 _RECIPE_PREFIX = deferred(r"^\s*\.RECIPEPREFIX\s*:{0,2}=\s*(\S)")
 
 
-def _automatic(line: str, targets: list[str], needs: list[str], stem: str) -> list[str]:
-    """A recipe line with make's automatic variables: ``$@`` each of ``targets``, ``$<`` the first of ``needs``,
-    ``$^``/``$+`` all of them, ``$*`` the stem (red team 124: ``$(SUBDIRS): ; $(MAKE) -C $@``; 131: ``$<``, ``$*``)."""
+def _automatic(line: str, targets: list[str], needs_of: Callable[[str], tuple[list[list[str]], str]]) -> list[str]:
+    """A recipe line with make's automatic variables, once for each of ``targets``: ``$@`` the target, ``$<`` the
+    first of what it needs, ``$^``/``$+`` all of them, ``$*`` the stem, ``$(<D)``/``$(<F)`` their directory or file
+    part (red team 124: ``$(SUBDIRS): ; $(MAKE) -C $@``; 131: ``$<``, ``$*``; 132: static pattern rules, ``vpath``)."""
     if not _AUTOMATIC.search(line):
         return [line]
-    values = {"<": needs[0] if needs else "", "^": " ".join(needs), "+": " ".join(needs), "*": stem}
 
     def one(target: str) -> str:
-        return _AUTOMATIC.sub(lambda found: target if (kind := next(g for g in found.groups() if g)) == "@"
-                              else values[kind], line)  # fmt: skip
+        needs, stem = needs_of(target)  # (each with where vpath finds it: both named)
+        every = " ".join(w for found in needs for w in found)
+        values = {"@": target, "<": " ".join(needs[0]) if needs else "", "^": every, "+": every, "*": stem}
+
+        def value(found: re.Match[str]) -> str:
+            kind, part = found.group(1) or found.group(2), found.group(3) or ""
+            words = values[kind].split() if kind in "^+" else [values[kind]]
+            if part == "D":
+                words = [posixpath.dirname(w) or "." for w in words]
+            elif part == "F":
+                words = [posixpath.basename(w) for w in words]
+            return " ".join(words)
+
+        return _AUTOMATIC.sub(value, line)
 
     return [one(target) for target in targets]
+
+
+def _on_vpath(need: str, searched: list[tuple[str, list[str]]]) -> list[str]:
+    """A prerequisite and where ``vpath``/``VPATH`` lets make find it (``vpath %.sh scripts``: ``scripts/x.sh``)."""
+    if "/" in need or "$" in need:
+        return [need]
+    found = [f"{d.rstrip('/')}/{need}" for pattern, dirs in searched for d in dirs
+             if not pattern or percent_stem(pattern, need) is not None]  # fmt: skip
+    return [need, *found[:16]]
 
 
 _LOOP = deferred(r"\bfor\s+([A-Za-z_]\w*)\s+in\s+([^;]*?)\s*;\s*do\b(.*?)\bdone\b")
@@ -152,6 +191,11 @@ def make_text(text: str, goals: tuple[str, ...]) -> str:
         given[name] = f"{given[name]} {value}" if name in given else value
     expander = Expander(given)
     text = _EVAL_DEFINED.sub(lambda found: _evaluated_define(found, given), text)
+    # A line that is one reference holding an ``$(eval …)`` (``$(foreach t,$(T),$(eval $(call RULE,$(t))))``): the
+    # lines it makes, read as the makefile's own (red team 132).
+    evaluating = Expander(given, evals=True)
+    text = "\n".join(evaluating.text(x) if x.lstrip().startswith(("$(", "${")) and "eval" in x else x
+                     for x in text.split("\n"))  # fmt: skip
     read = _loops(expander.text(_recipes(text, tuple(line.goals), lambda name: expander.text(name).split())))
     if not line.include_dirs:
         return read
