@@ -4,6 +4,7 @@ variables and include directories taken, ``$@`` and shell loops in recipes read 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -161,3 +162,12 @@ def test_a_hook_naming_a_binary_by_its_path_reads_no_word_of_it(tmp_path: Path) 
     (hooks / "pre-push").write_text(f"#!/bin/sh\n{binary}\n")
     named = run_by_hooks([str(hooks)], str(tmp_path), None)
     assert f"%{tmp_path}/scripts/lint.sh" in named and not [n for n in named if "\x00" in n]
+
+
+def test_nested_loops_stop_at_the_expanders_step_bound() -> None:
+    # Red team 132: foreach inside foreach, 256 words each, four deep: 256**4 expansions unless bounded.
+    text = "W := " + " ".join(f"w{i}" for i in range(256)) + "\n"
+    text += "-include $(foreach a,$(W),$(foreach b,$(W),$(foreach c,$(W),$(foreach d,$(W),x))))\nlint:\n\t@true\n"
+    started = time.monotonic()
+    make_text(text, ("lint",))
+    assert time.monotonic() - started < 5

@@ -21,6 +21,7 @@ from mcp_server_guard.patterns import deferred
 __all__ = ["Expander", "MakeLine", "make_line", "percent_stem"]
 
 _DEPTH = 12  # nested references followed at most
+_STEPS = 20_000  # references one Expander expands at most (then left as written: the judge names less read)
 _OUTPUT_MAX = 1 << 20  # characters one expansion gives at most (a value doubling itself 40 times: cut there)
 _ARITY = {"patsubst": 3, "subst": 3, "addsuffix": 2, "addprefix": 2, "filter": 2, "filter-out": 2, "join": 2,
           "word": 2, "wordlist": 3, "foreach": 3, "if": 3, "call": 99, "or": 99, "and": 99}  # fmt: skip
@@ -77,6 +78,7 @@ class Expander:
         self.given = given
         self._values: dict[str, str] = {}
         self.evals = evals  # ``$(eval TEXT)`` gives TEXT expanded as lines of the makefile (else left as written)
+        self._steps = _STEPS  # references expanded at most, all texts together (nested foreach: 256**k words)
 
     def text(self, text: str, local: Mapping[str, str] | None = None, depth: int = 0) -> str:
         """``text`` expanded; ``$$`` stays ``$$`` (the shell's, in a recipe)."""
@@ -106,7 +108,8 @@ class Expander:
         return "".join(out)[:_OUTPUT_MAX]
 
     def _reference(self, inner: str, written: str, local: Mapping[str, str] | None, depth: int) -> str:
-        if depth >= _DEPTH:
+        self._steps -= 1
+        if depth >= _DEPTH or self._steps < 0:
             return written
         if (found := _FUNCTION.match(inner)) is not None and found.group(1) in _KNOWN:
             return self._function(found.group(1), found.group(2), written, local, depth)
@@ -145,10 +148,13 @@ class Expander:
             variable = self.text(args[0], local, depth + 1).strip()
             words = self.text(args[1], local, depth + 1).split()[:256]
             out: list[str] = []
-            for word in words:  # (bounded as a whole: 256 words of a large text each)
-                out.append(self.text(args[2], {**(local or {}), variable: word}, depth + 1))
-                if sum(map(len, out)) > _OUTPUT_MAX:
+            size = 0
+            for word in words:  # (bounded as a whole: each word a step, the pieces' length summed)
+                self._steps -= 1
+                if self._steps < 0 or size > _OUTPUT_MAX:
                     break
+                out.append(self.text(args[2], {**(local or {}), variable: word}, depth + 1))
+                size += len(out[-1]) + 1
             return " ".join(out)[:_OUTPUT_MAX]
         if name == "call":
             called = self.text(args[0], local, depth + 1).strip()
