@@ -87,5 +87,5 @@ def test_the_start_up_records_key_names_the_packaged_policies_wherever_they_real
     # (red team 130: a start answered initialize once from a record kept under the old policy).
     from mcp_server_guard.serving.front_records import code_stamp
 
-    named = {(entry[0], entry[1]) for entry in code_stamp("mcp_server_shell_exec")[2:]}
-    assert ("/policies", "default.toml") in named and ("/policies", "default.parsed.json") in named
+    named = {f"{entry[0]}/{entry[1]}".lstrip("/") for entry in code_stamp("mcp_server_shell_exec")[2:]}
+    assert {"policies/default.toml", "policies/default.parsed.json"} <= named

@@ -110,9 +110,10 @@ def code_stamp(server_package: str) -> list[Any]:
         for entry in sys.path:
             top = os.path.join(entry or ".", name)
             if os.path.isdir(top):
-                # (following links: in a clone, the package's ``policies`` is a link to the clone's own)
-                for directory, dirs, files in os.walk(top, followlinks=True):
+                for directory, dirs, files in os.walk(top):
                     dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                    # (in a clone the package's ``policies`` is a link to the clone's own: followed, that one only)
+                    files += [f"policies/{f}" for f in _linked_policies(directory) if directory == top]
                     for file in sorted(files):
                         if file.endswith((".py", ".so", ".toml", ".json")):
                             with contextlib.suppress(OSError):
@@ -120,6 +121,16 @@ def code_stamp(server_package: str) -> list[Any]:
                                 stamp.append([directory[len(top) :], file, info.st_size, info.st_mtime_ns])
                 break
     return stamp
+
+
+def _linked_policies(directory: str) -> list[str]:
+    """The files of ``directory``'s ``policies`` where it is a link to a directory (none otherwise)."""
+    linked = os.path.join(directory, "policies")
+    if not os.path.islink(linked) or not os.path.isdir(linked):
+        return []
+    with contextlib.suppress(OSError):
+        return sorted(os.listdir(linked))
+    return []
 
 
 def file_stamps(argv: list[str]) -> list[Any]:
