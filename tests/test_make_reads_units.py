@@ -171,3 +171,10 @@ def test_nested_loops_stop_at_the_expanders_step_bound() -> None:
     started = time.monotonic()
     make_text(text, ("lint",))
     assert time.monotonic() - started < 5
+
+
+def test_a_rule_named_by_a_function_is_read_for_each_target_it_names() -> None:
+    # Red team 133 F1: `$(addprefix lint-,$(CHECKS)):` split at its inner blank matched no goal; its recipe unread.
+    text = "CHECKS := py js\nlint: $(addprefix lint-,$(CHECKS))\n$(addprefix lint-,$(CHECKS)):\n\tsh run.sh $@\n"
+    made = make_text(text, ("lint",))
+    assert "sh run.sh lint-py" in made and "sh run.sh lint-js" in made

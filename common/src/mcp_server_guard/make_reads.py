@@ -49,7 +49,8 @@ def _recipes(text: str, goals: tuple[str, ...], targets: Callable[[str], list[st
     for line in text.splitlines():
         if line[:1] in prefixes and current:
             for name in current:
-                rules[name][1].append(line)
+                if len(rules[name][1]) < _RECIPE_MAX:  # (bounded: red team 133 F2)
+                    rules[name][1].append(line)
             continue
         stripped = line.strip()
         if found := _DEFAULT_GOAL.match(line):
@@ -64,7 +65,8 @@ def _recipes(text: str, goals: tuple[str, ...], targets: Callable[[str], list[st
         ):
             kept.append(stripped)
         match = None if _VARIABLE.match(line) else _RULE.match(line)
-        current = match.group(1).split() if match else []
+        # (``$(addprefix lint-,$(CHECKS)):``: a name is split at blanks outside its references: red team 133 F1)
+        current = _words(match.group(1))[:_TARGETS_MAX] if match else []
         for name in current:
             prerequisites, recipe = rules.setdefault(name, ([], []))
             after = match.group(2).split(";", 1) if match else [""]
@@ -102,8 +104,29 @@ def _recipes(text: str, goals: tuple[str, ...], targets: Callable[[str], list[st
                 return [_on_vpath(n, searched) for n in found], own if own is not None else stem
 
             for line in rules[rule][1]:
-                kept += _automatic(line, targets(made)[:64] if "$" in made else [made], needs_of)
+                if len(kept) < _KEPT_MAX:
+                    kept += _automatic(line, targets(made)[:64] if "$" in made else [made], needs_of)
     return "\n".join(kept)
+
+
+_RECIPE_MAX = 4096  # recipe lines of one rule read at most
+_TARGETS_MAX = 256  # targets of one rule line at most
+_KEPT_MAX = 65536  # lines a makefile is read for at most
+
+
+def _words(text: str) -> list[str]:
+    """``text``'s words, split at blanks outside ``$(…)`` and ``${…}`` (as make splits a rule's targets)."""
+    words: list[str] = []
+    depth, start = 0, 0
+    for index, char in enumerate(text):
+        if char in "({" and index and text[index - 1] == "$":
+            depth += 1
+        elif char in ")}" and depth:
+            depth -= 1
+        elif char in " \t" and not depth:
+            words.append(text[start:index])
+            start = index + 1
+    return [w for w in [*words, text[start:]] if w]
 
 
 _AUTOMATIC = deferred(r"(?<!\$)\$(?:([@<^+*])|[({]([@<^+*])([DF]?)[)}])")
