@@ -78,7 +78,8 @@ def _recipes(text: str, goals: tuple[str, ...], targets: Callable[[str], list[st
             order.append(name)
     todo = list(goals) or ([default] if default else [name for name in order if not name.startswith(".")][:1])
     patterns = [name for name in rules if "%" in name]
-    named = [name for name in rules if "$" in name]  # (``$(SUBDIRS):``: a rule for each word it expands to)
+    # (``$(SUBDIRS):``: a rule for each word it expands to, expanded once: red team 133)
+    named = {name: set(targets(name)) for name in rules if "$" in name}
     todo += patterns  # a pattern rule may make any of them
     seen: set[str] = set()
     while todo and len(seen) < 1024:
@@ -87,7 +88,7 @@ def _recipes(text: str, goals: tuple[str, ...], targets: Callable[[str], list[st
             continue
         seen.add(name)
         # (a name no rule of its own makes: each pattern rule it matches, its stem ``$*``: red team 131)
-        matched = [(name, "")] if name in rules else [(r, "") for r in named if name in targets(r)]
+        matched = [(name, "")] if name in rules else [(r, "") for r, words in named.items() if name in words]
         matched = matched or [(p, s) for p in patterns if (s := percent_stem(p, name))]
         for rule, stem in matched:
             # (``lint: $(addprefix lint-,$(LINTERS))``: expanded, then split: red team 132)
