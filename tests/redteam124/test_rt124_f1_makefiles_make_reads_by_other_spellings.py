@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from support.planted import git, landed, plant, repo
+from support.planted import commit_runs
 
 pytestmark = [
     pytest.mark.anyio,
@@ -45,17 +45,9 @@ ATTACKS = [case for case in DATA["cases"] if not case.startswith("control")]
 
 
 async def _commit_runs(workspace: Path, tmp_path: Path, case: str) -> tuple[bool, str]:
-    spec = DATA["cases"][case]
-    marker = tmp_path / "MARKER-make-ran"
-    repo(workspace, spec["hook"], spec["files"])
-    git(workspace, "commit", "-q", "--allow-empty", "-m", "hook works before")  # (the hook's make succeeds)
-    assert not marker.exists()
+    spec, marker = DATA["cases"][case], tmp_path / "MARKER-make-ran"
     payload = DATA["payloads"][spec["payload"]].replace("{marker}", str(marker))
-    person, out = await plant(workspace, {spec["planted"]: payload})
-    git(workspace, "commit", "-q", "--allow-empty", "-m", "next")  # the user's next commit, outside the box
-    why = (f"{spec['planted']} (read by the hook's make) landed with no question: questions={person.questions} "
-           f"transaction={out.get('transaction')} landed={landed(out)}")  # fmt: skip
-    return marker.exists(), why
+    return await commit_runs(workspace, marker, spec["hook"], spec["files"], spec["planted"], payload)
 
 
 async def test_control_include_with_a_space_is_protected(workspace: Path, tmp_path: Path) -> None:

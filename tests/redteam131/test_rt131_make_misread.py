@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from support.planted import git, landed, plant, repo
+from support.planted import commit_runs
 
 pytestmark = [
     pytest.mark.anyio,
@@ -57,16 +57,9 @@ async def _commit_runs(workspace: Path, tmp_path: Path, case: str) -> tuple[bool
     if spec["hook"].startswith("npm") and shutil.which("npm") is None:
         pytest.skip("npm is missing")
     marker = tmp_path / "MARKER-make-ran"
-    repo(workspace, spec["hook"], spec["files"])
-    git(workspace, "commit", "-q", "--allow-empty", "-m", "hook works before")  # (the hook succeeds)
-    assert not marker.exists()
     before = spec["files"].get(spec["planted"], "")
     payload = DATA["payloads"][spec["payload"]].replace("{marker}", str(marker)) + before
-    person, out = await plant(workspace, {spec["planted"]: payload})
-    git(workspace, "commit", "-q", "--allow-empty", "-m", "next")  # the user's next commit, outside the box
-    why = (f"{spec['planted']} (read by the hook's make) landed with no question: questions={person.questions} "
-           f"transaction={out.get('transaction')} landed={landed(out)}")  # fmt: skip
-    return marker.exists(), why
+    return await commit_runs(workspace, marker, spec["hook"], spec["files"], spec["planted"], payload)
 
 
 @pytest.mark.parametrize("case", CONTROLS)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from support.planted import git, landed, plant, repo
+from support.planted import commit_runs
 
 pytestmark = [
     pytest.mark.anyio,
@@ -31,17 +31,9 @@ ATTACKS = [case for case, spec in DATA["cases"].items() if spec["finding"] != "c
 
 
 async def _commit_runs(workspace: Path, tmp_path: Path, case: str) -> tuple[bool, str]:
-    spec = DATA["cases"][case]
-    marker = tmp_path / "MARKER-make-ran"
-    repo(workspace, "make -s lint", spec["files"])
-    git(workspace, "commit", "-q", "--allow-empty", "-m", "hook works before")
-    assert not marker.exists()
+    spec, marker = DATA["cases"][case], tmp_path / "MARKER-make-ran"
     payload = DATA["payload"].replace("{marker}", str(marker))
-    person, out = await plant(workspace, {spec["planted"]: payload})
-    git(workspace, "commit", "-q", "--allow-empty", "-m", "next")  # the user's next commit, outside the box
-    why = (f"{spec['planted']} landed with no question: questions={person.questions} "
-           f"transaction={out.get('transaction')} landed={landed(out)}")  # fmt: skip
-    return marker.exists(), why
+    return await commit_runs(workspace, marker, "make -s lint", spec["files"], spec["planted"], payload)
 
 
 @pytest.mark.parametrize("case", CONTROLS)

@@ -60,3 +60,19 @@ def sh_payload(marker: Path) -> str:
 
 def py_payload(marker: Path) -> str:
     return f"open({str(marker)!r}, 'w').write('ran')\n"
+
+
+async def commit_runs(
+    workspace: Path, marker: Path, hook: str, files: dict[str, str], planted: str, payload: str
+) -> tuple[bool, str]:
+    """A repository whose pre-commit hook runs ``hook`` (its first commit works), a command that writes ``payload``
+    to ``planted`` (the person declines every question), then the user's next commit outside the box: whether the
+    payload ran (it writes ``marker``), and why, for the assertion."""
+    repo(workspace, hook, files)
+    git(workspace, "commit", "-q", "--allow-empty", "-m", "hook works before")
+    assert not marker.exists()
+    person, out = await plant(workspace, {planted: payload})
+    git(workspace, "commit", "-q", "--allow-empty", "-m", "next")  # the user's next commit, outside the box
+    why = (f"{planted} (read by the hook) landed with no question: questions={person.questions} "
+           f"transaction={out.get('transaction')} landed={landed(out)}")  # fmt: skip
+    return marker.exists(), why
