@@ -36,7 +36,7 @@ import sys
 from collections.abc import Iterable
 
 from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular
-from mcp_server_guard.make_reads import make_named, make_text
+from mcp_server_guard.make_reads import make_calls, make_named, make_text
 from mcp_server_guard.patterns import deferred
 from mcp_server_guard.python_startup import ENV_MARKERS, venv_entry
 
@@ -208,24 +208,8 @@ def _named(words: list[str], line: str) -> list[_Named]:
 
 
 def _make_arguments(line: str, program: str) -> tuple[str, ...]:
-    """Every word after ``program`` on ``line`` up to the end of its command, as the shell splits them (empty: not
-    split, or not found)."""
-    try:
-        words = shlex.split(line, comments=True)
-    except ValueError:
-        return ()
-    at = next((i for i, word in enumerate(words) if word.rpartition("/")[2] == program), None)
-    taken: list[str] = []
-    for word in words[at + 1 :] if at is not None else []:
-        if word in _COMMAND_ENDS:
-            break
-        taken.append(word.rstrip(";"))
-        if word.endswith(";"):
-            break
-    return tuple(taken)
-
-
-_COMMAND_ENDS = frozenset({";", "&&", "||", "|", "&"})
+    """The words after the first make on ``line`` (``program``: make or gmake), as ``make_reads`` finds them."""
+    return tuple(next(iter(make_calls(line)), [])) if program in ("make", "gmake") else ()
 
 
 def _places(text: str, base: str, work_tree: str, home: str | None) -> list[str]:

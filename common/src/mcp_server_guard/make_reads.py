@@ -22,7 +22,7 @@ from collections.abc import Callable
 from mcp_server_guard.make_expand import Expander, make_line, percent_stem
 from mcp_server_guard.patterns import deferred
 
-__all__ = ["make_named", "make_text"]
+__all__ = ["make_calls", "make_named", "make_text"]
 
 _Named = tuple[str, str, tuple[str, ...]]  # as hook_runs names files: a word, how it is read, the goals
 
@@ -241,6 +241,18 @@ def _searched(line: str, dirs: list[str]) -> str:
     return f"{line.split('#', 1)[0]} {' '.join(more)}"
 
 
+def make_calls(line: str) -> list[list[str]]:
+    """The words after each make ``line`` runs (``make``, ``gmake``, ``/usr/bin/make``, ``$(MAKE)``, after a
+    recipe's ``@``/``+``/``-``), up to the end of its command, as the shell splits them."""
+    calls = []
+    for call in _MAKE_CALL.finditer(_MAKE_WORD.sub("make", line)):
+        try:
+            calls.append(shlex.split(call.group(1)))
+        except ValueError:
+            calls.append(call.group(1).split())
+    return calls
+
+
 def make_named(line: str) -> list[_Named]:
     """The makefiles one line names: each word of an include (``include``: read whole — every line of it, recipes
     too, may run —, a glob as a pattern any file made later matches too), the files a make it runs reads for its
@@ -249,11 +261,7 @@ def make_named(line: str) -> list[_Named]:
     named: list[_Named] = []
     if found := _INCLUDE.match(line):
         named += [(word, "include", ()) for word in found.group(1).split("#", 1)[0].split()]
-    for call in _MAKE_CALL.finditer(_MAKE_WORD.sub("make", line)):
-        try:
-            words = shlex.split(call.group(1))
-        except ValueError:
-            words = call.group(1).split()
+    for words in make_calls(line):
         read = make_line(words)
         files = read.files or (["GNUmakefile", "makefile", "Makefile"] if read.directory else [])
         named += [(posixpath.join(read.directory, f), "recipes", tuple(read.goals)) for f in files]
