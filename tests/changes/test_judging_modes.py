@@ -110,21 +110,30 @@ def test_a_directory_made_in_a_setgid_directory_takes_its_bit_unasked_as_nativel
     assert "the directory plain (2755)" in asked and "shared/" not in asked, judgement.asks
 
 
-def test_a_file_made_group_writable_asks_new_files_do_not_and_a_build_directory_says_code_may_lie_there(
+def test_a_file_made_group_writable_asks_new_files_do_not_and_a_build_directory_says_what_reads_there(
     tmp_path: Path,
 ) -> None:
     # (a build directory opened to others: what the user runs from it next may be theirs — red team 107 F3)
     judgement = judged(tmp_path, "chmod 664 edit.txt && echo new > new.txt && chmod 777 build")
     assert judgement.refused == {}
     assert [a for a in judgement.asks if "writable" in a] == [
-        "It makes build (0777) writable by others: code a program runs or loads may lie there, makes edit.txt (0664) "
+        "It makes build (0777) writable by others: a build, an install or a program may read or run what lies there, "
+        "makes edit.txt (0664) "
         "writable by its group."
     ], judgement.asks
     assert "edit.txt to 0664" in judgement.summary and "build/ to 0777" in judgement.summary
 
 
-def test_a_plain_data_file_in_a_build_directory_made_writable_is_not_asked(tmp_path: Path) -> None:
-    judgement = judged(tmp_path, "mkdir -p build && echo x > build/report.txt && chmod 666 build/report.txt")
+def test_attack_a_file_with_no_telling_name_in_a_build_directory_made_writable_is_asked(tmp_path: Path) -> None:
+    # Red team 134 F1: a generated recipe (build/Makefile, build.ninja), an object linked next (*.o) or a package
+    # archive given to others landed unasked: no name tells what a build reads, so every such grant is asked.
+    script = "mkdir -p build && echo x > build/build.make && echo y > build/report.txt && chmod 666 build/*"
+    asked = " ".join(judged(tmp_path, script).asks)
+    assert "build/build.make (0666)" in asked and "build/report.txt (0666)" in asked, asked
+
+
+def test_new_files_in_a_build_directory_under_the_users_umask_are_not_asked(tmp_path: Path) -> None:
+    judgement = judged(tmp_path, "mkdir -p build && echo x > build/report.txt && chmod 644 build/report.txt")
     assert not [a for a in judgement.asks if "writable" in a], judgement.asks
 
 

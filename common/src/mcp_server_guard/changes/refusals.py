@@ -297,27 +297,19 @@ def _loosened(trees: Trees, changes: ChangeSet, change: Change, in_scratch: Call
     # Threat: what every start of the project's Python runs (``.venv/bin/activate``, a ``.pth`` file,
     # ``site-packages``) given to others to write: a rewrite of it is asked, so is handing the pen to someone
     # else — in an environment too, which is a build directory otherwise (red team 74 F1).
-    if (env := _read_by_environment(trees, change)) is not None:
+    if (env := _in_environment(trees, change.path)) is not None:
+        if change.kind == "file" and change.path[len(env) + 1 :] in _NOT_READ:
+            return None  # (uv's ``.lock``, 0666 on purpose: no start or install of the environment reads it)
         return f": what every start of the Python environment {env or '.'}/ runs lies there"
-    # Threat (red teams 106 F1, 107 F3): in a build or cache directory, code the user's next run loads or runs
-    # outside the box given to others to write: compiled Python (run in place of its source), installed packages
-    # (`node_modules`, `vendor/bundle`), a program built (`target/debug/app`, `dist/index.js`), and a directory
-    # (what lands there may be run).
-    if _loaded_code(change) and not _as_its_source(changes.root, change):
-        return ": code a program runs or loads may lie there"
-    return None
-
-
-_LOADED = frozenset({"__pycache__", "node_modules", "bundle"})  # (bundle: Ruby's vendor/bundle)
-_CODE = (".pyc", ".pyo", ".pyd", ".js", ".mjs", ".cjs", ".so", ".dylib", ".dll", ".node", ".jar", ".class", ".wasm",
-         ".exe", ".sh", ".py", ".rb", ".pl", ".php", ".lua")  # fmt: skip
-
-
-def _loaded_code(change: Change) -> bool:
-    """Whether ``change`` is a directory, an executable, code by its suffix, or lies where a program loads code from
-    (``__pycache__``, ``node_modules``, ``vendor/bundle``)."""
-    return (change.kind == "dir" or bool(change.mode & 0o111) or change.path.endswith(_CODE)
-            or not _LOADED.isdisjoint(change.path.split("/")))  # fmt: skip
+    # Threat (red teams 106 F1, 107 F3, 134 F1): in a build or cache directory, what the user's next build, install
+    # or run reads given to others to write — compiled Python, installed packages, a program built, and just as well
+    # what has no telling name: a generated recipe (``build/Makefile``, ``build.ninja``, ``CMakeCache.txt``), an
+    # object or library linked next (``*.o``, ``*.a``), a package archive (``dist/*.whl``), fetched code
+    # (``_deps/*-src/CMakeLists.txt``, ``.terraform/modules``). No name tells what nothing reads, so every grant
+    # there is asked, but one: a compiled Python file that has its source's mode (granting nothing new).
+    if _as_its_source(changes.root, change):
+        return None
+    return ": a build, an install or a program may read or run what lies there"
 
 
 def _as_its_source(root: str, change: Change) -> bool:
@@ -330,17 +322,10 @@ def _as_its_source(root: str, change: Change) -> bool:
     return source is not None and not change.mode & _WRITABLE_BY_OTHERS & ~source.st_mode
 
 
-_NOT_READ = frozenset({".lock", ".gitignore", "CACHEDIR.TAG"})  # at an environment's top: no start or install reads
-
-
-def _read_by_environment(trees: Trees, change: Change) -> str | None:
-    """The Python environment whose starts or installs may read what ``change`` made (``_in_environment``), or None
-    — as for the files an environment keeps at its top that none reads (uv's ``.lock``, 0666 on purpose; its
-    ``.gitignore``; ``CACHEDIR.TAG``: issue 45, ``uv run`` asked on every new project). Anything else there may be
-    read — ``pyvenv.cfg``, ``pip.conf`` (red team 97 F4) — and counts."""
-    env = _in_environment(trees, change.path)
-    name = change.path[len(env) + 1 :] if env else change.path
-    return None if env is None or (change.kind == "file" and name in _NOT_READ) else env
+# At an environment's top, none of its starts or installs reads these (uv's ``.lock``, 0666 on purpose; its
+# ``.gitignore``; ``CACHEDIR.TAG``: issue 45, ``uv run`` asked on every new project); anything else there may be read
+# — ``pyvenv.cfg``, ``pip.conf`` (red team 97 F4) — and counts.
+_NOT_READ = frozenset({".lock", ".gitignore", "CACHEDIR.TAG"})
 
 
 def _in_environment(trees: Trees, path: str) -> str | None:
