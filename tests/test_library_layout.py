@@ -143,6 +143,7 @@ def layer(module: str) -> str:
         "env_names",
         "python_startup",
         "policy_files",  # the packaged policies' parsed forms (issue 44)
+        "rc_files",  # what the user's shell rc files source
         "git_search",  # protected.py's search for git dirs: protected (top) may import only top-level modules
     }
     if len(parts) <= 2 and parts[-1] in top:

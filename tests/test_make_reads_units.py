@@ -178,3 +178,12 @@ def test_a_rule_named_by_a_function_is_read_for_each_target_it_names() -> None:
     text = "CHECKS := py js\nlint: $(addprefix lint-,$(CHECKS))\n$(addprefix lint-,$(CHECKS)):\n\tsh run.sh $@\n"
     made = make_text(text, ("lint",))
     assert "sh run.sh lint-py" in made and "sh run.sh lint-js" in made
+
+
+def test_names_of_many_variable_named_rules_leave_the_makefiles_includes_their_steps() -> None:
+    # Red team 133's lead: rule names expanded for each goal used up the Expander's steps before the makefile's own
+    # lines; `-include $(LOCAL)` was left as written and named nothing, so local.mk landed unasked.
+    words = " ".join(f"w{i}" for i in range(250))
+    rules = "".join(f"$(foreach w,$(W),r{i}-$(w)):\n\t@true\n" for i in range(100))
+    text = f"W := {words}\nlint:\n\t@true\n" + rules + "LOCAL := local.mk\n-include $(LOCAL)\n"
+    assert "-include local.mk" in make_text(text, ("lint",))

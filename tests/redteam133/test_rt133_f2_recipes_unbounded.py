@@ -36,21 +36,23 @@ def _bomb() -> str:
     return f"{head}{names}\n{names}:\n" + recipe * lines
 
 
-async def _judged_in(workspace: Path, makefile: str) -> tuple[float, str]:
+async def _judged_in(workspace: Path, makefile: str) -> tuple[float, str, dict[str, Any]]:
     repo(workspace, DATA["hook"], {"Makefile": makefile})
     start = time.monotonic()
     person, out = await plant(workspace, DATA["ordinary"])
     took = time.monotonic() - start
     why = f"took {took:.1f}s questions={person.questions} transaction={out.get('transaction')} landed={landed(out)}"
-    assert "notes.txt" in landed(out), why
-    return took, why
+    return took, why, out
 
 
 async def test_control_ordinary_makefile(workspace: Path) -> None:
-    took, why = await _judged_in(workspace, DATA["control_makefile"])
-    assert took < DATA["seconds_max"], why
+    took, why, out = await _judged_in(workspace, DATA["control_makefile"])
+    assert took < DATA["seconds_max"] and "notes.txt" in landed(out), why
 
 
 async def test_attack_many_targets_sharing_many_recipe_lines(workspace: Path) -> None:
-    took, why = await _judged_in(workspace, _bomb())
+    # Judged within the bound; the makefile is past what the reader reads (a rule's 4,096 recipe lines), so what the
+    # hook runs there is known only in part and the reader fails closed: its directory counts whole (red team 135 F1).
+    took, why, out = await _judged_in(workspace, _bomb())
     assert took < DATA["seconds_max"], why
+    assert "notes.txt" not in landed(out) and "past what the judge" in str(out), why

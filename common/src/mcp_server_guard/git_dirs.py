@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from mcp_server_guard.git_config import MAX_GIT_CONFIG, git_config_entries
-from mcp_server_guard.hook_runs import ENV_CONFIGS, new_budget, program_words, run_by_hooks
+from mcp_server_guard.hook_runs import ENV_CONFIGS, PART_READ, new_budget, program_words, run_by_hooks
 from mcp_server_guard.hook_runs import expand_path as _expand
 from mcp_server_guard.paths import within, within_any
 from mcp_server_guard.patterns import deferred
@@ -328,6 +328,10 @@ def _hooks_rule(real: str, dirs: Iterable[str]) -> str | None:
         elif directory.startswith("^"):
             if _matches(real, directory[1:]):
                 return "a program a git hook runs (the hook names it by a path built with a variable)"
+        elif directory.startswith(PART_READ):
+            if within(real, directory[1:]) and real != directory[1:]:
+                return (f"a file a git hook may run: what the hook runs in {directory[1:]}/ is past what the judge "
+                        f"reads (its size or depth), so all of it counts")  # fmt: skip
         elif directory.startswith("+"):
             if within(real, directory[1:]) and real != directory[1:]:
                 return f"git's template directory ({directory[1:]}): every repository made or cloned copies it"
@@ -563,6 +567,6 @@ def _repo_files(work_tree: str, home: str | None) -> tuple[list[str], list[str]]
         hooks += [p for _file, entries in files for p in _programs(entries, work_tree if index < own else None, home)]
         if index < own:
             included += [file for file, _entries in files[1:]]
-    plain = [h for h in hooks if not h.startswith(("=", "@", "+", "%", "^"))]
+    plain = [h for h in hooks if not h.startswith(("=", "@", "+", "%", "^", PART_READ))]
     ran = run_by_hooks([os.path.join(git_dir, "hooks"), *plain, os.path.join(work_tree, ".husky")], work_tree, home)
     return hooks + _linked_hooks(git_dir) + ran, included

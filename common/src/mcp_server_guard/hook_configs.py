@@ -61,6 +61,7 @@ __all__ = [
     "judged_package_json",
     "manifest_hooks",
     "read_regular",
+    "read_regular_bytes",
 ]
 
 MAX_PACKAGE_JSON = 4 << 20  # bytes of a package.json read at most; one this large counts as not read
@@ -198,6 +199,12 @@ def hooked_texts(directory: int) -> list[str]:
 def read_regular(directory: int | None, name: str, limit: int = _TEXT_MAX) -> str | None:
     """The text of a regular file (``limit`` bytes at most), never through a link at its last component, never a
     FIFO or a device opened (``directory`` None: ``name`` from the working directory, or absolute)."""
+    data = read_regular_bytes(directory, name, limit)
+    return None if data is None else data.decode("utf-8", "replace")
+
+
+def read_regular_bytes(directory: int | None, name: str, limit: int) -> bytes | None:
+    """``read_regular``'s bytes."""
     try:
         if not stat.S_ISREG(os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode):
             return None
@@ -205,7 +212,7 @@ def read_regular(directory: int | None, name: str, limit: int = _TEXT_MAX) -> st
     except OSError:
         return None
     try:
-        return os.read(fd, limit).decode("utf-8", "replace") if stat.S_ISREG(os.fstat(fd).st_mode) else None
+        return os.read(fd, limit) if stat.S_ISREG(os.fstat(fd).st_mode) else None
     except OSError:
         return None
     finally:

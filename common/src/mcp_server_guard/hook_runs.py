@@ -12,14 +12,15 @@ recipes of ``lint``, its prerequisites, the default goal and pattern rules; ``ju
 ``invoke``, ``rake``, ``deno task``, ``cargo make``, ``composer``: their files, read whole), or as the
 ``node_modules/.bin`` entry of ``npx x``. Relative names are taken from the work tree's top (where git runs hooks),
 from the text's own directory, and from every directory the text changes to (``cd tools``, ``make -C sub``,
-lefthook's ``root:``). Shell scripts and recipe files are read in turn (6 levels, 96 files, 256 KiB); a Python or Node
-program is protected with its compiled copy, and the modules it imports are not: a hook that runs the project's own
-tests or tools runs the project's code, which a command may change like any run of it (docs/security.md).
+lefthook's ``root:``). Shell scripts and recipe files are read in turn (6 levels, 96 files, 512 KiB; past a bound
+its directory counts whole: ``PART_READ``); a Python or Node program is protected with its compiled copy, and the
+modules it imports are not: a hook that runs the project's own tests or tools runs the project's code, which a
+command may change like any run of it (docs/security.md).
 
 Threat: a hook ``exec ./scripts/pre-commit`` running ``python3 tools/check.py``, ``make lint``, lefthook's ``run:
 ./scripts/lint.sh``: the program a protected hook runs, rewritten, runs at the next ``git commit`` (red team 5b F4, 6
-L2–L4, 8 A, C1, E1). Regular files only (a link read as what it leads to), never ``*.sample`` hooks; likewise what
-the user's shell rc files source (:func:`sourced_by_rc`), judged as the rc file that sources it.
+L2–L4, 8 A, C1, E1). Regular files only (a link read as what it leads to), never ``*.sample`` hooks. (What the
+user's shell rc files source: ``rc_files``.)
 """
 
 from __future__ import annotations
@@ -35,14 +36,15 @@ import stat
 import sys
 from collections.abc import Iterable
 
-from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular
-from mcp_server_guard.make_reads import make_calls, make_named, make_text
+from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular_bytes
+from mcp_server_guard.make_reads import make_calls, make_named, make_read
 from mcp_server_guard.patterns import deferred
 from mcp_server_guard.python_startup import ENV_MARKERS, venv_entry
 
 __all__ = [
     "ENV_CONFIGS",
     "HOOK_MANAGER_FILES",
+    "PART_READ",
     "direnv_evaluates",
     "expand_path",
     "hook_modules",
@@ -51,12 +53,13 @@ __all__ = [
     "path_dirs",
     "program_words",
     "run_by_hooks",
-    "sourced_by_rc",
+    "uncommented",
 ]
 
 _HOOK_FILES_MAX = 64  # hook files read at most in one directory
 _RUN_READ_MAX = 96  # files a hook runs read at most (to find what they run), all levels together
-_RUN_BYTES_MAX = 256 << 10  # and their bytes at most (a hook sourcing 96 files of 64 KiB took 19 s: red team 51 F4)
+_RUN_BYTES_MAX = 512 << 10  # and their bytes at most (a hook sourcing 96 files of 64 KiB took 19 s: red team 51 F4)
+_READ_MAX = 256 << 10  # bytes of one file read at most
 _RUN_DEPTH = 6  # levels followed: the hook, what it runs, what that runs, ...
 _RUN_NAMED_MAX = 4096  # files named at most
 _GLOB_MAX = 64  # files an ``include mk/*.mk`` names at most
@@ -123,6 +126,10 @@ _BUILT = deferred(r"^(?:\$\((?:[^()]|\([^()]*\))*\)|\$\{[^}]*\}|\$\w+)+/+(.+)$")
 
 _Text = tuple[str, str, tuple[str, ...] | None]  # a text, its directory, the goals of a recipe file (None: shell)
 _PATTERN = "^"  # marks a pattern in what ``run_by_hooks`` says (``git_dirs``)
+# Marks a directory all of which counts: a text of it that a hook runs was read only in part — cut at its size, past
+# the budget, the levels or the make reader's bounds. Threat (red team 135 F1): what a bound left unread was
+# never judged (a Makefile's ``lint:`` past its first 64 KiB); a bound now names more, never less.
+PART_READ = "&"
 _Named = tuple[str, str, tuple[str, ...]]  # a word, how it is read, the goals (``_named``)
 
 
@@ -142,11 +149,41 @@ def program_words(command: str, *, built: bool = False) -> list[str]:
     what that can split (``f() { ./x; }; f``), at blanks and shell punctuation. Options and assignments are not;
     with ``built``, a path built at run time is kept (as written)."""
     try:
-        words = shlex.split(command, comments=True)
+        words = shlex.split(uncommented(command))
     except ValueError:
         words = re.split(r"[\s;&|(){}<>'\"`]+", command)
     words = [w.strip("(){};&|<>@,") for w in words]
     return [w for w in words if w and not w.startswith("-") and (not w.startswith("$") or built) and "=" not in w]
+
+
+_WORD_START = frozenset(" \t\n;&|()<>")
+
+
+def uncommented(text: str) -> str:
+    """``text`` with its comments cut as the shell cuts them: from a ``#`` that starts a word, outside quotes, to the
+    end of its line. Threat (red team 135 F2): ``shlex``'s own comments start at a ``#`` inside a word (``$#``,
+    ``${BRANCH#refs/}``, ``.#ci``), and what followed on the line (``&& sh scripts/lint.sh``) was never read."""
+    if "#" not in text:
+        return text
+    out: list[str] = []
+    quote, at = "", 0
+    while at < len(text):
+        char = text[at]
+        if char == "\\" and quote != "'":
+            out.append(text[at : at + 2])
+            at += 2
+            continue
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (not at or text[at - 1] in _WORD_START):
+            end = text.find("\n", at)
+            at = len(text) if end < 0 else end
+            continue
+        out.append(char)
+        at += 1
+    return "".join(out)
 
 
 def run_by_hooks(
@@ -156,16 +193,16 @@ def run_by_hooks(
     the path, as ``git_dirs`` reads it. ``budget``: [files, bytes] still to read, shared by several calls (``git_dirs``
     reads every directory's ``.envrc`` with one: red team 51 F4); else a fresh one."""
     texts: list[_Text] = []
+    found: dict[str, None] = {}
     for directory in directories:
         names: list[str] = []
         with contextlib.suppress(OSError), os.scandir(directory) as entries:
             names = sorted(e.name for e in entries if not e.name.endswith(".sample"))[:_HOOK_FILES_MAX]
         # $0 is there; a linked hook's script finds its own folder too (``readlink -f "$0"``: red team 105 F4)
-        texts += [(_text(path), base, None) for path in (os.path.join(directory, name) for name in names)
+        texts += [(_whole(path, found), base, None) for path in (os.path.join(directory, name) for name in names)
                   for base in dict.fromkeys((directory, os.path.dirname(os.path.realpath(path))))]  # fmt: skip
-    texts += [(_text(os.path.join(work_tree, name)), work_tree, None) for name in HOOK_MANAGER_FILES]
-    texts += [(_mise_text(_text(os.path.join(work_tree, name))), work_tree, None) for name in _MISE_FILES]
-    found: dict[str, None] = {}
+    texts += [(_whole(os.path.join(work_tree, name), found), work_tree, None) for name in HOOK_MANAGER_FILES]
+    texts += [(_mise_text(_whole(os.path.join(work_tree, name), found)), work_tree, None) for name in _MISE_FILES]
     budget = budget if budget is not None else new_budget()
     bins = [posixpath.normpath(os.path.join(work_tree, d)) for d in sorted(path_dirs(work_tree))]
     for _level in range(_RUN_DEPTH):
@@ -173,8 +210,11 @@ def run_by_hooks(
                                                                        budget, bins)]  # fmt: skip
         if not texts:
             break
+    for _text_left, base, _goals in texts:  # (past the levels: what these run is unread)
+        found[PART_READ + base] = None
     # (A pattern, ``^``: a path built with a variable, any file it matches, made or changed: red team 49 F4.)
-    return [path if path.startswith(_PATTERN) else "%" + path for path in found][:_RUN_NAMED_MAX]
+    named = [path if path.startswith((_PATTERN, PART_READ)) else "%" + path for path in found]
+    return named[:_RUN_NAMED_MAX] + [path for path in named[_RUN_NAMED_MAX:] if path.startswith(PART_READ)]
 
 
 def _named(words: list[str], line: str) -> list[_Named]:
@@ -230,7 +270,9 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     hooks put first on PATH (``path_dirs``), where a program named by its name alone is looked for."""
     text = text.replace("\x00", "\n")  # (a binary read whole: no name holds a NUL, and a path with one fails)
     if goals is not None:
-        text = make_text(text, goals)  # (its variables expanded, its includes and makefiles named: make_reads)
+        text, cut = make_read(text, goals)  # (its variables expanded, its includes and makefiles named: make_reads)
+        if cut:
+            found[PART_READ + base] = None
     places = _places(text, base, work_tree, home)
     values = {name: value for name, given in _ASSIGNED.findall(text) if (value := _static(given)) is not None}
     more: list[_Text] = []
@@ -241,18 +283,25 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
         words = program_words(line, built=True)
         for word, how, wanted in _named(words, line) + _in_sites(words, line, places, home) + _on_path(words, bins):
             for path in _expanded(word, places, home, later=how == "include"):
-                if path in found or len(found) >= _RUN_NAMED_MAX or _in_environment(path) or os.path.isdir(path):
+                if len(found) >= _RUN_NAMED_MAX:
+                    found[PART_READ + work_tree] = None  # (past the names: all of the work tree counts)
+                    return more
+                if path in found or _in_environment(path) or os.path.isdir(path):
                     continue  # an environment's entry point (`source .venv/bin/activate`): asked, as every change of
                     # it (changes.later), not refused — a command remaking the environment is everyday work
                 found[path] = None
-                if not how or path.startswith(_PATTERN) or min(budget) <= 0 or not (body := _text(path)):
+                if not how or path.startswith(_PATTERN):
+                    continue
+                body, cut = _read(path)
+                if not body or (how not in ("recipes", "whole", "include") and not _shell_text(path, body)):
+                    continue  # (a program, not read for what it runs)
+                if cut or min(budget) <= 0:  # (cut at its size, or past the budget: what it runs read in part)
+                    found[PART_READ + posixpath.dirname(path)] = None
+                if min(budget) <= 0:
                     continue
                 budget[0] -= 1
                 budget[1] -= len(body)
-                if how == "recipes":
-                    more.append((body, posixpath.dirname(path), wanted))
-                elif how in ("whole", "include") or _shell_text(path, body):
-                    more.append((body, posixpath.dirname(path), None))
+                more.append((body, posixpath.dirname(path), wanted if how == "recipes" else None))
     return more
 
 
@@ -284,7 +333,7 @@ def _static(given: str) -> str | None:
     """The value of an assignment's right side when it is one word the shell takes as it is (quotes removed, as the
     shell removes them: red team 49 F5); None when it is more, or expands anything."""
     try:
-        words = shlex.split(given, comments=True)
+        words = shlex.split(uncommented(given))
     except ValueError:
         return None
     if len(words) != 1 or "$" in words[0] or "`" in words[0]:
@@ -374,6 +423,14 @@ def _on_path(words: list[str], bins: list[str]) -> list[_Named]:
             for path in (os.path.join(b, word) for b in bins) if os.path.lexists(path)]  # fmt: skip
 
 
+def _whole(path: str, found: dict[str, None]) -> str:
+    """A text a hook runs, its directory counted whole (``PART_READ``) where it is cut at its size."""
+    text, cut = _read(path)
+    if cut:
+        found[PART_READ + posixpath.dirname(path)] = None
+    return text
+
+
 def _shell_text(path: str, body: str) -> bool:
     """Whether a file a hook runs is read as shell (for what it runs in turn): by its suffix, or its first line;
     never a binary (``/bin/sh``, ``/usr/bin/git`` named by path: a NUL in it, as bash refuses to run one: red team
@@ -387,14 +444,21 @@ def _shell_text(path: str, body: str) -> bool:
 
 
 def _text(path: str) -> str:
-    """A file's text (64 KiB at most) as the program that reads it finds it, never a FIFO or device opened ("" if
-    none). Threat (red team 104 F2): a hook that is a link (``.git/hooks/pre-commit -> ../../scripts/hook.sh``) read
-    as nothing, what it runs was an ordinary file a command could rewrite: git, a shell and direnv follow a link,
-    so it is read as what it leads to — resolved by name, the file at the end opened with no link followed."""
+    """``_read``'s text."""
+    return _read(path)[0]
+
+
+def _read(path: str) -> tuple[str, bool]:
+    """A file's text (256 KiB at most; and whether it was cut there) as the program that reads it finds it, never a
+    FIFO or device opened ("" if none). Threat (red team 104 F2): a hook that is a link (``.git/hooks/pre-commit ->
+    ../../scripts/hook.sh``) read as nothing, what it runs was an ordinary file a command could rewrite: git, a shell
+    and direnv follow a link, so it is read as what it leads to — resolved by name, the file at the end opened with
+    no link followed."""
     with contextlib.suppress(OSError):
         if stat.S_ISLNK(os.lstat(path).st_mode):
             path = os.path.realpath(path)
-    return read_regular(None, path) or ""
+    data = read_regular_bytes(None, path, _READ_MAX + 1) or b""
+    return data[:_READ_MAX].decode("utf-8", "replace"), len(data) > _READ_MAX
 
 
 # What direnv and mise put first on PATH in a project: ``PATH_add bin``, ``export PATH=$PWD/tools:$PATH``, mise's
@@ -523,46 +587,3 @@ def hook_modules(work_tree: str) -> frozenset[str]:
                     names.update(e.name.split(".", 1)[0] for e in itertools.islice(entries, 4096)
                                  if not e.name.endswith((".dist-info", ".egg-info", ".pth")))  # fmt: skip
     return frozenset(names)
-
-
-_RC_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin")
-_RC_BYTES = 256 << 10  # an rc file read at most this far
-_RC_SOURCED = 64  # files taken as sourced at most, in all
-_RC_SOURCE = deferred(r"""(?:^|[;&|({]\s*|\bthen\s+|\bdo\s+)(?:source|\\?\.)\s+(["']?)([^\s"';|&)]+)\1""", re.M)
-_RC_VARIABLE = deferred(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
-_RC_ASSIGN = deferred(r"""^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(["']?)([^"'\s;]*)\2\s*(?:;|$)""", re.M)
-
-
-def sourced_by_rc(home: str) -> list[tuple[str, str]]:
-    """(the rc file, the real path of a file it sources), for HOME's shell rc files and, one level down, what they
-    source: ``source X`` and ``. X`` lines whose path is static — ``~``, ``$HOME`` and variables the same file
-    assigns expanded; relative to HOME (where a login shell starts). Read through links, as the shell reads them."""
-    found: list[tuple[str, str]] = []
-    todo = [(os.path.join(home, name), os.path.join(home, name), 0) for name in _RC_FILES]
-    while todo and len(found) < _RC_SOURCED:
-        path, rc, depth = todo.pop(0)
-        try:  # never blocks on a FIFO, never reads a device: a regular file or nothing
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
-            continue
-        try:
-            text = os.read(fd, _RC_BYTES).decode("utf-8", "replace") if stat.S_ISREG(os.fstat(fd).st_mode) else ""
-        except OSError:
-            text = ""
-        finally:
-            os.close(fd)
-        names = {"HOME": home} | {m[1]: m[3] for m in _RC_ASSIGN.finditer(text)}
-        for match in _RC_SOURCE.finditer(text):
-            value = match[2]
-            for _ in range(3):  # variables naming variables ($NVM_DIR -> $HOME/.nvm), a few deep
-                value = _RC_VARIABLE.sub(lambda m, names=names: names.get(m[1], m[0]), value)
-            if value.startswith("~/") or value == "~":
-                value = home + value[1:]
-            if "$" in value or "`" in value or not value:
-                continue
-            real = os.path.realpath(os.path.join(home, value))
-            if len(found) < _RC_SOURCED and (rc, real) not in found:
-                found.append((rc, real))
-                if depth < 1:
-                    todo.append((real, rc, depth + 1))
-    return found

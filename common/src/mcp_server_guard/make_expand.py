@@ -22,6 +22,7 @@ __all__ = ["Expander", "MakeLine", "make_line", "percent_stem"]
 
 _DEPTH = 12  # nested references followed at most
 _STEPS = 20_000  # references one Expander expands at most (then left as written: the judge names less read)
+_FOREACH_MAX = 256  # words one ``$(foreach …)`` goes over at most
 _OUTPUT_MAX = 1 << 20  # characters one expansion gives at most (a value doubling itself 40 times: cut there)
 _ARITY = {"patsubst": 3, "subst": 3, "addsuffix": 2, "addprefix": 2, "filter": 2, "filter-out": 2, "join": 2,
           "word": 2, "wordlist": 3, "foreach": 3, "if": 3, "call": 99, "or": 99, "and": 99}  # fmt: skip
@@ -79,6 +80,7 @@ class Expander:
         self._values: dict[str, str] = {}
         self.evals = evals  # ``$(eval TEXT)`` gives TEXT expanded as lines of the makefile (else left as written)
         self._steps = _STEPS  # references expanded at most, all texts together (nested foreach: 256**k words)
+        self.cut = False  # a bound was reached: something was left as written or cut (the reader fails closed)
 
     def text(self, text: str, local: Mapping[str, str] | None = None, depth: int = 0) -> str:
         """``text`` expanded; ``$$`` stays ``$$`` (the shell's, in a recipe)."""
@@ -105,11 +107,13 @@ class Expander:
                 out.append(self._reference(after, text[dollar : dollar + 2], local, depth))
                 at = dollar + 2
             size += len(out[-1])
+        self.cut = self.cut or size >= _OUTPUT_MAX
         return "".join(out)[:_OUTPUT_MAX]
 
     def _reference(self, inner: str, written: str, local: Mapping[str, str] | None, depth: int) -> str:
         self._steps -= 1
         if depth >= _DEPTH or self._steps < 0:
+            self.cut = True
             return written
         if (found := _FUNCTION.match(inner)) is not None and found.group(1) in _KNOWN:
             return self._function(found.group(1), found.group(2), written, local, depth)
@@ -146,12 +150,14 @@ class Expander:
         args = _arguments(rest, _ARITY.get(name, 1))
         if name == "foreach" and len(args) == 3:
             variable = self.text(args[0], local, depth + 1).strip()
-            words = self.text(args[1], local, depth + 1).split()[:256]
+            words = self.text(args[1], local, depth + 1).split()
+            self.cut = self.cut or len(words) > _FOREACH_MAX
             out: list[str] = []
             size = 0
-            for word in words:  # (bounded as a whole: each word a step, the pieces' length summed)
+            for word in words[:_FOREACH_MAX]:  # (bounded as a whole: each word a step, the pieces' length summed)
                 self._steps -= 1
                 if self._steps < 0 or size > _OUTPUT_MAX:
+                    self.cut = True
                     break
                 out.append(self.text(args[2], {**(local or {}), variable: word}, depth + 1))
                 size += len(out[-1]) + 1

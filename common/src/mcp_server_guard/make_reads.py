@@ -22,7 +22,7 @@ from collections.abc import Callable
 from mcp_server_guard.make_expand import Expander, make_line, percent_stem
 from mcp_server_guard.patterns import deferred
 
-__all__ = ["make_calls", "make_named", "make_text"]
+__all__ = ["make_calls", "make_named", "make_read", "make_text"]
 
 _Named = tuple[str, str, tuple[str, ...]]  # as hook_runs names files: a word, how it is read, the goals
 
@@ -31,17 +31,19 @@ _VARIABLE = deferred(r"^\s*(?:override\s+|export\s+)?[A-Za-z_][\w.-]*\s*(?:\?|::
 _DEFAULT_GOAL = deferred(r"^\s*\.DEFAULT_GOAL\s*:?=\s*(\S+)")
 
 
-def _recipes(text: str, goals: tuple[str, ...], targets: Callable[[str], list[str]] = str.split) -> str:
+def _recipes(text: str, goals: tuple[str, ...], targets: Callable[[str], list[str]] = str.split) -> tuple[str, bool]:
     """The lines of a Makefile or justfile that run when ``goals`` are made (none named: the default goal, else the
     first rule's), their prerequisites' and the pattern rules' too; and every line make reads whatever the goal:
     variables, ``$(shell …)``, includes (red team 8 A4). A recipe line is an indented one under its rule, once for
-    each target the rule's name stands for (``targets``: ``$(SUBDIRS)``'s words) where it says ``$@``."""
+    each target the rule's name stands for (``targets``: ``$(SUBDIRS)``'s words) where it says ``$@``. And whether
+    a bound cut the reading (lines, targets, rules, words left unread: the reader then fails closed)."""
     rules: dict[str, tuple[list[str], list[str]]] = {}
     statics: dict[str, str] = {}  # a static pattern rule's target pattern (``$(CHECKS): %: scripts/lint-%.sh``)
     searched = [(found.group(1) or "", found.group(2).replace(":", " ").split()) for found in _VPATH.finditer(text)]
     order: list[str] = []
     current: list[str] = []
     kept: list[str] = []
+    cut = [False]
     default = ""
     # (make takes ``$(eval TEXT)`` as a line of its own: red team 124)
     text = _EVAL.sub(lambda found: "\n" + found.group(1) + "\n", text)
@@ -51,6 +53,8 @@ def _recipes(text: str, goals: tuple[str, ...], targets: Callable[[str], list[st
             for name in current:
                 if len(rules[name][1]) < _RECIPE_MAX:  # (bounded: red team 133 F2)
                     rules[name][1].append(line)
+                else:
+                    cut[0] = True
             continue
         stripped = line.strip()
         if found := _DEFAULT_GOAL.match(line):
@@ -66,7 +70,9 @@ def _recipes(text: str, goals: tuple[str, ...], targets: Callable[[str], list[st
             kept.append(stripped)
         match = None if _VARIABLE.match(line) else _RULE.match(line)
         # (``$(addprefix lint-,$(CHECKS)):``: a name is split at blanks outside its references: red team 133 F1)
-        current = _words(match.group(1))[:_TARGETS_MAX] if match else []
+        current = _words(match.group(1)) if match else []
+        cut[0] = cut[0] or len(current) > _TARGETS_MAX
+        current = current[:_TARGETS_MAX]
         for name in current:
             prerequisites, recipe = rules.setdefault(name, ([], []))
             after = match.group(2).split(";", 1) if match else [""]
@@ -82,7 +88,10 @@ def _recipes(text: str, goals: tuple[str, ...], targets: Callable[[str], list[st
     named = {name: set(targets(name)) for name in rules if "$" in name}
     todo += patterns  # a pattern rule may make any of them
     seen: set[str] = set()
-    while todo and len(seen) < 1024:
+    while todo:
+        if len(seen) >= _RULES_MAX:
+            cut[0] = True
+            break
         name = todo.pop()
         if name in seen:
             continue
@@ -102,17 +111,20 @@ def _recipes(text: str, goals: tuple[str, ...], targets: Callable[[str], list[st
             ) -> tuple[list[list[str]], str]:
                 own = percent_stem(statics[rule], target) if rule in statics else None
                 found = [n.replace("%", own, 1) for n in given] if own is not None else needs
-                return [_on_vpath(n, searched) for n in found], own if own is not None else stem
+                return [_on_vpath(n, searched, cut) for n in found], own if own is not None else stem
 
+            made_as = targets(made) if "$" in made else [made]
+            cut[0] = cut[0] or len(made_as) > 64 or len(kept) + len(rules[rule][1]) > _KEPT_MAX
             for line in rules[rule][1]:
                 if len(kept) < _KEPT_MAX:
-                    kept += _automatic(line, targets(made)[:64] if "$" in made else [made], needs_of)
-    return "\n".join(kept)
+                    kept += _automatic(line, made_as[:64], needs_of)
+    return "\n".join(kept), cut[0]
 
 
 _RECIPE_MAX = 4096  # recipe lines of one rule read at most
 _TARGETS_MAX = 256  # targets of one rule line at most
 _KEPT_MAX = 65536  # lines a makefile is read for at most
+_RULES_MAX = 1024  # rules followed from the goals at most
 
 
 def _words(text: str) -> list[str]:
@@ -161,27 +173,32 @@ def _automatic(line: str, targets: list[str], needs_of: Callable[[str], tuple[li
     return [one(target) for target in targets]
 
 
-def _on_vpath(need: str, searched: list[tuple[str, list[str]]]) -> list[str]:
+def _on_vpath(need: str, searched: list[tuple[str, list[str]]], cut: list[bool]) -> list[str]:
     """A prerequisite and where ``vpath``/``VPATH`` lets make find it (``vpath %.sh scripts``: ``scripts/x.sh``)."""
     if "/" in need or "$" in need:
         return [need]
     found = [f"{d.rstrip('/')}/{need}" for pattern, dirs in searched for d in dirs
              if not pattern or percent_stem(pattern, need) is not None]  # fmt: skip
+    cut[0] = cut[0] or len(found) > 16
     return [need, *found[:16]]
 
 
 _LOOP = deferred(r"\bfor\s+([A-Za-z_]\w*)\s+in\s+([^;]*?)\s*;\s*do\b(.*?)\bdone\b")
 
 
-def _loops(text: str) -> str:
-    """A recipe's shell loop over words, read once for each word (``for d in lib app; do $(MAKE) -C $$d; done``)."""
+def _loops(text: str) -> tuple[str, bool]:
+    """A recipe's shell loop over words, read once for each word (``for d in lib app; do $(MAKE) -C $$d; done``);
+    and whether a loop had more words than are read."""
+    cut = False
 
     def unrolled(found: re.Match[str]) -> str:
-        name, body = found.group(1), found.group(3).strip().rstrip(";")
+        nonlocal cut
+        name, body, words = found.group(1), found.group(3).strip().rstrip(";"), found.group(2).split()
         used = re.compile(rf"\$\$?(?:{name}\b|\{{{name}\}})")
-        return "; ".join(used.sub(word.replace("\\", "\\\\"), body) for word in found.group(2).split()[:64])
+        cut = cut or len(words) > 64
+        return "; ".join(used.sub(word.replace("\\", "\\\\"), body) for word in words[:64])
 
-    return _LOOP.sub(unrolled, text)
+    return _LOOP.sub(unrolled, text), cut
 
 
 _MAKE_ASSIGN = deferred(r"^\s*(?:override\s+|export\s+)?([A-Za-z_][\w.-]*)\s*(?:\?|::?|\+|!)?=\s*(.*?)\s*$", re.M)
@@ -200,11 +217,17 @@ _MAKEFILES = deferred(r"(?:^|[\s;&|(])(?:export\s+)?MAKEFILES\s*[:+?]?=\s*(\"[^\
 
 
 def make_text(text: str, goals: tuple[str, ...]) -> str:
+    """``make_read``'s text."""
+    return make_read(text, goals)[0]
+
+
+def make_read(text: str, goals: tuple[str, ...]) -> tuple[str, bool]:
     """The lines of a Makefile (or justfile) that run when ``goals`` are made (``_recipes``; ``goals``: the words
     after ``make``, read as make reads them: ``make_expand.make_line``), expanded as make expands them
     (``make_expand.Expander``: every value a name is given, the command line's too; ``$(wildcard X)`` as the
     pattern X; a substitution ``$(SRCS:.c=.d)`` with no value known as ``$(SRCS).d``, any file of that suffix),
-    ``$(MAKE)`` read as make, an include found through ``-I dir`` named there too."""
+    ``$(MAKE)`` read as make, an include found through ``-I dir`` named there too. And whether a bound cut the
+    reading (``hook_runs`` then takes all of the makefile's directory as what the hook runs: fail closed)."""
     # Every value a name is given, anywhere (``+=``, each branch of a conditional, each ``define``, a target's own):
     # the files an include names under any of them.
     text = _CONTINUED.sub(" ", text)  # (make joins a line ending in a backslash with the next: red team 124)
@@ -220,11 +243,17 @@ def make_text(text: str, goals: tuple[str, ...]) -> str:
     evaluating = Expander(given, evals=True)
     text = "\n".join(evaluating.text(x) if x.lstrip().startswith(("$(", "${")) and "eval" in x else x
                      for x in text.split("\n"))  # fmt: skip
-    read = _loops(expander.text(_recipes(text, tuple(line.goals), lambda name: expander.text(name).split())))
+    # A rule's name is expanded with steps of its own: names looked up for every goal (``$(SUBDIRS):``) never use
+    # up the steps the makefile's own lines are expanded with (an ``include $(LOCAL)`` left as written names
+    # nothing: red team 133's lead).
+    naming = Expander(given)
+    recipes, cut = _recipes(text, tuple(line.goals), lambda name: naming.text(name).split())
+    read, looped = _loops(expander.text(recipes))
+    cut = cut or looped or any(x.cut for x in (expander, naming, evaluating))
     if not line.include_dirs:
-        return read
+        return read, cut
     # An include make finds through ``-I dir`` (none there as named: make looks in each directory in turn).
-    return "\n".join(_searched(x, line.include_dirs) if _INCLUDE.match(x) else x for x in read.splitlines())
+    return "\n".join(_searched(x, line.include_dirs) if _INCLUDE.match(x) else x for x in read.splitlines()), cut
 
 
 def _evaluated_define(found: re.Match[str], given: dict[str, str]) -> str:

@@ -53,7 +53,6 @@ from mcp_server_guard.git_search import NESTED_SEARCH_DEPTH
 from mcp_server_guard.git_search import git_dirs_below as _git_dirs
 from mcp_server_guard.git_search import git_family as _git_family
 from mcp_server_guard.globs import SuffixMatcher, glob_regex, hidden_named
-from mcp_server_guard.hook_runs import sourced_by_rc as _sourced_by_rc
 from mcp_server_guard.paths import (
     code_dirs,
     parent_set,
@@ -65,6 +64,7 @@ from mcp_server_guard.paths import (
 )
 from mcp_server_guard.patterns import deferred
 from mcp_server_guard.policy import Policy
+from mcp_server_guard.rc_files import sourced_by_rc as _sourced_by_rc
 
 # git_runnable, is_git_dir, pointer_text (git_dirs), safe_git_config, unsafe_git_entries (git_config): importable.
 __all__ = [

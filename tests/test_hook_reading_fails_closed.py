@@ -1,0 +1,64 @@
+"""Every bound of the hook reader names more, never less (``hook_runs.PART_READ``): a text a hook runs that is cut
+at its size, past the files or bytes read, past the levels followed, or past the make reader's bounds makes all of
+its directory count as what the hook runs. Threat (red team 135 F1): a Makefile's ``lint:`` past the first 64 KiB,
+or a script's line past it, was never read, and the script it ran landed unasked."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from mcp_server_guard.git_dirs import _hooks_rule
+from mcp_server_guard.hook_runs import PART_READ, run_by_hooks, uncommented
+
+
+def _found(root: Path, hook: str, files: dict[str, str]) -> list[str]:
+    (root / ".git" / "hooks").mkdir(parents=True)
+    (root / ".git" / "hooks" / "pre-commit").write_text(f"#!/bin/sh\n{hook}\n")
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return run_by_hooks([str(root / ".git" / "hooks")], os.path.realpath(root), None)
+
+
+def _whole(found: list[str]) -> set[str]:
+    return {p[1:] for p in found if p.startswith(PART_READ)}
+
+
+def test_a_script_longer_than_what_is_read_makes_its_directory_count(tmp_path: Path) -> None:
+    long = "true\n" * 60_000 + "sh tools/lint.sh\n"  # ~300 KB: past the 256 KiB read of one file
+    found = _found(tmp_path, "sh scripts/pre-commit.sh", {"scripts/pre-commit.sh": long})
+    real = os.path.realpath(tmp_path)
+    assert _whole(found) == {f"{real}/scripts"}, _whole(found)
+    assert _hooks_rule(f"{real}/scripts/anything.sh", found) is not None
+    assert _hooks_rule(f"{real}/src/main.py", found) is None
+
+
+def test_a_script_of_100_kilobytes_is_read_whole(tmp_path: Path) -> None:
+    long = "true\n" * 20_000 + "sh tools/lint.sh\n"
+    found = _found(tmp_path, "sh scripts/pre-commit.sh", {"scripts/pre-commit.sh": long, "tools/lint.sh": ""})
+    assert f"%{os.path.realpath(tmp_path)}/tools/lint.sh" in found and not _whole(found)
+
+
+def test_scripts_past_the_levels_make_their_directory_count(tmp_path: Path) -> None:
+    chain = {f"d{i}/s.sh": f"sh d{i + 1}/s.sh\n" for i in range(10)}
+    found = _found(tmp_path, "sh d0/s.sh", chain)
+    assert _whole(found), found
+
+
+def test_a_makefile_past_the_expanders_steps_makes_its_directory_count(tmp_path: Path) -> None:
+    words = " ".join(f"w{i}" for i in range(256))
+    makefile = f"W := {words}\n-include $(foreach a,$(W),$(foreach b,$(W),x))\nlint:\n\t@true\n"
+    found = _found(tmp_path, "make -s lint", {"Makefile": makefile})
+    assert _whole(found) == {os.path.realpath(tmp_path)}, _whole(found)
+
+
+def test_an_ordinary_makefile_is_read_whole(tmp_path: Path) -> None:
+    found = _found(tmp_path, "make -s lint", {"Makefile": "lint:\n\tsh scripts/lint.sh\n", "scripts/lint.sh": ""})
+    assert f"%{os.path.realpath(tmp_path)}/scripts/lint.sh" in found and not _whole(found)
+
+
+def test_a_hash_inside_a_word_is_no_comment() -> None:
+    # Red team 135 F2: shlex began a comment at `$#`; what followed (`&& sh scripts/lint.sh`) was never read.
+    assert uncommented("[ $# -eq 0 ] && sh x.sh # done") == "[ $# -eq 0 ] && sh x.sh "
+    assert uncommented("echo ${B#refs/} '#' \"#\" a\\#b;# c") == "echo ${B#refs/} '#' \"#\" a\\#b;"
