@@ -199,7 +199,9 @@ def judge(
                                   f"has a copy of: {_list(outside)}.")  # fmt: skip
     if policy.ask_uncommitted and (unnamed := unnamed_by_rewrites(sets)):
         asks.append(f"It leaves commits named by {_list(unnamed)} with no name (the next git gc deletes them).")
-    only_copies = _only_copies([*tally.losing, *tally.rewritten], landed or {}) if policy.ask_uncommitted else []
+    carried = tally.beside | moves.keys()  # (red team 137 F1: moved or kept beside, the user's work wherever it went)
+    kept = [(s, c) for s in sets for c in s.changes if c.action == "delete" and (s.root, c.path) in carried]
+    only_copies = _only_copies([*tally.losing, *tally.rewritten, *kept], landed or {}) if policy.ask_uncommitted else []
     if policy.ask_uncommitted and tally.rewritten:
         at_stake: list[tuple[str, str]] = []  # a job's look leaves them to its end (after refuse: no _linked)
         thrown = discarded(tally.rewritten, _stashed(sets), at_stake)
@@ -291,8 +293,7 @@ class _Tally:
     executables: list[str] = field(default_factory=list)
     losing: list[tuple[ChangeSet, Change]] = field(default_factory=list)
     beside: set[tuple[str, str]] = field(default_factory=set)  # deleted files kept beside (compressed) and where
-    # files overwritten (perhaps back to what git has)
-    rewritten: list[tuple[ChangeSet, Change]] = field(default_factory=list)
+    rewritten: list[tuple[ChangeSet, Change]] = field(default_factory=list)  # overwritten (perhaps back to git's)
 
 
 def _tally(

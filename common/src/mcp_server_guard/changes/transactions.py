@@ -472,6 +472,10 @@ class Transactions:
                         outcome = self.applier.apply(
                             marked, audit_id, started_ns, skip=skip, what=said, baseline=baseline
                         )
+                        # Threat (red team 137 F1): a judged move's new end (``cp -p draft keep && rm draft``,
+                        # ``gzip draft``) holds the user's bytes, not the tool's own output (an only copy).
+                        for r, p in (*judgement.moved, *judgement.by_content):
+                            self.applier.landed.pop(os.path.join(r, p), None)
                 finally:
                     if not self.applier.unfinished(audit_id):  # (a journal left needs the copy: the next start's)
                         self.discard(name)
