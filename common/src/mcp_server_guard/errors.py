@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from mcp_server_guard.paths import readable
+from mcp_server_guard.paths import printable
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
@@ -68,9 +68,10 @@ class GuardError(Exception):
         example: dict[str, Any] | None = None,
         fix: Mapping[str, Any] | None = None,
     ) -> None:
-        # Threat: a path or argument of the caller's (an ANSI escape, a carriage return, a bidi override) that
-        # repaints or reorders what a person reads in the error: shown as its escape.
-        message, suggestion = readable(message), readable(suggestion)
+        # Threat: a path or argument of the caller's (an ANSI escape, a carriage return, a bidi override, a newline
+        # and a forged "Suggestion:" line after it: red team 139 F1) that repaints, reorders or adds to what a
+        # person reads in the error: shown as its escape. A message and a suggestion are one line each.
+        message, suggestion = printable(message), printable(suggestion)
         super().__init__(message)
         self.code = code
         self.message = message

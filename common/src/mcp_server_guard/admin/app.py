@@ -550,7 +550,8 @@ def history_restore(
         # Threat: a recorded directory replaced by a symlink since: the restore would land wherever it points.
         allow_path = [Path(r) for r in roots if os.path.isdir(r) and os.path.realpath(r) == os.path.normpath(r)]
         if not allow_path:
-            usage_error(PROG, f"the directories {', '.join(roots)} that {kept.path} lay in are gone; pass --allow-path")
+            gone = ", ".join(map(printable, roots))  # (a newline in a kept path adds no line: red team 139 F1)
+            usage_error(PROG, f"the directories {gone} that {printable(kept.path)} lay in are gone; pass --allow-path")
     config = build_config(
         prog=f"{PROG} history restore",
         name="mcp-guard",
