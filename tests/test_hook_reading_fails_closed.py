@@ -9,7 +9,8 @@ import os
 from pathlib import Path
 
 from mcp_server_guard.git_dirs import _hooks_rule
-from mcp_server_guard.hook_runs import PART_READ, run_by_hooks, uncommented
+from mcp_server_guard.hook_runs import PART_READ, run_by_hooks
+from mcp_server_guard.hook_words import code_strings, uncommented
 
 
 def _found(root: Path, hook: str, files: dict[str, str]) -> list[str]:
@@ -62,3 +63,27 @@ def test_a_hash_inside_a_word_is_no_comment() -> None:
     # Red team 135 F2: shlex began a comment at `$#`; what followed (`&& sh scripts/lint.sh`) was never read.
     assert uncommented("[ $# -eq 0 ] && sh x.sh # done") == "[ $# -eq 0 ] && sh x.sh "
     assert uncommented("echo ${B#refs/} '#' \"#\" a\\#b;# c") == "echo ${B#refs/} '#' \"#\" a\\#b;"
+
+
+def test_directories_past_those_a_text_is_looked_in_count_whole(tmp_path: Path) -> None:
+    hook = "; ".join(f"(cd d{i} && sh run.sh)" for i in range(40))
+    found = _found(tmp_path, hook, {f"d{i}/run.sh": "" for i in range(40)})
+    real = os.path.realpath(tmp_path)
+    assert f"{real}/d39" in _whole(found) and f"%{real}/d0/run.sh" in found, _whole(found)
+
+
+def test_hook_files_past_those_read_make_the_work_tree_count(tmp_path: Path) -> None:
+    hooks = tmp_path / ".git" / "hooks"
+    hooks.mkdir(parents=True)
+    for i in range(70):
+        (hooks / f"h{i:02d}").write_text("#!/bin/sh\ntrue\n")
+    found = run_by_hooks([str(hooks)], os.path.realpath(tmp_path), None)
+    assert _whole(found) == {os.path.realpath(tmp_path)}, _whole(found)
+
+
+def test_a_shells_command_string_and_an_interpreters_code_string_are_read() -> None:
+    # Red team 136 F3: `bash -c 'sh scripts/lint.sh'` and `node -e "require('./tools/check.js')"` were one word each.
+    assert code_strings("bash -lc 'cd tools && sh ./lint.sh'") == ["cd tools && sh ./lint.sh"]
+    assert code_strings("node -e \"require('./tools/check.js')\"") == ["./tools/check.js"]
+    assert code_strings("python3 -c \"import runpy; runpy.run_path('tools/x.py')\"") == ["tools/x.py"]
+    assert code_strings("sh scripts/lint.sh") == []

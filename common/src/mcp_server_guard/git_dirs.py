@@ -25,8 +25,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from mcp_server_guard.git_config import MAX_GIT_CONFIG, git_config_entries
-from mcp_server_guard.hook_runs import ENV_CONFIGS, PART_READ, new_budget, program_words, run_by_hooks
+from mcp_server_guard.hook_runs import ENV_CONFIGS, PART_READ, new_budget, run_by_hooks
 from mcp_server_guard.hook_runs import expand_path as _expand
+from mcp_server_guard.hook_words import program_words
 from mcp_server_guard.paths import within, within_any
 from mcp_server_guard.patterns import deferred
 
@@ -330,8 +331,10 @@ def _hooks_rule(real: str, dirs: Iterable[str]) -> str | None:
                 return "a program a git hook runs (the hook names it by a path built with a variable)"
         elif directory.startswith(PART_READ):
             if within(real, directory[1:]) and real != directory[1:]:
-                return (f"a file a git hook may run: what the hook runs in {directory[1:]}/ is past what the judge "
-                        f"reads (its size or depth), so all of it counts")  # fmt: skip
+                return (
+                    f"a file a git hook may run: what the hook runs in {directory[1:]}/ is not known file by "
+                    f"file (it runs every file there, or is past what the judge reads), so all of it counts"
+                )
         elif directory.startswith("+"):
             if within(real, directory[1:]) and real != directory[1:]:
                 return f"git's template directory ({directory[1:]}): every repository made or cloned copies it"

@@ -37,6 +37,7 @@ import sys
 from collections.abc import Iterable
 
 from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular_bytes
+from mcp_server_guard.hook_words import code_strings, program_words, uncommented
 from mcp_server_guard.make_reads import make_calls, make_named, make_read
 from mcp_server_guard.patterns import deferred
 from mcp_server_guard.python_startup import ENV_MARKERS, venv_entry
@@ -51,9 +52,7 @@ __all__ = [
     "hook_names",
     "new_budget",
     "path_dirs",
-    "program_words",
     "run_by_hooks",
-    "uncommented",
 ]
 
 _HOOK_FILES_MAX = 64  # hook files read at most in one directory
@@ -62,7 +61,15 @@ _RUN_BYTES_MAX = 512 << 10  # and their bytes at most (a hook sourcing 96 files 
 _READ_MAX = 256 << 10  # bytes of one file read at most
 _RUN_DEPTH = 6  # levels followed: the hook, what it runs, what that runs, ...
 _RUN_NAMED_MAX = 4096  # files named at most
-_GLOB_MAX = 64  # files an ``include mk/*.mk`` names at most
+_GLOB_MAX = 64  # files an ``include mk/*.mk`` names at most (and the pattern, which names the rest)
+_PLACES_MAX = 32  # directories one text's relative names are looked for in
+# A line that runs every file of a directory it names: ``run-parts dir``, ``find dir … -exec sh {} ;`` (or ``-exec
+# {}``), ``find dir | xargs -n1 bash`` — not a tool given the files (``find . -name '*.sh' | xargs shellcheck``).
+_INTERPRETERS = r"(?:\S*/)?(?:sh|bash|zsh|dash|ksh|source|\.|python[\d.]*|node|perl|ruby|php|\{\})(?=[\s;]|$)"
+_RUNS_A_DIRECTORY = deferred(
+    rf"(?:^|[\s;&|(])run-parts\b|\s-(?:exec|execdir|ok|okdir)\s+{_INTERPRETERS}"
+    rf"|\bxargs\b[^|;&\n]*?\s{_INTERPRETERS}"
+)
 # Hook managers' configs at the top of the work tree (protected whole, policies/default.toml): what they name runs.
 HOOK_MANAGER_FILES = (*HOOK_CONFIG_FILES, "hk.pkl", "captainhook.json", ".rusty-hook.toml", "rusty-hook.toml",
                       "grumphp.yml", "grumphp.yml.dist", "grumphp.dist.yml", ".overcommit.yml", ".envrc")  # fmt: skip
@@ -80,7 +87,7 @@ _RUNNERS = frozenset(
 )  # fmt: skip
 # A directory the rest runs from: ``cd tools``, ``make -C sub``, lefthook's ``root:``.
 _CHANGES_DIR = deferred(
-    r"(?:^|[\s;&|(])[@+-]*(?:cd|pushd)\s+(\S+)|\s(?:-C|--directory)[ =]?(\S+)"
+    r"(?:^|[\s;&|(])[@+-]*(?:cd|pushd)(?:\s+-[LPe@]+)*\s+(\S+)|\s(?:-C|--directory|--chdir)[ =]?(\S+)"
     r"|^\s*(?:root|working-directory|workdir):\s*(\S+)",
     re.MULTILINE,
 )
@@ -143,49 +150,6 @@ def expand_path(value: str, base: str, home: str | None) -> str:
     return os.path.realpath(os.path.join(base, value))
 
 
-def program_words(command: str, *, built: bool = False) -> list[str]:
-    """The words of a command line (run through ``sh -c``) that may name a file: the program, and the files it is
-    given (``python3 tools/clean.py``, ``'./my tools/clean'``: red team 5b F3). Split as the shell splits; past
-    what that can split (``f() { ./x; }; f``), at blanks and shell punctuation. Options and assignments are not;
-    with ``built``, a path built at run time is kept (as written)."""
-    try:
-        words = shlex.split(uncommented(command))
-    except ValueError:
-        words = re.split(r"[\s;&|(){}<>'\"`]+", command)
-    words = [w.strip("(){};&|<>@,") for w in words]
-    return [w for w in words if w and not w.startswith("-") and (not w.startswith("$") or built) and "=" not in w]
-
-
-_WORD_START = frozenset(" \t\n;&|()<>")
-
-
-def uncommented(text: str) -> str:
-    """``text`` with its comments cut as the shell cuts them: from a ``#`` that starts a word, outside quotes, to the
-    end of its line. Threat (red team 135 F2): ``shlex``'s own comments start at a ``#`` inside a word (``$#``,
-    ``${BRANCH#refs/}``, ``.#ci``), and what followed on the line (``&& sh scripts/lint.sh``) was never read."""
-    if "#" not in text:
-        return text
-    out: list[str] = []
-    quote, at = "", 0
-    while at < len(text):
-        char = text[at]
-        if char == "\\" and quote != "'":
-            out.append(text[at : at + 2])
-            at += 2
-            continue
-        if quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char == "#" and (not at or text[at - 1] in _WORD_START):
-            end = text.find("\n", at)
-            at = len(text) if end < 0 else end
-            continue
-        out.append(char)
-        at += 1
-    return "".join(out)
-
-
 def run_by_hooks(
     directories: Iterable[str], work_tree: str, home: str | None, budget: list[int] | None = None
 ) -> list[str]:
@@ -197,7 +161,10 @@ def run_by_hooks(
     for directory in directories:
         names: list[str] = []
         with contextlib.suppress(OSError), os.scandir(directory) as entries:
-            names = sorted(e.name for e in entries if not e.name.endswith(".sample"))[:_HOOK_FILES_MAX]
+            names = sorted(e.name for e in entries if not e.name.endswith(".sample"))
+        if len(names) > _HOOK_FILES_MAX:  # (past the hooks read: what the others run may lie anywhere)
+            found[PART_READ + work_tree] = None
+            names = names[:_HOOK_FILES_MAX]
         # $0 is there; a linked hook's script finds its own folder too (``readlink -f "$0"``: red team 105 F4)
         texts += [(_whole(path, found), base, None) for path in (os.path.join(directory, name) for name in names)
                   for base in dict.fromkeys((directory, os.path.dirname(os.path.realpath(path))))]  # fmt: skip
@@ -254,14 +221,14 @@ def _make_arguments(line: str, program: str) -> tuple[str, ...]:
 
 def _places(text: str, base: str, work_tree: str, home: str | None) -> list[str]:
     """The directories a text runs things from: the top, its own, and each it changes to (``cd tools``, ``make -C
-    sub``, lefthook's ``root: sub/``: red team 8 A3)."""
+    sub``, lefthook's ``root: sub/``: red team 8 A3); all of them, the first 32 looked in (``_runs``)."""
     places = [work_tree, base]
     for found in _CHANGES_DIR.finditer(text):
         target = next(g for g in found.groups() if g is not None).strip("'\"")
         built = _BUILT.match(target) if target.startswith("$") else None
         if built or not target.startswith("$"):
             places += [expand_path(built.group(1) if built else target, where, home) for where in (work_tree, base)]
-    return list(dict.fromkeys(places))[:32]
+    return list(dict.fromkeys(places))
 
 
 def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, home: str | None,
@@ -274,6 +241,9 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
         if cut:
             found[PART_READ + base] = None
     places = _places(text, base, work_tree, home)
+    for place in places[_PLACES_MAX:]:  # (a directory past those looked in: all of it counts)
+        found[PART_READ + place] = None
+    places = places[:_PLACES_MAX]
     values = {name: value for name, given in _ASSIGNED.findall(text) if (value := _static(given)) is not None}
     more: list[_Text] = []
     for written in text.splitlines():
@@ -281,11 +251,26 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
             continue
         line = _assigned(written, values)
         words = program_words(line, built=True)
-        for word, how, wanted in _named(words, line) + _in_sites(words, line, places, home) + _on_path(words, bins):
-            for path in _expanded(word, places, home, later=how == "include"):
+        named = _named(words, line) + _in_sites(words, line, places, home) + _on_path(words, bins)
+        inners = code_strings(line)  # (``bash -c 'sh x.sh'``, ``node -e "require('./x')"``: red team 136 F3)
+        for inner in inners:
+            inners += code_strings(inner)  # (nested: ``sh -c "bash -c '…'"``; bounded as the text is, by its size)
+            for place in [p for p in _places(inner, base, work_tree, home) if p not in places]:
+                if len(places) < _PLACES_MAX:
+                    places.append(place)
+                else:
+                    found[PART_READ + place] = None  # (a directory past those looked in: all of it counts)
+            inner_words = program_words(inner, built=True)
+            named += _named(inner_words, inner) + _in_sites(inner_words, inner, places, home)
+        for word, how, wanted in named:
+            for path in _expanded(word, places, home):
                 if len(found) >= _RUN_NAMED_MAX:
                     found[PART_READ + work_tree] = None  # (past the names: all of the work tree counts)
                     return more
+                if os.path.isdir(path) and path not in found and _RUNS_A_DIRECTORY.search(line):
+                    # (``run-parts dir``, ``find dir -exec sh {} \;``, ``ls dir | xargs``: every file there runs —
+                    # red team 136 F1)
+                    found[PART_READ + path] = None
                 if path in found or _in_environment(path) or os.path.isdir(path):
                     continue  # an environment's entry point (`source .venv/bin/activate`): asked, as every change of
                     # it (changes.later), not refused — a command remaking the environment is everyday work
@@ -390,7 +375,7 @@ def _in_environment(path: str) -> bool:
     return env is not None and any(os.path.lexists(os.path.join(env, marker)) for marker in ENV_MARKERS)
 
 
-def _expanded(word: str, places: list[str], home: str | None, *, later: bool = False) -> list[str]:
+def _expanded(word: str, places: list[str], home: str | None) -> list[str]:
     """The paths a word names from each place — the file it leads to, and the link it names on the way (replaced,
     it runs instead: ``node_modules/.bin/x``) —; a glob (``include mk/*.mk``) as the files it matches there; a path
     with a variable left in it as any name there (red team 48 A, lefthook's own hook): the files it matches now and
@@ -404,11 +389,11 @@ def _expanded(word: str, places: list[str], home: str | None, *, later: bool = F
         return patterns + [os.path.realpath(p) for pattern in patterns
                            for p in sorted(glob.glob(pattern[1:]))[:_GLOB_MAX]]  # fmt: skip
     if any(c in word for c in "*?["):
-        # (``later``, an include: and the pattern, a file made later that it matches is read too — ``include
-        # mk/*.mk``, red team 123 F2)
+        # And the pattern: a file made later that it matches is run or read too (``include mk/*.mk``, red team 123
+        # F2; ``for f in scripts/checks/*.sh; do sh "$f"; done``, red team 136 F2), past the matches named too.
         paths = [expand_path(word, where, home) for where in places]
-        return [_PATTERN + p for p in paths if later] + [os.path.realpath(p) for pattern in paths
-                                                         for p in sorted(glob.glob(pattern))[:_GLOB_MAX]]  # fmt: skip
+        return [_PATTERN + p for p in paths] + [os.path.realpath(p) for pattern in paths
+                                                for p in sorted(glob.glob(pattern))[:_GLOB_MAX]]  # fmt: skip
     paths = [expand_path(word, where, home) for where in places]
     named = [posixpath.normpath(os.path.join(where, os.path.expanduser(word))) for where in places]
     return list(dict.fromkeys(paths + [n for n in named if os.path.islink(n)]))

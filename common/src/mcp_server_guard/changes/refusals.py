@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import posixpath
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from itertools import chain
@@ -319,7 +320,10 @@ def _as_its_source(root: str, change: Change) -> bool:
     if change.kind != "file" or posixpath.basename(parent) != "__pycache__" or not name.endswith(".pyc"):
         return False
     source = lstat_beneath(root, posixpath.join(posixpath.dirname(parent), name.split(".", 1)[0] + ".py"))
-    return source is not None and not change.mode & _WRITABLE_BY_OTHERS & ~source.st_mode
+    # (a link's own mode is 0777, which no source has: red team 136 F4 — only a regular source's mode counts)
+    return (
+        source is not None and stat.S_ISREG(source.st_mode) and not change.mode & _WRITABLE_BY_OTHERS & ~source.st_mode
+    )
 
 
 # At an environment's top, none of its starts or installs reads these (uv's ``.lock``, 0666 on purpose; its
