@@ -44,7 +44,8 @@ EXPORTED = {
         "question", "require_approval", "run",
     ],
     "mcp_server_guard.shell.strings": [
-        "INTERPRETERS", "SHELLS", "PolicyEngine", "TooComplex", "Verdict", "check_examples", "parse", "substitutes",
+        "INTERPRETERS", "SHELLS", "PolicyEngine", "TooComplex", "Verdict", "analysis_budget", "check_examples", "parse",
+        "substitutes",
     ],
     "mcp_server_guard.shell.sandbox": [
         "Confinement", "Deciding", "Limits", "NetworkMode", "ReadScope", "SandboxMode", "SandboxPlan",
@@ -67,7 +68,7 @@ EXPORTED = {
 # Who may import whom: a package's modules import only the layers listed for it (and the standard library
 # and third parties). The shared server scaffold knows nothing of files' writers or of the shell.
 ALLOWED_LAYERS = {
-    "top": {"top"},
+    "top": {"top", "shell.strings"},  # (the string layer's entry point only: hook_words parses a hook's text)
     "serving": {"top", "serving", "files.jail"},
     "files": {"top", "files"},
     "changes": {"top", "files", "changes"},

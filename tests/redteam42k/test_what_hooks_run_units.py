@@ -128,10 +128,11 @@ def test_the_path_a_hooks_own_text_exports_is_a_path_directory(tmp_path: Path) -
     assert path_dirs(str(tmp_path)) == frozenset({"node_modules/.bin"})
 
 
-def test_a_path_built_with_variables_protects_files_made_there_later_but_never_a_whole_directory(
+def test_a_path_built_with_variables_protects_files_made_there_later_and_any_name_a_variable_gives(
     tmp_path: Path,
 ) -> None:
-    """Red team 49 F4: lefthook's platform binary where lefthook came as another package (the path is free)."""
+    """Red team 49 F4: lefthook's platform binary where lefthook came as another package (the path is free); red
+    team 138 F3: a file named by a variable (``sh "scripts/checks/$c"``) is any file of its directory."""
     hook = '"$dir/node_modules/lefthook-${osArch}-${cpuArch}/bin/lefthook" run\n"$dir/scripts/$name" x'
     (tmp_path / ".git" / "hooks").mkdir(parents=True)
     (tmp_path / ".git" / "hooks" / "pre-commit").write_text(f"#!/bin/sh\n{hook}\n")
@@ -140,7 +141,8 @@ def test_a_path_built_with_variables_protects_files_made_there_later_but_never_a
     assert _hooks_rule(f"{real}/node_modules/lefthook-linux-x64/bin/lefthook", found) is not None
     assert _hooks_rule(f"{real}/node_modules/lefthook-linux-x64/bin/other", found) is None
     assert _hooks_rule(f"{real}/node_modules/lefthook-a/b-c/bin/lefthook", found) is None  # a * spans no /
-    assert _hooks_rule(f"{real}/scripts/anything", found) is None  # "$dir/scripts/$name": not every file there
+    assert _hooks_rule(f"{real}/scripts/anything", found) is not None  # "$dir/scripts/$name": any file there
+    assert _hooks_rule(f"{real}/scripts/deeper/x", found) is None
 
 
 def test_a_quoted_value_with_a_blank_is_expanded_where_the_hook_uses_it(tmp_path: Path) -> None:

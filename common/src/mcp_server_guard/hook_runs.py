@@ -37,7 +37,7 @@ import sys
 from collections.abc import Iterable
 
 from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular_bytes
-from mcp_server_guard.hook_words import code_strings, program_words, uncommented
+from mcp_server_guard.hook_words import code_strings, parsed_lines, program_words, uncommented
 from mcp_server_guard.make_reads import make_calls, make_named, make_read
 from mcp_server_guard.patterns import deferred
 from mcp_server_guard.python_startup import ENV_MARKERS, venv_entry
@@ -68,7 +68,7 @@ _PLACES_MAX = 32  # directories one text's relative names are looked for in
 _INTERPRETERS = r"(?:\S*/)?(?:sh|bash|zsh|dash|ksh|source|\.|python[\d.]*|node|perl|ruby|php|\{\})(?=[\s;]|$)"
 _RUNS_A_DIRECTORY = deferred(
     rf"(?:^|[\s;&|(])run-parts\b|\s-(?:exec|execdir|ok|okdir)\s+{_INTERPRETERS}"
-    rf"|\bxargs\b[^|;&\n]*?\s{_INTERPRETERS}"
+    rf"|\bxargs\b[^|;&\n]{{0,256}}?\s{_INTERPRETERS}"
 )
 # Hook managers' configs at the top of the work tree (protected whole, policies/default.toml): what they name runs.
 HOOK_MANAGER_FILES = (*HOOK_CONFIG_FILES, "hk.pkl", "captainhook.json", ".rusty-hook.toml", "rusty-hook.toml",
@@ -86,8 +86,10 @@ _RUNNERS = frozenset(
      "dotenv", "dotenv_if_exists", "env_file", "import"}
 )  # fmt: skip
 # A directory the rest runs from: ``cd tools``, ``make -C sub``, lefthook's ``root:``.
+_RECIPE_PREFIX = deferred(r"^[ \t]*[@+-]*", re.M)  # a make recipe line's tab and @, +, - (not the shell's)
 _CHANGES_DIR = deferred(
-    r"(?:^|[\s;&|(])[@+-]*(?:cd|pushd)(?:\s+-[LPe@]+)*\s+(\S+)|\s(?:-C|--directory|--chdir)[ =]?(\S+)"
+    r"(?:^|[\s;&|(])[@+-]*(?:cd|pushd)(?:\s+-[LPe@]+)*\s+(?:'([^']*)'|\"([^\"]*)\"|([^\s;&|)]+))"
+    r"|\s(?:-C|--directory|--chdir)[ =]?(\S+)"
     r"|^\s*(?:root|working-directory|workdir):\s*(\S+)",
     re.MULTILINE,
 )
@@ -240,6 +242,13 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
         text, cut = make_read(text, goals)  # (its variables expanded, its includes and makefiles named: make_reads)
         if cut:
             found[PART_READ + base] = None
+    # The commands as bash's grammar reads them, read beside the lines as written (red team 138): past the parser's
+    # bounds, the text's directory counts whole.
+    shell = _RECIPE_PREFIX.sub("", text).replace("$$", "$") if goals is not None else text  # (a recipe as run)
+    commands, whole = parsed_lines(shell)
+    if not whole:
+        found[PART_READ + base] = None
+    text = "\n".join([text, *commands])
     places = _places(text, base, work_tree, home)
     for place in places[_PLACES_MAX:]:  # (a directory past those looked in: all of it counts)
         found[PART_READ + place] = None
@@ -382,8 +391,9 @@ def _expanded(word: str, places: list[str], home: str | None) -> list[str]:
     the pattern (``^``), which any file made there later matches too (red team 49 F4)."""
     if "$" in word:
         parts = _LEFT.split(word)
-        if not parts[-1].rpartition("/")[2]:
-            return []  # its name itself a variable (``"$dir/$x"``): that would be any file there
+        if len(parts) < 2 or not "".join(parts).strip("/"):
+            return []  # a variable alone (``"$f"``, ``"$dir/$x"``): a file anywhere, nothing to name by a path
+        # (its name a variable, ``sh "scripts/checks/$c"``: any file there — red team 138 F3)
         word = "*".join(glob.escape(part) for part in parts)
         patterns = [_PATTERN + expand_path(word, where, home) for where in places]
         return patterns + [os.path.realpath(p) for pattern in patterns

@@ -8,10 +8,14 @@ import itertools
 import posixpath
 import re
 import shlex
+from typing import TYPE_CHECKING
 
 from mcp_server_guard.patterns import deferred
 
-__all__ = ["code_strings", "program_words", "uncommented"]
+if TYPE_CHECKING:
+    from mcp_server_guard.shell.strings.commands import Command
+
+__all__ = ["code_strings", "parsed_lines", "program_words", "uncommented"]
 
 
 def program_words(command: str, *, built: bool = False) -> list[str]:
@@ -83,3 +87,74 @@ def code_strings(line: str) -> list[str]:
             elif program not in _SHELLS and option in ("-c", "-e", "-p", "--eval", "--print", "-E", "-r"):
                 found.append(" ".join(shlex.quote(x) for x in _LITERAL.findall(value)))
     return found
+
+
+_SHELL_VALUE_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})  # a shell option's value
+_STARTUP_VARIABLES = frozenset({"BASH_ENV", "ENV"})  # a file every shell it starts sources
+_ARRAY = re.compile(r"(?:^|[\s;&|(])[A-Za-z_]\w*\+?=\(([^)]*)\)")
+_PIECE = 32 << 10  # characters of a text parsed at a time (at line ends)
+_SCRIPT_VALUE = re.compile(r"^(?:\./|\.\./|/)?[\w@%+=:,./-]+\.(?:sh|bash|zsh|ksh|py|js|mjs|cjs|ts|rb|pl|php|lua)$")
+
+
+def parsed_lines(text: str) -> tuple[list[str], bool]:
+    """The simple commands a shell text runs, as bash's own grammar reads it (``shell.strings.parsing``, the parser
+    the command rules use): one line each, its static words quoted, a word only run time knows as written — the
+    commands in ``$(…)``, backticks, subshells, functions and loops, a line continued with ``\\``, a variable given a
+    value before its use (``LINT=x.sh; sh "$LINT"``), ``cd "dir with blanks"`` —; and what a shell is given to run
+    otherwise: ``BASH_ENV=x``, an alias's text, ``cat x | sh``, a path held in a variable. And whether every piece
+    was read (False: past the parser's bounds — the reader then fails closed).
+
+    Threat (red team 138): a hook's ``out=$(./scripts/lint.sh)``, ``cd tools; ./lint.sh``, ``sh -o nounset lint``
+    read by splitting at blanks named nothing, and the script they ran landed unasked."""
+    from mcp_server_guard.shell.strings import TooComplex, analysis_budget, parse  # noqa: PLC0415 - the parser
+
+    lines: list[str] = []
+    whole = True
+    for piece in _pieces(text):
+        try:
+            with analysis_budget():
+                parsed = parse(piece)
+        except (TooComplex, RecursionError, ValueError):
+            whole = False
+            continue
+        for command in parsed.commands:
+            words = [w.value if w.value is not None else w.raw for w in command.words]
+            lines += _given_to_run(words, command.piped, command.upstream)
+            lines += [f"source {shlex.quote(w.value)}" for name, w in command.assignments
+                      if name in _STARTUP_VARIABLES and w.value]  # fmt: skip
+            if words and posixpath.basename(words[0]) in _SHELLS:
+                words = [w for at, w in enumerate(words) if w not in _SHELL_VALUE_OPTIONS
+                         and (not at or words[at - 1] not in _SHELL_VALUE_OPTIONS)]  # fmt: skip
+            lines.append(" ".join(w if w.startswith(("$", '"$')) or "$" in w else shlex.quote(w) for w in words))
+        # A path held in a variable (``LINT=scripts/lint.sh``, ``CHECKS=(scripts/lint.sh x.sh)``): run, perhaps.
+        held = [w.value for values in parsed.assigned.values() for w in values if w is not None and w.value]
+        held += [x.strip("'\"") for found in _ARRAY.finditer(piece) for x in found.group(1).split()]
+        lines += [f"sh {shlex.quote(value)}" for value in held if _SCRIPT_VALUE.match(value)]
+    return lines, whole
+
+
+def _given_to_run(values: list[str], piped: bool, upstream: Command | None) -> list[str]:
+    """What one command gives a shell to run besides its words: an alias's text, ``eval``'s, the files ``cat``
+    pipes into a shell with no script of its own (``cat lint | sh``)."""
+    if not values:
+        return []
+    program = posixpath.basename(values[0])
+    if program == "alias":
+        return [value.partition("=")[2] for value in values[1:] if "=" in value]
+    if program == "eval":
+        return [" ".join(values[1:])]
+    if program in _SHELLS and piped and upstream is not None and not [v for v in values[1:] if not v.startswith("-")]:
+        given = [w.value for w in upstream.words[1:] if w.value and not w.value.startswith("-")]
+        return [f"sh {shlex.quote(name)}" for name in given]
+    return []
+
+
+def _pieces(text: str) -> list[str]:
+    """``text`` in pieces of at most ``_PIECE`` characters, cut at line ends."""
+    pieces: list[str] = []
+    while len(text) > _PIECE:
+        cut = text.rfind("\n", 0, _PIECE)
+        cut = _PIECE if cut <= 0 else cut + 1
+        pieces.append(text[:cut])
+        text = text[cut:]
+    return [*pieces, text] if text else pieces

@@ -11,7 +11,8 @@ fed to a shell, wrappers and ``sh -c`` strings — is judged, and what cannot be
 by a rule it might match (it is undecidable: asked or denied). Without the box this layer is the only guard (string
 checks are advisory: the box and the judgement of effects are the boundary). Its one entry point is
 :class:`PolicyEngine` and the :class:`Verdict` it gives (with ``parse`` and ``check_examples`` for the tools that
-show a parse or check a policy); nothing outside this package imports its modules.
+show a parse or check a policy — and ``hook_words``, which reads a git hook's text with the same parser); nothing
+outside this package imports its modules.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 from mcp_server_guard._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from mcp_server_guard.shell.strings.parsing import TooComplex, parse, substitutes
+    from mcp_server_guard.shell.strings.parsing import TooComplex, analysis_budget, parse, substitutes
     from mcp_server_guard.shell.strings.rules import PolicyEngine, Verdict, check_examples
     from mcp_server_guard.shell.strings.runners import INTERPRETERS, SHELLS
 
@@ -30,6 +31,7 @@ _EXPORTS = {
     "SHELLS": "runners",
     "PolicyEngine": "rules",
     "TooComplex": "parsing",
+    "analysis_budget": "parsing",
     "Verdict": "rules",
     "check_examples": "rules",
     "parse": "parsing",
@@ -37,4 +39,14 @@ _EXPORTS = {
 }
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 
-__all__ = ["INTERPRETERS", "SHELLS", "PolicyEngine", "TooComplex", "Verdict", "check_examples", "parse", "substitutes"]
+__all__ = [
+    "INTERPRETERS",
+    "SHELLS",
+    "PolicyEngine",
+    "TooComplex",
+    "Verdict",
+    "analysis_budget",
+    "check_examples",
+    "parse",
+    "substitutes",
+]
