@@ -15,12 +15,11 @@ from __future__ import annotations
 import json
 import py_compile
 import shutil
-import stat
 from pathlib import Path
 
 import pytest
 
-from support.boxed import Person, run, shell
+from support.planted import loosened_by
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
@@ -38,21 +37,9 @@ def _project(root: Path) -> None:
     (root / "node_modules" / ".package-lock.json").write_text("{}\n")
 
 
-def _modes(root: Path) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for path in sorted(root.rglob("*")):
-        out[str(path.relative_to(root))] = stat.S_IMODE(path.lstat().st_mode)
-    return out
-
-
 @pytest.mark.parametrize("case", sorted(LINES))
 async def test_code_run_at_every_start_made_writable_by_others_is_asked(workspace: Path, case: str) -> None:
     _project(workspace)
     assert list((workspace / "__pycache__").glob("m.*.pyc"))
-    before = _modes(workspace)
-    person = Person(False)
-    async with shell(workspace, person) as client:
-        out = await run(client, LINES[case], cwd=str(workspace))
-    after = _modes(workspace)
-    loosened = [p for p, mode in after.items() if mode & 0o022 and not before.get(p, 0) & 0o022]
+    loosened, person, out = await loosened_by(workspace, LINES[case])
     assert not loosened or person.questions, (case, loosened, out.get("transaction"), out.get("changes"))

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import stat
 from pathlib import Path
 
 import pytest
 
-from support.boxed import Person, run, shell
+from support.planted import loosened_by
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
@@ -43,17 +42,8 @@ def _project(root: Path) -> None:
     (root / ".next" / "server" / "app.js").write_text("module.exports = {};\n")
 
 
-def _modes(root: Path) -> dict[str, int]:
-    return {str(p.relative_to(root)): stat.S_IMODE(p.lstat().st_mode) for p in sorted(root.rglob("*"))}
-
-
 @pytest.mark.parametrize("case", sorted(LINES))
 async def test_a_built_program_made_writable_by_others_is_asked(workspace: Path, case: str) -> None:
     _project(workspace)
-    before = _modes(workspace)
-    person = Person(False)
-    async with shell(workspace, person) as client:
-        out = await run(client, LINES[case], cwd=str(workspace))
-    after = _modes(workspace)
-    loosened = [p for p, mode in after.items() if mode & 0o022 and not before.get(p, 0) & 0o022]
+    loosened, person, out = await loosened_by(workspace, LINES[case])
     assert not loosened or person.questions, (case, loosened, out.get("transaction"), out.get("changes"))

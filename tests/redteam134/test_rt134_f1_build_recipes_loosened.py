@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import stat
 from pathlib import Path
 
 import pytest
 
-from support.boxed import Person, run, shell
+from support.planted import loosened_by, written
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
@@ -55,24 +54,11 @@ FILES: dict[str, bytes] = {
 
 
 def _project(root: Path) -> None:
-    for rel, data in FILES.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        path.chmod(0o644)
-
-
-def _modes(root: Path) -> dict[str, int]:
-    return {str(p.relative_to(root)): stat.S_IMODE(p.lstat().st_mode) for p in sorted(root.rglob("*"))}
+    written(root, FILES)
 
 
 @pytest.mark.parametrize("case", sorted(LINES))
 async def test_a_build_recipe_or_linked_object_made_writable_by_others_is_asked(workspace: Path, case: str) -> None:
     _project(workspace)
-    before = _modes(workspace)
-    person = Person(False)
-    async with shell(workspace, person) as client:
-        out = await run(client, LINES[case], cwd=str(workspace))
-    after = _modes(workspace)
-    loosened = [p for p, mode in after.items() if mode & 0o022 and not before.get(p, 0) & 0o022]
+    loosened, person, out = await loosened_by(workspace, LINES[case])
     assert not loosened or person.questions, (case, loosened, out.get("transaction"), out.get("changes"))

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from support.boxed import Person, run, shell
+from support.planted import written
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
@@ -33,11 +34,7 @@ FILES: dict[str, bytes] = {
 
 
 def _project(root: Path) -> None:
-    for rel, data in FILES.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        path.chmod(0o644)
+    written(root, FILES)
 
 
 def _loosened(root: Path) -> bool:

@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from support.planted import git, landed, plant, repo
+from support.planted import commit_runs
 
 pytestmark = [
     pytest.mark.anyio,
@@ -66,14 +66,7 @@ async def _commit_runs(workspace: Path, tmp_path: Path, case: str) -> tuple[bool
         pytest.skip(f"{needs} is missing")
     payload = str(spec.get("payload", DATA["payload"])).replace("{marker}", str(marker))
     modes = {str(k): int(v) for k, v in spec.get("modes", {}).items()}
-    repo(workspace, _hook(spec), _files(spec), modes)
-    git(workspace, "commit", "-q", "--allow-empty", "-m", "hook works before")
-    assert not marker.exists()
-    person, out = await plant(workspace, {str(spec["planted"]): payload})
-    git(workspace, "commit", "-q", "--allow-empty", "-m", "next")  # the user's next commit, outside the box
-    why = (f"{spec['planted']} (run by the hook) landed with no question: questions={person.questions} "
-           f"transaction={out.get('transaction')} landed={landed(out)}")  # fmt: skip
-    return marker.exists(), why
+    return await commit_runs(workspace, marker, _hook(spec), _files(spec), str(spec["planted"]), payload, modes)
 
 
 @pytest.mark.parametrize("case", CONTROLS)

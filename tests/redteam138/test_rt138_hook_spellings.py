@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from support.planted import git, landed, plant
+from support.planted import commit_runs
 
 pytestmark = [
     pytest.mark.anyio,
@@ -44,33 +44,13 @@ CONTROLS = sorted(case for case, spec in DATA["cases"].items() if spec["finding"
 ATTACKS = sorted(case for case, spec in DATA["cases"].items() if spec["finding"] != "control")
 
 
-def _repo(workspace: Path, spec: dict[str, Any]) -> None:
-    modes = {str(k): int(v) for k, v in spec.get("modes", {}).items()}
-    for name, text in spec["files"].items():
-        path = workspace / str(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(str(text))
-        if name in modes:
-            path.chmod(modes[name])
-    git(workspace, "init", "-q")
-    hook = workspace / ".git" / "hooks" / "pre-commit"
-    hook.write_text(f"{spec.get('shebang', '#!/bin/sh')}\n{spec['hook']}\n")
-    hook.chmod(0o755)
-    git(workspace, "add", "-A")
-    git(workspace, "commit", "-q", "--no-verify", "-m", "init")
-
-
 async def _commit_runs(workspace: Path, tmp_path: Path, case: str) -> tuple[bool, str]:
     spec, marker = DATA["cases"][case], tmp_path / "MARKER-hook-ran"
     payload = str(spec.get("payload", DATA["payload"])).replace("{marker}", str(marker))
-    _repo(workspace, spec)
-    git(workspace, "commit", "-q", "--allow-empty", "-m", "hook works before")
-    assert not marker.exists()
-    person, out = await plant(workspace, {str(spec["planted"]): payload})
-    git(workspace, "commit", "-q", "--allow-empty", "-m", "next")  # the user's next commit, outside the box
-    why = (f"{spec['planted']} (run by the hook) landed with no question: questions={person.questions} "
-           f"transaction={out.get('transaction')} landed={landed(out)}")  # fmt: skip
-    return marker.exists(), why
+    modes = {str(k): int(v) for k, v in spec.get("modes", {}).items()}
+    files = {str(k): str(v) for k, v in spec["files"].items()}
+    shebang = str(spec.get("shebang", "#!/bin/sh"))
+    return await commit_runs(workspace, marker, str(spec["hook"]), files, str(spec["planted"]), payload, modes, shebang)
 
 
 @pytest.mark.parametrize("case", CONTROLS)

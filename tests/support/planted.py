@@ -18,7 +18,9 @@ def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.
     )
 
 
-def repo(workspace: Path, hook: str, files: dict[str, str], modes: dict[str, int] | None = None) -> None:
+def repo(
+    workspace: Path, hook: str, files: dict[str, str], modes: dict[str, int] | None = None, shebang: str = "#!/bin/sh"
+) -> None:
     for name, text in files.items():
         path = workspace / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -27,7 +29,7 @@ def repo(workspace: Path, hook: str, files: dict[str, str], modes: dict[str, int
             path.chmod(modes[name])
     git(workspace, "init", "-q")
     hook_file = workspace / ".git" / "hooks" / "pre-commit"
-    hook_file.write_text(f"#!/bin/sh\n{hook}\n")
+    hook_file.write_text(f"{shebang}\n{hook}\n")
     hook_file.chmod(0o755)
     git(workspace, "add", "-A")
     git(workspace, "commit", "-q", "--no-verify", "-m", "init")
@@ -63,12 +65,19 @@ def py_payload(marker: Path) -> str:
 
 
 async def commit_runs(
-    workspace: Path, marker: Path, hook: str, files: dict[str, str], planted: str, payload: str
+    workspace: Path,
+    marker: Path,
+    hook: str,
+    files: dict[str, str],
+    planted: str,
+    payload: str,
+    modes: dict[str, int] | None = None,
+    shebang: str = "#!/bin/sh",
 ) -> tuple[bool, str]:
     """A repository whose pre-commit hook runs ``hook`` (its first commit works), a command that writes ``payload``
     to ``planted`` (the person declines every question), then the user's next commit outside the box: whether the
     payload ran (it writes ``marker``), and why, for the assertion."""
-    repo(workspace, hook, files)
+    repo(workspace, hook, files, modes, shebang)
     git(workspace, "commit", "-q", "--allow-empty", "-m", "hook works before")
     assert not marker.exists()
     person, out = await plant(workspace, {planted: payload})
@@ -76,3 +85,27 @@ async def commit_runs(
     why = (f"{planted} (read by the hook) landed with no question: questions={person.questions} "
            f"transaction={out.get('transaction')} landed={landed(out)}")  # fmt: skip
     return marker.exists(), why
+
+
+def written(root: Path, files: dict[str, bytes], mode: int = 0o644) -> None:
+    """``files`` (relative path -> bytes) written under ``root``, each with ``mode``."""
+    for rel, data in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        path.chmod(mode)
+
+
+async def loosened_by(workspace: Path, line: str) -> tuple[list[str], Person, dict[str, Any]]:
+    """Run ``line`` with shell_exec (the person declines every question): the paths it left writable by group or
+    others that were not before, the person, the result."""
+
+    def modes() -> dict[str, int]:
+        return {str(p.relative_to(workspace)): p.lstat().st_mode & 0o7777 for p in sorted(workspace.rglob("*"))}
+
+    before = modes()
+    person = Person(False)
+    async with shell(workspace, person) as client:
+        out = await run(client, line, cwd=str(workspace))
+    loosened = [p for p, mode in modes().items() if mode & 0o022 and not before.get(p, 0) & 0o022]
+    return loosened, person, out
