@@ -4,10 +4,12 @@ interpreter as a string."""
 
 from __future__ import annotations
 
+import collections
 import itertools
 import posixpath
 import re
 import shlex
+import threading
 from typing import TYPE_CHECKING
 
 from mcp_server_guard.patterns import deferred
@@ -106,6 +108,24 @@ def parsed_lines(text: str) -> tuple[list[str], bool]:
 
     Threat (red team 138): a hook's ``out=$(./scripts/lint.sh)``, ``cd tools; ./lint.sh``, ``sh -o nounset lint``
     read by splitting at blanks named nothing, and the script they ran landed unasked."""
+    with _PARSED_LOCK:
+        if (kept := _PARSED.get(text)) is not None:
+            _PARSED.move_to_end(text)
+            return list(kept[0]), kept[1]
+    lines, whole = _parsed_lines(text)
+    with _PARSED_LOCK:  # (a judgement reads the same hooks every call: each text parsed once, by its content)
+        _PARSED[text] = (tuple(lines), whole)
+        while len(_PARSED) > _PARSED_TEXTS or sum(map(len, _PARSED)) > _PARSED_BYTES:
+            _PARSED.popitem(last=False)
+    return lines, whole
+
+
+_PARSED: collections.OrderedDict[str, tuple[tuple[str, ...], bool]] = collections.OrderedDict()
+_PARSED_LOCK = threading.Lock()
+_PARSED_TEXTS, _PARSED_BYTES = 64, 4 << 20
+
+
+def _parsed_lines(text: str) -> tuple[list[str], bool]:
     from mcp_server_guard.shell.strings import TooComplex, analysis_budget, parse  # noqa: PLC0415 - the parser
 
     lines: list[str] = []
