@@ -151,3 +151,10 @@ def test_attack_a_protected_directory_given_a_git_dirs_shape_is_neither_made_nor
     # A bare repository of an ordinary name is still git's own and made freely (what is in it judged by git's rules).
     bare = refused(judged(tmp_path / "bare", "git init -q --bare lib.git && git -C lib.git config user.name x"))
     assert not [p for p in bare if p.startswith("lib.git")], bare
+
+
+def test_attack_a_link_into_a_directory_anyone_may_write_is_asked(tmp_path: Path) -> None:
+    # Red team 141 F1: a link to a name in /tmp gives another user what a write grant gives; a link to the system's
+    # own program (a venv's python) does not.
+    asked = " ".join(judged(tmp_path, "ln -s /tmp/x-rt141.mk build/Makefile && ln -s /usr/bin/env tool").asks)
+    assert "links build/Makefile to /tmp/x-rt141.mk" in asked and "tool" not in asked, asked

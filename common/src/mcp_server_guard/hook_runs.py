@@ -37,7 +37,16 @@ import sys
 from collections.abc import Iterable
 
 from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular_bytes
-from mcp_server_guard.hook_words import code_strings, parsed_lines, program_words, uncommented
+from mcp_server_guard.hook_words import (
+    RUNS_A_DIRECTORY,
+    OnPath,
+    code_strings,
+    on_path,
+    parsed_lines,
+    program_words,
+    put_on_path,
+    uncommented,
+)
 from mcp_server_guard.make_reads import make_calls, make_named, make_read
 from mcp_server_guard.patterns import deferred
 from mcp_server_guard.python_startup import ENV_MARKERS, venv_entry
@@ -63,13 +72,6 @@ _RUN_DEPTH = 6  # levels followed: the hook, what it runs, what that runs, ...
 _RUN_NAMED_MAX = 4096  # files named at most
 _GLOB_MAX = 64  # files an ``include mk/*.mk`` names at most (and the pattern, which names the rest)
 _PLACES_MAX = 32  # directories one text's relative names are looked for in
-# A line that runs every file of a directory it names: ``run-parts dir``, ``find dir … -exec sh {} ;`` (or ``-exec
-# {}``), ``find dir | xargs -n1 bash`` — not a tool given the files (``find . -name '*.sh' | xargs shellcheck``).
-_INTERPRETERS = r"(?:\S*/)?(?:sh|bash|zsh|dash|ksh|source|\.|python[\d.]*|node|perl|ruby|php|\{\})(?=[\s;]|$)"
-_RUNS_A_DIRECTORY = deferred(
-    rf"(?:^|[\s;&|(])run-parts\b|\s-(?:exec|execdir|ok|okdir)\s+{_INTERPRETERS}"
-    rf"|\bxargs\b[^|;&\n]{{0,256}}?\s{_INTERPRETERS}"
-)
 # Hook managers' configs at the top of the work tree (protected whole, policies/default.toml): what they name runs.
 HOOK_MANAGER_FILES = (*HOOK_CONFIG_FILES, "hk.pkl", "captainhook.json", ".rusty-hook.toml", "rusty-hook.toml",
                       "grumphp.yml", "grumphp.yml.dist", "grumphp.dist.yml", ".overcommit.yml", ".envrc")  # fmt: skip
@@ -86,6 +88,9 @@ _RUNNERS = frozenset(
      "dotenv", "dotenv_if_exists", "env_file", "import"}
 )  # fmt: skip
 # A directory the rest runs from: ``cd tools``, ``make -C sub``, lefthook's ``root:``.
+_PYTHON = deferred(r"^python[\d.]*$")
+_DEFAULT = deferred(r"\$\{[A-Za-z_]\w*:?[-=]([^{}]*)\}")  # ``${NAME:-default}``, ``${NAME=default}``: the default
+_READ_FROM = deferred(r"(?<![<\w])\d*<\s*([^\s<>&;|()'\"]+)")  # ``< file``, ``3<file`` (not ``<<``, ``<&``, ``<(``)
 _RECIPE_PREFIX = deferred(r"^[ \t]*[@+-]*", re.M)  # a make recipe line's tab and @, +, - (not the shell's)
 _CHANGES_DIR = deferred(
     r"(?:^|[\s;&|(])[@+-]*(?:cd|pushd)(?:\s+-[LPe@]+)*\s+(?:'([^']*)'|\"([^\"]*)\"|([^\s;&|)]+))"
@@ -173,7 +178,7 @@ def run_by_hooks(
     texts += [(_whole(os.path.join(work_tree, name), found), work_tree, None) for name in HOOK_MANAGER_FILES]
     texts += [(_mise_text(_whole(os.path.join(work_tree, name), found)), work_tree, None) for name in _MISE_FILES]
     budget = budget if budget is not None else new_budget()
-    bins = [posixpath.normpath(os.path.join(work_tree, d)) for d in sorted(path_dirs(work_tree))]
+    bins = OnPath([posixpath.normpath(os.path.join(work_tree, d)) for d in sorted(path_dirs(work_tree))])
     for _level in range(_RUN_DEPTH):
         texts = [more for text, base, goals in texts for more in _runs(text, base, goals, work_tree, home, found,
                                                                        budget, bins)]  # fmt: skip
@@ -181,6 +186,8 @@ def run_by_hooks(
             break
     for _text_left, base, _goals in texts:  # (past the levels: what these run is unread)
         found[PART_READ + base] = None
+    for path, _how, _goals in on_path(sorted(bins.words), bins.dirs):  # (a PATH set by a text read later)
+        found.setdefault(path, None)
     # (A pattern, ``^``: a path built with a variable, any file it matches, made or changed: red team 49 F4.)
     named = [path if path.startswith((_PATTERN, PART_READ)) else "%" + path for path in found]
     return named[:_RUN_NAMED_MAX] + [path for path in named[_RUN_NAMED_MAX:] if path.startswith(PART_READ)]
@@ -200,7 +207,13 @@ def _named(words: list[str], line: str) -> list[_Named]:
                 named.append((built.group(1), "run", ()))
             elif ")/" in word:  # (`"$(dirname "$(readlink -f "$0")")/lib.sh"`, split: red team 105 F4)
                 named.append((word.rpartition(")/")[2].lstrip("/"), "run", ()))
-        elif "/" in word or word.startswith("~") or word.endswith(_SCRIPT_SUFFIXES) or previous in _RUNNERS:
+        elif (
+            "/" in word
+            or word.startswith("~")
+            or word.endswith(_SCRIPT_SUFFIXES)
+            or previous in _RUNNERS
+            or (at and posixpath.basename(words[0]) in _RUNNERS)  # (``python3 -W ignore check``: red team 140 F4)
+        ):
             named.append((word, "run", ()))
         elif previous == "mod":  # a justfile's module: NAME.just, NAME/mod.just, NAME/justfile
             named += [(f"{word}.just", "run", ()), (f"{word}/mod.just", "run", ()), (f"{word}/justfile", "run", ())]
@@ -234,7 +247,7 @@ def _places(text: str, base: str, work_tree: str, home: str | None) -> list[str]
 
 
 def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, home: str | None,
-          found: dict[str, None], budget: list[int], bins: list[str]) -> list[_Text]:  # fmt: skip
+          found: dict[str, None], budget: list[int], bins: OnPath) -> list[_Text]:  # fmt: skip
     """Add to ``found`` the files one text runs; the texts of those to read in turn. ``bins``: the directories the
     hooks put first on PATH (``path_dirs``), where a program named by its name alone is looked for."""
     text = text.replace("\x00", "\n")  # (a binary read whole: no name holds a NUL, and a path with one fails)
@@ -248,7 +261,12 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     commands, whole = parsed_lines(shell)
     if not whole:
         found[PART_READ + base] = None
-    text = "\n".join([text, *commands])
+    # A parameter's default (``"${LINT:-./scripts/lint.sh}"``: red team 140 F2), a file read on a descriptor
+    # (``exec 3<scripts/lint; sh <&3``, ``sh < x``: F5), a directory put on PATH by any spelling (F1): read too.
+    defaults = _DEFAULT.sub(lambda found: found.group(1), text)
+    read_from = [f"sh {shlex.quote(name)}" for name in _READ_FROM.findall(text)]
+    text = "\n".join([text, *commands, *read_from, *([defaults] if defaults != text else [])])
+    bins.dirs += [b for b in put_on_path(text, base, work_tree) if b not in bins.dirs][: 16 - len(bins.dirs)]
     places = _places(text, base, work_tree, home)
     for place in places[_PLACES_MAX:]:  # (a directory past those looked in: all of it counts)
         found[PART_READ + place] = None
@@ -260,7 +278,8 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
             continue
         line = _assigned(written, values)
         words = program_words(line, built=True)
-        named = _named(words, line) + _in_sites(words, line, places, home) + _on_path(words, bins)
+        bins.words.update(w for w in words[:16] if len(bins.words) < 4096)
+        named = _named(words, line) + _in_sites(words, line, places, home) + on_path(words, bins.dirs)
         inners = code_strings(line)  # (``bash -c 'sh x.sh'``, ``node -e "require('./x')"``: red team 136 F3)
         for inner in inners:
             inners += code_strings(inner)  # (nested: ``sh -c "bash -c '…'"``; bounded as the text is, by its size)
@@ -276,7 +295,13 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
                 if len(found) >= _RUN_NAMED_MAX:
                     found[PART_READ + work_tree] = None  # (past the names: all of the work tree counts)
                     return more
-                if os.path.isdir(path) and path not in found and _RUNS_A_DIRECTORY.search(line):
+                if (
+                    os.path.isdir(path)
+                    and how == "run"
+                    and _PYTHON.match(posixpath.basename(words[0] if words else ""))
+                ):
+                    found[posixpath.join(path, "__main__.py")] = None  # (``python3 tools``: tools/__main__.py)
+                if os.path.isdir(path) and path not in found and RUNS_A_DIRECTORY.search(line):
                     # (``run-parts dir``, ``find dir -exec sh {} \;``, ``ls dir | xargs``: every file there runs —
                     # red team 136 F1)
                     found[PART_READ + path] = None
@@ -407,15 +432,6 @@ def _expanded(word: str, places: list[str], home: str | None) -> list[str]:
     paths = [expand_path(word, where, home) for where in places]
     named = [posixpath.normpath(os.path.join(where, os.path.expanduser(word))) for where in places]
     return list(dict.fromkeys(paths + [n for n in named if os.path.islink(n)]))
-
-
-def _on_path(words: list[str], bins: list[str]) -> list[_Named]:
-    """A word that is a program's name alone, found in a directory the hooks put first on PATH (husky's
-    ``node_modules/.bin``: ``lint-staged`` in ``.husky/pre-commit``, red team 49 F3)."""
-    if not bins:
-        return []
-    return [(path, "run", ()) for word in words if word and "/" not in word and not word.startswith(("$", "~"))
-            for path in (os.path.join(b, word) for b in bins) if os.path.lexists(path)]  # fmt: skip
 
 
 def _whole(path: str, found: dict[str, None]) -> str:

@@ -5,11 +5,14 @@ interpreter as a string."""
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
+import os
 import posixpath
 import re
 import shlex
 import threading
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from mcp_server_guard.patterns import deferred
@@ -17,7 +20,16 @@ from mcp_server_guard.patterns import deferred
 if TYPE_CHECKING:
     from mcp_server_guard.shell.strings.commands import Command
 
-__all__ = ["code_strings", "parsed_lines", "program_words", "uncommented"]
+__all__ = [
+    "RUNS_A_DIRECTORY",
+    "OnPath",
+    "code_strings",
+    "on_path",
+    "parsed_lines",
+    "program_words",
+    "put_on_path",
+    "uncommented",
+]
 
 
 def program_words(command: str, *, built: bool = False) -> list[str]:
@@ -29,8 +41,27 @@ def program_words(command: str, *, built: bool = False) -> list[str]:
         words = shlex.split(uncommented(command))
     except ValueError:
         words = re.split(r"[\s;&|(){}<>'\"`]+", command)
-    words = [w.strip("(){};&|<>@,") for w in words]
+    words = [w.strip("(){};&|<>@,") for v in words for w in braced(v.rstrip(";&|"))]  # (``scripts/{lint,fmt}``)
+    # (an option's value that names a file: ``node --import=./x.mjs``, ``--require=./x.js``: red team 140 F4)
+    words += [v for w in words if w.startswith("-") and "=" in w and ("/" in (v := w.partition("=")[2]) or "." in v)]
     return [w for w in words if w and not w.startswith("-") and (not w.startswith("$") or built) and "=" not in w]
+
+
+_BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")
+
+
+def braced(word: str, limit: int = 64) -> list[str]:
+    """``word`` with bash's brace expansion done (``a{b,c}d``: ``abd``, ``acd``), ``limit`` words at most."""
+    found = _BRACES.search(word)
+    if found is None or word.startswith("$"):
+        return [word]
+    head, tail = word[: found.start()], word[found.end() :]
+    out: list[str] = []
+    for part in found.group(1).split(","):
+        out += braced(head + part + tail, limit - len(out))
+        if len(out) >= limit:
+            break
+    return out[:limit]
 
 
 _WORD_START = frozenset(" \t\n;&|()<>")
@@ -76,7 +107,9 @@ def code_strings(line: str) -> list[str]:
         words = shlex.split(uncommented(line))
     except ValueError:
         return []
-    found: list[str] = []
+    # A string of several words given to any program may be shell code it runs (``trap 'sh x.sh' EXIT``, ``flock
+    # l -c '…'``, ``env -S '…'``, ``git submodule foreach '…'``: red team 140 F3): read as a line too.
+    found: list[str] = [word for word in words[1:] if " " in word.strip()]
     for at, word in enumerate(words[:-1]):
         program = posixpath.basename(word)
         if program not in _SHELLS and program.rstrip("0123456789.") not in _CODE_RUNNERS:
@@ -88,7 +121,7 @@ def code_strings(line: str) -> list[str]:
                 found.append(value)
             elif program not in _SHELLS and option in ("-c", "-e", "-p", "--eval", "--print", "-E", "-r"):
                 found.append(" ".join(shlex.quote(x) for x in _LITERAL.findall(value)))
-    return found
+    return list(dict.fromkeys(found))
 
 
 _SHELL_VALUE_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})  # a shell option's value
@@ -178,3 +211,50 @@ def _pieces(text: str) -> list[str]:
         pieces.append(text[:cut])
         text = text[cut:]
     return [*pieces, text] if text else pieces
+
+
+# PATH set by any spelling: ``PATH=…``, ``PATH+=…``, ``export PATH="$(git rev-parse --show-toplevel)/tools:$PATH"``.
+_PATH_GIVEN = deferred(r"(?:^|[\s;&|(])(?:export\s+)?PATH\+?=([^\n;&|#]+)")
+_FROM_TOP = deferred(r"^(?:\$\{?PWD\}?|\$\(pwd\)|\$\(git rev-parse --show-toplevel\))/?")
+_FROM_HERE = deferred(r"^\$\(dirname (?:--\s+)?\"?\$0\"?\)/?")
+
+
+@dataclasses.dataclass
+class OnPath:
+    """The directories the hooks put first on PATH, and the words their texts name (a program's name alone may be
+    one there: named once every text is read, a PATH a sourced file sets too — red team 140 F1)."""
+
+    dirs: list[str]
+    words: set[str] = dataclasses.field(default_factory=set)
+
+
+def on_path(words: Iterable[str], bins: list[str]) -> list[tuple[str, str, tuple[str, ...]]]:
+    """A word that is a program's name alone, found in a directory the hooks put first on PATH (husky's
+    ``node_modules/.bin``: ``lint-staged`` in ``.husky/pre-commit``, red team 49 F3)."""
+    if not bins:
+        return []
+    # (there now or made later: a name a hook runs from PATH is protected before it exists — red team 140 F1)
+    return [(os.path.join(b, word), "run", ()) for word in list(words)[:16] if word and "/" not in word
+            and not word.startswith(("$", "~")) for b in bins[:16]]  # fmt: skip
+
+
+def put_on_path(text: str, base: str, work_tree: str) -> list[str]:
+    """The directories a text puts on PATH (``PATH+=":$PWD/tools"``, ``PATH="$(dirname "$0")/../tools:$PATH"``):
+    a program it then names alone may be there, made later too (``on_path``)."""
+    found: list[str] = []
+    for given in _PATH_GIVEN.findall(text):
+        for value in given.strip().strip("'\"").split(":"):
+            if _FROM_HERE.match(value):
+                found.append(posixpath.normpath(posixpath.join(base, _FROM_HERE.sub("", value))))
+            elif (relative := _FROM_TOP.sub("", value)) and not relative.startswith(("$", "~")):
+                found.append(posixpath.normpath(posixpath.join(work_tree, relative)))
+    return found[:16]
+
+
+# A line that runs every file of a directory it names: ``run-parts dir``, ``find dir … -exec sh {} ;`` (or ``-exec
+# {}``), ``find dir | xargs -n1 bash`` — not a tool given the files (``find . -name '*.sh' | xargs shellcheck``).
+_INTERPRETERS = r"(?:\S*/)?(?:sh|bash|zsh|dash|ksh|source|\.|python[\d.]*|node|perl|ruby|php|\{\})(?=[\s;]|$)"
+RUNS_A_DIRECTORY = deferred(
+    rf"(?:^|[\s;&|(])run-parts\b|\s-(?:exec|execdir|ok|okdir)\s+{_INTERPRETERS}"
+    rf"|\bxargs\b[^|;&\n]{{0,256}}?\s{_INTERPRETERS}"
+)

@@ -11,7 +11,7 @@ from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.changes.git_index import blob_hash
 from mcp_server_guard.changes.nofollow import DIR, Changed, parent
 
-__all__ = ["moved_pairs"]
+__all__ = ["link_target", "moved_pairs"]
 
 _MOVE_HASH_BYTES = 256 << 20  # bytes hashed at most to recognise moved files
 
@@ -54,12 +54,12 @@ def moved_pairs(
                 continue
             name = change.path.rsplit("/", 1)[-1]
             if change.kind == "symlink":  # ``mv d d2`` of a directory holding a link: the same link, elsewhere
-                target = _target(changes.root, change.path)
+                target = link_target(changes.root, change.path)
                 for other, made in sorted(links, key=lambda c: c[1].path.rsplit("/", 1)[-1] != name):
                     if (
                         (other.root, made.path) not in moves
                         and target is not None
-                        and target == _target(other.upper, made.path)
+                        and target == link_target(other.upper, made.path)
                     ):
                         moves.update({(changes.root, change.path), (other.root, made.path)})
                         pairs.append(((changes.root, change.path), (other.root, made.path)))
@@ -78,7 +78,7 @@ def moved_pairs(
     return pairs
 
 
-def _target(base: str, path: str) -> str | None:
+def link_target(base: str, path: str) -> str | None:
     """A symlink's target, read beneath ``base`` with no link followed (None when it is not one)."""
     try:
         fd = os.open(base, DIR)

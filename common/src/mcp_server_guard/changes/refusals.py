@@ -31,11 +31,12 @@ from mcp_server_guard.changes.git_verdicts import (
     objects_verdict,
     pointer_verdict,
 )
+from mcp_server_guard.changes.moves import link_target
 from mcp_server_guard.changes.nofollow import TooMany, default_acl_above, entries_below, lstat_beneath
 from mcp_server_guard.changes.wholes import refuse_whole
 from mcp_server_guard.changes.xattrs import acl_mode
 from mcp_server_guard.files.kept import file_kind
-from mcp_server_guard.paths import printable, within_any
+from mcp_server_guard.paths import printable, within, within_any
 from mcp_server_guard.protected import Lookups, Protection
 from mcp_server_guard.python_startup import ENV_MARKERS, start_up_file
 
@@ -238,6 +239,8 @@ def judge_modes(
                 probe = replace(change, kind="dir")
                 if _above_protected(change.path, nested) or _guarded(trees, probe, protection, roots, lookups):
                     refused[key] = "a link in place of a protected directory: only a directory may be there"
+                elif (open_to := _leads_where_others_write(changes, change, roots)) is not None:
+                    asks.append(f"links {change.path} to {open_to}")
                 continue
             if change.kind not in ("file", "dir"):
                 continue
@@ -288,6 +291,32 @@ def judge_modes(
             elif extra & _WRITABLE_BY_OTHERS and (why := _loosened(trees, changes, change, in_scratch)) is not None:
                 asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}{why}")
     return asks
+
+
+def _leads_where_others_write(changes: ChangeSet, change: Change, roots: Sequence[str]) -> str | None:
+    """Where a link the command made leads, outside the roots, when others may put what is read there: a directory
+    anyone may write (``/tmp``, ``/dev/shm``) holding the name or its missing parent, or a file of another user.
+    Threat (red team 141 F1): ``ln -sf /tmp/x.py .venv/.../pkg/__init__.py``, ``build/Makefile -> /tmp/x.mk``: no
+    mode bit is granted, yet another user writes what the user's next import, build or run reads."""
+    target = link_target(changes.upper, change.path)
+    if not target:
+        return None
+    where = posixpath.normpath(posixpath.join(changes.root, posixpath.dirname(change.path), target))
+    if any(within(where, root) for root in roots):
+        return None
+    probe = where
+    while True:  # (metadata only: nothing outside the roots is opened)
+        try:
+            st = os.stat(probe)
+        except OSError:
+            if probe in ("/", ""):
+                return None
+            probe = posixpath.dirname(probe)
+            continue
+        others = st.st_uid not in (0, os.geteuid())  # (the system's files, root's, are trusted: a venv's python)
+        if st.st_mode & 0o002 or (probe == where and not stat.S_ISDIR(st.st_mode) and others):
+            return f"{printable(target)} (others may write {printable(probe)})"
+        return None
 
 
 def _loosened(trees: Trees, changes: ChangeSet, change: Change, in_scratch: Callable[[str, str], bool]) -> str | None:
