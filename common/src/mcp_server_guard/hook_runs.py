@@ -1,26 +1,17 @@
 """What a git hook runs, to the files those run in turn: project files the user's next ``git commit`` runs outside
-any box, protected like the hook itself (``git_dirs`` marks each ``%``).
-
-Read from the hook files, from the hook managers' configs at the work tree's top (lefthook, pre-commit, hk,
-CaptainHook, rusty-hook, GrumPHP, overcommit) and from ``.envrc`` (direnv runs it, and what it sources, at every
-``cd``). In each text, a file is named by a path (``./scripts/pre-commit``, ``tools/check.py``, one built at run time
-from the top or the script's own place: ``"$(git rev-parse --show-toplevel)/scripts/check"``, ``"$(dirname
-"$0")/x"``), by a script's name (``python3 check.py``, a name ending ``.py``, ``.sh``, ``.js`` …), as what a runner
-is given (``sh x``, ``source x``, ``source_env x``, ``dotenv x``), as a module (``python3 -m tools.check``), as the
-recipe file a program reads (``make lint``: the Makefile, its variables, ``$(shell …)`` lines, includes, and the
-recipes of ``lint``, its prerequisites, the default goal and pattern rules; ``just``, ``task``, ``tox``, ``nox``,
-``invoke``, ``rake``, ``deno task``, ``cargo make``, ``composer``: their files, read whole), or as the
-``node_modules/.bin`` entry of ``npx x``. Relative names are taken from the work tree's top (where git runs hooks),
-from the text's own directory, and from every directory the text changes to (``cd tools``, ``make -C sub``,
-lefthook's ``root:``). Shell scripts and recipe files are read in turn (6 levels, 96 files, 512 KiB; past a bound
-its directory counts whole: ``PART_READ``); a Python or Node program is protected with its compiled copy, and the
-modules it imports are not: a hook that runs the project's own tests or tools runs the project's code, which a
-command may change like any run of it (docs/security.md).
+any box, protected like the hook itself (``git_dirs`` marks each ``%``). Read from the hook files, the hook managers'
+configs at the top (lefthook, pre-commit, hk, CaptainHook, rusty-hook, GrumPHP, overcommit) and ``.envrc``; each text
+line by line and with bash's grammar (``hook_words``): a file named by a path (one built at run time from the top or
+the script's place too), any word naming a file there is, what a runner or interpreter is given, a module (``-m``),
+the recipe file a program reads (``make lint``: ``make_reads``; ``just``, ``task``, ``tox``, ``ninja`` …: read whole),
+``npx x``'s entry, a program named alone on a PATH a text sets. Relative names from the top, the text's directory and
+every directory it changes to. Texts read in turn (6 levels, 96 files, 512 KiB); past any bound the directory counts
+whole (``PART_READ``). A Python or Node program is protected with its compiled copy, not the modules it imports: a
+hook that runs the project's tests runs the project's code (docs/security.md).
 
 Threat: a hook ``exec ./scripts/pre-commit`` running ``python3 tools/check.py``, ``make lint``, lefthook's ``run:
-./scripts/lint.sh``: the program a protected hook runs, rewritten, runs at the next ``git commit`` (red team 5b F4, 6
-L2–L4, 8 A, C1, E1). Regular files only (a link read as what it leads to), never ``*.sample`` hooks. (What the
-user's shell rc files source: ``rc_files``.)
+./scripts/lint.sh``: the program a protected hook runs, rewritten, runs at the next ``git commit`` (red teams 5b F4,
+6, 8, 135–142). Regular files only (a link read as what it leads to), never ``*.sample`` hooks.
 """
 
 from __future__ import annotations
@@ -38,13 +29,18 @@ from collections.abc import Iterable
 
 from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular_bytes
 from mcp_server_guard.hook_words import (
+    GIT_DIR_WORD,
+    PARAMETER_DEFAULT,
+    READ_FROM,
     RUNS_A_DIRECTORY,
     OnPath,
     code_strings,
+    is_file,
     on_path,
     parsed_lines,
     program_words,
     put_on_path,
+    runner,
     uncommented,
 )
 from mcp_server_guard.make_reads import make_calls, make_named, make_read
@@ -81,20 +77,11 @@ _NPX = deferred(r"(?<![\w./-])(?:npx|bunx|(?:npm|pnpm|yarn)\s+(?:exec|dlx))(?:\s
 _SCRIPT_SUFFIXES = (".py", ".sh", ".bash", ".zsh", ".ksh", ".fish", ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts",
                     ".rb", ".pl", ".php", ".lua", ".mk", ".ps1", ".just")  # fmt: skip
 _SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".mk", ".envrc")  # read in turn for what they run
-# Words whose next operand is a file they run or read as code, whatever its name.
-_RUNNERS = frozenset(
-    {"sh", "bash", "zsh", "dash", "ksh", "source", ".", "exec", "python", "python3", "node", "deno", "bun", "ruby",
-     "perl", "php", "lua", "tsx", "ts-node", "source_env", "source_env_if_exists", "source_up", "source_up_if_exists",
-     "dotenv", "dotenv_if_exists", "env_file", "import"}
-)  # fmt: skip
 # A directory the rest runs from: ``cd tools``, ``make -C sub``, lefthook's ``root:``.
-_PYTHON = deferred(r"^python[\d.]*$")
-_DEFAULT = deferred(r"\$\{[A-Za-z_]\w*:?[-=]([^{}]*)\}")  # ``${NAME:-default}``, ``${NAME=default}``: the default
-_READ_FROM = deferred(r"(?<![<\w])\d*<\s*([^\s<>&;|()'\"]+)")  # ``< file``, ``3<file`` (not ``<<``, ``<&``, ``<(``)
 _RECIPE_PREFIX = deferred(r"^[ \t]*[@+-]*", re.M)  # a make recipe line's tab and @, +, - (not the shell's)
 _CHANGES_DIR = deferred(
-    r"(?:^|[\s;&|(])[@+-]*(?:cd|pushd)(?:\s+-[LPe@]+)*\s+(?:'([^']*)'|\"([^\"]*)\"|([^\s;&|)]+))"
-    r"|\s(?:-C|--directory|--chdir)[ =]?(\S+)"
+    r"(?:^|[\s;&|(])[@+-]*(?:cd|pushd)(?:\s+-[-LPe@]*)*\s+(?:'([^']*)'|\"([^\"]*)\"|([^\s;&|)]+))"
+    r"|\s(?:-C|--directory|--chdir|--build)[ =]?(\S+)"
     r"|^\s*(?:root|working-directory|workdir):\s*(\S+)",
     re.MULTILINE,
 )
@@ -124,6 +111,8 @@ _RECIPE_FILES = {
     "makers": ("Makefile.toml",),
     "composer": ("composer.json",),
     "poe": ("pyproject.toml",),
+    "ninja": ("build.ninja",),  # (``ninja -C build lint``, ``cmake --build build``: red team 142 F2)
+    "cmake": ("Makefile", "build.ninja"),
 }
 # What direnv's ``use nix``/``use flake``/``use devenv`` evaluates (``direnv_evaluates``): each file's ``shellHook``
 # runs at every ``cd``.
@@ -211,8 +200,8 @@ def _named(words: list[str], line: str) -> list[_Named]:
             "/" in word
             or word.startswith("~")
             or word.endswith(_SCRIPT_SUFFIXES)
-            or previous in _RUNNERS
-            or (at and posixpath.basename(words[0]) in _RUNNERS)  # (``python3 -W ignore check``: red team 140 F4)
+            or runner(previous)
+            or (at and runner(words[0]))  # (``python3 -W ignore check``: red team 140 F4; ``python3.11 x``: 142 F1)
         ):
             named.append((word, "run", ()))
         elif previous == "mod":  # a justfile's module: NAME.just, NAME/mod.just, NAME/justfile
@@ -257,14 +246,16 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
             found[PART_READ + base] = None
     # The commands as bash's grammar reads them, read beside the lines as written (red team 138): past the parser's
     # bounds, the text's directory counts whole.
+    # (``$(git rev-parse --git-dir)/../x``, ``~+/x``: places bash and git know — red team 142 F3, F8)
+    text = GIT_DIR_WORD.sub(".git", text).replace("~+/", "./")
     shell = _RECIPE_PREFIX.sub("", text).replace("$$", "$") if goals is not None else text  # (a recipe as run)
     commands, whole = parsed_lines(shell)
     if not whole:
         found[PART_READ + base] = None
     # A parameter's default (``"${LINT:-./scripts/lint.sh}"``: red team 140 F2), a file read on a descriptor
     # (``exec 3<scripts/lint; sh <&3``, ``sh < x``: F5), a directory put on PATH by any spelling (F1): read too.
-    defaults = _DEFAULT.sub(lambda found: found.group(1), text)
-    read_from = [f"sh {shlex.quote(name)}" for name in _READ_FROM.findall(text)]
+    defaults = PARAMETER_DEFAULT.sub(lambda found: found.group(1), text)
+    read_from = [f"sh {shlex.quote(name)}" for name in READ_FROM.findall(text)]
     text = "\n".join([text, *commands, *read_from, *([defaults] if defaults != text else [])])
     bins.dirs += [b for b in put_on_path(text, base, work_tree) if b not in bins.dirs][: 16 - len(bins.dirs)]
     places = _places(text, base, work_tree, home)
@@ -290,6 +281,10 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
                     found[PART_READ + place] = None  # (a directory past those looked in: all of it counts)
             inner_words = program_words(inner, built=True)
             named += _named(inner_words, inner) + _in_sites(inner_words, inner, places, home)
+            words = [*words, *inner_words]
+        # Any word naming a file there is (``awk -f check.awk``, ``check() { sh "$1"; }; check lint``, ``eval
+        # "$(cat lint)"``: red team 142) — whatever the program before it, it may run it.
+        named += [(w, "run", ()) for w in words if "$" not in w and is_file(w, places[:4])]
         for word, how, wanted in named:
             for path in _expanded(word, places, home):
                 if len(found) >= _RUN_NAMED_MAX:
@@ -298,7 +293,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
                 if (
                     os.path.isdir(path)
                     and how == "run"
-                    and _PYTHON.match(posixpath.basename(words[0] if words else ""))
+                    and posixpath.basename(words[0] if words else "").rstrip("0123456789.") == "python"
                 ):
                     found[posixpath.join(path, "__main__.py")] = None  # (``python3 tools``: tools/__main__.py)
                 if os.path.isdir(path) and path not in found and RUNS_A_DIRECTORY.search(line):

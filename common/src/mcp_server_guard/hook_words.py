@@ -5,12 +5,14 @@ interpreter as a string."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import itertools
 import os
 import posixpath
 import re
 import shlex
+import stat
 import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -21,13 +23,19 @@ if TYPE_CHECKING:
     from mcp_server_guard.shell.strings.commands import Command
 
 __all__ = [
+    "GIT_DIR_WORD",
+    "PARAMETER_DEFAULT",
+    "READ_FROM",
+    "RUNNERS",
     "RUNS_A_DIRECTORY",
     "OnPath",
     "code_strings",
+    "is_file",
     "on_path",
     "parsed_lines",
     "program_words",
     "put_on_path",
+    "runner",
     "uncommented",
 ]
 
@@ -96,7 +104,7 @@ def uncommented(text: str) -> str:
 
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "busybox"})
 _CODE_RUNNERS = frozenset({"node", "nodejs", "deno", "bun", "python", "python3", "perl", "ruby", "php", "lua"})
-_LITERAL = deferred(r"""["'`]([^"'`\s]*(?:/|\.(?:py|js|mjs|cjs|ts|sh|rb|pl|php|lua)\b)[^"'`\s]*)["'`]""")
+_LITERAL = deferred(r"""["'`]([^"'`\s]+)["'`]|\bimport\s+([A-Za-z_][\w.]*)""")  # a quoted name; a module imported
 
 
 def code_strings(line: str) -> list[str]:
@@ -120,7 +128,8 @@ def code_strings(line: str) -> list[str]:
             if program in _SHELLS and "c" in option.lstrip("-") and not option.startswith("--"):
                 found.append(value)
             elif program not in _SHELLS and option in ("-c", "-e", "-p", "--eval", "--print", "-E", "-r"):
-                found.append(" ".join(shlex.quote(x) for x in _LITERAL.findall(value)))
+                named = [quoted or module.replace(".", "/") + ".py" for quoted, module in _LITERAL.findall(value)]
+                found.append(" ".join(shlex.quote(x) for x in named))  # (``-c 'import tools.check'``: 142 F6)
     return list(dict.fromkeys(found))
 
 
@@ -258,3 +267,32 @@ RUNS_A_DIRECTORY = deferred(
     rf"(?:^|[\s;&|(])run-parts\b|\s-(?:exec|execdir|ok|okdir)\s+{_INTERPRETERS}"
     rf"|\bxargs\b[^|;&\n]{{0,256}}?\s{_INTERPRETERS}"
 )
+
+
+# Words whose next operand is a file they run or read as code, whatever its name.
+RUNNERS = frozenset(
+    {"sh", "bash", "zsh", "dash", "ksh", "source", ".", "exec", "python", "python3", "node", "deno", "bun", "ruby",
+     "perl", "php", "lua", "tsx", "ts-node", "source_env", "source_env_if_exists", "source_up", "source_up_if_exists",
+     "dotenv", "dotenv_if_exists", "env_file", "import"}
+)  # fmt: skip
+
+
+def runner(word: str) -> bool:
+    """Whether a program runs the file it is given (``sh``, ``python3.11``, ``/usr/bin/node``, ``nodejs``)."""
+    name = posixpath.basename(word)
+    return name in RUNNERS or name == "nodejs" or name.rstrip("0123456789.") in RUNNERS
+
+
+def is_file(word: str, places: list[str]) -> bool:
+    """Whether ``word`` names a regular file from one of ``places`` (no link followed at its end)."""
+    for place in places:
+        with contextlib.suppress(OSError, ValueError):
+            if stat.S_ISREG(os.lstat(os.path.join(place, word)).st_mode):
+                return True
+    return False
+
+
+# ``${NAME:-default}``, ``${NAME=default}``: the default.
+PARAMETER_DEFAULT = deferred(r"\$\{[A-Za-z_]\w*:?[-=]([^{}]*)\}")
+READ_FROM = deferred(r"(?<![<\w])\d*<\s*([^\s<>&;|()'\"]+)")  # ``< file``, ``3<file`` (not ``<<``, ``<&``, ``<(``)
+GIT_DIR_WORD = deferred(r"\$\(git rev-parse (?:--git-dir|--git-common-dir|--absolute-git-dir)\)")

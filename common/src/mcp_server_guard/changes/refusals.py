@@ -31,7 +31,7 @@ from mcp_server_guard.changes.git_verdicts import (
     objects_verdict,
     pointer_verdict,
 )
-from mcp_server_guard.changes.moves import link_target
+from mcp_server_guard.changes.link_ends import link_end, open_to_others
 from mcp_server_guard.changes.nofollow import TooMany, default_acl_above, entries_below, lstat_beneath
 from mcp_server_guard.changes.wholes import refuse_whole
 from mcp_server_guard.changes.xattrs import acl_mode
@@ -239,8 +239,8 @@ def judge_modes(
                 probe = replace(change, kind="dir")
                 if _above_protected(change.path, nested) or _guarded(trees, probe, protection, roots, lookups):
                     refused[key] = "a link in place of a protected directory: only a directory may be there"
-                elif (open_to := _leads_where_others_write(changes, change, roots)) is not None:
-                    asks.append(f"links {change.path} to {open_to}")
+                elif (end := link_end(changes, change.path)) is not None:
+                    _judge_link_end(trees, change, end, (protection, roots, lookups), refused, asks)
                 continue
             if change.kind not in ("file", "dir"):
                 continue
@@ -293,30 +293,30 @@ def judge_modes(
     return asks
 
 
-def _leads_where_others_write(changes: ChangeSet, change: Change, roots: Sequence[str]) -> str | None:
-    """Where a link the command made leads, outside the roots, when others may put what is read there: a directory
-    anyone may write (``/tmp``, ``/dev/shm``) holding the name or its missing parent, or a file of another user.
-    Threat (red team 141 F1): ``ln -sf /tmp/x.py .venv/.../pkg/__init__.py``, ``build/Makefile -> /tmp/x.mk``: no
-    mode bit is granted, yet another user writes what the user's next import, build or run reads."""
-    target = link_target(changes.upper, change.path)
-    if not target:
-        return None
-    where = posixpath.normpath(posixpath.join(changes.root, posixpath.dirname(change.path), target))
-    if any(within(where, root) for root in roots):
-        return None
-    probe = where
-    while True:  # (metadata only: nothing outside the roots is opened)
-        try:
-            st = os.stat(probe)
-        except OSError:
-            if probe in ("/", ""):
-                return None
-            probe = posixpath.dirname(probe)
-            continue
-        others = st.st_uid not in (0, os.geteuid())  # (the system's files, root's, are trusted: a venv's python)
-        if st.st_mode & 0o002 or (probe == where and not stat.S_ISDIR(st.st_mode) and others):
-            return f"{printable(target)} (others may write {printable(probe)})"
-        return None
+def _judge_link_end(
+    trees: Trees,
+    change: Change,
+    end: str,
+    guards: tuple[Protection, Sequence[str], Lookups],
+    refused: dict[tuple[str, str], str],
+    asks: list[str],
+) -> None:
+    """A link judged by where it ends (``link_ends``): refused at a protected path or git's own (what is written
+    through it lands there unjudged: red team 143 F2), asked where others may write what is read through it (red
+    teams 141 F1, 143 F1) or outside the roots where the user's own files lie."""
+    protection, roots, lookups = guards
+    key = (trees.changes.root, change.path)
+    if within(end, trees.changes.root) and end != trees.changes.root:
+        probe = Change(posixpath.relpath(end, trees.changes.root), "modify", "file")
+        if guarded := _guarded(trees, probe, protection, roots, lookups):
+            refused[key] = f"a link to {guarded}: what is written through it would land there unjudged"
+    elif any(within(end, root) for root in roots):
+        if rule := protection.write_rule([end], None, roots, lookups):
+            refused[key] = f"a link to {printable(end)} (protected: {rule})"
+    elif rule := protection.write_rule([end], None, roots, lookups):
+        refused[key] = f"a link to {printable(end)} (protected: {rule})"
+    elif (why := open_to_others(end)) is not None:
+        asks.append(f"links {change.path} to {printable(end)} ({why})")
 
 
 def _loosened(trees: Trees, changes: ChangeSet, change: Change, in_scratch: Callable[[str, str], bool]) -> str | None:

@@ -1,0 +1,88 @@
+"""Where a link a command made leads, in the tree the command leaves (``refusals.judge_modes``): followed name by name,
+through every link on the way — the real tree's and those the same command made — to its end.
+
+Threat (red team 143): a link is judged by its own text alone, so ``up -> /`` then ``mod.py -> ../up/tmp/x.py``, or
+``dist/app.cfg -> ../.git/config`` (a protected file the user's next build writes through), landed unasked."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+
+from mcp_server_guard.changes.changeset import Change, ChangeSet
+from mcp_server_guard.changes.moves import link_target
+from mcp_server_guard.paths import printable, within
+
+__all__ = ["link_end", "open_to_others"]
+
+_HOPS = 40  # links followed at most (the kernel's own bound)
+
+
+def link_end(changes: ChangeSet, path: str) -> str | None:
+    """The absolute path the link at ``path`` (root-relative, one the command made) ends at, every link on the way
+    followed as the tree the command leaves has it; None for a loop or past the bound."""
+    made = {c.path: c for c in changes.changes}
+    target = link_target(changes.upper, path)
+    if target is None:
+        return None
+    todo = posixpath.join(posixpath.dirname(posixpath.join(changes.root, path)), target).split("/")
+    done = "/"
+    hops = 0
+    while todo:
+        name = todo.pop(0)
+        if name in ("", "."):
+            continue
+        if name == "..":
+            done = posixpath.dirname(done)
+            continue
+        here = posixpath.join(done, name)
+        leads = _after_link(changes, made, here)
+        if leads is None:
+            done = here
+            continue
+        hops += 1
+        if hops > _HOPS:
+            return None
+        todo = leads.split("/") + todo
+        done = "/" if leads.startswith("/") else done
+    return done
+
+
+def _after_link(changes: ChangeSet, made: dict[str, Change], here: str) -> str | None:
+    """The target of ``here`` when it is a link in the tree the command leaves (None: not a link there)."""
+    if within(here, changes.root) and here != changes.root:
+        rel = posixpath.relpath(here, changes.root)
+        change = made.get(rel)
+        if change is not None:
+            return link_target(changes.upper, rel) if change.kind == "symlink" and change.action != "delete" else None
+    try:  # (the real tree: metadata and the link's text only, nothing opened)
+        return os.readlink(here) if stat.S_ISLNK(os.lstat(here).st_mode) else None
+    except OSError:
+        return None
+
+
+def open_to_others(end: str) -> str | None:
+    """Why what a link leads to outside the roots may be another user's to write (None: it is not): a directory
+    anyone may write holding it or its missing parent (``/tmp``, ``/dev/shm``), or an entry of another user (root's,
+    the system's, are trusted: a venv's ``python`` link). The user's own files outside the roots (not a program: a
+    venv's python from uv or pyenv): a build writing through the link writes there, outside the box."""
+    probe = end
+    while True:  # (metadata only: nothing outside the roots is opened)
+        try:
+            st = os.stat(probe)
+        except OSError:
+            if probe in ("/", ""):
+                return None
+            probe = posixpath.dirname(probe)
+            continue
+        if st.st_mode & 0o002:
+            return f"others may write {printable(probe)}"
+        if st.st_uid not in (0, os.geteuid()):
+            return f"{printable(probe)} is another user's"
+        program = (
+            stat.S_ISREG(st.st_mode) and st.st_mode & 0o111
+        )  # (a venv's python from uv or pyenv: run, not written)
+        if probe == end and st.st_uid == os.geteuid() != 0 and not program:
+            return f"{printable(end)} lies outside the allowed directories: what is written through it lands there"
+        return None
