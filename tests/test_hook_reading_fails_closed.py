@@ -90,3 +90,19 @@ def test_a_shells_command_string_and_an_interpreters_code_string_are_read() -> N
     assert code_strings("sh scripts/lint.sh") == []
     # Red team 140 F3: a string of several words given to any program may be shell code it runs.
     assert code_strings("trap 'sh scripts/cleanup.sh' EXIT") == ["sh scripts/cleanup.sh"]
+
+
+def test_any_word_of_a_hook_naming_a_file_is_what_it_may_run_but_not_a_configs_arguments(tmp_path: Path) -> None:
+    # Red team 142: `awk -f check.awk`, `check() { sh "$1"; }; check lint` named nothing; a hook manager's YAML that
+    # passes `pyproject.toml` to a formatter does not make the project's manifest a program.
+    files = {
+        "check.awk": "",
+        "lint": "",
+        "pyproject.toml": "",
+        ".pre-commit-config.yaml": "repos:\n- repo: local\n  hooks:\n  - id: f\n    args:\n"
+        "    - --config\n    - pyproject.toml\n",
+    }
+    found = _found(tmp_path, 'awk -f check.awk\ncheck() { sh "$1"; }; check lint', files)
+    real = os.path.realpath(tmp_path)
+    assert {f"%{real}/check.awk", f"%{real}/lint"} <= set(found), found
+    assert f"%{real}/pyproject.toml" not in found

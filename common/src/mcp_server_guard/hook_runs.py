@@ -78,6 +78,7 @@ _SCRIPT_SUFFIXES = (".py", ".sh", ".bash", ".zsh", ".ksh", ".fish", ".js", ".mjs
                     ".rb", ".pl", ".php", ".lua", ".mk", ".ps1", ".just")  # fmt: skip
 _SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".mk", ".envrc")  # read in turn for what they run
 # A directory the rest runs from: ``cd tools``, ``make -C sub``, lefthook's ``root:``.
+_CONFIG = deferred(r"\A(?:\s*(?:#[^!].*)?\n)*\s*(?:[\w.-]+:(?:\s|$)|\[|\{|-\s)")  # YAML, TOML, JSON: not shell
 _RECIPE_PREFIX = deferred(r"^[ \t]*[@+-]*", re.M)  # a make recipe line's tab and @, +, - (not the shell's)
 _CHANGES_DIR = deferred(
     r"(?:^|[\s;&|(])[@+-]*(?:cd|pushd)(?:\s+-[-LPe@]*)*\s+(?:'([^']*)'|\"([^\"]*)\"|([^\s;&|)]+))"
@@ -248,8 +249,9 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     # bounds, the text's directory counts whole.
     # (``$(git rev-parse --git-dir)/../x``, ``~+/x``: places bash and git know — red team 142 F3, F8)
     text = GIT_DIR_WORD.sub(".git", text).replace("~+/", "./")
-    shell = _RECIPE_PREFIX.sub("", text).replace("$$", "$") if goals is not None else text  # (a recipe as run)
-    commands, whole = parsed_lines(shell)
+    script = _RECIPE_PREFIX.sub("", text).replace("$$", "$") if goals is not None else text  # (a recipe as run)
+    commands, whole = parsed_lines(script)
+    shell = goals is not None or not _CONFIG.match(text)  # (a hook manager's YAML names files it only passes on)
     if not whole:
         found[PART_READ + base] = None
     # A parameter's default (``"${LINT:-./scripts/lint.sh}"``: red team 140 F2), a file read on a descriptor
@@ -284,7 +286,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
             words = [*words, *inner_words]
         # Any word naming a file there is (``awk -f check.awk``, ``check() { sh "$1"; }; check lint``, ``eval
         # "$(cat lint)"``: red team 142) — whatever the program before it, it may run it.
-        named += [(w, "run", ()) for w in words if "$" not in w and is_file(w, places[:4])]
+        named += [(w, "run", ()) for w in words if shell and "$" not in w and is_file(w, places[:4])]
         for word, how, wanted in named:
             for path in _expanded(word, places, home):
                 if len(found) >= _RUN_NAMED_MAX:
