@@ -106,3 +106,14 @@ def test_any_word_of_a_hook_naming_a_file_is_what_it_may_run_but_not_a_configs_a
     real = os.path.realpath(tmp_path)
     assert {f"%{real}/check.awk", f"%{real}/lint"} <= set(found), found
     assert f"%{real}/pyproject.toml" not in found
+
+
+def test_names_glued_in_code_attached_to_options_or_tested_then_used_are_what_a_hook_runs(tmp_path: Path) -> None:
+    # Red team 144: `subprocess.call(['./scripts/lint'])`, `sed -nfcheck.sed`, `[ -f x.tcl ] && tclsh x.tcl` (made
+    # later); a name only tested (`[ -f package.json ] && npm test`) is not a program.
+    hook = "subprocess.call(['./scripts/lint'])\nsed -nfcheck.sed\n[ -f x.tcl ] && tclsh x.tcl\n"
+    hook += "[ -f package.json ] && true"
+    found = _found(tmp_path, hook, {"scripts/lint": "", "check.sed": "", "package.json": "{}"})
+    real = os.path.realpath(tmp_path)
+    assert {f"%{real}/scripts/lint", f"%{real}/check.sed", f"%{real}/x.tcl"} <= set(found), found
+    assert f"%{real}/package.json" not in found

@@ -146,6 +146,7 @@ def layer(module: str) -> str:
         "policy_files",  # the packaged policies' parsed forms (issue 44)
         "rc_files",  # what the user's shell rc files source
         "hook_words",  # the words of a line a hook runs
+        "direnv_files",  # what direnv evaluates besides .envrc
         "git_search",  # protected.py's search for git dirs: protected (top) may import only top-level modules
     }
     if len(parts) <= 2 and parts[-1] in top:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from mcp_server_guard.changes.later import _evaluated_by_direnv
-from mcp_server_guard.hook_runs import direnv_evaluates
+from mcp_server_guard.direnv_files import direnv_evaluates
 
 FLOX_LINES = {
     "control: use flox -d tools": "use flox -d tools\n",

@@ -8,9 +8,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from mcp_server_guard.direnv_files import direnv_evaluates
 from mcp_server_guard.git_dirs import _hooks_rule
 from mcp_server_guard.hook_configs import scripts_run_by
-from mcp_server_guard.hook_runs import direnv_evaluates, hook_modules, hook_names, path_dirs, run_by_hooks
+from mcp_server_guard.hook_runs import hook_modules, hook_names, path_dirs, run_by_hooks
 
 
 def _repo(root: Path, hook: str, files: dict[str, str]) -> set[str]:

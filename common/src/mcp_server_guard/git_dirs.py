@@ -571,5 +571,7 @@ def _repo_files(work_tree: str, home: str | None) -> tuple[list[str], list[str]]
         if index < own:
             included += [file for file, _entries in files[1:]]
     plain = [h for h in hooks if not h.startswith(("=", "@", "+", "%", "^", PART_READ))]
-    ran = run_by_hooks([os.path.join(git_dir, "hooks"), *plain, os.path.join(work_tree, ".husky")], work_tree, home)
+    programs = [h[1:] for h in hooks if h.startswith("@") and within(h[1:], work_tree)]
+    ran = run_by_hooks([os.path.join(git_dir, "hooks"), *plain, os.path.join(work_tree, ".husky")], work_tree, home,
+                       programs=programs)  # fmt: skip
     return hooks + _linked_hooks(git_dir) + ran, included

@@ -51,7 +51,6 @@ __all__ = [
     "ENV_CONFIGS",
     "HOOK_MANAGER_FILES",
     "PART_READ",
-    "direnv_evaluates",
     "expand_path",
     "hook_modules",
     "hook_names",
@@ -78,6 +77,10 @@ _SCRIPT_SUFFIXES = (".py", ".sh", ".bash", ".zsh", ".ksh", ".fish", ".js", ".mjs
                     ".rb", ".pl", ".php", ".lua", ".mk", ".ps1", ".just")  # fmt: skip
 _SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".mk", ".envrc")  # read in turn for what they run
 # A directory the rest runs from: ``cd tools``, ``make -C sub``, lefthook's ``root:``.
+# A quoted name in any language (``subprocess.call(['./scripts/lint'])``), an option's attached value (``awk
+# -fcheck.awk``), what a test expects may be there (``[ -f local.tcl ] && tclsh local.tcl``).
+_OPERANDS = deferred(r"""(['"])([^'"\s]+)\1|(?<![\w-])-([a-zA-Z][\w./-]+\.\w+)""")
+_TESTED = deferred(r"(?:\[|\btest)\s+-[fxers]\s+([^\s;&|\]]+)")
 _CONFIG = deferred(r"\A(?:\s*(?:#[^!].*)?\n)*\s*(?:[\w.-]+:(?:\s|$)|\[|\{|-\s)")  # YAML, TOML, JSON: not shell
 _RECIPE_PREFIX = deferred(r"^[ \t]*[@+-]*", re.M)  # a make recipe line's tab and @, +, - (not the shell's)
 _CHANGES_DIR = deferred(
@@ -115,11 +118,6 @@ _RECIPE_FILES = {
     "ninja": ("build.ninja",),  # (``ninja -C build lint``, ``cmake --build build``: red team 142 F2)
     "cmake": ("Makefile", "build.ninja"),
 }
-# What direnv's ``use nix``/``use flake``/``use devenv`` evaluates (``direnv_evaluates``): each file's ``shellHook``
-# runs at every ``cd``.
-_USE_FILES = {"nix": ("shell.nix", "default.nix"), "flake": ("flake.nix", "flake.lock"),
-              "devenv": ("devenv.nix", "devenv.yaml", "devenv.lock"), "devbox": ("devbox.json",),
-              "flox": (".flox/env/manifest.toml", ".flox/env/manifest.lock")}  # fmt: skip
 # mise's configs: ``[env] _.source = "./scripts/env.sh"`` is sourced at every prompt in the project (red team 50 F6).
 _MISE_FILES = (".mise.toml", "mise.toml", ".config/mise.toml", "mise.local.toml", ".mise.local.toml")
 _RECIPES_READ = ("make", "gmake", "just")  # their recipes are read for the goals'; the others' files whole
@@ -148,7 +146,11 @@ def expand_path(value: str, base: str, home: str | None) -> str:
 
 
 def run_by_hooks(
-    directories: Iterable[str], work_tree: str, home: str | None, budget: list[int] | None = None
+    directories: Iterable[str],
+    work_tree: str,
+    home: str | None,
+    budget: list[int] | None = None,
+    programs: Iterable[str] = (),
 ) -> list[str]:
     """The files the git hooks in ``directories`` run, to the files those run in turn (module docstring): ``%`` and
     the path, as ``git_dirs`` reads it. ``budget``: [files, bytes] still to read, shared by several calls (``git_dirs``
@@ -166,6 +168,8 @@ def run_by_hooks(
         texts += [(_whole(path, found), base, None) for path in (os.path.join(directory, name) for name in names)
                   for base in dict.fromkeys((directory, os.path.dirname(os.path.realpath(path))))]  # fmt: skip
     texts += [(_whole(os.path.join(work_tree, name), found), work_tree, None) for name in HOOK_MANAGER_FILES]
+    # (a program a git config names, read for what it runs in turn: ``core.fsmonitor = tools/fsmon.sh``: 144 F4)
+    texts += [(_whole(path, found), posixpath.dirname(path), None) for path in programs]
     texts += [(_mise_text(_whole(os.path.join(work_tree, name), found)), work_tree, None) for name in _MISE_FILES]
     budget = budget if budget is not None else new_budget()
     bins = OnPath([posixpath.normpath(os.path.join(work_tree, d)) for d in sorted(path_dirs(work_tree))])
@@ -217,6 +221,13 @@ def _named(words: list[str], line: str) -> list[_Named]:
         base = module.replace(".", "/")
         named += [(f"{base}.py", "run", ()), (f"{base}/__main__.py", "run", ()), (f"{base}/__init__.py", "run", ())]
     return named
+
+
+def _operands(line: str) -> list[str]:
+    """The names a line may run that splitting it at blanks glues or drops (``_OPERANDS``): a quoted name, each tail
+    of an option with its value attached (``-nfcheck.sed``: ``check.sed`` among them)."""
+    found = [quoted or tail[i:] for _q, quoted, tail in _OPERANDS.findall(line) for i in range(len(tail) or 1)]
+    return [w for w in found if w][:256]
 
 
 def _make_arguments(line: str, program: str) -> tuple[str, ...]:
@@ -286,7 +297,11 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
             words = [*words, *inner_words]
         # Any word naming a file there is (``awk -f check.awk``, ``check() { sh "$1"; }; check lint``, ``eval
         # "$(cat lint)"``: red team 142) — whatever the program before it, it may run it.
-        named += [(w, "run", ()) for w in words if shell and "$" not in w and is_file(w, places[:4])]
+        words += [w for w in _operands(line) if w not in words]  # (red team 144 F1–F3)
+        # (``[ -f x.tcl ] && tclsh x.tcl``: a name tested, then used, may be made later — not ``[ -f package.json ]``)
+        tested = {t.strip("'\"") for t in _TESTED.findall(line)}
+        named += [(w, "run", ()) for w in tested if line.count(w) > 1]
+        named += [(w, "run", ()) for w in words if shell and "$" not in w and w not in tested and is_file(w, places)]
         for word, how, wanted in named:
             for path in _expanded(word, places, home):
                 if len(found) >= _RUN_NAMED_MAX:
@@ -530,49 +545,6 @@ def hook_names(work_tree: str) -> frozenset[str]:
             if not line.lstrip().startswith("#"):
                 names.update(w for w in program_words(line) if "/" not in w and not w.startswith("~"))
     return frozenset(names)
-
-
-_USE = deferred(r"(?:^|[\s;&|])use[_ ]\s*(nix|flake|devenv|flox)\b([^\n;&|#]*)", re.M)
-# devbox's direnv integration (``eval "$(devbox generate direnv --print-envrc)"``): devbox.json's ``shell.init_hook``
-# runs at every cd (red team 99 F4).
-_DEVBOX = deferred(r"^[^#\n]*\bdevbox\s+(?:generate\s+direnv|shellenv)\b", re.M)
-# flox's (``use flox``, or ``eval "$(flox activate …)"``): its manifest's ``[hook] on-activate`` and ``[profile]``
-# scripts run at every cd.
-_FLOX = deferred(r"^[^#\n]*\bflox\s+activate\b([^\n]*)", re.M)
-
-
-def _flox_files(rest: str) -> set[str]:
-    """The manifest (and lock) of the flox environment ``use flox …``/``flox activate …`` names (``-d``/``--dir``;
-    the directory's own by default)."""
-    words = [w.strip("\"'$()`;") for w in rest.split()]  # (its options: program_words leaves them out)
-    where = [w for k, w in itertools.pairwise(words) if k in ("-d", "--dir")]
-    where = [*where, *(w[6:] for w in words if w.startswith("--dir="))] or ["."]
-    return {posixpath.normpath(posixpath.join(w, f)) for w in where if w for f in _USE_FILES["flox"]}
-
-
-def direnv_evaluates(directory: str) -> frozenset[str]:
-    """The files ``directory``'s ``.envrc`` has direnv evaluate (relative to it, normalized) with ``use nix [file]``,
-    ``use flake [dir]``, ``use devenv`` (or ``use_nix`` …): their ``shellHook`` runs at every ``cd`` into it
-    (``changes.later`` asks about a change of them: red teams 50 F6, 51 F3; asked, not refused, as adding a package
-    there is everyday work)."""
-    named: set[str] = set()
-    envrc = _text(os.path.join(directory, ".envrc"))
-    for kind, rest in _USE.findall(envrc):
-        given = [w.split("#", 1)[0] for w in program_words(rest)]  # (``.#devShell``: the flake here)
-        given = [w for w in given if w and w not in (".", "./")]
-        if kind == "flox":  # (``use flox -d dir``: that directory's)
-            named.update(_flox_files(rest))
-        elif kind == "nix" and given:
-            named.update(posixpath.normpath(w) for w in given)
-        elif kind == "flake" and given:
-            named.update(posixpath.normpath(posixpath.join(w, f)) for w in given for f in _USE_FILES["flake"])
-        else:
-            named.update(_USE_FILES[kind])
-    if _DEVBOX.search(envrc):
-        named.update(_USE_FILES["devbox"])
-    for rest in _FLOX.findall(envrc):  # (``eval "$(flox activate -d tools)"``: red team 101 D)
-        named.update(_flox_files(rest))
-    return frozenset(named)
 
 
 def hook_modules(work_tree: str) -> frozenset[str]:

@@ -26,6 +26,7 @@ import posixpath
 from mcp_server_guard.changes.changeset import ChangeSet
 from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.changes.nofollow import DIR, Changed, open_dir
+from mcp_server_guard.direnv_files import direnv_evaluates
 from mcp_server_guard.hook_configs import (
     MAX_PACKAGE_JSON,
     attribute_conversions,
@@ -40,7 +41,6 @@ from mcp_server_guard.hook_configs import (
     judged_package_json,
     manifest_hooks,
 )
-from mcp_server_guard.hook_runs import direnv_evaluates
 from mcp_server_guard.paths import printable
 from mcp_server_guard.python_startup import (
     ENV_MARKERS,
@@ -153,7 +153,7 @@ _UP_MAX = 8  # directories above a nix file whose .envrc is read at most
 
 def _evaluated_by_direnv(root: str, path: str, evaluated: dict[str, frozenset[str]]) -> bool:
     """Whether an ``.envrc`` of the directory of ``path`` or one above it (within the root) has direnv evaluate it
-    (``use nix dev.nix``, ``use flake ./nix``: ``hook_runs.direnv_evaluates``; ``evaluated``: read per directory)."""
+    (``use nix dev.nix``, ``use flake ./nix``: ``direnv_files.direnv_evaluates``; ``evaluated``: read per directory)."""
     directory = posixpath.dirname(path)  # (any name: ``use nix dev-shell.txt`` evaluates it, red team 101 D)
     for _level in range(_UP_MAX):
         if directory not in evaluated:

@@ -14,7 +14,7 @@ from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.changes.moves import link_target
 from mcp_server_guard.paths import printable, within
 
-__all__ = ["link_end", "open_to_others"]
+__all__ = ["climbs_back", "link_end", "open_to_others"]
 
 _HOPS = 40  # links followed at most (the kernel's own bound)
 
@@ -86,3 +86,13 @@ def open_to_others(end: str) -> str | None:
         if probe == end and st.st_uid == os.geteuid() != 0 and not program:
             return f"{printable(end)} lies outside the allowed directories: what is written through it lands there"
         return None
+
+
+def climbs_back(changes: ChangeSet, path: str) -> bool:
+    """Whether the link at ``path`` has a target that climbs back out of a directory it names (``a/b/../../x``):
+    where it ends then depends on what those names become later — a link made over one by a later call, or by
+    another root's change set — which no judgement of this link sees (red team 145 F1). Tools write targets
+    without such a turn (``../x``, ``a/b``)."""
+    parts = (link_target(changes.upper, path) or "").split("/")
+    named = [p for p in parts if p not in ("", ".")]
+    return any(p == ".." and any(q != ".." for q in named[:at]) for at, p in enumerate(named))

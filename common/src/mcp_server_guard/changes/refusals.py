@@ -31,7 +31,7 @@ from mcp_server_guard.changes.git_verdicts import (
     objects_verdict,
     pointer_verdict,
 )
-from mcp_server_guard.changes.link_ends import link_end, open_to_others
+from mcp_server_guard.changes.link_ends import climbs_back, link_end, open_to_others
 from mcp_server_guard.changes.nofollow import TooMany, default_acl_above, entries_below, lstat_beneath
 from mcp_server_guard.changes.wholes import refuse_whole
 from mcp_server_guard.changes.xattrs import acl_mode
@@ -317,6 +317,8 @@ def _judge_link_end(
         refused[key] = f"a link to {printable(end)} (protected: {rule})"
     elif (why := open_to_others(end)) is not None:
         asks.append(f"links {change.path} to {printable(end)} ({why})")
+    if key not in refused and climbs_back(trees.changes, change.path):
+        asks.append(f"links {change.path} through a directory and back out of it: where it ends depends on later links")
 
 
 def _loosened(trees: Trees, changes: ChangeSet, change: Change, in_scratch: Callable[[str, str], bool]) -> str | None:
