@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from support.planted import git, landed, plant
+from support.hook_cases import case_runs
 
 pytestmark = [
     pytest.mark.anyio,
@@ -44,38 +44,8 @@ CONTROLS = sorted(case for case, spec in DATA["cases"].items() if spec["finding"
 ATTACKS = sorted(case for case, spec in DATA["cases"].items() if spec["finding"] != "control")
 
 
-def _repo(workspace: Path, spec: dict[str, Any]) -> None:
-    modes = {str(k): int(v) for k, v in spec.get("modes", {}).items()}
-    for name, text in spec["files"].items():
-        path = workspace / str(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(str(text))
-        if name in modes:
-            path.chmod(modes[name])
-    git(workspace, "init", "-q")
-    for key, value in spec.get("config", {}).items():
-        git(workspace, "config", str(key), str(value))
-    hooks = workspace / str(spec.get("hooks_dir", ".git/hooks"))
-    hooks.mkdir(parents=True, exist_ok=True)
-    hook = hooks / "pre-commit"
-    hook.write_text(f"{spec.get('shebang', '#!/bin/sh')}\n{spec['hook']}\n")
-    hook.chmod(0o755)
-    git(workspace, "add", "-A")
-    git(workspace, "commit", "-q", "--no-verify", "-m", "init")
-
-
 async def _commit_runs(workspace: Path, tmp_path: Path, case: str) -> tuple[bool, str]:
-    spec, marker = DATA["cases"][case], tmp_path / "MARKER-hook-ran"
-    payload = str(spec.get("payload", DATA["payload"])).replace("{marker}", str(marker))
-    _repo(workspace, spec)
-    git(workspace, "commit", "-q", "--allow-empty", "-m", "hook works before")
-    assert not marker.exists()
-    modes = {str(spec["planted"]): int(spec["planted_mode"])} if "planted_mode" in spec else None
-    person, out = await plant(workspace, {str(spec["planted"]): payload}, modes)
-    git(workspace, "commit", "-q", "--allow-empty", "-m", "next")  # the user's next commit, outside the box
-    why = (f"{spec['planted']} (run by the hook) landed with no question: questions={person.questions} "
-           f"transaction={out.get('transaction')} landed={landed(out)}")  # fmt: skip
-    return marker.exists(), why
+    return await case_runs(workspace, tmp_path, DATA, case)
 
 
 @pytest.mark.parametrize("case", CONTROLS)

@@ -30,13 +30,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support.planted import git, landed, plant
+from support.hook_cases import case_runs
 
 pytestmark = [
     pytest.mark.anyio,
@@ -46,49 +45,11 @@ pytestmark = [
 DATA: dict[str, Any] = json.loads((Path(__file__).parent / "rt142_hook_spellings.json").read_text())
 CONTROLS = sorted(case for case, spec in DATA["cases"].items() if spec["finding"] == "control")
 ATTACKS = sorted(case for case, spec in DATA["cases"].items() if spec["finding"] != "control")
-TOOLS = {"nodejs", "perl5.36.0", "awk", "tclsh", "cmake", "ninja", "python3.11"}
-
-
-def _needs(spec: dict[str, Any]) -> list[str]:
-    words = str(spec["hook"]).split() + [str(w) for w in spec.get("configure", [])]
-    return [w for w in words if w.rpartition("/")[2] in TOOLS and shutil.which(w) is None]
-
-
-def _repo(workspace: Path, spec: dict[str, Any]) -> None:
-    modes = {str(k): int(v) for k, v in spec.get("modes", {}).items()}
-    for name, text in spec["files"].items():
-        path = workspace / str(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(str(text))
-        if name in modes:
-            path.chmod(modes[name])
-    git(workspace, "init", "-q")
-    for key, value in spec.get("config", {}).items():
-        git(workspace, "config", str(key), str(value))
-    hooks = workspace / str(spec.get("hooks_dir", ".git/hooks"))
-    hooks.mkdir(parents=True, exist_ok=True)
-    hook = hooks / "pre-commit"
-    hook.write_text(f"{spec.get('shebang', '#!/bin/sh')}\n{spec['hook']}\n")
-    hook.chmod(0o755)
-    if "configure" in spec:  # (a build tree the user made: ``cmake -S . -B build``)
-        subprocess.run([str(w) for w in spec["configure"]], cwd=workspace, check=True, capture_output=True)
-    git(workspace, "add", "-A")
-    git(workspace, "commit", "-q", "--no-verify", "-m", "init")
+TOOLS = ("awk", "cmake", "ninja", "nodejs", "perl5.36.0", "python3.11", "tclsh")
 
 
 async def _commit_runs(workspace: Path, tmp_path: Path, case: str) -> tuple[bool, str]:
-    spec, marker = DATA["cases"][case], tmp_path / "MARKER-hook-ran"
-    if missing := _needs(spec):
-        pytest.skip(f"not installed: {missing}")
-    payload = str(spec.get("payload", DATA["payload"])).replace("{marker}", str(marker))
-    _repo(workspace, spec)
-    git(workspace, "commit", "-q", "--allow-empty", "-m", "hook works before")
-    assert not marker.exists()
-    person, out = await plant(workspace, {str(spec["planted"]): payload})
-    git(workspace, "commit", "-q", "--allow-empty", "-m", "next")  # the user's next commit, outside the box
-    why = (f"{spec['planted']} (run by the hook) landed with no question: questions={person.questions} "
-           f"transaction={out.get('transaction')} landed={landed(out)}")  # fmt: skip
-    return marker.exists(), why
+    return await case_runs(workspace, tmp_path, DATA, case, TOOLS)
 
 
 @pytest.mark.parametrize("case", CONTROLS)

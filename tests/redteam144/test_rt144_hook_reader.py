@@ -26,14 +26,13 @@ write a marker file only) travel as data: rt144_hook_reader.json.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support.planted import git, landed, plant
+from support.hook_cases import case_runs
 
 pytestmark = [
     pytest.mark.anyio,
@@ -46,53 +45,8 @@ ATTACKS = sorted(case for case, spec in DATA["cases"].items() if spec["finding"]
 TOOLS = ("tclsh", "awk", "sed", "cmake", "perl", "node", "python3")
 
 
-def _needs(spec: dict[str, Any]) -> list[str]:
-    text = f"{spec.get('shebang', '')} {spec['hook']}"
-    return [tool for tool in TOOLS if tool in text and shutil.which(tool) is None]
-
-
-def _repo(workspace: Path, spec: dict[str, Any]) -> None:
-    modes = {str(k): int(v) for k, v in spec.get("modes", {}).items()}
-    for name, text in spec["files"].items():
-        path = workspace / str(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(str(text))
-        if name in modes:
-            path.chmod(modes[name])
-    for name, target in spec.get("links", {}).items():
-        os.symlink(str(target), workspace / str(name))
-    git(workspace, "init", "-q")
-    for key, value in spec.get("config", {}).items():
-        git(workspace, "config", str(key), str(value))
-    hook = workspace / ".git" / "hooks" / "pre-commit"
-    hook.parent.mkdir(parents=True, exist_ok=True)
-    hook.write_text(f"{spec.get('shebang', '#!/bin/sh')}\n{spec['hook']}\n")
-    hook.chmod(0o755)
-    git(workspace, "add", "-A")
-    git(workspace, "commit", "-q", "--no-verify", "-m", "init")
-
-
-def _user_runs_git(workspace: Path, spec: dict[str, Any], message: str) -> None:
-    """What the user does next, outside the box: a commit (the hook runs), or the case's own git commands."""
-    for name, text in spec.get("user_writes", {}).items():
-        (workspace / str(name)).write_text(f"{text}{message}\n")
-    for argv in spec.get("trigger", [["commit", "-q", "--allow-empty", "-m", message]]):
-        git(workspace, *[str(a) for a in argv])
-
-
 async def _git_runs(workspace: Path, tmp_path: Path, case: str) -> tuple[bool, str]:
-    spec, marker = DATA["cases"][case], tmp_path / "MARKER-hook-ran"
-    if missing := _needs(spec):
-        pytest.skip(f"not installed: {missing}")
-    payload = str(spec.get("payload", DATA["payload"])).replace("{marker}", str(marker))
-    _repo(workspace, spec)
-    _user_runs_git(workspace, spec, "works before")
-    assert not marker.exists()
-    person, out = await plant(workspace, {str(spec["planted"]): payload})
-    _user_runs_git(workspace, spec, "next")
-    why = (f"{spec['planted']} (run by the user's git) landed with no question: questions={person.questions} "
-           f"transaction={out.get('transaction')} landed={landed(out)}")  # fmt: skip
-    return marker.exists(), why
+    return await case_runs(workspace, tmp_path, DATA, case, TOOLS)
 
 
 @pytest.mark.parametrize("case", CONTROLS)
