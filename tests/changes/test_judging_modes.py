@@ -5,7 +5,9 @@ re-moded by a command, and every path whose mode changes named in the summary. O
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -158,3 +160,13 @@ def test_attack_a_link_into_a_directory_anyone_may_write_is_asked(tmp_path: Path
     # own program (a venv's python) does not.
     asked = " ".join(judged(tmp_path, "ln -s /tmp/x-rt141.mk build/Makefile && ln -s /usr/bin/env tool").asks)
     assert "links build/Makefile to /tmp/x-rt141.mk" in asked and "tool" not in asked, asked
+
+
+def test_a_venv_made_from_any_python_is_neither_refused_nor_asked(tmp_path: Path) -> None:
+    # Its links lead to the interpreter outside the roots (pyenv's, uv's, the system's): a program a link runs, not a
+    # file a build writes through it — whatever protection that path has for writing.
+    judgement = judged(tmp_path, f"{shlex.quote(sys.executable)} -m venv --without-pip .venv")
+    assert judgement.refused == {} and not [a for a in judgement.asks if "links" in a], (
+        judgement.refused,
+        judgement.asks,
+    )

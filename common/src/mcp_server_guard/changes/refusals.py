@@ -313,12 +313,22 @@ def _judge_link_end(
     elif any(within(end, root) for root in roots):
         if rule := protection.write_rule([end], None, roots, lookups):
             refused[key] = f"a link to {printable(end)} (protected: {rule})"
-    elif rule := protection.write_rule([end], None, roots, lookups):
+    elif not _program(end) and (rule := protection.write_rule([end], None, roots, lookups)):
+        # (a program outside the roots is what a link runs, not what a build writes: a venv's python from pyenv)
         refused[key] = f"a link to {printable(end)} (protected: {rule})"
     elif (why := open_to_others(end)) is not None:
         asks.append(f"links {change.path} to {printable(end)} ({why})")
     if key not in refused and climbs_back(trees.changes, change.path):
         asks.append(f"links {change.path} through a directory and back out of it: where it ends depends on later links")
+
+
+def _program(path: str) -> bool:
+    """Whether ``path`` (outside the roots: its metadata only) is an executable regular file."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and bool(st.st_mode & 0o111)
 
 
 def _loosened(trees: Trees, changes: ChangeSet, change: Change, in_scratch: Callable[[str, str], bool]) -> str | None:
