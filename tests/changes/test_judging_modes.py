@@ -170,3 +170,11 @@ def test_a_venv_made_from_any_python_is_neither_refused_nor_asked(tmp_path: Path
         judgement.refused,
         judgement.asks,
     )
+
+
+def test_attack_links_through_proc_or_to_a_directory_outside_are_refused_or_asked(tmp_path: Path) -> None:
+    # Red team 147: `/proc/self/cwd/x` ends where the process that follows it runs (the server's `/` here, the
+    # user's build in the project there); `up -> /` reaches everything below it, links made earlier too.
+    judgement = judged(tmp_path, "ln -s /proc/self/cwd/githooks/pre-commit hook.txt && ln -s / up")
+    assert "hook.txt" in " ".join(p for _root, p in judgement.refused), judgement.refused
+    assert "links up to the directory /" in " ".join(judgement.asks), judgement.asks

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import stat
 
 from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.changes.moves import link_target
 from mcp_server_guard.paths import printable, within
 
-__all__ = ["climbs_back", "link_end", "open_to_others"]
+__all__ = ["climbs_back", "link_end", "open_to_others", "per_process"]
 
 _HOPS = 40  # links followed at most (the kernel's own bound)
+_PER_PROCESS = re.compile(r"^/(?:proc|dev/fd|dev/std(?:in|out|err))(?:/|$)")  # names each process sees as its own
 
 
 def link_end(changes: ChangeSet, path: str) -> str | None:
@@ -37,6 +39,8 @@ def link_end(changes: ChangeSet, path: str) -> str | None:
             done = posixpath.dirname(done)
             continue
         here = posixpath.join(done, name)
+        if _PER_PROCESS.match(here):
+            return here  # (``/proc/self/cwd``, ``/dev/fd/3``: where it leads depends on who follows it — red team 147)
         leads = _after_link(changes, made, here)
         if leads is None:
             done = here
@@ -96,3 +100,8 @@ def climbs_back(changes: ChangeSet, path: str) -> bool:
     parts = (link_target(changes.upper, path) or "").split("/")
     named = [p for p in parts if p not in ("", ".")]
     return any(p == ".." and any(q != ".." for q in named[:at]) for at, p in enumerate(named))
+
+
+def per_process(end: str) -> bool:
+    """Whether a link's end lies in what each process sees as its own (``/proc``, ``/dev/fd``)."""
+    return bool(_PER_PROCESS.match(end))

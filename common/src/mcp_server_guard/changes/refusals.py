@@ -31,7 +31,7 @@ from mcp_server_guard.changes.git_verdicts import (
     objects_verdict,
     pointer_verdict,
 )
-from mcp_server_guard.changes.link_ends import climbs_back, link_end, open_to_others
+from mcp_server_guard.changes.link_ends import climbs_back, link_end, open_to_others, per_process
 from mcp_server_guard.changes.nofollow import TooMany, default_acl_above, entries_below, lstat_beneath
 from mcp_server_guard.changes.wholes import refuse_whole
 from mcp_server_guard.changes.xattrs import acl_mode
@@ -306,7 +306,9 @@ def _judge_link_end(
     teams 141 F1, 143 F1) or outside the roots where the user's own files lie."""
     protection, roots, lookups = guards
     key = (trees.changes.root, change.path)
-    if within(end, trees.changes.root) and end != trees.changes.root:
+    if per_process(end):  # (``/proc/self/cwd/githooks/x``: the server's own directory here, the build's there)
+        refused[key] = f"a link through {printable(end)}: where it leads depends on the process that follows it"
+    elif within(end, trees.changes.root) and end != trees.changes.root:
         probe = Change(posixpath.relpath(end, trees.changes.root), "modify", "file")
         if guarded := _guarded(trees, probe, protection, roots, lookups):
             refused[key] = f"a link to {guarded}: what is written through it would land there unjudged"
@@ -318,6 +320,8 @@ def _judge_link_end(
         refused[key] = f"a link to {printable(end)} (protected: {rule})"
     elif (why := open_to_others(end)) is not None:
         asks.append(f"links {change.path} to {printable(end)} ({why})")
+    elif os.path.isdir(end):  # (``up -> /``: everything below reached through the project, links made before too)
+        asks.append(f"links {change.path} to the directory {printable(end)}, outside the allowed directories")
     if key not in refused and climbs_back(trees.changes, change.path):
         asks.append(f"links {change.path} through a directory and back out of it: where it ends depends on later links")
 
