@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from support.boxed import Person, program, run, shell
+from support.boxed import Person
+from support.link_steps import escaping, link_steps, shared
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
@@ -33,58 +34,19 @@ CASES: dict[str, dict[str, dict[str, object]]] = json.loads(
     (Path(__file__).resolve().parent / "rt145_f1_links.json").read_text()
 )
 
-STEP = """
-import json, pathlib
-step = json.loads(pathlib.Path('.t/step.json').read_text())
-for name in step.get('rmdirs', []):
-    os.rmdir(name)
-for name in step.get('dirs', []):
-    os.makedirs(name, exist_ok=True)
-for name, target in step.get('links', {}).items():
-    p = pathlib.Path(name)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    os.symlink(target, name)
-"""
-
 
 def _shared(workspace: Path) -> Path:
-    shared = workspace.parent / "shared"
-    shared.mkdir(exist_ok=True)
-    shared.chmod(0o1777)
-    return shared
+    return shared(workspace)
 
 
-def _escaping(root: Path, shared: Path) -> list[str]:
-    found = []
-    for path in root.rglob("*"):
-        if not path.is_symlink() or ".t" in path.parts:
-            continue
-        real = Path(os.path.realpath(path))
-        if real.is_relative_to(shared):
-            found.append(f"{path.relative_to(root)} -> {os.readlink(path)} (really {real})")
-    return sorted(found)
-
-
-def _fill(step: dict[str, object], other: Path) -> dict[str, object]:
-    text = json.dumps(step).replace("{B}", str(other))
-    filled: dict[str, object] = json.loads(text)
-    return filled
+def _escaping(root: Path, place: Path) -> list[str]:
+    return escaping(root, [place])
 
 
 async def _steps(workspace: Path, case: str, other: Path | None = None) -> tuple[Person, list[dict[str, object]]]:
-    person = Person(False)
-    command = program(workspace, "step", STEP)
+    steps = [CASES[case][name] for name in ("first", "second") if name in CASES[case]]
     args = ("--allow-path", str(other)) if other is not None else ()
-    outs: list[dict[str, object]] = []
-    async with shell(workspace, person, *args) as client:
-        for name in ("first", "second"):
-            step = CASES[case].get(name)
-            if step is None:
-                continue
-            assert isinstance(step, dict)
-            (workspace / ".t" / "step.json").write_text(json.dumps(_fill(step, other or workspace)))
-            outs.append(await run(client, command, cwd=str(workspace)))
-    return person, outs
+    return await link_steps(workspace, steps, {"{B}": str(other or workspace)}, *args)
 
 
 async def test_control_both_links_in_one_call_are_asked(workspace: Path) -> None:

@@ -19,13 +19,13 @@ Controls: both links in one call are asked (declined: nothing lands) / refused. 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from support.boxed import Person, program, run, shell
+from support.boxed import Person
+from support.link_steps import escaping, link_steps, shared
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")]
 
@@ -33,25 +33,9 @@ CASES: dict[str, dict[str, dict[str, object]]] = json.loads(
     (Path(__file__).resolve().parent / "rt147_f1_links.json").read_text()
 )
 
-STEP = """
-import json, pathlib
-step = json.loads(pathlib.Path('.t/step.json').read_text())
-for name in step.get('rmdirs', []):
-    os.rmdir(name)
-for name in step.get('dirs', []):
-    os.makedirs(name, exist_ok=True)
-for name, target in step.get('links', {}).items():
-    p = pathlib.Path(name)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    os.symlink(target, name)
-"""
-
 
 def _shared(workspace: Path) -> Path:
-    shared = workspace.parent / "shared"
-    shared.mkdir(exist_ok=True)
-    shared.chmod(0o1777)
-    return shared
+    return shared(workspace)
 
 
 def _state(home: Path) -> Path:
@@ -59,35 +43,13 @@ def _state(home: Path) -> Path:
 
 
 def _escaping(root: Path, places: list[Path]) -> list[str]:
-    found = []
-    for path in root.rglob("*"):
-        if not path.is_symlink() or ".t" in path.parts:
-            continue
-        real = Path(os.path.realpath(path))
-        if any(real.is_relative_to(place) for place in places):
-            found.append(f"{path.relative_to(root)} -> {os.readlink(path)} (really {real})")
-    return sorted(found)
-
-
-def _fill(step: dict[str, object], shared: Path, state: Path) -> dict[str, object]:
-    text = json.dumps(step).replace("{SHARED}", str(shared).lstrip("/")).replace("{STATE}", str(state).lstrip("/"))
-    filled: dict[str, object] = json.loads(text)
-    return filled
+    return escaping(root, places)
 
 
 async def _steps(workspace: Path, home: Path, case: str) -> tuple[Person, list[dict[str, object]]]:
-    person = Person(False)
-    command = program(workspace, "step", STEP)
-    outs: list[dict[str, object]] = []
-    async with shell(workspace, person) as client:
-        for name in ("first", "second"):
-            step = CASES[case].get(name)
-            if step is None:
-                continue
-            assert isinstance(step, dict)
-            (workspace / ".t" / "step.json").write_text(json.dumps(_fill(step, _shared(workspace), _state(home))))
-            outs.append(await run(client, command, cwd=str(workspace)))
-    return person, outs
+    steps = [CASES[case][name] for name in ("first", "second") if name in CASES[case]]
+    fill = {"{SHARED}": str(_shared(workspace)).lstrip("/"), "{STATE}": str(_state(home)).lstrip("/")}
+    return await link_steps(workspace, steps, fill)
 
 
 async def test_control_both_links_in_one_call_are_asked(workspace: Path, isolated_home: Path) -> None:
