@@ -277,6 +277,16 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     places = places[:_PLACES_MAX]
     values = {name: value for name, given in _ASSIGNED.findall(text) if (value := _static(given)) is not None}
     more: list[_Text] = []
+    known: dict[str, bool] = {}  # (each word looked up once a text: a 256 KiB text has thousands of lines)
+
+    def files(word: str) -> bool:
+        if word not in known and len(known) >= 8192:
+            found[PART_READ + base] = None  # (past the words looked up: the text is read in part)
+            return False
+        if word not in known:
+            known[word] = is_file(word, places)
+        return known[word]
+
     for written in text.splitlines():
         if written.lstrip().startswith("#"):
             continue
@@ -301,7 +311,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
         # (``[ -f x.tcl ] && tclsh x.tcl``: a name tested, then used, may be made later — not ``[ -f package.json ]``)
         tested = {t.strip("'\"") for t in _TESTED.findall(line)}
         named += [(w, "run", ()) for w in tested if line.count(w) > 1]
-        named += [(w, "run", ()) for w in words if shell and "$" not in w and w not in tested and is_file(w, places)]
+        named += [(w, "run", ()) for w in words if shell and "$" not in w and w not in tested and files(w)]
         for word, how, wanted in named:
             for path in _expanded(word, places, home):
                 if len(found) >= _RUN_NAMED_MAX:
