@@ -84,9 +84,10 @@ def test_hook_files_past_those_read_make_the_work_tree_count(tmp_path: Path) -> 
 def test_a_shells_command_string_and_an_interpreters_code_string_are_read() -> None:
     # Red team 136 F3: `bash -c 'sh scripts/lint.sh'` and `node -e "require('./tools/check.js')"` were one word each.
     assert code_strings("bash -lc 'cd tools && sh ./lint.sh'") == ["cd tools && sh ./lint.sh"]
-    assert code_strings("node -e \"require('./tools/check.js')\"") == ["./tools/check.js"]
+    # (each as the interpreter's operand, which it completes by its own rules: red team 146 F1)
+    assert code_strings("node -e \"require('./tools/check.js')\"") == ["node ./tools/check.js"]
     assert any("tools/x.py" in x for x in code_strings("python3 -c \"import runpy; runpy.run_path('tools/x.py')\""))
-    assert "tools/check.py" in code_strings("python3 -c 'import tools.check'")  # (red team 142 F6)
+    assert "python3 tools/check.py" in code_strings("python3 -c 'import tools.check'")  # (red team 142 F6)
     assert code_strings("sh scripts/lint.sh") == []
     # Red team 140 F3: a string of several words given to any program may be shell code it runs.
     assert code_strings("trap 'sh scripts/cleanup.sh' EXIT") == ["sh scripts/cleanup.sh"]

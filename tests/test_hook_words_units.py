@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server_guard.hook_words import parsed_lines
+from mcp_server_guard.hook_words import git_commands, loaded_by_option, parsed_lines, resolves, search_dirs
 
 
 @pytest.mark.parametrize(
@@ -34,3 +34,39 @@ def test_a_command_a_hook_runs_is_read_as_bash_reads_it(text: str, named: str) -
 def test_a_text_past_the_parsers_bounds_is_read_in_part() -> None:
     _lines, whole = parsed_lines("(" * 400 + "true" + ")" * 400)
     assert not whole
+
+
+@pytest.mark.parametrize(
+    ("text", "directory"),
+    [
+        ("PYTHONPATH=src python3 -m app.lint", "src"),
+        ("export NODE_PATH=tools\nnode -e 'x'", "tools"),
+        ('PERL5LIB="$PWD/lib" perl -MCheck -e 1', "lib"),
+        ("perl -Itools -MCheck -e 1", "tools"),
+        ("ruby -I lib x.rb", "lib"),
+        ("java -cp build/classes:vendor Main", "vendor"),
+    ],
+)
+def test_a_search_path_a_hook_sets_is_where_names_are_looked_for(text: str, directory: str) -> None:
+    assert f"/w/{directory}" in search_dirs(text, "/w/.git/hooks", "/w")
+
+
+def test_the_shells_own_path_is_not_a_search_path() -> None:
+    assert search_dirs('PATH="$PWD/tools:$PATH" lint', "/w/.git/hooks", "/w") == []
+
+
+def test_a_git_subcommand_is_a_program_on_path() -> None:
+    assert git_commands(["git", "lint"]) == ["git-lint"]
+    assert git_commands(["make", "lint"]) == []
+
+
+def test_a_module_loaded_by_an_option_is_named_as_the_program_finds_it() -> None:
+    assert loaded_by_option("perl -MApp::Check -e 1") == ["App/Check.pm"]
+    assert loaded_by_option("node --require ./tools/setup x.js") == ["./tools/setup"]
+    assert loaded_by_option("grep -r pattern .") == []
+
+
+def test_an_interpreters_operands_are_resolved_by_its_rules() -> None:
+    assert resolves(["node", "scripts/check"]) == ["scripts/check"]
+    assert resolves(["node", "x", "scripts/check"], direct=True) == ["x"]
+    assert resolves(["eslint", "src"]) == []

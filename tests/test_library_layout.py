@@ -147,6 +147,7 @@ def layer(module: str) -> str:
         "rc_files",  # what the user's shell rc files source
         "hook_words",  # the words of a line a hook runs
         "direnv_files",  # what direnv evaluates besides .envrc
+        "mise_config",  # what a mise config runs on entering the project
         "git_search",  # protected.py's search for git dirs: protected (top) may import only top-level modules
     }
     if len(parts) <= 2 and parts[-1] in top:

@@ -14,6 +14,10 @@ F3  a file the hook runs if it is there, spelled otherwise than ``[ -f x ] && â€
 F4  ``git lint`` with ``tools`` put first on PATH by the hook runs ``tools/git-lint``; the reader names
     ``tools/lint`` (a program named alone), not git's ``git-<name>``.
 
+Answered by class (hook_words.resolves, search_dirs, git_commands, FILE_NAME; mise_config read as TOML): a word an
+interpreter completes by its own rules names every file it may take; a search path the hook sets is a place names
+are looked for; a file's name alone is named there or not; ``git <name>`` names ``git-<name>`` on the hook's PATH.
+
 Controls: the same files named as the reader reads them: refused or asked, nothing runs. Hooks and payloads (which
 write a marker file only) travel as data: rt146_hook_resolution.json.
 """
@@ -39,10 +43,6 @@ DATA: dict[str, Any] = json.loads((Path(__file__).parent / "rt146_hook_resolutio
 CONTROLS = sorted(case for case, spec in DATA["cases"].items() if spec["finding"] == "control")
 ATTACKS = sorted(case for case, spec in DATA["cases"].items() if spec["finding"] != "control")
 TOOLS = ("tclsh", "node", "python3", "perl")
-# Left for the next session (red team 146): a file a program finds by its own rules (node's suffixes and index files,
-# PYTHONPATH/NODE_PATH/PERL5LIB, git-<name> on a PATH the hook sets), a file run only if it exists in other spellings
-# than `[ -f x ] &&`, mise's other TOML spellings of `_.source`.
-KNOWN = pytest.mark.xfail(strict=True, reason="a file the program resolves by its own rules (known: red team 146)")
 
 
 def _needs(spec: dict[str, Any]) -> list[str]:
@@ -106,7 +106,7 @@ async def test_control_env_config_file_named(workspace: Path, tmp_path: Path, ca
     assert not lands, why
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, marks=KNOWN) for c in ENV_ATTACKS])
+@pytest.mark.parametrize("case", ENV_ATTACKS)
 async def test_attack_env_config_spelling_unread(workspace: Path, tmp_path: Path, case: str) -> None:
     lands, why = await _env_file_lands(workspace, tmp_path, case)
     assert not lands, why
@@ -118,7 +118,7 @@ async def test_control_file_named_as_the_reader_reads_it(workspace: Path, tmp_pa
     assert not ran, why
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, marks=KNOWN) for c in ATTACKS])
+@pytest.mark.parametrize("case", ATTACKS)
 async def test_attack_file_the_program_resolves_runs_later(workspace: Path, tmp_path: Path, case: str) -> None:
     ran, why = await _git_runs(workspace, tmp_path, case)
     assert not ran, why

@@ -29,21 +29,27 @@ from collections.abc import Iterable
 
 from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular_bytes
 from mcp_server_guard.hook_words import (
+    FILE_NAME,
     GIT_DIR_WORD,
     PARAMETER_DEFAULT,
     READ_FROM,
     RUNS_A_DIRECTORY,
     OnPath,
     code_strings,
+    git_commands,
     is_file,
+    loaded_by_option,
     on_path,
     parsed_lines,
     program_words,
     put_on_path,
+    resolves,
     runner,
+    search_dirs,
     uncommented,
 )
 from mcp_server_guard.make_reads import make_calls, make_named, make_read
+from mcp_server_guard.mise_config import MISE_PLACES, mise_files, mise_path_dirs, mise_runs
 from mcp_server_guard.patterns import deferred
 from mcp_server_guard.python_startup import ENV_MARKERS, venv_entry
 
@@ -80,7 +86,7 @@ _SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".mk", ".envrc")  # read in t
 # A quoted name in any language (``subprocess.call(['./scripts/lint'])``), an option's attached value (``awk
 # -fcheck.awk``), what a test expects may be there (``[ -f local.tcl ] && tclsh local.tcl``).
 _OPERANDS = deferred(r"""(['"])([^'"\s]+)\1|(?<![\w-])-([a-zA-Z][\w./-]+\.\w+)""")
-_TESTED = deferred(r"(?:\[|\btest)\s+-[fxers]\s+([^\s;&|\]]+)")
+_TESTED = deferred(r"(?:\[\[?|\btest)\s+(?:!\s+)?-[fxersLh]\s+([^\s;&|\]]+)")
 _CONFIG = deferred(r"\A(?:\s*(?:#[^!].*)?\n)*\s*(?:[\w.-]+:(?:\s|$)|\[|\{|-\s)")  # YAML, TOML, JSON: not shell
 _RECIPE_PREFIX = deferred(r"^[ \t]*[@+-]*", re.M)  # a make recipe line's tab and @, +, - (not the shell's)
 _CHANGES_DIR = deferred(
@@ -118,8 +124,6 @@ _RECIPE_FILES = {
     "ninja": ("build.ninja",),  # (``ninja -C build lint``, ``cmake --build build``: red team 142 F2)
     "cmake": ("Makefile", "build.ninja"),
 }
-# mise's configs: ``[env] _.source = "./scripts/env.sh"`` is sourced at every prompt in the project (red team 50 F6).
-_MISE_FILES = (".mise.toml", "mise.toml", ".config/mise.toml", "mise.local.toml", ".mise.local.toml")
 _RECIPES_READ = ("make", "gmake", "just")  # their recipes are read for the goals'; the others' files whole
 # direnv's words whose operand is a directory put on a path (read by ``path_dirs``), never a program run.
 _DIRECTORY_WORDS = frozenset({"PATH_add", "path_add", "MANPATH_add", "PATH_rm", "path_rm", "load_prefix"})
@@ -170,7 +174,10 @@ def run_by_hooks(
     texts += [(_whole(os.path.join(work_tree, name), found), work_tree, None) for name in HOOK_MANAGER_FILES]
     # (a program a git config names, read for what it runs in turn: ``core.fsmonitor = tools/fsmon.sh``: 144 F4)
     texts += [(_whole(path, found), posixpath.dirname(path), None) for path in programs]
-    texts += [(_mise_text(_whole(os.path.join(work_tree, name), found)), work_tree, None) for name in _MISE_FILES]
+    mise, more = mise_files(work_tree)  # (what mise runs on entering the project: read as TOML, red team 146 F5)
+    texts += [(mise_runs(_whole(os.path.join(work_tree, name), found)), work_tree, None) for name in mise]
+    if more:
+        found[PART_READ + work_tree] = None  # (past the files read: what the others run may lie anywhere)
     budget = budget if budget is not None else new_budget()
     bins = OnPath([posixpath.normpath(os.path.join(work_tree, d)) for d in sorted(path_dirs(work_tree))])
     for _level in range(_RUN_DEPTH):
@@ -271,7 +278,8 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     read_from = [f"sh {shlex.quote(name)}" for name in READ_FROM.findall(text)]
     text = "\n".join([text, *commands, *read_from, *([defaults] if defaults != text else [])])
     bins.dirs += [b for b in put_on_path(text, base, work_tree) if b not in bins.dirs][: 16 - len(bins.dirs)]
-    places = _places(text, base, work_tree, home)
+    # (a language's search path the text sets: a module it loads by name is looked for there too — red team 146 F2)
+    places = list(dict.fromkeys([*_places(text, base, work_tree, home), *search_dirs(text, base, work_tree)]))
     for place in places[_PLACES_MAX:]:  # (a directory past those looked in: all of it counts)
         found[PART_READ + place] = None
     places = places[:_PLACES_MAX]
@@ -292,8 +300,12 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
             continue
         line = _assigned(written, values)
         words = program_words(line, built=True)
-        bins.words.update(w for w in words[:16] if len(bins.words) < 4096)
-        named = _named(words, line) + _in_sites(words, line, places, home) + on_path(words, bins.dirs)
+        programs = [*words[:16], *git_commands(words)]  # (``git lint`` runs ``git-lint`` from PATH: 146 F4)
+        bins.words.update(w for w in programs if len(bins.words) < 4096)
+        named = _named(words, line) + _in_sites(words, line, places, home) + on_path(programs, bins.dirs)
+        named += [(name, "run", ()) for name in loaded_by_option(line)]
+        # (a word an interpreter finds the file by, its own way: ``node scripts/check`` — red team 146 F1)
+        by_rules, direct = {*resolves(words), *loaded_by_option(line)}, set(resolves(words, direct=True))
         inners = code_strings(line)  # (``bash -c 'sh x.sh'``, ``node -e "require('./x')"``: red team 136 F3)
         for inner in inners:
             inners += code_strings(inner)  # (nested: ``sh -c "bash -c '…'"``; bounded as the text is, by its size)
@@ -305,28 +317,23 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
             inner_words = program_words(inner, built=True)
             named += _named(inner_words, inner) + _in_sites(inner_words, inner, places, home)
             words = [*words, *inner_words]
+            by_rules.update(resolves(inner_words))
+            direct.update(resolves(inner_words, direct=True))
         # Any word naming a file there is (``awk -f check.awk``, ``check() { sh "$1"; }; check lint``, ``eval
         # "$(cat lint)"``: red team 142) — whatever the program before it, it may run it.
         words += [w for w in _operands(line) if w not in words]  # (red team 144 F1–F3)
         # (``[ -f x.tcl ] && tclsh x.tcl``: a name tested, then used, may be made later — not ``[ -f package.json ]``)
         tested = {t.strip("'\"") for t in _TESTED.findall(line)}
         named += [(w, "run", ()) for w in tested if line.count(w) > 1]
-        named += [(w, "run", ()) for w in words if shell and "$" not in w and w not in tested and files(w)]
+        # (a file's name alone, there or not: one run if it is there, ``tclsh x.tcl 2>/dev/null || true``: 146 F3)
+        named += [(w, "run", ()) for w in words
+                  if shell and "$" not in w and w not in tested and (FILE_NAME.fullmatch(w) or files(w))]  # fmt: skip
         for word, how, wanted in named:
             for path in _expanded(word, places, home):
                 if len(found) >= _RUN_NAMED_MAX:
                     found[PART_READ + work_tree] = None  # (past the names: all of the work tree counts)
                     return more
-                if (
-                    os.path.isdir(path)
-                    and how == "run"
-                    and posixpath.basename(words[0] if words else "").rstrip("0123456789.") == "python"
-                ):
-                    found[posixpath.join(path, "__main__.py")] = None  # (``python3 tools``: tools/__main__.py)
-                if os.path.isdir(path) and path not in found and RUNS_A_DIRECTORY.search(line):
-                    # (``run-parts dir``, ``find dir -exec sh {} \;``, ``ls dir | xargs``: every file there runs —
-                    # red team 136 F1)
-                    found[PART_READ + path] = None
+                _found_by_rules(path, line, (word in by_rules, word in direct), found)
                 if path in found or _in_environment(path) or os.path.isdir(path):
                     continue  # an environment's entry point (`source .venv/bin/activate`): asked, as every change of
                     # it (changes.later), not refused — a command remaking the environment is everyday work
@@ -346,28 +353,30 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     return more
 
 
+_ENTRIES = ("__main__.py", "index.js", "index.mjs", "index.cjs", "package.json")  # a directory's entry, run as it
+
+
+def _found_by_rules(path: str, line: str, rules: tuple[bool, bool], found: dict[str, None]) -> None:
+    """What else a word naming ``path`` runs: a file an interpreter finds by its own rules (``rules``: the word is one
+    it resolves, and one it is given directly) — a suffix added, a directory's entry (``index.js``, ``__main__.py``,
+    ``package.json``'s main), any of them made later too (red team 146 F1); every file of a directory a line runs
+    whole (``run-parts dir``, ``find dir -exec sh {} ;``, ``ls dir | xargs``: red team 136 F1)."""
+    resolved, direct = rules
+    if resolved and not os.path.isfile(path):
+        found[_PATTERN + glob.escape(path) + ".*"] = None
+        if direct:  # (the interpreter's own operand: ``node tools/lint`` runs what its package.json names)
+            found[_PATTERN + glob.escape(path) + "/*"] = None
+            if os.path.isdir(path):
+                found[PART_READ + path] = None
+        else:  # (a word it may take as its file or pass on: ``python3 -W ignore tools``, ``… check.py src``)
+            found.update(dict.fromkeys(posixpath.join(path, entry) for entry in _ENTRIES))
+    if os.path.isdir(path) and path not in found and RUNS_A_DIRECTORY.search(line):
+        found[PART_READ + path] = None
+
+
 def new_budget() -> list[int]:
     """What one look at what hooks run may read: [files, bytes]."""
     return [_RUN_READ_MAX, _RUN_BYTES_MAX]
-
-
-_SECTION = deferred(r"^\s*\[\s*([^\]]+?)\s*\]")
-_MISE_RUNS = deferred(r"^\s*_\.(?:source|file)\s*=")
-
-
-def _mise_text(text: str) -> str:
-    """What of a mise config runs when the user's shell enters the project: ``[env]``'s ``_.source`` and ``_.file``,
-    and ``[hooks]`` — not ``[tasks]``, which run only on ``mise run`` (red team 51 F5: editing a task's script is
-    everyday work)."""
-    kept: list[str] = []
-    section = ""
-    for line in text.splitlines():
-        if header := _SECTION.match(line):
-            section = header.group(1).strip().lower()
-            continue
-        if section == "hooks" or section.startswith("hooks.") or (section.startswith("env") and _MISE_RUNS.match(line)):
-            kept.append(line)
-    return "\n".join(kept)
 
 
 def _static(given: str) -> str | None:
@@ -496,13 +505,12 @@ def _read(path: str) -> tuple[str, bool]:
 
 # What direnv and mise put first on PATH in a project: ``PATH_add bin``, ``export PATH=$PWD/tools:$PATH``, mise's
 # ``_.path = ["./bin"]``.
-_PATH_CONFIGS = (".envrc", ".mise.toml", "mise.toml", ".config/mise.toml", "mise.local.toml", ".mise.local.toml")
+_PATH_CONFIGS = (".envrc", *MISE_PLACES)
 # A directory holding one of these runs what it names when the user's shell enters it, git repository or not
 # (``git_dirs``: red team 50 F5).
 ENV_CONFIGS = _PATH_CONFIGS
 _PATH_ADD = deferred(r"(?:^|[\s;&|])(?:PATH_add|path_add\s+PATH)\s+([^\n;&|#]+)")
 _PATH_SET = deferred(r"(?:^|[\s;])(?:export\s+)?PATH=([^\s;&|#]+)")
-_MISE_PATH = deferred(r"_\.path\s*=\s*(\[[^\]]*\]|\"[^\"]*\"|'[^']*')")
 # What puts an environment's bin first on PATH (red team 50 F2): direnv's ``layout node`` (node_modules/.bin), an
 # activate script sourced (``source .venv/bin/activate``), ``VIRTUAL_ENV=.venv`` with ``layout python``, mise's
 # ``_.python.venv = ".venv"`` (or ``{ path = ".venv" }``).
@@ -510,7 +518,6 @@ _LAYOUT_NODE = deferred(r"(?:^|[\s;&|])layout\s+node\b")
 _ACTIVATED = deferred(r"""(?:^|[\s;&|])(?:source|\.|source_env(?:_if_exists)?)\s+["']?([^\s"';&|]+)/bin/activate\b""")
 _VIRTUAL_ENV = deferred(r"""(?:^|[\s;])(?:export\s+)?VIRTUAL_ENV=["']?([^\s"';&|]+)""")
 _LAYOUT_PYTHON = deferred(r"(?:^|[\s;&|])layout\s+python")
-_MISE_VENV = deferred(r"""_\.python\.venv\s*=\s*(?:\{[^}]*?\bpath\s*=\s*)?["']([^"']+)["']""")
 
 
 def path_dirs(work_tree: str) -> frozenset[str]:
@@ -520,13 +527,14 @@ def path_dirs(work_tree: str) -> frozenset[str]:
     red team 48 B). Hooks are read where git and the hook managers keep them (``.git/hooks``, ``.husky``,
     ``.husky/_``), as the hooks run: from the top."""
     found: set[str] = set()
-    for name in [*_PATH_CONFIGS, *_hook_files(work_tree)]:
+    mise = mise_files(work_tree)[0]
+    for name in [".envrc", *mise, *_hook_files(work_tree)]:
         text = _text(os.path.join(work_tree, name))
         values = [w for m in _PATH_ADD.findall(text) for w in program_words(m, built=True)]
         values += [p for m in _PATH_SET.findall(text) for p in m.strip("'\"").split(":")]
-        values += re.findall(r"['\"]([^'\"]+)['\"]", " ".join(_MISE_PATH.findall(text)))
+        values += mise_path_dirs(text) if name in mise else []
         values += ["node_modules/.bin"] if _LAYOUT_NODE.search(text) else []
-        values += [f"{env}/bin" for env in _ACTIVATED.findall(text) + _MISE_VENV.findall(text)]
+        values += [f"{env}/bin" for env in _ACTIVATED.findall(text)]
         values += [f"{env}/bin" for env in _VIRTUAL_ENV.findall(text)] if _LAYOUT_PYTHON.search(text) else []
         for value in values:
             relative = re.sub(r"^(?:\$\{?PWD\}?|\$\(pwd\)|\{\{\s*config_root\s*\}\})/?", "", value.strip("'\""))
@@ -553,7 +561,8 @@ def hook_names(work_tree: str) -> frozenset[str]:
     for name in _hook_files(work_tree):
         for line in _text(os.path.join(work_tree, name)).splitlines():
             if not line.lstrip().startswith("#"):
-                names.update(w for w in program_words(line) if "/" not in w and not w.startswith("~"))
+                words = program_words(line)
+                names.update(w for w in [*words, *git_commands(words)] if "/" not in w and not w.startswith("~"))
     return frozenset(names)
 
 

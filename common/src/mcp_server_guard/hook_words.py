@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from mcp_server_guard.shell.strings.commands import Command
 
 __all__ = [
+    "FILE_NAME",
     "GIT_DIR_WORD",
     "PARAMETER_DEFAULT",
     "READ_FROM",
@@ -30,12 +31,16 @@ __all__ = [
     "RUNS_A_DIRECTORY",
     "OnPath",
     "code_strings",
+    "git_commands",
     "is_file",
+    "loaded_by_option",
     "on_path",
     "parsed_lines",
     "program_words",
     "put_on_path",
+    "resolves",
     "runner",
+    "search_dirs",
     "uncommented",
 ]
 
@@ -129,7 +134,9 @@ def code_strings(line: str) -> list[str]:
                 found.append(value)
             elif program not in _SHELLS and option in ("-c", "-e", "-p", "--eval", "--print", "-E", "-r"):
                 named = [quoted or module.replace(".", "/") + ".py" for quoted, module in _LITERAL.findall(value)]
-                found.append(" ".join(shlex.quote(x) for x in named))  # (``-c 'import tools.check'``: 142 F6)
+                # (``-c 'import tools.check'``: 142 F6) — each as the program's operand: the program finds it by
+                # its own rules, ``require('./tools/check')`` runs ``tools/check.js`` (red team 146 F1)
+                found += [f"{shlex.quote(program)} {shlex.quote(x)}" for x in named[:64]]
     return list(dict.fromkeys(found))
 
 
@@ -250,14 +257,69 @@ def on_path(words: Iterable[str], bins: list[str]) -> list[tuple[str, str, tuple
 def put_on_path(text: str, base: str, work_tree: str) -> list[str]:
     """The directories a text puts on PATH (``PATH+=":$PWD/tools"``, ``PATH="$(dirname "$0")/../tools:$PATH"``):
     a program it then names alone may be there, made later too (``on_path``)."""
+    return _directories(_PATH_GIVEN.findall(text), base, work_tree)[:16]
+
+
+def _directories(givens: Iterable[str], base: str, work_tree: str) -> list[str]:
+    """The directories of search-path values (``a:b``), each from the top, or from the text's own directory
+    (``$(dirname "$0")/…``); none for an empty entry or one left to a variable."""
     found: list[str] = []
-    for given in _PATH_GIVEN.findall(text):
-        for value in given.strip().strip("'\"").split(":"):
+    for given in givens:
+        for entry in given.strip().strip("'\"").split(":"):
+            value = entry.strip("'\"")
             if _FROM_HERE.match(value):
                 found.append(posixpath.normpath(posixpath.join(base, _FROM_HERE.sub("", value))))
             elif (relative := _FROM_TOP.sub("", value)) and not relative.startswith(("$", "~")):
                 found.append(posixpath.normpath(posixpath.join(work_tree, relative)))
-    return found[:16]
+    return found
+
+
+# A language's search path set by the text (``PYTHONPATH=src``, ``export NODE_PATH=tools``, ``PERL5LIB``, ``RUBYLIB``,
+# ``CLASSPATH``, ``LUA_PATH``), or given to the interpreter (``perl -Itools``, ``ruby -I lib``, ``java -cp tools``).
+_SEARCH_GIVEN = deferred(
+    r"(?:^|[\s;&|(])(?:export\s+)?(?!PATH\+?=)[A-Za-z_]\w*(?:PATH|LIB|LIBS|INC)\+?=([^\s;&|#]+)"
+    r"|(?<![\w-])(?:-I|-cp|-classpath|--class-path|--module-path|--include-path)(?:\s+|=)?([^\s;&|#-][^\s;&|#]*)"
+)
+
+
+def search_dirs(text: str, base: str, work_tree: str) -> list[str]:
+    """The directories a text has a language look for the modules it loads in (``_SEARCH_GIVEN``): a module the text
+    loads by its name may be any file there, made later too — so all of each counts (red team 146 F2: ``PYTHONPATH=src
+    python3 -m app.lint`` runs ``src/app/lint.py``, ``perl -Itools -MCheck`` runs ``tools/Check.pm``)."""
+    givens = [path or option for path, option in _SEARCH_GIVEN.findall(text)]
+    return list(dict.fromkeys(_directories(givens, base, work_tree)))[:16]
+
+
+# A module an interpreter loads by an option (``perl -MCheck``, ``ruby -rcheck``, ``node --require x``, ``lua -l x``).
+_LOADED = deferred(
+    r"(?<![\w-])(?:-M-?|-r\s*|-l\s*|--require[=\s]+|--import[=\s]+|--loader[=\s]+)([\w./@-]*\w[\w:./@-]*)"
+)
+
+
+def loaded_by_option(line: str) -> list[str]:
+    """The modules a line's interpreter loads by an option, as paths (``perl -MApp::Check``: ``App/Check.pm``; the
+    others as written, which the program completes by its own rules: red team 146 F2)."""
+    words = program_words(line)
+    if not words or not runner(words[0]):
+        return []
+    perl = posixpath.basename(words[0]).startswith("perl")
+    found = [f"{name.replace('::', '/')}.pm" if perl else name for name in _LOADED.findall(line)]
+    return [name for name in found if not name.startswith("-")][:16]
+
+
+def resolves(words: list[str], *, direct: bool = False) -> list[str]:
+    """The words of a command an interpreter finds a file by (red team 146 F1): the operand of each runner word
+    (``node scripts/check``, ``node -r ./tools/setup``), and (unless ``direct``) every word a runner is given first
+    in a line (``node --title x scripts/check``: an option's value is not told from a file)."""
+    after = [word for at, word in enumerate(words) if at and runner(words[at - 1])]
+    return list(dict.fromkeys(after + (words[1:17] if words and runner(words[0]) and not direct else [])))
+
+
+def git_commands(words: list[str]) -> list[str]:
+    """The programs ``git <name>`` runs by that name from PATH (``git lint``: ``git-lint``, red team 146 F4)."""
+    if not words or posixpath.basename(words[0]) != "git":
+        return []
+    return [f"git-{word}" for word in words[1:4] if re.fullmatch(r"[A-Za-z][\w.-]*", word)]
 
 
 # A line that runs every file of a directory it names: ``run-parts dir``, ``find dir … -exec sh {} ;`` (or ``-exec
@@ -295,5 +357,8 @@ def is_file(word: str, places: list[str]) -> bool:
 
 # ``${NAME:-default}``, ``${NAME=default}``: the default.
 PARAMETER_DEFAULT = deferred(r"\$\{[A-Za-z_]\w*:?[-=]([^{}]*)\}")
+# A file's name alone, with a suffix (``local.tcl``, ``check.sed``): a hook that runs it if it is there runs one
+# made later (``tclsh local.tcl 2>/dev/null || true``, ``[ ! -f x.tcl ] || tclsh x.tcl``: red team 146 F3).
+FILE_NAME = deferred(r"[\w@%+,-][\w@%+,.-]*\.[A-Za-z][A-Za-z0-9]{0,9}")
 READ_FROM = deferred(r"(?<![<\w])\d*<\s*([^\s<>&;|()'\"]+)")  # ``< file``, ``3<file`` (not ``<<``, ``<&``, ``<(``)
 GIT_DIR_WORD = deferred(r"\$\(git rev-parse (?:--git-dir|--git-common-dir|--absolute-git-dir)\)")

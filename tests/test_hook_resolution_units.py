@@ -1,0 +1,54 @@
+"""What a program a hook runs finds by its own rules (red team 146), and what it does not make count: a search path
+or an interpreter's operand names the files the program may take there, never the whole project for an everyday
+hook (``PYTHONPATH=. pytest``, ``python3 scripts/check.py src``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from mcp_server_guard.git_dirs import _hooks_rule
+from mcp_server_guard.hook_runs import run_by_hooks
+
+
+def _rule(root: Path, hook: str, files: dict[str, str]) -> list[str]:
+    (root / ".git" / "hooks").mkdir(parents=True)
+    (root / ".git" / "hooks" / "pre-commit").write_text(f"#!/bin/sh\n{hook}\n")
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return run_by_hooks([str(root / ".git" / "hooks")], str(root), None)
+
+
+def _counts(found: list[str], root: Path, rel: str) -> bool:
+    return _hooks_rule(os.path.join(os.path.realpath(root), rel), found) is not None
+
+
+def test_a_node_program_named_without_its_suffix_protects_each_file_node_may_take(tmp_path: Path) -> None:
+    found = _rule(tmp_path, "node scripts/check && node tools/lint", {"tools/lint/package.json": "{}"})
+    assert _counts(found, tmp_path, "scripts/check.js") and _counts(found, tmp_path, "scripts/check/index.js")
+    assert _counts(found, tmp_path, "tools/lint/lib/run.js")  # (a directory run: its package.json's main)
+    assert not _counts(found, tmp_path, "scripts/other.js")
+
+
+def test_a_module_on_a_search_path_the_hook_sets_is_protected(tmp_path: Path) -> None:
+    found = _rule(tmp_path, "PYTHONPATH=src python3 -m app.lint", {"src/app/lint.py": ""})
+    assert _counts(found, tmp_path, "src/app/lint.py")
+    assert not _counts(found, tmp_path, "src/app/other.py")
+
+
+def test_an_everyday_search_path_does_not_make_the_project_count(tmp_path: Path) -> None:
+    hook = "PYTHONPATH=. pytest -q\npython3 scripts/check.py src"
+    found = _rule(tmp_path, hook, {"src/app.py": "", "scripts/check.py": ""})
+    assert _counts(found, tmp_path, "scripts/check.py")
+    assert not _counts(found, tmp_path, "src/app.py") and not _counts(found, tmp_path, "README.md")
+
+
+def test_a_file_a_hook_runs_if_it_is_there_is_protected_before_it_exists(tmp_path: Path) -> None:
+    found = _rule(tmp_path, "tclsh local.tcl 2>/dev/null || true\n[ ! -f extra ] || sh extra", {})
+    assert _counts(found, tmp_path, "local.tcl") and _counts(found, tmp_path, "extra")
+
+
+def test_a_git_subcommand_on_the_hooks_path_is_protected(tmp_path: Path) -> None:
+    found = _rule(tmp_path, 'PATH="$PWD/tools:$PATH" git lint', {})
+    assert _counts(found, tmp_path, "tools/git-lint")
