@@ -52,3 +52,10 @@ def test_a_file_a_hook_runs_if_it_is_there_is_protected_before_it_exists(tmp_pat
 def test_a_git_subcommand_on_the_hooks_path_is_protected(tmp_path: Path) -> None:
     found = _rule(tmp_path, 'PATH="$PWD/tools:$PATH" git lint', {})
     assert _counts(found, tmp_path, "tools/git-lint")
+
+
+def test_a_long_hook_in_another_language_does_not_make_the_project_count(tmp_path: Path) -> None:
+    # (its dotted names are not files: naming each, there or not, would pass the names' bound and count everything)
+    hook = "\n".join(f"call module{i}.attribute{i} config.value{i}" for i in range(3000))
+    found = _rule(tmp_path, hook, {"src/app.py": ""})
+    assert not _counts(found, tmp_path, "src/app.py")

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server_guard.hook_words import git_commands, loaded_by_option, parsed_lines, resolves, search_dirs
+from mcp_server_guard.hook_words import (
+    git_commands,
+    loaded_by_option,
+    parsed_lines,
+    program_words,
+    resolves,
+    search_dirs,
+)
 
 
 @pytest.mark.parametrize(
@@ -61,9 +68,9 @@ def test_a_git_subcommand_is_a_program_on_path() -> None:
 
 
 def test_a_module_loaded_by_an_option_is_named_as_the_program_finds_it() -> None:
-    assert loaded_by_option("perl -MApp::Check -e 1") == ["App/Check.pm"]
-    assert loaded_by_option("node --require ./tools/setup x.js") == ["./tools/setup"]
-    assert loaded_by_option("grep -r pattern .") == []
+    for line, loaded in [("perl -MApp::Check -e 1", ["App/Check.pm"]), ("grep -r pattern .", []),
+                         ("node --require ./tools/setup x.js", ["./tools/setup"])]:  # fmt: skip
+        assert loaded_by_option(line, program_words(line)) == loaded
 
 
 def test_an_interpreters_operands_are_resolved_by_its_rules() -> None:

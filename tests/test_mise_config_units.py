@@ -58,3 +58,11 @@ def test_every_config_file_mise_reads_is_found(tmp_path: Path) -> None:
     names, more = mise_files(str(tmp_path))
     assert set(names) >= {"mise.toml", ".config/mise/config.toml", ".config/mise/conf.d/a.toml", "mise.ci.toml"}
     assert not more
+
+
+def test_a_task_a_hook_runs_and_a_templates_command_are_read() -> None:
+    text = ('[env]\nGREETING = "{{ exec(command=\'sh tools/greet.sh\') }}"\n[hooks]\nenter = { task = "setup" }\n'
+            '[tasks.setup]\nrun = "sh tools/setup.sh"\n[tasks.lint]\nrun = "sh tools/lint.sh"\n')  # fmt: skip
+    runs = mise_runs(text)
+    assert "tools/greet.sh" in runs and "tools/setup.sh" in runs and "mise-tasks/setup" in runs
+    assert "tools/lint.sh" not in runs

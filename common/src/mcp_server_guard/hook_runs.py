@@ -29,7 +29,6 @@ from collections.abc import Iterable
 
 from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular_bytes
 from mcp_server_guard.hook_words import (
-    FILE_NAME,
     GIT_DIR_WORD,
     PARAMETER_DEFAULT,
     READ_FROM,
@@ -79,8 +78,13 @@ HOOK_MANAGER_FILES = (*HOOK_CONFIG_FILES, "hk.pkl", "captainhook.json", ".rusty-
 # A package's program run from the project's node_modules/.bin (``npx --no lint-staged``, ``pnpm exec x``).
 _NPX = deferred(r"(?<![\w./-])(?:npx|bunx|(?:npm|pnpm|yarn)\s+(?:exec|dlx))(?:\s+-{1,2}[\w-]+(?:=\S*)?)*\s+([\w.@-]+)")
 # A word naming a program by its file with no directory (``python3 check.py``, ``sh precommit.sh``, ``. env.sh``).
-_SCRIPT_SUFFIXES = (".py", ".sh", ".bash", ".zsh", ".ksh", ".fish", ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts",
-                    ".rb", ".pl", ".php", ".lua", ".mk", ".ps1", ".just")  # fmt: skip
+# (named there or not: a hook that runs one if it is there runs one made later — ``tclsh x.tcl 2>/dev/null || true``,
+# ``[ ! -f x.tcl ] || tclsh x.tcl``: red team 146 F3)
+_SCRIPT_SUFFIXES = (".py", ".pyw", ".sh", ".bash", ".zsh", ".ksh", ".fish", ".csh", ".nu", ".js", ".mjs", ".cjs",
+                    ".jsx", ".ts", ".mts", ".cts", ".tsx", ".rb", ".pl", ".pm", ".php", ".lua", ".mk", ".ps1",
+                    ".psm1", ".just", ".tcl", ".exp", ".awk", ".sed", ".r", ".R", ".jl", ".ex", ".exs", ".groovy",
+                    ".gradle", ".kts", ".java", ".go", ".swift", ".dart", ".scm", ".rkt", ".clj", ".bb",
+                    ".coffee", ".applescript", ".scpt")  # fmt: skip
 _SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".mk", ".envrc")  # read in turn for what they run
 # A directory the rest runs from: ``cd tools``, ``make -C sub``, lefthook's ``root:``.
 # A quoted name in any language (``subprocess.call(['./scripts/lint'])``), an option's attached value (``awk
@@ -303,9 +307,10 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
         programs = [*words[:16], *git_commands(words)]  # (``git lint`` runs ``git-lint`` from PATH: 146 F4)
         bins.words.update(w for w in programs if len(bins.words) < 4096)
         named = _named(words, line) + _in_sites(words, line, places, home) + on_path(programs, bins.dirs)
-        named += [(name, "run", ()) for name in loaded_by_option(line)]
+        loaded = loaded_by_option(line, words)
+        named += [(name, "run", ()) for name in loaded]
         # (a word an interpreter finds the file by, its own way: ``node scripts/check`` — red team 146 F1)
-        by_rules, direct = {*resolves(words), *loaded_by_option(line)}, set(resolves(words, direct=True))
+        by_rules, direct = {*resolves(words), *loaded}, set(resolves(words, direct=True))
         inners = code_strings(line)  # (``bash -c 'sh x.sh'``, ``node -e "require('./x')"``: red team 136 F3)
         for inner in inners:
             inners += code_strings(inner)  # (nested: ``sh -c "bash -c '…'"``; bounded as the text is, by its size)
@@ -325,9 +330,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
         # (``[ -f x.tcl ] && tclsh x.tcl``: a name tested, then used, may be made later — not ``[ -f package.json ]``)
         tested = {t.strip("'\"") for t in _TESTED.findall(line)}
         named += [(w, "run", ()) for w in tested if line.count(w) > 1]
-        # (a file's name alone, there or not: one run if it is there, ``tclsh x.tcl 2>/dev/null || true``: 146 F3)
-        named += [(w, "run", ()) for w in words
-                  if shell and "$" not in w and w not in tested and (FILE_NAME.fullmatch(w) or files(w))]  # fmt: skip
+        named += [(w, "run", ()) for w in words if shell and "$" not in w and w not in tested and files(w)]
         for word, how, wanted in named:
             for path in _expanded(word, places, home):
                 if len(found) >= _RUN_NAMED_MAX:

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from mcp_server_guard.shell.strings.commands import Command
 
 __all__ = [
-    "FILE_NAME",
     "GIT_DIR_WORD",
     "PARAMETER_DEFAULT",
     "READ_FROM",
@@ -283,9 +282,9 @@ _SEARCH_GIVEN = deferred(
 
 
 def search_dirs(text: str, base: str, work_tree: str) -> list[str]:
-    """The directories a text has a language look for the modules it loads in (``_SEARCH_GIVEN``): a module the text
-    loads by its name may be any file there, made later too — so all of each counts (red team 146 F2: ``PYTHONPATH=src
-    python3 -m app.lint`` runs ``src/app/lint.py``, ``perl -Itools -MCheck`` runs ``tools/Check.pm``)."""
+    """The directories a text has a language look for the modules it loads in (``_SEARCH_GIVEN``): the text's names
+    are looked for there too, made later too (red team 146 F2: ``PYTHONPATH=src python3 -m app.lint`` runs
+    ``src/app/lint.py``, ``perl -Itools -MCheck`` runs ``tools/Check.pm``) — not all of each: ``PYTHONPATH=.``."""
     givens = [path or option for path, option in _SEARCH_GIVEN.findall(text)]
     return list(dict.fromkeys(_directories(givens, base, work_tree)))[:16]
 
@@ -296,11 +295,11 @@ _LOADED = deferred(
 )
 
 
-def loaded_by_option(line: str) -> list[str]:
+def loaded_by_option(line: str, words: list[str]) -> list[str]:
     """The modules a line's interpreter loads by an option, as paths (``perl -MApp::Check``: ``App/Check.pm``; the
-    others as written, which the program completes by its own rules: red team 146 F2)."""
-    words = program_words(line)
-    if not words or not runner(words[0]):
+    others as written, which the program completes by its own rules: red team 146 F2). ``words``: the line's
+    ``program_words``."""
+    if not words or not runner(words[0]) or "-" not in line:
         return []
     perl = posixpath.basename(words[0]).startswith("perl")
     found = [f"{name.replace('::', '/')}.pm" if perl else name for name in _LOADED.findall(line)]
@@ -335,7 +334,12 @@ RUNS_A_DIRECTORY = deferred(
 RUNNERS = frozenset(
     {"sh", "bash", "zsh", "dash", "ksh", "source", ".", "exec", "python", "python3", "node", "deno", "bun", "ruby",
      "perl", "php", "lua", "tsx", "ts-node", "source_env", "source_env_if_exists", "source_up", "source_up_if_exists",
-     "dotenv", "dotenv_if_exists", "env_file", "import"}
+     "dotenv", "dotenv_if_exists", "env_file", "import",
+     # (every interpreter that runs a file it is given, there or made later: ``tclsh x.tcl``, red team 146 F3)
+     "ash", "mksh", "fish", "csh", "tcsh", "nu", "xonsh", "pwsh", "powershell", "tclsh", "wish", "expect", "awk",
+     "gawk", "mawk", "Rscript", "julia", "elixir", "escript", "groovy", "kotlin", "scala", "java", "jshell", "jbang",
+     "swift", "dart", "crystal", "guile", "racket", "sbcl", "clojure", "bb", "esno", "vite-node", "zx", "luajit",
+     "pypy", "pypy3", "osascript", "octave", "php-cgi", "ts-node-esm", "babel-node", "coffee"}
 )  # fmt: skip
 
 
@@ -357,8 +361,5 @@ def is_file(word: str, places: list[str]) -> bool:
 
 # ``${NAME:-default}``, ``${NAME=default}``: the default.
 PARAMETER_DEFAULT = deferred(r"\$\{[A-Za-z_]\w*:?[-=]([^{}]*)\}")
-# A file's name alone, with a suffix (``local.tcl``, ``check.sed``): a hook that runs it if it is there runs one
-# made later (``tclsh local.tcl 2>/dev/null || true``, ``[ ! -f x.tcl ] || tclsh x.tcl``: red team 146 F3).
-FILE_NAME = deferred(r"[\w@%+,-][\w@%+,.-]*\.[A-Za-z][A-Za-z0-9]{0,9}")
 READ_FROM = deferred(r"(?<![<\w])\d*<\s*([^\s<>&;|()'\"]+)")  # ``< file``, ``3<file`` (not ``<<``, ``<&``, ``<(``)
 GIT_DIR_WORD = deferred(r"\$\(git rev-parse (?:--git-dir|--git-common-dir|--absolute-git-dir)\)")

@@ -28,6 +28,8 @@ _MISE_PATTERNS = ("mise.*.toml", ".mise.*.toml", ".config/mise.*.toml", ".config
 # What makes a directory one mise reads a config in (``git_dirs``: with no repository there too).
 MISE_PLACES = (*MISE_FILES, ".config/mise/conf.d", "mise/conf.d", ".mise/conf.d")
 _PATTERN_MAX = 16  # files one pattern names at most (past them, the reader counts the directory whole: hook_runs)
+_TASK_DIRS = ("mise-tasks", ".mise-tasks", ".mise/tasks", ".config/mise/tasks", "mise/tasks")
+_EXEC = deferred(r"""\bexec\(\s*command\s*=\s*(['"])(.*?)\1""")
 _CONFIG_ROOT = deferred(r"\{\{\s*config_root\s*\}\}/?")
 # The line reader's spellings, for a file TOML cannot parse (mise refuses it too, but a half-written file is read).
 _SECTION = deferred(r"^\s*\[\s*([^\]]+?)\s*\]")
@@ -98,7 +100,24 @@ def mise_runs(text: str) -> str:
         for key in ("source", "file"):
             lines += [f"source {shlex.quote(_path(name))}" for name in _strings(table.get(key))]
     lines += [_path(command) for command in _strings(data.get("hooks"))]
+    # A task a hook runs (``enter = { task = "setup" }``): its commands, or its file in a task directory.
+    tasks = data.get("tasks") if isinstance(data.get("tasks"), dict) else {}
+    for name in [v for hook in _tables_in(data.get("hooks")) for v in _strings(hook.get("task"))][:64]:
+        lines += [_path(command) for command in _strings(tasks.get(name) if isinstance(tasks, dict) else None)]
+        lines += [f"sh {shlex.quote(d + '/' + name.replace(':', '/'))}" for d in _TASK_DIRS]
+    # A template's ``exec(command=…)`` runs at every prompt, in an ``[env]`` value or any other (not a task's).
+    values = [v for key, value in data.items() if key != "tasks" for v in _strings(value)]
+    lines += [command for value in values for _q, command in _EXEC.findall(value)]
     return "\n".join(lines)
+
+
+def _tables_in(value: object, depth: int = 0) -> Iterator[dict[str, Any]]:
+    """Every table in ``value``, at any depth."""
+    if isinstance(value, dict):
+        yield value
+    if isinstance(value, dict | list) and depth < 8:
+        for item in value.values() if isinstance(value, dict) else value:
+            yield from _tables_in(item, depth + 1)
 
 
 def mise_path_dirs(text: str) -> list[str]:

@@ -67,10 +67,13 @@ def _after_link(changes: ChangeSet, made: dict[str, Change], here: str) -> str |
 
 
 def open_to_others(end: str) -> str | None:
-    """Why what a link leads to outside the roots may be another user's to write (None: it is not): a directory
-    anyone may write holding it or its missing parent (``/tmp``, ``/dev/shm``), or an entry of another user (root's,
-    the system's, are trusted: a venv's ``python`` link). The user's own files outside the roots (not a program: a
-    venv's python from uv or pyenv): a build writing through the link writes there, outside the box."""
+    """Why what is written through a link to ``end`` (outside the roots) would land where nothing is judged (None:
+    it would not): a directory anyone may write holding it or its missing parent (``/tmp``, ``/dev/shm``), an entry
+    of another user, or one the user — as whom the user's next build runs — may write: the file itself, or, for a
+    name not there yet, the directory a write through the link would make it in. Only what the user may not write
+    (the system's, to a user who is not root) is left alone. Threat (red team 150): a build copying to
+    ``dist/tool -> ~/.local/bin/tool`` replaces the user's program; to ``dist/x.clj -> ~/.lein/profiles.clj``
+    (missing) it makes a config every ``lein`` loads; as root, root's own files are the user's."""
     probe = end
     while True:  # (metadata only: nothing outside the roots is opened)
         try:
@@ -84,12 +87,11 @@ def open_to_others(end: str) -> str | None:
             return f"others may write {printable(probe)}"
         if st.st_uid not in (0, os.geteuid()):
             return f"{printable(probe)} is another user's"
-        program = (
-            stat.S_ISREG(st.st_mode) and st.st_mode & 0o111
-        )  # (a venv's python from uv or pyenv: run, not written)
-        if probe == end and st.st_uid == os.geteuid() != 0 and not program:
+        if not (st.st_uid == os.geteuid() or os.access(probe, os.W_OK)):
+            return None  # (the system's, not the user's to write: what a build writes through it fails)
+        if probe == end:
             return f"{printable(end)} lies outside the allowed directories: what is written through it lands there"
-        return None
+        return f"{printable(end)} is not there yet, outside the allowed directories: a write through the link makes it"
 
 
 def climbs_back(changes: ChangeSet, path: str) -> bool:

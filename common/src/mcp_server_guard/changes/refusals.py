@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import posixpath
+import re
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -315,24 +316,40 @@ def _judge_link_end(
     elif any(within(end, root) for root in roots):
         if rule := protection.write_rule([end], None, roots, lookups):
             refused[key] = f"a link to {printable(end)} (protected: {rule})"
-    elif not _program(end) and (rule := protection.write_rule([end], None, roots, lookups)):
-        # (a program outside the roots is what a link runs, not what a build writes: a venv's python from pyenv)
+    elif _interpreter_link(trees, change.path, end):
+        pass  # (a venv's python: the interpreter it was made from — pyenv's, uv's, the system's —, run, not written)
+    elif rule := protection.write_rule([end], None, roots, lookups):
         refused[key] = f"a link to {printable(end)} (protected: {rule})"
-    elif (why := open_to_others(end)) is not None:
-        asks.append(f"links {change.path} to {printable(end)} ({why})")
     elif os.path.isdir(end):  # (``up -> /``: everything below reached through the project, links made before too)
         asks.append(f"links {change.path} to the directory {printable(end)}, outside the allowed directories")
+    elif (why := open_to_others(end)) is not None:
+        asks.append(f"links {change.path} to {printable(end)} ({why})")
     if key not in refused and climbs_back(trees.changes, change.path):
         asks.append(f"links {change.path} through a directory and back out of it: where it ends depends on later links")
 
 
-def _program(path: str) -> bool:
-    """Whether ``path`` (outside the roots: its metadata only) is an executable regular file."""
+_INTERPRETER_LINK = re.compile(r"(?:bin|Scripts)/(?:python|pypy)[\d.]*(?:\.exe)?")
+_INTERPRETER = re.compile(r"(?:python|pypy)[\d.]*")
+
+
+def _interpreter_link(trees: Trees, path: str, end: str) -> bool:
+    """Whether the link at ``path`` is a Python environment's interpreter (``.venv/bin/python3``, in a directory with
+    ``pyvenv.cfg``) ending at an interpreter (an executable regular file named like one, outside the roots: its
+    metadata only) — the one link outside the roots a tool makes every day. Threat (red team 150 F1): every other
+    program's name is no excuse: ``dist/tool -> ~/.local/bin/tool`` is what a build copying to ``dist/`` rewrites."""
+    parts = path.rsplit("/", 2)
+    if not _INTERPRETER_LINK.fullmatch("/".join(parts[-2:])):
+        return False
+    env = parts[0] if len(parts) == 3 else ""
+    if not any(trees.kind(posixpath.join(env, marker)) in ("file", "dir") for marker in ENV_MARKERS):
+        return False
     try:
-        st = os.lstat(path)
+        st = os.lstat(end)
     except OSError:
         return False
-    return stat.S_ISREG(st.st_mode) and bool(st.st_mode & 0o111)
+    return (
+        stat.S_ISREG(st.st_mode) and bool(st.st_mode & 0o111) and bool(_INTERPRETER.fullmatch(posixpath.basename(end)))
+    )
 
 
 def _loosened(trees: Trees, changes: ChangeSet, change: Change, in_scratch: Callable[[str, str], bool]) -> str | None:
