@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pytest
 
+from mcp_server_guard.hook_interpreters import interpreter_files, module_words
 from mcp_server_guard.hook_words import (
     git_commands,
     loaded_by_option,
     parsed_lines,
     program_words,
-    resolves,
+    python_modules,
     search_dirs,
 )
 
@@ -73,7 +74,25 @@ def test_a_module_loaded_by_an_option_is_named_as_the_program_finds_it() -> None
         assert loaded_by_option(line, program_words(line)) == loaded
 
 
-def test_an_interpreters_operands_are_resolved_by_its_rules() -> None:
-    assert resolves(["node", "scripts/check"]) == ["scripts/check"]
-    assert resolves(["node", "x", "scripts/check"], direct=True) == ["x"]
-    assert resolves(["eslint", "src"]) == []
+def test_an_interpreters_script_is_found_as_it_reads_its_command_line() -> None:
+    assert interpreter_files("node scripts/check") == (["scripts/check"], ["scripts/check"])
+    assert interpreter_files("node -r ./tools/setup scripts/check lib") == (
+        ["./tools/setup", "scripts/check"],
+        ["scripts/check"],
+    )  # (``lib`` is the script's argument: red team 149 F8)
+    assert interpreter_files("python3 -W ignore check src") == (["check"], ["check"])
+    assert interpreter_files("python3 -m mypy src") == ([], [])
+    assert interpreter_files("java -cp tools com.x.Check") == (["com.x.Check", "com/x/Check"],) * 2
+    assert interpreter_files("eslint src") == ([], [])
+
+
+def test_every_spelling_of_a_python_import_names_its_module() -> None:
+    code = "from tools import check; import a.b as c, d; importlib.import_module('e.f')"
+    assert {"a.b", "d", "tools", "tools.check", "e.f"} <= set(python_modules(code, "python3"))
+    assert python_modules(code, "node") == []
+
+
+def test_a_module_is_every_file_python_may_take_for_it() -> None:
+    words = module_words("app.lint")
+    for word in ("app/__init__.py", "app/lint.py", "app/lint.*so", "app/lint.pyc", "app/lint/__main__.py"):
+        assert word in words, words

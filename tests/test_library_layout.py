@@ -148,6 +148,7 @@ def layer(module: str) -> str:
         "hook_words",  # the words of a line a hook runs
         "direnv_files",  # what direnv evaluates besides .envrc
         "mise_config",  # what a mise config runs on entering the project
+        "hook_interpreters",  # what an interpreter a hook runs finds by its own rules
         "git_search",  # protected.py's search for git dirs: protected (top) may import only top-level modules
     }
     if len(parts) <= 2 and parts[-1] in top:

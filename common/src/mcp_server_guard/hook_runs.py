@@ -28,6 +28,7 @@ import sys
 from collections.abc import Iterable
 
 from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular_bytes
+from mcp_server_guard.hook_interpreters import by_rules, interpreter_files, module_words
 from mcp_server_guard.hook_words import (
     GIT_DIR_WORD,
     PARAMETER_DEFAULT,
@@ -42,7 +43,6 @@ from mcp_server_guard.hook_words import (
     parsed_lines,
     program_words,
     put_on_path,
-    resolves,
     runner,
     search_dirs,
     uncommented,
@@ -227,10 +227,9 @@ def _named(words: list[str], line: str) -> list[_Named]:
             if word in ("make", "gmake"):  # its options and variables too: make_reads takes ``-I``, ``NAME=value``
                 goals = _make_arguments(line, word) or goals
             named += [(name, "recipes" if word in _RECIPES_READ else "whole", goals) for name in files]
-    for module in _MODULES.findall(line):
-        # ``python3 -m tools.check``: the module's file, or its package's __main__ (red team 8 A1)
-        base = module.replace(".", "/")
-        named += [(f"{base}.py", "run", ()), (f"{base}/__main__.py", "run", ()), (f"{base}/__init__.py", "run", ())]
+    for module in _MODULES.findall(line)[:16]:
+        # ``python3 -m tools.check``: every file Python may take for it and its packages (red teams 8 A1, 149 F2, F3)
+        named += [(word, "run", ()) for word in module_words(module)]
     return named
 
 
@@ -290,6 +289,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     values = {name: value for name, given in _ASSIGNED.findall(text) if (value := _static(given)) is not None}
     more: list[_Text] = []
     known: dict[str, bool] = {}  # (each word looked up once a text: a 256 KiB text has thousands of lines)
+    done: set[tuple[str, str, tuple[str, ...], bool, bool, bool]] = set()
 
     def files(word: str) -> bool:
         if word not in known and len(known) >= 8192:
@@ -310,20 +310,17 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
         loaded = loaded_by_option(line, words)
         named += [(name, "run", ()) for name in loaded]
         # (a word an interpreter finds the file by, its own way: ``node scripts/check`` — red team 146 F1)
-        by_rules, direct = {*resolves(words), *loaded}, set(resolves(words, direct=True))
+        loaded_files, scripts = interpreter_files(line)
+        resolved, direct = {*loaded_files, *loaded}, set(scripts)
         inners = code_strings(line)  # (``bash -c 'sh x.sh'``, ``node -e "require('./x')"``: red team 136 F3)
         for inner in inners:
             inners += code_strings(inner)  # (nested: ``sh -c "bash -c '…'"``; bounded as the text is, by its size)
-            for place in [p for p in _places(inner, base, work_tree, home) if p not in places]:
-                if len(places) < _PLACES_MAX:
-                    places.append(place)
-                else:
-                    found[PART_READ + place] = None  # (a directory past those looked in: all of it counts)
+            _more_places(_places(inner, base, work_tree, home), places, found)
             inner_words = program_words(inner, built=True)
             named += _named(inner_words, inner) + _in_sites(inner_words, inner, places, home)
             words = [*words, *inner_words]
-            by_rules.update(resolves(inner_words))
-            direct.update(resolves(inner_words, direct=True))
+            resolved.update(interpreter_files(inner)[0])
+            direct.update(interpreter_files(inner)[1])
         # Any word naming a file there is (``awk -f check.awk``, ``check() { sh "$1"; }; check lint``, ``eval
         # "$(cat lint)"``: red team 142) — whatever the program before it, it may run it.
         words += [w for w in _operands(line) if w not in words]  # (red team 144 F1–F3)
@@ -331,12 +328,18 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
         tested = {t.strip("'\"") for t in _TESTED.findall(line)}
         named += [(w, "run", ()) for w in tested if line.count(w) > 1]
         named += [(w, "run", ()) for w in words if shell and "$" not in w and w not in tested and files(w)]
+        runs_all = bool(RUNS_A_DIRECTORY.search(line))
         for word, how, wanted in named:
+            # (each name looked up once a text, as it is read on this line: a 240 KiB hook of 60,000 lines named a
+            # word at every one, from each of 22 places — red team 149 F9)
+            if (key := (word, how, wanted, word in resolved, word in direct, runs_all)) in done:
+                continue
+            done.add(key)
             for path in _expanded(word, places, home):
                 if len(found) >= _RUN_NAMED_MAX:
                     found[PART_READ + work_tree] = None  # (past the names: all of the work tree counts)
                     return more
-                _found_by_rules(path, line, (word in by_rules, word in direct), found)
+                _found_by_rules(path, runs_all, (word in resolved, word in direct), found)
                 if path in found or _in_environment(path) or os.path.isdir(path):
                     continue  # an environment's entry point (`source .venv/bin/activate`): asked, as every change of
                     # it (changes.later), not refused — a command remaking the environment is everyday work
@@ -356,24 +359,21 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     return more
 
 
-_ENTRIES = ("__main__.py", "index.js", "index.mjs", "index.cjs", "package.json")  # a directory's entry, run as it
+def _more_places(more: list[str], places: list[str], found: dict[str, None]) -> None:
+    """Add to ``places`` the directories ``more`` names, ``_PLACES_MAX`` at most: past them, all of each counts."""
+    for place in [p for p in more if p not in places]:
+        if len(places) < _PLACES_MAX:
+            places.append(place)
+        else:
+            found[PART_READ + place] = None
 
 
-def _found_by_rules(path: str, line: str, rules: tuple[bool, bool], found: dict[str, None]) -> None:
-    """What else a word naming ``path`` runs: a file an interpreter finds by its own rules (``rules``: the word is one
-    it resolves, and one it is given directly) — a suffix added, a directory's entry (``index.js``, ``__main__.py``,
-    ``package.json``'s main), any of them made later too (red team 146 F1); every file of a directory a line runs
+def _found_by_rules(path: str, runs_all: bool, rules: tuple[bool, bool], found: dict[str, None]) -> None:
+    """What else a word naming ``path`` runs (``hook_interpreters.by_rules``); every file of a directory a line runs
     whole (``run-parts dir``, ``find dir -exec sh {} ;``, ``ls dir | xargs``: red team 136 F1)."""
-    resolved, direct = rules
-    if resolved and not os.path.isfile(path):
-        found[_PATTERN + glob.escape(path) + ".*"] = None
-        if direct:  # (the interpreter's own operand: ``node tools/lint`` runs what its package.json names)
-            found[_PATTERN + glob.escape(path) + "/*"] = None
-            if os.path.isdir(path):
-                found[PART_READ + path] = None
-        else:  # (a word it may take as its file or pass on: ``python3 -W ignore tools``, ``… check.py src``)
-            found.update(dict.fromkeys(posixpath.join(path, entry) for entry in _ENTRIES))
-    if os.path.isdir(path) and path not in found and RUNS_A_DIRECTORY.search(line):
+    patterns, wholes, paths = by_rules(path, rules[1]) if rules[0] else ([], [], [])
+    found.update(dict.fromkeys([*(_PATTERN + p for p in patterns), *(PART_READ + w for w in wholes), *paths]))
+    if runs_all and os.path.isdir(path) and path not in found:
         found[PART_READ + path] = None
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GIT_DIR_WORD",
+    "IDENTIFIER",
     "PARAMETER_DEFAULT",
     "READ_FROM",
     "RUNNERS",
@@ -37,7 +38,7 @@ __all__ = [
     "parsed_lines",
     "program_words",
     "put_on_path",
-    "resolves",
+    "python_modules",
     "runner",
     "search_dirs",
     "uncommented",
@@ -108,7 +109,27 @@ def uncommented(text: str) -> str:
 
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "busybox"})
 _CODE_RUNNERS = frozenset({"node", "nodejs", "deno", "bun", "python", "python3", "perl", "ruby", "php", "lua"})
-_LITERAL = deferred(r"""["'`]([^"'`\s]+)["'`]|\bimport\s+([A-Za-z_][\w.]*)""")  # a quoted name; a module imported
+_LITERAL = deferred(r"""["'`]([^"'`\s]+)["'`]""")  # a quoted name
+IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")  # a (dotted) name: a module's, a class's
+_PYTHON = re.compile(r"(?:python|pypy)[\d.]*")
+# ``import a.b, c as d``, ``from a.b import c, d`` (not ``from . import x``).
+_IMPORTS = re.compile(r"\bimport\s+([\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*)")
+_FROM = re.compile(r"\bfrom\s+([A-Za-z_][\w.]*)\s+import\s+\(?\s*([\w\s,]+)")
+_QUOTED = re.compile(r"""["']([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)["']""")
+
+
+def python_modules(line: str, program: str) -> list[str]:
+    """The modules a Python code string imports by any spelling (``import a.b``, ``from a import b``,
+    ``importlib.import_module('a.b')``, ``runpy.run_module('a.b')``: red team 149 F1); none for another program."""
+    if not _PYTHON.fullmatch(posixpath.basename(program)):
+        return []
+    found: list[str] = []
+    for names in _IMPORTS.findall(line):
+        found += [name.split()[0] for name in names.split(",") if name.strip()]
+    for module, names in _FROM.findall(line):
+        found += [module, *(f"{module}.{name.split()[0]}" for name in names.split(",") if name.split())]
+    found += _QUOTED.findall(line)
+    return [name for name in dict.fromkeys(found) if IDENTIFIER.fullmatch(name)][:32]
 
 
 def code_strings(line: str) -> list[str]:
@@ -132,10 +153,11 @@ def code_strings(line: str) -> list[str]:
             if program in _SHELLS and "c" in option.lstrip("-") and not option.startswith("--"):
                 found.append(value)
             elif program not in _SHELLS and option in ("-c", "-e", "-p", "--eval", "--print", "-E", "-r"):
-                named = [quoted or module.replace(".", "/") + ".py" for quoted, module in _LITERAL.findall(value)]
-                # (``-c 'import tools.check'``: 142 F6) — each as the program's operand: the program finds it by
-                # its own rules, ``require('./tools/check')`` runs ``tools/check.js`` (red team 146 F1)
-                found += [f"{shlex.quote(program)} {shlex.quote(x)}" for x in named[:64]]
+                # Each quoted name as the program's operand: the program finds it by its own rules,
+                # ``require('./tools/check')`` runs ``tools/check.js`` (red team 146 F1); each module Python code
+                # imports, by any spelling, as ``-m`` (``-c 'from tools import check'``: red teams 142 F6, 149 F1).
+                found += [f"{shlex.quote(program)} {shlex.quote(x)}" for x in _LITERAL.findall(value)[:64]]
+                found += [f"{shlex.quote(program)} -m {x}" for x in python_modules(value, program)]
     return list(dict.fromkeys(found))
 
 
@@ -230,6 +252,8 @@ def _pieces(text: str) -> list[str]:
 
 # PATH set by any spelling: ``PATH=…``, ``PATH+=…``, ``export PATH="$(git rev-parse --show-toplevel)/tools:$PATH"``.
 _PATH_GIVEN = deferred(r"(?:^|[\s;&|(])(?:export\s+)?PATH\+?=([^\n;&|#]+)")
+# Where git looks for ``git-<name>`` first (``git --exec-path=tools lint``, ``GIT_EXEC_PATH=tools``: red team 149 F7).
+_EXEC_PATH = deferred(r"(?:--exec-path[=\s]|(?:^|[\s;&|(])(?:export\s+)?GIT_EXEC_PATH=)([^\s;&|#]+)")
 _FROM_TOP = deferred(r"^(?:\$\{?PWD\}?|\$\(pwd\)|\$\(git rev-parse --show-toplevel\))/?")
 _FROM_HERE = deferred(r"^\$\(dirname (?:--\s+)?\"?\$0\"?\)/?")
 
@@ -256,7 +280,7 @@ def on_path(words: Iterable[str], bins: list[str]) -> list[tuple[str, str, tuple
 def put_on_path(text: str, base: str, work_tree: str) -> list[str]:
     """The directories a text puts on PATH (``PATH+=":$PWD/tools"``, ``PATH="$(dirname "$0")/../tools:$PATH"``):
     a program it then names alone may be there, made later too (``on_path``)."""
-    return _directories(_PATH_GIVEN.findall(text), base, work_tree)[:16]
+    return _directories([*_PATH_GIVEN.findall(text), *_EXEC_PATH.findall(text)], base, work_tree)[:16]
 
 
 def _directories(givens: Iterable[str], base: str, work_tree: str) -> list[str]:
@@ -281,11 +305,17 @@ _SEARCH_GIVEN = deferred(
 )
 
 
+_PERL_LIB = deferred(r"(?<![\w-])-M-?lib=([^\s;&|#]+)|\buse\s+lib\s+[\"']([^\"']+)[\"']")
+
+
 def search_dirs(text: str, base: str, work_tree: str) -> list[str]:
     """The directories a text has a language look for the modules it loads in (``_SEARCH_GIVEN``): the text's names
     are looked for there too, made later too (red team 146 F2: ``PYTHONPATH=src python3 -m app.lint`` runs
     ``src/app/lint.py``, ``perl -Itools -MCheck`` runs ``tools/Check.pm``) — not all of each: ``PYTHONPATH=.``."""
     givens = [path or option for path, option in _SEARCH_GIVEN.findall(text)]
+    givens += [
+        (option or used).replace(",", ":") for option, used in _PERL_LIB.findall(text)
+    ]  # (``perl -Mlib=tools``: 149 F4)
     return list(dict.fromkeys(_directories(givens, base, work_tree)))[:16]
 
 
@@ -304,14 +334,6 @@ def loaded_by_option(line: str, words: list[str]) -> list[str]:
     perl = posixpath.basename(words[0]).startswith("perl")
     found = [f"{name.replace('::', '/')}.pm" if perl else name for name in _LOADED.findall(line)]
     return [name for name in found if not name.startswith("-")][:16]
-
-
-def resolves(words: list[str], *, direct: bool = False) -> list[str]:
-    """The words of a command an interpreter finds a file by (red team 146 F1): the operand of each runner word
-    (``node scripts/check``, ``node -r ./tools/setup``), and (unless ``direct``) every word a runner is given first
-    in a line (``node --title x scripts/check``: an option's value is not told from a file)."""
-    after = [word for at, word in enumerate(words) if at and runner(words[at - 1])]
-    return list(dict.fromkeys(after + (words[1:17] if words and runner(words[0]) and not direct else [])))
 
 
 def git_commands(words: list[str]) -> list[str]:
