@@ -20,8 +20,11 @@ import struct
 from collections.abc import Sequence
 
 from mcp_server_guard.changes.changeset import Change, ChangeSet
-from mcp_server_guard.changes.git_objects import Objects, Unreadable
+from mcp_server_guard.changes.git_layout import layout_of, refs_of
+from mcp_server_guard.changes.git_objects import Objects, Unreadable, entry_at, tree_of
+from mcp_server_guard.changes.git_verdicts import Trees
 from mcp_server_guard.git_dirs import is_git_dir, read_pointer
+from mcp_server_guard.paths import within
 
 __all__ = [
     "blob_hash",
@@ -172,11 +175,13 @@ def _stashed_object(changes: ChangeSet, work_tree: str, blob: bytes, stashed: fr
 
 def uncommitted(losing: Sequence[tuple[ChangeSet, Change]], outside: list[str] | None = None) -> list[str]:
     """Of the files being deleted or emptied, those whose current content git does not have (untracked, or
-    different from the index), judged from the index file itself: no git program runs. ``outside`` (given) gets
-    those in no repository at all."""
+    different from the index), judged from the index file itself: no git program runs — or that git does not keep
+    once the call has landed (``kept_after``: a call that changed the index too). ``outside`` (given) gets those in
+    no repository at all."""
     lost: list[str] = []
     indexes: dict[str, tuple[str, dict[str, bytes]] | None] = {}
     stores = _Stores()
+    kept_after = KeptAfter()
     try:
         for changes, change in losing:
             found = _repository(changes.root, change.path, indexes)
@@ -184,10 +189,14 @@ def uncommitted(losing: Sequence[tuple[ChangeSet, Change]], outside: list[str] |
                 if outside is not None:
                     outside.append(change.path)
                 continue
-            if not _in_index(changes.root, change.path, found, stores):
+            blob = found[1].get(posixpath.relpath(posixpath.join(changes.root, change.path), found[0]), b"")
+            if not _in_index(changes.root, change.path, found, stores) or not kept_after(
+                changes, change.path, found[0], blob
+            ):
                 lost.append(change.path)
     finally:
         stores.close()
+        kept_after.close()
     return lost
 
 
@@ -432,3 +441,75 @@ def blob_hash(path: str, no_follow_below: str = "", *, sha256: bool = False) -> 
         return hasher.digest()
     finally:
         os.close(fd)
+
+
+# Whether git still has a copy of a file's old content once the call has landed (``uncommitted``). Threat (red team
+# 152 F1): git's copy of work only staged (``git add``, never committed) is the index's entry. A call that rewrites
+# the file *and* the index (``echo x > f && git add f``, ``git rm -f f``) leaves nothing naming the old bytes — a
+# dangling blob the user's next ``git gc`` deletes — while the index read before the call said git had them: the
+# call's pre-image was not kept as an only copy, and the history's bound evicted it unasked. So where the call
+# changed a repository's index, the old content counts as git's only if the index the call left still names it (at
+# any path), or the commit ``HEAD`` leaves holds it at that path.
+_LEFT_INDEX_MAX = 256 << 20  # an index file read at most (larger: the old content counts as git's no more)
+
+
+class KeptAfter:
+    """Whether git keeps a file's old content once the call has landed (the comment above), each repository's index
+    and ``HEAD`` as the call leaves them read once; :meth:`close` when done."""
+
+    def __init__(self) -> None:
+        self._views: dict[str, Trees] = {}
+        self._left: dict[tuple[str, str], tuple[frozenset[bytes], Objects | None, bytes | None] | None] = {}
+
+    def close(self) -> None:
+        for left in self._left.values():
+            if left is not None and left[1] is not None:
+                left[1].close()
+        self._left.clear()
+
+    def __call__(self, changes: ChangeSet, path: str, work_tree: str, blob: bytes) -> bool:
+        """Whether git keeps ``blob`` (``path``'s old content, which the index before the call named): the call left
+        the repository's index alone, or the index it left names ``blob``, or ``HEAD`` as it left it holds it at
+        ``path``. ``work_tree``: the repository's top (absolute); one outside the root, or whose git dir is not a
+        ``.git`` directory in it, is judged by the index before the call alone (a command cannot change what lies
+        outside the root; a linked work tree's index is judged as before)."""
+        if not within(work_tree, changes.root):
+            return True
+        top = posixpath.relpath(work_tree, changes.root)
+        key = (changes.root, top)
+        if key not in self._left:
+            self._left[key] = self._read(changes, ".git" if top == "." else f"{top}/.git", len(blob))
+        left = self._left[key]
+        if left is None:
+            return True  # (the index as before: what it named is still git's)
+        names, objects, tree = left
+        if blob in names:
+            return True
+        if objects is None or tree is None:
+            return False
+        try:
+            found = entry_at(objects, tree, posixpath.relpath(path, top), "file")
+            return found == blob and objects.get(blob)[0] == "blob"
+        except Unreadable:
+            return False
+
+    def _read(
+        self, changes: ChangeSet, git_dir: str, width: int
+    ) -> tuple[frozenset[bytes], Objects | None, bytes | None] | None:
+        """What the index the call left names (ids ``width`` bytes long: the repository's, as before the call), and
+        the tree of ``HEAD`` as it left it; None: the index unchanged."""
+        view = self._views.setdefault(changes.root, Trees(changes))
+        index = view.by_path.get(f"{git_dir}/index")
+        if index is None or view.kind(git_dir) != "dir":
+            return None
+        data = view.read(f"{git_dir}/index", limit=_LEFT_INDEX_MAX + 1) if index.action != "delete" else b""
+        names = frozenset(parse_index(data, width).values()) if data and len(data) <= _LEFT_INDEX_MAX else frozenset()
+        layout = layout_of(view, git_dir)
+        head = refs_of(view, layout, set(), real=False).get("HEAD") if layout is not None else None
+        if layout is None or head is None:
+            return names, None, None
+        objects = view.objects(f"{layout.common}/objects")
+        try:
+            return names, objects, tree_of(objects, head)
+        except Unreadable:
+            return names, objects, None

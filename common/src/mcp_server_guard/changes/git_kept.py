@@ -30,10 +30,11 @@ from mcp_server_guard.changes.changeset import ChangeSet
 from mcp_server_guard.changes.git_index import blob_hash
 from mcp_server_guard.changes.git_layout import OID, layout_of, packed_refs, refs_of, valid_ref
 from mcp_server_guard.changes.git_objects import (
+    BLOB_MODES,
     Objects,
     Unreadable,
     changed_entries,
-    entries,
+    entry_at,
     index_ids,
     indexed,
     object_id,
@@ -79,7 +80,6 @@ def _auto_merge(trees: Trees, path: str) -> bool:
 
 
 _STASH = "refs/stash"
-_BLOB_MODES = {"file": (0o100644, 0o100755), "symlink": (0o120000,)}
 
 
 def _stashed(changes: ChangeSet) -> list[str]:
@@ -88,7 +88,7 @@ def _stashed(changes: ChangeSet) -> list[str]:
     untracked files' tree: ``git stash -u`` keeps what it takes away (issue 45)."""
     refs = [c.path for c in changes.changes if c.action != "delete" and c.kind == "file"
             and (c.path == f".git/{_STASH}" or c.path.endswith(f"/.git/{_STASH}"))]  # fmt: skip
-    gone = [c for c in changes.changes if c.action == "delete" and c.kind in _BLOB_MODES]
+    gone = [c for c in changes.changes if c.action == "delete" and c.kind in BLOB_MODES]
     if not refs or not gone:
         return []
     trees = Trees(changes)
@@ -163,7 +163,7 @@ def _applied_here(trees: Trees, objects: Objects, top: str, commit: bytes) -> bo
     if len(parents) > 2:  # (its untracked files: a tree of their own)
         saved += changed_entries(objects, None, tree_of(objects, parents[2]), limit=10_000)
     for rel, mode, oid in saved:
-        kind = "symlink" if mode == 0o120000 else "file" if mode in _BLOB_MODES["file"] else ""
+        kind = "symlink" if mode == 0o120000 else "file" if mode in BLOB_MODES["file"] else ""
         at = f"{top}/{rel}" if top else rel
         if not kind or (
             _left_id(trees, at, kind, len(commit)) != oid
@@ -208,7 +208,7 @@ def _merged_in(trees: Trees, objects: Objects, stashed: tuple[bytes, str, bytes]
 
 def _blob_at(objects: Objects, tree: bytes, rel: str) -> list[bytes]:
     """The bytes of the blob at ``rel`` in ``tree`` ([] where there is none)."""
-    if (blob := _entry_at(objects, tree, rel, "file")) is None:
+    if (blob := entry_at(objects, tree, rel, "file")) is None:
         return []
     kind, body = objects.get(blob)
     return [body] if kind == "blob" else []
@@ -354,23 +354,12 @@ def _link_id(trees: Trees, base: str, path: str, width: int) -> bytes | None:
 def _holds(objects: Objects, tree: bytes, rel: str, kind: str, blob: bytes) -> bool:
     """Whether ``tree`` has at ``rel`` an entry of ``kind`` naming ``blob``, and the store has that blob (its bytes
     hash to its id: ``Objects.get``)."""
-    if _entry_at(objects, tree, rel, kind) != blob:
+    if entry_at(objects, tree, rel, kind) != blob:
         return False
     try:
         return objects.get(blob)[0] == "blob"
     except Unreadable:
         return False
-
-
-def _entry_at(objects: Objects, tree: bytes, rel: str, kind: str) -> bytes | None:
-    """The id ``tree`` gives an entry of ``kind`` at ``rel`` (None where it has none)."""
-    *dirs, name = rel.split("/")
-    for part in dirs:
-        found = next((oid for n, mode, oid in entries(objects, tree) if n == part and mode == 0o40000), None)
-        if found is None:
-            return None
-        tree = found
-    return next((oid for n, mode, oid in entries(objects, tree) if n == name and mode in _BLOB_MODES[kind]), None)
 
 
 def _kept_in(changes: ChangeSet, deleted: list[str]) -> list[str]:

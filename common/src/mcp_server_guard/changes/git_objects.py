@@ -20,11 +20,13 @@ import zlib
 from collections.abc import Callable, Iterator
 
 __all__ = [
+    "BLOB_MODES",
     "Objects",
     "Unreadable",
     "changed_entries",
     "changed_paths",
     "entries",
+    "entry_at",
     "index_ids",
     "indexed",
     "object_id",
@@ -528,3 +530,17 @@ def changed_entries(
                 if len(found) > limit:
                     raise Unreadable("more changed paths than the judgement reads")
     return found
+
+
+BLOB_MODES = {"file": (0o100644, 0o100755), "symlink": (0o120000,)}  # git's modes of a file, of a link
+
+
+def entry_at(objects: Objects, tree: bytes, rel: str, kind: str) -> bytes | None:
+    """The id ``tree`` gives an entry of ``kind`` at ``rel`` (None where it has none)."""
+    *dirs, name = rel.split("/")
+    for part in dirs:
+        found = next((oid for n, mode, oid in entries(objects, tree) if n == part and mode == 0o40000), None)
+        if found is None:
+            return None
+        tree = found
+    return next((oid for n, mode, oid in entries(objects, tree) if n == name and mode in BLOB_MODES[kind]), None)
