@@ -87,7 +87,8 @@ def test_a_shells_command_string_and_an_interpreters_code_string_are_read() -> N
     # (each as the interpreter's operand, which it completes by its own rules: red team 146 F1)
     assert code_strings("node -e \"require('./tools/check.js')\"") == ["node ./tools/check.js"]
     assert any("tools/x.py" in x for x in code_strings("python3 -c \"import runpy; runpy.run_path('tools/x.py')\""))
-    assert "python3 tools/check.py" in code_strings("python3 -c 'import tools.check'")  # (red team 142 F6)
+    # (red team 142 F6; as a module, every file Python may take for it: red team 149 F1)
+    assert "python3 -m tools.check" in code_strings("python3 -c 'import tools.check'")
     assert code_strings("sh scripts/lint.sh") == []
     # Red team 140 F3: a string of several words given to any program may be shell code it runs.
     assert code_strings("trap 'sh scripts/cleanup.sh' EXIT") == ["sh scripts/cleanup.sh"]

@@ -10,12 +10,31 @@ import glob
 import json
 import os
 import posixpath
+import re
 import shlex
 
 from mcp_server_guard.hook_configs import read_regular_bytes
-from mcp_server_guard.hook_words import IDENTIFIER, runner, uncommented
+from mcp_server_guard.hook_words import IDENTIFIER, loaded_by_option, runner, uncommented
 
-__all__ = ["by_rules", "interpreter_files", "module_words", "package_main"]
+__all__ = [
+    "PART_READ",
+    "PATTERN",
+    "Named",
+    "by_rules",
+    "found_by_rules",
+    "interpreted",
+    "interpreter_files",
+    "module_words",
+    "options_lines",
+    "package_main",
+]
+
+PATTERN = "^"  # marks a pattern in what ``hook_runs.run_by_hooks`` says (``git_dirs``)
+# Marks a directory all of which counts: a text of it that a hook runs was read only in part — cut at its size, past
+# the budget, the levels or the make reader's bounds. Threat (red team 135 F1): what a bound left unread was
+# never judged (a Makefile's ``lint:`` past its first 64 KiB); a bound now names more, never less.
+PART_READ = "&"
+Named = tuple[str, str, tuple[str, ...]]  # a word, how it is read, the goals (``hook_runs._named``)
 
 _SHELL_PROGRAMS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "source", ".", "exec"})
 # Options whose value is the next word (``node -r x``, ``python3 -W ignore``, ``java -cp dir``): not the script.
@@ -76,7 +95,30 @@ def interpreter_files(line: str) -> tuple[list[str], list[str]]:
             if posixpath.basename(word) == "java" and "." in given and IDENTIFIER.fullmatch(given):
                 scripts.append(given.replace(".", "/"))  # (``java -cp tools com.x.Check``: com/x/Check.class)
             break
+    # (a bare package a node program loads, ``node -r dotenv/config``, ``--import tsx``: from node_modules — red team
+    # 151 F3; it lies in a build directory, so its change is asked, not refused)
+    node = any(posixpath.basename(w).rstrip("0123456789.") in _NODE_PROGRAMS for w in argv[:8])
+    loaded += [f"node_modules/{name}" for name in loaded if node and _BARE.fullmatch(name)]
     return list(dict.fromkeys([*loaded, *scripts])), list(dict.fromkeys(scripts))
+
+
+_NODE_PROGRAMS = frozenset({"node", "nodejs", "bun", "deno", "tsx", "ts-node", "esno", "vite-node"})
+_BARE = re.compile(r"(?:@[\w.-]+/)?[\w][\w.-]*(?:/[\w.-]+)*")  # a package's name (and a path in it), not ./x or /x
+
+# An interpreter's options given in its environment (``export NODE_OPTIONS="--require ./tools/setup"``,
+# ``PERL5OPT=-MCheck``, ``RUBYOPT=-rx``, ``JAVA_TOOL_OPTIONS=-javaagent:x.jar``): read as its own command line
+# (red team 151 F1, F2).
+_OPTIONS_GIVEN = re.compile(
+    r"""(?:^|[\s;&|(])(?:export\s+)?(NODE_OPTIONS|PERL5OPT|RUBYOPT|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS)"""
+    r"""\+?=("[^"\n]*"|'[^'\n]*'|[^\s;&|]*)"""
+)
+_OPTIONS_OF = {"NODE_OPTIONS": "node", "PERL5OPT": "perl", "RUBYOPT": "ruby"}
+
+
+def options_lines(text: str) -> list[str]:
+    """The command lines an interpreter's options given in the environment amount to (``_OPTIONS_GIVEN``)."""
+    return [f"{_OPTIONS_OF.get(name, 'java')} {value.strip(chr(34) + chr(39))}"
+            for name, value in _OPTIONS_GIVEN.findall(text)][:16]  # fmt: skip
 
 
 def module_words(module: str) -> list[str]:
@@ -91,16 +133,29 @@ def module_words(module: str) -> list[str]:
     return [*words, f"{'/'.join(parts)}/__main__.py"]
 
 
-def package_main(directory: str) -> str | None:
-    """The file a directory's ``package.json`` names as its ``main`` (``node dir``, ``require('./dir')``: red team
-    149 F6), relative to it; None without one. Read as any hook text is: a regular file, no link followed."""
+def package_main(directory: str) -> list[str]:
+    """The files a directory's ``package.json`` names as what it runs (``node dir``, ``require('./dir')``: red team
+    149 F6), relative to it. Read as any hook text is: a regular file, no link followed."""
     data = read_regular_bytes(None, os.path.join(directory, "package.json"), 64 << 10)
     if not data:
-        return None
+        return []
     with contextlib.suppress(ValueError, RecursionError):
-        main = json.loads(data).get("main") if data.lstrip().startswith(b"{") else None
-        return main if isinstance(main, str) and main and "\x00" not in main else None
-    return None
+        manifest = json.loads(data) if data.lstrip().startswith(b"{") else {}
+        # (its ``main``, or what its ``exports`` give for any condition: ``"exports": {".": "./dist/loader.mjs"}``,
+        # ``--import tsx``: red team 151 F3)
+        found = [v for v in _strings([manifest.get("main"), manifest.get("exports")]) if v and "\x00" not in v]
+        return found[:32]
+    return []
+
+
+def _strings(value: object, depth: int = 0) -> list[str]:
+    """Every string in ``value`` (nested lists and objects, 8 deep at most)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | dict) and depth < 8:
+        items = value.values() if isinstance(value, dict) else value
+        return [found for item in items for found in _strings(item, depth + 1)]
+    return []
 
 
 _ENTRIES = ("__main__.py", "index.js", "index.mjs", "index.cjs", "package.json")  # a directory's entry, run as it
@@ -118,6 +173,28 @@ def by_rules(path: str, direct: bool) -> tuple[list[str], list[str], list[str]]:
     if direct:
         return [*patterns, glob.escape(path) + "/*"], [path] if os.path.isdir(path) else [], []
     paths = [posixpath.join(path, entry) for entry in _ENTRIES]
-    if (main := package_main(path)) is not None:
-        paths.append(posixpath.normpath(posixpath.join(path, main)))
+    paths += [posixpath.normpath(posixpath.join(path, main)) for main in package_main(path)]
     return patterns, [], paths
+
+
+def interpreted(line: str, words: list[str]) -> tuple[list[Named], set[str], set[str]]:
+    """What an interpreter on ``line`` loads by its own rules (``hook_interpreters``; ``words``: the line's
+    ``program_words``): the names to add (a module an option loads, ``node_modules/dotenv/config``), every word it
+    finds a file by, and its script operands (``node scripts/check``: red team 146 F1)."""
+    loaded = loaded_by_option(line, words)
+    found, scripts = interpreter_files(line)
+    named: list[Named] = [(name, "run", ()) for name in dict.fromkeys([*loaded, *found]) if name not in words]
+    return named, {*found, *loaded}, set(scripts)
+
+
+def found_by_rules(path: str, runs_all: bool, rules: tuple[bool, bool, bool], found: dict[str, None]) -> None:
+    """What else a word naming ``path`` runs (``hook_interpreters.by_rules``; a path no file is at, written with a
+    ``/``, any suffix a program may add: ``require(path.resolve('tools/check'))`` in a hook of any language, red team
+    151 F4); every file of a directory a line runs whole (``run-parts dir``, ``find dir -exec sh {} ;``, ``ls dir |
+    xargs``: red team 136 F1)."""
+    patterns, wholes, paths = by_rules(path, rules[1]) if rules[0] else ([], [], [])
+    if rules[2] and not rules[0] and not os.path.lexists(path):
+        patterns = [glob.escape(path) + ".*"]
+    found.update(dict.fromkeys([*(PATTERN + p for p in patterns), *(PART_READ + w for w in wholes), *paths]))
+    if runs_all and os.path.isdir(path) and path not in found:
+        found[PART_READ + path] = None

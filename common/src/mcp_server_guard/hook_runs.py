@@ -28,7 +28,23 @@ import sys
 from collections.abc import Iterable
 
 from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular_bytes
-from mcp_server_guard.hook_interpreters import by_rules, interpreter_files, module_words
+from mcp_server_guard.hook_interpreters import (
+    PART_READ,
+    module_words,
+    options_lines,
+)
+from mcp_server_guard.hook_interpreters import (
+    PATTERN as _PATTERN,
+)
+from mcp_server_guard.hook_interpreters import (
+    Named as _Named,
+)
+from mcp_server_guard.hook_interpreters import (
+    found_by_rules as _found_by_rules,
+)
+from mcp_server_guard.hook_interpreters import (
+    interpreted as _interpreted,
+)
 from mcp_server_guard.hook_words import (
     GIT_DIR_WORD,
     PARAMETER_DEFAULT,
@@ -38,13 +54,13 @@ from mcp_server_guard.hook_words import (
     code_strings,
     git_commands,
     is_file,
-    loaded_by_option,
     on_path,
     parsed_lines,
     program_words,
     put_on_path,
     runner,
     search_dirs,
+    search_files,
     uncommented,
 )
 from mcp_server_guard.make_reads import make_calls, make_named, make_read
@@ -89,7 +105,7 @@ _SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".mk", ".envrc")  # read in t
 # A directory the rest runs from: ``cd tools``, ``make -C sub``, lefthook's ``root:``.
 # A quoted name in any language (``subprocess.call(['./scripts/lint'])``), an option's attached value (``awk
 # -fcheck.awk``), what a test expects may be there (``[ -f local.tcl ] && tclsh local.tcl``).
-_OPERANDS = deferred(r"""(['"])([^'"\s]+)\1|(?<![\w-])-([a-zA-Z][\w./-]+\.\w+)""")
+_OPERANDS = deferred(r"""(['"])([^'"\s]+)\1|(?<![\w-])-([a-zA-Z][\w./:-]+\.\w+)""")
 _TESTED = deferred(r"(?:\[\[?|\btest)\s+(?:!\s+)?-[fxersLh]\s+([^\s;&|\]]+)")
 _CONFIG = deferred(r"\A(?:\s*(?:#[^!].*)?\n)*\s*(?:[\w.-]+:(?:\s|$)|\[|\{|-\s)")  # YAML, TOML, JSON: not shell
 _RECIPE_PREFIX = deferred(r"^[ \t]*[@+-]*", re.M)  # a make recipe line's tab and @, +, - (not the shell's)
@@ -135,12 +151,6 @@ _DIRECTORY_WORDS = frozenset({"PATH_add", "path_add", "MANPATH_add", "PATH_rm", 
 _BUILT = deferred(r"^(?:\$\((?:[^()]|\([^()]*\))*\)|\$\{[^}]*\}|\$\w+)+/+(.+)$")
 
 _Text = tuple[str, str, tuple[str, ...] | None]  # a text, its directory, the goals of a recipe file (None: shell)
-_PATTERN = "^"  # marks a pattern in what ``run_by_hooks`` says (``git_dirs``)
-# Marks a directory all of which counts: a text of it that a hook runs was read only in part — cut at its size, past
-# the budget, the levels or the make reader's bounds. Threat (red team 135 F1): what a bound left unread was
-# never judged (a Makefile's ``lint:`` past its first 64 KiB); a bound now names more, never less.
-PART_READ = "&"
-_Named = tuple[str, str, tuple[str, ...]]  # a word, how it is read, the goals (``_named``)
 
 
 def expand_path(value: str, base: str, home: str | None) -> str:
@@ -279,12 +289,14 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     # (``exec 3<scripts/lint; sh <&3``, ``sh < x``: F5), a directory put on PATH by any spelling (F1): read too.
     defaults = PARAMETER_DEFAULT.sub(lambda found: found.group(1), text)
     read_from = [f"sh {shlex.quote(name)}" for name in READ_FROM.findall(text)]
-    text = "\n".join([text, *commands, *read_from, *([defaults] if defaults != text else [])])
+    text = "\n".join([text, *commands, *read_from, *options_lines(text), *([defaults] if defaults != text else [])])
     bins.dirs += [b for b in put_on_path(text, base, work_tree) if b not in bins.dirs][: 16 - len(bins.dirs)]
     # (a language's search path the text sets: a module it loads by name is looked for there too — red team 146 F2)
     places = list(dict.fromkeys([*_places(text, base, work_tree, home), *search_dirs(text, base, work_tree)]))
     for place in places[_PLACES_MAX:]:  # (a directory past those looked in: all of it counts)
         found[PART_READ + place] = None
+    archives, caches = search_files(text, base, work_tree)
+    found.update(dict.fromkeys([*archives, *(PART_READ + cache for cache in caches)]))
     places = places[:_PLACES_MAX]
     values = {name: value for name, given in _ASSIGNED.findall(text) if (value := _static(given)) is not None}
     more: list[_Text] = []
@@ -307,27 +319,25 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
         programs = [*words[:16], *git_commands(words)]  # (``git lint`` runs ``git-lint`` from PATH: 146 F4)
         bins.words.update(w for w in programs if len(bins.words) < 4096)
         named = _named(words, line) + _in_sites(words, line, places, home) + on_path(programs, bins.dirs)
-        loaded = loaded_by_option(line, words)
-        named += [(name, "run", ()) for name in loaded]
-        # (a word an interpreter finds the file by, its own way: ``node scripts/check`` — red team 146 F1)
-        loaded_files, scripts = interpreter_files(line)
-        resolved, direct = {*loaded_files, *loaded}, set(scripts)
+        extra, resolved, direct = _interpreted(line, words)
+        named += extra
         inners = code_strings(line)  # (``bash -c 'sh x.sh'``, ``node -e "require('./x')"``: red team 136 F3)
         for inner in inners:
             inners += code_strings(inner)  # (nested: ``sh -c "bash -c '…'"``; bounded as the text is, by its size)
             _more_places(_places(inner, base, work_tree, home), places, found)
             inner_words = program_words(inner, built=True)
-            named += _named(inner_words, inner) + _in_sites(inner_words, inner, places, home)
-            words = [*words, *inner_words]
-            resolved.update(interpreter_files(inner)[0])
-            direct.update(interpreter_files(inner)[1])
+            extra, inner_resolved, inner_direct = _interpreted(inner, inner_words)
+            named += _named(inner_words, inner) + _in_sites(inner_words, inner, places, home) + extra
+            words, resolved, direct = [*words, *inner_words], resolved | inner_resolved, direct | inner_direct
         # Any word naming a file there is (``awk -f check.awk``, ``check() { sh "$1"; }; check lint``, ``eval
         # "$(cat lint)"``: red team 142) — whatever the program before it, it may run it.
         words += [w for w in _operands(line) if w not in words]  # (red team 144 F1–F3)
         # (``[ -f x.tcl ] && tclsh x.tcl``: a name tested, then used, may be made later — not ``[ -f package.json ]``)
         tested = {t.strip("'\"") for t in _TESTED.findall(line)}
         named += [(w, "run", ()) for w in tested if line.count(w) > 1]
-        named += [(w, "run", ()) for w in words if shell and "$" not in w and w not in tested and files(w)]
+        named += [
+            (w, "run", ()) for w in words if shell and "$" not in w and w not in tested and ("/" in w or files(w))
+        ]
         runs_all = bool(RUNS_A_DIRECTORY.search(line))
         for word, how, wanted in named:
             # (each name looked up once a text, as it is read on this line: a 240 KiB hook of 60,000 lines named a
@@ -339,7 +349,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
                 if len(found) >= _RUN_NAMED_MAX:
                     found[PART_READ + work_tree] = None  # (past the names: all of the work tree counts)
                     return more
-                _found_by_rules(path, runs_all, (word in resolved, word in direct), found)
+                _found_by_rules(path, runs_all, (word in resolved, word in direct, "/" in word), found)
                 if path in found or _in_environment(path) or os.path.isdir(path):
                     continue  # an environment's entry point (`source .venv/bin/activate`): asked, as every change of
                     # it (changes.later), not refused — a command remaking the environment is everyday work
@@ -366,15 +376,6 @@ def _more_places(more: list[str], places: list[str], found: dict[str, None]) -> 
             places.append(place)
         else:
             found[PART_READ + place] = None
-
-
-def _found_by_rules(path: str, runs_all: bool, rules: tuple[bool, bool], found: dict[str, None]) -> None:
-    """What else a word naming ``path`` runs (``hook_interpreters.by_rules``); every file of a directory a line runs
-    whole (``run-parts dir``, ``find dir -exec sh {} ;``, ``ls dir | xargs``: red team 136 F1)."""
-    patterns, wholes, paths = by_rules(path, rules[1]) if rules[0] else ([], [], [])
-    found.update(dict.fromkeys([*(_PATTERN + p for p in patterns), *(PART_READ + w for w in wholes), *paths]))
-    if runs_all and os.path.isdir(path) and path not in found:
-        found[PART_READ + path] = None
 
 
 def new_budget() -> list[int]:

@@ -41,6 +41,7 @@ __all__ = [
     "python_modules",
     "runner",
     "search_dirs",
+    "search_files",
     "uncommented",
 ]
 
@@ -115,6 +116,7 @@ _PYTHON = re.compile(r"(?:python|pypy)[\d.]*")
 # ``import a.b, c as d``, ``from a.b import c, d`` (not ``from . import x``).
 _IMPORTS = re.compile(r"\bimport\s+([\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*)")
 _FROM = re.compile(r"\bfrom\s+([A-Za-z_][\w.]*)\s+import\s+\(?\s*([\w\s,]+)")
+_PERL_MODULE = re.compile(r"\b(?:use|require)\s+([A-Za-z_]\w*(?:::\w+)*)")
 _QUOTED = re.compile(r"""["']([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)["']""")
 
 
@@ -158,6 +160,8 @@ def code_strings(line: str) -> list[str]:
                 # imports, by any spelling, as ``-m`` (``-c 'from tools import check'``: red teams 142 F6, 149 F1).
                 found += [f"{shlex.quote(program)} {shlex.quote(x)}" for x in _LITERAL.findall(value)[:64]]
                 found += [f"{shlex.quote(program)} -m {x}" for x in python_modules(value, program)]
+                if program.startswith("perl"):  # (``perl -e 'require Check'``, ``use App::Check``: red team 151 F2)
+                    found += [f"perl -M{x}" for x in _PERL_MODULE.findall(value)[:32]]
     return list(dict.fromkeys(found))
 
 
@@ -306,6 +310,21 @@ _SEARCH_GIVEN = deferred(
 
 
 _PERL_LIB = deferred(r"(?<![\w-])-M-?lib=([^\s;&|#]+)|\buse\s+lib\s+[\"']([^\"']+)[\"']")
+
+
+# Where Python reads compiled modules from instead of ``__pycache__`` (``PYTHONPYCACHEPREFIX=.pycache``, ``python3 -X
+# pycache_prefix=.pycache``): a ``.pyc`` there runs, its source unread (red team 151 F6) — all of it counts.
+_PYCACHE_PREFIX = deferred(r"(?:PYTHONPYCACHEPREFIX=|-X\s*pycache_prefix=)([^\s;&|#]+)")
+_ARCHIVES = (".jar", ".zip", ".whl", ".egg", ".pyz", ".war", ".par")
+
+
+def search_files(text: str, base: str, work_tree: str) -> tuple[list[str], list[str]]:
+    """The archives a search path names as its entries (``CLASSPATH=lib/checks.jar``, ``PYTHONPATH=vendor.zip``: the
+    classes and modules in them run — red team 151 F5), and the directories a Python reads compiled modules from
+    (``_PYCACHE_PREFIX``), counted whole."""
+    givens = [path or option for path, option in _SEARCH_GIVEN.findall(text)]
+    archives = [p for p in _directories(givens, base, work_tree) if p.endswith(_ARCHIVES)]
+    return archives[:64], _directories(_PYCACHE_PREFIX.findall(text), base, work_tree)[:16]
 
 
 def search_dirs(text: str, base: str, work_tree: str) -> list[str]:
