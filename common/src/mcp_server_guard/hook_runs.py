@@ -336,7 +336,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
         tested = {t.strip("'\"") for t in _TESTED.findall(line)}
         named += [(w, "run", ()) for w in tested if line.count(w) > 1]
         named += [
-            (w, "run", ()) for w in words if shell and "$" not in w and w not in tested and ("/" in w or files(w))
+            (w, "run", ()) for w in words if shell and "$" not in w and w not in tested and (_path_like(w) or files(w))
         ]
         runs_all = bool(RUNS_A_DIRECTORY.search(line))
         for word, how, wanted in named:
@@ -367,6 +367,12 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
                 budget[1] -= len(body)
                 more.append((body, posixpath.dirname(path), wanted if how == "recipes" else None))
     return more
+
+
+def _path_like(word: str) -> bool:
+    """Whether a word of a hook's text is a path with a ``/``, named there or not (a program may complete it: red team
+    151 F4) — not a glob a tool is given (``eslint 'src/**/*.js'``: what it matches is linted, not run)."""
+    return "/" in word and not any(c in word for c in "*?[")
 
 
 def _more_places(more: list[str], places: list[str], found: dict[str, None]) -> None:
