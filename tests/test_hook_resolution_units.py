@@ -61,8 +61,7 @@ def test_a_long_hook_in_another_language_does_not_make_the_project_count(tmp_pat
     assert not _counts(found, tmp_path, "src/app.py")
 
 
-def test_a_path_a_hook_writes_with_a_slash_is_completed_and_a_quoted_glob_is_not_a_program(tmp_path: Path) -> None:
-    hook = "node -e \"require(require('path').resolve('tools/check'))\"\nnpx eslint 'src/**/*.js'"
-    found = _rule(tmp_path, hook, {"src/lib/app.js": "", "tools/README": ""})
-    assert _counts(found, tmp_path, "tools/check.js")
-    assert not _counts(found, tmp_path, "src/lib/app.js")
+def test_a_path_a_hook_writes_with_a_slash_is_completed_with_any_suffix(tmp_path: Path) -> None:
+    hook = "node -e \"require(require('path').resolve('tools/check'))\""
+    found = _rule(tmp_path, hook, {"tools/README": ""})
+    assert _counts(found, tmp_path, "tools/check.js") and not _counts(found, tmp_path, "tools/README")

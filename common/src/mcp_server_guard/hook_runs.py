@@ -371,7 +371,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
 
 def _path_like(word: str) -> bool:
     """Whether a word of a hook's text is a path with a ``/``, named there or not (a program may complete it: red team
-    151 F4) — not a glob a tool is given (``eslint 'src/**/*.js'``: what it matches is linted, not run)."""
+    151 F4) — a glob is named as a pattern where it is a word of the line (``_named``), not completed here."""
     return "/" in word and not any(c in word for c in "*?[")
 
 
