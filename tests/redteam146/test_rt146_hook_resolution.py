@@ -25,14 +25,14 @@ write a marker file only) travel as data: rt146_hook_resolution.json.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support.planted import git, landed, plant
+from support.hook_cases import case_runs
+from support.planted import landed, plant
 
 pytestmark = [
     pytest.mark.anyio,
@@ -45,40 +45,8 @@ ATTACKS = sorted(case for case, spec in DATA["cases"].items() if spec["finding"]
 TOOLS = ("tclsh", "node", "python3", "perl")
 
 
-def _needs(spec: dict[str, Any]) -> list[str]:
-    return [tool for tool in TOOLS if tool in str(spec["hook"]) and shutil.which(tool) is None]
-
-
-def _repo(workspace: Path, spec: dict[str, Any]) -> None:
-    modes = {str(k): int(v) for k, v in spec.get("modes", {}).items()}
-    for name, text in spec["files"].items():
-        path = workspace / str(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(str(text))
-        if name in modes:
-            path.chmod(modes[name])
-    git(workspace, "init", "-q")
-    hook = workspace / ".git" / "hooks" / "pre-commit"
-    hook.parent.mkdir(parents=True, exist_ok=True)
-    hook.write_text(f"#!/bin/sh\n{spec['hook']}\n")
-    hook.chmod(0o755)
-    git(workspace, "add", "-A")
-    git(workspace, "commit", "-q", "--no-verify", "-m", "init")
-
-
 async def _git_runs(workspace: Path, tmp_path: Path, case: str) -> tuple[bool, str]:
-    spec, marker = DATA["cases"][case], tmp_path / "MARKER-hook-ran"
-    if missing := _needs(spec):
-        pytest.skip(f"not installed: {missing}")
-    payload = str(DATA[str(spec["payload"])]).replace("{marker}", str(marker))
-    _repo(workspace, spec)
-    git(workspace, "commit", "-q", "--allow-empty", "-m", "works before")
-    assert not marker.exists()
-    person, out = await plant(workspace, {str(spec["planted"]): payload})
-    git(workspace, "commit", "-q", "--allow-empty", "-m", "next", env={"PATH": os.environ["PATH"]})
-    why = (f"{spec['planted']} (run by the user's git) landed with no question: questions={person.questions} "
-           f"transaction={out.get('transaction')} landed={landed(out)}")  # fmt: skip
-    return marker.exists(), why
+    return await case_runs(workspace, tmp_path, DATA, case, TOOLS)
 
 
 ENV_CONTROLS = sorted(case for case, spec in DATA["env_cases"].items() if spec["finding"] == "control")

@@ -2,8 +2,8 @@
 file, a shell_exec command that writes a payload to it (the person declines every question), then what the user
 does next outside the box. A spec: ``hook`` (the pre-commit hook's text), ``files``, ``modes``, ``links``, ``config``
 (git config keys), ``hooks_dir``, ``shebang``, ``configure`` (a command the user ran first), ``planted`` (and
-``planted_mode``), ``payload`` (``{marker}`` in it), ``trigger`` (the git commands the user runs; a commit by
-default) and ``user_writes``."""
+``planted_mode``), ``payload`` (``{marker}`` in it; or the name of a payload the data holds), ``trigger`` (the git
+commands the user runs; a commit by default) and ``user_writes``."""
 
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ async def case_runs(
     named = {word.rpartition("/")[2] for word in text.split()}
     if missing := [tool for tool in tools if tool in named and shutil.which(tool) is None]:
         pytest.skip(f"not installed: {missing}")
-    payload = str(spec.get("payload", data["payload"])).replace("{marker}", str(marker))
+    given = str(spec.get("payload", "payload"))  # (the payload's text, or the name of one the data holds)
+    payload = str(data.get(given, given)).replace("{marker}", str(marker))
     _repo(workspace, spec)
     _user_runs_git(workspace, spec, "works before")
     assert not marker.exists()
