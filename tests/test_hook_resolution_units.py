@@ -65,3 +65,10 @@ def test_a_path_a_hook_writes_with_a_slash_is_completed_with_any_suffix(tmp_path
     hook = "node -e \"require(require('path').resolve('tools/check'))\""
     found = _rule(tmp_path, hook, {"tools/README": ""})
     assert _counts(found, tmp_path, "tools/check.js") and not _counts(found, tmp_path, "tools/README")
+
+
+def test_a_glob_a_hook_gives_a_tool_is_its_data_and_one_it_runs_is_protected(tmp_path: Path) -> None:
+    hook = 'npx eslint src/**/*.js\nfor f in scripts/checks/*.sh; do sh "$f"; done'
+    found = _rule(tmp_path, hook, {"src/lib/app.js": "", "scripts/checks/a.sh": ""})
+    assert not _counts(found, tmp_path, "src/lib/app.js")  # (linted, not run: an everyday edit stays free)
+    assert _counts(found, tmp_path, "scripts/checks/a.sh") and _counts(found, tmp_path, "scripts/checks/new.sh")

@@ -192,6 +192,8 @@ def found_by_rules(path: str, runs_all: bool, rules: tuple[bool, bool, bool], fo
     ``/``, any suffix a program may add: ``require(path.resolve('tools/check'))`` in a hook of any language, red team
     151 F4); every file of a directory a line runs whole (``run-parts dir``, ``find dir -exec sh {} ;``, ``ls dir |
     xargs``: red team 136 F1)."""
+    if path.startswith(PATTERN):
+        return  # (a pattern: named as one, no file to complete)
     patterns, wholes, paths = by_rules(path, rules[1]) if rules[0] else ([], [], [])
     if rules[2] and not rules[0] and not os.path.lexists(path):
         patterns = [glob.escape(path) + ".*"]

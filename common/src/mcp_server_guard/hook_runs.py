@@ -56,6 +56,7 @@ from mcp_server_guard.hook_words import (
     is_file,
     on_path,
     parsed_lines,
+    path_like,
     program_words,
     put_on_path,
     runner,
@@ -106,6 +107,8 @@ _SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".mk", ".envrc")  # read in t
 # A quoted name in any language (``subprocess.call(['./scripts/lint'])``), an option's attached value (``awk
 # -fcheck.awk``), what a test expects may be there (``[ -f local.tcl ] && tclsh local.tcl``).
 _OPERANDS = deferred(r"""(['"])([^'"\s]+)\1|(?<![\w-])-([a-zA-Z][\w./:-]+\.\w+)""")
+_GLOB = re.compile(r"[*?[]")
+_LOOPS = deferred(r"\s*(?:for|select)\s")  # (``for f in scripts/*.sh; do sh "$f"; done``: what it runs is in its list)
 _TESTED = deferred(r"(?:\[\[?|\btest)\s+(?:!\s+)?-[fxersLh]\s+([^\s;&|\]]+)")
 _CONFIG = deferred(r"\A(?:\s*(?:#[^!].*)?\n)*\s*(?:[\w.-]+:(?:\s|$)|\[|\{|-\s)")  # YAML, TOML, JSON: not shell
 _RECIPE_PREFIX = deferred(r"^[ \t]*[@+-]*", re.M)  # a make recipe line's tab and @, +, - (not the shell's)
@@ -222,6 +225,9 @@ def _named(words: list[str], line: str) -> list[_Named]:
                 named.append((built.group(1), "run", ()))
             elif ")/" in word:  # (`"$(dirname "$(readlink -f "$0")")/lib.sh"`, split: red team 105 F4)
                 named.append((word.rpartition(")/")[2].lstrip("/"), "run", ()))
+        elif _GLOB.search(word) and not (runner(previous) or (at and runner(words[0])) or _LOOPS.match(line)
+                                         or RUNS_A_DIRECTORY.search(line)):  # fmt: skip
+            continue  # a glob a tool is given (``eslint src/**/*.js``, lefthook's ``glob:``): its data, not run
         elif (
             "/" in word
             or word.startswith("~")
@@ -336,7 +342,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
         tested = {t.strip("'\"") for t in _TESTED.findall(line)}
         named += [(w, "run", ()) for w in tested if line.count(w) > 1]
         named += [
-            (w, "run", ()) for w in words if shell and "$" not in w and w not in tested and (_path_like(w) or files(w))
+            (w, "run", ()) for w in words if shell and "$" not in w and w not in tested and (path_like(w) or files(w))
         ]
         runs_all = bool(RUNS_A_DIRECTORY.search(line))
         for word, how, wanted in named:
@@ -367,12 +373,6 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
                 budget[1] -= len(body)
                 more.append((body, posixpath.dirname(path), wanted if how == "recipes" else None))
     return more
-
-
-def _path_like(word: str) -> bool:
-    """Whether a word of a hook's text is a path with a ``/``, named there or not (a program may complete it: red team
-    151 F4) — a glob is named as a pattern where it is a word of the line (``_named``), not completed here."""
-    return "/" in word and not any(c in word for c in "*?[")
 
 
 def _more_places(more: list[str], places: list[str], found: dict[str, None]) -> None:

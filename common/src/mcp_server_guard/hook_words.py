@@ -36,6 +36,7 @@ __all__ = [
     "loaded_by_option",
     "on_path",
     "parsed_lines",
+    "path_like",
     "program_words",
     "put_on_path",
     "python_modules",
@@ -404,3 +405,9 @@ def is_file(word: str, places: list[str]) -> bool:
 PARAMETER_DEFAULT = deferred(r"\$\{[A-Za-z_]\w*:?[-=]([^{}]*)\}")
 READ_FROM = deferred(r"(?<![<\w])\d*<\s*([^\s<>&;|()'\"]+)")  # ``< file``, ``3<file`` (not ``<<``, ``<&``, ``<(``)
 GIT_DIR_WORD = deferred(r"\$\(git rev-parse (?:--git-dir|--git-common-dir|--absolute-git-dir)\)")
+
+
+def path_like(word: str) -> bool:
+    """Whether a word of a hook's text is a path with a ``/``, named there or not (a program may complete it: red team
+    151 F4) — a glob is named as a pattern where it is a word of the line (``hook_runs._named``), not completed here."""
+    return "/" in word and not any(c in word for c in "*?[")
