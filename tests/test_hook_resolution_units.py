@@ -72,3 +72,10 @@ def test_a_glob_a_hook_gives_a_tool_is_its_data_and_one_it_runs_is_protected(tmp
     found = _rule(tmp_path, hook, {"src/lib/app.js": "", "scripts/checks/a.sh": ""})
     assert not _counts(found, tmp_path, "src/lib/app.js")  # (linted, not run: an everyday edit stays free)
     assert _counts(found, tmp_path, "scripts/checks/a.sh") and _counts(found, tmp_path, "scripts/checks/new.sh")
+
+
+def test_code_an_interpreter_reads_on_stdin_or_as_its_own_text_names_its_modules(tmp_path: Path) -> None:
+    hook = "python3 - <<'EOF'\nfrom tools.check import main\nEOF\npython3 -Bm app.lint\nperl -Itools -mCheck -e 1"
+    found = _rule(tmp_path, hook, {"tools/check.py": "", "app/lint.py": "", "tools/Check.pm": ""})
+    for rel in ("tools/check.py", "tools/__init__.py", "app/lint.py", "app/__init__.py", "tools/Check.pm"):
+        assert _counts(found, tmp_path, rel), rel

@@ -14,7 +14,14 @@ import re
 import shlex
 
 from mcp_server_guard.hook_configs import read_regular_bytes
-from mcp_server_guard.hook_words import IDENTIFIER, loaded_by_option, runner, uncommented
+from mcp_server_guard.hook_words import (
+    IDENTIFIER,
+    loaded_by_option,
+    python_modules,
+    runner,
+    search_files,
+    uncommented,
+)
 
 __all__ = [
     "PART_READ",
@@ -25,8 +32,11 @@ __all__ = [
     "interpreted",
     "interpreter_files",
     "module_words",
+    "more_places",
     "options_lines",
     "package_main",
+    "search_found",
+    "shebang_lines",
 ]
 
 PATTERN = "^"  # marks a pattern in what ``hook_runs.run_by_hooks`` says (``git_dirs``)
@@ -200,3 +210,35 @@ def found_by_rules(path: str, runs_all: bool, rules: tuple[bool, bool, bool], fo
     found.update(dict.fromkeys([*(PATTERN + p for p in patterns), *(PART_READ + w for w in wholes), *paths]))
     if runs_all and os.path.isdir(path) and path not in found:
         found[PART_READ + path] = None
+
+
+_SHEBANG = re.compile(r"#!\s*(?:\S*/)?(?:env\s+(?:-\S+\s+)*)?(python|pypy|perl)[\d.]*\b")
+_PERL_USES = re.compile(r"^\s*(?:use|require)\s+([A-Za-z_]\w*(?:::\w+)*)", re.M)
+
+
+def shebang_lines(text: str) -> list[str]:
+    """The modules a hook written in Python or Perl loads (its shebang names the interpreter), as the command lines
+    that load them (``python3 -m x``, ``perl -Mx``): its imports by any spelling, a quoted module name
+    (``[sys.executable, "-m", "tools.check"]``: red team 153 F4)."""
+    found = _SHEBANG.match(text)
+    if found is None:
+        return []
+    if found.group(1) == "perl":
+        return [f"perl -M{name}" for name in dict.fromkeys(_PERL_USES.findall(text[: 256 << 10]))][:64]
+    return [f"python3 -m {name}" for name in python_modules(text[: 256 << 10], "python3")]
+
+
+def more_places(more: list[str], places: list[str], found: dict[str, None], limit: int) -> None:
+    """Add to ``places`` the directories ``more`` names, ``limit`` at most: past them, all of each counts."""
+    for place in [p for p in more if p not in places]:
+        if len(places) < limit:
+            places.append(place)
+        else:
+            found[PART_READ + place] = None
+
+
+def search_found(text: str, base: str, work_tree: str) -> list[str]:
+    """What a text's search paths name for the hook reader, marked: the archives on them (a pattern for ``dir/*``)
+    and the directories Python reads compiled modules from, whole (``hook_words.search_files``)."""
+    archives, caches = search_files(text, base, work_tree)
+    return [*(PATTERN + a if "*" in a else a for a in archives), *(PART_READ + c for c in caches)]

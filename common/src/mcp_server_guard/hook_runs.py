@@ -31,7 +31,10 @@ from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular_bytes
 from mcp_server_guard.hook_interpreters import (
     PART_READ,
     module_words,
+    more_places,
     options_lines,
+    search_found,
+    shebang_lines,
 )
 from mcp_server_guard.hook_interpreters import (
     PATTERN as _PATTERN,
@@ -61,7 +64,6 @@ from mcp_server_guard.hook_words import (
     put_on_path,
     runner,
     search_dirs,
-    search_files,
     uncommented,
 )
 from mcp_server_guard.make_reads import make_calls, make_named, make_read
@@ -118,7 +120,9 @@ _CHANGES_DIR = deferred(
     r"|^\s*(?:root|working-directory|workdir):\s*(\S+)",
     re.MULTILINE,
 )
-_MODULES = deferred(r"(?<![\w.-])-m\s*([A-Za-z_][\w.]*)")  # ``-m tools.check``, pre-commit's ``-mpre_commit``
+_MODULES = deferred(
+    r"(?<![\w.-])-[bBdEhiIOqsSuvxR]*m\s*([A-Za-z_][\w.]*)"
+)  # ``-m tools.check``, pre-commit's ``-mpre_commit``
 # A name the text gives a static value (``INSTALL_PYTHON=/p/.venv/bin/python3``, pre-commit's hook, quoted as shlex
 # quotes it: ``'/my proj/.venv/bin/python3'``): used where it is expanded (``exec "$INSTALL_PYTHON" -mpre_commit``).
 _ASSIGNED = deferred(r"^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=(\S.*?)\s*$", re.M)
@@ -295,14 +299,14 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     # (``exec 3<scripts/lint; sh <&3``, ``sh < x``: F5), a directory put on PATH by any spelling (F1): read too.
     defaults = PARAMETER_DEFAULT.sub(lambda found: found.group(1), text)
     read_from = [f"sh {shlex.quote(name)}" for name in READ_FROM.findall(text)]
-    text = "\n".join([text, *commands, *read_from, *options_lines(text), *([defaults] if defaults != text else [])])
+    text = "\n".join([text, *commands, *read_from, *options_lines(text), *shebang_lines(text),
+                      *([defaults] if defaults != text else [])])  # fmt: skip
     bins.dirs += [b for b in put_on_path(text, base, work_tree) if b not in bins.dirs][: 16 - len(bins.dirs)]
     # (a language's search path the text sets: a module it loads by name is looked for there too — red team 146 F2)
     places = list(dict.fromkeys([*_places(text, base, work_tree, home), *search_dirs(text, base, work_tree)]))
     for place in places[_PLACES_MAX:]:  # (a directory past those looked in: all of it counts)
         found[PART_READ + place] = None
-    archives, caches = search_files(text, base, work_tree)
-    found.update(dict.fromkeys([*archives, *(PART_READ + cache for cache in caches)]))
+    found.update(dict.fromkeys(search_found(text, base, work_tree)))
     places = places[:_PLACES_MAX]
     values = {name: value for name, given in _ASSIGNED.findall(text) if (value := _static(given)) is not None}
     more: list[_Text] = []
@@ -330,7 +334,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
         inners = code_strings(line)  # (``bash -c 'sh x.sh'``, ``node -e "require('./x')"``: red team 136 F3)
         for inner in inners:
             inners += code_strings(inner)  # (nested: ``sh -c "bash -c '…'"``; bounded as the text is, by its size)
-            _more_places(_places(inner, base, work_tree, home), places, found)
+            more_places(_places(inner, base, work_tree, home), places, found, _PLACES_MAX)
             inner_words = program_words(inner, built=True)
             extra, inner_resolved, inner_direct = _interpreted(inner, inner_words)
             named += _named(inner_words, inner) + _in_sites(inner_words, inner, places, home) + extra
@@ -373,15 +377,6 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
                 budget[1] -= len(body)
                 more.append((body, posixpath.dirname(path), wanted if how == "recipes" else None))
     return more
-
-
-def _more_places(more: list[str], places: list[str], found: dict[str, None]) -> None:
-    """Add to ``places`` the directories ``more`` names, ``_PLACES_MAX`` at most: past them, all of each counts."""
-    for place in [p for p in more if p not in places]:
-        if len(places) < _PLACES_MAX:
-            places.append(place)
-        else:
-            found[PART_READ + place] = None
 
 
 def new_budget() -> list[int]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import glob
 import itertools
 import os
 import posixpath
@@ -110,7 +111,8 @@ def uncommented(text: str) -> str:
 
 
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "busybox"})
-_CODE_RUNNERS = frozenset({"node", "nodejs", "deno", "bun", "python", "python3", "perl", "ruby", "php", "lua"})
+_CODE_RUNNERS = frozenset({"node", "nodejs", "deno", "bun", "python", "python3", "pypy", "pypy3", "perl", "ruby",
+                           "php", "lua"})  # fmt: skip
 _LITERAL = deferred(r"""["'`]([^"'`\s]+)["'`]""")  # a quoted name
 IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")  # a (dotted) name: a module's, a class's
 _PYTHON = re.compile(r"(?:python|pypy)[\d.]*")
@@ -214,7 +216,7 @@ def _parsed_lines(text: str) -> tuple[list[str], bool]:
             continue
         for command in parsed.commands:
             words = [w.value if w.value is not None else w.raw for w in command.words]
-            lines += _given_to_run(words, command.piped, command.upstream)
+            lines += _given_to_run(words, command.piped, command.upstream, command.stdin_text)
             lines += [f"source {shlex.quote(w.value)}" for name, w in command.assignments
                       if name in _STARTUP_VARIABLES and w.value]  # fmt: skip
             if words and posixpath.basename(words[0]) in _SHELLS:
@@ -228,9 +230,10 @@ def _parsed_lines(text: str) -> tuple[list[str], bool]:
     return lines, whole
 
 
-def _given_to_run(values: list[str], piped: bool, upstream: Command | None) -> list[str]:
+def _given_to_run(values: list[str], piped: bool, upstream: Command | None, stdin: str | None = None) -> list[str]:
     """What one command gives a shell to run besides its words: an alias's text, ``eval``'s, the files ``cat``
-    pipes into a shell with no script of its own (``cat lint | sh``)."""
+    pipes into a shell with no script of its own (``cat lint | sh``), the code an interpreter reads on its stdin
+    (``stdin``: a here-document's or here-string's body)."""
     if not values:
         return []
     program = posixpath.basename(values[0])
@@ -241,6 +244,15 @@ def _given_to_run(values: list[str], piped: bool, upstream: Command | None) -> l
     if program in _SHELLS and piped and upstream is not None and not [v for v in values[1:] if not v.startswith("-")]:
         given = [w.value for w in upstream.words[1:] if w.value and not w.value.startswith("-")]
         return [f"sh {shlex.quote(name)}" for name in given]
+    if program.rstrip("0123456789.") in _CODE_RUNNERS and (stdin or piped):
+        # Code an interpreter reads on its stdin (``python3 - <<'EOF' … EOF``, ``<<< 'import x'``, ``echo … |
+        # python3``): read as the code string it is given (red team 153 F1); a file piped in, as its script.
+        given = [w.value for w in (upstream.words if upstream else []) if w.value]
+        if not stdin and given and posixpath.basename(given[0]) == "cat":
+            return [f"{shlex.quote(program)} {shlex.quote(name)}" for name in given[1:] if not name.startswith("-")]
+        option = "-c" if program.startswith(("python", "pypy")) else "-e"
+        code = (stdin or " ".join(given[1:])).replace("\n", "; ")  # (one line: the reader reads texts by line)
+        return [f"{shlex.quote(program)} {option} {shlex.quote(code)}"]
     return []
 
 
@@ -310,7 +322,9 @@ _SEARCH_GIVEN = deferred(
 )
 
 
-_PERL_LIB = deferred(r"(?<![\w-])-M-?lib=([^\s;&|#]+)|\buse\s+lib\s+[\"']([^\"']+)[\"']")
+_PERL_LIB = deferred(
+    r"(?<![\w-])-M-?lib=([^\s;&|#]+)|\b(?:use\s+lib\s+|sys\.path\.(?:insert\(\s*\d+\s*,|append\()\s*)[\"']([^\"']+)[\"']"
+)  # (``perl -Mlib=tools``, ``use lib 'tools'``, a Python hook's ``sys.path.insert(0, "tools")``: red team 153 F4)
 
 
 # Where Python reads compiled modules from instead of ``__pycache__`` (``PYTHONPYCACHEPREFIX=.pycache``, ``python3 -X
@@ -321,10 +335,13 @@ _ARCHIVES = (".jar", ".zip", ".whl", ".egg", ".pyz", ".war", ".par")
 
 def search_files(text: str, base: str, work_tree: str) -> tuple[list[str], list[str]]:
     """The archives a search path names as its entries (``CLASSPATH=lib/checks.jar``, ``PYTHONPATH=vendor.zip``: the
-    classes and modules in them run — red team 151 F5), and the directories a Python reads compiled modules from
-    (``_PYCACHE_PREFIX``), counted whole."""
+    classes and modules in them run — red team 151 F5; ``tools/*``: a pattern, ``*`` in it), and the directories a
+    Python reads compiled modules from (``_PYCACHE_PREFIX``), counted whole."""
     givens = [path or option for path, option in _SEARCH_GIVEN.findall(text)]
-    archives = [p for p in _directories(givens, base, work_tree) if p.endswith(_ARCHIVES)]
+    found = _directories(givens, base, work_tree)
+    archives = [p for p in found if p.endswith(_ARCHIVES)]
+    # (``CLASSPATH=tools/*``: every jar there, made later too — a pattern: red team 153)
+    archives += [glob.escape(p[:-2]) + "/*.jar" for p in found if p.endswith("/*")]
     return archives[:64], _directories(_PYCACHE_PREFIX.findall(text), base, work_tree)[:16]
 
 
@@ -341,7 +358,7 @@ def search_dirs(text: str, base: str, work_tree: str) -> list[str]:
 
 # A module an interpreter loads by an option (``perl -MCheck``, ``ruby -rcheck``, ``node --require x``, ``lua -l x``).
 _LOADED = deferred(
-    r"(?<![\w-])(?:-M-?|-r\s*|-l\s*|--require[=\s]+|--import[=\s]+|--loader[=\s]+)([\w./@-]*\w[\w:./@-]*)"
+    r"(?<![\w-])(?:-[Mm]-?|-r\s*|-l\s*|--require[=\s]+|--import[=\s]+|--loader[=\s]+)([\w./@-]*\w[\w:./@-]*)"
 )
 
 

@@ -63,6 +63,7 @@ def _recipes(text: str, goals: tuple[str, ...], targets: Callable[[str], list[st
             prefixes = (*prefixes, found.group(1))
         if (
             _INCLUDE.match(line)
+            or _LOAD.match(line)
             or stripped.startswith(("import ", "mod "))
             or _VARIABLE.match(line)
             or ("$(shell" in line or "${shell" in line)
@@ -211,6 +212,7 @@ _TARGET_ASSIGN = deferred(
     re.M,
 )
 _INCLUDE = deferred(r"^\s*(?:-|s)?include[ \t]+(.+)$")
+_LOAD = deferred(r"^\s*-?load[ \t]+(.+)$")  # GNU make's ``load object.so(setup)``
 _MAKE_WORD = deferred(r"\$[({]MAKE[)}]|\$\{?MAKE\b\}?")
 _MAKE_CALL = deferred(r"(?:^|[\s;&|(/])[@+-]*g?make\b([^;&|]*)")
 _MAKEFILES = deferred(r"(?:^|[\s;&|(])(?:export\s+)?MAKEFILES\s*[:+?]?=\s*(\"[^\"]*\"|'[^']*'|\S+)")
@@ -290,6 +292,8 @@ def make_named(line: str) -> list[_Named]:
     named: list[_Named] = []
     if found := _INCLUDE.match(line):
         named += [(word, "include", ()) for word in found.group(1).split("#", 1)[0].split()]
+    if found := _LOAD.match(line):  # (``load mk/ext.so``: make loads the object at every read: red team 153 F5)
+        named += [(word.split("(", 1)[0], "", ()) for word in found.group(1).split("#", 1)[0].split()]
     for words in make_calls(line):
         read = make_line(words)
         files = read.files or (["GNUmakefile", "makefile", "Makefile"] if read.directory else [])
