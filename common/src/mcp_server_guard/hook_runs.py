@@ -253,6 +253,11 @@ def _named(words: list[str], line: str) -> list[_Named]:
     return named
 
 
+def _on_a_path(word: str, words: list[str]) -> bool:
+    """Whether ``word`` is a directory direnv puts on a path (``PATH_add .venv/bin``: ``path_dirs``), no program."""
+    return any(a in _DIRECTORY_WORDS and b == word for a, b in itertools.pairwise(words))
+
+
 def _operands(line: str) -> list[str]:
     """The names a line may run that splitting it at blanks glues or drops (``_OPERANDS``): a quoted name, each tail
     of an option with its value attached (``-nfcheck.sed``: ``check.sed`` among them)."""
@@ -311,7 +316,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     values = {name: value for name, given in _ASSIGNED.findall(text) if (value := _static(given)) is not None}
     more: list[_Text] = []
     known: dict[str, bool] = {}  # (each word looked up once a text: a 256 KiB text has thousands of lines)
-    done: set[tuple[str, str, tuple[str, ...], bool, bool, bool]] = set()
+    done: set[tuple[str, str, tuple[str, ...], bool, bool, bool, bool]] = set()
 
     def files(word: str) -> bool:
         if word not in known and len(known) >= 8192:
@@ -345,21 +350,21 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
         # (``[ -f x.tcl ] && tclsh x.tcl``: a name tested, then used, may be made later — not ``[ -f package.json ]``)
         tested = {t.strip("'\"") for t in _TESTED.findall(line)}
         named += [(w, "run", ()) for w in tested if line.count(w) > 1]
-        named += [
-            (w, "run", ()) for w in words if shell and "$" not in w and w not in tested and (path_like(w) or files(w))
-        ]
+        loose = [w for w in words if shell and "$" not in w and w not in tested and not _on_a_path(w, words)]
+        named += [(w, "run", ()) for w in loose if path_like(w) or files(w)]
         runs_all = bool(RUNS_A_DIRECTORY.search(line))
         for word, how, wanted in named:
             # (each name looked up once a text, as it is read on this line: a 240 KiB hook of 60,000 lines named a
             # word at every one, from each of 22 places — red team 149 F9)
-            if (key := (word, how, wanted, word in resolved, word in direct, runs_all)) in done:
+            rules = (word in resolved, word in direct, path_like(word) and word in words)
+            if (key := (word, how, wanted, runs_all, *rules)) in done:
                 continue
             done.add(key)
             for path in _expanded(word, places, home):
                 if len(found) >= _RUN_NAMED_MAX:
                     found[PART_READ + work_tree] = None  # (past the names: all of the work tree counts)
                     return more
-                _found_by_rules(path, runs_all, (word in resolved, word in direct, "/" in word), found)
+                _found_by_rules(path, runs_all, rules, found)
                 if path in found or _in_environment(path) or os.path.isdir(path):
                     continue  # an environment's entry point (`source .venv/bin/activate`): asked, as every change of
                     # it (changes.later), not refused — a command remaking the environment is everyday work
