@@ -220,12 +220,32 @@ def shebang_lines(text: str) -> list[str]:
     """The modules a hook written in Python or Perl loads (its shebang names the interpreter), as the command lines
     that load them (``python3 -m x``, ``perl -Mx``): its imports by any spelling, a quoted module name
     (``[sys.executable, "-m", "tools.check"]``: red team 153 F4)."""
+    lines = _shebang_command(text)
     found = _SHEBANG.match(text)
     if found is None:
-        return []
+        return lines
     if found.group(1) == "perl":
-        return [f"perl -M{name}" for name in dict.fromkeys(_PERL_USES.findall(text[: 256 << 10]))][:64]
-    return [f"python3 -m {name}" for name in python_modules(text[: 256 << 10], "python3")]
+        return lines + [f"perl -M{name}" for name in dict.fromkeys(_PERL_USES.findall(text[: 256 << 10]))][:64]
+    return lines + [f"python3 -m {name}" for name in python_modules(text[: 256 << 10], "python3")]
+
+
+_ENV_VALUE_OPTIONS = frozenset({"-u", "--unset", "-C", "--chdir", "-P", "--path"})  # (``-S``'s value is split)
+
+
+def _shebang_command(text: str) -> list[str]:
+    """A text's ``#!`` line as the command line it starts (``#!/usr/bin/env -S node --require ./tools/setup.js``:
+    ``node --require ./tools/setup.js``; ``#!/usr/bin/python3 -mtools.check``), read as any line of the text is —
+    the reader skips it as a comment (red team 155 F1). ``env``'s own options and assignments dropped."""
+    if not text.startswith("#!"):
+        return []
+    words = _argv(text[2:].split("\n", 1)[0].replace("\\", " "))
+    if words and posixpath.basename(words[0]) == "env":
+        words = words[1:]
+        while words and (words[0].startswith("-") or "=" in words[0]):
+            words = (
+                words[1:] if words[0] not in _ENV_VALUE_OPTIONS or words[0] in ("-S", "--split-string") else words[2:]
+            )
+    return [shlex.join(words)] if words else []
 
 
 def more_places(more: list[str], places: list[str], found: dict[str, None], limit: int) -> None:

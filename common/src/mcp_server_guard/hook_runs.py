@@ -66,7 +66,7 @@ from mcp_server_guard.hook_words import (
     search_dirs,
     uncommented,
 )
-from mcp_server_guard.make_reads import make_calls, make_named, make_read
+from mcp_server_guard.make_reads import RECIPE_FILES, make_calls, make_named, make_read
 from mcp_server_guard.mise_config import MISE_PLACES, mise_files, mise_path_dirs, mise_runs
 from mcp_server_guard.patterns import deferred
 from mcp_server_guard.python_startup import ENV_MARKERS, venv_entry
@@ -132,25 +132,6 @@ _LEFT = deferred(r"\$\{[^}]*\}|\$\((?:[^()]|\([^()]*\))*\)|\$\w+")
 # An interpreter of an environment (``.venv/bin/python3``): a module it runs (``-m x``) is looked for in its
 # site-packages too.
 _INTERPRETER = deferred(r"/bin/python[\d.]*$")
-# Programs that run what a file of the directory they run in says (``make lint`` reads the Makefile).
-_RECIPE_FILES = {
-    "make": ("GNUmakefile", "makefile", "Makefile"),
-    "gmake": ("GNUmakefile", "makefile", "Makefile"),
-    "just": ("justfile", "Justfile", ".justfile"),
-    "task": ("Taskfile.yml", "Taskfile.yaml", "taskfile.yml", "taskfile.yaml"),
-    "tox": ("tox.ini",),
-    "nox": ("noxfile.py",),
-    "invoke": ("tasks.py",),
-    "inv": ("tasks.py",),
-    "rake": ("Rakefile", "rakefile"),
-    "deno": ("deno.json", "deno.jsonc"),
-    "cargo": ("Makefile.toml",),
-    "makers": ("Makefile.toml",),
-    "composer": ("composer.json",),
-    "poe": ("pyproject.toml",),
-    "ninja": ("build.ninja",),  # (``ninja -C build lint``, ``cmake --build build``: red team 142 F2)
-    "cmake": ("Makefile", "build.ninja"),
-}
 _RECIPES_READ = ("make", "gmake", "just")  # their recipes are read for the goals'; the others' files whole
 # direnv's words whose operand is a directory put on a path (read by ``path_dirs``), never a program run.
 _DIRECTORY_WORDS = frozenset({"PATH_add", "path_add", "MANPATH_add", "PATH_rm", "path_rm", "load_prefix"})
@@ -242,7 +223,7 @@ def _named(words: list[str], line: str) -> list[_Named]:
             named.append((word, "run", ()))
         elif previous == "mod":  # a justfile's module: NAME.just, NAME/mod.just, NAME/justfile
             named += [(f"{word}.just", "run", ()), (f"{word}/mod.just", "run", ()), (f"{word}/justfile", "run", ())]
-        elif (files := _RECIPE_FILES.get(word)) is not None:
+        elif (files := RECIPE_FILES.get(word)) is not None:
             goals = tuple(w for w in words[at + 1 :] if not w.endswith(_SCRIPT_SUFFIXES))
             if word in ("make", "gmake"):  # its options and variables too: make_reads takes ``-I``, ``NAME=value``
                 goals = _make_arguments(line, word) or goals
@@ -510,7 +491,9 @@ def _read(path: str) -> tuple[str, bool]:
         if stat.S_ISLNK(os.lstat(path).st_mode):
             path = os.path.realpath(path)
     data = read_regular_bytes(None, path, _READ_MAX + 1) or b""
-    return data[:_READ_MAX].decode("utf-8", "replace"), len(data) > _READ_MAX
+    # (bytes that are no UTF-8 kept as they are, ``surrogateescape``: a name the hook writes in Latin-1 is looked up
+    # as that file, not as one with U+FFFD in it — red team 155 F2)
+    return data[:_READ_MAX].decode("utf-8", "surrogateescape"), len(data) > _READ_MAX
 
 
 # What direnv and mise put first on PATH in a project: ``PATH_add bin``, ``export PATH=$PWD/tools:$PATH``, mise's

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from mcp_server_guard.make_expand import Expander, make_line, percent_stem
 from mcp_server_guard.patterns import deferred
 
-__all__ = ["make_calls", "make_named", "make_read", "make_text"]
+__all__ = ["RECIPE_FILES", "make_calls", "make_named", "make_read", "make_text"]
 
 _Named = tuple[str, str, tuple[str, ...]]  # as hook_runs names files: a word, how it is read, the goals
 
@@ -301,3 +301,29 @@ def make_named(line: str) -> list[_Named]:
     for given in _MAKEFILES.findall(line):
         named += [(word, "include", ()) for word in given.strip("'\"").split()]
     return named
+
+
+# The files a task runner a hook runs reads for what it runs (``hook_runs``): ``make lint`` the Makefile, ``pdm run
+# lint`` the pyproject, … (read for the goals' recipes: make, just; the others' read whole).
+RECIPE_FILES = {
+    "make": ("GNUmakefile", "makefile", "Makefile"),
+    "gmake": ("GNUmakefile", "makefile", "Makefile"),
+    "just": ("justfile", "Justfile", ".justfile"),
+    "task": ("Taskfile.yml", "Taskfile.yaml", "taskfile.yml", "taskfile.yaml"),
+    "tox": ("tox.ini",),
+    "nox": ("noxfile.py",),
+    "invoke": ("tasks.py",),
+    "inv": ("tasks.py",),
+    "rake": ("Rakefile", "rakefile"),
+    "deno": ("deno.json", "deno.jsonc"),
+    "cargo": ("Makefile.toml",),
+    "makers": ("Makefile.toml",),
+    "composer": ("composer.json",),
+    "poe": ("pyproject.toml",),
+    "pdm": ("pyproject.toml", "pdm.toml"),  # (``pdm run lint``, ``hatch run``, ``pipenv run``: red team 155 F3)
+    "hatch": ("pyproject.toml", "hatch.toml"),
+    "pipenv": ("Pipfile",),
+    "pixi": ("pixi.toml", "pyproject.toml"),
+    "ninja": ("build.ninja",),  # (``ninja -C build lint``, ``cmake --build build``: red team 142 F2)
+    "cmake": ("Makefile", "build.ninja"),
+}

@@ -34,7 +34,8 @@ def sourced_by_rc(home: str) -> list[tuple[str, str]]:
         except OSError:
             continue
         try:
-            text = os.read(fd, _RC_BYTES).decode("utf-8", "replace") if stat.S_ISREG(os.fstat(fd).st_mode) else ""
+            data = os.read(fd, _RC_BYTES) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+            text = data.decode("utf-8", "surrogateescape")  # (a name as its bytes: red team 155 F2)
         except OSError:
             text = ""
         finally:
