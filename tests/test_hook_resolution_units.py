@@ -79,3 +79,24 @@ def test_code_an_interpreter_reads_on_stdin_or_as_its_own_text_names_its_modules
     found = _rule(tmp_path, hook, {"tools/check.py": "", "app/lint.py": "", "tools/Check.pm": ""})
     for rel in ("tools/check.py", "tools/__init__.py", "app/lint.py", "app/__init__.py", "tools/Check.pm"):
         assert _counts(found, tmp_path, rel), rel
+
+
+def test_a_hook_managers_entry_by_its_bare_name_is_protected(tmp_path: Path) -> None:
+    config = (
+        "repos:\n- repo: local\n  hooks:\n  - id: lint\n    name: lint\n    entry: lint-check\n    language: script\n"
+    )
+    (tmp_path / ".pre-commit-config.yaml").write_text(config)
+    found = _rule(tmp_path, "true", {"lint-check": ""})
+    assert _counts(found, tmp_path, "lint-check")
+
+
+def test_a_file_make_may_remake_a_makefile_or_a_prerequisite_from_is_protected(tmp_path: Path) -> None:
+    files = {
+        "Makefile": "include common.mk\nlint: scripts/check\n\tscripts/check\n",
+        "common.mk": "",
+        "scripts/check": "",
+    }
+    found = _rule(tmp_path, "make lint", files)
+    for rel in ("Makefile.sh", "common.mk.sh", "scripts/check.sh", "scripts/check.c"):
+        assert _counts(found, tmp_path, rel), rel
+    assert not _counts(found, tmp_path, "scripts/other.c")

@@ -31,6 +31,7 @@ __all__ = [
     "found_by_rules",
     "interpreted",
     "interpreter_files",
+    "make_sources",
     "module_words",
     "more_places",
     "options_lines",
@@ -197,13 +198,16 @@ def interpreted(line: str, words: list[str]) -> tuple[list[Named], set[str], set
     return named, {*found, *loaded}, set(scripts)
 
 
-def found_by_rules(path: str, runs_all: bool, rules: tuple[bool, bool, bool], found: dict[str, None]) -> None:
+def found_by_rules(path: str, flags: tuple[bool, bool], rules: tuple[bool, bool, bool], found: dict[str, None]) -> None:
     """What else a word naming ``path`` runs (``hook_interpreters.by_rules``; a path no file is at, written with a
     ``/``, any suffix a program may add: ``require(path.resolve('tools/check'))`` in a hook of any language, red team
-    151 F4); every file of a directory a line runs whole (``run-parts dir``, ``find dir -exec sh {} ;``, ``ls dir |
-    xargs``: red team 136 F1)."""
+    151 F4); every file of a directory a line runs whole (``flags[0]``: ``run-parts dir``, ``find dir -exec sh {} ;``,
+    ``ls dir | xargs``: red team 136 F1); what make may remake it from (``flags[1]``: a file make reads or makes)."""
+    runs_all, made = flags
     if path.startswith(PATTERN):
         return  # (a pattern: named as one, no file to complete)
+    if made:
+        found.update(dict.fromkeys(PATTERN + p for p in make_sources(path)))
     patterns, wholes, paths = by_rules(path, rules[1]) if rules[0] else ([], [], [])
     if rules[2] and not rules[0] and not os.path.lexists(path):
         patterns = [glob.escape(path) + ".*"]
@@ -262,3 +266,18 @@ def search_found(text: str, base: str, work_tree: str) -> list[str]:
     and the directories Python reads compiled modules from, whole (``hook_words.search_files``)."""
     archives, caches = search_files(text, base, work_tree)
     return [*(PATTERN + a if "*" in a else a for a in archives), *(PART_READ + c for c in caches)]
+
+
+# The files GNU make's built-in rules remake a file from (``make -p -f /dev/null``): ``%: %.sh`` copies ``x.sh`` over
+# ``x``, ``%: %.c`` compiles it, chains through ``%.c: %.y``, …; ``%.o: %.c`` makes ``x.o`` from ``x.c``. Before it
+# makes a goal, make remakes every makefile it read and every prerequisite: a new ``Makefile.sh`` or
+# ``scripts/check.c`` runs (red team 157 F1). (Not the version-control rules' ``RCS/x,v``, ``SCCS/s.x``: they need
+# ``co`` or ``get``.)
+_MADE_SUFFIXES = (".o", ".a", ".out", ".ln", ".elc", ".sym", ".dvi", ".info")
+
+
+def make_sources(path: str) -> list[str]:
+    """The patterns (globs) of the files make's built-in rules may remake ``path`` from: its name with anything
+    after it (``x.sh``, ``x.c``, ``x,v``), and for a made suffix its stem's (``x.o``: ``x.c``)."""
+    stem, suffix = posixpath.splitext(path)
+    return [glob.escape(path) + "?*", *([glob.escape(stem) + ".*"] if suffix in _MADE_SUFFIXES else [])]

@@ -109,6 +109,7 @@ _SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".mk", ".envrc")  # read in t
 # A quoted name in any language (``subprocess.call(['./scripts/lint'])``), an option's attached value (``awk
 # -fcheck.awk``), what a test expects may be there (``[ -f local.tcl ] && tclsh local.tcl``).
 _OPERANDS = deferred(r"""(['"])([^'"\s]+)\1|(?<![\w-])-([a-zA-Z][\w./:-]+\.\w+)""")
+_ENTRY = deferred(r"""^\s*-?\s*(?:entry|run|script)\s*:\s*["']?([\w@%+=,.-][^\s"'|&;]*)""")
 _GLOB = re.compile(r"[*?[]")
 _LOOPS = deferred(r"\s*(?:for|select)\s")  # (``for f in scripts/*.sh; do sh "$f"; done``: what it runs is in its list)
 _TESTED = deferred(r"(?:\[\[?|\btest)\s+(?:!\s+)?-[fxersLh]\s+([^\s;&|\]]+)")
@@ -200,6 +201,9 @@ def _named(words: list[str], line: str) -> list[_Named]:
     """What one line names: (word, how — "run": read in turn if shell, "recipes": read for the goals', "whole": read
     whole, "include": a makefile's include, read whole, "": not read —, goals)."""
     named: list[_Named] = [(f"node_modules/.bin/{x}", "", ()) for x in _NPX.findall(line)]
+    # (a hook manager's ``entry:``/``run:`` program by its bare name: pre-commit's ``language: script`` runs
+    # ``entry: lint-check`` as the file at the top — red team 157 F2)
+    named += [(word, "run", ()) for word in _ENTRY.findall(line)]
     named += make_named(line)  # (what make reads: includes, ``make -f X``, ``$(MAKE)``: red team 123)
     for at, word in enumerate(words):
         previous = words[at - 1] if at else ""
@@ -345,7 +349,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
                 if len(found) >= _RUN_NAMED_MAX:
                     found[PART_READ + work_tree] = None  # (past the names: all of the work tree counts)
                     return more
-                _found_by_rules(path, runs_all, rules, found)
+                _found_by_rules(path, (runs_all, goals is not None or how in ("recipes", "include")), rules, found)
                 if path in found or _in_environment(path) or os.path.isdir(path):
                     continue  # an environment's entry point (`source .venv/bin/activate`): asked, as every change of
                     # it (changes.later), not refused — a command remaking the environment is everyday work
