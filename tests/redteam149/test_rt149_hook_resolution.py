@@ -40,8 +40,7 @@ from typing import Any
 
 import pytest
 
-from support.boxed import Person, program, run, shell
-from support.planted import git, landed
+from support.planted import git, landed, plant
 
 pytestmark = [
     pytest.mark.anyio,
@@ -100,13 +99,7 @@ async def _git_runs(workspace: Path, tmp_path: Path, case: str) -> tuple[bool, s
     git(workspace, "commit", "-q", "--allow-empty", "-m", "works before")
     assert not marker.exists()
     planted = str(spec["planted"])
-    code = f"import pathlib\np = pathlib.Path({planted!r}); p.parent.mkdir(parents=True, exist_ok=True)\n"
-    code += f"p.write_bytes({data!r})\n"
-    if "mode" in spec:
-        code += f"p.chmod({int(spec['mode'])})\n"
-    person = Person(answer=False)
-    async with shell(workspace, person) as client:
-        out = await run(client, program(workspace, "edit", code))
+    person, out = await plant(workspace, {planted: data}, {planted: int(spec["mode"])} if "mode" in spec else None)
     git(workspace, "commit", "-q", "--allow-empty", "-m", "next", env={"PATH": os.environ["PATH"]})
     why = (f"{planted} (run by the user's git) landed with no question: questions={person.questions} "
            f"transaction={out.get('transaction')} landed={landed(out)}")  # fmt: skip

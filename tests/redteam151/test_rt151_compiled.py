@@ -30,8 +30,7 @@ from typing import Any
 
 import pytest
 
-from support.boxed import Person, program, run, shell
-from support.planted import git, landed
+from support.planted import git, landed, plant
 
 pytestmark = [
     pytest.mark.anyio,
@@ -95,11 +94,7 @@ async def _git_runs(workspace: Path, tmp_path: Path, case: str) -> tuple[bool, s
     env = {"PATH": os.environ["PATH"]}
     git(workspace, "commit", "-q", "--allow-empty", "-m", "works before", env=env)
     assert not marker.exists()
-    code = f"import pathlib\np = pathlib.Path({planted!r}); p.parent.mkdir(parents=True, exist_ok=True)\n"
-    code += f"p.write_bytes({data!r})\n"
-    person = Person(answer=False)
-    async with shell(workspace, person) as client:
-        out = await run(client, program(workspace, "edit", code))
+    person, out = await plant(workspace, {planted: data})
     git(workspace, "commit", "-q", "--allow-empty", "-m", "next", env=env)
     why = (f"{planted} (run by the user's git) landed with no question: questions={person.questions} "
            f"transaction={out.get('transaction')} landed={landed(out)}")  # fmt: skip

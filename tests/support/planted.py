@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +37,14 @@ def repo(
 
 
 async def plant(
-    workspace: Path, writes: dict[str, str], modes: dict[str, int] | None = None
+    workspace: Path, writes: Mapping[str, str | bytes], modes: dict[str, int] | None = None
 ) -> tuple[Person, dict[str, Any]]:
-    """A shell_exec command (a Python program kept as data) writing ``writes``; the person declines every question."""
+    """A shell_exec command (a Python program kept as data) writing ``writes`` (text, or bytes: a compiled file);
+    the person declines every question."""
     code = "import pathlib\n"
     for name, text in writes.items():
-        code += f"p = pathlib.Path({name!r}); p.parent.mkdir(parents=True, exist_ok=True); p.write_text({text!r})\n"
+        write = "write_bytes" if isinstance(text, bytes) else "write_text"
+        code += f"p = pathlib.Path({name!r}); p.parent.mkdir(parents=True, exist_ok=True); p.{write}({text!r})\n"
         if modes and name in modes:
             code += f"p.chmod({modes[name]})\n"
     edit = program(workspace, "edit", code)
