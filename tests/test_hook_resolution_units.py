@@ -100,3 +100,16 @@ def test_a_file_make_may_remake_a_makefile_or_a_prerequisite_from_is_protected(t
     for rel in ("Makefile.sh", "common.mk.sh", "scripts/check.sh", "scripts/check.c"):
         assert _counts(found, tmp_path, rel), rel
     assert not _counts(found, tmp_path, "scripts/other.c")
+
+
+def test_files_a_hook_managers_config_takes_in_and_its_script_directory_are_protected(tmp_path: Path) -> None:
+    config = "extends:\n  - lefthook-base.yml\n  - hooks-*.yml\nsource_dir: githooks/\n"
+    (tmp_path / "lefthook.yml").write_text(config)
+    files = {
+        "lefthook-base.yml": "pre-commit:\n  commands:\n    lint:\n      run: sh tools/lint.sh\n",
+        "tools/lint.sh": "",
+    }
+    found = _rule(tmp_path, "true", files)
+    for rel in ("lefthook-base.yml", "hooks-extra.yml", "tools/lint.sh", "githooks/pre-commit/check.sh"):
+        assert _counts(found, tmp_path, rel), rel
+    assert not _counts(found, tmp_path, "tools/other.sh")

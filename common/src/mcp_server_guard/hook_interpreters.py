@@ -24,14 +24,17 @@ from mcp_server_guard.hook_words import (
 )
 
 __all__ = [
+    "INCLUDED",
     "PART_READ",
     "PATTERN",
+    "SOURCED",
     "Named",
     "by_rules",
     "found_by_rules",
     "interpreted",
     "interpreter_files",
     "make_sources",
+    "manager_lines",
     "module_words",
     "more_places",
     "options_lines",
@@ -281,3 +284,26 @@ def make_sources(path: str) -> list[str]:
     after it (``x.sh``, ``x.c``, ``x,v``), and for a made suffix its stem's (``x.o``: ``x.c``)."""
     stem, suffix = posixpath.splitext(path)
     return [glob.escape(path) + "?*", *([glob.escape(stem) + ".*"] if suffix in _MADE_SUFFIXES else [])]
+
+
+# A hook manager's config that takes in other files (lefthook's ``extends:``, globs too) or runs the scripts of a
+# directory it names (``source_dir:``, ``source_dir_local:``): read as lines the reader takes in turn (red team 158).
+_INCLUDING = re.compile(r"""^(["']?)(extends|source_dir|source_dir_local)\1\s*[:=]\s*(.*)$""", re.M)
+_LISTED = re.compile(r"""^\s+-\s*(.+)$""")
+INCLUDED, SOURCED = "hook-config-extends", "hook-config-source-dir"  # (the lines' first words: ``hook_runs._named``)
+
+
+def manager_lines(text: str) -> list[str]:
+    """``hook-config-extends x.yml`` for each file a hook manager's config takes in, ``hook-config-source-dir d`` for
+    each directory whose scripts it runs — in YAML (a list over lines too), TOML or JSON spellings."""
+    lines: list[str] = []
+    for found in _INCLUDING.finditer(text[: 256 << 10]):
+        values = [found.group(3)]
+        for line in text[found.end() :].split("\n")[1:64]:
+            if not (listed := _LISTED.match(line)):
+                break
+            values.append(listed.group(1))
+        names = [n for v in values for n in re.split(r"[\s,\[\]]+", v.split(" #", 1)[0]) if n.strip("'\"")]
+        word = INCLUDED if found.group(2) == "extends" else SOURCED
+        lines += [f"{word} {shlex.quote(name.strip(chr(34) + chr(39)))}" for name in names[:64]]
+    return lines

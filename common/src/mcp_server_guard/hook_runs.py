@@ -29,7 +29,10 @@ from collections.abc import Iterable
 
 from mcp_server_guard.hook_configs import HOOK_CONFIG_FILES, read_regular_bytes
 from mcp_server_guard.hook_interpreters import (
+    INCLUDED,
     PART_READ,
+    SOURCED,
+    manager_lines,
     module_words,
     more_places,
     options_lines,
@@ -92,8 +95,15 @@ _RUN_NAMED_MAX = 4096  # files named at most
 _GLOB_MAX = 64  # files an ``include mk/*.mk`` names at most (and the pattern, which names the rest)
 _PLACES_MAX = 32  # directories one text's relative names are looked for in
 # Hook managers' configs at the top of the work tree (protected whole, policies/default.toml): what they name runs.
-HOOK_MANAGER_FILES = (*HOOK_CONFIG_FILES, "hk.pkl", "captainhook.json", ".rusty-hook.toml", "rusty-hook.toml",
-                      "grumphp.yml", "grumphp.yml.dist", "grumphp.dist.yml", ".overcommit.yml", ".envrc")  # fmt: skip
+_LEFTHOOK_FILES = tuple(
+    f"{d}lefthook{local}.{ext}"
+    for d in ("", ".", ".config/")
+    for local in ("", "-local")
+    for ext in ("yml", "yaml", "toml", "json")
+)  # (every file lefthook reads: red team 158)
+HOOK_MANAGER_FILES = tuple(dict.fromkeys((*HOOK_CONFIG_FILES, "hk.pkl", "captainhook.json", ".rusty-hook.toml",
+                                          "rusty-hook.toml", "grumphp.yml", "grumphp.yml.dist", "grumphp.dist.yml",
+                                          ".overcommit.yml", ".envrc", *_LEFTHOOK_FILES)))  # fmt: skip
 # A package's program run from the project's node_modules/.bin (``npx --no lint-staged``, ``pnpm exec x``).
 _NPX = deferred(r"(?<![\w./-])(?:npx|bunx|(?:npm|pnpm|yarn)\s+(?:exec|dlx))(?:\s+-{1,2}[\w-]+(?:=\S*)?)*\s+([\w.@-]+)")
 # A word naming a program by its file with no directory (``python3 check.py``, ``sh precommit.sh``, ``. env.sh``).
@@ -209,6 +219,9 @@ def _named(words: list[str], line: str) -> list[_Named]:
         previous = words[at - 1] if at else ""
         if previous in _DIRECTORY_WORDS:
             continue  # a directory put on a path (``PATH_add .venv/bin``: path_dirs), no program
+        if previous in (INCLUDED, SOURCED):  # (lefthook's ``extends:``, read whole; ``source_dir:``'s scripts)
+            named.append((word, "whole", ()) if previous == INCLUDED else (f"{word.rstrip('/')}/*/*", "run", ()))
+            continue
         if word.startswith("$"):
             if built := _BUILT.match(word):
                 named.append((built.group(1), "run", ()))
@@ -289,7 +302,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     # (``exec 3<scripts/lint; sh <&3``, ``sh < x``: F5), a directory put on PATH by any spelling (F1): read too.
     defaults = PARAMETER_DEFAULT.sub(lambda found: found.group(1), text)
     read_from = [f"sh {shlex.quote(name)}" for name in READ_FROM.findall(text)]
-    text = "\n".join([text, *commands, *read_from, *options_lines(text), *shebang_lines(text),
+    text = "\n".join([text, *commands, *read_from, *options_lines(text), *shebang_lines(text), *manager_lines(text),
                       *([defaults] if defaults != text else [])])  # fmt: skip
     bins.dirs += [b for b in put_on_path(text, base, work_tree) if b not in bins.dirs][: 16 - len(bins.dirs)]
     # (a language's search path the text sets: a module it loads by name is looked for there too — red team 146 F2)

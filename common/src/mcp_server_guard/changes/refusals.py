@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from itertools import chain
 
+from mcp_server_guard import registry
 from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.changes.git_refs import Later, in_git_state, may_be_git_state, ref_questions
 from mcp_server_guard.changes.git_verdicts import (
@@ -236,6 +237,9 @@ def judge_modes(
             ):
                 refused[key] = f"a repository in {loose}/, which others may write (no sticky bit)"
                 continue
+            if (held := _state_locked(changes.root, change, protection, roots)) is not None:
+                refused[key] = f"it would take the owner's rights to {change.path or '.'}/, which holds {held}"
+                continue
             if change.kind == "symlink":
                 probe = replace(change, kind="dir")
                 if _above_protected(change.path, nested) or _guarded(trees, probe, protection, roots, lookups):
@@ -292,6 +296,18 @@ def judge_modes(
             elif extra & _WRITABLE_BY_OTHERS and (why := _loosened(trees, changes, change, in_scratch)) is not None:
                 asks.append(f"makes {shown} writable by {'others' if extra & 0o002 else 'its group'}{why}")
     return asks
+
+
+def _state_locked(root: str, change: Change, protection: Protection, roots: Sequence[str]) -> str | None:
+    """The state path (a server's copies, history, audit log, or the registry of them) that ``change`` — a mode
+    change of a directory taking away its owner's rights — would lock away, or None. Threat (red team 159): ``chmod
+    000`` of a directory above the registry, inside a root: servers started later no longer find the other servers'
+    state to hide (nor the journals' sealing key, nor the tree lock), and a server whose state it holds fails."""
+    if change.kind != "dir" or change.action != "meta" or not (change.old_mode & 0o700 & ~change.mode):
+        return None
+    here = posixpath.normpath(posixpath.join(root, change.path))
+    held = [*protection.hidden_paths(roots), os.path.realpath(registry.directory())]
+    return next((printable(h) for h in held if h == here or within(h, here)), None)
 
 
 def _judge_link_end(
