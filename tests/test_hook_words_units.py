@@ -12,6 +12,7 @@ from mcp_server_guard.hook_words import (
     loaded_by_option,
     parsed_lines,
     program_words,
+    put_on_path,
     python_modules,
     search_dirs,
 )
@@ -96,3 +97,20 @@ def test_a_module_is_every_file_python_may_take_for_it() -> None:
     words = module_words("app.lint")
     for word in ("app/__init__.py", "app/lint.py", "app/lint.*so", "app/lint.pyc", "app/lint/__main__.py"):
         assert word in words, words
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'ROOT="$(git rev-parse --show-toplevel)"; export PATH="$ROOT/tools:$PATH"',
+        'PATH="`pwd`/tools:$PATH"',
+        'PATH="$(pwd -P)/tools:$PATH"',
+        'HERE="$(cd "$(dirname "$0")" && pwd)"; PATH="$HERE/../../tools:$PATH"',
+    ],
+)
+def test_a_directory_put_on_path_from_the_top_or_the_hooks_own_by_any_spelling_is_found(text: str) -> None:
+    assert put_on_path(text, "/w/.git/hooks", "/w") == ["/w/tools"]
+
+
+def test_a_path_entry_left_to_an_unknown_variable_names_nothing() -> None:
+    assert put_on_path('PATH="$SOMEWHERE/tools:$PATH"', "/w/.git/hooks", "/w") == []

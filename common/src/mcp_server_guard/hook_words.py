@@ -271,8 +271,24 @@ def _pieces(text: str) -> list[str]:
 _PATH_GIVEN = deferred(r"(?:^|[\s;&|(])(?:export\s+)?PATH\+?=([^\n;&|#]+)")
 # Where git looks for ``git-<name>`` first (``git --exec-path=tools lint``, ``GIT_EXEC_PATH=tools``: red team 149 F7).
 _EXEC_PATH = deferred(r"(?:--exec-path[=\s]|(?:^|[\s;&|(])(?:export\s+)?GIT_EXEC_PATH=)([^\s;&|#]+)")
-_FROM_TOP = deferred(r"^(?:\$\{?PWD\}?|\$\(pwd\)|\$\(git rev-parse --show-toplevel\))/?")
-_FROM_HERE = deferred(r"^\$\(dirname (?:--\s+)?\"?\$0\"?\)/?")
+# The top of the work tree and the text's own directory, by the spellings hooks use (``$(pwd -P)``, backticks,
+# ``$(cd "$(dirname "$0")" && pwd)``), written in place or held in a variable (``ROOT="$(git rev-parse
+# --show-toplevel)"; PATH="$ROOT/tools:$PATH"``: red team 160).
+_TOP = (r"(?:\$\{?PWD\}?|\$\(pwd(?:\s+-[LP])?\)|`pwd(?:\s+-[LP])?`|\$\(git rev-parse --show-toplevel\)"
+        r"|`git rev-parse --show-toplevel`)")  # fmt: skip
+_DIRNAME = r"(?:\$\(dirname (?:--\s+)?\"?\$0\"?\)|`dirname (?:--\s+)?\"?\$0\"?`)"
+_HERE = rf"(?:{_DIRNAME}|\$\(cd (?:--\s+)?\"?{_DIRNAME}\"?\s*(?:&&|;)\s*pwd(?:\s+-[LP])?\))"
+_FROM_TOP = deferred(rf"^{_TOP}/?")
+_FROM_HERE = deferred(rf"^{_HERE}/?")
+_ANCHOR = deferred(
+    rf"""(?:^|[\s;&|(])(?:export\s+|local\s+|readonly\s+|declare\s+)?([A-Za-z_]\w*)=["']?(?:({_TOP})|{_HERE})"""
+)
+_HELD = re.compile(r"^\$(?:\{(\w+)\}|(\w+))")
+
+
+def _anchors(text: str) -> dict[str, str]:
+    """The variables a text gives the top of the work tree or its own directory, as the spelling that stands for it."""
+    return {name: "$PWD" if top else '$(dirname "$0")' for name, top in _ANCHOR.findall(text)}
 
 
 @dataclasses.dataclass
@@ -297,16 +313,18 @@ def on_path(words: Iterable[str], bins: list[str]) -> list[tuple[str, str, tuple
 def put_on_path(text: str, base: str, work_tree: str) -> list[str]:
     """The directories a text puts on PATH (``PATH+=":$PWD/tools"``, ``PATH="$(dirname "$0")/../tools:$PATH"``):
     a program it then names alone may be there, made later too (``on_path``)."""
-    return _directories([*_PATH_GIVEN.findall(text), *_EXEC_PATH.findall(text)], base, work_tree)[:16]
+    return _directories([*_PATH_GIVEN.findall(text), *_EXEC_PATH.findall(text)], base, work_tree, text)[:16]
 
 
-def _directories(givens: Iterable[str], base: str, work_tree: str) -> list[str]:
+def _directories(givens: Iterable[str], base: str, work_tree: str, text: str = "") -> list[str]:
     """The directories of search-path values (``a:b``), each from the top, or from the text's own directory
-    (``$(dirname "$0")/…``); none for an empty entry or one left to a variable."""
+    (``$(dirname "$0")/…``, or a variable ``text`` gives either: ``_anchors``); none for an empty entry or one left
+    to another variable."""
     found: list[str] = []
+    held = _anchors(text) if "$" in text or "`" in text else {}
     for given in givens:
         for entry in given.strip().strip("'\"").split(":"):
-            value = entry.strip("'\"")
+            value = _HELD.sub(lambda m: held.get(m[1] or m[2], m[0]), entry.strip("'\""))
             if _FROM_HERE.match(value):
                 found.append(posixpath.normpath(posixpath.join(base, _FROM_HERE.sub("", value))))
             elif (relative := _FROM_TOP.sub("", value)) and not relative.startswith(("$", "~")):
@@ -338,11 +356,11 @@ def search_files(text: str, base: str, work_tree: str) -> tuple[list[str], list[
     classes and modules in them run — red team 151 F5; ``tools/*``: a pattern, ``*`` in it), and the directories a
     Python reads compiled modules from (``_PYCACHE_PREFIX``), counted whole."""
     givens = [path or option for path, option in _SEARCH_GIVEN.findall(text)]
-    found = _directories(givens, base, work_tree)
+    found = _directories(givens, base, work_tree, text)
     archives = [p for p in found if p.endswith(_ARCHIVES)]
     # (``CLASSPATH=tools/*``: every jar there, made later too — a pattern: red team 153)
     archives += [glob.escape(p[:-2]) + "/*.jar" for p in found if p.endswith("/*")]
-    return archives[:64], _directories(_PYCACHE_PREFIX.findall(text), base, work_tree)[:16]
+    return archives[:64], _directories(_PYCACHE_PREFIX.findall(text), base, work_tree, text)[:16]
 
 
 def search_dirs(text: str, base: str, work_tree: str) -> list[str]:
@@ -353,7 +371,7 @@ def search_dirs(text: str, base: str, work_tree: str) -> list[str]:
     givens += [
         (option or used).replace(",", ":") for option, used in _PERL_LIB.findall(text)
     ]  # (``perl -Mlib=tools``: 149 F4)
-    return list(dict.fromkeys(_directories(givens, base, work_tree)))[:16]
+    return list(dict.fromkeys(_directories(givens, base, work_tree, text)))[:16]
 
 
 # A module an interpreter loads by an option (``perl -MCheck``, ``ruby -rcheck``, ``node --require x``, ``lua -l x``).
