@@ -54,14 +54,16 @@ _SHELL_PROGRAMS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", 
 # Options whose value is the next word (``node -r x``, ``python3 -W ignore``, ``java -cp dir``): not the script.
 _VALUE_OPTIONS = frozenset(
     {"-W", "-X", "-r", "--require", "--import", "--loader", "--experimental-loader", "-C", "--conditions", "--title",
-     "--env-file", "--input-type", "-I", "-cp", "-classpath", "--class-path", "-p", "--module-path", "--add-modules",
-     "-jar", "-f", "-l", "--preload", "-o", "+o", "-O", "+O", "--rcfile", "--init-file", "-x", "-M", "-i"}
+     "--env-file", "--input-type", "-I", "-cp", "-classpath", "--class-path", "--module-path", "--add-modules",
+     "-jar", "-f", "-l", "--preload"}
 )  # fmt: skip
+_SHELL_VALUE_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})  # (a shell's: python's -O is not)
 # Of those, the ones whose value is a file the program runs or loads (``node --require ./setup``, ``java -jar x``).
 _LOADING_OPTIONS = frozenset(
     {"-r", "--require", "--import", "--loader", "--experimental-loader", "-jar", "-f", "-l", "--preload"}
 )
 _CODE_OPTIONS = frozenset({"-c", "-e", "-E", "-p", "--eval", "--print", "-m"})  # code or a module: no script after
+_NOT_NODE_CODE = _CODE_OPTIONS - {"-p", "--print"}
 
 
 def _argv(line: str) -> list[str]:
@@ -83,6 +85,8 @@ def interpreter_files(line: str) -> tuple[list[str], list[str]]:
         if not runner(word):
             continue
         shell = posixpath.basename(word) in _SHELL_PROGRAMS
+        # (``-p`` prints code in node, loops in perl)
+        code = _CODE_OPTIONS if posixpath.basename(word).rstrip("0123456789.") in _NODE_PROGRAMS else _NOT_NODE_CODE
         index = at + 1
         while index < len(argv):
             given = argv[index]
@@ -90,11 +94,9 @@ def interpreter_files(line: str) -> tuple[list[str], list[str]]:
             if given == "--":
                 index += 1
             elif given.startswith(("-", "+")) and len(given) > 1:
-                if (shell and "c" in given.lstrip("-+") and not given.startswith("--")) or (
-                    not shell and name in _CODE_OPTIONS
-                ):
+                if (shell and "c" in given.lstrip("-+") and not given.startswith("--")) or (not shell and name in code):
                     break
-                if name in _VALUE_OPTIONS and not equals and index + 1 < len(argv):
+                if name in (_SHELL_VALUE_OPTIONS if shell else _VALUE_OPTIONS) and not equals and index + 1 < len(argv):
                     if name in _LOADING_OPTIONS:
                         loaded.append(argv[index + 1])
                     index += 2
@@ -249,9 +251,7 @@ def _shebang_command(text: str) -> list[str]:
     if words and posixpath.basename(words[0]) == "env":
         words = words[1:]
         while words and (words[0].startswith("-") or "=" in words[0]):
-            words = (
-                words[1:] if words[0] not in _ENV_VALUE_OPTIONS or words[0] in ("-S", "--split-string") else words[2:]
-            )
+            words = words[2:] if words[0] in _ENV_VALUE_OPTIONS else words[1:]
     return [shlex.join(words)] if words else []
 
 
