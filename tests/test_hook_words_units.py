@@ -106,6 +106,11 @@ def test_a_module_is_every_file_python_may_take_for_it() -> None:
         'PATH="`pwd`/tools:$PATH"',
         'PATH="$(pwd -P)/tools:$PATH"',
         'HERE="$(cd "$(dirname "$0")" && pwd)"; PATH="$HERE/../../tools:$PATH"',
+        'PATH="$PWD/tools${PATH:+:$PATH}"',
+        'PATH="$(realpath tools):$PATH"',
+        'TOOLS=tools\nPATH="$TOOLS:$PATH"',
+        'ROOT=$(git rev-parse --show-toplevel)\nTOOLS="$ROOT/tools"\nPATH="$TOOLS:$PATH"',
+        'PATH="$(dirname "$(readlink -f "$0")")/../../tools:$PATH"',
     ],
 )
 def test_a_directory_put_on_path_from_the_top_or_the_hooks_own_by_any_spelling_is_found(text: str) -> None:

@@ -276,7 +276,8 @@ _EXEC_PATH = deferred(r"(?:--exec-path[=\s]|(?:^|[\s;&|(])(?:export\s+)?GIT_EXEC
 # --show-toplevel)"; PATH="$ROOT/tools:$PATH"``: red team 160).
 _TOP = (r"(?:\$\{?PWD\}?|\$\(pwd(?:\s+-[LP])?\)|`pwd(?:\s+-[LP])?`|\$\(git rev-parse --show-toplevel\)"
         r"|`git rev-parse --show-toplevel`)")  # fmt: skip
-_DIRNAME = r"(?:\$\(dirname (?:--\s+)?\"?\$0\"?\)|`dirname (?:--\s+)?\"?\$0\"?`)"
+_SELF = r"(?:\$0|\$\((?:readlink -f|realpath) (?:--\s+)?\"?\$0\"?\))"  # (``$(readlink -f "$0")``: red team 161 F4)
+_DIRNAME = rf"(?:\$\(dirname (?:--\s+)?\"?{_SELF}\"?\)|`dirname (?:--\s+)?\"?\$0\"?`)"
 _HERE = rf"(?:{_DIRNAME}|\$\(cd (?:--\s+)?\"?{_DIRNAME}\"?\s*(?:&&|;)\s*pwd(?:\s+-[LP])?\))"
 _FROM_TOP = deferred(rf"^{_TOP}/?")
 _FROM_HERE = deferred(rf"^{_HERE}/?")
@@ -284,11 +285,55 @@ _ANCHOR = deferred(
     rf"""(?:^|[\s;&|(])(?:export\s+|local\s+|readonly\s+|declare\s+)?([A-Za-z_]\w*)=["']?(?:({_TOP})|{_HERE})"""
 )
 _HELD = re.compile(r"^\$(?:\{(\w+)\}|(\w+))")
+_REST = re.compile(r"(?<=[^/])\$.*")
+_SEARCH_NAME = re.compile(r"(?:PATH|LIB|LIBS|INC)$")  # (a search path itself: ``:$PATH`` is the rest of it, not a name)
+_GIVEN = deferred(
+    r"""(?:^|[\s;&|(])(?:export\s+|local\s+|readonly\s+|declare\s+)?([A-Za-z_]\w*)=("[^"\n]*"|'[^'\n]*'|[^\s;&|]+)"""
+)
+# ``$(realpath tools)``, ``$(readlink -f tools)``, ``$(cd tools && pwd)``: the directory they name (red team 161 F2).
+_NAMING = deferred(
+    r"""^\$\((?:realpath(?:\s+-\w+)*|readlink\s+-[fem]|cd(?:\s+-[LP])?)\s+(?:--\s+)?"?([^"()$`\s]+)"?"""
+    r"""(?:\s*(?:&&|;)\s*pwd(?:\s+-[LP])?)?\)"""
+)
 
 
-def _anchors(text: str) -> dict[str, str]:
-    """The variables a text gives the top of the work tree or its own directory, as the spelling that stands for it."""
-    return {name: "$PWD" if top else '$(dirname "$0")' for name, top in _ANCHOR.findall(text)}
+def _held(text: str) -> dict[str, str]:
+    """The values a text gives its variables (the last of each): the top of the work tree or its own directory as
+    the spelling that stands for it (``_anchors``), any other as written (``TOOLS=tools``, ``TOOLS="$ROOT/tools"``:
+    red teams 160, 161 F3)."""
+    given = {name: value.strip("'\"") for name, value in _GIVEN.findall(text) if not _SEARCH_NAME.search(name)}
+    anchors = {name: "$PWD" if top else '$(dirname "$0")' for name, top in _ANCHOR.findall(text)}
+    return given | {name: value for name, value in anchors.items() if not _SEARCH_NAME.search(name)}
+
+
+def _resolved(value: str, held: dict[str, str]) -> str:
+    """A search-path entry with the variables the text gives it expanded and ``realpath``/``readlink -f``/``cd …
+    && pwd`` of a directory taken as that directory — a few rounds, as the shell would (``$TOOLS`` → ``$ROOT/tools``
+    → ``$PWD/tools``)."""
+    for _round in range(4):
+        before = value
+        value = _HELD.sub(lambda m: held.get(m[1] or m[2], m[0]), value, count=1)
+        value = _NAMING.sub(lambda m: m[1], value, count=1)
+        if value == before:
+            break
+    return value
+
+
+def _entries(value: str) -> list[str]:
+    """The entries of a search path's value, split at each ``:`` outside ``${…}``, ``$(…)`` and backticks
+    (``"$PWD/tools${PATH:+:$PATH}"``: red team 161 F1)."""
+    entries, depth, tick, start = [], 0, False, 0
+    for at, char in enumerate(value):
+        if char == "`":
+            tick = not tick
+        elif char in "({" and at and value[at - 1] == "$":
+            depth += 1
+        elif char in ")}" and depth:
+            depth -= 1
+        elif char == ":" and not depth and not tick:
+            entries.append(value[start:at])
+            start = at + 1
+    return [*entries, value[start:]]
 
 
 @dataclasses.dataclass
@@ -321,14 +366,16 @@ def _directories(givens: Iterable[str], base: str, work_tree: str, text: str = "
     (``$(dirname "$0")/…``, or a variable ``text`` gives either: ``_anchors``); none for an empty entry or one left
     to another variable."""
     found: list[str] = []
-    held = _anchors(text) if "$" in text or "`" in text else {}
+    held = _held(text) if "$" in text or "`" in text else {}
     for given in givens:
-        for entry in given.strip().strip("'\"").split(":"):
-            value = _HELD.sub(lambda m: held.get(m[1] or m[2], m[0]), entry.strip("'\""))
-            if _FROM_HERE.match(value):
-                found.append(posixpath.normpath(posixpath.join(base, _FROM_HERE.sub("", value))))
-            elif (relative := _FROM_TOP.sub("", value)) and not relative.startswith(("$", "~")):
-                found.append(posixpath.normpath(posixpath.join(work_tree, relative)))
+        for entry in _entries(given.strip().strip("'\"")):
+            # (what follows a directory's name, ``$PWD/tools${PATH:+:$PATH}``, is the rest of the path: red team 161 F1)
+            value = _resolved(entry.strip("'\""), held)
+            here = bool(_FROM_HERE.match(value))
+            # (what follows a directory's name, ``$PWD/tools${PATH:+:$PATH}``, is the rest of the path: red team 161 F1)
+            relative = _REST.sub("", (_FROM_HERE if here else _FROM_TOP).sub("", value))
+            if (relative or here) and not relative.startswith(("$", "~")):
+                found.append(posixpath.normpath(posixpath.join(base if here else work_tree, relative)))
     return found
 
 
