@@ -36,6 +36,7 @@ __all__ = [
     "make_sources",
     "manager_lines",
     "module_words",
+    "more_lines",
     "more_places",
     "options_lines",
     "package_main",
@@ -307,3 +308,20 @@ def manager_lines(text: str) -> list[str]:
         word = INCLUDED if found.group(2) == "extends" else SOURCED
         lines += [f"{word} {shlex.quote(name.strip(chr(34) + chr(39)))}" for name in names[:64]]
     return lines
+
+
+# A program a ``git -c`` setting runs (``git -c 'alias.chk=!./lint-check' chk``, ``-c core.fsmonitor=tools/x``): its
+# command line read as a line of the text (red team 162 F3).
+_GIT_SETTING = re.compile(r"""(?<![\w-])-c\s*["']?([\w.-]+)=(![^"'\n]+|[^\s"'\n]+)["']?""", re.I)
+_RUNNING_KEYS = re.compile(
+    r"(?i)^(?:alias\..+|core\.(?:fsmonitor|pager|editor|sshcommand|hookspath|askpass)|diff\.external|sequence\.editor"
+    r"|.*\.(?:textconv|command|cmd|clean|smudge|process|driver|helper|program|path))$"
+)
+
+
+def more_lines(text: str) -> list[str]:
+    """The command lines a text amounts to besides its own lines: an interpreter's options given in its environment
+    (``options_lines``), its ``#!`` line and a Python or Perl hook's modules (``shebang_lines``), what a hook
+    manager's config takes in (``manager_lines``), and what a ``git -c`` setting runs."""
+    settings = [value.lstrip("!") for key, value in _GIT_SETTING.findall(text) if _RUNNING_KEYS.match(key)]
+    return [*options_lines(text), *shebang_lines(text), *manager_lines(text), *settings[:32]]

@@ -32,12 +32,10 @@ from mcp_server_guard.hook_interpreters import (
     INCLUDED,
     PART_READ,
     SOURCED,
-    manager_lines,
     module_words,
+    more_lines,
     more_places,
-    options_lines,
     search_found,
-    shebang_lines,
 )
 from mcp_server_guard.hook_interpreters import (
     PATTERN as _PATTERN,
@@ -136,7 +134,9 @@ _MODULES = deferred(
 )  # ``-m tools.check``, pre-commit's ``-mpre_commit``
 # A name the text gives a static value (``INSTALL_PYTHON=/p/.venv/bin/python3``, pre-commit's hook, quoted as shlex
 # quotes it: ``'/my proj/.venv/bin/python3'``): used where it is expanded (``exec "$INSTALL_PYTHON" -mpre_commit``).
-_ASSIGNED = deferred(r"^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=(\S.*?)\s*$", re.M)
+# (greedy, blanks after the value left to ``_static``: a lazy value before ``\s*$`` took quadratic time on a line of
+# 32,000 blanks — red team 162 E1)
+_ASSIGNED = deferred(r"^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=(\S.*)$", re.M)
 # A variable or command substitution left in a path (``node_modules/lefthook-${osArch}-${cpuArch}/bin/lefthook``):
 # any name there.
 _LEFT = deferred(r"\$\{[^}]*\}|\$\((?:[^()]|\([^()]*\))*\)|\$\w+")
@@ -215,6 +215,8 @@ def _named(words: list[str], line: str) -> list[_Named]:
     # ``entry: lint-check`` as the file at the top — red team 157 F2)
     named += [(word, "run", ()) for word in _ENTRY.findall(line)]
     named += make_named(line)  # (what make reads: includes, ``make -f X``, ``$(MAKE)``: red team 123)
+    if RUNS_A_DIRECTORY.search(line):  # (``run-parts hooks.d``, ``find hooks.d -exec {} ;``: red team 162 F2)
+        named += [(word, "", ()) for word in words[1:] if "$" not in word and word.strip("./")]  # (not the top)
     for at, word in enumerate(words):
         previous = words[at - 1] if at else ""
         if previous in _DIRECTORY_WORDS:
@@ -302,8 +304,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     # (``exec 3<scripts/lint; sh <&3``, ``sh < x``: F5), a directory put on PATH by any spelling (F1): read too.
     defaults = PARAMETER_DEFAULT.sub(lambda found: found.group(1), text)
     read_from = [f"sh {shlex.quote(name)}" for name in READ_FROM.findall(text)]
-    text = "\n".join([text, *commands, *read_from, *options_lines(text), *shebang_lines(text), *manager_lines(text),
-                      *([defaults] if defaults != text else [])])  # fmt: skip
+    text = "\n".join([text, *commands, *read_from, *more_lines(text), *([defaults] if defaults != text else [])])
     bins.dirs += [b for b in put_on_path(text, base, work_tree) if b not in bins.dirs][: 16 - len(bins.dirs)]
     # (a language's search path the text sets: a module it loads by name is looked for there too — red team 146 F2)
     places = list(dict.fromkeys([*_places(text, base, work_tree, home), *search_dirs(text, base, work_tree)]))
