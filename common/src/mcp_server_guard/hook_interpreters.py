@@ -16,12 +16,15 @@ import shlex
 from mcp_server_guard.hook_configs import read_regular_bytes
 from mcp_server_guard.hook_words import (
     IDENTIFIER,
+    SHELL_VALUE_OPTIONS,
+    SHELLS,
     loaded_by_option,
     python_modules,
     runner,
     search_files,
     uncommented,
 )
+from mcp_server_guard.mise_config import strings_in
 
 __all__ = [
     "INCLUDED",
@@ -51,14 +54,13 @@ PATTERN = "^"  # marks a pattern in what ``hook_runs.run_by_hooks`` says (``git_
 PART_READ = "&"
 Named = tuple[str, str, tuple[str, ...]]  # a word, how it is read, the goals (``hook_runs._named``)
 
-_SHELL_PROGRAMS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "source", ".", "exec"})
+_SHELL_PROGRAMS = SHELLS | {"source", ".", "exec"}
 # Options whose value is the next word (``node -r x``, ``python3 -W ignore``, ``java -cp dir``): not the script.
 _VALUE_OPTIONS = frozenset(
     {"-W", "-X", "-r", "--require", "--import", "--loader", "--experimental-loader", "-C", "--conditions", "--title",
      "--env-file", "--input-type", "-I", "-cp", "-classpath", "--class-path", "--module-path", "--add-modules",
      "-jar", "-f", "-l", "--preload"}
 )  # fmt: skip
-_SHELL_VALUE_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})  # (a shell's: python's -O is not)
 # Of those, the ones whose value is a file the program runs or loads (``node --require ./setup``, ``java -jar x``).
 _LOADING_OPTIONS = frozenset(
     {"-r", "--require", "--import", "--loader", "--experimental-loader", "-jar", "-f", "-l", "--preload"}
@@ -97,7 +99,7 @@ def interpreter_files(line: str) -> tuple[list[str], list[str]]:
             elif given.startswith(("-", "+")) and len(given) > 1:
                 if (shell and "c" in given.lstrip("-+") and not given.startswith("--")) or (not shell and name in code):
                     break
-                if name in (_SHELL_VALUE_OPTIONS if shell else _VALUE_OPTIONS) and not equals and index + 1 < len(argv):
+                if name in (SHELL_VALUE_OPTIONS if shell else _VALUE_OPTIONS) and not equals and index + 1 < len(argv):
                     if name in _LOADING_OPTIONS:
                         loaded.append(argv[index + 1])
                     index += 2
@@ -160,18 +162,8 @@ def package_main(directory: str) -> list[str]:
         manifest = json.loads(data) if data.lstrip().startswith(b"{") else {}
         # (its ``main``, or what its ``exports`` give for any condition: ``"exports": {".": "./dist/loader.mjs"}``,
         # ``--import tsx``: red team 151 F3)
-        found = [v for v in _strings([manifest.get("main"), manifest.get("exports")]) if v and "\x00" not in v]
+        found = [v for v in strings_in([manifest.get("main"), manifest.get("exports")]) if v and "\x00" not in v]
         return found[:32]
-    return []
-
-
-def _strings(value: object, depth: int = 0) -> list[str]:
-    """Every string in ``value`` (nested lists and objects, 8 deep at most)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list | dict) and depth < 8:
-        items = value.values() if isinstance(value, dict) else value
-        return [found for item in items for found in _strings(item, depth + 1)]
     return []
 
 

@@ -30,6 +30,8 @@ __all__ = [
     "READ_FROM",
     "RUNNERS",
     "RUNS_A_DIRECTORY",
+    "SHELLS",
+    "SHELL_VALUE_OPTIONS",
     "OnPath",
     "code_strings",
     "git_commands",
@@ -110,7 +112,7 @@ def uncommented(text: str) -> str:
     return "".join(out)
 
 
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "busybox"})
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "busybox"})
 _CODE_RUNNERS = frozenset({"node", "nodejs", "deno", "bun", "python", "python3", "pypy", "pypy3", "perl", "ruby",
                            "php", "lua"})  # fmt: skip
 _LITERAL = deferred(r"""["'`]([^"'`\s]+)["'`]""")  # a quoted name
@@ -150,14 +152,14 @@ def code_strings(line: str) -> list[str]:
     found: list[str] = [word for word in words[1:] if " " in word.strip()]
     for at, word in enumerate(words[:-1]):
         program = posixpath.basename(word)
-        if program not in _SHELLS and program.rstrip("0123456789.") not in _CODE_RUNNERS:
+        if program not in SHELLS and program.rstrip("0123456789.") not in _CODE_RUNNERS:
             continue
         for option, value in itertools.pairwise(words[at + 1 :]):
             if not option.startswith("-"):
                 break
-            if program in _SHELLS and "c" in option.lstrip("-") and not option.startswith("--"):
+            if program in SHELLS and "c" in option.lstrip("-") and not option.startswith("--"):
                 found.append(value)
-            elif program not in _SHELLS and option in ("-c", "-e", "-p", "--eval", "--print", "-E", "-r"):
+            elif program not in SHELLS and option in ("-c", "-e", "-p", "--eval", "--print", "-E", "-r"):
                 # Each quoted name as the program's operand: the program finds it by its own rules,
                 # ``require('./tools/check')`` runs ``tools/check.js`` (red team 146 F1); each module Python code
                 # imports, by any spelling, as ``-m`` (``-c 'from tools import check'``: red teams 142 F6, 149 F1).
@@ -168,7 +170,7 @@ def code_strings(line: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-_SHELL_VALUE_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})  # a shell option's value
+SHELL_VALUE_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})  # a shell option's value
 _STARTUP_VARIABLES = frozenset({"BASH_ENV", "ENV"})  # a file every shell it starts sources
 _ARRAY = re.compile(r"(?:^|[\s;&|(])[A-Za-z_]\w*\+?=\(([^)]*)\)")
 _PIECE = 32 << 10  # characters of a text parsed at a time (at line ends)
@@ -219,9 +221,9 @@ def _parsed_lines(text: str) -> tuple[list[str], bool]:
             lines += _given_to_run(words, command.piped, command.upstream, command.stdin_text)
             lines += [f"source {shlex.quote(w.value)}" for name, w in command.assignments
                       if name in _STARTUP_VARIABLES and w.value]  # fmt: skip
-            if words and posixpath.basename(words[0]) in _SHELLS:
-                words = [w for at, w in enumerate(words) if w not in _SHELL_VALUE_OPTIONS
-                         and (not at or words[at - 1] not in _SHELL_VALUE_OPTIONS)]  # fmt: skip
+            if words and posixpath.basename(words[0]) in SHELLS:
+                words = [w for at, w in enumerate(words) if w not in SHELL_VALUE_OPTIONS
+                         and (not at or words[at - 1] not in SHELL_VALUE_OPTIONS)]  # fmt: skip
             lines.append(" ".join(w if w.startswith(("$", '"$')) or "$" in w else shlex.quote(w) for w in words))
         # A path held in a variable (``LINT=scripts/lint.sh``, ``CHECKS=(scripts/lint.sh x.sh)``): run, perhaps.
         held = [w.value for values in parsed.assigned.values() for w in values if w is not None and w.value]
@@ -241,7 +243,7 @@ def _given_to_run(values: list[str], piped: bool, upstream: Command | None, stdi
         return [value.partition("=")[2] for value in values[1:] if "=" in value]
     if program == "eval":
         return [" ".join(values[1:])]
-    if program in _SHELLS and piped and upstream is not None and not [v for v in values[1:] if not v.startswith("-")]:
+    if program in SHELLS and piped and upstream is not None and not [v for v in values[1:] if not v.startswith("-")]:
         given = [w.value for w in upstream.words[1:] if w.value and not w.value.startswith("-")]
         return [f"sh {shlex.quote(name)}" for name in given]
     if program.rstrip("0123456789.") in _CODE_RUNNERS and (stdin or piped):

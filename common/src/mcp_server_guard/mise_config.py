@@ -16,7 +16,7 @@ from typing import Any
 
 from mcp_server_guard.patterns import deferred
 
-__all__ = ["MISE_FILES", "MISE_PLACES", "mise_files", "mise_path_dirs", "mise_runs"]
+__all__ = ["MISE_FILES", "MISE_PLACES", "mise_files", "mise_path_dirs", "mise_runs", "strings_in"]
 
 # Every file mise reads in a project directory (as the protected list names them: policies/default.toml), and its
 # environment variants (``mise.ci.toml``) and ``conf.d`` directories, matched as patterns.
@@ -64,16 +64,16 @@ def _tables(value: object) -> Iterator[dict[str, Any]]:
         yield from (item for item in value if isinstance(item, dict))
 
 
-def _strings(value: object, depth: int = 0) -> Iterator[str]:
+def strings_in(value: object, depth: int = 0) -> Iterator[str]:
     """Every string in ``value`` (a string, an array, a table: ``{ path = "x.sh", redact = true }``)."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, list) and depth < 8:
         for item in value:
-            yield from _strings(item, depth + 1)
+            yield from strings_in(item, depth + 1)
     elif isinstance(value, dict) and depth < 8:
         for item in value.values():
-            yield from _strings(item, depth + 1)
+            yield from strings_in(item, depth + 1)
 
 
 def _directives(data: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -98,15 +98,15 @@ def mise_runs(text: str) -> str:
     lines: list[str] = []
     for table in _directives(data):
         for key in ("source", "file"):
-            lines += [f"source {shlex.quote(_path(name))}" for name in _strings(table.get(key))]
-    lines += [_path(command) for command in _strings(data.get("hooks"))]
+            lines += [f"source {shlex.quote(_path(name))}" for name in strings_in(table.get(key))]
+    lines += [_path(command) for command in strings_in(data.get("hooks"))]
     # A task a hook runs (``enter = { task = "setup" }``): its commands, or its file in a task directory.
     tasks = data.get("tasks") if isinstance(data.get("tasks"), dict) else {}
-    for name in [v for hook in _tables_in(data.get("hooks")) for v in _strings(hook.get("task"))][:64]:
-        lines += [_path(command) for command in _strings(tasks.get(name) if isinstance(tasks, dict) else None)]
+    for name in [v for hook in _tables_in(data.get("hooks")) for v in strings_in(hook.get("task"))][:64]:
+        lines += [_path(command) for command in strings_in(tasks.get(name) if isinstance(tasks, dict) else None)]
         lines += [f"sh {shlex.quote(d + '/' + name.replace(':', '/'))}" for d in _TASK_DIRS]
     # A template's ``exec(command=…)`` runs at every prompt, in an ``[env]`` value or any other (not a task's).
-    values = [v for key, value in data.items() if key != "tasks" for v in _strings(value)]
+    values = [v for key, value in data.items() if key != "tasks" for v in strings_in(value)]
     lines += [command for value in values for _q, command in _EXEC.findall(value)]
     return "\n".join(lines)
 
@@ -128,7 +128,7 @@ def mise_path_dirs(text: str) -> list[str]:
                 for found in _QUOTED.findall(line)]  # fmt: skip
     found: list[str] = []
     for table in _directives(data):
-        found += [_path(name) for name in _strings(table.get("path"))]
+        found += [_path(name) for name in strings_in(table.get("path"))]
         for python in _tables(table.get("python")):
             venv = python.get("venv")
             names = [venv] if isinstance(venv, str) else [str(v.get("path", "")) for v in _tables(venv)]
