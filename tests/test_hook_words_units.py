@@ -117,5 +117,24 @@ def test_a_directory_put_on_path_from_the_top_or_the_hooks_own_by_any_spelling_i
     assert put_on_path(text, "/w/.git/hooks", "/w") == ["/w/tools"]
 
 
-def test_a_path_entry_left_to_an_unknown_variable_names_nothing() -> None:
-    assert put_on_path('PATH="$SOMEWHERE/tools:$PATH"', "/w/.git/hooks", "/w") == []
+@pytest.mark.parametrize(
+    "text",
+    [
+        'PATH="$SOMEWHERE/tools:$PATH"',
+        'PATH="$(npm bin):$PATH"',
+        'PATH="`cat .tools`:$PATH"',
+        'D=$(git config hooks.dir); PATH="$D:$PATH"',
+        'export PATH="$PATH:$(go env GOPATH)/bin"',
+    ],
+)
+def test_a_path_entry_the_reader_cannot_name_is_any_directory_of_the_work_tree(text: str) -> None:
+    assert put_on_path(text, "/w/.git/hooks", "/w") == ["/w/**"]
+
+
+def test_a_path_set_before_a_directory_by_its_alternate_value_is_split_there() -> None:
+    assert put_on_path('PATH="${PATH:+$PATH:}$PWD/tools"', "/w/.git/hooks", "/w") == ["/w/tools"]
+
+
+def test_the_search_path_itself_and_home_are_no_unknown_entry() -> None:
+    assert put_on_path('PATH="$HOME/bin:$PATH:${PATH}"', "/w/.git/hooks", "/w") == []
+    assert search_dirs('PYTHONPATH="$PYTHONPATH:src" python3 -m x', "/w/.git/hooks", "/w") == ["/w/src"]

@@ -344,9 +344,21 @@ def _hooks_rule(real: str, dirs: Iterable[str]) -> str | None:
 
 
 def _matches(real: str, pattern: str) -> bool:
-    """Whether ``real`` matches ``pattern`` name by name (a ``*`` never spans a ``/``)."""
-    names, wanted = real.split("/"), pattern.split("/")
-    return len(names) == len(wanted) and all(fnmatch.fnmatchcase(n, w) for n, w in zip(names, wanted, strict=True))
+    """Whether ``real`` matches ``pattern`` name by name (a ``*`` never spans a ``/``; a ``**`` name stands for any
+    number of names: a program on a PATH entry the hook reader cannot name, ``hook_words.ANYWHERE``)."""
+    return _names_match(real.split("/"), pattern.split("/"))
+
+
+def _names_match(names: list[str], wanted: list[str]) -> bool:
+    if "**" not in wanted:
+        return len(names) == len(wanted) and all(fnmatch.fnmatchcase(n, w) for n, w in zip(names, wanted, strict=True))
+    at = wanted.index("**")
+    head, tail = wanted[:at], wanted[at + 1 :]
+    return (
+        len(names) >= at + len(tail)
+        and _names_match(names[:at], head)
+        and any(_names_match(names[start:], tail) for start in range(at, len(names) - len(tail) + 1))
+    )
 
 
 def _compiled_copy(real: str, source: str) -> bool:

@@ -16,6 +16,7 @@ import shlex
 from mcp_server_guard.hook_configs import read_regular_bytes
 from mcp_server_guard.hook_words import (
     IDENTIFIER,
+    PATTERN,
     SHELL_VALUE_OPTIONS,
     SHELLS,
     loaded_by_option,
@@ -47,7 +48,6 @@ __all__ = [
     "shebang_lines",
 ]
 
-PATTERN = "^"  # marks a pattern in what ``hook_runs.run_by_hooks`` says (``git_dirs``)
 # Marks a directory all of which counts: a text of it that a hook runs was read only in part — cut at its size, past
 # the budget, the levels or the make reader's bounds. Threat (red team 135 F1): what a bound left unread was
 # never judged (a Makefile's ``lint:`` past its first 64 KiB); a bound now names more, never less.

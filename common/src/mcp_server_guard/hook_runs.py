@@ -50,13 +50,16 @@ from mcp_server_guard.hook_interpreters import (
     interpreted as _interpreted,
 )
 from mcp_server_guard.hook_words import (
+    ANYWHERE,
     GIT_DIR_WORD,
     PARAMETER_DEFAULT,
     READ_FROM,
     RUNS_A_DIRECTORY,
     OnPath,
+    assigned,
     code_strings,
     git_commands,
+    in_place,
     is_file,
     on_path,
     parsed_lines,
@@ -65,7 +68,7 @@ from mcp_server_guard.hook_words import (
     put_on_path,
     runner,
     search_dirs,
-    uncommented,
+    static_values,
 )
 from mcp_server_guard.make_reads import RECIPE_FILES, make_calls, make_named, make_read
 from mcp_server_guard.mise_config import MISE_PLACES, mise_files, mise_path_dirs, mise_runs
@@ -132,11 +135,6 @@ _CHANGES_DIR = deferred(
 _MODULES = deferred(
     r"(?<![\w.-])-[bBdEhiIOqsSuvxR]*m\s*([A-Za-z_][\w.]*)"
 )  # ``-m tools.check``, pre-commit's ``-mpre_commit``
-# A name the text gives a static value (``INSTALL_PYTHON=/p/.venv/bin/python3``, pre-commit's hook, quoted as shlex
-# quotes it: ``'/my proj/.venv/bin/python3'``): used where it is expanded (``exec "$INSTALL_PYTHON" -mpre_commit``).
-# (greedy, blanks after the value left to ``_static``: a lazy value before ``\s*$`` took quadratic time on a line of
-# 32,000 blanks — red team 162 E1)
-_ASSIGNED = deferred(r"^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=(\S.*)$", re.M)
 # A variable or command substitution left in a path (``node_modules/lefthook-${osArch}-${cpuArch}/bin/lefthook``):
 # any name there.
 _LEFT = deferred(r"\$\{[^}]*\}|\$\((?:[^()]|\([^()]*\))*\)|\$\w+")
@@ -312,7 +310,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
         found[PART_READ + place] = None
     found.update(dict.fromkeys(search_found(text, base, work_tree)))
     places = places[:_PLACES_MAX]
-    values = {name: value for name, given in _ASSIGNED.findall(text) if (value := _static(given)) is not None}
+    values = static_values(text)
     more: list[_Text] = []
     known: dict[str, bool] = {}  # (each word looked up once a text: a 256 KiB text has thousands of lines)
     done: set[tuple[str, str, tuple[str, ...], bool, bool, bool, bool]] = set()
@@ -328,7 +326,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     for written in text.splitlines():
         if written.lstrip().startswith("#"):
             continue
-        line = _assigned(written, values)
+        line = assigned(written, values)
         words = program_words(line, built=True)
         programs = [*words[:16], *git_commands(words)]  # (``git lint`` runs ``git-lint`` from PATH: 146 F4)
         bins.words.update(w for w in programs if len(bins.words) < 4096)
@@ -388,33 +386,6 @@ def new_budget() -> list[int]:
     return [_RUN_READ_MAX, _RUN_BYTES_MAX]
 
 
-def _static(given: str) -> str | None:
-    """The value of an assignment's right side when it is one word the shell takes as it is (quotes removed, as the
-    shell removes them: red team 49 F5); None when it is more, or expands anything."""
-    try:
-        words = shlex.split(uncommented(given))
-    except ValueError:
-        return None
-    if len(words) != 1 or "$" in words[0] or "`" in words[0]:
-        return None
-    return words[0]
-
-
-def _assigned(line: str, values: dict[str, str]) -> str:
-    """``line`` with the names its text gives a static value expanded (``$NAME``, ``${NAME}``), as it would read in
-    double quotes (where hooks use them)."""
-    if not values or "$" not in line:
-        return line
-
-    def value(found: re.Match[str]) -> str:
-        name = found.group(1) or found.group(2)
-        if name not in values:
-            return found.group(0)
-        return re.sub(r'([\\"])', r"\\\1", values[name])  # as shlex reads double quotes (program_words)
-
-    return re.sub(r"\$\{(\w+)\}|\$(\w+)", value, line)
-
-
 def _in_sites(words: list[str], line: str, places: list[str], home: str | None) -> list[_Named]:
     """A module an environment's interpreter runs (``.venv/bin/python3 -mpre_commit``: pre-commit's hook, red team 48
     A): the package's ``__main__``/``__init__`` (or the module's file) in each site-packages of that environment — the
@@ -454,6 +425,8 @@ def _expanded(word: str, places: list[str], home: str | None) -> list[str]:
     it runs instead: ``node_modules/.bin/x``) —; a glob (``include mk/*.mk``) as the files it matches there; a path
     with a variable left in it as any name there (red team 48 A, lefthook's own hook): the files it matches now and
     the pattern (``^``), which any file made there later matches too (red team 49 F4)."""
+    if word.startswith(_PATTERN):
+        return [word]  # (a program on a PATH entry the reader cannot name: ``hook_words.on_path``)
     if "$" in word:
         parts = _LEFT.split(word)
         if len(parts) < 2 or not "".join(parts).strip("/"):
@@ -469,7 +442,7 @@ def _expanded(word: str, places: list[str], home: str | None) -> list[str]:
         paths = [expand_path(word, where, home) for where in places]
         return [_PATTERN + p for p in paths] + [os.path.realpath(p) for pattern in paths
                                                 for p in sorted(glob.glob(pattern))[:_GLOB_MAX]]  # fmt: skip
-    paths = [expand_path(word, where, home) for where in places]
+    paths = [in_place(where, word) if where.endswith(ANYWHERE) else expand_path(word, where, home) for where in places]
     named = [posixpath.normpath(os.path.join(where, os.path.expanduser(word))) for where in places]
     return list(dict.fromkeys(paths + [n for n in named if os.path.islink(n)]))
 
@@ -521,7 +494,6 @@ _PATH_CONFIGS = (".envrc", *MISE_PLACES)
 # (``git_dirs``: red team 50 F5).
 ENV_CONFIGS = _PATH_CONFIGS
 _PATH_ADD = deferred(r"(?:^|[\s;&|])(?:PATH_add|path_add\s+PATH)\s+([^\n;&|#]+)")
-_PATH_SET = deferred(r"(?:^|[\s;])(?:export\s+)?PATH=([^\s;&|#]+)")
 # What puts an environment's bin first on PATH (red team 50 F2): direnv's ``layout node`` (node_modules/.bin), an
 # activate script sourced (``source .venv/bin/activate``), ``VIRTUAL_ENV=.venv`` with ``layout python``, mise's
 # ``_.python.venv = ".venv"`` (or ``{ path = ".venv" }``).
@@ -540,9 +512,11 @@ def path_dirs(work_tree: str) -> frozenset[str]:
     found: set[str] = set()
     mise = mise_files(work_tree)[0]
     for name in [".envrc", *mise, *_hook_files(work_tree)]:
-        text = _text(os.path.join(work_tree, name))
+        text = _text(path := os.path.join(work_tree, name))
         values = [w for m in _PATH_ADD.findall(text) for w in program_words(m, built=True)]
-        values += [p for m in _PATH_SET.findall(text) for p in m.strip("'\"").split(":")]
+        # (``PATH=…`` read as the hook reader reads it: variables, anchors, an entry it cannot name — red team 161)
+        on = put_on_path(text, posixpath.dirname(path), work_tree)
+        found.update(posixpath.relpath(d, work_tree) for d in on if d == work_tree or d.startswith(work_tree + "/"))
         values += mise_path_dirs(text) if name in mise else []
         values += ["node_modules/.bin"] if _LAYOUT_NODE.search(text) else []
         values += [f"{env}/bin" for env in _ACTIVATED.findall(text)]
@@ -589,9 +563,9 @@ def hook_modules(work_tree: str) -> frozenset[str]:
         return frozenset()
     names = set(sys.stdlib_module_names)
     for text in texts:
-        values = {name: value for name, given in _ASSIGNED.findall(text) if (value := _static(given)) is not None}
+        values = static_values(text)
         for line in text.splitlines():
-            words = program_words(_assigned(line, values), built=True) if "python" in line.lower() else []
+            words = program_words(assigned(line, values), built=True) if "python" in line.lower() else []
             for site in _sites(words, [work_tree]):
                 with contextlib.suppress(OSError), os.scandir(site) as entries:
                     names.update(e.name.split(".", 1)[0] for e in itertools.islice(entries, 4096)

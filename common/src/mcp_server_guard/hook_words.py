@@ -24,17 +24,21 @@ if TYPE_CHECKING:
     from mcp_server_guard.shell.strings.commands import Command
 
 __all__ = [
+    "ANYWHERE",
     "GIT_DIR_WORD",
     "IDENTIFIER",
     "PARAMETER_DEFAULT",
+    "PATTERN",
     "READ_FROM",
     "RUNNERS",
     "RUNS_A_DIRECTORY",
     "SHELLS",
     "SHELL_VALUE_OPTIONS",
     "OnPath",
+    "assigned",
     "code_strings",
     "git_commands",
+    "in_place",
     "is_file",
     "loaded_by_option",
     "on_path",
@@ -46,6 +50,7 @@ __all__ = [
     "runner",
     "search_dirs",
     "search_files",
+    "static_values",
     "uncommented",
 ]
 
@@ -287,6 +292,11 @@ _ANCHOR = deferred(
     rf"""(?:^|[\s;&|(])(?:export\s+|local\s+|readonly\s+|declare\s+)?([A-Za-z_]\w*)=["']?(?:({_TOP})|{_HERE})"""
 )
 _HELD = re.compile(r"^\$(?:\{(\w+)\}|(\w+))")
+_VARIABLE = re.compile(r"^\$\{?(\w+)")
+# ``${PATH:+$PATH:}``, ``${PATH:+:$PATH}``: the alternate value, which the shell gives where the variable is set.
+_ALTERNATE = re.compile(r"\$\{\w+:?\+([^{}]*)\}")
+PATTERN = "^"  # marks a pattern in what ``hook_runs.run_by_hooks`` says (``git_dirs``)
+ANYWHERE = "**"  # (a place: any directory of the work tree, ``git_dirs._matches``)
 _REST = re.compile(r"(?<=[^/])\$.*")
 _SEARCH_NAME = re.compile(r"(?:PATH|LIB|LIBS|INC)$")  # (a search path itself: ``:$PATH`` is the rest of it, not a name)
 _GIVEN = deferred(
@@ -349,36 +359,62 @@ class OnPath:
 
 def on_path(words: Iterable[str], bins: list[str]) -> list[tuple[str, str, tuple[str, ...]]]:
     """A word that is a program's name alone, found in a directory the hooks put first on PATH (husky's
-    ``node_modules/.bin``: ``lint-staged`` in ``.husky/pre-commit``, red team 49 F3)."""
+    ``node_modules/.bin``: ``lint-staged`` in ``.husky/pre-commit``, red team 49 F3); in any directory of the work
+    tree where the hooks put one on PATH that the reader cannot name (``ANYWHERE``: a pattern)."""
     if not bins:
         return []
     # (there now or made later: a name a hook runs from PATH is protected before it exists — red team 140 F1)
-    return [(os.path.join(b, word), "run", ()) for word in list(words)[:16] if word and "/" not in word
-            and not word.startswith(("$", "~")) for b in bins[:16]]  # fmt: skip
+    return [(in_place(b, word), "run", ()) for word in list(words)[:16] if word and "/" not in word
+            and not word.startswith(("$", "~")) and word not in (".", "..") for b in bins[:16]]  # fmt: skip
+
+
+def in_place(place: str, word: str) -> str:
+    """``word`` looked for in ``place``: a path, or a pattern (``PATTERN``) where ``place`` is any directory of the
+    work tree (``ANYWHERE``)."""
+    if place.endswith("/" + ANYWHERE):
+        return PATTERN + posixpath.normpath(posixpath.join(place, glob.escape(word)))
+    return os.path.join(place, word)
 
 
 def put_on_path(text: str, base: str, work_tree: str) -> list[str]:
     """The directories a text puts on PATH (``PATH+=":$PWD/tools"``, ``PATH="$(dirname "$0")/../tools:$PATH"``):
     a program it then names alone may be there, made later too (``on_path``)."""
-    return _directories([*_PATH_GIVEN.findall(text), *_EXEC_PATH.findall(text)], base, work_tree, text)[:16]
+    givens = [*_PATH_GIVEN.findall(text), *_EXEC_PATH.findall(text)]
+    return _directories(givens, base, work_tree, text, unknown=True)[:16]
 
 
-def _directories(givens: Iterable[str], base: str, work_tree: str, text: str = "") -> list[str]:
+def _directories(
+    givens: Iterable[str], base: str, work_tree: str, text: str = "", *, unknown: bool = False
+) -> list[str]:
     """The directories of search-path values (``a:b``), each from the top, or from the text's own directory
-    (``$(dirname "$0")/…``, or a variable ``text`` gives either: ``_anchors``); none for an empty entry or one left
-    to another variable."""
+    (``$(dirname "$0")/…``, or a variable ``text`` gives either: ``_anchors``); none for an empty entry. With
+    ``unknown``, an entry left to a variable or a command the text does not give (``"$TOOLS/bin"``, ``$(npm bin)``)
+    is any directory of the work tree (``ANYWHERE``): dropping it made each new spelling a way past the reader (red
+    team 161); the search path itself (``$PATH``, ``$PYTHONPATH``) and HOME are not."""
     found: list[str] = []
     held = _held(text) if "$" in text or "`" in text else {}
     for given in givens:
-        for entry in _entries(given.strip().strip("'\"")):
-            # (what follows a directory's name, ``$PWD/tools${PATH:+:$PATH}``, is the rest of the path: red team 161 F1)
+        for entry in _entries(_ALTERNATE.sub(lambda m: m[1], given.strip().strip("'\""))):
             value = _resolved(entry.strip("'\""), held)
             here = bool(_FROM_HERE.match(value))
             # (what follows a directory's name, ``$PWD/tools${PATH:+:$PATH}``, is the rest of the path: red team 161 F1)
             relative = _REST.sub("", (_FROM_HERE if here else _FROM_TOP).sub("", value))
-            if (relative or here) and not relative.startswith(("$", "~")):
+            if (relative or here) and not relative.startswith(("$", "~", "`")):
                 found.append(posixpath.normpath(posixpath.join(base if here else work_tree, relative)))
-    return found
+            elif unknown and _unknown(relative):
+                found.append(posixpath.join(work_tree, ANYWHERE))
+    return list(dict.fromkeys(found))
+
+
+def _unknown(entry: str) -> bool:
+    """Whether a search path's entry is one the reader cannot name: a variable the text never gives, a command's
+    output — not the search path itself (``$PATH``, ``$PYTHONPATH`` alone) nor HOME (outside the work tree)."""
+    if entry.startswith(("$(", "`")):
+        return True
+    variable = _VARIABLE.match(entry)
+    if variable is None or variable[1] == "HOME":
+        return False
+    return not (_SEARCH_NAME.search(variable[1]) and re.fullmatch(r"\$\{?\w+\}?", entry))
 
 
 # A language's search path set by the text (``PYTHONPATH=src``, ``export NODE_PATH=tools``, ``PERL5LIB``, ``RUBYLIB``,
@@ -420,7 +456,7 @@ def search_dirs(text: str, base: str, work_tree: str) -> list[str]:
     givens += [
         (option or used).replace(",", ":") for option, used in _PERL_LIB.findall(text)
     ]  # (``perl -Mlib=tools``: 149 F4)
-    return list(dict.fromkeys(_directories(givens, base, work_tree, text)))[:16]
+    return _directories(givens, base, work_tree, text, unknown=True)[:16]
 
 
 # A module an interpreter loads by an option (``perl -MCheck``, ``ruby -rcheck``, ``node --require x``, ``lua -l x``).
@@ -495,3 +531,42 @@ def path_like(word: str) -> bool:
     """Whether a word of a hook's text is a path with a ``/``, named there or not (a program may complete it: red team
     151 F4) — a glob is named as a pattern where it is a word of the line (``hook_runs._named``), not completed here."""
     return "/" in word and not any(c in word for c in "*?[")
+
+
+# A name the text gives a static value (``INSTALL_PYTHON=/p/.venv/bin/python3``, pre-commit's hook, quoted as shlex
+# quotes it: ``'/my proj/.venv/bin/python3'``): used where it is expanded (``exec "$INSTALL_PYTHON" -mpre_commit``).
+# (greedy, blanks after the value left to ``_static``: a lazy value before ``\s*$`` took quadratic time on a line of
+# 32,000 blanks — red team 162 E1)
+_ASSIGNED = deferred(r"^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=(\S.*)$", re.M)
+
+
+def _static(given: str) -> str | None:
+    """The value of an assignment's right side when it is one word the shell takes as it is (quotes removed, as the
+    shell removes them: red team 49 F5); None when it is more, or expands anything."""
+    try:
+        words = shlex.split(uncommented(given))
+    except ValueError:
+        return None
+    if len(words) != 1 or "$" in words[0] or "`" in words[0]:
+        return None
+    return words[0]
+
+
+def static_values(text: str) -> dict[str, str]:
+    """The names a text gives a static value (``_ASSIGNED``, ``_static``)."""
+    return {name: value for name, given in _ASSIGNED.findall(text) if (value := _static(given)) is not None}
+
+
+def assigned(line: str, values: dict[str, str]) -> str:
+    """``line`` with the names its text gives a static value expanded (``$NAME``, ``${NAME}``), as it would read in
+    double quotes (where hooks use them)."""
+    if not values or "$" not in line:
+        return line
+
+    def value(found: re.Match[str]) -> str:
+        name = found.group(1) or found.group(2)
+        if name not in values:
+            return found.group(0)
+        return re.sub(r'([\\"])', r"\\\1", values[name])  # as shlex reads double quotes (program_words)
+
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", value, line)
