@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import itertools
 import os
 import posixpath
 import stat
@@ -572,6 +573,14 @@ def _repo_files(work_tree: str, home: str | None) -> tuple[list[str], list[str]]
                 (os.path.join(read_pointer(os.path.join(git_dir, "commondir"), gitfile=False), "config"), True)
             )
     configs.append((os.path.join(git_dir, "config.worktree"), True))
+    # The configs of the repository's other work trees and submodules (``worktrees/*/config.worktree``,
+    # ``modules/*/config``): git reads them in those checkouts, which may lie outside the roots while a file they
+    # include lies inside (red team 164 F1: ``git worktree add ../feature`` including ``notes/settings.ini``).
+    from mcp_server_guard.git_search import git_family  # noqa: PLC0415 (git_search imports this module)
+
+    for member in itertools.islice(git_family(git_dir), 1, 65):
+        configs += [(os.path.join(member, n), True) for n in ("config", "config.worktree")]
+    configs = list(dict.fromkeys(configs))
     own = len(configs)
     configs += [(path, True) for path in _global_configs(home)]
     hooks: list[str] = []

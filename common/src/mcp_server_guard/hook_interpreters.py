@@ -13,12 +13,14 @@ import posixpath
 import re
 import shlex
 
+from mcp_server_guard.git_config import git_config_entries
 from mcp_server_guard.hook_configs import read_regular_bytes
 from mcp_server_guard.hook_words import (
     IDENTIFIER,
     PATTERN,
     SHELL_VALUE_OPTIONS,
     SHELLS,
+    assigned_values,
     loaded_by_option,
     python_modules,
     runner,
@@ -304,7 +306,13 @@ def manager_lines(text: str) -> list[str]:
 
 # A program a ``git -c`` setting runs (``git -c 'alias.chk=!./lint-check' chk``, ``-c core.fsmonitor=tools/x``): its
 # command line read as a line of the text (red team 162 F3).
-_GIT_SETTING = re.compile(r"""(?<![\w-])-c\s*["']?([\w.-]+)=(![^"'\n]+|[^\s"'\n]+)["']?""", re.I)
+# (a key's name bounded and taken possessively: ``-c.-c.…`` took quadratic time — red team 163 E1)
+# A setting written anywhere as ``key=value`` counts as one (``GIT_CONFIG_PARAMETERS="'alias.chk=!tools/x'"``: red
+# team 163 F2), where the key is one that runs a program.
+_GIT_SETTING = re.compile(r"""(?:(?<![\w-])-c\s*|(?<![\w.-]))["']?([\w.-]{1,256}+)=(![^"'\n]+|[^\s"'\n]+)["']?""", re.I)
+# A text that is a git config (``GIT_CONFIG_GLOBAL=tools/gitconfig``, ``-c include.path=…``: what git reads as
+# settings): its first line a section's.
+_CONFIG_TEXT = re.compile(r"""^(?:\s*(?:[#;][^\n]*)?\n)*\s*\[[A-Za-z][\w.-]*(?:\s+"[^"\n]*")?\]""")
 _RUNNING_KEYS = re.compile(
     r"(?i)^(?:alias\..+|core\.(?:fsmonitor|pager|editor|sshcommand|hookspath|askpass)|diff\.external|sequence\.editor"
     r"|.*\.(?:textconv|command|cmd|clean|smudge|process|driver|helper|program|path))$"
@@ -316,4 +324,8 @@ def more_lines(text: str) -> list[str]:
     (``options_lines``), its ``#!`` line and a Python or Perl hook's modules (``shebang_lines``), what a hook
     manager's config takes in (``manager_lines``), and what a ``git -c`` setting runs."""
     settings = [value.lstrip("!") for key, value in _GIT_SETTING.findall(text) if _RUNNING_KEYS.match(key)]
-    return [*options_lines(text), *shebang_lines(text), *manager_lines(text), *settings[:32]]
+    if _CONFIG_TEXT.match(text[:4096]):
+        entries = git_config_entries(text.encode("utf-8", "surrogateescape")) or []
+        settings += [value.lstrip("!") for key, value in entries if _RUNNING_KEYS.match(key)]
+    values = assigned_values(text)  # (a program given a variable's value in its environment: red team 163 F1)
+    return [*options_lines(text), *shebang_lines(text), *manager_lines(text), *settings[:64], *values]

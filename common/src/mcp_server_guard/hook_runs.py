@@ -55,6 +55,7 @@ from mcp_server_guard.hook_words import (
     PARAMETER_DEFAULT,
     READ_FROM,
     RUNS_A_DIRECTORY,
+    TOP_WORD,
     OnPath,
     assigned,
     code_strings,
@@ -115,11 +116,21 @@ _SCRIPT_SUFFIXES = (".py", ".pyw", ".sh", ".bash", ".zsh", ".ksh", ".fish", ".cs
                     ".psm1", ".just", ".tcl", ".exp", ".awk", ".sed", ".r", ".R", ".jl", ".ex", ".exs", ".groovy",
                     ".gradle", ".kts", ".java", ".go", ".swift", ".dart", ".scm", ".rkt", ".clj", ".bb",
                     ".coffee", ".applescript", ".scpt")  # fmt: skip
+# Past that list, any word shaped as a file's name with a suffix that is not data's (``cmake -P lint.cmake``, ``ctest
+# -S x.cmake``, ``bats t.bats``, ``runghc x.hs``: a program's script, made later too — red team 163 F3).
+_FILE_NAME = re.compile(r"[\w@+-][\w@+.-]*\.[A-Za-z]\w{0,9}")
+_DATA_SUFFIXES = (".json", ".jsonc", ".json5", ".yaml", ".yml", ".xml", ".txt", ".md", ".rst", ".csv", ".tsv", ".lock",
+                  ".toml", ".ini", ".cfg", ".conf", ".html", ".htm", ".css", ".scss", ".log", ".out", ".svg", ".png",
+                  ".jpg", ".jpeg", ".gif", ".ico", ".pdf", ".map", ".snap", ".patch", ".diff", ".sarif", ".lcov",
+                  ".info", ".tgz", ".gz", ".zip", ".tar", ".com", ".org", ".io", ".net", ".dev")  # fmt: skip
 _SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".mk", ".envrc")  # read in turn for what they run
 # A directory the rest runs from: ``cd tools``, ``make -C sub``, lefthook's ``root:``.
 # A quoted name in any language (``subprocess.call(['./scripts/lint'])``), an option's attached value (``awk
 # -fcheck.awk``), what a test expects may be there (``[ -f local.tcl ] && tclsh local.tcl``).
-_OPERANDS = deferred(r"""(['"])([^'"\s]+)\1|(?<![\w-])-([a-zA-Z][\w./:-]+\.\w+)""")
+# (the option's run of name characters taken whole, possessively, then cut at its last ``.suffix``: a regex that gave
+# it back a character at a time from every ``-`` took quadratic time on ``-c.-c.…`` — red team 163 E1)
+_OPERANDS = deferred(r"""(['"])([^'"\s]+)\1|(?<![\w-])-([a-zA-Z][\w./:-]*+)""")
+_SUFFIXED_TAIL = re.compile(r"(.*\.\w+)", re.S)
 _ENTRY = deferred(r"""^\s*-?\s*(?:entry|run|script)\s*:\s*["']?([\w@%+=,.-][^\s"'|&;]*)""")
 _GLOB = re.compile(r"[*?[]")
 _LOOPS = deferred(r"\s*(?:for|select)\s")  # (``for f in scripts/*.sh; do sh "$f"; done``: what it runs is in its list)
@@ -234,6 +245,7 @@ def _named(words: list[str], line: str) -> list[_Named]:
             "/" in word
             or word.startswith("~")
             or word.endswith(_SCRIPT_SUFFIXES)
+            or (_FILE_NAME.fullmatch(word) is not None and not word.lower().endswith(_DATA_SUFFIXES))
             or runner(previous)
             or (at and runner(words[0]))  # (``python3 -W ignore check``: red team 140 F4; ``python3.11 x``: 142 F1)
         ):
@@ -259,7 +271,12 @@ def _on_a_path(word: str, words: list[str]) -> bool:
 def _operands(line: str) -> list[str]:
     """The names a line may run that splitting it at blanks glues or drops (``_OPERANDS``): a quoted name, each tail
     of an option with its value attached (``-nfcheck.sed``: ``check.sed`` among them)."""
-    found = [quoted or tail[i:] for _q, quoted, tail in _OPERANDS.findall(line) for i in range(len(tail) or 1)]
+    found: list[str] = []
+    for _q, quoted, run in _OPERANDS.findall(line):
+        tail = cut[1] if not quoted and (cut := _SUFFIXED_TAIL.match(run[:4096])) else ""
+        found += [quoted] if quoted else [tail[i:] for i in range(min(len(tail), 16))]  # (option letters glued on)
+        if len(found) >= 256:
+            break
     return [w for w in found if w][:256]
 
 
@@ -292,7 +309,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     # The commands as bash's grammar reads them, read beside the lines as written (red team 138): past the parser's
     # bounds, the text's directory counts whole.
     # (``$(git rev-parse --git-dir)/../x``, ``~+/x``: places bash and git know — red team 142 F3, F8)
-    text = GIT_DIR_WORD.sub(".git", text).replace("~+/", "./")
+    text = TOP_WORD.sub("./", GIT_DIR_WORD.sub(".git", text)).replace("~+/", "./")
     script = _RECIPE_PREFIX.sub("", text).replace("$$", "$") if goals is not None else text  # (a recipe as run)
     commands, whole = parsed_lines(script)
     shell = goals is not None or not _CONFIG.match(text)  # (a hook manager's YAML names files it only passes on)

@@ -34,8 +34,10 @@ __all__ = [
     "RUNS_A_DIRECTORY",
     "SHELLS",
     "SHELL_VALUE_OPTIONS",
+    "TOP_WORD",
     "OnPath",
     "assigned",
+    "assigned_values",
     "code_strings",
     "git_commands",
     "in_place",
@@ -64,7 +66,8 @@ def program_words(command: str, *, built: bool = False) -> list[str]:
         words = shlex.split(uncommented(command))
     except ValueError:
         words = re.split(r"[\s;&|(){}<>'\"`]+", command)
-    words = [w.strip("(){};&|<>@,") for v in words for w in braced(v.rstrip(";&|"))]  # (``scripts/{lint,fmt}``)
+    # (``scripts/{lint,fmt}``; git's ``!`` before an alias's command: ``GIT_CONFIG_VALUE_0=!tools/x``, red team 163)
+    words = [w.strip("(){};&|<>@,").lstrip("!") for v in words for w in braced(v.rstrip(";&|"))]
     # (an option's value that names a file: ``node --import=./x.mjs``, ``--require=./x.js``: red team 140 F4)
     words += [v for w in words if w.startswith("-") and "=" in w and ("/" in (v := w.partition("=")[2]) or "." in v)]
     return [w for w in words if w and not w.startswith("-") and (not w.startswith("$") or built) and "=" not in w]
@@ -287,6 +290,7 @@ _SELF = r"(?:\$0|\$\((?:readlink -f|realpath) (?:--\s+)?\"?\$0\"?\))"  # (``$(re
 _DIRNAME = rf"(?:\$\(dirname (?:--\s+)?\"?{_SELF}\"?\)|`dirname (?:--\s+)?\"?\$0\"?`)"
 _HERE = rf"(?:{_DIRNAME}|\$\(cd (?:--\s+)?\"?{_DIRNAME}\"?\s*(?:&&|;)\s*pwd(?:\s+-[LP])?\))"
 _FROM_TOP = deferred(rf"^{_TOP}/?")
+TOP_WORD = deferred(rf"{_TOP}/")  # (``git -c include.path="$PWD/tools/gitconfig"``: ``./tools/gitconfig``, 163 F2)
 _FROM_HERE = deferred(rf"^{_HERE}/?")
 _ANCHOR = deferred(
     rf"""(?:^|[\s;&|(])(?:export\s+|local\s+|readonly\s+|declare\s+)?([A-Za-z_]\w*)=["']?(?:({_TOP})|{_HERE})"""
@@ -307,6 +311,13 @@ _NAMING = deferred(
     r"""^\$\((?:realpath(?:\s+-\w+)*|readlink\s+-[fem]|cd(?:\s+-[LP])?)\s+(?:--\s+)?"?([^"()$`\s]+)"?"""
     r"""(?:\s*(?:&&|;)\s*pwd(?:\s+-[LP])?)?\)"""
 )
+
+
+def assigned_values(text: str) -> list[str]:
+    """The values a text gives its variables, each as the command line a program reading it from its environment
+    may take it for (``GIT_EXTERNAL_DIFF=tools/difftool git diff``, ``export GIT_SSH_COMMAND="tools/ssh -q"``,
+    ``CHK='!tools/x' git --config-env=alias.chk=CHK chk``: red team 163 F1, F2)."""
+    return [value.strip("'\"") for _name, value in _GIVEN.findall(text)[:256]]
 
 
 def _held(text: str) -> dict[str, str]:

@@ -1,0 +1,91 @@
+"""What the hook reader names as a class, not by the spellings a red team used (red team 163): a program given a
+path in its environment (any variable's value read as a command line, git's ``!`` dropped), a git setting written
+anywhere as ``key=value`` or in a git config file a hook hands git, the top of the work tree spelled in a word, and
+a program's script by any suffix that is not data's. Each text is a pre-commit hook; ``_hooks_rule`` says whether a
+change of the path is one to a file the hook runs."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from mcp_server_guard.git_dirs import _hooks_rule
+from mcp_server_guard.hook_runs import run_by_hooks
+
+
+def _found(root: Path, hook: str, files: dict[str, str] | None = None) -> tuple[list[str], str]:
+    (root / ".git" / "hooks").mkdir(parents=True)
+    (root / ".git" / "hooks" / "pre-commit").write_text(f"#!/bin/sh\n{hook}\n")
+    for rel, text in (files or {}).items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    real = os.path.realpath(root)
+    return run_by_hooks([str(root / ".git" / "hooks")], real, None), real
+
+
+@pytest.mark.parametrize(
+    "hook",
+    [
+        'GIT_SSH_COMMAND="tools/ssh -q" git fetch',
+        "export GIT_PAGER=tools/pager\ngit log -1",
+        "declare CHECKER=tools/check; git -c core.editor=true commit",
+        "LESSOPEN='|tools/pager %s' git log",
+        "GIT_CONFIG_PARAMETERS=\"'alias.chk=!tools/ssh'\" git chk",
+    ],
+)
+def test_a_path_a_program_takes_from_its_environment_is_what_the_hook_runs(tmp_path: Path, hook: str) -> None:
+    found, real = _found(tmp_path, hook)
+    named = [p for p in ("tools/ssh", "tools/pager", "tools/check") if _hooks_rule(f"{real}/{p}", found)]
+    assert named, found
+    assert _hooks_rule(f"{real}/src/app.py", found) is None
+
+
+def test_a_git_config_file_the_hook_hands_git_is_read_for_what_it_runs(tmp_path: Path) -> None:
+    config = '[core]\n\tpager = less\n[alias]\n\tchk = "!sh tools/lint-check.sh"\n'
+    found, real = _found(tmp_path, "GIT_CONFIG_GLOBAL=tools/gitconfig git chk", {"tools/gitconfig": config})
+    assert _hooks_rule(f"{real}/tools/gitconfig", found) is not None, found
+    assert _hooks_rule(f"{real}/tools/lint-check.sh", found) is not None, found
+
+
+def test_the_top_of_the_work_tree_spelled_in_a_word_is_the_top(tmp_path: Path) -> None:
+    hook = 'git -c include.path="$(git rev-parse --show-toplevel)/tools/gitconfig" chk\nsh "$PWD/tools/run.sh"'
+    found, real = _found(tmp_path, hook)
+    assert _hooks_rule(f"{real}/tools/gitconfig", found) is not None, found
+    assert _hooks_rule(f"{real}/tools/run.sh", found) is not None, found
+
+
+@pytest.mark.parametrize(
+    ("hook", "script"),
+    [
+        ("cmake -P lint.cmake 2>/dev/null || true", "lint.cmake"),
+        ("bats checks.bats || true", "checks.bats"),
+        ("runghc Lint.hs 2>/dev/null", "Lint.hs"),
+        ("emacs --batch -l check.el", "check.el"),
+    ],
+)
+def test_a_programs_script_by_any_suffix_is_named_before_it_exists(tmp_path: Path, hook: str, script: str) -> None:
+    found, real = _found(tmp_path, hook)
+    assert _hooks_rule(f"{real}/{script}", found) is not None, found
+
+
+@pytest.mark.parametrize(
+    ("hook", "data"),
+    [
+        ("pytest --junitxml=report.xml tests", "report.xml"),
+        ("npx prettier --check CHANGELOG.md", "CHANGELOG.md"),
+        ("curl -fsS https://example.com/ping > /dev/null || true", "example.com"),
+        ("git commit -F msg.txt", "msg.txt"),
+    ],
+)
+def test_a_data_file_a_hook_names_that_is_not_there_is_not_protected(tmp_path: Path, hook: str, data: str) -> None:
+    found, real = _found(tmp_path, hook)
+    assert _hooks_rule(f"{real}/{data}", found) is None, found
+
+
+def test_a_long_run_of_options_is_read_in_linear_time(tmp_path: Path) -> None:
+    start = time.monotonic()
+    _found(tmp_path, "true " + "-c." * 80_000 + "\ntrue " + "-x" + "a." * 100_000)
+    assert time.monotonic() - start < 20  # (quadratic: minutes; bench/ keeps the figures, this only the class)
