@@ -25,6 +25,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from mcp_server_guard.errors import protection_unavailable
 from mcp_server_guard.git_config import MAX_GIT_CONFIG, git_config_entries
 from mcp_server_guard.hook_runs import ENV_CONFIGS, PART_READ, new_budget, run_by_hooks
 from mcp_server_guard.hook_runs import expand_path as _expand
@@ -52,7 +53,8 @@ _GIT_RUNNABLE = deferred(
     r"(?:config|config\.worktree|commondir|gitdir|hooks(?:/.*)?|(?:rebase-merge|rebase-apply|sequencer)(?:/.*)?)$"
 )
 # The entries of a git dir the box mounts read-only (where commands write the real tree directly).
-GIT_ENTRIES = ("config", "config.worktree", "hooks", "commondir", "gitdir")
+GIT_CONFIGS = ("config", "config.worktree")
+GIT_ENTRIES = (*GIT_CONFIGS, "hooks", "commondir", "gitdir")
 POINTER_LIMIT = 4096  # bytes of a .git or commondir file read at most; a longer one names nothing we trust
 
 
@@ -412,12 +414,13 @@ def _config_entries(path: str, *, follow: bool) -> tuple[tuple[str, str], ...]:
         return ()
     found = tuple(git_config_entries(data) or [])
     with _HOOKS_LOCK:
-        if len(_HOOKS_CACHE) > 256:
+        if len(_HOOKS_CACHE) > 4096:  # (a repository of many submodules: each config read once)
             _HOOKS_CACHE.clear()
         _HOOKS_CACHE[key] = found
     return found
 
 
+_MAX_MEMBERS = 1024  # work trees and submodules of one repository whose configs are read (``_repo_files``)
 _MAX_INCLUDES = 32  # config files followed through include.path / includeIf at most, from one config
 _MAX_NAMED = 4096  # files named by includes past that bound, protected without being read
 
@@ -573,14 +576,13 @@ def _repo_files(work_tree: str, home: str | None) -> tuple[list[str], list[str]]
                 (os.path.join(read_pointer(os.path.join(git_dir, "commondir"), gitfile=False), "config"), True)
             )
     configs.append((os.path.join(git_dir, "config.worktree"), True))
-    # The configs of the repository's other work trees and submodules (``worktrees/*/config.worktree``,
-    # ``modules/*/config``): git reads them in those checkouts, which may lie outside the roots while a file they
-    # include lies inside (red team 164 F1: ``git worktree add ../feature`` including ``notes/settings.ini``).
+    # The configs of its other work trees and submodules: git reads them in those checkouts, which may lie outside
+    # the roots while a file they include lies inside (red teams 164 F1, 166: ``worktrees/*``, ``modules/a/b``).
     from mcp_server_guard.git_search import git_family  # noqa: PLC0415 (git_search imports this module)
 
-    for member in itertools.islice(git_family(git_dir), 1, 65):
-        configs += [(os.path.join(member, n), True) for n in ("config", "config.worktree")]
-    configs = list(dict.fromkeys(configs))
+    if len(members := list(itertools.islice(git_family(git_dir), _MAX_MEMBERS + 2))) > _MAX_MEMBERS + 1:
+        raise protection_unavailable(git_dir, f"more than {_MAX_MEMBERS} work trees and submodules to read")
+    configs = list(dict.fromkeys([*configs, *((os.path.join(m, n), True) for m in members[1:] for n in GIT_CONFIGS)]))
     own = len(configs)
     configs += [(path, True) for path in _global_configs(home)]
     hooks: list[str] = []

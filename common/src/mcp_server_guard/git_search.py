@@ -89,8 +89,21 @@ def git_family(git_dir: str) -> Iterator[str]:
                 dirs.append(read_pointer(commondir, gitfile=False))
             except (OSError, ValueError) as exc:
                 raise protection_unavailable(commondir, f"unreadable ({exc})") from None
-        for nest in ("modules", "worktrees"):
-            with contextlib.suppress(OSError):
-                for entry in os.scandir(os.path.join(current, nest)):
-                    if entry.is_dir(follow_symlinks=False):
-                        dirs.append(entry.path)
+        with contextlib.suppress(OSError):
+            dirs += [e.path for e in os.scandir(os.path.join(current, "worktrees")) if e.is_dir(follow_symlinks=False)]
+        dirs += _modules(os.path.join(current, "modules"), 0)
+
+
+def _modules(directory: str, depth: int) -> list[str]:
+    """The submodules' git dirs under ``directory`` (``modules/``): git names each after the submodule's name, which
+    may hold a ``/`` (``vendor/lib``: ``modules/vendor/lib``, red team 166 F1), so a directory that is not a git dir
+    is looked in, 8 levels at most."""
+    found: list[str] = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            if entry.is_dir(follow_symlinks=False):
+                if is_git_dir(entry.path):
+                    found.append(entry.path)
+                elif depth < 8:
+                    found += _modules(entry.path, depth + 1)
+    return found
