@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from mcp_server_guard.git_dirs import _hooks_rule
+from mcp_server_guard.hook_interpreters import _installed
 from mcp_server_guard.hook_runs import run_by_hooks
 
 
@@ -66,8 +67,20 @@ def test_the_top_of_the_work_tree_spelled_in_a_word_is_the_top(tmp_path: Path) -
         ("emacs --batch -l check.el", "check.el"),
     ],
 )
-def test_a_programs_script_by_any_suffix_is_named_before_it_exists(tmp_path: Path, hook: str, script: str) -> None:
-    found, real = _found(tmp_path, hook)
+def test_a_programs_script_by_any_suffix_is_named_before_it_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hook: str, script: str
+) -> None:
+    bin_dir = tmp_path / "bin"  # (the programs installed: a name run by a program nobody has names nothing)
+    bin_dir.mkdir()
+    for program in ("cmake", "bats", "runghc", "emacs"):
+        (bin_dir / program).write_text("#!/bin/sh\n")
+        (bin_dir / program).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    _installed.cache_clear()
+    try:
+        found, real = _found(tmp_path / "repo", hook)
+    finally:
+        _installed.cache_clear()
     assert _hooks_rule(f"{real}/{script}", found) is not None, found
 
 
@@ -89,3 +102,33 @@ def test_a_long_run_of_options_is_read_in_linear_time(tmp_path: Path) -> None:
     start = time.monotonic()
     _found(tmp_path, "true " + "-c." * 80_000 + "\ntrue " + "-x" + "a." * 100_000)
     assert time.monotonic() - start < 20  # (quadratic: minutes; bench/ keeps the figures, this only the class)
+
+
+@pytest.mark.parametrize(
+    ("hook", "files"),
+    [
+        ("./scripts/pre", {"scripts/pre": "#!/bin/zsh -f\nscripts/lint-check\n"}),
+        ("./scripts/pre.hook", {"scripts/pre.hook": "#!/bin/sh -e\nscripts/lint-check\n"}),
+        ("bash -x scripts/pre.inc", {"scripts/pre.inc": "scripts/lint-check\n"}),
+        ("echo scripts/env.d\nsource scripts/env.d", {"scripts/env.d": "scripts/lint-check\n"}),
+        ("./scripts/pre", {"scripts/pre": "#!/usr/bin/env -S make -f\nall:\n\tscripts/lint-check\n"}),
+    ],
+)
+def test_a_text_run_as_shell_or_by_make_is_read_for_what_it_runs_whatever_its_name(
+    tmp_path: Path, hook: str, files: dict[str, str]
+) -> None:
+    found, real = _found(tmp_path, hook, files)
+    assert _hooks_rule(f"{real}/scripts/lint-check", found) is not None, found
+
+
+def test_a_python_scripts_lines_are_not_read_as_shell(tmp_path: Path) -> None:
+    script = "#!/usr/bin/env python3\nimport subprocess\nprint('scripts/notes')\n"
+    found, real = _found(tmp_path, "./scripts/pre.py", {"scripts/pre.py": script, "scripts/notes": "x\n"})
+    assert _hooks_rule(f"{real}/scripts/pre.py", found) is not None
+    assert _hooks_rule(f"{real}/scripts/notes", found) is None, found
+
+
+def test_dotted_names_of_code_read_as_shell_name_no_files(tmp_path: Path) -> None:
+    found, real = _found(tmp_path, "\n".join(f"call module{i}.attribute{i}" for i in range(3000)))
+    assert _hooks_rule(f"{real}/src/app.py", found) is None
+    assert _hooks_rule(f"{real}/module1.attribute1", found) is None

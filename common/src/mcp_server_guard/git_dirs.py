@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from mcp_server_guard.errors import protection_unavailable
 from mcp_server_guard.git_config import MAX_GIT_CONFIG, git_config_entries
+from mcp_server_guard.git_search import POINTER_LIMIT, git_family, is_git_dir, pointer_text, read_pointer
 from mcp_server_guard.hook_runs import ENV_CONFIGS, PART_READ, new_budget, run_by_hooks
 from mcp_server_guard.hook_runs import expand_path as _expand
 from mcp_server_guard.hook_words import program_words
@@ -55,63 +56,11 @@ _GIT_RUNNABLE = deferred(
 # The entries of a git dir the box mounts read-only (where commands write the real tree directly).
 GIT_CONFIGS = ("config", "config.worktree")
 GIT_ENTRIES = (*GIT_CONFIGS, "hooks", "commondir", "gitdir")
-POINTER_LIMIT = 4096  # bytes of a .git or commondir file read at most; a longer one names nothing we trust
-
-
-def is_git_dir(path: str) -> bool:
-    """Git's own test, taken wide: ``objects`` + ``refs`` (a repository, or a common dir: what another git dir's
-    ``commondir`` may name, HEAD or not), or a ``HEAD`` that is not a directory and a ``commondir``; each of any
-    kind.
-
-    Threat: git tests ``objects`` and ``refs`` with access(X_OK), which follows a symlink (and passes for an
-    executable file): a directory whose ``objects`` is a link to a real repository's is a git dir to git, and
-    its config runs programs. So any entry of those names counts, links never followed. And a common dir has no
-    HEAD of its own: git reads its config and hooks for every git dir whose commondir names it."""
-    join = os.path.join
-    if os.path.lexists(join(path, "objects")) and os.path.lexists(join(path, "refs")):
-        return True
-    try:
-        if stat.S_ISDIR(os.lstat(join(path, "HEAD")).st_mode):
-            return False
-    except OSError:
-        return False
-    return os.path.lexists(join(path, "commondir"))
-
-
-def pointer_text(data: bytes, gitfile: bool) -> str | None:
-    """The path a pointer file names, read as git reads it; None when git would take it as naming nothing.
-
-    Threat: a reader that takes a different path than git does (the first line only, spaces stripped) judges
-    one directory while git uses another. Git reads the whole file, needs ``gitdir: `` (with its space) at the
-    start of a ``.git`` file, drops only the trailing line ends, and stops at a NUL."""
-    if len(data) > POINTER_LIMIT:
-        return None
-    if gitfile:
-        if not data.startswith(b"gitdir: "):
-            return None
-        data = data[len(b"gitdir: ") :]
-    text = data.rstrip(b"\r\n").split(b"\0", 1)[0]
-    return os.fsdecode(text) or None
 
 
 def git_runnable(rel: str) -> bool:
     """Whether ``rel`` (a path inside a git dir) is something git runs or follows."""
     return bool(_GIT_RUNNABLE.match(rel))
-
-
-def read_pointer(path: str, gitfile: bool) -> str:
-    """The directory a ``.git`` file or a ``commondir`` file at ``path`` names, made absolute (no link followed
-    to the file itself)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("not a regular file")
-        target = pointer_text(os.pread(fd, POINTER_LIMIT + 1, 0), gitfile)
-    finally:
-        os.close(fd)
-    if target is None:
-        raise ValueError("names no directory as git reads it")
-    return os.path.normpath(os.path.join(os.path.dirname(path), target))
 
 
 @dataclass
@@ -553,6 +502,26 @@ def global_relative_hooks(home: str | None) -> list[str]:
     return [posixpath.normpath(v) for v in values]
 
 
+def _family_configs(git_dir: str, work_tree: str) -> list[tuple[str, tuple[str, ...]]]:
+    """The configs of a repository's other work trees and submodules, each with the work trees git takes its
+    relative paths from. Threat: git reads them in those checkouts, which may lie outside the roots while a file they
+    include lies inside (red teams 164 F1, 166: ``worktrees/*``, ``modules/a/b``), and a submodule's relative
+    ``core.hooksPath`` names its own checkout's directory (``web/.githooks``: red team 167 F1) — taken from its
+    ``core.worktree``, its ``gitdir`` file, its name under ``modules/`` and the top (fail-closed: each of them)."""
+    if len(members := list(itertools.islice(git_family(git_dir), _MAX_MEMBERS + 2))) > _MAX_MEMBERS + 1:
+        raise protection_unavailable(git_dir, f"more than {_MAX_MEMBERS} work trees and submodules to read")
+    found: list[tuple[str, tuple[str, ...]]] = []
+    for member in members[1:]:
+        trees = [os.path.normpath(os.path.join(member, v)) for n, v in _config_entries(
+            os.path.join(member, "config"), follow=True) if n.lower() == "core.worktree" and v]  # fmt: skip
+        with contextlib.suppress(OSError, ValueError):
+            trees.append(os.path.dirname(read_pointer(os.path.join(member, "gitdir"), gitfile=False)))
+        if "/modules/" in member:
+            trees.append(os.path.join(work_tree, member.rsplit("/modules/", 1)[1]))
+        found += [(os.path.join(member, name), tuple(dict.fromkeys([*trees, work_tree]))) for name in GIT_CONFIGS]
+    return found
+
+
 def _repo_files(work_tree: str, home: str | None) -> tuple[list[str], list[str]]:
     """The hooks directories of the repository whose work tree is ``work_tree`` — its own configs' (and what they
     include), and the global ones relative to it (git takes a relative core.hooksPath from the top of the work
@@ -568,29 +537,25 @@ def _repo_files(work_tree: str, home: str | None) -> tuple[list[str], list[str]]
             git_dir = os.path.realpath(dotgit)
         elif not stat.S_ISDIR(mode):
             git_dir = read_pointer(dotgit, gitfile=True)
-    # Read as git reads them: through a link (whose target is then protected as an included file).
-    configs = [(os.path.join(git_dir, "config"), True)]
+    # Read as git reads them: through a link (whose target is then protected as an included file); each with the
+    # work trees git takes its relative paths from.
+    own_trees: tuple[str, ...] = (work_tree,)
+    configs: list[tuple[str, tuple[str, ...]]] = [(os.path.join(git_dir, "config"), own_trees)]
     with contextlib.suppress(OSError, ValueError):
         if os.path.lexists(os.path.join(git_dir, "commondir")):
-            configs.append(
-                (os.path.join(read_pointer(os.path.join(git_dir, "commondir"), gitfile=False), "config"), True)
-            )
-    configs.append((os.path.join(git_dir, "config.worktree"), True))
-    # The configs of its other work trees and submodules: git reads them in those checkouts, which may lie outside
-    # the roots while a file they include lies inside (red teams 164 F1, 166: ``worktrees/*``, ``modules/a/b``).
-    from mcp_server_guard.git_search import git_family  # noqa: PLC0415 (git_search imports this module)
-
-    if len(members := list(itertools.islice(git_family(git_dir), _MAX_MEMBERS + 2))) > _MAX_MEMBERS + 1:
-        raise protection_unavailable(git_dir, f"more than {_MAX_MEMBERS} work trees and submodules to read")
-    configs = list(dict.fromkeys([*configs, *((os.path.join(m, n), True) for m in members[1:] for n in GIT_CONFIGS)]))
+            common = read_pointer(os.path.join(git_dir, "commondir"), gitfile=False)
+            configs.append((os.path.join(common, "config"), own_trees))
+    configs.append((os.path.join(git_dir, "config.worktree"), own_trees))
+    configs += _family_configs(git_dir, work_tree)
     own = len(configs)
-    configs += [(path, True) for path in _global_configs(home)]
+    configs += [(path, own_trees) for path in _global_configs(home)]
     hooks: list[str] = []
     included: list[str] = []
-    for index, (path, follow) in enumerate(configs):
-        files = _with_includes(path, home, follow=follow)
-        hooks += [_expand(v, work_tree, home) for _file, entries in files for v in _hooks_paths(entries)]
-        hooks += [p for _file, entries in files for p in _programs(entries, work_tree if index < own else None, home)]
+    for index, (path, trees) in enumerate(configs):
+        files = _with_includes(path, home, follow=True)
+        for tree in trees:
+            hooks += [_expand(v, tree, home) for _file, entries in files for v in _hooks_paths(entries)]
+            hooks += [p for _file, entries in files for p in _programs(entries, tree if index < own else None, home)]
         if index < own:
             included += [file for file, _entries in files[1:]]
     plain = [h for h in hooks if not h.startswith(("=", "@", "+", "%", "^", PART_READ))]

@@ -7,12 +7,24 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterator
 
 from mcp_server_guard.errors import protection_unavailable
-from mcp_server_guard.git_dirs import is_git_dir, read_pointer
 
-__all__ = ["GIT_SEARCH_BUDGET", "GIT_SEARCH_DEPTH", "NESTED_SEARCH_DEPTH", "git_dirs_below", "git_family"]
+__all__ = [
+    "GIT_SEARCH_BUDGET",
+    "GIT_SEARCH_DEPTH",
+    "NESTED_SEARCH_DEPTH",
+    "POINTER_LIMIT",
+    "git_dirs_below",
+    "git_family",
+    "is_git_dir",
+    "pointer_text",
+    "read_pointer",
+]
+
+POINTER_LIMIT = 4096  # bytes of a .git or commondir file read at most; a longer one names nothing we trust
 
 # How deep below each writable root the box looks for git dirs (a wider search costs every call).
 GIT_SEARCH_DEPTH = 2
@@ -107,3 +119,54 @@ def _modules(directory: str, depth: int) -> list[str]:
                 elif depth < 8:
                     found += _modules(entry.path, depth + 1)
     return found
+
+
+def is_git_dir(path: str) -> bool:
+    """Git's own test, taken wide: ``objects`` + ``refs`` (a repository, or a common dir: what another git dir's
+    ``commondir`` may name, HEAD or not), or a ``HEAD`` that is not a directory and a ``commondir``; each of any
+    kind.
+
+    Threat: git tests ``objects`` and ``refs`` with access(X_OK), which follows a symlink (and passes for an
+    executable file): a directory whose ``objects`` is a link to a real repository's is a git dir to git, and
+    its config runs programs. So any entry of those names counts, links never followed. And a common dir has no
+    HEAD of its own: git reads its config and hooks for every git dir whose commondir names it."""
+    join = os.path.join
+    if os.path.lexists(join(path, "objects")) and os.path.lexists(join(path, "refs")):
+        return True
+    try:
+        if stat.S_ISDIR(os.lstat(join(path, "HEAD")).st_mode):
+            return False
+    except OSError:
+        return False
+    return os.path.lexists(join(path, "commondir"))
+
+
+def pointer_text(data: bytes, gitfile: bool) -> str | None:
+    """The path a pointer file names, read as git reads it; None when git would take it as naming nothing.
+
+    Threat: a reader that takes a different path than git does (the first line only, spaces stripped) judges
+    one directory while git uses another. Git reads the whole file, needs ``gitdir: `` (with its space) at the
+    start of a ``.git`` file, drops only the trailing line ends, and stops at a NUL."""
+    if len(data) > POINTER_LIMIT:
+        return None
+    if gitfile:
+        if not data.startswith(b"gitdir: "):
+            return None
+        data = data[len(b"gitdir: ") :]
+    text = data.rstrip(b"\r\n").split(b"\0", 1)[0]
+    return os.fsdecode(text) or None
+
+
+def read_pointer(path: str, gitfile: bool) -> str:
+    """The directory a ``.git`` file or a ``commondir`` file at ``path`` names, made absolute (no link followed
+    to the file itself)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        target = pointer_text(os.pread(fd, POINTER_LIMIT + 1, 0), gitfile)
+    finally:
+        os.close(fd)
+    if target is None:
+        raise ValueError("names no directory as git reads it")
+    return os.path.normpath(os.path.join(os.path.dirname(path), target))

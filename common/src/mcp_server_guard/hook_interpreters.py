@@ -6,12 +6,14 @@ module — under each name Python would take (red teams 146, 149)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import json
 import os
 import posixpath
 import re
 import shlex
+import shutil
 
 from mcp_server_guard.git_config import git_config_entries
 from mcp_server_guard.hook_configs import read_regular_bytes
@@ -46,8 +48,10 @@ __all__ = [
     "more_places",
     "options_lines",
     "package_main",
+    "script_name",
     "search_found",
     "shebang_lines",
+    "shebang_program",
 ]
 
 # Marks a directory all of which counts: a text of it that a hook runs was read only in part — cut at its size, past
@@ -248,6 +252,36 @@ def _shebang_command(text: str) -> list[str]:
         while words and (words[0].startswith("-") or "=" in words[0]):
             words = words[2:] if words[0] in _ENV_VALUE_OPTIONS else words[1:]
     return [shlex.join(words)] if words else []
+
+
+# A script named by a suffix past the reader's lists (``cmake -P lint.cmake``, ``ctest -S x.cmake``, ``bats t.bats``,
+# ``runghc x.hs``: a program's script, made later too — red team 163 F3), shaped as a file's name.
+_FILE_NAME = re.compile(r"[\w@+-][\w@+.-]*\.[A-Za-z]\w{0,9}")
+_DATA_SUFFIXES = (".json", ".jsonc", ".json5", ".yaml", ".yml", ".xml", ".txt", ".md", ".rst", ".csv", ".tsv", ".lock",
+                  ".toml", ".ini", ".cfg", ".conf", ".html", ".htm", ".css", ".scss", ".log", ".out", ".svg", ".png",
+                  ".jpg", ".jpeg", ".gif", ".ico", ".pdf", ".map", ".snap", ".patch", ".diff", ".sarif", ".lcov",
+                  ".info", ".tgz", ".gz", ".zip", ".tar", ".com", ".org", ".io", ".net", ".dev")  # fmt: skip
+
+
+def script_name(word: str, at: int, program: str) -> bool:
+    """Whether ``word``, the ``at``-th word of its line (``program`` the first), is a script by its name alone (made
+    later too): the first operand of an installed program, shaped as a file's name with a suffix that is not data's —
+    not a dotted name of code in another language read as shell (``call module.attribute``)."""
+    return (at == 1 and _FILE_NAME.fullmatch(word) is not None and not word.lower().endswith(_DATA_SUFFIXES)
+            and _installed(program))  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1024)
+def _installed(program: str) -> bool:
+    """Whether ``program`` is a file named by its path, or one on the server's PATH."""
+    return "/" in program or shutil.which(program) is not None
+
+
+def shebang_program(text: str) -> str:
+    """The program a text's ``#!`` line runs it with (``bash`` for ``#!/usr/bin/env -S bash -e``), "" for none."""
+    lines = _shebang_command(text)
+    words = _argv(lines[0]) if lines else []
+    return posixpath.basename(words[0]) if words else ""
 
 
 def more_places(more: list[str], places: list[str], found: dict[str, None], limit: int) -> None:

@@ -35,7 +35,9 @@ from mcp_server_guard.hook_interpreters import (
     module_words,
     more_lines,
     more_places,
+    script_name,
     search_found,
+    shebang_program,
 )
 from mcp_server_guard.hook_interpreters import (
     PATTERN as _PATTERN,
@@ -55,6 +57,7 @@ from mcp_server_guard.hook_words import (
     PARAMETER_DEFAULT,
     READ_FROM,
     RUNS_A_DIRECTORY,
+    SHELLS,
     TOP_WORD,
     OnPath,
     assigned,
@@ -116,13 +119,7 @@ _SCRIPT_SUFFIXES = (".py", ".pyw", ".sh", ".bash", ".zsh", ".ksh", ".fish", ".cs
                     ".psm1", ".just", ".tcl", ".exp", ".awk", ".sed", ".r", ".R", ".jl", ".ex", ".exs", ".groovy",
                     ".gradle", ".kts", ".java", ".go", ".swift", ".dart", ".scm", ".rkt", ".clj", ".bb",
                     ".coffee", ".applescript", ".scpt")  # fmt: skip
-# Past that list, any word shaped as a file's name with a suffix that is not data's (``cmake -P lint.cmake``, ``ctest
-# -S x.cmake``, ``bats t.bats``, ``runghc x.hs``: a program's script, made later too — red team 163 F3).
-_FILE_NAME = re.compile(r"[\w@+-][\w@+.-]*\.[A-Za-z]\w{0,9}")
-_DATA_SUFFIXES = (".json", ".jsonc", ".json5", ".yaml", ".yml", ".xml", ".txt", ".md", ".rst", ".csv", ".tsv", ".lock",
-                  ".toml", ".ini", ".cfg", ".conf", ".html", ".htm", ".css", ".scss", ".log", ".out", ".svg", ".png",
-                  ".jpg", ".jpeg", ".gif", ".ico", ".pdf", ".map", ".snap", ".patch", ".diff", ".sarif", ".lcov",
-                  ".info", ".tgz", ".gz", ".zip", ".tar", ".com", ".org", ".io", ".net", ".dev")  # fmt: skip
+_SOURCING = SHELLS | {".", "source"}  # (what runs the file it is given as shell)
 _SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".mk", ".envrc")  # read in turn for what they run
 # A directory the rest runs from: ``cd tools``, ``make -C sub``, lefthook's ``root:``.
 # A quoted name in any language (``subprocess.call(['./scripts/lint'])``), an option's attached value (``awk
@@ -131,7 +128,8 @@ _SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".mk", ".envrc")  # read in t
 # it back a character at a time from every ``-`` took quadratic time on ``-c.-c.…`` — red team 163 E1)
 _OPERANDS = deferred(r"""(['"])([^'"\s]+)\1|(?<![\w-])-([a-zA-Z][\w./:-]*+)""")
 _SUFFIXED_TAIL = re.compile(r"(.*\.\w+)", re.S)
-_ENTRY = deferred(r"""^\s*-?\s*(?:entry|run|script)\s*:\s*["']?([\w@%+=,.-][^\s"'|&;]*)""")
+# (blanks taken possessively: ``^\s*-?\s*`` split a line's 60 KB of leading blanks every way — red team 165 E1)
+_ENTRY = deferred(r"""^\s*+(?:-\s*+)?(?:entry|run|script)\s*+:\s*+["']?([\w@%+=,.-][^\s"'|&;]*)""")
 _GLOB = re.compile(r"[*?[]")
 _LOOPS = deferred(r"\s*(?:for|select)\s")  # (``for f in scripts/*.sh; do sh "$f"; done``: what it runs is in its list)
 _TESTED = deferred(r"(?:\[\[?|\btest)\s+(?:!\s+)?-[fxersLh]\s+([^\s;&|\]]+)")
@@ -245,11 +243,13 @@ def _named(words: list[str], line: str) -> list[_Named]:
             "/" in word
             or word.startswith("~")
             or word.endswith(_SCRIPT_SUFFIXES)
-            or (_FILE_NAME.fullmatch(word) is not None and not word.lower().endswith(_DATA_SUFFIXES))
+            or script_name(word, at, words[0])
             or runner(previous)
             or (at and runner(words[0]))  # (``python3 -W ignore check``: red team 140 F4; ``python3.11 x``: 142 F1)
         ):
-            named.append((word, "run", ()))
+            # (a file a shell is given runs as shell whatever its name: ``sh x.hook``, ``. ./x.conf`` — 165 F2)
+            by_shell = posixpath.basename(previous) in _SOURCING or (at == 1 and posixpath.basename(words[0]) in SHELLS)
+            named.append((word, "shell" if by_shell else "run", ()))
         elif previous == "mod":  # a justfile's module: NAME.just, NAME/mod.just, NAME/justfile
             named += [(f"{word}.just", "run", ()), (f"{word}/mod.just", "run", ()), (f"{word}/justfile", "run", ())]
         elif (files := RECIPE_FILES.get(word)) is not None:
@@ -297,10 +297,11 @@ def _places(text: str, base: str, work_tree: str, home: str | None) -> list[str]
     return list(dict.fromkeys(places))
 
 
-def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, home: str | None,
-          found: dict[str, None], budget: list[int], bins: OnPath) -> list[_Text]:  # fmt: skip
-    """Add to ``found`` the files one text runs; the texts of those to read in turn. ``bins``: the directories the
-    hooks put first on PATH (``path_dirs``), where a program named by its name alone is looked for."""
+def _prepared(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, home: str | None,
+              found: dict[str, None], bins: OnPath) -> tuple[str, list[str], bool]:  # fmt: skip
+    """One text as ``_runs`` reads it — its lines and the command lines it amounts to besides them —, the places a
+    name of it is looked for in, and whether it is shell (not a hook manager's YAML); what it puts on PATH added to
+    ``bins``, what a bound left unread to ``found``."""
     text = text.replace("\x00", "\n")  # (a binary read whole: no name holds a NUL, and a path with one fails)
     if goals is not None:
         text, cut = make_read(text, goals)  # (its variables expanded, its includes and makefiles named: make_reads)
@@ -326,7 +327,14 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     for place in places[_PLACES_MAX:]:  # (a directory past those looked in: all of it counts)
         found[PART_READ + place] = None
     found.update(dict.fromkeys(search_found(text, base, work_tree)))
-    places = places[:_PLACES_MAX]
+    return text, places[:_PLACES_MAX], shell
+
+
+def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, home: str | None,
+          found: dict[str, None], budget: list[int], bins: OnPath) -> list[_Text]:  # fmt: skip
+    """Add to ``found`` the files one text runs; the texts of those to read in turn. ``bins``: the directories the
+    hooks put first on PATH (``path_dirs``), where a program named by its name alone is looked for."""
+    text, places, shell = _prepared(text, base, goals, work_tree, home, found, bins)
     values = static_values(text)
     more: list[_Text] = []
     known: dict[str, bool] = {}  # (each word looked up once a text: a 256 KiB text has thousands of lines)
@@ -379,22 +387,26 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
                     found[PART_READ + work_tree] = None  # (past the names: all of the work tree counts)
                     return more
                 _found_by_rules(path, (runs_all, goals is not None or how in ("recipes", "include")), rules, found)
-                if path in found or _in_environment(path) or os.path.isdir(path):
+                again = how == "shell" and path in found and path not in bins.shell_read  # (named before: 165 F2)
+                if (path in found and not again) or _in_environment(path) or os.path.isdir(path):
                     continue  # an environment's entry point (`source .venv/bin/activate`): asked, as every change of
                     # it (changes.later), not refused — a command remaking the environment is everyday work
                 found[path] = None
                 if not how or path.startswith(_PATTERN):
                     continue
                 body, cut = _read(path)
-                if not body or (how not in ("recipes", "whole", "include") and not _shell_text(path, body)):
+                # (``#!/usr/bin/make -f``: its recipes run — red team 165 F3)
+                read_as = "recipes" if how == "run" and shebang_program(body) in ("make", "gmake") else how
+                if not body or (read_as == "run" and not _shell_text(path, body)):
                     continue  # (a program, not read for what it runs)
+                bins.shell_read.add(path)
                 if cut or min(budget) <= 0:  # (cut at its size, or past the budget: what it runs read in part)
                     found[PART_READ + posixpath.dirname(path)] = None
                 if min(budget) <= 0:
                     continue
                 budget[0] -= 1
                 budget[1] -= len(body)
-                more.append((body, posixpath.dirname(path), wanted if how == "recipes" else None))
+                more.append((body, posixpath.dirname(path), wanted if read_as == "recipes" else None))
     return more
 
 
@@ -473,15 +485,13 @@ def _whole(path: str, found: dict[str, None]) -> str:
 
 
 def _shell_text(path: str, body: str) -> bool:
-    """Whether a file a hook runs is read as shell (for what it runs in turn): by its suffix, or its first line;
-    never a binary (``/bin/sh``, ``/usr/bin/git`` named by path: a NUL in it, as bash refuses to run one: red team
-    132 F1, whose words then failed every judgement of the repository)."""
+    """Whether a file a hook runs is read as shell (for what it runs in turn): by its ``#!`` line's program (``#!/bin/
+    bash -e``: red team 165 F1), else its suffix or none; never a binary (a NUL in it: red team 132 F1)."""
     if "\x00" in body:
         return False
-    if path.endswith(_SHELL_SUFFIXES):
-        return True
-    first = body.split("\n", 1)[0]
-    return "." not in posixpath.basename(path) and (not first.startswith("#!") or first.rstrip().endswith("sh"))
+    if body.startswith("#!"):
+        return shebang_program(body) in SHELLS
+    return path.endswith(_SHELL_SUFFIXES) or "." not in posixpath.basename(path)
 
 
 def _text(path: str) -> str:

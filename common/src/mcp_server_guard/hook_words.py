@@ -366,6 +366,7 @@ class OnPath:
 
     dirs: list[str]
     words: set[str] = dataclasses.field(default_factory=set)
+    shell_read: set[str] = dataclasses.field(default_factory=set)  # (the files read for what they run, as shell)
 
 
 def on_path(words: Iterable[str], bins: list[str]) -> list[tuple[str, str, tuple[str, ...]]]:
