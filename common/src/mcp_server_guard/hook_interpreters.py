@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import glob
+import itertools
 import json
 import os
 import posixpath
@@ -38,6 +39,7 @@ __all__ = [
     "SOURCED",
     "Named",
     "by_rules",
+    "files_in",
     "found_by_rules",
     "interpreted",
     "interpreter_files",
@@ -52,6 +54,7 @@ __all__ = [
     "search_found",
     "shebang_lines",
     "shebang_program",
+    "shell_text",
 ]
 
 # Marks a directory all of which counts: a text of it that a hook runs was read only in part — cut at its size, past
@@ -275,6 +278,35 @@ def script_name(word: str, at: int, program: str) -> bool:
 def _installed(program: str) -> bool:
     """Whether ``program`` is a file named by its path, or one on the server's PATH."""
     return "/" in program or shutil.which(program) is not None
+
+
+# What a hook hands to another program, never read as shell: another language's code, a structured format.
+_NOT_SHELL = (".py", ".pyw", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx", ".rb", ".pl", ".pm", ".php",
+              ".lua", ".ps1", ".psm1", ".tcl", ".exp", ".awk", ".sed", ".r", ".jl", ".ex", ".exs", ".groovy", ".gradle",
+              ".kts", ".java", ".go", ".rs", ".c", ".h", ".cc", ".cpp", ".swift", ".dart", ".scm", ".rkt", ".clj",
+              ".bb", ".coffee", ".applescript", ".scpt", ".cmake", ".json", ".jsonc", ".json5", ".yaml", ".yml",
+              ".toml", ".xml", ".md", ".rst", ".html", ".htm", ".css", ".scss", ".csv", ".tsv", ".lock", ".log",
+              ".svg")  # fmt: skip
+
+
+def shell_text(path: str, body: str) -> bool:
+    """Whether a file a hook runs is read as shell (for what it runs in turn): by its ``#!`` line's program (``#!/bin/
+    bash -e``: red team 165 F1), else unless its suffix is another language's or a structured format's (a file a
+    hook sources or evals by any spelling, ``hooks.conf``, ``pre-commit.v2``: red team 168 F2); never a binary (a NUL
+    in it: red team 132 F1)."""
+    if "\x00" in body:
+        return False
+    if body.startswith("#!"):
+        return shebang_program(body) in SHELLS
+    return not path.lower().endswith(_NOT_SHELL)
+
+
+def files_in(directory: str) -> list[str]:
+    """The files a line that runs a directory whole runs (``run-parts d``, ``find d -exec {} ;``), read for what they
+    run in turn (red team 168 F1): 64 at most (the directory counts whole: ``found_by_rules``)."""
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        return sorted(e.path for e in itertools.islice(entries, 4096) if e.is_file())[:64]
+    return []
 
 
 def shebang_program(text: str) -> str:

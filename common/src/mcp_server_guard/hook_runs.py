@@ -32,12 +32,14 @@ from mcp_server_guard.hook_interpreters import (
     INCLUDED,
     PART_READ,
     SOURCED,
+    files_in,
     module_words,
     more_lines,
     more_places,
     script_name,
     search_found,
     shebang_program,
+    shell_text,
 )
 from mcp_server_guard.hook_interpreters import (
     PATTERN as _PATTERN,
@@ -120,7 +122,6 @@ _SCRIPT_SUFFIXES = (".py", ".pyw", ".sh", ".bash", ".zsh", ".ksh", ".fish", ".cs
                     ".gradle", ".kts", ".java", ".go", ".swift", ".dart", ".scm", ".rkt", ".clj", ".bb",
                     ".coffee", ".applescript", ".scpt")  # fmt: skip
 _SOURCING = SHELLS | {".", "source"}  # (what runs the file it is given as shell)
-_SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".mk", ".envrc")  # read in turn for what they run
 # A directory the rest runs from: ``cd tools``, ``make -C sub``, lefthook's ``root:``.
 # A quoted name in any language (``subprocess.call(['./scripts/lint'])``), an option's attached value (``awk
 # -fcheck.awk``), what a test expects may be there (``[ -f local.tcl ] && tclsh local.tcl``).
@@ -387,6 +388,9 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
                     found[PART_READ + work_tree] = None  # (past the names: all of the work tree counts)
                     return more
                 _found_by_rules(path, (runs_all, goals is not None or how in ("recipes", "include")), rules, found)
+                if runs_all and os.path.isdir(path) and path not in bins.shell_read:  # (what they run: 168 F1)
+                    bins.shell_read.add(path)
+                    named += [(name, "run", ()) for name in files_in(path)]
                 again = how == "shell" and path in found and path not in bins.shell_read  # (named before: 165 F2)
                 if (path in found and not again) or _in_environment(path) or os.path.isdir(path):
                     continue  # an environment's entry point (`source .venv/bin/activate`): asked, as every change of
@@ -397,7 +401,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
                 body, cut = _read(path)
                 # (``#!/usr/bin/make -f``: its recipes run — red team 165 F3)
                 read_as = "recipes" if how == "run" and shebang_program(body) in ("make", "gmake") else how
-                if not body or (read_as == "run" and not _shell_text(path, body)):
+                if not body or (read_as == "run" and not shell_text(path, body)):
                     continue  # (a program, not read for what it runs)
                 bins.shell_read.add(path)
                 if cut or min(budget) <= 0:  # (cut at its size, or past the budget: what it runs read in part)
@@ -482,16 +486,6 @@ def _whole(path: str, found: dict[str, None]) -> str:
     if cut:
         found[PART_READ + posixpath.dirname(path)] = None
     return text
-
-
-def _shell_text(path: str, body: str) -> bool:
-    """Whether a file a hook runs is read as shell (for what it runs in turn): by its ``#!`` line's program (``#!/bin/
-    bash -e``: red team 165 F1), else its suffix or none; never a binary (a NUL in it: red team 132 F1)."""
-    if "\x00" in body:
-        return False
-    if body.startswith("#!"):
-        return shebang_program(body) in SHELLS
-    return path.endswith(_SHELL_SUFFIXES) or "." not in posixpath.basename(path)
 
 
 def _text(path: str) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
 from mcp_server_guard.changes.changeset import ROOT, DirTime
-from mcp_server_guard.changes.nofollow import lstat_beneath
+from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_beneath, open_dir
 from mcp_server_guard.changes.plan import Applied, Op
 from mcp_server_guard.changes.revert import as_left, names_in_roots, put_back_since
 from mcp_server_guard.changes.revert import root_of as _root_of
@@ -79,7 +79,7 @@ def reverse_ops(
             not force
             and not covered
             and not as_left(root, rel, checked, (since or {}).get(record.path, applied_ns), copied.get(record.path, ()))
-        ):
+        ) or (not force and not covered and _holds_others(root, rel, record, named)):
             changed.append(record.path)
         if record.action in ("create", "modify", "delete") and (record.tree or record.kind == "dir" or _was_tree(
             history, record)):  # a directory replaced by a file or a link: its tree went whole too  # fmt: skip
@@ -99,6 +99,30 @@ def reverse_ops(
         elif record.action == "meta":
             ops.append(Op("unmeta", root, rel, record=record))
     return ops + times, changed
+
+
+def _holds_others(root: str, rel: str, record: Applied, named: set[str]) -> bool:
+    """Whether a directory the call made (its tree not counted: a job's look made it, then wrote in it at later ones)
+    holds an entry no record of the call names — the user's, put there since. Threat (red team 169 F1): its time set
+    back by a later call (``touch -d``), the undo took it for as the call left it and removed the user's file with
+    it, saying it succeeded."""
+    if record.action != "create" or record.kind != "dir" or record.tree:
+        return False
+    try:
+        base = os.open(root, DIR)
+    except OSError:
+        return False
+    try:
+        fd = open_dir(base, "" if rel == ROOT else rel)
+        try:
+            names = os.listdir(fd)
+        finally:
+            os.close(fd)
+    except (OSError, Changed):
+        return False  # (not there, or not a directory: as_left says so)
+    finally:
+        os.close(base)
+    return any(posixpath.join(record.path, name) not in named for name in names)
 
 
 def copied_back(
