@@ -149,6 +149,7 @@ def layer(module: str) -> str:
         "direnv_files",  # what direnv evaluates besides .envrc
         "mise_config",  # what a mise config runs on entering the project
         "hook_interpreters",  # what an interpreter a hook runs finds by its own rules
+        "shell_words",  # bash's own expansions of a word a hook text gives (parameter operators, printf -v, IFS)
         "git_search",  # protected.py's search for git dirs: protected (top) may import only top-level modules
     }
     if len(parts) <= 2 and parts[-1] in top:

@@ -54,8 +54,8 @@ from mcp_server_guard.hook_interpreters import (
     interpreted as _interpreted,
 )
 from mcp_server_guard.hook_words import (
-    ANYWHERE,
     GIT_DIR_WORD,
+    HERE_WORD,
     PARAMETER_DEFAULT,
     READ_FROM,
     RUNS_A_DIRECTORY,
@@ -132,6 +132,7 @@ _SUFFIXED_TAIL = re.compile(r"(.*\.\w+)", re.S)
 # (blanks taken possessively: ``^\s*-?\s*`` split a line's 60 KB of leading blanks every way — red team 165 E1)
 _ENTRY = deferred(r"""^\s*+(?:-\s*+)?(?:entry|run|script)\s*+:\s*+["']?([\w@%+=,.-][^\s"'|&;]*)""")
 _GLOB = re.compile(r"[*?[]")
+_CDPATH = deferred(r"(?:^|[\s;&|(])(?:export\s+)?CDPATH=[\"']?([^\s\"';&|]+)")
 _LOOPS = deferred(r"\s*(?:for|select)\s")  # (``for f in scripts/*.sh; do sh "$f"; done``: what it runs is in its list)
 _TESTED = deferred(r"(?:\[\[?|\btest)\s+(?:!\s+)?-[fxersLh]\s+([^\s;&|\]]+)")
 _CONFIG = deferred(r"\A(?:\s*(?:#[^!].*)?\n)*\s*(?:[\w.-]+:(?:\s|$)|\[|\{|-\s)")  # YAML, TOML, JSON: not shell
@@ -237,8 +238,8 @@ def _named(words: list[str], line: str) -> list[_Named]:
                 named.append((built.group(1), "run", ()))
             elif ")/" in word:  # (`"$(dirname "$(readlink -f "$0")")/lib.sh"`, split: red team 105 F4)
                 named.append((word.rpartition(")/")[2].lstrip("/"), "run", ()))
-        elif _GLOB.search(word) and not (runner(previous) or (at and runner(words[0])) or _LOOPS.match(line)
-                                         or RUNS_A_DIRECTORY.search(line)):  # fmt: skip
+        elif _GLOB.search(word) and not (at == 0 or runner(previous) or (at and runner(words[0]))
+                                         or _LOOPS.match(line) or RUNS_A_DIRECTORY.search(line)):  # fmt: skip
             continue  # a glob a tool is given (``eslint src/**/*.js``, lefthook's ``glob:``): its data, not run
         elif (
             "/" in word
@@ -290,11 +291,15 @@ def _places(text: str, base: str, work_tree: str, home: str | None) -> list[str]
     """The directories a text runs things from: the top, its own, and each it changes to (``cd tools``, ``make -C
     sub``, lefthook's ``root: sub/``: red team 8 A3); all of them, the first 32 looked in (``_runs``)."""
     places = [work_tree, base]
+    # (``CDPATH=scripts cd hooks``: ``scripts/hooks`` too — red team 170 F4)
+    cdpath = [work_tree, base, *(expand_path(p, work_tree, home) for v in _CDPATH.findall(text) for p in v.split(":"))]
     for found in _CHANGES_DIR.finditer(text):
         target = next(g for g in found.groups() if g is not None).strip("'\"")
         built = _BUILT.match(target) if target.startswith("$") else None
         if built or not target.startswith("$"):
-            places += [expand_path(built.group(1) if built else target, where, home) for where in (work_tree, base)]
+            places += [expand_path(built.group(1) if built else target, where, home) for where in cdpath[:8]]
+    # (a glob, ``cd tool?``: the directories it matches, and any made later — a pattern: ``hook_words.in_place``)
+    places += [match for place in places if _GLOB.search(place) for match in sorted(glob.glob(place))[:16]]
     return list(dict.fromkeys(places))
 
 
@@ -311,7 +316,8 @@ def _prepared(text: str, base: str, goals: tuple[str, ...] | None, work_tree: st
     # The commands as bash's grammar reads them, read beside the lines as written (red team 138): past the parser's
     # bounds, the text's directory counts whole.
     # (``$(git rev-parse --git-dir)/../x``, ``~+/x``: places bash and git know — red team 142 F3, F8)
-    text = TOP_WORD.sub("./", GIT_DIR_WORD.sub(".git", text)).replace("~+/", "./")
+    text = TOP_WORD.sub("./", GIT_DIR_WORD.sub(".git", text)).replace("~+/", "./").replace("~-/", "./")
+    text = HERE_WORD.sub(lambda _found: base, text)  # (``~-``: a directory it was in, each looked in — 170 F4)
     script = _RECIPE_PREFIX.sub("", text).replace("$$", "$") if goals is not None else text  # (a recipe as run)
     commands, whole = parsed_lines(script)
     shell = goals is not None or not _CONFIG.match(text)  # (a hook manager's YAML names files it only passes on)
@@ -475,7 +481,7 @@ def _expanded(word: str, places: list[str], home: str | None) -> list[str]:
         paths = [expand_path(word, where, home) for where in places]
         return [_PATTERN + p for p in paths] + [os.path.realpath(p) for pattern in paths
                                                 for p in sorted(glob.glob(pattern))[:_GLOB_MAX]]  # fmt: skip
-    paths = [in_place(where, word) if where.endswith(ANYWHERE) else expand_path(word, where, home) for where in places]
+    paths = [in_place(where, word) if _GLOB.search(where) else expand_path(word, where, home) for where in places]
     named = [posixpath.normpath(os.path.join(where, os.path.expanduser(word))) for where in places]
     return list(dict.fromkeys(paths + [n for n in named if os.path.islink(n)]))
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from mcp_server_guard.patterns import deferred
+from mcp_server_guard.shell_words import ifs_split, operated, printf_values, sequence
 
 if TYPE_CHECKING:
     from mcp_server_guard.shell.strings.commands import Command
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ANYWHERE",
     "GIT_DIR_WORD",
+    "HERE_WORD",
     "IDENTIFIER",
     "PARAMETER_DEFAULT",
     "PATTERN",
@@ -78,6 +80,8 @@ _BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")
 
 def braced(word: str, limit: int = 64) -> list[str]:
     """``word`` with bash's brace expansion done (``a{b,c}d``: ``abd``, ``acd``), ``limit`` words at most."""
+    if not word.startswith("$") and (items := sequence(word, limit)) is not None:  # (``check{1..3}``: 170 F1)
+        return [w for item in items for w in braced(item, limit)][:limit]
     found = _BRACES.search(word)
     if found is None or word.startswith("$"):
         return [word]
@@ -290,8 +294,11 @@ _SELF = r"(?:\$0|\$\((?:readlink -f|realpath) (?:--\s+)?\"?\$0\"?\))"  # (``$(re
 _DIRNAME = rf"(?:\$\(dirname (?:--\s+)?\"?{_SELF}\"?\)|`dirname (?:--\s+)?\"?\$0\"?`)"
 _HERE = rf"(?:{_DIRNAME}|\$\(cd (?:--\s+)?\"?{_DIRNAME}\"?\s*(?:&&|;)\s*pwd(?:\s+-[LP])?\))"
 _FROM_TOP = deferred(rf"^{_TOP}/?")
-TOP_WORD = deferred(rf"{_TOP}/")  # (``git -c include.path="$PWD/tools/gitconfig"``: ``./tools/gitconfig``, 163 F2)
+TOP_WORD = deferred(
+    rf"{_TOP}/|\$\(git rev-parse --show-cdup\)"
+)  # (``git -c include.path="$PWD/tools/gitconfig"``: ``./tools/gitconfig``, 163 F2)
 _FROM_HERE = deferred(rf"^{_HERE}/?")
+HERE_WORD = deferred(_HERE)  # (the text's own directory in a word: ``cd "$(dirname "$0")/../tools"``, 170 F2)
 _ANCHOR = deferred(
     rf"""(?:^|[\s;&|(])(?:export\s+|local\s+|readonly\s+|declare\s+)?([A-Za-z_]\w*)=["']?(?:({_TOP})|{_HERE})"""
 )
@@ -317,7 +324,8 @@ def assigned_values(text: str) -> list[str]:
     """The values a text gives its variables, each as the command line a program reading it from its environment
     may take it for (``GIT_EXTERNAL_DIFF=tools/difftool git diff``, ``export GIT_SSH_COMMAND="tools/ssh -q"``,
     ``CHK='!tools/x' git --config-env=alias.chk=CHK chk``: red team 163 F1, F2)."""
-    return [value.strip("'\"") for _name, value in _GIVEN.findall(text)[:256]]
+    values = [value.strip("'\"") for _name, value in _GIVEN.findall(text)[:256]]
+    return values + ifs_split(text, values)  # (split where the text sets IFS: ``IFS=,; $cmd``, red team 170 F3)
 
 
 def _held(text: str) -> dict[str, str]:
@@ -381,9 +389,9 @@ def on_path(words: Iterable[str], bins: list[str]) -> list[tuple[str, str, tuple
 
 
 def in_place(place: str, word: str) -> str:
-    """``word`` looked for in ``place``: a path, or a pattern (``PATTERN``) where ``place`` is any directory of the
-    work tree (``ANYWHERE``)."""
-    if place.endswith("/" + ANYWHERE):
+    """``word`` looked for in ``place``: a path, or a pattern (``PATTERN``) where ``place`` is one (any directory of
+    the work tree, ``ANYWHERE``; a glob a line changes to)."""
+    if any(c in place for c in "*?["):  # (``ANYWHERE``, or a glob a line changes to: ``cd tool?``)
         return PATTERN + posixpath.normpath(posixpath.join(place, glob.escape(word)))
     return os.path.join(place, word)
 
@@ -536,7 +544,12 @@ def is_file(word: str, places: list[str]) -> bool:
 # ``${NAME:-default}``, ``${NAME=default}``: the default.
 PARAMETER_DEFAULT = deferred(r"\$\{[A-Za-z_]\w*:?[-=]([^{}]*)\}")
 READ_FROM = deferred(r"(?<![<\w])\d*<\s*([^\s<>&;|()'\"]+)")  # ``< file``, ``3<file`` (not ``<<``, ``<&``, ``<(``)
-GIT_DIR_WORD = deferred(r"\$\(git rev-parse (?:--git-dir|--git-common-dir|--absolute-git-dir)\)")
+# (git's own directory by the spellings a hook has: ``$(git rev-parse --git-dir)``, ``$GIT_DIR``, ``$(dirname
+# "$GIT_INDEX_FILE")`` — git sets both for every hook: red team 170 F2)
+GIT_DIR_WORD = deferred(
+    r"\$\(git rev-parse (?:--git-dir|--git-common-dir|--absolute-git-dir)\)|\$\{?GIT_DIR\}?(?!\w)"
+    r"|\$\(dirname (?:--\s+)?\"?\$\{?GIT_INDEX_FILE\}?\"?\)"
+)
 
 
 def path_like(word: str) -> bool:
@@ -566,7 +579,8 @@ def _static(given: str) -> str | None:
 
 def static_values(text: str) -> dict[str, str]:
     """The names a text gives a static value (``_ASSIGNED``, ``_static``)."""
-    return {name: value for name, given in _ASSIGNED.findall(text) if (value := _static(given)) is not None}
+    given = {name: value for name, given in _ASSIGNED.findall(text) if (value := _static(given)) is not None}
+    return given | printf_values(text)  # (``printf -v cmd '%s/%s' scripts lint``: red team 170 F3)
 
 
 def assigned(line: str, values: dict[str, str]) -> str:
@@ -576,9 +590,11 @@ def assigned(line: str, values: dict[str, str]) -> str:
         return line
 
     def value(found: re.Match[str]) -> str:
-        name = found.group(1) or found.group(2)
+        name = found.group(1) or found.group(3)
         if name not in values:
             return found.group(0)
-        return re.sub(r'([\\"])', r"\\\1", values[name])  # as shlex reads double quotes (program_words)
+        # (an operator applied as bash applies it: ``${x%.disabled}``, ``${x,,}`` — red team 170 F3)
+        made = operated(values[name], found.group(2)) if found.group(2) else values[name]
+        return found.group(0) if made is None else re.sub(r'([\\"])', r"\\\1", made)  # (as shlex reads "…")
 
-    return re.sub(r"\$\{(\w+)\}|\$(\w+)", value, line)
+    return re.sub(r"\$\{(\w+)([^{}]*)\}|\$(\w+)", value, line)

@@ -588,7 +588,8 @@ def as_left(root: str, rel: str, record: Applied, applied_ns: int, copied: tuple
                 return (real.st_dev, real.st_ino) == record.after[:2]
             if changed_since(dirfd, name, real, record):
                 return False  # (a ``chmod 600`` after the call, silently put back to 0644 by an undo that said so)
-            if identity(real) in (record.after, copied):
+            moved = stat.S_ISREG(real.st_mode) and real.st_ctime_ns > applied_ns > 0  # (after it: by content, rt171)
+            if identity(real) in (record.after, copied) and not moved:
                 return True
             if stat.S_ISDIR(real.st_mode) and record.kind == "dir":  # a directory's size is its entries' room
                 return (real.st_dev, real.st_ino, real.st_mtime_ns) == tuple(record.after[:3])
