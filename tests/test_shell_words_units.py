@@ -66,3 +66,15 @@ def test_printf_v_is_an_assignment_and_ifs_splits_a_value() -> None:
     assert printf_values('printf -v cmd "%s" "$x"\n') == {}
     assert ifs_split("IFS=,\n", ["scripts/lint-check,--fast", "plain"]) == ["scripts/lint-check --fast"]
     assert ifs_split("echo no ifs\n", ["a,b"]) == []
+
+
+def test_positional_parameters_are_given_by_set_and_by_each_call_of_a_function() -> None:
+    from mcp_server_guard.shell_words import array_values, inlined
+
+    assert any('"tools/lint"' in t for t in inlined('set -- tools lint\n"$1/$2"'))
+    texts = inlined('function check { "$1/$2" "$@"; }\ncheck tools lint\ncheck ci run')
+    assert any("tools/lint" in t for t in texts) and any("ci/run" in t for t in texts)
+    assert inlined('run() { "$1"; }\nrun "$HOOK"') == []  # (an argument that is no plain word gives nothing)
+    assert array_values("parts=(tools lint)\n") == {
+        "parts[0]": "tools", "parts[1]": "lint", "parts[@]": "tools lint", "parts[*]": "tools lint"
+    }  # fmt: skip

@@ -31,6 +31,7 @@ from mcp_server_guard.hook_words import (
     uncommented,
 )
 from mcp_server_guard.mise_config import strings_in
+from mcp_server_guard.shell_words import inlined
 
 __all__ = [
     "INCLUDED",
@@ -394,4 +395,5 @@ def more_lines(text: str) -> list[str]:
         entries = git_config_entries(text.encode("utf-8", "surrogateescape")) or []
         settings += [value.lstrip("!") for key, value in entries if _RUNNING_KEYS.match(key)]
     values = assigned_values(text)  # (a program given a variable's value in its environment: red team 163 F1)
-    return [*options_lines(text), *shebang_lines(text), *manager_lines(text), *settings[:64], *values]
+    # (what positional parameters make: ``set -- a b``, a function's body as each call gives it — red team 172 F1)
+    return [*options_lines(text), *shebang_lines(text), *manager_lines(text), *settings[:64], *values, *inlined(text)]

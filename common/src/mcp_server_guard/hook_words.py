@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from mcp_server_guard.patterns import deferred
-from mcp_server_guard.shell_words import ifs_split, operated, printf_values, sequence
+from mcp_server_guard.shell_words import array_values, braced, ifs_split, operated, printf_values
 
 if TYPE_CHECKING:
     from mcp_server_guard.shell.strings.commands import Command
@@ -73,25 +73,6 @@ def program_words(command: str, *, built: bool = False) -> list[str]:
     # (an option's value that names a file: ``node --import=./x.mjs``, ``--require=./x.js``: red team 140 F4)
     words += [v for w in words if w.startswith("-") and "=" in w and ("/" in (v := w.partition("=")[2]) or "." in v)]
     return [w for w in words if w and not w.startswith("-") and (not w.startswith("$") or built) and "=" not in w]
-
-
-_BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")
-
-
-def braced(word: str, limit: int = 64) -> list[str]:
-    """``word`` with bash's brace expansion done (``a{b,c}d``: ``abd``, ``acd``), ``limit`` words at most."""
-    if not word.startswith("$") and (items := sequence(word, limit)) is not None:  # (``check{1..3}``: 170 F1)
-        return [w for item in items for w in braced(item, limit)][:limit]
-    found = _BRACES.search(word)
-    if found is None or word.startswith("$"):
-        return [word]
-    head, tail = word[: found.start()], word[found.end() :]
-    out: list[str] = []
-    for part in found.group(1).split(","):
-        out += braced(head + part + tail, limit - len(out))
-        if len(out) >= limit:
-            break
-    return out[:limit]
 
 
 _WORD_START = frozenset(" \t\n;&|()<>")
@@ -580,7 +561,7 @@ def _static(given: str) -> str | None:
 def static_values(text: str) -> dict[str, str]:
     """The names a text gives a static value (``_ASSIGNED``, ``_static``)."""
     given = {name: value for name, given in _ASSIGNED.findall(text) if (value := _static(given)) is not None}
-    return given | printf_values(text)  # (``printf -v cmd '%s/%s' scripts lint``: red team 170 F3)
+    return given | printf_values(text) | array_values(text)  # (``printf -v``: red team 170 F3; arrays: 172 F1)
 
 
 def assigned(line: str, values: dict[str, str]) -> str:
@@ -590,11 +571,15 @@ def assigned(line: str, values: dict[str, str]) -> str:
         return line
 
     def value(found: re.Match[str]) -> str:
-        name = found.group(1) or found.group(3)
+        name, operation = found.group(1) or found.group(3), found.group(2) or ""
+        if name.startswith("!"):  # (``${!ref}``: the variable ``ref`` names — red team 172 F1)
+            name = values.get(name[1:], "")
+        if operation.startswith("[") and operation.endswith("]"):  # (an array's element: ``${parts[0]}``)
+            name, operation = name + operation, ""
         if name not in values:
             return found.group(0)
         # (an operator applied as bash applies it: ``${x%.disabled}``, ``${x,,}`` — red team 170 F3)
-        made = operated(values[name], found.group(2)) if found.group(2) else values[name]
+        made = operated(values[name], operation) if operation else values[name]
         return found.group(0) if made is None else re.sub(r'([\\"])', r"\\\1", made)  # (as shlex reads "…")
 
-    return re.sub(r"\$\{(\w+)([^{}]*)\}|\$(\w+)", value, line)
+    return re.sub(r"\$\{(!?\w+)([^{}]*)\}|\$(\w+)", value, line)

@@ -6,14 +6,33 @@ a word becomes, as bash makes it — never runs anything: each is done here on t
 from __future__ import annotations
 
 import fnmatch
+import functools
+import itertools
 import re
 import shlex
 
-__all__ = ["ifs_split", "operated", "printf_values", "sequence"]
+__all__ = ["array_values", "braced", "ifs_split", "inlined", "operated", "printf_values", "sequence"]
 
+_BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")
 _SEQUENCE = re.compile(r"\{(-?\d{1,6}|[A-Za-z])\.\.(-?\d{1,6}|[A-Za-z])(?:\.\.(-?\d{1,6}))?\}")
 _PRINTF = re.compile(r"(?:^|[\s;&|(])printf\s+-v\s+([A-Za-z_]\w*)\s+([^\n;&|]+)")
 _IFS = re.compile(r"(?:^|[\s;&|(])(?:export\s+|local\s+)?IFS=('[^'\n]*'|\"[^\"\n]*\"|[^\s;&|]*)")
+
+
+def braced(word: str, limit: int = 64) -> list[str]:
+    """``word`` with bash's brace expansion done (``a{b,c}d``: ``abd``, ``acd``), ``limit`` words at most."""
+    if not word.startswith("$") and (items := sequence(word, limit)) is not None:  # (``check{1..3}``: rt170 F1)
+        return [w for item in items for w in braced(item, limit)][:limit]
+    found = _BRACES.search(word)
+    if found is None or word.startswith("$"):
+        return [word]
+    head, tail = word[: found.start()], word[found.end() :]
+    out: list[str] = []
+    for part in found.group(1).split(","):
+        out += braced(head + part + tail, limit - len(out))
+        if len(out) >= limit:
+            break
+    return out[:limit]
 
 
 def sequence(word: str, limit: int = 64) -> list[str] | None:
@@ -32,10 +51,12 @@ def sequence(word: str, limit: int = 64) -> list[str] | None:
     return [word[: found.start()] + item + word[found.end() :] for item in items]
 
 
+@functools.lru_cache(maxsize=4096)
 def operated(value: str, operation: str) -> str | None:
     """``value`` as ``${name<operation>}`` makes it (bash's ``%``, ``%%``, ``#``, ``##``, ``/``, ``//``, ``/#``,
     ``/%``, ``,``, ``,,``, ``^``, ``^^``, ``:offset[:length]``, a default or an alternate: ``:-``, ``:+``); None
-    for an operation not read here, or a value past 1,024 characters (its patterns are matched slice by slice)."""
+    for an operation not read here, or a value past 1,024 characters (a trim's pattern is matched slice by slice;
+    a replacement's is one regex search: red team 172 E1)."""
     if len(value) > 1024:
         return None
     if operation in ("^^", ",,", "^", ","):
@@ -67,37 +88,29 @@ def _glob(pattern: str) -> str:
 def _trimmed(value: str, how: str, pattern: str) -> str:
     """``value`` with the shortest (``%``, ``#``) or longest (``%%``, ``##``) match of ``pattern`` cut from its end
     or its start."""
+    whole = re.compile(fnmatch.translate(pattern))
     cuts = range(len(value) + 1)
     if how.startswith("%"):
-        ends = [n for n in cuts if fnmatch.fnmatchcase(value[n:], pattern)]
-        return value[: (min(ends) if how == "%%" else max(ends))] if ends else value
-    starts = [n for n in cuts if fnmatch.fnmatchcase(value[:n], pattern)]
-    return value[(max(starts) if how == "##" else min(starts)) :] if starts else value
+        ends = (n for n in (cuts if how == "%%" else reversed(cuts)) if whole.fullmatch(value, n))
+        return value[: next(ends, len(value))]
+    starts = (n for n in (reversed(cuts) if how == "##" else cuts) if whole.fullmatch(value, 0, n))
+    return value[next(starts, 0) :]
 
 
 def _replaced(value: str, how: str, pattern: str, by: str) -> str:
     """``value`` with the longest match of ``pattern`` replaced by ``by``: the first (``how`` ""), every (``/``), at
-    its start (``#``) or at its end (``%``)."""
+    its start (``#``) or at its end (``%``) — one regex search each (a glob's stars taken greedily: the longest
+    match at the leftmost start)."""
     if not pattern:
         return value
+    found = re.compile(fnmatch.translate(pattern).removesuffix("\\Z"))
     if how == "#":
-        ends = [n for n in range(len(value), -1, -1) if fnmatch.fnmatchcase(value[:n], pattern)]
-        return by + value[ends[0] :] if ends else value
+        match = found.match(value)
+        return by + value[match.end() :] if match else value
     if how == "%":
-        starts = [n for n in range(len(value) + 1) if fnmatch.fnmatchcase(value[n:], pattern)]
-        return value[: starts[0]] + by if starts else value
-    out, at = [], 0
-    while at < len(value):
-        end = next((n for n in range(len(value), at, -1) if fnmatch.fnmatchcase(value[at:n], pattern)), None)
-        if end is None:
-            out.append(value[at])
-            at += 1
-            continue
-        out.append(by)
-        at = end
-        if how != "/":
-            return "".join(out) + value[at:]
-    return "".join(out)
+        match = re.compile(found.pattern + r"\Z").search(value)
+        return value[: match.start()] + by if match else value
+    return found.sub(lambda _m: by.replace("\\", "\\\\"), value, count=0 if how == "/" else 1)
 
 
 def printf_values(text: str) -> dict[str, str]:
@@ -128,3 +141,61 @@ def ifs_split(text: str, values: list[str]) -> list[str]:
         return []
     table = str.maketrans(chars, " " * len(chars))
     return [v.translate(table) for v in values if any(c in v for c in chars)]
+
+
+_SET_ARGS = re.compile(r"(?:^|[\s;&|(])set\s+(?:--\s+)?([^\n;&|#-][^\n;&|#]*)")
+_FUNCTION = re.compile(r"(?:^|[\s;&|(])(?:function\s+)?([A-Za-z_][\w-]*)\s*(?:\(\s*\))?\s*\{")
+_POSITIONAL = re.compile(r"\$\{?([1-9@*])\}?")
+_ARRAY_GIVEN = re.compile(r"(?:^|[\s;&|(])(?:local\s+|declare\s+-a\s+)?([A-Za-z_]\w*)=\(([^()]*)\)")
+
+
+def _words(text: str) -> list[str] | None:
+    try:
+        words = shlex.split(text, comments=True)
+    except ValueError:
+        return None
+    return words if not any("$" in w or "`" in w for w in words) else None
+
+
+def _given(text: str, arguments: list[str]) -> str:
+    """``text`` with its positional parameters (``$1``, ``${2}``, ``"$@"``) as ``arguments`` give them."""
+
+    def one(found: re.Match[str]) -> str:
+        which = found.group(1)
+        if which in "@*":
+            return shlex.join(arguments)
+        return arguments[int(which) - 1] if int(which) <= len(arguments) else ""
+
+    return _POSITIONAL.sub(one, text)
+
+
+def inlined(text: str) -> list[str]:
+    """The texts a hook's positional parameters make (red team 172 F1): what follows ``set -- a b`` with ``$1``,
+    ``$2`` given, and each function's body as each call of it gives its arguments (``run() { "$1/$2"; }; run
+    scripts lint-check``) — 32 at most, each call's arguments plain words."""
+    text = text[: 256 << 10]
+    out: list[str] = []
+    for found in _SET_ARGS.finditer(text):
+        if (arguments := _words(found.group(1))) is not None:
+            out.append(_given(text[found.end() :], arguments))
+    for found in itertools.islice(_FUNCTION.finditer(text), 32):
+        body, depth, end = found.end(), 1, found.end()
+        while depth and end < min(len(text), body + 16384):
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            end += 1
+        calls = re.finditer(rf"(?:^|[\s;&|(]){re.escape(found.group(1))}[ \t]+([^\n;&|#)]+)", text[end:])
+        for call in itertools.islice(calls, 16):
+            if (arguments := _words(call.group(1))) is not None:
+                out.append(_given(text[body : end - 1], arguments))
+    return out[:32]
+
+
+def array_values(text: str) -> dict[str, str]:
+    """An array's elements as the text gives them (``parts=(scripts lint-check)``: ``parts[0]``, ``parts[1]``, and
+    ``parts[@]`` all of them: red team 172 F1), plain words only."""
+    found: dict[str, str] = {}
+    for name, items in _ARRAY_GIVEN.findall(text[: 256 << 10]):
+        if (words := _words(items)) is not None:
+            found |= {f"{name}[{n}]": word for n, word in enumerate(words[:64])}
+            found[f"{name}[@]"] = found[f"{name}[*]"] = " ".join(words[:64])
+    return found

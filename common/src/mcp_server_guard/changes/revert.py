@@ -572,6 +572,7 @@ def as_left(root: str, rel: str, record: Applied, applied_ns: int, copied: tuple
             if real is None:
                 return False
             real = as_found(real)  # (a directory of the user's with no permission, let in for this undo)
+            moved = not stat.S_ISDIR(real.st_mode) and real.st_ctime_ns > applied_ns > 0  # (by content: rt171, 173)
             if record.action == "meta":
                 if stat.S_ISDIR(real.st_mode) and not real.st_mode & stat.S_IRUSR:  # (attributes need u+r: rt67 F4)
                     os.close(open_own_dir(name, dirfd, real=0o500))
@@ -579,7 +580,7 @@ def as_left(root: str, rel: str, record: Applied, applied_ns: int, copied: tuple
                     return False
                 if not stat.S_ISLNK(real.st_mode) and stat.S_IMODE(real.st_mode) != record.mode:
                     return False
-                return stat.S_ISDIR(real.st_mode) or identity(real) == record.after
+                return stat.S_ISDIR(real.st_mode) or (identity(real) == record.after and not moved)
             if record.tree:
                 try:
                     unchanged_tree(dirfd, name, applied_ns)
@@ -588,7 +589,6 @@ def as_left(root: str, rel: str, record: Applied, applied_ns: int, copied: tuple
                 return (real.st_dev, real.st_ino) == record.after[:2]
             if changed_since(dirfd, name, real, record):
                 return False  # (a ``chmod 600`` after the call, silently put back to 0644 by an undo that said so)
-            moved = stat.S_ISREG(real.st_mode) and real.st_ctime_ns > applied_ns > 0  # (after it: by content, rt171)
             if identity(real) in (record.after, copied) and not moved:
                 return True
             if stat.S_ISDIR(real.st_mode) and record.kind == "dir":  # a directory's size is its entries' room
