@@ -63,14 +63,14 @@ from mcp_server_guard.changes.pins import NAME_STEPS, adopt
 from mcp_server_guard.changes.placing import place
 from mcp_server_guard.changes.plan import Applied, Conflict, NotApplied, Op, Outcome, Plan, UndoConflict, steps_for
 from mcp_server_guard.changes.reserve import Reserve, reserve_size
-from mcp_server_guard.changes.revert import UNDO_STEPS, as_left, put_back_since
+from mcp_server_guard.changes.revert import UNDO_STEPS, as_left
 from mcp_server_guard.changes.revert import root_of as _root_of
 from mcp_server_guard.changes.room import apply_room, undo_room
 from mcp_server_guard.changes.run import Run
 from mcp_server_guard.changes.settling import left_as_recorded, marked_back, settled
 from mcp_server_guard.changes.steps import APPLY_STEPS, copy_step, verb
 from mcp_server_guard.changes.undo_judged import Judged, undo_locked
-from mcp_server_guard.changes.undoing import kept_as_before, named_files, reverse_ops
+from mcp_server_guard.changes.undoing import kept_as_before, named_files, put_back_since, reverse_ops
 from mcp_server_guard.changes.what import What
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 from mcp_server_guard.files.treelock import TreeBusy, breathe
@@ -505,9 +505,7 @@ class Applier:
                 raise HistoryError("HISTORY_NOT_FOUND", f"call {audit_id} was cut off before it changed anything")
             records = [*landed, *(r for r in records if r.action == "times")]  # (its directory's time: red team 115 F3)
         applied_ns = int(manifest.get("applied_ns", 0))
-        since = put_back_since(
-            self.history, audit_id, applied_ns, [r.path for r in records if r.kind == "dir" or r.tree]
-        )
+        since = put_back_since(self.history, audit_id, applied_ns, [r.path for r in records if r.action != "times"])
         ops, changed = reverse_ops(
             self.history, records, roots, applied_ns, force=False, since=since, audit_id=audit_id
         )

@@ -14,7 +14,6 @@ import os
 import posixpath
 import stat
 from collections.abc import Sequence
-from typing import Any
 
 from mcp_server_guard.changes import name_changes
 from mcp_server_guard.changes.changeset import same_bytes, walk_real
@@ -52,7 +51,7 @@ from mcp_server_guard.files.kept import file_kind, kept_kind
 from mcp_server_guard.files.reading import sha256_at
 from mcp_server_guard.files.trees import as_found, open_own_dir, own_dirs_as_found, set_dir_time
 
-__all__ = ["UNDO_STEPS", "as_left", "names_in", "names_in_roots", "put_back_since", "root_of"]
+__all__ = ["UNDO_STEPS", "as_left", "names_in", "names_in_roots", "root_of"]
 
 
 def _record(op: Op) -> Applied:
@@ -525,35 +524,6 @@ UNDO_STEPS = {
     "remove": _remove, "restore": _restore, "swap": _swap, "unmove": _unmove, "unmeta": _unmeta,
     "untimes": _untimes,
 }  # fmt: skip
-
-
-def put_back_since(
-    history: HistoryStore, audit_id: str, applied_ns: int, paths: Sequence[str], calls: Sequence[Any] = ()
-) -> dict[str, int]:
-    """For each of ``paths`` that calls after call ``audit_id`` changed and undos then put back — every later call
-    that touched it undone, newest first — the time of the last of those undos: what stands there since is what
-    that call left (an undo puts a directory back by a rename, which changes its ctime). Undoing several calls
-    newest first then finds each directory as its call left it; a later call still in force (or a redo) leaves
-    the path out: judged from the call's own time, it shows as changed. (``calls``: the records, read already.)"""
-    later = [m for m in calls or history.calls.all() if int(m.get("applied_ns", 0)) > applied_ns
-             and m.get("audit_id") != audit_id]  # fmt: skip
-    found: dict[str, int] = {}
-    for path in paths:
-        stack: list[str] = []
-        last = 0
-        for manifest in later:
-            names = [str(c.get("path", "")) for c in manifest.get("changes", [])
-                     if isinstance(c, dict) and c.get("action") != "times"]  # fmt: skip
-            if not any(n == path or n.startswith(f"{path}/") or path.startswith(f"{n}/") for n in names):
-                continue
-            if stack and manifest.get("undoes") == stack[-1]:
-                stack.pop()
-                last = int(manifest.get("applied_ns", 0))
-            else:
-                stack.append(str(manifest.get("audit_id", "")))
-        if last and not stack:
-            found[path] = last
-    return found
 
 
 def as_left(root: str, rel: str, record: Applied, applied_ns: int, copied: tuple[int, ...] = ()) -> bool:

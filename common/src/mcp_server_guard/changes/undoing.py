@@ -14,15 +14,16 @@ import posixpath
 import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from mcp_server_guard.changes.changeset import ROOT, DirTime
 from mcp_server_guard.changes.nofollow import DIR, Changed, lstat_beneath, open_dir
 from mcp_server_guard.changes.plan import Applied, Op
-from mcp_server_guard.changes.revert import as_left, names_in_roots, put_back_since
+from mcp_server_guard.changes.revert import as_left, names_in_roots
 from mcp_server_guard.changes.revert import root_of as _root_of
 from mcp_server_guard.files.history import HistoryError, HistoryStore
 
-__all__ = ["kept_as_before", "named_files", "reverse_ops"]
+__all__ = ["kept_as_before", "named_files", "put_back_since", "reverse_ops"]
 
 
 def reverse_ops(
@@ -225,3 +226,41 @@ def _mtime(root: str, rel: str) -> int | None:
     """A directory's modification time now (None when it is not there), no link followed."""
     st = lstat_beneath(root, rel)
     return st.st_mtime_ns if st is not None and stat.S_ISDIR(st.st_mode) else None
+
+
+def _above(path: str) -> Iterator[str]:
+    """The directories above ``path``, nearest first."""
+    while (path := posixpath.dirname(path)) not in ("", "/"):
+        yield path
+
+
+def put_back_since(
+    history: HistoryStore, audit_id: str, applied_ns: int, paths: Sequence[str], calls: Sequence[Any] = ()
+) -> dict[str, int]:
+    """For each of ``paths`` that calls after call ``audit_id`` changed and undos then put back — every later call
+    that touched it undone, newest first — the time of the last of those undos: what stands there since is what
+    that call left (an undo puts a file or a directory back by a rename, which changes its ctime: red team 175).
+    Undoing several calls newest first then finds each path as its call left it; a later call still in force (or a
+    redo) leaves the path out: judged from the call's own time, it shows as changed. (``calls``: the records, read
+    already.) Each later call's names are indexed once: a call of many paths is looked up path by path."""
+    later: list[tuple[dict[str, Any], set[str], set[str]]] = []
+    for manifest in calls or history.calls.all():
+        if int(manifest.get("applied_ns", 0)) > applied_ns and manifest.get("audit_id") != audit_id:
+            names = {str(c.get("path", "")) for c in manifest.get("changes", [])
+                     if isinstance(c, dict) and c.get("action") != "times"}  # fmt: skip
+            later.append((manifest, names, {a for n in names for a in _above(n)}))
+    found: dict[str, int] = {}
+    for path in paths if later else ():
+        stack: list[str] = []
+        last = 0
+        for manifest, names, above in later:
+            if not (path in names or path in above or any(a in names for a in _above(path))):
+                continue
+            if stack and manifest.get("undoes") == stack[-1]:
+                stack.pop()
+                last = int(manifest.get("applied_ns", 0))
+            else:
+                stack.append(str(manifest.get("audit_id", "")))
+        if last and not stack:
+            found[path] = last
+    return found
