@@ -132,3 +132,20 @@ def test_dotted_names_of_code_read_as_shell_name_no_files(tmp_path: Path) -> Non
     found, real = _found(tmp_path, "\n".join(f"call module{i}.attribute{i}" for i in range(3000)))
     assert _hooks_rule(f"{real}/src/app.py", found) is None
     assert _hooks_rule(f"{real}/module1.attribute1", found) is None
+
+
+@pytest.mark.parametrize(
+    ("hook", "files", "runs"),
+    [
+        ("npm test", {"package.json": '{"scripts": {"test": "sh ci/test.sh"}}'}, "ci/test.sh"),
+        ("yarn lint", {"package.json": '{"scripts": {"lint": "node tools/lint.mjs"}}'}, "tools/lint.mjs"),
+        ("pnpm --dir web run check", {"web/package.json": '{"scripts": {"precheck": "sh pre.sh"}}'}, "web/pre.sh"),
+        ("bun run --silent fmt", {"package.json": '{"scripts": {"fmt": "bin/fmt"}}'}, "bin/fmt"),
+    ],
+)
+def test_a_package_script_a_hook_runs_is_read_for_what_it_runs(
+    tmp_path: Path, hook: str, files: dict[str, str], runs: str
+) -> None:
+    found, real = _found(tmp_path, hook, files)
+    assert _hooks_rule(f"{real}/{runs}", found) is not None, found
+    assert _hooks_rule(f"{real}/src/app.js", found) is None

@@ -39,10 +39,10 @@ pytestmark = [
 
 DATA: dict[str, Any] = json.loads((Path(__file__).parent / "make_misread.json").read_text())
 CONTROLS = [case for case, spec in DATA["cases"].items() if spec["finding"] == "control"]
-# Known and left (issue 42's closing note): what only a run knows (a name ``$(shell …)`` prints) and a hook that
-# reaches make through a package.json script (``npm run lint``: its scripts are not followed). Strict: each fails
-# the suite the day it passes.
-KNOWN = {"f3-shell-output", "f6-npm-run-make"}
+# Known and left (issue 42's closing note): what only a run knows (a name ``$(shell …)`` prints). Strict: it fails the
+# suite the day it passes. (A hook reaching make through a package.json script, ``npm run lint``, is read since red
+# team 174: ``hook_interpreters.package_scripts``.)
+KNOWN = {"f3-shell-output"}
 ATTACKS = [
     pytest.param(case, marks=pytest.mark.xfail(strict=True, reason="make read through a run or npm (known)"))
     if case in KNOWN

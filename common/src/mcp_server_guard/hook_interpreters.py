@@ -49,8 +49,10 @@ __all__ = [
     "module_words",
     "more_lines",
     "more_places",
+    "operands",
     "options_lines",
     "package_main",
+    "package_scripts",
     "script_name",
     "search_found",
     "shebang_lines",
@@ -174,6 +176,53 @@ def package_main(directory: str) -> list[str]:
         # ``--import tsx``: red team 151 F3)
         found = [v for v in strings_in([manifest.get("main"), manifest.get("exports")]) if v and "\x00" not in v]
         return found[:32]
+    return []
+
+
+# A package manager running a package.json script (``npm test``, ``npm run lint``, ``yarn lint``, ``pnpm -C sub lint``):
+# what the script's text runs, and its ``pre``/``post`` scripts' (red team 174 F1).
+_MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun"})
+_PREFIXES = frozenset({"--prefix", "-C", "--dir", "--cwd", "-w", "--workspace", "--filter"})
+_NPM_SCRIPTS = {"test": "test", "t": "test", "tst": "test", "start": "start", "stop": "stop", "restart": "restart"}
+_OWN = frozenset({"add", "install", "i", "ci", "remove", "rm", "exec", "dlx", "x", "create", "init", "publish", "pack",
+                  "link", "unlink", "update", "up", "upgrade", "outdated", "audit", "config", "set", "get", "why",
+                  "ls", "list", "info", "view", "login", "logout", "cache", "help", "version"})  # fmt: skip
+
+
+def package_scripts(line: str, places: list[str]) -> list[tuple[str, str]]:
+    """The package.json scripts ``line`` runs through a package manager, each (its text, the package's directory):
+    the script, its ``pre`` and ``post`` scripts, in the directory ``--prefix``/``-C``/``--cwd``/``-w`` names (from
+    each of ``places``) or each of ``places`` — read as lines of the hook (red team 174 F1: ``"lint": "node
+    tools/check.js"`` run by ``npm run lint``). 8 at most."""
+    words = _argv(line)
+    found: list[tuple[str, str]] = []
+    for at, word in enumerate(words[:64]):
+        if posixpath.basename(word) not in _MANAGERS:
+            continue
+        rest, dirs, name = words[at + 1 : at + 16], [], ""
+        while rest and rest[0].startswith("-"):
+            option, _, value = rest.pop(0).partition("=")
+            if option in _PREFIXES and (value or rest):
+                dirs.append(value or rest.pop(0))
+        if rest and rest[0] in ("run", "run-script", "rum", "urn"):
+            name = next((w for w in rest[1:] if not w.startswith("-")), "")  # (``npm run --silent lint``)
+        elif rest and posixpath.basename(word) == "npm":
+            name = _NPM_SCRIPTS.get(rest[0], "")
+        elif rest and rest[0] not in _OWN:
+            name = rest[0]
+        wheres = [os.path.join(p, d) for d in dirs for p in places] or places
+        for where in dict.fromkeys(os.path.normpath(w) for w in wheres[:8]):
+            found += [(text, where) for text in _scripts(where, name)]
+    return found[:8]
+
+
+def _scripts(directory: str, name: str) -> list[str]:
+    """The texts of ``name``'s script and its ``pre``/``post`` scripts in ``directory``'s package.json."""
+    data = read_regular_bytes(None, os.path.join(directory, "package.json"), 1 << 20) if name else None
+    with contextlib.suppress(ValueError, RecursionError, AttributeError):
+        scripts = json.loads(data).get("scripts") if data and data.lstrip().startswith(b"{") else None
+        if isinstance(scripts, dict):
+            return [v for k in (f"pre{name}", name, f"post{name}") if isinstance(v := scripts.get(k), str)]
     return []
 
 
@@ -308,6 +357,26 @@ def files_in(directory: str) -> list[str]:
     with contextlib.suppress(OSError), os.scandir(directory) as entries:
         return sorted(e.path for e in itertools.islice(entries, 4096) if e.is_file())[:64]
     return []
+
+
+# A quoted name in any language (``subprocess.call(['./scripts/lint'])``), an option's attached value (``awk
+# -fcheck.awk``), what a test expects may be there (``[ -f local.tcl ] && tclsh local.tcl``).
+# (the option's run of name characters taken whole, possessively, then cut at its last ``.suffix``: a regex that gave
+# it back a character at a time from every ``-`` took quadratic time on ``-c.-c.…`` — red team 163 E1)
+_OPERANDS = re.compile(r"""(['"])([^'"\s]+)\1|(?<![\w-])-([a-zA-Z][\w./:-]*+)""")
+_SUFFIXED_TAIL = re.compile(r"(.*\.\w+)", re.S)
+
+
+def operands(line: str) -> list[str]:
+    """The names a line may run that splitting it at blanks glues or drops (``_OPERANDS``): a quoted name, each tail
+    of an option with its value attached (``-nfcheck.sed``: ``check.sed`` among them)."""
+    found: list[str] = []
+    for _q, quoted, run in _OPERANDS.findall(line):
+        tail = cut[1] if not quoted and (cut := _SUFFIXED_TAIL.match(run[:4096])) else ""
+        found += [quoted] if quoted else [tail[i:] for i in range(min(len(tail), 16))]  # (option letters glued on)
+        if len(found) >= 256:
+            break
+    return [w for w in found if w][:256]
 
 
 def shebang_program(text: str) -> str:

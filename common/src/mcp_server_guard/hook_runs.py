@@ -36,6 +36,8 @@ from mcp_server_guard.hook_interpreters import (
     module_words,
     more_lines,
     more_places,
+    operands,
+    package_scripts,
     script_name,
     search_found,
     shebang_program,
@@ -122,13 +124,6 @@ _SCRIPT_SUFFIXES = (".py", ".pyw", ".sh", ".bash", ".zsh", ".ksh", ".fish", ".cs
                     ".gradle", ".kts", ".java", ".go", ".swift", ".dart", ".scm", ".rkt", ".clj", ".bb",
                     ".coffee", ".applescript", ".scpt")  # fmt: skip
 _SOURCING = SHELLS | {".", "source"}  # (what runs the file it is given as shell)
-# A directory the rest runs from: ``cd tools``, ``make -C sub``, lefthook's ``root:``.
-# A quoted name in any language (``subprocess.call(['./scripts/lint'])``), an option's attached value (``awk
-# -fcheck.awk``), what a test expects may be there (``[ -f local.tcl ] && tclsh local.tcl``).
-# (the option's run of name characters taken whole, possessively, then cut at its last ``.suffix``: a regex that gave
-# it back a character at a time from every ``-`` took quadratic time on ``-c.-c.…`` — red team 163 E1)
-_OPERANDS = deferred(r"""(['"])([^'"\s]+)\1|(?<![\w-])-([a-zA-Z][\w./:-]*+)""")
-_SUFFIXED_TAIL = re.compile(r"(.*\.\w+)", re.S)
 # (blanks taken possessively: ``^\s*-?\s*`` split a line's 60 KB of leading blanks every way — red team 165 E1)
 _ENTRY = deferred(r"""^\s*+(?:-\s*+)?(?:entry|run|script)\s*+:\s*+["']?([\w@%+=,.-][^\s"'|&;]*)""")
 _GLOB = re.compile(r"[*?[]")
@@ -137,6 +132,7 @@ _LOOPS = deferred(r"\s*(?:for|select)\s")  # (``for f in scripts/*.sh; do sh "$f
 _TESTED = deferred(r"(?:\[\[?|\btest)\s+(?:!\s+)?-[fxersLh]\s+([^\s;&|\]]+)")
 _CONFIG = deferred(r"\A(?:\s*(?:#[^!].*)?\n)*\s*(?:[\w.-]+:(?:\s|$)|\[|\{|-\s)")  # YAML, TOML, JSON: not shell
 _RECIPE_PREFIX = deferred(r"^[ \t]*[@+-]*", re.M)  # a make recipe line's tab and @, +, - (not the shell's)
+# A directory the rest runs from: ``cd tools``, ``make -C sub``, lefthook's ``root:``.
 _CHANGES_DIR = deferred(
     r"(?:^|[\s;&|(])[@+-]*(?:cd|pushd)(?:\s+-[-LPe@]*)*\s+(?:'([^']*)'|\"([^\"]*)\"|([^\s;&|)]+))"
     r"|\s(?:-C|--directory|--chdir|--build)[ =]?(\S+)"
@@ -270,18 +266,6 @@ def _on_a_path(word: str, words: list[str]) -> bool:
     return any(a in _DIRECTORY_WORDS and b == word for a, b in itertools.pairwise(words))
 
 
-def _operands(line: str) -> list[str]:
-    """The names a line may run that splitting it at blanks glues or drops (``_OPERANDS``): a quoted name, each tail
-    of an option with its value attached (``-nfcheck.sed``: ``check.sed`` among them)."""
-    found: list[str] = []
-    for _q, quoted, run in _OPERANDS.findall(line):
-        tail = cut[1] if not quoted and (cut := _SUFFIXED_TAIL.match(run[:4096])) else ""
-        found += [quoted] if quoted else [tail[i:] for i in range(min(len(tail), 16))]  # (option letters glued on)
-        if len(found) >= 256:
-            break
-    return [w for w in found if w][:256]
-
-
 def _make_arguments(line: str, program: str) -> tuple[str, ...]:
     """The words after the first make on ``line`` (``program``: make or gmake), as ``make_reads`` finds them."""
     return tuple(next(iter(make_calls(line)), [])) if program in ("make", "gmake") else ()
@@ -375,13 +359,17 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
             words, resolved, direct = [*words, *inner_words], resolved | inner_resolved, direct | inner_direct
         # Any word naming a file there is (``awk -f check.awk``, ``check() { sh "$1"; }; check lint``, ``eval
         # "$(cat lint)"``: red team 142) — whatever the program before it, it may run it.
-        words += [w for w in _operands(line) if w not in words]  # (red team 144 F1–F3)
+        words += [w for w in operands(line) if w not in words]  # (red team 144 F1–F3)
         # (``[ -f x.tcl ] && tclsh x.tcl``: a name tested, then used, may be made later — not ``[ -f package.json ]``)
         tested = {t.strip("'\"") for t in _TESTED.findall(line)}
         named += [(w, "run", ()) for w in tested if line.count(w) > 1]
         loose = [w for w in words if shell and "$" not in w and w not in tested and not _on_a_path(w, words)]
         named += [(w, "run", ()) for w in loose if path_like(w) or files(w)]
         runs_all = bool(RUNS_A_DIRECTORY.search(line))
+        for body, where in package_scripts(line, places):  # (read as lines, ``node_modules/.bin`` first: rt174 F1)
+            bins.dirs += [b for b in [posixpath.join(where, "node_modules/.bin")] if b not in bins.dirs][:16]
+            more += [(body, where, None)] if f"{where}\0{body}" not in bins.shell_read else []
+            bins.shell_read.add(f"{where}\0{body}")
         for word, how, wanted in named:
             # (each name looked up once a text, as it is read on this line: a 240 KiB hook of 60,000 lines named a
             # word at every one, from each of 22 places — red team 149 F9)
