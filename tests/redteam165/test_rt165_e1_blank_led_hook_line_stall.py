@@ -12,13 +12,11 @@ Answered: ``hook_runs._ENTRY`` takes its blanks possessively."""
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 import pytest
 
-from support.boxed import Person, run, shell
-from support.planted import git
+from support.hook_cases import hooked_call_seconds
 
 pytestmark = [
     pytest.mark.anyio,
@@ -29,32 +27,11 @@ SIZE = 60_000
 BOUND = 5.0  # seconds one small call may take, judgement included
 
 
-def _repo(workspace: Path, line: str) -> None:
-    git(workspace, "init", "-q")
-    hook = workspace / ".git" / "hooks" / "pre-commit"
-    hook.write_text(f"#!/bin/sh\n{line}\n")
-    hook.chmod(0o755)
-    git(workspace, "add", "-A")
-    git(workspace, "commit", "-q", "--no-verify", "-m", "init")
-
-
-async def _call_seconds(workspace: Path) -> float:
-    async with shell(workspace, Person(answer=False)) as client:
-        await run(client, "echo warm > warm.txt", timeout=900)
-        start = time.monotonic()
-        out = await run(client, "echo x > note.txt", timeout=900)
-        took = time.monotonic() - start
-    assert (workspace / "note.txt").read_text() == "x\n", out
-    return took
-
-
 async def test_control_blanks_after_a_word_are_read_quickly(workspace: Path) -> None:
-    _repo(workspace, "true" + " " * SIZE + "true")
-    took = await _call_seconds(workspace)
+    took = await hooked_call_seconds(workspace, "true" + " " * SIZE + "true")
     assert took < BOUND, f"one call took {took:.1f} s"
 
 
 async def test_attack_a_blank_led_hook_line_stalls_every_call(workspace: Path) -> None:
-    _repo(workspace, " " * SIZE + "true")
-    took = await _call_seconds(workspace)
+    took = await hooked_call_seconds(workspace, " " * SIZE + "true")
     assert took < BOUND, f"one call took {took:.1f} s"

@@ -13,13 +13,11 @@ memoised."""
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 import pytest
 
-from support.boxed import Person, run, shell
-from support.planted import git
+from support.hook_cases import hooked_call_seconds
 
 pytestmark = [
     pytest.mark.anyio,
@@ -31,33 +29,15 @@ LINES = 40
 BOUND = 5.0  # seconds one small call may take, judgement included
 
 
-def _repo(workspace: Path, operation: str) -> None:
-    git(workspace, "init", "-q")
-    hook = workspace / ".git" / "hooks" / "pre-commit"
-    body = "\n".join([f"x={VALUE}", *[f'echo "${{x{operation}}}" >/dev/null'] * LINES])
-    hook.write_text(f"#!/bin/bash\n{body}\n")
-    hook.chmod(0o755)
-    git(workspace, "add", "-A")
-    git(workspace, "commit", "-q", "--no-verify", "-m", "init")
-
-
-async def _call_seconds(workspace: Path) -> float:
-    async with shell(workspace, Person(answer=False)) as client:
-        await run(client, "echo warm > warm.txt", timeout=900)
-        start = time.monotonic()
-        out = await run(client, "echo x > note.txt", timeout=900)
-        took = time.monotonic() - start
-    assert (workspace / "note.txt").read_text() == "x\n", out
-    return took
+def _hook(operation: str) -> str:
+    return "\n".join([f"x={VALUE}", *[f'echo "${{x{operation}}}" >/dev/null'] * LINES])
 
 
 async def test_control_a_trimmed_value_is_read_quickly(workspace: Path) -> None:
-    _repo(workspace, "%%*Z")
-    took = await _call_seconds(workspace)
+    took = await hooked_call_seconds(workspace, _hook("%%*Z"), "#!/bin/bash")
     assert took < BOUND, f"one call took {took:.1f} s"
 
 
 async def test_attack_a_replaced_value_stalls_every_call(workspace: Path) -> None:
-    _repo(workspace, "//*Z/y")
-    took = await _call_seconds(workspace)
+    took = await hooked_call_seconds(workspace, _hook("//*Z/y"), "#!/bin/bash")
     assert took < BOUND, f"one call took {took:.1f} s"

@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from support.boxed import Person, run, shell
 from support.planted import git, landed, plant
 
 
@@ -69,3 +71,22 @@ async def case_runs(
     why = (f"{spec['planted']} (run by the user's git) landed with no question: questions={person.questions} "
            f"transaction={out.get('transaction')} landed={landed(out)}")  # fmt: skip
     return marker.exists(), why
+
+
+async def hooked_call_seconds(workspace: Path, hook: str, shebang: str = "#!/bin/sh") -> float:
+    """The seconds one small shell_exec call takes (its judgement included, after a warm-up call) in a repository
+    whose pre-commit hook is ``hook``: a hook text that stalls the reader stalls every call (red teams 163, 165,
+    172's E1)."""
+    git(workspace, "init", "-q")
+    path = workspace / ".git" / "hooks" / "pre-commit"
+    path.write_text(f"{shebang}\n{hook}\n")
+    path.chmod(0o755)
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "--no-verify", "-m", "init")
+    async with shell(workspace, Person(answer=False)) as client:
+        await run(client, "echo warm > warm.txt", timeout=900)
+        start = time.monotonic()
+        out = await run(client, "echo x > note.txt", timeout=900)
+        took = time.monotonic() - start
+    assert (workspace / "note.txt").read_text() == "x\n", out
+    return took
