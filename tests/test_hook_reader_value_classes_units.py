@@ -149,3 +149,18 @@ def test_a_package_script_a_hook_runs_is_read_for_what_it_runs(
     found, real = _found(tmp_path, hook, files)
     assert _hooks_rule(f"{real}/{runs}", found) is not None, found
     assert _hooks_rule(f"{real}/src/app.js", found) is None
+
+
+@pytest.mark.parametrize(
+    "hook",
+    [
+        "true" + " " * 60_000 + "true",
+        "check" + " " * 60_000 + "() {",
+        "set --" + " " * 60_000 + "x",
+        "npm" + " " * 60_000 + "run lint",
+    ],
+)
+def test_a_long_run_of_blanks_is_read_in_linear_time(tmp_path: Path, hook: str) -> None:
+    start = time.monotonic()
+    _found(tmp_path, hook)
+    assert time.monotonic() - start < 20  # (quadratic: a minute or more; bench/ keeps figures, this only the class)

@@ -182,6 +182,7 @@ def package_main(directory: str) -> list[str]:
 # A package manager running a package.json script (``npm test``, ``npm run lint``, ``yarn lint``, ``pnpm -C sub lint``):
 # what the script's text runs, and its ``pre``/``post`` scripts' (red team 174 F1).
 _MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun"})
+_MANAGER_WORD = re.compile(r"(?<![\w.-])(?:npm|pnpm|yarn|bun)(?![\w.-])")
 _PREFIXES = frozenset({"--prefix", "-C", "--dir", "--cwd", "-w", "--workspace", "--filter"})
 _NPM_SCRIPTS = {"test": "test", "t": "test", "tst": "test", "start": "start", "stop": "stop", "restart": "restart"}
 _OWN = frozenset({"add", "install", "i", "ci", "remove", "rm", "exec", "dlx", "x", "create", "init", "publish", "pack",
@@ -194,6 +195,8 @@ def package_scripts(line: str, places: list[str]) -> list[tuple[str, str]]:
     the script, its ``pre`` and ``post`` scripts, in the directory ``--prefix``/``-C``/``--cwd``/``-w`` names (from
     each of ``places``) or each of ``places`` — read as lines of the hook (red team 174 F1: ``"lint": "node
     tools/check.js"`` run by ``npm run lint``). 8 at most."""
+    if not _MANAGER_WORD.search(line):
+        return []
     words = _argv(line)
     found: list[tuple[str, str]] = []
     for at, word in enumerate(words[:64]):

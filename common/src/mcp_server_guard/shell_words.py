@@ -144,7 +144,8 @@ def ifs_split(text: str, values: list[str]) -> list[str]:
 
 
 _SET_ARGS = re.compile(r"(?:^|[\s;&|(])set\s+(?:--\s+)?([^\n;&|#-][^\n;&|#]*)")
-_FUNCTION = re.compile(r"(?:^|[\s;&|(])(?:function\s+)?([A-Za-z_][\w-]*)\s*(?:\(\s*\))?\s*\{")
+# (blanks taken possessively: two ``\s*`` around an optional ``()`` split a long run of blanks every way)
+_FUNCTION = re.compile(r"(?:^|[\s;&|(])(?:function\s++)?([A-Za-z_][\w-]*+)\s*+(?:\(\s*+\))?\s*+\{")
 _POSITIONAL = re.compile(r"\$\{?([1-9@*])\}?")
 _ARRAY_GIVEN = re.compile(r"(?:^|[\s;&|(])(?:local\s+|declare\s+-a\s+)?([A-Za-z_]\w*)=\(([^()]*)\)")
 
