@@ -183,18 +183,29 @@ def package_main(directory: str) -> list[str]:
 # what the script's text runs, and its ``pre``/``post`` scripts' (red team 174 F1).
 _MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun"})
 _MANAGER_WORD = re.compile(r"(?<![\w.-])(?:npm|pnpm|yarn|bun)(?![\w.-])")
-_PREFIXES = frozenset({"--prefix", "-C", "--dir", "--cwd", "-w", "--workspace", "--filter"})
-_NPM_SCRIPTS = {"test": "test", "t": "test", "tst": "test", "start": "start", "stop": "stop", "restart": "restart"}
-_OWN = frozenset({"add", "install", "i", "ci", "remove", "rm", "exec", "dlx", "x", "create", "init", "publish", "pack",
-                  "link", "unlink", "update", "up", "upgrade", "outdated", "audit", "config", "set", "get", "why",
-                  "ls", "list", "info", "view", "login", "logout", "cache", "help", "version"})  # fmt: skip
+_PREFIXES = frozenset({"--prefix", "-C", "--dir", "--cwd", "-w", "--workspace", "--filter", "-F"})
+_ALL = frozenset({"--workspaces", "--ws", "-ws", "-r", "--recursive", "--all"})  # (every workspace's)
+_NPM_SCRIPTS = {"test": "test", "t": "test", "tst": "test", "start": "start", "stop": "stop"}
+# What a package manager's own commands run of the package's scripts (npm's lifecycle: red team 176 F3).
+_LIFECYCLE = {
+    **dict.fromkeys(("install", "i", "ci", "add", "isntall"), ("preinstall", "install", "postinstall", "prepare")),
+    **dict.fromkeys(("it", "install-test", "cit", "install-ci-test"),
+                    ("preinstall", "install", "postinstall", "prepare", "test")),
+    "restart": ("restart", "stop", "start"), "pack": ("prepack", "prepare", "postpack"),
+    "publish": ("prepublishOnly", "prepack", "prepare", "postpack", "publish", "postpublish"),
+    "version": ("preversion", "version", "postversion"), "rebuild": ("preinstall", "install", "postinstall"),
+}  # fmt: skip
+_OWN = frozenset({"remove", "rm", "exec", "dlx", "x", "create", "init", "link", "unlink", "update", "up", "upgrade",
+                  "outdated", "audit", "config", "set", "get", "why", "ls", "list", "info", "view", "login",
+                  "logout", "cache", "help"})  # fmt: skip
 
 
 def package_scripts(line: str, places: list[str]) -> list[tuple[str, str]]:
     """The package.json scripts ``line`` runs through a package manager, each (its text, the package's directory):
-    the script, its ``pre`` and ``post`` scripts, in the directory ``--prefix``/``-C``/``--cwd``/``-w`` names (from
-    each of ``places``) or each of ``places`` — read as lines of the hook (red team 174 F1: ``"lint": "node
-    tools/check.js"`` run by ``npm run lint``). 8 at most."""
+    a script by name (``npm run lint``, ``npm test``, ``yarn lint``) with its ``pre`` and ``post`` scripts, or what
+    the manager's own command runs (``npm install``: ``prepare``, ``postinstall`` …), in the directory an option names
+    anywhere on the line (``--prefix``/``-C``/``--dir``/``--cwd``/``-w``), in every workspace (``--workspaces``,
+    ``-r``), or in each of ``places`` — read as lines of the hook (red teams 174 F1, 176 F1–F3). 16 at most."""
     if not _MANAGER_WORD.search(line):
         return []
     words = _argv(line)
@@ -202,30 +213,55 @@ def package_scripts(line: str, places: list[str]) -> list[tuple[str, str]]:
     for at, word in enumerate(words[:64]):
         if posixpath.basename(word) not in _MANAGERS:
             continue
-        rest, dirs, name = words[at + 1 : at + 16], [], ""
-        while rest and rest[0].startswith("-"):
+        rest, dirs, every, plain = words[at + 1 : at + 24], [], False, []
+        while rest and rest[0] not in ("&&", "||", ";", "|"):
             option, _, value = rest.pop(0).partition("=")
             if option in _PREFIXES and (value or rest):
                 dirs.append(value or rest.pop(0))
-        if rest and rest[0] in ("run", "run-script", "rum", "urn"):
-            name = next((w for w in rest[1:] if not w.startswith("-")), "")  # (``npm run --silent lint``)
-        elif rest and posixpath.basename(word) == "npm":
-            name = _NPM_SCRIPTS.get(rest[0], "")
-        elif rest and rest[0] not in _OWN:
-            name = rest[0]
+            elif option in _ALL:
+                every = True
+            elif not option.startswith("-"):
+                plain.append(option)
+        command = plain[0] if plain else "install"  # (``npm``/``yarn`` alone: yarn installs)
+        if command in ("run", "run-script", "rum", "urn"):
+            names = _around(plain[1]) if len(plain) > 1 else ()
+        elif command in _LIFECYCLE:
+            names = _LIFECYCLE[command]
+        elif posixpath.basename(word) == "npm":
+            names = _around(_NPM_SCRIPTS[command]) if command in _NPM_SCRIPTS else ()
+        else:
+            names = _around(command) if command not in _OWN else ()
         wheres = [os.path.join(p, d) for d in dirs for p in places] or places
-        for where in dict.fromkeys(os.path.normpath(w) for w in wheres[:8]):
-            found += [(text, where) for text in _scripts(where, name)]
-    return found[:8]
+        wheres += [w for p in places for w in _workspaces(p)] if every else []
+        for where in dict.fromkeys(os.path.normpath(w) for w in wheres[:32]):
+            found += [(text, where) for text in _scripts(where, names)]
+    return found[:16]
 
 
-def _scripts(directory: str, name: str) -> list[str]:
-    """The texts of ``name``'s script and its ``pre``/``post`` scripts in ``directory``'s package.json."""
-    data = read_regular_bytes(None, os.path.join(directory, "package.json"), 1 << 20) if name else None
+def _around(name: str) -> tuple[str, ...]:
+    return (f"pre{name}", name, f"post{name}")
+
+
+def _workspaces(directory: str) -> list[str]:
+    """The workspaces ``directory``'s package.json names (``"workspaces": ["packages/*"]``), 32 at most."""
+    data = read_regular_bytes(None, os.path.join(directory, "package.json"), 1 << 20)
+    with contextlib.suppress(ValueError, RecursionError, AttributeError):
+        given = json.loads(data).get("workspaces") if data and data.lstrip().startswith(b"{") else None
+        patterns = given.get("packages") if isinstance(given, dict) else given
+        if isinstance(patterns, list):
+            return [
+                m for p in patterns[:32] if isinstance(p, str) for m in sorted(glob.glob(os.path.join(directory, p)))
+            ][:32]
+    return []
+
+
+def _scripts(directory: str, names: tuple[str, ...]) -> list[str]:
+    """The texts of the scripts ``names`` in ``directory``'s package.json."""
+    data = read_regular_bytes(None, os.path.join(directory, "package.json"), 1 << 20) if names else None
     with contextlib.suppress(ValueError, RecursionError, AttributeError):
         scripts = json.loads(data).get("scripts") if data and data.lstrip().startswith(b"{") else None
         if isinstance(scripts, dict):
-            return [v for k in (f"pre{name}", name, f"post{name}") if isinstance(v := scripts.get(k), str)]
+            return [v for k in names if isinstance(v := scripts.get(k), str)]
     return []
 
 
@@ -458,6 +494,20 @@ _RUNNING_KEYS = re.compile(
 )
 
 
+# A file a shell or ``eval`` is handed anywhere in a text, a code string too (``eval "$(cat local-checks)"``, awk's
+# ``system("sh local-checks")``, ``os.system('sh x')``): named, made later too (red team 176 F5).
+_HANDED = re.compile(
+    r"(?<![\w./-])(sh|bash|zsh|dash|ksh|source|cat|\.)[ \t]++(?:-[a-zA-Z]+[ \t]++)*['\"]?([\w@%+=:,./-]*\w)"
+)
+
+
+def handed_lines(text: str) -> list[str]:
+    """``handed``'s names as lines the reader reads: ``sh x`` for a shell's, ``exec x`` for what ``cat`` gives (run
+    if it is there, read as shell by what it is)."""
+    found = dict.fromkeys((by, name) for by, name in _HANDED.findall(text[: 256 << 10]) if not name.startswith("-"))
+    return [f"{'exec' if by == 'cat' else 'sh'} {shlex.quote(name)}" for by, name in list(found)[:64]]
+
+
 def more_lines(text: str) -> list[str]:
     """The command lines a text amounts to besides its own lines: an interpreter's options given in its environment
     (``options_lines``), its ``#!`` line and a Python or Perl hook's modules (``shebang_lines``), what a hook
@@ -468,4 +518,5 @@ def more_lines(text: str) -> list[str]:
         settings += [value.lstrip("!") for key, value in entries if _RUNNING_KEYS.match(key)]
     values = assigned_values(text)  # (a program given a variable's value in its environment: red team 163 F1)
     # (what positional parameters make: ``set -- a b``, a function's body as each call gives it — red team 172 F1)
-    return [*options_lines(text), *shebang_lines(text), *manager_lines(text), *settings[:64], *values, *inlined(text)]
+    lines = [*options_lines(text), *shebang_lines(text), *manager_lines(text), *settings[:64], *values]
+    return [*lines, *inlined(text), *handed_lines(text)]

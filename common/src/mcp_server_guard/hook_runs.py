@@ -56,6 +56,7 @@ from mcp_server_guard.hook_interpreters import (
     interpreted as _interpreted,
 )
 from mcp_server_guard.hook_words import (
+    ANYWHERE,
     GIT_DIR_WORD,
     HERE_WORD,
     PARAMETER_DEFAULT,
@@ -127,6 +128,9 @@ _SOURCING = SHELLS | {".", "source"}  # (what runs the file it is given as shell
 # (blanks taken possessively: ``^\s*-?\s*`` split a line's 60 KB of leading blanks every way — red team 165 E1)
 _ENTRY = deferred(r"""^\s*+(?:-\s*+)?(?:entry|run|script)\s*+:\s*+["']?([\w@%+=,.-][^\s"'|&;]*)""")
 _GLOB = re.compile(r"[*?[]")
+_LOOP_LIST = deferred(r"(?:^|[\s;&|(])for\s+(\w+)\s+in\s+([^;\n]*)")
+_HELD_DIR = re.compile(r"^\$\{?(\w+)\}?(/.*)?$")
+_EXECDIR = deferred(r"(?:^|[\s;&|(])find\s+((?:[^\s;&|()!-][^\s;&|()]*\s+)*)[^;&|\n]*?-execdir\s")
 _CDPATH = deferred(r"(?:^|[\s;&|(])(?:export\s+)?CDPATH=[\"']?([^\s\"';&|]+)")
 _LOOPS = deferred(r"\s*(?:for|select)\s")  # (``for f in scripts/*.sh; do sh "$f"; done``: what it runs is in its list)
 _TESTED = deferred(r"(?:\[\[?|\btest)\s+(?:!\s+)?-[fxersLh]\s+([^\s;&|\]]+)")
@@ -273,15 +277,21 @@ def _make_arguments(line: str, program: str) -> tuple[str, ...]:
 
 def _places(text: str, base: str, work_tree: str, home: str | None) -> list[str]:
     """The directories a text runs things from: the top, its own, and each it changes to (``cd tools``, ``make -C
-    sub``, lefthook's ``root: sub/``: red team 8 A3); all of them, the first 32 looked in (``_runs``)."""
+    sub``, lefthook's ``root: sub/``: red team 8 A3; with ``CDPATH=scripts``, ``scripts/hooks`` too: 170 F4; a
+    loop's variable, ``for d in packages/*; do (cd "$d" && …)``, as each of its words: 176 F4; below each root of
+    ``find root … -execdir``: ``ANYWHERE``); all of them, the first 32 looked in (``_runs``)."""
     places = [work_tree, base]
-    # (``CDPATH=scripts cd hooks``: ``scripts/hooks`` too — red team 170 F4)
     cdpath = [work_tree, base, *(expand_path(p, work_tree, home) for v in _CDPATH.findall(text) for p in v.split(":"))]
+    loops = {var: items.split()[:32] for var, items in _LOOP_LIST.findall(text)}
     for found in _CHANGES_DIR.finditer(text):
         target = next(g for g in found.groups() if g is not None).strip("'\"")
         built = _BUILT.match(target) if target.startswith("$") else None
-        if built or not target.startswith("$"):
+        if (held := _HELD_DIR.match(target)) and held.group(1) in loops:
+            places += [expand_path(word + (held.group(2) or ""), work_tree, home) for word in loops[held.group(1)]]
+        elif built or not target.startswith("$"):
             places += [expand_path(built.group(1) if built else target, where, home) for where in cdpath[:8]]
+    places += [posixpath.join(expand_path(r, work_tree, home), ANYWHERE) for f in _EXECDIR.findall(text)
+               for r in f.split()]  # fmt: skip
     # (a glob, ``cd tool?``: the directories it matches, and any made later — a pattern: ``hook_words.in_place``)
     places += [match for place in places if _GLOB.search(place) for match in sorted(glob.glob(place))[:16]]
     return list(dict.fromkeys(places))
