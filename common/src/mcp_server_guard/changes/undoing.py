@@ -243,18 +243,21 @@ def put_back_since(
     Undoing several calls newest first then finds each path as its call left it; a later call still in force (or a
     redo) leaves the path out: judged from the call's own time, it shows as changed. (``calls``: the records, read
     already.) Each later call's names are indexed once: a call of many paths is looked up path by path."""
-    later: list[tuple[dict[str, Any], set[str], set[str]]] = []
+    later: list[tuple[dict[str, Any], set[str], set[str], set[str]]] = []
     for manifest in calls or history.calls.all():
         if int(manifest.get("applied_ns", 0)) > applied_ns and manifest.get("audit_id") != audit_id:
-            names = {str(c.get("path", "")) for c in manifest.get("changes", [])
-                     if isinstance(c, dict) and c.get("action") != "times"}  # fmt: skip
-            later.append((manifest, names, {a for n in names for a in _above(n)}))
+            changes = [c for c in manifest.get("changes", []) if isinstance(c, dict) and c.get("action") != "times"]
+            # (each name a record reaches: its path, and the other names it links, moves or keeps — red team 177 F2)
+            names = {str(c.get(key) or "") for c in changes for key in ("path", "link", "moved_from", "stays")} - {""}
+            # (a directory put back whole puts back what is in it; a mode or time set on it does not: 177 F1)
+            wholes = {str(c.get("path", "")) for c in changes if c.get("action") != "meta"}
+            later.append((manifest, names, wholes, {a for n in names for a in _above(n)}))
     found: dict[str, int] = {}
     for path in paths if later else ():
         stack: list[str] = []
         last = 0
-        for manifest, names, above in later:
-            if not (path in names or path in above or any(a in names for a in _above(path))):
+        for manifest, names, wholes, above in later:
+            if not (path in names or path in above or any(a in wholes for a in _above(path))):
                 continue
             if stack and manifest.get("undoes") == stack[-1]:
                 stack.pop()
