@@ -23,6 +23,7 @@ from mcp_server_guard.hook_words import (
     PATTERN,
     SHELL_VALUE_OPTIONS,
     SHELLS,
+    OnPath,
     assigned_values,
     loaded_by_option,
     python_modules,
@@ -54,6 +55,7 @@ __all__ = [
     "package_main",
     "package_scripts",
     "script_name",
+    "scripts_read",
     "search_found",
     "shebang_lines",
     "shebang_program",
@@ -236,6 +238,28 @@ def package_scripts(line: str, places: list[str]) -> list[tuple[str, str]]:
         for where in dict.fromkeys(os.path.normpath(w) for w in wheres[:32]):
             found += [(text, where) for text in _scripts(where, names)]
     return found[:16]
+
+
+def scripts_read(
+    line: str, places: list[str], bins: OnPath, budget: list[int], found: dict[str, None]
+) -> list[tuple[str, str, tuple[str, ...] | None]]:
+    """The package.json scripts ``line`` runs (``package_scripts``) as texts the hook reader reads in turn, each once,
+    with the package's ``node_modules/.bin`` first on the hooks' PATH (``bins``) — within the reader's ``budget``;
+    past it, the package's directory counts whole (``found``)."""
+    texts: list[tuple[str, str, tuple[str, ...] | None]] = []
+    for body, where in package_scripts(line, places):
+        bins.dirs += [b for b in [posixpath.join(where, "node_modules/.bin")] if b not in bins.dirs][
+            : 16 - len(bins.dirs)
+        ]
+        if (key := f"{where}\0{body}") in bins.shell_read:
+            continue
+        bins.shell_read.add(key)
+        if min(budget) <= 0:
+            found[PART_READ + where] = None
+            continue
+        texts.append((body, where, None))
+        budget[0], budget[1] = budget[0] - 1, budget[1] - len(body)
+    return texts
 
 
 def _around(name: str) -> tuple[str, ...]:

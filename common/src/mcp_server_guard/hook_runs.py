@@ -37,8 +37,8 @@ from mcp_server_guard.hook_interpreters import (
     more_lines,
     more_places,
     operands,
-    package_scripts,
     script_name,
+    scripts_read,
     search_found,
     shebang_program,
     shell_text,
@@ -310,8 +310,9 @@ def _prepared(text: str, base: str, goals: tuple[str, ...] | None, work_tree: st
     # The commands as bash's grammar reads them, read beside the lines as written (red team 138): past the parser's
     # bounds, the text's directory counts whole.
     # (``$(git rev-parse --git-dir)/../x``, ``~+/x``: places bash and git know — red team 142 F3, F8)
+    # (``~-/x``: a directory it was in, each looked in; the text's own directory in any word — red team 170 F2, F4)
     text = TOP_WORD.sub("./", GIT_DIR_WORD.sub(".git", text)).replace("~+/", "./").replace("~-/", "./")
-    text = HERE_WORD.sub(lambda _found: base, text)  # (``~-``: a directory it was in, each looked in — 170 F4)
+    text = HERE_WORD.sub(lambda _found: base, text)
     script = _RECIPE_PREFIX.sub("", text).replace("$$", "$") if goals is not None else text  # (a recipe as run)
     commands, whole = parsed_lines(script)
     shell = goals is not None or not _CONFIG.match(text)  # (a hook manager's YAML names files it only passes on)
@@ -376,10 +377,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
         loose = [w for w in words if shell and "$" not in w and w not in tested and not _on_a_path(w, words)]
         named += [(w, "run", ()) for w in loose if path_like(w) or files(w)]
         runs_all = bool(RUNS_A_DIRECTORY.search(line))
-        for body, where in package_scripts(line, places):  # (read as lines, ``node_modules/.bin`` first: rt174 F1)
-            bins.dirs += [b for b in [posixpath.join(where, "node_modules/.bin")] if b not in bins.dirs][:16]
-            more += [(body, where, None)] if f"{where}\0{body}" not in bins.shell_read else []
-            bins.shell_read.add(f"{where}\0{body}")
+        more += scripts_read(line, places, bins, budget, found)  # (a package.json script a hook runs: rt174 F1)
         for word, how, wanted in named:
             # (each name looked up once a text, as it is read on this line: a 240 KiB hook of 60,000 lines named a
             # word at every one, from each of 22 places — red team 149 F9)
