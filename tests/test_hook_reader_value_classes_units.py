@@ -164,3 +164,24 @@ def test_a_long_run_of_blanks_is_read_in_linear_time(tmp_path: Path, hook: str) 
     start = time.monotonic()
     _found(tmp_path, hook)
     assert time.monotonic() - start < 20  # (quadratic: a minute or more; bench/ keeps figures, this only the class)
+
+
+@pytest.mark.parametrize(
+    ("hook", "free"),
+    [
+        ('swift package --disable-sandbox plugin lefthook "$@"', "package.json"),
+        ("node --test test/", "test/new.test.js"),
+        ("bun test", "test/a.test.ts"),
+        ("deno fmt --check", "fmt/x.ts"),
+        ("dart analyze lib", "lib/new.dart"),
+    ],
+)
+def test_a_subcommand_or_a_test_runner_is_no_script(tmp_path: Path, hook: str, free: str) -> None:
+    found, real = _found(tmp_path, hook, {"package.json": "{}", "test/a.test.js": ""})
+    assert _hooks_rule(f"{real}/{free}", found) is None, found
+
+
+def test_the_script_after_run_is_still_one(tmp_path: Path) -> None:
+    found, real = _found(tmp_path, "deno run tools/check.ts\nbun run scripts/lint.ts")
+    assert _hooks_rule(f"{real}/tools/check.ts", found) is not None, found
+    assert _hooks_rule(f"{real}/scripts/lint.ts", found) is not None, found

@@ -124,6 +124,14 @@ def interpreter_files(line: str) -> tuple[list[str], list[str]]:
                 continue
             if runner(given) or ("=" in given and not given.startswith(("/", "."))):
                 break  # (another interpreter: its own turn; an assignment to the program's environment)
+            # (a subcommand, no script: ``swift package …`` in lefthook's own hook, ``bun test``, ``deno fmt``; ``node
+            # --test test/`` runs the project's tests — red team 178 F1, F2; ``dart run x``: ``x`` is the script)
+            program = posixpath.basename(word).rstrip("0123456789.")
+            if given == "run" and program in _SUBCOMMANDS and program != "swift":
+                index += 1
+                continue
+            if given in _SUBCOMMANDS.get(program, ()) or "--test" in argv[at + 1 : index]:
+                break
             scripts.append(given)
             if posixpath.basename(word) == "java" and "." in given and IDENTIFIER.fullmatch(given):
                 scripts.append(given.replace(".", "/"))  # (``java -cp tools com.x.Check``: com/x/Check.class)
@@ -136,6 +144,13 @@ def interpreter_files(line: str) -> tuple[list[str], list[str]]:
 
 
 _NODE_PROGRAMS = frozenset({"node", "nodejs", "bun", "deno", "tsx", "ts-node", "esno", "vite-node"})
+_SUBCOMMANDS = {
+    "swift": frozenset({"package", "build", "run", "test", "repl", "sdk", "format"}),
+    "dart": frozenset({"test", "compile", "pub", "analyze", "format", "fix", "doc", "create", "info"}),
+    "bun": frozenset({"test", "install", "i", "add", "remove", "x", "create", "upgrade", "pm", "build", "link"}),
+    "deno": frozenset({"test", "fmt", "lint", "task", "check", "compile", "install", "bench", "doc", "info", "cache",
+                       "coverage", "upgrade", "publish"}),
+}  # fmt: skip
 _BARE = re.compile(r"(?:@[\w.-]+/)?[\w][\w.-]*(?:/[\w.-]+)*")  # a package's name (and a path in it), not ./x or /x
 
 # An interpreter's options given in its environment (``export NODE_OPTIONS="--require ./tools/setup"``,
@@ -525,10 +540,18 @@ _HANDED = re.compile(
 )
 
 
+_EVALUATED = re.compile(r"(?<![\w.-])(?:eval|source|\.)\s|<\(|\|\s*(?:ba|z|da|k)?sh\b")
+
+
 def handed_lines(text: str) -> list[str]:
-    """``handed``'s names as lines the reader reads: ``sh x`` for a shell's, ``exec x`` for what ``cat`` gives (run
-    if it is there, read as shell by what it is)."""
-    found = dict.fromkeys((by, name) for by, name in _HANDED.findall(text[: 256 << 10]) if not name.startswith("-"))
+    """``_HANDED``'s names as lines the reader reads: ``sh x`` for a shell's, ``exec x`` for what ``cat`` gives where
+    the line evaluates it (``eval``, ``source <(…)``, ``| sh``: run if it is there, read as shell by what it is)."""
+    found: dict[tuple[str, str], None] = {}
+    for line in text[: 256 << 10].splitlines():
+        evaluated = bool(_EVALUATED.search(line))  # (``cat`` a data file's: ``V=$(cat VERSION)`` — red team 178 F3)
+        found |= dict.fromkeys(
+            (b, n) for b, n in _HANDED.findall(line) if not n.startswith("-") and (evaluated or b != "cat")
+        )
     return [f"{'exec' if by == 'cat' else 'sh'} {shlex.quote(name)}" for by, name in list(found)[:64]]
 
 
