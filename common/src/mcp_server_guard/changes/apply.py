@@ -481,15 +481,8 @@ class Applier:
     # -- undo ----------------------------------------------------------------------------------------
 
     @own_dirs_as_found(name_changes.note)  # (the checks look into the user's directories with no permission too)
-    def undo(
-        self,
-        audit_id: str,
-        undo_id: str,
-        roots: Sequence[str],
-        *,
-        force: bool = False,
-        judged: Judged | None = None,
-    ) -> Outcome:
+    def undo(self, audit_id: str, undo_id: str, roots: Sequence[str], *, force: bool = False,
+             judged: Judged | None = None) -> Outcome:  # fmt: skip
         """Put back what call ``audit_id`` changed (as call ``undo_id``), exactly or not at all. Raises UndoConflict
         (nothing done) when a path changed after the call, unless ``force``; UndoRefused from ``judged`` (under the
         tree lock); HistoryError (no such call, or a pre-image gone); NotApplied (no room, or a step failed)."""
@@ -506,6 +499,8 @@ class Applier:
             records = [*landed, *(r for r in records if r.action == "times")]  # (its directory's time: red team 115 F3)
         applied_ns = int(manifest.get("applied_ns", 0))
         since = put_back_since(self.history, audit_id, applied_ns, [r.path for r in records if r.action != "times"])
+        back = int(manifest.get("put_back_ns", 0))  # (an undo of it failed, and put back all it had done, then)
+        since = {path: max(since.get(path, applied_ns), back) for path in since.keys() | {r.path for r in records}}
         ops, changed = reverse_ops(
             self.history, records, roots, applied_ns, force=False, since=since, audit_id=audit_id
         )
@@ -534,6 +529,11 @@ class Applier:
                 self.stale, self.restores = judged.left, judged.restores
             try:
                 return self._said(plan, {}, named_files(records, roots))
+            except NotApplied as exc:  # (put back whole, as checked: the ctimes its renames moved count from now)
+                if not (changed or exc.left or exc.kept):
+                    with contextlib.suppress(HistoryError, OSError):
+                        self.history.calls.write(audit_id, {**manifest, "put_back_ns": now_ns()}, durable=False)
+                raise
             finally:
                 self.stale, self.restores = _plan.not_stale, _plan.nothing_refused
 
