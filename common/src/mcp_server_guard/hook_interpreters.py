@@ -282,15 +282,17 @@ def _around(name: str) -> tuple[str, ...]:
 
 
 def _workspaces(directory: str) -> list[str]:
-    """The workspaces ``directory``'s package.json names (``"workspaces": ["packages/*"]``), 32 at most."""
+    """The workspaces ``directory``'s package.json names (``"workspaces": ["packages/*"]``), 32 at most — only those
+    below it as its real path lies (a ``../`` pattern, or a link to elsewhere, is not read: the server reads nothing
+    outside the tree a command could have pointed it at)."""
     data = read_regular_bytes(None, os.path.join(directory, "package.json"), 1 << 20)
     with contextlib.suppress(ValueError, RecursionError, AttributeError):
         given = json.loads(data).get("workspaces") if data and data.lstrip().startswith(b"{") else None
         patterns = given.get("packages") if isinstance(given, dict) else given
         if isinstance(patterns, list):
-            return [
-                m for p in patterns[:32] if isinstance(p, str) for m in sorted(glob.glob(os.path.join(directory, p)))
-            ][:32]
+            top = os.path.realpath(directory)
+            found = [m for p in patterns[:32] if isinstance(p, str) for m in sorted(glob.glob(os.path.join(top, p)))]
+            return [m for m in found if os.path.realpath(m).startswith(top + os.sep)][:32]
     return []
 
 

@@ -11,12 +11,14 @@ import itertools
 import re
 import shlex
 
+from mcp_server_guard.patterns import deferred
+
 __all__ = ["array_values", "braced", "ifs_split", "inlined", "operated", "printf_values", "sequence"]
 
-_BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")
-_SEQUENCE = re.compile(r"\{(-?\d{1,6}|[A-Za-z])\.\.(-?\d{1,6}|[A-Za-z])(?:\.\.(-?\d{1,6}))?\}")
-_PRINTF = re.compile(r"(?:^|[\s;&|(])printf\s+-v\s+([A-Za-z_]\w*)\s+([^\n;&|]+)")
-_IFS = re.compile(r"(?:^|[\s;&|(])(?:export\s+|local\s+)?IFS=('[^'\n]*'|\"[^\"\n]*\"|[^\s;&|]*)")
+_BRACES = deferred(r"\{([^{}]*,[^{}]*)\}")
+_SEQUENCE = deferred(r"\{(-?\d{1,6}|[A-Za-z])\.\.(-?\d{1,6}|[A-Za-z])(?:\.\.(-?\d{1,6}))?\}")
+_PRINTF = deferred(r"(?:^|[\s;&|(])printf\s+-v\s+([A-Za-z_]\w*)\s+([^\n;&|]+)")
+_IFS = deferred(r"(?:^|[\s;&|(])(?:export\s+|local\s+)?IFS=('[^'\n]*'|\"[^\"\n]*\"|[^\s;&|]*)")
 
 
 def braced(word: str, limit: int = 64) -> list[str]:
@@ -143,11 +145,11 @@ def ifs_split(text: str, values: list[str]) -> list[str]:
     return [v.translate(table) for v in values if any(c in v for c in chars)]
 
 
-_SET_ARGS = re.compile(r"(?:^|[\s;&|(])set\s+(?:--\s+)?([^\n;&|#-][^\n;&|#]*)")
+_SET_ARGS = deferred(r"(?:^|[\s;&|(])set\s+(?:--\s+)?([^\n;&|#-][^\n;&|#]*)")
 # (blanks taken possessively: two ``\s*`` around an optional ``()`` split a long run of blanks every way)
-_FUNCTION = re.compile(r"(?:^|[\s;&|(])(?:function\s++)?([A-Za-z_][\w-]*+)\s*+(?:\(\s*+\))?\s*+\{")
-_POSITIONAL = re.compile(r"\$\{?([1-9@*])\}?")
-_ARRAY_GIVEN = re.compile(r"(?:^|[\s;&|(])(?:local\s+|declare\s+-a\s+)?([A-Za-z_]\w*)=\(([^()]*)\)")
+_FUNCTION = deferred(r"(?:^|[\s;&|(])(?:function\s++)?([A-Za-z_][\w-]*+)\s*+(?:\(\s*+\))?\s*+\{")
+_POSITIONAL = deferred(r"\$\{?([1-9@*])\}?")
+_ARRAY_GIVEN = deferred(r"(?:^|[\s;&|(])(?:local\s+|declare\s+-a\s+)?([A-Za-z_]\w*)=\(([^()]*)\)")
 
 
 def _words(text: str) -> list[str] | None:
