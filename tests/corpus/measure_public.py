@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import shlex
 import statistics
 import sys
@@ -129,11 +130,15 @@ def engines() -> dict[tuple[bool, bool], PolicyEngine]:
     """(readonly, on copy) -> engine."""
     default = load_policy().shell_exec
     readonly = load_policy(Path("readonly")).shell_exec
+    # The agents' lines (everyday_agent.txt) work in /testbed, the checkout of the project they were given: an agent
+    # CLI serving that project has it as its allowed directory (since 2026-12-07, when writes outside the allowed
+    # directories began to be asked without a copy; no other file names /testbed).
+    roots = (os.getcwd(), "/testbed")
     return {
-        (False, False): PolicyEngine(default),
-        (False, True): PolicyEngine(default, effects=True),
-        (True, False): PolicyEngine(readonly),
-        (True, True): PolicyEngine(readonly, effects=True),
+        (False, False): PolicyEngine(default, roots=roots),
+        (False, True): PolicyEngine(default, effects=True, roots=roots),
+        (True, False): PolicyEngine(readonly, roots=roots),
+        (True, True): PolicyEngine(readonly, effects=True, roots=roots),
     }
 
 

@@ -53,10 +53,11 @@ DETECTABLE = frozenset(
         "pip-variable",
         "kill-everything",
         "script-writes",
+        "write-outside",
     }
 )
 # Findings that are facts, not doubts: allowed unless a detect rule says otherwise.
-INFORMATIONAL = frozenset({"write-redirect", "command-variable", "script-writes"})
+INFORMATIONAL = frozenset({"write-redirect", "command-variable", "script-writes", "write-outside"})
 
 
 class PolicyError(Exception):

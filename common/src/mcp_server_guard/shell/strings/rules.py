@@ -27,7 +27,7 @@ import shlex
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from mcp_server_guard.paths import within, within_any
+from mcp_server_guard.paths import within_any
 from mcp_server_guard.policy import INFORMATIONAL, Action, PolicyError, Rule, ShellPolicy
 from mcp_server_guard.shell.strings.commands import Finding, Redirect, Word
 from mcp_server_guard.shell.strings.expander import Expander
@@ -41,6 +41,7 @@ from mcp_server_guard.shell.strings.matching import (
     rule_matches,
     system_program,
 )
+from mcp_server_guard.shell.strings.outside import boxed_private, cache_of_home
 from mcp_server_guard.shell.strings.parsing import analysis_budget
 from mcp_server_guard.shell.strings.reading import reads_only
 from mcp_server_guard.shell.strings.walker import CODE_IN_VALUE
@@ -84,11 +85,6 @@ EFFECT_FINDINGS = frozenset(
     }
 )
 _DIRECTORY_OPTIONS = ("C", "work-tree", "git-dir", "directory")
-# Caches in the home directory a cleanup may empty (`rm -rf ~/.cache/pip`): not the user's work.
-_CACHES = (".cache", ".npm/_cacache", ".npm/_logs", ".cargo/registry/cache", ".gradle/caches", ".m2/repository",
-           ".pnpm-store", ".yarn/cache", ".local/share/virtualenvs")  # fmt: skip
-# The box's own places, private to each call (names compared, never opened).
-_BOXED_PRIVATE = ("/tmp/", "/var/tmp/", "/dev/shm/", "/dev/null")  # noqa: S108
 
 
 @dataclass(frozen=True)
@@ -359,16 +355,18 @@ class PolicyEngine:
                 return True
             if (
                 path.startswith("/")
-                and not within_any(path, [p.rstrip("/") for p in _BOXED_PRIVATE])
+                and not boxed_private(path, self.home)
                 and not within_any(path, self.roots)
-                and not (self.home and any(within(path, posixpath.join(self.home, c)) for c in _CACHES))
+                and not cache_of_home(path, self.home)
             ):
                 return True
         return False
 
     def _finding(self, finding: Finding) -> Verdict:
         rule = self._detect.get(finding.kind)
-        if rule is not None and not (self.effects and rule.undoable):
+        # (a write outside the allowed directories, in the box: those are read-only there, the call's /tmp aside)
+        boxed = self.effects and finding.kind == "write-outside"
+        if rule is not None and not (self.effects and rule.undoable) and not boxed:
             return Verdict(rule.action, rule.id, f"{rule.reason} ({finding.detail})", finding.detail)
         if self.effects and finding.kind in EFFECT_FINDINGS:
             # Where a redirect writes is known only at run time; what it wrote is judged afterwards.
