@@ -24,7 +24,10 @@ SX = "mcp-server-shell-exec"
 
 
 class Person:
-    """Says yes to every form (or no, ``answer=False``), and records each question."""
+    """Says yes to every form, and records each question. ``answer=False`` declines only the questions after a
+    command ran (what it changed: applied or not) — a question before running (the form with ``approve``) is still
+    answered yes, so that the command runs and its effects are judged. A person who declines everything: decline in
+    an ``elicitation_callback`` of the test's own (``tests/redteam179``'s ``Decliner``)."""
 
     def __init__(self, answer: bool = True) -> None:
         self.answer = answer
