@@ -407,7 +407,7 @@ def test_path_in_the_calls_env_that_finds_a_look_alike_program_is_undecidable(tm
 
 @pytest.mark.parametrize(
     "line",
-    ["kill -1 4242", "chmod -R g+w /srv/project/src", "rm -r build", "find . -name '*.pyc' -delete",
+    ["kill -1 4242", "chmod -R g+w src", "rm -r build", "find . -name '*.pyc' -delete",
      "source .venv/bin/activate", "GIT_PAGER=cat git log", "for ((i=0; i<3; i++)); do echo $((i*2)); done",
      "kill $!", "eval 'echo hi'", "PYTHONUNBUFFERED=1 pytest", "ip addr show", "ip -br a", "iptables -L -n -v",
      "nft list ruleset", "ufw status", "firewall-cmd --list-all", "nmcli device status", "sysctl -a", "auditctl -l",

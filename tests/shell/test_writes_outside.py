@@ -5,8 +5,9 @@ undone: ``rm`` of a file outside the project was refused, yet emptying or replac
 ``cp /dev/null``, ``ln -sf /dev/null``, ``sort -o``, ``tee``, ``dd of=``, a redirect) ran with no question. A write
 outside the allowed directories is now asked (``write-outside``), except in the box's own places (the call's /tmp),
 the streams and devices and the home's caches; on a copy the box keeps those places read-only, and it is not asked.
-``fuser -k`` is asked like the other killers, ``git worktree remove`` outside the project refused like ``rm -r``.
-A home directory under /tmp is the user's, never the box's scratch. The lines travel as data
+So is a change of the mode, owner, ACL or attributes of a file there (``chmod``, ``chown``, ``chgrp``, ``setfacl``,
+``chattr``). ``fuser -k`` is asked like the other killers, ``git worktree remove`` outside the project refused like
+``rm -r``. A home directory under /tmp is the user's, never the box's scratch. The lines travel as data
 (tests/corpus/red_team_179.json); the machine is the red team's: home /home/u, the project /home/u/proj.
 """
 
@@ -46,6 +47,20 @@ def test_on_a_copy_a_write_outside_is_left_to_the_box(line: str) -> None:
 
 @pytest.mark.parametrize("line", _lines("writes_that_stay_in_the_project_or_scratch"))
 def test_writes_in_the_project_the_boxs_own_places_or_the_caches_are_not_asked(line: str) -> None:
+    verdict = PLAIN.decide(line)
+    assert verdict.action == "allow", (line, verdict)
+
+
+@pytest.mark.parametrize("line", _lines("modes_changed_outside"))
+def test_attack_a_mode_owner_or_acl_changed_outside_without_a_copy_is_asked(line: str) -> None:
+    # (red team 179's leads: `chmod -R 000 ~/Documents`, `chown -R`, `setfacl -b`, `chattr +i` outside the project)
+    verdict = PLAIN.decide(line)
+    assert (verdict.action, verdict.rule) == ("ask", "write-outside"), (line, verdict)
+    assert ON_A_COPY.decide(line).action == "allow", (line, ON_A_COPY.decide(line))
+
+
+@pytest.mark.parametrize("line", _lines("modes_changed_in_the_project_or_scratch"))
+def test_modes_changed_in_the_project_or_scratch_are_not_asked_beforehand(line: str) -> None:
     verdict = PLAIN.decide(line)
     assert verdict.action == "allow", (line, verdict)
 

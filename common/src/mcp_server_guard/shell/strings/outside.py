@@ -11,11 +11,14 @@ undo, while ``rm`` of the same file is refused. Names are compared, never opened
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 
 from mcp_server_guard.paths import within, within_any
+from mcp_server_guard.shell.strings.commands import Finding
+from mcp_server_guard.shell.strings.matching import RUN_TIME_ARG, parse_args
 
-__all__ = ["BOXED_PRIVATE", "HOME_CACHES", "boxed_private", "cache_of_home", "written_outside"]
+__all__ = ["BOXED_PRIVATE", "HOME_CACHES", "boxed_private", "cache_of_home", "mode_findings", "written_outside"]
 
 # The box's own places, private to each call.
 BOXED_PRIVATE = ("/tmp/", "/var/tmp/", "/dev/shm/", "/dev/null")  # noqa: S108
@@ -50,3 +53,32 @@ def written_outside(spelled: Sequence[str], home: str) -> str | None:
             continue
         return one
     return None
+
+
+# Programs that change a file's mode, owner, ACL or attributes (``chmod -R 000 ~/Documents``, ``chown``, ``setfacl
+# -b``, ``chattr +i``: red team 179's leads): the first operand is the mode, owner or attributes unless it is plainly
+# a file (``--reference``; setfacl takes its change as an option's value).
+_MODE_CHANGERS = frozenset({"chmod", "chown", "chgrp", "setfacl", "chattr"})
+_MODE_VALUES = frozenset({"reference", "m", "modify", "x", "remove", "M", "modify-file", "X", "remove-file", "set",
+                          "set-file", "v", "p"})  # fmt: skip
+_MODE = re.compile(r"[0-7]{1,5}|([ugoa]*[-+=][rwxXstugo]*,?)+|[+=][a-zA-Z]+")
+
+
+def mode_findings(program: str, argv: Sequence[str], spellings: Callable[[str], list[str]], home: str) -> list[Finding]:
+    """``write-outside`` for each file outside the allowed directories whose mode, owner, ACL or attributes
+    ``program`` changes (``spellings``: ``writes.Where.spellings``)."""
+    if program not in _MODE_CHANGERS:
+        return []
+    parsed = parse_args(program, argv[1:], _MODE_VALUES)
+    files = list(parsed.positionals)
+    first = files[0] if files else ""
+    if program in ("chown", "chgrp") and not parsed.values_of("reference"):
+        files = files[1:]  # (the owner or group)
+    elif program in ("chmod", "chattr") and not parsed.values_of("reference") and _MODE.fullmatch(first):
+        files = files[1:]
+    found: list[Finding] = []
+    for name in files:
+        if name != RUN_TIME_ARG and (outside := written_outside(spellings(name), home)) is not None:
+            found.append(Finding("write-outside", f"{program} changes {outside}, outside the allowed directories"))
+            break
+    return found
