@@ -65,6 +65,16 @@ def test_modes_changed_in_the_project_or_scratch_are_not_asked_beforehand(line: 
     assert verdict.action == "allow", (line, verdict)
 
 
+@pytest.mark.parametrize("copy", [False, True])
+def test_in_the_read_only_list_a_redirect_outside_is_refused_as_the_write_it_is(copy: bool) -> None:
+    # (the write-outside finding comes beside write-redirect, never in its place: readonly refuses every redirect)
+    readonly = PolicyEngine(
+        load_policy(Path("readonly")).shell_exec, effects=copy, home="/home/u", roots=("/home/u/proj",)
+    )
+    verdict = readonly.decide("echo x > ~/Documents/report.txt")
+    assert (verdict.action, verdict.rule) == ("deny", "no-file-writes"), verdict
+
+
 @pytest.mark.parametrize("line", _lines("kill_what_holds_a_file"))
 def test_attack_fuser_killing_what_holds_a_file_is_asked(line: str) -> None:
     verdict = PLAIN.decide(line)

@@ -249,10 +249,10 @@ def redirect_findings(redirects: Sequence[Redirect], where: Where = Where()) -> 
             found.append(Finding("device-write", f"{shown} writes to a disk or the kernel"))
         elif redirect.writes and target is not None and system_target(target, where):
             found.append(Finding("system-write", f"{shown} writes a file of the system or the shell"))
-        elif redirect.writes and target is not None and written_outside(where.spellings(target), where.home):
-            found.append(Finding("write-outside", f"{shown} writes a file outside the allowed directories"))
         elif redirect.writes and target not in ("/dev/null", "/dev/stdout", "/dev/stderr"):
-            found.append(Finding("write-redirect", f"{shown} writes a file"))
+            found.append(Finding("write-redirect", f"{shown} writes a file"))  # (a read-only list refuses it)
+            if target is not None and written_outside(where.spellings(target), where.home):
+                found.append(Finding("write-outside", f"{shown} writes a file outside the allowed directories"))
     return found
 
 
