@@ -40,7 +40,7 @@ from mcp_server_guard.shell.strings.feeds import (
     judge_stdin_substitutions,
 )
 from mcp_server_guard.shell.strings.matching import RUN_TIME_ARG, kills_everything
-from mcp_server_guard.shell.strings.outside import mode_findings
+from mcp_server_guard.shell.strings.outside import outside_findings
 from mcp_server_guard.shell.strings.parsing import MAX_COMMANDS, TooComplex, parse
 from mcp_server_guard.shell.strings.places import changed_dir, places
 from mcp_server_guard.shell.strings.places import outside as is_outside
@@ -371,7 +371,7 @@ class Expander:
         program = posixpath.basename(argv[0])
         rest = list(words[1:])
         self.record(destination_findings(program, argv, self.where, self.moved))
-        self.record(mode_findings(program, argv, self.where.spellings, self.where.home))
+        self.record(outside_findings(program, argv, self.where.spellings, self.where.home))
         if kills_everything(program, argv):
             self.finding("kill-everything", f"{program}'s pattern matches nearly every process")
         if program in ("awk", "gawk", "mawk", "nawk"):

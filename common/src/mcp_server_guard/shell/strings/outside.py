@@ -16,17 +16,28 @@ from collections.abc import Callable, Sequence
 
 from mcp_server_guard.paths import within, within_any
 from mcp_server_guard.shell.strings.commands import Finding
-from mcp_server_guard.shell.strings.matching import RUN_TIME_ARG, parse_args
+from mcp_server_guard.shell.strings.matching import RUN_TIME_ARG, Args, parse_args
 
-__all__ = ["BOXED_PRIVATE", "HOME_CACHES", "boxed_private", "cache_of_home", "mode_findings", "written_outside"]
+__all__ = [
+    "BOXED_PRIVATE",
+    "HOME_CACHES",
+    "boxed_private",
+    "cache_of_home",
+    "keeps_content",
+    "outside_findings",
+    "written_outside",
+]
 
 # The box's own places, private to each call.
 BOXED_PRIVATE = ("/tmp/", "/var/tmp/", "/dev/shm/", "/dev/null")  # noqa: S108
 # Caches in the home directory a cleanup may empty (`rm -rf ~/.cache/pip`): not the user's work.
 HOME_CACHES = (".cache", ".npm/_cacache", ".npm/_logs", ".cargo/registry/cache", ".gradle/caches", ".m2/repository",
                ".pnpm-store", ".yarn/cache", ".local/share/virtualenvs")  # fmt: skip
-# Writes to a stream or a device: judged as device-write where they reach a disk or the kernel.
-_STREAMS = ("/dev", "/proc")
+# Writes to a stream or a device (judged as device-write where they reach a disk or the kernel), and a process's own
+# descriptors — not the rest of /proc: ``/proc/self/root/home/u/x``, ``/proc/self/cwd/../x`` name ordinary files
+# (red team 180 F1).
+_STREAMS = ("/dev",)
+_OWN_DESCRIPTORS = re.compile(r"/proc/(?:self|thread-self|[0-9]+)/fd(?:/|$)")
 
 
 def cache_of_home(path: str, home: str) -> bool:
@@ -49,36 +60,83 @@ def written_outside(spelled: Sequence[str], home: str) -> str | None:
         path = home.rstrip("/") + one[1:] if home and (one == "~" or one.startswith("~/")) else one
         if not path.startswith("/"):
             continue  # (another user's home, unknown here: judged by name as a start-up file)
-        if boxed_private(path, home) or within_any(path, list(_STREAMS)) or cache_of_home(path, home):
+        streams = within_any(path, list(_STREAMS)) or _OWN_DESCRIPTORS.match(path)
+        if boxed_private(path, home) or streams or cache_of_home(path, home):
             continue
         return one
     return None
 
 
 # Programs that change a file's mode, owner, ACL or attributes (``chmod -R 000 ~/Documents``, ``chown``, ``setfacl
-# -b``, ``chattr +i``: red team 179's leads): the first operand is the mode, owner or attributes unless it is plainly
-# a file (``--reference``; setfacl takes its change as an option's value).
-_MODE_CHANGERS = frozenset({"chmod", "chown", "chgrp", "setfacl", "chattr"})
-_MODE_VALUES = frozenset({"reference", "m", "modify", "x", "remove", "M", "modify-file", "X", "remove-file", "set",
-                          "set-file", "v", "p"})  # fmt: skip
+# -b``, ``chattr +i``: red team 179's leads), with the options each takes a value for: the first operand is the mode,
+# owner or attributes unless it is plainly a file (``--reference``; setfacl takes its change as an option's value).
+_MODE_CHANGERS: dict[str, frozenset[str]] = {
+    "chmod": frozenset({"reference"}),
+    "chown": frozenset({"reference", "from"}),
+    "chgrp": frozenset({"reference"}),
+    "setfacl": frozenset({"m", "modify", "x", "remove", "M", "modify-file", "X", "remove-file", "set", "set-file"}),
+    "chattr": frozenset({"v", "p"}),
+}
 _MODE = re.compile(r"[0-7]{1,5}|([ugoa]*[-+=][rwxXstugo]*,?)+|[+=][a-zA-Z]+")
+# Writers ``writes`` does not list (red team 180 F3): the options naming the file each writes over, by program (a
+# git subcommand as ``git <name>``); ``fallocate`` punches, zeroes or collapses its operand.
+_MORE_WRITERS: dict[str, tuple[str, ...]] = {
+    "shuf": ("o", "output"), "uudecode": ("o", "output-file"), "gcc": ("o",), "g++": ("o",), "cc": ("o",),
+    "c++": ("o",), "clang": ("o",), "clang++": ("o",), "ld": ("o", "output"),
+    "find": ("fprint", "fprint0", "fprintf", "fls"), "git diff": ("output",), "git show": ("output",),
+    "git log": ("output",), "git format-patch": ("output", "o", "output-directory"), "git archive": ("o", "output"),
+}  # fmt: skip
+_MORE_VALUES = frozenset({"o", "output", "output-file", "fprint", "fprint0", "fprintf", "fls", "output-directory",
+                          "l", "length", "offset", "x", "I", "L", "D", "U", "format", "prefix"})  # fmt: skip
 
 
-def mode_findings(program: str, argv: Sequence[str], spellings: Callable[[str], list[str]], home: str) -> list[Finding]:
-    """``write-outside`` for each file outside the allowed directories whose mode, owner, ACL or attributes
-    ``program`` changes (``spellings``: ``writes.Where.spellings``)."""
-    if program not in _MODE_CHANGERS:
+# git subcommands that change or discard a work tree's files: with ``-C`` or ``--work-tree`` outside the allowed
+# directories, another repository's uncommitted work (``git -C ../other checkout -- notes.txt``).
+_GIT_WORK_TREE = frozenset(f"git {name}" for name in ("checkout", "restore", "switch", "reset", "clean", "stash",
+                                                       "merge", "pull", "rebase", "cherry-pick", "revert", "am",
+                                                       "apply", "rm", "mv"))  # fmt: skip
+_PROGRAMS = frozenset({*_MODE_CHANGERS, *(name.split()[0] for name in _MORE_WRITERS), "fallocate", "7z", "7za", "7zr"})
+
+
+def overwritten_outside(op: str, target: str | None, spellings: Callable[[str], list[str]], home: str) -> bool:
+    """Whether a redirect ``op`` to ``target`` writes over a file outside the allowed directories (``>>`` only adds)."""
+    return target is not None and op not in (">>", "&>>") and written_outside(spellings(target), home) is not None
+
+
+def keeps_content(program: str, parsed: Args) -> bool:
+    """Whether ``program`` only adds to what it writes, or touches its times (``touch``, ``tee -a``): no content of a
+    file outside is lost, nothing asked (red team 180 F4)."""
+    return program == "touch" or (program == "tee" and (parsed.has("a") or parsed.has("append")))
+
+
+def outside_findings(
+    program: str, argv: Sequence[str], spellings: Callable[[str], list[str]], home: str
+) -> list[Finding]:
+    """``write-outside`` for a file outside the allowed directories whose mode, owner, ACL or attributes ``program``
+    changes, or that a writer ``writes`` does not list writes over (``spellings``: ``writes.Where.spellings``)."""
+    if program not in _PROGRAMS:
         return []
-    parsed = parse_args(program, argv[1:], _MODE_VALUES)
-    files = list(parsed.positionals)
-    first = files[0] if files else ""
-    if program in ("chown", "chgrp") and not parsed.values_of("reference"):
-        files = files[1:]  # (the owner or group)
-    elif program in ("chmod", "chattr") and not parsed.values_of("reference") and _MODE.fullmatch(first):
-        files = files[1:]
-    found: list[Finding] = []
+    changes = program in _MODE_CHANGERS
+    parsed = parse_args(program, argv[1:], _MODE_CHANGERS.get(program, _MORE_VALUES))
+    named = f"git {parsed.positionals[0]}" if program == "git" and parsed.positionals else program
+    files: list[str] = []
+    if changes:
+        files = list(parsed.positionals)
+        plain = not parsed.values_of("reference")
+        if plain and (program in ("chown", "chgrp") or (files and _MODE.fullmatch(files[0]))):
+            files = files[1:]  # (the owner or group, the mode or attributes)
+    elif named in _MORE_WRITERS:
+        files = [v for option in _MORE_WRITERS[named] for v in parsed.values_of(option)]
+    elif program == "fallocate":
+        files = parsed.positionals[-1:]
+    elif named == "git bundle":
+        files = parsed.positionals[2:3]  # (git bundle create FILE …)
+    elif named in _GIT_WORK_TREE:
+        files = [*parsed.values_of("C"), *parsed.values_of("work-tree")]  # (another repository's files)
+    elif program in ("7z", "7za", "7zr"):
+        files = [a[2:] for a in argv[1:] if a.startswith("-o") and len(a) > 2]  # (7z's -oDIR, attached)
     for name in files:
         if name != RUN_TIME_ARG and (outside := written_outside(spellings(name), home)) is not None:
-            found.append(Finding("write-outside", f"{program} changes {outside}, outside the allowed directories"))
-            break
-    return found
+            what = "changes" if changes else "writes"
+            return [Finding("write-outside", f"{program} {what} {outside}, outside the allowed directories")]
+    return []

@@ -26,7 +26,7 @@ from mcp_server_guard.shell.strings.matching import (
     parse_args,
     path_matches,
 )
-from mcp_server_guard.shell.strings.outside import written_outside
+from mcp_server_guard.shell.strings.outside import keeps_content, overwritten_outside, written_outside
 
 # Writing to these is writing to the kernel or to a disk, whatever the program.
 DEVICE_WRITE_TARGETS = (BLOCK_DEVICE, "/proc/sysrq-trigger", "/proc/sys/**", "/sys/**")
@@ -251,7 +251,7 @@ def redirect_findings(redirects: Sequence[Redirect], where: Where = Where()) -> 
             found.append(Finding("system-write", f"{shown} writes a file of the system or the shell"))
         elif redirect.writes and target not in ("/dev/null", "/dev/stdout", "/dev/stderr"):
             found.append(Finding("write-redirect", f"{shown} writes a file"))  # (a read-only list refuses it)
-            if target is not None and written_outside(where.spellings(target), where.home):
+            if overwritten_outside(redirect.op, target, where.spellings, where.home):
                 found.append(Finding("write-outside", f"{shown} writes a file outside the allowed directories"))
     return found
 
@@ -326,7 +326,7 @@ def destination_findings(program: str, argv: list[str], where: Where, moved: boo
             found.append(
                 Finding("system-write", f"{program} writes over {destination}, a file of the system or the shell")
             )
-        elif written_outside(spelled, home):
+        elif written_outside(spelled, home) and not keeps_content(program, parsed):
             found.append(Finding("write-outside", f"{program} writes {destination}, outside the allowed directories"))
     return found
 
