@@ -30,6 +30,7 @@ __all__ = [
 
 # The box's own places, private to each call.
 BOXED_PRIVATE = ("/tmp/", "/var/tmp/", "/dev/shm/", "/dev/null")  # noqa: S108
+_PRIVATE = tuple(p.rstrip("/") for p in BOXED_PRIVATE)  # (made once: asked of every operand)
 # Caches in the home directory a cleanup may empty (`rm -rf ~/.cache/pip`): not the user's work.
 HOME_CACHES = (".cache", ".npm/_cacache", ".npm/_logs", ".cargo/registry/cache", ".gradle/caches", ".m2/repository",
                ".pnpm-store", ".yarn/cache", ".local/share/virtualenvs")  # fmt: skip
@@ -48,8 +49,7 @@ def cache_of_home(path: str, home: str) -> bool:
 def boxed_private(path: str, home: str) -> bool:
     """Whether the absolute ``path`` is one of the box's own places — not where the home directory lies there (a
     HOME under /tmp is still the user's: red team 179 F4's note, ``rm -r ~`` allowed with HOME=/tmp/u)."""
-    private = [p.rstrip("/") for p in BOXED_PRIVATE]
-    return within_any(path, private) and not (home and within(path, home.rstrip("/") or "/"))
+    return within_any(path, _PRIVATE) and not (home and within(path, home.rstrip("/") or "/"))
 
 
 def written_outside(spelled: Sequence[str], home: str) -> str | None:
@@ -60,7 +60,7 @@ def written_outside(spelled: Sequence[str], home: str) -> str | None:
         path = home.rstrip("/") + one[1:] if home and (one == "~" or one.startswith("~/")) else one
         if not path.startswith("/"):
             continue  # (another user's home, unknown here: judged by name as a start-up file)
-        streams = within_any(path, list(_STREAMS)) or _OWN_DESCRIPTORS.match(path)
+        streams = within_any(path, _STREAMS) or _OWN_DESCRIPTORS.match(path)
         if boxed_private(path, home) or streams or cache_of_home(path, home):
             continue
         return one
