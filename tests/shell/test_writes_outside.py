@@ -6,9 +6,10 @@ undone: ``rm`` of a file outside the project was refused, yet emptying or replac
 outside the allowed directories is now asked (``write-outside``), except in the box's own places (the call's /tmp),
 the streams and devices and the home's caches; on a copy the box keeps those places read-only, and it is not asked.
 So is a change of the mode, owner, ACL or attributes of a file there (``chmod``, ``chown``, ``chgrp``, ``setfacl``,
-``chattr``). ``fuser -k`` is asked like the other killers, ``git worktree remove`` outside the project refused like
-``rm -r``. A home directory under /tmp is the user's, never the box's scratch. The lines travel as data
-(tests/corpus/red_team_179.json); the machine is the red team's: home /home/u, the project /home/u/proj.
+``chattr``), and a file a formatter or converter rewrites in place (``black ../x.py``, ``gofmt -w``, ``yq -i``,
+``strip``: red team 180's leads). ``fuser -k`` is asked like the other killers, ``git worktree remove`` outside the
+project refused like ``rm -r``. A home directory under /tmp is the user's, never the box's scratch. The lines travel
+as data (tests/corpus/red_team_179.json); the machine is the red team's: home /home/u, the project /home/u/proj.
 """
 
 from __future__ import annotations
@@ -103,3 +104,18 @@ def test_attack_a_home_under_tmp_is_not_taken_for_the_boxs_scratch(line: str) ->
 
 def test_beside_a_home_under_tmp_the_boxs_tmp_is_still_scratch() -> None:
     assert HOME_IN_TMP.decide("rm /tmp/build.log").action == "allow"
+
+
+@pytest.mark.parametrize("line", _lines("rewritten_in_place_outside"))
+def test_attack_a_file_outside_rewritten_in_place_by_a_formatter_or_converter_is_asked(line: str) -> None:
+    # (red team 180's leads: clang-format -i, gofmt -w, prettier --write, black, ruff format, yq -i, objcopy, strip,
+    # rename over files outside the project)
+    verdict = PLAIN.decide(line)
+    assert (verdict.action, verdict.rule) == ("ask", "write-outside"), (line, verdict)
+    assert ON_A_COPY.decide(line).action == "allow", (line, ON_A_COPY.decide(line))
+
+
+@pytest.mark.parametrize("line", _lines("in_place_in_the_project_or_checks_only"))
+def test_a_formatter_in_the_project_or_one_that_only_checks_is_not_asked(line: str) -> None:
+    verdict = PLAIN.decide(line)
+    assert verdict.action == "allow", (line, verdict)

@@ -90,12 +90,30 @@ _MORE_VALUES = frozenset({"o", "output", "output-file", "fprint", "fprint0", "fp
                           "l", "length", "offset", "x", "I", "L", "D", "U", "format", "prefix"})  # fmt: skip
 
 
+# Programs that rewrite the files they are given, in place (red team 180's leads: formatters, converters, objcopy,
+# strip, rename; ``writes`` lists dos2unix and sponge): by program (a subcommand as ``ruff format``), the options that
+# make it write (none: it always does) and those that keep it from writing (a check, a diff, another output file).
+_IN_PLACE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "mac2unix": ((), ("n", "newfile")), "rustfmt": ((), ("check", "emit")), "strip": ((), ("o",)), "objcopy": ((), ()),
+    "rename": ((), ("n", "no-act")), "prename": ((), ("n", "no-act")), "perl-rename": ((), ("n", "no-act")),
+    "black": ((), ("check", "diff", "code", "c")), "isort": ((), ("check", "check-only", "c", "diff", "stdout")),
+    "ruff format": ((), ("check", "diff")), "ruff check": (("fix",), ("diff",)), "stylua": ((), ("check",)),
+    "autopep8": (("i", "in-place"), ()), "yapf": (("i", "in-place"), ()), "clang-format": (("i",), ()),
+    "prettier": (("write", "w"), ()), "gofmt": (("w",), ()), "goimports": (("w",), ()), "shfmt": (("w", "write"), ()),
+    "eslint": (("fix",), ()), "yq": (("i", "inplace"), ()), "terraform fmt": ((), ("check", "diff")),
+}  # fmt: skip
+_IN_PLACE_VALUES = frozenset({"o", "line-length", "l", "target-version", "t", "config", "c", "config-path", "style",
+                              "indent", "ignore-path", "parser", "output-format", "e", "expression"})  # fmt: skip
+
+
 # git subcommands that change or discard a work tree's files: with ``-C`` or ``--work-tree`` outside the allowed
 # directories, another repository's uncommitted work (``git -C ../other checkout -- notes.txt``).
+_IN_PLACE_PROGRAMS = frozenset(name.split()[0] for name in _IN_PLACE)
 _GIT_WORK_TREE = frozenset(f"git {name}" for name in ("checkout", "restore", "switch", "reset", "clean", "stash",
                                                        "merge", "pull", "rebase", "cherry-pick", "revert", "am",
                                                        "apply", "rm", "mv"))  # fmt: skip
-_PROGRAMS = frozenset({*_MODE_CHANGERS, *(name.split()[0] for name in _MORE_WRITERS), "fallocate", "7z", "7za", "7zr"})
+_PROGRAMS = frozenset({*_MODE_CHANGERS, *(name.split()[0] for name in (*_MORE_WRITERS, *_IN_PLACE)), "fallocate", "7z",
+                       "7za", "7zr"})  # fmt: skip
 
 
 def overwritten_outside(op: str, target: str | None, spellings: Callable[[str], list[str]], home: str) -> bool:
@@ -117,8 +135,10 @@ def outside_findings(
     if program not in _PROGRAMS:
         return []
     changes = program in _MODE_CHANGERS
-    parsed = parse_args(program, argv[1:], _MODE_CHANGERS.get(program, _MORE_VALUES))
-    named = f"git {parsed.positionals[0]}" if program == "git" and parsed.positionals else program
+    values = _MODE_CHANGERS.get(program, _IN_PLACE_VALUES if program in _IN_PLACE_PROGRAMS else _MORE_VALUES)
+    parsed = parse_args(program, argv[1:], values)
+    sub = program in ("git", "ruff", "terraform") and bool(parsed.positionals)
+    named = f"{program} {parsed.positionals[0]}" if sub else program
     files: list[str] = []
     if changes:
         files = list(parsed.positionals)
@@ -127,6 +147,12 @@ def outside_findings(
             files = files[1:]  # (the owner or group, the mode or attributes)
     elif named in _MORE_WRITERS:
         files = [v for option in _MORE_WRITERS[named] for v in parsed.values_of(option)]
+    elif named in _IN_PLACE:
+        makes, keeps = _IN_PLACE[named]
+        if (not makes or any(parsed.has(f) for f in makes)) and not any(parsed.has(f) for f in keeps):
+            files = list(parsed.positionals[1:] if sub else parsed.positionals)
+            if program in ("rename", "prename", "perl-rename"):
+                files = files[1:]  # (the expression)
     elif program == "fallocate":
         files = parsed.positionals[-1:]
     elif named == "git bundle":
