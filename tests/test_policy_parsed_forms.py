@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tomllib
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mcp_server_guard import load_policy
-from mcp_server_guard.policy import default_policy_path
+from mcp_server_guard.policy import PolicyError, default_policy_path
 from mcp_server_guard.policy_files import PARSED_SUFFIX, parsed_form, read_policy_toml, write_parsed
 
 PACKAGED = default_policy_path().parent
@@ -89,3 +90,21 @@ def test_the_start_up_records_key_names_the_packaged_policies_wherever_they_real
 
     named = {f"{entry[0]}/{entry[1]}".lstrip("/") for entry in code_stamp("mcp_server_shell_exec")[2:]}
     assert {"policies/default.toml", "policies/default.parsed.json"} <= named
+
+
+@pytest.mark.parametrize("toml", sorted(PACKAGED.glob("*.toml")), ids=lambda p: p.name)
+def test_every_packaged_rule_pattern_compiles(toml: Path) -> None:
+    # (load_policy takes the packaged policy's own args_regex patterns as compiled — issue 44, not at every start —:
+    # this is where they are)
+    rules = tomllib.loads(toml.read_text(encoding="utf-8")).get("shell_exec", {}).get("rules", [])
+    for rule in rules:
+        for pattern in rule.get("args_regex", []):
+            re.compile(pattern)
+
+
+def test_a_policy_files_rule_whose_pattern_does_not_compile_is_refused_at_load(tmp_path: Path) -> None:
+    own = tmp_path / "own.toml"
+    own.write_text('[[shell_exec.rules]]\nid = "mine"\naction = "ask"\nreason = "x"\nprograms = ["x"]\n'
+                   'args_regex = ["(unclosed"]\n', encoding="utf-8")  # fmt: skip
+    with pytest.raises(PolicyError, match="is not a regular expression"):
+        load_policy(own)

@@ -15,11 +15,11 @@ import pytest
 from mcp_server_guard import registry
 from mcp_server_guard.dirwatch import resolve as _resolve
 from mcp_server_guard.errors import SecurityError
+from mcp_server_guard.git_dirs import git_runnable
 from mcp_server_guard.globs import SuffixMatcher, glob_regex
 from mcp_server_guard.policy import PolicyError, load_policy
 from mcp_server_guard.protected import (
     Protection,
-    git_runnable,
     is_git_dir,
     pointer_text,
     safe_git_config,

@@ -27,7 +27,15 @@ from dataclasses import dataclass, field
 
 from mcp_server_guard.errors import protection_unavailable
 from mcp_server_guard.git_config import MAX_GIT_CONFIG, git_config_entries
-from mcp_server_guard.git_search import POINTER_LIMIT, git_family, is_git_dir, pointer_text, read_pointer
+from mcp_server_guard.git_search import (
+    GIT_CONFIGS,
+    GIT_ENTRIES,
+    POINTER_LIMIT,
+    git_family,
+    is_git_dir,
+    pointer_text,
+    read_pointer,
+)
 from mcp_server_guard.hook_runs import ENV_CONFIGS, PART_READ, new_budget, run_by_hooks
 from mcp_server_guard.hook_runs import expand_path as _expand
 from mcp_server_guard.hook_words import program_words
@@ -53,9 +61,6 @@ _GIT_RUNNABLE = deferred(
     r"^(?:(?:modules/.+|worktrees/[^/]+)/)?"
     r"(?:config|config\.worktree|commondir|gitdir|hooks(?:/.*)?|(?:rebase-merge|rebase-apply|sequencer)(?:/.*)?)$"
 )
-# The entries of a git dir the box mounts read-only (where commands write the real tree directly).
-GIT_CONFIGS = ("config", "config.worktree")
-GIT_ENTRIES = (*GIT_CONFIGS, "hooks", "commondir", "gitdir")
 
 
 def git_runnable(rel: str) -> bool:

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from mcp_server_guard.errors import protection_unavailable
 
 __all__ = [
+    "GIT_CONFIGS",
+    "GIT_ENTRIES",
     "GIT_SEARCH_BUDGET",
     "GIT_SEARCH_DEPTH",
     "NESTED_SEARCH_DEPTH",
@@ -24,6 +26,9 @@ __all__ = [
     "read_pointer",
 ]
 
+# The entries of a git dir the box mounts read-only (where commands write the real tree directly).
+GIT_CONFIGS = ("config", "config.worktree")
+GIT_ENTRIES = (*GIT_CONFIGS, "hooks", "commondir", "gitdir")
 POINTER_LIMIT = 4096  # bytes of a .git or commondir file read at most; a longer one names nothing we trust
 
 # How deep below each writable root the box looks for git dirs (a wider search costs every call).

@@ -32,6 +32,7 @@ from mcp_server_guard.hook_words import (
     uncommented,
 )
 from mcp_server_guard.mise_config import strings_in
+from mcp_server_guard.patterns import deferred
 from mcp_server_guard.shell_words import inlined
 
 __all__ = [
@@ -151,12 +152,12 @@ _SUBCOMMANDS = {
     "deno": frozenset({"test", "fmt", "lint", "task", "check", "compile", "install", "bench", "doc", "info", "cache",
                        "coverage", "upgrade", "publish"}),
 }  # fmt: skip
-_BARE = re.compile(r"(?:@[\w.-]+/)?[\w][\w.-]*(?:/[\w.-]+)*")  # a package's name (and a path in it), not ./x or /x
+_BARE = deferred(r"(?:@[\w.-]+/)?[\w][\w.-]*(?:/[\w.-]+)*")  # a package's name (and a path in it), not ./x or /x
 
 # An interpreter's options given in its environment (``export NODE_OPTIONS="--require ./tools/setup"``,
 # ``PERL5OPT=-MCheck``, ``RUBYOPT=-rx``, ``JAVA_TOOL_OPTIONS=-javaagent:x.jar``): read as its own command line
 # (red team 151 F1, F2).
-_OPTIONS_GIVEN = re.compile(
+_OPTIONS_GIVEN = deferred(
     r"""(?:^|[\s;&|(])(?:export\s+)?(NODE_OPTIONS|PERL5OPT|RUBYOPT|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS)"""
     r"""\+?=("[^"\n]*"|'[^'\n]*'|[^\s;&|]*)"""
 )
@@ -199,7 +200,7 @@ def package_main(directory: str) -> list[str]:
 # A package manager running a package.json script (``npm test``, ``npm run lint``, ``yarn lint``, ``pnpm -C sub lint``):
 # what the script's text runs, and its ``pre``/``post`` scripts' (red team 174 F1).
 _MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun"})
-_MANAGER_WORD = re.compile(r"(?<![\w.-])(?:npm|pnpm|yarn|bun)(?![\w.-])")
+_MANAGER_WORD = deferred(r"(?<![\w.-])(?:npm|pnpm|yarn|bun)(?![\w.-])")
 _PREFIXES = frozenset({"--prefix", "-C", "--dir", "--cwd", "-w", "--workspace", "--filter", "-F"})
 _ALL = frozenset({"--workspaces", "--ws", "-ws", "-r", "--recursive", "--all"})  # (every workspace's)
 _NPM_SCRIPTS = {"test": "test", "t": "test", "tst": "test", "start": "start", "stop": "stop"}
@@ -353,8 +354,8 @@ def found_by_rules(path: str, flags: tuple[bool, bool], rules: tuple[bool, bool,
         found[PART_READ + path] = None
 
 
-_SHEBANG = re.compile(r"#!\s*(?:\S*/)?(?:env\s+(?:-\S+\s+)*)?(python|pypy|perl)[\d.]*\b")
-_PERL_USES = re.compile(r"^\s*(?:use|require)\s+([A-Za-z_]\w*(?:::\w+)*)", re.M)
+_SHEBANG = deferred(r"#!\s*(?:\S*/)?(?:env\s+(?:-\S+\s+)*)?(python|pypy|perl)[\d.]*\b")
+_PERL_USES = deferred(r"^\s*(?:use|require)\s+([A-Za-z_]\w*(?:::\w+)*)", re.M)
 
 
 def shebang_lines(text: str) -> list[str]:
@@ -389,7 +390,7 @@ def _shebang_command(text: str) -> list[str]:
 
 # A script named by a suffix past the reader's lists (``cmake -P lint.cmake``, ``ctest -S x.cmake``, ``bats t.bats``,
 # ``runghc x.hs``: a program's script, made later too — red team 163 F3), shaped as a file's name.
-_FILE_NAME = re.compile(r"[\w@+-][\w@+.-]*\.[A-Za-z]\w{0,9}")
+_FILE_NAME = deferred(r"[\w@+-][\w@+.-]*\.[A-Za-z]\w{0,9}")
 _DATA_SUFFIXES = (".json", ".jsonc", ".json5", ".yaml", ".yml", ".xml", ".txt", ".md", ".rst", ".csv", ".tsv", ".lock",
                   ".toml", ".ini", ".cfg", ".conf", ".html", ".htm", ".css", ".scss", ".log", ".out", ".svg", ".png",
                   ".jpg", ".jpeg", ".gif", ".ico", ".pdf", ".map", ".snap", ".patch", ".diff", ".sarif", ".lcov",
@@ -443,8 +444,8 @@ def files_in(directory: str) -> list[str]:
 # -fcheck.awk``), what a test expects may be there (``[ -f local.tcl ] && tclsh local.tcl``).
 # (the option's run of name characters taken whole, possessively, then cut at its last ``.suffix``: a regex that gave
 # it back a character at a time from every ``-`` took quadratic time on ``-c.-c.…`` — red team 163 E1)
-_OPERANDS = re.compile(r"""(['"])([^'"\s]+)\1|(?<![\w-])-([a-zA-Z][\w./:-]*+)""")
-_SUFFIXED_TAIL = re.compile(r"(.*\.\w+)", re.S)
+_OPERANDS = deferred(r"""(['"])([^'"\s]+)\1|(?<![\w-])-([a-zA-Z][\w./:-]*+)""")
+_SUFFIXED_TAIL = deferred(r"(.*\.\w+)", re.S)
 
 
 def operands(line: str) -> list[str]:
@@ -499,8 +500,8 @@ def make_sources(path: str) -> list[str]:
 
 # A hook manager's config that takes in other files (lefthook's ``extends:``, globs too) or runs the scripts of a
 # directory it names (``source_dir:``, ``source_dir_local:``): read as lines the reader takes in turn (red team 158).
-_INCLUDING = re.compile(r"""^(["']?)(extends|source_dir|source_dir_local)\1\s*[:=]\s*(.*)$""", re.M)
-_LISTED = re.compile(r"""^\s+-\s*(.+)$""")
+_INCLUDING = deferred(r"""^(["']?)(extends|source_dir|source_dir_local)\1\s*[:=]\s*(.*)$""", re.M)
+_LISTED = deferred(r"""^\s+-\s*(.+)$""")
 INCLUDED, SOURCED = "hook-config-extends", "hook-config-source-dir"  # (the lines' first words: ``hook_runs._named``)
 
 
@@ -525,11 +526,11 @@ def manager_lines(text: str) -> list[str]:
 # (a key's name bounded and taken possessively: ``-c.-c.…`` took quadratic time — red team 163 E1)
 # A setting written anywhere as ``key=value`` counts as one (``GIT_CONFIG_PARAMETERS="'alias.chk=!tools/x'"``: red
 # team 163 F2), where the key is one that runs a program.
-_GIT_SETTING = re.compile(r"""(?:(?<![\w-])-c\s*|(?<![\w.-]))["']?([\w.-]{1,256}+)=(![^"'\n]+|[^\s"'\n]+)["']?""", re.I)
+_GIT_SETTING = deferred(r"""(?:(?<![\w-])-c\s*|(?<![\w.-]))["']?([\w.-]{1,256}+)=(![^"'\n]+|[^\s"'\n]+)["']?""", re.I)
 # A text that is a git config (``GIT_CONFIG_GLOBAL=tools/gitconfig``, ``-c include.path=…``: what git reads as
 # settings): its first line a section's.
-_CONFIG_TEXT = re.compile(r"""^(?:\s*(?:[#;][^\n]*)?\n)*\s*\[[A-Za-z][\w.-]*(?:\s+"[^"\n]*")?\]""")
-_RUNNING_KEYS = re.compile(
+_CONFIG_TEXT = deferred(r"""^(?:\s*(?:[#;][^\n]*)?\n)*\s*\[[A-Za-z][\w.-]*(?:\s+"[^"\n]*")?\]""")
+_RUNNING_KEYS = deferred(
     r"(?i)^(?:alias\..+|core\.(?:fsmonitor|pager|editor|sshcommand|hookspath|askpass)|diff\.external|sequence\.editor"
     r"|.*\.(?:textconv|command|cmd|clean|smudge|process|driver|helper|program|path))$"
 )
@@ -537,12 +538,12 @@ _RUNNING_KEYS = re.compile(
 
 # A file a shell or ``eval`` is handed anywhere in a text, a code string too (``eval "$(cat local-checks)"``, awk's
 # ``system("sh local-checks")``, ``os.system('sh x')``): named, made later too (red team 176 F5).
-_HANDED = re.compile(
+_HANDED = deferred(
     r"(?<![\w./-])(sh|bash|zsh|dash|ksh|source|cat|\.)[ \t]++(?:-[a-zA-Z]+[ \t]++)*['\"]?([\w@%+=:,./-]*\w)"
 )
 
 
-_EVALUATED = re.compile(r"(?<![\w.-])(?:eval|source|\.)\s|<\(|\|\s*(?:ba|z|da|k)?sh\b")
+_EVALUATED = deferred(r"(?<![\w.-])(?:eval|source|\.)\s|<\(|\|\s*(?:ba|z|da|k)?sh\b")
 
 
 def handed_lines(text: str) -> list[str]:

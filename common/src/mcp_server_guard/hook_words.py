@@ -109,13 +109,13 @@ SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "busybox"
 _CODE_RUNNERS = frozenset({"node", "nodejs", "deno", "bun", "python", "python3", "pypy", "pypy3", "perl", "ruby",
                            "php", "lua"})  # fmt: skip
 _LITERAL = deferred(r"""["'`]([^"'`\s]+)["'`]""")  # a quoted name
-IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")  # a (dotted) name: a module's, a class's
-_PYTHON = re.compile(r"(?:python|pypy)[\d.]*")
+IDENTIFIER = deferred(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")  # a (dotted) name: a module's, a class's
+_PYTHON = deferred(r"(?:python|pypy)[\d.]*")
 # ``import a.b, c as d``, ``from a.b import c, d`` (not ``from . import x``).
-_IMPORTS = re.compile(r"\bimport\s+([\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*)")
-_FROM = re.compile(r"\bfrom\s+([A-Za-z_][\w.]*)\s+import\s+\(?\s*([\w\s,]+)")
-_PERL_MODULE = re.compile(r"\b(?:use|require)\s+([A-Za-z_]\w*(?:::\w+)*)")
-_QUOTED = re.compile(r"""["']([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)["']""")
+_IMPORTS = deferred(r"\bimport\s+([\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*)")
+_FROM = deferred(r"\bfrom\s+([A-Za-z_][\w.]*)\s+import\s+\(?\s*([\w\s,]+)")
+_PERL_MODULE = deferred(r"\b(?:use|require)\s+([A-Za-z_]\w*(?:::\w+)*)")
+_QUOTED = deferred(r"""["']([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)["']""")
 
 
 def python_modules(line: str, program: str) -> list[str]:
@@ -165,9 +165,9 @@ def code_strings(line: str) -> list[str]:
 
 SHELL_VALUE_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})  # a shell option's value
 _STARTUP_VARIABLES = frozenset({"BASH_ENV", "ENV"})  # a file every shell it starts sources
-_ARRAY = re.compile(r"(?:^|[\s;&|(])[A-Za-z_]\w*\+?=\(([^)]*)\)")
+_ARRAY = deferred(r"(?:^|[\s;&|(])[A-Za-z_]\w*\+?=\(([^)]*)\)")
 _PIECE = 32 << 10  # characters of a text parsed at a time (at line ends)
-_SCRIPT_VALUE = re.compile(r"^(?:\./|\.\./|/)?[\w@%+=:,./-]+\.(?:sh|bash|zsh|ksh|py|js|mjs|cjs|ts|rb|pl|php|lua)$")
+_SCRIPT_VALUE = deferred(r"^(?:\./|\.\./|/)?[\w@%+=:,./-]+\.(?:sh|bash|zsh|ksh|py|js|mjs|cjs|ts|rb|pl|php|lua)$")
 
 
 def parsed_lines(text: str) -> tuple[list[str], bool]:
@@ -283,14 +283,14 @@ HERE_WORD = deferred(_HERE)  # (the text's own directory in a word: ``cd "$(dirn
 _ANCHOR = deferred(
     rf"""(?:^|[\s;&|(])(?:export\s+|local\s+|readonly\s+|declare\s+)?([A-Za-z_]\w*)=["']?(?:({_TOP})|{_HERE})"""
 )
-_HELD = re.compile(r"^\$(?:\{(\w+)\}|(\w+))")
-_VARIABLE = re.compile(r"^\$\{?(\w+)")
+_HELD = deferred(r"^\$(?:\{(\w+)\}|(\w+))")
+_VARIABLE = deferred(r"^\$\{?(\w+)")
 # ``${PATH:+$PATH:}``, ``${PATH:+:$PATH}``: the alternate value, which the shell gives where the variable is set.
-_ALTERNATE = re.compile(r"\$\{\w+:?\+([^{}]*)\}")
+_ALTERNATE = deferred(r"\$\{\w+:?\+([^{}]*)\}")
 PATTERN = "^"  # marks a pattern in what ``hook_runs.run_by_hooks`` says (``git_dirs``)
 ANYWHERE = "**"  # (a place: any directory of the work tree, ``git_dirs._matches``)
-_REST = re.compile(r"(?<=[^/])\$.*")
-_SEARCH_NAME = re.compile(r"(?:PATH|LIB|LIBS|INC)$")  # (a search path itself: ``:$PATH`` is the rest of it, not a name)
+_REST = deferred(r"(?<=[^/])\$.*")
+_SEARCH_NAME = deferred(r"(?:PATH|LIB|LIBS|INC)$")  # (a search path itself: ``:$PATH`` is the rest of it, not a name)
 _GIVEN = deferred(
     r"""(?:^|[\s;&|(])(?:export\s+|local\s+|readonly\s+|declare\s+)?([A-Za-z_]\w*)=("[^"\n]*"|'[^'\n]*'|[^\s;&|]+)"""
 )

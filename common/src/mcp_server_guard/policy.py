@@ -11,17 +11,17 @@ import fnmatch
 import importlib.machinery
 import ipaddress
 import re
-import tomllib
 import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from mcp_server_guard.policy_files import read_policy_toml
 
+PACKAGED_PATTERNS = "packaged_patterns"  # (validation context: the packaged policy's args_regex patterns)
 # shell_exec rules: what each decides, and the findings of the parser a `detect` rule may name.
 Action = Literal["deny", "ask", "allow"]
 DETECTABLE = frozenset(
@@ -148,8 +148,13 @@ class Rule(BaseModel):
 
     @field_validator("args_regex")
     @classmethod
-    def _compiles(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+    def _compiles(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        # (the packaged policy's own patterns are known to compile — a test compiles each —: not compiled again at
+        # every server's start, issue 44; each is compiled where a rule is first matched)
+        known = info.context.get(PACKAGED_PATTERNS, frozenset()) if isinstance(info.context, dict) else frozenset()
         for pattern in value:
+            if pattern in known:
+                continue
             try:
                 re.compile(pattern)
             except re.error as exc:
@@ -434,7 +439,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
         return read_policy_toml(path, default_policy_path().parent)
     except OSError as exc:
         raise PolicyError(f"cannot read policy file {path}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:  # (tomllib.TOMLDecodeError; or bytes that are not UTF-8)
         raise PolicyError(f"invalid TOML in policy file {path}: {exc}") from None
 
 
@@ -543,12 +548,26 @@ def _combine_network(data: dict[str, Any], default: dict[str, Any], section: Any
         data["network"][key] = list(dict.fromkeys([*inherited, *own]))
 
 
+def _patterns(data: dict[str, Any]) -> frozenset[str]:
+    """The ``args_regex`` patterns of a policy table's rules."""
+    section = data.get("shell_exec")
+    rules = section.get("rules") if isinstance(section, dict) else None
+    return frozenset(
+        pattern
+        for rule in (rules if isinstance(rules, list) else [])
+        if isinstance(rule, dict) and isinstance(rule.get("args_regex"), list)
+        for pattern in rule["args_regex"]
+        if isinstance(pattern, str)
+    )
+
+
 def load_policy(path: Path | None = None) -> Policy:
     """Load the default policy, with ``path`` (a file, or a packaged policy's name) merged over it."""
     if path is not None:
         path = resolve_policy_name(path)
     default = default_policy_path()
     data = _read_toml(default)
+    packaged = _patterns(data)
     sources = [str(default)]
     override: dict[str, Any] = {}
     if path is not None:
@@ -565,7 +584,7 @@ def load_policy(path: Path | None = None) -> Policy:
         _combine_rules(data, default_rules, override.get("shell_exec", {}), path)
         sources.append(str(path))
     try:
-        policy = Policy.model_validate(data)
+        policy = Policy.model_validate(data, context={PACKAGED_PATTERNS: packaged})
     except ValidationError as exc:
         raise PolicyError(f"invalid policy file {sources[-1]}: {_describe(exc, data)}") from None
     section = override.get("shell_exec")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,8 @@ def read_policy_toml(path: Path, packaged_dir: Path | None) -> dict[str, Any]:
         parsed = _current_parsed(path, raw)
         if parsed is not None:
             return parsed
+    import tomllib  # noqa: PLC0415 - only for a policy file of the user's (or a stale parsed form): issue 44
+
     return tomllib.loads(raw.decode("utf-8"))
 
 
@@ -49,6 +50,8 @@ def _current_parsed(path: Path, raw: bytes) -> dict[str, Any] | None:
 def parsed_form(path: Path) -> str:
     """The parsed form of the TOML file ``path``, as ``write_parsed`` writes it. TOML's dates and times have no
     JSON form: a policy naming one has none (refused here)."""
+    import tomllib  # noqa: PLC0415 - (see read_policy_toml)
+
     raw = path.read_bytes()
     data = tomllib.loads(raw.decode("utf-8"))
     text = json.dumps({"sha256": hashlib.sha256(raw).hexdigest(), "data": data}, ensure_ascii=False, indent=None)

@@ -31,6 +31,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcp_server_guard import registry
 from mcp_server_guard.audit import state_dirs
@@ -40,16 +41,7 @@ from mcp_server_guard.dirwatch import mtime_ns as _mtime_ns
 from mcp_server_guard.dirwatch import resolve as _resolve
 from mcp_server_guard.errors import protection_unavailable
 from mcp_server_guard.git_config import safe_git_config, unsafe_git_entries
-from mcp_server_guard.git_dirs import (
-    GIT_ENTRIES,
-    GitLookups,
-    git_rule,
-    git_runnable,
-    is_git_dir,
-    pointer_text,
-    repos_files,
-)
-from mcp_server_guard.git_search import NESTED_SEARCH_DEPTH
+from mcp_server_guard.git_search import GIT_ENTRIES, NESTED_SEARCH_DEPTH, is_git_dir, pointer_text
 from mcp_server_guard.git_search import git_dirs_below as _git_dirs
 from mcp_server_guard.git_search import git_family as _git_family
 from mcp_server_guard.globs import SuffixMatcher, glob_regex, hidden_named
@@ -66,13 +58,16 @@ from mcp_server_guard.patterns import deferred
 from mcp_server_guard.policy import Policy
 from mcp_server_guard.rc_files import sourced_by_rc as _sourced_by_rc
 
-# git_runnable, is_git_dir, pointer_text (git_dirs), safe_git_config, unsafe_git_entries (git_config): importable.
+if TYPE_CHECKING:
+    from mcp_server_guard.git_dirs import GitLookups
+
+# is_git_dir, pointer_text (git_search), safe_git_config, unsafe_git_entries (git_config): importable. The git rule
+# (``git_dirs``, and with it the hook reader) loads with the first path it judges: a start never needs it (issue 44).
 __all__ = [
     "OWN_AREA",
     "Lookups",
     "Protection",
     "Survey",
-    "git_runnable",
     "is_git_dir",
     "own_areas",
     "pointer_text",
@@ -242,6 +237,8 @@ class Protection:
         if (own := _own_area(real, roots) if real.startswith("/") else None) is not None:
             return f"the copies of shell_exec's commands ({own})"
         if real.startswith("/"):
+            from mcp_server_guard.git_dirs import git_rule  # noqa: PLC0415 - with the first path judged (issue 44)
+
             git = (lookups or Lookups()).git
             if git.nested is None:
                 git.nested = self._repositories_within(roots)
@@ -251,6 +248,8 @@ class Protection:
     def _repositories_within(self, roots: tuple[str, ...]) -> tuple[list[str], list[str]]:
         """The hooks directories and included files of every repository the box's search finds within ``roots``
         (``_git_dirs``: to NESTED_SEARCH_DEPTH levels, GIT_SEARCH_BUDGET directories), for the git rule."""
+        from mcp_server_guard.git_dirs import repos_files  # noqa: PLC0415 - (see write_rule)
+
         trees: set[str] = set()
         bare: set[str] = set()
         for base in roots:
@@ -550,10 +549,16 @@ def _holding_none(paths: Iterable[str], keep: Iterable[str]) -> list[str]:
     return [path for path in paths if not any(within(k, path) for k in kept)]
 
 
+def _git_lookups() -> GitLookups:
+    from mcp_server_guard.git_dirs import GitLookups  # noqa: PLC0415 - (see Protection.write_rule)
+
+    return GitLookups()
+
+
 @dataclass
 class Lookups:
     """What the judgement of many paths looks up once (the tree does not change while it is judged): the hidden
     list, and what the git rule looks up (``git_dirs.GitLookups``)."""
 
     hidden: frozenset[str] | None = None  # (paths.parent_set)
-    git: GitLookups = field(default_factory=GitLookups)
+    git: GitLookups = field(default_factory=_git_lookups)

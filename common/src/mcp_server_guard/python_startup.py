@@ -25,7 +25,6 @@ import contextlib
 import os
 
 from mcp_server_guard.env_names import is_command_valued, runs_code
-from mcp_server_guard.hook_configs import read_regular
 from mcp_server_guard.patterns import deferred
 
 __all__ = [
@@ -244,6 +243,8 @@ def site_imports(dirfd: int, rel: str) -> set[str]:
 
 def site_start(dirfd: int, rel: str) -> tuple[set[str], set[str]]:
     """The modules the .pth files of the directory ``rel`` (from ``dirfd``) import, and their import lines."""
+    from mcp_server_guard.hook_configs import read_regular  # noqa: PLC0415 - with the first site judged (issue 44)
+
     found: set[str] = set()
     lines: set[str] = set()
     with contextlib.suppress(OSError):

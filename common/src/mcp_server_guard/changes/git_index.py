@@ -23,7 +23,7 @@ from mcp_server_guard.changes.changeset import Change, ChangeSet
 from mcp_server_guard.changes.git_layout import layout_of, refs_of
 from mcp_server_guard.changes.git_objects import Objects, Unreadable, entry_at, tree_of
 from mcp_server_guard.changes.git_verdicts import Trees
-from mcp_server_guard.git_dirs import is_git_dir, read_pointer
+from mcp_server_guard.git_search import is_git_dir, read_pointer
 from mcp_server_guard.paths import within
 
 __all__ = [

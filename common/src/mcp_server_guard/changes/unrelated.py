@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 
 from mcp_server_guard.changes.changeset import ChangeSet
 from mcp_server_guard.files.treelock import Unrelated
-from mcp_server_guard.git_dirs import is_git_dir
+from mcp_server_guard.git_search import is_git_dir
 from mcp_server_guard.protected import Lookups, Protection
 from mcp_server_guard.python_startup import SHAPE_NAMES, start_up_file
 

@@ -21,7 +21,6 @@ import fcntl
 import json
 import logging
 import os
-import re
 import secrets
 import stat
 import threading
@@ -30,12 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_server_guard.paths import private_dirs
+from mcp_server_guard.patterns import deferred
 
 log = logging.getLogger("mcp_server_guard.files.journal")
 
-TEMP_NAME = re.compile(r"^\.mcp-guard-[0-9a-f]{12}\.tmp$")
-_JOURNAL = re.compile(r"^\d+-[0-9a-f]{8}\.journal$")
-_STARTING = re.compile(r"^\.starting-\d+-[0-9a-f]{8}$")
+TEMP_NAME = deferred(r"^\.mcp-guard-[0-9a-f]{12}\.tmp$")
+_JOURNAL = deferred(r"^\d+-[0-9a-f]{8}\.journal$")
+_STARTING = deferred(r"^\.starting-\d+-[0-9a-f]{8}$")
 _STALE_START_S = 60.0
 
 

@@ -16,7 +16,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import re
 import secrets
 import stat
 from collections.abc import Iterator
@@ -24,12 +23,13 @@ from pathlib import Path
 
 from mcp_server_guard.audit import pid_alive
 from mcp_server_guard.paths import private_dirs
+from mcp_server_guard.patterns import deferred
 
 __all__ = ["LOCK", "PART_NAME", "OwnedDir", "dead_dirs", "live_dirs", "plain_dir"]
 
 LOCK = "lock"
-_NAME = re.compile(r"^(?:\.starting-)?\d+-[0-9a-f]{8}$")
-PART_NAME = re.compile(r"^\d+-[0-9a-f]{8}$")  # a live or dead server's directory, once taken
+_NAME = deferred(r"^(?:\.starting-)?\d+-[0-9a-f]{8}$")
+PART_NAME = deferred(r"^\d+-[0-9a-f]{8}$")  # a live or dead server's directory, once taken
 
 
 class OwnedDir:

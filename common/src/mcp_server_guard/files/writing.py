@@ -44,17 +44,7 @@ from mcp_server_guard.files.journal import TempJournal, Ticket, journal_dir, swe
 from mcp_server_guard.files.kept import note_bounds, noted_bounds
 from mcp_server_guard.files.reading import sha256_fd
 from mcp_server_guard.files.treelock import TreeBusy, flock_until, tree_lock
-from mcp_server_guard.files.write_checks import check_executable_content
-from mcp_server_guard.files.write_checks import check_hook_keys as _check_hook_keys
 from mcp_server_guard.files.write_records import WriteRecords, WrittenDirs
-from mcp_server_guard.git_dirs import makes_git_dir
-from mcp_server_guard.hook_configs import (
-    attributes_file,
-    installer_limit,
-    installer_manifest,
-    judged_manifest,
-    judged_package_json,
-)
 from mcp_server_guard.policy import FileWritePolicy, Policy
 from mcp_server_guard.protected import Protection, protection_for
 
@@ -159,6 +149,8 @@ class Writer(WriteRecords):
                 "Write a smaller file, or split the content over several files.",
             )
         located = self.jail.locate(given)
+        from mcp_server_guard.files.write_checks import check_executable_content  # noqa: PLC0415 - issue 44
+
         check_executable_content(posixpath.basename(located.rel), data, self.policy)
         self._check_protected(located, [located.rel, located.absolute], None)  # before createDirs makes anything
         deadline = time.monotonic() + BUSY_WAIT_S  # (one bound for every wait of this write: red team 101 B)
@@ -247,6 +239,8 @@ class Writer(WriteRecords):
         return st
 
     def _check_protected(self, located: Located, candidates: list[str], st: os.stat_result | None) -> None:
+        from mcp_server_guard.git_dirs import makes_git_dir  # noqa: PLC0415 - with the first write (issue 44)
+
         roots = [root.path for root in self.jail.roots]
         rule = self.protection.write_rule(candidates, st, roots) or makes_git_dir(candidates[-1], roots)
         if rule is not None:
@@ -360,8 +354,10 @@ class Writer(WriteRecords):
     def _create(
         self, located: Located, dirfd: int, name: str, data: bytes, digest: str, deadline: float
     ) -> WriteOutcome | None:
+        from mcp_server_guard.files.write_checks import check_hook_keys  # noqa: PLC0415 - with the first write (issue 44)
+
         record: tuple[str, dict[str, Any]] | None = None
-        _check_hook_keys(located, None, data, dirfd)
+        check_hook_keys(located, None, data, dirfd)
         with self._temp(located, dirfd, data, self._new_mode) as tmp:
             try:
                 # link() never replaces: an existing name (file, dir, or dangling symlink) fails with EEXIST.
@@ -398,6 +394,9 @@ class Writer(WriteRecords):
         expected_sha256: str | None,
         deadline: float,
     ) -> WriteOutcome | None:
+        from mcp_server_guard import hook_configs as hooks  # noqa: PLC0415 - with the first write (issue 44)
+        from mcp_server_guard.files.write_checks import check_hook_keys  # noqa: PLC0415 - (the same)
+
         try:
             old = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
         except FileNotFoundError:
@@ -419,9 +418,10 @@ class Writer(WriteRecords):
                 return None
             check_regular(st, located.given)
             self._check_not_executable(st, located.given)
-            judged = (judged_package_json(located.rel) or judged_manifest(located.rel)
-                      or installer_manifest(located.rel) or attributes_file(located.rel))  # fmt: skip
-            _check_hook_keys(located, os.pread(old, installer_limit(located.rel), 0) if judged else None, data, dirfd)
+            judged = (hooks.judged_package_json(located.rel) or hooks.judged_manifest(located.rel)
+                      or hooks.installer_manifest(located.rel) or hooks.attributes_file(located.rel))  # fmt: skip
+            limit = hooks.installer_limit(located.rel)
+            check_hook_keys(located, os.pread(old, limit, 0) if judged else None, data, dirfd)
             current = sha256_fd(old) if expected_sha256 is not None or st.st_size == len(data) else ""
             if expected_sha256 is not None and current != expected_sha256.lower():
                 raise self._conflict(located, current)

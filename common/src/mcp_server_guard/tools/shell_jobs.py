@@ -22,7 +22,6 @@ from mcp_server_guard.policy import ShellPolicy
 from mcp_server_guard.shell.approval import require_approval
 from mcp_server_guard.shell.execution import Prepared, ShellExec, limit_hit
 from mcp_server_guard.shell.grants import CallHosts
-from mcp_server_guard.shell.jobs import Job, JobTable, job_input
 from mcp_server_guard.shell.process import Control, RunResult
 from mcp_server_guard.shell.sandbox.planning import NetworkMode, SandboxPlan
 from mcp_server_guard.shell.spools import output_uri
@@ -42,6 +41,9 @@ from mcp_server_guard.tools.shell_results import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from mcp_server_guard.shell.jobs import Job, JobTable
     from mcp_server_guard.tools.shell_service import ShellCall
 
 TOOL_NAME = "shell_exec"
@@ -68,7 +70,23 @@ class ShellJobs(Generic[R]):
     shell: ShellExec
     transactions: Transactions | None
     kernel_read_only: bool
-    jobs: JobTable
+    _jobs: JobTable | None  # (made by ``jobs``, with the first call about a job)
+    _jobs_dir: Path
+
+    @property
+    def jobs(self) -> JobTable:
+        """This server's background jobs: the table, and the module, come with the first call about a job (a session
+        that starts none never loads them: issue 44)."""
+        if self._jobs is None:
+            from mcp_server_guard.shell.jobs import JobTable  # noqa: PLC0415 - (see above)
+
+            self._jobs = JobTable(self.policy, self._jobs_dir)
+        return self._jobs
+
+    def _close_jobs(self) -> None:
+        """At the server's end: every job killed, its spool removed (nothing when no job was ever asked for)."""
+        if self._jobs is not None:
+            self._jobs.close()
 
     async def _start_job(
         self,
@@ -111,6 +129,8 @@ class ShellJobs(Generic[R]):
             return result
 
         job = self.jobs.start(prepared.shown, prepared.cwd_display, timeout, run_job, audit_id=start_id)
+        from mcp_server_guard.shell.jobs import job_input  # noqa: PLC0415 - (loaded with the table: see jobs)
+
         if stdin_code:
             # Its later input is code: each write is judged (_job_input_verdict), after what this call fed it.
             job.reads = (args.command, list(args.args), dict(args.env or {}))
@@ -132,6 +152,8 @@ class ShellJobs(Generic[R]):
 
     async def _job_call(self, args: ShellCall, job_id: str, limit: int, answer: Answer) -> R:
         """A call naming a job: stdin, EOF, a stop, or a look after waiting up to yieldAfterSeconds."""
+        from mcp_server_guard.shell.jobs import job_input  # noqa: PLC0415 - (see jobs)
+
         job = self.jobs.get(job_id)
         look = f'{{"name": "shell_exec", "arguments": {{"command": "", "jobId": "{job.id}"}}}}'
         if args.stdin is not None:

@@ -42,7 +42,6 @@ from mcp_server_guard.shell.approval import (
 from mcp_server_guard.shell.egress import EgressProxy, resolver_from_env
 from mcp_server_guard.shell.execution import ShellExec, limit_hit, writable_engine, writable_policy
 from mcp_server_guard.shell.grants import CallHosts, SessionApprovals
-from mcp_server_guard.shell.jobs import JobTable
 from mcp_server_guard.shell.process import REGISTRY, Control, RunResult
 from mcp_server_guard.shell.sandbox.layers import close_box
 from mcp_server_guard.shell.sandbox.lifetime import release
@@ -205,9 +204,9 @@ class ShellService(ShellJobs[R]):
         if swept:
             log.info("removed the output spools of %d dead server(s) from %s", swept, spool_area)
         spool_owned = OwnedDir(spool_area)
-        self.jobs = JobTable(self.policy, spool_owned.path / "jobs")
+        self._jobs, self._jobs_dir = None, spool_owned.path / "jobs"
         self.kept = KeptOutputs(self.policy, spool_owned.path / "outputs")
-        self.cleanups += [self.jobs.close, self.kept.close, lambda: remove_tree(spool_owned.path), spool_owned.close]
+        self.cleanups += [self._close_jobs, self.kept.close, lambda: remove_tree(spool_owned.path), spool_owned.close]
 
     # -- what the server asks before the call runs ------------------------------------------------------------
 

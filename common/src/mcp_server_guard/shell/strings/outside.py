@@ -11,10 +11,10 @@ undo, while ``rm`` of the same file is refused. Names are compared, never opened
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Callable, Sequence
 
 from mcp_server_guard.paths import within, within_any
+from mcp_server_guard.patterns import deferred
 from mcp_server_guard.shell.strings.commands import Finding
 from mcp_server_guard.shell.strings.matching import RUN_TIME_ARG, Args, parse_args
 
@@ -38,7 +38,7 @@ HOME_CACHES = (".cache", ".npm/_cacache", ".npm/_logs", ".cargo/registry/cache",
 # descriptors — not the rest of /proc: ``/proc/self/root/home/u/x``, ``/proc/self/cwd/../x`` name ordinary files
 # (red team 180 F1).
 _STREAMS = ("/dev",)
-_OWN_DESCRIPTORS = re.compile(r"/proc/(?:self|thread-self|[0-9]+)/fd(?:/|$)")
+_OWN_DESCRIPTORS = deferred(r"/proc/(?:self|thread-self|[0-9]+)/fd(?:/|$)")
 
 
 def cache_of_home(path: str, home: str) -> bool:
@@ -77,7 +77,7 @@ _MODE_CHANGERS: dict[str, frozenset[str]] = {
     "setfacl": frozenset({"m", "modify", "x", "remove", "M", "modify-file", "X", "remove-file", "set", "set-file"}),
     "chattr": frozenset({"v", "p"}),
 }
-_MODE = re.compile(r"[0-7]{1,5}|([ugoa]*[-+=][rwxXstugo]*,?)+|[+=][a-zA-Z]+")
+_MODE = deferred(r"[0-7]{1,5}|([ugoa]*[-+=][rwxXstugo]*,?)+|[+=][a-zA-Z]+")
 # Writers ``writes`` does not list (red team 180 F3): the options naming the file each writes over, by program (a
 # git subcommand as ``git <name>``); ``fallocate`` punches, zeroes or collapses its operand.
 _MORE_WRITERS: dict[str, tuple[str, ...]] = {
