@@ -65,7 +65,9 @@ class PolicyError(Exception):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # (defer_build: a section is validated as part of Policy, whose schema holds it; its own validator is built only
+    # if something validates one alone — issue 44, ~8 ms of every start)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class FileReadPolicy(_Section):
@@ -115,7 +117,7 @@ class PathsPolicy(_Section):
 
 
 class Rule(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # (see _Section)
 
     id: str = Field(min_length=1)
     action: Action
@@ -178,7 +180,7 @@ class Rule(BaseModel):
 
 
 class ShellPolicy(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # (see _Section)
 
     mode: Literal["denylist", "allowlist"]
     default_timeout_seconds: float = Field(gt=0)

@@ -16,7 +16,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from mcp_server_guard.files.calls import HistoryError
 from mcp_server_guard.files.copying import open_to_read
@@ -30,6 +30,8 @@ _CHUNK = 1 << 20
 
 
 class HistoryEntry(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # (built with the first entry kept or read: issue 44)
+
     id: str
     path: str  # the original file's absolute path
     time: str  # when it was replaced (ISO 8601, UTC)

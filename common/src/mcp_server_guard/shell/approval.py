@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from mcp_server_guard import audit
 from mcp_server_guard.asking import Answer, Question, Session
@@ -47,6 +47,8 @@ APPROVED_BY = "human:elicitation"
 
 class ApprovalForm(BaseModel):
     """Base of every form the gate shows; the fields depend on the question (see ``_form``)."""
+
+    model_config = ConfigDict(defer_build=True)  # (built with the first question: issue 44)
 
 
 class Approval(ApprovalForm):

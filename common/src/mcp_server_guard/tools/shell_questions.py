@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 import anyio
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mcp_server_guard.asking import Session
 from mcp_server_guard.changes.transactions import Ask
@@ -24,6 +24,8 @@ class ChangesApproval(ApprovalForm):
 
 
 class HostQuestion(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # (built with the first question: issue 44)
+
     network: HostAnswer = Field(
         description="command: let this run reach it; session: until the server stops; deny: refuse it."
     )
