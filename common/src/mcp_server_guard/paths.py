@@ -16,6 +16,7 @@ from pathlib import Path
 
 __all__ = [
     "MOVING_COPY",
+    "imports_only_from_code_dirs",
     "json_text",
     "moving_copy",
     "parent_set",
@@ -265,8 +266,28 @@ def code_dirs() -> list[str]:
     # package's ``policies`` is a link to the clone's own ``policies/`` (red team 129 F1: a parsed form rewritten
     # there was every later start's policy; ``readonly.toml`` the next ``--policy readonly``).
     found.add(os.path.join(os.path.dirname(os.path.abspath(__file__)), "policies"))
+    held = _unprotected_places()
+    real = {os.path.realpath(p) for p in found if os.path.isdir(p)}
+    return sorted(p for p in real if p != "/" and not any(within(h, p) for h in held))
+
+
+def _unprotected_places() -> list[str]:
+    """HOME and the working directory: a directory that holds either is never protected as code (``code_dirs``)."""
     held = [os.path.realpath(os.environ.get("HOME") or "/")]
     with contextlib.suppress(OSError):  # (a working directory removed meanwhile holds nothing)
         held.append(os.path.realpath(os.getcwd()))
-    real = {os.path.realpath(p) for p in found if os.path.isdir(p)}
-    return sorted(p for p in real if p != "/" and not any(within(h, p) for h in held))
+    return held
+
+
+def imports_only_from_code_dirs() -> list[str]:
+    """Take off ``sys.path`` the entries ``code_dirs`` does not protect — ``''`` and every directory that holds the
+    working directory or HOME — and return them. A server calls it at its start.
+
+    Threat (red team 182 F1): a server started with the project on ``sys.path`` (``python -m …`` from the project,
+    ``PYTHONPATH=.``) looks a module it imports for the first time later — a standard one (``tomllib``, ``queue``)
+    or a dependency (``magic``) — up in the project first, where nothing protects it: a ``tomllib.py`` a command or
+    file_write made there ran in the server's own process, outside every box, at its next write."""
+    held = _unprotected_places()
+    taken = [e for e in sys.path if not e or any(within(h, os.path.realpath(e)) for h in held)]
+    sys.path[:] = [e for e in sys.path if e not in taken]
+    return taken

@@ -512,11 +512,14 @@ def start_front(server_package: str, argv: list[str] | None = None) -> None:
 
 
 def run_console(server_package: str, argv: Sequence[str] | None = None) -> None:
-    """A server's console script: pydantic's search for plugins deferred (``distributions``: before the front, whose
-    thread may load pydantic for a call), the front (nothing heavy before it), the MCP SDK's client deferred, then
-    the server's own command line, which loads the SDK once the front no longer answers alone (``early_calls``)."""
+    """A server's console script: ``sys.path`` without the project (``paths.imports_only_from_code_dirs``), pydantic's
+    search for plugins deferred (``distributions``: before the front, whose thread may load pydantic for a call), the
+    front (nothing heavy before it), the MCP SDK's client deferred, then the server's own command line, which loads
+    the SDK once the front no longer answers alone (``early_calls``)."""
+    from mcp_server_guard.paths import imports_only_from_code_dirs  # noqa: PLC0415 - (loaded: the package's)
     from mcp_server_guard.serving import distributions, sdk  # noqa: PLC0415 - standard library, no importlib.abc
 
+    imports_only_from_code_dirs()  # (threat: a module the server imports later planted in the project: see there)
     collector.pause()  # until the first call's answer is out (``collector``), with a front to write it
     distributions.defer_plugin_search()
     start_front(server_package, None if argv is None else list(argv))
