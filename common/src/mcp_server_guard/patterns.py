@@ -12,8 +12,6 @@ __all__ = ["deferred"]
 
 
 class _Deferred:
-    __slots__ = ("_compiled", "_flags", "_pattern")
-
     def __init__(self, pattern: str, flags: int) -> None:
         self._pattern, self._flags = pattern, flags
         self._compiled: re.Pattern[str] | None = None
@@ -22,7 +20,11 @@ class _Deferred:
         compiled = self._compiled
         if compiled is None:  # (two threads may both compile it: the same pattern either way)
             compiled = self._compiled = re.compile(self._pattern, self._flags)
-        return getattr(compiled, name)
+        found = getattr(compiled, name)
+        # Kept as this object's own attribute: the next ``.search`` is a plain lookup, not a call of this method (a
+        # hook reader's loop looks its patterns up a million times in the worst makefile: red team 133 F2's).
+        setattr(self, name, found)
+        return found
 
     def __repr__(self) -> str:
         return repr(re.compile(self._pattern, self._flags))
