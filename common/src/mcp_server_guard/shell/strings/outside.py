@@ -104,16 +104,16 @@ _IN_PLACE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }  # fmt: skip
 _IN_PLACE_VALUES = frozenset({"o", "line-length", "l", "target-version", "t", "config", "c", "config-path", "style",
                               "indent", "ignore-path", "parser", "output-format", "e", "expression"})  # fmt: skip
+_IN_PLACE_PROGRAMS = frozenset(name.split()[0] for name in _IN_PLACE)
 
 
 # git subcommands that change or discard a work tree's files: with ``-C`` or ``--work-tree`` outside the allowed
 # directories, another repository's uncommitted work (``git -C ../other checkout -- notes.txt``).
-_IN_PLACE_PROGRAMS = frozenset(name.split()[0] for name in _IN_PLACE)
 _GIT_WORK_TREE = frozenset(f"git {name}" for name in ("checkout", "restore", "switch", "reset", "clean", "stash",
                                                        "merge", "pull", "rebase", "cherry-pick", "revert", "am",
                                                        "apply", "rm", "mv"))  # fmt: skip
-_PROGRAMS = frozenset({*_MODE_CHANGERS, *(name.split()[0] for name in (*_MORE_WRITERS, *_IN_PLACE)), "fallocate", "7z",
-                       "7za", "7zr"})  # fmt: skip
+_PROGRAMS = frozenset({*_MODE_CHANGERS, *(name.split()[0] for name in _MORE_WRITERS), *_IN_PLACE_PROGRAMS, "fallocate",
+                       "7z", "7za", "7zr"})  # fmt: skip
 
 
 def overwritten_outside(op: str, target: str | None, spellings: Callable[[str], list[str]], home: str) -> bool:
