@@ -48,7 +48,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mcp_server_guard.serving import collector
+from mcp_server_guard.serving import code_cache, collector
 from mcp_server_guard.serving.front_records import deeper_than as _deeper_than
 from mcp_server_guard.serving.front_records import filled as _filled
 from mcp_server_guard.serving.front_records import no_constant as _no_constant
@@ -331,6 +331,7 @@ class Front:
                     self._write(json.dumps(answer).encode() + b"\n")
         if done:  # (outside the lock: a stop signal is not held up by the collection)
             collector.resume("the first call's answer is out")
+            code_cache.keep()
 
     def shutdown(self, message: str) -> None:
         """A stop signal while the front serves alone: every call under way is answered ``-32000`` (as the real
@@ -505,10 +506,9 @@ def start_front(server_package: str, argv: list[str] | None = None) -> None:
     with contextlib.suppress(OSError):
         if os.isatty(0) or os.isatty(1):
             return
-    try:
+    with contextlib.suppress(OSError):
         _running = Front(server_package, args).start()
-    except OSError:
-        _running = None
+        code_cache.install(_running.usable)  # (what the start's dataclasses compile: read back where records are)
 
 
 def run_console(server_package: str, argv: Sequence[str] | None = None) -> None:

@@ -15,6 +15,7 @@ import logging
 import os
 import stat
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,10 @@ from mcp_server_guard.paths import private_dirs, state_dir, where_line
 if TYPE_CHECKING:
     from mcp_server_guard.serving.front import Front
 
-__all__ = ["deeper_than", "no_constant", "record", "record_key", "request_key", "state_within_roots", "where"]
+__all__ = [
+    "deeper_than", "keep_sealed", "no_constant", "read_sealed", "record", "record_key", "request_key",
+    "state_within_roots", "where",
+]  # fmt: skip
 
 log = logging.getLogger("mcp_server_guard.front")
 
@@ -181,8 +185,11 @@ def state_within_roots(argv: list[str]) -> bool:
     return any(state == root or state.startswith(root.rstrip("/") + "/") for root in roots_of(argv))
 
 
-def _seal(key: bytes, data: bytes) -> bytes:
-    return hmac.new(key, b"mcp-guard start-up record\n" + data, hashlib.sha256).hexdigest().encode()
+def _seal(key: bytes, label: bytes, data: bytes) -> bytes:
+    return hmac.new(key, label + b"\n" + data, hashlib.sha256).hexdigest().encode()
+
+
+_RECORD = b"mcp-guard start-up record"
 
 
 def read_records(path: Path) -> dict[str, Any]:
@@ -190,24 +197,33 @@ def read_records(path: Path) -> dict[str, Any]:
     if there were none). Threat (red team 96 F1): a record planted where another server's state directory was (a
     command made it while it was gone, with the key of a start it can compute): its instructions and tool
     descriptions answered as the server's own."""
+    data = read_sealed(path, _RECORD, _LIMIT)
+    try:
+        records = json.loads(data) if data is not None else {}
+    except ValueError:
+        return {}
+    return records if isinstance(records, dict) else {}
+
+
+def read_sealed(path: Path, label: bytes, limit: int) -> bytes | None:
+    """What ``keep_sealed`` kept at ``path`` under ``label`` (what it is for: a seal made for one kind of file never
+    passes for another), if the file is ours, private, a regular file reached without a link, no larger than
+    ``limit`` and sealed with the user's key; else None."""
     try:
         key = registry.user_key()
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
-        return {}
+        return None
     try:
         info = os.fstat(fd)
         if key is None or not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-            return {}
-        if info.st_size > _LIMIT:
-            return {}
-        seal, _, data = os.read(fd, _LIMIT + 1).partition(b"\n")
-        if not hmac.compare_digest(seal, _seal(key, data)):
-            return {}
-        records = json.loads(data)
-        return records if isinstance(records, dict) else {}
-    except (OSError, ValueError):
-        return {}
+            return None
+        if info.st_size > limit + 65:
+            return None
+        seal, _, data = os.read(fd, limit + 66).partition(b"\n")
+        return data if hmac.compare_digest(seal, _seal(key, label, data)) else None
+    except OSError:
+        return None
     finally:
         os.close(fd)
 
@@ -215,31 +231,33 @@ def read_records(path: Path) -> dict[str, Any]:
 def record(front: Front, records: dict[str, Any]) -> None:
     """Keep this start's answers for the next start with the same key (best effort, private, atomic)."""
     kept = template(records, front.argv) if front.usable else None
-    if kept is None:
-        return
-    front_key = front.key
-    directory = state_dir() / "front"
+    if kept is not None:
+        keep_sealed(records_path(front.key), _RECORD, json.dumps(kept).encode(), _LIMIT)
+
+
+def keep_sealed(path: Path, label: bytes, data: bytes, limit: int) -> None:
+    """Keep ``data`` at ``path`` (a file of a private directory of the state directory's), sealed with the user's key
+    under ``label``, for ``read_sealed`` (best effort: nothing when larger than ``limit`` or without a key; atomic)."""
+    directory, name = path.parent, path.name
     try:
         private_dirs(directory)
         info = os.lstat(directory)
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
             return
         key = registry.user_key()
-        if key is None:
+        if key is None or len(data) > limit:
             return  # (nothing to seal it with: never read back)
-        data = json.dumps(kept).encode()
-        data = _seal(key, data) + b"\n" + data
-        if len(data) > _LIMIT:
-            return
-        temp = directory / f".{front_key}.{os.getpid()}.tmp"
+        temp = directory / f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
-            os.write(fd, data)
+            view = memoryview(_seal(key, label, data) + b"\n" + data)
+            while view:
+                view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
-        os.replace(temp, directory / f"{front_key}.json")
+        os.replace(temp, directory / name)
     except OSError as exc:
-        log.debug("the start-up answers were not kept: %s", exc)
+        log.debug("%s was not kept: %s", name, exc)
 
 
 def deeper_than(value: Any, limit: int) -> bool:
