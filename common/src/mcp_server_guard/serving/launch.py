@@ -6,7 +6,6 @@ stdout belongs to the protocol: nothing here ever writes to it.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import enum
 import errno
@@ -20,9 +19,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Protocol, TextIO, cast
-
-import anyio
-import anyio.to_thread
 
 from mcp_server_guard import registry
 from mcp_server_guard.audit import AuditLog, default_audit_path, default_state_path, state_dirs
@@ -38,6 +34,8 @@ from mcp_server_guard.serving.sdk import import_sdk
 from mcp_server_guard.serving.tools import Tools
 
 if TYPE_CHECKING:
+    import asyncio
+
     import typer
 
     from mcp_server_guard.serving.server import GuardedServer
@@ -370,6 +368,8 @@ def _serve(tools: Tools, make: Callable[[], Awaitable[GuardedServer | None]]) ->
 
         return await serve_stdio(server, stop_signals=STOP_SIGNALS, max_message_bytes=message_limit(server))
 
+    import anyio  # noqa: PLC0415 - with asyncio, after the box has begun (issue 44: it starts while they load)
+
     stopped_by: signal.Signals | None = None
     try:
         stopped_by = anyio.run(run)
@@ -390,6 +390,9 @@ def _serve_on_one_loop(tools: Tools) -> None:
     serves the calls the start-up front takes before the SDK has loaded, then the real transport on the same loop
     once the SDK is needed (``front.early_calls_on_loop``). A stop signal meanwhile answers the calls under way,
     cancels them and waits for them (bounded) before the exit, as the real transport does."""
+    import asyncio  # noqa: PLC0415 - loaded by now (the tool's modules), after the box has begun
+
+    import anyio.to_thread  # noqa: PLC0415
 
     stopping: list[signal.Signals] = []
 

@@ -10,7 +10,6 @@ started from the thread that runs the event loop, which lives as long as the ser
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import contextlib
 import itertools
@@ -25,7 +24,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -34,6 +33,9 @@ from mcp_server_guard.shell.sandbox.frames import FrameReader, send_frame
 from mcp_server_guard.shell.sandbox.landlock import SYSTEM_READ_DIRS
 from mcp_server_guard.shell.sandbox.sockets import RUN_DIRS
 from mcp_server_guard.shell.sandbox.wire import CallOptions, CallRequest
+
+if TYPE_CHECKING:
+    import asyncio
 
 log = logging.getLogger("mcp_server_guard.box")
 
@@ -415,6 +417,8 @@ class Box:
 
     def _watch(self) -> None:
         """Read the supervisor's messages on the event loop as they arrive (from the loop's thread)."""
+        import asyncio  # noqa: PLC0415 - running already; not loaded before the box begins (issue 44)
+
         loop = asyncio.get_running_loop()
         if self._sock is None or self._watched == (self._sock, loop):
             return
