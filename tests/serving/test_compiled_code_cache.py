@@ -21,7 +21,7 @@ import pytest
 
 from mcp_server_guard import registry
 from mcp_server_guard.serving import code_cache
-from mcp_server_guard.serving.front_records import _seal
+from mcp_server_guard.serving.front_records import _seal, sealed_as
 from support import RawClient, console_script
 
 
@@ -148,7 +148,9 @@ def _plant(path: Path, codes: dict[str, Any], key: bytes | None = None) -> None:
     """A cache file as a command or another user would write it (sealed with ``key`` when given)."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     data = marshal.dumps(codes)
-    path.write_bytes((_seal(key, b"mcp-guard compiled code", data) if key else b"0" * 64) + b"\n" + data)
+    path.write_bytes(
+        (_seal(key, sealed_as(b"mcp-guard compiled code", path), data) if key else b"0" * 64) + b"\n" + data
+    )
     path.chmod(0o600)
 
 
@@ -173,7 +175,7 @@ def test_attack_compiled_code_sealed_for_another_file_kind_is_not_read(cache: No
     _plant(path, _marker_code(tmp_path / "ran"), key)
     assert code_cache._read()  # sealed as the cache: read
     data = marshal.dumps(_marker_code(tmp_path / "ran"))
-    path.write_bytes(_seal(key, b"mcp-guard start-up record", data) + b"\n" + data)  # a record's seal
+    path.write_bytes(_seal(key, sealed_as(b"mcp-guard start-up record", path), data) + b"\n" + data)  # a record's seal
     assert code_cache._read() == {}
 
 
@@ -206,7 +208,9 @@ def test_a_cache_that_is_not_marshal_is_not_used(cache: None) -> None:
     assert key is not None
     path = code_cache.cache_path()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path.write_bytes(_seal(key, b"mcp-guard compiled code", b"\xff\x00garbage") + b"\n" + b"\xff\x00garbage")
+    path.write_bytes(
+        _seal(key, sealed_as(b"mcp-guard compiled code", path), b"\xff\x00garbage") + b"\n" + b"\xff\x00garbage"
+    )
     path.chmod(0o600)
     assert code_cache._read() == {}
 

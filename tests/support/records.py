@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_server_guard import registry
-from mcp_server_guard.serving.front_records import _RECORD, _seal
+from mcp_server_guard.serving.front_records import _RECORD, _seal, sealed_as
 
 
 def read_record(path: Path) -> dict[str, Any]:
@@ -23,4 +23,4 @@ def write_record(path: Path, records: dict[str, Any]) -> None:
     key = registry.user_key()
     assert key is not None
     data = json.dumps(records).encode()
-    path.write_bytes(_seal(key, _RECORD, data) + b"\n" + data)
+    path.write_bytes(_seal(key, sealed_as(_RECORD, path), data) + b"\n" + data)

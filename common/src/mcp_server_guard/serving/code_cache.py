@@ -16,8 +16,9 @@ Threat: the file holds code the server runs, outside the box. It is read as the 
 (``front_records.read_sealed``): a private regular file of the user's, reached without a link, sealed with the
 user's key (the registry's, out of every tool's and command's reach) under a label of its own, and never when the
 state directory lies inside an allowed root (``Front.usable``); anything else in it than text -> code is not used.
-One file per interpreter build (``sys.version``): marshalled code is for the build that made it. Standard library
-only (loaded before anything heavy).
+One file per interpreter build and way of compiling (``cache_path``: marshalled code is for the build that made it,
+and ``-O`` or ``-W error`` compile otherwise), whose name the seal covers (a file copied under another build's name
+is not read). Standard library only (loaded before anything heavy).
 """
 
 from __future__ import annotations
@@ -52,8 +53,17 @@ _usable = False  # read and kept only when the state directory is outside every 
 
 
 def cache_path() -> Path:
-    """This interpreter build's file, in the state directory's ``compiled``."""
-    build = hashlib.sha256(f"{sys.implementation.cache_tag}\n{sys.version}".encode()).hexdigest()[:16]
+    """This interpreter build's file, in the state directory's ``compiled``, for the way this process compiles (red
+    team 183 F1: ``-O`` drops asserts, ``-W error`` makes a warning a SyntaxError, ``-X`` options change code: a
+    process started otherwise compiles otherwise, and has a file of its own)."""
+    how = [
+        sys.implementation.cache_tag,
+        sys.version,
+        sys.flags.optimize,
+        sys.warnoptions,
+        sorted(sys._xoptions.items()),
+    ]
+    build = hashlib.sha256(repr(how).encode()).hexdigest()[:16]
     return state_dir() / "compiled" / f"{build}.bin"
 
 

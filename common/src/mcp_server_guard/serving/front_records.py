@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from mcp_server_guard.serving.front import Front
 
 __all__ = [
-    "deeper_than", "keep_sealed", "no_constant", "read_sealed", "record", "record_key", "request_key",
+    "deeper_than", "keep_sealed", "no_constant", "read_sealed", "record", "record_key", "request_key", "sealed_as",
     "state_within_roots", "where",
 ]  # fmt: skip
 
@@ -205,10 +205,16 @@ def read_records(path: Path) -> dict[str, Any]:
     return records if isinstance(records, dict) else {}
 
 
+def sealed_as(label: bytes, path: Path) -> bytes:
+    """What a file's seal covers beside its data: what it is for (``label``: a seal made for one kind of file never
+    passes for another) and its name (red team 183 F2: the name says which start's record it is, which interpreter
+    build's code: a sealed file copied under another name is not that one)."""
+    return label + b"\n" + os.fsencode(path.name)
+
+
 def read_sealed(path: Path, label: bytes, limit: int) -> bytes | None:
-    """What ``keep_sealed`` kept at ``path`` under ``label`` (what it is for: a seal made for one kind of file never
-    passes for another), if the file is ours, private, a regular file reached without a link, no larger than
-    ``limit`` and sealed with the user's key; else None."""
+    """What ``keep_sealed`` kept at ``path`` under ``label`` (``sealed_as``), if the file is ours, private, a regular
+    file reached without a link, no larger than ``limit`` and sealed with the user's key; else None."""
     try:
         key = registry.user_key()
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
@@ -221,7 +227,7 @@ def read_sealed(path: Path, label: bytes, limit: int) -> bytes | None:
         if info.st_size > limit + 65:
             return None
         seal, _, data = os.read(fd, limit + 66).partition(b"\n")
-        return data if hmac.compare_digest(seal, _seal(key, label, data)) else None
+        return data if hmac.compare_digest(seal, _seal(key, sealed_as(label, path), data)) else None
     except OSError:
         return None
     finally:
@@ -250,7 +256,7 @@ def keep_sealed(path: Path, label: bytes, data: bytes, limit: int) -> None:
         temp = directory / f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
-            view = memoryview(_seal(key, label, data) + b"\n" + data)
+            view = memoryview(_seal(key, sealed_as(label, path), data) + b"\n" + data)
             while view:
                 view = view[os.write(fd, view) :]
         finally:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Protocol, TextIO, ca
 from mcp_server_guard import registry
 from mcp_server_guard.audit import AuditLog, default_audit_path, default_state_path, state_dirs
 from mcp_server_guard.files.jail import Jail, SymlinkMode
-from mcp_server_guard.paths import printable, private_dirs, readable, real_within_any, within
+from mcp_server_guard.paths import printable, private_dirs, readable, real_within_any, state_dir, within
 from mcp_server_guard.policy import PolicyError, default_policy_path, load_policy
 from mcp_server_guard.serving import deadline
 from mcp_server_guard.serving.config import Mode, ServerConfig
@@ -296,6 +296,13 @@ def _register(server: Tools) -> None:
     # The whole state directory its default paths lie in, too: its start-up records, locks and output spools are
     # as much its own (a server with another XDG_STATE_HOME must not show them to its commands).
     whole = [d for d in state_dirs() if any(within(str(p), str(d)) for p in _STATE)]
+    # And the state directory wherever the start-up front reads and keeps its records and compiled code there (made
+    # now if missing: red team 183 F3, a server whose state paths were all given kept them where no server hid them).
+    own = state_dir()
+    if own not in whole and not real_within_any(own, [r.path for r in server.jail.allowed]):
+        with contextlib.suppress(OSError):
+            private_dirs(own)
+            whole.append(own)
     registration = registry.register([r.path for r in server.jail.allowed], [*_STATE, *whole], writes=writes)
     if registration is not None:
         server.cleanups.append(registration.close)
