@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -65,7 +64,7 @@ def abi() -> int:
 
     ``MCP_GUARD_LANDLOCK_MAX_ABI`` caps the answer, to see how the server behaves on an older kernel.
     """
-    if linux.LIBC is None or platform.machine() not in ("x86_64", "aarch64", "arm64", "riscv64"):
+    if linux.LIBC is None or os.uname().machine not in ("x86_64", "aarch64", "arm64", "riscv64"):
         return 0
     try:
         found = linux.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))

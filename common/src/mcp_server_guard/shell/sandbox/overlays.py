@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import secrets
 import stat
 import sys
 from dataclasses import dataclass
@@ -122,7 +121,7 @@ def mount_copy(overlays: list[Overlay], spare: MountedCopy | None = None) -> Mou
     """Mount an overlay over each writable root (its writes go to an empty upper directory in the root's area, on
     the same file system: a fresh one, or ``spare``'s, an earlier call's untouched copy), then hide every area: the
     command sees neither its own upper layer nor another's."""
-    name = secrets.token_hex(8)
+    name = os.urandom(8).hex()  # (secrets.token_hex's own source; its import is the box's start: issue 44)
     pairs = tuple((o["root"], o["area"]) for o in overlays)
     taken = spare is not None and _take_back(spare, name, pairs)
     setup: list[UpperState] = []

@@ -38,7 +38,6 @@ import contextlib
 import ctypes
 import errno
 import os
-import platform
 import re
 import select
 import stat
@@ -102,7 +101,7 @@ _ARCHES["amd64"], _ARCHES["arm64"] = _ARCHES["x86_64"], _ARCHES["aarch64"]
 
 
 def arch() -> _Arch | None:
-    return _ARCHES.get(platform.machine().lower())
+    return _ARCHES.get(os.uname().machine.lower())
 
 
 class _Data(ctypes.Structure):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import platform
+import os
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -134,7 +134,7 @@ ARCHES = {"x86_64": X86_64, "amd64": X86_64, "aarch64": AARCH64, "arm64": AARCH6
 
 
 def native_arch() -> Arch | None:
-    return ARCHES.get(platform.machine().lower())
+    return ARCHES.get(os.uname().machine.lower())
 
 
 class _Program:

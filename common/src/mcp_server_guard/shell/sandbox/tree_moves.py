@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import shutil
 import stat
 
@@ -97,7 +96,7 @@ def move_tree(old_dir: int, old: bytes, new_dir: int, new: bytes, *, noreplace: 
                     return errno.ENOTEMPTY
         if _inside(dst_parent, src):
             return errno.EINVAL
-        temp = b"." + dst_name[:64] + MOVING_COPY.encode() + secrets.token_hex(6).encode()  # never landed
+        temp = b"." + dst_name[:64] + MOVING_COPY.encode() + os.urandom(6).hex().encode()  # never landed
         relaxed: list[tuple[int, bytes, int, bytes]] = []
         try:
             try:
