@@ -87,6 +87,10 @@ class GitLookups:
     becoming_link: bool = False
     relative_hooks: list[str] | None = None  # global_relative_hooks, once looked up
     chains: dict[str, tuple[tuple[str, bool, list[str], list[str]], ...]] = field(default_factory=dict)  # _ancestors
+    # Work tree -> its hooks directories and included files (``_repo_files``), read once a judgement: the search
+    # within the roots and the walk up from a path both read the repository that holds the roots (red team 133 F2's
+    # makefile took twice its reading).
+    repo_files: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
     env_budget: list[int] = field(default_factory=new_budget)  # what direnv/mise configs without a repository may read
 
 
@@ -172,7 +176,7 @@ def _ancestors(directory: str, home: str | None, lookups: GitLookups) -> tuple[_
         repo_hooks = lookups.hooks.get(directory)
         if repo_hooks is None:
             dotgit = posixpath.join(directory, ".git")
-            repo_hooks, included = _repo_files(directory, home) if os.path.lexists(dotgit) else ([], [])
+            repo_hooks, included = _repo_files_once(directory, home, lookups) if os.path.lexists(dotgit) else ([], [])
             if not repo_hooks and any(os.path.lexists(posixpath.join(directory, n)) for n in ENV_CONFIGS):
                 # direnv's or mise's config with no repository there (or a monorepo's ``sub/.envrc``): what it runs
                 # at every ``cd`` is protected all the same (red team 50 F5) — read with one budget for every such
@@ -207,13 +211,16 @@ def _on_the_way(real: str, included: Sequence[str], becoming_link: bool = False)
         return True
 
 
-def repos_files(work_trees: Iterable[str], git_dirs: Iterable[str], home: str | None) -> tuple[list[str], list[str]]:
+def repos_files(
+    work_trees: Iterable[str], git_dirs: Iterable[str], home: str | None, lookups: GitLookups | None = None
+) -> tuple[list[str], list[str]]:
     """The hooks directories and included files of the repositories whose work trees are ``work_trees``, and of
-    the git dirs ``git_dirs`` (bare ones, submodules'), as git would read them."""
+    the git dirs ``git_dirs`` (bare ones, submodules'), as git would read them (each work tree's once a judgement:
+    ``lookups``)."""
     hooks: list[str] = []
     included: list[str] = []
     for tree in work_trees:
-        more_hooks, more_included = _repo_files(tree, home)
+        more_hooks, more_included = _repo_files_once(tree, home, lookups or GitLookups())
         hooks += more_hooks
         included += more_included
     for git_dir in git_dirs:
@@ -525,6 +532,14 @@ def _family_configs(git_dir: str, work_tree: str) -> list[tuple[str, tuple[str, 
             trees.append(os.path.join(work_tree, member.rsplit("/modules/", 1)[1]))
         found += [(os.path.join(member, name), tuple(dict.fromkeys([*trees, work_tree]))) for name in GIT_CONFIGS]
     return found
+
+
+def _repo_files_once(work_tree: str, home: str | None, lookups: GitLookups) -> tuple[list[str], list[str]]:
+    """``_repo_files``, read once per judgement (``GitLookups.repo_files``); copies, for callers that add to them."""
+    known = lookups.repo_files.get(work_tree)
+    if known is None:
+        known = lookups.repo_files[work_tree] = _repo_files(work_tree, home)
+    return list(known[0]), list(known[1])
 
 
 def _repo_files(work_tree: str, home: str | None) -> tuple[list[str], list[str]]:

@@ -338,8 +338,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     """Add to ``found`` the files one text runs; the texts of those to read in turn. ``bins``: the directories the
     hooks put first on PATH (``path_dirs``), where a program named by its name alone is looked for."""
     text, places, shell = _prepared(text, base, goals, work_tree, home, found, bins)
-    values = static_values(text)
-    more: list[_Text] = []
+    values, more = static_values(text), list[_Text]()
     known: dict[str, bool] = {}  # (each word looked up once a text: a 256 KiB text has thousands of lines)
     done: set[tuple[str, str, tuple[str, ...], bool, bool, bool, bool]] = set()
 
@@ -351,9 +350,11 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
             known[word] = is_file(word, places)
         return known[word]
 
+    read: dict[str, tuple[int, int]] = {}  # line -> how many places and PATH directories it was read with
     for written in text.splitlines():
-        if written.lstrip().startswith("#"):
-            continue
+        if written.lstrip().startswith("#") or read.get(written) == (state := (len(places), len(bins.dirs))):
+            continue  # (read again with no more places to look in, a line adds nothing: all else only grows, 133 F2)
+        read[written] = state
         line = assigned(written, values)
         words = program_words(line, built=True)
         programs = [*words[:16], *git_commands(words)]  # (``git lint`` runs ``git-lint`` from PATH: 146 F4)

@@ -241,11 +241,11 @@ class Protection:
 
             git = (lookups or Lookups()).git
             if git.nested is None:
-                git.nested = self._repositories_within(roots)
+                git.nested = self._repositories_within(roots, git)
             return git_rule(real, self.home, git)
         return None
 
-    def _repositories_within(self, roots: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    def _repositories_within(self, roots: tuple[str, ...], git: GitLookups) -> tuple[list[str], list[str]]:
         """The hooks directories and included files of every repository the box's search finds within ``roots``
         (``_git_dirs``: to NESTED_SEARCH_DEPTH levels, GIT_SEARCH_BUDGET directories), for the git rule."""
         from mcp_server_guard.git_dirs import repos_files  # noqa: PLC0415 - (see write_rule)
@@ -258,7 +258,7 @@ class Protection:
             for git_dir in _git_dirs(base, gitfiles, bad=[], depth_limit=NESTED_SEARCH_DEPTH, linked=linked):
                 (trees.add(posixpath.dirname(git_dir)) if posixpath.basename(git_dir) == ".git" else bare.add(git_dir))
             trees.update(posixpath.dirname(f) for f in (*gitfiles, *linked))
-        return repos_files(sorted(trees), sorted(bare), self.home)
+        return repos_files(sorted(trees), sorted(bare), self.home, git)
 
     def hidden_paths(self, roots: Iterable[str] = ()) -> list[str]:
         """The hidden list with ``~`` and globs expanded: existing paths only, never one that holds the
