@@ -15,24 +15,20 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import sys
-import typing
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from mcp_server_guard.serving import code_cache
+from support.compiled import install_for_test
 
 OTHER_BUILD = "3.12.99 (main, Jan  1 2030, 00:00:00) [GCC 99.0] (another build of the user's)"
 
 
 @pytest.fixture
 def cache(monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> Iterator[None]:
-    monkeypatch.setattr(code_cache, "_codes", {})
-    monkeypatch.setattr(code_cache, "_new", False)
-    monkeypatch.setattr(code_cache, "_usable", True)
-    monkeypatch.setattr(dataclasses, "exec", code_cache._exec, raising=False)
-    monkeypatch.setattr(typing, "compile", code_cache._compile, raising=False)
+    install_for_test(monkeypatch)
     yield
 
 

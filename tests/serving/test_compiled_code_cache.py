@@ -23,16 +23,13 @@ from mcp_server_guard import registry
 from mcp_server_guard.serving import code_cache
 from mcp_server_guard.serving.front_records import _seal, sealed_as
 from support import RawClient, console_script
+from support.compiled import install_for_test
 
 
 @pytest.fixture
 def cache(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The cache installed for this test only: empty, usable, and taken off ``dataclasses`` and ``typing`` after."""
-    monkeypatch.setattr(code_cache, "_codes", {})
-    monkeypatch.setattr(code_cache, "_new", False)
-    monkeypatch.setattr(code_cache, "_usable", True)
-    monkeypatch.setattr(dataclasses, "exec", code_cache._exec, raising=False)
-    monkeypatch.setattr(typing, "compile", code_cache._compile, raising=False)
+    install_for_test(monkeypatch)
     yield
 
 
