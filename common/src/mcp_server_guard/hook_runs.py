@@ -339,16 +339,16 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
     hooks put first on PATH (``path_dirs``), where a program named by its name alone is looked for."""
     text, places, shell = _prepared(text, base, goals, work_tree, home, found, bins)
     values, more = static_values(text), list[_Text]()
-    known: dict[str, bool] = {}  # (each word looked up once a text: a 256 KiB text has thousands of lines)
-    done: set[tuple[str, str, tuple[str, ...], bool, bool, bool, bool]] = set()
+    known: dict[tuple[str, int], bool] = {}  # (once a text and set of places: a later ``cd`` adds one, 184 F1)
+    done: set[tuple[str, int, str, tuple[str, ...], bool, bool, bool, bool]] = set()
 
     def files(word: str) -> bool:
-        if word not in known and len(known) >= 8192:
+        if (word, len(places)) not in known and len(known) >= 8192:
             found[PART_READ + base] = None  # (past the words looked up: the text is read in part)
             return False
-        if word not in known:
-            known[word] = is_file(word, places)
-        return known[word]
+        if (key := (word, len(places))) not in known:
+            known[key] = is_file(word, places)
+        return known[key]
 
     read: dict[str, tuple[int, int]] = {}  # line -> how many places and PATH directories it was read with
     for written in text.splitlines():
@@ -386,7 +386,7 @@ def _runs(text: str, base: str, goals: tuple[str, ...] | None, work_tree: str, h
             # (each name looked up once a text, as it is read on this line: a 240 KiB hook of 60,000 lines named a
             # word at every one, from each of 22 places — red team 149 F9)
             rules = (word in resolved, word in direct, path_like(word) and word in words)
-            if (key := (word, how, wanted, runs_all, *rules)) in done:
+            if (key := (word, len(places), how, wanted, runs_all, *rules)) in done:
                 continue
             done.add(key)
             for path in _expanded(word, places, home):

@@ -358,15 +358,30 @@ class OnPath:
     shell_read: set[str] = dataclasses.field(default_factory=set)  # (the files read for what they run, as shell)
 
 
+# Words sh, dash, bash and zsh never look up on PATH: POSIX's reserved words and the builtins of all four (not ``[[``).
+_NEVER_ON_PATH = frozenset(
+    "if then else elif fi case esac for while until do done ! { } . : [ alias bg break cd command continue echo "  # noqa: SIM905
+    "eval exec exit export false fg getopts hash jobs kill printf pwd read readonly return set shift test "
+    "times trap true type ulimit umask unalias unset wait".split()
+)
+_ON_PATH_NAMES = 64  # names looked for in each PATH directory a hook sets, at most (past them: the directory whole)
+
+
 def on_path(words: Iterable[str], bins: list[str]) -> list[tuple[str, str, tuple[str, ...]]]:
     """A word that is a program's name alone, found in a directory the hooks put first on PATH (husky's
     ``node_modules/.bin``: ``lint-staged`` in ``.husky/pre-commit``, red team 49 F3); in any directory of the work
     tree where the hooks put one on PATH that the reader cannot name (``ANYWHERE``: a pattern)."""
     if not bins:
         return []
-    # (there now or made later: a name a hook runs from PATH is protected before it exists — red team 140 F1)
-    return [(in_place(b, word), "run", ()) for word in list(words)[:16] if word and "/" not in word
-            and not word.startswith(("$", "~")) and word not in (".", "..") for b in bins[:16]]  # fmt: skip
+    names = [w for w in dict.fromkeys(words) if w and "/" not in w and not w.startswith(("$", "~"))
+             and w not in (".", "..") and w not in _NEVER_ON_PATH]  # fmt: skip
+    if len(names) > _ON_PATH_NAMES:
+        # (Each name protected there now or made later, red team 140 F1.) Past the names looked up, any file there may
+        # be one a hook runs: each directory counts whole (red team 184 F2: the bound cut before the words no program
+        # is named were dropped, and a 17th name went unread).
+        return [(PATTERN + posixpath.join(b if any(c in b for c in "*?[") else glob.escape(b), "*"), "run", ())
+                for b in bins[:16]]  # fmt: skip
+    return [(in_place(b, word), "run", ()) for word in names for b in bins[:16]]
 
 
 def in_place(place: str, word: str) -> str:
