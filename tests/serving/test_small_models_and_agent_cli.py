@@ -130,7 +130,7 @@ async def test_schemas_go_through_ollamas_tool_format_without_losing_anything(
         assert set(prop) - set(seen) <= {"default", "minimum", "exclusiveMinimum", "pattern", "additionalProperties"}
 
 
-def test_a_model_whose_schema_has_no_flat_form_is_refused_at_start_up() -> None:
+def test_a_model_whose_schema_has_no_flat_form_is_refused() -> None:
     with pytest.raises(ValueError, match="non-null types"):
         flat_schema({"properties": {"x": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}})
 

@@ -119,39 +119,48 @@ def test_network_policy_without_the_box_is_refused_when_the_box_is_waited_for(tm
         deciding.finish()
 
 
-def test_the_pids_cgroup_begun_ahead_is_the_one_the_plan_takes_and_made_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_pids_cgroup_begun_ahead_is_the_one_the_plan_takes_and_made_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     # As root the server moves itself into a pids cgroup (an RCU grace period: ~15 ms of waiting); it begins that in a
-    # thread while its modules load, and the plan (before bubblewrap starts: commands are born inside) waits for it.
-    made: list[str] = []
-    release = threading.Event()
+    # thread before its configuration is read (without a budget yet), and the plan (before bubblewrap starts:
+    # commands are born inside) waits for it and sets the budget.
+    made: list[tuple[str, int | None]] = []
+    release, begun = threading.Event(), threading.Event()
 
-    def make(limit: int) -> Path:
-        made.append(threading.current_thread().name)
+    def make(limit: int | None) -> Path:
+        made.append((threading.current_thread().name, limit))
+        begun.set()
         release.wait(10)
-        return Path(f"/sys/fs/cgroup/pids/mcp-guard-test-{limit}")
+        group = tmp_path / f"mcp-guard-test-{len(made)}"
+        group.mkdir()
+        return group
 
     monkeypatch.setattr(lifetime, "_make_pids_cgroup", make)
     monkeypatch.setattr(os, "geteuid", lambda: 0)
-    lifetime.pids_cgroup_ahead(7)
-    lifetime.pids_cgroup_ahead(7)  # (once)
-    assert made == ["mcp-guard-cgroup"]  # begun, on a thread of its own, without waiting for it
+    lifetime.pids_cgroup_ahead()
+    lifetime.pids_cgroup_ahead()  # (once)
+    assert begun.wait(10)
+    assert made == [("mcp-guard-cgroup", None)]  # begun, on a thread of its own, without a budget, not waited for
     release.set()
-    assert lifetime.make_pids_cgroup(7) == Path("/sys/fs/cgroup/pids/mcp-guard-test-7")
-    assert made == ["mcp-guard-cgroup"]  # the plan waited for that one: none made twice
-    assert lifetime.make_pids_cgroup(7) == Path("/sys/fs/cgroup/pids/mcp-guard-test-7")  # (again: made at once)
-    assert made == ["mcp-guard-cgroup", threading.current_thread().name]
+    group = lifetime.make_pids_cgroup(7)
+    assert group == tmp_path / "mcp-guard-test-1"
+    assert made == [("mcp-guard-cgroup", None)]  # the plan waited for that one: none made twice
+    assert (group / "pids.max").read_text(encoding="ascii") == str(7 + lifetime._SERVER_PIDS)  # its budget, set
+    assert lifetime.make_pids_cgroup(7) == tmp_path / "mcp-guard-test-2"  # (again: made at once, with its budget)
+    assert made[1] == (threading.current_thread().name, 7)
 
 
 def test_a_cgroup_move_that_failed_ahead_fails_the_plan_as_it_would_have_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Red team 46 F3: an unexpected error in the thread was lost (the server started without the cgroup, unsaid).
-    def broken(_limit: int) -> Path:
+    def broken(_limit: int | None) -> Path:
         raise RuntimeError("cgroupfs went away")
 
     monkeypatch.setattr(lifetime, "_make_pids_cgroup", broken)
     monkeypatch.setattr(os, "geteuid", lambda: 0)
-    lifetime.pids_cgroup_ahead(9)
+    lifetime.pids_cgroup_ahead()
     with pytest.raises(RuntimeError, match="cgroupfs went away"):
         lifetime.make_pids_cgroup(9)
 
@@ -204,7 +213,9 @@ def _ended(argv: list[str], cwd: Path) -> tuple[int, int, bytes]:
 @pytest.mark.parametrize(
     "flags",
     [["--mode", "full-access", "--sandbox", "auto"], ["--mode", "read-only", "--transactions", "required"],
-     ["--approvals-file", "{root}/approvals.json"]],
+     ["--approvals-file", "{root}/approvals.json"],
+     # (refused while the configuration is read: the move begins before it, issue 44)
+     ["--allow-path", "{root}/missing"], ["--policy", "{root}/missing.toml"]],
 )  # fmt: skip
 def test_a_start_refused_after_the_cgroup_move_began_leaves_no_cgroup(
     workspace: Path, tmp_path: Path, flags: list[str]
@@ -240,3 +251,24 @@ def test_a_start_whose_tool_cannot_load_leaves_no_box_cgroup_or_copy_behind(
     assert status != 0 and b"ModuleNotFoundError" in err, err
     assert not left and not parts, (left, parts)
     assert not [p for p in _boxes() if p.pid not in before]
+
+
+@needs_bwrap
+@pytest.mark.skipif(not AS_ROOT, reason="needs root and a pids cgroup")
+@pytest.mark.parametrize("flags", [["--sandbox", "off"], ["--mode", "full-access"]])
+def test_a_server_that_runs_no_box_leaves_the_cgroup_its_start_began(
+    workspace: Path, tmp_path: Path, flags: list[str]
+) -> None:
+    # The move into the pids cgroup begins before the configuration is read (issue 44); a server that turns out to run
+    # without the box has no budget to keep: it serves from where it was, and no cgroup of its stays.
+    argv = [console_script("mcp-server-shell-exec"), "--audit-log", str(tmp_path / "a.jsonl"), *flags]
+    client = RawClient(argv, workspace)
+    try:
+        client.initialize()
+        answer = client.request(1, "tools/call", {"name": "shell_exec", "arguments": {"command": "true"}}, timeout=60)
+        assert not answer["result"].get("isError"), answer
+        own = Path(f"/proc/{client.proc.pid}/cgroup").read_text(encoding="ascii")
+        left = _cgroups_of(client.proc.pid)
+    finally:
+        client.close()
+    assert "mcp-guard-" not in own and not left, (own, left)

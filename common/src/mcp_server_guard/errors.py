@@ -26,7 +26,7 @@ import enum
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_server_guard.paths import printable
 
@@ -46,6 +46,8 @@ class Category(enum.StrEnum):
 
 class ErrorPayload(BaseModel):
     """The structured form of a refusal, as the client receives it."""
+
+    model_config = ConfigDict(defer_build=True)  # (built with the first refusal: issue 44)
 
     code: str = Field(description="Stable SCREAMING_SNAKE error code.")
     category: Category = Field(description="Error family: PARAM, SECURITY, RESOURCE, EXECUTION or SYSTEM.")

@@ -6,7 +6,6 @@ passed with ``--policy`` only names the keys it changes. An invalid file names t
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import importlib.machinery
 import ipaddress
@@ -474,6 +473,8 @@ def _describe(exc: ValidationError, data: dict[str, Any]) -> str:
     msg = first["msg"]
     if first["type"] == "extra_forbidden":
         known = _keys_at(loc[:-1])
+        import difflib  # noqa: PLC0415 - only for a misspelt name (issue 44: not loaded at every start)
+
         near = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6) if loc else []
         msg = (
             f"unknown key; did you mean '{near[0]}'?"

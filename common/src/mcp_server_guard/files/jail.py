@@ -10,7 +10,6 @@ openat2 cannot judge alone). Nothing here checks a path string and then opens th
 from __future__ import annotations
 
 import contextlib
-import difflib
 import enum
 import errno
 import os
@@ -278,6 +277,8 @@ class Jail:
         name = parts[-1]
         match = lowered.get(name.lower())
         if match is None:
+            import difflib  # noqa: PLC0415 - only for a misspelt name (issue 44: not loaded at every start)
+
             near = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
             match = lowered[near[0]] if near else None
         if match is None or (want == "dir") != bare[match].endswith("/") or want == "new":

@@ -24,7 +24,6 @@ brackets) is refused, never used.
 from __future__ import annotations
 
 import copy
-import difflib
 import json
 import math
 import re
@@ -157,6 +156,8 @@ def closest_name(key: str, valid: list[str], taken: Mapping[str, Any] = {}) -> s
     for name in free:
         if key.lower() in SYNONYMS.get(name, ()):
             return name
+    import difflib  # noqa: PLC0415 - only for a misspelt name, not on the way to a first result (issue 44)
+
     near = difflib.get_close_matches(key.lower(), list(lowered), n=1, cutoff=0.6)
     return lowered[near[0]] if near else None
 

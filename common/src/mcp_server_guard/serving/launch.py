@@ -509,7 +509,7 @@ class ServerMain(Protocol):
 
 
 def server_cli(
-    *, prog: str, name: str, distribution: str | None = None
+    *, prog: str, name: str, distribution: str | None = None, ahead: Callable[..., Callable[[], None]] | None = None
 ) -> Callable[[Callable[..., GuardedServer | Tools]], ServerMain]:
     """Turn ``build(config, **own_options) -> GuardedServer | Tools`` into a server's ``main(argv)``.
 
@@ -517,9 +517,10 @@ def server_cli(
     with them while the SDK is not loaded (``front.early_calls``); the SDK's server is built around them only when
     the client sends what the front does not answer.
 
-    The shared flags (--allow-path, --symlinks, --mode, --policy, --audit-log, --log-level, --version) are
-    declared once, here; a server adds its own options as keyword parameters of ``build`` (typer
-    annotations), and its docstring becomes the --help text.
+    The shared flags (--allow-path, --symlinks, --mode, --policy, --audit-log, --log-level, --version) are declared
+    once, here; a server adds its own options as keyword parameters of ``build`` (typer annotations), and its
+    docstring becomes the --help text. ``ahead(options)`` (the values, not yet judged) begins what can go on while
+    the configuration is read, and gives what undoes it if the start fails.
     """
     dist = distribution or prog
     kw = inspect.Parameter.KEYWORD_ONLY
@@ -553,8 +554,14 @@ def server_cli(
         def command(**kwargs: Any) -> None:
             values = {k: kwargs.pop(k) for k in list(kwargs) if k in shared_names}
             values.pop("version", None)
-            config = build_config(prog=prog, name=name, distribution=dist, **values)
-            built = build(config, **kwargs)
+            undo = ahead({**values, **kwargs}) if ahead is not None else None
+            try:
+                config = build_config(prog=prog, name=name, distribution=dist, **values)
+                built = build(config, **kwargs)
+            except BaseException:
+                if undo is not None:
+                    undo()
+                raise
             if not isinstance(built, Tools):
                 early_calls(None)
                 _register(built.tools)

@@ -9,6 +9,7 @@ the first result does not wait for the SDK's protocol models (issue 44). Pydanti
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import shlex
@@ -66,6 +67,11 @@ class ToolInput(BaseModel):
 class ToolOutput(BaseModel):
     """Base of tool output models; ``to_text`` is the text block old clients read (the facts line follows it)."""
 
+    # Built with the first result, not at import (issue 44): the bases (this, ``ShellResult``) are never validated
+    # themselves, and a server's own output model is first needed by its first result (``tools/list``'s schema
+    # comes from the start-up record, or ``ToolShape`` makes it when first shown).
+    model_config = ConfigDict(defer_build=True)
+
     auditId: str = Field(
         default="", description="Id of this call's audit record (`mcp-guard audit` shows it as id=...)."
     )
@@ -110,14 +116,23 @@ class ToolOutput(BaseModel):
 
 @dataclass(frozen=True)
 class ToolShape:
-    """What the server publishes and checks for one tool."""
+    """What the server publishes and checks for one tool. The output schema is made when first asked for: only
+    ``tools/list`` shows it, and a start whose ``tools/list`` is answered from the start-up record never needs it
+    before its first result (issue 44: some 5 ms of shell_exec's start); a model without a flat form is refused
+    by the tests of every server's tools (``tests/serving/test_tool_schemas_are_flat.py``)."""
 
     input_schema: dict[str, Any]
-    output_schema: dict[str, Any]
+    output_model: type[BaseModel]
     action: str  # read, write, exec (the audit record's action)
     target: Callable[[Mapping[str, Any]], str | None]  # the audit record's target, from the arguments
     paths: Mapping[str, str]  # path arguments and what they name ("file", "dir", "new"), for suggestions
     implied: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # see calls.normalize_arguments
+
+    @functools.cached_property
+    def output_schema(self) -> dict[str, Any]:
+        return flat_schema(
+            self.output_model.model_json_schema(by_alias=True, mode="serialization"), output=True, last=CONTRACT_FIELDS
+        )
 
 
 def path_target(arguments: Mapping[str, Any]) -> str | None:
@@ -169,11 +184,7 @@ class ToolSpec:
         # Flat or nothing: a model whose schema has no flat form fails here, at start-up, not in a small model.
         return ToolShape(
             input_schema=flat_schema(self.input_model.model_json_schema(by_alias=True)),
-            output_schema=flat_schema(
-                self.output_model.model_json_schema(by_alias=True, mode="serialization"),
-                output=True,
-                last=CONTRACT_FIELDS,
-            ),
+            output_model=self.output_model,
             action=self.action,
             target=self.target,
             paths=dict(self.paths),

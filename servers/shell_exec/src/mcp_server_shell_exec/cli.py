@@ -5,8 +5,9 @@ from __future__ import annotations
 import enum
 import os
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp_server_guard import within
 from mcp_server_guard.serving import (
@@ -82,7 +83,24 @@ TransactionsOpt = Annotated[
 ]
 
 
-@server_cli(prog=PROG, name="shell_exec")
+def _chosen(sandbox: object, mode: object) -> SandboxMode:
+    """The box asked for: ``--sandbox``, or by default none in full-access and the box elsewhere."""
+    if isinstance(sandbox, SandboxMode):
+        return sandbox
+    return SandboxMode.OFF if mode is Mode.FULL_ACCESS else SandboxMode.AUTO
+
+
+def _ahead(options: Mapping[str, Any]) -> Callable[[], None]:
+    """Before the configuration is read: as root, the server's move into its pids cgroup begun, which waits for the
+    kernel (issue 44: ~10 ms it waited on the way to the first result); given up if the start fails."""
+    from mcp_server_guard.shell.sandbox import give_up_pids_cgroup, pids_cgroup_ahead  # noqa: PLC0415
+
+    if _chosen(options.get("sandbox"), options.get("mode")) is not SandboxMode.OFF:
+        pids_cgroup_ahead()
+    return give_up_pids_cgroup
+
+
+@server_cli(prog=PROG, name="shell_exec", ahead=_ahead)
 def main(
     config: ServerConfig,
     sandbox: SandboxOpt = None,
@@ -94,12 +112,13 @@ def main(
 ) -> Tools:
     """Serve the shell_exec tool over stdio: commands are checked against the policy and run confined."""
     # Lazy for start-up time: --help and --version need neither the tool nor the MCP SDK.
-    from mcp_server_guard.shell import limits_of  # noqa: PLC0415
     from mcp_server_guard.shell.sandbox import give_up_pids_cgroup, pids_cgroup_ahead  # noqa: PLC0415
 
-    chosen = sandbox or (SandboxMode.OFF if config.mode is Mode.FULL_ACCESS else SandboxMode.AUTO)
-    if chosen is not SandboxMode.OFF:
-        pids_cgroup_ahead(limits_of(config.policy.shell_exec).processes)  # (as root) while the rest goes on
+    chosen = _chosen(sandbox, config.mode)
+    if chosen is SandboxMode.OFF:
+        give_up_pids_cgroup()  # (a move ``_ahead`` began: no box, no budget to keep)
+    else:
+        pids_cgroup_ahead()  # (as root) while the rest goes on; begun already by ``_ahead``
     try:
         return _started(config, sandbox, chosen, sandbox_read, network, approvals_file, transactions, history_dir)
     except BaseException:

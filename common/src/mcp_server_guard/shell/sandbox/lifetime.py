@@ -29,56 +29,70 @@ log = logging.getLogger("mcp_server_guard.shell.sandbox.lifetime")
 
 
 _Made = list[Path | BaseException | None]  # what a move begun ahead gave: the cgroup, none, or what it raised
-_AHEAD: dict[int, tuple[threading.Thread, _Made]] = {}  # limit -> the move begun (``pids_cgroup_ahead``)
+_AHEAD: list[tuple[threading.Thread, _Made]] = []  # the move begun (``pids_cgroup_ahead``), while not taken
 
 
-def pids_cgroup_ahead(limit: int) -> None:
-    """Begin ``make_pids_cgroup(limit)`` in a thread of its own, while the server goes on starting: moving a process
-    into a cgroup waits for an RCU grace period (~15 ms, none of it CPU). ``make_pids_cgroup`` then waits for it; a
-    start that fails meanwhile gives it up (``give_up_pids_cgroup``)."""
-    if os.geteuid() != 0 or limit in _AHEAD:
+def pids_cgroup_ahead() -> None:
+    """Begin moving the server into a pids cgroup of its own (``_make_pids_cgroup``, as root) in a thread, while it
+    goes on starting: a move waits for an RCU grace period (~15 ms, none of it CPU). Begun before the server's
+    configuration is read (issue 44: the wait was on the way to the first result), so without its budget yet:
+    ``make_pids_cgroup(limit)`` waits for the move and sets the budget, before the box or any command is born; a
+    start that fails or runs no box meanwhile gives it up (``give_up_pids_cgroup``). Once a process."""
+    if os.geteuid() != 0 or _AHEAD or _CREATED_CGROUPS:
         return
     made: _Made = []
 
     def move() -> None:
         try:
-            made.append(_make_pids_cgroup(limit))
+            made.append(_make_pids_cgroup(None))
         except BaseException as exc:  # noqa: BLE001 - raised where the plan takes it (``make_pids_cgroup``)
             made.append(exc)
 
     thread = threading.Thread(target=move, name="mcp-guard-cgroup")
-    _AHEAD[limit] = thread, made
+    _AHEAD.append((thread, made))
     thread.start()
 
 
 def make_pids_cgroup(limit: int) -> Path | None:
-    """``_make_pids_cgroup``, or the one ``pids_cgroup_ahead`` began (waited for: commands must be born inside)."""
-    ahead = _AHEAD.pop(limit, None)
-    if ahead is None:
+    """The server in a pids cgroup whose budget is ``limit`` commands' processes (and its own threads'): the one
+    ``pids_cgroup_ahead`` began (waited for: commands must be born inside, under the budget), else made now."""
+    if not _AHEAD:
         return _make_pids_cgroup(limit)
-    thread, made = ahead
+    thread, made = _AHEAD.pop()
     thread.join()
     found = made[0] if made else None
     if isinstance(found, BaseException):
         raise found
+    if found is None:
+        return None
+    try:
+        _set_budget(found, limit)
+    except OSError:  # (the cgroup went meanwhile: left and made again, as at once)
+        release_all()
+        return _make_pids_cgroup(limit)
     return found
 
 
 def give_up_pids_cgroup() -> None:
-    """The server does not start after all (a usage error, a signal, a module that cannot load: red team 46): the
-    moves begun ahead are waited for, and the cgroup they made left and removed."""
+    """The server does not start after all (a usage error, a signal, a module that cannot load: red team 46), or
+    starts without the box: the move begun ahead is waited for, and the cgroup it made left and removed."""
     while _AHEAD:
-        _limit, (thread, _made) = _AHEAD.popitem()
+        thread, _made = _AHEAD.pop()
         thread.join()
     release_all()
 
 
-def _make_pids_cgroup(limit: int) -> Path | None:
+def _set_budget(group: Path, limit: int) -> None:
+    (group / "pids.max").write_text(str(limit + _SERVER_PIDS), encoding="ascii")
+
+
+def _make_pids_cgroup(limit: int | None) -> Path | None:
     """As root, RLIMIT_NPROC binds nobody: the server moves itself into a pids cgroup, once.
 
     Its commands are then born inside it (no per-call migration: moving a process between cgroups can
     wait for an RCU grace period, milliseconds on an idle machine). The budget is shared by the server's
-    own threads and every command it runs; a fork bomb exhausts it, not the machine.
+    own threads and every command it runs; a fork bomb exhausts it, not the machine. Without ``limit`` (a move
+    begun ahead) the budget is set later, by ``make_pids_cgroup``, before anything is run.
     """
     if os.geteuid() != 0:
         return None
@@ -91,7 +105,8 @@ def _make_pids_cgroup(limit: int) -> Path | None:
         group = base / f"mcp-guard-{os.getpid()}"
         try:
             group.mkdir(exist_ok=True)
-            (group / "pids.max").write_text(str(limit + _SERVER_PIDS), encoding="ascii")
+            if limit is not None:
+                _set_budget(group, limit)
             (group / "cgroup.procs").write_text(str(os.getpid()), encoding="ascii")
         except OSError:
             with contextlib.suppress(OSError):
