@@ -137,6 +137,8 @@ def test_the_pids_cgroup_begun_ahead_is_the_one_the_plan_takes_and_made_once(
         return group
 
     monkeypatch.setattr(lifetime, "_make_pids_cgroup", make)
+    monkeypatch.setattr(lifetime, "_AHEAD", [])
+    monkeypatch.setattr(lifetime, "_CREATED_CGROUPS", [])  # (this process's own, whatever other tests made)
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     lifetime.pids_cgroup_ahead()
     lifetime.pids_cgroup_ahead()  # (once)
@@ -159,6 +161,8 @@ def test_a_cgroup_move_that_failed_ahead_fails_the_plan_as_it_would_have_at_once
         raise RuntimeError("cgroupfs went away")
 
     monkeypatch.setattr(lifetime, "_make_pids_cgroup", broken)
+    monkeypatch.setattr(lifetime, "_AHEAD", [])
+    monkeypatch.setattr(lifetime, "_CREATED_CGROUPS", [])
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     lifetime.pids_cgroup_ahead()
     with pytest.raises(RuntimeError, match="cgroupfs went away"):
@@ -267,8 +271,9 @@ def test_a_server_that_runs_no_box_leaves_the_cgroup_its_start_began(
         client.initialize()
         answer = client.request(1, "tools/call", {"name": "shell_exec", "arguments": {"command": "true"}}, timeout=60)
         assert not answer["result"].get("isError"), answer
-        own = Path(f"/proc/{client.proc.pid}/cgroup").read_text(encoding="ascii")
-        left = _cgroups_of(client.proc.pid)
+        pid = client.proc.pid
+        own = Path(f"/proc/{pid}/cgroup").read_text(encoding="ascii")
+        left = _cgroups_of(pid)
     finally:
         client.close()
-    assert "mcp-guard-" not in own and not left, (own, left)
+    assert f"mcp-guard-{pid}" not in own and not left, (own, left)  # (a parent's own it may be born in)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import os
+import signal
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -22,6 +23,7 @@ from mcp_server_guard.serving import (
     state_in_use,
     usage_error,
 )
+from mcp_server_guard.serving.launch import STOP_SIGNALS
 from mcp_server_guard.shell.sandbox import NetworkMode, ReadScope, SandboxMode, SandboxUnavailable
 
 if TYPE_CHECKING:
@@ -92,12 +94,20 @@ def _chosen(sandbox: object, mode: object) -> SandboxMode:
 
 def _ahead(options: Mapping[str, Any]) -> Callable[[], None]:
     """Before the configuration is read: as root, the server's move into its pids cgroup begun, which waits for the
-    kernel (issue 44: ~10 ms it waited on the way to the first result); given up if the start fails."""
+    kernel (issue 44: ~10 ms it waited on the way to the first result); given up if the start fails. Until the
+    server's own stop handlers are in place, a stop signal unwinds the start as SIGINT does, so that what it began is
+    given up (red team 185 F1: SIGTERM or SIGHUP while the policy was read left the cgroup behind)."""
     from mcp_server_guard.shell.sandbox import give_up_pids_cgroup, pids_cgroup_ahead  # noqa: PLC0415
 
     if _chosen(options.get("sandbox"), options.get("mode")) is not SandboxMode.OFF:
+        for stop in STOP_SIGNALS:
+            signal.signal(stop, _unwind)
         pids_cgroup_ahead()
     return give_up_pids_cgroup
+
+
+def _unwind(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)  # (the start's clean-up runs on the way out: ``server_cli``, ``main``)
 
 
 @server_cli(prog=PROG, name="shell_exec", ahead=_ahead)
@@ -126,6 +136,10 @@ def main(
         # for it goes too (red team 46).
         give_up_pids_cgroup()
         raise
+    finally:
+        for stop in STOP_SIGNALS:  # (from here as before: the server's own handlers come with its loop)
+            if signal.getsignal(stop) is _unwind:
+                signal.signal(stop, signal.SIG_DFL)
 
 
 def _started(

@@ -92,7 +92,9 @@ def _make_pids_cgroup(limit: int | None) -> Path | None:
     Its commands are then born inside it (no per-call migration: moving a process between cgroups can
     wait for an RCU grace period, milliseconds on an idle machine). The budget is shared by the server's
     own threads and every command it runs; a fork bomb exhausts it, not the machine. Without ``limit`` (a move
-    begun ahead) the budget is set later, by ``make_pids_cgroup``, before anything is run.
+    begun ahead) the cgroup is made with the server's own headroom only, and ``make_pids_cgroup`` gives it the
+    commands' budget before the box starts: nothing is ever born in it without a budget (red team 185 F2: a
+    probe the plan runs first).
     """
     if os.geteuid() != 0:
         return None
@@ -105,8 +107,7 @@ def _make_pids_cgroup(limit: int | None) -> Path | None:
         group = base / f"mcp-guard-{os.getpid()}"
         try:
             group.mkdir(exist_ok=True)
-            if limit is not None:
-                _set_budget(group, limit)
+            _set_budget(group, 0 if limit is None else limit)
             (group / "cgroup.procs").write_text(str(os.getpid()), encoding="ascii")
         except OSError:
             with contextlib.suppress(OSError):
