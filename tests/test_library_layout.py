@@ -29,7 +29,7 @@ EXPORTED = {
         "MAX_MESSAGE_BYTES", "ClientRoots", "GuardedServer", "HistoryDirOpt", "ServerConfig", "ToolInput",
         "ToolOutput", "build_config", "option", "resolve_history_dir", "run_app", "serve_stdio", "server_cli",
         "usage_error", "Mode", "command_target", "run_console", "state_hidden", "state_in_use", "Tools", "ToolSpec",
-        "ResourceSpec",
+        "ResourceSpec", "STOP_SIGNALS",
     ],
     "mcp_server_guard.files": [
         "HistoryEntry", "HistoryError", "HistoryStore", "Jail", "Located", "Page", "Sniffed",

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from mcp_server_guard.serving.config import Mode, ServerConfig
     from mcp_server_guard.serving.front import run_console
     from mcp_server_guard.serving.launch import (
+        STOP_SIGNALS,
         HistoryDirOpt,
         build_config,
         resolve_history_dir,
@@ -39,6 +40,7 @@ _EXPORTS = {
     "GuardedServer": "server",
     "HistoryDirOpt": "launch",
     "MAX_MESSAGE_BYTES": "stdio",
+    "STOP_SIGNALS": "launch",
     "ServerConfig": "config",
     "ToolInput": "tools",
     "ToolOutput": "tools",
@@ -58,6 +60,7 @@ __getattr__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
+    "STOP_SIGNALS",
     "ClientRoots",
     "GuardedServer",
     "HistoryDirOpt",

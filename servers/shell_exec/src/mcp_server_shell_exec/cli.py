@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp_server_guard import within
 from mcp_server_guard.serving import (
+    STOP_SIGNALS,
     HistoryDirOpt,
     Mode,
     ServerConfig,
@@ -23,7 +24,6 @@ from mcp_server_guard.serving import (
     state_in_use,
     usage_error,
 )
-from mcp_server_guard.serving.launch import STOP_SIGNALS
 from mcp_server_guard.shell.sandbox import NetworkMode, ReadScope, SandboxMode, SandboxUnavailable
 
 if TYPE_CHECKING:
