@@ -181,7 +181,8 @@ class ToolSpec:
     implied: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # see calls.normalize_arguments
 
     def shape(self) -> ToolShape:
-        # Flat or nothing: a model whose schema has no flat form fails here, at start-up, not in a small model.
+        # Flat or nothing: an input model whose schema has no flat form fails here, at start-up, not in a small model
+        # (an output model's, when tools/list first shows it: ``ToolShape.output_schema``, and in every server's tests).
         return ToolShape(
             input_schema=flat_schema(self.input_model.model_json_schema(by_alias=True)),
             output_model=self.output_model,
